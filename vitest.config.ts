@@ -1,0 +1,13 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    // Multi-process tests spawn gateways; two cores are what CI has.
+    maxWorkers: 2,
+    reporters: ["default", "./test/helpers/summary-reporter.ts"],
+    globalSetup: ["./test/helpers/tls-setup.ts"],
+  },
+});
