@@ -1,0 +1,50 @@
+import type { Services } from "../services.js";
+import { eventRecord } from "../events/types.js";
+import { newAccountId, newEventId, newKeyId, newRequestId } from "../lib/ids.js";
+import type { AccountRecord, KeyRecord } from "../store/types.js";
+import { generateApiKey } from "./api-keys.js";
+import type { TierName } from "./tiers.js";
+
+interface NewAccountInput {
+  email: string | null;
+  tier: TierName;
+  credits: number;
+  reason: string;
+  requestId?: string;
+  id?: string;
+}
+
+/** Creates an account (no key yet); `agent.registered` is written atomically with it. */
+export async function createAccountRecord(services: Services, input: NewAccountInput): Promise<AccountRecord> {
+  const id = input.id ?? newAccountId();
+  const registered = eventRecord(newEventId(), "agent.registered", id, { agent_id: id, email: input.email, tier: input.tier });
+  return services.store.createAccount(
+    { id, email: input.email, tier: input.tier },
+    { amount: input.credits, reason: input.reason, requestId: input.requestId ?? newRequestId() },
+    [registered],
+  );
+}
+
+/** Creates an account with its first key. */
+export async function createAccount(services: Services, input: NewAccountInput): Promise<{ account: AccountRecord; apiKey: string; key: KeyRecord }> {
+  const account = await createAccountRecord(services, input);
+  const { plaintext, key } = await issueKey(services, account.id, "default");
+  return { account, apiKey: plaintext, key };
+}
+
+/** A new key for the account; the plaintext is returned to be shown once and is never stored. */
+export async function issueKey(services: Services, accountId: string, name: string | null): Promise<{ plaintext: string; key: KeyRecord }> {
+  const generated = generateApiKey(accountId);
+  const key: KeyRecord = {
+    id: newKeyId(),
+    accountId,
+    hash: generated.hash,
+    prefix: generated.prefix,
+    last4: generated.last4,
+    name,
+    createdAt: Date.now(),
+    revokedAt: null,
+  };
+  await services.store.addKey(key);
+  return { plaintext: generated.plaintext, key };
+}

@@ -1,0 +1,38 @@
+import { createHmac, timingSafeEqual } from "node:crypto";
+import type { Services } from "../services.js";
+
+/**
+ * Verification links carry a signed token `<account>.<expires>.<hmac>`: nothing to store,
+ * and "once" is enforced by the account's verified flag, atomically with the 75-credit grant.
+ */
+const LIFETIME_SECONDS = 7 * 24 * 3600;
+
+function sign(secret: string, payload: string): string {
+  return createHmac("sha256", secret).update(`email-verification:${payload}`).digest("base64url");
+}
+
+export function verificationToken(secret: string, accountId: string, nowMs = Date.now()): string {
+  const payload = `${accountId}.${Math.floor(nowMs / 1000) + LIFETIME_SECONDS}`;
+  return `${payload}.${sign(secret, payload)}`;
+}
+
+/** The account id a token vouches for, or null when it is forged, malformed or expired. */
+export function readVerificationToken(secret: string, token: string, nowMs = Date.now()): string | null {
+  const parts = token.split(".");
+  if (parts.length !== 3) return null;
+  const [accountId, expires, signature] = parts as [string, string, string];
+  const expected = Buffer.from(sign(secret, `${accountId}.${expires}`));
+  const given = Buffer.from(signature);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+  if (!/^\d+$/.test(expires) || Number(expires) * 1000 < nowMs) return null;
+  return accountId;
+}
+
+export async function sendVerificationEmail(services: Services, accountId: string, email: string): Promise<void> {
+  const link = `${services.config.publicBaseUrl}/api/v1/verify-email?token=${encodeURIComponent(verificationToken(services.config.secretKey, accountId))}`;
+  await services.mailer.send({
+    to: email,
+    subject: "Verify your e-mail address for Toolgate",
+    text: `Welcome to Toolgate.\n\nOpen this link to verify your e-mail address and receive 75 more free credits:\n\n${link}\n\nThe link is valid for 7 days. If you did not sign up, ignore this message.\n`,
+  });
+}

@@ -1,0 +1,32 @@
+import nodemailer from "nodemailer";
+import type { Logger } from "pino";
+
+export interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export interface Mailer {
+  send(mail: Mail): Promise<void>;
+  close(): void;
+}
+
+/** SMTP through nodemailer, or (no SMTP_URL, development only) the log. */
+export function createMailer(options: { smtpUrl: string | undefined; from: string; log: Logger }): Mailer {
+  if (!options.smtpUrl) {
+    return {
+      async send(mail) {
+        options.log.info({ mail: { to: mail.to, subject: mail.subject, text: mail.text } }, "e-mail (development: written to the log, not sent)");
+      },
+      close() {},
+    };
+  }
+  const transport = nodemailer.createTransport(options.smtpUrl);
+  return {
+    async send(mail) {
+      await transport.sendMail({ from: options.from, ...mail });
+    },
+    close: () => transport.close(),
+  };
+}

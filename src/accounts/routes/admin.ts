@@ -1,0 +1,60 @@
+import { z } from "zod";
+import { ApiError } from "../../http/errors.js";
+import { defineRoute } from "../../http/route.js";
+import { ACCOUNT_ID_PATTERN } from "../../lib/ids.js";
+import { accountView, accountViewSchema, listOf } from "../views.js";
+import { TIER_NAMES } from "../tiers.js";
+import { pageQuery } from "./usage.js";
+
+/** Operator endpoints, behind ADMIN_API_KEY. */
+function accountIdParam(id: string | undefined): string {
+  if (!id || !ACCOUNT_ID_PATTERN.test(id)) throw new ApiError("not_found", "No such account.", { param: "id" });
+  return id;
+}
+
+export const adminListAccounts = defineRoute({
+  method: "get",
+  path: "/admin/accounts",
+  summary: "Every account, oldest first, paginated.",
+  auth: "admin",
+  query: pageQuery,
+  response: listOf(accountViewSchema),
+  async handler({ services, query }) {
+    const page = await services.store.listAccounts(query);
+    return { body: { object: "list", data: page.items.map(accountView), next_cursor: page.nextCursor } };
+  },
+});
+
+export const adminSetTier = defineRoute({
+  method: "put",
+  path: "/admin/accounts/:id/tier",
+  summary: "Change an account's tier; effective on its next request.",
+  auth: "admin",
+  body: z.strictObject({ tier: z.enum(TIER_NAMES) }),
+  response: accountViewSchema,
+  async handler({ services, params, body }) {
+    const account = await services.store.setTier(accountIdParam(params.id), body.tier);
+    if (!account) throw new ApiError("not_found", "No such account.", { param: "id" });
+    return { body: accountView(account) };
+  },
+});
+
+export const adminGrantCredits = defineRoute({
+  method: "post",
+  path: "/admin/accounts/:id/credits",
+  summary: "Grant credits to an account. With an Idempotency-Key header, a retry is applied once.",
+  auth: "admin",
+  successStatus: 201,
+  response: z.object({ applied: z.boolean().describe("false when this Idempotency-Key was already applied (status 200)."), account: accountViewSchema }),
+  body: z.strictObject({ amount: z.number().int().min(1).max(1_000_000_000), reason: z.string().trim().min(1).max(200) }),
+  async handler({ services, params, body, req, requestId }) {
+    const idempotencyKey = req.get("idempotency-key");
+    const result = await services.store.topUp(accountIdParam(params.id), "grant", {
+      amount: body.amount,
+      reason: body.reason,
+      requestId: idempotencyKey ? `admin-grant:${idempotencyKey.slice(0, 128)}` : requestId,
+    });
+    if (!result) throw new ApiError("not_found", "No such account.", { param: "id" });
+    return { status: result.applied ? 201 : 200, body: { applied: result.applied, account: accountView(result.account) } };
+  },
+});

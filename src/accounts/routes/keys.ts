@@ -1,0 +1,68 @@
+import { z } from "zod";
+import { ApiError } from "../../http/errors.js";
+import { defineRoute } from "../../http/route.js";
+import { issueKey } from "../accounts.js";
+import { keyView, keyViewSchema, listOf } from "../views.js";
+
+/** Key management for the calling account. Another account's key id is simply not found. */
+const keyName = z.string().trim().min(1).max(64);
+
+export const listKeys = defineRoute({
+  method: "get",
+  path: "/keys",
+  summary: "The account's API keys: prefix and last four characters only.",
+  auth: "key",
+  response: listOf(keyViewSchema),
+  async handler({ services, caller }) {
+    const keys = await services.store.listKeys(caller.account.id);
+    return { body: { object: "list", data: keys.map((k) => keyView(k)) } };
+  },
+});
+
+export const createKey = defineRoute({
+  method: "post",
+  path: "/keys",
+  summary: "Create another API key; the full key is in this response only.",
+  auth: "key",
+  body: z.strictObject({ name: keyName.optional() }),
+  successStatus: 201,
+  response: keyViewSchema.extend({ key: z.string().describe("The full key: shown in this answer only.") }),
+  async handler({ services, caller, body }) {
+    const { plaintext, key } = await issueKey(services, caller.account.id, body.name ?? null);
+    return { status: 201, body: { ...keyView(key), key: plaintext } };
+  },
+});
+
+const MAX_GRACE_SECONDS = 7 * 24 * 3600;
+
+export const rotateKey = defineRoute({
+  method: "post",
+  path: "/keys/:id/rotate",
+  summary: "Replace a key: a new key now; the old one stops at once (grace_seconds 0: regenerate) or after the grace period.",
+  auth: "key",
+  successStatus: 201,
+  response: keyViewSchema.extend({ key: z.string().describe("The new key: shown in this answer only."), replaced: keyViewSchema.nullable() }),
+  body: z.strictObject({ grace_seconds: z.number().int().min(0).max(MAX_GRACE_SECONDS).default(0), name: keyName.optional() }),
+  async handler({ services, caller, body, params }) {
+    const accountId = caller.account.id;
+    const old = (await services.store.listKeys(accountId)).find((k) => k.id === params.id);
+    if (!old) throw new ApiError("not_found", "No such key.", { param: "id" });
+    if (old.revokedAt !== null && old.revokedAt <= Date.now()) throw new ApiError("not_found", "The key is already revoked.", { param: "id" });
+    const { plaintext, key } = await issueKey(services, accountId, body.name ?? old.name);
+    const rotated = await services.store.revokeKey(accountId, old.id, body.grace_seconds * 1000);
+    return { status: 201, body: { ...keyView(key), key: plaintext, replaced: rotated ? keyView(rotated) : null } };
+  },
+});
+
+export const revokeKey = defineRoute({
+  method: "delete",
+  path: "/keys/:id",
+  summary: "Revoke a key, effective on the very next request on every gateway process.",
+  auth: "key",
+  response: keyViewSchema,
+  async handler({ services, caller, params }) {
+    const revoked = await services.store.revokeKey(caller.account.id, params.id!, 0);
+    if (!revoked) throw new ApiError("not_found", "No such key.", { param: "id" });
+    return { body: keyView(revoked) };
+  },
+});

@@ -1,0 +1,20 @@
+import { z } from "zod";
+import { ApiError } from "../../http/errors.js";
+import { defineRoute } from "../../http/route.js";
+import { sendVerificationEmail } from "../email-verification.js";
+
+export const resendVerification = defineRoute({
+  method: "post",
+  path: "/account/verification-email",
+  summary: "Send the verification e-mail again.",
+  auth: "key",
+  successStatus: 202,
+  response: z.object({ sent_to: z.string() }),
+  async handler({ services, caller }) {
+    const { account } = caller;
+    if (account.emailVerified) throw new ApiError("validation_failed", "The e-mail address is already verified.");
+    if (!account.email) throw new ApiError("validation_failed", "The account has no e-mail address.");
+    await sendVerificationEmail(services, account.id, account.email);
+    return { status: 202, body: { sent_to: account.email } };
+  },
+});

@@ -1,0 +1,36 @@
+import { z } from "zod";
+import { ApiError } from "../../http/errors.js";
+import { defineRoute } from "../../http/route.js";
+import { newAccountId } from "../../lib/ids.js";
+import { createAccount } from "../accounts.js";
+import { accountView, accountViewSchema, keyView, keyViewSchema } from "../views.js";
+import { sendVerificationEmail } from "../email-verification.js";
+import { SIGNUP_CREDITS } from "../tiers.js";
+
+const HOUR_MS = 3_600_000;
+
+export const signup = defineRoute({
+  method: "post",
+  path: "/signup",
+  summary: "Create an account: an API key at once, with 25 credits; 75 more once the e-mail is verified.",
+  auth: "public",
+  successStatus: 201,
+  response: z.object({ account: accountViewSchema, api_key: z.string().describe("The full key: shown in this answer only."), key: keyViewSchema }),
+  body: z.strictObject({ email: z.email().max(254) }),
+  async handler({ services, body, req, requestId }) {
+    const email = body.email.trim().toLowerCase();
+    const limit = services.config.signupsPerHourPerIp;
+    const hit = await services.store.hitRateLimit(`signup:${req.ip}`, limit, HOUR_MS, requestId);
+    if (!hit.allowed) {
+      const retryAfter = String(Math.max(1, Math.ceil(hit.resetMs / 1000)));
+      throw new ApiError("rate_limited", `At most ${limit} sign-ups per hour from one address.`, { headers: { "Retry-After": retryAfter } });
+    }
+    const id = newAccountId();
+    if (!(await services.store.claimEmail(email, id))) throw new ApiError("email_taken", "An account with this e-mail address already exists.", { param: "email" });
+    const { account, apiKey, key } = await createAccount(services, { id, email, tier: "free", credits: SIGNUP_CREDITS, reason: "sign-up grant", requestId });
+    await sendVerificationEmail(services, account.id, email).catch((err) =>
+      services.log.error({ err, account_id: account.id }, "could not send the verification e-mail"),
+    );
+    return { status: 201, body: { account: accountView(account), api_key: apiKey, key: keyView(key) } };
+  },
+});

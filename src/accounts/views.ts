@@ -1,0 +1,74 @@
+import { z } from "zod";
+import type { AccountRecord, KeyRecord, LedgerEntry } from "../store/types.js";
+import { FEATURES, TIERS, TIER_NAMES } from "./tiers.js";
+
+/**
+ * How accounts, keys and ledger entries are shown. The zod schemas document the answers
+ * (OpenAPI); the functions build them. Never a key's hash or secret.
+ */
+const isoOrNull = z.iso.datetime().nullable();
+
+export const accountViewSchema = z.object({
+  id: z.string(),
+  email: z.string().nullable(),
+  email_verified: z.boolean(),
+  tier: z.enum(TIER_NAMES),
+  credits: z.number().int(),
+  credits_low_threshold: z.number().int().describe("credits.low fires when a call leaves the balance below this."),
+  rate_limit_per_minute: z.number().int(),
+  features: z.array(z.enum(FEATURES)),
+  next_allowance_at: isoOrNull.describe("Free tier: when the balance is next topped up to 500."),
+  plan_expires_at: isoOrNull.describe("A paid plan: when its period ends (renew before, or the tier falls back to Free)."),
+  created_at: isoOrNull,
+});
+
+export const keyViewSchema = z.object({
+  id: z.string(),
+  name: z.string().nullable(),
+  prefix: z.string(),
+  last4: z.string(),
+  status: z.enum(["active", "expiring", "revoked"]),
+  created_at: isoOrNull,
+  revoked_at: isoOrNull,
+});
+
+export const ledgerEntryViewSchema = z.object({
+  id: z.string(),
+  at: z.iso.datetime(),
+  kind: z.enum(["grant", "purchase", "allowance", "debit", "refund"]),
+  amount: z.number().int().describe("Signed: debits are negative."),
+  balance: z.number().int(),
+  reason: z.string(),
+  request_id: z.string(),
+  tool: z.string().nullable(),
+});
+
+export const listOf = <T extends z.ZodType>(item: T) => z.object({ object: z.literal("list"), data: z.array(item), next_cursor: z.string().nullable().optional() });
+
+const iso = (ms: number | null) => (ms === null || ms === 0 ? null : new Date(ms).toISOString());
+
+export function keyView(key: KeyRecord, now = Date.now()): z.infer<typeof keyViewSchema> {
+  const status = key.revokedAt === null ? "active" : key.revokedAt > now ? "expiring" : "revoked";
+  return { id: key.id, name: key.name, prefix: key.prefix, last4: key.last4, status, created_at: iso(key.createdAt), revoked_at: iso(key.revokedAt) };
+}
+
+export function accountView(account: AccountRecord): z.infer<typeof accountViewSchema> {
+  const tier = TIERS[account.tier];
+  return {
+    id: account.id,
+    email: account.email,
+    email_verified: account.emailVerified,
+    tier: account.tier,
+    credits: account.balance,
+    credits_low_threshold: Math.ceil(account.reference / 5),
+    rate_limit_per_minute: tier.requestsPerMinute,
+    features: [...tier.features],
+    next_allowance_at: account.tier === "free" ? iso(account.allowanceAt) : null,
+    plan_expires_at: iso(account.planExpiresAt),
+    created_at: iso(account.createdAt),
+  };
+}
+
+export function ledgerEntryView(e: LedgerEntry): z.infer<typeof ledgerEntryViewSchema> {
+  return { id: e.id, at: new Date(e.at).toISOString(), kind: e.kind, amount: e.amount, balance: e.balance, reason: e.reason, request_id: e.requestId, tool: e.tool };
+}

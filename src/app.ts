@@ -1,0 +1,66 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import express from "express";
+import { apiRoutes } from "./api-routes.js";
+import { errorHandler, routeNotFound } from "./http/errors.js";
+import { requestId, requestLog, requireJsonBody } from "./http/request-context.js";
+import { cors } from "./http/cors.js";
+import { renderDocsPage } from "./http/docs-page.js";
+import { x402Supported } from "./payments/supported.js";
+import { buildOpenApi } from "./http/openapi.js";
+import { mountRoutes } from "./http/route.js";
+import type { Services } from "./services.js";
+import { createProxyForwarder } from "./tools/forward.js";
+import { toolRoutes } from "./tools/routes/index.js";
+import { mcpRouter } from "./mcp/route.js";
+
+const safeEqual = (a: string, b: string) => timingSafeEqual(createHash("sha256").update(a).digest(), createHash("sha256").update(b).digest());
+
+export function createApp(services: Services): express.Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.set("trust proxy", services.config.trustProxy);
+  app.set("query parser", "simple");
+  app.use(requestId, requestLog(services.log), services.metrics.middleware(), cors);
+
+  app.get("/healthz", (_req, res) => {
+    res.json({ status: "ok" });
+  });
+  app.get("/readyz", async (_req, res) => {
+    try {
+      await services.store.ping();
+      res.json({ status: "ready" });
+    } catch {
+      res.status(503).json({ status: "unavailable", store: "unreachable" });
+    }
+  });
+
+  app.get("/metrics", async (req, res) => {
+    const token = services.config.metricsToken;
+    if (token && !safeEqual(req.get("authorization") ?? "", `Bearer ${token}`)) return res.status(401).json({ error: "metrics token required" });
+    res.type("text/plain; version=0.0.4").send(await services.metrics.render());
+  });
+
+  // Built once: the document depends only on configuration and code.
+  const openApi = buildOpenApi(services.config);
+  const docsPage = renderDocsPage(openApi);
+  app.get("/openapi.json", (_req, res) => {
+    res.setHeader("Cache-Control", "public, max-age=300");
+    res.json(openApi);
+  });
+  app.get("/docs", (_req, res) => {
+    res.setHeader("Cache-Control", "public, max-age=300");
+    res.setHeader("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");
+    res.type("html").send(docsPage);
+  });
+
+  app.use(requireJsonBody, express.json({ limit: services.config.bodyLimitBytes, strict: false }));
+  app.use("/api/v1", mountRoutes(services, apiRoutes));
+  app.use("/v1/tools", mountRoutes(services, toolRoutes(createProxyForwarder(services.pools.agent))));
+  app.use("/mcp", mcpRouter(services));
+  app.use("/x402", mountRoutes(services, [x402Supported]));
+
+  app.use(routeNotFound);
+  app.use(errorHandler(services.log, (code) => services.metrics.errors.inc({ code })));
+  return app;
+}

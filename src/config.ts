@@ -1,0 +1,190 @@
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import type { Address, Hex } from "viem";
+import { NETWORK_NAMES, networkFromEnv, type NetworkName, type PaymentNetwork } from "./payments/networks.js";
+import { parseUsd } from "./tools/pricing.js";
+
+/**
+ * The one configuration object, read from the environment once at start-up.
+ * Development gets embedded defaults so `npm start` works on a fresh machine;
+ * production refuses to start until every required setting is given.
+ */
+const envSchema = z.object({
+  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
+  HOST: z.string().default("0.0.0.0"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8402),
+  PUBLIC_BASE_URL: z.url().optional(),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** Unset: in-memory state (development only). */
+  REDIS_URL: z.string().optional(),
+  /** Namespace for every Redis key, so several deployments (or test runs) can share one Redis. */
+  REDIS_KEY_PREFIX: z.string().default("tg:"),
+  ADMIN_API_KEY: z.string().min(24, "ADMIN_API_KEY must be at least 24 characters").optional(),
+  /** Signs e-mail verification links. */
+  SECRET_KEY: z.string().min(32, "SECRET_KEY must be at least 32 characters").optional(),
+  /** smtp(s)://user:pass@host:port — unset: e-mails are written to the log (development only). */
+  SMTP_URL: z.string().optional(),
+  MAIL_FROM: z.string().default("Toolgate <no-reply@toolgate.local>"),
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  SIGNUPS_PER_HOUR_PER_IP: z.coerce.number().int().min(1).default(5),
+  /** Seconds to wait for in-flight requests on SIGTERM before closing anyway. */
+  SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).default(10),
+  /** Seed a development account and print its key (default: on with the in-memory store). */
+  DEV_SEED: z.enum(["0", "1"]).optional(),
+  /** Development with no X402_NETWORKS: start a local anvil chain standing in for base-sepolia (default on). */
+  DEV_CHAIN: z.enum(["0", "1"]).optional(),
+  TRUST_PROXY: z.string().default("loopback"),
+  /** Tool workers for every pool; unset: the gateway starts the bundled workers itself. */
+  WORKERS_URL: z.url().optional(),
+  WORKER_POOL_GENERAL_URL: z.url().optional(),
+  WORKER_POOL_PROVIDER_URL: z.url().optional(),
+  /** Calls in flight per worker pool and gateway process; more wait in the priority queue. */
+  POOL_CONCURRENCY: z.coerce.number().int().min(1).default(64),
+  POOL_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
+  /** Per-tool timeout overrides: `ai-generate=30000,web-search=5000`. */
+  TOOL_TIMEOUTS: z
+    .string()
+    .regex(/^([a-z0-9-]+=\d+)(,[a-z0-9-]+=\d+)*$/, "name=milliseconds pairs separated by commas")
+    .optional(),
+  /** USD price of one credit (DESIGN D2). */
+  CREDIT_PRICE_USD: z.string().regex(/^\d+(\.\d{1,6})?$/, "a USD amount with at most 6 decimals").default("0.002"),
+  IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().min(60).default(86_400),
+  /** Host names /mcp answers to (DNS-rebinding protection); default: PUBLIC_BASE_URL's host and loopback. */
+  MCP_ALLOWED_HOSTS: z.string().optional(),
+  /** Development and tests only: let webhooks target loopback and private networks (HTTPS still required). */
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
+  WEBHOOKS_PER_ACCOUNT: z.coerce.number().int().min(1).max(100).default(10),
+  /** x402: comma-separated networks (base, base-sepolia, polygon, polygon-amoy); unset: no x402. */
+  X402_NETWORKS: z.string().optional(),
+  X402_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, "an EVM address").optional(),
+  X402_RELAYER_PRIVATE_KEY: z.string().regex(/^0x[0-9a-fA-F]{64}$/, "a 32-byte hex private key").optional(),
+  /** How long a payment authorization may stay valid (and the receipt wait bound). */
+  X402_MAX_TIMEOUT_SECONDS: z.coerce.number().int().min(10).max(3600).default(300),
+  X402_RECEIPT_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /** One chain RPC request's time limit: a silent RPC must surface quickly. */
+  X402_RPC_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** How often to poll the chain for new blocks while waiting for a receipt. */
+  X402_POLL_MS: z.coerce.number().int().min(10).default(100),
+  /** A settlement transaction not mined after this long is replaced with higher fees (same nonce). */
+  X402_STUCK_AFTER_MS: z.coerce.number().int().min(100).default(60_000),
+  /** Length of a paid plan's period (30 days). */
+  PLAN_PERIOD_SECONDS: z.coerce.number().int().min(1).default(30 * 24 * 3600),
+  /** How long a client may take to send its headers, and its whole request. */
+  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /** If set, GET /metrics requires `Authorization: Bearer <token>`. */
+  METRICS_TOKEN: z.string().min(16).optional(),
+});
+
+/** Settings production must be given explicitly: no embedded default is safe there. */
+const REQUIRED_IN_PRODUCTION = ["REDIS_URL", "ADMIN_API_KEY", "SECRET_KEY", "PUBLIC_BASE_URL", "SMTP_URL"] as const;
+
+export interface Config {
+  env: "development" | "production" | "test";
+  host: string;
+  port: number;
+  publicBaseUrl: string;
+  logLevel: string;
+  redisUrl: string | undefined;
+  redisKeyPrefix: string;
+  adminApiKey: string | undefined;
+  secretKey: string;
+  smtpUrl: string | undefined;
+  mailFrom: string;
+  bodyLimitBytes: number;
+  signupsPerHourPerIp: number;
+  shutdownGraceMs: number;
+  devSeed: boolean;
+  devChain: boolean;
+  trustProxy: string;
+  workers: { general: string | undefined; provider: string | undefined };
+  poolConcurrency: number;
+  poolQueueTimeoutMs: number;
+  toolTimeouts: Record<string, number>;
+  creditPriceAtomic: bigint;
+  idempotencyTtlSeconds: number;
+  planPeriodMs: number;
+  metricsToken: string | undefined;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  mcpAllowedHosts: string[];
+  webhookAllowPrivateTargets: boolean;
+  webhooksPerAccount: number;
+  x402: { networks: PaymentNetwork[]; payTo: Address; relayerKey: Hex; maxTimeoutSeconds: number; receiptTimeoutMs: number; rpcTimeoutMs: number; pollMs: number; stuckAfterMs: number } | null;
+}
+
+export class ConfigError extends Error {
+  constructor(public readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+  }
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  const problems: string[] = [];
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) problems.push(`${issue.path.join(".")}: ${issue.message}`);
+  }
+  if (parsed.success && parsed.data.NODE_ENV === "production") {
+    for (const name of REQUIRED_IN_PRODUCTION) {
+      if (!env[name]) problems.push(`${name} is required when NODE_ENV=production`);
+    }
+    if (parsed.data.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1") problems.push("WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
+  }
+  const x402 = parsed.success ? paymentConfig(parsed.data, env, problems) : null;
+  if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
+  const e = parsed.data;
+  return {
+    env: e.NODE_ENV,
+    host: e.HOST,
+    port: e.PORT,
+    publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""),
+    logLevel: e.LOG_LEVEL,
+    redisUrl: e.REDIS_URL,
+    redisKeyPrefix: e.REDIS_KEY_PREFIX,
+    adminApiKey: e.ADMIN_API_KEY,
+    // A random per-process secret is fine in development: links simply expire with the process.
+    secretKey: e.SECRET_KEY ?? randomBytes(32).toString("hex"),
+    smtpUrl: e.SMTP_URL,
+    mailFrom: e.MAIL_FROM,
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    signupsPerHourPerIp: e.SIGNUPS_PER_HOUR_PER_IP,
+    shutdownGraceMs: e.SHUTDOWN_GRACE_SECONDS * 1000,
+    devSeed: e.DEV_SEED ? e.DEV_SEED === "1" : !e.REDIS_URL && e.NODE_ENV === "development",
+    devChain: e.NODE_ENV === "development" && !e.X402_NETWORKS && e.DEV_CHAIN !== "0",
+    trustProxy: e.TRUST_PROXY,
+    workers: { general: e.WORKER_POOL_GENERAL_URL ?? e.WORKERS_URL, provider: e.WORKER_POOL_PROVIDER_URL ?? e.WORKERS_URL },
+    poolConcurrency: e.POOL_CONCURRENCY,
+    poolQueueTimeoutMs: e.POOL_QUEUE_TIMEOUT_MS,
+    toolTimeouts: Object.fromEntries((e.TOOL_TIMEOUTS?.split(",") ?? []).map((pair) => pair.split("=")).map(([name, ms]) => [name!, Number(ms)])),
+    creditPriceAtomic: parseUsd(e.CREDIT_PRICE_USD),
+    idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
+    planPeriodMs: e.PLAN_PERIOD_SECONDS * 1000,
+    metricsToken: e.METRICS_TOKEN,
+    headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+    mcpAllowedHosts: e.MCP_ALLOWED_HOSTS
+      ? e.MCP_ALLOWED_HOSTS.split(",").map((h) => h.trim().toLowerCase())
+      : [...new Set([new URL(e.PUBLIC_BASE_URL ?? "http://localhost").hostname, "localhost", "127.0.0.1", "[::1]"])],
+    webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1",
+    webhooksPerAccount: e.WEBHOOKS_PER_ACCOUNT,
+    x402,
+  };
+}
+
+function paymentConfig(e: z.infer<typeof envSchema>, env: NodeJS.ProcessEnv, problems: string[]): Config["x402"] {
+  if (!e.X402_NETWORKS) return null;
+  const names = e.X402_NETWORKS.split(",").map((n) => n.trim()).filter(Boolean);
+  const networks: PaymentNetwork[] = [];
+  for (const name of names) {
+    if (!(NETWORK_NAMES as string[]).includes(name)) problems.push(`X402_NETWORKS: unknown network ${name} (known: ${NETWORK_NAMES.join(", ")})`);
+    else {
+      const network = networkFromEnv(name as NetworkName, env, problems);
+      if (network) networks.push(network);
+    }
+  }
+  if (!e.X402_PAY_TO) problems.push("X402_PAY_TO is required when X402_NETWORKS is set");
+  if (!e.X402_RELAYER_PRIVATE_KEY) problems.push("X402_RELAYER_PRIVATE_KEY is required when X402_NETWORKS is set");
+  if (!e.X402_PAY_TO || !e.X402_RELAYER_PRIVATE_KEY) return null;
+  return { networks, payTo: e.X402_PAY_TO as Address, relayerKey: e.X402_RELAYER_PRIVATE_KEY as Hex, maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS, receiptTimeoutMs: e.X402_RECEIPT_TIMEOUT_MS, rpcTimeoutMs: e.X402_RPC_TIMEOUT_MS, pollMs: e.X402_POLL_MS, stuckAfterMs: e.X402_STUCK_AFTER_MS };
+}

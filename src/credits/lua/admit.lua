@@ -1,0 +1,50 @@
+-- The hot path in one round trip: key check, Free allowance, rate limit, debit.
+-- KEYS: account, key record, rate-limit log, ledger, operation, outbox
+-- ARGV: tier limits (JSON), check key (1/0), cost, request id, tool, reason,
+--       low event id, depleted event id, ISO timestamp, window ms, period ms, op ttl,
+--       count the request (1/0; 0 = check the key only)
+local now = now_ms()
+local key_id = cjson.null
+if ARGV[2] == '1' then
+  local k = redis.call('HMGET', KEYS[2], 'id', 'revoked_at')
+  if not k[1] then return cjson.encode({ status = 'invalid_key' }) end
+  local revoked_at = tonumber(k[2]) or 0
+  if revoked_at > 0 and now >= revoked_at then return cjson.encode({ status = 'revoked' }) end
+  key_id = k[1]
+end
+local a = load_account(KEYS[1])
+if not a then return cjson.encode({ status = 'invalid_key' }) end
+local keys = { account = KEYS[1], ledger = KEYS[4], op = KEYS[5], outbox = KEYS[6] }
+-- A paid plan whose period ended unpaid falls back to Free, on this very request.
+if a.tier ~= 'free' and a.plan_expires_at > 0 and now >= a.plan_expires_at then
+  a.tier, a.plan_expires_at = 'free', 0
+  redis.call('HSET', KEYS[1], 'tier', 'free', 'plan_expires_at', 0)
+end
+local tiers = cjson.decode(ARGV[1])
+local tier = tiers[a.tier] or tiers['free']
+
+-- Free monthly allowance (DESIGN D3): top up to the allowance, never add to it.
+local period = tonumber(ARGV[11])
+if a.tier == 'free' and a.allowance_at > 0 and now >= a.allowance_at then
+  if a.balance < tier.monthlyAllowance then
+    top_up(a, KEYS[1], KEYS[4], now, 'allowance', tier.monthlyAllowance - a.balance, 'monthly Free allowance', 'allowance:' .. a.allowance_at)
+  end
+  a.allowance_at = a.allowance_at + period * (math.floor((now - a.allowance_at) / period) + 1)
+  redis.call('HSET', KEYS[1], 'allowance_at', a.allowance_at)
+end
+
+if ARGV[13] == '0' then
+  return cjson.encode({ status = 'ok', account = a, key_id = key_id, rate = { limit = tier.requestsPerMinute, remaining = -1, resetMs = 0 }, charged = false, events = {} })
+end
+local allowed, remaining, reset = rate_limit(KEYS[3], tier.requestsPerMinute, tonumber(ARGV[10]), ARGV[4], now)
+local rate = { limit = tier.requestsPerMinute, remaining = remaining, resetMs = reset }
+if not allowed then return cjson.encode({ status = 'rate_limited', account = a, rate = rate }) end
+
+local cost = tonumber(ARGV[3])
+local charged, events = false, {}
+if cost > 0 and redis.call('EXISTS', KEYS[5]) == 0 then
+  if a.balance < cost then return cjson.encode({ status = 'insufficient_credits', account = a, rate = rate }) end
+  events = debit(a, keys, cost, now, ARGV[4], ARGV[6], ARGV[5], ARGV[7], ARGV[8], ARGV[9], tonumber(ARGV[12]))
+  charged = true
+end
+return cjson.encode({ status = 'ok', account = a, key_id = key_id, rate = rate, charged = charged, events = events })

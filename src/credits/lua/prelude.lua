@@ -1,0 +1,80 @@
+-- Shared by every ledger script (prepended by src/store/redis.ts). The rules here are
+-- mirrored for the in-memory store in src/credits/rules.ts; the store contract suite
+-- holds the two to the same behaviour.
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function load_account(key)
+  local flat = redis.call('HGETALL', key)
+  if #flat == 0 then return nil end
+  local a = {}
+  for i = 1, #flat, 2 do a[flat[i]] = flat[i + 1] end
+  for _, f in ipairs({'balance', 'reference', 'low_armed', 'depleted_armed', 'created_at', 'allowance_at', 'email_verified', 'plan_expires_at'}) do
+    a[f] = tonumber(a[f]) or 0
+  end
+  return a
+end
+
+local function ledger_add(key, at, kind, amount, balance, reason, request_id, tool)
+  redis.call('XADD', key, '*', 'at', at, 'kind', kind, 'amount', amount, 'balance', balance,
+    'reason', reason, 'request_id', request_id, 'tool', tool or '')
+end
+
+local function emit(outbox_key, id, event, timestamp, account_id, data)
+  redis.call('XADD', outbox_key, '*', 'id', id, 'event', event, 'timestamp', timestamp,
+    'account_id', account_id, 'data', cjson.encode(data))
+  return { id = id, event = event, timestamp = timestamp, account_id = account_id, data = data }
+end
+
+-- A top-up (grant, purchase, allowance) sets the reference level to the new balance and
+-- re-arms both alerts (DESIGN D5).
+local function top_up(a, acct_key, ledger_key, at, kind, amount, reason, request_id)
+  a.balance = redis.call('HINCRBY', acct_key, 'balance', amount)
+  a.reference, a.low_armed, a.depleted_armed = a.balance, 1, 1
+  redis.call('HSET', acct_key, 'reference', a.balance, 'low_armed', 1, 'depleted_armed', 1)
+  ledger_add(ledger_key, at, kind, amount, a.balance, reason, request_id, '')
+end
+
+-- credits.low fires once when the balance drops below ceil(reference / 5), i.e. below 20%
+-- of the reference level; credits.depleted fires once when it reaches 0. Both re-arm on the
+-- next top-up.
+local function debit(a, keys, cost, at, request_id, reason, tool, evt_low, evt_depleted, iso, op_ttl)
+  a.balance = redis.call('HINCRBY', keys.account, 'balance', -cost)
+  ledger_add(keys.ledger, at, 'debit', -cost, a.balance, reason, request_id, tool)
+  redis.call('HSET', keys.op, 'cost', cost, 'state', 'charged')
+  redis.call('EXPIRE', keys.op, op_ttl)
+  local events = {}
+  local tool_name = cjson.null
+  if tool ~= '' then tool_name = tool end
+  local threshold = math.ceil(a.reference / 5)
+  if a.low_armed == 1 and a.balance < threshold then
+    a.low_armed = 0
+    redis.call('HSET', keys.account, 'low_armed', 0)
+    events[#events + 1] = emit(keys.outbox, evt_low, 'credits.low', iso, a.id,
+      { credits_remaining = a.balance, tool_name = tool_name, threshold = threshold })
+  end
+  if a.depleted_armed == 1 and a.balance == 0 then
+    a.depleted_armed = 0
+    redis.call('HSET', keys.account, 'depleted_armed', 0)
+    events[#events + 1] = emit(keys.outbox, evt_depleted, 'credits.depleted', iso, a.id,
+      { credits_remaining = 0, tool_name = tool_name, message = DEPLETED_MESSAGE })
+  end
+  return events
+end
+
+-- Exact sliding-window log: one sorted-set member per admitted request, scored by server time.
+local function rate_limit(key, limit, window, member, now)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  local used = redis.call('ZCARD', key)
+  if used >= limit then
+    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    return false, 0, tonumber(oldest[2]) + window - now
+  end
+  redis.call('ZADD', key, now, member)
+  redis.call('PEXPIRE', key, window)
+  local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  return true, limit - used - 1, tonumber(oldest[2]) + window - now
+end

@@ -1,0 +1,51 @@
+import { DEPLETED_MESSAGE, type EventData } from "../events/types.js";
+
+/**
+ * The ledger rules of DESIGN D3/D5, for the in-memory store. The Redis store runs the same
+ * rules in Lua (src/credits/lua/prelude.lua); the store contract suite holds both to the
+ * same behaviour.
+ */
+export interface AlertState {
+  balance: number;
+  reference: number;
+  lowArmed: boolean;
+  depletedArmed: boolean;
+}
+
+/** A top-up sets the reference level to the new balance and re-arms both alerts. */
+export function applyTopUp(state: AlertState, amount: number): void {
+  state.balance += amount;
+  state.reference = state.balance;
+  state.lowArmed = true;
+  state.depletedArmed = true;
+}
+
+/** The credit level below which `credits.low` fires: 20% of the reference level, rounded up. */
+export function lowThreshold(reference: number): number {
+  return Math.ceil(reference / 5);
+}
+
+export type DebitAlert =
+  | { event: "credits.low"; data: EventData<"credits.low"> }
+  | { event: "credits.depleted"; data: EventData<"credits.depleted"> };
+
+/** Debits `cost` (the caller has checked the balance) and returns the alerts the debit fires. */
+export function applyDebit(state: AlertState, cost: number, tool: string | null): DebitAlert[] {
+  state.balance -= cost;
+  const alerts: DebitAlert[] = [];
+  const threshold = lowThreshold(state.reference);
+  if (state.lowArmed && state.balance < threshold) {
+    state.lowArmed = false;
+    alerts.push({ event: "credits.low", data: { credits_remaining: state.balance, tool_name: tool, threshold } });
+  }
+  if (state.depletedArmed && state.balance === 0) {
+    state.depletedArmed = false;
+    alerts.push({ event: "credits.depleted", data: { credits_remaining: 0, tool_name: tool, message: DEPLETED_MESSAGE } });
+  }
+  return alerts;
+}
+
+/** Next due time of a monthly allowance that fell due at `dueAt`, skipping missed periods. */
+export function nextAllowanceAt(dueAt: number, now: number, periodMs: number): number {
+  return dueAt + periodMs * (Math.floor((now - dueAt) / periodMs) + 1);
+}

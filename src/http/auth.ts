@@ -1,0 +1,84 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { Request, Response } from "express";
+import { parseApiKey } from "../accounts/api-keys.js";
+import type { Services } from "../services.js";
+import type { AccountRecord, AdmitOutcome, RateState } from "../store/types.js";
+import { ApiError } from "./errors.js";
+
+export interface KeyCaller {
+  account: AccountRecord;
+  keyId: string | null;
+}
+
+/** Rate-limit headers on every keyed answer (IETF draft RateLimit header fields). */
+export function rateLimitHeaders(rate: RateState): Record<string, string> {
+  return {
+    "RateLimit-Policy": `${rate.limit};w=60`,
+    "RateLimit-Limit": String(rate.limit),
+    "RateLimit-Remaining": String(rate.remaining),
+    "RateLimit-Reset": String(Math.max(0, Math.ceil(rate.resetMs / 1000))),
+  };
+}
+
+/** The key in `x-api-key`, well-formed, or a 401 before any store work. */
+export function presentedKey(req: Request): { accountId: string; hash: string } {
+  const header = req.get("x-api-key");
+  if (!header) throw new ApiError("missing_api_key", "Send your API key in the x-api-key header.");
+  const parsed = parseApiKey(header.trim());
+  if (!parsed) throw new ApiError("invalid_api_key", "The API key is not valid.");
+  return parsed;
+}
+
+export interface Admitted extends KeyCaller {
+  charged: boolean;
+  /** Rate-limit headers for the answer. */
+  headers: Record<string, string>;
+}
+
+/** Turns an admission outcome into the caller, or the matching 401 / 402 / 429 (with its headers). */
+export function admitted(outcome: AdmitOutcome): Admitted {
+  switch (outcome.status) {
+    case "invalid_key":
+      throw new ApiError("invalid_api_key", "The API key is not valid.");
+    case "revoked":
+      throw new ApiError("api_key_revoked", "The API key has been revoked.");
+    case "rate_limited": {
+      const retryAfter = String(Math.max(1, Math.ceil(outcome.rate.resetMs / 1000)));
+      throw new ApiError("rate_limited", `Rate limit of ${outcome.rate.limit} requests per minute exceeded; retry after ${retryAfter} s.`, {
+        headers: { ...rateLimitHeaders(outcome.rate), "Retry-After": retryAfter },
+      });
+    }
+    case "insufficient_credits":
+      throw new ApiError("insufficient_credits", `Not enough credits: the balance is ${outcome.account.balance}.`, {
+        headers: rateLimitHeaders(outcome.rate),
+        details: { credits_remaining: outcome.account.balance },
+      });
+    case "ok":
+      return { account: outcome.account, keyId: outcome.keyId, charged: outcome.charged, headers: rateLimitHeaders(outcome.rate) };
+  }
+}
+
+/** Checks the key and counts the request against the account's rate limit, charging nothing: one round trip. */
+export async function authenticate(services: Services, key: { accountId: string; hash: string | null }, requestId: string): Promise<Admitted> {
+  return admitted(await services.store.admit({ accountId: key.accountId, keyHash: key.hash, cost: 0, requestId, tool: null, reason: "" }));
+}
+
+/** The route-level form: authenticates the request's key and puts the rate-limit headers on the answer. */
+export async function authenticateKey(services: Services, req: Request, res: Response, requestId: string): Promise<KeyCaller> {
+  const caller = await authenticate(services, presentedKey(req), requestId);
+  for (const [name, value] of Object.entries(caller.headers)) res.setHeader(name, value);
+  res.locals.accountId = caller.account.id;
+  return { account: caller.account, keyId: caller.keyId };
+}
+
+const digest = (value: string) => createHash("sha256").update(value).digest();
+
+/** The operator's key (ADMIN_API_KEY), compared in constant time. */
+export function authenticateAdmin(services: Services, req: Request): void {
+  const header = req.get("x-api-key");
+  if (!header) throw new ApiError("missing_api_key", "Send the admin key in the x-api-key header.");
+  const expected = services.config.adminApiKey;
+  if (expected && timingSafeEqual(digest(header.trim()), digest(expected))) return;
+  if (parseApiKey(header.trim())) throw new ApiError("admin_required", "This endpoint needs the operator's admin key.");
+  throw new ApiError("invalid_api_key", "The API key is not valid.");
+}

@@ -1,0 +1,124 @@
+import type { ErrorRequestHandler, RequestHandler } from "express";
+import type { Logger } from "pino";
+
+/**
+ * Every error the API can answer, in one table: the stable `code` a client branches on,
+ * its HTTP status and its `type` (the family, as in Stripe's API). Nothing else in the
+ * code base picks a status for an error.
+ */
+export const ERRORS = {
+  invalid_json: { status: 400, type: "invalid_request_error" },
+  unsupported_media_type: { status: 415, type: "invalid_request_error" },
+  validation_failed: { status: 422, type: "invalid_request_error" },
+  missing_api_key: { status: 401, type: "authentication_error" },
+  invalid_api_key: { status: 401, type: "authentication_error" },
+  api_key_revoked: { status: 401, type: "authentication_error" },
+  invalid_token: { status: 400, type: "invalid_request_error" },
+  insufficient_credits: { status: 402, type: "payment_error" },
+  payment_required: { status: 402, type: "payment_error" },
+  payment_invalid: { status: 402, type: "payment_error" },
+  payment_already_used: { status: 409, type: "payment_error" },
+  payment_pending: { status: 503, type: "payment_error" },
+  chain_unavailable: { status: 503, type: "api_error" },
+  feature_not_in_tier: { status: 403, type: "permission_error" },
+  admin_required: { status: 403, type: "permission_error" },
+  host_not_allowed: { status: 403, type: "permission_error" },
+  not_found: { status: 404, type: "invalid_request_error" },
+  tool_not_found: { status: 404, type: "invalid_request_error" },
+  route_not_found: { status: 404, type: "invalid_request_error" },
+  email_taken: { status: 409, type: "invalid_request_error" },
+  idempotency_conflict: { status: 409, type: "invalid_request_error" },
+  body_too_large: { status: 413, type: "invalid_request_error" },
+  rate_limited: { status: 429, type: "rate_limit_error" },
+  internal_error: { status: 500, type: "api_error" },
+  store_unavailable: { status: 503, type: "api_error" },
+  tool_failed: { status: 502, type: "tool_error" },
+  tool_timeout: { status: 504, type: "tool_error" },
+  tool_unavailable: { status: 503, type: "tool_error" },
+  worker_unavailable: { status: 503, type: "api_error" },
+  worker_pool_busy: { status: 503, type: "api_error" },
+} as const satisfies Record<string, { status: number; type: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** The one exception type routes throw; the handler below turns it into the one error shape. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly type: string;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly options: {
+      param?: string;
+      headers?: Record<string, string>;
+      /** Extra fields inside `error`. */
+      details?: Record<string, unknown>;
+      /** Extra top-level fields beside `error` (the x402 challenge: `x402Version`, `accepts`). */
+      top?: Record<string, unknown>;
+    } = {},
+  ) {
+    super(message);
+    this.status = ERRORS[code].status;
+    this.type = ERRORS[code].type;
+  }
+
+  /** Adds headers to the answer (those already set win: an error's own Retry-After is kept). */
+  withHeaders(headers: Record<string, string>): this {
+    this.options.headers = { ...headers, ...this.options.headers };
+    return this;
+  }
+}
+
+export interface ErrorBody {
+  error: { type: string; code: ErrorCode; message: string; param?: string; request_id: string } & Record<string, unknown>;
+}
+
+export function errorBody(err: ApiError, requestId: string): ErrorBody {
+  return {
+    ...err.options.top,
+    error: {
+      type: err.type,
+      code: err.code,
+      message: err.message,
+      ...(err.options.param !== undefined ? { param: err.options.param } : {}),
+      ...err.options.details,
+      request_id: requestId,
+    },
+  };
+}
+
+/** Store outages surface as this so the handler can answer 503 without knowing the store. */
+export class StoreUnavailableError extends Error {}
+
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof StoreUnavailableError) {
+    return new ApiError("store_unavailable", "The service's data store is unavailable; retry shortly.", {
+      headers: { "Retry-After": "1" },
+    });
+  }
+  const e = err as { type?: string; status?: number };
+  // body-parser's errors, recognised by their documented `type`.
+  if (e?.type === "entity.too.large") return new ApiError("body_too_large", "The request body is larger than the limit.");
+  if (e?.type === "entity.parse.failed") return new ApiError("invalid_json", "The request body is not valid JSON.");
+  if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported") {
+    return new ApiError("unsupported_media_type", "The request body's encoding is not supported.");
+  }
+  return new ApiError("internal_error", "An internal error occurred.");
+}
+
+export function errorHandler(log: Logger, onError?: (code: ErrorCode) => void): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const apiError = toApiError(err);
+    const requestId = String(res.locals.requestId ?? "");
+    onError?.(apiError.code);
+    if (apiError.status >= 500) log.error({ err, request_id: requestId, path: req.path }, "request failed");
+    if (res.headersSent) return res.end();
+    for (const [name, value] of Object.entries(apiError.options.headers ?? {})) res.setHeader(name, value);
+    res.status(apiError.status).json(errorBody(apiError, requestId));
+  };
+}
+
+export const routeNotFound: RequestHandler = (req, _res, next) => {
+  next(new ApiError("route_not_found", `No route for ${req.method} ${req.path}.`));
+};

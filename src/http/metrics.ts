@@ -1,0 +1,56 @@
+import type { RequestHandler } from "express";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/**
+ * The process's Prometheus metrics, in one registry owned by Services (no global registry, so
+ * tests and several gateways in one process never mix their numbers).
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({ name: "toolgate_http_requests_total", help: "HTTP requests by route, method and status.", labelNames: ["route", "method", "status"], registers: [this.registry] });
+  readonly latency = new Histogram({
+    name: "toolgate_http_request_duration_seconds",
+    help: "HTTP request latency by route.",
+    labelNames: ["route", "method"],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly toolCalls = new Counter({ name: "toolgate_tool_calls_total", help: "Tool calls by tool and outcome (ok, or the error code).", labelNames: ["tool", "outcome"], registers: [this.registry] });
+  readonly creditsDebited = new Counter({ name: "toolgate_credits_debited_total", help: "Credits debited for tool calls.", registers: [this.registry] });
+  readonly creditsRefunded = new Counter({ name: "toolgate_credits_refunded_total", help: "Credits refunded for failed tool calls.", registers: [this.registry] });
+  readonly payments = new Counter({ name: "toolgate_payments_total", help: "x402 payments by outcome (settled, pending, failed, rejected) and network.", labelNames: ["outcome", "network"], registers: [this.registry] });
+  readonly webhookDeliveries = new Counter({ name: "toolgate_webhook_deliveries_total", help: "Webhook delivery attempts by outcome.", labelNames: ["outcome"], registers: [this.registry] });
+  readonly errors = new Counter({ name: "toolgate_errors_total", help: "Error answers by code (store_unavailable counts Redis outages, chain_unavailable chain RPC errors).", labelNames: ["code"], registers: [this.registry] });
+  readonly chainRpcErrors = new Counter({ name: "toolgate_chain_rpc_errors_total", help: "Chain RPC requests that failed, by network.", labelNames: ["network"], registers: [this.registry] });
+  readonly queueDepth = new Gauge({ name: "toolgate_queue_depth", help: "Waiting work: webhook deliveries (waiting, delayed) and tool calls queued for a worker slot, by queue.", labelNames: ["queue"], registers: [this.registry] });
+  readonly inFlight = new Gauge({ name: "toolgate_worker_calls_in_flight", help: "Tool calls running on each worker pool.", labelNames: ["pool"], registers: [this.registry] });
+
+  /** Called just before each scrape, for gauges that are read rather than counted. */
+  private collectors: (() => Promise<void> | void)[] = [];
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: "toolgate_" });
+  }
+
+  onScrape(collect: () => Promise<void> | void): void {
+    this.collectors.push(collect);
+  }
+
+  async render(): Promise<string> {
+    await Promise.all(this.collectors.map((c) => Promise.resolve(c()).catch(() => undefined)));
+    return this.registry.metrics();
+  }
+
+  /** Counts and times every request by its route pattern (never the raw path: ids would explode the label set). */
+  middleware(): RequestHandler {
+    return (req, res, next) => {
+      const stop = this.latency.startTimer();
+      res.on("finish", () => {
+        const route = (res.locals.route as string | undefined) ?? (req.route?.path ? `${req.baseUrl}${req.route.path}` : "unmatched");
+        stop({ route, method: req.method });
+        this.requests.inc({ route, method: req.method, status: String(res.statusCode) });
+      });
+      next();
+    };
+  }
+}

@@ -1,0 +1,83 @@
+import { Router, type Request, type Response } from "express";
+import { z } from "zod";
+import type { Services } from "../services.js";
+import { authenticateAdmin, authenticateKey, type KeyCaller } from "./auth.js";
+import { ApiError } from "./errors.js";
+
+/**
+ * A route is data: method, path, who may call it, the zod schemas of its input, and a
+ * handler. `mountRoutes` turns the list into express handlers, so authentication and
+ * validation are written once, and the same list can describe the API (OpenAPI).
+ */
+export type Auth = "public" | "key" | "admin";
+
+export interface RouteContext<B, Q, A extends Auth> {
+  req: Request;
+  res: Response;
+  services: Services;
+  requestId: string;
+  params: Record<string, string>;
+  body: B;
+  query: Q;
+  caller: A extends "key" ? KeyCaller : null;
+}
+
+export interface Reply {
+  status?: number;
+  /** Sent as JSON. */
+  body?: unknown;
+  /** Already-serialised JSON, sent as is (a worker's answer, a replayed response). */
+  raw?: string;
+  headers?: Record<string, string>;
+}
+
+export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
+  method: "get" | "post" | "put" | "delete";
+  path: string;
+  summary: string;
+  auth: A;
+  body?: z.ZodType<B>;
+  query?: z.ZodType<Q>;
+  /** The success answer, for the API description (OpenAPI). */
+  response?: z.ZodType;
+  /** Status of the success answer (default 200). */
+  successStatus?: number;
+  handler(ctx: RouteContext<B, Q, A>): Promise<Reply>;
+}
+
+export function defineRoute<B = undefined, Q = undefined, A extends Auth = Auth>(def: RouteDef<B, Q, A>): RouteDef<B, Q, A> {
+  return def;
+}
+
+/** 422 `validation_failed` naming the first failing field, as a JSON path. */
+export function parseInput<T>(schema: z.ZodType<T>, input: unknown, where: "body" | "query"): T {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const path = issue.code === "unrecognized_keys" ? [...issue.path, issue.keys[0]!] : issue.path;
+  const param = path.map(String).join(".") || undefined;
+  const message = issue.code === "unrecognized_keys" ? `Unknown field "${param}" in the ${where}.` : `Invalid ${where}${param ? ` field "${param}"` : ""}: ${issue.message}.`;
+  throw new ApiError("validation_failed", message, { ...(param ? { param } : {}) });
+}
+
+export function mountRoutes(services: Services, routes: RouteDef<any, any, any>[]): Router {
+  const router = Router();
+  for (const route of routes) {
+    router[route.method](route.path, async (req: Request, res: Response) => {
+      const requestId = String(res.locals.requestId);
+      res.locals.route = `${req.baseUrl}${route.path === "/" ? "" : route.path}`; // the pattern, for metrics
+      let caller: KeyCaller | null = null;
+      if (route.auth === "key") caller = await authenticateKey(services, req, res, requestId);
+      if (route.auth === "admin") authenticateAdmin(services, req);
+      const body = route.body ? parseInput(route.body, req.body ?? {}, "body") : undefined;
+      const query = route.query ? parseInput(route.query, req.query, "query") : undefined;
+      const reply = await route.handler({ req, res, services, requestId, params: req.params as Record<string, string>, body, query, caller });
+      for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+      res.status(reply.status ?? 200);
+      if (reply.raw !== undefined) res.type("application/json").send(reply.raw);
+      else res.json(reply.body);
+    });
+  }
+  return router;
+}
+

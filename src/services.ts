@@ -1,0 +1,25 @@
+import type { Logger } from "pino";
+import type { Mailer } from "./accounts/mailer.js";
+import type { Config } from "./config.js";
+import type { Store } from "./store/types.js";
+import type { WorkerPools } from "./tools/worker-pools.js";
+import type { DeliveryQueue } from "./webhooks/queue.js";
+import type { Payments } from "./payments/payments.js";
+import type { Metrics } from "./http/metrics.js";
+
+/**
+ * Everything a route or service needs, built once in main.ts (or a test) and passed in:
+ * no module singletons, so tests wire real Redis, real SMTP and real processes.
+ */
+export interface Services {
+  config: Config;
+  store: Store;
+  log: Logger;
+  mailer: Mailer;
+  pools: WorkerPools;
+  /** Webhook deliveries waiting to be sent (BullMQ with Redis, in-process without). */
+  deliveries: DeliveryQueue;
+  /** x402 payments; null when no network is configured. */
+  payments: Payments | null;
+  metrics: Metrics;
+}

@@ -1,0 +1,17 @@
+import { PERIOD_MS, TIERS, TIER_NAMES } from "../accounts/tiers.js";
+import type { Config } from "../config.js";
+import { MemoryStore } from "./memory.js";
+import { RedisStore } from "./redis.js";
+import type { Store, TierLimits } from "./types.js";
+
+export function tierLimits(): TierLimits {
+  return Object.fromEntries(
+    TIER_NAMES.map((name) => [name, { requestsPerMinute: TIERS[name].requestsPerMinute, monthlyAllowance: name === "free" ? (TIERS.free.monthlyCredits ?? 0) : 0 }]),
+  );
+}
+
+/** `REDIS_URL` set: the shared Redis store; otherwise the in-memory one (development). */
+export function createStore(config: Pick<Config, "redisUrl" | "redisKeyPrefix">): Store {
+  if (config.redisUrl) return new RedisStore({ url: config.redisUrl, keyPrefix: config.redisKeyPrefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+  return new MemoryStore(tierLimits(), PERIOD_MS);
+}

@@ -1,0 +1,404 @@
+import type { TierName } from "../accounts/tiers.js";
+import { applyDebit, applyTopUp, nextAllowanceAt, type AlertState } from "../credits/rules.js";
+import { eventRecord, type EventRecord } from "../events/types.js";
+import { newEventId } from "../lib/ids.js";
+import {
+  RATE_WINDOW_MS,
+  type AccountRecord,
+  type AdmitOutcome,
+  type AdmitRequest,
+  type CreditChange,
+  type KeyRecord,
+  type LedgerEntry,
+  type LedgerKind,
+  type NewAccount,
+  type Page,
+  type IdempotencyState,
+  type Store,
+  type StoredResponse,
+  type TierLimits,
+  type WebhookRecord,
+  type PaymentRecord,
+  type PlanChange,
+  type DeliveryAttempt,
+  type TopUpKind,
+} from "./types.js";
+
+interface MemAccount extends AccountRecord, AlertState {
+  lowArmed: boolean;
+  depletedArmed: boolean;
+  keysByHash: Map<string, KeyRecord>;
+  keysById: Map<string, KeyRecord>;
+  rateLog: { at: number; member: string }[];
+  ledger: LedgerEntry[];
+  /** Request id → debit state, for idempotent debits and single refunds. */
+  operations: Map<string, { cost: number; state: "charged" | "refunded" | "granted" }>;
+  outbox: EventRecord[];
+}
+
+/**
+ * The in-memory store: one process, no persistence. Each method runs to completion without
+ * awaiting, which is what makes it atomic on Node's single thread.
+ */
+export class MemoryStore implements Store {
+  private readonly accounts = new Map<string, MemAccount>();
+  private readonly emails = new Map<string, string>();
+  private readonly buckets = new Map<string, { at: number; member: string }[]>();
+  private readonly idempotency = new Map<string, { fingerprint: string; expiresAt: number; response: StoredResponse | null }>();
+  private readonly webhooks = new Map<string, Map<string, WebhookRecord>>();
+  private readonly eventLogs = new Map<string, EventRecord[]>();
+  private readonly payments = new Map<string, PaymentRecord>();
+  private readonly locks = new Map<string, { token: string; until: number }>();
+  private readonly deliveries = new Map<string, DeliveryAttempt[]>();
+  private ledgerSeq = 0;
+
+  constructor(
+    private readonly tiers: TierLimits,
+    private readonly periodMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  private view(a: MemAccount): AccountRecord {
+    const { id, email, emailVerified, tier, balance, reference, createdAt, allowanceAt, planExpiresAt } = a;
+    return { id, email, emailVerified, tier, balance, reference, createdAt, allowanceAt, planExpiresAt };
+  }
+
+  private addLedger(a: MemAccount, kind: LedgerKind, amount: number, change: CreditChange, tool: string | null = null) {
+    a.ledger.push({ id: `${this.now()}-${++this.ledgerSeq}`, at: this.now(), kind, amount, balance: a.balance, reason: change.reason, requestId: change.requestId, tool });
+  }
+
+  private topUpAccount(a: MemAccount, kind: TopUpKind, amount: number, change: CreditChange) {
+    applyTopUp(a, amount);
+    this.addLedger(a, kind, amount, change);
+  }
+
+  /** Sliding-window log, the same algorithm as the Redis script; drops expired entries in place. */
+  private slide(log: { at: number }[], limit: number, windowMs: number) {
+    const now = this.now();
+    while (log.length > 0 && log[0]!.at <= now - windowMs) log.shift();
+    const allowed = log.length < limit;
+    return { allowed, now, remaining: allowed ? limit - log.length - 1 : 0, resetOf: (oldest: number) => oldest + windowMs - now };
+  }
+
+  async createAccount(account: NewAccount, grant: CreditChange & { amount: number }, events: EventRecord[]) {
+    if (this.accounts.has(account.id)) throw new Error("account exists");
+    const a: MemAccount = {
+      ...account,
+      emailVerified: false,
+      balance: 0,
+      reference: 0,
+      createdAt: this.now(),
+      allowanceAt: 0,
+      planExpiresAt: 0,
+      lowArmed: true,
+      depletedArmed: true,
+      keysByHash: new Map(),
+      keysById: new Map(),
+      rateLog: [],
+      ledger: [],
+      operations: new Map(),
+      outbox: [...events],
+    };
+    this.accounts.set(a.id, a);
+    this.topUpAccount(a, "grant", grant.amount, grant);
+    return this.view(a);
+  }
+
+  async getAccount(id: string) {
+    const a = this.accounts.get(id);
+    return a ? this.view(a) : null;
+  }
+
+  async listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>> {
+    const all = [...this.accounts.values()].sort((x, y) => x.createdAt - y.createdAt || x.id.localeCompare(y.id));
+    const start = page.cursor ? all.findIndex((a) => a.id === page.cursor) + 1 : 0;
+    const slice = all.slice(start, start + page.limit + 1);
+    return { items: slice.slice(0, page.limit).map((a) => this.view(a)), nextCursor: slice.length > page.limit ? slice[page.limit - 1]!.id : null };
+  }
+
+  async claimEmail(email: string, accountId: string) {
+    const holder = this.emails.get(email);
+    if (holder && this.accounts.has(holder)) return false;
+    this.emails.set(email, accountId);
+    return true;
+  }
+
+  async setTier(accountId: string, tier: TierName) {
+    const a = this.accounts.get(accountId);
+    if (!a) return null;
+    a.tier = tier;
+    a.planExpiresAt = 0;
+    return this.view(a);
+  }
+
+  async verifyEmail(accountId: string, grant: CreditChange & { amount: number }) {
+    const a = this.accounts.get(accountId);
+    if (!a) return "not_found" as const;
+    if (a.emailVerified) return "already_verified" as const;
+    a.emailVerified = true;
+    a.allowanceAt = this.now() + this.periodMs;
+    this.topUpAccount(a, "grant", grant.amount, grant);
+    a.operations.set(grant.requestId, { cost: 0, state: "granted" });
+    return "verified" as const;
+  }
+
+  async addKey(key: KeyRecord) {
+    const a = this.accounts.get(key.accountId);
+    if (!a) throw new Error("no such account");
+    const copy = { ...key };
+    a.keysByHash.set(key.hash, copy);
+    a.keysById.set(key.id, copy);
+  }
+
+  async listKeys(accountId: string) {
+    const a = this.accounts.get(accountId);
+    return a ? [...a.keysById.values()].map((key) => ({ ...key })).sort((x, y) => x.createdAt - y.createdAt || x.id.localeCompare(y.id)) : [];
+  }
+
+  async revokeKey(accountId: string, keyId: string, graceMs: number) {
+    const key = this.accounts.get(accountId)?.keysById.get(keyId);
+    if (!key) return null;
+    const at = this.now() + graceMs;
+    key.revokedAt = key.revokedAt !== null && key.revokedAt < at ? key.revokedAt : at;
+    return { ...key };
+  }
+
+  async admit(request: AdmitRequest): Promise<AdmitOutcome> {
+    const a = this.accounts.get(request.accountId);
+    let keyId: string | null = null;
+    if (request.keyHash !== null) {
+      const key = a?.keysByHash.get(request.keyHash);
+      if (!a || !key) return { status: "invalid_key" };
+      if (key.revokedAt !== null && this.now() >= key.revokedAt) return { status: "revoked" };
+      keyId = key.id;
+    }
+    if (!a) return { status: "invalid_key" };
+    const now = this.now();
+    if (a.tier !== "free" && a.planExpiresAt > 0 && now >= a.planExpiresAt) {
+      a.tier = "free";
+      a.planExpiresAt = 0;
+    }
+    const tier = this.tiers[a.tier] ?? this.tiers.free!;
+
+    if (a.tier === "free" && a.allowanceAt > 0 && now >= a.allowanceAt) {
+      if (a.balance < tier.monthlyAllowance) {
+        this.topUpAccount(a, "allowance", tier.monthlyAllowance - a.balance, { requestId: `allowance:${a.allowanceAt}`, reason: "monthly Free allowance" });
+      }
+      a.allowanceAt = nextAllowanceAt(a.allowanceAt, now, this.periodMs);
+    }
+
+    if (request.countRequest === false) {
+      return { status: "ok", account: this.view(a), keyId, rate: { limit: tier.requestsPerMinute, remaining: -1, resetMs: 0 }, charged: false, events: [] };
+    }
+    const window = this.slide(a.rateLog, tier.requestsPerMinute, RATE_WINDOW_MS);
+    if (!window.allowed) {
+      return { status: "rate_limited", account: this.view(a), rate: { limit: tier.requestsPerMinute, remaining: 0, resetMs: window.resetOf(a.rateLog[0]!.at) } };
+    }
+    a.rateLog.push({ at: now, member: request.requestId });
+    const rate = { limit: tier.requestsPerMinute, remaining: window.remaining, resetMs: window.resetOf(a.rateLog[0]!.at) };
+
+    let charged = false;
+    const events: EventRecord[] = [];
+    if (request.cost > 0 && !a.operations.has(request.requestId)) {
+      if (a.balance < request.cost) return { status: "insufficient_credits", account: this.view(a), rate };
+      for (const alert of applyDebit(a, request.cost, request.tool)) {
+        events.push(eventRecord(newEventId(), alert.event, a.id, alert.data));
+      }
+      this.addLedger(a, "debit", -request.cost, request, request.tool);
+      a.operations.set(request.requestId, { cost: request.cost, state: "charged" });
+      a.outbox.push(...events);
+      charged = true;
+    }
+    return { status: "ok", account: this.view(a), keyId, rate, charged, events };
+  }
+
+  async topUp(accountId: string, kind: TopUpKind, grant: CreditChange & { amount: number }, events: EventRecord[] = [], plan?: PlanChange) {
+    const a = this.accounts.get(accountId);
+    if (!a) return null;
+    if (a.operations.has(grant.requestId)) return { applied: false, account: this.view(a) };
+    if (plan) {
+      const base = a.tier === plan.tier && a.planExpiresAt > this.now() ? a.planExpiresAt : this.now();
+      a.tier = plan.tier as TierName;
+      a.planExpiresAt = base + plan.periodMs;
+    }
+    this.topUpAccount(a, kind, grant.amount, grant);
+    a.outbox.push(...events);
+    a.operations.set(grant.requestId, { cost: 0, state: "granted" });
+    return { applied: true, account: this.view(a) };
+  }
+
+  async refund(accountId: string, change: CreditChange, events: EventRecord[] = []) {
+    const a = this.accounts.get(accountId);
+    const op = a?.operations.get(change.requestId);
+    if (!a || !op || op.state === "granted") return { status: "not_charged" as const };
+    if (op.state === "refunded") return { status: "already_refunded" as const };
+    op.state = "refunded";
+    a.balance += op.cost;
+    this.addLedger(a, "refund", op.cost, change);
+    a.outbox.push(...events);
+    return { status: "refunded" as const, amount: op.cost, balance: a.balance };
+  }
+
+  async ledger(accountId: string, page: { cursor?: string; limit: number }): Promise<Page<LedgerEntry>> {
+    const entries = [...(this.accounts.get(accountId)?.ledger ?? [])].reverse();
+    const start = page.cursor ? entries.findIndex((e) => e.id === page.cursor) + 1 : 0;
+    const slice = entries.slice(start, start + page.limit + 1);
+    return { items: slice.slice(0, page.limit), nextCursor: slice.length > page.limit ? slice[page.limit - 1]!.id : null };
+  }
+
+  async hitRateLimit(bucket: string, limit: number, windowMs: number, member: string) {
+    const log = this.buckets.get(bucket) ?? [];
+    this.buckets.set(bucket, log);
+    const window = this.slide(log, limit, windowMs);
+    if (window.allowed) log.push({ at: window.now, member });
+    return { allowed: window.allowed, limit, remaining: window.remaining, resetMs: log.length ? window.resetOf(log[0]!.at) : 0 };
+  }
+
+  async appendEvents(accountId: string, events: EventRecord[]) {
+    this.accounts.get(accountId)?.outbox.push(...events);
+  }
+
+  async readOutbox(accountId: string, limit: number) {
+    return (this.accounts.get(accountId)?.outbox ?? []).slice(0, limit);
+  }
+
+  async ackOutbox(accountId: string, eventIds: string[]) {
+    const a = this.accounts.get(accountId);
+    if (a) a.outbox = a.outbox.filter((e) => !eventIds.includes(e.id));
+  }
+
+  async logEvents(accountId: string, events: EventRecord[], keep: number) {
+    const logged = this.eventLogs.get(accountId) ?? [];
+    const fresh = events.filter((e) => !logged.some((l) => l.id === e.id));
+    this.eventLogs.set(accountId, [...fresh.reverse(), ...logged].slice(0, keep));
+  }
+
+  async listEvents(accountId: string, limit: number) {
+    return (this.eventLogs.get(accountId) ?? []).slice(0, limit);
+  }
+
+  async rebuildOutboxIndex() {
+    return 0; // the memory store derives its index; nothing can be left unindexed
+  }
+
+  async outboxAccounts() {
+    return [...this.accounts.values()].filter((a) => a.outbox.length > 0).map((a) => a.id);
+  }
+
+  async beginIdempotent(accountId: string, key: string, fingerprint: string, leaseMs: number): Promise<IdempotencyState> {
+    const id = `${accountId}\0${key}`;
+    const record = this.idempotency.get(id);
+    if (!record || record.expiresAt <= this.now()) {
+      this.idempotency.set(id, { fingerprint, expiresAt: this.now() + leaseMs, response: null });
+      return { state: "started" };
+    }
+    if (record.fingerprint !== fingerprint) return { state: "conflict" };
+    return record.response ? { state: "completed", response: record.response } : { state: "in_progress" };
+  }
+
+  async completeIdempotent(accountId: string, key: string, response: StoredResponse, ttlSeconds: number) {
+    const record = this.idempotency.get(`${accountId}\0${key}`);
+    if (record) Object.assign(record, { response, expiresAt: this.now() + ttlSeconds * 1000 });
+  }
+
+  async abandonIdempotent(accountId: string, key: string) {
+    this.idempotency.delete(`${accountId}\0${key}`);
+  }
+
+  private hooksOf(ownerId: string) {
+    let hooks = this.webhooks.get(ownerId);
+    if (!hooks) this.webhooks.set(ownerId, (hooks = new Map()));
+    return hooks;
+  }
+
+  async addWebhook(webhook: WebhookRecord, cap: number) {
+    const hooks = this.hooksOf(webhook.ownerId);
+    if (hooks.size >= cap) return false;
+    hooks.set(webhook.id, structuredClone(webhook));
+    return true;
+  }
+
+  async listWebhooks(ownerId: string) {
+    return [...this.hooksOf(ownerId).values()].map((w) => structuredClone(w)).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+  }
+
+  async getWebhook(ownerId: string, id: string) {
+    const hook = this.hooksOf(ownerId).get(id);
+    return hook ? structuredClone(hook) : null;
+  }
+
+  async putWebhook(webhook: WebhookRecord) {
+    this.hooksOf(webhook.ownerId).set(webhook.id, structuredClone(webhook));
+  }
+
+  async deleteWebhook(ownerId: string, id: string) {
+    this.deliveries.delete(`${ownerId}\0${id}`);
+    return this.hooksOf(ownerId).delete(id);
+  }
+
+  async recordDelivery(ownerId: string, webhookId: string, attempt: DeliveryAttempt, keep: number) {
+    const key = `${ownerId}\0${webhookId}`;
+    this.deliveries.set(key, [attempt, ...(this.deliveries.get(key) ?? [])].slice(0, keep));
+  }
+
+  async listDeliveries(ownerId: string, webhookId: string, limit: number) {
+    return (this.deliveries.get(`${ownerId}\0${webhookId}`) ?? []).slice(0, limit);
+  }
+
+  async claimPayment(record: PaymentRecord) {
+    const existing = this.payments.get(record.id);
+    if (existing) return structuredClone(existing);
+    this.payments.set(record.id, structuredClone(record));
+    return null;
+  }
+
+  async savePayment(record: PaymentRecord) {
+    this.payments.set(record.id, structuredClone(record));
+  }
+
+  private readonly served = new Set<string>();
+  async claimPaymentService(id: string) {
+    if (this.served.has(id)) return false;
+    this.served.add(id);
+    return true;
+  }
+
+  async getPayment(id: string) {
+    const record = this.payments.get(id);
+    return record ? structuredClone(record) : null;
+  }
+
+  async releasePayment(id: string) {
+    this.payments.delete(id);
+  }
+
+  async pendingPayments() {
+    return [...this.payments.values()].filter((p) => p.state === "pending").map((p) => structuredClone(p));
+  }
+
+  private readonly nonces = new Map<string, number>();
+  async saveNonce(name: string, ttlMs: number) {
+    this.nonces.set(name, this.now() + ttlMs);
+  }
+
+  async consumeNonce(name: string) {
+    const until = this.nonces.get(name);
+    this.nonces.delete(name);
+    return until !== undefined && until > this.now();
+  }
+
+  async acquireLock(name: string, ttlMs: number) {
+    const held = this.locks.get(name);
+    if (held && held.until > this.now()) return null;
+    const token = newEventId();
+    this.locks.set(name, { token, until: this.now() + ttlMs });
+    return token;
+  }
+
+  async releaseLock(name: string, token: string) {
+    if (this.locks.get(name)?.token === token) this.locks.delete(name);
+  }
+
+  async ping() {}
+  async close() {}
+}

@@ -1,0 +1,532 @@
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { Redis, type RedisOptions } from "ioredis";
+import type { TierName } from "../accounts/tiers.js";
+import { DEPLETED_MESSAGE, parseEventRecord, type EventRecord } from "../events/types.js";
+import { StoreUnavailableError } from "../http/errors.js";
+import { newEventId } from "../lib/ids.js";
+import {
+  OPERATION_TTL_SECONDS,
+  RATE_WINDOW_MS,
+  type AccountRecord,
+  type AdmitOutcome,
+  type AdmitRequest,
+  type CreditChange,
+  type KeyRecord,
+  type LedgerEntry,
+  type LedgerKind,
+  type NewAccount,
+  type Page,
+  type RateState,
+  type IdempotencyState,
+  type Store,
+  type StoredResponse,
+  type TierLimits,
+  type WebhookRecord,
+  type PaymentRecord,
+  type PlanChange,
+  type DeliveryAttempt,
+  type TopUpKind,
+} from "./types.js";
+
+/** Every key of one account carries the hash tag `{acct_…}`, so each script touches one cluster slot. */
+const k = {
+  account: (id: string) => `{${id}}:account`,
+  keyRecord: (id: string, hash: string) => `{${id}}:key:${hash}`,
+  keyList: (id: string) => `{${id}}:keys`,
+  rateLog: (id: string) => `{${id}}:rl`,
+  ledger: (id: string) => `{${id}}:ledger`,
+  operation: (id: string, requestId: string) => `{${id}}:op:${requestId}`,
+  outbox: (id: string) => `{${id}}:outbox`,
+  idempotency: (id: string, key: string) => `{${id}}:idem:${createHash("sha256").update(key).digest("hex")}`,
+  // Global indexes, outside any account slot: written beside, never inside, an account script.
+  accounts: () => "accounts",
+  email: (email: string) => `email:${email}`,
+  outboxAccounts: () => "outbox:accounts",
+  bucket: (name: string) => `rl:${name}`,
+  webhooks: (ownerId: string) => `{${ownerId}}:webhooks`,
+  deliveries: (ownerId: string, webhookId: string) => `{${ownerId}}:deliveries:${webhookId}`,
+  events: (id: string) => `{${id}}:events`,
+  payment: (id: string) => `payment:${id}`,
+  pendingPayments: () => "payments:pending",
+};
+
+const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "release-lock"] as const;
+const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
+  admit: 6,
+  "top-up": 4,
+  refund: 4,
+  "create-account": 3,
+  "verify-email": 3,
+  "set-tier": 1,
+  "revoke-key": 2,
+  "rate-limit": 1,
+  "idempotency-begin": 1,
+  "webhook-add": 1,
+  "release-lock": 1,
+};
+
+function loadScript(name: string, prelude: string): string {
+  return `${prelude}\n${readFileSync(new URL(`../credits/lua/${name}.lua`, import.meta.url), "utf8")}`;
+}
+
+type ScriptRunner = (keys: string[], args: (string | number)[]) => Promise<unknown>;
+
+interface RawAccount {
+  id: string;
+  email: string;
+  email_verified: number;
+  tier: string;
+  balance: number;
+  reference: number;
+  created_at: number;
+  allowance_at: number;
+  plan_expires_at?: number;
+}
+
+function toAccount(raw: RawAccount): AccountRecord {
+  return {
+    id: raw.id,
+    email: raw.email === "" ? null : raw.email,
+    emailVerified: Number(raw.email_verified) === 1,
+    tier: raw.tier as TierName,
+    balance: Number(raw.balance),
+    reference: Number(raw.reference),
+    createdAt: Number(raw.created_at),
+    allowanceAt: Number(raw.allowance_at),
+    planExpiresAt: Number(raw.plan_expires_at ?? 0),
+  };
+}
+
+function accountFromHash(h: Record<string, string>): AccountRecord | null {
+  if (!h.id) return null;
+  return toAccount(h as unknown as RawAccount);
+}
+
+/** cjson encodes an empty Lua table as `{}`; the events list is the one place that matters. */
+function eventsFrom(raw: unknown): EventRecord[] {
+  return Array.isArray(raw) ? raw.map(parseEventRecord) : [];
+}
+
+export interface RedisStoreOptions {
+  url: string;
+  keyPrefix: string;
+  tiers: TierLimits;
+  periodMs: number;
+  /** How long a command may wait for a connection before failing with 503, instead of hanging. */
+  commandTimeoutMs?: number;
+}
+
+export class RedisStore implements Store {
+  readonly redis: Redis;
+  private readonly run: Record<(typeof SCRIPTS)[number], ScriptRunner>;
+  private readonly tiersJson: string;
+  private everReady = false;
+
+  constructor(private readonly options: RedisStoreOptions) {
+    const redisOptions: RedisOptions = {
+      keyPrefix: options.keyPrefix,
+      // Fail fast while disconnected: callers get 503 store_unavailable instead of waiting.
+      enableOfflineQueue: false,
+      commandTimeout: options.commandTimeoutMs ?? 2000,
+      maxRetriesPerRequest: 1,
+      retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
+      lazyConnect: false,
+    };
+    this.redis = new Redis(options.url, redisOptions);
+    this.redis.on("error", () => {
+      /* surfaced per command as StoreUnavailableError; ioredis reconnects by itself */
+    });
+    this.tiersJson = JSON.stringify(options.tiers);
+    const prelude = `local DEPLETED_MESSAGE = ${JSON.stringify(DEPLETED_MESSAGE)}\n${readFileSync(new URL("../credits/lua/prelude.lua", import.meta.url), "utf8")}`;
+    const run = {} as Record<(typeof SCRIPTS)[number], ScriptRunner>;
+    for (const name of SCRIPTS) {
+      const command = `tg_${name.replace("-", "_")}`;
+      this.redis.defineCommand(command, { numberOfKeys: KEY_COUNTS[name], lua: loadScript(name, prelude) });
+      run[name] = (keys, args) => (this.redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[command]!(...keys, ...args);
+    }
+    this.run = run;
+  }
+
+  /**
+   * Until the first connection is made, commands wait for it (bounded); after that a lost
+   * connection fails commands at once, so callers get a quick 503 instead of a hang.
+   */
+  private firstConnection: Promise<void> | null = null;
+  private waitForFirstConnection(): Promise<void> {
+    this.firstConnection ??= new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.firstConnection = null;
+        reject(new StoreUnavailableError("Redis is not reachable"));
+      }, this.options.commandTimeoutMs ?? 2000);
+      this.redis.once("ready", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    return this.firstConnection;
+  }
+
+  /** Connection-level failures become StoreUnavailableError (503); script errors stay bugs (500). */
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    if (!this.everReady) {
+      if (this.redis.status !== "ready") await this.waitForFirstConnection();
+      this.everReady = true;
+    }
+    try {
+      return await fn();
+    } catch (err) {
+      const message = String((err as Error)?.message ?? err);
+      if (/Stream isn't writeable|Connection is closed|Command timed out|ECONNREFUSED|max retries|enableOfflineQueue|ETIMEDOUT|ECONNRESET/i.test(message)) {
+        throw new StoreUnavailableError(message);
+      }
+      throw err;
+    }
+  }
+
+  private async script<T>(name: (typeof SCRIPTS)[number], keys: string[], args: (string | number)[]): Promise<T> {
+    const raw = await this.call(() => this.run[name](keys, args));
+    return (typeof raw === "string" && (raw.startsWith("{") || raw.startsWith("[")) ? JSON.parse(raw) : raw) as T;
+  }
+
+  /** Records that an account has events waiting; a separate command because the index lies outside the account's slot. */
+  private async markOutbox(accountId: string, events: unknown[]): Promise<void> {
+    if (events.length > 0) await this.call(() => this.redis.sadd(k.outboxAccounts(), accountId));
+  }
+
+  async createAccount(account: NewAccount, grant: CreditChange & { amount: number }, events: EventRecord[]): Promise<AccountRecord> {
+    const raw = await this.script<RawAccount>(
+      "create-account",
+      [k.account(account.id), k.ledger(account.id), k.outbox(account.id)],
+      [account.id, account.email ?? "", account.tier, grant.amount, grant.reason, grant.requestId, JSON.stringify(events)],
+    );
+    const created = toAccount(raw);
+    await this.call(() => this.redis.zadd(k.accounts(), created.createdAt, account.id));
+    await this.markOutbox(account.id, events);
+    return created;
+  }
+
+  async getAccount(id: string): Promise<AccountRecord | null> {
+    return accountFromHash(await this.call(() => this.redis.hgetall(k.account(id))));
+  }
+
+  async listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>> {
+    // Cursor = the last id seen; order = creation time, then id (ZSET order).
+    let start = 0;
+    if (page.cursor) {
+      const rank = await this.call(() => this.redis.zrank(k.accounts(), page.cursor!));
+      start = rank === null ? 0 : rank + 1;
+    }
+    const ids = await this.call(() => this.redis.zrange(k.accounts(), String(start), String(start + page.limit)));
+    const pipeline = this.redis.pipeline();
+    for (const id of ids.slice(0, page.limit)) pipeline.hgetall(k.account(id));
+    const results = (await this.call(() => pipeline.exec())) ?? [];
+    const items = results.map(([, h]) => accountFromHash(h as Record<string, string>)).filter((a): a is AccountRecord => a !== null);
+    return { items, nextCursor: ids.length > page.limit ? (ids[page.limit - 1] ?? null) : null };
+  }
+
+  async claimEmail(email: string, accountId: string): Promise<boolean> {
+    const key = k.email(email);
+    if ((await this.call(() => this.redis.set(key, accountId, "NX"))) === "OK") return true;
+    // A claim left behind by a sign-up that died before creating its account may be taken over.
+    const holder = await this.call(() => this.redis.get(key));
+    if (holder && (await this.call(() => this.redis.exists(k.account(holder)))) === 0) {
+      return (await this.call(() => this.redis.set(key, accountId, "XX"))) === "OK";
+    }
+    return false;
+  }
+
+  async setTier(accountId: string, tier: TierName): Promise<AccountRecord | null> {
+    const raw = await this.script<RawAccount | null>("set-tier", [k.account(accountId)], [tier]);
+    return raw ? toAccount(raw) : null;
+  }
+
+  async verifyEmail(accountId: string, grant: CreditChange & { amount: number }) {
+    return this.script<"verified" | "already_verified" | "not_found">(
+      "verify-email",
+      [k.account(accountId), k.ledger(accountId), k.operation(accountId, grant.requestId)],
+      [grant.amount, grant.reason, grant.requestId, this.options.periodMs, OPERATION_TTL_SECONDS],
+    );
+  }
+
+  async addKey(key: KeyRecord): Promise<void> {
+    await this.call(() =>
+      this.redis
+        .multi()
+        .hset(k.keyRecord(key.accountId, key.hash), "id", key.id, "revoked_at", String(key.revokedAt ?? 0))
+        .hset(k.keyList(key.accountId), key.id, JSON.stringify(key))
+        .exec(),
+    );
+  }
+
+  async listKeys(accountId: string): Promise<KeyRecord[]> {
+    const all = await this.call(() => this.redis.hvals(k.keyList(accountId)));
+    return all.map((raw) => JSON.parse(raw) as KeyRecord).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+  }
+
+  async revokeKey(accountId: string, keyId: string, graceMs: number): Promise<KeyRecord | null> {
+    const raw = await this.call(() => this.redis.hget(k.keyList(accountId), keyId));
+    if (!raw) return null;
+    const { hash } = JSON.parse(raw) as KeyRecord;
+    return this.script<KeyRecord | null>("revoke-key", [k.keyList(accountId), k.keyRecord(accountId, hash)], [keyId, graceMs]);
+  }
+
+  async admit(request: AdmitRequest): Promise<AdmitOutcome> {
+    const id = request.accountId;
+    const result = await this.script<{
+      status: AdmitOutcome["status"];
+      account?: RawAccount;
+      key_id?: string | null;
+      rate?: RateState;
+      charged?: boolean;
+      events?: unknown;
+    }>(
+      "admit",
+      [k.account(id), request.keyHash ? k.keyRecord(id, request.keyHash) : k.account(id), k.rateLog(id), k.ledger(id), k.operation(id, request.requestId), k.outbox(id)],
+      [
+        this.tiersJson,
+        request.keyHash ? 1 : 0,
+        request.cost,
+        request.requestId,
+        request.tool ?? "",
+        request.reason,
+        newEventId(),
+        newEventId(),
+        new Date().toISOString(),
+        RATE_WINDOW_MS,
+        this.options.periodMs,
+        OPERATION_TTL_SECONDS,
+        request.countRequest === false ? 0 : 1,
+      ],
+    );
+    switch (result.status) {
+      case "invalid_key":
+      case "revoked":
+        return { status: result.status };
+      case "rate_limited":
+      case "insufficient_credits":
+        return { status: result.status, account: toAccount(result.account!), rate: result.rate! };
+      case "ok": {
+        const events = eventsFrom(result.events);
+        await this.markOutbox(id, events);
+        return { status: "ok", account: toAccount(result.account!), keyId: result.key_id ?? null, rate: result.rate!, charged: result.charged === true, events };
+      }
+    }
+  }
+
+  async topUp(accountId: string, kind: TopUpKind, grant: CreditChange & { amount: number }, events: EventRecord[] = [], plan?: PlanChange) {
+    const result = await this.script<{ status: string; account?: RawAccount }>(
+      "top-up",
+      [k.account(accountId), k.ledger(accountId), k.operation(accountId, grant.requestId), k.outbox(accountId)],
+      [grant.amount, kind, grant.reason, grant.requestId, OPERATION_TTL_SECONDS, JSON.stringify(events), plan?.tier ?? "", plan?.periodMs ?? 0],
+    );
+    if (result.status === "not_found") return null;
+    if (result.status === "applied") await this.markOutbox(accountId, events);
+    return { applied: result.status === "applied", account: toAccount(result.account!) };
+  }
+
+  async refund(accountId: string, change: CreditChange, events: EventRecord[] = []) {
+    const result = await this.script<{ status: "refunded"; amount: number; balance: number } | { status: "already_refunded" | "not_charged" }>(
+      "refund",
+      [k.account(accountId), k.ledger(accountId), k.operation(accountId, change.requestId), k.outbox(accountId)],
+      [change.requestId, change.reason, JSON.stringify(events)],
+    );
+    if (result.status === "refunded") await this.markOutbox(accountId, events);
+    return result;
+  }
+
+  async beginIdempotent(accountId: string, key: string, fingerprint: string, leaseMs: number): Promise<IdempotencyState> {
+    return this.script<IdempotencyState>("idempotency-begin", [k.idempotency(accountId, key)], [fingerprint, leaseMs]);
+  }
+
+  async completeIdempotent(accountId: string, key: string, response: StoredResponse, ttlSeconds: number): Promise<void> {
+    const record = k.idempotency(accountId, key);
+    await this.call(() => this.redis.multi().hset(record, "state", "completed", "response", JSON.stringify(response)).expire(record, ttlSeconds).exec());
+  }
+
+  async abandonIdempotent(accountId: string, key: string): Promise<void> {
+    await this.call(() => this.redis.del(k.idempotency(accountId, key)));
+  }
+
+  async ledger(accountId: string, page: { cursor?: string; limit: number }): Promise<Page<LedgerEntry>> {
+    // Newest first; the cursor is the last stream id seen, excluded with "(".
+    const end = page.cursor ? `(${page.cursor}` : "+";
+    const rows = await this.call(() => this.redis.xrevrange(k.ledger(accountId), end, "-", "COUNT", page.limit + 1));
+    const items = rows.slice(0, page.limit).map(([id, fields]) => {
+      const f: Record<string, string> = {};
+      for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
+      return {
+        id,
+        at: Number(f.at),
+        kind: f.kind as LedgerKind,
+        amount: Number(f.amount),
+        balance: Number(f.balance),
+        reason: f.reason ?? "",
+        requestId: f.request_id ?? "",
+        tool: f.tool ? f.tool : null,
+      };
+    });
+    return { items, nextCursor: rows.length > page.limit ? (items.at(-1)?.id ?? null) : null };
+  }
+
+  async hitRateLimit(bucket: string, limit: number, windowMs: number, member: string) {
+    return this.script<RateState & { allowed: boolean }>("rate-limit", [k.bucket(bucket)], [limit, windowMs, member]);
+  }
+
+  async appendEvents(accountId: string, events: EventRecord[]): Promise<void> {
+    if (events.length === 0) return;
+    const tx = this.redis.multi();
+    for (const e of events) {
+      tx.xadd(k.outbox(accountId), "*", "id", e.id, "event", e.event, "timestamp", e.timestamp, "account_id", e.account_id, "data", JSON.stringify(e.data));
+    }
+    await this.call(() => tx.exec());
+    await this.markOutbox(accountId, events);
+  }
+
+  async readOutbox(accountId: string, limit: number): Promise<EventRecord[]> {
+    const rows = await this.call(() => this.redis.xrange(k.outbox(accountId), "-", "+", "COUNT", limit));
+    return rows.map(([, fields]) => {
+      const f: Record<string, string> = {};
+      for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
+      return parseEventRecord({ id: f.id, event: f.event, timestamp: f.timestamp, account_id: f.account_id, data: JSON.parse(f.data ?? "{}") });
+    });
+  }
+
+  async ackOutbox(accountId: string, eventIds: string[]): Promise<void> {
+    if (eventIds.length > 0) {
+      const wanted = new Set(eventIds);
+      const rows = await this.call(() => this.redis.xrange(k.outbox(accountId), "-", "+"));
+      const streamIds = rows.filter(([, f]) => wanted.has(f[f.indexOf("id") + 1]!)).map(([id]) => id);
+      if (streamIds.length > 0) await this.call(() => this.redis.xdel(k.outbox(accountId), ...streamIds));
+    }
+    // Unindex first, then look: an event appended meanwhile is seen here or re-indexes itself.
+    await this.call(() => this.redis.srem(k.outboxAccounts(), accountId));
+    if ((await this.call(() => this.redis.xlen(k.outbox(accountId)))) > 0) await this.call(() => this.redis.sadd(k.outboxAccounts(), accountId));
+  }
+
+  async logEvents(accountId: string, events: EventRecord[], keep: number): Promise<void> {
+    if (events.length === 0) return;
+    // A sorted set of the records: several relays logging the same event add it once.
+    const key = k.events(accountId);
+    const members = events.flatMap((e) => [Date.parse(e.timestamp), JSON.stringify(e)]);
+    await this.call(() => this.redis.multi().zadd(key, ...members).zremrangebyrank(key, 0, -(keep + 1)).exec());
+  }
+
+  async listEvents(accountId: string, limit: number): Promise<EventRecord[]> {
+    return (await this.call(() => this.redis.zrevrange(k.events(accountId), 0, limit - 1))).map((raw) => parseEventRecord(JSON.parse(raw)));
+  }
+
+  async rebuildOutboxIndex(): Promise<number> {
+    const prefix = this.options.keyPrefix;
+    let cursor = "0";
+    let found = 0;
+    do {
+      // SCAN patterns are not prefixed by ioredis: match the full key.
+      const [next, keys] = await this.call(() => this.redis.scan(cursor, "MATCH", `${prefix}{acct_*}:outbox`, "COUNT", 1000));
+      cursor = next;
+      for (const key of keys) {
+        const accountId = key.slice(prefix.length + 1, key.indexOf("}"));
+        if ((await this.call(() => this.redis.xlen(k.outbox(accountId)))) > 0) {
+          await this.call(() => this.redis.sadd(k.outboxAccounts(), accountId));
+          found++;
+        }
+      }
+    } while (cursor !== "0");
+    return found;
+  }
+
+  async outboxAccounts(): Promise<string[]> {
+    return this.call(() => this.redis.smembers(k.outboxAccounts()));
+  }
+
+  async addWebhook(webhook: WebhookRecord, cap: number): Promise<boolean> {
+    return (await this.script<number>("webhook-add", [k.webhooks(webhook.ownerId)], [webhook.id, JSON.stringify(webhook), cap])) === 1;
+  }
+
+  async listWebhooks(ownerId: string): Promise<WebhookRecord[]> {
+    const all = await this.call(() => this.redis.hvals(k.webhooks(ownerId)));
+    return all.map((raw) => JSON.parse(raw) as WebhookRecord).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+  }
+
+  async getWebhook(ownerId: string, id: string): Promise<WebhookRecord | null> {
+    const raw = await this.call(() => this.redis.hget(k.webhooks(ownerId), id));
+    return raw ? (JSON.parse(raw) as WebhookRecord) : null;
+  }
+
+  async putWebhook(webhook: WebhookRecord): Promise<void> {
+    await this.call(() => this.redis.hset(k.webhooks(webhook.ownerId), webhook.id, JSON.stringify(webhook)));
+  }
+
+  async deleteWebhook(ownerId: string, id: string): Promise<boolean> {
+    const [[, removed] = []] = (await this.call(() => this.redis.multi().hdel(k.webhooks(ownerId), id).del(k.deliveries(ownerId, id)).exec())) ?? [];
+    return removed === 1;
+  }
+
+  async recordDelivery(ownerId: string, webhookId: string, attempt: DeliveryAttempt, keep: number): Promise<void> {
+    const key = k.deliveries(ownerId, webhookId);
+    await this.call(() => this.redis.multi().lpush(key, JSON.stringify(attempt)).ltrim(key, 0, keep - 1).exec());
+  }
+
+  async listDeliveries(ownerId: string, webhookId: string, limit: number): Promise<DeliveryAttempt[]> {
+    return (await this.call(() => this.redis.lrange(k.deliveries(ownerId, webhookId), 0, limit - 1))).map((raw) => JSON.parse(raw) as DeliveryAttempt);
+  }
+
+  async claimPayment(record: PaymentRecord): Promise<PaymentRecord | null> {
+    const claimed = await this.call(() => this.redis.set(k.payment(record.id), JSON.stringify(record), "NX"));
+    if (claimed === "OK") return null;
+    const existing = await this.call(() => this.redis.get(k.payment(record.id)));
+    return existing ? (JSON.parse(existing) as PaymentRecord) : null;
+  }
+
+  async savePayment(record: PaymentRecord): Promise<void> {
+    const tx = this.redis.multi().set(k.payment(record.id), JSON.stringify(record));
+    if (record.state === "pending") tx.sadd(k.pendingPayments(), record.id);
+    else tx.srem(k.pendingPayments(), record.id);
+    await this.call(() => tx.exec());
+  }
+
+  async claimPaymentService(id: string): Promise<boolean> {
+    return (await this.call(() => this.redis.set(`payment-served:${id}`, "1", "NX"))) === "OK";
+  }
+
+  async getPayment(id: string): Promise<PaymentRecord | null> {
+    const raw = await this.call(() => this.redis.get(k.payment(id)));
+    return raw ? (JSON.parse(raw) as PaymentRecord) : null;
+  }
+
+  async releasePayment(id: string): Promise<void> {
+    await this.call(() => this.redis.multi().del(k.payment(id)).srem(k.pendingPayments(), id).exec());
+  }
+
+  async pendingPayments(): Promise<PaymentRecord[]> {
+    const ids = await this.call(() => this.redis.smembers(k.pendingPayments()));
+    if (ids.length === 0) return [];
+    const raw = await this.call(() => this.redis.mget(...ids.map(k.payment)));
+    return raw.filter((r): r is string => r !== null).map((r) => JSON.parse(r) as PaymentRecord);
+  }
+
+  async saveNonce(name: string, ttlMs: number): Promise<void> {
+    await this.call(() => this.redis.set(`nonce:${name}`, "1", "PX", ttlMs));
+  }
+
+  async consumeNonce(name: string): Promise<boolean> {
+    return (await this.call(() => this.redis.del(`nonce:${name}`))) === 1;
+  }
+
+  async acquireLock(name: string, ttlMs: number): Promise<string | null> {
+    const token = newEventId();
+    return (await this.call(() => this.redis.set(`lock:${name}`, token, "PX", ttlMs, "NX"))) === "OK" ? token : null;
+  }
+
+  async releaseLock(name: string, token: string): Promise<void> {
+    await this.script("release-lock", [`lock:${name}`], [token]);
+  }
+
+  async ping(): Promise<void> {
+    await this.call(() => this.redis.ping());
+  }
+
+  async close(): Promise<void> {
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}

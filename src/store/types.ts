@@ -1,0 +1,283 @@
+import type { TierName } from "../accounts/tiers.js";
+import type { EventRecord } from "../events/types.js";
+
+/**
+ * The one small storage interface. Two implementations honour it — Redis (shared by every
+ * gateway process; atomic Lua scripts; all keys of an account share the hash tag `{acct_…}`)
+ * and in-memory (development, single process) — and one contract suite tests both
+ * (test/integration/store-contract.test.ts).
+ *
+ * Every operation that moves credits is atomic and idempotent per request id, and decides
+ * the credit alerts it causes in the same step (DESIGN D5).
+ */
+export interface AccountRecord {
+  id: string;
+  email: string | null;
+  emailVerified: boolean;
+  tier: TierName;
+  balance: number;
+  /** The balance right after the last top-up; `credits.low` fires below 20% of it. */
+  reference: number;
+  createdAt: number;
+  /** When the next Free monthly allowance top-up is due (epoch ms); 0 = none scheduled. */
+  allowanceAt: number;
+  /** When a paid plan's period ends unpaid and the tier falls back to Free (epoch ms); 0 = no end (Free, or set by an operator). */
+  planExpiresAt: number;
+}
+
+/** A plan bought with a payment: the tier, for a period (extending the current one on renewal). */
+export interface PlanChange {
+  tier: string;
+  periodMs: number;
+}
+
+export interface KeyRecord {
+  id: string;
+  accountId: string;
+  /** SHA-256 of the key; never leaves the store layer's callers in a response. */
+  hash: string;
+  prefix: string;
+  last4: string;
+  name: string | null;
+  createdAt: number;
+  /** Epoch ms from which the key no longer works (may lie in the future: rotation grace). */
+  revokedAt: number | null;
+}
+
+export const LEDGER_KINDS = ["grant", "purchase", "allowance", "debit", "refund"] as const;
+export type LedgerKind = (typeof LEDGER_KINDS)[number];
+export type TopUpKind = "grant" | "purchase" | "allowance";
+
+export interface LedgerEntry {
+  id: string;
+  at: number;
+  kind: LedgerKind;
+  /** Signed: debits are negative. */
+  amount: number;
+  balance: number;
+  reason: string;
+  requestId: string;
+  tool: string | null;
+}
+
+export interface RateState {
+  limit: number;
+  remaining: number;
+  /** Milliseconds until the window frees a slot. */
+  resetMs: number;
+}
+
+export interface AdmitRequest {
+  accountId: string;
+  /** Hash of the presented API key; null when the caller is identified otherwise (a wallet payment). */
+  keyHash: string | null;
+  /** Credits to debit; 0 = authenticate and count against the rate limit only. */
+  cost: number;
+  requestId: string;
+  tool: string | null;
+  reason: string;
+  /** false: check the key only, without counting a request (a pre-check before the call that will count). Default true. */
+  countRequest?: boolean;
+}
+
+export type AdmitOutcome =
+  | { status: "ok"; account: AccountRecord; keyId: string | null; rate: RateState; charged: boolean; events: EventRecord[] }
+  | { status: "invalid_key" }
+  | { status: "revoked" }
+  | { status: "rate_limited"; account: AccountRecord; rate: RateState }
+  | { status: "insufficient_credits"; account: AccountRecord; rate: RateState };
+
+export interface CreditChange {
+  requestId: string;
+  reason: string;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export interface NewAccount {
+  id: string;
+  email: string | null;
+  tier: TierName;
+}
+
+export interface Store {
+  /** Creates the account with its first grant and events, atomically. */
+  createAccount(account: NewAccount, grant: CreditChange & { amount: number }, events: EventRecord[]): Promise<AccountRecord>;
+  getAccount(id: string): Promise<AccountRecord | null>;
+  listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>>;
+  /** Claims an e-mail address for an account; false when another account holds it. */
+  claimEmail(email: string, accountId: string): Promise<boolean>;
+  setTier(accountId: string, tier: TierName): Promise<AccountRecord | null>;
+  /** Marks the e-mail verified and grants `amount` once; starts the Free monthly allowance clock. */
+  verifyEmail(accountId: string, grant: CreditChange & { amount: number }): Promise<"verified" | "already_verified" | "not_found">;
+
+  addKey(key: KeyRecord): Promise<void>;
+  listKeys(accountId: string): Promise<KeyRecord[]>;
+  /** Revokes after `graceMs` of store time (0 = now); never postpones an earlier revocation. */
+  revokeKey(accountId: string, keyId: string, graceMs: number): Promise<KeyRecord | null>;
+
+  /** The hot path, one round trip: check the key, apply the Free allowance, rate-limit, debit. */
+  admit(request: AdmitRequest): Promise<AdmitOutcome>;
+  /** Adds credits (a top-up: re-arms the alerts), with its events, atomically. Idempotent per request id. */
+  topUp(
+    accountId: string,
+    kind: TopUpKind,
+    grant: CreditChange & { amount: number },
+    events?: EventRecord[],
+    plan?: PlanChange,
+  ): Promise<{ applied: boolean; account: AccountRecord } | null>;
+  /** Returns the credits debited under `requestId`, at most once; `events` are written only if it applies. */
+  refund(
+    accountId: string,
+    change: CreditChange,
+    events?: EventRecord[],
+  ): Promise<{ status: "refunded"; amount: number; balance: number } | { status: "already_refunded" | "not_charged" }>;
+  ledger(accountId: string, page: { cursor?: string; limit: number }): Promise<Page<LedgerEntry>>;
+
+  /** Sliding-window counter for things that are not an account (sign-ups per client address). */
+  hitRateLimit(bucket: string, limit: number, windowMs: number, member: string): Promise<RateState & { allowed: boolean }>;
+
+  /** Events waiting for delivery, oldest first, and their acknowledgement once handed on. */
+  appendEvents(accountId: string, events: EventRecord[]): Promise<void>;
+  readOutbox(accountId: string, limit: number): Promise<EventRecord[]>;
+  ackOutbox(accountId: string, eventIds: string[]): Promise<void>;
+  /** Accounts that may have undelivered events. */
+  outboxAccounts(): Promise<string[]>;
+  /** The account's recent events (newest first), recorded as the relay hands them on. */
+  logEvents(accountId: string, events: EventRecord[], keep: number): Promise<void>;
+  listEvents(accountId: string, limit: number): Promise<EventRecord[]>;
+  /** Re-indexes outboxes a crashed process left unindexed (run at start-up); returns how many. */
+  rebuildOutboxIndex(): Promise<number>;
+
+  /**
+   * Idempotency-Key records (per account): the first caller claims the key for one execution;
+   * later callers with the same fingerprint see it in progress or get the stored response.
+   */
+  beginIdempotent(accountId: string, key: string, fingerprint: string, leaseMs: number): Promise<IdempotencyState>;
+  completeIdempotent(accountId: string, key: string, response: StoredResponse, ttlSeconds: number): Promise<void>;
+  /** Forgets an execution that failed without a result worth replaying, so a retry runs again. */
+  abandonIdempotent(accountId: string, key: string): Promise<void>;
+
+  /** Adds a webhook unless the owner already has `cap`; false when the cap is reached. */
+  addWebhook(webhook: WebhookRecord, cap: number): Promise<boolean>;
+  listWebhooks(ownerId: string): Promise<WebhookRecord[]>;
+  getWebhook(ownerId: string, id: string): Promise<WebhookRecord | null>;
+  putWebhook(webhook: WebhookRecord): Promise<void>;
+  deleteWebhook(ownerId: string, id: string): Promise<boolean>;
+  /** Appends to a webhook's delivery log (newest first, the last `keep` kept). */
+  recordDelivery(ownerId: string, webhookId: string, attempt: DeliveryAttempt, keep: number): Promise<void>;
+  listDeliveries(ownerId: string, webhookId: string, limit: number): Promise<DeliveryAttempt[]>;
+
+  /**
+   * x402 authorizations, one record per (chain, token, payer, nonce): the first caller claims it
+   * (null), anyone after gets the record as it stands — so one authorization is settled and
+   * credited at most once, across every process.
+   */
+  claimPayment(record: PaymentRecord): Promise<PaymentRecord | null>;
+  savePayment(record: PaymentRecord): Promise<void>;
+  getPayment(id: string): Promise<PaymentRecord | null>;
+  /** Forgets a claim whose payment failed before anything moved, so it can be tried again. */
+  releasePayment(id: string): Promise<void>;
+  /** Claims the one call a settled payment pays for; false when it was already served. */
+  claimPaymentService(id: string): Promise<boolean>;
+  pendingPayments(): Promise<PaymentRecord[]>;
+
+  /** A single-use token (a sign-in nonce): saved with a lifetime, consumed at most once. */
+  saveNonce(name: string, ttlMs: number): Promise<void>;
+  consumeNonce(name: string): Promise<boolean>;
+  /** A lease shared by every process (null when someone else holds it); released by its token. */
+  acquireLock(name: string, ttlMs: number): Promise<string | null>;
+  releaseLock(name: string, token: string): Promise<void>;
+
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A webhook; `ownerId` is an account id, or "platform" for the operator's webhooks. */
+export interface WebhookRecord {
+  id: string;
+  ownerId: string;
+  url: string;
+  events: string[];
+  createdAt: number;
+  /** The signing secret, sealed (encrypted) by the webhooks module. */
+  sealedSecret: string;
+  /** During a rotation's overlap: the previous secret and when it stops signing. */
+  previousSealedSecret: string | null;
+  previousSecretExpiresAt: number | null;
+}
+
+export interface DeliveryAttempt {
+  eventId: string;
+  event: string;
+  attempt: number;
+  at: number;
+  /** The receiver's HTTP status; null when there was no answer. */
+  status: number | null;
+  durationMs: number;
+  outcome: "delivered" | "retrying" | "failed";
+  error: string | null;
+  nextAttemptAt: number | null;
+  /** The exact body sent, kept for a manual resend. */
+  body: string;
+}
+
+export interface PaymentRecord {
+  /** `<chain id>:<token>:<payer>:<nonce>`, lower-case. */
+  id: string;
+  network: string;
+  payer: string;
+  value: string;
+  state: "settling" | "settled" | "pending";
+  accountId: string;
+  txHash: string | null;
+  createdAt: number;
+  /** What the pending settlement needs to be finished by the reconciler. */
+  authorization: Record<string, string>;
+  signature: string;
+  /** What the payment buys, credited when it settles. */
+  grant: PaymentGrant;
+  /** The relayer transaction as sent (nonce, fees, calldata), to replace it if it gets stuck. */
+  relay?: RelayedTransaction | null;
+}
+
+export interface RelayedTransaction {
+  nonce: number;
+  gas: string;
+  maxFeePerGas: string;
+  maxPriorityFeePerGas: string;
+  data: string;
+  sentAt: number;
+}
+
+export interface PaymentGrant {
+  credits: number;
+  type: "one_time" | "subscription" | "renewal";
+  plan: string | null;
+  planChange: PlanChange | null;
+  description: string;
+}
+
+export interface StoredResponse {
+  status: number;
+  body: string;
+  headers: Record<string, string>;
+}
+
+export type IdempotencyState =
+  | { state: "started" }
+  | { state: "in_progress" }
+  | { state: "conflict" }
+  | { state: "completed"; response: StoredResponse };
+
+/** The per-tier numbers a store needs; passed in, so the store never imports the tier table. */
+export interface TierLimits {
+  [tier: string]: { requestsPerMinute: number; monthlyAllowance: number };
+}
+
+export const RATE_WINDOW_MS = 60_000;
+/** How long a debit's record is kept for idempotent retries and its one refund. */
+export const OPERATION_TTL_SECONDS = 7 * 24 * 3600;
