@@ -1,0 +1,133 @@
+import { request, type ClientRequest, type IncomingMessage } from "node:http";
+import type { Request, Response } from "express";
+import { createProxyMiddleware, type RequestHandler } from "http-proxy-middleware";
+import type { Agent } from "node:http";
+
+/**
+ * Forwarding a call to a tool worker. The invocation service decides what the outcome means
+ * (commit, refund, which error); a forwarder only carries the call and reports what came back.
+ */
+export interface ForwardCall {
+  /** Worker pool origin, e.g. http://127.0.0.1:8500 */
+  origin: string;
+  path: string;
+  input: unknown;
+  requestId: string;
+  timeoutMs: number;
+}
+
+export type ForwardOutcome =
+  | { kind: "response"; status: number; body: Buffer }
+  | { kind: "timeout" }
+  | { kind: "unreachable"; message: string };
+
+export type Forwarder = (call: ForwardCall) => Promise<ForwardOutcome>;
+
+interface Pending {
+  call: ForwardCall;
+  settle: (outcome: ForwardOutcome) => void;
+  proxyReq?: ClientRequest;
+  timedOut: boolean;
+}
+
+const PENDING = Symbol("toolgate.forward");
+type Carrier = IncomingMessage & { [PENDING]?: Pending };
+const pending = (req: IncomingMessage) => (req as Carrier)[PENDING]!;
+
+/** Only these headers reach a worker: never the caller's key, cookies or anything else. */
+const FORWARDED_HEADERS = new Set(["host", "connection", "content-type", "content-length", "accept"]);
+
+/**
+ * A forwarder for doors that have no HTTP exchange of their own to proxy (MCP): the same call,
+ * made with node:http over the same keep-alive agent.
+ */
+export function createHttpForwarder(agent: Agent): Forwarder {
+  return (call) =>
+    new Promise<ForwardOutcome>((resolve) => {
+      const body = Buffer.from(JSON.stringify(call.input));
+      const target = new URL(call.path, call.origin);
+      let timedOut = false;
+      const req = request(
+        {
+          agent,
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          method: "POST",
+          headers: { "content-type": "application/json", "content-length": body.length, "x-request-id": call.requestId, "x-toolgate-deadline-ms": call.timeoutMs },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () => resolve({ kind: "response", status: res.statusCode ?? 502, body: Buffer.concat(chunks) }));
+          res.on("error", (err) => resolve(timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }));
+        },
+      );
+      req.setTimeout(call.timeoutMs, () => {
+        timedOut = true;
+        req.destroy();
+      });
+      req.on("error", (err) => resolve(timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }));
+      req.end(body);
+    });
+}
+
+/**
+ * The REST door's forwarder: http-proxy-middleware over keep-alive connections, one proxy for
+ * every pool (the target is chosen per call). The response is buffered rather than streamed,
+ * because the charge is committed or refunded on the worker's status before the caller sees
+ * anything, and an Idempotency-Key replay needs the body.
+ */
+export function createProxyForwarder(agent: Agent): (req: Request, res: Response) => Forwarder {
+  const proxy: RequestHandler = createProxyMiddleware({
+    router: (req) => pending(req).call.origin,
+    pathRewrite: (_path, req) => pending(req).call.path,
+    changeOrigin: true,
+    agent,
+    selfHandleResponse: true,
+    on: {
+      proxyReq(proxyReq, req) {
+        const p = pending(req);
+        p.proxyReq = proxyReq;
+        for (const name of proxyReq.getHeaderNames()) if (!FORWARDED_HEADERS.has(name)) proxyReq.removeHeader(name);
+        // The body was parsed and validated by the gateway: send the validated input.
+        const body = Buffer.from(JSON.stringify(p.call.input));
+        proxyReq.setHeader("content-type", "application/json");
+        proxyReq.setHeader("content-length", body.length);
+        proxyReq.setHeader("x-request-id", p.call.requestId);
+        proxyReq.setHeader("x-toolgate-deadline-ms", p.call.timeoutMs);
+        proxyReq.write(body);
+      },
+      proxyRes(proxyRes, req) {
+        const p = pending(req);
+        const chunks: Buffer[] = [];
+        proxyRes.on("data", (c: Buffer) => chunks.push(c));
+        proxyRes.on("end", () => p.settle({ kind: "response", status: proxyRes.statusCode ?? 502, body: Buffer.concat(chunks) }));
+        proxyRes.on("error", (err) => p.settle(p.timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }));
+      },
+      error(err, req) {
+        const p = pending(req);
+        p.settle(p.timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message });
+      },
+    },
+  });
+
+  return (req, res) => (call) =>
+    new Promise<ForwardOutcome>((resolve) => {
+      let done = false;
+      const timer = setTimeout(() => {
+        p.timedOut = true;
+        p.proxyReq?.destroy();
+        settle({ kind: "timeout" });
+      }, call.timeoutMs);
+      const settle = (outcome: ForwardOutcome) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        resolve(outcome);
+      };
+      const p: Pending = { call, settle, timedOut: false };
+      (req as unknown as Carrier)[PENDING] = p;
+      proxy(req, res, (err?: unknown) => settle({ kind: "unreachable", message: String(err ?? "proxy did not forward") }));
+    });
+}

@@ -1,0 +1,190 @@
+import { createHash } from "node:crypto";
+import { TIERS } from "../accounts/tiers.js";
+import { eventRecord } from "../events/types.js";
+import { authenticate, admitted, type Admitted } from "../http/auth.js";
+import { ApiError, StoreUnavailableError } from "../http/errors.js";
+import { parseInput } from "../http/route.js";
+import { newEventId } from "../lib/ids.js";
+import type { Services } from "../services.js";
+import type { StoredResponse } from "../store/types.js";
+import type { ToolDefinition } from "./definition.js";
+import type { ForwardOutcome, Forwarder } from "./forward.js";
+import { PoolBusyError } from "./priority-gate.js";
+
+/**
+ * The one path every tool call takes, whichever door it came through (DESIGN D6):
+ * validate → admit (key, rate limit, debit: one store round trip) → wait for a worker slot →
+ * forward → keep the charge on 2xx, or refund it once with `tool.error` on any failure.
+ * A call that fails validation, or whose tool cannot run, is never charged.
+ */
+export interface ToolCall {
+  tool: ToolDefinition;
+  input: unknown;
+  /** The caller: an API key, or (hash null) an account already identified by its payment. */
+  key: { accountId: string; hash: string | null };
+  idempotencyKey: string | null;
+  requestId: string;
+}
+
+export interface ToolCallResult extends StoredResponse {
+  replayed: boolean;
+}
+
+const IDEMPOTENCY_POLL_MS = 25;
+
+export async function invokeTool(services: Services, call: ToolCall, forward: Forwarder): Promise<ToolCallResult> {
+  const { tool, key, requestId } = call;
+  const parsed = tool.input.safeParse(call.input);
+  const unavailable = services.pools.unavailableReason(tool.name);
+  if (!parsed.success || unavailable) {
+    // Authenticate (and count the request) before saying anything about the call; charge nothing.
+    await authenticate(services, key, requestId);
+    if (unavailable) throw new ApiError("tool_unavailable", `The ${tool.name} tool is unavailable: ${unavailable}.`);
+    parseInput(tool.input, call.input, "body");
+  }
+  const input = parsed.data;
+  if (!call.idempotencyKey) return execute(services, call, input, forward, null);
+
+  const idempotencyKey = call.idempotencyKey;
+  const fingerprint = createHash("sha256").update(`${tool.name}\n${JSON.stringify(call.input)}`).digest("hex");
+  const leaseMs = timeoutOf(services, tool) + services.config.poolQueueTimeoutMs + 5_000;
+  const deadline = Date.now() + leaseMs;
+  for (;;) {
+    const claim = await services.store.beginIdempotent(key.accountId, idempotencyKey, fingerprint, leaseMs);
+    if (claim.state === "started") return execute(services, call, input, forward, idempotencyKey);
+    if (claim.state === "completed") {
+      await authenticate(services, key, requestId);
+      return { ...claim.response, replayed: true };
+    }
+    if (claim.state === "conflict") {
+      await authenticate(services, key, requestId);
+      throw new ApiError("idempotency_conflict", "This Idempotency-Key was already used with a different request body.", { param: "Idempotency-Key" });
+    }
+    // Another request with this key is executing: wait for its answer, then replay it.
+    if (Date.now() > deadline) throw new ApiError("idempotency_conflict", "A request with this Idempotency-Key is still in progress.", { param: "Idempotency-Key" });
+    await new Promise((r) => setTimeout(r, IDEMPOTENCY_POLL_MS));
+  }
+}
+
+function timeoutOf(services: Services, tool: ToolDefinition): number {
+  return services.config.toolTimeouts[tool.name] ?? tool.timeoutMs;
+}
+
+async function execute(services: Services, call: ToolCall, input: unknown, forward: Forwarder, idempotencyKey: string | null): Promise<ToolCallResult> {
+  const { tool, key, requestId } = call;
+  const { store, pools, config } = services;
+  const giveUp = () => (idempotencyKey ? store.abandonIdempotent(key.accountId, idempotencyKey) : Promise.resolve());
+
+  let caller: Admitted;
+  try {
+    caller = admitted(await store.admit({ accountId: key.accountId, keyHash: key.hash, cost: tool.cost, requestId, tool: tool.name, reason: "tool call" }));
+  } catch (err) {
+    // The store went away mid-admission: the debit may have happened without us hearing of it.
+    // Refund it (a no-op if it never happened) as soon as the store answers again.
+    if (err instanceof StoreUnavailableError) refundWhenBack(services, { accountId: key.accountId, requestId, tool: tool.name });
+    await giveUp().catch(() => undefined);
+    throw err;
+  }
+  const accountId = caller.account.id;
+
+  let outcome: ForwardOutcome;
+  try {
+    const release = await pools.gate(tool.pool).acquire(TIERS[caller.account.tier].priority, config.poolQueueTimeoutMs);
+    try {
+      outcome = await forward({ origin: pools.url(tool.pool), path: `/tools/${tool.name}`, input, requestId, timeoutMs: timeoutOf(services, tool) });
+    } finally {
+      release();
+    }
+  } catch (err) {
+    if (!(err instanceof PoolBusyError)) throw err;
+    await refundOnce(services, { accountId, requestId, tool: tool.name, reason: "worker pool busy", errorCode: null });
+    await giveUp();
+    throw new ApiError("worker_pool_busy", "Every worker for this tool is busy; retry shortly.", { headers: { ...caller.headers, "Retry-After": "1" } });
+  }
+
+  if (outcome.kind === "response" && outcome.status >= 200 && outcome.status < 300) {
+    const result: StoredResponse = {
+      status: 200,
+      body: outcome.body.toString("utf8"),
+      headers: { ...caller.headers, "X-Credits-Charged": String(tool.cost), "X-Credits-Remaining": String(caller.account.balance) },
+    };
+    if (idempotencyKey) await store.completeIdempotent(accountId, idempotencyKey, result, config.idempotencyTtlSeconds);
+    services.metrics.toolCalls.inc({ tool: tool.name, outcome: "ok" });
+    if (caller.charged) services.metrics.creditsDebited.inc(tool.cost);
+    return { ...result, replayed: false };
+  }
+
+  const failure = failureOf(tool, outcome);
+  services.metrics.toolCalls.inc({ tool: tool.name, outcome: failure.code });
+  const callerError = failure.code === "validation_failed";
+  await refundOnce(services, { accountId, requestId, tool: tool.name, reason: `tool failed: ${failure.code}`, errorCode: callerError ? null : failure.code });
+  await giveUp();
+  throw failure.withHeaders(caller.headers);
+}
+
+/** What a worker's answer means for the caller; the worker's own message is passed on. */
+function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiError {
+  if (outcome.kind === "timeout") return new ApiError("tool_timeout", `The ${tool.name} tool did not answer in time; the call was not charged.`);
+  if (outcome.kind === "unreachable") return new ApiError("worker_unavailable", `The ${tool.name} tool's workers are unreachable; the call was not charged.`);
+  let error: { code?: string; message?: string; param?: string } = {};
+  try {
+    error = (JSON.parse(outcome.body.toString("utf8")) as { error?: typeof error }).error ?? {};
+  } catch {
+    /* not our worker's JSON */
+  }
+  const detail = error.message ? ` ${error.message}` : "";
+  if (outcome.status === 422) return new ApiError("validation_failed", error.message ?? "The tool refused its input.", error.param ? { param: error.param } : {});
+  if (outcome.status === 503 && error.code === "tool_unavailable") return new ApiError("tool_unavailable", `The ${tool.name} tool is unavailable;${detail} The call was not charged.`);
+  if (outcome.status === 504) return new ApiError("tool_timeout", `The ${tool.name} tool timed out;${detail} The call was not charged.`);
+  return new ApiError("tool_failed", `The ${tool.name} tool failed;${detail} The call was not charged.`);
+}
+
+/**
+ * The refund of an admission whose outcome is unknown, retried in the background every second for
+ * up to five minutes (the refund is idempotent: `not_charged` when no debit happened). It lives in
+ * this process; if the process dies too, the debit stays recorded in the ledger for reconciling.
+ */
+function refundWhenBack(services: Services, call: { accountId: string; requestId: string; tool: string }): void {
+  const deadline = Date.now() + 5 * 60_000;
+  const attempt = () =>
+    services.store.refund(call.accountId, { requestId: call.requestId, reason: "store unavailable during admission" }).then(
+      (result) => {
+        if (result.status === "refunded") {
+          services.metrics.creditsRefunded.inc(result.amount);
+          services.log.warn({ account_id: call.accountId, request_id: call.requestId, tool: call.tool }, "refunded a debit made while the store was failing");
+        }
+      },
+      () => {
+        if (Date.now() < deadline) setTimeout(attempt, 1000).unref();
+        else services.log.error({ account_id: call.accountId, request_id: call.requestId }, "could not settle an admission made while the store was failing");
+      },
+    );
+  setTimeout(attempt, 1000).unref();
+}
+
+/**
+ * Gives the call's credits back, at most once, with `tool.error` written in the same atomic
+ * step (none for the caller's own input errors). Retried briefly: a refund must not be lost
+ * to a blip.
+ */
+async function refundOnce(
+  services: Services,
+  { accountId, requestId, tool, reason, errorCode }: { accountId: string; requestId: string; tool: string; reason: string; errorCode: string | null },
+): Promise<void> {
+  const events = errorCode
+    ? [eventRecord(newEventId(), "tool.error", accountId, { tool_name: tool, credits_charged: 0, error_code: errorCode, request_id: requestId })]
+    : [];
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const refunded = await services.store.refund(accountId, { requestId, reason }, events);
+      if (refunded.status === "refunded") services.metrics.creditsRefunded.inc(refunded.amount);
+      return;
+    } catch (err) {
+      if (attempt >= 3) {
+        services.log.error({ err, account_id: accountId, request_id: requestId }, "refund failed; the ledger needs reconciling");
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 100 * attempt));
+    }
+  }
+}

@@ -1,0 +1,47 @@
+import { z } from "zod";
+import type { ToolDefinition } from "./definition.js";
+import { priceOf } from "./pricing.js";
+import { TOOLS } from "./catalogue/index.js";
+
+/** JSON Schemas are derived from the zod definitions once per process. */
+const schemas = new Map(
+  TOOLS.map((tool) => [
+    tool.name,
+    { input: z.toJSONSchema(tool.input, { io: "input" }), output: z.toJSONSchema(tool.output, { io: "output" }) },
+  ]),
+);
+
+export function jsonSchemasOf(tool: ToolDefinition) {
+  return schemas.get(tool.name)!;
+}
+
+const jsonSchema = z.record(z.string(), z.unknown());
+export const toolViewSchema = z.object({
+  name: z.string(),
+  aliases: z.array(z.string()),
+  title: z.string(),
+  description: z.string(),
+  price: z.object({ credits: z.number().int(), usd: z.string(), usdc_atomic: z.string().describe("USDC atomic units (6 decimals).") }),
+  available: z.boolean(),
+  unavailable_reason: z.string().optional(),
+  endpoint: z.string(),
+  input_schema: jsonSchema,
+  output_schema: jsonSchema,
+});
+
+/** How `GET /v1/tools` shows a tool: everything an agent needs to call and pay for it. */
+export function toolView(tool: ToolDefinition, creditPriceAtomic: bigint, unavailableReason: string | null): z.infer<typeof toolViewSchema> {
+  const { input, output } = jsonSchemasOf(tool);
+  return {
+    name: tool.name,
+    aliases: [...tool.aliases],
+    title: tool.title,
+    description: tool.description,
+    price: priceOf(tool, creditPriceAtomic),
+    available: unavailableReason === null,
+    ...(unavailableReason ? { unavailable_reason: unavailableReason } : {}),
+    endpoint: `/v1/tools/${tool.name}`,
+    input_schema: input,
+    output_schema: output,
+  };
+}

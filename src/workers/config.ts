@@ -1,0 +1,38 @@
+import { z } from "zod";
+
+/** The worker's own configuration: which providers its tools may use. */
+const schema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  HOST: z.string().default("127.0.0.1"),
+  LOG_LEVEL: z.string().default("info"),
+  /** Any OpenAI-compatible chat-completions endpoint: OpenAI, vLLM, Ollama, llama.cpp server. */
+  AI_BASE_URL: z.url().optional(),
+  AI_API_KEY: z.string().optional(),
+  AI_MODEL: z.string().optional(),
+  SEARXNG_URL: z.url().optional(),
+  BRAVE_SEARCH_API_KEY: z.string().optional(),
+  BRAVE_SEARCH_URL: z.url().default("https://api.search.brave.com"),
+  SEARCH_PROVIDER: z.enum(["searxng", "brave"]).optional(),
+});
+
+export interface WorkerConfig {
+  port: number;
+  host: string;
+  logLevel: string;
+  ai: { baseUrl: string; apiKey: string | undefined; model: string } | null;
+  search: { provider: "searxng"; url: string } | { provider: "brave"; url: string; apiKey: string } | null;
+}
+
+export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
+  const e = schema.parse(env);
+  const searxng = e.SEARXNG_URL ? ({ provider: "searxng", url: e.SEARXNG_URL } as const) : null;
+  const brave = e.BRAVE_SEARCH_API_KEY ? ({ provider: "brave", url: e.BRAVE_SEARCH_URL, apiKey: e.BRAVE_SEARCH_API_KEY } as const) : null;
+  const search = e.SEARCH_PROVIDER === "brave" ? brave : e.SEARCH_PROVIDER === "searxng" ? searxng : (searxng ?? brave);
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    logLevel: e.LOG_LEVEL,
+    ai: e.AI_BASE_URL && e.AI_MODEL ? { baseUrl: e.AI_BASE_URL.replace(/\/$/, ""), apiKey: e.AI_API_KEY, model: e.AI_MODEL } : null,
+    search,
+  };
+}

@@ -1,0 +1,57 @@
+import express from "express";
+import type { Logger } from "pino";
+import type { WorkerConfig } from "./config.js";
+import { WorkerError } from "./errors.js";
+import { IMPLEMENTATIONS } from "./tools/index.js";
+
+/**
+ * The tool workers' HTTP API, spoken only to the gateway:
+ *   POST /tools/{name}  the tool's input → 200 its output, or {error:{code,message,param?}}
+ *   GET  /tools         which tools can run here (providers configured)
+ *   GET  /healthz
+ * Input is validated again here and output is checked against the tool's schema, so a worker
+ * never answers something the catalogue does not promise.
+ */
+export function createWorkerApp(config: WorkerConfig, log: Logger): express.Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.use(express.json({ limit: "16mb" }));
+
+  app.get("/healthz", (_req, res) => {
+    res.json({ status: "ok" });
+  });
+
+  app.get("/tools", (_req, res) => {
+    res.json({
+      tools: [...IMPLEMENTATIONS.values()].map((impl) => {
+        const reason = impl.unavailable?.(config) ?? null;
+        return { name: impl.definition.name, available: reason === null, reason };
+      }),
+    });
+  });
+
+  app.post("/tools/:name", async (req, res) => {
+    const impl = IMPLEMENTATIONS.get(req.params.name);
+    if (!impl) return res.status(404).json({ error: { code: "tool_not_found", message: `No tool ${req.params.name}.` } });
+    const reason = impl.unavailable?.(config);
+    if (reason) return res.status(503).json({ error: { code: "tool_unavailable", message: `The tool is unavailable: ${reason}.` } });
+    const parsed = impl.definition.input.safeParse(req.body);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      return res.status(422).json({ error: { code: "invalid_input", message: issue.message, param: issue.path.join(".") } });
+    }
+    const timeoutMs = Number(req.get("x-toolgate-deadline-ms")) || impl.definition.timeoutMs;
+    try {
+      const output = await impl.run(parsed.data, { config, timeoutMs });
+      res.json(impl.definition.output.parse(output));
+    } catch (err) {
+      if (err instanceof WorkerError) {
+        return res.status(err.status).json({ error: { code: err.code, message: err.message, ...(err.param ? { param: err.param } : {}) } });
+      }
+      log.error({ err, tool: impl.definition.name, request_id: req.get("x-request-id") }, "tool failed");
+      res.status(500).json({ error: { code: "tool_failed", message: "The tool failed." } });
+    }
+  });
+  return app;
+}

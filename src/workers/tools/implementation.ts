@@ -1,0 +1,21 @@
+import type { z } from "zod";
+import type { ToolDefinition } from "../../tools/definition.js";
+import type { WorkerConfig } from "../config.js";
+
+export interface ToolContext {
+  config: WorkerConfig;
+  /** Time left for this call; provider requests use it as their own deadline. */
+  timeoutMs: number;
+}
+
+/** What a worker does for one tool of the catalogue. */
+export interface ToolImplementation<T extends ToolDefinition = ToolDefinition> {
+  definition: T;
+  /** Why the tool cannot run with this configuration, or null when it can. */
+  unavailable?(config: WorkerConfig): string | null;
+  run(input: z.output<T["input"]>, ctx: ToolContext): Promise<z.input<T["output"]>>;
+}
+
+export function implement<T extends ToolDefinition>(definition: T, impl: Omit<ToolImplementation<T>, "definition">): ToolImplementation<T> {
+  return { definition, ...impl };
+}

@@ -1,0 +1,142 @@
+import { createHash } from "node:crypto";
+import { Ajv } from "ajv";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { withFormats } from "../json-schema.js";
+import { createTwoFilesPatch, diffChars, diffLines, diffWords } from "diff";
+import { francAll } from "franc-min";
+import { DateTime, IANAZone } from "luxon";
+import { unit } from "mathjs";
+import QRCode from "qrcode";
+import { hash, jsonSchemaValidate, languageDetect, qrCode, regexTest, textDiff, timezoneConvert, unitConvert } from "../../tools/catalogue/utilities.js";
+import { WorkerError } from "../errors.js";
+import { withTimeLimit } from "../time-limit.js";
+import { implement } from "./implementation.js";
+
+/** CPU budget for work whose cost the caller controls (patterns, schemas). */
+const CPU_LIMIT_MS = 1000;
+
+export const qr = implement(qrCode, {
+  async run(input) {
+    const options = { errorCorrectionLevel: input.error_correction, width: input.size, margin: 2 };
+    if (input.format === "svg") {
+      return { format: "svg" as const, mime_type: "image/svg+xml", encoding: "utf8" as const, data: await QRCode.toString(input.text, { ...options, type: "svg" }) };
+    }
+    const png = await QRCode.toBuffer(input.text, { ...options, type: "png" });
+    return { format: "png" as const, mime_type: "image/png", encoding: "base64" as const, data: png.toString("base64") };
+  },
+});
+
+export const digest = implement(hash, {
+  async run(input) {
+    return { algorithm: input.algorithm, encoding: input.encoding, digest: createHash(input.algorithm).update(input.text, "utf8").digest(input.encoding) };
+  },
+});
+
+export const schemaValidate = implement(jsonSchemaValidate, {
+  async run(input) {
+    const draft07 = typeof input.schema === "object" && String(input.schema.$schema ?? "").includes("draft-07");
+    const ajv = withFormats(draft07 ? new Ajv({ strict: false, allErrors: true }) : new Ajv2020({ strict: false, allErrors: true }));
+    return withTimeLimit(CPU_LIMIT_MS, "Validating against this schema", () => {
+      let validate;
+      try {
+        validate = ajv.compile(input.schema as object);
+      } catch (err) {
+        throw new WorkerError(422, "invalid_input", `The schema is not a valid JSON Schema: ${(err as Error).message}`, "schema");
+      }
+      const valid = validate(input.data) as boolean;
+      const errors = (validate.errors ?? []).map((e) => ({ path: e.instancePath || "/", keyword: e.keyword, message: e.message ?? "" }));
+      return { valid, errors };
+    });
+  },
+});
+
+export const diff = implement(textDiff, {
+  async run(input) {
+    const parts = input.mode === "words" ? diffWords(input.old, input.new) : input.mode === "chars" ? diffChars(input.old, input.new) : diffLines(input.old, input.new);
+    const changes = parts.map((p) => ({ type: p.added ? ("added" as const) : p.removed ? ("removed" as const) : ("unchanged" as const), value: p.value }));
+    const count = (type: string) => parts.filter((p) => (type === "added" ? p.added : p.removed)).reduce((n, p) => n + (p.count ?? 1), 0);
+    return { changes, added: count("added"), removed: count("removed"), unified: createTwoFilesPatch("old", "new", input.old, input.new, "", "", { context: 3 }) };
+  },
+});
+
+const MAX_MATCHES = 1000;
+
+export const regex = implement(regexTest, {
+  async run(input) {
+    let re: RegExp;
+    try {
+      re = new RegExp(input.pattern, input.flags);
+    } catch (err) {
+      throw new WorkerError(422, "invalid_input", `Invalid regular expression: ${(err as Error).message}`, "pattern");
+    }
+    const found = withTimeLimit(CPU_LIMIT_MS, "Matching this pattern", () => {
+      const list: RegExpExecArray[] = [];
+      if (!re.global && !re.sticky) {
+        const m = re.exec(input.text);
+        if (m) list.push(m);
+        return list;
+      }
+      let m: RegExpExecArray | null;
+      while (list.length < MAX_MATCHES && (m = re.exec(input.text)) !== null) {
+        list.push(m);
+        if (m[0] === "") re.lastIndex++;
+        if (!re.global) break;
+      }
+      return list;
+    });
+    const matches = found.map((m) => ({
+      match: m[0],
+      index: m.index,
+      groups: m.groups ? Object.fromEntries(Object.entries(m.groups).map(([k, v]) => [k, v ?? null])) : null,
+      captures: m.slice(1).map((c) => c ?? null),
+    }));
+    return { matched: matches.length > 0, matches };
+  },
+});
+
+function zone(name: string, param: string): string {
+  if (!IANAZone.isValidZone(name)) throw new WorkerError(422, "invalid_input", `Unknown time zone "${name}"; use an IANA name such as Europe/Paris.`, param);
+  return name;
+}
+
+export const timezone = implement(timezoneConvert, {
+  async run(input) {
+    const from = zone(input.from_zone, "from_zone");
+    const to = zone(input.to_zone, "to_zone");
+    const parsed = DateTime.fromISO(input.datetime, { zone: from, setZone: true });
+    if (!parsed.isValid) throw new WorkerError(422, "invalid_input", `Not an ISO 8601 date-time: ${parsed.invalidExplanation ?? input.datetime}`, "datetime");
+    const converted = parsed.setZone(to);
+    return {
+      input: parsed.toISO()!,
+      output: converted.toISO()!,
+      from_zone: from,
+      to_zone: to,
+      offset_minutes: converted.offset,
+      utc: parsed.toUTC().toISO()!,
+    };
+  },
+});
+
+export const units = implement(unitConvert, {
+  async run(input) {
+    try {
+      const result = unit(input.value, input.from).toNumber(input.to);
+      return { value: input.value, from: input.from, to: input.to, result };
+    } catch (err) {
+      throw new WorkerError(422, "invalid_input", `Cannot convert ${input.from} to ${input.to}: ${(err as Error).message}`, "to");
+    }
+  },
+});
+
+export const language = implement(languageDetect, {
+  async run(input) {
+    const ranked = francAll(input.text, { minLength: 3 });
+    const [best] = ranked;
+    if (!best || best[0] === "und") return { language: "und", confidence: 0, alternatives: [] };
+    return {
+      language: best[0],
+      confidence: best[1],
+      alternatives: ranked.slice(1, 4).map(([language, score]) => ({ language, score })),
+    };
+  },
+});
