@@ -1,0 +1,99 @@
+/**
+ * A real local chain for tests and development: anvil (from @foundry-rs/anvil) started with a
+ * given chain id, the project's EIP-3009 token deployed by anvil's first account at its first
+ * nonce (so always at the same address), and wallets funded with test USDC.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createRequire } from "node:module";
+import { createInterface } from "node:readline";
+import { createPublicClient, createWalletClient, defineChain, getContractAddress, http, type Address, type Hex } from "viem";
+import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
+import token from "./build/TestUSDC.json" with { type: "json" };
+import wallet from "./build/TestSmartWallet.json" with { type: "json" };
+
+export const TOKEN_ABI = token.abi;
+export const SMART_WALLET_ABI = wallet.abi;
+/** anvil's standard test mnemonic: its accounts are everyone's local test wallets. */
+export const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
+export const anvilAccount = (index: number) => mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index });
+const DEPLOYER = anvilAccount(0);
+
+export interface LocalChain {
+  chainId: number;
+  rpcUrl: string;
+  usdc: Address;
+  /** Mints test USDC (atomic units) to an address. */
+  fund(to: Address, amount: bigint): Promise<void>;
+  /** Deploys an ERC-1271 wallet owned by `owner`. */
+  deploySmartWallet(owner: Address): Promise<Address>;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * The anvil binary: ANVIL_BINARY if set, else the npm package of this platform (an optional
+ * dependency: the registry this project installs from carries the Linux x64 build), else `anvil`
+ * on the PATH (a Foundry install).
+ */
+function anvilBinary(): string {
+  if (process.env.ANVIL_BINARY) return process.env.ANVIL_BINARY;
+  const platform = `@foundry-rs/anvil-${process.platform === "win32" ? "win32" : process.platform}-${process.arch === "x64" ? "amd64" : process.arch}`;
+  try {
+    return createRequire(import.meta.url).resolve(`${platform}/bin/anvil${process.platform === "win32" ? ".exe" : ""}`);
+  } catch {
+    return "anvil";
+  }
+}
+
+export async function startLocalChain(options: { chainId: number; usdcName: string; usdcVersion: string; fund?: Address[]; amount?: bigint }): Promise<LocalChain> {
+  const binary = anvilBinary();
+  const child = spawn(binary, ["--port", "0", "--host", "127.0.0.1", "--chain-id", String(options.chainId), "--mnemonic", ANVIL_MNEMONIC], { stdio: ["ignore", "pipe", "pipe"] });
+  child.once("error", (err) => child.emit("exit", `${err.message} — install Foundry's anvil or set ANVIL_BINARY`));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("anvil did not start")), 20_000);
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      const match = /Listening on 127\.0\.0\.1:(\d+)/.exec(line);
+      if (match) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`anvil exited with ${code}`)));
+  });
+  const rpcUrl = `http://127.0.0.1:${port}`;
+  const chain = defineChain({ id: options.chainId, name: `local-${options.chainId}`, nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [rpcUrl] } } });
+  const publicClient = createPublicClient({ chain, transport: http(rpcUrl) });
+  const deployer = createWalletClient({ chain, transport: http(rpcUrl), account: DEPLOYER });
+  const deployHash = await deployer.deployContract({ abi: token.abi, bytecode: token.bytecode as Hex, args: [options.usdcName, options.usdcVersion] });
+  await publicClient.waitForTransactionReceipt({ hash: deployHash });
+  const usdc = getContractAddress({ from: DEPLOYER.address, nonce: 0n });
+
+  const fund = async (to: Address, amount: bigint) => {
+    const hash = await deployer.writeContract({ address: usdc, abi: token.abi, functionName: "mint", args: [to, amount] });
+    await publicClient.waitForTransactionReceipt({ hash });
+  };
+  for (const address of options.fund ?? []) await fund(address, options.amount ?? 1_000_000_000n);
+  return {
+    chainId: options.chainId,
+    rpcUrl,
+    usdc,
+    fund,
+    async deploySmartWallet(owner) {
+      const hash = await deployer.deployContract({ abi: wallet.abi, bytecode: wallet.bytecode as Hex, args: [owner] });
+      return (await publicClient.waitForTransactionReceipt({ hash })).contractAddress!;
+    },
+    process: child,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/** A fresh random wallet (for tests that need many distinct payers). */
+export function randomWallet(seed: number) {
+  const key = `0x${(BigInt(seed) + 0x1000n).toString(16).padStart(64, "0")}` as Hex;
+  return privateKeyToAccount(key);
+}

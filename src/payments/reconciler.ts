@@ -1,0 +1,108 @@
+import { getAddress, isAddressEqual, parseAbiItem, parseEventLogs, type Address, type Hex } from "viem";
+import { every } from "../lib/periodic.js";
+import type { Services } from "../services.js";
+import type { PaymentRecord, RelayedTransaction } from "../store/types.js";
+import type { NetworkClients } from "./chain.js";
+import type { Payments } from "./payments.js";
+import { tokenAbi } from "./verify.js";
+
+const AUTHORIZATION_USED = parseAbiItem("event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)");
+
+/**
+ * Finishes settlements whose outcome was unknown (a receipt that never came, an RPC that went
+ * silent after the send). The chain decides: if the authorization was used, the transfer is
+ * found through its AuthorizationUsed log, checked in its receipt and credited (once, as ever);
+ * if it expired unused, nothing moved and the claim is released. Runs in every process; the
+ * credit is idempotent, so two reconcilers finishing the same payment credit it once.
+ */
+export function startReconciler(services: Services, payments: Payments, intervalMs = 1000): { stop(): Promise<void> } {
+  const tick = async () => {
+    for (const record of await services.store.pendingPayments()) {
+      try {
+        await reconcile(services, payments, record);
+      } catch (err) {
+        services.log.warn({ payment: record.id, err: String(err) }, "could not reconcile a pending payment yet");
+      }
+    }
+  };
+  return every(intervalMs, tick, (err) => services.log.warn({ err: String(err) }, "reconciler tick failed; retrying"));
+}
+
+/** Fee increase of a replacement: nodes require at least 10%; 50% gets through faster. */
+const BUMP_PERCENT = 150n;
+
+async function replaceStuck(clients: NetworkClients, record: PaymentRecord, cancel: boolean) {
+  const relay = record.relay!;
+  const account = clients.relayer.account;
+  const mined = await clients.public.getTransactionCount({ address: account.address, blockTag: "latest" });
+  if (mined > relay.nonce) return null; // its nonce is taken: nothing of ours is stuck there
+  const current = await clients.public.estimateFeesPerGas();
+  const bump = (old: string, now: bigint) => {
+    const raised = (BigInt(old) * BUMP_PERCENT) / 100n;
+    return raised > now ? raised : now;
+  };
+  const next: RelayedTransaction = {
+    ...relay,
+    maxFeePerGas: String(bump(relay.maxFeePerGas, current.maxFeePerGas)),
+    maxPriorityFeePerGas: String(bump(relay.maxPriorityFeePerGas, current.maxPriorityFeePerGas)),
+    sentAt: Date.now(),
+  };
+  const signed = await account.signTransaction!({
+    chainId: clients.network.chainId,
+    type: "eip1559",
+    nonce: relay.nonce,
+    gas: BigInt(relay.gas),
+    maxFeePerGas: BigInt(next.maxFeePerGas),
+    maxPriorityFeePerGas: BigInt(next.maxPriorityFeePerGas),
+    ...(cancel ? { to: account.address, value: 0n } : { to: clients.network.usdc.address, data: relay.data as Hex }),
+  } as never);
+  const hash = await clients.public.sendRawTransaction({ serializedTransaction: signed });
+  return { hash, relay: next };
+}
+
+export async function reconcile(services: Services, payments: Payments, record: PaymentRecord): Promise<"settled" | "released" | "pending"> {
+  const clients = payments.clients.get(record.network);
+  if (!clients) return "pending";
+  const auth = record.authorization;
+  const from = getAddress(auth.from!);
+  const nonce = auth.nonce as Hex;
+  const token = clients.network.usdc.address;
+  const used = (await clients.public.readContract({ address: token, abi: tokenAbi, functionName: "authorizationState", args: [from, nonce] })) as boolean;
+  if (!used) {
+    const block = await clients.public.getBlock({ blockTag: "latest" });
+    const expired = block.timestamp >= BigInt(auth.validBefore!);
+    // A transaction of ours still waiting at its nonce holds up every later one: replace it
+    // (same nonce, higher fees) — with the same transfer while it can still happen, with a
+    // zero-value self-transfer once it cannot.
+    if (record.relay && Date.now() - record.relay.sentAt >= payments.config.stuckAfterMs) {
+      const replaced = await replaceStuck(clients, record, expired);
+      if (replaced) {
+        await services.store.savePayment({ ...record, txHash: replaced.hash, relay: replaced.relay });
+        services.log.warn({ payment: record.id, nonce: record.relay.nonce, tx: replaced.hash, cancel: expired }, "replaced a stuck settlement transaction");
+        if (!expired) return "pending";
+      }
+    }
+    if (expired) {
+      await services.store.releasePayment(record.id);
+      services.log.info({ payment: record.id }, "pending payment expired unused: released");
+      return "released";
+    }
+    return "pending";
+  }
+  // The transfer that happened (the original or a replacement): found by its AuthorizationUsed log.
+  const logs = await clients.public.getLogs({ address: token, event: AUTHORIZATION_USED, args: { authorizer: from, nonce }, fromBlock: 0n });
+  const txHash = logs[0]?.transactionHash ?? (record.txHash as Hex | null);
+  if (!txHash) return "pending";
+  const receipt = await clients.public.getTransactionReceipt({ hash: txHash });
+  const events = parseEventLogs({ abi: tokenAbi, logs: receipt.logs.filter((l) => isAddressEqual(l.address, token)) }) as unknown as { eventName: string; args: Record<string, unknown> }[];
+  const paid = events.some(
+    (e) => e.eventName === "Transfer" && isAddressEqual(e.args.from as Address, from) && isAddressEqual(e.args.to as Address, payments.config.payTo) && e.args.value === BigInt(record.value),
+  );
+  if (!paid) {
+    services.log.error({ payment: record.id, tx: txHash }, "authorization used without the expected transfer; not credited");
+    return "pending";
+  }
+  await payments.credit({ ...record, state: "settled", txHash });
+  services.log.info({ payment: record.id, tx: txHash }, "pending payment settled and credited");
+  return "settled";
+}

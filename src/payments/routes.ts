@@ -1,0 +1,91 @@
+import { z } from "zod";
+import { accountView, accountViewSchema } from "../accounts/views.js";
+import { ApiError } from "../http/errors.js";
+import { defineRoute, type RouteDef } from "../http/route.js";
+import type { Services } from "../services.js";
+import { atomicPrice, formatUsd } from "../tools/pricing.js";
+import { PACKS, PLANS, type PackName, type PlanName } from "./catalog.js";
+import { walletChallenge, walletClaim } from "./sign-in.js";
+import { offerForResource, takePayment } from "./take-payment.js";
+
+/**
+ * Buying credits and plans with x402, for the calling (keyed) account: the first request gets the
+ * 402 offer; the paid retry settles, credits the account and answers with the settlement receipt.
+ */
+const purchaseResult = z.object({
+  credits_added: z.number().int(),
+  account: accountViewSchema,
+  transaction: z.string(),
+  network: z.string(),
+});
+
+function requirePayments(services: Services) {
+  if (!services.payments) throw new ApiError("feature_not_in_tier", "x402 payments are not enabled on this gateway.");
+}
+
+export const purchaseCredits = defineRoute({
+  method: "post",
+  path: "/credits/purchase",
+  summary: "Buy a credit pack with an x402 payment (1k, 5k or 25k credits at the credit price).",
+  auth: "key",
+  successStatus: 201,
+  body: z.strictObject({ pack: z.enum(Object.keys(PACKS) as [PackName, ...PackName[]]) }),
+  response: purchaseResult,
+  async handler({ services, req, caller, body }) {
+    requirePayments(services);
+    const credits = PACKS[body.pack];
+    const price = atomicPrice(credits, services.config.creditPriceAtomic);
+    const offer = offerForResource(services, price, "/api/v1/credits/purchase", `${credits} Toolgate credits`);
+    const { payment, receiptHeaders } = await takePayment(
+      services,
+      req,
+      offer,
+      price,
+      { credits, type: "one_time", plan: null, planChange: null, description: `pack ${body.pack}` },
+      { beneficiary: caller.account.id, requiredMessage: `Pay $${formatUsd(price)} in USDC with x402 for ${credits} credits.` },
+    );
+    const account = (await services.store.getAccount(caller.account.id))!;
+    return { status: 201, headers: receiptHeaders, body: { credits_added: credits, account: accountView(account), transaction: payment.txHash, network: payment.network } };
+  },
+});
+
+export const purchasePlan = defineRoute({
+  method: "post",
+  path: "/plans/purchase",
+  summary: "Buy or renew the Starter or Pro plan with an x402 payment: the tier and its monthly credits for 30 days (a renewal extends the period).",
+  auth: "key",
+  successStatus: 201,
+  body: z.strictObject({ plan: z.enum(Object.keys(PLANS) as [PlanName, ...PlanName[]]) }),
+  response: purchaseResult.extend({ plan: z.string(), type: z.enum(["subscription", "renewal"]), plan_expires_at: z.string() }),
+  async handler({ services, req, caller, body }) {
+    requirePayments(services);
+    const plan = PLANS[body.plan];
+    const current = caller.account;
+    const type = current.tier === plan.tier && current.planExpiresAt > Date.now() ? "renewal" : "subscription";
+    const offer = offerForResource(services, plan.priceAtomic, "/api/v1/plans/purchase", `Toolgate ${body.plan} plan, ${type}, 30 days`);
+    const { payment, receiptHeaders } = await takePayment(
+      services,
+      req,
+      offer,
+      plan.priceAtomic,
+      { credits: plan.credits, type, plan: body.plan, planChange: { tier: plan.tier, periodMs: services.config.planPeriodMs }, description: `plan ${body.plan} (${type})` },
+      { beneficiary: current.id, requiredMessage: `Pay $${formatUsd(plan.priceAtomic)} in USDC with x402 for the ${body.plan} plan.` },
+    );
+    const account = (await services.store.getAccount(current.id))!;
+    return {
+      status: 201,
+      headers: receiptHeaders,
+      body: {
+        credits_added: plan.credits,
+        account: accountView(account),
+        transaction: payment.txHash,
+        network: payment.network,
+        plan: body.plan,
+        type,
+        plan_expires_at: new Date(account.planExpiresAt).toISOString(),
+      },
+    };
+  },
+});
+
+export const paymentRoutes: RouteDef<any, any, any>[] = [purchaseCredits, purchasePlan, walletChallenge, walletClaim];

@@ -1,0 +1,73 @@
+import { getAddress, verifyMessage, type Address, type Hex } from "viem";
+import { createSiweMessage, generateSiweNonce, parseSiweMessage, validateSiweMessage } from "viem/siwe";
+import { z } from "zod";
+import { issueKey } from "../accounts/accounts.js";
+import { keyView, keyViewSchema } from "../accounts/views.js";
+import { ApiError } from "../http/errors.js";
+import { defineRoute } from "../http/route.js";
+import { ensureWalletAccount } from "./wallet-accounts.js";
+
+/**
+ * Sign-in with wallet (EIP-4361): a wallet that paid per call owns an account; signing the
+ * challenge proves it holds the address and returns an API key for that account (shown once).
+ * Nonces are single-use and live five minutes; smart-contract wallets are checked on chain
+ * (ERC-1271) when their chain is one of the payment networks.
+ */
+const CHALLENGE_TTL_MS = 5 * 60_000;
+const STATEMENT = "Sign in to Toolgate to get an API key for this wallet's account.";
+
+export const walletChallenge = defineRoute({
+  method: "post",
+  path: "/wallet/challenge",
+  summary: "An EIP-4361 (Sign-In with Ethereum) message to sign, to claim an API key for a paying wallet's account.",
+  auth: "public",
+  body: z.strictObject({ address: z.string().regex(/^0x[0-9a-fA-F]{40}$/), chain_id: z.number().int().positive().default(1) }),
+  response: z.object({ message: z.string(), expires_at: z.string() }),
+  async handler({ services, body }) {
+    const base = new URL(services.config.publicBaseUrl);
+    const nonce = generateSiweNonce();
+    const now = new Date();
+    const expirationTime = new Date(now.getTime() + CHALLENGE_TTL_MS);
+    const message = createSiweMessage({
+      domain: base.host,
+      uri: base.origin,
+      address: getAddress(body.address),
+      statement: STATEMENT,
+      version: "1",
+      chainId: body.chain_id,
+      nonce,
+      issuedAt: now,
+      expirationTime,
+    });
+    await services.store.saveNonce(`siwe:${nonce}`, CHALLENGE_TTL_MS);
+    return { body: { message, expires_at: expirationTime.toISOString() } };
+  },
+});
+
+export const walletClaim = defineRoute({
+  method: "post",
+  path: "/wallet/claim",
+  summary: "Exchange a signed challenge for an API key to the wallet's account (shown once).",
+  auth: "public",
+  successStatus: 201,
+  body: z.strictObject({ message: z.string().max(2000), signature: z.string().regex(/^0x[0-9a-fA-F]+$/) }),
+  response: z.object({ account_id: z.string(), api_key: z.string(), key: keyViewSchema }),
+  async handler({ services, body }) {
+    const refused = (why: string) => new ApiError("invalid_token", `The signed challenge is not valid: ${why}.`);
+    const message = parseSiweMessage(body.message);
+    const domain = new URL(services.config.publicBaseUrl).host;
+    if (!message.address || !message.nonce || !validateSiweMessage({ message, domain })) throw refused("wrong domain, expired or incomplete");
+    if (message.statement !== STATEMENT) throw refused("not a Toolgate challenge");
+    const address = getAddress(message.address) as Address;
+    const onChain = services.payments?.clients.get(`eip155:${message.chainId}`);
+    const valid = onChain
+      ? await onChain.public.verifySiweMessage({ message: body.message, signature: body.signature as Hex, address, domain })
+      : await verifyMessage({ address, message: body.message, signature: body.signature as Hex });
+    if (!valid) throw refused("the signature is not the wallet's");
+    // Single use, checked last so a bad signature cannot burn someone's challenge.
+    if (!(await services.store.consumeNonce(`siwe:${message.nonce}`))) throw refused("this challenge was already used or has expired");
+    const account = await ensureWalletAccount(services, address);
+    const { plaintext, key } = await issueKey(services, account.id, "wallet sign-in");
+    return { status: 201, body: { account_id: account.id, api_key: plaintext, key: keyView(key) } };
+  },
+});
