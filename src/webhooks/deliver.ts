@@ -1,0 +1,65 @@
+import { Agent, request } from "node:https";
+import type { StoreAgnosticWebhook } from "./types.js";
+import { guardedLookup } from "./ssrf.js";
+import { specSignature, standardSignature } from "./signing.js";
+
+/**
+ * One delivery attempt: POST the envelope's exact bytes with the specified headers and the
+ * Standard Webhooks ones; 2xx = delivered. No redirects are followed (node:https never does),
+ * the answer must start within 10 s, and the connection is made through the SSRF guard.
+ */
+export const DELIVERY_TIMEOUT_MS = 10_000;
+export const USER_AGENT = "Toolgate-Webhook/1.0";
+
+export interface AttemptResult {
+  status: number | null;
+  durationMs: number;
+  error: string | null;
+}
+
+export function createDeliveryAgent(allowPrivate: boolean): Agent {
+  return new Agent({ keepAlive: true, maxSockets: 64, lookup: guardedLookup(allowPrivate) as never });
+}
+
+export function deliveryHeaders(
+  webhook: StoreAgnosticWebhook,
+  envelope: { id: string; event: string; timestamp: string },
+  body: string,
+  nowSeconds = Math.floor(Date.now() / 1000),
+): Record<string, string> {
+  const secrets = [webhook.secret, ...(webhook.previousSecret ? [webhook.previousSecret] : [])];
+  return {
+    "content-type": "application/json",
+    "user-agent": USER_AGENT,
+    "x-webhook-id": envelope.id,
+    "x-webhook-event": envelope.event,
+    "x-webhook-signature": specSignature(webhook.secret, body),
+    "x-webhook-timestamp": envelope.timestamp,
+    "webhook-id": envelope.id,
+    "webhook-timestamp": String(nowSeconds),
+    "webhook-signature": secrets.map((s) => standardSignature(s, envelope.id, nowSeconds, body)).join(" "),
+  };
+}
+
+export function attempt(agent: Agent, url: string, headers: Record<string, string>, body: string): Promise<AttemptResult> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    let settled = false;
+    const done = (status: number | null, error: string | null) => {
+      if (settled) return;
+      settled = true;
+      resolve({ status, durationMs: Date.now() - started, error });
+    };
+    const payload = Buffer.from(body, "utf8");
+    const req = request(url, { method: "POST", agent, headers: { ...headers, "content-length": String(payload.length) } }, (res) => {
+      res.resume(); // the answer's body is not needed; draining it frees the socket
+      const location = res.statusCode && res.statusCode >= 300 && res.statusCode < 400 ? ` (redirect to ${res.headers.location ?? "?"} not followed)` : "";
+      done(res.statusCode ?? null, location ? `HTTP ${res.statusCode}${location}` : null);
+    });
+    req.setTimeout(DELIVERY_TIMEOUT_MS, () => {
+      req.destroy(new Error(`no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`));
+    });
+    req.on("error", (err) => done(null, err.message));
+    req.end(payload);
+  });
+}

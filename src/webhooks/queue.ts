@@ -1,0 +1,97 @@
+import type { Agent } from "node:https";
+import { Queue, UnrecoverableError, Worker } from "bullmq";
+import type { Services } from "../services.js";
+import { processDelivery } from "./process-delivery.js";
+import { MAX_ATTEMPTS, retryDelayMs, type DeliveryJob } from "./types.js";
+
+/**
+ * Where deliveries wait and are retried. With Redis: BullMQ, so deliveries survive restarts and
+ * spread over every gateway process (a job id per event and webhook makes enqueueing idempotent).
+ * Without Redis (development): the same rule, in this process.
+ */
+export interface DeliveryQueue {
+  /** Idempotent per `jobId`: a job already queued (or recently done) is not added again. */
+  enqueue(jobId: string, job: DeliveryJob): Promise<void>;
+  close(): Promise<void>;
+}
+
+const QUEUE_NAME = "webhook-deliveries";
+
+export function createBullQueue(services: Services, agent: Agent, redisUrl: string): DeliveryQueue {
+  // BullMQ keeps its own key namespace (it does not support ioredis' keyPrefix).
+  const prefix = `${services.config.redisKeyPrefix}bull`;
+  const connection = { url: redisUrl, maxRetriesPerRequest: null, enableOfflineQueue: true };
+  const queue = new Queue<DeliveryJob>(QUEUE_NAME, {
+    connection,
+    prefix,
+    defaultJobOptions: {
+      attempts: MAX_ATTEMPTS,
+      backoff: { type: "custom" },
+      // Completed jobs are kept a day, so a re-enqueue of the same event (after a crash) is a no-op.
+      removeOnComplete: { age: 24 * 3600, count: 100_000 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  });
+  const worker = new Worker<DeliveryJob>(
+    QUEUE_NAME,
+    async (job) => {
+      const outcome = await processDelivery(services, agent, job.data, job.attemptsMade + 1);
+      if (outcome === "retry") throw new Error("delivery failed; will retry");
+      if (outcome === "failed") throw new UnrecoverableError("delivery failed for good");
+    },
+    {
+      connection,
+      prefix,
+      concurrency: 32,
+      settings: { backoffStrategy: (attemptsMade: number) => retryDelayMs(attemptsMade) },
+      // Longer than the 10 s delivery timeout; a job held by a crashed process is taken over after it.
+      lockDuration: 20_000,
+      stalledInterval: 5_000,
+    },
+  );
+  worker.on("error", (err) => services.log.warn({ err: err.message }, "webhook worker error"));
+  queue.on("error", (err) => services.log.warn({ err: err.message }, "webhook queue error"));
+  services.metrics.onScrape(async () => {
+    const counts = await queue.getJobCounts("waiting", "delayed", "active");
+    for (const [state, n] of Object.entries(counts)) services.metrics.queueDepth.set({ queue: `webhooks-${state}` }, n);
+  });
+  return {
+    async enqueue(jobId, job) {
+      await queue.add(job.event, job, { jobId });
+    },
+    async close() {
+      // Bounded: with Redis gone, BullMQ would wait for a connection that is not coming back.
+      const bounded = (p: Promise<unknown>) => Promise.race([p, new Promise((r) => setTimeout(r, 3000).unref())]);
+      await bounded(worker.close());
+      await bounded(queue.close());
+    },
+  };
+}
+
+export function createInProcessQueue(services: Services, agent: Agent): DeliveryQueue {
+  const seen = new Set<string>();
+  const timers = new Set<NodeJS.Timeout>();
+  const run = (job: DeliveryJob, attemptNumber: number) => {
+    void processDelivery(services, agent, job, attemptNumber).then(
+      (outcome) => {
+        if (outcome !== "retry") return;
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          run(job, attemptNumber + 1);
+        }, retryDelayMs(attemptNumber));
+        timers.add(timer);
+      },
+      (err) => services.log.error({ err }, "webhook delivery crashed"),
+    );
+  };
+  return {
+    async enqueue(jobId, job) {
+      if (seen.has(jobId)) return;
+      seen.add(jobId);
+      run(job, 1);
+    },
+    async close() {
+      for (const t of timers) clearTimeout(t);
+    },
+  };
+}

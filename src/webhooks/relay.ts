@@ -1,0 +1,61 @@
+import { TIERS } from "../accounts/tiers.js";
+import { parseEventRecord, type EventRecord } from "../events/types.js";
+import type { Services } from "../services.js";
+import type { WebhookRecord } from "../store/types.js";
+import { every } from "../lib/periodic.js";
+import type { DeliveryQueue } from "./queue.js";
+import type { DeliveryJob } from "./types.js";
+
+export const PLATFORM_OWNER = "platform";
+/** How many recent events each account's event log keeps (GET /api/v1/events). */
+const EVENT_LOG_LENGTH = 1000;
+
+/** The envelope, serialised once: the bytes every attempt sends and signs. */
+export function envelopeOf(event: EventRecord): string {
+  return JSON.stringify({ id: event.id, event: event.event, timestamp: event.timestamp, data: event.data });
+}
+
+export function jobFor(webhook: WebhookRecord, event: EventRecord): DeliveryJob {
+  return { ownerId: webhook.ownerId, webhookId: webhook.id, eventId: event.id, event: event.event, timestamp: event.timestamp, body: envelopeOf(event) };
+}
+
+/**
+ * Moves events from the accounts' outboxes into the delivery queue, then acknowledges them.
+ * Every gateway process runs it; two relays reading the same event enqueue the same job ids,
+ * which the queue keeps once — so a crash between enqueue and acknowledge duplicates nothing.
+ * Account events go to the account's subscribed webhooks while its tier has webhooks (Pro and
+ * up); every event also goes to the platform webhooks subscribed to it (agent.registered above all).
+ */
+export function startRelay(services: Services, queue: DeliveryQueue, intervalMs = 200): { stop(): Promise<void> } {
+  // First, re-index outboxes a crashed process may have left unindexed.
+  let ready: Promise<void> | null = services.store
+    .rebuildOutboxIndex()
+    .then((n) => void (n && services.log.info({ accounts: n }, "re-indexed outboxes left by a crash")))
+    .catch((err) => services.log.warn({ err: String(err) }, "could not rebuild the outbox index"));
+
+  const tick = async () => {
+    if (ready) await ready.finally(() => (ready = null));
+    const platform = await services.store.listWebhooks(PLATFORM_OWNER);
+    for (const accountId of await services.store.outboxAccounts()) {
+      const events = await services.store.readOutbox(accountId, 200);
+      if (events.length === 0) {
+        await services.store.ackOutbox(accountId, []);
+        continue;
+      }
+      const account = await services.store.getAccount(accountId);
+      const own = account && TIERS[account.tier].features.includes("webhooks") ? await services.store.listWebhooks(accountId) : [];
+      for (const event of events) {
+        parseEventRecord(event); // validated again before anything leaves the service
+        for (const webhook of [...own, ...platform]) {
+          if (webhook.events.includes(event.event)) await queue.enqueue(`${event.id}_${webhook.id}`, jobFor(webhook, event));
+        }
+      }
+      await services.store.logEvents(accountId, events, EVENT_LOG_LENGTH);
+      await services.store.ackOutbox(
+        accountId,
+        events.map((e) => e.id),
+      );
+    }
+  };
+  return every(intervalMs, tick, (err) => services.log.warn({ err: String(err) }, "webhook relay tick failed; retrying"));
+}
