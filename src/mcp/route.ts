@@ -1,0 +1,51 @@
+import { createMcpHandler } from "@modelcontextprotocol/server";
+import { toNodeHandler } from "@modelcontextprotocol/node";
+import { Router, type RequestHandler } from "express";
+import { requireFeature } from "../accounts/tiers.js";
+import { admitted, presentedKey } from "../http/auth.js";
+import { ApiError } from "../http/errors.js";
+import type { Services } from "../services.js";
+import { createHttpForwarder } from "../tools/forward.js";
+import { createMcpServerFactory, type McpCaller } from "./server.js";
+
+/**
+ * `/mcp` over streamable HTTP (MCP SDK v2), serving 2026-07-28 clients and, statelessly,
+ * 2025-era clients. Before MCP runs: the Host header (DNS-rebinding protection), the key (401)
+ * and the tier (403 `feature_not_in_tier`), answered in the API's one error shape.
+ * Clients must send `Accept: application/json, text/event-stream` (the SDK answers 406 otherwise).
+ */
+export function mcpRouter(services: Services): Router {
+  const allowedHosts = new Set(services.config.mcpAllowedHosts);
+  const factory = createMcpServerFactory(services, createHttpForwarder(services.pools.agent));
+  const handler = createMcpHandler(({ authInfo }) => factory(authInfo!.extra as unknown as McpCaller), {
+    legacy: "stateless",
+    maxRequestBodySize: services.config.bodyLimitBytes,
+    onerror: (err) => services.log.warn({ err: err.message }, "MCP request rejected"),
+  });
+  const serve = toNodeHandler(handler, { maxRequestBodySize: services.config.bodyLimitBytes });
+
+  const guard: RequestHandler = async (req, res, next) => {
+    res.locals.route = "/mcp";
+    try {
+      const host = (req.get("host") ?? "").toLowerCase().replace(/:\d+$/, "");
+      if (!allowedHosts.has(host)) throw new ApiError("host_not_allowed", "This host name is not served here.");
+      const key = presentedKey(req);
+      // A tools/call is counted (and charged) by the invocation service; anything else counts here.
+      const isCall = (req.body as { method?: unknown } | undefined)?.method === "tools/call";
+      const caller = admitted(
+        await services.store.admit({ accountId: key.accountId, keyHash: key.hash, cost: 0, requestId: String(res.locals.requestId), tool: null, reason: "", countRequest: !isCall }),
+      );
+      requireFeature(caller.account.tier, "mcp");
+      res.locals.accountId = caller.account.id;
+      const extra: McpCaller = { key };
+      (req as unknown as { auth: unknown }).auth = { token: "", clientId: caller.account.id, scopes: [], extra };
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+
+  const router = Router();
+  router.all("/", guard, (req, res) => void serve(req, res, req.body));
+  return router;
+}

@@ -1,0 +1,68 @@
+import { Server } from "@modelcontextprotocol/server";
+import { ApiError, errorBody, toApiError } from "../http/errors.js";
+import { newRequestId } from "../lib/ids.js";
+import type { Services } from "../services.js";
+import { TOOLS, findTool } from "../tools/catalogue/index.js";
+import type { Forwarder } from "../tools/forward.js";
+import { invokeTool } from "../tools/invoke.js";
+import { priceOf } from "../tools/pricing.js";
+import { jsonSchemasOf } from "../tools/views.js";
+
+/**
+ * The MCP door: a thin adapter from `tools/list` and `tools/call` onto the catalogue and the
+ * one invocation service. Rate limits, validation, charging, refunds and events are the REST
+ * door's, because they are the same code.
+ */
+export interface McpCaller {
+  key: { accountId: string; hash: string };
+}
+
+const withoutDialect = (schema: object) => {
+  const { $schema: _, ...rest } = schema as Record<string, unknown>;
+  return rest;
+};
+
+/** Computed once: the catalogue does not change while the process runs. */
+function toolList(services: Services) {
+  return TOOLS.map((tool) => {
+    const { input, output } = jsonSchemasOf(tool);
+    return {
+      name: tool.name,
+      title: tool.title,
+      description: tool.description,
+      inputSchema: withoutDialect(input) as { type: "object"; [k: string]: unknown },
+      outputSchema: withoutDialect(output) as { type: "object"; [k: string]: unknown },
+      _meta: { "toolgate/price": priceOf(tool, services.config.creditPriceAtomic), "toolgate/aliases": tool.aliases },
+    };
+  });
+}
+
+/** An error result carrying the same stable code (and shape) as the REST answer. */
+function errorResult(err: ApiError, requestId: string) {
+  const body = errorBody(err, requestId);
+  return { isError: true, content: [{ type: "text" as const, text: `${err.code}: ${err.message}` }], structuredContent: body as unknown as Record<string, unknown> };
+}
+
+export function createMcpServerFactory(services: Services, forward: Forwarder) {
+  const tools = toolList(services);
+  return (caller: McpCaller) => {
+    const server = new Server({ name: "toolgate", version: "1.0.0" }, { capabilities: { tools: {} } });
+    server.setRequestHandler("tools/list", async () => ({
+      tools: tools.map((t) => ({ ...t, _meta: { ...t._meta, "toolgate/available": services.pools.unavailableReason(t.name) === null } })),
+    }));
+    server.setRequestHandler("tools/call", async (request) => {
+      const requestId = newRequestId();
+      const tool = findTool(request.params.name);
+      if (!tool) return errorResult(new ApiError("tool_not_found", `No tool named ${request.params.name}.`), requestId);
+      try {
+        const result = await invokeTool(services, { tool, input: request.params.arguments ?? {}, key: caller.key, idempotencyKey: null, requestId }, forward);
+        return { content: [{ type: "text" as const, text: result.body }], structuredContent: JSON.parse(result.body) as Record<string, unknown> };
+      } catch (err) {
+        const apiError = toApiError(err);
+        if (apiError.status >= 500 && apiError.code === "internal_error") services.log.error({ err, request_id: requestId }, "MCP tool call failed");
+        return errorResult(apiError, requestId);
+      }
+    });
+    return server;
+  };
+}
