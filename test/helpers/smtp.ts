@@ -1,0 +1,43 @@
+import { SMTPServer } from "smtp-server";
+
+export interface ReceivedMail {
+  to: string[];
+  raw: string;
+}
+
+/** A real SMTP server on loopback that keeps what it receives. */
+export async function startSmtpServer(): Promise<{ url: string; mails: ReceivedMail[]; next(): Promise<ReceivedMail>; stop(): Promise<void> }> {
+  const mails: ReceivedMail[] = [];
+  const waiters: ((m: ReceivedMail) => void)[] = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ["STARTTLS"],
+    logger: false,
+    onData(stream, session, callback) {
+      let raw = "";
+      stream.on("data", (chunk) => (raw += chunk));
+      stream.on("end", () => {
+        const mail = { to: session.envelope.rcptTo.map((r) => r.address), raw };
+        mails.push(mail);
+        waiters.shift()?.(mail);
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.server.address() as { port: number }).port;
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    mails,
+    next: () => new Promise((resolve) => (mails.length > waiters.length ? resolve(mails[waiters.length]!) : waiters.push(resolve))),
+    stop: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** The verification link in a received message (quoted-printable soft breaks undone). */
+export function verificationLink(raw: string): string {
+  const body = raw.replace(/=\r?\n/g, "").replace(/=3D/g, "=");
+  const match = /https?:\/\/\S+verify-email\?token=[^\s]+/.exec(body);
+  if (!match) throw new Error(`no verification link in:\n${raw}`);
+  return match[0];
+}

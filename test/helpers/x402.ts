@@ -1,0 +1,79 @@
+import { randomBytes } from "node:crypto";
+import { createPublicClient, http, toHex, type Address, type Hex, type LocalAccount } from "viem";
+import { ANVIL_MNEMONIC, TOKEN_ABI, anvilAccount, startLocalChain, type LocalChain } from "../../chain-fixtures/chain.js";
+import { mnemonicToAccount } from "viem/accounts";
+
+/** Two anvil chains standing in for Base Sepolia and Polygon Amoy, and the gateway settings that point at them. */
+export const RELAYER = anvilAccount(9);
+export const PAY_TO = anvilAccount(8).address;
+export const relayerKey = () => toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 9 }).getHdKey().privateKey!);
+
+export async function startChains(fund: Address[]) {
+  const [base, polygon] = await Promise.all([
+    startLocalChain({ chainId: 84532, usdcName: "USDC", usdcVersion: "2", fund }),
+    startLocalChain({ chainId: 80002, usdcName: "USDC", usdcVersion: "2", fund }),
+  ]);
+  const env = {
+    X402_NETWORKS: "base-sepolia,polygon-amoy",
+    BASE_SEPOLIA_RPC_URL: base.rpcUrl,
+    BASE_SEPOLIA_USDC_ADDRESS: base.usdc,
+    POLYGON_AMOY_RPC_URL: polygon.rpcUrl,
+    POLYGON_AMOY_USDC_ADDRESS: polygon.usdc,
+    X402_PAY_TO: PAY_TO,
+    X402_RELAYER_PRIVATE_KEY: relayerKey(),
+  };
+  return { base, polygon, env, stop: () => Promise.all([base.stop(), polygon.stop()]) };
+}
+
+export async function balanceOf(chain: LocalChain, who: Address): Promise<bigint> {
+  const client = createPublicClient({ transport: http(chain.rpcUrl) });
+  return (await client.readContract({ address: chain.usdc, abi: TOKEN_ABI, functionName: "balanceOf", args: [who] })) as bigint;
+}
+
+export interface AuthorizationInput {
+  account: LocalAccount;
+  chain: LocalChain;
+  to?: Address;
+  value: bigint;
+  validAfter?: bigint;
+  validBefore?: bigint;
+  nonce?: Hex;
+  /** Sign for another token or chain than the one paid on (the wrong-asset / wrong-chain cases). */
+  domain?: { chainId?: number; verifyingContract?: Address; name?: string };
+  signer?: LocalAccount;
+}
+
+/** An EIP-3009 authorization signed the way x402 clients sign it. */
+export async function signAuthorization(input: AuthorizationInput) {
+  const now = BigInt(Math.floor(Date.now() / 1000));
+  const authorization = {
+    from: input.account.address,
+    to: input.to ?? PAY_TO,
+    value: input.value.toString(),
+    validAfter: (input.validAfter ?? 0n).toString(),
+    validBefore: (input.validBefore ?? now + 300n).toString(),
+    nonce: input.nonce ?? toHex(randomBytes(32)),
+  };
+  const signature = await (input.signer ?? input.account).signTypedData({
+    domain: { name: input.domain?.name ?? "USDC", version: "2", chainId: input.domain?.chainId ?? input.chain.chainId, verifyingContract: input.domain?.verifyingContract ?? input.chain.usdc },
+    types: {
+      TransferWithAuthorization: [
+        { name: "from", type: "address" },
+        { name: "to", type: "address" },
+        { name: "value", type: "uint256" },
+        { name: "validAfter", type: "uint256" },
+        { name: "validBefore", type: "uint256" },
+        { name: "nonce", type: "bytes32" },
+      ],
+    },
+    primaryType: "TransferWithAuthorization",
+    message: { ...authorization, value: BigInt(authorization.value), validAfter: BigInt(authorization.validAfter), validBefore: BigInt(authorization.validBefore), nonce: authorization.nonce as Hex },
+  });
+  return { authorization, signature };
+}
+
+export const v1Header = (network: string, payload: { authorization: unknown; signature: string }) =>
+  Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network, payload })).toString("base64");
+
+export const v2Header = (accepted: unknown, payload: { authorization: unknown; signature: string }) =>
+  Buffer.from(JSON.stringify({ x402Version: 2, accepted, payload })).toString("base64");

@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ADMIN_KEY, admin, call, signUp, startGateway, type TestGateway } from "../helpers/gateway.js";
+
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startGateway();
+});
+afterAll(() => gw.stop());
+
+describe("GET /api/v1/account and /api/v1/usage", () => {
+  it("shows the caller's account with rate-limit headers", async () => {
+    const { key, accountId } = await signUp(gw.url);
+    const res = await call(`${gw.url}/api/v1/account`, { key });
+    expect(res.body).toMatchObject({ id: accountId, tier: "free", credits: 25, email_verified: false, rate_limit_per_minute: 60, features: ["tools", "x402"] });
+    expect(res.headers.get("ratelimit-limit")).toBe("60");
+    expect(res.headers.get("ratelimit-remaining")).toBe("59");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(res.headers.get("x-request-id")).toMatch(/^req_/);
+  });
+
+  it("pages through the ledger newest first", async () => {
+    const { key, accountId } = await signUp(gw.url);
+    for (let i = 1; i <= 3; i++) await admin(gw.url, `/accounts/${accountId}/credits`, { body: { amount: i, reason: `grant ${i}` } });
+    const first = await call(`${gw.url}/api/v1/usage?limit=2`, { key });
+    expect(first.body.data.map((e: { amount: number }) => e.amount)).toEqual([3, 2]);
+    const second = await call(`${gw.url}/api/v1/usage?limit=2&cursor=${first.body.next_cursor}`, { key });
+    expect(second.body.data.map((e: { amount: number; reason: string }) => [e.amount, e.reason])).toEqual([[1, "grant 1"], [25, "sign-up grant"]]);
+    expect(second.body.next_cursor).toBeNull();
+    for (const q of ["limit=0", "limit=101", "limit=abc", "page=2"]) {
+      expect((await call(`${gw.url}/api/v1/usage?${q}`, { key })).body.error.code).toBe("validation_failed");
+    }
+  });
+});
+
+describe("admin API", () => {
+  it("changes a tier, effective on the account's next request", async () => {
+    const { key, accountId } = await signUp(gw.url);
+    expect((await call(`${gw.url}/api/v1/account`, { key })).headers.get("ratelimit-limit")).toBe("60");
+    const res = await admin(gw.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "business" } });
+    expect(res.body).toMatchObject({ id: accountId, tier: "business" });
+    const after = await call(`${gw.url}/api/v1/account`, { key });
+    expect(after.headers.get("ratelimit-limit")).toBe("1000");
+    expect(after.body.features).toContain("sso");
+  });
+
+  it("grants credits once per Idempotency-Key", async () => {
+    const { key, accountId } = await signUp(gw.url);
+    const grant = () => admin(gw.url, `/accounts/${accountId}/credits`, { body: { amount: 500, reason: "support" }, headers: { "idempotency-key": `grant-${accountId}` } });
+    expect((await grant()).status).toBe(201);
+    const again = await grant();
+    expect([again.status, again.body.applied, again.body.account.credits]).toEqual([200, false, 525]);
+    expect((await call(`${gw.url}/api/v1/account`, { key })).body.credits).toBe(525);
+  });
+
+  it("lists accounts", async () => {
+    const { accountId } = await signUp(gw.url);
+    const ids: string[] = [];
+    let cursor = "";
+    do {
+      const page = await admin(gw.url, `/accounts?limit=100${cursor ? `&cursor=${cursor}` : ""}`);
+      ids.push(...page.body.data.map((a: { id: string }) => a.id));
+      cursor = page.body.next_cursor ?? "";
+    } while (cursor);
+    expect(ids).toContain(accountId);
+  });
+
+  it("refuses bad input and unknown accounts, changing nothing", async () => {
+    const { key, accountId } = await signUp(gw.url);
+    const cases: [string, string, unknown, number, string][] = [
+      ["PUT", `/accounts/${accountId}/tier`, { tier: "platinum" }, 422, "validation_failed"],
+      ["POST", `/accounts/${accountId}/credits`, { amount: -5, reason: "x" }, 422, "validation_failed"],
+      ["POST", `/accounts/${accountId}/credits`, { amount: 1.5, reason: "x" }, 422, "validation_failed"],
+      ["POST", `/accounts/${accountId}/credits`, { amount: 5 }, 422, "validation_failed"],
+      ["PUT", `/accounts/acct_${"0".repeat(16)}/tier`, { tier: "pro" }, 404, "not_found"],
+      ["POST", `/accounts/nonsense/credits`, { amount: 5, reason: "x" }, 404, "not_found"],
+    ];
+    for (const [method, path, body, status, code] of cases) {
+      const res = await admin(gw.url, path, { method, body });
+      expect([path, res.status, res.body.error.code]).toEqual([path, status, code]);
+    }
+    expect((await call(`${gw.url}/api/v1/account`, { key })).body).toMatchObject({ tier: "free", credits: 25 });
+  });
+
+  it("is closed to customer keys and to no key", async () => {
+    const { key, accountId } = await signUp(gw.url);
+    const asCustomer = await call(`${gw.url}/api/v1/admin/accounts/${accountId}/credits`, { key, body: { amount: 1000, reason: "free money" } });
+    expect([asCustomer.status, asCustomer.body.error.code]).toEqual([403, "admin_required"]);
+    expect((await call(`${gw.url}/api/v1/admin/accounts`)).status).toBe(401);
+    expect((await call(`${gw.url}/api/v1/admin/accounts`, { key: ADMIN_KEY.slice(0, -1) + "y" })).status).toBe(401);
+    expect((await call(`${gw.url}/api/v1/account`, { key })).body.credits).toBe(25);
+  });
+});
+
+describe("health and unknown routes", () => {
+  it("answers /healthz and /readyz, and an unknown route with 404 in the one shape", async () => {
+    expect((await call(`${gw.url}/healthz`)).body).toEqual({ status: "ok" });
+    expect((await call(`${gw.url}/readyz`)).body).toEqual({ status: "ready" });
+    const res = await call(`${gw.url}/api/v1/nothing-here`);
+    expect(res.body.error).toMatchObject({ code: "route_not_found", type: "invalid_request_error" });
+  });
+
+  it("is not ready, and answers 503 store_unavailable quickly, when Redis cannot be reached", async () => {
+    const down = await startGateway({ env: { REDIS_URL: "redis://127.0.0.1:1" } });
+    try {
+      expect((await call(`${down.url}/readyz`)).status).toBe(503);
+      const started = Date.now();
+      const res = await call(`${down.url}/api/v1/account`, { key: `tg_live_${"a".repeat(16)}_${"B".repeat(32)}` });
+      expect([res.status, res.body.error.code]).toEqual([503, "store_unavailable"]);
+      expect(Date.now() - started).toBeLessThan(5000);
+    } finally {
+      await down.stop();
+    }
+  });
+});

@@ -1,0 +1,171 @@
+import { execFileSync } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PERIOD_MS } from "../../src/accounts/tiers.js";
+import { tierLimits } from "../../src/store/index.js";
+import { RedisStore } from "../../src/store/redis.js";
+import { ledgerOf } from "../helpers/books.js";
+import { startFakeLlm } from "../helpers/fake-providers.js";
+import { call, callTool, dropPrefix, eventsOf, fundedAccount, spawnGateway, uniquePrefix, type GatewayProcess } from "../helpers/gateway.js";
+import { REDIS_URL } from "../helpers/redis.js";
+import { startPrivateRedis } from "../helpers/redis-server.js";
+
+/** Faults, each with real processes: the books must add up afterwards. */
+
+/** Every credit accounted: the entries sum to the balance, and each served call is one debit that was not refunded. */
+async function expectBooksAddUp(store: RedisStore, accountId: string, served: number) {
+  const entries = await ledgerOf(store, accountId);
+  const account = await store.getAccount(accountId);
+  expect(entries.reduce((sum, e) => sum + e.amount, 0)).toBe(account!.balance);
+  const refunded = new Set(entries.filter((e) => e.kind === "refund").map((e) => e.requestId));
+  const kept = entries.filter((e) => e.kind === "debit" && !refunded.has(e.requestId));
+  expect(kept.length).toBe(served);
+  expect(new Set(entries.filter((e) => e.kind === "debit").map((e) => e.requestId)).size).toBe(entries.filter((e) => e.kind === "debit").length);
+}
+
+describe("Redis stops mid-traffic", () => {
+  let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
+  let gw: GatewayProcess;
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    gw = await spawnGateway("faults:", { REDIS_URL: redis.url });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await redis?.stop();
+  });
+
+  it("answers 503 store_unavailable quickly, charges nothing for it, and resumes without a restart", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 1000, "business");
+    let served = 0;
+    let unavailable = 0;
+    let slowest = 0;
+    let stop = false;
+    // Four callers, paced to stay inside the Business tier's 1,000 requests a minute.
+    const traffic = Promise.all(
+      Array.from({ length: 4 }, async (_, w) => {
+        for (let i = 0; !stop; i++) {
+          await new Promise((r) => setTimeout(r, 50));
+          const started = Date.now();
+          const res = await callTool(gw.url, key, "hash", { text: `${w}-${i}` });
+          slowest = Math.max(slowest, Date.now() - started);
+          if (res.status === 200) served++;
+          else if (res.body?.error?.code === "store_unavailable") unavailable++;
+          else throw new Error(`unexpected ${res.status} ${JSON.stringify(res.body)}`);
+        }
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    await redis.kill();
+    await new Promise((r) => setTimeout(r, 1500));
+    await redis.restart();
+    await new Promise((r) => setTimeout(r, 2500));
+    stop = true;
+    await traffic;
+    expect(unavailable).toBeGreaterThan(0);
+    expect(served).toBeGreaterThan(0);
+    expect(slowest).toBeLessThan(3000);
+    // The service came back by itself; admissions lost with Redis are refunded once it is back.
+    expect((await callTool(gw.url, key, "hash", { text: "after" })).status).toBe(200);
+    served++;
+    await new Promise((r) => setTimeout(r, 1500));
+    const store = new RedisStore({ url: redis.url, keyPrefix: "faults:", tiers: tierLimits(), periodMs: PERIOD_MS });
+    try {
+      await expectBooksAddUp(store, accountId, served);
+    } finally {
+      await store.close();
+    }
+  }, 30_000);
+});
+
+describe("a tool worker crashes mid-call", () => {
+  const prefix = uniquePrefix("workercrash");
+  let llm: Awaited<ReturnType<typeof startFakeLlm>>;
+  let gw: GatewayProcess;
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    gw = await spawnGateway(prefix, { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "m" });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await llm?.stop();
+    await dropPrefix(prefix);
+  });
+
+  it("refunds the call with tool.error, and the pool recovers", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100, "pro");
+    llm.state.delayMs = 2000;
+    const inFlight = callTool(gw.url, key, "ai-generate", { prompt: "crash" });
+    await new Promise((r) => setTimeout(r, 500));
+    const workerPid = execFileSync("pgrep", ["-P", String(gw.child.pid), "-f", "workers/main"]).toString().trim().split("\n")[0]!;
+    process.kill(Number(workerPid), "SIGKILL");
+    const res = await inFlight;
+    expect([res.status, res.body.error.code]).toEqual([503, "worker_unavailable"]);
+    expect((await call(`${gw.url}/api/v1/account`, { key })).body.credits).toBe(100);
+    llm.state.delayMs = 0;
+    let after = await callTool(gw.url, key, "hash", { text: "recovered" });
+    for (let i = 0; i < 50 && after.status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      after = await callTool(gw.url, key, "hash", { text: "recovered" });
+    }
+    expect(after.status).toBe(200);
+    const store = new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+    try {
+      // The crashed call's event (calls made while the workers restarted report their own).
+      const errors = (await eventsOf(store, accountId, 2)).filter((e) => e.event === "tool.error" && e.data.tool_name === "ai-generate");
+      expect(errors.map((e) => e.data)).toMatchObject([{ tool_name: "ai-generate", credits_charged: 0, error_code: "worker_unavailable" }]);
+    } finally {
+      await store.close();
+    }
+  }, 30_000);
+});
+
+describe("a gateway process is killed under load", () => {
+  const prefix = uniquePrefix("gwkill");
+  let a: GatewayProcess;
+  let b: GatewayProcess;
+  beforeAll(async () => {
+    [a, b] = await Promise.all([spawnGateway(prefix), spawnGateway(prefix)]);
+  });
+  afterAll(async () => {
+    await Promise.all([a?.stop("SIGKILL"), b?.stop()]);
+    await dropPrefix(prefix);
+  });
+
+  it("loses and creates no credit, loses no event, and SIGTERM drains the survivor", async () => {
+    const { key, accountId } = await fundedAccount(a.url, 200, "business");
+    let servedByB = 0;
+    let stop = false;
+    const onA = Promise.all(Array.from({ length: 6 }, async (_, i) => {
+      const results: number[] = [];
+      for (let j = 0; !stop; j++) results.push(await callTool(a.url, key, "hash", { text: `a${i}-${j}` }).then((r) => r.status, () => 0));
+      return results;
+    }));
+    const onB = Promise.all(Array.from({ length: 6 }, async (_, i) => {
+      for (let j = 0; !stop; j++) if ((await callTool(b.url, key, "hash", { text: `b${i}-${j}` })).status === 200) servedByB++;
+    }));
+    await new Promise((r) => setTimeout(r, 400));
+    await a.stop("SIGKILL");
+    await new Promise((r) => setTimeout(r, 400));
+    stop = true;
+    const servedByA = (await onA).flat().filter((s) => s === 200).length;
+    await onB;
+    const store = new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+    try {
+      const entries = await ledgerOf(store, accountId);
+      const account = await store.getAccount(accountId);
+      expect(entries.reduce((sum, e) => sum + e.amount, 0)).toBe(account!.balance);
+      // Calls cut off with the process may have been charged and run without the caller seeing the answer;
+      // every answered call was charged, and nothing was charged twice.
+      const debits = entries.filter((e) => e.kind === "debit");
+      expect(new Set(debits.map((e) => e.requestId)).size).toBe(debits.length);
+      expect(debits.length).toBeGreaterThanOrEqual(servedByA + servedByB);
+      expect(debits.length).toBeLessThanOrEqual(servedByA + servedByB + 6);
+      // The low-credit alert (200 credits, so below 40) fires once and reaches the event log through the survivor.
+      if (account!.balance < 40) expect((await eventsOf(store, accountId, 2)).filter((e) => e.event === "credits.low")).toHaveLength(1);
+    } finally {
+      await store.close();
+    }
+    // SIGTERM on the survivor: it drains and exits cleanly.
+    expect(await b.stop("SIGTERM")).toBe(0);
+  }, 30_000);
+});

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, signUp, startGateway, type TestGateway } from "../helpers/gateway.js";
+
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startGateway();
+});
+afterAll(() => gw.stop());
+
+const keys = (key: string) => call(`${gw.url}/api/v1/keys`, { key });
+const me = (key: string) => call(`${gw.url}/api/v1/account`, { key });
+
+describe("API keys", () => {
+  it("lists keys by prefix and last four characters, never the key or its hash", async () => {
+    const { key, keyId } = await signUp(gw.url);
+    const res = await keys(key);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual([
+      { id: keyId, name: "default", prefix: key.slice(0, 29), last4: key.slice(-4), status: "active", created_at: expect.any(String), revoked_at: null },
+    ]);
+    expect(JSON.stringify(res.body)).not.toContain(key.slice(29, -4));
+  });
+
+  it("creates another key that works beside the first; the key is shown once", async () => {
+    const { key } = await signUp(gw.url);
+    const created = await call(`${gw.url}/api/v1/keys`, { key, body: { name: "ci" } });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ name: "ci", status: "active", key: expect.stringMatching(/^tg_live_/) });
+    expect((await me(created.body.key)).status).toBe(200);
+    expect((await me(key)).status).toBe(200);
+    expect((await keys(key)).body.data.map((k: { key?: string }) => k.key)).toEqual([undefined, undefined]);
+  });
+
+  it("regenerates a key: the new key works and the old one fails on the very next request", async () => {
+    const { key, keyId } = await signUp(gw.url);
+    const rotated = await call(`${gw.url}/api/v1/keys/${keyId}/rotate`, { key, method: "POST" });
+    expect(rotated.status).toBe(201);
+    expect(rotated.body.replaced).toMatchObject({ id: keyId, status: "revoked" });
+    const old = await me(key);
+    expect([old.status, old.body.error.code]).toEqual([401, "api_key_revoked"]);
+    expect((await me(rotated.body.key)).status).toBe(200);
+  });
+
+  it("rotates with a grace period: the old key works until it ends", async () => {
+    const { key, keyId } = await signUp(gw.url);
+    const rotated = await call(`${gw.url}/api/v1/keys/${keyId}/rotate`, { key, body: { grace_seconds: 1 } });
+    expect(rotated.body.replaced).toMatchObject({ id: keyId, status: "expiring" });
+    expect((await me(key)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await me(key)).body.error.code).toBe("api_key_revoked");
+    expect((await me(rotated.body.key)).status).toBe(200);
+  });
+
+  it("revokes a key immediately; revoking again is harmless", async () => {
+    const { key } = await signUp(gw.url);
+    const second = (await call(`${gw.url}/api/v1/keys`, { key, body: {} })).body;
+    const revoked = await call(`${gw.url}/api/v1/keys/${second.id}`, { key, method: "DELETE" });
+    expect(revoked.body).toMatchObject({ id: second.id, status: "revoked" });
+    expect((await me(second.key)).body.error.code).toBe("api_key_revoked");
+    expect((await call(`${gw.url}/api/v1/keys/${second.id}`, { key, method: "DELETE" })).body.revoked_at).toBe(revoked.body.revoked_at);
+  });
+
+  it("never lets one account see, rotate or revoke another's key", async () => {
+    const a = await signUp(gw.url);
+    const b = await signUp(gw.url);
+    for (const [method, path] of [["DELETE", `/api/v1/keys/${b.keyId}`], ["POST", `/api/v1/keys/${b.keyId}/rotate`]] as const) {
+      const res = await call(`${gw.url}${path}`, { key: a.key, method });
+      expect([res.status, res.body.error.code]).toEqual([404, "not_found"]);
+    }
+    expect((await me(b.key)).status).toBe(200);
+    expect((await keys(b.key)).body.data).toHaveLength(1);
+    expect((await keys(a.key)).body.data.map((k: { id: string }) => k.id)).toEqual([a.keyId]);
+  });
+
+  it("refuses a bad grace period and unknown fields", async () => {
+    const { key, keyId } = await signUp(gw.url);
+    for (const body of [{ grace_seconds: -1 }, { grace_seconds: "10" }, { grace_seconds: 1.5 }, { grace: 1 }]) {
+      const res = await call(`${gw.url}/api/v1/keys/${keyId}/rotate`, { key, body });
+      expect([res.status, res.body.error.code]).toEqual([422, "validation_failed"]);
+    }
+    expect((await me(key)).status).toBe(200);
+  });
+});
+
+describe("authentication", () => {
+  it.each([
+    ["no key", undefined, "missing_api_key"],
+    ["a garbage key", "hello", "invalid_api_key"],
+    ["a well-formed unknown key", `tg_live_${"a".repeat(16)}_${"B".repeat(32)}`, "invalid_api_key"],
+    ["the admin key", "tg_admin_" + "x".repeat(32), "invalid_api_key"],
+  ])("answers %s with 401", async (_name, key, code) => {
+    const res = await me(key as string);
+    expect(res.status).toBe(401);
+    expect(res.body.error).toMatchObject({ type: "authentication_error", code });
+  });
+
+  it("answers a key whose secret differs by one character with 401", async () => {
+    const { key } = await signUp(gw.url);
+    const forged = key.slice(0, -1) + (key.endsWith("A") ? "B" : "A");
+    expect((await me(forged)).body.error.code).toBe("invalid_api_key");
+  });
+});

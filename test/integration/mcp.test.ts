@@ -1,0 +1,159 @@
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TOOLS } from "../../src/tools/catalogue/index.js";
+import { balanceOf, call, callTool, eventsOf, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { startFakeLlm } from "../helpers/fake-providers.js";
+
+let gw: TestGateway;
+let llm: Awaited<ReturnType<typeof startFakeLlm>>;
+beforeAll(async () => {
+  llm = await startFakeLlm();
+  gw = await startGateway({ workerEnv: { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "m" } });
+});
+afterAll(async () => {
+  await gw.stop();
+  await llm.stop();
+});
+
+const ERAS = { "2025 (legacy)": undefined, "2026-07-28": { mode: { pin: "2026-07-28" } } } as const;
+
+async function connect(key: string, era: keyof typeof ERAS): Promise<Client> {
+  const client = new Client({ name: "toolgate-test", version: "1.0.0" }, ERAS[era] ? { versionNegotiation: ERAS[era] } : {});
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), { requestInit: { headers: { "x-api-key": key } } }));
+  return client;
+}
+
+const ledger = async (key: string) =>
+  ((await call(`${gw.url}/api/v1/usage?limit=100`, { key })).body.data as { kind: string; amount: number; reason: string; tool: string | null }[]).map(
+    ({ kind, amount, reason, tool }) => ({ kind, amount, reason, tool }),
+  );
+
+describe.each(Object.keys(ERAS) as (keyof typeof ERAS)[])("the official MCP client, %s", (era) => {
+  it("lists every tool with its schemas and price", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const client = await connect(key, era);
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual(TOOLS.map((t) => t.name).sort());
+      const hash = tools.find((t) => t.name === "hash")!;
+      expect(hash.inputSchema).toMatchObject({ type: "object", properties: { text: { type: "string" } }, required: ["text"] });
+      expect(hash.outputSchema).toMatchObject({ type: "object", required: ["algorithm", "encoding", "digest"] });
+      expect(hash._meta?.["toolgate/price"]).toEqual({ credits: 1, usd: "0.002", usdc_atomic: "2000" });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("calls a tool: structured result, and the balance moves exactly as for REST", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const client = await connect(key, era);
+    try {
+      const result = await client.callTool({ name: "hash", arguments: { text: "hello world" } });
+      expect(result.isError).toBeFalsy();
+      expect(result.structuredContent).toEqual({ algorithm: "sha256", encoding: "hex", digest: "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9" });
+      expect(JSON.parse((result.content as { text: string }[])[0]!.text)).toEqual(result.structuredContent);
+      expect(await balanceOf(gw.url, key)).toBe(99);
+      expect((await callTool(gw.url, key, "hash", { text: "hello world" })).body).toEqual(result.structuredContent);
+      expect(await balanceOf(gw.url, key)).toBe(98);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("answers insufficient credits, invalid input and a failing worker as isError with the REST codes, uncharged", async () => {
+    const { key } = await fundedAccount(gw.url, 25, "starter");
+    const client = await connect(key, era);
+    try {
+      llm.state.status = 500;
+      const failed = await client.callTool({ name: "summarize", arguments: { text: "x" } });
+      llm.state.status = 200;
+      expect(failed.isError).toBe(true);
+      expect(failed.structuredContent).toMatchObject({ error: { code: "tool_failed" } });
+
+      const invalid = await client.callTool({ name: "hash", arguments: { text: 42 } });
+      expect(invalid.structuredContent).toMatchObject({ error: { code: "validation_failed", param: "text" } });
+      expect(await balanceOf(gw.url, key)).toBe(25);
+
+      await client.callTool({ name: "ai-generate", arguments: { prompt: "one" } });
+      await client.callTool({ name: "ai-generate", arguments: { prompt: "two" } });
+      const poor = await client.callTool({ name: "ai-generate", arguments: { prompt: "three" } });
+      expect(poor.isError).toBe(true);
+      expect(poor.structuredContent).toMatchObject({ error: { code: "insufficient_credits", type: "payment_error" } });
+      expect(await balanceOf(gw.url, key)).toBe(5);
+
+      expect((await client.callTool({ name: "teleport", arguments: {} })).structuredContent).toMatchObject({ error: { code: "tool_not_found" } });
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe("one call path for both doors", () => {
+  it("the same tool call over MCP and over REST writes the same ledger entries and events", async () => {
+    const viaMcp = await fundedAccount(gw.url, 100, "starter");
+    const viaRest = await fundedAccount(gw.url, 100, "starter");
+    const client = await connect(viaMcp.key, "2025 (legacy)");
+    try {
+      await client.callTool({ name: "hash", arguments: { text: "same" } });
+      llm.state.status = 502;
+      await client.callTool({ name: "ai-generate", arguments: { prompt: "fails" } });
+      await callTool(gw.url, viaRest.key, "hash", { text: "same" });
+      await callTool(gw.url, viaRest.key, "ai-generate", { prompt: "fails" });
+    } finally {
+      llm.state.status = 200;
+      await client.close();
+    }
+    expect(await ledger(viaMcp.key)).toEqual(await ledger(viaRest.key));
+    const events = async (accountId: string) =>
+      (await eventsOf(gw.services.store, accountId, 2))
+        .filter((e) => e.event !== "agent.registered")
+        .map((e) => ({ event: e.event, data: { ...e.data, request_id: undefined } }));
+    expect(await events(viaMcp.accountId)).toEqual(await events(viaRest.accountId));
+    expect((await events(viaMcp.accountId)).map((e) => e.event)).toContain("tool.error");
+  });
+});
+
+describe("before MCP runs", () => {
+  const initialize = (headers: Record<string, string>) =>
+    fetch(`${gw.url}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }),
+    });
+
+  it("answers no key and a bad key with 401", async () => {
+    for (const headers of [{}, { "x-api-key": "tg_live_nope" }] as Record<string, string>[]) {
+      const res = await initialize(headers);
+      expect(res.status).toBe(401);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toMatch(/missing_api_key|invalid_api_key/);
+    }
+  });
+
+  it("answers the Free tier with 403 feature_not_in_tier, naming the tier that has MCP", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const res = await initialize({ "x-api-key": key });
+    expect(res.status).toBe(403);
+    expect(await res.json()).toMatchObject({ error: { code: "feature_not_in_tier", required_tier: "starter" } });
+  });
+
+  it("rejects a foreign Host header (DNS rebinding)", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const { request } = await import("node:http");
+    const status = await new Promise<number>((resolve, reject) => {
+      const url = new URL(`${gw.url}/mcp`);
+      const req = request({ host: url.hostname, port: url.port, path: "/mcp", method: "POST", headers: { host: "evil.example", "x-api-key": key, "content-type": "application/json", accept: "application/json, text/event-stream" } }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      });
+      req.on("error", reject);
+      req.end(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }));
+    });
+    expect(status).toBe(403);
+  });
+
+  it("needs the Accept header of streamable HTTP", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const res = await initialize({ "x-api-key": key, accept: "application/json" });
+    expect(res.status).toBe(406);
+  });
+});

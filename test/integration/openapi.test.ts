@@ -1,0 +1,68 @@
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TOOLS } from "../../src/tools/catalogue/index.js";
+import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
+
+let gw: TestGateway;
+let doc: any;
+beforeAll(async () => {
+  gw = await startGateway({ store: "memory" });
+  doc = (await call(`${gw.url}/openapi.json`)).body;
+});
+afterAll(() => gw.stop());
+
+describe("GET /openapi.json", () => {
+  it("is a valid OpenAPI 3.1 document by an independent validator", async () => {
+    const result = await new Validator().validate(doc);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(doc.openapi).toBe("3.1.0");
+  });
+
+  it("covers every tool, with its input, output and price, behind the x-api-key scheme", () => {
+    expect(doc.components.securitySchemes.ApiKey).toEqual({ type: "apiKey", in: "header", name: "x-api-key", description: expect.any(String) });
+    for (const tool of TOOLS) {
+      const op = doc.paths[`/v1/tools/${tool.name}`]?.post;
+      expect(op, tool.name).toBeDefined();
+      expect(op.security).toEqual([{ ApiKey: [] }, {}]); // a key, or no key and an x402 payment
+      expect(op.requestBody.content["application/json"].schema.examples.length).toBeGreaterThan(0);
+      expect(op.responses["200"].content["application/json"].schema.type).toBe("object");
+      expect(op["x-price"].credits).toBe(tool.cost);
+      expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(["401", "402", "422", "429", "502", "503", "504"]));
+    }
+  });
+
+  it("covers every account and admin endpoint, with their request schemas", () => {
+    const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item as object).map((m) => `${m.toUpperCase()} ${path}`));
+    expect(operations).toEqual(
+      expect.arrayContaining([
+        "POST /api/v1/signup",
+        "GET /api/v1/verify-email",
+        "GET /api/v1/account",
+        "GET /api/v1/keys",
+        "POST /api/v1/keys",
+        "POST /api/v1/keys/{id}/rotate",
+        "DELETE /api/v1/keys/{id}",
+        "GET /api/v1/usage",
+        "GET /api/v1/admin/accounts",
+        "PUT /api/v1/admin/accounts/{id}/tier",
+        "POST /api/v1/admin/accounts/{id}/credits",
+        "GET /v1/tools",
+        "GET /v1/tools/{name}",
+      ]),
+    );
+    expect(doc.paths["/api/v1/signup"].post.requestBody.content["application/json"].schema.required).toEqual(["email"]);
+    expect(doc.paths["/api/v1/admin/accounts/{id}/tier"].put.security).toEqual([{ AdminKey: [] }]);
+  });
+});
+
+describe("GET /docs", () => {
+  it("renders a readable page of every endpoint, with no third-party scripts", async () => {
+    const res = await fetch(`${gw.url}/docs`);
+    const html = await res.text();
+    expect(res.headers.get("content-type")).toContain("text/html");
+    expect(html).toContain("<code>POST /v1/tools/web-search</code>");
+    expect(html).toContain("<code>POST /api/v1/signup</code>");
+    expect(html).not.toMatch(/<script/i);
+  });
+});

@@ -1,0 +1,264 @@
+import { afterAll, beforeEach, describe, expect, it } from "vitest";
+import { generateApiKey } from "../../src/accounts/api-keys.js";
+import { eventRecord } from "../../src/events/types.js";
+import { newAccountId, newEventId, newKeyId, newRequestId } from "../../src/lib/ids.js";
+import { tierLimits } from "../../src/store/index.js";
+import { MemoryStore } from "../../src/store/memory.js";
+import { RedisStore } from "../../src/store/redis.js";
+import type { Store } from "../../src/store/types.js";
+import { REDIS_URL, dropPrefix, uniquePrefix } from "../helpers/redis.js";
+
+/**
+ * One behaviour suite, two stores. The Redis run is the one production relies on; the
+ * memory run keeps `npm start` with embedded defaults honest.
+ */
+const PERIOD_MS = 400; // a short "month", so the Free allowance can be observed in a test
+const prefixes: string[] = [];
+const factories: Record<string, () => Store> = {
+  memory: () => new MemoryStore(tierLimits(), PERIOD_MS),
+  redis: () => {
+    const prefix = uniquePrefix("contract");
+    prefixes.push(prefix);
+    return new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+  },
+};
+const open: Store[] = [];
+afterAll(async () => {
+  await Promise.all(open.map((s) => s.close()));
+  await Promise.all(prefixes.map(dropPrefix));
+});
+
+describe.each(Object.keys(factories))("%s store", (kind) => {
+  let store: Store;
+  beforeEach(() => {
+    store = factories[kind]!();
+    open.push(store);
+  });
+
+  async function account(credits = 100, tier: "free" | "business" = "business") {
+    const id = newAccountId();
+    await store.createAccount({ id, email: `${id}@example.com`, tier }, { amount: credits, requestId: newRequestId(), reason: "test" }, []);
+    const key = generateApiKey(id);
+    const keyId = newKeyId();
+    await store.addKey({ id: keyId, accountId: id, hash: key.hash, prefix: key.prefix, last4: key.last4, name: null, createdAt: Date.now(), revokedAt: null });
+    return { id, key, keyId };
+  }
+  const debit = (accountId: string, keyHash: string | null, cost = 1, requestId = newRequestId()) =>
+    store.admit({ accountId, keyHash, cost, requestId, tool: "hash", reason: "tool call" });
+
+  it("creates an account with its grant in the ledger and its events in the outbox", async () => {
+    const id = newAccountId();
+    const event = eventRecord(newEventId(), "agent.registered", id, { agent_id: id, email: "a@example.com", tier: "free" });
+    const created = await store.createAccount({ id, email: "a@example.com", tier: "free" }, { amount: 25, requestId: "req_signup", reason: "sign-up" }, [event]);
+    expect(created).toMatchObject({ id, email: "a@example.com", tier: "free", balance: 25, reference: 25, emailVerified: false });
+    expect(await store.getAccount(id)).toEqual(created);
+    const { items } = await store.ledger(id, { limit: 10 });
+    expect(items).toMatchObject([{ kind: "grant", amount: 25, balance: 25, reason: "sign-up", requestId: "req_signup" }]);
+    expect(await store.readOutbox(id, 10)).toEqual([event]);
+    expect(await store.outboxAccounts()).toContain(id);
+    await store.ackOutbox(id, [event.id]);
+    expect(await store.readOutbox(id, 10)).toEqual([]);
+    expect(await store.outboxAccounts()).not.toContain(id);
+  });
+
+  it("admits a valid key and names it; refuses an unknown key and another account's key", async () => {
+    const a = await account();
+    const b = await account();
+    expect(await debit(a.id, a.key.hash, 0)).toMatchObject({ status: "ok", keyId: a.keyId, charged: false });
+    expect(await debit(a.id, "0".repeat(64), 0)).toEqual({ status: "invalid_key" });
+    expect(await debit(a.id, b.key.hash, 0)).toEqual({ status: "invalid_key" });
+    expect(await debit(newAccountId(), a.key.hash, 0)).toEqual({ status: "invalid_key" });
+  });
+
+  it("checks a key without counting a request when asked", async () => {
+    const a = await account(10, "free");
+    for (let i = 0; i < 70; i++) {
+      expect(await store.admit({ accountId: a.id, keyHash: a.key.hash, cost: 0, requestId: newRequestId(), tool: null, reason: "", countRequest: false })).toMatchObject({ status: "ok" });
+    }
+    expect(await debit(a.id, a.key.hash, 0)).toMatchObject({ status: "ok", rate: { remaining: 59 } });
+    expect(await store.admit({ accountId: a.id, keyHash: "f".repeat(64), cost: 0, requestId: newRequestId(), tool: null, reason: "", countRequest: false })).toEqual({ status: "invalid_key" });
+  });
+
+  it("refuses a revoked key at once and a rotated-out key after its grace period", async () => {
+    const a = await account();
+    const graceKey = generateApiKey(a.id);
+    await store.addKey({ id: "key_grace", accountId: a.id, hash: graceKey.hash, prefix: graceKey.prefix, last4: graceKey.last4, name: null, createdAt: Date.now(), revokedAt: null });
+    await store.revokeKey(a.id, a.keyId, 0);
+    expect(await debit(a.id, a.key.hash, 0)).toEqual({ status: "revoked" });
+    const revoked = await store.revokeKey(a.id, "key_grace", 300);
+    expect(revoked?.revokedAt).toBeGreaterThan(Date.now());
+    expect((await debit(a.id, graceKey.hash, 0)).status).toBe("ok");
+    await new Promise((r) => setTimeout(r, 350));
+    expect(await debit(a.id, graceKey.hash, 0)).toEqual({ status: "revoked" });
+    // A later revocation never postpones an earlier one.
+    const again = await store.revokeKey(a.id, "key_grace", 60_000);
+    expect(again?.revokedAt).toBe(revoked?.revokedAt);
+    expect(await store.revokeKey(a.id, "key_missing", 0)).toBeNull();
+  });
+
+  it("debits once per request id and refunds once per debit", async () => {
+    const a = await account(10);
+    const first = await debit(a.id, a.key.hash, 3, "req_same");
+    const second = await debit(a.id, a.key.hash, 3, "req_same");
+    expect(first).toMatchObject({ status: "ok", charged: true, account: { balance: 7 } });
+    expect(second).toMatchObject({ status: "ok", charged: false, account: { balance: 7 } });
+    expect(await store.refund(a.id, { requestId: "req_same", reason: "tool failed" })).toEqual({ status: "refunded", amount: 3, balance: 10 });
+    expect(await store.refund(a.id, { requestId: "req_same", reason: "tool failed" })).toEqual({ status: "already_refunded" });
+    expect(await store.refund(a.id, { requestId: "req_never", reason: "x" })).toEqual({ status: "not_charged" });
+    expect((await store.getAccount(a.id))?.balance).toBe(10);
+    const kinds = (await store.ledger(a.id, { limit: 10 })).items.map((e) => [e.kind, e.amount, e.balance]);
+    expect(kinds).toEqual([["refund", 3, 10], ["debit", -3, 7], ["grant", 10, 10]]);
+  });
+
+  it("never takes the balance below zero", async () => {
+    const a = await account(2);
+    expect((await debit(a.id, a.key.hash, 3)).status).toBe("insufficient_credits");
+    expect((await store.getAccount(a.id))?.balance).toBe(2);
+    expect((await store.ledger(a.id, { limit: 10 })).items).toHaveLength(1);
+  });
+
+  it("fires credits.low and credits.depleted exactly once each under concurrent debits", async () => {
+    const a = await account(100);
+    const results = await Promise.all(Array.from({ length: 150 }, () => debit(a.id, null, 1)));
+    expect(results.filter((r) => r.status === "ok" && r.charged)).toHaveLength(100);
+    expect(results.filter((r) => r.status === "insufficient_credits")).toHaveLength(50);
+    expect((await store.getAccount(a.id))?.balance).toBe(0);
+    const events = await store.readOutbox(a.id, 100);
+    expect(events.map((e) => e.event)).toEqual(["credits.low", "credits.depleted"]);
+    expect(events[0]!.data).toEqual({ credits_remaining: 19, tool_name: "hash", threshold: 20 });
+    expect(events[1]!.data).toMatchObject({ credits_remaining: 0, tool_name: "hash" });
+  });
+
+  it("re-arms the alerts on the next top-up, and a top-up is applied once per request id", async () => {
+    const a = await account(10);
+    await debit(a.id, null, 10);
+    expect(await store.topUp(a.id, "purchase", { amount: 50, requestId: "pay_1", reason: "pack" })).toMatchObject({ applied: true, account: { balance: 50, reference: 50 } });
+    expect(await store.topUp(a.id, "purchase", { amount: 50, requestId: "pay_1", reason: "pack" })).toMatchObject({ applied: false, account: { balance: 50 } });
+    await debit(a.id, null, 41);
+    const events = (await store.readOutbox(a.id, 10)).map((e) => [e.event, e.data.credits_remaining]);
+    expect(events).toEqual([["credits.low", 0], ["credits.depleted", 0], ["credits.low", 9]]);
+    expect(await store.topUp(newAccountId(), "grant", { amount: 1, requestId: "x", reason: "x" })).toBeNull();
+  });
+
+  it("rate-limits exactly at the tier's limit, with the rejected call uncharged", async () => {
+    const a = await account(1000, "free");
+    const results = [];
+    for (let i = 0; i < 62; i++) results.push(await debit(a.id, a.key.hash, 1));
+    expect(results.filter((r) => r.status === "ok")).toHaveLength(60);
+    const limited = results.at(-1)!;
+    expect(limited).toMatchObject({ status: "rate_limited", rate: { limit: 60, remaining: 0 } });
+    if (limited.status === "rate_limited") expect(limited.rate.resetMs).toBeGreaterThan(50_000);
+    expect((results[0] as { rate: { remaining: number } }).rate.remaining).toBe(59);
+    expect((await store.getAccount(a.id))?.balance).toBe(940);
+  });
+
+  it("verifies an e-mail once and tops a verified Free account up to 500 each period", async () => {
+    const a = await account(25, "free");
+    expect(await store.verifyEmail(a.id, { amount: 75, requestId: "verify", reason: "e-mail verified" })).toBe("verified");
+    expect(await store.verifyEmail(a.id, { amount: 75, requestId: "verify2", reason: "e-mail verified" })).toBe("already_verified");
+    expect(await store.verifyEmail(newAccountId(), { amount: 75, requestId: "v", reason: "x" })).toBe("not_found");
+    expect(await store.getAccount(a.id)).toMatchObject({ balance: 100, emailVerified: true });
+    await new Promise((r) => setTimeout(r, PERIOD_MS + 50));
+    expect(await debit(a.id, a.key.hash, 1)).toMatchObject({ status: "ok", account: { balance: 499 } });
+    expect(await debit(a.id, a.key.hash, 1)).toMatchObject({ status: "ok", account: { balance: 498 } });
+    const kinds = (await store.ledger(a.id, { limit: 3 })).items.map((e) => [e.kind, e.amount]);
+    expect(kinds).toEqual([["debit", -1], ["debit", -1], ["allowance", 400]]);
+  });
+
+  it("claims an e-mail for one account only", async () => {
+    const a = await account();
+    const email = `${newAccountId()}@example.com`;
+    expect(await store.claimEmail(email, a.id)).toBe(true);
+    expect(await store.claimEmail(email, newAccountId())).toBe(false);
+    // A claim whose account never came to exist can be taken over.
+    const orphan = `${newAccountId()}@example.com`;
+    expect(await store.claimEmail(orphan, newAccountId())).toBe(true);
+    expect(await store.claimEmail(orphan, a.id)).toBe(true);
+  });
+
+  it("pages through accounts and ledger entries without repeats", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await account(1)).id);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await store.listAccounts({ cursor, limit: 2 });
+      seen.push(...page.items.map((a) => a.id));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen.filter((id) => ids.includes(id)).sort()).toEqual([...ids].sort());
+
+    const a = await account(10);
+    for (let i = 0; i < 4; i++) await debit(a.id, null, 1);
+    const first = await store.ledger(a.id, { limit: 3 });
+    const second = await store.ledger(a.id, { cursor: first.nextCursor!, limit: 3 });
+    expect(first.items.map((e) => e.balance)).toEqual([6, 7, 8]);
+    expect(second.items.map((e) => e.balance)).toEqual([9, 10]);
+    expect(second.nextCursor).toBeNull();
+  });
+
+  it("writes a refund's events only when the refund applies", async () => {
+    const a = await account(10);
+    await debit(a.id, null, 2, "req_fail");
+    const toolError = () => [eventRecord(newEventId(), "tool.error", a.id, { tool_name: "hash", credits_charged: 0 })];
+    expect((await store.refund(a.id, { requestId: "req_fail", reason: "tool failed" }, toolError())).status).toBe("refunded");
+    expect((await store.refund(a.id, { requestId: "req_fail", reason: "tool failed" }, toolError())).status).toBe("already_refunded");
+    expect((await store.readOutbox(a.id, 10)).map((e) => e.event)).toEqual(["tool.error"]);
+    expect(await store.outboxAccounts()).toContain(a.id);
+  });
+
+  it("claims an idempotency key once, replays its response, and refuses another fingerprint", async () => {
+    const a = await account();
+    const states = await Promise.all(Array.from({ length: 10 }, () => store.beginIdempotent(a.id, "idem-1", "fp-a", 5000)));
+    expect(states.filter((s) => s.state === "started")).toHaveLength(1);
+    expect(states.filter((s) => s.state === "in_progress")).toHaveLength(9);
+    expect(await store.beginIdempotent(a.id, "idem-1", "fp-b", 5000)).toEqual({ state: "conflict" });
+    const response = { status: 200, body: '{"ok":true}', headers: { "x-credits-charged": "1" } };
+    await store.completeIdempotent(a.id, "idem-1", response, 60);
+    expect(await store.beginIdempotent(a.id, "idem-1", "fp-a", 5000)).toEqual({ state: "completed", response });
+    // Keys are per account, and an abandoned claim can be made again.
+    const b = await account();
+    expect(await store.beginIdempotent(b.id, "idem-1", "fp-a", 5000)).toEqual({ state: "started" });
+    await store.abandonIdempotent(b.id, "idem-1");
+    expect(await store.beginIdempotent(b.id, "idem-1", "fp-z", 5000)).toEqual({ state: "started" });
+    // A claim whose holder died expires with its lease.
+    expect(await store.beginIdempotent(b.id, "idem-2", "fp", 100)).toEqual({ state: "started" });
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await store.beginIdempotent(b.id, "idem-2", "fp", 100)).toEqual({ state: "started" });
+  });
+
+  it("logs each event once, however often it is logged, newest first", async () => {
+    const a = await account();
+    const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s));
+    const first = eventRecord(newEventId(), "tool.error", a.id, { tool_name: "hash", credits_charged: 0 }, at(1));
+    const second = eventRecord(newEventId(), "credits.low", a.id, { credits_remaining: 1, tool_name: "hash", threshold: 2 }, at(2));
+    await Promise.all([store.logEvents(a.id, [first, second], 10), store.logEvents(a.id, [first, second], 10), store.logEvents(a.id, [first], 10)]);
+    expect((await store.listEvents(a.id, 10)).map((e) => e.id)).toEqual([second.id, first.id]);
+  });
+
+  it("applies a plan for a period, extends it on renewal, and falls back to Free when it ends unpaid", async () => {
+    const a = await account(0, "free");
+    const plan = { tier: "starter", periodMs: 400 };
+    const first = await store.topUp(a.id, "purchase", { amount: 100, requestId: "plan-1", reason: "plan" }, [], plan);
+    expect(first?.account).toMatchObject({ tier: "starter", balance: 100 });
+    const firstEnd = first!.account.planExpiresAt;
+    const renewed = await store.topUp(a.id, "purchase", { amount: 100, requestId: "plan-2", reason: "renewal" }, [], plan);
+    expect(renewed!.account.planExpiresAt).toBe(firstEnd + 400);
+    expect((await store.topUp(a.id, "purchase", { amount: 100, requestId: "plan-2", reason: "renewal" }, [], plan))!.account.planExpiresAt).toBe(firstEnd + 400);
+    expect(await debit(a.id, a.key.hash, 0)).toMatchObject({ status: "ok", account: { tier: "starter" }, rate: { limit: 300 } });
+    await new Promise((r) => setTimeout(r, renewed!.account.planExpiresAt - Date.now() + 50));
+    expect(await debit(a.id, a.key.hash, 0)).toMatchObject({ status: "ok", account: { tier: "free", planExpiresAt: 0, balance: 200 }, rate: { limit: 60 } });
+  });
+
+  it("changes the tier and counts a generic bucket", async () => {
+    const a = await account();
+    expect(await store.setTier(a.id, "pro")).toMatchObject({ tier: "pro" });
+    expect(await store.setTier(newAccountId(), "pro")).toBeNull();
+    const bucket = `signup:${newAccountId()}`;
+    const hits = [];
+    for (let i = 0; i < 4; i++) hits.push(await store.hitRateLimit(bucket, 3, 60_000, newRequestId()));
+    expect(hits.map((h) => h.allowed)).toEqual([true, true, true, false]);
+    expect(hits.map((h) => h.remaining)).toEqual([2, 1, 0, 0]);
+  });
+});

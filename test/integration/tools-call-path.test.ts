@@ -1,0 +1,194 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { admin, balanceOf, call, callTool, eventsOf, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { startFakeLlm } from "../helpers/fake-providers.js";
+
+let llm: Awaited<ReturnType<typeof startFakeLlm>>;
+let gw: TestGateway;
+beforeAll(async () => {
+  llm = await startFakeLlm();
+  gw = await startGateway({
+    workerEnv: { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "test-model" },
+    env: { TOOL_TIMEOUTS: "ai-summarize=400" },
+  });
+});
+afterAll(async () => {
+  await gw.stop();
+  await llm.stop();
+});
+
+const usage = async (key: string) => (await call(`${gw.url}/api/v1/usage?limit=100`, { key })).body.data as { kind: string; amount: number }[];
+/** The account's events once sign-up's agent.registered and `more` others have been relayed. */
+const events = (accountId: string, more: number) => eventsOf(gw.services.store, accountId, 1 + more);
+
+describe("POST /v1/tools/{name}", () => {
+  it("charges the tool's price on success, with the balance in the headers", async () => {
+    const { key } = await fundedAccount(gw.url, 100);
+    const res = await callTool(gw.url, key, "hash", { text: "a" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-credits-charged")).toBe("1");
+    expect(res.headers.get("x-credits-remaining")).toBe("99");
+    expect(await balanceOf(gw.url, key)).toBe(99);
+    expect((await usage(key))[0]).toMatchObject({ kind: "debit", amount: -1, tool: "hash", reason: "tool call" });
+  });
+
+  it("answers an unknown tool 404, and needs a key", async () => {
+    const { key } = await fundedAccount(gw.url, 100);
+    expect((await callTool(gw.url, key, "teleport", {})).body.error.code).toBe("tool_not_found");
+    expect((await callTool(gw.url, undefined, "hash", { text: "a" })).body.error.code).toBe("missing_api_key");
+    expect((await callTool(gw.url, "tg_live_bogus", "hash", { text: "a" })).body.error.code).toBe("invalid_api_key");
+  });
+
+  it.each([
+    [{ text: 5 }, "text"],
+    [{ text: "a", algorithm: "crc32" }, "algorithm"],
+    [{ text: "a", colour: "blue" }, "colour"],
+    [[], ""],
+    [null, ""],
+  ])("refuses the invalid body %j with 422 naming the field, uncharged", async (body, param) => {
+    const { key } = await fundedAccount(gw.url, 100);
+    const res = await callTool(gw.url, key, "hash", body);
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe("validation_failed");
+    if (param) expect(res.body.error.param).toBe(param);
+    expect(await balanceOf(gw.url, key)).toBe(100);
+    expect((await usage(key)).filter((e) => e.kind === "debit")).toEqual([]);
+  });
+
+  it("refuses a call short of credits with 402, charging nothing", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 25);
+    await admin(gw.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "business" } });
+    for (let i = 0; i < 2; i++) expect((await callTool(gw.url, key, "ai-generate", { prompt: "hi" })).status).toBe(200);
+    const res = await callTool(gw.url, key, "ai-generate", { prompt: "hi" });
+    expect([res.status, res.body.error.code, res.body.error.credits_remaining]).toEqual([402, "insufficient_credits", 5]);
+    expect(await balanceOf(gw.url, key)).toBe(5);
+  });
+
+  it("refunds a provider failure once, with one tool.error", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100);
+    llm.state.status = 500;
+    try {
+      const res = await callTool(gw.url, key, "ai-generate", { prompt: "hi" });
+      expect([res.status, res.body.error.code]).toEqual([502, "tool_failed"]);
+    } finally {
+      llm.state.status = 200;
+    }
+    expect(await balanceOf(gw.url, key)).toBe(100);
+    expect((await usage(key)).slice(0, 2).map((e) => [e.kind, e.amount])).toEqual([["refund", 10], ["debit", -10]]);
+    const errors = (await events(accountId, 1)).filter((e) => e.event === "tool.error");
+    expect(errors).toHaveLength(1);
+    expect(errors[0]!.data).toMatchObject({ tool_name: "ai-generate", credits_charged: 0, error_code: "tool_failed" });
+  });
+
+  it("answers 504 when the tool is too slow, refunded with tool.error", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100);
+    llm.state.delayMs = 1500;
+    try {
+      const started = Date.now();
+      const res = await callTool(gw.url, key, "ai-summarize", { text: "long text" });
+      expect([res.status, res.body.error.code]).toEqual([504, "tool_timeout"]);
+      expect(Date.now() - started).toBeLessThan(1400);
+    } finally {
+      llm.state.delayMs = 0;
+    }
+    expect(await balanceOf(gw.url, key)).toBe(100);
+    expect((await events(accountId, 1)).filter((e) => e.event === "tool.error").map((e) => e.data.error_code)).toEqual(["tool_timeout"]);
+  });
+});
+
+describe("when the tool cannot run", () => {
+  it("lists an unconfigured provider tool as unavailable and answers 503 uncharged", async () => {
+    const bare = await startGateway();
+    try {
+      const { key } = await fundedAccount(bare.url, 100);
+      const listing = await call(`${bare.url}/v1/tools/ai-generate`);
+      expect(listing.body).toMatchObject({ available: false, unavailable_reason: "no AI provider configured" });
+      const res = await callTool(bare.url, key, "ai-generate", { prompt: "hi" });
+      expect([res.status, res.body.error.code]).toEqual([503, "tool_unavailable"]);
+      expect(await balanceOf(bare.url, key)).toBe(100);
+    } finally {
+      await bare.stop();
+    }
+  });
+
+  it("refunds with tool.error when the workers are down", async () => {
+    const down = await startGateway({ env: { WORKERS_URL: "http://127.0.0.1:1" } });
+    try {
+      const { key, accountId } = await fundedAccount(down.url, 100);
+      const res = await callTool(down.url, key, "hash", { text: "a" });
+      expect([res.status, res.body.error.code]).toEqual([503, "worker_unavailable"]);
+      expect(await balanceOf(down.url, key)).toBe(100);
+      const errors = (await eventsOf(down.services.store, accountId, 2)).filter((e) => e.event === "tool.error");
+      expect(errors.map((e) => e.data)).toMatchObject([{ tool_name: "hash", credits_charged: 0, error_code: "worker_unavailable" }]);
+    } finally {
+      await down.stop();
+    }
+  });
+});
+
+describe("Idempotency-Key", () => {
+  it("runs concurrent duplicates once, charges once, and replays the answer", async () => {
+    const { key } = await fundedAccount(gw.url, 100);
+    llm.state.delayMs = 200;
+    const before = llm.requests.length;
+    try {
+      const headers = { "idempotency-key": `order-${Date.now()}` };
+      const results = await Promise.all(Array.from({ length: 6 }, () => callTool(gw.url, key, "ai-generate", { prompt: "once" }, headers)));
+      expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+      expect(new Set(results.map((r) => JSON.stringify(r.body))).size).toBe(1);
+      expect(results.filter((r) => r.headers.get("idempotent-replayed") === "true")).toHaveLength(5);
+      const later = await callTool(gw.url, key, "ai-generate", { prompt: "once" }, headers);
+      expect([later.status, later.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
+    } finally {
+      llm.state.delayMs = 0;
+    }
+    expect(llm.requests.length - before).toBe(1);
+    expect(await balanceOf(gw.url, key)).toBe(90);
+  });
+
+  it("refuses the same key with another body (409), and keys are per account", async () => {
+    const { key } = await fundedAccount(gw.url, 100);
+    const other = await fundedAccount(gw.url, 100);
+    const headers = { "idempotency-key": "shared-key" };
+    expect((await callTool(gw.url, key, "hash", { text: "a" }, headers)).status).toBe(200);
+    const conflict = await callTool(gw.url, key, "hash", { text: "b" }, headers);
+    expect([conflict.status, conflict.body.error.code]).toEqual([409, "idempotency_conflict"]);
+    const theirs = await callTool(gw.url, other.key, "hash", { text: "b" }, headers);
+    expect([theirs.status, theirs.headers.get("idempotent-replayed")]).toEqual([200, null]);
+    expect(await balanceOf(gw.url, key)).toBe(99);
+  });
+
+  it("lets a failed call be retried with the same key", async () => {
+    const { key } = await fundedAccount(gw.url, 100);
+    const headers = { "idempotency-key": `retry-${Date.now()}` };
+    llm.state.status = 503;
+    expect((await callTool(gw.url, key, "ai-generate", { prompt: "x" }, headers)).status).toBe(502);
+    llm.state.status = 200;
+    const retry = await callTool(gw.url, key, "ai-generate", { prompt: "x" }, headers);
+    expect([retry.status, retry.headers.get("idempotent-replayed")]).toEqual([200, null]);
+    expect(await balanceOf(gw.url, key)).toBe(90);
+  });
+});
+
+describe("priority queue", () => {
+  it("serves a queued Pro call before an earlier Free call when the pool is saturated", async () => {
+    const busy = await startGateway({ workerEnv: { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "test-model" }, env: { POOL_CONCURRENCY: "1" } });
+    try {
+      const blocker = await fundedAccount(busy.url, 100, "business");
+      const free = await fundedAccount(busy.url, 100, "free");
+      const pro = await fundedAccount(busy.url, 100, "pro");
+      llm.state.delayMs = 300;
+      const first = llm.requests.length;
+      const running = callTool(busy.url, blocker.key, "ai-generate", { prompt: "blocker" });
+      await new Promise((r) => setTimeout(r, 100));
+      const freeCall = callTool(busy.url, free.key, "ai-generate", { prompt: "free" });
+      await new Promise((r) => setTimeout(r, 50));
+      const proCall = callTool(busy.url, pro.key, "ai-generate", { prompt: "pro" });
+      const results = await Promise.all([running, freeCall, proCall]);
+      expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
+      expect(llm.requests.slice(first).map((r) => r.body.messages[0].content)).toEqual(["blocker", "pro", "free"]);
+    } finally {
+      llm.state.delayMs = 0;
+      await busy.stop();
+    }
+  });
+});

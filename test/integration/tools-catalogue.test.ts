@@ -1,0 +1,75 @@
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { balanceOf, call, callTool, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { startFakeLlm, startFakeSearxng } from "../helpers/fake-providers.js";
+
+/**
+ * What GET /v1/tools publishes is what the tools accept and return: each tool's worked example
+ * succeeds and its answer validates against the published output schema (checked with Ajv,
+ * independently of the zod definitions), and inputs the schema forbids are refused.
+ */
+let gw: TestGateway;
+let llm: Awaited<ReturnType<typeof startFakeLlm>>;
+let searxng: Awaited<ReturnType<typeof startFakeSearxng>>;
+let catalogue: any[];
+let key: string;
+beforeAll(async () => {
+  llm = await startFakeLlm();
+  llm.state.reply = (req) =>
+    req.response_format ? '{"invoice_number":"2291","vendor":"Acme Corp","total":1250,"currency":"EUR"}' : "A model's answer.";
+  searxng = await startFakeSearxng([{ title: "A", url: "https://a.example/", content: "a" }]);
+  gw = await startGateway({ workerEnv: { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "m", SEARXNG_URL: searxng.url } });
+  catalogue = (await call(`${gw.url}/v1/tools`)).body.data;
+  ({ key } = await fundedAccount(gw.url, 5000));
+});
+afterAll(async () => {
+  await gw.stop();
+  await llm.stop();
+  await searxng.stop();
+});
+
+describe("GET /v1/tools", () => {
+  it("lists at least 16 tools, publicly, each priced in credits and USD", () => {
+    expect(catalogue.length).toBeGreaterThanOrEqual(16);
+    for (const tool of catalogue) {
+      expect(tool.price.credits).toBeGreaterThan(0);
+      expect(BigInt(tool.price.usdc_atomic)).toBe(BigInt(tool.price.credits) * 2000n); // $0.002 a credit
+      expect(tool.available).toBe(true);
+      expect(tool.input_schema.examples?.length).toBeGreaterThan(0);
+    }
+    expect(catalogue.find((t) => t.name === "web-search").aliases).toContain("search-web");
+  });
+
+  it("shows one tool by name or alias", async () => {
+    expect((await call(`${gw.url}/v1/tools/search-web`)).body.name).toBe("web-search");
+    expect((await call(`${gw.url}/v1/tools/nothing`)).body.error.code).toBe("tool_not_found");
+  });
+});
+
+describe("every tool", () => {
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats.default(ajv);
+
+  it("answers its published example with 200 and an output matching its published schema", async () => {
+    for (const tool of catalogue) {
+      const res = await callTool(gw.url, key, tool.name, tool.input_schema.examples[0]);
+      expect([tool.name, res.status], JSON.stringify(res.body)).toEqual([tool.name, 200]);
+      const validate = ajv.compile(tool.output_schema);
+      expect([tool.name, validate(res.body) ? "valid" : ajv.errorsText(validate.errors)]).toEqual([tool.name, "valid"]);
+      expect(ajv.validate(tool.input_schema, tool.input_schema.examples[0])).toBe(true);
+    }
+  });
+
+  it("refuses an unknown field and an empty body with 422, uncharged", async () => {
+    const before = await balanceOf(gw.url, key);
+    for (const tool of catalogue) {
+      const unknown = await callTool(gw.url, key, tool.name, { ...tool.input_schema.examples[0], not_a_field: 1 });
+      expect([tool.name, unknown.status, unknown.body.error.param]).toEqual([tool.name, 422, "not_a_field"]);
+      const empty = await callTool(gw.url, key, tool.name, {});
+      expect([tool.name, empty.status]).toEqual([tool.name, 422]);
+      expect(ajv.validate(tool.input_schema, {})).toBe(false);
+    }
+    expect(await balanceOf(gw.url, key)).toBe(before);
+  });
+});

