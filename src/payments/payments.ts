@@ -30,11 +30,18 @@ export interface AcceptedPayment {
 export class Payments {
   readonly clients: Map<string, NetworkClients>;
 
+  /**
+   * The longest a live process can take to settle (the relayer lock, four RPC calls, the
+   * receipt wait); a "settling" record older than this was left by a process that died.
+   */
+  readonly settlingDeadlineMs: number;
+
   constructor(
     private readonly services: Services,
     readonly config: NonNullable<Config["x402"]>,
   ) {
     this.clients = createChainClients(config);
+    this.settlingDeadlineMs = RELAYER_LOCK_WAIT_MS + 4 * config.rpcTimeoutMs + config.receiptTimeoutMs;
   }
 
   private networkOf(header: PaymentHeader, offer: Offer): NetworkClients {
@@ -68,6 +75,10 @@ export class Payments {
       await verifyAuthorization(clients, auth, signature, { payTo: this.config.payTo, price: priceAtomic });
     } catch (err) {
       if (err instanceof ApiError) {
+        // The same authorization, sent twice at once, may have been claimed and settled by the
+        // other request while this one was reading the chain: its record, not the chain, answers.
+        const claimed = await this.services.store.getPayment(id);
+        if (claimed) return this.answerKnown(claimed, payer, networkName);
         this.services.metrics.payments.inc({ outcome: "rejected", network: network.name });
         throw err;
       }
@@ -103,8 +114,10 @@ export class Payments {
       this.services.log.warn({ payment: id, reason: outcome.reason, tx: outcome.txHash }, "x402 settlement pending");
       throw pending();
     }
-    await this.credit({ ...record, state: "settled", txHash: outcome.txHash });
+    // The call is claimed before the record says "settled", so a duplicate that then sees
+    // "settled" cannot take the call this request paid for.
     await this.services.store.claimPaymentService(id);
+    await this.credit({ ...record, state: "settled", txHash: outcome.txHash });
     return { accountId, payer, txHash: outcome.txHash, network: networkName };
   }
 
@@ -120,9 +133,9 @@ export class Payments {
     throw new ApiError("payment_already_used", "This payment authorization has already been used.");
   }
 
-  /** Runs `fn` holding the store lock `name`, waiting up to 10 s for it. */
+  /** Runs `fn` holding the store lock `name`, waiting up to RELAYER_LOCK_WAIT_MS for it. */
   private async withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + RELAYER_LOCK_WAIT_MS;
     let token: string | null;
     while (!(token = await this.services.store.acquireLock(name, 15_000))) {
       if (Date.now() > deadline) throw new Error(RELAYER_BUSY);
@@ -160,6 +173,8 @@ export class Payments {
     await this.services.store.savePayment(record);
   }
 }
+
+const RELAYER_LOCK_WAIT_MS = 10_000;
 
 const pending = () =>
   new ApiError("payment_pending", "The payment is being settled on chain; its outcome is not known yet. Do not pay again: retry this request later with the same payment.", {

@@ -10,14 +10,17 @@ const AUTHORIZATION_USED = parseAbiItem("event AuthorizationUsed(address indexed
 
 /**
  * Finishes settlements whose outcome was unknown (a receipt that never came, an RPC that went
- * silent after the send). The chain decides: if the authorization was used, the transfer is
- * found through its AuthorizationUsed log, checked in its receipt and credited (once, as ever);
- * if it expired unused, nothing moved and the claim is released. Runs in every process; the
- * credit is idempotent, so two reconcilers finishing the same payment credit it once.
+ * silent after the send) and those whose process died while settling. The chain decides: if the
+ * authorization was used, the transfer is found through its AuthorizationUsed log, checked in
+ * its receipt and credited (once, as ever); if it expired unused, nothing moved and the claim is
+ * released. Runs in every process; the credit is idempotent, so two reconcilers finishing the
+ * same payment credit it once.
  */
 export function startReconciler(services: Services, payments: Payments, intervalMs = 1000): { stop(): Promise<void> } {
   const tick = async () => {
-    for (const record of await services.store.pendingPayments()) {
+    for (const record of await services.store.openPayments()) {
+      // A settlement still in the hands of a live process is left to it.
+      if (record.state === "settling" && Date.now() - record.createdAt < payments.settlingDeadlineMs) continue;
       try {
         await reconcile(services, payments, record);
       } catch (err) {

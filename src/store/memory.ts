@@ -372,8 +372,8 @@ export class MemoryStore implements Store {
     this.payments.delete(id);
   }
 
-  async pendingPayments() {
-    return [...this.payments.values()].filter((p) => p.state === "pending").map((p) => structuredClone(p));
+  async openPayments() {
+    return [...this.payments.values()].filter((p) => p.state !== "settled").map((p) => structuredClone(p));
   }
 
   private readonly nonces = new Map<string, number>();

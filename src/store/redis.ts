@@ -47,11 +47,13 @@ const k = {
   webhooks: (ownerId: string) => `{${ownerId}}:webhooks`,
   deliveries: (ownerId: string, webhookId: string) => `{${ownerId}}:deliveries:${webhookId}`,
   events: (id: string) => `{${id}}:events`,
-  payment: (id: string) => `payment:${id}`,
-  pendingPayments: () => "payments:pending",
+  // Payments are not an account's: they share one slot of their own, so a claim is one script.
+  payment: (id: string) => `{payments}:payment:${id}`,
+  paymentServed: (id: string) => `{payments}:served:${id}`,
+  openPayments: () => "{payments}:open",
 };
 
-const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "release-lock"] as const;
+const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "release-lock", "payment-claim"] as const;
 const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   admit: 6,
   "top-up": 4,
@@ -64,6 +66,7 @@ const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   "idempotency-begin": 1,
   "webhook-add": 1,
   "release-lock": 1,
+  "payment-claim": 2,
 };
 
 function loadScript(name: string, prelude: string): string {
@@ -472,21 +475,18 @@ export class RedisStore implements Store {
   }
 
   async claimPayment(record: PaymentRecord): Promise<PaymentRecord | null> {
-    const claimed = await this.call(() => this.redis.set(k.payment(record.id), JSON.stringify(record), "NX"));
-    if (claimed === "OK") return null;
-    const existing = await this.call(() => this.redis.get(k.payment(record.id)));
-    return existing ? (JSON.parse(existing) as PaymentRecord) : null;
+    return (await this.script<PaymentRecord | null>("payment-claim", [k.payment(record.id), k.openPayments()], [record.id, JSON.stringify(record)])) ?? null;
   }
 
   async savePayment(record: PaymentRecord): Promise<void> {
     const tx = this.redis.multi().set(k.payment(record.id), JSON.stringify(record));
-    if (record.state === "pending") tx.sadd(k.pendingPayments(), record.id);
-    else tx.srem(k.pendingPayments(), record.id);
+    if (record.state === "settled") tx.srem(k.openPayments(), record.id);
+    else tx.sadd(k.openPayments(), record.id);
     await this.call(() => tx.exec());
   }
 
   async claimPaymentService(id: string): Promise<boolean> {
-    return (await this.call(() => this.redis.set(`payment-served:${id}`, "1", "NX"))) === "OK";
+    return (await this.call(() => this.redis.set(k.paymentServed(id), "1", "NX"))) === "OK";
   }
 
   async getPayment(id: string): Promise<PaymentRecord | null> {
@@ -495,11 +495,11 @@ export class RedisStore implements Store {
   }
 
   async releasePayment(id: string): Promise<void> {
-    await this.call(() => this.redis.multi().del(k.payment(id)).srem(k.pendingPayments(), id).exec());
+    await this.call(() => this.redis.multi().del(k.payment(id)).srem(k.openPayments(), id).exec());
   }
 
-  async pendingPayments(): Promise<PaymentRecord[]> {
-    const ids = await this.call(() => this.redis.smembers(k.pendingPayments()));
+  async openPayments(): Promise<PaymentRecord[]> {
+    const ids = await this.call(() => this.redis.smembers(k.openPayments()));
     if (ids.length === 0) return [];
     const raw = await this.call(() => this.redis.mget(...ids.map(k.payment)));
     return raw.filter((r): r is string => r !== null).map((r) => JSON.parse(r) as PaymentRecord);

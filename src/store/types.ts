@@ -183,7 +183,8 @@ export interface Store {
   releasePayment(id: string): Promise<void>;
   /** Claims the one call a settled payment pays for; false when it was already served. */
   claimPaymentService(id: string): Promise<boolean>;
-  pendingPayments(): Promise<PaymentRecord[]>;
+  /** Payments not yet settled: pending ones, and those still (or, if their process died, forever) settling. */
+  openPayments(): Promise<PaymentRecord[]>;
 
   /** A single-use token (a sign-in nonce): saved with a lifetime, consumed at most once. */
   saveNonce(name: string, ttlMs: number): Promise<void>;

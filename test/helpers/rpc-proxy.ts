@@ -4,11 +4,13 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
  * A JSON-RPC proxy in front of a real node that can stop answering: `silenceAfterNextSend()`
  * forwards the next eth_sendRawTransaction to the node (so the transaction really happens),
  * withholds its answer, and from then on answers nothing — an RPC dying mid-settlement.
- * `resume()` brings it back.
+ * `resume()` brings it back; `sent` resolves once that transaction has reached the node.
  */
 export async function startRpcProxy(upstream: string) {
   let silent = false;
   let armed = false;
+  let markSent!: () => void;
+  const sent = new Promise<void>((resolve) => (markSent = resolve));
   const held: ServerResponse[] = [];
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     let body = "";
@@ -19,6 +21,7 @@ export async function startRpcProxy(upstream: string) {
     if (isSend && armed) {
       armed = false;
       silent = true;
+      markSent();
       return void held.push(res);
     }
     res.writeHead(200, { "content-type": "application/json" });
@@ -27,6 +30,7 @@ export async function startRpcProxy(upstream: string) {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    sent,
     silenceAfterNextSend() {
       armed = true;
     },

@@ -261,4 +261,37 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(hits.map((h) => h.allowed)).toEqual([true, true, true, false]);
     expect(hits.map((h) => h.remaining)).toEqual([2, 1, 0, 0]);
   });
+
+  it("claims a payment once, keeps it open until settled, and serves its call once", async () => {
+    const id = `84532:0xtoken:0xpayer:${newRequestId()}`;
+    const record = {
+      id,
+      network: "base-sepolia",
+      payer: "0xpayer",
+      value: "2000",
+      state: "settling" as const,
+      accountId: newAccountId(),
+      txHash: null,
+      createdAt: Date.now(),
+      authorization: { nonce: "0x01" },
+      signature: "0x",
+      grant: { credits: 1, type: "one_time" as const, plan: null, planChange: null, description: "one call" },
+    };
+    const openIds = async () => (await store.openPayments()).map((p) => p.id).filter((p) => p === id);
+    expect(await store.claimPayment(record)).toBeNull();
+    expect(await store.claimPayment({ ...record, accountId: "someone else" })).toEqual(record);
+    expect(await openIds()).toEqual([id]); // a process dying now leaves it for a reconciler
+    await store.savePayment({ ...record, state: "pending", txHash: "0xabc" });
+    expect(await store.getPayment(id)).toMatchObject({ state: "pending", txHash: "0xabc" });
+    expect(await openIds()).toEqual([id]);
+    await store.savePayment({ ...record, state: "settled", txHash: "0xabc" });
+    expect(await openIds()).toEqual([]);
+    expect([await store.claimPaymentService(id), await store.claimPaymentService(id)]).toEqual([true, false]);
+
+    const failed = { ...record, id: `${id}:failed` };
+    expect(await store.claimPayment(failed)).toBeNull();
+    await store.releasePayment(failed.id);
+    expect(await store.getPayment(failed.id)).toBeNull();
+    expect(await store.claimPayment(failed)).toBeNull(); // released: it may be tried again
+  });
 });
