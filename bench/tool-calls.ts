@@ -5,6 +5,7 @@
  * excluded). Loopback only; bounded by BENCH_CALLS.
  *
  *   npm run bench            (Redis at 127.0.0.1:6379; BENCH_CALLS=20000 BENCH_CONCURRENCY=32)
+ *   BENCH_PROFILE=/tmp/prof  also writes a CPU profile of the gateway (.cpuprofile) there
  */
 import { Agent, request } from "node:http";
 import { Redis } from "ioredis";
@@ -16,7 +17,10 @@ const CALLS = Number(process.env.BENCH_CALLS ?? 20_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 /** Unloaded latency is measured one call at a time, on fewer calls. */
 const LATENCY_CALLS = Math.max(500, Math.floor(CALLS / 10));
-const BODY = JSON.stringify({ text: "benchmark payload", algorithm: "sha256" });
+const QR_CALLS = Math.max(1000, Math.floor(CALLS / 4));
+const HASH = JSON.stringify({ text: "benchmark payload", algorithm: "sha256" });
+/** A tool that does some work of its own (a 256-pixel PNG), as real tools do: who keeps up with it? */
+const QR = JSON.stringify({ text: "https://toolgate.example/v1/tools/qr-code?bench=1", format: "png", size: 256 });
 
 interface Run {
   rps: number;
@@ -25,7 +29,7 @@ interface Run {
 }
 
 /** Sends `count` POSTs over `CONCURRENCY` keep-alive connections; `headers(i)` varies per call. */
-async function drive(url: string, count: number, headers: (i: number) => Record<string, string>, concurrency = CONCURRENCY): Promise<Run> {
+async function drive(url: string, body: string, count: number, headers: (i: number) => Record<string, string>, concurrency = CONCURRENCY): Promise<Run> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const target = new URL(url);
   const latencies: number[] = [];
@@ -35,7 +39,7 @@ async function drive(url: string, count: number, headers: (i: number) => Record<
     new Promise<void>((resolve) => {
       const started = process.hrtime.bigint();
       const req = request(
-        { agent, host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(BODY), ...headers(i) } },
+        { agent, host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers(i) } },
         (res) => {
           res.resume();
           res.on("end", () => {
@@ -49,7 +53,7 @@ async function drive(url: string, count: number, headers: (i: number) => Record<
         errors++;
         resolve();
       });
-      req.end(BODY);
+      req.end(body);
     });
   const started = process.hrtime.bigint();
   await Promise.all(
@@ -67,21 +71,26 @@ async function main() {
   const prefix = uniquePrefix("bench");
   const workers = await spawnService("src/workers/main.ts", "workers listening", { PORT: "0", LOG_LEVEL: "info" });
   workers.child.stdout!.resume();
-  const gateway = await spawnGateway(prefix, { WORKERS_URL: workers.url, LOG_LEVEL: "info" });
+  const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const gateway = await spawnGateway(prefix, { WORKERS_URL: workers.url, LOG_LEVEL: "info" }, profile);
   gateway.child.stdout!.resume(); // request logs stay on, as in production; drained, not printed
   try {
     // Business accounts allow 1,000 calls a minute each: spread the calls over enough of them.
-    const accounts = await Promise.all(Array.from({ length: Math.ceil((CALLS + LATENCY_CALLS + 1500) / 900) }, () => fundedAccount(gateway.url, CALLS + 100, "business")));
+    const accounts = await Promise.all(Array.from({ length: Math.ceil((CALLS + LATENCY_CALLS + QR_CALLS + 1700) / 900) }, () => fundedAccount(gateway.url, CALLS + 100, "business")));
     const keyFor = (i: number) => ({ "x-api-key": accounts[i % accounts.length]!.key });
 
     // Warm both paths (JIT, connections, script cache).
-    await drive(`${workers.url}/tools/hash`, 500, () => ({}));
-    await drive(`${gateway.url}/v1/tools/hash`, 500, keyFor);
+    await drive(`${workers.url}/tools/hash`, HASH, 500, () => ({}));
+    await drive(`${gateway.url}/v1/tools/hash`, HASH, 500, keyFor);
+    await drive(`${workers.url}/tools/qr-code`, QR, 100, () => ({}));
+    await drive(`${gateway.url}/v1/tools/qr-code`, QR, 100, keyFor);
 
-    const direct = await drive(`${workers.url}/tools/hash`, CALLS, () => ({}));
-    const through = await drive(`${gateway.url}/v1/tools/hash`, CALLS, keyFor);
-    const directAlone = await drive(`${workers.url}/tools/hash`, LATENCY_CALLS, () => ({}), 1);
-    const throughAlone = await drive(`${gateway.url}/v1/tools/hash`, LATENCY_CALLS, keyFor, 1);
+    const direct = await drive(`${workers.url}/tools/hash`, HASH, CALLS, () => ({}));
+    const through = await drive(`${gateway.url}/v1/tools/hash`, HASH, CALLS, keyFor);
+    const directAlone = await drive(`${workers.url}/tools/hash`, HASH, LATENCY_CALLS, () => ({}), 1);
+    const throughAlone = await drive(`${gateway.url}/v1/tools/hash`, HASH, LATENCY_CALLS, keyFor, 1);
+    const qrDirect = await drive(`${workers.url}/tools/qr-code`, QR, QR_CALLS, () => ({}));
+    const qrThrough = await drive(`${gateway.url}/v1/tools/qr-code`, QR, QR_CALLS, keyFor);
 
     // Round trips: every command the gateway sends for a sample of calls, as Redis sees them,
     // less what it sends anyway in a quiet window of the same length (the webhook relay's polling).
@@ -94,7 +103,7 @@ async function main() {
     const sample = 200;
     await new Promise((r) => setTimeout(r, 100));
     const sampleStarted = performance.now();
-    await drive(`${gateway.url}/v1/tools/hash`, sample, keyFor);
+    await drive(`${gateway.url}/v1/tools/hash`, HASH, sample, keyFor);
     const sampleMs = performance.now() - sampleStarted;
     await new Promise((r) => setTimeout(r, 200));
     const during = commands;
@@ -109,7 +118,8 @@ async function main() {
     const row = (name: string, r: Run) =>
       `${name.padEnd(18)} ${r.rps.toFixed(0).padStart(8)} ${percentile(r.latencies, 50).toFixed(2).padStart(9)} ${percentile(r.latencies, 99).toFixed(2).padStart(9)} ${String(r.errors).padStart(7)}`;
     const header = `${"".padEnd(18)} ${"req/s".padStart(8)} ${"p50 ms".padStart(9)} ${"p99 ms".padStart(9)} ${"errors".padStart(7)}`;
-    const added = (a: Run, b: Run) => `p50 +${(percentile(a.latencies, 50) - percentile(b.latencies, 50)).toFixed(2)} ms, p99 +${(percentile(a.latencies, 99) - percentile(b.latencies, 99)).toFixed(2)} ms`;
+    const signed = (ms: number) => `${ms >= 0 ? "+" : ""}${ms.toFixed(2)} ms`;
+    const added = (a: Run, b: Run) => `p50 ${signed(percentile(a.latencies, 50) - percentile(b.latencies, 50))}, p99 ${signed(percentile(a.latencies, 99) - percentile(b.latencies, 99))}`;
     console.log(`\nToolgate bench — tool "hash" (the cheapest tool: the gateway's own cost shows), Redis store, loopback, ${accounts.length} accounts`);
     console.log(`\nThroughput: ${CALLS} calls, ${CONCURRENCY} at a time\n${header}`);
     console.log(row("worker direct", direct));
@@ -119,8 +129,12 @@ async function main() {
     console.log(row("worker direct", directAlone));
     console.log(row("through gateway", throughAlone));
     console.log(`latency the gateway adds: ${added(throughAlone, directAlone)}`);
+    console.log(`\nA tool with work of its own: qr-code (256 px PNG), ${QR_CALLS} calls, ${CONCURRENCY} at a time\n${header}`);
+    console.log(row("worker direct", qrDirect));
+    console.log(row("through gateway", qrThrough));
+    console.log(`throughput ratio (gateway / direct): ${(qrThrough.rps / qrDirect.rps).toFixed(2)}; latency under this load: ${added(qrThrough, qrDirect)}`);
     console.log(`Redis round trips per successful keyed call: ${perCall.toFixed(2)} (${kinds || "none"}); background polling in the same time: ${background.length} (${[...new Set(background)].join(", ") || "none"})`);
-    if ([direct, through, directAlone, throughAlone].some((r) => r.errors)) process.exitCode = 1;
+    if ([direct, through, directAlone, throughAlone, qrDirect, qrThrough].some((r) => r.errors)) process.exitCode = 1;
   } finally {
     await gateway.stop();
     await workers.stop();

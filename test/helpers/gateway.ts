@@ -66,8 +66,8 @@ export interface GatewayProcess {
 }
 
 /** Starts `entry` under node + tsx and waits for its JSON log line `{"msg": readyMessage, "port"}`. */
-export async function spawnService(entry: string, readyMessage: string, env: Record<string, string>): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", entry], {
+export async function spawnService(entry: string, readyMessage: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", entry], {
     cwd: new URL("../..", import.meta.url).pathname,
     // The test CA (NODE_EXTRA_CA_CERTS) is passed on, as it would be in any deployment that uses one.
     env: { PATH: process.env.PATH, ...(process.env.NODE_EXTRA_CA_CERTS ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS } : {}), ...env },
@@ -101,18 +101,23 @@ export async function spawnService(entry: string, readyMessage: string, env: Rec
 }
 
 /** A real gateway process (`src/main.ts`) on a free port, sharing Redis through `prefix`. */
-export function spawnGateway(prefix: string, env: Record<string, string> = {}): Promise<GatewayProcess> {
-  return spawnService("src/main.ts", "listening", {
-    NODE_ENV: "test",
-    PORT: "0",
-    HOST: "127.0.0.1",
-    REDIS_URL,
-    REDIS_KEY_PREFIX: prefix,
-    ADMIN_API_KEY: ADMIN_KEY,
-    SECRET_KEY: "s".repeat(32),
-    LOG_LEVEL: "info",
-    ...env,
-  });
+export function spawnGateway(prefix: string, env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<GatewayProcess> {
+  return spawnService(
+    "src/main.ts",
+    "listening",
+    {
+      NODE_ENV: "test",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      REDIS_URL,
+      REDIS_KEY_PREFIX: prefix,
+      ADMIN_API_KEY: ADMIN_KEY,
+      SECRET_KEY: "s".repeat(32),
+      LOG_LEVEL: "info",
+      ...env,
+    },
+    nodeArgs,
+  );
 }
 
 export interface Json {
