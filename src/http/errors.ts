@@ -31,6 +31,7 @@ export const ERRORS = {
   body_too_large: { status: 413, type: "invalid_request_error" },
   rate_limited: { status: 429, type: "rate_limit_error" },
   internal_error: { status: 500, type: "api_error" },
+  payments_not_enabled: { status: 501, type: "api_error" },
   store_unavailable: { status: 503, type: "api_error" },
   tool_failed: { status: 502, type: "tool_error" },
   tool_timeout: { status: 504, type: "tool_error" },

@@ -20,7 +20,7 @@ const purchaseResult = z.object({
 });
 
 function requirePayments(services: Services) {
-  if (!services.payments) throw new ApiError("feature_not_in_tier", "x402 payments are not enabled on this gateway.");
+  if (!services.payments) throw new ApiError("payments_not_enabled", "x402 payments are not enabled on this gateway (no X402_NETWORKS configured); credits can be granted by its operator.");
 }
 
 export const purchaseCredits = defineRoute({

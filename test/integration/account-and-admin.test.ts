@@ -91,6 +91,17 @@ describe("admin API", () => {
   });
 });
 
+describe("buying on a gateway without x402", () => {
+  it("answers 501 payments_not_enabled and changes nothing", async () => {
+    const { key } = await signUp(gw.url);
+    const pack = await call(`${gw.url}/api/v1/credits/purchase`, { key, body: { pack: "1k" } });
+    expect([pack.status, pack.body.error.code]).toEqual([501, "payments_not_enabled"]);
+    const plan = await call(`${gw.url}/api/v1/plans/purchase`, { key, body: { plan: "starter" } });
+    expect([plan.status, plan.body.error.code]).toEqual([501, "payments_not_enabled"]);
+    expect((await call(`${gw.url}/api/v1/account`, { key })).body).toMatchObject({ tier: "free", credits: 25 });
+  });
+});
+
 describe("health and unknown routes", () => {
   it("answers /healthz and /readyz, and an unknown route with 404 in the one shape", async () => {
     expect((await call(`${gw.url}/healthz`)).body).toEqual({ status: "ok" });
