@@ -14,6 +14,7 @@ import {
   type NewAccount,
   type Page,
   type IdempotencyState,
+  type IdempotencyClaim,
   type Store,
   type StoredResponse,
   type TierLimits,
@@ -44,7 +45,7 @@ export class MemoryStore implements Store {
   private readonly accounts = new Map<string, MemAccount>();
   private readonly emails = new Map<string, string>();
   private readonly buckets = new Map<string, { at: number; member: string }[]>();
-  private readonly idempotency = new Map<string, { fingerprint: string; expiresAt: number; response: StoredResponse | null }>();
+  private readonly idempotency = new Map<string, { fingerprint: string; requestId: string; leaseUntil: number; expiresAt: number; response: StoredResponse | null }>();
   private readonly webhooks = new Map<string, Map<string, WebhookRecord>>();
   private readonly eventLogs = new Map<string, EventRecord[]>();
   private readonly payments = new Map<string, PaymentRecord>();
@@ -285,15 +286,19 @@ export class MemoryStore implements Store {
     return [...this.accounts.values()].filter((a) => a.outbox.length > 0).map((a) => a.id);
   }
 
-  async beginIdempotent(accountId: string, key: string, fingerprint: string, leaseMs: number): Promise<IdempotencyState> {
+  async beginIdempotent(accountId: string, key: string, claim: IdempotencyClaim): Promise<IdempotencyState> {
     const id = `${accountId}\0${key}`;
     const record = this.idempotency.get(id);
-    if (!record || record.expiresAt <= this.now()) {
-      this.idempotency.set(id, { fingerprint, expiresAt: this.now() + leaseMs, response: null });
-      return { state: "started" };
+    const now = this.now();
+    if (!record || record.expiresAt <= now) {
+      this.idempotency.set(id, { fingerprint: claim.fingerprint, requestId: claim.requestId, leaseUntil: now + claim.leaseMs, expiresAt: now + claim.ttlSeconds * 1000, response: null });
+      return { state: "started", requestId: claim.requestId };
     }
-    if (record.fingerprint !== fingerprint) return { state: "conflict" };
-    return record.response ? { state: "completed", response: record.response } : { state: "in_progress" };
+    if (record.fingerprint !== claim.fingerprint) return { state: "conflict" };
+    if (record.response) return { state: "completed", response: record.response };
+    if (now < record.leaseUntil) return { state: "in_progress" };
+    record.leaseUntil = now + claim.leaseMs;
+    return { state: "started", requestId: record.requestId };
   }
 
   async completeIdempotent(accountId: string, key: string, response: StoredResponse, ttlSeconds: number) {

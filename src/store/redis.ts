@@ -19,6 +19,7 @@ import {
   type Page,
   type RateState,
   type IdempotencyState,
+  type IdempotencyClaim,
   type Store,
   type StoredResponse,
   type TierLimits,
@@ -338,8 +339,8 @@ export class RedisStore implements Store {
     return result;
   }
 
-  async beginIdempotent(accountId: string, key: string, fingerprint: string, leaseMs: number): Promise<IdempotencyState> {
-    return this.script<IdempotencyState>("idempotency-begin", [k.idempotency(accountId, key)], [fingerprint, leaseMs]);
+  async beginIdempotent(accountId: string, key: string, claim: IdempotencyClaim): Promise<IdempotencyState> {
+    return this.script<IdempotencyState>("idempotency-begin", [k.idempotency(accountId, key)], [claim.fingerprint, claim.leaseMs, claim.requestId, claim.ttlSeconds * 1000]);
   }
 
   async completeIdempotent(accountId: string, key: string, response: StoredResponse, ttlSeconds: number): Promise<void> {

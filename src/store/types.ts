@@ -156,7 +156,12 @@ export interface Store {
    * Idempotency-Key records (per account): the first caller claims the key for one execution;
    * later callers with the same fingerprint see it in progress or get the stored response.
    */
-  beginIdempotent(accountId: string, key: string, fingerprint: string, leaseMs: number): Promise<IdempotencyState>;
+  /**
+   * Claims an Idempotency-Key for one execution (for `leaseMs`; the record lives `ttlSeconds`).
+   * A claim whose lease ran out unanswered (its process died) is handed to the next caller with
+   * the request id it was charged under, so the retry is not charged again.
+   */
+  beginIdempotent(accountId: string, key: string, claim: IdempotencyClaim): Promise<IdempotencyState>;
   completeIdempotent(accountId: string, key: string, response: StoredResponse, ttlSeconds: number): Promise<void>;
   /** Forgets an execution that failed without a result worth replaying, so a retry runs again. */
   abandonIdempotent(accountId: string, key: string): Promise<void>;
@@ -268,8 +273,16 @@ export interface StoredResponse {
   headers: Record<string, string>;
 }
 
+export interface IdempotencyClaim {
+  /** Tool and body: the same key with another request is a conflict. */
+  fingerprint: string;
+  requestId: string;
+  leaseMs: number;
+  ttlSeconds: number;
+}
+
 export type IdempotencyState =
-  | { state: "started" }
+  | { state: "started"; requestId: string }
   | { state: "in_progress" }
   | { state: "conflict" }
   | { state: "completed"; response: StoredResponse };

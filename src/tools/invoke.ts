@@ -50,8 +50,10 @@ export async function invokeTool(services: Services, call: ToolCall, forward: Fo
   const leaseMs = timeoutOf(services, tool) + services.config.poolQueueTimeoutMs + 5_000;
   const deadline = Date.now() + leaseMs;
   for (;;) {
-    const claim = await services.store.beginIdempotent(key.accountId, idempotencyKey, fingerprint, leaseMs);
-    if (claim.state === "started") return execute(services, call, input, forward, idempotencyKey);
+    const claim = await services.store.beginIdempotent(key.accountId, idempotencyKey, { fingerprint, requestId, leaseMs, ttlSeconds: services.config.idempotencyTtlSeconds });
+    // Executed under the claim's request id: the debit is idempotent per request id, so a retry
+    // that takes over the claim of a process that died mid-call is not charged a second time.
+    if (claim.state === "started") return execute(services, { ...call, requestId: claim.requestId }, input, forward, idempotencyKey);
     if (claim.state === "completed") {
       await authenticate(services, key, requestId);
       return { ...claim.response, replayed: true };

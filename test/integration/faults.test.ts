@@ -169,3 +169,48 @@ describe("a gateway process is killed under load", () => {
     expect(await b.stop("SIGTERM")).toBe(0);
   }, 30_000);
 });
+
+describe("a call cut off by a gateway crash, retried with its Idempotency-Key", () => {
+  const prefix = uniquePrefix("idemcrash");
+  let llm: Awaited<ReturnType<typeof startFakeLlm>>;
+  let a: GatewayProcess;
+  let b: GatewayProcess;
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    // A short tool timeout keeps the claim's lease (timeout + queue wait + 5 s) short for the test.
+    const env = { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "m", TOOL_TIMEOUTS: "ai-generate=2000", POOL_QUEUE_TIMEOUT_MS: "500" };
+    [a, b] = await Promise.all([spawnGateway(prefix, env), spawnGateway(prefix, env)]);
+  });
+  afterAll(async () => {
+    await Promise.all([a?.stop("SIGKILL"), b?.stop()]);
+    await llm?.stop();
+    await dropPrefix(prefix);
+  });
+
+  it("is answered on another process and charged once", async () => {
+    const { key, accountId } = await fundedAccount(a.url, 100, "pro");
+    const headers = { "idempotency-key": "crash-retry-1" };
+    llm.state.delayMs = 1500;
+    const cutOff = callTool(a.url, key, "ai-generate", { prompt: "hello" }, headers).catch((err: Error) => err);
+    await new Promise((r) => setTimeout(r, 500));
+    await a.stop("SIGKILL");
+    expect(await cutOff).toBeInstanceOf(Error);
+    const charged = (await call(`${b.url}/api/v1/account`, { key })).body.credits;
+    expect(charged).toBeLessThan(100); // charged, and the caller saw nothing
+
+    llm.state.delayMs = 0;
+    const retry = await callTool(b.url, key, "ai-generate", { prompt: "hello" }, headers);
+    expect(retry.status).toBe(200);
+    expect(retry.body.text).toBe("echo: hello");
+    const replay = await callTool(b.url, key, "ai-generate", { prompt: "hello" }, headers);
+    expect([replay.status, replay.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
+    expect((await call(`${b.url}/api/v1/account`, { key })).body.credits).toBe(charged);
+
+    const store = new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+    try {
+      await expectBooksAddUp(store, accountId, 1);
+    } finally {
+      await store.close();
+    }
+  }, 30_000);
+});

@@ -210,22 +210,25 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
 
   it("claims an idempotency key once, replays its response, and refuses another fingerprint", async () => {
     const a = await account();
-    const states = await Promise.all(Array.from({ length: 10 }, () => store.beginIdempotent(a.id, "idem-1", "fp-a", 5000)));
+    const claim = (fingerprint: string, requestId = newRequestId(), leaseMs = 5000) => ({ fingerprint, requestId, leaseMs, ttlSeconds: 60 });
+    const states = await Promise.all(Array.from({ length: 10 }, (_, i) => store.beginIdempotent(a.id, "idem-1", claim("fp-a", `req_${i}`))));
     expect(states.filter((s) => s.state === "started")).toHaveLength(1);
     expect(states.filter((s) => s.state === "in_progress")).toHaveLength(9);
-    expect(await store.beginIdempotent(a.id, "idem-1", "fp-b", 5000)).toEqual({ state: "conflict" });
+    expect(await store.beginIdempotent(a.id, "idem-1", claim("fp-b"))).toEqual({ state: "conflict" });
     const response = { status: 200, body: '{"ok":true}', headers: { "x-credits-charged": "1" } };
     await store.completeIdempotent(a.id, "idem-1", response, 60);
-    expect(await store.beginIdempotent(a.id, "idem-1", "fp-a", 5000)).toEqual({ state: "completed", response });
+    expect(await store.beginIdempotent(a.id, "idem-1", claim("fp-a"))).toEqual({ state: "completed", response });
     // Keys are per account, and an abandoned claim can be made again.
     const b = await account();
-    expect(await store.beginIdempotent(b.id, "idem-1", "fp-a", 5000)).toEqual({ state: "started" });
+    expect(await store.beginIdempotent(b.id, "idem-1", claim("fp-a", "req_first"))).toEqual({ state: "started", requestId: "req_first" });
     await store.abandonIdempotent(b.id, "idem-1");
-    expect(await store.beginIdempotent(b.id, "idem-1", "fp-z", 5000)).toEqual({ state: "started" });
-    // A claim whose holder died expires with its lease.
-    expect(await store.beginIdempotent(b.id, "idem-2", "fp", 100)).toEqual({ state: "started" });
+    expect(await store.beginIdempotent(b.id, "idem-1", claim("fp-z", "req_again"))).toEqual({ state: "started", requestId: "req_again" });
+    // A claim whose holder died is handed over when its lease ends, with the request id it was charged under.
+    expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_died", 100))).toEqual({ state: "started", requestId: "req_died" });
+    expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_retry", 100))).toEqual({ state: "in_progress" });
     await new Promise((r) => setTimeout(r, 150));
-    expect(await store.beginIdempotent(b.id, "idem-2", "fp", 100)).toEqual({ state: "started" });
+    expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_retry", 100))).toEqual({ state: "started", requestId: "req_died" });
+    expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_other", 100))).toEqual({ state: "in_progress" });
   });
 
   it("logs each event once, however often it is logged, newest first", async () => {
