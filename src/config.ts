@@ -17,8 +17,10 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Unset: in-memory state (development only). */
   REDIS_URL: z.string().optional(),
-  /** Namespace for every Redis key, so several deployments (or test runs) can share one Redis. */
-  REDIS_KEY_PREFIX: z.string().default("tg:"),
+  /** `1`: REDIS_URL is one node of a Redis Cluster. */
+  REDIS_CLUSTER: z.enum(["0", "1"]).default("0"),
+  /** Namespace for every Redis key, so several deployments (or test runs) can share one Redis. No braces: they would break the keys' hash tags. */
+  REDIS_KEY_PREFIX: z.string().regex(/^[^{}]*$/, "REDIS_KEY_PREFIX must not contain { or }").default("tg:"),
   ADMIN_API_KEY: z.string().min(24, "ADMIN_API_KEY must be at least 24 characters").optional(),
   /** Signs e-mail verification links. */
   SECRET_KEY: z.string().min(32, "SECRET_KEY must be at least 32 characters").optional(),
@@ -87,6 +89,7 @@ export interface Config {
   logLevel: string;
   redisUrl: string | undefined;
   redisKeyPrefix: string;
+  redisCluster: boolean;
   adminApiKey: string | undefined;
   secretKey: string;
   smtpUrl: string | undefined;
@@ -142,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
+    redisCluster: e.REDIS_CLUSTER === "1",
     adminApiKey: e.ADMIN_API_KEY,
     // A random per-process secret is fine in development: links simply expire with the process.
     secretKey: e.SECRET_KEY ?? randomBytes(32).toString("hex"),

@@ -11,7 +11,7 @@ export function tierLimits(): TierLimits {
 }
 
 /** `REDIS_URL` set: the shared Redis store; otherwise the in-memory one (development). */
-export function createStore(config: Pick<Config, "redisUrl" | "redisKeyPrefix">): Store {
-  if (config.redisUrl) return new RedisStore({ url: config.redisUrl, keyPrefix: config.redisKeyPrefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+export function createStore(config: Pick<Config, "redisUrl" | "redisKeyPrefix" | "redisCluster">): Store {
+  if (config.redisUrl) return new RedisStore({ url: config.redisUrl, keyPrefix: config.redisKeyPrefix, cluster: config.redisCluster, tiers: tierLimits(), periodMs: PERIOD_MS });
   return new MemoryStore(tierLimits(), PERIOD_MS);
 }

@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { Redis, type RedisOptions } from "ioredis";
+import { Cluster, type RedisOptions } from "ioredis";
 import type { TierName } from "../accounts/tiers.js";
 import { DEPLETED_MESSAGE, parseEventRecord, type EventRecord } from "../events/types.js";
 import { StoreUnavailableError } from "../http/errors.js";
+import { connectRedis, type RedisConnection } from "./redis-connection.js";
 import { newEventId } from "../lib/ids.js";
 import {
   OPERATION_TTL_SECONDS,
@@ -119,10 +120,12 @@ export interface RedisStoreOptions {
   periodMs: number;
   /** How long a command may wait for a connection before failing with 503, instead of hanging. */
   commandTimeoutMs?: number;
+  /** `url` is a node of a Redis Cluster. */
+  cluster?: boolean;
 }
 
 export class RedisStore implements Store {
-  readonly redis: Redis;
+  readonly redis: RedisConnection;
   private readonly run: Record<(typeof SCRIPTS)[number], ScriptRunner>;
   private readonly tiersJson: string;
   private everReady = false;
@@ -137,7 +140,7 @@ export class RedisStore implements Store {
       retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
       lazyConnect: false,
     };
-    this.redis = new Redis(options.url, redisOptions);
+    this.redis = connectRedis(options.url, options.cluster ?? false, redisOptions);
     this.redis.on("error", () => {
       /* surfaced per command as StoreUnavailableError; ioredis reconnects by itself */
     });
@@ -176,6 +179,9 @@ export class RedisStore implements Store {
     if (!this.everReady) {
       if (this.redis.status !== "ready") await this.waitForFirstConnection();
       this.everReady = true;
+    } else if (this.redis.status !== "ready") {
+      // Disconnected after having been connected: fail at once (a cluster client would queue).
+      throw new StoreUnavailableError(`Redis is ${this.redis.status}`);
     }
     try {
       return await fn();
@@ -222,10 +228,9 @@ export class RedisStore implements Store {
       start = rank === null ? 0 : rank + 1;
     }
     const ids = await this.call(() => this.redis.zrange(k.accounts(), String(start), String(start + page.limit)));
-    const pipeline = this.redis.pipeline();
-    for (const id of ids.slice(0, page.limit)) pipeline.hgetall(k.account(id));
-    const results = (await this.call(() => pipeline.exec())) ?? [];
-    const items = results.map(([, h]) => accountFromHash(h as Record<string, string>)).filter((a): a is AccountRecord => a !== null);
+    // One command per account (each in its own slot), all in flight at once.
+    const hashes = await this.call(() => Promise.all(ids.slice(0, page.limit).map((id) => this.redis.hgetall(k.account(id)))));
+    const items = hashes.map(accountFromHash).filter((a): a is AccountRecord => a !== null);
     return { items, nextCursor: ids.length > page.limit ? (ids[page.limit - 1] ?? null) : null };
   }
 
@@ -422,20 +427,24 @@ export class RedisStore implements Store {
 
   async rebuildOutboxIndex(): Promise<number> {
     const prefix = this.options.keyPrefix;
-    let cursor = "0";
+    // SCAN walks one server: on a cluster, every master holds its share of the accounts.
+    const servers = this.redis instanceof Cluster ? this.redis.nodes("master") : [this.redis];
     let found = 0;
-    do {
-      // SCAN patterns are not prefixed by ioredis: match the full key.
-      const [next, keys] = await this.call(() => this.redis.scan(cursor, "MATCH", `${prefix}{acct_*}:outbox`, "COUNT", 1000));
-      cursor = next;
-      for (const key of keys) {
-        const accountId = key.slice(prefix.length + 1, key.indexOf("}"));
-        if ((await this.call(() => this.redis.xlen(k.outbox(accountId)))) > 0) {
-          await this.call(() => this.redis.sadd(k.outboxAccounts(), accountId));
-          found++;
+    for (const server of servers) {
+      let cursor = "0";
+      do {
+        // SCAN patterns are not prefixed by ioredis: match the full key.
+        const [next, keys] = await this.call(() => server.scan(cursor, "MATCH", `${prefix}{acct_*}:outbox`, "COUNT", 1000));
+        cursor = next;
+        for (const key of keys) {
+          const accountId = key.slice(prefix.length + 1, key.indexOf("}"));
+          if ((await this.call(() => this.redis.xlen(k.outbox(accountId)))) > 0) {
+            await this.call(() => this.redis.sadd(k.outboxAccounts(), accountId));
+            found++;
+          }
         }
-      }
-    } while (cursor !== "0");
+      } while (cursor !== "0");
+    }
     return found;
   }
 

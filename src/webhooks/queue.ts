@@ -1,6 +1,7 @@
 import type { Agent } from "node:https";
 import { Queue, UnrecoverableError, Worker } from "bullmq";
 import type { Services } from "../services.js";
+import { connectRedis } from "../store/redis-connection.js";
 import { processDelivery } from "./process-delivery.js";
 import { MAX_ATTEMPTS, retryDelayMs, type DeliveryJob } from "./types.js";
 
@@ -18,9 +19,12 @@ export interface DeliveryQueue {
 const QUEUE_NAME = "webhook-deliveries";
 
 export function createBullQueue(services: Services, agent: Agent, redisUrl: string): DeliveryQueue {
-  // BullMQ keeps its own key namespace (it does not support ioredis' keyPrefix).
-  const prefix = `${services.config.redisKeyPrefix}bull`;
-  const connection = { url: redisUrl, maxRetriesPerRequest: null, enableOfflineQueue: true };
+  // BullMQ keeps its own key namespace (it does not support ioredis' keyPrefix). The braces put
+  // all of a queue's keys in one cluster slot, as BullMQ's scripts need on a Redis Cluster.
+  const prefix = `{${services.config.redisKeyPrefix}bull}`;
+  const options = { maxRetriesPerRequest: null, enableOfflineQueue: true };
+  const shared = services.config.redisCluster ? connectRedis(redisUrl, true, options) : null;
+  const connection = shared ?? { url: redisUrl, ...options };
   const queue = new Queue<DeliveryJob>(QUEUE_NAME, {
     connection,
     prefix,
@@ -64,6 +68,7 @@ export function createBullQueue(services: Services, agent: Agent, redisUrl: stri
       const bounded = (p: Promise<unknown>) => Promise.race([p, new Promise((r) => setTimeout(r, 3000).unref())]);
       await bounded(worker.close());
       await bounded(queue.close());
+      shared?.disconnect();
     },
   };
 }

@@ -4,23 +4,15 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Redis } from "ioredis";
 
 /** A Redis of the test's own (AOF, fsync always), that the test can kill and bring back on the same port with its data. */
 export async function startPrivateRedis() {
   const dir = mkdtempSync(join(tmpdir(), "toolgate-redis-"));
-  const port = await new Promise<number>((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
+  const port = await freePort();
   let child: ChildProcess;
   const start = async () => {
-    child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--appendonly", "yes", "--appendfsync", "always", "--save", ""], { stdio: ["ignore", "pipe", "inherit"] });
-    await new Promise<void>((resolve, reject) => {
-      child.stdout!.on("data", (d: Buffer) => d.toString().includes("Ready to accept connections") && resolve());
-      child.once("exit", (code) => reject(new Error(`redis-server exited ${code}`)));
-    });
+    child = await spawnRedis(["--port", String(port), "--dir", dir, "--appendonly", "yes", "--appendfsync", "always"]);
   };
   await start();
   return {
@@ -40,4 +32,63 @@ export async function startPrivateRedis() {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A real Redis Cluster of three masters on free ports, its 16,384 slots split between them
+ * (formed with CLUSTER ADDSLOTSRANGE and MEET, so no redis-cli is needed). `url` is one node.
+ */
+export async function startRedisCluster() {
+  const dir = mkdtempSync(join(tmpdir(), "toolgate-cluster-"));
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const children = await Promise.all(
+    ports.map((port) => spawnRedis(["--port", String(port), "--dir", dir, "--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`, "--appendonly", "no"])),
+  );
+  const nodes = ports.map((port) => new Redis({ port, host: "127.0.0.1" }));
+  try {
+    const share = Math.ceil(16384 / nodes.length);
+    await Promise.all(nodes.map((node, i) => node.call("CLUSTER", "ADDSLOTSRANGE", String(i * share), String(Math.min(16383, (i + 1) * share - 1)))));
+    for (const port of ports.slice(1)) await nodes[0]!.call("CLUSTER", "MEET", "127.0.0.1", String(port));
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const infos = await Promise.all(nodes.map((node) => node.call("CLUSTER", "INFO") as Promise<string>));
+      if (infos.every((info) => info.includes("cluster_state:ok") && info.includes(`cluster_known_nodes:${nodes.length}`))) break;
+      if (Date.now() > deadline) throw new Error(`the cluster did not form: ${infos.join(" | ")}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    for (const node of nodes) node.disconnect();
+  }
+  return {
+    url: `redis://127.0.0.1:${ports[0]}`,
+    async stop() {
+      await Promise.all(
+        children.map(async (child) => {
+          const exited = once(child, "exit");
+          child.kill("SIGKILL");
+          await exited;
+        }),
+      );
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function freePort(): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts redis-server on loopback (no RDB snapshots) and waits until it accepts connections. */
+async function spawnRedis(args: string[]): Promise<ChildProcess> {
+  const child = spawn("redis-server", ["--bind", "127.0.0.1", "--save", "", ...args], { stdio: ["ignore", "pipe", "inherit"] });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on("data", (d: Buffer) => d.toString().includes("Ready to accept connections") && resolve());
+    child.once("exit", (code) => reject(new Error(`redis-server exited ${code}`)));
+  });
+  return child;
 }

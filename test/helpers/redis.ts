@@ -12,12 +12,15 @@ export function uniquePrefix(label: string): string {
 export async function dropPrefix(prefix: string): Promise<void> {
   const redis = new Redis(REDIS_URL);
   try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 500);
-      cursor = next;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== "0");
+    // The store's keys, and BullMQ's (whose prefix is braced: `{<prefix>bull}`).
+    for (const pattern of [`${prefix}*`, `{${prefix}*`]) {
+      let cursor = "0";
+      do {
+        const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 500);
+        cursor = next;
+        if (keys.length > 0) await redis.del(...keys);
+      } while (cursor !== "0");
+    }
   } finally {
     redis.disconnect();
   }

@@ -7,33 +7,41 @@ import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis.js";
 import type { Store } from "../../src/store/types.js";
 import { REDIS_URL, dropPrefix, uniquePrefix } from "../helpers/redis.js";
+import { startRedisCluster } from "../helpers/redis-server.js";
 
 /**
- * One behaviour suite, two stores. The Redis run is the one production relies on; the
- * memory run keeps `npm start` with embedded defaults honest.
+ * One behaviour suite, three stores. The Redis run is the one production relies on; the
+ * Redis Cluster run (three real masters) proves every script and transaction stays in one
+ * slot; the memory run keeps `npm start` with embedded defaults honest.
  */
 const PERIOD_MS = 400; // a short "month", so the Free allowance can be observed in a test
 const prefixes: string[] = [];
-const factories: Record<string, () => Store> = {
-  memory: () => new MemoryStore(tierLimits(), PERIOD_MS),
-  redis: () => {
+let cluster: Awaited<ReturnType<typeof startRedisCluster>> | undefined;
+const factories: Record<string, () => Promise<Store>> = {
+  memory: async () => new MemoryStore(tierLimits(), PERIOD_MS),
+  redis: async () => {
     const prefix = uniquePrefix("contract");
     prefixes.push(prefix);
     return new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+  },
+  "redis cluster": async () => {
+    cluster ??= await startRedisCluster();
+    return new RedisStore({ url: cluster.url, cluster: true, keyPrefix: uniquePrefix("contract"), tiers: tierLimits(), periodMs: PERIOD_MS });
   },
 };
 const open: Store[] = [];
 afterAll(async () => {
   await Promise.all(open.map((s) => s.close()));
   await Promise.all(prefixes.map(dropPrefix));
+  await cluster?.stop();
 });
 
 describe.each(Object.keys(factories))("%s store", (kind) => {
   let store: Store;
-  beforeEach(() => {
-    store = factories[kind]!();
+  beforeEach(async () => {
+    store = await factories[kind]!();
     open.push(store);
-  });
+  }, 20_000);
 
   async function account(credits = 100, tier: "free" | "business" = "business") {
     const id = newAccountId();
