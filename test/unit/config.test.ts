@@ -10,7 +10,8 @@ describe("configuration", () => {
   });
 
   it("switches to Redis with REDIS_URL and then seeds nothing", () => {
-    expect(loadConfig({ REDIS_URL: "redis://127.0.0.1:6379" })).toMatchObject({ redisUrl: "redis://127.0.0.1:6379", devSeed: false });
+    expect(loadConfig({ REDIS_URL: "redis://127.0.0.1:6379" })).toMatchObject({ redisUrl: "redis://127.0.0.1:6379", redisCluster: false, devSeed: false });
+    expect(loadConfig({ REDIS_URL: "redis://10.0.0.5:7000", REDIS_CLUSTER: "1" })).toMatchObject({ redisCluster: true });
   });
 
   it("names every missing required setting in production", () => {
@@ -36,6 +37,8 @@ describe("configuration", () => {
   it("rejects malformed values by name", () => {
     expect(() => loadConfig({ PORT: "http" })).toThrow(/PORT/);
     expect(() => loadConfig({ ADMIN_API_KEY: "short" })).toThrow(/ADMIN_API_KEY/);
+    expect(() => loadConfig({ REDIS_KEY_PREFIX: "{tg}:" })).toThrow(/REDIS_KEY_PREFIX/);
+    expect(() => loadConfig({ REDIS_CLUSTER: "yes" })).toThrow(/REDIS_CLUSTER/);
   });
 
   it("refuses to start in production without its settings, saying which", () => {
