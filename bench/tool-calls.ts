@@ -72,7 +72,10 @@ async function main() {
   const workers = await spawnService("src/workers/main.ts", "workers listening", { PORT: "0", LOG_LEVEL: "info" });
   workers.child.stdout!.resume();
   const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const gateway = await spawnGateway(prefix, { WORKERS_URL: workers.url, LOG_LEVEL: "info" }, profile);
+  const gateway = await spawnGateway(prefix, { WORKERS_URL: workers.url, LOG_LEVEL: "info" }, profile).catch(async (err: unknown) => {
+    await workers.stop();
+    throw err;
+  });
   gateway.child.stdout!.resume(); // request logs stay on, as in production; drained, not printed
   try {
     // Business accounts allow 1,000 calls a minute each: spread the calls over enough of them.
