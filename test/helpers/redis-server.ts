@@ -41,14 +41,32 @@ export async function startPrivateRedis() {
 export async function startRedisCluster() {
   const dir = mkdtempSync(join(tmpdir(), "toolgate-cluster-"));
   const ports = [await freePort(), await freePort(), await freePort()];
+  // The bus ports would default to port + 10,000, which may be taken or above 65,535.
+  const busPorts = [await freePort(), await freePort(), await freePort()];
   const children = await Promise.all(
-    ports.map((port) => spawnRedis(["--port", String(port), "--dir", dir, "--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`, "--appendonly", "no"])),
+    ports.map((port, i) =>
+      spawnRedis([
+        ...["--port", String(port), "--dir", dir, "--appendonly", "no"],
+        ...["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`, "--cluster-port", String(busPorts[i])],
+      ]),
+    ),
   );
+  const stop = async () => {
+    await Promise.all(
+      children.map(async (child) => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        const exited = once(child, "exit");
+        child.kill("SIGKILL");
+        await exited;
+      }),
+    );
+    rmSync(dir, { recursive: true, force: true });
+  };
   const nodes = ports.map((port) => new Redis({ port, host: "127.0.0.1" }));
   try {
     const share = Math.ceil(16384 / nodes.length);
     await Promise.all(nodes.map((node, i) => node.call("CLUSTER", "ADDSLOTSRANGE", String(i * share), String(Math.min(16383, (i + 1) * share - 1)))));
-    for (const port of ports.slice(1)) await nodes[0]!.call("CLUSTER", "MEET", "127.0.0.1", String(port));
+    for (let i = 1; i < ports.length; i++) await nodes[0]!.call("CLUSTER", "MEET", "127.0.0.1", String(ports[i]), String(busPorts[i]));
     const deadline = Date.now() + 15_000;
     for (;;) {
       const infos = await Promise.all(nodes.map((node) => node.call("CLUSTER", "INFO") as Promise<string>));
@@ -56,22 +74,13 @@ export async function startRedisCluster() {
       if (Date.now() > deadline) throw new Error(`the cluster did not form: ${infos.join(" | ")}`);
       await new Promise((r) => setTimeout(r, 100));
     }
+  } catch (err) {
+    await stop();
+    throw err;
   } finally {
     for (const node of nodes) node.disconnect();
   }
-  return {
-    url: `redis://127.0.0.1:${ports[0]}`,
-    async stop() {
-      await Promise.all(
-        children.map(async (child) => {
-          const exited = once(child, "exit");
-          child.kill("SIGKILL");
-          await exited;
-        }),
-      );
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return { url: `redis://127.0.0.1:${ports[0]}`, stop };
 }
 
 function freePort(): Promise<number> {
