@@ -15,6 +15,7 @@ import {
   type Page,
   type IdempotencyState,
   type IdempotencyClaim,
+  type RefundChange,
   type Store,
   type StoredResponse,
   type TierLimits,
@@ -228,7 +229,8 @@ export class MemoryStore implements Store {
     return { applied: true, account: this.view(a) };
   }
 
-  async refund(accountId: string, change: CreditChange, events: EventRecord[] = []) {
+  async refund(accountId: string, change: RefundChange, events: EventRecord[] = []) {
+    if (change.idempotencyKey) this.idempotency.delete(`${accountId}\0${change.idempotencyKey}`);
     const a = this.accounts.get(accountId);
     const op = a?.operations.get(change.requestId);
     if (!a || !op || op.state === "granted") return { status: "not_charged" as const };

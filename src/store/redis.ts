@@ -21,6 +21,7 @@ import {
   type RateState,
   type IdempotencyState,
   type IdempotencyClaim,
+  type RefundChange,
   type Store,
   type StoredResponse,
   type TierLimits,
@@ -59,7 +60,7 @@ const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", 
 const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   admit: 6,
   "top-up": 4,
-  refund: 4,
+  refund: 5,
   "create-account": 3,
   "verify-email": 3,
   "set-tier": 1,
@@ -334,11 +335,12 @@ export class RedisStore implements Store {
     return { applied: result.status === "applied", account: toAccount(result.account!) };
   }
 
-  async refund(accountId: string, change: CreditChange, events: EventRecord[] = []) {
+  async refund(accountId: string, change: RefundChange, events: EventRecord[] = []) {
+    const idempotencyKey = change.idempotencyKey ?? null;
     const result = await this.script<{ status: "refunded"; amount: number; balance: number } | { status: "already_refunded" | "not_charged" }>(
       "refund",
-      [k.account(accountId), k.ledger(accountId), k.operation(accountId, change.requestId), k.outbox(accountId)],
-      [change.requestId, change.reason, JSON.stringify(events)],
+      [k.account(accountId), k.ledger(accountId), k.operation(accountId, change.requestId), k.outbox(accountId), k.idempotency(accountId, idempotencyKey ?? "")],
+      [change.requestId, change.reason, JSON.stringify(events), idempotencyKey === null ? 0 : 1],
     );
     if (result.status === "refunded") await this.markOutbox(accountId, events);
     return result;

@@ -92,6 +92,10 @@ export interface CreditChange {
   reason: string;
 }
 
+export interface RefundChange extends CreditChange {
+  idempotencyKey?: string | null;
+}
+
 export interface Page<T> {
   items: T[];
   nextCursor: string | null;
@@ -129,10 +133,13 @@ export interface Store {
     events?: EventRecord[],
     plan?: PlanChange,
   ): Promise<{ applied: boolean; account: AccountRecord } | null>;
-  /** Returns the credits debited under `requestId`, at most once; `events` are written only if it applies. */
+  /**
+   * Returns the credits debited under `requestId`, at most once; `events` are written only if it
+   * applies. The call's Idempotency-Key, if any, is forgotten in the same atomic step.
+   */
   refund(
     accountId: string,
-    change: CreditChange,
+    change: RefundChange,
     events?: EventRecord[],
   ): Promise<{ status: "refunded"; amount: number; balance: number } | { status: "already_refunded" | "not_charged" }>;
   ledger(accountId: string, page: { cursor?: string; limit: number }): Promise<Page<LedgerEntry>>;

@@ -75,7 +75,6 @@ function timeoutOf(services: Services, tool: ToolDefinition): number {
 async function execute(services: Services, call: ToolCall, input: unknown, forward: Forwarder, idempotencyKey: string | null): Promise<ToolCallResult> {
   const { tool, key, requestId } = call;
   const { store, pools, config } = services;
-  const giveUp = () => (idempotencyKey ? store.abandonIdempotent(key.accountId, idempotencyKey) : Promise.resolve());
 
   let caller: Admitted;
   try {
@@ -83,8 +82,9 @@ async function execute(services: Services, call: ToolCall, input: unknown, forwa
   } catch (err) {
     // The store went away mid-admission: the debit may have happened without us hearing of it.
     // Refund it (a no-op if it never happened) as soon as the store answers again.
-    if (err instanceof StoreUnavailableError) refundWhenBack(services, { accountId: key.accountId, requestId, tool: tool.name });
-    await giveUp().catch(() => undefined);
+    if (err instanceof StoreUnavailableError) refundWhenBack(services, { accountId: key.accountId, requestId, idempotencyKey, tool: tool.name });
+    // Refused (credits, rate limit, key): a retry with the same Idempotency-Key may run.
+    else if (idempotencyKey) await store.abandonIdempotent(key.accountId, idempotencyKey).catch(() => undefined);
     throw err;
   }
   const accountId = caller.account.id;
@@ -99,8 +99,7 @@ async function execute(services: Services, call: ToolCall, input: unknown, forwa
     }
   } catch (err) {
     if (!(err instanceof PoolBusyError)) throw err;
-    await refundOnce(services, { accountId, requestId, tool: tool.name, reason: "worker pool busy", errorCode: null });
-    await giveUp();
+    await refundOnce(services, { accountId, requestId, idempotencyKey, tool: tool.name, reason: "worker pool busy", errorCode: null });
     throw new ApiError("worker_pool_busy", "Every worker for this tool is busy; retry shortly.", { headers: { ...caller.headers, "Retry-After": "1" } });
   }
 
@@ -119,8 +118,7 @@ async function execute(services: Services, call: ToolCall, input: unknown, forwa
   const failure = failureOf(tool, outcome);
   services.metrics.toolCalls.inc({ tool: tool.name, outcome: failure.code });
   const callerError = failure.code === "validation_failed";
-  await refundOnce(services, { accountId, requestId, tool: tool.name, reason: `tool failed: ${failure.code}`, errorCode: callerError ? null : failure.code });
-  await giveUp();
+  await refundOnce(services, { accountId, requestId, idempotencyKey, tool: tool.name, reason: `tool failed: ${failure.code}`, errorCode: callerError ? null : failure.code });
   throw failure.withHeaders(caller.headers);
 }
 
@@ -144,12 +142,13 @@ function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiError {
 /**
  * The refund of an admission whose outcome is unknown, retried in the background every second for
  * up to five minutes (the refund is idempotent: `not_charged` when no debit happened). It lives in
- * this process; if the process dies too, the debit stays recorded in the ledger for reconciling.
+ * this process; if the process dies too, the debit stays recorded in the ledger, and a retry with
+ * the same Idempotency-Key takes it over instead of paying again.
  */
-function refundWhenBack(services: Services, call: { accountId: string; requestId: string; tool: string }): void {
+function refundWhenBack(services: Services, call: { accountId: string; requestId: string; idempotencyKey: string | null; tool: string }): void {
   const deadline = Date.now() + 5 * 60_000;
   const attempt = () =>
-    services.store.refund(call.accountId, { requestId: call.requestId, reason: "store unavailable during admission" }).then(
+    services.store.refund(call.accountId, { requestId: call.requestId, idempotencyKey: call.idempotencyKey, reason: "store unavailable during admission" }).then(
       (result) => {
         if (result.status === "refunded") {
           services.metrics.creditsRefunded.inc(result.amount);
@@ -166,19 +165,26 @@ function refundWhenBack(services: Services, call: { accountId: string; requestId
 
 /**
  * Gives the call's credits back, at most once, with `tool.error` written in the same atomic
- * step (none for the caller's own input errors). Retried briefly: a refund must not be lost
- * to a blip.
+ * step (none for the caller's own input errors) and the call's Idempotency-Key forgotten, so a
+ * retry runs again. Retried briefly: a refund must not be lost to a blip.
  */
 async function refundOnce(
   services: Services,
-  { accountId, requestId, tool, reason, errorCode }: { accountId: string; requestId: string; tool: string; reason: string; errorCode: string | null },
+  {
+    accountId,
+    requestId,
+    idempotencyKey,
+    tool,
+    reason,
+    errorCode,
+  }: { accountId: string; requestId: string; idempotencyKey: string | null; tool: string; reason: string; errorCode: string | null },
 ): Promise<void> {
   const events = errorCode
     ? [eventRecord(newEventId(), "tool.error", accountId, { tool_name: tool, credits_charged: 0, error_code: errorCode, request_id: requestId })]
     : [];
   for (let attempt = 1; ; attempt++) {
     try {
-      const refunded = await services.store.refund(accountId, { requestId, reason }, events);
+      const refunded = await services.store.refund(accountId, { requestId, reason, idempotencyKey }, events);
       if (refunded.status === "refunded") services.metrics.creditsRefunded.inc(refunded.amount);
       return;
     } catch (err) {

@@ -237,6 +237,11 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     await new Promise((r) => setTimeout(r, 150));
     expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_retry", 100))).toEqual({ state: "started", requestId: "req_died" });
     expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_other", 100))).toEqual({ state: "in_progress" });
+    // A refund forgets the call's key in the same step: the retry is a new call, charged anew.
+    expect(await debit(b.id, null, 3, "req_taken")).toMatchObject({ status: "ok", charged: true });
+    expect(await store.beginIdempotent(b.id, "idem-3", claim("fp", "req_taken"))).toMatchObject({ state: "started" });
+    expect((await store.refund(b.id, { requestId: "req_taken", reason: "tool failed", idempotencyKey: "idem-3" })).status).toBe("refunded");
+    expect(await store.beginIdempotent(b.id, "idem-3", claim("fp", "req_new"))).toEqual({ state: "started", requestId: "req_new" });
   });
 
   it("logs each event once, however often it is logged, newest first", async () => {

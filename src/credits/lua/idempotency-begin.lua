@@ -11,6 +11,6 @@ if not r[1] then
 end
 if r[2] ~= ARGV[1] then return cjson.encode({ state = 'conflict' }) end
 if r[1] == 'completed' then return cjson.encode({ state = 'completed', response = cjson.decode(r[3]) }) end
-if now < tonumber(r[5]) then return cjson.encode({ state = 'in_progress' }) end
+if now < (tonumber(r[5]) or 0) then return cjson.encode({ state = 'in_progress' }) end
 redis.call('HSET', KEYS[1], 'lease_until', now + tonumber(ARGV[2]))
 return cjson.encode({ state = 'started', requestId = r[4] })

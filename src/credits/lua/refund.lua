@@ -1,4 +1,9 @@
--- KEYS: account, ledger, operation, outbox   ARGV: request id, reason, events (JSON, emitted only if the refund applies)
+-- KEYS: account, ledger, operation, outbox, idempotency record
+-- ARGV: request id, reason, events (JSON, emitted only if the refund applies), forget the
+--       idempotency record (1/0)
+-- The failed call's Idempotency-Key is forgotten in the same step as the refund: a retry then
+-- runs (and is charged) anew, and no crash between the two can hand it a refunded debit.
+if ARGV[4] == '1' then redis.call('DEL', KEYS[5]) end
 local op = redis.call('HMGET', KEYS[3], 'cost', 'state')
 if op[2] == 'refunded' then return cjson.encode({ status = 'already_refunded' }) end
 if op[2] ~= 'charged' then return cjson.encode({ status = 'not_charged' }) end
