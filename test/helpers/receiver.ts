@@ -56,6 +56,13 @@ export async function startReceiver() {
       while (received.filter((r) => r.path === path).length < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
       return received.filter((r) => r.path === path);
     },
+    /** The first request to `path` whose JSON body satisfies `match`, once it arrives. */
+    async waitForBody(path: string, match: (body: any) => boolean, timeoutMs = 20_000): Promise<Received | undefined> {
+      const deadline = Date.now() + timeoutMs;
+      const find = () => received.find((r) => r.path === path && match(JSON.parse(r.raw)));
+      while (!find() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+      return find();
+    },
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
