@@ -190,12 +190,14 @@ describe("a call cut off by a gateway crash, retried with its Idempotency-Key", 
   it("is answered on another process and charged once", async () => {
     const { key, accountId } = await fundedAccount(a.url, 100, "pro");
     const headers = { "idempotency-key": "crash-retry-1" };
-    llm.state.delayMs = 1500;
+    llm.state.delayMs = 3000;
     const cutOff = callTool(a.url, key, "ai-generate", { prompt: "hello" }, headers).catch((err: Error) => err);
-    await new Promise((r) => setTimeout(r, 500));
+    // Killed once the call is charged and on its way to the provider.
+    const credits = async () => (await call(`${b.url}/api/v1/account`, { key })).body.credits as number;
+    for (let i = 0; i < 100 && (await credits()) === 100; i++) await new Promise((r) => setTimeout(r, 20));
     await a.stop("SIGKILL");
     expect(await cutOff).toBeInstanceOf(Error);
-    const charged = (await call(`${b.url}/api/v1/account`, { key })).body.credits;
+    const charged = await credits();
     expect(charged).toBeLessThan(100); // charged, and the caller saw nothing
 
     llm.state.delayMs = 0;
