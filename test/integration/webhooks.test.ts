@@ -18,6 +18,15 @@ let paths = 0;
 const uniquePath = (label: string) => `/${label}-${++paths}-${Date.now()}`;
 const register = (key: string, body: unknown) => call(`${gw.url}/api/v1/webhooks/register`, { key, body });
 const sendTest = (key: string, webhookId?: string) => call(`${gw.url}/api/v1/webhooks/test`, { key, body: webhookId ? { webhook_id: webhookId } : {} });
+/** The webhook's delivery log once it holds `count` attempts (an attempt is logged just after its answer). */
+async function deliveryLog(key: string, webhookId: string, count: number): Promise<any[]> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const log = (await call(`${gw.url}/api/v1/webhooks/${webhookId}/deliveries`, { key })).body.data;
+    if (log.length >= count || Date.now() > deadline) return log;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
 
 /** HMAC-SHA256 by openssl, independent of the service's code. */
 const opensslHmacHex = (key: string, data: string) =>
@@ -156,9 +165,7 @@ describe("deliveries", () => {
     const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
     const eventId = (await sendTest(key, hook.id)).body.sent[0].event_id;
     await rx.waitFor(path, 1);
-    await new Promise((r) => setTimeout(r, 100));
-    const log = await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries`, { key });
-    expect(log.body.data).toEqual([{ event_id: eventId, event: "webhook.test", attempt: 1, at: expect.any(String), status: 200, duration_ms: expect.any(Number), outcome: "delivered", error: null, next_attempt_at: null }]);
+    expect(await deliveryLog(key, hook.id, 1)).toEqual([{ event_id: eventId, event: "webhook.test", attempt: 1, at: expect.any(String), status: 200, duration_ms: expect.any(Number), outcome: "delivered", error: null, next_attempt_at: null }]);
     expect((await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries/${eventId}/resend`, { key, method: "POST" })).status).toBe(202);
     const both = await rx.waitFor(path, 2);
     expect(both.map((r) => r.headers["x-webhook-id"])).toEqual([eventId, eventId]);
@@ -194,8 +201,7 @@ describe.concurrent("retries", () => {
     const t0 = attempts[0]!.at;
     [1000, 5000, 14_000].forEach((expected, i) => within(attempts[i + 1]!.at - t0, expected));
     expect(new Set(attempts.map((a) => a.headers["x-webhook-id"])).size).toBe(1);
-    await new Promise((r) => setTimeout(r, 200));
-    const log = (await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries`, { key })).body.data;
+    const log = await deliveryLog(key, hook.id, 4);
     expect(log.map((d: { attempt: number; status: number; outcome: string }) => [d.attempt, d.status, d.outcome])).toEqual([
       [4, 200, "delivered"],
       [3, 500, "retrying"],
@@ -238,8 +244,7 @@ describe.concurrent("retries", () => {
     const attempts = await rx.waitFor(path, 2, 20_000);
     expect(attempts).toHaveLength(2);
     within(attempts[1]!.at - attempts[0]!.at, 11_000);
-    await new Promise((r) => setTimeout(r, 200));
-    const log = (await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries`, { key })).body.data;
+    const log = await deliveryLog(key, hook.id, 2);
     expect(log.at(-1)).toMatchObject({ attempt: 1, status: null, outcome: "retrying", error: expect.stringContaining("no answer within 10 s") });
   }, 25_000);
 
