@@ -45,10 +45,13 @@ export async function startFakeLlm() {
     reply: (req: ChatRequest): string => `echo: ${req.messages.at(-1)?.content ?? ""}`,
     delayMs: 0,
     status: 200,
+    /** Chat requests received so far: a test can wait until a call has reached the provider. */
+    received: 0,
   };
   const server = await listen(async (req, raw) => {
     if (req.method !== "POST" || req.url !== "/v1/chat/completions") return { status: 404, json: { error: { message: "not found" } } };
     const body = JSON.parse(raw) as ChatRequest;
+    state.received++;
     if (state.delayMs) await new Promise((r) => setTimeout(r, state.delayMs));
     if (state.status !== 200) return { status: state.status, json: { error: { message: "upstream overloaded", type: "server_error" } } };
     const content = state.reply(body);
@@ -65,7 +68,15 @@ export async function startFakeLlm() {
       },
     };
   });
-  return Object.assign(server, { state });
+  return Object.assign(server, {
+    state,
+    /** Resolves once `count` chat requests have arrived in all. */
+    async reached(count: number, timeoutMs = 10_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (state.received < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      if (state.received < count) throw new Error(`the provider received ${state.received} of ${count} requests`);
+    },
+  });
 }
 
 /** SearXNG: GET /search?q=…&format=json */

@@ -94,8 +94,9 @@ describe("a tool worker crashes mid-call", () => {
   it("refunds the call with tool.error, and the pool recovers", async () => {
     const { key, accountId } = await fundedAccount(gw.url, 100, "pro");
     llm.state.delayMs = 2000;
+    const before = llm.state.received;
     const inFlight = callTool(gw.url, key, "ai-generate", { prompt: "crash" });
-    await new Promise((r) => setTimeout(r, 500));
+    await llm.reached(before + 1);
     const workerPid = execFileSync("pgrep", ["-P", String(gw.child.pid), "-f", "workers/main"]).toString().trim().split("\n")[0]!;
     process.kill(Number(workerPid), "SIGKILL");
     const res = await inFlight;

@@ -105,7 +105,7 @@ describe("process lifecycle", () => {
       const { key, accountId } = await signUp(c.url);
       await admin(c.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "pro" } });
       const inFlight = callTool(c.url, key, "ai-generate", { prompt: "slow" });
-      await new Promise((r) => setTimeout(r, 300));
+      await llm.reached(1);
       const exited = c.stop("SIGTERM");
       const res = await inFlight;
       expect(res.status).toBe(200);
