@@ -176,13 +176,20 @@ describe("priority queue", () => {
       const blocker = await fundedAccount(busy.url, 100, "business");
       const free = await fundedAccount(busy.url, 100, "free");
       const pro = await fundedAccount(busy.url, 100, "pro");
-      llm.state.delayMs = 300;
+      llm.state.delayMs = 500;
       const first = llm.requests.length;
+      const gate = busy.services.pools.gate("provider");
+      const until = async (ready: () => boolean) => {
+        for (let i = 0; i < 500 && !ready(); i++) await new Promise((r) => setTimeout(r, 5));
+      };
+      // Each step waits for the one before it: the blocker holds the slot, then Free queues, then Pro.
       const running = callTool(busy.url, blocker.key, "ai-generate", { prompt: "blocker" });
-      await new Promise((r) => setTimeout(r, 100));
+      await until(() => gate.inFlight === 1);
       const freeCall = callTool(busy.url, free.key, "ai-generate", { prompt: "free" });
-      await new Promise((r) => setTimeout(r, 50));
+      await until(() => gate.queued === 1);
       const proCall = callTool(busy.url, pro.key, "ai-generate", { prompt: "pro" });
+      await until(() => gate.queued === 2);
+      expect(llm.requests.length - first).toBe(1); // both were queued while the blocker ran
       const results = await Promise.all([running, freeCall, proCall]);
       expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
       expect(llm.requests.slice(first).map((r) => r.body.messages[0].content)).toEqual(["blocker", "pro", "free"]);
