@@ -4,7 +4,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // Hooks start gateway processes (see spawnService's own 60 s bound).
+    hookTimeout: 90_000,
     // Multi-process tests spawn gateways; two cores are what CI has.
     maxWorkers: 2,
     reporters: ["default", "./test/helpers/summary-reporter.ts"],

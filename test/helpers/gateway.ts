@@ -78,7 +78,8 @@ export async function spawnService(entry: string, readyMessage: string, env: Rec
   child.stderr!.on("data", (d) => (stderr += d));
   const lines = createInterface({ input: child.stdout! });
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${entry} did not start: ${stderr}`)), 20_000);
+    // A cold start (tsx, then the bundled workers) takes ~5 s alone; far longer on a loaded 2-core machine.
+    const timer = setTimeout(() => reject(new Error(`${entry} did not start within 60 s: ${stderr}`)), 60_000);
     lines.on("line", (line) => {
       output.push(line);
       if (!line.includes(`"msg":"${readyMessage}"`)) return;
