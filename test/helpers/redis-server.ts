@@ -43,7 +43,7 @@ export async function startRedisCluster() {
   const ports = [await freePort(), await freePort(), await freePort()];
   // The bus ports would default to port + 10,000, which may be taken or above 65,535.
   const busPorts = [await freePort(), await freePort(), await freePort()];
-  const children = await Promise.all(
+  const started = await Promise.allSettled(
     ports.map((port, i) =>
       spawnRedis([
         ...["--port", String(port), "--dir", dir, "--appendonly", "no"],
@@ -51,6 +51,7 @@ export async function startRedisCluster() {
       ]),
     ),
   );
+  const children = started.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
   const stop = async () => {
     await Promise.all(
       children.map(async (child) => {
@@ -62,6 +63,11 @@ export async function startRedisCluster() {
     );
     rmSync(dir, { recursive: true, force: true });
   };
+  const failedStart = started.find((s) => s.status === "rejected");
+  if (failedStart) {
+    await stop();
+    throw (failedStart as PromiseRejectedResult).reason;
+  }
   const nodes = ports.map((port) => new Redis({ port, host: "127.0.0.1" }));
   try {
     const share = Math.ceil(16384 / nodes.length);
