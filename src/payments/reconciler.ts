@@ -17,6 +17,8 @@ const AUTHORIZATION_USED = parseAbiItem("event AuthorizationUsed(address indexed
  * same payment credit it once.
  */
 export function startReconciler(services: Services, payments: Payments, intervalMs = 1000): { stop(): Promise<void> } {
+  // The reconciler's backlog, for operators: payments whose money may have moved but is not credited yet.
+  services.metrics.onScrape(async () => services.metrics.queueDepth.set({ queue: "payments-unsettled" }, (await services.store.openPayments()).length));
   const tick = async () => {
     for (const record of await services.store.openPayments()) {
       // A settlement still in the hands of a live process is left to it.

@@ -36,6 +36,8 @@ describe("a settlement whose outcome is unknown", () => {
     expect((await gw.services.store.getAccount(accountId))?.balance ?? 0).toBe(0);
     const whilePending = await call(`${gw.url}/v1/tools/hash`, { method: "POST", body: { text: "pending" }, headers: header });
     expect(whilePending.body.error.code).toBe("payment_pending");
+    const unsettled = async () => /toolgate_queue_depth\{queue="payments-unsettled"\} (\d+)/.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1];
+    expect(await unsettled()).toBe("1"); // operators see the reconciler's backlog
 
     proxy.resume();
     const deadline = Date.now() + 15_000;
@@ -43,6 +45,7 @@ describe("a settlement whose outcome is unknown", () => {
     expect((await gw.services.store.getAccount(accountId))?.balance).toBe(1);
     const received = (await eventsOf(gw.services.store, accountId, 2)).filter((e) => e.event === "payment.received");
     expect(received).toHaveLength(1);
+    expect(await unsettled()).toBe("0");
 
     // The client retries with the same payment: served from the credit, no second transfer.
     const retry = await call(`${gw.url}/v1/tools/hash`, { method: "POST", body: { text: "pending" }, headers: header });
