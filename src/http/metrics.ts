@@ -22,7 +22,7 @@ export class Metrics {
   readonly webhookDeliveries = new Counter({ name: "toolgate_webhook_deliveries_total", help: "Webhook delivery attempts by outcome.", labelNames: ["outcome"], registers: [this.registry] });
   readonly errors = new Counter({ name: "toolgate_errors_total", help: "Error answers by code (store_unavailable counts Redis outages, chain_unavailable chain RPC errors).", labelNames: ["code"], registers: [this.registry] });
   readonly chainRpcErrors = new Counter({ name: "toolgate_chain_rpc_errors_total", help: "Chain RPC requests that failed, by network.", labelNames: ["network"], registers: [this.registry] });
-  readonly queueDepth = new Gauge({ name: "toolgate_queue_depth", help: "Waiting work: webhook deliveries (waiting, delayed) and tool calls queued for a worker slot, by queue.", labelNames: ["queue"], registers: [this.registry] });
+  readonly queueDepth = new Gauge({ name: "toolgate_queue_depth", help: "Waiting work by queue: webhook deliveries (waiting, delayed, active), tool calls queued for a worker slot, x402 payments not yet settled.", labelNames: ["queue"], registers: [this.registry] });
   readonly inFlight = new Gauge({ name: "toolgate_worker_calls_in_flight", help: "Tool calls running on each worker pool.", labelNames: ["pool"], registers: [this.registry] });
 
   /** Called just before each scrape, for gauges that are read rather than counted. */
