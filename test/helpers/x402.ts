@@ -56,6 +56,8 @@ export async function signAuthorization(input: AuthorizationInput) {
   };
   const signature = await (input.signer ?? input.account).signTypedData({
     domain: { name: input.domain?.name ?? "USDC", version: "2", chainId: input.domain?.chainId ?? input.chain.chainId, verifyingContract: input.domain?.verifyingContract ?? input.chain.usdc },
+    // Spelled out here, not imported from src/payments/verify.ts: the signer states EIP-3009 on its
+    // own, so a mistake in the gateway's copy of the types cannot hide behind the same mistake.
     types: {
       TransferWithAuthorization: [
         { name: "from", type: "address" },
