@@ -44,17 +44,19 @@ export async function start(config: Config): Promise<{ server: Server; services:
   const destination = pino.destination({ dest: 1, sync: false, minLength: 4096 });
   const flusher = setInterval(() => destination.flush(), 1000).unref();
   const log = pino({ level: config.logLevel, redact: { paths: REDACT, censor: "[redacted]" } }, destination);
-  // A development nicety, never a reason not to start: without anvil, run without x402.
-  const devChain =
+  // Both child processes start at once. The dev chain is a development nicety, never a reason
+  // not to start: without anvil, run without x402.
+  const [devChain, bundled] = await Promise.all([
     config.devChain && !config.x402
-      ? await startDevChain().catch((err: Error) => {
+      ? startDevChain().catch((err: Error) => {
           log.warn({ err: err.message }, "no local chain could be started (install Foundry's anvil or set ANVIL_BINARY): running without x402");
           return null;
         })
-      : null;
+      : null,
+    config.workers.general && config.workers.provider ? null : startBundledWorkers(log),
+  ]);
   if (devChain) config.x402 = devChain.x402;
   const store = createStore(config);
-  const bundled = config.workers.general && config.workers.provider ? null : await startBundledWorkers(log);
   const pools = new WorkerPools(
     {
       urls: { general: config.workers.general ?? bundled!.url, provider: config.workers.provider ?? bundled!.url },
