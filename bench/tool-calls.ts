@@ -124,18 +124,13 @@ async function main() {
     const signed = (ms: number) => `${ms >= 0 ? "+" : ""}${ms.toFixed(2)} ms`;
     const added = (a: Run, b: Run) => `p50 ${signed(percentile(a.latencies, 50) - percentile(b.latencies, 50))}, p99 ${signed(percentile(a.latencies, 99) - percentile(b.latencies, 99))}`;
     console.log(`\nToolgate bench — tool "hash" (the cheapest tool: the gateway's own cost shows), Redis store, loopback, ${accounts.length} accounts`);
-    console.log(`\nThroughput: ${CALLS} calls, ${CONCURRENCY} at a time\n${header}`);
-    console.log(row("worker direct", direct));
-    console.log(row("through gateway", through));
-    console.log(`throughput ratio (gateway / direct): ${(through.rps / direct.rps).toFixed(2)}; latency under this load: ${added(through, direct)}`);
-    console.log(`\nLatency: ${LATENCY_CALLS} calls, one at a time\n${header}`);
-    console.log(row("worker direct", directAlone));
-    console.log(row("through gateway", throughAlone));
-    console.log(`latency the gateway adds: ${added(throughAlone, directAlone)}`);
-    console.log(`\nA tool with work of its own: qr-code (256 px PNG), ${QR_CALLS} calls, ${CONCURRENCY} at a time\n${header}`);
-    console.log(row("worker direct", qrDirect));
-    console.log(row("through gateway", qrThrough));
-    console.log(`throughput ratio (gateway / direct): ${(qrThrough.rps / qrDirect.rps).toFixed(2)}; latency under this load: ${added(qrThrough, qrDirect)}`);
+    /** One comparison: the baseline and the gateway side by side, then what the gateway costs. */
+    const compare = (title: string, baseline: Run, gateway: Run, cost: string) =>
+      console.log(`\n${title}\n${header}\n${row("worker direct", baseline)}\n${row("through gateway", gateway)}\n${cost}`);
+    const ratio = (baseline: Run, gateway: Run) => `throughput ratio (gateway / direct): ${(gateway.rps / baseline.rps).toFixed(2)}; latency under this load: ${added(gateway, baseline)}`;
+    compare(`Throughput: ${CALLS} calls, ${CONCURRENCY} at a time`, direct, through, ratio(direct, through));
+    compare(`Latency: ${LATENCY_CALLS} calls, one at a time`, directAlone, throughAlone, `latency the gateway adds: ${added(throughAlone, directAlone)}`);
+    compare(`A tool with work of its own: qr-code (256 px PNG), ${QR_CALLS} calls, ${CONCURRENCY} at a time`, qrDirect, qrThrough, ratio(qrDirect, qrThrough));
     console.log(`Redis round trips per successful keyed call: ${perCall.toFixed(2)} (${kinds || "none"}); background polling in the same time: ${background.length} (${[...new Set(background)].join(", ") || "none"})`);
     if ([direct, through, directAlone, throughAlone, qrDirect, qrThrough].some((r) => r.errors)) process.exitCode = 1;
   } finally {
