@@ -24,6 +24,8 @@ export async function startDevChain(): Promise<{ x402: NonNullable<Config["x402"
       rpcTimeoutMs: 10_000,
       pollMs: 100,
       stuckAfterMs: 60_000,
+      retentionSeconds: 24 * 3600,
+      logRangeBlocks: 1_000,
     },
   };
 }

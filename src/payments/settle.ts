@@ -7,14 +7,14 @@ import {
   NonceTooLowError,
   TimeoutError,
   encodeFunctionData,
-  getAddress,
   isAddressEqual,
   parseEventLogs,
   type Address,
   type Hex,
 } from "viem";
 import type { NetworkClients } from "./chain.js";
-import { tokenAbi, transferArgs } from "./verify.js";
+import { sameBytes } from "../lib/hex.js";
+import { authorizationMessage, tokenAbi, transferArgs } from "./verify.js";
 import type { RelayedTransaction } from "../store/types.js";
 import type { Authorization } from "./wire.js";
 
@@ -27,7 +27,7 @@ import type { Authorization } from "./wire.js";
 export type Settlement =
   | { state: "settled"; txHash: Hex; blockNumber: bigint }
   | { state: "failed"; reason: string; txHash?: Hex }
-  | { state: "pending"; reason: string; txHash?: Hex; relay?: RelayedTransaction };
+  | { state: "pending"; reason: string; txHash?: Hex; relay?: RelayedTransaction; fromBlock?: bigint };
 
 /**
  * viem wraps every failure of writeContract (timeouts included) in the same outer error, so
@@ -47,28 +47,27 @@ export const RELAYER_BUSY = "the relayer is busy";
 export type SendLock = <T>(name: string, fn: () => Promise<T>) => Promise<T>;
 
 export async function settle(clients: NetworkClients, auth: Authorization, signature: Hex, payTo: Address, receiptTimeoutMs: number, lock: SendLock): Promise<Settlement> {
-  const message = {
-    from: getAddress(auth.from),
-    to: getAddress(auth.to),
-    value: BigInt(auth.value),
-    validAfter: BigInt(auth.validAfter),
-    validBefore: BigInt(auth.validBefore),
-    nonce: auth.nonce as Hex,
-  };
+  const message = authorizationMessage(auth);
   let txHash: Hex;
+  // The block before the send: a reconciler looking for this transfer reads logs from here.
+  let fromBlock: bigint | undefined;
   let relay: RelayedTransaction | undefined;
   const account = clients.relayer.account;
   try {
     // Gas and fees are worked out first, concurrently with other settlements; only "take the
     // next nonce, sign, broadcast" is serialised, and receipts are awaited concurrently below.
     const data = encodeFunctionData({ abi: tokenAbi, functionName: "transferWithAuthorization", args: transferArgs(message, signature) as never });
-    const prepared = (await clients.relayer.prepareTransactionRequest({
-      account,
-      chain: clients.relayer.chain,
-      to: clients.network.usdc.address,
-      data,
-      parameters: ["gas", "fees", "chainId", "type"],
-    })) as { gas: bigint; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };
+    const [prepared, blockNumber] = (await Promise.all([
+      clients.relayer.prepareTransactionRequest({
+        account,
+        chain: clients.relayer.chain,
+        to: clients.network.usdc.address,
+        data,
+        parameters: ["gas", "fees", "chainId", "type"],
+      }),
+      clients.public.getBlockNumber({ cacheTime: 0 }),
+    ])) as [{ gas: bigint; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }, bigint];
+    fromBlock = blockNumber;
     txHash = await lock(`relayer:${clients.network.chainId}:${account.address}`, async () => {
       const nonce = await clients.public.getTransactionCount({ address: account.address, blockTag: "pending" });
       relay = { nonce, gas: String(prepared.gas), maxFeePerGas: String(prepared.maxFeePerGas), maxPriorityFeePerGas: String(prepared.maxPriorityFeePerGas), data, sentAt: Date.now() };
@@ -78,13 +77,13 @@ export async function settle(clients: NetworkClients, auth: Authorization, signa
   } catch (err) {
     // Only a definite refusal moved nothing; a timeout or a lost connection may have sent it.
     if (isDefiniteRefusal(err)) return { state: "failed", reason: (err as BaseError).shortMessage ?? "the transaction was refused" };
-    return { state: "pending", reason: (err as BaseError).shortMessage ?? "the chain did not answer the submission", relay };
+    return { state: "pending", reason: (err as BaseError).shortMessage ?? "the chain did not answer the submission", relay, fromBlock };
   }
   let receipt;
   try {
     receipt = await clients.public.waitForTransactionReceipt({ hash: txHash, timeout: receiptTimeoutMs, retryCount: 0 });
   } catch {
-    return { state: "pending", reason: "no receipt in time", txHash, relay };
+    return { state: "pending", reason: "no receipt in time", txHash, relay, fromBlock };
   }
   if (receipt.status !== "success") return { state: "failed", reason: "the transaction reverted", txHash };
   const logs = parseEventLogs({ abi: tokenAbi, logs: receipt.logs.filter((l) => isAddressEqual(l.address, clients.network.usdc.address)) }) as unknown as {
@@ -94,7 +93,7 @@ export async function settle(clients: NetworkClients, auth: Authorization, signa
   const transferred = logs.some(
     (l) => l.eventName === "Transfer" && isAddressEqual(l.args.from as Address, message.from) && isAddressEqual(l.args.to as Address, payTo) && l.args.value === message.value,
   );
-  const used = logs.some((l) => l.eventName === "AuthorizationUsed" && isAddressEqual(l.args.authorizer as Address, message.from) && l.args.nonce === message.nonce);
+  const used = logs.some((l) => l.eventName === "AuthorizationUsed" && isAddressEqual(l.args.authorizer as Address, message.from) && sameBytes(l.args.nonce as Hex, message.nonce));
   if (!transferred || !used) return { state: "failed", reason: "the receipt shows no matching transfer", txHash };
   return { state: "settled", txHash, blockNumber: receipt.blockNumber };
 }

@@ -69,8 +69,8 @@ export class MemoryStore implements Store {
     a.ledger.push({ id: `${this.now()}-${++this.ledgerSeq}`, at: this.now(), kind, amount, balance: a.balance, reason: change.reason, requestId: change.requestId, tool });
   }
 
-  private topUpAccount(a: MemAccount, kind: TopUpKind, amount: number, change: CreditChange) {
-    applyTopUp(a, amount);
+  private topUpAccount(a: MemAccount, kind: TopUpKind, amount: number, change: CreditChange & { rearm?: boolean }) {
+    applyTopUp(a, amount, change.rearm !== false);
     this.addLedger(a, kind, amount, change);
   }
 
@@ -92,8 +92,8 @@ export class MemoryStore implements Store {
       createdAt: this.now(),
       allowanceAt: 0,
       planExpiresAt: 0,
-      lowArmed: true,
-      depletedArmed: true,
+      lowArmed: false,
+      depletedArmed: false,
       keysByHash: new Map(),
       keysById: new Map(),
       rateLog: [],
@@ -193,11 +193,12 @@ export class MemoryStore implements Store {
       return { status: "ok", account: this.view(a), keyId, rate: { limit: tier.requestsPerMinute, remaining: -1, resetMs: 0 }, charged: false, events: [] };
     }
     const window = this.slide(a.rateLog, tier.requestsPerMinute, RATE_WINDOW_MS);
-    if (!window.allowed) {
+    const counted = a.rateLog.some((entry) => entry.member === request.requestId);
+    if (!window.allowed && !counted) {
       return { status: "rate_limited", account: this.view(a), rate: { limit: tier.requestsPerMinute, remaining: 0, resetMs: window.resetOf(a.rateLog[0]!.at) } };
     }
-    a.rateLog.push({ at: now, member: request.requestId });
-    const rate = { limit: tier.requestsPerMinute, remaining: window.remaining, resetMs: window.resetOf(a.rateLog[0]!.at) };
+    if (!counted) a.rateLog.push({ at: now, member: request.requestId });
+    const rate = { limit: tier.requestsPerMinute, remaining: counted ? tier.requestsPerMinute - a.rateLog.length : window.remaining, resetMs: window.resetOf(a.rateLog[0]!.at) };
 
     let charged = false;
     const events: EventRecord[] = [];
@@ -214,7 +215,7 @@ export class MemoryStore implements Store {
     return { status: "ok", account: this.view(a), keyId, rate, charged, events };
   }
 
-  async topUp(accountId: string, kind: TopUpKind, grant: CreditChange & { amount: number }, events: EventRecord[] = [], plan?: PlanChange) {
+  async topUp(accountId: string, kind: TopUpKind, grant: CreditChange & { amount: number; rearm?: boolean }, events: EventRecord[] = [], plan?: PlanChange) {
     const a = this.accounts.get(accountId);
     if (!a) return null;
     if (a.operations.has(grant.requestId)) return { applied: false, account: this.view(a) };
@@ -363,16 +364,17 @@ export class MemoryStore implements Store {
     this.payments.set(record.id, structuredClone(record));
   }
 
-  private readonly served = new Set<string>();
-  async claimPaymentService(id: string) {
-    if (this.served.has(id)) return false;
-    this.served.add(id);
+  private readonly served = new Map<string, number>();
+  async claimPaymentService(id: string, expiresAt: number) {
+    if ((this.served.get(id) ?? 0) > this.now()) return false;
+    this.served.set(id, expiresAt);
     return true;
   }
 
   async getPayment(id: string) {
     const record = this.payments.get(id);
-    return record ? structuredClone(record) : null;
+    if (record?.state === "settled" && record.expiresAt && record.expiresAt <= this.now()) this.payments.delete(id);
+    return record && this.payments.has(id) ? structuredClone(record) : null;
   }
 
   async releasePayment(id: string) {

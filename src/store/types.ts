@@ -76,7 +76,11 @@ export interface AdmitRequest {
   requestId: string;
   tool: string | null;
   reason: string;
-  /** false: check the key only, without counting a request (a pre-check before the call that will count). Default true. */
+  /**
+   * false: check the key only, without counting a request (a pre-check before the call that will
+   * count). Default true. A request id already counted in the window is admitted again without
+   * counting twice (a paid call reserves its slot before its payment settles).
+   */
   countRequest?: boolean;
 }
 
@@ -125,11 +129,14 @@ export interface Store {
 
   /** The hot path, one round trip: check the key, apply the Free allowance, rate-limit, debit. */
   admit(request: AdmitRequest): Promise<AdmitOutcome>;
-  /** Adds credits (a top-up: re-arms the alerts), with its events, atomically. Idempotent per request id. */
+  /**
+   * Adds credits (a top-up: re-arms the alerts unless `rearm` is false), with its events,
+   * atomically. Idempotent per request id.
+   */
   topUp(
     accountId: string,
     kind: TopUpKind,
-    grant: CreditChange & { amount: number },
+    grant: CreditChange & { amount: number; rearm?: boolean },
     events?: EventRecord[],
     plan?: PlanChange,
   ): Promise<{ applied: boolean; account: AccountRecord } | null>;
@@ -193,8 +200,8 @@ export interface Store {
   getPayment(id: string): Promise<PaymentRecord | null>;
   /** Forgets a claim whose payment failed before anything moved, so it can be tried again. */
   releasePayment(id: string): Promise<void>;
-  /** Claims the one call a settled payment pays for; false when it was already served. */
-  claimPaymentService(id: string): Promise<boolean>;
+  /** Claims the one thing a settled payment pays for (kept until `expiresAt`); false when it was already served. */
+  claimPaymentService(id: string, expiresAt: number): Promise<boolean>;
   /** Payments not yet settled: pending ones, and those still (or, if their process died, forever) settling. */
   openPayments(): Promise<PaymentRecord[]>;
 
@@ -255,6 +262,14 @@ export interface PaymentRecord {
   grant: PaymentGrant;
   /** The relayer transaction as sent (nonce, fees, calldata), to replace it if it gets stuck. */
   relay?: RelayedTransaction | null;
+  /** The paid resource's URL: the payment answers requests for this resource only. */
+  resource?: string;
+  /** For a paid tool call: the idempotency key its call runs under, and the call's fingerprint (tool + body). */
+  call?: { key: string; fingerprint: string } | null;
+  /** The chain block seen just before the settlement was sent: the reconciler reads logs from here. */
+  sentFromBlock?: string | null;
+  /** When a settled record is forgotten (ms since the epoch); open records never expire. */
+  expiresAt?: number;
 }
 
 export interface RelayedTransaction {
