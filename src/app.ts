@@ -6,6 +6,7 @@ import { requestId, requestLog, requireJsonBody } from "./http/request-context.j
 import { cors } from "./http/cors.js";
 import { renderDocsPage } from "./http/docs-page.js";
 import { x402Supported } from "./payments/supported.js";
+import { wellKnownX402 } from "./payments/discovery.js";
 import { buildOpenApi } from "./http/openapi.js";
 import { mountRoutes } from "./http/route.js";
 import type { Services } from "./services.js";
@@ -59,6 +60,7 @@ export function createApp(services: Services): express.Express {
   app.use("/v1/tools", mountRoutes(services, toolRoutes(createProxyForwarder(services.pools.agent))));
   app.use("/mcp", mcpRouter(services));
   app.use("/x402", mountRoutes(services, [x402Supported]));
+  app.use("/.well-known", mountRoutes(services, [wellKnownX402]));
 
   app.use(routeNotFound);
   app.use(errorHandler(services.log, (code) => services.metrics.errors.inc({ code })));

@@ -10,7 +10,7 @@ import { formatUsd } from "../tools/pricing.js";
 import { createChainClients, type NetworkClients } from "./chain.js";
 import type { Offer } from "./offer.js";
 import { RELAYER_BUSY, settle } from "./settle.js";
-import { invalidPayment, normaliseSignature, verifyChainState, verifySigned } from "./verify.js";
+import { authorizationMessage, invalidPayment, normaliseSignature, tokenAbi, verifyChainState, verifySigned } from "./verify.js";
 import { ensureWalletAccount } from "./wallet-accounts.js";
 import type { Authorization, PaymentHeader, RequirementsV2 } from "./wire.js";
 
@@ -68,7 +68,9 @@ export class Payments {
     readonly config: NonNullable<Config["x402"]>,
   ) {
     this.clients = createChainClients(config);
-    this.settlingDeadlineMs = RELAYER_LOCK_WAIT_MS + 4 * config.rpcTimeoutMs + config.receiptTimeoutMs;
+    // Each RPC call may try every URL of a network in turn before it fails.
+    const urls = Math.max(1, ...config.networks.map((n) => n.rpcUrls.length));
+    this.settlingDeadlineMs = RELAYER_LOCK_WAIT_MS + 4 * urls * config.rpcTimeoutMs + config.receiptTimeoutMs;
   }
 
   private networkOf(header: PaymentHeader, offer: Offer): NetworkClients {
@@ -113,8 +115,9 @@ export class Payments {
     if (refused) throw this.refusal(refused, network.name);
     if (known) return this.answerKnown(known, context);
 
+    let seenAt: bigint;
     try {
-      await verifyChainState(clients, auth, signature, expected);
+      seenAt = (await verifyChainState(clients, auth, signature, expected)).blockNumber;
     } catch (err) {
       if (err instanceof ApiError) {
         // The same authorization, sent twice at once, may have been claimed and settled by the
@@ -141,18 +144,20 @@ export class Payments {
       signature,
       resource: request.offer.v2.resource.url,
       call: request.call ? { key: request.call.key ?? `x402:${id}`, fingerprint: request.call.fingerprint } : null,
+      // The transfer cannot be in an earlier block: whoever finishes this settlement reads logs from here.
+      sentFromBlock: seenAt.toString(),
     };
     const existing = await this.services.store.claimPayment(record);
     if (existing) return this.answerKnown(existing, context);
 
     const outcome = await settle(clients, auth, signature, this.config.payTo, this.config.receiptTimeoutMs, (name, fn) => this.withLock(name, fn));
     this.services.metrics.payments.inc({ outcome: outcome.state, network: network.name });
-    if (outcome.state === "failed") {
+    if (outcome.state === "failed" && !(await this.mayHaveMoved(clients, auth))) {
       await this.services.store.releasePayment(id); // nothing moved: the authorization may be retried
       throw invalidPayment(`settlement failed: ${outcome.reason}`);
     }
-    if (outcome.state === "pending") {
-      await this.services.store.savePayment({ ...record, state: "pending", txHash: outcome.txHash ?? null, relay: outcome.relay ?? null, sentFromBlock: outcome.fromBlock?.toString() ?? null });
+    if (outcome.state !== "settled") {
+      await this.services.store.savePayment({ ...record, state: "pending", txHash: outcome.txHash ?? null, relay: outcome.state === "pending" ? (outcome.relay ?? null) : null });
       this.services.log.warn({ payment: id, reason: outcome.reason, tx: outcome.txHash }, "x402 settlement pending");
       throw pending();
     }
@@ -161,6 +166,16 @@ export class Payments {
     // duplicate that then sees "settled" cannot take what this request paid for.
     if (!record.call) await this.services.store.claimPaymentService(id, done.expiresAt!);
     return this.accepted(await this.credit(done), networkName);
+  }
+
+  /**
+   * Whether a settlement refused by the node may still have moved the money: a send retried on
+   * another RPC URL after a timeout is refused ("nonce too low") once the first one landed. The
+   * chain decides; when it cannot be asked, the answer is "maybe", and the reconciler finishes it.
+   */
+  private async mayHaveMoved(clients: NetworkClients, auth: Authorization): Promise<boolean> {
+    const message = authorizationMessage(auth);
+    return (clients.public.readContract({ address: clients.network.usdc.address, abi: tokenAbi, functionName: "authorizationState", args: [message.from, message.nonce] }) as Promise<boolean>).catch(() => true);
   }
 
   /** A refused verification as the client sees it: the refusal itself, or 503 when the chain did not answer. */
@@ -216,18 +231,38 @@ export class Payments {
     throw used("");
   }
 
-  /** Runs `fn` holding the store lock `name`, waiting up to RELAYER_LOCK_WAIT_MS for it. */
+  /** Settlements of this process waiting for a lock, queued in order (name → the tail of the queue). */
+  private readonly lockQueues = new Map<string, Promise<void>>();
+
+  /**
+   * Runs `fn` holding the store lock `name`, waiting up to RELAYER_LOCK_WAIT_MS for it. The
+   * settlements of one process queue behind each other in memory (no polling at all), so only the
+   * head of each process's queue asks the store, backing off from 2 ms to 50 ms between attempts
+   * while another process holds the lock.
+   */
   private async withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
     const deadline = Date.now() + RELAYER_LOCK_WAIT_MS;
-    let token: string | null;
-    while (!(token = await this.services.store.acquireLock(name, 15_000))) {
-      if (Date.now() > deadline) throw new Error(RELAYER_BUSY);
-      await new Promise((r) => setTimeout(r, 3));
-    }
+    const ahead = this.lockQueues.get(name) ?? Promise.resolve();
+    let leave!: () => void;
+    const mine = new Promise<void>((resolve) => (leave = resolve));
+    const tail = ahead.then(() => mine);
+    this.lockQueues.set(name, tail);
     try {
-      return await fn();
+      const waited = await Promise.race([ahead.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), Math.max(0, deadline - Date.now())).unref())]);
+      if (!waited) throw new Error(RELAYER_BUSY);
+      let token: string | null;
+      for (let pause = 2; !(token = await this.services.store.acquireLock(name, 15_000)); pause = Math.min(pause * 2, 50)) {
+        if (Date.now() + pause > deadline) throw new Error(RELAYER_BUSY);
+        await new Promise((r) => setTimeout(r, pause));
+      }
+      try {
+        return await fn();
+      } finally {
+        await this.services.store.releaseLock(name, token);
+      }
     } finally {
-      await this.services.store.releaseLock(name, token);
+      leave();
+      if (this.lockQueues.get(name) === tail) this.lockQueues.delete(name);
     }
   }
 

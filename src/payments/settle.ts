@@ -27,7 +27,7 @@ import type { Authorization } from "./wire.js";
 export type Settlement =
   | { state: "settled"; txHash: Hex; blockNumber: bigint }
   | { state: "failed"; reason: string; txHash?: Hex }
-  | { state: "pending"; reason: string; txHash?: Hex; relay?: RelayedTransaction; fromBlock?: bigint };
+  | { state: "pending"; reason: string; txHash?: Hex; relay?: RelayedTransaction };
 
 /**
  * viem wraps every failure of writeContract (timeouts included) in the same outer error, so
@@ -49,25 +49,19 @@ export type SendLock = <T>(name: string, fn: () => Promise<T>) => Promise<T>;
 export async function settle(clients: NetworkClients, auth: Authorization, signature: Hex, payTo: Address, receiptTimeoutMs: number, lock: SendLock): Promise<Settlement> {
   const message = authorizationMessage(auth);
   let txHash: Hex;
-  // The block before the send: a reconciler looking for this transfer reads logs from here.
-  let fromBlock: bigint | undefined;
   let relay: RelayedTransaction | undefined;
   const account = clients.relayer.account;
   try {
     // Gas and fees are worked out first, concurrently with other settlements; only "take the
     // next nonce, sign, broadcast" is serialised, and receipts are awaited concurrently below.
     const data = encodeFunctionData({ abi: tokenAbi, functionName: "transferWithAuthorization", args: transferArgs(message, signature) as never });
-    const [prepared, blockNumber] = (await Promise.all([
-      clients.relayer.prepareTransactionRequest({
-        account,
-        chain: clients.relayer.chain,
-        to: clients.network.usdc.address,
-        data,
-        parameters: ["gas", "fees", "chainId", "type"],
-      }),
-      clients.public.getBlockNumber({ cacheTime: 0 }),
-    ])) as [{ gas: bigint; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }, bigint];
-    fromBlock = blockNumber;
+    const prepared = (await clients.relayer.prepareTransactionRequest({
+      account,
+      chain: clients.relayer.chain,
+      to: clients.network.usdc.address,
+      data,
+      parameters: ["gas", "fees", "chainId", "type"],
+    })) as { gas: bigint; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };
     txHash = await lock(`relayer:${clients.network.chainId}:${account.address}`, async () => {
       const nonce = await clients.public.getTransactionCount({ address: account.address, blockTag: "pending" });
       relay = { nonce, gas: String(prepared.gas), maxFeePerGas: String(prepared.maxFeePerGas), maxPriorityFeePerGas: String(prepared.maxPriorityFeePerGas), data, sentAt: Date.now() };
@@ -77,13 +71,13 @@ export async function settle(clients: NetworkClients, auth: Authorization, signa
   } catch (err) {
     // Only a definite refusal moved nothing; a timeout or a lost connection may have sent it.
     if (isDefiniteRefusal(err)) return { state: "failed", reason: (err as BaseError).shortMessage ?? "the transaction was refused" };
-    return { state: "pending", reason: (err as BaseError).shortMessage ?? "the chain did not answer the submission", relay, fromBlock };
+    return { state: "pending", reason: (err as BaseError).shortMessage ?? "the chain did not answer the submission", relay };
   }
   let receipt;
   try {
     receipt = await clients.public.waitForTransactionReceipt({ hash: txHash, timeout: receiptTimeoutMs, retryCount: 0 });
   } catch {
-    return { state: "pending", reason: "no receipt in time", txHash, relay, fromBlock };
+    return { state: "pending", reason: "no receipt in time", txHash, relay };
   }
   if (receipt.status !== "success") return { state: "failed", reason: "the transaction reverted", txHash };
   const logs = parseEventLogs({ abi: tokenAbi, logs: receipt.logs.filter((l) => isAddressEqual(l.address, clients.network.usdc.address)) }) as unknown as {

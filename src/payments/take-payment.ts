@@ -17,8 +17,8 @@ export interface Paid {
   receiptHeaders: Record<string, string>;
 }
 
-export function offerForResource(services: Services, price: bigint, path: string, description: string): Offer {
-  return offerFor(services.payments!.config, price, `${services.config.publicBaseUrl}${path}`, description);
+export function offerForResource(services: Services, price: bigint, path: string, description: string, extensions?: Record<string, unknown>): Offer {
+  return offerFor(services.payments!.config, price, `${services.config.publicBaseUrl}${path}`, description, extensions);
 }
 
 export async function takePayment(

@@ -94,7 +94,7 @@ export async function verifySigned(clients: NetworkClients, auth: Authorization,
  * time (and no longer than `maxTimeoutSeconds` ahead), the authorization unused, the balance, and
  * a simulation of the transfer itself — one round of concurrent reads.
  */
-export async function verifyChainState(clients: NetworkClients, auth: Authorization, signature: Hex, expected: Expected): Promise<void> {
+export async function verifyChainState(clients: NetworkClients, auth: Authorization, signature: Hex, expected: Expected): Promise<{ blockNumber: bigint }> {
   const message = authorizationMessage(auth);
   const token = { address: clients.network.usdc.address, abi: tokenAbi } as const;
   // The simulation's verdict is used only if everything else passed.
@@ -120,6 +120,7 @@ export async function verifyChainState(clients: NetworkClients, auth: Authorizat
   if (used) throw new ApiError("payment_already_used", "This payment authorization has already been used.");
   if (balance < message.value) throw invalidPayment("the payer's balance is too low");
   if (simulationError) throw invalidPayment(`the transfer would fail on chain (${simulationError})`);
+  return { blockNumber: block.number };
 }
 
 const isRpcFailure = (err: unknown) => err instanceof BaseError && err.walk((e) => e instanceof HttpRequestError || e instanceof TimeoutError || e instanceof RpcRequestError) !== null;

@@ -3,6 +3,7 @@ import { ApiError } from "../../http/errors.js";
 import { authenticate, presentedKey } from "../../http/auth.js";
 import { defineRoute, parseInput } from "../../http/route.js";
 import { paymentChallenge } from "../../payments/offer.js";
+import { toolExtensions } from "../../payments/discovery.js";
 import { offerForResource, takePayment } from "../../payments/take-payment.js";
 import { findTool } from "../catalogue/index.js";
 import type { Forwarder } from "../forward.js";
@@ -37,7 +38,7 @@ export function callTool(forwarderFor: (req: Request, res: Response) => Forwarde
       const forward = forwarderFor(req, res);
       const price = atomicPrice(tool.cost, services.config.creditPriceAtomic);
       // The x402 offer is built only when it is needed: keyed calls that can pay never see it.
-      const offer = () => offerForResource(services, price, `/v1/tools/${tool.name}`, `${tool.title}: one call (${tool.cost} credits)`);
+      const offer = () => offerForResource(services, price, `/v1/tools/${tool.name}`, `${tool.title}: one call (${tool.cost} credits)`, toolExtensions(tool));
 
       if (!req.get("x-api-key") && services.payments) {
         const { payment, receiptHeaders: settled } = await takePayment(services, req, {
