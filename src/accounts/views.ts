@@ -30,7 +30,11 @@ export const keyViewSchema = z.object({
   status: z.enum(["active", "expiring", "revoked"]),
   created_at: isoOrNull,
   revoked_at: isoOrNull,
+  last_used_at: isoOrNull.describe("When the key last authenticated a request, to the minute (null: never)."),
 });
+
+/** A key as issued: the full key is in this one answer and never again. */
+export const issuedKeyViewSchema = keyViewSchema.extend({ key: z.string().describe("The full key: shown in this answer only.") });
 
 export const ledgerEntryViewSchema = z.object({
   id: z.string(),
@@ -49,7 +53,16 @@ const iso = (ms: number | null) => (ms === null || ms === 0 ? null : new Date(ms
 
 export function keyView(key: KeyRecord, now = Date.now()): z.infer<typeof keyViewSchema> {
   const status = key.revokedAt === null ? "active" : key.revokedAt > now ? "expiring" : "revoked";
-  return { id: key.id, name: key.name, prefix: key.prefix, last4: key.last4, status, created_at: iso(key.createdAt), revoked_at: iso(key.revokedAt) };
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    last4: key.last4,
+    status,
+    created_at: iso(key.createdAt),
+    revoked_at: iso(key.revokedAt),
+    last_used_at: iso(key.lastUsedAt ?? null),
+  };
 }
 
 export function accountView(account: AccountRecord): z.infer<typeof accountViewSchema> {
