@@ -22,6 +22,7 @@ const ROUTES: [string, string][] = [
   ...toolRoutes(() => () => Promise.reject(new Error("not called"))).map((r) => [r.method.toUpperCase(), `/v1/tools${r.path === "/" ? "" : r.path}`] as [string, string]),
   ["GET", `/x402${x402Supported.path}`],
   ...["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"].map((p) => ["GET", p] as [string, string]),
+  ...["POST", "GET", "DELETE"].map((m) => [m, "/mcp"] as [string, string]),
 ];
 const concrete = (pattern: string) => pattern.replace(/:\w+/g, "x1");
 const matches = (pattern: string, path: string) => new RegExp(`^${pattern.replace(/:\w+/g, "[^/]+")}$`).test(path);
