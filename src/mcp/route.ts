@@ -4,6 +4,7 @@ import { Router, type RequestHandler } from "express";
 import { requireFeature } from "../accounts/tiers.js";
 import { admitted, presentedKey } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
+import { allowOn } from "../http/method-not-allowed.js";
 import type { Services } from "../services.js";
 import { createHttpForwarder } from "../tools/forward.js";
 import { createMcpServerFactory, type McpCaller } from "./server.js";
@@ -50,6 +51,9 @@ export function mcpRouter(services: Services): Router {
   };
 
   const router = Router();
-  router.all("/", guard, (req, res) => void serve(req, res, req.body));
+  // Streamable HTTP uses POST (messages), GET (the server's stream) and DELETE (end a session); other methods are 405.
+  const handle: RequestHandler = (req, res) => void serve(req, res, req.body);
+  router.route("/").post(guard, handle).get(guard, handle).delete(guard, handle);
+  allowOn(router, "/", ["GET", "POST", "DELETE"]);
   return router;
 }

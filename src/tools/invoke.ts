@@ -82,7 +82,7 @@ function timeoutOf(services: Services, tool: ToolDefinition): number {
 
 async function execute(services: Services, call: ToolCall, input: unknown, forward: Forwarder, idempotencyKey: string | null): Promise<ToolCallResult> {
   const { tool, key, requestId } = call;
-  const { store, pools, config } = services;
+  const { store } = services;
 
   let caller: Admitted;
   try {
@@ -95,20 +95,37 @@ async function execute(services: Services, call: ToolCall, input: unknown, forwa
     else if (idempotencyKey) await store.abandonIdempotent(key.accountId, idempotencyKey).catch(() => undefined);
     throw err;
   }
-  const accountId = caller.account.id;
+  // Charged from here on: the call ends kept (2xx) or refunded once, whatever fails, even an
+  // exception raised outside this code while serving the request (the guard aborts `crashed`).
+  return services.requestGuard.answering((crashed) => serveCharged(services, call, caller, input, forward, idempotencyKey, crashed));
+}
 
+async function serveCharged(
+  services: Services,
+  { tool, requestId }: ToolCall,
+  caller: Admitted,
+  input: unknown,
+  forward: Forwarder,
+  idempotencyKey: string | null,
+  crashed: AbortSignal,
+): Promise<ToolCallResult> {
+  const { store, pools, config } = services;
+  const accountId = caller.account.id;
   let outcome: ForwardOutcome;
   try {
     const release = await pools.gate(tool.pool).acquire(TIERS[caller.account.tier].priority, config.poolQueueTimeoutMs);
     try {
-      outcome = await forward({ origin: pools.url(tool.pool), path: `/tools/${tool.name}`, input, requestId, timeoutMs: timeoutOf(services, tool) });
+      outcome = await forward({ origin: pools.url(tool.pool), path: `/tools/${tool.name}`, input, requestId, timeoutMs: timeoutOf(services, tool), signal: crashed });
     } finally {
       release();
     }
   } catch (err) {
-    if (!(err instanceof PoolBusyError)) throw err;
-    await refundOnce(services, { accountId, requestId, idempotencyKey, tool: tool.name, reason: "worker pool busy", errorCode: null });
-    throw new ApiError("worker_pool_busy", "Every worker for this tool is busy; retry shortly.", { headers: { ...caller.headers, "Retry-After": "1" } });
+    if (err instanceof PoolBusyError) {
+      await refundOnce(services, { accountId, requestId, idempotencyKey, tool: tool.name, reason: "worker pool busy", errorCode: null });
+      throw new ApiError("worker_pool_busy", "Every worker for this tool is busy; retry shortly.", { headers: { ...caller.headers, "Retry-After": "1" } });
+    }
+    services.log.error({ err, request_id: requestId, tool: tool.name }, "a charged call failed inside the gateway");
+    outcome = { kind: "gateway_error", message: (err as Error)?.message ?? String(err) };
   }
 
   if (outcome.kind === "response" && outcome.status >= 200 && outcome.status < 300) {
@@ -134,6 +151,7 @@ async function execute(services: Services, call: ToolCall, input: unknown, forwa
 function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiError {
   if (outcome.kind === "timeout") return new ApiError("tool_timeout", `The ${tool.name} tool did not answer in time; the call was not charged.`);
   if (outcome.kind === "unreachable") return new ApiError("worker_unavailable", `The ${tool.name} tool's workers are unreachable; the call was not charged.`);
+  if (outcome.kind === "gateway_error") return new ApiError("internal_error", `The ${tool.name} call failed inside the gateway; it was not charged.`);
   let error: { code?: string; message?: string; param?: string } = {};
   try {
     error = (JSON.parse(outcome.body.toString("utf8")) as { error?: typeof error }).error ?? {};
