@@ -33,6 +33,8 @@ export const ERRORS = {
   tool_not_found: { status: 404, type: "invalid_request_error" },
   route_not_found: { status: 404, type: "invalid_request_error" },
   email_taken: { status: 409, type: "invalid_request_error" },
+  last_active_key: { status: 409, type: "invalid_request_error" },
+  invalid_cursor: { status: 400, type: "invalid_request_error" },
   idempotency_conflict: { status: 409, type: "invalid_request_error" },
   body_too_large: { status: 413, type: "invalid_request_error" },
   body_too_deep: { status: 413, type: "invalid_request_error" },

@@ -31,12 +31,16 @@ export function mcpRouter(services: Services): Router {
       const host = (req.get("host") ?? "").toLowerCase().replace(/:\d+$/, "");
       if (!allowedHosts.has(host)) throw new ApiError("host_not_allowed", "This host name is not served here.");
       const key = presentedKey(req);
-      // A tools/call is counted (and charged) by the invocation service; anything else counts here.
-      const isCall = (req.body as { method?: unknown } | undefined)?.method === "tools/call";
+      // Every JSON-RPC message counts once against the rate limit, here, before the SDK parses it:
+      // a batch counts each message (all or none admitted), and tools/call, unknown tools and
+      // malformed or unanswerable messages count like any other. The invocation service then
+      // charges a call without counting it again.
+      const requests = Array.isArray(req.body) ? Math.max(1, req.body.length) : 1;
       const caller = admitted(
-        await services.store.admit({ accountId: key.accountId, keyHash: key.hash, cost: 0, requestId: String(res.locals.requestId), tool: null, reason: "", countRequest: !isCall }),
+        await services.store.admit({ accountId: key.accountId, keyHash: key.hash, cost: 0, requestId: String(res.locals.requestId), tool: null, reason: "", requests }),
       );
       requireFeature(caller.account.tier, "mcp");
+      for (const [name, value] of Object.entries(caller.headers)) res.setHeader(name, value);
       res.locals.accountId = caller.account.id;
       const extra: McpCaller = { key };
       (req as unknown as { auth: unknown }).auth = { token: "", clientId: caller.account.id, scopes: [], extra };

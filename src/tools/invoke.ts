@@ -24,6 +24,8 @@ export interface ToolCall {
   key: { accountId: string; hash: string | null };
   idempotencyKey: string | null;
   requestId: string;
+  /** The door counted this call against the rate limit already (MCP counts every message as it arrives). */
+  counted?: boolean;
 }
 
 export interface ToolCallResult extends StoredResponse {
@@ -38,7 +40,7 @@ export async function invokeTool(services: Services, call: ToolCall, forward: Fo
   const unavailable = services.pools.unavailableReason(tool.name);
   if (!parsed.success || unavailable) {
     // Authenticate (and count the request) before saying anything about the call; charge nothing.
-    await authenticate(services, key, requestId);
+    await checkCaller(services, call);
     if (unavailable) throw new ApiError("tool_unavailable", `The ${tool.name} tool is unavailable: ${unavailable}.`);
     parseInput(tool.input, call.input, "body");
   }
@@ -55,17 +57,23 @@ export async function invokeTool(services: Services, call: ToolCall, forward: Fo
     // that takes over the claim of a process that died mid-call is not charged a second time.
     if (claim.state === "started") return execute(services, { ...call, requestId: claim.requestId }, input, forward, idempotencyKey);
     if (claim.state === "completed") {
-      await authenticate(services, key, requestId);
+      await checkCaller(services, call);
       return { ...claim.response, replayed: true };
     }
     if (claim.state === "conflict") {
-      await authenticate(services, key, requestId);
+      await checkCaller(services, call);
       throw new ApiError("idempotency_conflict", "This Idempotency-Key was already used with a different request body.", { param: "Idempotency-Key" });
     }
     // Another request with this key is executing: wait for its answer, then replay it.
     if (Date.now() > deadline) throw new ApiError("idempotency_conflict", "A request with this Idempotency-Key is still in progress.", { param: "Idempotency-Key" });
     await new Promise((r) => setTimeout(r, IDEMPOTENCY_POLL_MS));
   }
+}
+
+/** Checks the caller's key, counting the request unless its door already did; charges nothing. */
+async function checkCaller(services: Services, call: ToolCall): Promise<Admitted> {
+  if (!call.counted) return authenticate(services, call.key, call.requestId);
+  return admitted(await services.store.admit({ accountId: call.key.accountId, keyHash: call.key.hash, cost: 0, requestId: call.requestId, tool: null, reason: "", countRequest: false }));
 }
 
 function timeoutOf(services: Services, tool: ToolDefinition): number {
@@ -78,7 +86,7 @@ async function execute(services: Services, call: ToolCall, input: unknown, forwa
 
   let caller: Admitted;
   try {
-    caller = admitted(await store.admit({ accountId: key.accountId, keyHash: key.hash, cost: tool.cost, requestId, tool: tool.name, reason: "tool call" }));
+    caller = admitted(await store.admit({ accountId: key.accountId, keyHash: key.hash, cost: tool.cost, requestId, tool: tool.name, reason: "tool call", countRequest: !call.counted }));
   } catch (err) {
     // The store went away mid-admission: the debit may have happened without us hearing of it.
     // Refund it (a no-op if it never happened) as soon as the store answers again.
