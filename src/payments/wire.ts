@@ -5,19 +5,35 @@ import { normaliseHex, type Hex } from "../lib/hex.js";
  * The x402 wire formats, both generations (DESIGN "Facts"): v1 sends the payment in `X-PAYMENT`
  * and answers `X-PAYMENT-RESPONSE`; v2 sends `PAYMENT-SIGNATURE`, answers `PAYMENT-RESPONSE`,
  * and carries the chosen requirement in `accepted`. Headers are standard base64 of UTF-8 JSON.
+ * Every hex value (addresses, the nonce, the signature) is normalised to lower case here, once,
+ * so nothing downstream can take two spellings of the same bytes for different values.
  */
 const address = z
   .string()
   .regex(/^0x[0-9a-fA-F]{40}$/)
   .transform((v): Hex => normaliseHex(v));
-/** A uint256 in decimal: at most 2^256 - 1 (a larger number is no value the token can take). */
-const uint = z
+/** A uint256 in decimal: anything larger could never be signed or sent, and must not reach the chain client. */
+const UINT = /^\d{1,78}$/;
+const uint = z.string().refine((v) => UINT.test(v) && BigInt(v) < 2n ** 256n, "must be a decimal integer below 2^256 (a uint256)");
+/** secp256k1's group order: r and s of a real signature lie in [1, N). */
+const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+/**
+ * Bytes in hex. A 65-byte one is an EOA signature and must be well formed (r and s in [1, N),
+ * v one of 0, 1, 27, 28) — checked here so a malformed one is refused as such, never thrown
+ * inside the chain client; any other length is a smart wallet's, judged by the wallet itself.
+ */
+const HEX_BYTES = /^0x([0-9a-fA-F]{2})+$/;
+function wellFormedSignature(sig: string): boolean {
+  if (!HEX_BYTES.test(sig)) return false;
+  if (sig.length !== 132) return true;
+  const r = BigInt(`0x${sig.slice(2, 66)}`);
+  const s = BigInt(`0x${sig.slice(66, 130)}`);
+  const v = parseInt(sig.slice(130), 16);
+  return r > 0n && r < SECP256K1_N && s > 0n && s < SECP256K1_N && [0, 1, 27, 28].includes(v);
+}
+const signature = z
   .string()
-  .regex(/^\d{1,78}$/)
-  .refine((v) => BigInt(v) < 2n ** 256n, "larger than a uint256");
-const hex = z
-  .string()
-  .regex(/^0x(?:[0-9a-fA-F]{2})+$/)
+  .refine(wellFormedSignature, "must be hex bytes; 65 of them must be a well-formed signature (r and s in [1, N), v 0, 1, 27 or 28)")
   .transform((v): Hex => normaliseHex(v));
 
 export const authorizationSchema = z.object({
@@ -28,7 +44,7 @@ export const authorizationSchema = z.object({
   validBefore: uint,
   nonce: z.string().regex(/^0x[0-9a-fA-F]{64}$/).transform((v): Hex => normaliseHex(v)),
 });
-const exactPayload = z.object({ signature: hex, authorization: authorizationSchema });
+const exactPayload = z.object({ signature, authorization: authorizationSchema });
 
 export const requirementsV2Schema = z.object({
   scheme: z.string(),
@@ -70,10 +86,10 @@ export function readPaymentHeader(get: (name: string) => string | undefined): Pa
     throw new Error(`${v2 ? "PAYMENT-SIGNATURE" : "X-PAYMENT"} is not base64 of JSON`);
   }
   if (v2) {
-    const p = paymentV2.parse(json);
+    const p = parsed(paymentV2, json);
     return { version: 2, accepted: p.accepted, signature: p.payload.signature, authorization: p.payload.authorization, extensions: p.extensions ?? {} };
   }
-  const p = paymentV1.parse(json);
+  const p = parsed(paymentV1, json);
   return { version: 1, scheme: p.scheme, network: p.network, signature: p.payload.signature, authorization: p.payload.authorization };
 }
 
@@ -85,4 +101,12 @@ const paymentIdentifierSchema = z.object({ info: z.object({ id: z.string().regex
 export function paymentIdentifier(header: PaymentHeader): string | null {
   if (header.version !== 2 || header.extensions[PAYMENT_IDENTIFIER] === undefined) return null;
   return paymentIdentifierSchema.parse(header.extensions[PAYMENT_IDENTIFIER]).info.id ?? null;
+}
+
+/** The payload, or an error naming the first field that is wrong (the client reads it in `reason`). */
+function parsed<T>(schema: z.ZodType<T>, json: unknown): T {
+  const result = schema.safeParse(json);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  throw new Error(`${issue.path.join(".") || "the payment"}: ${issue.message}`);
 }
