@@ -1,0 +1,185 @@
+import { readFile, readdir } from "node:fs/promises";
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import { join } from "node:path";
+import { toHex } from "viem";
+import { mnemonicToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ANVIL_MNEMONIC } from "../../../chain-fixtures/chain.js";
+import { balanceOf as creditsOf, fundedAccount, startGateway, type TestGateway } from "../../helpers/gateway.js";
+import { installPackedSdk, type InstalledProject } from "../../helpers/sdk-package.js";
+import { PAY_TO, balanceOf, startChains } from "../../helpers/x402.js";
+
+/**
+ * The TypeScript library installed from its npm pack tarball into a fresh project, used from
+ * plain Node scripts against a real gateway, real Redis and real anvil chains.
+ */
+const PRICE = 2000n; // hash: 1 credit at $0.002 = 2,000 USDC atomic units
+const payerKey = (index: number) => toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index }).getHdKey().privateKey!);
+const PAYERS = [6, 7].map((i) => ({ key: payerKey(i), address: mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: i }).address }));
+
+let project: InstalledProject;
+let chains: Awaited<ReturnType<typeof startChains>>;
+let gw: TestGateway;
+beforeAll(async () => {
+  [project, chains] = await Promise.all([installPackedSdk(), startChains(PAYERS.map((p) => p.address))]);
+  gw = await startGateway({ env: chains.env });
+}, 180_000);
+afterAll(async () => {
+  await gw?.stop();
+  await chains?.stop();
+  await project?.remove();
+});
+
+const HEADER = `import { Toolgate, ToolgateError } from "toolgate";
+const fields = (e) => e instanceof ToolgateError ? { status: e.status, code: e.code, message: e.message, param: e.param ?? null, requestId: e.requestId ?? null, retryAfter: e.retryAfter ?? null } : { notToolgateError: String(e) };
+const out = (v) => console.log(JSON.stringify(v, (_k, x) => (typeof x === "bigint" ? x.toString() : x)));
+`;
+
+describe("the packed library", () => {
+  it("ships ESM with type declarations, and its core imports nothing from Node", async () => {
+    const pkg = JSON.parse(await readFile(join(project.dir, "node_modules/toolgate/package.json"), "utf8"));
+    expect(pkg.exports["."]).toEqual({ types: "./dist/index.d.ts", default: "./dist/index.js" });
+    const dist = join(project.dir, "node_modules/toolgate/dist");
+    const core = (await readdir(dist, { recursive: true })).filter((f) => f.endsWith(".js") && !f.startsWith("cli"));
+    expect(core).toContain("index.js");
+    for (const file of core) expect(await readFile(join(dist, file), "utf8"), file).not.toMatch(/from\s+["']node:|require\(|\bBuffer\b/);
+    expect((await readdir(dist, { recursive: true })).filter((f) => f.endsWith(".d.ts"))).toContain("index.d.ts");
+  });
+
+  it("lists tools and calls one with the key from TOOLGATE_API_KEY / TOOLGATE_BASE_URL", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const result = await project.script(
+      `${HEADER}const client = new Toolgate();
+const tools = await client.tools.list();
+const hash = await client.tools.get("hash");
+const output = await client.tools.call("hash", { text: "hello world" });
+out({ names: tools.map((t) => t.name), price: hash.price, output, account: await client.account.get() });`,
+      { TOOLGATE_API_KEY: key, TOOLGATE_BASE_URL: gw.url },
+    );
+    expect(result.names).toEqual(expect.arrayContaining(["hash", "web-search", "qr-code"]));
+    expect(result.price).toMatchObject({ credits: 1, usdc_atomic: "2000" });
+    expect(result.output).toEqual({ algorithm: "sha256", encoding: "hex", digest: "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9" });
+    expect(result.account.credits).toBe(99);
+  });
+
+  it("rotates a key: the new key works, the old one is refused with ToolgateError", async () => {
+    const { key, keyId } = await fundedAccount(gw.url, 100, "free");
+    const result = await project.script(
+      `${HEADER}const old = new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL });
+const rotated = await old.keys.rotate(process.env.KEY_ID, { grace_seconds: 0 });
+const fresh = new Toolgate({ apiKey: rotated.key, baseUrl: process.env.URL });
+const keys = await fresh.keys.list();
+const refused = await old.account.get().then(() => null, fields);
+out({ rotated: { id: rotated.id, replaced: rotated.replaced?.id }, statuses: keys.data.map((k) => [k.id, k.status]), refused });`,
+      { KEY: key, KEY_ID: keyId, URL: gw.url },
+    );
+    expect(result.rotated.replaced).toBe(keyId);
+    expect(result.statuses).toEqual(expect.arrayContaining([[keyId, "revoked"], [result.rotated.id, "active"]]));
+    expect(result.refused).toMatchObject({ status: 401, code: "api_key_revoked", requestId: expect.stringMatching(/^req_/) });
+  });
+
+  it("maps 422, 402 and 429 to ToolgateError with status, code, param and request id", async () => {
+    const { key } = await fundedAccount(gw.url, 1000, "free");
+    const result = await project.script(
+      `${HEADER}const keyed = new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL, maxRetries: 0 });
+const invalid = await keyed.tools.call("hash", { text: 5 }).then(() => null, fields);
+const unpaid = await new Toolgate({ baseUrl: process.env.URL }).tools.call("hash", { text: "x" }).then(() => null, fields);
+let limited = null;
+for (let i = 0; i < 80 && !limited; i++) limited = await keyed.tools.call("hash", { text: String(i) }).then(() => null, fields);
+out({ invalid, unpaid, limited });`,
+      { KEY: key, URL: gw.url },
+    );
+    expect(result.invalid).toMatchObject({ status: 422, code: "validation_failed", param: "text", requestId: expect.stringMatching(/^req_/) });
+    expect(result.unpaid).toMatchObject({ status: 402, code: "payment_required", requestId: expect.stringMatching(/^req_/) });
+    expect(result.limited).toMatchObject({ status: 429, code: "rate_limited", retryAfter: expect.any(Number) });
+    expect(result.limited.retryAfter).toBeGreaterThan(0);
+  });
+});
+
+describe("paying with a wallet (x402 on the local chain)", () => {
+  const walletScript = (body: string) => `${HEADER}import { privateKeyToAccount } from "viem/accounts";
+const client = new Toolgate({
+  baseUrl: process.env.URL,
+  wallet: privateKeyToAccount(process.env.PAYER_KEY),
+  spending: { maxPerCall: BigInt(process.env.MAX_PER_CALL), maxPerSession: BigInt(process.env.MAX_PER_SESSION), allowedAssets: [{ network: "eip155:84532", asset: process.env.TOKEN }] },
+});
+${body}`;
+  const env = (payer: (typeof PAYERS)[number], maxPerCall: bigint, maxPerSession: bigint) => ({
+    URL: gw.url,
+    PAYER_KEY: payer.key,
+    TOKEN: chains.base.usdc,
+    MAX_PER_CALL: String(maxPerCall),
+    MAX_PER_SESSION: String(maxPerSession),
+  });
+
+  it("pays a call: the token balance moves by exactly the price, and the receipt comes back", async () => {
+    const payer = PAYERS[0]!;
+    const [payerBefore, payToBefore] = [await balanceOf(chains.base, payer.address), await balanceOf(chains.base, PAY_TO)];
+    const result = await project.script(
+      walletScript(`const r = await client.tools.callWithDetails("hash", { text: "hello world" });
+out({ output: r.output, payment: r.payment, spent: client.spent });`),
+      env(payer, 10_000n, 100_000n),
+    );
+    expect(result.output.digest).toBe("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
+    expect(result.payment).toMatchObject({ success: true, network: "eip155:84532", payer: payer.address });
+    expect(result.spent).toBe("2000");
+    expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore - PRICE);
+    expect(await balanceOf(chains.base, PAY_TO)).toBe(payToBefore + PRICE);
+  });
+
+  it("refuses to sign above the per-call cap and past the per-session cap; nothing moves", async () => {
+    const payer = PAYERS[1]!;
+    const before = await balanceOf(chains.base, payer.address);
+    const perCall = await project.script(walletScript(`out(await client.tools.call("hash", { text: "a" }).then(() => null, fields));`), env(payer, 1999n, 100_000n));
+    expect(perCall).toMatchObject({ status: 0, code: "spend_cap_exceeded", message: expect.stringContaining("per-call cap") });
+    expect(await balanceOf(chains.base, payer.address)).toBe(before);
+    const session = await project.script(
+      walletScript(`const first = await client.tools.call("hash", { text: "b" });
+const second = await client.tools.call("hash", { text: "c" }).then(() => null, fields);
+out({ first: first.digest.length, second, spent: client.spent });`),
+      env(payer, 2000n, 3000n),
+    );
+    expect(session).toMatchObject({ first: 64, second: { status: 0, code: "spend_cap_exceeded" }, spent: "2000" });
+    expect(await balanceOf(chains.base, payer.address)).toBe(before - PRICE);
+  });
+});
+
+describe("retries", () => {
+  /** A proxy to the gateway that forwards the first tool call, then drops the caller's connection instead of answering. */
+  async function droppingProxy(target: string) {
+    const seen: IncomingHttpHeaders[] = [];
+    const server: Server = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      seen.push(req.headers);
+      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => ["content-type", "x-api-key", "idempotency-key"].includes(k))) as Record<string, string>;
+      const upstream = await fetch(`${target}${req.url}`, { method: req.method, headers, body: req.method === "POST" ? Buffer.concat(chunks) : undefined });
+      const body = Buffer.from(await upstream.arrayBuffer());
+      if (seen.length === 1) return req.socket.destroy(); // the gateway did the work; the caller never hears
+      res.writeHead(upstream.status, Object.fromEntries([...upstream.headers].filter(([k]) => !["content-length", "transfer-encoding", "connection"].includes(k))));
+      res.end(body);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, seen, stop: () => new Promise((r) => server.close(r)) };
+  }
+
+  it("a call whose connection dropped is retried with the same Idempotency-Key and charged once", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const proxy = await droppingProxy(gw.url);
+    try {
+      const result = await project.script(
+        `${HEADER}const client = new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL, maxRetries: 2 });
+const r = await client.tools.callWithDetails("hash", { text: "once" });
+out({ digest: r.output.digest, replayed: r.replayed });`,
+        { KEY: key, URL: proxy.url },
+      );
+      expect(result).toEqual({ digest: expect.stringMatching(/^[0-9a-f]{64}$/), replayed: true });
+      expect(proxy.seen).toHaveLength(2);
+      expect(proxy.seen[0]!["idempotency-key"]).toMatch(/^[0-9a-f-]{36}$/);
+      expect(proxy.seen[1]!["idempotency-key"]).toBe(proxy.seen[0]!["idempotency-key"]);
+      expect(await creditsOf(gw.url, key)).toBe(99);
+    } finally {
+      await proxy.stop();
+    }
+  });
+});
