@@ -19,8 +19,9 @@ beforeAll(async () => {
   const hook = await client.webhooks.register({ url: rx.url("/sdk-ts"), events: ["tool.error"] });
   secret = hook.secret;
   await client.webhooks.test({ webhook_id: hook.id });
-  [delivery] = await rx.waitFor("/sdk-ts", 1);
-  if (!delivery) throw new Error("no delivery arrived");
+  const [first] = await rx.waitFor("/sdk-ts", 1);
+  if (!first) throw new Error("no delivery arrived");
+  delivery = first;
 });
 afterAll(async () => {
   await gw?.stop();
