@@ -1,6 +1,11 @@
-import { readFile, readdir } from "node:fs/promises";
+import { execFile, spawn } from "node:child_process";
+import { copyFile, readFile, readdir, writeFile } from "node:fs/promises";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import { createServer as createNetServer } from "node:net";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { toHex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,14 +20,14 @@ import { PAY_TO, balanceOf, startChains } from "../../helpers/x402.js";
  */
 const PRICE = 2000n; // hash: 1 credit at $0.002 = 2,000 USDC atomic units
 const payerKey = (index: number) => toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index }).getHdKey().privateKey!);
-const PAYERS = [6, 7].map((i) => ({ key: payerKey(i), address: mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: i }).address }));
+const PAYERS = [6, 7, 4].map((i) => ({ key: payerKey(i), address: mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: i }).address }));
 
 let project: InstalledProject;
 let chains: Awaited<ReturnType<typeof startChains>>;
 let gw: TestGateway;
 beforeAll(async () => {
   [project, chains] = await Promise.all([installPackedSdk(), startChains(PAYERS.map((p) => p.address))]);
-  gw = await startGateway({ env: chains.env });
+  gw = await startGateway({ env: { ...chains.env, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" } });
 }, 180_000);
 afterAll(async () => {
   await gw?.stop();
@@ -183,3 +188,80 @@ out({ digest: r.output.digest, replayed: r.replayed });`,
     }
   });
 });
+
+describe("examples/", () => {
+  const EXAMPLES = fileURLToPath(new URL("../../../examples", import.meta.url));
+  const sh = promisify(execFile);
+  const copy = async (file: string) => {
+    const to = join(project.dir, file.split("/").pop()!);
+    await copyFile(join(EXAMPLES, file), to);
+    return to;
+  };
+  const walletFile = async (payer: (typeof PAYERS)[number]) => {
+    const file = join(project.dir, "wallet.key");
+    await writeFile(file, `${payer.key}\n`, { mode: 0o600 });
+    return file;
+  };
+  const env = (extra: Record<string, string>) => ({ PATH: process.env.PATH ?? "", TOOLGATE_BASE_URL: gw.url, ...extra });
+
+  it("typescript/keyed-call.ts and curl/keyed-call.sh call hash with a key", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const ts = await project.runTs(await copy("typescript/keyed-call.ts"), { TOOLGATE_API_KEY: key, TOOLGATE_BASE_URL: gw.url });
+    expect(ts.stdout).toContain('sha256("hello world") = b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9');
+    expect(ts.stdout).toContain("99 credits left");
+    const curl = await sh("sh", [join(EXAMPLES, "curl/keyed-call.sh")], { env: env({ TOOLGATE_API_KEY: key }) });
+    expect(curl.stdout).toContain('"digest":"b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"');
+    expect(curl.stdout).toContain('"credits":98');
+  });
+
+  it("typescript/paid-call.ts and curl/paid-call.sh (offer by curl, payment by the npm-installed CLI) pay the price", async () => {
+    const payer = PAYERS[2]!;
+    const before = await balanceOf(chains.base, payer.address);
+    const extra = { WALLET_KEY_FILE: await walletFile(payer), EXTRA_ASSET: `eip155:84532:${chains.base.usdc}` };
+    const ts = await project.runTs(await copy("typescript/paid-call.ts"), { ...extra, TOOLGATE_BASE_URL: gw.url });
+    expect(ts.stdout).toMatch(new RegExp(`paid 2000 USDC atomic units from ${payer.address} on eip155:84532, transaction 0x[0-9a-f]{64}`));
+    expect(await balanceOf(chains.base, payer.address)).toBe(before - PRICE);
+    const curl = await sh("sh", [join(EXAMPLES, "curl/paid-call.sh")], { env: env({ ...extra, TOOLGATE: join(project.dir, "node_modules/.bin/toolgate") }) });
+    expect(curl.stdout).toContain('"x402Version":2');
+    expect(curl.stdout).toContain('"digest": "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"');
+    expect(await balanceOf(chains.base, payer.address)).toBe(before - 2n * PRICE);
+  });
+
+  it("curl/webhook-test.sh registers and sends a test event that typescript/webhook-receiver.ts verifies; a forgery gets 401", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const port = await new Promise<number>((resolve) => {
+      const probe = createNetServer().listen(0, "127.0.0.1", () => {
+        const { port } = probe.address() as { port: number };
+        probe.close(() => resolve(port));
+      });
+    });
+    // Registered before the receiver listens: the first attempt fails, a retry (1 s, 4 s) arrives.
+    const registered = await sh("sh", [join(EXAMPLES, "curl/webhook-test.sh")], { env: env({ TOOLGATE_API_KEY: key, WEBHOOK_URL: `https://localhost:${port}/toolgate` }) });
+    const secret = /"secret":"(whsec_[^"]+)"/.exec(registered.stdout)![1]!;
+    expect(registered.stdout).toMatch(/"sent":\[\{"webhook_id":"wh_/);
+    const tls = process.env.TEST_TLS_DIR!;
+    const receiver = spawn(process.execPath, ["--import", pathToTsx(), await copy("typescript/webhook-receiver.ts")], {
+      cwd: project.dir,
+      env: { PATH: process.env.PATH ?? "", TOOLGATE_WEBHOOK_SECRET: secret, TLS_CERT: join(tls, "server.pem"), TLS_KEY: join(tls, "server.key"), PORT: String(port) },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    try {
+      const lines: string[] = [];
+      createInterface({ input: receiver.stdout! }).on("line", (l) => lines.push(l));
+      const waitFor = async (pattern: RegExp) => {
+        const deadline = Date.now() + 20_000;
+        while (!lines.some((l) => pattern.test(l)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        return lines.find((l) => pattern.test(l));
+      };
+      expect(await waitFor(/^listening on/)).toBe(`listening on ${port}`);
+      expect(await waitFor(/^verified/)).toMatch(/^verified webhook\.test evt_/);
+      const forged = await fetch(`https://localhost:${port}/toolgate`, { method: "POST", headers: { "content-type": "application/json", "x-webhook-signature": `sha256=${"0".repeat(64)}` }, body: '{"id":"evt_forged","event":"payment.received","timestamp":"2026-01-01T00:00:00.000Z","data":{}}' });
+      expect(forged.status).toBe(401);
+      expect(await waitFor(/^refused/)).toBe("refused: webhook_signature_invalid");
+    } finally {
+      receiver.kill();
+    }
+  }, 30_000);
+});
+
+const pathToTsx = () => new URL("../../../node_modules/tsx/dist/loader.mjs", import.meta.url).href;
