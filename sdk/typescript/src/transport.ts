@@ -105,7 +105,9 @@ export class Transport {
         attempt--;
         continue;
       }
-      const retryable = response.status === 429 || (response.status === 503 && spec.idempotent);
+      // 429: refused before anything ran. 503: a dependency is briefly down (or a payment is still
+      // settling) — except a tool with no provider configured, which a retry cannot change.
+      const retryable = response.status === 429 || (response.status === 503 && spec.idempotent && !text.includes('"tool_unavailable"'));
       if (retryable && canRetry) {
         const after = retryAfterSeconds(response.headers.get("retry-after"));
         const delay = after === undefined ? backoffMs(attempt) : after * 1000;

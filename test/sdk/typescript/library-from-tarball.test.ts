@@ -150,13 +150,21 @@ out({ first: first.digest.length, second, spent: client.spent });`),
 });
 
 describe("retries", () => {
-  /** A proxy to the gateway that forwards the first tool call, then drops the caller's connection instead of answering. */
-  async function droppingProxy(target: string) {
-    const seen: IncomingHttpHeaders[] = [];
+  /**
+   * A proxy in front of the gateway, standing in for a network or load balancer that fails the
+   * first request: "drop" forwards it and then cuts the caller off instead of answering; a status
+   * answers it with that status and headers itself. Later requests pass through.
+   */
+  async function proxyTo(target: string, first: "drop" | { status: number; headers: Record<string, string>; body: unknown }) {
+    const seen: { headers: IncomingHttpHeaders; at: number }[] = [];
     const server: Server = createServer(async (req, res) => {
       const chunks: Buffer[] = [];
       for await (const c of req) chunks.push(c as Buffer);
-      seen.push(req.headers);
+      seen.push({ headers: req.headers, at: Date.now() });
+      if (seen.length === 1 && first !== "drop") {
+        res.writeHead(first.status, { "content-type": "application/json", ...first.headers });
+        return res.end(JSON.stringify(first.body));
+      }
       const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => ["content-type", "x-api-key", "idempotency-key"].includes(k))) as Record<string, string>;
       const upstream = await fetch(`${target}${req.url}`, { method: req.method, headers, body: req.method === "POST" ? Buffer.concat(chunks) : undefined });
       const body = Buffer.from(await upstream.arrayBuffer());
@@ -170,7 +178,7 @@ describe("retries", () => {
 
   it("a call whose connection dropped is retried with the same Idempotency-Key and charged once", async () => {
     const { key } = await fundedAccount(gw.url, 100, "free");
-    const proxy = await droppingProxy(gw.url);
+    const proxy = await proxyTo(gw.url, "drop");
     try {
       const result = await project.script(
         `${HEADER}const client = new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL, maxRetries: 2 });
@@ -180,9 +188,39 @@ out({ digest: r.output.digest, replayed: r.replayed });`,
       );
       expect(result).toEqual({ digest: expect.stringMatching(/^[0-9a-f]{64}$/), replayed: true });
       expect(proxy.seen).toHaveLength(2);
-      expect(proxy.seen[0]!["idempotency-key"]).toMatch(/^[0-9a-f-]{36}$/);
-      expect(proxy.seen[1]!["idempotency-key"]).toBe(proxy.seen[0]!["idempotency-key"]);
+      expect(proxy.seen[0]!.headers["idempotency-key"]).toMatch(/^[0-9a-f-]{36}$/);
+      expect(proxy.seen[1]!.headers["idempotency-key"]).toBe(proxy.seen[0]!.headers["idempotency-key"]);
       expect(await creditsOf(gw.url, key)).toBe(99);
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  it("a 429 is retried after its Retry-After, and the call then goes through", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const proxy = await proxyTo(gw.url, { status: 429, headers: { "retry-after": "1" }, body: { error: { type: "rate_limit_error", code: "rate_limited", message: "slow down", request_id: "req_proxy" } } });
+    try {
+      const result = await project.script(
+        `${HEADER}const client = new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL });
+out((await client.tools.call("hash", { text: "hello world" })).digest);`,
+        { KEY: key, URL: proxy.url },
+      );
+      expect(result).toBe("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
+      expect(proxy.seen).toHaveLength(2);
+      expect(proxy.seen[1]!.at - proxy.seen[0]!.at).toBeGreaterThanOrEqual(1000);
+      expect(await creditsOf(gw.url, key)).toBe(99);
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  it("a tool that is unavailable (503 tool_unavailable) is not retried: a retry cannot configure its provider", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const proxy = await proxyTo(gw.url, { status: 503, headers: {}, body: { error: { type: "tool_error", code: "tool_unavailable", message: "no provider", request_id: "req_proxy" } } });
+    try {
+      const result = await project.script(`${HEADER}out(await new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL }).tools.call("web-search", { query: "x" }).then(() => null, fields));`, { KEY: key, URL: proxy.url });
+      expect(result).toMatchObject({ status: 503, code: "tool_unavailable", requestId: "req_proxy" });
+      expect(proxy.seen).toHaveLength(1);
     } finally {
       await proxy.stop();
     }
