@@ -46,7 +46,7 @@ function runtime(pkg: string, exe: string): string {
 }
 
 /** The Bun that runs the build: the dev dependency's, when its install step placed it, else the Linux x64 runtime. */
-function hostBun(): string {
+export function hostBun(): string {
   const installed = join(ROOT, "node_modules/bun/bin/bun.exe");
   if (existsSync(installed) && statSync(installed).size > 1_000_000) return installed;
   if (process.platform !== "linux" || process.arch !== "x64") throw new Error("build:cli runs on Linux x64 (or with the bun package installed with its install script)");
