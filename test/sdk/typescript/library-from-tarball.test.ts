@@ -51,6 +51,37 @@ describe("the packed library", () => {
     expect((await readdir(dist, { recursive: true })).filter((f) => f.endsWith(".d.ts"))).toContain("index.d.ts");
   });
 
+  it("types each tool's input and output: a user's TypeScript compiles against the published declarations, and misuse does not", async () => {
+    const user = join(project.dir, "typed.ts");
+    await writeFile(
+      user,
+      `import { Toolgate, ToolgateError, verifyWebhook, type ToolInput, type ToolOutput } from "toolgate";
+import { aiTools } from "toolgate/ai";
+import { openAITools, runAnthropicToolUses } from "toolgate/agents";
+const client = new Toolgate({ apiKey: "tg_live_x" });
+export async function ok(): Promise<string> {
+  const out: ToolOutput<"hash"> = await client.tools.call("hash", { text: "x", algorithm: "md5" });
+  const input: ToolInput<"qr-code"> = { text: "x" };
+  await client.tools.call("qr-code", input);
+  await client.tools.call("some-alias", { anything: 1 });
+  void [aiTools, openAITools, runAnthropicToolUses, verifyWebhook, ToolgateError];
+  return out.digest;
+}
+export async function misuse() {
+  // @ts-expect-error text must be a string
+  await client.tools.call("hash", { text: 5 });
+  // @ts-expect-error hash knows no crc32
+  await client.tools.call("hash", { text: "x", algorithm: "crc32" });
+  // @ts-expect-error hash answers no "summary"
+  (await client.tools.call("hash", { text: "x" })).summary;
+}
+`,
+    );
+    const tsc = fileURLToPath(new URL("../../../node_modules/typescript/bin/tsc", import.meta.url));
+    const result = await promisify(execFile)(process.execPath, [tsc, "--noEmit", "--strict", "--skipLibCheck", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--types", "node", "--typeRoots", fileURLToPath(new URL("../../../node_modules/@types", import.meta.url)), user], { cwd: project.dir }).catch((e: { stdout: string }) => ({ stdout: e.stdout, failed: true }));
+    expect(result.stdout).toBe("");
+  });
+
   it("lists tools and calls one with the key from TOOLGATE_API_KEY / TOOLGATE_BASE_URL", async () => {
     const { key } = await fundedAccount(gw.url, 100, "free");
     const result = await project.script(

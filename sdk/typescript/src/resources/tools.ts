@@ -23,6 +23,9 @@ export interface CallResult<O> {
   payment: { success: boolean; transaction: string; network: string; payer: string } | undefined;
 }
 
+/** Any other name (an alias, a tool newer than these types); a catalogue name must use its own types. */
+type OtherName<S extends string> = S & (S extends ToolName ? never : unknown);
+
 const decodeBase64Json = (value: string) => JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(value), (c) => c.charCodeAt(0))));
 const intHeader = (value: string | null) => (value === null ? undefined : Number(value));
 
@@ -43,14 +46,14 @@ export class Tools {
 
   /** Calls a tool and returns its output object. */
   call<N extends ToolName>(name: N, input: ToolInput<N>, options?: CallOptions): Promise<ToolOutput<N>>;
-  call(name: string, input: Record<string, unknown>, options?: CallOptions): Promise<Record<string, unknown>>;
+  call<S extends string>(name: OtherName<S>, input: Record<string, unknown>, options?: CallOptions): Promise<Record<string, unknown>>;
   async call(name: string, input: unknown, options: CallOptions = {}): Promise<unknown> {
     return (await this.callWithDetails(name as ToolName, input as never, options)).output;
   }
 
   /** Calls a tool and returns its output with what the call cost and, if paid, the payment receipt. */
   callWithDetails<N extends ToolName>(name: N, input: ToolInput<N>, options?: CallOptions): Promise<CallResult<ToolOutput<N>>>;
-  callWithDetails(name: string, input: Record<string, unknown>, options?: CallOptions): Promise<CallResult<Record<string, unknown>>>;
+  callWithDetails<S extends string>(name: OtherName<S>, input: Record<string, unknown>, options?: CallOptions): Promise<CallResult<Record<string, unknown>>>;
   async callWithDetails(name: string, input: unknown, options: CallOptions = {}): Promise<CallResult<unknown>> {
     const { data, response } = await this.transport.request({
       method: "POST",
