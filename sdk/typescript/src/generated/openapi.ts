@@ -71,6 +71,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/accounts/{id}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Issue a new API key for an account, e.g. one that revoked its last key. The full key is in this answer only. */
+        post: operations["postAdminAccountsIdKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/accounts/{id}/tier": {
         parameters: {
             query?: never;
@@ -269,7 +286,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a key, effective on the very next request on every gateway process. */
+        /** Revoke a key, effective on the very next request on every gateway process. The account's last active key is kept (409 last_active_key) unless force=true; a key already revoked is not found (404), like any resource deleted before. */
         delete: operations["deleteKeysId"];
         options?: never;
         head?: never;
@@ -752,7 +769,7 @@ export interface paths {
          * Extract structured data
          * @description Extract structured JSON from a text, following a JSON Schema you give. The result is validated against your schema.
          *
-         *     Price: 15 credit(s) ($0.03) per successful call; failed calls are refunded. Aliases: extract.
+         *     Price: 15 credits ($0.03) per successful call; failed calls are refunded. Aliases: extract.
          */
         post: operations["callTool_ai_extract"];
         delete?: never;
@@ -774,7 +791,7 @@ export interface paths {
          * Generate text
          * @description Reach an AI model over REST: send a prompt or chat messages, get the model's text and token usage.
          *
-         *     Price: 10 credit(s) ($0.02) per successful call; failed calls are refunded.
+         *     Price: 10 credits ($0.02) per successful call; failed calls are refunded.
          */
         post: operations["callTool_ai_generate"];
         delete?: never;
@@ -796,7 +813,7 @@ export interface paths {
          * Summarize text
          * @description Summarize a text in at most the given number of words.
          *
-         *     Price: 10 credit(s) ($0.02) per successful call; failed calls are refunded. Aliases: summarize.
+         *     Price: 10 credits ($0.02) per successful call; failed calls are refunded. Aliases: summarize.
          */
         post: operations["callTool_ai_summarize"];
         delete?: never;
@@ -818,7 +835,7 @@ export interface paths {
          * Translate text
          * @description Translate a text into the target language (a name such as "French" or a code such as "fr").
          *
-         *     Price: 10 credit(s) ($0.02) per successful call; failed calls are refunded. Aliases: translate.
+         *     Price: 10 credits ($0.02) per successful call; failed calls are refunded. Aliases: translate.
          */
         post: operations["callTool_ai_translate"];
         delete?: never;
@@ -840,7 +857,7 @@ export interface paths {
          * Hash
          * @description Compute a cryptographic digest (MD5, SHA-1, SHA-2, SHA-3) of a UTF-8 text.
          *
-         *     Price: 1 credit(s) ($0.002) per successful call; failed calls are refunded.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded.
          */
         post: operations["callTool_hash"];
         delete?: never;
@@ -862,7 +879,7 @@ export interface paths {
          * HTML to Markdown
          * @description Convert an HTML document or fragment to Markdown.
          *
-         *     Price: 1 credit(s) ($0.002) per successful call; failed calls are refunded.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded.
          */
         post: operations["callTool_html_to_markdown"];
         delete?: never;
@@ -884,7 +901,7 @@ export interface paths {
          * Validate JSON against a schema
          * @description Validate a JSON value against a JSON Schema (draft 2020-12, draft-07 also accepted). Returns every error with its path.
          *
-         *     Price: 1 credit(s) ($0.002) per successful call; failed calls are refunded.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded.
          */
         post: operations["callTool_json_schema_validate"];
         delete?: never;
@@ -906,7 +923,7 @@ export interface paths {
          * Detect the language
          * @description Detect the language of a text (ISO 639-3 code), with the closest alternatives. Needs a few words to be reliable.
          *
-         *     Price: 1 credit(s) ($0.002) per successful call; failed calls are refunded. Aliases: detect-language.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: detect-language.
          */
         post: operations["callTool_language_detect"];
         delete?: never;
@@ -928,7 +945,7 @@ export interface paths {
          * Markdown to HTML
          * @description Render Markdown (GitHub-flavoured) to HTML. Raw HTML in the input is escaped, not passed through.
          *
-         *     Price: 1 credit(s) ($0.002) per successful call; failed calls are refunded.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded.
          */
         post: operations["callTool_markdown_to_html"];
         delete?: never;
@@ -950,7 +967,7 @@ export interface paths {
          * QR code
          * @description Encode text as a QR code, as a PNG (base64) or an SVG document.
          *
-         *     Price: 1 credit(s) ($0.002) per successful call; failed calls are refunded. Aliases: qr.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: qr.
          */
         post: operations["callTool_qr_code"];
         delete?: never;
@@ -972,7 +989,7 @@ export interface paths {
          * Extract the main text
          * @description Extract an article's main text, title and byline from an HTML page (Mozilla Readability).
          *
-         *     Price: 2 credit(s) ($0.004) per successful call; failed calls are refunded.
+         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded.
          */
         post: operations["callTool_readability_extract"];
         delete?: never;
@@ -994,7 +1011,7 @@ export interface paths {
          * Test a regular expression
          * @description Run a JavaScript regular expression over a text and list every match with its index and groups. Runs under a time limit.
          *
-         *     Price: 1 credit(s) ($0.002) per successful call; failed calls are refunded. Aliases: regex.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: regex.
          */
         post: operations["callTool_regex_test"];
         delete?: never;
@@ -1016,7 +1033,7 @@ export interface paths {
          * Diff two texts
          * @description Compare two texts by lines, words or characters; returns the changes and a unified diff.
          *
-         *     Price: 1 credit(s) ($0.002) per successful call; failed calls are refunded. Aliases: diff.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: diff.
          */
         post: operations["callTool_text_diff"];
         delete?: never;
@@ -1038,7 +1055,7 @@ export interface paths {
          * Convert between time zones
          * @description Convert a date-time to another IANA time zone. A date-time without an offset is read in from_zone.
          *
-         *     Price: 1 credit(s) ($0.002) per successful call; failed calls are refunded. Aliases: timezone.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: timezone.
          */
         post: operations["callTool_timezone_convert"];
         delete?: never;
@@ -1060,7 +1077,7 @@ export interface paths {
          * Convert units
          * @description Convert a value between units of the same dimension (length, mass, temperature, volume, speed, data, …).
          *
-         *     Price: 1 credit(s) ($0.002) per successful call; failed calls are refunded. Aliases: convert-units.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: convert-units.
          */
         post: operations["callTool_unit_convert"];
         delete?: never;
@@ -1082,7 +1099,7 @@ export interface paths {
          * Web search
          * @description Search the web. Returns result titles, URLs and snippets from the configured search provider (SearXNG or Brave Search).
          *
-         *     Price: 5 credit(s) ($0.01) per successful call; failed calls are refunded. Aliases: search-web.
+         *     Price: 5 credits ($0.01) per successful call; failed calls are refunded. Aliases: search-web.
          */
         post: operations["callTool_web_search"];
         delete?: never;
@@ -1115,7 +1132,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "invalid_token" | "insufficient_credits" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "email_taken" | "idempotency_conflict" | "body_too_large" | "rate_limited" | "internal_error" | "payments_not_enabled" | "store_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy";
+                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "invalid_token" | "insufficient_credits" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "email_taken" | "last_active_key" | "invalid_cursor" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "store_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy";
                 message: string;
                 /** @description The input field the error is about, as a dotted path. */
                 param?: string;
@@ -1160,7 +1177,10 @@ export interface operations {
                         credits_low_threshold: number;
                         email: string | null;
                         email_verified: boolean;
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                        /** @description What the tier includes that is built and running. */
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue")[];
+                        /** @description What the tier will include, not built yet (announced, not served). */
+                        features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
@@ -1337,7 +1357,10 @@ export interface operations {
                             credits_low_threshold: number;
                             email: string | null;
                             email_verified: boolean;
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                            /** @description What the tier includes that is built and running. */
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue")[];
+                            /** @description What the tier will include, not built yet (announced, not served). */
+                            features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -1433,7 +1456,10 @@ export interface operations {
                             credits_low_threshold: number;
                             email: string | null;
                             email_verified: boolean;
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                            /** @description What the tier includes that is built and running. */
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue")[];
+                            /** @description What the tier will include, not built yet (announced, not served). */
+                            features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -1445,6 +1471,93 @@ export interface operations {
                         };
                         /** @description false when this Idempotency-Key was already applied (status 200). */
                         applied: boolean;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postAdminAccountsIdKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at: string | null;
+                        id: string;
+                        /** @description The full key: shown in this answer only. */
+                        key: string;
+                        /** @description When the key last authenticated a request, to the minute (null: never). */
+                        last_used_at: string | null;
+                        last4: string;
+                        name: string | null;
+                        prefix: string;
+                        revoked_at: string | null;
+                        /** @enum {string} */
+                        status: "active" | "expiring" | "revoked";
                     };
                 };
             };
@@ -1527,7 +1640,10 @@ export interface operations {
                         credits_low_threshold: number;
                         email: string | null;
                         email_verified: boolean;
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                        /** @description What the tier includes that is built and running. */
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue")[];
+                        /** @description What the tier will include, not built yet (announced, not served). */
+                        features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
@@ -2171,7 +2287,10 @@ export interface operations {
                             credits_low_threshold: number;
                             email: string | null;
                             email_verified: boolean;
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                            /** @description What the tier includes that is built and running. */
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue")[];
+                            /** @description What the tier will include, not built yet (announced, not served). */
+                            features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -2363,6 +2482,8 @@ export interface operations {
                         data: {
                             created_at: string | null;
                             id: string;
+                            /** @description When the key last authenticated a request, to the minute (null: never). */
+                            last_used_at: string | null;
                             last4: string;
                             name: string | null;
                             prefix: string;
@@ -2464,6 +2585,8 @@ export interface operations {
                         id: string;
                         /** @description The full key: shown in this answer only. */
                         key: string;
+                        /** @description When the key last authenticated a request, to the minute (null: never). */
+                        last_used_at: string | null;
                         last4: string;
                         name: string | null;
                         prefix: string;
@@ -2531,7 +2654,9 @@ export interface operations {
     };
     deleteKeysId: {
         parameters: {
-            query?: never;
+            query?: {
+                force?: "true" | "false";
+            };
             header?: never;
             path: {
                 id: string;
@@ -2555,6 +2680,8 @@ export interface operations {
                     "application/json": {
                         created_at: string | null;
                         id: string;
+                        /** @description When the key last authenticated a request, to the minute (null: never). */
+                        last_used_at: string | null;
                         last4: string;
                         name: string | null;
                         prefix: string;
@@ -2656,12 +2783,16 @@ export interface operations {
                         id: string;
                         /** @description The new key: shown in this answer only. */
                         key: string;
+                        /** @description When the key last authenticated a request, to the minute (null: never). */
+                        last_used_at: string | null;
                         last4: string;
                         name: string | null;
                         prefix: string;
                         replaced: {
                             created_at: string | null;
                             id: string;
+                            /** @description When the key last authenticated a request, to the minute (null: never). */
+                            last_used_at: string | null;
                             last4: string;
                             name: string | null;
                             prefix: string;
@@ -2767,7 +2898,10 @@ export interface operations {
                             credits_low_threshold: number;
                             email: string | null;
                             email_verified: boolean;
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                            /** @description What the tier includes that is built and running. */
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue")[];
+                            /** @description What the tier will include, not built yet (announced, not served). */
+                            features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -2874,7 +3008,10 @@ export interface operations {
                             credits_low_threshold: number;
                             email: string | null;
                             email_verified: boolean;
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                            /** @description What the tier includes that is built and running. */
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue")[];
+                            /** @description What the tier will include, not built yet (announced, not served). */
+                            features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -2889,6 +3026,8 @@ export interface operations {
                         key: {
                             created_at: string | null;
                             id: string;
+                            /** @description When the key last authenticated a request, to the minute (null: never). */
+                            last_used_at: string | null;
                             last4: string;
                             name: string | null;
                             prefix: string;
@@ -2908,7 +3047,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3082,7 +3221,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3159,7 +3298,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3226,6 +3365,8 @@ export interface operations {
                         key: {
                             created_at: string | null;
                             id: string;
+                            /** @description When the key last authenticated a request, to the minute (null: never). */
+                            last_used_at: string | null;
                             last4: string;
                             name: string | null;
                             prefix: string;
@@ -3245,7 +3386,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3982,7 +4123,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4070,7 +4211,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4197,7 +4338,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4348,7 +4489,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4490,7 +4631,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4633,7 +4774,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4779,7 +4920,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4913,7 +5054,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5055,7 +5196,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5195,7 +5336,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5329,7 +5470,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5483,7 +5624,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5627,7 +5768,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5772,7 +5913,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5919,7 +6060,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6062,7 +6203,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6201,7 +6342,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6346,7 +6487,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6441,7 +6582,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large */
+            /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
                     [name: string]: unknown;
