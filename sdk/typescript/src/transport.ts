@@ -39,7 +39,7 @@ export interface RequestSpec {
 export interface RawResult {
   data: unknown;
   response: Response;
-  /** The x402 payment headers that paid for this call, if one was made. */
+  /** Whether the call was paid with the wallet (x402). */
   paid: boolean;
 }
 
