@@ -24,12 +24,12 @@ export interface InstalledProject {
   remove(): Promise<void>;
 }
 
-export async function installPackedSdk(extraPackages: string[] = []): Promise<InstalledProject> {
+export async function installPackedSdk(): Promise<InstalledProject> {
   const dir = await mkdtemp(join(tmpdir(), "toolgate-sdk-user-"));
   const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", dir], { cwd: SDK_DIR, maxBuffer: 16 << 20 });
   const tarball = join(dir, (JSON.parse(stdout.slice(stdout.indexOf("["))) as { filename: string }[])[0]!.filename);
   await writeFile(join(dir, "package.json"), JSON.stringify({ name: "toolgate-user", private: true, type: "module" }));
-  await run("npm", ["install", "--no-audit", "--no-fund", tarball, ...extraPackages], { cwd: dir, maxBuffer: 16 << 20 });
+  await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", tarball], { cwd: dir, maxBuffer: 16 << 20 });
   const baseEnv = { PATH: process.env.PATH ?? "", HOME: dir, ...(process.env.NODE_EXTRA_CA_CERTS ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS } : {}) };
   let scripts = 0;
   return {
