@@ -4,7 +4,6 @@ import { apiRoutes } from "./api-routes.js";
 import { errorHandler, routeNotFound } from "./http/errors.js";
 import { requestId, requestLog, requireJsonBody } from "./http/request-context.js";
 import { cors } from "./http/cors.js";
-import { renderDocsPage } from "./http/docs-page.js";
 import { x402Supported } from "./payments/supported.js";
 import { buildOpenApi } from "./http/openapi.js";
 import { mountRoutes } from "./http/route.js";
@@ -12,6 +11,8 @@ import type { Services } from "./services.js";
 import { createProxyForwarder } from "./tools/forward.js";
 import { toolRoutes } from "./tools/routes/index.js";
 import { mcpRouter } from "./mcp/route.js";
+import { pagesRouter } from "./pages/index.js";
+import { versioning } from "./http/versioning.js";
 
 const safeEqual = (a: string, b: string) => timingSafeEqual(createHash("sha256").update(a).digest(), createHash("sha256").update(b).digest());
 
@@ -43,16 +44,13 @@ export function createApp(services: Services): express.Express {
 
   // Built once: the document depends only on configuration and code.
   const openApi = buildOpenApi(services.config);
-  const docsPage = renderDocsPage(openApi);
   app.get("/openapi.json", (_req, res) => {
     res.setHeader("Cache-Control", "public, max-age=300");
     res.json(openApi);
   });
-  app.get("/docs", (_req, res) => {
-    res.setHeader("Cache-Control", "public, max-age=300");
-    res.setHeader("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");
-    res.type("html").send(docsPage);
-  });
+  app.use(pagesRouter(services, openApi));
+  // Every answer under a deprecated API version says so; after its sunset, 410.
+  app.use(versioning(services.config.apiVersions, `${services.config.publicBaseUrl}/changelog`));
 
   app.use(requireJsonBody, express.json({ limit: services.config.bodyLimitBytes, strict: false }));
   app.use("/api/v1", mountRoutes(services, apiRoutes));

@@ -26,6 +26,7 @@ export const ERRORS = {
   not_found: { status: 404, type: "invalid_request_error" },
   tool_not_found: { status: 404, type: "invalid_request_error" },
   route_not_found: { status: 404, type: "invalid_request_error" },
+  version_retired: { status: 410, type: "invalid_request_error" },
   email_taken: { status: 409, type: "invalid_request_error" },
   idempotency_conflict: { status: 409, type: "invalid_request_error" },
   body_too_large: { status: 413, type: "invalid_request_error" },

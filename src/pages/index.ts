@@ -1,0 +1,72 @@
+import { Router } from "express";
+import type { Services } from "../services.js";
+import { readChangelog, renderChangelogPage, renderChangelogRss } from "./changelog.js";
+import { renderDocsPage } from "./docs.js";
+import { renderLlmsTxt } from "./llms.js";
+import { sendDocument, sendPage } from "./respond.js";
+import { renderStatusPage, renderStatusRss } from "./status.js";
+import { EXAMPLE_TOOLS, collectToolExamples } from "./tool-examples.js";
+
+/**
+ * The public pages, one file each beside this one. Everything but the status pages is built
+ * once per process (from configuration, code and CHANGELOG.md); the status pages read the
+ * status service's report, itself cached for a second, so no page view costs more than a few
+ * store reads.
+ */
+const DOCS_REBUILD_AFTER_MS = 60_000;
+
+export function pagesRouter(services: Services, openApi: Record<string, unknown>): Router {
+  const router = Router();
+  const base = services.config.publicBaseUrl;
+  const changelog = readChangelog();
+  const changelogPage = renderChangelogPage(changelog);
+  const changelogRss = renderChangelogRss(changelog, base);
+  const llms = renderLlmsTxt(services.config);
+
+  // The tools' worked examples are run against the workers once, in the background from the
+  // start; a page built while some were missing is rebuilt after a minute.
+  let docs: { at: number; complete: boolean; html: Promise<string> } | null = null;
+  const buildDocs = () => {
+    const entry = { at: Date.now(), complete: false, html: Promise.resolve("") };
+    entry.html = collectToolExamples(services).then((toolAnswers) => {
+      entry.complete = toolAnswers.size === EXAMPLE_TOOLS.length;
+      return renderDocsPage(openApi, { creditPriceAtomic: services.config.creditPriceAtomic, toolAnswers });
+    });
+    docs = entry;
+  };
+  buildDocs();
+
+  router.get("/docs", async (_req, res, next) => {
+    try {
+      if (docs && !docs.complete && Date.now() - docs.at > DOCS_REBUILD_AFTER_MS) buildDocs();
+      sendPage(res, await docs!.html, 300);
+    } catch (err) {
+      next(err);
+    }
+  });
+  router.get("/llms.txt", (_req, res) => sendDocument(res, "text/plain; charset=utf-8", llms, 300));
+  router.get("/changelog", (_req, res) => sendPage(res, changelogPage, 300));
+  router.get("/changelog.rss", (_req, res) => sendDocument(res, "application/rss+xml; charset=utf-8", changelogRss, 300));
+  router.get("/status", async (_req, res, next) => {
+    try {
+      sendPage(res, renderStatusPage(await services.status.report()));
+    } catch (err) {
+      next(err);
+    }
+  });
+  router.get("/status.json", async (_req, res, next) => {
+    try {
+      sendDocument(res, "application/json; charset=utf-8", JSON.stringify(await services.status.report()));
+    } catch (err) {
+      next(err);
+    }
+  });
+  router.get("/status.rss", async (_req, res, next) => {
+    try {
+      sendDocument(res, "application/rss+xml; charset=utf-8", renderStatusRss(await services.status.report(), base));
+    } catch (err) {
+      next(err);
+    }
+  });
+  return router;
+}
