@@ -63,7 +63,7 @@ export const OPERATION_EXAMPLES: Record<string, OperationExample> = {
   "POST /api/v1/wallet/challenge": { body: { address: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", chain_id: 84532 } },
   "POST /api/v1/wallet/claim": {
     body: { message: "$CHALLENGE_MESSAGE", signature: "0x00" },
-    error: { status: 401, why: "The message must be the challenge, signed by the wallet (EIP-4361); a wrong signature is refused." },
+    error: { status: 400, why: "the message must be the challenge from /wallet/challenge, signed by the wallet (EIP-4361); anything else is refused with invalid_token." },
   },
   "POST /api/v1/admin/incidents": {
     body: { title: "Slow AI answers", message: "AI tools answer slowly; we are looking into it.", impact: "minor", components: ["rest-api"] },

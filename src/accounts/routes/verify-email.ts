@@ -38,6 +38,6 @@ async function verify({ services, query }: { services: Services; query: { token:
   if (outcome === "not_found") throw new ApiError("invalid_token", "The verification link is invalid or has expired.", { param: "token" });
   const account = await services.store.getAccount(accountId);
   return {
-  body: { account_id: accountId, email_verified: true as const, credits_added: outcome === "verified" ? EMAIL_VERIFIED_CREDITS : 0, credits: account?.balance },
+    body: { account_id: accountId, email_verified: true as const, credits_added: outcome === "verified" ? EMAIL_VERIFIED_CREDITS : 0, credits: account?.balance },
   };
 }
