@@ -55,7 +55,7 @@ table{border-collapse:collapse;width:100%;margin:.5rem 0}th,td{border-bottom:1px
 export function layout(options: { title: string; body: string; head?: string; wide?: boolean }): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${esc(options.title)}</title>
+<title>${esc(options.title)}</title><link rel="icon" href="data:,">
 <style>${STYLE}${options.wide ? "main{max-width:80rem}" : ""}</style>
 ${options.head ?? ""}</head>
 <body><header class="site"><a class="brand" href="/docs">Toolgate</a><nav><a href="/docs">API reference</a><a href="/changelog">Changelog</a><a href="/status">Status</a><a href="/openapi.json">OpenAPI</a><a href="/llms.txt">llms.txt</a></nav></header>

@@ -9,6 +9,8 @@ import type { CheckResult, StatusStore } from "./store.js";
  * percentiles of components whose traffic the HTTP metrics do not see.
  */
 const LATENCY_SAMPLES = 200;
+/** A check not answered in this time reads "degraded" (a refused connection fails at once). */
+const CHECK_TIMEOUT_MS = 5000;
 
 export interface StatusChecker {
   components: ComponentCheck[];
@@ -21,7 +23,7 @@ export interface StatusChecker {
 export function startStatusChecks(services: Services, store: StatusStore, selfUrl: string, intervalMs: number): StatusChecker {
   const components = componentChecks(services, selfUrl);
   const samples = new Map<string, number[]>();
-  const timeoutMs = Math.min(5000, Math.max(intervalMs, 1000));
+  const timeoutMs = CHECK_TIMEOUT_MS;
 
   const runOne = async (component: ComponentCheck): Promise<CheckResult> => {
     const started = performance.now();
