@@ -33,7 +33,8 @@ export function createStatusService(services: Pick<Services, "config" | "metrics
     },
     report() {
       if (!checker) return Promise.reject(new Error("status checks have not started"));
-      if (!cached || Date.now() - cached.at > REPORT_CACHE_MS) {
+      // Never cached longer than a check interval: a state change shows within one interval.
+      if (!cached || Date.now() - cached.at > Math.min(REPORT_CACHE_MS, config.statusCheckIntervalMs)) {
         const report = buildStatusReport({ store, checker, metrics: services.metrics, intervalMs: config.statusCheckIntervalMs });
         cached = { at: Date.now(), report };
         report.catch(() => (cached = null));
