@@ -77,7 +77,7 @@ function successorPath(lifecycle: VersionLifecycle, prefix: string, path: string
   return `${next}${path.slice(prefix.length)}`;
 }
 
-export function versioning(versions: ApiVersion[], changelogUrl: string, now: () => number = Date.now): RequestHandler {
+export function versioning(versions: ApiVersion[], changelogUrl: string, now: () => number = () => Date.now()): RequestHandler {
   const table = lifecycles(versions).filter((l) => l.deprecatedAt);
   return (req, res, next) => {
     if (table.length === 0) return next();
