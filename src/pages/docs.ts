@@ -6,6 +6,7 @@ import { jsonSchemasOf } from "../tools/views.js";
 import { OPERATION_EXAMPLES, PATH_VARIABLES, curlFor } from "./docs-examples.js";
 import { esc, layout } from "./respond.js";
 import { workedExampleOf } from "./tool-examples.js";
+import { TRY_IT_KEY_FIELD, tryItForm } from "./try-it.js";
 
 /**
  * /docs: the API reference, rendered on the server from the OpenAPI document (so it cannot
@@ -132,6 +133,7 @@ function toolSection(doc: Json, tool: (typeof TOOLS)[number], creditPriceAtomic:
 ${fieldsTable(input as Json, "Input")}
 <h4>Example</h4>
 ${curlBlock(curlFor({ baseUrl: doc.servers[0].url, method: "post", path: `/v1/tools/${tool.name}`, auth: "key", body: example }))}
+${tryItForm(tool.name, example)}
 ${answer !== undefined ? `<h4>Answer 200 (this gateway's answer to the example)</h4>${pretty(answer)}` : `<p class="muted">The answer comes from the configured ${tool.pool === "provider" ? "AI or search provider" : "workers"}; its shape is below.</p>`}
 ${fieldsTable(output as Json, "Output")}
 ${errorList(op.responses)}
@@ -147,6 +149,7 @@ function introduction(doc: Json): string {
 <p>Send your API key in the <code>x-api-key</code> header. The examples read it from the environment, so put it there first:</p>
 <pre><code>export TOOLGATE_API_KEY=tg_live_…    # from sign-up, shown once
 export TOOLGATE_ADMIN_KEY=…          # operators only: the ADMIN_API_KEY</code></pre>
+${TRY_IT_KEY_FIELD}
 <p>Without a key, a tool call answers <strong>402</strong> with an x402 offer (USDC on Base or Polygon); an x402 client pays it and retries. The same call, keyless:</p>
 ${curlBlock(`curl -sS -X POST "${base}/v1/tools/hash" \\\n  -H "content-type: application/json" \\\n  -d '{"text":"hello world"}'`, { status: 402, why: "no key and no payment: the answer carries the x402 offer (v1 body, v2 PAYMENT-REQUIRED header)." })}
 <h2 id="errors">Errors</h2>
@@ -180,6 +183,7 @@ export function renderDocsPage(doc: Json, options: { creditPriceAtomic: bigint; 
   return layout({
     title: `${doc.info.title} reference`,
     wide: true,
+    head: '<script src="/docs/try-it.js" defer></script>',
     body: `${introduction(doc)}<h2 id="contents">Contents</h2><nav><ul>${nav}</ul></nav>${groups.join("\n")}`,
   });
 }

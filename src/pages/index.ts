@@ -6,6 +6,7 @@ import { renderLlmsTxt } from "./llms.js";
 import { sendDocument, sendPage } from "./respond.js";
 import { renderStatusPage, renderStatusRss } from "./status.js";
 import { EXAMPLE_TOOLS, collectToolExamples } from "./tool-examples.js";
+import { TRY_IT_SCRIPT } from "./try-it.js";
 
 /**
  * The public pages, one file each beside this one. Everything but the status pages is built
@@ -44,6 +45,7 @@ export function pagesRouter(services: Services, openApi: Record<string, unknown>
       next(err);
     }
   });
+  router.get("/docs/try-it.js", (_req, res) => sendDocument(res, "text/javascript; charset=utf-8", TRY_IT_SCRIPT, 300));
   router.get("/llms.txt", (_req, res) => sendDocument(res, "text/plain; charset=utf-8", llms, 300));
   router.get("/changelog", (_req, res) => sendPage(res, changelogPage, 300));
   router.get("/changelog.rss", (_req, res) => sendDocument(res, "application/rss+xml; charset=utf-8", changelogRss, 300));

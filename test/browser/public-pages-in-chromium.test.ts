@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway, type TestGateway } from "../helpers/gateway.js";
+import { balanceOf, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
 
 /**
  * The public pages in Debian's Chromium (driven by playwright-core, never a downloaded browser):
@@ -55,6 +55,19 @@ describe("public pages in Chromium", () => {
     await expect(page.locator("#tool-hash").textContent()).resolves.toContain("1 credit ($0.002");
     await expect(page.locator("#tool-hash pre.curl").textContent()).resolves.toContain('-H "x-api-key: $TOOLGATE_API_KEY"');
     await expect(page.locator("#tool-hash").textContent()).resolves.toContain("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it("/docs's Try it form sends a tool's worked example with the key typed on the page and shows the answer", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const { page, problems } = await visit("/docs");
+    await page.fill("#try-key", key);
+    await page.locator("#tool-hash details.try-it summary").click();
+    await page.locator("#tool-hash form.try button[type=submit]").click();
+    const output = page.locator("#tool-hash form.try output");
+    await expect(output.filter({ hasText: "200" }).textContent({ timeout: 10_000 })).resolves.toContain("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
+    expect(await balanceOf(gw.url, key)).toBe(99);
     expect(problems).toEqual([]);
     await page.close();
   });
