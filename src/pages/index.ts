@@ -37,38 +37,17 @@ export function pagesRouter(services: Services, openApi: Record<string, unknown>
   };
   buildDocs();
 
-  router.get("/docs", async (_req, res, next) => {
-    try {
-      if (docs && !docs.complete && Date.now() - docs.at > DOCS_REBUILD_AFTER_MS) buildDocs();
-      sendPage(res, await docs!.html, 300);
-    } catch (err) {
-      next(err);
-    }
+  // Express 5 hands a rejected handler's error to the error handler.
+  router.get("/docs", async (_req, res) => {
+    if (docs && !docs.complete && Date.now() - docs.at > DOCS_REBUILD_AFTER_MS) buildDocs();
+    sendPage(res, await docs!.html, 300);
   });
   router.get("/docs/try-it.js", (_req, res) => sendDocument(res, "text/javascript; charset=utf-8", TRY_IT_SCRIPT, 300));
   router.get("/llms.txt", (_req, res) => sendDocument(res, "text/plain; charset=utf-8", llms, 300));
   router.get("/changelog", (_req, res) => sendPage(res, changelogPage, 300));
   router.get("/changelog.rss", (_req, res) => sendDocument(res, "application/rss+xml; charset=utf-8", changelogRss, 300));
-  router.get("/status", async (_req, res, next) => {
-    try {
-      sendPage(res, renderStatusPage(await services.status.report()));
-    } catch (err) {
-      next(err);
-    }
-  });
-  router.get("/status.json", async (_req, res, next) => {
-    try {
-      sendDocument(res, "application/json; charset=utf-8", JSON.stringify(await services.status.report()));
-    } catch (err) {
-      next(err);
-    }
-  });
-  router.get("/status.rss", async (_req, res, next) => {
-    try {
-      sendDocument(res, "application/rss+xml; charset=utf-8", renderStatusRss(await services.status.report(), base));
-    } catch (err) {
-      next(err);
-    }
-  });
+  router.get("/status", async (_req, res) => sendPage(res, renderStatusPage(await services.status.report())));
+  router.get("/status.json", async (_req, res) => sendDocument(res, "application/json; charset=utf-8", JSON.stringify(await services.status.report())));
+  router.get("/status.rss", async (_req, res) => sendDocument(res, "application/rss+xml; charset=utf-8", renderStatusRss(await services.status.report(), base)));
   return router;
 }

@@ -16,6 +16,8 @@ export interface StatusChecker {
   components: ComponentCheck[];
   /** Recent check round-trip times per component, milliseconds, oldest first. */
   latencies(component: string): number[];
+  /** This process's latest round, for when the shared store cannot be read. */
+  lastRound(): CheckResult[];
   runOnce(): Promise<CheckResult[]>;
   stop(): Promise<void>;
 }
@@ -41,8 +43,10 @@ export function startStatusChecks(services: Services, store: StatusStore, selfUr
     return { component: component.id, ...outcome, latencyMs, checkedAt: Date.now() };
   };
 
+  let lastRound: CheckResult[] = [];
   const runOnce = async () => {
     const results = await Promise.all(components.map(runOne));
+    lastRound = results;
     await store.record(results);
     return results;
   };
@@ -52,6 +56,7 @@ export function startStatusChecks(services: Services, store: StatusStore, selfUr
   return {
     components,
     latencies: (component) => [...(samples.get(component) ?? [])],
+    lastRound: () => lastRound,
     runOnce,
     async stop() {
       await first;

@@ -1,6 +1,6 @@
 import type { Metrics } from "../http/metrics.js";
 import type { StatusChecker } from "./checker.js";
-import { UPTIME_DAYS, lastDays, type ComponentState, type Incident, type StatusStore } from "./store.js";
+import { UPTIME_DAYS, lastDays, type ComponentState, type DayCount, type Incident, type StatusStore } from "./store.js";
 
 /**
  * What /status, /status.json and /status.rss show, computed from the status store (shared by
@@ -41,6 +41,8 @@ export interface IncidentView {
 
 export interface StatusReport {
   status: "operational" | "degraded";
+  /** false when the shared store could not be read: states are this process's own, with no history. */
+  history_available: boolean;
   updated_at: string;
   check_interval_ms: number;
   components: ComponentReport[];
@@ -113,7 +115,12 @@ export { incidentView };
 export async function buildStatusReport(options: { store: StatusStore; checker: StatusChecker; metrics: Metrics; intervalMs: number; now?: number }): Promise<StatusReport> {
   const now = options.now ?? Date.now();
   const days = lastDays(now, UPTIME_DAYS);
-  const [latest, counts, incidents] = await Promise.all([options.store.latest(), options.store.dayCounts(days), options.store.listIncidents(50)]);
+  // The status page must still answer when the shared store does not: then it shows this
+  // process's own latest checks, without history.
+  const [latest, counts, incidents, storeReadable] = await Promise.all([options.store.latest(), options.store.dayCounts(days), options.store.listIncidents(50)]).then(
+    ([l, c, i]) => [l, c, i, true] as const,
+    () => [new Map(options.checker.lastRound().map((r) => [r.component, r])), new Map<string, DayCount[]>(), [] as Incident[], false] as const,
+  );
   const quantiles = [0.5, 0.95, 0.99];
   const components: ComponentReport[] = [];
   for (const component of options.checker.components) {
@@ -147,6 +154,7 @@ export async function buildStatusReport(options: { store: StatusStore; checker: 
   const views = incidents.map(incidentView);
   return {
     status: components.some((c) => c.state === "degraded") || views.some((i) => !i.resolved_at) ? "degraded" : "operational",
+    history_available: storeReadable,
     updated_at: new Date(now).toISOString(),
     check_interval_ms: options.intervalMs,
     components,

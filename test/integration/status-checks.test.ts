@@ -2,6 +2,7 @@ import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadWorkerConfig } from "../../src/workers/config.js";
 import { startWorkers } from "../../src/workers/main.js";
+import { startPrivateRedis } from "../helpers/redis-server.js";
 import { call, dropPrefix, spawnGateway, startGateway, uniquePrefix, type GatewayProcess, type TestGateway } from "../helpers/gateway.js";
 
 /**
@@ -99,5 +100,33 @@ describe("uptime", () => {
     expect(Math.abs(fromHealthy.days.at(-1).total - fromBroken.days.at(-1).total)).toBeLessThanOrEqual(4);
     // A component both processes find healthy stays at 100%.
     expect((await componentOf(broken.url, "rest-api")).uptime_90d).toBe(100);
+  });
+});
+
+describe("when Redis stops", () => {
+  let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
+  let workers: Workers;
+  let gw: GatewayProcess;
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    workers = await startWorkers(loadWorkerConfig({ PORT: "0", LOG_LEVEL: "silent" }));
+    gw = await spawnGateway("status-redis:", { REDIS_URL: redis.url, WORKERS_URL: `http://127.0.0.1:${workers.port}`, STATUS_CHECK_INTERVAL_MS: String(INTERVAL_MS) });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await workers?.stop();
+    await redis?.stop();
+  });
+
+  it("the status page still answers, from this process's own checks, showing the REST API degraded; history returns with Redis", async () => {
+    await waitFor(() => statusOf(gw.url), (s) => s.history_available && s.components.find((c: { id: string }) => c.id === "rest-api")?.state === "operational", 10_000);
+    await redis.kill();
+    const down = await waitFor(() => statusOf(gw.url), (s) => s.components?.find((c: { id: string }) => c.id === "rest-api")?.state === "degraded", 10_000);
+    expect(down.value.history_available).toBe(false);
+    expect(down.value.status).toBe("degraded");
+    expect((await fetch(`${gw.url}/status`)).status).toBe(200);
+    await redis.restart();
+    const back = await waitFor(() => statusOf(gw.url), (s) => s.history_available && s.components.find((c: { id: string }) => c.id === "rest-api")?.state === "operational", 15_000);
+    expect(back.value.components.find((c: { id: string }) => c.id === "rest-api").uptime_90d).toBeGreaterThan(0);
   });
 });
