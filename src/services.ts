@@ -7,6 +7,7 @@ import type { DeliveryQueue } from "./webhooks/queue.js";
 import type { Payments } from "./payments/payments.js";
 import type { Metrics } from "./http/metrics.js";
 import type { StatusService } from "./status/index.js";
+import type { RequestGuard } from "./http/request-guard.js";
 
 /**
  * Everything a route or service needs, built once in main.ts (or a test) and passed in:
@@ -25,4 +26,6 @@ export interface Services {
   metrics: Metrics;
   /** The status page: background checks, uptime and incidents. */
   status: StatusService;
+  /** Traces an uncaught exception to the request that raised it and fails only that one. */
+  requestGuard: RequestGuard;
 }

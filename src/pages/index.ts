@@ -16,6 +16,9 @@ import { TRY_IT_SCRIPT } from "./try-it.js";
  */
 const DOCS_REBUILD_AFTER_MS = 60_000;
 
+/** Every path this router serves (GET only; other methods answer 405). */
+export const PAGE_PATHS = ["/docs", "/docs/try-it.js", "/llms.txt", "/changelog", "/changelog.rss", "/status", "/status.json", "/status.rss"];
+
 export function pagesRouter(services: Services, openApi: Record<string, unknown>): Router {
   const router = Router();
   const base = services.config.publicBaseUrl;

@@ -1,29 +1,25 @@
 import type { Response } from "express";
+import { sendHtml } from "../http/html.js";
 
 /**
- * How every public page is sent, in one place: the security headers an HTML answer needs
- * (no MIME sniffing, no framing, nothing loaded from another origin) and the shared layout.
- * The pages are built from data the gateway already holds; none loads a script or a style from
- * elsewhere, so they work offline.
+ * How every public page is sent, and their shared layout. The security headers (nosniff, a CSP
+ * with `frame-ancestors 'none'`) are the project's `sendHtml`; the pages' policy adds only
+ * same-origin scripts and fetches (the docs' Try it form). The pages are built from data the
+ * gateway already holds; none loads a script or a style from elsewhere, so they work offline.
  */
-export const PAGE_HEADERS: Record<string, string> = {
-  "X-Content-Type-Options": "nosniff",
-  // 'self' scripts only (the docs' try-it form); inline styles for the layout below.
-  "Content-Security-Policy":
-    "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-  "Referrer-Policy": "no-referrer",
-};
+export const PAGES_CSP = "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'";
+
+const cacheControl = (cacheSeconds: number) => (cacheSeconds > 0 ? `public, max-age=${cacheSeconds}` : "no-store");
 
 export function sendPage(res: Response, html: string, cacheSeconds = 0): void {
-  for (const [name, value] of Object.entries(PAGE_HEADERS)) res.setHeader(name, value);
-  res.setHeader("Cache-Control", cacheSeconds > 0 ? `public, max-age=${cacheSeconds}` : "no-store");
-  res.type("html").send(html);
+  res.setHeader("Referrer-Policy", "no-referrer");
+  res.setHeader("Cache-Control", cacheControl(cacheSeconds));
+  sendHtml(res, html, { csp: PAGES_CSP });
 }
 
-/** Plain text, RSS or JSON sent with the same headers (nosniff matters most for these). */
+/** Plain text, RSS, JSON or the Try it script (every answer carries nosniff already). */
 export function sendDocument(res: Response, type: string, body: string, cacheSeconds = 0): void {
-  for (const [name, value] of Object.entries(PAGE_HEADERS)) res.setHeader(name, value);
-  res.setHeader("Cache-Control", cacheSeconds > 0 ? `public, max-age=${cacheSeconds}` : "no-store");
+  res.setHeader("Cache-Control", cacheControl(cacheSeconds));
   res.type(type).send(body);
 }
 
