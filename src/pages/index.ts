@@ -14,7 +14,7 @@ import { TRY_IT_SCRIPT } from "./try-it.js";
  * status service's report, itself cached for a second, so no page view costs more than a few
  * store reads.
  */
-const DOCS_REBUILD_AFTER_MS = 60_000;
+const DOCS_REBUILD_AFTER_MS = 10_000;
 
 /** Every path this router serves (GET only; other methods answer 405). */
 export const PAGE_PATHS = ["/docs", "/docs/try-it.js", "/llms.txt", "/changelog", "/changelog.rss", "/status", "/status.json", "/status.rss"];
@@ -28,7 +28,7 @@ export function pagesRouter(services: Services, openApi: Record<string, unknown>
   const llms = renderLlmsTxt(services.config);
 
   // The tools' worked examples are run against the workers once, in the background from the
-  // start; a page built while some were missing is rebuilt after a minute.
+  // start; a page built while some were missing is rebuilt on a request 10 s later.
   let docs: { at: number; complete: boolean; html: Promise<string> } | null = null;
   const buildDocs = () => {
     const entry = { at: Date.now(), complete: false, html: Promise.resolve("") };

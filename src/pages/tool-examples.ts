@@ -22,21 +22,29 @@ function abbreviate(value: unknown): unknown {
 /** The tools whose worked example is run for the page. */
 export const EXAMPLE_TOOLS = TOOLS.filter((tool) => tool.pool !== "provider" && workedExampleOf(tool) !== undefined);
 
-export async function collectToolExamples(services: Pick<Services, "pools">, timeoutMs = 5000): Promise<Map<string, unknown>> {
+async function answerOf(services: Pick<Services, "pools">, tool: ToolDefinition, timeoutMs: number): Promise<unknown> {
+  const res = await fetch(`${services.pools.url(tool.pool)}/tools/${tool.name}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(workedExampleOf(tool)),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  if (!res.ok) throw new Error(`${tool.name} answered ${res.status}`);
+  return abbreviate(await res.json());
+}
+
+/** Each example is tried twice (a worker still warming up on a busy machine), then left out. */
+export async function collectToolExamples(services: Pick<Services, "pools">, timeoutMs = 10_000): Promise<Map<string, unknown>> {
   const answers = new Map<string, unknown>();
   await Promise.all(
     EXAMPLE_TOOLS.map(async (tool) => {
-      const example = workedExampleOf(tool);
-      try {
-        const res = await fetch(`${services.pools.url(tool.pool)}/tools/${tool.name}`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify(example),
-          signal: AbortSignal.timeout(timeoutMs),
-        });
-        if (res.ok) answers.set(tool.name, abbreviate(await res.json()));
-      } catch {
-        // Left out of the page; the next build tries again.
+      for (let attempt = 1; attempt <= 2; attempt++) {
+        try {
+          answers.set(tool.name, await answerOf(services, tool, timeoutMs));
+          return;
+        } catch {
+          if (attempt === 1) await new Promise((r) => setTimeout(r, 1000));
+        }
       }
     }),
   );
