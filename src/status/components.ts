@@ -76,7 +76,7 @@ export function componentChecks(services: Services, selfUrl: string): ComponentC
       return OK;
     },
   });
-  for (const pool of ["general", "provider"] as WorkerPool[]) {
+  for (const pool of Object.keys(services.pools.settings.urls) as WorkerPool[]) {
     checks.push({
       id: `worker-pool-${pool}`,
       name: `Worker pool: ${pool}`,
