@@ -1,3 +1,4 @@
+import { STATUS_PROBE_HEADER } from "../http/metrics.js";
 import type { Services } from "../services.js";
 import { TOOLS } from "../tools/catalogue/index.js";
 import type { WorkerPool } from "../tools/definition.js";
@@ -23,7 +24,7 @@ const degraded = (detail: string) => ({ state: "degraded" as const, detail });
 const PROVIDER_FAILURE_RATIO = 0.5;
 
 async function expectStatus(url: string, init: RequestInit, expected: number[], signal: AbortSignal) {
-  const res = await fetch(url, { ...init, signal });
+  const res = await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), [STATUS_PROBE_HEADER]: "1" }, signal });
   await res.arrayBuffer();
   return expected.includes(res.status) ? OK : degraded(`answered ${res.status}`);
 }

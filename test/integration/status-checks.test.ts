@@ -26,6 +26,14 @@ async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, t
   }
 }
 
+/** The workers go away at once, as a crashed process would: open keep-alive connections included. */
+async function stopNow(workers: Workers | undefined): Promise<void> {
+  if (!workers) return;
+  const stopping = workers.stop();
+  workers.server.closeAllConnections();
+  await stopping;
+}
+
 /** A loopback port nothing listens on. */
 async function closedPort(): Promise<number> {
   const server = createServer();
@@ -44,13 +52,13 @@ describe("a failing component", () => {
   });
   afterAll(async () => {
     await gw?.stop();
-    await workers?.stop();
+    await stopNow(workers);
   });
 
   it("turns degraded on /status.json within one check interval, and recovers", async () => {
     await waitFor(() => componentOf(gw.url, "worker-pool-general"), (c) => c?.state === "operational", 10_000);
     const port = workers.port;
-    await workers.stop();
+    await stopNow(workers);
     const down = await waitFor(() => componentOf(gw.url, "worker-pool-general"), (c) => c.state === "degraded", 5_000);
     // One interval, plus what a loaded two-core machine adds to a timer and a refused connection.
     expect(down.elapsedMs).toBeLessThan(INTERVAL_MS + 700);
@@ -64,6 +72,25 @@ describe("a failing component", () => {
     expect(up.elapsedMs).toBeLessThan(INTERVAL_MS + 700);
     expect(up.value.uptime_90d).toBeGreaterThan(0);
     expect(up.value.uptime_90d).toBeLessThan(100);
+  });
+});
+
+describe("latency percentiles", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway({ store: "memory", env: { STATUS_CHECK_INTERVAL_MS: String(INTERVAL_MS) } });
+  });
+  afterAll(() => gw?.stop());
+
+  it("come from the requests the gateway served on the component's routes, not from the status probes", async () => {
+    await new Promise((r) => setTimeout(r, INTERVAL_MS * 4)); // several rounds of probes to /mcp and /readyz
+    expect((await componentOf(gw.url, "mcp")).latency_ms).toMatchObject({ source: "http", samples: 0, p50: null });
+    for (let i = 0; i < 3; i++) await call(`${gw.url}/mcp`, { body: { jsonrpc: "2.0", id: 1, method: "ping" }, headers: { accept: "application/json, text/event-stream" } });
+    await new Promise((r) => setTimeout(r, INTERVAL_MS + 50)); // past the report's cache
+    const mcp = (await componentOf(gw.url, "mcp")).latency_ms;
+    expect(mcp.samples).toBe(3);
+    expect(mcp.p50).toBeGreaterThan(0);
+    expect(mcp.p99).toBeGreaterThanOrEqual(mcp.p50);
   });
 });
 
@@ -84,7 +111,7 @@ describe("uptime", () => {
   });
   afterAll(async () => {
     await Promise.all([healthy?.stop(), broken?.stop()]);
-    await workers?.stop();
+    await stopNow(workers);
     await dropPrefix(prefix);
   });
 
@@ -114,7 +141,7 @@ describe("when Redis stops", () => {
   });
   afterAll(async () => {
     await gw?.stop();
-    await workers?.stop();
+    await stopNow(workers);
     await redis?.stop();
   });
 
