@@ -1,7 +1,7 @@
 import { createMcpHandler } from "@modelcontextprotocol/server";
 import { toNodeHandler } from "@modelcontextprotocol/node";
 import { Router, type RequestHandler } from "express";
-import { requireFeature } from "../accounts/tiers.js";
+import { TIERS, requireFeature } from "../accounts/tiers.js";
 import { admitted, presentedKey } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
 import { allowOn } from "../http/method-not-allowed.js";
@@ -30,6 +30,19 @@ export function mcpRouter(services: Services): Router {
     try {
       const host = (req.get("host") ?? "").toLowerCase().replace(/:\d+$/, "");
       if (!allowedHosts.has(host)) throw new ApiError("host_not_allowed", "This host name is not served here.");
+      // No key and x402 on: an agent with a wallet. It may list tools and pay per call
+      // (`_meta["x402/payment"]`); its requests count against its client address, like signup's.
+      if (!req.get("x-api-key") && services.payments) {
+        const limit = TIERS.free.requestsPerMinute;
+        const hit = await services.store.hitRateLimit(`mcp:${req.ip}`, limit, 60_000, String(res.locals.requestId));
+        if (!hit.allowed) {
+          const retryAfter = String(Math.max(1, Math.ceil(hit.resetMs / 1000)));
+          throw new ApiError("rate_limited", `At most ${limit} MCP requests per minute from one address without an API key; retry after ${retryAfter} s.`, { headers: { "Retry-After": retryAfter } });
+        }
+        const extra: McpCaller = { key: null };
+        (req as unknown as { auth: unknown }).auth = { token: "", clientId: "", scopes: [], extra };
+        return next();
+      }
       const key = presentedKey(req);
       // Every JSON-RPC message counts once against the rate limit, here, before the SDK parses it:
       // a batch counts each message (all or none admitted), and tools/call, unknown tools and

@@ -5,7 +5,13 @@ import type { Services } from "../services.js";
 import { TOOLS, findTool } from "../tools/catalogue/index.js";
 import type { Forwarder } from "../tools/forward.js";
 import { invokeTool } from "../tools/invoke.js";
-import { priceOf } from "../tools/pricing.js";
+import { atomicPrice, formatCredits, priceOf } from "../tools/pricing.js";
+import { offerFor, type Offer } from "../payments/offer.js";
+import { mcpToolExtensions } from "../payments/discovery.js";
+import type { Paid } from "../payments/take-payment.js";
+import { readPaymentPayload } from "../payments/wire.js";
+import type { ToolDefinition } from "../tools/definition.js";
+import { callPaidTool } from "../tools/paid-call.js";
 import { jsonSchemasOf } from "../tools/views.js";
 
 /**
@@ -14,8 +20,13 @@ import { jsonSchemasOf } from "../tools/views.js";
  * door's, because they are the same code.
  */
 export interface McpCaller {
-  key: { accountId: string; hash: string };
+  /** null: no key — an agent paying per call with x402 (only when x402 is on). */
+  key: { accountId: string; hash: string } | null;
 }
+
+/** The x402 MCP transport's `_meta` keys (x402 `specs/transports-v2/mcp.md`). */
+const PAYMENT_META = "x402/payment";
+const RECEIPT_META = "x402/payment-response";
 
 const withoutDialect = (schema: object) => {
   const { $schema: _, ...rest } = schema as Record<string, unknown>;
@@ -47,6 +58,23 @@ function errorResult(err: ApiError, requestId: string) {
   return { isError: true, content: [{ type: "text" as const, text: JSON.stringify(errorBody(err, requestId)) }] };
 }
 
+/**
+ * "Pay to call this": the x402 MCP transport's payment-required result — `isError`, and in
+ * `content[0].text` `{"x402/error":{"code":402,"message","data":<v2 PaymentRequired>}}`, the offer
+ * for `mcp://tool/<name>`. No `structuredContent`, for the reason errorResult gives.
+ */
+function payableResult(err: ApiError, offer: Offer) {
+  const data = { ...offer.v2, error: err.message, ...(err.options.details ? { details: err.options.details } : {}) };
+  return { isError: true, content: [{ type: "text" as const, text: JSON.stringify({ "x402/error": { code: 402, message: err.message, data } }) }] };
+}
+
+/** A paid call of `tool` over MCP: the offer names the MCP resource; the payment is the `_meta` object as sent. */
+function paidCall(services: Services, tool: ToolDefinition, input: unknown, payment: unknown, requestId: string) {
+  const priceAtomic = atomicPrice(tool.cost, services.config.creditPriceAtomic);
+  const offer = offerFor(services.payments!.config, priceAtomic, `mcp://tool/${tool.name}`, `${tool.title}: one call (${formatCredits(tool.cost)})`, mcpToolExtensions());
+  return { tool, input, offer, priceAtomic, read: () => (payment === undefined ? null : readPaymentPayload(payment)), idempotencyKey: null, requestId };
+}
+
 export function createMcpServerFactory(services: Services, forward: Forwarder) {
   const tools = toolList(services);
   return (caller: McpCaller) => {
@@ -58,13 +86,29 @@ export function createMcpServerFactory(services: Services, forward: Forwarder) {
       const requestId = newRequestId();
       const tool = findTool(request.params.name);
       if (!tool) return errorResult(new ApiError("tool_not_found", `No tool named ${request.params.name}.`), requestId);
+      const input = request.params.arguments ?? {};
+      const payment = (request.params._meta as Record<string, unknown> | undefined)?.[PAYMENT_META];
+      let receipt: Paid["receipt"] | null = null;
       try {
-        const result = await invokeTool(services, { tool, input: request.params.arguments ?? {}, key: caller.key, idempotencyKey: null, requestId, counted: true }, forward);
-        return { content: [{ type: "text" as const, text: result.body }], structuredContent: JSON.parse(result.body) as Record<string, unknown> };
+        const result =
+          services.payments && (caller.key === null || payment !== undefined)
+            ? await callPaidTool(services, { ...paidCall(services, tool, input, payment, requestId), onPaid: (paid) => void (receipt = paid.receipt) }, forward)
+            : await invokeTool(services, { tool, input, key: caller.key!, idempotencyKey: null, requestId, counted: true }, forward);
+        return {
+          content: [{ type: "text" as const, text: result.body }],
+          structuredContent: JSON.parse(result.body) as Record<string, unknown>,
+          ...(receipt ? { _meta: { [RECEIPT_META]: receipt } } : {}),
+        };
       } catch (err) {
         const apiError = toApiError(err);
         if (apiError.status >= 500 && apiError.code === "internal_error") services.log.error({ err, request_id: requestId }, "MCP tool call failed");
-        return errorResult(apiError, requestId);
+        // Not paid (yet): pay for this call — a keyed caller short of credits may too, like an agent without a key.
+        if (!receipt && services.payments && (apiError.code === "insufficient_credits" || apiError.options.headers?.["PAYMENT-REQUIRED"])) {
+          return payableResult(apiError, paidCall(services, tool, input, undefined, requestId).offer);
+        }
+        const result = errorResult(apiError, requestId);
+        // Once paid, the payment stands as credits on the wallet's account: the receipt says so.
+        return receipt ? { ...result, _meta: { [RECEIPT_META]: receipt } } : result;
       }
     });
     return server;

@@ -23,6 +23,12 @@ export function toolExtensions(tool: ToolDefinition): Record<string, unknown> {
   return extensions;
 }
 
+/**
+ * The extensions of an MCP tool's offer: payment-identifier only — bazaar describes an HTTP
+ * resource (method, body), which an `mcp://tool/<name>` resource is not.
+ */
+export const mcpToolExtensions = (): Record<string, unknown> => ({ [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false) });
+
 /** Built once per tool and process: they depend only on the catalogue. */
 const built = new Map<string, Record<string, unknown>>();
 

@@ -3,7 +3,7 @@ import { ApiError } from "../http/errors.js";
 import type { Services } from "../services.js";
 import type { AcceptedPayment, PaymentRequest } from "./payments.js";
 import { offerFor, paymentChallenge, type Offer } from "./offer.js";
-import { encodeHeader, paymentIdentifier, readPaymentHeader } from "./wire.js";
+import { encodeHeader, paymentIdentifier, readPaymentHeader, type PaymentHeader } from "./wire.js";
 
 /**
  * What every paid resource does with a request: no payment → 402 with the offer (both
@@ -14,6 +14,8 @@ import { encodeHeader, paymentIdentifier, readPaymentHeader } from "./wire.js";
  */
 export interface Paid {
   payment: AcceptedPayment;
+  /** The settlement receipt (x402 SettleResponse): a header's JSON, or MCP's `_meta["x402/payment-response"]`. */
+  receipt: { success: true; transaction: string; network: string; payer: string };
   receiptHeaders: Record<string, string>;
 }
 
@@ -21,9 +23,22 @@ export function offerForResource(services: Services, price: bigint, path: string
   return offerFor(services.payments!.config, price, `${services.config.publicBaseUrl}${path}`, description, extensions);
 }
 
+/** The REST door: the payment is read from the `PAYMENT-SIGNATURE` / `X-PAYMENT` header. */
 export async function takePayment(
   services: Services,
   req: Request,
+  request: PaymentRequest & { requiredMessage: string; beforeVerifying?: () => void },
+): Promise<Paid> {
+  return takeDecodedPayment(services, () => readPaymentHeader((name) => req.get(name)), request);
+}
+
+/**
+ * The core every door shares: `read` decodes the payment the request carries (null: none; throws
+ * on a malformed one), whichever way the door carries it — an HTTP header, or MCP's `_meta`.
+ */
+export async function takeDecodedPayment(
+  services: Services,
+  read: () => PaymentHeader | null,
   request: PaymentRequest & { requiredMessage: string; beforeVerifying?: () => void },
 ): Promise<Paid> {
   const payments = services.payments!;
@@ -31,10 +46,10 @@ export async function takePayment(
   let header;
   let identifier: string | null;
   try {
-    header = readPaymentHeader((name) => req.get(name));
+    header = read();
     identifier = header ? paymentIdentifier(header) : null;
   } catch (err) {
-    throw paymentChallenge("payment_invalid", "The payment header is malformed.", offer, { reason: (err as Error).message.slice(0, 300) });
+    throw paymentChallenge("payment_invalid", "The payment is malformed.", offer, { reason: (err as Error).message.slice(0, 300) });
   }
   if (!header) throw paymentChallenge("payment_required", request.requiredMessage, offer);
   request.beforeVerifying?.();
@@ -48,6 +63,7 @@ export async function takePayment(
     if (err instanceof ApiError && err.code === "payment_invalid") throw paymentChallenge("payment_invalid", err.message, offer, err.options.details);
     throw err;
   }
-  const receipt = encodeHeader({ success: true, transaction: payment.txHash, network: payment.network, payer: payment.payer });
-  return { payment, receiptHeaders: { "X-PAYMENT-RESPONSE": receipt, "PAYMENT-RESPONSE": receipt } };
+  const receipt = { success: true as const, transaction: payment.txHash, network: payment.network, payer: payment.payer };
+  const encoded = encodeHeader(receipt);
+  return { payment, receipt, receiptHeaders: { "X-PAYMENT-RESPONSE": encoded, "PAYMENT-RESPONSE": encoded } };
 }

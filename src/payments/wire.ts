@@ -85,12 +85,18 @@ export function readPaymentHeader(get: (name: string) => string | undefined): Pa
   } catch {
     throw new Error(`${v2 ? "PAYMENT-SIGNATURE" : "X-PAYMENT"} is not base64 of JSON`);
   }
-  if (v2) {
-    const p = parsed(paymentV2, json);
-    return { version: 2, accepted: p.accepted, signature: p.payload.signature, authorization: p.payload.authorization, extensions: p.extensions ?? {} };
-  }
+  if (v2) return readPaymentPayload(json);
   const p = parsed(paymentV1, json);
   return { version: 1, scheme: p.scheme, network: p.network, signature: p.payload.signature, authorization: p.payload.authorization };
+}
+
+/**
+ * A decoded v2 PaymentPayload (the `PAYMENT-SIGNATURE` header's JSON, or the object an MCP client
+ * sends in `params._meta["x402/payment"]`); throws naming the first wrong field.
+ */
+export function readPaymentPayload(json: unknown): PaymentHeader {
+  const p = parsed(paymentV2, json);
+  return { version: 2, accepted: p.accepted, signature: p.payload.signature, authorization: p.payload.authorization, extensions: p.extensions ?? {} };
 }
 
 /** The x402 v2 `payment-identifier` extension: the client's own id for this payment, for idempotency. */

@@ -1,14 +1,16 @@
 import type { Request, Response } from "express";
 import { ApiError } from "../../http/errors.js";
-import { authenticate, presentedKey } from "../../http/auth.js";
-import { defineRoute, parseInput } from "../../http/route.js";
+import { presentedKey } from "../../http/auth.js";
+import { defineRoute } from "../../http/route.js";
 import { paymentChallenge } from "../../payments/offer.js";
 import { toolExtensions } from "../../payments/discovery.js";
-import { offerForResource, takePayment } from "../../payments/take-payment.js";
+import { offerForResource } from "../../payments/take-payment.js";
+import { readPaymentHeader } from "../../payments/wire.js";
+import { callPaidTool } from "../paid-call.js";
 import { findTool } from "../catalogue/index.js";
 import type { Forwarder } from "../forward.js";
-import { callFingerprint, invokeTool, type ToolCallResult } from "../invoke.js";
-import { atomicPrice, formatCredits, formatUsd } from "../pricing.js";
+import { invokeTool, type ToolCallResult } from "../invoke.js";
+import { atomicPrice, formatCredits } from "../pricing.js";
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -41,29 +43,28 @@ export function callTool(forwarderFor: (req: Request, res: Response) => Forwarde
       const offer = () => offerForResource(services, price, `/v1/tools/${tool.name}`, `${tool.title}: one call (${formatCredits(tool.cost)})`, toolExtensions(tool));
 
       if (!req.get("x-api-key") && services.payments) {
-        const { payment, receiptHeaders: settled } = await takePayment(services, req, {
-          offer: offer(),
-          priceAtomic: price,
-          grant: { credits: tool.cost, type: "one_time", plan: null, planChange: null, description: tool.name },
-          // The call is idempotent on its payment: every retry of it runs (or replays) under one key.
-          call: { fingerprint: callFingerprint(tool.name, req.body), key: idempotencyKey },
-          requiredMessage: `Send an API key, or pay $${formatUsd(price)} in USDC for this call with x402.`,
-          // Never take money for a call that cannot run: input, availability…
-          beforeVerifying: () => {
-            parseInput(tool.input, req.body, "body");
-            const unavailable = services.pools.unavailableReason(tool.name);
-            if (unavailable) throw new ApiError("tool_unavailable", `The ${tool.name} tool is unavailable: ${unavailable}.`);
-          },
-          // …nor for one the wallet's account may not make now: its rate-limit slot is taken here
-          // (under this request id, which the call's own admission then finds already counted).
-          beforeSettling: async (accountId) => void (await authenticate(services, { accountId, hash: null }, requestId)),
-        });
-        res.locals.accountId = payment.accountId;
+        let settled: Record<string, string> = {};
         try {
-          const call = { tool, input: req.body, key: { accountId: payment.accountId, hash: null }, idempotencyKey: payment.callKey, idempotencyTtlSeconds: payment.retainSeconds, requestId };
-          return reply(await invokeTool(services, call, forward), settled);
+          const result = await callPaidTool(
+            services,
+            {
+              tool,
+              input: req.body,
+              offer: offer(),
+              priceAtomic: price,
+              read: () => readPaymentHeader((name) => req.get(name)),
+              idempotencyKey,
+              requestId,
+              onPaid: (paid) => {
+                res.locals.accountId = paid.payment.accountId;
+                settled = paid.receiptHeaders;
+              },
+            },
+            forward,
+          );
+          return reply(result, settled);
         } catch (err) {
-          // The payment stands (as credits on the wallet's account): say so on the error too.
+          // Once paid, the payment stands (as credits on the wallet's account): say so on the error too.
           throw err instanceof ApiError ? err.withHeaders(settled) : err;
         }
       }

@@ -1,0 +1,131 @@
+import { x402Client } from "@x402/core/client";
+import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client";
+import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { createHash } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { anvilAccount } from "../../chain-fixtures/chain.js";
+import { walletAccountId } from "../../src/payments/wallet-accounts.js";
+import { fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { PAY_TO, balanceOf, startChains } from "../helpers/x402.js";
+
+/**
+ * x402 over MCP (the x402 MCP transport): an agent with a wallet and no API key lists the tools,
+ * is told what a call costs in an `x402/error` result, pays with a payload the official x402
+ * client builds, sent in `_meta["x402/payment"]`, and gets the answer with the settlement receipt
+ * in `_meta["x402/payment-response"]` — on real anvil chains with the project's EIP-3009 token.
+ */
+const PRICE = 2000n;
+const PAYERS = [1, 2, 3].map(anvilAccount);
+let chains: Awaited<ReturnType<typeof startChains>>;
+let gw: TestGateway;
+beforeAll(async () => {
+  chains = await startChains(PAYERS.map((p) => p.address));
+  gw = await startGateway({ env: chains.env });
+}, 60_000);
+afterAll(async () => {
+  await gw?.stop();
+  await chains?.stop();
+});
+
+interface CallResult {
+  isError?: boolean;
+  content?: { type: string; text: string }[];
+  structuredContent?: unknown;
+  _meta?: Record<string, unknown>;
+}
+interface AnyClient {
+  listTools(): Promise<{ tools: { name: string }[] }>;
+  callTool(params: { name: string; arguments: Record<string, unknown>; _meta?: Record<string, unknown> }): Promise<CallResult>;
+  close(): Promise<void>;
+}
+
+const CLIENTS: Record<string, (headers: Record<string, string>) => Promise<AnyClient>> = {
+  "official v2 client (@modelcontextprotocol/client)": async (headers) => {
+    const client = new ClientV2({ name: "toolgate-test", version: "1.0.0" });
+    await client.connect(new TransportV2(new URL(`${gw.url}/mcp`), { requestInit: { headers } }));
+    return client as unknown as AnyClient;
+  },
+  "official 1.x client (@modelcontextprotocol/sdk)": async (headers) => {
+    const client = new ClientV1({ name: "toolgate-test", version: "1.0.0" });
+    await client.connect(new TransportV1(new URL(`${gw.url}/mcp`), { requestInit: { headers } }));
+    return client as unknown as AnyClient;
+  },
+};
+
+/** The payment-required result: isError, no structuredContent, the x402/error object in content[0].text. */
+function paymentRequired(result: CallResult) {
+  expect(result.isError).toBe(true);
+  expect(result.structuredContent).toBeUndefined();
+  const { "x402/error": error } = JSON.parse(result.content![0]!.text);
+  expect(error).toMatchObject({ code: 402, message: expect.any(String), data: { x402Version: 2, resource: { url: "mcp://tool/hash" } } });
+  return error.data;
+}
+
+/** The official x402 v2 client, paying on the Base test chain with our test token (opted in: it is not canonical USDC). */
+const payerClient = (payer: (typeof PAYERS)[number]) =>
+  x402Client.fromConfig({
+    schemes: [{ network: "eip155:84532", client: new ExactEvmScheme(payer) }],
+    spendControls: { allowedAssets: [{ network: "eip155:84532", asset: chains.base.usdc }] },
+  });
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+describe.each(Object.keys(CLIENTS).map((name, i) => [name, i] as const))("an agent with a wallet and the %s", (name, i) => {
+  it("lists tools without a key, pays for a call over MCP, and cannot spend the same payment twice", async () => {
+    const payer = PAYERS[i]!;
+    const client = await CLIENTS[name]!({});
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain("hash");
+
+      const offer = paymentRequired(await client.callTool({ name: "hash", arguments: { text: "mcp" } }));
+      expect(offer.accepts.map((a: { network: string; amount: string }) => [a.network, a.amount])).toEqual([["eip155:84532", "2000"], ["eip155:80002", "2000"]]);
+
+      const payload = await payerClient(payer).createPaymentPayload(offer);
+      const [payerBefore, payToBefore] = [await balanceOf(chains.base, payer.address), await balanceOf(chains.base, PAY_TO)];
+      const paid = await client.callTool({ name: "hash", arguments: { text: "mcp" }, _meta: { "x402/payment": payload } });
+      expect(paid.isError).toBeFalsy();
+      expect(paid.structuredContent).toMatchObject({ digest: sha256("mcp") });
+      const receipt = paid._meta?.["x402/payment-response"] as Record<string, unknown>;
+      expect(receipt).toMatchObject({ success: true, network: "eip155:84532", payer: payer.address, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+      expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore - PRICE);
+      expect(await balanceOf(chains.base, PAY_TO)).toBe(payToBefore + PRICE);
+
+      // The same payment for another call (other arguments) is refused, and nothing moves again.
+      const again = await client.callTool({ name: "hash", arguments: { text: "something else" }, _meta: { "x402/payment": payload } });
+      expect(again.isError).toBe(true);
+      expect(again.structuredContent).toBeUndefined();
+      expect(again.content![0]!.text).not.toContain(sha256("something else"));
+      expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore - PRICE);
+      expect(await balanceOf(chains.base, PAY_TO)).toBe(payToBefore + PRICE);
+      // Settled once, credited once, charged once.
+      const ledger = (await gw.services.store.ledger(walletAccountId(payer.address), { limit: 100 })).items.map((e) => [e.kind, e.amount]);
+      expect(ledger).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+});
+
+describe("a keyed MCP caller short of credits", () => {
+  it("is offered the same payable result, and may pay for the call", async () => {
+    const { key } = await fundedAccount(gw.url, 0, "starter");
+    const client = await CLIENTS["official v2 client (@modelcontextprotocol/client)"]!({ "x-api-key": key });
+    try {
+      let result: CallResult;
+      // The sign-up credits go first; then the call is payable.
+      for (let n = 0; ; n++) {
+        result = await client.callTool({ name: "hash", arguments: { text: String(n) } });
+        if (result.isError || n > 200) break;
+      }
+      const offer = paymentRequired(result);
+      const payload = await payerClient(PAYERS[2]!).createPaymentPayload(offer);
+      const paid = await client.callTool({ name: "hash", arguments: { text: "keyed" }, _meta: { "x402/payment": payload } });
+      expect(paid.structuredContent).toMatchObject({ digest: sha256("keyed") });
+      expect(paid._meta?.["x402/payment-response"]).toMatchObject({ success: true, payer: PAYERS[2]!.address });
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+});
