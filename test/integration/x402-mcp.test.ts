@@ -96,7 +96,13 @@ describe.each(Object.keys(CLIENTS).map((name, i) => [name, i] as const))("an age
       const again = await client.callTool({ name: "hash", arguments: { text: "something else" }, _meta: { "x402/payment": payload } });
       expect(again.isError).toBe(true);
       expect(again.structuredContent).toBeUndefined();
-      expect(again.content![0]!.text).not.toContain(sha256("something else"));
+      expect(JSON.parse(again.content![0]!.text)).toMatchObject({ error: { code: "idempotency_conflict", param: "payment" } });
+      // The same call retried with the same payment (its answer lost, say) is answered again, not charged again.
+      const retried = await client.callTool({ name: "hash", arguments: { text: "mcp" }, _meta: { "x402/payment": payload } });
+      expect(retried.structuredContent).toEqual(paid.structuredContent);
+      // A malformed payment is answered with the offer again, saying what is wrong.
+      const malformed = paymentRequired(await client.callTool({ name: "hash", arguments: { text: "mcp" }, _meta: { "x402/payment": { x402Version: 2 } } }));
+      expect(malformed.details.reason).toEqual(expect.any(String));
       expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore - PRICE);
       expect(await balanceOf(chains.base, PAY_TO)).toBe(payToBefore + PRICE);
       // Settled once, credited once, charged once.
