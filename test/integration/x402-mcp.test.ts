@@ -5,7 +5,7 @@ import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { anvilAccount } from "../../chain-fixtures/chain.js";
+import { anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import { fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
 import { PAY_TO, balanceOf, startChains } from "../helpers/x402.js";
@@ -134,4 +134,37 @@ describe("a keyed MCP caller short of credits", () => {
       await client.close();
     }
   }, 60_000);
+});
+
+describe("refusals before money moves", () => {
+  it("a wallet that cannot cover the price gets the payable result again, and nothing is settled", async () => {
+    const broke = randomWallet(4242);
+    const client = await CLIENTS["official 1.x client (@modelcontextprotocol/sdk)"]!({});
+    try {
+      const offer = paymentRequired(await client.callTool({ name: "hash", arguments: { text: "broke" } }));
+      const payload = await payerClient(broke).createPaymentPayload(offer);
+      const payToBefore = await balanceOf(chains.base, PAY_TO);
+      const refused = paymentRequired(await client.callTool({ name: "hash", arguments: { text: "broke" }, _meta: { "x402/payment": payload } }));
+      expect(refused.error).toEqual(expect.any(String));
+      expect(await balanceOf(chains.base, PAY_TO)).toBe(payToBefore);
+    } finally {
+      await client.close();
+    }
+  }, 30_000);
+
+  it("limits keyless MCP requests per client address", async () => {
+    const list = () =>
+      fetch(`${gw.url}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+      });
+    const statuses: number[] = [];
+    for (let n = 0; n < 70; n++) statuses.push((await list()).status);
+    expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(60);
+    const limited = await list();
+    expect(limited.status).toBe(429);
+    expect(await limited.json()).toMatchObject({ error: { code: "rate_limited" } });
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+  }, 30_000);
 });
