@@ -64,7 +64,7 @@ function paymentRequired(result: CallResult) {
 }
 
 /** The official x402 v2 client, paying on the Base test chain with our test token (opted in: it is not canonical USDC). */
-const payerClient = (payer: (typeof PAYERS)[number]) =>
+const payerClient = (payer: ConstructorParameters<typeof ExactEvmScheme>[0]) =>
   x402Client.fromConfig({
     schemes: [{ network: "eip155:84532", client: new ExactEvmScheme(payer) }],
     spendControls: { allowedAssets: [{ network: "eip155:84532", asset: chains.base.usdc }] },
