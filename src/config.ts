@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { Address, Hex } from "viem";
 import { NETWORK_NAMES, networkFromEnv, type NetworkName, type PaymentNetwork } from "./payments/networks.js";
@@ -22,8 +21,14 @@ const envSchema = z.object({
   /** Namespace for every Redis key, so several deployments (or test runs) can share one Redis. No braces: they would break the keys' hash tags. */
   REDIS_KEY_PREFIX: z.string().regex(/^[^{}]*$/, "REDIS_KEY_PREFIX must not contain { or }").default("tg:"),
   ADMIN_API_KEY: z.string().min(24, "ADMIN_API_KEY must be at least 24 characters").optional(),
-  /** Signs e-mail verification links. */
-  SECRET_KEY: z.string().min(32, "SECRET_KEY must be at least 32 characters").optional(),
+  /**
+   * Seals webhook secrets and signs e-mailed links. A comma-separated list rotates it: the
+   * first key seals and signs, every key opens and verifies.
+   */
+  SECRET_KEY: z
+    .string()
+    .refine((v) => v.split(",").every((key) => key.trim().length >= 32), "SECRET_KEY must be at least 32 characters (each key of a comma-separated list)")
+    .optional(),
   /** smtp(s)://user:pass@host:port — unset: e-mails are written to the log (development only). */
   SMTP_URL: z.string().optional(),
   MAIL_FROM: z.string().default("Toolgate <no-reply@toolgate.local>"),
@@ -31,7 +36,7 @@ const envSchema = z.object({
   SIGNUPS_PER_HOUR_PER_IP: z.coerce.number().int().min(1).default(5),
   /** Seconds to wait for in-flight requests on SIGTERM before closing anyway. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).default(10),
-  /** Seed a development account and print its key (default: on with the in-memory store). */
+  /** Seed (or, with Redis, reuse) a development account and print its key (default: on in development). */
   DEV_SEED: z.enum(["0", "1"]).optional(),
   /** Development with no X402_NETWORKS: start a local anvil chain standing in for base-sepolia (default on). */
   DEV_CHAIN: z.enum(["0", "1"]).optional(),
@@ -91,7 +96,11 @@ export interface Config {
   redisKeyPrefix: string;
   redisCluster: boolean;
   adminApiKey: string | undefined;
-  secretKey: string;
+  /**
+   * The first seals and signs; all open and verify. Empty until start-up when SECRET_KEY is
+   * unset (development): then one key is kept in the store, shared by every process.
+   */
+  secretKeys: string[];
   smtpUrl: string | undefined;
   mailFrom: string;
   bodyLimitBytes: number;
@@ -147,14 +156,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
     redisCluster: e.REDIS_CLUSTER === "1",
     adminApiKey: e.ADMIN_API_KEY,
-    // A random per-process secret is fine in development: links simply expire with the process.
-    secretKey: e.SECRET_KEY ?? randomBytes(32).toString("hex"),
+    secretKeys: e.SECRET_KEY?.split(",").map((key) => key.trim()) ?? [],
     smtpUrl: e.SMTP_URL,
     mailFrom: e.MAIL_FROM,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     signupsPerHourPerIp: e.SIGNUPS_PER_HOUR_PER_IP,
     shutdownGraceMs: e.SHUTDOWN_GRACE_SECONDS * 1000,
-    devSeed: e.DEV_SEED ? e.DEV_SEED === "1" : !e.REDIS_URL && e.NODE_ENV === "development",
+    devSeed: e.DEV_SEED ? e.DEV_SEED === "1" : e.NODE_ENV === "development",
     devChain: e.NODE_ENV === "development" && !e.X402_NETWORKS && e.DEV_CHAIN !== "0",
     trustProxy: e.TRUST_PROXY,
     workers: { general: e.WORKER_POOL_GENERAL_URL ?? e.WORKERS_URL, provider: e.WORKER_POOL_PROVIDER_URL ?? e.WORKERS_URL },

@@ -6,11 +6,12 @@ describe("configuration", () => {
   it("runs with embedded defaults when nothing is set", () => {
     const config = loadConfig({});
     expect(config).toMatchObject({ env: "development", port: 8402, redisUrl: undefined, devSeed: true, publicBaseUrl: "http://localhost:8402" });
-    expect(config.secretKey).toHaveLength(64);
+    // No key yet: start-up keeps one in the store, shared by every process of the deployment.
+    expect(config.secretKeys).toEqual([]);
   });
 
-  it("switches to Redis with REDIS_URL and then seeds nothing", () => {
-    expect(loadConfig({ REDIS_URL: "redis://127.0.0.1:6379" })).toMatchObject({ redisUrl: "redis://127.0.0.1:6379", redisCluster: false, devSeed: false });
+  it("switches to Redis with REDIS_URL and still seeds the development account", () => {
+    expect(loadConfig({ REDIS_URL: "redis://127.0.0.1:6379" })).toMatchObject({ redisUrl: "redis://127.0.0.1:6379", redisCluster: false, devSeed: true });
     expect(loadConfig({ REDIS_URL: "redis://10.0.0.5:7000", REDIS_CLUSTER: "1" })).toMatchObject({ redisCluster: true });
   });
 
@@ -25,6 +26,12 @@ describe("configuration", () => {
         expect(problems.some((p) => p.startsWith(name))).toBe(true);
       }
     }
+  });
+
+  it("reads SECRET_KEY as a keyring: the first seals and signs, every key opens and verifies", () => {
+    const [a, b] = ["a".repeat(32), "b".repeat(40)];
+    expect(loadConfig({ SECRET_KEY: `${a}, ${b}` }).secretKeys).toEqual([a, b]);
+    expect(() => loadConfig({ SECRET_KEY: `${a},short` })).toThrow(/SECRET_KEY must be at least 32 characters/);
   });
 
   it("refuses private webhook targets in production", () => {

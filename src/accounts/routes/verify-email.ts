@@ -12,7 +12,7 @@ export const verifyEmail = defineRoute({
   response: z.object({ account_id: z.string(), email_verified: z.literal(true), credits_added: z.number().int(), credits: z.number().int().optional() }),
   query: z.object({ token: z.string().min(1).max(200) }),
   async handler({ services, query }) {
-    const accountId = readVerificationToken(services.config.secretKey, query.token);
+    const accountId = readVerificationToken(services.config.secretKeys, query.token);
     if (!accountId) throw new ApiError("invalid_token", "The verification link is invalid or has expired.", { param: "token" });
     const outcome = await services.store.verifyEmail(accountId, {
       amount: EMAIL_VERIFIED_CREDITS,

@@ -88,7 +88,7 @@ export function webhookRoutes(owner: "account" | "platform"): RouteDef<any, any,
           url: check.url.href,
           events: body.events,
           createdAt: Date.now(),
-          sealedSecret: sealSecret(services.config.secretKey, secret),
+          sealedSecret: sealSecret(services.config.secretKeys, secret),
           previousSealedSecret: null,
           previousSecretExpiresAt: null,
         };
@@ -155,7 +155,7 @@ export function webhookRoutes(owner: "account" | "platform"): RouteDef<any, any,
         const secret = newWebhookSecret();
         const rotated: WebhookRecord = {
           ...webhook,
-          sealedSecret: sealSecret(services.config.secretKey, secret),
+          sealedSecret: sealSecret(services.config.secretKeys, secret),
           previousSealedSecret: body.overlap_seconds > 0 ? webhook.sealedSecret : null,
           previousSecretExpiresAt: body.overlap_seconds > 0 ? Date.now() + body.overlap_seconds * 1000 : null,
         };
