@@ -101,24 +101,20 @@ export async function spawnService(entry: string, readyMessage: string, env: Rec
   };
 }
 
-/** A real gateway process (`src/main.ts`) on a free port, sharing Redis through `prefix`. */
-export function spawnGateway(prefix: string, env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<GatewayProcess> {
-  return spawnService(
-    "src/main.ts",
-    "listening",
-    {
-      NODE_ENV: "test",
-      PORT: "0",
-      HOST: "127.0.0.1",
-      REDIS_URL,
-      REDIS_KEY_PREFIX: prefix,
-      ADMIN_API_KEY: ADMIN_KEY,
-      SECRET_KEY: "s".repeat(32),
-      LOG_LEVEL: "info",
-      ...env,
-    },
-    nodeArgs,
-  );
+/** A real gateway process (`src/main.ts`) on a free port, sharing Redis through `prefix`; an `env` value of undefined leaves that default unset. */
+export function spawnGateway(prefix: string, env: Record<string, string | undefined> = {}, nodeArgs: string[] = []): Promise<GatewayProcess> {
+  const settings = {
+    NODE_ENV: "test",
+    PORT: "0",
+    HOST: "127.0.0.1",
+    REDIS_URL,
+    REDIS_KEY_PREFIX: prefix,
+    ADMIN_API_KEY: ADMIN_KEY,
+    SECRET_KEY: "s".repeat(32),
+    LOG_LEVEL: "info",
+    ...env,
+  };
+  return spawnService("src/main.ts", "listening", Object.fromEntries(Object.entries(settings).filter((e): e is [string, string] => e[1] !== undefined)), nodeArgs);
 }
 
 export interface Json {
