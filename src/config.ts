@@ -1,7 +1,9 @@
+import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import type { Address, Hex } from "viem";
 import { NETWORK_NAMES, networkFromEnv, type NetworkName, type PaymentNetwork } from "./payments/networks.js";
 import { parseUsd } from "./tools/pricing.js";
+import { ENDPOINT_LIMITS_PATTERN, endpointLimits, type EndpointLimits } from "./http/endpoint-limits.js";
 
 /**
  * The one configuration object, read from the environment once at start-up.
@@ -34,13 +36,23 @@ const envSchema = z.object({
   MAIL_FROM: z.string().default("Toolgate <no-reply@toolgate.local>"),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
   SIGNUPS_PER_HOUR_PER_IP: z.coerce.number().int().min(1).default(5),
+  /** Overrides of the per-address and per-account endpoint limits (src/http/endpoint-limits.ts): `name=calls/seconds,…`. */
+  ENDPOINT_LIMITS: z.string().regex(ENDPOINT_LIMITS_PATTERN, "name=calls/seconds pairs separated by commas").optional(),
   /** Seconds to wait for in-flight requests on SIGTERM before closing anyway. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).default(10),
   /** Seed (or, with Redis, reuse) a development account and print its key (default: on in development). */
   DEV_SEED: z.enum(["0", "1"]).optional(),
   /** Development with no X402_NETWORKS: start a local anvil chain standing in for base-sepolia (default on). */
   DEV_CHAIN: z.enum(["0", "1"]).optional(),
-  TRUST_PROXY: z.string().default("loopback"),
+  /**
+   * The proxies whose X-Forwarded-For is believed: their addresses or subnets (comma-separated;
+   * also `loopback`, `linklocal`, `uniquelocal`), or a hop count. Unset: none — the client is the
+   * peer of the TCP connection. Never "any": a client could then pick its own address.
+   */
+  TRUST_PROXY: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || trustProxySetting(v) !== "invalid", "TRUST_PROXY must list the proxies' addresses or subnets (or loopback, linklocal, uniquelocal), or a hop count; \"true\" (trust anyone) is refused"),
   /** Tool workers for every pool; unset: the gateway starts the bundled workers itself. */
   WORKERS_URL: z.url().optional(),
   WORKER_POOL_GENERAL_URL: z.url().optional(),
@@ -105,10 +117,12 @@ export interface Config {
   mailFrom: string;
   bodyLimitBytes: number;
   signupsPerHourPerIp: number;
+  endpointLimits: EndpointLimits;
   shutdownGraceMs: number;
   devSeed: boolean;
   devChain: boolean;
-  trustProxy: string;
+  /** Express's `trust proxy`: false (no proxy), the trusted addresses, or a hop count. */
+  trustProxy: false | string | number;
   workers: { general: string | undefined; provider: string | undefined };
   poolConcurrency: number;
   poolQueueTimeoutMs: number;
@@ -144,6 +158,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (parsed.data.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1") problems.push("WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
   }
   const x402 = parsed.success ? paymentConfig(parsed.data, env, problems) : null;
+  const limits = endpointLimits(parsed.success ? parsed.data.ENDPOINT_LIMITS : undefined, problems);
   if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
   const e = parsed.data;
   return {
@@ -161,10 +176,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mailFrom: e.MAIL_FROM,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     signupsPerHourPerIp: e.SIGNUPS_PER_HOUR_PER_IP,
+    endpointLimits: limits,
     shutdownGraceMs: e.SHUTDOWN_GRACE_SECONDS * 1000,
     devSeed: e.DEV_SEED ? e.DEV_SEED === "1" : e.NODE_ENV === "development",
     devChain: e.NODE_ENV === "development" && !e.X402_NETWORKS && e.DEV_CHAIN !== "0",
-    trustProxy: e.TRUST_PROXY,
+    trustProxy: e.TRUST_PROXY === undefined ? false : (trustProxySetting(e.TRUST_PROXY) as false | string | number),
     workers: { general: e.WORKER_POOL_GENERAL_URL ?? e.WORKERS_URL, provider: e.WORKER_POOL_PROVIDER_URL ?? e.WORKERS_URL },
     poolConcurrency: e.POOL_CONCURRENCY,
     poolQueueTimeoutMs: e.POOL_QUEUE_TIMEOUT_MS,
@@ -182,6 +198,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhooksPerAccount: e.WEBHOOKS_PER_ACCOUNT,
     x402,
   };
+}
+
+const PROXY_NAMES = new Set(["loopback", "linklocal", "uniquelocal"]);
+
+/** TRUST_PROXY as Express takes it, or "invalid". */
+function trustProxySetting(value: string): false | string | number | "invalid" {
+  const v = value.trim();
+  if (v === "" || v === "none" || v === "false") return false;
+  if (/^\d+$/.test(v)) return Number(v);
+  const entries = v.split(",").map((entry) => entry.trim());
+  const valid = (entry: string) => PROXY_NAMES.has(entry) || ipaddr.isValid(entry) || (entry.includes("/") && isCidr(entry));
+  return entries.every(valid) ? entries.join(",") : "invalid";
+}
+
+function isCidr(entry: string): boolean {
+  try {
+    ipaddr.parseCIDR(entry);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function paymentConfig(e: z.infer<typeof envSchema>, env: NodeJS.ProcessEnv, problems: string[]): Config["x402"] {

@@ -179,8 +179,6 @@ async function startServices(config: Config, logger: ProcessLogger, started: { n
 }
 
 async function main(): Promise<void> {
-  // A reader of stdout that went away must not take the process down (EPIPE on process.stdout).
-  process.stdout.on("error", () => {});
   let config: Config;
   try {
     config = loadConfig();

@@ -20,7 +20,7 @@ describe("two gateway processes without SECRET_KEY on one Redis", () => {
   let a: GatewayProcess;
   let b: GatewayProcess;
   beforeAll(async () => {
-    const env = { SECRET_KEY: undefined, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" };
+    const env = { SECRET_KEY: undefined, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1", ENDPOINT_LIMITS: "webhook-test=100/60" };
     [a, b] = await Promise.all([spawnGateway(prefix, env), spawnGateway(prefix, env)]);
   });
   afterAll(async () => {
