@@ -34,6 +34,19 @@ describe("configuration", () => {
     expect(() => loadConfig({ SECRET_KEY: `${a},short` })).toThrow(/SECRET_KEY must be at least 32 characters/);
   });
 
+  it("trusts no proxy unless TRUST_PROXY names one, and never trusts everyone", () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: "172.28.0.2" }).trustProxy).toBe("172.28.0.2");
+    expect(loadConfig({ TRUST_PROXY: "loopback, 10.0.0.0/8" }).trustProxy).toBe("loopback,10.0.0.0/8");
+    expect(loadConfig({ TRUST_PROXY: "1" }).trustProxy).toBe(1);
+    for (const bad of ["true", "everyone", "10.0.0.0/99"]) expect(() => loadConfig({ TRUST_PROXY: bad })).toThrow(/TRUST_PROXY must list/);
+  });
+
+  it("reads ENDPOINT_LIMITS over the defaults and names an unknown limit", () => {
+    expect(loadConfig({ ENDPOINT_LIMITS: "wallet-challenge=5/10" }).endpointLimits).toMatchObject({ "wallet-challenge": { count: 5, windowSeconds: 10 }, "webhook-test": { count: 20, windowSeconds: 60 } });
+    expect(() => loadConfig({ ENDPOINT_LIMITS: "signin=5/10" })).toThrow(/ENDPOINT_LIMITS: unknown limit signin/);
+  });
+
   it("refuses private webhook targets in production", () => {
     const production = { NODE_ENV: "production", REDIS_URL: "redis://x", ADMIN_API_KEY: "a".repeat(24), SECRET_KEY: "s".repeat(32), PUBLIC_BASE_URL: "https://api.example.com", SMTP_URL: "smtp://x" };
     expect(loadConfig(production).webhookAllowPrivateTargets).toBe(false);
