@@ -4,6 +4,7 @@ import type { Address, Hex } from "viem";
 import { NETWORK_NAMES, networkFromEnv, type NetworkName, type PaymentNetwork } from "./payments/networks.js";
 import { parseUsd } from "./tools/pricing.js";
 import { ENDPOINT_LIMITS_PATTERN, endpointLimits, type EndpointLimits } from "./http/endpoint-limits.js";
+import { MAX_TEXT_CHARS, MIN_BODY_LIMIT_BYTES } from "./tools/catalogue/limits.js";
 
 /**
  * The one configuration object, read from the environment once at start-up.
@@ -34,7 +35,13 @@ const envSchema = z.object({
   /** smtp(s)://user:pass@host:port — unset: e-mails are written to the log (development only). */
   SMTP_URL: z.string().optional(),
   MAIL_FROM: z.string().default("Toolgate <no-reply@toolgate.local>"),
-  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(MIN_BODY_LIMIT_BYTES, `BODY_LIMIT_BYTES must be at least ${MIN_BODY_LIMIT_BYTES}: tools take texts of up to ${MAX_TEXT_CHARS} characters`)
+    .default(MIN_BODY_LIMIT_BYTES),
+  /** How deeply arrays and objects may nest in a JSON body (413 body_too_deep beyond). */
+  BODY_MAX_DEPTH: z.coerce.number().int().min(2).max(1000).default(64),
   SIGNUPS_PER_HOUR_PER_IP: z.coerce.number().int().min(1).default(5),
   /** Overrides of the per-address and per-account endpoint limits (src/http/endpoint-limits.ts): `name=calls/seconds,…`. */
   ENDPOINT_LIMITS: z.string().regex(ENDPOINT_LIMITS_PATTERN, "name=calls/seconds pairs separated by commas").optional(),
@@ -116,6 +123,7 @@ export interface Config {
   smtpUrl: string | undefined;
   mailFrom: string;
   bodyLimitBytes: number;
+  bodyMaxDepth: number;
   signupsPerHourPerIp: number;
   endpointLimits: EndpointLimits;
   shutdownGraceMs: number;
@@ -175,6 +183,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl: e.SMTP_URL,
     mailFrom: e.MAIL_FROM,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    bodyMaxDepth: e.BODY_MAX_DEPTH,
     signupsPerHourPerIp: e.SIGNUPS_PER_HOUR_PER_IP,
     endpointLimits: limits,
     shutdownGraceMs: e.SHUTDOWN_GRACE_SECONDS * 1000,

@@ -15,6 +15,8 @@ import { Payments } from "./payments/payments.js";
 import { startReconciler } from "./payments/reconciler.js";
 import { startDevChain } from "./payments/dev-chain.js";
 import { Metrics } from "./http/metrics.js";
+import { RequestGuard, guardProcess } from "./http/request-guard.js";
+import { answerClientError } from "./http/client-errors.js";
 
 /** Secrets never reach the log, wherever they appear in a logged object. */
 const REDACT = ["*.apiKey", "*.api_key", "*.secret", "*.password", "req.headers['x-api-key']", "headers['x-api-key']"];
@@ -40,7 +42,7 @@ async function bindServer(config: Config): Promise<{ server: Server; serve(app: 
   const server = createServer(
     { headersTimeout: config.headersTimeoutMs, requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: 1000, keepAliveTimeout: 65_000 },
     (req, res) => (app ? app(req, res) : waiting.push([req, res])),
-  );
+  ).on("clientError", answerClientError);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -152,7 +154,7 @@ async function startServices(config: Config, logger: ProcessLogger, started: { n
   await pools.start();
   started.push({ name: "worker pools", stop: () => pools.stop() });
   const metrics = new Metrics();
-  const services = { config, store, log, pools, metrics, mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
+  const services = { config, store, log, pools, metrics, requestGuard: new RequestGuard(log), mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
   started.push({ name: "mailer", stop: () => services.mailer.close() });
   metrics.onScrape(() => {
     for (const pool of ["general", "provider"] as const) {
@@ -190,7 +192,8 @@ async function main(): Promise<void> {
     throw err;
   }
   const logger = createProcessLogger({ level: config.logLevel, redact: { paths: REDACT, censor: "[redacted]" } });
-  const { stop } = await start(config, logger);
+  const { stop, services } = await start(config, logger);
+  guardProcess(process, services.requestGuard);
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.once(signal, () => {
       // Whatever a part or the log sink does, the process is gone once the grace period and
