@@ -192,10 +192,12 @@ async function main(): Promise<void> {
     throw err;
   }
   const logger = createProcessLogger({ level: config.logLevel, redact: { paths: REDACT, censor: "[redacted]" } });
-  const { stop, services } = await start(config, logger);
-  guardProcess(process, services.requestGuard);
+  // Installed before anything starts: a signal during start-up ends the process at once (its
+  // children go with it), rather than by the default action half-way through.
+  let stop: (() => Promise<void>) | null = null;
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.once(signal, () => {
+      if (!stop) process.exit(1);
       // Whatever a part or the log sink does, the process is gone once the grace period and
       // the bounded clean-up are over. Unref'd: it never keeps a finished process alive.
       setTimeout(() => process.exit(1), config.shutdownGraceMs + CLEANUP_BOUND_MS * 2).unref();
@@ -205,6 +207,9 @@ async function main(): Promise<void> {
       );
     });
   }
+  const started = await start(config, logger);
+  guardProcess(process, started.services.requestGuard);
+  stop = started.stop;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
