@@ -9,7 +9,7 @@ import { createWorkerApp } from "./server.js";
  * since readiness must not depend on the log level.
  */
 export async function startWorkers(config: WorkerConfig): Promise<{ server: Server; port: number; stop(): Promise<void> }> {
-  const { log } = createProcessLogger({ level: config.logLevel, base: { service: "toolgate-workers" } });
+  const { log, flush } = createProcessLogger({ level: config.logLevel, base: { service: "toolgate-workers" } });
   const app = createWorkerApp(config, log);
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
@@ -18,6 +18,7 @@ export async function startWorkers(config: WorkerConfig): Promise<{ server: Serv
   server.keepAliveTimeout = 65_000;
   const port = (server.address() as { port: number }).port;
   log.info({ port, ai: Boolean(config.ai), search: config.search?.provider ?? null }, "workers listening");
+  void flush(1000); // at once, not with the next batch: a supervisor may be waiting for this line
   return {
     server,
     port,
