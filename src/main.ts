@@ -67,6 +67,12 @@ async function bindServer(config: Config): Promise<{ server: Server; serve(app: 
   };
 }
 
+/** A part of the running gateway, and how to stop it. */
+interface Part {
+  name: string;
+  stop: () => unknown;
+}
+
 /** Waits for `promise`, at most `ms`: every wait at start-up failure and shutdown is bounded. */
 const bounded = (promise: Promise<unknown>, ms: number) => Promise.race([promise, new Promise((r) => setTimeout(r, ms).unref())]);
 
@@ -77,7 +83,7 @@ export async function start(
   const { log } = logger;
   const { server, serve } = await bindServer(config);
   /** What has been started so far, stopped in reverse order on a failed start or at shutdown. */
-  const started: { name: string; stop: () => Promise<unknown> | unknown }[] = [];
+  const started: Part[] = [];
   const stopAll = async () => {
     for (const { name, stop } of started.splice(0).reverse()) {
       await bounded(Promise.resolve().then(stop), CLEANUP_BOUND_MS).catch((err: Error) => log.warn({ err: err.message, part: name }, "could not stop cleanly"));
@@ -117,7 +123,7 @@ export async function start(
 }
 
 /** Everything behind the HTTP server, each part entered in `started` as soon as it runs. */
-async function startServices(config: Config, logger: ProcessLogger, started: { name: string; stop: () => Promise<unknown> | unknown }[]): Promise<Services> {
+async function startServices(config: Config, logger: ProcessLogger, started: Part[]): Promise<Services> {
   const { log } = logger;
   // Both child processes start at once, and both are stopped if either start fails. The dev
   // chain is a development nicety, never a reason not to start: without anvil, run without x402.
