@@ -7,8 +7,9 @@ import express, { type RequestHandler } from "express";
  * much of what handles a value later walks it recursively (JSON.stringify, schema validators,
  * loggers): a 10 KB body of 5,000 nested arrays overflows the stack in any of them.
  *
- * The depth is measured on the raw bytes, before JSON.parse, in one pass without recursion: a
- * megabyte of "[" costs a millisecond to refuse instead of a parse. JSON is UTF-8 (RFC 8259
+ * The depth is measured on the raw bytes, before JSON.parse, in one pass without recursion that
+ * stops at the first level too deep (a megabyte of "[" is refused after 65 bytes, unparsed), and
+ * skips strings with a native search (~0.03 ms for a 1 MB string). JSON is UTF-8 (RFC 8259
  * §8.1), where the bytes of `[ ] { } " \` never occur inside a multi-byte character, so the scan
  * is exact; other charsets are refused (415) rather than scanned differently.
  */

@@ -3,6 +3,7 @@ import { loadConfig } from "../../src/config.js";
 import { balanceOf, call, callTool, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
 
 /**
+ * The door's limits on a body (size, JSON depth) and the tools' own limits agree.
  * Every length a tool's published schema allows can be sent: a text at its maximum fits in the
  * body limit and is served; one character more is 422 naming the field; only a body past the
  * limit is 413.
@@ -49,6 +50,16 @@ describe("tool input limits and the body limit", () => {
     const limit = loadConfig({ NODE_ENV: "test" }).bodyLimitBytes;
     const huge = await callTool(gw.url, key, "hash", { text: "a".repeat(limit) });
     expect([huge.status, huge.body.error.code]).toEqual([413, "body_too_large"]);
+    expect(await balanceOf(gw.url, key)).toBe(before);
+  });
+
+  it("JSON nested 64 levels deep is served; 65 levels is 413 body_too_deep, uncharged", async () => {
+    const nested = (depth: number) => `{"schema":{},"data":${"[".repeat(depth - 1)}${"]".repeat(depth - 1)}}`;
+    const ok = await call(`${gw.url}/v1/tools/json-schema-validate`, { key, rawBody: nested(64) });
+    expect([ok.status, ok.body.valid]).toEqual([200, true]);
+    const before = await balanceOf(gw.url, key);
+    const deep = await call(`${gw.url}/v1/tools/json-schema-validate`, { key, rawBody: nested(65) });
+    expect([deep.status, deep.body.error.code]).toEqual([413, "body_too_deep"]);
     expect(await balanceOf(gw.url, key)).toBe(before);
   });
 
