@@ -15,6 +15,7 @@ import { Payments } from "./payments/payments.js";
 import { startReconciler } from "./payments/reconciler.js";
 import { startDevChain } from "./payments/dev-chain.js";
 import { Metrics } from "./http/metrics.js";
+import { createStatusService } from "./status/index.js";
 import { RequestGuard, guardProcess } from "./http/request-guard.js";
 import { answerClientError } from "./http/client-errors.js";
 
@@ -101,6 +102,8 @@ export async function start(
   serve(createApp(services));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
+  // The status checks probe this process's own doors, on the loopback address it listens on.
+  services.status.start(`http://${config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`);
   log.info({ port, store: config.redisUrl ? "redis" : "memory", env: config.env }, "listening");
   void logger.flush(1000);
 
@@ -177,6 +180,8 @@ async function startServices(config: Config, logger: ProcessLogger, started: Par
   services.payments = config.x402 ? new Payments(services, config.x402) : null;
   const reconciler = services.payments ? startReconciler(services, services.payments) : null;
   if (reconciler) started.push({ name: "reconciler", stop: () => reconciler.stop() });
+  services.status = createStatusService(services);
+  started.push({ name: "status checks", stop: () => services.status.stop() });
   if (config.devSeed) {
     const dev = await developmentAccount(services);
     // The banner goes through the log sink: it never blocks on a stalled terminal or pipe.
