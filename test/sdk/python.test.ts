@@ -80,17 +80,30 @@ let setupError: Error | undefined;
 describe("Python library (sdk/python), installed from its wheel into a fresh venv", () => {
   beforeAll(async () => {
     workDir = mkdtempSync(join(tmpdir(), "toolgate-py-"));
+    const started = Date.now();
     try {
       const buildVenv = join(workDir, "build-venv");
       const testVenv = join(workDir, "venv");
       const dist = join(workDir, "dist");
-      await mustRun("python3 -m venv (build)", PYTHON, ["-m", "venv", buildVenv]);
-      await mustRun("pip install build", join(buildVenv, "bin/python"), ["-m", "pip", "install", "--quiet", "build"]);
-      await mustRun("python -m build", join(buildVenv, "bin/python"), ["-m", "build", "--wheel", "--outdir", dist, PACKAGE]);
-      const wheel = readdirSync(dist).find((f) => f.endsWith(".whl"));
-      if (!wheel) throw new Error(`no wheel in ${dist}`);
-      await mustRun("python3 -m venv (tests)", PYTHON, ["-m", "venv", testVenv]);
-      await mustRun("pip install the wheel", join(testVenv, "bin/python"), ["-m", "pip", "install", "--quiet", `toolgate[langchain] @ file://${join(dist, wheel)}`, ...TEST_REQUIREMENTS]);
+      // pip's own flags: no byte-compiling of every installed module (Python compiles what it imports).
+      const pip = ["-m", "pip", "install", "--quiet", "--no-compile", "--disable-pip-version-check"];
+      // The wheel is built while the test venv gets the suite's own requirements, on the two cores.
+      const [wheel] = await Promise.all([
+        (async () => {
+          await mustRun("python3 -m venv (build)", PYTHON, ["-m", "venv", buildVenv]);
+          await mustRun("pip install build", join(buildVenv, "bin/python"), [...pip, "build"]);
+          await mustRun("python -m build", join(buildVenv, "bin/python"), ["-m", "build", "--wheel", "--outdir", dist, PACKAGE]);
+          const built = readdirSync(dist).find((f) => f.endsWith(".whl"));
+          if (!built) throw new Error(`no wheel in ${dist}`);
+          return join(dist, built);
+        })(),
+        (async () => {
+          await mustRun("python3 -m venv (tests)", PYTHON, ["-m", "venv", testVenv]);
+          await mustRun("pip install the test requirements", join(testVenv, "bin/python"), [...pip, ...TEST_REQUIREMENTS]);
+        })(),
+      ]);
+      await mustRun("pip install the wheel", join(testVenv, "bin/python"), [...pip, `toolgate[langchain] @ file://${wheel}`]);
+      const installed = Date.now();
       const junit = join(workDir, "junit.xml");
       pytest = await run(join(testVenv, "bin/python"), ["-m", "pytest", TESTS, "-p", "no:cacheprovider", "-q", "-rfE", `--junitxml=${junit}`], {
         cwd: PACKAGE,
@@ -98,6 +111,7 @@ describe("Python library (sdk/python), installed from its wheel into a fresh ven
         env: { TOOLGATE_API_KEY: undefined, TOOLGATE_BASE_URL: undefined, PYTHONPATH: undefined, TOOLGATE_TEST_SOURCE: undefined, TOOLGATE_REPO_ROOT: REPO },
       });
       if (existsSync(junit)) outcomes = parseJunit(readFileSync(junit, "utf8"));
+      process.stdout.write(`python suite: wheel built and installed in ${((installed - started) / 1000).toFixed(0)} s, pytest ran in ${((Date.now() - installed) / 1000).toFixed(0)} s\n`);
     } catch (error) {
       setupError = error as Error;
     }
