@@ -9,7 +9,8 @@
  * reports its own outcome from pytest's JUnit XML report; one more test asserts pytest's exit
  * status and prints its summary when it failed.
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -71,7 +72,19 @@ function parseJunit(xml: string): Map<string, Outcome> {
   return outcomes;
 }
 
+/** test/sdk/serve-gateway.ts, started while the wheel is built; resolves with its JSON line. */
+function serveGateway(): { child: ChildProcess; line: Promise<string> } {
+  const child = spawn(process.execPath, ["--import", "tsx", "test/sdk/serve-gateway.ts"], { cwd: REPO, stdio: ["pipe", "pipe", "inherit"] });
+  const line = new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once("line", resolve);
+    child.once("exit", (code) => reject(new Error(`serve-gateway.ts exited with ${code} before printing its address`)));
+  });
+  line.catch(() => undefined);
+  return { child, line };
+}
+
 const ids = pytestIds();
+let served: ReturnType<typeof serveGateway> | undefined;
 let workDir = "";
 let pytest: Run | undefined;
 let outcomes = new Map<string, Outcome>();
@@ -81,6 +94,7 @@ describe("Python library (sdk/python), installed from its wheel into a fresh ven
   beforeAll(async () => {
     workDir = mkdtempSync(join(tmpdir(), "toolgate-py-"));
     const started = Date.now();
+    served = serveGateway();
     try {
       const buildVenv = join(workDir, "build-venv");
       const testVenv = join(workDir, "venv");
@@ -108,7 +122,7 @@ describe("Python library (sdk/python), installed from its wheel into a fresh ven
       pytest = await run(join(testVenv, "bin/python"), ["-m", "pytest", TESTS, "-p", "no:cacheprovider", "-q", "-rfE", `--junitxml=${junit}`], {
         cwd: PACKAGE,
         // Nothing from the developer's shell may point the tests at another gateway or the sources.
-        env: { TOOLGATE_API_KEY: undefined, TOOLGATE_BASE_URL: undefined, PYTHONPATH: undefined, TOOLGATE_TEST_SOURCE: undefined, TOOLGATE_REPO_ROOT: REPO },
+        env: { TOOLGATE_TEST_GATEWAY: await served.line, TOOLGATE_API_KEY: undefined, TOOLGATE_BASE_URL: undefined, PYTHONPATH: undefined, TOOLGATE_TEST_SOURCE: undefined, TOOLGATE_REPO_ROOT: REPO },
       });
       if (existsSync(junit)) outcomes = parseJunit(readFileSync(junit, "utf8"));
       process.stdout.write(`python suite: wheel built and installed in ${((installed - started) / 1000).toFixed(0)} s, pytest ran in ${((Date.now() - installed) / 1000).toFixed(0)} s\n`);
@@ -117,9 +131,14 @@ describe("Python library (sdk/python), installed from its wheel into a fresh ven
     }
   }, 900_000);
 
-  afterAll(() => {
+  afterAll(async () => {
+    if (served && served.child.exitCode === null) {
+      const exited = new Promise((resolve) => served!.child.once("exit", resolve));
+      served.child.stdin!.end(); // it stops the gateway and the chain when its stdin closes
+      await exited;
+    }
     if (workDir) rmSync(workDir, { recursive: true, force: true });
-  });
+  }, 60_000);
 
   test("pytest passes as a whole", () => {
     if (setupError) throw setupError;

@@ -4,6 +4,7 @@ parsed from tool-calling answers, and langchain-core's StructuredTool."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -20,6 +21,7 @@ from toolgate.adapters.openai import OpenAITools
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
+@functools.cache
 def shape(type_: object) -> dict:
     """The JSON Schema of an SDK's request type (a TypedDict), from pydantic."""
     return TypeAdapter(type_).json_schema()

@@ -6,10 +6,28 @@ API only ever adds fields within a version) are reachable before this library na
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+R = TypeVar("R", bound="_Record")
+
+
+class _Record:
+    """``from_dict``: the answer's fields this record names (absent optional ones take their
+    defaults; an absent required one is a KeyError), and the whole answer in ``raw``."""
+
+    @classmethod
+    def from_dict(cls: type[R], d: dict[str, Any]) -> R:
+        values: dict[str, Any] = {}
+        for f in fields(cls):  # type: ignore[arg-type]
+            if f.name == "raw":
+                values["raw"] = d
+            elif f.name in d:
+                values[f.name] = d[f.name]
+            elif f.default is MISSING and f.default_factory is MISSING:
+                raise KeyError(f.name)
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -53,7 +71,7 @@ class Tool:
 
 
 @dataclass(frozen=True)
-class Account:
+class Account(_Record):
     id: str
     email: str | None
     email_verified: bool
@@ -67,26 +85,10 @@ class Account:
     created_at: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Account":
-        return cls(
-            id=d["id"],
-            email=d.get("email"),
-            email_verified=bool(d.get("email_verified")),
-            tier=d["tier"],
-            credits=int(d["credits"]),
-            credits_low_threshold=int(d.get("credits_low_threshold", 0)),
-            rate_limit_per_minute=int(d.get("rate_limit_per_minute", 0)),
-            features=list(d.get("features") or []),
-            next_allowance_at=d.get("next_allowance_at"),
-            plan_expires_at=d.get("plan_expires_at"),
-            created_at=d.get("created_at"),
-            raw=d,
-        )
 
 
 @dataclass(frozen=True)
-class ApiKey:
+class ApiKey(_Record):
     """A key as listed: never the key itself, only its prefix and last four characters."""
 
     id: str
@@ -99,18 +101,6 @@ class ApiKey:
     revoked_at: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ApiKey":
-        return cls(
-            id=d["id"],
-            name=d.get("name"),
-            prefix=d.get("prefix", ""),
-            last4=d.get("last4", ""),
-            status=d.get("status", "active"),
-            created_at=d.get("created_at"),
-            revoked_at=d.get("revoked_at"),
-            raw=d,
-        )
 
 
 @dataclass(frozen=True)
@@ -129,7 +119,7 @@ class CreatedKey:
 
 
 @dataclass(frozen=True)
-class LedgerEntry:
+class LedgerEntry(_Record):
     id: str
     at: str
     kind: str
@@ -142,19 +132,6 @@ class LedgerEntry:
     tool: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "LedgerEntry":
-        return cls(
-            id=d["id"],
-            at=d["at"],
-            kind=d["kind"],
-            amount=int(d["amount"]),
-            balance=int(d["balance"]),
-            reason=d.get("reason", ""),
-            request_id=d.get("request_id", ""),
-            tool=d.get("tool"),
-            raw=d,
-        )
 
 
 @dataclass(frozen=True)
@@ -164,7 +141,7 @@ class Page(Generic[T]):
 
 
 @dataclass(frozen=True)
-class Event:
+class Event(_Record):
     """An account event (``GET /api/v1/events``), also the body of a webhook delivery."""
 
     id: str
@@ -173,13 +150,10 @@ class Event:
     data: dict[str, Any]
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Event":
-        return cls(id=d["id"], event=d["event"], timestamp=d["timestamp"], data=dict(d.get("data") or {}), raw=d)
 
 
 @dataclass(frozen=True)
-class Webhook:
+class Webhook(_Record):
     id: str
     url: str
     events: list[str]
@@ -189,21 +163,10 @@ class Webhook:
     """``whsec_...``: present only in the answers to register and rotate-secret."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Webhook":
-        return cls(
-            id=d["id"],
-            url=d["url"],
-            events=list(d.get("events") or []),
-            created_at=d.get("created_at", ""),
-            previous_secret_expires_at=d.get("previous_secret_expires_at"),
-            secret=d.get("secret"),
-            raw=d,
-        )
 
 
 @dataclass(frozen=True)
-class Delivery:
+class Delivery(_Record):
     event_id: str
     event: str
     attempt: int
@@ -216,20 +179,6 @@ class Delivery:
     next_attempt_at: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Delivery":
-        return cls(
-            event_id=d["event_id"],
-            event=d["event"],
-            attempt=int(d["attempt"]),
-            at=d["at"],
-            status=d.get("status"),
-            duration_ms=int(d.get("duration_ms", 0)),
-            outcome=d["outcome"],
-            error=d.get("error"),
-            next_attempt_at=d.get("next_attempt_at"),
-            raw=d,
-        )
 
 
 @dataclass(frozen=True)
