@@ -1,6 +1,6 @@
 import type { RouteDef } from "./http/route.js";
 import { getAccount } from "./accounts/routes/account.js";
-import { adminGrantCredits, adminListAccounts, adminSetTier } from "./accounts/routes/admin.js";
+import { adminGrantCredits, adminIssueKey, adminListAccounts, adminSetTier } from "./accounts/routes/admin.js";
 import { createKey, listKeys, revokeKey, rotateKey } from "./accounts/routes/keys.js";
 import { resendVerification } from "./accounts/routes/resend-verification.js";
 import { signup } from "./accounts/routes/signup.js";
@@ -25,6 +25,7 @@ export const apiRoutes: RouteDef<any, any, any>[] = [
   adminListAccounts,
   adminSetTier,
   adminGrantCredits,
+  adminIssueKey,
   ...webhookRoutes("account"),
   ...webhookRoutes("platform"),
   ...paymentRoutes,

@@ -3,6 +3,9 @@ import express from "express";
 import { apiRoutes } from "./api-routes.js";
 import { errorHandler, routeNotFound } from "./http/errors.js";
 import { requestId, requestLog, requireJsonBody } from "./http/request-context.js";
+import { jsonBody } from "./http/json-body.js";
+import { noSniff, sendHtml } from "./http/html.js";
+import { allowOn, methodNotAllowed } from "./http/method-not-allowed.js";
 import { cors } from "./http/cors.js";
 import { renderDocsPage } from "./http/docs-page.js";
 import { x402Supported } from "./payments/supported.js";
@@ -21,7 +24,8 @@ export function createApp(services: Services): express.Express {
   app.set("etag", false);
   app.set("trust proxy", services.config.trustProxy);
   app.set("query parser", "simple");
-  app.use(requestId, requestLog(services.log), services.metrics.middleware(), cors);
+  // The guard first: everything after it runs in the request's scope (http/request-guard.ts).
+  app.use(services.requestGuard.middleware, requestId, noSniff, requestLog(services.log), services.metrics.middleware(), cors);
 
   app.get("/healthz", (_req, res) => {
     res.json({ status: "ok" });
@@ -48,19 +52,16 @@ export function createApp(services: Services): express.Express {
     res.setHeader("Cache-Control", "public, max-age=300");
     res.json(openApi);
   });
-  app.get("/docs", (_req, res) => {
-    res.setHeader("Cache-Control", "public, max-age=300");
-    res.setHeader("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");
-    res.type("html").send(docsPage);
-  });
+  app.get("/docs", (_req, res) => sendHtml(res, docsPage, { cacheSeconds: 300 }));
+  allowOn(app.router, ["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"], ["GET"]);
 
-  app.use(requireJsonBody, express.json({ limit: services.config.bodyLimitBytes, strict: false }));
+  app.use(requireJsonBody, jsonBody({ limitBytes: services.config.bodyLimitBytes, maxDepth: services.config.bodyMaxDepth }));
   app.use("/api/v1", mountRoutes(services, apiRoutes));
   app.use("/v1/tools", mountRoutes(services, toolRoutes(createProxyForwarder(services.pools.agent))));
   app.use("/mcp", mcpRouter(services));
   app.use("/x402", mountRoutes(services, [x402Supported]));
 
-  app.use(routeNotFound);
+  app.use(methodNotAllowed, routeNotFound);
   app.use(errorHandler(services.log, (code) => services.metrics.errors.inc({ code })));
   return app;
 }

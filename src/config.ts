@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { Address, Hex } from "viem";
 import { NETWORK_NAMES, networkFromEnv, type NetworkName, type PaymentNetwork } from "./payments/networks.js";
 import { parseUsd } from "./tools/pricing.js";
+import { MAX_TEXT_CHARS, MIN_BODY_LIMIT_BYTES } from "./tools/catalogue/limits.js";
 
 /**
  * The one configuration object, read from the environment once at start-up.
@@ -27,7 +28,13 @@ const envSchema = z.object({
   /** smtp(s)://user:pass@host:port — unset: e-mails are written to the log (development only). */
   SMTP_URL: z.string().optional(),
   MAIL_FROM: z.string().default("Toolgate <no-reply@toolgate.local>"),
-  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(MIN_BODY_LIMIT_BYTES, `BODY_LIMIT_BYTES must be at least ${MIN_BODY_LIMIT_BYTES}: tools take texts of up to ${MAX_TEXT_CHARS} characters`)
+    .default(MIN_BODY_LIMIT_BYTES),
+  /** How deeply arrays and objects may nest in a JSON body (413 body_too_deep beyond). */
+  BODY_MAX_DEPTH: z.coerce.number().int().min(2).max(1000).default(64),
   SIGNUPS_PER_HOUR_PER_IP: z.coerce.number().int().min(1).default(5),
   /** Seconds to wait for in-flight requests on SIGTERM before closing anyway. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).default(10),
@@ -95,6 +102,7 @@ export interface Config {
   smtpUrl: string | undefined;
   mailFrom: string;
   bodyLimitBytes: number;
+  bodyMaxDepth: number;
   signupsPerHourPerIp: number;
   shutdownGraceMs: number;
   devSeed: boolean;
@@ -152,6 +160,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl: e.SMTP_URL,
     mailFrom: e.MAIL_FROM,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    bodyMaxDepth: e.BODY_MAX_DEPTH,
     signupsPerHourPerIp: e.SIGNUPS_PER_HOUR_PER_IP,
     shutdownGraceMs: e.SHUTDOWN_GRACE_SECONDS * 1000,
     devSeed: e.DEV_SEED ? e.DEV_SEED === "1" : !e.REDIS_URL && e.NODE_ENV === "development",

@@ -16,6 +16,8 @@ import { Payments } from "./payments/payments.js";
 import { startReconciler } from "./payments/reconciler.js";
 import { startDevChain } from "./payments/dev-chain.js";
 import { Metrics } from "./http/metrics.js";
+import { RequestGuard, guardProcess } from "./http/request-guard.js";
+import { answerClientError } from "./http/client-errors.js";
 
 /** Secrets never reach the log, wherever they appear in a logged object. */
 const REDACT = ["*.apiKey", "*.api_key", "*.secret", "*.password", "req.headers['x-api-key']", "headers['x-api-key']"];
@@ -67,7 +69,7 @@ export async function start(config: Config): Promise<{ server: Server; services:
   );
   await pools.start();
   const metrics = new Metrics();
-  const services = { config, store, log, pools, metrics, mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
+  const services = { config, store, log, pools, metrics, requestGuard: new RequestGuard(log), mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
   metrics.onScrape(() => {
     for (const pool of ["general", "provider"] as const) {
       metrics.inFlight.set({ pool }, pools.gate(pool).inFlight);
@@ -87,7 +89,7 @@ export async function start(config: Config): Promise<{ server: Server; services:
   const server = createServer(
     { headersTimeout: config.headersTimeoutMs, requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: 1000, keepAliveTimeout: 65_000 },
     app,
-  );
+  ).on("clientError", answerClientError);
   await new Promise<void>((resolve) => server.listen(config.port, config.host, () => resolve()));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
@@ -134,7 +136,8 @@ async function main(): Promise<void> {
     throw err;
   }
   if (config.env !== "production" && !config.adminApiKey) config.adminApiKey = `tg_admin_${randomId(32)}`;
-  const { stop } = await start(config);
+  const { stop, services } = await start(config);
+  guardProcess(process, services.requestGuard);
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.once(signal, () => {
       stop().then(

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { apiRoutes } from "../api-routes.js";
 import type { Config } from "../config.js";
 import { TOOLS } from "../tools/catalogue/index.js";
-import { priceOf } from "../tools/pricing.js";
+import { formatCredits, priceOf } from "../tools/pricing.js";
 import { listTools } from "../tools/routes/list.js";
 import { getTool } from "../tools/routes/get.js";
 import { jsonSchemasOf } from "../tools/views.js";
@@ -58,7 +58,7 @@ function errorResponses(codes: ErrorCode[]): Json {
 }
 
 const AUTH_ERRORS: Record<string, ErrorCode[]> = {
-  public: ["validation_failed", "invalid_json", "body_too_large", "rate_limited", "store_unavailable"],
+  public: ["validation_failed", "invalid_json", "body_too_large", "body_too_deep", "rate_limited", "store_unavailable"],
   key: ["missing_api_key", "invalid_api_key", "api_key_revoked", "validation_failed", "invalid_json", "not_found", "rate_limited", "store_unavailable"],
   admin: ["missing_api_key", "invalid_api_key", "admin_required", "validation_failed", "not_found", "store_unavailable"],
 };
@@ -110,7 +110,7 @@ export function buildOpenApi(config: Pick<Config, "publicBaseUrl" | "creditPrice
         tags: ["Tools"],
         operationId: `callTool_${tool.name.replace(/-/g, "_")}`,
         summary: tool.title,
-        description: `${tool.description}\n\nPrice: ${price.credits} credit(s) ($${price.usd}) per successful call; failed calls are refunded.${tool.aliases.length ? ` Aliases: ${tool.aliases.join(", ")}.` : ""}`,
+        description: `${tool.description}\n\nPrice: ${formatCredits(price.credits)} ($${price.usd}) per successful call; failed calls are refunded.${tool.aliases.length ? ` Aliases: ${tool.aliases.join(", ")}.` : ""}`,
         "x-price": price,
         security: [{ ApiKey: [] }, {}],
         parameters: [
@@ -138,6 +138,7 @@ export function buildOpenApi(config: Pick<Config, "publicBaseUrl" | "creditPrice
             "tool_not_found",
             "idempotency_conflict",
             "body_too_large",
+            "body_too_deep",
             "validation_failed",
             "rate_limited",
             "tool_failed",

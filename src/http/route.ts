@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { Services } from "../services.js";
 import { authenticateAdmin, authenticateKey, type KeyCaller } from "./auth.js";
 import { ApiError } from "./errors.js";
+import { allowOn } from "./method-not-allowed.js";
 
 /**
  * A route is data: method, path, who may call it, the zod schemas of its input, and a
@@ -78,6 +79,10 @@ export function mountRoutes(services: Services, routes: RouteDef<any, any, any>[
       else res.json(reply.body);
     });
   }
+  // The other methods on these paths are 405, not 404 (answered by `methodNotAllowed`).
+  const methodsByPath = new Map<string, Set<string>>();
+  for (const route of routes) methodsByPath.set(route.path, (methodsByPath.get(route.path) ?? new Set()).add(route.method));
+  for (const [path, methods] of methodsByPath) allowOn(router, path, methods);
   return router;
 }
 

@@ -6,8 +6,26 @@ import { z } from "zod";
  * and carries the chosen requirement in `accepted`. Headers are standard base64 of UTF-8 JSON.
  */
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/);
-const uint = z.string().regex(/^\d{1,78}$/);
-const hex = z.string().regex(/^0x[0-9a-fA-F]*$/);
+/** A uint256 in decimal: anything larger could never be signed or sent, and must not reach the chain client. */
+const UINT = /^\d{1,78}$/;
+const uint = z.string().refine((v) => UINT.test(v) && BigInt(v) < 2n ** 256n, "must be a decimal integer below 2^256 (a uint256)");
+/** secp256k1's group order: r and s of a real signature lie in [1, N). */
+const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+/**
+ * Bytes in hex. A 65-byte one is an EOA signature and must be well formed (r and s in [1, N),
+ * v one of 0, 1, 27, 28) — checked here so a malformed one is refused as such, never thrown
+ * inside the chain client; any other length is a smart wallet's, judged by the wallet itself.
+ */
+const HEX_BYTES = /^0x([0-9a-fA-F]{2})+$/;
+function wellFormedSignature(sig: string): boolean {
+  if (!HEX_BYTES.test(sig)) return false;
+  if (sig.length !== 132) return true;
+  const r = BigInt(`0x${sig.slice(2, 66)}`);
+  const s = BigInt(`0x${sig.slice(66, 130)}`);
+  const v = parseInt(sig.slice(130), 16);
+  return r > 0n && r < SECP256K1_N && s > 0n && s < SECP256K1_N && [0, 1, 27, 28].includes(v);
+}
+const signature = z.string().refine(wellFormedSignature, "must be hex bytes; 65 of them must be a well-formed signature (r and s in [1, N), v 0, 1, 27 or 28)");
 
 export const authorizationSchema = z.object({
   from: address,
@@ -17,7 +35,7 @@ export const authorizationSchema = z.object({
   validBefore: uint,
   nonce: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
 });
-const exactPayload = z.object({ signature: hex, authorization: authorizationSchema });
+const exactPayload = z.object({ signature, authorization: authorizationSchema });
 
 export const requirementsV2Schema = z.object({
   scheme: z.string(),
@@ -53,9 +71,17 @@ export function readPaymentHeader(get: (name: string) => string | undefined): Pa
     throw new Error(`${v2 ? "PAYMENT-SIGNATURE" : "X-PAYMENT"} is not base64 of JSON`);
   }
   if (v2) {
-    const p = paymentV2.parse(json);
+    const p = parsed(paymentV2, json);
     return { version: 2, accepted: p.accepted, signature: p.payload.signature as `0x${string}`, authorization: p.payload.authorization };
   }
-  const p = paymentV1.parse(json);
+  const p = parsed(paymentV1, json);
   return { version: 1, scheme: p.scheme, network: p.network, signature: p.payload.signature as `0x${string}`, authorization: p.payload.authorization };
+}
+
+/** The payload, or an error naming the first field that is wrong (the client reads it in `reason`). */
+function parsed<T>(schema: z.ZodType<T>, json: unknown): T {
+  const result = schema.safeParse(json);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  throw new Error(`${issue.path.join(".") || "the payment"}: ${issue.message}`);
 }

@@ -65,4 +65,25 @@ describe("GET /docs", () => {
     expect(html).toContain("<code>POST /api/v1/signup</code>");
     expect(html).not.toMatch(/<script/i);
   });
+
+  it("states prices with plural agreement: 1 credit, 5 credits", async () => {
+    const doc = (await call(`${gw.url}/openapi.json`)).body;
+    expect(doc.paths["/v1/tools/hash"].post.description).toContain("Price: 1 credit ($0.002)");
+    expect(doc.paths["/v1/tools/web-search"].post.description).toContain("Price: 5 credits ($0.01)");
+    expect(JSON.stringify(doc)).not.toMatch(/\b1 credits|credit\(s\)/);
+  });
+
+  it("is served as an HTML page no browser sniffs as anything else, and no site may frame", async () => {
+    const res = await fetch(`${gw.url}/docs`);
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    const csp = res.headers.get("content-security-policy") ?? "";
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).toContain("default-src 'none'");
+  });
+
+  it("every other answer is marked nosniff too, errors included", async () => {
+    for (const path of ["/openapi.json", "/v1/tools", "/healthz", "/no-such-page"]) {
+      expect((await fetch(`${gw.url}${path}`)).headers.get("x-content-type-options"), path).toBe("nosniff");
+    }
+  });
 });

@@ -39,6 +39,7 @@ describe("the 402 challenge", () => {
       { scheme: "exact", network: "base-sepolia", maxAmountRequired: "2000", resource: expect.stringMatching(/\/v1\/tools\/hash$/), description: expect.any(String), mimeType: "application/json", payTo: PAY_TO, maxTimeoutSeconds: 300, asset: chains.base.usdc, extra: { name: "USDC", version: "2" } },
       { scheme: "exact", network: "polygon-amoy", maxAmountRequired: "2000", resource: expect.any(String), description: expect.any(String), mimeType: "application/json", payTo: PAY_TO, maxTimeoutSeconds: 300, asset: chains.polygon.usdc, extra: { name: "USDC", version: "2" } },
     ]);
+    expect(res.body.accepts[0].description).toBe("Hash: one call (1 credit)");
     const v2 = decode(res.headers.get("payment-required"));
     expect(v2).toMatchObject({ x402Version: 2, resource: { url: expect.stringMatching(/\/v1\/tools\/hash$/) } });
     expect(v2.accepts.map((a: { network: string; amount: string }) => [a.network, a.amount])).toEqual([["eip155:84532", "2000"], ["eip155:80002", "2000"]]);

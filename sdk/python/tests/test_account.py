@@ -17,6 +17,7 @@ def test_rotating_a_key_gives_a_new_key_and_stops_the_old_one(gateway, pro_key):
     client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
     [old] = client.keys.list()
     assert old.status == "active" and pro_key.startswith(old.prefix) and pro_key.endswith(old.last4)
+    assert old.last_used_at is not None  # this very request used it
     rotated = client.keys.rotate(old.id)
     assert rotated.key.startswith("tg_live_") and rotated.key != pro_key
     assert rotated.replaced is not None and rotated.replaced.id == old.id and rotated.replaced.status == "revoked"
@@ -47,6 +48,15 @@ async def test_creates_and_revokes_keys_with_the_async_client(gateway, pro_key):
     with pytest.raises(ToolgateError) as caught:
         Toolgate(api_key=created.key, base_url=gateway.base_url).account.get()
     assert caught.value.code == "api_key_revoked"
+
+
+def test_the_last_active_key_is_revoked_only_with_force(gateway, pro_key):
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    [only] = client.keys.list()
+    with pytest.raises(ToolgateError) as caught:
+        client.keys.revoke(only.id)
+    assert (caught.value.status, caught.value.code) == (409, "last_active_key")
+    assert client.keys.revoke(only.id, force=True).status == "revoked"
 
 
 def test_usage_lists_the_ledger_page_by_page(gateway, pro_key):

@@ -44,7 +44,7 @@ end
 local function debit(a, keys, cost, at, request_id, reason, tool, evt_low, evt_depleted, iso, op_ttl)
   a.balance = redis.call('HINCRBY', keys.account, 'balance', -cost)
   ledger_add(keys.ledger, at, 'debit', -cost, a.balance, reason, request_id, tool)
-  redis.call('HSET', keys.op, 'cost', cost, 'state', 'charged')
+  redis.call('HSET', keys.op, 'cost', cost, 'state', 'charged', 'tool', tool)
   redis.call('EXPIRE', keys.op, op_ttl)
   local events = {}
   local tool_name = cjson.null
@@ -66,15 +66,20 @@ local function debit(a, keys, cost, at, request_id, reason, tool, evt_low, evt_d
 end
 
 -- Exact sliding-window log: one sorted-set member per admitted request, scored by server time.
-local function rate_limit(key, limit, window, member, now)
+-- `count` requests (default 1: an MCP batch counts each message) are admitted all or none.
+local function rate_limit(key, limit, window, member, now, count)
+  count = count or 1
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
   local used = redis.call('ZCARD', key)
-  if used >= limit then
+  if used + count > limit then
     local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-    return false, 0, tonumber(oldest[2]) + window - now
+    local reset = window
+    if oldest[2] then reset = tonumber(oldest[2]) + window - now end
+    return false, limit - math.min(used, limit), reset
   end
   redis.call('ZADD', key, now, member)
+  for i = 2, count do redis.call('ZADD', key, now, member .. '#' .. i) end
   redis.call('PEXPIRE', key, window)
   local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  return true, limit - used - 1, tonumber(oldest[2]) + window - now
+  return true, limit - used - count, tonumber(oldest[2]) + window - now
 end

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { defineTool } from "../definition.js";
+import { MAX_TEXT_CHARS } from "./limits.js";
 
-const html = z.string().min(1).max(2_000_000);
+const html = z.string().min(1).max(MAX_TEXT_CHARS);
 
 export const htmlToMarkdown = defineTool({
   name: "html-to-markdown",
@@ -23,7 +24,7 @@ export const markdownToHtml = defineTool({
   cost: 1,
   pool: "general",
   timeoutMs: 5_000,
-  input: z.strictObject({ markdown: z.string().max(2_000_000) }).meta({ examples: [{ markdown: "# Toolgate\n\nPay **per call**.\n\n- REST\n- MCP" }] }),
+  input: z.strictObject({ markdown: z.string().max(MAX_TEXT_CHARS) }).meta({ examples: [{ markdown: "# Toolgate\n\nPay **per call**.\n\n- REST\n- MCP" }] }),
   output: z.object({ html: z.string() }),
 });
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { defineTool } from "../definition.js";
+import { MAX_TEXT_CHARS } from "./limits.js";
 
 export const qrCode = defineTool({
   name: "qr-code",
@@ -30,7 +31,7 @@ export const hash = defineTool({
   timeoutMs: 5_000,
   input: z
     .strictObject({
-      text: z.string().max(10_000_000),
+      text: z.string().max(MAX_TEXT_CHARS),
       algorithm: z.enum(["md5", "sha1", "sha256", "sha384", "sha512", "sha3-256", "sha3-512"]).default("sha256"),
       encoding: z.enum(["hex", "base64"]).default("hex"),
     })
@@ -72,8 +73,9 @@ export const textDiff = defineTool({
   timeoutMs: 5_000,
   input: z
     .strictObject({
-      old: z.string().max(1_000_000),
-      new: z.string().max(1_000_000),
+      // Both texts travel in one body: each may take half.
+      old: z.string().max(MAX_TEXT_CHARS / 2),
+      new: z.string().max(MAX_TEXT_CHARS / 2),
       mode: z.enum(["lines", "words", "chars"]).default("lines"),
     })
     .meta({ examples: [{ old: "one\ntwo\nthree\n", new: "one\n2\nthree\nfour\n", mode: "lines" }] }),
@@ -97,7 +99,7 @@ export const regexTest = defineTool({
     .strictObject({
       pattern: z.string().min(1).max(1000),
       flags: z.string().regex(/^[dgimsuyv]*$/, "flags from d, g, i, m, s, u, v, y").max(8).default("g"),
-      text: z.string().max(1_000_000),
+      text: z.string().max(MAX_TEXT_CHARS),
     })
     .meta({ examples: [{ pattern: "(?<user>\\w+)@(?<domain>[\\w.]+)", flags: "g", text: "ada@example.com, bob@test.org" }] }),
   output: z.object({

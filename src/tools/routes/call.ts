@@ -7,7 +7,7 @@ import { offerForResource, takePayment } from "../../payments/take-payment.js";
 import { findTool } from "../catalogue/index.js";
 import type { Forwarder } from "../forward.js";
 import { invokeTool, type ToolCallResult } from "../invoke.js";
-import { atomicPrice, formatUsd } from "../pricing.js";
+import { atomicPrice, formatCredits, formatUsd } from "../pricing.js";
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -37,7 +37,7 @@ export function callTool(forwarderFor: (req: Request, res: Response) => Forwarde
       const forward = forwarderFor(req, res);
       const price = atomicPrice(tool.cost, services.config.creditPriceAtomic);
       // The x402 offer is built only when it is needed: keyed calls that can pay never see it.
-      const offer = () => offerForResource(services, price, `/v1/tools/${tool.name}`, `${tool.title}: one call (${tool.cost} credits)`);
+      const offer = () => offerForResource(services, price, `/v1/tools/${tool.name}`, `${tool.title}: one call (${formatCredits(tool.cost)})`);
 
       if (!req.get("x-api-key") && services.payments) {
         const { payment, receiptHeaders: settled } = await takePayment(

@@ -96,8 +96,8 @@ def rotate_key(id: str, grace_seconds: int, name: str | None) -> Operation[Creat
     return Operation("POST", f"/api/v1/keys/{_seg(id)}/rotate", lambda a: CreatedKey.from_dict(a.body), json=body)
 
 
-def revoke_key(id: str) -> Operation[ApiKey]:
-    return Operation("DELETE", f"/api/v1/keys/{_seg(id)}", lambda a: ApiKey.from_dict(a.body))
+def revoke_key(id: str, force: bool) -> Operation[ApiKey]:
+    return Operation("DELETE", f"/api/v1/keys/{_seg(id)}", lambda a: ApiKey.from_dict(a.body), params={"force": "true" if force else None})
 
 
 def list_usage(limit: int | None, cursor: str | None) -> Operation[Page[LedgerEntry]]:

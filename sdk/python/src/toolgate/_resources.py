@@ -87,8 +87,10 @@ class Keys:
         A client using the rotated key should switch: ``Toolgate(api_key=created.key)``."""
         return self._t.run(ops.rotate_key(id, grace_seconds, name))
 
-    def revoke(self, id: str) -> ApiKey:
-        return self._t.run(ops.revoke_key(id))
+    def revoke(self, id: str, *, force: bool = False) -> ApiKey:
+        """Revokes a key at once. The account's last active key is kept (409 ``last_active_key``)
+        unless ``force=True``."""
+        return self._t.run(ops.revoke_key(id, force))
 
 
 class AsyncKeys:
@@ -104,8 +106,8 @@ class AsyncKeys:
     async def rotate(self, id: str, *, grace_seconds: int = 0, name: str | None = None) -> CreatedKey:
         return await self._t.run(ops.rotate_key(id, grace_seconds, name))
 
-    async def revoke(self, id: str) -> ApiKey:
-        return await self._t.run(ops.revoke_key(id))
+    async def revoke(self, id: str, *, force: bool = False) -> ApiKey:
+        return await self._t.run(ops.revoke_key(id, force))
 
 
 class Usage:

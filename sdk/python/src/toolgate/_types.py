@@ -80,6 +80,8 @@ class Account(_Record):
     credits_low_threshold: int
     rate_limit_per_minute: int
     features: list[str]
+    features_coming: list[str] = field(default_factory=list)
+    """What the tier will include, announced but not built yet."""
     next_allowance_at: str | None = None
     plan_expires_at: str | None = None
     created_at: str | None = None
@@ -99,6 +101,8 @@ class ApiKey(_Record):
     """``active``, ``expiring`` (in a rotation's grace period) or ``revoked``."""
     created_at: str | None = None
     revoked_at: str | None = None
+    last_used_at: str | None = None
+    """When the key last authenticated a request, to the minute."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
