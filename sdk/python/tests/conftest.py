@@ -197,6 +197,7 @@ class DroppingProxy:
         self.to_drop = drop
         self.match = match
         self.connections = 0
+        self.requests = 0
         self.dropped = 0
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
@@ -239,7 +240,12 @@ class DroppingProxy:
             try:
                 while chunk := client.recv(65536):
                     # Headers and body may come in separate chunks: a request line starts a new request.
-                    last_request[0] = chunk if REQUEST_LINE.match(chunk) else last_request[0] + chunk
+                    if REQUEST_LINE.match(chunk):
+                        last_request[0] = chunk
+                        with self._lock:
+                            self.requests += 1
+                    else:
+                        last_request[0] += chunk
                     upstream.sendall(chunk)
             except OSError:
                 pass

@@ -3,6 +3,8 @@ gateway runs and charges it once."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from toolgate import AsyncToolgate, Toolgate, ToolgateError
@@ -63,3 +65,22 @@ def test_retries_stop_after_max_retries(gateway, pro_key, dropping_proxy):
     assert caught.value.code == "network_error"
     assert dropping_proxy.connections == 2
     assert gateway.balance(pro_key) == before - 1  # both attempts, one charge
+
+
+def test_an_unavailable_tool_is_not_retried(gateway, pro_key, dropping_proxy):
+    dropping_proxy.to_drop = 0
+    client = Toolgate(api_key=pro_key, base_url=dropping_proxy.url, max_retries=2)
+    with pytest.raises(ToolgateError) as caught:
+        client.tools.call("web-search", {"query": "no provider here"})
+    assert (caught.value.status, caught.value.code) == (503, "tool_unavailable")
+    assert dropping_proxy.requests == 1
+
+
+def test_retry_after_is_read_as_seconds_or_as_a_date():
+    from email.utils import formatdate
+
+    from toolgate._errors import retry_after_seconds
+
+    assert retry_after_seconds("7") == 7
+    assert 25 <= retry_after_seconds(formatdate(time.time() + 30, usegmt=True)) <= 30
+    assert retry_after_seconds("soon") is None

@@ -28,6 +28,7 @@ from ._payments import AsyncWalletPayer, WalletPayer
 T = TypeVar("T")
 
 USER_AGENT = "toolgate-python/0.1.0"
+NOT_RETRIED = frozenset({"tool_unavailable"})
 
 
 @dataclass
@@ -62,8 +63,9 @@ class _Policy:
             return retry_after
         return min(self.max_delay, self.base_delay * 2**attempt) * (0.5 + random.random() / 2)
 
-    def retry_status(self, status: int) -> bool:
-        return status in (429, 503)
+    def retry_status(self, error: ToolgateError) -> bool:
+        # A tool without a provider stays unavailable: asking again cannot help.
+        return error.status in (429, 503) and error.code not in NOT_RETRIED
 
     def retry_network(self, op: Operation[Any], error: httpx.TransportError) -> bool:
         if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)):
@@ -147,7 +149,7 @@ class _Base:
             if response.is_success:
                 return op.parse(Answer(response.status_code, response.headers, _decode(response), paid=payment is not None))
             error = ToolgateError.from_response(response.status_code, response.headers, response.text)
-            if attempt < self.policy.max_retries and self.policy.retry_status(response.status_code):
+            if attempt < self.policy.max_retries and self.policy.retry_status(error):
                 yield ("sleep", self.policy.delay(attempt, error.retry_after))
                 attempt += 1
                 continue
