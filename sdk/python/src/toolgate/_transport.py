@@ -49,7 +49,6 @@ class Answer:
     status: int
     headers: httpx.Headers
     body: Any
-    paid: bool = False
 
 
 @dataclass
@@ -127,7 +126,6 @@ class _Base:
             "params": {k: v for k, v in (op.params or {}).items() if v is not None} or None,
         }
 
-
     def _steps(self, op: Operation[T]) -> Generator[tuple[str, Any], Any, T]:
         """The request's whole life, as steps for a driver to perform: ("send", request kwargs)
         is answered with the httpx response (or has the transport error thrown in), ("pay",
@@ -147,7 +145,7 @@ class _Base:
                 payment = yield ("pay", response)
                 continue  # the paid attempt is not a retry
             if response.is_success:
-                return op.parse(Answer(response.status_code, response.headers, _decode(response), paid=payment is not None))
+                return op.parse(Answer(response.status_code, response.headers, _decode(response)))
             error = ToolgateError.from_response(response.status_code, response.headers, response.text)
             if attempt < self.policy.max_retries and self.policy.retry_status(error):
                 yield ("sleep", self.policy.delay(attempt, error.retry_after))
