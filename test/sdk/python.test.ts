@@ -21,7 +21,7 @@ const PACKAGE = join(REPO, "sdk/python");
 const TESTS = join(PACKAGE, "tests");
 const PYTHON = process.env.PYTHON ?? "python3";
 /** What the suite needs besides the library: pytest and the agent frameworks' own packages. */
-const TEST_REQUIREMENTS = ["pytest>=8", "pytest-asyncio>=0.24", "jsonschema>=4", "openai>=1.60", "anthropic>=0.40"];
+const TEST_REQUIREMENTS = ["pytest>=8", "pytest-asyncio>=0.24", "jsonschema>=4", "openai>=1.60", "anthropic>=0.40", "mypy>=1.10"];
 
 interface Run {
   code: number | null;

@@ -5,6 +5,7 @@ Each method only runs an operation from ``_operations.py``; the pairs differ in 
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from . import _operations as ops
@@ -16,7 +17,7 @@ class Tools:
     def __init__(self, transport: SyncTransport) -> None:
         self._t = transport
 
-    def list(self) -> list[Tool]:
+    def list(self) -> builtins.list[Tool]:
         """The catalogue: every tool with its price, availability and JSON Schemas."""
         return self._t.run(ops.list_tools())
 
@@ -36,7 +37,7 @@ class AsyncTools:
     def __init__(self, transport: AsyncTransport) -> None:
         self._t = transport
 
-    async def list(self) -> list[Tool]:
+    async def list(self) -> builtins.list[Tool]:
         return await self._t.run(ops.list_tools())
 
     async def get(self, name: str) -> Tool:
@@ -56,7 +57,7 @@ class AccountResource:
     def get(self) -> Account:
         return self._t.run(ops.get_account())
 
-    def events(self, limit: int | None = None) -> list[Event]:
+    def events(self, limit: int | None = None) -> builtins.list[Event]:
         """The account's recent events, newest first."""
         return self._t.run(ops.list_events(limit))
 
@@ -68,7 +69,7 @@ class AsyncAccountResource:
     async def get(self) -> Account:
         return await self._t.run(ops.get_account())
 
-    async def events(self, limit: int | None = None) -> list[Event]:
+    async def events(self, limit: int | None = None) -> builtins.list[Event]:
         return await self._t.run(ops.list_events(limit))
 
 
@@ -76,7 +77,7 @@ class Keys:
     def __init__(self, transport: SyncTransport) -> None:
         self._t = transport
 
-    def list(self) -> list[ApiKey]:
+    def list(self) -> builtins.list[ApiKey]:
         return self._t.run(ops.list_keys())
 
     def create(self, name: str | None = None) -> CreatedKey:
@@ -97,7 +98,7 @@ class AsyncKeys:
     def __init__(self, transport: AsyncTransport) -> None:
         self._t = transport
 
-    async def list(self) -> list[ApiKey]:
+    async def list(self) -> builtins.list[ApiKey]:
         return await self._t.run(ops.list_keys())
 
     async def create(self, name: str | None = None) -> CreatedKey:
@@ -131,24 +132,24 @@ class Webhooks:
     def __init__(self, transport: SyncTransport) -> None:
         self._t = transport
 
-    def register(self, url: str, events: list[str]) -> Webhook:
+    def register(self, url: str, events: builtins.list[str]) -> Webhook:
         """Registers an HTTPS endpoint; the answer's ``secret`` is shown this once."""
         return self._t.run(ops.register_webhook(url, events))
 
-    def list(self) -> list[Webhook]:
+    def list(self) -> builtins.list[Webhook]:
         return self._t.run(ops.list_webhooks())
 
     def delete(self, id: str) -> bool:
         return self._t.run(ops.delete_webhook(id))
 
-    def test(self, webhook_id: str | None = None) -> list[SentTest]:
+    def test(self, webhook_id: str | None = None) -> builtins.list[SentTest]:
         """Sends a ``webhook.test`` event to one webhook, or to all of them."""
         return self._t.run(ops.test_webhook(webhook_id))
 
     def rotate_secret(self, id: str, *, overlap_seconds: int | None = None) -> Webhook:
         return self._t.run(ops.rotate_webhook_secret(id, overlap_seconds))
 
-    def deliveries(self, id: str) -> list[Delivery]:
+    def deliveries(self, id: str) -> builtins.list[Delivery]:
         return self._t.run(ops.list_deliveries(id))
 
     def resend(self, id: str, event_id: str) -> SentTest:
@@ -159,22 +160,22 @@ class AsyncWebhooks:
     def __init__(self, transport: AsyncTransport) -> None:
         self._t = transport
 
-    async def register(self, url: str, events: list[str]) -> Webhook:
+    async def register(self, url: str, events: builtins.list[str]) -> Webhook:
         return await self._t.run(ops.register_webhook(url, events))
 
-    async def list(self) -> list[Webhook]:
+    async def list(self) -> builtins.list[Webhook]:
         return await self._t.run(ops.list_webhooks())
 
     async def delete(self, id: str) -> bool:
         return await self._t.run(ops.delete_webhook(id))
 
-    async def test(self, webhook_id: str | None = None) -> list[SentTest]:
+    async def test(self, webhook_id: str | None = None) -> builtins.list[SentTest]:
         return await self._t.run(ops.test_webhook(webhook_id))
 
     async def rotate_secret(self, id: str, *, overlap_seconds: int | None = None) -> Webhook:
         return await self._t.run(ops.rotate_webhook_secret(id, overlap_seconds))
 
-    async def deliveries(self, id: str) -> list[Delivery]:
+    async def deliveries(self, id: str) -> builtins.list[Delivery]:
         return await self._t.run(ops.list_deliveries(id))
 
     async def resend(self, id: str, event_id: str) -> SentTest:

@@ -60,7 +60,8 @@ class _Policy:
     def delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return retry_after
-        return min(self.max_delay, self.base_delay * 2**attempt) * (0.5 + random.random() / 2)
+        backoff: float = min(self.max_delay, self.base_delay * 2.0**attempt)
+        return backoff * (0.5 + random.random() / 2)  # jitter: clients that failed together do not retry together
 
     def retry_status(self, error: ToolgateError) -> bool:
         # A tool without a provider stays unavailable: asking again cannot help.
@@ -135,12 +136,12 @@ class _Base:
         while True:
             try:
                 response: httpx.Response = yield ("send", self._request(op, payment))
-            except httpx.TransportError as error:
-                if attempt < self.policy.max_retries and self.policy.retry_network(op, error):
+            except httpx.TransportError as lost:
+                if attempt < self.policy.max_retries and self.policy.retry_network(op, lost):
                     yield ("sleep", self.policy.delay(attempt, None))
                     attempt += 1
                     continue
-                raise _network_error(error) from error
+                raise _network_error(lost) from lost
             if response.status_code == 402 and op.payable and self.paying and payment is None:
                 payment = yield ("pay", response)
                 continue  # the paid attempt is not a retry
@@ -179,7 +180,8 @@ class SyncTransport(_Base):
                     assert self.payer is not None
                     reply = self.payer.payment_headers(arg.headers, arg.text)
                 else:
-                    reply = time.sleep(arg)
+                    time.sleep(arg)
+                    reply = None
                 step = steps.send(reply)
             except StopIteration as done:
                 return done.value  # type: ignore[no-any-return]
@@ -210,7 +212,8 @@ class AsyncTransport(_Base):
                     assert self.payer is not None
                     reply = await self.payer.payment_headers(arg.headers, arg.text)
                 else:
-                    reply = await asyncio.sleep(arg)
+                    await asyncio.sleep(arg)
+                    reply = None
                 step = steps.send(reply)
             except StopIteration as done:
                 return done.value  # type: ignore[no-any-return]
