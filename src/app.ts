@@ -9,6 +9,7 @@ import { allowOn, methodNotAllowed } from "./http/method-not-allowed.js";
 import { cors } from "./http/cors.js";
 import { renderDocsPage } from "./http/docs-page.js";
 import { x402Supported } from "./payments/supported.js";
+import { wellKnownX402 } from "./payments/discovery.js";
 import { buildOpenApi } from "./http/openapi.js";
 import { mountRoutes } from "./http/route.js";
 import type { Services } from "./services.js";
@@ -60,6 +61,7 @@ export function createApp(services: Services): express.Express {
   app.use("/v1/tools", mountRoutes(services, toolRoutes(createProxyForwarder(services.pools.agent))));
   app.use("/mcp", mcpRouter(services));
   app.use("/x402", mountRoutes(services, [x402Supported]));
+  app.use("/.well-known", mountRoutes(services, [wellKnownX402]));
 
   app.use(methodNotAllowed, routeNotFound);
   app.use(errorHandler(services.log, (code) => services.metrics.errors.inc({ code })));

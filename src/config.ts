@@ -76,6 +76,13 @@ const envSchema = z.object({
   X402_POLL_MS: z.coerce.number().int().min(10).default(100),
   /** A settlement transaction not mined after this long is replaced with higher fees (same nonce). */
   X402_STUCK_AFTER_MS: z.coerce.number().int().min(100).default(60_000),
+  /**
+   * How long a settled payment's record (and its paid call's answer) is kept for retries of the
+   * same payment: this long, or until the authorization expires, whichever is later.
+   */
+  X402_PAYMENT_RETENTION_SECONDS: z.coerce.number().int().min(60).default(24 * 3600),
+  /** The widest block range one eth_getLogs request may ask for (hosted RPCs cap it). */
+  X402_LOG_RANGE_BLOCKS: z.coerce.number().int().min(1).default(1_000),
   /** Length of a paid plan's period (30 days). */
   PLAN_PERIOD_SECONDS: z.coerce.number().int().min(1).default(30 * 24 * 3600),
   /** How long a client may take to send its headers, and its whole request. */
@@ -121,7 +128,18 @@ export interface Config {
   mcpAllowedHosts: string[];
   webhookAllowPrivateTargets: boolean;
   webhooksPerAccount: number;
-  x402: { networks: PaymentNetwork[]; payTo: Address; relayerKey: Hex; maxTimeoutSeconds: number; receiptTimeoutMs: number; rpcTimeoutMs: number; pollMs: number; stuckAfterMs: number } | null;
+  x402: {
+    networks: PaymentNetwork[];
+    payTo: Address;
+    relayerKey: Hex;
+    maxTimeoutSeconds: number;
+    receiptTimeoutMs: number;
+    rpcTimeoutMs: number;
+    pollMs: number;
+    stuckAfterMs: number;
+    retentionSeconds: number;
+    logRangeBlocks: number;
+  } | null;
 }
 
 export class ConfigError extends Error {
@@ -199,5 +217,5 @@ function paymentConfig(e: z.infer<typeof envSchema>, env: NodeJS.ProcessEnv, pro
   if (!e.X402_PAY_TO) problems.push("X402_PAY_TO is required when X402_NETWORKS is set");
   if (!e.X402_RELAYER_PRIVATE_KEY) problems.push("X402_RELAYER_PRIVATE_KEY is required when X402_NETWORKS is set");
   if (!e.X402_PAY_TO || !e.X402_RELAYER_PRIVATE_KEY) return null;
-  return { networks, payTo: e.X402_PAY_TO as Address, relayerKey: e.X402_RELAYER_PRIVATE_KEY as Hex, maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS, receiptTimeoutMs: e.X402_RECEIPT_TIMEOUT_MS, rpcTimeoutMs: e.X402_RPC_TIMEOUT_MS, pollMs: e.X402_POLL_MS, stuckAfterMs: e.X402_STUCK_AFTER_MS };
+  return { networks, payTo: e.X402_PAY_TO as Address, relayerKey: e.X402_RELAYER_PRIVATE_KEY as Hex, maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS, receiptTimeoutMs: e.X402_RECEIPT_TIMEOUT_MS, rpcTimeoutMs: e.X402_RPC_TIMEOUT_MS, pollMs: e.X402_POLL_MS, stuckAfterMs: e.X402_STUCK_AFTER_MS, retentionSeconds: e.X402_PAYMENT_RETENTION_SECONDS, logRangeBlocks: e.X402_LOG_RANGE_BLOCKS };
 }

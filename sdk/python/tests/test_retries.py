@@ -37,11 +37,9 @@ def test_a_paid_call_retried_after_a_dropped_connection_pays_once(gateway, walle
     payer_before = gateway.token_balance(gateway.wallet_address)
     client = Toolgate(base_url=dropping_proxy.url, wallet=wallet, spending=spending)
     dropping_proxy.match = b"payment-signature:"  # lose the answer to the paid attempt
-    # The retry re-sends the same signed payment, never a new one. The gateway served the first
-    # attempt and does not replay paid calls, so it refuses the reused authorization.
-    with pytest.raises(ToolgateError) as caught:
-        client.tools.call("hash", {"text": "paid once"})
-    assert (caught.value.status, caught.value.code) == (409, "payment_already_used")
+    # The retry re-sends the same signed payment, never a new one; the gateway replays the answer.
+    result = client.tools.call_with_details("hash", {"text": "paid once"})
+    assert result.output["algorithm"] == "sha256" and result.replayed is True
     assert dropping_proxy.dropped == 1
     assert gateway.token_balance(gateway.wallet_address) == payer_before - price
     assert client.spent == price
@@ -84,3 +82,4 @@ def test_retry_after_is_read_as_seconds_or_as_a_date():
     assert retry_after_seconds("7") == 7
     assert 25 <= retry_after_seconds(formatdate(time.time() + 30, usegmt=True)) <= 30
     assert retry_after_seconds("soon") is None
+

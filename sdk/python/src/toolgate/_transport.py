@@ -3,11 +3,11 @@
 One ``Operation`` describes a request and how to read its answer; ``SyncTransport`` and
 ``AsyncTransport`` run it with httpx. The retry rule is written once (``_Policy``):
 
-- 429 and 503 are retried after ``Retry-After`` when the gateway gives one, else after an
-  exponential backoff with jitter, at most ``max_retries`` times;
-- network errors are retried when repeating the request cannot do anything twice: reads, tool
-  calls (which always carry an ``Idempotency-Key``, so the gateway runs and charges them once),
-  and any request that never reached the gateway (connection refused or timed out);
+- 429 is retried after ``Retry-After`` (at most 60 s; longer is returned as the error), else after
+  an exponential backoff with jitter, at most ``max_retries`` times;
+- 503 (but ``tool_unavailable``) and network errors are retried when repeating the request cannot
+  do anything twice: reads, tool calls (which always carry an ``Idempotency-Key``, so the gateway
+  runs and charges them once), and any request that never reached the gateway (connection refused);
 - a paid call re-sends the SAME signed payment on a retry, never a new one: the gateway settles one
   authorization once, so a retry can never pay twice.
 """
@@ -29,6 +29,7 @@ T = TypeVar("T")
 
 USER_AGENT = "toolgate-python/0.1.0"
 NOT_RETRIED = frozenset({"tool_unavailable"})
+MAX_RETRY_AFTER = 60.0
 
 
 @dataclass
@@ -63,14 +64,23 @@ class _Policy:
         backoff: float = min(self.max_delay, self.base_delay * 2.0**attempt)
         return backoff * (0.5 + random.random() / 2)  # jitter: clients that failed together do not retry together
 
-    def retry_status(self, error: ToolgateError) -> bool:
+    @staticmethod
+    def repeatable(op: Operation[Any]) -> bool:
+        """Sending it again cannot act twice: a read, or a call the gateway dedupes by its key."""
+        return op.method in ("GET", "HEAD", "DELETE") or op.idempotency_key is not None
+
+    def retry_status(self, op: Operation[Any], error: ToolgateError) -> bool:
+        if error.retry_after is not None and error.retry_after > MAX_RETRY_AFTER:
+            return False  # not worth blocking for: the caller gets the error and its retry_after
+        if error.status == 429:
+            return True  # refused before anything was done
         # A tool without a provider stays unavailable: asking again cannot help.
-        return error.status in (429, 503) and error.code not in NOT_RETRIED
+        return error.status == 503 and error.code not in NOT_RETRIED and self.repeatable(op)
 
     def retry_network(self, op: Operation[Any], error: httpx.TransportError) -> bool:
         if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)):
             return True  # the request never left
-        return op.method in ("GET", "HEAD", "DELETE") or op.idempotency_key is not None
+        return self.repeatable(op)
 
 
 @dataclass
@@ -148,7 +158,7 @@ class _Base:
             if response.is_success:
                 return op.parse(Answer(response.status_code, response.headers, _decode(response)))
             error = ToolgateError.from_response(response.status_code, response.headers, response.text)
-            if attempt < self.policy.max_retries and self.policy.retry_status(error):
+            if attempt < self.policy.max_retries and self.policy.retry_status(op, error):
                 yield ("sleep", self.policy.delay(attempt, error.retry_after))
                 attempt += 1
                 continue

@@ -2,7 +2,8 @@
 call through a client (sync or async) into the text the model reads back.
 
 A tool's failure (bad input, out of credits...) is returned to the model as an error result it can
-react to, with the gateway's code, message and param; it is not raised. Tools outside the offered
+react to, with the gateway's code, message and param; a failure on the client's side (network,
+spending cap) is raised. Tools outside the offered
 subset are refused the same way, without calling the gateway.
 """
 
@@ -16,6 +17,14 @@ from .._types import Tool
 from ._select import select_tools
 
 S = TypeVar("S", bound="Toolset")
+
+
+def _tool_error(error: ToolgateError) -> str:
+    """The gateway's refusal as a result the model can read; a failure on this side (no network,
+    a spending cap: status 0) is the program's business and is raised."""
+    if error.status == 0:
+        raise error
+    return _error_text(error.code, error.message, error.param)
 
 
 def _error_text(code: str, message: str, param: str | None = None) -> str:
@@ -65,7 +74,7 @@ class Toolset:
         try:
             return json.dumps(self.client.tools.call(tool.name, args)), False
         except ToolgateError as error:
-            return _error_text(error.code, error.message, error.param), True
+            return _tool_error(error), True
 
     async def aexecute(self, name: str, arguments: Any) -> tuple[str, bool]:
         """Runs one call with an ``AsyncToolgate``."""
@@ -76,4 +85,4 @@ class Toolset:
         try:
             return json.dumps(await self.client.tools.call(tool.name, args)), False
         except ToolgateError as error:
-            return _error_text(error.code, error.message, error.param), True
+            return _tool_error(error), True
