@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { Address, Hex } from "viem";
 import { NETWORK_NAMES, networkFromEnv, type NetworkName, type PaymentNetwork } from "./payments/networks.js";
 import { parseUsd } from "./tools/pricing.js";
+import { API_VERSIONS, apiVersionsSchema, type ApiVersion } from "./http/versioning.js";
 import { MAX_TEXT_CHARS, MIN_BODY_LIMIT_BYTES } from "./tools/catalogue/limits.js";
 
 /**
@@ -90,6 +91,10 @@ const envSchema = z.object({
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   /** If set, GET /metrics requires `Authorization: Bearer <token>`. */
   METRICS_TOKEN: z.string().min(16).optional(),
+  /** The API versions as JSON (see src/http/versioning.ts); unset: the table in the code. */
+  API_VERSIONS: z.string().optional(),
+  /** How often each process checks the status page's components. */
+  STATUS_CHECK_INTERVAL_MS: z.coerce.number().int().min(50).default(30_000),
 });
 
 /** Settings production must be given explicitly: no embedded default is safe there. */
@@ -123,6 +128,8 @@ export interface Config {
   idempotencyTtlSeconds: number;
   planPeriodMs: number;
   metricsToken: string | undefined;
+  apiVersions: ApiVersion[];
+  statusCheckIntervalMs: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   mcpAllowedHosts: string[];
@@ -161,6 +168,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (parsed.data.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1") problems.push("WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
   }
   const x402 = parsed.success ? paymentConfig(parsed.data, env, problems) : null;
+  const apiVersions = parsed.success ? versionsConfig(parsed.data.API_VERSIONS, problems) : null;
   if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
   const e = parsed.data;
   return {
@@ -192,6 +200,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
     planPeriodMs: e.PLAN_PERIOD_SECONDS * 1000,
     metricsToken: e.METRICS_TOKEN,
+    apiVersions: apiVersions!,
+    statusCheckIntervalMs: e.STATUS_CHECK_INTERVAL_MS,
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     mcpAllowedHosts: e.MCP_ALLOWED_HOSTS
@@ -218,4 +228,18 @@ function paymentConfig(e: z.infer<typeof envSchema>, env: NodeJS.ProcessEnv, pro
   if (!e.X402_RELAYER_PRIVATE_KEY) problems.push("X402_RELAYER_PRIVATE_KEY is required when X402_NETWORKS is set");
   if (!e.X402_PAY_TO || !e.X402_RELAYER_PRIVATE_KEY) return null;
   return { networks, payTo: e.X402_PAY_TO as Address, relayerKey: e.X402_RELAYER_PRIVATE_KEY as Hex, maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS, receiptTimeoutMs: e.X402_RECEIPT_TIMEOUT_MS, rpcTimeoutMs: e.X402_RPC_TIMEOUT_MS, pollMs: e.X402_POLL_MS, stuckAfterMs: e.X402_STUCK_AFTER_MS, retentionSeconds: e.X402_PAYMENT_RETENTION_SECONDS, logRangeBlocks: e.X402_LOG_RANGE_BLOCKS };
+}
+
+function versionsConfig(json: string | undefined, problems: string[]): ApiVersion[] | null {
+  if (!json) return API_VERSIONS;
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    problems.push("API_VERSIONS: not valid JSON");
+    return null;
+  }
+  const parsed = apiVersionsSchema.safeParse(value);
+  if (!parsed.success) for (const issue of parsed.error.issues) problems.push(`API_VERSIONS${issue.path.length ? `[${issue.path.join(".")}]` : ""}: ${issue.message}`);
+  return parsed.success ? parsed.data : null;
 }
