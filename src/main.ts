@@ -53,14 +53,14 @@ export async function start(config: Config): Promise<{ server: Server; services:
           return null;
         })
       : null,
-    config.workers.general && config.workers.provider ? null : startBundledWorkers(log),
+    config.workers.general && config.workers.provider && config.workers.heavy ? null : startBundledWorkers(log),
   ]);
   if (devChain) config.x402 = devChain.x402;
   const store = createStore(config);
   const pools = new WorkerPools(
     {
-      urls: { general: config.workers.general ?? bundled!.url, provider: config.workers.provider ?? bundled!.url },
-      concurrency: config.poolConcurrency,
+      urls: { general: config.workers.general ?? bundled!.url, provider: config.workers.provider ?? bundled!.url, heavy: config.workers.heavy ?? bundled!.url },
+      concurrency: { general: config.poolConcurrency, provider: config.poolConcurrency, heavy: config.heavyPoolConcurrency },
       queueTimeoutMs: config.poolQueueTimeoutMs,
     },
     log,
@@ -69,7 +69,7 @@ export async function start(config: Config): Promise<{ server: Server; services:
   const metrics = new Metrics();
   const services = { config, store, log, pools, metrics, mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
   metrics.onScrape(() => {
-    for (const pool of ["general", "provider"] as const) {
+    for (const pool of ["general", "provider", "heavy"] as const) {
       metrics.inFlight.set({ pool }, pools.gate(pool).inFlight);
       metrics.queueDepth.set({ queue: `worker-pool-${pool}` }, pools.gate(pool).queued);
     }

@@ -1,12 +1,14 @@
 import type { Server } from "node:http";
 import { pino } from "pino";
 import { loadWorkerConfig, type WorkerConfig } from "./config.js";
+import { HeavyPool } from "./heavy/pool.js";
 import { createWorkerApp } from "./server.js";
 
 /** The tool workers as a process of their own. Prints `{"msg":"workers listening","port":…}` when ready. */
 export async function startWorkers(config: WorkerConfig): Promise<{ server: Server; port: number; stop(): Promise<void> }> {
   const log = pino({ level: config.logLevel, base: { service: "toolgate-workers" } });
-  const app = createWorkerApp(config, log);
+  const heavy = new HeavyPool(config, log);
+  const app = createWorkerApp(config, log, heavy);
   const server = await new Promise<Server>((resolve) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
   });
@@ -16,11 +18,13 @@ export async function startWorkers(config: WorkerConfig): Promise<{ server: Serv
   return {
     server,
     port,
-    stop: () =>
-      new Promise<void>((resolve) => {
+    stop: async () => {
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
-      }),
+      });
+      await heavy.destroy();
+    },
   };
 }
 

@@ -7,6 +7,8 @@ export const qrCode = defineTool({
   title: "QR code",
   description: "Encode text as a QR code, as a PNG (base64) or an SVG document.",
   cost: 1,
+  category: "images",
+  tags: ["qr", "barcode", "generate", "png", "svg"],
   pool: "general",
   timeoutMs: 5_000,
   input: z
@@ -26,6 +28,8 @@ export const hash = defineTool({
   title: "Hash",
   description: "Compute a cryptographic digest (MD5, SHA-1, SHA-2, SHA-3) of a UTF-8 text.",
   cost: 1,
+  category: "security",
+  tags: ["digest", "sha256", "md5", "checksum"],
   pool: "general",
   timeoutMs: 5_000,
   input: z
@@ -44,6 +48,8 @@ export const jsonSchemaValidate = defineTool({
   title: "Validate JSON against a schema",
   description: "Validate a JSON value against a JSON Schema (draft 2020-12, draft-07 also accepted). Returns every error with its path.",
   cost: 1,
+  category: "data",
+  tags: ["validate", "json schema", "ajv"],
   pool: "general",
   timeoutMs: 5_000,
   input: z
@@ -68,6 +74,8 @@ export const textDiff = defineTool({
   title: "Diff two texts",
   description: "Compare two texts by lines, words or characters; returns the changes and a unified diff.",
   cost: 1,
+  category: "code",
+  tags: ["compare", "patch", "unified diff", "changes"],
   pool: "general",
   timeoutMs: 5_000,
   input: z
@@ -91,6 +99,8 @@ export const regexTest = defineTool({
   title: "Test a regular expression",
   description: "Run a JavaScript regular expression over a text and list every match with its index and groups. Runs under a time limit.",
   cost: 1,
+  category: "code",
+  tags: ["regular expression", "match", "pattern"],
   pool: "general",
   timeoutMs: 5_000,
   input: z
@@ -112,6 +122,8 @@ export const timezoneConvert = defineTool({
   title: "Convert between time zones",
   description: "Convert a date-time to another IANA time zone. A date-time without an offset is read in from_zone.",
   cost: 1,
+  category: "data",
+  tags: ["time zone", "iana", "date", "time"],
   pool: "general",
   timeoutMs: 5_000,
   input: z
@@ -130,6 +142,8 @@ export const unitConvert = defineTool({
   title: "Convert units",
   description: "Convert a value between units of the same dimension (length, mass, temperature, volume, speed, data, …).",
   cost: 1,
+  category: "data",
+  tags: ["units", "measurement", "convert", "metric", "imperial"],
   pool: "general",
   timeoutMs: 5_000,
   input: z
@@ -144,6 +158,8 @@ export const languageDetect = defineTool({
   title: "Detect the language",
   description: "Detect the language of a text (ISO 639-3 code), with the closest alternatives. Needs a few words to be reliable.",
   cost: 1,
+  category: "language",
+  tags: ["language identification", "iso 639"],
   pool: "general",
   timeoutMs: 5_000,
   input: z

@@ -7,6 +7,8 @@ export const webSearch = defineTool({
   title: "Web search",
   description: "Search the web. Returns result titles, URLs and snippets from the configured search provider (SearXNG or Brave Search).",
   cost: 5,
+  category: "web",
+  tags: ["search engine", "serp", "google", "results"],
   pool: "provider",
   timeoutMs: 15_000,
   input: z
