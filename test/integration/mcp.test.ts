@@ -34,7 +34,7 @@ describe.each(Object.keys(ERAS) as (keyof typeof ERAS)[])("the official MCP clie
     const client = await connect(key, era);
     try {
       const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(TOOLS.map((t) => t.name).sort());
+      expect(tools.map((t) => t.name).sort()).toEqual([...TOOLS.map((t) => t.name), "search_tools"].sort());
       const hash = tools.find((t) => t.name === "hash")!;
       expect(hash.inputSchema).toMatchObject({ type: "object", properties: { text: { type: "string" } }, required: ["text"] });
       expect(hash.outputSchema).toMatchObject({ type: "object", required: ["algorithm", "encoding", "digest"] });

@@ -34,7 +34,7 @@ export const aiGenerate = defineTool({
         .optional()
         .describe("A chat history (or use prompt)."),
       max_tokens: maxTokens,
-      temperature: z.number().min(0).max(2).optional(),
+      temperature: z.number().min(0).max(2).optional().describe("Sampling temperature, 0 (focused) to 2 (varied)."),
     })
     .refine((v) => (v.prompt === undefined) !== (v.messages === undefined), { message: "Send exactly one of prompt or messages", path: ["prompt"] })
     .meta({
@@ -42,7 +42,7 @@ export const aiGenerate = defineTool({
       // The refinement above, said in JSON Schema for everyone who reads the published schema.
       oneOf: [{ required: ["prompt"] }, { required: ["messages"] }],
     }),
-  output: z.object({ text: z.string(), model: z.string(), finish_reason: z.string().nullable(), usage }),
+  output: z.object({ text: z.string().describe("The model's answer."), model: z.string().describe("The model that answered."), finish_reason: z.string().nullable().describe("Why the model stopped (stop, length…)."), usage }),
 });
 
 export const aiSummarize = defineTool({
@@ -56,9 +56,9 @@ export const aiSummarize = defineTool({
   pool: "provider",
   timeoutMs: 60_000,
   input: z
-    .strictObject({ text: longText, max_words: z.number().int().min(5).max(1000).default(100) })
+    .strictObject({ text: longText.describe("The text to summarize."), max_words: z.number().int().min(5).max(1000).default(100).describe("The summary's maximum length in words.") })
     .meta({ examples: [{ text: "Toolgate is a gateway that sells AI tool calls for credits or USDC micropayments. Agents call tools over REST or MCP.", max_words: 20 }] }),
-  output: z.object({ summary: z.string(), model: z.string(), usage }),
+  output: z.object({ summary: z.string().describe("The summary."), model: z.string().describe("The model that answered."), usage }),
 });
 
 export const aiTranslate = defineTool({
@@ -73,12 +73,12 @@ export const aiTranslate = defineTool({
   timeoutMs: 60_000,
   input: z
     .strictObject({
-      text: longText,
-      target_language: z.string().trim().min(2).max(40),
-      source_language: z.string().trim().min(2).max(40).optional(),
+      text: longText.describe("The text to translate."),
+      target_language: z.string().trim().min(2).max(40).describe("The language to translate into."),
+      source_language: z.string().trim().min(2).max(40).optional().describe("The text's language, if known."),
     })
     .meta({ examples: [{ text: "Good morning, how are you?", target_language: "French" }] }),
-  output: z.object({ translation: z.string(), target_language: z.string(), model: z.string(), usage }),
+  output: z.object({ translation: z.string().describe("The translation."), target_language: z.string().describe("The language translated into."), model: z.string().describe("The model that answered."), usage }),
 });
 
 export const aiExtract = defineTool({
@@ -93,9 +93,9 @@ export const aiExtract = defineTool({
   timeoutMs: 60_000,
   input: z
     .strictObject({
-      text: longText,
+      text: longText.describe("The text to extract from."),
       schema: z.record(z.string(), z.unknown()).describe("A JSON Schema (an object schema) the result must satisfy."),
-      instructions: z.string().max(2000).optional(),
+      instructions: z.string().max(2000).optional().describe("Extra guidance for the extraction."),
     })
     .meta({
       examples: [
@@ -110,7 +110,7 @@ export const aiExtract = defineTool({
         },
       ],
     }),
-  output: z.object({ data: z.unknown(), model: z.string(), usage }),
+  output: z.object({ data: z.unknown().describe("The extracted value; it satisfies the input schema."), model: z.string().describe("The model that answered."), usage }),
 });
 
 export const aiClassify = defineTool({

@@ -15,8 +15,8 @@ export const htmlToMarkdown = defineTool({
   tags: ["convert", "markdown", "html"],
   pool: "general",
   timeoutMs: 5_000,
-  input: z.strictObject({ html }).meta({ examples: [{ html: "<h1>Toolgate</h1><p>Pay <strong>per call</strong>.</p><ul><li>REST</li><li>MCP</li></ul>" }] }),
-  output: z.object({ markdown: z.string() }),
+  input: z.strictObject({ html: html.describe("The HTML document or fragment.") }).meta({ examples: [{ html: "<h1>Toolgate</h1><p>Pay <strong>per call</strong>.</p><ul><li>REST</li><li>MCP</li></ul>" }] }),
+  output: z.object({ markdown: z.string().describe("The Markdown.") }),
 });
 
 export const markdownToHtml = defineTool({
@@ -29,8 +29,8 @@ export const markdownToHtml = defineTool({
   tags: ["render", "markdown", "gfm"],
   pool: "general",
   timeoutMs: 5_000,
-  input: z.strictObject({ markdown: z.string().max(2_000_000) }).meta({ examples: [{ markdown: "# Toolgate\n\nPay **per call**.\n\n- REST\n- MCP" }] }),
-  output: z.object({ html: z.string() }),
+  input: z.strictObject({ markdown: z.string().max(2_000_000).describe("The Markdown source.") }).meta({ examples: [{ markdown: "# Toolgate\n\nPay **per call**.\n\n- REST\n- MCP" }] }),
+  output: z.object({ html: z.string().describe("The rendered HTML.") }),
 });
 
 export const readabilityExtract = defineTool({
@@ -44,7 +44,7 @@ export const readabilityExtract = defineTool({
   pool: "general",
   timeoutMs: 10_000,
   input: z
-    .strictObject({ html, url: z.url().optional().describe("The page's address, to resolve relative links.") })
+    .strictObject({ html: html.describe("The page's HTML."), url: z.url().optional().describe("The page's address, to resolve relative links.") })
     .meta({
       examples: [
         {
@@ -53,12 +53,12 @@ export const readabilityExtract = defineTool({
       ],
     }),
   output: z.object({
-    title: z.string().nullable(),
-    byline: z.string().nullable(),
-    excerpt: z.string().nullable(),
-    site_name: z.string().nullable(),
-    text: z.string(),
-    length: z.number().int(),
+    title: z.string().nullable().describe("The article's title."),
+    byline: z.string().nullable().describe("Its author line."),
+    excerpt: z.string().nullable().describe("A short excerpt or the description."),
+    site_name: z.string().nullable().describe("The site's name."),
+    text: z.string().describe("The main text, paragraphs separated by blank lines."),
+    length: z.number().int().describe("Length of text in characters."),
   }),
 });
 

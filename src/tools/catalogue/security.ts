@@ -69,7 +69,7 @@ export const idGenerate = defineTool({
   timeoutMs: 5_000,
   input: z
     .strictObject({
-      kind: z.enum(["uuid-v4", "uuid-v7", "ulid", "random"]).default("uuid-v4").describe("What to generate."),
+      kind: z.enum(["uuid-v4", "uuid-v7", "ulid", "random"]).describe("What to generate."),
       count: z.number().int().min(1).max(1000).default(1).describe("How many."),
       length: z.number().int().min(4).max(1024).default(32).describe("Length of random strings."),
       alphabet: z.enum(["alphanumeric", "hex", "base64url", "numeric", "password"]).default("alphanumeric").describe("Characters of random strings (password adds symbols)."),

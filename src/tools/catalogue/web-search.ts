@@ -18,7 +18,7 @@ export const webSearch = defineTool({
     })
     .meta({ examples: [{ query: "x402 payment protocol", max_results: 3 }] }),
   output: z.object({
-    results: z.array(z.object({ title: z.string(), url: z.string(), snippet: z.string() })),
-    provider: z.string(),
+    results: z.array(z.object({ title: z.string(), url: z.string(), snippet: z.string() })).describe("The results, best first: title, address and snippet."),
+    provider: z.string().describe("The search provider that answered."),
   }),
 });
