@@ -1,0 +1,12 @@
+import { loadWorkerConfig } from "./src/workers/config.js";
+import { startWorkers } from "./src/workers/main.js";
+const w = await startWorkers(loadWorkerConfig({ PORT: "0", LOG_LEVEL: "error" }));
+const call = async (name: string, body: unknown) => { const t0 = Date.now(); const r = await fetch(`http://127.0.0.1:${w.port}/tools/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }); console.log(name, r.status, Date.now() - t0, (await r.text()).slice(0, 300)); };
+await call("js-sandbox", { code: "const fib = n => n < 2 ? n : fib(n - 1) + fib(n - 2);\nconsole.log('computing');\n({ fib20: fib(20), doubled: input.map(x => x * 2) })", input: [1, 2, 3] });
+await call("js-sandbox", { code: "while(true){}", time_limit_ms: 200 });
+await call("js-sandbox", { code: "const a=[]; while(true) a.push('x'.repeat(1000)+a.length)", memory_limit_mb: 8 });
+await call("js-sandbox", { code: "throw new TypeError('nope')" });
+await call("js-sandbox", { code: "1+1" });
+await call("math-evaluate", { expression: "zeros(100000, 100000)" });
+await call("math-evaluate", { expression: "2+2" });
+await w.stop();
