@@ -7,6 +7,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund && npm cache clean --force
 COPY tsconfig.json ./
 COPY src ./src
+COPY CHANGELOG.md ./
 COPY contracts-abi ./contracts-abi
 COPY chain-fixtures ./chain-fixtures
 USER node

@@ -16,6 +16,9 @@ import { Payments } from "./payments/payments.js";
 import { startReconciler } from "./payments/reconciler.js";
 import { startDevChain } from "./payments/dev-chain.js";
 import { Metrics } from "./http/metrics.js";
+import { createStatusService } from "./status/index.js";
+import { RequestGuard, guardProcess } from "./http/request-guard.js";
+import { answerClientError } from "./http/client-errors.js";
 
 /** Secrets never reach the log, wherever they appear in a logged object. */
 const REDACT = ["*.apiKey", "*.api_key", "*.secret", "*.password", "req.headers['x-api-key']", "headers['x-api-key']"];
@@ -67,7 +70,7 @@ export async function start(config: Config): Promise<{ server: Server; services:
   );
   await pools.start();
   const metrics = new Metrics();
-  const services = { config, store, log, pools, metrics, mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
+  const services = { config, store, log, pools, metrics, requestGuard: new RequestGuard(log), mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
   metrics.onScrape(() => {
     for (const pool of ["general", "provider", "heavy"] as const) {
       metrics.inFlight.set({ pool }, pools.gate(pool).inFlight);
@@ -79,6 +82,7 @@ export async function start(config: Config): Promise<{ server: Server; services:
   const relay = startRelay(services, services.deliveries);
   services.payments = config.x402 ? new Payments(services, config.x402) : null;
   const reconciler = services.payments ? startReconciler(services, services.payments) : null;
+  services.status = createStatusService(services);
   if (config.devSeed) await seedDevelopmentAccount(services, devChain?.rpcUrl ?? null);
 
   const app = createApp(services);
@@ -87,10 +91,12 @@ export async function start(config: Config): Promise<{ server: Server; services:
   const server = createServer(
     { headersTimeout: config.headersTimeoutMs, requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: 1000, keepAliveTimeout: 65_000 },
     app,
-  );
+  ).on("clientError", answerClientError);
   await new Promise<void>((resolve) => server.listen(config.port, config.host, () => resolve()));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
+  // The status checks probe this process's own doors, on the loopback address it listens on.
+  services.status.start(`http://${config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`);
   log.info({ port, store: config.redisUrl ? "redis" : "memory", env: config.env }, "listening");
   destination.flush();
 
@@ -107,6 +113,7 @@ export async function start(config: Config): Promise<{ server: Server; services:
       clearInterval(sweep);
       server.closeAllConnections();
       services.mailer.close();
+      await services.status.stop();
       await relay.stop();
       await reconciler?.stop();
       await services.deliveries.close();
@@ -134,7 +141,8 @@ async function main(): Promise<void> {
     throw err;
   }
   if (config.env !== "production" && !config.adminApiKey) config.adminApiKey = `tg_admin_${randomId(32)}`;
-  const { stop } = await start(config);
+  const { stop, services } = await start(config);
+  guardProcess(process, services.requestGuard);
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.once(signal, () => {
       stop().then(

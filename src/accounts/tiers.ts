@@ -4,18 +4,16 @@ import { ApiError } from "../http/errors.js";
  * Tiers are data (DESIGN D3, D4). Every rule that depends on a tier reads it here:
  * rate limits, monthly credits, and the features a tier unlocks.
  */
-export const FEATURES = [
-  "tools",
-  "x402",
-  "mcp",
-  "webhooks",
-  "priority_queue",
-  "analytics",
-  "custom_endpoints",
-  "sso",
-  "dedicated_workers",
-] as const;
+/** Features that are built: the ones an account's `features` lists and `requireFeature` checks. */
+export const FEATURES = ["tools", "x402", "mcp", "webhooks", "priority_queue"] as const;
 export type Feature = (typeof FEATURES)[number];
+/**
+ * Features the specification's tier table promises that are not built yet. They are shown apart,
+ * as `features_coming`, so no account is told it has something that does not exist; a feature
+ * moves to FEATURES in the change that builds it.
+ */
+export const COMING_FEATURES = ["analytics", "custom_endpoints", "sso", "dedicated_workers"] as const;
+export type ComingFeature = (typeof COMING_FEATURES)[number];
 
 export const TIER_NAMES = ["free", "starter", "pro", "business"] as const;
 export type TierName = (typeof TIER_NAMES)[number];
@@ -30,18 +28,22 @@ export interface Tier {
   /** Higher is served first when a worker pool is saturated. */
   priority: number;
   features: readonly Feature[];
+  /** What the tier will include once built (see COMING_FEATURES). */
+  coming: readonly ComingFeature[];
 }
 
 const FREE_FEATURES = ["tools", "x402"] as const;
 const STARTER_FEATURES = [...FREE_FEATURES, "mcp"] as const;
-const PRO_FEATURES = [...STARTER_FEATURES, "webhooks", "priority_queue", "analytics"] as const;
-const BUSINESS_FEATURES = [...PRO_FEATURES, "custom_endpoints", "sso", "dedicated_workers"] as const;
+const PRO_FEATURES = [...STARTER_FEATURES, "webhooks", "priority_queue"] as const;
+const BUSINESS_FEATURES = PRO_FEATURES;
+const PRO_COMING = ["analytics"] as const;
+const BUSINESS_COMING = [...PRO_COMING, "custom_endpoints", "sso", "dedicated_workers"] as const;
 
 export const TIERS: Record<TierName, Tier> = {
-  free: { name: "free", label: "Free", requestsPerMinute: 60, monthlyCredits: 500, priceUsdPerMonth: "0.00", priority: 0, features: FREE_FEATURES },
-  starter: { name: "starter", label: "Starter", requestsPerMinute: 300, monthlyCredits: 10_000, priceUsdPerMonth: "19.00", priority: 1, features: STARTER_FEATURES },
-  pro: { name: "pro", label: "Pro", requestsPerMinute: 300, monthlyCredits: 30_000, priceUsdPerMonth: "49.00", priority: 2, features: PRO_FEATURES },
-  business: { name: "business", label: "Business", requestsPerMinute: 1_000, monthlyCredits: null, priceUsdPerMonth: null, priority: 3, features: BUSINESS_FEATURES },
+  free: { name: "free", label: "Free", requestsPerMinute: 60, monthlyCredits: 500, priceUsdPerMonth: "0.00", priority: 0, features: FREE_FEATURES, coming: [] },
+  starter: { name: "starter", label: "Starter", requestsPerMinute: 300, monthlyCredits: 10_000, priceUsdPerMonth: "19.00", priority: 1, features: STARTER_FEATURES, coming: [] },
+  pro: { name: "pro", label: "Pro", requestsPerMinute: 300, monthlyCredits: 30_000, priceUsdPerMonth: "49.00", priority: 2, features: PRO_FEATURES, coming: PRO_COMING },
+  business: { name: "business", label: "Business", requestsPerMinute: 1_000, monthlyCredits: null, priceUsdPerMonth: null, priority: 3, features: BUSINESS_FEATURES, coming: BUSINESS_COMING },
 };
 
 /** Sign-up grants (DESIGN D3): 25 at once, 75 more when the e-mail is verified. */

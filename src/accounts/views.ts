@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { AccountRecord, KeyRecord, LedgerEntry } from "../store/types.js";
-import { FEATURES, TIERS, TIER_NAMES } from "./tiers.js";
+import { COMING_FEATURES, FEATURES, TIERS, TIER_NAMES } from "./tiers.js";
 
 /**
  * How accounts, keys and ledger entries are shown. The zod schemas document the answers
@@ -16,7 +16,8 @@ export const accountViewSchema = z.object({
   credits: z.number().int(),
   credits_low_threshold: z.number().int().describe("credits.low fires when a call leaves the balance below this."),
   rate_limit_per_minute: z.number().int(),
-  features: z.array(z.enum(FEATURES)),
+  features: z.array(z.enum(FEATURES)).describe("What the tier includes that is built and running."),
+  features_coming: z.array(z.enum(COMING_FEATURES)).describe("What the tier will include, not built yet (announced, not served)."),
   next_allowance_at: isoOrNull.describe("Free tier: when the balance is next topped up to 500."),
   plan_expires_at: isoOrNull.describe("A paid plan: when its period ends (renew before, or the tier falls back to Free)."),
   created_at: isoOrNull,
@@ -30,7 +31,11 @@ export const keyViewSchema = z.object({
   status: z.enum(["active", "expiring", "revoked"]),
   created_at: isoOrNull,
   revoked_at: isoOrNull,
+  last_used_at: isoOrNull.describe("When the key last authenticated a request, to the minute (null: never)."),
 });
+
+/** A key as issued: the full key is in this one answer and never again. */
+export const issuedKeyViewSchema = keyViewSchema.extend({ key: z.string().describe("The full key: shown in this answer only.") });
 
 export const ledgerEntryViewSchema = z.object({
   id: z.string(),
@@ -49,7 +54,16 @@ const iso = (ms: number | null) => (ms === null || ms === 0 ? null : new Date(ms
 
 export function keyView(key: KeyRecord, now = Date.now()): z.infer<typeof keyViewSchema> {
   const status = key.revokedAt === null ? "active" : key.revokedAt > now ? "expiring" : "revoked";
-  return { id: key.id, name: key.name, prefix: key.prefix, last4: key.last4, status, created_at: iso(key.createdAt), revoked_at: iso(key.revokedAt) };
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    last4: key.last4,
+    status,
+    created_at: iso(key.createdAt),
+    revoked_at: iso(key.revokedAt),
+    last_used_at: iso(key.lastUsedAt ?? null),
+  };
 }
 
 export function accountView(account: AccountRecord): z.infer<typeof accountViewSchema> {
@@ -63,6 +77,7 @@ export function accountView(account: AccountRecord): z.infer<typeof accountViewS
     credits_low_threshold: Math.ceil(account.reference / 5),
     rate_limit_per_minute: tier.requestsPerMinute,
     features: [...tier.features],
+    features_coming: [...tier.coming],
     next_allowance_at: account.tier === "free" ? iso(account.allowanceAt) : null,
     plan_expires_at: iso(account.planExpiresAt),
     created_at: iso(account.createdAt),

@@ -8,6 +8,12 @@ import type { Logger } from "pino";
  */
 export const ERRORS = {
   invalid_json: { status: 400, type: "invalid_request_error" },
+  invalid_path: { status: 400, type: "invalid_request_error" },
+  invalid_content_encoding: { status: 400, type: "invalid_request_error" },
+  bad_request: { status: 400, type: "invalid_request_error" },
+  method_not_allowed: { status: 405, type: "invalid_request_error" },
+  request_timeout: { status: 408, type: "invalid_request_error" },
+  headers_too_large: { status: 431, type: "invalid_request_error" },
   unsupported_media_type: { status: 415, type: "invalid_request_error" },
   validation_failed: { status: 422, type: "invalid_request_error" },
   missing_api_key: { status: 401, type: "authentication_error" },
@@ -26,9 +32,13 @@ export const ERRORS = {
   not_found: { status: 404, type: "invalid_request_error" },
   tool_not_found: { status: 404, type: "invalid_request_error" },
   route_not_found: { status: 404, type: "invalid_request_error" },
+  version_retired: { status: 410, type: "invalid_request_error" },
   email_taken: { status: 409, type: "invalid_request_error" },
+  last_active_key: { status: 409, type: "invalid_request_error" },
+  invalid_cursor: { status: 400, type: "invalid_request_error" },
   idempotency_conflict: { status: 409, type: "invalid_request_error" },
   body_too_large: { status: 413, type: "invalid_request_error" },
+  body_too_deep: { status: 413, type: "invalid_request_error" },
   rate_limited: { status: 429, type: "rate_limit_error" },
   internal_error: { status: 500, type: "api_error" },
   payments_not_enabled: { status: 501, type: "api_error" },
@@ -98,13 +108,22 @@ export function toApiError(err: unknown): ApiError {
       headers: { "Retry-After": "1" },
     });
   }
-  const e = err as { type?: string; status?: number };
-  // body-parser's errors, recognised by their documented `type`.
+  const e = err as { type?: string; status?: number; code?: string; expose?: boolean; message?: string };
+  // body-parser's errors, recognised by their documented `type` (ours too: see json-body.ts).
   if (e?.type === "entity.too.large") return new ApiError("body_too_large", "The request body is larger than the limit.");
+  if (e?.type === "entity.too.deep") return new ApiError("body_too_deep", e.message ?? "The request body nests too deeply.");
   if (e?.type === "entity.parse.failed") return new ApiError("invalid_json", "The request body is not valid JSON.");
   if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported") {
-    return new ApiError("unsupported_media_type", "The request body's encoding is not supported.");
+    return new ApiError("unsupported_media_type", "The request body's encoding is not supported; send JSON as UTF-8.");
   }
+  // A body that does not decompress as its Content-Encoding says (zlib's Z_* codes).
+  if (typeof e?.code === "string" && e.code.startsWith("Z_")) {
+    return new ApiError("invalid_content_encoding", "The request body is not encoded as its Content-Encoding header says.");
+  }
+  // The router could not percent-decode a path segment.
+  if (err instanceof URIError) return new ApiError("invalid_path", "The request path holds a malformed percent-encoded sequence.");
+  // Any other client error a library reports (http-errors marks them `expose`): the caller's, never a 500.
+  if (e?.expose && typeof e.status === "number" && e.status >= 400 && e.status < 500) return new ApiError("bad_request", "The request could not be read.");
   return new ApiError("internal_error", "An internal error occurred.");
 }
 

@@ -3,6 +3,8 @@ import { z } from "zod";
 import type { Services } from "../services.js";
 import { authenticateAdmin, authenticateKey, type KeyCaller } from "./auth.js";
 import { ApiError } from "./errors.js";
+import { sendPage } from "../pages/respond.js";
+import { allowOn } from "./method-not-allowed.js";
 
 /**
  * A route is data: method, path, who may call it, the zod schemas of its input, and a
@@ -28,6 +30,8 @@ export interface Reply {
   body?: unknown;
   /** Already-serialised JSON, sent as is (a worker's answer, a replayed response). */
   raw?: string;
+  /** A page for a person (an e-mailed link opened in a browser), sent with the pages' security headers. */
+  html?: string;
   headers?: Record<string, string>;
 }
 
@@ -74,10 +78,15 @@ export function mountRoutes(services: Services, routes: RouteDef<any, any, any>[
       const reply = await route.handler({ req, res, services, requestId, params: req.params as Record<string, string>, body, query, caller });
       for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
       res.status(reply.status ?? 200);
-      if (reply.raw !== undefined) res.type("application/json").send(reply.raw);
+      if (reply.html !== undefined) sendPage(res, reply.html);
+      else if (reply.raw !== undefined) res.type("application/json").send(reply.raw);
       else res.json(reply.body);
     });
   }
+  // The other methods on these paths are 405, not 404 (answered by `methodNotAllowed`).
+  const methodsByPath = new Map<string, Set<string>>();
+  for (const route of routes) methodsByPath.set(route.path, (methodsByPath.get(route.path) ?? new Set()).add(route.method));
+  for (const [path, methods] of methodsByPath) allowOn(router, path, methods);
   return router;
 }
 

@@ -4,6 +4,7 @@ import { Router, type RequestHandler } from "express";
 import { requireFeature } from "../accounts/tiers.js";
 import { admitted, presentedKey } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
+import { allowOn } from "../http/method-not-allowed.js";
 import type { Services } from "../services.js";
 import { createHttpForwarder } from "../tools/forward.js";
 import { createMcpServerFactory, type McpCaller } from "./server.js";
@@ -30,12 +31,16 @@ export function mcpRouter(services: Services): Router {
       const host = (req.get("host") ?? "").toLowerCase().replace(/:\d+$/, "");
       if (!allowedHosts.has(host)) throw new ApiError("host_not_allowed", "This host name is not served here.");
       const key = presentedKey(req);
-      // A tools/call is counted (and charged) by the invocation service; anything else counts here.
-      const isCall = (req.body as { method?: unknown } | undefined)?.method === "tools/call";
+      // Every JSON-RPC message counts once against the rate limit, here, before the SDK parses it:
+      // a batch counts each message (all or none admitted), and tools/call, unknown tools and
+      // malformed or unanswerable messages count like any other. The invocation service then
+      // charges a call without counting it again.
+      const requests = Array.isArray(req.body) ? Math.max(1, req.body.length) : 1;
       const caller = admitted(
-        await services.store.admit({ accountId: key.accountId, keyHash: key.hash, cost: 0, requestId: String(res.locals.requestId), tool: null, reason: "", countRequest: !isCall }),
+        await services.store.admit({ accountId: key.accountId, keyHash: key.hash, cost: 0, requestId: String(res.locals.requestId), tool: null, reason: "", requests }),
       );
       requireFeature(caller.account.tier, "mcp");
+      for (const [name, value] of Object.entries(caller.headers)) res.setHeader(name, value);
       res.locals.accountId = caller.account.id;
       const extra: McpCaller = { key };
       (req as unknown as { auth: unknown }).auth = { token: "", clientId: caller.account.id, scopes: [], extra };
@@ -46,6 +51,9 @@ export function mcpRouter(services: Services): Router {
   };
 
   const router = Router();
-  router.all("/", guard, (req, res) => void serve(req, res, req.body));
+  // Streamable HTTP uses POST (messages), GET (the server's stream) and DELETE (end a session); other methods are 405.
+  const handle: RequestHandler = (req, res) => void serve(req, res, req.body);
+  router.route("/").post(guard, handle).get(guard, handle).delete(guard, handle);
+  allowOn(router, "/", ["GET", "POST", "DELETE"]);
   return router;
 }

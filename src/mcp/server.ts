@@ -85,7 +85,7 @@ export function createMcpServerFactory(services: Services, forward: Forwarder) {
       const tool = findTool(request.params.name);
       if (!tool) return errorResult(new ApiError("tool_not_found", `No tool named ${request.params.name}.`), requestId);
       try {
-        const result = await invokeTool(services, { tool, input: request.params.arguments ?? {}, key: caller.key, idempotencyKey: null, requestId }, forward);
+        const result = await invokeTool(services, { tool, input: request.params.arguments ?? {}, key: caller.key, idempotencyKey: null, requestId, counted: true }, forward);
         return { content: [{ type: "text" as const, text: result.body }], structuredContent: JSON.parse(result.body) as Record<string, unknown> };
       } catch (err) {
         const apiError = toApiError(err);

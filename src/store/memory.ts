@@ -3,6 +3,7 @@ import { applyDebit, applyTopUp, nextAllowanceAt, type AlertState } from "../cre
 import { eventRecord, type EventRecord } from "../events/types.js";
 import { newEventId } from "../lib/ids.js";
 import {
+  KEY_USE_RESOLUTION_MS,
   RATE_WINDOW_MS,
   type AccountRecord,
   type AdmitOutcome,
@@ -15,7 +16,10 @@ import {
   type Page,
   type IdempotencyState,
   type IdempotencyClaim,
+  InvalidCursorError,
+  isLedgerId,
   type RefundChange,
+  type RevokeOutcome,
   type Store,
   type StoredResponse,
   type TierLimits,
@@ -34,7 +38,7 @@ interface MemAccount extends AccountRecord, AlertState {
   rateLog: { at: number; member: string }[];
   ledger: LedgerEntry[];
   /** Request id → debit state, for idempotent debits and single refunds. */
-  operations: Map<string, { cost: number; state: "charged" | "refunded" | "granted" }>;
+  operations: Map<string, { cost: number; state: "charged" | "refunded" | "granted"; tool: string | null }>;
   outbox: EventRecord[];
 }
 
@@ -69,17 +73,17 @@ export class MemoryStore implements Store {
     a.ledger.push({ id: `${this.now()}-${++this.ledgerSeq}`, at: this.now(), kind, amount, balance: a.balance, reason: change.reason, requestId: change.requestId, tool });
   }
 
-  private topUpAccount(a: MemAccount, kind: TopUpKind, amount: number, change: CreditChange) {
-    applyTopUp(a, amount);
+  private topUpAccount(a: MemAccount, kind: TopUpKind, amount: number, change: CreditChange & { rearm?: boolean }) {
+    applyTopUp(a, amount, change.rearm !== false);
     this.addLedger(a, kind, amount, change);
   }
 
-  /** Sliding-window log, the same algorithm as the Redis script; drops expired entries in place. */
-  private slide(log: { at: number }[], limit: number, windowMs: number) {
+  /** Sliding-window log, the same algorithm as the Redis script; drops expired entries in place. `count` requests are admitted all or none. */
+  private slide(log: { at: number }[], limit: number, windowMs: number, count = 1) {
     const now = this.now();
     while (log.length > 0 && log[0]!.at <= now - windowMs) log.shift();
-    const allowed = log.length < limit;
-    return { allowed, now, remaining: allowed ? limit - log.length - 1 : 0, resetOf: (oldest: number) => oldest + windowMs - now };
+    const allowed = log.length + count <= limit;
+    return { allowed, now, remaining: allowed ? limit - log.length - count : limit - Math.min(log.length, limit), resetOf: (oldest: number | undefined) => (oldest === undefined ? windowMs : oldest + windowMs - now) };
   }
 
   async createAccount(account: NewAccount, grant: CreditChange & { amount: number }, events: EventRecord[]) {
@@ -92,8 +96,8 @@ export class MemoryStore implements Store {
       createdAt: this.now(),
       allowanceAt: 0,
       planExpiresAt: 0,
-      lowArmed: true,
-      depletedArmed: true,
+      lowArmed: false,
+      depletedArmed: false,
       keysByHash: new Map(),
       keysById: new Map(),
       rateLog: [],
@@ -113,7 +117,8 @@ export class MemoryStore implements Store {
 
   async listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>> {
     const all = [...this.accounts.values()].sort((x, y) => x.createdAt - y.createdAt || x.id.localeCompare(y.id));
-    const start = page.cursor ? all.findIndex((a) => a.id === page.cursor) + 1 : 0;
+    const start = page.cursor !== undefined ? all.findIndex((a) => a.id === page.cursor) + 1 : 0;
+    if (start === 0 && page.cursor !== undefined) throw new InvalidCursorError(`no account ${page.cursor}`);
     const slice = all.slice(start, start + page.limit + 1);
     return { items: slice.slice(0, page.limit).map((a) => this.view(a)), nextCursor: slice.length > page.limit ? slice[page.limit - 1]!.id : null };
   }
@@ -140,14 +145,14 @@ export class MemoryStore implements Store {
     a.emailVerified = true;
     a.allowanceAt = this.now() + this.periodMs;
     this.topUpAccount(a, "grant", grant.amount, grant);
-    a.operations.set(grant.requestId, { cost: 0, state: "granted" });
+    a.operations.set(grant.requestId, { cost: 0, state: "granted", tool: null });
     return "verified" as const;
   }
 
   async addKey(key: KeyRecord) {
     const a = this.accounts.get(key.accountId);
     if (!a) throw new Error("no such account");
-    const copy = { ...key };
+    const copy = { ...key, lastUsedAt: null };
     a.keysByHash.set(key.hash, copy);
     a.keysById.set(key.id, copy);
   }
@@ -157,12 +162,18 @@ export class MemoryStore implements Store {
     return a ? [...a.keysById.values()].map((key) => ({ ...key })).sort((x, y) => x.createdAt - y.createdAt || x.id.localeCompare(y.id)) : [];
   }
 
-  async revokeKey(accountId: string, keyId: string, graceMs: number) {
-    const key = this.accounts.get(accountId)?.keysById.get(keyId);
-    if (!key) return null;
-    const at = this.now() + graceMs;
+  async revokeKey(accountId: string, keyId: string, graceMs: number, options: { keepOneActive?: boolean } = {}): Promise<RevokeOutcome> {
+    const keys = this.accounts.get(accountId)?.keysById;
+    const key = keys?.get(keyId);
+    if (!keys || !key) return { status: "not_found" };
+    const now = this.now();
+    if (key.revokedAt !== null && key.revokedAt <= now) return { status: "already_revoked", key: { ...key } };
+    if (options.keepOneActive && key.revokedAt === null && ![...keys.values()].some((other) => other.id !== key.id && other.revokedAt === null)) {
+      return { status: "last_active_key", key: { ...key } };
+    }
+    const at = now + graceMs;
     key.revokedAt = key.revokedAt !== null && key.revokedAt < at ? key.revokedAt : at;
-    return { ...key };
+    return { status: "revoked", key: { ...key } };
   }
 
   async admit(request: AdmitRequest): Promise<AdmitOutcome> {
@@ -173,6 +184,7 @@ export class MemoryStore implements Store {
       if (!a || !key) return { status: "invalid_key" };
       if (key.revokedAt !== null && this.now() >= key.revokedAt) return { status: "revoked" };
       keyId = key.id;
+      if (this.now() - (key.lastUsedAt ?? 0) >= KEY_USE_RESOLUTION_MS) key.lastUsedAt = this.now();
     }
     if (!a) return { status: "invalid_key" };
     const now = this.now();
@@ -189,15 +201,21 @@ export class MemoryStore implements Store {
       a.allowanceAt = nextAllowanceAt(a.allowanceAt, now, this.periodMs);
     }
 
-    if (request.countRequest === false) {
-      return { status: "ok", account: this.view(a), keyId, rate: { limit: tier.requestsPerMinute, remaining: -1, resetMs: 0 }, charged: false, events: [] };
+    const requests = request.countRequest === false ? 0 : (request.requests ?? 1);
+    let rate = { limit: tier.requestsPerMinute, remaining: -1, resetMs: 0 };
+    // A request id already in the window (a paid call's slot, taken before its payment settled) is not counted twice.
+    if (requests > 0) this.slide(a.rateLog, tier.requestsPerMinute, RATE_WINDOW_MS, 0); // drops what left the window
+    const counted = requests > 0 && a.rateLog.some((entry) => entry.member === request.requestId);
+    if (counted) {
+      rate = { limit: tier.requestsPerMinute, remaining: Math.max(0, tier.requestsPerMinute - a.rateLog.length), resetMs: a.rateLog[0] ? a.rateLog[0].at + RATE_WINDOW_MS - now : 0 };
+    } else if (requests > 0) {
+      const window = this.slide(a.rateLog, tier.requestsPerMinute, RATE_WINDOW_MS, requests);
+      if (!window.allowed) {
+        return { status: "rate_limited", account: this.view(a), rate: { limit: tier.requestsPerMinute, remaining: window.remaining, resetMs: window.resetOf(a.rateLog[0]?.at) } };
+      }
+      for (let i = 1; i <= requests; i++) a.rateLog.push({ at: now, member: i === 1 ? request.requestId : `${request.requestId}#${i}` });
+      rate = { limit: tier.requestsPerMinute, remaining: window.remaining, resetMs: window.resetOf(a.rateLog[0]!.at) };
     }
-    const window = this.slide(a.rateLog, tier.requestsPerMinute, RATE_WINDOW_MS);
-    if (!window.allowed) {
-      return { status: "rate_limited", account: this.view(a), rate: { limit: tier.requestsPerMinute, remaining: 0, resetMs: window.resetOf(a.rateLog[0]!.at) } };
-    }
-    a.rateLog.push({ at: now, member: request.requestId });
-    const rate = { limit: tier.requestsPerMinute, remaining: window.remaining, resetMs: window.resetOf(a.rateLog[0]!.at) };
 
     let charged = false;
     const events: EventRecord[] = [];
@@ -207,14 +225,14 @@ export class MemoryStore implements Store {
         events.push(eventRecord(newEventId(), alert.event, a.id, alert.data));
       }
       this.addLedger(a, "debit", -request.cost, request, request.tool);
-      a.operations.set(request.requestId, { cost: request.cost, state: "charged" });
+      a.operations.set(request.requestId, { cost: request.cost, state: "charged", tool: request.tool });
       a.outbox.push(...events);
       charged = true;
     }
     return { status: "ok", account: this.view(a), keyId, rate, charged, events };
   }
 
-  async topUp(accountId: string, kind: TopUpKind, grant: CreditChange & { amount: number }, events: EventRecord[] = [], plan?: PlanChange) {
+  async topUp(accountId: string, kind: TopUpKind, grant: CreditChange & { amount: number; rearm?: boolean }, events: EventRecord[] = [], plan?: PlanChange) {
     const a = this.accounts.get(accountId);
     if (!a) return null;
     if (a.operations.has(grant.requestId)) return { applied: false, account: this.view(a) };
@@ -225,7 +243,7 @@ export class MemoryStore implements Store {
     }
     this.topUpAccount(a, kind, grant.amount, grant);
     a.outbox.push(...events);
-    a.operations.set(grant.requestId, { cost: 0, state: "granted" });
+    a.operations.set(grant.requestId, { cost: 0, state: "granted", tool: null });
     return { applied: true, account: this.view(a) };
   }
 
@@ -237,15 +255,21 @@ export class MemoryStore implements Store {
     if (op.state === "refunded") return { status: "already_refunded" as const };
     op.state = "refunded";
     a.balance += op.cost;
-    this.addLedger(a, "refund", op.cost, change);
+    this.addLedger(a, "refund", op.cost, change, op.tool);
     a.outbox.push(...events);
     return { status: "refunded" as const, amount: op.cost, balance: a.balance };
   }
 
   async ledger(accountId: string, page: { cursor?: string; limit: number }): Promise<Page<LedgerEntry>> {
-    const entries = [...(this.accounts.get(accountId)?.ledger ?? [])].reverse();
-    const start = page.cursor ? entries.findIndex((e) => e.id === page.cursor) + 1 : 0;
-    const slice = entries.slice(start, start + page.limit + 1);
+    if (page.cursor !== undefined && !isLedgerId(page.cursor)) throw new InvalidCursorError(`not a ledger id: ${page.cursor}`);
+    // Entries strictly older than the cursor, as Redis's exclusive XREVRANGE does (the cursor's own entry need not exist).
+    const cursor = page.cursor?.split("-").map(BigInt);
+    const older = (id: string) => {
+      const [ms, seq] = id.split("-").map(BigInt) as [bigint, bigint];
+      return ms < cursor![0]! || (ms === cursor![0]! && seq < cursor![1]!);
+    };
+    const entries = [...(this.accounts.get(accountId)?.ledger ?? [])].reverse().filter((e) => cursor === undefined || older(e.id));
+    const slice = entries.slice(0, page.limit + 1);
     return { items: slice.slice(0, page.limit), nextCursor: slice.length > page.limit ? slice[page.limit - 1]!.id : null };
   }
 
@@ -363,16 +387,17 @@ export class MemoryStore implements Store {
     this.payments.set(record.id, structuredClone(record));
   }
 
-  private readonly served = new Set<string>();
-  async claimPaymentService(id: string) {
-    if (this.served.has(id)) return false;
-    this.served.add(id);
+  private readonly served = new Map<string, number>();
+  async claimPaymentService(id: string, expiresAt: number) {
+    if ((this.served.get(id) ?? 0) > this.now()) return false;
+    this.served.set(id, expiresAt);
     return true;
   }
 
   async getPayment(id: string) {
     const record = this.payments.get(id);
-    return record ? structuredClone(record) : null;
+    if (record?.state === "settled" && record.expiresAt && record.expiresAt <= this.now()) this.payments.delete(id);
+    return record && this.payments.has(id) ? structuredClone(record) : null;
   }
 
   async releasePayment(id: string) {

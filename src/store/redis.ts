@@ -7,6 +7,7 @@ import { StoreUnavailableError } from "../http/errors.js";
 import { connectRedis, type RedisConnection } from "./redis-connection.js";
 import { newEventId } from "../lib/ids.js";
 import {
+  KEY_USE_RESOLUTION_MS,
   OPERATION_TTL_SECONDS,
   RATE_WINDOW_MS,
   type AccountRecord,
@@ -21,7 +22,10 @@ import {
   type RateState,
   type IdempotencyState,
   type IdempotencyClaim,
+  InvalidCursorError,
+  isLedgerId,
   type RefundChange,
+  type RevokeOutcome,
   type Store,
   type StoredResponse,
   type TierLimits,
@@ -226,7 +230,8 @@ export class RedisStore implements Store {
     let start = 0;
     if (page.cursor) {
       const rank = await this.call(() => this.redis.zrank(k.accounts(), page.cursor!));
-      start = rank === null ? 0 : rank + 1;
+      if (rank === null) throw new InvalidCursorError(`no account ${page.cursor}`);
+      start = rank + 1;
     }
     const ids = await this.call(() => this.redis.zrange(k.accounts(), String(start), String(start + page.limit)));
     // One command per account (each in its own slot), all in flight at once.
@@ -270,15 +275,21 @@ export class RedisStore implements Store {
   }
 
   async listKeys(accountId: string): Promise<KeyRecord[]> {
-    const all = await this.call(() => this.redis.hvals(k.keyList(accountId)));
-    return all.map((raw) => JSON.parse(raw) as KeyRecord).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+    const all = (await this.call(() => this.redis.hvals(k.keyList(accountId)))).map((raw) => JSON.parse(raw) as KeyRecord);
+    // The admission script keeps `last_used_at` on each key's own record (the one it reads).
+    const lastUsed = await this.call(() => Promise.all(all.map((key) => this.redis.hget(k.keyRecord(accountId, key.hash), "last_used_at"))));
+    return all
+      .map((key, i) => ({ ...key, lastUsedAt: lastUsed[i] ? Number(lastUsed[i]) : null }))
+      .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
   }
 
-  async revokeKey(accountId: string, keyId: string, graceMs: number): Promise<KeyRecord | null> {
+  async revokeKey(accountId: string, keyId: string, graceMs: number, options: { keepOneActive?: boolean } = {}): Promise<RevokeOutcome> {
     const raw = await this.call(() => this.redis.hget(k.keyList(accountId), keyId));
-    if (!raw) return null;
+    if (!raw) return { status: "not_found" };
     const { hash } = JSON.parse(raw) as KeyRecord;
-    return this.script<KeyRecord | null>("revoke-key", [k.keyList(accountId), k.keyRecord(accountId, hash)], [keyId, graceMs]);
+    const outcome = await this.script<RevokeOutcome>("revoke-key", [k.keyList(accountId), k.keyRecord(accountId, hash)], [keyId, graceMs, options.keepOneActive ? 1 : 0]);
+    if (outcome.status !== "not_found") outcome.key.lastUsedAt ??= null;
+    return outcome;
   }
 
   async admit(request: AdmitRequest): Promise<AdmitOutcome> {
@@ -306,7 +317,8 @@ export class RedisStore implements Store {
         RATE_WINDOW_MS,
         this.options.periodMs,
         OPERATION_TTL_SECONDS,
-        request.countRequest === false ? 0 : 1,
+        request.countRequest === false ? 0 : (request.requests ?? 1),
+        KEY_USE_RESOLUTION_MS,
       ],
     );
     switch (result.status) {
@@ -324,11 +336,11 @@ export class RedisStore implements Store {
     }
   }
 
-  async topUp(accountId: string, kind: TopUpKind, grant: CreditChange & { amount: number }, events: EventRecord[] = [], plan?: PlanChange) {
+  async topUp(accountId: string, kind: TopUpKind, grant: CreditChange & { amount: number; rearm?: boolean }, events: EventRecord[] = [], plan?: PlanChange) {
     const result = await this.script<{ status: string; account?: RawAccount }>(
       "top-up",
       [k.account(accountId), k.ledger(accountId), k.operation(accountId, grant.requestId), k.outbox(accountId)],
-      [grant.amount, kind, grant.reason, grant.requestId, OPERATION_TTL_SECONDS, JSON.stringify(events), plan?.tier ?? "", plan?.periodMs ?? 0],
+      [grant.amount, kind, grant.reason, grant.requestId, OPERATION_TTL_SECONDS, JSON.stringify(events), plan?.tier ?? "", plan?.periodMs ?? 0, grant.rearm === false ? 0 : 1],
     );
     if (result.status === "not_found") return null;
     if (result.status === "applied") await this.markOutbox(accountId, events);
@@ -361,8 +373,13 @@ export class RedisStore implements Store {
 
   async ledger(accountId: string, page: { cursor?: string; limit: number }): Promise<Page<LedgerEntry>> {
     // Newest first; the cursor is the last stream id seen, excluded with "(".
-    const end = page.cursor ? `(${page.cursor}` : "+";
-    const rows = await this.call(() => this.redis.xrevrange(k.ledger(accountId), end, "-", "COUNT", page.limit + 1));
+    if (page.cursor !== undefined && !isLedgerId(page.cursor)) throw new InvalidCursorError(`not a ledger id: ${page.cursor}`);
+    const end = page.cursor !== undefined ? `(${page.cursor}` : "+";
+    const rows = await this.call(() => this.redis.xrevrange(k.ledger(accountId), end, "-", "COUNT", page.limit + 1)).catch((err: Error) => {
+      // Well-formed but out of range (past 2^64-1, or "(0-0"): Redis refuses it.
+      if (/Invalid stream ID|invalid start ID/i.test(err.message)) throw new InvalidCursorError(err.message);
+      throw err;
+    });
     const items = rows.slice(0, page.limit).map(([id, fields]) => {
       const f: Record<string, string> = {};
       for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
@@ -491,14 +508,17 @@ export class RedisStore implements Store {
   }
 
   async savePayment(record: PaymentRecord): Promise<void> {
-    const tx = this.redis.multi().set(k.payment(record.id), JSON.stringify(record));
+    const tx = this.redis.multi();
+    // A settled record is kept for its retention window only; an open one until it is finished.
+    if (record.state === "settled" && record.expiresAt) tx.set(k.payment(record.id), JSON.stringify(record), "PXAT", record.expiresAt);
+    else tx.set(k.payment(record.id), JSON.stringify(record));
     if (record.state === "settled") tx.srem(k.openPayments(), record.id);
     else tx.sadd(k.openPayments(), record.id);
     await this.call(() => tx.exec());
   }
 
-  async claimPaymentService(id: string): Promise<boolean> {
-    return (await this.call(() => this.redis.set(k.paymentServed(id), "1", "NX"))) === "OK";
+  async claimPaymentService(id: string, expiresAt: number): Promise<boolean> {
+    return (await this.call(() => this.redis.set(k.paymentServed(id), "1", "PXAT", expiresAt, "NX"))) === "OK";
   }
 
   async getPayment(id: string): Promise<PaymentRecord | null> {

@@ -42,7 +42,20 @@ export interface KeyRecord {
   createdAt: number;
   /** Epoch ms from which the key no longer works (may lie in the future: rotation grace). */
   revokedAt: number | null;
+  /**
+   * When the key last passed an admission (epoch ms), to `KEY_USE_RESOLUTION_MS`: written by the
+   * admission itself at most once per resolution window, so it costs no extra round trip. Set by
+   * the store; null until first used.
+   */
+  lastUsedAt?: number | null;
 }
+
+/** What revoking a key did. `last_active_key`: refused, the account would have no working key left. */
+export type RevokeOutcome =
+  | { status: "revoked"; key: KeyRecord }
+  | { status: "already_revoked"; key: KeyRecord }
+  | { status: "last_active_key"; key: KeyRecord }
+  | { status: "not_found" };
 
 export const LEDGER_KINDS = ["grant", "purchase", "allowance", "debit", "refund"] as const;
 export type LedgerKind = (typeof LEDGER_KINDS)[number];
@@ -76,8 +89,14 @@ export interface AdmitRequest {
   requestId: string;
   tool: string | null;
   reason: string;
-  /** false: check the key only, without counting a request (a pre-check before the call that will count). Default true. */
+  /**
+   * false: do not count a request against the rate limit (a door that counted it already, or a
+   * pre-check). Default true. A request id already counted in the window is admitted again without
+   * counting twice (a paid call takes its slot before its payment settles).
+   */
   countRequest?: boolean;
+  /** How many requests this admission counts (an MCP JSON-RPC batch counts each message); all or none are admitted. Default 1. */
+  requests?: number;
 }
 
 export type AdmitOutcome =
@@ -101,6 +120,15 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
+/** A page cursor this store never handed out (malformed, or naming nothing): never "start again from the top". */
+export class InvalidCursorError extends Error {}
+
+/** Ledger entry ids (and so ledger cursors) are `<ms>-<sequence>`, each part a 64-bit unsigned integer, as Redis stream ids are. */
+export function isLedgerId(id: string): boolean {
+  const match = /^(\d{1,20})-(\d{1,20})$/.exec(id);
+  return match !== null && BigInt(match[1]!) < 2n ** 64n && BigInt(match[2]!) < 2n ** 64n;
+}
+
 export interface NewAccount {
   id: string;
   email: string | null;
@@ -111,6 +139,7 @@ export interface Store {
   /** Creates the account with its first grant and events, atomically. */
   createAccount(account: NewAccount, grant: CreditChange & { amount: number }, events: EventRecord[]): Promise<AccountRecord>;
   getAccount(id: string): Promise<AccountRecord | null>;
+  /** Oldest first. Throws InvalidCursorError for a cursor that is not an account id. */
   listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>>;
   /** Claims an e-mail address for an account; false when another account holds it. */
   claimEmail(email: string, accountId: string): Promise<boolean>;
@@ -120,16 +149,23 @@ export interface Store {
 
   addKey(key: KeyRecord): Promise<void>;
   listKeys(accountId: string): Promise<KeyRecord[]>;
-  /** Revokes after `graceMs` of store time (0 = now); never postpones an earlier revocation. */
-  revokeKey(accountId: string, keyId: string, graceMs: number): Promise<KeyRecord | null>;
+  /**
+   * Revokes after `graceMs` of store time (0 = now); never postpones an earlier revocation. A key
+   * already revoked is left as it is. With `keepOneActive`, refuses (atomically) to revoke the
+   * account's last active key — one with no revocation scheduled.
+   */
+  revokeKey(accountId: string, keyId: string, graceMs: number, options?: { keepOneActive?: boolean }): Promise<RevokeOutcome>;
 
   /** The hot path, one round trip: check the key, apply the Free allowance, rate-limit, debit. */
   admit(request: AdmitRequest): Promise<AdmitOutcome>;
-  /** Adds credits (a top-up: re-arms the alerts), with its events, atomically. Idempotent per request id. */
+  /**
+   * Adds credits (a top-up: re-arms the alerts unless `rearm` is false), with its events,
+   * atomically. Idempotent per request id.
+   */
   topUp(
     accountId: string,
     kind: TopUpKind,
-    grant: CreditChange & { amount: number },
+    grant: CreditChange & { amount: number; rearm?: boolean },
     events?: EventRecord[],
     plan?: PlanChange,
   ): Promise<{ applied: boolean; account: AccountRecord } | null>;
@@ -142,6 +178,7 @@ export interface Store {
     change: RefundChange,
     events?: EventRecord[],
   ): Promise<{ status: "refunded"; amount: number; balance: number } | { status: "already_refunded" | "not_charged" }>;
+  /** Newest first. Throws InvalidCursorError for a cursor that is not a ledger entry id. */
   ledger(accountId: string, page: { cursor?: string; limit: number }): Promise<Page<LedgerEntry>>;
 
   /** Sliding-window counter for things that are not an account (sign-ups per client address). */
@@ -193,8 +230,8 @@ export interface Store {
   getPayment(id: string): Promise<PaymentRecord | null>;
   /** Forgets a claim whose payment failed before anything moved, so it can be tried again. */
   releasePayment(id: string): Promise<void>;
-  /** Claims the one call a settled payment pays for; false when it was already served. */
-  claimPaymentService(id: string): Promise<boolean>;
+  /** Claims the one thing a settled payment pays for (kept until `expiresAt`); false when it was already served. */
+  claimPaymentService(id: string, expiresAt: number): Promise<boolean>;
   /** Payments not yet settled: pending ones, and those still (or, if their process died, forever) settling. */
   openPayments(): Promise<PaymentRecord[]>;
 
@@ -255,6 +292,14 @@ export interface PaymentRecord {
   grant: PaymentGrant;
   /** The relayer transaction as sent (nonce, fees, calldata), to replace it if it gets stuck. */
   relay?: RelayedTransaction | null;
+  /** The paid resource's URL: the payment answers requests for this resource only. */
+  resource?: string;
+  /** For a paid tool call: the idempotency key its call runs under, and the call's fingerprint (tool + body). */
+  call?: { key: string; fingerprint: string } | null;
+  /** The chain block seen just before the settlement was sent: the reconciler reads logs from here. */
+  sentFromBlock?: string | null;
+  /** When a settled record is forgotten (ms since the epoch); open records never expire. */
+  expiresAt?: number;
 }
 
 export interface RelayedTransaction {
@@ -300,5 +345,7 @@ export interface TierLimits {
 }
 
 export const RATE_WINDOW_MS = 60_000;
+/** `lastUsedAt` granularity: an admission rewrites it only when the stored value is this much older. */
+export const KEY_USE_RESOLUTION_MS = 60_000;
 /** How long a debit's record is kept for idempotent retries and its one refund. */
 export const OPERATION_TTL_SECONDS = 7 * 24 * 3600;

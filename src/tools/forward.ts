@@ -14,17 +14,23 @@ export interface ForwardCall {
   input: unknown;
   requestId: string;
   timeoutMs: number;
+  /** Aborted when the request failed on the gateway's side (see http/request-guard.ts): the call is abandoned. */
+  signal?: AbortSignal;
 }
 
 export type ForwardOutcome =
   | { kind: "response"; status: number; body: Buffer }
   | { kind: "timeout" }
-  | { kind: "unreachable"; message: string };
+  | { kind: "unreachable"; message: string }
+  /** The gateway failed (the input could not be serialised, or the request crashed): nothing to blame on the worker. */
+  | { kind: "gateway_error"; message: string };
 
 export type Forwarder = (call: ForwardCall) => Promise<ForwardOutcome>;
 
 interface Pending {
   call: ForwardCall;
+  /** The input, serialised before the proxy runs: nothing that can throw on the caller's input runs in its listeners. */
+  body: Buffer;
   settle: (outcome: ForwardOutcome) => void;
   proxyReq?: ClientRequest;
   timedOut: boolean;
@@ -44,7 +50,9 @@ const FORWARDED_HEADERS = new Set(["host", "connection", "content-type", "conten
 export function createHttpForwarder(agent: Agent): Forwarder {
   return (call) =>
     new Promise<ForwardOutcome>((resolve) => {
-      const body = Buffer.from(JSON.stringify(call.input));
+      const body = serialise(call);
+      if (!Buffer.isBuffer(body)) return resolve(body);
+      if (call.signal?.aborted) return resolve(abandoned(call.signal));
       const target = new URL(call.path, call.origin);
       let timedOut = false;
       const req = request(
@@ -68,9 +76,24 @@ export function createHttpForwarder(agent: Agent): Forwarder {
         req.destroy();
       });
       req.on("error", (err) => resolve(timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }));
+      call.signal?.addEventListener("abort", () => {
+        resolve(abandoned(call.signal!));
+        req.destroy();
+      });
       req.end(body);
     });
 }
+
+/** The call's input as the worker's request body, or the gateway error that stops it. */
+function serialise(call: ForwardCall): Buffer | ForwardOutcome {
+  try {
+    return Buffer.from(JSON.stringify(call.input));
+  } catch (err) {
+    return { kind: "gateway_error", message: `the input could not be serialised: ${(err as Error).message}` };
+  }
+}
+
+const abandoned = (signal: AbortSignal): ForwardOutcome => ({ kind: "gateway_error", message: `the request failed: ${String((signal.reason as Error)?.message ?? signal.reason)}` });
 
 /**
  * The REST door's forwarder: http-proxy-middleware over keep-alive connections, one proxy for
@@ -91,12 +114,11 @@ export function createProxyForwarder(agent: Agent): (req: Request, res: Response
         p.proxyReq = proxyReq;
         for (const name of proxyReq.getHeaderNames()) if (!FORWARDED_HEADERS.has(name)) proxyReq.removeHeader(name);
         // The body was parsed and validated by the gateway: send the validated input.
-        const body = Buffer.from(JSON.stringify(p.call.input));
         proxyReq.setHeader("content-type", "application/json");
-        proxyReq.setHeader("content-length", body.length);
+        proxyReq.setHeader("content-length", p.body.length);
         proxyReq.setHeader("x-request-id", p.call.requestId);
         proxyReq.setHeader("x-toolgate-deadline-ms", p.call.timeoutMs);
-        proxyReq.write(body);
+        proxyReq.write(p.body);
       },
       proxyRes(proxyRes, req) {
         const p = pending(req);
@@ -114,20 +136,31 @@ export function createProxyForwarder(agent: Agent): (req: Request, res: Response
 
   return (req, res) => (call) =>
     new Promise<ForwardOutcome>((resolve) => {
+      const body = serialise(call);
+      if (!Buffer.isBuffer(body)) return resolve(body);
+      if (call.signal?.aborted) return resolve(abandoned(call.signal));
       let done = false;
       const timer = setTimeout(() => {
         p.timedOut = true;
         p.proxyReq?.destroy();
         settle({ kind: "timeout" });
       }, call.timeoutMs);
+      const onAbort = () => {
+        settle(abandoned(call.signal!));
+        p.proxyReq?.destroy();
+      };
+      call.signal?.addEventListener("abort", onAbort);
       const settle = (outcome: ForwardOutcome) => {
         if (done) return;
         done = true;
         clearTimeout(timer);
+        call.signal?.removeEventListener("abort", onAbort);
         resolve(outcome);
       };
-      const p: Pending = { call, settle, timedOut: false };
+      const p: Pending = { call, body, settle, timedOut: false };
       (req as unknown as Carrier)[PENDING] = p;
-      proxy(req, res, (err?: unknown) => settle({ kind: "unreachable", message: String(err ?? "proxy did not forward") }));
+      proxy(req, res, (err?: unknown) => settle({ kind: "unreachable", message: String(err ?? "proxy did not forward") })).catch((err: unknown) =>
+        settle({ kind: "gateway_error", message: (err as Error)?.message ?? String(err) }),
+      );
     });
 }

@@ -23,8 +23,15 @@ export interface ToolCall {
   /** The caller: an API key, or (hash null) an account already identified by its payment. */
   key: { accountId: string; hash: string | null };
   idempotencyKey: string | null;
+  /** How long the answer is kept for replays; default IDEMPOTENCY_TTL_SECONDS (a paid call: its payment's retention). */
+  idempotencyTtlSeconds?: number;
   requestId: string;
+  /** The door counted this call against the rate limit already (MCP counts every message as it arrives). */
+  counted?: boolean;
 }
+
+/** What makes two calls "the same request" for idempotency: the tool and the body. */
+export const callFingerprint = (toolName: string, input: unknown) => createHash("sha256").update(`${toolName}\n${JSON.stringify(input)}`).digest("hex");
 
 export interface ToolCallResult extends StoredResponse {
   replayed: boolean;
@@ -38,7 +45,7 @@ export async function invokeTool(services: Services, call: ToolCall, forward: Fo
   const unavailable = services.pools.unavailableReason(tool.name);
   if (!parsed.success || unavailable) {
     // Authenticate (and count the request) before saying anything about the call; charge nothing.
-    await authenticate(services, key, requestId);
+    await checkCaller(services, call);
     if (unavailable) throw new ApiError("tool_unavailable", `The ${tool.name} tool is unavailable: ${unavailable}.`);
     parseInput(tool.input, call.input, "body");
   }
@@ -46,20 +53,21 @@ export async function invokeTool(services: Services, call: ToolCall, forward: Fo
   if (!call.idempotencyKey) return execute(services, call, input, forward, null);
 
   const idempotencyKey = call.idempotencyKey;
-  const fingerprint = createHash("sha256").update(`${tool.name}\n${JSON.stringify(call.input)}`).digest("hex");
+  const fingerprint = callFingerprint(tool.name, call.input);
+  const ttlSeconds = call.idempotencyTtlSeconds ?? services.config.idempotencyTtlSeconds;
   const leaseMs = timeoutOf(services, tool) + services.config.poolQueueTimeoutMs + 5_000;
   const deadline = Date.now() + leaseMs;
   for (;;) {
-    const claim = await services.store.beginIdempotent(key.accountId, idempotencyKey, { fingerprint, requestId, leaseMs, ttlSeconds: services.config.idempotencyTtlSeconds });
+    const claim = await services.store.beginIdempotent(key.accountId, idempotencyKey, { fingerprint, requestId, leaseMs, ttlSeconds });
     // Executed under the claim's request id: the debit is idempotent per request id, so a retry
     // that takes over the claim of a process that died mid-call is not charged a second time.
-    if (claim.state === "started") return execute(services, { ...call, requestId: claim.requestId }, input, forward, idempotencyKey);
+    if (claim.state === "started") return execute(services, { ...call, requestId: claim.requestId, idempotencyTtlSeconds: ttlSeconds }, input, forward, idempotencyKey);
     if (claim.state === "completed") {
-      await authenticate(services, key, requestId);
+      await checkCaller(services, call);
       return { ...claim.response, replayed: true };
     }
     if (claim.state === "conflict") {
-      await authenticate(services, key, requestId);
+      await checkCaller(services, call);
       throw new ApiError("idempotency_conflict", "This Idempotency-Key was already used with a different request body.", { param: "Idempotency-Key" });
     }
     // Another request with this key is executing: wait for its answer, then replay it.
@@ -68,17 +76,23 @@ export async function invokeTool(services: Services, call: ToolCall, forward: Fo
   }
 }
 
+/** Checks the caller's key, counting the request unless its door already did; charges nothing. */
+async function checkCaller(services: Services, call: ToolCall): Promise<Admitted> {
+  if (!call.counted) return authenticate(services, call.key, call.requestId);
+  return admitted(await services.store.admit({ accountId: call.key.accountId, keyHash: call.key.hash, cost: 0, requestId: call.requestId, tool: null, reason: "", countRequest: false }));
+}
+
 function timeoutOf(services: Services, tool: ToolDefinition): number {
   return services.config.toolTimeouts[tool.name] ?? tool.timeoutMs;
 }
 
 async function execute(services: Services, call: ToolCall, input: unknown, forward: Forwarder, idempotencyKey: string | null): Promise<ToolCallResult> {
   const { tool, key, requestId } = call;
-  const { store, pools, config } = services;
+  const { store } = services;
 
   let caller: Admitted;
   try {
-    caller = admitted(await store.admit({ accountId: key.accountId, keyHash: key.hash, cost: tool.cost, requestId, tool: tool.name, reason: "tool call" }));
+    caller = admitted(await store.admit({ accountId: key.accountId, keyHash: key.hash, cost: tool.cost, requestId, tool: tool.name, reason: "tool call", countRequest: !call.counted }));
   } catch (err) {
     // The store went away mid-admission: the debit may have happened without us hearing of it.
     // Refund it (a no-op if it never happened) as soon as the store answers again.
@@ -87,20 +101,37 @@ async function execute(services: Services, call: ToolCall, input: unknown, forwa
     else if (idempotencyKey) await store.abandonIdempotent(key.accountId, idempotencyKey).catch(() => undefined);
     throw err;
   }
-  const accountId = caller.account.id;
+  // Charged from here on: the call ends kept (2xx) or refunded once, whatever fails, even an
+  // exception raised outside this code while serving the request (the guard aborts `crashed`).
+  return services.requestGuard.answering((crashed) => serveCharged(services, call, caller, input, forward, idempotencyKey, crashed));
+}
 
+async function serveCharged(
+  services: Services,
+  { tool, requestId, idempotencyTtlSeconds }: ToolCall,
+  caller: Admitted,
+  input: unknown,
+  forward: Forwarder,
+  idempotencyKey: string | null,
+  crashed: AbortSignal,
+): Promise<ToolCallResult> {
+  const { store, pools, config } = services;
+  const accountId = caller.account.id;
   let outcome: ForwardOutcome;
   try {
     const release = await pools.gate(tool.pool).acquire(TIERS[caller.account.tier].priority, config.poolQueueTimeoutMs);
     try {
-      outcome = await forward({ origin: pools.url(tool.pool), path: `/tools/${tool.name}`, input, requestId, timeoutMs: timeoutOf(services, tool) });
+      outcome = await forward({ origin: pools.url(tool.pool), path: `/tools/${tool.name}`, input, requestId, timeoutMs: timeoutOf(services, tool), signal: crashed });
     } finally {
       release();
     }
   } catch (err) {
-    if (!(err instanceof PoolBusyError)) throw err;
-    await refundOnce(services, { accountId, requestId, idempotencyKey, tool: tool.name, reason: "worker pool busy", errorCode: null });
-    throw new ApiError("worker_pool_busy", "Every worker for this tool is busy; retry shortly.", { headers: { ...caller.headers, "Retry-After": "1" } });
+    if (err instanceof PoolBusyError) {
+      await refundOnce(services, { accountId, requestId, idempotencyKey, tool: tool.name, reason: "worker pool busy", errorCode: null });
+      throw new ApiError("worker_pool_busy", "Every worker for this tool is busy; retry shortly.", { headers: { ...caller.headers, "Retry-After": "1" } });
+    }
+    services.log.error({ err, request_id: requestId, tool: tool.name }, "a charged call failed inside the gateway");
+    outcome = { kind: "gateway_error", message: (err as Error)?.message ?? String(err) };
   }
 
   if (outcome.kind === "response" && outcome.status >= 200 && outcome.status < 300) {
@@ -109,7 +140,7 @@ async function execute(services: Services, call: ToolCall, input: unknown, forwa
       body: outcome.body.toString("utf8"),
       headers: { ...caller.headers, "X-Credits-Charged": String(tool.cost), "X-Credits-Remaining": String(caller.account.balance) },
     };
-    if (idempotencyKey) await store.completeIdempotent(accountId, idempotencyKey, result, config.idempotencyTtlSeconds);
+    if (idempotencyKey) await store.completeIdempotent(accountId, idempotencyKey, result, idempotencyTtlSeconds ?? config.idempotencyTtlSeconds);
     services.metrics.toolCalls.inc({ tool: tool.name, outcome: "ok" });
     if (caller.charged) services.metrics.creditsDebited.inc(tool.cost);
     return { ...result, replayed: false };
@@ -126,6 +157,7 @@ async function execute(services: Services, call: ToolCall, input: unknown, forwa
 function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiError {
   if (outcome.kind === "timeout") return new ApiError("tool_timeout", `The ${tool.name} tool did not answer in time; the call was not charged.`);
   if (outcome.kind === "unreachable") return new ApiError("worker_unavailable", `The ${tool.name} tool's workers are unreachable; the call was not charged.`);
+  if (outcome.kind === "gateway_error") return new ApiError("internal_error", `The ${tool.name} call failed inside the gateway; it was not charged.`);
   let error: { code?: string; message?: string; param?: string } = {};
   try {
     error = (JSON.parse(outcome.body.toString("utf8")) as { error?: typeof error }).error ?? {};

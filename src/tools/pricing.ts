@@ -27,6 +27,11 @@ export interface Price {
   usdc_atomic: string;
 }
 
+/** "1 credit", "5 credits": every text that states an amount of credits says it this way. */
+export function formatCredits(credits: number | bigint): string {
+  return `${credits} ${credits === 1 || credits === 1n ? "credit" : "credits"}`;
+}
+
 /** What `credits` cost in USDC atomic units. */
 export function atomicPrice(credits: number, creditPriceAtomic: bigint): bigint {
   return BigInt(credits) * creditPriceAtomic;

@@ -5,28 +5,90 @@ import ipaddr from "ipaddr.js";
 /**
  * The SSRF guard for webhook URLs. A target must be HTTPS and every address its host resolves
  * to must be public unicast: no loopback, private, link-local (cloud metadata), CGNAT,
- * multicast, broadcast, reserved or unspecified range, in IPv4 or IPv6, including IPv4-mapped
- * and NAT64 forms. Numeric-host tricks (2130706433, 0x7f.1, 127.1) are normalised by the
- * WHATWG URL parser before the check. The same rule runs again inside the delivery agent's DNS
+ * multicast, broadcast, reserved or unspecified range, in IPv4 or IPv6. IPv6 must lie in the
+ * global unicast space (2000::/3) outside its documentation, ORCHID and protocol-assignment
+ * blocks; forms that carry an IPv4 address (IPv4-compatible, SIIT, NAT64, 6to4, Teredo) are
+ * refused and named by that address; IPv4-mapped addresses are judged as the IPv4 address.
+ * Numeric-host tricks (2130706433, 0x7f.1, 127.1) are normalised by the WHATWG URL parser
+ * before the check. The same rule runs again inside the delivery agent's DNS
  * lookup, so a host that re-resolves to a private address later (DNS rebinding) is refused
  * at connect time.
  */
 export class BlockedTargetError extends Error {}
 
+/** The ranges the development escape hatch opens: loopback and private networks, never metadata or multicast. */
+const PRIVATE_RANGES = new Set(["loopback", "private", "uniqueLocal"]);
+
+const cidr = (text: string) => ipaddr.IPv6.parseCIDR(text);
+/** IANA's global unicast space; everything outside it is special, deprecated or unassigned. */
+const GLOBAL_UNICAST = cidr("2000::/3");
+/** RFC 8215 local-use NAT64: the IPv4 address's place depends on the operator's prefix length. */
+const NAT64_LOCAL_USE = cidr("64:ff9b:1::/48");
+/** Ranges inside 2000::/3 that are not ordinary public hosts (checked in order, narrowest first). */
+const SPECIAL_GLOBAL: [string, [ipaddr.IPv6, number]][] = [
+  ["documentation", cidr("2001:db8::/32")],
+  ["documentation", cidr("3fff::/20")],
+  ["ORCHID", cidr("2001:10::/28")],
+  ["ORCHID", cidr("2001:20::/28")],
+  ["IETF protocol assignments", cidr("2001::/23")],
+  ["AS112", cidr("2620:4f:8000::/48")],
+];
+
+/** IPv6 forms that carry an IPv4 address: the form's name, and where the IPv4 address sits. */
+const EMBEDDING: { form: string; range: [ipaddr.IPv6, number]; ipv4: (bytes: number[]) => number[] }[] = [
+  // RFC 6145 SIIT (::ffff:0:a.b.c.d) and RFC 6052 NAT64 (64:ff9b::a.b.c.d): the last 32 bits.
+  { form: "IPv4-translated", range: cidr("::ffff:0:0:0/96"), ipv4: (b) => b.slice(12) },
+  { form: "NAT64", range: cidr("64:ff9b::/96"), ipv4: (b) => b.slice(12) },
+  // RFC 3056 6to4: bits 16–47.
+  { form: "6to4", range: cidr("2002::/16"), ipv4: (b) => b.slice(2, 6) },
+  // RFC 4380 Teredo: the client's address, inverted, in the last 32 bits.
+  { form: "Teredo", range: cidr("2001::/32"), ipv4: (b) => b.slice(12).map((x) => x ^ 0xff) },
+  // RFC 4291 §2.5.5.1 IPv4-compatible (::a.b.c.d), deprecated; :: and ::1 are caught before.
+  { form: "IPv4-compatible", range: cidr("::/96"), ipv4: (b) => b.slice(12) },
+];
+
+function ipv4Reason(ip: ipaddr.IPv4, allowPrivate: boolean): string | null {
+  const range = ip.range();
+  if (range === "unicast" || (allowPrivate && PRIVATE_RANGES.has(range))) return null;
+  return `${ip.toString()} is in the ${range} range`;
+}
+
+function ipv6Reason(ip: ipaddr.IPv6, address: string, allowPrivate: boolean): string | null {
+  // A mapped address is the IPv4 address itself on the wire (the socket connects over IPv4).
+  if (ip.isIPv4MappedAddress()) return ipv4Reason(ip.toIPv4Address(), allowPrivate);
+  const range = ip.range();
+  if (range === "unspecified" || range === "loopback") return allowPrivate && range === "loopback" ? null : `${address} is in the ${range} range`;
+  // Translation and tunnelling forms reach whatever IPv4 address they carry, through a relay or
+  // gateway that does not check it: refused outright, and named by that address.
+  const embedding = EMBEDDING.find((e) => ip.match(e.range));
+  if (embedding) {
+    const ipv4 = new ipaddr.IPv4(embedding.ipv4(ip.toByteArray()));
+    const ipv4Range = ipv4.range() === "unicast" ? "public" : ipv4.range();
+    return `${address} is an ${embedding.form} address of ${ipv4.toString()} (${ipv4Range}); such addresses are not allowed`;
+  }
+  if (ip.match(NAT64_LOCAL_USE)) return `${address} is in the NAT64 local-use range`;
+  if (!ip.match(GLOBAL_UNICAST)) {
+    if (allowPrivate && PRIVATE_RANGES.has(range)) return null;
+    return range === "unicast" ? `${address} is outside the global unicast space (2000::/3)` : `${address} is in the ${range} range`;
+  }
+  const special = SPECIAL_GLOBAL.find(([, r]) => ip.match(r));
+  return special ? `${address} is in the ${special[0]} range` : null;
+}
+
 /** Why an address may not be a webhook target, or null when it may. */
 export function blockedReason(address: string, allowPrivate: boolean): string | null {
-  if (!ipaddr.isValid(address)) return "not an IP address";
-  let ip = ipaddr.parse(address);
-  if (ip.kind() === "ipv6") {
-    const v6 = ip as ipaddr.IPv6;
-    if (v6.isIPv4MappedAddress()) ip = v6.toIPv4Address();
-    else if (v6.range() === "rfc6052" || v6.range() === "6to4" || v6.range() === "teredo") return `${v6.range()} addresses embed other addresses`;
+  const family = isIP(address);
+  if (family === 4) return ipv4Reason(ipaddr.IPv4.parse(address), allowPrivate);
+  if (family !== 6) return "not an IP address";
+  // ipaddr.js reads any dotted tail as IPv4-mapped (`::127.0.0.1` becomes `::ffff:7f00:1`), and
+  // resolvers print IPv4-compatible addresses that way: the WHATWG serialiser spells it in hex.
+  let canonical: string;
+  try {
+    canonical = new URL(`http://[${address}]/`).hostname.slice(1, -1);
+  } catch {
+    return "not an IP address";
   }
-  const range = ip.range();
-  if (range === "unicast") return null;
-  // The development/test escape hatch opens loopback and private networks, never metadata or multicast.
-  if (allowPrivate && ["loopback", "private", "uniqueLocal"].includes(range)) return null;
-  return `${address} is in the ${range} range`;
+  return ipv6Reason(ipaddr.IPv6.parse(canonical), address, allowPrivate);
 }
 
 /** Checks a URL's form and every address its host resolves to now. */

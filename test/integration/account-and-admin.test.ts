@@ -11,7 +11,7 @@ describe("GET /api/v1/account and /api/v1/usage", () => {
   it("shows the caller's account with rate-limit headers", async () => {
     const { key, accountId } = await signUp(gw.url);
     const res = await call(`${gw.url}/api/v1/account`, { key });
-    expect(res.body).toMatchObject({ id: accountId, tier: "free", credits: 25, email_verified: false, rate_limit_per_minute: 60, features: ["tools", "x402"] });
+    expect(res.body).toMatchObject({ id: accountId, tier: "free", credits: 25, email_verified: false, rate_limit_per_minute: 60, features: ["tools", "x402"], features_coming: [] });
     expect(res.headers.get("ratelimit-limit")).toBe("60");
     expect(res.headers.get("ratelimit-remaining")).toBe("59");
     expect(res.headers.get("cache-control")).toBe("no-store");
@@ -40,7 +40,9 @@ describe("admin API", () => {
     expect(res.body).toMatchObject({ id: accountId, tier: "business" });
     const after = await call(`${gw.url}/api/v1/account`, { key });
     expect(after.headers.get("ratelimit-limit")).toBe("1000");
-    expect(after.body.features).toContain("sso");
+    // Only what is built is listed as a feature; what the tier promises beyond that is "coming".
+    expect(after.body.features).toEqual(["tools", "x402", "mcp", "webhooks", "priority_queue"]);
+    expect(after.body.features_coming).toEqual(["analytics", "custom_endpoints", "sso", "dedicated_workers"]);
   });
 
   it("grants credits once per Idempotency-Key", async () => {

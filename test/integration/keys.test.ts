@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, signUp, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { admin, call, signUp, startGateway, type TestGateway } from "../helpers/gateway.js";
 
 let gw: TestGateway;
 beforeAll(async () => {
@@ -16,7 +16,7 @@ describe("API keys", () => {
     const res = await keys(key);
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual([
-      { id: keyId, name: "default", prefix: key.slice(0, 29), last4: key.slice(-4), status: "active", created_at: expect.any(String), revoked_at: null },
+      { id: keyId, name: "default", prefix: key.slice(0, 29), last4: key.slice(-4), status: "active", created_at: expect.any(String), revoked_at: null, last_used_at: expect.any(String) },
     ]);
     expect(JSON.stringify(res.body)).not.toContain(key.slice(29, -4));
   });
@@ -51,13 +51,52 @@ describe("API keys", () => {
     expect((await me(rotated.body.key)).status).toBe(200);
   });
 
-  it("revokes a key immediately; revoking again is harmless", async () => {
+  it("shows when each key was last used, and never for a key not yet used", async () => {
+    const { key } = await signUp(gw.url);
+    const unused = (await call(`${gw.url}/api/v1/keys`, { key, body: { name: "unused" } })).body;
+    const before = Date.now();
+    await me(key);
+    const listed = (await keys(key)).body.data as { id: string; last_used_at: string | null }[];
+    const used = Date.parse(listed.find((k) => k.id !== unused.id)!.last_used_at!);
+    expect(used).toBeGreaterThan(before - 60_000);
+    expect(used).toBeLessThanOrEqual(Date.now() + 1000);
+    expect(listed.find((k) => k.id === unused.id)!.last_used_at).toBeNull();
+  });
+
+  it("revokes a key immediately; revoking it again is 404, as for any resource deleted before", async () => {
     const { key } = await signUp(gw.url);
     const second = (await call(`${gw.url}/api/v1/keys`, { key, body: {} })).body;
     const revoked = await call(`${gw.url}/api/v1/keys/${second.id}`, { key, method: "DELETE" });
     expect(revoked.body).toMatchObject({ id: second.id, status: "revoked" });
     expect((await me(second.key)).body.error.code).toBe("api_key_revoked");
-    expect((await call(`${gw.url}/api/v1/keys/${second.id}`, { key, method: "DELETE" })).body.revoked_at).toBe(revoked.body.revoked_at);
+    const again = await call(`${gw.url}/api/v1/keys/${second.id}`, { key, method: "DELETE" });
+    expect([again.status, again.body.error.code, again.body.error.param]).toEqual([404, "not_found", "id"]);
+    expect((await keys(key)).body.data.find((k: { id: string }) => k.id === second.id)).toMatchObject({ status: "revoked", revoked_at: revoked.body.revoked_at });
+  });
+
+  it("keeps the last active key unless force=true: no accidental lock-out", async () => {
+    const { key, keyId } = await signUp(gw.url);
+    const refused = await call(`${gw.url}/api/v1/keys/${keyId}`, { key, method: "DELETE" });
+    expect([refused.status, refused.body.error.code, refused.body.error.param]).toEqual([409, "last_active_key", "id"]);
+    expect((await me(key)).status).toBe(200);
+    const bad = await call(`${gw.url}/api/v1/keys/${keyId}?force=yes`, { key, method: "DELETE" });
+    expect([bad.status, bad.body.error.param]).toEqual([422, "force"]);
+    const forced = await call(`${gw.url}/api/v1/keys/${keyId}?force=true`, { key, method: "DELETE" });
+    expect([forced.status, forced.body.status]).toEqual([200, "revoked"]);
+    expect((await me(key)).body.error.code).toBe("api_key_revoked");
+  });
+
+  it("lets the operator issue a key to an account that revoked its last one; the key is shown once", async () => {
+    const { key, keyId, accountId } = await signUp(gw.url);
+    await call(`${gw.url}/api/v1/keys/${keyId}?force=true`, { key, method: "DELETE" });
+    const issued = await admin(gw.url, `/accounts/${accountId}/keys`, { body: { name: "recovery" } });
+    expect(issued.status).toBe(201);
+    expect(issued.body).toMatchObject({ name: "recovery", status: "active", last_used_at: null, key: expect.stringMatching(/^tg_live_/) });
+    expect((await me(issued.body.key)).body).toMatchObject({ id: accountId });
+    expect(JSON.stringify((await keys(issued.body.key)).body)).not.toContain(issued.body.key);
+    // Only the operator, and only for an account that exists.
+    expect((await call(`${gw.url}/api/v1/admin/accounts/${accountId}/keys`, { key: issued.body.key, body: {} })).body.error.code).toBe("admin_required");
+    expect((await admin(gw.url, "/accounts/acct_0000000000000000/keys", { body: {} })).status).toBe(404);
   });
 
   it("never lets one account see, rotate or revoke another's key", async () => {

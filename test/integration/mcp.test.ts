@@ -157,3 +157,105 @@ describe("before MCP runs", () => {
     expect(res.status).toBe(406);
   });
 });
+
+describe("the rate limit over MCP", () => {
+  /** Posts raw JSON-RPC; answers the status, what RateLimit-Remaining says, and the body. */
+  const post = async (key: string, body: unknown) => {
+    const res = await fetch(`${gw.url}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "x-api-key": key },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, remaining: Number(res.headers.get("ratelimit-remaining")), text: await res.text() };
+  };
+  const ping = (id: number) => ({ jsonrpc: "2.0", id, method: "ping" });
+
+  it("counts every message: each one of a batch, unknown tools, notifications and malformed messages", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const first = await post(key, ping(1));
+    expect([first.status, first.remaining]).toEqual([200, 299]);
+    const batch = await post(key, Array.from({ length: 100 }, (_, i) => ping(i)));
+    expect([batch.status, batch.remaining]).toEqual([200, 199]);
+    const unknown = await post(key, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "teleport", arguments: {} } });
+    expect([unknown.status, unknown.remaining, unknown.text.includes("tool_not_found")]).toEqual([200, 198, true]);
+    const notification = await post(key, { jsonrpc: "2.0", method: "tools/call", params: { name: "hash", arguments: { text: "x" } } });
+    expect([notification.status, notification.remaining]).toEqual([202, 197]);
+    const malformed = await post(key, { jsonrpc: "2.0" });
+    expect([malformed.status, malformed.remaining]).toEqual([400, 196]);
+    expect(await balanceOf(gw.url, key)).toBe(100); // that read counted too: 195 left
+  });
+
+  it("counts a tool call once, with its charge, whichever way it was named", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const call = await post(key, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "hash", arguments: { text: "x" } } });
+    expect([call.status, call.remaining]).toEqual([200, 299]);
+    const alias = await post(key, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "qr", arguments: { text: "x" } } });
+    expect([alias.status, alias.remaining, alias.text.includes('"isError":true')]).toEqual([200, 298, false]);
+    expect(await balanceOf(gw.url, key)).toBe(98);
+  });
+
+  it("refuses a batch larger than what is left of the window, counting none of it", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    expect((await post(key, Array.from({ length: 250 }, (_, i) => ping(i)))).remaining).toBe(50);
+    const refused = await post(key, Array.from({ length: 51 }, (_, i) => ping(i)));
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.text)).toMatchObject({ error: { code: "rate_limited" } });
+    expect((await post(key, Array.from({ length: 50 }, (_, i) => ping(i)))).remaining).toBe(0);
+    expect((await post(key, ping(1))).status).toBe(429);
+  });
+});
+
+describe("aliases over MCP", () => {
+  it.each(Object.keys(ERAS) as (keyof typeof ERAS)[])("calls a tool by its alias with the official client, %s", async (era) => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const client = await connect(key, era);
+    try {
+      const byAlias = await client.callTool({ name: "qr", arguments: { text: "hello", format: "svg" } });
+      const byName = await client.callTool({ name: "qr-code", arguments: { text: "hello", format: "svg" } });
+      expect(byAlias.isError).toBeFalsy();
+      expect(byAlias.structuredContent).toEqual(byName.structuredContent);
+      expect((await ledger(key)).slice(0, 2).map((e) => e.tool)).toEqual(["qr-code", "qr-code"]);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe("protocol revisions", () => {
+  const rpc = async (key: string, body: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${gw.url}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "x-api-key": key, ...headers },
+      body: JSON.stringify(body),
+    });
+    const text = await res.text();
+    const data = text.startsWith("{") ? text : text.split("\n").find((l) => l.startsWith("data: "))!.slice(6);
+    return JSON.parse(data) as { result?: Record<string, unknown>; error?: unknown };
+  };
+  const initialize = (key: string, protocolVersion: string) =>
+    rpc(key, { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion, capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
+
+  it.each(["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"])("answers initialize at %s with that revision", async (version) => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    expect((await initialize(key, version)).result).toMatchObject({ protocolVersion: version });
+  });
+
+  it("negotiates 2026-07-28 through server/discover, the newest revision the SDK serves", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" }, "io.modelcontextprotocol/clientCapabilities": {} };
+    const discovered = await rpc(key, { jsonrpc: "2.0", id: 1, method: "server/discover", params: { _meta: meta } }, { "mcp-protocol-version": "2026-07-28", "mcp-method": "server/discover" });
+    expect(discovered.error).toBeUndefined();
+    expect((discovered.result!.supportedVersions as string[])[0]).toBe("2026-07-28");
+    const client = await connect(key, "2026-07-28");
+    try {
+      expect((await client.listTools()).tools.length).toBe(TOOLS.length);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("answers initialize naming 2026-07-28 with 2025-11-25: that revision has no initialize, so the newest initialize-era one", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    expect((await initialize(key, "2026-07-28")).result).toMatchObject({ protocolVersion: "2025-11-25" });
+  });
+});

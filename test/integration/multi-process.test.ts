@@ -26,7 +26,7 @@ describe("keys across processes", () => {
     const { key, keyId } = await signUp(a.url);
     expect((await me(a, key)).status).toBe(200);
     expect((await me(b, key)).status).toBe(200);
-    expect((await call(`${b.url}/api/v1/keys/${keyId}`, { key, method: "DELETE" })).status).toBe(200);
+    expect((await call(`${b.url}/api/v1/keys/${keyId}?force=true`, { key, method: "DELETE" })).status).toBe(200);
     expect((await me(a, key)).body.error.code).toBe("api_key_revoked");
     expect((await me(b, key)).body.error.code).toBe("api_key_revoked");
   });

@@ -35,7 +35,7 @@ describe("on a Redis Cluster", () => {
   it("signs up, revokes a key on one process and refuses it on the other", async () => {
     const { key, keyId } = await signUp(a.url);
     expect((await call(`${b.url}/api/v1/account`, { key })).body.credits).toBe(25);
-    expect((await call(`${b.url}/api/v1/keys/${keyId}`, { key, method: "DELETE" })).status).toBe(200);
+    expect((await call(`${b.url}/api/v1/keys/${keyId}?force=true`, { key, method: "DELETE" })).status).toBe(200);
     expect((await call(`${a.url}/api/v1/account`, { key })).body.error.code).toBe("api_key_revoked");
   });
 

@@ -5,7 +5,7 @@ import { newAccountId, newEventId, newKeyId, newRequestId } from "../../src/lib/
 import { tierLimits } from "../../src/store/index.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis.js";
-import type { Store } from "../../src/store/types.js";
+import { InvalidCursorError, KEY_USE_RESOLUTION_MS, type Store } from "../../src/store/types.js";
 import { REDIS_URL, dropPrefix, uniquePrefix } from "../helpers/redis.js";
 import { startRedisCluster } from "../helpers/redis-server.js";
 
@@ -91,17 +91,63 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     const a = await account();
     const graceKey = generateApiKey(a.id);
     await store.addKey({ id: "key_grace", accountId: a.id, hash: graceKey.hash, prefix: graceKey.prefix, last4: graceKey.last4, name: null, createdAt: Date.now(), revokedAt: null });
-    await store.revokeKey(a.id, a.keyId, 0);
+    expect(await store.revokeKey(a.id, a.keyId, 0)).toMatchObject({ status: "revoked", key: { id: a.keyId } });
     expect(await debit(a.id, a.key.hash, 0)).toEqual({ status: "revoked" });
     const revoked = await store.revokeKey(a.id, "key_grace", 300);
-    expect(revoked?.revokedAt).toBeGreaterThan(Date.now());
+    if (revoked.status !== "revoked") throw new Error(revoked.status);
+    expect(revoked.key.revokedAt).toBeGreaterThan(Date.now());
     expect((await debit(a.id, graceKey.hash, 0)).status).toBe("ok");
+    // A later revocation never postpones an earlier one.
+    expect(await store.revokeKey(a.id, "key_grace", 60_000)).toMatchObject({ status: "revoked", key: { revokedAt: revoked.key.revokedAt } });
     await new Promise((r) => setTimeout(r, 350));
     expect(await debit(a.id, graceKey.hash, 0)).toEqual({ status: "revoked" });
-    // A later revocation never postpones an earlier one.
-    const again = await store.revokeKey(a.id, "key_grace", 60_000);
-    expect(again?.revokedAt).toBe(revoked?.revokedAt);
-    expect(await store.revokeKey(a.id, "key_missing", 0)).toBeNull();
+    // Once revoked, a key stays as it is.
+    expect(await store.revokeKey(a.id, "key_grace", 0)).toMatchObject({ status: "already_revoked", key: { revokedAt: revoked.key.revokedAt } });
+    expect(await store.revokeKey(a.id, "key_missing", 0)).toEqual({ status: "not_found" });
+  });
+
+  it("keeps the last active key when asked, even when two revocations race", async () => {
+    const a = await account();
+    const other = generateApiKey(a.id);
+    await store.addKey({ id: "key_other", accountId: a.id, hash: other.hash, prefix: other.prefix, last4: other.last4, name: null, createdAt: Date.now(), revokedAt: null });
+    const outcomes = await Promise.all([a.keyId, "key_other"].map((id) => store.revokeKey(a.id, id, 0, { keepOneActive: true })));
+    expect(outcomes.map((o) => o.status).sort()).toEqual(["last_active_key", "revoked"]);
+    const kept = outcomes.find((o) => o.status === "last_active_key")!;
+    expect((await store.listKeys(a.id)).filter((k) => k.revokedAt === null).map((k) => k.id)).toEqual([kept.key.id]);
+    // A key whose revocation is already scheduled does not count as active.
+    const third = generateApiKey(a.id);
+    await store.addKey({ id: "key_third", accountId: a.id, hash: third.hash, prefix: third.prefix, last4: third.last4, name: null, createdAt: Date.now(), revokedAt: null });
+    expect((await store.revokeKey(a.id, "key_third", 60_000)).status).toBe("revoked");
+    expect((await store.revokeKey(a.id, kept.key.id, 0, { keepOneActive: true })).status).toBe("last_active_key");
+    expect((await store.revokeKey(a.id, kept.key.id, 0)).status).toBe("revoked");
+  });
+
+  it("records when a key was last used, inside the admission, at most once per resolution window", async () => {
+    const a = await account();
+    expect((await store.listKeys(a.id))[0]!.lastUsedAt).toBeNull();
+    const before = Date.now();
+    await debit(a.id, a.key.hash, 0);
+    const first = (await store.listKeys(a.id))[0]!.lastUsedAt!;
+    expect(first).toBeGreaterThanOrEqual(before - 1000);
+    expect(first).toBeLessThanOrEqual(Date.now() + 1000);
+    await new Promise((r) => setTimeout(r, 20));
+    await debit(a.id, a.key.hash, 1);
+    expect((await store.listKeys(a.id))[0]!.lastUsedAt).toBe(first);
+    expect(KEY_USE_RESOLUTION_MS).toBe(60_000);
+    // A refused (revoked) key is not "used".
+    const revoked = await store.revokeKey(a.id, a.keyId, 0);
+    expect(revoked).toMatchObject({ status: "revoked", key: { lastUsedAt: first } });
+  });
+
+  it("counts a batch of requests all or none, and debits without counting when the door counted already", async () => {
+    const a = await account(100, "free");
+    const batch = (requests: number) => store.admit({ accountId: a.id, keyHash: a.key.hash, cost: 0, requestId: newRequestId(), tool: null, reason: "", requests });
+    expect(await batch(50)).toMatchObject({ status: "ok", rate: { limit: 60, remaining: 10 } });
+    expect(await batch(11)).toMatchObject({ status: "rate_limited", rate: { remaining: 10 } });
+    expect(await batch(10)).toMatchObject({ status: "ok", rate: { remaining: 0 } });
+    const uncounted = await store.admit({ accountId: a.id, keyHash: a.key.hash, cost: 2, requestId: newRequestId(), tool: "hash", reason: "tool call", countRequest: false });
+    expect(uncounted).toMatchObject({ status: "ok", charged: true, account: { balance: 98 } });
+    expect(await debit(a.id, a.key.hash, 1)).toMatchObject({ status: "rate_limited" });
   });
 
   it("debits once per request id and refunds once per debit", async () => {
@@ -114,8 +160,9 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.refund(a.id, { requestId: "req_same", reason: "tool failed" })).toEqual({ status: "already_refunded" });
     expect(await store.refund(a.id, { requestId: "req_never", reason: "x" })).toEqual({ status: "not_charged" });
     expect((await store.getAccount(a.id))?.balance).toBe(10);
-    const kinds = (await store.ledger(a.id, { limit: 10 })).items.map((e) => [e.kind, e.amount, e.balance]);
-    expect(kinds).toEqual([["refund", 3, 10], ["debit", -3, 7], ["grant", 10, 10]]);
+    const rows = (await store.ledger(a.id, { limit: 10 })).items.map((e) => [e.kind, e.amount, e.balance, e.tool]);
+    // The refund names the tool whose debit it returns.
+    expect(rows).toEqual([["refund", 3, 10, "hash"], ["debit", -3, 7, "hash"], ["grant", 10, 10, null]]);
   });
 
   it("never takes the balance below zero", async () => {
@@ -204,6 +251,17 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(first.items.map((e) => e.balance)).toEqual([6, 7, 8]);
     expect(second.items.map((e) => e.balance)).toEqual([9, 10]);
     expect(second.nextCursor).toBeNull();
+    // Any entry id is a cursor, the page starting strictly before it.
+    const [ms, seq] = first.items[1]!.id.split("-").map(Number) as [number, number];
+    expect((await store.ledger(a.id, { cursor: `${ms}-${seq + 1}`, limit: 1 })).items.map((e) => e.balance)).toEqual([7]);
+  });
+
+  it("refuses a cursor it never handed out rather than starting again from the top", async () => {
+    const a = await account(10);
+    for (const cursor of ["garbage", "", "1-2-3", "-1-0", "18446744073709551616-0", "99999999999999999999999-0"]) {
+      await expect(store.ledger(a.id, { cursor, limit: 3 }), cursor).rejects.toBeInstanceOf(InvalidCursorError);
+    }
+    await expect(store.listAccounts({ cursor: newAccountId(), limit: 3 })).rejects.toBeInstanceOf(InvalidCursorError);
   });
 
   it("writes a refund's events only when the refund applies", async () => {
@@ -302,7 +360,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await openIds()).toEqual([id]);
     await store.savePayment({ ...record, state: "settled", txHash: "0xabc" });
     expect(await openIds()).toEqual([]);
-    expect([await store.claimPaymentService(id), await store.claimPaymentService(id)]).toEqual([true, false]);
+    expect([await store.claimPaymentService(id, Date.now() + 60_000), await store.claimPaymentService(id, Date.now() + 60_000)]).toEqual([true, false]);
 
     const failed = { ...record, id: `${id}:failed` };
     expect(await store.claimPayment(failed)).toBeNull();

@@ -16,7 +16,7 @@ afterAll(async () => {
   await llm.stop();
 });
 
-const usage = async (key: string) => (await call(`${gw.url}/api/v1/usage?limit=100`, { key })).body.data as { kind: string; amount: number }[];
+const usage = async (key: string) => (await call(`${gw.url}/api/v1/usage?limit=100`, { key })).body.data as { kind: string; amount: number; tool: string | null }[];
 /** The account's events once sign-up's agent.registered and `more` others have been relayed. */
 const events = (accountId: string, more: number) => eventsOf(gw.services.store, accountId, 1 + more);
 
@@ -73,7 +73,8 @@ describe("POST /v1/tools/{name}", () => {
       llm.state.status = 200;
     }
     expect(await balanceOf(gw.url, key)).toBe(100);
-    expect((await usage(key)).slice(0, 2).map((e) => [e.kind, e.amount])).toEqual([["refund", 10], ["debit", -10]]);
+    // The refund row names the tool it refunds, as its debit does.
+    expect((await usage(key)).slice(0, 2).map((e) => [e.kind, e.amount, e.tool])).toEqual([["refund", 10, "ai-generate"], ["debit", -10, "ai-generate"]]);
     const errors = (await events(accountId, 1)).filter((e) => e.event === "tool.error");
     expect(errors).toHaveLength(1);
     expect(errors[0]!.data).toMatchObject({ tool_name: "ai-generate", credits_charged: 0, error_code: "tool_failed" });

@@ -108,6 +108,8 @@ describe("offline tools", () => {
     const before = await balanceOf(gw.url, key);
     const bad = await callTool(gw.url, key, "regex-test", { pattern: "(unclosed", text: "x" });
     expect([bad.status, bad.body.error.code, bad.body.error.param]).toEqual([422, "validation_failed", "pattern"]);
+    // The engine's reason, introduced once.
+    expect(bad.body.error.message).toBe("Invalid regular expression: /(unclosed/g: Unterminated group");
     const slow = await callTool(gw.url, key, "regex-test", { pattern: "(a+)+$", text: `${"a".repeat(40)}!` });
     expect([slow.status, slow.body.error.code]).toEqual([422, "validation_failed"]);
     expect(await balanceOf(gw.url, key)).toBe(before);

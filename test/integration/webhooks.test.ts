@@ -86,6 +86,9 @@ describe("registering webhooks", () => {
     }
     expect((await call(`${gw.url}/api/v1/webhooks`, { key: a.key })).body.data).toHaveLength(1);
     expect((await call(`${gw.url}/api/v1/webhooks/${hook.id}`, { key: a.key, method: "DELETE" })).body).toEqual({ id: hook.id, deleted: true });
+    // Deleting again is 404, the rule for every repeated DELETE (as for revoking a key twice).
+    const again = await call(`${gw.url}/api/v1/webhooks/${hook.id}`, { key: a.key, method: "DELETE" });
+    expect([again.status, again.body.error.code, again.body.error.param]).toEqual([404, "not_found", "id"]);
   });
 });
 
@@ -183,7 +186,8 @@ describe("deliveries", () => {
     expect(JSON.parse(mine!.raw)).toMatchObject({ event: "agent.registered", data: { agent_id: accountId, tier: "free", email: expect.stringContaining("@example.com") } });
     expect(mine!.headers["x-webhook-signature"]).toBe(`sha256=${opensslHmacHex(hook.body.secret, mine!.raw)}`);
     expect((await call(`${gw.url}/api/v1/admin/webhooks`, { key: ADMIN_KEY })).body.data.map((w: { id: string }) => w.id)).toContain(hook.body.id);
-    await admin(gw.url, `/webhooks/${hook.body.id}`, { method: "DELETE" });
+    expect((await admin(gw.url, `/webhooks/${hook.body.id}`, { method: "DELETE" })).status).toBe(200);
+    expect((await admin(gw.url, `/webhooks/${hook.body.id}`, { method: "DELETE" })).status).toBe(404);
   });
 });
 

@@ -39,6 +39,7 @@ describe("the 402 challenge", () => {
       { scheme: "exact", network: "base-sepolia", maxAmountRequired: "2000", resource: expect.stringMatching(/\/v1\/tools\/hash$/), description: expect.any(String), mimeType: "application/json", payTo: PAY_TO, maxTimeoutSeconds: 300, asset: chains.base.usdc, extra: { name: "USDC", version: "2" } },
       { scheme: "exact", network: "polygon-amoy", maxAmountRequired: "2000", resource: expect.any(String), description: expect.any(String), mimeType: "application/json", payTo: PAY_TO, maxTimeoutSeconds: 300, asset: chains.polygon.usdc, extra: { name: "USDC", version: "2" } },
     ]);
+    expect(res.body.accepts[0].description).toBe("Hash: one call (1 credit)");
     const v2 = decode(res.headers.get("payment-required"));
     expect(v2).toMatchObject({ x402Version: 2, resource: { url: expect.stringMatching(/\/v1\/tools\/hash$/) } });
     expect(v2.accepts.map((a: { network: string; amount: string }) => [a.network, a.amount])).toEqual([["eip155:84532", "2000"], ["eip155:80002", "2000"]]);
@@ -103,7 +104,7 @@ describe("official clients", () => {
     const accountId = walletAccountId(payer.address);
     expect(await ledgerOf(accountId)).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
     const received = (await eventsOf(gw.services.store, accountId, 2)).find((e) => e.event === "payment.received");
-    expect(received?.data).toMatchObject({ type: "one_time", credits_added: 1, amount_usd: "0.00", amount_usdc_atomic: "2000", plan: null, agent_id: accountId, network: "base-sepolia", transaction: receipt.transaction });
+    expect(received?.data).toMatchObject({ type: "one_time", credits_added: 1, amount_usd: "0.002", amount_usdc_atomic: "2000", plan: null, agent_id: accountId, network: "base-sepolia", transaction: receipt.transaction });
   }, 30_000);
 
   it("@x402/fetch (v2) pays on the Polygon chain", async () => {

@@ -2,9 +2,11 @@ import { z } from "zod";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
 import { ACCOUNT_ID_PATTERN } from "../../lib/ids.js";
-import { accountView, accountViewSchema, listOf } from "../views.js";
+import { issueKey } from "../accounts.js";
+import { accountView, accountViewSchema, issuedKeyViewSchema, keyView, listOf } from "../views.js";
+import { keyName } from "./keys.js";
 import { TIER_NAMES } from "../tiers.js";
-import { pageQuery } from "./usage.js";
+import { pageOf, pageQuery } from "./usage.js";
 
 /** Operator endpoints, behind ADMIN_API_KEY. */
 function accountIdParam(id: string | undefined): string {
@@ -20,7 +22,7 @@ export const adminListAccounts = defineRoute({
   query: pageQuery,
   response: listOf(accountViewSchema),
   async handler({ services, query }) {
-    const page = await services.store.listAccounts(query);
+    const page = await pageOf(services.store.listAccounts(query));
     return { body: { object: "list", data: page.items.map(accountView), next_cursor: page.nextCursor } };
   },
 });
@@ -56,5 +58,21 @@ export const adminGrantCredits = defineRoute({
     });
     if (!result) throw new ApiError("not_found", "No such account.", { param: "id" });
     return { status: result.applied ? 201 : 200, body: { applied: result.applied, account: accountView(result.account) } };
+  },
+});
+
+export const adminIssueKey = defineRoute({
+  method: "post",
+  path: "/admin/accounts/:id/keys",
+  summary: "Issue a new API key for an account, e.g. one that revoked its last key. The full key is in this answer only.",
+  auth: "admin",
+  successStatus: 201,
+  body: z.strictObject({ name: keyName.optional() }),
+  response: issuedKeyViewSchema,
+  async handler({ services, params, body }) {
+    const accountId = accountIdParam(params.id);
+    if (!(await services.store.getAccount(accountId))) throw new ApiError("not_found", "No such account.", { param: "id" });
+    const { plaintext, key } = await issueKey(services, accountId, body.name ?? "issued by the operator");
+    return { status: 201, body: { ...keyView(key), key: plaintext } };
   },
 });

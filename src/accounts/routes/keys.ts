@@ -2,10 +2,10 @@ import { z } from "zod";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
 import { issueKey } from "../accounts.js";
-import { keyView, keyViewSchema, listOf } from "../views.js";
+import { issuedKeyViewSchema, keyView, keyViewSchema, listOf } from "../views.js";
 
 /** Key management for the calling account. Another account's key id is simply not found. */
-const keyName = z.string().trim().min(1).max(64);
+export const keyName = z.string().trim().min(1).max(64);
 
 export const listKeys = defineRoute({
   method: "get",
@@ -26,7 +26,7 @@ export const createKey = defineRoute({
   auth: "key",
   body: z.strictObject({ name: keyName.optional() }),
   successStatus: 201,
-  response: keyViewSchema.extend({ key: z.string().describe("The full key: shown in this answer only.") }),
+  response: issuedKeyViewSchema,
   async handler({ services, caller, body }) {
     const { plaintext, key } = await issueKey(services, caller.account.id, body.name ?? null);
     return { status: 201, body: { ...keyView(key), key: plaintext } };
@@ -50,19 +50,31 @@ export const rotateKey = defineRoute({
     if (old.revokedAt !== null && old.revokedAt <= Date.now()) throw new ApiError("not_found", "The key is already revoked.", { param: "id" });
     const { plaintext, key } = await issueKey(services, accountId, body.name ?? old.name);
     const rotated = await services.store.revokeKey(accountId, old.id, body.grace_seconds * 1000);
-    return { status: 201, body: { ...keyView(key), key: plaintext, replaced: rotated ? keyView(rotated) : null } };
+    return { status: 201, body: { ...keyView(key), key: plaintext, replaced: rotated.status === "not_found" ? null : keyView(rotated.key) } };
   },
 });
 
 export const revokeKey = defineRoute({
   method: "delete",
   path: "/keys/:id",
-  summary: "Revoke a key, effective on the very next request on every gateway process.",
+  summary:
+    "Revoke a key, effective on the very next request on every gateway process. The account's last active key is kept (409 last_active_key) unless force=true; a key already revoked is not found (404), like any resource deleted before.",
   auth: "key",
+  query: z.strictObject({ force: z.enum(["true", "false"]).default("false").describe("true: revoke even the last active key, leaving the account without one.") }),
   response: keyViewSchema,
-  async handler({ services, caller, params }) {
-    const revoked = await services.store.revokeKey(caller.account.id, params.id!, 0);
-    if (!revoked) throw new ApiError("not_found", "No such key.", { param: "id" });
-    return { body: keyView(revoked) };
+  async handler({ services, caller, params, query }) {
+    const outcome = await services.store.revokeKey(caller.account.id, params.id!, 0, { keepOneActive: query.force !== "true" });
+    switch (outcome.status) {
+      case "not_found":
+        throw new ApiError("not_found", "No such key.", { param: "id" });
+      case "already_revoked":
+        throw new ApiError("not_found", "The key is already revoked.", { param: "id" });
+      case "last_active_key":
+        throw new ApiError("last_active_key", "This is the account's last active key: revoking it would lock the account out. Create another key first, or send force=true.", {
+          param: "id",
+        });
+      case "revoked":
+        return { body: keyView(outcome.key) };
+    }
   },
 });

@@ -2,15 +2,18 @@
 -- KEYS: account, key record, rate-limit log, ledger, operation, outbox
 -- ARGV: tier limits (JSON), check key (1/0), cost, request id, tool, reason,
 --       low event id, depleted event id, ISO timestamp, window ms, period ms, op ttl,
---       count the request (1/0; 0 = check the key only)
+--       requests to count (0 = none: the key is checked and the debit made, nothing counted),
+--       last-used resolution ms
 local now = now_ms()
 local key_id = cjson.null
 if ARGV[2] == '1' then
-  local k = redis.call('HMGET', KEYS[2], 'id', 'revoked_at')
+  local k = redis.call('HMGET', KEYS[2], 'id', 'revoked_at', 'last_used_at')
   if not k[1] then return cjson.encode({ status = 'invalid_key' }) end
   local revoked_at = tonumber(k[2]) or 0
   if revoked_at > 0 and now >= revoked_at then return cjson.encode({ status = 'revoked' }) end
   key_id = k[1]
+  -- The key list shows when each key was last used; rewritten at most once per resolution window.
+  if now - (tonumber(k[3]) or 0) >= tonumber(ARGV[14]) then redis.call('HSET', KEYS[2], 'last_used_at', now) end
 end
 local a = load_account(KEYS[1])
 if not a then return cjson.encode({ status = 'invalid_key' }) end
@@ -33,12 +36,13 @@ if a.tier == 'free' and a.allowance_at > 0 and now >= a.allowance_at then
   redis.call('HSET', KEYS[1], 'allowance_at', a.allowance_at)
 end
 
-if ARGV[13] == '0' then
-  return cjson.encode({ status = 'ok', account = a, key_id = key_id, rate = { limit = tier.requestsPerMinute, remaining = -1, resetMs = 0 }, charged = false, events = {} })
+local requests = tonumber(ARGV[13])
+local rate = { limit = tier.requestsPerMinute, remaining = -1, resetMs = 0 }
+if requests > 0 then
+  local allowed, remaining, reset = rate_limit(KEYS[3], tier.requestsPerMinute, tonumber(ARGV[10]), ARGV[4], now, requests)
+  rate = { limit = tier.requestsPerMinute, remaining = remaining, resetMs = reset }
+  if not allowed then return cjson.encode({ status = 'rate_limited', account = a, rate = rate }) end
 end
-local allowed, remaining, reset = rate_limit(KEYS[3], tier.requestsPerMinute, tonumber(ARGV[10]), ARGV[4], now)
-local rate = { limit = tier.requestsPerMinute, remaining = remaining, resetMs = reset }
-if not allowed then return cjson.encode({ status = 'rate_limited', account = a, rate = rate }) end
 
 local cost = tonumber(ARGV[3])
 local charged, events = false, {}

@@ -1,10 +1,27 @@
--- KEYS: key list (hash id -> JSON)   ARGV: key id, grace ms, key record key prefix
+-- KEYS: key list (key id -> JSON), the key's record   ARGV: key id, grace ms, keep one active (1/0)
+-- A key already revoked stays as it is. With "keep one active", the account's last active key
+-- (one with no revocation scheduled) is not revoked: decided here, so two concurrent revocations
+-- cannot both pass the check and leave the account without a working key.
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return nil end
+if not raw then return cjson.encode({ status = 'not_found' }) end
 local key = cjson.decode(raw)
-local at = now_ms() + tonumber(ARGV[2])
-if key.revokedAt ~= cjson.null and key.revokedAt ~= nil and key.revokedAt < at then at = key.revokedAt end
+key.lastUsedAt = tonumber(redis.call('HGET', KEYS[2], 'last_used_at'))
+local now = now_ms()
+local scheduled = key.revokedAt ~= cjson.null and key.revokedAt ~= nil
+if scheduled and key.revokedAt <= now then return cjson.encode({ status = 'already_revoked', key = key }) end
+if ARGV[3] == '1' and not scheduled then
+  local others = 0
+  for _, other_raw in ipairs(redis.call('HVALS', KEYS[1])) do
+    local other = cjson.decode(other_raw)
+    if other.id ~= key.id and (other.revokedAt == cjson.null or other.revokedAt == nil) then others = others + 1 end
+  end
+  if others == 0 then return cjson.encode({ status = 'last_active_key', key = key }) end
+end
+local at = now + tonumber(ARGV[2])
+if scheduled and key.revokedAt < at then at = key.revokedAt end
 key.revokedAt = at
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(key))
+local stored = cjson.decode(raw)
+stored.revokedAt = at
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(stored))
 redis.call('HSET', KEYS[2], 'revoked_at', at)
-return cjson.encode(key)
+return cjson.encode({ status = 'revoked', key = key })

@@ -2,8 +2,9 @@ import { z } from "zod";
 import { defineTool } from "../definition.js";
 import { base64File, fileOutput } from "./common.js";
 import { DOCX, PDF, XLSX } from "./examples.js";
+import { MAX_TEXT_CHARS } from "./limits.js";
 
-const html = z.string().min(1).max(2_000_000);
+const html = z.string().min(1).max(MAX_TEXT_CHARS);
 
 export const htmlToMarkdown = defineTool({
   name: "html-to-markdown",
@@ -29,7 +30,7 @@ export const markdownToHtml = defineTool({
   tags: ["render", "markdown", "gfm"],
   pool: "general",
   timeoutMs: 5_000,
-  input: z.strictObject({ markdown: z.string().max(2_000_000).describe("The Markdown source.") }).meta({ examples: [{ markdown: "# Toolgate\n\nPay **per call**.\n\n- REST\n- MCP" }] }),
+  input: z.strictObject({ markdown: z.string().max(MAX_TEXT_CHARS).describe("The Markdown source.") }).meta({ examples: [{ markdown: "# Toolgate\n\nPay **per call**.\n\n- REST\n- MCP" }] }),
   output: z.object({ html: z.string().describe("The rendered HTML.") }),
 });
 

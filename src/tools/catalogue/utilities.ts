@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { defineTool } from "../definition.js";
+import { MAX_TEXT_CHARS } from "./limits.js";
 
 export const qrCode = defineTool({
   name: "qr-code",
@@ -39,7 +40,7 @@ export const hash = defineTool({
   timeoutMs: 5_000,
   input: z
     .strictObject({
-      text: z.string().max(10_000_000).describe("The text to hash (as UTF-8)."),
+      text: z.string().max(MAX_TEXT_CHARS).describe("The text to hash (as UTF-8)."),
       algorithm: z.enum(["md5", "sha1", "sha256", "sha384", "sha512", "sha3-256", "sha3-512"]).default("sha256").describe("The digest algorithm."),
       encoding: z.enum(["hex", "base64"]).default("hex").describe("How to write the digest."),
     })
@@ -85,8 +86,9 @@ export const textDiff = defineTool({
   timeoutMs: 5_000,
   input: z
     .strictObject({
-      old: z.string().max(1_000_000).describe("The original text."),
-      new: z.string().max(1_000_000).describe("The changed text."),
+      // Both texts travel in one body: each may take half.
+      old: z.string().max(MAX_TEXT_CHARS / 2).describe("The original text."),
+      new: z.string().max(MAX_TEXT_CHARS / 2).describe("The changed text."),
       mode: z.enum(["lines", "words", "chars"]).default("lines").describe("Compare by lines, words or characters."),
     })
     .meta({ examples: [{ old: "one\ntwo\nthree\n", new: "one\n2\nthree\nfour\n", mode: "lines" }] }),
@@ -112,7 +114,7 @@ export const regexTest = defineTool({
     .strictObject({
       pattern: z.string().min(1).max(1000).describe("The regular expression, without slashes."),
       flags: z.string().regex(/^[dgimsuyv]*$/, "flags from d, g, i, m, s, u, v, y").max(8).default("g").describe("Flags, e.g. g, i, m, s, u."),
-      text: z.string().max(1_000_000).describe("The text to search."),
+      text: z.string().max(MAX_TEXT_CHARS).describe("The text to search."),
     })
     .meta({ examples: [{ pattern: "(?<user>\\w+)@(?<domain>[\\w.]+)", flags: "g", text: "ada@example.com, bob@test.org" }] }),
   output: z.object({

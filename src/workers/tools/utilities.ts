@@ -67,7 +67,9 @@ export const regex = implement(regexTest, {
     try {
       re = new RegExp(input.pattern, input.flags);
     } catch (err) {
-      throw new WorkerError(422, "invalid_input", `Invalid regular expression: ${(err as Error).message}`, "pattern");
+      // V8's SyntaxError already reads "Invalid regular expression: /(/g: Unterminated group": said once.
+      const reason = (err as Error).message.replace(/^Invalid regular expression: /, "");
+      throw new WorkerError(422, "invalid_input", `Invalid regular expression: ${reason}`, "pattern");
     }
     const found = withTimeLimit(CPU_LIMIT_MS, "Matching this pattern", () => {
       const list: RegExpExecArray[] = [];

@@ -1,0 +1,40 @@
+import type { Duplex } from "node:stream";
+import { STATUS_CODES } from "node:http";
+import { newRequestId } from "../lib/ids.js";
+import { ApiError, errorBody, type ErrorCode } from "./errors.js";
+
+/**
+ * Requests Node refuses before express sees them (headers over 16 KB, a malformed request line,
+ * a request that took longer than REQUEST_TIMEOUT_MS) get Node's bare answer by default. This
+ * `clientError` listener answers them in the API's one error shape instead, under the same
+ * rule as Node's own: only when nothing of a response has been written on that connection yet,
+ * and the connection is closed afterwards (its byte stream can no longer be trusted).
+ */
+const ANSWERS: Record<string, { code: ErrorCode; message: string }> = {
+  HPE_HEADER_OVERFLOW: { code: "headers_too_large", message: "The request's headers are larger than the limit (16 KB)." },
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: { code: "body_too_large", message: "The request's chunk extensions are larger than the limit." },
+  ERR_HTTP_REQUEST_TIMEOUT: { code: "request_timeout", message: "The request was not received in time." },
+};
+const MALFORMED = { code: "bad_request", message: "The request is not valid HTTP." } as const;
+
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code !== "ECONNRESET" && socket.writable && !inFlight?.headersSent) {
+    const answer = ANSWERS[err.code ?? ""] ?? MALFORMED;
+    const error = new ApiError(answer.code, answer.message);
+    const requestId = newRequestId();
+    const body = JSON.stringify(errorBody(error, requestId));
+    socket.write(
+      `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n` +
+        "Content-Type: application/json; charset=utf-8\r\n" +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        `X-Request-Id: ${requestId}\r\n` +
+        "Cache-Control: no-store\r\n" +
+        "X-Content-Type-Options: nosniff\r\n" +
+        "Access-Control-Allow-Origin: *\r\n" +
+        "Connection: close\r\n\r\n" +
+        body,
+    );
+  }
+  socket.destroy();
+}

@@ -1,0 +1,30 @@
+import type { RequestHandler, Router } from "express";
+import { ApiError } from "./errors.js";
+
+/**
+ * A known path asked with a method it does not serve is answered 405 `method_not_allowed` with
+ * an `Allow` header (RFC 9110 §15.5.6), not 404. Each table of routes records, after its routes,
+ * which methods each of its paths serves (`allowOn`), so express's own path matching decides
+ * which paths are known; `methodNotAllowed`, just before the 404, answers for any path a route
+ * recognised. OPTIONS (CORS) is served on every path; HEAD wherever GET is.
+ */
+const ORDER = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/** Records, for requests on `path`, that it serves `methods`. */
+export function allowOn(router: Router, path: string | string[], methods: Iterable<string>): void {
+  const upper = [...methods].map((m) => m.toUpperCase());
+  router.all(path, (_req, res, next) => {
+    const allow: Set<string> = (res.locals.allowedMethods ??= new Set<string>());
+    for (const method of upper) allow.add(method);
+    if (allow.has("GET")) allow.add("HEAD");
+    allow.add("OPTIONS");
+    next();
+  });
+}
+
+export const methodNotAllowed: RequestHandler = (req, res, next) => {
+  const allowed = res.locals.allowedMethods as Set<string> | undefined;
+  if (!allowed) return next();
+  const allow = ORDER.filter((m) => allowed.has(m)).join(", ");
+  next(new ApiError("method_not_allowed", `${req.method} is not allowed on ${req.path}; it serves ${allow}.`, { headers: { Allow: allow } }));
+};

@@ -1,0 +1,87 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { RequestHandler, Response } from "express";
+import type { Logger } from "pino";
+import { ApiError, errorBody } from "./errors.js";
+
+/**
+ * One request never takes the process down. Every request runs in its own async scope
+ * (AsyncLocalStorage), so an exception nobody caught — thrown in an event listener, a timer or
+ * a forgotten promise while serving it — is traced back to the request whose code raised it, and
+ * fails that request alone:
+ *
+ * - code that holds a charged call (`answering`, the invocation service) is told through an
+ *   AbortSignal; it abandons the call, refunds it once and answers the error itself;
+ * - otherwise the guard answers 500 `internal_error` in the one error shape, or, when the
+ *   answer had already started, closes the connection.
+ *
+ * An exception outside any request (start-up, a background loop) still ends the process, as
+ * Node would: nothing says what state it left behind.
+ */
+interface Scope {
+  res: Response;
+  crashed: AbortController;
+  /** Pieces of work that answer the request themselves when it crashes. */
+  holders: number;
+}
+
+export class RequestGuard {
+  private readonly scopes = new AsyncLocalStorage<Scope>();
+
+  constructor(private readonly log: Logger) {}
+
+  /** Runs the rest of the request (every middleware and route after it) inside its scope. */
+  readonly middleware: RequestHandler = (_req, res, next) => {
+    this.scopes.run({ res, crashed: new AbortController(), holders: 0 }, next);
+  };
+
+  /**
+   * Runs `work`, which answers the request itself if the request crashes meanwhile: it is given
+   * the signal that says so. Outside any request (a test calling a service directly) the signal
+   * never fires.
+   */
+  async answering<T>(work: (crashed: AbortSignal) => Promise<T>): Promise<T> {
+    const scope = this.scopes.getStore();
+    if (!scope) return work(new AbortController().signal);
+    scope.holders++;
+    try {
+      return await work(scope.crashed.signal);
+    } finally {
+      scope.holders--;
+    }
+  }
+
+  /**
+   * Fails the request whose code raised `err` (for the process's `uncaughtException` and
+   * `unhandledRejection`); false when no request did.
+   */
+  failRequest(err: unknown): boolean {
+    const scope = this.scopes.getStore();
+    if (!scope) return false;
+    const { res } = scope;
+    const requestId = String(res.locals.requestId ?? "");
+    this.log.error({ err, request_id: requestId, path: res.req.originalUrl.split("?")[0] }, "uncaught exception while serving a request: that request failed, the process goes on");
+    if (scope.crashed.signal.aborted) return true;
+    scope.crashed.abort(err);
+    if (scope.holders > 0) return true;
+    if (!res.headersSent) {
+      res.status(500).json(errorBody(new ApiError("internal_error", "An internal error occurred."), requestId));
+    } else if (!res.writableEnded) {
+      res.destroy();
+    }
+    return true;
+  }
+}
+
+/**
+ * Wires the guard to the process. An exception outside any request is written to stderr (a pipe
+ * write is synchronous, so it is not lost) and ends the process, as Node's default would.
+ */
+export function guardProcess(proc: NodeJS.Process, guard: RequestGuard): void {
+  const onUncaught = (err: unknown) => {
+    if (guard.failRequest(err)) return;
+    proc.stderr.write(`Toolgate stopped on an uncaught exception outside any request: ${err instanceof Error ? err.stack : String(err)}\n`);
+    proc.exit(1);
+  };
+  proc.on("uncaughtException", onUncaught);
+  proc.on("unhandledRejection", onUncaught);
+}

@@ -1,0 +1,95 @@
+import { request } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { anvilAccount } from "../../chain-fixtures/chain.js";
+import { walletAccountId } from "../../src/payments/wallet-accounts.js";
+import { balanceOf as creditsOf, call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { PAY_TO, balanceOf, signAuthorization, startChains, v1Header } from "../helpers/x402.js";
+
+/**
+ * Requests that are the client's fault are answered 4xx in the one error shape — never 500, never
+ * Node's bare answer, never blamed on a dependency (503) — and nothing is charged or paid.
+ */
+const PRICE = 2000n;
+const PAYER = anvilAccount(6);
+let chains: Awaited<ReturnType<typeof startChains>>;
+let gw: TestGateway;
+let key: string;
+beforeAll(async () => {
+  chains = await startChains([PAYER.address]);
+  gw = await startGateway({ env: chains.env });
+  ({ key } = await fundedAccount(gw.url, 100));
+}, 60_000);
+afterAll(async () => {
+  await gw?.stop();
+  await chains?.stop();
+});
+
+function expectErrorShape(body: any, status: number, code: string, res: { status: number }) {
+  expect([res.status, body?.error?.code]).toEqual([status, code]);
+  expect(body.error).toMatchObject({ type: "invalid_request_error", message: expect.any(String), request_id: expect.stringMatching(/^req_/) });
+}
+
+/** A raw HTTP/1.1 exchange (fetch would refuse or rewrite some of these requests). */
+function rawRequest(path: string, headers: Record<string, string>, body?: Buffer | string): Promise<{ status: number; headers: Record<string, unknown>; body: any }> {
+  const { hostname, port } = new URL(gw.url);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: hostname, port, path, method: body === undefined ? "GET" : "POST", headers }, (res) => {
+      let text = "";
+      res.on("data", (c) => (text += c));
+      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: text ? JSON.parse(text) : null }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+describe("client errors", () => {
+  it("a body that is not gzip though Content-Encoding says so is 400 invalid_content_encoding, uncharged", async () => {
+    const before = await creditsOf(gw.url, key);
+    const res = await rawRequest("/v1/tools/hash", { "x-api-key": key, "content-type": "application/json", "content-encoding": "gzip" }, '{"text":"plain"}');
+    expectErrorShape(res.body, 400, "invalid_content_encoding", res);
+    expect(await creditsOf(gw.url, key)).toBe(before);
+  });
+
+  it("a malformed percent escape in the path is 400 invalid_path", async () => {
+    const res = await rawRequest("/v1/tools/%E0%A4%A", { "x-api-key": key, "content-type": "application/json" }, '{"text":"x"}');
+    expectErrorShape(res.body, 400, "invalid_path", res);
+  });
+
+  it("headers over 16 KB are 431 headers_too_large in the error shape, not Node's bare answer", async () => {
+    const res = await rawRequest("/v1/tools", { "x-filler": "a".repeat(17_000) });
+    expectErrorShape(res.body, 431, "headers_too_large", res);
+    expect(res.headers["x-request-id"]).toBe(res.body.error.request_id);
+    expect(res.headers["content-type"]).toContain("application/json");
+    // The gateway goes on serving.
+    expect((await call(`${gw.url}/healthz`)).status).toBe(200);
+  });
+});
+
+describe("malformed x402 payments: 402 payment_invalid with the offer, nothing paid, no RPC error counted", () => {
+  const rpcErrors = async () => {
+    const text = await gw.services.metrics.render();
+    return [...text.matchAll(/^toolgate_chain_rpc_errors_total\{[^}]*\} (\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+  };
+
+  it.each([
+    ["a 65-byte all-zero signature", async () => ({ ...(await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE })), signature: `0x${"00".repeat(65)}` })],
+    [
+      "a validBefore of 2^256",
+      async () => {
+        const signed = await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE });
+        return { ...signed, authorization: { ...signed.authorization, validBefore: (2n ** 256n).toString() } };
+      },
+    ],
+    ["a signature of an odd number of hex digits", async () => ({ ...(await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE })), signature: "0x123" })],
+  ])("%s", async (_name, payload) => {
+    const [paidBefore, errorsBefore] = [await balanceOf(chains.base, PAY_TO), await rpcErrors()];
+    const res = await call(`${gw.url}/v1/tools/hash`, { method: "POST", body: { text: "x" }, headers: { "x-payment": v1Header("base-sepolia", await payload()) } });
+    expect([res.status, res.body.error.code, res.body.error.type]).toEqual([402, "payment_invalid", "payment_error"]);
+    expect(res.body.error.reason).toMatch(/signature|validBefore/);
+    expect(res.body.accepts).toHaveLength(2);
+    expect(await balanceOf(chains.base, PAY_TO)).toBe(paidBefore);
+    expect(await gw.services.store.getAccount(walletAccountId(PAYER.address))).toBeNull();
+    expect(await rpcErrors()).toBe(errorsBefore);
+  });
+});

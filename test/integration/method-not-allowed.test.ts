@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiRoutes } from "../../src/api-routes.js";
+import { x402Supported } from "../../src/payments/supported.js";
+import { toolRoutes } from "../../src/tools/routes/index.js";
+import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
+
+/**
+ * A known path asked with the wrong method is 405 `method_not_allowed` with an `Allow` header,
+ * in the one error shape — for every route the gateway serves, not only the tool calls.
+ */
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startGateway({ store: "memory" });
+});
+afterAll(async () => {
+  await gw?.stop();
+});
+
+/** Every route as (method, path pattern), from the same tables the gateway mounts. */
+const ROUTES: [string, string][] = [
+  ...apiRoutes.map((r) => [r.method.toUpperCase(), `/api/v1${r.path}`] as [string, string]),
+  ...toolRoutes(() => () => Promise.reject(new Error("not called"))).map((r) => [r.method.toUpperCase(), `/v1/tools${r.path === "/" ? "" : r.path}`] as [string, string]),
+  ["GET", `/x402${x402Supported.path}`],
+  ...["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"].map((p) => ["GET", p] as [string, string]),
+  ...["POST", "GET", "DELETE"].map((m) => [m, "/mcp"] as [string, string]),
+];
+const concrete = (pattern: string) => pattern.replace(/:\w+/g, "x1");
+const matches = (pattern: string, path: string) => new RegExp(`^${pattern.replace(/:\w+/g, "[^/]+")}$`).test(path);
+const ORDER = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+describe("a known path with a method it does not serve", () => {
+  it("PUT /v1/tools/hash is 405 with Allow, not 404", async () => {
+    const res = await call(`${gw.url}/v1/tools/hash`, { method: "PUT", body: { text: "x" } });
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("GET, HEAD, POST, OPTIONS");
+    expect(res.body.error).toMatchObject({ type: "invalid_request_error", code: "method_not_allowed", request_id: expect.stringMatching(/^req_/) });
+  });
+
+  it("is 405 on every route, with Allow naming exactly the methods served there", async () => {
+    const failures: string[] = [];
+    for (const [, pattern] of ROUTES) {
+      const path = concrete(pattern);
+      const served = new Set(ROUTES.filter(([, p]) => matches(p, path)).map(([m]) => m));
+      if (served.has("GET")) served.add("HEAD");
+      served.add("OPTIONS");
+      const wrong = ["PATCH", "PUT", "DELETE", "POST"].find((m) => !served.has(m))!;
+      const res = await call(`${gw.url}${path}`, { method: wrong });
+      const expected = ORDER.filter((m) => served.has(m)).join(", ");
+      if (res.status !== 405 || res.headers.get("allow") !== expected || res.body?.error?.code !== "method_not_allowed") {
+        failures.push(`${wrong} ${path}: ${res.status} Allow=${res.headers.get("allow")} (expected 405 Allow=${expected})`);
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it("an unknown path stays 404 route_not_found", async () => {
+    const res = await call(`${gw.url}/v1/nothing-here`, { method: "PUT" });
+    expect([res.status, res.body.error.code]).toEqual([404, "route_not_found"]);
+  });
+});

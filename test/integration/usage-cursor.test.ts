@@ -1,0 +1,33 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { admin, call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+
+/**
+ * A page cursor the list never handed out is a client error (400 `invalid_cursor`, naming the
+ * parameter), on both stores: never a 500 from Redis, never a silent restart from the top.
+ */
+describe.each(["redis", "memory"] as const)("paging with a cursor, %s store", (store) => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway({ store });
+  });
+  afterAll(() => gw.stop());
+
+  it.each(["garbage", "1-2-3", "0x10-1", "99999999999999999999-99999999999999999999"])("answers the usage cursor %j with 400 invalid_cursor", async (cursor) => {
+    const { key } = await fundedAccount(gw.url, 100);
+    const res = await call(`${gw.url}/api/v1/usage?cursor=${encodeURIComponent(cursor)}`, { key });
+    expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([400, "invalid_cursor", "cursor"]);
+  });
+
+  it("pages on from a cursor it handed out", async () => {
+    const { key } = await fundedAccount(gw.url, 100);
+    const first = await call(`${gw.url}/api/v1/usage?limit=1`, { key });
+    const next = await call(`${gw.url}/api/v1/usage?limit=1&cursor=${first.body.next_cursor}`, { key });
+    expect(next.status).toBe(200);
+    expect(next.body.data.map((e: { reason: string }) => e.reason)).toEqual(["sign-up grant"]);
+  });
+
+  it("answers an accounts cursor that names no account with 400 invalid_cursor", async () => {
+    const res = await admin(gw.url, "/accounts?cursor=acct_doesnotexist0000");
+    expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([400, "invalid_cursor", "cursor"]);
+  });
+});
