@@ -248,7 +248,7 @@ describe("protocol revisions", () => {
     expect((discovered.result!.supportedVersions as string[])[0]).toBe("2026-07-28");
     const client = await connect(key, "2026-07-28");
     try {
-      expect((await client.listTools()).tools.length).toBe(TOOLS.length);
+      expect((await client.listTools()).tools.length).toBe(TOOLS.length + 1); // the catalogue and search_tools
     } finally {
       await client.close();
     }

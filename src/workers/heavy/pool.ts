@@ -17,7 +17,8 @@ export class HeavyPool {
     const ts = import.meta.url.endsWith(".ts");
     this.piscina = new Piscina({
       filename: new URL(`./thread.${ts ? "ts" : "js"}`, import.meta.url).href,
-      minThreads: 1,
+      // No thread until the first heavy call: most processes (and tests) never make one.
+      minThreads: 0,
       maxThreads: config.heavy.threads,
       // One call per thread at a time: a thread that is terminated takes only its own call with it.
       concurrentTasksPerWorker: 1,
