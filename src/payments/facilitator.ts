@@ -96,6 +96,7 @@ function paymentRequest(services: Services, body: FacilitatorBody, caller: KeyCa
       grant: { credits: 0, type: "one_time", plan: null, planChange: null, description: "x402 facilitator settlement" },
       beneficiary: caller.account.id,
       payTo: requirement.payTo,
+      maxTimeoutSeconds: requirement.maxTimeoutSeconds,
       facilitator: { feeCredits: fee },
       // The fee must be payable before any money moves (it is charged once the settlement lands).
       beforeSettling: async (accountId) => {

@@ -59,6 +59,8 @@ export interface PaymentRequest {
   payTo?: Address;
   /** A settlement made as a facilitator: charged its fee on settlement instead of crediting the payer. */
   facilitator?: { feeCredits: number };
+  /** The longest an authorization may stay valid from now: the requirement's, as a facilitator; default X402_MAX_TIMEOUT_SECONDS. */
+  maxTimeoutSeconds?: number;
 }
 
 /** The ledger request id of a facilitator settlement's fee: one per payment, so it is charged once. */
@@ -111,7 +113,7 @@ export class Payments {
     const payer = getAddress(auth.from);
     const id = `${network.chainId}:${network.usdc.address}:${payer}:${auth.nonce}`.toLowerCase();
     const networkName = header.version === 1 ? network.name : network.caip2;
-    const expected = { payTo: request.payTo ?? this.config.payTo, price: request.priceAtomic, maxTimeoutSeconds: this.config.maxTimeoutSeconds };
+    const expected = { payTo: request.payTo ?? this.config.payTo, price: request.priceAtomic, maxTimeoutSeconds: request.maxTimeoutSeconds ?? this.config.maxTimeoutSeconds };
     return { clients, network, auth, signature, payer, id, networkName, expected };
   }
 
