@@ -71,7 +71,7 @@ async function paymentV1(payer = PAYERS[0]!, over: Partial<Parameters<typeof sig
   return { x402Version: 1, scheme: "exact", network: "base-sepolia", payload };
 }
 
-const facilitate = (gw: GatewayProcess, op: "verify" | "settle", body: unknown, key: string | undefined = business.key, bearer = false) =>
+const facilitate = (gw: GatewayProcess, op: "verify" | "settle", body: unknown, key: string | null = business.key, bearer = false) =>
   call(`${gw.url}/x402/${op}`, { body, headers: key ? (bearer ? { authorization: `Bearer ${key}` } : { "x-api-key": key }) : {} });
 
 async function listen(app: express.Express): Promise<{ url: string; close(): Promise<void> }> {
@@ -114,7 +114,7 @@ describe("the facilitator API", () => {
     const payer = PAYERS[2]!;
     const body = { x402Version: 1, paymentPayload: await paymentV1(payer), paymentRequirements: requirementV1() };
     const payerBefore = await balanceOf(chains.base, payer.address);
-    const none = await facilitate(a, "settle", body, undefined);
+    const none = await facilitate(a, "settle", body, null);
     expect([none.status, none.body.error.code]).toEqual([401, "missing_api_key"]);
     const notInTier = await facilitate(a, "settle", body, pro.key);
     expect([notInTier.status, notInTier.body.error.code]).toEqual([403, "feature_not_in_tier"]);
