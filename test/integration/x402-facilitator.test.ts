@@ -142,7 +142,7 @@ describe("official middlewares with Toolgate as their facilitator", () => {
       paymentMiddlewareV1(
         APP_PAY_TO,
         { "GET /paid": { price: { amount: PRICE.toString(), asset: { address: chains.base.usdc, decimals: 6, eip712: { name: "USDC", version: "2" } } }, network: "base-sepolia" } },
-        { url: `${a.url}/x402`, createAuthHeaders: async () => ({ verify: { "x-api-key": business.key }, settle: { "x-api-key": business.key }, supported: {} }) },
+        { url: `${a.url}/x402` as `${string}://${string}`, createAuthHeaders: async () => ({ verify: { "x-api-key": business.key }, settle: { "x-api-key": business.key }, supported: {} }) },
       ),
     );
     app.get("/paid", (_req, res) => void res.json({ paid: true }));
