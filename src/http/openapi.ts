@@ -8,6 +8,7 @@ import { getTool } from "../tools/routes/get.js";
 import { jsonSchemasOf } from "../tools/views.js";
 import { x402Settle, x402Verify } from "../payments/facilitator.js";
 import { x402Supported } from "../payments/supported.js";
+import { wellKnownX402 } from "../payments/discovery.js";
 import { ERRORS, type ErrorCode } from "./errors.js";
 import type { RouteDef } from "./route.js";
 
@@ -128,6 +129,7 @@ export function buildOpenApi(config: Pick<Config, "publicBaseUrl" | "creditPrice
   add("/x402", x402Supported as RouteDef<any, any, any>);
   add("/x402", x402Verify as RouteDef<any, any, any>);
   add("/x402", x402Settle as RouteDef<any, any, any>);
+  add("/.well-known", wellKnownX402 as RouteDef<any, any, any>);
 
   for (const tool of TOOLS) {
     const { input, output } = jsonSchemasOf(tool);

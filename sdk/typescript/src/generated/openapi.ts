@@ -3,6 +3,23 @@
  * Do not edit by hand: the tests compare this file with a running gateway's document.
  */
 export interface paths {
+    "/.well-known/x402": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every resource paid with x402 on this gateway: tools (per call), credit packs and plans, with price, networks and v2 requirements. */
+        get: operations["getX402"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/account": {
         parameters: {
             query?: never;
@@ -1234,6 +1251,99 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getX402: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        networks: string[];
+                        payTo: string | null;
+                        resources: {
+                            accepts: {
+                                [key: string]: unknown;
+                            }[];
+                            body?: {
+                                [key: string]: unknown;
+                            };
+                            description: string;
+                            extensions?: {
+                                [key: string]: unknown;
+                            };
+                            /** @constant */
+                            method: "POST";
+                            price: {
+                                usd: string;
+                                usdc_atomic: string;
+                            };
+                            requires_api_key: boolean;
+                            resource: string;
+                            /** @constant */
+                            type: "http";
+                        }[];
+                        /** @constant */
+                        x402Version: 2;
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getAccount: {
         parameters: {
             query?: never;
