@@ -78,6 +78,8 @@ const envSchema = z.object({
     .optional(),
   /** USD price of one credit (DESIGN D2). */
   CREDIT_PRICE_USD: z.string().regex(/^\d+(\.\d{1,6})?$/, "a USD amount with at most 6 decimals").default("0.002"),
+  /** Credits charged per x402 facilitator settlement (covers the relayer's gas): 5 credits = $0.01 at the default price. */
+  FACILITATOR_FEE_CREDITS: z.coerce.number().int().min(0).default(5),
   IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().min(60).default(86_400),
   /** Host names /mcp answers to (DNS-rebinding protection); default: PUBLIC_BASE_URL's host and loopback. */
   MCP_ALLOWED_HOSTS: z.string().optional(),
@@ -152,6 +154,7 @@ export interface Config {
   poolQueueTimeoutMs: number;
   toolTimeouts: Record<string, number>;
   creditPriceAtomic: bigint;
+  facilitatorFeeCredits: number;
   idempotencyTtlSeconds: number;
   planPeriodMs: number;
   metricsToken: string | undefined;
@@ -226,6 +229,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     poolQueueTimeoutMs: e.POOL_QUEUE_TIMEOUT_MS,
     toolTimeouts: Object.fromEntries((e.TOOL_TIMEOUTS?.split(",") ?? []).map((pair) => pair.split("=")).map(([name, ms]) => [name!, Number(ms)])),
     creditPriceAtomic: parseUsd(e.CREDIT_PRICE_USD),
+    facilitatorFeeCredits: e.FACILITATOR_FEE_CREDITS,
     idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
     planPeriodMs: e.PLAN_PERIOD_SECONDS * 1000,
     metricsToken: e.METRICS_TOKEN,
