@@ -113,7 +113,9 @@ describe("health and unknown routes", () => {
   });
 
   it("is not ready, and answers 503 store_unavailable quickly, when Redis cannot be reached", async () => {
-    const down = await startGateway({ env: { REDIS_URL: "redis://127.0.0.1:1" } });
+    // With its SECRET_KEY given, as in production (without one, a development gateway keeps its
+    // key in the store, and with the store unreachable it refuses to start, saying so).
+    const down = await startGateway({ env: { REDIS_URL: "redis://127.0.0.1:1", SECRET_KEY: "s".repeat(40) } });
     try {
       expect((await call(`${down.url}/readyz`)).status).toBe(503);
       const started = Date.now();
