@@ -43,6 +43,8 @@ const envSchema = z.object({
   /** Development with no X402_NETWORKS: start a local anvil chain standing in for base-sepolia (default on). */
   DEV_CHAIN: z.enum(["0", "1"]).optional(),
   TRUST_PROXY: z.string().default("loopback"),
+  /** Gateway processes serving one port (node:cluster); above 1 needs REDIS_URL, the state they share. */
+  WEB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   /** Tool workers for every pool; unset: the gateway starts the bundled workers itself. */
   WORKERS_URL: z.url().optional(),
   WORKER_POOL_GENERAL_URL: z.url().optional(),
@@ -108,6 +110,7 @@ export interface Config {
   devSeed: boolean;
   devChain: boolean;
   trustProxy: string;
+  webConcurrency: number;
   workers: { general: string | undefined; provider: string | undefined };
   poolConcurrency: number;
   poolQueueTimeoutMs: number;
@@ -142,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
     if (parsed.data.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1") problems.push("WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
   }
+  if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && !parsed.data.REDIS_URL) problems.push("WEB_CONCURRENCY above 1 needs REDIS_URL: the gateway processes share their state through Redis");
   const x402 = parsed.success ? paymentConfig(parsed.data, env, problems) : null;
   if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
   const e = parsed.data;
@@ -166,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     devSeed: e.DEV_SEED ? e.DEV_SEED === "1" : !e.REDIS_URL && e.NODE_ENV === "development",
     devChain: e.NODE_ENV === "development" && !e.X402_NETWORKS && e.DEV_CHAIN !== "0",
     trustProxy: e.TRUST_PROXY,
+    webConcurrency: e.WEB_CONCURRENCY,
     workers: { general: e.WORKER_POOL_GENERAL_URL ?? e.WORKERS_URL, provider: e.WORKER_POOL_PROVIDER_URL ?? e.WORKERS_URL },
     poolConcurrency: e.POOL_CONCURRENCY,
     poolQueueTimeoutMs: e.POOL_QUEUE_TIMEOUT_MS,

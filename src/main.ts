@@ -1,3 +1,4 @@
+import cluster from "node:cluster";
 import { createServer, type Server } from "node:http";
 import { pino } from "pino";
 import { createAccount } from "./accounts/accounts.js";
@@ -18,6 +19,7 @@ import { startDevChain } from "./payments/dev-chain.js";
 import { Metrics } from "./http/metrics.js";
 import { RequestGuard, guardProcess } from "./http/request-guard.js";
 import { answerClientError } from "./http/client-errors.js";
+import { runPrimary } from "./cluster.js";
 
 /** Secrets never reach the log, wherever they appear in a logged object. */
 const REDACT = ["*.apiKey", "*.api_key", "*.secret", "*.password", "req.headers['x-api-key']", "headers['x-api-key']"];
@@ -136,6 +138,8 @@ async function main(): Promise<void> {
     throw err;
   }
   if (config.env !== "production" && !config.adminApiKey) config.adminApiKey = `tg_admin_${randomId(32)}`;
+  // WEB_CONCURRENCY > 1: this process only supervises; the forked processes below serve.
+  if (config.webConcurrency > 1 && cluster.isPrimary) return runPrimary(config);
   const { stop, services } = await start(config);
   guardProcess(process, services.requestGuard);
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
@@ -148,9 +152,12 @@ async function main(): Promise<void> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+/** The process entry: run directly (`node dist/src/main.js`) or by `npm start` (scripts/start.mjs). */
+export function run(): void {
   main().catch((err) => {
     process.stderr.write(`Toolgate failed to start: ${err instanceof Error ? err.stack : String(err)}\n`);
     process.exit(1);
   });
 }
+
+if (import.meta.url === `file://${process.argv[1]}`) run();

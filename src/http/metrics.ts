@@ -30,6 +30,8 @@ export class Metrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "toolgate_" });
+    // With WEB_CONCURRENCY several processes answer on one port, each with its own numbers: say whose these are.
+    new Gauge({ name: "toolgate_process_pid", help: "The id of the gateway process that answered this scrape.", registers: [this.registry] }).set(process.pid);
   }
 
   onScrape(collect: () => Promise<void> | void): void {

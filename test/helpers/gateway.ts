@@ -65,9 +65,9 @@ export interface GatewayProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `entry` under node + tsx and waits for its JSON log line `{"msg": readyMessage, "port"}`. */
+/** Starts `entry` (TypeScript under node + tsx, compiled JavaScript under plain node) and waits for its JSON log line `{"msg": readyMessage, "port"}`. */
 export async function spawnService(entry: string, readyMessage: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", entry], {
+  const child = spawn(process.execPath, [...nodeArgs, ...(entry.endsWith(".ts") ? ["--import", "tsx"] : []), entry], {
     cwd: new URL("../..", import.meta.url).pathname,
     // The test CA (NODE_EXTRA_CA_CERTS) is passed on, as it would be in any deployment that uses one.
     env: { PATH: process.env.PATH, ...(process.env.NODE_EXTRA_CA_CERTS ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS } : {}), ...env },
@@ -101,10 +101,10 @@ export async function spawnService(entry: string, readyMessage: string, env: Rec
   };
 }
 
-/** A real gateway process (`src/main.ts`) on a free port, sharing Redis through `prefix`. */
-export function spawnGateway(prefix: string, env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<GatewayProcess> {
+/** A real gateway process (`src/main.ts`, or another `entry` such as the compiled build) on a free port, sharing Redis through `prefix`. */
+export function spawnGateway(prefix: string, env: Record<string, string> = {}, nodeArgs: string[] = [], entry = "src/main.ts"): Promise<GatewayProcess> {
   return spawnService(
-    "src/main.ts",
+    entry,
     "listening",
     {
       NODE_ENV: "test",
