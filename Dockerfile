@@ -11,6 +11,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY contracts-abi ./contracts-abi
 COPY chain-fixtures ./chain-fixtures
+COPY CHANGELOG.md ./
 RUN npm run build
 
 FROM node:24-slim

@@ -121,7 +121,7 @@ async function main() {
   gateway.child.stdout!.resume(); // request logs stay on, as in production; drained, not printed
   try {
     // Business accounts allow 1,000 calls a minute each: spread the calls over enough of them.
-    const accounts = await Promise.all(Array.from({ length: Math.ceil((CALLS + LATENCY_CALLS + QR_CALLS + 1700) / 900) }, () => fundedAccount(gateway.url, CALLS + 100, "business")));
+    const accounts = await Promise.all(Array.from({ length: Math.ceil((2 * CALLS + LATENCY_CALLS + QR_CALLS + 2200) / 900) }, () => fundedAccount(gateway.url, CALLS + 100, "business")));
     const keyFor = (i: number) => ({ "x-api-key": accounts[i % accounts.length]!.key });
 
     // Warm both paths (JIT, connections, script cache).

@@ -9,6 +9,7 @@ import { listEvents } from "./accounts/routes/events.js";
 import { verifyEmail } from "./accounts/routes/verify-email.js";
 import { webhookRoutes } from "./webhooks/routes/index.js";
 import { paymentRoutes } from "./payments/routes.js";
+import { incidentRoutes } from "./status/incident-routes.js";
 
 /** Everything under /api/v1: accounts and keys, admin, webhooks, purchases and wallet sign-in. */
 export const apiRoutes: RouteDef<any, any, any>[] = [
@@ -29,4 +30,5 @@ export const apiRoutes: RouteDef<any, any, any>[] = [
   ...webhookRoutes("account"),
   ...webhookRoutes("platform"),
   ...paymentRoutes,
+  ...incidentRoutes,
 ];

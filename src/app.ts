@@ -4,17 +4,19 @@ import { apiRoutes } from "./api-routes.js";
 import { errorHandler, routeNotFound } from "./http/errors.js";
 import { requestId, requestLog, requireJsonBody } from "./http/request-context.js";
 import { jsonBody } from "./http/json-body.js";
-import { noSniff, sendHtml } from "./http/html.js";
+import { noSniff } from "./http/html.js";
 import { allowOn, methodNotAllowed } from "./http/method-not-allowed.js";
 import { cors } from "./http/cors.js";
-import { renderDocsPage } from "./http/docs-page.js";
 import { x402Supported } from "./payments/supported.js";
+import { wellKnownX402 } from "./payments/discovery.js";
 import { buildOpenApi } from "./http/openapi.js";
 import { mountRoutes } from "./http/route.js";
 import type { Services } from "./services.js";
 import { createProxyForwarder } from "./tools/forward.js";
 import { toolRoutes } from "./tools/routes/index.js";
 import { mcpRouter } from "./mcp/route.js";
+import { PAGE_PATHS, pagesRouter } from "./pages/index.js";
+import { versioning } from "./http/versioning.js";
 
 const safeEqual = (a: string, b: string) => timingSafeEqual(createHash("sha256").update(a).digest(), createHash("sha256").update(b).digest());
 
@@ -47,19 +49,21 @@ export function createApp(services: Services): express.Express {
 
   // Built once: the document depends only on configuration and code.
   const openApi = buildOpenApi(services.config);
-  const docsPage = renderDocsPage(openApi);
   app.get("/openapi.json", (_req, res) => {
     res.setHeader("Cache-Control", "public, max-age=300");
     res.json(openApi);
   });
-  app.get("/docs", (_req, res) => sendHtml(res, docsPage, { cacheSeconds: 300 }));
-  allowOn(app.router, ["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"], ["GET"]);
+  app.use(pagesRouter(services, openApi));
+  allowOn(app.router, ["/healthz", "/readyz", "/metrics", "/openapi.json", ...PAGE_PATHS], ["GET"]);
+  // Every answer under a deprecated API version says so; after its sunset, 410.
+  app.use(versioning(services.config.apiVersions, `${services.config.publicBaseUrl}/changelog`));
 
   app.use(requireJsonBody, jsonBody({ limitBytes: services.config.bodyLimitBytes, maxDepth: services.config.bodyMaxDepth }));
   app.use("/api/v1", mountRoutes(services, apiRoutes));
   app.use("/v1/tools", mountRoutes(services, toolRoutes(createProxyForwarder(services.pools.agent))));
   app.use("/mcp", mcpRouter(services));
   app.use("/x402", mountRoutes(services, [x402Supported]));
+  app.use("/.well-known", mountRoutes(services, [wellKnownX402]));
 
   app.use(methodNotAllowed, routeNotFound);
   app.use(errorHandler(services.log, (code) => services.metrics.errors.inc({ code })));

@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { Address, Hex } from "viem";
 import { NETWORK_NAMES, networkFromEnv, type NetworkName, type PaymentNetwork } from "./payments/networks.js";
 import { parseUsd } from "./tools/pricing.js";
+import { API_VERSIONS, apiVersionsSchema, type ApiVersion } from "./http/versioning.js";
 import { MAX_TEXT_CHARS, MIN_BODY_LIMIT_BYTES } from "./tools/catalogue/limits.js";
 
 /**
@@ -78,6 +79,13 @@ const envSchema = z.object({
   X402_POLL_MS: z.coerce.number().int().min(10).default(100),
   /** A settlement transaction not mined after this long is replaced with higher fees (same nonce). */
   X402_STUCK_AFTER_MS: z.coerce.number().int().min(100).default(60_000),
+  /**
+   * How long a settled payment's record (and its paid call's answer) is kept for retries of the
+   * same payment: this long, or until the authorization expires, whichever is later.
+   */
+  X402_PAYMENT_RETENTION_SECONDS: z.coerce.number().int().min(60).default(24 * 3600),
+  /** The widest block range one eth_getLogs request may ask for (hosted RPCs cap it). */
+  X402_LOG_RANGE_BLOCKS: z.coerce.number().int().min(1).default(1_000),
   /** Length of a paid plan's period (30 days). */
   PLAN_PERIOD_SECONDS: z.coerce.number().int().min(1).default(30 * 24 * 3600),
   /** How long a client may take to send its headers, and its whole request. */
@@ -85,6 +93,10 @@ const envSchema = z.object({
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   /** If set, GET /metrics requires `Authorization: Bearer <token>`. */
   METRICS_TOKEN: z.string().min(16).optional(),
+  /** The API versions as JSON (see src/http/versioning.ts); unset: the table in the code. */
+  API_VERSIONS: z.string().optional(),
+  /** How often each process checks the status page's components. */
+  STATUS_CHECK_INTERVAL_MS: z.coerce.number().int().min(50).default(30_000),
 });
 
 /** Settings production must be given explicitly: no embedded default is safe there. */
@@ -119,12 +131,25 @@ export interface Config {
   idempotencyTtlSeconds: number;
   planPeriodMs: number;
   metricsToken: string | undefined;
+  apiVersions: ApiVersion[];
+  statusCheckIntervalMs: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   mcpAllowedHosts: string[];
   webhookAllowPrivateTargets: boolean;
   webhooksPerAccount: number;
-  x402: { networks: PaymentNetwork[]; payTo: Address; relayerKey: Hex; maxTimeoutSeconds: number; receiptTimeoutMs: number; rpcTimeoutMs: number; pollMs: number; stuckAfterMs: number } | null;
+  x402: {
+    networks: PaymentNetwork[];
+    payTo: Address;
+    relayerKey: Hex;
+    maxTimeoutSeconds: number;
+    receiptTimeoutMs: number;
+    rpcTimeoutMs: number;
+    pollMs: number;
+    stuckAfterMs: number;
+    retentionSeconds: number;
+    logRangeBlocks: number;
+  } | null;
 }
 
 export class ConfigError extends Error {
@@ -147,6 +172,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && !parsed.data.REDIS_URL) problems.push("WEB_CONCURRENCY above 1 needs REDIS_URL: the gateway processes share their state through Redis");
   const x402 = parsed.success ? paymentConfig(parsed.data, env, problems) : null;
+  const apiVersions = parsed.success ? versionsConfig(parsed.data.API_VERSIONS, problems) : null;
   if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
   const e = parsed.data;
   return {
@@ -179,6 +205,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
     planPeriodMs: e.PLAN_PERIOD_SECONDS * 1000,
     metricsToken: e.METRICS_TOKEN,
+    apiVersions: apiVersions!,
+    statusCheckIntervalMs: e.STATUS_CHECK_INTERVAL_MS,
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     mcpAllowedHosts: e.MCP_ALLOWED_HOSTS
@@ -204,5 +232,19 @@ function paymentConfig(e: z.infer<typeof envSchema>, env: NodeJS.ProcessEnv, pro
   if (!e.X402_PAY_TO) problems.push("X402_PAY_TO is required when X402_NETWORKS is set");
   if (!e.X402_RELAYER_PRIVATE_KEY) problems.push("X402_RELAYER_PRIVATE_KEY is required when X402_NETWORKS is set");
   if (!e.X402_PAY_TO || !e.X402_RELAYER_PRIVATE_KEY) return null;
-  return { networks, payTo: e.X402_PAY_TO as Address, relayerKey: e.X402_RELAYER_PRIVATE_KEY as Hex, maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS, receiptTimeoutMs: e.X402_RECEIPT_TIMEOUT_MS, rpcTimeoutMs: e.X402_RPC_TIMEOUT_MS, pollMs: e.X402_POLL_MS, stuckAfterMs: e.X402_STUCK_AFTER_MS };
+  return { networks, payTo: e.X402_PAY_TO as Address, relayerKey: e.X402_RELAYER_PRIVATE_KEY as Hex, maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS, receiptTimeoutMs: e.X402_RECEIPT_TIMEOUT_MS, rpcTimeoutMs: e.X402_RPC_TIMEOUT_MS, pollMs: e.X402_POLL_MS, stuckAfterMs: e.X402_STUCK_AFTER_MS, retentionSeconds: e.X402_PAYMENT_RETENTION_SECONDS, logRangeBlocks: e.X402_LOG_RANGE_BLOCKS };
+}
+
+function versionsConfig(json: string | undefined, problems: string[]): ApiVersion[] | null {
+  if (!json) return API_VERSIONS;
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    problems.push("API_VERSIONS: not valid JSON");
+    return null;
+  }
+  const parsed = apiVersionsSchema.safeParse(value);
+  if (!parsed.success) for (const issue of parsed.error.issues) problems.push(`API_VERSIONS${issue.path.length ? `[${issue.path.join(".")}]` : ""}: ${issue.message}`);
+  return parsed.success ? parsed.data : null;
 }

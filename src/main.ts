@@ -17,6 +17,7 @@ import { Payments } from "./payments/payments.js";
 import { startReconciler } from "./payments/reconciler.js";
 import { startDevChain } from "./payments/dev-chain.js";
 import { Metrics } from "./http/metrics.js";
+import { createStatusService } from "./status/index.js";
 import { RequestGuard, guardProcess } from "./http/request-guard.js";
 import { answerClientError } from "./http/client-errors.js";
 import { runPrimary } from "./cluster.js";
@@ -83,6 +84,7 @@ export async function start(config: Config): Promise<{ server: Server; services:
   const relay = startRelay(services, services.deliveries);
   services.payments = config.x402 ? new Payments(services, config.x402) : null;
   const reconciler = services.payments ? startReconciler(services, services.payments) : null;
+  services.status = createStatusService(services);
   if (config.devSeed) await seedDevelopmentAccount(services, devChain?.rpcUrl ?? null);
 
   const app = createApp(services);
@@ -95,6 +97,8 @@ export async function start(config: Config): Promise<{ server: Server; services:
   await new Promise<void>((resolve) => server.listen(config.port, config.host, () => resolve()));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
+  // The status checks probe this process's own doors, on the loopback address it listens on.
+  services.status.start(`http://${config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`);
   log.info({ port, store: config.redisUrl ? "redis" : "memory", env: config.env }, "listening");
   destination.flush();
 
@@ -111,6 +115,7 @@ export async function start(config: Config): Promise<{ server: Server; services:
       clearInterval(sweep);
       server.closeAllConnections();
       services.mailer.close();
+      await services.status.stop();
       await relay.stop();
       await reconciler?.stop();
       await services.deliveries.close();

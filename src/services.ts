@@ -6,6 +6,7 @@ import type { WorkerPools } from "./tools/worker-pools.js";
 import type { DeliveryQueue } from "./webhooks/queue.js";
 import type { Payments } from "./payments/payments.js";
 import type { Metrics } from "./http/metrics.js";
+import type { StatusService } from "./status/index.js";
 import type { RequestGuard } from "./http/request-guard.js";
 
 /**
@@ -23,6 +24,8 @@ export interface Services {
   /** x402 payments; null when no network is configured. */
   payments: Payments | null;
   metrics: Metrics;
+  /** The status page: background checks, uptime and incidents. */
+  status: StatusService;
   /** Traces an uncaught exception to the request that raised it and fails only that one. */
   requestGuard: RequestGuard;
 }

@@ -12,9 +12,13 @@ export interface AlertState {
   depletedArmed: boolean;
 }
 
-/** A top-up sets the reference level to the new balance and re-arms both alerts. */
-export function applyTopUp(state: AlertState, amount: number): void {
+/**
+ * A top-up sets the reference level to the new balance and re-arms both alerts — unless it adds
+ * nothing (a wallet account's opening entry) or pays for a single call (`rearm` false).
+ */
+export function applyTopUp(state: AlertState, amount: number, rearm = true): void {
   state.balance += amount;
+  if (amount <= 0 || !rearm) return;
   state.reference = state.balance;
   state.lowArmed = true;
   state.depletedArmed = true;

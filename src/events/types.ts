@@ -5,7 +5,11 @@ import { z } from "zod";
  * through `eventRecord`, and the webhook dispatcher re-validates before sending, so a
  * malformed event never leaves the service.
  */
-const usd = z.string().regex(/^\d+\.\d{2}$/, "a decimal amount with two decimals");
+/**
+ * The exact amount in USD as a decimal string: at least two decimals ("19.00"), more when the
+ * amount has them, up to USDC's six ("0.002" for a one-credit call) — never rounded.
+ */
+const usd = z.string().regex(/^\d+\.\d{2,6}$/, "a decimal amount with two to six decimals");
 
 export const EVENT_DATA = {
   "payment.received": z.object({
@@ -15,7 +19,7 @@ export const EVENT_DATA = {
     plan: z.string().nullable(),
     agent_id: z.string(),
     payment_session_id: z.string(),
-    /** The exact amount, as amount_usd carries only two decimals. */
+    /** The same amount in USDC atomic units (6 decimals). */
     amount_usdc_atomic: z.string().optional(),
     network: z.string().optional(),
     transaction: z.string().optional(),

@@ -1,6 +1,10 @@
 import type { RequestHandler } from "express";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
+/** Marks the status checks' requests to this process's own doors (src/status/components.ts). */
+export const STATUS_PROBE_HEADER = "x-toolgate-status-probe";
+const isLoopback = (address: string | undefined) => address === "127.0.0.1" || address === "::1" || address === "::ffff:127.0.0.1";
+
 /**
  * The process's Prometheus metrics, in one registry owned by Services (no global registry, so
  * tests and several gateways in one process never mix their numbers).
@@ -62,6 +66,9 @@ export class Metrics {
   /** Counts and times every request by its route pattern (never the raw path: ids would explode the label set). */
   middleware(): RequestHandler {
     return (req, res, next) => {
+      // The status page's own probes (loopback, marked) would otherwise be most of a quiet
+      // component's latency figures.
+      if (req.get(STATUS_PROBE_HEADER) && isLoopback(req.socket.remoteAddress)) return next();
       const started = process.hrtime.bigint();
       res.once("finish", () => {
         const route = (res.locals.route as string | undefined) ?? (req.route?.path ? `${req.baseUrl}${req.route.path}` : "unmatched");

@@ -63,6 +63,32 @@ const AUTH_ERRORS: Record<string, ErrorCode[]> = {
   admin: ["missing_api_key", "invalid_api_key", "admin_required", "validation_failed", "not_found", "store_unavailable"],
 };
 
+/** The reference's groups, in the order /docs shows them. */
+export const TAGS: { name: string; description: string }[] = [
+  { name: "Tools", description: "The catalogue and tool calls: POST /v1/tools/{name} with a JSON body, paid with credits (x-api-key) or an x402 payment." },
+  { name: "Payments", description: "x402 USDC micropayments: what is accepted, credit packs, plans, and sign-in with a paying wallet." },
+  { name: "Account", description: "Sign-up, e-mail verification and the calling account." },
+  { name: "Keys", description: "API keys: list, create, rotate, revoke. A full key is shown once." },
+  { name: "Usage", description: "The account's ledger and its recent events." },
+  { name: "Webhooks", description: "Signed HTTPS deliveries of account events (Pro tier and up)." },
+  { name: "MCP", description: "Every tool over the Model Context Protocol (streamable HTTP, Starter tier and up)." },
+  { name: "Admin", description: "Operator endpoints, with the ADMIN_API_KEY: accounts, platform webhooks, status incidents." },
+  { name: "Operations", description: "Probes and machine-readable documents for operators and tooling." },
+];
+
+/** The group of an API path. */
+export function tagOf(path: string): string {
+  if (path.startsWith("/api/v1/admin/")) return "Admin";
+  if (path.startsWith("/v1/tools")) return "Tools";
+  if (path === "/mcp") return "MCP";
+  if (path.startsWith("/x402/") || /^\/api\/v1\/(credits|plans|wallet)\//.test(path)) return "Payments";
+  if (path.startsWith("/api/v1/keys")) return "Keys";
+  if (path.startsWith("/api/v1/usage") || path.startsWith("/api/v1/events")) return "Usage";
+  if (path.startsWith("/api/v1/webhooks")) return "Webhooks";
+  if (path.startsWith("/api/v1/")) return "Account";
+  return "Operations";
+}
+
 function operation(route: RouteDef<any, any, any>, tag: string): Json {
   const pathParams = [...route.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
   const query = route.query ? schemaOf(route.query, "input") : null;
@@ -92,13 +118,13 @@ function operation(route: RouteDef<any, any, any>, tag: string): Json {
 
 export function buildOpenApi(config: Pick<Config, "publicBaseUrl" | "creditPriceAtomic">): Json {
   const paths: Record<string, Json> = {};
-  const add = (prefix: string, route: RouteDef<any, any, any>, tag: string) => {
+  const add = (prefix: string, route: RouteDef<any, any, any>) => {
     const path = `${prefix}${route.path === "/" ? "" : route.path.replace(/:(\w+)/g, "{$1}")}`;
-    paths[path] = { ...paths[path], [route.method]: operation(route, tag) };
+    paths[path] = { ...paths[path], [route.method]: operation(route, tagOf(path)) };
   };
-  for (const route of apiRoutes) add("/api/v1", route, route.auth === "admin" ? "Admin" : "Account");
-  for (const route of [listTools, getTool]) add("/v1/tools", route as RouteDef<any, any, any>, "Tools");
-  add("/x402", x402Supported as RouteDef<any, any, any>, "Payments");
+  for (const route of apiRoutes) add("/api/v1", route);
+  for (const route of [listTools, getTool]) add("/v1/tools", route as RouteDef<any, any, any>);
+  add("/x402", x402Supported as RouteDef<any, any, any>);
 
   for (const tool of TOOLS) {
     const { input, output } = jsonSchemasOf(tool);
@@ -159,7 +185,7 @@ export function buildOpenApi(config: Pick<Config, "publicBaseUrl" | "creditPrice
   const probe = (summary: string) => ({ get: { tags: ["Operations"], summary, security: [], responses: { "200": { description: "OK" }, "503": { description: "Not ready" } } } });
   paths["/mcp"] = {
     post: {
-      tags: ["Tools"],
+      tags: ["MCP"],
       summary: "MCP over streamable HTTP: every tool, on the same call path as REST (Starter tier and up).",
       description: "JSON-RPC messages of the Model Context Protocol (2025 and 2026-07-28 revisions). Send Accept: application/json, text/event-stream.",
       security: [{ ApiKey: [] }],
@@ -183,7 +209,7 @@ export function buildOpenApi(config: Pick<Config, "publicBaseUrl" | "creditPrice
       description: "AI-powered tools behind one API key (credits) or x402 USDC micropayments. Errors share one shape: {error: {type, code, message, param?, request_id}}.",
     },
     servers: [{ url: config.publicBaseUrl }],
-    tags: [{ name: "Tools" }, { name: "Account" }, { name: "Payments" }, { name: "Admin" }, { name: "Operations" }],
+    tags: TAGS,
     security: [{ ApiKey: [] }],
     paths,
     components: {

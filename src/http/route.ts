@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { Services } from "../services.js";
 import { authenticateAdmin, authenticateKey, type KeyCaller } from "./auth.js";
 import { ApiError } from "./errors.js";
+import { sendPage } from "../pages/respond.js";
 import { allowOn } from "./method-not-allowed.js";
 
 /**
@@ -29,6 +30,8 @@ export interface Reply {
   body?: unknown;
   /** Already-serialised JSON, sent as is (a worker's answer, a replayed response). */
   raw?: string;
+  /** A page for a person (an e-mailed link opened in a browser), sent with the pages' security headers. */
+  html?: string;
   headers?: Record<string, string>;
 }
 
@@ -75,7 +78,8 @@ export function mountRoutes(services: Services, routes: RouteDef<any, any, any>[
       const reply = await route.handler({ req, res, services, requestId, params: req.params as Record<string, string>, body, query, caller });
       for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
       res.status(reply.status ?? 200);
-      if (reply.raw !== undefined) res.type("application/json").send(reply.raw);
+      if (reply.html !== undefined) sendPage(res, reply.html);
+      else if (reply.raw !== undefined) res.type("application/json").send(reply.raw);
       else res.json(reply.body);
     });
   }

@@ -1,4 +1,4 @@
-import { createPublicClient, createWalletClient, defineChain, http, type Account, type PublicClient, type WalletClient } from "viem";
+import { createPublicClient, createWalletClient, defineChain, fallback, http, type Account, type PublicClient, type WalletClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Config } from "../config.js";
 import type { PaymentNetwork } from "./networks.js";
@@ -23,10 +23,13 @@ export function createChainClients(x402: NonNullable<Config["x402"]>): Map<strin
       id: network.chainId,
       name: network.name,
       nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-      rpcUrls: { default: { http: [network.rpcUrl] } },
+      rpcUrls: { default: { http: network.rpcUrls } },
     });
     // Short timeouts and no silent retries: an RPC that stops answering must surface quickly.
-    const transport = http(network.rpcUrl, { timeout: x402.rpcTimeoutMs, retryCount: 0 });
+    // Several URLs fail over in order (viem's fallback transport): an unreachable, timed-out or
+    // failing endpoint hands the request to the next.
+    const endpoints = network.rpcUrls.map((url) => http(url, { timeout: x402.rpcTimeoutMs, retryCount: 0 }));
+    const transport = endpoints.length === 1 ? endpoints[0]! : fallback(endpoints, { retryCount: 0 });
     const entry: NetworkClients = {
       network,
       public: createPublicClient({ chain, transport, pollingInterval: x402.pollMs }) as PublicClient,

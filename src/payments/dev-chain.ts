@@ -16,7 +16,7 @@ export async function startDevChain(): Promise<{ x402: NonNullable<Config["x402"
     rpcUrl: chain.rpcUrl,
     stop: chain.stop,
     x402: {
-      networks: [{ name: "base-sepolia", chainId: 84532, caip2: "eip155:84532", rpcUrl: chain.rpcUrl, usdc: { address: chain.usdc, name: "USDC", version: "2" } }],
+      networks: [{ name: "base-sepolia", chainId: 84532, caip2: "eip155:84532", rpcUrls: [chain.rpcUrl], usdc: { address: chain.usdc, name: "USDC", version: "2" } }],
       payTo: anvilAccount(8).address,
       relayerKey: toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 9 }).getHdKey().privateKey!),
       maxTimeoutSeconds: 300,
@@ -24,6 +24,8 @@ export async function startDevChain(): Promise<{ x402: NonNullable<Config["x402"
       rpcTimeoutMs: 10_000,
       pollMs: 100,
       stuckAfterMs: 60_000,
+      retentionSeconds: 24 * 3600,
+      logRangeBlocks: 1_000,
     },
   };
 }

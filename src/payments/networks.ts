@@ -20,28 +20,33 @@ export interface PaymentNetwork {
   chainId: number;
   /** The x402 v2 (CAIP-2) id, e.g. eip155:8453. */
   caip2: `eip155:${number}`;
-  rpcUrl: string;
+  /** One or more RPC endpoints, tried in order (viem's fallback transport). */
+  rpcUrls: string[];
   usdc: { address: Address; name: string; version: string };
 }
 
-/** `BASE_SEPOLIA_RPC_URL` for base-sepolia: the upper-cased name with `-` as `_`. */
+/** `BASE_SEPOLIA_RPC_URL` for base-sepolia: the upper-cased name with `-` as `_`; it may list several URLs, comma-separated. */
 export const envPrefix = (name: NetworkName) => name.toUpperCase().replace(/-/g, "_");
 
 export function networkFromEnv(name: NetworkName, env: NodeJS.ProcessEnv, problems: string[]): PaymentNetwork | null {
   const prefix = envPrefix(name);
   const defaults = NETWORK_DEFAULTS[name];
-  const rpcUrl = env[`${prefix}_RPC_URL`];
-  if (!rpcUrl) {
+  const rpcUrls = (env[`${prefix}_RPC_URL`] ?? "")
+    .split(",")
+    .map((u) => u.trim())
+    .filter(Boolean);
+  if (rpcUrls.length === 0) {
     problems.push(`${prefix}_RPC_URL is required for the x402 network ${name}`);
     return null;
   }
+  for (const url of rpcUrls) if (!/^https?:\/\/[^\s]+$/.test(url)) problems.push(`${prefix}_RPC_URL: ${url.slice(0, 80)} is not an http(s) URL`);
   const address = env[`${prefix}_USDC_ADDRESS`] ?? defaults.usdc;
   if (!/^0x[0-9a-fA-F]{40}$/.test(address)) problems.push(`${prefix}_USDC_ADDRESS is not an address`);
   return {
     name,
     chainId: defaults.chainId,
     caip2: `eip155:${defaults.chainId}`,
-    rpcUrl,
+    rpcUrls,
     usdc: { address: address as Address, name: env[`${prefix}_USDC_NAME`] ?? defaults.usdcName, version: env[`${prefix}_USDC_VERSION`] ?? defaults.usdcVersion },
   };
 }

@@ -10,10 +10,17 @@ type X402Config = NonNullable<Config["x402"]>;
  */
 export interface Offer {
   v1: Record<string, unknown>[];
-  v2: { x402Version: 2; error?: string; resource: { url: string; description: string; mimeType: string }; accepts: RequirementsV2[] };
+  v2: {
+    x402Version: 2;
+    error?: string;
+    resource: { url: string; description: string; mimeType: string };
+    accepts: RequirementsV2[];
+    extensions?: Record<string, unknown>;
+  };
 }
 
-export function offerFor(x402: X402Config, priceAtomic: bigint, resource: string, description: string): Offer {
+/** `extensions`: the v2 extensions the resource declares (bazaar discovery, payment-identifier). */
+export function offerFor(x402: X402Config, priceAtomic: bigint, resource: string, description: string, extensions?: Record<string, unknown>): Offer {
   return {
     v1: x402.networks.map((n) => ({
       scheme: "exact",
@@ -39,6 +46,7 @@ export function offerFor(x402: X402Config, priceAtomic: bigint, resource: string
         maxTimeoutSeconds: x402.maxTimeoutSeconds,
         extra: { name: n.usdc.name, version: n.usdc.version },
       })),
+      ...(extensions ? { extensions } : {}),
     },
   };
 }

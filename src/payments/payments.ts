@@ -2,6 +2,7 @@ import { getAddress, type Address, type Hex } from "viem";
 import type { Config } from "../config.js";
 import { eventRecord } from "../events/types.js";
 import { ApiError } from "../http/errors.js";
+import { sameBytes } from "../lib/hex.js";
 import { newEventId } from "../lib/ids.js";
 import type { Services } from "../services.js";
 import type { PaymentGrant, PaymentRecord } from "../store/types.js";
@@ -9,9 +10,9 @@ import { formatUsd } from "../tools/pricing.js";
 import { createChainClients, type NetworkClients } from "./chain.js";
 import type { Offer } from "./offer.js";
 import { RELAYER_BUSY, settle } from "./settle.js";
-import { invalidPayment, normaliseSignature, verifyAuthorization } from "./verify.js";
+import { authorizationMessage, invalidPayment, normaliseSignature, tokenAbi, verifyChainState, verifySigned } from "./verify.js";
 import { ensureWalletAccount } from "./wallet-accounts.js";
-import type { PaymentHeader } from "./wire.js";
+import type { Authorization, PaymentHeader, RequirementsV2 } from "./wire.js";
 
 /**
  * Accepting an x402 payment, start to end: find the network → verify → claim the authorization
@@ -20,11 +21,37 @@ import type { PaymentHeader } from "./wire.js";
  * credits like any other, so a failed call leaves the money there as credits (DESIGN D7).
  */
 export interface AcceptedPayment {
+  /** The payment's id (`<chain id>:<token>:<payer>:<nonce>`, lower-case). */
+  id: string;
   accountId: string;
   payer: Address;
   txHash: Hex;
   /** As the client named it: the v1 name or the v2 CAIP-2 id. */
   network: string;
+  /** For a paid call: the idempotency key the call runs under (the same for every retry of this payment). */
+  callKey: string | null;
+  /** How long the call's answer is kept for retries of this payment (seconds). */
+  retainSeconds: number;
+}
+
+/** What a request pays for, besides the offer it answers. */
+export interface PaymentRequest {
+  offer: Offer;
+  priceAtomic: bigint;
+  grant: PaymentGrant;
+  /** The account credited (a keyed buyer); default: the paying wallet's own account. */
+  beneficiary?: string;
+  /**
+   * A paid tool call: the call's fingerprint (tool + body) and the idempotency key the client
+   * chose (its Idempotency-Key or x402 payment-identifier), null for "the payment itself".
+   */
+  call?: { fingerprint: string; key: string | null };
+  /**
+   * Runs once the payer is proven (signature checked) and before any money moves: what could
+   * still refuse the request (the account's rate limit) refuses it here, leaving the
+   * authorization unused.
+   */
+  beforeSettling?: (accountId: string) => Promise<void>;
 }
 
 export class Payments {
@@ -41,7 +68,9 @@ export class Payments {
     readonly config: NonNullable<Config["x402"]>,
   ) {
     this.clients = createChainClients(config);
-    this.settlingDeadlineMs = RELAYER_LOCK_WAIT_MS + 4 * config.rpcTimeoutMs + config.receiptTimeoutMs;
+    // Each RPC call may try every URL of a network in turn before it fails.
+    const urls = Math.max(1, ...config.networks.map((n) => n.rpcUrls.length));
+    this.settlingDeadlineMs = RELAYER_LOCK_WAIT_MS + 4 * urls * config.rpcTimeoutMs + config.receiptTimeoutMs;
   }
 
   private networkOf(header: PaymentHeader, offer: Offer): NetworkClients {
@@ -52,41 +81,55 @@ export class Payments {
       return clients;
     }
     // v2: the requirement the client accepted must be, field for field, one that was offered.
-    const offered = offer.v2.accepts.find((r) => canonical(r) === canonical(header.accepted));
+    const offered = offer.v2.accepts.find((r) => sameRequirement(r, header.accepted));
     if (!offered) throw invalidPayment("the accepted requirement is not one this resource offers (network, asset, amount or recipient differ)");
     return this.clients.get(offered.network)!;
   }
 
-  /** `beneficiary`: the account credited (a keyed buyer); default: the paying wallet's own account. */
-  async accept(header: PaymentHeader, offer: Offer, priceAtomic: bigint, grant: PaymentGrant, beneficiary?: string): Promise<AcceptedPayment> {
-    const clients = this.networkOf(header, offer);
+  /**
+   * Verify → claim → settle → credit. Every request is verified in full (the authorization's
+   * recipient, amount and signature; the network and requirement it accepted) before anything
+   * stored about its payment may answer it; only the chain-state checks (unused, balance,
+   * simulation, time window) are left out for a payment already known, since its settlement
+   * changed them.
+   */
+  async accept(header: PaymentHeader, request: PaymentRequest): Promise<AcceptedPayment> {
+    const clients = this.networkOf(header, request.offer);
     const { network } = clients;
     const auth = header.authorization;
     const signature = normaliseSignature(header.signature);
     const payer = getAddress(auth.from);
     const id = `${network.chainId}:${network.usdc.address}:${payer}:${auth.nonce}`.toLowerCase();
     const networkName = header.version === 1 ? network.name : network.caip2;
+    const expected = { payTo: this.config.payTo, price: request.priceAtomic, maxTimeoutSeconds: this.config.maxTimeoutSeconds };
+    const context: KnownContext = { request, auth, payer, network: networkName };
 
-    // A payment seen before is answered from its record, without asking the chain again.
-    const known = await this.services.store.getPayment(id);
-    if (known) return this.answerKnown(known, payer, networkName);
+    // The request's own checks and the lookup of its payment, in one round.
+    const [refused, known] = await Promise.all([
+      verifySigned(clients, auth, signature, expected).then(
+        () => null,
+        (err: unknown) => err,
+      ),
+      this.services.store.getPayment(id),
+    ]);
+    if (refused) throw this.refusal(refused, network.name);
+    if (known) return this.answerKnown(known, context);
 
+    let seenAt: bigint;
     try {
-      await verifyAuthorization(clients, auth, signature, { payTo: this.config.payTo, price: priceAtomic });
+      seenAt = (await verifyChainState(clients, auth, signature, expected)).blockNumber;
     } catch (err) {
       if (err instanceof ApiError) {
         // The same authorization, sent twice at once, may have been claimed and settled by the
         // other request while this one was reading the chain: its record, not the chain, answers.
         const claimed = await this.services.store.getPayment(id);
-        if (claimed) return this.answerKnown(claimed, payer, networkName);
-        this.services.metrics.payments.inc({ outcome: "rejected", network: network.name });
-        throw err;
+        if (claimed) return this.answerKnown(claimed, context);
       }
-      this.services.metrics.chainRpcErrors.inc({ network: network.name });
-      throw new ApiError("chain_unavailable", `The ${network.name} RPC did not answer; nothing was charged. Retry shortly.`, { headers: { "Retry-After": "5" } });
+      throw this.refusal(err, network.name);
     }
 
-    const accountId = beneficiary ?? (await ensureWalletAccount(this.services, payer)).id;
+    const accountId = request.beneficiary ?? (await ensureWalletAccount(this.services, payer)).id;
+    await request.beforeSettling?.(accountId);
     const record: PaymentRecord = {
       id,
       network: network.name,
@@ -94,68 +137,148 @@ export class Payments {
       value: auth.value,
       state: "settling",
       accountId,
-      grant,
+      grant: request.grant,
       txHash: null,
       createdAt: Date.now(),
       authorization: { ...auth },
       signature,
+      resource: request.offer.v2.resource.url,
+      call: request.call ? { key: request.call.key ?? `x402:${id}`, fingerprint: request.call.fingerprint } : null,
+      // The transfer cannot be in an earlier block: whoever finishes this settlement reads logs from here.
+      sentFromBlock: seenAt.toString(),
     };
     const existing = await this.services.store.claimPayment(record);
-    if (existing) return this.answerKnown(existing, payer, networkName);
+    if (existing) return this.answerKnown(existing, context);
 
     const outcome = await settle(clients, auth, signature, this.config.payTo, this.config.receiptTimeoutMs, (name, fn) => this.withLock(name, fn));
     this.services.metrics.payments.inc({ outcome: outcome.state, network: network.name });
-    if (outcome.state === "failed") {
+    if (outcome.state === "failed" && !(await this.mayHaveMoved(clients, auth))) {
       await this.services.store.releasePayment(id); // nothing moved: the authorization may be retried
       throw invalidPayment(`settlement failed: ${outcome.reason}`);
     }
-    if (outcome.state === "pending") {
-      await this.services.store.savePayment({ ...record, state: "pending", txHash: outcome.txHash ?? null, relay: outcome.relay ?? null });
+    if (outcome.state !== "settled") {
+      await this.services.store.savePayment({ ...record, state: "pending", txHash: outcome.txHash ?? null, relay: outcome.state === "pending" ? (outcome.relay ?? null) : null });
       this.services.log.warn({ payment: id, reason: outcome.reason, tx: outcome.txHash }, "x402 settlement pending");
       throw pending();
     }
-    // The call is claimed before the record says "settled", so a duplicate that then sees
-    // "settled" cannot take the call this request paid for.
-    await this.services.store.claimPaymentService(id);
-    await this.credit({ ...record, state: "settled", txHash: outcome.txHash });
-    return { accountId, payer, txHash: outcome.txHash, network: networkName };
+    const done: PaymentRecord = { ...record, state: "settled", txHash: outcome.txHash, expiresAt: this.retainUntil(record) };
+    // A purchase's one "service" is its credit: claimed before the record says "settled", so a
+    // duplicate that then sees "settled" cannot take what this request paid for.
+    if (!record.call) await this.services.store.claimPaymentService(id, done.expiresAt!);
+    return this.accepted(await this.credit(done), networkName);
   }
 
   /**
-   * A payment already claimed: still settling or pending → pending; settled after an earlier
-   * "pending" answer → the retry gets the one call it paid for; otherwise it is used up.
+   * Whether a settlement refused by the node may still have moved the money: a send retried on
+   * another RPC URL after a timeout is refused ("nonce too low") once the first one landed. The
+   * chain decides; when it cannot be asked, the answer is "maybe", and the reconciler finishes it.
    */
-  private async answerKnown(record: PaymentRecord, payer: Address, network: string): Promise<AcceptedPayment> {
-    if (record.state === "pending") throw pending();
-    if (record.state === "settled" && (await this.services.store.claimPaymentService(record.id))) {
-      return { accountId: record.accountId, payer, txHash: record.txHash as Hex, network };
-    }
-    throw new ApiError("payment_already_used", "This payment authorization has already been used.");
+  private async mayHaveMoved(clients: NetworkClients, auth: Authorization): Promise<boolean> {
+    const message = authorizationMessage(auth);
+    return (clients.public.readContract({ address: clients.network.usdc.address, abi: tokenAbi, functionName: "authorizationState", args: [message.from, message.nonce] }) as Promise<boolean>).catch(() => true);
   }
 
-  /** Runs `fn` holding the store lock `name`, waiting up to RELAYER_LOCK_WAIT_MS for it. */
+  /** A refused verification as the client sees it: the refusal itself, or 503 when the chain did not answer. */
+  private refusal(err: unknown, network: string): ApiError {
+    if (err instanceof ApiError) {
+      this.services.metrics.payments.inc({ outcome: "rejected", network });
+      return err;
+    }
+    this.services.metrics.chainRpcErrors.inc({ network });
+    return new ApiError("chain_unavailable", `The ${network} RPC did not answer; nothing was charged. Retry shortly.`, { headers: { "Retry-After": "5" } });
+  }
+
+  private accepted(record: PaymentRecord, network: string): AcceptedPayment {
+    return {
+      id: record.id,
+      accountId: record.accountId,
+      payer: getAddress(record.payer),
+      txHash: record.txHash as Hex,
+      network,
+      callKey: record.call?.key ?? null,
+      retainSeconds: Math.max(1, Math.ceil(((record.expiresAt ?? Date.now()) - Date.now()) / 1000)),
+    };
+  }
+
+  /**
+   * A payment already claimed, for a request verified in full. It must be the same authorization
+   * for the same resource (and the same call, or the same buyer). Still settling → wait for the
+   * outcome; pending → 503; settled → a paid call runs (or replays) under the payment's
+   * idempotency key, a purchase is answered once; otherwise it is used up.
+   */
+  private async answerKnown(found: PaymentRecord, context: KnownContext): Promise<AcceptedPayment> {
+    const { request } = context;
+    const used = (why: string) => new ApiError("payment_already_used", `This payment authorization has already been used${why}.`);
+    if (!sameAuthorization(found.authorization, context.auth)) throw used(" (another authorization with this nonce was settled)");
+    if (found.resource !== undefined && found.resource !== request.offer.v2.resource.url) throw used(" for another resource");
+    if (request.beneficiary && found.accountId !== request.beneficiary) throw used(" by another account");
+    if (found.call && request.call && found.call.fingerprint !== request.call.fingerprint) {
+      throw new ApiError("idempotency_conflict", "This payment was already used for a call with a different body; a payment pays for one call.", { param: "payment" });
+    }
+    let record: PaymentRecord | null = found;
+    const deadline = Date.now() + this.settlingDeadlineMs;
+    // A duplicate that arrived while the first request settles waits for its outcome.
+    while (record?.state === "settling" && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, SETTLING_POLL_MS));
+      record = await this.services.store.getPayment(found.id);
+    }
+    if (!record) throw used(""); // released: the settlement failed and nothing moved; the chain decides on a retry
+    if (record.state !== "settled") throw pending();
+    if (record.call && request.call) return this.accepted(record, context.network);
+    if (!record.call && (await this.services.store.claimPaymentService(record.id, record.expiresAt ?? Date.now() + this.config.retentionSeconds * 1000))) {
+      return this.accepted(record, context.network);
+    }
+    throw used("");
+  }
+
+  /** Settlements of this process waiting for a lock, queued in order (name → the tail of the queue). */
+  private readonly lockQueues = new Map<string, Promise<void>>();
+
+  /**
+   * Runs `fn` holding the store lock `name`, waiting up to RELAYER_LOCK_WAIT_MS for it. The
+   * settlements of one process queue behind each other in memory (no polling at all), so only the
+   * head of each process's queue asks the store, backing off from 2 ms to 50 ms between attempts
+   * while another process holds the lock.
+   */
   private async withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
     const deadline = Date.now() + RELAYER_LOCK_WAIT_MS;
-    let token: string | null;
-    while (!(token = await this.services.store.acquireLock(name, 15_000))) {
-      if (Date.now() > deadline) throw new Error(RELAYER_BUSY);
-      await new Promise((r) => setTimeout(r, 3));
-    }
+    const ahead = this.lockQueues.get(name) ?? Promise.resolve();
+    let leave!: () => void;
+    const mine = new Promise<void>((resolve) => (leave = resolve));
+    const tail = ahead.then(() => mine);
+    this.lockQueues.set(name, tail);
     try {
-      return await fn();
+      const waited = await Promise.race([ahead.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), Math.max(0, deadline - Date.now())).unref())]);
+      if (!waited) throw new Error(RELAYER_BUSY);
+      let token: string | null;
+      for (let pause = 2; !(token = await this.services.store.acquireLock(name, 15_000)); pause = Math.min(pause * 2, 50)) {
+        if (Date.now() + pause > deadline) throw new Error(RELAYER_BUSY);
+        await new Promise((r) => setTimeout(r, pause));
+      }
+      try {
+        return await fn();
+      } finally {
+        await this.services.store.releaseLock(name, token);
+      }
     } finally {
-      await this.services.store.releaseLock(name, token);
+      leave();
+      if (this.lockQueues.get(name) === tail) this.lockQueues.delete(name);
     }
   }
 
-  /** Credits a settled payment to its account (and applies its plan), once: the payment id is the idempotency key. */
-  async credit(record: PaymentRecord): Promise<void> {
+  /**
+   * Credits a settled payment to its account (and applies its plan), once: the payment id is the
+   * idempotency key. The record is then kept for the retention window (or until the authorization
+   * expires, if later) and forgotten. A pay-per-call payment's credit is spent by the call it paid
+   * for, so it neither re-arms the account's credit alerts nor moves their reference level.
+   */
+  async credit(record: PaymentRecord): Promise<PaymentRecord> {
     const amount = BigInt(record.value);
     const { grant } = record;
     const event = eventRecord(newEventId(), "payment.received", record.accountId, {
       type: grant.type,
       credits_added: grant.credits,
-      amount_usd: centsOf(amount),
+      amount_usd: formatUsd(amount),
       plan: grant.plan,
       agent_id: record.accountId,
       payment_session_id: record.id,
@@ -166,33 +289,60 @@ export class Payments {
     await this.services.store.topUp(
       record.accountId,
       "purchase",
-      { amount: grant.credits, requestId: `x402:${record.id}`, reason: `x402 payment ${record.txHash} (${grant.description})` },
+      { amount: grant.credits, requestId: `x402:${record.id}`, reason: `x402 payment ${record.txHash} (${grant.description})`, rearm: !record.call },
       [event],
       grant.planChange ?? undefined,
     );
-    await this.services.store.savePayment(record);
+    const saved = { ...record, expiresAt: record.expiresAt ?? this.retainUntil(record) };
+    await this.services.store.savePayment(saved);
+    return saved;
+  }
+
+  /** Until when a settled payment is remembered: the retention window, or the authorization's expiry if later. */
+  private retainUntil(record: PaymentRecord): number {
+    const validBeforeMs = Number(record.authorization.validBefore ?? 0) * 1000;
+    return Math.max(Date.now() + this.config.retentionSeconds * 1000, Number.isFinite(validBeforeMs) ? validBeforeMs : 0);
   }
 }
 
+interface KnownContext {
+  request: PaymentRequest;
+  auth: Authorization;
+  payer: Address;
+  network: string;
+}
+
+/** Whether a stored authorization is the presented one: every field, hex compared as bytes. */
+function sameAuthorization(stored: Record<string, string>, presented: Authorization): boolean {
+  return (
+    sameBytes(stored.from ?? "", presented.from) &&
+    sameBytes(stored.to ?? "", presented.to) &&
+    sameBytes(stored.nonce ?? "", presented.nonce) &&
+    stored.value === presented.value &&
+    stored.validAfter === presented.validAfter &&
+    stored.validBefore === presented.validBefore
+  );
+}
+
+/** A v2 `accepted` against an offered requirement: every field equal, amounts as numbers, addresses as bytes. */
+function sameRequirement(offered: RequirementsV2, accepted: RequirementsV2): boolean {
+  return (
+    offered.scheme === accepted.scheme &&
+    offered.network === accepted.network &&
+    BigInt(offered.amount) === BigInt(accepted.amount) &&
+    sameBytes(offered.asset, accepted.asset) &&
+    sameBytes(offered.payTo, accepted.payTo) &&
+    offered.maxTimeoutSeconds === accepted.maxTimeoutSeconds &&
+    sortedJson(offered.extra) === sortedJson(accepted.extra)
+  );
+}
+
+const sortedJson = (value: Record<string, unknown>) => JSON.stringify(Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b))));
+
+const SETTLING_POLL_MS = 50;
 const RELAYER_LOCK_WAIT_MS = 10_000;
 
 const pending = () =>
   new ApiError("payment_pending", "The payment is being settled on chain; its outcome is not known yet. Do not pay again: retry this request later with the same payment.", {
     headers: { "Retry-After": "10" },
   });
-
-/** Two decimals, as the event's amount_usd carries (rounded half up); the exact amount travels beside it. */
-function centsOf(atomic: bigint): string {
-  return formatUsd(((atomic + 5_000n) / 10_000n) * 10_000n);
-}
-
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value && typeof value === "object") {
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k.toLowerCase())}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(",")}}`;
-  }
-  return typeof value === "string" ? JSON.stringify(value.toLowerCase()) : JSON.stringify(value);
-}

@@ -65,6 +65,25 @@ async function replaceStuck(clients: NetworkClients, record: PaymentRecord, canc
   return { hash, relay: next };
 }
 
+/**
+ * The transaction that used the authorization, from its AuthorizationUsed log: read forward from
+ * the block seen before the settlement was sent, in ranges of at most `rangeBlocks` (hosted RPCs
+ * cap eth_getLogs ranges, often at 1,000 to 10,000 blocks). A record without that block (written
+ * by an older version) is searched over the last ten ranges only.
+ */
+async function findAuthorizationUse(clients: NetworkClients, record: PaymentRecord, rangeBlocks: number): Promise<Hex | null> {
+  const auth = record.authorization;
+  const latest = await clients.public.getBlockNumber({ cacheTime: 0 });
+  const span = BigInt(rangeBlocks);
+  const start = record.sentFromBlock ? BigInt(record.sentFromBlock) : latest > span * 10n ? latest - span * 10n : 0n;
+  for (let from = start; from <= latest; from += span) {
+    const to = from + span - 1n < latest ? from + span - 1n : latest;
+    const logs = await clients.public.getLogs({ address: clients.network.usdc.address, event: AUTHORIZATION_USED, args: { authorizer: getAddress(auth.from!), nonce: auth.nonce as Hex }, fromBlock: from, toBlock: to });
+    if (logs[0]) return logs[0].transactionHash;
+  }
+  return null;
+}
+
 export async function reconcile(services: Services, payments: Payments, record: PaymentRecord): Promise<"settled" | "released" | "pending"> {
   const clients = payments.clients.get(record.network);
   if (!clients) return "pending";
@@ -94,9 +113,9 @@ export async function reconcile(services: Services, payments: Payments, record: 
     }
     return "pending";
   }
-  // The transfer that happened (the original or a replacement): found by its AuthorizationUsed log.
-  const logs = await clients.public.getLogs({ address: token, event: AUTHORIZATION_USED, args: { authorizer: from, nonce }, fromBlock: 0n });
-  const txHash = logs[0]?.transactionHash ?? (record.txHash as Hex | null);
+  // The transfer that happened (the original or a replacement): found by its AuthorizationUsed log,
+  // else by the transaction we sent.
+  const txHash = (await findAuthorizationUse(clients, record, payments.config.logRangeBlocks)) ?? (record.txHash as Hex | null);
   if (!txHash) return "pending";
   const receipt = await clients.public.getTransactionReceipt({ hash: txHash });
   const events = parseEventLogs({ abi: tokenAbi, logs: receipt.logs.filter((l) => isAddressEqual(l.address, token)) }) as unknown as { eventName: string; args: Record<string, unknown> }[];

@@ -36,14 +36,13 @@ export const purchaseCredits = defineRoute({
     const credits = PACKS[body.pack];
     const price = atomicPrice(credits, services.config.creditPriceAtomic);
     const offer = offerForResource(services, price, "/api/v1/credits/purchase", `${credits} Toolgate credits`);
-    const { payment, receiptHeaders } = await takePayment(
-      services,
-      req,
+    const { payment, receiptHeaders } = await takePayment(services, req, {
       offer,
-      price,
-      { credits, type: "one_time", plan: null, planChange: null, description: `pack ${body.pack}` },
-      { beneficiary: caller.account.id, requiredMessage: `Pay $${formatUsd(price)} in USDC with x402 for ${credits} credits.` },
-    );
+      priceAtomic: price,
+      grant: { credits, type: "one_time", plan: null, planChange: null, description: `pack ${body.pack}` },
+      beneficiary: caller.account.id,
+      requiredMessage: `Pay $${formatUsd(price)} in USDC with x402 for ${credits} credits.`,
+    });
     const account = (await services.store.getAccount(caller.account.id))!;
     return { status: 201, headers: receiptHeaders, body: { credits_added: credits, account: accountView(account), transaction: payment.txHash, network: payment.network } };
   },
@@ -63,14 +62,13 @@ export const purchasePlan = defineRoute({
     const current = caller.account;
     const type = current.tier === plan.tier && current.planExpiresAt > Date.now() ? "renewal" : "subscription";
     const offer = offerForResource(services, plan.priceAtomic, "/api/v1/plans/purchase", `Toolgate ${body.plan} plan, ${type}, 30 days`);
-    const { payment, receiptHeaders } = await takePayment(
-      services,
-      req,
+    const { payment, receiptHeaders } = await takePayment(services, req, {
       offer,
-      plan.priceAtomic,
-      { credits: plan.credits, type, plan: body.plan, planChange: { tier: plan.tier, periodMs: services.config.planPeriodMs }, description: `plan ${body.plan} (${type})` },
-      { beneficiary: current.id, requiredMessage: `Pay $${formatUsd(plan.priceAtomic)} in USDC with x402 for the ${body.plan} plan.` },
-    );
+      priceAtomic: plan.priceAtomic,
+      grant: { credits: plan.credits, type, plan: body.plan, planChange: { tier: plan.tier, periodMs: services.config.planPeriodMs }, description: `plan ${body.plan} (${type})` },
+      beneficiary: current.id,
+      requiredMessage: `Pay $${formatUsd(plan.priceAtomic)} in USDC with x402 for the ${body.plan} plan.`,
+    });
     const account = (await services.store.getAccount(current.id))!;
     return {
       status: 201,

@@ -7,14 +7,14 @@ import {
   NonceTooLowError,
   TimeoutError,
   encodeFunctionData,
-  getAddress,
   isAddressEqual,
   parseEventLogs,
   type Address,
   type Hex,
 } from "viem";
 import type { NetworkClients } from "./chain.js";
-import { tokenAbi, transferArgs } from "./verify.js";
+import { sameBytes } from "../lib/hex.js";
+import { authorizationMessage, tokenAbi, transferArgs } from "./verify.js";
 import type { RelayedTransaction } from "../store/types.js";
 import type { Authorization } from "./wire.js";
 
@@ -47,14 +47,7 @@ export const RELAYER_BUSY = "the relayer is busy";
 export type SendLock = <T>(name: string, fn: () => Promise<T>) => Promise<T>;
 
 export async function settle(clients: NetworkClients, auth: Authorization, signature: Hex, payTo: Address, receiptTimeoutMs: number, lock: SendLock): Promise<Settlement> {
-  const message = {
-    from: getAddress(auth.from),
-    to: getAddress(auth.to),
-    value: BigInt(auth.value),
-    validAfter: BigInt(auth.validAfter),
-    validBefore: BigInt(auth.validBefore),
-    nonce: auth.nonce as Hex,
-  };
+  const message = authorizationMessage(auth);
   let txHash: Hex;
   let relay: RelayedTransaction | undefined;
   const account = clients.relayer.account;
@@ -94,7 +87,7 @@ export async function settle(clients: NetworkClients, auth: Authorization, signa
   const transferred = logs.some(
     (l) => l.eventName === "Transfer" && isAddressEqual(l.args.from as Address, message.from) && isAddressEqual(l.args.to as Address, payTo) && l.args.value === message.value,
   );
-  const used = logs.some((l) => l.eventName === "AuthorizationUsed" && isAddressEqual(l.args.authorizer as Address, message.from) && l.args.nonce === message.nonce);
+  const used = logs.some((l) => l.eventName === "AuthorizationUsed" && isAddressEqual(l.args.authorizer as Address, message.from) && sameBytes(l.args.nonce as Hex, message.nonce));
   if (!transferred || !used) return { state: "failed", reason: "the receipt shows no matching transfer", txHash };
   return { state: "settled", txHash, blockNumber: receipt.blockNumber };
 }

@@ -10,11 +10,23 @@ import { ensureWalletAccount } from "./wallet-accounts.js";
 /**
  * Sign-in with wallet (EIP-4361): a wallet that paid per call owns an account; signing the
  * challenge proves it holds the address and returns an API key for that account (shown once).
- * Nonces are single-use and live five minutes; smart-contract wallets are checked on chain
- * (ERC-1271) when their chain is one of the payment networks.
+ * Nonces are single-use, live five minutes and are bound to the address they were issued for;
+ * the signed message must name this gateway's origin as its `uri` and carry an expiry.
+ * Smart-contract wallets are checked on chain (ERC-1271) when their chain is a payment network.
  */
 const CHALLENGE_TTL_MS = 5 * 60_000;
 const STATEMENT = "Sign in to Toolgate to get an API key for this wallet's account.";
+
+/** The stored challenge: its nonce, bound to the address it was issued to. */
+const challengeName = (address: string, nonce: string) => `siwe:${address.toLowerCase()}:${nonce}`;
+
+function originOf(uri: string): string | null {
+  try {
+    return new URL(uri).origin;
+  } catch {
+    return null;
+  }
+}
 
 export const walletChallenge = defineRoute({
   method: "post",
@@ -39,7 +51,7 @@ export const walletChallenge = defineRoute({
       issuedAt: now,
       expirationTime,
     });
-    await services.store.saveNonce(`siwe:${nonce}`, CHALLENGE_TTL_MS);
+    await services.store.saveNonce(challengeName(body.address, nonce), CHALLENGE_TTL_MS);
     return { body: { message, expires_at: expirationTime.toISOString() } };
   },
 });
@@ -55,9 +67,12 @@ export const walletClaim = defineRoute({
   async handler({ services, body }) {
     const refused = (why: string) => new ApiError("invalid_token", `The signed challenge is not valid: ${why}.`);
     const message = parseSiweMessage(body.message);
-    const domain = new URL(services.config.publicBaseUrl).host;
+    const base = new URL(services.config.publicBaseUrl);
+    const domain = base.host;
     if (!message.address || !message.nonce || !validateSiweMessage({ message, domain })) throw refused("wrong domain, expired or incomplete");
     if (message.statement !== STATEMENT) throw refused("not a Toolgate challenge");
+    if (!message.expirationTime) throw refused("it has no expiration time");
+    if (!message.uri || originOf(message.uri) !== base.origin) throw refused(`its uri is not ${base.origin}`);
     const address = getAddress(message.address) as Address;
     const onChain = services.payments?.clients.get(`eip155:${message.chainId}`);
     const valid = onChain
@@ -65,7 +80,8 @@ export const walletClaim = defineRoute({
       : await verifyMessage({ address, message: body.message, signature: body.signature as Hex });
     if (!valid) throw refused("the signature is not the wallet's");
     // Single use, checked last so a bad signature cannot burn someone's challenge.
-    if (!(await services.store.consumeNonce(`siwe:${message.nonce}`))) throw refused("this challenge was already used or has expired");
+    // The challenge was issued for one address: another wallet cannot use its nonce.
+    if (!(await services.store.consumeNonce(challengeName(address, message.nonce)))) throw refused("this challenge was not issued to this address, was already used, or has expired");
     const account = await ensureWalletAccount(services, address);
     const { plaintext, key } = await issueKey(services, account.id, "wallet sign-in");
     return { status: 201, body: { account_id: account.id, api_key: plaintext, key: keyView(key) } };

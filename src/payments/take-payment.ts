@@ -1,46 +1,48 @@
 import type { Request } from "express";
 import { ApiError } from "../http/errors.js";
 import type { Services } from "../services.js";
-import type { PaymentGrant } from "../store/types.js";
-import type { AcceptedPayment } from "./payments.js";
+import type { AcceptedPayment, PaymentRequest } from "./payments.js";
 import { offerFor, paymentChallenge, type Offer } from "./offer.js";
-import { encodeHeader, readPaymentHeader } from "./wire.js";
+import { encodeHeader, paymentIdentifier, readPaymentHeader } from "./wire.js";
 
 /**
  * What every paid resource does with a request: no payment → 402 with the offer (both
  * generations); a malformed or refused payment → 402 with the offer again; a good one →
  * settled and credited, with the settlement receipt for X-PAYMENT-RESPONSE / PAYMENT-RESPONSE.
- * `beforeSettling` runs once a payment is present and before any money moves.
+ * `beforeVerifying` runs once a payment is present, before the chain is asked anything;
+ * `beforeSettling` once the payer is proven, before any money moves.
  */
 export interface Paid {
   payment: AcceptedPayment;
   receiptHeaders: Record<string, string>;
 }
 
-export function offerForResource(services: Services, price: bigint, path: string, description: string): Offer {
-  return offerFor(services.payments!.config, price, `${services.config.publicBaseUrl}${path}`, description);
+export function offerForResource(services: Services, price: bigint, path: string, description: string, extensions?: Record<string, unknown>): Offer {
+  return offerFor(services.payments!.config, price, `${services.config.publicBaseUrl}${path}`, description, extensions);
 }
 
 export async function takePayment(
   services: Services,
   req: Request,
-  offer: Offer,
-  price: bigint,
-  grant: PaymentGrant,
-  options: { beneficiary?: string; requiredMessage: string; beforeSettling?: () => void },
+  request: PaymentRequest & { requiredMessage: string; beforeVerifying?: () => void },
 ): Promise<Paid> {
   const payments = services.payments!;
+  const { offer } = request;
   let header;
+  let identifier: string | null;
   try {
     header = readPaymentHeader((name) => req.get(name));
+    identifier = header ? paymentIdentifier(header) : null;
   } catch (err) {
     throw paymentChallenge("payment_invalid", "The payment header is malformed.", offer, { reason: (err as Error).message.slice(0, 300) });
   }
-  if (!header) throw paymentChallenge("payment_required", options.requiredMessage, offer);
-  options.beforeSettling?.();
+  if (!header) throw paymentChallenge("payment_required", request.requiredMessage, offer);
+  request.beforeVerifying?.();
+  // A client-chosen payment identifier (x402 payment-identifier) keys the call like an Idempotency-Key.
+  const call = request.call ? { ...request.call, key: request.call.key ?? (identifier ? `pid:${identifier}` : null) } : undefined;
   let payment;
   try {
-    payment = await payments.accept(header, offer, price, grant, options.beneficiary);
+    payment = await payments.accept(header, { ...request, call });
   } catch (err) {
     // A refused payment is answered with the offer again, so the client can pay properly.
     if (err instanceof ApiError && err.code === "payment_invalid") throw paymentChallenge("payment_invalid", err.message, offer, err.options.details);

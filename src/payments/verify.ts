@@ -1,4 +1,4 @@
-import { getAddress, isAddressEqual, parseSignature, serializeSignature, type Address, type Hex } from "viem";
+import { BaseError, HttpRequestError, RpcRequestError, TimeoutError, getAddress, isAddressEqual, parseSignature, serializeSignature, type Address, type Hex } from "viem";
 import TOKEN_ABI from "../../contracts-abi/eip3009-token.json" with { type: "json" };
 import { ApiError } from "../http/errors.js";
 import type { NetworkClients } from "./chain.js";
@@ -10,6 +10,8 @@ export const tokenAbi = TOKEN_ABI as typeof TOKEN_ABI;
 const HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 /** Seconds an authorization must stay valid beyond the current block, for the settlement to land. */
 const VALIDITY_MARGIN_S = 6n;
+/** Leeway for a client clock ahead of ours when judging an authorization's remaining validity. */
+const CLOCK_SKEW_S = 30n;
 
 export const AUTHORIZATION_TYPES = {
   TransferWithAuthorization: [
@@ -30,64 +32,98 @@ export const invalidPayment = (reason: string) => new ApiError("payment_invalid"
  */
 export function normaliseSignature(signature: Hex): Hex {
   if (signature.length !== 132) return signature;
-  const parsed = parseSignature(signature);
+  let parsed;
+  try {
+    parsed = parseSignature(signature);
+  } catch {
+    throw invalidPayment("the signature is not a valid ECDSA signature");
+  }
   if (BigInt(parsed.s) > HALF_N) throw invalidPayment("the signature's s value is high (malleable)");
+  if (BigInt(parsed.r) === 0n || BigInt(parsed.s) === 0n) throw invalidPayment("the signature is not a valid ECDSA signature");
   return serializeSignature({ r: parsed.r, s: parsed.s, yParity: parsed.yParity ?? (Number(parsed.v) - 27 === 1 ? 1 : 0) });
 }
 
-/**
- * Every check before money moves (DESIGN "Facts"): recipient, exact amount, the EIP-712
- * signature (EOA or ERC-1271, via viem), the time window against block time, that the
- * authorization is unused, the balance, and a simulation of the transfer itself.
- */
-export async function verifyAuthorization(
-  clients: NetworkClients,
-  auth: Authorization,
-  signature: Hex,
-  expected: { payTo: Address; price: bigint },
-): Promise<void> {
-  const { network } = clients;
-  if (!isAddressEqual(auth.to as Address, expected.payTo)) throw invalidPayment("it pays the wrong recipient");
-  if (BigInt(auth.value) !== expected.price) throw invalidPayment(`the amount must be exactly ${expected.price} atomic units`);
-  const from = getAddress(auth.from);
-  const message = {
-    from,
+export interface Expected {
+  payTo: Address;
+  price: bigint;
+  /** The offer's `maxTimeoutSeconds`: an authorization may not stay valid for longer than this from now. */
+  maxTimeoutSeconds: number;
+}
+
+/** The EIP-3009 message an authorization signs, as typed values. */
+export function authorizationMessage(auth: Authorization) {
+  return {
+    from: getAddress(auth.from),
     to: getAddress(auth.to),
     value: BigInt(auth.value),
     validAfter: BigInt(auth.validAfter),
     validBefore: BigInt(auth.validBefore),
     nonce: auth.nonce as Hex,
   };
-  const token = { address: network.usdc.address, abi: tokenAbi } as const;
-  // One round of concurrent reads; the simulation's verdict is used only if everything else passed.
+}
+
+/**
+ * What holds of the authorization itself, whatever the chain's state: it pays our recipient the
+ * exact price, and it is signed by its `from` (EOA or ERC-1271, via viem) for this token and chain.
+ * Every request is checked this far before anything stored about its payment may answer it.
+ */
+export async function verifySigned(clients: NetworkClients, auth: Authorization, signature: Hex, expected: Expected): Promise<void> {
+  const { network } = clients;
+  if (!isAddressEqual(auth.to as Address, expected.payTo)) throw invalidPayment("it pays the wrong recipient");
+  if (BigInt(auth.value) !== expected.price) throw invalidPayment(`the amount must be exactly ${expected.price} atomic units`);
+  const message = authorizationMessage(auth);
+  const signatureOk = await clients.public
+    .verifyTypedData({
+      address: message.from,
+      domain: { name: network.usdc.name, version: network.usdc.version, chainId: network.chainId, verifyingContract: network.usdc.address },
+      types: AUTHORIZATION_TYPES,
+      primaryType: "TransferWithAuthorization",
+      message,
+      signature,
+    })
+    .catch((err: unknown) => {
+      // An RPC that did not answer is ours to report (503); anything else is a signature that cannot be checked.
+      if (isRpcFailure(err)) throw err;
+      return false;
+    });
+  if (!signatureOk) throw invalidPayment("the signature does not match the authorization, token or chain");
+}
+
+/**
+ * What the chain must say before money moves (DESIGN "Facts"): the time window against block
+ * time (and no longer than `maxTimeoutSeconds` ahead), the authorization unused, the balance, and
+ * a simulation of the transfer itself — one round of concurrent reads.
+ */
+export async function verifyChainState(clients: NetworkClients, auth: Authorization, signature: Hex, expected: Expected): Promise<{ blockNumber: bigint }> {
+  const message = authorizationMessage(auth);
+  const token = { address: clients.network.usdc.address, abi: tokenAbi } as const;
+  // The simulation's verdict is used only if everything else passed.
   const simulation = clients.public
     .simulateContract({ ...token, functionName: "transferWithAuthorization", args: transferArgs(message, signature) as never, account: clients.relayer.account })
     .then(
       () => null,
       (err: { shortMessage?: string }) => err.shortMessage ?? "reverted",
     );
-  const [block, signatureOk, used, balance, simulationError] = await Promise.all([
+  const [block, used, balance, simulationError] = await Promise.all([
     clients.public.getBlock({ blockTag: "latest" }),
-    clients.public.verifyTypedData({
-      address: from,
-      domain: { name: network.usdc.name, version: network.usdc.version, chainId: network.chainId, verifyingContract: network.usdc.address },
-      types: AUTHORIZATION_TYPES,
-      primaryType: "TransferWithAuthorization",
-      message,
-      signature,
-    }),
-    clients.public.readContract({ ...token, functionName: "authorizationState", args: [from, message.nonce] }) as Promise<boolean>,
-    clients.public.readContract({ ...token, functionName: "balanceOf", args: [from] }) as Promise<bigint>,
+    clients.public.readContract({ ...token, functionName: "authorizationState", args: [message.from, message.nonce] }) as Promise<boolean>,
+    clients.public.readContract({ ...token, functionName: "balanceOf", args: [message.from] }) as Promise<bigint>,
     simulation,
   ]);
-  if (!signatureOk) throw invalidPayment("the signature does not match the authorization, token or chain");
-  const now = block.timestamp > BigInt(Math.floor(Date.now() / 1000)) ? block.timestamp : BigInt(Math.floor(Date.now() / 1000));
+  const wallClock = BigInt(Math.floor(Date.now() / 1000));
+  const now = block.timestamp > wallClock ? block.timestamp : wallClock;
   if (message.validAfter >= block.timestamp) throw invalidPayment("the authorization is not valid yet");
   if (message.validBefore <= now + VALIDITY_MARGIN_S) throw invalidPayment("the authorization has expired");
+  if (message.validBefore - now > BigInt(expected.maxTimeoutSeconds) + CLOCK_SKEW_S) {
+    throw invalidPayment(`the authorization stays valid for ${message.validBefore - now} s, longer than maxTimeoutSeconds (${expected.maxTimeoutSeconds} s)`);
+  }
   if (used) throw new ApiError("payment_already_used", "This payment authorization has already been used.");
   if (balance < message.value) throw invalidPayment("the payer's balance is too low");
   if (simulationError) throw invalidPayment(`the transfer would fail on chain (${simulationError})`);
+  return { blockNumber: block.number };
 }
+
+const isRpcFailure = (err: unknown) => err instanceof BaseError && err.walk((e) => e instanceof HttpRequestError || e instanceof TimeoutError || e instanceof RpcRequestError) !== null;
 
 /** Arguments of the (v, r, s) form for a 65-byte signature, of the (bytes) form otherwise. */
 export function transferArgs(

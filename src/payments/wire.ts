@@ -1,11 +1,17 @@
 import { z } from "zod";
+import { normaliseHex, type Hex } from "../lib/hex.js";
 
 /**
  * The x402 wire formats, both generations (DESIGN "Facts"): v1 sends the payment in `X-PAYMENT`
  * and answers `X-PAYMENT-RESPONSE`; v2 sends `PAYMENT-SIGNATURE`, answers `PAYMENT-RESPONSE`,
  * and carries the chosen requirement in `accepted`. Headers are standard base64 of UTF-8 JSON.
+ * Every hex value (addresses, the nonce, the signature) is normalised to lower case here, once,
+ * so nothing downstream can take two spellings of the same bytes for different values.
  */
-const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/);
+const address = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{40}$/)
+  .transform((v): Hex => normaliseHex(v));
 /** A uint256 in decimal: anything larger could never be signed or sent, and must not reach the chain client. */
 const UINT = /^\d{1,78}$/;
 const uint = z.string().refine((v) => UINT.test(v) && BigInt(v) < 2n ** 256n, "must be a decimal integer below 2^256 (a uint256)");
@@ -25,7 +31,10 @@ function wellFormedSignature(sig: string): boolean {
   const v = parseInt(sig.slice(130), 16);
   return r > 0n && r < SECP256K1_N && s > 0n && s < SECP256K1_N && [0, 1, 27, 28].includes(v);
 }
-const signature = z.string().refine(wellFormedSignature, "must be hex bytes; 65 of them must be a well-formed signature (r and s in [1, N), v 0, 1, 27 or 28)");
+const signature = z
+  .string()
+  .refine(wellFormedSignature, "must be hex bytes; 65 of them must be a well-formed signature (r and s in [1, N), v 0, 1, 27 or 28)")
+  .transform((v): Hex => normaliseHex(v));
 
 export const authorizationSchema = z.object({
   from: address,
@@ -33,28 +42,34 @@ export const authorizationSchema = z.object({
   value: uint,
   validAfter: uint,
   validBefore: uint,
-  nonce: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
+  nonce: z.string().regex(/^0x[0-9a-fA-F]{64}$/).transform((v): Hex => normaliseHex(v)),
 });
 const exactPayload = z.object({ signature, authorization: authorizationSchema });
 
 export const requirementsV2Schema = z.object({
   scheme: z.string(),
   network: z.string(),
-  asset: z.string(),
-  amount: z.string(),
-  payTo: z.string(),
+  asset: address,
+  amount: uint,
+  payTo: address,
   maxTimeoutSeconds: z.number(),
   extra: z.record(z.string(), z.unknown()),
 });
 export type RequirementsV2 = z.infer<typeof requirementsV2Schema>;
 
 const paymentV1 = z.object({ x402Version: z.literal(1), scheme: z.string(), network: z.string(), payload: exactPayload });
-const paymentV2 = z.object({ x402Version: z.literal(2), accepted: requirementsV2Schema, payload: exactPayload, resource: z.unknown().optional(), extensions: z.unknown().optional() });
+const paymentV2 = z.object({
+  x402Version: z.literal(2),
+  accepted: requirementsV2Schema,
+  payload: exactPayload,
+  resource: z.unknown().optional(),
+  extensions: z.record(z.string(), z.unknown()).optional(),
+});
 
 export type Authorization = z.infer<typeof authorizationSchema>;
 export type PaymentHeader =
-  | { version: 1; scheme: string; network: string; signature: `0x${string}`; authorization: Authorization }
-  | { version: 2; accepted: RequirementsV2; signature: `0x${string}`; authorization: Authorization };
+  | { version: 1; scheme: string; network: string; signature: Hex; authorization: Authorization }
+  | { version: 2; accepted: RequirementsV2; signature: Hex; authorization: Authorization; extensions: Record<string, unknown> };
 
 export const encodeHeader = (value: unknown) => Buffer.from(JSON.stringify(value), "utf8").toString("base64");
 
@@ -72,10 +87,20 @@ export function readPaymentHeader(get: (name: string) => string | undefined): Pa
   }
   if (v2) {
     const p = parsed(paymentV2, json);
-    return { version: 2, accepted: p.accepted, signature: p.payload.signature as `0x${string}`, authorization: p.payload.authorization };
+    return { version: 2, accepted: p.accepted, signature: p.payload.signature, authorization: p.payload.authorization, extensions: p.extensions ?? {} };
   }
   const p = parsed(paymentV1, json);
-  return { version: 1, scheme: p.scheme, network: p.network, signature: p.payload.signature as `0x${string}`, authorization: p.payload.authorization };
+  return { version: 1, scheme: p.scheme, network: p.network, signature: p.payload.signature, authorization: p.payload.authorization };
+}
+
+/** The x402 v2 `payment-identifier` extension: the client's own id for this payment, for idempotency. */
+export const PAYMENT_IDENTIFIER = "payment-identifier";
+const paymentIdentifierSchema = z.object({ info: z.object({ id: z.string().regex(/^[a-zA-Z0-9_-]{16,128}$/).optional() }).loose() }).loose();
+
+/** The payment's client-chosen identifier, null when it sends none; throws on a malformed one. */
+export function paymentIdentifier(header: PaymentHeader): string | null {
+  if (header.version !== 2 || header.extensions[PAYMENT_IDENTIFIER] === undefined) return null;
+  return paymentIdentifierSchema.parse(header.extensions[PAYMENT_IDENTIFIER]).info.id ?? null;
 }
 
 /** The payload, or an error naming the first field that is wrong (the client reads it in `reason`). */

@@ -73,8 +73,8 @@ export class MemoryStore implements Store {
     a.ledger.push({ id: `${this.now()}-${++this.ledgerSeq}`, at: this.now(), kind, amount, balance: a.balance, reason: change.reason, requestId: change.requestId, tool });
   }
 
-  private topUpAccount(a: MemAccount, kind: TopUpKind, amount: number, change: CreditChange) {
-    applyTopUp(a, amount);
+  private topUpAccount(a: MemAccount, kind: TopUpKind, amount: number, change: CreditChange & { rearm?: boolean }) {
+    applyTopUp(a, amount, change.rearm !== false);
     this.addLedger(a, kind, amount, change);
   }
 
@@ -96,8 +96,8 @@ export class MemoryStore implements Store {
       createdAt: this.now(),
       allowanceAt: 0,
       planExpiresAt: 0,
-      lowArmed: true,
-      depletedArmed: true,
+      lowArmed: false,
+      depletedArmed: false,
       keysByHash: new Map(),
       keysById: new Map(),
       rateLog: [],
@@ -203,7 +203,12 @@ export class MemoryStore implements Store {
 
     const requests = request.countRequest === false ? 0 : (request.requests ?? 1);
     let rate = { limit: tier.requestsPerMinute, remaining: -1, resetMs: 0 };
-    if (requests > 0) {
+    // A request id already in the window (a paid call's slot, taken before its payment settled) is not counted twice.
+    if (requests > 0) this.slide(a.rateLog, tier.requestsPerMinute, RATE_WINDOW_MS, 0); // drops what left the window
+    const counted = requests > 0 && a.rateLog.some((entry) => entry.member === request.requestId);
+    if (counted) {
+      rate = { limit: tier.requestsPerMinute, remaining: Math.max(0, tier.requestsPerMinute - a.rateLog.length), resetMs: a.rateLog[0] ? a.rateLog[0].at + RATE_WINDOW_MS - now : 0 };
+    } else if (requests > 0) {
       const window = this.slide(a.rateLog, tier.requestsPerMinute, RATE_WINDOW_MS, requests);
       if (!window.allowed) {
         return { status: "rate_limited", account: this.view(a), rate: { limit: tier.requestsPerMinute, remaining: window.remaining, resetMs: window.resetOf(a.rateLog[0]?.at) } };
@@ -227,7 +232,7 @@ export class MemoryStore implements Store {
     return { status: "ok", account: this.view(a), keyId, rate, charged, events };
   }
 
-  async topUp(accountId: string, kind: TopUpKind, grant: CreditChange & { amount: number }, events: EventRecord[] = [], plan?: PlanChange) {
+  async topUp(accountId: string, kind: TopUpKind, grant: CreditChange & { amount: number; rearm?: boolean }, events: EventRecord[] = [], plan?: PlanChange) {
     const a = this.accounts.get(accountId);
     if (!a) return null;
     if (a.operations.has(grant.requestId)) return { applied: false, account: this.view(a) };
@@ -382,16 +387,17 @@ export class MemoryStore implements Store {
     this.payments.set(record.id, structuredClone(record));
   }
 
-  private readonly served = new Set<string>();
-  async claimPaymentService(id: string) {
-    if (this.served.has(id)) return false;
-    this.served.add(id);
+  private readonly served = new Map<string, number>();
+  async claimPaymentService(id: string, expiresAt: number) {
+    if ((this.served.get(id) ?? 0) > this.now()) return false;
+    this.served.set(id, expiresAt);
     return true;
   }
 
   async getPayment(id: string) {
     const record = this.payments.get(id);
-    return record ? structuredClone(record) : null;
+    if (record?.state === "settled" && record.expiresAt && record.expiresAt <= this.now()) this.payments.delete(id);
+    return record && this.payments.has(id) ? structuredClone(record) : null;
   }
 
   async releasePayment(id: string) {

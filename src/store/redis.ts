@@ -336,11 +336,11 @@ export class RedisStore implements Store {
     }
   }
 
-  async topUp(accountId: string, kind: TopUpKind, grant: CreditChange & { amount: number }, events: EventRecord[] = [], plan?: PlanChange) {
+  async topUp(accountId: string, kind: TopUpKind, grant: CreditChange & { amount: number; rearm?: boolean }, events: EventRecord[] = [], plan?: PlanChange) {
     const result = await this.script<{ status: string; account?: RawAccount }>(
       "top-up",
       [k.account(accountId), k.ledger(accountId), k.operation(accountId, grant.requestId), k.outbox(accountId)],
-      [grant.amount, kind, grant.reason, grant.requestId, OPERATION_TTL_SECONDS, JSON.stringify(events), plan?.tier ?? "", plan?.periodMs ?? 0],
+      [grant.amount, kind, grant.reason, grant.requestId, OPERATION_TTL_SECONDS, JSON.stringify(events), plan?.tier ?? "", plan?.periodMs ?? 0, grant.rearm === false ? 0 : 1],
     );
     if (result.status === "not_found") return null;
     if (result.status === "applied") await this.markOutbox(accountId, events);
@@ -508,14 +508,17 @@ export class RedisStore implements Store {
   }
 
   async savePayment(record: PaymentRecord): Promise<void> {
-    const tx = this.redis.multi().set(k.payment(record.id), JSON.stringify(record));
+    const tx = this.redis.multi();
+    // A settled record is kept for its retention window only; an open one until it is finished.
+    if (record.state === "settled" && record.expiresAt) tx.set(k.payment(record.id), JSON.stringify(record), "PXAT", record.expiresAt);
+    else tx.set(k.payment(record.id), JSON.stringify(record));
     if (record.state === "settled") tx.srem(k.openPayments(), record.id);
     else tx.sadd(k.openPayments(), record.id);
     await this.call(() => tx.exec());
   }
 
-  async claimPaymentService(id: string): Promise<boolean> {
-    return (await this.call(() => this.redis.set(k.paymentServed(id), "1", "NX"))) === "OK";
+  async claimPaymentService(id: string, expiresAt: number): Promise<boolean> {
+    return (await this.call(() => this.redis.set(k.paymentServed(id), "1", "PXAT", expiresAt, "NX"))) === "OK";
   }
 
   async getPayment(id: string): Promise<PaymentRecord | null> {

@@ -89,7 +89,11 @@ export interface AdmitRequest {
   requestId: string;
   tool: string | null;
   reason: string;
-  /** false: do not count a request against the rate limit (a door that counted it already, or a pre-check). Default true. */
+  /**
+   * false: do not count a request against the rate limit (a door that counted it already, or a
+   * pre-check). Default true. A request id already counted in the window is admitted again without
+   * counting twice (a paid call takes its slot before its payment settles).
+   */
   countRequest?: boolean;
   /** How many requests this admission counts (an MCP JSON-RPC batch counts each message); all or none are admitted. Default 1. */
   requests?: number;
@@ -154,11 +158,14 @@ export interface Store {
 
   /** The hot path, one round trip: check the key, apply the Free allowance, rate-limit, debit. */
   admit(request: AdmitRequest): Promise<AdmitOutcome>;
-  /** Adds credits (a top-up: re-arms the alerts), with its events, atomically. Idempotent per request id. */
+  /**
+   * Adds credits (a top-up: re-arms the alerts unless `rearm` is false), with its events,
+   * atomically. Idempotent per request id.
+   */
   topUp(
     accountId: string,
     kind: TopUpKind,
-    grant: CreditChange & { amount: number },
+    grant: CreditChange & { amount: number; rearm?: boolean },
     events?: EventRecord[],
     plan?: PlanChange,
   ): Promise<{ applied: boolean; account: AccountRecord } | null>;
@@ -223,8 +230,8 @@ export interface Store {
   getPayment(id: string): Promise<PaymentRecord | null>;
   /** Forgets a claim whose payment failed before anything moved, so it can be tried again. */
   releasePayment(id: string): Promise<void>;
-  /** Claims the one call a settled payment pays for; false when it was already served. */
-  claimPaymentService(id: string): Promise<boolean>;
+  /** Claims the one thing a settled payment pays for (kept until `expiresAt`); false when it was already served. */
+  claimPaymentService(id: string, expiresAt: number): Promise<boolean>;
   /** Payments not yet settled: pending ones, and those still (or, if their process died, forever) settling. */
   openPayments(): Promise<PaymentRecord[]>;
 
@@ -285,6 +292,14 @@ export interface PaymentRecord {
   grant: PaymentGrant;
   /** The relayer transaction as sent (nonce, fees, calldata), to replace it if it gets stuck. */
   relay?: RelayedTransaction | null;
+  /** The paid resource's URL: the payment answers requests for this resource only. */
+  resource?: string;
+  /** For a paid tool call: the idempotency key its call runs under, and the call's fingerprint (tool + body). */
+  call?: { key: string; fingerprint: string } | null;
+  /** The chain block seen just before the settlement was sent: the reconciler reads logs from here. */
+  sentFromBlock?: string | null;
+  /** When a settled record is forgotten (ms since the epoch); open records never expire. */
+  expiresAt?: number;
 }
 
 export interface RelayedTransaction {

@@ -23,10 +23,15 @@ export interface ToolCall {
   /** The caller: an API key, or (hash null) an account already identified by its payment. */
   key: { accountId: string; hash: string | null };
   idempotencyKey: string | null;
+  /** How long the answer is kept for replays; default IDEMPOTENCY_TTL_SECONDS (a paid call: its payment's retention). */
+  idempotencyTtlSeconds?: number;
   requestId: string;
   /** The door counted this call against the rate limit already (MCP counts every message as it arrives). */
   counted?: boolean;
 }
+
+/** What makes two calls "the same request" for idempotency: the tool and the body. */
+export const callFingerprint = (toolName: string, input: unknown) => createHash("sha256").update(`${toolName}\n${JSON.stringify(input)}`).digest("hex");
 
 export interface ToolCallResult extends StoredResponse {
   replayed: boolean;
@@ -48,14 +53,15 @@ export async function invokeTool(services: Services, call: ToolCall, forward: Fo
   if (!call.idempotencyKey) return execute(services, call, input, forward, null);
 
   const idempotencyKey = call.idempotencyKey;
-  const fingerprint = createHash("sha256").update(`${tool.name}\n${JSON.stringify(call.input)}`).digest("hex");
+  const fingerprint = callFingerprint(tool.name, call.input);
+  const ttlSeconds = call.idempotencyTtlSeconds ?? services.config.idempotencyTtlSeconds;
   const leaseMs = timeoutOf(services, tool) + services.config.poolQueueTimeoutMs + 5_000;
   const deadline = Date.now() + leaseMs;
   for (;;) {
-    const claim = await services.store.beginIdempotent(key.accountId, idempotencyKey, { fingerprint, requestId, leaseMs, ttlSeconds: services.config.idempotencyTtlSeconds });
+    const claim = await services.store.beginIdempotent(key.accountId, idempotencyKey, { fingerprint, requestId, leaseMs, ttlSeconds });
     // Executed under the claim's request id: the debit is idempotent per request id, so a retry
     // that takes over the claim of a process that died mid-call is not charged a second time.
-    if (claim.state === "started") return execute(services, { ...call, requestId: claim.requestId }, input, forward, idempotencyKey);
+    if (claim.state === "started") return execute(services, { ...call, requestId: claim.requestId, idempotencyTtlSeconds: ttlSeconds }, input, forward, idempotencyKey);
     if (claim.state === "completed") {
       await checkCaller(services, call);
       return { ...claim.response, replayed: true };
@@ -102,7 +108,7 @@ async function execute(services: Services, call: ToolCall, input: unknown, forwa
 
 async function serveCharged(
   services: Services,
-  { tool, requestId }: ToolCall,
+  { tool, requestId, idempotencyTtlSeconds }: ToolCall,
   caller: Admitted,
   input: unknown,
   forward: Forwarder,
@@ -134,7 +140,7 @@ async function serveCharged(
       body: outcome.body.toString("utf8"),
       headers: { ...caller.headers, "X-Credits-Charged": String(tool.cost), "X-Credits-Remaining": String(caller.account.balance) },
     };
-    if (idempotencyKey) await store.completeIdempotent(accountId, idempotencyKey, result, config.idempotencyTtlSeconds);
+    if (idempotencyKey) await store.completeIdempotent(accountId, idempotencyKey, result, idempotencyTtlSeconds ?? config.idempotencyTtlSeconds);
     services.metrics.countToolCall(tool.name, "ok");
     if (caller.charged) services.metrics.creditsDebited.inc(tool.cost);
     return { ...result, replayed: false };

@@ -8,8 +8,9 @@ import ipaddr from "ipaddr.js";
  * multicast, broadcast, reserved or unspecified range, in IPv4 or IPv6. IPv6 must lie in the
  * global unicast space (2000::/3) outside its documentation, ORCHID and protocol-assignment
  * blocks; forms that carry an IPv4 address (IPv4-compatible, SIIT, NAT64, 6to4, Teredo) are
- * refused and named by that address; IPv4-mapped addresses are judged as the IPv4 address. Numeric-host tricks (2130706433, 0x7f.1, 127.1) are normalised by the
- * WHATWG URL parser before the check. The same rule runs again inside the delivery agent's DNS
+ * refused and named by that address; IPv4-mapped addresses are judged as the IPv4 address.
+ * Numeric-host tricks (2130706433, 0x7f.1, 127.1) are normalised by the WHATWG URL parser
+ * before the check. The same rule runs again inside the delivery agent's DNS
  * lookup, so a host that re-resolves to a private address later (DNS rebinding) is refused
  * at connect time.
  */
@@ -21,6 +22,8 @@ const PRIVATE_RANGES = new Set(["loopback", "private", "uniqueLocal"]);
 const cidr = (text: string) => ipaddr.IPv6.parseCIDR(text);
 /** IANA's global unicast space; everything outside it is special, deprecated or unassigned. */
 const GLOBAL_UNICAST = cidr("2000::/3");
+/** RFC 8215 local-use NAT64: the IPv4 address's place depends on the operator's prefix length. */
+const NAT64_LOCAL_USE = cidr("64:ff9b:1::/48");
 /** Ranges inside 2000::/3 that are not ordinary public hosts (checked in order, narrowest first). */
 const SPECIAL_GLOBAL: [string, [ipaddr.IPv6, number]][] = [
   ["documentation", cidr("2001:db8::/32")],
@@ -63,10 +66,10 @@ function ipv6Reason(ip: ipaddr.IPv6, address: string, allowPrivate: boolean): st
     const ipv4Range = ipv4.range() === "unicast" ? "public" : ipv4.range();
     return `${address} is an ${embedding.form} address of ${ipv4.toString()} (${ipv4Range}); such addresses are not allowed`;
   }
-  if (ip.match(cidr("64:ff9b:1::/48"))) return `${address} is in the NAT64 local-use range`;
+  if (ip.match(NAT64_LOCAL_USE)) return `${address} is in the NAT64 local-use range`;
   if (!ip.match(GLOBAL_UNICAST)) {
     if (allowPrivate && PRIVATE_RANGES.has(range)) return null;
-    return `${address} is in the ${range === "unicast" ? "not global unicast (outside 2000::/3)" : range} range`;
+    return range === "unicast" ? `${address} is outside the global unicast space (2000::/3)` : `${address} is in the ${range} range`;
   }
   const special = SPECIAL_GLOBAL.find(([, r]) => ip.match(r));
   return special ? `${address} is in the ${special[0]} range` : null;

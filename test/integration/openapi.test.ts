@@ -56,14 +56,31 @@ describe("GET /openapi.json", () => {
   });
 });
 
+describe("tags", () => {
+  it("put every operation in one of the reference's groups", () => {
+    const groups = ["Tools", "Payments", "Account", "Keys", "Usage", "Webhooks", "MCP", "Admin", "Operations"];
+    expect(doc.tags.map((t: { name: string }) => t.name)).toEqual(groups);
+    for (const [path, item] of Object.entries<Record<string, { tags: string[] }>>(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) expect(groups, `${method} ${path}`).toContain(op.tags?.[0]);
+    }
+    expect(doc.paths["/api/v1/keys"].get.tags).toEqual(["Keys"]);
+    expect(doc.paths["/api/v1/webhooks/register"].post.tags).toEqual(["Webhooks"]);
+    expect(doc.paths["/api/v1/wallet/challenge"].post.tags).toEqual(["Payments"]);
+    expect(doc.paths["/mcp"].post.tags).toEqual(["MCP"]);
+    expect(doc.paths["/api/v1/admin/incidents"].post.tags).toEqual(["Admin"]);
+  });
+});
+
 describe("GET /docs", () => {
-  it("renders a readable page of every endpoint, with no third-party scripts", async () => {
+  it("renders a readable page of every endpoint and tool, with no third-party scripts and no ±2^53 bounds", async () => {
     const res = await fetch(`${gw.url}/docs`);
     const html = await res.text();
     expect(res.headers.get("content-type")).toContain("text/html");
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
     expect(html).toContain("<code>POST /v1/tools/web-search</code>");
-    expect(html).toContain("<code>POST /api/v1/signup</code>");
-    expect(html).not.toMatch(/<script/i);
+    expect(html).toContain("<code>/api/v1/signup</code>");
+    expect(html).not.toMatch(/<script[^>]+src="(https?:)?\/\//i);
+    expect(html).not.toContain("9007199254740991");
   });
 
   it("states prices with plural agreement: 1 credit, 5 credits", async () => {

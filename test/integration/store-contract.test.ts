@@ -360,7 +360,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await openIds()).toEqual([id]);
     await store.savePayment({ ...record, state: "settled", txHash: "0xabc" });
     expect(await openIds()).toEqual([]);
-    expect([await store.claimPaymentService(id), await store.claimPaymentService(id)]).toEqual([true, false]);
+    expect([await store.claimPaymentService(id, Date.now() + 60_000), await store.claimPaymentService(id, Date.now() + 60_000)]).toEqual([true, false]);
 
     const failed = { ...record, id: `${id}:failed` };
     expect(await store.claimPayment(failed)).toBeNull();

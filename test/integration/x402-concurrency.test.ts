@@ -32,19 +32,38 @@ afterAll(async () => {
 
 const pay = (gw: GatewayProcess, header: string, text = "x") => call(`${gw.url}/v1/tools/hash`, { method: "POST", body: { text }, headers: { "x-payment": header } });
 const purchases = async (accountId: string) => (await store.ledger(accountId, { limit: 1000 })).items.filter((e) => e.kind === "purchase").length;
+const debits = async (accountId: string) => (await store.ledger(accountId, { limit: 1000 })).items.filter((e) => e.kind === "debit").length;
 
 describe("one authorization, settled and credited at most once", () => {
-  it("a payment replayed after it was used is refused", async () => {
+  it("a paid call whose answer was lost: the same payment and body, retried on the other process, replays the answer; another body is 409", async () => {
     const header = v1Header("base-sepolia", await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE }));
-    expect((await pay(a, header)).status).toBe(200);
+    const first = await pay(a, header, "lost answer");
+    expect(first.status).toBe(200);
     const before = await balanceOf(chains.base, PAY_TO);
-    const replay = await pay(b, header);
-    expect([replay.status, replay.body.error.code]).toEqual([409, "payment_already_used"]);
+    const debitsBefore = await debits(walletAccountId(PAYER.address));
+    const replay = await pay(b, header, "lost answer");
+    expect([replay.status, replay.headers.get("idempotent-replayed"), replay.body]).toEqual([200, "true", first.body]);
+    expect(replay.headers.get("x-payment-response")).toBe(first.headers.get("x-payment-response"));
+    const other = await pay(b, header, "another body");
+    expect([other.status, other.body.error.code]).toEqual([409, "idempotency_conflict"]);
     expect(await balanceOf(chains.base, PAY_TO)).toBe(before);
-    expect(await purchases(walletAccountId(PAYER.address))).toBe(1);
+    expect(await debits(walletAccountId(PAYER.address))).toBe(debitsBefore);
   });
 
-  it("the same payment sent 20 times at once to two processes: one settlement, one credit", async () => {
+  it("5 duplicates of one payment and body sent at once to two processes: one settlement, one run, identical answers", async () => {
+    const header = v1Header("base-sepolia", await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE }));
+    const accountId = walletAccountId(PAYER.address);
+    const [before, purchasedBefore, debitsBefore] = [await balanceOf(chains.base, PAY_TO), await purchases(accountId), await debits(accountId)];
+    const results = await Promise.all(Array.from({ length: 5 }, (_, i) => pay(i % 2 ? a : b, header, "duplicated")));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(new Set(results.map((r) => JSON.stringify(r.body))).size).toBe(1);
+    expect(new Set(results.map((r) => r.headers.get("payment-response"))).size).toBe(1);
+    expect(results.filter((r) => r.headers.get("idempotent-replayed") === "true")).toHaveLength(4);
+    expect(await balanceOf(chains.base, PAY_TO)).toBe(before + PRICE);
+    expect([await purchases(accountId), await debits(accountId)]).toEqual([purchasedBefore + 1, debitsBefore + 1]);
+  }, 30_000);
+
+  it("the same payment sent 20 times at once to two processes with different bodies: one settlement, one call, the others 409", async () => {
     const header = v1Header("base-sepolia", await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE }));
     const before = await balanceOf(chains.base, PAY_TO);
     const purchasedBefore = await purchases(walletAccountId(PAYER.address));
@@ -54,7 +73,7 @@ describe("one authorization, settled and credited at most once", () => {
       const outcome = r.status === 200 ? "200" : `${r.status} ${r.body.error?.code}`;
       outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
     }
-    expect(outcomes).toEqual({ "200": 1, "409 payment_already_used": 19 });
+    expect(outcomes).toEqual({ "200": 1, "409 idempotency_conflict": 19 });
     expect(await balanceOf(chains.base, PAY_TO)).toBe(before + PRICE);
     expect(await purchases(walletAccountId(PAYER.address))).toBe(purchasedBefore + 1);
   }, 30_000);

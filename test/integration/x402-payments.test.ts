@@ -104,7 +104,7 @@ describe("official clients", () => {
     const accountId = walletAccountId(payer.address);
     expect(await ledgerOf(accountId)).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
     const received = (await eventsOf(gw.services.store, accountId, 2)).find((e) => e.event === "payment.received");
-    expect(received?.data).toMatchObject({ type: "one_time", credits_added: 1, amount_usd: "0.00", amount_usdc_atomic: "2000", plan: null, agent_id: accountId, network: "base-sepolia", transaction: receipt.transaction });
+    expect(received?.data).toMatchObject({ type: "one_time", credits_added: 1, amount_usd: "0.002", amount_usdc_atomic: "2000", plan: null, agent_id: accountId, network: "base-sepolia", transaction: receipt.transaction });
   }, 30_000);
 
   it("@x402/fetch (v2) pays on the Polygon chain", async () => {

@@ -52,8 +52,10 @@ describe("a settlement whose outcome is unknown", () => {
     expect(retry.status).toBe(200);
     expect(await balanceOf(chains.base, PAY_TO)).toBe(payToBefore + PRICE);
     expect((await gw.services.store.getAccount(accountId))?.balance).toBe(0);
+    // Once more, the same payment and body: the stored answer, not a second call.
     const again = await call(`${gw.url}/v1/tools/hash`, { method: "POST", body: { text: "pending" }, headers: header });
-    expect([again.status, again.body.error.code]).toEqual([409, "payment_already_used"]);
+    expect([again.status, again.headers.get("idempotent-replayed"), again.body]).toEqual([200, "true", retry.body]);
+    expect((await gw.services.store.getAccount(accountId))?.balance).toBe(0);
     const purchases = (await gw.services.store.ledger(accountId, { limit: 100 })).items.filter((e) => e.kind === "purchase");
     expect(purchases).toHaveLength(1);
   }, 40_000);

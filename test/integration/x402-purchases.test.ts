@@ -101,4 +101,20 @@ describe("sign-in with wallet", () => {
     // The honest claim still works: a failed attempt does not burn the challenge.
     expect((await call(`${gw.url}/api/v1/wallet/claim`, { body: { message, signature } })).status).toBe(201);
   });
+
+  it("binds a challenge to its address, and requires this gateway's uri and an expiry", async () => {
+    const victim = anvilAccount(3);
+    const thief = anvilAccount(4);
+    const { message } = (await challenge(victim.address)).body as { message: string };
+    const claim = async (text: string, signer = thief) => call(`${gw.url}/api/v1/wallet/claim`, { body: { message: text, signature: await signer.signMessage({ message: text }) } });
+    // The thief signs the victim's challenge (its nonce) as itself.
+    const stolenNonce = await claim(message.replace(victim.address, thief.address));
+    expect([stolenNonce.status, stolenNonce.body.error.code]).toEqual([400, "invalid_token"]);
+    const own = (await challenge(thief.address)).body.message as string;
+    const otherUri = await claim(own.replace(/^URI: .*$/m, "URI: https://evil.example"));
+    expect([otherUri.status, otherUri.body.error.message]).toEqual([400, expect.stringContaining("uri")]);
+    const noExpiry = await claim(own.replace(/\nExpiration Time: [^\n]*/, ""));
+    expect([noExpiry.status, noExpiry.body.error.message]).toEqual([400, expect.stringContaining("expiration")]);
+    expect((await claim(own)).status).toBe(201);
+  });
 });

@@ -55,8 +55,8 @@ describe("IPv6 addresses a webhook may not target", () => {
     ["2001:2::1", "IETF protocol assignments"],
     ["2001:1::1", "IETF protocol assignments"],
     ["5f00::1", "segmentRouting"],
-    ["4000::1", "not global unicast"],
-    ["1::1", "not global unicast"],
+    ["4000::1", "outside the global unicast space"],
+    ["1::1", "outside the global unicast space"],
     // IPv4-compatible (deprecated, RFC 4291 §2.5.5.1): named by the IPv4 address inside.
     ["::127.0.0.1", "IPv4-compatible address of 127.0.0.1 (loopback)"],
     ["::7f00:1", "IPv4-compatible address of 127.0.0.1 (loopback)"],

@@ -31,10 +31,14 @@ end
 
 -- A top-up (grant, purchase, allowance) sets the reference level to the new balance and
 -- re-arms both alerts (DESIGN D5).
-local function top_up(a, acct_key, ledger_key, at, kind, amount, reason, request_id)
+-- A top-up of nothing (a wallet account's opening entry), or one that pays for a single call
+-- (rearm false: x402 pay-per-call), leaves the reference level and the alerts as they were.
+local function top_up(a, acct_key, ledger_key, at, kind, amount, reason, request_id, rearm)
   a.balance = redis.call('HINCRBY', acct_key, 'balance', amount)
-  a.reference, a.low_armed, a.depleted_armed = a.balance, 1, 1
-  redis.call('HSET', acct_key, 'reference', a.balance, 'low_armed', 1, 'depleted_armed', 1)
+  if amount > 0 and rearm ~= false then
+    a.reference, a.low_armed, a.depleted_armed = a.balance, 1, 1
+    redis.call('HSET', acct_key, 'reference', a.balance, 'low_armed', 1, 'depleted_armed', 1)
+  end
   ledger_add(ledger_key, at, kind, amount, a.balance, reason, request_id, '')
 end
 
@@ -67,10 +71,16 @@ end
 
 -- Exact sliding-window log: one sorted-set member per admitted request, scored by server time.
 -- `count` requests (default 1: an MCP batch counts each message) are admitted all or none.
+-- A member already in the window (a paid call's slot, reserved before its payment settled) is
+-- admitted again without being counted twice.
 local function rate_limit(key, limit, window, member, now, count)
   count = count or 1
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
   local used = redis.call('ZCARD', key)
+  if redis.call('ZSCORE', key, member) then
+    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    return true, limit - used, tonumber(oldest[2]) + window - now
+  end
   if used + count > limit then
     local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
     local reset = window

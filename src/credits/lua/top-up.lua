@@ -1,5 +1,6 @@
 -- KEYS: account, ledger, operation, outbox
--- ARGV: amount, kind, reason, request id, op ttl, events (JSON), plan tier ('' = none), plan period ms
+-- ARGV: amount, kind, reason, request id, op ttl, events (JSON), plan tier ('' = none), plan period ms,
+--       re-arm the alerts (1/0)
 local a = load_account(KEYS[1])
 if not a then return cjson.encode({ status = 'not_found' }) end
 if redis.call('EXISTS', KEYS[3]) == 1 then return cjson.encode({ status = 'duplicate', account = a }) end
@@ -11,7 +12,7 @@ if ARGV[7] ~= '' then
   a.tier, a.plan_expires_at = ARGV[7], base + tonumber(ARGV[8])
   redis.call('HSET', KEYS[1], 'tier', a.tier, 'plan_expires_at', a.plan_expires_at)
 end
-top_up(a, KEYS[1], KEYS[2], now, ARGV[2], tonumber(ARGV[1]), ARGV[3], ARGV[4])
+top_up(a, KEYS[1], KEYS[2], now, ARGV[2], tonumber(ARGV[1]), ARGV[3], ARGV[4], ARGV[9] ~= '0')
 redis.call('HSET', KEYS[3], 'cost', 0, 'state', 'granted')
 redis.call('EXPIRE', KEYS[3], tonumber(ARGV[5]))
 for _, e in ipairs(cjson.decode(ARGV[6])) do

@@ -1,12 +1,13 @@
 import type { Request, Response } from "express";
 import { ApiError } from "../../http/errors.js";
-import { presentedKey } from "../../http/auth.js";
+import { authenticate, presentedKey } from "../../http/auth.js";
 import { defineRoute, parseInput } from "../../http/route.js";
 import { paymentChallenge } from "../../payments/offer.js";
+import { toolExtensions } from "../../payments/discovery.js";
 import { offerForResource, takePayment } from "../../payments/take-payment.js";
 import { findTool } from "../catalogue/index.js";
 import type { Forwarder } from "../forward.js";
-import { invokeTool, type ToolCallResult } from "../invoke.js";
+import { callFingerprint, invokeTool, type ToolCallResult } from "../invoke.js";
 import { atomicPrice, formatCredits, formatUsd } from "../pricing.js";
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -37,28 +38,30 @@ export function callTool(forwarderFor: (req: Request, res: Response) => Forwarde
       const forward = forwarderFor(req, res);
       const price = atomicPrice(tool.cost, services.config.creditPriceAtomic);
       // The x402 offer is built only when it is needed: keyed calls that can pay never see it.
-      const offer = () => offerForResource(services, price, `/v1/tools/${tool.name}`, `${tool.title}: one call (${formatCredits(tool.cost)})`);
+      const offer = () => offerForResource(services, price, `/v1/tools/${tool.name}`, `${tool.title}: one call (${formatCredits(tool.cost)})`, toolExtensions(tool));
 
       if (!req.get("x-api-key") && services.payments) {
-        const { payment, receiptHeaders: settled } = await takePayment(
-          services,
-          req,
-          offer(),
-          price,
-          { credits: tool.cost, type: "one_time", plan: null, planChange: null, description: tool.name },
-          {
-            requiredMessage: `Send an API key, or pay $${formatUsd(price)} in USDC for this call with x402.`,
-            // Never take money for a call that cannot run.
-            beforeSettling: () => {
-              parseInput(tool.input, req.body, "body");
-              const unavailable = services.pools.unavailableReason(tool.name);
-              if (unavailable) throw new ApiError("tool_unavailable", `The ${tool.name} tool is unavailable: ${unavailable}.`);
-            },
+        const { payment, receiptHeaders: settled } = await takePayment(services, req, {
+          offer: offer(),
+          priceAtomic: price,
+          grant: { credits: tool.cost, type: "one_time", plan: null, planChange: null, description: tool.name },
+          // The call is idempotent on its payment: every retry of it runs (or replays) under one key.
+          call: { fingerprint: callFingerprint(tool.name, req.body), key: idempotencyKey },
+          requiredMessage: `Send an API key, or pay $${formatUsd(price)} in USDC for this call with x402.`,
+          // Never take money for a call that cannot run: input, availability…
+          beforeVerifying: () => {
+            parseInput(tool.input, req.body, "body");
+            const unavailable = services.pools.unavailableReason(tool.name);
+            if (unavailable) throw new ApiError("tool_unavailable", `The ${tool.name} tool is unavailable: ${unavailable}.`);
           },
-        );
+          // …nor for one the wallet's account may not make now: its rate-limit slot is taken here
+          // (under this request id, which the call's own admission then finds already counted).
+          beforeSettling: async (accountId) => void (await authenticate(services, { accountId, hash: null }, requestId)),
+        });
         res.locals.accountId = payment.accountId;
         try {
-          return reply(await invokeTool(services, { tool, input: req.body, key: { accountId: payment.accountId, hash: null }, idempotencyKey, requestId }, forward), settled);
+          const call = { tool, input: req.body, key: { accountId: payment.accountId, hash: null }, idempotencyKey: payment.callKey, idempotencyTtlSeconds: payment.retainSeconds, requestId };
+          return reply(await invokeTool(services, call, forward), settled);
         } catch (err) {
           // The payment stands (as credits on the wallet's account): say so on the error too.
           throw err instanceof ApiError ? err.withHeaders(settled) : err;

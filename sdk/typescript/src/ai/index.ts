@@ -1,0 +1,29 @@
+/**
+ * `toolgate/ai`: the catalogue as Vercel AI SDK tools — each a `tool()` with the gateway's own
+ * input JSON Schema, whose `execute` calls the tool through the client. Pass the result as
+ * `tools` to `generateText`/`streamText`.
+ */
+import { jsonSchema, tool, type Tool } from "ai";
+import type { Toolgate } from "../client.js";
+import { catalogueFor, type ToolSubset } from "../agents/select.js";
+import type { ToolDescription } from "../types.js";
+
+export type { ToolSubset };
+
+export function toAiTools(client: Toolgate, catalogue: ToolDescription[]): Record<string, Tool> {
+  return Object.fromEntries(
+    catalogue.map((entry) => [
+      entry.name,
+      tool({
+        description: `${entry.title}. ${entry.description}`,
+        inputSchema: jsonSchema<Record<string, unknown>>(entry.input_schema as Parameters<typeof jsonSchema>[0]),
+        execute: async (input, { abortSignal }) => client.tools.call(entry.name, input, { signal: abortSignal }),
+      }),
+    ]),
+  );
+}
+
+/** The (chosen) tools of the catalogue as AI SDK tools, keyed by tool name. */
+export async function aiTools(client: Toolgate, subset?: ToolSubset): Promise<Record<string, Tool>> {
+  return toAiTools(client, await catalogueFor(client, subset));
+}

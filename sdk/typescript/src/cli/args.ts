@@ -1,0 +1,71 @@
+/**
+ * A small argument parser for the CLI: `--name value`, `--name=value`, boolean flags, and
+ * positionals. Unknown `--options` are kept, so `toolgate call` can turn them into tool input
+ * fields generated from the tool's schema.
+ */
+export class UsageError extends Error {}
+
+export interface Parsed {
+  positionals: string[];
+  options: Map<string, string | true>;
+}
+
+const BOOLEAN_FLAGS = new Set(["json", "help", "h"]);
+
+export function parseArgs(argv: string[]): Parsed {
+  const positionals: string[] = [];
+  const options = new Map<string, string | true>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--") {
+      positionals.push(...argv.slice(i + 1));
+      break;
+    }
+    const long = /^--([^=]+)(?:=(.*))?$/s.exec(arg);
+    const short = /^-([a-zA-Z])$/.exec(arg);
+    if (long || short) {
+      const name = long ? long[1]! : short![1]!;
+      if (long?.[2] !== undefined) options.set(name, long[2]);
+      else if (BOOLEAN_FLAGS.has(name) || argv[i + 1] === undefined || argv[i + 1]!.startsWith("--")) options.set(name, true);
+      else options.set(name, argv[++i]!);
+    } else positionals.push(arg);
+  }
+  return { positionals, options };
+}
+
+/** The string value of an option, or a usage error when it was given without one. */
+export function stringOption(parsed: Parsed, name: string): string | undefined {
+  const value = parsed.options.get(name);
+  if (value === true) throw new UsageError(`--${name} needs a value`);
+  return value;
+}
+
+export function intOption(parsed: Parsed, name: string): number | undefined {
+  const value = stringOption(parsed, name);
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value)) throw new UsageError(`--${name} must be a whole number`);
+  return Number(value);
+}
+
+/** Turns `--field value` options into a tool input, typed by the tool's input JSON Schema. */
+export function inputFromFlags(flags: Map<string, string | true>, schema: { properties?: Record<string, { type?: string | string[] }> }): Record<string, unknown> {
+  const input: Record<string, unknown> = {};
+  const properties = schema.properties ?? {};
+  for (const [flag, raw] of flags) {
+    const field = flag in properties ? flag : flag.replace(/-/g, "_");
+    const spec = properties[field];
+    if (!spec) throw new UsageError(`unknown option --${flag}; this tool takes ${Object.keys(properties).map((p) => `--${p}`).join(", ") || "no fields"}`);
+    const types = ([] as string[]).concat(spec.type ?? []);
+    const value = raw === true ? "true" : raw;
+    if (types.includes("boolean") && (value === "true" || value === "false")) input[field] = value === "true";
+    else if ((types.includes("integer") || types.includes("number")) && /^-?\d+(\.\d+)?$/.test(value)) input[field] = Number(value);
+    else if (types.includes("object") || types.includes("array")) {
+      try {
+        input[field] = JSON.parse(value);
+      } catch {
+        throw new UsageError(`--${flag} must be JSON`);
+      }
+    } else input[field] = value;
+  }
+  return input;
+}

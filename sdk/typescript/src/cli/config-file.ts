@@ -1,0 +1,38 @@
+/**
+ * Where `toolgate login` keeps the key: `$TOOLGATE_CONFIG_DIR`, else `%APPDATA%\toolgate` on
+ * Windows, `$XDG_CONFIG_HOME/toolgate` or `~/.config/toolgate` elsewhere; `config.json` written
+ * with 0600 permissions in a 0700 directory.
+ */
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { homedir } from "node:os";
+import { join } from "node:path";
+
+export interface StoredConfig {
+  api_key?: string;
+  base_url?: string;
+}
+
+export function configDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.TOOLGATE_CONFIG_DIR) return env.TOOLGATE_CONFIG_DIR;
+  if (process.platform === "win32" && env.APPDATA) return join(env.APPDATA, "toolgate");
+  return join(env.XDG_CONFIG_HOME || join(homedir(), ".config"), "toolgate");
+}
+
+export const configPath = (env?: NodeJS.ProcessEnv) => join(configDir(env), "config.json");
+
+export async function readConfig(): Promise<StoredConfig> {
+  try {
+    return JSON.parse(await readFile(configPath(), "utf8")) as StoredConfig;
+  } catch {
+    return {};
+  }
+}
+
+export async function writeConfig(config: StoredConfig): Promise<string> {
+  const dir = configDir();
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const path = configPath();
+  await writeFile(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  await chmod(path, 0o600); // an existing file keeps its old mode on write
+  return path;
+}

@@ -1,0 +1,246 @@
+/**
+ * The `toolgate` command line, built on the client library: human output by default, `--json`
+ * for scripts, `--help` everywhere, and exit codes that tell failures apart:
+ * 0 done · 2 usage error · 3 the API refused (an HTTP error, or the wallet's spending cap) ·
+ * 4 the gateway could not be reached (network, timeout) · 1 anything else.
+ */
+import { readFile } from "node:fs/promises";
+import { createInterface } from "node:readline/promises";
+import { privateKeyToAccount } from "viem/accounts";
+import { Toolgate } from "../client.js";
+import { ToolgateError } from "../errors.js";
+import { DEFAULT_MAX_PER_CALL, DEFAULT_MAX_PER_SESSION } from "../payments.js";
+import { UsageError, inputFromFlags, intOption, parseArgs, stringOption, type Parsed } from "./args.js";
+import { readConfig, writeConfig } from "./config-file.js";
+
+export const EXIT = { ok: 0, failure: 1, usage: 2, api: 3, network: 4 } as const;
+
+const GLOBAL_HELP = `Options for every command:
+  --json                    print JSON (for scripts) instead of text
+  --base-url URL            the gateway (default: TOOLGATE_BASE_URL, the login's, or http://localhost:8402)
+  --help                    this help
+The API key comes from TOOLGATE_API_KEY, else from \`toolgate login\`.`;
+
+const HELP: Record<string, string> = {
+  "": `toolgate — call Toolgate's tools from the command line
+
+Usage: toolgate <command> [options]
+
+Commands:
+  login                     store an API key (read from standard input) in your config directory
+  tools list                list the catalogue with prices
+  tools show NAME           one tool: description, price, input and output schemas
+  call NAME                 call a tool (--input JSON, --input @file.json, or --FIELD value)
+  account                   your account: tier, credits, limits
+  usage                     ledger entries, newest first
+  keys list|create|rotate|revoke   manage API keys
+  webhooks list|test        list webhooks, send a test event
+
+Exit codes: 0 done, 2 usage error, 3 API error, 4 network error, 1 other.
+
+${GLOBAL_HELP}`,
+  login: `Usage: toolgate login [--base-url URL]
+
+Reads an API key from standard input (typed, or piped: \`toolgate login < key.txt\`), checks it
+against the gateway, and stores it with the base URL in the config directory (config.json, mode 0600):
+$TOOLGATE_CONFIG_DIR, else %APPDATA%\\toolgate on Windows, else $XDG_CONFIG_HOME/toolgate or ~/.config/toolgate.
+A key is never taken as an argument, so it stays out of shell history and process lists.`,
+  tools: `Usage: toolgate tools list [--json]
+       toolgate tools show NAME [--json]`,
+  call: `Usage: toolgate call NAME [--input JSON | --input @file.json] [--FIELD value ...] [--idempotency-key KEY]
+
+The tool's input is the JSON given with --input, or built from --FIELD flags named after the tool's
+input fields (see \`toolgate tools show NAME\`); numbers, booleans and JSON objects are typed from the schema.
+
+Paying per call with x402 instead of an API key:
+  --wallet-key-file PATH    a file holding the wallet's private key (0x…); never pass a key itself
+  --max-per-call N          refuse to sign above N USDC atomic units (default ${DEFAULT_MAX_PER_CALL}, i.e. $0.10)
+  --max-per-session N       refuse once this run would spend more (default ${DEFAULT_MAX_PER_SESSION})
+  --allow-asset NETWORK:ADDRESS   also pay with this token (e.g. a test token: eip155:84532:0x…)`,
+  account: "Usage: toolgate account [--json]",
+  usage: "Usage: toolgate usage [--limit N] [--cursor CURSOR] [--json]",
+  keys: `Usage: toolgate keys list [--json]
+       toolgate keys create [--name NAME] [--json]
+       toolgate keys rotate ID [--grace-seconds N] [--json]     (0 = revoke the old key at once)
+       toolgate keys revoke ID [--json]
+A new key is printed once; store it then.`,
+  webhooks: `Usage: toolgate webhooks list [--json]
+       toolgate webhooks test [--webhook-id ID] [--json]`,
+};
+
+interface Io {
+  out: (text: string) => void;
+  err: (text: string) => void;
+}
+
+const table = (rows: string[][]): string => {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ")).join("\n");
+};
+
+async function readStdin(prompt: string): Promise<string> {
+  if (process.stdin.isTTY) {
+    const rl = createInterface({ input: process.stdin, output: process.stderr });
+    try {
+      return (await rl.question(prompt)).trim();
+    } finally {
+      rl.close();
+    }
+  }
+  let text = "";
+  for await (const chunk of process.stdin) text += chunk;
+  return text.trim();
+}
+
+async function clientFor(parsed: Parsed, options: { wallet?: boolean } = {}): Promise<Toolgate> {
+  const stored = await readConfig();
+  const baseUrl = stringOption(parsed, "base-url") ?? process.env.TOOLGATE_BASE_URL ?? stored.base_url;
+  const walletFile = options.wallet ? stringOption(parsed, "wallet-key-file") : undefined;
+  if (!walletFile) return new Toolgate({ apiKey: process.env.TOOLGATE_API_KEY ?? stored.api_key, baseUrl });
+  const privateKey = (await readFile(walletFile, "utf8").catch(() => {
+    throw new UsageError(`cannot read the wallet key file ${walletFile}`);
+  })).trim();
+  if (!/^0x[0-9a-fA-F]{64}$/.test(privateKey)) throw new UsageError(`${walletFile} does not hold a private key (0x followed by 64 hex digits)`);
+  const allowed = stringOption(parsed, "allow-asset");
+  const asset = allowed ? /^(eip155:\d+):(0x[0-9a-fA-F]{40})$/.exec(allowed) : null;
+  if (allowed && !asset) throw new UsageError("--allow-asset must look like eip155:84532:0x…");
+  const big = (name: string) => {
+    const n = intOption(parsed, name);
+    return n === undefined ? undefined : BigInt(n);
+  };
+  return new Toolgate({
+    baseUrl,
+    wallet: privateKeyToAccount(privateKey as `0x${string}`),
+    spending: { maxPerCall: big("max-per-call"), maxPerSession: big("max-per-session"), allowedAssets: asset ? [{ network: asset[1] as `eip155:${string}`, asset: asset[2]! }] : undefined },
+  });
+}
+
+async function toolInput(parsed: Parsed, client: Toolgate, name: string): Promise<Record<string, unknown>> {
+  const given = stringOption(parsed, "input");
+  const reserved = new Set(["input", "json", "base-url", "wallet-key-file", "max-per-call", "max-per-session", "allow-asset", "idempotency-key", "help", "h"]);
+  const flags = new Map([...parsed.options].filter(([k]) => !reserved.has(k)));
+  if (given !== undefined) {
+    if (flags.size) throw new UsageError("give the input either with --input or with field flags, not both");
+    const text = given.startsWith("@") ? await readFile(given.slice(1), "utf8").catch(() => {
+      throw new UsageError(`cannot read ${given.slice(1)}`);
+    }) : given;
+    try {
+      const input = JSON.parse(text) as unknown;
+      if (!input || typeof input !== "object" || Array.isArray(input)) throw new Error();
+      return input as Record<string, unknown>;
+    } catch {
+      throw new UsageError("--input must be a JSON object");
+    }
+  }
+  if (!flags.size) return {};
+  const tool = await client.tools.get(name);
+  return inputFromFlags(flags, tool.input_schema as { properties?: Record<string, { type?: string }> });
+}
+
+export async function run(argv: string[], io: Io): Promise<number> {
+  const parsed = parseArgs(argv);
+  const [command = "", sub, arg] = parsed.positionals;
+  const json = parsed.options.has("json");
+  const print = (human: string, data: unknown) => io.out(json ? JSON.stringify(data, null, 2) : human);
+  if (parsed.options.has("help") || parsed.options.has("h") || command === "help" || command === "") {
+    const topic = command === "help" ? (sub ?? "") : command;
+    io.out(`${HELP[topic] ?? HELP[""]}${topic ? `\n\n${GLOBAL_HELP}` : ""}`);
+    return command === "" && !parsed.options.size ? EXIT.usage : EXIT.ok;
+  }
+  try {
+    switch (command) {
+      case "login": {
+        const key = await readStdin("API key: ");
+        if (!key) throw new UsageError("no API key on standard input");
+        const baseUrl = stringOption(parsed, "base-url") ?? process.env.TOOLGATE_BASE_URL ?? (await readConfig()).base_url;
+        const account = await new Toolgate({ apiKey: key, baseUrl }).account.get();
+        const path = await writeConfig({ api_key: key, ...(baseUrl ? { base_url: baseUrl } : {}) });
+        print(`Logged in to account ${account.id} (${account.tier}); key stored in ${path}`, { account_id: account.id, config: path });
+        return EXIT.ok;
+      }
+      case "tools": {
+        const client = await clientFor(parsed);
+        if (sub === "list") {
+          const tools = await client.tools.list();
+          print(table([["NAME", "CREDITS", "USD", "AVAILABLE", "TITLE"], ...tools.map((t) => [t.name, String(t.price.credits), `$${t.price.usd}`, t.available ? "yes" : "no", t.title])]), tools);
+          return EXIT.ok;
+        }
+        if (sub === "show" && arg) {
+          const t = await client.tools.get(arg);
+          const fields = Object.entries((t.input_schema as { properties?: Record<string, { type?: string; description?: string }> }).properties ?? {});
+          print(
+            [`${t.name} — ${t.title}`, t.description, `Price: ${t.price.credits} credit(s), $${t.price.usd}`, t.aliases.length ? `Aliases: ${t.aliases.join(", ")}` : "", `Available: ${t.available ? "yes" : `no (${t.unavailable_reason ?? "unavailable"})`}`, "Input:", ...fields.map(([k, v]) => `  --${k} (${v.type ?? "json"})${v.description ? `  ${v.description}` : ""}`)].filter(Boolean).join("\n"),
+            t,
+          );
+          return EXIT.ok;
+        }
+        throw new UsageError(HELP.tools!);
+      }
+      case "call": {
+        if (!sub) throw new UsageError(HELP.call!);
+        const client = await clientFor(parsed, { wallet: true });
+        const input = await toolInput(parsed, client, sub);
+        const result = await client.tools.callWithDetails(sub, input, { idempotencyKey: stringOption(parsed, "idempotency-key") });
+        if (json) io.out(JSON.stringify(result.output, null, 2));
+        else {
+          io.out(JSON.stringify(result.output, null, 2));
+          const cost = result.payment ? `paid on ${result.payment.network}, transaction ${result.payment.transaction}` : `${result.creditsCharged ?? "?"} credit(s), ${result.creditsRemaining ?? "?"} left`;
+          io.err(`(${cost})`);
+        }
+        return EXIT.ok;
+      }
+      case "account": {
+        const a = await (await clientFor(parsed)).account.get();
+        print(table([["Account", a.id], ["Tier", a.tier], ["Credits", String(a.credits)], ["Rate limit", `${a.rate_limit_per_minute}/min`], ["Features", a.features.join(", ")]]), a);
+        return EXIT.ok;
+      }
+      case "usage": {
+        const page = await (await clientFor(parsed)).usage.list({ limit: intOption(parsed, "limit"), cursor: stringOption(parsed, "cursor") });
+        print(table([["AT", "KIND", "AMOUNT", "BALANCE", "TOOL", "REASON"], ...page.data.map((e) => [e.at, e.kind, String(e.amount), String(e.balance), e.tool ?? "", e.reason])]) + (page.next_cursor ? `\nmore: --cursor ${page.next_cursor}` : ""), page);
+        return EXIT.ok;
+      }
+      case "keys": {
+        const client = await clientFor(parsed);
+        if (sub === "list") {
+          const keys = await client.keys.list();
+          print(table([["ID", "KEY", "STATUS", "NAME"], ...keys.data.map((k) => [k.id, `${k.prefix}…${k.last4}`, k.status, k.name ?? ""])]), keys);
+        } else if (sub === "create") {
+          const key = await client.keys.create({ name: stringOption(parsed, "name") });
+          print(`Created key ${key.id}. Store it now; it is not shown again:\n${key.key}`, key);
+        } else if (sub === "rotate" && arg) {
+          const key = await client.keys.rotate(arg, { grace_seconds: intOption(parsed, "grace-seconds") });
+          print(`New key ${key.id} replaces ${arg}. Store it now; it is not shown again:\n${key.key}`, key);
+        } else if (sub === "revoke" && arg) {
+          const key = await client.keys.revoke(arg);
+          print(`Revoked ${arg}.`, key);
+        } else throw new UsageError(HELP.keys!);
+        return EXIT.ok;
+      }
+      case "webhooks": {
+        const client = await clientFor(parsed);
+        if (sub === "list") {
+          const hooks = await client.webhooks.list();
+          print(hooks.data.length ? table([["ID", "URL", "EVENTS"], ...hooks.data.map((w) => [w.id, w.url, w.events.join(",")])]) : "No webhooks.", hooks);
+        } else if (sub === "test") {
+          const sent = await client.webhooks.test({ webhook_id: stringOption(parsed, "webhook-id") });
+          print(sent.sent.length ? sent.sent.map((s) => `sent ${s.event_id} to ${s.webhook_id}`).join("\n") : "No webhook to send to.", sent);
+        } else throw new UsageError(HELP.webhooks!);
+        return EXIT.ok;
+      }
+      default:
+        throw new UsageError(`unknown command "${command}"\n\n${HELP[""]}`);
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.err(error.message.startsWith("Usage:") ? error.message : `toolgate: ${error.message}`);
+      return EXIT.usage;
+    }
+    if (error instanceof ToolgateError) {
+      if (json) io.err(JSON.stringify({ error: { status: error.status, code: error.code, message: error.message, param: error.param, request_id: error.requestId } }));
+      else io.err(`toolgate: ${error.code}: ${error.message}${error.param ? ` (${error.param})` : ""}${error.requestId ? ` [${error.requestId}]` : ""}`);
+      return error.code === "network_error" || error.code === "timeout" ? EXIT.network : EXIT.api;
+    }
+    io.err(`toolgate: ${(error as Error)?.stack ?? error}`);
+    return EXIT.failure;
+  }
+}

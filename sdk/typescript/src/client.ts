@@ -1,0 +1,64 @@
+/** `new Toolgate({...})`: the client, its options and their defaults from the environment. */
+import { WalletPayer, type SpendingLimits, type WalletAccount } from "./payments.js";
+import { Account, Keys, Usage } from "./resources/account.js";
+import { Tools } from "./resources/tools.js";
+import { Webhooks } from "./resources/webhooks.js";
+import { Transport } from "./transport.js";
+
+export interface ToolgateOptions {
+  /** `x-api-key`; default `TOOLGATE_API_KEY` from the environment (where there is one). */
+  apiKey?: string;
+  /** Default `TOOLGATE_BASE_URL`, else `http://localhost:8402`. */
+  baseUrl?: string;
+  /** A viem account: with no API key, each tool call is paid with x402 from it. */
+  wallet?: WalletAccount;
+  /** Spending caps for the wallet, in USDC atomic units (defaults: $0.10 per call, $1 per session). */
+  spending?: SpendingLimits;
+  /** Retries on 429, 503 and network errors (tool calls and reads). Default 2. */
+  maxRetries?: number;
+  /** Per-attempt timeout. Default 60 000 ms. */
+  timeoutMs?: number;
+  /** A fetch to use instead of the global one. */
+  fetch?: typeof globalThis.fetch;
+  /** Extra headers for every request. */
+  headers?: Record<string, string>;
+}
+
+export const DEFAULT_BASE_URL = "http://localhost:8402";
+
+/** The environment where there is one (Node, Bun, Deno); browsers have none. */
+const env = (name: string): string | undefined => (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.[name] || undefined;
+
+export class Toolgate {
+  readonly tools: Tools;
+  readonly account: Account;
+  readonly keys: Keys;
+  readonly usage: Usage;
+  readonly webhooks: Webhooks;
+  readonly baseUrl: string;
+  private readonly payer: WalletPayer | undefined;
+
+  constructor(options: ToolgateOptions = {}) {
+    this.baseUrl = options.baseUrl ?? env("TOOLGATE_BASE_URL") ?? DEFAULT_BASE_URL;
+    this.payer = options.wallet ? new WalletPayer(options.wallet, options.spending) : undefined;
+    const transport = new Transport({
+      apiKey: options.apiKey ?? (options.wallet ? undefined : env("TOOLGATE_API_KEY")),
+      baseUrl: this.baseUrl,
+      payer: this.payer,
+      maxRetries: options.maxRetries ?? 2,
+      timeoutMs: options.timeoutMs ?? 60_000,
+      fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
+      defaultHeaders: options.headers ?? {},
+    });
+    this.tools = new Tools(transport);
+    this.account = new Account(transport);
+    this.keys = new Keys(transport);
+    this.usage = new Usage(transport);
+    this.webhooks = new Webhooks(transport);
+  }
+
+  /** USDC atomic units this client's wallet has signed for so far (0n without a wallet). */
+  get spent(): bigint {
+    return this.payer?.spent ?? 0n;
+  }
+}

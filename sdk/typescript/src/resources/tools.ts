@@ -1,0 +1,79 @@
+/** `client.tools`: the catalogue (`GET /v1/tools`, `GET /v1/tools/{name}`) and calls (`POST /v1/tools/{name}`). */
+import type { Transport } from "../transport.js";
+import type { ToolDescription, ToolInput, ToolName, ToolOutput } from "../types.js";
+
+export interface CallOptions {
+  /** Sent as `Idempotency-Key`; one is made for every call when omitted, so retries are charged once. */
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  maxRetries?: number;
+}
+
+export interface CallResult<O> {
+  output: O;
+  /** Credits the call cost (`X-Credits-Charged`). */
+  creditsCharged: number | undefined;
+  /** The account's balance after the call (`X-Credits-Remaining`). */
+  creditsRemaining: number | undefined;
+  requestId: string | undefined;
+  /** True when the gateway replayed a stored answer for the same Idempotency-Key. */
+  replayed: boolean;
+  /** The x402 settlement receipt (decoded `PAYMENT-RESPONSE`), when the call was paid with the wallet. */
+  payment: { success: boolean; transaction: string; network: string; payer: string } | undefined;
+}
+
+/** Any other name (an alias, a tool newer than these types); a catalogue name must use its own types. */
+type OtherName<S extends string> = S & (S extends ToolName ? never : unknown);
+
+const decodeBase64Json = (value: string) => JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(value), (c) => c.charCodeAt(0))));
+const intHeader = (value: string | null) => (value === null ? undefined : Number(value));
+
+export class Tools {
+  constructor(private readonly transport: Transport) {}
+
+  /** Every tool: name, description, input and output JSON Schemas, price, aliases, availability. */
+  async list(): Promise<ToolDescription[]> {
+    const { data } = await this.transport.request({ method: "GET", path: "/v1/tools", idempotent: true });
+    return (data as { data: ToolDescription[] }).data;
+  }
+
+  /** One tool by name or alias (404 `tool_not_found` otherwise). */
+  async get(name: string): Promise<ToolDescription> {
+    const { data } = await this.transport.request({ method: "GET", path: `/v1/tools/${encodeURIComponent(name)}`, idempotent: true });
+    return data as ToolDescription;
+  }
+
+  /** Calls a tool and returns its output object. */
+  call<N extends ToolName>(name: N, input: ToolInput<N>, options?: CallOptions): Promise<ToolOutput<N>>;
+  call<S extends string>(name: OtherName<S>, input: Record<string, unknown>, options?: CallOptions): Promise<Record<string, unknown>>;
+  async call(name: string, input: unknown, options: CallOptions = {}): Promise<unknown> {
+    return (await this.callWithDetails(name as ToolName, input as never, options)).output;
+  }
+
+  /** Calls a tool and returns its output with what the call cost and, if paid, the payment receipt. */
+  callWithDetails<N extends ToolName>(name: N, input: ToolInput<N>, options?: CallOptions): Promise<CallResult<ToolOutput<N>>>;
+  callWithDetails<S extends string>(name: OtherName<S>, input: Record<string, unknown>, options?: CallOptions): Promise<CallResult<Record<string, unknown>>>;
+  async callWithDetails(name: string, input: unknown, options: CallOptions = {}): Promise<CallResult<unknown>> {
+    const { data, response } = await this.transport.request({
+      method: "POST",
+      path: `/v1/tools/${encodeURIComponent(name)}`,
+      body: input,
+      idempotencyKey: options.idempotencyKey ?? crypto.randomUUID(),
+      idempotent: true,
+      payable: true,
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+      maxRetries: options.maxRetries,
+    });
+    const receipt = response.headers.get("payment-response") ?? response.headers.get("x-payment-response");
+    return {
+      output: data,
+      creditsCharged: intHeader(response.headers.get("x-credits-charged")),
+      creditsRemaining: intHeader(response.headers.get("x-credits-remaining")),
+      requestId: response.headers.get("x-request-id") ?? undefined,
+      replayed: response.headers.get("idempotent-replayed") === "true",
+      payment: receipt ? decodeBase64Json(receipt) : undefined,
+    };
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * One HTTP exchange with the gateway, the way every resource makes it: the key header, a
+ * timeout, an automatic Idempotency-Key on tool calls, retries with backoff on 429/503 and
+ * network errors (honouring Retry-After), x402 payment on a 402 when a wallet is set, and every
+ * failure turned into a ToolgateError. fetch only: it runs in Node 20+, browsers and edge runtimes.
+ */
+import { ToolgateError, retryAfterSeconds } from "./errors.js";
+import type { WalletPayer } from "./payments.js";
+
+export interface TransportOptions {
+  apiKey: string | undefined;
+  baseUrl: string;
+  payer: WalletPayer | undefined;
+  maxRetries: number;
+  timeoutMs: number;
+  fetch: typeof globalThis.fetch;
+  defaultHeaders: Record<string, string>;
+}
+
+export interface RequestSpec {
+  method: "GET" | "POST" | "PUT" | "DELETE";
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+  /**
+   * Whether a retry can never repeat an effect: GETs, DELETEs and calls carrying an
+   * Idempotency-Key the gateway honours. Other requests are retried only on 429 (refused before
+   * anything ran).
+   */
+  idempotent?: boolean;
+  idempotencyKey?: string;
+  /** Pay a 402 with the wallet (tool calls). */
+  payable?: boolean;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  maxRetries?: number;
+}
+
+export interface RawResult {
+  data: unknown;
+  response: Response;
+  /** Whether the call was paid with the wallet (x402). */
+  paid: boolean;
+}
+
+const MAX_RETRY_DELAY_MS = 60_000;
+
+/** Exponential backoff with full jitter: 0.5 s, 1 s, 2 s … capped at 8 s. */
+const backoffMs = (attempt: number) => Math.random() * Math.min(8_000, 500 * 2 ** attempt);
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+  });
+
+export class Transport {
+  constructor(readonly options: TransportOptions) {}
+
+  async request(spec: RequestSpec): Promise<RawResult> {
+    const url = new URL(spec.path.replace(/^\//, ""), this.options.baseUrl.replace(/\/?$/, "/"));
+    for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const maxRetries = spec.maxRetries ?? this.options.maxRetries;
+    const headers: Record<string, string> = { accept: "application/json", ...this.options.defaultHeaders };
+    if (this.options.apiKey) headers["x-api-key"] = this.options.apiKey;
+    if (spec.body !== undefined) headers["content-type"] = "application/json";
+    if (spec.idempotencyKey) headers["idempotency-key"] = spec.idempotencyKey;
+    const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
+    let payment: Record<string, string> | undefined;
+
+    for (let attempt = 0; ; attempt++) {
+      const canRetry = attempt < maxRetries;
+      let response: Response;
+      try {
+        const timeout = AbortSignal.timeout(spec.timeoutMs ?? this.options.timeoutMs);
+        const signal = spec.signal ? AbortSignal.any([spec.signal, timeout]) : timeout;
+        response = await this.options.fetch(url, { method: spec.method, headers: { ...headers, ...payment }, body, signal });
+      } catch (error) {
+        if (spec.signal?.aborted) throw error;
+        const timedOut = (error as Error)?.name === "TimeoutError";
+        if (canRetry && spec.idempotent) {
+          await sleep(backoffMs(attempt), spec.signal);
+          continue;
+        }
+        throw new ToolgateError({
+          status: 0,
+          code: timedOut ? "timeout" : "network_error",
+          message: timedOut ? `No answer from ${url.origin} within ${spec.timeoutMs ?? this.options.timeoutMs} ms.` : `Could not reach ${url.origin}: ${(error as Error)?.message ?? error}`,
+          cause: error,
+        });
+      }
+      const text = await response.text();
+      if (response.ok) {
+        let data: unknown = null;
+        try {
+          data = text ? JSON.parse(text) : null;
+        } catch (error) {
+          throw new ToolgateError({ status: response.status, code: "invalid_response", message: "The gateway's answer is not JSON.", requestId: response.headers.get("x-request-id") ?? undefined, cause: error });
+        }
+        return { data, response, paid: payment !== undefined };
+      }
+      // A 402 is answered by paying once; the same signed payment is re-sent on any retry, so a
+      // retried paid call can never pay twice.
+      if (response.status === 402 && spec.payable && this.options.payer && !this.options.apiKey && !payment) {
+        payment = await this.options.payer.paymentHeaders(response, text);
+        attempt--;
+        continue;
+      }
+      // 429: refused before anything ran. 503: a dependency is briefly down (or a payment is still
+      // settling) — except a tool with no provider configured, which a retry cannot change.
+      const retryable = response.status === 429 || (response.status === 503 && spec.idempotent && !text.includes('"tool_unavailable"'));
+      if (retryable && canRetry) {
+        const after = retryAfterSeconds(response.headers.get("retry-after"));
+        const delay = after === undefined ? backoffMs(attempt) : after * 1000;
+        if (delay <= MAX_RETRY_DELAY_MS) {
+          await sleep(delay, spec.signal);
+          continue;
+        }
+      }
+      throw ToolgateError.fromResponse(response, text);
+    }
+  }
+}

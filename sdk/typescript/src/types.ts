@@ -1,0 +1,36 @@
+/**
+ * Friendly names over the generated OpenAPI types (generated/openapi.ts): per-tool input and
+ * output types for the catalogue, and the request/response shapes of the /api/v1 routes.
+ */
+import type { operations, paths } from "./generated/openapi.js";
+
+type ToolPath = Extract<keyof paths, `/v1/tools/${string}`>;
+type NameOf<P> = P extends `/v1/tools/${infer N}` ? (N extends `{${string}}` ? never : N) : never;
+
+/** Every tool of the catalogue, by its canonical name. */
+export type ToolName = NameOf<ToolPath>;
+type ToolOperation<N extends ToolName> = NonNullable<paths[`/v1/tools/${N}`]["post"]>;
+
+/** The JSON body a tool takes. */
+export type ToolInput<N extends ToolName> = ToolOperation<N> extends { requestBody: { content: { "application/json": infer B } } } ? B : never;
+/** The JSON object a tool answers with. */
+export type ToolOutput<N extends ToolName> = ToolOperation<N> extends { responses: { 200: { content: { "application/json": infer O } } } } ? O : never;
+
+type Json200<O> = O extends { responses: { 200: { content: { "application/json": infer R } } } }
+  ? R
+  : O extends { responses: { 201: { content: { "application/json": infer R } } } }
+    ? R
+    : O extends { responses: { 202: { content: { "application/json": infer R } } } }
+      ? R
+      : unknown;
+type JsonBody<O> = O extends { requestBody?: { content: { "application/json": infer B } } } ? B : never;
+
+/** The success body of an operation, by its operationId. */
+export type ResponseOf<K extends keyof operations> = Json200<operations[K]>;
+/** The JSON body an operation takes, by its operationId. */
+export type BodyOf<K extends keyof operations> = JsonBody<operations[K]>;
+
+export type ToolDescription = ResponseOf<"getName">;
+export type ToolList = ResponseOf<"get">;
+export type Account = ResponseOf<"getAccount">;
+export type ApiError = import("./generated/openapi.js").components["schemas"]["Error"]["error"];

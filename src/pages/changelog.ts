@@ -1,0 +1,83 @@
+import { readFileSync } from "node:fs";
+import { Marked } from "marked";
+import { esc, layout } from "./respond.js";
+import { renderRss } from "./rss.js";
+
+/**
+ * /changelog and /changelog.rss, both from CHANGELOG.md: each `## <title> — <YYYY-MM-DD>`
+ * heading is one release (one RSS item); an `## Unreleased` section is shown on the page but
+ * not announced in the feed until it gets a date.
+ */
+export interface Release {
+  title: string;
+  /** null for "Unreleased". */
+  date: string | null;
+  /** Anchor on /changelog, and the RSS guid's tail. */
+  slug: string;
+  markdown: string;
+}
+
+const HEADING = /^## (.+?)\s*$/;
+const DATED = /^(.*?)\s+[—–-]\s+(\d{4}-\d{2}-\d{2})$/;
+
+export function parseChangelog(markdown: string): { intro: string; releases: Release[] } {
+  const lines = markdown.split("\n");
+  const intro: string[] = [];
+  const releases: Release[] = [];
+  for (const line of lines) {
+    const heading = HEADING.exec(line);
+    if (heading) {
+      const dated = DATED.exec(heading[1]!);
+      const title = dated ? dated[1]! : heading[1]!;
+      const date = dated ? dated[2]! : null;
+      const base = `${title}${date ? `-${date}` : ""}`.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+      let slug = base;
+      for (let n = 2; releases.some((r) => r.slug === slug); n++) slug = `${base}-${n}`;
+      releases.push({ title, date, slug, markdown: "" });
+    } else if (releases.length > 0) releases.at(-1)!.markdown += `${line}\n`;
+    else if (!line.startsWith("# ")) intro.push(line);
+  }
+  return { intro: intro.join("\n").trim(), releases };
+}
+
+export function readChangelog(path = new URL("../../CHANGELOG.md", import.meta.url)): string {
+  return readFileSync(path, "utf8");
+}
+
+// Raw HTML in the Markdown is shown as text: the changelog is ours, but the page needs no HTML from it.
+const marked = new Marked({ gfm: true, renderer: { html: ({ text }) => esc(text) } });
+const toHtml = (md: string) => marked.parse(md, { async: false }) as string;
+
+export function renderChangelogPage(markdown: string): string {
+  const { intro, releases } = parseChangelog(markdown);
+  const body = releases
+    .map(
+      (r) => `<section id="${esc(r.slug)}"><h2><a href="#${esc(r.slug)}">${esc(r.title)}</a>${r.date ? ` <time datetime="${r.date}" class="muted">${r.date}</time>` : ' <span class="muted">(not yet released)</span>'}</h2>
+${toHtml(r.markdown)}</section>`,
+    )
+    .join("\n");
+  return layout({
+    title: "Toolgate changelog",
+    head: '<link rel="alternate" type="application/rss+xml" title="Toolgate changelog" href="/changelog.rss">',
+    body: `<h1>Changelog</h1>${toHtml(intro)}<p>Follow it in a feed reader: <a href="/changelog.rss">/changelog.rss</a> (RSS 2.0).</p>${body}`,
+  });
+}
+
+export function renderChangelogRss(markdown: string, baseUrl: string): string {
+  const { releases } = parseChangelog(markdown);
+  return renderRss({
+    title: "Toolgate changelog",
+    link: `${baseUrl}/changelog`,
+    self: `${baseUrl}/changelog.rss`,
+    description: "Releases and announcements of the Toolgate API, including deprecations.",
+    items: releases
+      .filter((r) => r.date)
+      .map((r) => ({
+        title: `${r.title} (${r.date})`,
+        link: `${baseUrl}/changelog#${r.slug}`,
+        guid: `${baseUrl}/changelog#${r.slug}`,
+        date: new Date(`${r.date}T00:00:00Z`),
+        description: toHtml(r.markdown),
+      })),
+  });
+}

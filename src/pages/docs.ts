@@ -1,0 +1,189 @@
+import { ERRORS } from "../http/errors.js";
+import { TAGS } from "../http/openapi.js";
+import { TOOLS } from "../tools/catalogue/index.js";
+import { priceOf } from "../tools/pricing.js";
+import { jsonSchemasOf } from "../tools/views.js";
+import { OPERATION_EXAMPLES, PATH_VARIABLES, curlFor } from "./docs-examples.js";
+import { esc, layout } from "./respond.js";
+import { workedExampleOf } from "./tool-examples.js";
+import { TRY_IT_KEY_FIELD, tryItForm } from "./try-it.js";
+
+/**
+ * /docs: the API reference, rendered on the server from the OpenAPI document (so it cannot
+ * drift from what the API validates), grouped by tag, with a curl that works for every
+ * operation, each tool's schema, price and a real answer to its worked example. No script or
+ * style from elsewhere: it works offline.
+ */
+type Json = Record<string, any>;
+
+const SAFE_INTEGER = Number.MAX_SAFE_INTEGER;
+
+/** The constraints worth reading: not zod's ±2^53 integer bounds, not a 300-character e-mail regex. */
+function constraintsOf(schema: Json): string[] {
+  const out: string[] = [];
+  if (schema.enum) out.push(`one of ${schema.enum.map((v: unknown) => `<code>${esc(JSON.stringify(v))}</code>`).join(", ")}`);
+  if (schema.const !== undefined) out.push(`always <code>${esc(JSON.stringify(schema.const))}</code>`);
+  if (schema.format) out.push(`format ${esc(schema.format)}`);
+  if (schema.pattern && !schema.format && String(schema.pattern).length <= 60) out.push(`pattern <code>${esc(schema.pattern)}</code>`);
+  const min = schema.minimum ?? schema.exclusiveMinimum;
+  const max = schema.maximum ?? schema.exclusiveMaximum;
+  if (min !== undefined && Math.abs(min) < SAFE_INTEGER) out.push(`${schema.exclusiveMinimum !== undefined ? ">" : "≥"} ${min}`);
+  if (max !== undefined && Math.abs(max) < SAFE_INTEGER) out.push(`${schema.exclusiveMaximum !== undefined ? "<" : "≤"} ${max}`);
+  if (schema.minLength) out.push(`at least ${schema.minLength} characters`);
+  if (schema.maxLength !== undefined) out.push(`at most ${schema.maxLength.toLocaleString("en")} characters`);
+  if (schema.minItems) out.push(`at least ${schema.minItems} items`);
+  if (schema.maxItems !== undefined) out.push(`at most ${schema.maxItems} items`);
+  if (schema.default !== undefined) out.push(`default <code>${esc(JSON.stringify(schema.default))}</code>`);
+  return out;
+}
+
+function typeOf(schema: Json): string {
+  if (schema.type === "array") return `array of ${schema.items ? typeOf(schema.items) : "any"}`;
+  if (Array.isArray(schema.type)) return schema.type.join(" | ");
+  if (schema.type) return schema.type;
+  const alternatives = schema.anyOf ?? schema.oneOf;
+  if (alternatives) return alternatives.map(typeOf).join(" | ");
+  if (schema.enum) return typeof schema.enum[0];
+  return "any";
+}
+
+/** One row per field, nested objects as dotted names (three levels deep at most). */
+function fieldRows(schema: Json, prefix = "", depth = 0): string[] {
+  const properties = (schema.type === "array" ? schema.items?.properties : schema.properties) as Record<string, Json> | undefined;
+  if (!properties || depth > 2) return [];
+  const required = new Set<string>((schema.type === "array" ? schema.items?.required : schema.required) ?? []);
+  const arrayMark = schema.type === "array" ? "[]" : "";
+  return Object.entries(properties).flatMap(([name, field]) => {
+    const path = `${prefix}${arrayMark}${prefix || arrayMark ? "." : ""}${name}`.replace(/^\./, "");
+    const notes = [field.description ? esc(field.description) : "", ...constraintsOf(field)].filter(Boolean).join("; ");
+    return [
+      `<tr><td><code>${esc(path)}</code>${required.has(name) ? " <span class=\"muted\">required</span>" : ""}</td><td>${esc(typeOf(field))}</td><td>${notes}</td></tr>`,
+      ...fieldRows(field, path, depth + 1),
+    ];
+  });
+}
+
+function fieldsTable(schema: Json | undefined, caption: string): string {
+  if (!schema) return "";
+  const rows = fieldRows(schema);
+  if (rows.length === 0) return `<h4>${caption}</h4><p class="muted">${esc(typeOf(schema))}${schema.description ? ` — ${esc(schema.description)}` : ""}</p>`;
+  return `<h4>${caption}</h4><table><thead><tr><th>Field</th><th>Type</th><th>Notes</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
+}
+
+const pretty = (value: unknown) => `<pre><code>${esc(JSON.stringify(value, null, 2))}</code></pre>`;
+
+function curlBlock(curl: string, error?: { status: number; why: string }): string {
+  return `<pre class="curl" data-expect="${error ? error.status : "2xx"}"><code>${esc(curl)}</code></pre>${error ? `<p class="muted">This example answers <strong>${error.status}</strong> on purpose: ${esc(error.why)}</p>` : ""}`;
+}
+
+function errorList(responses: Json): string {
+  const errors = Object.entries(responses).filter(([status]) => !status.startsWith("2"));
+  if (errors.length === 0) return "";
+  return `<h4>Errors</h4><ul>${errors.map(([status, r]) => `<li><code>${esc(status)}</code> ${esc((r as Json).description)}</li>`).join("")}</ul>`;
+}
+
+const anchor = (method: string, path: string) => `${method}-${path}`.replace(/[^a-zA-Z0-9]+/g, "-").replace(/-$/, "");
+const authOf = (op: Json): "key" | "admin" | "none" | "optional" => {
+  const schemes = (op.security ?? []) as Json[];
+  if (schemes.length === 0) return "none";
+  if (schemes.some((s) => Object.keys(s).length === 0)) return "optional";
+  return schemes[0]!.AdminKey ? "admin" : "key";
+};
+const authText: Record<string, string> = {
+  none: "none (public)",
+  key: '<code>x-api-key</code>: your API key',
+  admin: '<code>x-api-key</code>: the operator\'s <code>ADMIN_API_KEY</code>',
+  optional: '<code>x-api-key</code>, or no key and an x402 payment',
+};
+
+function operationSection(doc: Json, method: string, path: string, op: Json): string {
+  const key = `${method.toUpperCase()} ${path}`;
+  const example = OPERATION_EXAMPLES[key];
+  const auth = authOf(op);
+  const body = op.requestBody?.content?.["application/json"]?.schema;
+  const [okStatus, ok] = Object.entries(op.responses as Json).find(([status]) => status.startsWith("2")) ?? [];
+  const okSchema = ok?.content?.["application/json"]?.schema;
+  const params = ((op.parameters ?? []) as Json[]).filter((p) => p.in !== "header");
+  const variables = Object.entries(PATH_VARIABLES).filter(([pattern, v]) => v.variable && (pattern.startsWith("{") ? path.includes(pattern) : path.startsWith(pattern) && path.includes("{id}")));
+  return `<section id="${anchor(method, path)}" class="operation">
+<h3><span class="method ${method}">${method}</span> <code>${esc(path)}</code></h3>
+<p>${esc(op.summary)}</p>${op.description ? `<p>${esc(op.description)}</p>` : ""}
+<p>Authentication: ${authText[auth]}</p>
+${params.length ? `<h4>Parameters</h4><table><tbody>${params.map((p) => `<tr><td><code>${esc(p.name)}</code> <span class="muted">${esc(p.in)}${p.required ? ", required" : ""}</span></td><td>${esc(typeOf(p.schema ?? {}))}</td><td>${[p.description ? esc(p.description) : "", ...constraintsOf(p.schema ?? {})].filter(Boolean).join("; ")}</td></tr>`).join("")}</tbody></table>` : ""}
+${body ? fieldsTable(body, "Request body") : ""}
+<h4>Example</h4>
+${variables.length ? `<p class="muted">${variables.map(([, v]) => `<code>$${v.variable}</code>: ${esc(v.from)}`).join("; ")}.</p>` : ""}
+${curlBlock(curlFor({ baseUrl: doc.servers[0].url, method, path, auth, example }), example?.error)}
+${example?.response ? `<h4>Answer ${esc(okStatus)} (example)</h4>${pretty(example.response)}` : ""}
+${okSchema ? fieldsTable(okSchema, `Answer ${esc(okStatus)}`) : ""}
+${errorList(op.responses)}
+</section>`;
+}
+
+function toolSection(doc: Json, tool: (typeof TOOLS)[number], creditPriceAtomic: bigint, answers: Map<string, unknown>): string {
+  const op = doc.paths[`/v1/tools/${tool.name}`].post as Json;
+  const { input, output } = jsonSchemasOf(tool);
+  const price = priceOf(tool, creditPriceAtomic);
+  const example = workedExampleOf(tool);
+  const answer = answers.get(tool.name);
+  return `<section id="tool-${esc(tool.name)}" class="tool">
+<h3>${esc(tool.title)} <code>POST /v1/tools/${esc(tool.name)}</code></h3>
+<p>${esc(tool.description)}</p>
+<p><strong>Price:</strong> ${price.credits} credit${price.credits === 1 ? "" : "s"} ($${esc(price.usd)}, ${esc(price.usdc_atomic)} USDC atomic units) per successful call; a failed call is refunded.${tool.aliases.length ? ` <strong>Aliases:</strong> ${tool.aliases.map((a) => `<code>${esc(a)}</code>`).join(", ")}.` : ""}</p>
+${fieldsTable(input as Json, "Input")}
+<h4>Example</h4>
+${curlBlock(curlFor({ baseUrl: doc.servers[0].url, method: "post", path: `/v1/tools/${tool.name}`, auth: "key", body: example }))}
+${tryItForm(tool.name, example)}
+${answer !== undefined ? `<h4>Answer 200 (this gateway's answer to the example)</h4>${pretty(answer)}` : `<p class="muted">The answer comes from the configured ${tool.pool === "provider" ? "AI or search provider" : "workers"}; its shape is below.</p>`}
+${fieldsTable(output as Json, "Output")}
+${errorList(op.responses)}
+</section>`;
+}
+
+function introduction(doc: Json): string {
+  const base = doc.servers[0].url;
+  return `<h1>${esc(doc.info.title)} reference</h1>
+<p>${esc(doc.info.description)}</p>
+<p>Base URL: <code>${esc(base)}</code>. Machine-readable: <a href="/openapi.json">/openapi.json</a> (OpenAPI ${esc(doc.openapi)}); for language models: <a href="/llms.txt">/llms.txt</a>. Changes: <a href="/changelog">changelog</a> (<a href="/changelog.rss">RSS</a>). Health: <a href="/status">status</a>.</p>
+<h2 id="authentication">Authentication</h2>
+<p>Send your API key in the <code>x-api-key</code> header. The examples read it from the environment, so put it there first:</p>
+<pre><code>export TOOLGATE_API_KEY=tg_live_…    # from sign-up, shown once
+export TOOLGATE_ADMIN_KEY=…          # operators only: the ADMIN_API_KEY</code></pre>
+${TRY_IT_KEY_FIELD}
+<p>Without a key, a tool call answers <strong>402</strong> with an x402 offer (USDC on Base or Polygon); an x402 client pays it and retries. The same call, keyless:</p>
+${curlBlock(`curl -sS -X POST "${base}/v1/tools/hash" \\\n  -H "content-type: application/json" \\\n  -d '{"text":"hello world"}'`, { status: 402, why: "no key and no payment: the answer carries the x402 offer (v1 body, v2 PAYMENT-REQUIRED header)." })}
+<h2 id="errors">Errors</h2>
+<p>Every error has one shape: <code>{"error": {"type", "code", "message", "param"?, "request_id"}}</code>. Branch on <code>code</code>:</p>
+<table><thead><tr><th>Status</th><th>Code</th><th>Type</th></tr></thead><tbody>${Object.entries(ERRORS)
+    .sort((a, b) => a[1].status - b[1].status)
+    .map(([code, e]) => `<tr><td>${e.status}</td><td><code>${esc(code)}</code></td><td>${esc(e.type)}</td></tr>`)
+    .join("")}</tbody></table>
+<p>Rate limits are per account and tier (Free 60/min, Starter and Pro 300/min, Business 1,000/min); a keyed answer carries <code>RateLimit-Limit</code>, <code>RateLimit-Remaining</code> and <code>RateLimit-Reset</code>, and a 429 carries <code>Retry-After</code>.</p>
+<h2 id="versioning">Versioning</h2>
+<p>The version is in the path (<code>/v1/</code>, <code>/api/v1/</code>). Within a version fields are only added. A deprecated version answers with <code>Deprecation</code>, <code>Sunset</code> (six months after its successor shipped) and <code>Link: &lt;…/changelog&gt;; rel="deprecation"</code>; after the sunset it answers 410 <code>version_retired</code> naming the successor.</p>`;
+}
+
+export function renderDocsPage(doc: Json, options: { creditPriceAtomic: bigint; toolAnswers: Map<string, unknown> }): string {
+  const byTag = new Map<string, string[]>(TAGS.map((t) => [t.name, []]));
+  const toc = new Map<string, string[]>(TAGS.map((t) => [t.name, []]));
+  for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
+    if (/^\/v1\/tools\/[a-z0-9-]+$/.test(path)) continue; // each tool has its own section below
+    for (const [method, op] of Object.entries(item)) {
+      const tag = (op.tags?.[0] as string) ?? "Operations";
+      byTag.get(tag)?.push(operationSection(doc, method, path, op));
+      toc.get(tag)?.push(`<li><a href="#${anchor(method, path)}"><span class="method ${method}">${method}</span> <code>${esc(path)}</code></a></li>`);
+    }
+  }
+  const tools = TOOLS.map((tool) => toolSection(doc, tool, options.creditPriceAtomic, options.toolAnswers));
+  const groups = TAGS.map((tag) => {
+    const toolList = tag.name === "Tools" ? `<h3>Every tool</h3><table><thead><tr><th>Tool</th><th>Price</th><th>What it does</th></tr></thead><tbody>${TOOLS.map((t) => `<tr><td><a href="#tool-${esc(t.name)}"><code>${esc(t.name)}</code></a></td><td>${t.cost} cr ($${esc(priceOf(t, options.creditPriceAtomic).usd)})</td><td>${esc(t.title)}</td></tr>`).join("")}</tbody></table>` : "";
+    return `<h2 id="tag-${tag.name.toLowerCase()}">${esc(tag.name)}</h2><p>${esc(tag.description)}</p>${byTag.get(tag.name)!.join("\n")}${toolList}${tag.name === "Tools" ? tools.join("\n") : ""}`;
+  });
+  const nav = TAGS.map((tag) => `<li><a href="#tag-${tag.name.toLowerCase()}">${esc(tag.name)}</a><ul>${toc.get(tag.name)!.join("")}${tag.name === "Tools" ? TOOLS.map((t) => `<li><a href="#tool-${esc(t.name)}"><code>${esc(t.name)}</code></a></li>`).join("") : ""}</ul></li>`).join("");
+  return layout({
+    title: `${doc.info.title} reference`,
+    wide: true,
+    head: '<script src="/docs/try-it.js" defer></script>',
+    body: `${introduction(doc)}<h2 id="contents">Contents</h2><nav><ul>${nav}</ul></nav>${groups.join("\n")}`,
+  });
+}

@@ -1,0 +1,56 @@
+import { Router } from "express";
+import type { Services } from "../services.js";
+import { readChangelog, renderChangelogPage, renderChangelogRss } from "./changelog.js";
+import { renderDocsPage } from "./docs.js";
+import { renderLlmsTxt } from "./llms.js";
+import { sendDocument, sendPage } from "./respond.js";
+import { renderStatusPage, renderStatusRss } from "./status.js";
+import { EXAMPLE_TOOLS, collectToolExamples } from "./tool-examples.js";
+import { TRY_IT_SCRIPT } from "./try-it.js";
+
+/**
+ * The public pages, one file each beside this one. Everything but the status pages is built
+ * once per process (from configuration, code and CHANGELOG.md); the status pages read the
+ * status service's report, itself cached for a second, so no page view costs more than a few
+ * store reads.
+ */
+const DOCS_REBUILD_AFTER_MS = 10_000;
+
+/** Every path this router serves (GET only; other methods answer 405). */
+export const PAGE_PATHS = ["/docs", "/docs/try-it.js", "/llms.txt", "/changelog", "/changelog.rss", "/status", "/status.json", "/status.rss"];
+
+export function pagesRouter(services: Services, openApi: Record<string, unknown>): Router {
+  const router = Router();
+  const base = services.config.publicBaseUrl;
+  const changelog = readChangelog();
+  const changelogPage = renderChangelogPage(changelog);
+  const changelogRss = renderChangelogRss(changelog, base);
+  const llms = renderLlmsTxt(services.config);
+
+  // The tools' worked examples are run against the workers once, in the background from the
+  // start; a page built while some were missing is rebuilt on a request 10 s later.
+  let docs: { at: number; complete: boolean; html: Promise<string> } | null = null;
+  const buildDocs = () => {
+    const entry = { at: Date.now(), complete: false, html: Promise.resolve("") };
+    entry.html = collectToolExamples(services).then((toolAnswers) => {
+      entry.complete = toolAnswers.size === EXAMPLE_TOOLS.length;
+      return renderDocsPage(openApi, { creditPriceAtomic: services.config.creditPriceAtomic, toolAnswers });
+    });
+    docs = entry;
+  };
+  buildDocs();
+
+  // Express 5 hands a rejected handler's error to the error handler.
+  router.get("/docs", async (_req, res) => {
+    if (docs && !docs.complete && Date.now() - docs.at > DOCS_REBUILD_AFTER_MS) buildDocs();
+    sendPage(res, await docs!.html, 300);
+  });
+  router.get("/docs/try-it.js", (_req, res) => sendDocument(res, "text/javascript; charset=utf-8", TRY_IT_SCRIPT, 300));
+  router.get("/llms.txt", (_req, res) => sendDocument(res, "text/plain; charset=utf-8", llms, 300));
+  router.get("/changelog", (_req, res) => sendPage(res, changelogPage, 300));
+  router.get("/changelog.rss", (_req, res) => sendDocument(res, "application/rss+xml; charset=utf-8", changelogRss, 300));
+  router.get("/status", async (_req, res) => sendPage(res, renderStatusPage(await services.status.report())));
+  router.get("/status.json", async (_req, res) => sendDocument(res, "application/json; charset=utf-8", JSON.stringify(await services.status.report())));
+  router.get("/status.rss", async (_req, res) => sendDocument(res, "application/rss+xml; charset=utf-8", renderStatusRss(await services.status.report(), base)));
+  return router;
+}

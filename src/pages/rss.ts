@@ -1,0 +1,57 @@
+import { XMLBuilder } from "fast-xml-parser";
+
+/**
+ * RSS 2.0 documents (the changelog's and the status page's), built with fast-xml-parser's
+ * builder so every text is escaped by the library, not by hand.
+ */
+export interface RssItem {
+  title: string;
+  link: string;
+  /** Stable and unique within the feed: the same release or incident keeps its guid. */
+  guid: string;
+  date: Date;
+  description: string;
+}
+
+export interface RssChannel {
+  title: string;
+  link: string;
+  /** The feed's own address (atom:link rel="self", as validators ask). */
+  self: string;
+  description: string;
+  items: RssItem[];
+}
+
+const builder = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: "@_", format: true, suppressEmptyNode: true });
+
+/** RFC 822 date, as RSS 2.0 requires: "Sun, 22 Nov 2026 10:00:00 GMT". */
+export const rfc822 = (date: Date): string => date.toUTCString();
+
+export function renderRss(channel: RssChannel): string {
+  const items = [...channel.items].sort((a, b) => b.date.getTime() - a.date.getTime());
+  const latest = items[0]?.date ?? new Date(0);
+  return (
+    '<?xml version="1.0" encoding="UTF-8"?>\n' +
+    builder.build({
+      rss: {
+        "@_version": "2.0",
+        "@_xmlns:atom": "http://www.w3.org/2005/Atom",
+        channel: {
+          title: channel.title,
+          link: channel.link,
+          description: channel.description,
+          language: "en",
+          lastBuildDate: rfc822(latest),
+          "atom:link": { "@_href": channel.self, "@_rel": "self", "@_type": "application/rss+xml" },
+          item: items.map((item) => ({
+            title: item.title,
+            link: item.link,
+            guid: { "#text": item.guid, "@_isPermaLink": "false" },
+            pubDate: rfc822(item.date),
+            description: item.description,
+          })),
+        },
+      },
+    })
+  );
+}

@@ -1,0 +1,87 @@
+import type { StatusReport } from "../status/report.js";
+import { esc, layout } from "./respond.js";
+import { renderRss } from "./rss.js";
+
+/**
+ * /status (HTML) and /status.rss (incidents) from the same report as /status.json. The page
+ * refreshes itself with a meta refresh (no script), once per check interval at most every 30 s.
+ */
+const STATE_LABEL: Record<string, string> = {
+  operational: "Operational",
+  degraded: "Degraded",
+  not_configured: "Not configured",
+  unknown: "Not checked yet",
+};
+
+const percent = (n: number | null) => (n === null ? "—" : `${n.toFixed(n === 100 ? 0 : 2)}%`);
+const ms = (n: number | null) => (n === null ? "—" : `${n} ms`);
+
+function uptimeBar(days: { day: string; ok: number; total: number }[]): string {
+  const byDay = new Map(days.map((d) => [d.day, d]));
+  const cells: string[] = [];
+  for (let i = 89; i >= 0; i--) {
+    const day = new Date(Date.now() - i * 86_400_000).toISOString().slice(0, 10);
+    const d = byDay.get(day);
+    const ratio = d && d.total > 0 ? d.ok / d.total : null;
+    const color = ratio === null ? "#d0d5dd" : ratio >= 0.999 ? "#2da44e" : ratio >= 0.95 ? "#d4a72c" : "#cf222e";
+    const title = ratio === null ? `${day}: no checks` : `${day}: ${(ratio * 100).toFixed(2)}% of ${d!.total} checks`;
+    cells.push(`<span title="${esc(title)}" style="display:inline-block;width:5px;height:22px;margin-right:1px;background:${color}"></span>`);
+  }
+  return `<div aria-label="uptime per day, last 90 days" style="white-space:nowrap;overflow:hidden">${cells.join("")}</div>`;
+}
+
+function incidentHtml(incident: StatusReport["incidents"]["active"][number]): string {
+  return `<article id="${esc(incident.id)}"><h3>${esc(incident.title)} <span class="pill ${incident.impact === "major" ? "major" : "degraded"}">${esc(incident.impact)}</span> <span class="muted">${esc(incident.status)}</span></h3>
+${incident.components.length ? `<p class="muted">Affects: ${incident.components.map((c) => `<code>${esc(c)}</code>`).join(", ")}</p>` : ""}
+<ul>${[...incident.updates].reverse().map((u) => `<li><strong>${esc(u.status)}</strong> <time datetime="${esc(u.at)}" class="muted">${esc(u.at.replace("T", " ").slice(0, 16))} UTC</time> — ${esc(u.message)}</li>`).join("")}</ul></article>`;
+}
+
+export function renderStatusPage(report: StatusReport): string {
+  const refreshSeconds = Math.max(30, Math.round(report.check_interval_ms / 1000));
+  const groups = [...new Set(report.components.map((c) => c.group))];
+  const rows = groups
+    .map(
+      (group) => `<h2>${esc(group)}</h2><table><thead><tr><th>Component</th><th>State</th><th>Uptime (90 days)</th><th>Latency p50 / p95 / p99</th></tr></thead><tbody>
+${report.components
+  .filter((c) => c.group === group)
+  .map(
+    (c) => `<tr id="${esc(c.id)}"><td>${esc(c.name)}<br><code class="muted">${esc(c.id)}</code></td>
+<td><span class="pill ${esc(c.state)}">${esc(STATE_LABEL[c.state] ?? c.state)}</span>${c.detail ? `<br><span class="muted">${esc(c.detail)}</span>` : ""}</td>
+<td>${percent(c.uptime_90d)}${uptimeBar(c.days)}</td>
+<td>${ms(c.latency_ms.p50)} / ${ms(c.latency_ms.p95)} / ${ms(c.latency_ms.p99)}<br><span class="muted">${c.latency_ms.source === "http" ? `${c.latency_ms.samples} requests` : `${c.latency_ms.samples} checks`}</span></td></tr>`,
+  )
+  .join("\n")}</tbody></table>`,
+    )
+    .join("\n");
+  const active = report.incidents.active;
+  return layout({
+    title: "Toolgate status",
+    head: `<meta http-equiv="refresh" content="${refreshSeconds}"><link rel="alternate" type="application/rss+xml" title="Toolgate incidents" href="/status.rss">`,
+    body: `<h1>Status: <span class="pill ${report.status}">${report.status === "operational" ? "All systems operational" : "Some systems degraded"}</span></h1>
+<p class="muted">Checked every ${report.check_interval_ms / 1000} s in the background by each gateway process; uptime is the share of recorded checks that found a component operational. Updated ${esc(report.updated_at)}. Machine-readable: <a href="/status.json">/status.json</a>; incidents as a feed: <a href="/status.rss">/status.rss</a>.</p>
+${active.length ? `<h2>Active incidents</h2>${active.map(incidentHtml).join("\n")}` : ""}
+${rows}
+<h2>Past incidents</h2>${report.incidents.recent.length ? report.incidents.recent.map(incidentHtml).join("\n") : '<p class="muted">No incidents reported.</p>'}`,
+  });
+}
+
+/** One item per incident; its guid stays the same as updates are posted (pubDate = latest update). */
+export function renderStatusRss(report: StatusReport, baseUrl: string): string {
+  const incidents = [...report.incidents.active, ...report.incidents.recent];
+  return renderRss({
+    title: "Toolgate status: incidents",
+    link: `${baseUrl}/status`,
+    self: `${baseUrl}/status.rss`,
+    description: "Incidents reported by Toolgate's operators, with their updates.",
+    items: incidents.map((incident) => ({
+      title: `${incident.resolved_at ? "[Resolved] " : ""}${incident.title}`,
+      link: `${baseUrl}/status#${incident.id}`,
+      guid: `${baseUrl}/status#${incident.id}`,
+      date: new Date(incident.updates.at(-1)?.at ?? incident.created_at),
+      description: [...incident.updates]
+        .reverse()
+        .map((u) => `<p><strong>${esc(u.status)}</strong> (${esc(u.at)}): ${esc(u.message)}</p>`)
+        .join(""),
+    })),
+  });
+}

@@ -1,0 +1,52 @@
+import type { Services } from "../services.js";
+import { TOOLS } from "../tools/catalogue/index.js";
+import type { ToolDefinition } from "../tools/definition.js";
+import { jsonSchemasOf } from "../tools/views.js";
+
+/**
+ * The answers shown under each tool on /docs are real: the catalogue's worked example, run once
+ * per process against this gateway's own workers (not charged, never on a page view after the
+ * first). Tools of the provider pool are left out: their answers cost the operator money at
+ * the AI or search provider, so their sections show the output schema only.
+ */
+export const workedExampleOf = (tool: ToolDefinition): unknown => (jsonSchemasOf(tool).input as { examples?: unknown[] }).examples?.[0];
+
+/** Long strings (a QR code's base64) are cut for the page. */
+function abbreviate(value: unknown): unknown {
+  if (typeof value === "string") return value.length > 240 ? `${value.slice(0, 240)}…` : value;
+  if (Array.isArray(value)) return value.map(abbreviate);
+  if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, abbreviate(v)]));
+  return value;
+}
+
+/** The tools whose worked example is run for the page. */
+export const EXAMPLE_TOOLS = TOOLS.filter((tool) => tool.pool !== "provider" && workedExampleOf(tool) !== undefined);
+
+async function answerOf(services: Pick<Services, "pools">, tool: ToolDefinition, timeoutMs: number): Promise<unknown> {
+  const res = await fetch(`${services.pools.url(tool.pool)}/tools/${tool.name}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(workedExampleOf(tool)),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  if (!res.ok) throw new Error(`${tool.name} answered ${res.status}`);
+  return abbreviate(await res.json());
+}
+
+/** Each example is tried twice (a worker still warming up on a busy machine), then left out. */
+export async function collectToolExamples(services: Pick<Services, "pools">, timeoutMs = 10_000): Promise<Map<string, unknown>> {
+  const answers = new Map<string, unknown>();
+  await Promise.all(
+    EXAMPLE_TOOLS.map(async (tool) => {
+      for (let attempt = 1; attempt <= 2; attempt++) {
+        try {
+          answers.set(tool.name, await answerOf(services, tool, timeoutMs));
+          return;
+        } catch {
+          if (attempt === 1) await new Promise((r) => setTimeout(r, 1000));
+        }
+      }
+    }),
+  );
+  return answers;
+}

@@ -1,0 +1,94 @@
+import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
+import { declarePaymentIdentifierExtension, PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
+import { z } from "zod";
+import { defineRoute } from "../http/route.js";
+import type { Services } from "../services.js";
+import { TOOLS } from "../tools/catalogue/index.js";
+import type { ToolDefinition } from "../tools/definition.js";
+import { atomicPrice, formatUsd } from "../tools/pricing.js";
+import { jsonSchemasOf } from "../tools/views.js";
+import { PACKS, PLANS } from "./catalog.js";
+import { offerFor } from "./offer.js";
+
+/**
+ * How x402 clients and facilitator catalogues find what Toolgate sells: the v2 extensions a paid
+ * call's 402 carries — `bazaar` (the tool's input example and schema, and its output schema, built
+ * with the x402 reference `@x402/extensions`) and `payment-identifier` (a client may name its
+ * payment, and the call is idempotent on that name) — and the `/.well-known/x402` document that
+ * lists every paid resource with its price and networks.
+ */
+export function toolExtensions(tool: ToolDefinition): Record<string, unknown> {
+  let extensions = built.get(tool.name);
+  if (!extensions) built.set(tool.name, (extensions = buildToolExtensions(tool)));
+  return extensions;
+}
+
+/** Built once per tool and process: they depend only on the catalogue. */
+const built = new Map<string, Record<string, unknown>>();
+
+function buildToolExtensions(tool: ToolDefinition): Record<string, unknown> {
+  const { input, output } = jsonSchemasOf(tool);
+  const example = ((input as { examples?: Record<string, unknown>[] }).examples ?? [])[0] ?? {};
+  const { bazaar } = declareDiscoveryExtension({ bodyType: "json", input: example, inputSchema: input }) as unknown as { bazaar: Discovery };
+  // The method is what the reference server extension adds per request; ours is fixed.
+  (bazaar.info.input as Record<string, unknown>).method = "POST";
+  // The tools' answers depend on their input, so there is no output example to give; the output
+  // schema goes where the reference library puts it beside an example (info.output + schema.properties.output).
+  bazaar.info.output = { type: "json" };
+  bazaar.schema.properties.output = { type: "object", properties: { type: { type: "string" }, example: { type: "object", ...output } }, required: ["type"] };
+  return { bazaar, [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false) };
+}
+
+interface Discovery {
+  info: Record<string, unknown>;
+  schema: { properties: Record<string, unknown> };
+}
+
+const resourceSchema = z.object({
+  resource: z.string(),
+  type: z.literal("http"),
+  method: z.literal("POST"),
+  description: z.string(),
+  /** Keyed resources (purchases) need an x-api-key besides the payment. */
+  requires_api_key: z.boolean(),
+  price: z.object({ usd: z.string(), usdc_atomic: z.string() }),
+  body: z.record(z.string(), z.unknown()).optional(),
+  accepts: z.array(z.record(z.string(), z.unknown())),
+  extensions: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const wellKnownX402 = defineRoute({
+  method: "get",
+  path: "/x402",
+  summary: "Every resource paid with x402 on this gateway: tools (per call), credit packs and plans, with price, networks and v2 requirements.",
+  auth: "public",
+  response: z.object({ x402Version: z.literal(2), payTo: z.string().nullable(), networks: z.array(z.string()), resources: z.array(resourceSchema) }),
+  async handler({ services }) {
+    const x402 = services.payments?.config;
+    if (!x402) return { body: { x402Version: 2 as const, payTo: null, networks: [], resources: [] } };
+    const entry = (path: string, priceAtomic: bigint, description: string, extra: { requiresKey: boolean; body?: Record<string, unknown>; extensions?: Record<string, unknown> }) => {
+      const offer = offerFor(x402, priceAtomic, `${services.config.publicBaseUrl}${path}`, description);
+      return {
+        resource: offer.v2.resource.url,
+        type: "http" as const,
+        method: "POST" as const,
+        description,
+        requires_api_key: extra.requiresKey,
+        price: { usd: formatUsd(priceAtomic), usdc_atomic: priceAtomic.toString() },
+        ...(extra.body ? { body: extra.body } : {}),
+        accepts: offer.v2.accepts,
+        ...(extra.extensions ? { extensions: extra.extensions } : {}),
+      };
+    };
+    const resources = [
+      ...TOOLS.map((tool) => entry(`/v1/tools/${tool.name}`, toolPrice(services, tool), `${tool.title}: one call`, { requiresKey: false, extensions: toolExtensions(tool) })),
+      ...Object.entries(PACKS).map(([pack, credits]) =>
+        entry("/api/v1/credits/purchase", atomicPrice(credits, services.config.creditPriceAtomic), `${credits} Toolgate credits`, { requiresKey: true, body: { pack } }),
+      ),
+      ...Object.entries(PLANS).map(([plan, p]) => entry("/api/v1/plans/purchase", p.priceAtomic, `Toolgate ${plan} plan, 30 days`, { requiresKey: true, body: { plan } })),
+    ];
+    return { headers: { "Cache-Control": "public, max-age=300" }, body: { x402Version: 2 as const, payTo: x402.payTo, networks: x402.networks.flatMap((n) => [n.name, n.caip2]), resources } };
+  },
+});
+
+const toolPrice = (services: Services, tool: ToolDefinition) => atomicPrice(tool.cost, services.config.creditPriceAtomic);

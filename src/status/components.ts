@@ -1,0 +1,112 @@
+import { STATUS_PROBE_HEADER } from "../http/metrics.js";
+import type { Services } from "../services.js";
+import { TOOLS } from "../tools/catalogue/index.js";
+import type { WorkerPool } from "../tools/definition.js";
+import type { ComponentState } from "./store.js";
+
+/**
+ * The status page's components and how each is checked. Every check is a real probe of the
+ * running system (an HTTP request to this gateway's own doors, the workers' health endpoint,
+ * the chain's RPC), or, for tool providers, what the gateway's own metrics saw since the last
+ * round. A check that throws or times out reads "degraded".
+ */
+export interface ComponentCheck {
+  id: string;
+  name: string;
+  group: "API" | "Payments" | "Webhooks" | "Workers" | "Providers";
+  check(signal: AbortSignal): Promise<{ state: ComponentState; detail: string | null }>;
+}
+
+const OK = { state: "operational", detail: null } as const;
+const degraded = (detail: string) => ({ state: "degraded" as const, detail });
+
+/** A provider whose calls failed this often (tool_failed or tool_timeout) in one interval is degraded. */
+const PROVIDER_FAILURE_RATIO = 0.5;
+
+async function expectStatus(url: string, init: RequestInit, expected: number[], signal: AbortSignal) {
+  const res = await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), [STATUS_PROBE_HEADER]: "1" }, signal });
+  await res.arrayBuffer();
+  return expected.includes(res.status) ? OK : degraded(`answered ${res.status}`);
+}
+
+export function componentChecks(services: Services, selfUrl: string): ComponentCheck[] {
+  const checks: ComponentCheck[] = [
+    {
+      id: "rest-api",
+      name: "REST API",
+      group: "API",
+      // /readyz goes through the HTTP stack and asks the store: what every keyed call needs.
+      check: (signal) => expectStatus(`${selfUrl}/readyz`, {}, [200], signal),
+    },
+    {
+      id: "mcp",
+      name: "MCP",
+      group: "API",
+      // The MCP door answers an unauthenticated message with its 401 (or 403 when MCP_ALLOWED_HOSTS
+      // leaves out loopback): it is mounted and serving.
+      check: (signal) =>
+        expectStatus(
+          `${selfUrl}/mcp`,
+          { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' },
+          [401, 403],
+          signal,
+        ),
+    },
+  ];
+  const networks = new Set<string>();
+  for (const clients of services.payments?.clients.values() ?? []) {
+    if (networks.has(clients.network.name)) continue;
+    networks.add(clients.network.name);
+    checks.push({
+      id: `x402-${clients.network.name}`,
+      name: `x402 payments on ${clients.network.name}`,
+      group: "Payments",
+      async check() {
+        await clients.public.getBlockNumber({ cacheTime: 0 });
+        return OK;
+      },
+    });
+  }
+  checks.push({
+    id: "webhook-delivery",
+    name: "Webhook delivery",
+    group: "Webhooks",
+    // Deliveries wait in the store's Redis (BullMQ); the receivers' own failures are theirs.
+    async check() {
+      await services.store.ping();
+      return OK;
+    },
+  });
+  for (const pool of Object.keys(services.pools.settings.urls) as WorkerPool[]) {
+    checks.push({
+      id: `worker-pool-${pool}`,
+      name: `Worker pool: ${pool}`,
+      group: "Workers",
+      check: (signal) => expectStatus(`${services.pools.url(pool)}/healthz`, {}, [200], signal),
+    });
+  }
+  const seen = new Map<string, { ok: number; failed: number }>();
+  for (const tool of TOOLS.filter((t) => t.pool === "provider")) {
+    checks.push({
+      id: `provider-${tool.name}`,
+      name: `Provider of ${tool.name}`,
+      group: "Providers",
+      async check() {
+        const reason = services.pools.unavailableReason(tool.name);
+        if (reason) return { state: "not_configured", detail: reason };
+        const values = (await services.metrics.toolCalls.get()).values.filter((v) => v.labels.tool === tool.name);
+        const ok = values.filter((v) => v.labels.outcome === "ok").reduce((n, v) => n + v.value, 0);
+        const failed = values.filter((v) => v.labels.outcome === "tool_failed" || v.labels.outcome === "tool_timeout").reduce((n, v) => n + v.value, 0);
+        const before = seen.get(tool.name) ?? { ok: 0, failed: 0 };
+        seen.set(tool.name, { ok, failed });
+        const recentOk = ok - before.ok;
+        const recentFailed = failed - before.failed;
+        if (recentFailed > 0 && recentFailed / (recentOk + recentFailed) >= PROVIDER_FAILURE_RATIO) {
+          return degraded(`${recentFailed} of ${recentOk + recentFailed} calls failed since the last check`);
+        }
+        return OK;
+      },
+    });
+  }
+  return checks;
+}

@@ -1,0 +1,49 @@
+import type { Services } from "../services.js";
+import { startStatusChecks, type StatusChecker } from "./checker.js";
+import { createMemoryStatusStore } from "./memory-store.js";
+import { createRedisStatusStore } from "./redis-store.js";
+import { buildStatusReport, type StatusReport } from "./report.js";
+import type { StatusStore } from "./store.js";
+
+/**
+ * The status page's service: its store (Redis when the gateway has one, shared by every
+ * process; memory otherwise) from the start, and the background checks once the gateway
+ * listens (they probe its own address). Reports are cached briefly, so a busy status page
+ * costs the store a handful of reads a second at most.
+ */
+const REPORT_CACHE_MS = 1000;
+
+export interface StatusService {
+  store: StatusStore;
+  /** Starts the background checks against this gateway's own address. */
+  start(selfUrl: string): void;
+  report(): Promise<StatusReport>;
+  stop(): Promise<void>;
+}
+
+export function createStatusService(services: Pick<Services, "config" | "metrics" | "log"> & Partial<Services>): StatusService {
+  const { config } = services;
+  const store = config.redisUrl ? createRedisStatusStore({ url: config.redisUrl, keyPrefix: config.redisKeyPrefix, cluster: config.redisCluster }) : createMemoryStatusStore();
+  let checker: StatusChecker | null = null;
+  let cached: { at: number; report: Promise<StatusReport> } | null = null;
+  return {
+    store,
+    start(selfUrl) {
+      checker = startStatusChecks(services as Services, store, selfUrl, config.statusCheckIntervalMs);
+    },
+    report() {
+      if (!checker) return Promise.reject(new Error("status checks have not started"));
+      // Never cached longer than a check interval: a state change shows within one interval.
+      if (!cached || Date.now() - cached.at > Math.min(REPORT_CACHE_MS, config.statusCheckIntervalMs)) {
+        const report = buildStatusReport({ store, checker, metrics: services.metrics, intervalMs: config.statusCheckIntervalMs });
+        cached = { at: Date.now(), report };
+        report.catch(() => (cached = null));
+      }
+      return cached.report;
+    },
+    async stop() {
+      await checker?.stop();
+      await store.close();
+    },
+  };
+}

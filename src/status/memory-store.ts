@@ -1,0 +1,44 @@
+import { countsTowardUptime, utcDay, type CheckResult, type DayCount, type Incident, type StatusStore } from "./store.js";
+
+/** The embedded mode's status store: one process, nothing kept across restarts. */
+export function createMemoryStatusStore(): StatusStore {
+  const latest = new Map<string, CheckResult>();
+  const days = new Map<string, Map<string, { ok: number; total: number }>>(); // day -> component -> counts
+  const incidents = new Map<string, Incident>();
+  return {
+    async record(results) {
+      for (const result of results) {
+        latest.set(result.component, result);
+        if (!countsTowardUptime(result.state)) continue;
+        const day = utcDay(result.checkedAt);
+        const byComponent = days.get(day) ?? new Map();
+        days.set(day, byComponent);
+        const counts = byComponent.get(result.component) ?? { ok: 0, total: 0 };
+        counts.total++;
+        if (result.state === "operational") counts.ok++;
+        byComponent.set(result.component, counts);
+      }
+    },
+    async latest() {
+      return new Map(latest);
+    },
+    async dayCounts(wanted) {
+      const out = new Map<string, DayCount[]>();
+      for (const day of wanted) {
+        for (const [component, counts] of days.get(day) ?? []) out.set(component, [...(out.get(component) ?? []), { day, ...counts }]);
+      }
+      return out;
+    },
+    async saveIncident(incident) {
+      incidents.set(incident.id, structuredClone(incident));
+    },
+    async getIncident(id) {
+      const incident = incidents.get(id);
+      return incident ? structuredClone(incident) : null;
+    },
+    async listIncidents(limit) {
+      return [...incidents.values()].sort((a, b) => b.createdAt - a.createdAt).slice(0, limit).map((i) => structuredClone(i));
+    },
+    async close() {},
+  };
+}

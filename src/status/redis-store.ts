@@ -1,0 +1,82 @@
+import { connectRedis, type RedisConnection } from "../store/redis-connection.js";
+import { UPTIME_DAYS, countsTowardUptime, utcDay, type CheckResult, type DayCount, type Incident, type StatusStore } from "./store.js";
+
+/**
+ * The status store in Redis, shared by every gateway process: each process records its own
+ * checks, so uptime counts every process's view. Every key carries the `{status}` hash tag, so
+ * the multi-key pipeline below stays in one Redis Cluster slot.
+ *
+ *   {status}:latest            hash component -> JSON CheckResult
+ *   {status}:day:<YYYY-MM-DD>  hash "<component>|ok" / "<component>|total" -> count (kept 91 days)
+ *   {status}:incidents         sorted set id by creation time; {status}:incident:<id> -> JSON
+ */
+const DAY_TTL_SECONDS = (UPTIME_DAYS + 1) * 86_400;
+const INCIDENTS_KEPT = 200;
+
+export function createRedisStatusStore(options: { url: string; keyPrefix: string; cluster: boolean }): StatusStore {
+  const redis: RedisConnection = connectRedis(options.url, options.cluster, {
+    keyPrefix: options.keyPrefix,
+    maxRetriesPerRequest: 1,
+    commandTimeout: 2000,
+    lazyConnect: false,
+  });
+  // A status check must never take the process down: errors surface as rejected commands.
+  redis.on("error", () => {});
+  const dayKey = (day: string) => `{status}:day:${day}`;
+  return {
+    async record(results) {
+      const batch = redis.multi();
+      for (const result of results) {
+        batch.hset("{status}:latest", result.component, JSON.stringify(result));
+        if (!countsTowardUptime(result.state)) continue;
+        const key = dayKey(utcDay(result.checkedAt));
+        batch.hincrby(key, `${result.component}|total`, 1);
+        if (result.state === "operational") batch.hincrby(key, `${result.component}|ok`, 1);
+        batch.expire(key, DAY_TTL_SECONDS);
+      }
+      await batch.exec();
+    },
+    async latest() {
+      const all = await redis.hgetall("{status}:latest");
+      return new Map(Object.entries(all).map(([component, json]) => [component, JSON.parse(json) as CheckResult]));
+    },
+    async dayCounts(days) {
+      const batch = redis.multi();
+      for (const day of days) batch.hgetall(dayKey(day));
+      const replies = (await batch.exec()) ?? [];
+      const out = new Map<string, DayCount[]>();
+      replies.forEach(([err, fields], i) => {
+        if (err) throw err;
+        const counts = new Map<string, DayCount>();
+        for (const [field, value] of Object.entries(fields as Record<string, string>)) {
+          const [component, kind] = field.split("|") as [string, "ok" | "total"];
+          const entry = counts.get(component) ?? { day: days[i]!, ok: 0, total: 0 };
+          entry[kind] = Number(value);
+          counts.set(component, entry);
+        }
+        for (const [component, entry] of counts) out.set(component, [...(out.get(component) ?? []), entry]);
+      });
+      return out;
+    },
+    async saveIncident(incident) {
+      await redis
+        .multi()
+        .set(`{status}:incident:${incident.id}`, JSON.stringify(incident))
+        .zadd("{status}:incidents", incident.createdAt, incident.id)
+        .exec();
+    },
+    async getIncident(id) {
+      const json = await redis.get(`{status}:incident:${id}`);
+      return json ? (JSON.parse(json) as Incident) : null;
+    },
+    async listIncidents(limit) {
+      const ids = await redis.zrevrange("{status}:incidents", 0, Math.min(limit, INCIDENTS_KEPT) - 1);
+      if (ids.length === 0) return [];
+      const jsons = await redis.mget(...ids.map((id) => `{status}:incident:${id}`));
+      return jsons.filter((j): j is string => j !== null).map((j) => JSON.parse(j) as Incident);
+    },
+    async close() {
+      redis.disconnect();
+    },
+  };
+}

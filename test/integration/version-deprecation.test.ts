@@ -1,0 +1,74 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { ConfigError, loadConfig } from "../../src/config.js";
+import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
+
+/**
+ * A version marked deprecated in configuration: every answer under it carries Deprecation
+ * (RFC 9745), Sunset (RFC 8594: six months after its successor shipped) and a Link to the
+ * changelog; after the sunset (a fake clock) it answers 410 pointing at the successor.
+ */
+const VERSIONS = JSON.stringify([
+  { name: "v1", prefixes: ["/v1", "/api/v1"], released: "2026-11-21", deprecated: "2026-11-22" },
+  { name: "v2", prefixes: ["/v2", "/api/v2"], released: "2026-11-22" },
+]);
+const DEPRECATED_AT = Date.UTC(2026, 10, 22) / 1000;
+const SUNSET = "Sat, 22 May 2027 00:00:00 GMT";
+
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startGateway({ store: "memory", env: { API_VERSIONS: VERSIONS, PUBLIC_BASE_URL: "https://api.toolgate.example" } });
+});
+afterAll(() => gw.stop());
+afterEach(() => vi.useRealTimers());
+
+describe("a deprecated version before its sunset", () => {
+  it("answers as usual, with Deprecation, Sunset and a Link to the changelog on every answer under it", async () => {
+    vi.useFakeTimers({ toFake: ["Date"], now: new Date("2027-05-21T23:59:59Z") });
+    for (const res of [await call(`${gw.url}/v1/tools`), await call(`${gw.url}/api/v1/account`), await call(`${gw.url}/v1/tools/nope`)]) {
+      expect([200, 401, 404]).toContain(res.status);
+      expect(res.headers.get("deprecation")).toBe(`@${DEPRECATED_AT}`);
+      expect(res.headers.get("sunset")).toBe(SUNSET);
+      expect(res.headers.get("link")).toContain('<https://api.toolgate.example/changelog>; rel="deprecation"');
+    }
+    expect((await call(`${gw.url}/v1/tools`)).headers.get("link")).toContain('</v2/tools>; rel="successor-version"');
+  });
+
+  it("leaves paths outside any version alone", async () => {
+    for (const path of ["/healthz", "/docs", "/status.json"]) {
+      const res = await fetch(`${gw.url}${path}`);
+      expect(res.headers.get("deprecation"), path).toBeNull();
+    }
+  });
+});
+
+describe("a deprecated version after its sunset", () => {
+  it("answers 410 version_retired naming the same path under the successor", async () => {
+    vi.useFakeTimers({ toFake: ["Date"], now: new Date("2027-05-22T00:00:01Z") });
+    const tools = await call(`${gw.url}/v1/tools/hash`, { body: { text: "x" } });
+    expect(tools.status).toBe(410);
+    expect(tools.body.error).toMatchObject({ code: "version_retired", successor: "/v2/tools/hash", successor_version: "v2" });
+    expect(tools.headers.get("sunset")).toBe(SUNSET);
+    const signup = await call(`${gw.url}/api/v1/signup`, { body: { email: "late@example.com" } });
+    expect(signup.status).toBe(410);
+    expect(signup.body.error.successor).toBe("/api/v2/signup");
+  });
+});
+
+describe("versions in configuration", () => {
+  it("without a deprecation, no answer carries the headers", async () => {
+    const plain = await startGateway({ store: "memory" });
+    try {
+      const res = await call(`${plain.url}/v1/tools`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("deprecation")).toBeNull();
+      expect(res.headers.get("sunset")).toBeNull();
+    } finally {
+      await plain.stop();
+    }
+  });
+
+  it("refuses a deprecated version with no successor", () => {
+    expect(() => loadConfig({ API_VERSIONS: JSON.stringify([{ name: "v1", prefixes: ["/v1"], released: "2026-11-21", deprecated: "2026-11-22" }]) })).toThrow(ConfigError);
+    expect(() => loadConfig({ API_VERSIONS: "not json" })).toThrow(/API_VERSIONS/);
+  });
+});

@@ -1,0 +1,183 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { toHex } from "viem";
+import { mnemonicToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ANVIL_MNEMONIC } from "../../../chain-fixtures/chain.js";
+import { buildCli } from "../../../scripts/build-cli.js";
+import { balanceOf as creditsOf, fundedAccount, startGateway, type TestGateway } from "../../helpers/gateway.js";
+import { PAY_TO, balanceOf, startChains } from "../../helpers/x402.js";
+
+/**
+ * The `toolgate` binaries that `npm run build:cli` writes: the linux-x64 one run here against a
+ * real gateway, the linux-arm64 one under qemu-aarch64, the macOS and Windows ones checked for
+ * their executable format by reading their headers.
+ */
+const exec = promisify(execFile);
+let binaries: Record<string, string>;
+let gw: TestGateway;
+let chains: Awaited<ReturnType<typeof startChains>>;
+let configDir: string;
+const payer = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 5 });
+
+beforeAll(async () => {
+  configDir = await mkdtemp(join(tmpdir(), "toolgate-cli-"));
+  binaries = Object.fromEntries(buildCli().map((file) => [file.split("/").pop()!, file]));
+  chains = await startChains([payer.address]);
+  gw = await startGateway({ env: chains.env });
+}, 240_000);
+afterAll(async () => {
+  await gw?.stop();
+  await chains?.stop();
+  await rm(configDir, { recursive: true, force: true });
+});
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+async function toolgate(argv: string[], env: Record<string, string> = {}, options: { binary?: string; input?: string } = {}): Promise<Run> {
+  const file = binaries[options.binary ?? "toolgate-linux-x64"]!;
+  const [cmd, args] = options.binary === "toolgate-linux-arm64" ? ["qemu-aarch64", ["-L", "/usr/aarch64-linux-gnu", file, ...argv]] : [file, argv];
+  const child = exec(cmd, args, { env: { PATH: process.env.PATH ?? "", TOOLGATE_CONFIG_DIR: configDir, ...env }, timeout: 120_000 });
+  if (options.input !== undefined) child.child.stdin!.end(options.input);
+  else child.child.stdin!.end();
+  return child.then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? -1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" }),
+  );
+}
+const keyed = (key: string) => ({ TOOLGATE_API_KEY: key, TOOLGATE_BASE_URL: gw.url });
+const HELLO_SHA256 = "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9";
+
+describe("the linux-x64 binary", () => {
+  it("lists tools as JSON and calls hash with --input, with a file, and with flags from the schema", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const list = await toolgate(["tools", "list", "--json"], keyed(key));
+    expect(list.code).toBe(0);
+    expect(JSON.parse(list.stdout).map((t: { name: string }) => t.name)).toContain("hash");
+
+    const inline = await toolgate(["call", "hash", "--input", '{"text":"hello world"}', "--json"], keyed(key));
+    expect([inline.code, JSON.parse(inline.stdout).digest]).toEqual([0, HELLO_SHA256]);
+    const file = join(configDir, "input.json");
+    await writeFile(file, JSON.stringify({ text: "hello world", algorithm: "md5" }));
+    const fromFile = await toolgate(["call", "hash", "--input", `@${file}`, "--json"], keyed(key));
+    expect(JSON.parse(fromFile.stdout)).toMatchObject({ algorithm: "md5", digest: "5eb63bbbe01eeed093cb22bb8f5acdc3" });
+    const flags = await toolgate(["call", "hash", "--text", "hello world", "--algorithm", "sha1"], keyed(key));
+    expect(JSON.parse(flags.stdout).digest).toBe("2aae6c35c94fcfb415dbe95f408b9ce91ee846ed");
+    expect(flags.stderr).toMatch(/1 credit\(s\), 97 left/);
+  });
+
+  it("prints a human table by default and help for every command", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const list = await toolgate(["tools", "list"], keyed(key));
+    expect(list.stdout).toMatch(/^NAME\s+CREDITS\s+USD\s+AVAILABLE\s+TITLE$/m);
+    expect(list.stdout).toMatch(/^hash\s+1\s+\$0\.002\s+yes/m);
+    for (const command of [[], ["tools"], ["call"], ["login"], ["account"], ["usage"], ["keys"], ["webhooks"]]) {
+      const help = await toolgate([...command, "--help"]);
+      expect([command.join(" "), help.code, help.stdout]).toEqual([command.join(" "), 0, expect.stringMatching(/Usage: toolgate/)]);
+    }
+  });
+
+  it("exits 2 on a usage error, 3 on an API error, 4 when the gateway cannot be reached", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const usage = await toolgate(["frobnicate"], keyed(key));
+    expect([usage.code, usage.stderr]).toEqual([2, expect.stringContaining('unknown command "frobnicate"')]);
+    const badFlag = await toolgate(["call", "hash", "--colour", "red"], keyed(key));
+    expect([badFlag.code, badFlag.stderr]).toEqual([2, expect.stringContaining("--text")]);
+    const api = await toolgate(["call", "hash", "--input", '{"text":5}', "--json"], keyed(key));
+    expect(api.code).toBe(3);
+    expect(JSON.parse(api.stderr).error).toMatchObject({ status: 422, code: "validation_failed", param: "text" });
+    const network = await toolgate(["account"], { TOOLGATE_API_KEY: key, TOOLGATE_BASE_URL: "http://127.0.0.1:9" });
+    expect([network.code, network.stderr]).toEqual([4, expect.stringContaining("network_error")]);
+  });
+
+  it("logs in from standard input, storing the key 0600, then works without TOOLGATE_API_KEY", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100, "pro");
+    const login = await toolgate(["login", "--base-url", gw.url], {}, { input: `${key}\n` });
+    expect([login.code, login.stdout]).toEqual([0, expect.stringContaining(accountId)]);
+    const stored = join(configDir, "config.json");
+    expect((await stat(stored)).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(await readFile(stored, "utf8"))).toEqual({ api_key: key, base_url: gw.url });
+    const account = await toolgate(["account", "--json"]);
+    expect(JSON.parse(account.stdout)).toMatchObject({ id: accountId, tier: "pro" });
+    expect((await toolgate(["usage"])).stdout).toMatch(/^AT\s+KIND\s+AMOUNT/m);
+    expect((await toolgate(["webhooks", "list"])).stdout).toContain("No webhooks.");
+    expect((await toolgate(["webhooks", "test", "--json"])).stdout).toContain('"sent": []');
+  });
+
+  it("manages keys: create, list, rotate, revoke", async () => {
+    const { key, keyId } = await fundedAccount(gw.url, 100, "free");
+    const created = JSON.parse((await toolgate(["keys", "create", "--name", "ci", "--json"], keyed(key))).stdout);
+    expect(created).toMatchObject({ name: "ci", key: expect.stringMatching(/^tg_live_/) });
+    const rotated = JSON.parse((await toolgate(["keys", "rotate", created.id, "--grace-seconds", "0", "--json"], keyed(key))).stdout);
+    expect(rotated.replaced.id).toBe(created.id);
+    expect((await toolgate(["keys", "revoke", rotated.id], keyed(key))).stdout).toContain(`Revoked ${rotated.id}`);
+    const list = JSON.parse((await toolgate(["keys", "list", "--json"], keyed(key))).stdout);
+    expect(list.data.map((k: { id: string; status: string }) => [k.id, k.status]).sort()).toEqual([[keyId, "active"], [created.id, "revoked"], [rotated.id, "revoked"]].sort());
+  });
+
+  it("pays a call from --wallet-key-file, and refuses above --max-per-call", async () => {
+    const walletFile = join(configDir, "wallet.key");
+    await writeFile(walletFile, `${toHex(payer.getHdKey().privateKey!)}\n`, { mode: 0o600 });
+    const env = { TOOLGATE_BASE_URL: gw.url };
+    const wallet = ["--wallet-key-file", walletFile, "--allow-asset", `eip155:84532:${chains.base.usdc}`];
+    const before = await balanceOf(chains.base, PAY_TO);
+    const refused = await toolgate(["call", "hash", "--text", "paid", ...wallet, "--max-per-call", "1000"], env);
+    expect([refused.code, refused.stderr]).toEqual([3, expect.stringContaining("spend_cap_exceeded")]);
+    const paid = await toolgate(["call", "hash", "--text", "hello world", ...wallet], env);
+    expect([paid.code, JSON.parse(paid.stdout).digest, paid.stderr]).toEqual([0, HELLO_SHA256, expect.stringContaining("paid on eip155:84532")]);
+    expect(await balanceOf(chains.base, PAY_TO)).toBe(before + 2000n);
+  });
+});
+
+describe("the linux-arm64 binary, under qemu-aarch64", () => {
+  it("lists tools as JSON and calls hash", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const [list, hash] = await Promise.all([
+      toolgate(["tools", "list", "--json"], keyed(key), { binary: "toolgate-linux-arm64" }),
+      toolgate(["call", "hash", "--input", '{"text":"hello world"}', "--json"], keyed(key), { binary: "toolgate-linux-arm64" }),
+    ]);
+    expect([list.code, list.stderr]).toEqual([0, ""]);
+    expect(JSON.parse(list.stdout).map((t: { name: string }) => t.name)).toContain("hash");
+    expect([hash.code, JSON.parse(hash.stdout).digest]).toEqual([0, HELLO_SHA256]);
+    expect(await creditsOf(gw.url, key)).toBe(99);
+  }, 120_000);
+});
+
+describe("the macOS and Windows binaries", () => {
+  const header = async (name: string) => (await readFile(binaries[name]!)).subarray(0, 4096);
+  /** Mach-O 64-bit (magic 0xfeedfacf, little-endian) and its CPU type. */
+  const machO = (b: Buffer) => ({ magic: b.readUInt32LE(0), cpu: b.readUInt32LE(4), fileType: b.readUInt32LE(12) });
+
+  it("darwin-arm64 is a Mach-O arm64 executable", async () => {
+    expect(machO(await header("toolgate-darwin-arm64"))).toEqual({ magic: 0xfeedfacf, cpu: 0x0100000c, fileType: 2 });
+  });
+
+  it("darwin-x64 is a Mach-O x86_64 executable", async () => {
+    expect(machO(await header("toolgate-darwin-x64"))).toEqual({ magic: 0xfeedfacf, cpu: 0x01000007, fileType: 2 });
+  });
+
+  it("windows-x64.exe is a PE32+ x86-64 console executable", async () => {
+    const b = await header("toolgate-windows-x64.exe");
+    expect(b.toString("latin1", 0, 2)).toBe("MZ");
+    const pe = b.readUInt32LE(0x3c);
+    expect(b.toString("latin1", pe, pe + 4)).toBe("PE\0\0");
+    expect(b.readUInt16LE(pe + 4)).toBe(0x8664); // IMAGE_FILE_MACHINE_AMD64
+    expect(b.readUInt16LE(pe + 24)).toBe(0x20b); // PE32+ optional header
+    expect(b.readUInt16LE(pe + 24 + 68)).toBe(3); // subsystem: Windows console
+  });
+
+  it("the Linux ones are ELF executables for their machines", async () => {
+    const machine = async (name: string) => {
+      const b = await header(name);
+      return [b.toString("latin1", 1, 4), b.readUInt16LE(18)];
+    };
+    expect(await machine("toolgate-linux-x64")).toEqual(["ELF", 62]); // EM_X86_64
+    expect(await machine("toolgate-linux-arm64")).toEqual(["ELF", 183]); // EM_AARCH64
+  });
+});
