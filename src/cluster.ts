@@ -72,7 +72,7 @@ function chainSettings(x402: NonNullable<Config["x402"]>): Record<string, string
   const prefix = envPrefix(network.name);
   return {
     X402_NETWORKS: network.name,
-    [`${prefix}_RPC_URL`]: network.rpcUrl,
+    [`${prefix}_RPC_URL`]: network.rpcUrls.join(","),
     [`${prefix}_USDC_ADDRESS`]: network.usdc.address,
     [`${prefix}_USDC_NAME`]: network.usdc.name,
     [`${prefix}_USDC_VERSION`]: network.usdc.version,

@@ -49,6 +49,10 @@ describe("the production build (npm run build → dist/)", () => {
     expect(res.status).toBe(200);
     expect(res.body.digest).toBe("2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
     expect(res.headers.get("x-credits-remaining")).toBe("99");
+    // Files read at run time next to the code ship with the build: the changelog page reads CHANGELOG.md.
+    const changelog = await fetch(`${gw.url}/changelog`);
+    expect(changelog.status).toBe(200);
+    expect(await changelog.text()).toContain("Unreleased");
     // A verification e-mail went out through the real SMTP server (production has no log mailer).
     expect(verificationLink((await smtp.next()).raw)).toMatch(/^http:\/\/localhost:8402\/api\/v1\/verify-email\?token=/);
   });
