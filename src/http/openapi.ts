@@ -7,6 +7,7 @@ import { listTools } from "../tools/routes/list.js";
 import { getTool } from "../tools/routes/get.js";
 import { jsonSchemasOf } from "../tools/views.js";
 import { x402Supported } from "../payments/supported.js";
+import { wellKnownX402 } from "../payments/discovery.js";
 import { ERRORS, type ErrorCode } from "./errors.js";
 import type { RouteDef } from "./route.js";
 
@@ -125,6 +126,7 @@ export function buildOpenApi(config: Pick<Config, "publicBaseUrl" | "creditPrice
   for (const route of apiRoutes) add("/api/v1", route);
   for (const route of [listTools, getTool]) add("/v1/tools", route as RouteDef<any, any, any>);
   add("/x402", x402Supported as RouteDef<any, any, any>);
+  add("/.well-known", wellKnownX402 as RouteDef<any, any, any>);
 
   for (const tool of TOOLS) {
     const { input, output } = jsonSchemasOf(tool);

@@ -37,10 +37,14 @@ function toolList(services: Services) {
   });
 }
 
-/** An error result carrying the same stable code (and shape) as the REST answer. */
+/**
+ * An error result: the REST error body (same stable code and shape) as JSON in `content[0].text`,
+ * and no `structuredContent` — clients (the official 1.x SDK among them) validate
+ * `structuredContent` against the tool's output schema even on an error, and an error body would
+ * fail it, turning a readable error into a client-side exception.
+ */
 function errorResult(err: ApiError, requestId: string) {
-  const body = errorBody(err, requestId);
-  return { isError: true, content: [{ type: "text" as const, text: `${err.code}: ${err.message}` }], structuredContent: body as unknown as Record<string, unknown> };
+  return { isError: true, content: [{ type: "text" as const, text: JSON.stringify(errorBody(err, requestId)) }] };
 }
 
 export function createMcpServerFactory(services: Services, forward: Forwarder) {

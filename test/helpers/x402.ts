@@ -1,7 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { createPublicClient, http, toHex, type Address, type Hex, type LocalAccount } from "viem";
-import { ANVIL_MNEMONIC, TOKEN_ABI, anvilAccount, startLocalChain, type LocalChain } from "../../chain-fixtures/chain.js";
+import { ANVIL_MNEMONIC, TOKEN_ABI, anvilAccount, randomWallet, startLocalChain, type LocalChain } from "../../chain-fixtures/chain.js";
 import { mnemonicToAccount } from "viem/accounts";
+import { PERIOD_MS } from "../../src/accounts/tiers.js";
+import { tierLimits } from "../../src/store/index.js";
+import { RedisStore } from "../../src/store/redis.js";
+import type { Store } from "../../src/store/types.js";
+import { dropPrefix, spawnGateway, uniquePrefix } from "./gateway.js";
+import { REDIS_URL } from "./redis.js";
 
 /** Two anvil chains standing in for Base Sepolia and Polygon Amoy, and the gateway settings that point at them. */
 export const RELAYER = anvilAccount(9);
@@ -79,3 +85,32 @@ export const v1Header = (network: string, payload: { authorization: unknown; sig
 
 export const v2Header = (accepted: unknown, payload: { authorization: unknown; signature: string }) =>
   Buffer.from(JSON.stringify({ x402Version: 2, accepted, payload })).toString("base64");
+
+/** A fresh wallet (randomWallet's, by seed) holding `amount` test USDC on `chain`. */
+export async function fundedWallet(chain: LocalChain, seed: number, amount = 1_000_000n) {
+  const wallet = randomWallet(seed);
+  await chain.fund(wallet.address, amount);
+  return wallet;
+}
+
+/** An account's ledger as [kind, amount] pairs, newest first. */
+export const ledgerKinds = async (store: Store, accountId: string) => (await store.ledger(accountId, { limit: 1000 })).items.map((e) => [e.kind, e.amount]);
+
+/**
+ * A real gateway process with x402 on the test chains (`env` adds to or overrides `chainEnv`), on
+ * its own Redis prefix, and a store on that prefix for assertions; `stop` ends and cleans both.
+ */
+export async function spawnPaidGateway(name: string, chainEnv: Record<string, string>, env: Record<string, string> = {}) {
+  const prefix = uniquePrefix(name);
+  const gw = await spawnGateway(prefix, { ...chainEnv, ...env });
+  const store = new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+  return {
+    gw,
+    store,
+    async stop() {
+      await gw.stop();
+      await store.close();
+      await dropPrefix(prefix);
+    },
+  };
+}

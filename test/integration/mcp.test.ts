@@ -23,6 +23,9 @@ async function connect(key: string, era: keyof typeof ERAS): Promise<Client> {
   return client;
 }
 
+/** An error result's REST error body, carried as JSON in its first text content. */
+const errorOf = (result: { content?: unknown }) => JSON.parse((result.content as { text: string }[])[0]!.text);
+
 const ledger = async (key: string) =>
   ((await call(`${gw.url}/api/v1/usage?limit=100`, { key })).body.data as { kind: string; amount: number; reason: string; tool: string | null }[]).map(
     ({ kind, amount, reason, tool }) => ({ kind, amount, reason, tool }),
@@ -68,20 +71,21 @@ describe.each(Object.keys(ERAS) as (keyof typeof ERAS)[])("the official MCP clie
       const failed = await client.callTool({ name: "summarize", arguments: { text: "x" } });
       llm.state.status = 200;
       expect(failed.isError).toBe(true);
-      expect(failed.structuredContent).toMatchObject({ error: { code: "tool_failed" } });
+      expect(failed.structuredContent).toBeUndefined();
+      expect(errorOf(failed)).toMatchObject({ error: { code: "tool_failed" } });
 
       const invalid = await client.callTool({ name: "hash", arguments: { text: 42 } });
-      expect(invalid.structuredContent).toMatchObject({ error: { code: "validation_failed", param: "text" } });
+      expect(errorOf(invalid)).toMatchObject({ error: { code: "validation_failed", param: "text" } });
       expect(await balanceOf(gw.url, key)).toBe(25);
 
       await client.callTool({ name: "ai-generate", arguments: { prompt: "one" } });
       await client.callTool({ name: "ai-generate", arguments: { prompt: "two" } });
       const poor = await client.callTool({ name: "ai-generate", arguments: { prompt: "three" } });
       expect(poor.isError).toBe(true);
-      expect(poor.structuredContent).toMatchObject({ error: { code: "insufficient_credits", type: "payment_error" } });
+      expect(errorOf(poor)).toMatchObject({ error: { code: "insufficient_credits", type: "payment_error" } });
       expect(await balanceOf(gw.url, key)).toBe(5);
 
-      expect((await client.callTool({ name: "teleport", arguments: {} })).structuredContent).toMatchObject({ error: { code: "tool_not_found" } });
+      expect(errorOf(await client.callTool({ name: "teleport", arguments: {} }))).toMatchObject({ error: { code: "tool_not_found" } });
     } finally {
       await client.close();
     }

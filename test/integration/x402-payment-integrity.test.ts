@@ -1,14 +1,11 @@
 import { createPublicClient, http, type Address, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TOKEN_ABI, randomWallet } from "../../chain-fixtures/chain.js";
-import { PERIOD_MS } from "../../src/accounts/tiers.js";
+import { TOKEN_ABI } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
-import { tierLimits } from "../../src/store/index.js";
-import { RedisStore } from "../../src/store/redis.js";
-import { call, dropPrefix, eventsOf, spawnGateway, uniquePrefix, type GatewayProcess } from "../helpers/gateway.js";
-import { REDIS_URL } from "../helpers/redis.js";
+import type { RedisStore } from "../../src/store/redis.js";
+import { call, eventsOf, type GatewayProcess } from "../helpers/gateway.js";
 import { startRpcProxy } from "../helpers/rpc-proxy.js";
-import { PAY_TO, balanceOf, signAuthorization, startChains, v1Header } from "../helpers/x402.js";
+import { PAY_TO, balanceOf, fundedWallet, ledgerKinds, signAuthorization, spawnPaidGateway, startChains, v1Header } from "../helpers/x402.js";
 
 /**
  * What a payment buys, and only that: a real gateway process, a real chain (behind an RPC proxy
@@ -16,36 +13,30 @@ import { PAY_TO, balanceOf, signAuthorization, startChains, v1Header } from "../
  * 1 credit = 2,000 atomic units.
  */
 const PRICE = 2000n;
-const prefix = uniquePrefix("x402integrity");
 let chains: Awaited<ReturnType<typeof startChains>>;
 let proxy: Awaited<ReturnType<typeof startRpcProxy>>;
+let paid: Awaited<ReturnType<typeof spawnPaidGateway>>;
 let gw: GatewayProcess;
 let store: RedisStore;
 beforeAll(async () => {
   chains = await startChains([]);
   proxy = await startRpcProxy(chains.base.rpcUrl);
-  gw = await spawnGateway(prefix, { ...chains.env, BASE_SEPOLIA_RPC_URL: proxy.url, X402_RPC_TIMEOUT_MS: "1500", X402_RECEIPT_TIMEOUT_MS: "1500" });
-  store = new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+  paid = await spawnPaidGateway("x402integrity", chains.env, { BASE_SEPOLIA_RPC_URL: proxy.url, X402_RPC_TIMEOUT_MS: "1500", X402_RECEIPT_TIMEOUT_MS: "1500" });
+  ({ gw, store } = paid);
 }, 90_000);
 afterAll(async () => {
-  await gw?.stop();
+  await paid?.stop();
   await proxy?.stop();
-  await store?.close();
   await chains?.stop();
-  await dropPrefix(prefix);
 });
 
 const hashCall = (headers: Record<string, string>, text = "x", tool = "hash") => call(`${gw.url}/v1/tools/${tool}`, { method: "POST", body: { text }, headers });
 const upperHex = (hex: string) => `0x${hex.slice(2).toUpperCase()}`;
-const ledgerKinds = async (accountId: string) => (await store.ledger(accountId, { limit: 1000 })).items.map((e) => [e.kind, e.amount]);
+const ledgerOf = (accountId: string) => ledgerKinds(store, accountId);
 const chain = () => createPublicClient({ transport: http(chains.base.rpcUrl) });
 const authorizationUsed = (from: Address, nonce: string) =>
   chain().readContract({ address: chains.base.usdc, abi: TOKEN_ABI, functionName: "authorizationState", args: [from, nonce as Hex] }) as Promise<boolean>;
-async function funded(seed: number) {
-  const wallet = randomWallet(seed);
-  await chains.base.fund(wallet.address, 1_000_000n);
-  return wallet;
-}
+const funded = (seed: number) => fundedWallet(chains.base, seed);
 
 describe("hex is compared as bytes", () => {
   it("an authorization whose nonce, addresses and signature are upper-case hex is settled, credited and served", async () => {
@@ -56,7 +47,7 @@ describe("hex is compared as bytes", () => {
     const res = await hashCall({ "x-payment": v1Header("base-sepolia", shouted) }, "upper");
     expect(res.status).toBe(200);
     expect(await balanceOf(chains.base, PAY_TO)).toBe(before + PRICE);
-    expect(await ledgerKinds(walletAccountId(payer.address))).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
+    expect(await ledgerOf(walletAccountId(payer.address))).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
   }, 30_000);
 });
 
@@ -85,7 +76,7 @@ describe("a payment answers only the request that carries it, verified in full",
 
     const retry = await hashCall(header, "mine");
     expect(retry.status).toBe(200);
-    expect(await ledgerKinds(accountId)).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
+    expect(await ledgerOf(accountId)).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
   }, 60_000);
 
   it("refuses an authorization valid for longer than maxTimeoutSeconds, with nothing moved", async () => {
@@ -136,7 +127,7 @@ describe("everything that can refuse a paid call refuses it before money moves",
     for (const r of refused) expect(await authorizationUsed(payer.address, r.nonce)).toBe(false);
     expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore - 60n * PRICE);
     expect(await balanceOf(chains.base, PAY_TO)).toBe(payToBefore + 60n * PRICE);
-    const kinds = (await ledgerKinds(walletAccountId(payer.address))).map(([kind]) => kind);
+    const kinds = (await ledgerOf(walletAccountId(payer.address))).map(([kind]) => kind);
     expect([kinds.filter((k) => k === "purchase").length, kinds.filter((k) => k === "debit").length]).toEqual([60, 60]);
   }, 120_000);
 

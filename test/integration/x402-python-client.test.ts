@@ -5,13 +5,8 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomWallet } from "../../chain-fixtures/chain.js";
-import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
-import { tierLimits } from "../../src/store/index.js";
-import { RedisStore } from "../../src/store/redis.js";
-import { dropPrefix, spawnGateway, uniquePrefix, type GatewayProcess } from "../helpers/gateway.js";
-import { REDIS_URL } from "../helpers/redis.js";
-import { PAY_TO, balanceOf, startChains } from "../helpers/x402.js";
+import { PAY_TO, balanceOf, fundedWallet, ledgerKinds, spawnPaidGateway, startChains } from "../helpers/x402.js";
 
 /**
  * The official Python x402 client (the `x402` distribution on PyPI, v2, with its EVM "exact"
@@ -27,10 +22,8 @@ const PRICE = 2000n;
 const SEED = 51_001;
 /** randomWallet's key for a seed (chain-fixtures/chain.ts). */
 const PAYER_KEY = `0x${(BigInt(SEED) + 0x1000n).toString(16).padStart(64, "0")}`;
-const prefix = uniquePrefix("x402py");
 let chains: Awaited<ReturnType<typeof startChains>>;
-let gw: GatewayProcess;
-let store: RedisStore;
+let paid: Awaited<ReturnType<typeof spawnPaidGateway>>;
 
 beforeAll(async () => {
   if (!existsSync(join(VENV, ".installed"))) {
@@ -39,15 +32,12 @@ beforeAll(async () => {
     writeFileSync(join(VENV, ".installed"), X402_PYTHON);
   }
   chains = await startChains([]);
-  await chains.base.fund(randomWallet(SEED).address, 1_000_000n);
-  gw = await spawnGateway(prefix, chains.env);
-  store = new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+  await fundedWallet(chains.base, SEED);
+  paid = await spawnPaidGateway("x402py", chains.env);
 }, 900_000);
 afterAll(async () => {
-  await gw?.stop();
-  await store?.close();
+  await paid?.stop();
   await chains?.stop();
-  await dropPrefix(prefix);
 });
 
 const CLIENT = `
@@ -70,13 +60,12 @@ describe("the official Python x402 client", () => {
   it("pays a REST call: the tool answers, the price moves on chain and the wallet's account is credited and charged once", async () => {
     const payer = randomWallet(SEED);
     const before = await balanceOf(chains.base, PAY_TO);
-    const { stdout } = await run(python, ["-c", CLIENT], { env: { PATH: process.env.PATH, PAYER_KEY, ASSET: chains.base.usdc, URL: `${gw.url}/v1/tools/hash` }, timeout: 120_000 });
+    const { stdout } = await run(python, ["-c", CLIENT], { env: { PATH: process.env.PATH, PAYER_KEY, ASSET: chains.base.usdc, URL: `${paid.gw.url}/v1/tools/hash` }, timeout: 120_000 });
     const result = JSON.parse(stdout.trim().split("\n").pop()!);
     expect(result.status).toBe(200);
     expect(result.body.digest).toBe("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
     expect(JSON.parse(Buffer.from(result.payment_response, "base64").toString())).toMatchObject({ success: true, network: "eip155:84532", payer: payer.address });
     expect(await balanceOf(chains.base, PAY_TO)).toBe(before + PRICE);
-    const ledger = (await store.ledger(walletAccountId(payer.address), { limit: 10 })).items.map((e) => [e.kind, e.amount]);
-    expect(ledger).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
+    expect(await ledgerKinds(paid.store, walletAccountId(payer.address))).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
   }, 180_000);
 });

@@ -1,15 +1,11 @@
 import { createServer } from "node:net";
 import { validateDiscoveryExtension } from "@x402/extensions/bazaar";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { randomWallet } from "../../chain-fixtures/chain.js";
-import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
-import { tierLimits } from "../../src/store/index.js";
-import { RedisStore } from "../../src/store/redis.js";
-import { call, dropPrefix, spawnGateway, uniquePrefix, type GatewayProcess } from "../helpers/gateway.js";
-import { REDIS_URL } from "../helpers/redis.js";
+import type { RedisStore } from "../../src/store/redis.js";
+import { call, type GatewayProcess } from "../helpers/gateway.js";
 import { startRpcProxy } from "../helpers/rpc-proxy.js";
-import { PAY_TO, balanceOf, signAuthorization, startChains, v1Header } from "../helpers/x402.js";
+import { PAY_TO, balanceOf, fundedWallet, ledgerKinds, signAuthorization, spawnPaidGateway, startChains, v1Header } from "../helpers/x402.js";
 
 /**
  * What a real network asks of the gateway, on a real gateway process, a real anvil chain and the
@@ -18,9 +14,9 @@ import { PAY_TO, balanceOf, signAuthorization, startChains, v1Header } from "../
  * discovery documents facilitator catalogues read.
  */
 const PRICE = 2000n;
-const prefix = uniquePrefix("x402networks");
 let chains: Awaited<ReturnType<typeof startChains>>;
 let proxy: Awaited<ReturnType<typeof startRpcProxy>>;
+let paid: Awaited<ReturnType<typeof spawnPaidGateway>>;
 let gw: GatewayProcess;
 let store: RedisStore;
 
@@ -37,25 +33,19 @@ beforeAll(async () => {
   chains = await startChains([]);
   proxy = await startRpcProxy(chains.base.rpcUrl, { maxLogRange: 1000 });
   // The first of the two base-sepolia RPC URLs is dead for the whole file.
-  gw = await spawnGateway(prefix, { ...chains.env, BASE_SEPOLIA_RPC_URL: `${await deadUrl()},${proxy.url}`, X402_RPC_TIMEOUT_MS: "1500", X402_RECEIPT_TIMEOUT_MS: "1500" });
-  store = new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+  paid = await spawnPaidGateway("x402networks", chains.env, { BASE_SEPOLIA_RPC_URL: `${await deadUrl()},${proxy.url}`, X402_RPC_TIMEOUT_MS: "1500", X402_RECEIPT_TIMEOUT_MS: "1500" });
+  ({ gw, store } = paid);
 }, 90_000);
 afterAll(async () => {
-  await gw?.stop();
+  await paid?.stop();
   await proxy?.stop();
-  await store?.close();
   await chains?.stop();
-  await dropPrefix(prefix);
 });
 
 const decode = (header: string | null) => JSON.parse(Buffer.from(header ?? "", "base64").toString("utf8"));
 const hashCall = (headers: Record<string, string>, text = "x") => call(`${gw.url}/v1/tools/hash`, { method: "POST", body: { text }, headers });
-const ledgerKinds = async (accountId: string) => (await store.ledger(accountId, { limit: 100 })).items.map((e) => [e.kind, e.amount]);
-async function funded(seed: number) {
-  const wallet = randomWallet(seed);
-  await chains.base.fund(wallet.address, 1_000_000n);
-  return wallet;
-}
+const ledgerOf = (accountId: string) => ledgerKinds(store, accountId);
+const funded = (seed: number) => fundedWallet(chains.base, seed);
 
 describe("discovery", () => {
   it("the v2 402 carries the bazaar extension (the tool's input example and schema, its output schema) and advertises payment-identifier", async () => {
@@ -98,7 +88,7 @@ describe("several RPC URLs per network", () => {
     // The client lost the answer and paid again under the same payment identifier: the answer is replayed.
     const again = await hashCall(await header(), "named");
     expect([again.status, again.headers.get("idempotent-replayed"), again.body]).toEqual([200, "true", first.body]);
-    const debits = (await ledgerKinds(walletAccountId(payer.address))).filter(([kind]) => kind === "debit");
+    const debits = (await ledgerOf(walletAccountId(payer.address))).filter(([kind]) => kind === "debit");
     expect(debits).toHaveLength(1);
   }, 40_000);
 });
@@ -118,7 +108,7 @@ describe("reconciling on a chain that moved on", () => {
     expect((await store.getAccount(accountId))?.balance).toBe(1);
     expect(proxy.logQueries.answered).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, 1500)); // another reconciler tick must not credit it again
-    expect(await ledgerKinds(accountId)).toEqual([["purchase", 1], ["grant", 0]]);
+    expect(await ledgerOf(accountId)).toEqual([["purchase", 1], ["grant", 0]]);
     const retry = await hashCall(header, "pending");
     expect(retry.status).toBe(200);
   }, 240_000); // anvil mines 5,000 blocks in 40-80 s on a loaded 2-core machine
