@@ -79,7 +79,11 @@ export async function spawnService(entry: string, readyMessage: string, env: Rec
   const lines = createInterface({ input: child.stdout! });
   const port = await new Promise<number>((resolve, reject) => {
     // A cold start (tsx, then the bundled workers) takes ~5 s alone; far longer on a loaded 2-core machine.
-    const timer = setTimeout(() => reject(new Error(`${entry} did not start within 60 s: ${stderr}`)), 60_000);
+    // A process that did not start in time is stopped, not left running (with its own children) after the test.
+    const timer = setTimeout(() => {
+      child.kill("SIGTERM");
+      reject(new Error(`${entry} did not start within 60 s: ${stderr}`));
+    }, 60_000);
     lines.on("line", (line) => {
       output.push(line);
       if (!line.includes(`"msg":"${readyMessage}"`)) return;
