@@ -3,11 +3,12 @@
  * given chain id, the project's EIP-3009 token deployed by anvil's first account at its first
  * nonce (so always at the same address), and wallets funded with test USDC.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { createInterface } from "node:readline";
 import { createPublicClient, createWalletClient, defineChain, getContractAddress, http, type Address, type Hex } from "viem";
 import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
+import { PROGRAM_NOT_FOUND, spawnTied } from "../src/lib/tied-child.js";
 import token from "./build/TestUSDC.json" with { type: "json" };
 import wallet from "./build/TestSmartWallet.json" with { type: "json" };
 
@@ -47,10 +48,13 @@ function anvilBinary(): string {
 
 export async function startLocalChain(options: { chainId: number; usdcName: string; usdcVersion: string; fund?: Address[]; amount?: bigint }): Promise<LocalChain> {
   const binary = anvilBinary();
-  const child = spawn(binary, ["--port", "0", "--host", "127.0.0.1", "--chain-id", String(options.chainId), "--mnemonic", ANVIL_MNEMONIC], { stdio: ["ignore", "pipe", "pipe"] });
-  child.once("error", (err) => child.emit("exit", `${err.message} — install Foundry's anvil or set ANVIL_BINARY`));
+  // Tied to this process: a gateway or test run that dies (even by SIGKILL) takes its chain along.
+  const child = spawnTied(binary, ["--port", "0", "--host", "127.0.0.1", "--chain-id", String(options.chainId), "--mnemonic", ANVIL_MNEMONIC], { stdout: "pipe", stderr: "ignore" });
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("anvil did not start")), 20_000);
+    const timer = setTimeout(() => {
+      child.kill("SIGTERM");
+      reject(new Error("anvil did not start within 20 s"));
+    }, 20_000);
     createInterface({ input: child.stdout! }).on("line", (line) => {
       const match = /Listening on 127\.0\.0\.1:(\d+)/.exec(line);
       if (match) {
@@ -58,21 +62,29 @@ export async function startLocalChain(options: { chainId: number; usdcName: stri
         resolve(Number(match[1]));
       }
     });
-    child.once("exit", (code) => reject(new Error(`anvil exited with ${code}`)));
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(code === PROGRAM_NOT_FOUND ? `${binary} not found — install Foundry's anvil or set ANVIL_BINARY` : `anvil exited with ${code}`));
+    });
   });
   const rpcUrl = `http://127.0.0.1:${port}`;
   const chain = defineChain({ id: options.chainId, name: `local-${options.chainId}`, nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [rpcUrl] } } });
   const publicClient = createPublicClient({ chain, transport: http(rpcUrl) });
   const deployer = createWalletClient({ chain, transport: http(rpcUrl), account: DEPLOYER });
-  const deployHash = await deployer.deployContract({ abi: token.abi, bytecode: token.bytecode as Hex, args: [options.usdcName, options.usdcVersion] });
-  await publicClient.waitForTransactionReceipt({ hash: deployHash });
   const usdc = getContractAddress({ from: DEPLOYER.address, nonce: 0n });
 
   const fund = async (to: Address, amount: bigint) => {
     const hash = await deployer.writeContract({ address: usdc, abi: token.abi, functionName: "mint", args: [to, amount] });
     await publicClient.waitForTransactionReceipt({ hash });
   };
-  for (const address of options.fund ?? []) await fund(address, options.amount ?? 1_000_000_000n);
+  try {
+    const deployHash = await deployer.deployContract({ abi: token.abi, bytecode: token.bytecode as Hex, args: [options.usdcName, options.usdcVersion] });
+    await publicClient.waitForTransactionReceipt({ hash: deployHash });
+    for (const address of options.fund ?? []) await fund(address, options.amount ?? 1_000_000_000n);
+  } catch (err) {
+    child.kill("SIGTERM"); // a chain that could not be set up is not left running
+    throw err;
+  }
   return {
     chainId: options.chainId,
     rpcUrl,

@@ -19,10 +19,9 @@ export async function runPrimary(config: Config): Promise<void> {
     config.devChain && !config.x402 ? startDevChain().catch((err: Error) => (log.warn({ err: err.message }, "no local chain could be started: running without x402"), null)) : null,
     config.workers.general && config.workers.provider ? null : startBundledWorkers(log),
   ]);
-  // What every gateway process must agree on is decided here once and handed down as settings.
+  // What every gateway process must share is started here once and handed down as settings. (The
+  // development secret and admin key need nothing: they are kept in Redis, which they share.)
   const shared: Record<string, string> = {
-    ADMIN_API_KEY: config.adminApiKey!,
-    SECRET_KEY: config.secretKey,
     ...(bundled ? { WORKERS_URL: bundled.url } : {}),
     ...(devChain ? chainSettings(devChain.x402) : {}),
   };
@@ -30,9 +29,11 @@ export async function runPrimary(config: Config): Promise<void> {
   let stopping = false;
   /** A process that dies within this long of its start is restarted after a pause, so a crash at start-up cannot spin. */
   const QUICK_DEATH_MS = 5_000;
+  let forked = 0;
   const fork = (): Worker => {
     const started = Date.now();
-    const worker = cluster.fork(shared);
+    // The development banner (account, keys) is printed by the first process only.
+    const worker = cluster.fork(forked++ === 0 ? shared : { ...shared, DEV_SEED: "0" });
     worker.once("exit", (code, signal) => {
       if (stopping) return;
       const quick = Date.now() - started < QUICK_DEATH_MS;

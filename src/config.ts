@@ -1,8 +1,9 @@
-import { randomBytes } from "node:crypto";
+import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import type { Address, Hex } from "viem";
 import { NETWORK_NAMES, networkFromEnv, type NetworkName, type PaymentNetwork } from "./payments/networks.js";
 import { parseUsd } from "./tools/pricing.js";
+import { ENDPOINT_LIMITS_PATTERN, endpointLimits, type EndpointLimits } from "./http/endpoint-limits.js";
 import { API_VERSIONS, apiVersionsSchema, type ApiVersion } from "./http/versioning.js";
 import { MAX_TEXT_CHARS, MIN_BODY_LIMIT_BYTES } from "./tools/catalogue/limits.js";
 
@@ -24,8 +25,14 @@ const envSchema = z.object({
   /** Namespace for every Redis key, so several deployments (or test runs) can share one Redis. No braces: they would break the keys' hash tags. */
   REDIS_KEY_PREFIX: z.string().regex(/^[^{}]*$/, "REDIS_KEY_PREFIX must not contain { or }").default("tg:"),
   ADMIN_API_KEY: z.string().min(24, "ADMIN_API_KEY must be at least 24 characters").optional(),
-  /** Signs e-mail verification links. */
-  SECRET_KEY: z.string().min(32, "SECRET_KEY must be at least 32 characters").optional(),
+  /**
+   * Seals webhook secrets and signs e-mailed links. A comma-separated list rotates it: the
+   * first key seals and signs, every key opens and verifies.
+   */
+  SECRET_KEY: z
+    .string()
+    .refine((v) => v.split(",").every((key) => key.trim().length >= 32), "SECRET_KEY must be at least 32 characters (each key of a comma-separated list)")
+    .optional(),
   /** smtp(s)://user:pass@host:port — unset: e-mails are written to the log (development only). */
   SMTP_URL: z.string().optional(),
   MAIL_FROM: z.string().default("Toolgate <no-reply@toolgate.local>"),
@@ -37,15 +44,25 @@ const envSchema = z.object({
   /** How deeply arrays and objects may nest in a JSON body (413 body_too_deep beyond). */
   BODY_MAX_DEPTH: z.coerce.number().int().min(2).max(1000).default(64),
   SIGNUPS_PER_HOUR_PER_IP: z.coerce.number().int().min(1).default(5),
+  /** Overrides of the per-address and per-account endpoint limits (src/http/endpoint-limits.ts): `name=calls/seconds,…`. */
+  ENDPOINT_LIMITS: z.string().regex(ENDPOINT_LIMITS_PATTERN, "name=calls/seconds pairs separated by commas").optional(),
   /** Seconds to wait for in-flight requests on SIGTERM before closing anyway. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).default(10),
-  /** Seed a development account and print its key (default: on with the in-memory store). */
+  /** Seed (or, with Redis, reuse) a development account and print its key (default: on in development). */
   DEV_SEED: z.enum(["0", "1"]).optional(),
   /** Development with no X402_NETWORKS: start a local anvil chain standing in for base-sepolia (default on). */
   DEV_CHAIN: z.enum(["0", "1"]).optional(),
-  TRUST_PROXY: z.string().default("loopback"),
   /** Gateway processes serving one port (node:cluster); above 1 needs REDIS_URL, the state they share. */
   WEB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
+  /**
+   * The proxies whose X-Forwarded-For is believed: their addresses or subnets (comma-separated;
+   * also `loopback`, `linklocal`, `uniquelocal`), or a hop count. Unset: none — the client is the
+   * peer of the TCP connection. Never "any": a client could then pick its own address.
+   */
+  TRUST_PROXY: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || trustProxySetting(v) !== "invalid", "TRUST_PROXY must list the proxies' addresses or subnets (or loopback, linklocal, uniquelocal), or a hop count; \"true\" (trust anyone) is refused"),
   /** Tool workers for every pool; unset: the gateway starts the bundled workers itself. */
   WORKERS_URL: z.url().optional(),
   WORKER_POOL_GENERAL_URL: z.url().optional(),
@@ -112,17 +129,23 @@ export interface Config {
   redisKeyPrefix: string;
   redisCluster: boolean;
   adminApiKey: string | undefined;
-  secretKey: string;
+  /**
+   * The first seals and signs; all open and verify. Empty until start-up when SECRET_KEY is
+   * unset (development): then one key is kept in the store, shared by every process.
+   */
+  secretKeys: string[];
   smtpUrl: string | undefined;
   mailFrom: string;
   bodyLimitBytes: number;
   bodyMaxDepth: number;
   signupsPerHourPerIp: number;
+  endpointLimits: EndpointLimits;
   shutdownGraceMs: number;
   devSeed: boolean;
   devChain: boolean;
-  trustProxy: string;
   webConcurrency: number;
+  /** Express's `trust proxy`: false (no proxy), the trusted addresses, or a hop count. */
+  trustProxy: false | string | number;
   workers: { general: string | undefined; provider: string | undefined };
   poolConcurrency: number;
   poolQueueTimeoutMs: number;
@@ -172,6 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && !parsed.data.REDIS_URL) problems.push("WEB_CONCURRENCY above 1 needs REDIS_URL: the gateway processes share their state through Redis");
   const x402 = parsed.success ? paymentConfig(parsed.data, env, problems) : null;
+  const limits = endpointLimits(parsed.success ? parsed.data.ENDPOINT_LIMITS : undefined, problems);
   const apiVersions = parsed.success ? versionsConfig(parsed.data.API_VERSIONS, problems) : null;
   if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
   const e = parsed.data;
@@ -185,18 +209,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
     redisCluster: e.REDIS_CLUSTER === "1",
     adminApiKey: e.ADMIN_API_KEY,
-    // A random per-process secret is fine in development: links simply expire with the process.
-    secretKey: e.SECRET_KEY ?? randomBytes(32).toString("hex"),
+    secretKeys: e.SECRET_KEY?.split(",").map((key) => key.trim()) ?? [],
     smtpUrl: e.SMTP_URL,
     mailFrom: e.MAIL_FROM,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     bodyMaxDepth: e.BODY_MAX_DEPTH,
     signupsPerHourPerIp: e.SIGNUPS_PER_HOUR_PER_IP,
+    endpointLimits: limits,
     shutdownGraceMs: e.SHUTDOWN_GRACE_SECONDS * 1000,
-    devSeed: e.DEV_SEED ? e.DEV_SEED === "1" : !e.REDIS_URL && e.NODE_ENV === "development",
+    devSeed: e.DEV_SEED ? e.DEV_SEED === "1" : e.NODE_ENV === "development",
     devChain: e.NODE_ENV === "development" && !e.X402_NETWORKS && e.DEV_CHAIN !== "0",
-    trustProxy: e.TRUST_PROXY,
     webConcurrency: e.WEB_CONCURRENCY,
+    trustProxy: e.TRUST_PROXY === undefined ? false : (trustProxySetting(e.TRUST_PROXY) as false | string | number),
     workers: { general: e.WORKER_POOL_GENERAL_URL ?? e.WORKERS_URL, provider: e.WORKER_POOL_PROVIDER_URL ?? e.WORKERS_URL },
     poolConcurrency: e.POOL_CONCURRENCY,
     poolQueueTimeoutMs: e.POOL_QUEUE_TIMEOUT_MS,
@@ -216,6 +240,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhooksPerAccount: e.WEBHOOKS_PER_ACCOUNT,
     x402,
   };
+}
+
+const PROXY_NAMES = new Set(["loopback", "linklocal", "uniquelocal"]);
+
+/** TRUST_PROXY as Express takes it, or "invalid". */
+function trustProxySetting(value: string): false | string | number | "invalid" {
+  const v = value.trim();
+  if (v === "" || v === "none" || v === "false") return false;
+  if (/^\d+$/.test(v)) return Number(v);
+  const entries = v.split(",").map((entry) => entry.trim());
+  const valid = (entry: string) => PROXY_NAMES.has(entry) || ipaddr.isValid(entry) || (entry.includes("/") && isCidr(entry));
+  return entries.every(valid) ? entries.join(",") : "invalid";
+}
+
+function isCidr(entry: string): boolean {
+  try {
+    ipaddr.parseCIDR(entry);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function paymentConfig(e: z.infer<typeof envSchema>, env: NodeJS.ProcessEnv, problems: string[]): Config["x402"] {

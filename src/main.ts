@@ -1,13 +1,12 @@
 import cluster from "node:cluster";
-import { createServer, type Server } from "node:http";
-import { pino } from "pino";
-import { createAccount } from "./accounts/accounts.js";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createMailer } from "./accounts/mailer.js";
 import { createApp } from "./app.js";
 import { ConfigError, loadConfig, type Config } from "./config.js";
+import { developmentAccount, developmentAdminKey, developmentBanner, resolveSecretKeys } from "./development.js";
 import type { Services } from "./services.js";
 import { createStore } from "./store/index.js";
-import { randomId } from "./lib/ids.js";
+import { createProcessLogger, type ProcessLogger } from "./lib/logger.js";
 import { startBundledWorkers } from "./tools/bundled-workers.js";
 import { WorkerPools } from "./tools/worker-pools.js";
 import { createDeliveryAgent } from "./webhooks/deliver.js";
@@ -25,82 +24,90 @@ import { runPrimary } from "./cluster.js";
 /** Secrets never reach the log, wherever they appear in a logged object. */
 const REDACT = ["*.apiKey", "*.api_key", "*.secret", "*.password", "req.headers['x-api-key']", "headers['x-api-key']"];
 
-async function seedDevelopmentAccount(services: Services, chainRpcUrl: string | null): Promise<void> {
-  const { account, apiKey } = await createAccount(services, { email: "dev@localhost", tier: "pro", credits: 1000, reason: "development seed" });
-  const base = services.config.publicBaseUrl;
-  const pay = chainRpcUrl
-    ? `  x402: a local chain standing in for base-sepolia runs at ${chainRpcUrl}; anvil's standard test accounts\n` +
-      `    hold 1,000 test USDC each. Pay for a call from one (no API key):\n` +
-      `    CHAIN_RPC_URL=${chainRpcUrl} TOOLGATE_URL=${base} npm run pay -- hash '{"text":"hello"}'\n`
-    : "";
-  process.stdout.write(
-    `\nToolgate is running in development mode at ${base} (in-memory state: nothing is kept).\n` +
-      `  Development account ${account.id} (Pro tier, 1000 credits):\n    x-api-key: ${apiKey}\n` +
-      `  Admin key: ${services.config.adminApiKey}\n` +
-      `  Try: curl -s ${base}/api/v1/account -H 'x-api-key: ${apiKey}'\n` +
-      pay +
-      "\n",
-  );
-}
+/** After the grace period for in-flight requests, how long closing everything else may take. */
+const CLEANUP_BOUND_MS = 5000;
 
-export async function start(config: Config): Promise<{ server: Server; services: Services; stop: () => Promise<void> }> {
-  // Buffered, not one write(2) per line: request logs are on the hot path. Flushed every
-  // second, once listening, and on shutdown.
-  const destination = pino.destination({ dest: 1, sync: false, minLength: 4096 });
-  const flusher = setInterval(() => destination.flush(), 1000).unref();
-  const log = pino({ level: config.logLevel, redact: { paths: REDACT, censor: "[redacted]" } }, destination);
-  // Both child processes start at once. The dev chain is a development nicety, never a reason
-  // not to start: without anvil, run without x402.
-  const [devChain, bundled] = await Promise.all([
-    config.devChain && !config.x402
-      ? startDevChain().catch((err: Error) => {
-          log.warn({ err: err.message }, "no local chain could be started (install Foundry's anvil or set ANVIL_BINARY): running without x402");
-          return null;
-        })
-      : null,
-    config.workers.general && config.workers.provider ? null : startBundledWorkers(log),
-  ]);
-  if (devChain) config.x402 = devChain.x402;
-  const store = createStore(config);
-  const pools = new WorkerPools(
-    {
-      urls: { general: config.workers.general ?? bundled!.url, provider: config.workers.provider ?? bundled!.url },
-      concurrency: config.poolConcurrency,
-      queueTimeoutMs: config.poolQueueTimeoutMs,
-    },
-    log,
-  );
-  await pools.start();
-  const metrics = new Metrics();
-  const services = { config, store, log, pools, metrics, requestGuard: new RequestGuard(log), mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
-  metrics.onScrape(() => {
-    for (const pool of ["general", "provider"] as const) {
-      metrics.inFlight.set({ pool }, pools.gate(pool).inFlight);
-      metrics.queueDepth.set({ queue: `worker-pool-${pool}` }, pools.gate(pool).queued);
-    }
-  });
-  const deliveryAgent = createDeliveryAgent(config.webhookAllowPrivateTargets);
-  services.deliveries = config.redisUrl ? createBullQueue(services, deliveryAgent, config.redisUrl) : createInProcessQueue(services, deliveryAgent);
-  const relay = startRelay(services, services.deliveries);
-  services.payments = config.x402 ? new Payments(services, config.x402) : null;
-  const reconciler = services.payments ? startReconciler(services, services.payments) : null;
-  services.status = createStatusService(services);
-  if (config.devSeed) await seedDevelopmentAccount(services, devChain?.rpcUrl ?? null);
+/** A start-up failure the operator can act on: printed as one line, without a stack. */
+export class StartupError extends Error {}
 
-  const app = createApp(services);
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/**
+ * Binds the port before anything else starts, so a busy port fails at once, alone, with one
+ * clear line — and no child process is left behind. Requests that arrive before the app is
+ * ready wait for it.
+ */
+async function bindServer(config: Config): Promise<{ server: Server; serve(app: Handler): void }> {
+  let app: Handler | null = null;
+  const waiting: [IncomingMessage, ServerResponse][] = [];
   // A slow client cannot hold a connection by trickling its request: the timeouts are checked
   // every second, not every 30 s (Node's default).
   const server = createServer(
     { headersTimeout: config.headersTimeoutMs, requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: 1000, keepAliveTimeout: 65_000 },
-    app,
+    (req, res) => (app ? app(req, res) : waiting.push([req, res])),
   ).on("clientError", answerClientError);
-  await new Promise<void>((resolve) => server.listen(config.port, config.host, () => resolve()));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(config.port, config.host, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE") throw new StartupError(`port ${config.port} is in use; set PORT`);
+    if (code === "EACCES") throw new StartupError(`port ${config.port} needs privileges this process does not have; set PORT`);
+    if (code === "EADDRNOTAVAIL") throw new StartupError(`HOST ${config.host} is not an address of this machine; set HOST`);
+    throw err;
+  }
+  return {
+    server,
+    serve(handler) {
+      app = handler;
+      for (const [req, res] of waiting.splice(0)) handler(req, res);
+    },
+  };
+}
+
+/** A part of the running gateway, and how to stop it. */
+interface Part {
+  name: string;
+  stop: () => unknown;
+}
+
+/** Waits for `promise`, at most `ms`: every wait at start-up failure and shutdown is bounded. */
+const bounded = (promise: Promise<unknown>, ms: number) => Promise.race([promise, new Promise((r) => setTimeout(r, ms).unref())]);
+
+export async function start(
+  config: Config,
+  logger: ProcessLogger = createProcessLogger({ level: config.logLevel, redact: { paths: REDACT, censor: "[redacted]" } }),
+): Promise<{ server: Server; services: Services; stop: () => Promise<void> }> {
+  const { log } = logger;
+  const { server, serve } = await bindServer(config);
+  /** What has been started so far, stopped in reverse order on a failed start or at shutdown. */
+  const started: Part[] = [];
+  const stopAll = async () => {
+    for (const { name, stop } of started.splice(0).reverse()) {
+      await bounded(Promise.resolve().then(stop), CLEANUP_BOUND_MS).catch((err: Error) => log.warn({ err: err.message, part: name }, "could not stop cleanly"));
+    }
+  };
+  started.push({ name: "server", stop: () => new Promise((resolve) => server.close(resolve)).finally(() => server.closeAllConnections()) });
+
+  let services: Services;
+  try {
+    services = await startServices(config, logger, started);
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+  serve(createApp(services));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   // The status checks probe this process's own doors, on the loopback address it listens on.
   services.status.start(`http://${config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`);
   log.info({ port, store: config.redisUrl ? "redis" : "memory", env: config.env }, "listening");
-  destination.flush();
+  void logger.flush(1000);
 
   let stopping: Promise<void> | null = null;
   const stop = () =>
@@ -110,25 +117,80 @@ export async function start(config: Config): Promise<{ server: Server; services:
       // Keep-alive connections go idle as their last response is sent: close each as it does.
       const sweep = setInterval(() => server.closeIdleConnections(), 50);
       server.closeIdleConnections();
-      const deadline = new Promise<void>((resolve) => setTimeout(resolve, config.shutdownGraceMs).unref());
-      await Promise.race([closed, deadline]);
+      await bounded(closed, config.shutdownGraceMs);
       clearInterval(sweep);
       server.closeAllConnections();
-      services.mailer.close();
-      await services.status.stop();
-      await relay.stop();
-      await reconciler?.stop();
-      await services.deliveries.close();
-      deliveryAgent.destroy();
-      pools.stop();
-      await bundled?.stop();
-      await store.close();
-      await devChain?.stop();
+      await stopAll();
       log.info("stopped");
-      clearInterval(flusher);
-      destination.flushSync();
+      await logger.flush(1000);
     })());
   return { server, services, stop };
+}
+
+/** Everything behind the HTTP server, each part entered in `started` as soon as it runs. */
+async function startServices(config: Config, logger: ProcessLogger, started: Part[]): Promise<Services> {
+  const { log } = logger;
+  // Both child processes start at once, and both are stopped if either start fails. The dev
+  // chain is a development nicety, never a reason not to start: without anvil, run without x402.
+  const [chainResult, workersResult] = await Promise.allSettled([
+    config.devChain && !config.x402 ? startDevChain() : null,
+    config.workers.general && config.workers.provider ? null : startBundledWorkers(log),
+  ]);
+  const devChain = chainResult.status === "fulfilled" ? chainResult.value : null;
+  if (devChain) started.push({ name: "dev chain", stop: devChain.stop });
+  if (chainResult.status === "rejected") {
+    log.warn({ err: (chainResult.reason as Error).message }, "no local chain could be started (install Foundry's anvil or set ANVIL_BINARY): running without x402");
+  }
+  if (workersResult.status === "rejected") throw new StartupError(`the bundled tool workers could not start: ${(workersResult.reason as Error).message}`);
+  const bundled = workersResult.value;
+  if (bundled) started.push({ name: "bundled workers", stop: bundled.stop });
+  if (devChain) config.x402 = devChain.x402;
+
+  const store = createStore(config);
+  started.push({ name: "store", stop: () => store.close() });
+  config.secretKeys = await resolveSecretKeys(config, store).catch((err: Error) => {
+    throw new StartupError(`the store at REDIS_URL cannot be used: ${err.message}`);
+  });
+  const adminKeyDerived = !config.adminApiKey && config.env !== "production";
+  if (adminKeyDerived) config.adminApiKey = developmentAdminKey(config.secretKeys[0]!);
+
+  const pools = new WorkerPools(
+    {
+      urls: { general: config.workers.general ?? bundled!.url, provider: config.workers.provider ?? bundled!.url },
+      concurrency: config.poolConcurrency,
+      queueTimeoutMs: config.poolQueueTimeoutMs,
+    },
+    log,
+  );
+  await pools.start();
+  started.push({ name: "worker pools", stop: () => pools.stop() });
+  const metrics = new Metrics();
+  const services = { config, store, log, pools, metrics, requestGuard: new RequestGuard(log), mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
+  started.push({ name: "mailer", stop: () => services.mailer.close() });
+  metrics.onScrape(() => {
+    for (const pool of ["general", "provider"] as const) {
+      metrics.inFlight.set({ pool }, pools.gate(pool).inFlight);
+      metrics.queueDepth.set({ queue: `worker-pool-${pool}` }, pools.gate(pool).queued);
+    }
+  });
+  const deliveryAgent = createDeliveryAgent(config.webhookAllowPrivateTargets);
+  started.push({ name: "delivery agent", stop: () => deliveryAgent.destroy() });
+  services.deliveries = config.redisUrl ? createBullQueue(services, deliveryAgent, config.redisUrl) : createInProcessQueue(services, deliveryAgent);
+  started.push({ name: "delivery queue", stop: () => services.deliveries.close() });
+  const relay = startRelay(services, services.deliveries);
+  started.push({ name: "relay", stop: () => relay.stop() });
+  services.payments = config.x402 ? new Payments(services, config.x402) : null;
+  const reconciler = services.payments ? startReconciler(services, services.payments) : null;
+  if (reconciler) started.push({ name: "reconciler", stop: () => reconciler.stop() });
+  services.status = createStatusService(services);
+  started.push({ name: "status checks", stop: () => services.status.stop() });
+  if (config.devSeed) {
+    const dev = await developmentAccount(services);
+    // The banner goes through the log sink: it never blocks on a stalled terminal or pipe.
+    log.info({ account_id: dev.account.id, created: dev.created }, "development account ready");
+    logger.print(developmentBanner(config, dev, adminKeyDerived, devChain?.rpcUrl ?? null));
+  }
+  return services;
 }
 
 async function main(): Promise<void> {
@@ -142,25 +204,33 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  if (config.env !== "production" && !config.adminApiKey) config.adminApiKey = `tg_admin_${randomId(32)}`;
-  // WEB_CONCURRENCY > 1: this process only supervises; the forked processes below serve.
+  // WEB_CONCURRENCY > 1: this process only supervises; the forked processes serve.
   if (config.webConcurrency > 1 && cluster.isPrimary) return runPrimary(config);
-  const { stop, services } = await start(config);
-  guardProcess(process, services.requestGuard);
+  const logger = createProcessLogger({ level: config.logLevel, redact: { paths: REDACT, censor: "[redacted]" } });
+  // Installed before anything starts: a signal during start-up ends the process at once (its
+  // children go with it), rather than by the default action half-way through.
+  let stop: (() => Promise<void>) | null = null;
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.once(signal, () => {
+      if (!stop) process.exit(1);
+      // Whatever a part or the log sink does, the process is gone once the grace period and
+      // the bounded clean-up are over. Unref'd: it never keeps a finished process alive.
+      setTimeout(() => process.exit(1), config.shutdownGraceMs + CLEANUP_BOUND_MS * 2).unref();
       stop().then(
         () => process.exit(0),
         () => process.exit(1),
       );
     });
   }
+  const started = await start(config, logger);
+  guardProcess(process, started.services.requestGuard);
+  stop = started.stop;
 }
 
 /** The process entry: run directly (`node dist/src/main.js`) or by `npm start` (scripts/start.mjs). */
 export function run(): void {
   main().catch((err) => {
-    process.stderr.write(`Toolgate failed to start: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.stderr.write(err instanceof StartupError ? `Toolgate could not start: ${err.message}\n` : `Toolgate failed to start: ${err instanceof Error ? err.stack : String(err)}\n`);
     process.exit(1);
   });
 }

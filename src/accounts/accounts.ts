@@ -33,8 +33,8 @@ export async function createAccount(services: Services, input: NewAccountInput):
 }
 
 /** A new key for the account; the plaintext is returned to be shown once and is never stored. */
-export async function issueKey(services: Services, accountId: string, name: string | null): Promise<{ plaintext: string; key: KeyRecord }> {
-  const generated = generateApiKey(accountId);
+export async function issueKey(services: Services, accountId: string, name: string | null, secret?: string): Promise<{ plaintext: string; key: KeyRecord }> {
+  const generated = generateApiKey(accountId, secret);
   const key: KeyRecord = {
     id: newKeyId(),
     accountId,

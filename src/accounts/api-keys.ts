@@ -37,9 +37,11 @@ export function hashApiKey(plaintext: string): string {
   return createHash("sha256").update(plaintext).digest("hex");
 }
 
-export function generateApiKey(accountId: string): NewApiKey {
+/** A new key for the account; `secret` (32 base62 characters) is given only for a derived key (the development key). */
+export function generateApiKey(accountId: string, secret = base62(32)): NewApiKey {
   if (!ACCOUNT_ID_PATTERN.test(accountId)) throw new Error(`not an account id: ${accountId}`);
-  const plaintext = `${PREFIX}${accountId.slice(5)}_${base62(32)}`;
+  if (!/^[0-9A-Za-z]{32}$/.test(secret)) throw new Error("a key secret is 32 base62 characters");
+  const plaintext = `${PREFIX}${accountId.slice(5)}_${secret}`;
   return { plaintext, hash: hashApiKey(plaintext), prefix: plaintext.slice(0, PREFIX.length + 16 + 5), last4: plaintext.slice(-4) };
 }
 

@@ -4,6 +4,8 @@ import type { Services } from "../services.js";
 /**
  * Verification links carry a signed token `<account>.<expires>.<hmac>`: nothing to store,
  * and "once" is enforced by the account's verified flag, atomically with the 75-credit grant.
+ * Signed with the first key of SECRET_KEY; any key of the ring verifies, so a link survives a
+ * key rotation and is accepted by every process of the deployment.
  */
 const LIFETIME_SECONDS = 7 * 24 * 3600;
 
@@ -17,19 +19,22 @@ export function verificationToken(secret: string, accountId: string, nowMs = Dat
 }
 
 /** The account id a token vouches for, or null when it is forged, malformed or expired. */
-export function readVerificationToken(secret: string, token: string, nowMs = Date.now()): string | null {
+export function readVerificationToken(secrets: readonly string[], token: string, nowMs = Date.now()): string | null {
   const parts = token.split(".");
   if (parts.length !== 3) return null;
   const [accountId, expires, signature] = parts as [string, string, string];
-  const expected = Buffer.from(sign(secret, `${accountId}.${expires}`));
   const given = Buffer.from(signature);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+  const signedBy = (secret: string) => {
+    const expected = Buffer.from(sign(secret, `${accountId}.${expires}`));
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  };
+  if (!secrets.some(signedBy)) return null;
   if (!/^\d+$/.test(expires) || Number(expires) * 1000 < nowMs) return null;
   return accountId;
 }
 
 export async function sendVerificationEmail(services: Services, accountId: string, email: string): Promise<void> {
-  const link = `${services.config.publicBaseUrl}/api/v1/verify-email?token=${encodeURIComponent(verificationToken(services.config.secretKey, accountId))}`;
+  const link = `${services.config.publicBaseUrl}/api/v1/verify-email?token=${encodeURIComponent(verificationToken(services.config.secretKeys[0]!, accountId))}`;
   await services.mailer.send({
     to: email,
     subject: "Verify your e-mail address for Toolgate",

@@ -24,6 +24,11 @@ export class Metrics {
   readonly creditsRefunded = new Counter({ name: "toolgate_credits_refunded_total", help: "Credits refunded for failed tool calls.", registers: [this.registry] });
   readonly payments = new Counter({ name: "toolgate_payments_total", help: "x402 payments by outcome (settled, pending, failed, rejected) and network.", labelNames: ["outcome", "network"], registers: [this.registry] });
   readonly webhookDeliveries = new Counter({ name: "toolgate_webhook_deliveries_total", help: "Webhook delivery attempts by outcome.", labelNames: ["outcome"], registers: [this.registry] });
+  readonly webhookInternalErrors = new Counter({
+    name: "toolgate_webhook_internal_errors_total",
+    help: "Webhook deliveries that could not be attempted for a reason on our side (a secret no SECRET_KEY opens, the store unreachable); retried without using the receiver's retries. Alert on any.",
+    registers: [this.registry],
+  });
   readonly errors = new Counter({ name: "toolgate_errors_total", help: "Error answers by code (store_unavailable counts Redis outages, chain_unavailable chain RPC errors).", labelNames: ["code"], registers: [this.registry] });
   readonly chainRpcErrors = new Counter({ name: "toolgate_chain_rpc_errors_total", help: "Chain RPC requests that failed, by network.", labelNames: ["network"], registers: [this.registry] });
   readonly queueDepth = new Gauge({ name: "toolgate_queue_depth", help: "Waiting work by queue: webhook deliveries (waiting, delayed, active), tool calls queued for a worker slot, x402 payments not yet settled.", labelNames: ["queue"], registers: [this.registry] });

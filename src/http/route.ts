@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { Services } from "../services.js";
 import { authenticateAdmin, authenticateKey, type KeyCaller } from "./auth.js";
 import { ApiError } from "./errors.js";
+import { enforceEndpointLimit, type EndpointLimitName } from "./endpoint-limits.js";
 import { sendPage } from "../pages/respond.js";
 import { allowOn } from "./method-not-allowed.js";
 
@@ -46,6 +47,8 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
   response?: z.ZodType;
   /** Status of the success answer (default 200). */
   successStatus?: number;
+  /** A per-address and per-account limit counted before the handler runs (src/http/endpoint-limits.ts). */
+  limit?: EndpointLimitName;
   handler(ctx: RouteContext<B, Q, A>): Promise<Reply>;
 }
 
@@ -73,6 +76,7 @@ export function mountRoutes(services: Services, routes: RouteDef<any, any, any>[
       let caller: KeyCaller | null = null;
       if (route.auth === "key") caller = await authenticateKey(services, req, res, requestId);
       if (route.auth === "admin") authenticateAdmin(services, req);
+      if (route.limit) await enforceEndpointLimit(services, req, route.limit, caller?.account.id ?? null, requestId);
       const body = route.body ? parseInput(route.body, req.body ?? {}, "body") : undefined;
       const query = route.query ? parseInput(route.query, req.query, "query") : undefined;
       const reply = await route.handler({ req, res, services, requestId, params: req.params as Record<string, string>, body, query, caller });

@@ -4,6 +4,7 @@ import { TOOLS } from "../tools/catalogue/index.js";
 import { priceOf } from "../tools/pricing.js";
 import { jsonSchemasOf } from "../tools/views.js";
 import { OPERATION_EXAMPLES, PATH_VARIABLES, curlFor } from "./docs-examples.js";
+import { pythonSnippet, typescriptSnippet } from "./docs-snippets.js";
 import { esc, layout } from "./respond.js";
 import { workedExampleOf } from "./tool-examples.js";
 import { TRY_IT_KEY_FIELD, tryItForm } from "./try-it.js";
@@ -133,6 +134,9 @@ function toolSection(doc: Json, tool: (typeof TOOLS)[number], creditPriceAtomic:
 ${fieldsTable(input as Json, "Input")}
 <h4>Example</h4>
 ${curlBlock(curlFor({ baseUrl: doc.servers[0].url, method: "post", path: `/v1/tools/${tool.name}`, auth: "key", body: example }))}
+<h4>With the client libraries</h4>
+<pre class="snippet" data-lang="typescript"><code>${esc(typescriptSnippet(tool.name, example))}</code></pre>
+<pre class="snippet" data-lang="python"><code>${esc(pythonSnippet(tool.name, example))}</code></pre>
 ${tryItForm(tool.name, example)}
 ${answer !== undefined ? `<h4>Answer 200 (this gateway's answer to the example)</h4>${pretty(answer)}` : `<p class="muted">The answer comes from the configured ${tool.pool === "provider" ? "AI or search provider" : "workers"}; its shape is below.</p>`}
 ${fieldsTable(output as Json, "Output")}

@@ -33,6 +33,7 @@ export const walletChallenge = defineRoute({
   path: "/wallet/challenge",
   summary: "An EIP-4361 (Sign-In with Ethereum) message to sign, to claim an API key for a paying wallet's account.",
   auth: "public",
+  limit: "wallet-challenge",
   body: z.strictObject({ address: z.string().regex(/^0x[0-9a-fA-F]{40}$/), chain_id: z.number().int().positive().default(1) }),
   response: z.object({ message: z.string(), expires_at: z.string() }),
   async handler({ services, body }) {
@@ -61,6 +62,7 @@ export const walletClaim = defineRoute({
   path: "/wallet/claim",
   summary: "Exchange a signed challenge for an API key to the wallet's account (shown once).",
   auth: "public",
+  limit: "wallet-claim",
   successStatus: 201,
   body: z.strictObject({ message: z.string().max(2000), signature: z.string().regex(/^0x[0-9a-fA-F]+$/) }),
   response: z.object({ account_id: z.string(), api_key: z.string(), key: keyViewSchema }),

@@ -281,6 +281,11 @@ export class MemoryStore implements Store {
     return { allowed: window.allowed, limit, remaining: window.remaining, resetMs: log.length ? window.resetOf(log[0]!.at) : 0 };
   }
 
+  async releaseRateLimit(bucket: string, member: string) {
+    const log = this.buckets.get(bucket);
+    if (log) this.buckets.set(bucket, log.filter((hit) => hit.member !== member));
+  }
+
   async appendEvents(accountId: string, events: EventRecord[]) {
     this.accounts.get(accountId)?.outbox.push(...events);
   }
@@ -417,6 +422,12 @@ export class MemoryStore implements Store {
     const until = this.nonces.get(name);
     this.nonces.delete(name);
     return until !== undefined && until > this.now();
+  }
+
+  private readonly settings = new Map<string, string>();
+  async keepFirst(name: string, candidate: string) {
+    if (!this.settings.has(name)) this.settings.set(name, candidate);
+    return this.settings.get(name)!;
   }
 
   async acquireLock(name: string, ttlMs: number) {

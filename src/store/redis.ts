@@ -51,6 +51,7 @@ const k = {
   email: (email: string) => `email:${email}`,
   outboxAccounts: () => "outbox:accounts",
   bucket: (name: string) => `rl:${name}`,
+  setting: (name: string) => `setting:${name}`,
   webhooks: (ownerId: string) => `{${ownerId}}:webhooks`,
   deliveries: (ownerId: string, webhookId: string) => `{${ownerId}}:deliveries:${webhookId}`,
   events: (id: string) => `{${id}}:events`,
@@ -401,6 +402,10 @@ export class RedisStore implements Store {
     return this.script<RateState & { allowed: boolean }>("rate-limit", [k.bucket(bucket)], [limit, windowMs, member]);
   }
 
+  async releaseRateLimit(bucket: string, member: string): Promise<void> {
+    await this.call(() => this.redis.zrem(k.bucket(bucket), member));
+  }
+
   async appendEvents(accountId: string, events: EventRecord[]): Promise<void> {
     if (events.length === 0) return;
     const tx = this.redis.multi();
@@ -543,6 +548,14 @@ export class RedisStore implements Store {
 
   async consumeNonce(name: string): Promise<boolean> {
     return (await this.call(() => this.redis.del(`nonce:${name}`))) === 1;
+  }
+
+  async keepFirst(name: string, candidate: string): Promise<string> {
+    // One transaction: SET NX, then read whichever value won.
+    const replies = await this.call(() => this.redis.multi().set(k.setting(name), candidate, "NX").get(k.setting(name)).exec());
+    const value = replies?.[1]?.[1];
+    if (typeof value !== "string") throw new Error(`could not keep the setting ${name}`);
+    return value;
   }
 
   async acquireLock(name: string, ttlMs: number): Promise<string | null> {

@@ -183,6 +183,8 @@ export interface Store {
 
   /** Sliding-window counter for things that are not an account (sign-ups per client address). */
   hitRateLimit(bucket: string, limit: number, windowMs: number, member: string): Promise<RateState & { allowed: boolean }>;
+  /** Gives back a hit that turned out not to count (a sign-up refused as a duplicate). */
+  releaseRateLimit(bucket: string, member: string): Promise<void>;
 
   /** Events waiting for delivery, oldest first, and their acknowledgement once handed on. */
   appendEvents(accountId: string, events: EventRecord[]): Promise<void>;
@@ -238,6 +240,11 @@ export interface Store {
   /** A single-use token (a sign-in nonce): saved with a lifetime, consumed at most once. */
   saveNonce(name: string, ttlMs: number): Promise<void>;
   consumeNonce(name: string): Promise<boolean>;
+  /**
+   * The value first offered under `name`, kept for good: a setting every process of a
+   * deployment must agree on (the development secret key), decided by whoever offers first.
+   */
+  keepFirst(name: string, candidate: string): Promise<string>;
   /** A lease shared by every process (null when someone else holds it); released by its token. */
   acquireLock(name: string, ttlMs: number): Promise<string | null>;
   releaseLock(name: string, token: string): Promise<void>;

@@ -1,14 +1,19 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { createInterface } from "node:readline";
+import { fork, type ChildProcess } from "node:child_process";
 import type { Logger } from "pino";
 
 /**
  * With no WORKERS_URL, the gateway runs the bundled tool workers as a child process on a free
  * loopback port (so several gateways can run side by side), and restarts them if they die.
+ *
+ * Readiness travels over the IPC channel (`{type: "ready", port}`), never through log output,
+ * so any LOG_LEVEL works; the wait is bounded. The same channel ties the workers to this
+ * process: when it closes — this process ended, SIGKILL included — they exit.
  */
-export async function startBundledWorkers(log: Logger): Promise<{ url: string; stop(): Promise<void> }> {
+export const WORKERS_READY_TIMEOUT_MS = 30_000;
+
+export async function startBundledWorkers(log: Logger, readyTimeoutMs = WORKERS_READY_TIMEOUT_MS): Promise<{ url: string; stop(): Promise<void> }> {
   const entry = new URL(`../workers/main${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url).pathname;
-  const args = import.meta.url.endsWith(".ts") ? ["--import", "tsx", entry] : [entry];
+  const execArgv = import.meta.url.endsWith(".ts") ? ["--import", "tsx"] : [];
   let child: ChildProcess;
   let stopping = false;
   /** The port the workers bound on first start: a restart must come back on it (the gateway knows no other). */
@@ -16,22 +21,26 @@ export async function startBundledWorkers(log: Logger): Promise<{ url: string; s
 
   const launch = (port: number) =>
     new Promise<number>((resolve, reject) => {
-      // The IPC channel is how the workers learn that this process died, even by SIGKILL.
-      child = spawn(process.execPath, args, { env: { ...process.env, PORT: String(port), HOST: "127.0.0.1" }, stdio: ["ignore", "pipe", "inherit", "ipc"] });
+      // Their log lines go straight to this process's stdout.
+      child = fork(entry, [], { execArgv, env: { ...process.env, PORT: String(port), HOST: "127.0.0.1" }, stdio: ["ignore", "inherit", "inherit", "ipc"] });
       let ready = false;
-      createInterface({ input: child.stdout! }).on("line", (line) => {
-        if (!ready && line.includes('"msg":"workers listening"')) {
-          ready = true;
-          boundPort = (JSON.parse(line) as { port: number }).port;
-          resolve(boundPort);
-        }
-        process.stdout.write(`${line}\n`);
+      const timer = setTimeout(() => {
+        child.kill("SIGKILL");
+        reject(new Error(`the bundled workers did not report ready within ${readyTimeoutMs / 1000} s`));
+      }, readyTimeoutMs);
+      child.on("message", (message: { type?: string; port?: number }) => {
+        if (ready || message?.type !== "ready" || typeof message.port !== "number") return;
+        ready = true;
+        clearTimeout(timer);
+        boundPort = message.port;
+        resolve(boundPort);
       });
       child.once("exit", (code, signal) => {
+        clearTimeout(timer);
         if (!ready) return reject(new Error(`the bundled workers exited at start (${code ?? signal})`));
         if (stopping) return;
         log.error({ code, signal }, "the bundled workers exited; restarting them");
-        setTimeout(() => launch(boundPort).catch((err) => log.error({ err }, "could not restart the bundled workers")), 200);
+        setTimeout(() => launch(boundPort).catch((err: Error) => log.error({ err: err.message }, "could not restart the bundled workers")), 200);
       });
     });
 
@@ -40,7 +49,7 @@ export async function startBundledWorkers(log: Logger): Promise<{ url: string; s
     url: `http://127.0.0.1:${port}`,
     async stop() {
       stopping = true;
-      if (child.exitCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once("exit", r));
       child.kill("SIGTERM");
       await exited;

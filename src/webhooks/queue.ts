@@ -1,8 +1,8 @@
 import type { Agent } from "node:https";
-import { Queue, UnrecoverableError, Worker } from "bullmq";
+import { DelayedError, Queue, UnrecoverableError, Worker } from "bullmq";
 import type { Services } from "../services.js";
 import { connectRedis } from "../store/redis-connection.js";
-import { processDelivery } from "./process-delivery.js";
+import { InternalDeliveryError, internalRetryDelayMs, processDelivery } from "./process-delivery.js";
 import { MAX_ATTEMPTS, retryDelayMs, type DeliveryJob } from "./types.js";
 
 /**
@@ -38,8 +38,18 @@ export function createBullQueue(services: Services, agent: Agent, redisUrl: stri
   });
   const worker = new Worker<DeliveryJob>(
     QUEUE_NAME,
-    async (job) => {
-      const outcome = await processDelivery(services, agent, job.data, job.attemptsMade + 1);
+    async (job, token) => {
+      // Runs that were put back without counting (a fault of ours) are the starts beyond the counted attempts.
+      const internalFailures = Math.max(0, job.attemptsStarted - job.attemptsMade - 1);
+      let outcome;
+      try {
+        outcome = await processDelivery(services, agent, job.data, job.attemptsMade + 1, internalFailures);
+      } catch (err) {
+        if (!(err instanceof InternalDeliveryError)) throw err;
+        // Back to the delayed set without counting an attempt: the receiver's retries stay whole.
+        await job.moveToDelayed(Date.now() + internalRetryDelayMs(internalFailures + 1), token);
+        throw new DelayedError();
+      }
       if (outcome === "retry") throw new Error("delivery failed; will retry");
       if (outcome === "failed") throw new UnrecoverableError("delivery failed for good");
     },
@@ -76,17 +86,23 @@ export function createBullQueue(services: Services, agent: Agent, redisUrl: stri
 export function createInProcessQueue(services: Services, agent: Agent): DeliveryQueue {
   const seen = new Set<string>();
   const timers = new Set<NodeJS.Timeout>();
-  const run = (job: DeliveryJob, attemptNumber: number) => {
-    void processDelivery(services, agent, job, attemptNumber).then(
+  const later = (delayMs: number, next: () => void) => {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      next();
+    }, delayMs);
+    timers.add(timer);
+  };
+  const run = (job: DeliveryJob, attemptNumber: number, internalFailures = 0) => {
+    void processDelivery(services, agent, job, attemptNumber, internalFailures).then(
       (outcome) => {
-        if (outcome !== "retry") return;
-        const timer = setTimeout(() => {
-          timers.delete(timer);
-          run(job, attemptNumber + 1);
-        }, retryDelayMs(attemptNumber));
-        timers.add(timer);
+        if (outcome === "retry") later(retryDelayMs(attemptNumber), () => run(job, attemptNumber + 1));
       },
-      (err) => services.log.error({ err }, "webhook delivery crashed"),
+      (err) => {
+        // A fault of ours: the same attempt again later, not counted against the receiver.
+        if (err instanceof InternalDeliveryError) later(internalRetryDelayMs(internalFailures + 1), () => run(job, attemptNumber, internalFailures + 1));
+        else services.log.error({ err }, "webhook delivery crashed");
+      },
     );
   };
   return {

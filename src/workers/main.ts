@@ -1,18 +1,24 @@
 import type { Server } from "node:http";
-import { pino } from "pino";
+import { createProcessLogger } from "../lib/logger.js";
 import { loadWorkerConfig, type WorkerConfig } from "./config.js";
 import { createWorkerApp } from "./server.js";
 
-/** The tool workers as a process of their own. Prints `{"msg":"workers listening","port":…}` when ready. */
+/**
+ * The tool workers as a process of their own. Logs `{"msg":"workers listening","port":…}` when
+ * ready; started by a gateway (bundled), they also tell it over IPC (`{type:"ready", port}`),
+ * since readiness must not depend on the log level.
+ */
 export async function startWorkers(config: WorkerConfig): Promise<{ server: Server; port: number; stop(): Promise<void> }> {
-  const log = pino({ level: config.logLevel, base: { service: "toolgate-workers" } });
+  const { log, flush } = createProcessLogger({ level: config.logLevel, base: { service: "toolgate-workers" } });
   const app = createWorkerApp(config, log);
-  const server = await new Promise<Server>((resolve) => {
+  const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
+    s.once("error", reject);
   });
   server.keepAliveTimeout = 65_000;
   const port = (server.address() as { port: number }).port;
   log.info({ port, ai: Boolean(config.ai), search: config.search?.provider ?? null }, "workers listening");
+  void flush(1000); // at once, not with the next batch: a supervisor may be waiting for this line
   return {
     server,
     port,
@@ -24,10 +30,26 @@ export async function startWorkers(config: WorkerConfig): Promise<{ server: Serv
   };
 }
 
+/** Leaves within 5 s whatever open connections do. */
+const STOP_BOUND_MS = 5000;
+
 if (import.meta.url === `file://${process.argv[1]}`) {
-  startWorkers(loadWorkerConfig()).then(({ stop }) => {
-    for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => stop().then(() => process.exit(0)));
-    // Started by a gateway (bundled): leave with it, however it ended.
-    if (process.send) process.once("disconnect", () => stop().then(() => process.exit(0)));
-  });
+  startWorkers(loadWorkerConfig()).then(
+    ({ port, stop }) => {
+      const leave = () => {
+        setTimeout(() => process.exit(0), STOP_BOUND_MS).unref();
+        void stop().then(() => process.exit(0));
+      };
+      for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, leave);
+      if (process.send) {
+        process.send({ type: "ready", port });
+        // Started by a gateway (bundled): leave with it, however it ended (the channel closes even on SIGKILL).
+        process.once("disconnect", leave);
+      }
+    },
+    (err: Error) => {
+      process.stderr.write(`the tool workers could not start: ${err.message}\n`);
+      process.exit(1);
+    },
+  );
 }

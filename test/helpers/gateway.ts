@@ -38,6 +38,8 @@ export async function startGateway(
     ADMIN_API_KEY: ADMIN_KEY,
     REDIS_KEY_PREFIX: prefix,
     DEV_SEED: "0",
+    // The tests play many clients through one loopback "proxy": they name each client in X-Forwarded-For.
+    TRUST_PROXY: "loopback",
     ...(options.store === "memory" ? {} : { REDIS_URL }),
     ...(workers ? { WORKERS_URL: `http://127.0.0.1:${workers.port}` } : {}),
     ...options.env,
@@ -105,24 +107,24 @@ export async function spawnService(entry: string, readyMessage: string, env: Rec
   };
 }
 
-/** A real gateway process (`src/main.ts`, or another `entry` such as the compiled build) on a free port, sharing Redis through `prefix`. */
-export function spawnGateway(prefix: string, env: Record<string, string> = {}, nodeArgs: string[] = [], entry = "src/main.ts"): Promise<GatewayProcess> {
-  return spawnService(
-    entry,
-    "listening",
-    {
-      NODE_ENV: "test",
-      PORT: "0",
-      HOST: "127.0.0.1",
-      REDIS_URL,
-      REDIS_KEY_PREFIX: prefix,
-      ADMIN_API_KEY: ADMIN_KEY,
-      SECRET_KEY: "s".repeat(32),
-      LOG_LEVEL: "info",
-      ...env,
-    },
-    nodeArgs,
-  );
+/**
+ * A real gateway process (`src/main.ts`, or another `entry` such as the compiled build) on a free
+ * port, sharing Redis through `prefix`; an `env` value of undefined leaves that default unset.
+ */
+export function spawnGateway(prefix: string, env: Record<string, string | undefined> = {}, nodeArgs: string[] = [], entry = "src/main.ts"): Promise<GatewayProcess> {
+  const settings = {
+    NODE_ENV: "test",
+    PORT: "0",
+    HOST: "127.0.0.1",
+    REDIS_URL,
+    REDIS_KEY_PREFIX: prefix,
+    ADMIN_API_KEY: ADMIN_KEY,
+    SECRET_KEY: "s".repeat(32),
+    LOG_LEVEL: "info",
+    TRUST_PROXY: "loopback", // as startGateway: the tests name their clients in X-Forwarded-For
+    ...env,
+  };
+  return spawnService(entry, "listening", Object.fromEntries(Object.entries(settings).filter((e): e is [string, string] => e[1] !== undefined)), nodeArgs);
 }
 
 export interface Json {

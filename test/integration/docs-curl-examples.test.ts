@@ -70,7 +70,7 @@ async function variablesFor(command: string): Promise<Record<string, string>> {
     ACCOUNT_ID: account.accountId,
     KEY_ID: second.body.id,
     WEBHOOK_ID: register.body.id,
-    VERIFICATION_TOKEN: verificationToken(gw.services.config.secretKey, account.accountId),
+    VERIFICATION_TOKEN: verificationToken(gw.services.config.secretKeys[0]!, account.accountId),
     CHALLENGE_MESSAGE: "not a signed challenge",
   };
   if (command.includes("$INCIDENT_ID")) {

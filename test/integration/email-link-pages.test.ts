@@ -19,7 +19,7 @@ const open = (token: string, accept: string) => fetch(`${gw.url}/api/v1/verify-e
 describe("the e-mail verification link", () => {
   it("opened in a browser, shows a page saying the address is verified and what was added", async () => {
     const { accountId } = await signUp(gw.url);
-    const token = verificationToken(gw.services.config.secretKey, accountId);
+    const token = verificationToken(gw.services.config.secretKeys[0]!, accountId);
     const res = await open(token, BROWSER_ACCEPT);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/html");
@@ -33,7 +33,7 @@ describe("the e-mail verification link", () => {
 
   it("opened by a client asking for JSON (or sending */*), answers JSON as before", async () => {
     const { accountId } = await signUp(gw.url);
-    const token = verificationToken(gw.services.config.secretKey, accountId);
+    const token = verificationToken(gw.services.config.secretKeys[0]!, accountId);
     const json = await call(`${gw.url}/api/v1/verify-email?token=${encodeURIComponent(token)}`, { headers: { accept: "application/json" } });
     expect(json.body).toMatchObject({ account_id: accountId, email_verified: true, credits_added: 75 });
     const curl = await open(token, "*/*");

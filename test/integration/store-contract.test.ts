@@ -336,6 +336,22 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(hits.map((h) => h.remaining)).toEqual([2, 1, 0, 0]);
   });
 
+  it("gives back a hit that did not count, so the bucket admits another", async () => {
+    const bucket = `signup:${newAccountId()}`;
+    const ids = [newRequestId(), newRequestId()];
+    for (const id of ids) expect((await store.hitRateLimit(bucket, 2, 60_000, id)).allowed).toBe(true);
+    expect((await store.hitRateLimit(bucket, 2, 60_000, newRequestId())).allowed).toBe(false);
+    await store.releaseRateLimit(bucket, ids[0]!);
+    expect((await store.hitRateLimit(bucket, 2, 60_000, newRequestId())).allowed).toBe(true);
+  });
+
+  it("keeps the first value offered for a setting, whoever offers later", async () => {
+    const name = `setting-${newAccountId()}`;
+    const offers = await Promise.all(["a", "b", "c"].map((v) => store.keepFirst(name, v)));
+    expect(new Set(offers).size).toBe(1);
+    expect(await store.keepFirst(name, "d")).toBe(offers[0]);
+  });
+
   it("claims a payment once, keeps it open until settled, and serves its call once", async () => {
     const id = `84532:0xtoken:0xpayer:${newRequestId()}`;
     const record = {

@@ -62,7 +62,7 @@ describe("delivery", () => {
         url: rx.url("/rebound"),
         events: ["tool.error"],
         createdAt: Date.now(),
-        sealedSecret: sealSecret(gw.services.config.secretKey, "whsec_c2VjcmV0"),
+        sealedSecret: sealSecret(gw.services.config.secretKeys, "whsec_c2VjcmV0"),
         previousSealedSecret: null,
         previousSecretExpiresAt: null,
       },

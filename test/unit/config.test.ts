@@ -6,11 +6,12 @@ describe("configuration", () => {
   it("runs with embedded defaults when nothing is set", () => {
     const config = loadConfig({});
     expect(config).toMatchObject({ env: "development", port: 8402, redisUrl: undefined, devSeed: true, publicBaseUrl: "http://localhost:8402" });
-    expect(config.secretKey).toHaveLength(64);
+    // No key yet: start-up keeps one in the store, shared by every process of the deployment.
+    expect(config.secretKeys).toEqual([]);
   });
 
-  it("switches to Redis with REDIS_URL and then seeds nothing", () => {
-    expect(loadConfig({ REDIS_URL: "redis://127.0.0.1:6379" })).toMatchObject({ redisUrl: "redis://127.0.0.1:6379", redisCluster: false, devSeed: false });
+  it("switches to Redis with REDIS_URL and still seeds the development account", () => {
+    expect(loadConfig({ REDIS_URL: "redis://127.0.0.1:6379" })).toMatchObject({ redisUrl: "redis://127.0.0.1:6379", redisCluster: false, devSeed: true });
     expect(loadConfig({ REDIS_URL: "redis://10.0.0.5:7000", REDIS_CLUSTER: "1" })).toMatchObject({ redisCluster: true });
   });
 
@@ -25,6 +26,25 @@ describe("configuration", () => {
         expect(problems.some((p) => p.startsWith(name))).toBe(true);
       }
     }
+  });
+
+  it("reads SECRET_KEY as a keyring: the first seals and signs, every key opens and verifies", () => {
+    const [a, b] = ["a".repeat(32), "b".repeat(40)];
+    expect(loadConfig({ SECRET_KEY: `${a}, ${b}` }).secretKeys).toEqual([a, b]);
+    expect(() => loadConfig({ SECRET_KEY: `${a},short` })).toThrow(/SECRET_KEY must be at least 32 characters/);
+  });
+
+  it("trusts no proxy unless TRUST_PROXY names one, and never trusts everyone", () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: "172.28.0.2" }).trustProxy).toBe("172.28.0.2");
+    expect(loadConfig({ TRUST_PROXY: "loopback, 10.0.0.0/8" }).trustProxy).toBe("loopback,10.0.0.0/8");
+    expect(loadConfig({ TRUST_PROXY: "1" }).trustProxy).toBe(1);
+    for (const bad of ["true", "everyone", "10.0.0.0/99"]) expect(() => loadConfig({ TRUST_PROXY: bad })).toThrow(/TRUST_PROXY must list/);
+  });
+
+  it("reads ENDPOINT_LIMITS over the defaults and names an unknown limit", () => {
+    expect(loadConfig({ ENDPOINT_LIMITS: "wallet-challenge=5/10" }).endpointLimits).toMatchObject({ "wallet-challenge": { count: 5, windowSeconds: 10 }, "webhook-test": { count: 20, windowSeconds: 60 } });
+    expect(() => loadConfig({ ENDPOINT_LIMITS: "signin=5/10" })).toThrow(/ENDPOINT_LIMITS: unknown limit signin/);
   });
 
   it("refuses private webhook targets in production", () => {

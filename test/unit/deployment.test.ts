@@ -53,6 +53,31 @@ describe("docker-compose.yml", () => {
   });
 });
 
+describe("the trusted-proxy chain of the shipped topology", () => {
+  const haproxy = readFileSync(new URL("deploy/haproxy.cfg", root), "utf8");
+  const frontend = /^frontend toolgate\n([\s\S]*?)(?=^\S|$(?![\s\S]))/m.exec(haproxy)?.[1] ?? "";
+
+  it("has the load balancer replace the client's X-Forwarded-For with the address it saw", () => {
+    const removal = frontend.search(/^\s*http-request del-header X-Forwarded-For\s*$/im);
+    expect(removal).toBeGreaterThanOrEqual(0);
+    expect(frontend).toMatch(/^\s*option forwardfor\s*$/m);
+  });
+
+  it("has every gateway trust exactly the load balancer's fixed address, inside the network's subnet", () => {
+    const address = compose.services.loadbalancer.networks.default.ipv4_address as string;
+    const subnet = compose.networks.default.ipam.config[0].subnet as string;
+    const [base, bits] = subnet.split("/");
+    const toInt = (ip: string) => ip.split(".").reduce((n, part) => n * 256 + Number(part), 0);
+    const mask = Number(bits) === 0 ? 0 : (~0 << (32 - Number(bits))) >>> 0;
+    expect((toInt(address) & mask) >>> 0).toBe((toInt(base!) & mask) >>> 0);
+    const gateways = Object.values(compose.services).filter((s: any) => s.environment?.WORKERS_URL) as any[];
+    for (const gateway of gateways) {
+      expect(gateway.environment.TRUST_PROXY).toBe(address);
+      expect(gateway.networks).toBeUndefined(); // on the default network, with the load balancer
+    }
+  });
+});
+
 describe("Dockerfile", () => {
   it("builds on a current LTS Node, runs as a non-root user, and checks its health", () => {
     expect(dockerfile).toMatch(/^FROM node:24-slim$/m);

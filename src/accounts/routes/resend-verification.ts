@@ -8,6 +8,7 @@ export const resendVerification = defineRoute({
   path: "/account/verification-email",
   summary: "Send the verification e-mail again.",
   auth: "key",
+  limit: "verification-email",
   successStatus: 202,
   response: z.object({ sent_to: z.string() }),
   async handler({ services, caller }) {

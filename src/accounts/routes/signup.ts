@@ -20,14 +20,25 @@ export const signup = defineRoute({
   async handler({ services, body, req, requestId }) {
     const email = body.email.trim().toLowerCase();
     const limit = services.config.signupsPerHourPerIp;
-    const hit = await services.store.hitRateLimit(`signup:${req.ip}`, limit, HOUR_MS, requestId);
+    // Only sign-ups that create an account count: the slot is taken first (so concurrent
+    // attempts cannot overshoot the limit) and given back when no account comes of it.
+    const bucket = `signup:${req.ip}`;
+    const hit = await services.store.hitRateLimit(bucket, limit, HOUR_MS, requestId);
     if (!hit.allowed) {
       const retryAfter = String(Math.max(1, Math.ceil(hit.resetMs / 1000)));
-      throw new ApiError("rate_limited", `At most ${limit} sign-ups per hour from one address.`, { headers: { "Retry-After": retryAfter } });
+      const setting = services.config.env === "production" ? "" : " (SIGNUPS_PER_HOUR_PER_IP)";
+      throw new ApiError("rate_limited", `At most ${limit} sign-ups per hour from one address${setting}.`, { headers: { "Retry-After": retryAfter } });
     }
-    const id = newAccountId();
-    if (!(await services.store.claimEmail(email, id))) throw new ApiError("email_taken", "An account with this e-mail address already exists.", { param: "email" });
-    const { account, apiKey, key } = await createAccount(services, { id, email, tier: "free", credits: SIGNUP_CREDITS, reason: "sign-up grant", requestId });
+    let created;
+    try {
+      const id = newAccountId();
+      if (!(await services.store.claimEmail(email, id))) throw new ApiError("email_taken", "An account with this e-mail address already exists.", { param: "email" });
+      created = await createAccount(services, { id, email, tier: "free", credits: SIGNUP_CREDITS, reason: "sign-up grant", requestId });
+    } catch (err) {
+      await services.store.releaseRateLimit(bucket, requestId).catch(() => undefined);
+      throw err;
+    }
+    const { account, apiKey, key } = created;
     await sendVerificationEmail(services, account.id, email).catch((err) =>
       services.log.error({ err, account_id: account.id }, "could not send the verification e-mail"),
     );

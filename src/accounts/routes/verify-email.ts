@@ -28,7 +28,7 @@ export const verifyEmail = defineRoute({
 
 /** Marks the address verified (75 credits, once); throws `invalid_token` for a bad link. */
 async function verify({ services, query }: { services: Services; query: { token: string } }) {
-  const accountId = readVerificationToken(services.config.secretKey, query.token);
+  const accountId = readVerificationToken(services.config.secretKeys, query.token);
   if (!accountId) throw new ApiError("invalid_token", "The verification link is invalid or has expired.", { param: "token" });
   const outcome = await services.store.verifyEmail(accountId, {
     amount: EMAIL_VERIFIED_CREDITS,

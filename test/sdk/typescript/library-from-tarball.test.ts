@@ -296,6 +296,28 @@ describe("examples/", () => {
     expect(await balanceOf(chains.base, payer.address)).toBe(before - 2n * PRICE);
   });
 
+  it("the TypeScript snippet under each tool on /docs runs as copied, with the key from the environment", async () => {
+    const html = await (await fetch(`${gw.url}/docs`)).text();
+    const unescape = (s: string) => s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, "&");
+    const tools = (await (await fetch(`${gw.url}/v1/tools`)).json()) as { tools: { name: string; available: boolean }[] };
+    const available = new Set(tools.tools.filter((t) => t.available).map((t) => t.name));
+    const snippets = [...html.matchAll(/<section id="tool-([^"]+)"[\s\S]*?<pre class="snippet" data-lang="typescript"><code>([\s\S]*?)<\/code><\/pre>/g)].map((m) => ({ tool: m[1]!, code: unescape(m[2]!) }));
+    expect(snippets.length).toBe(tools.tools.length);
+    const runnable = snippets.filter((s) => available.has(s.tool));
+    expect(runnable.length).toBeGreaterThan(5);
+    // One process runs them all (one module each), so the test costs one Node start.
+    const files = await Promise.all(runnable.map(async (s) => {
+      const file = join(project.dir, `snippet-${s.tool}.mts`);
+      await writeFile(file, s.code.replace("console.log(result);", `console.log(${JSON.stringify(`ok ${s.tool}`)}, JSON.stringify(result).length);`));
+      return file;
+    }));
+    const runner = join(project.dir, "run-snippets.mts");
+    await writeFile(runner, `for (const f of ${JSON.stringify(files)}) await import(f);\n`);
+    const { key } = await fundedAccount(gw.url, 1000, "free");
+    const { stdout } = await project.runTs(runner, { TOOLGATE_API_KEY: key, TOOLGATE_BASE_URL: gw.url });
+    for (const s of runnable) expect(stdout).toMatch(new RegExp(`^ok ${s.tool} [1-9]`, "m"));
+  }, 60_000);
+
   it("curl/webhook-test.sh registers and sends a test event that typescript/webhook-receiver.ts verifies; a forgery gets 401", async () => {
     const { key } = await fundedAccount(gw.url, 100, "pro");
     const port = await new Promise<number>((resolve) => {

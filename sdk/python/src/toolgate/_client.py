@@ -1,0 +1,122 @@
+"""``Toolgate(...)`` and ``AsyncToolgate(...)``: the clients, their options and their defaults."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import httpx
+
+from ._payments import AsyncWalletPayer, SpendingLimits, WalletPayer
+from ._resources import (
+    AccountResource,
+    AsyncAccountResource,
+    AsyncKeys,
+    AsyncTools,
+    AsyncUsage,
+    AsyncWebhooks,
+    Keys,
+    Tools,
+    Usage,
+    Webhooks,
+)
+from ._transport import AsyncTransport, Settings, SyncTransport
+
+DEFAULT_BASE_URL = "http://localhost:8402"
+DEFAULT_MAX_RETRIES = 2
+DEFAULT_TIMEOUT = 60.0
+
+
+def _settings(api_key: str | None, base_url: str | None, wallet: Any, max_retries: int, timeout: float, headers: dict[str, str] | None) -> Settings:
+    # A wallet client pays per call: it does not pick up a key from the environment.
+    key = api_key if api_key is not None else (None if wallet is not None else os.environ.get("TOOLGATE_API_KEY") or None)
+    url = base_url or os.environ.get("TOOLGATE_BASE_URL") or DEFAULT_BASE_URL
+    return Settings(api_key=key, base_url=url.rstrip("/"), max_retries=max_retries, timeout=timeout, headers=dict(headers or {}))
+
+
+class Toolgate:
+    """The synchronous client.
+
+    :param api_key: ``x-api-key``; default ``TOOLGATE_API_KEY`` from the environment.
+    :param base_url: default ``TOOLGATE_BASE_URL``, else ``http://localhost:8402``.
+    :param wallet: an ``eth_account`` account (``Account.from_key(...)``): with no API key, each
+        tool call is paid with x402 from it, within ``spending`` (default $0.10 per call, $1 per
+        client).
+    :param max_retries: retries on 429, 503 and network errors. Default 2.
+    :param timeout: per-attempt timeout in seconds. Default 60.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        wallet: Any = None,
+        spending: SpendingLimits | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float = DEFAULT_TIMEOUT,
+        headers: dict[str, str] | None = None,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        settings = _settings(api_key, base_url, wallet, max_retries, timeout, headers)
+        self.base_url = settings.base_url
+        self._payer = WalletPayer(wallet, spending) if wallet is not None else None
+        self._transport = SyncTransport(settings, self._payer, http_client)
+        self.tools = Tools(self._transport)
+        self.account = AccountResource(self._transport)
+        self.keys = Keys(self._transport)
+        self.usage = Usage(self._transport)
+        self.webhooks = Webhooks(self._transport)
+
+    @property
+    def spent(self) -> int:
+        """USDC atomic units this client's wallet has signed for so far (0 without a wallet)."""
+        return self._payer.caps.spent if self._payer else 0
+
+    def close(self) -> None:
+        self._transport.close()
+
+    def __enter__(self) -> "Toolgate":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncToolgate:
+    """The asynchronous client: the same options and methods as ``Toolgate``, awaited."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        wallet: Any = None,
+        spending: SpendingLimits | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float = DEFAULT_TIMEOUT,
+        headers: dict[str, str] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        settings = _settings(api_key, base_url, wallet, max_retries, timeout, headers)
+        self.base_url = settings.base_url
+        self._payer = AsyncWalletPayer(wallet, spending) if wallet is not None else None
+        self._transport = AsyncTransport(settings, self._payer, http_client)
+        self.tools = AsyncTools(self._transport)
+        self.account = AsyncAccountResource(self._transport)
+        self.keys = AsyncKeys(self._transport)
+        self.usage = AsyncUsage(self._transport)
+        self.webhooks = AsyncWebhooks(self._transport)
+
+    @property
+    def spent(self) -> int:
+        return self._payer.caps.spent if self._payer else 0
+
+    async def aclose(self) -> None:
+        await self._transport.close()
+
+    async def __aenter__(self) -> "AsyncToolgate":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

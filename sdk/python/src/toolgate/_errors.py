@@ -1,0 +1,110 @@
+"""The one error class of the library.
+
+API errors carry the gateway's error object (``{type, code, message, param?, request_id}``);
+errors raised on this side (network, timeout, spending cap, webhook verification) carry status 0
+and a code of their own, the same codes as the TypeScript library.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from typing import Any, Mapping
+
+CLIENT_ERROR_CODES = (
+    "network_error",
+    "timeout",
+    "spend_cap_exceeded",
+    "payment_failed",
+    "invalid_response",
+    "webhook_signature_invalid",
+    "webhook_timestamp_invalid",
+)
+
+
+class ToolgateError(Exception):
+    """An error answer of the gateway, or a failure on the client's side (``status == 0``)."""
+
+    status: int
+    """The HTTP status, or 0 when the error arose in the client (no answer, refused to pay...)."""
+    code: str
+    """The gateway's stable error code (see the README's errors table), or a client-side code."""
+    message: str
+    param: str | None
+    """The input field the error is about, as a dotted path, when the gateway names one."""
+    request_id: str | None
+    """The gateway's ``request_id`` (also the ``X-Request-Id`` header), for support requests."""
+    retry_after: float | None
+    """Seconds the gateway asked to wait (``Retry-After``), on 429 and 503."""
+    body: dict[str, Any] | None
+    """The whole error body: e.g. ``accepts`` (the x402 offer) on 402, ``required_tier`` on 403."""
+
+    def __init__(
+        self,
+        *,
+        status: int,
+        code: str,
+        message: str,
+        param: str | None = None,
+        request_id: str | None = None,
+        retry_after: float | None = None,
+        body: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.param = param
+        self.request_id = request_id
+        self.retry_after = retry_after
+        self.body = body
+
+    def __str__(self) -> str:
+        where = f" (param {self.param})" if self.param else ""
+        request = f" [{self.request_id}]" if self.request_id else ""
+        return f"{self.status} {self.code}: {self.message}{where}{request}"
+
+    def __repr__(self) -> str:
+        return f"ToolgateError(status={self.status!r}, code={self.code!r}, message={self.message!r}, param={self.param!r}, request_id={self.request_id!r})"
+
+    @classmethod
+    def from_response(cls, status: int, headers: Mapping[str, str], text: str) -> "ToolgateError":
+        """Builds the error from a non-2xx answer whose body has been read."""
+        body: dict[str, Any] | None
+        try:
+            parsed = json.loads(text) if text else None
+            body = parsed if isinstance(parsed, dict) else None
+        except ValueError:
+            body = None
+        error = body.get("error") if body else None
+        error = error if isinstance(error, dict) else {}
+
+        def text_of(value: Any) -> str | None:
+            return value if isinstance(value, str) else None
+
+        return cls(
+            status=status,
+            code=text_of(error.get("code")) or f"http_{status}",
+            message=text_of(error.get("message")) or (text[:200] if text else f"HTTP {status}"),
+            param=text_of(error.get("param")),
+            request_id=text_of(error.get("request_id")) or headers.get("x-request-id"),
+            retry_after=retry_after_seconds(headers.get("retry-after")),
+            body=body,
+        )
+
+
+def retry_after_seconds(header: str | None) -> float | None:
+    """``Retry-After`` as seconds: either delta-seconds or an HTTP date."""
+    if not header:
+        return None
+    value = header.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        at = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, at.timestamp() - time.time())

@@ -1,0 +1,150 @@
+"""Every API request the library makes, described once: path, body and how to read the answer.
+
+The synchronous and asynchronous resources (``_resources.py``) are thin wrappers that run these
+operations on their transport, so the two clients cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from typing import Any
+from urllib.parse import quote
+
+from ._transport import Answer, Operation, header_int
+from ._types import Account, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, Webhook
+
+
+def _seg(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _data(answer: Answer) -> list[dict[str, Any]]:
+    return list((answer.body or {}).get("data") or [])
+
+
+def _payment_response(answer: Answer) -> dict[str, Any] | None:
+    header = answer.headers.get("payment-response") or answer.headers.get("x-payment-response")
+    if not header:
+        return None
+    try:
+        decoded = json.loads(base64.b64decode(header))
+        return decoded if isinstance(decoded, dict) else None
+    except ValueError:
+        return None
+
+
+def _call_result(answer: Answer) -> CallResult:
+    return CallResult(
+        output=answer.body if isinstance(answer.body, dict) else {"value": answer.body},
+        request_id=answer.headers.get("x-request-id"),
+        credits_charged=header_int(answer.headers, "x-credits-charged"),
+        credits_remaining=header_int(answer.headers, "x-credits-remaining"),
+        replayed=answer.headers.get("idempotent-replayed") == "true",
+        payment=_payment_response(answer),
+    )
+
+
+# Tools ---------------------------------------------------------------------------------------
+
+
+def list_tools() -> Operation[list[Tool]]:
+    return Operation("GET", "/v1/tools", lambda a: [Tool.from_dict(t) for t in _data(a)], auth=False)
+
+
+def get_tool(name: str) -> Operation[Tool]:
+    return Operation("GET", f"/v1/tools/{_seg(name)}", lambda a: Tool.from_dict(a.body), auth=False)
+
+
+def call_tool(name: str, input: dict[str, Any] | None, idempotency_key: str | None) -> Operation[CallResult]:
+    # Every call carries an Idempotency-Key (made here unless the caller gives one), kept across
+    # retries: the gateway runs and charges one key once.
+    return Operation(
+        "POST",
+        f"/v1/tools/{_seg(name)}",
+        _call_result,
+        json=input if input is not None else {},
+        idempotency_key=idempotency_key or f"tg-py-{uuid.uuid4()}",
+        payable=True,
+    )
+
+
+# Account, keys, usage ------------------------------------------------------------------------
+
+
+def get_account() -> Operation[Account]:
+    return Operation("GET", "/api/v1/account", lambda a: Account.from_dict(a.body))
+
+
+def list_events(limit: int | None) -> Operation[list[Event]]:
+    return Operation("GET", "/api/v1/events", lambda a: [Event.from_dict(e) for e in _data(a)], params={"limit": limit})
+
+
+def list_keys() -> Operation[list[ApiKey]]:
+    return Operation("GET", "/api/v1/keys", lambda a: [ApiKey.from_dict(k) for k in _data(a)])
+
+
+def create_key(name: str | None) -> Operation[CreatedKey]:
+    return Operation("POST", "/api/v1/keys", lambda a: CreatedKey.from_dict(a.body), json={"name": name} if name else {})
+
+
+def rotate_key(id: str, grace_seconds: int, name: str | None) -> Operation[CreatedKey]:
+    body: dict[str, Any] = {"grace_seconds": grace_seconds}
+    if name:
+        body["name"] = name
+    return Operation("POST", f"/api/v1/keys/{_seg(id)}/rotate", lambda a: CreatedKey.from_dict(a.body), json=body)
+
+
+def revoke_key(id: str, force: bool) -> Operation[ApiKey]:
+    return Operation("DELETE", f"/api/v1/keys/{_seg(id)}", lambda a: ApiKey.from_dict(a.body), params={"force": "true" if force else None})
+
+
+def list_usage(limit: int | None, cursor: str | None) -> Operation[Page[LedgerEntry]]:
+    return Operation(
+        "GET",
+        "/api/v1/usage",
+        lambda a: Page([LedgerEntry.from_dict(e) for e in _data(a)], (a.body or {}).get("next_cursor")),
+        params={"limit": limit, "cursor": cursor},
+    )
+
+
+# Webhooks ------------------------------------------------------------------------------------
+
+
+def register_webhook(url: str, events: list[str]) -> Operation[Webhook]:
+    return Operation("POST", "/api/v1/webhooks/register", lambda a: Webhook.from_dict(a.body), json={"url": url, "events": list(events)})
+
+
+def list_webhooks() -> Operation[list[Webhook]]:
+    return Operation("GET", "/api/v1/webhooks", lambda a: [Webhook.from_dict(w) for w in _data(a)])
+
+
+def delete_webhook(id: str) -> Operation[bool]:
+    return Operation("DELETE", f"/api/v1/webhooks/{_seg(id)}", lambda a: bool((a.body or {}).get("deleted")))
+
+
+def test_webhook(webhook_id: str | None) -> Operation[list[SentTest]]:
+    return Operation(
+        "POST",
+        "/api/v1/webhooks/test",
+        lambda a: [SentTest(s["webhook_id"], s["event_id"]) for s in (a.body or {}).get("sent", [])],
+        json={"webhook_id": webhook_id} if webhook_id else {},
+    )
+
+
+def rotate_webhook_secret(id: str, overlap_seconds: int | None) -> Operation[Webhook]:
+    body = {"overlap_seconds": overlap_seconds} if overlap_seconds is not None else {}
+    return Operation("POST", f"/api/v1/webhooks/{_seg(id)}/rotate-secret", lambda a: Webhook.from_dict(a.body), json=body)
+
+
+def list_deliveries(id: str) -> Operation[list[Delivery]]:
+    return Operation("GET", f"/api/v1/webhooks/{_seg(id)}/deliveries", lambda a: [Delivery.from_dict(d) for d in _data(a)])
+
+
+def resend_delivery(id: str, event_id: str) -> Operation[SentTest]:
+    return Operation(
+        "POST",
+        f"/api/v1/webhooks/{_seg(id)}/deliveries/{_seg(event_id)}/resend",
+        lambda a: SentTest(a.body["webhook_id"], a.body["event_id"]),
+    )

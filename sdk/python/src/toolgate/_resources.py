@@ -1,0 +1,182 @@
+"""The client's resources (``tools``, ``account``, ``keys``, ``usage``, ``webhooks``), sync and async.
+
+Each method only runs an operation from ``_operations.py``; the pairs differ in ``await`` alone.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from . import _operations as ops
+from ._transport import AsyncTransport, SyncTransport
+from ._types import Account, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, Webhook
+
+
+class Tools:
+    def __init__(self, transport: SyncTransport) -> None:
+        self._t = transport
+
+    def list(self) -> builtins.list[Tool]:
+        """The catalogue: every tool with its price, availability and JSON Schemas."""
+        return self._t.run(ops.list_tools())
+
+    def get(self, name: str) -> Tool:
+        return self._t.run(ops.get_tool(name))
+
+    def call(self, name: str, input: dict[str, Any] | None = None, *, idempotency_key: str | None = None) -> dict[str, Any]:
+        """Runs a tool and returns its output object. Raises ``ToolgateError`` on any failure."""
+        return self.call_with_details(name, input, idempotency_key=idempotency_key).output
+
+    def call_with_details(self, name: str, input: dict[str, Any] | None = None, *, idempotency_key: str | None = None) -> CallResult:
+        """Like ``call``, with what the call cost, its request id and the x402 settlement."""
+        return self._t.run(ops.call_tool(name, input, idempotency_key))
+
+
+class AsyncTools:
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._t = transport
+
+    async def list(self) -> builtins.list[Tool]:
+        return await self._t.run(ops.list_tools())
+
+    async def get(self, name: str) -> Tool:
+        return await self._t.run(ops.get_tool(name))
+
+    async def call(self, name: str, input: dict[str, Any] | None = None, *, idempotency_key: str | None = None) -> dict[str, Any]:
+        return (await self.call_with_details(name, input, idempotency_key=idempotency_key)).output
+
+    async def call_with_details(self, name: str, input: dict[str, Any] | None = None, *, idempotency_key: str | None = None) -> CallResult:
+        return await self._t.run(ops.call_tool(name, input, idempotency_key))
+
+
+class AccountResource:
+    def __init__(self, transport: SyncTransport) -> None:
+        self._t = transport
+
+    def get(self) -> Account:
+        return self._t.run(ops.get_account())
+
+    def events(self, limit: int | None = None) -> builtins.list[Event]:
+        """The account's recent events, newest first."""
+        return self._t.run(ops.list_events(limit))
+
+
+class AsyncAccountResource:
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._t = transport
+
+    async def get(self) -> Account:
+        return await self._t.run(ops.get_account())
+
+    async def events(self, limit: int | None = None) -> builtins.list[Event]:
+        return await self._t.run(ops.list_events(limit))
+
+
+class Keys:
+    def __init__(self, transport: SyncTransport) -> None:
+        self._t = transport
+
+    def list(self) -> builtins.list[ApiKey]:
+        return self._t.run(ops.list_keys())
+
+    def create(self, name: str | None = None) -> CreatedKey:
+        return self._t.run(ops.create_key(name))
+
+    def rotate(self, id: str, *, grace_seconds: int = 0, name: str | None = None) -> CreatedKey:
+        """A new key now; the old one stops at once (``grace_seconds=0``) or after the grace period.
+        A client using the rotated key should switch: ``Toolgate(api_key=created.key)``."""
+        return self._t.run(ops.rotate_key(id, grace_seconds, name))
+
+    def revoke(self, id: str, *, force: bool = False) -> ApiKey:
+        """Revokes a key at once. The account's last active key is kept (409 ``last_active_key``)
+        unless ``force=True``."""
+        return self._t.run(ops.revoke_key(id, force))
+
+
+class AsyncKeys:
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._t = transport
+
+    async def list(self) -> builtins.list[ApiKey]:
+        return await self._t.run(ops.list_keys())
+
+    async def create(self, name: str | None = None) -> CreatedKey:
+        return await self._t.run(ops.create_key(name))
+
+    async def rotate(self, id: str, *, grace_seconds: int = 0, name: str | None = None) -> CreatedKey:
+        return await self._t.run(ops.rotate_key(id, grace_seconds, name))
+
+    async def revoke(self, id: str, *, force: bool = False) -> ApiKey:
+        return await self._t.run(ops.revoke_key(id, force))
+
+
+class Usage:
+    def __init__(self, transport: SyncTransport) -> None:
+        self._t = transport
+
+    def list(self, *, limit: int | None = None, cursor: str | None = None) -> Page[LedgerEntry]:
+        """One page of the ledger, newest first; pass ``next_cursor`` back for the next page."""
+        return self._t.run(ops.list_usage(limit, cursor))
+
+
+class AsyncUsage:
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._t = transport
+
+    async def list(self, *, limit: int | None = None, cursor: str | None = None) -> Page[LedgerEntry]:
+        return await self._t.run(ops.list_usage(limit, cursor))
+
+
+class Webhooks:
+    def __init__(self, transport: SyncTransport) -> None:
+        self._t = transport
+
+    def register(self, url: str, events: builtins.list[str]) -> Webhook:
+        """Registers an HTTPS endpoint; the answer's ``secret`` is shown this once."""
+        return self._t.run(ops.register_webhook(url, events))
+
+    def list(self) -> builtins.list[Webhook]:
+        return self._t.run(ops.list_webhooks())
+
+    def delete(self, id: str) -> bool:
+        return self._t.run(ops.delete_webhook(id))
+
+    def test(self, webhook_id: str | None = None) -> builtins.list[SentTest]:
+        """Sends a ``webhook.test`` event to one webhook, or to all of them."""
+        return self._t.run(ops.test_webhook(webhook_id))
+
+    def rotate_secret(self, id: str, *, overlap_seconds: int | None = None) -> Webhook:
+        return self._t.run(ops.rotate_webhook_secret(id, overlap_seconds))
+
+    def deliveries(self, id: str) -> builtins.list[Delivery]:
+        return self._t.run(ops.list_deliveries(id))
+
+    def resend(self, id: str, event_id: str) -> SentTest:
+        return self._t.run(ops.resend_delivery(id, event_id))
+
+
+class AsyncWebhooks:
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._t = transport
+
+    async def register(self, url: str, events: builtins.list[str]) -> Webhook:
+        return await self._t.run(ops.register_webhook(url, events))
+
+    async def list(self) -> builtins.list[Webhook]:
+        return await self._t.run(ops.list_webhooks())
+
+    async def delete(self, id: str) -> bool:
+        return await self._t.run(ops.delete_webhook(id))
+
+    async def test(self, webhook_id: str | None = None) -> builtins.list[SentTest]:
+        return await self._t.run(ops.test_webhook(webhook_id))
+
+    async def rotate_secret(self, id: str, *, overlap_seconds: int | None = None) -> Webhook:
+        return await self._t.run(ops.rotate_webhook_secret(id, overlap_seconds))
+
+    async def deliveries(self, id: str) -> builtins.list[Delivery]:
+        return await self._t.run(ops.list_deliveries(id))
+
+    async def resend(self, id: str, event_id: str) -> SentTest:
+        return await self._t.run(ops.resend_delivery(id, event_id))

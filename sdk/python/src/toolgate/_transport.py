@@ -1,0 +1,237 @@
+"""Sending one API request: authentication, x402 payment, retries, and error mapping.
+
+One ``Operation`` describes a request and how to read its answer; ``SyncTransport`` and
+``AsyncTransport`` run it with httpx. The retry rule is written once (``_Policy``):
+
+- 429 is retried after ``Retry-After`` (at most 60 s; longer is returned as the error), else after
+  an exponential backoff with jitter, at most ``max_retries`` times;
+- 503 (but ``tool_unavailable``) and network errors are retried when repeating the request cannot
+  do anything twice: reads, tool calls (which always carry an ``Idempotency-Key``, so the gateway
+  runs and charges them once), and any request that never reached the gateway (connection refused);
+- a paid call re-sends the SAME signed payment on a retry, never a new one: the gateway settles one
+  authorization once, so a retry can never pay twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generator, Generic, Mapping, TypeVar
+
+import httpx
+
+from ._errors import ToolgateError
+from ._payments import AsyncWalletPayer, WalletPayer
+
+T = TypeVar("T")
+
+USER_AGENT = "toolgate-python/0.1.0"
+NOT_RETRIED = frozenset({"tool_unavailable"})
+MAX_RETRY_AFTER = 60.0
+
+
+@dataclass
+class Operation(Generic[T]):
+    method: str
+    path: str
+    parse: Callable[["Answer"], T]
+    json: Any = None
+    params: dict[str, Any] | None = None
+    idempotency_key: str | None = None
+    payable: bool = False
+    """A tool call: without an API key, a 402 is answered by paying with the wallet."""
+    auth: bool = True
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: httpx.Headers
+    body: Any
+
+
+@dataclass
+class _Policy:
+    max_retries: int
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return retry_after
+        backoff: float = min(self.max_delay, self.base_delay * 2.0**attempt)
+        return backoff * (0.5 + random.random() / 2)  # jitter: clients that failed together do not retry together
+
+    @staticmethod
+    def repeatable(op: Operation[Any]) -> bool:
+        """Sending it again cannot act twice: a read, or a call the gateway dedupes by its key."""
+        return op.method in ("GET", "HEAD", "DELETE") or op.idempotency_key is not None
+
+    def retry_status(self, op: Operation[Any], error: ToolgateError) -> bool:
+        if error.retry_after is not None and error.retry_after > MAX_RETRY_AFTER:
+            return False  # not worth blocking for: the caller gets the error and its retry_after
+        if error.status == 429:
+            return True  # refused before anything was done
+        # A tool without a provider stays unavailable: asking again cannot help.
+        return error.status == 503 and error.code not in NOT_RETRIED and self.repeatable(op)
+
+    def retry_network(self, op: Operation[Any], error: httpx.TransportError) -> bool:
+        if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)):
+            return True  # the request never left
+        return self.repeatable(op)
+
+
+@dataclass
+class Settings:
+    api_key: str | None
+    base_url: str
+    max_retries: int
+    timeout: float
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _network_error(error: httpx.TransportError) -> ToolgateError:
+    code = "timeout" if isinstance(error, httpx.TimeoutException) else "network_error"
+    return ToolgateError(status=0, code=code, message=f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+
+
+def _decode(response: httpx.Response) -> Any:
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        raise ToolgateError(
+            status=response.status_code,
+            code="invalid_response",
+            message=f"The gateway answered {response.status_code} with a body that is not JSON.",
+            request_id=response.headers.get("x-request-id"),
+        ) from None
+
+
+class _Base:
+    def __init__(self, settings: Settings, paying: bool) -> None:
+        self.settings = settings
+        self.policy = _Policy(max_retries=max(0, settings.max_retries))
+        # A wallet pays only when there is no API key: a keyed caller's 402 (out of credits) is an error.
+        self.paying = paying and not settings.api_key
+
+    def _headers(self, op: Operation[Any], payment: dict[str, str] | None) -> dict[str, str]:
+        headers = {"accept": "application/json", "user-agent": USER_AGENT, **self.settings.headers}
+        if op.auth and self.settings.api_key:
+            headers["x-api-key"] = self.settings.api_key
+        if op.idempotency_key:
+            headers["idempotency-key"] = op.idempotency_key
+        if payment:
+            headers.update(payment)
+        return headers
+
+    def _request(self, op: Operation[Any], payment: dict[str, str] | None) -> dict[str, Any]:
+        return {
+            "method": op.method,
+            "url": self.settings.base_url + op.path,
+            "headers": self._headers(op, payment),
+            "json": op.json,
+            "params": {k: v for k, v in (op.params or {}).items() if v is not None} or None,
+        }
+
+    def _steps(self, op: Operation[T]) -> Generator[tuple[str, Any], Any, T]:
+        """The request's whole life, as steps for a driver to perform: ("send", request kwargs)
+        is answered with the httpx response (or has the transport error thrown in), ("pay",
+        response) with the payment headers, ("sleep", seconds) with nothing."""
+        payment: dict[str, str] | None = None
+        attempt = 0
+        while True:
+            try:
+                response: httpx.Response = yield ("send", self._request(op, payment))
+            except httpx.TransportError as lost:
+                if attempt < self.policy.max_retries and self.policy.retry_network(op, lost):
+                    yield ("sleep", self.policy.delay(attempt, None))
+                    attempt += 1
+                    continue
+                raise _network_error(lost) from lost
+            if response.status_code == 402 and op.payable and self.paying and payment is None:
+                payment = yield ("pay", response)
+                continue  # the paid attempt is not a retry
+            if response.is_success:
+                return op.parse(Answer(response.status_code, response.headers, _decode(response)))
+            error = ToolgateError.from_response(response.status_code, response.headers, response.text)
+            if attempt < self.policy.max_retries and self.policy.retry_status(op, error):
+                yield ("sleep", self.policy.delay(attempt, error.retry_after))
+                attempt += 1
+                continue
+            raise error
+
+
+class SyncTransport(_Base):
+    def __init__(self, settings: Settings, payer: WalletPayer | None, http: httpx.Client | None = None) -> None:
+        super().__init__(settings, paying=payer is not None)
+        self.payer = payer
+        self.http = http or httpx.Client(timeout=settings.timeout)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def run(self, op: Operation[T]) -> T:
+        steps = self._steps(op)
+        step = next(steps)
+        while True:
+            kind, arg = step
+            try:
+                if kind == "send":
+                    try:
+                        reply: Any = self.http.request(**arg)
+                    except httpx.TransportError as error:
+                        step = steps.throw(error)
+                        continue
+                elif kind == "pay":
+                    assert self.payer is not None
+                    reply = self.payer.payment_headers(arg.headers, arg.text)
+                else:
+                    time.sleep(arg)
+                    reply = None
+                step = steps.send(reply)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+
+class AsyncTransport(_Base):
+    def __init__(self, settings: Settings, payer: AsyncWalletPayer | None, http: httpx.AsyncClient | None = None) -> None:
+        super().__init__(settings, paying=payer is not None)
+        self.payer = payer
+        self.http = http or httpx.AsyncClient(timeout=settings.timeout)
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def run(self, op: Operation[T]) -> T:
+        steps = self._steps(op)
+        step = next(steps)
+        while True:
+            kind, arg = step
+            try:
+                if kind == "send":
+                    try:
+                        reply: Any = await self.http.request(**arg)
+                    except httpx.TransportError as error:
+                        step = steps.throw(error)
+                        continue
+                elif kind == "pay":
+                    assert self.payer is not None
+                    reply = await self.payer.payment_headers(arg.headers, arg.text)
+                else:
+                    await asyncio.sleep(arg)
+                    reply = None
+                step = steps.send(reply)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+
+def header_int(headers: Mapping[str, str], name: str) -> int | None:
+    value = headers.get(name)
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None

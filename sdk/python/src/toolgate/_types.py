@@ -1,0 +1,206 @@
+"""Typed views of the gateway's answers (``/v1/tools`` and ``/api/v1``).
+
+Each record keeps the answer it was made from in ``raw``, so fields the gateway adds later (the
+API only ever adds fields within a version) are reachable before this library names them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R", bound="_Record")
+
+
+class _Record:
+    """``from_dict``: the answer's fields this record names (absent optional ones take their
+    defaults; an absent required one is a KeyError), and the whole answer in ``raw``."""
+
+    @classmethod
+    def from_dict(cls: type[R], d: dict[str, Any]) -> R:
+        values: dict[str, Any] = {}
+        for f in fields(cls):  # type: ignore[arg-type]
+            if f.name == "raw":
+                values["raw"] = d
+            elif f.name in d:
+                values[f.name] = d[f.name]
+            elif f.default is MISSING and f.default_factory is MISSING:
+                raise KeyError(f.name)
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class ToolPrice:
+    credits: int
+    usd: str
+    usdc_atomic: int
+    """USDC atomic units (6 decimals) paid per call with x402."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    aliases: list[str]
+    title: str
+    description: str
+    price: ToolPrice
+    available: bool
+    endpoint: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    unavailable_reason: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Tool":
+        price = d.get("price") or {}
+        return cls(
+            name=d["name"],
+            aliases=list(d.get("aliases") or []),
+            title=d.get("title", d["name"]),
+            description=d.get("description", ""),
+            price=ToolPrice(credits=int(price.get("credits", 0)), usd=str(price.get("usd", "0")), usdc_atomic=int(price.get("usdc_atomic", "0"))),
+            available=bool(d.get("available", True)),
+            endpoint=d.get("endpoint", f"/v1/tools/{d['name']}"),
+            input_schema=d.get("input_schema") or {"type": "object"},
+            output_schema=d.get("output_schema") or {"type": "object"},
+            unavailable_reason=d.get("unavailable_reason"),
+            raw=d,
+        )
+
+
+@dataclass(frozen=True)
+class Account(_Record):
+    id: str
+    email: str | None
+    email_verified: bool
+    tier: str
+    credits: int
+    credits_low_threshold: int
+    rate_limit_per_minute: int
+    features: list[str]
+    features_coming: list[str] = field(default_factory=list)
+    """What the tier will include, announced but not built yet."""
+    next_allowance_at: str | None = None
+    plan_expires_at: str | None = None
+    created_at: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+
+@dataclass(frozen=True)
+class ApiKey(_Record):
+    """A key as listed: never the key itself, only its prefix and last four characters."""
+
+    id: str
+    name: str | None
+    prefix: str
+    last4: str
+    status: str
+    """``active``, ``expiring`` (in a rotation's grace period) or ``revoked``."""
+    created_at: str | None = None
+    revoked_at: str | None = None
+    last_used_at: str | None = None
+    """When the key last authenticated a request, to the minute."""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+
+@dataclass(frozen=True)
+class CreatedKey:
+    """A new key: ``key`` is the full secret, shown in this answer only."""
+
+    key: str
+    info: ApiKey
+    replaced: ApiKey | None = None
+    """On a rotation: the old key, now ``expiring`` or ``revoked``."""
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CreatedKey":
+        replaced = d.get("replaced")
+        return cls(key=d["key"], info=ApiKey.from_dict(d), replaced=ApiKey.from_dict(replaced) if replaced else None)
+
+
+@dataclass(frozen=True)
+class LedgerEntry(_Record):
+    id: str
+    at: str
+    kind: str
+    """``grant``, ``purchase``, ``allowance``, ``debit`` or ``refund``."""
+    amount: int
+    """Signed: debits are negative."""
+    balance: int
+    reason: str
+    request_id: str
+    tool: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    data: list[T]
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True)
+class Event(_Record):
+    """An account event (``GET /api/v1/events``), also the body of a webhook delivery."""
+
+    id: str
+    event: str
+    timestamp: str
+    data: dict[str, Any]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+
+@dataclass(frozen=True)
+class Webhook(_Record):
+    id: str
+    url: str
+    events: list[str]
+    created_at: str
+    previous_secret_expires_at: str | None = None
+    secret: str | None = None
+    """``whsec_...``: present only in the answers to register and rotate-secret."""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+
+@dataclass(frozen=True)
+class Delivery(_Record):
+    event_id: str
+    event: str
+    attempt: int
+    at: str
+    status: int | None
+    duration_ms: int
+    outcome: str
+    """``delivered``, ``retrying`` or ``failed``."""
+    error: str | None = None
+    next_attempt_at: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+
+@dataclass(frozen=True)
+class SentTest:
+    webhook_id: str
+    event_id: str
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """A tool's output with what the call cost (``tools.call_with_details``)."""
+
+    output: dict[str, Any]
+    request_id: str | None
+    credits_charged: int | None
+    """``X-Credits-Charged`` (keyed calls and paid calls alike)."""
+    credits_remaining: int | None
+    replayed: bool
+    """``Idempotent-Replayed``: the answer was stored by an earlier attempt with the same key."""
+    payment: dict[str, Any] | None = None
+    """The settlement (``PAYMENT-RESPONSE``: transaction, network, payer) when the call was paid with x402."""

@@ -1,0 +1,109 @@
+"""Verifying a webhook delivery before trusting it.
+
+The gateway signs every delivery twice, and either signature is accepted:
+
+- ``X-Webhook-Signature: sha256=<hex>``: HMAC-SHA256 of the raw body, keyed by the whole secret
+  string (``whsec_...``); the whole header value is compared with the expected one;
+- the Standard Webhooks headers ``webhook-id``, ``webhook-timestamp``, ``webhook-signature``
+  (``v1,<base64>`` HMAC-SHA256 of ``"<id>.<timestamp>.<body>"`` keyed by the secret's decoded
+  bytes; several entries while a secret rotation overlaps).
+
+Every comparison is constant-time (``hmac.compare_digest``). Freshness is judged on a signed
+time: ``webhook-timestamp`` when the Standard Webhooks signature matched, else the body's own
+``timestamp`` (inside the bytes ``X-Webhook-Signature`` covers).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import time
+from datetime import datetime
+from typing import Any, Mapping
+
+from ._errors import ToolgateError
+from ._types import Event
+
+DEFAULT_TOLERANCE_SECONDS = 300
+
+
+def _header(headers: Any, name: str) -> str | None:
+    getter = getattr(headers, "get", None)
+    value = getter(name) if getter else None
+    if value is None and isinstance(headers, Mapping):
+        value = next((v for k, v in headers.items() if isinstance(k, str) and k.lower() == name), None)
+    if isinstance(value, (list, tuple)):
+        value = " ".join(value)
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    return value if isinstance(value, str) else None
+
+
+def _fail(code: str, message: str) -> ToolgateError:
+    return ToolgateError(status=0, code=code, message=message)
+
+
+def _spec_signature_matches(body: bytes, given: str | None, secret: str) -> bool:
+    if not given:
+        return False
+    expected = "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(given.strip().encode("utf-8"), expected.encode("utf-8"))
+
+
+def _standard_signature_matches(body: bytes, headers: Any, secret: str) -> bool:
+    msg_id, stamp, signatures = (_header(headers, n) for n in ("webhook-id", "webhook-timestamp", "webhook-signature"))
+    if not (msg_id and stamp and signatures):
+        return False
+    try:
+        key = base64.b64decode(secret.removeprefix("whsec_"), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    expected = base64.b64encode(hmac.new(key, f"{msg_id}.{stamp}.".encode("utf-8") + body, hashlib.sha256).digest())
+    for entry in signatures.split(" "):
+        version, _, signature = entry.partition(",")
+        if version == "v1" and hmac.compare_digest(signature.encode("utf-8"), expected):
+            return True
+    return False
+
+
+def verify_webhook(
+    raw_body: bytes | str,
+    headers: Mapping[str, Any] | Any,
+    secret: str,
+    *,
+    tolerance_seconds: float = DEFAULT_TOLERANCE_SECONDS,
+    now: float | None = None,
+) -> Event:
+    """Verifies a delivery and returns its event; raises ``ToolgateError`` otherwise.
+
+    :param raw_body: the request body exactly as received (bytes; parse nothing before this).
+    :param headers: the request headers (any mapping; names are matched case-insensitively).
+    :param secret: the webhook's ``whsec_...`` secret, from registration or rotation.
+    :param tolerance_seconds: how old (or how far in the future) a delivery may be.
+    :param now: the time to judge freshness against (Unix seconds); default now.
+    """
+    body = raw_body.encode("utf-8") if isinstance(raw_body, str) else bytes(raw_body)
+    signed_at: float | None = None
+    if _standard_signature_matches(body, headers, secret):
+        signed_at = float(_header(headers, "webhook-timestamp") or "nan")
+    elif not _spec_signature_matches(body, _header(headers, "x-webhook-signature"), secret):
+        raise _fail("webhook_signature_invalid", "The webhook's signature does not match the body and secret.")
+
+    try:
+        parsed = json.loads(body)
+        event = Event.from_dict(parsed)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise _fail("webhook_signature_invalid", "The webhook's body is not a Toolgate event.") from None
+
+    if signed_at is None:
+        try:
+            signed_at = datetime.fromisoformat(event.timestamp.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            raise _fail("webhook_timestamp_invalid", "The webhook's timestamp is not a date.") from None
+    current = time.time() if now is None else now
+    if not abs(current - signed_at) <= tolerance_seconds:
+        raise _fail("webhook_timestamp_invalid", f"The webhook was signed {current - signed_at:.0f} s from now, beyond the {tolerance_seconds:g} s tolerance.")
+    return event

@@ -1,0 +1,71 @@
+"""Account, keys and usage, mirroring /api/v1."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolgate import AsyncToolgate, Toolgate, ToolgateError
+
+
+def test_reads_the_account(gateway, pro_key):
+    account = Toolgate(api_key=pro_key, base_url=gateway.base_url).account.get()
+    assert account.tier == "pro" and account.credits == 1000
+    assert "webhooks" in account.features and account.rate_limit_per_minute == 300
+
+
+def test_rotating_a_key_gives_a_new_key_and_stops_the_old_one(gateway, pro_key):
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    [old] = client.keys.list()
+    assert old.status == "active" and pro_key.startswith(old.prefix) and pro_key.endswith(old.last4)
+    assert old.last_used_at is not None  # this very request used it
+    rotated = client.keys.rotate(old.id)
+    assert rotated.key.startswith("tg_live_") and rotated.key != pro_key
+    assert rotated.replaced is not None and rotated.replaced.id == old.id and rotated.replaced.status == "revoked"
+    with pytest.raises(ToolgateError) as caught:
+        client.account.get()
+    assert (caught.value.status, caught.value.code) == (401, "api_key_revoked")
+    renewed = Toolgate(api_key=rotated.key, base_url=gateway.base_url)
+    assert renewed.tools.call("hash", {"text": "after rotation"})["algorithm"] == "sha256"
+    assert {k.id: k.status for k in renewed.keys.list()} == {old.id: "revoked", rotated.info.id: "active"}
+
+
+def test_a_rotation_with_grace_keeps_the_old_key_working_for_a_while(gateway, pro_key):
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    [old] = client.keys.list()
+    rotated = client.keys.rotate(old.id, grace_seconds=600)
+    assert rotated.replaced.status == "expiring"
+    assert client.account.get().credits == 1000
+
+
+async def test_creates_and_revokes_keys_with_the_async_client(gateway, pro_key):
+    async with AsyncToolgate(api_key=pro_key, base_url=gateway.base_url) as client:
+        created = await client.keys.create("ci")
+        assert created.info.name == "ci" and created.key.endswith(created.info.last4)
+        revoked = await client.keys.revoke(created.info.id)
+        assert revoked.status == "revoked"
+        statuses = {k.id: k.status for k in await client.keys.list()}
+    assert statuses[created.info.id] == "revoked"
+    with pytest.raises(ToolgateError) as caught:
+        Toolgate(api_key=created.key, base_url=gateway.base_url).account.get()
+    assert caught.value.code == "api_key_revoked"
+
+
+def test_the_last_active_key_is_revoked_only_with_force(gateway, pro_key):
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    [only] = client.keys.list()
+    with pytest.raises(ToolgateError) as caught:
+        client.keys.revoke(only.id)
+    assert (caught.value.status, caught.value.code) == (409, "last_active_key")
+    assert client.keys.revoke(only.id, force=True).status == "revoked"
+
+
+def test_usage_lists_the_ledger_page_by_page(gateway, pro_key):
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    for i in range(3):
+        client.tools.call("hash", {"text": str(i)})
+    first = client.usage.list(limit=2)
+    assert [e.kind for e in first.data] == ["debit", "debit"] and first.data[0].tool == "hash"
+    assert first.data[0].amount == -1 and first.next_cursor
+    rest = client.usage.list(limit=100, cursor=first.next_cursor)
+    kinds = [e.kind for e in rest.data]
+    assert kinds[0] == "debit" and "grant" in kinds

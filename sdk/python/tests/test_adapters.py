@@ -1,0 +1,162 @@
+"""Agent-framework adapters, checked offline against each framework's own types: the OpenAI and
+Anthropic SDKs' request types (as JSON Schema, validated with jsonschema), their response models
+parsed from tool-calling answers, and langchain-core's StructuredTool."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+
+import jsonschema
+import pytest
+from pydantic import TypeAdapter
+
+from toolgate import AsyncToolgate, Toolgate
+from toolgate.adapters import select_tools
+from toolgate.adapters.anthropic import AnthropicTools
+from toolgate.adapters.openai import OpenAITools
+
+NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+@functools.cache
+def shape(type_: object) -> dict:
+    """The JSON Schema of an SDK's request type (a TypedDict), from pydantic."""
+    return TypeAdapter(type_).json_schema()
+
+
+def check_parameters(schema: dict) -> None:
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["type"] == "object"
+    assert not {"oneOf", "anyOf", "allOf", "$schema"} & schema.keys()
+
+
+def test_subset_by_names_and_by_search(gateway):
+    catalogue = Toolgate(base_url=gateway.base_url).tools.list()
+    assert [t.name for t in select_tools(catalogue, names=["hash", "convert-units"])] == ["hash", "unit-convert"]
+    assert select_tools(catalogue, search="convert units of measure", limit=1)[0].name == "unit-convert"
+    assert "web-search" not in {t.name for t in select_tools(catalogue)}  # unavailable tools are left out
+    with pytest.raises(ValueError, match="No such tool: nope"):
+        select_tools(catalogue, names=["nope"])
+
+
+def test_openai_tools_validate_as_chat_completion_tools(gateway):
+    from openai.types.chat import ChatCompletionFunctionToolParam
+
+    toolset = OpenAITools.load(Toolgate(base_url=gateway.base_url), names=[t.name for t in Toolgate(base_url=gateway.base_url).tools.list()])
+    assert len(toolset.tools) == 16
+    request_shape = shape(ChatCompletionFunctionToolParam)
+    for tool in toolset.tools:
+        jsonschema.validate(tool, request_shape)
+        assert NAME.match(tool["function"]["name"])
+        check_parameters(tool["function"]["parameters"])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"type": "function"}, request_shape)  # the shape does refuse a tool without its function
+
+
+def test_openai_dispatcher_runs_a_models_tool_calls(gateway, pro_key):
+    from openai.types.chat import ChatCompletion, ChatCompletionToolMessageParam
+
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    toolset = OpenAITools.load(client, search="hash digest")
+    completion = ChatCompletion.model_validate(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "test",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {"id": "call_1", "type": "function", "function": {"name": "hash", "arguments": json.dumps({"text": "agent"})}},
+                            {"id": "call_2", "type": "function", "function": {"name": "hash", "arguments": json.dumps({"text": 1})}},
+                            {"id": "call_3", "type": "function", "function": {"name": "qr-code", "arguments": "{}"}},
+                        ],
+                    },
+                }
+            ],
+        }
+    )
+    messages = toolset.run(completion.choices[0].message.tool_calls)
+    for message in messages:
+        jsonschema.validate(message, shape(ChatCompletionToolMessageParam))
+    assert [m["tool_call_id"] for m in messages] == ["call_1", "call_2", "call_3"]
+    assert json.loads(messages[0]["content"])["digest"] == hashlib.sha256(b"agent").hexdigest()
+    assert json.loads(messages[1]["content"])["error"] == {"code": "validation_failed", "message": json.loads(messages[1]["content"])["error"]["message"], "param": "text"}
+    assert json.loads(messages[2]["content"])["error"]["code"] == "tool_not_offered"
+
+
+def test_anthropic_tools_validate_as_messages_api_tools(gateway):
+    from anthropic.types import ToolParam
+
+    toolset = AnthropicTools.load(Toolgate(base_url=gateway.base_url), search="text", limit=20)
+    assert toolset.tools
+    for tool in toolset.tools:
+        jsonschema.validate(tool, shape(ToolParam))
+        assert NAME.match(tool["name"])
+        check_parameters(tool["input_schema"])
+    ai = AnthropicTools(None, [Toolgate(base_url=gateway.base_url).tools.get("ai-generate")]).tools[0]
+    check_parameters(ai["input_schema"])  # its top-level oneOf is left to the gateway
+
+
+async def test_anthropic_dispatcher_runs_tool_use_blocks_with_the_async_client(gateway, pro_key):
+    from anthropic.types import Message, ToolResultBlockParam
+
+    async with AsyncToolgate(api_key=pro_key, base_url=gateway.base_url) as client:
+        toolset = await AnthropicTools.aload(client, names=["hash", "unit-convert"])
+        message = Message.model_validate(
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": "test",
+                "stop_reason": "tool_use",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+                "content": [
+                    {"type": "text", "text": "Converting."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "unit-convert", "input": {"value": 2, "from": "km", "to": "m"}},
+                    {"type": "tool_use", "id": "toolu_2", "name": "hash", "input": {}},
+                ],
+            }
+        )
+        results = await toolset.arun(message.content)
+    for result in results:
+        jsonschema.validate(result, shape(ToolResultBlockParam))
+    assert results[0]["tool_use_id"] == "toolu_1" and json.loads(results[0]["content"])["result"] == 2000
+    assert "is_error" not in results[0]
+    assert results[1]["is_error"] is True and json.loads(results[1]["content"])["error"]["param"] == "text"
+
+
+def test_langchain_structured_tool_invokes(gateway, pro_key):
+    from langchain_core.messages import ToolMessage
+    from langchain_core.tools import StructuredTool
+
+    from toolgate.adapters.langchain import langchain_tools
+
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    [tool] = langchain_tools(client, names=["hash"])
+    assert isinstance(tool, StructuredTool) and tool.name == "hash"
+    assert tool.args["text"]["type"] == "string"
+    assert tool.invoke({"text": "lc"})["digest"] == hashlib.sha256(b"lc").hexdigest()
+    message = tool.invoke({"type": "tool_call", "id": "tc_1", "name": "hash", "args": {"text": "lc", "algorithm": "md5"}})
+    assert isinstance(message, ToolMessage) and message.tool_call_id == "tc_1"
+    assert hashlib.md5(b"lc").hexdigest() in message.content
+    assert "validation_failed" in tool.invoke({"text": 3})  # a failure goes back to the model as text
+
+
+async def test_langchain_tool_runs_on_the_async_client(gateway, pro_key):
+    from toolgate.adapters.langchain import langchain_tools
+
+    async with AsyncToolgate(api_key=pro_key, base_url=gateway.base_url) as client:
+        with pytest.raises(TypeError, match="pass the catalogue"):
+            langchain_tools(client)
+        [tool] = langchain_tools(client, await client.tools.list(), search="unit convert", limit=1)
+        assert (await tool.ainvoke({"value": 3, "from": "m", "to": "cm"}))["result"] == 300

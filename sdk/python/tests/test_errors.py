@@ -1,0 +1,70 @@
+"""Error answers become one ToolgateError with the gateway's status, code, message, param and request id."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolgate import AsyncToolgate, Toolgate, ToolgateError
+
+
+def test_invalid_input_is_a_422_naming_the_field(gateway, pro_key):
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    before = gateway.balance(pro_key)
+    with pytest.raises(ToolgateError) as caught:
+        client.tools.call("hash", {"text": 42})
+    error = caught.value
+    assert (error.status, error.code, error.param) == (422, "validation_failed", "text")
+    assert "text" in error.message and error.request_id.startswith("req_")
+    assert gateway.balance(pro_key) == before  # never charged
+
+
+async def test_async_client_raises_the_same_error(gateway, pro_key):
+    async with AsyncToolgate(api_key=pro_key, base_url=gateway.base_url) as client:
+        with pytest.raises(ToolgateError) as caught:
+            await client.tools.call("hash", {"text": "x", "algorithm": "crc32"})
+    assert (caught.value.status, caught.value.code, caught.value.param) == (422, "validation_failed", "algorithm")
+
+
+def test_a_call_without_key_or_wallet_is_a_402_with_the_offer(gateway):
+    client = Toolgate(base_url=gateway.base_url, api_key="")
+    with pytest.raises(ToolgateError) as caught:
+        client.tools.call("hash", {"text": "x"})
+    error = caught.value
+    assert (error.status, error.code) == (402, "payment_required")
+    assert error.request_id.startswith("req_")
+    assert error.body["accepts"][0]["maxAmountRequired"] == "2000"
+
+
+def test_a_keyed_account_out_of_credits_gets_402_insufficient_credits(gateway):
+    _, key = gateway.new_account("pro", 25)  # the sign-up grant only
+    client = Toolgate(api_key=key, base_url=gateway.base_url, max_retries=0)
+    for i in range(25):
+        client.tools.call("hash", {"text": str(i)})
+    with pytest.raises(ToolgateError) as caught:
+        client.tools.call("hash", {"text": "one too many"})
+    assert (caught.value.status, caught.value.code) == (402, "insufficient_credits")
+
+
+def test_rate_limited_is_a_429_with_retry_after(gateway):
+    _, key = gateway.new_account("free", 25)
+    client = Toolgate(api_key=key, base_url=gateway.base_url, max_retries=0)
+    with pytest.raises(ToolgateError) as caught:
+        for _ in range(61):  # the Free tier's 60 requests a minute, and one more
+            client.account.get()
+    error = caught.value
+    assert (error.status, error.code) == (429, "rate_limited")
+    assert error.retry_after is not None and 0 < error.retry_after <= 60
+    assert error.request_id.startswith("req_")
+
+
+def test_an_unknown_key_is_a_401(gateway):
+    with pytest.raises(ToolgateError) as caught:
+        Toolgate(api_key="tg_live_nope", base_url=gateway.base_url).account.get()
+    assert (caught.value.status, caught.value.code) == (401, "invalid_api_key")
+
+
+def test_an_unreachable_gateway_is_a_network_error_after_retries(gateway):
+    client = Toolgate(api_key="k", base_url="http://127.0.0.1:9", max_retries=1)
+    with pytest.raises(ToolgateError) as caught:
+        client.tools.list()
+    assert (caught.value.status, caught.value.code) == (0, "network_error")

@@ -1,0 +1,85 @@
+"""A call whose answer is lost on the way back is retried with the same Idempotency-Key, and the
+gateway runs and charges it once."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from toolgate import AsyncToolgate, Toolgate, ToolgateError
+
+
+def debits(client):
+    return [e for e in client.usage.list(limit=100).data if e.kind == "debit"]
+
+
+def test_a_retried_call_after_a_dropped_connection_is_charged_once(gateway, pro_key, dropping_proxy):
+    before = gateway.balance(pro_key)
+    client = Toolgate(api_key=pro_key, base_url=dropping_proxy.url)
+    result = client.tools.call_with_details("hash", {"text": "charged once"})
+    assert dropping_proxy.dropped == 1 and dropping_proxy.connections == 2  # the answer was lost once
+    assert result.replayed is True  # the retry got the first attempt's stored answer
+    assert gateway.balance(pro_key) == before - 1
+    assert len(debits(Toolgate(api_key=pro_key, base_url=gateway.base_url))) == 1
+
+
+async def test_the_async_client_retries_the_same_way(gateway, pro_key, dropping_proxy):
+    before = gateway.balance(pro_key)
+    async with AsyncToolgate(api_key=pro_key, base_url=dropping_proxy.url) as client:
+        output = await client.tools.call("hash", {"text": "async, charged once"})
+    assert output["algorithm"] == "sha256" and dropping_proxy.dropped == 1
+    assert gateway.balance(pro_key) == before - 1
+
+
+def test_a_paid_call_retried_after_a_dropped_connection_pays_once(gateway, wallet, spending, dropping_proxy):
+    price = 2000
+    payer_before = gateway.token_balance(gateway.wallet_address)
+    client = Toolgate(base_url=dropping_proxy.url, wallet=wallet, spending=spending)
+    dropping_proxy.match = b"payment-signature:"  # lose the answer to the paid attempt
+    # The retry re-sends the same signed payment, never a new one; the gateway replays the answer.
+    result = client.tools.call_with_details("hash", {"text": "paid once"})
+    assert result.output["algorithm"] == "sha256" and result.replayed is True
+    assert dropping_proxy.dropped == 1
+    assert gateway.token_balance(gateway.wallet_address) == payer_before - price
+    assert client.spent == price
+
+
+def test_a_request_that_is_not_idempotent_is_not_repeated_after_a_lost_answer(gateway, pro_key, dropping_proxy):
+    direct = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    keys_before = len(direct.keys.list())
+    with pytest.raises(ToolgateError) as caught:
+        Toolgate(api_key=pro_key, base_url=dropping_proxy.url).keys.create("lost answer")
+    assert (caught.value.status, caught.value.code) == (0, "network_error")
+    assert dropping_proxy.connections == 1
+    assert len(direct.keys.list()) == keys_before + 1  # created once, not twice
+
+
+def test_retries_stop_after_max_retries(gateway, pro_key, dropping_proxy):
+    dropping_proxy.to_drop = 10
+    before = gateway.balance(pro_key)
+    with pytest.raises(ToolgateError) as caught:
+        Toolgate(api_key=pro_key, base_url=dropping_proxy.url, max_retries=1).tools.call("hash", {"text": "x"})
+    assert caught.value.code == "network_error"
+    assert dropping_proxy.connections == 2
+    assert gateway.balance(pro_key) == before - 1  # both attempts, one charge
+
+
+def test_an_unavailable_tool_is_not_retried(gateway, pro_key, dropping_proxy):
+    dropping_proxy.to_drop = 0
+    client = Toolgate(api_key=pro_key, base_url=dropping_proxy.url, max_retries=2)
+    with pytest.raises(ToolgateError) as caught:
+        client.tools.call("web-search", {"query": "no provider here"})
+    assert (caught.value.status, caught.value.code) == (503, "tool_unavailable")
+    assert dropping_proxy.requests == 1
+
+
+def test_retry_after_is_read_as_seconds_or_as_a_date():
+    from email.utils import formatdate
+
+    from toolgate._errors import retry_after_seconds
+
+    assert retry_after_seconds("7") == 7
+    assert 25 <= retry_after_seconds(formatdate(time.time() + 30, usegmt=True)) <= 30
+    assert retry_after_seconds("soon") is None
+

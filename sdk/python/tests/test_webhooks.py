@@ -1,0 +1,102 @@
+"""Webhooks: managed through the client, and verify_webhook on real deliveries from the gateway."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from toolgate import AsyncToolgate, Toolgate, ToolgateError, verify_webhook
+
+
+@pytest.fixture
+def delivered(gateway, pro_key, receiver):
+    """A webhook.test event as the gateway delivered it to a real HTTPS receiver, and the secret."""
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    webhook = client.webhooks.register(receiver.url("/hook"), ["tool.error", "credits.low"])
+    assert webhook.secret and webhook.secret.startswith("whsec_")
+    [sent] = client.webhooks.test(webhook.id)
+    delivery = receiver.wait_for("/hook", lambda d: d.headers.get("x-webhook-id") == sent.event_id)
+    return client, webhook, sent, delivery
+
+
+def test_accepts_a_real_delivery(delivered):
+    _, webhook, sent, delivery = delivered
+    event = verify_webhook(delivery.body, delivery.headers, webhook.secret)
+    assert event.id == sent.event_id and event.event == "webhook.test"
+    assert event.data["webhook_id"] == webhook.id
+
+
+def test_accepts_the_specified_signature_alone(delivered):
+    _, webhook, _, delivery = delivered
+    headers = {k: v for k, v in delivery.headers.items() if not k.startswith("webhook-")}
+    assert verify_webhook(delivery.body, headers, webhook.secret).event == "webhook.test"
+
+
+def test_refuses_a_tampered_body(delivered):
+    _, webhook, _, delivery = delivered
+    body = json.loads(delivery.body)
+    body["data"]["message"] = "tampered"
+    with pytest.raises(ToolgateError) as caught:
+        verify_webhook(json.dumps(body).encode(), delivery.headers, webhook.secret)
+    assert caught.value.code == "webhook_signature_invalid"
+
+
+def test_refuses_a_wrong_secret(delivered):
+    _, _, _, delivery = delivered
+    with pytest.raises(ToolgateError) as caught:
+        verify_webhook(delivery.body, delivery.headers, "whsec_" + "A" * 44)
+    assert caught.value.code == "webhook_signature_invalid"
+
+
+def test_refuses_a_stale_timestamp(delivered):
+    _, webhook, _, delivery = delivered
+    later = time.time() + 3600
+    with pytest.raises(ToolgateError) as caught:
+        verify_webhook(delivery.body, delivery.headers, webhook.secret, tolerance_seconds=300, now=later)
+    assert caught.value.code == "webhook_timestamp_invalid"
+    spec_only = {k: v for k, v in delivery.headers.items() if not k.startswith("webhook-")}
+    with pytest.raises(ToolgateError) as caught:
+        verify_webhook(delivery.body, spec_only, webhook.secret, now=later)
+    assert caught.value.code == "webhook_timestamp_invalid"
+    assert verify_webhook(delivery.body, delivery.headers, webhook.secret, tolerance_seconds=7200, now=later)
+
+
+def test_lists_deliveries_rotates_the_secret_and_deletes(delivered, receiver):
+    client, webhook, sent, _ = delivered
+    deadline = time.monotonic() + 10
+    while not (log := client.webhooks.deliveries(webhook.id)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert log[0].event_id == sent.event_id and log[0].outcome == "delivered" and log[0].status == 200
+    rotated = client.webhooks.rotate_secret(webhook.id, overlap_seconds=0)
+    assert rotated.secret and rotated.secret != webhook.secret
+    resent = client.webhooks.resend(webhook.id, sent.event_id)
+    again = receiver.wait_for("/hook", lambda d: d.headers.get("x-webhook-id") == resent.event_id and verify_ok(d, rotated.secret))
+    assert verify_webhook(again.body, again.headers, rotated.secret).id == sent.event_id
+    assert client.webhooks.delete(webhook.id) is True
+    assert [w.id for w in client.webhooks.list()] == []
+
+
+def verify_ok(delivery, secret):
+    try:
+        verify_webhook(delivery.body, delivery.headers, secret)
+        return True
+    except ToolgateError:
+        return False
+
+
+async def test_async_client_manages_webhooks(gateway, pro_key, receiver):
+    async with AsyncToolgate(api_key=pro_key, base_url=gateway.base_url) as client:
+        webhook = await client.webhooks.register(receiver.url("/async"), ["tool.error"])
+        assert [w.id for w in await client.webhooks.list()] == [webhook.id]
+        [sent] = await client.webhooks.test()
+    delivery = receiver.wait_for("/async")
+    assert verify_webhook(delivery.body, delivery.headers, webhook.secret).id == sent.event_id
+
+
+def test_a_free_account_is_told_webhooks_need_pro(gateway):
+    _, key = gateway.new_account("free", 25)
+    with pytest.raises(ToolgateError) as caught:
+        Toolgate(api_key=key, base_url=gateway.base_url).webhooks.list()
+    assert (caught.value.status, caught.value.code) == (403, "feature_not_in_tier")

@@ -1,0 +1,63 @@
+import type { Request } from "express";
+import type { Services } from "../services.js";
+import { ApiError } from "./errors.js";
+
+/**
+ * Limits for endpoints that cost us something per call and are not counted by an account's
+ * tier limit: they make Redis keys (wallet challenges), send e-mail (verification), or make
+ * outbound requests (webhook test and resend). A route names its limit (`RouteDef.limit`);
+ * `mountRoutes` applies it after authentication and before anything else runs. Each limit
+ * counts per client address and, for a keyed caller, per account too, so neither many
+ * addresses nor many keys get around it. A refusal is 429 `rate_limited` with Retry-After, in
+ * the one error shape, and counts nowhere.
+ *
+ * Defaults below; `ENDPOINT_LIMITS=wallet-challenge=60/60,verification-email=5/3600` overrides
+ * them (calls per window in seconds).
+ */
+export const ENDPOINT_LIMITS = {
+  "wallet-challenge": { count: 30, windowSeconds: 60, what: "wallet sign-in challenges" },
+  "wallet-claim": { count: 30, windowSeconds: 60, what: "wallet sign-in claims" },
+  "verification-email": { count: 3, windowSeconds: 3600, what: "verification e-mails" },
+  "webhook-test": { count: 20, windowSeconds: 60, what: "webhook test events" },
+  "webhook-resend": { count: 30, windowSeconds: 60, what: "webhook resends" },
+} as const;
+
+export type EndpointLimitName = keyof typeof ENDPOINT_LIMITS;
+export type EndpointLimits = Record<EndpointLimitName, { count: number; windowSeconds: number }>;
+
+export const ENDPOINT_LIMITS_PATTERN = /^([a-z-]+=\d+\/\d+)(,[a-z-]+=\d+\/\d+)*$/;
+
+/** The defaults with ENDPOINT_LIMITS applied; unknown names are reported in `problems`. */
+export function endpointLimits(setting: string | undefined, problems: string[]): EndpointLimits {
+  const limits = Object.fromEntries(Object.entries(ENDPOINT_LIMITS).map(([name, l]) => [name, { count: l.count, windowSeconds: l.windowSeconds }])) as EndpointLimits;
+  for (const pair of setting?.split(",") ?? []) {
+    const [name, value] = pair.split("=") as [string, string];
+    const [count, windowSeconds] = value.split("/").map(Number) as [number, number];
+    if (!(name in limits)) problems.push(`ENDPOINT_LIMITS: unknown limit ${name} (known: ${Object.keys(limits).join(", ")})`);
+    else if (count < 1 || windowSeconds < 1) problems.push(`ENDPOINT_LIMITS: ${name} needs at least 1 call per at least 1 second`);
+    else limits[name as EndpointLimitName] = { count, windowSeconds };
+  }
+  return limits;
+}
+
+/** Counts one call against `name` for the client address and the account; throws 429 when either is spent. */
+export async function enforceEndpointLimit(services: Services, req: Request, name: EndpointLimitName, accountId: string | null, requestId: string): Promise<void> {
+  const { count, windowSeconds } = services.config.endpointLimits[name];
+  const buckets = [...(accountId ? [`endpoint:${name}:account:${accountId}`] : []), `endpoint:${name}:ip:${req.ip ?? "unknown"}`];
+  const counted: string[] = [];
+  for (const bucket of buckets) {
+    const hit = await services.store.hitRateLimit(bucket, count, windowSeconds * 1000, requestId);
+    if (hit.allowed) {
+      counted.push(bucket);
+      continue;
+    }
+    // A refused call counts nowhere: give back what it took from the other bucket.
+    await Promise.all(counted.map((b) => services.store.releaseRateLimit(b, requestId)));
+    const per = windowSeconds === 60 ? "minute" : windowSeconds === 3600 ? "hour" : `${windowSeconds} s`;
+    const whose = bucket.includes(":account:") ? "account" : "client address";
+    const setting = services.config.env === "production" ? "" : ` (ENDPOINT_LIMITS ${name}=${count}/${windowSeconds})`;
+    throw new ApiError("rate_limited", `At most ${count} ${ENDPOINT_LIMITS[name].what} per ${per} per ${whose}${setting}.`, {
+      headers: { "Retry-After": String(Math.max(1, Math.ceil(hit.resetMs / 1000))) },
+    });
+  }
+}

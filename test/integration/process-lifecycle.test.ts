@@ -1,0 +1,146 @@
+import { createServer as createTcpServer, type Server as TcpServer } from "node:net";
+import { pino } from "pino";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { startBundledWorkers } from "../../src/tools/bundled-workers.js";
+import { killMarked, processesMarked, startToolgate, waitUntilNoneMarked, type Started } from "../helpers/processes.js";
+import { REDIS_URL, dropPrefix, uniquePrefix } from "../helpers/redis.js";
+
+/**
+ * A gateway's life as a process: it starts (or refuses to) cleanly, it never leaves a child
+ * behind however it ends, and neither its log sink nor its log level decides whether it serves
+ * or stops. Real gateway processes, real bundled workers, a real anvil.
+ */
+const started: Started[] = [];
+const run = (env: Record<string, string>) => {
+  const g = startToolgate(env);
+  started.push(g);
+  return g;
+};
+afterEach(() => {
+  for (const g of started.splice(0)) {
+    g.child.kill("SIGKILL");
+    killMarked(g.marker);
+  }
+});
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createTcpServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+
+const within = <T>(promise: Promise<T>, ms: number, what: string) =>
+  Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms))]);
+
+describe("a gateway and its children", () => {
+  it("takes its bundled workers and its local chain along when it is SIGKILLed", async () => {
+    const g = run({ NODE_ENV: "development", PORT: "0", HOST: "127.0.0.1" });
+    await g.waitFor(/CHAIN_RPC_URL=\S+/);
+    await g.waitFor(/"msg":"listening"/);
+    const children = processesMarked(g.marker).filter((p) => p.pid !== g.child.pid);
+    expect(children.some((p) => p.command.includes("anvil"))).toBe(true);
+    expect(children.some((p) => p.command.includes("workers/main"))).toBe(true);
+
+    g.child.kill("SIGKILL");
+    expect(await waitUntilNoneMarked(g.marker, 5000)).toEqual([]);
+  }, 90_000);
+
+  const quietGateway = async () => {
+    const g = run({ NODE_ENV: "test", PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", SHUTDOWN_GRACE_SECONDS: "2", SECRET_KEY: "k".repeat(32), ADMIN_API_KEY: "a".repeat(32) });
+    const port = Number((await g.waitFor(/"port":(\d+)[^\n]*"msg":"listening"/))[1]);
+    return { g, url: `http://127.0.0.1:${port}` };
+  };
+  const expectExitWithinGrace = async (g: Started) => {
+    const signalledAt = Date.now();
+    g.child.kill("SIGTERM");
+    const { code, at } = await within(g.exited, 20_000, "exit after SIGTERM");
+    expect(code).toBe(0);
+    expect(at - signalledAt).toBeLessThan(2000 + 3000);
+    expect(await waitUntilNoneMarked(g.marker, 5000)).toEqual([]);
+  };
+
+  it("keeps serving when its stdout reader is gone", async () => {
+    const { g, url } = await quietGateway();
+    g.child.stdout!.destroy(); // the reader goes away, as when a supervisor dies
+    // Each request writes a log line: far more than the sink's buffer, so writes hit EPIPE.
+    for (let i = 0; i < 300; i++) expect((await fetch(`${url}/v1/tools/hash`)).status).toBe(200);
+    expect(g.child.exitCode).toBeNull();
+    await expectExitWithinGrace(g);
+  }, 90_000);
+
+  it("keeps serving, and ends within its grace period on SIGTERM, while its stdout reader has stopped reading (a full pipe)", async () => {
+    const { g, url } = await quietGateway();
+    g.child.stdout!.pause(); // the reader is alive but reads nothing: the pipe fills up
+    // ~120 bytes of log per request: well past what the socket pair and the reader's buffer hold.
+    for (let i = 0; i < 2000; i++) expect((await fetch(`${url}/v1/tools/hash`)).status).toBe(200);
+    await expectExitWithinGrace(g);
+  }, 90_000);
+});
+
+describe("starting", () => {
+  let busy: TcpServer | undefined;
+  afterAll(() => busy?.close());
+
+  it("on a busy port fails at once with one line, prints no key and starts no child", async () => {
+    busy = createTcpServer().listen(0, "127.0.0.1");
+    await new Promise((r) => busy!.once("listening", r));
+    const port = (busy.address() as { port: number }).port;
+    const g = run({ NODE_ENV: "development", PORT: String(port), HOST: "127.0.0.1" });
+    const { code } = await within(g.exited, 30_000, "exit");
+    expect(code).toBe(1);
+    expect(g.stderr()).toBe(`Toolgate could not start: port ${port} is in use; set PORT\n`);
+    expect(g.stdout()).not.toContain("x-api-key");
+    expect(await waitUntilNoneMarked(g.marker, 5000)).toEqual([]);
+  }, 60_000);
+
+  it("stops every child it had started when a later step fails (an unreachable Redis)", async () => {
+    const g = run({ NODE_ENV: "development", PORT: "0", HOST: "127.0.0.1", REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
+    const { code } = await within(g.exited, 60_000, "exit");
+    expect(code).toBe(1);
+    expect(g.stderr()).toMatch(/^Toolgate could not start: the store at REDIS_URL cannot be used: .+\n$/);
+    expect(await waitUntilNoneMarked(g.marker, 5000)).toEqual([]);
+  }, 90_000);
+
+  it("with LOG_LEVEL=warn prints its development key and serves (readiness never waits for a log line)", async () => {
+    const port = await freePort();
+    const g = run({ NODE_ENV: "development", PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", DEV_CHAIN: "0" });
+    const key = (await g.waitFor(/x-api-key: (tg_live_\S+)/))[1]!;
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/account`, { headers: { "x-api-key": key } });
+    expect(res.status).toBe(200);
+    expect(g.stdout()).not.toContain('"level":30'); // nothing at info level was written
+  }, 90_000);
+
+  it("waits for the bundled workers a bounded time, then says so", async () => {
+    await expect(startBundledWorkers(pino({ level: "silent" }), 1)).rejects.toThrow("the bundled workers did not report ready within 0.001 s");
+  });
+});
+
+describe("npm start with REDIS_URL (development)", () => {
+  const prefix = uniquePrefix("devredis");
+  afterAll(() => dropPrefix(prefix));
+
+  it("prints a working development key, the admin key, the chain and the store, and a restart reuses the same account and keys", async () => {
+    const port = await freePort();
+    const env = { NODE_ENV: "development", PORT: String(port), HOST: "127.0.0.1", REDIS_URL, REDIS_KEY_PREFIX: prefix };
+    const first = run(env);
+    const key = (await first.waitFor(/x-api-key: (tg_live_\S+)/))[1]!;
+    const adminKey = (await first.waitFor(/Admin key: (tg_admin_\S+)/))[1]!;
+    await first.waitFor(/CHAIN_RPC_URL=http:\/\/127\.0\.0\.1:\d+ TOOLGATE_URL=\S+ npm run pay/);
+    expect(first.stdout()).toContain(`State: Redis at ${REDIS_URL} (key prefix ${prefix})`);
+    expect(first.stdout()).toMatch(/Development account acct_\w+ \(created; pro tier, 1000 credits\)/);
+    const account = await fetch(`http://127.0.0.1:${port}/api/v1/account`, { headers: { "x-api-key": key } });
+    expect(account.status).toBe(200);
+    expect(await account.json()).toMatchObject({ tier: "pro", credits: 1000 });
+    expect((await fetch(`http://127.0.0.1:${port}/api/v1/admin/accounts`, { headers: { "x-api-key": adminKey } })).status).toBe(200);
+    first.child.kill("SIGTERM");
+    await within(first.exited, 20_000, "exit");
+
+    const second = run({ ...env, DEV_CHAIN: "0" });
+    expect((await second.waitFor(/x-api-key: (tg_live_\S+)/))[1]).toBe(key);
+    expect((await second.waitFor(/Admin key: (tg_admin_\S+)/))[1]).toBe(adminKey);
+    expect(second.stdout()).toMatch(/Development account acct_\w+ \(reused; pro tier, 1000 credits\)/);
+    expect((await fetch(`http://127.0.0.1:${port}/api/v1/account`, { headers: { "x-api-key": key } })).status).toBe(200);
+  }, 120_000);
+});
