@@ -64,7 +64,9 @@ describe("the production build (npm run build → dist/)", () => {
     expect(runtime.has("typescript")).toBe(false);
     const imported = new Set<string>();
     for (const file of filesUnder(join(root, "dist")).filter((f) => f.endsWith(".js"))) {
-      for (const [, spec] of readFileSync(file, "utf8").matchAll(/(?:from\s+|import\s*\(\s*|import\s+)["']([^"'.][^"']*)["']/g)) {
+      // Import and export statements (at the start of a line: not code quoted in a string) and dynamic imports.
+      for (const [, from, bare, dynamic] of readFileSync(file, "utf8").matchAll(/^\s*(?:import|export)\s+[\w$*\s{},]+?\s+from\s+["']([^"'.][^"']*)["']|^\s*import\s+["']([^"'.][^"']*)["']|\bimport\(\s*["']([^"'.][^"']*)["']\s*\)/gm)) {
+        const spec = from ?? bare ?? dynamic;
         const name = spec!.startsWith("@") ? spec!.split("/").slice(0, 2).join("/") : spec!.split("/")[0]!;
         if (!spec!.startsWith("node:") && !builtinModules.includes(name)) imported.add(name);
       }
