@@ -67,9 +67,12 @@ const envSchema = z.object({
   WORKERS_URL: z.url().optional(),
   WORKER_POOL_GENERAL_URL: z.url().optional(),
   WORKER_POOL_PROVIDER_URL: z.url().optional(),
+  WORKER_POOL_HEAVY_URL: z.url().optional(),
   /** Calls in flight per worker pool and gateway process; more wait in the priority queue. */
   POOL_CONCURRENCY: z.coerce.number().int().min(1).default(64),
   POOL_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
+  /** Heavy calls (OCR, charts, sandboxed code) in flight per gateway process; the workers' own thread pool bounds them again. */
+  HEAVY_POOL_CONCURRENCY: z.coerce.number().int().min(1).default(8),
   /** Per-tool timeout overrides: `ai-generate=30000,web-search=5000`. */
   TOOL_TIMEOUTS: z
     .string()
@@ -146,8 +149,9 @@ export interface Config {
   webConcurrency: number;
   /** Express's `trust proxy`: false (no proxy), the trusted addresses, or a hop count. */
   trustProxy: false | string | number;
-  workers: { general: string | undefined; provider: string | undefined };
+  workers: { general: string | undefined; provider: string | undefined; heavy: string | undefined };
   poolConcurrency: number;
+  heavyPoolConcurrency: number;
   poolQueueTimeoutMs: number;
   toolTimeouts: Record<string, number>;
   creditPriceAtomic: bigint;
@@ -221,8 +225,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     devChain: e.NODE_ENV === "development" && !e.X402_NETWORKS && e.DEV_CHAIN !== "0",
     webConcurrency: e.WEB_CONCURRENCY,
     trustProxy: e.TRUST_PROXY === undefined ? false : (trustProxySetting(e.TRUST_PROXY) as false | string | number),
-    workers: { general: e.WORKER_POOL_GENERAL_URL ?? e.WORKERS_URL, provider: e.WORKER_POOL_PROVIDER_URL ?? e.WORKERS_URL },
+    workers: { general: e.WORKER_POOL_GENERAL_URL ?? e.WORKERS_URL, provider: e.WORKER_POOL_PROVIDER_URL ?? e.WORKERS_URL, heavy: e.WORKER_POOL_HEAVY_URL ?? e.WORKERS_URL },
     poolConcurrency: e.POOL_CONCURRENCY,
+    heavyPoolConcurrency: e.HEAVY_POOL_CONCURRENCY,
     poolQueueTimeoutMs: e.POOL_QUEUE_TIMEOUT_MS,
     toolTimeouts: Object.fromEntries((e.TOOL_TIMEOUTS?.split(",") ?? []).map((pair) => pair.split("=")).map(([name, ms]) => [name!, Number(ms)])),
     creditPriceAtomic: parseUsd(e.CREDIT_PRICE_USD),

@@ -134,7 +134,7 @@ async function startServices(config: Config, logger: ProcessLogger, started: Par
   // chain is a development nicety, never a reason not to start: without anvil, run without x402.
   const [chainResult, workersResult] = await Promise.allSettled([
     config.devChain && !config.x402 ? startDevChain() : null,
-    config.workers.general && config.workers.provider ? null : startBundledWorkers(log),
+    config.workers.general && config.workers.provider && config.workers.heavy ? null : startBundledWorkers(log),
   ]);
   const devChain = chainResult.status === "fulfilled" ? chainResult.value : null;
   if (devChain) started.push({ name: "dev chain", stop: devChain.stop });
@@ -156,8 +156,8 @@ async function startServices(config: Config, logger: ProcessLogger, started: Par
 
   const pools = new WorkerPools(
     {
-      urls: { general: config.workers.general ?? bundled!.url, provider: config.workers.provider ?? bundled!.url },
-      concurrency: config.poolConcurrency,
+      urls: { general: config.workers.general ?? bundled!.url, provider: config.workers.provider ?? bundled!.url, heavy: config.workers.heavy ?? bundled!.url },
+      concurrency: { general: config.poolConcurrency, provider: config.poolConcurrency, heavy: config.heavyPoolConcurrency },
       queueTimeoutMs: config.poolQueueTimeoutMs,
     },
     log,
@@ -168,7 +168,7 @@ async function startServices(config: Config, logger: ProcessLogger, started: Par
   const services = { config, store, log, pools, metrics, requestGuard: new RequestGuard(log), mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
   started.push({ name: "mailer", stop: () => services.mailer.close() });
   metrics.onScrape(() => {
-    for (const pool of ["general", "provider"] as const) {
+    for (const pool of ["general", "provider", "heavy"] as const) {
       metrics.inFlight.set({ pool }, pools.gate(pool).inFlight);
       metrics.queueDepth.set({ queue: `worker-pool-${pool}` }, pools.gate(pool).queued);
     }

@@ -7,6 +7,7 @@ import type { Forwarder } from "../tools/forward.js";
 import { invokeTool } from "../tools/invoke.js";
 import { priceOf } from "../tools/pricing.js";
 import { jsonSchemasOf } from "../tools/views.js";
+import { searchTools } from "../tools/search.js";
 
 /**
  * The MCP door: a thin adapter from `tools/list` and `tools/call` onto the catalogue and the
@@ -38,6 +39,34 @@ function toolList(services: Services) {
 }
 
 /**
+ * `search_tools`: a free tool that finds catalogue tools by words (and category) and returns
+ * them with their schemas, so an agent can start from a small tool list (tool search).
+ */
+const SEARCH_TOOLS = {
+  name: "search_tools",
+  title: "Search the tools",
+  description: "Find tools of this gateway by what they do: returns the best-matching tools with their input and output schemas and prices. Free.",
+  inputSchema: {
+    type: "object" as const,
+    properties: {
+      query: { type: "string", maxLength: 200, description: "Words describing the task, e.g. 'extract text from pdf'." },
+      category: { type: "string", description: "Only tools of this category (ai, web, documents, images, language, data, code, security, geo)." },
+      limit: { type: "integer", minimum: 1, maximum: 64, default: 5, description: "How many tools to return." },
+    },
+    required: ["query"],
+    additionalProperties: false,
+  },
+};
+
+function searchResult(services: Services, tools: ReturnType<typeof toolList>, args: Record<string, unknown>) {
+  const query = typeof args.query === "string" ? args.query.slice(0, 200) : "";
+  const limit = Number.isInteger(args.limit) ? Math.min(64, Math.max(1, args.limit as number)) : 5;
+  const found = searchTools(TOOLS, query, typeof args.category === "string" ? args.category : undefined).slice(0, limit);
+  const matches = found.map((tool) => ({ ...tools.find((t) => t.name === tool.name)!, available: services.pools.unavailableReason(tool.name) === null }));
+  return { content: [{ type: "text" as const, text: JSON.stringify({ tools: matches }) }], structuredContent: { tools: matches } };
+}
+
+/**
  * An error result: the REST error body (same stable code and shape) as JSON in `content[0].text`,
  * and no `structuredContent` — clients (the official 1.x SDK among them) validate
  * `structuredContent` against the tool's output schema even on an error, and an error body would
@@ -52,10 +81,11 @@ export function createMcpServerFactory(services: Services, forward: Forwarder) {
   return (caller: McpCaller) => {
     const server = new Server({ name: "toolgate", version: "1.0.0" }, { capabilities: { tools: {} } });
     server.setRequestHandler("tools/list", async () => ({
-      tools: tools.map((t) => ({ ...t, _meta: { ...t._meta, "toolgate/available": services.pools.unavailableReason(t.name) === null } })),
+      tools: [SEARCH_TOOLS, ...tools.map((t) => ({ ...t, _meta: { ...t._meta, "toolgate/available": services.pools.unavailableReason(t.name) === null } }))],
     }));
     server.setRequestHandler("tools/call", async (request) => {
       const requestId = newRequestId();
+      if (request.params.name === SEARCH_TOOLS.name) return searchResult(services, tools, request.params.arguments ?? {});
       const tool = findTool(request.params.name);
       if (!tool) return errorResult(new ApiError("tool_not_found", `No tool named ${request.params.name}.`), requestId);
       try {

@@ -5,7 +5,7 @@ import { PriorityGate } from "./priority-gate.js";
 
 export interface PoolSettings {
   urls: Record<WorkerPool, string>;
-  concurrency: number;
+  concurrency: Record<WorkerPool, number>;
   queueTimeoutMs: number;
 }
 
@@ -24,7 +24,7 @@ export class WorkerPools {
     readonly settings: PoolSettings,
     private readonly log: Logger,
   ) {
-    for (const pool of Object.keys(settings.urls) as WorkerPool[]) this.gates.set(pool, new PriorityGate(settings.concurrency));
+    for (const pool of Object.keys(settings.urls) as WorkerPool[]) this.gates.set(pool, new PriorityGate(settings.concurrency[pool]));
   }
 
   url(pool: WorkerPool): string {

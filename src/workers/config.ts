@@ -13,14 +13,27 @@ const schema = z.object({
   BRAVE_SEARCH_API_KEY: z.string().optional(),
   BRAVE_SEARCH_URL: z.url().default("https://api.search.brave.com"),
   SEARCH_PROVIDER: z.enum(["searxng", "brave"]).optional(),
+  /** Models for the embedding, image and vision tools; AI_MODEL when unset (one multimodal model). */
+  AI_EMBEDDING_MODEL: z.string().optional(),
+  AI_IMAGE_MODEL: z.string().optional(),
+  AI_VISION_MODEL: z.string().optional(),
+  /** Threads (and so concurrent calls) of the heavy pool, and each thread's JS heap limit. */
+  HEAVY_THREADS: z.coerce.number().int().min(1).max(64).default(2),
+  HEAVY_MEMORY_MB: z.coerce.number().int().min(32).max(8192).default(512),
+  /** Development only: let the web tools read loopback and private addresses (never metadata ranges). */
+  WEB_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
+  /** The most the web tools read of one response. */
+  WEB_MAX_BYTES: z.coerce.number().int().min(1024).default(5_000_000),
 });
 
 export interface WorkerConfig {
   port: number;
   host: string;
   logLevel: string;
-  ai: { baseUrl: string; apiKey: string | undefined; model: string } | null;
+  ai: { baseUrl: string; apiKey: string | undefined; model: string; embeddingModel: string; imageModel: string; visionModel: string } | null;
   search: { provider: "searxng"; url: string } | { provider: "brave"; url: string; apiKey: string } | null;
+  heavy: { threads: number; memoryMb: number };
+  web: { allowPrivate: boolean; maxBytes: number };
 }
 
 export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
@@ -32,7 +45,19 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
     port: e.PORT,
     host: e.HOST,
     logLevel: e.LOG_LEVEL,
-    ai: e.AI_BASE_URL && e.AI_MODEL ? { baseUrl: e.AI_BASE_URL.replace(/\/$/, ""), apiKey: e.AI_API_KEY, model: e.AI_MODEL } : null,
+    ai:
+      e.AI_BASE_URL && e.AI_MODEL
+        ? {
+            baseUrl: e.AI_BASE_URL.replace(/\/$/, ""),
+            apiKey: e.AI_API_KEY,
+            model: e.AI_MODEL,
+            embeddingModel: e.AI_EMBEDDING_MODEL ?? e.AI_MODEL,
+            imageModel: e.AI_IMAGE_MODEL ?? e.AI_MODEL,
+            visionModel: e.AI_VISION_MODEL ?? e.AI_MODEL,
+          }
+        : null,
     search,
+    heavy: { threads: e.HEAVY_THREADS, memoryMb: e.HEAVY_MEMORY_MB },
+    web: { allowPrivate: e.WEB_ALLOW_PRIVATE_TARGETS === "1", maxBytes: e.WEB_MAX_BYTES },
   };
 }

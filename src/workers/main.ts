@@ -1,6 +1,7 @@
 import type { Server } from "node:http";
 import { createProcessLogger } from "../lib/logger.js";
 import { loadWorkerConfig, type WorkerConfig } from "./config.js";
+import { HeavyPool } from "./heavy/pool.js";
 import { createWorkerApp } from "./server.js";
 
 /**
@@ -10,7 +11,8 @@ import { createWorkerApp } from "./server.js";
  */
 export async function startWorkers(config: WorkerConfig): Promise<{ server: Server; port: number; stop(): Promise<void> }> {
   const { log, flush } = createProcessLogger({ level: config.logLevel, base: { service: "toolgate-workers" } });
-  const app = createWorkerApp(config, log);
+  const heavy = new HeavyPool(config, log);
+  const app = createWorkerApp(config, log, heavy);
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
     s.once("error", reject);
@@ -22,11 +24,13 @@ export async function startWorkers(config: WorkerConfig): Promise<{ server: Serv
   return {
     server,
     port,
-    stop: () =>
-      new Promise<void>((resolve) => {
+    stop: async () => {
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
-      }),
+      });
+      await heavy.destroy();
+    },
   };
 }
 

@@ -2,6 +2,7 @@ import express from "express";
 import type { Logger } from "pino";
 import type { WorkerConfig } from "./config.js";
 import { WorkerError } from "./errors.js";
+import type { HeavyPool } from "./heavy/pool.js";
 import { IMPLEMENTATIONS } from "./tools/index.js";
 
 /**
@@ -12,7 +13,7 @@ import { IMPLEMENTATIONS } from "./tools/index.js";
  * Input is validated again here and output is checked against the tool's schema, so a worker
  * never answers something the catalogue does not promise.
  */
-export function createWorkerApp(config: WorkerConfig, log: Logger): express.Express {
+export function createWorkerApp(config: WorkerConfig, log: Logger, heavy: HeavyPool): express.Express {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
@@ -43,7 +44,7 @@ export function createWorkerApp(config: WorkerConfig, log: Logger): express.Expr
     }
     const timeoutMs = Number(req.get("x-toolgate-deadline-ms")) || impl.definition.timeoutMs;
     try {
-      const output = await impl.run(parsed.data, { config, timeoutMs });
+      const output = await impl.run(parsed.data, { config, timeoutMs, heavy });
       res.json(impl.definition.output.parse(output));
     } catch (err) {
       if (err instanceof WorkerError) {

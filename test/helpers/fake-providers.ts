@@ -33,29 +33,50 @@ async function listen(handler: (req: IncomingMessage, body: string) => Promise<{
 
 export interface ChatRequest {
   model: string;
-  messages: { role: string; content: string }[];
+  /** Text, or (vision) parts of text and image_url. */
+  messages: { role: string; content: string | { type: string; text?: string; image_url?: { url: string } }[] }[];
   max_tokens?: number;
   temperature?: number;
   response_format?: unknown;
 }
 
-/** POST /v1/chat/completions, as OpenAI, vLLM, Ollama and llama.cpp serve it. */
+const textOf = (content: ChatRequest["messages"][number]["content"]) => (typeof content === "string" ? content : content.map((p) => p.text ?? "").join(" "));
+
+/** A 2x2 PNG, what the fake image model "draws". */
+const TINY_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGP8z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg==";
+
+/**
+ * POST /v1/chat/completions, /v1/embeddings and /v1/images/generations, as OpenAI, vLLM, Ollama
+ * and llama.cpp serve them.
+ */
 export async function startFakeLlm() {
   const state = {
-    reply: (req: ChatRequest): string => `echo: ${req.messages.at(-1)?.content ?? ""}`,
+    reply: (req: ChatRequest): string => `echo: ${textOf(req.messages.at(-1)?.content ?? "")}`,
     delayMs: 0,
     status: 200,
     /** Chat requests received so far: a test can wait until a call has reached the provider. */
     received: 0,
   };
   const server = await listen(async (req, raw) => {
+    if (req.method === "POST" && req.url === "/v1/embeddings") {
+      const body = JSON.parse(raw) as { model: string; input: string[]; dimensions?: number };
+      // A deterministic "embedding": letter frequencies, so similar texts get similar vectors.
+      const vector = (text: string) => Array.from({ length: body.dimensions ?? 26 }, (_, i) => [...text.toLowerCase()].filter((c) => c.charCodeAt(0) - 97 === i % 26).length / Math.max(1, text.length));
+      const tokens = body.input.reduce((n, t) => n + t.split(/\s+/).length, 0);
+      return { json: { object: "list", model: body.model, data: body.input.map((t, index) => ({ object: "embedding", index, embedding: vector(t) })), usage: { prompt_tokens: tokens, total_tokens: tokens } } };
+    }
+    if (req.method === "POST" && req.url === "/v1/images/generations") {
+      const body = JSON.parse(raw) as { prompt: string; response_format?: string };
+      if (body.response_format !== "b64_json") return { status: 400, json: { error: { message: "this fake serves b64_json only" } } };
+      return { json: { created: Math.floor(Date.now() / 1000), data: [{ b64_json: TINY_PNG, revised_prompt: `${body.prompt} (revised)` }] } };
+    }
     if (req.method !== "POST" || req.url !== "/v1/chat/completions") return { status: 404, json: { error: { message: "not found" } } };
     const body = JSON.parse(raw) as ChatRequest;
     state.received++;
     if (state.delayMs) await new Promise((r) => setTimeout(r, state.delayMs));
     if (state.status !== 200) return { status: state.status, json: { error: { message: "upstream overloaded", type: "server_error" } } };
     const content = state.reply(body);
-    const promptTokens = body.messages.reduce((n, m) => n + m.content.split(/\s+/).length, 0);
+    const promptTokens = body.messages.reduce((n, m) => n + textOf(m.content).split(/\s+/).length, 0);
     const completionTokens = content.split(/\s+/).length;
     return {
       json: {
@@ -98,3 +119,16 @@ export async function startFakeBrave(token: string, results: { title: string; ur
     return { json: { type: "search", query: { original: url.searchParams.get("q") }, web: { type: "search", results: results.slice(0, count) } } };
   });
 }
+
+/** Answers each AI tool's worked example the way a real model would be asked to. */
+export function scriptedModel(req: ChatRequest): string {
+  const system = typeof req.messages[0]?.content === "string" ? req.messages[0].content : "";
+  if (system.startsWith("Classify")) return '{"label":"billing","reason":"The customer was charged twice."}';
+  if (system.startsWith("You review code")) {
+    return '{"summary":"An off-by-one error.","findings":[{"severity":"major","line":3,"message":"i <= xs.length reads past the end","suggestion":"Use i < xs.length."}]}';
+  }
+  if (system.includes("invoice_number")) return '{"invoice_number":"2291","vendor":"Acme Corp","total":1250,"currency":"EUR"}';
+  if (req.response_format) return '{"title":"Example Domain"}';
+  return "A model's answer.";
+}
+

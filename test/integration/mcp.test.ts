@@ -37,7 +37,7 @@ describe.each(Object.keys(ERAS) as (keyof typeof ERAS)[])("the official MCP clie
     const client = await connect(key, era);
     try {
       const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(TOOLS.map((t) => t.name).sort());
+      expect(tools.map((t) => t.name).sort()).toEqual([...TOOLS.map((t) => t.name), "search_tools"].sort());
       const hash = tools.find((t) => t.name === "hash")!;
       expect(hash.inputSchema).toMatchObject({ type: "object", properties: { text: { type: "string" } }, required: ["text"] });
       expect(hash.outputSchema).toMatchObject({ type: "object", required: ["algorithm", "encoding", "digest"] });
@@ -252,7 +252,7 @@ describe("protocol revisions", () => {
     expect((discovered.result!.supportedVersions as string[])[0]).toBe("2026-07-28");
     const client = await connect(key, "2026-07-28");
     try {
-      expect((await client.listTools()).tools.length).toBe(TOOLS.length);
+      expect((await client.listTools()).tools.length).toBe(TOOLS.length + 1); // the catalogue and search_tools
     } finally {
       await client.close();
     }

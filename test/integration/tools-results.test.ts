@@ -165,7 +165,7 @@ describe("provider tools", () => {
   });
 
   it("ai-summarize and ai-translate send the task to the model and return its answer", async () => {
-    llm.state.reply = (req) => (req.messages[0]!.content.includes("Translate") ? "Bonjour, comment allez-vous ?" : "A gateway sells tool calls.");
+    llm.state.reply = (req) => (String(req.messages[0]!.content).includes("Translate") ? "Bonjour, comment allez-vous ?" : "A gateway sells tool calls.");
     expect((await run("ai-summarize", { text: "Toolgate is a gateway that sells tool calls.", max_words: 10 })).body.summary).toBe("A gateway sells tool calls.");
     expect(llm.requests.at(-1)!.body.messages[0].content).toContain("at most 10 words");
     const t = await run("translate", { text: "Good morning, how are you?", target_language: "French" });

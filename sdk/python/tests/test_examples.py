@@ -66,3 +66,27 @@ def test_webhook_receiver_example(gateway, pro_key):
     finally:
         receiver.terminate()
         receiver.wait(timeout=10)
+
+
+def test_docs_python_snippets_run_as_copied(gateway):
+    """The Python snippet under each available tool on /docs runs as printed, key from the environment."""
+    import html
+    import re
+
+    page = httpx.get(f"{gateway.base_url}/docs").text
+    tools = httpx.get(f"{gateway.base_url}/v1/tools").json()["tools"]
+    available = {t["name"] for t in tools if t["available"]}
+    snippets = re.findall(r'<section id="tool-([^"]+)"[\s\S]*?<pre class="snippet" data-lang="python"><code>([\s\S]*?)</code></pre>', page)
+    assert len(snippets) == len(tools)
+    runnable = [(name, html.unescape(code)) for name, code in snippets if name in available]
+    assert len(runnable) > 5
+    _, key = gateway.new_account("free", 1000)
+    # One interpreter runs them all: each snippet in its own namespace.
+    script = "\n".join(
+        f"exec(compile({code.replace('print(result)', f'print({name!r}, len(repr(result)))')!r}, {name!r}, 'exec'), {{}})" for name, code in runnable
+    )
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "TOOLGATE_API_KEY": key, "TOOLGATE_BASE_URL": gateway.base_url}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    printed = dict(line.rsplit(" ", 1) for line in done.stdout.strip().splitlines())
+    assert sorted(printed) == sorted(name for name, _ in runnable)
+    assert all(int(length) > 2 for length in printed.values())

@@ -7,6 +7,8 @@ export const webSearch = defineTool({
   title: "Web search",
   description: "Search the web. Returns result titles, URLs and snippets from the configured search provider (SearXNG or Brave Search).",
   cost: 5,
+  category: "web",
+  tags: ["search engine", "serp", "google", "results"],
   pool: "provider",
   timeoutMs: 15_000,
   input: z
@@ -16,7 +18,7 @@ export const webSearch = defineTool({
     })
     .meta({ examples: [{ query: "x402 payment protocol", max_results: 3 }] }),
   output: z.object({
-    results: z.array(z.object({ title: z.string(), url: z.string(), snippet: z.string() })),
-    provider: z.string(),
+    results: z.array(z.object({ title: z.string(), url: z.string(), snippet: z.string() })).describe("The results, best first: title, address and snippet."),
+    provider: z.string().describe("The search provider that answered."),
   }),
 });

@@ -1,8 +1,13 @@
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { withFormats } from "../json-schema.js";
-import { aiExtract, aiGenerate, aiSummarize, aiTranslate } from "../../tools/catalogue/ai.js";
+import sharp from "sharp";
+import { aiClassify, aiCodeReview, aiEmbeddings, aiExtract, aiExtractUrl, aiGenerate, aiImageDescribe, aiImageGenerate, aiSummarize, aiTranslate } from "../../tools/catalogue/ai.js";
+import { fetchPublic } from "../web/fetch.js";
+import { decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
+import { readPage } from "./web.js";
+import type { WorkerConfig } from "../config.js";
 import { WorkerError } from "../errors.js";
-import { chat, type ChatMessage } from "../providers/openai-compatible.js";
+import { chat, embed, generateImage, jsonAnswer, type ChatMessage } from "../providers/openai-compatible.js";
 import { implement } from "./implementation.js";
 
 const unavailable = (config: { ai: unknown }) => (config.ai ? null : "no AI provider configured");
@@ -50,34 +55,158 @@ export const translate = implement(aiTranslate, {
   },
 });
 
+/** Structured extraction shared by ai-extract and ai-extract-url: the answer must satisfy the caller's schema. */
+async function extractJson(config: WorkerConfig, input: { text: string; schema: Record<string, unknown>; instructions?: string }, timeoutMs: number) {
+  const ajv = withFormats(new Ajv2020({ strict: false, allErrors: true }));
+  let validate;
+  try {
+    validate = ajv.compile(input.schema);
+  } catch (err) {
+    throw new WorkerError(422, "invalid_input", `The schema is not a valid JSON Schema: ${(err as Error).message}`, "schema");
+  }
+  const result = await chat(
+    config,
+    {
+      messages: [
+        { role: "system", content: `Extract data from the user's text as JSON that satisfies this JSON Schema. Reply with the JSON only.${input.instructions ? `\n${input.instructions}` : ""}\n${JSON.stringify(input.schema)}` },
+        { role: "user", content: input.text },
+      ],
+      response_format: { type: "json_schema", json_schema: { name: "extraction", schema: input.schema } },
+    },
+    timeoutMs,
+  );
+  const data = jsonAnswer(result.text);
+  if (!validate(data)) throw new WorkerError(502, "provider_error", `The AI provider's answer did not match the schema: ${ajv.errorsText(validate.errors)}`);
+  return { data, model: result.model, usage: result.usage };
+}
+
 export const extract = implement(aiExtract, {
   unavailable,
+  run: (input, { config, timeoutMs }) => extractJson(config, input, timeoutMs),
+});
+
+export const classify = implement(aiClassify, {
+  unavailable,
   async run(input, { config, timeoutMs }) {
-    const ajv = withFormats(new Ajv2020({ strict: false, allErrors: true }));
-    let validate;
-    try {
-      validate = ajv.compile(input.schema);
-    } catch (err) {
-      throw new WorkerError(422, "invalid_input", `The schema is not a valid JSON Schema: ${(err as Error).message}`, "schema");
-    }
+    const schema = { type: "object", properties: { label: { type: "string", enum: input.labels }, reason: { type: "string" } }, required: ["label", "reason"], additionalProperties: false };
     const result = await chat(
       config,
       {
         messages: [
-          { role: "system", content: `Extract data from the user's text as JSON that satisfies this JSON Schema. Reply with the JSON only.${input.instructions ? `\n${input.instructions}` : ""}\n${JSON.stringify(input.schema)}` },
+          {
+            role: "system",
+            content: `Classify the user's text into exactly one of these labels: ${JSON.stringify(input.labels)}.${input.instructions ? ` ${input.instructions}` : ""} Reply with JSON {"label": one of the labels, "reason": one short sentence}.`,
+          },
           { role: "user", content: input.text },
         ],
-        response_format: { type: "json_schema", json_schema: { name: "extraction", schema: input.schema } },
+        response_format: { type: "json_schema", json_schema: { name: "classification", schema } },
+        temperature: 0,
       },
       timeoutMs,
     );
-    let data: unknown;
-    try {
-      data = JSON.parse(result.text.replace(/^```(?:json)?\s*|\s*```$/g, ""));
-    } catch {
-      throw new WorkerError(502, "provider_error", "The AI provider's answer was not JSON.");
-    }
-    if (!validate(data)) throw new WorkerError(502, "provider_error", `The AI provider's answer did not match the schema: ${ajv.errorsText(validate.errors)}`);
-    return { data, model: result.model, usage: result.usage };
+    const answer = jsonAnswer(result.text) as { label?: unknown; reason?: unknown };
+    const label = input.labels.find((l) => l.toLowerCase() === String(answer.label ?? "").trim().toLowerCase());
+    if (!label) throw new WorkerError(502, "provider_error", "The AI provider answered a label that is not one of the labels given.");
+    return { label, reason: String(answer.reason ?? ""), model: result.model, usage: result.usage };
+  },
+});
+
+export const embeddings = implement(aiEmbeddings, {
+  unavailable,
+  run: (input, { config, timeoutMs }) => embed(config, input.texts, input.dimensions, timeoutMs),
+});
+
+export const imageGenerate = implement(aiImageGenerate, {
+  unavailable,
+  async run(input, { config, timeoutMs }) {
+    const image = await generateImage(config, input.prompt, input.size, timeoutMs);
+    // Re-encoded here: the caller always gets a PNG, whatever the provider sent.
+    const png = await sharp(Buffer.from(image.b64, "base64"), { limitInputPixels: MAX_INPUT_PIXELS })
+      .png()
+      .toBuffer()
+      .catch(() => {
+        throw new WorkerError(502, "provider_error", "The AI provider's image could not be decoded.");
+      });
+    return { mime_type: "image/png", data: png.toString("base64"), bytes: png.length, revised_prompt: image.revisedPrompt, model: image.model };
+  },
+});
+
+export const imageDescribe = implement(aiImageDescribe, {
+  unavailable,
+  async run(input, { config, timeoutMs }) {
+    const bytes = decodeBase64(input.image, "image");
+    const meta = await sharp(bytes, { limitInputPixels: MAX_INPUT_PIXELS })
+      .metadata()
+      .catch(() => {
+        throw new WorkerError(422, "invalid_input", "The image could not be read.", "image");
+      });
+    const result = await chat(
+      config,
+      {
+        model: config.ai!.visionModel,
+        max_tokens: input.max_tokens,
+        messages: [
+          {
+            role: "user",
+            content: [
+              { type: "text", text: input.question },
+              { type: "image_url", image_url: { url: `data:image/${meta.format};base64,${bytes.toString("base64")}` } },
+            ],
+          },
+        ],
+      },
+      timeoutMs,
+    );
+    return { description: result.text.trim(), model: result.model, usage: result.usage };
+  },
+});
+
+const SEVERITIES = ["critical", "major", "minor", "info"] as const;
+
+export const codeReview = implement(aiCodeReview, {
+  unavailable,
+  async run(input, { config, timeoutMs }) {
+    const numbered = input.code
+      .split("\n")
+      .map((line, i) => `${i + 1}: ${line}`)
+      .join("\n");
+    const result = await chat(
+      config,
+      {
+        messages: [
+          {
+            role: "system",
+            content:
+              `You review code${input.language ? ` written in ${input.language}` : ""}.${input.focus ? ` Focus on: ${input.focus}.` : ""} ` +
+              'Reply with JSON {"summary": string, "findings": [{"severity": "critical"|"major"|"minor"|"info", "line": number|null, "message": string, "suggestion": string|null}]}. Lines are numbered.',
+          },
+          { role: "user", content: numbered },
+        ],
+        response_format: { type: "json_object" },
+        temperature: 0,
+      },
+      timeoutMs,
+    );
+    const answer = jsonAnswer(result.text) as { summary?: unknown; findings?: unknown };
+    if (typeof answer.summary !== "string" || !Array.isArray(answer.findings)) throw new WorkerError(502, "provider_error", "The AI provider's review did not have a summary and findings.");
+    const findings = (answer.findings as Record<string, unknown>[])
+      .map((f) => ({
+        severity: SEVERITIES.includes(f.severity as never) ? (f.severity as (typeof SEVERITIES)[number]) : ("info" as const),
+        line: Number.isInteger(f.line) ? (f.line as number) : null,
+        message: String(f.message ?? ""),
+        suggestion: typeof f.suggestion === "string" ? f.suggestion : null,
+      }))
+      .sort((a, b) => SEVERITIES.indexOf(a.severity) - SEVERITIES.indexOf(b.severity));
+    return { summary: answer.summary, findings, model: result.model, usage: result.usage };
+  },
+});
+
+export const extractUrl = implement(aiExtractUrl, {
+  unavailable,
+  async run(input, { config, timeoutMs }) {
+    const page = await fetchPublic(config, input.url, { timeoutMs: Math.min(20_000, timeoutMs / 2), accept: "text/html,*/*;q=0.5" });
+    const { content } = await readPage(page.body.toString("utf8"), "text", true);
+    const result = await extractJson(config, { text: content.slice(0, 100_000), schema: input.schema, instructions: input.instructions }, timeoutMs / 2);
+    return { ...result, url: page.url };
   },
 });

@@ -1,11 +1,28 @@
 import { Readability } from "@mozilla/readability";
 import { parseHTML } from "linkedom";
 import { Marked } from "marked";
+import ExcelJS from "exceljs";
+import { XMLBuilder, XMLParser, XMLValidator } from "fast-xml-parser";
+import Papa from "papaparse";
+import { PDFDocument, StandardFonts } from "pdf-lib";
+import sanitizeHtml from "sanitize-html";
 import TurndownService from "turndown";
-import { htmlToMarkdown, markdownToHtml, readabilityExtract } from "../../tools/catalogue/documents.js";
+import { parseAllDocuments, stringify as stringifyYaml } from "yaml";
+import {
+  csvConvert,
+  htmlSanitize,
+  htmlToMarkdown,
+  markdownToHtml,
+  pdfGenerate,
+  readabilityExtract,
+  spreadsheetWrite,
+  xmlConvert,
+  yamlConvert,
+} from "../../tools/catalogue/documents.js";
+import { WorkerError } from "../errors.js";
 import { implement } from "./implementation.js";
 
-const turndown = new TurndownService({ headingStyle: "atx", codeBlockStyle: "fenced", bulletListMarker: "-" });
+export const turndown = new TurndownService({ headingStyle: "atx", codeBlockStyle: "fenced", bulletListMarker: "-" });
 turndown.remove(["script", "style", "noscript"]);
 
 export const toMarkdown = implement(htmlToMarkdown, {
@@ -34,16 +51,21 @@ export const toHtml = implement(markdownToHtml, {
 });
 
 /** Text with block boundaries kept as blank lines (textContent alone runs paragraphs together). */
-function plainText(html: string): string {
+export function plainText(html: string): string {
   const spaced = html.replace(/<\/(p|div|h[1-6]|li|blockquote|pre|tr|section|article|header|footer)>/gi, "$&\n\n").replace(/<br\s*\/?>/gi, "\n");
   const { document } = parseHTML(`<!doctype html><html><body>${spaced}</body></html>`);
   return (document.body?.textContent ?? "").replace(/[ \t]+\n/g, "\n").replace(/\n{3,}/g, "\n\n").trim();
 }
 
+/** The article Readability finds in a page, or null. */
+export function readArticle(html: string) {
+  const { document } = parseHTML(html);
+  return new Readability(document as unknown as Document).parse();
+}
+
 export const readability = implement(readabilityExtract, {
   async run(input) {
-    const { document } = parseHTML(input.html);
-    const article = new Readability(document as unknown as Document).parse();
+    const article = readArticle(input.html);
     const text = plainText(article?.content ?? input.html);
     return {
       title: article?.title || null,
@@ -53,5 +75,138 @@ export const readability = implement(readabilityExtract, {
       text,
       length: text.length,
     };
+  },
+});
+
+const PAGE_SIZES = { A4: [595.28, 841.89], Letter: [612, 792] } as const;
+/** Standard PDF fonts encode WinAnsi only: other characters become "?" instead of failing the call. */
+const winAnsi = (s: string) => s.replace(/[^\x20-\x7e\xa0-\xff\n\t€‘’“”•–—…™]/g, "?").replace(/\t/g, "    ");
+
+export const pdfCreate = implement(pdfGenerate, {
+  async run(input) {
+    const doc = await PDFDocument.create();
+    if (input.title) doc.setTitle(winAnsi(input.title));
+    doc.setProducer("Toolgate pdf-generate (pdf-lib)");
+    const regular = await doc.embedFont(StandardFonts.Helvetica);
+    const bold = await doc.embedFont(StandardFonts.HelveticaBold);
+    const [width, height] = PAGE_SIZES[input.page_size];
+    const margin = 56;
+    let page = doc.addPage([width, height]);
+    let y = height - margin;
+    const write = (text: string, font: typeof regular, size: number, gapAfter: number) => {
+      const lineHeight = size * 1.35;
+      for (const paragraph of winAnsi(text).split("\n")) {
+        const lines: string[] = [];
+        let line = "";
+        for (const word of paragraph.split(/ +/)) {
+          const candidate = line ? `${line} ${word}` : word;
+          if (font.widthOfTextAtSize(candidate, size) <= width - 2 * margin || !line) line = candidate;
+          else {
+            lines.push(line);
+            line = word;
+          }
+        }
+        lines.push(line);
+        for (const l of lines) {
+          if (y - lineHeight < margin) {
+            page = doc.addPage([width, height]);
+            y = height - margin;
+          }
+          y -= lineHeight;
+          page.drawText(l, { x: margin, y, size, font });
+        }
+      }
+      y -= gapAfter;
+    };
+    if (input.title) write(input.title, bold, input.font_size * 2, input.font_size);
+    for (const block of input.blocks) {
+      if (block.type === "heading") write(block.text, bold, input.font_size * 1.5, input.font_size * 0.4);
+      else write(block.text, regular, input.font_size, input.font_size * 0.8);
+    }
+    const bytes = Buffer.from(await doc.save());
+    return { mime_type: "application/pdf", data: bytes.toString("base64"), bytes: bytes.length, pages: doc.getPageCount() };
+  },
+});
+
+export const xlsxWrite = implement(spreadsheetWrite, {
+  async run(input) {
+    const book = new ExcelJS.Workbook();
+    for (const sheet of input.sheets) {
+      if (book.getWorksheet(sheet.name)) throw new WorkerError(422, "invalid_input", `Two sheets are named ${sheet.name}.`, "sheets");
+      const ws = book.addWorksheet(sheet.name);
+      const objects = sheet.rows.filter((r) => !Array.isArray(r)) as Record<string, unknown>[];
+      if (objects.length) {
+        const columns = [...new Set(objects.flatMap((r) => Object.keys(r)))];
+        ws.addRow(columns).font = { bold: true };
+        for (const row of sheet.rows) ws.addRow(Array.isArray(row) ? row : columns.map((c) => row[c] ?? null));
+      } else {
+        ws.addRows(sheet.rows as unknown[][]);
+      }
+    }
+    const bytes = Buffer.from(await book.xlsx.writeBuffer());
+    return { mime_type: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", data: bytes.toString("base64"), bytes: bytes.length };
+  },
+});
+
+export const csv = implement(csvConvert, {
+  async run(input) {
+    if (input.rows !== undefined) {
+      const objects = input.rows.filter((r) => !Array.isArray(r)) as Record<string, unknown>[];
+      const columns = objects.length ? [...new Set(objects.flatMap((r) => Object.keys(r)))] : [];
+      const text = objects.length
+        ? Papa.unparse({ fields: columns, data: input.rows.map((r) => (Array.isArray(r) ? r : columns.map((c) => r[c] ?? null))) }, { header: input.header, delimiter: input.delimiter ?? "," })
+        : Papa.unparse(input.rows as unknown[][], { delimiter: input.delimiter ?? "," });
+      return { rows: null, csv: text, columns, errors: [] };
+    }
+    const parsed = Papa.parse<unknown>(input.csv!, { header: input.header, dynamicTyping: input.dynamic_typing, skipEmptyLines: true, delimiter: input.delimiter ?? "" });
+    return {
+      rows: parsed.data as (Record<string, string | number | boolean | null> | (string | number | boolean | null)[])[],
+      csv: null,
+      columns: parsed.meta.fields ?? [],
+      errors: parsed.errors.map((e) => ({ row: e.row ?? null, message: e.message })),
+    };
+  },
+});
+
+export const xml = implement(xmlConvert, {
+  async run(input) {
+    if (input.json !== undefined) {
+      const builder = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: "@_", format: input.pretty, suppressEmptyNode: true });
+      return { json: null, xml: String(builder.build(input.json)) };
+    }
+    const valid = XMLValidator.validate(input.xml!);
+    if (valid !== true) throw new WorkerError(422, "invalid_input", `Not well-formed XML: ${valid.err.msg} (line ${valid.err.line}).`, "xml");
+    // Entities stay as written: no DOCTYPE expansion, so no entity-expansion bomb.
+    const parser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@_", processEntities: false, parseTagValue: true });
+    return { json: parser.parse(input.xml!) as unknown, xml: null };
+  },
+});
+
+export const yamlJson = implement(yamlConvert, {
+  async run(input) {
+    if (input.json !== undefined) return { json: null, documents: 1, yaml: stringifyYaml(input.json) };
+    // maxAliasCount bounds alias expansion (the "billion laughs" document).
+    const documents = parseAllDocuments(input.yaml!);
+    const list = Array.isArray(documents) ? documents : [documents];
+    const failed = list.find((d) => d.errors.length);
+    if (failed) throw new WorkerError(422, "invalid_input", `Not valid YAML: ${failed.errors[0]!.message.split("\n")[0]}`, "yaml");
+    try {
+      return { json: (list[0]?.toJS({ maxAliasCount: 1000 }) ?? null) as unknown, documents: list.length, yaml: null };
+    } catch (err) {
+      throw new WorkerError(422, "invalid_input", `The YAML could not be expanded: ${(err as Error).message}`, "yaml");
+    }
+  },
+});
+
+export const sanitize = implement(htmlSanitize, {
+  async run(input) {
+    const allowedTags = [...(input.allowed_tags ?? sanitizeHtml.defaults.allowedTags), ...(input.allow_images ? ["img"] : [])];
+    const clean = sanitizeHtml(input.html, {
+      allowedTags,
+      allowedAttributes: { ...sanitizeHtml.defaults.allowedAttributes, img: ["src", "alt", "title", "width", "height"] },
+      allowedSchemes: ["http", "https", "mailto"],
+      allowedSchemesByTag: { img: ["http", "https"] },
+    });
+    return { html: clean, removed: clean !== input.html };
   },
 });

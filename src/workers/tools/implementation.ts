@@ -1,11 +1,14 @@
 import type { z } from "zod";
 import type { ToolDefinition } from "../../tools/definition.js";
 import type { WorkerConfig } from "../config.js";
+import type { HeavyPool } from "../heavy/pool.js";
 
 export interface ToolContext {
   config: WorkerConfig;
   /** Time left for this call; provider requests use it as their own deadline. */
   timeoutMs: number;
+  /** The heavy pool, in the workers' main thread (absent inside the pool's own threads). */
+  heavy?: HeavyPool;
 }
 
 /** What a worker does for one tool of the catalogue. */

@@ -1,0 +1,388 @@
+import { createRequire } from "node:module";
+import { dirname } from "node:path";
+import type ExcelJS from "exceljs";
+import type { QRCode } from "jsqr";
+import type { QuickJSHandle } from "quickjs-emscripten";
+import type { Sharp } from "sharp";
+import type { Worker as TesseractWorker } from "tesseract.js";
+import type * as Vega from "vega";
+import { jsSandbox } from "../../tools/catalogue/code.js";
+import { mathEvaluate, sqlQuery } from "../../tools/catalogue/data.js";
+import { docxToText, pdfExtractText, spreadsheetRead } from "../../tools/catalogue/documents.js";
+import { chartRender, imageTransform, ocr, qrDecode, svgToPng } from "../../tools/catalogue/images.js";
+import { WorkerError } from "../errors.js";
+import { checkZipBudget, decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
+import { implement, type ToolImplementation } from "./implementation.js";
+
+/**
+ * The heavy tools' implementations. They run only inside the heavy pool's threads
+ * (src/workers/heavy), under its memory limit and deadline. Each tool loads its libraries on its
+ * first call, so a fresh thread (after a runaway call was stopped) is ready in the time its
+ * next tool needs, not the time all of them need.
+ */
+const require = createRequire(import.meta.url);
+const lazy = <T>(load: () => Promise<T>) => {
+  let loaded: Promise<T> | null = null;
+  return () => (loaded ??= load());
+};
+/** CommonJS packages whose types promise an ES default: take the export either way. */
+const defaultOf = <T>(m: T): T extends { default: infer D } ? D : T => ((m as { default?: unknown }).default ?? m) as never;
+
+type JsQR = (data: Uint8ClampedArray, width: number, height: number) => QRCode | null;
+
+const lib = {
+  resvg: lazy(() => import("@resvg/resvg-js")),
+  exceljs: lazy(() => import("exceljs").then(defaultOf)),
+  jsqr: lazy(() => import("jsqr").then((m) => ((m.default as { default?: unknown }).default ?? m.default) as JsQR)),
+  mammoth: lazy(() => import("mammoth").then(defaultOf)),
+  papaparse: lazy(() => import("papaparse").then(defaultOf)),
+  quickjs: lazy(() => import("quickjs-emscripten")),
+  sharp: lazy(() => import("sharp").then(defaultOf)),
+  sqljs: lazy(() => import("sql.js").then((m) => defaultOf(m)({ locateFile: (file: string) => `${dirname(require.resolve("sql.js"))}/${file}` }))),
+  tesseract: lazy(() => import("tesseract.js")),
+  turndown: lazy(() => import("turndown").then((m) => new (defaultOf(m))({ headingStyle: "atx", bulletListMarker: "-" }))),
+  unpdf: lazy(() => import("unpdf")),
+  vega: lazy(() => import("vega")),
+  vegaLite: lazy(() => import("vega-lite")),
+  math: lazy(() => import("mathjs").then(limitedMath)),
+};
+
+const invalid = (message: string, param: string) => new WorkerError(422, "invalid_input", message, param);
+const reason = (err: unknown) => (err instanceof Error ? err.message : String(err)).split("\n")[0]!.slice(0, 300);
+
+/** sharp, refusing images whose header claims more pixels than the budget. */
+async function image(bytes: Buffer): Promise<Sharp> {
+  return (await lib.sharp())(bytes, { limitInputPixels: MAX_INPUT_PIXELS, failOn: "error" });
+}
+async function decodeImage<T>(param: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    const message = reason(err);
+    if (/pixel limit/i.test(message)) throw new WorkerError(422, "resource_limit", `The image is larger than ${MAX_INPUT_PIXELS / 1_000_000} megapixels; it was refused.`, param);
+    throw invalid(`The image could not be read: ${message}`, param);
+  }
+}
+
+const pdfExtract = implement(pdfExtractText, {
+  async run(input) {
+    const bytes = decodeBase64(input.pdf, "pdf");
+    let pdf;
+    try {
+      pdf = await (await lib.unpdf()).getDocumentProxy(new Uint8Array(bytes), { stopAtErrors: true });
+    } catch (err) {
+      throw invalid(`Not a readable PDF: ${reason(err)}`, "pdf");
+    }
+    const pages: string[] = [];
+    for (let n = 1; n <= Math.min(pdf.numPages, input.max_pages); n++) {
+      const content = await (await pdf.getPage(n)).getTextContent();
+      pages.push(
+        content.items
+          .map((item) => ("str" in item ? item.str + (item.hasEOL ? "\n" : "") : ""))
+          .join("")
+          .trim(),
+      );
+    }
+    const { info } = await pdf.getMetadata().catch(() => ({ info: {} }));
+    await pdf.cleanup();
+    return { pages, text: pages.join("\n\n"), page_count: pdf.numPages, info: JSON.parse(JSON.stringify(info ?? {})) as Record<string, unknown> };
+  },
+});
+
+const docx = implement(docxToText, {
+  async run(input) {
+    const buffer = decodeBase64(input.docx, "docx");
+    checkZipBudget(buffer, "docx", ".docx document");
+    const mammoth = await lib.mammoth();
+    try {
+      if (input.format === "text") {
+        const result = await mammoth.extractRawText({ buffer });
+        return { format: "text" as const, content: result.value.trim(), warnings: result.messages.map((m) => m.message) };
+      }
+      const result = await mammoth.convertToHtml({ buffer });
+      const content = input.format === "html" ? result.value : (await lib.turndown()).turndown(result.value);
+      return { format: input.format, content, warnings: result.messages.map((m) => m.message) };
+    } catch (err) {
+      throw invalid(`Not a readable .docx document: ${reason(err)}`, "docx");
+    }
+  },
+});
+
+type Cell = string | number | boolean | null;
+/** An ExcelJS cell value as plain JSON: formulas give their result, rich text its text, dates ISO 8601. */
+function plainCell(value: ExcelJS.CellValue): Cell {
+  if (value === null || value === undefined) return null;
+  if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") return value;
+  if (value instanceof Date) return value.toISOString();
+  if (typeof value === "object") {
+    if ("result" in value) return plainCell(value.result as ExcelJS.CellValue);
+    if ("richText" in value) return value.richText.map((r) => r.text).join("");
+    if ("text" in value) return String(value.text);
+    if ("error" in value) return String(value.error);
+  }
+  return String(value);
+}
+
+const xlsxRead = implement(spreadsheetRead, {
+  async run(input) {
+    const buffer = decodeBase64(input.xlsx, "xlsx");
+    checkZipBudget(buffer, "xlsx", ".xlsx workbook");
+    const book = new (await lib.exceljs()).Workbook();
+    try {
+      await book.xlsx.load(buffer as unknown as ExcelJS.Buffer);
+    } catch (err) {
+      throw invalid(`Not a readable .xlsx workbook: ${reason(err)}`, "xlsx");
+    }
+    return {
+      sheets: book.worksheets.map((sheet) => {
+        const grid: Cell[][] = [];
+        sheet.eachRow({ includeEmpty: false }, (row) => {
+          const values = (row.values as ExcelJS.CellValue[]).slice(1); // ExcelJS rows are 1-based
+          grid.push(Array.from({ length: values.length }, (_, i) => plainCell(values[i])));
+        });
+        const columns = input.header && grid.length ? grid[0]!.map((c, i) => (c === null ? `column_${i + 1}` : String(c))) : [];
+        const data = input.header ? grid.slice(1) : grid;
+        const rows = data.slice(0, input.max_rows).map((r) => (input.header ? Object.fromEntries(columns.map((c, i) => [c, r[i] ?? null])) : r));
+        return { name: sheet.name, columns, rows, row_count: data.length };
+      }),
+    };
+  },
+});
+
+const MAX_RESULT_ROWS = 10_000;
+
+const sql = implement(sqlQuery, {
+  async run(input) {
+    const Papa = await lib.papaparse();
+    const db = new (await lib.sqljs()).Database();
+    try {
+      for (const [name, source] of Object.entries(input.tables)) {
+        const rows =
+          typeof source === "string"
+            ? (Papa.parse<Record<string, Cell>>(source, { header: true, dynamicTyping: true, skipEmptyLines: true }).data as Record<string, Cell>[])
+            : source;
+        const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+        if (columns.length === 0) throw invalid(`Table ${name} has no columns.`, `tables.${name}`);
+        const quoted = columns.map((c) => `"${c.replace(/"/g, '""')}"`);
+        db.run(`CREATE TABLE "${name}" (${quoted.join(", ")})`);
+        const insert = db.prepare(`INSERT INTO "${name}" VALUES (${columns.map(() => "?").join(", ")})`);
+        for (const row of rows) insert.run(columns.map((c) => (typeof row[c] === "boolean" ? Number(row[c]) : (row[c] ?? null))));
+        insert.free();
+      }
+      let columns: string[] = [];
+      let rows: Record<string, unknown>[] = [];
+      let total = 0;
+      try {
+        for (const statement of db.iterateStatements(input.query)) {
+          const names = statement.getColumnNames();
+          const collected: Record<string, unknown>[] = [];
+          let count = 0;
+          while (statement.step()) {
+            if (collected.length < MAX_RESULT_ROWS) collected.push(statement.getAsObject());
+            count++;
+          }
+          if (names.length) [columns, rows, total] = [names, collected, count];
+        }
+      } catch (err) {
+        throw invalid(`SQL error: ${reason(err)}`, "query");
+      }
+      return { columns, rows, row_count: total };
+    } finally {
+      db.close();
+    }
+  },
+});
+
+const transform = implement(imageTransform, {
+  async run(input) {
+    const bytes = decodeBase64(input.image, "image");
+    return decodeImage("image", async () => {
+      let pipeline = (await image(bytes)).rotate();
+      if (input.rotate % 360 !== 0) pipeline = pipeline.rotate(input.rotate);
+      if (input.width || input.height) pipeline = pipeline.resize({ width: input.width, height: input.height, fit: input.fit, withoutEnlargement: false });
+      if (input.grayscale) pipeline = pipeline.grayscale();
+      const { data, info } = await pipeline.toFormat(input.format, { quality: input.quality }).toBuffer({ resolveWithObject: true });
+      return { mime_type: `image/${input.format}`, data: data.toString("base64"), bytes: data.length, format: input.format, width: info.width, height: info.height };
+    });
+  },
+});
+
+/** External references an SVG may not make: the renderer would read local files for them. */
+const EXTERNAL_REFERENCE = /(?:xlink:)?href\s*=\s*["'](?!data:|#)[^"']*["']|@import|url\(\s*["']?(?!data:|#)/i;
+const MAX_OUTPUT_PIXELS = 40_000_000;
+
+async function renderSvg(svg: string, param: string, options: { width?: number; background?: string }) {
+  if (EXTERNAL_REFERENCE.test(svg)) throw invalid("The SVG refers to an external file or URL; only data: URLs and #fragments are allowed.", param);
+  const { Resvg } = await lib.resvg();
+  let resvg: InstanceType<typeof Resvg>;
+  try {
+    resvg = new Resvg(svg, {
+      fitTo: options.width ? { mode: "width", value: options.width } : { mode: "original" },
+      background: options.background,
+      font: { loadSystemFonts: true, defaultFontFamily: "DejaVu Sans" },
+    });
+  } catch (err) {
+    throw invalid(`Not a renderable SVG: ${reason(err)}`, param);
+  }
+  const scale = options.width ? options.width / resvg.width : 1;
+  if (resvg.width * scale * resvg.height * scale > MAX_OUTPUT_PIXELS) {
+    throw new WorkerError(422, "resource_limit", `The image would be larger than ${MAX_OUTPUT_PIXELS / 1_000_000} megapixels; it was refused.`, param);
+  }
+  const png = resvg.render();
+  return { png: png.asPng(), width: png.width, height: png.height };
+}
+
+const svg = implement(svgToPng, {
+  async run(input) {
+    const { png, width, height } = await renderSvg(input.svg, "svg", { width: input.width, background: input.background });
+    return { mime_type: "image/png", data: png.toString("base64"), bytes: png.length, width, height };
+  },
+});
+
+/** Vega's loader, refusing every fetch and file read: charts draw only the data they are sent. */
+const noLoader = (vega: typeof Vega) =>
+  Object.assign(vega.loader(), {
+    load: () => Promise.reject(new Error("remote data is not allowed; send data.values")),
+    sanitize: () => Promise.reject(new Error("remote data is not allowed; send data.values")),
+  });
+
+const chart = implement(chartRender, {
+  async run(input) {
+    if (JSON.stringify(input.spec).includes('"url"')) throw invalid("The chart may not load data or images from URLs; send the data inline as data.values.", "spec");
+    const [vega, { compile: compileVegaLite }] = await Promise.all([lib.vega(), lib.vegaLite()]);
+    let view: Vega.View;
+    try {
+      const spec = { ...input.spec, width: input.width, height: input.height, autosize: { type: "fit", contains: "padding" } };
+      const compiled = compileVegaLite(spec as never).spec;
+      view = new vega.View(vega.parse(compiled), { renderer: "none", loader: noLoader(vega) as never });
+      await view.runAsync();
+    } catch (err) {
+      throw invalid(`Not a Vega-Lite specification this tool can draw: ${reason(err)}`, "spec");
+    }
+    const svgText = await view.toSVG();
+    view.finalize();
+    if (input.format === "svg") {
+      return { format: "svg" as const, mime_type: "image/svg+xml", encoding: "utf8" as const, data: svgText, width: input.width, height: input.height };
+    }
+    const { png, width, height } = await renderSvg(svgText, "spec", { width: input.width, background: "white" });
+    return { format: "png" as const, mime_type: "image/png", encoding: "base64" as const, data: png.toString("base64"), width, height };
+  },
+});
+
+let tesseract: Promise<TesseractWorker> | null = null;
+
+const recognise = implement(ocr, {
+  async run(input) {
+    const bytes = decodeBase64(input.image, "image");
+    // Normalised to a bounded PNG first: Tesseract itself has no pixel limit.
+    const png = await decodeImage("image", async () => (await image(bytes)).rotate().png().toBuffer());
+    tesseract ??= (await lib.tesseract()).createWorker("eng", 1, {
+      langPath: `${dirname(require.resolve("@tesseract.js-data/eng/package.json"))}/4.0.0_best_int`,
+      gzip: true,
+      cacheMethod: "none",
+    });
+    const worker = await tesseract;
+    const { data } = await worker.recognize(png, {}, { text: true, blocks: true });
+    const lines = (data.blocks ?? []).flatMap((b) => b.paragraphs.flatMap((p) => p.lines.map((l) => ({ text: l.text.trim(), confidence: l.confidence }))));
+    return { text: data.text.trim(), confidence: data.confidence, lines };
+  },
+});
+
+const qrRead = implement(qrDecode, {
+  async run(input) {
+    const bytes = decodeBase64(input.image, "image");
+    const { data, info } = await decodeImage("image", async () => (await image(bytes)).rotate().ensureAlpha().raw().toBuffer({ resolveWithObject: true }));
+    const code = (await lib.jsqr())(new Uint8ClampedArray(data.buffer, data.byteOffset, data.length), info.width, info.height);
+    if (!code) return { found: false, text: null, corners: [] };
+    const l = code.location;
+    return { found: true, text: code.data, corners: [l.topLeftCorner, l.topRightCorner, l.bottomRightCorner, l.bottomLeftCorner] };
+  },
+});
+
+const sandbox = implement(jsSandbox, {
+  async run(input) {
+    const { getQuickJS, shouldInterruptAfterDeadline } = await lib.quickjs();
+    const QuickJS = await getQuickJS();
+    const runtime = QuickJS.newRuntime();
+    runtime.setMemoryLimit(input.memory_limit_mb * 1024 * 1024);
+    runtime.setMaxStackSize(1024 * 1024);
+    const started = Date.now();
+    runtime.setInterruptHandler(shouldInterruptAfterDeadline(started + input.time_limit_ms));
+    const vm = runtime.newContext();
+    const lines: string[] = [];
+    try {
+      const consoleObject = vm.newObject();
+      for (const level of ["log", "info", "warn", "error"]) {
+        const fn = vm.newFunction(level, (...args: QuickJSHandle[]) => {
+          if (lines.length < 1000) lines.push(args.map((a) => (vm.typeof(a) === "string" ? vm.getString(a) : JSON.stringify(vm.dump(a)))).join(" ").slice(0, 10_000));
+        });
+        vm.setProp(consoleObject, level, fn);
+        fn.dispose();
+      }
+      vm.setProp(vm.global, "console", consoleObject);
+      consoleObject.dispose();
+      // JSON is a JavaScript expression: the input arrives as data, never as code of the caller's.
+      const parsed = vm.unwrapResult(vm.evalCode(`(${JSON.stringify(input.input ?? null)})`, "input.json"));
+      vm.setProp(vm.global, "input", parsed);
+      parsed.dispose();
+
+      const result = vm.evalCode(input.code, "script.js");
+      const duration_ms = Date.now() - started;
+      if (result.error) {
+        const error = vm.dump(result.error) as { name?: string; message?: string } | string;
+        result.error.dispose();
+        const message = typeof error === "string" ? error : `${error.name ?? "Error"}: ${error.message ?? ""}`;
+        if (/interrupted/i.test(message) && duration_ms >= input.time_limit_ms) {
+          throw new WorkerError(422, "resource_limit", `The script ran longer than ${input.time_limit_ms} ms and was stopped.`, "code");
+        }
+        if (/out of memory/i.test(message)) throw new WorkerError(422, "resource_limit", `The script used more than ${input.memory_limit_mb} MB and was stopped.`, "code");
+        return { result: null, console: lines, error: message, duration_ms };
+      }
+      const value = vm.dump(result.value) as unknown;
+      result.value.dispose();
+      return { result: JSON.parse(JSON.stringify(value ?? null)) as unknown, console: lines, error: null, duration_ms };
+    } finally {
+      vm.dispose();
+      runtime.dispose();
+    }
+  },
+});
+
+/** math.js with the functions that could reach outside an expression switched off (math.js's own security advice). */
+function limitedMath({ create, all }: typeof import("mathjs")) {
+  const math = create(all!);
+  const evaluate = math.evaluate.bind(math);
+  math.import(
+  Object.fromEntries(
+    ["import", "createUnit", "evaluate", "parse", "simplify", "derivative", "resolve", "reviver", "compile"].map((name) => [
+      name,
+      () => {
+        throw new Error(`the function ${name} is disabled`);
+      },
+    ]),
+  ),
+  { override: true },
+  );
+  return { evaluate, format: math.format.bind(math) };
+}
+
+const mathematics = implement(mathEvaluate, {
+  async run(input) {
+    const expressions = Array.isArray(input.expression) ? input.expression : [input.expression];
+    const scope = new Map<string, unknown>(Object.entries(input.scope));
+    const math = await lib.math();
+    let values: unknown[];
+    try {
+      values = expressions.map((e) => math.evaluate(e, scope) as unknown);
+    } catch (err) {
+      throw invalid(`Cannot evaluate: ${reason(err)}`, "expression");
+    }
+    const results = values.map((v) => math.format(v, { precision: input.precision }));
+    const last = values.at(-1);
+    return { result: results.at(-1)!, value: typeof last === "number" && Number.isFinite(last) ? last : null, results };
+  },
+});
+
+export const HEAVY_IMPLEMENTATIONS = new Map(
+  ([pdfExtract, docx, xlsxRead, sql, mathematics, transform, svg, chart, recognise, qrRead, sandbox] as ToolImplementation[]).map((impl) => [impl.definition.name, impl]),
+);

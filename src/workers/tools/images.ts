@@ -1,0 +1,58 @@
+import bwipjs from "bwip-js/node";
+import exifr from "exifr";
+import sharp, { type Metadata } from "sharp";
+import { barcodeGenerate, imageMetadata } from "../../tools/catalogue/images.js";
+import { WorkerError } from "../errors.js";
+import { decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
+import { implement } from "./implementation.js";
+
+/** Image tools light enough for the general pool (no pixel decoding). */
+
+export const barcode = implement(barcodeGenerate, {
+  async run(input) {
+    const options = { bcid: input.type, text: input.text, scale: input.scale, height: 12, includetext: input.include_text, textxalign: "center" as const };
+    try {
+      if (input.format === "svg") return { format: "svg" as const, mime_type: "image/svg+xml", encoding: "utf8" as const, data: bwipjs.toSVG(options) };
+      const png = await bwipjs.toBuffer(options);
+      return { format: "png" as const, mime_type: "image/png", encoding: "base64" as const, data: png.toString("base64") };
+    } catch (err) {
+      throw new WorkerError(422, "invalid_input", `Cannot encode this text as ${input.type}: ${String((err as Error).message ?? err).replace(/^\w+: /, "")}`, "text");
+    }
+  },
+});
+
+/** EXIF values as JSON: dates as ISO 8601, binary blobs left out. */
+function plainTags(tags: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(tags)) {
+    if (v instanceof Date) out[k] = v.toISOString();
+    else if (v instanceof Uint8Array || ArrayBuffer.isView(v)) continue;
+    else if (typeof v !== "function") out[k] = v;
+  }
+  return JSON.parse(JSON.stringify(out)) as Record<string, unknown>;
+}
+
+export const metadata = implement(imageMetadata, {
+  async run(input) {
+    const bytes = decodeBase64(input.image, "image");
+    let meta: Metadata;
+    try {
+      meta = await sharp(bytes, { limitInputPixels: MAX_INPUT_PIXELS }).metadata();
+    } catch (err) {
+      throw new WorkerError(422, "invalid_input", `The image could not be read: ${(err as Error).message}`, "image");
+    }
+    const tags = ((await exifr.parse(bytes, { tiff: true, exif: true, gps: true, xmp: true, iptc: true, translateValues: true }).catch(() => null)) ?? {}) as Record<string, unknown>;
+    const gps = typeof tags.latitude === "number" && typeof tags.longitude === "number" ? { latitude: tags.latitude, longitude: tags.longitude } : null;
+    return {
+      format: meta.format ?? "unknown",
+      width: meta.autoOrient?.width ?? meta.width ?? 0,
+      height: meta.autoOrient?.height ?? meta.height ?? 0,
+      channels: meta.channels ?? 0,
+      space: meta.space ?? null,
+      has_alpha: meta.hasAlpha ?? false,
+      orientation: meta.orientation ?? null,
+      exif: plainTags(tags),
+      gps,
+    };
+  },
+});

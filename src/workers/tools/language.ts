@@ -1,0 +1,137 @@
+import dictionaryEn from "dictionary-en";
+import { Tiktoken, type TiktokenBPE } from "js-tiktoken/lite";
+import nspell from "nspell";
+import winkNLP from "wink-nlp";
+import model from "wink-eng-lite-web-model";
+import {
+  readabilityScore,
+  sentenceSplit,
+  spellCheck,
+  textEntities,
+  textKeywords,
+  textSentiment,
+  textSummarizeExtractive,
+  tokenCount,
+} from "../../tools/catalogue/language.js";
+import { implement } from "./implementation.js";
+
+/** Local language tools: wink-nlp with its English model, nspell with the US Hunspell dictionary, js-tiktoken. */
+const nlp = winkNLP(model);
+const { its, as } = nlp;
+
+const round = (n: number, digits = 3) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+export const sentiment = implement(textSentiment, {
+  async run(input) {
+    const doc = nlp.readDoc(input.text);
+    const score = round(doc.out(its.sentiment) as number);
+    const texts = doc.sentences().out() as string[];
+    const scores = doc.sentences().out(its.sentiment) as unknown as number[];
+    return {
+      score,
+      label: score >= 0.05 ? ("positive" as const) : score <= -0.05 ? ("negative" as const) : ("neutral" as const),
+      sentences: texts.map((text, i) => ({ text, score: round(scores[i] ?? 0) })),
+    };
+  },
+});
+
+export const entities = implement(textEntities, {
+  async run(input) {
+    const doc = nlp.readDoc(input.text);
+    const found: { type: string; value: string; start: number; end: number }[] = [];
+    doc.entities().each((e: { out(f?: unknown): unknown }) => {
+      const [start, end] = e.out(its.span) as unknown as [number, number];
+      found.push({ type: e.out(its.type) as string, value: e.out() as string, start, end });
+    });
+    return { entities: found };
+  },
+});
+
+export const keywords = implement(textKeywords, {
+  async run(input) {
+    const doc = nlp.readDoc(input.text);
+    const content = doc.tokens().filter((t) => t.out(its.type) === "word" && !t.out(its.stopWordFlag) && (t.out() as string).length > 1);
+    const table = content.out(its.lemma as never, as.freqTable) as unknown as [string, number][];
+    const total = content.length() || 1;
+    return { keywords: table.slice(0, input.limit).map(([keyword, count]) => ({ keyword: keyword.toLowerCase(), count, score: round(count / total) })) };
+  },
+});
+
+export const sentences = implement(sentenceSplit, {
+  async run(input) {
+    const doc = nlp.readDoc(input.text);
+    const list = doc.sentences().out() as string[];
+    const words = doc.tokens().filter((t) => t.out(its.type) === "word" || t.out(its.type) === "number").length();
+    return { sentences: list, sentence_count: list.length, word_count: words, token_count: doc.tokens().length() };
+  },
+});
+
+/** Syllables for Flesch-Kincaid, by vowel groups (the usual approximation), at least one a word. */
+const syllables = (word: string) => Math.max(1, (word.toLowerCase().replace(/e$/, "").match(/[aeiouy]+/g) ?? []).length);
+
+export const readability = implement(readabilityScore, {
+  async run(input) {
+    const doc = nlp.readDoc(input.text);
+    const stats = doc.out(its.readabilityStats) as unknown as { fres: number; numOfWords: number; numOfComplexWords: number; numOfSentences: number };
+    const words = doc.tokens().filter((t) => t.out(its.type) === "word").out() as string[];
+    const perWord = words.reduce((n, w) => n + syllables(w), 0) / (words.length || 1);
+    const perSentence = stats.numOfWords / (stats.numOfSentences || 1);
+    return {
+      flesch_reading_ease: stats.fres,
+      flesch_kincaid_grade: round(0.39 * perSentence + 11.8 * perWord - 15.59, 1),
+      sentences: stats.numOfSentences,
+      words: stats.numOfWords,
+      complex_words: stats.numOfComplexWords,
+      reading_time_seconds: Math.round((stats.numOfWords / 275) * 60),
+    };
+  },
+});
+
+let speller: ReturnType<typeof nspell> | null = null;
+
+export const spelling = implement(spellCheck, {
+  async run(input) {
+    speller ??= nspell({ aff: Buffer.from(dictionaryEn.aff), dic: Buffer.from(dictionaryEn.dic) });
+    const ignore = new Set(input.ignore.map((w) => w.toLowerCase()));
+    const misspelled: { word: string; offset: number; suggestions: string[] }[] = [];
+    let checked = 0;
+    for (const m of input.text.matchAll(/\p{L}+(?:['’]\p{L}+)*/gu)) {
+      const word = m[0].replace(/’/g, "'");
+      checked++;
+      if (ignore.has(word.toLowerCase()) || speller.correct(word)) continue;
+      misspelled.push({ word, offset: m.index!, suggestions: input.max_suggestions ? speller.suggest(word).slice(0, input.max_suggestions) : [] });
+    }
+    return { misspelled, words_checked: checked };
+  },
+});
+
+const RANKS: Record<string, () => Promise<{ default: TiktokenBPE }>> = {
+  o200k_base: () => import("js-tiktoken/ranks/o200k_base"),
+  cl100k_base: () => import("js-tiktoken/ranks/cl100k_base"),
+  p50k_base: () => import("js-tiktoken/ranks/p50k_base"),
+  r50k_base: () => import("js-tiktoken/ranks/r50k_base"),
+};
+const encoders = new Map<string, Promise<Tiktoken>>();
+
+export const tokens = implement(tokenCount, {
+  async run(input) {
+    if (!encoders.has(input.encoding)) encoders.set(input.encoding, RANKS[input.encoding]!().then((m) => new Tiktoken(m.default)));
+    const encoder = await encoders.get(input.encoding)!;
+    const ids = encoder.encode(input.text, "all");
+    return { encoding: input.encoding, tokens: ids.length, characters: [...input.text].length, token_ids: input.return_tokens ? ids.slice(0, 10_000) : null };
+  },
+});
+
+export const extractiveSummary = implement(textSummarizeExtractive, {
+  async run(input) {
+    const doc = nlp.readDoc(input.text);
+    const texts = doc.sentences().out() as string[];
+    const importance = doc.out(its.sentenceWiseImportance) as unknown as { index: number; importance: number }[];
+    const chosen = [...importance]
+      .sort((a, b) => b.importance - a.importance || a.index - b.index)
+      .slice(0, input.sentences)
+      .sort((a, b) => a.index - b.index)
+      .map((s) => ({ index: s.index, text: texts[s.index]!, importance: round(s.importance) }));
+    return { summary: chosen.map((s) => s.text).join(" "), sentences: chosen };
+  },
+});

@@ -1,0 +1,56 @@
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { balanceOf, call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+
+/** Finding tools: ranked search over REST, the categories, and the MCP search_tools tool. */
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startGateway();
+});
+afterAll(async () => {
+  await gw.stop();
+});
+
+describe("GET /v1/tools?q=", () => {
+  it("puts the PDF tools first for 'pdf'", async () => {
+    const { body } = await call(`${gw.url}/v1/tools?q=pdf`);
+    expect(body.data.slice(0, 2).map((t: any) => t.name).sort()).toEqual(["pdf-extract-text", "pdf-generate"]);
+  });
+
+  it("ranks by every word and filters by category", async () => {
+    const ocr = await call(`${gw.url}/v1/tools?q=read+text+image`);
+    expect(ocr.body.data[0].name).toBe("ocr");
+    const images = await call(`${gw.url}/v1/tools?category=images`);
+    expect(images.body.data.length).toBe(8);
+    expect(images.body.data.every((t: any) => t.category === "images")).toBe(true);
+    const qrInImages = await call(`${gw.url}/v1/tools?q=qr&category=images`);
+    expect(qrInImages.body.data.map((t: any) => t.name).sort()).toEqual(["qr-code", "qr-decode"]);
+    expect((await call(`${gw.url}/v1/tools?q=zzzz-no-such-thing`)).body.data).toEqual([]);
+    const bad = await call(`${gw.url}/v1/tools?category=nope`);
+    expect([bad.status, bad.body.error.param]).toEqual([422, "category"]);
+  });
+
+  it("lists the categories with their tool counts, 64 in all", async () => {
+    const { body } = await call(`${gw.url}/v1/tools/categories`);
+    expect(body.data.map((c: any) => c.name)).toContain("documents");
+    expect(body.data.reduce((n: number, c: any) => n + c.tools, 0)).toBe(64);
+  });
+});
+
+describe("MCP search_tools", () => {
+  it("returns the matching tools with their schemas, free of charge", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const client = new Client({ name: "toolgate-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), { requestInit: { headers: { "x-api-key": key } } }));
+    try {
+      const result = await client.callTool({ name: "search_tools", arguments: { query: "pdf", limit: 2 } });
+      const tools = (result.structuredContent as { tools: any[] }).tools;
+      expect(tools.map((t) => t.name).sort()).toEqual(["pdf-extract-text", "pdf-generate"]);
+      expect(tools[0].inputSchema).toMatchObject({ type: "object" });
+      expect(tools[0].outputSchema).toMatchObject({ type: "object" });
+      expect(await balanceOf(gw.url, key)).toBe(100);
+    } finally {
+      await client.close();
+    }
+  });
+});
