@@ -52,6 +52,8 @@ const envSchema = z.object({
   DEV_SEED: z.enum(["0", "1"]).optional(),
   /** Development with no X402_NETWORKS: start a local anvil chain standing in for base-sepolia (default on). */
   DEV_CHAIN: z.enum(["0", "1"]).optional(),
+  /** Gateway processes serving one port (node:cluster); above 1 needs REDIS_URL, the state they share. */
+  WEB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   /**
    * The proxies whose X-Forwarded-For is believed: their addresses or subnets (comma-separated;
    * also `loopback`, `linklocal`, `uniquelocal`), or a hop count. Unset: none — the client is the
@@ -146,6 +148,7 @@ export interface Config {
   shutdownGraceMs: number;
   devSeed: boolean;
   devChain: boolean;
+  webConcurrency: number;
   /** Express's `trust proxy`: false (no proxy), the trusted addresses, or a hop count. */
   trustProxy: false | string | number;
   workers: { general: string | undefined; provider: string | undefined; heavy: string | undefined };
@@ -197,6 +200,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
     if (parsed.data.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1") problems.push("WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
   }
+  if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && !parsed.data.REDIS_URL) problems.push("WEB_CONCURRENCY above 1 needs REDIS_URL: the gateway processes share their state through Redis");
   const x402 = parsed.success ? paymentConfig(parsed.data, env, problems) : null;
   const limits = endpointLimits(parsed.success ? parsed.data.ENDPOINT_LIMITS : undefined, problems);
   const apiVersions = parsed.success ? versionsConfig(parsed.data.API_VERSIONS, problems) : null;
@@ -222,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: e.SHUTDOWN_GRACE_SECONDS * 1000,
     devSeed: e.DEV_SEED ? e.DEV_SEED === "1" : e.NODE_ENV === "development",
     devChain: e.NODE_ENV === "development" && !e.X402_NETWORKS && e.DEV_CHAIN !== "0",
+    webConcurrency: e.WEB_CONCURRENCY,
     trustProxy: e.TRUST_PROXY === undefined ? false : (trustProxySetting(e.TRUST_PROXY) as false | string | number),
     workers: { general: e.WORKER_POOL_GENERAL_URL ?? e.WORKERS_URL, provider: e.WORKER_POOL_PROVIDER_URL ?? e.WORKERS_URL, heavy: e.WORKER_POOL_HEAVY_URL ?? e.WORKERS_URL },
     poolConcurrency: e.POOL_CONCURRENCY,
