@@ -6,10 +6,19 @@
  *
  *   npm run bench            (Redis at 127.0.0.1:6379; BENCH_CALLS=20000 BENCH_CONCURRENCY=32)
  *   BENCH_PROFILE=/tmp/prof  also writes a CPU profile of the gateway (.cpuprofile) there
+ *   BENCH_GATEWAY_ENTRY=…    the gateway to measure (default src/main.ts): another checkout's, for an A/B run
+ *   BENCH_QR_CALLS=0         skips the qr-code comparison (shorter A/B runs)
+ *
+ * Also: the CPU time the gateway and the worker each spend per call over the same calls (from
+ * /proc/<pid>/stat), throughput with WEB_CONCURRENCY=1 and 2, and the cold start of the compiled
+ * build (`npm run build` first): process start → /readyz 200.
  */
+import { existsSync, readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
 import { Agent, request } from "node:http";
+import { createInterface } from "node:readline";
 import { Redis } from "ioredis";
-import { fundedAccount, spawnGateway, spawnService } from "../test/helpers/gateway.js";
+import { ADMIN_KEY, fundedAccount, spawnGateway, spawnService } from "../test/helpers/gateway.js";
 import { REDIS_URL, dropPrefix, uniquePrefix } from "../test/helpers/redis.js";
 import { percentile } from "./stats.js";
 
@@ -17,7 +26,7 @@ const CALLS = Number(process.env.BENCH_CALLS ?? 20_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 /** Unloaded latency is measured one call at a time, on fewer calls. */
 const LATENCY_CALLS = Math.max(500, Math.floor(CALLS / 10));
-const QR_CALLS = Math.max(1000, Math.floor(CALLS / 4));
+const QR_CALLS = Number(process.env.BENCH_QR_CALLS ?? Math.max(1000, Math.floor(CALLS / 4)));
 const HASH = JSON.stringify({ text: "benchmark payload", algorithm: "sha256" });
 /** A tool that does some work of its own (a 256-pixel PNG), as real tools do: who keeps up with it? */
 const QR = JSON.stringify({ text: "https://toolgate.example/v1/tools/qr-code?bench=1", format: "png", size: 256 });
@@ -67,33 +76,71 @@ async function drive(url: string, body: string, count: number, headers: (i: numb
 }
 
 
+/** CPU time (user + system) a process has used so far, in microseconds (Linux: /proc/<pid>/stat, 100 ticks a second). */
+function cpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** Process start → first /readyz 200 of the compiled build with production settings (no dev chain, workers elsewhere). */
+async function coldStart(workersUrl: string, prefix: string): Promise<number | null> {
+  const entry = new URL("../dist/src/main.js", import.meta.url).pathname;
+  if (!existsSync(entry)) return null;
+  const started = performance.now();
+  const child = spawn(process.execPath, [entry], {
+    env: { PATH: process.env.PATH, NODE_ENV: "production", PORT: "0", HOST: "127.0.0.1", REDIS_URL, REDIS_KEY_PREFIX: prefix, WORKERS_URL: workersUrl, ADMIN_API_KEY: ADMIN_KEY, SECRET_KEY: "s".repeat(32), SMTP_URL: "smtp://127.0.0.1:1", PUBLIC_BASE_URL: "http://localhost:8402", LOG_LEVEL: "info" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      createInterface({ input: child.stdout! }).on("line", (line) => {
+        if (line.includes('"msg":"listening"')) resolve((JSON.parse(line) as { port: number }).port);
+      });
+      child.once("exit", (code) => reject(new Error(`the compiled gateway exited with ${code}`)));
+    });
+    for (;;) {
+      const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false);
+      if (ok) return performance.now() - started;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  } finally {
+    child.kill("SIGTERM");
+  }
+}
+
 async function main() {
   const prefix = uniquePrefix("bench");
   const workers = await spawnService("src/workers/main.ts", "workers listening", { PORT: "0", LOG_LEVEL: "info" });
   workers.child.stdout!.resume();
   const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const gateway = await spawnGateway(prefix, { WORKERS_URL: workers.url, LOG_LEVEL: "info" }, profile).catch(async (err: unknown) => {
+  const entry = process.env.BENCH_GATEWAY_ENTRY ?? "src/main.ts";
+  const gateway = await spawnGateway(prefix, { WORKERS_URL: workers.url, LOG_LEVEL: "info" }, profile, entry).catch(async (err: unknown) => {
     await workers.stop();
     throw err;
   });
   gateway.child.stdout!.resume(); // request logs stay on, as in production; drained, not printed
   try {
     // Business accounts allow 1,000 calls a minute each: spread the calls over enough of them.
-    const accounts = await Promise.all(Array.from({ length: Math.ceil((CALLS + LATENCY_CALLS + QR_CALLS + 1700) / 900) }, () => fundedAccount(gateway.url, CALLS + 100, "business")));
+    const accounts = await Promise.all(Array.from({ length: Math.ceil((2 * CALLS + LATENCY_CALLS + QR_CALLS + 2200) / 900) }, () => fundedAccount(gateway.url, CALLS + 100, "business")));
     const keyFor = (i: number) => ({ "x-api-key": accounts[i % accounts.length]!.key });
 
     // Warm both paths (JIT, connections, script cache).
     await drive(`${workers.url}/tools/hash`, HASH, 500, () => ({}));
     await drive(`${gateway.url}/v1/tools/hash`, HASH, 500, keyFor);
-    await drive(`${workers.url}/tools/qr-code`, QR, 100, () => ({}));
-    await drive(`${gateway.url}/v1/tools/qr-code`, QR, 100, keyFor);
+    if (QR_CALLS > 0) {
+      await drive(`${workers.url}/tools/qr-code`, QR, 100, () => ({}));
+      await drive(`${gateway.url}/v1/tools/qr-code`, QR, 100, keyFor);
+    }
 
     const direct = await drive(`${workers.url}/tools/hash`, HASH, CALLS, () => ({}));
+    // The same calls, with the CPU each process spends on them.
+    const cpuBefore = { gateway: cpuMicros(gateway.child.pid!), worker: cpuMicros(workers.child.pid!) };
     const through = await drive(`${gateway.url}/v1/tools/hash`, HASH, CALLS, keyFor);
+    const cpu = { gateway: (cpuMicros(gateway.child.pid!) - cpuBefore.gateway) / CALLS, worker: (cpuMicros(workers.child.pid!) - cpuBefore.worker) / CALLS };
     const directAlone = await drive(`${workers.url}/tools/hash`, HASH, LATENCY_CALLS, () => ({}), 1);
     const throughAlone = await drive(`${gateway.url}/v1/tools/hash`, HASH, LATENCY_CALLS, keyFor, 1);
-    const qrDirect = await drive(`${workers.url}/tools/qr-code`, QR, QR_CALLS, () => ({}));
-    const qrThrough = await drive(`${gateway.url}/v1/tools/qr-code`, QR, QR_CALLS, keyFor);
+    const qrDirect = QR_CALLS > 0 ? await drive(`${workers.url}/tools/qr-code`, QR, QR_CALLS, () => ({})) : null;
+    const qrThrough = QR_CALLS > 0 ? await drive(`${gateway.url}/v1/tools/qr-code`, QR, QR_CALLS, keyFor) : null;
 
     // Round trips: every command the gateway sends for a sample of calls, as Redis sees them,
     // less what it sends anyway in a quiet window of the same length (the webhook relay's polling).
@@ -130,9 +177,22 @@ async function main() {
     const ratio = (baseline: Run, gateway: Run) => `throughput ratio (gateway / direct): ${(gateway.rps / baseline.rps).toFixed(2)}; latency under this load: ${added(gateway, baseline)}`;
     compare(`Throughput: ${CALLS} calls, ${CONCURRENCY} at a time`, direct, through, ratio(direct, through));
     compare(`Latency: ${LATENCY_CALLS} calls, one at a time`, directAlone, throughAlone, `latency the gateway adds: ${added(throughAlone, directAlone)}`);
-    compare(`A tool with work of its own: qr-code (256 px PNG), ${QR_CALLS} calls, ${CONCURRENCY} at a time`, qrDirect, qrThrough, ratio(qrDirect, qrThrough));
+    if (qrDirect && qrThrough) compare(`A tool with work of its own: qr-code (256 px PNG), ${QR_CALLS} calls, ${CONCURRENCY} at a time`, qrDirect, qrThrough, ratio(qrDirect, qrThrough));
     console.log(`Redis round trips per successful keyed call: ${perCall.toFixed(2)} (${kinds || "none"}); background polling in the same time: ${background.length} (${[...new Set(background)].join(", ") || "none"})`);
-    if ([direct, through, directAlone, throughAlone, qrDirect, qrThrough].some((r) => r.errors)) process.exitCode = 1;
+    console.log(`\nCPU per keyed hash call over the ${CALLS} throughput calls: gateway ${cpu.gateway.toFixed(0)} µs, worker ${cpu.worker.toFixed(0)} µs, ratio ${(cpu.gateway / cpu.worker).toFixed(2)} (goals: ≤ 150 µs, ≤ 0.60)`);
+
+    // Scale across cores: the same throughput run on WEB_CONCURRENCY=2 (a primary and two gateway processes).
+    const pair = await spawnGateway(prefix, { WORKERS_URL: workers.url, LOG_LEVEL: "info", WEB_CONCURRENCY: "2" }, [], entry).catch(() => null);
+    if (pair) {
+      pair.child.stdout!.resume();
+      await drive(`${pair.url}/v1/tools/hash`, HASH, 500, keyFor);
+      const two = await drive(`${pair.url}/v1/tools/hash`, HASH, CALLS, keyFor);
+      await pair.stop();
+      console.log(`Throughput, ${CALLS} hash calls ${CONCURRENCY} at a time: 1 process ${through.rps.toFixed(0)} req/s, 2 processes (WEB_CONCURRENCY=2) ${two.rps.toFixed(0)} req/s (${(two.rps / through.rps).toFixed(2)}×), errors ${two.errors}`);
+    } else console.log("Throughput with WEB_CONCURRENCY=2: this gateway does not support it");
+    const cold = await coldStart(workers.url, prefix);
+    console.log(cold === null ? "Cold start: run `npm run build` first (no dist/)" : `Cold start of the compiled build (node dist/src/main.js, production settings, no dev chain): ${cold.toFixed(0)} ms to /readyz 200 (goal < 1,000 ms)`);
+    if ([direct, through, directAlone, throughAlone, qrDirect, qrThrough].some((r) => r?.errors)) process.exitCode = 1;
   } finally {
     await gateway.stop();
     await workers.stop();

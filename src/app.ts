@@ -7,6 +7,7 @@ import { jsonBody } from "./http/json-body.js";
 import { noSniff } from "./http/html.js";
 import { allowOn, methodNotAllowed } from "./http/method-not-allowed.js";
 import { cors } from "./http/cors.js";
+import { x402Settle, x402Verify } from "./payments/facilitator.js";
 import { x402Supported } from "./payments/supported.js";
 import { wellKnownX402 } from "./payments/discovery.js";
 import { buildOpenApi } from "./http/openapi.js";
@@ -62,7 +63,7 @@ export function createApp(services: Services): express.Express {
   app.use("/api/v1", mountRoutes(services, apiRoutes));
   app.use("/v1/tools", mountRoutes(services, toolRoutes(createProxyForwarder(services.pools.agent))));
   app.use("/mcp", mcpRouter(services));
-  app.use("/x402", mountRoutes(services, [x402Supported]));
+  app.use("/x402", mountRoutes(services, [x402Supported, x402Verify, x402Settle]));
   app.use("/.well-known", mountRoutes(services, [wellKnownX402]));
 
   app.use(methodNotAllowed, routeNotFound);

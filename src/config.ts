@@ -52,6 +52,8 @@ const envSchema = z.object({
   DEV_SEED: z.enum(["0", "1"]).optional(),
   /** Development with no X402_NETWORKS: start a local anvil chain standing in for base-sepolia (default on). */
   DEV_CHAIN: z.enum(["0", "1"]).optional(),
+  /** Gateway processes serving one port (node:cluster); above 1 needs REDIS_URL, the state they share. */
+  WEB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   /**
    * The proxies whose X-Forwarded-For is believed: their addresses or subnets (comma-separated;
    * also `loopback`, `linklocal`, `uniquelocal`), or a hop count. Unset: none — the client is the
@@ -78,6 +80,8 @@ const envSchema = z.object({
     .optional(),
   /** USD price of one credit (DESIGN D2). */
   CREDIT_PRICE_USD: z.string().regex(/^\d+(\.\d{1,6})?$/, "a USD amount with at most 6 decimals").default("0.002"),
+  /** Credits charged per x402 facilitator settlement (covers the relayer's gas): 5 credits = $0.01 at the default price. */
+  FACILITATOR_FEE_CREDITS: z.coerce.number().int().min(0).default(5),
   IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().min(60).default(86_400),
   /** Host names /mcp answers to (DNS-rebinding protection); default: PUBLIC_BASE_URL's host and loopback. */
   MCP_ALLOWED_HOSTS: z.string().optional(),
@@ -144,6 +148,7 @@ export interface Config {
   shutdownGraceMs: number;
   devSeed: boolean;
   devChain: boolean;
+  webConcurrency: number;
   /** Express's `trust proxy`: false (no proxy), the trusted addresses, or a hop count. */
   trustProxy: false | string | number;
   workers: { general: string | undefined; provider: string | undefined; heavy: string | undefined };
@@ -152,6 +157,7 @@ export interface Config {
   poolQueueTimeoutMs: number;
   toolTimeouts: Record<string, number>;
   creditPriceAtomic: bigint;
+  facilitatorFeeCredits: number;
   idempotencyTtlSeconds: number;
   planPeriodMs: number;
   metricsToken: string | undefined;
@@ -194,6 +200,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
     if (parsed.data.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1") problems.push("WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
   }
+  if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && !parsed.data.REDIS_URL) problems.push("WEB_CONCURRENCY above 1 needs REDIS_URL: the gateway processes share their state through Redis");
   const x402 = parsed.success ? paymentConfig(parsed.data, env, problems) : null;
   const limits = endpointLimits(parsed.success ? parsed.data.ENDPOINT_LIMITS : undefined, problems);
   const apiVersions = parsed.success ? versionsConfig(parsed.data.API_VERSIONS, problems) : null;
@@ -219,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: e.SHUTDOWN_GRACE_SECONDS * 1000,
     devSeed: e.DEV_SEED ? e.DEV_SEED === "1" : e.NODE_ENV === "development",
     devChain: e.NODE_ENV === "development" && !e.X402_NETWORKS && e.DEV_CHAIN !== "0",
+    webConcurrency: e.WEB_CONCURRENCY,
     trustProxy: e.TRUST_PROXY === undefined ? false : (trustProxySetting(e.TRUST_PROXY) as false | string | number),
     workers: { general: e.WORKER_POOL_GENERAL_URL ?? e.WORKERS_URL, provider: e.WORKER_POOL_PROVIDER_URL ?? e.WORKERS_URL, heavy: e.WORKER_POOL_HEAVY_URL ?? e.WORKERS_URL },
     poolConcurrency: e.POOL_CONCURRENCY,
@@ -226,6 +234,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     poolQueueTimeoutMs: e.POOL_QUEUE_TIMEOUT_MS,
     toolTimeouts: Object.fromEntries((e.TOOL_TIMEOUTS?.split(",") ?? []).map((pair) => pair.split("=")).map(([name, ms]) => [name!, Number(ms)])),
     creditPriceAtomic: parseUsd(e.CREDIT_PRICE_USD),
+    facilitatorFeeCredits: e.FACILITATOR_FEE_CREDITS,
     idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
     planPeriodMs: e.PLAN_PERIOD_SECONDS * 1000,
     metricsToken: e.METRICS_TOKEN,

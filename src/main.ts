@@ -1,3 +1,4 @@
+import cluster from "node:cluster";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createMailer } from "./accounts/mailer.js";
 import { createApp } from "./app.js";
@@ -18,6 +19,7 @@ import { Metrics } from "./http/metrics.js";
 import { createStatusService } from "./status/index.js";
 import { RequestGuard, guardProcess } from "./http/request-guard.js";
 import { answerClientError } from "./http/client-errors.js";
+import { runPrimary } from "./cluster.js";
 
 /** Secrets never reach the log, wherever they appear in a logged object. */
 const REDACT = ["*.apiKey", "*.api_key", "*.secret", "*.password", "req.headers['x-api-key']", "headers['x-api-key']"];
@@ -202,6 +204,8 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  // WEB_CONCURRENCY > 1: this process only supervises; the forked processes serve.
+  if (config.webConcurrency > 1 && cluster.isPrimary) return runPrimary(config);
   const logger = createProcessLogger({ level: config.logLevel, redact: { paths: REDACT, censor: "[redacted]" } });
   // Installed before anything starts: a signal during start-up ends the process at once (its
   // children go with it), rather than by the default action half-way through.
@@ -223,9 +227,12 @@ async function main(): Promise<void> {
   stop = started.stop;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+/** The process entry: run directly (`node dist/src/main.js`) or by `npm start` (scripts/start.mjs). */
+export function run(): void {
   main().catch((err) => {
     process.stderr.write(err instanceof StartupError ? `Toolgate could not start: ${err.message}\n` : `Toolgate failed to start: ${err instanceof Error ? err.stack : String(err)}\n`);
     process.exit(1);
   });
 }
+
+if (import.meta.url === `file://${process.argv[1]}`) run();

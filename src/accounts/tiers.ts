@@ -5,7 +5,7 @@ import { ApiError } from "../http/errors.js";
  * rate limits, monthly credits, and the features a tier unlocks.
  */
 /** Features that are built: the ones an account's `features` lists and `requireFeature` checks. */
-export const FEATURES = ["tools", "x402", "mcp", "webhooks", "priority_queue"] as const;
+export const FEATURES = ["tools", "x402", "mcp", "webhooks", "priority_queue", "facilitator"] as const;
 export type Feature = (typeof FEATURES)[number];
 /**
  * Features the specification's tier table promises that are not built yet. They are shown apart,
@@ -35,7 +35,8 @@ export interface Tier {
 const FREE_FEATURES = ["tools", "x402"] as const;
 const STARTER_FEATURES = [...FREE_FEATURES, "mcp"] as const;
 const PRO_FEATURES = [...STARTER_FEATURES, "webhooks", "priority_queue"] as const;
-const BUSINESS_FEATURES = PRO_FEATURES;
+/** An operator enables the x402 facilitator for another tier by adding "facilitator" to its list here. */
+const BUSINESS_FEATURES = [...PRO_FEATURES, "facilitator"] as const;
 const PRO_COMING = ["analytics"] as const;
 const BUSINESS_COMING = [...PRO_COMING, "custom_endpoints", "sso", "dedicated_workers"] as const;
 

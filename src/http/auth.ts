@@ -21,9 +21,12 @@ export function rateLimitHeaders(rate: RateState): Record<string, string> {
 }
 
 /** The key in `x-api-key`, well-formed, or a 401 before any store work. */
-export function presentedKey(req: Request): { accountId: string; hash: string } {
-  const header = req.get("x-api-key");
-  if (!header) throw new ApiError("missing_api_key", "Send your API key in the x-api-key header.");
+export function presentedKey(req: Request, options: { bearer?: boolean } = {}): { accountId: string; hash: string } {
+  // The x402 facilitator API also takes `Authorization: Bearer <key>`, what the official
+  // middlewares' `createAuthHeaders` is usually written to send.
+  const bearer = options.bearer ? /^Bearer\s+(\S+)\s*$/i.exec(req.get("authorization") ?? "")?.[1] : undefined;
+  const header = req.get("x-api-key") ?? bearer;
+  if (!header) throw new ApiError("missing_api_key", options.bearer ? "Send your API key in the x-api-key header or as Authorization: Bearer <key>." : "Send your API key in the x-api-key header.");
   const parsed = parseApiKey(header.trim());
   if (!parsed) throw new ApiError("invalid_api_key", "The API key is not valid.");
   return parsed;

@@ -39,6 +39,8 @@ export class Metrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "toolgate_" });
+    // With WEB_CONCURRENCY several processes answer on one port, each with its own numbers: say whose these are.
+    new Gauge({ name: "toolgate_process_pid", help: "The id of the gateway process that answered this scrape.", registers: [this.registry] }).set(process.pid);
   }
 
   onScrape(collect: () => Promise<void> | void): void {
@@ -50,17 +52,39 @@ export class Metrics {
     return this.registry.metrics();
   }
 
+  /**
+   * Labelled series looked up once and kept: prom-client validates and hashes a label object on
+   * every `inc`/`observe`, work that per call adds up on the hot path. The label values are
+   * bounded (route patterns, HTTP methods and statuses, tool names and outcome codes), so are these maps.
+   */
+  private readonly requestSeries = new Map<string, { count: Counter.Internal; seconds: Histogram.Internal<"route" | "method"> }>();
+  private readonly toolCallSeries = new Map<string, Counter.Internal>();
+
+  /** Counts one tool call by tool and outcome (`ok`, or the error code). */
+  countToolCall(tool: string, outcome: string): void {
+    const key = `${tool} ${outcome}`;
+    let series = this.toolCallSeries.get(key);
+    if (!series) this.toolCallSeries.set(key, (series = this.toolCalls.labels({ tool, outcome })));
+    series.inc();
+  }
+
   /** Counts and times every request by its route pattern (never the raw path: ids would explode the label set). */
   middleware(): RequestHandler {
     return (req, res, next) => {
       // The status page's own probes (loopback, marked) would otherwise be most of a quiet
       // component's latency figures.
       if (req.get(STATUS_PROBE_HEADER) && isLoopback(req.socket.remoteAddress)) return next();
-      const stop = this.latency.startTimer();
-      res.on("finish", () => {
+      const started = process.hrtime.bigint();
+      res.once("finish", () => {
         const route = (res.locals.route as string | undefined) ?? (req.route?.path ? `${req.baseUrl}${req.route.path}` : "unmatched");
-        stop({ route, method: req.method });
-        this.requests.inc({ route, method: req.method, status: String(res.statusCode) });
+        const key = `${route} ${req.method} ${res.statusCode}`;
+        let series = this.requestSeries.get(key);
+        if (!series) {
+          series = { count: this.requests.labels({ route, method: req.method, status: String(res.statusCode) }), seconds: this.latency.labels({ route, method: req.method }) };
+          this.requestSeries.set(key, series);
+        }
+        series.count.inc();
+        series.seconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
       });
       next();
     };

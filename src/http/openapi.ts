@@ -6,6 +6,7 @@ import { formatCredits, priceOf } from "../tools/pricing.js";
 import { listTools } from "../tools/routes/list.js";
 import { getTool } from "../tools/routes/get.js";
 import { jsonSchemasOf } from "../tools/views.js";
+import { x402Settle, x402Verify } from "../payments/facilitator.js";
 import { x402Supported } from "../payments/supported.js";
 import { wellKnownX402 } from "../payments/discovery.js";
 import { ERRORS, type ErrorCode } from "./errors.js";
@@ -126,6 +127,8 @@ export function buildOpenApi(config: Pick<Config, "publicBaseUrl" | "creditPrice
   for (const route of apiRoutes) add("/api/v1", route);
   for (const route of [listTools, getTool]) add("/v1/tools", route as RouteDef<any, any, any>);
   add("/x402", x402Supported as RouteDef<any, any, any>);
+  add("/x402", x402Verify as RouteDef<any, any, any>);
+  add("/x402", x402Settle as RouteDef<any, any, any>);
   add("/.well-known", wellKnownX402 as RouteDef<any, any, any>);
 
   for (const tool of TOOLS) {

@@ -101,7 +101,7 @@ function payableResult(err: ApiError, offer: Offer) {
 function paidCall(services: Services, tool: ToolDefinition, input: unknown, payment: unknown, requestId: string) {
   const priceAtomic = atomicPrice(tool.cost, services.config.creditPriceAtomic);
   const offer = offerFor(services.payments!.config, priceAtomic, `mcp://tool/${tool.name}`, `${tool.title}: one call (${formatCredits(tool.cost)})`, mcpToolExtensions());
-  return { tool, input, offer, priceAtomic, read: () => (payment === undefined ? null : readPaymentPayload(payment)), idempotencyKey: null, requestId };
+  return { tool, input, offer, priceAtomic, read: () => (payment === undefined ? null : readPaymentPayload(2, payment)), idempotencyKey: null, requestId };
 }
 
 export function createMcpServerFactory(services: Services, forward: Forwarder) {

@@ -27,6 +27,27 @@ export const PATH_VARIABLES: Record<string, { variable: string; from: string }> 
 };
 
 export const OPERATION_EXAMPLES: Record<string, OperationExample> = {
+  ...Object.fromEntries(
+    (["verify", "settle"] as const).map((op) => [
+      `POST /x402/${op}`,
+      {
+        body: {
+          x402Version: 1,
+          paymentPayload: {
+            x402Version: 1,
+            scheme: "exact",
+            network: "base-sepolia",
+            payload: { signature: "0x…", authorization: { from: "0x…", to: "0xYourPayTo…", value: "10000", validAfter: "0", validBefore: "1795000000", nonce: "0x…" } },
+          },
+          paymentRequirements: { scheme: "exact", network: "base-sepolia", maxAmountRequired: "10000", resource: "https://your.app/paid", payTo: "0xYourPayTo…", maxTimeoutSeconds: 300, asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e" },
+        },
+        error: {
+          status: 401,
+          why: "The facilitator API is called by your x402 middleware (x402-express, @x402/express) with the key of an account with the facilitator feature (Business), in x-api-key or Authorization: Bearer; without one it answers 401.",
+        },
+      },
+    ]),
+  ),
   "POST /api/v1/signup": {
     body: { email: "you@example.com" },
     response: {

@@ -27,8 +27,9 @@ export function pagesRouter(services: Services, openApi: Record<string, unknown>
   const changelogRss = renderChangelogRss(changelog, base);
   const llms = renderLlmsTxt(services.config);
 
-  // The tools' worked examples are run against the workers once, in the background from the
-  // start; a page built while some were missing is rebuilt on a request 10 s later.
+  // The tools' worked examples are run against the workers once, when the page is first asked
+  // for (never at start-up, where they would compete with the first calls for the workers); a
+  // page built while some were missing is rebuilt on a request 10 s later.
   let docs: { at: number; complete: boolean; html: Promise<string> } | null = null;
   const buildDocs = () => {
     const entry = { at: Date.now(), complete: false, html: Promise.resolve("") };
@@ -38,11 +39,10 @@ export function pagesRouter(services: Services, openApi: Record<string, unknown>
     });
     docs = entry;
   };
-  buildDocs();
 
   // Express 5 hands a rejected handler's error to the error handler.
   router.get("/docs", async (_req, res) => {
-    if (docs && !docs.complete && Date.now() - docs.at > DOCS_REBUILD_AFTER_MS) buildDocs();
+    if (!docs || (!docs.complete && Date.now() - docs.at > DOCS_REBUILD_AFTER_MS)) buildDocs();
     sendPage(res, await docs!.html, 300);
   });
   router.get("/docs/try-it.js", (_req, res) => sendDocument(res, "text/javascript; charset=utf-8", TRY_IT_SCRIPT, 300));

@@ -7,7 +7,9 @@ import { jsonSchemasOf } from "../tools/views.js";
  * The answers shown under each tool on /docs are real: the catalogue's worked example, run once
  * per process against this gateway's own workers (not charged, never on a page view after the
  * first). Tools of the provider pool are left out: their answers cost the operator money at
- * the AI or search provider, so their sections show the output schema only.
+ * the AI or search provider; so are the heavy pool's (OCR, charts, sandbox…): loading their
+ * libraries takes seconds of the workers' CPU that callers' first calls should not wait behind.
+ * Their sections show the output schema only.
  */
 export const workedExampleOf = (tool: ToolDefinition): unknown => (jsonSchemasOf(tool).input as { examples?: unknown[] }).examples?.[0];
 
@@ -20,7 +22,10 @@ function abbreviate(value: unknown): unknown {
 }
 
 /** The tools whose worked example is run for the page. */
-export const EXAMPLE_TOOLS = TOOLS.filter((tool) => tool.pool !== "provider" && workedExampleOf(tool) !== undefined);
+export const EXAMPLE_TOOLS = TOOLS.filter((tool) => tool.pool === "general" && workedExampleOf(tool) !== undefined);
+
+/** At most this many examples run at once, so building the page never floods the workers. */
+const EXAMPLES_AT_ONCE = 4;
 
 async function answerOf(services: Pick<Services, "pools">, tool: ToolDefinition, timeoutMs: number): Promise<unknown> {
   const res = await fetch(`${services.pools.url(tool.pool)}/tools/${tool.name}`, {
@@ -36,16 +41,20 @@ async function answerOf(services: Pick<Services, "pools">, tool: ToolDefinition,
 /** Each example is tried twice (a worker still warming up on a busy machine), then left out. */
 export async function collectToolExamples(services: Pick<Services, "pools">, timeoutMs = 10_000): Promise<Map<string, unknown>> {
   const answers = new Map<string, unknown>();
-  await Promise.all(
-    EXAMPLE_TOOLS.map(async (tool) => {
-      for (let attempt = 1; attempt <= 2; attempt++) {
-        try {
-          answers.set(tool.name, await answerOf(services, tool, timeoutMs));
-          return;
-        } catch {
-          if (attempt === 1) await new Promise((r) => setTimeout(r, 1000));
-        }
+  const queue = [...EXAMPLE_TOOLS];
+  const runOne = async (tool: ToolDefinition) => {
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      try {
+        answers.set(tool.name, await answerOf(services, tool, timeoutMs));
+        return;
+      } catch {
+        if (attempt === 1) await new Promise((r) => setTimeout(r, 1000));
       }
+    }
+  };
+  await Promise.all(
+    Array.from({ length: EXAMPLES_AT_ONCE }, async () => {
+      for (let tool = queue.shift(); tool; tool = queue.shift()) await runOne(tool);
     }),
   );
   return answers;

@@ -52,7 +52,19 @@ export interface PaymentRequest {
    * authorization unused.
    */
   beforeSettling?: (accountId: string) => Promise<void>;
+  /**
+   * Who is paid: Toolgate's own X402_PAY_TO by default; as a facilitator, the resource server's
+   * own address (the facilitator never receives the funds).
+   */
+  payTo?: Address;
+  /** A settlement made as a facilitator: charged its fee on settlement instead of crediting the payer. */
+  facilitator?: { feeCredits: number };
+  /** The longest an authorization may stay valid from now: the requirement's, as a facilitator; default X402_MAX_TIMEOUT_SECONDS. */
+  maxTimeoutSeconds?: number;
 }
+
+/** The ledger request id of a facilitator settlement's fee: one per payment, so it is charged once. */
+export const facilitatorFeeRequestId = (paymentId: string) => `facilitator:${paymentId}`;
 
 export class Payments {
   readonly clients: Map<string, NetworkClients>;
@@ -75,14 +87,14 @@ export class Payments {
 
   private networkOf(header: PaymentHeader, offer: Offer): NetworkClients {
     if (header.version === 1) {
-      if (header.scheme !== "exact") throw invalidPayment("only the exact scheme is accepted");
+      if (header.scheme !== "exact") throw invalidPayment("only the exact scheme is accepted", "unsupported_scheme");
       const clients = this.clients.get(header.network);
-      if (!clients || clients.network.name !== header.network) throw invalidPayment(`the network ${header.network} is not accepted here`);
+      if (!clients || clients.network.name !== header.network) throw invalidPayment(`the network ${header.network} is not accepted here`, "invalid_network");
       return clients;
     }
     // v2: the requirement the client accepted must be, field for field, one that was offered.
     const offered = offer.v2.accepts.find((r) => sameRequirement(r, header.accepted));
-    if (!offered) throw invalidPayment("the accepted requirement is not one this resource offers (network, asset, amount or recipient differ)");
+    if (!offered) throw invalidPayment("the accepted requirement is not one this resource offers (network, asset, amount or recipient differ)", "invalid_payment_requirements");
     return this.clients.get(offered.network)!;
   }
 
@@ -93,7 +105,7 @@ export class Payments {
    * simulation, time window) are left out for a payment already known, since its settlement
    * changed them.
    */
-  async accept(header: PaymentHeader, request: PaymentRequest): Promise<AcceptedPayment> {
+  private prepare(header: PaymentHeader, request: PaymentRequest) {
     const clients = this.networkOf(header, request.offer);
     const { network } = clients;
     const auth = header.authorization;
@@ -101,7 +113,27 @@ export class Payments {
     const payer = getAddress(auth.from);
     const id = `${network.chainId}:${network.usdc.address}:${payer}:${auth.nonce}`.toLowerCase();
     const networkName = header.version === 1 ? network.name : network.caip2;
-    const expected = { payTo: this.config.payTo, price: request.priceAtomic, maxTimeoutSeconds: this.config.maxTimeoutSeconds };
+    const expected = { payTo: request.payTo ?? this.config.payTo, price: request.priceAtomic, maxTimeoutSeconds: request.maxTimeoutSeconds ?? this.config.maxTimeoutSeconds };
+    return { clients, network, auth, signature, payer, id, networkName, expected };
+  }
+
+  /**
+   * The facilitator's `verify`: every check `accept` makes before money moves (the authorization
+   * itself, then the chain's state), claiming nothing. Returns the payer; throws the refusal.
+   */
+  async verify(header: PaymentHeader, request: PaymentRequest): Promise<{ payer: Address; network: string }> {
+    const { clients, network, auth, signature, payer, networkName, expected } = this.prepare(header, request);
+    try {
+      await verifySigned(clients, auth, signature, expected);
+      await verifyChainState(clients, auth, signature, expected);
+    } catch (err) {
+      throw this.refusal(err, network.name);
+    }
+    return { payer, network: networkName };
+  }
+
+  async accept(header: PaymentHeader, request: PaymentRequest): Promise<AcceptedPayment> {
+    const { clients, network, auth, signature, payer, id, networkName, expected } = this.prepare(header, request);
     const context: KnownContext = { request, auth, payer, network: networkName };
 
     // The request's own checks and the lookup of its payment, in one round.
@@ -146,15 +178,17 @@ export class Payments {
       call: request.call ? { key: request.call.key ?? `x402:${id}`, fingerprint: request.call.fingerprint } : null,
       // The transfer cannot be in an earlier block: whoever finishes this settlement reads logs from here.
       sentFromBlock: seenAt.toString(),
+      ...(request.payTo ? { payTo: expected.payTo } : {}),
+      ...(request.facilitator ? { facilitatorFee: request.facilitator.feeCredits } : {}),
     };
     const existing = await this.services.store.claimPayment(record);
     if (existing) return this.answerKnown(existing, context);
 
-    const outcome = await settle(clients, auth, signature, this.config.payTo, this.config.receiptTimeoutMs, (name, fn) => this.withLock(name, fn));
+    const outcome = await settle(clients, auth, signature, expected.payTo, this.config.receiptTimeoutMs, (name, fn) => this.withLock(name, fn));
     this.services.metrics.payments.inc({ outcome: outcome.state, network: network.name });
     if (outcome.state === "failed" && !(await this.mayHaveMoved(clients, auth))) {
       await this.services.store.releasePayment(id); // nothing moved: the authorization may be retried
-      throw invalidPayment(`settlement failed: ${outcome.reason}`);
+      throw invalidPayment(`settlement failed: ${outcome.reason}`, "invalid_transaction_state");
     }
     if (outcome.state !== "settled") {
       await this.services.store.savePayment({ ...record, state: "pending", txHash: outcome.txHash ?? null, relay: outcome.state === "pending" ? (outcome.relay ?? null) : null });
@@ -273,6 +307,7 @@ export class Payments {
    * for, so it neither re-arms the account's credit alerts nor moves their reference level.
    */
   async credit(record: PaymentRecord): Promise<PaymentRecord> {
+    if (record.facilitatorFee !== undefined) return this.chargeFacilitatorFee(record);
     const amount = BigInt(record.value);
     const { grant } = record;
     const event = eventRecord(newEventId(), "payment.received", record.accountId, {
@@ -293,6 +328,31 @@ export class Payments {
       [event],
       grant.planChange ?? undefined,
     );
+    const saved = { ...record, expiresAt: record.expiresAt ?? this.retainUntil(record) };
+    await this.services.store.savePayment(saved);
+    return saved;
+  }
+
+  /**
+   * A facilitator settlement pays the caller's own address; Toolgate charges the caller its fee,
+   * once per payment (the payment id is the ledger request id), whoever finishes the settlement.
+   * The balance was checked before the money moved; a balance spent in between leaves the fee
+   * uncollected (logged), never a negative balance.
+   */
+  private async chargeFacilitatorFee(record: PaymentRecord): Promise<PaymentRecord> {
+    const fee = record.facilitatorFee ?? 0;
+    if (fee > 0) {
+      const outcome = await this.services.store.admit({
+        accountId: record.accountId,
+        keyHash: null,
+        cost: fee,
+        requestId: facilitatorFeeRequestId(record.id),
+        tool: null,
+        reason: "facilitator_settle",
+        countRequest: false,
+      });
+      if (outcome.status !== "ok") this.services.log.warn({ payment: record.id, account: record.accountId, outcome: outcome.status }, "facilitator fee not collected");
+    }
     const saved = { ...record, expiresAt: record.expiresAt ?? this.retainUntil(record) };
     await this.services.store.savePayment(saved);
     return saved;

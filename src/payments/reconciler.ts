@@ -120,7 +120,7 @@ export async function reconcile(services: Services, payments: Payments, record: 
   const receipt = await clients.public.getTransactionReceipt({ hash: txHash });
   const events = parseEventLogs({ abi: tokenAbi, logs: receipt.logs.filter((l) => isAddressEqual(l.address, token)) }) as unknown as { eventName: string; args: Record<string, unknown> }[];
   const paid = events.some(
-    (e) => e.eventName === "Transfer" && isAddressEqual(e.args.from as Address, from) && isAddressEqual(e.args.to as Address, payments.config.payTo) && e.args.value === BigInt(record.value),
+    (e) => e.eventName === "Transfer" && isAddressEqual(e.args.from as Address, from) && isAddressEqual(e.args.to as Address, (record.payTo as Address | undefined) ?? payments.config.payTo) && e.args.value === BigInt(record.value),
   );
   if (!paid) {
     services.log.error({ payment: record.id, tx: txHash }, "authorization used without the expected transfer; not credited");

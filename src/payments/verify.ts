@@ -24,7 +24,38 @@ export const AUTHORIZATION_TYPES = {
   ],
 } as const;
 
-export const invalidPayment = (reason: string) => new ApiError("payment_invalid", `The payment is not valid: ${reason}.`, { details: { reason } });
+/**
+ * The x402 specification's error reasons (the `ErrorReasons` of the `x402` package), as far as
+ * an EVM "exact" payment can meet them: the facilitator API answers these stable codes.
+ */
+export type X402Reason =
+  | "insufficient_funds"
+  | "invalid_exact_evm_payload_authorization_valid_after"
+  | "invalid_exact_evm_payload_authorization_valid_before"
+  | "invalid_exact_evm_payload_authorization_value"
+  | "invalid_exact_evm_payload_signature"
+  | "invalid_exact_evm_payload_recipient_mismatch"
+  | "invalid_network"
+  | "invalid_payload"
+  | "invalid_payment_requirements"
+  | "invalid_scheme"
+  | "invalid_transaction_state"
+  | "unsupported_scheme"
+  | "invalid_x402_version"
+  | "unexpected_verify_error"
+  | "unexpected_settle_error";
+
+/** A refused payment: the API's `payment_invalid`, carrying the x402 reason the facilitator API answers. */
+export class PaymentRefusal extends ApiError {
+  constructor(
+    reason: string,
+    readonly x402Reason: X402Reason,
+  ) {
+    super("payment_invalid", `The payment is not valid: ${reason}.`, { details: { reason } });
+  }
+}
+
+export const invalidPayment = (reason: string, x402Reason: X402Reason = "invalid_payload") => new PaymentRefusal(reason, x402Reason);
 
 /**
  * A 65-byte EOA signature with v normalised to 27/28 and a high s refused; anything else (an
@@ -36,10 +67,10 @@ export function normaliseSignature(signature: Hex): Hex {
   try {
     parsed = parseSignature(signature);
   } catch {
-    throw invalidPayment("the signature is not a valid ECDSA signature");
+    throw invalidPayment("the signature is not a valid ECDSA signature", "invalid_exact_evm_payload_signature");
   }
-  if (BigInt(parsed.s) > HALF_N) throw invalidPayment("the signature's s value is high (malleable)");
-  if (BigInt(parsed.r) === 0n || BigInt(parsed.s) === 0n) throw invalidPayment("the signature is not a valid ECDSA signature");
+  if (BigInt(parsed.s) > HALF_N) throw invalidPayment("the signature's s value is high (malleable)", "invalid_exact_evm_payload_signature");
+  if (BigInt(parsed.r) === 0n || BigInt(parsed.s) === 0n) throw invalidPayment("the signature is not a valid ECDSA signature", "invalid_exact_evm_payload_signature");
   return serializeSignature({ r: parsed.r, s: parsed.s, yParity: parsed.yParity ?? (Number(parsed.v) - 27 === 1 ? 1 : 0) });
 }
 
@@ -69,8 +100,8 @@ export function authorizationMessage(auth: Authorization) {
  */
 export async function verifySigned(clients: NetworkClients, auth: Authorization, signature: Hex, expected: Expected): Promise<void> {
   const { network } = clients;
-  if (!isAddressEqual(auth.to as Address, expected.payTo)) throw invalidPayment("it pays the wrong recipient");
-  if (BigInt(auth.value) !== expected.price) throw invalidPayment(`the amount must be exactly ${expected.price} atomic units`);
+  if (!isAddressEqual(auth.to as Address, expected.payTo)) throw invalidPayment("it pays the wrong recipient", "invalid_exact_evm_payload_recipient_mismatch");
+  if (BigInt(auth.value) !== expected.price) throw invalidPayment(`the amount must be exactly ${expected.price} atomic units`, "invalid_exact_evm_payload_authorization_value");
   const message = authorizationMessage(auth);
   const signatureOk = await clients.public
     .verifyTypedData({
@@ -86,7 +117,7 @@ export async function verifySigned(clients: NetworkClients, auth: Authorization,
       if (isRpcFailure(err)) throw err;
       return false;
     });
-  if (!signatureOk) throw invalidPayment("the signature does not match the authorization, token or chain");
+  if (!signatureOk) throw invalidPayment("the signature does not match the authorization, token or chain", "invalid_exact_evm_payload_signature");
 }
 
 /**
@@ -112,14 +143,14 @@ export async function verifyChainState(clients: NetworkClients, auth: Authorizat
   ]);
   const wallClock = BigInt(Math.floor(Date.now() / 1000));
   const now = block.timestamp > wallClock ? block.timestamp : wallClock;
-  if (message.validAfter >= block.timestamp) throw invalidPayment("the authorization is not valid yet");
-  if (message.validBefore <= now + VALIDITY_MARGIN_S) throw invalidPayment("the authorization has expired");
+  if (message.validAfter >= block.timestamp) throw invalidPayment("the authorization is not valid yet", "invalid_exact_evm_payload_authorization_valid_after");
+  if (message.validBefore <= now + VALIDITY_MARGIN_S) throw invalidPayment("the authorization has expired", "invalid_exact_evm_payload_authorization_valid_before");
   if (message.validBefore - now > BigInt(expected.maxTimeoutSeconds) + CLOCK_SKEW_S) {
-    throw invalidPayment(`the authorization stays valid for ${message.validBefore - now} s, longer than maxTimeoutSeconds (${expected.maxTimeoutSeconds} s)`);
+    throw invalidPayment(`the authorization stays valid for ${message.validBefore - now} s, longer than maxTimeoutSeconds (${expected.maxTimeoutSeconds} s)`, "invalid_exact_evm_payload_authorization_valid_before");
   }
   if (used) throw new ApiError("payment_already_used", "This payment authorization has already been used.");
-  if (balance < message.value) throw invalidPayment("the payer's balance is too low");
-  if (simulationError) throw invalidPayment(`the transfer would fail on chain (${simulationError})`);
+  if (balance < message.value) throw invalidPayment("the payer's balance is too low", "insufficient_funds");
+  if (simulationError) throw invalidPayment(`the transfer would fail on chain (${simulationError})`, "invalid_transaction_state");
   return { blockNumber: block.number };
 }
 

@@ -85,19 +85,41 @@ export function readPaymentHeader(get: (name: string) => string | undefined): Pa
   } catch {
     throw new Error(`${v2 ? "PAYMENT-SIGNATURE" : "X-PAYMENT"} is not base64 of JSON`);
   }
-  if (v2) return readPaymentPayload(json);
+  return readPaymentPayload(v2 ? 2 : 1, json);
+}
+
+/** A payment payload (decoded JSON) of the given generation; throws naming the first wrong field. */
+export function readPaymentPayload(version: 1 | 2, json: unknown): PaymentHeader {
+  if (version === 2) {
+    const p = parsed(paymentV2, json);
+    return { version: 2, accepted: p.accepted, signature: p.payload.signature, authorization: p.payload.authorization, extensions: p.extensions ?? {} };
+  }
   const p = parsed(paymentV1, json);
   return { version: 1, scheme: p.scheme, network: p.network, signature: p.payload.signature, authorization: p.payload.authorization };
 }
 
-/**
- * A decoded v2 PaymentPayload (the `PAYMENT-SIGNATURE` header's JSON, or the object an MCP client
- * sends in `params._meta["x402/payment"]`); throws naming the first wrong field.
- */
-export function readPaymentPayload(json: unknown): PaymentHeader {
-  const p = parsed(paymentV2, json);
-  return { version: 2, accepted: p.accepted, signature: p.payload.signature, authorization: p.payload.authorization, extensions: p.extensions ?? {} };
+/** A v1 payment requirement (an element of `accepts`), as a resource server sends it to a facilitator. */
+export const requirementsV1Schema = z.object({
+  scheme: z.string(),
+  network: z.string(),
+  maxAmountRequired: uint,
+  resource: z.string(),
+  description: z.string().optional(),
+  mimeType: z.string().optional(),
+  payTo: address,
+  maxTimeoutSeconds: z.number(),
+  asset: address,
+  extra: z.record(z.string(), z.unknown()).nullish(),
+});
+export type RequirementsV1 = z.infer<typeof requirementsV1Schema>;
+
+/** The v2 payload's `resource` (the paid URL), when it names one. */
+export function payloadResource(json: unknown): string | null {
+  const resource = (json as { resource?: { url?: unknown } } | null)?.resource;
+  return typeof resource?.url === "string" ? resource.url : null;
 }
+
+export { parsed as parsedOrThrow };
 
 /** The x402 v2 `payment-identifier` extension: the client's own id for this payment, for idempotency. */
 export const PAYMENT_IDENTIFIER = "payment-identifier";

@@ -307,6 +307,10 @@ export interface PaymentRecord {
   sentFromBlock?: string | null;
   /** When a settled record is forgotten (ms since the epoch); open records never expire. */
   expiresAt?: number;
+  /** Who is paid, when not X402_PAY_TO: a facilitator settlement pays the resource server's address. */
+  payTo?: string;
+  /** A facilitator settlement: the credits charged to `accountId` once it settles (instead of a credit). */
+  facilitatorFee?: number;
 }
 
 export interface RelayedTransaction {

@@ -141,13 +141,13 @@ async function serveCharged(
       headers: { ...caller.headers, "X-Credits-Charged": String(tool.cost), "X-Credits-Remaining": String(caller.account.balance) },
     };
     if (idempotencyKey) await store.completeIdempotent(accountId, idempotencyKey, result, idempotencyTtlSeconds ?? config.idempotencyTtlSeconds);
-    services.metrics.toolCalls.inc({ tool: tool.name, outcome: "ok" });
+    services.metrics.countToolCall(tool.name, "ok");
     if (caller.charged) services.metrics.creditsDebited.inc(tool.cost);
     return { ...result, replayed: false };
   }
 
   const failure = failureOf(tool, outcome);
-  services.metrics.toolCalls.inc({ tool: tool.name, outcome: failure.code });
+  services.metrics.countToolCall(tool.name, failure.code);
   const callerError = failure.code === "validation_failed";
   await refundOnce(services, { accountId, requestId, idempotencyKey, tool: tool.name, reason: `tool failed: ${failure.code}`, errorCode: callerError ? null : failure.code });
   throw failure.withHeaders(caller.headers);

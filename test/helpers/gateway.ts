@@ -67,9 +67,9 @@ export interface GatewayProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `entry` under node + tsx and waits for its JSON log line `{"msg": readyMessage, "port"}`. */
+/** Starts `entry` (TypeScript under node + tsx, compiled JavaScript under plain node) and waits for its JSON log line `{"msg": readyMessage, "port"}`. */
 export async function spawnService(entry: string, readyMessage: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", entry], {
+  const child = spawn(process.execPath, [...nodeArgs, ...(entry.endsWith(".ts") ? ["--import", "tsx"] : []), entry], {
     cwd: new URL("../..", import.meta.url).pathname,
     // The test CA (NODE_EXTRA_CA_CERTS) is passed on, as it would be in any deployment that uses one.
     env: { PATH: process.env.PATH, ...(process.env.NODE_EXTRA_CA_CERTS ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS } : {}), ...env },
@@ -81,7 +81,11 @@ export async function spawnService(entry: string, readyMessage: string, env: Rec
   const lines = createInterface({ input: child.stdout! });
   const port = await new Promise<number>((resolve, reject) => {
     // A cold start (tsx, then the bundled workers) takes ~5 s alone; far longer on a loaded 2-core machine.
-    const timer = setTimeout(() => reject(new Error(`${entry} did not start within 60 s: ${stderr}`)), 60_000);
+    // A process that did not start in time is stopped, not left running (with its own children) after the test.
+    const timer = setTimeout(() => {
+      child.kill("SIGTERM");
+      reject(new Error(`${entry} did not start within 60 s: ${stderr}`));
+    }, 60_000);
     lines.on("line", (line) => {
       output.push(line);
       if (!line.includes(`"msg":"${readyMessage}"`)) return;
@@ -103,8 +107,11 @@ export async function spawnService(entry: string, readyMessage: string, env: Rec
   };
 }
 
-/** A real gateway process (`src/main.ts`) on a free port, sharing Redis through `prefix`; an `env` value of undefined leaves that default unset. */
-export function spawnGateway(prefix: string, env: Record<string, string | undefined> = {}, nodeArgs: string[] = []): Promise<GatewayProcess> {
+/**
+ * A real gateway process (`src/main.ts`, or another `entry` such as the compiled build) on a free
+ * port, sharing Redis through `prefix`; an `env` value of undefined leaves that default unset.
+ */
+export function spawnGateway(prefix: string, env: Record<string, string | undefined> = {}, nodeArgs: string[] = [], entry = "src/main.ts"): Promise<GatewayProcess> {
   const settings = {
     NODE_ENV: "test",
     PORT: "0",
@@ -117,7 +124,7 @@ export function spawnGateway(prefix: string, env: Record<string, string | undefi
     TRUST_PROXY: "loopback", // as startGateway: the tests name their clients in X-Forwarded-For
     ...env,
   };
-  return spawnService("src/main.ts", "listening", Object.fromEntries(Object.entries(settings).filter((e): e is [string, string] => e[1] !== undefined)), nodeArgs);
+  return spawnService(entry, "listening", Object.fromEntries(Object.entries(settings).filter((e): e is [string, string] => e[1] !== undefined)), nodeArgs);
 }
 
 export interface Json {

@@ -41,7 +41,7 @@ describe("admin API", () => {
     const after = await call(`${gw.url}/api/v1/account`, { key });
     expect(after.headers.get("ratelimit-limit")).toBe("1000");
     // Only what is built is listed as a feature; what the tier promises beyond that is "coming".
-    expect(after.body.features).toEqual(["tools", "x402", "mcp", "webhooks", "priority_queue"]);
+    expect(after.body.features).toEqual(["tools", "x402", "mcp", "webhooks", "priority_queue", "facilitator"]);
     expect(after.body.features_coming).toEqual(["analytics", "custom_endpoints", "sso", "dedicated_workers"]);
   });
 
@@ -113,7 +113,9 @@ describe("health and unknown routes", () => {
   });
 
   it("is not ready, and answers 503 store_unavailable quickly, when Redis cannot be reached", async () => {
-    const down = await startGateway({ env: { REDIS_URL: "redis://127.0.0.1:1" } });
+    // With its SECRET_KEY given, as in production (without one, a development gateway keeps its
+    // key in the store, and with the store unreachable it refuses to start, saying so).
+    const down = await startGateway({ env: { REDIS_URL: "redis://127.0.0.1:1", SECRET_KEY: "s".repeat(40) } });
     try {
       expect((await call(`${down.url}/readyz`)).status).toBe(503);
       const started = Date.now();

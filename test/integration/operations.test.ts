@@ -40,6 +40,28 @@ describe("GET /metrics", () => {
   });
 });
 
+describe("GET /metrics: the process's own cost", () => {
+  it("reports CPU, resident memory, heap, event-loop lag and garbage collection under toolgate_", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const before = (await metrics()).text;
+    for (let i = 0; i < 30; i++) await callTool(gw.url, key, "hash", { text: "x".repeat(10_000) + i });
+    // Garbage enough for the young generation to be collected at least once.
+    let keep = 0;
+    for (let i = 0; i < 200_000; i++) keep += JSON.stringify({ i, pad: "y".repeat(64) }).length;
+    expect(keep).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 50));
+    const { text } = await metrics();
+    const value = (t: string, name: string) => Number(t.split("\n").find((l) => l.startsWith(`${name} `))?.split(" ")[1] ?? NaN);
+    expect(value(text, "toolgate_process_cpu_seconds_total")).toBeGreaterThan(value(before, "toolgate_process_cpu_seconds_total"));
+    expect(value(text, "toolgate_process_resident_memory_bytes")).toBeGreaterThan(10 * 2 ** 20);
+    expect(value(text, "toolgate_nodejs_heap_size_used_bytes")).toBeGreaterThan(2 ** 20);
+    expect(value(text, "toolgate_nodejs_eventloop_lag_p99_seconds")).toBeGreaterThanOrEqual(0);
+    const gcs = text.split("\n").filter((l) => l.startsWith("toolgate_nodejs_gc_duration_seconds_count{")).reduce((n, l) => n + Number(l.split(" ").at(-1)), 0);
+    expect(gcs).toBeGreaterThan(0);
+    expect(value(text, "toolgate_process_pid")).toBe(process.pid);
+  });
+});
+
 describe("abuse", () => {
   it("cuts off a client that trickles its request, and others are served meanwhile", async () => {
     const { port } = new URL(gw.url);

@@ -65,7 +65,7 @@ describe("versions in configuration", () => {
     } finally {
       await plain.stop();
     }
-  });
+  }, 90_000); // it starts a gateway of its own (hooks get 90 s for that; so does this test)
 
   it("refuses a deprecated version with no successor", () => {
     expect(() => loadConfig({ API_VERSIONS: JSON.stringify([{ name: "v1", prefixes: ["/v1"], released: "2026-11-21", deprecated: "2026-11-22" }]) })).toThrow(ConfigError);

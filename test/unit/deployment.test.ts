@@ -48,7 +48,7 @@ describe("docker-compose.yml", () => {
     expect(haproxy).toContain("option httpchk GET /readyz");
     expect(haproxy).toMatch(/http-request deny .*path_beg \/metrics/);
     expect(compose.services.redis.command.join(" ")).toMatch(/--appendonly yes.*--maxmemory-policy noeviction/);
-    expect(compose.services.workers.command.join(" ")).toContain("src/workers/main.ts");
+    expect(compose.services.workers.command).toEqual(["node", "dist/src/workers/main.js"]);
     expect(compose.services.anvil.profiles).toEqual(["dev"]);
   });
 });
@@ -84,5 +84,21 @@ describe("Dockerfile", () => {
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/^HEALTHCHECK .*\n?.*\/healthz/m);
     expect(dockerfile).toContain("npm ci");
+  });
+
+  it("compiles in a build stage and ships only the compiled JavaScript and runtime dependencies", () => {
+    const [build, runtime] = dockerfile.split(/^FROM /m).slice(1) as [string, string];
+    expect(build).toMatch(/^node:24-slim AS build$/m);
+    expect(build).toMatch(/^RUN npm run build$/m);
+    expect(runtime).toMatch(/^RUN npm ci --omit=dev\b/m);
+    expect(runtime).toMatch(/^COPY --from=build \/app\/dist \.\/dist$/m);
+    expect(runtime).toMatch(/^CMD \["node", "dist\/src\/main\.js"\]$/m);
+    // No TypeScript source or toolchain in the image: no `COPY src`, no tsx anywhere.
+    expect(runtime).not.toMatch(/^COPY (src|tsconfig)/m);
+    expect(runtime).not.toContain("tsx");
+    const pkg = JSON.parse(readFileSync(new URL("package.json", root), "utf8"));
+    expect(Object.keys(pkg.dependencies)).not.toContain("tsx");
+    expect(Object.keys(pkg.dependencies)).not.toContain("typescript");
+    for (const service of ["workers", "anvil"]) expect(compose.services[service].command.join(" ")).not.toContain("tsx");
   });
 });

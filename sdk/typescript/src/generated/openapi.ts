@@ -3,6 +3,23 @@
  * Do not edit by hand: the tests compare this file with a running gateway's document.
  */
 export interface paths {
+    "/.well-known/x402": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every resource paid with x402 on this gateway: tools (per call), credit packs and plans, with price, networks and v2 requirements. */
+        get: operations["getX402"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/account": {
         parameters: {
             query?: never;
@@ -99,6 +116,57 @@ export interface paths {
         /** Change an account's tier; effective on its next request. */
         put: operations["putAdminAccountsIdTier"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/incidents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Open an incident on the status page, with its first message. */
+        post: operations["postAdminIncidents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/incidents/{id}/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resolve an incident, with a closing message. Resolving twice changes nothing. */
+        post: operations["postAdminIncidentsIdResolve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/incidents/{id}/updates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Post an update to an open incident. */
+        post: operations["postAdminIncidentsIdUpdates"];
         delete?: never;
         options?: never;
         head?: never;
@@ -368,7 +436,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The link in the verification e-mail: marks the address verified and adds 75 credits, once. */
+        /** The link in the verification e-mail: marks the address verified and adds 75 credits, once. A browser gets a page; Accept: application/json gets JSON. */
         get: operations["getVerifyemail"];
         put?: never;
         post?: never;
@@ -729,7 +797,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tool catalogue: every tool with its price, availability and input/output JSON Schemas. Public. */
+        /** The tool catalogue: every tool with its price, availability and input/output JSON Schemas; `q` ranks by a text search over names, tags and descriptions, `category` filters. Public. */
         get: operations["get"];
         put?: never;
         post?: never;
@@ -750,6 +818,72 @@ export interface paths {
         get: operations["getName"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/ai-classify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Classify text
+         * @description Put a text into one of the labels you give (zero-shot classification by an AI model), with the model's reason.
+         *
+         *     Price: 5 credits ($0.01) per successful call; failed calls are refunded. Aliases: classify.
+         */
+        post: operations["callTool_ai_classify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/ai-code-review": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Review code
+         * @description Review source code or a diff with an AI model: a list of findings with severity, line and suggestion, and a summary.
+         *
+         *     Price: 20 credits ($0.04) per successful call; failed calls are refunded. Aliases: code-review.
+         */
+        post: operations["callTool_ai_code_review"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/ai-embeddings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Text embeddings
+         * @description Turn texts into embedding vectors with the provider's embedding model (OpenAI /v1/embeddings), for semantic search and clustering.
+         *
+         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: embeddings, embed.
+         */
+        post: operations["callTool_ai_embeddings"];
         delete?: never;
         options?: never;
         head?: never;
@@ -778,6 +912,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tools/ai-extract-url": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Extract structured data from a web page
+         * @description Fetch a public web page, take its readable text, and extract JSON that follows your JSON Schema with an AI model.
+         *
+         *     Price: 20 credits ($0.04) per successful call; failed calls are refunded. Aliases: extract-url.
+         */
+        post: operations["callTool_ai_extract_url"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tools/ai-generate": {
         parameters: {
             query?: never;
@@ -794,6 +950,50 @@ export interface paths {
          *     Price: 10 credits ($0.02) per successful call; failed calls are refunded.
          */
         post: operations["callTool_ai_generate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/ai-image-describe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Describe an image
+         * @description Describe an image or answer a question about it with the provider's vision model.
+         *
+         *     Price: 15 credits ($0.03) per successful call; failed calls are refunded. Aliases: vision, image-describe.
+         */
+        post: operations["callTool_ai_image_describe"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/ai-image-generate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate an image
+         * @description Generate an image from a prompt with the provider's image model (OpenAI /v1/images/generations); returns a PNG as base64.
+         *
+         *     Price: 40 credits ($0.08) per successful call; failed calls are refunded. Aliases: image-generate.
+         */
+        post: operations["callTool_ai_image_generate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -844,6 +1044,226 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tools/barcode-generate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate a barcode
+         * @description Render a barcode (Code 128, EAN-13, UPC-A, Code 39, ITF-14, Data Matrix, PDF417, Aztec…) as PNG or SVG (bwip-js).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: barcode.
+         */
+        post: operations["callTool_barcode_generate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/chart-render": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Render a chart
+         * @description Render a chart from data with a Vega-Lite specification, as SVG or PNG of the requested size.
+         *
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: chart, vega-lite.
+         */
+        post: operations["callTool_chart_render"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/code-format": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Format code
+         * @description Format JavaScript, TypeScript, JSON, CSS, SCSS, Less, HTML, Vue, Markdown, YAML and GraphQL (Prettier), and SQL in many dialects (sql-formatter).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: format-code, prettier, sql-format.
+         */
+        post: operations["callTool_code_format"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/cron-explain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Explain a cron expression
+         * @description Describe a cron expression in English (cronstrue) and list its next run times in a time zone (cron-parser).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: cron.
+         */
+        post: operations["callTool_cron_explain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/csv-convert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * CSV ⇄ JSON
+         * @description Parse CSV (any delimiter, quoted fields, header row) into JSON rows, or write JSON rows as CSV (papaparse).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: csv-to-json, json-to-csv.
+         */
+        post: operations["callTool_csv_convert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/date-parse": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Parse dates in natural language
+         * @description Find and parse dates and times written in English ("next Friday at 5pm", "in 3 days", "March 3 - 5") relative to a reference date (chrono-node).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: parse-date, natural-date.
+         */
+        post: operations["callTool_date_parse"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/docx-to-text": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Word document to text or HTML
+         * @description Convert a Word .docx document to plain text, HTML or Markdown (mammoth).
+         *
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: docx-to-html, word-to-text.
+         */
+        post: operations["callTool_docx_to_text"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/encode-decode": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Encode or decode
+         * @description Encode or decode text as base64, base64url, hex, URL (percent) encoding or HTML entities.
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: base64, url-encode, hex.
+         */
+        post: operations["callTool_encode_decode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/geo-distance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Distance between coordinates
+         * @description Great-circle distance and initial bearing between two coordinates, and the length of a path through several (turf).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: distance, haversine.
+         */
+        post: operations["callTool_geo_distance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/geo-timezone": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Time zone of a coordinate
+         * @description The IANA time zone at a latitude and longitude (tz-lookup), with its current UTC offset and local time.
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: coordinate-timezone, tz-lookup.
+         */
+        post: operations["callTool_geo_timezone"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tools/hash": {
         parameters: {
             query?: never;
@@ -860,6 +1280,28 @@ export interface paths {
          *     Price: 1 credit ($0.002) per successful call; failed calls are refunded.
          */
         post: operations["callTool_hash"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/html-sanitize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sanitize HTML
+         * @description Remove scripts, event handlers and unsafe URLs from HTML, keeping a safe set of tags and attributes (sanitize-html).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: sanitize-html.
+         */
+        post: operations["callTool_html_sanitize"];
         delete?: never;
         options?: never;
         head?: never;
@@ -888,6 +1330,116 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tools/id-generate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate IDs and secrets
+         * @description Generate UUIDs (v4, v7), ULIDs, or random strings and passwords from a cryptographically secure source.
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: uuid, ulid, random-string, password-generate.
+         */
+        post: operations["callTool_id_generate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/image-metadata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Image metadata and EXIF
+         * @description Read an image's format, size, colour space, alpha and orientation (sharp), and its EXIF, GPS and XMP tags (exifr).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: exif, image-info.
+         */
+        post: operations["callTool_image_metadata"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/image-transform": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resize and convert an image
+         * @description Resize, crop to fit, rotate, grayscale and convert an image between PNG, JPEG, WebP and AVIF (sharp). Orientation from EXIF is applied.
+         *
+         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: image-resize, image-convert, thumbnail.
+         */
+        post: operations["callTool_image_transform"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/ip-cidr": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * IP and CIDR math
+         * @description Describe an IPv4 or IPv6 address or CIDR block: network, broadcast, mask, size, first and last address, range type; and whether addresses fall inside it (ipaddr.js).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: cidr, subnet, ip-info.
+         */
+        post: operations["callTool_ip_cidr"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/js-sandbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run JavaScript in a sandbox
+         * @description Run JavaScript (ES2023) in a QuickJS WebAssembly sandbox with no network, file system or host access, under CPU time and memory limits; returns the result and console output.
+         *
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: run-javascript, code-run.
+         */
+        post: operations["callTool_js_sandbox"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tools/json-schema-validate": {
         parameters: {
             query?: never;
@@ -904,6 +1456,50 @@ export interface paths {
          *     Price: 1 credit ($0.002) per successful call; failed calls are refunded.
          */
         post: operations["callTool_json_schema_validate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/jsonpath-query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Query JSON with JSONPath
+         * @description Select values from a JSON document with a JSONPath expression (filters, recursive descent, slices); script evaluation is disabled (jsonpath-plus, safe mode).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: jsonpath.
+         */
+        post: operations["callTool_jsonpath_query"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/jwt-decode": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decode or verify a JWT
+         * @description Decode a JSON Web Token's header and claims and, given a secret (HS*) or public key (PEM or JWK), verify its signature, expiry and audience (jose).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: jwt, jwt-verify.
+         */
+        post: operations["callTool_jwt_decode"];
         delete?: never;
         options?: never;
         head?: never;
@@ -954,6 +1550,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tools/math-evaluate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Evaluate math
+         * @description Evaluate math expressions with variables, functions, units, matrices, complex numbers and big numbers (math.js, in a restricted scope).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: math, calculate, calculator.
+         */
+        post: operations["callTool_math_evaluate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/ocr": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read text in an image (OCR)
+         * @description Recognise English text in an image (Tesseract, running locally), with the confidence of each word and line.
+         *
+         *     Price: 5 credits ($0.01) per successful call; failed calls are refunded. Aliases: image-to-text.
+         */
+        post: operations["callTool_ocr"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/pdf-extract-text": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Extract text from a PDF
+         * @description Extract the text of a PDF, page by page, with its page count and document info (pdf.js).
+         *
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: pdf-to-text, pdf-text.
+         */
+        post: operations["callTool_pdf_extract_text"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/pdf-generate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate a PDF
+         * @description Lay out headings and paragraphs as a PDF document (pdf-lib, standard Helvetica fonts, automatic line and page breaks).
+         *
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: text-to-pdf, create-pdf.
+         */
+        post: operations["callTool_pdf_generate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tools/qr-code": {
         parameters: {
             query?: never;
@@ -970,6 +1654,28 @@ export interface paths {
          *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: qr.
          */
         post: operations["callTool_qr_code"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/qr-decode": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read a QR code
+         * @description Find and decode a QR code in an image (jsQR), with its position.
+         *
+         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: qr-read, qr-scan.
+         */
+        post: operations["callTool_qr_decode"];
         delete?: never;
         options?: never;
         head?: never;
@@ -998,6 +1704,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tools/readability-score": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Readability
+         * @description Flesch reading ease, Flesch-Kincaid grade, reading time and complex-word counts of an English text (wink-nlp, local).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: readability.
+         */
+        post: operations["callTool_readability_score"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tools/regex-test": {
         parameters: {
             query?: never;
@@ -1014,6 +1742,204 @@ export interface paths {
          *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: regex.
          */
         post: operations["callTool_regex_test"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/robots-check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check robots.txt
+         * @description Read a site's robots.txt and say whether a user agent may crawl a URL, with the crawl delay and sitemaps it declares.
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: robots-txt.
+         */
+        post: operations["callTool_robots_check"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/rss-read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read an RSS or Atom feed
+         * @description Read an RSS or Atom feed from a public URL: the feed's title and its latest items with links and dates.
+         *
+         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: feed-read, atom-read.
+         */
+        post: operations["callTool_rss_read"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/sentence-split": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Split sentences and words
+         * @description Split an English text into sentences and count words, tokens and paragraphs; abbreviations and decimals are handled (wink-nlp, local).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: sentences, tokenize.
+         */
+        post: operations["callTool_sentence_split"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/sitemap-read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read a sitemap
+         * @description Read an XML sitemap or sitemap index from a public URL: its page URLs with last-modified dates, or the child sitemaps.
+         *
+         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: sitemap.
+         */
+        post: operations["callTool_sitemap_read"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/spell-check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Spell check
+         * @description Find misspelled English words (US Hunspell dictionary, nspell) with suggestions and their positions.
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: spelling.
+         */
+        post: operations["callTool_spell_check"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/spreadsheet-read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read a spreadsheet
+         * @description Read the sheets of an Excel .xlsx workbook as rows of values (or objects keyed by the header row).
+         *
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: xlsx-read, excel-read.
+         */
+        post: operations["callTool_spreadsheet_read"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/spreadsheet-write": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Write a spreadsheet
+         * @description Build an Excel .xlsx workbook from rows of values or objects, one or more sheets, with a bold header row.
+         *
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: xlsx-write, excel-write.
+         */
+        post: operations["callTool_spreadsheet_write"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/sql-query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * SQL over JSON or CSV
+         * @description Run SQLite SQL over tables you send as JSON rows or CSV (SQLite compiled to WebAssembly, in memory, no file access).
+         *
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: sql, query-csv.
+         */
+        post: operations["callTool_sql_query"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/svg-to-png": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * SVG to PNG
+         * @description Render an SVG document to PNG at a chosen width (resvg). External files and URLs are not loaded.
+         *
+         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: svg-render, rasterize.
+         */
+        post: operations["callTool_svg_to_png"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1042,6 +1968,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tools/text-entities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Named entities
+         * @description Find dates, times, amounts of money, percentages, numbers, ordinals, durations, e-mails, URLs, hashtags, mentions and emoji in an English text (wink-nlp, local).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: entities, ner.
+         */
+        post: operations["callTool_text_entities"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/text-keywords": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Keywords
+         * @description The most important words and noun phrases of an English text, ranked by frequency of their lemma, stop words left out (wink-nlp, local).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: keywords, keyphrases.
+         */
+        post: operations["callTool_text_keywords"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/text-sentiment": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sentiment
+         * @description Score the sentiment of an English text from -1 (negative) to 1 (positive), overall and per sentence (wink-nlp, local).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: sentiment.
+         */
+        post: operations["callTool_text_sentiment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/text-summarize-extractive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Extractive summary
+         * @description Summarise an English text by picking its most important sentences, in their original order (wink-nlp sentence importance, local, no AI provider).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: extractive-summary.
+         */
+        post: operations["callTool_text_summarize_extractive"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tools/timezone-convert": {
         parameters: {
             query?: never;
@@ -1058,6 +2072,28 @@ export interface paths {
          *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: timezone.
          */
         post: operations["callTool_timezone_convert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/token-count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Count tokens
+         * @description Count the tokens of a text for OpenAI tokenisers (o200k_base for GPT-4o and later, cl100k_base for GPT-4 and GPT-3.5), with js-tiktoken.
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: tokens, tiktoken.
+         */
+        post: operations["callTool_token_count"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1086,6 +2122,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tools/web-fetch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fetch a web page
+         * @description Fetch a public web page and return its main content as Markdown or plain text (Readability), with its title.
+         *
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: fetch-page, scrape.
+         */
+        post: operations["callTool_web_fetch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/web-metadata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Page metadata and links
+         * @description Read a public web page's metadata (title, description, canonical URL, Open Graph and Twitter cards, favicon, language) and its links.
+         *
+         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: link-preview, open-graph.
+         */
+        post: operations["callTool_web_metadata"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tools/web-search": {
         parameters: {
             query?: never;
@@ -1102,6 +2182,67 @@ export interface paths {
          *     Price: 5 credits ($0.01) per successful call; failed calls are refunded. Aliases: search-web.
          */
         post: operations["callTool_web_search"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/xml-convert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * XML ⇄ JSON
+         * @description Parse XML into JSON (attributes prefixed with @_), or build XML from JSON (fast-xml-parser). Entities are not expanded.
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: xml-to-json, json-to-xml.
+         */
+        post: operations["callTool_xml_convert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/yaml-convert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * YAML ⇄ JSON
+         * @description Parse YAML (1.2, all documents) into JSON, or write JSON as YAML (the yaml package).
+         *
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: yaml-to-json, json-to-yaml.
+         */
+        post: operations["callTool_yaml_convert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/x402/settle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** x402 facilitator: settle a payment to the requirement's payTo, exactly once per authorization, charging the facilitator fee once. A settlement not known yet answers success:false with errorReason unexpected_settle_error; a later settle of the same payment answers its outcome. */
+        post: operations["postSettle"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1125,6 +2266,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/x402/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** x402 facilitator: verify a payment against one payment requirement (v1 or v2), claiming nothing. Needs the facilitator feature. */
+        post: operations["postVerify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1132,7 +2290,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "invalid_token" | "insufficient_credits" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "email_taken" | "last_active_key" | "invalid_cursor" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "store_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy";
+                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "invalid_token" | "insufficient_credits" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "last_active_key" | "invalid_cursor" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "store_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy";
                 message: string;
                 /** @description The input field the error is about, as a dotted path. */
                 param?: string;
@@ -1149,6 +2307,99 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getX402: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        networks: string[];
+                        payTo: string | null;
+                        resources: {
+                            accepts: {
+                                [key: string]: unknown;
+                            }[];
+                            body?: {
+                                [key: string]: unknown;
+                            };
+                            description: string;
+                            extensions?: {
+                                [key: string]: unknown;
+                            };
+                            /** @constant */
+                            method: "POST";
+                            price: {
+                                usd: string;
+                                usdc_atomic: string;
+                            };
+                            requires_api_key: boolean;
+                            resource: string;
+                            /** @constant */
+                            type: "http";
+                        }[];
+                        /** @constant */
+                        x402Version: 2;
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getAccount: {
         parameters: {
             query?: never;
@@ -1178,7 +2429,7 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
                         features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
                         id: string;
@@ -1358,7 +2609,7 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
                             features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
                             id: string;
@@ -1457,7 +2708,7 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
                             features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
                             id: string;
@@ -1641,7 +2892,7 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
                         features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
                         id: string;
@@ -1652,6 +2903,287 @@ export interface operations {
                         rate_limit_per_minute: number;
                         /** @enum {string} */
                         tier: "free" | "starter" | "pro" | "business";
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postAdminIncidents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Ids of the affected components, as in /status.json.
+                     * @default []
+                     */
+                    components?: string[];
+                    /**
+                     * @default minor
+                     * @enum {string}
+                     */
+                    impact?: "minor" | "major";
+                    message: string;
+                    /**
+                     * @default investigating
+                     * @enum {string}
+                     */
+                    status?: "investigating" | "identified" | "monitoring";
+                    title: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        components: string[];
+                        created_at: string;
+                        id: string;
+                        /** @enum {string} */
+                        impact: "minor" | "major";
+                        resolved_at: string | null;
+                        status: string;
+                        title: string;
+                        updates: {
+                            at: string;
+                            message: string;
+                            status: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postAdminIncidentsIdResolve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @default This incident has been resolved. */
+                    message?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        components: string[];
+                        created_at: string;
+                        id: string;
+                        /** @enum {string} */
+                        impact: "minor" | "major";
+                        resolved_at: string | null;
+                        status: string;
+                        title: string;
+                        updates: {
+                            at: string;
+                            message: string;
+                            status: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postAdminIncidentsIdUpdates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    message: string;
+                    /** @enum {string} */
+                    status: "investigating" | "identified" | "monitoring";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        components: string[];
+                        created_at: string;
+                        id: string;
+                        /** @enum {string} */
+                        impact: "minor" | "major";
+                        resolved_at: string | null;
+                        status: string;
+                        title: string;
+                        updates: {
+                            at: string;
+                            message: string;
+                            status: string;
+                        }[];
                     };
                 };
             };
@@ -2288,7 +3820,7 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
                             features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
                             id: string;
@@ -2899,7 +4431,7 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
                             features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
                             id: string;
@@ -3009,7 +4541,7 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
                             features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
                             id: string;
@@ -4073,7 +5605,10 @@ export interface operations {
     };
     get: {
         parameters: {
-            query?: never;
+            query?: {
+                category?: "ai" | "web" | "documents" | "images" | "language" | "data" | "code" | "security" | "geo";
+                q?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4091,6 +5626,7 @@ export interface operations {
                         data: {
                             aliases: string[];
                             available: boolean;
+                            category: string;
                             description: string;
                             endpoint: string;
                             input_schema: {
@@ -4106,6 +5642,7 @@ export interface operations {
                                 /** @description USDC atomic units (6 decimals). */
                                 usdc_atomic: string;
                             };
+                            tags: string[];
                             title: string;
                             unavailable_reason?: string;
                         }[];
@@ -4182,6 +5719,7 @@ export interface operations {
                     "application/json": {
                         aliases: string[];
                         available: boolean;
+                        category: string;
                         description: string;
                         endpoint: string;
                         input_schema: {
@@ -4197,6 +5735,7 @@ export interface operations {
                             /** @description USDC atomic units (6 decimals). */
                             usdc_atomic: string;
                         };
+                        tags: string[];
                         title: string;
                         unavailable_reason?: string;
                     };
@@ -4249,7 +5788,7 @@ export interface operations {
             };
         };
     };
-    callTool_ai_extract: {
+    callTool_ai_classify: {
         parameters: {
             query?: never;
             header?: {
@@ -4266,11 +5805,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Extra guidance on what the labels mean. */
                     instructions?: string;
-                    /** @description A JSON Schema (an object schema) the result must satisfy. */
-                    schema: {
-                        [key: string]: unknown;
-                    };
+                    /** @description The labels to choose from. */
+                    labels: string[];
+                    /** @description The text to classify. */
                     text: string;
                 };
             };
@@ -4292,11 +5831,644 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        /** @description The chosen label, always one of the input labels. */
+                        label: string;
+                        /** @description The model that answered. */
                         model: string;
+                        /** @description The model's short explanation. */
+                        reason: string;
+                        /** @description The provider's token count for this call. */
                         usage: {
+                            /** @description Tokens the model wrote. */
                             completion_tokens: number;
+                            /** @description Tokens read by the model. */
                             prompt_tokens: number;
+                            /** @description Both together. */
+                            total_tokens: number;
+                        };
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_ai_code_review: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The code or unified diff to review. */
+                    code: string;
+                    /** @description What to look at most (security, performance, style…). */
+                    focus?: string;
+                    /** @description The programming language, when it is not obvious. */
+                    language?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The findings, most serious first. */
+                        findings: {
+                            /** @description The 1-based line it concerns, if any. */
+                            line: number | null;
+                            /** @description What is wrong. */
+                            message: string;
+                            /**
+                             * @description How serious the finding is.
+                             * @enum {string}
+                             */
+                            severity: "info" | "minor" | "major" | "critical";
+                            /** @description How to fix it, if the model said. */
+                            suggestion: string | null;
+                        }[];
+                        /** @description The model that answered. */
+                        model: string;
+                        /** @description An overall assessment. */
+                        summary: string;
+                        /** @description The provider's token count for this call. */
+                        usage: {
+                            /** @description Tokens the model wrote. */
+                            completion_tokens: number;
+                            /** @description Tokens read by the model. */
+                            prompt_tokens: number;
+                            /** @description Both together. */
+                            total_tokens: number;
+                        };
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_ai_embeddings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Ask for shorter vectors, where the model supports it. */
+                    dimensions?: number;
+                    /** @description The texts to embed (1 to 128). */
+                    texts: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Length of each vector. */
+                        dimensions: number;
+                        /** @description One vector per input text, in input order. */
+                        embeddings: number[][];
+                        /** @description The embedding model that answered. */
+                        model: string;
+                        /** @description The provider's token count. */
+                        usage: {
+                            /** @description Tokens read. */
+                            prompt_tokens: number;
+                            /** @description Tokens billed by the provider. */
+                            total_tokens: number;
+                        };
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_ai_extract: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Extra guidance for the extraction. */
+                    instructions?: string;
+                    /** @description A JSON Schema (an object schema) the result must satisfy. */
+                    schema: {
+                        [key: string]: unknown;
+                    };
+                    /** @description The text to extract from. */
+                    text: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The extracted value; it satisfies the input schema. */
+                        data: unknown;
+                        /** @description The model that answered. */
+                        model: string;
+                        /** @description The provider's token count for this call. */
+                        usage: {
+                            /** @description Tokens the model wrote. */
+                            completion_tokens: number;
+                            /** @description Tokens read by the model. */
+                            prompt_tokens: number;
+                            /** @description Both together. */
+                            total_tokens: number;
+                        };
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_ai_extract_url: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Extra guidance for the extraction. */
+                    instructions?: string;
+                    /** @description A JSON Schema (an object schema) the result must satisfy. */
+                    schema: {
+                        [key: string]: unknown;
+                    };
+                    /**
+                     * Format: uri
+                     * @description An http(s) address on the public internet; private and loopback addresses are refused.
+                     */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The extracted value; it satisfies the input schema. */
+                        data: unknown;
+                        /** @description The model that answered. */
+                        model: string;
+                        /** @description The address finally read, after redirects. */
+                        url: string;
+                        /** @description The provider's token count for this call. */
+                        usage: {
+                            /** @description Tokens the model wrote. */
+                            completion_tokens: number;
+                            /** @description Tokens read by the model. */
+                            prompt_tokens: number;
+                            /** @description Both together. */
                             total_tokens: number;
                         };
                     };
@@ -4421,6 +6593,7 @@ export interface operations {
                     }[];
                     /** @description A single user prompt (or use messages). */
                     prompt?: string;
+                    /** @description Sampling temperature, 0 (focused) to 2 (varied). */
                     temperature?: number;
                 } & (unknown | unknown);
             };
@@ -4442,14 +6615,325 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description Why the model stopped (stop, length…). */
                         finish_reason: string | null;
+                        /** @description The model that answered. */
                         model: string;
+                        /** @description The model's answer. */
                         text: string;
+                        /** @description The provider's token count for this call. */
                         usage: {
+                            /** @description Tokens the model wrote. */
                             completion_tokens: number;
+                            /** @description Tokens read by the model. */
                             prompt_tokens: number;
+                            /** @description Both together. */
                             total_tokens: number;
                         };
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_ai_image_describe: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A PNG, JPEG, GIF or WebP image, base64-encoded (at most 8 MB decoded). */
+                    image: string;
+                    /** @description Upper bound on generated tokens. */
+                    max_tokens?: number;
+                    /**
+                     * @description What to ask about the image.
+                     * @default Describe this image.
+                     */
+                    question?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The model's answer. */
+                        description: string;
+                        /** @description The model that answered. */
+                        model: string;
+                        /** @description The provider's token count for this call. */
+                        usage: {
+                            /** @description Tokens the model wrote. */
+                            completion_tokens: number;
+                            /** @description Tokens read by the model. */
+                            prompt_tokens: number;
+                            /** @description Both together. */
+                            total_tokens: number;
+                        };
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_ai_image_generate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description What the image should show. */
+                    prompt: string;
+                    /**
+                     * @description Width x height in pixels.
+                     * @default 1024x1024
+                     * @enum {string}
+                     */
+                    size?: "256x256" | "512x512" | "1024x1024" | "1024x1792" | "1792x1024";
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Size of the generated image in bytes. */
+                        bytes: number;
+                        /** @description The generated image, base64-encoded. */
+                        data: string;
+                        /** @description The media type of the generated image. */
+                        mime_type: string;
+                        /** @description The image model that answered. */
+                        model: string;
+                        /** @description The prompt as the model rewrote it, when it did. */
+                        revised_prompt: string | null;
                     };
                 };
             };
@@ -4562,8 +7046,12 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @default 100 */
+                    /**
+                     * @description The summary's maximum length in words.
+                     * @default 100
+                     */
                     max_words?: number;
+                    /** @description The text to summarize. */
                     text: string;
                 };
             };
@@ -4585,11 +7073,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The model that answered. */
                         model: string;
+                        /** @description The summary. */
                         summary: string;
+                        /** @description The provider's token count for this call. */
                         usage: {
+                            /** @description Tokens the model wrote. */
                             completion_tokens: number;
+                            /** @description Tokens read by the model. */
                             prompt_tokens: number;
+                            /** @description Both together. */
                             total_tokens: number;
                         };
                     };
@@ -4704,8 +7198,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description The text's language, if known. */
                     source_language?: string;
+                    /** @description The language to translate into. */
                     target_language: string;
+                    /** @description The text to translate. */
                     text: string;
                 };
             };
@@ -4727,14 +7224,1597 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The model that answered. */
                         model: string;
+                        /** @description The language translated into. */
                         target_language: string;
+                        /** @description The translation. */
                         translation: string;
+                        /** @description The provider's token count for this call. */
                         usage: {
+                            /** @description Tokens the model wrote. */
                             completion_tokens: number;
+                            /** @description Tokens read by the model. */
                             prompt_tokens: number;
+                            /** @description Both together. */
                             total_tokens: number;
                         };
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_barcode_generate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description The image format.
+                     * @default png
+                     * @enum {string}
+                     */
+                    format?: "png" | "svg";
+                    /**
+                     * @description Print the human-readable text under linear barcodes.
+                     * @default true
+                     */
+                    include_text?: boolean;
+                    /**
+                     * @description Pixels per module (PNG).
+                     * @default 3
+                     */
+                    scale?: number;
+                    /** @description What to encode (its rules depend on the symbology). */
+                    text: string;
+                    /**
+                     * @description The symbology.
+                     * @enum {string}
+                     */
+                    type: "code128" | "ean13" | "ean8" | "upca" | "upce" | "code39" | "itf14" | "datamatrix" | "pdf417" | "azteccode" | "gs1-128";
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The image. */
+                        data: string;
+                        /**
+                         * @description base64 for PNG, utf8 for SVG.
+                         * @enum {string}
+                         */
+                        encoding: "base64" | "utf8";
+                        /**
+                         * @description The image format.
+                         * @enum {string}
+                         */
+                        format: "png" | "svg";
+                        /** @description The image's media type. */
+                        mime_type: string;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_chart_render: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description The image format.
+                     * @default png
+                     * @enum {string}
+                     */
+                    format?: "png" | "svg";
+                    /**
+                     * @description Image height in pixels.
+                     * @default 400
+                     */
+                    height?: number;
+                    /** @description A Vega-Lite specification with inline data (data.values); remote data URLs are refused. */
+                    spec: {
+                        [key: string]: unknown;
+                    };
+                    /**
+                     * @description Image width in pixels.
+                     * @default 600
+                     */
+                    width?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The image. */
+                        data: string;
+                        /**
+                         * @description base64 for PNG, utf8 for SVG.
+                         * @enum {string}
+                         */
+                        encoding: "base64" | "utf8";
+                        /**
+                         * @description The image format.
+                         * @enum {string}
+                         */
+                        format: "png" | "svg";
+                        /** @description Height in pixels. */
+                        height: number;
+                        /** @description The image's media type. */
+                        mime_type: string;
+                        /** @description Width in pixels. */
+                        width: number;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_code_format: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The source to format. */
+                    code: string;
+                    /**
+                     * @description Spaces per indentation level.
+                     * @default 2
+                     */
+                    indent?: number;
+                    /**
+                     * @description The language of code.
+                     * @enum {string}
+                     */
+                    language: "javascript" | "typescript" | "json" | "css" | "scss" | "less" | "html" | "vue" | "markdown" | "yaml" | "graphql" | "sql";
+                    /**
+                     * @description The line length Prettier aims for.
+                     * @default 80
+                     */
+                    print_width?: number;
+                    /**
+                     * @description The SQL dialect, for language sql.
+                     * @default sql
+                     * @enum {string}
+                     */
+                    sql_dialect?: "sql" | "postgresql" | "mysql" | "sqlite" | "bigquery" | "snowflake" | "tsql" | "plsql" | "redshift" | "spark" | "mariadb";
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Whether formatting changed anything. */
+                        changed: boolean;
+                        /** @description The formatted source. */
+                        code: string;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_cron_explain: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How many next runs to list.
+                     * @default 5
+                     */
+                    count?: number;
+                    /** @description A cron expression with 5 fields (or 6 with seconds). */
+                    expression: string;
+                    /**
+                     * Format: date-time
+                     * @description List runs after this instant (ISO 8601); now if omitted.
+                     */
+                    from?: string;
+                    /**
+                     * @description IANA time zone the schedule runs in.
+                     * @default UTC
+                     */
+                    timezone?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The schedule in English. */
+                        description: string;
+                        /** @description The next run times, ISO 8601 with offset. */
+                        next_runs: string[];
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_csv_convert: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description CSV text to parse (send csv or rows). */
+                    csv?: string;
+                    /** @description Field delimiter; guessed when parsing if omitted, a comma when writing. */
+                    delimiter?: string;
+                    /**
+                     * @description Parsing: turn numbers and booleans into JSON numbers and booleans.
+                     * @default true
+                     */
+                    dynamic_typing?: boolean;
+                    /**
+                     * @description Parsing: the first row names the columns. Writing: emit a header row.
+                     * @default true
+                     */
+                    header?: boolean;
+                    /** @description Rows to write as CSV (send csv or rows). */
+                    rows?: ((string | number | boolean | null)[] | {
+                        [key: string]: string | number | boolean | null;
+                    })[];
+                } & (unknown | unknown);
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The column names. */
+                        columns: string[];
+                        /** @description The CSV written (when rows were sent). */
+                        csv: string | null;
+                        /** @description Rows that did not parse cleanly. */
+                        errors: {
+                            /** @description What was wrong. */
+                            message: string;
+                            /** @description The row, 0-based. */
+                            row: number | null;
+                        }[];
+                        /** @description The parsed rows (when csv was sent). */
+                        rows: ((string | number | boolean | null)[] | {
+                            [key: string]: string | number | boolean | null;
+                        })[] | null;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_date_parse: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Read ambiguous dates as the next occurrence ("Friday" = next Friday).
+                     * @default false
+                     */
+                    forward_date?: boolean;
+                    /**
+                     * Format: date-time
+                     * @description The 'now' that relative dates count from (ISO 8601); the server's time if omitted.
+                     */
+                    reference?: string;
+                    /** @description Text containing dates. */
+                    text: string;
+                    /**
+                     * @description The writer's UTC offset in minutes, for dates without one.
+                     * @default 0
+                     */
+                    timezone_offset_minutes?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Each date found, in order. */
+                        dates: {
+                            /** @description The components the text stated (the rest were implied). */
+                            certain: string[];
+                            /** @description The end of a range, ISO 8601 UTC. */
+                            end: string | null;
+                            /** @description Their character offset. */
+                            index: number;
+                            /** @description The start, ISO 8601 UTC. */
+                            start: string;
+                            /** @description The words that were read as a date. */
+                            text: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_docx_to_text: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The .docx file, base64-encoded (at most 20 MB decoded). */
+                    docx: string;
+                    /**
+                     * @description What to convert to.
+                     * @default text
+                     * @enum {string}
+                     */
+                    format?: "text" | "html" | "markdown";
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The document's content. */
+                        content: string;
+                        /**
+                         * @description The format of content.
+                         * @enum {string}
+                         */
+                        format: "text" | "html" | "markdown";
+                        /** @description What mammoth could not convert faithfully. */
+                        warnings: string[];
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_encode_decode: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Which way.
+                     * @enum {string}
+                     */
+                    direction: "encode" | "decode";
+                    /**
+                     * @description The encoding.
+                     * @enum {string}
+                     */
+                    encoding: "base64" | "base64url" | "hex" | "url" | "html";
+                    /** @description The text to encode, or the encoded text to decode. */
+                    text: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The encoded or decoded text (decoded bytes read as UTF-8). */
+                        result: string;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_geo_distance: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Two or more points; the distance runs through them in order. */
+                    points: {
+                        /** @description Latitude in degrees. */
+                        lat: number;
+                        /** @description Longitude in degrees. */
+                        lon: number;
+                    }[];
+                    /**
+                     * @description The unit of distances.
+                     * @default kilometers
+                     * @enum {string}
+                     */
+                    units?: "kilometers" | "miles" | "meters" | "nauticalmiles";
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The total length of the path. */
+                        distance: number;
+                        /** @description Each leg, in order. */
+                        legs: {
+                            /** @description Initial bearing in degrees from north, -180 to 180. */
+                            bearing: number;
+                            /** @description Length of this leg. */
+                            distance: number;
+                        }[];
+                        /** @description The unit of distances. */
+                        units: string;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_geo_timezone: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description The instant for the offset and local time (ISO 8601); now if omitted.
+                     */
+                    at?: string;
+                    /** @description Latitude in degrees. */
+                    lat: number;
+                    /** @description Longitude in degrees. */
+                    lon: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The local time at that instant, ISO 8601. */
+                        local_time: string;
+                        /** @description Its UTC offset at that instant, in minutes. */
+                        offset_minutes: number;
+                        /** @description The IANA time zone. */
+                        timezone: string;
                     };
                 };
             };
@@ -4848,15 +8928,18 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
+                     * @description The digest algorithm.
                      * @default sha256
                      * @enum {string}
                      */
                     algorithm?: "md5" | "sha1" | "sha256" | "sha384" | "sha512" | "sha3-256" | "sha3-512";
                     /**
+                     * @description How to write the digest.
                      * @default hex
                      * @enum {string}
                      */
                     encoding?: "hex" | "base64";
+                    /** @description The text to hash (as UTF-8). */
                     text: string;
                 };
             };
@@ -4878,9 +8961,157 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The algorithm used. */
                         algorithm: string;
+                        /** @description The digest. */
                         digest: string;
+                        /** @description The digest's encoding. */
                         encoding: string;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_html_sanitize: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Keep <img> elements with http(s) sources.
+                     * @default false
+                     */
+                    allow_images?: boolean;
+                    /** @description Tags to keep instead of the default safe set. */
+                    allowed_tags?: string[];
+                    /** @description The untrusted HTML. */
+                    html: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The sanitized HTML. */
+                        html: string;
+                        /** @description Whether anything was removed or changed. */
+                        removed: boolean;
                     };
                 };
             };
@@ -4993,6 +9224,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description The HTML document or fragment. */
                     html: string;
                 };
             };
@@ -5014,7 +9246,822 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The Markdown. */
                         markdown: string;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_id_generate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Characters of random strings (password adds symbols).
+                     * @default alphanumeric
+                     * @enum {string}
+                     */
+                    alphabet?: "alphanumeric" | "hex" | "base64url" | "numeric" | "password";
+                    /**
+                     * @description How many.
+                     * @default 1
+                     */
+                    count?: number;
+                    /**
+                     * @description What to generate.
+                     * @enum {string}
+                     */
+                    kind: "uuid-v4" | "uuid-v7" | "ulid" | "random";
+                    /**
+                     * @description Length of random strings.
+                     * @default 32
+                     */
+                    length?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What was generated. */
+                        kind: string;
+                        /** @description The generated values. */
+                        values: string[];
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_image_metadata: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A PNG, JPEG, WebP, GIF, AVIF or TIFF image, base64-encoded (at most 20 MB decoded). */
+                    image: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Colour channels. */
+                        channels: number;
+                        /** @description EXIF and XMP tags by name (dates as ISO 8601). */
+                        exif: {
+                            [key: string]: unknown;
+                        };
+                        /** @description The detected format (jpeg, png, webp…). */
+                        format: string;
+                        /** @description Where the photo was taken, if recorded. */
+                        gps: {
+                            /** @description Degrees north. */
+                            latitude: number;
+                            /** @description Degrees east. */
+                            longitude: number;
+                        } | null;
+                        /** @description Whether the image has an alpha channel. */
+                        has_alpha: boolean;
+                        /** @description Height in pixels. */
+                        height: number;
+                        /** @description EXIF orientation (1-8). */
+                        orientation: number | null;
+                        /** @description Colour space. */
+                        space: string | null;
+                        /** @description Width in pixels. */
+                        width: number;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_image_transform: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How to fit both dimensions (CSS object-fit).
+                     * @default inside
+                     * @enum {string}
+                     */
+                    fit?: "cover" | "contain" | "fill" | "inside" | "outside";
+                    /**
+                     * @description Output format.
+                     * @default png
+                     * @enum {string}
+                     */
+                    format?: "png" | "jpeg" | "webp" | "avif";
+                    /**
+                     * @description Convert to grayscale.
+                     * @default false
+                     */
+                    grayscale?: boolean;
+                    /** @description Target height in pixels. */
+                    height?: number;
+                    /** @description A PNG, JPEG, WebP, GIF, AVIF or TIFF image, base64-encoded (at most 20 MB decoded). */
+                    image: string;
+                    /**
+                     * @description Lossy quality (JPEG, WebP, AVIF).
+                     * @default 80
+                     */
+                    quality?: number;
+                    /**
+                     * @description Degrees clockwise, after EXIF orientation.
+                     * @default 0
+                     */
+                    rotate?: number;
+                    /** @description Target width in pixels. */
+                    width?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Size of the image in bytes. */
+                        bytes: number;
+                        /** @description The image, base64-encoded. */
+                        data: string;
+                        /** @description The output format. */
+                        format: string;
+                        /** @description Output height in pixels. */
+                        height: number;
+                        /** @description The media type of the image. */
+                        mime_type: string;
+                        /** @description Output width in pixels. */
+                        width: number;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_ip_cidr: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An address, or a block such as 10.0.0.0/22 or 2001:db8::/48. */
+                    cidr: string;
+                    /**
+                     * @description Addresses to test for membership.
+                     * @default []
+                     */
+                    contains?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The broadcast address (IPv4). */
+                        broadcast: string | null;
+                        /** @description Each membership test. */
+                        contains: {
+                            /** @description The address tested. */
+                            address: string;
+                            /** @description Whether it is in the block. */
+                            inside: boolean;
+                        }[];
+                        /** @description The first address of the block. */
+                        first: string;
+                        /** @description The last address of the block. */
+                        last: string;
+                        /** @description The subnet mask. */
+                        netmask: string;
+                        /** @description The network address. */
+                        network: string;
+                        /** @description The prefix length. */
+                        prefix_length: number;
+                        /** @description The address's range type (private, loopback, unicast, …). */
+                        range: string;
+                        /** @description How many addresses the block has (a decimal string; IPv6 blocks are large). */
+                        size: string;
+                        /**
+                         * @description The IP version.
+                         * @enum {string}
+                         */
+                        version: "ipv4" | "ipv6";
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_js_sandbox: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The script; the value of its last expression is the result. */
+                    code: string;
+                    /** @description A JSON value the script sees as the global `input`. */
+                    input?: unknown;
+                    /**
+                     * @description Memory allowed.
+                     * @default 32
+                     */
+                    memory_limit_mb?: number;
+                    /**
+                     * @description CPU time allowed.
+                     * @default 1000
+                     */
+                    time_limit_ms?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Lines written with console.log/info/warn/error. */
+                        console: string[];
+                        /** @description Wall time the script ran. */
+                        duration_ms: number;
+                        /** @description The error the script threw, if it threw. */
+                        error: string | null;
+                        /** @description The value of the last expression, as JSON (null for undefined). */
+                        result: unknown;
                     };
                 };
             };
@@ -5127,7 +10174,9 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description The JSON value to validate. */
                     data: unknown;
+                    /** @description The JSON Schema. */
                     schema: {
                         [key: string]: unknown;
                     } | boolean;
@@ -5151,12 +10200,314 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description Every violation: its JSON Pointer path, the schema keyword and a message. */
                         errors: {
                             keyword: string;
                             message: string;
                             path: string;
                         }[];
+                        /** @description Whether data satisfies the schema. */
                         valid: boolean;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_jsonpath_query: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The JSON document. */
+                    json: unknown;
+                    /** @description A JSONPath expression, e.g. $.store.book[?(@.price < 10)].title */
+                    path: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The JSONPath of each value. */
+                        paths: string[];
+                        /** @description The selected values, in document order. */
+                        values: unknown[];
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_jwt_decode: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The audience the token must carry, when verifying. */
+                    audience?: string;
+                    /** @description The issuer the token must carry, when verifying. */
+                    issuer?: string;
+                    /** @description An SPKI PEM public key or a JWK to verify with (RS*, PS*, ES*, EdDSA). */
+                    public_key?: string | {
+                        [key: string]: unknown;
+                    };
+                    /** @description An HMAC secret to verify with (HS256/384/512). */
+                    secret?: string;
+                    /** @description The compact JWT. */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Why verification failed. */
+                        error: string | null;
+                        /** @description Whether exp is in the past. */
+                        expired: boolean | null;
+                        /** @description The exp claim as ISO 8601. */
+                        expires_at: string | null;
+                        /** @description The protected header. */
+                        header: {
+                            [key: string]: unknown;
+                        };
+                        /** @description The claims. */
+                        payload: {
+                            [key: string]: unknown;
+                        };
+                        /** @description Whether the signature and claims checked out; null when no key was given. */
+                        verified: boolean | null;
                     };
                 };
             };
@@ -5269,6 +10620,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description The text; a sentence or more is reliable. */
                     text: string;
                 };
             };
@@ -5290,10 +10642,12 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The next closest languages with their scores. */
                         alternatives: {
                             language: string;
                             score: number;
                         }[];
+                        /** @description Confidence in the best guess, 0 to 1. */
                         confidence: number;
                         /** @description ISO 639-3 code, or und when undetermined. */
                         language: string;
@@ -5409,6 +10763,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description The Markdown source. */
                     markdown: string;
                 };
             };
@@ -5430,7 +10785,617 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The rendered HTML. */
                         html: string;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_math_evaluate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An expression, or several evaluated in order sharing variables. */
+                    expression: string | string[];
+                    /**
+                     * @description Significant digits in the formatted result.
+                     * @default 14
+                     */
+                    precision?: number;
+                    /**
+                     * @description Variables and their values.
+                     * @default {}
+                     */
+                    scope?: {
+                        [key: string]: number;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The last expression's value, formatted. */
+                        result: string;
+                        /** @description Every expression's value, formatted, in order. */
+                        results: string[];
+                        /** @description The value as a number, when it is a plain number. */
+                        value: number | null;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_ocr: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A PNG, JPEG, WebP, GIF, AVIF or TIFF image, base64-encoded (at most 20 MB decoded). */
+                    image: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Mean confidence, 0 to 100. */
+                        confidence: number;
+                        /** @description Each recognised line. */
+                        lines: {
+                            /** @description Its confidence, 0 to 100. */
+                            confidence: number;
+                            /** @description The line's text. */
+                            text: string;
+                        }[];
+                        /** @description The recognised text. */
+                        text: string;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_pdf_extract_text: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Read at most this many pages.
+                     * @default 500
+                     */
+                    max_pages?: number;
+                    /** @description The PDF file, base64-encoded (at most 20 MB decoded). */
+                    pdf: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The document information dictionary (Title, Author, Producer…). */
+                        info: {
+                            [key: string]: unknown;
+                        };
+                        /** @description How many pages the PDF has. */
+                        page_count: number;
+                        /** @description The text of each page read, in order. */
+                        pages: string[];
+                        /** @description All pages' text, separated by blank lines. */
+                        text: string;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_pdf_generate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The content, in order. */
+                    blocks: {
+                        /** @description Its text (Latin-1 characters; others are replaced by ?). */
+                        text: string;
+                        /**
+                         * @description A heading or a paragraph.
+                         * @enum {string}
+                         */
+                        type: "heading" | "paragraph";
+                    }[];
+                    /**
+                     * @description Body text size in points.
+                     * @default 11
+                     */
+                    font_size?: number;
+                    /**
+                     * @description The paper size.
+                     * @default A4
+                     * @enum {string}
+                     */
+                    page_size?: "A4" | "Letter";
+                    /** @description The document title (shown first and stored in the PDF's metadata). */
+                    title?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Size of the PDF in bytes. */
+                        bytes: number;
+                        /** @description The PDF, base64-encoded. */
+                        data: string;
+                        /** @description The media type of the PDF. */
+                        mime_type: string;
+                        /** @description How many pages the PDF has. */
+                        pages: number;
                     };
                 };
             };
@@ -5544,11 +11509,13 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
+                     * @description Error correction level: L 7%, M 15%, Q 25%, H 30% of the code can be damaged.
                      * @default M
                      * @enum {string}
                      */
                     error_correction?: "L" | "M" | "Q" | "H";
                     /**
+                     * @description The image format.
                      * @default png
                      * @enum {string}
                      */
@@ -5558,6 +11525,7 @@ export interface operations {
                      * @default 256
                      */
                     size?: number;
+                    /** @description The text or URL to encode. */
                     text: string;
                 };
             };
@@ -5579,12 +11547,165 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The image. */
                         data: string;
-                        /** @enum {string} */
+                        /**
+                         * @description base64 for PNG, utf8 for SVG.
+                         * @enum {string}
+                         */
                         encoding: "base64" | "utf8";
-                        /** @enum {string} */
+                        /**
+                         * @description The image format.
+                         * @enum {string}
+                         */
                         format: "png" | "svg";
+                        /** @description The image's media type. */
                         mime_type: string;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_qr_decode: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A PNG, JPEG, WebP, GIF, AVIF or TIFF image, base64-encoded (at most 20 MB decoded). */
+                    image: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Top-left, top-right, bottom-right and bottom-left corners of the code, when found. */
+                        corners: {
+                            /** @description Pixels from the left. */
+                            x: number;
+                            /** @description Pixels from the top. */
+                            y: number;
+                        }[];
+                        /** @description Whether a QR code was found. */
+                        found: boolean;
+                        /** @description The decoded text. */
+                        text: string | null;
                     };
                 };
             };
@@ -5697,6 +11818,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description The page's HTML. */
                     html: string;
                     /**
                      * Format: uri
@@ -5723,12 +11845,164 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description Its author line. */
                         byline: string | null;
+                        /** @description A short excerpt or the description. */
                         excerpt: string | null;
+                        /** @description Length of text in characters. */
                         length: number;
+                        /** @description The site's name. */
                         site_name: string | null;
+                        /** @description The main text, paragraphs separated by blank lines. */
                         text: string;
+                        /** @description The article's title. */
                         title: string | null;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_readability_score: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An English text. */
+                    text: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Words of three or more syllables. */
+                        complex_words: number;
+                        /** @description US school grade needed to understand the text. */
+                        flesch_kincaid_grade: number;
+                        /** @description 0 (very hard) to 100 (very easy). */
+                        flesch_reading_ease: number;
+                        /** @description Estimated reading time at 275 words a minute. */
+                        reading_time_seconds: number;
+                        /** @description Sentence count. */
+                        sentences: number;
+                        /** @description Word count. */
+                        words: number;
                     };
                 };
             };
@@ -5841,9 +12115,14 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @default g */
+                    /**
+                     * @description Flags, e.g. g, i, m, s, u.
+                     * @default g
+                     */
                     flags?: string;
+                    /** @description The regular expression, without slashes. */
                     pattern: string;
+                    /** @description The text to search. */
                     text: string;
                 };
             };
@@ -5865,7 +12144,9 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description Whether anything matched. */
                         matched: boolean;
+                        /** @description Each match (up to 1000): its text, index, named groups and numbered captures. */
                         matches: {
                             captures: (string | null)[];
                             groups: {
@@ -5874,6 +12155,1383 @@ export interface operations {
                             index: number;
                             match: string;
                         }[];
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_robots_check: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description The page to check; robots.txt is read from its site's root.
+                     */
+                    url: string;
+                    /**
+                     * @description The crawler's user agent.
+                     * @default *
+                     */
+                    user_agent?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Whether user_agent may fetch url. */
+                        allowed: boolean;
+                        /** @description Seconds between requests the site asks for, if any. */
+                        crawl_delay: number | null;
+                        /** @description Whether the site has a robots.txt (a missing one allows everything). */
+                        found: boolean;
+                        /** @description The robots.txt address read. */
+                        robots_url: string;
+                        /** @description Sitemap addresses the file declares. */
+                        sitemaps: string[];
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_rss_read: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How many items to return at most.
+                     * @default 20
+                     */
+                    max_items?: number;
+                    /**
+                     * Format: uri
+                     * @description An http(s) address on the public internet; private and loopback addresses are refused.
+                     */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The feed's description. */
+                        description: string | null;
+                        /** @description The newest items first, as the feed lists them. */
+                        items: {
+                            /** @description The item's guid or id. */
+                            id: string | null;
+                            /** @description The item's address. */
+                            link: string | null;
+                            /** @description Publication date, ISO 8601, when the feed gives one. */
+                            published: string | null;
+                            /** @description The item's summary or content snippet, as text. */
+                            summary: string | null;
+                            /** @description The item's title. */
+                            title: string | null;
+                        }[];
+                        /** @description The site the feed belongs to. */
+                        link: string | null;
+                        /** @description The feed's title. */
+                        title: string | null;
+                        /** @description The address finally read, after redirects. */
+                        url: string;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_sentence_split: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An English text. */
+                    text: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description How many sentences. */
+                        sentence_count: number;
+                        /** @description The sentences, in order. */
+                        sentences: string[];
+                        /** @description How many tokens, punctuation included. */
+                        token_count: number;
+                        /** @description How many words (tokens that are words or numbers). */
+                        word_count: number;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_sitemap_read: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How many entries to return at most.
+                     * @default 1000
+                     */
+                    max_urls?: number;
+                    /**
+                     * Format: uri
+                     * @description An http(s) address on the public internet; private and loopback addresses are refused.
+                     */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The entries, in order. */
+                        entries: {
+                            /** @description How often it changes, as the sitemap gives it. */
+                            changefreq: string | null;
+                            /** @description Last modification date, as the sitemap gives it. */
+                            lastmod: string | null;
+                            /** @description The page's (or child sitemap's) address. */
+                            loc: string;
+                            /** @description Its priority from 0 to 1, if given. */
+                            priority: number | null;
+                        }[];
+                        /**
+                         * @description A list of pages, or a list of sitemaps.
+                         * @enum {string}
+                         */
+                        kind: "urlset" | "sitemapindex";
+                        /** @description How many entries the sitemap has (entries may be fewer). */
+                        total: number;
+                        /** @description The address finally read, after redirects. */
+                        url: string;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_spell_check: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Words to accept (names, jargon).
+                     * @default []
+                     */
+                    ignore?: string[];
+                    /**
+                     * @description Suggestions per misspelling.
+                     * @default 3
+                     */
+                    max_suggestions?: number;
+                    /** @description An English text. */
+                    text: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Each misspelling, in order. */
+                        misspelled: {
+                            /** @description Its character offset in the text. */
+                            offset: number;
+                            /** @description Likely corrections, best first. */
+                            suggestions: string[];
+                            /** @description The misspelled word. */
+                            word: string;
+                        }[];
+                        /** @description How many words were checked. */
+                        words_checked: number;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_spreadsheet_read: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Treat each sheet's first row as column names and return objects.
+                     * @default true
+                     */
+                    header?: boolean;
+                    /**
+                     * @description Rows per sheet to return at most.
+                     * @default 10000
+                     */
+                    max_rows?: number;
+                    /** @description The .xlsx workbook, base64-encoded (at most 20 MB decoded). */
+                    xlsx: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Every worksheet, in order. */
+                        sheets: {
+                            /** @description The header row (empty when header is false). */
+                            columns: string[];
+                            /** @description The sheet's name. */
+                            name: string;
+                            /** @description How many data rows the sheet has. */
+                            row_count: number;
+                            /** @description The rows: arrays of values, or objects keyed by column. */
+                            rows: ((string | number | boolean | null)[] | {
+                                [key: string]: string | number | boolean | null;
+                            })[];
+                        }[];
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_spreadsheet_write: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The worksheets, in order. */
+                    sheets: {
+                        /** @description The sheet's name (Excel's rules: 31 characters, no \ / ? * [ ] :). */
+                        name: string;
+                        /** @description Rows as arrays of values, or as objects (their keys become the header row). */
+                        rows: ((string | number | boolean | null)[] | {
+                            [key: string]: string | number | boolean | null;
+                        })[];
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Size of the workbook in bytes. */
+                        bytes: number;
+                        /** @description The workbook, base64-encoded. */
+                        data: string;
+                        /** @description The media type of the workbook. */
+                        mime_type: string;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_sql_query: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description SQL statements; the result of the last one is returned. */
+                    query: string;
+                    /**
+                     * @description Tables by name: an array of row objects, or CSV text with a header row.
+                     * @default {}
+                     */
+                    tables?: {
+                        [key: string]: {
+                            [key: string]: string | number | boolean | null;
+                        }[] | string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The result's column names. */
+                        columns: string[];
+                        /** @description How many rows the result has. */
+                        row_count: number;
+                        /** @description The result rows as objects. */
+                        rows: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_svg_to_png: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A CSS colour to paint behind transparent areas. */
+                    background?: string;
+                    /** @description The SVG document. */
+                    svg: string;
+                    /** @description Output width in pixels (height keeps the aspect ratio); the SVG's own size if omitted. */
+                    width?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Size of the PNG in bytes. */
+                        bytes: number;
+                        /** @description The PNG, base64-encoded. */
+                        data: string;
+                        /** @description Height in pixels. */
+                        height: number;
+                        /** @description The media type of the PNG. */
+                        mime_type: string;
+                        /** @description Width in pixels. */
+                        width: number;
                     };
                 };
             };
@@ -5987,11 +13645,14 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
+                     * @description Compare by lines, words or characters.
                      * @default lines
                      * @enum {string}
                      */
                     mode?: "lines" | "words" | "chars";
+                    /** @description The changed text. */
                     new: string;
+                    /** @description The original text. */
                     old: string;
                 };
             };
@@ -6013,14 +13674,609 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description How many lines (words, characters) were added. */
                         added: number;
+                        /** @description The texts as a sequence of unchanged, removed and added parts. */
                         changes: {
                             /** @enum {string} */
                             type: "added" | "removed" | "unchanged";
                             value: string;
                         }[];
+                        /** @description How many were removed. */
                         removed: number;
+                        /** @description A unified diff (patch) of the two texts. */
                         unified: string;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_text_entities: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An English text. */
+                    text: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The entities, in order of appearance. */
+                        entities: {
+                            /** @description Index of its last token. */
+                            end: number;
+                            /** @description Index of its first token. */
+                            start: number;
+                            /** @description DATE, TIME, MONEY, PERCENT, CARDINAL, ORDINAL, DURATION, EMAIL, URL, HASHTAG, MENTION, EMOJI… */
+                            type: string;
+                            /** @description The text of the entity. */
+                            value: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_text_keywords: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How many keywords to return.
+                     * @default 10
+                     */
+                    limit?: number;
+                    /** @description An English text. */
+                    text: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Most important first. */
+                        keywords: {
+                            /** @description How often it occurs. */
+                            count: number;
+                            /** @description The word (lemma). */
+                            keyword: string;
+                            /** @description Its share of content words, 0 to 1. */
+                            score: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_text_sentiment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An English text. */
+                    text: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description The score as a word (|score| < 0.05 is neutral).
+                         * @enum {string}
+                         */
+                        label: "negative" | "neutral" | "positive";
+                        /** @description Overall sentiment, -1 to 1. */
+                        score: number;
+                        /** @description Each sentence's score. */
+                        sentences: {
+                            /** @description Its sentiment, -1 to 1. */
+                            score: number;
+                            /** @description The sentence. */
+                            text: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_text_summarize_extractive: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How many sentences to keep.
+                     * @default 3
+                     */
+                    sentences?: number;
+                    /** @description An English text. */
+                    text: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The chosen sentences, in text order. */
+                        sentences: {
+                            /** @description Its importance, 0 to 1. */
+                            importance: number;
+                            /** @description Its position in the text, 0-based. */
+                            index: number;
+                            /** @description The sentence. */
+                            text: string;
+                        }[];
+                        /** @description The chosen sentences, joined. */
+                        summary: string;
                     };
                 };
             };
@@ -6135,8 +14391,12 @@ export interface operations {
                 "application/json": {
                     /** @description ISO 8601, e.g. 2026-11-21T09:30:00 or 2026-11-21T09:30:00Z. */
                     datetime: string;
-                    /** @default UTC */
+                    /**
+                     * @description The IANA time zone of a date-time without an offset.
+                     * @default UTC
+                     */
                     from_zone?: string;
+                    /** @description The IANA time zone to convert to. */
                     to_zone: string;
                 };
             };
@@ -6158,12 +14418,171 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The source time zone. */
                         from_zone: string;
+                        /** @description The input as read, ISO 8601 with offset. */
                         input: string;
+                        /** @description to_zone's UTC offset at that instant. */
                         offset_minutes: number;
+                        /** @description The same instant in to_zone. */
                         output: string;
+                        /** @description The target time zone. */
                         to_zone: string;
+                        /** @description The instant in UTC. */
                         utc: string;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_token_count: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description The tokeniser.
+                     * @default o200k_base
+                     * @enum {string}
+                     */
+                    encoding?: "o200k_base" | "cl100k_base" | "p50k_base" | "r50k_base";
+                    /**
+                     * @description Also return the token ids (up to 10,000).
+                     * @default false
+                     */
+                    return_tokens?: boolean;
+                    /** @description The text to count. */
+                    text: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description How many characters the text is. */
+                        characters: number;
+                        /** @description The tokeniser used. */
+                        encoding: string;
+                        /** @description The token ids, when asked for. */
+                        token_ids: number[] | null;
+                        /** @description How many tokens the text is. */
+                        tokens: number;
                     };
                 };
             };
@@ -6276,8 +14695,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Its unit (math.js names: km, mi, degF, kg, lb, GB…). */
                     from: string;
+                    /** @description The unit to convert to. */
                     to: string;
+                    /** @description The quantity. */
                     value: number;
                 };
             };
@@ -6299,10 +14721,348 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description Its unit. */
                         from: string;
+                        /** @description The quantity in the target unit. */
                         result: number;
+                        /** @description The target unit. */
                         to: string;
+                        /** @description The quantity given. */
                         value: number;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_web_fetch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How to return the content.
+                     * @default markdown
+                     * @enum {string}
+                     */
+                    format?: "markdown" | "text";
+                    /**
+                     * @description Keep only the article's main content (Readability), dropping navigation and footers.
+                     * @default true
+                     */
+                    main_content?: boolean;
+                    /**
+                     * Format: uri
+                     * @description An http(s) address on the public internet; private and loopback addresses are refused.
+                     */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The content in the requested format. */
+                        content: string;
+                        /**
+                         * @description The format of content.
+                         * @enum {string}
+                         */
+                        format: "markdown" | "text";
+                        /** @description The HTTP status the page answered. */
+                        status: number;
+                        /** @description The page's title. */
+                        title: string | null;
+                        /** @description Whether the page was larger than the size limit and was cut. */
+                        truncated: boolean;
+                        /** @description The address finally read, after redirects. */
+                        url: string;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_web_metadata: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How many links to list at most.
+                     * @default 100
+                     */
+                    max_links?: number;
+                    /**
+                     * Format: uri
+                     * @description An http(s) address on the public internet; private and loopback addresses are refused.
+                     */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The canonical URL. */
+                        canonical: string | null;
+                        /** @description The meta description. */
+                        description: string | null;
+                        /** @description The icon's absolute URL. */
+                        favicon: string | null;
+                        /** @description The html lang attribute. */
+                        language: string | null;
+                        /** @description The page's links, in order. */
+                        links: {
+                            /** @description Its rel attribute. */
+                            rel: string | null;
+                            /** @description The link's text. */
+                            text: string;
+                            /** @description Absolute URL. */
+                            url: string;
+                        }[];
+                        /** @description og:* properties, without the og: prefix. */
+                        open_graph: {
+                            [key: string]: string;
+                        };
+                        /** @description The <title>. */
+                        title: string | null;
+                        /** @description twitter:* properties, without the prefix. */
+                        twitter: {
+                            [key: string]: string;
+                        };
+                        /** @description The address finally read, after redirects. */
+                        url: string;
                     };
                 };
             };
@@ -6442,7 +15202,9 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The search provider that answered. */
                         provider: string;
+                        /** @description The results, best first: title, address and snippet. */
                         results: {
                             snippet: string;
                             title: string;
@@ -6543,6 +15305,374 @@ export interface operations {
             };
         };
     };
+    callTool_xml_convert: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A JSON value to write as XML (send xml or json). */
+                    json?: unknown;
+                    /**
+                     * @description Writing: indent the XML.
+                     * @default true
+                     */
+                    pretty?: boolean;
+                    /** @description XML to parse (send xml or json). */
+                    xml?: string;
+                } & (unknown | unknown);
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The parsed document (when xml was sent), else null. */
+                        json: unknown;
+                        /** @description The XML written (when json was sent). */
+                        xml: string | null;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    callTool_yaml_convert: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body: the stored answer is replayed, charged once. */
+                "Idempotency-Key"?: string;
+                /** @description x402 v2 payment (base64 JSON), instead of an API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), instead of an API key. */
+                "X-PAYMENT"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A JSON value to write as YAML (send yaml or json). */
+                    json?: unknown;
+                    /** @description YAML to parse (send yaml or json). */
+                    yaml?: string;
+                } & (unknown | unknown);
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Credits-Charged"?: number;
+                    "X-Credits-Remaining"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description How many YAML documents the input had. */
+                        documents: number;
+                        /** @description The first document, parsed (when yaml was sent), else null. */
+                        json: unknown;
+                        /** @description The YAML written (when json was sent). */
+                        yaml: string | null;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits, payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict, payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_timeout */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postSettle: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    paymentPayload: unknown;
+                    paymentRequirements: unknown;
+                    x402Version: 1 | 2;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        errorMessage?: string;
+                        errorReason?: string;
+                        network: string;
+                        payer: string;
+                        success: boolean;
+                        transaction: string;
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getSupported: {
         parameters: {
             query?: never;
@@ -6570,6 +15700,85 @@ export interface operations {
                             x402Version: number;
                         }[];
                         payTo: string | null;
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postVerify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    paymentPayload: unknown;
+                    paymentRequirements: unknown;
+                    x402Version: 1 | 2;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        invalidMessage?: string;
+                        invalidReason?: string;
+                        isValid: boolean;
+                        payer: string;
                     };
                 };
             };

@@ -1,0 +1,83 @@
+import cluster, { type Worker } from "node:cluster";
+import { pino } from "pino";
+import type { Config } from "./config.js";
+import { startDevChain } from "./payments/dev-chain.js";
+import { envPrefix } from "./payments/networks.js";
+import { startBundledWorkers } from "./tools/bundled-workers.js";
+
+/**
+ * `WEB_CONCURRENCY=N` (N > 1): this primary process serves nothing itself. It starts what must exist
+ * once per machine — the bundled tool workers and, in development, the local chain — then forks N
+ * gateway processes that share its port (node:cluster hands connections out round robin), restarts
+ * one that dies, and on SIGTERM/SIGINT tells each to drain (they run the usual graceful shutdown)
+ * before stopping the shared children. The gateway processes share all state through Redis, as
+ * separate replicas do.
+ */
+export async function runPrimary(config: Config): Promise<void> {
+  const log = pino({ level: config.logLevel, base: { pid: process.pid, role: "primary" } });
+  const [devChain, bundled] = await Promise.all([
+    config.devChain && !config.x402 ? startDevChain().catch((err: Error) => (log.warn({ err: err.message }, "no local chain could be started: running without x402"), null)) : null,
+    config.workers.general && config.workers.provider ? null : startBundledWorkers(log),
+  ]);
+  // What every gateway process must share is started here once and handed down as settings. (The
+  // development secret and admin key need nothing: they are kept in Redis, which they share.)
+  const shared: Record<string, string> = {
+    ...(bundled ? { WORKERS_URL: bundled.url } : {}),
+    ...(devChain ? chainSettings(devChain.x402) : {}),
+  };
+
+  let stopping = false;
+  /** A process that dies within this long of its start is restarted after a pause, so a crash at start-up cannot spin. */
+  const QUICK_DEATH_MS = 5_000;
+  let forked = 0;
+  const fork = (): Worker => {
+    const started = Date.now();
+    // The development banner (account, keys) is printed by the first process only.
+    const worker = cluster.fork(forked++ === 0 ? shared : { ...shared, DEV_SEED: "0" });
+    worker.once("exit", (code, signal) => {
+      if (stopping) return;
+      const quick = Date.now() - started < QUICK_DEATH_MS;
+      log.error({ worker: worker.process.pid, code, signal }, "a gateway process exited; starting another");
+      setTimeout(fork, quick ? 1_000 : 0);
+    });
+    return worker;
+  };
+  for (let i = 0; i < config.webConcurrency; i++) fork();
+  log.info({ processes: config.webConcurrency, port: config.port }, "primary started");
+
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.once(signal, () => {
+      stopping = true;
+      const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w && !w.isDead());
+      log.info({ processes: workers.length }, "shutting down: draining the gateway processes");
+      const exited = workers.map((w) => new Promise<void>((resolve) => (w.isDead() ? resolve() : w.once("exit", () => resolve()))));
+      for (const w of workers) w.process.kill("SIGTERM");
+      void Promise.all(exited)
+        .then(async () => {
+          await bundled?.stop();
+          await devChain?.stop();
+          log.info("stopped");
+          log.flush();
+        })
+        .then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+    });
+  }
+}
+
+/** The dev chain's x402 settings as the environment variables config.ts reads. */
+function chainSettings(x402: NonNullable<Config["x402"]>): Record<string, string> {
+  const network = x402.networks[0]!;
+  const prefix = envPrefix(network.name);
+  return {
+    X402_NETWORKS: network.name,
+    [`${prefix}_RPC_URL`]: network.rpcUrls.join(","),
+    [`${prefix}_USDC_ADDRESS`]: network.usdc.address,
+    [`${prefix}_USDC_NAME`]: network.usdc.name,
+    [`${prefix}_USDC_VERSION`]: network.usdc.version,
+    X402_PAY_TO: x402.payTo,
+    X402_RELAYER_PRIVATE_KEY: x402.relayerKey,
+  };
+}

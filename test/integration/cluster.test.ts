@@ -1,0 +1,75 @@
+import { request } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callTool, fundedAccount, spawnGateway, uniquePrefix, dropPrefix, type GatewayProcess } from "../helpers/gateway.js";
+
+/**
+ * WEB_CONCURRENCY=2 with real processes: a primary that forks two gateway processes on one port,
+ * the bundled tool workers started once (by the primary), a dead gateway process replaced, and
+ * SIGTERM draining everything.
+ */
+const prefix = uniquePrefix("cluster");
+let gw: GatewayProcess;
+beforeAll(async () => {
+  gw = await spawnGateway(prefix, { WEB_CONCURRENCY: "2" });
+}, 120_000);
+afterAll(async () => {
+  await gw?.stop();
+  await dropPrefix(prefix);
+});
+
+/** The pid of the process that answers on a fresh connection (node:cluster deals connections out round robin). */
+const pidOnFreshConnection = (url: string) =>
+  new Promise<number>((resolve, reject) => {
+    request(`${url}/metrics`, { agent: false }, (res) => {
+      let text = "";
+      res.on("data", (d) => (text += d)).on("end", () => resolve(Number(/^toolgate_process_pid (\d+)$/m.exec(text)?.[1])));
+    })
+      .on("error", reject)
+      .end();
+  });
+
+async function servingPids(count: number, timeoutMs = 30_000): Promise<Set<number>> {
+  const pids = new Set<number>();
+  const deadline = Date.now() + timeoutMs;
+  while (pids.size < count && Date.now() < deadline) pids.add(await pidOnFreshConnection(gw.url).catch(() => 0));
+  pids.delete(0);
+  return pids;
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe("WEB_CONCURRENCY=2", () => {
+  it("serves from two gateway processes on one port, replaces one that dies, and drains on SIGTERM", async () => {
+    const first = await servingPids(2);
+    expect(first.size).toBe(2);
+    expect(first.has(gw.child.pid!)).toBe(false); // the primary only supervises
+    // The bundled tool workers were started once, not once per gateway process.
+    expect(gw.output.filter((l) => l.includes('"msg":"workers listening"'))).toHaveLength(1);
+
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    for (let i = 0; i < 4; i++) expect((await callTool(gw.url, key, "hash", { text: `call ${i}` })).status).toBe(200);
+
+    const [victim, survivor] = [...first] as [number, number];
+    process.kill(victim, "SIGKILL");
+    while (alive(victim)) await new Promise((r) => setTimeout(r, 20));
+    // Calls on fresh connections keep being served meanwhile.
+    for (let i = 0; i < 6; i++) expect(await pidOnFreshConnection(gw.url)).not.toBe(victim);
+    expect((await callTool(gw.url, key, "hash", { text: "after the crash" })).status).toBe(200);
+
+    // The primary starts a replacement: two processes serve again.
+    const after = await servingPids(2, 60_000);
+    expect(after.size).toBe(2);
+    expect(after.has(survivor)).toBe(true);
+    expect(after.has(victim)).toBe(false);
+
+    expect(await gw.stop("SIGTERM")).toBe(0);
+    for (const pid of after) expect(alive(pid)).toBe(false);
+  }, 180_000);
+});
