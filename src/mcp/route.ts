@@ -31,10 +31,15 @@ export function mcpRouter(services: Services): Router {
       const host = (req.get("host") ?? "").toLowerCase().replace(/:\d+$/, "");
       if (!allowedHosts.has(host)) throw new ApiError("host_not_allowed", "This host name is not served here.");
       // No key and x402 on: an agent with a wallet. It may list tools and pay per call
-      // (`_meta["x402/payment"]`); its requests count against its client address, like signup's.
+      // (`_meta["x402/payment"]`); its messages count against its client address, like signup's,
+      // each message of a batch once (as for keyed callers below), up to the first refused.
       if (!req.get("x-api-key") && services.payments) {
         const limit = TIERS.free.requestsPerMinute;
-        const hit = await services.store.hitRateLimit(`mcp:${req.ip}`, limit, 60_000, String(res.locals.requestId));
+        const messages = Array.isArray(req.body) ? Math.max(1, req.body.length) : 1;
+        let hit = { allowed: true, resetMs: 0 };
+        for (let i = 0; i < messages && hit.allowed; i++) {
+          hit = await services.store.hitRateLimit(`mcp:${req.ip}`, limit, 60_000, `${String(res.locals.requestId)}:${i}`);
+        }
         if (!hit.allowed) {
           const retryAfter = String(Math.max(1, Math.ceil(hit.resetMs / 1000)));
           throw new ApiError("rate_limited", `At most ${limit} MCP requests per minute from one address without an API key; retry after ${retryAfter} s.`, { headers: { "Retry-After": retryAfter } });

@@ -167,4 +167,18 @@ describe("refusals before money moves", () => {
     expect(await limited.json()).toMatchObject({ error: { code: "rate_limited" } });
     expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
   }, 30_000);
+
+  it("counts each message of a keyless JSON-RPC batch: a batch of 100 tools/list is refused", async () => {
+    const from = { "x-forwarded-for": "203.0.113.77" }; // an address of its own (the test gateway trusts loopback proxies)
+    const post = (body: unknown) =>
+      fetch(`${gw.url}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-03-26", ...from },
+        body: JSON.stringify(body),
+      });
+    const batch = await post(Array.from({ length: 100 }, (_, i) => ({ jsonrpc: "2.0", id: i + 1, method: "tools/list" })));
+    expect(batch.status).toBe(429);
+    // The batch used up the address's minute: a single message is refused too.
+    expect((await post({ jsonrpc: "2.0", id: 1, method: "tools/list" })).status).toBe(429);
+  }, 30_000);
 });
