@@ -52,7 +52,7 @@ describe("the production build (npm run build → dist/)", () => {
     // Files read at run time next to the code ship with the build: the changelog page reads CHANGELOG.md.
     const changelog = await fetch(`${gw.url}/changelog`);
     expect(changelog.status).toBe(200);
-    expect(await changelog.text()).toContain("Unreleased");
+    expect(await changelog.text()).toContain("First release of the"); // the v1 release, from CHANGELOG.md
     // A verification e-mail went out through the real SMTP server (production has no log mailer).
     expect(verificationLink((await smtp.next()).raw)).toMatch(/^http:\/\/localhost:8402\/api\/v1\/verify-email\?token=/);
   });

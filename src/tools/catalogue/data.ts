@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_TEXT_CHARS } from "./limits.js";
 import { defineTool } from "../definition.js";
 
 const jsonValue = z.unknown();
@@ -41,7 +42,7 @@ export const sqlQuery = defineTool({
     .strictObject({
       query: z.string().min(1).max(100_000).describe("SQL statements; the result of the last one is returned."),
       tables: z
-        .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, "a plain identifier"), z.union([table, z.string().max(10_000_000)]))
+        .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, "a plain identifier"), z.union([table, z.string().max(MAX_TEXT_CHARS)]))
         .default({})
         .describe("Tables by name: an array of row objects, or CSV text with a header row."),
     })

@@ -225,7 +225,7 @@ export const csvConvert = defineTool({
   timeoutMs: 10_000,
   input: z
     .strictObject({
-      csv: z.string().max(10_000_000).optional().describe("CSV text to parse (send csv or rows)."),
+      csv: z.string().max(MAX_TEXT_CHARS).optional().describe("CSV text to parse (send csv or rows)."),
       rows: z.array(z.union([z.array(cell), z.record(z.string(), cell)])).max(200_000).optional().describe("Rows to write as CSV (send csv or rows)."),
       header: z.boolean().default(true).describe("Parsing: the first row names the columns. Writing: emit a header row."),
       delimiter: z.string().max(4).optional().describe("Field delimiter; guessed when parsing if omitted, a comma when writing."),
@@ -253,7 +253,7 @@ export const xmlConvert = defineTool({
   timeoutMs: 10_000,
   input: z
     .strictObject({
-      xml: z.string().max(10_000_000).optional().describe("XML to parse (send xml or json)."),
+      xml: z.string().max(MAX_TEXT_CHARS).optional().describe("XML to parse (send xml or json)."),
       json: z.unknown().optional().describe("A JSON value to write as XML (send xml or json)."),
       pretty: z.boolean().default(true).describe("Writing: indent the XML."),
     })
@@ -277,7 +277,7 @@ export const yamlConvert = defineTool({
   timeoutMs: 10_000,
   input: z
     .strictObject({
-      yaml: z.string().max(5_000_000).optional().describe("YAML to parse (send yaml or json)."),
+      yaml: z.string().max(MAX_TEXT_CHARS).optional().describe("YAML to parse (send yaml or json)."),
       json: z.unknown().optional().describe("A JSON value to write as YAML (send yaml or json)."),
     })
     .refine((v) => (v.yaml === undefined) !== (v.json === undefined), { message: "Send exactly one of yaml or json", path: ["yaml"] })

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_TEXT_CHARS } from "./limits.js";
 import { defineTool } from "../definition.js";
 import { base64File, fileOutput } from "./common.js";
 import { PHOTO_JPEG, QR_PNG, TEXT_PNG } from "./examples.js";
@@ -121,7 +122,7 @@ export const svgToPng = defineTool({
   timeoutMs: 20_000,
   input: z
     .strictObject({
-      svg: z.string().min(1).max(5_000_000).describe("The SVG document."),
+      svg: z.string().min(1).max(MAX_TEXT_CHARS).describe("The SVG document."),
       width: z.number().int().min(1).max(8000).optional().describe("Output width in pixels (height keeps the aspect ratio); the SVG's own size if omitted."),
       background: z.string().max(40).optional().describe("A CSS colour to paint behind transparent areas."),
     })

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_TEXT_CHARS } from "./limits.js";
 import { defineTool } from "../definition.js";
 
 /** Language tools that run locally (wink-nlp with its English model, nspell, js-tiktoken): no provider. */
@@ -152,7 +153,7 @@ export const tokenCount = defineTool({
   timeoutMs: 10_000,
   input: z
     .strictObject({
-      text: z.string().max(5_000_000).describe("The text to count."),
+      text: z.string().max(MAX_TEXT_CHARS).describe("The text to count."),
       encoding: z.enum(["o200k_base", "cl100k_base", "p50k_base", "r50k_base"]).default("o200k_base").describe("The tokeniser."),
       return_tokens: z.boolean().default(false).describe("Also return the token ids (up to 10,000)."),
     })

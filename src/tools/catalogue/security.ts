@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_TEXT_CHARS } from "./limits.js";
 import { defineTool } from "../definition.js";
 
 export const jwtDecode = defineTool({
@@ -49,7 +50,7 @@ export const encodeDecode = defineTool({
   timeoutMs: 5_000,
   input: z
     .strictObject({
-      text: z.string().max(10_000_000).describe("The text to encode, or the encoded text to decode."),
+      text: z.string().max(MAX_TEXT_CHARS).describe("The text to encode, or the encoded text to decode."),
       encoding: z.enum(["base64", "base64url", "hex", "url", "html"]).describe("The encoding."),
       direction: z.enum(["encode", "decode"]).describe("Which way."),
     })

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { TOOLS } from "../../../src/tools/catalogue/index.js";
 import { hostBun } from "../../../scripts/build-cli.js";
 import { fundedAccount, startGateway, type TestGateway } from "../../helpers/gateway.js";
 
@@ -75,5 +76,5 @@ it("the bundled core runs in Chromium: lists tools, calls one, maps an error, ve
     { timeout: 60_000, maxBuffer: 8 << 20 },
   );
   const text = /<pre id="out">([\s\S]*?)<\/pre>/.exec(stdout)?.[1] ?? stdout;
-  expect(JSON.parse(text.replace(/&quot;/g, '"'))).toEqual({ tools: 16, digest: "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9", invalid: [422, "validation_failed", "text"], event: "evt_browser", tampered: "webhook_signature_invalid" });
+  expect(JSON.parse(text.replace(/&quot;/g, '"'))).toEqual({ tools: TOOLS.length, digest: "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9", invalid: [422, "validation_failed", "text"], event: "evt_browser", tampered: "webhook_signature_invalid" });
 }, 90_000);

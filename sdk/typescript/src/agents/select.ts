@@ -21,8 +21,9 @@ export function selectTools(catalogue: ToolDescription[], subset: ToolSubset = {
   return catalogue.filter((tool) => {
     if (!subset.includeUnavailable && !tool.available) return false;
     if (wanted && !wanted.has(tool.name) && !tool.aliases.some((a) => wanted.has(a))) return false;
-    const text = `${tool.name} ${tool.title} ${tool.description}`.toLowerCase();
-    return words.every((w) => text.includes(w));
+    // Whole words only: "hash" must not pick a tool for its "hashtags".
+    const text = ` ${`${tool.name} ${tool.title} ${tool.description}`.toLowerCase().replace(/[^a-z0-9]+/g, " ")} `;
+    return words.every((w) => text.includes(` ${w.replace(/[^a-z0-9]+/g, " ").trim()} `));
   });
 }
 
