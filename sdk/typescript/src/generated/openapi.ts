@@ -6742,7 +6742,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description A PNG, JPEG, GIF or WebP image, base64-encoded (at most 8 MB decoded). */
+                    /** @description A PNG, JPEG, GIF or WebP image, base64-encoded (at most 750 KB decoded). */
                     image: string;
                     /** @description Upper bound on generated tokens. */
                     max_tokens?: number;
@@ -8329,7 +8329,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description The .docx file, base64-encoded (at most 20 MB decoded). */
+                    /** @description The .docx file, base64-encoded (at most 750 KB decoded). */
                     docx: string;
                     /**
                      * @description What to convert to.
@@ -9517,7 +9517,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description A PNG, JPEG, WebP, GIF, AVIF or TIFF image, base64-encoded (at most 20 MB decoded). */
+                    /** @description A PNG, JPEG, WebP, GIF, AVIF or TIFF image, base64-encoded (at most 750 KB decoded). */
                     image: string;
                 };
             };
@@ -9695,7 +9695,7 @@ export interface operations {
                     grayscale?: boolean;
                     /** @description Target height in pixels. */
                     height?: number;
-                    /** @description A PNG, JPEG, WebP, GIF, AVIF or TIFF image, base64-encoded (at most 20 MB decoded). */
+                    /** @description A PNG, JPEG, WebP, GIF, AVIF or TIFF image, base64-encoded (at most 750 KB decoded). */
                     image: string;
                     /**
                      * @description Lossy quality (JPEG, WebP, AVIF).
@@ -11051,7 +11051,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description A PNG, JPEG, WebP, GIF, AVIF or TIFF image, base64-encoded (at most 20 MB decoded). */
+                    /** @description A PNG, JPEG, WebP, GIF, AVIF or TIFF image, base64-encoded (at most 750 KB decoded). */
                     image: string;
                 };
             };
@@ -11201,7 +11201,7 @@ export interface operations {
                      * @default 500
                      */
                     max_pages?: number;
-                    /** @description The PDF file, base64-encoded (at most 20 MB decoded). */
+                    /** @description The PDF file, base64-encoded (at most 750 KB decoded). */
                     pdf: string;
                 };
             };
@@ -11673,7 +11673,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description A PNG, JPEG, WebP, GIF, AVIF or TIFF image, base64-encoded (at most 20 MB decoded). */
+                    /** @description A PNG, JPEG, WebP, GIF, AVIF or TIFF image, base64-encoded (at most 750 KB decoded). */
                     image: string;
                 };
             };
@@ -13051,7 +13051,7 @@ export interface operations {
                      * @default 10000
                      */
                     max_rows?: number;
-                    /** @description The .xlsx workbook, base64-encoded (at most 20 MB decoded). */
+                    /** @description The .xlsx workbook, base64-encoded (at most 750 KB decoded). */
                     xlsx: string;
                 };
             };
