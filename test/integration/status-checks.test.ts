@@ -1,4 +1,4 @@
-import { createServer } from "node:net";
+import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadWorkerConfig } from "../../src/workers/config.js";
 import { startWorkers } from "../../src/workers/main.js";
@@ -34,13 +34,14 @@ async function stopNow(workers: Workers | undefined): Promise<void> {
   await stopping;
 }
 
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
+/**
+ * A worker pool that is up but unhealthy: /healthz answers 503. (A closed port is not enough here:
+ * another test file's server may be given the same port while this one runs.)
+ */
+async function unhealthyPool(): Promise<{ url: string; server: Server }> {
+  const server = createServer((_req, res) => res.writeHead(503).end());
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, server };
 }
 
 describe("a failing component", () => {
@@ -99,19 +100,22 @@ describe("uptime", () => {
   let workers: Workers;
   let healthy: GatewayProcess;
   let broken: GatewayProcess;
+  let unhealthy: Awaited<ReturnType<typeof unhealthyPool>>;
   beforeAll(async () => {
+    unhealthy = await unhealthyPool();
     workers = await startWorkers(loadWorkerConfig({ PORT: "0", LOG_LEVEL: "silent" }));
     const live = `http://127.0.0.1:${workers.port}`;
     const env = { STATUS_CHECK_INTERVAL_MS: String(INTERVAL_MS), LOG_LEVEL: "info" };
-    // Two processes on one Redis: one sees the general pool, the other is pointed at a dead port.
+    // Two processes on one Redis: one sees the general pool, the other one whose health check fails.
     [healthy, broken] = await Promise.all([
       spawnGateway(prefix, { ...env, WORKERS_URL: live }),
-      spawnGateway(prefix, { ...env, WORKER_POOL_GENERAL_URL: `http://127.0.0.1:${await closedPort()}`, WORKER_POOL_PROVIDER_URL: live }),
+      spawnGateway(prefix, { ...env, WORKER_POOL_GENERAL_URL: unhealthy.url, WORKER_POOL_PROVIDER_URL: live }),
     ]);
   });
   afterAll(async () => {
     await Promise.all([healthy?.stop(), broken?.stop()]);
     await stopNow(workers);
+    unhealthy?.server.close();
     await dropPrefix(prefix);
   });
 
