@@ -12,7 +12,7 @@ const schemas = new Map(
 );
 
 export function jsonSchemasOf(tool: ToolDefinition) {
-  return schemas.get(tool.name)!;
+  return tool.jsonSchemas ?? schemas.get(tool.name)!;
 }
 
 const jsonSchema = z.record(z.string(), z.unknown());
