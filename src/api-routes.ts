@@ -10,6 +10,7 @@ import { verifyEmail } from "./accounts/routes/verify-email.js";
 import { webhookRoutes } from "./webhooks/routes/index.js";
 import { paymentRoutes } from "./payments/routes.js";
 import { incidentRoutes } from "./status/incident-routes.js";
+import { customToolRoutes } from "./tools/custom/routes/index.js";
 
 /** Everything under /api/v1: accounts and keys, admin, webhooks, purchases and wallet sign-in. */
 export const apiRoutes: RouteDef<any, any, any>[] = [
@@ -27,6 +28,7 @@ export const apiRoutes: RouteDef<any, any, any>[] = [
   adminSetTier,
   adminGrantCredits,
   adminIssueKey,
+  ...customToolRoutes,
   ...webhookRoutes("account"),
   ...webhookRoutes("platform"),
   ...paymentRoutes,

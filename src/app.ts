@@ -15,6 +15,8 @@ import { mountRoutes } from "./http/route.js";
 import type { Services } from "./services.js";
 import { createProxyForwarder } from "./tools/forward.js";
 import { toolRoutes } from "./tools/routes/index.js";
+import { TOOLS } from "./tools/catalogue/index.js";
+import { publicTools } from "./tools/custom/registry.js";
 import { mcpRouter } from "./mcp/route.js";
 import { PAGE_PATHS, pagesRouter } from "./pages/index.js";
 import { versioning } from "./http/versioning.js";
@@ -49,7 +51,7 @@ export function createApp(services: Services): express.Express {
   });
 
   // Built once: the document depends only on configuration and code.
-  const openApi = buildOpenApi(services.config);
+  const openApi = buildOpenApi(services.config, publicTools(services, TOOLS));
   app.get("/openapi.json", (_req, res) => {
     res.setHeader("Cache-Control", "public, max-age=300");
     res.json(openApi);

@@ -6,6 +6,7 @@ import { formatCredits, priceOf } from "../tools/pricing.js";
 import { listTools } from "../tools/routes/list.js";
 import { getTool } from "../tools/routes/get.js";
 import { jsonSchemasOf } from "../tools/views.js";
+import type { ToolDefinition } from "../tools/definition.js";
 import { x402Settle, x402Verify } from "../payments/facilitator.js";
 import { x402Supported } from "../payments/supported.js";
 import { wellKnownX402 } from "../payments/discovery.js";
@@ -67,7 +68,7 @@ const AUTH_ERRORS: Record<string, ErrorCode[]> = {
 
 /** The reference's groups, in the order /docs shows them. */
 export const TAGS: { name: string; description: string }[] = [
-  { name: "Tools", description: "The catalogue and tool calls: POST /v1/tools/{name} with a JSON body, paid with credits (x-api-key) or an x402 payment." },
+  { name: "Tools", description: "The catalogue and tool calls: POST /v1/tools/{name} with a JSON body, paid with credits (x-api-key) or an x402 payment; a Business account's own endpoints as private tools (/api/v1/custom-tools)." },
   { name: "Payments", description: "x402 USDC micropayments: what is accepted, credit packs, plans, and sign-in with a paying wallet." },
   { name: "Account", description: "Sign-up, e-mail verification and the calling account." },
   { name: "Keys", description: "API keys: list, create, rotate, revoke. A full key is shown once." },
@@ -81,7 +82,7 @@ export const TAGS: { name: string; description: string }[] = [
 /** The group of an API path. */
 export function tagOf(path: string): string {
   if (path.startsWith("/api/v1/admin/")) return "Admin";
-  if (path.startsWith("/v1/tools")) return "Tools";
+  if (path.startsWith("/v1/tools") || path.startsWith("/api/v1/custom-tools")) return "Tools";
   if (path === "/mcp") return "MCP";
   if (path.startsWith("/x402/") || /^\/api\/v1\/(credits|plans|wallet)\//.test(path)) return "Payments";
   if (path.startsWith("/api/v1/keys")) return "Keys";
@@ -118,7 +119,8 @@ function operation(route: RouteDef<any, any, any>, tag: string): Json {
   };
 }
 
-export function buildOpenApi(config: Pick<Config, "publicBaseUrl" | "creditPriceAtomic">): Json {
+/** `tools`: the public tools this gateway serves (the catalogue, and the operator's TOOLS_FILE tools). */
+export function buildOpenApi(config: Pick<Config, "publicBaseUrl" | "creditPriceAtomic">, tools: readonly ToolDefinition[] = TOOLS): Json {
   const paths: Record<string, Json> = {};
   const add = (prefix: string, route: RouteDef<any, any, any>) => {
     const path = `${prefix}${route.path === "/" ? "" : route.path.replace(/:(\w+)/g, "{$1}")}`;
@@ -131,7 +133,7 @@ export function buildOpenApi(config: Pick<Config, "publicBaseUrl" | "creditPrice
   add("/x402", x402Settle as RouteDef<any, any, any>);
   add("/.well-known", wellKnownX402 as RouteDef<any, any, any>);
 
-  for (const tool of TOOLS) {
+  for (const tool of tools) {
     const { input, output } = jsonSchemasOf(tool);
     const price = priceOf(tool, config.creditPriceAtomic);
     const { $schema: _i, ...inputSchema } = input as Json;

@@ -27,6 +27,7 @@ export const toolViewSchema = z.object({
   available: z.boolean(),
   unavailable_reason: z.string().optional(),
   endpoint: z.string(),
+  private: z.boolean().optional().describe("true: the calling account's own custom tool, seen and called by its keys only."),
   input_schema: jsonSchema,
   output_schema: jsonSchema,
 });

@@ -19,6 +19,8 @@ export interface UpstreamTool extends ToolDefinition {
 }
 
 export const isUpstreamTool = (tool: ToolDefinition): tool is UpstreamTool => "upstream" in tool;
+/** An account's own tool: paid with that account's credits only, never offered for x402. */
+export const isPrivateTool = (tool: ToolDefinition): boolean => isUpstreamTool(tool) && tool.upstream.ownerId !== null;
 
 export class UpstreamTools {
   readonly schemas = new SchemaCompiler();
