@@ -16,11 +16,14 @@ export const MAX_SCHEMA_DEPTH = 16;
 
 export class SchemaError extends Error {}
 
-/** Ajv's hook for every `pattern` and `patternProperties`: RE2 semantics (no backreferences or lookaround). */
+/**
+ * Ajv's hook for every `pattern` and `patternProperties`: RE2 semantics (no backreferences or
+ * lookaround). Ajv keys its compiled patterns by `toString()`, so the object must say its pattern.
+ */
 const re2: ((pattern: string) => { test: (s: string) => boolean }) & { code: string } = Object.assign(
   (pattern: string) => {
     const compiled = RE2JS.compile(pattern);
-    return { test: (s: string) => compiled.test(s) };
+    return { test: (s: string) => compiled.test(s), toString: () => `re2:${pattern}` };
   },
   { code: "re2js" },
 );
