@@ -52,6 +52,12 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
   handler(ctx: RouteContext<B, Q, A>): Promise<Reply>;
 }
 
+/**
+ * Any route, whatever its schemas: what lists of routes hold. Each was type-checked against its
+ * own schemas by `defineRoute`; the handler is a method, so TypeScript accepts it here.
+ */
+export type AnyRoute = RouteDef<unknown, unknown, Auth>;
+
 export function defineRoute<B = undefined, Q = undefined, A extends Auth = Auth>(def: RouteDef<B, Q, A>): RouteDef<B, Q, A> {
   return def;
 }
@@ -67,7 +73,7 @@ export function parseInput<T>(schema: z.ZodType<T>, input: unknown, where: "body
   throw new ApiError("validation_failed", message, { ...(param ? { param } : {}) });
 }
 
-export function mountRoutes(services: Services, routes: RouteDef<any, any, any>[]): Router {
+export function mountRoutes(services: Services, routes: AnyRoute[]): Router {
   const router = Router();
   for (const route of routes) {
     router[route.method](route.path, async (req: Request, res: Response) => {
