@@ -344,8 +344,8 @@ export class MemoryStore implements Store {
   }
 
   private customToolsOf(accountId: string) {
-    let tools = this.customTools.get(accountId);
-    if (!tools) this.customTools.set(accountId, (tools = new Map()));
+    const tools = this.customTools.get(accountId) ?? new Map<string, CustomToolRecord>();
+    this.customTools.set(accountId, tools);
     return tools;
   }
 

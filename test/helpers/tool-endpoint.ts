@@ -1,5 +1,10 @@
 import { readFileSync } from "node:fs";
-import { createServer as createHttpServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import {
+  createServer as createHttpServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { join } from "node:path";
 
@@ -32,17 +37,21 @@ export async function startToolEndpoint(protocol: "https" | "http" = "https") {
       res.end(answer.raw ?? JSON.stringify(answer.json ?? {}));
     });
   };
-  let server;
+  let server: ReturnType<typeof createHttpServer> | ReturnType<typeof createHttpsServer>;
   if (protocol === "https") {
     const dir = process.env.TEST_TLS_DIR;
     if (!dir) throw new Error("TEST_TLS_DIR is not set: the TLS global setup did not run");
-    server = createHttpsServer({ key: readFileSync(join(dir, "server.key")), cert: readFileSync(join(dir, "server.pem")) }, serve);
+    server = createHttpsServer(
+      { key: readFileSync(join(dir, "server.key")), cert: readFileSync(join(dir, "server.pem")) },
+      serve,
+    );
   } else server = createHttpServer(serve);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
   return {
     port,
-    url: (path: string) => `${protocol}://${protocol === "https" ? "localhost" : "127.0.0.1"}:${port}${path}`,
+    url: (path: string) =>
+      `${protocol}://${protocol === "https" ? "localhost" : "127.0.0.1"}:${port}${path}`,
     received,
     at: (path: string) => received.filter((r) => r.path === path),
     handle(path: string, handler: (body: any) => EndpointAnswer) {

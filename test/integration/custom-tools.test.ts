@@ -3,7 +3,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { balanceOf, call, callTool, eventsOf, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  balanceOf,
+  call,
+  callTool,
+  eventsOf,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 import { startToolEndpoint } from "../helpers/tool-endpoint.js";
 
 /**
@@ -44,11 +52,18 @@ beforeAll(async () => {
       "    input_schema: { type: object, properties: { text: { type: string, maxLength: 100 } }, required: [text], additionalProperties: false }",
       "    output_schema: { type: object, properties: { upper: { type: string } }, required: [upper] }",
       "    price_credits: 4",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: TOOLS_FILE's own ${NAME} syntax, not a template
       "    headers: { Authorization: 'Bearer ${SHOUT_API_KEY}' }",
     ].join("\n"),
   );
   process.env.SHOUT_API_KEY = "upstream-secret";
-  gw = await startGateway({ env: { UPSTREAM_ALLOW_PRIVATE_TARGETS: "1", TOOLS_FILE: file, SHOUT_API_KEY: "upstream-secret" } });
+  gw = await startGateway({
+    env: {
+      UPSTREAM_ALLOW_PRIVATE_TARGETS: "1",
+      TOOLS_FILE: file,
+      SHOUT_API_KEY: "upstream-secret",
+    },
+  });
   strict = await startGateway({ prefix: gw.prefix });
 });
 afterAll(async () => {
@@ -61,18 +76,32 @@ const wordCount = (url: string, extra: Record<string, unknown> = {}) => ({
   name: "word-count",
   description: "Counts the words of a text.",
   url,
-  input_schema: { type: "object", properties: { text: { type: "string", maxLength: 1000 } }, required: ["text"], additionalProperties: false },
-  output_schema: { type: "object", properties: { words: { type: "integer" } }, required: ["words"] },
+  input_schema: {
+    type: "object",
+    properties: { text: { type: "string", maxLength: 1000 } },
+    required: ["text"],
+    additionalProperties: false,
+  },
+  output_schema: {
+    type: "object",
+    properties: { words: { type: "integer" } },
+    required: ["words"],
+  },
   price_credits: 3,
   timeout_ms: 2000,
   ...extra,
 });
 
-const register = (key: string, body: unknown, base = gw.url) => call(`${base}/api/v1/custom-tools`, { key, body });
+const register = (key: string, body: unknown, base = gw.url) =>
+  call(`${base}/api/v1/custom-tools`, { key, body });
 
 async function mcpClient(key: string): Promise<Client> {
   const client = new Client({ name: "toolgate-test", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), { requestInit: { headers: { "x-api-key": key } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
+      requestInit: { headers: { "x-api-key": key } },
+    }),
+  );
   return client;
 }
 
@@ -81,12 +110,31 @@ describe("a Business account's custom tool", () => {
     const { key } = await fundedAccount(gw.url, 100, "business");
     const created = await register(key, wordCount(endpoint.url("/word-count")));
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ name: "word-count", title: "word-count", price: { credits: 3, usd: "0.006" }, timeout_ms: 2000, endpoint: "/v1/tools/word-count" });
-    expect((await call(`${gw.url}/api/v1/custom-tools`, { key })).body.data.map((t: { name: string }) => t.name)).toEqual(["word-count"]);
-    expect((await call(`${gw.url}/api/v1/custom-tools/word-count`, { key })).body.url).toBe(endpoint.url("/word-count"));
+    expect(created.body).toMatchObject({
+      name: "word-count",
+      title: "word-count",
+      price: { credits: 3, usd: "0.006" },
+      timeout_ms: 2000,
+      endpoint: "/v1/tools/word-count",
+    });
+    expect(
+      (await call(`${gw.url}/api/v1/custom-tools`, { key })).body.data.map(
+        (t: { name: string }) => t.name,
+      ),
+    ).toEqual(["word-count"]);
+    expect((await call(`${gw.url}/api/v1/custom-tools/word-count`, { key })).body.url).toBe(
+      endpoint.url("/word-count"),
+    );
     const listed = await call(`${gw.url}/v1/tools`, { key });
-    expect(listed.body.data.find((t: { name: string }) => t.name === "word-count")).toMatchObject({ private: true, price: { credits: 3 }, input_schema: { required: ["text"] } });
-    expect((await call(`${gw.url}/v1/tools/word-count`, { key })).body).toMatchObject({ name: "word-count", private: true });
+    expect(listed.body.data.find((t: { name: string }) => t.name === "word-count")).toMatchObject({
+      private: true,
+      price: { credits: 3 },
+      input_schema: { required: ["text"] },
+    });
+    expect((await call(`${gw.url}/v1/tools/word-count`, { key })).body).toMatchObject({
+      name: "word-count",
+      private: true,
+    });
   });
 
   it("is called over REST with its validated input, and charged its price", async () => {
@@ -124,7 +172,11 @@ describe("a Business account's custom tool", () => {
 
   it("is refunded with tool.error when its endpoint fails, answers the wrong shape, or not JSON", async () => {
     const { key, accountId } = await fundedAccount(gw.url, 100, "business");
-    for (const [name, path] of [["broken", "/broken"], ["wrong-shape", "/wrong-shape"], ["not-json", "/not-json"]] as const) {
+    for (const [name, path] of [
+      ["broken", "/broken"],
+      ["wrong-shape", "/wrong-shape"],
+      ["not-json", "/not-json"],
+    ] as const) {
       expect((await register(key, wordCount(endpoint.url(path), { name }))).status).toBe(201);
       const res = await callTool(gw.url, key, name, { text: "a b" });
       expect(res.status).toBe(502);
@@ -133,10 +185,16 @@ describe("a Business account's custom tool", () => {
     expect(await balanceOf(gw.url, key)).toBe(100);
     let errors: Awaited<ReturnType<typeof eventsOf>> = [];
     for (let waited = 0; errors.length < 3 && waited < 5000; waited += 50) {
-      errors = (await eventsOf(gw.services.store, accountId, 0)).filter((e) => e.event === "tool.error");
+      errors = (await eventsOf(gw.services.store, accountId, 0)).filter(
+        (e) => e.event === "tool.error",
+      );
       if (errors.length < 3) await new Promise((r) => setTimeout(r, 50));
     }
-    expect(errors.map((e) => e.data.tool_name).sort()).toEqual(["broken", "not-json", "wrong-shape"]);
+    expect(errors.map((e) => e.data.tool_name).sort()).toEqual([
+      "broken",
+      "not-json",
+      "wrong-shape",
+    ]);
     expect(errors.every((e) => e.data.credits_charged === 0)).toBe(true);
     const usage = await call(`${gw.url}/api/v1/usage?limit=20`, { key });
     expect(usage.body.data.filter((e: { kind: string }) => e.kind === "refund")).toHaveLength(3);
@@ -160,12 +218,29 @@ describe("a Business account's custom tool", () => {
     const res = await callTool(gw.url, other.key, "private-count", { text: "a" });
     expect(res.status).toBe(404);
     expect(res.body.error.code).toBe("tool_not_found");
-    expect((await callTool(gw.url, other.key, "no-such-tool", { text: "a" })).body.error.code).toBe("tool_not_found");
-    expect((await call(`${gw.url}/v1/tools`, { key: other.key })).body.data.map((t: { name: string }) => t.name)).not.toContain("private-count");
-    expect((await call(`${gw.url}/v1/tools`)).body.data.map((t: { name: string }) => t.name)).not.toContain("private-count");
+    expect((await callTool(gw.url, other.key, "no-such-tool", { text: "a" })).body.error.code).toBe(
+      "tool_not_found",
+    );
+    expect(
+      (await call(`${gw.url}/v1/tools`, { key: other.key })).body.data.map(
+        (t: { name: string }) => t.name,
+      ),
+    ).not.toContain("private-count");
+    expect(
+      (await call(`${gw.url}/v1/tools`)).body.data.map((t: { name: string }) => t.name),
+    ).not.toContain("private-count");
     expect((await call(`${gw.url}/v1/tools/private-count`, { key: other.key })).status).toBe(404);
-    expect((await call(`${gw.url}/api/v1/custom-tools/private-count`, { key: other.key })).status).toBe(404);
-    expect((await call(`${gw.url}/api/v1/custom-tools/private-count`, { key: other.key, method: "DELETE" })).status).toBe(404);
+    expect(
+      (await call(`${gw.url}/api/v1/custom-tools/private-count`, { key: other.key })).status,
+    ).toBe(404);
+    expect(
+      (
+        await call(`${gw.url}/api/v1/custom-tools/private-count`, {
+          key: other.key,
+          method: "DELETE",
+        })
+      ).status,
+    ).toBe(404);
     // Without a key (a would-be x402 payer) it does not exist either, and a made-up key learns nothing.
     expect((await callTool(gw.url, undefined, "private-count", { text: "a" })).status).toBe(404);
     const forged = `${owner.key.slice(0, -4)}zzzz`;
@@ -173,8 +248,17 @@ describe("a Business account's custom tool", () => {
     expect((await callTool(gw.url, forged, "no-such-tool", { text: "a" })).status).toBe(401);
     expect(await balanceOf(gw.url, other.key)).toBe(100);
     // The owner still calls it; once deleted it is gone for the owner too.
-    expect((await callTool(gw.url, owner.key, "private-count", { text: "a b" })).body).toEqual({ words: 2 });
-    expect((await call(`${gw.url}/api/v1/custom-tools/private-count`, { key: owner.key, method: "DELETE" })).body).toEqual({ name: "private-count", deleted: true });
+    expect((await callTool(gw.url, owner.key, "private-count", { text: "a b" })).body).toEqual({
+      words: 2,
+    });
+    expect(
+      (
+        await call(`${gw.url}/api/v1/custom-tools/private-count`, {
+          key: owner.key,
+          method: "DELETE",
+        })
+      ).body,
+    ).toEqual({ name: "private-count", deleted: true });
     expect((await callTool(gw.url, owner.key, "private-count", { text: "a" })).status).toBe(404);
   });
 
@@ -194,9 +278,14 @@ describe("a Business account's custom tool", () => {
       expect(await balanceOf(gw.url, owner.key)).toBe(97);
       const failed = await client.callTool({ name: "mcp-broken", arguments: { text: "a" } });
       expect(failed.isError).toBe(true);
-      expect(JSON.parse((failed.content as { text: string }[])[0]!.text).error.code).toBe("tool_failed");
+      expect(JSON.parse((failed.content as { text: string }[])[0]!.text).error.code).toBe(
+        "tool_failed",
+      );
       const invalid = await client.callTool({ name: "mcp-count", arguments: {} });
-      expect(JSON.parse((invalid.content as { text: string }[])[0]!.text).error).toMatchObject({ code: "validation_failed", param: "text" });
+      expect(JSON.parse((invalid.content as { text: string }[])[0]!.text).error).toMatchObject({
+        code: "validation_failed",
+        param: "text",
+      });
       expect(await balanceOf(gw.url, owner.key)).toBe(97);
     } finally {
       await client.close();
@@ -206,7 +295,9 @@ describe("a Business account's custom tool", () => {
     try {
       expect((await otherClient.listTools()).tools.map((t) => t.name)).not.toContain("mcp-count");
       const res = await otherClient.callTool({ name: "mcp-count", arguments: { text: "a" } });
-      expect(JSON.parse((res.content as { text: string }[])[0]!.text).error.code).toBe("tool_not_found");
+      expect(JSON.parse((res.content as { text: string }[])[0]!.text).error.code).toBe(
+        "tool_not_found",
+      );
     } finally {
       await otherClient.close();
     }
@@ -217,7 +308,10 @@ describe("a Business account's custom tool", () => {
       const { key } = await fundedAccount(gw.url, 100, tier);
       const res = await register(key, wordCount(endpoint.url("/word-count")));
       expect(res.status).toBe(403);
-      expect(res.body.error).toMatchObject({ code: "feature_not_in_tier", required_tier: "business" });
+      expect(res.body.error).toMatchObject({
+        code: "feature_not_in_tier",
+        required_tier: "business",
+      });
       expect((await call(`${gw.url}/api/v1/custom-tools`, { key })).status).toBe(403);
     }
   });
@@ -229,9 +323,14 @@ describe("a Business account's custom tool", () => {
       expect(res.status).toBe(409);
       expect(res.body.error).toMatchObject({ code: "tool_name_taken", param: "name" });
     }
-    expect((await register(key, wordCount(endpoint.url("/word-count"), { name: "categories" }))).body.error.param).toBe("name");
+    expect(
+      (await register(key, wordCount(endpoint.url("/word-count"), { name: "categories" }))).body
+        .error.param,
+    ).toBe("name");
     expect((await register(key, wordCount(endpoint.url("/word-count")))).status).toBe(201);
-    expect((await register(key, wordCount(endpoint.url("/word-count")))).body.error.code).toBe("tool_name_taken");
+    expect((await register(key, wordCount(endpoint.url("/word-count")))).body.error.code).toBe(
+      "tool_name_taken",
+    );
   });
 
   it("refuses schemas that are not JSON Schema, too large or too deep, and URLs that are not https", async () => {
@@ -241,13 +340,22 @@ describe("a Business account's custom tool", () => {
       expect(res.status, JSON.stringify(res.body)).toBe(422);
       expect(res.body.error.param).toBe(param);
     };
-    await bad({ input_schema: { type: "object", properties: { a: { type: "strnig" } } } }, "input_schema");
+    await bad(
+      { input_schema: { type: "object", properties: { a: { type: "strnig" } } } },
+      "input_schema",
+    );
     await bad({ input_schema: { type: "array" } }, "input_schema");
-    await bad({ output_schema: { type: "object", properties: { a: { pattern: "(?<=x)y" } } } }, "output_schema"); // lookbehind: not RE2
+    await bad(
+      { output_schema: { type: "object", properties: { a: { pattern: "(?<=x)y" } } } },
+      "output_schema",
+    ); // lookbehind: not RE2
     let deep: Record<string, unknown> = { type: "string" };
     for (let i = 0; i < 20; i++) deep = { type: "object", properties: { a: deep } };
     await bad({ input_schema: deep }, "input_schema");
-    await bad({ input_schema: { type: "object", description: "x".repeat(40_000) } }, "input_schema");
+    await bad(
+      { input_schema: { type: "object", description: "x".repeat(40_000) } },
+      "input_schema",
+    );
     await bad({ url: "ftp://localhost/tool" }, "url");
     await bad({ url: "https://user:pass@localhost/tool" }, "url");
     await bad({ url: "https://169.254.169.254/latest/meta-data" }, "url"); // link-local metadata: never, even in development
@@ -258,8 +366,19 @@ describe("a Business account's custom tool", () => {
 
   it("runs its patterns on RE2: a catastrophic pattern cannot stall the gateway", async () => {
     const { key } = await fundedAccount(gw.url, 100, "business");
-    const schema = { type: "object", properties: { text: { type: "string", pattern: "^(a+)+$" } }, required: ["text"] };
-    expect((await register(key, wordCount(endpoint.url("/word-count"), { name: "redos", input_schema: schema }))).status).toBe(201);
+    const schema = {
+      type: "object",
+      properties: { text: { type: "string", pattern: "^(a+)+$" } },
+      required: ["text"],
+    };
+    expect(
+      (
+        await register(
+          key,
+          wordCount(endpoint.url("/word-count"), { name: "redos", input_schema: schema }),
+        )
+      ).status,
+    ).toBe(201);
     const started = Date.now();
     const res = await callTool(gw.url, key, "redos", { text: `${"a".repeat(40)}!` });
     expect(res.status).toBe(422);
@@ -271,15 +390,25 @@ describe("a Business account's custom tool", () => {
     const { key } = await fundedAccount(gw.url, 100, "business");
     const echo = { ...wordCount(plain.url("/echo"), { name: "echo" }), output_schema: undefined };
     expect((await register(key, echo)).status).toBe(201);
-    expect((await callTool(gw.url, key, "echo", { text: "hi" })).body).toEqual({ echo: { text: "hi" } });
-    expect((await register(key, { ...echo, name: "echo-public", url: "http://example.com/echo" })).body.error).toMatchObject({ code: "validation_failed", param: "url" });
+    expect((await callTool(gw.url, key, "echo", { text: "hi" })).body).toEqual({
+      echo: { text: "hi" },
+    });
+    expect(
+      (await register(key, { ...echo, name: "echo-public", url: "http://example.com/echo" })).body
+        .error,
+    ).toMatchObject({ code: "validation_failed", param: "url" });
   });
 });
 
 describe("the SSRF guard on custom tools, with private targets not allowed", () => {
   it("refuses a loopback endpoint at registration", async () => {
     const { key } = await fundedAccount(strict.url, 100, "business");
-    for (const url of [endpoint.url("/word-count"), `https://127.0.0.1:${endpoint.port}/word-count`, `https://[::1]:${endpoint.port}/x`, plain.url("/echo")]) {
+    for (const url of [
+      endpoint.url("/word-count"),
+      `https://127.0.0.1:${endpoint.port}/word-count`,
+      `https://[::1]:${endpoint.port}/x`,
+      plain.url("/echo"),
+    ]) {
       const res = await register(key, wordCount(url), strict.url);
       expect(res.status, url).toBe(422);
       expect(res.body.error.param).toBe("url");
@@ -289,7 +418,10 @@ describe("the SSRF guard on custom tools, with private targets not allowed", () 
   it("refuses to call one registered while they were allowed: 502, refunded", async () => {
     const { key } = await fundedAccount(gw.url, 100, "business");
     await register(key, wordCount(endpoint.url("/word-count"), { name: "was-allowed" }));
-    await register(key, wordCount(`https://127.0.0.1:${endpoint.port}/word-count`, { name: "was-allowed-ip" }));
+    await register(
+      key,
+      wordCount(`https://127.0.0.1:${endpoint.port}/word-count`, { name: "was-allowed-ip" }),
+    );
     const before = endpoint.at("/word-count").length;
     for (const name of ["was-allowed", "was-allowed-ip"]) {
       const res = await callTool(strict.url, key, name, { text: "a" });
@@ -304,18 +436,33 @@ describe("the SSRF guard on custom tools, with private targets not allowed", () 
 
 describe("an operator's upstream tool (TOOLS_FILE)", () => {
   it("is public: listed, in the OpenAPI document, and in MCP for every account", async () => {
-    const listed = (await call(`${gw.url}/v1/tools`)).body.data.find((t: { name: string }) => t.name === "shout");
-    expect(listed).toMatchObject({ title: "Shout", category: "language", price: { credits: 4 }, endpoint: "/v1/tools/shout", available: true });
+    const listed = (await call(`${gw.url}/v1/tools`)).body.data.find(
+      (t: { name: string }) => t.name === "shout",
+    );
+    expect(listed).toMatchObject({
+      title: "Shout",
+      category: "language",
+      price: { credits: 4 },
+      endpoint: "/v1/tools/shout",
+      available: true,
+    });
     expect(listed.private).toBeUndefined();
     expect((await call(`${gw.url}/v1/tools?q=caps`)).body.data[0].name).toBe("shout");
     const doc = (await call(`${gw.url}/openapi.json`)).body;
-    expect(doc.paths["/v1/tools/shout"].post).toMatchObject({ summary: "Shout", "x-price": { credits: 4 } });
-    expect(doc.paths["/v1/tools/shout"].post.requestBody.content["application/json"].schema).toMatchObject({ required: ["text"] });
+    expect(doc.paths["/v1/tools/shout"].post).toMatchObject({
+      summary: "Shout",
+      "x-price": { credits: 4 },
+    });
+    expect(
+      doc.paths["/v1/tools/shout"].post.requestBody.content["application/json"].schema,
+    ).toMatchObject({ required: ["text"] });
     const { key } = await fundedAccount(gw.url, 100, "starter");
     const client = await mcpClient(key);
     try {
       expect((await client.listTools()).tools.map((t) => t.name)).toContain("shout");
-      expect((await client.callTool({ name: "shout", arguments: { text: "mcp" } })).structuredContent).toEqual({ upper: "MCP" });
+      expect(
+        (await client.callTool({ name: "shout", arguments: { text: "mcp" } })).structuredContent,
+      ).toEqual({ upper: "MCP" });
     } finally {
       await client.close();
     }
@@ -328,7 +475,9 @@ describe("an operator's upstream tool (TOOLS_FILE)", () => {
     expect(res.body).toEqual({ upper: "HELLO" });
     expect(await balanceOf(gw.url, key)).toBe(96);
     expect(endpoint.at("/upper").at(-1)!.headers.authorization).toBe("Bearer upstream-secret");
-    expect((await callTool(gw.url, key, "shout", { text: "x".repeat(101) })).body.error).toMatchObject({ code: "validation_failed", param: "text" });
+    expect(
+      (await callTool(gw.url, key, "shout", { text: "x".repeat(101) })).body.error,
+    ).toMatchObject({ code: "validation_failed", param: "text" });
     expect(await balanceOf(gw.url, key)).toBe(96);
   });
 });

@@ -38,7 +38,16 @@ const good = {
 describe("TOOLS_FILE", () => {
   it("reads YAML and JSON alike, with defaults and the environment's values in headers", () => {
     const yaml = fileWith(
-      ["tools:", "  - name: weather", "    description: Current weather.", "    url: https://api.example.com/weather", "    input_schema: { type: object }", "    price_credits: 2", "    headers: { X-Key: '${WEATHER_KEY}' }"].join("\n"),
+      [
+        "tools:",
+        "  - name: weather",
+        "    description: Current weather.",
+        "    url: https://api.example.com/weather",
+        "    input_schema: { type: object }",
+        "    price_credits: 2",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: TOOLS_FILE's own ${NAME} syntax, not a template
+        "    headers: { X-Key: '${WEATHER_KEY}' }",
+      ].join("\n"),
     );
     const config = loadConfig({ TOOLS_FILE: yaml, WEATHER_KEY: "k-123" });
     expect(config.upstream.tools).toEqual([
@@ -68,8 +77,13 @@ describe("TOOLS_FILE", () => {
           { ...good, name: "hash" },
           { ...good, name: "weather" },
           { ...good, name: "plain", url: "http://api.example.com/x" },
-          { ...good, name: "bad-schema", input_schema: { type: "object", properties: { a: { type: "strnig" } } } },
+          {
+            ...good,
+            name: "bad-schema",
+            input_schema: { type: "object", properties: { a: { type: "strnig" } } },
+          },
           { ...good, name: "no-price", price_credits: undefined },
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: TOOLS_FILE's own ${NAME} syntax, not a template
           { ...good, name: "secret", headers: { Authorization: "Bearer ${NOT_SET_ANYWHERE}" } },
         ],
       }),
@@ -77,26 +91,47 @@ describe("TOOLS_FILE", () => {
     );
     const problems = problemsOf({ TOOLS_FILE: file });
     expect(problems).toEqual([
-      expect.stringMatching(/^TOOLS_FILE .*: tools\[1\] \(hash\): name: hash is already a catalogue tool's name$/),
+      expect.stringMatching(
+        /^TOOLS_FILE .*: tools\[1\] \(hash\): name: hash is already a catalogue tool's name$/,
+      ),
       expect.stringMatching(/tools\[2\] \(weather\): name: weather is declared twice$/),
       expect.stringMatching(/tools\[3\] \(plain\): url: endpoint URLs must use https$/),
-      expect.stringMatching(/tools\[4\] \(bad-schema\): input_schema: is not a valid JSON Schema: /),
+      expect.stringMatching(
+        /tools\[4\] \(bad-schema\): input_schema: is not a valid JSON Schema: /,
+      ),
       expect.stringMatching(/tools\[5\] \(no-price\): price_credits: /),
-      expect.stringMatching(/tools\[6\] \(secret\): headers.Authorization: NOT_SET_ANYWHERE not set in the environment$/),
+      expect.stringMatching(
+        /tools\[6\] \(secret\): headers.Authorization: NOT_SET_ANYWHERE not set in the environment$/,
+      ),
     ]);
   });
 
   it("says so when the file is missing, unreadable as YAML, or has no tools list", () => {
-    expect(problemsOf({ TOOLS_FILE: join(dir, "nope.yaml") })).toEqual([expect.stringMatching(/nope\.yaml: no such file$/)]);
-    expect(problemsOf({ TOOLS_FILE: fileWith("tools: [ {name: x") })[0]).toMatch(/not valid YAML or JSON/);
-    expect(problemsOf({ TOOLS_FILE: fileWith("- name: x") })[0]).toMatch(/must be an object with a "tools" list/);
+    expect(problemsOf({ TOOLS_FILE: join(dir, "nope.yaml") })).toEqual([
+      expect.stringMatching(/nope\.yaml: no such file$/),
+    ]);
+    expect(problemsOf({ TOOLS_FILE: fileWith("tools: [ {name: x") })[0]).toMatch(
+      /not valid YAML or JSON/,
+    );
+    expect(problemsOf({ TOOLS_FILE: fileWith("- name: x") })[0]).toMatch(
+      /must be an object with a "tools" list/,
+    );
   });
 
   it("allows plain http to loopback only with the development setting, which production refuses", () => {
-    const file = fileWith(JSON.stringify({ tools: [{ ...good, url: "http://127.0.0.1:9/tool" }] }), "json");
-    expect(problemsOf({ TOOLS_FILE: file })).toEqual([expect.stringMatching(/url: endpoint URLs must use https$/)]);
-    expect(loadConfig({ TOOLS_FILE: file, UPSTREAM_ALLOW_PRIVATE_TARGETS: "1" }).upstream.tools[0]!.url).toBe("http://127.0.0.1:9/tool");
-    expect(problemsOf({ NODE_ENV: "production", UPSTREAM_ALLOW_PRIVATE_TARGETS: "1" })).toContain("UPSTREAM_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
+    const file = fileWith(
+      JSON.stringify({ tools: [{ ...good, url: "http://127.0.0.1:9/tool" }] }),
+      "json",
+    );
+    expect(problemsOf({ TOOLS_FILE: file })).toEqual([
+      expect.stringMatching(/url: endpoint URLs must use https$/),
+    ]);
+    expect(
+      loadConfig({ TOOLS_FILE: file, UPSTREAM_ALLOW_PRIVATE_TARGETS: "1" }).upstream.tools[0]!.url,
+    ).toBe("http://127.0.0.1:9/tool");
+    expect(problemsOf({ NODE_ENV: "production", UPSTREAM_ALLOW_PRIVATE_TARGETS: "1" })).toContain(
+      "UPSTREAM_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production",
+    );
   });
 
   it("stops the gateway process at start-up with the bad entry named (exit 78)", () => {
@@ -108,6 +143,8 @@ describe("TOOLS_FILE", () => {
       timeout: 30_000,
     });
     expect(run.status).toBe(78);
-    expect(run.stderr).toContain(`TOOLS_FILE ${file}: tools[0] (Bad Name!): name: lower-case letters, digits and inner hyphens`);
+    expect(run.stderr).toContain(
+      `TOOLS_FILE ${file}: tools[0] (Bad Name!): name: lower-case letters, digits and inner hyphens`,
+    );
   });
 });

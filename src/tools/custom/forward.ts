@@ -52,14 +52,21 @@ export class UpstreamCaller {
         try {
           body = Buffer.from(JSON.stringify(call.input));
         } catch (err) {
-          return resolve({ kind: "gateway_error", message: `the input could not be serialised: ${(err as Error).message}` });
+          return resolve({
+            kind: "gateway_error",
+            message: `the input could not be serialised: ${(err as Error).message}`,
+          });
         }
         // The URL is checked again here: the development switch may be off now, and an IP-literal
         // host never passes through the guarded DNS lookup.
         const form = checkUpstreamForm(target.url, this.settings.allowPrivate);
-        const refused = form.ok ? literalHostReason(form.url, this.settings.allowPrivate) : form.reason;
-        if (!form.ok || refused) return resolve(failed(502, `the endpoint is not allowed: ${refused}`));
-        if (call.signal?.aborted) return resolve({ kind: "gateway_error", message: "the request failed" });
+        const refused = form.ok
+          ? literalHostReason(form.url, this.settings.allowPrivate)
+          : form.reason;
+        if (!form.ok || refused)
+          return resolve(failed(502, `the endpoint is not allowed: ${refused}`));
+        if (call.signal?.aborted)
+          return resolve({ kind: "gateway_error", message: "the request failed" });
 
         let settled = false;
         const settle = (outcome: ForwardOutcome) => {
@@ -96,29 +103,38 @@ export class UpstreamCaller {
           req.destroy();
         };
         call.signal?.addEventListener("abort", onAbort);
-        req.on("error", (err) => settle(failed(502, `the endpoint could not be reached: ${err.message}`)));
+        req.on("error", (err) =>
+          settle(failed(502, `the endpoint could not be reached: ${err.message}`)),
+        );
         req.end(body);
       });
   }
 
-  private read(res: IncomingMessage, target: UpstreamTarget, settle: (outcome: ForwardOutcome) => void): void {
+  private read(
+    res: IncomingMessage,
+    target: UpstreamTarget,
+    settle: (outcome: ForwardOutcome) => void,
+  ): void {
     const limit = this.settings.maxResponseBytes;
     const status = res.statusCode ?? 502;
-    if (Number(res.headers["content-length"] ?? 0) > limit) {
+    const tooLarge = () => {
       res.destroy();
-      return settle(failed(502, `the endpoint's answer is larger than ${limit} bytes`));
+      settle(failed(502, `the endpoint's answer is larger than ${limit} bytes`));
+    };
+    if (Number(res.headers["content-length"] ?? 0) > limit) {
+      tooLarge();
+      return;
     }
     const chunks: Buffer[] = [];
     let size = 0;
     res.on("data", (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
-        res.destroy();
-        return settle(failed(502, `the endpoint's answer is larger than ${limit} bytes`));
-      }
-      chunks.push(chunk);
+      if (size > limit) tooLarge();
+      else chunks.push(chunk);
     });
-    res.on("error", (err) => settle(failed(502, `the endpoint's answer was cut off: ${err.message}`)));
+    res.on("error", (err) =>
+      settle(failed(502, `the endpoint's answer was cut off: ${err.message}`)),
+    );
     res.on("end", () => settle(interpret(status, Buffer.concat(chunks), target)));
   }
 
@@ -133,17 +149,25 @@ function interpret(status: number, body: Buffer, target: UpstreamTarget): Forwar
   // The endpoint judged the input: the caller's error (refunded, no tool.error), with its message when it gave one.
   if (status === 422) return { kind: "response", status, body };
   if (status === 504) return failed(504, "the endpoint timed out");
-  if (status < 200 || status >= 300) return failed(502, `the endpoint answered HTTP ${status}${status >= 300 && status < 400 ? " (redirects are not followed)" : ""}`);
+  if (status < 200 || status >= 300)
+    return failed(
+      502,
+      `the endpoint answered HTTP ${status}${status >= 300 && status < 400 ? " (redirects are not followed)" : ""}`,
+    );
   let value: unknown;
   try {
     value = JSON.parse(body.toString("utf8"));
   } catch {
     return failed(502, "the endpoint's answer is not JSON");
   }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return failed(502, "the endpoint's answer is not a JSON object");
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    return failed(502, "the endpoint's answer is not a JSON object");
   if (!target.validateOutput(value)) {
     const error = target.validateOutput.errors![0]!;
-    return failed(502, `the endpoint's answer does not match the tool's output schema: ${error.instancePath || "(root)"} ${error.message ?? ""}`.trim());
+    return failed(
+      502,
+      `the endpoint's answer does not match the tool's output schema: ${error.instancePath || "(root)"} ${error.message ?? ""}`.trim(),
+    );
   }
   return { kind: "response", status: 200, body: Buffer.from(JSON.stringify(value)) };
 }

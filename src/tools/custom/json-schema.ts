@@ -20,13 +20,14 @@ export class SchemaError extends Error {}
  * Ajv's hook for every `pattern` and `patternProperties`: RE2 semantics (no backreferences or
  * lookaround). Ajv keys its compiled patterns by `toString()`, so the object must say its pattern.
  */
-const re2: ((pattern: string) => { test: (s: string) => boolean }) & { code: string } = Object.assign(
-  (pattern: string) => {
-    const compiled = RE2JS.compile(pattern);
-    return { test: (s: string) => compiled.test(s), toString: () => `re2:${pattern}` };
-  },
-  { code: "re2js" },
-);
+const re2: ((pattern: string) => { test: (s: string) => boolean }) & { code: string } =
+  Object.assign(
+    (pattern: string) => {
+      const compiled = RE2JS.compile(pattern);
+      return { test: (s: string) => compiled.test(s), toString: () => `re2:${pattern}` };
+    },
+    { code: "re2js" },
+  );
 
 function depthOf(value: unknown): number {
   // Iterative: the bound is checked without recursing on a structure someone else chose.
@@ -44,17 +45,22 @@ function depthOf(value: unknown): number {
 
 /** Compiles schemas once per content (a registered tool is called many times; its schema rarely changes). */
 export class SchemaCompiler {
-  private readonly ajv = withFormats(new Ajv2020({ strict: false, allErrors: false, code: { regExp: re2 } }));
+  private readonly ajv = withFormats(
+    new Ajv2020({ strict: false, allErrors: false, code: { regExp: re2 } }),
+  );
   private readonly cache = new Map<string, ValidateFunction>();
 
   constructor(private readonly maxCached = 5_000) {}
 
   /** The validator of `schema`, or SchemaError saying why it cannot be one. */
   compile(schema: unknown): ValidateFunction {
-    if (schema === null || typeof schema !== "object" || Array.isArray(schema)) throw new SchemaError("must be a JSON Schema object");
+    if (schema === null || typeof schema !== "object" || Array.isArray(schema))
+      throw new SchemaError("must be a JSON Schema object");
     const text = JSON.stringify(schema);
-    if (Buffer.byteLength(text) > MAX_SCHEMA_BYTES) throw new SchemaError(`must be at most ${MAX_SCHEMA_BYTES} bytes as JSON`);
-    if (depthOf(schema) > MAX_SCHEMA_DEPTH) throw new SchemaError(`must nest at most ${MAX_SCHEMA_DEPTH} levels deep`);
+    if (Buffer.byteLength(text) > MAX_SCHEMA_BYTES)
+      throw new SchemaError(`must be at most ${MAX_SCHEMA_BYTES} bytes as JSON`);
+    if (depthOf(schema) > MAX_SCHEMA_DEPTH)
+      throw new SchemaError(`must nest at most ${MAX_SCHEMA_DEPTH} levels deep`);
     const id = createHash("sha256").update(text).digest("hex");
     const cached = this.cache.get(id);
     if (cached) return cached;
@@ -84,7 +90,11 @@ export class SchemaCompiler {
     return z.unknown().superRefine((value, ctx) => {
       if (validate(value)) return;
       const error = validate.errors![0]!;
-      ctx.addIssue({ code: "custom", path: pathOf(error), message: error.message ?? "does not match the input schema" });
+      ctx.addIssue({
+        code: "custom",
+        path: pathOf(error),
+        message: error.message ?? "does not match the input schema",
+      });
     });
   }
 }
@@ -95,13 +105,17 @@ function pathOf(error: ErrorObject): (string | number)[] {
     .split("/")
     .slice(1)
     .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
-  if (error.keyword === "required") path.push(String((error.params as { missingProperty: string }).missingProperty));
-  if (error.keyword === "additionalProperties") path.push(String((error.params as { additionalProperty: string }).additionalProperty));
+  if (error.keyword === "required")
+    path.push(String((error.params as { missingProperty: string }).missingProperty));
+  if (error.keyword === "additionalProperties")
+    path.push(String((error.params as { additionalProperty: string }).additionalProperty));
   return path;
 }
 
 /** The schema without `$id`s, and without a top-level `$schema` (every schema is read as draft 2020-12). */
 function withoutIds(schema: Record<string, unknown>): Record<string, unknown> {
-  const { $schema: _, ...copy } = JSON.parse(JSON.stringify(schema), (key, value) => (key === "$id" && typeof value === "string" ? undefined : value)) as Record<string, unknown>;
+  const { $schema: _, ...copy } = JSON.parse(JSON.stringify(schema), (key, value) =>
+    key === "$id" && typeof value === "string" ? undefined : value,
+  ) as Record<string, unknown>;
   return copy;
 }

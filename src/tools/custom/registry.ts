@@ -20,7 +20,8 @@ export interface UpstreamTool extends ToolDefinition {
 
 export const isUpstreamTool = (tool: ToolDefinition): tool is UpstreamTool => "upstream" in tool;
 /** An account's own tool: paid with that account's credits only, never offered for x402. */
-export const isPrivateTool = (tool: ToolDefinition): boolean => isUpstreamTool(tool) && tool.upstream.ownerId !== null;
+export const isPrivateTool = (tool: ToolDefinition): boolean =>
+  isUpstreamTool(tool) && tool.upstream.ownerId !== null;
 
 export class UpstreamTools {
   readonly schemas = new SchemaCompiler();
@@ -60,7 +61,9 @@ export class UpstreamTools {
 
   async listPrivate(accountId: string): Promise<UpstreamTool[]> {
     // A tool shadowed by a later public one of the same name is not callable: not listed either.
-    return (await this.store.listCustomTools(accountId)).filter((r) => !this.isTaken(r.name)).map((r) => this.define(specOfRecord(r), accountId));
+    return (await this.store.listCustomTools(accountId))
+      .filter((r) => !this.isTaken(r.name))
+      .map((r) => this.define(specOfRecord(r), accountId));
   }
 
   /** How a call reaches this tool: its endpoint for upstream tools, the door's own forwarder otherwise. */
@@ -87,11 +90,19 @@ export class UpstreamTools {
       input: this.schemas.zodOf(spec.inputSchema),
       output: this.schemas.zodOf(spec.outputSchema),
       jsonSchemas: { input: spec.inputSchema, output: spec.outputSchema },
-      upstream: { url: spec.url, headers: spec.headers, validateOutput: this.schemas.compile(spec.outputSchema), ownerId },
+      upstream: {
+        url: spec.url,
+        headers: spec.headers,
+        validateOutput: this.schemas.compile(spec.outputSchema),
+        ownerId,
+      },
     };
   }
 }
 
 /** The public tools: the catalogue, then the operator's. */
-export const publicTools = (services: Pick<Services, "upstream">, catalogue: readonly ToolDefinition[]): readonly ToolDefinition[] =>
+export const publicTools = (
+  services: Pick<Services, "upstream">,
+  catalogue: readonly ToolDefinition[],
+): readonly ToolDefinition[] =>
   services.upstream.public.length ? [...catalogue, ...services.upstream.public] : catalogue;

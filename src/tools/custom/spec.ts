@@ -15,22 +15,51 @@ export const MAX_UPSTREAM_PRICE_CREDITS = 100_000;
 
 const objectSchema = z
   .record(z.string(), z.unknown())
-  .refine((schema) => schema.type === "object", 'must describe a JSON object ("type": "object"), as MCP clients require')
-  .describe("A JSON Schema (draft 2020-12) with \"type\": \"object\" at its root.");
+  .refine(
+    (schema) => schema.type === "object",
+    'must describe a JSON object ("type": "object"), as MCP clients require',
+  )
+  .describe('A JSON Schema (draft 2020-12) with "type": "object" at its root.');
 
 export const upstreamToolFields = {
   name: z
     .string()
     .regex(TOOL_NAME, "lower-case letters, digits and inner hyphens, at most 64 characters")
     .refine((name) => !RESERVED_TOOL_NAMES.has(name), "this name is reserved")
-    .describe("The tool's name: its path is /v1/tools/{name}. Must not be a catalogue tool's name or alias."),
+    .describe(
+      "The tool's name: its path is /v1/tools/{name}. Must not be a catalogue tool's name or alias.",
+    ),
   title: z.string().min(1).max(100).optional().describe("A short human title; default: the name."),
-  description: z.string().min(1).max(2000).describe("What the tool does, for people and models choosing a tool."),
-  url: z.string().max(2048).describe("The endpoint called with POST and the validated input as JSON: https (http only to loopback, in development)."),
+  description: z
+    .string()
+    .min(1)
+    .max(2000)
+    .describe("What the tool does, for people and models choosing a tool."),
+  url: z
+    .string()
+    .max(2048)
+    .describe(
+      "The endpoint called with POST and the validated input as JSON: https (http only to loopback, in development).",
+    ),
   input_schema: objectSchema,
-  output_schema: objectSchema.optional().describe("A JSON Schema the endpoint's answer must match (a JSON object); default: any JSON object."),
-  price_credits: z.number().int().min(1).max(MAX_UPSTREAM_PRICE_CREDITS).describe("Credits per successful call."),
-  timeout_ms: z.number().int().min(100).max(MAX_UPSTREAM_TIMEOUT_MS).default(10_000).describe("How long the endpoint may take; past it the call is 504 tool_timeout, refunded."),
+  output_schema: objectSchema
+    .optional()
+    .describe(
+      "A JSON Schema the endpoint's answer must match (a JSON object); default: any JSON object.",
+    ),
+  price_credits: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_UPSTREAM_PRICE_CREDITS)
+    .describe("Credits per successful call."),
+  timeout_ms: z
+    .number()
+    .int()
+    .min(100)
+    .max(MAX_UPSTREAM_TIMEOUT_MS)
+    .default(10_000)
+    .describe("How long the endpoint may take; past it the call is 504 tool_timeout, refunded."),
 };
 
 /** The body of POST /api/v1/custom-tools. */
@@ -64,7 +93,12 @@ export interface UpstreamToolSpec {
 
 export const ANY_OBJECT = { type: "object" } as const;
 
-export function customToolRecord(accountId: string, input: CustomToolInput, url: string, now = Date.now()): CustomToolRecord {
+export function customToolRecord(
+  accountId: string,
+  input: CustomToolInput,
+  url: string,
+  now = Date.now(),
+): CustomToolRecord {
   return {
     accountId,
     name: input.name,
@@ -79,4 +113,9 @@ export function customToolRecord(accountId: string, input: CustomToolInput, url:
   };
 }
 
-export const specOfRecord = (record: CustomToolRecord): UpstreamToolSpec => ({ ...record, category: "custom", tags: [], headers: {} });
+export const specOfRecord = (record: CustomToolRecord): UpstreamToolSpec => ({
+  ...record,
+  category: "custom",
+  tags: [],
+  headers: {},
+});

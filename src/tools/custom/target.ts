@@ -19,13 +19,21 @@ export function checkUpstreamForm(raw: string, allowPrivate: boolean): TargetChe
   } catch {
     return { ok: false, reason: "not a URL" };
   }
-  if (url.username || url.password) return { ok: false, reason: "credentials in the URL are not allowed" };
+  if (url.username || url.password)
+    return { ok: false, reason: "credentials in the URL are not allowed" };
   if (url.protocol === "https:") return { ok: true, url };
   if (url.protocol !== "http:") return { ok: false, reason: "endpoint URLs must use https" };
   if (!allowPrivate) return { ok: false, reason: "endpoint URLs must use https" };
   const host = url.hostname.replace(/^\[|\]$/g, "");
-  const loopback = LOOPBACK_NAMES.has(host) || (isIP(host) !== 0 && blockedReason(host, false)?.includes("loopback") === true);
-  return loopback ? { ok: true, url } : { ok: false, reason: "plain http is allowed to loopback hosts only (development); use https" };
+  const loopback =
+    LOOPBACK_NAMES.has(host) ||
+    (isIP(host) !== 0 && blockedReason(host, false)?.includes("loopback") === true);
+  return loopback
+    ? { ok: true, url }
+    : {
+        ok: false,
+        reason: "plain http is allowed to loopback hosts only (development); use https",
+      };
 }
 
 /** The form, then every address the host resolves to now (registration time). */

@@ -13,7 +13,10 @@ export const getCustomTool = defineRoute({
   async handler({ services, caller, params }) {
     requireFeature(caller.account.tier, "custom_endpoints");
     const tool = await services.store.getCustomTool(caller.account.id, params.name!);
-    if (!tool) throw new ApiError("not_found", `The account has no custom tool named ${params.name}.`, { param: "name" });
+    if (!tool)
+      throw new ApiError("not_found", `The account has no custom tool named ${params.name}.`, {
+        param: "name",
+      });
     return { body: customToolView(tool, services.config.creditPriceAtomic) };
   },
 });

@@ -1,8 +1,13 @@
-import type { RouteDef } from "../../../http/route.js";
+import type { AnyRoute } from "../../../http/route.js";
 import { createCustomTool } from "./create.js";
 import { deleteCustomTool } from "./delete.js";
 import { getCustomTool } from "./get.js";
 import { listCustomTools } from "./list.js";
 
-/** The custom-tools API, mounted under /api/v1. */
-export const customToolRoutes: RouteDef<any, any, any>[] = [createCustomTool, listCustomTools, getCustomTool, deleteCustomTool];
+/** The custom-tools API (one route per file), mounted under /api/v1. */
+export const customToolRoutes: AnyRoute[] = [
+  createCustomTool,
+  listCustomTools,
+  getCustomTool,
+  deleteCustomTool,
+];

@@ -13,6 +13,11 @@ export const listCustomTools = defineRoute({
   async handler({ services, caller }) {
     requireFeature(caller.account.tier, "custom_endpoints");
     const tools = await services.store.listCustomTools(caller.account.id);
-    return { body: { object: "list", data: tools.map((tool) => customToolView(tool, services.config.creditPriceAtomic)) } };
+    return {
+      body: {
+        object: "list",
+        data: tools.map((tool) => customToolView(tool, services.config.creditPriceAtomic)),
+      },
+    };
   },
 });

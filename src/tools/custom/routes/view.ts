@@ -10,13 +10,22 @@ export const customToolViewSchema = z.object({
   url: z.string(),
   input_schema: z.record(z.string(), z.unknown()),
   output_schema: z.record(z.string(), z.unknown()),
-  price: z.object({ credits: z.number().int(), usd: z.string(), usdc_atomic: z.string().describe("USDC atomic units (6 decimals).") }),
+  price: z.object({
+    credits: z.number().int(),
+    usd: z.string(),
+    usdc_atomic: z.string().describe("USDC atomic units (6 decimals)."),
+  }),
   timeout_ms: z.number().int(),
-  endpoint: z.string().describe("Where the account's keys call it: POST, or MCP tools/call by name."),
+  endpoint: z
+    .string()
+    .describe("Where the account's keys call it: POST, or MCP tools/call by name."),
   created_at: z.string(),
 });
 
-export function customToolView(record: CustomToolRecord, creditPriceAtomic: bigint): z.infer<typeof customToolViewSchema> {
+export function customToolView(
+  record: CustomToolRecord,
+  creditPriceAtomic: bigint,
+): z.infer<typeof customToolViewSchema> {
   return {
     name: record.name,
     title: record.title,
