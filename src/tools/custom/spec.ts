@@ -76,16 +76,11 @@ export const operatorToolEntry = z.strictObject({
 });
 export type OperatorToolEntry = z.infer<typeof operatorToolEntry>;
 
-/** A tool at an endpoint, as stored and as built into a definition. */
-export interface UpstreamToolSpec {
-  name: string;
-  title: string;
-  description: string;
-  url: string;
-  inputSchema: Record<string, unknown>;
-  outputSchema: Record<string, unknown>;
-  priceCredits: number;
-  timeoutMs: number;
+/**
+ * A tool at an endpoint, as built into a definition: a stored custom tool's fields (less its
+ * owner and date), and what operator tools add.
+ */
+export interface UpstreamToolSpec extends Omit<CustomToolRecord, "accountId" | "createdAt"> {
   category: string;
   tags: string[];
   headers: Record<string, string>;
