@@ -121,7 +121,7 @@ export function curlFor(options: { baseUrl: string; method: string; path: string
   let path = options.path;
   for (const [pattern, { variable }] of Object.entries(PATH_VARIABLES)) {
     if (pattern.startsWith("{")) path = path.replace(pattern, `$${variable}`);
-    else if (path.startsWith(pattern)) path = path.replace("{id}", `$${variable}`);
+    else if (variable && path.startsWith(pattern)) path = path.replace(/\{(?:id|name)\}/, `$${variable}`);
   }
   path = path.replace("{name}", "hash");
   const query = options.example?.query ? `?${options.example.query}` : "";
