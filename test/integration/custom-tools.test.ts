@@ -34,6 +34,7 @@ beforeAll(async () => {
   endpoint.handle("/slow", () => "hang");
   endpoint.handle("/wrong-shape", () => ({ json: { words: "many" } }));
   endpoint.handle("/not-json", () => ({ raw: "<html>oops</html>" }));
+  endpoint.handle("/huge", () => ({ json: { words: 1, padding: "x".repeat(2 * 1024 * 1024) } }));
   endpoint.handle("/upper", (body) => ({ json: { upper: String(body.text).toUpperCase() } }));
   plain.handle("/echo", (body) => ({ json: { echo: body } }));
 
@@ -170,12 +171,13 @@ describe("a Business account's custom tool", () => {
     expect(endpoint.at("/word-count").length).toBe(before);
   });
 
-  it("is refunded with tool.error when its endpoint fails, answers the wrong shape, or not JSON", async () => {
+  it("is refunded with tool.error when its endpoint fails, answers the wrong shape, not JSON, or too much", async () => {
     const { key, accountId } = await fundedAccount(gw.url, 100, "business");
     for (const [name, path] of [
       ["broken", "/broken"],
       ["wrong-shape", "/wrong-shape"],
       ["not-json", "/not-json"],
+      ["huge", "/huge"],
     ] as const) {
       expect((await register(key, wordCount(endpoint.url(path), { name }))).status).toBe(201);
       const res = await callTool(gw.url, key, name, { text: "a b" });
@@ -184,20 +186,21 @@ describe("a Business account's custom tool", () => {
     }
     expect(await balanceOf(gw.url, key)).toBe(100);
     let errors: Awaited<ReturnType<typeof eventsOf>> = [];
-    for (let waited = 0; errors.length < 3 && waited < 5000; waited += 50) {
+    for (let waited = 0; errors.length < 4 && waited < 5000; waited += 50) {
       errors = (await eventsOf(gw.services.store, accountId, 0)).filter(
         (e) => e.event === "tool.error",
       );
-      if (errors.length < 3) await new Promise((r) => setTimeout(r, 50));
+      if (errors.length < 4) await new Promise((r) => setTimeout(r, 50));
     }
     expect(errors.map((e) => e.data.tool_name).sort()).toEqual([
       "broken",
+      "huge",
       "not-json",
       "wrong-shape",
     ]);
     expect(errors.every((e) => e.data.credits_charged === 0)).toBe(true);
     const usage = await call(`${gw.url}/api/v1/usage?limit=20`, { key });
-    expect(usage.body.data.filter((e: { kind: string }) => e.kind === "refund")).toHaveLength(3);
+    expect(usage.body.data.filter((e: { kind: string }) => e.kind === "refund")).toHaveLength(4);
   });
 
   it("is refunded when its endpoint does not answer within its timeout: 504 tool_timeout", async () => {

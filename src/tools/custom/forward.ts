@@ -135,7 +135,15 @@ export class UpstreamCaller {
     res.on("error", (err) =>
       settle(failed(502, `the endpoint's answer was cut off: ${err.message}`)),
     );
-    res.on("end", () => settle(interpret(status, Buffer.concat(chunks), target)));
+    res.on("end", () => {
+      // Whatever the endpoint sent (JSON nested past the stack, a schema keyword that throws),
+      // judging it fails this call alone: 502, refunded — never an exception in a listener.
+      try {
+        settle(interpret(status, Buffer.concat(chunks), target));
+      } catch (err) {
+        settle(failed(502, `the endpoint's answer could not be read: ${(err as Error).message}`));
+      }
+    });
   }
 
   close(): void {
@@ -169,5 +177,6 @@ function interpret(status: number, body: Buffer, target: UpstreamTarget): Forwar
       `the endpoint's answer does not match the tool's output schema: ${error.instancePath || "(root)"} ${error.message ?? ""}`.trim(),
     );
   }
-  return { kind: "response", status: 200, body: Buffer.from(JSON.stringify(value)) };
+  // The bytes as sent (they parsed as JSON): not re-serialised, which would recurse on their depth.
+  return { kind: "response", status: 200, body };
 }
