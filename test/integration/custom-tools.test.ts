@@ -154,6 +154,10 @@ describe("a Business account's custom tool", () => {
     expect(sent[0]!.headers["x-api-key"]).toBeUndefined(); // the caller's key never reaches the endpoint
     const usage = await call(`${gw.url}/api/v1/usage?limit=5`, { key });
     expect(usage.body.data[0]).toMatchObject({ kind: "debit", amount: -3, tool: "word-count" });
+    // Counted under "custom" in the metrics: accounts' own names never become label values.
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    expect(metrics).toMatch(/tool="custom",outcome="ok"|outcome="ok",tool="custom"/);
+    expect(metrics).not.toContain('tool="word-count"');
   });
 
   it("refuses input its JSON Schema refuses: 422 naming the field, not charged, the endpoint not called", async () => {
