@@ -8,7 +8,8 @@ import { readPaymentHeader } from "../../payments/wire.js";
 import { callPaidTool } from "../paid-call.js";
 import { findTool } from "../catalogue/index.js";
 import { invokeTool, type ToolCallResult } from "../invoke.js";
-import { atomicPrice, formatCredits } from "../pricing.js";
+import { atomicPrice } from "../../lib/money.js";
+import { formatCredits } from "../pricing.js";
 import { callToolDocument } from "./call-document.js";
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
