@@ -7,6 +7,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/unit/**/*.test.ts"],
+    // One test starts the gateway process to see it refuse a bad production configuration.
+    testTimeout: 30_000,
     reporters: ["default", "./test/helpers/summary-reporter.ts"],
   },
 });
