@@ -1,6 +1,5 @@
 import { defineRoute } from "../../http/route.js";
 import { requireTool } from "../lookup.js";
-import { z } from "zod";
 import { toolView, toolViewSchema } from "../views.js";
 
 export const getTool = defineRoute({
