@@ -6,14 +6,16 @@ import { TOOLS } from "../tools/catalogue/index.js";
 import { isPrivateTool, publicTools } from "../tools/custom/registry.js";
 import type { Forwarder } from "../tools/forward.js";
 import { invokeTool } from "../tools/invoke.js";
-import { atomicPrice, formatCredits, priceOf } from "../tools/pricing.js";
+import { atomicPrice } from "../lib/money.js";
+import { formatCredits, priceOf } from "../tools/pricing.js";
 import { offerFor, type Offer } from "../payments/offer.js";
 import { mcpToolExtensions } from "../payments/discovery.js";
 import type { Paid } from "../payments/take-payment.js";
 import { readPaymentPayload } from "../payments/wire.js";
 import type { ToolDefinition } from "../tools/definition.js";
+import { toolNotFound } from "../tools/lookup.js";
 import { callPaidTool } from "../tools/paid-call.js";
-import { jsonSchemasOf } from "../tools/views.js";
+import { jsonSchemasOf, withoutDialect } from "../tools/views.js";
 import { searchTools } from "../tools/search.js";
 
 /**
@@ -29,11 +31,6 @@ export interface McpCaller {
 /** The x402 MCP transport's `_meta` keys (x402 `specs/transports-v2/mcp.md`). */
 const PAYMENT_META = "x402/payment";
 const RECEIPT_META = "x402/payment-response";
-
-const withoutDialect = (schema: object) => {
-  const { $schema: _, ...rest } = schema as Record<string, unknown>;
-  return rest;
-};
 
 /** A tool as MCP lists it. */
 function mcpTool(services: Services, tool: ToolDefinition) {
@@ -123,7 +120,7 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
       const requestId = newRequestId();
       if (request.params.name === SEARCH_TOOLS.name) return searchResult(services, await ownTools(), request.params.arguments ?? {});
       const tool = await services.upstream.find(request.params.name, caller.key?.accountId ?? null);
-      if (!tool) return errorResult(new ApiError("tool_not_found", `No tool named ${request.params.name}.`), requestId);
+      if (!tool) return errorResult(toolNotFound(request.params.name), requestId);
       const forward = services.upstream.forwarderFor(tool, door);
       const payable = services.payments !== null && !isPrivateTool(tool);
       const input = request.params.arguments ?? {};

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { CustomToolRecord } from "../../store/types.js";
-import { CATEGORIES } from "../definition.js";
+import { CATEGORIES, type Category, type ToolDefinition } from "../definition.js";
 
 /**
  * What defines a tool that lives at someone else's HTTP endpoint — a Business account's custom
@@ -107,6 +107,26 @@ export function customToolRecord(
     createdAt: now,
   };
 }
+
+/**
+ * An operator tool as the OpenAPI document describes it, from its spec alone (the document is
+ * built from configuration, before any registry exists). For documents only: its zod schemas
+ * accept anything; calls go through the registry's definition (registry.ts).
+ */
+export const describedTool = (spec: UpstreamToolSpec): ToolDefinition => ({
+  name: spec.name,
+  aliases: [],
+  title: spec.title,
+  description: spec.description,
+  cost: spec.priceCredits,
+  category: spec.category as Category,
+  tags: spec.tags,
+  pool: "provider",
+  timeoutMs: spec.timeoutMs,
+  input: z.unknown(),
+  output: z.unknown(),
+  jsonSchemas: { input: spec.inputSchema, output: spec.outputSchema },
+});
 
 export const specOfRecord = (record: CustomToolRecord): UpstreamToolSpec => ({
   ...record,

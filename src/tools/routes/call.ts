@@ -1,18 +1,20 @@
-import type { Request, Response } from "express";
 import { ApiError } from "../../http/errors.js";
+import type { Request } from "express";
 import { authenticate, presentedKey } from "../../http/auth.js";
+import type { Services } from "../../services.js";
+import { isPrivateTool } from "../custom/registry.js";
+import type { ToolDefinition } from "../definition.js";
 import { defineRoute } from "../../http/route.js";
 import { paymentChallenge } from "../../payments/offer.js";
 import { toolExtensions } from "../../payments/discovery.js";
 import { offerForResource } from "../../payments/take-payment.js";
 import { readPaymentHeader } from "../../payments/wire.js";
 import { callPaidTool } from "../paid-call.js";
-import type { Forwarder } from "../forward.js";
-import type { ToolDefinition } from "../definition.js";
-import { isPrivateTool } from "../custom/registry.js";
-import type { Services } from "../../services.js";
+import { toolNotFound } from "../lookup.js";
 import { invokeTool, type ToolCallResult } from "../invoke.js";
-import { atomicPrice, formatCredits } from "../pricing.js";
+import { atomicPrice } from "../../lib/money.js";
+import { formatCredits } from "../pricing.js";
+import { callToolDocument } from "./call-document.js";
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -36,7 +38,7 @@ async function resolveTool(services: Services, req: Request, name: string, reque
     if (own) return own;
     await authenticate(services, key, requestId);
   }
-  throw new ApiError("tool_not_found", `No tool named ${name}. GET /v1/tools lists them.`);
+  throw toolNotFound(name);
 }
 
 /**
@@ -44,19 +46,19 @@ async function resolveTool(services: Services, req: Request, name: string, reque
  * no key, with an x402 payment: a call without either is answered 402 with the offer in both
  * protocol generations, and so is a keyed call short of credits.
  */
-export function callTool(forwarderFor: (req: Request, res: Response) => Forwarder) {
-  return defineRoute({
+export const callTool = defineRoute({
     method: "post",
     path: "/:name",
     summary: "Call a tool with its JSON input, paid with x-api-key credits or an x402 payment; charged only when the tool succeeds.",
     auth: "public",
+    document: callToolDocument,
     async handler({ services, req, res, params, requestId }) {
       const tool = await resolveTool(services, req, params.name!, requestId);
       const idempotencyKey = req.get("idempotency-key") ?? null;
       if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
         throw new ApiError("validation_failed", "Idempotency-Key must be 1 to 255 printable ASCII characters.", { param: "Idempotency-Key" });
       }
-      const forward = services.upstream.forwarderFor(tool, forwarderFor(req, res));
+      const forward = services.upstream.forwarderFor(tool, services.pools.proxy(req, res));
       const price = atomicPrice(tool.cost, services.config.creditPriceAtomic);
       // The x402 offer is built only when it is needed: keyed calls that can pay never see it.
       const offer = () => offerForResource(services, price, `/v1/tools/${tool.name}`, `${tool.title}: one call (${formatCredits(tool.cost)})`, toolExtensions(tool));
@@ -99,5 +101,4 @@ export function callTool(forwarderFor: (req: Request, res: Response) => Forwarde
         throw err;
       }
     },
-  });
-}
+});

@@ -1,6 +1,6 @@
 import { authenticateKey } from "../../http/auth.js";
-import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
+import { toolNotFound } from "../lookup.js";
 import { toolView, toolViewSchema } from "../views.js";
 
 export const getTool = defineRoute({
@@ -17,8 +17,7 @@ export const getTool = defineRoute({
       tool = await services.upstream.find(params.name!, caller.account.id);
       own = tool !== null;
     }
-    if (!tool) throw new ApiError("tool_not_found", `No tool named ${params.name}. GET /v1/tools lists them.`);
+    if (!tool) throw toolNotFound(params.name!);
     return { body: { ...toolView(tool, services.config.creditPriceAtomic, services.pools.unavailableReason(tool.name)), ...(own ? { private: true } : {}) } };
   },
 });
-
