@@ -1,11 +1,11 @@
 import type { Services } from "../../services.js";
 import type { Store } from "../../store/types.js";
 import { findTool } from "../catalogue/index.js";
-import type { Category, ToolDefinition } from "../definition.js";
+import type { ToolDefinition } from "../definition.js";
 import type { Forwarder } from "../forward.js";
 import { UpstreamCaller, type UpstreamSettings, type UpstreamTarget } from "./forward.js";
 import { SchemaCompiler } from "./json-schema.js";
-import { RESERVED_TOOL_NAMES, specOfRecord, type UpstreamToolSpec } from "./spec.js";
+import { describedTool, RESERVED_TOOL_NAMES, specOfRecord, type UpstreamToolSpec } from "./spec.js";
 
 /**
  * Tools that live at an HTTP endpoint, beside the catalogue: the operator's (TOOLS_FILE, public,
@@ -77,19 +77,10 @@ export class UpstreamTools {
 
   private define(spec: UpstreamToolSpec, ownerId: string | null): UpstreamTool {
     return {
-      name: spec.name,
-      aliases: [],
-      title: spec.title,
-      description: spec.description,
-      cost: spec.priceCredits,
-      category: spec.category as Category,
-      tags: spec.tags,
-      // Calls to someone else's endpoint are slow I/O, like the AI providers': they share that pool's gate.
-      pool: "provider",
-      timeoutMs: spec.timeoutMs,
+      ...describedTool(spec),
+      // The published schemas, enforced: input through zod (Ajv inside), output by the caller.
       input: this.schemas.zodOf(spec.inputSchema),
       output: this.schemas.zodOf(spec.outputSchema),
-      jsonSchemas: { input: spec.inputSchema, output: spec.outputSchema },
       upstream: {
         url: spec.url,
         headers: spec.headers,

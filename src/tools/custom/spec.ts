@@ -121,6 +121,7 @@ export const describedTool = (spec: UpstreamToolSpec): ToolDefinition => ({
   cost: spec.priceCredits,
   category: spec.category as Category,
   tags: spec.tags,
+  // Calls to someone else's endpoint are slow I/O, like the AI providers': they share that pool's gate.
   pool: "provider",
   timeoutMs: spec.timeoutMs,
   input: z.unknown(),
