@@ -197,7 +197,7 @@ describe("refusals before money moves", () => {
     expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
   }, 30_000);
 
-  it("counts each message of a keyless JSON-RPC batch: a batch of 100 tools/list is refused", async () => {
+  it("counts each message of a keyless JSON-RPC batch: a batch of 100 tools/list is refused, then a lone tools/call is a readable rate_limited result", async () => {
     const from = { "x-forwarded-for": "203.0.113.77" }; // an address of its own (the test gateway trusts loopback proxies)
     const post = (body: unknown) =>
       fetch(`${setup.gw.url}/mcp`, {
@@ -207,7 +207,11 @@ describe("refusals before money moves", () => {
       });
     const batch = await post(Array.from({ length: 100 }, (_, i) => ({ jsonrpc: "2.0", id: i + 1, method: "tools/list" })));
     expect(batch.status).toBe(429);
-    // The batch used up the address's minute: a single message is refused too.
+    // The batch used up the address's minute: a single message is refused too…
     expect((await post({ jsonrpc: "2.0", id: 1, method: "tools/list" })).status).toBe(429);
+    // …and a lone tools/call is answered as a readable error result (clients throw on a 429), with the limit's Retry-After.
+    const limited = await post({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "hash", arguments: { text: "x" } } });
+    const text = await limited.text();
+    expect([limited.status, Number(limited.headers.get("retry-after")) > 0, text.includes('"isError":true'), text.includes("rate_limited")]).toEqual([200, true, true, true]);
   }, 30_000);
 });
