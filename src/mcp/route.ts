@@ -12,30 +12,10 @@ import { createMcpServerFactory, type McpCaller } from "./server.js";
 /**
  * `/mcp` over streamable HTTP (MCP SDK v2), serving 2026-07-28 clients and, statelessly,
  * 2025-era clients. Before MCP runs: the Host header (DNS-rebinding protection), the key (401)
- * and the tier (403 `feature_not_in_tier`), answered in the API's one error shape.
+ * and the tier (403 `feature_not_in_tier`), answered in the API's one error shape; the rate
+ * limit too, except for a lone tools/call, which MCP answers as an error result.
  * Clients must send `Accept: application/json, text/event-stream` (the SDK answers 406 otherwise).
  */
-/** Hands the request to the MCP SDK with its caller (the SDK's `authInfo.extra`). */
-function pass(req: Request, next: NextFunction, clientId: string, extra: McpCaller): void {
-  (req as unknown as { auth: unknown }).auth = { token: "", clientId, scopes: [], extra };
-  next();
-}
-
-/**
- * A lone `tools/call` over the rate limit is answered as a tool result (isError, the REST error
- * body in `content[0].text`): the official clients throw on an HTTP 429, and an agent reads a
- * result where it would only see a transport failure. The limit's headers (Retry-After,
- * RateLimit-*) stay on the HTTP answer. Anything else (a batch, a listing, a notification) is
- * refused with the 429 itself. Nothing was counted either way.
- */
-function refusedAsToolResult(req: Request, res: Response, err: unknown): boolean {
-  const body = req.body as { method?: unknown; id?: unknown } | null;
-  const loneToolCall = body !== null && typeof body === "object" && !Array.isArray(body) && body.method === "tools/call" && body.id !== undefined;
-  if (!loneToolCall || !(err instanceof ApiError) || err.code !== "rate_limited") return false;
-  for (const [name, value] of Object.entries(err.options.headers ?? {})) res.setHeader(name, value);
-  return true;
-}
-
 export function mcpRouter(services: Services): Router {
   const allowedHosts = new Set(services.config.mcpAllowedHosts);
   const factory = createMcpServerFactory(services, createHttpForwarder(services.pools.agent));
@@ -100,4 +80,25 @@ export function mcpRouter(services: Services): Router {
   router.route("/").post(guard, handle).get(guard, handle).delete(guard, handle);
   allowOn(router, "/", ["GET", "POST", "DELETE"]);
   return router;
+}
+
+/** Hands the request to the MCP SDK with its caller (the SDK's `authInfo.extra`). */
+function pass(req: Request, next: NextFunction, clientId: string, extra: McpCaller): void {
+  (req as unknown as { auth: unknown }).auth = { token: "", clientId, scopes: [], extra };
+  next();
+}
+
+/**
+ * A lone `tools/call` over the rate limit is answered as a tool result (isError, the REST error
+ * body in `content[0].text`): the official clients throw on an HTTP 429, and an agent reads a
+ * result where it would only see a transport failure. The limit's headers (Retry-After,
+ * RateLimit-*) stay on the HTTP answer. Anything else (a batch, a listing, a notification) is
+ * refused with the 429 itself. Nothing was counted either way.
+ */
+function refusedAsToolResult(req: Request, res: Response, err: unknown): boolean {
+  const body = req.body as { method?: unknown; id?: unknown } | null;
+  const loneToolCall = body !== null && typeof body === "object" && !Array.isArray(body) && body.method === "tools/call" && body.id !== undefined;
+  if (!loneToolCall || !(err instanceof ApiError) || err.code !== "rate_limited") return false;
+  for (const [name, value] of Object.entries(err.options.headers ?? {})) res.setHeader(name, value);
+  return true;
 }
