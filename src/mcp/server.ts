@@ -12,7 +12,7 @@ import type { Paid } from "../payments/take-payment.js";
 import { readPaymentPayload } from "../payments/wire.js";
 import type { ToolDefinition } from "../tools/definition.js";
 import { callPaidTool } from "../tools/paid-call.js";
-import { jsonSchemasOf } from "../tools/views.js";
+import { jsonSchemasOf, withoutDialect } from "../tools/views.js";
 import { searchTools } from "../tools/search.js";
 
 /**
@@ -30,11 +30,6 @@ export interface McpCaller {
 /** The x402 MCP transport's `_meta` keys (x402 `specs/transports-v2/mcp.md`). */
 const PAYMENT_META = "x402/payment";
 const RECEIPT_META = "x402/payment-response";
-
-const withoutDialect = (schema: object) => {
-  const { $schema: _, ...rest } = schema as Record<string, unknown>;
-  return rest;
-};
 
 /** Computed once: the catalogue does not change while the process runs. */
 function toolList(services: Services) {
