@@ -2,15 +2,17 @@ import { Server } from "@modelcontextprotocol/server";
 import { ApiError, errorBody, toApiError } from "../http/errors.js";
 import { newRequestId } from "../lib/ids.js";
 import type { Services } from "../services.js";
-import { TOOLS, findTool } from "../tools/catalogue/index.js";
+import { TOOLS } from "../tools/catalogue/index.js";
 import type { Forwarder } from "../tools/forward.js";
 import { invokeTool } from "../tools/invoke.js";
-import { atomicPrice, formatCredits, priceOf } from "../tools/pricing.js";
+import { atomicPrice } from "../lib/money.js";
+import { formatCredits, priceOf } from "../tools/pricing.js";
 import { offerFor, type Offer } from "../payments/offer.js";
 import { mcpToolExtensions } from "../payments/discovery.js";
 import type { Paid } from "../payments/take-payment.js";
 import { readPaymentPayload } from "../payments/wire.js";
 import type { ToolDefinition } from "../tools/definition.js";
+import { requireTool } from "../tools/lookup.js";
 import { callPaidTool } from "../tools/paid-call.js";
 import { jsonSchemasOf, withoutDialect } from "../tools/views.js";
 import { searchTools } from "../tools/search.js";
@@ -112,8 +114,12 @@ export function createMcpServerFactory(services: Services, forward: Forwarder) {
       const requestId = newRequestId();
       if (caller.refused) return errorResult(caller.refused, requestId);
       if (request.params.name === SEARCH_TOOLS.name) return searchResult(services, tools, request.params.arguments ?? {});
-      const tool = findTool(request.params.name);
-      if (!tool) return errorResult(new ApiError("tool_not_found", `No tool named ${request.params.name}.`), requestId);
+      let tool: ToolDefinition;
+      try {
+        tool = requireTool(request.params.name);
+      } catch (err) {
+        return errorResult(toApiError(err), requestId);
+      }
       const input = request.params.arguments ?? {};
       const payment = (request.params._meta as Record<string, unknown> | undefined)?.[PAYMENT_META];
       let receipt: Paid["receipt"] | null = null;

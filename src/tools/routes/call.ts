@@ -6,9 +6,10 @@ import { toolExtensions } from "../../payments/discovery.js";
 import { offerForResource } from "../../payments/take-payment.js";
 import { readPaymentHeader } from "../../payments/wire.js";
 import { callPaidTool } from "../paid-call.js";
-import { findTool } from "../catalogue/index.js";
+import { requireTool } from "../lookup.js";
 import { invokeTool, type ToolCallResult } from "../invoke.js";
-import { atomicPrice, formatCredits } from "../pricing.js";
+import { atomicPrice } from "../../lib/money.js";
+import { formatCredits } from "../pricing.js";
 import { callToolDocument } from "./call-document.js";
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -30,8 +31,7 @@ export const callTool = defineRoute({
     auth: "public",
     document: callToolDocument,
     async handler({ services, req, res, params, requestId }) {
-      const tool = findTool(params.name!);
-      if (!tool) throw new ApiError("tool_not_found", `No tool named ${params.name}. GET /v1/tools lists them.`);
+      const tool = requireTool(params.name!);
       const idempotencyKey = req.get("idempotency-key") ?? null;
       if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
         throw new ApiError("validation_failed", "Idempotency-Key must be 1 to 255 printable ASCII characters.", { param: "Idempotency-Key" });
