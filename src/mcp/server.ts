@@ -26,6 +26,8 @@ import { searchTools } from "../tools/search.js";
 export interface McpCaller {
   /** null: no key — an agent paying per call with x402 (only when x402 is on). */
   key: { accountId: string; hash: string } | null;
+  /** Set when the request was refused before MCP ran (a lone tools/call over the rate limit): the call answers this error. */
+  refused?: ApiError;
 }
 
 /** The x402 MCP transport's `_meta` keys (x402 `specs/transports-v2/mcp.md`). */
@@ -118,6 +120,7 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
     }));
     server.setRequestHandler("tools/call", async (request) => {
       const requestId = newRequestId();
+      if (caller.refused) return errorResult(caller.refused, requestId);
       if (request.params.name === SEARCH_TOOLS.name) return searchResult(services, await ownTools(), request.params.arguments ?? {});
       const tool = await services.upstream.find(request.params.name, caller.key?.accountId ?? null);
       if (!tool) return errorResult(toolNotFound(request.params.name), requestId);
