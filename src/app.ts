@@ -18,6 +18,7 @@ import { toolRoutes } from "./tools/routes/index.js";
 import { mcpRouter } from "./mcp/route.js";
 import { PAGE_PATHS, pagesRouter } from "./pages/index.js";
 import { versioning } from "./http/versioning.js";
+import { DASHBOARD_PAGE_PATHS, dashboardRouter } from "./dashboard/index.js";
 
 const safeEqual = (a: string, b: string) => timingSafeEqual(createHash("sha256").update(a).digest(), createHash("sha256").update(b).digest());
 
@@ -55,7 +56,9 @@ export function createApp(services: Services): express.Express {
     res.json(openApi);
   });
   app.use(pagesRouter(services, openApi));
-  allowOn(app.router, ["/healthz", "/readyz", "/metrics", "/openapi.json", ...PAGE_PATHS], ["GET"]);
+  // The dashboard parses its own bodies (sign-in forms, its JSON API) and reads its own cookie.
+  app.use(dashboardRouter(services));
+  allowOn(app.router, ["/healthz", "/readyz", "/metrics", "/openapi.json", ...PAGE_PATHS, ...DASHBOARD_PAGE_PATHS], ["GET"]);
   // Every answer under a deprecated API version says so; after its sunset, 410.
   app.use(versioning(services.config.apiVersions, `${services.config.publicBaseUrl}/changelog`));
 

@@ -1,0 +1,62 @@
+import { readFileSync } from "node:fs";
+import { Router, type Request, type Response } from "express";
+import { getAccount } from "../accounts/routes/account.js";
+import { listEvents } from "../accounts/routes/events.js";
+import { createKey, listKeys, revokeKey, rotateKey } from "../accounts/routes/keys.js";
+import { usage } from "../accounts/routes/usage.js";
+import { jsonBody } from "../http/json-body.js";
+import { requireJsonBody } from "../http/request-context.js";
+import { mountRoutes, type RouteDef } from "../http/route.js";
+import { sendDocument } from "../pages/respond.js";
+import type { Services } from "../services.js";
+import { webhookRoutes } from "../webhooks/routes/index.js";
+import { DASHBOARD_SCRIPT_PATH, sendDashboardPage } from "./layout.js";
+import { liveFeed } from "./live-feed.js";
+import { renderKeysPage } from "./keys-page.js";
+import { renderOverview } from "./overview.js";
+import { authenticateSession, currentSession, type DashboardSession } from "./session.js";
+import { signInRoutes } from "./sign-in.js";
+import { renderDeliveriesPage, renderWebhooksPage } from "./webhooks-page.js";
+
+/**
+ * The dashboard at /dashboard: server-rendered pages, one local script, a live feed, and the
+ * account API the pages call. That API is not a second implementation: it is the /api/v1 route
+ * list for keys, usage, events and webhooks, mounted again under /dashboard/api/v1 with the
+ * session (plus its CSRF token on changes) as the caller instead of `x-api-key`. The session
+ * authenticates nothing else: /v1/tools, /mcp and /api/v1 never read its cookie.
+ */
+const DASHBOARD_API: RouteDef<any, any, any>[] = [getAccount, listKeys, createKey, rotateKey, revokeKey, usage, listEvents, ...webhookRoutes("account")];
+
+/** Every GET path the dashboard serves (other methods on them answer 405). */
+export const DASHBOARD_PAGE_PATHS = ["/dashboard", "/dashboard/keys", "/dashboard/webhooks", "/dashboard/webhooks/:id", "/dashboard/live", DASHBOARD_SCRIPT_PATH];
+
+const SCRIPT = readFileSync(new URL("./assets/dashboard.js", import.meta.url), "utf8");
+
+/** A page for the signed-in account; without a session, the sign-in page. */
+function signedInPage(services: Services, render: (current: DashboardSession, req: Request) => Promise<string | null>) {
+  return async (req: Request, res: Response) => {
+    const current = await currentSession(services, req);
+    if (!current) return res.redirect(303, "/dashboard/sign-in");
+    const html = await render(current, req);
+    if (html === null) return res.status(404).type("text/plain").send("Not found");
+    sendDashboardPage(res, html);
+  };
+}
+
+export function dashboardRouter(services: Services): Router {
+  const router = Router();
+  router.use(signInRoutes(services));
+  router.get(DASHBOARD_SCRIPT_PATH, (_req, res) => sendDocument(res, "text/javascript; charset=utf-8", SCRIPT, 300));
+  router.get("/dashboard", signedInPage(services, (current) => renderOverview(services, current)));
+  router.get("/dashboard/keys", signedInPage(services, (current) => renderKeysPage(services, current)));
+  router.get("/dashboard/webhooks", signedInPage(services, (current) => renderWebhooksPage(services, current)));
+  router.get("/dashboard/webhooks/:id", signedInPage(services, (current, req) => renderDeliveriesPage(services, current, String(req.params.id))));
+  router.get("/dashboard/live", liveFeed(services));
+  router.use(
+    "/dashboard/api/v1",
+    requireJsonBody,
+    jsonBody({ limitBytes: services.config.bodyLimitBytes, maxDepth: services.config.bodyMaxDepth }),
+    mountRoutes(services, DASHBOARD_API, { authenticateCaller: authenticateSession }),
+  );
+  return router;
+}
