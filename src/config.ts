@@ -122,7 +122,7 @@ const envSchema = z.object({
   /** A dashboard session ends after this long unused… */
   DASHBOARD_SESSION_IDLE_MINUTES: z.coerce.number().min(0.01).max(7 * 24 * 60).default(30),
   /** …and after this long in any case (absolute expiry). */
-  DASHBOARD_SESSION_MAX_HOURS: z.coerce.number().min(0.01).max(30 * 24).default(12),
+  DASHBOARD_SESSION_MAX_HOURS: z.coerce.number().min(0.0001).max(30 * 24).default(12),
   /** How long an e-mailed dashboard sign-in link works (single use). */
   DASHBOARD_SIGN_IN_LINK_MINUTES: z.coerce.number().min(1).max(24 * 60).default(15),
   /** Live feed streams (Server-Sent Events) held open per gateway process; each holds one Redis connection. */
