@@ -1,4 +1,4 @@
-import type { RouteDef } from "./http/route.js";
+import type { AnyRoute } from "./http/route.js";
 import { getAccount } from "./accounts/routes/account.js";
 import { adminGrantCredits, adminIssueKey, adminListAccounts, adminSetTier } from "./accounts/routes/admin.js";
 import { createKey, listKeys, revokeKey, rotateKey } from "./accounts/routes/keys.js";
@@ -12,7 +12,7 @@ import { paymentRoutes } from "./payments/routes.js";
 import { incidentRoutes } from "./status/incident-routes.js";
 
 /** Everything under /api/v1: accounts and keys, admin, webhooks, purchases and wallet sign-in. */
-export const apiRoutes: RouteDef<any, any, any>[] = [
+export const apiRoutes: AnyRoute[] = [
   signup,
   verifyEmail,
   getAccount,

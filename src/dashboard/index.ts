@@ -6,7 +6,7 @@ import { createKey, listKeys, revokeKey, rotateKey } from "../accounts/routes/ke
 import { usage } from "../accounts/routes/usage.js";
 import { jsonBody } from "../http/json-body.js";
 import { requireJsonBody } from "../http/request-context.js";
-import { mountRoutes, type RouteDef } from "../http/route.js";
+import { mountRoutes, type AnyRoute } from "../http/route.js";
 import { sendDocument } from "../pages/respond.js";
 import type { Services } from "../services.js";
 import { webhookRoutes } from "../webhooks/routes/index.js";
@@ -25,7 +25,7 @@ import { renderDeliveriesPage, renderWebhooksPage } from "./webhooks-page.js";
  * session (plus its CSRF token on changes) as the caller instead of `x-api-key`. The session
  * authenticates nothing else: /v1/tools, /mcp and /api/v1 never read its cookie.
  */
-const DASHBOARD_API: RouteDef<any, any, any>[] = [getAccount, listKeys, createKey, rotateKey, revokeKey, usage, listEvents, ...webhookRoutes("account")];
+const DASHBOARD_API: AnyRoute[] = [getAccount, listKeys, createKey, rotateKey, revokeKey, usage, listEvents, ...webhookRoutes("account")];
 
 /** Every GET path the dashboard serves (other methods on them answer 405). */
 export const DASHBOARD_PAGE_PATHS = ["/dashboard", "/dashboard/keys", "/dashboard/webhooks", "/dashboard/webhooks/:id", "/dashboard/live", DASHBOARD_SCRIPT_PATH];

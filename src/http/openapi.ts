@@ -10,7 +10,7 @@ import { x402Settle, x402Verify } from "../payments/facilitator.js";
 import { x402Supported } from "../payments/supported.js";
 import { wellKnownX402 } from "../payments/discovery.js";
 import { ERRORS, type ErrorCode } from "./errors.js";
-import type { RouteDef } from "./route.js";
+import type { AnyRoute } from "./route.js";
 
 /**
  * The OpenAPI 3.1 document, derived from the same route definitions and zod schemas that
@@ -91,7 +91,7 @@ export function tagOf(path: string): string {
   return "Operations";
 }
 
-function operation(route: RouteDef<any, any, any>, tag: string): Json {
+function operation(route: AnyRoute, tag: string): Json {
   const pathParams = [...route.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
   const query = route.query ? schemaOf(route.query, "input") : null;
   const queryParams = Object.entries((query?.properties ?? {}) as Record<string, Json>).map(([name, schema]) => ({
@@ -120,16 +120,16 @@ function operation(route: RouteDef<any, any, any>, tag: string): Json {
 
 export function buildOpenApi(config: Pick<Config, "publicBaseUrl" | "creditPriceAtomic">): Json {
   const paths: Record<string, Json> = {};
-  const add = (prefix: string, route: RouteDef<any, any, any>) => {
+  const add = (prefix: string, route: AnyRoute) => {
     const path = `${prefix}${route.path === "/" ? "" : route.path.replace(/:(\w+)/g, "{$1}")}`;
     paths[path] = { ...paths[path], [route.method]: operation(route, tagOf(path)) };
   };
   for (const route of apiRoutes) add("/api/v1", route);
-  for (const route of [listTools, getTool]) add("/v1/tools", route as RouteDef<any, any, any>);
-  add("/x402", x402Supported as RouteDef<any, any, any>);
-  add("/x402", x402Verify as RouteDef<any, any, any>);
-  add("/x402", x402Settle as RouteDef<any, any, any>);
-  add("/.well-known", wellKnownX402 as RouteDef<any, any, any>);
+  for (const route of [listTools, getTool]) add("/v1/tools", route);
+  add("/x402", x402Supported);
+  add("/x402", x402Verify);
+  add("/x402", x402Settle);
+  add("/.well-known", wellKnownX402);
 
   for (const tool of TOOLS) {
     const { input, output } = jsonSchemasOf(tool);

@@ -52,6 +52,12 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
   handler(ctx: RouteContext<B, Q, A>): Promise<Reply>;
 }
 
+/**
+ * Any route, whatever its schemas: what lists of routes hold. Each was type-checked against its
+ * own schemas by `defineRoute`; the handler is a method, so TypeScript accepts it here.
+ */
+export type AnyRoute = RouteDef<unknown, unknown, Auth>;
+
 export function defineRoute<B = undefined, Q = undefined, A extends Auth = Auth>(def: RouteDef<B, Q, A>): RouteDef<B, Q, A> {
   return def;
 }
@@ -70,7 +76,7 @@ export function parseInput<T>(schema: z.ZodType<T>, input: unknown, where: "body
 /** How a route with `auth: "key"` learns its caller: the x-api-key header by default; the dashboard passes its session. */
 export type CallerAuthenticator = (services: Services, req: Request, res: Response, requestId: string) => Promise<KeyCaller>;
 
-export function mountRoutes(services: Services, routes: RouteDef<any, any, any>[], options: { authenticateCaller?: CallerAuthenticator } = {}): Router {
+export function mountRoutes(services: Services, routes: AnyRoute[], options: { authenticateCaller?: CallerAuthenticator } = {}): Router {
   const authenticateCaller = options.authenticateCaller ?? authenticateKey;
   const router = Router();
   for (const route of routes) {

@@ -1,5 +1,5 @@
 import type { Request, Response } from "express";
-import type { RouteDef } from "../../http/route.js";
+import type { AnyRoute } from "../../http/route.js";
 import type { Forwarder } from "../forward.js";
 import { callTool } from "./call.js";
 import { listCategories } from "./categories.js";
@@ -7,4 +7,4 @@ import { getTool } from "./get.js";
 import { listTools } from "./list.js";
 
 /** The tool API, mounted under /v1/tools. */
-export const toolRoutes = (forwarderFor: (req: Request, res: Response) => Forwarder): RouteDef<any, any, any>[] => [listTools, listCategories, getTool, callTool(forwarderFor)];
+export const toolRoutes = (forwarderFor: (req: Request, res: Response) => Forwarder): AnyRoute[] => [listTools, listCategories, getTool, callTool(forwarderFor)];
