@@ -25,15 +25,34 @@ import { renderDeliveriesPage, renderWebhooksPage } from "./webhooks-page.js";
  * session (plus its CSRF token on changes) as the caller instead of `x-api-key`. The session
  * authenticates nothing else: /v1/tools, /mcp and /api/v1 never read its cookie.
  */
-const DASHBOARD_API: AnyRoute[] = [getAccount, listKeys, createKey, rotateKey, revokeKey, usage, listEvents, ...webhookRoutes("account")];
+const DASHBOARD_API: AnyRoute[] = [
+  getAccount,
+  listKeys,
+  createKey,
+  rotateKey,
+  revokeKey,
+  usage,
+  listEvents,
+  ...webhookRoutes("account"),
+];
 
 /** Every GET path the dashboard serves (other methods on them answer 405). */
-export const DASHBOARD_PAGE_PATHS = ["/dashboard", "/dashboard/keys", "/dashboard/webhooks", "/dashboard/webhooks/:id", "/dashboard/live", DASHBOARD_SCRIPT_PATH];
+export const DASHBOARD_PAGE_PATHS = [
+  "/dashboard",
+  "/dashboard/keys",
+  "/dashboard/webhooks",
+  "/dashboard/webhooks/:id",
+  "/dashboard/live",
+  DASHBOARD_SCRIPT_PATH,
+];
 
 const SCRIPT = readFileSync(new URL("./assets/dashboard.js", import.meta.url), "utf8");
 
 /** A page for the signed-in account; without a session, the sign-in page. */
-function signedInPage(services: Services, render: (current: DashboardSession, req: Request) => Promise<string | null>) {
+function signedInPage(
+  services: Services,
+  render: (current: DashboardSession, req: Request) => Promise<string | null>,
+) {
   return async (req: Request, res: Response) => {
     const current = await currentSession(services, req);
     if (!current) return res.redirect(303, "/dashboard/sign-in");
@@ -46,16 +65,35 @@ function signedInPage(services: Services, render: (current: DashboardSession, re
 export function dashboardRouter(services: Services): Router {
   const router = Router();
   router.use(signInRoutes(services));
-  router.get(DASHBOARD_SCRIPT_PATH, (_req, res) => sendDocument(res, "text/javascript; charset=utf-8", SCRIPT, 300));
-  router.get("/dashboard", signedInPage(services, (current) => renderOverview(services, current)));
-  router.get("/dashboard/keys", signedInPage(services, (current) => renderKeysPage(services, current)));
-  router.get("/dashboard/webhooks", signedInPage(services, (current) => renderWebhooksPage(services, current)));
-  router.get("/dashboard/webhooks/:id", signedInPage(services, (current, req) => renderDeliveriesPage(services, current, String(req.params.id))));
+  router.get(DASHBOARD_SCRIPT_PATH, (_req, res) =>
+    sendDocument(res, "text/javascript; charset=utf-8", SCRIPT, 300),
+  );
+  router.get(
+    "/dashboard",
+    signedInPage(services, (current) => renderOverview(services, current)),
+  );
+  router.get(
+    "/dashboard/keys",
+    signedInPage(services, (current) => renderKeysPage(services, current)),
+  );
+  router.get(
+    "/dashboard/webhooks",
+    signedInPage(services, (current) => renderWebhooksPage(services, current)),
+  );
+  router.get(
+    "/dashboard/webhooks/:id",
+    signedInPage(services, (current, req) =>
+      renderDeliveriesPage(services, current, String(req.params.id)),
+    ),
+  );
   router.get("/dashboard/live", liveFeed(services));
   router.use(
     "/dashboard/api/v1",
     requireJsonBody,
-    jsonBody({ limitBytes: services.config.bodyLimitBytes, maxDepth: services.config.bodyMaxDepth }),
+    jsonBody({
+      limitBytes: services.config.bodyLimitBytes,
+      maxDepth: services.config.bodyMaxDepth,
+    }),
     mountRoutes(services, DASHBOARD_API, { authenticateCaller: authenticateSession }),
   );
   return router;

@@ -11,10 +11,16 @@ import type { DashboardSession } from "./session.js";
  * grace, "already revoked is not found" — is the API's. After a change the script fetches this
  * page again and swaps the table in.
  */
-const date = (iso: string | null) => (iso ? `<time datetime="${iso}">${iso.replace("T", " ").slice(0, 16)} UTC</time>` : "—");
+const date = (iso: string | null) =>
+  iso ? `<time datetime="${iso}">${iso.replace("T", " ").slice(0, 16)} UTC</time>` : "—";
 
-export async function renderKeysPage(services: Services, current: DashboardSession): Promise<string> {
-  const keys = (await services.store.listKeys(current.account.id)).map((key) => keyView(key)).sort((a, b) => (b.created_at ?? "").localeCompare(a.created_at ?? ""));
+export async function renderKeysPage(
+  services: Services,
+  current: DashboardSession,
+): Promise<string> {
+  const keys = (await services.store.listKeys(current.account.id))
+    .map((key) => keyView(key))
+    .sort((a, b) => (b.created_at ?? "").localeCompare(a.created_at ?? ""));
   const active = keys.filter((k) => k.status === "active").length;
   const rows = keys
     .map((k) => {

@@ -35,9 +35,15 @@ const NAV_ITEMS = [
 ];
 
 /** A signed-in page: navigation, sign-out forms (with the CSRF token), the page body and the script. */
-export function dashboardPage(current: DashboardSession, options: { title: string; path: string; body: string }): string {
+export function dashboardPage(
+  current: DashboardSession,
+  options: { title: string; path: string; body: string },
+): string {
   const csrf = esc(current.session.csrfToken);
-  const links = NAV_ITEMS.map((item) => `<a href="${item.href}"${item.href === options.path ? ' aria-current="page"' : ""}>${item.label}</a>`).join("");
+  const links = NAV_ITEMS.map(
+    (item) =>
+      `<a href="${item.href}"${item.href === options.path ? ' aria-current="page"' : ""}>${item.label}</a>`,
+  ).join("");
   const nav = `<nav class="dash-nav" aria-label="Dashboard">${links}
 <form method="post" action="/dashboard/sign-out"><input type="hidden" name="_csrf" value="${csrf}"><span class="muted">${esc(current.account.email ?? current.account.id)}</span><button type="submit" class="secondary">Sign out</button></form></nav>`;
   return layout({
@@ -50,7 +56,12 @@ export function dashboardPage(current: DashboardSession, options: { title: strin
 
 /** A page for someone not signed in (sign-in, the e-mailed link's landing page). */
 export function publicDashboardPage(options: { title: string; body: string }): string {
-  return layout({ title: `${options.title} — Toolgate dashboard`, head: DASHBOARD_STYLE, nav: `<nav aria-label="Site"><a href="/docs">API reference</a><a href="/status">Status</a></nav>`, body: `<h1>${esc(options.title)}</h1>${options.body}` });
+  return layout({
+    title: `${options.title} — Toolgate dashboard`,
+    head: DASHBOARD_STYLE,
+    nav: `<nav aria-label="Site"><a href="/docs">API reference</a><a href="/status">Status</a></nav>`,
+    body: `<h1>${esc(options.title)}</h1>${options.body}`,
+  });
 }
 
 /** Dashboard pages carry personal data: `sendPage` sends them `no-store`, with no referrer. */

@@ -21,12 +21,26 @@ export function liveFeed(services: Services) {
   let open = 0;
   return async (req: Request, res: Response) => {
     const current = await currentSession(services, req);
-    if (!current) throw new ApiError("session_required", "Sign in to the dashboard first (/dashboard/sign-in).");
+    if (!current)
+      throw new ApiError(
+        "session_required",
+        "Sign in to the dashboard first (/dashboard/sign-in).",
+      );
     if (open >= services.config.dashboard.liveStreams) {
-      throw new ApiError("rate_limited", "Too many live dashboards are open on this server; the page retries shortly.", { headers: { "Retry-After": "10" } });
+      throw new ApiError(
+        "rate_limited",
+        "Too many live dashboards are open on this server; the page retries shortly.",
+        { headers: { "Retry-After": "10" } },
+      );
     }
-    const resumeFrom = [req.get("last-event-id"), typeof req.query.after === "string" ? req.query.after : undefined].find((id) => id !== undefined && isLedgerId(id));
-    let after = resumeFrom ?? (await services.store.ledger(current.account.id, { limit: 1 })).items[0]?.id ?? "0-0";
+    const resumeFrom = [
+      req.get("last-event-id"),
+      typeof req.query.after === "string" ? req.query.after : undefined,
+    ].find((id) => id !== undefined && isLedgerId(id));
+    let after =
+      resumeFrom ??
+      (await services.store.ledger(current.account.id, { limit: 1 })).items[0]?.id ??
+      "0-0";
 
     open += 1;
     const follower = services.store.followLedger(current.account.id);
@@ -49,14 +63,27 @@ export function liveFeed(services: Services) {
       while (!closed && server?.listening !== false) {
         const entries = await follower.next(after, WAIT_MS);
         for (const entry of entries) {
-          res.write(`id: ${entry.id}\nevent: ledger\ndata: ${JSON.stringify(ledgerEntryView(entry))}\n\n`);
+          res.write(
+            `id: ${entry.id}\nevent: ledger\ndata: ${JSON.stringify(ledgerEntryView(entry))}\n\n`,
+          );
           after = entry.id;
         }
         if (entries.length === 0) res.write(": still here\n\n");
-        if (!(await services.store.touchSession(current.session.accountId, current.session.id, services.config.dashboard.sessionIdleMs))) break;
+        if (
+          !(await services.store.touchSession(
+            current.session.accountId,
+            current.session.id,
+            services.config.dashboard.sessionIdleMs,
+          ))
+        )
+          break;
       }
     } catch (err) {
-      if (!closed) services.log.warn({ err, account: current.account.id }, "dashboard live feed ended by an error");
+      if (!closed)
+        services.log.warn(
+          { err, account: current.account.id },
+          "dashboard live feed ended by an error",
+        );
     } finally {
       close();
       res.end();

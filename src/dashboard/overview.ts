@@ -17,7 +17,11 @@ const FEED_SIZE = 20;
 const USAGE_SCAN_LIMIT = 2_000;
 
 /** When the account's current period began: its paid plan's or Free allowance's period, else the last 30 days (or since sign-up). */
-export function periodStart(account: AccountRecord, planPeriodMs: number, now = Date.now()): number {
+export function periodStart(
+  account: AccountRecord,
+  planPeriodMs: number,
+  now = Date.now(),
+): number {
   if (account.planExpiresAt > now) return account.planExpiresAt - planPeriodMs;
   if (account.tier === "free" && account.allowanceAt > now) return account.allowanceAt - PERIOD_MS;
   return Math.max(account.createdAt, now - PERIOD_MS);
@@ -32,15 +36,21 @@ interface PeriodUsage {
 }
 
 /** Charged calls and credits spent since `since`: debits less their refunds. */
-async function periodUsage(services: Services, accountId: string, since: number, newest: LedgerEntry[]): Promise<PeriodUsage> {
+async function periodUsage(
+  services: Services,
+  accountId: string,
+  since: number,
+  newest: LedgerEntry[],
+): Promise<PeriodUsage> {
   const usage = { since, calls: 0, credits: 0, complete: true };
   let page = { items: newest, nextCursor: newest.length === FEED_SIZE ? newest.at(-1)!.id : null };
   let read = 0;
   for (;;) {
     for (const entry of page.items) {
       if (entry.at < since) return usage;
-      if (entry.kind === "debit") (usage.calls += 1), (usage.credits -= entry.amount);
-      if (entry.kind === "refund") (usage.calls -= 1), (usage.credits -= entry.amount);
+      if (entry.kind !== "debit" && entry.kind !== "refund") continue;
+      usage.calls += entry.kind === "debit" ? 1 : -1;
+      usage.credits -= entry.amount;
     }
     read += page.items.length;
     if (!page.nextCursor) return usage;
@@ -50,7 +60,7 @@ async function periodUsage(services: Services, accountId: string, since: number,
 }
 
 const amount = (n: number) => (n > 0 ? `+${n}` : String(n));
-const when = (ms: number) => new Date(ms).toISOString().replace("T", " ").slice(0, 19) + " UTC";
+const when = (ms: number) => `${new Date(ms).toISOString().replace("T", " ").slice(0, 19)} UTC`;
 
 /** One feed line; the dashboard script builds the same markup for live entries. */
 export function feedItem(entry: LedgerEntry): string {
@@ -58,11 +68,19 @@ export function feedItem(entry: LedgerEntry): string {
   return `<li data-entry-id="${esc(view.id)}"><time datetime="${view.at}">${when(entry.at)}</time><span class="amount ${entry.amount < 0 ? "debit" : "credit"}">${amount(entry.amount)}</span><span>${esc(entry.tool ?? entry.kind)}</span><span class="muted">${esc(entry.reason)} · balance ${entry.balance}</span></li>`;
 }
 
-export async function renderOverview(services: Services, current: DashboardSession): Promise<string> {
+export async function renderOverview(
+  services: Services,
+  current: DashboardSession,
+): Promise<string> {
   const { account } = current;
   const tier = TIERS[account.tier];
   const newest = (await services.store.ledger(account.id, { limit: FEED_SIZE })).items;
-  const usage = await periodUsage(services, account.id, periodStart(account, services.config.planPeriodMs), newest);
+  const usage = await periodUsage(
+    services,
+    account.id,
+    periodStart(account, services.config.planPeriodMs),
+    newest,
+  );
   const body = `
 <dl class="cards">
 <div class="card"><dt>Credit balance</dt><dd data-testid="credits-balance">${account.balance}</dd></div>

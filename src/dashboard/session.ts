@@ -21,7 +21,8 @@ import type { AccountRecord, SessionRecord } from "../store/types.js";
  */
 export const CSRF_HEADER = "x-csrf-token";
 
-const cookieName = (services: Services) => (services.config.env === "production" ? "__Host-tg_session" : "tg_session");
+const cookieName = (services: Services) =>
+  services.config.env === "production" ? "__Host-tg_session" : "tg_session";
 const sha256 = (value: string) => createHash("sha256").update(value).digest("hex");
 
 export interface DashboardSession {
@@ -30,24 +31,50 @@ export interface DashboardSession {
 }
 
 /** Opens a session for the account and sets its cookie on the answer. */
-export async function openSession(services: Services, res: Response, accountId: string, via: SessionRecord["via"]): Promise<void> {
+export async function openSession(
+  services: Services,
+  res: Response,
+  accountId: string,
+  via: SessionRecord["via"],
+): Promise<void> {
   const secret = randomBytes(32).toString("base64url");
   const now = Date.now();
   const { sessionIdleMs, sessionMaxMs } = services.config.dashboard;
   await services.store.createSession(
-    { id: sha256(secret), accountId, csrfToken: randomBytes(32).toString("base64url"), createdAt: now, expiresAt: now + sessionMaxMs, via },
+    {
+      id: sha256(secret),
+      accountId,
+      csrfToken: randomBytes(32).toString("base64url"),
+      createdAt: now,
+      expiresAt: now + sessionMaxMs,
+      via,
+    },
     sessionIdleMs,
   );
-  res.append("Set-Cookie", sessionCookie(services, `${accountId}.${secret}`, Math.floor(sessionMaxMs / 1000)));
+  res.append(
+    "Set-Cookie",
+    sessionCookie(services, `${accountId}.${secret}`, Math.floor(sessionMaxMs / 1000)),
+  );
 }
 
 function sessionCookie(services: Services, value: string, maxAgeSeconds: number): string {
   const production = services.config.env === "production";
-  return stringifySetCookie({ name: cookieName(services), value, httpOnly: true, secure: production, sameSite: "lax", path: "/", maxAge: maxAgeSeconds });
+  return stringifySetCookie({
+    name: cookieName(services),
+    value,
+    httpOnly: true,
+    secure: production,
+    sameSite: "lax",
+    path: "/",
+    maxAge: maxAgeSeconds,
+  });
 }
 
 /** The cookie's account id and secret, when it is well-formed. */
-function presentedSession(services: Services, req: Request): { accountId: string; id: string } | null {
+function presentedSession(
+  services: Services,
+  req: Request,
+): { accountId: string; id: string } | null {
   const value = parseCookie(req.get("cookie") ?? "")[cookieName(services)];
   const match = value ? /^(acct_[0-9a-z]{16})\.([A-Za-z0-9_-]{43})$/.exec(value) : null;
   if (!match || !ACCOUNT_ID_PATTERN.test(match[1]!)) return null;
@@ -55,10 +82,17 @@ function presentedSession(services: Services, req: Request): { accountId: string
 }
 
 /** The live session this request presents (its idle expiry pushed back), or null. */
-export async function currentSession(services: Services, req: Request): Promise<DashboardSession | null> {
+export async function currentSession(
+  services: Services,
+  req: Request,
+): Promise<DashboardSession | null> {
   const presented = presentedSession(services, req);
   if (!presented) return null;
-  const session = await services.store.touchSession(presented.accountId, presented.id, services.config.dashboard.sessionIdleMs);
+  const session = await services.store.touchSession(
+    presented.accountId,
+    presented.id,
+    services.config.dashboard.sessionIdleMs,
+  );
   if (!session) return null;
   const account = await services.store.getAccount(session.accountId);
   return account ? { session, account } : null;
@@ -66,10 +100,15 @@ export async function currentSession(services: Services, req: Request): Promise<
 
 /** 403 `csrf_failed` unless the request carries the session's CSRF token. */
 export function requireCsrf(req: Request, session: SessionRecord): void {
-  const given = req.get(CSRF_HEADER) ?? (typeof req.body?._csrf === "string" ? (req.body._csrf as string) : "");
+  const given =
+    req.get(CSRF_HEADER) ?? (typeof req.body?._csrf === "string" ? (req.body._csrf as string) : "");
   const a = createHash("sha256").update(given).digest();
   const b = createHash("sha256").update(session.csrfToken).digest();
-  if (!given || !timingSafeEqual(a, b)) throw new ApiError("csrf_failed", "This request is missing the dashboard's CSRF token: reload the page and try again.");
+  if (!given || !timingSafeEqual(a, b))
+    throw new ApiError(
+      "csrf_failed",
+      "This request is missing the dashboard's CSRF token: reload the page and try again.",
+    );
 }
 
 /** Ends this request's session (if any) and clears its cookie. */
@@ -83,9 +122,14 @@ export async function endSession(services: Services, req: Request, res: Response
  * The caller of a dashboard API request: the session's account (401 `session_required`
  * without one), after the CSRF check for anything but a read.
  */
-export async function authenticateSession(services: Services, req: Request, res: Response): Promise<KeyCaller> {
+export async function authenticateSession(
+  services: Services,
+  req: Request,
+  res: Response,
+): Promise<KeyCaller> {
   const current = await currentSession(services, req);
-  if (!current) throw new ApiError("session_required", "Sign in to the dashboard first (/dashboard/sign-in).");
+  if (!current)
+    throw new ApiError("session_required", "Sign in to the dashboard first (/dashboard/sign-in).");
   if (!["GET", "HEAD", "OPTIONS"].includes(req.method)) requireCsrf(req, current.session);
   res.locals.accountId = current.account.id;
   return { account: current.account, keyId: null };

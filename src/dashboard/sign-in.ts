@@ -26,19 +26,28 @@ const NOTICES: Record<string, string> = {
   signed_out_everywhere: "You are signed out on every device.",
   expired: "Your session has ended; sign in again.",
 };
-const LINK_SENT = "If an account uses this address, a sign-in link is on its way to it. It works once.";
+const LINK_SENT =
+  "If an account uses this address, a sign-in link is on its way to it. It works once.";
 
 const form = express.urlencoded({ extended: false, limit: "4kb", parameterLimit: 10 });
 const sha256 = (value: string) => createHash("sha256").update(value).digest("hex");
-const linkNonce = (accountId: string, secret: string) => `dashboard-link:${accountId}:${sha256(secret)}`;
-const field = (req: Request, name: string) => (typeof req.body?.[name] === "string" ? (req.body[name] as string).trim() : "");
+const linkNonce = (accountId: string, secret: string) =>
+  `dashboard-link:${accountId}:${sha256(secret)}`;
+const field = (req: Request, name: string) =>
+  typeof req.body?.[name] === "string" ? (req.body[name] as string).trim() : "";
 
 /** Refuses a form posted from another site (login CSRF): the browser says where the request comes from. */
 function requireSameOrigin(req: Request): void {
   const site = req.get("sec-fetch-site");
   const origin = req.get("origin");
-  const crossSite = site ? site !== "same-origin" : origin !== undefined && origin !== "null" && URL.parse(origin)?.host !== req.get("host");
-  if (crossSite) throw new ApiError("csrf_failed", "Sign-in forms are accepted from this site's own pages only.");
+  const crossSite = site
+    ? site !== "same-origin"
+    : origin !== undefined && origin !== "null" && URL.parse(origin)?.host !== req.get("host");
+  if (crossSite)
+    throw new ApiError(
+      "csrf_failed",
+      "Sign-in forms are accepted from this site's own pages only.",
+    );
 }
 
 function signInPage(options: { error?: string; notice?: string; email?: string } = {}): string {
@@ -69,7 +78,8 @@ function formRoute(handler: (req: Request, res: Response) => Promise<void>) {
       await handler(req, res);
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
-      for (const [name, value] of Object.entries(err.options.headers ?? {})) res.setHeader(name, value);
+      for (const [name, value] of Object.entries(err.options.headers ?? {}))
+        res.setHeader(name, value);
       sendDashboardPage(res, signInPage({ error: err.message }), err.status);
     }
   };
@@ -104,7 +114,8 @@ export function signInRoutes(services: Services): Router {
       const requestId = String(res.locals.requestId);
       await enforceEndpointLimit(services, req, "dashboard-sign-in", null, requestId);
       const key = parseApiKey(field(req, "api_key"));
-      if (!key) throw new ApiError("invalid_api_key", "That is not an API key: it starts with tg_.");
+      if (!key)
+        throw new ApiError("invalid_api_key", "That is not an API key: it starts with tg_.");
       // The API's own check: unknown and revoked keys are refused exactly as /api/v1 refuses them.
       const caller = await authenticate(services, key, requestId);
       await openSession(services, res, caller.account.id, "api_key");
@@ -119,13 +130,24 @@ export function signInRoutes(services: Services): Router {
       requireSameOrigin(req);
       const requestId = String(res.locals.requestId);
       const email = field(req, "email").toLowerCase();
-      if (!/^[^\s@]{1,64}@[^\s@]{1,254}$/.test(email)) throw new ApiError("validation_failed", "Enter the e-mail address of your account.", { param: "email" });
+      if (!/^[^\s@]{1,64}@[^\s@]{1,254}$/.test(email))
+        throw new ApiError("validation_failed", "Enter the e-mail address of your account.", {
+          param: "email",
+        });
       const accountId = await services.store.accountIdByEmail(email);
       const account = accountId ? await services.store.getAccount(accountId) : null;
-      await enforceEndpointLimit(services, req, "dashboard-sign-in-link", account?.id ?? null, requestId);
+      await enforceEndpointLimit(
+        services,
+        req,
+        "dashboard-sign-in-link",
+        account?.id ?? null,
+        requestId,
+      );
       // The same answer whether or not the address has an account: the form tells no one who has one.
       if (account?.email === email) {
-        await sendSignInLink(services, account.id, email).catch((err: unknown) => services.log.error({ err, account: account.id }, "dashboard sign-in e-mail not sent"));
+        await sendSignInLink(services, account.id, email).catch((err: unknown) =>
+          services.log.error({ err, account: account.id }, "dashboard sign-in e-mail not sent"),
+        );
       }
       sendDashboardPage(res, signInPage({ notice: LINK_SENT, email }));
     }),
@@ -148,11 +170,25 @@ export function signInRoutes(services: Services): Router {
     form,
     formRoute(async (req, res) => {
       requireSameOrigin(req);
-      await enforceEndpointLimit(services, req, "dashboard-sign-in", null, String(res.locals.requestId));
+      await enforceEndpointLimit(
+        services,
+        req,
+        "dashboard-sign-in",
+        null,
+        String(res.locals.requestId),
+      );
       const [accountId = "", secret = "", ...rest] = field(req, "token").split(".");
-      const valid = rest.length === 0 && ACCOUNT_ID_PATTERN.test(accountId) && /^[A-Za-z0-9_-]{43}$/.test(secret) && (await services.store.consumeNonce(linkNonce(accountId, secret)));
+      const valid =
+        rest.length === 0 &&
+        ACCOUNT_ID_PATTERN.test(accountId) &&
+        /^[A-Za-z0-9_-]{43}$/.test(secret) &&
+        (await services.store.consumeNonce(linkNonce(accountId, secret)));
       if (!valid || !(await services.store.getAccount(accountId))) {
-        throw new ApiError("invalid_token", "This sign-in link does not work: it was used already, has expired, or was copied incompletely. Ask for a new one below.", { param: "token" });
+        throw new ApiError(
+          "invalid_token",
+          "This sign-in link does not work: it was used already, has expired, or was copied incompletely. Ask for a new one below.",
+          { param: "token" },
+        );
       }
       await openSession(services, res, accountId, "email_link");
       res.redirect(303, "/dashboard");

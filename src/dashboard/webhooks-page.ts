@@ -11,9 +11,13 @@ import type { DashboardSession } from "./session.js";
  * /dashboard/api/v1 with the session as the caller (tier check, SSRF guard, cap, secrets shown
  * once: all the API's); this file only renders.
  */
-const time = (ms: number) => `<time datetime="${new Date(ms).toISOString()}">${new Date(ms).toISOString().replace("T", " ").slice(0, 19)} UTC</time>`;
+const time = (ms: number) =>
+  `<time datetime="${new Date(ms).toISOString()}">${new Date(ms).toISOString().replace("T", " ").slice(0, 19)} UTC</time>`;
 
-export async function renderWebhooksPage(services: Services, current: DashboardSession): Promise<string> {
+export async function renderWebhooksPage(
+  services: Services,
+  current: DashboardSession,
+): Promise<string> {
   const { account } = current;
   if (!TIERS[account.tier].features.includes("webhooks")) {
     const body = `<p>Webhooks push your account's events (payments, credit alerts, tool errors) to your HTTPS endpoint. They are part of the Pro tier; this account is on the ${esc(TIERS[account.tier].label)} tier.</p>`;
@@ -29,7 +33,10 @@ export async function renderWebhooksPage(services: Services, current: DashboardS
         `<button type="button" class="danger" data-action="delete-webhook" data-webhook-id="${esc(w.id)}" data-webhook-url="${esc(w.url)}">Delete</button></div></td></tr>`,
     )
     .join("");
-  const boxes = SUBSCRIBABLE_EVENTS.map((e, i) => `<input type="checkbox" id="event-${i}" name="events" value="${esc(e)}" checked><label for="event-${i}">${esc(e)}</label>`).join(" ");
+  const boxes = SUBSCRIBABLE_EVENTS.map(
+    (e, i) =>
+      `<input type="checkbox" id="event-${i}" name="events" value="${esc(e)}" checked><label for="event-${i}">${esc(e)}</label>`,
+  ).join(" ");
   const body = `
 <section aria-labelledby="register-heading"><h2 id="register-heading">Register a webhook</h2>
 <form id="register-webhook"><label for="webhook-url">HTTPS URL</label><input id="webhook-url" name="url" type="url" required placeholder="https://example.com/toolgate-events">
@@ -47,7 +54,11 @@ export async function renderWebhooksPage(services: Services, current: DashboardS
 }
 
 /** One webhook's delivery log: each attempt's status, timing and outcome (null when not the account's). */
-export async function renderDeliveriesPage(services: Services, current: DashboardSession, webhookId: string): Promise<string | null> {
+export async function renderDeliveriesPage(
+  services: Services,
+  current: DashboardSession,
+  webhookId: string,
+): Promise<string | null> {
   if (!TIERS[current.account.tier].features.includes("webhooks")) return null;
   const webhook = await services.store.getWebhook(current.account.id, webhookId);
   if (!webhook) return null;

@@ -4,7 +4,14 @@ import { createRequire } from "node:module";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomId } from "../../src/lib/ids.js";
-import { call, callTool, fundedAccount, signUp, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  call,
+  callTool,
+  fundedAccount,
+  signUp,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 import { startReceiver } from "../helpers/receiver.js";
 import { startSmtpServer } from "../helpers/smtp.js";
 
@@ -15,9 +22,19 @@ import { startSmtpServer } from "../helpers/smtp.js";
  * (injected into the page) and photographed into artifacts/screenshots/ (git-ignored; CI keeps it).
  */
 const CHROMIUM = "/usr/bin/chromium";
-const FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
+const FLAGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
 const SCREENSHOTS = new URL("../../artifacts/screenshots/", import.meta.url).pathname;
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+const AXE_SOURCE = readFileSync(
+  createRequire(import.meta.url).resolve("axe-core/axe.min.js"),
+  "utf8",
+);
 
 let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 let rx: Awaited<ReturnType<typeof startReceiver>>;
@@ -26,12 +43,20 @@ let other: TestGateway;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)`);
   mkdirSync(SCREENSHOTS, { recursive: true });
   [smtp, rx] = await Promise.all([startSmtpServer(), startReceiver()]);
-  const env = { SMTP_URL: smtp.url, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1", SECRET_KEY: "d".repeat(32) };
+  const env = {
+    SMTP_URL: smtp.url,
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: "1",
+    SECRET_KEY: "d".repeat(32),
+  };
   gw = await startGateway({ env });
-  [other, browser] = await Promise.all([startGateway({ prefix: gw.prefix, env }), chromium.launch({ executablePath: CHROMIUM, args: FLAGS })]);
+  [other, browser] = await Promise.all([
+    startGateway({ prefix: gw.prefix, env }),
+    chromium.launch({ executablePath: CHROMIUM, args: FLAGS }),
+  ]);
 }, 90_000);
 afterAll(async () => {
   await browser?.close();
@@ -42,7 +67,9 @@ afterAll(async () => {
 });
 
 /** A fresh browser (own cookies) whose console errors, CSP reports and requests elsewhere are collected. */
-async function freshPage(viewport = { width: 1280, height: 800 }): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
+async function freshPage(
+  viewport = { width: 1280, height: 800 },
+): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
   const context = await browser.newContext({ viewport });
   const page = await context.newPage();
   const problems: string[] = [];
@@ -53,7 +80,8 @@ async function freshPage(viewport = { width: 1280, height: 800 }): Promise<{ con
   page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
   page.on("request", (req) => {
     const url = new URL(req.url());
-    if (url.protocol !== "data:" && url.origin !== origin) problems.push(`request to another origin: ${req.url()}`);
+    if (url.protocol !== "data:" && url.origin !== origin)
+      problems.push(`request to another origin: ${req.url()}`);
   });
   return { context, page, problems };
 }
@@ -69,10 +97,28 @@ async function signInWithKey(page: Page, key: string): Promise<void> {
 async function accessibilityProblems(page: Page): Promise<string[]> {
   await page.evaluate(AXE_SOURCE);
   const violations = await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const axe = (
+      globalThis as unknown as {
+        axe: {
+          run(): Promise<{
+            violations: {
+              id: string;
+              impact: string;
+              help: string;
+              nodes: { target: string[] }[];
+            }[];
+          }>;
+        };
+      }
+    ).axe;
     return (await axe.run()).violations;
   });
-  return violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+  return violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map(
+      (v) =>
+        `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`,
+    );
 }
 
 async function checkPage(page: Page, name: string): Promise<void> {
@@ -88,14 +134,17 @@ async function shownSecret(page: Page, id: string, previous?: string): Promise<s
   return (await box.textContent())!;
 }
 
-const sessionCookie = async (context: BrowserContext) => (await context.cookies()).find((c) => c.name === "tg_session");
+const sessionCookie = async (context: BrowserContext) =>
+  (await context.cookies()).find((c) => c.name === "tg_session");
 const csrfOf = (page: Page) => page.locator('meta[name="csrf-token"]').getAttribute("content");
 
 /** The sign-in link in the newest mail to `to` (quoted-printable soft breaks undone). */
 async function signInLinkFor(to: string): Promise<string> {
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const mail = smtp.mails.filter((m) => m.to.includes(to) && m.raw.includes("sign-in link")).at(-1);
+    const mail = smtp.mails
+      .filter((m) => m.to.includes(to) && m.raw.includes("sign-in link"))
+      .at(-1);
     if (mail) {
       const body = mail.raw.replace(/=\r?\n/g, "").replace(/=3D/g, "=");
       const match = /\/dashboard\/sign-in\/link\?token=[A-Za-z0-9_.-]+/.exec(body);
@@ -118,25 +167,42 @@ describe("the dashboard in Chromium", () => {
     await expect(page.getByTestId("credits-balance").textContent()).resolves.toBe("200");
     await expect(page.getByTestId("tier").textContent()).resolves.toBe("Pro");
     await expect(page.getByTestId("rate-limit").textContent()).resolves.toBe("300 / min");
-    await expect(page.getByTestId("period-usage").textContent()).resolves.toBe("0 calls · 0 credits");
+    await expect(page.getByTestId("period-usage").textContent()).resolves.toBe(
+      "0 calls · 0 credits",
+    );
     await page.locator("#live-state", { hasText: "Live:" }).waitFor({ timeout: 5000 });
 
     const cookie = (await sessionCookie(context))!;
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: "Lax", path: "/" });
     // The session is the dashboard's only: the API and the tools still want x-api-key.
     const withCookie = { cookie: `tg_session=${cookie.value}` };
-    expect((await call(`${gw.url}/v1/tools/hash`, { body: { text: "x" }, headers: withCookie })).body.error.code).toBe("missing_api_key");
-    expect((await call(`${gw.url}/api/v1/account`, { headers: withCookie })).body.error.code).toBe("missing_api_key");
+    expect(
+      (await call(`${gw.url}/v1/tools/hash`, { body: { text: "x" }, headers: withCookie })).body
+        .error.code,
+    ).toBe("missing_api_key");
+    expect((await call(`${gw.url}/api/v1/account`, { headers: withCookie })).body.error.code).toBe(
+      "missing_api_key",
+    );
 
     const called = await callTool(other.url, key, "hash", { text: "seen live" });
     expect(called.status).toBe(200);
     const calledAt = Date.now();
-    await page.getByTestId("usage-feed").locator("li", { hasText: "hash" }).first().waitFor({ timeout: 2000 });
+    await page
+      .getByTestId("usage-feed")
+      .locator("li", { hasText: "hash" })
+      .first()
+      .waitFor({ timeout: 2000 });
     const seenAfterMs = Date.now() - calledAt;
     await expect(page.getByTestId("credits-balance").textContent()).resolves.toBe("199");
-    await expect(page.getByTestId("period-usage").textContent()).resolves.toBe("1 calls · 1 credits");
-    await expect(page.getByTestId("usage-feed").locator("li").first().textContent()).resolves.toContain("-1");
-    console.log(`live feed: call through the other gateway shown ${seenAfterMs} ms after its answer`);
+    await expect(page.getByTestId("period-usage").textContent()).resolves.toBe(
+      "1 calls · 1 credits",
+    );
+    await expect(
+      page.getByTestId("usage-feed").locator("li").first().textContent(),
+    ).resolves.toContain("-1");
+    console.log(
+      `live feed: call through the other gateway shown ${seenAfterMs} ms after its answer`,
+    );
     await checkPage(page, "overview");
 
     await page.getByRole("button", { name: "Sign out", exact: true }).click();
@@ -147,7 +213,10 @@ describe("the dashboard in Chromium", () => {
       const again = await call(`${url}/dashboard/api/v1/account`, { headers: withCookie });
       expect(again.status).toBe(401);
       expect(again.body.error.code).toBe("session_required");
-      const pageAgain = await fetch(`${url}/dashboard`, { headers: withCookie, redirect: "manual" });
+      const pageAgain = await fetch(`${url}/dashboard`, {
+        headers: withCookie,
+        redirect: "manual",
+      });
       expect(pageAgain.status).toBe(303);
       expect(pageAgain.headers.get("location")).toBe("/dashboard/sign-in");
     }
@@ -157,17 +226,29 @@ describe("the dashboard in Chromium", () => {
 
   it("lets an account whose every key is revoked sign in by the e-mailed link, create a key, and use it", async () => {
     const email = `recover-${randomId(8)}@example.com`;
-    const signup = await call(`${gw.url}/api/v1/signup`, { body: { email }, headers: { "x-forwarded-for": `10.9.${Math.floor(Math.random() * 250)}.1` } });
+    const signup = await call(`${gw.url}/api/v1/signup`, {
+      body: { email },
+      headers: { "x-forwarded-for": `10.9.${Math.floor(Math.random() * 250)}.1` },
+    });
     expect(signup.status).toBe(201);
     const oldKey: string = signup.body.api_key;
-    expect((await call(`${gw.url}/api/v1/keys/${signup.body.key.id}?force=true`, { method: "DELETE", key: oldKey })).status).toBe(200);
+    expect(
+      (
+        await call(`${gw.url}/api/v1/keys/${signup.body.key.id}?force=true`, {
+          method: "DELETE",
+          key: oldKey,
+        })
+      ).status,
+    ).toBe(200);
     expect((await callTool(gw.url, oldKey, "hash", { text: "x" })).status).toBe(401);
 
     const { context, page, problems } = await freshPage();
     await page.goto(`${gw.url}/dashboard/sign-in`);
     await page.getByLabel("E-mail address").fill(email);
     await page.getByRole("button", { name: "E-mail me a sign-in link" }).click();
-    await expect(page.getByRole("status").textContent()).resolves.toContain("a sign-in link is on its way");
+    await expect(page.getByRole("status").textContent()).resolves.toContain(
+      "a sign-in link is on its way",
+    );
     const link = await signInLinkFor(email);
     await page.goto(`${gw.url}${link}`);
     await checkPage(page, "sign-in-link");
@@ -187,7 +268,10 @@ describe("the dashboard in Chromium", () => {
     // The link works once.
     const { context: second, page: again } = await freshPage();
     await again.goto(`${gw.url}${link}`);
-    const [answer] = await Promise.all([again.waitForResponse((r) => r.request().method() === "POST"), again.getByRole("button", { name: "Sign in", exact: true }).click()]);
+    const [answer] = await Promise.all([
+      again.waitForResponse((r) => r.request().method() === "POST"),
+      again.getByRole("button", { name: "Sign in", exact: true }).click(),
+    ]);
     expect(answer.status()).toBe(400);
     await expect(again.getByRole("alert").textContent()).resolves.toContain("does not work");
     expect(await sessionCookie(second)).toBeUndefined();
@@ -205,7 +289,10 @@ describe("the dashboard in Chromium", () => {
     expect((await callTool(gw.url, created, "hash", { text: "a" })).status).toBe(200);
     await page.locator("#keys-table tbody tr").nth(1).waitFor();
 
-    const row = (secret: string) => page.locator("#keys-table tbody tr", { has: page.locator("td code", { hasText: new RegExp(`^${secret.slice(-4)}$`) }) });
+    const row = (secret: string) =>
+      page.locator("#keys-table tbody tr", {
+        has: page.locator("td code", { hasText: new RegExp(`^${secret.slice(-4)}$`) }),
+      });
     await row(created).getByRole("button", { name: "Rotate" }).click();
     await page.getByLabel("Grace period").selectOption("0");
     await page.locator("#rotate-dialog").getByRole("button", { name: "Rotate" }).click();
@@ -249,42 +336,68 @@ describe("the dashboard in Chromium", () => {
     // A real cross-site form (another origin: localhost rather than 127.0.0.1) posting to the dashboard.
     const attacker: Server = createServer((_req, res) => {
       res.setHeader("content-type", "text/html");
-      res.end(`<form id="f" method="post" action="${gw.url}/dashboard/sign-out-everywhere"><input name="x" value="1"></form><form id="g" method="post" action="${gw.url}/dashboard/api/v1/keys" enctype="text/plain"><input name='{"name":"evil","x":"' value='"}'></form>`);
+      res.end(
+        `<form id="f" method="post" action="${gw.url}/dashboard/sign-out-everywhere"><input name="x" value="1"></form><form id="g" method="post" action="${gw.url}/dashboard/api/v1/keys" enctype="text/plain"><input name='{"name":"evil","x":"' value='"}'></form>`,
+      );
     });
     await new Promise<void>((resolve) => attacker.listen(0, "127.0.0.1", resolve));
     const attackerUrl = `http://localhost:${(attacker.address() as { port: number }).port}/`;
     const evil = await context.newPage();
     for (const form of ["f", "g"]) {
       await evil.goto(attackerUrl);
-      const [answer] = await Promise.all([evil.waitForResponse((r) => r.url().startsWith(gw.url)), evil.evaluate((id) => (document.getElementById(id) as HTMLFormElement).submit(), form)]);
+      const [answer] = await Promise.all([
+        evil.waitForResponse((r) => r.url().startsWith(gw.url)),
+        evil.evaluate((id) => (document.getElementById(id) as HTMLFormElement).submit(), form),
+      ]);
       expect(answer.status()).toBeGreaterThanOrEqual(300); // a redirect to sign in, or a refusal: never the change
     }
     await evil.close();
     attacker.close();
     await page.reload();
     await expect(page.getByTestId("credits-balance").textContent()).resolves.toBe("100"); // still signed in
-    expect((await call(`${gw.url}/api/v1/keys`, { key: mine.key })).body.data.length).toBe(keysBefore);
+    expect((await call(`${gw.url}/api/v1/keys`, { key: mine.key })).body.data.length).toBe(
+      keysBefore,
+    );
 
     // The same requests with the session cookie attached but no token (what a forged request could send at best).
-    const noToken = await call(`${gw.url}/dashboard/api/v1/keys`, { body: {}, headers: { cookie, "sec-fetch-site": "cross-site" } });
+    const noToken = await call(`${gw.url}/dashboard/api/v1/keys`, {
+      body: {},
+      headers: { cookie, "sec-fetch-site": "cross-site" },
+    });
     expect(noToken.status).toBe(403);
     expect(noToken.body.error.code).toBe("csrf_failed");
-    const wrongToken = await call(`${gw.url}/dashboard/api/v1/keys`, { body: {}, headers: { cookie, "x-csrf-token": "not-the-token" } });
+    const wrongToken = await call(`${gw.url}/dashboard/api/v1/keys`, {
+      body: {},
+      headers: { cookie, "x-csrf-token": "not-the-token" },
+    });
     expect(wrongToken.body.error.code).toBe("csrf_failed");
-    const everywhere = await fetch(`${gw.url}/dashboard/sign-out-everywhere`, { method: "POST", headers: { cookie, "content-type": "application/x-www-form-urlencoded" }, body: "x=1", redirect: "manual" });
+    const everywhere = await fetch(`${gw.url}/dashboard/sign-out-everywhere`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+      body: "x=1",
+      redirect: "manual",
+    });
     expect(everywhere.status).toBe(403);
-    expect((await call(`${gw.url}/api/v1/keys`, { key: mine.key })).body.data.length).toBe(keysBefore);
+    expect((await call(`${gw.url}/api/v1/keys`, { key: mine.key })).body.data.length).toBe(
+      keysBefore,
+    );
 
     // With the token: another account's key is not found, and stays untouched.
     const token = (await csrfOf(page))!;
     const headers = { cookie, "x-csrf-token": token };
-    for (const [method, path, body] of [["DELETE", `/keys/${theirs.keyId}?force=true`, undefined], ["POST", `/keys/${theirs.keyId}/rotate`, {}]] as const) {
+    for (const [method, path, body] of [
+      ["DELETE", `/keys/${theirs.keyId}?force=true`, undefined],
+      ["POST", `/keys/${theirs.keyId}/rotate`, {}],
+    ] as const) {
       const res = await call(`${gw.url}/dashboard/api/v1${path}`, { method, body, headers });
       expect(res.status).toBe(404);
       expect(res.body.error.code).toBe("not_found");
     }
     expect((await callTool(gw.url, theirs.key, "hash", { text: "still mine" })).status).toBe(200);
-    const own = await call(`${gw.url}/dashboard/api/v1/keys`, { body: { name: "with token" }, headers });
+    const own = await call(`${gw.url}/dashboard/api/v1/keys`, {
+      body: { name: "with token" },
+      headers,
+    });
     expect(own.status).toBe(201);
 
     // Sign out everywhere ends this session and any other of the account.

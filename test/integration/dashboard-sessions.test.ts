@@ -13,7 +13,12 @@ let gw: TestGateway;
 
 beforeAll(async () => {
   smtp = await startSmtpServer();
-  gw = await startGateway({ env: { SMTP_URL: smtp.url, ENDPOINT_LIMITS: "dashboard-sign-in=4/60,dashboard-sign-in-link=2/3600" } });
+  gw = await startGateway({
+    env: {
+      SMTP_URL: smtp.url,
+      ENDPOINT_LIMITS: "dashboard-sign-in=4/60,dashboard-sign-in-link=2/3600",
+    },
+  });
 }, 60_000);
 afterAll(async () => {
   await gw?.stop();
@@ -23,18 +28,27 @@ afterAll(async () => {
 const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
 
 /** Posts the sign-in form as a browser on this site would; returns the answer and the session cookie it set, if any. */
-async function signIn(url: string, apiKey: string, client = `10.7.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`) {
+async function signIn(
+  url: string,
+  apiKey: string,
+  client = `10.7.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`,
+) {
   const res = await fetch(`${url}/dashboard/sign-in`, {
     method: "POST",
     redirect: "manual",
-    headers: { "content-type": "application/x-www-form-urlencoded", "sec-fetch-site": "same-origin", "x-forwarded-for": client },
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      "sec-fetch-site": "same-origin",
+      "x-forwarded-for": client,
+    },
     body: form({ api_key: apiKey }),
   });
   const setCookie = res.headers.get("set-cookie") ?? "";
   return { res, setCookie, cookie: setCookie.split(";")[0]! };
 }
 
-const account = (url: string, cookie: string) => call(`${url}/dashboard/api/v1/account`, { headers: { cookie } });
+const account = (url: string, cookie: string) =>
+  call(`${url}/dashboard/api/v1/account`, { headers: { cookie } });
 
 describe("dashboard sessions", () => {
   it("signs in with a key: an HttpOnly, SameSite=Lax session cookie (not Secure outside production) that opens the dashboard API", async () => {
@@ -42,7 +56,9 @@ describe("dashboard sessions", () => {
     const { res, setCookie, cookie } = await signIn(gw.url, key);
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/dashboard");
-    expect(setCookie).toMatch(/^tg_session=acct_[0-9a-z]{16}\.[A-Za-z0-9_-]{43}; Max-Age=43200; Path=\/; HttpOnly; SameSite=Lax$/);
+    expect(setCookie).toMatch(
+      /^tg_session=acct_[0-9a-z]{16}\.[A-Za-z0-9_-]{43}; Max-Age=43200; Path=\/; HttpOnly; SameSite=Lax$/,
+    );
     const me = await account(gw.url, cookie);
     expect(me.status).toBe(200);
     expect(me.body).toMatchObject({ id: accountId, credits: 40 });
@@ -58,14 +74,22 @@ describe("dashboard sessions", () => {
     const crossSite = await fetch(`${gw.url}/dashboard/sign-in`, {
       method: "POST",
       redirect: "manual",
-      headers: { "content-type": "application/x-www-form-urlencoded", "sec-fetch-site": "cross-site", "x-forwarded-for": "10.6.0.1" },
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        "sec-fetch-site": "cross-site",
+        "x-forwarded-for": "10.6.0.1",
+      },
       body: form({ api_key: key }),
     });
     expect(crossSite.status).toBe(403);
     const otherOrigin = await fetch(`${gw.url}/dashboard/sign-in`, {
       method: "POST",
       redirect: "manual",
-      headers: { "content-type": "application/x-www-form-urlencoded", origin: "https://evil.example", "x-forwarded-for": "10.6.0.2" },
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        origin: "https://evil.example",
+        "x-forwarded-for": "10.6.0.2",
+      },
       body: form({ api_key: key }),
     });
     expect(otherOrigin.status).toBe(403);
@@ -73,7 +97,8 @@ describe("dashboard sessions", () => {
 
   it("limits sign-in attempts per client address: 429 with Retry-After once spent", async () => {
     const client = `10.5.${Math.floor(Math.random() * 250)}.1`;
-    for (let i = 0; i < 4; i++) expect((await signIn(gw.url, `tg_live_not_a_key_${i}`, client)).res.status).toBe(401);
+    for (let i = 0; i < 4; i++)
+      expect((await signIn(gw.url, `tg_live_not_a_key_${i}`, client)).res.status).toBe(401);
     const limited = await signIn(gw.url, "tg_live_not_a_key", client);
     expect(limited.res.status).toBe(429);
     expect(Number(limited.res.headers.get("retry-after"))).toBeGreaterThan(0);
@@ -84,11 +109,18 @@ describe("dashboard sessions", () => {
     const post = (email: string, client: string) =>
       fetch(`${gw.url}/dashboard/sign-in/email`, {
         method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded", "sec-fetch-site": "same-origin", "x-forwarded-for": client },
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          "sec-fetch-site": "same-origin",
+          "x-forwarded-for": client,
+        },
         body: form({ email }),
       });
     const email = `links-${randomId(8)}@example.com`;
-    await call(`${gw.url}/api/v1/signup`, { body: { email }, headers: { "x-forwarded-for": `10.4.${Math.floor(Math.random() * 250)}.1` } });
+    await call(`${gw.url}/api/v1/signup`, {
+      body: { email },
+      headers: { "x-forwarded-for": `10.4.${Math.floor(Math.random() * 250)}.1` },
+    });
     const before = smtp.mails.length;
     const known = await post(email, "10.3.0.1");
     const unknown = await post(`nobody-${randomId(8)}@example.com`, "10.3.0.2");
@@ -107,7 +139,10 @@ describe("dashboard sessions", () => {
   });
 
   it("ends a session unused for the idle time, and a used one at its absolute expiry", async () => {
-    const short = await startGateway({ prefix: gw.prefix, env: { DASHBOARD_SESSION_IDLE_MINUTES: "0.01", DASHBOARD_SESSION_MAX_HOURS: "0.0005" } });
+    const short = await startGateway({
+      prefix: gw.prefix,
+      env: { DASHBOARD_SESSION_IDLE_MINUTES: "0.01", DASHBOARD_SESSION_MAX_HOURS: "0.0005" },
+    });
     try {
       const { key } = await fundedAccount(short.url, 40, "free");
       const idle = await signIn(short.url, key);
@@ -142,19 +177,29 @@ describe("dashboard sessions", () => {
     const readUntil = async (pattern: RegExp, timeoutMs: number) => {
       const deadline = Date.now() + timeoutMs;
       while (!pattern.test(text)) {
-        const chunk = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), Math.max(0, deadline - Date.now())))]);
+        const chunk = await Promise.race([
+          reader.read(),
+          new Promise<null>((r) => setTimeout(() => r(null), Math.max(0, deadline - Date.now()))),
+        ]);
         if (chunk === null) throw new Error(`timed out waiting for ${pattern} in:\n${text}`);
         if (chunk.done) return "ended";
         text += decoder.decode(chunk.value);
       }
       return "matched";
     };
-    expect((await call(`${gw.url}/v1/tools/hash`, { body: { text: "streamed" }, key })).status).toBe(200);
+    expect(
+      (await call(`${gw.url}/v1/tools/hash`, { body: { text: "streamed" }, key })).status,
+    ).toBe(200);
     await readUntil(/event: ledger\ndata: \{[^\n]*"kind":"debit"[^\n]*"tool":"hash"/, 3000);
 
     const csrfPage = await (await fetch(`${gw.url}/dashboard`, { headers: { cookie } })).text();
     const csrf = /name="csrf-token" content="([^"]+)"/.exec(csrfPage)![1]!;
-    const out = await fetch(`${gw.url}/dashboard/sign-out`, { method: "POST", redirect: "manual", headers: { cookie, "content-type": "application/x-www-form-urlencoded" }, body: form({ _csrf: csrf }) });
+    const out = await fetch(`${gw.url}/dashboard/sign-out`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+      body: form({ _csrf: csrf }),
+    });
     expect(out.status).toBe(303);
     expect(out.headers.get("set-cookie")).toMatch(/^tg_session=; Max-Age=0/);
     expect(await readUntil(/$^/, 6000)).toBe("ended");
@@ -164,12 +209,19 @@ describe("dashboard sessions", () => {
 describe("dashboard sessions in production", () => {
   it("sets the cookie Secure, with the __Host- prefix", async () => {
     const prod = await startGateway({
-      env: { NODE_ENV: "production", SECRET_KEY: "p".repeat(32), PUBLIC_BASE_URL: "https://toolgate.example", SMTP_URL: smtp.url },
+      env: {
+        NODE_ENV: "production",
+        SECRET_KEY: "p".repeat(32),
+        PUBLIC_BASE_URL: "https://toolgate.example",
+        SMTP_URL: smtp.url,
+      },
     });
     try {
       const { key } = await fundedAccount(prod.url, 30, "free");
       const { setCookie } = await signIn(prod.url, key);
-      expect(setCookie).toMatch(/^__Host-tg_session=acct_[^;]+; Max-Age=43200; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+      expect(setCookie).toMatch(
+        /^__Host-tg_session=acct_[^;]+; Max-Age=43200; Path=\/; HttpOnly; Secure; SameSite=Lax$/,
+      );
     } finally {
       await prod.stop();
     }
