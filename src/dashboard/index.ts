@@ -1,15 +1,11 @@
 import { readFileSync } from "node:fs";
 import { Router, type Request, type Response } from "express";
-import { getAccount } from "../accounts/routes/account.js";
-import { listEvents } from "../accounts/routes/events.js";
-import { createKey, listKeys, revokeKey, rotateKey } from "../accounts/routes/keys.js";
-import { usage } from "../accounts/routes/usage.js";
+import { accountRoutes } from "../api-routes.js";
 import { jsonBody } from "../http/json-body.js";
 import { requireJsonBody } from "../http/request-context.js";
-import { mountRoutes, type AnyRoute } from "../http/route.js";
+import { mountRoutes } from "../http/route.js";
 import { sendDocument } from "../pages/respond.js";
 import type { Services } from "../services.js";
-import { webhookRoutes } from "../webhooks/routes/index.js";
 import { DASHBOARD_SCRIPT_PATH, sendDashboardPage } from "./layout.js";
 import { liveFeed } from "./live-feed.js";
 import { renderKeysPage } from "./keys-page.js";
@@ -21,20 +17,11 @@ import { renderDeliveriesPage, renderWebhooksPage } from "./webhooks-page.js";
 /**
  * The dashboard at /dashboard: server-rendered pages, one local script, a live feed, and the
  * account API the pages call. That API is not a second implementation: it is the /api/v1 route
- * list for keys, usage, events and webhooks, mounted again under /dashboard/api/v1 with the
- * session (plus its CSRF token on changes) as the caller instead of `x-api-key`. The session
- * authenticates nothing else: /v1/tools, /mcp and /api/v1 never read its cookie.
+ * list for the account, keys, usage, events and webhooks (`accountRoutes`), mounted again under
+ * /dashboard/api/v1 with the session (plus its CSRF token on changes) as the caller instead of
+ * `x-api-key`. The session authenticates nothing else: /v1/tools, /mcp and /api/v1 never read
+ * its cookie.
  */
-const DASHBOARD_API: AnyRoute[] = [
-  getAccount,
-  listKeys,
-  createKey,
-  rotateKey,
-  revokeKey,
-  usage,
-  listEvents,
-  ...webhookRoutes("account"),
-];
 
 /** Every GET path the dashboard serves (other methods on them answer 405). */
 export const DASHBOARD_PAGE_PATHS = [
@@ -94,7 +81,7 @@ export function dashboardRouter(services: Services): Router {
       limitBytes: services.config.bodyLimitBytes,
       maxDepth: services.config.bodyMaxDepth,
     }),
-    mountRoutes(services, DASHBOARD_API, { authenticateCaller: authenticateSession }),
+    mountRoutes(services, accountRoutes, { authenticateCaller: authenticateSession }),
   );
   return router;
 }

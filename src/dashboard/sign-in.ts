@@ -71,11 +71,15 @@ function signInPage(options: { error?: string; notice?: string; email?: string }
   });
 }
 
-/** Runs a form handler; a refusal (ApiError) is shown on the sign-in page with its status. */
-function formRoute(handler: (req: Request, res: Response) => Promise<void>) {
+/**
+ * A sign-in form's handler, run only for a post from this site, with the request id; a refusal
+ * (ApiError) is shown on the sign-in page with its status.
+ */
+function formRoute(handler: (req: Request, res: Response, requestId: string) => Promise<void>) {
   return async (req: Request, res: Response) => {
     try {
-      await handler(req, res);
+      requireSameOrigin(req);
+      await handler(req, res, String(res.locals.requestId));
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       for (const [name, value] of Object.entries(err.options.headers ?? {}))
@@ -109,9 +113,7 @@ export function signInRoutes(services: Services): Router {
   router.post(
     "/dashboard/sign-in",
     form,
-    formRoute(async (req, res) => {
-      requireSameOrigin(req);
-      const requestId = String(res.locals.requestId);
+    formRoute(async (req, res, requestId) => {
       await enforceEndpointLimit(services, req, "dashboard-sign-in", null, requestId);
       const key = parseApiKey(field(req, "api_key"));
       if (!key)
@@ -126,9 +128,7 @@ export function signInRoutes(services: Services): Router {
   router.post(
     "/dashboard/sign-in/email",
     form,
-    formRoute(async (req, res) => {
-      requireSameOrigin(req);
-      const requestId = String(res.locals.requestId);
+    formRoute(async (req, res, requestId) => {
       const email = field(req, "email").toLowerCase();
       if (!/^[^\s@]{1,64}@[^\s@]{1,254}$/.test(email))
         throw new ApiError("validation_failed", "Enter the e-mail address of your account.", {
@@ -168,15 +168,8 @@ export function signInRoutes(services: Services): Router {
   router.post(
     "/dashboard/sign-in/link",
     form,
-    formRoute(async (req, res) => {
-      requireSameOrigin(req);
-      await enforceEndpointLimit(
-        services,
-        req,
-        "dashboard-sign-in",
-        null,
-        String(res.locals.requestId),
-      );
+    formRoute(async (req, res, requestId) => {
+      await enforceEndpointLimit(services, req, "dashboard-sign-in", null, requestId);
       const [accountId = "", secret = "", ...rest] = field(req, "token").split(".");
       const valid =
         rest.length === 0 &&

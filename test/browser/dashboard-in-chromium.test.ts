@@ -1,9 +1,10 @@
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { createRequire } from "node:module";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomId } from "../../src/lib/ids.js";
+import { launchChromium, watchPage } from "../helpers/browser.js";
 import {
   call,
   callTool,
@@ -21,15 +22,6 @@ import { startSmtpServer } from "../helpers/smtp.js";
  * live feed is proven to cross processes through Redis. Each page is checked with axe-core
  * (injected into the page) and photographed into artifacts/screenshots/ (git-ignored; CI keeps it).
  */
-const CHROMIUM = "/usr/bin/chromium";
-const FLAGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
 const SCREENSHOTS = new URL("../../artifacts/screenshots/", import.meta.url).pathname;
 const AXE_SOURCE = readFileSync(
   createRequire(import.meta.url).resolve("axe-core/axe.min.js"),
@@ -43,8 +35,6 @@ let other: TestGateway;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM))
-    throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)`);
   mkdirSync(SCREENSHOTS, { recursive: true });
   [smtp, rx] = await Promise.all([startSmtpServer(), startReceiver()]);
   const env = {
@@ -55,7 +45,7 @@ beforeAll(async () => {
   gw = await startGateway({ env });
   [other, browser] = await Promise.all([
     startGateway({ prefix: gw.prefix, env }),
-    chromium.launch({ executablePath: CHROMIUM, args: FLAGS }),
+    launchChromium(),
   ]);
 }, 90_000);
 afterAll(async () => {
@@ -72,17 +62,7 @@ async function freshPage(
 ): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
   const context = await browser.newContext({ viewport });
   const page = await context.newPage();
-  const problems: string[] = [];
-  const origin = new URL(gw.url).origin;
-  page.on("console", (msg) => {
-    if (msg.type() === "error") problems.push(`console: ${msg.text()}`);
-  });
-  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-  page.on("request", (req) => {
-    const url = new URL(req.url());
-    if (url.protocol !== "data:" && url.origin !== origin)
-      problems.push(`request to another origin: ${req.url()}`);
-  });
+  const problems = watchPage(page, new URL(gw.url).origin);
   return { context, page, problems };
 }
 
