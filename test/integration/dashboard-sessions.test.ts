@@ -95,6 +95,13 @@ describe("dashboard sessions", () => {
     expect(otherOrigin.status).toBe(403);
   });
 
+  it("answers 405 with Allow for another method on the sign-in and sign-out paths", async () => {
+    const put = await fetch(`${gw.url}/dashboard/sign-in`, { method: "PUT" });
+    expect(put.status).toBe(405);
+    expect(put.headers.get("allow")).toContain("POST");
+    expect((await fetch(`${gw.url}/dashboard/sign-out`)).status).toBe(405);
+  });
+
   it("limits sign-in attempts per client address: 429 with Retry-After once spent", async () => {
     const client = `10.5.${Math.floor(Math.random() * 250)}.1`;
     for (let i = 0; i < 4; i++)
