@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import { Router, type Request, type Response } from "express";
-import { accountRoutes } from "../api-routes.js";
 import { jsonBody } from "../http/json-body.js";
+import { allowOn } from "../http/method-not-allowed.js";
 import { requireJsonBody } from "../http/request-context.js";
-import { mountRoutes } from "../http/route.js";
+import { type AnyRoute, mountRoutes } from "../http/route.js";
 import { sendDocument } from "../pages/respond.js";
 import type { Services } from "../services.js";
 import { DASHBOARD_SCRIPT_PATH, sendDashboardPage } from "./layout.js";
@@ -23,8 +23,8 @@ import { renderDeliveriesPage, renderWebhooksPage } from "./webhooks-page.js";
  * its cookie.
  */
 
-/** Every GET path the dashboard serves (other methods on them answer 405). */
-export const DASHBOARD_PAGE_PATHS = [
+/** The pages, the script and the live feed: GET only (other methods on them answer 405). */
+const PAGE_PATHS = [
   "/dashboard",
   "/dashboard/keys",
   "/dashboard/webhooks",
@@ -32,6 +32,16 @@ export const DASHBOARD_PAGE_PATHS = [
   "/dashboard/live",
   DASHBOARD_SCRIPT_PATH,
 ];
+
+/** Everything the dashboard serves besides its copy of the account API: path → methods. */
+export const DASHBOARD_PATHS: Record<string, string[]> = {
+  ...Object.fromEntries(PAGE_PATHS.map((path) => [path, ["GET"]])),
+  "/dashboard/sign-in": ["GET", "POST"],
+  "/dashboard/sign-in/email": ["POST"],
+  "/dashboard/sign-in/link": ["GET", "POST"],
+  "/dashboard/sign-out": ["POST"],
+  "/dashboard/sign-out-everywhere": ["POST"],
+};
 
 const SCRIPT = readFileSync(new URL("./assets/dashboard.js", import.meta.url), "utf8");
 
@@ -49,7 +59,8 @@ function signedInPage(
   };
 }
 
-export function dashboardRouter(services: Services): Router {
+/** The dashboard; `accountRoutes` are the account's API routes, served again with the session as the caller. */
+export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): Router {
   const router = Router();
   router.use(signInRoutes(services));
   router.get(DASHBOARD_SCRIPT_PATH, (_req, res) =>
@@ -83,5 +94,6 @@ export function dashboardRouter(services: Services): Router {
     }),
     mountRoutes(services, accountRoutes, { authenticateCaller: authenticateSession }),
   );
+  for (const [path, methods] of Object.entries(DASHBOARD_PATHS)) allowOn(router, path, methods);
   return router;
 }

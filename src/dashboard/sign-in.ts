@@ -4,7 +4,6 @@ import { parseApiKey } from "../accounts/api-keys.js";
 import { authenticate } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
 import { enforceEndpointLimit } from "../http/endpoint-limits.js";
-import { allowOn } from "../http/method-not-allowed.js";
 import { ACCOUNT_ID_PATTERN } from "../lib/ids.js";
 import { esc } from "../pages/respond.js";
 import type { Services } from "../services.js";
@@ -205,12 +204,5 @@ export function signInRoutes(services: Services): Router {
     res.redirect(303, "/dashboard/sign-in?notice=signed_out_everywhere");
   });
 
-  // Other methods on these paths are 405 with Allow, not 404.
-  allowOn(router, ["/dashboard/sign-in", "/dashboard/sign-in/link"], ["GET", "POST"]);
-  allowOn(
-    router,
-    ["/dashboard/sign-in/email", "/dashboard/sign-out", "/dashboard/sign-out-everywhere"],
-    ["POST"],
-  );
   return router;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { atomicPrice, formatCredits, formatUsd, parseUsd, priceOf } from "../../src/tools/pricing.js";
+import { atomicPrice, formatUsd, parseUsd } from "../../src/lib/money.js";
+import { formatCredits, priceOf } from "../../src/tools/pricing.js";
 
 /** Money is integers: USD amounts are USDC atomic units (6 decimals) in bigint. */
 describe("USD amounts", () => {
