@@ -21,6 +21,17 @@ import type { AccountRecord, SessionRecord } from "../store/types.js";
  */
 export const CSRF_HEADER = "x-csrf-token";
 
+/** A secret of 32 random bytes, as the session cookie and the e-mailed sign-in link carry it. */
+export const newSecret = (): string => randomBytes(32).toString("base64url");
+
+/** `<account id>.<secret>` (a session cookie, a sign-in link's token), when well-formed. */
+export function readAccountToken(token: string): { accountId: string; secret: string } | null {
+  const [accountId = "", secret = "", ...rest] = token.split(".");
+  if (rest.length > 0 || !ACCOUNT_ID_PATTERN.test(accountId) || !/^[A-Za-z0-9_-]{43}$/.test(secret))
+    return null;
+  return { accountId, secret };
+}
+
 const cookieName = (services: Services) =>
   services.config.env === "production" ? "__Host-tg_session" : "tg_session";
 const sha256 = (value: string) => createHash("sha256").update(value).digest("hex");
@@ -37,14 +48,14 @@ export async function openSession(
   accountId: string,
   via: SessionRecord["via"],
 ): Promise<void> {
-  const secret = randomBytes(32).toString("base64url");
+  const secret = newSecret();
   const now = Date.now();
   const { sessionIdleMs, sessionMaxMs } = services.config.dashboard;
   await services.store.createSession(
     {
       id: sha256(secret),
       accountId,
-      csrfToken: randomBytes(32).toString("base64url"),
+      csrfToken: newSecret(),
       createdAt: now,
       expiresAt: now + sessionMaxMs,
       via,
@@ -76,9 +87,8 @@ function presentedSession(
   req: Request,
 ): { accountId: string; id: string } | null {
   const value = parseCookie(req.get("cookie") ?? "")[cookieName(services)];
-  const match = value ? /^(acct_[0-9a-z]{16})\.([A-Za-z0-9_-]{43})$/.exec(value) : null;
-  if (!match || !ACCOUNT_ID_PATTERN.test(match[1]!)) return null;
-  return { accountId: match[1]!, id: sha256(match[2]!) };
+  const token = readAccountToken(value ?? "");
+  return token ? { accountId: token.accountId, id: sha256(token.secret) } : null;
 }
 
 /** The live session this request presents (its idle expiry pushed back), or null. */

@@ -1,14 +1,20 @@
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import express, { Router, type Request, type Response } from "express";
 import { parseApiKey } from "../accounts/api-keys.js";
 import { authenticate } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
 import { enforceEndpointLimit } from "../http/endpoint-limits.js";
-import { ACCOUNT_ID_PATTERN } from "../lib/ids.js";
 import { esc } from "../pages/respond.js";
 import type { Services } from "../services.js";
 import { publicDashboardPage, sendDashboardPage } from "./layout.js";
-import { currentSession, endSession, openSession, requireCsrf } from "./session.js";
+import {
+  currentSession,
+  endSession,
+  newSecret,
+  openSession,
+  readAccountToken,
+  requireCsrf,
+} from "./session.js";
 
 /**
  * Signing in to the dashboard, and out. Two ways in, both ending in the same server-side session:
@@ -90,7 +96,7 @@ function formRoute(handler: (req: Request, res: Response, requestId: string) => 
 }
 
 async function sendSignInLink(services: Services, accountId: string, email: string): Promise<void> {
-  const secret = randomBytes(32).toString("base64url");
+  const secret = newSecret();
   const { signInLinkMs } = services.config.dashboard;
   await services.store.saveNonce(linkNonce(accountId, secret), signInLinkMs);
   const link = `${services.config.publicBaseUrl}/dashboard/sign-in/link?token=${accountId}.${secret}`;
@@ -170,20 +176,17 @@ export function signInRoutes(services: Services): Router {
     form,
     formRoute(async (req, res, requestId) => {
       await enforceEndpointLimit(services, req, "dashboard-sign-in", null, requestId);
-      const [accountId = "", secret = "", ...rest] = field(req, "token").split(".");
+      const token = readAccountToken(field(req, "token"));
       const valid =
-        rest.length === 0 &&
-        ACCOUNT_ID_PATTERN.test(accountId) &&
-        /^[A-Za-z0-9_-]{43}$/.test(secret) &&
-        (await services.store.consumeNonce(linkNonce(accountId, secret)));
-      if (!valid || !(await services.store.getAccount(accountId))) {
+        token && (await services.store.consumeNonce(linkNonce(token.accountId, token.secret)));
+      if (!token || !valid || !(await services.store.getAccount(token.accountId))) {
         throw new ApiError(
           "invalid_token",
           "This sign-in link does not work: it was used already, has expired, or was copied incompletely. Ask for a new one below.",
           { param: "token" },
         );
       }
-      await openSession(services, res, accountId, "email_link");
+      await openSession(services, res, token.accountId, "email_link");
       res.redirect(303, "/dashboard");
     }),
   );
