@@ -17,10 +17,10 @@ import { renderDeliveriesPage, renderWebhooksPage } from "./webhooks-page.js";
 /**
  * The dashboard at /dashboard: server-rendered pages, one local script, a live feed, and the
  * account API the pages call. That API is not a second implementation: it is the /api/v1 route
- * list for the account, keys, usage, events and webhooks (`ACCOUNT_ROUTES` in src/routes.ts, passed in), mounted again under
- * /dashboard/api/v1 with the session (plus its CSRF token on changes) as the caller instead of
- * `x-api-key`. The session authenticates nothing else: /v1/tools, /mcp and /api/v1 never read
- * its cookie.
+ * list for the account, keys, usage, events and webhooks (`ACCOUNT_ROUTES` in src/routes.ts,
+ * passed in), mounted again under /dashboard/api/v1 with the session (plus its CSRF token on
+ * changes) as the caller instead of `x-api-key`. The session authenticates nothing else:
+ * /v1/tools, /mcp and /api/v1 never read its cookie.
  */
 
 /** The pages, the script and the live feed: GET only (other methods on them answer 405). */
