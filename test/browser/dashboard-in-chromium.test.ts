@@ -287,7 +287,7 @@ describe("the dashboard in Chromium", () => {
     await expect(page.locator("#last-key-warning").isVisible()).resolves.toBe(false);
     await checkPage(page, "keys-revoke-dialog");
     await page.locator("#revoke-dialog").getByRole("button", { name: "Revoke" }).click();
-    await page.locator("#notice", { hasText: "is revoked" }).waitFor();
+    await page.locator("#notice", { hasText: `${rotated.slice(-4)} is revoked` }).waitFor();
     const refused = await callTool(gw.url, rotated, "hash", { text: "d" });
     expect(refused.status).toBe(401);
     expect(refused.body.error.code).toBe("api_key_revoked");
@@ -299,7 +299,8 @@ describe("the dashboard in Chromium", () => {
     expect((await callTool(gw.url, first, "hash", { text: "e" })).status).toBe(200);
     await row(first).getByRole("button", { name: "Revoke" }).click();
     await page.locator("#revoke-dialog").getByRole("button", { name: "Revoke" }).click();
-    await page.locator("#notice", { hasText: "is revoked" }).waitFor();
+    await page.locator("#notice", { hasText: `${first.slice(-4)} is revoked` }).waitFor();
+    await expect(row(first).locator("td.status").textContent()).resolves.toBe("revoked");
     expect((await callTool(gw.url, first, "hash", { text: "f" })).status).toBe(401);
     expect(problems).toEqual([]);
     await context.close();

@@ -38,7 +38,8 @@
     return data;
   }
 
-  // Re-reads this page and swaps in the tables marked data-refresh: the server renders them.
+  // Re-reads this page and swaps in the tables marked data-refresh: the server renders them. The
+  // notice of a change is shown after this, so what it announces is already on the page.
   async function refreshTables() {
     const res = await fetch(window.location.pathname, { credentials: "same-origin" });
     const fresh = new DOMParser().parseFromString(await res.text(), "text/html");
@@ -109,8 +110,8 @@
       const grace = Number(byId("rotate-grace").value);
       const key = await api("POST", `/keys/${id}/rotate`, { grace_seconds: grace });
       showSecret("new-key", "new-key-secret", key.key);
-      notice(`Key ${label} rotated: the new key is shown below, once.`);
       await refreshTables();
+      notice(`Key ${label} rotated: the new key is shown below, once.`);
     });
   }
 
@@ -125,8 +126,8 @@
     await busy(button, async () => {
       // The warning was shown and confirmed: only then is the last active key revoked.
       await api("DELETE", `/keys/${id}${last ? "?force=true" : ""}`);
-      notice(`Key ${label} is revoked.`);
       await refreshTables();
+      notice(`Key ${label} is revoked.`);
     });
   }
 
@@ -146,8 +147,8 @@
         "DELETE",
         `/webhooks/${encodeURIComponent(button.getAttribute("data-webhook-id"))}`,
       );
-      notice("Webhook deleted.");
       await refreshTables();
+      notice("Webhook deleted.");
     });
   }
 
@@ -175,9 +176,9 @@
     busy(createForm.querySelector("button"), async () => {
       const key = await api("POST", "/keys", name ? { name } : {});
       showSecret("new-key", "new-key-secret", key.key);
-      notice("Key created: copy it now, it is shown only once.");
       createForm.reset();
       await refreshTables();
+      notice("Key created: copy it now, it is shown only once.");
     });
   });
 
@@ -190,9 +191,9 @@
     busy(registerForm.querySelector('button[type="submit"]'), async () => {
       const hook = await api("POST", "/webhooks/register", { url, events });
       showSecret("new-secret", "new-secret-value", hook.secret);
-      notice("Webhook registered: copy its signing secret now, it is shown only once.");
       registerForm.elements.url.value = "";
       await refreshTables();
+      notice("Webhook registered: copy its signing secret now, it is shown only once.");
     });
   });
 
