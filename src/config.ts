@@ -129,6 +129,14 @@ const envSchema = z.object({
   API_VERSIONS: z.string().optional(),
   /** How often each process checks the status page's components. */
   STATUS_CHECK_INTERVAL_MS: z.coerce.number().int().min(50).default(30_000),
+  /** A dashboard session ends after this long unused… */
+  DASHBOARD_SESSION_IDLE_MINUTES: z.coerce.number().min(0.01).max(7 * 24 * 60).default(30),
+  /** …and after this long in any case (absolute expiry). */
+  DASHBOARD_SESSION_MAX_HOURS: z.coerce.number().min(0.0001).max(30 * 24).default(12),
+  /** How long an e-mailed dashboard sign-in link works (single use). */
+  DASHBOARD_SIGN_IN_LINK_MINUTES: z.coerce.number().min(1).max(24 * 60).default(15),
+  /** Live feed streams (Server-Sent Events) held open per gateway process; each holds one Redis connection. */
+  DASHBOARD_LIVE_STREAMS: z.coerce.number().int().min(1).max(10_000).default(200),
 });
 
 /** Settings production must be given explicitly: no embedded default is safe there. */
@@ -180,6 +188,7 @@ export interface Config {
   webhooksPerAccount: number;
   /** Custom (per-account) and operator-declared tools at HTTP endpoints (src/tools/custom). */
   upstream: { tools: UpstreamToolSpec[]; allowPrivate: boolean; maxResponseBytes: number; perAccount: number };
+  dashboard: { sessionIdleMs: number; sessionMaxMs: number; signInLinkMs: number; liveStreams: number };
   x402: {
     networks: PaymentNetwork[];
     payTo: Address;
@@ -262,6 +271,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1",
     webhooksPerAccount: e.WEBHOOKS_PER_ACCOUNT,
     upstream: { tools: upstreamTools, allowPrivate: e.UPSTREAM_ALLOW_PRIVATE_TARGETS === "1", maxResponseBytes: e.UPSTREAM_MAX_RESPONSE_BYTES, perAccount: e.CUSTOM_TOOLS_PER_ACCOUNT },
+    dashboard: {
+      sessionIdleMs: Math.round(e.DASHBOARD_SESSION_IDLE_MINUTES * 60_000),
+      sessionMaxMs: Math.round(e.DASHBOARD_SESSION_MAX_HOURS * 3_600_000),
+      signInLinkMs: Math.round(e.DASHBOARD_SIGN_IN_LINK_MINUTES * 60_000),
+      liveStreams: e.DASHBOARD_LIVE_STREAMS,
+    },
     x402,
   };
 }

@@ -20,6 +20,8 @@ export const ERRORS = {
   invalid_api_key: { status: 401, type: "authentication_error" },
   api_key_revoked: { status: 401, type: "authentication_error" },
   invalid_token: { status: 400, type: "invalid_request_error" },
+  session_required: { status: 401, type: "authentication_error" },
+  csrf_failed: { status: 403, type: "permission_error" },
   insufficient_credits: { status: 402, type: "payment_error" },
   payment_required: { status: 402, type: "payment_error" },
   payment_invalid: { status: 402, type: "payment_error" },

@@ -1,3 +1,4 @@
+import { EventEmitter } from "node:events";
 import type { TierName } from "../accounts/tiers.js";
 import { applyDebit, applyTopUp, nextAllowanceAt, type AlertState } from "../credits/rules.js";
 import { eventRecord, type EventRecord } from "../events/types.js";
@@ -29,6 +30,8 @@ import {
   type PlanChange,
   type DeliveryAttempt,
   type TopUpKind,
+  type SessionRecord,
+  type LedgerFollower,
 } from "./types.js";
 
 interface MemAccount extends AccountRecord, AlertState {
@@ -73,7 +76,11 @@ export class MemoryStore implements Store {
 
   private addLedger(a: MemAccount, kind: LedgerKind, amount: number, change: CreditChange, tool: string | null = null) {
     a.ledger.push({ id: `${this.now()}-${++this.ledgerSeq}`, at: this.now(), kind, amount, balance: a.balance, reason: change.reason, requestId: change.requestId, tool });
+    this.ledgerGrew.emit(a.id);
   }
+
+  /** Emits an account id each time its ledger grows, for `followLedger`. */
+  private readonly ledgerGrew = new EventEmitter().setMaxListeners(0);
 
   private topUpAccount(a: MemAccount, kind: TopUpKind, amount: number, change: CreditChange & { rearm?: boolean }) {
     applyTopUp(a, amount, change.rearm !== false);
@@ -473,5 +480,73 @@ export class MemoryStore implements Store {
   }
 
   async ping() {}
+  async accountIdByEmail(email: string) {
+    return this.emails.get(email) ?? null;
+  }
+
+  private readonly sessions = new Map<string, { session: SessionRecord; idleUntil: number; epoch: number }>();
+  private readonly sessionEpochs = new Map<string, number>();
+
+  async createSession(session: SessionRecord, idleMs: number) {
+    this.sessions.set(`${session.accountId}:${session.id}`, { session, idleUntil: this.now() + idleMs, epoch: this.sessionEpochs.get(session.accountId) ?? 0 });
+  }
+
+  async touchSession(accountId: string, id: string, idleMs: number) {
+    const key = `${accountId}:${id}`;
+    const entry = this.sessions.get(key);
+    if (!entry) return null;
+    const now = this.now();
+    if (entry.idleUntil <= now || entry.session.expiresAt <= now || entry.epoch !== (this.sessionEpochs.get(accountId) ?? 0)) {
+      this.sessions.delete(key);
+      return null;
+    }
+    entry.idleUntil = now + idleMs;
+    return { ...entry.session };
+  }
+
+  async endSession(accountId: string, id: string) {
+    this.sessions.delete(`${accountId}:${id}`);
+  }
+
+  async endAccountSessions(accountId: string) {
+    this.sessionEpochs.set(accountId, (this.sessionEpochs.get(accountId) ?? 0) + 1);
+  }
+
+  followLedger(accountId: string): LedgerFollower {
+    const abort = new AbortController();
+    const newer = (afterId: string) => {
+      const [ms, seq] = afterId.split("-").map(BigInt) as [bigint, bigint];
+      return (this.accounts.get(accountId)?.ledger ?? []).filter((e) => {
+        const [ems, eseq] = e.id.split("-").map(BigInt) as [bigint, bigint];
+        return ems > ms || (ems === ms && eseq > seq);
+      });
+    };
+    const grew = this.ledgerGrew;
+    return {
+      async next(afterId, waitMs) {
+        const deadline = Date.now() + waitMs;
+        for (;;) {
+          const entries = newer(afterId);
+          const left = deadline - Date.now();
+          if (entries.length > 0 || left <= 0 || abort.signal.aborted) return entries;
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(done, left);
+            function done() {
+              clearTimeout(timer);
+              grew.off(accountId, done);
+              abort.signal.removeEventListener("abort", done);
+              resolve();
+            }
+            grew.on(accountId, done);
+            abort.signal.addEventListener("abort", done);
+          });
+        }
+      },
+      async close() {
+        abort.abort();
+      },
+    };
+  }
+
   async close() {}
 }

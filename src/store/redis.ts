@@ -35,6 +35,8 @@ import {
   type PlanChange,
   type DeliveryAttempt,
   type TopUpKind,
+  type SessionRecord,
+  type LedgerFollower,
 } from "./types.js";
 
 /** Every key of one account carries the hash tag `{acct_…}`, so each script touches one cluster slot. */
@@ -57,13 +59,15 @@ const k = {
   customTools: (accountId: string) => `{${accountId}}:custom-tools`,
   deliveries: (ownerId: string, webhookId: string) => `{${ownerId}}:deliveries:${webhookId}`,
   events: (id: string) => `{${id}}:events`,
+  session: (id: string, sessionId: string) => `{${id}}:session:${sessionId}`,
+  sessionEpoch: (id: string) => `{${id}}:session-epoch`,
   // Payments are not an account's: they share one slot of their own, so a claim is one script.
   payment: (id: string) => `{payments}:payment:${id}`,
   paymentServed: (id: string) => `{payments}:served:${id}`,
   openPayments: () => "{payments}:open",
 };
 
-const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "custom-tool-add", "release-lock", "payment-claim"] as const;
+const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "custom-tool-add", "release-lock", "payment-claim", "session-touch"] as const;
 const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   admit: 6,
   "top-up": 4,
@@ -78,6 +82,7 @@ const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   "custom-tool-add": 1,
   "release-lock": 1,
   "payment-claim": 2,
+  "session-touch": 2,
 };
 
 function loadScript(name: string, prelude: string): string {
@@ -115,6 +120,22 @@ function toAccount(raw: RawAccount): AccountRecord {
 function accountFromHash(h: Record<string, string>): AccountRecord | null {
   if (!h.id) return null;
   return toAccount(h as unknown as RawAccount);
+}
+
+/** A ledger stream entry (id and flat field list, as XRANGE and XREAD return them). */
+function ledgerEntryFrom(id: string, fields: string[]): LedgerEntry {
+  const f: Record<string, string> = {};
+  for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
+  return {
+    id,
+    at: Number(f.at),
+    kind: f.kind as LedgerKind,
+    amount: Number(f.amount),
+    balance: Number(f.balance),
+    reason: f.reason ?? "",
+    requestId: f.request_id ?? "",
+    tool: f.tool ? f.tool : null,
+  };
 }
 
 /** cjson encodes an empty Lua table as `{}`; the events list is the one place that matters. */
@@ -384,20 +405,7 @@ export class RedisStore implements Store {
       if (/Invalid stream ID|invalid start ID/i.test(err.message)) throw new InvalidCursorError(err.message);
       throw err;
     });
-    const items = rows.slice(0, page.limit).map(([id, fields]) => {
-      const f: Record<string, string> = {};
-      for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
-      return {
-        id,
-        at: Number(f.at),
-        kind: f.kind as LedgerKind,
-        amount: Number(f.amount),
-        balance: Number(f.balance),
-        reason: f.reason ?? "",
-        requestId: f.request_id ?? "",
-        tool: f.tool ? f.tool : null,
-      };
-    });
+    const items = rows.slice(0, page.limit).map(([id, fields]) => ledgerEntryFrom(id, fields));
     return { items, nextCursor: rows.length > page.limit ? (items.at(-1)?.id ?? null) : null };
   }
 
@@ -586,6 +594,62 @@ export class RedisStore implements Store {
 
   async releaseLock(name: string, token: string): Promise<void> {
     await this.script("release-lock", [`lock:${name}`], [token]);
+  }
+
+  async accountIdByEmail(email: string): Promise<string | null> {
+    return this.call(() => this.redis.get(k.email(email)));
+  }
+
+  async createSession(session: SessionRecord, idleMs: number): Promise<void> {
+    // The epoch is read first: a "sign out everywhere" landing between the two steps ends this
+    // session too (its epoch is then older), which is the safe side.
+    const epoch = (await this.call(() => this.redis.get(k.sessionEpoch(session.accountId)))) ?? "0";
+    const key = k.session(session.accountId, session.id);
+    const lifetime = Math.max(1, Math.min(idleMs, session.expiresAt - Date.now()));
+    await this.call(() =>
+      this.redis
+        .multi()
+        .hset(key, { account_id: session.accountId, csrf: session.csrfToken, created_at: session.createdAt, expires_at: session.expiresAt, via: session.via, epoch })
+        .pexpire(key, lifetime)
+        .exec(),
+    );
+  }
+
+  async touchSession(accountId: string, id: string, idleMs: number): Promise<SessionRecord | null> {
+    const raw = await this.script<Record<string, string> | null>("session-touch", [k.session(accountId, id), k.sessionEpoch(accountId)], [Date.now(), idleMs]);
+    if (!raw) return null;
+    return { id, accountId: raw.account_id!, csrfToken: raw.csrf!, createdAt: Number(raw.created_at), expiresAt: Number(raw.expires_at), via: raw.via as SessionRecord["via"] };
+  }
+
+  async endSession(accountId: string, id: string): Promise<void> {
+    await this.call(() => this.redis.del(k.session(accountId, id)));
+  }
+
+  async endAccountSessions(accountId: string): Promise<void> {
+    // Every session records the epoch it was opened in; a newer epoch ends them all at their next use.
+    await this.call(() => this.redis.incr(k.sessionEpoch(accountId)));
+  }
+
+  followLedger(accountId: string): LedgerFollower {
+    // A blocking read holds its connection, so each follower gets its own, given up on close.
+    const connection = connectRedis(this.options.url, this.options.cluster ?? false, {
+      keyPrefix: this.options.keyPrefix,
+      enableOfflineQueue: true,
+      maxRetriesPerRequest: 1,
+      retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
+    });
+    connection.on("error", () => {
+      /* the reader sees the failed read and ends its stream */
+    });
+    return {
+      async next(afterId, waitMs) {
+        const reply = await connection.xread("BLOCK", waitMs, "STREAMS", k.ledger(accountId), afterId);
+        return reply?.[0]?.[1].map(([id, fields]) => ledgerEntryFrom(id, fields)) ?? [];
+      },
+      async close() {
+        connection.disconnect();
+      },
+    };
   }
 
   async ping(): Promise<void> {

@@ -261,6 +261,26 @@ export interface Store {
   acquireLock(name: string, ttlMs: number): Promise<string | null>;
   releaseLock(name: string, token: string): Promise<void>;
 
+  /** The account holding an e-mail address (as claimed by `claimEmail`), or null. */
+  accountIdByEmail(email: string): Promise<string | null>;
+
+  /**
+   * Dashboard sessions, server-side: the record lives `idleMs` past its last use and never past
+   * its absolute `expiresAt`. `touchSession` reads a live session and pushes its idle expiry back
+   * in one step; `endAccountSessions` ends every session of the account at once (sign out
+   * everywhere), including any created before it in another process.
+   */
+  createSession(session: SessionRecord, idleMs: number): Promise<void>;
+  touchSession(accountId: string, id: string, idleMs: number): Promise<SessionRecord | null>;
+  endSession(accountId: string, id: string): Promise<void>;
+  endAccountSessions(accountId: string): Promise<void>;
+
+  /**
+   * Follows the account's ledger as it grows, across every process writing it: a follower holds
+   * its own connection (a blocking read), so it is closed when its reader goes away.
+   */
+  followLedger(accountId: string): LedgerFollower;
+
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -277,6 +297,25 @@ export interface CustomToolRecord {
   priceCredits: number;
   timeoutMs: number;
   createdAt: number;
+}
+
+/** A server-side dashboard session. `id` is the SHA-256 (hex) of the cookie's secret, never the secret. */
+export interface SessionRecord {
+  id: string;
+  accountId: string;
+  /** Sent back on every state-changing request (header or form field); compared in constant time. */
+  csrfToken: string;
+  createdAt: number;
+  /** Absolute expiry (epoch ms), whatever the activity. */
+  expiresAt: number;
+  /** How the session was opened. */
+  via: "api_key" | "email_link";
+}
+
+export interface LedgerFollower {
+  /** Entries newer than `afterId` (oldest first), waiting up to `waitMs` for the first; [] on timeout. */
+  next(afterId: string, waitMs: number): Promise<LedgerEntry[]>;
+  close(): Promise<void>;
 }
 
 /** A webhook; `ownerId` is an account id, or "platform" for the operator's webhooks. */
