@@ -1,6 +1,7 @@
 import type { RouteDef } from "./http/route.js";
 import { getAccount } from "./accounts/routes/account.js";
 import { adminGrantCredits, adminIssueKey, adminListAccounts, adminSetTier } from "./accounts/routes/admin.js";
+import { adminBindWorkers, adminGetWorkers, adminUnbindWorkers } from "./accounts/routes/admin-workers.js";
 import { createKey, listKeys, revokeKey, rotateKey } from "./accounts/routes/keys.js";
 import { resendVerification } from "./accounts/routes/resend-verification.js";
 import { signup } from "./accounts/routes/signup.js";
@@ -27,6 +28,9 @@ export const apiRoutes: RouteDef<any, any, any>[] = [
   adminSetTier,
   adminGrantCredits,
   adminIssueKey,
+  adminGetWorkers,
+  adminBindWorkers,
+  adminUnbindWorkers,
   ...webhookRoutes("account"),
   ...webhookRoutes("platform"),
   ...paymentRoutes,

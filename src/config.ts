@@ -88,6 +88,8 @@ const envSchema = z.object({
   /** Development and tests only: let webhooks target loopback and private networks (HTTPS still required). */
   WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   WEBHOOKS_PER_ACCOUNT: z.coerce.number().int().min(1).max(100).default(10),
+  /** Development and tests only: let a Business account's dedicated workers be on loopback or a private network, over plain HTTP. */
+  DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   /** x402: comma-separated networks (base, base-sepolia, polygon, polygon-amoy); unset: no x402. */
   X402_NETWORKS: z.string().optional(),
   X402_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, "an EVM address").optional(),
@@ -167,6 +169,7 @@ export interface Config {
   requestTimeoutMs: number;
   mcpAllowedHosts: string[];
   webhookAllowPrivateTargets: boolean;
+  dedicatedWorkersAllowPrivateTargets: boolean;
   webhooksPerAccount: number;
   x402: {
     networks: PaymentNetwork[];
@@ -199,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       if (!env[name]) problems.push(`${name} is required when NODE_ENV=production`);
     }
     if (parsed.data.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1") problems.push("WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
+    if (parsed.data.DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS === "1") problems.push("DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
   }
   if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && !parsed.data.REDIS_URL) problems.push("WEB_CONCURRENCY above 1 needs REDIS_URL: the gateway processes share their state through Redis");
   const x402 = parsed.success ? paymentConfig(parsed.data, env, problems) : null;
@@ -247,6 +251,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       : [...new Set([new URL(e.PUBLIC_BASE_URL ?? "http://localhost").hostname, "localhost", "127.0.0.1", "[::1]"])],
     webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1",
     webhooksPerAccount: e.WEBHOOKS_PER_ACCOUNT,
+    dedicatedWorkersAllowPrivateTargets: e.DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS === "1",
     x402,
   };
 }

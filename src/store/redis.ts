@@ -61,7 +61,7 @@ const k = {
   openPayments: () => "{payments}:open",
 };
 
-const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "release-lock", "payment-claim"] as const;
+const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "release-lock", "payment-claim", "set-workers"] as const;
 const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   admit: 6,
   "top-up": 4,
@@ -75,6 +75,7 @@ const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   "webhook-add": 1,
   "release-lock": 1,
   "payment-claim": 2,
+  "set-workers": 1,
 };
 
 function loadScript(name: string, prelude: string): string {
@@ -93,6 +94,7 @@ interface RawAccount {
   created_at: number;
   allowance_at: number;
   plan_expires_at?: number;
+  workers_url?: string;
 }
 
 function toAccount(raw: RawAccount): AccountRecord {
@@ -106,6 +108,7 @@ function toAccount(raw: RawAccount): AccountRecord {
     createdAt: Number(raw.created_at),
     allowanceAt: Number(raw.allowance_at),
     planExpiresAt: Number(raw.plan_expires_at ?? 0),
+    dedicatedWorkersUrl: raw.workers_url || null,
   };
 }
 
@@ -254,6 +257,11 @@ export class RedisStore implements Store {
 
   async setTier(accountId: string, tier: TierName): Promise<AccountRecord | null> {
     const raw = await this.script<RawAccount | null>("set-tier", [k.account(accountId)], [tier]);
+    return raw ? toAccount(raw) : null;
+  }
+
+  async setDedicatedWorkers(accountId: string, url: string | null): Promise<AccountRecord | null> {
+    const raw = await this.script<RawAccount | null>("set-workers", [k.account(accountId)], [url ?? ""]);
     return raw ? toAccount(raw) : null;
   }
 
