@@ -122,6 +122,25 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/accounts/{id}/workers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's dedicated worker pool, if it is bound to one. */
+        get: operations["getAdminAccountsIdWorkers"];
+        /** Bind a Business account to its own worker pool: all its tool calls go there and nowhere else, from its next call. */
+        put: operations["putAdminAccountsIdWorkers"];
+        post?: never;
+        /** Unbind the account's dedicated worker pool: its calls go to the shared pools again, from its next call. */
+        delete: operations["deleteAdminAccountsIdWorkers"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/incidents": {
         parameters: {
             query?: never;
@@ -2429,9 +2448,9 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "dedicated_workers")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
-                        features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                        features_coming: ("analytics" | "custom_endpoints" | "sso")[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
@@ -2609,9 +2628,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "dedicated_workers")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                            features_coming: ("analytics" | "custom_endpoints" | "sso")[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -2708,9 +2727,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "dedicated_workers")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                            features_coming: ("analytics" | "custom_endpoints" | "sso")[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -2892,9 +2911,9 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "dedicated_workers")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
-                        features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                        features_coming: ("analytics" | "custom_endpoints" | "sso")[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
@@ -2903,6 +2922,235 @@ export interface operations {
                         rate_limit_per_minute: number;
                         /** @enum {string} */
                         tier: "free" | "starter" | "pro" | "business";
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAdminAccountsIdWorkers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        account_id: string;
+                        /** @description Calls go to this pool now: it is bound and the account's tier includes dedicated workers. */
+                        active: boolean;
+                        /** @description The origin of the account's own worker pool; null: the shared pools. */
+                        url: string | null;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putAdminAccountsIdWorkers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The pool's origin, e.g. https://workers.acme.example:8500 */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        account_id: string;
+                        /** @description Calls go to this pool now: it is bound and the account's tier includes dedicated workers. */
+                        active: boolean;
+                        /** @description The origin of the account's own worker pool; null: the shared pools. */
+                        url: string | null;
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteAdminAccountsIdWorkers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        account_id: string;
+                        /** @description Calls go to this pool now: it is bound and the account's tier includes dedicated workers. */
+                        active: boolean;
+                        /** @description The origin of the account's own worker pool; null: the shared pools. */
+                        url: string | null;
                     };
                 };
             };
@@ -3820,9 +4068,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "dedicated_workers")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                            features_coming: ("analytics" | "custom_endpoints" | "sso")[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -4431,9 +4679,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "dedicated_workers")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                            features_coming: ("analytics" | "custom_endpoints" | "sso")[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -4541,9 +4789,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "dedicated_workers")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                            features_coming: ("analytics" | "custom_endpoints" | "sso")[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
