@@ -5,7 +5,7 @@ import type { AccountRecord } from "../store/types.js";
 import { guardedLookup } from "../webhooks/ssrf.js";
 import { dedicatedOrigin } from "./dedicated-workers.js";
 import type { WorkerPool } from "./definition.js";
-import { createHttpForwarder, type Forwarder } from "./forward.js";
+import { createHttpForwarder, createProxyForwarder, type Forwarder } from "./forward.js";
 import { PriorityGate } from "./priority-gate.js";
 
 export interface PoolSettings {
@@ -33,6 +33,10 @@ const DEDICATED_GATE_SWEEP_AT = 1000;
  */
 export class WorkerPools {
   readonly agent = new Agent({ keepAlive: true, maxSockets: 256, keepAliveMsecs: 10_000 });
+  /** The REST door's forwarder: proxies the caller's own HTTP exchange to the worker. */
+  readonly proxy = createProxyForwarder(this.agent);
+  /** For doors with no HTTP exchange of their own to proxy (MCP). */
+  readonly http = createHttpForwarder(this.agent);
   private readonly gates = new Map<WorkerPool, PriorityGate>();
   private readonly unavailable = new Map<string, string>();
   private timer: NodeJS.Timeout | null = null;
