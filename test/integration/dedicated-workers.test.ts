@@ -1,8 +1,10 @@
 import type { IncomingMessage } from "node:http";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadWorkerConfig } from "../../src/workers/config.js";
 import { startWorkers } from "../../src/workers/main.js";
 import { admin, balanceOf, call, callTool, fundedAccount, signUp, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { REDIS_URL } from "../helpers/redis.js";
 
 /**
  * Dedicated workers (Business): two real worker servers — the shared pools and one account's own
@@ -110,6 +112,32 @@ describe("binding an account to its own worker pool", () => {
     }
     expect((await admin(gw.url, `/accounts/acc_nothing/workers`, { method: "PUT", body: { url: dedicated.url } })).status).toBe(404);
     expect((await call401(`/accounts/${accountId}/workers`)).status).toBe(401);
+  });
+});
+
+describe("the hot path", () => {
+  it("routes a bound account's keyed call in the one Redis round trip of its admission (observed with MONITOR)", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100, "business");
+    await admin(gw.url, `/accounts/${accountId}/workers`, { method: "PUT", body: { url: dedicated.url } });
+    expect((await callTool(gw.url, key, "hash", { text: "warm-up" })).status).toBe(200);
+    while ((await gw.services.store.readOutbox(accountId, 10)).length > 0) await new Promise((r) => setTimeout(r, 50));
+    const monitor = new Redis(REDIS_URL);
+    const fromGateway: string[] = [];
+    const feed = await monitor.monitor();
+    feed.on("monitor", (_time: string, args: string[], source: string) => {
+      if (source !== "lua" && args.some((a) => String(a).includes(`{${accountId}}`))) fromGateway.push(String(args[0]).toLowerCase());
+    });
+    try {
+      await new Promise((r) => setTimeout(r, 100));
+      const since = mark();
+      for (let i = 0; i < 5; i++) expect((await callTool(gw.url, key, "hash", { text: `t${i}` })).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(since().dedicated).toHaveLength(5);
+      expect(fromGateway).toEqual(Array(5).fill("evalsha"));
+    } finally {
+      feed.disconnect();
+      monitor.disconnect();
+    }
   });
 });
 

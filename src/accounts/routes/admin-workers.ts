@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute, type RouteContext } from "../../http/route.js";
-import { ACCOUNT_ID_PATTERN } from "../../lib/ids.js";
 import type { AccountRecord } from "../../store/types.js";
 import { checkDedicatedWorkersUrl, dedicatedOrigin } from "../../tools/dedicated-workers.js";
 import { requireFeature } from "../tiers.js";
+import { accountIdParam } from "./admin.js";
 
 /**
  * Dedicated workers (Business), an operator's endpoints: bind an account to its own worker pool,
@@ -23,11 +23,7 @@ const view = (account: AccountRecord): z.infer<typeof bindingView> => ({
   active: dedicatedOrigin(account) !== null,
 });
 
-function accountIdOf(ctx: RouteContext<unknown, unknown, "admin">): string {
-  const id = ctx.params.id;
-  if (!id || !ACCOUNT_ID_PATTERN.test(id)) throw new ApiError("not_found", "No such account.", { param: "id" });
-  return id;
-}
+const accountIdOf = (ctx: RouteContext<unknown, unknown, "admin">) => accountIdParam(ctx.params.id);
 
 const noSuchAccount = () => new ApiError("not_found", "No such account.", { param: "id" });
 
