@@ -1,4 +1,7 @@
-import type { IncomingMessage } from "node:http";
+import { readFileSync } from "node:fs";
+import type { IncomingMessage, RequestListener } from "node:http";
+import { createServer as createTlsServer } from "node:https";
+import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadWorkerConfig } from "../../src/workers/config.js";
@@ -112,6 +115,30 @@ describe("binding an account to its own worker pool", () => {
     }
     expect((await admin(gw.url, `/accounts/acc_nothing/workers`, { method: "PUT", body: { url: dedicated.url } })).status).toBe(404);
     expect((await call401(`/accounts/${accountId}/workers`)).status).toBe(401);
+  });
+});
+
+describe("a pool reached over HTTPS", () => {
+  it("sends the calls over TLS to a pool whose certificate the gateway trusts", async () => {
+    // The dedicated workers' own application, served over HTTPS with the test CA's certificate for localhost.
+    const dir = process.env.TEST_TLS_DIR!;
+    const calls: string[] = [];
+    const tls = createTlsServer({ key: readFileSync(join(dir, "server.key")), cert: readFileSync(join(dir, "server.pem")) }, (req, res) => {
+      if (req.method === "POST") calls.push(req.url!);
+      (dedicated.server.listeners("request")[0] as RequestListener)(req, res);
+    });
+    await new Promise<void>((r) => tls.listen(0, "127.0.0.1", r));
+    try {
+      const { key, accountId } = await fundedAccount(gw.url, 100, "business");
+      const url = `https://localhost:${(tls.address() as { port: number }).port}`;
+      expect((await admin(gw.url, `/accounts/${accountId}/workers`, { method: "PUT", body: { url } })).body.url).toBe(url);
+      const since = mark();
+      expect((await callTool(gw.url, key, "hash", { text: "over tls" })).status).toBe(200);
+      expect([calls, since().shared]).toEqual([["/tools/hash"], []]);
+    } finally {
+      tls.closeAllConnections();
+      await new Promise((r) => tls.close(r));
+    }
   });
 });
 
