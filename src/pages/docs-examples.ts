@@ -65,6 +65,13 @@ export const OPERATION_EXAMPLES: Record<string, OperationExample> = {
   "GET /api/v1/admin/accounts": { query: "limit=20" },
   "PUT /api/v1/admin/accounts/{id}/tier": { body: { tier: "pro" } },
   "POST /api/v1/admin/accounts/{id}/credits": { body: { amount: 500, reason: "support goodwill" }, headers: ["Idempotency-Key: grant-2026-11-22-001"] },
+  "PUT /api/v1/admin/accounts/{id}/workers": {
+    body: { url: "https://workers.acme.example" },
+    error: {
+      status: 422,
+      why: "The URL must be the origin of a running workers deployment, at a public HTTPS address the gateway can resolve; workers.acme.example is a placeholder that resolves nowhere, so the example is refused naming url. The account must be Business (else 403 feature_not_in_tier).",
+    },
+  },
   "POST /api/v1/webhooks/register": { body: { url: "https://example.com/hooks/toolgate", events: ["credits.low", "tool.error"] } },
   "POST /api/v1/admin/webhooks/register": { body: { url: "https://example.com/hooks/platform", events: ["agent.registered"] } },
   "POST /api/v1/webhooks/test": { body: { webhook_id: "$WEBHOOK_ID" } },
