@@ -98,6 +98,8 @@ const envSchema = z.object({
   UPSTREAM_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
   /** How many custom tools one Business account may register. */
   CUSTOM_TOOLS_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(50),
+  /** Development and tests only: let a Business account's dedicated workers be on loopback or a private network, over plain HTTP. */
+  DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   /** x402: comma-separated networks (base, base-sepolia, polygon, polygon-amoy); unset: no x402. */
   X402_NETWORKS: z.string().optional(),
   X402_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, "an EVM address").optional(),
@@ -185,6 +187,7 @@ export interface Config {
   requestTimeoutMs: number;
   mcpAllowedHosts: string[];
   webhookAllowPrivateTargets: boolean;
+  dedicatedWorkersAllowPrivateTargets: boolean;
   webhooksPerAccount: number;
   /** Custom (per-account) and operator-declared tools at HTTP endpoints (src/tools/custom). */
   upstream: { tools: UpstreamToolSpec[]; allowPrivate: boolean; maxResponseBytes: number; perAccount: number };
@@ -221,6 +224,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
     if (parsed.data.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1") problems.push("WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
     if (parsed.data.UPSTREAM_ALLOW_PRIVATE_TARGETS === "1") problems.push("UPSTREAM_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
+    if (parsed.data.DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS === "1") problems.push("DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
   }
   if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && !parsed.data.REDIS_URL) problems.push("WEB_CONCURRENCY above 1 needs REDIS_URL: the gateway processes share their state through Redis");
   const x402 = parsed.success ? paymentConfig(parsed.data, env, problems) : null;
@@ -277,6 +281,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       signInLinkMs: Math.round(e.DASHBOARD_SIGN_IN_LINK_MINUTES * 60_000),
       liveStreams: e.DASHBOARD_LIVE_STREAMS,
     },
+    dedicatedWorkersAllowPrivateTargets: e.DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS === "1",
     x402,
   };
 }

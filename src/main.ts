@@ -160,6 +160,7 @@ async function startServices(config: Config, logger: ProcessLogger, started: Par
       urls: { general: config.workers.general ?? bundled!.url, provider: config.workers.provider ?? bundled!.url, heavy: config.workers.heavy ?? bundled!.url },
       concurrency: { general: config.poolConcurrency, provider: config.poolConcurrency, heavy: config.heavyPoolConcurrency },
       queueTimeoutMs: config.poolQueueTimeoutMs,
+      dedicatedAllowPrivate: config.dedicatedWorkersAllowPrivateTargets,
     },
     log,
   );

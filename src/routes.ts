@@ -1,6 +1,7 @@
 import type { Router } from "express";
 import { getAccount } from "./accounts/routes/account.js";
 import { adminGrantCredits, adminIssueKey, adminListAccounts, adminSetTier } from "./accounts/routes/admin.js";
+import { adminBindWorkers, adminGetWorkers, adminUnbindWorkers } from "./accounts/routes/admin-workers.js";
 import { listEvents } from "./accounts/routes/events.js";
 import { createKey, listKeys, revokeKey, rotateKey } from "./accounts/routes/keys.js";
 import { resendVerification } from "./accounts/routes/resend-verification.js";
@@ -61,6 +62,9 @@ const API_ROUTES: AnyRoute[] = [
   adminSetTier,
   adminGrantCredits,
   adminIssueKey,
+  adminGetWorkers,
+  adminBindWorkers,
+  adminUnbindWorkers,
   ...customToolRoutes,
   ...webhookRoutes("platform"),
   ...paymentRoutes,

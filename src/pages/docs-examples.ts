@@ -77,6 +77,13 @@ export const OPERATION_EXAMPLES: Record<string, OperationExample> = {
       timeout_ms: 5000,
     },
   },
+  "PUT /api/v1/admin/accounts/{id}/workers": {
+    body: { url: "https://workers.acme.example" },
+    error: {
+      status: 422,
+      why: "The URL must be the origin of a running workers deployment, at a public HTTPS address the gateway can resolve; workers.acme.example is a placeholder that resolves nowhere, so the example is refused naming url. The account must be Business (else 403 feature_not_in_tier).",
+    },
+  },
   "POST /api/v1/webhooks/register": { body: { url: "https://example.com/hooks/toolgate", events: ["credits.low", "tool.error"] } },
   "POST /api/v1/admin/webhooks/register": { body: { url: "https://example.com/hooks/platform", events: ["agent.registered"] } },
   "POST /api/v1/webhooks/test": { body: { webhook_id: "$WEBHOOK_ID" } },

@@ -70,8 +70,8 @@ export class MemoryStore implements Store {
   ) {}
 
   private view(a: MemAccount): AccountRecord {
-    const { id, email, emailVerified, tier, balance, reference, createdAt, allowanceAt, planExpiresAt } = a;
-    return { id, email, emailVerified, tier, balance, reference, createdAt, allowanceAt, planExpiresAt };
+    const { id, email, emailVerified, tier, balance, reference, createdAt, allowanceAt, planExpiresAt, dedicatedWorkersUrl } = a;
+    return { id, email, emailVerified, tier, balance, reference, createdAt, allowanceAt, planExpiresAt, dedicatedWorkersUrl };
   }
 
   private addLedger(a: MemAccount, kind: LedgerKind, amount: number, change: CreditChange, tool: string | null = null) {
@@ -105,6 +105,7 @@ export class MemoryStore implements Store {
       createdAt: this.now(),
       allowanceAt: 0,
       planExpiresAt: 0,
+      dedicatedWorkersUrl: null,
       lowArmed: false,
       depletedArmed: false,
       keysByHash: new Map(),
@@ -144,6 +145,13 @@ export class MemoryStore implements Store {
     if (!a) return null;
     a.tier = tier;
     a.planExpiresAt = 0;
+    return this.view(a);
+  }
+
+  async setDedicatedWorkers(accountId: string, url: string | null) {
+    const a = this.accounts.get(accountId);
+    if (!a) return null;
+    a.dedicatedWorkersUrl = url;
     return this.view(a);
   }
 

@@ -67,7 +67,7 @@ const k = {
   openPayments: () => "{payments}:open",
 };
 
-const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "custom-tool-add", "release-lock", "payment-claim", "session-touch"] as const;
+const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "custom-tool-add", "release-lock", "payment-claim", "session-touch", "set-workers"] as const;
 const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   admit: 6,
   "top-up": 4,
@@ -83,6 +83,7 @@ const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   "release-lock": 1,
   "payment-claim": 2,
   "session-touch": 2,
+  "set-workers": 1,
 };
 
 function loadScript(name: string, prelude: string): string {
@@ -101,6 +102,7 @@ interface RawAccount {
   created_at: number;
   allowance_at: number;
   plan_expires_at?: number;
+  workers_url?: string;
 }
 
 function toAccount(raw: RawAccount): AccountRecord {
@@ -114,6 +116,7 @@ function toAccount(raw: RawAccount): AccountRecord {
     createdAt: Number(raw.created_at),
     allowanceAt: Number(raw.allowance_at),
     planExpiresAt: Number(raw.plan_expires_at ?? 0),
+    dedicatedWorkersUrl: raw.workers_url || null,
   };
 }
 
@@ -278,6 +281,11 @@ export class RedisStore implements Store {
 
   async setTier(accountId: string, tier: TierName): Promise<AccountRecord | null> {
     const raw = await this.script<RawAccount | null>("set-tier", [k.account(accountId)], [tier]);
+    return raw ? toAccount(raw) : null;
+  }
+
+  async setDedicatedWorkers(accountId: string, url: string | null): Promise<AccountRecord | null> {
+    const raw = await this.script<RawAccount | null>("set-workers", [k.account(accountId)], [url ?? ""]);
     return raw ? toAccount(raw) : null;
   }
 

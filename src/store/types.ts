@@ -23,6 +23,11 @@ export interface AccountRecord {
   allowanceAt: number;
   /** When a paid plan's period ends unpaid and the tier falls back to Free (epoch ms); 0 = no end (Free, or set by an operator). */
   planExpiresAt: number;
+  /**
+   * Business: the origin of the account's own tool workers (an operator binds it), or null. Read
+   * with the account in the admission's one round trip, so routing to it costs nothing extra.
+   */
+  dedicatedWorkersUrl: string | null;
 }
 
 /** A plan bought with a payment: the tier, for a period (extending the current one on renewal). */
@@ -144,6 +149,8 @@ export interface Store {
   /** Claims an e-mail address for an account; false when another account holds it. */
   claimEmail(email: string, accountId: string): Promise<boolean>;
   setTier(accountId: string, tier: TierName): Promise<AccountRecord | null>;
+  /** Binds the account to its own worker pool (`url`), or unbinds it (null); null when there is no such account. */
+  setDedicatedWorkers(accountId: string, url: string | null): Promise<AccountRecord | null>;
   /** Marks the e-mail verified and grants `amount` once; starts the Free monthly allowance clock. */
   verifyEmail(accountId: string, grant: CreditChange & { amount: number }): Promise<"verified" | "already_verified" | "not_found">;
 

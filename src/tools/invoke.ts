@@ -135,9 +135,11 @@ async function serveCharged(
   const accountId = caller.account.id;
   let outcome: ForwardOutcome;
   try {
-    const release = await pools.gate(tool.pool).acquire(TIERS[caller.account.tier].priority, config.poolQueueTimeoutMs);
+    // A Business account bound to its own pool is sent there and nowhere else (see dedicated-workers.ts).
+    const route = pools.route(tool.pool, caller.account);
+    const release = await route.gate.acquire(TIERS[caller.account.tier].priority, config.poolQueueTimeoutMs);
     try {
-      outcome = await forward({ origin: pools.url(tool.pool), path: `/tools/${tool.name}`, input, requestId, timeoutMs: timeoutOf(services, tool), signal: crashed });
+      outcome = await (route.forward ?? forward)({ origin: route.origin, path: `/tools/${tool.name}`, input, requestId, timeoutMs: timeoutOf(services, tool), signal: crashed });
     } finally {
       release();
     }

@@ -341,6 +341,18 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(hits.map((h) => h.remaining)).toEqual([2, 1, 0, 0]);
   });
 
+  it("binds an account to its dedicated workers, and the admission brings the binding back with the account", async () => {
+    const a = await account();
+    expect((await store.getAccount(a.id))!.dedicatedWorkersUrl).toBeNull();
+    expect(await store.setDedicatedWorkers(a.id, "https://workers.acme.example")).toMatchObject({ id: a.id, dedicatedWorkersUrl: "https://workers.acme.example" });
+    // The hot path learns where to send the call from the admission itself: no extra read.
+    expect(await debit(a.id, a.key.hash)).toMatchObject({ status: "ok", account: { dedicatedWorkersUrl: "https://workers.acme.example", balance: 99 } });
+    expect(await store.setTier(a.id, "pro")).toMatchObject({ tier: "pro", dedicatedWorkersUrl: "https://workers.acme.example" });
+    expect(await store.setDedicatedWorkers(a.id, null)).toMatchObject({ dedicatedWorkersUrl: null });
+    expect(await debit(a.id, a.key.hash)).toMatchObject({ status: "ok", account: { dedicatedWorkersUrl: null } });
+    expect(await store.setDedicatedWorkers(newAccountId(), "https://workers.acme.example")).toBeNull();
+  });
+
   it("gives back a hit that did not count, so the bucket admits another", async () => {
     const bucket = `signup:${newAccountId()}`;
     const ids = [newRequestId(), newRequestId()];
