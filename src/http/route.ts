@@ -33,6 +33,8 @@ export interface Reply {
   raw?: string;
   /** A page for a person (an e-mailed link opened in a browser), sent with the pages' security headers. */
   html?: string;
+  /** Another kind of document (a CSV export), sent with its media type. */
+  document?: { type: string; body: string };
   headers?: Record<string, string>;
 }
 
@@ -84,6 +86,7 @@ export function mountRoutes(services: Services, routes: RouteDef<any, any, any>[
       res.status(reply.status ?? 200);
       if (reply.html !== undefined) sendPage(res, reply.html);
       else if (reply.raw !== undefined) res.type("application/json").send(reply.raw);
+      else if (reply.document !== undefined) res.type(reply.document.type).send(reply.document.body);
       else res.json(reply.body);
     });
   }
