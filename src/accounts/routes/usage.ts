@@ -65,7 +65,7 @@ export const usage = defineRoute({
       const body = Papa.unparse({ fields: [...CSV_COLUMNS], data: data.map((e) => CSV_COLUMNS.map((column) => e[column] ?? "")) });
       const next = page.nextCursor ? new URLSearchParams({ ...(req.query as Record<string, string>), cursor: page.nextCursor }) : null;
       return {
-        document: { type: "text/csv; charset=utf-8", body: `${body}\r\n` },
+        text: { contentType: "text/csv; charset=utf-8", body: `${body}\r\n` },
         headers: { "Content-Disposition": 'attachment; filename="usage.csv"', ...(next ? { Link: `<${req.baseUrl}${req.path}?${next}>; rel="next"` } : {}) },
       };
     }
