@@ -34,7 +34,8 @@ export async function checkBooks(store: Store, db: BooksDatabase): Promise<Books
         const after = (await store.getAccount(account.id))?.balance ?? 0;
         if (before !== after && attempt < ATTEMPTS) continue; // calls moved the balance while we read
         result.entries += entries;
-        if (sum !== after) result.mismatches.push({ accountId: account.id, balance: after, ledgerSum: sum });
+        if (sum !== after)
+          result.mismatches.push({ accountId: account.id, balance: after, ledgerSum: sum });
         break;
       }
     }
@@ -43,7 +44,11 @@ export async function checkBooks(store: Store, db: BooksDatabase): Promise<Books
   return result;
 }
 
-async function ledgerSum(store: Store, db: BooksDatabase, accountId: string): Promise<{ sum: number; entries: number }> {
+async function ledgerSum(
+  store: Store,
+  db: BooksDatabase,
+  accountId: string,
+): Promise<{ sum: number; entries: number }> {
   const held: LedgerEntry[] = [];
   let cursor: string | undefined;
   do {
@@ -52,7 +57,12 @@ async function ledgerSum(store: Store, db: BooksDatabase, accountId: string): Pr
     cursor = page.nextCursor ?? undefined;
   } while (cursor);
   const heldIds = held.map((e) => e.id);
-  const [row] = await db.query<{ sum: string | number | null; entries: string | number; overlap: string | number | null; overlapping: string | number }>(
+  const [row] = await db.query<{
+    sum: string | number | null;
+    entries: string | number;
+    overlap: string | number | null;
+    overlapping: string | number;
+  }>(
     `SELECT sum(amount) AS sum, count(*) AS entries,
             sum(amount) FILTER (WHERE (entry_ms || '-' || entry_seq) = ANY($2::text[])) AS overlap,
             count(*) FILTER (WHERE (entry_ms || '-' || entry_seq) = ANY($2::text[])) AS overlapping

@@ -16,13 +16,18 @@ export interface BooksDatabase {
   close(): Promise<void>;
 }
 
-
 /**
  * `DATABASE_URL`: `postgres://…` (or `postgresql://…`) a real server; `pglite://memory` PGlite
  * in memory; `pglite:///absolute/dir` PGlite keeping its files in that directory.
  */
-export async function openBooksDatabase(url: string, options: { timeoutMs?: number } = {}): Promise<BooksDatabase> {
-  if (url.startsWith("pglite:")) return openPglite(url === "pglite://memory" ? undefined : decodeURIComponent(new URL(url).pathname));
+export async function openBooksDatabase(
+  url: string,
+  options: { timeoutMs?: number } = {},
+): Promise<BooksDatabase> {
+  if (url.startsWith("pglite:"))
+    return openPglite(
+      url === "pglite://memory" ? undefined : decodeURIComponent(new URL(url).pathname),
+    );
   return openPostgres(url, options.timeoutMs ?? 5000);
 }
 
@@ -40,7 +45,12 @@ function openPostgres(url: string, timeoutMs: number): BooksDatabase {
   const unavailable = (err: unknown): never => {
     const e = err as { code?: string; message?: string };
     // Connection failures (no SQLSTATE, or class 08 / 57P0x: the server is going away) are an outage, not a bug.
-    if (!e.code || /^08|^57P0/.test(e.code) || /ECONNREFUSED|ECONNRESET|timeout|terminat/i.test(e.message ?? "")) throw new BooksUnavailableError(e.message ?? String(err));
+    if (
+      !e.code ||
+      /^08|^57P0/.test(e.code) ||
+      /ECONNREFUSED|ECONNRESET|timeout|terminat/i.test(e.message ?? "")
+    )
+      throw new BooksUnavailableError(e.message ?? String(err));
     throw err;
   };
   return {
@@ -75,7 +85,9 @@ async function openPglite(dataDir: string | undefined): Promise<BooksDatabase> {
   // Without parameters a text may hold several statements (a migration): PGlite runs those with `exec`.
   type Runner = Pick<PGlite, "query" | "exec">;
   const run = async <T>(on: Runner, sql: string, params: unknown[] | undefined): Promise<T[]> =>
-    params === undefined ? ((await on.exec(sql)).at(-1)?.rows as T[] | undefined) ?? [] : (await on.query<T>(sql, params)).rows;
+    params === undefined
+      ? (((await on.exec(sql)).at(-1)?.rows as T[] | undefined) ?? [])
+      : (await on.query<T>(sql, params)).rows;
   return {
     kind: "pglite",
     query: (sql, params) => run(db, sql, params),
@@ -88,9 +100,20 @@ async function openPglite(dataDir: string | undefined): Promise<BooksDatabase> {
  * Inserts rows, skipping those whose `conflict` key is already there (the books are written
  * idempotently); returns how many were new.
  */
-export async function insertRows(query: BooksDatabase["query"], table: string, columns: readonly string[], rows: unknown[][], conflict: string): Promise<number> {
+export async function insertRows(
+  query: BooksDatabase["query"],
+  table: string,
+  columns: readonly string[],
+  rows: unknown[][],
+  conflict: string,
+): Promise<number> {
   if (rows.length === 0) return 0;
   const params: unknown[] = [];
   const values = rows.map((row) => `(${row.map((value) => `$${params.push(value)}`).join(", ")})`);
-  return (await query(`INSERT INTO ${table} (${columns.join(", ")}) VALUES ${values.join(", ")} ON CONFLICT ${conflict} DO NOTHING RETURNING 1`, params)).length;
+  return (
+    await query(
+      `INSERT INTO ${table} (${columns.join(", ")}) VALUES ${values.join(", ")} ON CONFLICT ${conflict} DO NOTHING RETURNING 1`,
+      params,
+    )
+  ).length;
 }

@@ -31,10 +31,17 @@ export interface ExportPass {
 /** How many accounts' backlogs are looked up per store round trip. */
 const BACKLOG_PAGE = 500;
 
-export const shardOf = (accountId: string, shards: number) => createHash("sha256").update(accountId).digest().readUInt32BE(0) % shards;
+export const shardOf = (accountId: string, shards: number) =>
+  createHash("sha256").update(accountId).digest().readUInt32BE(0) % shards;
 
 /** One pass over every account with a backlog; `onLag` hears the backlog's age before any export is tried (so it is known while the database is down). */
-export async function exportPass(store: Store, db: BooksDatabase, settings: ExporterSettings, onLag: (lagMs: number) => void, now = Date.now): Promise<ExportPass> {
+export async function exportPass(
+  store: Store,
+  db: BooksDatabase,
+  settings: ExporterSettings,
+  onLag: (lagMs: number) => void,
+  now = Date.now,
+): Promise<ExportPass> {
   const started = now();
   const byShard = new Map<number, LedgerBacklog[]>();
   let oldest = Infinity;
@@ -69,7 +76,14 @@ export async function exportPass(store: Store, db: BooksDatabase, settings: Expo
   return { exported, lagMs };
 }
 
-async function exportAccount(store: Store, db: BooksDatabase, accountId: string, batchSize: number, leaseEnds: number, now: () => number): Promise<number> {
+async function exportAccount(
+  store: Store,
+  db: BooksDatabase,
+  accountId: string,
+  batchSize: number,
+  leaseEnds: number,
+  now: () => number,
+): Promise<number> {
   let exported = 0;
   for (;;) {
     const entries = await store.oldestLedger(accountId, batchSize);

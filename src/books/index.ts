@@ -40,7 +40,10 @@ const RECORD_BUFFER = 50_000;
  * this thread (seconds of WebAssembly) and must be over before the gateway serves. A PostgreSQL
  * server is opened in the background, retried until it answers.
  */
-export async function startBooks(deps: { store: Store; log: Logger; metrics: Metrics }, settings: BooksSettings): Promise<Books> {
+export async function startBooks(
+  deps: { store: Store; log: Logger; metrics: Metrics },
+  settings: BooksSettings,
+): Promise<Books> {
   const { store, log, metrics } = deps;
   const buffer = new RecordBuffer(RECORD_BUFFER);
   let db: BooksDatabase | null = null;
@@ -77,7 +80,11 @@ export async function startBooks(deps: { store: Store; log: Logger; metrics: Met
             return;
           } catch (err) {
             lastError = { message: (err as Error).message, at: Date.now() };
-            if (attempt === 1 || attempt % 30 === 0) log.warn({ err: (err as Error).message }, "the books database cannot be opened yet; calls are served and charged, the export waits");
+            if (attempt === 1 || attempt % 30 === 0)
+              log.warn(
+                { err: (err as Error).message },
+                "the books database cannot be opened yet; calls are served and charged, the export waits",
+              );
             await new Promise((r) => setTimeout(r, OPEN_RETRY_MS).unref());
           }
         }
@@ -96,7 +103,8 @@ export async function startBooks(deps: { store: Store; log: Logger; metrics: Met
   };
   const onError = (err: unknown) => {
     const message = (err as Error)?.message ?? String(err);
-    if (!lastError || Date.now() - lastError.at > 30_000) log.warn({ err: message }, "books export failed; retrying");
+    if (!lastError || Date.now() - lastError.at > 30_000)
+      log.warn({ err: message }, "books export failed; retrying");
     lastError = { message, at: Date.now() };
   };
   const loop = settings.exportEnabled ? every(settings.intervalMs, pass, onError) : null;
@@ -113,9 +121,20 @@ export async function startBooks(deps: { store: Store; log: Logger; metrics: Met
     recordPayment: (row) => buffer.addPayment(row),
     exportNow: () => pass(),
     health() {
-      if (!db) return { state: "degraded", detail: lastError ? `the books database is not reachable: ${lastError.message}` : "the books database is starting" };
-      if (lastError && lastError.at > lastSuccessAt) return { state: "degraded", detail: `books export failing: ${lastError.message}` };
-      if (lagMs > settings.degradedAfterMs) return { state: "degraded", detail: `books export is ${Math.round(lagMs / 1000)} s behind` };
+      if (!db)
+        return {
+          state: "degraded",
+          detail: lastError
+            ? `the books database is not reachable: ${lastError.message}`
+            : "the books database is starting",
+        };
+      if (lastError && lastError.at > lastSuccessAt)
+        return { state: "degraded", detail: `books export failing: ${lastError.message}` };
+      if (lagMs > settings.degradedAfterMs)
+        return {
+          state: "degraded",
+          detail: `books export is ${Math.round(lagMs / 1000)} s behind`,
+        };
       return { state: "operational", detail: null };
     },
     async stop() {

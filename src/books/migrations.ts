@@ -21,20 +21,33 @@ export function migrations(): Migration[] {
   return readdirSync(MIGRATIONS_DIR)
     .filter((file) => /^\d{3}-[a-z0-9-]+\.sql$/.test(file))
     .sort()
-    .map((file) => ({ version: Number(file.slice(0, 3)), name: file.slice(4, -4), sql: readFileSync(new URL(file, MIGRATIONS_DIR), "utf8") }));
+    .map((file) => ({
+      version: Number(file.slice(0, 3)),
+      name: file.slice(4, -4),
+      sql: readFileSync(new URL(file, MIGRATIONS_DIR), "utf8"),
+    }));
 }
 
 /** Applies the migrations not yet applied; returns the versions it applied. */
 export async function migrate(db: BooksDatabase): Promise<number[]> {
   return db.transaction(async (query) => {
     await query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
-    await query("CREATE TABLE IF NOT EXISTS books_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())");
-    const applied = new Set((await query<{ version: number }>("SELECT version FROM books_migrations")).map((row) => Number(row.version)));
+    await query(
+      "CREATE TABLE IF NOT EXISTS books_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
+    );
+    const applied = new Set(
+      (await query<{ version: number }>("SELECT version FROM books_migrations")).map((row) =>
+        Number(row.version),
+      ),
+    );
     const done: number[] = [];
     for (const migration of migrations()) {
       if (applied.has(migration.version)) continue;
       await query(migration.sql);
-      await query("INSERT INTO books_migrations (version, name) VALUES ($1, $2)", [migration.version, migration.name]);
+      await query("INSERT INTO books_migrations (version, name) VALUES ($1, $2)", [
+        migration.version,
+        migration.name,
+      ]);
       done.push(migration.version);
     }
     return done;

@@ -46,12 +46,14 @@ export class RecordBuffer {
 
   addRequest(record: RequestRecord): void {
     this.requests.push(record);
-    if (this.requests.length > this.capacity) this.dropped += this.requests.splice(0, this.requests.length - this.capacity).length;
+    if (this.requests.length > this.capacity)
+      this.dropped += this.requests.splice(0, this.requests.length - this.capacity).length;
   }
 
   addPayment(row: PaymentRow): void {
     this.payments.push(row);
-    if (this.payments.length > this.capacity) this.dropped += this.payments.splice(0, this.payments.length - this.capacity).length;
+    if (this.payments.length > this.capacity)
+      this.dropped += this.payments.splice(0, this.payments.length - this.capacity).length;
   }
 
   get pending(): number {
@@ -65,8 +67,28 @@ export class RecordBuffer {
       await insertRows(
         db.query,
         "request_records",
-        ["account_id", "request_id", "at", "tool", "key_id", "status", "outcome", "latency_ms", "credits"],
-        batch.map((r) => [r.accountId, r.requestId, new Date(r.at).toISOString(), r.tool, r.keyId, r.status, r.outcome, Math.round(r.latencyMs), r.credits]),
+        [
+          "account_id",
+          "request_id",
+          "at",
+          "tool",
+          "key_id",
+          "status",
+          "outcome",
+          "latency_ms",
+          "credits",
+        ],
+        batch.map((r) => [
+          r.accountId,
+          r.requestId,
+          new Date(r.at).toISOString(),
+          r.tool,
+          r.keyId,
+          r.status,
+          r.outcome,
+          Math.round(r.latencyMs),
+          r.credits,
+        ]),
         "(account_id, request_id)",
       );
       this.requests.splice(0, batch.length);
@@ -76,12 +98,33 @@ export class RecordBuffer {
       await insertRows(
         db.query,
         "payments",
-        ["id", "account_id", "network", "payer", "value_atomic", "credits", "type", "plan", "tx_hash", "settled_at"],
-        batch.map((p) => [p.id, p.accountId, p.network, p.payer, p.valueAtomic, p.credits, p.type, p.plan, p.txHash, new Date(p.settledAt).toISOString()]),
+        [
+          "id",
+          "account_id",
+          "network",
+          "payer",
+          "value_atomic",
+          "credits",
+          "type",
+          "plan",
+          "tx_hash",
+          "settled_at",
+        ],
+        batch.map((p) => [
+          p.id,
+          p.accountId,
+          p.network,
+          p.payer,
+          p.valueAtomic,
+          p.credits,
+          p.type,
+          p.plan,
+          p.txHash,
+          new Date(p.settledAt).toISOString(),
+        ]),
         "(id)",
       );
       this.payments.splice(0, batch.length);
     }
   }
 }
-

@@ -1,4 +1,11 @@
-import { InvalidCursorError, isLedgerId, type LedgerEntry, type LedgerKind, type Page, type Store } from "../store/types.js";
+import {
+  InvalidCursorError,
+  isLedgerId,
+  type LedgerEntry,
+  type LedgerKind,
+  type Page,
+  type Store,
+} from "../store/types.js";
 import type { BooksDatabase } from "./database.js";
 import { LEDGER_SELECT, ledgerEntryOf, type LedgerRow } from "./ledger-rows.js";
 
@@ -39,17 +46,39 @@ export function matches(entry: LedgerEntry, filter: UsageFilter): boolean {
   );
 }
 
-export async function usagePage(store: Store, db: BooksDatabase | null, accountId: string, filter: UsageFilter, page: { cursor?: string; limit: number }): Promise<Page<LedgerEntry>> {
-  if (page.cursor !== undefined && !isLedgerId(page.cursor)) throw new InvalidCursorError(`not a ledger id: ${page.cursor}`);
+export async function usagePage(
+  store: Store,
+  db: BooksDatabase | null,
+  accountId: string,
+  filter: UsageFilter,
+  page: { cursor?: string; limit: number },
+): Promise<Page<LedgerEntry>> {
+  if (page.cursor !== undefined && !isLedgerId(page.cursor))
+    throw new InvalidCursorError(`not a ledger id: ${page.cursor}`);
   const wanted = page.limit + 1;
-  const [fromStore, fromBooks] = await Promise.all([storeMatches(store, accountId, filter, page.cursor, wanted), db ? booksMatches(db, accountId, filter, page.cursor, wanted) : []]);
+  const [fromStore, fromBooks] = await Promise.all([
+    storeMatches(store, accountId, filter, page.cursor, wanted),
+    db ? booksMatches(db, accountId, filter, page.cursor, wanted) : [],
+  ]);
   const seen = new Set<string>();
-  const merged = [...fromStore, ...fromBooks].filter((e) => !seen.has(e.id) && seen.add(e.id)).sort(newerFirst).slice(0, wanted);
-  return { items: merged.slice(0, page.limit), nextCursor: merged.length > page.limit ? merged[page.limit - 1]!.id : null };
+  const merged = [...fromStore, ...fromBooks]
+    .filter((e) => !seen.has(e.id) && seen.add(e.id))
+    .sort(newerFirst)
+    .slice(0, wanted);
+  return {
+    items: merged.slice(0, page.limit),
+    nextCursor: merged.length > page.limit ? merged[page.limit - 1]!.id : null,
+  };
 }
 
 /** The store's entries (all, with the books off; the not-yet-exported ones, with them on) matching the filter. */
-async function storeMatches(store: Store, accountId: string, filter: UsageFilter, cursor: string | undefined, wanted: number): Promise<LedgerEntry[]> {
+async function storeMatches(
+  store: Store,
+  accountId: string,
+  filter: UsageFilter,
+  cursor: string | undefined,
+  wanted: number,
+): Promise<LedgerEntry[]> {
   const found: LedgerEntry[] = [];
   do {
     const page = await store.ledger(accountId, { cursor, limit: STORE_PAGE });
@@ -63,13 +92,23 @@ async function storeMatches(store: Store, accountId: string, filter: UsageFilter
   return found;
 }
 
-async function booksMatches(db: BooksDatabase, accountId: string, filter: UsageFilter, cursor: string | undefined, wanted: number): Promise<LedgerEntry[]> {
+async function booksMatches(
+  db: BooksDatabase,
+  accountId: string,
+  filter: UsageFilter,
+  cursor: string | undefined,
+  wanted: number,
+): Promise<LedgerEntry[]> {
   const params: unknown[] = [accountId];
   const where = ["account_id = $1"];
-  const add = (clause: (n: string) => string, value: unknown) => where.push(clause(`$${params.push(value)}`));
+  const add = (clause: (n: string) => string, value: unknown) =>
+    where.push(clause(`$${params.push(value)}`));
   if (cursor !== undefined) {
     // Ids past PostgreSQL's bigint are past every real entry: "older than it" is then everything.
-    const [ms, seq] = idParts(cursor).map((part) => (part > INT8_MAX ? INT8_MAX : part)) as [bigint, bigint];
+    const [ms, seq] = idParts(cursor).map((part) => (part > INT8_MAX ? INT8_MAX : part)) as [
+      bigint,
+      bigint,
+    ];
     const msParam = `$${params.push(ms.toString())}`;
     const seqParam = `$${params.push(seq.toString())}`;
     where.push(`(entry_ms, entry_seq) < (${msParam}::bigint, ${seqParam}::bigint)`);
@@ -79,6 +118,9 @@ async function booksMatches(db: BooksDatabase, accountId: string, filter: UsageF
   if (filter.kind !== undefined) add((p) => `kind = ${p}`, filter.kind);
   if (filter.from !== undefined) add((p) => `at >= ${p}`, new Date(filter.from).toISOString());
   if (filter.to !== undefined) add((p) => `at < ${p}`, new Date(filter.to).toISOString());
-  const rows = await db.query<LedgerRow>(`SELECT ${LEDGER_SELECT} FROM ledger_entries WHERE ${where.join(" AND ")} ORDER BY entry_ms DESC, entry_seq DESC LIMIT ${wanted}`, params);
+  const rows = await db.query<LedgerRow>(
+    `SELECT ${LEDGER_SELECT} FROM ledger_entries WHERE ${where.join(" AND ")} ORDER BY entry_ms DESC, entry_seq DESC LIMIT ${wanted}`,
+    params,
+  );
   return rows.map(ledgerEntryOf);
 }

@@ -48,15 +48,26 @@ function freePort(): Promise<number> {
 export async function startPostgresCluster(): Promise<PostgresCluster> {
   const initdb = postgresBin("initdb");
   const pgCtl = postgresBin("pg_ctl");
-  if (!initdb || !pgCtl) throw new Error("No PostgreSQL server binaries (initdb, pg_ctl): install them (Debian: apt-get install -y postgresql) or set TEST_DATABASE_URL.");
+  if (!initdb || !pgCtl)
+    throw new Error(
+      "No PostgreSQL server binaries (initdb, pg_ctl): install them (Debian: apt-get install -y postgresql) or set TEST_DATABASE_URL.",
+    );
   const root = mkdtempSync(join(tmpdir(), "toolgate-pg-"));
   const dataDir = join(root, "data");
   const asRoot = process.getuid?.() === 0;
-  const user = asRoot ? (spawnSync("id", ["-u", "postgres"]).status === 0 ? "postgres" : "nobody") : null;
+  const user = asRoot
+    ? spawnSync("id", ["-u", "postgres"]).status === 0
+      ? "postgres"
+      : "nobody"
+    : null;
   if (user) chmodSync(root, 0o777);
   const run = async (command: string, args: string[]) => {
     try {
-      await promisify(execFile)(user ? "runuser" : command, user ? ["-u", user, "--", command, ...args] : args, { encoding: "utf8" });
+      await promisify(execFile)(
+        user ? "runuser" : command,
+        user ? ["-u", user, "--", command, ...args] : args,
+        { encoding: "utf8" },
+      );
     } catch (err) {
       const e = err as { stderr?: string; stdout?: string; message: string };
       throw new Error(`${command} ${args.join(" ")} failed: ${e.stderr || e.stdout || e.message}`);
@@ -64,8 +75,29 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
   };
   const port = await freePort();
   const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${root} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
-  const start = () => run(pgCtl, ["-D", dataDir, "-o", options, "-l", join(root, "server.log"), "-w", "-t", "60", "start"]);
-  const booted = run(initdb, ["-D", dataDir, "-U", "toolgate", "--auth=trust", "--no-sync", "-E", "UTF8"]).then(start);
+  const start = () =>
+    run(pgCtl, [
+      "-D",
+      dataDir,
+      "-o",
+      options,
+      "-l",
+      join(root, "server.log"),
+      "-w",
+      "-t",
+      "60",
+      "start",
+    ]);
+  const booted = run(initdb, [
+    "-D",
+    dataDir,
+    "-U",
+    "toolgate",
+    "--auth=trust",
+    "--no-sync",
+    "-E",
+    "UTF8",
+  ]).then(start);
   booted.catch(() => undefined);
   return {
     url: `postgres://toolgate@127.0.0.1:${port}/postgres`,
@@ -83,7 +115,8 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
 
 /** A new, empty database on the tests' PostgreSQL (each test file its own: the books have no key prefix). */
 export async function freshDatabase(serverUrl = process.env.TEST_DATABASE_URL): Promise<string> {
-  if (!serverUrl) throw new Error("TEST_DATABASE_URL is not set (test/helpers/postgres-setup.ts sets it)");
+  if (!serverUrl)
+    throw new Error("TEST_DATABASE_URL is not set (test/helpers/postgres-setup.ts sets it)");
   const name = `books_${randomId(10).toLowerCase()}`;
   // The run's cluster boots in the background (postgres-setup.ts): wait for it to answer.
   const client = await connectWithin(serverUrl, 60_000);
@@ -98,7 +131,11 @@ export async function freshDatabase(serverUrl = process.env.TEST_DATABASE_URL): 
 }
 
 /** Runs one query against a database (the test's own view of the books). */
-export async function sql<T = Record<string, unknown>>(url: string, text: string, params: unknown[] = []): Promise<T[]> {
+export async function sql<T = Record<string, unknown>>(
+  url: string,
+  text: string,
+  params: unknown[] = [],
+): Promise<T[]> {
   const client = new pg.Client(url);
   await client.connect();
   try {

@@ -8,7 +8,15 @@ import { tierLimits } from "../../src/store/index.js";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { loadWorkerConfig } from "../../src/workers/config.js";
 import { startWorkers } from "../../src/workers/main.js";
-import { balanceOf, callTool, dropPrefix, fundedAccount, spawnGateway, uniquePrefix, type GatewayProcess } from "../helpers/gateway.js";
+import {
+  balanceOf,
+  callTool,
+  dropPrefix,
+  fundedAccount,
+  spawnGateway,
+  uniquePrefix,
+  type GatewayProcess,
+} from "../helpers/gateway.js";
 import { freshDatabase, sql } from "../helpers/postgres.js";
 import { REDIS_URL } from "../helpers/redis.js";
 
@@ -29,8 +37,17 @@ const exporters: GatewayProcess[] = [];
 beforeAll(async () => {
   database = await freshDatabase();
   workers = await startWorkers(loadWorkerConfig({ PORT: "0", LOG_LEVEL: "silent" }));
-  serving = await spawnGateway(prefix, { DATABASE_URL: database, BOOKS_EXPORT: "0", WORKERS_URL: `http://127.0.0.1:${workers.port}` });
-  store = new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+  serving = await spawnGateway(prefix, {
+    DATABASE_URL: database,
+    BOOKS_EXPORT: "0",
+    WORKERS_URL: `http://127.0.0.1:${workers.port}`,
+  });
+  store = new RedisStore({
+    url: REDIS_URL,
+    keyPrefix: prefix,
+    tiers: tierLimits(),
+    periodMs: PERIOD_MS,
+  });
   db = await openBooksDatabase(database);
 });
 afterAll(async () => {
@@ -49,16 +66,26 @@ const exporter = () =>
     BOOKS_EXPORT_INTERVAL_MS: "20",
     BOOKS_EXPORT_LEASE_MS: "1500",
     BOOKS_EXPORT_SHARDS: "2",
-  }).then((p) => (exporters.push(p), p));
-const exportedCount = async () => Number((await sql<{ n: string }>(database, "SELECT count(*) AS n FROM ledger_entries"))[0]!.n);
+  }).then((p) => {
+    exporters.push(p);
+    return p;
+  });
+const exportedCount = async () =>
+  Number((await sql<{ n: string }>(database, "SELECT count(*) AS n FROM ledger_entries"))[0]!.n);
 async function until(what: string, ok: () => Promise<boolean>, ms = 60_000): Promise<void> {
-  for (const deadline = Date.now() + ms; !(await ok()); await new Promise((r) => setTimeout(r, 20))) {
+  for (
+    const deadline = Date.now() + ms;
+    !(await ok());
+    await new Promise((r) => setTimeout(r, 20))
+  ) {
     if (Date.now() > deadline) throw new Error(`${what} did not happen in ${ms} ms`);
   }
 }
 
 it("exports every entry exactly once although the exporting process is SIGKILLed mid-export, twice, under load", async () => {
-  const accounts = await Promise.all(Array.from({ length: 4 }, () => fundedAccount(serving.url, 5000, "business")));
+  const accounts = await Promise.all(
+    Array.from({ length: 4 }, () => fundedAccount(serving.url, 5000, "business")),
+  );
   let load = true;
   const ok = new Map(accounts.map((a) => [a.accountId, 0]));
   const failures: number[] = [];
@@ -76,13 +103,18 @@ it("exports every entry exactly once although the exporting process is SIGKILLed
       const victim = await exporter();
       const before = await exportedCount();
       // Killed in the middle of its work: it has inserted batches, and more are waiting.
-      await until("the exporter's first batches", async () => (await exportedCount()) >= before + 14);
+      await until(
+        "the exporter's first batches",
+        async () => (await exportedCount()) >= before + 14,
+      );
       victim.child.kill("SIGKILL");
       await victim.stop("SIGKILL");
       // Entries in both places were inserted but not yet trimmed when the process died.
       overlaps.push(await inBothPlaces(accounts.map((a) => a.accountId)));
     }
-    process.stdout.write(`books export crash test: entries inserted but not yet trimmed at each SIGKILL: ${overlaps.join(", ")}\n`);
+    process.stdout.write(
+      `books export crash test: entries inserted but not yet trimmed at each SIGKILL: ${overlaps.join(", ")}\n`,
+    );
   } finally {
     load = false;
     await Promise.all(clients);
@@ -104,7 +136,11 @@ it("exports every entry exactly once although the exporting process is SIGKILLed
     );
     const balance = await balanceOf(serving.url, account.key);
     expect(balance).toBe(5000 - ok.get(account.accountId)!);
-    expect(row).toEqual({ n: 2 + ok.get(account.accountId)!, requests: 2 + ok.get(account.accountId)!, sum: balance });
+    expect(row).toEqual({
+      n: 2 + ok.get(account.accountId)!,
+      requests: 2 + ok.get(account.accountId)!,
+      sum: balance,
+    });
   }
   expect((await checkBooks(store, db)).mismatches).toEqual([]);
   const check = spawnSync(process.execPath, ["--import", "tsx", "scripts/books-check.ts"], {
@@ -112,7 +148,10 @@ it("exports every entry exactly once although the exporting process is SIGKILLed
     env: { PATH: process.env.PATH, REDIS_URL, REDIS_KEY_PREFIX: prefix, DATABASE_URL: database },
     encoding: "utf8",
   });
-  expect([check.status, check.stdout.trim()]).toEqual([0, `books:check: ${accounts.length} accounts, ${expected} ledger entries, 0 mismatches`]);
+  expect([check.status, check.stdout.trim()]).toEqual([
+    0,
+    `books:check: ${accounts.length} accounts, ${expected} ledger entries, 0 mismatches`,
+  ]);
 }, 240_000);
 
 /** How many entries are both in the books and still in the store. */
@@ -120,7 +159,11 @@ async function inBothPlaces(accountIds: string[]): Promise<number> {
   let both = 0;
   for (const accountId of accountIds) {
     const held = (await store.oldestLedger(accountId, 100)).map((e) => e.id);
-    const [row] = await sql<{ n: number }>(database, "SELECT count(*)::int AS n FROM ledger_entries WHERE account_id = $1 AND (entry_ms || '-' || entry_seq) = ANY($2::text[])", [accountId, held]);
+    const [row] = await sql<{ n: number }>(
+      database,
+      "SELECT count(*)::int AS n FROM ledger_entries WHERE account_id = $1 AND (entry_ms || '-' || entry_seq) = ANY($2::text[])",
+      [accountId, held],
+    );
     both += row!.n;
   }
   return both;

@@ -16,7 +16,12 @@ let plain: TestGateway;
 let books: TestGateway;
 let redis: Redis;
 beforeAll(async () => {
-  [plain, books] = await Promise.all([startGateway(), freshDatabase().then((url) => startGateway({ env: { DATABASE_URL: url, BOOKS_EXPORT_INTERVAL_MS: "100" } }))]);
+  [plain, books] = await Promise.all([
+    startGateway(),
+    freshDatabase().then((url) =>
+      startGateway({ env: { DATABASE_URL: url, BOOKS_EXPORT_INTERVAL_MS: "100" } }),
+    ),
+  ]);
   redis = new Redis(REDIS_URL);
 });
 afterAll(async () => {
@@ -29,7 +34,13 @@ async function accountBytes(prefix: string, accountId: string): Promise<Record<s
   const bytes: Record<string, number> = {};
   let cursor = "0";
   do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}{${accountId}}:*`, "COUNT", 1000);
+    const [next, keys] = await redis.scan(
+      cursor,
+      "MATCH",
+      `${prefix}{${accountId}}:*`,
+      "COUNT",
+      1000,
+    );
     cursor = next;
     for (const key of keys) {
       const kind = key.slice(`${prefix}{${accountId}}:`.length).split(":")[0]!;
@@ -40,22 +51,38 @@ async function accountBytes(prefix: string, accountId: string): Promise<Record<s
 }
 const total = (bytes: Record<string, number>) => Object.values(bytes).reduce((n, b) => n + b, 0);
 
-async function perCall(gw: TestGateway): Promise<{ perCall: number; byKind: Record<string, number> }> {
+async function perCall(
+  gw: TestGateway,
+): Promise<{ perCall: number; byKind: Record<string, number> }> {
   const { key, accountId } = await fundedAccount(gw.url, CALLS + 10, "business");
   expect((await callTool(gw.url, key, "hash", { text: "warm-up" })).status).toBe(200);
   const caughtUp = async () => {
     if (!gw.services.books) return;
-    for (let i = 0; i < 100 && (await gw.services.store.ledgerBacklog({ limit: 1000 })).items.length > 0; i++) await gw.services.books.exportNow();
+    for (
+      let i = 0;
+      i < 100 && (await gw.services.store.ledgerBacklog({ limit: 1000 })).items.length > 0;
+      i++
+    )
+      await gw.services.books.exportNow();
   };
   await caughtUp();
   const before = await accountBytes(gw.prefix, accountId);
   for (let i = 0; i < CALLS; i += 10) {
-    const statuses = await Promise.all(Array.from({ length: 10 }, (_, j) => callTool(gw.url, key, "hash", { text: `${i + j}` }).then((r) => r.status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 10 }, (_, j) =>
+        callTool(gw.url, key, "hash", { text: `${i + j}` }).then((r) => r.status),
+      ),
+    );
     expect(statuses).toEqual(Array(10).fill(200));
   }
   await caughtUp();
   const after = await accountBytes(gw.prefix, accountId);
-  const byKind = Object.fromEntries([...new Set([...Object.keys(before), ...Object.keys(after)])].map((kind) => [kind, Math.round(((after[kind] ?? 0) - (before[kind] ?? 0)) / CALLS)]));
+  const byKind = Object.fromEntries(
+    [...new Set([...Object.keys(before), ...Object.keys(after)])].map((kind) => [
+      kind,
+      Math.round(((after[kind] ?? 0) - (before[kind] ?? 0)) / CALLS),
+    ]),
+  );
   return { perCall: (total(after) - total(before)) / CALLS, byKind };
 }
 
