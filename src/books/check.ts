@@ -49,13 +49,7 @@ async function ledgerSum(
   db: BooksDatabase,
   accountId: string,
 ): Promise<{ sum: number; entries: number }> {
-  const held: LedgerEntry[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await store.ledger(accountId, { cursor, limit: 1000 });
-    held.push(...page.items);
-    cursor = page.nextCursor ?? undefined;
-  } while (cursor);
+  const held = await heldLedger(store, accountId);
   const heldIds = held.map((e) => e.id);
   const [row] = await db.query<{
     sum: string | number | null;
@@ -74,4 +68,16 @@ async function ledgerSum(
     sum: inStore + Number(row?.sum ?? 0) - Number(row?.overlap ?? 0),
     entries: held.length + Number(row?.entries ?? 0) - Number(row?.overlapping ?? 0),
   };
+}
+
+/** Every ledger entry the store still holds for an account (all of them, without the books), newest first. */
+export async function heldLedger(store: Store, accountId: string): Promise<LedgerEntry[]> {
+  const entries: LedgerEntry[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await store.ledger(accountId, { cursor, limit: 1000 });
+    entries.push(...page.items);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return entries;
 }

@@ -62,69 +62,43 @@ export class RecordBuffer {
 
   /** Writes what is buffered; what fails to be written stays for the next flush. */
   async flush(db: BooksDatabase): Promise<void> {
-    while (this.requests.length > 0) {
-      const batch = this.requests.slice(0, ROWS_PER_INSERT);
-      await insertRows(
-        db.query,
-        "request_records",
-        [
-          "account_id",
-          "request_id",
-          "at",
-          "tool",
-          "key_id",
-          "status",
-          "outcome",
-          "latency_ms",
-          "credits",
-        ],
-        batch.map((r) => [
-          r.accountId,
-          r.requestId,
-          new Date(r.at).toISOString(),
-          r.tool,
-          r.keyId,
-          r.status,
-          r.outcome,
-          Math.round(r.latencyMs),
-          r.credits,
-        ]),
-        "(account_id, request_id)",
-      );
-      this.requests.splice(0, batch.length);
-    }
-    while (this.payments.length > 0) {
-      const batch = this.payments.slice(0, ROWS_PER_INSERT);
-      await insertRows(
-        db.query,
-        "payments",
-        [
-          "id",
-          "account_id",
-          "network",
-          "payer",
-          "value_atomic",
-          "credits",
-          "type",
-          "plan",
-          "tx_hash",
-          "settled_at",
-        ],
-        batch.map((p) => [
-          p.id,
-          p.accountId,
-          p.network,
-          p.payer,
-          p.valueAtomic,
-          p.credits,
-          p.type,
-          p.plan,
-          p.txHash,
-          new Date(p.settledAt).toISOString(),
-        ]),
-        "(id)",
-      );
-      this.payments.splice(0, batch.length);
-    }
+    await drain(db, this.requests, "request_records", "(account_id, request_id)", (r) => ({
+      account_id: r.accountId,
+      request_id: r.requestId,
+      at: new Date(r.at).toISOString(),
+      tool: r.tool,
+      key_id: r.keyId,
+      status: r.status,
+      outcome: r.outcome,
+      latency_ms: Math.round(r.latencyMs),
+      credits: r.credits,
+    }));
+    await drain(db, this.payments, "payments", "(id)", (p) => ({
+      id: p.id,
+      account_id: p.accountId,
+      network: p.network,
+      payer: p.payer,
+      value_atomic: p.valueAtomic,
+      credits: p.credits,
+      type: p.type,
+      plan: p.plan,
+      tx_hash: p.txHash,
+      settled_at: new Date(p.settledAt).toISOString(),
+    }));
+  }
+}
+
+/** Inserts `pending` in batches (as rows of `table`), removing each batch once it is written. */
+async function drain<T>(
+  db: BooksDatabase,
+  pending: T[],
+  table: string,
+  conflict: string,
+  row: (item: T) => Record<string, unknown>,
+): Promise<void> {
+  while (pending.length > 0) {
+    const batch = pending.slice(0, ROWS_PER_INSERT).map(row);
+    await insertRows(db.query, table, Object.keys(batch[0]!), batch.map(Object.values), conflict);
+    pending.splice(0, batch.length);
   }
 }

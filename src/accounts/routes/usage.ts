@@ -57,17 +57,10 @@ const usageQuery = z.strictObject({
     .describe("csv: the page as text/csv (also chosen by Accept: text/csv)."),
 });
 
-const CSV_COLUMNS = [
-  "id",
-  "at",
-  "kind",
-  "amount",
-  "balance",
-  "reason",
-  "request_id",
-  "tool",
-  "key_id",
-] as const;
+/** The CSV's columns are the JSON entry's fields, in the same order. */
+const CSV_COLUMNS = Object.keys(ledgerEntryViewSchema.shape) as (keyof z.infer<
+  typeof ledgerEntryViewSchema
+>)[];
 
 export const usage = defineRoute({
   method: "get",
