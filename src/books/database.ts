@@ -1,3 +1,7 @@
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 import { BooksUnavailableError } from "../http/errors.js";
@@ -81,7 +85,7 @@ function openPostgres(url: string, timeoutMs: number): BooksDatabase {
 }
 
 async function openPglite(dataDir: string | undefined): Promise<BooksDatabase> {
-  const db = await PGlite.create(dataDir ? { dataDir } : {});
+  const db = dataDir ? await PGlite.create({ dataDir }) : await createInMemory();
   // Without parameters a text may hold several statements (a migration): PGlite runs those with `exec`.
   type Runner = Pick<PGlite, "query" | "exec">;
   const run = async <T>(on: Runner, sql: string, params: unknown[] | undefined): Promise<T[]> =>
@@ -116,4 +120,50 @@ export async function insertRows(
       params,
     )
   ).length;
+}
+
+/**
+ * PGlite in memory, started from a freshly initialised cluster saved in the temporary directory
+ * by an earlier start (per PGlite version): `initdb` in WebAssembly takes several times longer
+ * than loading its result, and runs on the gateway's thread before it listens. Without a usable
+ * template, initialise and save one (written aside, then renamed: processes may race).
+ */
+async function createInMemory(): Promise<PGlite> {
+  const version = pgliteVersion();
+  const template = join(tmpdir(), `toolgate-pglite-${version}.tgz`);
+  if (existsSync(template)) {
+    try {
+      return await PGlite.create({ loadDataDir: new Blob([readFileSync(template)]) });
+    } catch {
+      rmSync(template, { force: true }); // unreadable: made again below
+    }
+  }
+  const db = await PGlite.create();
+  try {
+    const dump = await db.dumpDataDir("gzip");
+    const aside = `${template}.${process.pid}`;
+    writeFileSync(aside, Buffer.from(await dump.arrayBuffer()));
+    renameSync(aside, template);
+  } catch {
+    /* no template this time: the next start initialises again */
+  }
+  return db;
+}
+
+/** The installed PGlite's version (its package.json does not export itself: found beside its entry). */
+function pgliteVersion(): string {
+  for (
+    let dir = dirname(fileURLToPath(import.meta.resolve("@electric-sql/pglite")));
+    dir !== dirname(dir);
+    dir = dirname(dir)
+  ) {
+    const manifest = join(dir, "package.json");
+    if (!existsSync(manifest)) continue;
+    const { name, version } = JSON.parse(readFileSync(manifest, "utf8")) as {
+      name?: string;
+      version: string;
+    };
+    if (name === "@electric-sql/pglite") return version;
+  }
+  return "unknown";
 }
