@@ -9,6 +9,7 @@ import type { Metrics } from "./http/metrics.js";
 import type { StatusService } from "./status/index.js";
 import type { RequestGuard } from "./http/request-guard.js";
 import type { Books } from "./books/index.js";
+import type { UpstreamTools } from "./tools/custom/registry.js";
 
 /**
  * Everything a route or service needs, built once in main.ts (or a test) and passed in:
@@ -22,6 +23,8 @@ export interface Services {
   log: Logger;
   mailer: Mailer;
   pools: WorkerPools;
+  /** Tools at HTTP endpoints: the operator's (TOOLS_FILE) and each Business account's own. */
+  upstream: UpstreamTools;
   /** Webhook deliveries waiting to be sent (BullMQ with Redis, in-process without). */
   deliveries: DeliveryQueue;
   /** x402 payments; null when no network is configured. */

@@ -225,12 +225,24 @@ export interface Store {
   /**
    * Claims an Idempotency-Key for one execution (for `leaseMs`; the record lives `ttlSeconds`).
    * A claim whose lease ran out unanswered (its process died) is handed to the next caller with
-   * the request id it was charged under, so the retry is not charged again.
+   * the request id it was charged under, so the retry is not charged again. The request holding
+   * the claim (same request id) may begin again and continues it: a paid call claims its key
+   * before its payment settles, then runs under that claim.
    */
   beginIdempotent(accountId: string, key: string, claim: IdempotencyClaim): Promise<IdempotencyState>;
   completeIdempotent(accountId: string, key: string, response: StoredResponse, ttlSeconds: number): Promise<void>;
   /** Forgets an execution that failed without a result worth replaying, so a retry runs again. */
   abandonIdempotent(accountId: string, key: string): Promise<void>;
+
+  /**
+   * A Business account's own tools (src/tools/custom), one per name: `exists` when the account
+   * already has one of that name, `cap` when it has `cap` tools; checked and added atomically.
+   */
+  addCustomTool(tool: CustomToolRecord, cap: number): Promise<"added" | "exists" | "cap">;
+  getCustomTool(accountId: string, name: string): Promise<CustomToolRecord | null>;
+  /** Oldest first. */
+  listCustomTools(accountId: string): Promise<CustomToolRecord[]>;
+  deleteCustomTool(accountId: string, name: string): Promise<boolean>;
 
   /** Adds a webhook unless the owner already has `cap`; false when the cap is reached. */
   addWebhook(webhook: WebhookRecord, cap: number): Promise<boolean>;
@@ -271,6 +283,20 @@ export interface Store {
 
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A Business account's private tool at its own endpoint, as stored (see src/tools/custom/spec.ts). */
+export interface CustomToolRecord {
+  accountId: string;
+  name: string;
+  title: string;
+  description: string;
+  url: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema: Record<string, unknown>;
+  priceCredits: number;
+  timeoutMs: number;
+  createdAt: number;
 }
 
 /** A webhook; `ownerId` is an account id, or "platform" for the operator's webhooks. */
