@@ -22,6 +22,24 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Unset: in-memory state (development only). */
   REDIS_URL: z.string().optional(),
+  /**
+   * The books (ledger, request records, payments): `postgres://…` a PostgreSQL server;
+   * `pglite://memory` or `pglite:///absolute/dir` PGlite in this process; `none` the books stay
+   * in the store (no export). Unset: PGlite in memory without REDIS_URL (embedded), none with it.
+   */
+  DATABASE_URL: z
+    .string()
+    .regex(/^(postgres(ql)?:\/\/.+|pglite:\/\/memory|pglite:\/\/\/.+|none)$/, "DATABASE_URL must be postgres://…, pglite://memory, pglite:///absolute/dir or none")
+    .optional(),
+  /** `0`: this process does not export (it still serves, and reads the books); another process must. */
+  BOOKS_EXPORT: z.enum(["0", "1"]).default("1"),
+  BOOKS_EXPORT_INTERVAL_MS: z.coerce.number().int().min(10).default(1000),
+  BOOKS_EXPORT_BATCH: z.coerce.number().int().min(1).max(5000).default(500),
+  /** A shard's export lease: how long a process that died holding it delays that shard's export. */
+  BOOKS_EXPORT_LEASE_MS: z.coerce.number().int().min(100).default(30_000),
+  BOOKS_EXPORT_SHARDS: z.coerce.number().int().min(1).max(1024).default(16),
+  /** The status page shows the books export degraded once its lag passes this. */
+  BOOKS_EXPORT_DEGRADED_AFTER_SECONDS: z.coerce.number().min(0.1).default(60),
   /** `1`: REDIS_URL is one node of a Redis Cluster. */
   REDIS_CLUSTER: z.enum(["0", "1"]).default("0"),
   /** Namespace for every Redis key, so several deployments (or test runs) can share one Redis. No braces: they would break the keys' hash tags. */
@@ -153,6 +171,16 @@ export interface Config {
   redisUrl: string | undefined;
   redisKeyPrefix: string;
   redisCluster: boolean;
+  /** The books' database and its exporter's settings; null: the books stay in the store. */
+  books: {
+    url: string;
+    exportEnabled: boolean;
+    intervalMs: number;
+    batchSize: number;
+    leaseMs: number;
+    shards: number;
+    degradedAfterMs: number;
+  } | null;
   adminApiKey: string | undefined;
   /**
    * The first seals and signs; all open and verify. Empty until start-up when SECRET_KEY is
@@ -227,6 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (parsed.data.DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS === "1") problems.push("DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
   }
   if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && !parsed.data.REDIS_URL) problems.push("WEB_CONCURRENCY above 1 needs REDIS_URL: the gateway processes share their state through Redis");
+  if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && parsed.data.DATABASE_URL?.startsWith("pglite:")) problems.push("WEB_CONCURRENCY above 1 needs a PostgreSQL server in DATABASE_URL: PGlite is one process's database");
   const x402 = parsed.success ? paymentConfig(parsed.data, env, problems) : null;
   const limits = endpointLimits(parsed.success ? parsed.data.ENDPOINT_LIMITS : undefined, problems);
   const apiVersions = parsed.success ? versionsConfig(parsed.data.API_VERSIONS, problems) : null;
@@ -242,6 +271,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
     redisCluster: e.REDIS_CLUSTER === "1",
+    books: booksConfig(e),
     adminApiKey: e.ADMIN_API_KEY,
     secretKeys: e.SECRET_KEY?.split(",").map((key) => key.trim()) ?? [],
     smtpUrl: e.SMTP_URL,
@@ -283,6 +313,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     dedicatedWorkersAllowPrivateTargets: e.DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS === "1",
     x402,
+  };
+}
+
+/** The books' database: as DATABASE_URL says; unset, PGlite in memory for the embedded (in-memory) store and none beside Redis. */
+function booksConfig(e: z.infer<typeof envSchema>): Config["books"] {
+  const url = e.DATABASE_URL ?? (e.REDIS_URL ? "none" : "pglite://memory");
+  if (url === "none") return null;
+  return {
+    url,
+    exportEnabled: e.BOOKS_EXPORT === "1",
+    intervalMs: e.BOOKS_EXPORT_INTERVAL_MS,
+    batchSize: e.BOOKS_EXPORT_BATCH,
+    leaseMs: e.BOOKS_EXPORT_LEASE_MS,
+    shards: e.BOOKS_EXPORT_SHARDS,
+    degradedAfterMs: e.BOOKS_EXPORT_DEGRADED_AFTER_SECONDS * 1000,
   };
 }
 

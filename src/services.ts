@@ -8,6 +8,7 @@ import type { Payments } from "./payments/payments.js";
 import type { Metrics } from "./http/metrics.js";
 import type { StatusService } from "./status/index.js";
 import type { RequestGuard } from "./http/request-guard.js";
+import type { Books } from "./books/index.js";
 import type { UpstreamTools } from "./tools/custom/registry.js";
 
 /**
@@ -17,6 +18,8 @@ import type { UpstreamTools } from "./tools/custom/registry.js";
 export interface Services {
   config: Config;
   store: Store;
+  /** The books in PostgreSQL (or PGlite) and their exporter; null when the books stay in the store (DATABASE_URL=none). */
+  books: Books | null;
   log: Logger;
   mailer: Mailer;
   pools: WorkerPools;

@@ -331,6 +331,18 @@ export class Payments {
     );
     const saved = { ...record, expiresAt: record.expiresAt ?? this.retainUntil(record) };
     await this.services.store.savePayment(saved);
+    this.services.books?.recordPayment({
+      id: record.id,
+      accountId: record.accountId,
+      network: record.network,
+      payer: record.payer,
+      valueAtomic: amount.toString(),
+      credits: grant.credits,
+      type: grant.type,
+      plan: grant.plan,
+      txHash: record.txHash,
+      settledAt: Date.now(),
+    });
     return saved;
   }
 

@@ -12,6 +12,7 @@ import {
   type CreditChange,
   type KeyRecord,
   type LedgerEntry,
+  type LedgerBacklog,
   type LedgerKind,
   type NewAccount,
   type Page,
@@ -42,7 +43,7 @@ interface MemAccount extends AccountRecord, AlertState {
   rateLog: { at: number; member: string }[];
   ledger: LedgerEntry[];
   /** Request id → debit state, for idempotent debits and single refunds. */
-  operations: Map<string, { cost: number; state: "charged" | "refunded" | "granted"; tool: string | null }>;
+  operations: Map<string, { cost: number; state: "charged" | "refunded" | "granted"; tool: string | null; keyId?: string | null }>;
   outbox: EventRecord[];
 }
 
@@ -74,8 +75,8 @@ export class MemoryStore implements Store {
     return { id, email, emailVerified, tier, balance, reference, createdAt, allowanceAt, planExpiresAt, dedicatedWorkersUrl };
   }
 
-  private addLedger(a: MemAccount, kind: LedgerKind, amount: number, change: CreditChange, tool: string | null = null) {
-    a.ledger.push({ id: `${this.now()}-${++this.ledgerSeq}`, at: this.now(), kind, amount, balance: a.balance, reason: change.reason, requestId: change.requestId, tool });
+  private addLedger(a: MemAccount, kind: LedgerKind, amount: number, change: CreditChange, tool: string | null = null, keyId: string | null = null) {
+    a.ledger.push({ id: `${this.now()}-${++this.ledgerSeq}`, at: this.now(), kind, amount, balance: a.balance, reason: change.reason, requestId: change.requestId, tool, keyId });
     this.ledgerGrew.emit(a.id);
   }
 
@@ -241,8 +242,8 @@ export class MemoryStore implements Store {
       for (const alert of applyDebit(a, request.cost, request.tool)) {
         events.push(eventRecord(newEventId(), alert.event, a.id, alert.data));
       }
-      this.addLedger(a, "debit", -request.cost, request, request.tool);
-      a.operations.set(request.requestId, { cost: request.cost, state: "charged", tool: request.tool });
+      this.addLedger(a, "debit", -request.cost, request, request.tool, keyId);
+      a.operations.set(request.requestId, { cost: request.cost, state: "charged", tool: request.tool, keyId });
       a.outbox.push(...events);
       charged = true;
     }
@@ -272,7 +273,7 @@ export class MemoryStore implements Store {
     if (op.state === "refunded") return { status: "already_refunded" as const };
     op.state = "refunded";
     a.balance += op.cost;
-    this.addLedger(a, "refund", op.cost, change, op.tool);
+    this.addLedger(a, "refund", op.cost, change, op.tool, op.keyId);
     a.outbox.push(...events);
     return { status: "refunded" as const, amount: op.cost, balance: a.balance };
   }
@@ -288,6 +289,27 @@ export class MemoryStore implements Store {
     const entries = [...(this.accounts.get(accountId)?.ledger ?? [])].reverse().filter((e) => cursor === undefined || older(e.id));
     const slice = entries.slice(0, page.limit + 1);
     return { items: slice.slice(0, page.limit), nextCursor: slice.length > page.limit ? slice[page.limit - 1]!.id : null };
+  }
+
+  async oldestLedger(accountId: string, limit: number): Promise<LedgerEntry[]> {
+    return (this.accounts.get(accountId)?.ledger ?? []).slice(0, limit);
+  }
+
+  async trimLedger(accountId: string, throughId: string): Promise<void> {
+    const a = this.accounts.get(accountId);
+    if (!a) return;
+    const [ms, seq] = throughId.split("-").map(BigInt) as [bigint, bigint];
+    a.ledger = a.ledger.filter((e) => {
+      const [ems, eseq] = e.id.split("-").map(BigInt) as [bigint, bigint];
+      return ems > ms || (ems === ms && eseq > seq);
+    });
+  }
+
+  async ledgerBacklog(page: { cursor?: string; limit: number }): Promise<Page<LedgerBacklog>> {
+    const start = page.cursor ? Number(page.cursor) : 0;
+    const accounts = [...this.accounts.values()].slice(start, start + page.limit);
+    const items = accounts.flatMap((a) => (a.ledger[0] ? [{ accountId: a.id, oldestAt: a.ledger[0].at }] : []));
+    return { items, nextCursor: accounts.length === page.limit ? String(start + page.limit) : null };
   }
 
   async hitRateLimit(bucket: string, limit: number, windowMs: number, member: string) {

@@ -16,6 +16,7 @@ import {
   type CreditChange,
   type KeyRecord,
   type LedgerEntry,
+  type LedgerBacklog,
   type LedgerKind,
   type NewAccount,
   type Page,
@@ -125,8 +126,8 @@ function accountFromHash(h: Record<string, string>): AccountRecord | null {
   return toAccount(h as unknown as RawAccount);
 }
 
-/** A ledger stream entry (id and flat field list, as XRANGE and XREAD return them). */
-function ledgerEntryFrom(id: string, fields: string[]): LedgerEntry {
+/** A ledger stream entry (fields as prelude.lua's `ledger_add` writes them). */
+function ledgerEntryFrom([id, fields]: [string, string[]]): LedgerEntry {
   const f: Record<string, string> = {};
   for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
   return {
@@ -138,6 +139,7 @@ function ledgerEntryFrom(id: string, fields: string[]): LedgerEntry {
     reason: f.reason ?? "",
     requestId: f.request_id ?? "",
     tool: f.tool ? f.tool : null,
+    keyId: f.key ? f.key : null,
   };
 }
 
@@ -413,8 +415,32 @@ export class RedisStore implements Store {
       if (/Invalid stream ID|invalid start ID/i.test(err.message)) throw new InvalidCursorError(err.message);
       throw err;
     });
-    const items = rows.slice(0, page.limit).map(([id, fields]) => ledgerEntryFrom(id, fields));
+    const items = rows.slice(0, page.limit).map(ledgerEntryFrom);
     return { items, nextCursor: rows.length > page.limit ? (items.at(-1)?.id ?? null) : null };
+  }
+
+  async oldestLedger(accountId: string, limit: number): Promise<LedgerEntry[]> {
+    return (await this.call(() => this.redis.xrange(k.ledger(accountId), "-", "+", "COUNT", limit))).map(ledgerEntryFrom);
+  }
+
+  async trimLedger(accountId: string, throughId: string): Promise<void> {
+    // MINID keeps ids >= the threshold: the one just after `throughId`. The stream key stays
+    // (empty), so its last id, and the ids after it, keep rising.
+    const [ms, seq] = throughId.split("-").map(BigInt) as [bigint, bigint];
+    await this.call(() => this.redis.xtrim(k.ledger(accountId), "MINID", `${ms}-${seq + 1n}`));
+  }
+
+  async ledgerBacklog(page: { cursor?: string; limit: number }): Promise<Page<LedgerBacklog>> {
+    // The cursor is a rank in the account list (creation order): accounts are only ever appended.
+    const start = page.cursor ? Number(page.cursor) : 0;
+    const accounts = await this.call(() => this.redis.zrange(k.accounts(), String(start), String(start + page.limit - 1)));
+    // Each account's oldest entry, one command per account (each in its own slot), all in flight at once.
+    const oldest = await this.call(() => Promise.all(accounts.map((id) => this.redis.xrange(k.ledger(id), "-", "+", "COUNT", 1))));
+    const items = accounts.flatMap((accountId, i) => {
+      const first = oldest[i]?.[0];
+      return first ? [{ accountId, oldestAt: Number(first[0].split("-")[0]) }] : [];
+    });
+    return { items, nextCursor: accounts.length === page.limit ? String(start + page.limit) : null };
   }
 
   async hitRateLimit(bucket: string, limit: number, windowMs: number, member: string) {
@@ -652,7 +678,7 @@ export class RedisStore implements Store {
     return {
       async next(afterId, waitMs) {
         const reply = await connection.xread("BLOCK", waitMs, "STREAMS", k.ledger(accountId), afterId);
-        return reply?.[0]?.[1].map(([id, fields]) => ledgerEntryFrom(id, fields)) ?? [];
+        return reply?.[0]?.[1].map(ledgerEntryFrom) ?? [];
       },
       async close() {
         connection.disconnect();

@@ -76,6 +76,14 @@ export interface LedgerEntry {
   reason: string;
   requestId: string;
   tool: string | null;
+  /** The API key whose call made the entry (debits, and the refunds that return them); null otherwise. */
+  keyId: string | null;
+}
+
+/** An account whose ledger holds entries not yet exported to the books, and the oldest one's time. */
+export interface LedgerBacklog {
+  accountId: string;
+  oldestAt: number;
 }
 
 export interface RateState {
@@ -185,8 +193,20 @@ export interface Store {
     change: RefundChange,
     events?: EventRecord[],
   ): Promise<{ status: "refunded"; amount: number; balance: number } | { status: "already_refunded" | "not_charged" }>;
-  /** Newest first. Throws InvalidCursorError for a cursor that is not a ledger entry id. */
+  /**
+   * Newest first: the entries the store still holds (with the books on, those not yet exported
+   * and trimmed). Throws InvalidCursorError for a cursor that is not a ledger entry id.
+   */
   ledger(accountId: string, page: { cursor?: string; limit: number }): Promise<Page<LedgerEntry>>;
+  /** The store's oldest ledger entries of an account, oldest first: what the books exporter moves next. */
+  oldestLedger(accountId: string, limit: number): Promise<LedgerEntry[]>;
+  /** Forgets an account's ledger entries up to and including `throughId`, once the books hold them. */
+  trimLedger(accountId: string, throughId: string): Promise<void>;
+  /**
+   * Accounts (in pages of the account list, oldest first) with ledger entries still in the store;
+   * `nextCursor` pages on through every account, whether or not it had a backlog.
+   */
+  ledgerBacklog(page: { cursor?: string; limit: number }): Promise<Page<LedgerBacklog>>;
 
   /** Sliding-window counter for things that are not an account (sign-ups per client address). */
   hitRateLimit(bucket: string, limit: number, windowMs: number, member: string): Promise<RateState & { allowed: boolean }>;
@@ -430,5 +450,11 @@ export interface TierLimits {
 export const RATE_WINDOW_MS = 60_000;
 /** `lastUsedAt` granularity: an admission rewrites it only when the stored value is this much older. */
 export const KEY_USE_RESOLUTION_MS = 60_000;
-/** How long a debit's record is kept for idempotent retries and its one refund. */
-export const OPERATION_TTL_SECONDS = 7 * 24 * 3600;
+/**
+ * How long a debit's (or grant's) record is kept: what its one refund and an `Idempotency-Key`
+ * retry need. A call's refund happens within the call, or within five minutes when the store was
+ * failing (src/tools/invoke.ts); a retry takes over a claim once its lease (minutes) ran out. One
+ * day covers both with room to spare, and bounds the Redis memory a call leaves behind; the
+ * ledger entry itself lives on in the books.
+ */
+export const OPERATION_TTL_SECONDS = 24 * 3600;

@@ -119,7 +119,23 @@ async function execute(services: Services, call: ToolCall, input: unknown, forwa
   }
   // Charged from here on: the call ends kept (2xx) or refunded once, whatever fails, even an
   // exception raised outside this code while serving the request (the guard aborts `crashed`).
-  return services.requestGuard.answering((crashed) => serveCharged(services, call, caller, input, forward, idempotencyKey, crashed));
+  const started = performance.now();
+  const outcome = services.requestGuard.answering((crashed) => serveCharged(services, call, caller, input, forward, idempotencyKey, crashed));
+  if (services.books) recordRequest(services, call, caller, outcome, started);
+  return outcome;
+}
+
+/** The call's request record for the books (status, latency, credits kept), written off the hot path. */
+function recordRequest(services: Services, { tool, requestId }: ToolCall, caller: Admitted, outcome: Promise<ToolCallResult>, started: number): void {
+  const record = (status: number, code: string, credits: number) =>
+    services.books!.recordRequest({ accountId: caller.account.id, requestId, at: Date.now(), tool: tool.name, keyId: caller.keyId, status, outcome: code, latencyMs: performance.now() - started, credits });
+  outcome.then(
+    (result) => record(result.status, "ok", caller.charged ? tool.cost : 0),
+    (err: unknown) => {
+      const failure = err instanceof ApiError ? err : null;
+      record(failure?.status ?? 500, failure?.code ?? "internal_error", 0);
+    },
+  );
 }
 
 async function serveCharged(
