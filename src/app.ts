@@ -2,19 +2,17 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import express from "express";
 import { apiRoutes } from "./api-routes.js";
 import { errorHandler, routeNotFound } from "./http/errors.js";
-import { requestId, requestLog, requireJsonBody } from "./http/request-context.js";
+import { requestContext, requireJsonBody } from "./http/request-context.js";
 import { jsonBody } from "./http/json-body.js";
-import { noSniff } from "./http/html.js";
 import { allowOn, methodNotAllowed } from "./http/method-not-allowed.js";
-import { cors } from "./http/cors.js";
 import { x402Settle, x402Verify } from "./payments/facilitator.js";
 import { x402Supported } from "./payments/supported.js";
 import { wellKnownX402 } from "./payments/discovery.js";
 import { buildOpenApi } from "./http/openapi.js";
-import { mountRoutes } from "./http/route.js";
+import { mountRoutes, routeHandler } from "./http/route.js";
 import type { Services } from "./services.js";
 import { createProxyForwarder } from "./tools/forward.js";
-import { toolRoutes } from "./tools/routes/index.js";
+import { callTool, toolReadRoutes } from "./tools/routes/index.js";
 import { mcpRouter } from "./mcp/route.js";
 import { PAGE_PATHS, pagesRouter } from "./pages/index.js";
 import { versioning } from "./http/versioning.js";
@@ -28,7 +26,15 @@ export function createApp(services: Services): express.Express {
   app.set("trust proxy", services.config.trustProxy);
   app.set("query parser", "simple");
   // The guard first: everything after it runs in the request's scope (http/request-guard.ts).
-  app.use(services.requestGuard.middleware, requestId, noSniff, requestLog(services.log), services.metrics.middleware(), cors);
+  app.use(services.requestGuard.middleware, requestContext(services.requestLog, services.metrics));
+
+  // Every answer under a deprecated API version says so; after its sunset, 410.
+  const apiVersioning = versioning(services.config.apiVersions, `${services.config.publicBaseUrl}/changelog`);
+  const json = [requireJsonBody, jsonBody({ limitBytes: services.config.bodyLimitBytes, maxDepth: services.config.bodyMaxDepth })];
+  // The keyed tool call is the gateway's hot path: it is matched first, so no other route is
+  // tried for it, and it runs only what it needs.
+  const toolCall = callTool(createProxyForwarder(services.pools.agent));
+  app.post("/v1/tools/:name", apiVersioning, json, routeHandler(services, toolCall, "/v1/tools"));
 
   app.get("/healthz", (_req, res) => {
     res.json({ status: "ok" });
@@ -56,12 +62,9 @@ export function createApp(services: Services): express.Express {
   });
   app.use(pagesRouter(services, openApi));
   allowOn(app.router, ["/healthz", "/readyz", "/metrics", "/openapi.json", ...PAGE_PATHS], ["GET"]);
-  // Every answer under a deprecated API version says so; after its sunset, 410.
-  app.use(versioning(services.config.apiVersions, `${services.config.publicBaseUrl}/changelog`));
-
-  app.use(requireJsonBody, jsonBody({ limitBytes: services.config.bodyLimitBytes, maxDepth: services.config.bodyMaxDepth }));
+  app.use(apiVersioning, json);
   app.use("/api/v1", mountRoutes(services, apiRoutes));
-  app.use("/v1/tools", mountRoutes(services, toolRoutes(createProxyForwarder(services.pools.agent))));
+  app.use("/v1/tools", mountRoutes(services, toolReadRoutes, [toolCall]));
   app.use("/mcp", mcpRouter(services));
   app.use("/x402", mountRoutes(services, [x402Supported, x402Verify, x402Settle]));
   app.use("/.well-known", mountRoutes(services, [wellKnownX402]));

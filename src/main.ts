@@ -165,7 +165,7 @@ async function startServices(config: Config, logger: ProcessLogger, started: Par
   await pools.start();
   started.push({ name: "worker pools", stop: () => pools.stop() });
   const metrics = new Metrics();
-  const services = { config, store, log, pools, metrics, requestGuard: new RequestGuard(log), mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
+  const services = { config, store, log, requestLog: log.child({}, { redact: [] }), pools, metrics, requestGuard: new RequestGuard(log), mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
   started.push({ name: "mailer", stop: () => services.mailer.close() });
   metrics.onScrape(() => {
     for (const pool of ["general", "provider", "heavy"] as const) {

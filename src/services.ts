@@ -17,6 +17,8 @@ export interface Services {
   config: Config;
   store: Store;
   log: Logger;
+  /** The request log (one line per request): the process logger less redaction, since its lines carry no secrets to redact. */
+  requestLog: Logger;
   mailer: Mailer;
   pools: WorkerPools;
   /** Webhook deliveries waiting to be sent (BullMQ with Redis, in-process without). */

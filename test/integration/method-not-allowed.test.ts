@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiRoutes } from "../../src/api-routes.js";
 import { x402Supported } from "../../src/payments/supported.js";
-import { toolRoutes } from "../../src/tools/routes/index.js";
+import { callTool, toolReadRoutes } from "../../src/tools/routes/index.js";
 import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
 
 /**
@@ -19,7 +19,7 @@ afterAll(async () => {
 /** Every route as (method, path pattern), from the same tables the gateway mounts. */
 const ROUTES: [string, string][] = [
   ...apiRoutes.map((r) => [r.method.toUpperCase(), `/api/v1${r.path}`] as [string, string]),
-  ...toolRoutes(() => () => Promise.reject(new Error("not called"))).map((r) => [r.method.toUpperCase(), `/v1/tools${r.path === "/" ? "" : r.path}`] as [string, string]),
+  ...[...toolReadRoutes, callTool(() => () => Promise.reject(new Error("not called")))].map((r) => [r.method.toUpperCase(), `/v1/tools${r.path === "/" ? "" : r.path}`] as [string, string]),
   ["GET", `/x402${x402Supported.path}`],
   ...["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"].map((p) => ["GET", p] as [string, string]),
   ...["POST", "GET", "DELETE"].map((m) => [m, "/mcp"] as [string, string]),

@@ -1,10 +1,12 @@
-import type { Request, Response } from "express";
 import type { RouteDef } from "../../http/route.js";
-import type { Forwarder } from "../forward.js";
-import { callTool } from "./call.js";
 import { listCategories } from "./categories.js";
 import { getTool } from "./get.js";
 import { listTools } from "./list.js";
 
-/** The tool API, mounted under /v1/tools. */
-export const toolRoutes = (forwarderFor: (req: Request, res: Response) => Forwarder): RouteDef<any, any, any>[] => [listTools, listCategories, getTool, callTool(forwarderFor)];
+export { callTool } from "./call.js";
+
+/**
+ * The tool API's reads, mounted under /v1/tools. The call (`POST /v1/tools/{name}`, `callTool`)
+ * is mounted by the app ahead of every other route: it is the hot path.
+ */
+export const toolReadRoutes: RouteDef<any, any, any>[] = [listTools, listCategories, getTool];
