@@ -54,13 +54,14 @@ export function createApp(services: Services): express.Express {
     res.type("text/plain; version=0.0.4").send(await services.metrics.render());
   });
 
-  // Built once: the document depends only on configuration and code.
-  const openApi = buildOpenApi(services.config);
+  // Built once, when first asked for (not at start-up): the document depends only on configuration and code.
+  let openApi: ReturnType<typeof buildOpenApi> | null = null;
+  const openApiDocument = () => (openApi ??= buildOpenApi(services.config));
   app.get("/openapi.json", (_req, res) => {
     res.setHeader("Cache-Control", "public, max-age=300");
-    res.json(openApi);
+    res.json(openApiDocument());
   });
-  app.use(pagesRouter(services, openApi));
+  app.use(pagesRouter(services, openApiDocument));
   allowOn(app.router, ["/healthz", "/readyz", "/metrics", "/openapi.json", ...PAGE_PATHS], ["GET"]);
   app.use(apiVersioning, json);
   app.use("/api/v1", mountRoutes(services, apiRoutes));
