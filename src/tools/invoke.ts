@@ -3,12 +3,12 @@ import { TIERS } from "../accounts/tiers.js";
 import { eventRecord } from "../events/types.js";
 import { authenticate, admitted, type Admitted } from "../http/auth.js";
 import { ApiError, StoreUnavailableError } from "../http/errors.js";
-import { parseInput } from "../http/route.js";
 import { newEventId } from "../lib/ids.js";
 import type { Services } from "../services.js";
 import type { StoredResponse } from "../store/types.js";
 import type { ToolDefinition } from "./definition.js";
 import type { ForwardOutcome, Forwarder } from "./forward.js";
+import { preflight } from "./preflight.js";
 import { PoolBusyError } from "./priority-gate.js";
 
 /**
@@ -41,15 +41,14 @@ const IDEMPOTENCY_POLL_MS = 25;
 
 export async function invokeTool(services: Services, call: ToolCall, forward: Forwarder): Promise<ToolCallResult> {
   const { tool, key, requestId } = call;
-  const parsed = tool.input.safeParse(call.input);
-  const unavailable = services.pools.unavailableReason(tool.name);
-  if (!parsed.success || unavailable) {
+  let input: unknown;
+  try {
+    input = preflight(services, tool, call.input);
+  } catch (err) {
     // Authenticate (and count the request) before saying anything about the call; charge nothing.
     await checkCaller(services, call);
-    if (unavailable) throw new ApiError("tool_unavailable", `The ${tool.name} tool is unavailable: ${unavailable}.`);
-    parseInput(tool.input, call.input, "body");
+    throw err;
   }
-  const input = parsed.data;
   if (!call.idempotencyKey) return execute(services, call, input, forward, null);
 
   const idempotencyKey = call.idempotencyKey;
@@ -154,7 +153,7 @@ async function serveCharged(
 }
 
 /** What a worker's answer means for the caller; the worker's own message is passed on. */
-function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiError {
+export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiError {
   if (outcome.kind === "timeout") return new ApiError("tool_timeout", `The ${tool.name} tool did not answer in time; the call was not charged.`);
   if (outcome.kind === "unreachable") return new ApiError("worker_unavailable", `The ${tool.name} tool's workers are unreachable; the call was not charged.`);
   if (outcome.kind === "gateway_error") return new ApiError("internal_error", `The ${tool.name} call failed inside the gateway; it was not charged.`);

@@ -1,14 +1,13 @@
 import { authenticate } from "../http/auth.js";
-import { ApiError } from "../http/errors.js";
-import { parseInput } from "../http/route.js";
 import type { Offer } from "../payments/offer.js";
 import { takeDecodedPayment, type Paid } from "../payments/take-payment.js";
 import type { PaymentHeader } from "../payments/wire.js";
 import type { Services } from "../services.js";
 import type { ToolDefinition } from "./definition.js";
 import type { Forwarder } from "./forward.js";
+import { preflight } from "./preflight.js";
 import { callFingerprint, invokeTool, type ToolCallResult } from "./invoke.js";
-import { formatUsd } from "./pricing.js";
+import { formatUsd } from "../lib/money.js";
 
 /**
  * A tool call paid per call with x402, whichever door it came through (REST reads the payment
@@ -40,11 +39,7 @@ export async function callPaidTool(services: Services, call: PaidToolCall, forwa
     call: { fingerprint: callFingerprint(tool.name, input), key: call.idempotencyKey },
     requiredMessage: `Send an API key, or pay $${formatUsd(call.priceAtomic)} in USDC for this call with x402.`,
     // Never take money for a call that cannot run: input, availability…
-    beforeVerifying: () => {
-      parseInput(tool.input, input, "body");
-      const unavailable = services.pools.unavailableReason(tool.name);
-      if (unavailable) throw new ApiError("tool_unavailable", `The ${tool.name} tool is unavailable: ${unavailable}.`);
-    },
+    beforeVerifying: () => void preflight(services, tool, input),
     // …nor for one the wallet's account may not make now: its rate-limit slot is taken here
     // (under this request id, which the call's own admission then finds already counted).
     beforeSettling: async (accountId) => void (await authenticate(services, { accountId, hash: null }, requestId)),

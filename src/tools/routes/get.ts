@@ -1,7 +1,5 @@
-import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
-import { findTool } from "../catalogue/index.js";
-import { z } from "zod";
+import { requireTool } from "../lookup.js";
 import { toolView, toolViewSchema } from "../views.js";
 
 export const getTool = defineRoute({
@@ -11,8 +9,7 @@ export const getTool = defineRoute({
   auth: "public",
   response: toolViewSchema,
   async handler({ services, params }) {
-    const tool = findTool(params.name!);
-    if (!tool) throw new ApiError("tool_not_found", `No tool named ${params.name}. GET /v1/tools lists them.`);
+    const tool = requireTool(params.name!);
     return { body: toolView(tool, services.config.creditPriceAtomic, services.pools.unavailableReason(tool.name)) };
   },
 });

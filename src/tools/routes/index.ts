@@ -1,12 +1,8 @@
-import type { RouteDef } from "../../http/route.js";
+import type { AnyRoute } from "../../http/route.js";
+import { callTool } from "./call.js";
 import { listCategories } from "./categories.js";
 import { getTool } from "./get.js";
 import { listTools } from "./list.js";
 
-export { callTool } from "./call.js";
-
-/**
- * The tool API's reads, mounted under /v1/tools. The call (`POST /v1/tools/{name}`, `callTool`)
- * is mounted by the app ahead of every other route: it is the hot path.
- */
-export const toolReadRoutes: RouteDef<any, any, any>[] = [listTools, listCategories, getTool];
+/** The tool API, mounted under /v1/tools (the call last: `/:name` would match `/categories`). */
+export const toolRoutes: AnyRoute[] = [listTools, listCategories, getTool, callTool];
