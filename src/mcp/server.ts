@@ -25,6 +25,8 @@ import { searchTools } from "../tools/search.js";
 export interface McpCaller {
   /** null: no key — an agent paying per call with x402 (only when x402 is on). */
   key: { accountId: string; hash: string } | null;
+  /** Set when the request was refused before MCP ran (a lone tools/call over the rate limit): the call answers this error. */
+  refused?: ApiError;
 }
 
 /** The x402 MCP transport's `_meta` keys (x402 `specs/transports-v2/mcp.md`). */
@@ -110,6 +112,7 @@ export function createMcpServerFactory(services: Services, forward: Forwarder) {
     }));
     server.setRequestHandler("tools/call", async (request) => {
       const requestId = newRequestId();
+      if (caller.refused) return errorResult(caller.refused, requestId);
       if (request.params.name === SEARCH_TOOLS.name) return searchResult(services, tools, request.params.arguments ?? {});
       let tool: ToolDefinition;
       try {

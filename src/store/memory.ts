@@ -327,7 +327,7 @@ export class MemoryStore implements Store {
     }
     if (record.fingerprint !== claim.fingerprint) return { state: "conflict" };
     if (record.response) return { state: "completed", response: record.response };
-    if (now < record.leaseUntil) return { state: "in_progress" };
+    if (record.requestId !== claim.requestId && now < record.leaseUntil) return { state: "in_progress" };
     record.leaseUntil = now + claim.leaseMs;
     return { state: "started", requestId: record.requestId };
   }

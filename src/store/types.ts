@@ -205,7 +205,9 @@ export interface Store {
   /**
    * Claims an Idempotency-Key for one execution (for `leaseMs`; the record lives `ttlSeconds`).
    * A claim whose lease ran out unanswered (its process died) is handed to the next caller with
-   * the request id it was charged under, so the retry is not charged again.
+   * the request id it was charged under, so the retry is not charged again. The request holding
+   * the claim (same request id) may begin again and continues it: a paid call claims its key
+   * before its payment settles, then runs under that claim.
    */
   beginIdempotent(accountId: string, key: string, claim: IdempotencyClaim): Promise<IdempotencyState>;
   completeIdempotent(accountId: string, key: string, response: StoredResponse, ttlSeconds: number): Promise<void>;

@@ -5,7 +5,7 @@ import { authenticate, admitted, type Admitted } from "../http/auth.js";
 import { ApiError, StoreUnavailableError } from "../http/errors.js";
 import { newEventId } from "../lib/ids.js";
 import type { Services } from "../services.js";
-import type { StoredResponse } from "../store/types.js";
+import type { IdempotencyClaim, IdempotencyState, StoredResponse } from "../store/types.js";
 import type { ToolDefinition } from "./definition.js";
 import type { ForwardOutcome, Forwarder } from "./forward.js";
 import { preflight } from "./preflight.js";
@@ -52,23 +52,39 @@ export async function invokeTool(services: Services, call: ToolCall, forward: Fo
   if (!call.idempotencyKey) return execute(services, call, input, forward, null);
 
   const idempotencyKey = call.idempotencyKey;
-  const fingerprint = callFingerprint(tool.name, call.input);
   const ttlSeconds = call.idempotencyTtlSeconds ?? services.config.idempotencyTtlSeconds;
-  const leaseMs = timeoutOf(services, tool) + services.config.poolQueueTimeoutMs + 5_000;
-  const deadline = Date.now() + leaseMs;
+  const claim = await claimIdempotencyKey(services, key.accountId, idempotencyKey, {
+    fingerprint: callFingerprint(tool.name, call.input),
+    requestId,
+    leaseMs: idempotencyLeaseMs(services, tool),
+    ttlSeconds,
+  });
+  // Executed under the claim's request id: the debit is idempotent per request id, so a retry
+  // that takes over the claim of a process that died mid-call is not charged a second time.
+  if (claim.state === "started") return execute(services, { ...call, requestId: claim.requestId, idempotencyTtlSeconds: ttlSeconds }, input, forward, idempotencyKey);
+  await checkCaller(services, call);
+  if (claim.state === "completed") return { ...claim.response, replayed: true };
+  throw new ApiError("idempotency_conflict", "This Idempotency-Key was already used with a different request body.", { param: "Idempotency-Key" });
+}
+
+/** How long one execution holds its idempotency key: the tool's timeout, the worker-queue wait, and a margin. */
+export const idempotencyLeaseMs = (services: Services, tool: ToolDefinition) => timeoutOf(services, tool) + services.config.poolQueueTimeoutMs + 5_000;
+
+/**
+ * Claims an idempotency key for one execution, waiting (for up to the claim's lease) while another
+ * request holds it: "started" (run it, under the request id given), "completed" (the stored
+ * answer), or "conflict" (the key was used for another request).
+ */
+export async function claimIdempotencyKey(
+  services: Services,
+  accountId: string,
+  key: string,
+  claim: IdempotencyClaim,
+): Promise<Exclude<IdempotencyState, { state: "in_progress" }>> {
+  const deadline = Date.now() + claim.leaseMs;
   for (;;) {
-    const claim = await services.store.beginIdempotent(key.accountId, idempotencyKey, { fingerprint, requestId, leaseMs, ttlSeconds });
-    // Executed under the claim's request id: the debit is idempotent per request id, so a retry
-    // that takes over the claim of a process that died mid-call is not charged a second time.
-    if (claim.state === "started") return execute(services, { ...call, requestId: claim.requestId, idempotencyTtlSeconds: ttlSeconds }, input, forward, idempotencyKey);
-    if (claim.state === "completed") {
-      await checkCaller(services, call);
-      return { ...claim.response, replayed: true };
-    }
-    if (claim.state === "conflict") {
-      await checkCaller(services, call);
-      throw new ApiError("idempotency_conflict", "This Idempotency-Key was already used with a different request body.", { param: "Idempotency-Key" });
-    }
+    const state = await services.store.beginIdempotent(accountId, key, claim);
+    if (state.state !== "in_progress") return state;
     // Another request with this key is executing: wait for its answer, then replay it.
     if (Date.now() > deadline) throw new ApiError("idempotency_conflict", "A request with this Idempotency-Key is still in progress.", { param: "Idempotency-Key" });
     await new Promise((r) => setTimeout(r, IDEMPOTENCY_POLL_MS));

@@ -295,6 +295,11 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     await new Promise((r) => setTimeout(r, 150));
     expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_retry", 100))).toEqual({ state: "started", requestId: "req_died" });
     expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_other", 100))).toEqual({ state: "in_progress" });
+    // The request holding a claim may begin again (a paid call claims before settling, then runs): it continues, others still wait.
+    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_holder"))).toEqual({ state: "started", requestId: "req_holder" });
+    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_holder"))).toEqual({ state: "started", requestId: "req_holder" });
+    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_waiter"))).toEqual({ state: "in_progress" });
+    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp-other", "req_holder"))).toEqual({ state: "conflict" });
     // A refund forgets the call's key in the same step: the retry is a new call, charged anew.
     expect(await debit(b.id, null, 3, "req_taken")).toMatchObject({ status: "ok", charged: true });
     expect(await store.beginIdempotent(b.id, "idem-3", claim("fp", "req_taken"))).toMatchObject({ state: "started" });
