@@ -6,6 +6,8 @@ import { parseUsd } from "./lib/money.js";
 import { ENDPOINT_LIMITS_PATTERN, endpointLimits, type EndpointLimits } from "./http/endpoint-limits.js";
 import { API_VERSIONS, apiVersionsSchema, type ApiVersion } from "./http/versioning.js";
 import { MAX_TEXT_CHARS, MIN_BODY_LIMIT_BYTES } from "./tools/catalogue/limits.js";
+import { loadToolsFile } from "./tools/custom/tools-file.js";
+import type { UpstreamToolSpec } from "./tools/custom/spec.js";
 
 /**
  * The one configuration object, read from the environment once at start-up.
@@ -88,6 +90,14 @@ const envSchema = z.object({
   /** Development and tests only: let webhooks target loopback and private networks (HTTPS still required). */
   WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   WEBHOOKS_PER_ACCOUNT: z.coerce.number().int().min(1).max(100).default(10),
+  /** The operator's upstream tools (YAML or JSON; src/tools/custom/tools-file.ts): public, paid like catalogue tools. */
+  TOOLS_FILE: z.string().min(1).optional(),
+  /** Development and tests only: let custom and upstream tools target loopback and private networks, and plain http to loopback. */
+  UPSTREAM_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
+  /** The largest answer a custom or upstream tool's endpoint may send. */
+  UPSTREAM_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  /** How many custom tools one Business account may register. */
+  CUSTOM_TOOLS_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(50),
   /** x402: comma-separated networks (base, base-sepolia, polygon, polygon-amoy); unset: no x402. */
   X402_NETWORKS: z.string().optional(),
   X402_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, "an EVM address").optional(),
@@ -168,6 +178,8 @@ export interface Config {
   mcpAllowedHosts: string[];
   webhookAllowPrivateTargets: boolean;
   webhooksPerAccount: number;
+  /** Custom (per-account) and operator-declared tools at HTTP endpoints (src/tools/custom). */
+  upstream: { tools: UpstreamToolSpec[]; allowPrivate: boolean; maxResponseBytes: number; perAccount: number };
   x402: {
     networks: PaymentNetwork[];
     payTo: Address;
@@ -199,11 +211,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       if (!env[name]) problems.push(`${name} is required when NODE_ENV=production`);
     }
     if (parsed.data.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1") problems.push("WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
+    if (parsed.data.UPSTREAM_ALLOW_PRIVATE_TARGETS === "1") problems.push("UPSTREAM_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
   }
   if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && !parsed.data.REDIS_URL) problems.push("WEB_CONCURRENCY above 1 needs REDIS_URL: the gateway processes share their state through Redis");
   const x402 = parsed.success ? paymentConfig(parsed.data, env, problems) : null;
   const limits = endpointLimits(parsed.success ? parsed.data.ENDPOINT_LIMITS : undefined, problems);
   const apiVersions = parsed.success ? versionsConfig(parsed.data.API_VERSIONS, problems) : null;
+  const upstreamTools = parsed.success && parsed.data.TOOLS_FILE ? loadToolsFile(parsed.data.TOOLS_FILE, env, parsed.data.UPSTREAM_ALLOW_PRIVATE_TARGETS === "1", problems) : [];
   if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
   const e = parsed.data;
   return {
@@ -247,6 +261,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       : [...new Set([new URL(e.PUBLIC_BASE_URL ?? "http://localhost").hostname, "localhost", "127.0.0.1", "[::1]"])],
     webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1",
     webhooksPerAccount: e.WEBHOOKS_PER_ACCOUNT,
+    upstream: { tools: upstreamTools, allowPrivate: e.UPSTREAM_ALLOW_PRIVATE_TARGETS === "1", maxResponseBytes: e.UPSTREAM_MAX_RESPONSE_BYTES, perAccount: e.CUSTOM_TOOLS_PER_ACCOUNT },
     x402,
   };
 }

@@ -9,6 +9,7 @@ import { createStore } from "./store/index.js";
 import { createProcessLogger, type ProcessLogger } from "./lib/logger.js";
 import { startBundledWorkers } from "./tools/bundled-workers.js";
 import { WorkerPools } from "./tools/worker-pools.js";
+import { UpstreamTools } from "./tools/custom/registry.js";
 import { createDeliveryAgent } from "./webhooks/deliver.js";
 import { createBullQueue, createInProcessQueue } from "./webhooks/queue.js";
 import { startRelay } from "./webhooks/relay.js";
@@ -162,8 +163,10 @@ async function startServices(config: Config, logger: ProcessLogger, started: Par
   );
   await pools.start();
   started.push({ name: "worker pools", stop: () => pools.stop() });
+  const upstream = new UpstreamTools(store, config.upstream, config.upstream.tools);
+  started.push({ name: "upstream tools", stop: () => upstream.close() });
   const metrics = new Metrics();
-  const services = { config, store, log, requestLog: log.child({}, { redact: [] }), pools, metrics, requestGuard: new RequestGuard(log), mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
+  const services = { config, store, log, requestLog: log.child({}, { redact: [] }), pools, upstream, metrics, requestGuard: new RequestGuard(log), mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
   started.push({ name: "mailer", stop: () => services.mailer.close() });
   metrics.onScrape(() => {
     for (const pool of ["general", "provider", "heavy"] as const) {

@@ -22,6 +22,7 @@ import { x402Supported } from "./payments/supported.js";
 import type { Services } from "./services.js";
 import { incidentRoutes } from "./status/incident-routes.js";
 import { toolRoutes } from "./tools/routes/index.js";
+import { customToolRoutes } from "./tools/custom/routes/index.js";
 import { webhookRoutes } from "./webhooks/routes/index.js";
 
 /**
@@ -59,6 +60,7 @@ const API_ROUTES: AnyRoute[] = [
   adminSetTier,
   adminGrantCredits,
   adminIssueKey,
+  ...customToolRoutes,
   ...webhookRoutes("account"),
   ...webhookRoutes("platform"),
   ...paymentRoutes,

@@ -8,6 +8,7 @@ import type { Payments } from "./payments/payments.js";
 import type { Metrics } from "./http/metrics.js";
 import type { StatusService } from "./status/index.js";
 import type { RequestGuard } from "./http/request-guard.js";
+import type { UpstreamTools } from "./tools/custom/registry.js";
 
 /**
  * Everything a route or service needs, built once in main.ts (or a test) and passed in:
@@ -21,6 +22,8 @@ export interface Services {
   requestLog: Logger;
   mailer: Mailer;
   pools: WorkerPools;
+  /** Tools at HTTP endpoints: the operator's (TOOLS_FILE) and each Business account's own. */
+  upstream: UpstreamTools;
   /** Webhook deliveries waiting to be sent (BullMQ with Redis, in-process without). */
   deliveries: DeliveryQueue;
   /** x402 payments; null when no network is configured. */

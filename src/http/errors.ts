@@ -34,6 +34,7 @@ export const ERRORS = {
   route_not_found: { status: 404, type: "invalid_request_error" },
   version_retired: { status: 410, type: "invalid_request_error" },
   email_taken: { status: 409, type: "invalid_request_error" },
+  tool_name_taken: { status: 409, type: "invalid_request_error" },
   last_active_key: { status: 409, type: "invalid_request_error" },
   invalid_cursor: { status: 400, type: "invalid_request_error" },
   idempotency_conflict: { status: 409, type: "invalid_request_error" },

@@ -63,7 +63,7 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
 }
 
 /** What a route's own OpenAPI description may depend on. */
-export type DocumentConfig = Pick<Config, "publicBaseUrl" | "creditPriceAtomic">;
+export type DocumentConfig = Pick<Config, "publicBaseUrl" | "creditPriceAtomic"> & { upstream?: Pick<Config["upstream"], "tools"> };
 
 /**
  * Any route, whatever its schemas: what lists of routes hold. Each was type-checked against its

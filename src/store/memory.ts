@@ -24,6 +24,7 @@ import {
   type StoredResponse,
   type TierLimits,
   type WebhookRecord,
+  type CustomToolRecord,
   type PaymentRecord,
   type PlanChange,
   type DeliveryAttempt,
@@ -52,6 +53,7 @@ export class MemoryStore implements Store {
   private readonly buckets = new Map<string, { at: number; member: string }[]>();
   private readonly idempotency = new Map<string, { fingerprint: string; requestId: string; leaseUntil: number; expiresAt: number; response: StoredResponse | null }>();
   private readonly webhooks = new Map<string, Map<string, WebhookRecord>>();
+  private readonly customTools = new Map<string, Map<string, CustomToolRecord>>();
   private readonly eventLogs = new Map<string, EventRecord[]>();
   private readonly payments = new Map<string, PaymentRecord>();
   private readonly locks = new Map<string, { token: string; until: number }>();
@@ -339,6 +341,34 @@ export class MemoryStore implements Store {
 
   async abandonIdempotent(accountId: string, key: string) {
     this.idempotency.delete(`${accountId}\0${key}`);
+  }
+
+  private customToolsOf(accountId: string) {
+    const tools = this.customTools.get(accountId) ?? new Map<string, CustomToolRecord>();
+    this.customTools.set(accountId, tools);
+    return tools;
+  }
+
+  async addCustomTool(tool: CustomToolRecord, cap: number) {
+    const tools = this.customToolsOf(tool.accountId);
+    if (tools.has(tool.name)) return "exists" as const;
+    if (tools.size >= cap) return "cap" as const;
+    tools.set(tool.name, structuredClone(tool));
+    return "added" as const;
+  }
+
+  async getCustomTool(accountId: string, name: string) {
+    // Read without creating: lookups come with any account id a caller's key names.
+    const tool = this.customTools.get(accountId)?.get(name);
+    return tool ? structuredClone(tool) : null;
+  }
+
+  async listCustomTools(accountId: string) {
+    return [...(this.customTools.get(accountId)?.values() ?? [])].map((t) => structuredClone(t)).sort((a, b) => a.createdAt - b.createdAt || a.name.localeCompare(b.name));
+  }
+
+  async deleteCustomTool(accountId: string, name: string) {
+    return this.customTools.get(accountId)?.delete(name) ?? false;
   }
 
   private hooksOf(ownerId: string) {

@@ -30,6 +30,7 @@ import {
   type StoredResponse,
   type TierLimits,
   type WebhookRecord,
+  type CustomToolRecord,
   type PaymentRecord,
   type PlanChange,
   type DeliveryAttempt,
@@ -53,6 +54,7 @@ const k = {
   bucket: (name: string) => `rl:${name}`,
   setting: (name: string) => `setting:${name}`,
   webhooks: (ownerId: string) => `{${ownerId}}:webhooks`,
+  customTools: (accountId: string) => `{${accountId}}:custom-tools`,
   deliveries: (ownerId: string, webhookId: string) => `{${ownerId}}:deliveries:${webhookId}`,
   events: (id: string) => `{${id}}:events`,
   // Payments are not an account's: they share one slot of their own, so a claim is one script.
@@ -61,7 +63,7 @@ const k = {
   openPayments: () => "{payments}:open",
 };
 
-const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "release-lock", "payment-claim"] as const;
+const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "custom-tool-add", "release-lock", "payment-claim"] as const;
 const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   admit: 6,
   "top-up": 4,
@@ -73,6 +75,7 @@ const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   "rate-limit": 1,
   "idempotency-begin": 1,
   "webhook-add": 1,
+  "custom-tool-add": 1,
   "release-lock": 1,
   "payment-claim": 2,
 };
@@ -474,6 +477,24 @@ export class RedisStore implements Store {
 
   async outboxAccounts(): Promise<string[]> {
     return this.call(() => this.redis.smembers(k.outboxAccounts()));
+  }
+
+  async addCustomTool(tool: CustomToolRecord, cap: number): Promise<"added" | "exists" | "cap"> {
+    return this.script<"added" | "exists" | "cap">("custom-tool-add", [k.customTools(tool.accountId)], [tool.name, JSON.stringify(tool), cap]);
+  }
+
+  async getCustomTool(accountId: string, name: string): Promise<CustomToolRecord | null> {
+    const raw = await this.call(() => this.redis.hget(k.customTools(accountId), name));
+    return raw ? (JSON.parse(raw) as CustomToolRecord) : null;
+  }
+
+  async listCustomTools(accountId: string): Promise<CustomToolRecord[]> {
+    const all = await this.call(() => this.redis.hvals(k.customTools(accountId)));
+    return all.map((raw) => JSON.parse(raw) as CustomToolRecord).sort((a, b) => a.createdAt - b.createdAt || a.name.localeCompare(b.name));
+  }
+
+  async deleteCustomTool(accountId: string, name: string): Promise<boolean> {
+    return (await this.call(() => this.redis.hdel(k.customTools(accountId), name))) === 1;
   }
 
   async addWebhook(webhook: WebhookRecord, cap: number): Promise<boolean> {

@@ -214,6 +214,16 @@ export interface Store {
   /** Forgets an execution that failed without a result worth replaying, so a retry runs again. */
   abandonIdempotent(accountId: string, key: string): Promise<void>;
 
+  /**
+   * A Business account's own tools (src/tools/custom), one per name: `exists` when the account
+   * already has one of that name, `cap` when it has `cap` tools; checked and added atomically.
+   */
+  addCustomTool(tool: CustomToolRecord, cap: number): Promise<"added" | "exists" | "cap">;
+  getCustomTool(accountId: string, name: string): Promise<CustomToolRecord | null>;
+  /** Oldest first. */
+  listCustomTools(accountId: string): Promise<CustomToolRecord[]>;
+  deleteCustomTool(accountId: string, name: string): Promise<boolean>;
+
   /** Adds a webhook unless the owner already has `cap`; false when the cap is reached. */
   addWebhook(webhook: WebhookRecord, cap: number): Promise<boolean>;
   listWebhooks(ownerId: string): Promise<WebhookRecord[]>;
@@ -253,6 +263,20 @@ export interface Store {
 
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A Business account's private tool at its own endpoint, as stored (see src/tools/custom/spec.ts). */
+export interface CustomToolRecord {
+  accountId: string;
+  name: string;
+  title: string;
+  description: string;
+  url: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema: Record<string, unknown>;
+  priceCredits: number;
+  timeoutMs: number;
+  createdAt: number;
 }
 
 /** A webhook; `ownerId` is an account id, or "platform" for the operator's webhooks. */

@@ -7,6 +7,7 @@ import { newEventId } from "../lib/ids.js";
 import type { Services } from "../services.js";
 import type { IdempotencyClaim, IdempotencyState, StoredResponse } from "../store/types.js";
 import type { ToolDefinition } from "./definition.js";
+import { isPrivateTool } from "./custom/registry.js";
 import type { ForwardOutcome, Forwarder } from "./forward.js";
 import { preflight } from "./preflight.js";
 import { PoolBusyError } from "./priority-gate.js";
@@ -156,17 +157,20 @@ async function serveCharged(
       headers: { ...caller.headers, "X-Credits-Charged": String(tool.cost), "X-Credits-Remaining": String(caller.account.balance) },
     };
     if (idempotencyKey) await store.completeIdempotent(accountId, idempotencyKey, result, idempotencyTtlSeconds ?? config.idempotencyTtlSeconds);
-    services.metrics.countToolCall(tool.name, "ok");
+    services.metrics.countToolCall(metricsName(tool), "ok");
     if (caller.charged) services.metrics.creditsDebited.inc(tool.cost);
     return { ...result, replayed: false };
   }
 
   const failure = failureOf(tool, outcome);
-  services.metrics.countToolCall(tool.name, failure.code);
+  services.metrics.countToolCall(metricsName(tool), failure.code);
   const callerError = failure.code === "validation_failed";
   await refundOnce(services, { accountId, requestId, idempotencyKey, tool: tool.name, reason: `tool failed: ${failure.code}`, errorCode: callerError ? null : failure.code });
   throw failure.withHeaders(caller.headers);
 }
+
+/** Accounts name their own tools: counted together as "custom", so they cannot grow the metrics' label set without bound. */
+const metricsName = (tool: ToolDefinition) => (isPrivateTool(tool) ? "custom" : tool.name);
 
 /** What a worker's answer means for the caller; the worker's own message is passed on. */
 export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiError {

@@ -389,4 +389,38 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.getPayment(failed.id)).toBeNull();
     expect(await store.claimPayment(failed)).toBeNull(); // released: it may be tried again
   });
+  it("keeps each account's custom tools apart: one per name, at most the cap, atomically", async () => {
+    const owner = await account();
+    const other = await account();
+    const tool = (name: string, accountId = owner.id, createdAt = Date.now()) => ({
+      accountId,
+      name,
+      title: name,
+      description: "A test tool.",
+      url: "https://example.com/tool",
+      inputSchema: { type: "object", properties: { text: { type: "string" } } },
+      outputSchema: { type: "object" },
+      priceCredits: 3,
+      timeoutMs: 1000,
+      createdAt,
+    });
+    expect(await store.addCustomTool(tool("alpha", owner.id, 1), 2)).toBe("added");
+    expect(await store.addCustomTool({ ...tool("alpha"), priceCredits: 9 }, 2)).toBe("exists");
+    expect(await store.getCustomTool(owner.id, "alpha")).toEqual(tool("alpha", owner.id, 1)); // the first stands
+    // Concurrent registrations cannot pass the cap together.
+    const raced = await Promise.all(["beta", "gamma", "delta"].map((name) => store.addCustomTool(tool(name), 2)));
+    expect(raced.filter((r) => r === "added")).toHaveLength(1);
+    expect(raced.filter((r) => r === "cap")).toHaveLength(2);
+    expect((await store.listCustomTools(owner.id)).map((t) => t.name)[0]).toBe("alpha"); // oldest first
+    expect(await store.listCustomTools(owner.id)).toHaveLength(2);
+    // Another account sees none of them, and may use the same name.
+    expect(await store.getCustomTool(other.id, "alpha")).toBeNull();
+    expect(await store.listCustomTools(other.id)).toEqual([]);
+    expect(await store.deleteCustomTool(other.id, "alpha")).toBe(false);
+    expect(await store.addCustomTool(tool("alpha", other.id), 2)).toBe("added");
+    expect(await store.deleteCustomTool(owner.id, "alpha")).toBe(true);
+    expect(await store.deleteCustomTool(owner.id, "alpha")).toBe(false);
+    expect(await store.getCustomTool(owner.id, "alpha")).toBeNull();
+    expect(await store.getCustomTool(other.id, "alpha")).toMatchObject({ accountId: other.id });
+  });
 });
