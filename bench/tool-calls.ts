@@ -6,19 +6,22 @@
  *
  *   npm run bench            (Redis at 127.0.0.1:6379; BENCH_CALLS=20000 BENCH_CONCURRENCY=32)
  *   BENCH_PROFILE=/tmp/prof  also writes a CPU profile of the gateway (.cpuprofile) there
- *   BENCH_GATEWAY_ENTRY=…    the gateway to measure (default src/main.ts): another checkout's, for an A/B run
+ *   BENCH_GATEWAY_ENTRY=…    the gateway to measure (default dist/src/main.js once built, else src/main.ts)
+ *   BENCH_BASELINE_ENTRY=…   another build's entry (e.g. main's dist/src/main.js) measured in the same run, in
+ *                            alternating rounds (BENCH_ROUNDS, default 3): CPU per call, latency added, cold start
  *   BENCH_QR_CALLS=0         skips the qr-code comparison (shorter A/B runs)
  *
  * Also: the CPU time the gateway and the worker each spend per call over the same calls (from
  * /proc/<pid>/stat), throughput with WEB_CONCURRENCY=1 and 2, and the cold start of the compiled
- * build (`npm run build` first): process start → /readyz 200.
+ * build (`npm run build` first): process start → /readyz 200, and the CPU the process used by then
+ * (on a shared machine the CPU figure is the steadier of the two).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { spawn } from "node:child_process";
 import { Agent, request } from "node:http";
 import { createInterface } from "node:readline";
 import { Redis } from "ioredis";
-import { ADMIN_KEY, fundedAccount, spawnGateway, spawnService } from "../test/helpers/gateway.js";
+import { ADMIN_KEY, fundedAccount, spawnGateway, spawnService, type GatewayProcess } from "../test/helpers/gateway.js";
 import { REDIS_URL, dropPrefix, uniquePrefix } from "../test/helpers/redis.js";
 import { percentile } from "./stats.js";
 
@@ -82,10 +85,9 @@ function cpuMicros(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
-/** Process start → first /readyz 200 of the compiled build with production settings (no dev chain, workers elsewhere). */
-async function coldStart(workersUrl: string, prefix: string): Promise<number | null> {
-  const entry = new URL("../dist/src/main.js", import.meta.url).pathname;
-  if (!existsSync(entry)) return null;
+/** Process start → first /readyz 200 of a compiled build with production settings (no dev chain, workers elsewhere), and the CPU used by then. */
+async function coldStart(entry: string, workersUrl: string, prefix: string): Promise<{ ms: number; cpuMs: number } | null> {
+  if (!existsSync(entry) || !entry.endsWith(".js")) return null;
   const started = performance.now();
   const child = spawn(process.execPath, [entry], {
     env: { PATH: process.env.PATH, NODE_ENV: "production", PORT: "0", HOST: "127.0.0.1", REDIS_URL, REDIS_KEY_PREFIX: prefix, WORKERS_URL: workersUrl, ADMIN_API_KEY: ADMIN_KEY, SECRET_KEY: "s".repeat(32), SMTP_URL: "smtp://127.0.0.1:1", PUBLIC_BASE_URL: "http://localhost:8402", LOG_LEVEL: "info" },
@@ -100,7 +102,7 @@ async function coldStart(workersUrl: string, prefix: string): Promise<number | n
     });
     for (;;) {
       const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false);
-      if (ok) return performance.now() - started;
+      if (ok) return { ms: performance.now() - started, cpuMs: cpuMicros(child.pid!) / 1000 };
       await new Promise((r) => setTimeout(r, 5));
     }
   } finally {
@@ -108,12 +110,22 @@ async function coldStart(workersUrl: string, prefix: string): Promise<number | n
   }
 }
 
+/** The calls the comparison with a baseline makes: per round and side, the throughput calls, the one-at-a-time calls; and the warm-up. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const BASELINE_CALLS = Math.min(CALLS, 4000);
+const baselineCalls = () => ROUNDS * 2 * (BASELINE_CALLS + 500) + 1000;
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const list = (xs: number[], digits = 0) => xs.map((x) => x.toFixed(digits)).join(" / ");
+
 async function main() {
   const prefix = uniquePrefix("bench");
   const workers = await spawnService("src/workers/main.ts", "workers listening", { PORT: "0", LOG_LEVEL: "info" });
   workers.child.stdout!.resume();
   const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const entry = process.env.BENCH_GATEWAY_ENTRY ?? "src/main.ts";
+  const built = new URL("../dist/src/main.js", import.meta.url).pathname;
+  const entry = process.env.BENCH_GATEWAY_ENTRY ?? (existsSync(built) ? built : "src/main.ts");
+  const baselineEntry = process.env.BENCH_BASELINE_ENTRY ?? null;
   const gateway = await spawnGateway(prefix, { WORKERS_URL: workers.url, LOG_LEVEL: "info" }, profile, entry).catch(async (err: unknown) => {
     await workers.stop();
     throw err;
@@ -121,7 +133,7 @@ async function main() {
   gateway.child.stdout!.resume(); // request logs stay on, as in production; drained, not printed
   try {
     // Business accounts allow 1,000 calls a minute each: spread the calls over enough of them.
-    const accounts = await Promise.all(Array.from({ length: Math.ceil((2 * CALLS + LATENCY_CALLS + QR_CALLS + 2200) / 900) }, () => fundedAccount(gateway.url, CALLS + 100, "business")));
+    const accounts = await Promise.all(Array.from({ length: Math.ceil((2 * CALLS + LATENCY_CALLS + QR_CALLS + 2200 + (baselineEntry ? baselineCalls() : 0)) / 900) }, () => fundedAccount(gateway.url, CALLS + 100, "business")));
     const keyFor = (i: number) => ({ "x-api-key": accounts[i % accounts.length]!.key });
 
     // Warm both paths (JIT, connections, script cache).
@@ -190,14 +202,68 @@ async function main() {
       await pair.stop();
       console.log(`Throughput, ${CALLS} hash calls ${CONCURRENCY} at a time: 1 process ${through.rps.toFixed(0)} req/s, 2 processes (WEB_CONCURRENCY=2) ${two.rps.toFixed(0)} req/s (${(two.rps / through.rps).toFixed(2)}×), errors ${two.errors}`);
     } else console.log("Throughput with WEB_CONCURRENCY=2: this gateway does not support it");
-    const cold = await coldStart(workers.url, prefix);
-    console.log(cold === null ? "Cold start: run `npm run build` first (no dist/)" : `Cold start of the compiled build (node dist/src/main.js, production settings, no dev chain): ${cold.toFixed(0)} ms to /readyz 200 (goal < 1,000 ms)`);
+    const cold = await coldStart(entry, workers.url, prefix);
+    console.log(
+      cold === null
+        ? "Cold start: run `npm run build` first (no dist/)"
+        : `Cold start of the compiled build (${entry}, production settings, no dev chain): ${cold.ms.toFixed(0)} ms to /readyz 200, ${cold.cpuMs.toFixed(0)} ms of CPU by then (goal < 1,000 ms)`,
+    );
+    if (baselineEntry) await compareWithBaseline(baselineEntry, entry, prefix, workers, keyFor);
     if ([direct, through, directAlone, throughAlone, qrDirect, qrThrough].some((r) => r?.errors)) process.exitCode = 1;
   } finally {
     await gateway.stop();
     await workers.stop();
     await dropPrefix(prefix);
   }
+}
+
+/**
+ * The baseline (another build) and this gateway in the same run, on the same worker and Redis,
+ * in alternating rounds, so both meet the same machine state: CPU per keyed call (both processes
+ * alive, driven in turn), the latency each adds one call at a time, and each one's cold start.
+ */
+async function compareWithBaseline(baselineEntry: string, entry: string, prefix: string, workers: GatewayProcess, keyFor: (i: number) => Record<string, string>) {
+  const rounds = ROUNDS;
+  const calls = BASELINE_CALLS;
+  const sides = [
+    { name: "baseline", entry: baselineEntry },
+    { name: "this build", entry },
+  ].map((side) => ({ ...side, cpu: [] as number[], p50: [] as number[], p99: [] as number[], coldMs: [] as number[], coldCpuMs: [] as number[] }));
+  const gateways = await Promise.all(sides.map((side) => spawnGateway(prefix, { WORKERS_URL: workers.url, LOG_LEVEL: "info" }, [], side.entry)));
+  try {
+    for (const gw of gateways) {
+      gw.child.stdout!.resume();
+      await drive(`${gw.url}/v1/tools/hash`, HASH, 500, keyFor);
+    }
+    for (let round = 0; round < rounds; round++) {
+      const direct = await drive(`${workers.url}/tools/hash`, HASH, 500, () => ({}), 1);
+      for (const [i, side] of sides.entries()) {
+        const pid = gateways[i]!.child.pid!;
+        const before = cpuMicros(pid);
+        await drive(`${gateways[i]!.url}/v1/tools/hash`, HASH, calls, keyFor);
+        side.cpu.push((cpuMicros(pid) - before) / calls);
+        const alone = await drive(`${gateways[i]!.url}/v1/tools/hash`, HASH, 500, keyFor, 1);
+        side.p50.push(percentile(alone.latencies, 50) - percentile(direct.latencies, 50));
+        side.p99.push(percentile(alone.latencies, 99) - percentile(direct.latencies, 99));
+        const cold = await coldStart(side.entry, workers.url, prefix);
+        if (cold) {
+          side.coldMs.push(cold.ms);
+          side.coldCpuMs.push(cold.cpuMs);
+        }
+      }
+    }
+  } finally {
+    await Promise.all(gateways.map((gw) => gw.stop()));
+  }
+  console.log(`\nAgainst the baseline (${baselineEntry}), ${rounds} alternating rounds; each round: ${calls} hash calls ${CONCURRENCY} at a time, 500 one at a time, one cold start`);
+  for (const side of sides) {
+    console.log(
+      `${side.name.padEnd(11)} CPU per call ${list(side.cpu)} µs (median ${median(side.cpu).toFixed(0)}); added p50 ${list(side.p50, 2)} ms, p99 ${list(side.p99, 2)} ms; ` +
+        (side.coldMs.length ? `cold start ${list(side.coldMs)} ms wall, ${list(side.coldCpuMs)} ms CPU` : "cold start: not a compiled build"),
+    );
+  }
+  const [base, mine] = sides;
+  console.log(`this build / baseline: CPU per call ${(median(mine!.cpu) / median(base!.cpu)).toFixed(2)}×` + (base!.coldCpuMs.length && mine!.coldCpuMs.length ? `, cold-start CPU ${(median(mine!.coldCpuMs) / median(base!.coldCpuMs)).toFixed(2)}×` : ""));
 }
 
 main().catch((err) => {

@@ -1,11 +1,10 @@
 import express from "express";
 import { errorHandler, routeNotFound } from "./http/errors.js";
-import { requestId, requestLog, requireJsonBody } from "./http/request-context.js";
+import { requestContext, requireJsonBody } from "./http/request-context.js";
 import { jsonBody } from "./http/json-body.js";
-import { noSniff } from "./http/html.js";
-import { cors } from "./http/cors.js";
-import { mountRoutes } from "./http/route.js";
+import { mountRoutes, routeHandler } from "./http/route.js";
 import type { Services } from "./services.js";
+import { callTool } from "./tools/routes/call.js";
 import { versioning } from "./http/versioning.js";
 import { methodNotAllowed } from "./http/method-not-allowed.js";
 import { DOORS, openApiFor, type Door } from "./routes.js";
@@ -17,15 +16,22 @@ export function createApp(services: Services): express.Express {
   app.set("trust proxy", services.config.trustProxy);
   app.set("query parser", "simple");
   // The guard first: everything after it runs in the request's scope (http/request-guard.ts).
-  app.use(services.requestGuard.middleware, requestId, noSniff, requestLog(services.log), services.metrics.middleware(), cors);
+  app.use(services.requestGuard.middleware, requestContext(services.requestLog, services.metrics));
 
-  const openApi = openApiFor(services.config);
+  // Every answer under a deprecated API version says so; after its sunset, 410.
+  const apiVersioning = versioning(services.config.apiVersions, `${services.config.publicBaseUrl}/changelog`);
+  const json = [requireJsonBody, jsonBody({ limitBytes: services.config.bodyLimitBytes, maxDepth: services.config.bodyMaxDepth })];
+  // The keyed tool call is the gateway's hot path: it is matched first, so no other route is
+  // tried for it, and it runs only what it needs.
+  app.post("/v1/tools/:name", apiVersioning, json, routeHandler(services, callTool, "/v1/tools"));
+
+  // Built on first request, not at start-up (it is the whole catalogue's JSON Schemas).
+  const openApi = () => openApiFor(services.config);
   const mount = (door: Door) => app.use(door.prefix || "/", "routes" in door ? mountRoutes(services, door.routes) : door.router(services, openApi));
   // Doors that take no JSON body first (probes, pages); then API versioning and the JSON body.
   for (const door of DOORS.filter((d) => d.beforeBody)) mount(door);
-  // Every answer under a deprecated API version says so; after its sunset, 410.
-  app.use(versioning(services.config.apiVersions, `${services.config.publicBaseUrl}/changelog`));
-  app.use(requireJsonBody, jsonBody({ limitBytes: services.config.bodyLimitBytes, maxDepth: services.config.bodyMaxDepth }));
+  app.use(apiVersioning, json);
+  // The tool door mounts the call too (for 405s on /v1/tools/{name}); the route above answers it first.
   for (const door of DOORS.filter((d) => !d.beforeBody)) mount(door);
 
   app.use(methodNotAllowed, routeNotFound);

@@ -1,7 +1,6 @@
 import cluster, { type Worker } from "node:cluster";
 import { pino } from "pino";
 import type { Config } from "./config.js";
-import { startDevChain } from "./payments/dev-chain.js";
 import { envPrefix } from "./payments/networks.js";
 import { startBundledWorkers } from "./tools/bundled-workers.js";
 
@@ -16,7 +15,7 @@ import { startBundledWorkers } from "./tools/bundled-workers.js";
 export async function runPrimary(config: Config): Promise<void> {
   const log = pino({ level: config.logLevel, base: { pid: process.pid, role: "primary" } });
   const [devChain, bundled] = await Promise.all([
-    config.devChain && !config.x402 ? startDevChain().catch((err: Error) => (log.warn({ err: err.message }, "no local chain could be started: running without x402"), null)) : null,
+    config.devChain && !config.x402 ? import("./payments/dev-chain.js").then(({ startDevChain }) => startDevChain()).catch((err: Error) => (log.warn({ err: err.message }, "no local chain could be started: running without x402"), null)) : null,
     config.workers.general && config.workers.provider ? null : startBundledWorkers(log),
   ]);
   // What every gateway process must share is started here once and handed down as settings. (The

@@ -14,9 +14,6 @@ import { UpstreamTools } from "./tools/custom/registry.js";
 import { createDeliveryAgent } from "./webhooks/deliver.js";
 import { createBullQueue, createInProcessQueue } from "./webhooks/queue.js";
 import { startRelay } from "./webhooks/relay.js";
-import { Payments } from "./payments/payments.js";
-import { startReconciler } from "./payments/reconciler.js";
-import { startDevChain } from "./payments/dev-chain.js";
 import { Metrics } from "./http/metrics.js";
 import { createStatusService } from "./status/index.js";
 import { RequestGuard, guardProcess } from "./http/request-guard.js";
@@ -135,7 +132,8 @@ async function startServices(config: Config, logger: ProcessLogger, started: Par
   // Both child processes start at once, and both are stopped if either start fails. The dev
   // chain is a development nicety, never a reason not to start: without anvil, run without x402.
   const [chainResult, workersResult] = await Promise.allSettled([
-    config.devChain && !config.x402 ? startDevChain() : null,
+    // The x402 modules (viem) are loaded only when x402 is on: they are a large share of start-up time.
+    config.devChain && !config.x402 ? import("./payments/dev-chain.js").then(({ startDevChain }) => startDevChain()) : null,
     config.workers.general && config.workers.provider && config.workers.heavy ? null : startBundledWorkers(log),
   ]);
   const devChain = chainResult.status === "fulfilled" ? chainResult.value : null;
@@ -170,7 +168,7 @@ async function startServices(config: Config, logger: ProcessLogger, started: Par
   const upstream = new UpstreamTools(store, config.upstream, config.upstream.tools);
   started.push({ name: "upstream tools", stop: () => upstream.close() });
   const metrics = new Metrics();
-  const services = { config, store, log, pools, upstream, metrics, requestGuard: new RequestGuard(log), mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
+  const services = { config, store, log, requestLog: log.child({}, { redact: [] }), pools, upstream, metrics, requestGuard: new RequestGuard(log), mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
   started.push({ name: "mailer", stop: () => services.mailer.close() });
   services.books = config.books
     ? await startBooks(services, config.books).catch((err: Error) => {
@@ -191,9 +189,13 @@ async function startServices(config: Config, logger: ProcessLogger, started: Par
   started.push({ name: "delivery queue", stop: () => services.deliveries.close() });
   const relay = startRelay(services, services.deliveries);
   started.push({ name: "relay", stop: () => relay.stop() });
-  services.payments = config.x402 ? new Payments(services, config.x402) : null;
-  const reconciler = services.payments ? startReconciler(services, services.payments) : null;
-  if (reconciler) started.push({ name: "reconciler", stop: () => reconciler.stop() });
+  services.payments = null;
+  if (config.x402) {
+    const [{ Payments }, { startReconciler }] = await Promise.all([import("./payments/payments.js"), import("./payments/reconciler.js")]);
+    services.payments = new Payments(services, config.x402);
+    const reconciler = startReconciler(services, services.payments);
+    started.push({ name: "reconciler", stop: () => reconciler.stop() });
+  }
   services.status = createStatusService(services);
   started.push({ name: "status checks", stop: () => services.status.stop() });
   if (config.devSeed) {

@@ -39,7 +39,7 @@ export type Door =
   | { prefix: string; routes: AnyRoute[]; beforeBody?: boolean }
   | {
       prefix: string;
-      router: (services: Services, openApi: Json) => Router;
+      router: (services: Services, openApi: () => Json) => Router;
       /** What it serves, under its prefix: path → methods. */
       serves: Record<string, string[]>;
       document?: (config: DocumentConfig) => Record<string, Json>;

@@ -21,6 +21,8 @@ export interface Services {
   /** The books in PostgreSQL (or PGlite) and their exporter; null when the books stay in the store (DATABASE_URL=none). */
   books: Books | null;
   log: Logger;
+  /** The request log (one line per request): the process logger less redaction, since its lines carry no secrets to redact. */
+  requestLog: Logger;
   mailer: Mailer;
   pools: WorkerPools;
   /** Tools at HTTP endpoints: the operator's (TOOLS_FILE) and each Business account's own. */

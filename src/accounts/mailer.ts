@@ -1,4 +1,4 @@
-import nodemailer from "nodemailer";
+import type { Transporter } from "nodemailer";
 import type { Logger } from "pino";
 
 export interface Mail {
@@ -22,11 +22,14 @@ export function createMailer(options: { smtpUrl: string | undefined; from: strin
       close() {},
     };
   }
-  const transport = nodemailer.createTransport(options.smtpUrl);
+  // nodemailer is loaded with the first e-mail, not at start-up: most processes send none for a while.
+  const smtpUrl = options.smtpUrl;
+  let transport: Promise<Transporter> | null = null;
   return {
     async send(mail) {
-      await transport.sendMail({ from: options.from, ...mail });
+      transport ??= import("nodemailer").then(({ default: nodemailer }) => nodemailer.createTransport(smtpUrl));
+      await (await transport).sendMail({ from: options.from, ...mail });
     },
-    close: () => transport.close(),
+    close: () => void transport?.then((t) => t.close(), () => undefined),
   };
 }

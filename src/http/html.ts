@@ -1,7 +1,7 @@
-import type { RequestHandler, Response } from "express";
+import type { Response } from "express";
 
 /**
- * How every HTML page is sent, and the header every response carries against content sniffing.
+ * How every HTML page is sent, and the header every response carries against content sniffing (set by src/http/request-context.ts).
  * A page is sent with `sendHtml`, never `res.send(html)`: it sets the type, `nosniff`, and a
  * Content-Security-Policy that allows no script, no framing (`frame-ancestors 'none'`, against
  * clickjacking) and nothing from elsewhere. A page that needs more passes its own `csp`, and keeps
@@ -18,9 +18,3 @@ export function sendHtml(res: Response, html: string, options: { csp?: string; c
   if (options.cacheSeconds !== undefined) res.setHeader("Cache-Control", `public, max-age=${options.cacheSeconds}`);
   res.type("html").send(html);
 }
-
-/** Every response: the browser must trust the Content-Type we send, never guess another. */
-export const noSniff: RequestHandler = (_req, res, next) => {
-  res.setHeader("X-Content-Type-Options", "nosniff");
-  next();
-};

@@ -1,4 +1,4 @@
-import type { RequestHandler } from "express";
+import type { Request, Response } from "express";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 /** Marks the status checks' requests to this process's own doors (src/status/components.ts). */
@@ -79,25 +79,22 @@ export class Metrics {
     series.inc();
   }
 
-  /** Counts and times every request by its route pattern (never the raw path: ids would explode the label set). */
-  middleware(): RequestHandler {
-    return (req, res, next) => {
-      // The status page's own probes (loopback, marked) would otherwise be most of a quiet
-      // component's latency figures.
-      if (req.get(STATUS_PROBE_HEADER) && isLoopback(req.socket.remoteAddress)) return next();
-      const started = process.hrtime.bigint();
-      res.once("finish", () => {
-        const route = (res.locals.route as string | undefined) ?? (req.route?.path ? `${req.baseUrl}${req.route.path}` : "unmatched");
-        const key = `${route} ${req.method} ${res.statusCode}`;
-        let series = this.requestSeries.get(key);
-        if (!series) {
-          series = { count: this.requests.labels({ route, method: req.method, status: String(res.statusCode) }), seconds: this.latency.labels({ route, method: req.method }) };
-          this.requestSeries.set(key, series);
-        }
-        series.count.inc();
-        series.seconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
-      });
-      next();
-    };
+  /**
+   * Counts and times a finished request by its route pattern (never the raw path: ids would
+   * explode the label set); called by the request context's one `finish` listener.
+   */
+  observeRequest(req: Request, res: Response, seconds: number): void {
+    // The status page's own probes (loopback, marked) would otherwise be most of a quiet
+    // component's latency figures.
+    if (req.headers[STATUS_PROBE_HEADER] && isLoopback(req.socket.remoteAddress)) return;
+    const route = (res.locals.route as string | undefined) ?? (req.route?.path ? `${req.baseUrl}${req.route.path}` : "unmatched");
+    const key = `${route} ${req.method} ${res.statusCode}`;
+    let series = this.requestSeries.get(key);
+    if (!series) {
+      series = { count: this.requests.labels({ route, method: req.method, status: String(res.statusCode) }), seconds: this.latency.labels({ route, method: req.method }) };
+      this.requestSeries.set(key, series);
+    }
+    series.count.inc();
+    series.seconds.observe(seconds);
   }
 }

@@ -1,46 +1,71 @@
-import type { RequestHandler } from "express";
+import type { RequestHandler, Response } from "express";
 import type { Logger } from "pino";
 import { newRequestId } from "../lib/ids.js";
 import { ApiError } from "./errors.js";
+import { setCorsHeaders, answerPreflight } from "./cors.js";
+import type { Metrics } from "./metrics.js";
 
 /**
- * Every response carries a server-made request id. A client-sent id is never reused: request
- * ids also key idempotent debits, so letting a client choose one could replay a charge.
+ * What every request gets before any route runs, in one middleware (each middleware is a hop
+ * through express's router, and this runs for every request, the keyed tool call included):
+ * a server-made request id, the headers every answer carries, CORS, and on finish one log line
+ * and the request metrics, from one `finish` listener.
  */
-export const requestId: RequestHandler = (_req, res, next) => {
+
+/** Sets the request id and the headers every answer carries. */
+function stamp(res: Response): void {
+  // A client-sent id is never reused: request ids also key idempotent debits, so letting a
+  // client choose one could replay a charge.
   const id = newRequestId();
   res.locals.requestId = id;
   res.setHeader("X-Request-Id", id);
   // Answers carry keys, balances and secrets: never let a cache keep them.
   res.setHeader("Cache-Control", "no-store");
+  // The browser must trust the Content-Type we send, never guess another.
+  res.setHeader("X-Content-Type-Options", "nosniff");
+}
+
+/** Every response carries a server-made request id (and the no-store, nosniff headers). */
+export const requestId: RequestHandler = (_req, res, next) => {
+  stamp(res);
   next();
 };
 
-/** One structured line per request: no query string (it can hold tokens), no headers, no bodies. */
-export function requestLog(log: Logger): RequestHandler {
+/**
+ * The per-request middleware of the gateway. `requestLog` writes one structured line per request:
+ * no query string (it can hold tokens), no headers, no bodies — so it is given a logger without
+ * redaction paths (redaction costs more than the rest of the line, and has nothing to find here).
+ */
+export function requestContext(requestLog: Logger, metrics: Metrics): RequestHandler {
   return (req, res, next) => {
     const started = process.hrtime.bigint();
-    res.on("finish", () => {
-      log.info(
+    stamp(res);
+    setCorsHeaders(res);
+    res.once("finish", () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      requestLog.info(
         {
           request_id: res.locals.requestId,
           method: req.method,
           path: req.originalUrl.split("?")[0],
           status: res.statusCode,
-          duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
+          duration_ms: seconds * 1000,
           account_id: res.locals.accountId,
         },
         "request",
       );
+      metrics.observeRequest(req, res, seconds);
     });
+    if (req.method === "OPTIONS") return answerPreflight(res);
     next();
   };
 }
 
 /** A body that is not JSON is refused up front rather than silently ignored. */
 export const requireJsonBody: RequestHandler = (req, _res, next) => {
-  const hasBody = Number(req.get("content-length") ?? 0) > 0 || req.get("transfer-encoding") !== undefined;
-  if (hasBody && !req.is("application/json")) {
+  const hasBody = Number(req.headers["content-length"] ?? 0) > 0 || req.headers["transfer-encoding"] !== undefined;
+  // The common case is read as is; anything else (parameters, other casing, +json types) goes through type-is.
+  if (hasBody && req.headers["content-type"] !== "application/json" && !req.is("application/json")) {
     return next(new ApiError("unsupported_media_type", "Send the request body as JSON with Content-Type: application/json."));
   }
   next();

@@ -89,32 +89,48 @@ export function parseInput<T>(schema: z.ZodType<T>, input: unknown, where: "body
 /** How a route with `auth: "key"` learns its caller: the x-api-key header by default; the dashboard passes its session. */
 export type CallerAuthenticator = (services: Services, req: Request, res: Response, requestId: string) => Promise<KeyCaller>;
 
+/**
+ * The express handler of one route: authentication, limits and validation as the route says,
+ * then its handler's reply. `mountPath` is where it is mounted, for the metrics' route label.
+ */
+export function routeHandler(services: Services, route: AnyRoute, mountPath?: string, authenticateCaller: CallerAuthenticator = authenticateKey) {
+  const pattern = route.path === "/" ? "" : route.path;
+  return async (req: Request, res: Response): Promise<void> => {
+    const requestId = String(res.locals.requestId);
+    res.locals.route = `${mountPath ?? req.baseUrl}${pattern}`; // the pattern, for metrics
+    let caller: KeyCaller | null = null;
+    if (route.auth === "key") caller = await authenticateCaller(services, req, res, requestId);
+    if (route.auth === "admin") authenticateAdmin(services, req);
+    if (route.limit) await enforceEndpointLimit(services, req, route.limit, caller?.account.id ?? null, requestId);
+    const body = route.body ? parseInput(route.body, req.body ?? {}, "body") : undefined;
+    const query = route.query ? parseInput(route.query, req.query, "query") : undefined;
+    const reply = await route.handler({ req, res, services, requestId, params: req.params as Record<string, string>, body, query, caller });
+    if (reply.headers) for (const name in reply.headers) res.setHeader(name, reply.headers[name]!);
+    res.statusCode = reply.status ?? 200;
+    if (reply.html !== undefined) sendPage(res, reply.html);
+    else if (reply.text !== undefined) res.type(reply.text.contentType).send(reply.text.body);
+    else if (reply.raw !== undefined) sendJsonText(res, reply.raw);
+    else res.json(reply.body);
+  };
+}
+
+/**
+ * Already-serialised JSON, written as is: what express's `res.type().send()` would send (type,
+ * length, no body for HEAD), without its content negotiation and header parsing, which a tool
+ * call's answer — the hot path — does not need.
+ */
+function sendJsonText(res: Response, json: string): void {
+  res.setHeader("Content-Type", "application/json; charset=utf-8");
+  res.setHeader("Content-Length", Buffer.byteLength(json));
+  res.end(res.req.method === "HEAD" ? undefined : json);
+}
+
 export function mountRoutes(services: Services, routes: AnyRoute[], options: { authenticateCaller?: CallerAuthenticator } = {}): Router {
-  const authenticateCaller = options.authenticateCaller ?? authenticateKey;
   const router = Router();
-  for (const route of routes) {
-    router[route.method](route.path, async (req: Request, res: Response) => {
-      const requestId = String(res.locals.requestId);
-      res.locals.route = `${req.baseUrl}${route.path === "/" ? "" : route.path}`; // the pattern, for metrics
-      let caller: KeyCaller | null = null;
-      if (route.auth === "key") caller = await authenticateCaller(services, req, res, requestId);
-      if (route.auth === "admin") authenticateAdmin(services, req);
-      if (route.limit) await enforceEndpointLimit(services, req, route.limit, caller?.account.id ?? null, requestId);
-      const body = route.body ? parseInput(route.body, req.body ?? {}, "body") : undefined;
-      const query = route.query ? parseInput(route.query, req.query, "query") : undefined;
-      const reply = await route.handler({ req, res, services, requestId, params: req.params as Record<string, string>, body, query, caller });
-      for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
-      res.status(reply.status ?? 200);
-      if (reply.html !== undefined) sendPage(res, reply.html);
-      else if (reply.text !== undefined) res.type(reply.text.contentType).send(reply.text.body);
-      else if (reply.raw !== undefined) res.type("application/json").send(reply.raw);
-      else res.json(reply.body);
-    });
-  }
+  for (const route of routes) router[route.method](route.path, routeHandler(services, route, undefined, options.authenticateCaller));
   // The other methods on these paths are 405, not 404 (answered by `methodNotAllowed`).
   const methodsByPath = new Map<string, Set<string>>();
   for (const route of routes) methodsByPath.set(route.path, (methodsByPath.get(route.path) ?? new Set()).add(route.method));
   for (const [path, methods] of methodsByPath) allowOn(router, path, methods);
   return router;
 }
-

@@ -1,5 +1,4 @@
-import { createMcpHandler } from "@modelcontextprotocol/server";
-import { toNodeHandler } from "@modelcontextprotocol/node";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import { TIERS, requireFeature } from "../accounts/tiers.js";
 import { admitted, presentedKey } from "../http/auth.js";
@@ -7,7 +6,7 @@ import { ApiError } from "../http/errors.js";
 import { allowOn } from "../http/method-not-allowed.js";
 import { errorResponses, type Json } from "../http/openapi.js";
 import type { Services } from "../services.js";
-import { createMcpServerFactory, type McpCaller } from "./server.js";
+import type { McpCaller } from "./server.js";
 
 /**
  * `/mcp` over streamable HTTP (MCP SDK v2), serving 2026-07-28 clients and, statelessly,
@@ -18,13 +17,23 @@ import { createMcpServerFactory, type McpCaller } from "./server.js";
  */
 export function mcpRouter(services: Services): Router {
   const allowedHosts = new Set(services.config.mcpAllowedHosts);
-  const factory = createMcpServerFactory(services, services.pools.http);
-  const handler = createMcpHandler(({ authInfo }) => factory(authInfo!.extra as unknown as McpCaller), {
-    legacy: "stateless",
-    maxRequestBodySize: services.config.bodyLimitBytes,
-    onerror: (err) => services.log.warn({ err: err.message }, "MCP request rejected"),
-  });
-  const serve = toNodeHandler(handler, { maxRequestBodySize: services.config.bodyLimitBytes });
+  // The MCP SDK is loaded on the first /mcp request, not at start-up: it is a large share of the
+  // gateway's start-up time, and a gateway that serves only REST never needs it.
+  let serving: Promise<(req: IncomingMessage, res: ServerResponse, body: unknown) => Promise<void>> | null = null;
+  const loadMcp = async () => {
+    const [{ createMcpHandler }, { toNodeHandler }, { createMcpServerFactory }] = await Promise.all([
+      import("@modelcontextprotocol/server"),
+      import("@modelcontextprotocol/node"),
+      import("./server.js"),
+    ]);
+    const factory = createMcpServerFactory(services, services.pools.http);
+    const handler = createMcpHandler(({ authInfo }) => factory(authInfo!.extra as unknown as McpCaller), {
+      legacy: "stateless",
+      maxRequestBodySize: services.config.bodyLimitBytes,
+      onerror: (err) => services.log.warn({ err: err.message }, "MCP request rejected"),
+    });
+    return toNodeHandler(handler, { maxRequestBodySize: services.config.bodyLimitBytes });
+  };
 
   const guard: RequestHandler = async (req, res, next) => {
     res.locals.route = "/mcp";
@@ -76,7 +85,13 @@ export function mcpRouter(services: Services): Router {
 
   const router = Router();
   // Streamable HTTP uses POST (messages), GET (the server's stream) and DELETE (end a session); other methods are 405.
-  const handle: RequestHandler = (req, res) => void serve(req, res, req.body);
+  const handle: RequestHandler = async (req, res) => {
+    const serve = await (serving ??= loadMcp().catch((err: unknown) => {
+      serving = null; // tried again on the next request
+      throw err;
+    }));
+    void serve(req, res, req.body);
+  };
   router.route("/").post(guard, handle).get(guard, handle).delete(guard, handle);
   allowOn(router, "/", ["GET", "POST", "DELETE"]);
   return router;

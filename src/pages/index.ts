@@ -11,7 +11,7 @@ import { TRY_IT_SCRIPT } from "./try-it.js";
 
 /**
  * The public pages, one file each beside this one. Everything but the status pages is built
- * once per process (from configuration, code and CHANGELOG.md); the status pages read the
+ * once per process, on first request (from configuration, code and CHANGELOG.md); the status pages read the
  * status service's report, itself cached for a second, so no page view costs more than a few
  * store reads.
  */
@@ -20,13 +20,18 @@ const DOCS_REBUILD_AFTER_MS = 10_000;
 /** Every path this router serves (GET only; other methods answer 405). */
 export const PAGE_PATHS = ["/docs", "/docs/try-it.js", "/llms.txt", "/changelog", "/changelog.rss", "/status", "/status.json", "/status.rss"];
 
-export function pagesRouter(services: Services, openApi: Record<string, unknown>): Router {
+export function pagesRouter(services: Services, openApi: () => Record<string, unknown>): Router {
   const router = Router();
   const base = services.config.publicBaseUrl;
-  const changelog = readChangelog();
-  const changelogPage = renderChangelogPage(changelog);
-  const changelogRss = renderChangelogRss(changelog, base);
-  const llms = renderLlmsTxt(services.config);
+  // Each page is rendered when first asked for, then kept: none of this is start-up work.
+  const once = <T>(make: () => T): (() => T) => {
+    let made: { value: T } | null = null;
+    return () => (made ??= { value: make() }).value;
+  };
+  const changelog = once(readChangelog);
+  const changelogPage = once(() => renderChangelogPage(changelog()));
+  const changelogRss = once(() => renderChangelogRss(changelog(), base));
+  const llms = once(() => renderLlmsTxt(services.config));
 
   // The tools' worked examples are run against the workers once, when the page is first asked
   // for (never at start-up, where they would compete with the first calls for the workers); a
@@ -36,7 +41,7 @@ export function pagesRouter(services: Services, openApi: Record<string, unknown>
     const entry = { at: Date.now(), complete: false, html: Promise.resolve("") };
     entry.html = collectToolExamples(services).then((toolAnswers) => {
       entry.complete = toolAnswers.size === EXAMPLE_TOOLS.length;
-      return renderDocsPage(openApi, { creditPriceAtomic: services.config.creditPriceAtomic, toolAnswers });
+      return renderDocsPage(openApi(), { creditPriceAtomic: services.config.creditPriceAtomic, toolAnswers });
     });
     docs = entry;
   };
@@ -47,9 +52,9 @@ export function pagesRouter(services: Services, openApi: Record<string, unknown>
     sendPage(res, await docs!.html, 300);
   });
   router.get("/docs/try-it.js", (_req, res) => sendDocument(res, "text/javascript; charset=utf-8", TRY_IT_SCRIPT, 300));
-  router.get("/llms.txt", (_req, res) => sendDocument(res, "text/plain; charset=utf-8", llms, 300));
-  router.get("/changelog", (_req, res) => sendPage(res, changelogPage, 300));
-  router.get("/changelog.rss", (_req, res) => sendDocument(res, "application/rss+xml; charset=utf-8", changelogRss, 300));
+  router.get("/llms.txt", (_req, res) => sendDocument(res, "text/plain; charset=utf-8", llms(), 300));
+  router.get("/changelog", (_req, res) => sendPage(res, changelogPage(), 300));
+  router.get("/changelog.rss", (_req, res) => sendDocument(res, "application/rss+xml; charset=utf-8", changelogRss(), 300));
   router.get("/status", async (_req, res) => sendPage(res, renderStatusPage(await services.status.report())));
   router.get("/status.json", async (_req, res) => sendDocument(res, "application/json; charset=utf-8", JSON.stringify(await services.status.report())));
   router.get("/status.rss", async (_req, res) => sendDocument(res, "application/rss+xml; charset=utf-8", renderStatusRss(await services.status.report(), base)));

@@ -8,7 +8,7 @@ import { sameBytes } from "../lib/hex.js";
 import type { Services } from "../services.js";
 import type { Offer } from "./offer.js";
 import type { PaymentRequest } from "./payments.js";
-import { PaymentRefusal, type X402Reason } from "./verify.js";
+import { PaymentRefusal, type X402Reason } from "./refusal.js";
 import { parsedOrThrow, payloadResource, readPaymentPayload, requirementsV1Schema, requirementsV2Schema, type PaymentHeader } from "./wire.js";
 
 /**

@@ -1,5 +1,4 @@
-import { getAddress, verifyMessage, type Address, type Hex } from "viem";
-import { createSiweMessage, generateSiweNonce, parseSiweMessage, validateSiweMessage } from "viem/siwe";
+import type { Address, Hex } from "viem";
 import { z } from "zod";
 import { issueKey } from "../accounts/accounts.js";
 import { keyView, keyViewSchema } from "../accounts/views.js";
@@ -20,6 +19,9 @@ const STATEMENT = "Sign in to Toolgate to get an API key for this wallet's accou
 /** The stored challenge: its nonce, bound to the address it was issued to. */
 const challengeName = (address: string, nonce: string) => `siwe:${address.toLowerCase()}:${nonce}`;
 
+/** viem, loaded by the first sign-in rather than at start-up (it is a large share of the gateway's start-up time). */
+const loadViem = () => Promise.all([import("viem"), import("viem/siwe")]);
+
 function originOf(uri: string): string | null {
   try {
     return new URL(uri).origin;
@@ -37,6 +39,7 @@ export const walletChallenge = defineRoute({
   body: z.strictObject({ address: z.string().regex(/^0x[0-9a-fA-F]{40}$/), chain_id: z.number().int().positive().default(1) }),
   response: z.object({ message: z.string(), expires_at: z.string() }),
   async handler({ services, body }) {
+    const [{ getAddress }, { createSiweMessage, generateSiweNonce }] = await loadViem();
     const base = new URL(services.config.publicBaseUrl);
     const nonce = generateSiweNonce();
     const now = new Date();
@@ -68,6 +71,7 @@ export const walletClaim = defineRoute({
   response: z.object({ account_id: z.string(), api_key: z.string(), key: keyViewSchema }),
   async handler({ services, body }) {
     const refused = (why: string) => new ApiError("invalid_token", `The signed challenge is not valid: ${why}.`);
+    const [{ getAddress, verifyMessage }, { parseSiweMessage, validateSiweMessage }] = await loadViem();
     const message = parseSiweMessage(body.message);
     const base = new URL(services.config.publicBaseUrl);
     const domain = base.host;

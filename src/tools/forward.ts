@@ -1,7 +1,7 @@
 import { request, type ClientRequest, type IncomingMessage } from "node:http";
 import { request as tlsRequest, type Agent as TlsAgent } from "node:https";
 import type { Request, Response } from "express";
-import { createProxyMiddleware, debugProxyErrorsPlugin, proxyEventsPlugin, type RequestHandler } from "http-proxy-middleware";
+import { createProxyMiddleware, debugProxyErrorsPlugin, proxyEventsPlugin, type Options, type RequestHandler } from "http-proxy-middleware";
 import type { Agent } from "node:http";
 
 /**
@@ -99,49 +99,18 @@ function serialise(call: ForwardCall): Buffer | ForwardOutcome {
 const abandoned = (signal: AbortSignal): ForwardOutcome => ({ kind: "gateway_error", message: `the request failed: ${String((signal.reason as Error)?.message ?? signal.reason)}` });
 
 /**
- * The REST door's forwarder: http-proxy-middleware over keep-alive connections, one proxy for
- * every pool (the target is chosen per call). The response is buffered rather than streamed,
- * because the charge is committed or refunded on the worker's status before the caller sees
- * anything, and an Idempotency-Key replay needs the body.
+ * The REST door's forwarder: http-proxy-middleware over keep-alive connections, one proxy per
+ * worker pool origin (at most three, made on first use). The response is buffered rather than
+ * streamed, because the charge is committed or refunded on the worker's status before the caller
+ * sees anything, and an Idempotency-Key replay needs the body.
  */
 export function createProxyForwarder(agent: Agent): (req: Request, res: Response) => Forwarder {
-  const proxy: RequestHandler = createProxyMiddleware({
-    router: (req) => pending(req).call.origin,
-    pathRewrite: (_path, req) => pending(req).call.path,
-    changeOrigin: true,
-    agent,
-    selfHandleResponse: true,
-    // The default plugins less the logger's: with no logger configured it still builds a URL and
-    // a log line for every call, to hand them to a no-op (a measured share of a keyed call's CPU).
-    // Requests are logged once, by the gateway's own request log.
-    ejectPlugins: true,
-    plugins: [debugProxyErrorsPlugin, proxyEventsPlugin],
-    on: {
-      proxyReq(proxyReq, req) {
-        const p = pending(req);
-        p.proxyReq = proxyReq;
-        for (const name of proxyReq.getHeaderNames()) if (!FORWARDED_HEADERS.has(name)) proxyReq.removeHeader(name);
-        // The body was parsed and validated by the gateway: send the validated input.
-        proxyReq.setHeader("content-type", "application/json");
-        proxyReq.setHeader("content-length", p.body.length);
-        proxyReq.setHeader("x-request-id", p.call.requestId);
-        proxyReq.setHeader("x-toolgate-deadline-ms", p.call.timeoutMs);
-        proxyReq.write(p.body);
-      },
-      proxyRes(proxyRes, req) {
-        const p = pending(req);
-        const chunks: Buffer[] = [];
-        proxyRes.on("data", (c: Buffer) => chunks.push(c));
-        proxyRes.on("end", () => p.settle({ kind: "response", status: proxyRes.statusCode ?? 502, body: Buffer.concat(chunks) }));
-        proxyRes.on("error", (err) => p.settle(p.timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }));
-      },
-      error(err, req) {
-        const p = pending(req);
-        p.settle(p.timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message });
-      },
-    },
-  });
-
+  const proxies = new Map<string, RequestHandler>();
+  const proxyFor = (origin: string): RequestHandler => {
+    let proxy = proxies.get(origin);
+    if (!proxy) proxies.set(origin, (proxy = createWorkerProxy(origin, agent)));
+    return proxy;
+  };
   return (req, res) => (call) =>
     new Promise<ForwardOutcome>((resolve) => {
       const body = serialise(call);
@@ -167,8 +136,62 @@ export function createProxyForwarder(agent: Agent): (req: Request, res: Response
       };
       const p: Pending = { call, body, settle, timedOut: false };
       (req as unknown as Carrier)[PENDING] = p;
-      proxy(req, res, (err?: unknown) => settle({ kind: "unreachable", message: String(err ?? "proxy did not forward") })).catch((err: unknown) =>
+      req.url = call.path; // the worker's path for this tool; the caller's path is kept in req.originalUrl
+      proxyFor(call.origin)(req, res, (err?: unknown) => settle({ kind: "unreachable", message: String(err ?? "proxy did not forward") })).catch((err: unknown) =>
         settle({ kind: "gateway_error", message: (err as Error)?.message ?? String(err) }),
       );
     });
+}
+
+/** How a proxied call reports back: the carried call's `settle`, whatever happens. */
+const PROXY_EVENTS: Options["on"] = {
+  proxyReq(proxyReq, req) {
+    const p = pending(req);
+    p.proxyReq = proxyReq;
+    for (const name of proxyReq.getHeaderNames()) if (!FORWARDED_HEADERS.has(name)) proxyReq.removeHeader(name);
+    // The body was parsed and validated by the gateway: send the validated input.
+    proxyReq.setHeader("content-type", "application/json");
+    proxyReq.setHeader("content-length", p.body.length);
+    proxyReq.setHeader("x-request-id", p.call.requestId);
+    proxyReq.setHeader("x-toolgate-deadline-ms", p.call.timeoutMs);
+    proxyReq.write(p.body);
+  },
+  proxyRes(proxyRes, req) {
+    const p = pending(req);
+    const chunks: Buffer[] = [];
+    proxyRes.on("data", (c: Buffer) => chunks.push(c));
+    proxyRes.on("end", () => p.settle({ kind: "response", status: proxyRes.statusCode ?? 502, body: Buffer.concat(chunks) }));
+    proxyRes.on("error", (err) => p.settle(p.timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }));
+  },
+  error(err, req) {
+    const p = pending(req);
+    p.settle(p.timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message });
+  },
+};
+
+/**
+ * The proxy to one worker origin. Its target is given parsed and fixed, and the path is set on
+ * the request before the proxy runs, rather than through the `router` and `pathRewrite` options:
+ * those cost a URL parse and several awaited promises on every call.
+ */
+function createWorkerProxy(origin: string, agent: Agent): RequestHandler {
+  return createProxyMiddleware({
+    target: proxyTarget(origin) as unknown as string,
+    changeOrigin: true,
+    agent,
+    selfHandleResponse: true,
+    // The default plugins less the logger's: with no logger configured it still builds a URL and
+    // a log line for every call, to hand them to a no-op (a measured share of a keyed call's CPU).
+    // Requests are logged once, by the gateway's own request log.
+    ejectPlugins: true,
+    plugins: [debugProxyErrorsPlugin, proxyEventsPlugin],
+    on: PROXY_EVENTS,
+  });
+}
+
+/** An origin in the parsed form http-proxy uses as is (a string target is parsed again on every call). */
+function proxyTarget(origin: string) {
+  const url = new URL(origin);
+  // WHATWG keeps an IPv6 host in brackets; node:http wants the bare address.
+  return { protocol: url.protocol, host: url.host, hostname: url.hostname.replace(/^\[(.*)\]$/, "$1"), port: url.port, path: url.pathname };
 }
