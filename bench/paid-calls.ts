@@ -107,7 +107,6 @@ async function main() {
     BASE_SEPOLIA_USDC_ADDRESS: chain.usdc,
     X402_PAY_TO: PAY_TO,
     ...(relayers.length === 1 ? { X402_RELAYER_PRIVATE_KEY: relayers[0] } : { X402_RELAYER_PRIVATE_KEYS: relayers.join(",") }),
-    LOG_LEVEL: "warn",
   });
   gateway.child.stdout!.resume();
 
