@@ -59,9 +59,10 @@ const k = {
   payment: (id: string) => `{payments}:payment:${id}`,
   paymentServed: (id: string) => `{payments}:served:${id}`,
   openPayments: () => "{payments}:open",
+  relayerNonce: (name: string) => `{relayers}:nonce:${name}`,
 };
 
-const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "release-lock", "payment-claim"] as const;
+const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "release-lock", "payment-claim", "relayer-nonce"] as const;
 const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   admit: 6,
   "top-up": 4,
@@ -75,6 +76,7 @@ const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   "webhook-add": 1,
   "release-lock": 1,
   "payment-claim": 2,
+  "relayer-nonce": 1,
 };
 
 function loadScript(name: string, prelude: string): string {
@@ -565,6 +567,20 @@ export class RedisStore implements Store {
 
   async releaseLock(name: string, token: string): Promise<void> {
     await this.script("release-lock", [`lock:${name}`], [token]);
+  }
+
+  async takeRelayerNonce(name: string, start: number | null): Promise<number | null> {
+    const nonce = await this.script<number | null>("relayer-nonce", [k.relayerNonce(name)], ["take", start === null ? "" : start]);
+    return nonce === null ? null : Number(nonce);
+  }
+
+  async peekRelayerNonce(name: string): Promise<number | null> {
+    const next = await this.script<number | null>("relayer-nonce", [k.relayerNonce(name)], ["peek", ""]);
+    return next === null ? null : Number(next);
+  }
+
+  async raiseRelayerNonce(name: string, next: number): Promise<number> {
+    return Number(await this.script<number>("relayer-nonce", [k.relayerNonce(name)], ["raise", next]));
   }
 
   async ping(): Promise<void> {
