@@ -9,7 +9,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
  * - `maxLogRange` makes it refuse eth_getLogs over more blocks than that, as hosted RPC providers
  *   do (JSON-RPC error -32005); `logQueries` counts the eth_getLogs it answered and refused;
  * - it counts what it is asked: `counts.roundTrips` (HTTP requests: a JSON-RPC batch is one),
- *   `counts.calls` (JSON-RPC calls, each call of a batch counted) and `counts.methods`;
+ *   `counts.calls` (JSON-RPC calls, each call of a batch counted), `counts.methods`, and
+ *   `counts.trips`: the methods each round trip carried, in order;
  * - `setDelay(ms)` holds every request that long before passing it on: a distant RPC.
  * JSON-RPC batches (arrays) are understood throughout.
  */
@@ -21,7 +22,7 @@ interface RpcCall {
 
 export async function startRpcProxy(upstream: string, options: { maxLogRange?: number; delayMs?: number } = {}) {
   const logQueries = { answered: 0, refused: 0 };
-  const counts = { roundTrips: 0, calls: 0, methods: {} as Record<string, number> };
+  const counts = { roundTrips: 0, calls: 0, methods: {} as Record<string, number>, trips: [] as string[][] };
   let delayMs = options.delayMs ?? 0;
   const post = async (body: string) => (await fetch(upstream, { method: "POST", headers: { "content-type": "application/json" }, body })).text();
   const rpc = async (method: string, params: unknown[]) => (JSON.parse(await post(JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }))) as { result: string }).result;
@@ -61,7 +62,9 @@ export async function startRpcProxy(upstream: string, options: { maxLogRange?: n
     counts.roundTrips++;
     try {
       const parsed = JSON.parse(body) as RpcCall | RpcCall[];
-      for (const call of Array.isArray(parsed) ? parsed : [parsed]) {
+      const calls = Array.isArray(parsed) ? parsed : [parsed];
+      if (counts.trips.length < 10_000) counts.trips.push(calls.map((c) => c.method));
+      for (const call of calls) {
         counts.calls++;
         counts.methods[call.method] = (counts.methods[call.method] ?? 0) + 1;
       }
@@ -91,6 +94,7 @@ export async function startRpcProxy(upstream: string, options: { maxLogRange?: n
       counts.roundTrips = 0;
       counts.calls = 0;
       counts.methods = {};
+      counts.trips = [];
     },
     setDelay(ms: number) {
       delayMs = ms;
