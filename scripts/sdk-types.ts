@@ -30,8 +30,8 @@ export async function generateSdkTypes(document: object): Promise<string> {
 async function loadDocument(): Promise<object> {
   const url = process.env.TOOLGATE_URL;
   if (url) return (await (await fetch(`${url.replace(/\/$/, "")}/openapi.json`)).json()) as object;
-  const [{ buildOpenApi }, { loadConfig }] = await Promise.all([import("../src/http/openapi.js"), import("../src/config.js")]);
-  return buildOpenApi(loadConfig({ NODE_ENV: "development", LOG_LEVEL: "silent" }));
+  const [{ openApiFor }, { loadConfig }] = await Promise.all([import("../src/routes.js"), import("../src/config.js")]);
+  return openApiFor(loadConfig({ NODE_ENV: "development", LOG_LEVEL: "silent" }));
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

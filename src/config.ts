@@ -2,7 +2,7 @@ import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import type { Address, Hex } from "viem";
 import { NETWORK_NAMES, networkFromEnv, type NetworkName, type PaymentNetwork } from "./payments/networks.js";
-import { parseUsd } from "./tools/pricing.js";
+import { parseUsd } from "./lib/money.js";
 import { ENDPOINT_LIMITS_PATTERN, endpointLimits, type EndpointLimits } from "./http/endpoint-limits.js";
 import { API_VERSIONS, apiVersionsSchema, type ApiVersion } from "./http/versioning.js";
 import { MAX_TEXT_CHARS, MIN_BODY_LIMIT_BYTES } from "./tools/catalogue/limits.js";

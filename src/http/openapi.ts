@@ -1,27 +1,16 @@
 import { z } from "zod";
-import { apiRoutes } from "../api-routes.js";
-import type { Config } from "../config.js";
-import { TOOLS } from "../tools/catalogue/index.js";
-import { formatCredits, priceOf } from "../tools/pricing.js";
-import { listTools } from "../tools/routes/list.js";
-import { getTool } from "../tools/routes/get.js";
-import { jsonSchemasOf } from "../tools/views.js";
-import { x402Settle, x402Verify } from "../payments/facilitator.js";
-import { x402Supported } from "../payments/supported.js";
-import { wellKnownX402 } from "../payments/discovery.js";
+import type { Door } from "../routes.js";
+import { withoutDialect } from "../tools/views.js";
 import { ERRORS, type ErrorCode } from "./errors.js";
-import type { RouteDef } from "./route.js";
+import type { AnyRoute, DocumentConfig } from "./route.js";
 
 /**
- * The OpenAPI 3.1 document, derived from the same route definitions and zod schemas that
- * validate requests, so it cannot drift from what the API does.
+ * The OpenAPI 3.1 document, derived from the route registry (src/routes.ts): the same route
+ * definitions and zod schemas that validate requests, so it cannot drift from what the API does.
  */
-type Json = Record<string, unknown>;
+export type Json = Record<string, unknown>;
 
-const schemaOf = (schema: z.ZodType, io: "input" | "output"): Json => {
-  const { $schema: _, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Json;
-  return rest;
-};
+const schemaOf = (schema: z.ZodType, io: "input" | "output"): Json => withoutDialect(z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Json);
 
 const errorSchema = {
   type: "object",
@@ -41,14 +30,14 @@ const errorSchema = {
   },
 };
 
-const rateLimitHeaders = {
+export const rateLimitHeaders = {
   "RateLimit-Limit": { schema: { type: "integer" }, description: "Requests allowed per minute for the account's tier." },
   "RateLimit-Remaining": { schema: { type: "integer" } },
   "RateLimit-Reset": { schema: { type: "integer" }, description: "Seconds until a request slot frees." },
   "X-Request-Id": { schema: { type: "string" } },
 };
 
-function errorResponses(codes: ErrorCode[]): Json {
+export function errorResponses(codes: ErrorCode[]): Json {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) byStatus.set(ERRORS[code].status, [...(byStatus.get(ERRORS[code].status) ?? []), code]);
   return Object.fromEntries(
@@ -91,7 +80,7 @@ export function tagOf(path: string): string {
   return "Operations";
 }
 
-function operation(route: RouteDef<any, any, any>, tag: string): Json {
+function operation(route: AnyRoute, tag: string): Json {
   const pathParams = [...route.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
   const query = route.query ? schemaOf(route.query, "input") : null;
   const queryParams = Object.entries((query?.properties ?? {}) as Record<string, Json>).map(([name, schema]) => ({
@@ -111,100 +100,34 @@ function operation(route: RouteDef<any, any, any>, tag: string): Json {
       [String(route.successStatus ?? 200)]: {
         description: "Success",
         headers: route.auth === "key" ? rateLimitHeaders : { "X-Request-Id": rateLimitHeaders["X-Request-Id"] },
-        content: { "application/json": { schema: route.response ? schemaOf(route.response, "output") : { type: "object" } } },
+        content: route.produces
+          ? { [route.produces]: { schema: { type: "string" } } }
+          : { "application/json": { schema: route.response ? schemaOf(route.response, "output") : { type: "object" } } },
       },
       ...errorResponses(AUTH_ERRORS[route.auth]!),
     },
   };
 }
 
-export function buildOpenApi(config: Pick<Config, "publicBaseUrl" | "creditPriceAtomic">): Json {
+export function buildOpenApi(config: DocumentConfig, doors: Door[]): Json {
   const paths: Record<string, Json> = {};
-  const add = (prefix: string, route: RouteDef<any, any, any>) => {
-    const path = `${prefix}${route.path === "/" ? "" : route.path.replace(/:(\w+)/g, "{$1}")}`;
-    paths[path] = { ...paths[path], [route.method]: operation(route, tagOf(path)) };
+  const merge = (more: Record<string, Json>) => {
+    for (const [path, operations] of Object.entries(more)) paths[path] = { ...paths[path], ...operations };
   };
-  for (const route of apiRoutes) add("/api/v1", route);
-  for (const route of [listTools, getTool]) add("/v1/tools", route as RouteDef<any, any, any>);
-  add("/x402", x402Supported as RouteDef<any, any, any>);
-  add("/x402", x402Verify as RouteDef<any, any, any>);
-  add("/x402", x402Settle as RouteDef<any, any, any>);
-  add("/.well-known", wellKnownX402 as RouteDef<any, any, any>);
-
-  for (const tool of TOOLS) {
-    const { input, output } = jsonSchemasOf(tool);
-    const price = priceOf(tool, config.creditPriceAtomic);
-    const { $schema: _i, ...inputSchema } = input as Json;
-    const { $schema: _o, ...outputSchema } = output as Json;
-    paths[`/v1/tools/${tool.name}`] = {
-      post: {
-        tags: ["Tools"],
-        operationId: `callTool_${tool.name.replace(/-/g, "_")}`,
-        summary: tool.title,
-        description: `${tool.description}\n\nPrice: ${formatCredits(price.credits)} ($${price.usd}) per successful call; failed calls are refunded.${tool.aliases.length ? ` Aliases: ${tool.aliases.join(", ")}.` : ""}`,
-        "x-price": price,
-        security: [{ ApiKey: [] }, {}],
-        parameters: [
-          { name: "Idempotency-Key", in: "header", required: false, schema: { type: "string", maxLength: 255 }, description: "Same key and body: the stored answer is replayed, charged once." },
-          { name: "X-PAYMENT", in: "header", required: false, schema: { type: "string" }, description: "x402 v1 payment (base64 JSON), instead of an API key." },
-          { name: "PAYMENT-SIGNATURE", in: "header", required: false, schema: { type: "string" }, description: "x402 v2 payment (base64 JSON), instead of an API key." },
-        ],
-        requestBody: { required: true, content: { "application/json": { schema: inputSchema } } },
-        responses: {
-          "200": {
-            description: "The tool's result.",
-            headers: {
-              ...rateLimitHeaders,
-              "X-Credits-Charged": { schema: { type: "integer" } },
-              "X-Credits-Remaining": { schema: { type: "integer" } },
-              "Idempotent-Replayed": { schema: { type: "string", enum: ["true"] } },
-            },
-            content: { "application/json": { schema: outputSchema } },
-          },
-          ...errorResponses([
-            "missing_api_key",
-            "invalid_api_key",
-            "api_key_revoked",
-            "insufficient_credits",
-            "tool_not_found",
-            "idempotency_conflict",
-            "body_too_large",
-            "body_too_deep",
-            "validation_failed",
-            "rate_limited",
-            "tool_failed",
-            "tool_unavailable",
-            "worker_unavailable",
-            "worker_pool_busy",
-            "tool_timeout",
-            "payment_required",
-            "payment_invalid",
-            "payment_already_used",
-            "payment_pending",
-          ]),
-        },
-      },
-    };
+  for (const door of doors) {
+    if ("router" in door) {
+      if (door.document) merge(door.document(config));
+      continue;
+    }
+    for (const route of door.routes) {
+      if (route.document) {
+        merge(route.document(config));
+        continue;
+      }
+      const path = `${door.prefix}${route.path === "/" ? "" : route.path.replace(/:(\w+)/g, "{$1}")}` || "/";
+      merge({ [path]: { [route.method]: operation(route, tagOf(path)) } });
+    }
   }
-
-  const probe = (summary: string) => ({ get: { tags: ["Operations"], summary, security: [], responses: { "200": { description: "OK" }, "503": { description: "Not ready" } } } });
-  paths["/mcp"] = {
-    post: {
-      tags: ["MCP"],
-      summary: "MCP over streamable HTTP: every tool, on the same call path as REST (Starter tier and up).",
-      description: "JSON-RPC messages of the Model Context Protocol (2025 and 2026-07-28 revisions). Send Accept: application/json, text/event-stream.",
-      security: [{ ApiKey: [] }],
-      requestBody: { required: true, content: { "application/json": { schema: { type: "object", description: "A JSON-RPC 2.0 message." } } } },
-      responses: {
-        "200": { description: "A JSON-RPC response, as JSON or an event stream." },
-        "406": { description: "The Accept header does not allow both application/json and text/event-stream." },
-        ...errorResponses(["missing_api_key", "invalid_api_key", "api_key_revoked", "feature_not_in_tier", "host_not_allowed", "rate_limited"]),
-      },
-    },
-  };
-  paths["/healthz"] = probe("The process is up.");
-  paths["/readyz"] = probe("The process can reach its store.");
-  paths["/openapi.json"] = { get: { tags: ["Operations"], summary: "This document.", security: [], responses: { "200": { description: "OpenAPI 3.1" } } } };
 
   return {
     openapi: "3.1.0",

@@ -1,5 +1,6 @@
 import { Router, type Request, type Response } from "express";
 import { z } from "zod";
+import type { Config } from "../config.js";
 import type { Services } from "../services.js";
 import { authenticateAdmin, authenticateKey, type KeyCaller } from "./auth.js";
 import { ApiError } from "./errors.js";
@@ -33,6 +34,8 @@ export interface Reply {
   raw?: string;
   /** A page for a person (an e-mailed link opened in a browser), sent with the pages' security headers. */
   html?: string;
+  /** Text that is not JSON (the Prometheus exposition), with its content type. */
+  text?: { contentType: string; body: string };
   headers?: Record<string, string>;
 }
 
@@ -45,12 +48,28 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
   query?: z.ZodType<Q>;
   /** The success answer, for the API description (OpenAPI). */
   response?: z.ZodType;
+  /** The success answer's media type when it is not JSON (the Prometheus exposition). */
+  produces?: string;
   /** Status of the success answer (default 200). */
   successStatus?: number;
   /** A per-address and per-account limit counted before the handler runs (src/http/endpoint-limits.ts). */
   limit?: EndpointLimitName;
+  /**
+   * The route's OpenAPI paths, when the description derived from its schemas does not fit (the
+   * tool call is one operation per tool): `{ "/v1/tools/hash": { post: … } }`, full paths.
+   */
+  document?: (config: DocumentConfig) => Record<string, Record<string, unknown>>;
   handler(ctx: RouteContext<B, Q, A>): Promise<Reply>;
 }
+
+/** What a route's own OpenAPI description may depend on. */
+export type DocumentConfig = Pick<Config, "publicBaseUrl" | "creditPriceAtomic">;
+
+/**
+ * Any route, whatever its schemas: what lists of routes hold. Each was type-checked against its
+ * own schemas by `defineRoute`; the handler is a method, so TypeScript accepts it here.
+ */
+export type AnyRoute = RouteDef<unknown, unknown, Auth>;
 
 export function defineRoute<B = undefined, Q = undefined, A extends Auth = Auth>(def: RouteDef<B, Q, A>): RouteDef<B, Q, A> {
   return def;
@@ -67,7 +86,7 @@ export function parseInput<T>(schema: z.ZodType<T>, input: unknown, where: "body
   throw new ApiError("validation_failed", message, { ...(param ? { param } : {}) });
 }
 
-export function mountRoutes(services: Services, routes: RouteDef<any, any, any>[]): Router {
+export function mountRoutes(services: Services, routes: AnyRoute[]): Router {
   const router = Router();
   for (const route of routes) {
     router[route.method](route.path, async (req: Request, res: Response) => {
@@ -83,6 +102,7 @@ export function mountRoutes(services: Services, routes: RouteDef<any, any, any>[
       for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
       res.status(reply.status ?? 200);
       if (reply.html !== undefined) sendPage(res, reply.html);
+      else if (reply.text !== undefined) res.type(reply.text.contentType).send(reply.text.body);
       else if (reply.raw !== undefined) res.type("application/json").send(reply.raw);
       else res.json(reply.body);
     });

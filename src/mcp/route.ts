@@ -5,8 +5,8 @@ import { TIERS, requireFeature } from "../accounts/tiers.js";
 import { admitted, presentedKey } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
 import { allowOn } from "../http/method-not-allowed.js";
+import { errorResponses, type Json } from "../http/openapi.js";
 import type { Services } from "../services.js";
-import { createHttpForwarder } from "../tools/forward.js";
 import { createMcpServerFactory, type McpCaller } from "./server.js";
 
 /**
@@ -17,7 +17,7 @@ import { createMcpServerFactory, type McpCaller } from "./server.js";
  */
 export function mcpRouter(services: Services): Router {
   const allowedHosts = new Set(services.config.mcpAllowedHosts);
-  const factory = createMcpServerFactory(services, createHttpForwarder(services.pools.agent));
+  const factory = createMcpServerFactory(services, services.pools.http);
   const handler = createMcpHandler(({ authInfo }) => factory(authInfo!.extra as unknown as McpCaller), {
     legacy: "stateless",
     maxRequestBodySize: services.config.bodyLimitBytes,
@@ -75,3 +75,21 @@ export function mcpRouter(services: Services): Router {
   allowOn(router, "/", ["GET", "POST", "DELETE"]);
   return router;
 }
+
+/** How `/mcp` appears in the OpenAPI document (its messages are JSON-RPC, described by MCP itself). */
+export const mcpDocument = (): Record<string, Json> => ({
+  "/mcp": {
+    post: {
+      tags: ["MCP"],
+      summary: "MCP over streamable HTTP: every tool, on the same call path as REST (Starter tier and up).",
+      description: "JSON-RPC messages of the Model Context Protocol (2025 and 2026-07-28 revisions). Send Accept: application/json, text/event-stream.",
+      security: [{ ApiKey: [] }],
+      requestBody: { required: true, content: { "application/json": { schema: { type: "object", description: "A JSON-RPC 2.0 message." } } } },
+      responses: {
+        "200": { description: "A JSON-RPC response, as JSON or an event stream." },
+        "406": { description: "The Accept header does not allow both application/json and text/event-stream." },
+        ...errorResponses(["missing_api_key", "invalid_api_key", "api_key_revoked", "feature_not_in_tier", "host_not_allowed", "rate_limited"]),
+      },
+    },
+  },
+});

@@ -5,14 +5,15 @@ import type { Services } from "../services.js";
 import { TOOLS, findTool } from "../tools/catalogue/index.js";
 import type { Forwarder } from "../tools/forward.js";
 import { invokeTool } from "../tools/invoke.js";
-import { atomicPrice, formatCredits, priceOf } from "../tools/pricing.js";
+import { atomicPrice } from "../lib/money.js";
+import { formatCredits, priceOf } from "../tools/pricing.js";
 import { offerFor, type Offer } from "../payments/offer.js";
 import { mcpToolExtensions } from "../payments/discovery.js";
 import type { Paid } from "../payments/take-payment.js";
 import { readPaymentPayload } from "../payments/wire.js";
 import type { ToolDefinition } from "../tools/definition.js";
 import { callPaidTool } from "../tools/paid-call.js";
-import { jsonSchemasOf } from "../tools/views.js";
+import { jsonSchemasOf, withoutDialect } from "../tools/views.js";
 import { searchTools } from "../tools/search.js";
 
 /**
@@ -28,11 +29,6 @@ export interface McpCaller {
 /** The x402 MCP transport's `_meta` keys (x402 `specs/transports-v2/mcp.md`). */
 const PAYMENT_META = "x402/payment";
 const RECEIPT_META = "x402/payment-response";
-
-const withoutDialect = (schema: object) => {
-  const { $schema: _, ...rest } = schema as Record<string, unknown>;
-  return rest;
-};
 
 /** Computed once: the catalogue does not change while the process runs. */
 function toolList(services: Services) {

@@ -1,4 +1,5 @@
 import { Router } from "express";
+import { allowOn } from "../http/method-not-allowed.js";
 import type { Services } from "../services.js";
 import { readChangelog, renderChangelogPage, renderChangelogRss } from "./changelog.js";
 import { renderDocsPage } from "./docs.js";
@@ -52,5 +53,6 @@ export function pagesRouter(services: Services, openApi: Record<string, unknown>
   router.get("/status", async (_req, res) => sendPage(res, renderStatusPage(await services.status.report())));
   router.get("/status.json", async (_req, res) => sendDocument(res, "application/json; charset=utf-8", JSON.stringify(await services.status.report())));
   router.get("/status.rss", async (_req, res) => sendDocument(res, "application/rss+xml; charset=utf-8", renderStatusRss(await services.status.report(), base)));
+  allowOn(router, PAGE_PATHS, ["GET"]);
   return router;
 }

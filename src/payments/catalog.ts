@@ -1,5 +1,5 @@
 import { TIERS } from "../accounts/tiers.js";
-import { parseUsd } from "../tools/pricing.js";
+import { parseUsd } from "../lib/money.js";
 
 /**
  * What can be bought with x402 besides single calls (DESIGN D8). Packs are credits at the credit

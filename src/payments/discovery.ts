@@ -5,7 +5,7 @@ import { defineRoute } from "../http/route.js";
 import type { Services } from "../services.js";
 import { TOOLS } from "../tools/catalogue/index.js";
 import type { ToolDefinition } from "../tools/definition.js";
-import { atomicPrice, formatUsd } from "../tools/pricing.js";
+import { atomicPrice, formatUsd } from "../lib/money.js";
 import { jsonSchemasOf } from "../tools/views.js";
 import { PACKS, PLANS } from "./catalog.js";
 import { offerFor } from "./offer.js";

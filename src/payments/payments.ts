@@ -6,7 +6,7 @@ import { sameBytes } from "../lib/hex.js";
 import { newEventId } from "../lib/ids.js";
 import type { Services } from "../services.js";
 import type { PaymentGrant, PaymentRecord } from "../store/types.js";
-import { formatUsd } from "../tools/pricing.js";
+import { formatUsd } from "../lib/money.js";
 import { createChainClients, type NetworkClients } from "./chain.js";
 import type { Offer } from "./offer.js";
 import type { SeenBlock } from "./relayers.js";

@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { accountView, accountViewSchema } from "../accounts/views.js";
 import { ApiError } from "../http/errors.js";
-import { defineRoute, type RouteDef } from "../http/route.js";
+import { defineRoute, type AnyRoute } from "../http/route.js";
 import type { Services } from "../services.js";
-import { atomicPrice, formatUsd } from "../tools/pricing.js";
+import { atomicPrice, formatUsd } from "../lib/money.js";
 import { PACKS, PLANS, type PackName, type PlanName } from "./catalog.js";
 import { walletChallenge, walletClaim } from "./sign-in.js";
 import { offerForResource, takePayment } from "./take-payment.js";
@@ -86,4 +86,4 @@ export const purchasePlan = defineRoute({
   },
 });
 
-export const paymentRoutes: RouteDef<any, any, any>[] = [purchaseCredits, purchasePlan, walletChallenge, walletClaim];
+export const paymentRoutes: AnyRoute[] = [purchaseCredits, purchasePlan, walletChallenge, walletClaim];

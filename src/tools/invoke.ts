@@ -154,7 +154,7 @@ async function serveCharged(
 }
 
 /** What a worker's answer means for the caller; the worker's own message is passed on. */
-function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiError {
+export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiError {
   if (outcome.kind === "timeout") return new ApiError("tool_timeout", `The ${tool.name} tool did not answer in time; the call was not charged.`);
   if (outcome.kind === "unreachable") return new ApiError("worker_unavailable", `The ${tool.name} tool's workers are unreachable; the call was not charged.`);
   if (outcome.kind === "gateway_error") return new ApiError("internal_error", `The ${tool.name} call failed inside the gateway; it was not charged.`);

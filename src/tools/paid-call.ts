@@ -8,7 +8,7 @@ import type { Services } from "../services.js";
 import type { ToolDefinition } from "./definition.js";
 import type { Forwarder } from "./forward.js";
 import { callFingerprint, invokeTool, type ToolCallResult } from "./invoke.js";
-import { formatUsd } from "./pricing.js";
+import { formatUsd } from "../lib/money.js";
 
 /**
  * A tool call paid per call with x402, whichever door it came through (REST reads the payment

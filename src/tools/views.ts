@@ -11,6 +11,15 @@ const schemas = new Map(
   ]),
 );
 
+/**
+ * A JSON Schema without its `$schema` dialect line: OpenAPI 3.1 and MCP state the dialect
+ * themselves. (`GET /v1/tools` keeps it, for validators that read it.)
+ */
+export function withoutDialect<T extends object>(schema: T): Omit<T, "$schema"> {
+  const { $schema: _, ...rest } = schema as T & { $schema?: unknown };
+  return rest;
+}
+
 export function jsonSchemasOf(tool: ToolDefinition) {
   return schemas.get(tool.name)!;
 }

@@ -1,4 +1,5 @@
 import { Agent } from "node:http";
+import { createHttpForwarder, createProxyForwarder } from "./forward.js";
 import type { Logger } from "pino";
 import type { WorkerPool } from "./definition.js";
 import { PriorityGate } from "./priority-gate.js";
@@ -16,6 +17,10 @@ export interface PoolSettings {
  */
 export class WorkerPools {
   readonly agent = new Agent({ keepAlive: true, maxSockets: 256, keepAliveMsecs: 10_000 });
+  /** The REST door's forwarder: proxies the caller's own HTTP exchange to the worker. */
+  readonly proxy = createProxyForwarder(this.agent);
+  /** For doors with no HTTP exchange of their own to proxy (MCP). */
+  readonly http = createHttpForwarder(this.agent);
   private readonly gates = new Map<WorkerPool, PriorityGate>();
   private readonly unavailable = new Map<string, string>();
   private timer: NodeJS.Timeout | null = null;

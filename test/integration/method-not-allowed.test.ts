@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiRoutes } from "../../src/api-routes.js";
-import { x402Supported } from "../../src/payments/supported.js";
-import { toolRoutes } from "../../src/tools/routes/index.js";
+import { DOORS } from "../../src/routes.js";
 import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
 
 /**
@@ -16,14 +14,13 @@ afterAll(async () => {
   await gw?.stop();
 });
 
-/** Every route as (method, path pattern), from the same tables the gateway mounts. */
-const ROUTES: [string, string][] = [
-  ...apiRoutes.map((r) => [r.method.toUpperCase(), `/api/v1${r.path}`] as [string, string]),
-  ...toolRoutes(() => () => Promise.reject(new Error("not called"))).map((r) => [r.method.toUpperCase(), `/v1/tools${r.path === "/" ? "" : r.path}`] as [string, string]),
-  ["GET", `/x402${x402Supported.path}`],
-  ...["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"].map((p) => ["GET", p] as [string, string]),
-  ...["POST", "GET", "DELETE"].map((m) => [m, "/mcp"] as [string, string]),
-];
+/** Every route as (method, path pattern), from the registry the gateway mounts. */
+const at = (prefix: string, path: string) => `${prefix}${path === "/" ? "" : path}` || "/";
+const ROUTES: [string, string][] = DOORS.flatMap((door) =>
+  "routes" in door
+    ? door.routes.map((r) => [r.method.toUpperCase(), at(door.prefix, r.path)] as [string, string])
+    : Object.entries(door.serves).flatMap(([path, methods]) => methods.map((m) => [m, at(door.prefix, path)] as [string, string])),
+);
 const concrete = (pattern: string) => pattern.replace(/:\w+/g, "x1");
 const matches = (pattern: string, path: string) => new RegExp(`^${pattern.replace(/:\w+/g, "[^/]+")}$`).test(path);
 const ORDER = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];

@@ -192,7 +192,8 @@ describe("deliveries", () => {
 });
 
 describe.concurrent("retries", () => {
-  const within = (actual: number, expected: number) => expect(Math.abs(actual - expected)).toBeLessThanOrEqual(Math.max(expected * 0.15, 150));
+  // 400 ms of slack at the 1 s step: a loaded two-core CI machine delays timers that much; 1 s, 5 s and 14 s stay distinct.
+  const within = (actual: number, expected: number) => expect(Math.abs(actual - expected)).toBeLessThanOrEqual(Math.max(expected * 0.15, 400));
 
   it("500, 500, 500, 200: four attempts about 0 s, 1 s, 5 s and 14 s after the first", async () => {
     const { key } = await fundedAccount(gw.url, 100, "pro");

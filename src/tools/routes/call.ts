@@ -1,4 +1,3 @@
-import type { Request, Response } from "express";
 import { ApiError } from "../../http/errors.js";
 import { presentedKey } from "../../http/auth.js";
 import { defineRoute } from "../../http/route.js";
@@ -8,9 +7,10 @@ import { offerForResource } from "../../payments/take-payment.js";
 import { readPaymentHeader } from "../../payments/wire.js";
 import { callPaidTool } from "../paid-call.js";
 import { findTool } from "../catalogue/index.js";
-import type { Forwarder } from "../forward.js";
 import { invokeTool, type ToolCallResult } from "../invoke.js";
-import { atomicPrice, formatCredits } from "../pricing.js";
+import { atomicPrice } from "../../lib/money.js";
+import { formatCredits } from "../pricing.js";
+import { callToolDocument } from "./call-document.js";
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -24,12 +24,12 @@ function reply(result: ToolCallResult, extraHeaders: Record<string, string> = {}
  * no key, with an x402 payment: a call without either is answered 402 with the offer in both
  * protocol generations, and so is a keyed call short of credits.
  */
-export function callTool(forwarderFor: (req: Request, res: Response) => Forwarder) {
-  return defineRoute({
+export const callTool = defineRoute({
     method: "post",
     path: "/:name",
     summary: "Call a tool with its JSON input, paid with x-api-key credits or an x402 payment; charged only when the tool succeeds.",
     auth: "public",
+    document: callToolDocument,
     async handler({ services, req, res, params, requestId }) {
       const tool = findTool(params.name!);
       if (!tool) throw new ApiError("tool_not_found", `No tool named ${params.name}. GET /v1/tools lists them.`);
@@ -37,7 +37,7 @@ export function callTool(forwarderFor: (req: Request, res: Response) => Forwarde
       if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
         throw new ApiError("validation_failed", "Idempotency-Key must be 1 to 255 printable ASCII characters.", { param: "Idempotency-Key" });
       }
-      const forward = forwarderFor(req, res);
+      const forward = services.pools.proxy(req, res);
       const price = atomicPrice(tool.cost, services.config.creditPriceAtomic);
       // The x402 offer is built only when it is needed: keyed calls that can pay never see it.
       const offer = () => offerForResource(services, price, `/v1/tools/${tool.name}`, `${tool.title}: one call (${formatCredits(tool.cost)})`, toolExtensions(tool));
@@ -80,5 +80,4 @@ export function callTool(forwarderFor: (req: Request, res: Response) => Forwarde
         throw err;
       }
     },
-  });
-}
+});

@@ -1,10 +1,8 @@
-import type { Request, Response } from "express";
-import type { RouteDef } from "../../http/route.js";
-import type { Forwarder } from "../forward.js";
+import type { AnyRoute } from "../../http/route.js";
 import { callTool } from "./call.js";
 import { listCategories } from "./categories.js";
 import { getTool } from "./get.js";
 import { listTools } from "./list.js";
 
-/** The tool API, mounted under /v1/tools. */
-export const toolRoutes = (forwarderFor: (req: Request, res: Response) => Forwarder): RouteDef<any, any, any>[] => [listTools, listCategories, getTool, callTool(forwarderFor)];
+/** The tool API, mounted under /v1/tools (the call last: `/:name` would match `/categories`). */
+export const toolRoutes: AnyRoute[] = [listTools, listCategories, getTool, callTool];

@@ -1,0 +1,13 @@
+import { defineRoute, type DocumentConfig } from "../http/route.js";
+
+/** The OpenAPI document, built once per configuration by whoever holds the route registry. */
+export const openApiDocument = (documentFor: (config: DocumentConfig) => Record<string, unknown>) =>
+  defineRoute({
+    method: "get",
+    path: "/openapi.json",
+    summary: "This document (OpenAPI 3.1).",
+    auth: "public",
+    async handler({ services }) {
+      return { headers: { "Cache-Control": "public, max-age=300" }, body: documentFor(services.config) };
+    },
+  });

@@ -1,0 +1,84 @@
+import type { Router } from "express";
+import { getAccount } from "./accounts/routes/account.js";
+import { adminGrantCredits, adminIssueKey, adminListAccounts, adminSetTier } from "./accounts/routes/admin.js";
+import { listEvents } from "./accounts/routes/events.js";
+import { createKey, listKeys, revokeKey, rotateKey } from "./accounts/routes/keys.js";
+import { resendVerification } from "./accounts/routes/resend-verification.js";
+import { signup } from "./accounts/routes/signup.js";
+import { usage } from "./accounts/routes/usage.js";
+import { verifyEmail } from "./accounts/routes/verify-email.js";
+import { buildOpenApi, type Json } from "./http/openapi.js";
+import type { AnyRoute, DocumentConfig } from "./http/route.js";
+import { mcpDocument, mcpRouter } from "./mcp/route.js";
+import { healthz } from "./operations/healthz.js";
+import { metrics } from "./operations/metrics.js";
+import { openApiDocument } from "./operations/openapi-document.js";
+import { readyz } from "./operations/readyz.js";
+import { PAGE_PATHS, pagesRouter } from "./pages/index.js";
+import { wellKnownX402 } from "./payments/discovery.js";
+import { x402Settle, x402Verify } from "./payments/facilitator.js";
+import { paymentRoutes } from "./payments/routes.js";
+import { x402Supported } from "./payments/supported.js";
+import type { Services } from "./services.js";
+import { incidentRoutes } from "./status/incident-routes.js";
+import { toolRoutes } from "./tools/routes/index.js";
+import { webhookRoutes } from "./webhooks/routes/index.js";
+
+/**
+ * Every door Toolgate serves, registered once: `app.ts` mounts this list in order, and the
+ * OpenAPI document (`http/openapi.ts`) is built from it, so nothing served goes undocumented
+ * and nothing documented goes unserved. A door is either a group of routes (`defineRoute`:
+ * authenticated, validated and described from their own schemas) or a router of its own
+ * (the HTML pages, MCP's transport) that says which paths it serves and how it is documented.
+ * `beforeBody`: mounted before the JSON body parser and API versioning (they take no JSON body).
+ */
+export type Door =
+  | { prefix: string; routes: AnyRoute[]; beforeBody?: boolean }
+  | {
+      prefix: string;
+      router: (services: Services, openApi: Json) => Router;
+      /** What it serves, under its prefix: path → methods. */
+      serves: Record<string, string[]>;
+      document?: (config: DocumentConfig) => Record<string, Json>;
+      beforeBody?: boolean;
+    };
+
+/** Everything under /api/v1: accounts and keys, admin, webhooks, purchases and wallet sign-in, incidents. */
+const API_ROUTES: AnyRoute[] = [
+  signup,
+  verifyEmail,
+  getAccount,
+  resendVerification,
+  listKeys,
+  createKey,
+  rotateKey,
+  revokeKey,
+  usage,
+  listEvents,
+  adminListAccounts,
+  adminSetTier,
+  adminGrantCredits,
+  adminIssueKey,
+  ...webhookRoutes("account"),
+  ...webhookRoutes("platform"),
+  ...paymentRoutes,
+  ...incidentRoutes,
+];
+
+/** The OpenAPI document of these doors, built once per configuration. */
+const documents = new WeakMap<DocumentConfig, Json>();
+export function openApiFor(config: DocumentConfig): Json {
+  let document = documents.get(config);
+  if (!document) documents.set(config, (document = buildOpenApi(config, DOORS)));
+  return document;
+}
+
+export const DOORS: Door[] = [
+  { prefix: "", routes: [healthz, readyz, metrics, openApiDocument(openApiFor)], beforeBody: true },
+  { prefix: "", router: pagesRouter, serves: Object.fromEntries(PAGE_PATHS.map((path) => [path, ["GET"]])), beforeBody: true },
+  { prefix: "/api/v1", routes: API_ROUTES },
+  { prefix: "/v1/tools", routes: toolRoutes },
+  { prefix: "/mcp", router: mcpRouter, serves: { "/": ["POST", "GET", "DELETE"] }, document: mcpDocument },
+  { prefix: "/x402", routes: [x402Supported, x402Verify, x402Settle] },
+  { prefix: "/.well-known", routes: [wellKnownX402] },
+];

@@ -1,0 +1,44 @@
+import { z } from "zod";
+import { SUBSCRIBABLE_EVENTS } from "../../events/types.js";
+import { ApiError } from "../../http/errors.js";
+import { defineRoute } from "../../http/route.js";
+import { randomId } from "../../lib/ids.js";
+import type { WebhookRecord } from "../../store/types.js";
+import { newWebhookSecret, sealSecret } from "../secrets.js";
+import { checkWebhookUrl } from "../ssrf.js";
+import { type WebhookOwner, webhookView, webhookViewSchema } from "./owner.js";
+
+/** Registers a webhook: its URL passes the SSRF guard; its signing secret is shown in this answer only. */
+export const registerWebhook = (owner: WebhookOwner) =>
+  defineRoute({
+    method: "post",
+    path: `${owner.base}/register`,
+    summary: `Register one of ${owner.who} webhooks: an HTTPS URL and the events it receives. The signing secret is in this answer only.`,
+    auth: owner.auth,
+    successStatus: 201,
+    body: z.strictObject({
+      url: z.string().max(2048),
+      events: z.array(z.enum(SUBSCRIBABLE_EVENTS as [string, ...string[]])).min(1).refine((e) => new Set(e).size === e.length, "events must not repeat"),
+    }),
+    response: webhookViewSchema.extend({ secret: z.string().describe("whsec_… — shown once, never again.") }),
+    async handler({ services, body, caller }) {
+      const ownerId = owner.idOf(caller);
+      const check = await checkWebhookUrl(body.url, services.config.webhookAllowPrivateTargets);
+      if (!check.ok) throw new ApiError("validation_failed", `The webhook URL is not allowed: ${check.reason}.`, { param: "url" });
+      const secret = newWebhookSecret();
+      const webhook: WebhookRecord = {
+        id: `wh_${randomId(20)}`,
+        ownerId,
+        url: check.url.href,
+        events: body.events,
+        createdAt: Date.now(),
+        sealedSecret: sealSecret(services.config.secretKeys, secret),
+        previousSealedSecret: null,
+        previousSecretExpiresAt: null,
+      };
+      if (!(await services.store.addWebhook(webhook, services.config.webhooksPerAccount))) {
+        throw new ApiError("validation_failed", `At most ${services.config.webhooksPerAccount} webhooks per account.`);
+      }
+      return { status: 201, body: { ...webhookView(webhook), secret } };
+    },
+  });
