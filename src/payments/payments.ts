@@ -9,10 +9,9 @@ import type { PaymentGrant, PaymentRecord } from "../store/types.js";
 import { formatUsd } from "../lib/money.js";
 import { createChainClients, type NetworkClients } from "./chain.js";
 import type { Offer } from "./offer.js";
-import type { SeenBlock } from "./relayers.js";
-import { Relayers } from "./relayers.js";
+import { Relayers, type SeenBlock } from "./relayers.js";
 import { settle } from "./settle.js";
-import { authorizationMessage, invalidPayment, normaliseSignature, tokenAbi, verifyChainState, verifySigned } from "./verify.js";
+import { authorizationMessage, authorizationUsed, invalidPayment, normaliseSignature, verifyChainState, verifySigned } from "./verify.js";
 import { ensureWalletAccount } from "./wallet-accounts.js";
 import type { Authorization, PaymentHeader, RequirementsV2 } from "./wire.js";
 
@@ -227,7 +226,7 @@ export class Payments {
    */
   private async mayHaveMoved(clients: NetworkClients, auth: Authorization): Promise<boolean> {
     const message = authorizationMessage(auth);
-    return (clients.public.readContract({ address: clients.network.usdc.address, abi: tokenAbi, functionName: "authorizationState", args: [message.from, message.nonce] }) as Promise<boolean>).catch(() => true);
+    return authorizationUsed(clients, message.from, message.nonce).catch(() => true);
   }
 
   /** A refused verification as the client sees it: the refusal itself, or 503 when the chain did not answer. */

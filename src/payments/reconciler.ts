@@ -5,7 +5,7 @@ import type { PaymentRecord, RelayedTransaction } from "../store/types.js";
 import type { NetworkClients } from "./chain.js";
 import type { Payments } from "./payments.js";
 import type { Relayers } from "./relayers.js";
-import { tokenAbi } from "./verify.js";
+import { authorizationUsed, tokenAbi } from "./verify.js";
 
 const AUTHORIZATION_USED = parseAbiItem("event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)");
 
@@ -103,7 +103,7 @@ export async function reconcile(services: Services, payments: Payments, record: 
   const from = getAddress(auth.from!);
   const nonce = auth.nonce as Hex;
   const token = clients.network.usdc.address;
-  const used = (await clients.public.readContract({ address: token, abi: tokenAbi, functionName: "authorizationState", args: [from, nonce] })) as boolean;
+  const used = await authorizationUsed(clients, from, nonce);
   if (!used) {
     const block = await clients.public.getBlock({ blockTag: "latest" });
     const expired = block.timestamp >= BigInt(auth.validBefore!);

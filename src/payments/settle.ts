@@ -2,7 +2,7 @@ import { encodeFunctionData, isAddressEqual, parseEventLogs, type Address, type 
 import { sameBytes } from "../lib/hex.js";
 import type { RelayedTransaction } from "../store/types.js";
 import { NotSent, SendRefused, SendUnknown, type Relayers, type SeenBlock } from "./relayers.js";
-import { authorizationMessage, tokenAbi, transferArgs } from "./verify.js";
+import { authorizationMessage, authorizationUsed, tokenAbi, transferArgs } from "./verify.js";
 import type { Authorization } from "./wire.js";
 
 /**
@@ -28,7 +28,7 @@ export async function settle(relayers: Relayers, auth: Authorization, signature:
   const data = encodeFunctionData({ abi: tokenAbi, functionName: "transferWithAuthorization", args: transferArgs(message, signature) as never });
   // The (v, r, s) form always has the same shape and cost; a wallet's bytes signature may not.
   const shape = signature.length === 132 ? `${clients.network.usdc.address}:vrs` : null;
-  const alreadyUsed = () => clients.public.readContract({ address: clients.network.usdc.address, abi: tokenAbi, functionName: "authorizationState", args: [message.from, message.nonce] }) as Promise<boolean>;
+  const alreadyUsed = () => authorizationUsed(clients, message.from, message.nonce);
   let txHash: Hex;
   let relay: RelayedTransaction;
   try {

@@ -143,7 +143,7 @@ export async function verifyChainState(clients: NetworkClients, auth: Authorizat
     );
   const [block, used, balance, simulationError] = await Promise.all([
     clients.public.getBlock({ blockTag: "latest" }),
-    clients.public.readContract({ ...token, functionName: "authorizationState", args: [message.from, message.nonce] }) as Promise<boolean>,
+    authorizationUsed(clients, message.from, message.nonce),
     clients.public.readContract({ ...token, functionName: "balanceOf", args: [message.from] }) as Promise<bigint>,
     simulation,
   ]);
@@ -159,6 +159,10 @@ export async function verifyChainState(clients: NetworkClients, auth: Authorizat
   if (simulationError) throw invalidPayment(`the transfer would fail on chain (${simulationError})`, "invalid_transaction_state");
   return { number: block.number, baseFeePerGas: block.baseFeePerGas };
 }
+
+/** Whether the token has recorded this authorization as used (EIP-3009 `authorizationState`). */
+export const authorizationUsed = (clients: NetworkClients, from: Address, nonce: Hex) =>
+  clients.public.readContract({ address: clients.network.usdc.address, abi: tokenAbi, functionName: "authorizationState", args: [from, nonce] }) as Promise<boolean>;
 
 const isRpcFailure = (err: unknown) => err instanceof BaseError && err.walk((e) => e instanceof HttpRequestError || e instanceof TimeoutError || e instanceof RpcRequestError) !== null;
 
