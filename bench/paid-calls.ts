@@ -17,6 +17,7 @@
  *   BENCH_PAID_CALLS=200 (per automine run)  BENCH_DELAYED_CALLS=64  BENCH_INTERVAL_PAYERS=200
  *   BENCH_RELAYERS=1 (relayer keys the gateway gets)  BENCH_RPC_DELAY_MS=50
  */
+import { readFileSync } from "node:fs";
 import { createPublicClient, encodeFunctionData, http, parseSignature, toHex, type Address, type Hex } from "viem";
 import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 import { ANVIL_MNEMONIC, TOKEN_ABI, randomWallet, startLocalChain } from "../chain-fixtures/chain.js";
@@ -110,11 +111,19 @@ async function main() {
   });
   gateway.child.stdout!.resume();
 
+  /** The gateway process's CPU time so far (ms), from /proc: user + system clock ticks. */
+  const gatewayCpuMs = () => {
+    const stat = readFileSync(`/proc/${gateway.child.pid}/stat`, "latin1");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  };
+
   /** Paid calls through the gateway, with the RPC work they caused. */
   const throughGateway = async (n: number, concurrency: number) => {
     const headers = await Promise.all((await funded(n)).map(async (w) => v1Header("base-sepolia", await sign(w))));
     const txBefore = await sentByRelayers();
     proxy.resetCounts();
+    const cpuBefore = gatewayCpuMs();
     let failed = 0;
     const receipts: string[] = [];
     const run = await timed(headers, concurrency, async (h) => {
@@ -123,17 +132,18 @@ async function main() {
       if (res.status !== 200) failed++;
       else receipts.push(res.headers.get("x-payment-response")!);
     });
+    const cpuMs = (gatewayCpuMs() - cpuBefore) / n;
     const rpc = { roundTrips: proxy.counts.roundTrips / n, calls: proxy.counts.calls / n, methods: { ...proxy.counts.methods } };
     const settled = n - failed;
     const txPerPayment = settled ? ((await sentByRelayers()) - txBefore) / settled : NaN;
-    return { run, failed, rpc, txPerPayment, receipts };
+    return { run, failed, rpc, txPerPayment, receipts, cpuMs };
   };
   const rpcLine = (r: Awaited<ReturnType<typeof throughGateway>>, n: number) => {
     const methods = Object.entries(r.rpc.methods)
       .sort((a, b) => b[1] - a[1])
       .map(([m, c]) => `${m} ${(c / n).toFixed(2)}`)
       .join(", ");
-    return `  per paid call: ${r.rpc.roundTrips.toFixed(2)} RPC round trips, ${r.rpc.calls.toFixed(2)} JSON-RPC calls (${methods}); ${r.txPerPayment.toFixed(2)} transactions per settled payment; failed: ${r.failed}`;
+    return `  per paid call: ${r.rpc.roundTrips.toFixed(2)} RPC round trips, ${r.rpc.calls.toFixed(2)} JSON-RPC calls (${methods}); ${r.txPerPayment.toFixed(2)} transactions per settled payment; gateway CPU ${r.cpuMs.toFixed(1)} ms; failed: ${r.failed}`;
   };
 
   let failures = 0;
@@ -178,11 +188,18 @@ async function main() {
     const txBefore = await sentByRelayers();
     proxy.resetCounts();
     const blocks: number[] = [];
+    const reasons = new Map<string, number>();
+    const cpuBefore = gatewayCpuMs();
     let failed = 0;
     const run = await timed(headers, headers.length, async (h) => {
       const res = await fetch(`${gateway.url}/v1/tools/hash`, { method: "POST", headers: { "content-type": "application/json", "x-payment": h }, body: '{"text":"bench"}' });
-      await res.text();
-      if (res.status !== 200) return void failed++;
+      const text = await res.text();
+      if (res.status !== 200) {
+        failed++;
+        const why = `${res.status} ${(JSON.parse(text) as { error?: { code?: string } }).error?.code ?? ""}`.trim();
+        reasons.set(why, (reasons.get(why) ?? 0) + 1);
+        return;
+      }
       const tx = (JSON.parse(Buffer.from(res.headers.get("x-payment-response")!, "base64").toString()) as { transaction: Hex }).transaction;
       blocks.push(Number((await direct.getTransactionReceipt({ hash: tx })).blockNumber - arrival));
     });
@@ -192,8 +209,8 @@ async function main() {
     console.log(`\ninterval mining (a block every 2 s), ${INTERVAL_PAYERS} payers at once`);
     console.log(header());
     console.log(row("paid call through gateway", run));
-    console.log(`  blocks from arrival to settlement: p50 ${percentile(blocks, 50)}, max ${blocks.at(-1)}; within 2 blocks: ${blocks.filter((b) => b <= 2).length}/${INTERVAL_PAYERS}; failed: ${failed}`);
-    console.log(`  per paid call: ${(proxy.counts.roundTrips / INTERVAL_PAYERS).toFixed(2)} RPC round trips, ${(proxy.counts.calls / INTERVAL_PAYERS).toFixed(2)} JSON-RPC calls; ${(((await sentByRelayers()) - txBefore) / settled).toFixed(2)} transactions per settled payment`);
+    console.log(`  blocks from arrival to settlement: p50 ${percentile(blocks, 50)}, max ${blocks.at(-1)}; within 2 blocks: ${blocks.filter((b) => b <= 2).length}/${INTERVAL_PAYERS}; failed: ${failed}${reasons.size ? ` (${[...reasons].map(([why, n]) => `${n} × ${why}`).join(", ")})` : ""}`);
+    console.log(`  per paid call: ${(proxy.counts.roundTrips / INTERVAL_PAYERS).toFixed(2)} RPC round trips, ${(proxy.counts.calls / INTERVAL_PAYERS).toFixed(2)} JSON-RPC calls; ${(((await sentByRelayers()) - txBefore) / settled).toFixed(2)} transactions per settled payment; gateway CPU ${((gatewayCpuMs() - cpuBefore) / INTERVAL_PAYERS).toFixed(1)} ms`);
     if (failures) process.exitCode = 1;
   } finally {
     await gateway.stop();
