@@ -6,6 +6,8 @@ import { parseUsd } from "./lib/money.js";
 import { ENDPOINT_LIMITS_PATTERN, endpointLimits, type EndpointLimits } from "./http/endpoint-limits.js";
 import { API_VERSIONS, apiVersionsSchema, type ApiVersion } from "./http/versioning.js";
 import { MAX_TEXT_CHARS, MIN_BODY_LIMIT_BYTES } from "./tools/catalogue/limits.js";
+import { loadToolsFile } from "./tools/custom/tools-file.js";
+import type { UpstreamToolSpec } from "./tools/custom/spec.js";
 
 /**
  * The one configuration object, read from the environment once at start-up.
@@ -20,6 +22,24 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Unset: in-memory state (development only). */
   REDIS_URL: z.string().optional(),
+  /**
+   * The books (ledger, request records, payments): `postgres://…` a PostgreSQL server;
+   * `pglite://memory` or `pglite:///absolute/dir` PGlite in this process; `none` the books stay
+   * in the store (no export). Unset: PGlite in memory without REDIS_URL (embedded), none with it.
+   */
+  DATABASE_URL: z
+    .string()
+    .regex(/^(postgres(ql)?:\/\/.+|pglite:\/\/memory|pglite:\/\/\/.+|none)$/, "DATABASE_URL must be postgres://…, pglite://memory, pglite:///absolute/dir or none")
+    .optional(),
+  /** `0`: this process does not export (it still serves, and reads the books); another process must. */
+  BOOKS_EXPORT: z.enum(["0", "1"]).default("1"),
+  BOOKS_EXPORT_INTERVAL_MS: z.coerce.number().int().min(10).default(1000),
+  BOOKS_EXPORT_BATCH: z.coerce.number().int().min(1).max(5000).default(500),
+  /** A shard's export lease: how long a process that died holding it delays that shard's export. */
+  BOOKS_EXPORT_LEASE_MS: z.coerce.number().int().min(100).default(30_000),
+  BOOKS_EXPORT_SHARDS: z.coerce.number().int().min(1).max(1024).default(16),
+  /** The status page shows the books export degraded once its lag passes this. */
+  BOOKS_EXPORT_DEGRADED_AFTER_SECONDS: z.coerce.number().min(0.1).default(60),
   /** `1`: REDIS_URL is one node of a Redis Cluster. */
   REDIS_CLUSTER: z.enum(["0", "1"]).default("0"),
   /** Namespace for every Redis key, so several deployments (or test runs) can share one Redis. No braces: they would break the keys' hash tags. */
@@ -88,6 +108,16 @@ const envSchema = z.object({
   /** Development and tests only: let webhooks target loopback and private networks (HTTPS still required). */
   WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   WEBHOOKS_PER_ACCOUNT: z.coerce.number().int().min(1).max(100).default(10),
+  /** The operator's upstream tools (YAML or JSON; src/tools/custom/tools-file.ts): public, paid like catalogue tools. */
+  TOOLS_FILE: z.string().min(1).optional(),
+  /** Development and tests only: let custom and upstream tools target loopback and private networks, and plain http to loopback. */
+  UPSTREAM_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
+  /** The largest answer a custom or upstream tool's endpoint may send. */
+  UPSTREAM_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  /** How many custom tools one Business account may register. */
+  CUSTOM_TOOLS_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(50),
+  /** Development and tests only: let a Business account's dedicated workers be on loopback or a private network, over plain HTTP. */
+  DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   /** x402: comma-separated networks (base, base-sepolia, polygon, polygon-amoy); unset: no x402. */
   X402_NETWORKS: z.string().optional(),
   X402_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, "an EVM address").optional(),
@@ -126,6 +156,14 @@ const envSchema = z.object({
   API_VERSIONS: z.string().optional(),
   /** How often each process checks the status page's components. */
   STATUS_CHECK_INTERVAL_MS: z.coerce.number().int().min(50).default(30_000),
+  /** A dashboard session ends after this long unused… */
+  DASHBOARD_SESSION_IDLE_MINUTES: z.coerce.number().min(0.01).max(7 * 24 * 60).default(30),
+  /** …and after this long in any case (absolute expiry). */
+  DASHBOARD_SESSION_MAX_HOURS: z.coerce.number().min(0.0001).max(30 * 24).default(12),
+  /** How long an e-mailed dashboard sign-in link works (single use). */
+  DASHBOARD_SIGN_IN_LINK_MINUTES: z.coerce.number().min(1).max(24 * 60).default(15),
+  /** Live feed streams (Server-Sent Events) held open per gateway process; each holds one Redis connection. */
+  DASHBOARD_LIVE_STREAMS: z.coerce.number().int().min(1).max(10_000).default(200),
 });
 
 /** Settings production must be given explicitly: no embedded default is safe there. */
@@ -140,6 +178,16 @@ export interface Config {
   redisUrl: string | undefined;
   redisKeyPrefix: string;
   redisCluster: boolean;
+  /** The books' database and its exporter's settings; null: the books stay in the store. */
+  books: {
+    url: string;
+    exportEnabled: boolean;
+    intervalMs: number;
+    batchSize: number;
+    leaseMs: number;
+    shards: number;
+    degradedAfterMs: number;
+  } | null;
   adminApiKey: string | undefined;
   /**
    * The first seals and signs; all open and verify. Empty until start-up when SECRET_KEY is
@@ -174,7 +222,11 @@ export interface Config {
   requestTimeoutMs: number;
   mcpAllowedHosts: string[];
   webhookAllowPrivateTargets: boolean;
+  dedicatedWorkersAllowPrivateTargets: boolean;
   webhooksPerAccount: number;
+  /** Custom (per-account) and operator-declared tools at HTTP endpoints (src/tools/custom). */
+  upstream: { tools: UpstreamToolSpec[]; allowPrivate: boolean; maxResponseBytes: number; perAccount: number };
+  dashboard: { sessionIdleMs: number; sessionMaxMs: number; signInLinkMs: number; liveStreams: number };
   x402: {
     networks: PaymentNetwork[];
     payTo: Address;
@@ -208,11 +260,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       if (!env[name]) problems.push(`${name} is required when NODE_ENV=production`);
     }
     if (parsed.data.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1") problems.push("WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
+    if (parsed.data.UPSTREAM_ALLOW_PRIVATE_TARGETS === "1") problems.push("UPSTREAM_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
+    if (parsed.data.DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS === "1") problems.push("DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
   }
   if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && !parsed.data.REDIS_URL) problems.push("WEB_CONCURRENCY above 1 needs REDIS_URL: the gateway processes share their state through Redis");
+  if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && parsed.data.DATABASE_URL?.startsWith("pglite:")) problems.push("WEB_CONCURRENCY above 1 needs a PostgreSQL server in DATABASE_URL: PGlite is one process's database");
   const x402 = parsed.success ? paymentConfig(parsed.data, env, problems) : null;
   const limits = endpointLimits(parsed.success ? parsed.data.ENDPOINT_LIMITS : undefined, problems);
   const apiVersions = parsed.success ? versionsConfig(parsed.data.API_VERSIONS, problems) : null;
+  const upstreamTools = parsed.success && parsed.data.TOOLS_FILE ? loadToolsFile(parsed.data.TOOLS_FILE, env, parsed.data.UPSTREAM_ALLOW_PRIVATE_TARGETS === "1", problems) : [];
   if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
   const e = parsed.data;
   return {
@@ -224,6 +280,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
     redisCluster: e.REDIS_CLUSTER === "1",
+    books: booksConfig(e),
     adminApiKey: e.ADMIN_API_KEY,
     secretKeys: e.SECRET_KEY?.split(",").map((key) => key.trim()) ?? [],
     smtpUrl: e.SMTP_URL,
@@ -256,7 +313,30 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       : [...new Set([new URL(e.PUBLIC_BASE_URL ?? "http://localhost").hostname, "localhost", "127.0.0.1", "[::1]"])],
     webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1",
     webhooksPerAccount: e.WEBHOOKS_PER_ACCOUNT,
+    upstream: { tools: upstreamTools, allowPrivate: e.UPSTREAM_ALLOW_PRIVATE_TARGETS === "1", maxResponseBytes: e.UPSTREAM_MAX_RESPONSE_BYTES, perAccount: e.CUSTOM_TOOLS_PER_ACCOUNT },
+    dashboard: {
+      sessionIdleMs: Math.round(e.DASHBOARD_SESSION_IDLE_MINUTES * 60_000),
+      sessionMaxMs: Math.round(e.DASHBOARD_SESSION_MAX_HOURS * 3_600_000),
+      signInLinkMs: Math.round(e.DASHBOARD_SIGN_IN_LINK_MINUTES * 60_000),
+      liveStreams: e.DASHBOARD_LIVE_STREAMS,
+    },
+    dedicatedWorkersAllowPrivateTargets: e.DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS === "1",
     x402,
+  };
+}
+
+/** The books' database: as DATABASE_URL says; unset, PGlite in memory for the embedded (in-memory) store and none beside Redis. */
+function booksConfig(e: z.infer<typeof envSchema>): Config["books"] {
+  const url = e.DATABASE_URL ?? (e.REDIS_URL ? "none" : "pglite://memory");
+  if (url === "none") return null;
+  return {
+    url,
+    exportEnabled: e.BOOKS_EXPORT === "1",
+    intervalMs: e.BOOKS_EXPORT_INTERVAL_MS,
+    batchSize: e.BOOKS_EXPORT_BATCH,
+    leaseMs: e.BOOKS_EXPORT_LEASE_MS,
+    shards: e.BOOKS_EXPORT_SHARDS,
+    degradedAfterMs: e.BOOKS_EXPORT_DEGRADED_AFTER_SECONDS * 1000,
   };
 }
 

@@ -6,9 +6,11 @@ import { ConfigError, loadConfig, type Config } from "./config.js";
 import { developmentAccount, developmentAdminKey, developmentBanner, resolveSecretKeys } from "./development.js";
 import type { Services } from "./services.js";
 import { createStore } from "./store/index.js";
+import { startBooks } from "./books/index.js";
 import { createProcessLogger, type ProcessLogger } from "./lib/logger.js";
 import { startBundledWorkers } from "./tools/bundled-workers.js";
 import { WorkerPools } from "./tools/worker-pools.js";
+import { UpstreamTools } from "./tools/custom/registry.js";
 import { createDeliveryAgent } from "./webhooks/deliver.js";
 import { createBullQueue, createInProcessQueue } from "./webhooks/queue.js";
 import { startRelay } from "./webhooks/relay.js";
@@ -106,7 +108,7 @@ export async function start(
   const port = typeof address === "object" && address ? address.port : config.port;
   // The status checks probe this process's own doors, on the loopback address it listens on.
   services.status.start(`http://${config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`);
-  log.info({ port, store: config.redisUrl ? "redis" : "memory", env: config.env }, "listening");
+  log.info({ port, store: config.redisUrl ? "redis" : "memory", books: config.books ? (config.books.url.startsWith("pglite:") ? "pglite" : "postgres") : "store", env: config.env }, "listening");
   void logger.flush(1000);
 
   let stopping: Promise<void> | null = null;
@@ -159,14 +161,24 @@ async function startServices(config: Config, logger: ProcessLogger, started: Par
       urls: { general: config.workers.general ?? bundled!.url, provider: config.workers.provider ?? bundled!.url, heavy: config.workers.heavy ?? bundled!.url },
       concurrency: { general: config.poolConcurrency, provider: config.poolConcurrency, heavy: config.heavyPoolConcurrency },
       queueTimeoutMs: config.poolQueueTimeoutMs,
+      dedicatedAllowPrivate: config.dedicatedWorkersAllowPrivateTargets,
     },
     log,
   );
   await pools.start();
   started.push({ name: "worker pools", stop: () => pools.stop() });
+  const upstream = new UpstreamTools(store, config.upstream, config.upstream.tools);
+  started.push({ name: "upstream tools", stop: () => upstream.close() });
   const metrics = new Metrics();
-  const services = { config, store, log, pools, metrics, requestGuard: new RequestGuard(log), mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
+  const services = { config, store, log, pools, upstream, metrics, requestGuard: new RequestGuard(log), mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
   started.push({ name: "mailer", stop: () => services.mailer.close() });
+  services.books = config.books
+    ? await startBooks(services, config.books).catch((err: Error) => {
+        throw new StartupError(`the books database (DATABASE_URL) cannot be used: ${err.message}`);
+      })
+    : null;
+  if (services.books) started.push({ name: "books", stop: () => services.books!.stop() });
+  else if (config.env === "production") log.warn("no books database (DATABASE_URL unset or none): the ledger stays in Redis, unexported and untrimmed; set DATABASE_URL to a PostgreSQL server");
   metrics.onScrape(() => {
     for (const pool of ["general", "provider", "heavy"] as const) {
       metrics.inFlight.set({ pool }, pools.gate(pool).inFlight);

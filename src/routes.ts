@@ -1,12 +1,14 @@
 import type { Router } from "express";
 import { getAccount } from "./accounts/routes/account.js";
 import { adminGrantCredits, adminIssueKey, adminListAccounts, adminSetTier } from "./accounts/routes/admin.js";
+import { adminBindWorkers, adminGetWorkers, adminUnbindWorkers } from "./accounts/routes/admin-workers.js";
 import { listEvents } from "./accounts/routes/events.js";
 import { createKey, listKeys, revokeKey, rotateKey } from "./accounts/routes/keys.js";
 import { resendVerification } from "./accounts/routes/resend-verification.js";
 import { signup } from "./accounts/routes/signup.js";
 import { usage } from "./accounts/routes/usage.js";
 import { verifyEmail } from "./accounts/routes/verify-email.js";
+import { DASHBOARD_PATHS, dashboardRouter } from "./dashboard/index.js";
 import { buildOpenApi, type Json } from "./http/openapi.js";
 import type { AnyRoute, DocumentConfig } from "./http/route.js";
 import { mcpDocument, mcpRouter } from "./mcp/route.js";
@@ -22,6 +24,7 @@ import { x402Supported } from "./payments/supported.js";
 import type { Services } from "./services.js";
 import { incidentRoutes } from "./status/incident-routes.js";
 import { toolRoutes } from "./tools/routes/index.js";
+import { customToolRoutes } from "./tools/custom/routes/index.js";
 import { webhookRoutes } from "./webhooks/routes/index.js";
 
 /**
@@ -43,23 +46,26 @@ export type Door =
       beforeBody?: boolean;
     };
 
+/**
+ * What a signed-in account manages: its account, keys, usage, events and webhooks. Served under
+ * /api/v1 with `x-api-key`, and again under /dashboard/api/v1 with the dashboard's session.
+ */
+const ACCOUNT_ROUTES: AnyRoute[] = [getAccount, listKeys, createKey, rotateKey, revokeKey, usage, listEvents, ...webhookRoutes("account")];
+
 /** Everything under /api/v1: accounts and keys, admin, webhooks, purchases and wallet sign-in, incidents. */
 const API_ROUTES: AnyRoute[] = [
   signup,
   verifyEmail,
-  getAccount,
   resendVerification,
-  listKeys,
-  createKey,
-  rotateKey,
-  revokeKey,
-  usage,
-  listEvents,
+  ...ACCOUNT_ROUTES,
   adminListAccounts,
   adminSetTier,
   adminGrantCredits,
   adminIssueKey,
-  ...webhookRoutes("account"),
+  adminGetWorkers,
+  adminBindWorkers,
+  adminUnbindWorkers,
+  ...customToolRoutes,
   ...webhookRoutes("platform"),
   ...paymentRoutes,
   ...incidentRoutes,
@@ -76,6 +82,8 @@ export function openApiFor(config: DocumentConfig): Json {
 export const DOORS: Door[] = [
   { prefix: "", routes: [healthz, readyz, metrics, openApiDocument(openApiFor)], beforeBody: true },
   { prefix: "", router: pagesRouter, serves: Object.fromEntries(PAGE_PATHS.map((path) => [path, ["GET"]])), beforeBody: true },
+  // The dashboard parses its own bodies (sign-in forms, its JSON API) and reads its own cookie.
+  { prefix: "", router: (services) => dashboardRouter(services, ACCOUNT_ROUTES), serves: DASHBOARD_PATHS, beforeBody: true },
   { prefix: "/api/v1", routes: API_ROUTES },
   { prefix: "/v1/tools", routes: toolRoutes },
   { prefix: "/mcp", router: mcpRouter, serves: { "/": ["POST", "GET", "DELETE"] }, document: mcpDocument },

@@ -8,6 +8,8 @@ import type { Payments } from "./payments/payments.js";
 import type { Metrics } from "./http/metrics.js";
 import type { StatusService } from "./status/index.js";
 import type { RequestGuard } from "./http/request-guard.js";
+import type { Books } from "./books/index.js";
+import type { UpstreamTools } from "./tools/custom/registry.js";
 
 /**
  * Everything a route or service needs, built once in main.ts (or a test) and passed in:
@@ -16,9 +18,13 @@ import type { RequestGuard } from "./http/request-guard.js";
 export interface Services {
   config: Config;
   store: Store;
+  /** The books in PostgreSQL (or PGlite) and their exporter; null when the books stay in the store (DATABASE_URL=none). */
+  books: Books | null;
   log: Logger;
   mailer: Mailer;
   pools: WorkerPools;
+  /** Tools at HTTP endpoints: the operator's (TOOLS_FILE) and each Business account's own. */
+  upstream: UpstreamTools;
   /** Webhook deliveries waiting to be sent (BullMQ with Redis, in-process without). */
   deliveries: DeliveryQueue;
   /** x402 payments; null when no network is configured. */

@@ -5,14 +5,14 @@ import { ApiError } from "../http/errors.js";
  * rate limits, monthly credits, and the features a tier unlocks.
  */
 /** Features that are built: the ones an account's `features` lists and `requireFeature` checks. */
-export const FEATURES = ["tools", "x402", "mcp", "webhooks", "priority_queue", "facilitator"] as const;
+export const FEATURES = ["tools", "x402", "mcp", "webhooks", "priority_queue", "facilitator", "custom_endpoints", "dedicated_workers"] as const;
 export type Feature = (typeof FEATURES)[number];
 /**
  * Features the specification's tier table promises that are not built yet. They are shown apart,
  * as `features_coming`, so no account is told it has something that does not exist; a feature
  * moves to FEATURES in the change that builds it.
  */
-export const COMING_FEATURES = ["analytics", "custom_endpoints", "sso", "dedicated_workers"] as const;
+export const COMING_FEATURES = ["analytics", "sso"] as const;
 export type ComingFeature = (typeof COMING_FEATURES)[number];
 
 export const TIER_NAMES = ["free", "starter", "pro", "business"] as const;
@@ -36,9 +36,9 @@ const FREE_FEATURES = ["tools", "x402"] as const;
 const STARTER_FEATURES = [...FREE_FEATURES, "mcp"] as const;
 const PRO_FEATURES = [...STARTER_FEATURES, "webhooks", "priority_queue"] as const;
 /** An operator enables the x402 facilitator for another tier by adding "facilitator" to its list here. */
-const BUSINESS_FEATURES = [...PRO_FEATURES, "facilitator"] as const;
+const BUSINESS_FEATURES = [...PRO_FEATURES, "facilitator", "custom_endpoints", "dedicated_workers"] as const;
 const PRO_COMING = ["analytics"] as const;
-const BUSINESS_COMING = [...PRO_COMING, "custom_endpoints", "sso", "dedicated_workers"] as const;
+const BUSINESS_COMING = [...PRO_COMING, "sso"] as const;
 
 export const TIERS: Record<TierName, Tier> = {
   free: { name: "free", label: "Free", requestsPerMinute: 60, monthlyCredits: 500, priceUsdPerMonth: "0.00", priority: 0, features: FREE_FEATURES, coming: [] },

@@ -46,6 +46,7 @@ export const ledgerEntryViewSchema = z.object({
   reason: z.string(),
   request_id: z.string(),
   tool: z.string().nullable(),
+  key_id: z.string().nullable().describe("The API key whose call made the entry (debits and their refunds)."),
 });
 
 export const listOf = <T extends z.ZodType>(item: T) => z.object({ object: z.literal("list"), data: z.array(item), next_cursor: z.string().nullable().optional() });
@@ -85,5 +86,5 @@ export function accountView(account: AccountRecord): z.infer<typeof accountViewS
 }
 
 export function ledgerEntryView(e: LedgerEntry): z.infer<typeof ledgerEntryViewSchema> {
-  return { id: e.id, at: new Date(e.at).toISOString(), kind: e.kind, amount: e.amount, balance: e.balance, reason: e.reason, request_id: e.requestId, tool: e.tool };
+  return { id: e.id, at: new Date(e.at).toISOString(), kind: e.kind, amount: e.amount, balance: e.balance, reason: e.reason, request_id: e.requestId, tool: e.tool, key_id: e.keyId };
 }

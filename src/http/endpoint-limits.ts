@@ -20,6 +20,8 @@ export const ENDPOINT_LIMITS = {
   "verification-email": { count: 3, windowSeconds: 3600, what: "verification e-mails" },
   "webhook-test": { count: 20, windowSeconds: 60, what: "webhook test events" },
   "webhook-resend": { count: 30, windowSeconds: 60, what: "webhook resends" },
+  "dashboard-sign-in": { count: 20, windowSeconds: 60, what: "dashboard sign-in attempts" },
+  "dashboard-sign-in-link": { count: 5, windowSeconds: 3600, what: "dashboard sign-in e-mails" },
 } as const;
 
 export type EndpointLimitName = keyof typeof ENDPOINT_LIMITS;

@@ -20,6 +20,8 @@ export const ERRORS = {
   invalid_api_key: { status: 401, type: "authentication_error" },
   api_key_revoked: { status: 401, type: "authentication_error" },
   invalid_token: { status: 400, type: "invalid_request_error" },
+  session_required: { status: 401, type: "authentication_error" },
+  csrf_failed: { status: 403, type: "permission_error" },
   insufficient_credits: { status: 402, type: "payment_error" },
   payment_required: { status: 402, type: "payment_error" },
   payment_invalid: { status: 402, type: "payment_error" },
@@ -34,6 +36,7 @@ export const ERRORS = {
   route_not_found: { status: 404, type: "invalid_request_error" },
   version_retired: { status: 410, type: "invalid_request_error" },
   email_taken: { status: 409, type: "invalid_request_error" },
+  tool_name_taken: { status: 409, type: "invalid_request_error" },
   last_active_key: { status: 409, type: "invalid_request_error" },
   invalid_cursor: { status: 400, type: "invalid_request_error" },
   idempotency_conflict: { status: 409, type: "invalid_request_error" },
@@ -43,6 +46,7 @@ export const ERRORS = {
   internal_error: { status: 500, type: "api_error" },
   payments_not_enabled: { status: 501, type: "api_error" },
   store_unavailable: { status: 503, type: "api_error" },
+  books_unavailable: { status: 503, type: "api_error" },
   tool_failed: { status: 502, type: "tool_error" },
   tool_timeout: { status: 504, type: "tool_error" },
   tool_unavailable: { status: 503, type: "tool_error" },
@@ -101,11 +105,19 @@ export function errorBody(err: ApiError, requestId: string): ErrorBody {
 /** Store outages surface as this so the handler can answer 503 without knowing the store. */
 export class StoreUnavailableError extends Error {}
 
+/** The books' database (PostgreSQL) is unreachable: what reads it answers 503; the hot path never sees it. */
+export class BooksUnavailableError extends Error {}
+
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof StoreUnavailableError) {
     return new ApiError("store_unavailable", "The service's data store is unavailable; retry shortly.", {
       headers: { "Retry-After": "1" },
+    });
+  }
+  if (err instanceof BooksUnavailableError) {
+    return new ApiError("books_unavailable", "The usage records (the books' database) are unavailable; calls are still served and charged. Retry shortly.", {
+      headers: { "Retry-After": "5" },
     });
   }
   const e = err as { type?: string; status?: number; code?: string; expose?: boolean; message?: string };

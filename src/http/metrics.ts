@@ -32,6 +32,17 @@ export class Metrics {
   readonly errors = new Counter({ name: "toolgate_errors_total", help: "Error answers by code (store_unavailable counts Redis outages, chain_unavailable chain RPC errors).", labelNames: ["code"], registers: [this.registry] });
   readonly chainRpcErrors = new Counter({ name: "toolgate_chain_rpc_errors_total", help: "Chain RPC requests that failed, by network.", labelNames: ["network"], registers: [this.registry] });
   readonly queueDepth = new Gauge({ name: "toolgate_queue_depth", help: "Waiting work by queue: webhook deliveries (waiting, delayed, active), tool calls queued for a worker slot, x402 payments not yet settled.", labelNames: ["queue"], registers: [this.registry] });
+  readonly booksExportLag = new Gauge({
+    name: "toolgate_books_export_lag_seconds",
+    help: "Age of the oldest ledger entry not yet exported from the store to the books (PostgreSQL), seen by this process's last export pass.",
+    registers: [this.registry],
+  });
+  readonly booksExported = new Counter({ name: "toolgate_books_exported_entries_total", help: "Ledger entries this process inserted into the books.", registers: [this.registry] });
+  readonly booksRecordsDropped = new Gauge({
+    name: "toolgate_books_records_dropped",
+    help: "Request and payment records this process dropped because the books database stayed unreachable longer than its buffer lasts.",
+    registers: [this.registry],
+  });
   readonly inFlight = new Gauge({ name: "toolgate_worker_calls_in_flight", help: "Tool calls running on each worker pool.", labelNames: ["pool"], registers: [this.registry] });
 
   /** Called just before each scrape, for gauges that are read rather than counted. */

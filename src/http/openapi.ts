@@ -56,7 +56,7 @@ const AUTH_ERRORS: Record<string, ErrorCode[]> = {
 
 /** The reference's groups, in the order /docs shows them. */
 export const TAGS: { name: string; description: string }[] = [
-  { name: "Tools", description: "The catalogue and tool calls: POST /v1/tools/{name} with a JSON body, paid with credits (x-api-key) or an x402 payment." },
+  { name: "Tools", description: "The catalogue and tool calls: POST /v1/tools/{name} with a JSON body, paid with credits (x-api-key) or an x402 payment; a Business account's own endpoints as private tools (/api/v1/custom-tools)." },
   { name: "Payments", description: "x402 USDC micropayments: what is accepted, credit packs, plans, and sign-in with a paying wallet." },
   { name: "Account", description: "Sign-up, e-mail verification and the calling account." },
   { name: "Keys", description: "API keys: list, create, rotate, revoke. A full key is shown once." },
@@ -70,7 +70,7 @@ export const TAGS: { name: string; description: string }[] = [
 /** The group of an API path. */
 export function tagOf(path: string): string {
   if (path.startsWith("/api/v1/admin/")) return "Admin";
-  if (path.startsWith("/v1/tools")) return "Tools";
+  if (path.startsWith("/v1/tools") || path.startsWith("/api/v1/custom-tools")) return "Tools";
   if (path === "/mcp") return "MCP";
   if (path.startsWith("/x402/") || /^\/api\/v1\/(credits|plans|wallet)\//.test(path)) return "Payments";
   if (path.startsWith("/api/v1/keys")) return "Keys";

@@ -63,7 +63,7 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
 }
 
 /** What a route's own OpenAPI description may depend on. */
-export type DocumentConfig = Pick<Config, "publicBaseUrl" | "creditPriceAtomic">;
+export type DocumentConfig = Pick<Config, "publicBaseUrl" | "creditPriceAtomic"> & { upstream?: Pick<Config["upstream"], "tools"> };
 
 /**
  * Any route, whatever its schemas: what lists of routes hold. Each was type-checked against its
@@ -86,14 +86,18 @@ export function parseInput<T>(schema: z.ZodType<T>, input: unknown, where: "body
   throw new ApiError("validation_failed", message, { ...(param ? { param } : {}) });
 }
 
-export function mountRoutes(services: Services, routes: AnyRoute[]): Router {
+/** How a route with `auth: "key"` learns its caller: the x-api-key header by default; the dashboard passes its session. */
+export type CallerAuthenticator = (services: Services, req: Request, res: Response, requestId: string) => Promise<KeyCaller>;
+
+export function mountRoutes(services: Services, routes: AnyRoute[], options: { authenticateCaller?: CallerAuthenticator } = {}): Router {
+  const authenticateCaller = options.authenticateCaller ?? authenticateKey;
   const router = Router();
   for (const route of routes) {
     router[route.method](route.path, async (req: Request, res: Response) => {
       const requestId = String(res.locals.requestId);
       res.locals.route = `${req.baseUrl}${route.path === "/" ? "" : route.path}`; // the pattern, for metrics
       let caller: KeyCaller | null = null;
-      if (route.auth === "key") caller = await authenticateKey(services, req, res, requestId);
+      if (route.auth === "key") caller = await authenticateCaller(services, req, res, requestId);
       if (route.auth === "admin") authenticateAdmin(services, req);
       if (route.limit) await enforceEndpointLimit(services, req, route.limit, caller?.account.id ?? null, requestId);
       const body = route.body ? parseInput(route.body, req.body ?? {}, "body") : undefined;

@@ -1,6 +1,6 @@
 import { createMcpHandler } from "@modelcontextprotocol/server";
 import { toNodeHandler } from "@modelcontextprotocol/node";
-import { Router, type RequestHandler } from "express";
+import { Router, type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import { TIERS, requireFeature } from "../accounts/tiers.js";
 import { admitted, presentedKey } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
@@ -12,7 +12,8 @@ import { createMcpServerFactory, type McpCaller } from "./server.js";
 /**
  * `/mcp` over streamable HTTP (MCP SDK v2), serving 2026-07-28 clients and, statelessly,
  * 2025-era clients. Before MCP runs: the Host header (DNS-rebinding protection), the key (401)
- * and the tier (403 `feature_not_in_tier`), answered in the API's one error shape.
+ * and the tier (403 `feature_not_in_tier`), answered in the API's one error shape; the rate
+ * limit too, except for a lone tools/call, which MCP answers as an error result.
  * Clients must send `Accept: application/json, text/event-stream` (the SDK answers 406 otherwise).
  */
 export function mcpRouter(services: Services): Router {
@@ -42,11 +43,11 @@ export function mcpRouter(services: Services): Router {
         }
         if (!hit.allowed) {
           const retryAfter = String(Math.max(1, Math.ceil(hit.resetMs / 1000)));
-          throw new ApiError("rate_limited", `At most ${limit} MCP requests per minute from one address without an API key; retry after ${retryAfter} s.`, { headers: { "Retry-After": retryAfter } });
+          const limited = new ApiError("rate_limited", `At most ${limit} MCP requests per minute from one address without an API key; retry after ${retryAfter} s.`, { headers: { "Retry-After": retryAfter } });
+          if (!refusedAsToolResult(req, res, limited)) throw limited;
+          return pass(req, next, "", { key: null, refused: limited });
         }
-        const extra: McpCaller = { key: null };
-        (req as unknown as { auth: unknown }).auth = { token: "", clientId: "", scopes: [], extra };
-        return next();
+        return pass(req, next, "", { key: null });
       }
       const key = presentedKey(req);
       // Every JSON-RPC message counts once against the rate limit, here, before the SDK parses it:
@@ -54,15 +55,20 @@ export function mcpRouter(services: Services): Router {
       // malformed or unanswerable messages count like any other. The invocation service then
       // charges a call without counting it again.
       const requests = Array.isArray(req.body) ? Math.max(1, req.body.length) : 1;
-      const caller = admitted(
-        await services.store.admit({ accountId: key.accountId, keyHash: key.hash, cost: 0, requestId: String(res.locals.requestId), tool: null, reason: "", requests }),
-      );
+      let caller;
+      try {
+        caller = admitted(
+          await services.store.admit({ accountId: key.accountId, keyHash: key.hash, cost: 0, requestId: String(res.locals.requestId), tool: null, reason: "", requests }),
+        );
+      } catch (err) {
+        if (!refusedAsToolResult(req, res, err)) throw err;
+        res.locals.accountId = key.accountId;
+        return pass(req, next, key.accountId, { key, refused: err as ApiError });
+      }
       requireFeature(caller.account.tier, "mcp");
       for (const [name, value] of Object.entries(caller.headers)) res.setHeader(name, value);
       res.locals.accountId = caller.account.id;
-      const extra: McpCaller = { key };
-      (req as unknown as { auth: unknown }).auth = { token: "", clientId: caller.account.id, scopes: [], extra };
-      next();
+      pass(req, next, caller.account.id, { key });
     } catch (err) {
       next(err);
     }
@@ -93,3 +99,24 @@ export const mcpDocument = (): Record<string, Json> => ({
     },
   },
 });
+
+/** Hands the request to the MCP SDK with its caller (the SDK's `authInfo.extra`). */
+function pass(req: Request, next: NextFunction, clientId: string, extra: McpCaller): void {
+  (req as unknown as { auth: unknown }).auth = { token: "", clientId, scopes: [], extra };
+  next();
+}
+
+/**
+ * A lone `tools/call` over the rate limit is answered as a tool result (isError, the REST error
+ * body in `content[0].text`): the official clients throw on an HTTP 429, and an agent reads a
+ * result where it would only see a transport failure. The limit's headers (Retry-After,
+ * RateLimit-*) stay on the HTTP answer. Anything else (a batch, a listing, a notification) is
+ * refused with the 429 itself. Nothing was counted either way.
+ */
+function refusedAsToolResult(req: Request, res: Response, err: unknown): boolean {
+  const body = req.body as { method?: unknown; id?: unknown } | null;
+  const loneToolCall = body !== null && typeof body === "object" && !Array.isArray(body) && body.method === "tools/call" && body.id !== undefined;
+  if (!loneToolCall || !(err instanceof ApiError) || err.code !== "rate_limited") return false;
+  for (const [name, value] of Object.entries(err.options.headers ?? {})) res.setHeader(name, value);
+  return true;
+}

@@ -2,7 +2,8 @@ import { Server } from "@modelcontextprotocol/server";
 import { ApiError, errorBody, toApiError } from "../http/errors.js";
 import { newRequestId } from "../lib/ids.js";
 import type { Services } from "../services.js";
-import { TOOLS, findTool } from "../tools/catalogue/index.js";
+import { TOOLS } from "../tools/catalogue/index.js";
+import { isPrivateTool, publicTools } from "../tools/custom/registry.js";
 import type { Forwarder } from "../tools/forward.js";
 import { invokeTool } from "../tools/invoke.js";
 import { atomicPrice } from "../lib/money.js";
@@ -12,6 +13,7 @@ import { mcpToolExtensions } from "../payments/discovery.js";
 import type { Paid } from "../payments/take-payment.js";
 import { readPaymentPayload } from "../payments/wire.js";
 import type { ToolDefinition } from "../tools/definition.js";
+import { toolNotFound } from "../tools/lookup.js";
 import { callPaidTool } from "../tools/paid-call.js";
 import { jsonSchemasOf, withoutDialect } from "../tools/views.js";
 import { searchTools } from "../tools/search.js";
@@ -24,25 +26,30 @@ import { searchTools } from "../tools/search.js";
 export interface McpCaller {
   /** null: no key — an agent paying per call with x402 (only when x402 is on). */
   key: { accountId: string; hash: string } | null;
+  /** Set when the request was refused before MCP ran (a lone tools/call over the rate limit): the call answers this error. */
+  refused?: ApiError;
 }
 
 /** The x402 MCP transport's `_meta` keys (x402 `specs/transports-v2/mcp.md`). */
 const PAYMENT_META = "x402/payment";
 const RECEIPT_META = "x402/payment-response";
 
-/** Computed once: the catalogue does not change while the process runs. */
+/** A tool as MCP lists it. */
+function mcpTool(services: Services, tool: ToolDefinition) {
+  const { input, output } = jsonSchemasOf(tool);
+  return {
+    name: tool.name,
+    title: tool.title,
+    description: tool.description,
+    inputSchema: withoutDialect(input) as { type: "object"; [k: string]: unknown },
+    outputSchema: withoutDialect(output) as { type: "object"; [k: string]: unknown },
+    _meta: { "toolgate/price": priceOf(tool, services.config.creditPriceAtomic), "toolgate/aliases": tool.aliases },
+  };
+}
+
+/** Computed once: the public tools (catalogue and operator's) do not change while the process runs. */
 function toolList(services: Services) {
-  return TOOLS.map((tool) => {
-    const { input, output } = jsonSchemasOf(tool);
-    return {
-      name: tool.name,
-      title: tool.title,
-      description: tool.description,
-      inputSchema: withoutDialect(input) as { type: "object"; [k: string]: unknown },
-      outputSchema: withoutDialect(output) as { type: "object"; [k: string]: unknown },
-      _meta: { "toolgate/price": priceOf(tool, services.config.creditPriceAtomic), "toolgate/aliases": tool.aliases },
-    };
-  });
+  return publicTools(services, TOOLS).map((tool) => mcpTool(services, tool));
 }
 
 /**
@@ -65,11 +72,11 @@ const SEARCH_TOOLS = {
   },
 };
 
-function searchResult(services: Services, tools: ReturnType<typeof toolList>, args: Record<string, unknown>) {
+function searchResult(services: Services, own: readonly ToolDefinition[], args: Record<string, unknown>) {
   const query = typeof args.query === "string" ? args.query.slice(0, 200) : "";
   const limit = Number.isInteger(args.limit) ? Math.min(64, Math.max(1, args.limit as number)) : 5;
-  const found = searchTools(TOOLS, query, typeof args.category === "string" ? args.category : undefined).slice(0, limit);
-  const matches = found.map((tool) => ({ ...tools.find((t) => t.name === tool.name)!, available: services.pools.unavailableReason(tool.name) === null }));
+  const found = searchTools([...publicTools(services, TOOLS), ...own], query, typeof args.category === "string" ? args.category : undefined).slice(0, limit);
+  const matches = found.map((tool) => ({ ...mcpTool(services, tool), available: services.pools.unavailableReason(tool.name) === null }));
   return { content: [{ type: "text" as const, text: JSON.stringify({ tools: matches }) }], structuredContent: { tools: matches } };
 }
 
@@ -100,24 +107,31 @@ function paidCall(services: Services, tool: ToolDefinition, input: unknown, paym
   return { tool, input, offer, priceAtomic, read: () => (payment === undefined ? null : readPaymentPayload(2, payment)), idempotencyKey: null, requestId };
 }
 
-export function createMcpServerFactory(services: Services, forward: Forwarder) {
+export function createMcpServerFactory(services: Services, door: Forwarder) {
   const tools = toolList(services);
   return (caller: McpCaller) => {
     const server = new Server({ name: "toolgate", version: "1.0.0" }, { capabilities: { tools: {} } });
+    // The caller's own custom tools: listed to its keys only (the guard has checked the key).
+    const ownTools = async () => (caller.key ? await services.upstream.listPrivate(caller.key.accountId) : []);
     server.setRequestHandler("tools/list", async () => ({
-      tools: [SEARCH_TOOLS, ...tools.map((t) => ({ ...t, _meta: { ...t._meta, "toolgate/available": services.pools.unavailableReason(t.name) === null } }))],
+      tools: [SEARCH_TOOLS, ...tools, ...(await ownTools()).map((tool) => mcpTool(services, tool))].map((t) =>
+        "_meta" in t ? { ...t, _meta: { ...t._meta, "toolgate/available": services.pools.unavailableReason(t.name) === null } } : t,
+      ),
     }));
     server.setRequestHandler("tools/call", async (request) => {
       const requestId = newRequestId();
-      if (request.params.name === SEARCH_TOOLS.name) return searchResult(services, tools, request.params.arguments ?? {});
-      const tool = findTool(request.params.name);
-      if (!tool) return errorResult(new ApiError("tool_not_found", `No tool named ${request.params.name}.`), requestId);
+      if (caller.refused) return errorResult(caller.refused, requestId);
+      if (request.params.name === SEARCH_TOOLS.name) return searchResult(services, await ownTools(), request.params.arguments ?? {});
+      const tool = await services.upstream.find(request.params.name, caller.key?.accountId ?? null);
+      if (!tool) return errorResult(toolNotFound(request.params.name), requestId);
+      const forward = services.upstream.forwarderFor(tool, door);
+      const payable = services.payments !== null && !isPrivateTool(tool);
       const input = request.params.arguments ?? {};
       const payment = (request.params._meta as Record<string, unknown> | undefined)?.[PAYMENT_META];
       let receipt: Paid["receipt"] | null = null;
       try {
         const result =
-          services.payments && (caller.key === null || payment !== undefined)
+          payable && (caller.key === null || payment !== undefined)
             ? await callPaidTool(services, { ...paidCall(services, tool, input, payment, requestId), onPaid: (paid) => void (receipt = paid.receipt) }, forward)
             : await invokeTool(services, { tool, input, key: caller.key!, idempotencyKey: null, requestId, counted: true }, forward);
         return {
@@ -129,7 +143,7 @@ export function createMcpServerFactory(services: Services, forward: Forwarder) {
         const apiError = toApiError(err);
         if (apiError.status >= 500 && apiError.code === "internal_error") services.log.error({ err, request_id: requestId }, "MCP tool call failed");
         // Not paid (yet): pay for this call — a keyed caller short of credits may too, like an agent without a key.
-        if (!receipt && services.payments && (apiError.code === "insufficient_credits" || apiError.options.headers?.["PAYMENT-REQUIRED"])) {
+        if (!receipt && payable && (apiError.code === "insufficient_credits" || apiError.options.headers?.["PAYMENT-REQUIRED"])) {
           return payableResult(apiError, paidCall(services, tool, input, undefined, requestId).offer);
         }
         const result = errorResult(apiError, requestId);

@@ -20,6 +20,7 @@ export const PATH_VARIABLES: Record<string, { variable: string; from: string }> 
   "/api/v1/keys/{id}": { variable: "KEY_ID", from: "the `id` of a key in `GET /api/v1/keys`" },
   "/api/v1/webhooks/{id}": { variable: "WEBHOOK_ID", from: "the `id` in the registration answer or `GET /api/v1/webhooks`" },
   "/api/v1/admin/webhooks/{id}": { variable: "WEBHOOK_ID", from: "the `id` in the registration answer or `GET /api/v1/admin/webhooks`" },
+  "/api/v1/custom-tools/{name}": { variable: "TOOL_NAME", from: "the `name` you registered with `POST /api/v1/custom-tools`" },
   "/api/v1/admin/accounts/{id}": { variable: "ACCOUNT_ID", from: "the `id` in `GET /api/v1/account` or `GET /api/v1/admin/accounts`" },
   "/api/v1/admin/incidents/{id}": { variable: "INCIDENT_ID", from: "the `id` in the answer that opened the incident" },
   "{event_id}": { variable: "EVENT_ID", from: "an `event_id` in the webhook's delivery log" },
@@ -65,6 +66,24 @@ export const OPERATION_EXAMPLES: Record<string, OperationExample> = {
   "GET /api/v1/admin/accounts": { query: "limit=20" },
   "PUT /api/v1/admin/accounts/{id}/tier": { body: { tier: "pro" } },
   "POST /api/v1/admin/accounts/{id}/credits": { body: { amount: 500, reason: "support goodwill" }, headers: ["Idempotency-Key: grant-2026-11-22-001"] },
+  "POST /api/v1/custom-tools": {
+    body: {
+      name: "word-count",
+      description: "Counts the words of a text.",
+      url: "https://example.com/tools/word-count",
+      input_schema: { type: "object", properties: { text: { type: "string", maxLength: 10000 } }, required: ["text"], additionalProperties: false },
+      output_schema: { type: "object", properties: { words: { type: "integer" } }, required: ["words"] },
+      price_credits: 2,
+      timeout_ms: 5000,
+    },
+  },
+  "PUT /api/v1/admin/accounts/{id}/workers": {
+    body: { url: "https://workers.acme.example" },
+    error: {
+      status: 422,
+      why: "The URL must be the origin of a running workers deployment, at a public HTTPS address the gateway can resolve; workers.acme.example is a placeholder that resolves nowhere, so the example is refused naming url. The account must be Business (else 403 feature_not_in_tier).",
+    },
+  },
   "POST /api/v1/webhooks/register": { body: { url: "https://example.com/hooks/toolgate", events: ["credits.low", "tool.error"] } },
   "POST /api/v1/admin/webhooks/register": { body: { url: "https://example.com/hooks/platform", events: ["agent.registered"] } },
   "POST /api/v1/webhooks/test": { body: { webhook_id: "$WEBHOOK_ID" } },
@@ -109,7 +128,7 @@ export function curlFor(options: { baseUrl: string; method: string; path: string
   let path = options.path;
   for (const [pattern, { variable }] of Object.entries(PATH_VARIABLES)) {
     if (pattern.startsWith("{")) path = path.replace(pattern, `$${variable}`);
-    else if (path.startsWith(pattern)) path = path.replace("{id}", `$${variable}`);
+    else if (variable && path.startsWith(pattern)) path = path.replace(/\{(?:id|name)\}/, `$${variable}`);
   }
   path = path.replace("{name}", "hash");
   const query = options.example?.query ? `?${options.example.query}` : "";

@@ -105,7 +105,7 @@ function operationSection(doc: Json, method: string, path: string, op: Json): st
   const [okStatus, ok] = Object.entries(op.responses as Json).find(([status]) => status.startsWith("2")) ?? [];
   const okSchema = ok?.content?.["application/json"]?.schema;
   const params = ((op.parameters ?? []) as Json[]).filter((p) => p.in !== "header");
-  const variables = Object.entries(PATH_VARIABLES).filter(([pattern, v]) => v.variable && (pattern.startsWith("{") ? path.includes(pattern) : path.startsWith(pattern) && path.includes("{id}")));
+  const variables = Object.entries(PATH_VARIABLES).filter(([pattern, v]) => v.variable && (pattern.startsWith("{") ? path.includes(pattern) : path.startsWith(pattern) && /\{(?:id|name)\}/.test(path)));
   return `<section id="${anchor(method, path)}" class="operation">
 <h3><span class="method ${method}">${method}</span> <code>${esc(path)}</code></h3>
 <p>${esc(op.summary)}</p>${op.description ? `<p>${esc(op.description)}</p>` : ""}

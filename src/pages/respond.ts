@@ -47,13 +47,15 @@ table{border-collapse:collapse;width:100%;margin:.5rem 0}th,td{border-bottom:1px
 .method{font-weight:700;text-transform:uppercase}.get{color:#1a7f37}.post{color:#2456c7}.put{color:#8250df}.delete{color:#c62828}
 `;
 
-/** The page frame shared by /docs, /changelog and /status. */
-export function layout(options: { title: string; body: string; head?: string; wide?: boolean }): string {
+const SITE_NAV = `<nav aria-label="Site"><a href="/docs">API reference</a><a href="/changelog">Changelog</a><a href="/status">Status</a><a href="/openapi.json">OpenAPI</a><a href="/llms.txt">llms.txt</a><a href="/dashboard">Dashboard</a></nav>`;
+
+/** The page frame shared by /docs, /changelog, /status and the dashboard (which brings its own `nav`). */
+export function layout(options: { title: string; body: string; head?: string; wide?: boolean; nav?: string }): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${esc(options.title)}</title><link rel="icon" href="data:,">
 <style>${STYLE}${options.wide ? "main{max-width:80rem}" : ""}</style>
 ${options.head ?? ""}</head>
-<body><header class="site"><a class="brand" href="/docs">Toolgate</a><nav><a href="/docs">API reference</a><a href="/changelog">Changelog</a><a href="/status">Status</a><a href="/openapi.json">OpenAPI</a><a href="/llms.txt">llms.txt</a></nav></header>
+<body><header class="site"><a class="brand" href="/docs">Toolgate</a>${options.nav ?? SITE_NAV}</header>
 <main>${options.body}</main></body></html>`;
 }

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { defineRoute } from "../http/route.js";
 import type { Services } from "../services.js";
 import { TOOLS } from "../tools/catalogue/index.js";
+import { publicTools } from "../tools/custom/registry.js";
 import type { ToolDefinition } from "../tools/definition.js";
 import { atomicPrice, formatUsd } from "../lib/money.js";
 import { jsonSchemasOf } from "../tools/views.js";
@@ -87,7 +88,7 @@ export const wellKnownX402 = defineRoute({
       };
     };
     const resources = [
-      ...TOOLS.map((tool) => entry(`/v1/tools/${tool.name}`, toolPrice(services, tool), `${tool.title}: one call`, { requiresKey: false, extensions: toolExtensions(tool) })),
+      ...publicTools(services, TOOLS).map((tool) => entry(`/v1/tools/${tool.name}`, toolPrice(services, tool), `${tool.title}: one call`, { requiresKey: false, extensions: toolExtensions(tool) })),
       ...Object.entries(PACKS).map(([pack, credits]) =>
         entry("/api/v1/credits/purchase", atomicPrice(credits, services.config.creditPriceAtomic), `${credits} Toolgate credits`, { requiresKey: true, body: { pack } }),
       ),

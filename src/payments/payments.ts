@@ -49,10 +49,11 @@ export interface PaymentRequest {
   call?: { fingerprint: string; key: string | null };
   /**
    * Runs once the payer is proven (signature checked) and before any money moves: what could
-   * still refuse the request (the account's rate limit) refuses it here, leaving the
-   * authorization unused.
+   * still refuse the request (the account's rate limit), or answer it without this payment (a
+   * paid call already answered under its idempotency key), does so here by throwing, leaving the
+   * authorization unused. Given the account credited and the call as this payment keys it.
    */
-  beforeSettling?: (accountId: string) => Promise<void>;
+  beforeSettling?: (accountId: string, call: PaymentRequest["call"]) => Promise<void>;
   /**
    * Who is paid: Toolgate's own X402_PAY_TO by default; as a facilitator, the resource server's
    * own address (the facilitator never receives the funds).
@@ -174,7 +175,7 @@ export class Payments {
     }
 
     const accountId = request.beneficiary ?? (await ensureWalletAccount(this.services, payer)).id;
-    await request.beforeSettling?.(accountId);
+    await request.beforeSettling?.(accountId, request.call);
     const record: PaymentRecord = {
       id,
       network: network.name,
@@ -312,6 +313,18 @@ export class Payments {
     );
     const saved = { ...record, expiresAt: record.expiresAt ?? this.retainUntil(record) };
     await this.services.store.savePayment(saved);
+    this.services.books?.recordPayment({
+      id: record.id,
+      accountId: record.accountId,
+      network: record.network,
+      payer: record.payer,
+      valueAtomic: amount.toString(),
+      credits: grant.credits,
+      type: grant.type,
+      plan: grant.plan,
+      txHash: record.txHash,
+      settledAt: Date.now(),
+    });
     return saved;
   }
 

@@ -13,7 +13,7 @@ import type { ComponentState } from "./store.js";
 export interface ComponentCheck {
   id: string;
   name: string;
-  group: "API" | "Payments" | "Webhooks" | "Workers" | "Providers";
+  group: "API" | "Books" | "Payments" | "Webhooks" | "Workers" | "Providers";
   check(signal: AbortSignal): Promise<{ state: ComponentState; detail: string | null }>;
 }
 
@@ -53,6 +53,17 @@ export function componentChecks(services: Services, selfUrl: string): ComponentC
         ),
     },
   ];
+  const books = services.books;
+  if (books) {
+    checks.push({
+      id: "books-export",
+      name: "Books export (usage records)",
+      group: "Books",
+      // Degraded while the export lags or fails (PostgreSQL down): calls are still served and
+      // charged, the usage API is behind or unavailable until the export catches up.
+      check: async () => books.health(),
+    });
+  }
   const networks = new Set<string>();
   for (const clients of services.payments?.clients.values() ?? []) {
     if (networks.has(clients.network.name)) continue;

@@ -1,3 +1,4 @@
+import { EventEmitter } from "node:events";
 import type { TierName } from "../accounts/tiers.js";
 import { applyDebit, applyTopUp, nextAllowanceAt, type AlertState } from "../credits/rules.js";
 import { eventRecord, type EventRecord } from "../events/types.js";
@@ -11,6 +12,7 @@ import {
   type CreditChange,
   type KeyRecord,
   type LedgerEntry,
+  type LedgerBacklog,
   type LedgerKind,
   type NewAccount,
   type Page,
@@ -24,10 +26,13 @@ import {
   type StoredResponse,
   type TierLimits,
   type WebhookRecord,
+  type CustomToolRecord,
   type PaymentRecord,
   type PlanChange,
   type DeliveryAttempt,
   type TopUpKind,
+  type SessionRecord,
+  type LedgerFollower,
 } from "./types.js";
 
 interface MemAccount extends AccountRecord, AlertState {
@@ -38,7 +43,7 @@ interface MemAccount extends AccountRecord, AlertState {
   rateLog: { at: number; member: string }[];
   ledger: LedgerEntry[];
   /** Request id → debit state, for idempotent debits and single refunds. */
-  operations: Map<string, { cost: number; state: "charged" | "refunded" | "granted"; tool: string | null }>;
+  operations: Map<string, { cost: number; state: "charged" | "refunded" | "granted"; tool: string | null; keyId?: string | null }>;
   outbox: EventRecord[];
 }
 
@@ -52,6 +57,7 @@ export class MemoryStore implements Store {
   private readonly buckets = new Map<string, { at: number; member: string }[]>();
   private readonly idempotency = new Map<string, { fingerprint: string; requestId: string; leaseUntil: number; expiresAt: number; response: StoredResponse | null }>();
   private readonly webhooks = new Map<string, Map<string, WebhookRecord>>();
+  private readonly customTools = new Map<string, Map<string, CustomToolRecord>>();
   private readonly eventLogs = new Map<string, EventRecord[]>();
   private readonly payments = new Map<string, PaymentRecord>();
   private readonly locks = new Map<string, { token: string; until: number }>();
@@ -65,13 +71,17 @@ export class MemoryStore implements Store {
   ) {}
 
   private view(a: MemAccount): AccountRecord {
-    const { id, email, emailVerified, tier, balance, reference, createdAt, allowanceAt, planExpiresAt } = a;
-    return { id, email, emailVerified, tier, balance, reference, createdAt, allowanceAt, planExpiresAt };
+    const { id, email, emailVerified, tier, balance, reference, createdAt, allowanceAt, planExpiresAt, dedicatedWorkersUrl } = a;
+    return { id, email, emailVerified, tier, balance, reference, createdAt, allowanceAt, planExpiresAt, dedicatedWorkersUrl };
   }
 
-  private addLedger(a: MemAccount, kind: LedgerKind, amount: number, change: CreditChange, tool: string | null = null) {
-    a.ledger.push({ id: `${this.now()}-${++this.ledgerSeq}`, at: this.now(), kind, amount, balance: a.balance, reason: change.reason, requestId: change.requestId, tool });
+  private addLedger(a: MemAccount, kind: LedgerKind, amount: number, change: CreditChange, tool: string | null = null, keyId: string | null = null) {
+    a.ledger.push({ id: `${this.now()}-${++this.ledgerSeq}`, at: this.now(), kind, amount, balance: a.balance, reason: change.reason, requestId: change.requestId, tool, keyId });
+    this.ledgerGrew.emit(a.id);
   }
+
+  /** Emits an account id each time its ledger grows, for `followLedger`. */
+  private readonly ledgerGrew = new EventEmitter().setMaxListeners(0);
 
   private topUpAccount(a: MemAccount, kind: TopUpKind, amount: number, change: CreditChange & { rearm?: boolean }) {
     applyTopUp(a, amount, change.rearm !== false);
@@ -96,6 +106,7 @@ export class MemoryStore implements Store {
       createdAt: this.now(),
       allowanceAt: 0,
       planExpiresAt: 0,
+      dedicatedWorkersUrl: null,
       lowArmed: false,
       depletedArmed: false,
       keysByHash: new Map(),
@@ -135,6 +146,13 @@ export class MemoryStore implements Store {
     if (!a) return null;
     a.tier = tier;
     a.planExpiresAt = 0;
+    return this.view(a);
+  }
+
+  async setDedicatedWorkers(accountId: string, url: string | null) {
+    const a = this.accounts.get(accountId);
+    if (!a) return null;
+    a.dedicatedWorkersUrl = url;
     return this.view(a);
   }
 
@@ -224,8 +242,8 @@ export class MemoryStore implements Store {
       for (const alert of applyDebit(a, request.cost, request.tool)) {
         events.push(eventRecord(newEventId(), alert.event, a.id, alert.data));
       }
-      this.addLedger(a, "debit", -request.cost, request, request.tool);
-      a.operations.set(request.requestId, { cost: request.cost, state: "charged", tool: request.tool });
+      this.addLedger(a, "debit", -request.cost, request, request.tool, keyId);
+      a.operations.set(request.requestId, { cost: request.cost, state: "charged", tool: request.tool, keyId });
       a.outbox.push(...events);
       charged = true;
     }
@@ -255,7 +273,7 @@ export class MemoryStore implements Store {
     if (op.state === "refunded") return { status: "already_refunded" as const };
     op.state = "refunded";
     a.balance += op.cost;
-    this.addLedger(a, "refund", op.cost, change, op.tool);
+    this.addLedger(a, "refund", op.cost, change, op.tool, op.keyId);
     a.outbox.push(...events);
     return { status: "refunded" as const, amount: op.cost, balance: a.balance };
   }
@@ -271,6 +289,27 @@ export class MemoryStore implements Store {
     const entries = [...(this.accounts.get(accountId)?.ledger ?? [])].reverse().filter((e) => cursor === undefined || older(e.id));
     const slice = entries.slice(0, page.limit + 1);
     return { items: slice.slice(0, page.limit), nextCursor: slice.length > page.limit ? slice[page.limit - 1]!.id : null };
+  }
+
+  async oldestLedger(accountId: string, limit: number): Promise<LedgerEntry[]> {
+    return (this.accounts.get(accountId)?.ledger ?? []).slice(0, limit);
+  }
+
+  async trimLedger(accountId: string, throughId: string): Promise<void> {
+    const a = this.accounts.get(accountId);
+    if (!a) return;
+    const [ms, seq] = throughId.split("-").map(BigInt) as [bigint, bigint];
+    a.ledger = a.ledger.filter((e) => {
+      const [ems, eseq] = e.id.split("-").map(BigInt) as [bigint, bigint];
+      return ems > ms || (ems === ms && eseq > seq);
+    });
+  }
+
+  async ledgerBacklog(page: { cursor?: string; limit: number }): Promise<Page<LedgerBacklog>> {
+    const start = page.cursor ? Number(page.cursor) : 0;
+    const accounts = [...this.accounts.values()].slice(start, start + page.limit);
+    const items = accounts.flatMap((a) => (a.ledger[0] ? [{ accountId: a.id, oldestAt: a.ledger[0].at }] : []));
+    return { items, nextCursor: accounts.length === page.limit ? String(start + page.limit) : null };
   }
 
   async hitRateLimit(bucket: string, limit: number, windowMs: number, member: string) {
@@ -327,7 +366,7 @@ export class MemoryStore implements Store {
     }
     if (record.fingerprint !== claim.fingerprint) return { state: "conflict" };
     if (record.response) return { state: "completed", response: record.response };
-    if (now < record.leaseUntil) return { state: "in_progress" };
+    if (record.requestId !== claim.requestId && now < record.leaseUntil) return { state: "in_progress" };
     record.leaseUntil = now + claim.leaseMs;
     return { state: "started", requestId: record.requestId };
   }
@@ -339,6 +378,34 @@ export class MemoryStore implements Store {
 
   async abandonIdempotent(accountId: string, key: string) {
     this.idempotency.delete(`${accountId}\0${key}`);
+  }
+
+  private customToolsOf(accountId: string) {
+    const tools = this.customTools.get(accountId) ?? new Map<string, CustomToolRecord>();
+    this.customTools.set(accountId, tools);
+    return tools;
+  }
+
+  async addCustomTool(tool: CustomToolRecord, cap: number) {
+    const tools = this.customToolsOf(tool.accountId);
+    if (tools.has(tool.name)) return "exists" as const;
+    if (tools.size >= cap) return "cap" as const;
+    tools.set(tool.name, structuredClone(tool));
+    return "added" as const;
+  }
+
+  async getCustomTool(accountId: string, name: string) {
+    // Read without creating: lookups come with any account id a caller's key names.
+    const tool = this.customTools.get(accountId)?.get(name);
+    return tool ? structuredClone(tool) : null;
+  }
+
+  async listCustomTools(accountId: string) {
+    return [...(this.customTools.get(accountId)?.values() ?? [])].map((t) => structuredClone(t)).sort((a, b) => a.createdAt - b.createdAt || a.name.localeCompare(b.name));
+  }
+
+  async deleteCustomTool(accountId: string, name: string) {
+    return this.customTools.get(accountId)?.delete(name) ?? false;
   }
 
   private hooksOf(ownerId: string) {
@@ -461,5 +528,73 @@ export class MemoryStore implements Store {
   }
 
   async ping() {}
+  async accountIdByEmail(email: string) {
+    return this.emails.get(email) ?? null;
+  }
+
+  private readonly sessions = new Map<string, { session: SessionRecord; idleUntil: number; epoch: number }>();
+  private readonly sessionEpochs = new Map<string, number>();
+
+  async createSession(session: SessionRecord, idleMs: number) {
+    this.sessions.set(`${session.accountId}:${session.id}`, { session, idleUntil: this.now() + idleMs, epoch: this.sessionEpochs.get(session.accountId) ?? 0 });
+  }
+
+  async touchSession(accountId: string, id: string, idleMs: number) {
+    const key = `${accountId}:${id}`;
+    const entry = this.sessions.get(key);
+    if (!entry) return null;
+    const now = this.now();
+    if (entry.idleUntil <= now || entry.session.expiresAt <= now || entry.epoch !== (this.sessionEpochs.get(accountId) ?? 0)) {
+      this.sessions.delete(key);
+      return null;
+    }
+    entry.idleUntil = now + idleMs;
+    return { ...entry.session };
+  }
+
+  async endSession(accountId: string, id: string) {
+    this.sessions.delete(`${accountId}:${id}`);
+  }
+
+  async endAccountSessions(accountId: string) {
+    this.sessionEpochs.set(accountId, (this.sessionEpochs.get(accountId) ?? 0) + 1);
+  }
+
+  followLedger(accountId: string): LedgerFollower {
+    const abort = new AbortController();
+    const newer = (afterId: string) => {
+      const [ms, seq] = afterId.split("-").map(BigInt) as [bigint, bigint];
+      return (this.accounts.get(accountId)?.ledger ?? []).filter((e) => {
+        const [ems, eseq] = e.id.split("-").map(BigInt) as [bigint, bigint];
+        return ems > ms || (ems === ms && eseq > seq);
+      });
+    };
+    const grew = this.ledgerGrew;
+    return {
+      async next(afterId, waitMs) {
+        const deadline = Date.now() + waitMs;
+        for (;;) {
+          const entries = newer(afterId);
+          const left = deadline - Date.now();
+          if (entries.length > 0 || left <= 0 || abort.signal.aborted) return entries;
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(done, left);
+            function done() {
+              clearTimeout(timer);
+              grew.off(accountId, done);
+              abort.signal.removeEventListener("abort", done);
+              resolve();
+            }
+            grew.on(accountId, done);
+            abort.signal.addEventListener("abort", done);
+          });
+        }
+      },
+      async close() {
+        abort.abort();
+      },
+    };
+  }
+
   async close() {}
 }

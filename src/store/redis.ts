@@ -16,6 +16,7 @@ import {
   type CreditChange,
   type KeyRecord,
   type LedgerEntry,
+  type LedgerBacklog,
   type LedgerKind,
   type NewAccount,
   type Page,
@@ -30,10 +31,13 @@ import {
   type StoredResponse,
   type TierLimits,
   type WebhookRecord,
+  type CustomToolRecord,
   type PaymentRecord,
   type PlanChange,
   type DeliveryAttempt,
   type TopUpKind,
+  type SessionRecord,
+  type LedgerFollower,
 } from "./types.js";
 
 /** Every key of one account carries the hash tag `{acct_…}`, so each script touches one cluster slot. */
@@ -53,8 +57,11 @@ const k = {
   bucket: (name: string) => `rl:${name}`,
   setting: (name: string) => `setting:${name}`,
   webhooks: (ownerId: string) => `{${ownerId}}:webhooks`,
+  customTools: (accountId: string) => `{${accountId}}:custom-tools`,
   deliveries: (ownerId: string, webhookId: string) => `{${ownerId}}:deliveries:${webhookId}`,
   events: (id: string) => `{${id}}:events`,
+  session: (id: string, sessionId: string) => `{${id}}:session:${sessionId}`,
+  sessionEpoch: (id: string) => `{${id}}:session-epoch`,
   // Payments are not an account's: they share one slot of their own, so a claim is one script.
   payment: (id: string) => `{payments}:payment:${id}`,
   paymentServed: (id: string) => `{payments}:served:${id}`,
@@ -62,7 +69,7 @@ const k = {
   relayerNonce: (name: string) => `{relayers}:nonce:${name}`,
 };
 
-const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "release-lock", "payment-claim", "relayer-nonce"] as const;
+const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "custom-tool-add", "release-lock", "payment-claim", "session-touch", "set-workers", "relayer-nonce"] as const;
 const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   admit: 6,
   "top-up": 4,
@@ -74,8 +81,11 @@ const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   "rate-limit": 1,
   "idempotency-begin": 1,
   "webhook-add": 1,
+  "custom-tool-add": 1,
   "release-lock": 1,
   "payment-claim": 2,
+  "session-touch": 2,
+  "set-workers": 1,
   "relayer-nonce": 1,
 };
 
@@ -95,6 +105,7 @@ interface RawAccount {
   created_at: number;
   allowance_at: number;
   plan_expires_at?: number;
+  workers_url?: string;
 }
 
 function toAccount(raw: RawAccount): AccountRecord {
@@ -108,12 +119,30 @@ function toAccount(raw: RawAccount): AccountRecord {
     createdAt: Number(raw.created_at),
     allowanceAt: Number(raw.allowance_at),
     planExpiresAt: Number(raw.plan_expires_at ?? 0),
+    dedicatedWorkersUrl: raw.workers_url || null,
   };
 }
 
 function accountFromHash(h: Record<string, string>): AccountRecord | null {
   if (!h.id) return null;
   return toAccount(h as unknown as RawAccount);
+}
+
+/** A ledger stream entry (fields as prelude.lua's `ledger_add` writes them). */
+function ledgerEntryFrom([id, fields]: [string, string[]]): LedgerEntry {
+  const f: Record<string, string> = {};
+  for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
+  return {
+    id,
+    at: Number(f.at),
+    kind: f.kind as LedgerKind,
+    amount: Number(f.amount),
+    balance: Number(f.balance),
+    reason: f.reason ?? "",
+    requestId: f.request_id ?? "",
+    tool: f.tool ? f.tool : null,
+    keyId: f.key ? f.key : null,
+  };
 }
 
 /** cjson encodes an empty Lua table as `{}`; the events list is the one place that matters. */
@@ -259,6 +288,11 @@ export class RedisStore implements Store {
     return raw ? toAccount(raw) : null;
   }
 
+  async setDedicatedWorkers(accountId: string, url: string | null): Promise<AccountRecord | null> {
+    const raw = await this.script<RawAccount | null>("set-workers", [k.account(accountId)], [url ?? ""]);
+    return raw ? toAccount(raw) : null;
+  }
+
   async verifyEmail(accountId: string, grant: CreditChange & { amount: number }) {
     return this.script<"verified" | "already_verified" | "not_found">(
       "verify-email",
@@ -383,21 +417,32 @@ export class RedisStore implements Store {
       if (/Invalid stream ID|invalid start ID/i.test(err.message)) throw new InvalidCursorError(err.message);
       throw err;
     });
-    const items = rows.slice(0, page.limit).map(([id, fields]) => {
-      const f: Record<string, string> = {};
-      for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
-      return {
-        id,
-        at: Number(f.at),
-        kind: f.kind as LedgerKind,
-        amount: Number(f.amount),
-        balance: Number(f.balance),
-        reason: f.reason ?? "",
-        requestId: f.request_id ?? "",
-        tool: f.tool ? f.tool : null,
-      };
-    });
+    const items = rows.slice(0, page.limit).map(ledgerEntryFrom);
     return { items, nextCursor: rows.length > page.limit ? (items.at(-1)?.id ?? null) : null };
+  }
+
+  async oldestLedger(accountId: string, limit: number): Promise<LedgerEntry[]> {
+    return (await this.call(() => this.redis.xrange(k.ledger(accountId), "-", "+", "COUNT", limit))).map(ledgerEntryFrom);
+  }
+
+  async trimLedger(accountId: string, throughId: string): Promise<void> {
+    // MINID keeps ids >= the threshold: the one just after `throughId`. The stream key stays
+    // (empty), so its last id, and the ids after it, keep rising.
+    const [ms, seq] = throughId.split("-").map(BigInt) as [bigint, bigint];
+    await this.call(() => this.redis.xtrim(k.ledger(accountId), "MINID", `${ms}-${seq + 1n}`));
+  }
+
+  async ledgerBacklog(page: { cursor?: string; limit: number }): Promise<Page<LedgerBacklog>> {
+    // The cursor is a rank in the account list (creation order): accounts are only ever appended.
+    const start = page.cursor ? Number(page.cursor) : 0;
+    const accounts = await this.call(() => this.redis.zrange(k.accounts(), String(start), String(start + page.limit - 1)));
+    // Each account's oldest entry, one command per account (each in its own slot), all in flight at once.
+    const oldest = await this.call(() => Promise.all(accounts.map((id) => this.redis.xrange(k.ledger(id), "-", "+", "COUNT", 1))));
+    const items = accounts.flatMap((accountId, i) => {
+      const first = oldest[i]?.[0];
+      return first ? [{ accountId, oldestAt: Number(first[0].split("-")[0]) }] : [];
+    });
+    return { items, nextCursor: accounts.length === page.limit ? String(start + page.limit) : null };
   }
 
   async hitRateLimit(bucket: string, limit: number, windowMs: number, member: string) {
@@ -476,6 +521,24 @@ export class RedisStore implements Store {
 
   async outboxAccounts(): Promise<string[]> {
     return this.call(() => this.redis.smembers(k.outboxAccounts()));
+  }
+
+  async addCustomTool(tool: CustomToolRecord, cap: number): Promise<"added" | "exists" | "cap"> {
+    return this.script<"added" | "exists" | "cap">("custom-tool-add", [k.customTools(tool.accountId)], [tool.name, JSON.stringify(tool), cap]);
+  }
+
+  async getCustomTool(accountId: string, name: string): Promise<CustomToolRecord | null> {
+    const raw = await this.call(() => this.redis.hget(k.customTools(accountId), name));
+    return raw ? (JSON.parse(raw) as CustomToolRecord) : null;
+  }
+
+  async listCustomTools(accountId: string): Promise<CustomToolRecord[]> {
+    const all = await this.call(() => this.redis.hvals(k.customTools(accountId)));
+    return all.map((raw) => JSON.parse(raw) as CustomToolRecord).sort((a, b) => a.createdAt - b.createdAt || a.name.localeCompare(b.name));
+  }
+
+  async deleteCustomTool(accountId: string, name: string): Promise<boolean> {
+    return (await this.call(() => this.redis.hdel(k.customTools(accountId), name))) === 1;
   }
 
   async addWebhook(webhook: WebhookRecord, cap: number): Promise<boolean> {
@@ -581,6 +644,62 @@ export class RedisStore implements Store {
 
   async raiseRelayerNonce(name: string, next: number): Promise<number> {
     return Number(await this.script<number>("relayer-nonce", [k.relayerNonce(name)], ["raise", next]));
+  }
+
+  async accountIdByEmail(email: string): Promise<string | null> {
+    return this.call(() => this.redis.get(k.email(email)));
+  }
+
+  async createSession(session: SessionRecord, idleMs: number): Promise<void> {
+    // The epoch is read first: a "sign out everywhere" landing between the two steps ends this
+    // session too (its epoch is then older), which is the safe side.
+    const epoch = (await this.call(() => this.redis.get(k.sessionEpoch(session.accountId)))) ?? "0";
+    const key = k.session(session.accountId, session.id);
+    const lifetime = Math.max(1, Math.min(idleMs, session.expiresAt - Date.now()));
+    await this.call(() =>
+      this.redis
+        .multi()
+        .hset(key, { account_id: session.accountId, csrf: session.csrfToken, created_at: session.createdAt, expires_at: session.expiresAt, via: session.via, epoch })
+        .pexpire(key, lifetime)
+        .exec(),
+    );
+  }
+
+  async touchSession(accountId: string, id: string, idleMs: number): Promise<SessionRecord | null> {
+    const raw = await this.script<Record<string, string> | null>("session-touch", [k.session(accountId, id), k.sessionEpoch(accountId)], [Date.now(), idleMs]);
+    if (!raw) return null;
+    return { id, accountId: raw.account_id!, csrfToken: raw.csrf!, createdAt: Number(raw.created_at), expiresAt: Number(raw.expires_at), via: raw.via as SessionRecord["via"] };
+  }
+
+  async endSession(accountId: string, id: string): Promise<void> {
+    await this.call(() => this.redis.del(k.session(accountId, id)));
+  }
+
+  async endAccountSessions(accountId: string): Promise<void> {
+    // Every session records the epoch it was opened in; a newer epoch ends them all at their next use.
+    await this.call(() => this.redis.incr(k.sessionEpoch(accountId)));
+  }
+
+  followLedger(accountId: string): LedgerFollower {
+    // A blocking read holds its connection, so each follower gets its own, given up on close.
+    const connection = connectRedis(this.options.url, this.options.cluster ?? false, {
+      keyPrefix: this.options.keyPrefix,
+      enableOfflineQueue: true,
+      maxRetriesPerRequest: 1,
+      retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
+    });
+    connection.on("error", () => {
+      /* the reader sees the failed read and ends its stream */
+    });
+    return {
+      async next(afterId, waitMs) {
+        const reply = await connection.xread("BLOCK", waitMs, "STREAMS", k.ledger(accountId), afterId);
+        return reply?.[0]?.[1].map(ledgerEntryFrom) ?? [];
+      },
+      async close() {
+        connection.disconnect();
+      },
+    };
   }
 
   async ping(): Promise<void> {

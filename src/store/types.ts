@@ -23,6 +23,11 @@ export interface AccountRecord {
   allowanceAt: number;
   /** When a paid plan's period ends unpaid and the tier falls back to Free (epoch ms); 0 = no end (Free, or set by an operator). */
   planExpiresAt: number;
+  /**
+   * Business: the origin of the account's own tool workers (an operator binds it), or null. Read
+   * with the account in the admission's one round trip, so routing to it costs nothing extra.
+   */
+  dedicatedWorkersUrl: string | null;
 }
 
 /** A plan bought with a payment: the tier, for a period (extending the current one on renewal). */
@@ -71,6 +76,14 @@ export interface LedgerEntry {
   reason: string;
   requestId: string;
   tool: string | null;
+  /** The API key whose call made the entry (debits, and the refunds that return them); null otherwise. */
+  keyId: string | null;
+}
+
+/** An account whose ledger holds entries not yet exported to the books, and the oldest one's time. */
+export interface LedgerBacklog {
+  accountId: string;
+  oldestAt: number;
 }
 
 export interface RateState {
@@ -144,6 +157,8 @@ export interface Store {
   /** Claims an e-mail address for an account; false when another account holds it. */
   claimEmail(email: string, accountId: string): Promise<boolean>;
   setTier(accountId: string, tier: TierName): Promise<AccountRecord | null>;
+  /** Binds the account to its own worker pool (`url`), or unbinds it (null); null when there is no such account. */
+  setDedicatedWorkers(accountId: string, url: string | null): Promise<AccountRecord | null>;
   /** Marks the e-mail verified and grants `amount` once; starts the Free monthly allowance clock. */
   verifyEmail(accountId: string, grant: CreditChange & { amount: number }): Promise<"verified" | "already_verified" | "not_found">;
 
@@ -178,8 +193,20 @@ export interface Store {
     change: RefundChange,
     events?: EventRecord[],
   ): Promise<{ status: "refunded"; amount: number; balance: number } | { status: "already_refunded" | "not_charged" }>;
-  /** Newest first. Throws InvalidCursorError for a cursor that is not a ledger entry id. */
+  /**
+   * Newest first: the entries the store still holds (with the books on, those not yet exported
+   * and trimmed). Throws InvalidCursorError for a cursor that is not a ledger entry id.
+   */
   ledger(accountId: string, page: { cursor?: string; limit: number }): Promise<Page<LedgerEntry>>;
+  /** The store's oldest ledger entries of an account, oldest first: what the books exporter moves next. */
+  oldestLedger(accountId: string, limit: number): Promise<LedgerEntry[]>;
+  /** Forgets an account's ledger entries up to and including `throughId`, once the books hold them. */
+  trimLedger(accountId: string, throughId: string): Promise<void>;
+  /**
+   * Accounts (in pages of the account list, oldest first) with ledger entries still in the store;
+   * `nextCursor` pages on through every account, whether or not it had a backlog.
+   */
+  ledgerBacklog(page: { cursor?: string; limit: number }): Promise<Page<LedgerBacklog>>;
 
   /** Sliding-window counter for things that are not an account (sign-ups per client address). */
   hitRateLimit(bucket: string, limit: number, windowMs: number, member: string): Promise<RateState & { allowed: boolean }>;
@@ -205,12 +232,24 @@ export interface Store {
   /**
    * Claims an Idempotency-Key for one execution (for `leaseMs`; the record lives `ttlSeconds`).
    * A claim whose lease ran out unanswered (its process died) is handed to the next caller with
-   * the request id it was charged under, so the retry is not charged again.
+   * the request id it was charged under, so the retry is not charged again. The request holding
+   * the claim (same request id) may begin again and continues it: a paid call claims its key
+   * before its payment settles, then runs under that claim.
    */
   beginIdempotent(accountId: string, key: string, claim: IdempotencyClaim): Promise<IdempotencyState>;
   completeIdempotent(accountId: string, key: string, response: StoredResponse, ttlSeconds: number): Promise<void>;
   /** Forgets an execution that failed without a result worth replaying, so a retry runs again. */
   abandonIdempotent(accountId: string, key: string): Promise<void>;
+
+  /**
+   * A Business account's own tools (src/tools/custom), one per name: `exists` when the account
+   * already has one of that name, `cap` when it has `cap` tools; checked and added atomically.
+   */
+  addCustomTool(tool: CustomToolRecord, cap: number): Promise<"added" | "exists" | "cap">;
+  getCustomTool(accountId: string, name: string): Promise<CustomToolRecord | null>;
+  /** Oldest first. */
+  listCustomTools(accountId: string): Promise<CustomToolRecord[]>;
+  deleteCustomTool(accountId: string, name: string): Promise<boolean>;
 
   /** Adds a webhook unless the owner already has `cap`; false when the cap is reached. */
   addWebhook(webhook: WebhookRecord, cap: number): Promise<boolean>;
@@ -258,7 +297,60 @@ export interface Store {
   /** Moves a relayer's sequence forward to `next` (a resync with the chain), never back; the sequence after. */
   raiseRelayerNonce(name: string, next: number): Promise<number>;
 
+  /** The account holding an e-mail address (as claimed by `claimEmail`), or null. */
+  accountIdByEmail(email: string): Promise<string | null>;
+
+  /**
+   * Dashboard sessions, server-side: the record lives `idleMs` past its last use and never past
+   * its absolute `expiresAt`. `touchSession` reads a live session and pushes its idle expiry back
+   * in one step; `endAccountSessions` ends every session of the account at once (sign out
+   * everywhere), including any created before it in another process.
+   */
+  createSession(session: SessionRecord, idleMs: number): Promise<void>;
+  touchSession(accountId: string, id: string, idleMs: number): Promise<SessionRecord | null>;
+  endSession(accountId: string, id: string): Promise<void>;
+  endAccountSessions(accountId: string): Promise<void>;
+
+  /**
+   * Follows the account's ledger as it grows, across every process writing it: a follower holds
+   * its own connection (a blocking read), so it is closed when its reader goes away.
+   */
+  followLedger(accountId: string): LedgerFollower;
+
   ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A Business account's private tool at its own endpoint, as stored (see src/tools/custom/spec.ts). */
+export interface CustomToolRecord {
+  accountId: string;
+  name: string;
+  title: string;
+  description: string;
+  url: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema: Record<string, unknown>;
+  priceCredits: number;
+  timeoutMs: number;
+  createdAt: number;
+}
+
+/** A server-side dashboard session. `id` is the SHA-256 (hex) of the cookie's secret, never the secret. */
+export interface SessionRecord {
+  id: string;
+  accountId: string;
+  /** Sent back on every state-changing request (header or form field); compared in constant time. */
+  csrfToken: string;
+  createdAt: number;
+  /** Absolute expiry (epoch ms), whatever the activity. */
+  expiresAt: number;
+  /** How the session was opened. */
+  via: "api_key" | "email_link";
+}
+
+export interface LedgerFollower {
+  /** Entries newer than `afterId` (oldest first), waiting up to `waitMs` for the first; [] on timeout. */
+  next(afterId: string, waitMs: number): Promise<LedgerEntry[]>;
   close(): Promise<void>;
 }
 
@@ -369,5 +461,11 @@ export interface TierLimits {
 export const RATE_WINDOW_MS = 60_000;
 /** `lastUsedAt` granularity: an admission rewrites it only when the stored value is this much older. */
 export const KEY_USE_RESOLUTION_MS = 60_000;
-/** How long a debit's record is kept for idempotent retries and its one refund. */
-export const OPERATION_TTL_SECONDS = 7 * 24 * 3600;
+/**
+ * How long a debit's (or grant's) record is kept: what its one refund and an `Idempotency-Key`
+ * retry need. A call's refund happens within the call, or within five minutes when the store was
+ * failing (src/tools/invoke.ts); a retry takes over a claim once its lease (minutes) ran out. One
+ * day covers both with room to spare, and bounds the Redis memory a call leaves behind; the
+ * ledger entry itself lives on in the books.
+ */
+export const OPERATION_TTL_SECONDS = 24 * 3600;

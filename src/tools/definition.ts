@@ -41,6 +41,8 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.Zod
   /** The input schema carries a worked example (`examples`) that the tool answers with 200. */
   input: I;
   output: O;
+  /** Tools defined by JSON Schema (src/tools/custom): the schemas as published, instead of zod's rendering. */
+  jsonSchemas?: { input: Record<string, unknown>; output: Record<string, unknown> };
 }
 
 export function defineTool<I extends z.ZodType, O extends z.ZodType>(def: ToolDefinition<I, O>): ToolDefinition<I, O> {

@@ -1,4 +1,5 @@
 import { request, type ClientRequest, type IncomingMessage } from "node:http";
+import { request as tlsRequest, type Agent as TlsAgent } from "node:https";
 import type { Request, Response } from "express";
 import { createProxyMiddleware, debugProxyErrorsPlugin, proxyEventsPlugin, type RequestHandler } from "http-proxy-middleware";
 import type { Agent } from "node:http";
@@ -44,21 +45,23 @@ const pending = (req: IncomingMessage) => (req as Carrier)[PENDING]!;
 const FORWARDED_HEADERS = new Set(["host", "connection", "content-type", "content-length", "accept"]);
 
 /**
- * A forwarder for doors that have no HTTP exchange of their own to proxy (MCP): the same call,
- * made with node:http over the same keep-alive agent.
+ * A forwarder for doors that have no HTTP exchange of their own to proxy (MCP), and for calls to
+ * a dedicated pool: the same call, made with node:http (or node:https, over `tlsAgent`, for an
+ * https origin) over a keep-alive agent.
  */
-export function createHttpForwarder(agent: Agent): Forwarder {
+export function createHttpForwarder(agent: Agent, tlsAgent?: TlsAgent): Forwarder {
   return (call) =>
     new Promise<ForwardOutcome>((resolve) => {
       const body = serialise(call);
       if (!Buffer.isBuffer(body)) return resolve(body);
       if (call.signal?.aborted) return resolve(abandoned(call.signal));
       const target = new URL(call.path, call.origin);
+      const tls = target.protocol === "https:";
       let timedOut = false;
-      const req = request(
+      const req = (tls ? tlsRequest : request)(
         {
-          agent,
-          host: target.hostname,
+          agent: tls ? tlsAgent : agent,
+          host: target.hostname.replace(/^\[|\]$/g, ""),
           port: target.port,
           path: target.pathname,
           method: "POST",

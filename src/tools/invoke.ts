@@ -3,12 +3,13 @@ import { TIERS } from "../accounts/tiers.js";
 import { eventRecord } from "../events/types.js";
 import { authenticate, admitted, type Admitted } from "../http/auth.js";
 import { ApiError, StoreUnavailableError } from "../http/errors.js";
-import { parseInput } from "../http/route.js";
 import { newEventId } from "../lib/ids.js";
 import type { Services } from "../services.js";
-import type { StoredResponse } from "../store/types.js";
+import type { IdempotencyClaim, IdempotencyState, StoredResponse } from "../store/types.js";
 import type { ToolDefinition } from "./definition.js";
+import { isPrivateTool } from "./custom/registry.js";
 import type { ForwardOutcome, Forwarder } from "./forward.js";
+import { preflight } from "./preflight.js";
 import { PoolBusyError } from "./priority-gate.js";
 
 /**
@@ -41,35 +42,50 @@ const IDEMPOTENCY_POLL_MS = 25;
 
 export async function invokeTool(services: Services, call: ToolCall, forward: Forwarder): Promise<ToolCallResult> {
   const { tool, key, requestId } = call;
-  const parsed = tool.input.safeParse(call.input);
-  const unavailable = services.pools.unavailableReason(tool.name);
-  if (!parsed.success || unavailable) {
+  let input: unknown;
+  try {
+    input = preflight(services, tool, call.input);
+  } catch (err) {
     // Authenticate (and count the request) before saying anything about the call; charge nothing.
     await checkCaller(services, call);
-    if (unavailable) throw new ApiError("tool_unavailable", `The ${tool.name} tool is unavailable: ${unavailable}.`);
-    parseInput(tool.input, call.input, "body");
+    throw err;
   }
-  const input = parsed.data;
   if (!call.idempotencyKey) return execute(services, call, input, forward, null);
 
   const idempotencyKey = call.idempotencyKey;
-  const fingerprint = callFingerprint(tool.name, call.input);
   const ttlSeconds = call.idempotencyTtlSeconds ?? services.config.idempotencyTtlSeconds;
-  const leaseMs = timeoutOf(services, tool) + services.config.poolQueueTimeoutMs + 5_000;
-  const deadline = Date.now() + leaseMs;
+  const claim = await claimIdempotencyKey(services, key.accountId, idempotencyKey, {
+    fingerprint: callFingerprint(tool.name, call.input),
+    requestId,
+    leaseMs: idempotencyLeaseMs(services, tool),
+    ttlSeconds,
+  });
+  // Executed under the claim's request id: the debit is idempotent per request id, so a retry
+  // that takes over the claim of a process that died mid-call is not charged a second time.
+  if (claim.state === "started") return execute(services, { ...call, requestId: claim.requestId, idempotencyTtlSeconds: ttlSeconds }, input, forward, idempotencyKey);
+  await checkCaller(services, call);
+  if (claim.state === "completed") return { ...claim.response, replayed: true };
+  throw new ApiError("idempotency_conflict", "This Idempotency-Key was already used with a different request body.", { param: "Idempotency-Key" });
+}
+
+/** How long one execution holds its idempotency key: the tool's timeout, the worker-queue wait, and a margin. */
+export const idempotencyLeaseMs = (services: Services, tool: ToolDefinition) => timeoutOf(services, tool) + services.config.poolQueueTimeoutMs + 5_000;
+
+/**
+ * Claims an idempotency key for one execution, waiting (for up to the claim's lease) while another
+ * request holds it: "started" (run it, under the request id given), "completed" (the stored
+ * answer), or "conflict" (the key was used for another request).
+ */
+export async function claimIdempotencyKey(
+  services: Services,
+  accountId: string,
+  key: string,
+  claim: IdempotencyClaim,
+): Promise<Exclude<IdempotencyState, { state: "in_progress" }>> {
+  const deadline = Date.now() + claim.leaseMs;
   for (;;) {
-    const claim = await services.store.beginIdempotent(key.accountId, idempotencyKey, { fingerprint, requestId, leaseMs, ttlSeconds });
-    // Executed under the claim's request id: the debit is idempotent per request id, so a retry
-    // that takes over the claim of a process that died mid-call is not charged a second time.
-    if (claim.state === "started") return execute(services, { ...call, requestId: claim.requestId, idempotencyTtlSeconds: ttlSeconds }, input, forward, idempotencyKey);
-    if (claim.state === "completed") {
-      await checkCaller(services, call);
-      return { ...claim.response, replayed: true };
-    }
-    if (claim.state === "conflict") {
-      await checkCaller(services, call);
-      throw new ApiError("idempotency_conflict", "This Idempotency-Key was already used with a different request body.", { param: "Idempotency-Key" });
-    }
+    const state = await services.store.beginIdempotent(accountId, key, claim);
+    if (state.state !== "in_progress") return state;
     // Another request with this key is executing: wait for its answer, then replay it.
     if (Date.now() > deadline) throw new ApiError("idempotency_conflict", "A request with this Idempotency-Key is still in progress.", { param: "Idempotency-Key" });
     await new Promise((r) => setTimeout(r, IDEMPOTENCY_POLL_MS));
@@ -103,7 +119,23 @@ async function execute(services: Services, call: ToolCall, input: unknown, forwa
   }
   // Charged from here on: the call ends kept (2xx) or refunded once, whatever fails, even an
   // exception raised outside this code while serving the request (the guard aborts `crashed`).
-  return services.requestGuard.answering((crashed) => serveCharged(services, call, caller, input, forward, idempotencyKey, crashed));
+  const started = performance.now();
+  const outcome = services.requestGuard.answering((crashed) => serveCharged(services, call, caller, input, forward, idempotencyKey, crashed));
+  if (services.books) recordRequest(services, call, caller, outcome, started);
+  return outcome;
+}
+
+/** The call's request record for the books (status, latency, credits kept), written off the hot path. */
+function recordRequest(services: Services, { tool, requestId }: ToolCall, caller: Admitted, outcome: Promise<ToolCallResult>, started: number): void {
+  const record = (status: number, code: string, credits: number) =>
+    services.books!.recordRequest({ accountId: caller.account.id, requestId, at: Date.now(), tool: tool.name, keyId: caller.keyId, status, outcome: code, latencyMs: performance.now() - started, credits });
+  outcome.then(
+    (result) => record(result.status, "ok", caller.charged ? tool.cost : 0),
+    (err: unknown) => {
+      const failure = err instanceof ApiError ? err : null;
+      record(failure?.status ?? 500, failure?.code ?? "internal_error", 0);
+    },
+  );
 }
 
 async function serveCharged(
@@ -119,9 +151,11 @@ async function serveCharged(
   const accountId = caller.account.id;
   let outcome: ForwardOutcome;
   try {
-    const release = await pools.gate(tool.pool).acquire(TIERS[caller.account.tier].priority, config.poolQueueTimeoutMs);
+    // A Business account bound to its own pool is sent there and nowhere else (see dedicated-workers.ts).
+    const route = pools.route(tool.pool, caller.account);
+    const release = await route.gate.acquire(TIERS[caller.account.tier].priority, config.poolQueueTimeoutMs);
     try {
-      outcome = await forward({ origin: pools.url(tool.pool), path: `/tools/${tool.name}`, input, requestId, timeoutMs: timeoutOf(services, tool), signal: crashed });
+      outcome = await (route.forward ?? forward)({ origin: route.origin, path: `/tools/${tool.name}`, input, requestId, timeoutMs: timeoutOf(services, tool), signal: crashed });
     } finally {
       release();
     }
@@ -141,17 +175,20 @@ async function serveCharged(
       headers: { ...caller.headers, "X-Credits-Charged": String(tool.cost), "X-Credits-Remaining": String(caller.account.balance) },
     };
     if (idempotencyKey) await store.completeIdempotent(accountId, idempotencyKey, result, idempotencyTtlSeconds ?? config.idempotencyTtlSeconds);
-    services.metrics.countToolCall(tool.name, "ok");
+    services.metrics.countToolCall(metricsName(tool), "ok");
     if (caller.charged) services.metrics.creditsDebited.inc(tool.cost);
     return { ...result, replayed: false };
   }
 
   const failure = failureOf(tool, outcome);
-  services.metrics.countToolCall(tool.name, failure.code);
+  services.metrics.countToolCall(metricsName(tool), failure.code);
   const callerError = failure.code === "validation_failed";
   await refundOnce(services, { accountId, requestId, idempotencyKey, tool: tool.name, reason: `tool failed: ${failure.code}`, errorCode: callerError ? null : failure.code });
   throw failure.withHeaders(caller.headers);
 }
+
+/** Accounts name their own tools: counted together as "custom", so they cannot grow the metrics' label set without bound. */
+const metricsName = (tool: ToolDefinition) => (isPrivateTool(tool) ? "custom" : tool.name);
 
 /** What a worker's answer means for the caller; the worker's own message is passed on. */
 export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiError {

@@ -1,13 +1,14 @@
 import { authenticate } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
-import { parseInput } from "../http/route.js";
 import type { Offer } from "../payments/offer.js";
 import { takeDecodedPayment, type Paid } from "../payments/take-payment.js";
 import type { PaymentHeader } from "../payments/wire.js";
 import type { Services } from "../services.js";
 import type { ToolDefinition } from "./definition.js";
 import type { Forwarder } from "./forward.js";
-import { callFingerprint, invokeTool, type ToolCallResult } from "./invoke.js";
+import type { StoredResponse } from "../store/types.js";
+import { preflight } from "./preflight.js";
+import { callFingerprint, claimIdempotencyKey, idempotencyLeaseMs, invokeTool, type ToolCallResult } from "./invoke.js";
 import { formatUsd } from "../lib/money.js";
 
 /**
@@ -15,6 +16,8 @@ import { formatUsd } from "../lib/money.js";
  * from a header, MCP from `_meta["x402/payment"]`): everything that can refuse the call is
  * checked before any money moves, then verify → claim → settle → credit the wallet's account →
  * invoke under the payment's idempotency key, so a retry of the same payment replays the answer.
+ * A key the client chose (Idempotency-Key, x402 payment identifier) is claimed before settling: a
+ * new authorization under a key already used is answered from its record and never settled.
  */
 export interface PaidToolCall {
   tool: ToolDefinition;
@@ -32,24 +35,75 @@ export interface PaidToolCall {
 
 export async function callPaidTool(services: Services, call: PaidToolCall, forward: Forwarder): Promise<ToolCallResult> {
   const { tool, input, requestId } = call;
-  const paid = await takeDecodedPayment(services, call.read, {
-    offer: call.offer,
-    priceAtomic: call.priceAtomic,
-    grant: { credits: tool.cost, type: "one_time", plan: null, planChange: null, description: tool.name },
-    // The call is idempotent on its payment: every retry of it runs (or replays) under one key.
-    call: { fingerprint: callFingerprint(tool.name, input), key: call.idempotencyKey },
-    requiredMessage: `Send an API key, or pay $${formatUsd(call.priceAtomic)} in USDC for this call with x402.`,
-    // Never take money for a call that cannot run: input, availability…
-    beforeVerifying: () => {
-      parseInput(tool.input, input, "body");
-      const unavailable = services.pools.unavailableReason(tool.name);
-      if (unavailable) throw new ApiError("tool_unavailable", `The ${tool.name} tool is unavailable: ${unavailable}.`);
-    },
-    // …nor for one the wallet's account may not make now: its rate-limit slot is taken here
-    // (under this request id, which the call's own admission then finds already counted).
-    beforeSettling: async (accountId) => void (await authenticate(services, { accountId, hash: null }, requestId)),
-  });
+  const fingerprint = callFingerprint(tool.name, input);
+  // The client's own key (its Idempotency-Key or payment identifier), once claimed before settling.
+  let held = null as HeldKey | null;
+  let paid: Paid;
+  try {
+    paid = await takeDecodedPayment(services, call.read, {
+      offer: call.offer,
+      priceAtomic: call.priceAtomic,
+      grant: { credits: tool.cost, type: "one_time", plan: null, planChange: null, description: tool.name },
+      // The call is idempotent on its payment: every retry of it runs (or replays) under one key.
+      call: { fingerprint, key: call.idempotencyKey },
+      requiredMessage: `Send an API key, or pay $${formatUsd(call.priceAtomic)} in USDC for this call with x402.`,
+      // Never take money for a call that cannot run: input, availability…
+      beforeVerifying: () => void preflight(services, tool, input),
+      // …nor for one the wallet's account may not make now: its rate-limit slot is taken here
+      // (under this request id, which the call's own admission then finds already counted)…
+      beforeSettling: async (accountId, keyed) => {
+        await authenticate(services, { accountId, hash: null }, requestId);
+        // …nor for one already answered: a new authorization under a key the client already used
+        // (a payment identifier, an Idempotency-Key) is answered from that key's record, or waits
+        // for the call running (or still settling) under it, and is never settled itself.
+        if (keyed?.key) held = { accountId, key: keyed.key, requestId: await claimCallKey(services, call, accountId, keyed.key, fingerprint) };
+      },
+    });
+  } catch (err) {
+    if (err instanceof AnsweredUnpaid) return { ...err.response, replayed: true };
+    // Not run: whoever comes next with this key runs the call (or pays for it) instead.
+    if (held) await forget(services, held);
+    throw err;
+  }
   call.onPaid(paid);
   const { payment } = paid;
-  return invokeTool(services, { tool, input, key: { accountId: payment.accountId, hash: null }, idempotencyKey: payment.callKey, idempotencyTtlSeconds: payment.retainSeconds, requestId }, forward);
+  // The payment may already have been claimed under another key (the same authorization sent with another identifier).
+  if (held && held.key !== payment.callKey) await forget(services, held);
+  const runAs = held?.key === payment.callKey ? held.requestId : requestId;
+  return invokeTool(services, { tool, input, key: { accountId: payment.accountId, hash: null }, idempotencyKey: payment.callKey, idempotencyTtlSeconds: payment.retainSeconds, requestId: runAs }, forward);
 }
+
+/** The client's key for a paid call, claimed before its payment settled, and the request id its execution runs under. */
+interface HeldKey {
+  accountId: string;
+  key: string;
+  requestId: string;
+}
+
+/** A paid call answered from its idempotency record before its payment was settled. */
+class AnsweredUnpaid {
+  constructor(readonly response: StoredResponse) {}
+}
+
+/**
+ * Claims the client's key for this call before its payment settles, for as long as settling and
+ * running may take; answers the request id to run under (another's, when taking over the claim of
+ * a process that died). Throws AnsweredUnpaid with the stored answer, or 409 for another call.
+ */
+async function claimCallKey(services: Services, call: PaidToolCall, accountId: string, key: string, fingerprint: string): Promise<string> {
+  const payments = services.payments!;
+  const claim = await claimIdempotencyKey(services, accountId, key, {
+    fingerprint,
+    requestId: call.requestId,
+    leaseMs: payments.settlingDeadlineMs + idempotencyLeaseMs(services, call.tool),
+    ttlSeconds: payments.config.retentionSeconds,
+  });
+  if (claim.state === "started") return claim.requestId;
+  if (claim.state === "completed") throw new AnsweredUnpaid(claim.response);
+  const named = call.idempotencyKey ? "Idempotency-Key" : "payment identifier";
+  throw new ApiError("idempotency_conflict", `This ${named} was already used for a call with a different body or tool; nothing was charged.`, {
+    param: call.idempotencyKey ? "Idempotency-Key" : "payment",
+  });
+}
+
+const forget = (services: Services, held: HeldKey) => services.store.abandonIdempotent(held.accountId, held.key).catch(() => undefined);

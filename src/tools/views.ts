@@ -21,7 +21,7 @@ export function withoutDialect<T extends object>(schema: T): Omit<T, "$schema"> 
 }
 
 export function jsonSchemasOf(tool: ToolDefinition) {
-  return schemas.get(tool.name)!;
+  return tool.jsonSchemas ?? schemas.get(tool.name)!;
 }
 
 const jsonSchema = z.record(z.string(), z.unknown());
@@ -36,6 +36,7 @@ export const toolViewSchema = z.object({
   available: z.boolean(),
   unavailable_reason: z.string().optional(),
   endpoint: z.string(),
+  private: z.boolean().optional().describe("true: the calling account's own custom tool, seen and called by its keys only."),
   input_schema: jsonSchema,
   output_schema: jsonSchema,
 });

@@ -1,14 +1,30 @@
 import { Agent } from "node:http";
-import { createHttpForwarder, createProxyForwarder } from "./forward.js";
+import { Agent as TlsAgent } from "node:https";
 import type { Logger } from "pino";
+import type { AccountRecord } from "../store/types.js";
+import { guardedLookup } from "../webhooks/ssrf.js";
+import { dedicatedOrigin } from "./dedicated-workers.js";
 import type { WorkerPool } from "./definition.js";
+import { createHttpForwarder, createProxyForwarder, type Forwarder } from "./forward.js";
 import { PriorityGate } from "./priority-gate.js";
 
 export interface PoolSettings {
   urls: Record<WorkerPool, string>;
   concurrency: Record<WorkerPool, number>;
   queueTimeoutMs: number;
+  /** Dedicated pools may be on loopback or private networks (development and tests only). */
+  dedicatedAllowPrivate?: boolean;
 }
+
+/** Where one call goes: the pool's origin and gate, and the forwarder to use (null: the door's own). */
+export interface PoolRoute {
+  origin: string;
+  gate: PriorityGate;
+  forward: Forwarder | null;
+}
+
+/** Dedicated pools' gates idle for this long are dropped, so unbound pools leave nothing behind. */
+const DEDICATED_GATE_SWEEP_AT = 1000;
 
 /**
  * The gateway's view of the tool workers: where each pool lives, one keep-alive agent, one
@@ -24,12 +40,41 @@ export class WorkerPools {
   private readonly gates = new Map<WorkerPool, PriorityGate>();
   private readonly unavailable = new Map<string, string>();
   private timer: NodeJS.Timeout | null = null;
+  /**
+   * Dedicated pools are reached through their own agents, whose DNS lookup runs the SSRF guard at
+   * connect time (a bound name that later resolves to a private address is refused then), and
+   * through gates of their own, so a dedicated account neither takes nor waits for shared slots.
+   */
+  private readonly dedicatedAgent: Agent;
+  private readonly dedicatedTlsAgent: TlsAgent;
+  private readonly dedicatedForward: Forwarder;
+  private readonly dedicatedGates = new Map<string, PriorityGate>();
 
   constructor(
     readonly settings: PoolSettings,
     private readonly log: Logger,
   ) {
     for (const pool of Object.keys(settings.urls) as WorkerPool[]) this.gates.set(pool, new PriorityGate(settings.concurrency[pool]));
+    const lookup = guardedLookup(settings.dedicatedAllowPrivate ?? false) as never;
+    this.dedicatedAgent = new Agent({ keepAlive: true, maxSockets: 64, keepAliveMsecs: 10_000, lookup });
+    this.dedicatedTlsAgent = new TlsAgent({ keepAlive: true, maxSockets: 64, keepAliveMsecs: 10_000, lookup });
+    this.dedicatedForward = createHttpForwarder(this.dedicatedAgent, this.dedicatedTlsAgent);
+  }
+
+  /** Where a call of `account` to a tool of `pool` goes: its dedicated pool if it has one, else the shared pool. */
+  route(pool: WorkerPool, account: AccountRecord): PoolRoute {
+    const origin = dedicatedOrigin(account);
+    if (!origin) return { origin: this.url(pool), gate: this.gate(pool), forward: null };
+    const name = `${pool} ${origin}`;
+    let gate = this.dedicatedGates.get(name);
+    if (!gate) {
+      if (this.dedicatedGates.size >= DEDICATED_GATE_SWEEP_AT) {
+        for (const [key, g] of this.dedicatedGates) if (g.inFlight === 0 && g.queued === 0) this.dedicatedGates.delete(key);
+      }
+      gate = new PriorityGate(this.settings.concurrency[pool]);
+      this.dedicatedGates.set(name, gate);
+    }
+    return { origin, gate, forward: this.dedicatedForward };
   }
 
   url(pool: WorkerPool): string {
@@ -69,5 +114,7 @@ export class WorkerPools {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.agent.destroy();
+    this.dedicatedAgent.destroy();
+    this.dedicatedTlsAgent.destroy();
   }
 }

@@ -101,6 +101,12 @@ export async function checkWebhookUrl(raw: string, allowPrivate: boolean): Promi
   }
   if (url.protocol !== "https:") return { ok: false, reason: "webhook URLs must use https" };
   if (url.username || url.password) return { ok: false, reason: "credentials in the URL are not allowed" };
+  const reason = await blockedHostReason(url, allowPrivate);
+  return reason ? { ok: false, reason } : { ok: true, url };
+}
+
+/** Why a URL's host may not be reached — it does not resolve, or one of its addresses is blocked — or null when it may. */
+export async function blockedHostReason(url: URL, allowPrivate: boolean): Promise<string | null> {
   const host = url.hostname.replace(/^\[|\]$/g, "");
   let addresses: string[];
   if (isIP(host)) addresses = [host];
@@ -108,14 +114,14 @@ export async function checkWebhookUrl(raw: string, allowPrivate: boolean): Promi
     try {
       addresses = (await new Promise<LookupAddress[]>((resolve, reject) => dnsLookup(host, { all: true }, (err, list) => (err ? reject(err) : resolve(list))))).map((a) => a.address);
     } catch {
-      return { ok: false, reason: `${host} does not resolve` };
+      return `${host} does not resolve`;
     }
   }
   for (const address of addresses) {
     const reason = blockedReason(address, allowPrivate);
-    if (reason) return { ok: false, reason };
+    if (reason) return reason;
   }
-  return { ok: true, url };
+  return null;
 }
 
 /** A `lookup` for http(s) agents that refuses blocked addresses at connect time. */

@@ -1,23 +1,20 @@
-import { existsSync } from "node:fs";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchChromium, watchPage } from "../helpers/browser.js";
 import { balanceOf, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
 
 /**
  * The public pages in Debian's Chromium (driven by playwright-core, never a downloaded browser):
  * each renders its content with no console error and no request to another origin.
  */
-const CHROMIUM = "/usr/bin/chromium";
-const FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
 
 let gw: TestGateway;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)`);
   [gw, browser] = await Promise.all([
     startGateway({ env: { STATUS_CHECK_INTERVAL_MS: "500" } }),
-    chromium.launch({ executablePath: CHROMIUM, args: FLAGS }),
+    launchChromium(),
   ]);
   // Let one round of status checks land.
   await new Promise((r) => setTimeout(r, 1500));
@@ -29,16 +26,7 @@ afterAll(async () => {
 
 async function visit(path: string) {
   const page = await browser.newPage();
-  const problems: string[] = [];
-  const origin = new URL(gw.url).origin;
-  page.on("console", (msg) => {
-    if (msg.type() === "error") problems.push(`console: ${msg.text()}`);
-  });
-  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-  page.on("request", (req) => {
-    const url = new URL(req.url());
-    if (url.protocol !== "data:" && url.origin !== origin) problems.push(`request to another origin: ${req.url()}`);
-  });
+  const problems = watchPage(page, new URL(gw.url).origin);
   const response = await page.goto(`${gw.url}${path}`, { waitUntil: "networkidle" });
   return { page, problems, response: response! };
 }

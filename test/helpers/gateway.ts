@@ -40,6 +40,8 @@ export async function startGateway(
     DEV_SEED: "0",
     // The tests play many clients through one loopback "proxy": they name each client in X-Forwarded-For.
     TRUST_PROXY: "loopback",
+    // The books (PGlite takes seconds and hundreds of MB to start) only where a test asks for them.
+    DATABASE_URL: "none",
     ...(options.store === "memory" ? {} : { REDIS_URL }),
     ...(workers ? { WORKERS_URL: `http://127.0.0.1:${workers.port}` } : {}),
     ...options.env,

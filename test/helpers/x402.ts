@@ -6,8 +6,10 @@ import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { tierLimits } from "../../src/store/index.js";
 import { RedisStore } from "../../src/store/redis.js";
 import type { Store } from "../../src/store/types.js";
-import { dropPrefix, spawnGateway, uniquePrefix } from "./gateway.js";
+import { afterAll, beforeAll } from "vitest";
+import { dropPrefix, spawnGateway, startGateway, uniquePrefix, type TestGateway } from "./gateway.js";
 import { REDIS_URL } from "./redis.js";
+import { startRpcProxy } from "./rpc-proxy.js";
 
 /** Two anvil chains standing in for Base Sepolia and Polygon Amoy, and the gateway settings that point at them. */
 export const RELAYER = anvilAccount(9);
@@ -29,6 +31,12 @@ export async function startChains(fund: Address[]) {
     X402_RELAYER_PRIVATE_KEY: relayerKey(),
   };
   return { base, polygon, env, stop: () => Promise.all([base.stop(), polygon.stop()]) };
+}
+
+/** Whether the EIP-3009 authorization `(from, nonce)` has been used on `chain` (the token's own record). */
+export async function authorizationUsed(chain: LocalChain, from: Address, nonce: string): Promise<boolean> {
+  const client = createPublicClient({ transport: http(chain.rpcUrl) });
+  return (await client.readContract({ address: chain.usdc, abi: TOKEN_ABI, functionName: "authorizationState", args: [from, nonce as Hex] })) as boolean;
 }
 
 export async function balanceOf(chain: LocalChain, who: Address): Promise<bigint> {
@@ -83,8 +91,9 @@ export async function signAuthorization(input: AuthorizationInput) {
 export const v1Header = (network: string, payload: { authorization: unknown; signature: string }) =>
   Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network, payload })).toString("base64");
 
-export const v2Header = (accepted: unknown, payload: { authorization: unknown; signature: string }) =>
-  Buffer.from(JSON.stringify({ x402Version: 2, accepted, payload })).toString("base64");
+/** A v2 PAYMENT-SIGNATURE; `paymentId` names the payment with the x402 payment-identifier extension. */
+export const v2Header = (accepted: unknown, payload: { authorization: unknown; signature: string }, paymentId?: string) =>
+  Buffer.from(JSON.stringify({ x402Version: 2, accepted, payload, ...(paymentId ? { extensions: { "payment-identifier": { info: { required: false, id: paymentId } } } } : {}) })).toString("base64");
 
 /** A fresh wallet (randomWallet's, by seed) holding `amount` test USDC on `chain`. */
 export async function fundedWallet(chain: LocalChain, seed: number, amount = 1_000_000n) {
@@ -113,4 +122,36 @@ export async function spawnPaidGateway(name: string, chainEnv: Record<string, st
       await dropPrefix(prefix);
     },
   };
+}
+
+export interface PaidGatewayFixture {
+  chains: Awaited<ReturnType<typeof startChains>>;
+  gw: TestGateway;
+  /** The RPC proxy in front of the Base chain (`proxy: true` only): cut it to make settlements pending. */
+  proxy: Awaited<ReturnType<typeof startRpcProxy>>;
+}
+
+/**
+ * The setup most x402 test files share, registered as the file's beforeAll / afterAll: two anvil
+ * chains (with `fund` wallets holding test USDC), optionally an RPC proxy in front of the Base
+ * chain with short RPC timeouts, and an in-process gateway with x402 on them (`env` adds to its
+ * settings). Its fields are filled before the first test runs: read them inside tests.
+ */
+export function paidGatewayFixture(options: { fund?: Address[]; proxy?: boolean; env?: Record<string, string> } = {}): PaidGatewayFixture {
+  const fixture = {} as PaidGatewayFixture;
+  beforeAll(async () => {
+    fixture.chains = await startChains(options.fund ?? []);
+    const viaProxy: Record<string, string> = {};
+    if (options.proxy) {
+      fixture.proxy = await startRpcProxy(fixture.chains.base.rpcUrl);
+      Object.assign(viaProxy, { BASE_SEPOLIA_RPC_URL: fixture.proxy.url, X402_RPC_TIMEOUT_MS: "1500", X402_RECEIPT_TIMEOUT_MS: "1500" });
+    }
+    fixture.gw = await startGateway({ env: { ...fixture.chains.env, ...viaProxy, ...options.env } });
+  }, 60_000);
+  afterAll(async () => {
+    await fixture.gw?.stop();
+    await fixture.proxy?.stop();
+    await fixture.chains?.stop();
+  });
+  return fixture;
 }

@@ -41,8 +41,8 @@ describe("admin API", () => {
     const after = await call(`${gw.url}/api/v1/account`, { key });
     expect(after.headers.get("ratelimit-limit")).toBe("1000");
     // Only what is built is listed as a feature; what the tier promises beyond that is "coming".
-    expect(after.body.features).toEqual(["tools", "x402", "mcp", "webhooks", "priority_queue", "facilitator"]);
-    expect(after.body.features_coming).toEqual(["analytics", "custom_endpoints", "sso", "dedicated_workers"]);
+    expect(after.body.features).toEqual(["tools", "x402", "mcp", "webhooks", "priority_queue", "facilitator", "custom_endpoints", "dedicated_workers"]);
+    expect(after.body.features_coming).toEqual(["analytics", "sso"]);
   });
 
   it("grants credits once per Idempotency-Key", async () => {

@@ -44,7 +44,7 @@ beforeAll(async () => {
   // ai-extract asks for JSON (response_format); the others get text.
   llm.state.reply = (req) => (req.response_format ? JSON.stringify({ invoice_number: "2291", vendor: "Acme Corp", total: 1250, currency: "EUR" }) : "Bonjour, comment allez-vous ?");
   gw = await startGateway({
-    env: { ...chains.env, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1", SIGNUPS_PER_HOUR_PER_IP: "10000", STATUS_CHECK_INTERVAL_MS: "60000" },
+    env: { ...chains.env, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1", UPSTREAM_ALLOW_PRIVATE_TARGETS: "1", SIGNUPS_PER_HOUR_PER_IP: "10000", STATUS_CHECK_INTERVAL_MS: "60000" },
     workerEnv: { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "test-model", AI_API_KEY: "sk-test", SEARXNG_URL: searxng.url },
   });
   await gw.services.pools.refresh();
@@ -73,6 +73,10 @@ async function variablesFor(command: string): Promise<Record<string, string>> {
     VERIFICATION_TOKEN: verificationToken(gw.services.config.secretKeys[0]!, account.accountId),
     CHALLENGE_MESSAGE: "not a signed challenge",
   };
+  if (command.includes("$TOOL_NAME")) {
+    const tool = { name: "word-count", description: "Counts words.", url: receiver.url("/tools/word-count"), input_schema: { type: "object" }, price_credits: 1 };
+    vars.TOOL_NAME = (await call(`${gw.url}/api/v1/custom-tools`, { key: account.key, body: tool })).body.name;
+  }
   if (command.includes("$INCIDENT_ID")) {
     vars.INCIDENT_ID = (await admin(gw.url, "/incidents", { body: { title: "Test", message: "Testing." } })).body.id;
   }
@@ -123,7 +127,7 @@ describe("the curl examples on /docs", () => {
   it("each answers 2xx when run with bash, or the error the page says it shows", async () => {
     const failures: string[] = [];
     for (const { command, expect: expected } of curlBlocks(html)) {
-      const runnable = command.replaceAll(DOCUMENTED_BASE, gw.url).replaceAll("https://example.com/hooks/", receiver.url("/"));
+      const runnable = command.replaceAll(DOCUMENTED_BASE, gw.url).replaceAll("https://example.com/hooks/", receiver.url("/")).replaceAll("https://example.com/tools/", receiver.url("/tools/"));
       const env = { PATH: process.env.PATH!, ...(await variablesFor(runnable)) };
       const { stdout } = await run("bash", ["-c", `${runnable} -w '\\n%{http_code}'`], { env });
       const status = Number(stdout.slice(stdout.lastIndexOf("\n") + 1));

@@ -11,7 +11,7 @@ import { fundedAccount, startGateway, type TestGateway } from "../helpers/gatewa
  * the one most agents use) validates `structuredContent` against the tool's output schema even
  * on an error result, so an error result carrying the REST error body there made it throw
  * instead of returning the error. Both clients call every tool — its worked example, and a call
- * with bad arguments — plus an unknown tool, an unavailable tool and a call with no credits left.
+ * with bad arguments — plus an unknown tool, an unavailable tool, a call with no credits left and one over the rate limit.
  */
 let gw: TestGateway;
 beforeAll(async () => {
@@ -76,6 +76,24 @@ describe.each(Object.keys(CLIENTS))("the %s", (name) => {
     try {
       for (let i = 0; i < 25; i++) await client.callTool({ name: "hash", arguments: { text: String(i) } });
       expectErrorResult(await client.callTool({ name: "hash", arguments: { text: "one more" } }), "insufficient_credits");
+    } finally {
+      await client.close();
+    }
+  }, 30_000);
+
+  it("answers a call over the key's rate limit as a readable error, and runs nothing", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100, "starter");
+    const client = await CLIENTS[name]!(key);
+    try {
+      // Use up the rest of the key's minute (Starter: 300 requests) with one JSON-RPC batch of pings.
+      const post = (body: unknown) =>
+        fetch(`${gw.url}/mcp`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "x-api-key": key }, body: JSON.stringify(body) });
+      const left = Number((await post({ jsonrpc: "2.0", id: 1, method: "ping" })).headers.get("ratelimit-remaining"));
+      expect((await post(Array.from({ length: left }, (_, i) => ({ jsonrpc: "2.0", id: i + 1, method: "ping" })))).headers.get("ratelimit-remaining")).toBe("0");
+      const limited = await client.callTool({ name: "hash", arguments: { text: "over the limit" } });
+      expectErrorResult(limited, "rate_limited");
+      expect(JSON.parse((limited.content as { text: string }[])[0]!.text).error.message).toMatch(/retry after \d+ s/);
+      expect((await gw.services.store.getAccount(accountId))?.balance).toBe(100); // (the REST account read would be rate limited too)
     } finally {
       await client.close();
     }

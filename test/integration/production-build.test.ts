@@ -53,6 +53,11 @@ describe("the production build (npm run build → dist/)", () => {
     const changelog = await fetch(`${gw.url}/changelog`);
     expect(changelog.status).toBe(200);
     expect(await changelog.text()).toContain("First release of the"); // the v1 release, from CHANGELOG.md
+    // The dashboard's script ships as a file beside the compiled code, and its sign-in page is served.
+    const script = await fetch(`${gw.url}/dashboard/assets/dashboard.js`);
+    expect(script.status).toBe(200);
+    expect(await script.text()).toContain("/dashboard/api/v1");
+    expect(await (await fetch(`${gw.url}/dashboard/sign-in`)).text()).toContain('<label for="api-key">API key</label>');
     // A verification e-mail went out through the real SMTP server (production has no log mailer).
     expect(verificationLink((await smtp.next()).raw)).toMatch(/^http:\/\/localhost:8402\/api\/v1\/verify-email\?token=/);
   });

@@ -5,7 +5,7 @@ import { newAccountId, newEventId, newKeyId, newRequestId } from "../../src/lib/
 import { tierLimits } from "../../src/store/index.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis.js";
-import { InvalidCursorError, KEY_USE_RESOLUTION_MS, type Store } from "../../src/store/types.js";
+import { InvalidCursorError, KEY_USE_RESOLUTION_MS, type SessionRecord, type Store } from "../../src/store/types.js";
 import { REDIS_URL, dropPrefix, uniquePrefix } from "../helpers/redis.js";
 import { startRedisCluster } from "../helpers/redis-server.js";
 
@@ -295,6 +295,11 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     await new Promise((r) => setTimeout(r, 150));
     expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_retry", 100))).toEqual({ state: "started", requestId: "req_died" });
     expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_other", 100))).toEqual({ state: "in_progress" });
+    // The request holding a claim may begin again (a paid call claims before settling, then runs): it continues, others still wait.
+    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_holder"))).toEqual({ state: "started", requestId: "req_holder" });
+    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_holder"))).toEqual({ state: "started", requestId: "req_holder" });
+    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_waiter"))).toEqual({ state: "in_progress" });
+    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp-other", "req_holder"))).toEqual({ state: "conflict" });
     // A refund forgets the call's key in the same step: the retry is a new call, charged anew.
     expect(await debit(b.id, null, 3, "req_taken")).toMatchObject({ status: "ok", charged: true });
     expect(await store.beginIdempotent(b.id, "idem-3", claim("fp", "req_taken"))).toMatchObject({ state: "started" });
@@ -334,6 +339,18 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     for (let i = 0; i < 4; i++) hits.push(await store.hitRateLimit(bucket, 3, 60_000, newRequestId()));
     expect(hits.map((h) => h.allowed)).toEqual([true, true, true, false]);
     expect(hits.map((h) => h.remaining)).toEqual([2, 1, 0, 0]);
+  });
+
+  it("binds an account to its dedicated workers, and the admission brings the binding back with the account", async () => {
+    const a = await account();
+    expect((await store.getAccount(a.id))!.dedicatedWorkersUrl).toBeNull();
+    expect(await store.setDedicatedWorkers(a.id, "https://workers.acme.example")).toMatchObject({ id: a.id, dedicatedWorkersUrl: "https://workers.acme.example" });
+    // The hot path learns where to send the call from the admission itself: no extra read.
+    expect(await debit(a.id, a.key.hash)).toMatchObject({ status: "ok", account: { dedicatedWorkersUrl: "https://workers.acme.example", balance: 99 } });
+    expect(await store.setTier(a.id, "pro")).toMatchObject({ tier: "pro", dedicatedWorkersUrl: "https://workers.acme.example" });
+    expect(await store.setDedicatedWorkers(a.id, null)).toMatchObject({ dedicatedWorkersUrl: null });
+    expect(await debit(a.id, a.key.hash)).toMatchObject({ status: "ok", account: { dedicatedWorkersUrl: null } });
+    expect(await store.setDedicatedWorkers(newAccountId(), "https://workers.acme.example")).toBeNull();
   });
 
   it("gives back a hit that did not count, so the bucket admits another", async () => {
@@ -383,5 +400,114 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     await store.releasePayment(failed.id);
     expect(await store.getPayment(failed.id)).toBeNull();
     expect(await store.claimPayment(failed)).toBeNull(); // released: it may be tried again
+  });
+  it("keeps each account's custom tools apart: one per name, at most the cap, atomically", async () => {
+    const owner = await account();
+    const other = await account();
+    const tool = (name: string, accountId = owner.id, createdAt = Date.now()) => ({
+      accountId,
+      name,
+      title: name,
+      description: "A test tool.",
+      url: "https://example.com/tool",
+      inputSchema: { type: "object", properties: { text: { type: "string" } } },
+      outputSchema: { type: "object" },
+      priceCredits: 3,
+      timeoutMs: 1000,
+      createdAt,
+    });
+    expect(await store.addCustomTool(tool("alpha", owner.id, 1), 2)).toBe("added");
+    expect(await store.addCustomTool({ ...tool("alpha"), priceCredits: 9 }, 2)).toBe("exists");
+    expect(await store.getCustomTool(owner.id, "alpha")).toEqual(tool("alpha", owner.id, 1)); // the first stands
+    // Concurrent registrations cannot pass the cap together.
+    const raced = await Promise.all(["beta", "gamma", "delta"].map((name) => store.addCustomTool(tool(name), 2)));
+    expect(raced.filter((r) => r === "added")).toHaveLength(1);
+    expect(raced.filter((r) => r === "cap")).toHaveLength(2);
+    expect((await store.listCustomTools(owner.id)).map((t) => t.name)[0]).toBe("alpha"); // oldest first
+    expect(await store.listCustomTools(owner.id)).toHaveLength(2);
+    // Another account sees none of them, and may use the same name.
+    expect(await store.getCustomTool(other.id, "alpha")).toBeNull();
+    expect(await store.listCustomTools(other.id)).toEqual([]);
+    expect(await store.deleteCustomTool(other.id, "alpha")).toBe(false);
+    expect(await store.addCustomTool(tool("alpha", other.id), 2)).toBe("added");
+    expect(await store.deleteCustomTool(owner.id, "alpha")).toBe(true);
+    expect(await store.deleteCustomTool(owner.id, "alpha")).toBe(false);
+    expect(await store.getCustomTool(owner.id, "alpha")).toBeNull();
+    expect(await store.getCustomTool(other.id, "alpha")).toMatchObject({ accountId: other.id });
+  });
+
+  const session = (accountId: string, overrides: Partial<SessionRecord> = {}): SessionRecord => ({
+    id: newRequestId(),
+    accountId,
+    csrfToken: "csrf-token",
+    createdAt: Date.now(),
+    expiresAt: Date.now() + 60_000,
+    via: "api_key",
+    ...overrides,
+  });
+
+  it("keeps a session while it is used, and ends it when idle, past its absolute expiry, or signed out", async () => {
+    // Generous margins: the store's clock and this process's timers run on a loaded machine.
+    const { id } = await account();
+    const live = session(id);
+    await store.createSession(live, 1500);
+    expect(await store.touchSession(id, live.id, 1500)).toMatchObject({ accountId: id, csrfToken: "csrf-token", via: "api_key" });
+    await new Promise((r) => setTimeout(r, 800));
+    expect(await store.touchSession(id, live.id, 1500)).not.toBeNull(); // used within the idle time: kept, and pushed back
+    await new Promise((r) => setTimeout(r, 800));
+    expect(await store.touchSession(id, live.id, 1500)).not.toBeNull(); // 1.6 s after creation: alive only because it was pushed back
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(await store.touchSession(id, live.id, 1500)).toBeNull(); // idle too long
+
+    const short = session(id, { expiresAt: Date.now() + 800 });
+    await store.createSession(short, 60_000);
+    expect(await store.touchSession(id, short.id, 60_000)).not.toBeNull();
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await store.touchSession(id, short.id, 60_000)).toBeNull(); // absolute expiry, whatever the activity
+
+    const ended = session(id);
+    await store.createSession(ended, 10_000);
+    await store.endSession(id, ended.id);
+    expect(await store.touchSession(id, ended.id, 10_000)).toBeNull();
+    expect(await store.touchSession(newAccountId(), live.id, 10_000)).toBeNull(); // another account's id names nothing
+  });
+
+  it("signs out everywhere: every session of the account ends, other accounts' and later ones live", async () => {
+    const [a, b] = [await account(), await account()];
+    const [a1, a2, b1] = [session(a.id), session(a.id), session(b.id)];
+    for (const s of [a1, a2, b1]) await store.createSession(s, 10_000);
+    await store.endAccountSessions(a.id);
+    expect(await store.touchSession(a.id, a1.id, 10_000)).toBeNull();
+    expect(await store.touchSession(a.id, a2.id, 10_000)).toBeNull();
+    expect(await store.touchSession(b.id, b1.id, 10_000)).not.toBeNull();
+    const later = session(a.id);
+    await store.createSession(later, 10_000);
+    expect(await store.touchSession(a.id, later.id, 10_000)).not.toBeNull();
+  });
+
+  it("finds the account holding an e-mail address", async () => {
+    const { id } = await account();
+    expect(await store.claimEmail(`owner-${id}@example.com`, id)).toBe(true);
+    expect(await store.accountIdByEmail(`owner-${id}@example.com`)).toBe(id);
+    expect(await store.accountIdByEmail(`nobody-${id}@example.com`)).toBeNull();
+  });
+
+  it("follows an account's ledger: a follower waiting for entries gets each new one, and only its account's", async () => {
+    const [a, b] = [await account(50), await account(50)];
+    const newest = (await store.ledger(a.id, { limit: 1 })).items[0]!.id;
+    const follower = store.followLedger(a.id);
+    try {
+      expect(await follower.next(newest, 100)).toEqual([]); // nothing new: waits, then nothing
+      const waiting = follower.next(newest, 5000);
+      await new Promise((r) => setTimeout(r, 100));
+      await debit(b.id, b.key.hash, 2);
+      await debit(a.id, a.key.hash, 3);
+      const entries = await waiting;
+      expect(entries).toHaveLength(1);
+      expect(entries[0]).toMatchObject({ kind: "debit", amount: -3, balance: 47, tool: "hash" });
+      expect(await follower.next(entries[0]!.id, 100)).toEqual([]);
+    } finally {
+      await follower.close();
+    }
   });
 });

@@ -6,7 +6,7 @@ import { tierLimits } from "../../src/store/index.js";
 import { RedisStore } from "../../src/store/redis.js";
 import { call, dropPrefix, spawnGateway, uniquePrefix, type GatewayProcess } from "../helpers/gateway.js";
 import { REDIS_URL } from "../helpers/redis.js";
-import { PAY_TO, balanceOf, signAuthorization, startChains, v1Header } from "../helpers/x402.js";
+import { PAY_TO, authorizationUsed, balanceOf, signAuthorization, startChains, v1Header, v2Header } from "../helpers/x402.js";
 
 /** Two gateway processes, one Redis, one relayer key, a real chain. */
 const PRICE = 2000n;
@@ -76,6 +76,28 @@ describe("one authorization, settled and credited at most once", () => {
     expect(outcomes).toEqual({ "200": 1, "409 idempotency_conflict": 19 });
     expect(await balanceOf(chains.base, PAY_TO)).toBe(before + PRICE);
     expect(await purchases(walletAccountId(PAYER.address))).toBe(purchasedBefore + 1);
+  }, 30_000);
+});
+
+describe("one payment identifier, many authorizations", () => {
+  it("5 authorizations under one payment identifier sent at once to two processes: one settlement, one run, identical answers, 4 left unused", async () => {
+    const payer = randomWallet(20_001);
+    await chains.base.fund(payer.address, 100_000n);
+    const accountId = walletAccountId(payer.address);
+    const [accepted] = JSON.parse(Buffer.from((await call(`${a.url}/v1/tools/hash`, { method: "POST", body: { text: "x" } })).headers.get("payment-required")!, "base64").toString()).accepts;
+    const payloads = await Promise.all(Array.from({ length: 5 }, () => signAuthorization({ account: payer, chain: chains.base, value: PRICE })));
+    const [payerBefore, payToBefore] = [await balanceOf(chains.base, payer.address), await balanceOf(chains.base, PAY_TO)];
+    const results = await Promise.all(
+      payloads.map((p, i) => call(`${(i % 2 ? a : b).url}/v1/tools/hash`, { method: "POST", body: { text: "named once" }, headers: { "payment-signature": v2Header(accepted, p, "pay_across_processes_01") } })),
+    );
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(new Set(results.map((r) => JSON.stringify(r.body))).size).toBe(1);
+    expect(results.filter((r) => r.headers.get("idempotent-replayed") === "true")).toHaveLength(4);
+    const used = await Promise.all(payloads.map((p) => authorizationUsed(chains.base, payer.address, p.authorization.nonce)));
+    expect(used.filter(Boolean)).toHaveLength(1);
+    expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore - PRICE);
+    expect(await balanceOf(chains.base, PAY_TO)).toBe(payToBefore + PRICE);
+    expect([await purchases(accountId), await debits(accountId)]).toEqual([1, 1]);
   }, 30_000);
 });
 

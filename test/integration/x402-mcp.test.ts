@@ -1,14 +1,15 @@
 import { x402Client } from "@x402/core/client";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { appendPaymentIdentifierToExtensions } from "@x402/extensions/payment-identifier";
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createHash } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
-import { fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
-import { PAY_TO, balanceOf, startChains } from "../helpers/x402.js";
+import { fundedAccount } from "../helpers/gateway.js";
+import { PAY_TO, authorizationUsed, balanceOf, fundedWallet, paidGatewayFixture } from "../helpers/x402.js";
 
 /**
  * x402 over MCP (the x402 MCP transport): an agent with a wallet and no API key lists the tools,
@@ -18,16 +19,7 @@ import { PAY_TO, balanceOf, startChains } from "../helpers/x402.js";
  */
 const PRICE = 2000n;
 const PAYERS = [1, 2, 3].map(anvilAccount);
-let chains: Awaited<ReturnType<typeof startChains>>;
-let gw: TestGateway;
-beforeAll(async () => {
-  chains = await startChains(PAYERS.map((p) => p.address));
-  gw = await startGateway({ env: chains.env });
-}, 60_000);
-afterAll(async () => {
-  await gw?.stop();
-  await chains?.stop();
-});
+const setup = paidGatewayFixture({ fund: PAYERS.map((p) => p.address) });
 
 interface CallResult {
   isError?: boolean;
@@ -44,12 +36,12 @@ interface AnyClient {
 const CLIENTS: Record<string, (headers: Record<string, string>) => Promise<AnyClient>> = {
   "official v2 client (@modelcontextprotocol/client)": async (headers) => {
     const client = new ClientV2({ name: "toolgate-test", version: "1.0.0" });
-    await client.connect(new TransportV2(new URL(`${gw.url}/mcp`), { requestInit: { headers } }));
+    await client.connect(new TransportV2(new URL(`${setup.gw.url}/mcp`), { requestInit: { headers } }));
     return client as unknown as AnyClient;
   },
   "official 1.x client (@modelcontextprotocol/sdk)": async (headers) => {
     const client = new ClientV1({ name: "toolgate-test", version: "1.0.0" });
-    await client.connect(new TransportV1(new URL(`${gw.url}/mcp`), { requestInit: { headers } }));
+    await client.connect(new TransportV1(new URL(`${setup.gw.url}/mcp`), { requestInit: { headers } }));
     return client as unknown as AnyClient;
   },
 };
@@ -67,7 +59,7 @@ function paymentRequired(result: CallResult) {
 const payerClient = (payer: ConstructorParameters<typeof ExactEvmScheme>[0]) =>
   x402Client.fromConfig({
     schemes: [{ network: "eip155:84532", client: new ExactEvmScheme(payer) }],
-    spendControls: { allowedAssets: [{ network: "eip155:84532", asset: chains.base.usdc }] },
+    spendControls: { allowedAssets: [{ network: "eip155:84532", asset: setup.chains.base.usdc }] },
   });
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
@@ -83,14 +75,14 @@ describe.each(Object.keys(CLIENTS).map((name, i) => [name, i] as const))("an age
       expect(offer.accepts.map((a: { network: string; amount: string }) => [a.network, a.amount])).toEqual([["eip155:84532", "2000"], ["eip155:80002", "2000"]]);
 
       const payload = await payerClient(payer).createPaymentPayload(offer);
-      const [payerBefore, payToBefore] = [await balanceOf(chains.base, payer.address), await balanceOf(chains.base, PAY_TO)];
+      const [payerBefore, payToBefore] = [await balanceOf(setup.chains.base, payer.address), await balanceOf(setup.chains.base, PAY_TO)];
       const paid = await client.callTool({ name: "hash", arguments: { text: "mcp" }, _meta: { "x402/payment": payload } });
       expect(paid.isError).toBeFalsy();
       expect(paid.structuredContent).toMatchObject({ digest: sha256("mcp") });
       const receipt = paid._meta?.["x402/payment-response"] as Record<string, unknown>;
       expect(receipt).toMatchObject({ success: true, network: "eip155:84532", payer: payer.address, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
-      expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore - PRICE);
-      expect(await balanceOf(chains.base, PAY_TO)).toBe(payToBefore + PRICE);
+      expect(await balanceOf(setup.chains.base, payer.address)).toBe(payerBefore - PRICE);
+      expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(payToBefore + PRICE);
 
       // The same payment for another call (other arguments) is refused, and nothing moves again.
       const again = await client.callTool({ name: "hash", arguments: { text: "something else" }, _meta: { "x402/payment": payload } });
@@ -103,10 +95,47 @@ describe.each(Object.keys(CLIENTS).map((name, i) => [name, i] as const))("an age
       // A malformed payment is answered with the offer again, saying what is wrong.
       const malformed = paymentRequired(await client.callTool({ name: "hash", arguments: { text: "mcp" }, _meta: { "x402/payment": { x402Version: 2 } } }));
       expect(malformed.details.reason).toEqual(expect.any(String));
-      expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore - PRICE);
-      expect(await balanceOf(chains.base, PAY_TO)).toBe(payToBefore + PRICE);
+      expect(await balanceOf(setup.chains.base, payer.address)).toBe(payerBefore - PRICE);
+      expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(payToBefore + PRICE);
       // Settled once, credited once, charged once.
-      const ledger = (await gw.services.store.ledger(walletAccountId(payer.address), { limit: 100 })).items.map((e) => [e.kind, e.amount]);
+      const ledger = (await setup.gw.services.store.ledger(walletAccountId(payer.address), { limit: 100 })).items.map((e) => [e.kind, e.amount]);
+      expect(ledger).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+});
+
+describe.each(Object.keys(CLIENTS).map((name, i) => [name, i] as const))("an agent naming its payment (x402 payment-identifier) with the %s", (name, i) => {
+  it("retries under a new authorization: answered from the first call, its authorization left unused; other arguments are refused, unsettled", async () => {
+    const payer = await fundedWallet(setup.chains.base, 52_001 + i);
+    const client = await CLIENTS[name]!({});
+    try {
+      const offer = paymentRequired(await client.callTool({ name: "hash", arguments: { text: "named" } }));
+      // The official client echoes the offer's extensions; the payment identifier is added to them, as its helper does.
+      appendPaymentIdentifierToExtensions(offer.extensions, `pay_mcp_named_000${i}`);
+      const pay = async (text: string) => {
+        const payload = await payerClient(payer).createPaymentPayload(offer);
+        const result = await client.callTool({ name: "hash", arguments: { text }, _meta: { "x402/payment": payload } });
+        return { result, nonce: (payload.payload as { authorization: { nonce: string } }).authorization.nonce };
+      };
+      const first = await pay("named");
+      expect(first.result.structuredContent).toMatchObject({ digest: sha256("named") });
+      expect(first.result._meta?.["x402/payment-response"]).toMatchObject({ success: true, payer: payer.address });
+
+      const again = await pay("named");
+      expect(again.result.isError).toBeFalsy();
+      expect([again.result.structuredContent, again.result.content]).toEqual([first.result.structuredContent, first.result.content]);
+      expect(again.result._meta?.["x402/payment-response"]).toBeUndefined(); // nothing was settled for it
+
+      const other = await pay("other arguments");
+      expect(other.result.isError).toBe(true);
+      expect(other.result.structuredContent).toBeUndefined();
+      expect(JSON.parse(other.result.content![0]!.text)).toMatchObject({ error: { code: "idempotency_conflict", param: "payment" } });
+
+      for (const { nonce } of [again, other]) expect(await authorizationUsed(setup.chains.base, payer.address, nonce)).toBe(false);
+      expect(await balanceOf(setup.chains.base, payer.address)).toBe(1_000_000n - PRICE);
+      const ledger = (await setup.gw.services.store.ledger(walletAccountId(payer.address), { limit: 100 })).items.map((e) => [e.kind, e.amount]);
       expect(ledger).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
     } finally {
       await client.close();
@@ -116,7 +145,7 @@ describe.each(Object.keys(CLIENTS).map((name, i) => [name, i] as const))("an age
 
 describe("a keyed MCP caller short of credits", () => {
   it("is offered the same payable result, and may pay for the call", async () => {
-    const { key } = await fundedAccount(gw.url, 0, "starter");
+    const { key } = await fundedAccount(setup.gw.url, 0, "starter");
     const client = await CLIENTS["official v2 client (@modelcontextprotocol/client)"]!({ "x-api-key": key });
     try {
       let result: CallResult;
@@ -143,10 +172,10 @@ describe("refusals before money moves", () => {
     try {
       const offer = paymentRequired(await client.callTool({ name: "hash", arguments: { text: "broke" } }));
       const payload = await payerClient(broke).createPaymentPayload(offer);
-      const payToBefore = await balanceOf(chains.base, PAY_TO);
+      const payToBefore = await balanceOf(setup.chains.base, PAY_TO);
       const refused = paymentRequired(await client.callTool({ name: "hash", arguments: { text: "broke" }, _meta: { "x402/payment": payload } }));
       expect(refused.error).toEqual(expect.any(String));
-      expect(await balanceOf(chains.base, PAY_TO)).toBe(payToBefore);
+      expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(payToBefore);
     } finally {
       await client.close();
     }
@@ -154,7 +183,7 @@ describe("refusals before money moves", () => {
 
   it("limits keyless MCP requests per client address", async () => {
     const list = () =>
-      fetch(`${gw.url}/mcp`, {
+      fetch(`${setup.gw.url}/mcp`, {
         method: "POST",
         headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
         body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
@@ -168,17 +197,21 @@ describe("refusals before money moves", () => {
     expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
   }, 30_000);
 
-  it("counts each message of a keyless JSON-RPC batch: a batch of 100 tools/list is refused", async () => {
+  it("counts each message of a keyless JSON-RPC batch: a batch of 100 tools/list is refused, then a lone tools/call is a readable rate_limited result", async () => {
     const from = { "x-forwarded-for": "203.0.113.77" }; // an address of its own (the test gateway trusts loopback proxies)
     const post = (body: unknown) =>
-      fetch(`${gw.url}/mcp`, {
+      fetch(`${setup.gw.url}/mcp`, {
         method: "POST",
         headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-03-26", ...from },
         body: JSON.stringify(body),
       });
     const batch = await post(Array.from({ length: 100 }, (_, i) => ({ jsonrpc: "2.0", id: i + 1, method: "tools/list" })));
     expect(batch.status).toBe(429);
-    // The batch used up the address's minute: a single message is refused too.
+    // The batch used up the address's minute: a single message is refused too…
     expect((await post({ jsonrpc: "2.0", id: 1, method: "tools/list" })).status).toBe(429);
+    // …and a lone tools/call is answered as a readable error result (clients throw on a 429), with the limit's Retry-After.
+    const limited = await post({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "hash", arguments: { text: "x" } } });
+    const text = await limited.text();
+    expect([limited.status, Number(limited.headers.get("retry-after")) > 0, text.includes('"isError":true'), text.includes("rate_limited")]).toEqual([200, true, true, true]);
   }, 30_000);
 });

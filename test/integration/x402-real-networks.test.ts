@@ -72,7 +72,7 @@ describe("discovery", () => {
 });
 
 describe("several RPC URLs per network", () => {
-  it("with the first of two URLs dead, payments still verify and settle (v2 with a payment-identifier, retried under a new authorization: one call)", async () => {
+  it("with the first of two URLs dead, payments still verify and settle (v2 with a payment-identifier, retried under a new authorization: one call, one settlement)", async () => {
     const payer = await funded(41_001);
     const [accepted] = decode((await hashCall({})).headers.get("payment-required")).accepts;
     const header = async () => {
@@ -88,6 +88,7 @@ describe("several RPC URLs per network", () => {
     // The client lost the answer and paid again under the same payment identifier: the answer is replayed.
     const again = await hashCall(await header(), "named");
     expect([again.status, again.headers.get("idempotent-replayed"), again.body]).toEqual([200, "true", first.body]);
+    expect(await balanceOf(chains.base, PAY_TO)).toBe(before + PRICE); // the second authorization was not settled
     const debits = (await ledgerOf(walletAccountId(payer.address))).filter(([kind]) => kind === "debit");
     expect(debits).toHaveLength(1);
   }, 40_000);

@@ -1,34 +1,25 @@
 import { createWalletClient, http, parseSignature, serializeSignature, toHex, type Hex } from "viem";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { TOKEN_ABI, anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
-import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
-import { PAY_TO, balanceOf, signAuthorization, startChains, v1Header, v2Header } from "../helpers/x402.js";
+import { call } from "../helpers/gateway.js";
+import { PAY_TO, balanceOf, paidGatewayFixture, signAuthorization, v1Header, v2Header } from "../helpers/x402.js";
 
 /** Every refused payment leaves nothing settled and nothing credited. */
 const PRICE = 2000n;
 const PAYER = anvilAccount(3);
 const OTHER = anvilAccount(4);
-let chains: Awaited<ReturnType<typeof startChains>>;
-let gw: TestGateway;
-beforeAll(async () => {
-  chains = await startChains([PAYER.address, OTHER.address]);
-  gw = await startGateway({ env: chains.env });
-}, 60_000);
-afterAll(async () => {
-  await gw?.stop();
-  await chains?.stop();
-});
+const setup = paidGatewayFixture({ fund: [PAYER.address, OTHER.address] });
 
-const pay = (header: Record<string, string>) => call(`${gw.url}/v1/tools/hash`, { method: "POST", body: { text: "x" }, headers: header });
+const pay = (header: Record<string, string>) => call(`${setup.gw.url}/v1/tools/hash`, { method: "POST", body: { text: "x" }, headers: header });
 const offeredV2 = async () => JSON.parse(Buffer.from((await pay({})).headers.get("payment-required")!, "base64").toString()).accepts as Record<string, unknown>[];
 
 async function expectNothingMoved(run: () => Promise<{ status: number; body: any }>, status: number, code: string) {
-  const before = await balanceOf(chains.base, PAY_TO);
+  const before = await balanceOf(setup.chains.base, PAY_TO);
   const res = await run();
   expect([res.status, res.body.error?.code]).toEqual([status, code]);
-  expect(await balanceOf(chains.base, PAY_TO)).toBe(before);
-  expect(await gw.services.store.getAccount(walletAccountId(PAYER.address)).then((a) => a?.balance ?? 0)).toBe(0);
+  expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before);
+  expect(await setup.gw.services.store.getAccount(walletAccountId(PAYER.address)).then((a) => a?.balance ?? 0)).toBe(0);
   return res;
 }
 
@@ -46,21 +37,21 @@ describe("refused payments", () => {
     ["a not-yet-valid authorization", () => ({ validAfter: now() + 3600n })],
   ])("refuses %s (v1), with the offer again", async (_name, change) => {
     const { value, ...rest } = change() as { value?: bigint };
-    const payload = await signAuthorization({ account: PAYER, chain: chains.base, value: value ?? PRICE, ...rest });
+    const payload = await signAuthorization({ account: PAYER, chain: setup.chains.base, value: value ?? PRICE, ...rest });
     const res = await expectNothingMoved(() => pay({ "x-payment": v1Header("base-sepolia", payload) }), 402, "payment_invalid");
     expect(res.body.accepts).toHaveLength(2);
     expect(res.body.error.reason).toEqual(expect.any(String));
   });
 
   it("refuses a network that is not enabled, and a malformed header", async () => {
-    const payload = await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE });
+    const payload = await signAuthorization({ account: PAYER, chain: setup.chains.base, value: PRICE });
     await expectNothingMoved(() => pay({ "x-payment": v1Header("base", payload) }), 402, "payment_invalid");
     await expectNothingMoved(() => pay({ "x-payment": "not base64 json" }), 402, "payment_invalid");
   });
 
   it("refuses a v2 payment whose accepted requirement was not offered (other asset, amount or chain)", async () => {
     const [offered] = await offeredV2();
-    const payload = await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE });
+    const payload = await signAuthorization({ account: PAYER, chain: setup.chains.base, value: PRICE });
     for (const accepted of [
       { ...offered, asset: "0x0000000000000000000000000000000000000bad" },
       { ...offered, amount: "1" },
@@ -73,13 +64,13 @@ describe("refused payments", () => {
 
   it("refuses a payer whose balance is too low", async () => {
     const poor = randomWallet(777);
-    const payload = await signAuthorization({ account: poor, chain: chains.base, value: PRICE });
+    const payload = await signAuthorization({ account: poor, chain: setup.chains.base, value: PRICE });
     const res = await pay({ "x-payment": v1Header("base-sepolia", payload) });
     expect([res.status, res.body.error.code, res.body.error.reason]).toEqual([402, "payment_invalid", "the payer's balance is too low"]);
   });
 
   it("refuses a high-s (malleable) signature", async () => {
-    const payload = await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE });
+    const payload = await signAuthorization({ account: PAYER, chain: setup.chains.base, value: PRICE });
     const { r, s, yParity } = parseSignature(payload.signature as Hex);
     const n = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
     const malleable = serializeSignature({ r, s: toHex(n - BigInt(s), { size: 32 }), yParity: yParity === 0 ? 1 : 0 });
@@ -88,30 +79,30 @@ describe("refused payments", () => {
   });
 
   it("refuses an authorization already used on chain", async () => {
-    const payload = await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE });
+    const payload = await signAuthorization({ account: PAYER, chain: setup.chains.base, value: PRICE });
     const { r, s, v } = parseSignature(payload.signature as Hex);
-    const outsider = createWalletClient({ account: anvilAccount(6), transport: http(chains.base.rpcUrl) });
+    const outsider = createWalletClient({ account: anvilAccount(6), transport: http(setup.chains.base.rpcUrl) });
     const a = payload.authorization;
     await outsider.writeContract({
-      address: chains.base.usdc,
+      address: setup.chains.base.usdc,
       abi: TOKEN_ABI,
       functionName: "transferWithAuthorization",
       args: [a.from, a.to, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce, Number(v), r, s],
       chain: null,
     } as never);
     await new Promise((r) => setTimeout(r, 200));
-    const before = await balanceOf(chains.base, PAY_TO);
+    const before = await balanceOf(setup.chains.base, PAY_TO);
     const res = await pay({ "x-payment": v1Header("base-sepolia", payload) });
     expect([res.status, res.body.error.code]).toEqual([409, "payment_already_used"]);
-    expect(await balanceOf(chains.base, PAY_TO)).toBe(before);
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before);
   });
 });
 
 describe("accepted forms", () => {
   it("normalises v = 0/1 signatures to 27/28", async () => {
     const payer = anvilAccount(5);
-    await chains.base.fund(payer.address, 10_000n);
-    const payload = await signAuthorization({ account: payer, chain: chains.base, value: PRICE });
+    await setup.chains.base.fund(payer.address, 10_000n);
+    const payload = await signAuthorization({ account: payer, chain: setup.chains.base, value: PRICE });
     const { r, s, yParity } = parseSignature(payload.signature as Hex);
     const lowV = `${r}${s.slice(2)}${(yParity ?? 0).toString(16).padStart(2, "0")}`;
     const res = await pay({ "x-payment": v1Header("base-sepolia", { ...payload, signature: lowV }) });
@@ -120,14 +111,14 @@ describe("accepted forms", () => {
 
   it("accepts a payment from an ERC-1271 smart-contract wallet", async () => {
     const owner = randomWallet(4242);
-    const walletAddress = await chains.base.deploySmartWallet(owner.address);
-    await chains.base.fund(walletAddress, 10_000n);
+    const walletAddress = await setup.chains.base.deploySmartWallet(owner.address);
+    await setup.chains.base.fund(walletAddress, 10_000n);
     const smartAccount = { ...owner, address: walletAddress } as typeof owner;
-    const payload = await signAuthorization({ account: smartAccount, chain: chains.base, value: PRICE, signer: owner });
-    const before = await balanceOf(chains.base, PAY_TO);
+    const payload = await signAuthorization({ account: smartAccount, chain: setup.chains.base, value: PRICE, signer: owner });
+    const before = await balanceOf(setup.chains.base, PAY_TO);
     const res = await pay({ "x-payment": v1Header("base-sepolia", payload) });
     expect(res.status).toBe(200);
-    expect(await balanceOf(chains.base, PAY_TO)).toBe(before + PRICE);
-    expect(await balanceOf(chains.base, walletAddress)).toBe(10_000n - PRICE);
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + PRICE);
+    expect(await balanceOf(setup.chains.base, walletAddress)).toBe(10_000n - PRICE);
   });
 });

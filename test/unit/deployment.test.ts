@@ -35,11 +35,13 @@ describe("docker-compose.yml", () => {
     expect(validate(compose) ? [] : validate.errors).toEqual([]);
   });
 
-  it("runs two gateway replicas behind a load balancer, the workers, and a durable Redis", () => {
+  it("runs two gateway replicas behind a load balancer, the workers, a durable Redis and PostgreSQL for the books", () => {
     const gateways = Object.entries(compose.services).filter(([, s]: [string, any]) => s.environment?.WORKERS_URL);
     expect(gateways.length).toBeGreaterThanOrEqual(2);
     for (const [, gateway] of gateways as [string, any][]) {
       expect(gateway.environment).toMatchObject({ NODE_ENV: "production", REDIS_URL: "redis://redis:6379", WORKERS_URL: "http://workers:8500" });
+      expect(gateway.environment.DATABASE_URL).toMatch(/^postgres:\/\/toolgate:\$\{POSTGRES_PASSWORD[^}]*\}@postgres:5432\/toolgate$/);
+      expect(gateway.depends_on.postgres).toEqual({ condition: "service_healthy" });
       // Configuration only through the environment: secrets come from ${…}, never literals.
       for (const name of ["ADMIN_API_KEY", "SECRET_KEY", "SMTP_URL", "PUBLIC_BASE_URL"]) expect(gateway.environment[name]).toMatch(/^\$\{/);
     }
@@ -49,6 +51,7 @@ describe("docker-compose.yml", () => {
     expect(haproxy).toMatch(/http-request deny .*path_beg \/metrics/);
     expect(compose.services.redis.command.join(" ")).toMatch(/--appendonly yes.*--maxmemory-policy noeviction/);
     expect(compose.services.workers.command).toEqual(["node", "dist/src/workers/main.js"]);
+    expect(compose.services.postgres.volumes).toEqual(["postgres-data:/var/lib/postgresql/data"]);
     expect(compose.services.anvil.profiles).toEqual(["dev"]);
   });
 });

@@ -9,7 +9,7 @@ import { TIER_NAMES } from "../tiers.js";
 import { pageOf, pageQuery } from "./usage.js";
 
 /** Operator endpoints, behind ADMIN_API_KEY. */
-function accountIdParam(id: string | undefined): string {
+export function accountIdParam(id: string | undefined): string {
   if (!id || !ACCOUNT_ID_PATTERN.test(id)) throw new ApiError("not_found", "No such account.", { param: "id" });
   return id;
 }

@@ -1,7 +1,9 @@
+import Papa from "papaparse";
 import { z } from "zod";
+import { usagePage } from "../../books/usage.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
-import { InvalidCursorError, type Page } from "../../store/types.js";
+import { InvalidCursorError, LEDGER_KINDS, type Page } from "../../store/types.js";
 import { ledgerEntryView, ledgerEntryViewSchema, listOf } from "../views.js";
 
 export const pageQuery = z.strictObject({
@@ -14,26 +16,99 @@ export async function pageOf<T>(load: Promise<Page<T>>): Promise<Page<T>> {
   try {
     return await load;
   } catch (err) {
-    if (err instanceof InvalidCursorError) throw new ApiError("invalid_cursor", "The cursor is not one this list handed out; use a next_cursor value, or omit it to start from the top.", { param: "cursor" });
+    if (err instanceof InvalidCursorError)
+      throw new ApiError(
+        "invalid_cursor",
+        "The cursor is not one this list handed out; use a next_cursor value, or omit it to start from the top.",
+        { param: "cursor" },
+      );
     throw err;
   }
 }
 
+/** JSON pages hold at most this many entries; a CSV export up to CSV_MAX_ROWS. */
+const JSON_MAX_ROWS = 100;
+const CSV_MAX_ROWS = 10_000;
+/** How long a usage read waits for the books' database (PGlite starting, PostgreSQL reconnecting) before 503. */
+const BOOKS_WAIT_MS = 5000;
+
+const usageQuery = z.strictObject({
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(CSV_MAX_ROWS)
+    .optional()
+    .describe(
+      `Entries per page: default 50, at most ${JSON_MAX_ROWS} (CSV: default and at most ${CSV_MAX_ROWS}).`,
+    ),
+  cursor: z.string().max(64).optional(),
+  tool: z.string().max(64).optional().describe("Only entries of this tool."),
+  key: z.string().max(64).optional().describe("Only entries made with this API key (its id)."),
+  kind: z.enum(LEDGER_KINDS).optional(),
+  from: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .describe("Entries at or after this time (ISO 8601)."),
+  to: z.iso.datetime({ offset: true }).optional().describe("Entries before this time (ISO 8601)."),
+  format: z
+    .enum(["json", "csv"])
+    .optional()
+    .describe("csv: the page as text/csv (also chosen by Accept: text/csv)."),
+});
+
+/** The CSV's columns are the JSON entry's fields, in the same order. */
+const CSV_COLUMNS = Object.keys(ledgerEntryViewSchema.shape) as (keyof z.infer<
+  typeof ledgerEntryViewSchema
+>)[];
+
 export const usage = defineRoute({
   method: "get",
   path: "/usage",
-  summary: "The account's ledger: every credit change, newest first, paginated.",
+  summary:
+    "The account's ledger: every credit change, newest first, paginated; filter by tool, key, kind and time; CSV with Accept: text/csv or format=csv.",
   auth: "key",
-  query: pageQuery,
+  query: usageQuery,
   response: listOf(ledgerEntryViewSchema),
-  async handler({ services, caller, query }) {
-    const page = await pageOf(services.store.ledger(caller.account.id, query));
-    return {
-      body: {
-        object: "list",
-        data: page.items.map(ledgerEntryView),
-        next_cursor: page.nextCursor,
-      },
+  async handler({ services, caller, query, req }) {
+    const csv =
+      query.format === "csv" ||
+      (query.format === undefined && req.accepts(["application/json", "text/csv"]) === "text/csv");
+    const limit = query.limit ?? (csv ? CSV_MAX_ROWS : 50);
+    if (!csv && limit > JSON_MAX_ROWS)
+      throw new ApiError(
+        "validation_failed",
+        `Invalid query field "limit": at most ${JSON_MAX_ROWS} (${CSV_MAX_ROWS} for a CSV export).`,
+        { param: "limit" },
+      );
+    const filter = {
+      tool: query.tool,
+      keyId: query.key,
+      kind: query.kind,
+      from: query.from === undefined ? undefined : Date.parse(query.from),
+      to: query.to === undefined ? undefined : Date.parse(query.to),
     };
+    const db = services.books ? await services.books.ready(BOOKS_WAIT_MS) : null;
+    const page = await pageOf(
+      usagePage(services.store, db, caller.account.id, filter, { cursor: query.cursor, limit }),
+    );
+    const data = page.items.map(ledgerEntryView);
+    if (csv) {
+      const body = Papa.unparse({
+        fields: [...CSV_COLUMNS],
+        data: data.map((e) => CSV_COLUMNS.map((column) => e[column] ?? "")),
+      });
+      const next = page.nextCursor
+        ? new URLSearchParams({ ...(req.query as Record<string, string>), cursor: page.nextCursor })
+        : null;
+      return {
+        text: { contentType: "text/csv; charset=utf-8", body: `${body}\r\n` },
+        headers: {
+          "Content-Disposition": 'attachment; filename="usage.csv"',
+          ...(next ? { Link: `<${req.baseUrl}${req.path}?${next}>; rel="next"` } : {}),
+        },
+      };
+    }
+    return { body: { object: "list", data, next_cursor: page.nextCursor } };
   },
 });

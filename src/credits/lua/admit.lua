@@ -48,7 +48,9 @@ local cost = tonumber(ARGV[3])
 local charged, events = false, {}
 if cost > 0 and redis.call('EXISTS', KEYS[5]) == 0 then
   if a.balance < cost then return cjson.encode({ status = 'insufficient_credits', account = a, rate = rate }) end
-  events = debit(a, keys, cost, now, ARGV[4], ARGV[6], ARGV[5], ARGV[7], ARGV[8], ARGV[9], tonumber(ARGV[12]))
+  local key_name = ''
+  if key_id ~= cjson.null then key_name = key_id end
+  events = debit(a, keys, cost, now, ARGV[4], ARGV[6], ARGV[5], key_name, ARGV[7], ARGV[8], ARGV[9], tonumber(ARGV[12]))
   charged = true
 end
 return cjson.encode({ status = 'ok', account = a, key_id = key_id, rate = rate, charged = charged, events = events })

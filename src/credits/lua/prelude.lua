@@ -18,9 +18,10 @@ local function load_account(key)
   return a
 end
 
-local function ledger_add(key, at, kind, amount, balance, reason, request_id, tool)
+-- The entry's fields are what the books exporter copies to PostgreSQL (src/books/exporter.ts).
+local function ledger_add(key, at, kind, amount, balance, reason, request_id, tool, key_id)
   redis.call('XADD', key, '*', 'at', at, 'kind', kind, 'amount', amount, 'balance', balance,
-    'reason', reason, 'request_id', request_id, 'tool', tool or '')
+    'reason', reason, 'request_id', request_id, 'tool', tool or '', 'key', key_id or '')
 end
 
 local function emit(outbox_key, id, event, timestamp, account_id, data)
@@ -45,10 +46,10 @@ end
 -- credits.low fires once when the balance drops below ceil(reference / 5), i.e. below 20%
 -- of the reference level; credits.depleted fires once when it reaches 0. Both re-arm on the
 -- next top-up.
-local function debit(a, keys, cost, at, request_id, reason, tool, evt_low, evt_depleted, iso, op_ttl)
+local function debit(a, keys, cost, at, request_id, reason, tool, key_id, evt_low, evt_depleted, iso, op_ttl)
   a.balance = redis.call('HINCRBY', keys.account, 'balance', -cost)
-  ledger_add(keys.ledger, at, 'debit', -cost, a.balance, reason, request_id, tool)
-  redis.call('HSET', keys.op, 'cost', cost, 'state', 'charged', 'tool', tool)
+  ledger_add(keys.ledger, at, 'debit', -cost, a.balance, reason, request_id, tool, key_id)
+  redis.call('HSET', keys.op, 'cost', cost, 'state', 'charged', 'tool', tool, 'key', key_id)
   redis.call('EXPIRE', keys.op, op_ttl)
   local events = {}
   local tool_name = cjson.null

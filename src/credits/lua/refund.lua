@@ -4,14 +4,14 @@
 -- The failed call's Idempotency-Key is forgotten in the same step as the refund: a retry then
 -- runs (and is charged) anew, and no crash between the two can hand it a refunded debit.
 if ARGV[4] == '1' then redis.call('DEL', KEYS[5]) end
-local op = redis.call('HMGET', KEYS[3], 'cost', 'state', 'tool')
+local op = redis.call('HMGET', KEYS[3], 'cost', 'state', 'tool', 'key')
 if op[2] == 'refunded' then return cjson.encode({ status = 'already_refunded' }) end
 if op[2] ~= 'charged' then return cjson.encode({ status = 'not_charged' }) end
 local amount = tonumber(op[1])
 redis.call('HSET', KEYS[3], 'state', 'refunded')
 local balance = redis.call('HINCRBY', KEYS[1], 'balance', amount)
--- The refund row names the tool whose debit it returns.
-ledger_add(KEYS[2], now_ms(), 'refund', amount, balance, ARGV[2], ARGV[1], op[3] or '')
+-- The refund row names the tool (and key) whose debit it returns.
+ledger_add(KEYS[2], now_ms(), 'refund', amount, balance, ARGV[2], ARGV[1], op[3] or '', op[4] or '')
 for _, e in ipairs(cjson.decode(ARGV[3])) do
   emit(KEYS[4], e.id, e.event, e.timestamp, e.account_id, e.data)
 end

@@ -4,13 +4,14 @@ import type { DocumentConfig } from "../../http/route.js";
 import { TOOLS } from "../catalogue/index.js";
 import { formatCredits, priceOf } from "../pricing.js";
 import { jsonSchemasOf, withoutDialect } from "../views.js";
+import { describedTool } from "../custom/spec.js";
 
 /**
  * How `POST /v1/tools/{name}` appears in the OpenAPI document: one operation per tool, with the
  * tool's own input and output schemas and price, so client generators get a typed method each.
  */
 export function callToolDocument(config: DocumentConfig): Record<string, Json> {
-  const entries = TOOLS.map((tool) => {
+  const entries = [...TOOLS, ...(config.upstream?.tools ?? []).map(describedTool)].map((tool) => {
     const { input, output } = jsonSchemasOf(tool);
     const price = priceOf(tool, config.creditPriceAtomic);
     const [inputSchema, outputSchema] = [withoutDialect(input), withoutDialect(output)];

@@ -1,12 +1,16 @@
 import { ApiError } from "../../http/errors.js";
-import { presentedKey } from "../../http/auth.js";
+import type { Request } from "express";
+import { authenticate, presentedKey } from "../../http/auth.js";
+import type { Services } from "../../services.js";
+import { isPrivateTool } from "../custom/registry.js";
+import type { ToolDefinition } from "../definition.js";
 import { defineRoute } from "../../http/route.js";
 import { paymentChallenge } from "../../payments/offer.js";
 import { toolExtensions } from "../../payments/discovery.js";
 import { offerForResource } from "../../payments/take-payment.js";
 import { readPaymentHeader } from "../../payments/wire.js";
 import { callPaidTool } from "../paid-call.js";
-import { findTool } from "../catalogue/index.js";
+import { toolNotFound } from "../lookup.js";
 import { invokeTool, type ToolCallResult } from "../invoke.js";
 import { atomicPrice } from "../../lib/money.js";
 import { formatCredits } from "../pricing.js";
@@ -17,6 +21,24 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 /** The answer of a call, however it was paid for. */
 function reply(result: ToolCallResult, extraHeaders: Record<string, string> = {}) {
   return { status: result.status, raw: result.body, headers: { ...result.headers, ...(result.replayed ? { "Idempotent-Replayed": "true" } : {}), ...extraHeaders } };
+}
+
+/**
+ * The tool a call names: a public one (catalogue, operator), else — for a keyed call — one of the
+ * account's own tools. A keyed caller naming neither is authenticated before hearing "not found",
+ * so nobody learns which tools an account has without one of its keys. Public tools cost no
+ * store read here: a catalogue call keeps its one round trip.
+ */
+async function resolveTool(services: Services, req: Request, name: string, requestId: string): Promise<ToolDefinition> {
+  const known = services.upstream.findPublic(name);
+  if (known) return known;
+  if (req.get("x-api-key")) {
+    const key = presentedKey(req);
+    const own = await services.upstream.find(name, key.accountId);
+    if (own) return own;
+    await authenticate(services, key, requestId);
+  }
+  throw toolNotFound(name);
 }
 
 /**
@@ -31,13 +53,12 @@ export const callTool = defineRoute({
     auth: "public",
     document: callToolDocument,
     async handler({ services, req, res, params, requestId }) {
-      const tool = findTool(params.name!);
-      if (!tool) throw new ApiError("tool_not_found", `No tool named ${params.name}. GET /v1/tools lists them.`);
+      const tool = await resolveTool(services, req, params.name!, requestId);
       const idempotencyKey = req.get("idempotency-key") ?? null;
       if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
         throw new ApiError("validation_failed", "Idempotency-Key must be 1 to 255 printable ASCII characters.", { param: "Idempotency-Key" });
       }
-      const forward = services.pools.proxy(req, res);
+      const forward = services.upstream.forwarderFor(tool, services.pools.proxy(req, res));
       const price = atomicPrice(tool.cost, services.config.creditPriceAtomic);
       // The x402 offer is built only when it is needed: keyed calls that can pay never see it.
       const offer = () => offerForResource(services, price, `/v1/tools/${tool.name}`, `${tool.title}: one call (${formatCredits(tool.cost)})`, toolExtensions(tool));
@@ -74,7 +95,7 @@ export const callTool = defineRoute({
       try {
         return reply(await invokeTool(services, { tool, input: req.body, key, idempotencyKey, requestId }, forward));
       } catch (err) {
-        if (services.payments && err instanceof ApiError && err.code === "insufficient_credits") {
+        if (services.payments && !isPrivateTool(tool) && err instanceof ApiError && err.code === "insufficient_credits") {
           throw paymentChallenge("insufficient_credits", `${err.message} Buy credits, or pay for this call with x402.`, offer(), err.options.details).withHeaders(err.options.headers ?? {});
         }
         throw err;

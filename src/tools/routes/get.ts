@@ -1,18 +1,23 @@
-import { ApiError } from "../../http/errors.js";
+import { authenticateKey } from "../../http/auth.js";
 import { defineRoute } from "../../http/route.js";
-import { findTool } from "../catalogue/index.js";
-import { z } from "zod";
+import { toolNotFound } from "../lookup.js";
 import { toolView, toolViewSchema } from "../views.js";
 
 export const getTool = defineRoute({
   method: "get",
   path: "/:name",
-  summary: "One tool of the catalogue, by name or alias. Public.",
+  summary: "One tool, by name or alias. Public; with an x-api-key, also one of the account's own custom tools.",
   auth: "public",
   response: toolViewSchema,
-  async handler({ services, params }) {
-    const tool = findTool(params.name!);
-    if (!tool) throw new ApiError("tool_not_found", `No tool named ${params.name}. GET /v1/tools lists them.`);
-    return { body: toolView(tool, services.config.creditPriceAtomic, services.pools.unavailableReason(tool.name)) };
+  async handler({ services, params, req, res, requestId }) {
+    let tool = services.upstream.findPublic(params.name!) ?? null;
+    let own = false;
+    if (!tool && req.get("x-api-key")) {
+      const caller = await authenticateKey(services, req, res, requestId);
+      tool = await services.upstream.find(params.name!, caller.account.id);
+      own = tool !== null;
+    }
+    if (!tool) throw toolNotFound(params.name!);
+    return { body: { ...toolView(tool, services.config.creditPriceAtomic, services.pools.unavailableReason(tool.name)), ...(own ? { private: true } : {}) } };
   },
 });

@@ -1,6 +1,9 @@
 import { z } from "zod";
+import { authenticateKey } from "../../http/auth.js";
 import { defineRoute } from "../../http/route.js";
 import { TOOLS } from "../catalogue/index.js";
+import { publicTools } from "../custom/registry.js";
+import type { ToolDefinition } from "../definition.js";
 import { CATEGORIES } from "../definition.js";
 import { searchTools } from "../search.js";
 import { toolView, toolViewSchema } from "../views.js";
@@ -8,16 +11,23 @@ import { toolView, toolViewSchema } from "../views.js";
 export const listTools = defineRoute({
   method: "get",
   path: "/",
-  summary: "The tool catalogue: every tool with its price, availability and input/output JSON Schemas; `q` ranks by a text search over names, tags and descriptions, `category` filters. Public.",
+  summary:
+    "The tool catalogue: every tool with its price, availability and input/output JSON Schemas; `q` ranks by a text search over names, tags and descriptions, `category` filters. Public; with an x-api-key, the account's own custom tools are listed too (`private: true`).",
   auth: "public",
   query: z.object({
     q: z.string().max(200).optional().describe("Words to search for; the best matches come first."),
     category: z.enum(Object.keys(CATEGORIES) as [keyof typeof CATEGORIES]).optional().describe("Only tools of this category (GET /v1/tools/categories)."),
   }),
   response: z.object({ object: z.literal("list"), data: z.array(toolViewSchema) }),
-  async handler({ services, query }) {
-    const tools = query.q || query.category ? searchTools(TOOLS, query.q ?? "", query.category) : TOOLS;
-    const data = tools.map((tool) => toolView(tool, services.config.creditPriceAtomic, services.pools.unavailableReason(tool.name)));
+  async handler({ services, query, req, res, requestId }) {
+    // Only a valid key of the account shows its own tools (and counts as a request of that account).
+    const own: ToolDefinition[] = req.get("x-api-key") ? await services.upstream.listPrivate((await authenticateKey(services, req, res, requestId)).account.id) : [];
+    const all = [...publicTools(services, TOOLS), ...own];
+    const tools = query.q || query.category ? searchTools(all, query.q ?? "", query.category) : all;
+    const data = tools.map((tool) => ({
+      ...toolView(tool, services.config.creditPriceAtomic, services.pools.unavailableReason(tool.name)),
+      ...(own.includes(tool) ? { private: true } : {}),
+    }));
     return { body: { object: "list", data } };
   },
 });

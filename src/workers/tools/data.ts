@@ -13,7 +13,7 @@ const invalid = (message: string, param: string) => new WorkerError(422, "invali
 export const jsonpath = implement(jsonpathQuery, {
   async run(input) {
     // "safe" evaluates filter expressions with jsonpath-plus's own interpreter, never eval().
-    const found = withTimeLimit(1000, "This JSONPath query", () => {
+    const found = withTimeLimit(1000, "This JSONPath query", "path", () => {
       try {
         return JSONPath({ path: input.path, json: input.json as object, resultType: "all", eval: "safe", wrap: true }) as { path: string; value: unknown }[];
       } catch (err) {

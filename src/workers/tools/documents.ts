@@ -20,14 +20,34 @@ import {
   yamlConvert,
 } from "../../tools/catalogue/documents.js";
 import { WorkerError } from "../errors.js";
+import { withTimeLimit } from "../time-limit.js";
 import { implement } from "./implementation.js";
+
+/**
+ * The markup converters run on the worker's event loop, which every light tool shares, and their
+ * cost grows faster than their input on hostile nesting (100,000 unclosed <div>s take
+ * sanitize-html half a minute): each run is cut off after this long, or when it recurses too
+ * deep, and answered 422 naming the field.
+ */
+const MARKUP_LIMIT_MS = 2000;
+
+function boundedMarkup<T>(what: string, param: string, fn: () => T): T {
+  return withTimeLimit(MARKUP_LIMIT_MS, what, param, () => {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof RangeError) throw new WorkerError(422, "resource_limit", `${what} is nested too deeply to convert.`, param);
+      throw err;
+    }
+  });
+}
 
 export const turndown = new TurndownService({ headingStyle: "atx", codeBlockStyle: "fenced", bulletListMarker: "-" });
 turndown.remove(["script", "style", "noscript"]);
 
 export const toMarkdown = implement(htmlToMarkdown, {
   async run(input) {
-    return { markdown: turndown.turndown(input.html) };
+    return { markdown: boundedMarkup("This HTML", "html", () => turndown.turndown(input.html)) };
   },
 });
 
@@ -46,7 +66,7 @@ const marked = new Marked({
 
 export const toHtml = implement(markdownToHtml, {
   async run(input) {
-    return { html: await marked.parse(input.markdown) };
+    return { html: boundedMarkup("This Markdown", "markdown", () => marked.parse(input.markdown, { async: false })) };
   },
 });
 
@@ -201,12 +221,14 @@ export const yamlJson = implement(yamlConvert, {
 export const sanitize = implement(htmlSanitize, {
   async run(input) {
     const allowedTags = [...(input.allowed_tags ?? sanitizeHtml.defaults.allowedTags), ...(input.allow_images ? ["img"] : [])];
-    const clean = sanitizeHtml(input.html, {
-      allowedTags,
-      allowedAttributes: { ...sanitizeHtml.defaults.allowedAttributes, img: ["src", "alt", "title", "width", "height"] },
-      allowedSchemes: ["http", "https", "mailto"],
-      allowedSchemesByTag: { img: ["http", "https"] },
-    });
+    const clean = boundedMarkup("This HTML", "html", () =>
+      sanitizeHtml(input.html, {
+        allowedTags,
+        allowedAttributes: { ...sanitizeHtml.defaults.allowedAttributes, img: ["src", "alt", "title", "width", "height"] },
+        allowedSchemes: ["http", "https", "mailto"],
+        allowedSchemesByTag: { img: ["http", "https"] },
+      }),
+    );
     return { html: clean, removed: clean !== input.html };
   },
 });

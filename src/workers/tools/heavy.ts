@@ -246,9 +246,34 @@ const noLoader = (vega: typeof Vega) =>
     sanitize: () => Promise.reject(new Error("remote data is not allowed; send data.values")),
   });
 
+/** Rows a chart may generate itself (a `sequence` data source, imputed key values). */
+const MAX_GENERATED_ROWS = 100_000;
+
+/**
+ * Refuses a specification that generates more rows than the budget: `{"sequence": {"start": 0,
+ * "stop": 5e7}}` is a few bytes that expand to 50 million objects, past the thread's heap limit —
+ * and a V8 heap exhausted in some allocation paths aborts the whole worker process, not only the
+ * thread, so this is checked before anything is built.
+ */
+function checkGeneratedRows(spec: unknown): void {
+  const walk = (node: unknown): void => {
+    if (!node || typeof node !== "object") return;
+    if (Array.isArray(node)) return node.forEach(walk);
+    const o = node as Record<string, unknown>;
+    if (typeof o.start === "number" && typeof o.stop === "number") {
+      const step = typeof o.step === "number" && o.step !== 0 ? Math.abs(o.step) : 1;
+      if (Math.abs(o.stop - o.start) / step > MAX_GENERATED_ROWS) throw invalid(`The chart would generate more than ${MAX_GENERATED_ROWS} rows; it was refused.`, "spec");
+    }
+    if (typeof o.maxbins === "number" && o.maxbins > 10_000) throw invalid("The chart asks for more than 10000 bins; it was refused.", "spec");
+    Object.values(o).forEach(walk);
+  };
+  walk(spec);
+}
+
 const chart = implement(chartRender, {
   async run(input) {
     if (JSON.stringify(input.spec).includes('"url"')) throw invalid("The chart may not load data or images from URLs; send the data inline as data.values.", "spec");
+    checkGeneratedRows(input.spec);
     const [vega, { compile: compileVegaLite }] = await Promise.all([lib.vega(), lib.vegaLite()]);
     let view: Vega.View;
     try {
@@ -299,15 +324,20 @@ const qrRead = implement(qrDecode, {
   },
 });
 
+/**
+ * This thread's QuickJS instance. Freeing a runtime that an interrupted script left with live
+ * promise jobs can fail QuickJS's own assertion, which aborts the WebAssembly instance for good:
+ * the instance is then dropped and the next call starts a fresh one.
+ */
+let quickjs: Promise<import("quickjs-emscripten").QuickJSWASMModule> | null = null;
+
 const sandbox = implement(jsSandbox, {
   async run(input) {
-    const { getQuickJS, shouldInterruptAfterDeadline } = await lib.quickjs();
-    const QuickJS = await getQuickJS();
+    const { newQuickJSWASMModule, shouldInterruptAfterDeadline } = await lib.quickjs();
+    const QuickJS = await (quickjs ??= newQuickJSWASMModule());
     const runtime = QuickJS.newRuntime();
     runtime.setMemoryLimit(input.memory_limit_mb * 1024 * 1024);
     runtime.setMaxStackSize(1024 * 1024);
-    const started = Date.now();
-    runtime.setInterruptHandler(shouldInterruptAfterDeadline(started + input.time_limit_ms));
     const vm = runtime.newContext();
     const lines: string[] = [];
     try {
@@ -326,24 +356,59 @@ const sandbox = implement(jsSandbox, {
       vm.setProp(vm.global, "input", parsed);
       parsed.dispose();
 
-      const result = vm.evalCode(input.code, "script.js");
-      const duration_ms = Date.now() - started;
-      if (result.error) {
-        const error = vm.dump(result.error) as { name?: string; message?: string } | string;
-        result.error.dispose();
+      const overran = () => Date.now() - started >= input.time_limit_ms;
+      const ranTooLong = () => new WorkerError(422, "resource_limit", `The script ran longer than ${input.time_limit_ms} ms and was stopped.`, "code");
+      /** The script's own error as text; running out of time or memory is the caller's 422. */
+      const failure = (handle: QuickJSHandle): string => {
+        const error = vm.dump(handle) as { name?: string; message?: string } | string;
+        handle.dispose();
         const message = typeof error === "string" ? error : `${error.name ?? "Error"}: ${error.message ?? ""}`;
-        if (/interrupted/i.test(message) && duration_ms >= input.time_limit_ms) {
-          throw new WorkerError(422, "resource_limit", `The script ran longer than ${input.time_limit_ms} ms and was stopped.`, "code");
-        }
+        // Past the deadline, whatever the interruption surfaced as (QuickJS may report it from a promise job as a TypeError).
+        if (overran()) throw ranTooLong();
         if (/out of memory/i.test(message)) throw new WorkerError(422, "resource_limit", `The script used more than ${input.memory_limit_mb} MB and was stopped.`, "code");
-        return { result: null, console: lines, error: message, duration_ms };
+        return message;
+      };
+      const done = (result: unknown, error: string | null) => ({ result, console: lines, error, duration_ms: Date.now() - started });
+
+      // The clock starts with the caller's code, not with setting up its sandbox.
+      const started = Date.now();
+      runtime.setInterruptHandler(shouldInterruptAfterDeadline(started + input.time_limit_ms));
+      const result = vm.evalCode(input.code, "script.js");
+      // A script that ends in a promise (an async function's result) is settled here: its jobs
+      // run under the same deadline and memory limit, so `for (;;) await null` is stopped too.
+      const jobs = result.error ? null : runtime.executePendingJobs();
+      // Reading the outcome must not be interrupted in turn once the deadline has passed.
+      runtime.removeInterruptHandler();
+      if (result.error) return done(null, failure(result.error));
+      if (jobs?.error) {
+        result.value.dispose();
+        if (overran()) {
+          jobs.error.dispose();
+          throw ranTooLong();
+        }
+        return done(null, failure(jobs.error));
       }
-      const value = vm.dump(result.value) as unknown;
+      const state = vm.getPromiseState(result.value);
+      if (state.type === "pending") {
+        result.value.dispose();
+        if (overran()) throw ranTooLong();
+        return done(null, "The script's promise never settled.");
+      }
+      if (state.type === "rejected") {
+        result.value.dispose();
+        return done(null, failure(state.error));
+      }
+      const value = vm.dump(state.value) as unknown;
+      if (!state.notAPromise) state.value.dispose();
       result.value.dispose();
-      return { result: JSON.parse(JSON.stringify(value ?? null)) as unknown, console: lines, error: null, duration_ms };
+      return done(JSON.parse(JSON.stringify(value ?? null)) as unknown, null);
     } finally {
-      vm.dispose();
-      runtime.dispose();
+      try {
+        vm.dispose();
+        runtime.dispose();
+      } catch {
+        quickjs = null;
+      }
     }
   },
 });

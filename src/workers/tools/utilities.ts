@@ -36,7 +36,7 @@ export const schemaValidate = implement(jsonSchemaValidate, {
   async run(input) {
     const draft07 = typeof input.schema === "object" && String(input.schema.$schema ?? "").includes("draft-07");
     const ajv = withFormats(draft07 ? new Ajv({ strict: false, allErrors: true }) : new Ajv2020({ strict: false, allErrors: true }));
-    return withTimeLimit(CPU_LIMIT_MS, "Validating against this schema", () => {
+    return withTimeLimit(CPU_LIMIT_MS, "Validating against this schema", "schema", () => {
       let validate;
       try {
         validate = ajv.compile(input.schema as object);
@@ -50,12 +50,24 @@ export const schemaValidate = implement(jsonSchemaValidate, {
   },
 });
 
+/**
+ * Each of the two diffs (the changes, and the unified patch) may run this long: two long texts
+ * that share nothing cost O(N·D), minutes on the worker's event loop, which every light tool shares.
+ */
+const DIFF_LIMIT_MS = 750;
+
 export const diff = implement(textDiff, {
   async run(input) {
-    const parts = input.mode === "words" ? diffWords(input.old, input.new) : input.mode === "chars" ? diffChars(input.old, input.new) : diffLines(input.old, input.new);
+    const bounded = { timeout: DIFF_LIMIT_MS };
+    const parts =
+      input.mode === "words" ? diffWords(input.old, input.new, bounded) : input.mode === "chars" ? diffChars(input.old, input.new, bounded) : diffLines(input.old, input.new, bounded);
+    const unified = parts && createTwoFilesPatch("old", "new", input.old, input.new, "", "", { context: 3, ...bounded });
+    if (!parts || unified === undefined) {
+      throw new WorkerError(422, "resource_limit", `These texts differ too much to compare within ${DIFF_LIMIT_MS} ms; compare smaller parts, or by lines.`, "new");
+    }
     const changes = parts.map((p) => ({ type: p.added ? ("added" as const) : p.removed ? ("removed" as const) : ("unchanged" as const), value: p.value }));
     const count = (type: string) => parts.filter((p) => (type === "added" ? p.added : p.removed)).reduce((n, p) => n + (p.count ?? 1), 0);
-    return { changes, added: count("added"), removed: count("removed"), unified: createTwoFilesPatch("old", "new", input.old, input.new, "", "", { context: 3 }) };
+    return { changes, added: count("added"), removed: count("removed"), unified };
   },
 });
 
@@ -71,7 +83,7 @@ export const regex = implement(regexTest, {
       const reason = (err as Error).message.replace(/^Invalid regular expression: /, "");
       throw new WorkerError(422, "invalid_input", `Invalid regular expression: ${reason}`, "pattern");
     }
-    const found = withTimeLimit(CPU_LIMIT_MS, "Matching this pattern", () => {
+    const found = withTimeLimit(CPU_LIMIT_MS, "Matching this pattern", "pattern", () => {
       const list: RegExpExecArray[] = [];
       if (!re.global && !re.sticky) {
         const m = re.exec(input.text);

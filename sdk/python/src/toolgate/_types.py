@@ -134,6 +134,8 @@ class LedgerEntry(_Record):
     reason: str
     request_id: str
     tool: str | None = None
+    key_id: str | None = None
+    """The API key whose call made the entry (debits and their refunds)."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 

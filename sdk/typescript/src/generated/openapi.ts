@@ -309,6 +309,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/custom-tools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the account's custom tools (Business tier). */
+        get: operations["getCustomtools"];
+        put?: never;
+        /** Register the account's own HTTPS endpoint as a private tool: name, description, input/output JSON Schema, price in credits, timeout (Business tier). */
+        post: operations["postCustomtools"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/custom-tools/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of the account's custom tools (Business tier). */
+        get: operations["getCustomtoolsName"];
+        put?: never;
+        post?: never;
+        /** Remove one of the account's custom tools; later calls to it are 404 tool_not_found (Business tier). */
+        delete: operations["deleteCustomtoolsName"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events": {
         parameters: {
             query?: never;
@@ -419,7 +455,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The account's ledger: every credit change, newest first, paginated. */
+        /** The account's ledger: every credit change, newest first, paginated; filter by tool, key, kind and time; CSV with Accept: text/csv or format=csv. */
         get: operations["getUsage"];
         put?: never;
         post?: never;
@@ -749,7 +785,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tool catalogue: every tool with its price, availability and input/output JSON Schemas; `q` ranks by a text search over names, tags and descriptions, `category` filters. Public. */
+        /** The tool catalogue: every tool with its price, availability and input/output JSON Schemas; `q` ranks by a text search over names, tags and descriptions, `category` filters. Public; with an x-api-key, the account's own custom tools are listed too (`private: true`). */
         get: operations["get"];
         put?: never;
         post?: never;
@@ -766,7 +802,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One tool of the catalogue, by name or alias. Public. */
+        /** One tool, by name or alias. Public; with an x-api-key, also one of the account's own custom tools. */
         get: operations["getName"];
         put?: never;
         post?: never;
@@ -2259,7 +2295,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "invalid_token" | "insufficient_credits" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "last_active_key" | "invalid_cursor" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "store_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy";
+                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "invalid_token" | "insufficient_credits" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "invalid_cursor" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "store_unavailable" | "books_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy";
                 message: string;
                 /** @description The input field the error is about, as a dotted path. */
                 param?: string;
@@ -2398,9 +2434,9 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
-                        features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                        features_coming: ("analytics" | "sso" | "dedicated_workers")[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
@@ -2578,9 +2614,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                            features_coming: ("analytics" | "sso" | "dedicated_workers")[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -2677,9 +2713,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                            features_coming: ("analytics" | "sso" | "dedicated_workers")[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -2861,9 +2897,9 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
-                        features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                        features_coming: ("analytics" | "sso" | "dedicated_workers")[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
@@ -3789,9 +3825,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                            features_coming: ("analytics" | "sso" | "dedicated_workers")[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -3804,6 +3840,429 @@ export interface operations {
                         credits_added: number;
                         network: string;
                         transaction: string;
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getCustomtools: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            created_at: string;
+                            description: string;
+                            /** @description Where the account's keys call it: POST, or MCP tools/call by name. */
+                            endpoint: string;
+                            input_schema: {
+                                [key: string]: unknown;
+                            };
+                            name: string;
+                            output_schema: {
+                                [key: string]: unknown;
+                            };
+                            price: {
+                                credits: number;
+                                usd: string;
+                                /** @description USDC atomic units (6 decimals). */
+                                usdc_atomic: string;
+                            };
+                            timeout_ms: number;
+                            title: string;
+                            url: string;
+                        }[];
+                        /** @constant */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postCustomtools: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description What the tool does, for people and models choosing a tool. */
+                    description: string;
+                    /** @description A JSON Schema (draft 2020-12) with "type": "object" at its root. */
+                    input_schema: {
+                        [key: string]: unknown;
+                    };
+                    /** @description The tool's name: its path is /v1/tools/{name}. Must not be a catalogue tool's name or alias. */
+                    name: string;
+                    /** @description A JSON Schema the endpoint's answer must match (a JSON object); default: any JSON object. */
+                    output_schema?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Credits per successful call. */
+                    price_credits: number;
+                    /**
+                     * @description How long the endpoint may take; past it the call is 504 tool_timeout, refunded.
+                     * @default 10000
+                     */
+                    timeout_ms?: number;
+                    /** @description A short human title; default: the name. */
+                    title?: string;
+                    /** @description The endpoint called with POST and the validated input as JSON: https (http only to loopback, in development). */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at: string;
+                        description: string;
+                        /** @description Where the account's keys call it: POST, or MCP tools/call by name. */
+                        endpoint: string;
+                        input_schema: {
+                            [key: string]: unknown;
+                        };
+                        name: string;
+                        output_schema: {
+                            [key: string]: unknown;
+                        };
+                        price: {
+                            credits: number;
+                            usd: string;
+                            /** @description USDC atomic units (6 decimals). */
+                            usdc_atomic: string;
+                        };
+                        timeout_ms: number;
+                        title: string;
+                        url: string;
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getCustomtoolsName: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at: string;
+                        description: string;
+                        /** @description Where the account's keys call it: POST, or MCP tools/call by name. */
+                        endpoint: string;
+                        input_schema: {
+                            [key: string]: unknown;
+                        };
+                        name: string;
+                        output_schema: {
+                            [key: string]: unknown;
+                        };
+                        price: {
+                            credits: number;
+                            usd: string;
+                            /** @description USDC atomic units (6 decimals). */
+                            usdc_atomic: string;
+                        };
+                        timeout_ms: number;
+                        title: string;
+                        url: string;
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteCustomtoolsName: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        deleted: true;
+                        name: string;
                     };
                 };
             };
@@ -4400,9 +4859,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                            features_coming: ("analytics" | "sso" | "dedicated_workers")[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -4510,9 +4969,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "custom_endpoints" | "sso" | "dedicated_workers")[];
+                            features_coming: ("analytics" | "sso" | "dedicated_workers")[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -4590,7 +5049,13 @@ export interface operations {
         parameters: {
             query?: {
                 cursor?: string;
+                format?: "json" | "csv";
+                from?: string;
+                key?: string;
+                kind?: "grant" | "purchase" | "allowance" | "debit" | "refund";
                 limit?: number;
+                to?: string;
+                tool?: string;
             };
             header?: never;
             path?: never;
@@ -4618,6 +5083,8 @@ export interface operations {
                             at: string;
                             balance: number;
                             id: string;
+                            /** @description The API key whose call made the entry (debits and their refunds). */
+                            key_id: string | null;
                             /** @enum {string} */
                             kind: "grant" | "purchase" | "allowance" | "debit" | "refund";
                             reason: string;
@@ -5881,6 +6348,8 @@ export interface operations {
                                 /** @description USDC atomic units (6 decimals). */
                                 usdc_atomic: string;
                             };
+                            /** @description true: the calling account's own custom tool, seen and called by its keys only. */
+                            private?: boolean;
                             tags: string[];
                             title: string;
                             unavailable_reason?: string;
@@ -5974,6 +6443,8 @@ export interface operations {
                             /** @description USDC atomic units (6 decimals). */
                             usdc_atomic: string;
                         };
+                        /** @description true: the calling account's own custom tool, seen and called by its keys only. */
+                        private?: boolean;
                         tags: string[];
                         title: string;
                         unavailable_reason?: string;

@@ -1,0 +1,11 @@
+import { PGlite } from "@electric-sql/pglite";
+import { writeFileSync, readFileSync } from "node:fs";
+let t=performance.now();
+const db = await PGlite.create();
+console.log("init ms", performance.now()-t);
+const dump = await db.dumpDataDir("gzip");
+writeFileSync("/tmp/pgl-template.tgz", Buffer.from(await dump.arrayBuffer()));
+await db.close();
+t=performance.now();
+const db2 = await PGlite.create({ loadDataDir: new Blob([readFileSync("/tmp/pgl-template.tgz")]) });
+console.log("from template ms", performance.now()-t, (await db2.query("select 1 as x")).rows);

@@ -1,0 +1,96 @@
+import { createHash } from "node:crypto";
+import type { LedgerBacklog, Store } from "../store/types.js";
+import type { BooksDatabase } from "./database.js";
+import { insertLedgerEntries } from "./ledger-rows.js";
+
+/**
+ * Moves ledger entries from the store (Redis streams, or the in-memory store) to the books'
+ * database, exactly once: each batch is inserted keyed by (account, entry id) with ON CONFLICT DO
+ * NOTHING and committed, and only then trimmed from the store up to its last id. A process that
+ * dies between the two leaves the batch in both; the next export inserts nothing and trims it.
+ *
+ * Every process runs an exporter. Accounts are spread over `shards`; a process exports a shard
+ * only while it holds that shard's lease in the store (shared by every process), so one process
+ * works on an account at a time. A lease outlived by its holder (SIGKILL) simply expires.
+ */
+export interface ExporterSettings {
+  /** Entries per insert. */
+  batchSize: number;
+  /** How long a shard's lease lasts; a pass gives a shard up at half of it. */
+  leaseMs: number;
+  shards: number;
+}
+
+export interface ExportPass {
+  /** Entries newly inserted into the books by this pass. */
+  exported: number;
+  /** Age of the oldest entry still waiting in the store when the pass began (0 when none). */
+  lagMs: number;
+}
+
+/** How many accounts' backlogs are looked up per store round trip. */
+const BACKLOG_PAGE = 500;
+
+export const shardOf = (accountId: string, shards: number) =>
+  createHash("sha256").update(accountId).digest().readUInt32BE(0) % shards;
+
+/** One pass over every account with a backlog; `onLag` hears the backlog's age before any export is tried (so it is known while the database is down). */
+export async function exportPass(
+  store: Store,
+  db: BooksDatabase,
+  settings: ExporterSettings,
+  onLag: (lagMs: number) => void,
+  now = Date.now,
+): Promise<ExportPass> {
+  const started = now();
+  const byShard = new Map<number, LedgerBacklog[]>();
+  let oldest = Infinity;
+  let cursor: string | undefined;
+  do {
+    const page = await store.ledgerBacklog({ cursor, limit: BACKLOG_PAGE });
+    for (const backlog of page.items) {
+      oldest = Math.min(oldest, backlog.oldestAt);
+      const shard = shardOf(backlog.accountId, settings.shards);
+      byShard.set(shard, [...(byShard.get(shard) ?? []), backlog]);
+    }
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  const lagMs = oldest === Infinity ? 0 : Math.max(0, started - oldest);
+  onLag(lagMs);
+
+  let exported = 0;
+  for (const [shard, accounts] of byShard) {
+    const lease = `books-export:${shard}`;
+    const token = await store.acquireLock(lease, settings.leaseMs);
+    if (!token) continue; // another process is exporting this shard
+    const leaseEnds = now() + settings.leaseMs / 2;
+    try {
+      for (const { accountId } of accounts) {
+        exported += await exportAccount(store, db, accountId, settings.batchSize, leaseEnds, now);
+        if (now() > leaseEnds) break; // the next pass takes up the rest under a fresh lease
+      }
+    } finally {
+      await store.releaseLock(lease, token).catch(() => undefined);
+    }
+  }
+  return { exported, lagMs };
+}
+
+async function exportAccount(
+  store: Store,
+  db: BooksDatabase,
+  accountId: string,
+  batchSize: number,
+  leaseEnds: number,
+  now: () => number,
+): Promise<number> {
+  let exported = 0;
+  for (;;) {
+    const entries = await store.oldestLedger(accountId, batchSize);
+    if (entries.length === 0) return exported;
+    exported += await insertLedgerEntries(db.query, accountId, entries);
+    // Committed: only now may the store forget them.
+    await store.trimLedger(accountId, entries.at(-1)!.id);
+    if (entries.length < batchSize || now() > leaseEnds) return exported;
+  }
+}

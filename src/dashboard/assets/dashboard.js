@@ -1,0 +1,253 @@
+// The dashboard's one script, served from the gateway itself (/dashboard/assets/dashboard.js;
+// the pages' CSP allows same-origin scripts only, and no inline script). It calls the account API
+// under /dashboard/api/v1 with the session cookie and the page's CSRF token, shows what changed,
+// and follows the live feed over Server-Sent Events. No framework, no build step: it runs as is
+// in any current browser.
+
+(() => {
+  const csrf = document.querySelector('meta[name="csrf-token"]')?.getAttribute("content") ?? "";
+  const byId = (id) => document.getElementById(id);
+
+  function notice(text, isError) {
+    const box = byId("notice");
+    if (!box) return;
+    box.className = isError ? "notice error" : "notice";
+    box.setAttribute("role", isError ? "alert" : "status");
+    box.textContent = text;
+  }
+
+  // One request to the account API; resolves with the parsed answer, rejects with its message.
+  async function api(method, path, body) {
+    const headers = { "x-csrf-token": csrf };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const res = await fetch(`/dashboard/api/v1${path}`, {
+      method,
+      headers,
+      credentials: "same-origin",
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let data = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch {
+      data = null;
+    }
+    if (res.status === 401) window.location.assign("/dashboard/sign-in?notice=expired");
+    if (!res.ok) throw new Error(data?.error?.message ?? `The request failed (${res.status}).`);
+    return data;
+  }
+
+  // Re-reads this page and swaps in the tables marked data-refresh: the server renders them. The
+  // notice of a change is shown after this, so what it announces is already on the page.
+  async function refreshTables() {
+    const res = await fetch(window.location.pathname, { credentials: "same-origin" });
+    const fresh = new DOMParser().parseFromString(await res.text(), "text/html");
+    for (const old of document.querySelectorAll("[data-refresh]")) {
+      const replacement = old.id ? fresh.getElementById(old.id) : null;
+      if (replacement) old.replaceWith(document.importNode(replacement, true));
+    }
+  }
+
+  function showSecret(boxId, valueId, secret) {
+    const box = byId(boxId);
+    byId(valueId).textContent = secret;
+    box.hidden = false;
+    box.querySelector("button[data-copy]")?.focus();
+  }
+
+  // A <dialog> as a confirmation: resolves true when its "confirm" button closed it.
+  function confirmWith(dialog) {
+    return new Promise((resolve) => {
+      dialog.returnValue = "";
+      dialog.addEventListener("close", () => resolve(dialog.returnValue === "confirm"), {
+        once: true,
+      });
+      dialog.showModal();
+    });
+  }
+
+  // Runs an action with its button disabled; a refusal is shown, never thrown away.
+  async function busy(button, action) {
+    if (button) button.disabled = true;
+    try {
+      await action();
+    } catch (err) {
+      notice(err.message, true);
+    } finally {
+      if (button?.isConnected) button.disabled = false;
+    }
+  }
+
+  function copy(button) {
+    const source = byId(button.getAttribute("data-copy"));
+    const copied = () => {
+      button.textContent = "Copied";
+      notice("Copied to the clipboard.");
+    };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard
+        .writeText(source.textContent)
+        .then(copied, () => notice("Select the text and copy it yourself.", true));
+      return;
+    }
+    // Plain HTTP (a local gateway): select the text for the keyboard's copy.
+    const range = document.createRange();
+    range.selectNodeContents(source);
+    const selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    notice("Selected: copy it with your keyboard (Ctrl+C or ⌘C).");
+  }
+
+  async function rotateKey(button) {
+    const dialog = byId("rotate-dialog");
+    const label = button.getAttribute("data-key-label");
+    dialog.querySelector(".key-label").textContent = label;
+    if (!(await confirmWith(dialog))) return;
+    const id = encodeURIComponent(button.getAttribute("data-key-id"));
+    await busy(button, async () => {
+      const grace = Number(byId("rotate-grace").value);
+      const key = await api("POST", `/keys/${id}/rotate`, { grace_seconds: grace });
+      showSecret("new-key", "new-key-secret", key.key);
+      await refreshTables();
+      notice(`Key ${label} rotated: the new key is shown below, once.`);
+    });
+  }
+
+  async function revokeKey(button) {
+    const dialog = byId("revoke-dialog");
+    const label = button.getAttribute("data-key-label");
+    const last = button.getAttribute("data-last-active") === "true";
+    dialog.querySelector(".key-label").textContent = label;
+    byId("last-key-warning").hidden = !last;
+    if (!(await confirmWith(dialog))) return;
+    const id = encodeURIComponent(button.getAttribute("data-key-id"));
+    await busy(button, async () => {
+      // The warning was shown and confirmed: only then is the last active key revoked.
+      await api("DELETE", `/keys/${id}${last ? "?force=true" : ""}`);
+      await refreshTables();
+      notice(`Key ${label} is revoked.`);
+    });
+  }
+
+  async function testWebhook(button) {
+    await busy(button, async () => {
+      await api("POST", "/webhooks/test", { webhook_id: button.getAttribute("data-webhook-id") });
+      notice("Test event sent. Its delivery shows in the webhook's delivery log.");
+    });
+  }
+
+  async function deleteWebhook(button) {
+    const dialog = byId("delete-dialog");
+    dialog.querySelector(".target").textContent = button.getAttribute("data-webhook-url");
+    if (!(await confirmWith(dialog))) return;
+    await busy(button, async () => {
+      await api(
+        "DELETE",
+        `/webhooks/${encodeURIComponent(button.getAttribute("data-webhook-id"))}`,
+      );
+      await refreshTables();
+      notice("Webhook deleted.");
+    });
+  }
+
+  const ACTIONS = {
+    "rotate-key": rotateKey,
+    "revoke-key": revokeKey,
+    "test-webhook": testWebhook,
+    "delete-webhook": deleteWebhook,
+  };
+
+  document.addEventListener("click", (event) => {
+    const button =
+      event.target instanceof Element
+        ? event.target.closest("button[data-copy], button[data-action]")
+        : null;
+    if (!button) return;
+    if (button.hasAttribute("data-copy")) copy(button);
+    else ACTIONS[button.getAttribute("data-action")]?.(button);
+  });
+
+  const createForm = byId("create-key");
+  createForm?.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const name = createForm.elements.name.value.trim();
+    busy(createForm.querySelector("button"), async () => {
+      const key = await api("POST", "/keys", name ? { name } : {});
+      showSecret("new-key", "new-key-secret", key.key);
+      createForm.reset();
+      await refreshTables();
+      notice("Key created: copy it now, it is shown only once.");
+    });
+  });
+
+  const registerForm = byId("register-webhook");
+  registerForm?.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const checked = registerForm.querySelectorAll('input[name="events"]:checked');
+    const events = Array.from(checked, (box) => box.value);
+    const url = registerForm.elements.url.value.trim();
+    busy(registerForm.querySelector('button[type="submit"]'), async () => {
+      const hook = await api("POST", "/webhooks/register", { url, events });
+      showSecret("new-secret", "new-secret-value", hook.secret);
+      registerForm.elements.url.value = "";
+      await refreshTables();
+      notice("Webhook registered: copy its signing secret now, it is shown only once.");
+    });
+  });
+
+  // The live feed: ledger entries as they are written, by any gateway process.
+  function feedItem(entry) {
+    const item = document.createElement("li");
+    item.setAttribute("data-entry-id", entry.id);
+    const time = document.createElement("time");
+    time.setAttribute("datetime", entry.at);
+    time.textContent = `${entry.at.replace("T", " ").slice(0, 19)} UTC`;
+    const amount = document.createElement("span");
+    amount.className = `amount ${entry.amount < 0 ? "debit" : "credit"}`;
+    amount.textContent = entry.amount > 0 ? `+${entry.amount}` : String(entry.amount);
+    const what = document.createElement("span");
+    what.textContent = entry.tool || entry.kind;
+    const detail = document.createElement("span");
+    detail.className = "muted";
+    detail.textContent = `${entry.reason} · balance ${entry.balance}`;
+    item.append(time, amount, what, detail);
+    return item;
+  }
+
+  // This period's usage: a debit is a charged call, a refund gives one back.
+  function countUsage(entry) {
+    const calls = document.querySelector('[data-count="calls"]');
+    const credits = document.querySelector('[data-count="credits"]');
+    if (!calls || !credits || (entry.kind !== "debit" && entry.kind !== "refund")) return;
+    calls.textContent = String(Number(calls.textContent) + (entry.kind === "debit" ? 1 : -1));
+    credits.textContent = String(Number(credits.textContent) - entry.amount);
+  }
+
+  function followFeed(feed) {
+    const balance = document.querySelector('[data-testid="credits-balance"]');
+    const state = byId("live-state");
+    const after = encodeURIComponent(feed.getAttribute("data-after") || "0-0");
+    const source = new EventSource(`/dashboard/live?after=${after}`);
+    source.addEventListener("ledger", (message) => {
+      const entry = JSON.parse(message.data);
+      if (feed.querySelector(`[data-entry-id="${CSS.escape(entry.id)}"]`)) return;
+      feed.prepend(feedItem(entry));
+      while (feed.children.length > 50) feed.lastElementChild.remove();
+      if (balance) balance.textContent = String(entry.balance);
+      countUsage(entry);
+    });
+    source.addEventListener("open", () => {
+      if (state)
+        state.textContent =
+          "Live: calls and credit changes appear here as they happen, from every gateway process.";
+    });
+    source.addEventListener("error", () => {
+      if (state) state.textContent = "Reconnecting to the live feed…";
+    });
+  }
+
+  const feed = document.querySelector('[data-testid="usage-feed"]');
+  if (feed && window.EventSource) followFeed(feed);
+})();

@@ -1,0 +1,99 @@
+import { readFileSync } from "node:fs";
+import { Router, type Request, type Response } from "express";
+import { jsonBody } from "../http/json-body.js";
+import { allowOn } from "../http/method-not-allowed.js";
+import { requireJsonBody } from "../http/request-context.js";
+import { type AnyRoute, mountRoutes } from "../http/route.js";
+import { sendDocument } from "../pages/respond.js";
+import type { Services } from "../services.js";
+import { DASHBOARD_SCRIPT_PATH, sendDashboardPage } from "./layout.js";
+import { liveFeed } from "./live-feed.js";
+import { renderKeysPage } from "./keys-page.js";
+import { renderOverview } from "./overview.js";
+import { authenticateSession, currentSession, type DashboardSession } from "./session.js";
+import { signInRoutes } from "./sign-in.js";
+import { renderDeliveriesPage, renderWebhooksPage } from "./webhooks-page.js";
+
+/**
+ * The dashboard at /dashboard: server-rendered pages, one local script, a live feed, and the
+ * account API the pages call. That API is not a second implementation: it is the /api/v1 route
+ * list for the account, keys, usage, events and webhooks (`ACCOUNT_ROUTES` in src/routes.ts,
+ * passed in), mounted again under /dashboard/api/v1 with the session (plus its CSRF token on
+ * changes) as the caller instead of `x-api-key`. The session authenticates nothing else:
+ * /v1/tools, /mcp and /api/v1 never read its cookie.
+ */
+
+/** The pages, the script and the live feed: GET only (other methods on them answer 405). */
+const PAGE_PATHS = [
+  "/dashboard",
+  "/dashboard/keys",
+  "/dashboard/webhooks",
+  "/dashboard/webhooks/:id",
+  "/dashboard/live",
+  DASHBOARD_SCRIPT_PATH,
+];
+
+/** Everything the dashboard serves besides its copy of the account API: path → methods. */
+export const DASHBOARD_PATHS: Record<string, string[]> = {
+  ...Object.fromEntries(PAGE_PATHS.map((path) => [path, ["GET"]])),
+  "/dashboard/sign-in": ["GET", "POST"],
+  "/dashboard/sign-in/email": ["POST"],
+  "/dashboard/sign-in/link": ["GET", "POST"],
+  "/dashboard/sign-out": ["POST"],
+  "/dashboard/sign-out-everywhere": ["POST"],
+};
+
+const SCRIPT = readFileSync(new URL("./assets/dashboard.js", import.meta.url), "utf8");
+
+/** A page for the signed-in account; without a session, the sign-in page. */
+function signedInPage(
+  services: Services,
+  render: (current: DashboardSession, req: Request) => Promise<string | null>,
+) {
+  return async (req: Request, res: Response) => {
+    const current = await currentSession(services, req);
+    if (!current) return res.redirect(303, "/dashboard/sign-in");
+    const html = await render(current, req);
+    if (html === null) return res.status(404).type("text/plain").send("Not found");
+    sendDashboardPage(res, html);
+  };
+}
+
+/** The dashboard; `accountRoutes` are the account's API routes, served again with the session as the caller. */
+export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): Router {
+  const router = Router();
+  router.use(signInRoutes(services));
+  router.get(DASHBOARD_SCRIPT_PATH, (_req, res) =>
+    sendDocument(res, "text/javascript; charset=utf-8", SCRIPT, 300),
+  );
+  router.get(
+    "/dashboard",
+    signedInPage(services, (current) => renderOverview(services, current)),
+  );
+  router.get(
+    "/dashboard/keys",
+    signedInPage(services, (current) => renderKeysPage(services, current)),
+  );
+  router.get(
+    "/dashboard/webhooks",
+    signedInPage(services, (current) => renderWebhooksPage(services, current)),
+  );
+  router.get(
+    "/dashboard/webhooks/:id",
+    signedInPage(services, (current, req) =>
+      renderDeliveriesPage(services, current, String(req.params.id)),
+    ),
+  );
+  router.get("/dashboard/live", liveFeed(services));
+  router.use(
+    "/dashboard/api/v1",
+    requireJsonBody,
+    jsonBody({
+      limitBytes: services.config.bodyLimitBytes,
+      maxDepth: services.config.bodyMaxDepth,
+    }),
+    mountRoutes(services, accountRoutes, { authenticateCaller: authenticateSession }),
+  );
+  for (const [path, methods] of Object.entries(DASHBOARD_PATHS)) allowOn(router, path, methods);
+  return router;
+}

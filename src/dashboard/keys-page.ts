@@ -1,0 +1,55 @@
+import { keyView } from "../accounts/views.js";
+import { esc } from "../pages/respond.js";
+import type { Services } from "../services.js";
+import { dashboardPage } from "./layout.js";
+import type { DashboardSession } from "./session.js";
+
+/**
+ * The Keys page. The table is rendered here; creating, rotating and revoking go through the
+ * account API itself (the same routes as /api/v1/keys, mounted under /dashboard/api/v1 with the
+ * session as the caller), so every rule — the last active key kept unless forced, rotation
+ * grace, "already revoked is not found" — is the API's. After a change the script fetches this
+ * page again and swaps the table in.
+ */
+const date = (iso: string | null) =>
+  iso ? `<time datetime="${iso}">${iso.replace("T", " ").slice(0, 16)} UTC</time>` : "—";
+
+export async function renderKeysPage(
+  services: Services,
+  current: DashboardSession,
+): Promise<string> {
+  const keys = (await services.store.listKeys(current.account.id))
+    .map((key) => keyView(key))
+    .sort((a, b) => (b.created_at ?? "").localeCompare(a.created_at ?? ""));
+  const active = keys.filter((k) => k.status === "active").length;
+  const rows = keys
+    .map((k) => {
+      const label = `${k.prefix}…${k.last4}`;
+      const actions =
+        k.status === "revoked"
+          ? ""
+          : `<div class="actions"><button type="button" class="secondary" data-action="rotate-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}">Rotate</button>` +
+            `<button type="button" class="danger" data-action="revoke-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}" data-last-active="${k.status === "active" && active === 1}">Revoke</button></div>`;
+      return `<tr data-key-id="${esc(k.id)}"><td>${esc(k.name ?? "—")}</td><td><code>${esc(k.prefix)}</code></td><td><code>${esc(k.last4)}</code></td><td>${date(k.created_at)}</td><td>${date(k.last_used_at)}</td><td class="status">${k.status}${k.status === "expiring" ? ` (until ${date(k.revoked_at)})` : ""}</td><td>${actions}</td></tr>`;
+    })
+    .join("");
+  const body = `
+<section aria-labelledby="create-heading"><h2 id="create-heading">Create a key</h2>
+<form id="create-key"><label for="key-name">Name (optional)</label><input id="key-name" name="name" type="text" maxlength="64" autocomplete="off">
+<p><button type="submit">Create key</button></p></form>
+<div id="new-key" hidden><p class="warning" id="new-key-label">Copy this key now: it is shown only once.</p><code class="secret" id="new-key-secret"></code><button type="button" class="secondary" data-copy="new-key-secret">Copy</button></div>
+</section>
+<section aria-labelledby="keys-heading"><h2 id="keys-heading">Your keys</h2>
+<div class="table-wrap"><table id="keys-table" data-refresh><caption class="muted">${active} active key${active === 1 ? "" : "s"}</caption>
+<thead><tr><th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">Last four</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col">Actions</th></tr></thead>
+<tbody>${rows}</tbody></table></div></section>
+<dialog id="rotate-dialog" aria-labelledby="rotate-title"><form method="dialog"><h2 id="rotate-title">Rotate key <span class="key-label"></span></h2>
+<p>A new key is created now. The old key keeps working for:</p>
+<label for="rotate-grace">Grace period</label><select id="rotate-grace" name="grace"><option value="0">None: it stops now (regenerate)</option><option value="3600">1 hour</option><option value="86400">1 day</option><option value="604800">7 days</option></select>
+<p class="actions"><button value="confirm">Rotate</button><button value="cancel" class="secondary" formnovalidate>Cancel</button></p></form></dialog>
+<dialog id="revoke-dialog" aria-labelledby="revoke-title"><form method="dialog"><h2 id="revoke-title">Revoke key <span class="key-label"></span>?</h2>
+<p>Every call with this key fails from now on, on every server. This cannot be undone.</p>
+<p class="warning" id="last-key-warning" hidden>This is your last active key. Without it, no program can call the API until you create another key here (you can still sign in to the dashboard with a link e-mailed to your account's address).</p>
+<p class="actions"><button value="confirm" class="danger">Revoke</button><button value="cancel" class="secondary">Cancel</button></p></form></dialog>`;
+  return dashboardPage(current, { title: "API keys", path: "/dashboard/keys", body });
+}

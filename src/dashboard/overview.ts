@@ -1,0 +1,100 @@
+import { TIERS, PERIOD_MS } from "../accounts/tiers.js";
+import { ledgerEntryView } from "../accounts/views.js";
+import { esc } from "../pages/respond.js";
+import type { Services } from "../services.js";
+import type { AccountRecord, LedgerEntry } from "../store/types.js";
+import { dashboardPage } from "./layout.js";
+import type { DashboardSession } from "./session.js";
+
+/**
+ * The overview: balance, tier, rate limit, this period's usage, and the live feed of ledger
+ * entries (each charged call is a debit, a failed call's refund and every top-up follow it).
+ * The feed starts with the latest entries rendered here and continues from the newest of them
+ * over Server-Sent Events (`live-feed.ts`), so nothing falls between the page and the stream.
+ */
+const FEED_SIZE = 20;
+/** The period's usage is summed from the ledger, newest first, reading at most this many entries. */
+const USAGE_SCAN_LIMIT = 2_000;
+
+/** When the account's current period began: its paid plan's or Free allowance's period, else the last 30 days (or since sign-up). */
+export function periodStart(
+  account: AccountRecord,
+  planPeriodMs: number,
+  now = Date.now(),
+): number {
+  if (account.planExpiresAt > now) return account.planExpiresAt - planPeriodMs;
+  if (account.tier === "free" && account.allowanceAt > now) return account.allowanceAt - PERIOD_MS;
+  return Math.max(account.createdAt, now - PERIOD_MS);
+}
+
+interface PeriodUsage {
+  since: number;
+  calls: number;
+  credits: number;
+  /** false when the scan stopped before reaching the period's start. */
+  complete: boolean;
+}
+
+/** Charged calls and credits spent since `since`: debits less their refunds. */
+async function periodUsage(
+  services: Services,
+  accountId: string,
+  since: number,
+  newest: LedgerEntry[],
+): Promise<PeriodUsage> {
+  const usage = { since, calls: 0, credits: 0, complete: true };
+  let page = { items: newest, nextCursor: newest.length === FEED_SIZE ? newest.at(-1)!.id : null };
+  let read = 0;
+  for (;;) {
+    for (const entry of page.items) {
+      if (entry.at < since) return usage;
+      if (entry.kind !== "debit" && entry.kind !== "refund") continue;
+      usage.calls += entry.kind === "debit" ? 1 : -1;
+      usage.credits -= entry.amount;
+    }
+    read += page.items.length;
+    if (!page.nextCursor) return usage;
+    if (read >= USAGE_SCAN_LIMIT) return { ...usage, complete: false };
+    page = await services.store.ledger(accountId, { cursor: page.nextCursor, limit: 100 });
+  }
+}
+
+const amount = (n: number) => (n > 0 ? `+${n}` : String(n));
+const when = (ms: number) => `${new Date(ms).toISOString().replace("T", " ").slice(0, 19)} UTC`;
+
+/** One feed line; the dashboard script builds the same markup for live entries. */
+export function feedItem(entry: LedgerEntry): string {
+  const view = ledgerEntryView(entry);
+  return `<li data-entry-id="${esc(view.id)}"><time datetime="${view.at}">${when(entry.at)}</time><span class="amount ${entry.amount < 0 ? "debit" : "credit"}">${amount(entry.amount)}</span><span>${esc(entry.tool ?? entry.kind)}</span><span class="muted">${esc(entry.reason)} · balance ${entry.balance}</span></li>`;
+}
+
+export async function renderOverview(
+  services: Services,
+  current: DashboardSession,
+): Promise<string> {
+  const { account } = current;
+  const tier = TIERS[account.tier];
+  const newest = (await services.store.ledger(account.id, { limit: FEED_SIZE })).items;
+  const usage = await periodUsage(
+    services,
+    account.id,
+    periodStart(account, services.config.planPeriodMs),
+    newest,
+  );
+  const body = `
+<dl class="cards">
+<div class="card"><dt>Credit balance</dt><dd data-testid="credits-balance">${account.balance}</dd></div>
+<div class="card"><dt>Tier</dt><dd data-testid="tier">${esc(tier.label)}</dd></div>
+<div class="card"><dt>Rate limit</dt><dd data-testid="rate-limit">${tier.requestsPerMinute} / min</dd></div>
+<div class="card"><dt>This period (since ${when(usage.since).slice(0, 10)})</dt><dd data-testid="period-usage">${usage.complete ? "" : "at least "}<span data-count="calls">${usage.calls}</span> calls · <span data-count="credits">${usage.credits}</span> credits</dd></div>
+</dl>
+${account.email && !account.emailVerified ? `<p class="notice">Your e-mail address ${esc(account.email)} is not verified yet: open the link we sent to receive 75 more credits.</p>` : ""}
+<section aria-labelledby="live-heading"><h2 id="live-heading">Live usage</h2>
+<p class="muted" id="live-state">Calls and credit changes appear here as they happen, from every gateway process.</p>
+<ol class="feed" data-testid="usage-feed" aria-live="polite" aria-relevant="additions" data-after="${esc(newest[0]?.id ?? "0-0")}">${newest.map(feedItem).join("")}</ol>
+</section>
+<section aria-labelledby="sessions-heading"><h2 id="sessions-heading">Sessions</h2>
+<form method="post" action="/dashboard/sign-out-everywhere"><input type="hidden" name="_csrf" value="${esc(current.session.csrfToken)}"><p>Signed in on another device you no longer use? End every dashboard session of this account.</p><button type="submit" class="secondary">Sign out everywhere</button></form>
+</section>`;
+  return dashboardPage(current, { title: "Overview", path: "/dashboard", body });
+}

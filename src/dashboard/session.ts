@@ -1,0 +1,146 @@
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { parseCookie, stringifySetCookie } from "cookie";
+import type { Request, Response } from "express";
+import type { KeyCaller } from "../http/auth.js";
+import { ApiError } from "../http/errors.js";
+import { ACCOUNT_ID_PATTERN } from "../lib/ids.js";
+import type { Services } from "../services.js";
+import type { AccountRecord, SessionRecord } from "../store/types.js";
+
+/**
+ * Dashboard sessions: server-side records in the store (Redis, shared by every gateway process),
+ * named by an HttpOnly cookie `<account id>.<secret>`. Only the secret's SHA-256 is stored, so a
+ * store dump opens no session; the account id in the cookie keeps every session key in its
+ * account's slot, and lets "sign out everywhere" end them all with one write. The cookie is
+ * `SameSite=Lax` and, in production, `Secure` with the `__Host-` prefix (bound to this host, path /).
+ *
+ * A session authenticates the dashboard's pages and its copy of the account API under
+ * /dashboard/api/v1 — never /v1/tools, /mcp or /api/v1, which take `x-api-key` only. Every
+ * state-changing request carries the session's CSRF token (header `x-csrf-token`, or form field
+ * `_csrf`), compared in constant time: a cross-site form or fetch cannot know it.
+ */
+export const CSRF_HEADER = "x-csrf-token";
+
+/** A secret of 32 random bytes, as the session cookie and the e-mailed sign-in link carry it. */
+export const newSecret = (): string => randomBytes(32).toString("base64url");
+
+/** `<account id>.<secret>` (a session cookie, a sign-in link's token), when well-formed. */
+export function readAccountToken(token: string): { accountId: string; secret: string } | null {
+  const [accountId = "", secret = "", ...rest] = token.split(".");
+  if (rest.length > 0 || !ACCOUNT_ID_PATTERN.test(accountId) || !/^[A-Za-z0-9_-]{43}$/.test(secret))
+    return null;
+  return { accountId, secret };
+}
+
+const cookieName = (services: Services) =>
+  services.config.env === "production" ? "__Host-tg_session" : "tg_session";
+const sha256 = (value: string) => createHash("sha256").update(value).digest("hex");
+
+export interface DashboardSession {
+  session: SessionRecord;
+  account: AccountRecord;
+}
+
+/** Opens a session for the account and sets its cookie on the answer. */
+export async function openSession(
+  services: Services,
+  res: Response,
+  accountId: string,
+  via: SessionRecord["via"],
+): Promise<void> {
+  const secret = newSecret();
+  const now = Date.now();
+  const { sessionIdleMs, sessionMaxMs } = services.config.dashboard;
+  await services.store.createSession(
+    {
+      id: sha256(secret),
+      accountId,
+      csrfToken: newSecret(),
+      createdAt: now,
+      expiresAt: now + sessionMaxMs,
+      via,
+    },
+    sessionIdleMs,
+  );
+  res.append(
+    "Set-Cookie",
+    sessionCookie(services, `${accountId}.${secret}`, Math.floor(sessionMaxMs / 1000)),
+  );
+}
+
+function sessionCookie(services: Services, value: string, maxAgeSeconds: number): string {
+  const production = services.config.env === "production";
+  return stringifySetCookie({
+    name: cookieName(services),
+    value,
+    httpOnly: true,
+    secure: production,
+    sameSite: "lax",
+    path: "/",
+    maxAge: maxAgeSeconds,
+  });
+}
+
+/** The cookie's account id and secret, when it is well-formed. */
+function presentedSession(
+  services: Services,
+  req: Request,
+): { accountId: string; id: string } | null {
+  const value = parseCookie(req.get("cookie") ?? "")[cookieName(services)];
+  const token = readAccountToken(value ?? "");
+  return token ? { accountId: token.accountId, id: sha256(token.secret) } : null;
+}
+
+/** The live session this request presents (its idle expiry pushed back), or null. */
+export async function currentSession(
+  services: Services,
+  req: Request,
+): Promise<DashboardSession | null> {
+  const presented = presentedSession(services, req);
+  if (!presented) return null;
+  const session = await services.store.touchSession(
+    presented.accountId,
+    presented.id,
+    services.config.dashboard.sessionIdleMs,
+  );
+  if (!session) return null;
+  const account = await services.store.getAccount(session.accountId);
+  return account ? { session, account } : null;
+}
+
+/** 403 `csrf_failed` unless the request carries the session's CSRF token. */
+export function requireCsrf(req: Request, session: SessionRecord): void {
+  const given =
+    req.get(CSRF_HEADER) ?? (typeof req.body?._csrf === "string" ? (req.body._csrf as string) : "");
+  const a = createHash("sha256").update(given).digest();
+  const b = createHash("sha256").update(session.csrfToken).digest();
+  if (!given || !timingSafeEqual(a, b))
+    throw new ApiError(
+      "csrf_failed",
+      "This request is missing the dashboard's CSRF token: reload the page and try again.",
+    );
+}
+
+/** Ends this request's session (if any) and clears its cookie. */
+export async function endSession(services: Services, req: Request, res: Response): Promise<void> {
+  const presented = presentedSession(services, req);
+  if (presented) await services.store.endSession(presented.accountId, presented.id);
+  res.append("Set-Cookie", sessionCookie(services, "", 0));
+}
+
+/**
+ * The caller of a dashboard API request: the session's account (401 `session_required`
+ * without one), after the CSRF check for anything but a read.
+ */
+export async function authenticateSession(
+  services: Services,
+  req: Request,
+  res: Response,
+): Promise<KeyCaller> {
+  const current = await currentSession(services, req);
+  if (!current)
+    throw new ApiError("session_required", "Sign in to the dashboard first (/dashboard/sign-in).");
+  if (!["GET", "HEAD", "OPTIONS"].includes(req.method)) requireCsrf(req, current.session);
+  res.locals.accountId = current.account.id;
+  return { account: current.account, keyId: null };
+}

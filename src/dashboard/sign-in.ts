@@ -1,0 +1,211 @@
+import { createHash } from "node:crypto";
+import express, { Router, type Request, type Response } from "express";
+import { parseApiKey } from "../accounts/api-keys.js";
+import { authenticate } from "../http/auth.js";
+import { ApiError } from "../http/errors.js";
+import { enforceEndpointLimit } from "../http/endpoint-limits.js";
+import { esc } from "../pages/respond.js";
+import type { Services } from "../services.js";
+import { publicDashboardPage, sendDashboardPage } from "./layout.js";
+import {
+  currentSession,
+  endSession,
+  newSecret,
+  openSession,
+  readAccountToken,
+  requireCsrf,
+} from "./session.js";
+
+/**
+ * Signing in to the dashboard, and out. Two ways in, both ending in the same server-side session:
+ * - an API key typed on /dashboard/sign-in (checked by the API's own admission: a revoked or
+ *   unknown key is refused with the API's message);
+ * - a single-use link e-mailed to the account's address — also the way back in for an account
+ *   whose every key is revoked (it can then create a key on the Keys page). The link opens a page
+ *   with a button: the token is spent by that POST, not by the GET, so a mail scanner that fetches
+ *   links cannot use it up.
+ * These endpoints are unauthenticated: each POST counts against a per-address limit (and the
+ * e-mail one per account too), and refuses a cross-site request (login CSRF).
+ */
+const NOTICES: Record<string, string> = {
+  signed_out: "You are signed out.",
+  signed_out_everywhere: "You are signed out on every device.",
+  expired: "Your session has ended; sign in again.",
+};
+const LINK_SENT =
+  "If an account uses this address, a sign-in link is on its way to it. It works once.";
+
+const form = express.urlencoded({ extended: false, limit: "4kb", parameterLimit: 10 });
+const sha256 = (value: string) => createHash("sha256").update(value).digest("hex");
+const linkNonce = (accountId: string, secret: string) =>
+  `dashboard-link:${accountId}:${sha256(secret)}`;
+const field = (req: Request, name: string) =>
+  typeof req.body?.[name] === "string" ? (req.body[name] as string).trim() : "";
+
+/** Refuses a form posted from another site (login CSRF): the browser says where the request comes from. */
+function requireSameOrigin(req: Request): void {
+  const site = req.get("sec-fetch-site");
+  const origin = req.get("origin");
+  const crossSite = site
+    ? site !== "same-origin"
+    : origin !== undefined && origin !== "null" && URL.parse(origin)?.host !== req.get("host");
+  if (crossSite)
+    throw new ApiError(
+      "csrf_failed",
+      "Sign-in forms are accepted from this site's own pages only.",
+    );
+}
+
+function signInPage(options: { error?: string; notice?: string; email?: string } = {}): string {
+  const message = options.error
+    ? `<p class="notice error" role="alert">${esc(options.error)}</p>`
+    : options.notice
+      ? `<p class="notice" role="status">${esc(options.notice)}</p>`
+      : "";
+  return publicDashboardPage({
+    title: "Sign in to the dashboard",
+    body: `${message}
+<section aria-labelledby="with-key"><h2 id="with-key">With an API key</h2>
+<form method="post" action="/dashboard/sign-in">
+<label for="api-key">API key</label><input id="api-key" name="api_key" type="password" autocomplete="off" required spellcheck="false">
+<p><button type="submit">Sign in</button></p></form></section>
+<section aria-labelledby="with-email"><h2 id="with-email">With a link by e-mail</h2>
+<p>We send a sign-in link to your account's e-mail address. Use it too if every key of the account is revoked or lost.</p>
+<form method="post" action="/dashboard/sign-in/email">
+<label for="email">E-mail address</label><input id="email" name="email" type="email" autocomplete="email" required value="${esc(options.email ?? "")}">
+<p><button type="submit">E-mail me a sign-in link</button></p></form></section>`,
+  });
+}
+
+/**
+ * A sign-in form's handler, run only for a post from this site, with the request id; a refusal
+ * (ApiError) is shown on the sign-in page with its status.
+ */
+function formRoute(handler: (req: Request, res: Response, requestId: string) => Promise<void>) {
+  return async (req: Request, res: Response) => {
+    try {
+      requireSameOrigin(req);
+      await handler(req, res, String(res.locals.requestId));
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      for (const [name, value] of Object.entries(err.options.headers ?? {}))
+        res.setHeader(name, value);
+      sendDashboardPage(res, signInPage({ error: err.message }), err.status);
+    }
+  };
+}
+
+async function sendSignInLink(services: Services, accountId: string, email: string): Promise<void> {
+  const secret = newSecret();
+  const { signInLinkMs } = services.config.dashboard;
+  await services.store.saveNonce(linkNonce(accountId, secret), signInLinkMs);
+  const link = `${services.config.publicBaseUrl}/dashboard/sign-in/link?token=${accountId}.${secret}`;
+  await services.mailer.send({
+    to: email,
+    subject: "Your Toolgate dashboard sign-in link",
+    text: `Open this link to sign in to the Toolgate dashboard:\n\n${link}\n\nIt works once, within ${Math.round(signInLinkMs / 60_000)} minutes. If you did not ask for it, ignore this message: nobody can sign in without it.\n`,
+  });
+}
+
+export function signInRoutes(services: Services): Router {
+  const router = Router();
+
+  router.get("/dashboard/sign-in", async (req, res) => {
+    if (await currentSession(services, req)) return res.redirect(303, "/dashboard");
+    const notice = typeof req.query.notice === "string" ? NOTICES[req.query.notice] : undefined;
+    sendDashboardPage(res, signInPage({ notice }));
+  });
+
+  router.post(
+    "/dashboard/sign-in",
+    form,
+    formRoute(async (req, res, requestId) => {
+      await enforceEndpointLimit(services, req, "dashboard-sign-in", null, requestId);
+      const key = parseApiKey(field(req, "api_key"));
+      if (!key)
+        throw new ApiError("invalid_api_key", "That is not an API key: it starts with tg_.");
+      // The API's own check: unknown and revoked keys are refused exactly as /api/v1 refuses them.
+      const caller = await authenticate(services, key, requestId);
+      await openSession(services, res, caller.account.id, "api_key");
+      res.redirect(303, "/dashboard");
+    }),
+  );
+
+  router.post(
+    "/dashboard/sign-in/email",
+    form,
+    formRoute(async (req, res, requestId) => {
+      const email = field(req, "email").toLowerCase();
+      if (!/^[^\s@]{1,64}@[^\s@]{1,254}$/.test(email))
+        throw new ApiError("validation_failed", "Enter the e-mail address of your account.", {
+          param: "email",
+        });
+      const accountId = await services.store.accountIdByEmail(email);
+      const account = accountId ? await services.store.getAccount(accountId) : null;
+      await enforceEndpointLimit(
+        services,
+        req,
+        "dashboard-sign-in-link",
+        account?.id ?? null,
+        requestId,
+      );
+      // The same answer whether or not the address has an account: the form tells no one who has one.
+      if (account?.email === email) {
+        await sendSignInLink(services, account.id, email).catch((err: unknown) =>
+          services.log.error({ err, account: account.id }, "dashboard sign-in e-mail not sent"),
+        );
+      }
+      sendDashboardPage(res, signInPage({ notice: LINK_SENT, email }));
+    }),
+  );
+
+  router.get("/dashboard/sign-in/link", (req, res) => {
+    const token = typeof req.query.token === "string" ? req.query.token.slice(0, 200) : "";
+    sendDashboardPage(
+      res,
+      publicDashboardPage({
+        title: "Sign in to the dashboard",
+        body: `<p>Continue to sign in with the link from your e-mail. It works once.</p>
+<form method="post" action="/dashboard/sign-in/link"><input type="hidden" name="token" value="${esc(token)}"><button type="submit">Sign in</button></form>`,
+      }),
+    );
+  });
+
+  router.post(
+    "/dashboard/sign-in/link",
+    form,
+    formRoute(async (req, res, requestId) => {
+      await enforceEndpointLimit(services, req, "dashboard-sign-in", null, requestId);
+      const token = readAccountToken(field(req, "token"));
+      const valid =
+        token && (await services.store.consumeNonce(linkNonce(token.accountId, token.secret)));
+      if (!token || !valid || !(await services.store.getAccount(token.accountId))) {
+        throw new ApiError(
+          "invalid_token",
+          "This sign-in link does not work: it was used already, has expired, or was copied incompletely. Ask for a new one below.",
+          { param: "token" },
+        );
+      }
+      await openSession(services, res, token.accountId, "email_link");
+      res.redirect(303, "/dashboard");
+    }),
+  );
+
+  router.post("/dashboard/sign-out", form, async (req, res) => {
+    const current = await currentSession(services, req);
+    if (current) requireCsrf(req, current.session);
+    await endSession(services, req, res);
+    res.redirect(303, "/dashboard/sign-in?notice=signed_out");
+  });
+
+  router.post("/dashboard/sign-out-everywhere", form, async (req, res) => {
+    const current = await currentSession(services, req);
+    if (!current) return res.redirect(303, "/dashboard/sign-in?notice=expired");
+    requireCsrf(req, current.session);
+    await services.store.endAccountSessions(current.account.id);
+    await endSession(services, req, res);
+    res.redirect(303, "/dashboard/sign-in?notice=signed_out_everywhere");
+  });
+
+  return router;
+}

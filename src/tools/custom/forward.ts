@@ -1,0 +1,182 @@
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { ValidateFunction } from "ajv";
+import { guardedLookup } from "../../webhooks/ssrf.js";
+import type { ForwardOutcome, Forwarder } from "../forward.js";
+import { checkUpstreamForm, literalHostReason } from "./target.js";
+
+/**
+ * Calls a tool's own HTTP endpoint (a custom or operator-declared tool) on the invocation
+ * service's terms: the validated input as a JSON POST, through the SSRF guard (checked again at
+ * connect time, redirects never followed), within the tool's timeout and a size limit on the
+ * answer. A 2xx answer counts only if it is a JSON object matching the tool's output schema;
+ * anything else becomes a worker-style error answer, so the one invocation service decides
+ * charge or refund and the caller's error exactly as for catalogue tools.
+ */
+export const UPSTREAM_USER_AGENT = "Toolgate-Upstream/1.0";
+
+export interface UpstreamTarget {
+  url: string;
+  /** Extra request headers (an operator's upstream key); none for custom tools. */
+  headers: Record<string, string>;
+  validateOutput: ValidateFunction;
+}
+
+export interface UpstreamSettings {
+  allowPrivate: boolean;
+  maxResponseBytes: number;
+}
+
+/** A worker-style error answer: the invocation service reads `error.message` from it. */
+const failed = (status: number, message: string, param?: string): ForwardOutcome => ({
+  kind: "response",
+  status,
+  body: Buffer.from(JSON.stringify({ error: { message, ...(param ? { param } : {}) } })),
+});
+
+export class UpstreamCaller {
+  private readonly https: HttpsAgent;
+  private readonly http: HttpAgent;
+
+  constructor(private readonly settings: UpstreamSettings) {
+    const lookup = guardedLookup(settings.allowPrivate) as never;
+    this.https = new HttpsAgent({ keepAlive: true, maxSockets: 256, lookup });
+    this.http = new HttpAgent({ keepAlive: true, maxSockets: 256, lookup });
+  }
+
+  /** The forwarder of one tool: the pool origin and path of a catalogue call are not used. */
+  forwarder(target: UpstreamTarget): Forwarder {
+    return (call) =>
+      new Promise<ForwardOutcome>((resolve) => {
+        let body: Buffer;
+        try {
+          body = Buffer.from(JSON.stringify(call.input));
+        } catch (err) {
+          return resolve({
+            kind: "gateway_error",
+            message: `the input could not be serialised: ${(err as Error).message}`,
+          });
+        }
+        // The URL is checked again here: the development switch may be off now, and an IP-literal
+        // host never passes through the guarded DNS lookup.
+        const form = checkUpstreamForm(target.url, this.settings.allowPrivate);
+        const refused = form.ok
+          ? literalHostReason(form.url, this.settings.allowPrivate)
+          : form.reason;
+        if (!form.ok || refused)
+          return resolve(failed(502, `the endpoint is not allowed: ${refused}`));
+        if (call.signal?.aborted)
+          return resolve({ kind: "gateway_error", message: "the request failed" });
+
+        let settled = false;
+        const settle = (outcome: ForwardOutcome) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          call.signal?.removeEventListener("abort", onAbort);
+          resolve(outcome);
+        };
+        const secure = form.url.protocol === "https:";
+        const req = (secure ? httpsRequest : httpRequest)(
+          form.url,
+          {
+            method: "POST",
+            agent: secure ? this.https : this.http,
+            headers: {
+              ...target.headers,
+              "content-type": "application/json",
+              accept: "application/json",
+              "content-length": body.length,
+              "user-agent": UPSTREAM_USER_AGENT,
+              "x-request-id": call.requestId,
+            },
+          },
+          (res) => this.read(res, target, settle),
+        );
+        // One deadline for the whole exchange (connect, send, answer), not an idle timeout.
+        const timer = setTimeout(() => {
+          settle({ kind: "timeout" });
+          req.destroy();
+        }, call.timeoutMs);
+        const onAbort = () => {
+          settle({ kind: "gateway_error", message: "the request failed" });
+          req.destroy();
+        };
+        call.signal?.addEventListener("abort", onAbort);
+        req.on("error", (err) =>
+          settle(failed(502, `the endpoint could not be reached: ${err.message}`)),
+        );
+        req.end(body);
+      });
+  }
+
+  private read(
+    res: IncomingMessage,
+    target: UpstreamTarget,
+    settle: (outcome: ForwardOutcome) => void,
+  ): void {
+    const limit = this.settings.maxResponseBytes;
+    const status = res.statusCode ?? 502;
+    const tooLarge = () => {
+      res.destroy();
+      settle(failed(502, `the endpoint's answer is larger than ${limit} bytes`));
+    };
+    if (Number(res.headers["content-length"] ?? 0) > limit) {
+      tooLarge();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) tooLarge();
+      else chunks.push(chunk);
+    });
+    res.on("error", (err) =>
+      settle(failed(502, `the endpoint's answer was cut off: ${err.message}`)),
+    );
+    res.on("end", () => {
+      // Whatever the endpoint sent (JSON nested past the stack, a schema keyword that throws),
+      // judging it fails this call alone: 502, refunded — never an exception in a listener.
+      try {
+        settle(interpret(status, Buffer.concat(chunks), target));
+      } catch (err) {
+        settle(failed(502, `the endpoint's answer could not be read: ${(err as Error).message}`));
+      }
+    });
+  }
+
+  close(): void {
+    this.https.destroy();
+    this.http.destroy();
+  }
+}
+
+/** What the endpoint's answer means, in the workers' terms. */
+function interpret(status: number, body: Buffer, target: UpstreamTarget): ForwardOutcome {
+  // The endpoint judged the input: the caller's error (refunded, no tool.error), with its message when it gave one.
+  if (status === 422) return { kind: "response", status, body };
+  if (status === 504) return failed(504, "the endpoint timed out");
+  if (status < 200 || status >= 300)
+    return failed(
+      502,
+      `the endpoint answered HTTP ${status}${status >= 300 && status < 400 ? " (redirects are not followed)" : ""}`,
+    );
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString("utf8"));
+  } catch {
+    return failed(502, "the endpoint's answer is not JSON");
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    return failed(502, "the endpoint's answer is not a JSON object");
+  if (!target.validateOutput(value)) {
+    const error = target.validateOutput.errors![0]!;
+    return failed(
+      502,
+      `the endpoint's answer does not match the tool's output schema: ${error.instancePath || "(root)"} ${error.message ?? ""}`.trim(),
+    );
+  }
+  // The bytes as sent (they parsed as JSON): not re-serialised, which would recurse on their depth.
+  return { kind: "response", status: 200, body };
+}

@@ -1,0 +1,121 @@
+import { createHash } from "node:crypto";
+import type { ErrorObject, ValidateFunction } from "ajv";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { RE2JS } from "re2js";
+import { z } from "zod";
+import { withFormats } from "../../workers/json-schema.js";
+
+/**
+ * JSON Schemas written by someone else — a Business account's custom tool, an operator's
+ * TOOLS_FILE entry — compiled with Ajv once and cached by their content, and bounded in size and
+ * depth before Ajv sees them. Their `pattern`s run on RE2 (re2js, linear time), so a
+ * catastrophic regular expression in a schema cannot stall the gateway that validates with it.
+ */
+export const MAX_SCHEMA_BYTES = 32 * 1024;
+export const MAX_SCHEMA_DEPTH = 16;
+
+export class SchemaError extends Error {}
+
+/**
+ * Ajv's hook for every `pattern` and `patternProperties`: RE2 semantics (no backreferences or
+ * lookaround). Ajv keys its compiled patterns by `toString()`, so the object must say its pattern.
+ */
+const re2: ((pattern: string) => { test: (s: string) => boolean }) & { code: string } =
+  Object.assign(
+    (pattern: string) => {
+      const compiled = RE2JS.compile(pattern);
+      return { test: (s: string) => compiled.test(s), toString: () => `re2:${pattern}` };
+    },
+    { code: "re2js" },
+  );
+
+function depthOf(value: unknown): number {
+  // Iterative: the bound is checked without recursing on a structure someone else chose.
+  let max = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [node, depth] = stack.pop()!;
+    if (node === null || typeof node !== "object") continue;
+    max = Math.max(max, depth);
+    if (max > MAX_SCHEMA_DEPTH) return max;
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return max;
+}
+
+/** Compiles schemas once per content (a registered tool is called many times; its schema rarely changes). */
+export class SchemaCompiler {
+  private readonly ajv = withFormats(
+    new Ajv2020({ strict: false, allErrors: false, code: { regExp: re2 } }),
+  );
+  private readonly cache = new Map<string, ValidateFunction>();
+
+  constructor(private readonly maxCached = 5_000) {}
+
+  /** The validator of `schema`, or SchemaError saying why it cannot be one. */
+  compile(schema: unknown): ValidateFunction {
+    if (schema === null || typeof schema !== "object" || Array.isArray(schema))
+      throw new SchemaError("must be a JSON Schema object");
+    const text = JSON.stringify(schema);
+    if (Buffer.byteLength(text) > MAX_SCHEMA_BYTES)
+      throw new SchemaError(`must be at most ${MAX_SCHEMA_BYTES} bytes as JSON`);
+    if (depthOf(schema) > MAX_SCHEMA_DEPTH)
+      throw new SchemaError(`must nest at most ${MAX_SCHEMA_DEPTH} levels deep`);
+    const id = createHash("sha256").update(text).digest("hex");
+    const cached = this.cache.get(id);
+    if (cached) return cached;
+    let validate: ValidateFunction;
+    // `$id`s would be registered in the shared Ajv instance and collide across accounts: compiled
+    // without them, and dropped from Ajv's own cache at once (this cache holds the validator).
+    const own = withoutIds(schema as Record<string, unknown>);
+    try {
+      validate = this.ajv.compile(own);
+    } catch (err) {
+      throw new SchemaError(`is not a valid JSON Schema: ${(err as Error).message}`);
+    } finally {
+      this.ajv.removeSchema(own);
+    }
+    if (this.cache.size >= this.maxCached) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(id, validate);
+    return validate;
+  }
+
+  /**
+   * A zod schema that accepts what `schema` accepts, so a tool defined by JSON Schema goes
+   * through the invocation service's validation unchanged: its first error becomes the 422's
+   * message and `param` (a dotted path, as for every other tool).
+   */
+  zodOf(schema: unknown): z.ZodType {
+    const validate = this.compile(schema);
+    return z.unknown().superRefine((value, ctx) => {
+      if (validate(value)) return;
+      const error = validate.errors![0]!;
+      ctx.addIssue({
+        code: "custom",
+        path: pathOf(error),
+        message: error.message ?? "does not match the input schema",
+      });
+    });
+  }
+}
+
+/** Ajv's `/a/0/b` instance path (plus the missing property, for `required`) as zod's path. */
+function pathOf(error: ErrorObject): (string | number)[] {
+  const path = error.instancePath
+    .split("/")
+    .slice(1)
+    .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
+  if (error.keyword === "required")
+    path.push(String((error.params as { missingProperty: string }).missingProperty));
+  if (error.keyword === "additionalProperties")
+    path.push(String((error.params as { additionalProperty: string }).additionalProperty));
+  return path;
+}
+
+/** The schema without `$id`s, and without a top-level `$schema` (every schema is read as draft 2020-12). */
+function withoutIds(schema: Record<string, unknown>): Record<string, unknown> {
+  const { $schema: _, ...copy } = JSON.parse(JSON.stringify(schema), (key, value) =>
+    key === "$id" && typeof value === "string" ? undefined : value,
+  ) as Record<string, unknown>;
+  return copy;
+}

@@ -1,0 +1,99 @@
+import type { Services } from "../../services.js";
+import type { Store } from "../../store/types.js";
+import { findTool } from "../catalogue/index.js";
+import type { ToolDefinition } from "../definition.js";
+import type { Forwarder } from "../forward.js";
+import { UpstreamCaller, type UpstreamSettings, type UpstreamTarget } from "./forward.js";
+import { SchemaCompiler } from "./json-schema.js";
+import { describedTool, RESERVED_TOOL_NAMES, specOfRecord, type UpstreamToolSpec } from "./spec.js";
+
+/**
+ * Tools that live at an HTTP endpoint, beside the catalogue: the operator's (TOOLS_FILE, public,
+ * fixed at start-up) and each Business account's own (in the store, seen by that account only).
+ * Each becomes an ordinary ToolDefinition — its JSON Schema wrapped as zod — so the one
+ * invocation service validates, charges, refunds and records it like any catalogue tool; only
+ * the forwarder differs (the endpoint instead of a worker pool).
+ */
+export interface UpstreamTool extends ToolDefinition {
+  upstream: UpstreamTarget & { ownerId: string | null };
+}
+
+export const isUpstreamTool = (tool: ToolDefinition): tool is UpstreamTool => "upstream" in tool;
+/** An account's own tool: paid with that account's credits only, never offered for x402. */
+export const isPrivateTool = (tool: ToolDefinition): boolean =>
+  isUpstreamTool(tool) && tool.upstream.ownerId !== null;
+
+export class UpstreamTools {
+  readonly schemas = new SchemaCompiler();
+  private readonly caller: UpstreamCaller;
+  /** The operator's tools, in TOOLS_FILE order. */
+  readonly public: readonly UpstreamTool[];
+  private readonly byName: Map<string, UpstreamTool>;
+
+  constructor(
+    private readonly store: Store,
+    settings: UpstreamSettings,
+    operatorTools: readonly UpstreamToolSpec[],
+  ) {
+    this.caller = new UpstreamCaller(settings);
+    this.public = operatorTools.map((spec) => this.define(spec, null));
+    this.byName = new Map(this.public.map((tool) => [tool.name, tool]));
+  }
+
+  /** A public tool by name or alias: the catalogue's, then the operator's. */
+  findPublic(name: string): ToolDefinition | undefined {
+    return findTool(name) ?? this.byName.get(name);
+  }
+
+  /** A name an account may not give its own tool: a catalogue or operator tool's, or a reserved path. */
+  isTaken(name: string): boolean {
+    return RESERVED_TOOL_NAMES.has(name) || this.findPublic(name) !== undefined;
+  }
+
+  /** The tool `name` as `accountId` sees it (public first), or null; one store read for a name that is not public. */
+  async find(name: string, accountId: string | null): Promise<ToolDefinition | null> {
+    const known = this.findPublic(name);
+    if (known) return known;
+    if (!accountId) return null;
+    const record = await this.store.getCustomTool(accountId, name);
+    return record ? this.define(specOfRecord(record), accountId) : null;
+  }
+
+  async listPrivate(accountId: string): Promise<UpstreamTool[]> {
+    // A tool shadowed by a later public one of the same name is not callable: not listed either.
+    return (await this.store.listCustomTools(accountId))
+      .filter((r) => !this.isTaken(r.name))
+      .map((r) => this.define(specOfRecord(r), accountId));
+  }
+
+  /** How a call reaches this tool: its endpoint for upstream tools, the door's own forwarder otherwise. */
+  forwarderFor(tool: ToolDefinition, door: Forwarder): Forwarder {
+    return isUpstreamTool(tool) ? this.caller.forwarder(tool.upstream) : door;
+  }
+
+  close(): void {
+    this.caller.close();
+  }
+
+  private define(spec: UpstreamToolSpec, ownerId: string | null): UpstreamTool {
+    return {
+      ...describedTool(spec),
+      // The published schemas, enforced: input through zod (Ajv inside), output by the caller.
+      input: this.schemas.zodOf(spec.inputSchema),
+      output: this.schemas.zodOf(spec.outputSchema),
+      upstream: {
+        url: spec.url,
+        headers: spec.headers,
+        validateOutput: this.schemas.compile(spec.outputSchema),
+        ownerId,
+      },
+    };
+  }
+}
+
+/** The public tools: the catalogue, then the operator's. */
+export const publicTools = (
+  services: Pick<Services, "upstream">,
+  catalogue: readonly ToolDefinition[],
+): readonly ToolDefinition[] =>
+  services.upstream.public.length ? [...catalogue, ...services.upstream.public] : catalogue;

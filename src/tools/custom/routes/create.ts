@@ -1,0 +1,71 @@
+import { requireFeature } from "../../../accounts/tiers.js";
+import { ApiError } from "../../../http/errors.js";
+import { defineRoute } from "../../../http/route.js";
+import { SchemaError } from "../json-schema.js";
+import { customToolBody, customToolRecord } from "../spec.js";
+import { checkUpstreamUrl } from "../target.js";
+import { customToolView, customToolViewSchema } from "./view.js";
+
+/**
+ * POST /api/v1/custom-tools: a Business account turns its own endpoint into a private tool,
+ * called by its keys at /v1/tools/{name} (REST and MCP) on the same paid call path as the
+ * catalogue. Checked before it is kept: the name is free, both schemas compile, the URL passes
+ * the SSRF guard now (and is checked again on every call).
+ */
+export const createCustomTool = defineRoute({
+  method: "post",
+  path: "/custom-tools",
+  summary:
+    "Register the account's own HTTPS endpoint as a private tool: name, description, input/output JSON Schema, price in credits, timeout (Business tier).",
+  auth: "key",
+  successStatus: 201,
+  body: customToolBody,
+  response: customToolViewSchema,
+  async handler({ services, caller, body }) {
+    requireFeature(caller.account.tier, "custom_endpoints");
+    if (services.upstream.isTaken(body.name))
+      throw new ApiError(
+        "tool_name_taken",
+        `${body.name} is the name of a public tool; choose another.`,
+        { param: "name" },
+      );
+    for (const [param, schema] of [
+      ["input_schema", body.input_schema],
+      ["output_schema", body.output_schema],
+    ] as const) {
+      if (schema === undefined) continue;
+      try {
+        services.upstream.schemas.compile(schema);
+      } catch (err) {
+        if (err instanceof SchemaError)
+          throw new ApiError(
+            "validation_failed",
+            `Invalid body field "${param}": ${err.message}.`,
+            { param },
+          );
+        throw err;
+      }
+    }
+    const target = await checkUpstreamUrl(body.url, services.config.upstream.allowPrivate);
+    if (!target.ok)
+      throw new ApiError(
+        "validation_failed",
+        `The endpoint URL is not allowed: ${target.reason}.`,
+        { param: "url" },
+      );
+    const record = customToolRecord(caller.account.id, body, target.url.href);
+    const added = await services.store.addCustomTool(record, services.config.upstream.perAccount);
+    if (added === "exists")
+      throw new ApiError(
+        "tool_name_taken",
+        `The account already has a tool named ${body.name}; delete it first to replace it.`,
+        { param: "name" },
+      );
+    if (added === "cap")
+      throw new ApiError(
+        "validation_failed",
+        `At most ${services.config.upstream.perAccount} custom tools per account.`,
+      );
+    return { status: 201, body: customToolView(record, services.config.creditPriceAtomic) };
+  },
+});

@@ -1,0 +1,432 @@
+import { mkdirSync, readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { createRequire } from "node:module";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomId } from "../../src/lib/ids.js";
+import { launchChromium, watchPage } from "../helpers/browser.js";
+import {
+  call,
+  callTool,
+  fundedAccount,
+  signUp,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
+import { startReceiver } from "../helpers/receiver.js";
+import { startSmtpServer } from "../helpers/smtp.js";
+
+/**
+ * The dashboard in Debian's Chromium (playwright-core, never a downloaded browser), against two
+ * real gateways sharing one Redis: pages are served by one, tool calls go to the other, so the
+ * live feed is proven to cross processes through Redis. Each page is checked with axe-core
+ * (injected into the page) and photographed into artifacts/screenshots/ (git-ignored; CI keeps it).
+ */
+const SCREENSHOTS = new URL("../../artifacts/screenshots/", import.meta.url).pathname;
+const AXE_SOURCE = readFileSync(
+  createRequire(import.meta.url).resolve("axe-core/axe.min.js"),
+  "utf8",
+);
+
+let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+let rx: Awaited<ReturnType<typeof startReceiver>>;
+let gw: TestGateway;
+let other: TestGateway;
+let browser: Browser;
+
+beforeAll(async () => {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  [smtp, rx] = await Promise.all([startSmtpServer(), startReceiver()]);
+  const env = {
+    SMTP_URL: smtp.url,
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: "1",
+    SECRET_KEY: "d".repeat(32),
+  };
+  gw = await startGateway({ env });
+  [other, browser] = await Promise.all([
+    startGateway({ prefix: gw.prefix, env }),
+    launchChromium(),
+  ]);
+}, 90_000);
+afterAll(async () => {
+  await browser?.close();
+  await other?.stop();
+  await gw?.stop();
+  await rx?.stop();
+  await smtp?.stop();
+});
+
+/** A fresh browser (own cookies) whose console errors, CSP reports and requests elsewhere are collected. */
+async function freshPage(
+  viewport = { width: 1280, height: 800 },
+): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  const problems = watchPage(page, new URL(gw.url).origin);
+  return { context, page, problems };
+}
+
+async function signInWithKey(page: Page, key: string): Promise<void> {
+  await page.goto(`${gw.url}/dashboard/sign-in`);
+  await page.getByLabel("API key", { exact: true }).fill(key);
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await page.waitForURL(`${gw.url}/dashboard`);
+}
+
+/** axe-core's serious and critical violations on the page as it is now (evaluated through the debugger, as CSP allows no injected script). */
+async function accessibilityProblems(page: Page): Promise<string[]> {
+  await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(async () => {
+    const axe = (
+      globalThis as unknown as {
+        axe: {
+          run(): Promise<{
+            violations: {
+              id: string;
+              impact: string;
+              help: string;
+              nodes: { target: string[] }[];
+            }[];
+          }>;
+        };
+      }
+    ).axe;
+    return (await axe.run()).violations;
+  });
+  return violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map(
+      (v) =>
+        `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`,
+    );
+}
+
+async function checkPage(page: Page, name: string): Promise<void> {
+  expect(await accessibilityProblems(page)).toEqual([]);
+  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
+}
+
+/** A secret shown once on the page, once its box is shown (and, after a rotation, once it changed). */
+async function shownSecret(page: Page, id: string, previous?: string): Promise<string> {
+  const box = page.locator(`#${id}`);
+  await box.filter({ hasText: /\S/ }).waitFor({ timeout: 5000 });
+  if (previous) await expect.poll(() => box.textContent(), { timeout: 5000 }).not.toBe(previous);
+  return (await box.textContent())!;
+}
+
+const sessionCookie = async (context: BrowserContext) =>
+  (await context.cookies()).find((c) => c.name === "tg_session");
+const csrfOf = (page: Page) => page.locator('meta[name="csrf-token"]').getAttribute("content");
+
+/** The sign-in link in the newest mail to `to` (quoted-printable soft breaks undone). */
+async function signInLinkFor(to: string): Promise<string> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const mail = smtp.mails
+      .filter((m) => m.to.includes(to) && m.raw.includes("sign-in link"))
+      .at(-1);
+    if (mail) {
+      const body = mail.raw.replace(/=\r?\n/g, "").replace(/=3D/g, "=");
+      const match = /\/dashboard\/sign-in\/link\?token=[A-Za-z0-9_.-]+/.exec(body);
+      if (!match) throw new Error(`no sign-in link in:\n${mail.raw}`);
+      return match[0];
+    }
+    if (Date.now() > deadline) throw new Error(`no sign-in mail to ${to}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe("the dashboard in Chromium", () => {
+  it("signs in with a key, shows the balance, shows a call made through another gateway process within 2 s without a reload, and signs out for good", async () => {
+    const { key } = await fundedAccount(gw.url, 200, "pro");
+    const { context, page, problems } = await freshPage();
+    await page.goto(`${gw.url}/dashboard`);
+    await page.waitForURL(`${gw.url}/dashboard/sign-in`); // not signed in: sent to sign in
+    await checkPage(page, "sign-in");
+    await signInWithKey(page, key);
+    await expect(page.getByTestId("credits-balance").textContent()).resolves.toBe("200");
+    await expect(page.getByTestId("tier").textContent()).resolves.toBe("Pro");
+    await expect(page.getByTestId("rate-limit").textContent()).resolves.toBe("300 / min");
+    await expect(page.getByTestId("period-usage").textContent()).resolves.toBe(
+      "0 calls · 0 credits",
+    );
+    await page.locator("#live-state", { hasText: "Live:" }).waitFor({ timeout: 5000 });
+
+    const cookie = (await sessionCookie(context))!;
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: "Lax", path: "/" });
+    // The session is the dashboard's only: the API and the tools still want x-api-key.
+    const withCookie = { cookie: `tg_session=${cookie.value}` };
+    expect(
+      (await call(`${gw.url}/v1/tools/hash`, { body: { text: "x" }, headers: withCookie })).body
+        .error.code,
+    ).toBe("missing_api_key");
+    expect((await call(`${gw.url}/api/v1/account`, { headers: withCookie })).body.error.code).toBe(
+      "missing_api_key",
+    );
+
+    const called = await callTool(other.url, key, "hash", { text: "seen live" });
+    expect(called.status).toBe(200);
+    const calledAt = Date.now();
+    await page
+      .getByTestId("usage-feed")
+      .locator("li", { hasText: "hash" })
+      .first()
+      .waitFor({ timeout: 2000 });
+    const seenAfterMs = Date.now() - calledAt;
+    await expect(page.getByTestId("credits-balance").textContent()).resolves.toBe("199");
+    await expect(page.getByTestId("period-usage").textContent()).resolves.toBe(
+      "1 calls · 1 credits",
+    );
+    await expect(
+      page.getByTestId("usage-feed").locator("li").first().textContent(),
+    ).resolves.toContain("-1");
+    console.log(
+      `live feed: call through the other gateway shown ${seenAfterMs} ms after its answer`,
+    );
+    await checkPage(page, "overview");
+
+    await page.getByRole("button", { name: "Sign out", exact: true }).click();
+    await page.waitForURL(/\/dashboard\/sign-in\?notice=signed_out$/);
+    await expect(page.getByRole("status").textContent()).resolves.toContain("You are signed out.");
+    // The old cookie opens nothing any more, on any process.
+    for (const url of [gw.url, other.url]) {
+      const again = await call(`${url}/dashboard/api/v1/account`, { headers: withCookie });
+      expect(again.status).toBe(401);
+      expect(again.body.error.code).toBe("session_required");
+      const pageAgain = await fetch(`${url}/dashboard`, {
+        headers: withCookie,
+        redirect: "manual",
+      });
+      expect(pageAgain.status).toBe(303);
+      expect(pageAgain.headers.get("location")).toBe("/dashboard/sign-in");
+    }
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it("lets an account whose every key is revoked sign in by the e-mailed link, create a key, and use it", async () => {
+    const email = `recover-${randomId(8)}@example.com`;
+    const signup = await call(`${gw.url}/api/v1/signup`, {
+      body: { email },
+      headers: { "x-forwarded-for": `10.9.${Math.floor(Math.random() * 250)}.1` },
+    });
+    expect(signup.status).toBe(201);
+    const oldKey: string = signup.body.api_key;
+    expect(
+      (
+        await call(`${gw.url}/api/v1/keys/${signup.body.key.id}?force=true`, {
+          method: "DELETE",
+          key: oldKey,
+        })
+      ).status,
+    ).toBe(200);
+    expect((await callTool(gw.url, oldKey, "hash", { text: "x" })).status).toBe(401);
+
+    const { context, page, problems } = await freshPage();
+    await page.goto(`${gw.url}/dashboard/sign-in`);
+    await page.getByLabel("E-mail address").fill(email);
+    await page.getByRole("button", { name: "E-mail me a sign-in link" }).click();
+    await expect(page.getByRole("status").textContent()).resolves.toContain(
+      "a sign-in link is on its way",
+    );
+    const link = await signInLinkFor(email);
+    await page.goto(`${gw.url}${link}`);
+    await checkPage(page, "sign-in-link");
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.waitForURL(`${gw.url}/dashboard`);
+    await expect(page.getByTestId("credits-balance").textContent()).resolves.toBe("25");
+
+    await page.getByRole("link", { name: "Keys" }).click();
+    await page.getByLabel("Name (optional)").fill("recovered");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const secret = await shownSecret(page, "new-key-secret");
+    expect(secret).toMatch(/^tg_/);
+    await page.locator("#keys-table tr", { hasText: "recovered" }).waitFor();
+    expect((await callTool(gw.url, secret, "hash", { text: "back in" })).status).toBe(200);
+    await checkPage(page, "keys-after-recovery");
+
+    // The link works once.
+    const { context: second, page: again } = await freshPage();
+    await again.goto(`${gw.url}${link}`);
+    const [answer] = await Promise.all([
+      again.waitForResponse((r) => r.request().method() === "POST"),
+      again.getByRole("button", { name: "Sign in", exact: true }).click(),
+    ]);
+    expect(answer.status()).toBe(400);
+    await expect(again.getByRole("alert").textContent()).resolves.toContain("does not work");
+    expect(await sessionCookie(second)).toBeUndefined();
+    expect(problems).toEqual([]);
+    await Promise.all([context.close(), second.close()]);
+  });
+
+  it("creates, rotates and revokes keys from the Keys page; a revoked key is refused by the API at once", async () => {
+    const { key: first } = await fundedAccount(gw.url, 100, "free");
+    const { context, page, problems } = await freshPage();
+    await signInWithKey(page, first);
+    await page.goto(`${gw.url}/dashboard/keys`);
+    await page.getByRole("button", { name: "Create key" }).click();
+    const created = await shownSecret(page, "new-key-secret");
+    expect((await callTool(gw.url, created, "hash", { text: "a" })).status).toBe(200);
+    await page.locator("#keys-table tbody tr").nth(1).waitFor();
+
+    const row = (secret: string) =>
+      page.locator("#keys-table tbody tr", {
+        has: page.locator("td code", { hasText: new RegExp(`^${secret.slice(-4)}$`) }),
+      });
+    await row(created).getByRole("button", { name: "Rotate" }).click();
+    await page.getByLabel("Grace period").selectOption("0");
+    await page.locator("#rotate-dialog").getByRole("button", { name: "Rotate" }).click();
+    await page.locator("#notice", { hasText: "rotated" }).waitFor();
+    const rotated = await shownSecret(page, "new-key-secret", created);
+    expect(rotated).not.toBe(created);
+    expect((await callTool(gw.url, created, "hash", { text: "b" })).status).toBe(401);
+    expect((await callTool(gw.url, rotated, "hash", { text: "c" })).status).toBe(200);
+    await checkPage(page, "keys");
+
+    await row(rotated).getByRole("button", { name: "Revoke" }).click();
+    await expect(page.locator("#last-key-warning").isVisible()).resolves.toBe(false);
+    await checkPage(page, "keys-revoke-dialog");
+    await page.locator("#revoke-dialog").getByRole("button", { name: "Revoke" }).click();
+    await page.locator("#notice", { hasText: `${rotated.slice(-4)} is revoked` }).waitFor();
+    const refused = await callTool(gw.url, rotated, "hash", { text: "d" });
+    expect(refused.status).toBe(401);
+    expect(refused.body.error.code).toBe("api_key_revoked");
+
+    // The last active key: the dialog warns before revoking it.
+    await row(first).getByRole("button", { name: "Revoke" }).click();
+    await expect(page.locator("#last-key-warning").isVisible()).resolves.toBe(true);
+    await page.locator("#revoke-dialog").getByRole("button", { name: "Cancel" }).click();
+    expect((await callTool(gw.url, first, "hash", { text: "e" })).status).toBe(200);
+    await row(first).getByRole("button", { name: "Revoke" }).click();
+    await page.locator("#revoke-dialog").getByRole("button", { name: "Revoke" }).click();
+    await page.locator("#notice", { hasText: `${first.slice(-4)} is revoked` }).waitFor();
+    await expect(row(first).locator("td.status").textContent()).resolves.toBe("revoked");
+    expect((await callTool(gw.url, first, "hash", { text: "f" })).status).toBe(401);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it("refuses a cross-site POST and any change without the CSRF token, and answers 404 for another account's key", async () => {
+    const mine = await fundedAccount(gw.url, 100, "free");
+    const theirs = await signUp(gw.url);
+    const { context, page, problems } = await freshPage();
+    await signInWithKey(page, mine.key);
+    const cookie = `tg_session=${(await sessionCookie(context))!.value}`;
+    const keysBefore = (await call(`${gw.url}/api/v1/keys`, { key: mine.key })).body.data.length;
+
+    // A real cross-site form (another origin: localhost rather than 127.0.0.1) posting to the dashboard.
+    const attacker: Server = createServer((_req, res) => {
+      res.setHeader("content-type", "text/html");
+      res.end(
+        `<form id="f" method="post" action="${gw.url}/dashboard/sign-out-everywhere"><input name="x" value="1"></form><form id="g" method="post" action="${gw.url}/dashboard/api/v1/keys" enctype="text/plain"><input name='{"name":"evil","x":"' value='"}'></form>`,
+      );
+    });
+    await new Promise<void>((resolve) => attacker.listen(0, "127.0.0.1", resolve));
+    const attackerUrl = `http://localhost:${(attacker.address() as { port: number }).port}/`;
+    const evil = await context.newPage();
+    for (const form of ["f", "g"]) {
+      await evil.goto(attackerUrl);
+      const [answer] = await Promise.all([
+        evil.waitForResponse((r) => r.url().startsWith(gw.url)),
+        evil.evaluate((id) => (document.getElementById(id) as HTMLFormElement).submit(), form),
+      ]);
+      expect(answer.status()).toBeGreaterThanOrEqual(300); // a redirect to sign in, or a refusal: never the change
+    }
+    await evil.close();
+    attacker.close();
+    await page.reload();
+    await expect(page.getByTestId("credits-balance").textContent()).resolves.toBe("100"); // still signed in
+    expect((await call(`${gw.url}/api/v1/keys`, { key: mine.key })).body.data.length).toBe(
+      keysBefore,
+    );
+
+    // The same requests with the session cookie attached but no token (what a forged request could send at best).
+    const noToken = await call(`${gw.url}/dashboard/api/v1/keys`, {
+      body: {},
+      headers: { cookie, "sec-fetch-site": "cross-site" },
+    });
+    expect(noToken.status).toBe(403);
+    expect(noToken.body.error.code).toBe("csrf_failed");
+    const wrongToken = await call(`${gw.url}/dashboard/api/v1/keys`, {
+      body: {},
+      headers: { cookie, "x-csrf-token": "not-the-token" },
+    });
+    expect(wrongToken.body.error.code).toBe("csrf_failed");
+    const everywhere = await fetch(`${gw.url}/dashboard/sign-out-everywhere`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+      body: "x=1",
+      redirect: "manual",
+    });
+    expect(everywhere.status).toBe(403);
+    expect((await call(`${gw.url}/api/v1/keys`, { key: mine.key })).body.data.length).toBe(
+      keysBefore,
+    );
+
+    // With the token: another account's key is not found, and stays untouched.
+    const token = (await csrfOf(page))!;
+    const headers = { cookie, "x-csrf-token": token };
+    for (const [method, path, body] of [
+      ["DELETE", `/keys/${theirs.keyId}?force=true`, undefined],
+      ["POST", `/keys/${theirs.keyId}/rotate`, {}],
+    ] as const) {
+      const res = await call(`${gw.url}/dashboard/api/v1${path}`, { method, body, headers });
+      expect(res.status).toBe(404);
+      expect(res.body.error.code).toBe("not_found");
+    }
+    expect((await callTool(gw.url, theirs.key, "hash", { text: "still mine" })).status).toBe(200);
+    const own = await call(`${gw.url}/dashboard/api/v1/keys`, {
+      body: { name: "with token" },
+      headers,
+    });
+    expect(own.status).toBe(201);
+
+    // Sign out everywhere ends this session and any other of the account.
+    const { context: elsewhere, page: other } = await freshPage({ width: 390, height: 844 });
+    await signInWithKey(other, mine.key);
+    await checkPage(other, "overview-phone");
+    await page.getByRole("button", { name: "Sign out everywhere" }).click();
+    await page.waitForURL(/notice=signed_out_everywhere/);
+    await other.reload();
+    await other.waitForURL(`${gw.url}/dashboard/sign-in`);
+    expect(problems).toEqual([]);
+    await Promise.all([context.close(), elsewhere.close()]);
+  });
+
+  it("registers a webhook, sends it a test and shows the delivery in its log; a Free account is told webhooks are Pro", async () => {
+    const pro = await fundedAccount(gw.url, 100, "pro");
+    const { context, page, problems } = await freshPage();
+    await signInWithKey(page, pro.key);
+    await page.getByRole("link", { name: "Webhooks" }).click();
+    await page.getByLabel("HTTPS URL").fill(rx.url("/dashboard-hook"));
+    await page.getByRole("button", { name: "Register webhook" }).click();
+    expect(await shownSecret(page, "new-secret-value")).toMatch(/^whsec_/);
+    const row = page.locator("#webhooks-table tbody tr", { hasText: "dashboard-hook" });
+    await row.waitFor();
+    await checkPage(page, "webhooks");
+    await row.getByRole("button", { name: "Send test" }).click();
+    await page.locator("#notice", { hasText: "Test event sent" }).waitFor();
+    expect(await rx.waitFor("/dashboard-hook", 1)).toHaveLength(1);
+    await row.getByRole("link", { name: "Delivery log" }).click();
+    const delivered = page.locator("#deliveries-table tbody tr", { hasText: "webhook.test" });
+    for (let i = 0; i < 40 && (await delivered.count()) === 0; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      await page.reload();
+    }
+    await expect(delivered.first().textContent()).resolves.toMatch(/200.*delivered/);
+    await checkPage(page, "webhook-deliveries");
+    await page.goBack();
+    await row.getByRole("button", { name: "Delete" }).click();
+    await page.locator("#delete-dialog").getByRole("button", { name: "Delete" }).click();
+    await page.locator("#notice", { hasText: "Webhook deleted" }).waitFor();
+    expect((await call(`${gw.url}/api/v1/webhooks`, { key: pro.key })).body.data).toEqual([]);
+
+    const free = await fundedAccount(gw.url, 30, "free");
+    await page.getByRole("button", { name: "Sign out", exact: true }).click();
+    await signInWithKey(page, free.key);
+    await page.goto(`${gw.url}/dashboard/webhooks`);
+    await expect(page.locator("main").textContent()).resolves.toContain("part of the Pro tier");
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+});

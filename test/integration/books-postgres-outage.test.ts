@@ -1,0 +1,140 @@
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { checkBooks } from "../../src/books/check.js";
+import {
+  balanceOf,
+  call,
+  callTool,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
+import {
+  freshDatabase,
+  sql,
+  startPostgresCluster,
+  type PostgresCluster,
+} from "../helpers/postgres.js";
+
+/**
+ * PostgreSQL stopped for a while under load: the hot path never touches it, so calls are served
+ * and charged all along; /readyz stays 200 while the status page shows the books export degraded;
+ * once PostgreSQL is back the exporter catches up — every entry in the books once, summing to the
+ * balance — and the status page recovers.
+ */
+let cluster: PostgresCluster;
+let database: string;
+let gw: TestGateway;
+beforeAll(async () => {
+  cluster = await startPostgresCluster();
+  await cluster.booted;
+  database = await freshDatabase(cluster.url);
+  gw = await startGateway({
+    env: {
+      DATABASE_URL: database,
+      BOOKS_EXPORT_INTERVAL_MS: "100",
+      BOOKS_EXPORT_DEGRADED_AFTER_SECONDS: "1",
+      STATUS_CHECK_INTERVAL_MS: "200",
+    },
+  });
+});
+afterAll(async () => {
+  await gw?.stop();
+  await cluster?.destroy();
+});
+
+const booksState = async () =>
+  (
+    (await call(`${gw.url}/status.json`)).body.components as {
+      id: string;
+      state: string;
+      detail: string | null;
+    }[]
+  ).find((c) => c.id === "books-export");
+async function until<T>(
+  what: string,
+  probe: () => Promise<T>,
+  ok: (value: T) => boolean,
+  ms = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (ok(value)) return value;
+    if (Date.now() > deadline)
+      throw new Error(`${what}: still ${JSON.stringify(value)} after ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+it("serves and charges calls while PostgreSQL is down, then exports every entry once", async () => {
+  const { key, accountId } = await fundedAccount(gw.url, 1000, "business");
+  const calls = async (n: number) => {
+    const statuses = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        callTool(gw.url, key, "hash", { text: `c${i}` }).then((r) => r.status),
+      ),
+    );
+    expect(statuses).toEqual(Array(n).fill(200));
+  };
+  await calls(20);
+  await until(
+    "exported before the outage",
+    () =>
+      sql(database, "SELECT count(*)::int AS n FROM ledger_entries WHERE account_id = $1", [
+        accountId,
+      ]),
+    (rows) => rows[0]!.n === 22,
+  );
+
+  await cluster.stop();
+  try {
+    // Under load for a while with PostgreSQL down: every call answered and charged.
+    const outageEnds = Date.now() + 4000;
+    let made = 0;
+    while (Date.now() < outageEnds && made < 600) { // within the tier's 1,000 calls a minute
+      await calls(10);
+      made += 10;
+    }
+    expect(await balanceOf(gw.url, key)).toBe(1000 - 20 - made);
+    expect((await call(`${gw.url}/readyz`)).status).toBe(200);
+    const degraded = await until("status page", booksState, (c) => c?.state === "degraded");
+    expect(degraded!.detail).toMatch(/books export/);
+    const usage = await call(`${gw.url}/api/v1/usage`, { key });
+    expect([usage.status, usage.body.error?.code]).toEqual([503, "books_unavailable"]);
+    expect(
+      Number(
+        (await call(`${gw.url}/metrics`)).body.match(
+          /^toolgate_books_export_lag_seconds (\S+)$/m,
+        )?.[1],
+      ),
+    ).toBeGreaterThan(1);
+
+    await cluster.start();
+    const total = 2 + 20 + made;
+    await until(
+      "caught up",
+      () =>
+        sql(
+          database,
+          "SELECT count(*)::int AS n, count(DISTINCT request_id)::int AS requests, sum(amount)::int AS sum FROM ledger_entries WHERE account_id = $1",
+          [accountId],
+        ),
+      (rows) => rows[0]!.n === total,
+    );
+    const [books] = await sql<{ n: number; requests: number; sum: number }>(
+      database,
+      "SELECT count(*)::int AS n, count(DISTINCT request_id)::int AS requests, sum(amount)::int AS sum FROM ledger_entries WHERE account_id = $1",
+      [accountId],
+    );
+    expect(books).toEqual({ n: total, requests: total, sum: 1000 - 20 - made });
+    expect((await gw.services.store.ledger(accountId, { limit: 10 })).items).toEqual([]);
+    expect(
+      (await checkBooks(gw.services.store, await gw.services.books!.ready(1000))).mismatches,
+    ).toEqual([]);
+    await until("status page recovers", booksState, (c) => c?.state === "operational");
+    const page = await call(`${gw.url}/api/v1/usage?limit=100`, { key });
+    expect(page.body.data.length).toBe(100);
+  } finally {
+    await cluster.start().catch(() => undefined);
+  }
+}, 120_000);

@@ -1,0 +1,204 @@
+import Papa from "papaparse";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  call,
+  callTool,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
+import { freshDatabase } from "../helpers/postgres.js";
+
+/**
+ * GET /api/v1/usage reads the books (PostgreSQL, or PGlite in the embedded mode) merged with
+ * what the store has not exported yet: the answers equal what this test computes from the calls
+ * it made — whole, filtered by tool, key, kind and time, paged by cursor, and as CSV.
+ */
+interface Entry {
+  id: string;
+  at: string;
+  kind: string;
+  amount: number;
+  balance: number;
+  request_id: string;
+  tool: string | null;
+  key_id: string | null;
+}
+
+describe.each([
+  ["embedded: in-memory store with PGlite", "memory", () => Promise.resolve("pglite://memory")],
+  ["Redis store with PostgreSQL", "redis", () => freshDatabase()],
+] as const)("usage from the books, %s", (_name, store, database) => {
+  let gw: TestGateway;
+  let key: string;
+  let keyId: string;
+  let otherKey: { id: string; key: string };
+  const expected: { kind: string; amount: number; tool: string | null; key_id: string | null }[] =
+    [];
+  let between = "";
+
+  beforeAll(async () => {
+    gw = await startGateway({
+      store,
+      env: { DATABASE_URL: await database(), BOOKS_EXPORT_INTERVAL_MS: "100" },
+    });
+    ({ key, keyId } = await fundedAccount(gw.url, 200, "business"));
+    const made = await call(`${gw.url}/api/v1/keys`, { key, body: { name: "second" } });
+    otherKey = { id: made.body.id, key: made.body.key };
+    expected.push(
+      { kind: "grant", amount: 25, tool: null, key_id: null },
+      { kind: "grant", amount: 175, tool: null, key_id: null },
+    );
+    for (let i = 0; i < 3; i++) {
+      expect((await callTool(gw.url, key, "hash", { text: `a${i}` })).status).toBe(200);
+      expected.push({ kind: "debit", amount: -1, tool: "hash", key_id: keyId });
+    }
+    between = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < 2; i++) {
+      expect(
+        (await callTool(gw.url, otherKey.key, "text-diff", { old: `x${i}`, new: "y" })).status,
+      ).toBe(200);
+      expected.push({ kind: "debit", amount: -1, tool: "text-diff", key_id: otherKey.id });
+    }
+    // A call the worker refuses is refunded: a debit and its refund, both naming the tool and key.
+    const refused = await callTool(gw.url, key, "regex-test", { pattern: "(", text: "x" });
+    expect(refused.status).toBe(422);
+    expected.push(
+      { kind: "debit", amount: -1, tool: "regex-test", key_id: keyId },
+      { kind: "refund", amount: 1, tool: "regex-test", key_id: keyId },
+    );
+    expected.reverse(); // newest first, as the API lists
+  });
+  afterAll(() => gw?.stop());
+
+  const exported = async () => {
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+      await gw.services.books!.exportNow();
+      if ((await gw.services.store.ledgerBacklog({ limit: 1000 })).items.length === 0) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error("the export did not catch up in 30 s");
+  };
+  const all = async (query: string) => {
+    const entries: Entry[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await call(
+        `${gw.url}/api/v1/usage?limit=2${query}${cursor ? `&cursor=${cursor}` : ""}`,
+        { key },
+      );
+      expect(res.status).toBe(200);
+      entries.push(...res.body.data);
+      cursor = res.body.next_cursor;
+    } while (cursor);
+    return entries;
+  };
+  const shape = (entries: Entry[]) =>
+    entries.map(({ kind, amount, tool, key_id }) => ({ kind, amount, tool, key_id }));
+
+  it("lists every entry the calls made, once, paging by cursor, before and after the export", async () => {
+    // Before: much of it may still be in the store; after: all of it is in the books and the store holds none.
+    expect(shape(await all(""))).toEqual(expected);
+    await exported();
+    expect(
+      (
+        await gw.services.store.ledger((await call(`${gw.url}/api/v1/account`, { key })).body.id, {
+          limit: 10,
+        })
+      ).items,
+    ).toEqual([]);
+    const entries = await all("");
+    expect(shape(entries)).toEqual(expected);
+    expect(entries[0]!.balance).toBe(195);
+    expect(new Set(entries.map((e) => e.id)).size).toBe(entries.length);
+  });
+
+  it("filters by tool, key, kind and time range", async () => {
+    await exported();
+    expect(shape(await all("&tool=hash"))).toEqual(expected.filter((e) => e.tool === "hash"));
+    expect(shape(await all(`&key=${otherKey.id}`))).toEqual(
+      expected.filter((e) => e.key_id === otherKey.id),
+    );
+    expect(shape(await all("&kind=refund"))).toEqual(expected.filter((e) => e.kind === "refund"));
+    expect(shape(await all(`&from=${encodeURIComponent(between)}`))).toEqual(expected.slice(0, 4));
+    expect(shape(await all(`&to=${encodeURIComponent(between)}`))).toEqual(expected.slice(4));
+    expect(shape(await all(`&tool=regex-test&kind=debit&key=${keyId}`))).toEqual([expected[1]]);
+  });
+
+  it("exports CSV with Accept: text/csv or format=csv, the same rows as JSON", async () => {
+    const json = (await call(`${gw.url}/api/v1/usage?limit=100`, { key })).body.data as Entry[];
+    for (const init of [
+      { url: "?format=csv", headers: {} as Record<string, string> },
+      { url: "", headers: { accept: "text/csv" } },
+    ]) {
+      const res = await fetch(`${gw.url}/api/v1/usage${init.url}`, {
+        headers: { "x-api-key": key, ...init.headers },
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toMatch(/^text\/csv/);
+      const parsed = Papa.parse<Record<string, string>>((await res.text()).trim(), {
+        header: true,
+      });
+      expect(parsed.meta.fields).toEqual([
+        "id",
+        "at",
+        "kind",
+        "amount",
+        "balance",
+        "reason",
+        "request_id",
+        "tool",
+        "key_id",
+      ]);
+      expect(
+        parsed.data.map((r) => [r.id, r.kind, Number(r.amount), r.tool || null, r.key_id || null]),
+      ).toEqual(json.map((e) => [e.id, e.kind, e.amount, e.tool, e.key_id]));
+    }
+    const paged = await fetch(`${gw.url}/api/v1/usage?format=csv&limit=3`, {
+      headers: { "x-api-key": key },
+    });
+    expect(paged.headers.get("link")).toMatch(
+      /^<\/api\/v1\/usage\?format=csv&limit=3&cursor=\d+-\d+>; rel="next"$/,
+    );
+  });
+
+  it("keeps the cursor contract: a cursor it never handed out is 400 invalid_cursor", async () => {
+    for (const cursor of ["garbage", "1-2-3", "99999999999999999999-99999999999999999999"]) {
+      const res = await call(`${gw.url}/api/v1/usage?cursor=${cursor}`, { key });
+      expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([
+        400,
+        "invalid_cursor",
+        "cursor",
+      ]);
+    }
+    const res = await call(`${gw.url}/api/v1/usage?limit=101`, { key });
+    expect([res.status, res.body.error?.param]).toEqual([422, "limit"]);
+  });
+
+  it("records each call's request record (tool, key, status, latency, credits) in the books", async () => {
+    await exported();
+    const db = await gw.services.books!.ready(1000);
+    const rows = await db.query<{
+      tool: string;
+      key_id: string;
+      status: number;
+      outcome: string;
+      credits: string | number;
+      latency_ms: number;
+    }>(
+      "SELECT tool, key_id, status, outcome, credits, latency_ms FROM request_records ORDER BY at",
+    );
+    expect(
+      rows.map((r) => [r.tool, r.key_id, Number(r.status), r.outcome, Number(r.credits)]),
+    ).toEqual([
+      ["hash", keyId, 200, "ok", 1],
+      ["hash", keyId, 200, "ok", 1],
+      ["hash", keyId, 200, "ok", 1],
+      ["text-diff", otherKey.id, 200, "ok", 1],
+      ["text-diff", otherKey.id, 200, "ok", 1],
+      ["regex-test", keyId, 422, "validation_failed", 0],
+    ]);
+    expect(rows.every((r) => Number(r.latency_ms) >= 0)).toBe(true);
+  });
+});

@@ -1,0 +1,490 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  balanceOf,
+  call,
+  callTool,
+  eventsOf,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
+import { startToolEndpoint } from "../helpers/tool-endpoint.js";
+
+/**
+ * Business custom endpoints and operator-declared upstream tools, end to end: a real gateway on
+ * real Redis, real tool endpoints on loopback (HTTPS from the test CA, and plain HTTP), the
+ * official MCP client. Loopback targets are allowed by UPSTREAM_ALLOW_PRIVATE_TARGETS=1 on `gw`;
+ * `strict` shares the same Redis prefix without it, as a production gateway would run.
+ */
+let gw: TestGateway;
+let strict: TestGateway;
+let endpoint: Awaited<ReturnType<typeof startToolEndpoint>>;
+let plain: Awaited<ReturnType<typeof startToolEndpoint>>;
+
+const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
+
+beforeAll(async () => {
+  [endpoint, plain] = await Promise.all([startToolEndpoint("https"), startToolEndpoint("http")]);
+  endpoint.handle("/word-count", (body) => ({ json: { words: words(body.text) } }));
+  endpoint.handle("/broken", () => ({ status: 500, json: { error: "database down" } }));
+  endpoint.handle("/slow", () => "hang");
+  endpoint.handle("/wrong-shape", () => ({ json: { words: "many" } }));
+  endpoint.handle("/not-json", () => ({ raw: "<html>oops</html>" }));
+  endpoint.handle("/huge", () => ({ json: { words: 1, padding: "x".repeat(2 * 1024 * 1024) } }));
+  endpoint.handle("/upper", (body) => ({ json: { upper: String(body.text).toUpperCase() } }));
+  plain.handle("/echo", (body) => ({ json: { echo: body } }));
+
+  const dir = mkdtempSync(join(tmpdir(), "toolgate-tools-file-"));
+  const file = join(dir, "tools.yaml");
+  writeFileSync(
+    file,
+    [
+      "tools:",
+      "  - name: shout",
+      "    title: Shout",
+      "    description: Upper-cases a text, at the operator's upstream API.",
+      `    url: ${endpoint.url("/upper")}`,
+      "    category: language",
+      "    tags: [uppercase, caps]",
+      "    input_schema: { type: object, properties: { text: { type: string, maxLength: 100 } }, required: [text], additionalProperties: false }",
+      "    output_schema: { type: object, properties: { upper: { type: string } }, required: [upper] }",
+      "    price_credits: 4",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: TOOLS_FILE's own ${NAME} syntax, not a template
+      "    headers: { Authorization: 'Bearer ${SHOUT_API_KEY}' }",
+    ].join("\n"),
+  );
+  process.env.SHOUT_API_KEY = "upstream-secret";
+  gw = await startGateway({
+    env: {
+      UPSTREAM_ALLOW_PRIVATE_TARGETS: "1",
+      TOOLS_FILE: file,
+      SHOUT_API_KEY: "upstream-secret",
+    },
+  });
+  strict = await startGateway({ prefix: gw.prefix });
+});
+afterAll(async () => {
+  await strict?.stop();
+  await gw?.stop();
+  await Promise.all([endpoint?.stop(), plain?.stop()]);
+});
+
+const wordCount = (url: string, extra: Record<string, unknown> = {}) => ({
+  name: "word-count",
+  description: "Counts the words of a text.",
+  url,
+  input_schema: {
+    type: "object",
+    properties: { text: { type: "string", maxLength: 1000 } },
+    required: ["text"],
+    additionalProperties: false,
+  },
+  output_schema: {
+    type: "object",
+    properties: { words: { type: "integer" } },
+    required: ["words"],
+  },
+  price_credits: 3,
+  timeout_ms: 2000,
+  ...extra,
+});
+
+const register = (key: string, body: unknown, base = gw.url) =>
+  call(`${base}/api/v1/custom-tools`, { key, body });
+
+async function mcpClient(key: string): Promise<Client> {
+  const client = new Client({ name: "toolgate-test", version: "1.0.0" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
+      requestInit: { headers: { "x-api-key": key } },
+    }),
+  );
+  return client;
+}
+
+describe("a Business account's custom tool", () => {
+  it("is registered, listed and shown to its account", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "business");
+    const created = await register(key, wordCount(endpoint.url("/word-count")));
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({
+      name: "word-count",
+      title: "word-count",
+      price: { credits: 3, usd: "0.006" },
+      timeout_ms: 2000,
+      endpoint: "/v1/tools/word-count",
+    });
+    expect(
+      (await call(`${gw.url}/api/v1/custom-tools`, { key })).body.data.map(
+        (t: { name: string }) => t.name,
+      ),
+    ).toEqual(["word-count"]);
+    expect((await call(`${gw.url}/api/v1/custom-tools/word-count`, { key })).body.url).toBe(
+      endpoint.url("/word-count"),
+    );
+    const listed = await call(`${gw.url}/v1/tools`, { key });
+    expect(listed.body.data.find((t: { name: string }) => t.name === "word-count")).toMatchObject({
+      private: true,
+      price: { credits: 3 },
+      input_schema: { required: ["text"] },
+    });
+    expect((await call(`${gw.url}/v1/tools/word-count`, { key })).body).toMatchObject({
+      name: "word-count",
+      private: true,
+    });
+  });
+
+  it("is called over REST with its validated input, and charged its price", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "business");
+    await register(key, wordCount(endpoint.url("/word-count")));
+    const before = endpoint.at("/word-count").length;
+    const res = await callTool(gw.url, key, "word-count", { text: "one two three four" });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ words: 4 });
+    expect(res.headers.get("x-credits-charged")).toBe("3");
+    expect(await balanceOf(gw.url, key)).toBe(97);
+    const sent = endpoint.at("/word-count").slice(before);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.body).toEqual({ text: "one two three four" });
+    expect(sent[0]!.headers["user-agent"]).toBe("Toolgate-Upstream/1.0");
+    expect(sent[0]!.headers["x-api-key"]).toBeUndefined(); // the caller's key never reaches the endpoint
+    const usage = await call(`${gw.url}/api/v1/usage?limit=5`, { key });
+    expect(usage.body.data[0]).toMatchObject({ kind: "debit", amount: -3, tool: "word-count" });
+    // Counted under "custom" in the metrics: accounts' own names never become label values.
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    expect(metrics).toMatch(/tool="custom",outcome="ok"|outcome="ok",tool="custom"/);
+    expect(metrics).not.toContain('tool="word-count"');
+  });
+
+  it("refuses input its JSON Schema refuses: 422 naming the field, not charged, the endpoint not called", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "business");
+    await register(key, wordCount(endpoint.url("/word-count")));
+    const before = endpoint.at("/word-count").length;
+    const missing = await callTool(gw.url, key, "word-count", {});
+    expect(missing.status).toBe(422);
+    expect(missing.body.error).toMatchObject({ code: "validation_failed", param: "text" });
+    const extra = await callTool(gw.url, key, "word-count", { text: "a", colour: "red" });
+    expect(extra.body.error).toMatchObject({ code: "validation_failed", param: "colour" });
+    const long = await callTool(gw.url, key, "word-count", { text: "x".repeat(1001) });
+    expect(long.body.error).toMatchObject({ code: "validation_failed", param: "text" });
+    expect(await balanceOf(gw.url, key)).toBe(100);
+    expect(endpoint.at("/word-count").length).toBe(before);
+  });
+
+  it("is refunded with tool.error when its endpoint fails, answers the wrong shape, not JSON, or too much", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100, "business");
+    for (const [name, path] of [
+      ["broken", "/broken"],
+      ["wrong-shape", "/wrong-shape"],
+      ["not-json", "/not-json"],
+      ["huge", "/huge"],
+    ] as const) {
+      expect((await register(key, wordCount(endpoint.url(path), { name }))).status).toBe(201);
+      const res = await callTool(gw.url, key, name, { text: "a b" });
+      expect(res.status).toBe(502);
+      expect(res.body.error.code).toBe("tool_failed");
+    }
+    expect(await balanceOf(gw.url, key)).toBe(100);
+    let errors: Awaited<ReturnType<typeof eventsOf>> = [];
+    for (let waited = 0; errors.length < 4 && waited < 5000; waited += 50) {
+      errors = (await eventsOf(gw.services.store, accountId, 0)).filter(
+        (e) => e.event === "tool.error",
+      );
+      if (errors.length < 4) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(errors.map((e) => e.data.tool_name).sort()).toEqual([
+      "broken",
+      "huge",
+      "not-json",
+      "wrong-shape",
+    ]);
+    expect(errors.every((e) => e.data.credits_charged === 0)).toBe(true);
+    const usage = await call(`${gw.url}/api/v1/usage?limit=20`, { key });
+    expect(usage.body.data.filter((e: { kind: string }) => e.kind === "refund")).toHaveLength(4);
+  });
+
+  it("is refunded when its endpoint does not answer within its timeout: 504 tool_timeout", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "business");
+    await register(key, wordCount(endpoint.url("/slow"), { name: "slow", timeout_ms: 300 }));
+    const started = Date.now();
+    const res = await callTool(gw.url, key, "slow", { text: "a" });
+    expect(res.status).toBe(504);
+    expect(res.body.error.code).toBe("tool_timeout");
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(await balanceOf(gw.url, key)).toBe(100);
+  });
+
+  it("is invisible to every other account: 404 as for any unknown tool, in no listing", async () => {
+    const owner = await fundedAccount(gw.url, 100, "business");
+    await register(owner.key, wordCount(endpoint.url("/word-count"), { name: "private-count" }));
+    const other = await fundedAccount(gw.url, 100, "business");
+    const res = await callTool(gw.url, other.key, "private-count", { text: "a" });
+    expect(res.status).toBe(404);
+    expect(res.body.error.code).toBe("tool_not_found");
+    expect((await callTool(gw.url, other.key, "no-such-tool", { text: "a" })).body.error.code).toBe(
+      "tool_not_found",
+    );
+    expect(
+      (await call(`${gw.url}/v1/tools`, { key: other.key })).body.data.map(
+        (t: { name: string }) => t.name,
+      ),
+    ).not.toContain("private-count");
+    expect(
+      (await call(`${gw.url}/v1/tools`)).body.data.map((t: { name: string }) => t.name),
+    ).not.toContain("private-count");
+    expect((await call(`${gw.url}/v1/tools/private-count`, { key: other.key })).status).toBe(404);
+    expect(
+      (await call(`${gw.url}/api/v1/custom-tools/private-count`, { key: other.key })).status,
+    ).toBe(404);
+    expect(
+      (
+        await call(`${gw.url}/api/v1/custom-tools/private-count`, {
+          key: other.key,
+          method: "DELETE",
+        })
+      ).status,
+    ).toBe(404);
+    // Without a key (a would-be x402 payer) it does not exist either, and a made-up key learns nothing.
+    expect((await callTool(gw.url, undefined, "private-count", { text: "a" })).status).toBe(404);
+    const forged = `${owner.key.slice(0, -4)}zzzz`;
+    expect((await callTool(gw.url, forged, "private-count", { text: "a" })).status).toBe(401);
+    expect((await callTool(gw.url, forged, "no-such-tool", { text: "a" })).status).toBe(401);
+    expect(await balanceOf(gw.url, other.key)).toBe(100);
+    // The owner still calls it; once deleted it is gone for the owner too.
+    expect((await callTool(gw.url, owner.key, "private-count", { text: "a b" })).body).toEqual({
+      words: 2,
+    });
+    expect(
+      (
+        await call(`${gw.url}/api/v1/custom-tools/private-count`, {
+          key: owner.key,
+          method: "DELETE",
+        })
+      ).body,
+    ).toEqual({ name: "private-count", deleted: true });
+    expect((await callTool(gw.url, owner.key, "private-count", { text: "a" })).status).toBe(404);
+  });
+
+  it("is called over MCP: listed to its account only, charged and refunded on the same path", async () => {
+    const owner = await fundedAccount(gw.url, 100, "business");
+    await register(owner.key, wordCount(endpoint.url("/word-count"), { name: "mcp-count" }));
+    await register(owner.key, wordCount(endpoint.url("/broken"), { name: "mcp-broken" }));
+    const client = await mcpClient(owner.key);
+    try {
+      const { tools } = await client.listTools();
+      const listed = tools.find((t) => t.name === "mcp-count")!;
+      expect(listed.inputSchema).toMatchObject({ type: "object", required: ["text"] });
+      expect(listed._meta?.["toolgate/price"]).toMatchObject({ credits: 3 });
+      const ok = await client.callTool({ name: "mcp-count", arguments: { text: "a b c" } });
+      expect(ok.isError).toBeFalsy();
+      expect(ok.structuredContent).toEqual({ words: 3 });
+      expect(await balanceOf(gw.url, owner.key)).toBe(97);
+      const failed = await client.callTool({ name: "mcp-broken", arguments: { text: "a" } });
+      expect(failed.isError).toBe(true);
+      expect(JSON.parse((failed.content as { text: string }[])[0]!.text).error.code).toBe(
+        "tool_failed",
+      );
+      const invalid = await client.callTool({ name: "mcp-count", arguments: {} });
+      expect(JSON.parse((invalid.content as { text: string }[])[0]!.text).error).toMatchObject({
+        code: "validation_failed",
+        param: "text",
+      });
+      expect(await balanceOf(gw.url, owner.key)).toBe(97);
+    } finally {
+      await client.close();
+    }
+    const other = await fundedAccount(gw.url, 100, "business");
+    const otherClient = await mcpClient(other.key);
+    try {
+      expect((await otherClient.listTools()).tools.map((t) => t.name)).not.toContain("mcp-count");
+      const res = await otherClient.callTool({ name: "mcp-count", arguments: { text: "a" } });
+      expect(JSON.parse((res.content as { text: string }[])[0]!.text).error.code).toBe(
+        "tool_not_found",
+      );
+    } finally {
+      await otherClient.close();
+    }
+  });
+
+  it("is a Business feature: Free, Starter and Pro accounts get 403 feature_not_in_tier", async () => {
+    for (const tier of ["free", "starter", "pro"]) {
+      const { key } = await fundedAccount(gw.url, 100, tier);
+      const res = await register(key, wordCount(endpoint.url("/word-count")));
+      expect(res.status).toBe(403);
+      expect(res.body.error).toMatchObject({
+        code: "feature_not_in_tier",
+        required_tier: "business",
+      });
+      expect((await call(`${gw.url}/api/v1/custom-tools`, { key })).status).toBe(403);
+    }
+  });
+
+  it("must not take a public tool's name, nor one the account already uses", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "business");
+    for (const name of ["hash", "qr", "shout"]) {
+      const res = await register(key, wordCount(endpoint.url("/word-count"), { name }));
+      expect(res.status).toBe(409);
+      expect(res.body.error).toMatchObject({ code: "tool_name_taken", param: "name" });
+    }
+    expect(
+      (await register(key, wordCount(endpoint.url("/word-count"), { name: "categories" }))).body
+        .error.param,
+    ).toBe("name");
+    expect((await register(key, wordCount(endpoint.url("/word-count")))).status).toBe(201);
+    expect((await register(key, wordCount(endpoint.url("/word-count")))).body.error.code).toBe(
+      "tool_name_taken",
+    );
+  });
+
+  it("refuses schemas that are not JSON Schema, too large or too deep, and URLs that are not https", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "business");
+    const bad = async (extra: Record<string, unknown>, param: string) => {
+      const res = await register(key, wordCount(endpoint.url("/word-count"), extra));
+      expect(res.status, JSON.stringify(res.body)).toBe(422);
+      expect(res.body.error.param).toBe(param);
+    };
+    await bad(
+      { input_schema: { type: "object", properties: { a: { type: "strnig" } } } },
+      "input_schema",
+    );
+    await bad({ input_schema: { type: "array" } }, "input_schema");
+    await bad(
+      { output_schema: { type: "object", properties: { a: { pattern: "(?<=x)y" } } } },
+      "output_schema",
+    ); // lookbehind: not RE2
+    let deep: Record<string, unknown> = { type: "string" };
+    for (let i = 0; i < 20; i++) deep = { type: "object", properties: { a: deep } };
+    await bad({ input_schema: deep }, "input_schema");
+    await bad(
+      { input_schema: { type: "object", description: "x".repeat(40_000) } },
+      "input_schema",
+    );
+    await bad({ url: "ftp://localhost/tool" }, "url");
+    await bad({ url: "https://user:pass@localhost/tool" }, "url");
+    await bad({ url: "https://169.254.169.254/latest/meta-data" }, "url"); // link-local metadata: never, even in development
+    await bad({ price_credits: 0 }, "price_credits");
+    await bad({ timeout_ms: 60_000 }, "timeout_ms");
+    expect((await call(`${gw.url}/api/v1/custom-tools`, { key })).body.data).toEqual([]);
+  });
+
+  it("runs its patterns on RE2: a catastrophic pattern cannot stall the gateway", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "business");
+    const schema = {
+      type: "object",
+      properties: { text: { type: "string", pattern: "^(a+)+$" } },
+      required: ["text"],
+    };
+    expect(
+      (
+        await register(
+          key,
+          wordCount(endpoint.url("/word-count"), { name: "redos", input_schema: schema }),
+        )
+      ).status,
+    ).toBe(201);
+    const started = Date.now();
+    const res = await callTool(gw.url, key, "redos", { text: `${"a".repeat(40)}!` });
+    expect(res.status).toBe(422);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect((await callTool(gw.url, key, "redos", { text: "aaaa" })).body).toEqual({ words: 1 });
+  });
+
+  it("may be plain http to loopback only while the development setting allows it", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "business");
+    const echo = { ...wordCount(plain.url("/echo"), { name: "echo" }), output_schema: undefined };
+    expect((await register(key, echo)).status).toBe(201);
+    expect((await callTool(gw.url, key, "echo", { text: "hi" })).body).toEqual({
+      echo: { text: "hi" },
+    });
+    expect(
+      (await register(key, { ...echo, name: "echo-public", url: "http://example.com/echo" })).body
+        .error,
+    ).toMatchObject({ code: "validation_failed", param: "url" });
+  });
+});
+
+describe("the SSRF guard on custom tools, with private targets not allowed", () => {
+  it("refuses a loopback endpoint at registration", async () => {
+    const { key } = await fundedAccount(strict.url, 100, "business");
+    for (const url of [
+      endpoint.url("/word-count"),
+      `https://127.0.0.1:${endpoint.port}/word-count`,
+      `https://[::1]:${endpoint.port}/x`,
+      plain.url("/echo"),
+    ]) {
+      const res = await register(key, wordCount(url), strict.url);
+      expect(res.status, url).toBe(422);
+      expect(res.body.error.param).toBe("url");
+    }
+  });
+
+  it("refuses to call one registered while they were allowed: 502, refunded", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "business");
+    await register(key, wordCount(endpoint.url("/word-count"), { name: "was-allowed" }));
+    await register(
+      key,
+      wordCount(`https://127.0.0.1:${endpoint.port}/word-count`, { name: "was-allowed-ip" }),
+    );
+    const before = endpoint.at("/word-count").length;
+    for (const name of ["was-allowed", "was-allowed-ip"]) {
+      const res = await callTool(strict.url, key, name, { text: "a" });
+      expect(res.status).toBe(502);
+      expect(res.body.error.code).toBe("tool_failed");
+      expect(res.body.error.message).toMatch(/loopback/);
+    }
+    expect(endpoint.at("/word-count").length).toBe(before);
+    expect(await balanceOf(gw.url, key)).toBe(100);
+  });
+});
+
+describe("an operator's upstream tool (TOOLS_FILE)", () => {
+  it("is public: listed, in the OpenAPI document, and in MCP for every account", async () => {
+    const listed = (await call(`${gw.url}/v1/tools`)).body.data.find(
+      (t: { name: string }) => t.name === "shout",
+    );
+    expect(listed).toMatchObject({
+      title: "Shout",
+      category: "language",
+      price: { credits: 4 },
+      endpoint: "/v1/tools/shout",
+      available: true,
+    });
+    expect(listed.private).toBeUndefined();
+    expect((await call(`${gw.url}/v1/tools?q=caps`)).body.data[0].name).toBe("shout");
+    const doc = (await call(`${gw.url}/openapi.json`)).body;
+    expect(doc.paths["/v1/tools/shout"].post).toMatchObject({
+      summary: "Shout",
+      "x-price": { credits: 4 },
+    });
+    expect(
+      doc.paths["/v1/tools/shout"].post.requestBody.content["application/json"].schema,
+    ).toMatchObject({ required: ["text"] });
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const client = await mcpClient(key);
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain("shout");
+      expect(
+        (await client.callTool({ name: "shout", arguments: { text: "mcp" } })).structuredContent,
+      ).toEqual({ upper: "MCP" });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("is called with a key and charged its price; its upstream gets the operator's header", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const res = await callTool(gw.url, key, "shout", { text: "hello" });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ upper: "HELLO" });
+    expect(await balanceOf(gw.url, key)).toBe(96);
+    expect(endpoint.at("/upper").at(-1)!.headers.authorization).toBe("Bearer upstream-secret");
+    expect(
+      (await callTool(gw.url, key, "shout", { text: "x".repeat(101) })).body.error,
+    ).toMatchObject({ code: "validation_failed", param: "text" });
+    expect(await balanceOf(gw.url, key)).toBe(96);
+  });
+});

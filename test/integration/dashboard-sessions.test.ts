@@ -1,0 +1,236 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomId } from "../../src/lib/ids.js";
+import { call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { startSmtpServer } from "../helpers/smtp.js";
+
+/**
+ * Dashboard sessions over plain HTTP against real gateways on Redis: what the cookie says, when a
+ * session ends (idle, absolute, sign-out), the limits on the unauthenticated sign-in endpoints,
+ * and the live feed's stream. The browser-level behaviour is in test/browser/dashboard-in-chromium.test.ts.
+ */
+let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+let gw: TestGateway;
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  gw = await startGateway({
+    env: {
+      SMTP_URL: smtp.url,
+      ENDPOINT_LIMITS: "dashboard-sign-in=4/60,dashboard-sign-in-link=2/3600",
+    },
+  });
+}, 60_000);
+afterAll(async () => {
+  await gw?.stop();
+  await smtp?.stop();
+});
+
+const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+
+/** Posts the sign-in form as a browser on this site would; returns the answer and the session cookie it set, if any. */
+async function signIn(
+  url: string,
+  apiKey: string,
+  client = `10.7.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`,
+) {
+  const res = await fetch(`${url}/dashboard/sign-in`, {
+    method: "POST",
+    redirect: "manual",
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      "sec-fetch-site": "same-origin",
+      "x-forwarded-for": client,
+    },
+    body: form({ api_key: apiKey }),
+  });
+  const setCookie = res.headers.get("set-cookie") ?? "";
+  return { res, setCookie, cookie: setCookie.split(";")[0]! };
+}
+
+const account = (url: string, cookie: string) =>
+  call(`${url}/dashboard/api/v1/account`, { headers: { cookie } });
+
+describe("dashboard sessions", () => {
+  it("signs in with a key: an HttpOnly, SameSite=Lax session cookie (not Secure outside production) that opens the dashboard API", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 40, "free");
+    const { res, setCookie, cookie } = await signIn(gw.url, key);
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe("/dashboard");
+    expect(setCookie).toMatch(
+      /^tg_session=acct_[0-9a-z]{16}\.[A-Za-z0-9_-]{43}; Max-Age=43200; Path=\/; HttpOnly; SameSite=Lax$/,
+    );
+    const me = await account(gw.url, cookie);
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ id: accountId, credits: 40 });
+  });
+
+  it("refuses a revoked or unknown key on the sign-in form with the API's reason, and a sign-in form posted from another site", async () => {
+    const { key, keyId } = await fundedAccount(gw.url, 40, "free");
+    await call(`${gw.url}/api/v1/keys/${keyId}?force=true`, { method: "DELETE", key });
+    const revoked = await signIn(gw.url, key);
+    expect(revoked.res.status).toBe(401);
+    expect(await revoked.res.text()).toContain("The API key has been revoked.");
+    expect(revoked.setCookie).toBe("");
+    const crossSite = await fetch(`${gw.url}/dashboard/sign-in`, {
+      method: "POST",
+      redirect: "manual",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        "sec-fetch-site": "cross-site",
+        "x-forwarded-for": "10.6.0.1",
+      },
+      body: form({ api_key: key }),
+    });
+    expect(crossSite.status).toBe(403);
+    const otherOrigin = await fetch(`${gw.url}/dashboard/sign-in`, {
+      method: "POST",
+      redirect: "manual",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        origin: "https://evil.example",
+        "x-forwarded-for": "10.6.0.2",
+      },
+      body: form({ api_key: key }),
+    });
+    expect(otherOrigin.status).toBe(403);
+  });
+
+  it("answers 405 with Allow for another method on the sign-in and sign-out paths", async () => {
+    const put = await fetch(`${gw.url}/dashboard/sign-in`, { method: "PUT" });
+    expect(put.status).toBe(405);
+    expect(put.headers.get("allow")).toContain("POST");
+    expect((await fetch(`${gw.url}/dashboard/sign-out`)).status).toBe(405);
+  });
+
+  it("limits sign-in attempts per client address: 429 with Retry-After once spent", async () => {
+    const client = `10.5.${Math.floor(Math.random() * 250)}.1`;
+    for (let i = 0; i < 4; i++)
+      expect((await signIn(gw.url, `tg_live_not_a_key_${i}`, client)).res.status).toBe(401);
+    const limited = await signIn(gw.url, "tg_live_not_a_key", client);
+    expect(limited.res.status).toBe(429);
+    expect(Number(limited.res.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await limited.res.text()).toContain("dashboard sign-in attempts");
+  });
+
+  it("e-mails a sign-in link only to an address with an account, answering both alike, and limits the e-mails", async () => {
+    const post = (email: string, client: string) =>
+      fetch(`${gw.url}/dashboard/sign-in/email`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          "sec-fetch-site": "same-origin",
+          "x-forwarded-for": client,
+        },
+        body: form({ email }),
+      });
+    const email = `links-${randomId(8)}@example.com`;
+    await call(`${gw.url}/api/v1/signup`, {
+      body: { email },
+      headers: { "x-forwarded-for": `10.4.${Math.floor(Math.random() * 250)}.1` },
+    });
+    const before = smtp.mails.length;
+    const known = await post(email, "10.3.0.1");
+    const unknown = await post(`nobody-${randomId(8)}@example.com`, "10.3.0.2");
+    expect([known.status, unknown.status]).toEqual([200, 200]);
+    const [knownText, unknownText] = [await known.text(), await unknown.text()];
+    expect(knownText).toContain("If an account uses this address, a sign-in link is on its way");
+    expect(unknownText.replace(/value="[^"]*"/, "")).toBe(knownText.replace(/value="[^"]*"/, ""));
+    await new Promise((r) => setTimeout(r, 300));
+    const sent = smtp.mails.slice(before);
+    expect(sent.map((m) => m.to)).toEqual([[email]]);
+    expect(sent[0]!.raw).toContain("/dashboard/sign-in/link?token=");
+    // Per address (whatever the client address): the third link within the hour is refused.
+    await post(email, "10.3.0.3");
+    const limited = await post(email, "10.3.0.4");
+    expect(limited.status).toBe(429);
+  });
+
+  it("ends a session unused for the idle time, and a used one at its absolute expiry", async () => {
+    const short = await startGateway({
+      prefix: gw.prefix,
+      env: { DASHBOARD_SESSION_IDLE_MINUTES: "0.03", DASHBOARD_SESSION_MAX_HOURS: "0.0015" },
+    });
+    try {
+      const { key } = await fundedAccount(short.url, 40, "free");
+      const idle = await signIn(short.url, key);
+      await new Promise((r) => setTimeout(r, 2500)); // idle time: 1.8 s
+      expect((await account(short.url, idle.cookie)).body.error.code).toBe("session_required");
+
+      const busy = await signIn(short.url, key);
+      const openedAt = Date.now();
+      const seen: number[] = [];
+      while (Date.now() - openedAt < 6500) {
+        seen.push((await account(short.url, busy.cookie)).status);
+        await new Promise((r) => setTimeout(r, 400)); // used every 0.4 s: never idle
+      }
+      expect(seen.slice(0, 6)).toEqual(Array(6).fill(200)); // 2.4 s and more: past the idle time, alive
+      expect(seen.at(-1)).toBe(401); // absolute expiry: 5.4 s, however busy
+    } finally {
+      await short.stop();
+    }
+  });
+
+  it("streams the ledger to a signed-in page, and ends the stream once the session is signed out", async () => {
+    const { key } = await fundedAccount(gw.url, 40, "free");
+    const { cookie } = await signIn(gw.url, key);
+    const unauthenticated = await fetch(`${gw.url}/dashboard/live`);
+    expect(unauthenticated.status).toBe(401);
+    const res = await fetch(`${gw.url}/dashboard/live`, { headers: { cookie } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    const readUntil = async (pattern: RegExp, timeoutMs: number) => {
+      const deadline = Date.now() + timeoutMs;
+      while (!pattern.test(text)) {
+        const chunk = await Promise.race([
+          reader.read(),
+          new Promise<null>((r) => setTimeout(() => r(null), Math.max(0, deadline - Date.now()))),
+        ]);
+        if (chunk === null) throw new Error(`timed out waiting for ${pattern} in:\n${text}`);
+        if (chunk.done) return "ended";
+        text += decoder.decode(chunk.value);
+      }
+      return "matched";
+    };
+    expect(
+      (await call(`${gw.url}/v1/tools/hash`, { body: { text: "streamed" }, key })).status,
+    ).toBe(200);
+    await readUntil(/event: ledger\ndata: \{[^\n]*"kind":"debit"[^\n]*"tool":"hash"/, 3000);
+
+    const csrfPage = await (await fetch(`${gw.url}/dashboard`, { headers: { cookie } })).text();
+    const csrf = /name="csrf-token" content="([^"]+)"/.exec(csrfPage)![1]!;
+    const out = await fetch(`${gw.url}/dashboard/sign-out`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+      body: form({ _csrf: csrf }),
+    });
+    expect(out.status).toBe(303);
+    expect(out.headers.get("set-cookie")).toMatch(/^tg_session=; Max-Age=0/);
+    expect(await readUntil(/$^/, 6000)).toBe("ended");
+  });
+});
+
+describe("dashboard sessions in production", () => {
+  it("sets the cookie Secure, with the __Host- prefix", async () => {
+    const prod = await startGateway({
+      env: {
+        NODE_ENV: "production",
+        SECRET_KEY: "p".repeat(32),
+        PUBLIC_BASE_URL: "https://toolgate.example",
+        SMTP_URL: smtp.url,
+      },
+    });
+    try {
+      const { key } = await fundedAccount(prod.url, 30, "free");
+      const { setCookie } = await signIn(prod.url, key);
+      expect(setCookie).toMatch(
+        /^__Host-tg_session=acct_[^;]+; Max-Age=43200; Path=\/; HttpOnly; Secure; SameSite=Lax$/,
+      );
+    } finally {
+      await prod.stop();
+    }
+  });
+});

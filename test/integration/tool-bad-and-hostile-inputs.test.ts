@@ -1,0 +1,281 @@
+import { crc32, deflateRawSync, deflateSync } from "node:zlib";
+import { unzipSync } from "fflate";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { balanceOf, call, callTool, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { scriptedModel, startFakeLlm, startFakeSearxng } from "../helpers/fake-providers.js";
+
+/**
+ * What a caller sees when the input is wrong or hostile, for every tool of the catalogue:
+ * - a bad input is 422 `validation_failed` with `param` naming the field, and nothing is charged
+ *   (derived from each tool's published input schema, plus what only the tool itself can judge);
+ * - a hostile input — a decompression-bomb image, a zip bomb, an endless script, a catastrophic
+ *   pattern, markup nested to exhaust a parser — is cut off by the limits, refunded, and the
+ *   workers go on serving.
+ * One gateway, its providers (an OpenAI-compatible model, SearXNG) as local servers, so every
+ * tool is available and its own validation answers; one heavy thread, so "keeps serving" is
+ * asked of the very thread that met the hostile input.
+ */
+let gw: TestGateway;
+let llm: Awaited<ReturnType<typeof startFakeLlm>>;
+let searxng: Awaited<ReturnType<typeof startFakeSearxng>>;
+let catalogue: Tool[];
+let key: string;
+
+interface Property {
+  type?: string | string[];
+  enum?: unknown[];
+  minimum?: number;
+  maximum?: number;
+}
+interface Tool {
+  name: string;
+  input_schema: { properties: Record<string, Property>; required?: string[]; examples: Record<string, unknown>[] };
+}
+
+beforeAll(async () => {
+  llm = await startFakeLlm();
+  llm.state.reply = scriptedModel;
+  searxng = await startFakeSearxng([{ title: "A", url: "https://a.example/", content: "a" }]);
+  gw = await startGateway({ workerEnv: { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "m", SEARXNG_URL: searxng.url, HEAVY_THREADS: "1" } });
+  catalogue = (await call(`${gw.url}/v1/tools`)).body.data;
+  ({ key } = await fundedAccount(gw.url, 100_000));
+}, 60_000);
+afterAll(async () => {
+  await gw?.stop();
+  await llm?.stop();
+  await searxng?.stop();
+});
+
+/** A value of the wrong JSON type for a property; undefined (leave the field out) when its schema names no single type. */
+function wrongType(property: Property): unknown {
+  const type = Array.isArray(property.type) ? property.type[0] : property.type;
+  return { string: 12345, number: "12", integer: "12", boolean: "yes", array: "not a list", object: "not an object" }[type ?? ""];
+}
+
+/** A refused call: what the caller saw, and whether the balance moved. */
+async function refusal(tool: string, input: unknown) {
+  const before = await balanceOf(gw.url, key);
+  const res = await callTool(gw.url, key, tool, input);
+  const charged = before - (await balanceOf(gw.url, key));
+  return { status: res.status, code: res.body.error?.code as string | undefined, param: res.body.error?.param as string | undefined, charged };
+}
+
+describe("bad input, for every tool: 422 naming the field, uncharged", () => {
+  it("a value of the wrong type (or none) in each required field", async () => {
+    const before = await balanceOf(gw.url, key);
+    const seen: unknown[] = [];
+    const expected: unknown[] = [];
+    for (const tool of catalogue) {
+      const example = tool.input_schema.examples[0]!;
+      // Tools whose input is one of several shapes (csv-convert: rows or csv) require nothing by
+      // name: the fields of their worked example are the ones to spoil.
+      const fields = tool.input_schema.required ?? Object.keys(example);
+      expect([tool.name, fields.length]).not.toEqual([tool.name, 0]);
+      for (const field of fields) {
+        const bad = { ...example, [field]: wrongType(tool.input_schema.properties[field] ?? {}) };
+        if (bad[field] === undefined) delete bad[field];
+        const res = await callTool(gw.url, key, tool.name, bad);
+        seen.push([tool.name, field, res.status, res.body.error?.code, res.body.error?.param]);
+        expected.push([tool.name, field, 422, "validation_failed", field]);
+      }
+    }
+    expect(seen).toEqual(expected);
+    expect(seen.length).toBeGreaterThanOrEqual(64);
+    expect(await balanceOf(gw.url, key)).toBe(before);
+  }, 120_000);
+
+  it("a value outside a field's published choices or bounds", async () => {
+    const before = await balanceOf(gw.url, key);
+    const seen: unknown[] = [];
+    const expected: unknown[] = [];
+    for (const tool of catalogue) {
+      const example = tool.input_schema.examples[0]!;
+      for (const [field, property] of Object.entries(tool.input_schema.properties)) {
+        const outside = property.enum ? "none-of-the-choices" : property.maximum !== undefined ? property.maximum + 1 : property.minimum !== undefined ? property.minimum - 1 : undefined;
+        if (outside === undefined) continue;
+        const res = await callTool(gw.url, key, tool.name, { ...example, [field]: outside });
+        seen.push([tool.name, field, res.status, res.body.error?.param]);
+        expected.push([tool.name, field, 422, field]);
+      }
+    }
+    expect(seen).toEqual(expected);
+    expect(seen.length).toBeGreaterThan(40);
+    expect(await balanceOf(gw.url, key)).toBe(before);
+  }, 120_000);
+
+  it("input only the tool can judge: not the file, zone, unit, address or code it claims to be", async () => {
+    const b64 = (text: string) => Buffer.from(text).toString("base64");
+    const cases: [string, Record<string, unknown>, string][] = [
+      ["image-transform", { image: b64("not an image"), width: 10 }, "image"],
+      ["image-metadata", { image: b64("not an image") }, "image"],
+      ["ocr", { image: b64("not an image") }, "image"],
+      ["qr-decode", { image: b64("not an image") }, "image"],
+      ["spreadsheet-read", { xlsx: b64("not a zip") }, "xlsx"],
+      ["docx-to-text", { docx: b64("not a zip") }, "docx"],
+      ["pdf-extract-text", { pdf: b64("not a pdf") }, "pdf"],
+      ["svg-to-png", { svg: "not svg" }, "svg"],
+      ["chart-render", { spec: { mark: "nope" } }, "spec"],
+      ["timezone-convert", { datetime: "2026-01-01T10:00:00Z", to_zone: "Mars/Base" }, "to_zone"],
+      ["unit-convert", { value: 1, from: "m", to: "kg" }, "to"],
+      ["ip-cidr", { cidr: "300.1.1.1/33" }, "cidr"],
+      ["encode-decode", { text: "zz", encoding: "hex", direction: "decode" }, "text"],
+      ["json-schema-validate", { schema: { type: "nope" }, data: 1 }, "schema"],
+      ["code-format", { code: "{ not json", language: "json" }, "code"],
+      ["math-evaluate", { expression: "1 +" }, "expression"],
+      ["sql-query", { query: "SELECT * FROM missing" }, "query"],
+      ["yaml-convert", { yaml: "a: [" }, "yaml"],
+      ["xml-convert", { xml: "<a><b></a>" }, "xml"],
+      ["regex-test", { pattern: "(", text: "x" }, "pattern"],
+      ["cron-explain", { expression: "not cron" }, "expression"],
+      ["barcode-generate", { type: "ean13", text: "not digits" }, "text"],
+      ["js-sandbox", { code: "for (;;) {}", time_limit_ms: 100 }, "code"],
+      ["web-fetch", { url: "http://169.254.169.254/latest/meta-data/" }, "url"],
+    ];
+    const seen = [];
+    for (const [tool, input, param] of cases) seen.push([tool, await refusal(tool, input)]);
+    expect(seen).toEqual(cases.map(([tool, , param]) => [tool, { status: 422, code: "validation_failed", param, charged: 0 }]));
+  }, 60_000);
+});
+
+/** A PNG file: signature, then chunks with their CRCs. */
+function png(width: number, height: number, idat: Buffer): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
+    const out = Buffer.alloc(body.length + 8);
+    out.writeUInt32BE(data.length, 0);
+    body.copy(out, 4);
+    out.writeUInt32BE(crc32(body) >>> 0, body.length + 4);
+    return out;
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header.set([8, 0, 0, 0, 0], 8); // 8-bit greyscale
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk("IHDR", header), chunk("IDAT", idat), chunk("IEND", Buffer.alloc(0))]);
+}
+
+/** 150 MB of zeros, deflated once (~150 KB): the zip bombs' one entry. The budget is 100 MB. */
+const BOMB_SIZE = 150_000_000;
+let bombData: { deflated: Buffer; crc: number } | null = null;
+
+/**
+ * A ZIP holding `entry`, which inflates to 150 MB: as built, and with headers that claim 100
+ * bytes (so only inflating it tells). Written by hand: one local header, its data, one central
+ * directory record and the end record (APPNOTE 4.3).
+ */
+function zipBombs(entry: string): { honest: string; lying: string } {
+  bombData ??= { deflated: deflateRawSync(Buffer.alloc(BOMB_SIZE), { level: 9 }), crc: crc32(Buffer.alloc(BOMB_SIZE)) >>> 0 };
+  const { deflated, crc } = bombData;
+  const name = Buffer.from(entry);
+  const build = (claimed: number) => {
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    local.writeUInt16LE(20, 4); // version needed
+    local.writeUInt16LE(8, 8); // deflate
+    local.writeUInt32LE(crc, 14);
+    local.writeUInt32LE(deflated.length, 18);
+    local.writeUInt32LE(claimed, 22);
+    local.writeUInt16LE(name.length, 26);
+    const central = Buffer.alloc(46);
+    central.writeUInt32LE(0x02014b50, 0);
+    central.writeUInt16LE(20, 4);
+    central.writeUInt16LE(20, 6);
+    central.writeUInt16LE(8, 10);
+    central.writeUInt32LE(crc, 16);
+    central.writeUInt32LE(deflated.length, 20);
+    central.writeUInt32LE(claimed, 24);
+    central.writeUInt16LE(name.length, 28);
+    const centralAt = local.length + name.length + deflated.length;
+    const end = Buffer.alloc(22);
+    end.writeUInt32LE(0x06054b50, 0);
+    end.writeUInt16LE(1, 8);
+    end.writeUInt16LE(1, 10);
+    end.writeUInt32LE(central.length + name.length, 12);
+    end.writeUInt32LE(centralAt, 16);
+    return Buffer.concat([local, name, deflated, central, name, end]).toString("base64");
+  };
+  return { honest: build(BOMB_SIZE), lying: build(100) };
+}
+
+describe("hostile inputs: cut off by the limits, refunded, and the workers keep serving", () => {
+  const cutOff = (param: string) => ({ status: 422, code: "validation_failed", param, charged: 0 });
+
+  it("a decompression-bomb image: 8000 × 8000 pixels of real, valid data in 64 KB, and a header that claims 60000 × 60000", async () => {
+    const rows = Buffer.alloc(8000 * 8001); // each row: filter byte + 8000 grey pixels, all zero
+    const bomb = png(8000, 8000, deflateSync(rows, { level: 9 })).toString("base64");
+    expect(bomb.length).toBeLessThan(200_000);
+    const claims = png(60000, 60000, deflateSync(Buffer.alloc(2))).toString("base64");
+    for (const image of [bomb, claims]) {
+      for (const [tool, extra] of [["image-transform", { width: 10 }], ["image-metadata", {}], ["ocr", {}], ["qr-decode", {}]] as const) {
+        expect([tool, await refusal(tool, { image, ...extra })]).toEqual([tool, cutOff("image")]);
+      }
+    }
+  }, 60_000);
+
+  it("an SVG that expands exponentially, or claims a canvas of ten billion pixels", async () => {
+    const levels = Array.from({ length: 30 }, (_, i) => `<g id="a${i + 1}"><use href="#a${i}"/><use href="#a${i}"/></g>`).join("");
+    const expanding = `<svg xmlns="http://www.w3.org/2000/svg" width="100" height="100"><defs><g id="a0"><rect width="1" height="1"/></g>${levels}</defs><use href="#a30"/></svg>`;
+    expect(await refusal("svg-to-png", { svg: expanding })).toEqual(cutOff("svg"));
+    expect(await refusal("svg-to-png", { svg: '<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"/>' })).toEqual(cutOff("svg"));
+  }, 30_000);
+
+  it("a chart that generates fifty million rows", async () => {
+    const spec = { data: { sequence: { start: 0, stop: 50_000_000 } }, mark: "point", encoding: { x: { field: "data", type: "quantitative" } } };
+    expect(await refusal("chart-render", { spec })).toEqual(cutOff("spec"));
+  });
+
+  it("zip bombs for the .docx and .xlsx readers, with honest headers and with lying ones", async () => {
+    const docx = zipBombs("word/document.xml");
+    const xlsx = zipBombs("xl/workbook.xml");
+    expect(docx.honest.length).toBeLessThan(750_000);
+    // A well-formed ZIP: a reader that trusts the headers takes the lying one for 100 bytes.
+    unzipSync(Buffer.from(docx.lying, "base64"), { filter: (file) => (expect([file.name, file.originalSize]).toEqual(["word/document.xml", 100]), false) });
+    for (const form of ["honest", "lying"] as const) {
+      expect([form, await refusal("docx-to-text", { docx: docx[form] })]).toEqual([form, cutOff("docx")]);
+      expect([form, await refusal("spreadsheet-read", { xlsx: xlsx[form] })]).toEqual([form, cutOff("xlsx")]);
+    }
+  }, 60_000);
+
+  it("endless scripts in the sandbox: a loop that swallows its interruption, an endless await, unbounded recursion and memory", async () => {
+    const scripts = [
+      "for (;;) { try { for (;;) {} } catch (e) {} }",
+      "(async () => { for (;;) await null })()",
+      "Promise.resolve().then(function again() { return Promise.resolve().then(again) })",
+      "(function down(n) { return down(n + 1) + 1 })(0)",
+      "'x'.repeat(1e9)",
+    ];
+    for (const code of scripts) {
+      const outcome = await refusal("js-sandbox", { code, time_limit_ms: 300 });
+      // Recursion ends in the script's own RangeError (a 200 result naming it) or the limits; never charged past them.
+      if (code.includes("down(")) continue;
+      expect([code, outcome]).toEqual([code, cutOff("code")]);
+    }
+    const recursion = await callTool(gw.url, key, "js-sandbox", { code: scripts[3] });
+    expect([recursion.status, recursion.body.error]).toEqual([200, expect.stringMatching(/stack|recursion/i)]);
+    // An async result that settles is the script's result.
+    expect((await callTool(gw.url, key, "js-sandbox", { code: "(async () => 6 * 7)()" })).body).toMatchObject({ result: 42, error: null });
+  }, 60_000);
+
+  it("catastrophic patterns, in a regular expression and in a JSON Schema", async () => {
+    const evil = `${"a".repeat(40)}!`;
+    expect(await refusal("regex-test", { pattern: "^(a+)+$", text: evil })).toEqual(cutOff("pattern"));
+    expect(await refusal("json-schema-validate", { schema: { type: "string", pattern: "^(a+)+$" }, data: evil })).toEqual(cutOff("schema"));
+  }, 30_000);
+
+  it("texts whose cost grows faster than their length: two unrelated texts to diff, markup nested 100,000 deep", async () => {
+    const random = (n: number) => Array.from({ length: n }, () => String.fromCharCode(97 + Math.floor(Math.random() * 26))).join("");
+    expect(await refusal("text-diff", { old: random(200_000), new: random(200_000), mode: "chars" })).toEqual(cutOff("new"));
+    expect(await refusal("html-sanitize", { html: "<div>".repeat(100_000) })).toEqual(cutOff("html"));
+    expect(await refusal("markdown-to-html", { markdown: `${"> ".repeat(100_000)}x` })).toEqual(cutOff("markdown"));
+    expect(await refusal("html-to-markdown", { html: "<div>".repeat(100_000) })).toEqual(cutOff("html"));
+  }, 60_000);
+
+  it("afterwards every pool still serves, promptly", async () => {
+    const started = Date.now();
+    expect((await callTool(gw.url, key, "js-sandbox", { code: "40 + 2" })).body.result).toBe(42);
+    expect((await callTool(gw.url, key, "hash", { text: "ok" })).body.digest).toHaveLength(64);
+    expect((await callTool(gw.url, key, "html-sanitize", { html: "<p>ok<script>x</script></p>" })).body.html).toBe("<p>ok</p>");
+    expect((await callTool(gw.url, key, "text-diff", { old: "a\nb", new: "a\nc" })).body).toMatchObject({ added: 1, removed: 1 });
+    expect(Date.now() - started).toBeLessThan(10_000);
+  }, 30_000);
+});

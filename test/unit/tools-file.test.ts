@@ -1,0 +1,150 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../src/config.js";
+
+/**
+ * TOOLS_FILE is read and checked at start-up: a good file becomes the operator's tools; a bad
+ * one stops the gateway with every problem named by its entry.
+ */
+const dir = mkdtempSync(join(tmpdir(), "toolgate-tools-file-unit-"));
+let n = 0;
+const fileWith = (text: string, ext = "yaml") => {
+  const path = join(dir, `tools-${n++}.${ext}`);
+  writeFileSync(path, text);
+  return path;
+};
+
+const problemsOf = (env: Record<string, string>): string[] => {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  return [];
+};
+
+const good = {
+  name: "weather",
+  description: "Current weather for a city.",
+  url: "https://api.example.com/weather",
+  input_schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+  price_credits: 3,
+};
+
+describe("TOOLS_FILE", () => {
+  it("reads YAML and JSON alike, with defaults and the environment's values in headers", () => {
+    const yaml = fileWith(
+      [
+        "tools:",
+        "  - name: weather",
+        "    description: Current weather.",
+        "    url: https://api.example.com/weather",
+        "    input_schema: { type: object }",
+        "    price_credits: 2",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: TOOLS_FILE's own ${NAME} syntax, not a template
+        "    headers: { X-Key: '${WEATHER_KEY}' }",
+      ].join("\n"),
+    );
+    const config = loadConfig({ TOOLS_FILE: yaml, WEATHER_KEY: "k-123" });
+    expect(config.upstream.tools).toEqual([
+      {
+        name: "weather",
+        title: "weather",
+        description: "Current weather.",
+        url: "https://api.example.com/weather",
+        inputSchema: { type: "object" },
+        outputSchema: { type: "object" },
+        priceCredits: 2,
+        timeoutMs: 10_000,
+        category: "data",
+        tags: [],
+        headers: { "X-Key": "k-123" },
+      },
+    ]);
+    const json = fileWith(JSON.stringify({ tools: [good] }), "json");
+    expect(loadConfig({ TOOLS_FILE: json }).upstream.tools.map((t) => t.name)).toEqual(["weather"]);
+  });
+
+  it("names the bad entry and what is wrong with it, every problem at once", () => {
+    const file = fileWith(
+      JSON.stringify({
+        tools: [
+          good,
+          { ...good, name: "hash" },
+          { ...good, name: "weather" },
+          { ...good, name: "plain", url: "http://api.example.com/x" },
+          {
+            ...good,
+            name: "bad-schema",
+            input_schema: { type: "object", properties: { a: { type: "strnig" } } },
+          },
+          { ...good, name: "no-price", price_credits: undefined },
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: TOOLS_FILE's own ${NAME} syntax, not a template
+          { ...good, name: "secret", headers: { Authorization: "Bearer ${NOT_SET_ANYWHERE}" } },
+        ],
+      }),
+      "json",
+    );
+    const problems = problemsOf({ TOOLS_FILE: file });
+    expect(problems).toEqual([
+      expect.stringMatching(
+        /^TOOLS_FILE .*: tools\[1\] \(hash\): name: hash is already a catalogue tool's name$/,
+      ),
+      expect.stringMatching(/tools\[2\] \(weather\): name: weather is declared twice$/),
+      expect.stringMatching(/tools\[3\] \(plain\): url: endpoint URLs must use https$/),
+      expect.stringMatching(
+        /tools\[4\] \(bad-schema\): input_schema: is not a valid JSON Schema: /,
+      ),
+      expect.stringMatching(/tools\[5\] \(no-price\): price_credits: /),
+      expect.stringMatching(
+        /tools\[6\] \(secret\): headers.Authorization: NOT_SET_ANYWHERE not set in the environment$/,
+      ),
+    ]);
+  });
+
+  it("says so when the file is missing, unreadable as YAML, or has no tools list", () => {
+    expect(problemsOf({ TOOLS_FILE: join(dir, "nope.yaml") })).toEqual([
+      expect.stringMatching(/nope\.yaml: no such file$/),
+    ]);
+    expect(problemsOf({ TOOLS_FILE: fileWith("tools: [ {name: x") })[0]).toMatch(
+      /not valid YAML or JSON/,
+    );
+    expect(problemsOf({ TOOLS_FILE: fileWith("- name: x") })[0]).toMatch(
+      /must be an object with a "tools" list/,
+    );
+  });
+
+  it("allows plain http to loopback only with the development setting, which production refuses", () => {
+    const file = fileWith(
+      JSON.stringify({ tools: [{ ...good, url: "http://127.0.0.1:9/tool" }] }),
+      "json",
+    );
+    expect(problemsOf({ TOOLS_FILE: file })).toEqual([
+      expect.stringMatching(/url: endpoint URLs must use https$/),
+    ]);
+    expect(
+      loadConfig({ TOOLS_FILE: file, UPSTREAM_ALLOW_PRIVATE_TARGETS: "1" }).upstream.tools[0]!.url,
+    ).toBe("http://127.0.0.1:9/tool");
+    expect(problemsOf({ NODE_ENV: "production", UPSTREAM_ALLOW_PRIVATE_TARGETS: "1" })).toContain(
+      "UPSTREAM_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production",
+    );
+  });
+
+  it("stops the gateway process at start-up with the bad entry named (exit 78)", () => {
+    const file = fileWith(JSON.stringify({ tools: [{ ...good, name: "Bad Name!" }] }), "json");
+    const run = spawnSync(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      cwd: new URL("../..", import.meta.url).pathname,
+      env: { PATH: process.env.PATH, NODE_ENV: "development", TOOLS_FILE: file, PORT: "0" },
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+    expect(run.status).toBe(78);
+    expect(run.stderr).toContain(
+      `TOOLS_FILE ${file}: tools[0] (Bad Name!): name: lower-case letters, digits and inner hyphens`,
+    );
+  });
+});
