@@ -1,26 +1,48 @@
 /**
  * x402 paid calls on a local anvil chain, against the chain's own settlement time measured in
- * the same run: the baseline submits the same kind of pre-signed transferWithAuthorization
- * straight to the chain from a bare relayer and waits for the receipt; the gateway run sends
- * paid `hash` calls (verify → claim → settle → credit → debit → forward → answer). Prints paid
- * calls per second and the p50/p99 the gateway adds beyond the chain's own confirmation.
- * Loopback only; bounded by BENCH_PAID_CALLS.
+ * the same run. The baseline ("chain only") is the floor a relayer cannot beat: pre-signed
+ * transferWithAuthorization transactions (nonce, gas and fees fixed before the clock starts),
+ * each one sendRawTransaction and its receipt wait. The gateway runs send paid `hash` calls
+ * (verify → claim → settle → credit → debit → forward → answer). Both go through the same
+ * loopback JSON-RPC proxy, which counts round trips (a JSON-RPC batch is one) and can add a delay
+ * to every request, as a distant RPC would.
  *
- *   npm run bench:paid        (Redis at 127.0.0.1:6379; BENCH_PAID_CALLS=200 BENCH_CONCURRENCY=8)
+ * Cases: automine at 8 and 32 concurrent payers; an RPC 50 ms away (8 at a time); interval
+ * mining (a block every 2 s, as on Base and Polygon) with 200 payers paying at once, counting
+ * the blocks between a payment's arrival and the block that settled it. Prints rate, p50/p99,
+ * RPC round trips and calls per paid call, transactions per settled payment, and the ratios.
+ * Loopback only; bounded by the counts below.
+ *
+ *   npm run bench:paid   (Redis at 127.0.0.1:6379)
+ *   BENCH_PAID_CALLS=200 (per automine run)  BENCH_DELAYED_CALLS=64  BENCH_INTERVAL_PAYERS=200
+ *   BENCH_RELAYERS=1 (relayer keys the gateway gets)  BENCH_RPC_DELAY_MS=50
  */
-import { createPublicClient, createWalletClient, http, nonceManager, parseSignature, toHex, type Hex } from "viem";
+import { readFileSync } from "node:fs";
+import { createPublicClient, encodeFunctionData, http, parseSignature, toHex, type Address, type Hex } from "viem";
 import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 import { ANVIL_MNEMONIC, TOKEN_ABI, randomWallet, startLocalChain } from "../chain-fixtures/chain.js";
 import { dropPrefix, uniquePrefix } from "../test/helpers/redis.js";
 import { spawnGateway, spawnService } from "../test/helpers/gateway.js";
-import { PAY_TO, relayerKey, signAuthorization, v1Header } from "../test/helpers/x402.js";
+import { startRpcProxy } from "../test/helpers/rpc-proxy.js";
+import { PAY_TO, signAuthorization, v1Header } from "../test/helpers/x402.js";
 import { percentile } from "./stats.js";
 
 const CALLS = Number(process.env.BENCH_PAID_CALLS ?? 200);
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
+const DELAYED_CALLS = Number(process.env.BENCH_DELAYED_CALLS ?? 64);
+const INTERVAL_PAYERS = Number(process.env.BENCH_INTERVAL_PAYERS ?? 200);
+const RELAYERS = Number(process.env.BENCH_RELAYERS ?? 1);
+const RPC_DELAY_MS = Number(process.env.BENCH_RPC_DELAY_MS ?? 50);
 const PRICE = 2000n;
+/** Relayer keys for the gateway: anvil accounts 9, 6, 5, 4, 3 (7 is the baseline's, 8 is paid). */
+const RELAYER_INDEXES = [9, 6, 5, 4, 3];
+const keyOf = (index: number) => toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index }).getHdKey().privateKey!);
 
-async function timed<T>(items: T[], concurrency: number, run: (item: T) => Promise<void>) {
+interface Run {
+  rps: number;
+  latencies: number[];
+}
+
+async function timed<T>(items: T[], concurrency: number, run: (item: T) => Promise<void>): Promise<Run> {
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
@@ -37,62 +59,163 @@ async function timed<T>(items: T[], concurrency: number, run: (item: T) => Promi
   return { rps: items.length / ((performance.now() - started) / 1000), latencies: latencies.sort((a, b) => a - b) };
 }
 
+const p = (r: Run, q: number) => percentile(r.latencies, q);
+const row = (name: string, r: Run) => `  ${name.padEnd(30)} ${r.rps.toFixed(1).padStart(8)} ${p(r, 50).toFixed(1).padStart(9)} ${p(r, 99).toFixed(1).padStart(9)}`;
+const header = () => `  ${"".padEnd(30)} ${"per s".padStart(8)} ${"p50 ms".padStart(9)} ${"p99 ms".padStart(9)}`;
+
 async function main() {
-  const wallets = Array.from({ length: 2 * CALLS }, (_, i) => randomWallet(50_000 + i));
   const chain = await startLocalChain({ chainId: 84532, usdcName: "USDC", usdcVersion: "2" });
-  for (const w of wallets) await chain.fund(w.address, 100_000n);
+  const proxy = await startRpcProxy(chain.rpcUrl);
+  const direct = createPublicClient({ transport: http(chain.rpcUrl) });
+  let seed = 50_000;
+  const funded = async (n: number) => {
+    const wallets = Array.from({ length: n }, () => randomWallet(seed++));
+    for (const w of wallets) await chain.fund(w.address, 100_000n);
+    return wallets;
+  };
+  const sign = (w: ReturnType<typeof randomWallet>) => signAuthorization({ account: w, chain, value: PRICE });
+
+  // The floor: pre-signed transfers from a bare relayer (anvil account 7), sent and awaited.
+  const bare = privateKeyToAccount(keyOf(7));
+  const viaProxy = createPublicClient({ transport: http(proxy.url), pollingInterval: 50 });
+  const chainOnly = async (n: number, concurrency: number): Promise<Run> => {
+    const payloads = await Promise.all((await funded(n)).map(sign));
+    const data = payloads.map(({ authorization: a, signature }) => {
+      const { r, s, v } = parseSignature(signature as Hex);
+      return encodeFunctionData({ abi: TOKEN_ABI, functionName: "transferWithAuthorization", args: [a.from, a.to, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce, Number(v), r, s] });
+    });
+    const gas = ((await direct.estimateGas({ account: bare.address, to: chain.usdc, data: data[0]! })) * 3n) / 2n;
+    const fees = await direct.estimateFeesPerGas();
+    const first = await direct.getTransactionCount({ address: bare.address, blockTag: "pending" });
+    const signed = await Promise.all(data.map((d, i) => bare.signTransaction({ chainId: chain.chainId, type: "eip1559", to: chain.usdc, data: d, gas, nonce: first + i, ...fees })));
+    return timed(signed, concurrency, async (tx) => {
+      const hash = await viaProxy.sendRawTransaction({ serializedTransaction: tx });
+      await viaProxy.waitForTransactionReceipt({ hash });
+    });
+  };
+
+  const relayers = RELAYER_INDEXES.slice(0, Math.max(1, RELAYERS)).map(keyOf);
+  const relayerAddresses = relayers.map((k) => privateKeyToAccount(k).address);
+  const sentByRelayers = async () => (await Promise.all(relayerAddresses.map((a) => direct.getTransactionCount({ address: a, blockTag: "latest" })))).reduce((s, n) => s + n, 0);
+
   const prefix = uniquePrefix("benchpaid");
   const workers = await spawnService("src/workers/main.ts", "workers listening", { PORT: "0", LOG_LEVEL: "info" });
   workers.child.stdout!.resume();
   const gateway = await spawnGateway(prefix, {
     WORKERS_URL: workers.url,
     X402_NETWORKS: "base-sepolia",
-    BASE_SEPOLIA_RPC_URL: chain.rpcUrl,
+    BASE_SEPOLIA_RPC_URL: proxy.url,
     BASE_SEPOLIA_USDC_ADDRESS: chain.usdc,
     X402_PAY_TO: PAY_TO,
-    X402_RELAYER_PRIVATE_KEY: relayerKey(),
+    ...(relayers.length === 1 ? { X402_RELAYER_PRIVATE_KEY: relayers[0] } : { X402_RELAYER_PRIVATE_KEYS: relayers.join(",") }),
   });
   gateway.child.stdout!.resume();
-  try {
-    // Client-side signing happens before the clock starts, for both runs.
-    const sign = (w: (typeof wallets)[number]) => signAuthorization({ account: w, chain, value: PRICE });
-    const direct = await Promise.all(wallets.slice(0, CALLS).map(sign));
-    const paid = await Promise.all(wallets.slice(CALLS).map(async (w) => v1Header("base-sepolia", await sign(w))));
 
-    // Baseline: a bare relayer (its own key, viem's nonce manager) settling straight on the chain.
-    const bare = privateKeyToAccount(toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 7 }).getHdKey().privateKey!), { nonceManager });
-    const pub = createPublicClient({ transport: http(chain.rpcUrl) });
-    const relayer = createWalletClient({ account: bare, transport: http(chain.rpcUrl) });
-    const chainOnly = await timed(direct, CONCURRENCY, async ({ authorization: a, signature }) => {
-      const { r, s, v } = parseSignature(signature as Hex);
-      const hash = await relayer.writeContract({
-        address: chain.usdc,
-        abi: TOKEN_ABI,
-        functionName: "transferWithAuthorization",
-        args: [a.from, a.to, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce, Number(v), r, s],
-        chain: null,
-      } as never);
-      await pub.waitForTransactionReceipt({ hash, pollingInterval: 50 });
-    });
+  /** The gateway process's CPU time so far (ms), from /proc: user + system clock ticks. */
+  const gatewayCpuMs = () => {
+    const stat = readFileSync(`/proc/${gateway.child.pid}/stat`, "latin1");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  };
 
-    let errors = 0;
-    const throughGateway = await timed(paid, CONCURRENCY, async (header) => {
-      const res = await fetch(`${gateway.url}/v1/tools/hash`, { method: "POST", headers: { "content-type": "application/json", "x-payment": header }, body: '{"text":"bench"}' });
+  /** Paid calls through the gateway, with the RPC work they caused. */
+  const throughGateway = async (n: number, concurrency: number) => {
+    const headers = await Promise.all((await funded(n)).map(async (w) => v1Header("base-sepolia", await sign(w))));
+    const txBefore = await sentByRelayers();
+    proxy.resetCounts();
+    const cpuBefore = gatewayCpuMs();
+    let failed = 0;
+    const receipts: string[] = [];
+    const run = await timed(headers, concurrency, async (h) => {
+      const res = await fetch(`${gateway.url}/v1/tools/hash`, { method: "POST", headers: { "content-type": "application/json", "x-payment": h }, body: '{"text":"bench"}' });
       await res.text();
-      if (res.status !== 200) errors++;
+      if (res.status !== 200) failed++;
+      else receipts.push(res.headers.get("x-payment-response")!);
     });
+    const cpuMs = (gatewayCpuMs() - cpuBefore) / n;
+    const rpc = { roundTrips: proxy.counts.roundTrips / n, calls: proxy.counts.calls / n, methods: { ...proxy.counts.methods } };
+    const settled = n - failed;
+    const txPerPayment = settled ? ((await sentByRelayers()) - txBefore) / settled : NaN;
+    return { run, failed, rpc, txPerPayment, receipts, cpuMs };
+  };
+  const rpcLine = (r: Awaited<ReturnType<typeof throughGateway>>, n: number) => {
+    const methods = Object.entries(r.rpc.methods)
+      .sort((a, b) => b[1] - a[1])
+      .map(([m, c]) => `${m} ${(c / n).toFixed(2)}`)
+      .join(", ");
+    return `  per paid call: ${r.rpc.roundTrips.toFixed(2)} RPC round trips, ${r.rpc.calls.toFixed(2)} JSON-RPC calls (${methods}); ${r.txPerPayment.toFixed(2)} transactions per settled payment; gateway CPU ${r.cpuMs.toFixed(1)} ms; failed: ${r.failed}`;
+  };
 
-    const row = (name: string, r: { rps: number; latencies: number[] }) => `${name.padEnd(26)} ${r.rps.toFixed(1).padStart(8)} ${percentile(r.latencies, 50).toFixed(1).padStart(9)} ${percentile(r.latencies, 99).toFixed(1).padStart(9)}`;
-    console.log(`\nToolgate bench — x402 paid calls on anvil (automine), ${CALLS} payments per run, ${CONCURRENCY} at a time`);
-    console.log(`${"".padEnd(26)} ${"per s".padStart(8)} ${"p50 ms".padStart(9)} ${"p99 ms".padStart(9)}`);
-    console.log(row("chain only (settle+receipt)", chainOnly));
-    console.log(row("paid call through gateway", throughGateway));
-    console.log(`throughput ratio (gateway / chain only): ${(throughGateway.rps / chainOnly.rps).toFixed(2)}; failed paid calls: ${errors}`);
-    console.log(`time the gateway adds beyond the chain's confirmation: p50 +${(percentile(throughGateway.latencies, 50) - percentile(chainOnly.latencies, 50)).toFixed(1)} ms, p99 +${(percentile(throughGateway.latencies, 99) - percentile(chainOnly.latencies, 99)).toFixed(1)} ms`);
-    if (errors) process.exitCode = 1;
+  let failures = 0;
+  try {
+    // Warm up once (connections, the first gas estimate, JIT) so no run pays for starting.
+    await throughGateway(4, 4);
+    console.log(`\nToolgate bench — x402 paid calls on anvil, gateway with ${relayers.length} relayer key(s)`);
+
+    for (const concurrency of [8, 32]) {
+      const base = await chainOnly(CALLS, concurrency);
+      const gw = await throughGateway(CALLS, concurrency);
+      failures += gw.failed;
+      console.log(`\nautomine, ${CALLS} payments per run, ${concurrency} at a time`);
+      console.log(header());
+      console.log(row("chain only (send + receipt)", base));
+      console.log(row("paid call through gateway", gw.run));
+      console.log(`  throughput ratio (gateway / chain only): ${(gw.run.rps / base.rps).toFixed(2)}; gateway adds p50 +${(p(gw.run, 50) - p(base, 50)).toFixed(1)} ms, p99 +${(p(gw.run, 99) - p(base, 99)).toFixed(1)} ms`);
+      console.log(rpcLine(gw, CALLS));
+    }
+
+    // A distant RPC: every request (a batch is one) held RPC_DELAY_MS by the proxy.
+    const directBase = await chainOnly(DELAYED_CALLS, 8);
+    proxy.setDelay(RPC_DELAY_MS);
+    const slowBase = await chainOnly(DELAYED_CALLS, 8);
+    const slow = await throughGateway(DELAYED_CALLS, 8);
+    proxy.setDelay(0);
+    failures += slow.failed;
+    console.log(`\nRPC +${RPC_DELAY_MS} ms per request, automine, ${DELAYED_CALLS} payments, 8 at a time`);
+    console.log(header());
+    console.log(row("chain only, no delay", directBase));
+    console.log(row(`chain only, +${RPC_DELAY_MS} ms`, slowBase));
+    console.log(row(`paid call, +${RPC_DELAY_MS} ms`, slow.run));
+    const budget = p(directBase, 50) + 3 * RPC_DELAY_MS;
+    console.log(`  paid p50 ${p(slow.run, 50).toFixed(1)} ms vs chain confirmation + 3 × ${RPC_DELAY_MS} ms = ${budget.toFixed(1)} ms: ${p(slow.run, 50) <= budget ? "within" : "over"}`);
+    console.log(rpcLine(slow, DELAYED_CALLS));
+
+    // Interval mining: everyone pays at once, blocks every 2 s (payers funded before it starts).
+    const payers = await funded(INTERVAL_PAYERS);
+    await direct.request({ method: "evm_setIntervalMining" as never, params: [2] as never });
+    const headers = await Promise.all(payers.map(async (w) => v1Header("base-sepolia", await sign(w))));
+    const arrival = await direct.getBlockNumber({ cacheTime: 0 });
+    const txBefore = await sentByRelayers();
+    proxy.resetCounts();
+    const blocks: number[] = [];
+    const reasons = new Map<string, number>();
+    const cpuBefore = gatewayCpuMs();
+    let failed = 0;
+    const run = await timed(headers, headers.length, async (h) => {
+      const res = await fetch(`${gateway.url}/v1/tools/hash`, { method: "POST", headers: { "content-type": "application/json", "x-payment": h }, body: '{"text":"bench"}' });
+      const text = await res.text();
+      if (res.status !== 200) {
+        failed++;
+        const why = `${res.status} ${(JSON.parse(text) as { error?: { code?: string } }).error?.code ?? ""}`.trim();
+        reasons.set(why, (reasons.get(why) ?? 0) + 1);
+        return;
+      }
+      const tx = (JSON.parse(Buffer.from(res.headers.get("x-payment-response")!, "base64").toString()) as { transaction: Hex }).transaction;
+      blocks.push(Number((await direct.getTransactionReceipt({ hash: tx })).blockNumber - arrival));
+    });
+    failures += failed;
+    blocks.sort((a, b) => a - b);
+    const settled = INTERVAL_PAYERS - failed;
+    console.log(`\ninterval mining (a block every 2 s), ${INTERVAL_PAYERS} payers at once`);
+    console.log(header());
+    console.log(row("paid call through gateway", run));
+    console.log(`  blocks from arrival to settlement: p50 ${percentile(blocks, 50)}, max ${blocks.at(-1)}; within 2 blocks: ${blocks.filter((b) => b <= 2).length}/${INTERVAL_PAYERS}; failed: ${failed}${reasons.size ? ` (${[...reasons].map(([why, n]) => `${n} × ${why}`).join(", ")})` : ""}`);
+    console.log(`  per paid call: ${(proxy.counts.roundTrips / INTERVAL_PAYERS).toFixed(2)} RPC round trips, ${(proxy.counts.calls / INTERVAL_PAYERS).toFixed(2)} JSON-RPC calls; ${(((await sentByRelayers()) - txBefore) / settled).toFixed(2)} transactions per settled payment; gateway CPU ${((gatewayCpuMs() - cpuBefore) / INTERVAL_PAYERS).toFixed(1)} ms`);
+    if (failures) process.exitCode = 1;
   } finally {
     await gateway.stop();
     await workers.stop();
+    await proxy.stop();
     await chain.stop();
     await dropPrefix(prefix);
   }

@@ -77,6 +77,6 @@ function chainSettings(x402: NonNullable<Config["x402"]>): Record<string, string
     [`${prefix}_USDC_NAME`]: network.usdc.name,
     [`${prefix}_USDC_VERSION`]: network.usdc.version,
     X402_PAY_TO: x402.payTo,
-    X402_RELAYER_PRIVATE_KEY: x402.relayerKey,
+    X402_RELAYER_PRIVATE_KEYS: x402.relayerKeys.join(","),
   };
 }

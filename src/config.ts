@@ -122,6 +122,13 @@ const envSchema = z.object({
   X402_NETWORKS: z.string().optional(),
   X402_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, "an EVM address").optional(),
   X402_RELAYER_PRIVATE_KEY: z.string().regex(/^0x[0-9a-fA-F]{64}$/, "a 32-byte hex private key").optional(),
+  /** A relayer pool: several keys, comma-separated, each with its own nonce sequence; settlements spread over them. */
+  X402_RELAYER_PRIVATE_KEYS: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}(\s*,\s*0x[0-9a-fA-F]{64})*$/, "32-byte hex private keys separated by commas")
+    .optional(),
+  /** Chain reads made together go to the RPC as one JSON-RPC batch of at most this many calls; 0 sends each alone. */
+  X402_RPC_BATCH_SIZE: z.coerce.number().int().min(0).max(1000).default(100),
   /** How long a payment authorization may stay valid (and the receipt wait bound). */
   X402_MAX_TIMEOUT_SECONDS: z.coerce.number().int().min(10).max(3600).default(300),
   X402_RECEIPT_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
@@ -223,7 +230,9 @@ export interface Config {
   x402: {
     networks: PaymentNetwork[];
     payTo: Address;
-    relayerKey: Hex;
+    /** One or more relayer keys (X402_RELAYER_PRIVATE_KEYS, or X402_RELAYER_PRIVATE_KEY alone), without repeats. */
+    relayerKeys: Hex[];
+    rpcBatchSize: number;
     maxTimeoutSeconds: number;
     receiptTimeoutMs: number;
     rpcTimeoutMs: number;
@@ -364,9 +373,10 @@ function paymentConfig(e: z.infer<typeof envSchema>, env: NodeJS.ProcessEnv, pro
     }
   }
   if (!e.X402_PAY_TO) problems.push("X402_PAY_TO is required when X402_NETWORKS is set");
-  if (!e.X402_RELAYER_PRIVATE_KEY) problems.push("X402_RELAYER_PRIVATE_KEY is required when X402_NETWORKS is set");
-  if (!e.X402_PAY_TO || !e.X402_RELAYER_PRIVATE_KEY) return null;
-  return { networks, payTo: e.X402_PAY_TO as Address, relayerKey: e.X402_RELAYER_PRIVATE_KEY as Hex, maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS, receiptTimeoutMs: e.X402_RECEIPT_TIMEOUT_MS, rpcTimeoutMs: e.X402_RPC_TIMEOUT_MS, pollMs: e.X402_POLL_MS, stuckAfterMs: e.X402_STUCK_AFTER_MS, retentionSeconds: e.X402_PAYMENT_RETENTION_SECONDS, logRangeBlocks: e.X402_LOG_RANGE_BLOCKS };
+  const relayerKeys = [...new Set([...(e.X402_RELAYER_PRIVATE_KEYS?.split(",") ?? []), e.X402_RELAYER_PRIVATE_KEY ?? ""].map((k) => k.trim().toLowerCase()).filter(Boolean))] as Hex[];
+  if (relayerKeys.length === 0) problems.push("X402_RELAYER_PRIVATE_KEY (or X402_RELAYER_PRIVATE_KEYS) is required when X402_NETWORKS is set");
+  if (!e.X402_PAY_TO || relayerKeys.length === 0) return null;
+  return { networks, payTo: e.X402_PAY_TO as Address, relayerKeys, rpcBatchSize: e.X402_RPC_BATCH_SIZE, maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS, receiptTimeoutMs: e.X402_RECEIPT_TIMEOUT_MS, rpcTimeoutMs: e.X402_RPC_TIMEOUT_MS, pollMs: e.X402_POLL_MS, stuckAfterMs: e.X402_STUCK_AFTER_MS, retentionSeconds: e.X402_PAYMENT_RETENTION_SECONDS, logRangeBlocks: e.X402_LOG_RANGE_BLOCKS };
 }
 
 function versionsConfig(json: string | undefined, problems: string[]): ApiVersion[] | null {

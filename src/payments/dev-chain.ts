@@ -18,7 +18,8 @@ export async function startDevChain(): Promise<{ x402: NonNullable<Config["x402"
     x402: {
       networks: [{ name: "base-sepolia", chainId: 84532, caip2: "eip155:84532", rpcUrls: [chain.rpcUrl], usdc: { address: chain.usdc, name: "USDC", version: "2" } }],
       payTo: anvilAccount(8).address,
-      relayerKey: toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 9 }).getHdKey().privateKey!),
+      relayerKeys: [toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 9 }).getHdKey().privateKey!)],
+      rpcBatchSize: 100,
       maxTimeoutSeconds: 300,
       receiptTimeoutMs: 30_000,
       rpcTimeoutMs: 10_000,

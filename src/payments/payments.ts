@@ -9,8 +9,9 @@ import type { PaymentGrant, PaymentRecord } from "../store/types.js";
 import { formatUsd } from "../lib/money.js";
 import { createChainClients, type NetworkClients } from "./chain.js";
 import type { Offer } from "./offer.js";
-import { RELAYER_BUSY, settle } from "./settle.js";
-import { authorizationMessage, invalidPayment, normaliseSignature, tokenAbi, verifyChainState, verifySigned } from "./verify.js";
+import { Relayers, type SeenBlock } from "./relayers.js";
+import { settle } from "./settle.js";
+import { authorizationMessage, authorizationUsed, invalidPayment, normaliseSignature, verifyChainState, verifySigned } from "./verify.js";
 import { ensureWalletAccount } from "./wallet-accounts.js";
 import type { Authorization, PaymentHeader, RequirementsV2 } from "./wire.js";
 
@@ -69,10 +70,13 @@ export const facilitatorFeeRequestId = (paymentId: string) => `facilitator:${pay
 
 export class Payments {
   readonly clients: Map<string, NetworkClients>;
+  /** Each network's relayer pool: nonce sequences, gas and fee caches. */
+  private readonly relayerPools = new Map<NetworkClients, Relayers>();
 
   /**
-   * The longest a live process can take to settle (the relayer lock, four RPC calls, the
-   * receipt wait); a "settling" record older than this was left by a process that died.
+   * The longest a live process can take to settle (a few RPC calls: the first nonce and gas
+   * reads, the send, a resync; then the receipt wait); a "settling" record older than this was
+   * left by a process that died.
    */
   readonly settlingDeadlineMs: number;
 
@@ -83,7 +87,16 @@ export class Payments {
     this.clients = createChainClients(config);
     // Each RPC call may try every URL of a network in turn before it fails.
     const urls = Math.max(1, ...config.networks.map((n) => n.rpcUrls.length));
-    this.settlingDeadlineMs = RELAYER_LOCK_WAIT_MS + 4 * urls * config.rpcTimeoutMs + config.receiptTimeoutMs;
+    this.settlingDeadlineMs = 6 * urls * config.rpcTimeoutMs + config.receiptTimeoutMs;
+  }
+
+  relayers(clients: NetworkClients): Relayers {
+    let pool = this.relayerPools.get(clients);
+    if (!pool) {
+      pool = new Relayers(clients, this.services.store, this.services.log);
+      this.relayerPools.set(clients, pool);
+    }
+    return pool;
   }
 
   private networkOf(header: PaymentHeader, offer: Offer): NetworkClients {
@@ -148,9 +161,9 @@ export class Payments {
     if (refused) throw this.refusal(refused, network.name);
     if (known) return this.answerKnown(known, context);
 
-    let seenAt: bigint;
+    let seen: SeenBlock;
     try {
-      seenAt = (await verifyChainState(clients, auth, signature, expected)).blockNumber;
+      seen = await verifyChainState(clients, auth, signature, expected);
     } catch (err) {
       if (err instanceof ApiError) {
         // The same authorization, sent twice at once, may have been claimed and settled by the
@@ -178,15 +191,19 @@ export class Payments {
       resource: request.offer.v2.resource.url,
       call: request.call ? { key: request.call.key ?? `x402:${id}`, fingerprint: request.call.fingerprint } : null,
       // The transfer cannot be in an earlier block: whoever finishes this settlement reads logs from here.
-      sentFromBlock: seenAt.toString(),
+      sentFromBlock: seen.number.toString(),
       ...(request.payTo ? { payTo: expected.payTo } : {}),
       ...(request.facilitator ? { facilitatorFee: request.facilitator.feeCredits } : {}),
     };
     const existing = await this.services.store.claimPayment(record);
     if (existing) return this.answerKnown(existing, context);
 
-    const outcome = await settle(clients, auth, signature, expected.payTo, this.config.receiptTimeoutMs, (name, fn) => this.withLock(name, fn));
+    const outcome = await settle(this.relayers(clients), auth, signature, expected.payTo, this.config.receiptTimeoutMs, seen);
     this.services.metrics.payments.inc({ outcome: outcome.state, network: network.name });
+    if (outcome.state === "unsent") {
+      await this.services.store.releasePayment(id); // nothing was broadcast: the authorization may be retried
+      throw this.refusal(new Error(outcome.reason), network.name);
+    }
     if (outcome.state === "failed" && !(await this.mayHaveMoved(clients, auth))) {
       await this.services.store.releasePayment(id); // nothing moved: the authorization may be retried
       throw invalidPayment(`settlement failed: ${outcome.reason}`, "invalid_transaction_state");
@@ -210,7 +227,7 @@ export class Payments {
    */
   private async mayHaveMoved(clients: NetworkClients, auth: Authorization): Promise<boolean> {
     const message = authorizationMessage(auth);
-    return (clients.public.readContract({ address: clients.network.usdc.address, abi: tokenAbi, functionName: "authorizationState", args: [message.from, message.nonce] }) as Promise<boolean>).catch(() => true);
+    return authorizationUsed(clients, message.from, message.nonce).catch(() => true);
   }
 
   /** A refused verification as the client sees it: the refusal itself, or 503 when the chain did not answer. */
@@ -264,41 +281,6 @@ export class Payments {
       return this.accepted(record, context.network);
     }
     throw used("");
-  }
-
-  /** Settlements of this process waiting for a lock, queued in order (name → the tail of the queue). */
-  private readonly lockQueues = new Map<string, Promise<void>>();
-
-  /**
-   * Runs `fn` holding the store lock `name`, waiting up to RELAYER_LOCK_WAIT_MS for it. The
-   * settlements of one process queue behind each other in memory (no polling at all), so only the
-   * head of each process's queue asks the store, backing off from 2 ms to 50 ms between attempts
-   * while another process holds the lock.
-   */
-  private async withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + RELAYER_LOCK_WAIT_MS;
-    const ahead = this.lockQueues.get(name) ?? Promise.resolve();
-    let leave!: () => void;
-    const mine = new Promise<void>((resolve) => (leave = resolve));
-    const tail = ahead.then(() => mine);
-    this.lockQueues.set(name, tail);
-    try {
-      const waited = await Promise.race([ahead.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), Math.max(0, deadline - Date.now())).unref())]);
-      if (!waited) throw new Error(RELAYER_BUSY);
-      let token: string | null;
-      for (let pause = 2; !(token = await this.services.store.acquireLock(name, 15_000)); pause = Math.min(pause * 2, 50)) {
-        if (Date.now() + pause > deadline) throw new Error(RELAYER_BUSY);
-        await new Promise((r) => setTimeout(r, pause));
-      }
-      try {
-        return await fn();
-      } finally {
-        await this.services.store.releaseLock(name, token);
-      }
-    } finally {
-      leave();
-      if (this.lockQueues.get(name) === tail) this.lockQueues.delete(name);
-    }
   }
 
   /**
@@ -413,7 +395,6 @@ function sameRequirement(offered: RequirementsV2, accepted: RequirementsV2): boo
 const sortedJson = (value: Record<string, unknown>) => JSON.stringify(Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b))));
 
 const SETTLING_POLL_MS = 50;
-const RELAYER_LOCK_WAIT_MS = 10_000;
 
 const pending = () =>
   new ApiError("payment_pending", "The payment is being settled on chain; its outcome is not known yet. Do not pay again: retry this request later with the same payment.", {

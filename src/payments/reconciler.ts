@@ -4,7 +4,8 @@ import type { Services } from "../services.js";
 import type { PaymentRecord, RelayedTransaction } from "../store/types.js";
 import type { NetworkClients } from "./chain.js";
 import type { Payments } from "./payments.js";
-import { tokenAbi } from "./verify.js";
+import type { Relayers } from "./relayers.js";
+import { authorizationUsed, tokenAbi } from "./verify.js";
 
 const AUTHORIZATION_USED = parseAbiItem("event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)");
 
@@ -19,8 +20,12 @@ const AUTHORIZATION_USED = parseAbiItem("event AuthorizationUsed(address indexed
 export function startReconciler(services: Services, payments: Payments, intervalMs = 1000): { stop(): Promise<void> } {
   // The reconciler's backlog, for operators: payments whose money may have moved but is not credited yet.
   services.metrics.onScrape(async () => services.metrics.queueDepth.set({ queue: "payments-unsettled" }, (await services.store.openPayments()).length));
+  // A gap is judged only once any payment transaction at that nonce had its receipt wait and its
+  // own stuck replacement: those re-send the payment, a filler would cancel it.
+  const gapAfterMs = payments.config.receiptTimeoutMs + payments.config.stuckAfterMs;
   const tick = async () => {
-    for (const record of await services.store.openPayments()) {
+    const open = await services.store.openPayments();
+    for (const record of open) {
       // A settlement still in the hands of a live process is left to it.
       if (record.state === "settling" && Date.now() - record.createdAt < payments.settlingDeadlineMs) continue;
       try {
@@ -29,6 +34,12 @@ export function startReconciler(services: Services, payments: Payments, interval
         services.log.warn({ payment: record.id, err: String(err) }, "could not reconcile a pending payment yet");
       }
     }
+    const held = (network: string, relayers: Relayers) => (relayer: Address, nonce: number) =>
+      open.some((r) => r.network === network && r.relay?.nonce === nonce && relayers.account(r.relay.from)?.address === relayer);
+    for (const clients of new Set(payments.clients.values())) {
+      const relayers = payments.relayers(clients);
+      await relayers.repairGaps(gapAfterMs, held(clients.network.name, relayers)).catch((err: unknown) => services.log.warn({ network: clients.network.name, err: String(err) }, "could not check the relayers' nonces yet"));
+    }
   };
   return every(intervalMs, tick, (err) => services.log.warn({ err: String(err) }, "reconciler tick failed; retrying"));
 }
@@ -36,9 +47,10 @@ export function startReconciler(services: Services, payments: Payments, interval
 /** Fee increase of a replacement: nodes require at least 10%; 50% gets through faster. */
 const BUMP_PERCENT = 150n;
 
-async function replaceStuck(clients: NetworkClients, record: PaymentRecord, cancel: boolean) {
+async function replaceStuck(clients: NetworkClients, record: PaymentRecord, cancel: boolean, relayers: Relayers) {
   const relay = record.relay!;
-  const account = clients.relayer.account;
+  const account = relayers.account(relay.from);
+  if (!account) return null; // sent by a relayer key no longer configured: nothing of ours can replace it
   const mined = await clients.public.getTransactionCount({ address: account.address, blockTag: "latest" });
   if (mined > relay.nonce) return null; // its nonce is taken: nothing of ours is stuck there
   const current = await clients.public.estimateFeesPerGas();
@@ -52,7 +64,7 @@ async function replaceStuck(clients: NetworkClients, record: PaymentRecord, canc
     maxPriorityFeePerGas: String(bump(relay.maxPriorityFeePerGas, current.maxPriorityFeePerGas)),
     sentAt: Date.now(),
   };
-  const signed = await account.signTransaction!({
+  const signed = await account.signTransaction({
     chainId: clients.network.chainId,
     type: "eip1559",
     nonce: relay.nonce,
@@ -91,7 +103,7 @@ export async function reconcile(services: Services, payments: Payments, record: 
   const from = getAddress(auth.from!);
   const nonce = auth.nonce as Hex;
   const token = clients.network.usdc.address;
-  const used = (await clients.public.readContract({ address: token, abi: tokenAbi, functionName: "authorizationState", args: [from, nonce] })) as boolean;
+  const used = await authorizationUsed(clients, from, nonce);
   if (!used) {
     const block = await clients.public.getBlock({ blockTag: "latest" });
     const expired = block.timestamp >= BigInt(auth.validBefore!);
@@ -99,7 +111,7 @@ export async function reconcile(services: Services, payments: Payments, record: 
     // (same nonce, higher fees) — with the same transfer while it can still happen, with a
     // zero-value self-transfer once it cannot.
     if (record.relay && Date.now() - record.relay.sentAt >= payments.config.stuckAfterMs) {
-      const replaced = await replaceStuck(clients, record, expired);
+      const replaced = await replaceStuck(clients, record, expired, payments.relayers(clients));
       if (replaced) {
         await services.store.savePayment({ ...record, txHash: replaced.hash, relay: replaced.relay });
         services.log.warn({ payment: record.id, nonce: record.relay.nonce, tx: replaced.hash, cancel: expired }, "replaced a stuck settlement transaction");

@@ -1,77 +1,44 @@
-import {
-  BaseError,
-  ContractFunctionRevertedError,
-  ExecutionRevertedError,
-  HttpRequestError,
-  InsufficientFundsError,
-  NonceTooLowError,
-  TimeoutError,
-  encodeFunctionData,
-  isAddressEqual,
-  parseEventLogs,
-  type Address,
-  type Hex,
-} from "viem";
-import type { NetworkClients } from "./chain.js";
+import { encodeFunctionData, isAddressEqual, parseEventLogs, type Address, type Hex } from "viem";
 import { sameBytes } from "../lib/hex.js";
-import { authorizationMessage, tokenAbi, transferArgs } from "./verify.js";
 import type { RelayedTransaction } from "../store/types.js";
+import { NotSent, SendRefused, SendUnknown, type Relayers, type SeenBlock } from "./relayers.js";
+import { authorizationMessage, authorizationUsed, tokenAbi, transferArgs } from "./verify.js";
 import type { Authorization } from "./wire.js";
 
 /**
- * Submits the authorization through the relayer and reads the outcome from the receipt's
+ * Submits the authorization through the relayer pool and reads the outcome from the receipt's
  * logs: credited only when a Transfer(from → payTo, value) and the AuthorizationUsed of this
  * nonce are there. An outcome that cannot be known in time (no receipt, an RPC that stopped
  * answering after the send) is `pending`: never a failure, since the money may have moved.
+ * `unsent`: nothing was broadcast because a read or the store failed first (ours to report, 503).
  */
 export type Settlement =
   | { state: "settled"; txHash: Hex; blockNumber: bigint }
   | { state: "failed"; reason: string; txHash?: Hex }
+  | { state: "unsent"; reason: string }
   | { state: "pending"; reason: string; txHash?: Hex; relay?: RelayedTransaction };
 
 /**
- * viem wraps every failure of writeContract (timeouts included) in the same outer error, so
- * the cause chain decides: the node refused (revert, nonce, funds) or we never got the lock.
- * Anything else — unknown — is treated as "may have been sent".
+ * `block` is the block the verification read: its base fee prices the send, so settling asks
+ * the chain for nothing but the send itself and the receipt.
  */
-function isDefiniteRefusal(err: unknown): boolean {
-  if (err instanceof Error && err.message === RELAYER_BUSY) return true;
-  if (!(err instanceof BaseError)) return false;
-  const cause = err.walk((e) => e instanceof TimeoutError || e instanceof HttpRequestError || e instanceof ContractFunctionRevertedError || e instanceof ExecutionRevertedError || e instanceof NonceTooLowError || e instanceof InsufficientFundsError);
-  return cause instanceof ContractFunctionRevertedError || cause instanceof ExecutionRevertedError || cause instanceof NonceTooLowError || cause instanceof InsufficientFundsError;
-}
-
-export const RELAYER_BUSY = "the relayer is busy";
-
-/** Serialises the relayer's sends across every gateway process (one nonce at a time, from the chain). */
-export type SendLock = <T>(name: string, fn: () => Promise<T>) => Promise<T>;
-
-export async function settle(clients: NetworkClients, auth: Authorization, signature: Hex, payTo: Address, receiptTimeoutMs: number, lock: SendLock): Promise<Settlement> {
+export async function settle(relayers: Relayers, auth: Authorization, signature: Hex, payTo: Address, receiptTimeoutMs: number, block: SeenBlock): Promise<Settlement> {
+  const clients = relayers.clients;
   const message = authorizationMessage(auth);
+  const data = encodeFunctionData({ abi: tokenAbi, functionName: "transferWithAuthorization", args: transferArgs(message, signature) as never });
+  // The (v, r, s) form always has the same shape and cost; a wallet's bytes signature may not.
+  const shape = signature.length === 132 ? `${clients.network.usdc.address}:vrs` : null;
+  const alreadyUsed = () => authorizationUsed(clients, message.from, message.nonce);
   let txHash: Hex;
-  let relay: RelayedTransaction | undefined;
-  const account = clients.relayer.account;
+  let relay: RelayedTransaction;
   try {
-    // Gas and fees are worked out first, concurrently with other settlements; only "take the
-    // next nonce, sign, broadcast" is serialised, and receipts are awaited concurrently below.
-    const data = encodeFunctionData({ abi: tokenAbi, functionName: "transferWithAuthorization", args: transferArgs(message, signature) as never });
-    const prepared = (await clients.relayer.prepareTransactionRequest({
-      account,
-      chain: clients.relayer.chain,
-      to: clients.network.usdc.address,
-      data,
-      parameters: ["gas", "fees", "chainId", "type"],
-    })) as { gas: bigint; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };
-    txHash = await lock(`relayer:${clients.network.chainId}:${account.address}`, async () => {
-      const nonce = await clients.public.getTransactionCount({ address: account.address, blockTag: "pending" });
-      relay = { nonce, gas: String(prepared.gas), maxFeePerGas: String(prepared.maxFeePerGas), maxPriorityFeePerGas: String(prepared.maxPriorityFeePerGas), data, sentAt: Date.now() };
-      const signed = await account.signTransaction!({ ...(prepared as object), nonce } as never);
-      return clients.public.sendRawTransaction({ serializedTransaction: signed });
-    });
+    ({ hash: txHash, relay } = await relayers.send(data, shape, block, alreadyUsed));
   } catch (err) {
-    // Only a definite refusal moved nothing; a timeout or a lost connection may have sent it.
-    if (isDefiniteRefusal(err)) return { state: "failed", reason: (err as BaseError).shortMessage ?? "the transaction was refused" };
-    return { state: "pending", reason: (err as BaseError).shortMessage ?? "the chain did not answer the submission", relay };
+    if (err instanceof SendRefused) return { state: "failed", reason: err.reason };
+    if (err instanceof NotSent) return { state: "unsent", reason: err.message };
+    // A timeout or a lost connection may have sent it.
+    if (err instanceof SendUnknown) return { state: "pending", reason: err.reason, relay: err.relay };
+    return { state: "pending", reason: (err as Error).message };
   }
   let receipt;
   try {
@@ -79,7 +46,10 @@ export async function settle(clients: NetworkClients, auth: Authorization, signa
   } catch {
     return { state: "pending", reason: "no receipt in time", txHash, relay };
   }
-  if (receipt.status !== "success") return { state: "failed", reason: "the transaction reverted", txHash };
+  if (receipt.status !== "success") {
+    if (receipt.gasUsed >= BigInt(relay.gas)) relayers.forgetGas(shape); // out of gas: estimate again next time
+    return { state: "failed", reason: "the transaction reverted", txHash };
+  }
   const logs = parseEventLogs({ abi: tokenAbi, logs: receipt.logs.filter((l) => isAddressEqual(l.address, clients.network.usdc.address)) }) as unknown as {
     eventName: string;
     args: Record<string, unknown>;

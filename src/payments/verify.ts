@@ -2,6 +2,7 @@ import { BaseError, HttpRequestError, RpcRequestError, TimeoutError, getAddress,
 import TOKEN_ABI from "../../contracts-abi/eip3009-token.json" with { type: "json" };
 import { ApiError } from "../http/errors.js";
 import type { NetworkClients } from "./chain.js";
+import type { SeenBlock } from "./relayers.js";
 import type { Authorization } from "./wire.js";
 
 export const tokenAbi = TOKEN_ABI as typeof TOKEN_ABI;
@@ -84,6 +85,9 @@ export async function verifySigned(clients: NetworkClients, auth: Authorization,
       primaryType: "TransferWithAuthorization",
       message,
       signature,
+      // An EOA's signature is checked here, by recovery, with no RPC; only one that recovers to
+      // someone else (a smart wallet's, ERC-1271 / ERC-6492) is asked of the chain.
+      mode: "eoa",
     })
     .catch((err: unknown) => {
       // An RPC that did not answer is ours to report (503); anything else is a signature that cannot be checked.
@@ -96,21 +100,23 @@ export async function verifySigned(clients: NetworkClients, auth: Authorization,
 /**
  * What the chain must say before money moves (DESIGN "Facts"): the time window against block
  * time (and no longer than `maxTimeoutSeconds` ahead), the authorization unused, the balance, and
- * a simulation of the transfer itself — one round of concurrent reads.
+ * a simulation of the transfer itself — four reads made together, which the batching transport
+ * (chain.ts) sends as one JSON-RPC batch: one round trip. The block read is returned: its base
+ * fee prices the settlement.
  */
-export async function verifyChainState(clients: NetworkClients, auth: Authorization, signature: Hex, expected: Expected): Promise<{ blockNumber: bigint }> {
+export async function verifyChainState(clients: NetworkClients, auth: Authorization, signature: Hex, expected: Expected): Promise<SeenBlock> {
   const message = authorizationMessage(auth);
   const token = { address: clients.network.usdc.address, abi: tokenAbi } as const;
   // The simulation's verdict is used only if everything else passed.
   const simulation = clients.public
-    .simulateContract({ ...token, functionName: "transferWithAuthorization", args: transferArgs(message, signature) as never, account: clients.relayer.account })
+    .simulateContract({ ...token, functionName: "transferWithAuthorization", args: transferArgs(message, signature) as never, account: clients.relayers[0]! })
     .then(
       () => null,
       (err: { shortMessage?: string }) => err.shortMessage ?? "reverted",
     );
   const [block, used, balance, simulationError] = await Promise.all([
     clients.public.getBlock({ blockTag: "latest" }),
-    clients.public.readContract({ ...token, functionName: "authorizationState", args: [message.from, message.nonce] }) as Promise<boolean>,
+    authorizationUsed(clients, message.from, message.nonce),
     clients.public.readContract({ ...token, functionName: "balanceOf", args: [message.from] }) as Promise<bigint>,
     simulation,
   ]);
@@ -124,8 +130,12 @@ export async function verifyChainState(clients: NetworkClients, auth: Authorizat
   if (used) throw new ApiError("payment_already_used", "This payment authorization has already been used.");
   if (balance < message.value) throw invalidPayment("the payer's balance is too low", "insufficient_funds");
   if (simulationError) throw invalidPayment(`the transfer would fail on chain (${simulationError})`, "invalid_transaction_state");
-  return { blockNumber: block.number };
+  return { number: block.number, baseFeePerGas: block.baseFeePerGas };
 }
+
+/** Whether the token has recorded this authorization as used (EIP-3009 `authorizationState`). */
+export const authorizationUsed = (clients: NetworkClients, from: Address, nonce: Hex) =>
+  clients.public.readContract({ address: clients.network.usdc.address, abi: tokenAbi, functionName: "authorizationState", args: [from, nonce] }) as Promise<boolean>;
 
 const isRpcFailure = (err: unknown) => err instanceof BaseError && err.walk((e) => e instanceof HttpRequestError || e instanceof TimeoutError || e instanceof RpcRequestError) !== null;
 

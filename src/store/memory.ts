@@ -509,6 +509,24 @@ export class MemoryStore implements Store {
     if (this.locks.get(name)?.token === token) this.locks.delete(name);
   }
 
+  private readonly relayerNonces = new Map<string, number>();
+
+  async takeRelayerNonce(name: string, start: number | null) {
+    const next = this.relayerNonces.get(name) ?? start;
+    if (next === null) return null;
+    this.relayerNonces.set(name, next + 1);
+    return next;
+  }
+
+  async peekRelayerNonce(name: string) {
+    return this.relayerNonces.get(name) ?? null;
+  }
+
+  async raiseRelayerNonce(name: string, next: number) {
+    this.relayerNonces.set(name, Math.max(next, this.relayerNonces.get(name) ?? 0));
+    return this.relayerNonces.get(name)!;
+  }
+
   async ping() {}
   async accountIdByEmail(email: string) {
     return this.emails.get(email) ?? null;

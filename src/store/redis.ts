@@ -66,9 +66,10 @@ const k = {
   payment: (id: string) => `{payments}:payment:${id}`,
   paymentServed: (id: string) => `{payments}:served:${id}`,
   openPayments: () => "{payments}:open",
+  relayerNonce: (name: string) => `{relayers}:nonce:${name}`,
 };
 
-const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "custom-tool-add", "release-lock", "payment-claim", "session-touch", "set-workers"] as const;
+const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "custom-tool-add", "release-lock", "payment-claim", "session-touch", "set-workers", "relayer-nonce"] as const;
 const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   admit: 6,
   "top-up": 4,
@@ -85,6 +86,7 @@ const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   "payment-claim": 2,
   "session-touch": 2,
   "set-workers": 1,
+  "relayer-nonce": 1,
 };
 
 function loadScript(name: string, prelude: string): string {
@@ -628,6 +630,20 @@ export class RedisStore implements Store {
 
   async releaseLock(name: string, token: string): Promise<void> {
     await this.script("release-lock", [`lock:${name}`], [token]);
+  }
+
+  async takeRelayerNonce(name: string, start: number | null): Promise<number | null> {
+    const nonce = await this.script<number | null>("relayer-nonce", [k.relayerNonce(name)], ["take", start === null ? "" : start]);
+    return nonce === null ? null : Number(nonce);
+  }
+
+  async peekRelayerNonce(name: string): Promise<number | null> {
+    const next = await this.script<number | null>("relayer-nonce", [k.relayerNonce(name)], ["peek", ""]);
+    return next === null ? null : Number(next);
+  }
+
+  async raiseRelayerNonce(name: string, next: number): Promise<number> {
+    return Number(await this.script<number>("relayer-nonce", [k.relayerNonce(name)], ["raise", next]));
   }
 
   async accountIdByEmail(email: string): Promise<string | null> {

@@ -287,6 +287,15 @@ export interface Store {
   /** A lease shared by every process (null when someone else holds it); released by its token. */
   acquireLock(name: string, ttlMs: number): Promise<string | null>;
   releaseLock(name: string, token: string): Promise<void>;
+  /**
+   * A relayer's nonce sequence, shared by every process: the next nonce, handed out once. A
+   * sequence that does not exist yet starts at `start` (the chain's count); without one, null.
+   */
+  takeRelayerNonce(name: string, start: number | null): Promise<number | null>;
+  /** The nonce a relayer's sequence would hand out next (null: no sequence yet), changing nothing. */
+  peekRelayerNonce(name: string): Promise<number | null>;
+  /** Moves a relayer's sequence forward to `next` (a resync with the chain), never back; the sequence after. */
+  raiseRelayerNonce(name: string, next: number): Promise<number>;
 
   /** The account holding an e-mail address (as claimed by `claimEmail`), or null. */
   accountIdByEmail(email: string): Promise<string | null>;
@@ -406,6 +415,8 @@ export interface PaymentRecord {
 }
 
 export interface RelayedTransaction {
+  /** The relayer that sent it (one of a pool); absent in records of older versions: the first relayer. */
+  from?: string;
   nonce: number;
   gas: string;
   maxFeePerGas: string;

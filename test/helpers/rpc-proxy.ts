@@ -1,30 +1,54 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 
 /**
- * A JSON-RPC proxy in front of a real node that can stop answering: `silenceAfterNextSend()`
- * forwards the next eth_sendRawTransaction to the node (so the transaction really happens),
- * withholds its answer, and from then on answers nothing — an RPC dying mid-settlement.
- * `resume()` brings it back; `sent` resolves once that transaction has reached the node.
- * `maxLogRange` makes it refuse eth_getLogs over more blocks than that, as hosted RPC providers
- * do (JSON-RPC error -32005); `logQueries` counts the eth_getLogs it answered and refused.
+ * A JSON-RPC proxy in front of a real node (loopback only), for tests and benches:
+ * - it can stop answering: `silenceAfterNextSend()` forwards the next eth_sendRawTransaction to
+ *   the node (so the transaction really happens), withholds its answer, and from then on answers
+ *   nothing — an RPC dying mid-settlement. `resume()` brings it back; `sent` resolves once that
+ *   transaction has reached the node;
+ * - `maxLogRange` makes it refuse eth_getLogs over more blocks than that, as hosted RPC providers
+ *   do (JSON-RPC error -32005); `logQueries` counts the eth_getLogs it answered and refused;
+ * - it counts what it is asked: `counts.roundTrips` (HTTP requests: a JSON-RPC batch is one),
+ *   `counts.calls` (JSON-RPC calls, each call of a batch counted), `counts.methods`, and
+ *   `counts.trips`: the methods each round trip carried, in order;
+ * - `setDelay(ms)` holds every request that long before passing it on: a distant RPC.
+ * JSON-RPC batches (arrays) are understood throughout.
  */
-export async function startRpcProxy(upstream: string, options: { maxLogRange?: number } = {}) {
+interface RpcCall {
+  id: unknown;
+  method: string;
+  params: unknown[];
+}
+
+export async function startRpcProxy(upstream: string, options: { maxLogRange?: number; delayMs?: number } = {}) {
   const logQueries = { answered: 0, refused: 0 };
-  const rpc = async (method: string, params: unknown[]) =>
-    ((await (await fetch(upstream, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })).json()) as { result: string }).result;
+  const counts = { roundTrips: 0, calls: 0, methods: {} as Record<string, number>, trips: [] as string[][] };
+  let delayMs = options.delayMs ?? 0;
+  const post = async (body: string) => (await fetch(upstream, { method: "POST", headers: { "content-type": "application/json" }, body })).text();
+  const rpc = async (method: string, params: unknown[]) => (JSON.parse(await post(JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }))) as { result: string }).result;
   const blockOf = async (tag: unknown) => (typeof tag === "string" && tag.startsWith("0x") ? BigInt(tag) : tag === "earliest" ? 0n : BigInt(await rpc("eth_blockNumber", [])));
-  /** The refusal of an over-wide eth_getLogs, or null to pass the request on. */
-  const refuseLogs = async (body: string): Promise<string | null> => {
-    if (options.maxLogRange === undefined || !body.includes('"eth_getLogs"')) return null;
-    const request = JSON.parse(body) as { id: unknown; params: [{ fromBlock?: unknown; toBlock?: unknown }] };
-    const filter = request.params[0];
+  /** The refusal of an over-wide eth_getLogs, or null to pass the call on. */
+  const refuseLogs = async (call: RpcCall): Promise<object | null> => {
+    if (options.maxLogRange === undefined || call.method !== "eth_getLogs") return null;
+    const filter = call.params[0] as { fromBlock?: unknown; toBlock?: unknown };
     const span = (await blockOf(filter.toBlock ?? "latest")) - (await blockOf(filter.fromBlock ?? "latest")) + 1n;
     if (span <= BigInt(options.maxLogRange)) {
       logQueries.answered++;
       return null;
     }
     logQueries.refused++;
-    return JSON.stringify({ jsonrpc: "2.0", id: request.id, error: { code: -32005, message: `query exceeds max block range ${options.maxLogRange}` } });
+    return { jsonrpc: "2.0", id: call.id, error: { code: -32005, message: `query exceeds max block range ${options.maxLogRange}` } };
+  };
+  /** The answer to a single call or a batch: refusals made here, the rest from the node, in the asked order. */
+  const answer = async (body: string): Promise<string> => {
+    const parsed = JSON.parse(body) as RpcCall | RpcCall[];
+    const calls = Array.isArray(parsed) ? parsed : [parsed];
+    const refusals = await Promise.all(calls.map(refuseLogs));
+    const passed = calls.filter((_, i) => !refusals[i]);
+    if (passed.length === calls.length) return post(body);
+    const fromNode = passed.length ? (JSON.parse(await post(JSON.stringify(passed))) as object[]) : [];
+    const answers = refusals.map((refusal) => refusal ?? fromNode.shift()!);
+    return JSON.stringify(Array.isArray(parsed) ? answers : answers[0]);
   };
   let silent = false;
   let armed = false;
@@ -35,13 +59,21 @@ export async function startRpcProxy(upstream: string, options: { maxLogRange?: n
     let body = "";
     for await (const chunk of req) body += chunk;
     if (silent) return void held.push(res);
-    const refusal = await refuseLogs(body);
-    if (refusal) {
-      res.writeHead(200, { "content-type": "application/json" });
-      return void res.end(refusal);
+    counts.roundTrips++;
+    try {
+      const parsed = JSON.parse(body) as RpcCall | RpcCall[];
+      const calls = Array.isArray(parsed) ? parsed : [parsed];
+      if (counts.trips.length < 10_000) counts.trips.push(calls.map((c) => c.method));
+      for (const call of calls) {
+        counts.calls++;
+        counts.methods[call.method] = (counts.methods[call.method] ?? 0) + 1;
+      }
+    } catch {
+      // Not JSON: the node answers it as it would.
     }
+    if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
     const isSend = body.includes('"eth_sendRawTransaction"');
-    const answer = await fetch(upstream, { method: "POST", headers: { "content-type": "application/json" }, body }).then((r) => r.text());
+    const text = await answer(body).catch((err: Error) => JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32603, message: err.message } }));
     if (isSend && armed) {
       armed = false;
       silent = true;
@@ -49,13 +81,24 @@ export async function startRpcProxy(upstream: string, options: { maxLogRange?: n
       return void held.push(res);
     }
     res.writeHead(200, { "content-type": "application/json" });
-    res.end(answer);
+    res.end(text);
   });
+  server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
     sent,
     logQueries,
+    counts,
+    resetCounts() {
+      counts.roundTrips = 0;
+      counts.calls = 0;
+      counts.methods = {};
+      counts.trips = [];
+    },
+    setDelay(ms: number) {
+      delayMs = ms;
+    },
     silenceAfterNextSend() {
       armed = true;
     },

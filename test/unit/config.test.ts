@@ -34,6 +34,15 @@ describe("configuration", () => {
     expect(() => loadConfig({ SECRET_KEY: `${a},short` })).toThrow(/SECRET_KEY must be at least 32 characters/);
   });
 
+  it("takes a relayer pool from X402_RELAYER_PRIVATE_KEYS (with or without X402_RELAYER_PRIVATE_KEY), each key once", () => {
+    const [a, b] = [`0x${"a".repeat(64)}`, `0x${"B".repeat(64)}`];
+    const x402 = { X402_NETWORKS: "base-sepolia", BASE_SEPOLIA_RPC_URL: "http://127.0.0.1:8545", X402_PAY_TO: `0x${"1".repeat(40)}` };
+    expect(loadConfig({ ...x402, X402_RELAYER_PRIVATE_KEYS: `${a}, ${b}`, X402_RELAYER_PRIVATE_KEY: b }).x402?.relayerKeys).toEqual([a, b.toLowerCase()]);
+    expect(loadConfig({ ...x402, X402_RELAYER_PRIVATE_KEY: a }).x402).toMatchObject({ relayerKeys: [a], rpcBatchSize: 100 });
+    expect(() => loadConfig({ ...x402, X402_RELAYER_PRIVATE_KEYS: `${a},0x12` })).toThrow(/X402_RELAYER_PRIVATE_KEYS/);
+    expect(() => loadConfig(x402)).toThrow(/X402_RELAYER_PRIVATE_KEY \(or X402_RELAYER_PRIVATE_KEYS\) is required/);
+  });
+
   it("trusts no proxy unless TRUST_PROXY names one, and never trusts everyone", () => {
     expect(loadConfig({}).trustProxy).toBe(false);
     expect(loadConfig({ TRUST_PROXY: "172.28.0.2" }).trustProxy).toBe("172.28.0.2");

@@ -1,0 +1,211 @@
+import { BaseError, HttpRequestError, RpcRequestError, TimeoutError, type Address, type Hex, type LocalAccount } from "viem";
+import type { Logger } from "pino";
+import type { RelayedTransaction, Store } from "../store/types.js";
+import type { NetworkClients } from "./chain.js";
+
+/**
+ * Sending settlement transactions at the chain's pace, from one relayer key or a pool of them
+ * (X402_RELAYER_PRIVATE_KEYS). Per send: no lock, no nonce read, no gas estimate, no fee read.
+ * - Nonces: each key has one sequence in the store (Redis INCR in a script), shared by every
+ *   gateway process, started from the chain's pending count the first time and moved forward to
+ *   the chain's count again when the node says a nonce is taken (resync). A nonce handed out
+ *   whose transaction the node refused is a gap that would hold up every later nonce: it is
+ *   filled at once with a zero-value self-transfer; a gap left anyway (a process that died
+ *   between taking and sending, a filler that failed) is found and filled by `repairGaps`.
+ * - Gas: estimated once per token for the (v, r, s) form, whose calldata shape never changes,
+ *   kept with a 50% margin (unused gas is not paid for) and estimated again after a failure.
+ *   ERC-1271 (bytes signature) settlements run wallet code of any cost: estimated each time.
+ * - Fees: from the block the verification already read (its base fee, doubled to survive a few
+ *   full blocks) plus the priority fee, asked of the node at most every PRIORITY_FEE_TTL_MS:
+ *   one computation per block.
+ */
+export interface SeenBlock {
+  number: bigint;
+  baseFeePerGas: bigint | null;
+}
+
+export interface Fees {
+  maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
+}
+
+/** A send the node did not take: nothing was broadcast (the nonce it had is filled or refilled). */
+export class SendRefused extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+/** Nothing was broadcast because our side failed first (the store, an RPC that did not answer a read). */
+export class NotSent extends Error {}
+
+/** A send whose fate is unknown (no answer in time): it may have reached the chain. */
+export class SendUnknown extends Error {
+  constructor(
+    readonly reason: string,
+    readonly relay: RelayedTransaction,
+  ) {
+    super(reason);
+  }
+}
+
+const PRIORITY_FEE_TTL_MS = 10_000;
+const GAS_MARGIN_PERCENT = 150n;
+/** Gas of a zero-value transfer to an EOA: the filler of a nonce gap. */
+const FILLER_GAS = 21_000n;
+
+/** The node answered: the transaction was refused, not lost. */
+const nodeAnswered = (err: unknown) => err instanceof BaseError && err.walk((e) => e instanceof RpcRequestError) !== null && err.walk((e) => e instanceof TimeoutError || e instanceof HttpRequestError) === null;
+/** The node already has a transaction at this nonce (mined or waiting): our sequence is behind. */
+const nonceTaken = (err: unknown) => nodeAnswered(err) && /nonce too low|already known|already imported|replacement transaction underpriced|nonce.*(already|used)/i.test((err as BaseError).details ?? (err as Error).message);
+const gasTooLow = (err: unknown) => /intrinsic gas too low|out of gas/i.test((err as BaseError).details ?? (err as Error).message);
+
+export class Relayers {
+  private turn = Math.floor(Math.random() * 1000);
+  private readonly gasByShape = new Map<string, Promise<bigint>>();
+  private priorityFee: { value: Promise<bigint>; at: number } | null = null;
+  private feesOfBlock: { block: bigint; fees: Fees } | null = null;
+  /** Per relayer: the head nonce seen waiting, and since when (gap detection). */
+  private readonly heads = new Map<Address, { nonce: number; since: number }>();
+
+  constructor(
+    readonly clients: NetworkClients,
+    private readonly store: Store,
+    private readonly log: Logger,
+  ) {}
+
+  /** The relayer with this address (a record's `relay.from`); the first one for records that name none. */
+  account(address?: string): LocalAccount | undefined {
+    if (!address) return this.clients.relayers[0];
+    return this.clients.relayers.find((a) => a.address.toLowerCase() === address.toLowerCase());
+  }
+
+  private sequence = (account: LocalAccount) => `${this.clients.network.chainId}:${account.address.toLowerCase()}`;
+
+  /** The next nonce of `account`'s sequence; the chain's pending count starts a sequence that does not exist yet. */
+  async takeNonce(account: LocalAccount): Promise<number> {
+    const name = this.sequence(account);
+    const nonce = await this.store.takeRelayerNonce(name, null);
+    if (nonce !== null) return nonce;
+    const start = await this.clients.public.getTransactionCount({ address: account.address, blockTag: "pending" });
+    return (await this.store.takeRelayerNonce(name, start))!;
+  }
+
+  /** Moves `account`'s sequence up to the chain's pending count (a nonce we thought free was taken). */
+  async resync(account: LocalAccount): Promise<void> {
+    const count = await this.clients.public.getTransactionCount({ address: account.address, blockTag: "pending" });
+    const next = await this.store.raiseRelayerNonce(this.sequence(account), count);
+    this.log.warn({ relayer: account.address, chainPending: count, next }, "relayer nonce sequence resynchronised with the chain");
+  }
+
+  /** Gas for a transfer of this calldata: the token's cached (v, r, s) estimate, or a fresh one for other shapes. */
+  private gas(account: LocalAccount, data: Hex, shape: string | null): Promise<bigint> {
+    const estimate = () => this.clients.public.estimateGas({ account: account.address, to: this.clients.network.usdc.address, data }).then((g) => (g * GAS_MARGIN_PERCENT) / 100n);
+    if (shape === null) return estimate();
+    let gas = this.gasByShape.get(shape);
+    if (!gas) {
+      gas = estimate();
+      this.gasByShape.set(shape, gas);
+      gas.catch(() => this.gasByShape.delete(shape)); // a failed estimate is not kept
+    }
+    return gas;
+  }
+
+  /** EIP-1559 fees for a send made after seeing `block`: computed once per block. */
+  async fees(block: SeenBlock): Promise<Fees> {
+    if (this.feesOfBlock?.block === block.number) return this.feesOfBlock.fees;
+    if (block.baseFeePerGas === null) return this.clients.public.estimateFeesPerGas(); // a chain without EIP-1559 base fees
+    const stale = !this.priorityFee || Date.now() - this.priorityFee.at > PRIORITY_FEE_TTL_MS;
+    if (stale) {
+      const value = this.clients.public.estimateMaxPriorityFeePerGas();
+      // The previous value serves while a fresh one is asked for; the first send waits for it.
+      const previous = this.priorityFee?.value;
+      this.priorityFee = { value: previous ? value.catch(() => previous) : value, at: Date.now() };
+      if (!previous) value.catch(() => (this.priorityFee = null));
+    }
+    const priority = await this.priorityFee!.value;
+    const fees = { maxFeePerGas: block.baseFeePerGas * 2n + priority, maxPriorityFeePerGas: priority };
+    if (!this.feesOfBlock || block.number > this.feesOfBlock.block) this.feesOfBlock = { block: block.number, fees };
+    return fees;
+  }
+
+  /**
+   * Signs and broadcasts a transaction to the token with `data`, from the next relayer of the pool
+   * at its next nonce. Returns what was sent; throws SendRefused (nothing broadcast) or SendUnknown.
+   * `alreadyDone` is asked before resending at a new nonce: a send whose first answer was lost may
+   * have landed under another URL.
+   */
+  async send(data: Hex, shape: string | null, block: SeenBlock, alreadyDone: () => Promise<boolean>): Promise<{ hash: Hex; relay: RelayedTransaction }> {
+    const account = this.clients.relayers[this.turn++ % this.clients.relayers.length]!;
+    const beforeSending = async <T>(step: Promise<T>): Promise<T> =>
+      step.catch((err: unknown) => {
+        if (nodeAnswered(err)) throw new SendRefused((err as BaseError).shortMessage ?? "the transfer cannot be sent");
+        throw new NotSent((err as BaseError).shortMessage ?? (err as Error).message);
+      });
+    const [gas, fees] = await beforeSending(Promise.all([this.gas(account, data, shape), this.fees(block)]));
+    for (let attempt = 0; ; attempt++) {
+      const nonce = await beforeSending(this.takeNonce(account));
+      const relay: RelayedTransaction = { from: account.address, nonce, gas: String(gas), maxFeePerGas: String(fees.maxFeePerGas), maxPriorityFeePerGas: String(fees.maxPriorityFeePerGas), data, sentAt: Date.now() };
+      const signed = await account.signTransaction({ chainId: this.clients.network.chainId, type: "eip1559", to: this.clients.network.usdc.address, data, nonce, gas, ...fees });
+      try {
+        return { hash: await this.clients.public.sendRawTransaction({ serializedTransaction: signed }), relay };
+      } catch (err) {
+        const reason = (err as BaseError).shortMessage ?? "the chain did not answer the submission";
+        if (!nodeAnswered(err)) throw new SendUnknown(reason, relay);
+        if (nonceTaken(err)) {
+          // Our sequence is behind the chain (the key used elsewhere, a store that lost it), or our own
+          // transaction landed through another URL after a timeout: the chain says which.
+          if (await alreadyDone().catch(() => true)) throw new SendUnknown(reason, relay);
+          await this.resync(account);
+          if (attempt < 2) continue;
+          throw new SendRefused(reason);
+        }
+        if (shape !== null && gasTooLow(err)) this.gasByShape.delete(shape);
+        void this.fill(account, nonce, fees).catch((fillErr: unknown) => this.log.warn({ relayer: account.address, nonce, err: String(fillErr) }, "could not fill a nonce gap yet; the reconciler retries"));
+        throw new SendRefused(reason);
+      }
+    }
+  }
+
+  /** The gas estimate of `shape` proved too low (an out-of-gas revert): the next send estimates again. */
+  forgetGas(shape: string | null): void {
+    if (shape !== null) this.gasByShape.delete(shape);
+  }
+
+  /** Uses up `nonce` with a zero-value self-transfer, so the relayer's later transactions can be mined. */
+  async fill(account: LocalAccount, nonce: number, fees: Fees): Promise<Hex> {
+    const signed = await account.signTransaction({ chainId: this.clients.network.chainId, type: "eip1559", to: account.address, value: 0n, nonce, gas: FILLER_GAS, ...fees });
+    const hash = await this.clients.public.sendRawTransaction({ serializedTransaction: signed });
+    this.log.warn({ relayer: account.address, nonce, tx: hash }, "filled a relayer nonce gap");
+    return hash;
+  }
+
+  /**
+   * Gap repair, run by the reconciler: a relayer whose sequence is ahead of the chain while the
+   * chain's count stays at the same nonce for `afterMs` has a hole there (a transaction dropped
+   * by the node, a nonce taken by a process that died before sending). Nonces that a payment
+   * record holds are left to the stuck-transaction replacement, which re-sends that payment's
+   * own transfer; any other is filled with a self-transfer at fees above the current ones.
+   */
+  async repairGaps(afterMs: number, heldByPayments: (relayer: Address, nonce: number) => boolean): Promise<void> {
+    for (const account of this.clients.relayers) {
+      const next = await this.store.peekRelayerNonce(this.sequence(account));
+      if (next === null) continue;
+      const mined = await this.clients.public.getTransactionCount({ address: account.address, blockTag: "latest" });
+      const head = this.heads.get(account.address);
+      if (next <= mined) {
+        this.heads.delete(account.address);
+        continue;
+      }
+      if (!head || head.nonce !== mined) {
+        this.heads.set(account.address, { nonce: mined, since: Date.now() });
+        continue;
+      }
+      if (Date.now() - head.since < afterMs || heldByPayments(account.address, mined)) continue;
+      const current = await this.clients.public.estimateFeesPerGas();
+      // Above whatever may be waiting there unseen, so the node takes the filler as its replacement.
+      await this.fill(account, mined, { maxFeePerGas: current.maxFeePerGas * 2n, maxPriorityFeePerGas: current.maxPriorityFeePerGas * 2n });
+      head.since = Date.now();
+    }
+  }
+}
