@@ -9,6 +9,10 @@ export default defineConfig({
     // Multi-process tests spawn gateways; two cores are what CI has.
     maxWorkers: 2,
     reporters: ["default", "./test/helpers/summary-reporter.ts"],
-    globalSetup: ["./test/helpers/redis-setup.ts", "./test/helpers/postgres-setup.ts", "./test/helpers/tls-setup.ts"],
+    globalSetup: [
+      "./test/helpers/redis-setup.ts",
+      "./test/helpers/postgres-setup.ts",
+      "./test/helpers/tls-setup.ts",
+    ],
   },
 });

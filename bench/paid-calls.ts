@@ -18,9 +18,21 @@
  *   BENCH_RELAYERS=1 (relayer keys the gateway gets)  BENCH_RPC_DELAY_MS=50
  */
 import { readFileSync } from "node:fs";
-import { createPublicClient, encodeFunctionData, http, parseSignature, toHex, type Address, type Hex } from "viem";
+import {
+  createPublicClient,
+  encodeFunctionData,
+  http,
+  parseSignature,
+  toHex,
+  type Hex,
+} from "viem";
 import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
-import { ANVIL_MNEMONIC, TOKEN_ABI, randomWallet, startLocalChain } from "../chain-fixtures/chain.js";
+import {
+  ANVIL_MNEMONIC,
+  TOKEN_ABI,
+  randomWallet,
+  startLocalChain,
+} from "../chain-fixtures/chain.js";
 import { dropPrefix, uniquePrefix } from "../test/helpers/redis.js";
 import { spawnGateway, spawnService } from "../test/helpers/gateway.js";
 import { startRpcProxy } from "../test/helpers/rpc-proxy.js";
@@ -35,14 +47,19 @@ const RPC_DELAY_MS = Number(process.env.BENCH_RPC_DELAY_MS ?? 50);
 const PRICE = 2000n;
 /** Relayer keys for the gateway: anvil accounts 9, 6, 5, 4, 3 (7 is the baseline's, 8 is paid). */
 const RELAYER_INDEXES = [9, 6, 5, 4, 3];
-const keyOf = (index: number) => toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index }).getHdKey().privateKey!);
+const keyOf = (index: number) =>
+  toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index }).getHdKey().privateKey!);
 
 interface Run {
   rps: number;
   latencies: number[];
 }
 
-async function timed<T>(items: T[], concurrency: number, run: (item: T) => Promise<void>): Promise<Run> {
+async function timed<T>(
+  items: T[],
+  concurrency: number,
+  run: (item: T) => Promise<void>,
+): Promise<Run> {
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
@@ -56,12 +73,17 @@ async function timed<T>(items: T[], concurrency: number, run: (item: T) => Promi
       }
     }),
   );
-  return { rps: items.length / ((performance.now() - started) / 1000), latencies: latencies.sort((a, b) => a - b) };
+  return {
+    rps: items.length / ((performance.now() - started) / 1000),
+    latencies: latencies.sort((a, b) => a - b),
+  };
 }
 
 const p = (r: Run, q: number) => percentile(r.latencies, q);
-const row = (name: string, r: Run) => `  ${name.padEnd(30)} ${r.rps.toFixed(1).padStart(8)} ${p(r, 50).toFixed(1).padStart(9)} ${p(r, 99).toFixed(1).padStart(9)}`;
-const header = () => `  ${"".padEnd(30)} ${"per s".padStart(8)} ${"p50 ms".padStart(9)} ${"p99 ms".padStart(9)}`;
+const row = (name: string, r: Run) =>
+  `  ${name.padEnd(30)} ${r.rps.toFixed(1).padStart(8)} ${p(r, 50).toFixed(1).padStart(9)} ${p(r, 99).toFixed(1).padStart(9)}`;
+const header = () =>
+  `  ${"".padEnd(30)} ${"per s".padStart(8)} ${"p50 ms".padStart(9)} ${"p99 ms".padStart(9)}`;
 
 async function main() {
   const chain = await startLocalChain({ chainId: 84532, usdcName: "USDC", usdcVersion: "2" });
@@ -73,7 +95,8 @@ async function main() {
     for (const w of wallets) await chain.fund(w.address, 100_000n);
     return wallets;
   };
-  const sign = (w: ReturnType<typeof randomWallet>) => signAuthorization({ account: w, chain, value: PRICE });
+  const sign = (w: ReturnType<typeof randomWallet>) =>
+    signAuthorization({ account: w, chain, value: PRICE });
 
   // The floor: pre-signed transfers from a bare relayer (anvil account 7), sent and awaited.
   const bare = privateKeyToAccount(keyOf(7));
@@ -82,12 +105,40 @@ async function main() {
     const payloads = await Promise.all((await funded(n)).map(sign));
     const data = payloads.map(({ authorization: a, signature }) => {
       const { r, s, v } = parseSignature(signature as Hex);
-      return encodeFunctionData({ abi: TOKEN_ABI, functionName: "transferWithAuthorization", args: [a.from, a.to, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce, Number(v), r, s] });
+      return encodeFunctionData({
+        abi: TOKEN_ABI,
+        functionName: "transferWithAuthorization",
+        args: [
+          a.from,
+          a.to,
+          BigInt(a.value),
+          BigInt(a.validAfter),
+          BigInt(a.validBefore),
+          a.nonce,
+          Number(v),
+          r,
+          s,
+        ],
+      });
     });
-    const gas = ((await direct.estimateGas({ account: bare.address, to: chain.usdc, data: data[0]! })) * 3n) / 2n;
+    const gas =
+      ((await direct.estimateGas({ account: bare.address, to: chain.usdc, data: data[0]! })) * 3n) /
+      2n;
     const fees = await direct.estimateFeesPerGas();
     const first = await direct.getTransactionCount({ address: bare.address, blockTag: "pending" });
-    const signed = await Promise.all(data.map((d, i) => bare.signTransaction({ chainId: chain.chainId, type: "eip1559", to: chain.usdc, data: d, gas, nonce: first + i, ...fees })));
+    const signed = await Promise.all(
+      data.map((d, i) =>
+        bare.signTransaction({
+          chainId: chain.chainId,
+          type: "eip1559",
+          to: chain.usdc,
+          data: d,
+          gas,
+          nonce: first + i,
+          ...fees,
+        }),
+      ),
+    );
     return timed(signed, concurrency, async (tx) => {
       const hash = await viaProxy.sendRawTransaction({ serializedTransaction: tx });
       await viaProxy.waitForTransactionReceipt({ hash });
@@ -96,10 +147,18 @@ async function main() {
 
   const relayers = RELAYER_INDEXES.slice(0, Math.max(1, RELAYERS)).map(keyOf);
   const relayerAddresses = relayers.map((k) => privateKeyToAccount(k).address);
-  const sentByRelayers = async () => (await Promise.all(relayerAddresses.map((a) => direct.getTransactionCount({ address: a, blockTag: "latest" })))).reduce((s, n) => s + n, 0);
+  const sentByRelayers = async () =>
+    (
+      await Promise.all(
+        relayerAddresses.map((a) => direct.getTransactionCount({ address: a, blockTag: "latest" })),
+      )
+    ).reduce((s, n) => s + n, 0);
 
   const prefix = uniquePrefix("benchpaid");
-  const workers = await spawnService("src/workers/main.ts", "workers listening", { PORT: "0", LOG_LEVEL: "info" });
+  const workers = await spawnService("src/workers/main.ts", "workers listening", {
+    PORT: "0",
+    LOG_LEVEL: "info",
+  });
   workers.child.stdout!.resume();
   const gateway = await spawnGateway(prefix, {
     WORKERS_URL: workers.url,
@@ -107,7 +166,9 @@ async function main() {
     BASE_SEPOLIA_RPC_URL: proxy.url,
     BASE_SEPOLIA_USDC_ADDRESS: chain.usdc,
     X402_PAY_TO: PAY_TO,
-    ...(relayers.length === 1 ? { X402_RELAYER_PRIVATE_KEY: relayers[0] } : { X402_RELAYER_PRIVATE_KEYS: relayers.join(",") }),
+    ...(relayers.length === 1
+      ? { X402_RELAYER_PRIVATE_KEY: relayers[0] }
+      : { X402_RELAYER_PRIVATE_KEYS: relayers.join(",") }),
   });
   gateway.child.stdout!.resume();
 
@@ -120,20 +181,30 @@ async function main() {
 
   /** Paid calls through the gateway, with the RPC work they caused. */
   const throughGateway = async (n: number, concurrency: number) => {
-    const headers = await Promise.all((await funded(n)).map(async (w) => v1Header("base-sepolia", await sign(w))));
+    const headers = await Promise.all(
+      (await funded(n)).map(async (w) => v1Header("base-sepolia", await sign(w))),
+    );
     const txBefore = await sentByRelayers();
     proxy.resetCounts();
     const cpuBefore = gatewayCpuMs();
     let failed = 0;
     const receipts: string[] = [];
     const run = await timed(headers, concurrency, async (h) => {
-      const res = await fetch(`${gateway.url}/v1/tools/hash`, { method: "POST", headers: { "content-type": "application/json", "x-payment": h }, body: '{"text":"bench"}' });
+      const res = await fetch(`${gateway.url}/v1/tools/hash`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-payment": h },
+        body: '{"text":"bench"}',
+      });
       await res.text();
       if (res.status !== 200) failed++;
       else receipts.push(res.headers.get("x-payment-response")!);
     });
     const cpuMs = (gatewayCpuMs() - cpuBefore) / n;
-    const rpc = { roundTrips: proxy.counts.roundTrips / n, calls: proxy.counts.calls / n, methods: { ...proxy.counts.methods } };
+    const rpc = {
+      roundTrips: proxy.counts.roundTrips / n,
+      calls: proxy.counts.calls / n,
+      methods: { ...proxy.counts.methods },
+    };
     const settled = n - failed;
     const txPerPayment = settled ? ((await sentByRelayers()) - txBefore) / settled : NaN;
     return { run, failed, rpc, txPerPayment, receipts, cpuMs };
@@ -150,7 +221,9 @@ async function main() {
   try {
     // Warm up once (connections, the first gas estimate, JIT) so no run pays for starting.
     await throughGateway(4, 4);
-    console.log(`\nToolgate bench — x402 paid calls on anvil, gateway with ${relayers.length} relayer key(s)`);
+    console.log(
+      `\nToolgate bench — x402 paid calls on anvil, gateway with ${relayers.length} relayer key(s)`,
+    );
 
     for (const concurrency of [8, 32]) {
       const base = await chainOnly(CALLS, concurrency);
@@ -160,7 +233,9 @@ async function main() {
       console.log(header());
       console.log(row("chain only (send + receipt)", base));
       console.log(row("paid call through gateway", gw.run));
-      console.log(`  throughput ratio (gateway / chain only): ${(gw.run.rps / base.rps).toFixed(2)}; gateway adds p50 +${(p(gw.run, 50) - p(base, 50)).toFixed(1)} ms, p99 +${(p(gw.run, 99) - p(base, 99)).toFixed(1)} ms`);
+      console.log(
+        `  throughput ratio (gateway / chain only): ${(gw.run.rps / base.rps).toFixed(2)}; gateway adds p50 +${(p(gw.run, 50) - p(base, 50)).toFixed(1)} ms, p99 +${(p(gw.run, 99) - p(base, 99)).toFixed(1)} ms`,
+      );
       console.log(rpcLine(gw, CALLS));
     }
 
@@ -171,19 +246,25 @@ async function main() {
     const slow = await throughGateway(DELAYED_CALLS, 8);
     proxy.setDelay(0);
     failures += slow.failed;
-    console.log(`\nRPC +${RPC_DELAY_MS} ms per request, automine, ${DELAYED_CALLS} payments, 8 at a time`);
+    console.log(
+      `\nRPC +${RPC_DELAY_MS} ms per request, automine, ${DELAYED_CALLS} payments, 8 at a time`,
+    );
     console.log(header());
     console.log(row("chain only, no delay", directBase));
     console.log(row(`chain only, +${RPC_DELAY_MS} ms`, slowBase));
     console.log(row(`paid call, +${RPC_DELAY_MS} ms`, slow.run));
     const budget = p(directBase, 50) + 3 * RPC_DELAY_MS;
-    console.log(`  paid p50 ${p(slow.run, 50).toFixed(1)} ms vs chain confirmation + 3 × ${RPC_DELAY_MS} ms = ${budget.toFixed(1)} ms: ${p(slow.run, 50) <= budget ? "within" : "over"}`);
+    console.log(
+      `  paid p50 ${p(slow.run, 50).toFixed(1)} ms vs chain confirmation + 3 × ${RPC_DELAY_MS} ms = ${budget.toFixed(1)} ms: ${p(slow.run, 50) <= budget ? "within" : "over"}`,
+    );
     console.log(rpcLine(slow, DELAYED_CALLS));
 
     // Interval mining: everyone pays at once, blocks every 2 s (payers funded before it starts).
     const payers = await funded(INTERVAL_PAYERS);
     await direct.request({ method: "evm_setIntervalMining" as never, params: [2] as never });
-    const headers = await Promise.all(payers.map(async (w) => v1Header("base-sepolia", await sign(w))));
+    const headers = await Promise.all(
+      payers.map(async (w) => v1Header("base-sepolia", await sign(w))),
+    );
     const arrival = await direct.getBlockNumber({ cacheTime: 0 });
     const txBefore = await sentByRelayers();
     proxy.resetCounts();
@@ -192,15 +273,24 @@ async function main() {
     const cpuBefore = gatewayCpuMs();
     let failed = 0;
     const run = await timed(headers, headers.length, async (h) => {
-      const res = await fetch(`${gateway.url}/v1/tools/hash`, { method: "POST", headers: { "content-type": "application/json", "x-payment": h }, body: '{"text":"bench"}' });
+      const res = await fetch(`${gateway.url}/v1/tools/hash`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-payment": h },
+        body: '{"text":"bench"}',
+      });
       const text = await res.text();
       if (res.status !== 200) {
         failed++;
-        const why = `${res.status} ${(JSON.parse(text) as { error?: { code?: string } }).error?.code ?? ""}`.trim();
+        const why =
+          `${res.status} ${(JSON.parse(text) as { error?: { code?: string } }).error?.code ?? ""}`.trim();
         reasons.set(why, (reasons.get(why) ?? 0) + 1);
         return;
       }
-      const tx = (JSON.parse(Buffer.from(res.headers.get("x-payment-response")!, "base64").toString()) as { transaction: Hex }).transaction;
+      const tx = (
+        JSON.parse(Buffer.from(res.headers.get("x-payment-response")!, "base64").toString()) as {
+          transaction: Hex;
+        }
+      ).transaction;
       blocks.push(Number((await direct.getTransactionReceipt({ hash: tx })).blockNumber - arrival));
     });
     failures += failed;
@@ -209,8 +299,12 @@ async function main() {
     console.log(`\ninterval mining (a block every 2 s), ${INTERVAL_PAYERS} payers at once`);
     console.log(header());
     console.log(row("paid call through gateway", run));
-    console.log(`  blocks from arrival to settlement: p50 ${percentile(blocks, 50)}, max ${blocks.at(-1)}; within 2 blocks: ${blocks.filter((b) => b <= 2).length}/${INTERVAL_PAYERS}; failed: ${failed}${reasons.size ? ` (${[...reasons].map(([why, n]) => `${n} × ${why}`).join(", ")})` : ""}`);
-    console.log(`  per paid call: ${(proxy.counts.roundTrips / INTERVAL_PAYERS).toFixed(2)} RPC round trips, ${(proxy.counts.calls / INTERVAL_PAYERS).toFixed(2)} JSON-RPC calls; ${(((await sentByRelayers()) - txBefore) / settled).toFixed(2)} transactions per settled payment; gateway CPU ${((gatewayCpuMs() - cpuBefore) / INTERVAL_PAYERS).toFixed(1)} ms`);
+    console.log(
+      `  blocks from arrival to settlement: p50 ${percentile(blocks, 50)}, max ${blocks.at(-1)}; within 2 blocks: ${blocks.filter((b) => b <= 2).length}/${INTERVAL_PAYERS}; failed: ${failed}${reasons.size ? ` (${[...reasons].map(([why, n]) => `${n} × ${why}`).join(", ")})` : ""}`,
+    );
+    console.log(
+      `  per paid call: ${(proxy.counts.roundTrips / INTERVAL_PAYERS).toFixed(2)} RPC round trips, ${(proxy.counts.calls / INTERVAL_PAYERS).toFixed(2)} JSON-RPC calls; ${(((await sentByRelayers()) - txBefore) / settled).toFixed(2)} transactions per settled payment; gateway CPU ${((gatewayCpuMs() - cpuBefore) / INTERVAL_PAYERS).toFixed(1)} ms`,
+    );
     if (failures) process.exitCode = 1;
   } finally {
     await gateway.stop();

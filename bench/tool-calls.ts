@@ -21,7 +21,13 @@ import { spawn } from "node:child_process";
 import { Agent, request } from "node:http";
 import { createInterface } from "node:readline";
 import { Redis } from "ioredis";
-import { ADMIN_KEY, fundedAccount, spawnGateway, spawnService, type GatewayProcess } from "../test/helpers/gateway.js";
+import {
+  ADMIN_KEY,
+  fundedAccount,
+  spawnGateway,
+  spawnService,
+  type GatewayProcess,
+} from "../test/helpers/gateway.js";
 import { REDIS_URL, dropPrefix, uniquePrefix } from "../test/helpers/redis.js";
 import { percentile } from "./stats.js";
 
@@ -32,7 +38,11 @@ const LATENCY_CALLS = Math.max(500, Math.floor(CALLS / 10));
 const QR_CALLS = Number(process.env.BENCH_QR_CALLS ?? Math.max(1000, Math.floor(CALLS / 4)));
 const HASH = JSON.stringify({ text: "benchmark payload", algorithm: "sha256" });
 /** A tool that does some work of its own (a 256-pixel PNG), as real tools do: who keeps up with it? */
-const QR = JSON.stringify({ text: "https://toolgate.example/v1/tools/qr-code?bench=1", format: "png", size: 256 });
+const QR = JSON.stringify({
+  text: "https://toolgate.example/v1/tools/qr-code?bench=1",
+  format: "png",
+  size: 256,
+});
 
 interface Run {
   rps: number;
@@ -41,7 +51,13 @@ interface Run {
 }
 
 /** Sends `count` POSTs over `CONCURRENCY` keep-alive connections; `headers(i)` varies per call. */
-async function drive(url: string, body: string, count: number, headers: (i: number) => Record<string, string>, concurrency = CONCURRENCY): Promise<Run> {
+async function drive(
+  url: string,
+  body: string,
+  count: number,
+  headers: (i: number) => Record<string, string>,
+  concurrency = CONCURRENCY,
+): Promise<Run> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const target = new URL(url);
   const latencies: number[] = [];
@@ -51,7 +67,18 @@ async function drive(url: string, body: string, count: number, headers: (i: numb
     new Promise<void>((resolve) => {
       const started = process.hrtime.bigint();
       const req = request(
-        { agent, host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers(i) } },
+        {
+          agent,
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            "content-length": Buffer.byteLength(body),
+            ...headers(i),
+          },
+        },
         (res) => {
           res.resume();
           res.on("end", () => {
@@ -78,7 +105,6 @@ async function drive(url: string, body: string, count: number, headers: (i: numb
   return { rps: count / seconds, latencies: latencies.sort((a, b) => a - b), errors };
 }
 
-
 /** CPU time (user + system) a process has used so far, in microseconds (Linux: /proc/<pid>/stat, 100 ticks a second). */
 function cpuMicros(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
@@ -86,22 +112,43 @@ function cpuMicros(pid: number): number {
 }
 
 /** Process start → first /readyz 200 of a compiled build with production settings (no dev chain, workers elsewhere), and the CPU used by then. */
-async function coldStart(entry: string, workersUrl: string, prefix: string): Promise<{ ms: number; cpuMs: number } | null> {
+async function coldStart(
+  entry: string,
+  workersUrl: string,
+  prefix: string,
+): Promise<{ ms: number; cpuMs: number } | null> {
   if (!existsSync(entry) || !entry.endsWith(".js")) return null;
   const started = performance.now();
   const child = spawn(process.execPath, [entry], {
-    env: { PATH: process.env.PATH, NODE_ENV: "production", PORT: "0", HOST: "127.0.0.1", REDIS_URL, REDIS_KEY_PREFIX: prefix, WORKERS_URL: workersUrl, ADMIN_API_KEY: ADMIN_KEY, SECRET_KEY: "s".repeat(32), SMTP_URL: "smtp://127.0.0.1:1", PUBLIC_BASE_URL: "http://localhost:8402", LOG_LEVEL: "info" },
+    env: {
+      PATH: process.env.PATH,
+      NODE_ENV: "production",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      REDIS_URL,
+      REDIS_KEY_PREFIX: prefix,
+      WORKERS_URL: workersUrl,
+      ADMIN_API_KEY: ADMIN_KEY,
+      SECRET_KEY: "s".repeat(32),
+      SMTP_URL: "smtp://127.0.0.1:1",
+      PUBLIC_BASE_URL: "http://localhost:8402",
+      LOG_LEVEL: "info",
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
   try {
     const port = await new Promise<number>((resolve, reject) => {
       createInterface({ input: child.stdout! }).on("line", (line) => {
-        if (line.includes('"msg":"listening"')) resolve((JSON.parse(line) as { port: number }).port);
+        if (line.includes('"msg":"listening"'))
+          resolve((JSON.parse(line) as { port: number }).port);
       });
       child.once("exit", (code) => reject(new Error(`the compiled gateway exited with ${code}`)));
     });
     for (;;) {
-      const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false);
+      const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (ok) return { ms: performance.now() - started, cpuMs: cpuMicros(child.pid!) / 1000 };
       await new Promise((r) => setTimeout(r, 5));
     }
@@ -120,20 +167,40 @@ const list = (xs: number[], digits = 0) => xs.map((x) => x.toFixed(digits)).join
 
 async function main() {
   const prefix = uniquePrefix("bench");
-  const workers = await spawnService("src/workers/main.ts", "workers listening", { PORT: "0", LOG_LEVEL: "info" });
+  const workers = await spawnService("src/workers/main.ts", "workers listening", {
+    PORT: "0",
+    LOG_LEVEL: "info",
+  });
   workers.child.stdout!.resume();
-  const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const profile = process.env.BENCH_PROFILE
+    ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`]
+    : [];
   const built = new URL("../dist/src/main.js", import.meta.url).pathname;
   const entry = process.env.BENCH_GATEWAY_ENTRY ?? (existsSync(built) ? built : "src/main.ts");
   const baselineEntry = process.env.BENCH_BASELINE_ENTRY ?? null;
-  const gateway = await spawnGateway(prefix, { WORKERS_URL: workers.url, LOG_LEVEL: "info" }, profile, entry).catch(async (err: unknown) => {
+  const gateway = await spawnGateway(
+    prefix,
+    { WORKERS_URL: workers.url, LOG_LEVEL: "info" },
+    profile,
+    entry,
+  ).catch(async (err: unknown) => {
     await workers.stop();
     throw err;
   });
   gateway.child.stdout!.resume(); // request logs stay on, as in production; drained, not printed
   try {
     // Business accounts allow 1,000 calls a minute each: spread the calls over enough of them.
-    const accounts = await Promise.all(Array.from({ length: Math.ceil((2 * CALLS + LATENCY_CALLS + QR_CALLS + 2200 + (baselineEntry ? baselineCalls() : 0)) / 900) }, () => fundedAccount(gateway.url, CALLS + 100, "business")));
+    const accounts = await Promise.all(
+      Array.from(
+        {
+          length: Math.ceil(
+            (2 * CALLS + LATENCY_CALLS + QR_CALLS + 2200 + (baselineEntry ? baselineCalls() : 0)) /
+              900,
+          ),
+        },
+        () => fundedAccount(gateway.url, CALLS + 100, "business"),
+      ),
+    );
     const keyFor = (i: number) => ({ "x-api-key": accounts[i % accounts.length]!.key });
 
     // Warm both paths (JIT, connections, script cache).
@@ -146,13 +213,33 @@ async function main() {
 
     const direct = await drive(`${workers.url}/tools/hash`, HASH, CALLS, () => ({}));
     // The same calls, with the CPU each process spends on them.
-    const cpuBefore = { gateway: cpuMicros(gateway.child.pid!), worker: cpuMicros(workers.child.pid!) };
+    const cpuBefore = {
+      gateway: cpuMicros(gateway.child.pid!),
+      worker: cpuMicros(workers.child.pid!),
+    };
     const through = await drive(`${gateway.url}/v1/tools/hash`, HASH, CALLS, keyFor);
-    const cpu = { gateway: (cpuMicros(gateway.child.pid!) - cpuBefore.gateway) / CALLS, worker: (cpuMicros(workers.child.pid!) - cpuBefore.worker) / CALLS };
-    const directAlone = await drive(`${workers.url}/tools/hash`, HASH, LATENCY_CALLS, () => ({}), 1);
-    const throughAlone = await drive(`${gateway.url}/v1/tools/hash`, HASH, LATENCY_CALLS, keyFor, 1);
-    const qrDirect = QR_CALLS > 0 ? await drive(`${workers.url}/tools/qr-code`, QR, QR_CALLS, () => ({})) : null;
-    const qrThrough = QR_CALLS > 0 ? await drive(`${gateway.url}/v1/tools/qr-code`, QR, QR_CALLS, keyFor) : null;
+    const cpu = {
+      gateway: (cpuMicros(gateway.child.pid!) - cpuBefore.gateway) / CALLS,
+      worker: (cpuMicros(workers.child.pid!) - cpuBefore.worker) / CALLS,
+    };
+    const directAlone = await drive(
+      `${workers.url}/tools/hash`,
+      HASH,
+      LATENCY_CALLS,
+      () => ({}),
+      1,
+    );
+    const throughAlone = await drive(
+      `${gateway.url}/v1/tools/hash`,
+      HASH,
+      LATENCY_CALLS,
+      keyFor,
+      1,
+    );
+    const qrDirect =
+      QR_CALLS > 0 ? await drive(`${workers.url}/tools/qr-code`, QR, QR_CALLS, () => ({})) : null;
+    const qrThrough =
+      QR_CALLS > 0 ? await drive(`${gateway.url}/v1/tools/qr-code`, QR, QR_CALLS, keyFor) : null;
 
     // Round trips: every command the gateway sends for a sample of calls, as Redis sees them,
     // less what it sends anyway in a quiet window of the same length (the webhook relay's polling).
@@ -160,7 +247,8 @@ async function main() {
     let commands: string[] = [];
     const feed = await monitor.monitor();
     feed.on("monitor", (_time: string, args: string[], source: string) => {
-      if (source !== "lua" && args.some((a) => a.startsWith(prefix))) commands.push(String(args[0]).toLowerCase());
+      if (source !== "lua" && args.some((a) => a.startsWith(prefix)))
+        commands.push(String(args[0]).toLowerCase());
     });
     const sample = 200;
     await new Promise((r) => setTimeout(r, 100));
@@ -181,26 +269,59 @@ async function main() {
       `${name.padEnd(18)} ${r.rps.toFixed(0).padStart(8)} ${percentile(r.latencies, 50).toFixed(2).padStart(9)} ${percentile(r.latencies, 99).toFixed(2).padStart(9)} ${String(r.errors).padStart(7)}`;
     const header = `${"".padEnd(18)} ${"req/s".padStart(8)} ${"p50 ms".padStart(9)} ${"p99 ms".padStart(9)} ${"errors".padStart(7)}`;
     const signed = (ms: number) => `${ms >= 0 ? "+" : ""}${ms.toFixed(2)} ms`;
-    const added = (a: Run, b: Run) => `p50 ${signed(percentile(a.latencies, 50) - percentile(b.latencies, 50))}, p99 ${signed(percentile(a.latencies, 99) - percentile(b.latencies, 99))}`;
-    console.log(`\nToolgate bench — tool "hash" (the cheapest tool: the gateway's own cost shows), Redis store, loopback, ${accounts.length} accounts`);
+    const added = (a: Run, b: Run) =>
+      `p50 ${signed(percentile(a.latencies, 50) - percentile(b.latencies, 50))}, p99 ${signed(percentile(a.latencies, 99) - percentile(b.latencies, 99))}`;
+    console.log(
+      `\nToolgate bench — tool "hash" (the cheapest tool: the gateway's own cost shows), Redis store, loopback, ${accounts.length} accounts`,
+    );
     /** One comparison: the baseline and the gateway side by side, then what the gateway costs. */
     const compare = (title: string, baseline: Run, gateway: Run, cost: string) =>
-      console.log(`\n${title}\n${header}\n${row("worker direct", baseline)}\n${row("through gateway", gateway)}\n${cost}`);
-    const ratio = (baseline: Run, gateway: Run) => `throughput ratio (gateway / direct): ${(gateway.rps / baseline.rps).toFixed(2)}; latency under this load: ${added(gateway, baseline)}`;
-    compare(`Throughput: ${CALLS} calls, ${CONCURRENCY} at a time`, direct, through, ratio(direct, through));
-    compare(`Latency: ${LATENCY_CALLS} calls, one at a time`, directAlone, throughAlone, `latency the gateway adds: ${added(throughAlone, directAlone)}`);
-    if (qrDirect && qrThrough) compare(`A tool with work of its own: qr-code (256 px PNG), ${QR_CALLS} calls, ${CONCURRENCY} at a time`, qrDirect, qrThrough, ratio(qrDirect, qrThrough));
-    console.log(`Redis round trips per successful keyed call: ${perCall.toFixed(2)} (${kinds || "none"}); background polling in the same time: ${background.length} (${[...new Set(background)].join(", ") || "none"})`);
-    console.log(`\nCPU per keyed hash call over the ${CALLS} throughput calls: gateway ${cpu.gateway.toFixed(0)} µs, worker ${cpu.worker.toFixed(0)} µs, ratio ${(cpu.gateway / cpu.worker).toFixed(2)} (goals: ≤ 150 µs, ≤ 0.60)`);
+      console.log(
+        `\n${title}\n${header}\n${row("worker direct", baseline)}\n${row("through gateway", gateway)}\n${cost}`,
+      );
+    const ratio = (baseline: Run, gateway: Run) =>
+      `throughput ratio (gateway / direct): ${(gateway.rps / baseline.rps).toFixed(2)}; latency under this load: ${added(gateway, baseline)}`;
+    compare(
+      `Throughput: ${CALLS} calls, ${CONCURRENCY} at a time`,
+      direct,
+      through,
+      ratio(direct, through),
+    );
+    compare(
+      `Latency: ${LATENCY_CALLS} calls, one at a time`,
+      directAlone,
+      throughAlone,
+      `latency the gateway adds: ${added(throughAlone, directAlone)}`,
+    );
+    if (qrDirect && qrThrough)
+      compare(
+        `A tool with work of its own: qr-code (256 px PNG), ${QR_CALLS} calls, ${CONCURRENCY} at a time`,
+        qrDirect,
+        qrThrough,
+        ratio(qrDirect, qrThrough),
+      );
+    console.log(
+      `Redis round trips per successful keyed call: ${perCall.toFixed(2)} (${kinds || "none"}); background polling in the same time: ${background.length} (${[...new Set(background)].join(", ") || "none"})`,
+    );
+    console.log(
+      `\nCPU per keyed hash call over the ${CALLS} throughput calls: gateway ${cpu.gateway.toFixed(0)} µs, worker ${cpu.worker.toFixed(0)} µs, ratio ${(cpu.gateway / cpu.worker).toFixed(2)} (goals: ≤ 150 µs, ≤ 0.60)`,
+    );
 
     // Scale across cores: the same throughput run on WEB_CONCURRENCY=2 (a primary and two gateway processes).
-    const pair = await spawnGateway(prefix, { WORKERS_URL: workers.url, LOG_LEVEL: "info", WEB_CONCURRENCY: "2" }, [], entry).catch(() => null);
+    const pair = await spawnGateway(
+      prefix,
+      { WORKERS_URL: workers.url, LOG_LEVEL: "info", WEB_CONCURRENCY: "2" },
+      [],
+      entry,
+    ).catch(() => null);
     if (pair) {
       pair.child.stdout!.resume();
       await drive(`${pair.url}/v1/tools/hash`, HASH, 500, keyFor);
       const two = await drive(`${pair.url}/v1/tools/hash`, HASH, CALLS, keyFor);
       await pair.stop();
-      console.log(`Throughput, ${CALLS} hash calls ${CONCURRENCY} at a time: 1 process ${through.rps.toFixed(0)} req/s, 2 processes (WEB_CONCURRENCY=2) ${two.rps.toFixed(0)} req/s (${(two.rps / through.rps).toFixed(2)}×), errors ${two.errors}`);
+      console.log(
+        `Throughput, ${CALLS} hash calls ${CONCURRENCY} at a time: 1 process ${through.rps.toFixed(0)} req/s, 2 processes (WEB_CONCURRENCY=2) ${two.rps.toFixed(0)} req/s (${(two.rps / through.rps).toFixed(2)}×), errors ${two.errors}`,
+      );
     } else console.log("Throughput with WEB_CONCURRENCY=2: this gateway does not support it");
     const cold = await coldStart(entry, workers.url, prefix);
     console.log(
@@ -209,7 +330,8 @@ async function main() {
         : `Cold start of the compiled build (${entry}, production settings, no dev chain): ${cold.ms.toFixed(0)} ms to /readyz 200, ${cold.cpuMs.toFixed(0)} ms of CPU by then (goal < 1,000 ms)`,
     );
     if (baselineEntry) await compareWithBaseline(baselineEntry, entry, prefix, workers, keyFor);
-    if ([direct, through, directAlone, throughAlone, qrDirect, qrThrough].some((r) => r?.errors)) process.exitCode = 1;
+    if ([direct, through, directAlone, throughAlone, qrDirect, qrThrough].some((r) => r?.errors))
+      process.exitCode = 1;
   } finally {
     await gateway.stop();
     await workers.stop();
@@ -222,14 +344,31 @@ async function main() {
  * in alternating rounds, so both meet the same machine state: CPU per keyed call (both processes
  * alive, driven in turn), the latency each adds one call at a time, and each one's cold start.
  */
-async function compareWithBaseline(baselineEntry: string, entry: string, prefix: string, workers: GatewayProcess, keyFor: (i: number) => Record<string, string>) {
+async function compareWithBaseline(
+  baselineEntry: string,
+  entry: string,
+  prefix: string,
+  workers: GatewayProcess,
+  keyFor: (i: number) => Record<string, string>,
+) {
   const rounds = ROUNDS;
   const calls = BASELINE_CALLS;
   const sides = [
     { name: "baseline", entry: baselineEntry },
     { name: "this build", entry },
-  ].map((side) => ({ ...side, cpu: [] as number[], p50: [] as number[], p99: [] as number[], coldMs: [] as number[], coldCpuMs: [] as number[] }));
-  const gateways = await Promise.all(sides.map((side) => spawnGateway(prefix, { WORKERS_URL: workers.url, LOG_LEVEL: "info" }, [], side.entry)));
+  ].map((side) => ({
+    ...side,
+    cpu: [] as number[],
+    p50: [] as number[],
+    p99: [] as number[],
+    coldMs: [] as number[],
+    coldCpuMs: [] as number[],
+  }));
+  const gateways = await Promise.all(
+    sides.map((side) =>
+      spawnGateway(prefix, { WORKERS_URL: workers.url, LOG_LEVEL: "info" }, [], side.entry),
+    ),
+  );
   try {
     for (const gw of gateways) {
       gw.child.stdout!.resume();
@@ -255,15 +394,24 @@ async function compareWithBaseline(baselineEntry: string, entry: string, prefix:
   } finally {
     await Promise.all(gateways.map((gw) => gw.stop()));
   }
-  console.log(`\nAgainst the baseline (${baselineEntry}), ${rounds} alternating rounds; each round: ${calls} hash calls ${CONCURRENCY} at a time, 500 one at a time, one cold start`);
+  console.log(
+    `\nAgainst the baseline (${baselineEntry}), ${rounds} alternating rounds; each round: ${calls} hash calls ${CONCURRENCY} at a time, 500 one at a time, one cold start`,
+  );
   for (const side of sides) {
     console.log(
       `${side.name.padEnd(11)} CPU per call ${list(side.cpu)} µs (median ${median(side.cpu).toFixed(0)}); added p50 ${list(side.p50, 2)} ms, p99 ${list(side.p99, 2)} ms; ` +
-        (side.coldMs.length ? `cold start ${list(side.coldMs)} ms wall, ${list(side.coldCpuMs)} ms CPU` : "cold start: not a compiled build"),
+        (side.coldMs.length
+          ? `cold start ${list(side.coldMs)} ms wall, ${list(side.coldCpuMs)} ms CPU`
+          : "cold start: not a compiled build"),
     );
   }
   const [base, mine] = sides;
-  console.log(`this build / baseline: CPU per call ${(median(mine!.cpu) / median(base!.cpu)).toFixed(2)}×` + (base!.coldCpuMs.length && mine!.coldCpuMs.length ? `, cold-start CPU ${(median(mine!.coldCpuMs) / median(base!.coldCpuMs)).toFixed(2)}×` : ""));
+  console.log(
+    `this build / baseline: CPU per call ${(median(mine!.cpu) / median(base!.cpu)).toFixed(2)}×` +
+      (base!.coldCpuMs.length && mine!.coldCpuMs.length
+        ? `, cold-start CPU ${(median(mine!.coldCpuMs) / median(base!.coldCpuMs)).toFixed(2)}×`
+        : ""),
+  );
 }
 
 main().catch((err) => {

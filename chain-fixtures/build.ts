@@ -19,17 +19,25 @@ export function compileContracts(): Record<string, { abi: unknown[]; bytecode: `
   const input = {
     language: "Solidity",
     sources,
-    settings: { optimizer: { enabled: true, runs: 200 }, outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } } },
+    settings: {
+      optimizer: { enabled: true, runs: 200 },
+      outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } },
+    },
   };
   const output = JSON.parse(solc.compile(JSON.stringify(input))) as {
     errors?: { severity: string; formattedMessage: string }[];
-    contracts: Record<string, Record<string, { abi: unknown[]; evm: { bytecode: { object: string } } }>>;
+    contracts: Record<
+      string,
+      Record<string, { abi: unknown[]; evm: { bytecode: { object: string } } }>
+    >;
   };
   const errors = (output.errors ?? []).filter((e) => e.severity === "error");
   if (errors.length) throw new Error(errors.map((e) => e.formattedMessage).join("\n"));
   const built: Record<string, { abi: unknown[]; bytecode: `0x${string}` }> = {};
   for (const file of Object.values(output.contracts)) {
-    for (const [name, c] of Object.entries(file)) if (c.evm.bytecode.object) built[name] = { abi: c.abi, bytecode: `0x${c.evm.bytecode.object}` };
+    for (const [name, c] of Object.entries(file))
+      if (c.evm.bytecode.object)
+        built[name] = { abi: c.abi, bytecode: `0x${c.evm.bytecode.object}` };
   }
   return built;
 }
@@ -40,7 +48,11 @@ export function buildJson(name: string, c: { abi: unknown[]; bytecode: string })
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const built = compileContracts();
-  for (const [name, c] of Object.entries(built)) writeFileSync(`${root}chain-fixtures/build/${name}.json`, buildJson(name, c));
-  writeFileSync(`${root}contracts-abi/eip3009-token.json`, `${JSON.stringify(built.TestUSDC!.abi, null, 2)}\n`);
+  for (const [name, c] of Object.entries(built))
+    writeFileSync(`${root}chain-fixtures/build/${name}.json`, buildJson(name, c));
+  writeFileSync(
+    `${root}contracts-abi/eip3009-token.json`,
+    `${JSON.stringify(built.TestUSDC!.abi, null, 2)}\n`,
+  );
   console.log(`built ${Object.keys(built).join(", ")} with solc ${solc.version()}`);
 }

@@ -6,7 +6,15 @@
 import type { ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { createInterface } from "node:readline";
-import { createPublicClient, createWalletClient, defineChain, getContractAddress, http, type Address, type Hex } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  getContractAddress,
+  http,
+  type Address,
+  type Hex,
+} from "viem";
 import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 import { PROGRAM_NOT_FOUND, spawnTied } from "../src/lib/tied-child.js";
 import token from "./build/TestUSDC.json" with { type: "json" };
@@ -16,7 +24,8 @@ export const TOKEN_ABI = token.abi;
 export const SMART_WALLET_ABI = wallet.abi;
 /** anvil's standard test mnemonic: its accounts are everyone's local test wallets. */
 export const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
-export const anvilAccount = (index: number) => mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index });
+export const anvilAccount = (index: number) =>
+  mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index });
 const DEPLOYER = anvilAccount(0);
 
 export interface LocalChain {
@@ -40,16 +49,37 @@ function anvilBinary(): string {
   if (process.env.ANVIL_BINARY) return process.env.ANVIL_BINARY;
   const platform = `@foundry-rs/anvil-${process.platform === "win32" ? "win32" : process.platform}-${process.arch === "x64" ? "amd64" : process.arch}`;
   try {
-    return createRequire(import.meta.url).resolve(`${platform}/bin/anvil${process.platform === "win32" ? ".exe" : ""}`);
+    return createRequire(import.meta.url).resolve(
+      `${platform}/bin/anvil${process.platform === "win32" ? ".exe" : ""}`,
+    );
   } catch {
     return "anvil";
   }
 }
 
-export async function startLocalChain(options: { chainId: number; usdcName: string; usdcVersion: string; fund?: Address[]; amount?: bigint }): Promise<LocalChain> {
+export async function startLocalChain(options: {
+  chainId: number;
+  usdcName: string;
+  usdcVersion: string;
+  fund?: Address[];
+  amount?: bigint;
+}): Promise<LocalChain> {
   const binary = anvilBinary();
   // Tied to this process: a gateway or test run that dies (even by SIGKILL) takes its chain along.
-  const child = spawnTied(binary, ["--port", "0", "--host", "127.0.0.1", "--chain-id", String(options.chainId), "--mnemonic", ANVIL_MNEMONIC], { stdout: "pipe", stderr: "ignore" });
+  const child = spawnTied(
+    binary,
+    [
+      "--port",
+      "0",
+      "--host",
+      "127.0.0.1",
+      "--chain-id",
+      String(options.chainId),
+      "--mnemonic",
+      ANVIL_MNEMONIC,
+    ],
+    { stdout: "pipe", stderr: "ignore" },
+  );
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill("SIGTERM");
@@ -64,21 +94,41 @@ export async function startLocalChain(options: { chainId: number; usdcName: stri
     });
     child.once("exit", (code) => {
       clearTimeout(timer);
-      reject(new Error(code === PROGRAM_NOT_FOUND ? `${binary} not found — install Foundry's anvil or set ANVIL_BINARY` : `anvil exited with ${code}`));
+      reject(
+        new Error(
+          code === PROGRAM_NOT_FOUND
+            ? `${binary} not found — install Foundry's anvil or set ANVIL_BINARY`
+            : `anvil exited with ${code}`,
+        ),
+      );
     });
   });
   const rpcUrl = `http://127.0.0.1:${port}`;
-  const chain = defineChain({ id: options.chainId, name: `local-${options.chainId}`, nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [rpcUrl] } } });
+  const chain = defineChain({
+    id: options.chainId,
+    name: `local-${options.chainId}`,
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  });
   const publicClient = createPublicClient({ chain, transport: http(rpcUrl) });
   const deployer = createWalletClient({ chain, transport: http(rpcUrl), account: DEPLOYER });
   const usdc = getContractAddress({ from: DEPLOYER.address, nonce: 0n });
 
   const fund = async (to: Address, amount: bigint) => {
-    const hash = await deployer.writeContract({ address: usdc, abi: token.abi, functionName: "mint", args: [to, amount] });
+    const hash = await deployer.writeContract({
+      address: usdc,
+      abi: token.abi,
+      functionName: "mint",
+      args: [to, amount],
+    });
     await publicClient.waitForTransactionReceipt({ hash });
   };
   try {
-    const deployHash = await deployer.deployContract({ abi: token.abi, bytecode: token.bytecode as Hex, args: [options.usdcName, options.usdcVersion] });
+    const deployHash = await deployer.deployContract({
+      abi: token.abi,
+      bytecode: token.bytecode as Hex,
+      args: [options.usdcName, options.usdcVersion],
+    });
     await publicClient.waitForTransactionReceipt({ hash: deployHash });
     for (const address of options.fund ?? []) await fund(address, options.amount ?? 1_000_000_000n);
   } catch (err) {
@@ -91,7 +141,11 @@ export async function startLocalChain(options: { chainId: number; usdcName: stri
     usdc,
     fund,
     async deploySmartWallet(owner) {
-      const hash = await deployer.deployContract({ abi: wallet.abi, bytecode: wallet.bytecode as Hex, args: [owner] });
+      const hash = await deployer.deployContract({
+        abi: wallet.abi,
+        bytecode: wallet.bytecode as Hex,
+        args: [owner],
+      });
       return (await publicClient.waitForTransactionReceipt({ hash })).contractAddress!;
     },
     process: child,

@@ -8,13 +8,25 @@ import { anvilAccount, startLocalChain } from "./chain.js";
 
 const chainId = Number(process.env.CHAIN_ID ?? 84532);
 const port = Number(process.env.PORT ?? 8545);
-const chain = await startLocalChain({ chainId, usdcName: "USDC", usdcVersion: "2", fund: Array.from({ length: 10 }, (_, i) => anvilAccount(i).address) });
+const chain = await startLocalChain({
+  chainId,
+  usdcName: "USDC",
+  usdcVersion: "2",
+  fund: Array.from({ length: 10 }, (_, i) => anvilAccount(i).address),
+});
 // anvil listens on loopback inside the container; relay JSON-RPC from the service's port.
 createServer(async (req, res) => {
   let body = "";
   for await (const chunk of req) body += chunk;
-  const upstream = await fetch(chain.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body });
+  const upstream = await fetch(chain.rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+  });
   res.writeHead(upstream.status, { "content-type": "application/json" });
   res.end(await upstream.text());
-}).listen(port, "0.0.0.0", () => console.log(JSON.stringify({ msg: "chain listening", chainId, port, usdc: chain.usdc })));
-for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => chain.stop().then(() => process.exit(0)));
+}).listen(port, "0.0.0.0", () =>
+  console.log(JSON.stringify({ msg: "chain listening", chainId, port, usdc: chain.usdc })),
+);
+for (const signal of ["SIGTERM", "SIGINT"] as const)
+  process.once(signal, () => chain.stop().then(() => process.exit(0)));

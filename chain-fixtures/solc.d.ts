@@ -1,1 +1,4 @@
-declare module "solc" { const solc: { compile(input: string): string; version(): string }; export default solc; }
+declare module "solc" {
+  const solc: { compile(input: string): string; version(): string };
+  export default solc;
+}

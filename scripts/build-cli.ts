@@ -7,7 +7,15 @@
  * and a second build is offline.
  */
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,13 +28,32 @@ const CACHE = join(ROOT, "node_modules/.cache/toolgate-bun");
 /** Output name → Bun's --target and the npm package with that target's runtime. */
 export const TARGETS = [
   { out: "toolgate-linux-x64", target: "bun-linux-x64", pkg: "@oven/bun-linux-x64", exe: "bun" },
-  { out: "toolgate-linux-arm64", target: "bun-linux-arm64", pkg: "@oven/bun-linux-aarch64", exe: "bun" },
-  { out: "toolgate-darwin-arm64", target: "bun-darwin-arm64", pkg: "@oven/bun-darwin-aarch64", exe: "bun" },
+  {
+    out: "toolgate-linux-arm64",
+    target: "bun-linux-arm64",
+    pkg: "@oven/bun-linux-aarch64",
+    exe: "bun",
+  },
+  {
+    out: "toolgate-darwin-arm64",
+    target: "bun-darwin-arm64",
+    pkg: "@oven/bun-darwin-aarch64",
+    exe: "bun",
+  },
   { out: "toolgate-darwin-x64", target: "bun-darwin-x64", pkg: "@oven/bun-darwin-x64", exe: "bun" },
-  { out: "toolgate-windows-x64.exe", target: "bun-windows-x64", pkg: "@oven/bun-windows-x64", exe: "bun.exe" },
+  {
+    out: "toolgate-windows-x64.exe",
+    target: "bun-windows-x64",
+    pkg: "@oven/bun-windows-x64",
+    exe: "bun.exe",
+  },
 ] as const;
 
-const bunVersion = (JSON.parse(readFileSync(join(ROOT, "node_modules/bun/package.json"), "utf8")) as { version: string }).version;
+const bunVersion = (
+  JSON.parse(readFileSync(join(ROOT, "node_modules/bun/package.json"), "utf8")) as {
+    version: string;
+  }
+).version;
 
 /** The runtime binary of one target, from the cache or unpacked from its npm package. */
 function runtime(pkg: string, exe: string): string {
@@ -36,7 +63,13 @@ function runtime(pkg: string, exe: string): string {
   mkdirSync(dir, { recursive: true });
   const tmp = mkdtempSync(join(tmpdir(), "toolgate-bun-"));
   try {
-    const [packed] = JSON.parse(execFileSync("npm", ["pack", `${pkg}@${bunVersion}`, "--json", "--pack-destination", tmp], { cwd: tmp, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] })) as { filename: string }[];
+    const [packed] = JSON.parse(
+      execFileSync("npm", ["pack", `${pkg}@${bunVersion}`, "--json", "--pack-destination", tmp], {
+        cwd: tmp,
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "inherit"],
+      }),
+    ) as { filename: string }[];
     execFileSync("tar", ["-xzf", join(tmp, packed!.filename), "-C", dir, `package/bin/${exe}`]);
   } finally {
     rmSync(tmp, { recursive: true, force: true });
@@ -49,7 +82,10 @@ function runtime(pkg: string, exe: string): string {
 export function hostBun(): string {
   const installed = join(ROOT, "node_modules/bun/bin/bun.exe");
   if (existsSync(installed) && statSync(installed).size > 1_000_000) return installed;
-  if (process.platform !== "linux" || process.arch !== "x64") throw new Error("build:cli runs on Linux x64 (or with the bun package installed with its install script)");
+  if (process.platform !== "linux" || process.arch !== "x64")
+    throw new Error(
+      "build:cli runs on Linux x64 (or with the bun package installed with its install script)",
+    );
   return runtime("@oven/bun-linux-x64", "bun");
 }
 
@@ -59,10 +95,22 @@ export function buildCli(only?: string[]): string[] {
   const built: string[] = [];
   for (const t of TARGETS.filter((t) => !only || only.includes(t.out))) {
     const outfile = join(OUT, t.out);
-    execFileSync(bun, ["build", ENTRY, "--compile", "--minify", `--target=${t.target}`, `--compile-executable-path=${runtime(t.pkg, t.exe)}`, `--outfile=${outfile}`], {
-      cwd: ROOT,
-      stdio: ["ignore", "ignore", "inherit"],
-    });
+    execFileSync(
+      bun,
+      [
+        "build",
+        ENTRY,
+        "--compile",
+        "--minify",
+        `--target=${t.target}`,
+        `--compile-executable-path=${runtime(t.pkg, t.exe)}`,
+        `--outfile=${outfile}`,
+      ],
+      {
+        cwd: ROOT,
+        stdio: ["ignore", "ignore", "inherit"],
+      },
+    );
     built.push(outfile);
   }
   return built;
@@ -70,6 +118,9 @@ export function buildCli(only?: string[]): string[] {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const started = Date.now();
-  for (const file of buildCli(process.argv.slice(2).length ? process.argv.slice(2) : undefined)) console.log(`${file} (${(statSync(file).size / 1e6).toFixed(1)} MB)`);
-  console.log(`built in ${((Date.now() - started) / 1000).toFixed(1)} s (bun ${bunVersion}; runtimes cached in ${dirname(join(CACHE, "x"))})`);
+  for (const file of buildCli(process.argv.slice(2).length ? process.argv.slice(2) : undefined))
+    console.log(`${file} (${(statSync(file).size / 1e6).toFixed(1)} MB)`);
+  console.log(
+    `built in ${((Date.now() - started) / 1000).toFixed(1)} s (bun ${bunVersion}; runtimes cached in ${dirname(join(CACHE, "x"))})`,
+  );
 }

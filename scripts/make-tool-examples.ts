@@ -28,7 +28,9 @@ function docx(): Buffer {
     "_rels/.rels": `<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>`,
     "word/document.xml": `<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="${w}"><w:body><w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Meeting notes</w:t></w:r></w:p><w:p><w:r><w:t xml:space="preserve">The gateway ships on </w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t>Monday</w:t></w:r><w:r><w:t>.</w:t></w:r></w:p></w:body></w:document>`,
   };
-  return Buffer.from(zipSync(Object.fromEntries(Object.entries(files).map(([k, v]) => [k, strToU8(v)]))));
+  return Buffer.from(
+    zipSync(Object.fromEntries(Object.entries(files).map(([k, v]) => [k, strToU8(v)]))),
+  );
 }
 
 async function xlsx(): Promise<Buffer> {
@@ -62,7 +64,9 @@ const out = {
   PDF: (await pdf()).toString("base64"),
   DOCX: docx().toString("base64"),
   XLSX: (await xlsx()).toString("base64"),
-  QR_PNG: (await QRCode.toBuffer("https://toolgate.example/v1/tools", { width: 120, margin: 2 })).toString("base64"),
+  QR_PNG: (
+    await QRCode.toBuffer("https://toolgate.example/v1/tools", { width: 120, margin: 2 })
+  ).toString("base64"),
   TEXT_PNG: Buffer.from(textPng("Invoice 2291 paid")).toString("base64"),
   PHOTO_JPEG: (await photo()).toString("base64"),
 };

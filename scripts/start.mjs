@@ -9,7 +9,9 @@ if (!production) (await import("tsx/esm/api")).register();
 const entry = production ? "../dist/src/main.js" : "../src/main.ts";
 const { run } = await import(new URL(entry, import.meta.url).href).catch((err) => {
   if (production && err?.code === "ERR_MODULE_NOT_FOUND") {
-    process.stderr.write("NODE_ENV=production runs the compiled build: run `npm run build` first (dist/ is missing).\n");
+    process.stderr.write(
+      "NODE_ENV=production runs the compiled build: run `npm run build` first (dist/ is missing).\n",
+    );
     process.exit(1);
   }
   throw err;

@@ -19,15 +19,28 @@ export function createApp(services: Services): express.Express {
   app.use(services.requestGuard.middleware, requestContext(services.requestLog, services.metrics));
 
   // Every answer under a deprecated API version says so; after its sunset, 410.
-  const apiVersioning = versioning(services.config.apiVersions, `${services.config.publicBaseUrl}/changelog`);
-  const json = [requireJsonBody, jsonBody({ limitBytes: services.config.bodyLimitBytes, maxDepth: services.config.bodyMaxDepth })];
+  const apiVersioning = versioning(
+    services.config.apiVersions,
+    `${services.config.publicBaseUrl}/changelog`,
+  );
+  const json = [
+    requireJsonBody,
+    jsonBody({
+      limitBytes: services.config.bodyLimitBytes,
+      maxDepth: services.config.bodyMaxDepth,
+    }),
+  ];
   // The keyed tool call is the gateway's hot path: it is matched first, so no other route is
   // tried for it, and it runs only what it needs.
   app.post("/v1/tools/:name", apiVersioning, json, routeHandler(services, callTool, "/v1/tools"));
 
   // Built on first request, not at start-up (it is the whole catalogue's JSON Schemas).
   const openApi = () => openApiFor(services.config);
-  const mount = (door: Door) => app.use(door.prefix || "/", "routes" in door ? mountRoutes(services, door.routes) : door.router(services, openApi));
+  const mount = (door: Door) =>
+    app.use(
+      door.prefix || "/",
+      "routes" in door ? mountRoutes(services, door.routes) : door.router(services, openApi),
+    );
   // Doors that take no JSON body first (probes, pages); then API versioning and the JSON body.
   for (const door of DOORS.filter((d) => d.beforeBody)) mount(door);
   app.use(apiVersioning, json);

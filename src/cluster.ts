@@ -15,7 +15,14 @@ import { startBundledWorkers } from "./tools/bundled-workers.js";
 export async function runPrimary(config: Config): Promise<void> {
   const log = pino({ level: config.logLevel, base: { pid: process.pid, role: "primary" } });
   const [devChain, bundled] = await Promise.all([
-    config.devChain && !config.x402 ? import("./payments/dev-chain.js").then(({ startDevChain }) => startDevChain()).catch((err: Error) => (log.warn({ err: err.message }, "no local chain could be started: running without x402"), null)) : null,
+    config.devChain && !config.x402
+      ? import("./payments/dev-chain.js")
+          .then(({ startDevChain }) => startDevChain())
+          .catch((err: Error) => {
+            log.warn({ err: err.message }, "no local chain could be started: running without x402");
+            return null;
+          })
+      : null,
     config.workers.general && config.workers.provider ? null : startBundledWorkers(log),
   ]);
   // What every gateway process must share is started here once and handed down as settings. (The
@@ -36,7 +43,10 @@ export async function runPrimary(config: Config): Promise<void> {
     worker.once("exit", (code, signal) => {
       if (stopping) return;
       const quick = Date.now() - started < QUICK_DEATH_MS;
-      log.error({ worker: worker.process.pid, code, signal }, "a gateway process exited; starting another");
+      log.error(
+        { worker: worker.process.pid, code, signal },
+        "a gateway process exited; starting another",
+      );
       setTimeout(fork, quick ? 1_000 : 0);
     });
     return worker;
@@ -47,9 +57,16 @@ export async function runPrimary(config: Config): Promise<void> {
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.once(signal, () => {
       stopping = true;
-      const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w && !w.isDead());
+      const workers = Object.values(cluster.workers ?? {}).filter(
+        (w): w is Worker => !!w && !w.isDead(),
+      );
       log.info({ processes: workers.length }, "shutting down: draining the gateway processes");
-      const exited = workers.map((w) => new Promise<void>((resolve) => (w.isDead() ? resolve() : w.once("exit", () => resolve()))));
+      const exited = workers.map(
+        (w) =>
+          new Promise<void>((resolve) =>
+            w.isDead() ? resolve() : w.once("exit", () => resolve()),
+          ),
+      );
       for (const w of workers) w.process.kill("SIGTERM");
       void Promise.all(exited)
         .then(async () => {

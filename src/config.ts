@@ -1,9 +1,18 @@
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import type { Address, Hex } from "viem";
-import { NETWORK_NAMES, networkFromEnv, type NetworkName, type PaymentNetwork } from "./payments/networks.js";
+import {
+  NETWORK_NAMES,
+  networkFromEnv,
+  type NetworkName,
+  type PaymentNetwork,
+} from "./payments/networks.js";
 import { parseUsd } from "./lib/money.js";
-import { ENDPOINT_LIMITS_PATTERN, endpointLimits, type EndpointLimits } from "./http/endpoint-limits.js";
+import {
+  ENDPOINT_LIMITS_PATTERN,
+  endpointLimits,
+  type EndpointLimits,
+} from "./http/endpoint-limits.js";
 import { API_VERSIONS, apiVersionsSchema, type ApiVersion } from "./http/versioning.js";
 import { MAX_TEXT_CHARS, MIN_BODY_LIMIT_BYTES } from "./tools/catalogue/limits.js";
 import { loadToolsFile } from "./tools/custom/tools-file.js";
@@ -29,7 +38,10 @@ const envSchema = z.object({
    */
   DATABASE_URL: z
     .string()
-    .regex(/^(postgres(ql)?:\/\/.+|pglite:\/\/memory|pglite:\/\/\/.+|none)$/, "DATABASE_URL must be postgres://…, pglite://memory, pglite:///absolute/dir or none")
+    .regex(
+      /^(postgres(ql)?:\/\/.+|pglite:\/\/memory|pglite:\/\/\/.+|none)$/,
+      "DATABASE_URL must be postgres://…, pglite://memory, pglite:///absolute/dir or none",
+    )
     .optional(),
   /** `0`: this process does not export (it still serves, and reads the books); another process must. */
   BOOKS_EXPORT: z.enum(["0", "1"]).default("1"),
@@ -43,7 +55,10 @@ const envSchema = z.object({
   /** `1`: REDIS_URL is one node of a Redis Cluster. */
   REDIS_CLUSTER: z.enum(["0", "1"]).default("0"),
   /** Namespace for every Redis key, so several deployments (or test runs) can share one Redis. No braces: they would break the keys' hash tags. */
-  REDIS_KEY_PREFIX: z.string().regex(/^[^{}]*$/, "REDIS_KEY_PREFIX must not contain { or }").default("tg:"),
+  REDIS_KEY_PREFIX: z
+    .string()
+    .regex(/^[^{}]*$/, "REDIS_KEY_PREFIX must not contain { or }")
+    .default("tg:"),
   ADMIN_API_KEY: z.string().min(24, "ADMIN_API_KEY must be at least 24 characters").optional(),
   /**
    * Seals webhook secrets and signs e-mailed links. A comma-separated list rotates it: the
@@ -51,7 +66,10 @@ const envSchema = z.object({
    */
   SECRET_KEY: z
     .string()
-    .refine((v) => v.split(",").every((key) => key.trim().length >= 32), "SECRET_KEY must be at least 32 characters (each key of a comma-separated list)")
+    .refine(
+      (v) => v.split(",").every((key) => key.trim().length >= 32),
+      "SECRET_KEY must be at least 32 characters (each key of a comma-separated list)",
+    )
     .optional(),
   /** smtp(s)://user:pass@host:port — unset: e-mails are written to the log (development only). */
   SMTP_URL: z.string().optional(),
@@ -59,13 +77,19 @@ const envSchema = z.object({
   BODY_LIMIT_BYTES: z.coerce
     .number()
     .int()
-    .min(MIN_BODY_LIMIT_BYTES, `BODY_LIMIT_BYTES must be at least ${MIN_BODY_LIMIT_BYTES}: tools take texts of up to ${MAX_TEXT_CHARS} characters`)
+    .min(
+      MIN_BODY_LIMIT_BYTES,
+      `BODY_LIMIT_BYTES must be at least ${MIN_BODY_LIMIT_BYTES}: tools take texts of up to ${MAX_TEXT_CHARS} characters`,
+    )
     .default(MIN_BODY_LIMIT_BYTES),
   /** How deeply arrays and objects may nest in a JSON body (413 body_too_deep beyond). */
   BODY_MAX_DEPTH: z.coerce.number().int().min(2).max(1000).default(64),
   SIGNUPS_PER_HOUR_PER_IP: z.coerce.number().int().min(1).default(5),
   /** Overrides of the per-address and per-account endpoint limits (src/http/endpoint-limits.ts): `name=calls/seconds,…`. */
-  ENDPOINT_LIMITS: z.string().regex(ENDPOINT_LIMITS_PATTERN, "name=calls/seconds pairs separated by commas").optional(),
+  ENDPOINT_LIMITS: z
+    .string()
+    .regex(ENDPOINT_LIMITS_PATTERN, "name=calls/seconds pairs separated by commas")
+    .optional(),
   /** Seconds to wait for in-flight requests on SIGTERM before closing anyway. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).default(10),
   /** Seed (or, with Redis, reuse) a development account and print its key (default: on in development). */
@@ -82,7 +106,10 @@ const envSchema = z.object({
   TRUST_PROXY: z
     .string()
     .optional()
-    .refine((v) => v === undefined || trustProxySetting(v) !== "invalid", "TRUST_PROXY must list the proxies' addresses or subnets (or loopback, linklocal, uniquelocal), or a hop count; \"true\" (trust anyone) is refused"),
+    .refine(
+      (v) => v === undefined || trustProxySetting(v) !== "invalid",
+      'TRUST_PROXY must list the proxies\' addresses or subnets (or loopback, linklocal, uniquelocal), or a hop count; "true" (trust anyone) is refused',
+    ),
   /** Tool workers for every pool; unset: the gateway starts the bundled workers itself. */
   WORKERS_URL: z.url().optional(),
   WORKER_POOL_GENERAL_URL: z.url().optional(),
@@ -99,7 +126,10 @@ const envSchema = z.object({
     .regex(/^([a-z0-9-]+=\d+)(,[a-z0-9-]+=\d+)*$/, "name=milliseconds pairs separated by commas")
     .optional(),
   /** USD price of one credit (DESIGN D2). */
-  CREDIT_PRICE_USD: z.string().regex(/^\d+(\.\d{1,6})?$/, "a USD amount with at most 6 decimals").default("0.002"),
+  CREDIT_PRICE_USD: z
+    .string()
+    .regex(/^\d+(\.\d{1,6})?$/, "a USD amount with at most 6 decimals")
+    .default("0.002"),
   /** Credits charged per x402 facilitator settlement (covers the relayer's gas): 5 credits = $0.01 at the default price. */
   FACILITATOR_FEE_CREDITS: z.coerce.number().int().min(0).default(5),
   IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().min(60).default(86_400),
@@ -113,19 +143,32 @@ const envSchema = z.object({
   /** Development and tests only: let custom and upstream tools target loopback and private networks, and plain http to loopback. */
   UPSTREAM_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   /** The largest answer a custom or upstream tool's endpoint may send. */
-  UPSTREAM_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  UPSTREAM_MAX_RESPONSE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(1024 * 1024),
   /** How many custom tools one Business account may register. */
   CUSTOM_TOOLS_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(50),
   /** Development and tests only: let a Business account's dedicated workers be on loopback or a private network, over plain HTTP. */
   DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   /** x402: comma-separated networks (base, base-sepolia, polygon, polygon-amoy); unset: no x402. */
   X402_NETWORKS: z.string().optional(),
-  X402_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, "an EVM address").optional(),
-  X402_RELAYER_PRIVATE_KEY: z.string().regex(/^0x[0-9a-fA-F]{64}$/, "a 32-byte hex private key").optional(),
+  X402_PAY_TO: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/, "an EVM address")
+    .optional(),
+  X402_RELAYER_PRIVATE_KEY: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/, "a 32-byte hex private key")
+    .optional(),
   /** A relayer pool: several keys, comma-separated, each with its own nonce sequence; settlements spread over them. */
   X402_RELAYER_PRIVATE_KEYS: z
     .string()
-    .regex(/^0x[0-9a-fA-F]{64}(\s*,\s*0x[0-9a-fA-F]{64})*$/, "32-byte hex private keys separated by commas")
+    .regex(
+      /^0x[0-9a-fA-F]{64}(\s*,\s*0x[0-9a-fA-F]{64})*$/,
+      "32-byte hex private keys separated by commas",
+    )
     .optional(),
   /** Chain reads made together go to the RPC as one JSON-RPC batch of at most this many calls; 0 sends each alone. */
   X402_RPC_BATCH_SIZE: z.coerce.number().int().min(0).max(1000).default(100),
@@ -142,11 +185,19 @@ const envSchema = z.object({
    * How long a settled payment's record (and its paid call's answer) is kept for retries of the
    * same payment: this long, or until the authorization expires, whichever is later.
    */
-  X402_PAYMENT_RETENTION_SECONDS: z.coerce.number().int().min(60).default(24 * 3600),
+  X402_PAYMENT_RETENTION_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .default(24 * 3600),
   /** The widest block range one eth_getLogs request may ask for (hosted RPCs cap it). */
   X402_LOG_RANGE_BLOCKS: z.coerce.number().int().min(1).default(1_000),
   /** Length of a paid plan's period (30 days). */
-  PLAN_PERIOD_SECONDS: z.coerce.number().int().min(1).default(30 * 24 * 3600),
+  PLAN_PERIOD_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(30 * 24 * 3600),
   /** How long a client may take to send its headers, and its whole request. */
   HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
@@ -157,17 +208,35 @@ const envSchema = z.object({
   /** How often each process checks the status page's components. */
   STATUS_CHECK_INTERVAL_MS: z.coerce.number().int().min(50).default(30_000),
   /** A dashboard session ends after this long unused… */
-  DASHBOARD_SESSION_IDLE_MINUTES: z.coerce.number().min(0.01).max(7 * 24 * 60).default(30),
+  DASHBOARD_SESSION_IDLE_MINUTES: z.coerce
+    .number()
+    .min(0.01)
+    .max(7 * 24 * 60)
+    .default(30),
   /** …and after this long in any case (absolute expiry). */
-  DASHBOARD_SESSION_MAX_HOURS: z.coerce.number().min(0.0001).max(30 * 24).default(12),
+  DASHBOARD_SESSION_MAX_HOURS: z.coerce
+    .number()
+    .min(0.0001)
+    .max(30 * 24)
+    .default(12),
   /** How long an e-mailed dashboard sign-in link works (single use). */
-  DASHBOARD_SIGN_IN_LINK_MINUTES: z.coerce.number().min(1).max(24 * 60).default(15),
+  DASHBOARD_SIGN_IN_LINK_MINUTES: z.coerce
+    .number()
+    .min(1)
+    .max(24 * 60)
+    .default(15),
   /** Live feed streams (Server-Sent Events) held open per gateway process; each holds one Redis connection. */
   DASHBOARD_LIVE_STREAMS: z.coerce.number().int().min(1).max(10_000).default(200),
 });
 
 /** Settings production must be given explicitly: no embedded default is safe there. */
-const REQUIRED_IN_PRODUCTION = ["REDIS_URL", "ADMIN_API_KEY", "SECRET_KEY", "PUBLIC_BASE_URL", "SMTP_URL"] as const;
+const REQUIRED_IN_PRODUCTION = [
+  "REDIS_URL",
+  "ADMIN_API_KEY",
+  "SECRET_KEY",
+  "PUBLIC_BASE_URL",
+  "SMTP_URL",
+] as const;
 
 export interface Config {
   env: "development" | "production" | "test";
@@ -225,8 +294,18 @@ export interface Config {
   dedicatedWorkersAllowPrivateTargets: boolean;
   webhooksPerAccount: number;
   /** Custom (per-account) and operator-declared tools at HTTP endpoints (src/tools/custom). */
-  upstream: { tools: UpstreamToolSpec[]; allowPrivate: boolean; maxResponseBytes: number; perAccount: number };
-  dashboard: { sessionIdleMs: number; sessionMaxMs: number; signInLinkMs: number; liveStreams: number };
+  upstream: {
+    tools: UpstreamToolSpec[];
+    allowPrivate: boolean;
+    maxResponseBytes: number;
+    perAccount: number;
+  };
+  dashboard: {
+    sessionIdleMs: number;
+    sessionMaxMs: number;
+    signInLinkMs: number;
+    liveStreams: number;
+  };
   x402: {
     networks: PaymentNetwork[];
     payTo: Address;
@@ -253,22 +332,46 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(env);
   const problems: string[] = [];
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) problems.push(`${issue.path.join(".")}: ${issue.message}`);
+    for (const issue of parsed.error.issues)
+      problems.push(`${issue.path.join(".")}: ${issue.message}`);
   }
   if (parsed.success && parsed.data.NODE_ENV === "production") {
     for (const name of REQUIRED_IN_PRODUCTION) {
       if (!env[name]) problems.push(`${name} is required when NODE_ENV=production`);
     }
-    if (parsed.data.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1") problems.push("WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
-    if (parsed.data.UPSTREAM_ALLOW_PRIVATE_TARGETS === "1") problems.push("UPSTREAM_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
-    if (parsed.data.DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS === "1") problems.push("DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
+    if (parsed.data.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1")
+      problems.push("WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
+    if (parsed.data.UPSTREAM_ALLOW_PRIVATE_TARGETS === "1")
+      problems.push("UPSTREAM_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
+    if (parsed.data.DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS === "1")
+      problems.push(
+        "DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production",
+      );
   }
-  if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && !parsed.data.REDIS_URL) problems.push("WEB_CONCURRENCY above 1 needs REDIS_URL: the gateway processes share their state through Redis");
-  if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && parsed.data.DATABASE_URL?.startsWith("pglite:")) problems.push("WEB_CONCURRENCY above 1 needs a PostgreSQL server in DATABASE_URL: PGlite is one process's database");
+  if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && !parsed.data.REDIS_URL)
+    problems.push(
+      "WEB_CONCURRENCY above 1 needs REDIS_URL: the gateway processes share their state through Redis",
+    );
+  if (
+    parsed.success &&
+    parsed.data.WEB_CONCURRENCY > 1 &&
+    parsed.data.DATABASE_URL?.startsWith("pglite:")
+  )
+    problems.push(
+      "WEB_CONCURRENCY above 1 needs a PostgreSQL server in DATABASE_URL: PGlite is one process's database",
+    );
   const x402 = parsed.success ? paymentConfig(parsed.data, env, problems) : null;
   const limits = endpointLimits(parsed.success ? parsed.data.ENDPOINT_LIMITS : undefined, problems);
   const apiVersions = parsed.success ? versionsConfig(parsed.data.API_VERSIONS, problems) : null;
-  const upstreamTools = parsed.success && parsed.data.TOOLS_FILE ? loadToolsFile(parsed.data.TOOLS_FILE, env, parsed.data.UPSTREAM_ALLOW_PRIVATE_TARGETS === "1", problems) : [];
+  const upstreamTools =
+    parsed.success && parsed.data.TOOLS_FILE
+      ? loadToolsFile(
+          parsed.data.TOOLS_FILE,
+          env,
+          parsed.data.UPSTREAM_ALLOW_PRIVATE_TARGETS === "1",
+          problems,
+        )
+      : [];
   if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
   const e = parsed.data;
   return {
@@ -293,12 +396,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     devSeed: e.DEV_SEED ? e.DEV_SEED === "1" : e.NODE_ENV === "development",
     devChain: e.NODE_ENV === "development" && !e.X402_NETWORKS && e.DEV_CHAIN !== "0",
     webConcurrency: e.WEB_CONCURRENCY,
-    trustProxy: e.TRUST_PROXY === undefined ? false : (trustProxySetting(e.TRUST_PROXY) as false | string | number),
-    workers: { general: e.WORKER_POOL_GENERAL_URL ?? e.WORKERS_URL, provider: e.WORKER_POOL_PROVIDER_URL ?? e.WORKERS_URL, heavy: e.WORKER_POOL_HEAVY_URL ?? e.WORKERS_URL },
+    trustProxy:
+      e.TRUST_PROXY === undefined
+        ? false
+        : (trustProxySetting(e.TRUST_PROXY) as false | string | number),
+    workers: {
+      general: e.WORKER_POOL_GENERAL_URL ?? e.WORKERS_URL,
+      provider: e.WORKER_POOL_PROVIDER_URL ?? e.WORKERS_URL,
+      heavy: e.WORKER_POOL_HEAVY_URL ?? e.WORKERS_URL,
+    },
     poolConcurrency: e.POOL_CONCURRENCY,
     heavyPoolConcurrency: e.HEAVY_POOL_CONCURRENCY,
     poolQueueTimeoutMs: e.POOL_QUEUE_TIMEOUT_MS,
-    toolTimeouts: Object.fromEntries((e.TOOL_TIMEOUTS?.split(",") ?? []).map((pair) => pair.split("=")).map(([name, ms]) => [name!, Number(ms)])),
+    toolTimeouts: Object.fromEntries(
+      (e.TOOL_TIMEOUTS?.split(",") ?? [])
+        .map((pair) => pair.split("="))
+        .map(([name, ms]) => [name!, Number(ms)]),
+    ),
     creditPriceAtomic: parseUsd(e.CREDIT_PRICE_USD),
     facilitatorFeeCredits: e.FACILITATOR_FEE_CREDITS,
     idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
@@ -310,10 +424,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     mcpAllowedHosts: e.MCP_ALLOWED_HOSTS
       ? e.MCP_ALLOWED_HOSTS.split(",").map((h) => h.trim().toLowerCase())
-      : [...new Set([new URL(e.PUBLIC_BASE_URL ?? "http://localhost").hostname, "localhost", "127.0.0.1", "[::1]"])],
+      : [
+          ...new Set([
+            new URL(e.PUBLIC_BASE_URL ?? "http://localhost").hostname,
+            "localhost",
+            "127.0.0.1",
+            "[::1]",
+          ]),
+        ],
     webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1",
     webhooksPerAccount: e.WEBHOOKS_PER_ACCOUNT,
-    upstream: { tools: upstreamTools, allowPrivate: e.UPSTREAM_ALLOW_PRIVATE_TARGETS === "1", maxResponseBytes: e.UPSTREAM_MAX_RESPONSE_BYTES, perAccount: e.CUSTOM_TOOLS_PER_ACCOUNT },
+    upstream: {
+      tools: upstreamTools,
+      allowPrivate: e.UPSTREAM_ALLOW_PRIVATE_TARGETS === "1",
+      maxResponseBytes: e.UPSTREAM_MAX_RESPONSE_BYTES,
+      perAccount: e.CUSTOM_TOOLS_PER_ACCOUNT,
+    },
     dashboard: {
       sessionIdleMs: Math.round(e.DASHBOARD_SESSION_IDLE_MINUTES * 60_000),
       sessionMaxMs: Math.round(e.DASHBOARD_SESSION_MAX_HOURS * 3_600_000),
@@ -348,7 +474,8 @@ function trustProxySetting(value: string): false | string | number | "invalid" {
   if (v === "" || v === "none" || v === "false") return false;
   if (/^\d+$/.test(v)) return Number(v);
   const entries = v.split(",").map((entry) => entry.trim());
-  const valid = (entry: string) => PROXY_NAMES.has(entry) || ipaddr.isValid(entry) || (entry.includes("/") && isCidr(entry));
+  const valid = (entry: string) =>
+    PROXY_NAMES.has(entry) || ipaddr.isValid(entry) || (entry.includes("/") && isCidr(entry));
   return entries.every(valid) ? entries.join(",") : "invalid";
 }
 
@@ -361,22 +488,50 @@ function isCidr(entry: string): boolean {
   }
 }
 
-function paymentConfig(e: z.infer<typeof envSchema>, env: NodeJS.ProcessEnv, problems: string[]): Config["x402"] {
+function paymentConfig(
+  e: z.infer<typeof envSchema>,
+  env: NodeJS.ProcessEnv,
+  problems: string[],
+): Config["x402"] {
   if (!e.X402_NETWORKS) return null;
-  const names = e.X402_NETWORKS.split(",").map((n) => n.trim()).filter(Boolean);
+  const names = e.X402_NETWORKS.split(",")
+    .map((n) => n.trim())
+    .filter(Boolean);
   const networks: PaymentNetwork[] = [];
   for (const name of names) {
-    if (!(NETWORK_NAMES as string[]).includes(name)) problems.push(`X402_NETWORKS: unknown network ${name} (known: ${NETWORK_NAMES.join(", ")})`);
+    if (!(NETWORK_NAMES as string[]).includes(name))
+      problems.push(`X402_NETWORKS: unknown network ${name} (known: ${NETWORK_NAMES.join(", ")})`);
     else {
       const network = networkFromEnv(name as NetworkName, env, problems);
       if (network) networks.push(network);
     }
   }
   if (!e.X402_PAY_TO) problems.push("X402_PAY_TO is required when X402_NETWORKS is set");
-  const relayerKeys = [...new Set([...(e.X402_RELAYER_PRIVATE_KEYS?.split(",") ?? []), e.X402_RELAYER_PRIVATE_KEY ?? ""].map((k) => k.trim().toLowerCase()).filter(Boolean))] as Hex[];
-  if (relayerKeys.length === 0) problems.push("X402_RELAYER_PRIVATE_KEY (or X402_RELAYER_PRIVATE_KEYS) is required when X402_NETWORKS is set");
+  const relayerKeys = [
+    ...new Set(
+      [...(e.X402_RELAYER_PRIVATE_KEYS?.split(",") ?? []), e.X402_RELAYER_PRIVATE_KEY ?? ""]
+        .map((k) => k.trim().toLowerCase())
+        .filter(Boolean),
+    ),
+  ] as Hex[];
+  if (relayerKeys.length === 0)
+    problems.push(
+      "X402_RELAYER_PRIVATE_KEY (or X402_RELAYER_PRIVATE_KEYS) is required when X402_NETWORKS is set",
+    );
   if (!e.X402_PAY_TO || relayerKeys.length === 0) return null;
-  return { networks, payTo: e.X402_PAY_TO as Address, relayerKeys, rpcBatchSize: e.X402_RPC_BATCH_SIZE, maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS, receiptTimeoutMs: e.X402_RECEIPT_TIMEOUT_MS, rpcTimeoutMs: e.X402_RPC_TIMEOUT_MS, pollMs: e.X402_POLL_MS, stuckAfterMs: e.X402_STUCK_AFTER_MS, retentionSeconds: e.X402_PAYMENT_RETENTION_SECONDS, logRangeBlocks: e.X402_LOG_RANGE_BLOCKS };
+  return {
+    networks,
+    payTo: e.X402_PAY_TO as Address,
+    relayerKeys,
+    rpcBatchSize: e.X402_RPC_BATCH_SIZE,
+    maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS,
+    receiptTimeoutMs: e.X402_RECEIPT_TIMEOUT_MS,
+    rpcTimeoutMs: e.X402_RPC_TIMEOUT_MS,
+    pollMs: e.X402_POLL_MS,
+    stuckAfterMs: e.X402_STUCK_AFTER_MS,
+    retentionSeconds: e.X402_PAYMENT_RETENTION_SECONDS,
+    logRangeBlocks: e.X402_LOG_RANGE_BLOCKS,
+  };
 }
 
 function versionsConfig(json: string | undefined, problems: string[]): ApiVersion[] | null {
@@ -389,6 +544,10 @@ function versionsConfig(json: string | undefined, problems: string[]): ApiVersio
     return null;
   }
   const parsed = apiVersionsSchema.safeParse(value);
-  if (!parsed.success) for (const issue of parsed.error.issues) problems.push(`API_VERSIONS${issue.path.length ? `[${issue.path.join(".")}]` : ""}: ${issue.message}`);
+  if (!parsed.success)
+    for (const issue of parsed.error.issues)
+      problems.push(
+        `API_VERSIONS${issue.path.length ? `[${issue.path.join(".")}]` : ""}: ${issue.message}`,
+      );
   return parsed.success ? parsed.data : null;
 }

@@ -24,7 +24,8 @@ export async function resolveSecretKeys(config: Config, store: Store): Promise<s
   return [await store.keepFirst("development-secret-key", randomBytes(32).toString("hex"))];
 }
 
-const derive = (secret: string, purpose: string) => createHmac("sha256", secret).update(`toolgate development\0${purpose}`).digest();
+const derive = (secret: string, purpose: string) =>
+  createHmac("sha256", secret).update(`toolgate development\0${purpose}`).digest();
 
 /** `length` characters of `alphabet` drawn from a derived digest (a small modulo bias is harmless here). */
 function derivedString(secret: string, purpose: string, alphabet: string, length: number): string {
@@ -32,7 +33,8 @@ function derivedString(secret: string, purpose: string, alphabet: string, length
   return Array.from(bytes.subarray(0, length), (b) => alphabet[b % alphabet.length]).join("");
 }
 
-export const developmentAdminKey = (secret: string) => `tg_admin_${derive(secret, "admin key").toString("hex").slice(0, 40)}`;
+export const developmentAdminKey = (secret: string) =>
+  `tg_admin_${derive(secret, "admin key").toString("hex").slice(0, 40)}`;
 
 const DEV_EMAIL = "dev@localhost";
 const DEV_CREDITS = 1000;
@@ -43,24 +45,40 @@ const SEED_LOCK_MS = 15_000;
  * found again on later ones (with Redis), under a lock so two processes starting together
  * create it once. A key revoked by hand is issued again.
  */
-export async function developmentAccount(services: Services): Promise<{ account: AccountRecord; apiKey: string; created: boolean }> {
+export async function developmentAccount(
+  services: Services,
+): Promise<{ account: AccountRecord; apiKey: string; created: boolean }> {
   const secret = services.config.secretKeys[0]!;
   const id = `acct_${derivedString(secret, "account id", "0123456789abcdefghijklmnopqrstuvwxyz", 16)}`;
-  const keySecret = derivedString(secret, "api key", "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", 32);
+  const keySecret = derivedString(
+    secret,
+    "api key",
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    32,
+  );
   const { store } = services;
   const deadline = Date.now() + SEED_LOCK_MS;
   let token: string | null = null;
   while (!(token = await store.acquireLock("development-account", SEED_LOCK_MS))) {
-    if (Date.now() > deadline) throw new Error("another process held the development account's lock for 15 s");
+    if (Date.now() > deadline)
+      throw new Error("another process held the development account's lock for 15 s");
     await new Promise((r) => setTimeout(r, 100));
   }
   try {
     let account = await store.getAccount(id);
     const created = !account;
-    account ??= await createAccountRecord(services, { id, email: DEV_EMAIL, tier: "pro", credits: DEV_CREDITS, reason: "development seed" });
+    account ??= await createAccountRecord(services, {
+      id,
+      email: DEV_EMAIL,
+      tier: "pro",
+      credits: DEV_CREDITS,
+      reason: "development seed",
+    });
     const apiKey = `tg_live_${id.slice(5)}_${keySecret}`;
     const keys = await store.listKeys(id);
-    const active = keys.some((k) => k.hash === hashApiKey(apiKey) && (k.revokedAt === null || k.revokedAt > Date.now()));
+    const active = keys.some(
+      (k) => k.hash === hashApiKey(apiKey) && (k.revokedAt === null || k.revokedAt > Date.now()),
+    );
     if (!active) await issueKey(services, id, "development", keySecret);
     return { account, apiKey, created };
   } finally {

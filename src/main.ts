@@ -3,7 +3,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createMailer } from "./accounts/mailer.js";
 import { createApp } from "./app.js";
 import { ConfigError, loadConfig, type Config } from "./config.js";
-import { developmentAccount, developmentAdminKey, developmentBanner, resolveSecretKeys } from "./development.js";
+import {
+  developmentAccount,
+  developmentAdminKey,
+  developmentBanner,
+  resolveSecretKeys,
+} from "./development.js";
 import type { Services } from "./services.js";
 import { createStore } from "./store/index.js";
 import { startBooks } from "./books/index.js";
@@ -21,7 +26,14 @@ import { answerClientError } from "./http/client-errors.js";
 import { runPrimary } from "./cluster.js";
 
 /** Secrets never reach the log, wherever they appear in a logged object. */
-const REDACT = ["*.apiKey", "*.api_key", "*.secret", "*.password", "req.headers['x-api-key']", "headers['x-api-key']"];
+const REDACT = [
+  "*.apiKey",
+  "*.api_key",
+  "*.secret",
+  "*.password",
+  "req.headers['x-api-key']",
+  "headers['x-api-key']",
+];
 
 /** After the grace period for in-flight requests, how long closing everything else may take. */
 const CLEANUP_BOUND_MS = 5000;
@@ -42,7 +54,12 @@ async function bindServer(config: Config): Promise<{ server: Server; serve(app: 
   // A slow client cannot hold a connection by trickling its request: the timeouts are checked
   // every second, not every 30 s (Node's default).
   const server = createServer(
-    { headersTimeout: config.headersTimeoutMs, requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: 1000, keepAliveTimeout: 65_000 },
+    {
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: 1000,
+      keepAliveTimeout: 65_000,
+    },
     (req, res) => (app ? app(req, res) : waiting.push([req, res])),
   ).on("clientError", answerClientError);
   try {
@@ -56,8 +73,12 @@ async function bindServer(config: Config): Promise<{ server: Server; serve(app: 
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "EADDRINUSE") throw new StartupError(`port ${config.port} is in use; set PORT`);
-    if (code === "EACCES") throw new StartupError(`port ${config.port} needs privileges this process does not have; set PORT`);
-    if (code === "EADDRNOTAVAIL") throw new StartupError(`HOST ${config.host} is not an address of this machine; set HOST`);
+    if (code === "EACCES")
+      throw new StartupError(
+        `port ${config.port} needs privileges this process does not have; set PORT`,
+      );
+    if (code === "EADDRNOTAVAIL")
+      throw new StartupError(`HOST ${config.host} is not an address of this machine; set HOST`);
     throw err;
   }
   return {
@@ -76,11 +97,15 @@ interface Part {
 }
 
 /** Waits for `promise`, at most `ms`: every wait at start-up failure and shutdown is bounded. */
-const bounded = (promise: Promise<unknown>, ms: number) => Promise.race([promise, new Promise((r) => setTimeout(r, ms).unref())]);
+const bounded = (promise: Promise<unknown>, ms: number) =>
+  Promise.race([promise, new Promise((r) => setTimeout(r, ms).unref())]);
 
 export async function start(
   config: Config,
-  logger: ProcessLogger = createProcessLogger({ level: config.logLevel, redact: { paths: REDACT, censor: "[redacted]" } }),
+  logger: ProcessLogger = createProcessLogger({
+    level: config.logLevel,
+    redact: { paths: REDACT, censor: "[redacted]" },
+  }),
 ): Promise<{ server: Server; services: Services; stop: () => Promise<void> }> {
   const { log } = logger;
   const { server, serve } = await bindServer(config);
@@ -88,10 +113,16 @@ export async function start(
   const started: Part[] = [];
   const stopAll = async () => {
     for (const { name, stop } of started.splice(0).reverse()) {
-      await bounded(Promise.resolve().then(stop), CLEANUP_BOUND_MS).catch((err: Error) => log.warn({ err: err.message, part: name }, "could not stop cleanly"));
+      await bounded(Promise.resolve().then(stop), CLEANUP_BOUND_MS).catch((err: Error) =>
+        log.warn({ err: err.message, part: name }, "could not stop cleanly"),
+      );
     }
   };
-  started.push({ name: "server", stop: () => new Promise((resolve) => server.close(resolve)).finally(() => server.closeAllConnections()) });
+  started.push({
+    name: "server",
+    stop: () =>
+      new Promise((resolve) => server.close(resolve)).finally(() => server.closeAllConnections()),
+  });
 
   let services: Services;
   try {
@@ -104,8 +135,22 @@ export async function start(
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   // The status checks probe this process's own doors, on the loopback address it listens on.
-  services.status.start(`http://${config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`);
-  log.info({ port, store: config.redisUrl ? "redis" : "memory", books: config.books ? (config.books.url.startsWith("pglite:") ? "pglite" : "postgres") : "store", env: config.env }, "listening");
+  services.status.start(
+    `http://${config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`,
+  );
+  log.info(
+    {
+      port,
+      store: config.redisUrl ? "redis" : "memory",
+      books: config.books
+        ? config.books.url.startsWith("pglite:")
+          ? "pglite"
+          : "postgres"
+        : "store",
+      env: config.env,
+    },
+    "listening",
+  );
   void logger.flush(1000);
 
   let stopping: Promise<void> | null = null;
@@ -127,21 +172,35 @@ export async function start(
 }
 
 /** Everything behind the HTTP server, each part entered in `started` as soon as it runs. */
-async function startServices(config: Config, logger: ProcessLogger, started: Part[]): Promise<Services> {
+async function startServices(
+  config: Config,
+  logger: ProcessLogger,
+  started: Part[],
+): Promise<Services> {
   const { log } = logger;
   // Both child processes start at once, and both are stopped if either start fails. The dev
   // chain is a development nicety, never a reason not to start: without anvil, run without x402.
   const [chainResult, workersResult] = await Promise.allSettled([
     // The x402 modules (viem) are loaded only when x402 is on: they are a large share of start-up time.
-    config.devChain && !config.x402 ? import("./payments/dev-chain.js").then(({ startDevChain }) => startDevChain()) : null,
-    config.workers.general && config.workers.provider && config.workers.heavy ? null : startBundledWorkers(log),
+    config.devChain && !config.x402
+      ? import("./payments/dev-chain.js").then(({ startDevChain }) => startDevChain())
+      : null,
+    config.workers.general && config.workers.provider && config.workers.heavy
+      ? null
+      : startBundledWorkers(log),
   ]);
   const devChain = chainResult.status === "fulfilled" ? chainResult.value : null;
   if (devChain) started.push({ name: "dev chain", stop: devChain.stop });
   if (chainResult.status === "rejected") {
-    log.warn({ err: (chainResult.reason as Error).message }, "no local chain could be started (install Foundry's anvil or set ANVIL_BINARY): running without x402");
+    log.warn(
+      { err: (chainResult.reason as Error).message },
+      "no local chain could be started (install Foundry's anvil or set ANVIL_BINARY): running without x402",
+    );
   }
-  if (workersResult.status === "rejected") throw new StartupError(`the bundled tool workers could not start: ${(workersResult.reason as Error).message}`);
+  if (workersResult.status === "rejected")
+    throw new StartupError(
+      `the bundled tool workers could not start: ${(workersResult.reason as Error).message}`,
+    );
   const bundled = workersResult.value;
   if (bundled) started.push({ name: "bundled workers", stop: bundled.stop });
   if (devChain) config.x402 = devChain.x402;
@@ -156,8 +215,16 @@ async function startServices(config: Config, logger: ProcessLogger, started: Par
 
   const pools = new WorkerPools(
     {
-      urls: { general: config.workers.general ?? bundled!.url, provider: config.workers.provider ?? bundled!.url, heavy: config.workers.heavy ?? bundled!.url },
-      concurrency: { general: config.poolConcurrency, provider: config.poolConcurrency, heavy: config.heavyPoolConcurrency },
+      urls: {
+        general: config.workers.general ?? bundled!.url,
+        provider: config.workers.provider ?? bundled!.url,
+        heavy: config.workers.heavy ?? bundled!.url,
+      },
+      concurrency: {
+        general: config.poolConcurrency,
+        provider: config.poolConcurrency,
+        heavy: config.heavyPoolConcurrency,
+      },
       queueTimeoutMs: config.poolQueueTimeoutMs,
       dedicatedAllowPrivate: config.dedicatedWorkersAllowPrivateTargets,
     },
@@ -168,7 +235,17 @@ async function startServices(config: Config, logger: ProcessLogger, started: Par
   const upstream = new UpstreamTools(store, config.upstream, config.upstream.tools);
   started.push({ name: "upstream tools", stop: () => upstream.close() });
   const metrics = new Metrics();
-  const services = { config, store, log, requestLog: log.child({}, { redact: [] }), pools, upstream, metrics, requestGuard: new RequestGuard(log), mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }) } as Services;
+  const services = {
+    config,
+    store,
+    log,
+    requestLog: log.child({}, { redact: [] }),
+    pools,
+    upstream,
+    metrics,
+    requestGuard: new RequestGuard(log),
+    mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }),
+  } as Services;
   started.push({ name: "mailer", stop: () => services.mailer.close() });
   services.books = config.books
     ? await startBooks(services, config.books).catch((err: Error) => {
@@ -176,7 +253,10 @@ async function startServices(config: Config, logger: ProcessLogger, started: Par
       })
     : null;
   if (services.books) started.push({ name: "books", stop: () => services.books!.stop() });
-  else if (config.env === "production") log.warn("no books database (DATABASE_URL unset or none): the ledger stays in Redis, unexported and untrimmed; set DATABASE_URL to a PostgreSQL server");
+  else if (config.env === "production")
+    log.warn(
+      "no books database (DATABASE_URL unset or none): the ledger stays in Redis, unexported and untrimmed; set DATABASE_URL to a PostgreSQL server",
+    );
   metrics.onScrape(() => {
     for (const pool of ["general", "provider", "heavy"] as const) {
       metrics.inFlight.set({ pool }, pools.gate(pool).inFlight);
@@ -185,13 +265,18 @@ async function startServices(config: Config, logger: ProcessLogger, started: Par
   });
   const deliveryAgent = createDeliveryAgent(config.webhookAllowPrivateTargets);
   started.push({ name: "delivery agent", stop: () => deliveryAgent.destroy() });
-  services.deliveries = config.redisUrl ? createBullQueue(services, deliveryAgent, config.redisUrl) : createInProcessQueue(services, deliveryAgent);
+  services.deliveries = config.redisUrl
+    ? createBullQueue(services, deliveryAgent, config.redisUrl)
+    : createInProcessQueue(services, deliveryAgent);
   started.push({ name: "delivery queue", stop: () => services.deliveries.close() });
   const relay = startRelay(services, services.deliveries);
   started.push({ name: "relay", stop: () => relay.stop() });
   services.payments = null;
   if (config.x402) {
-    const [{ Payments }, { startReconciler }] = await Promise.all([import("./payments/payments.js"), import("./payments/reconciler.js")]);
+    const [{ Payments }, { startReconciler }] = await Promise.all([
+      import("./payments/payments.js"),
+      import("./payments/reconciler.js"),
+    ]);
     services.payments = new Payments(services, config.x402);
     const reconciler = startReconciler(services, services.payments);
     started.push({ name: "reconciler", stop: () => reconciler.stop() });
@@ -220,7 +305,10 @@ async function main(): Promise<void> {
   }
   // WEB_CONCURRENCY > 1: this process only supervises; the forked processes serve.
   if (config.webConcurrency > 1 && cluster.isPrimary) return runPrimary(config);
-  const logger = createProcessLogger({ level: config.logLevel, redact: { paths: REDACT, censor: "[redacted]" } });
+  const logger = createProcessLogger({
+    level: config.logLevel,
+    redact: { paths: REDACT, censor: "[redacted]" },
+  });
   // Installed before anything starts: a signal during start-up ends the process at once (its
   // children go with it), rather than by the default action half-way through.
   let stop: (() => Promise<void>) | null = null;
@@ -244,7 +332,11 @@ async function main(): Promise<void> {
 /** The process entry: run directly (`node dist/src/main.js`) or by `npm start` (scripts/start.mjs). */
 export function run(): void {
   main().catch((err) => {
-    process.stderr.write(err instanceof StartupError ? `Toolgate could not start: ${err.message}\n` : `Toolgate failed to start: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.stderr.write(
+      err instanceof StartupError
+        ? `Toolgate could not start: ${err.message}\n`
+        : `Toolgate failed to start: ${err instanceof Error ? err.stack : String(err)}\n`,
+    );
     process.exit(1);
   });
 }

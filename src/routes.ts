@@ -1,7 +1,16 @@
 import type { Router } from "express";
 import { getAccount } from "./accounts/routes/account.js";
-import { adminGrantCredits, adminIssueKey, adminListAccounts, adminSetTier } from "./accounts/routes/admin.js";
-import { adminBindWorkers, adminGetWorkers, adminUnbindWorkers } from "./accounts/routes/admin-workers.js";
+import {
+  adminGrantCredits,
+  adminIssueKey,
+  adminListAccounts,
+  adminSetTier,
+} from "./accounts/routes/admin.js";
+import {
+  adminBindWorkers,
+  adminGetWorkers,
+  adminUnbindWorkers,
+} from "./accounts/routes/admin-workers.js";
 import { listEvents } from "./accounts/routes/events.js";
 import { createKey, listKeys, revokeKey, rotateKey } from "./accounts/routes/keys.js";
 import { resendVerification } from "./accounts/routes/resend-verification.js";
@@ -50,7 +59,16 @@ export type Door =
  * What a signed-in account manages: its account, keys, usage, events and webhooks. Served under
  * /api/v1 with `x-api-key`, and again under /dashboard/api/v1 with the dashboard's session.
  */
-const ACCOUNT_ROUTES: AnyRoute[] = [getAccount, listKeys, createKey, rotateKey, revokeKey, usage, listEvents, ...webhookRoutes("account")];
+const ACCOUNT_ROUTES: AnyRoute[] = [
+  getAccount,
+  listKeys,
+  createKey,
+  rotateKey,
+  revokeKey,
+  usage,
+  listEvents,
+  ...webhookRoutes("account"),
+];
 
 /** Everything under /api/v1: accounts and keys, admin, webhooks, purchases and wallet sign-in, incidents. */
 const API_ROUTES: AnyRoute[] = [
@@ -81,12 +99,27 @@ export function openApiFor(config: DocumentConfig): Json {
 
 export const DOORS: Door[] = [
   { prefix: "", routes: [healthz, readyz, metrics, openApiDocument(openApiFor)], beforeBody: true },
-  { prefix: "", router: pagesRouter, serves: Object.fromEntries(PAGE_PATHS.map((path) => [path, ["GET"]])), beforeBody: true },
+  {
+    prefix: "",
+    router: pagesRouter,
+    serves: Object.fromEntries(PAGE_PATHS.map((path) => [path, ["GET"]])),
+    beforeBody: true,
+  },
   // The dashboard parses its own bodies (sign-in forms, its JSON API) and reads its own cookie.
-  { prefix: "", router: (services) => dashboardRouter(services, ACCOUNT_ROUTES), serves: DASHBOARD_PATHS, beforeBody: true },
+  {
+    prefix: "",
+    router: (services) => dashboardRouter(services, ACCOUNT_ROUTES),
+    serves: DASHBOARD_PATHS,
+    beforeBody: true,
+  },
   { prefix: "/api/v1", routes: API_ROUTES },
   { prefix: "/v1/tools", routes: toolRoutes },
-  { prefix: "/mcp", router: mcpRouter, serves: { "/": ["POST", "GET", "DELETE"] }, document: mcpDocument },
+  {
+    prefix: "/mcp",
+    router: mcpRouter,
+    serves: { "/": ["POST", "GET", "DELETE"] },
+    document: mcpDocument,
+  },
   { prefix: "/x402", routes: [x402Supported, x402Verify, x402Settle] },
   { prefix: "/.well-known", routes: [wellKnownX402] },
 ];

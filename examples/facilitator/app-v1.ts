@@ -26,9 +26,24 @@ app.use(
   paymentMiddleware(
     payTo,
     // $0.01 in USDC atomic units (6 decimals), with the token's EIP-712 name and version.
-    { "GET /weather": { price: { amount: "10000", asset: { address: asset, decimals: 6, eip712: { name: "USDC", version: "2" } } }, network } },
-    { url: `${toolgate}/x402` as `${string}://${string}`, createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: {} }) },
+    {
+      "GET /weather": {
+        price: {
+          amount: "10000",
+          asset: { address: asset, decimals: 6, eip712: { name: "USDC", version: "2" } },
+        },
+        network,
+      },
+    },
+    {
+      url: `${toolgate}/x402` as `${string}://${string}`,
+      createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: {} }),
+    },
   ),
 );
 app.get("/weather", (_req, res) => void res.json({ forecast: "sunny" }));
-const server = app.listen(Number(process.env.PORT ?? 4021), () => console.log(`paid app on http://localhost:${(server.address() as { port: number }).port}/weather`));
+const server = app.listen(Number(process.env.PORT ?? 4021), () =>
+  console.log(
+    `paid app on http://localhost:${(server.address() as { port: number }).port}/weather`,
+  ),
+);

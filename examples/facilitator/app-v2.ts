@@ -18,13 +18,29 @@ const network = (process.env.NETWORK ?? "eip155:84532") as `${string}:${string}`
 if (!key || !payTo) throw new Error("set TOOLGATE_API_KEY and PAY_TO");
 
 const auth = { authorization: `Bearer ${key}` };
-const facilitator = new HTTPFacilitatorClient({ url: `${toolgate}/x402`, createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: {} }) });
+const facilitator = new HTTPFacilitatorClient({
+  url: `${toolgate}/x402`,
+  createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: {} }),
+});
 const app = express();
 app.use(
   paymentMiddleware(
-    { "GET /weather": { accepts: { scheme: "exact", network, payTo, price: { amount: "10000", asset, extra: { name: "USDC", version: "2" } } } } },
+    {
+      "GET /weather": {
+        accepts: {
+          scheme: "exact",
+          network,
+          payTo,
+          price: { amount: "10000", asset, extra: { name: "USDC", version: "2" } },
+        },
+      },
+    },
     new x402ResourceServer(facilitator).register(network, new ExactEvmScheme()),
   ),
 );
 app.get("/weather", (_req, res) => void res.json({ forecast: "sunny" }));
-const server = app.listen(Number(process.env.PORT ?? 4022), () => console.log(`paid app on http://localhost:${(server.address() as { port: number }).port}/weather`));
+const server = app.listen(Number(process.env.PORT ?? 4022), () =>
+  console.log(
+    `paid app on http://localhost:${(server.address() as { port: number }).port}/weather`,
+  ),
+);

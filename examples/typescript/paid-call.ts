@@ -9,7 +9,9 @@ import { readFileSync } from "node:fs";
 import { privateKeyToAccount } from "viem/accounts";
 import { Toolgate } from "toolgate";
 
-const wallet = privateKeyToAccount(readFileSync(process.env.WALLET_KEY_FILE ?? "wallet.key", "utf8").trim() as `0x${string}`);
+const wallet = privateKeyToAccount(
+  readFileSync(process.env.WALLET_KEY_FILE ?? "wallet.key", "utf8").trim() as `0x${string}`,
+);
 const extra = process.env.EXTRA_ASSET?.match(/^(eip155:\d+):(0x[0-9a-fA-F]{40})$/);
 
 const client = new Toolgate({
@@ -17,10 +19,14 @@ const client = new Toolgate({
   spending: {
     maxPerCall: BigInt(process.env.MAX_PER_CALL ?? 10_000), // $0.01
     maxPerSession: BigInt(process.env.MAX_PER_SESSION ?? 100_000), // $0.10
-    allowedAssets: extra ? [{ network: extra[1] as `eip155:${string}`, asset: extra[2]! }] : undefined,
+    allowedAssets: extra
+      ? [{ network: extra[1] as `eip155:${string}`, asset: extra[2]! }]
+      : undefined,
   },
 });
 
 const result = await client.tools.callWithDetails("hash", { text: "hello world" });
 console.log(`digest ${result.output.digest}`);
-console.log(`paid ${client.spent} USDC atomic units from ${wallet.address} on ${result.payment?.network}, transaction ${result.payment?.transaction}`);
+console.log(
+  `paid ${client.spent} USDC atomic units from ${wallet.address} on ${result.payment?.network}, transaction ${result.payment?.transaction}`,
+);

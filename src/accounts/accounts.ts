@@ -15,9 +15,16 @@ interface NewAccountInput {
 }
 
 /** Creates an account (no key yet); `agent.registered` is written atomically with it. */
-export async function createAccountRecord(services: Services, input: NewAccountInput): Promise<AccountRecord> {
+export async function createAccountRecord(
+  services: Services,
+  input: NewAccountInput,
+): Promise<AccountRecord> {
   const id = input.id ?? newAccountId();
-  const registered = eventRecord(newEventId(), "agent.registered", id, { agent_id: id, email: input.email, tier: input.tier });
+  const registered = eventRecord(newEventId(), "agent.registered", id, {
+    agent_id: id,
+    email: input.email,
+    tier: input.tier,
+  });
   return services.store.createAccount(
     { id, email: input.email, tier: input.tier },
     { amount: input.credits, reason: input.reason, requestId: input.requestId ?? newRequestId() },
@@ -26,14 +33,22 @@ export async function createAccountRecord(services: Services, input: NewAccountI
 }
 
 /** Creates an account with its first key. */
-export async function createAccount(services: Services, input: NewAccountInput): Promise<{ account: AccountRecord; apiKey: string; key: KeyRecord }> {
+export async function createAccount(
+  services: Services,
+  input: NewAccountInput,
+): Promise<{ account: AccountRecord; apiKey: string; key: KeyRecord }> {
   const account = await createAccountRecord(services, input);
   const { plaintext, key } = await issueKey(services, account.id, "default");
   return { account, apiKey: plaintext, key };
 }
 
 /** A new key for the account; the plaintext is returned to be shown once and is never stored. */
-export async function issueKey(services: Services, accountId: string, name: string | null, secret?: string): Promise<{ plaintext: string; key: KeyRecord }> {
+export async function issueKey(
+  services: Services,
+  accountId: string,
+  name: string | null,
+  secret?: string,
+): Promise<{ plaintext: string; key: KeyRecord }> {
   const generated = generateApiKey(accountId, secret);
   const key: KeyRecord = {
     id: newKeyId(),

@@ -42,7 +42,12 @@ export function generateApiKey(accountId: string, secret = base62(32)): NewApiKe
   if (!ACCOUNT_ID_PATTERN.test(accountId)) throw new Error(`not an account id: ${accountId}`);
   if (!/^[0-9A-Za-z]{32}$/.test(secret)) throw new Error("a key secret is 32 base62 characters");
   const plaintext = `${PREFIX}${accountId.slice(5)}_${secret}`;
-  return { plaintext, hash: hashApiKey(plaintext), prefix: plaintext.slice(0, PREFIX.length + 16 + 5), last4: plaintext.slice(-4) };
+  return {
+    plaintext,
+    hash: hashApiKey(plaintext),
+    prefix: plaintext.slice(0, PREFIX.length + 16 + 5),
+    last4: plaintext.slice(-4),
+  };
 }
 
 /** The account a well-formed key claims to belong to, or null for anything malformed. */

@@ -19,7 +19,11 @@ export function verificationToken(secret: string, accountId: string, nowMs = Dat
 }
 
 /** The account id a token vouches for, or null when it is forged, malformed or expired. */
-export function readVerificationToken(secrets: readonly string[], token: string, nowMs = Date.now()): string | null {
+export function readVerificationToken(
+  secrets: readonly string[],
+  token: string,
+  nowMs = Date.now(),
+): string | null {
   const parts = token.split(".");
   if (parts.length !== 3) return null;
   const [accountId, expires, signature] = parts as [string, string, string];
@@ -33,7 +37,11 @@ export function readVerificationToken(secrets: readonly string[], token: string,
   return accountId;
 }
 
-export async function sendVerificationEmail(services: Services, accountId: string, email: string): Promise<void> {
+export async function sendVerificationEmail(
+  services: Services,
+  accountId: string,
+  email: string,
+): Promise<void> {
   const link = `${services.config.publicBaseUrl}/api/v1/verify-email?token=${encodeURIComponent(verificationToken(services.config.secretKeys[0]!, accountId))}`;
   await services.mailer.send({
     to: email,

@@ -13,11 +13,18 @@ export interface Mailer {
 }
 
 /** SMTP through nodemailer, or (no SMTP_URL, development only) the log. */
-export function createMailer(options: { smtpUrl: string | undefined; from: string; log: Logger }): Mailer {
+export function createMailer(options: {
+  smtpUrl: string | undefined;
+  from: string;
+  log: Logger;
+}): Mailer {
   if (!options.smtpUrl) {
     return {
       async send(mail) {
-        options.log.info({ mail: { to: mail.to, subject: mail.subject, text: mail.text } }, "e-mail (development: written to the log, not sent)");
+        options.log.info(
+          { mail: { to: mail.to, subject: mail.subject, text: mail.text } },
+          "e-mail (development: written to the log, not sent)",
+        );
       },
       close() {},
     };
@@ -27,9 +34,15 @@ export function createMailer(options: { smtpUrl: string | undefined; from: strin
   let transport: Promise<Transporter> | null = null;
   return {
     async send(mail) {
-      transport ??= import("nodemailer").then(({ default: nodemailer }) => nodemailer.createTransport(smtpUrl));
+      transport ??= import("nodemailer").then(({ default: nodemailer }) =>
+        nodemailer.createTransport(smtpUrl),
+      );
       await (await transport).sendMail({ from: options.from, ...mail });
     },
-    close: () => void transport?.then((t) => t.close(), () => undefined),
+    close: () =>
+      void transport?.then(
+        (t) => t.close(),
+        () => undefined,
+      ),
   };
 }

@@ -5,7 +5,16 @@ import { ApiError } from "../http/errors.js";
  * rate limits, monthly credits, and the features a tier unlocks.
  */
 /** Features that are built: the ones an account's `features` lists and `requireFeature` checks. */
-export const FEATURES = ["tools", "x402", "mcp", "webhooks", "priority_queue", "facilitator", "custom_endpoints", "dedicated_workers"] as const;
+export const FEATURES = [
+  "tools",
+  "x402",
+  "mcp",
+  "webhooks",
+  "priority_queue",
+  "facilitator",
+  "custom_endpoints",
+  "dedicated_workers",
+] as const;
 export type Feature = (typeof FEATURES)[number];
 /**
  * Features the specification's tier table promises that are not built yet. They are shown apart,
@@ -36,15 +45,56 @@ const FREE_FEATURES = ["tools", "x402"] as const;
 const STARTER_FEATURES = [...FREE_FEATURES, "mcp"] as const;
 const PRO_FEATURES = [...STARTER_FEATURES, "webhooks", "priority_queue"] as const;
 /** An operator enables the x402 facilitator for another tier by adding "facilitator" to its list here. */
-const BUSINESS_FEATURES = [...PRO_FEATURES, "facilitator", "custom_endpoints", "dedicated_workers"] as const;
+const BUSINESS_FEATURES = [
+  ...PRO_FEATURES,
+  "facilitator",
+  "custom_endpoints",
+  "dedicated_workers",
+] as const;
 const PRO_COMING = ["analytics"] as const;
 const BUSINESS_COMING = [...PRO_COMING, "sso"] as const;
 
 export const TIERS: Record<TierName, Tier> = {
-  free: { name: "free", label: "Free", requestsPerMinute: 60, monthlyCredits: 500, priceUsdPerMonth: "0.00", priority: 0, features: FREE_FEATURES, coming: [] },
-  starter: { name: "starter", label: "Starter", requestsPerMinute: 300, monthlyCredits: 10_000, priceUsdPerMonth: "19.00", priority: 1, features: STARTER_FEATURES, coming: [] },
-  pro: { name: "pro", label: "Pro", requestsPerMinute: 300, monthlyCredits: 30_000, priceUsdPerMonth: "49.00", priority: 2, features: PRO_FEATURES, coming: PRO_COMING },
-  business: { name: "business", label: "Business", requestsPerMinute: 1_000, monthlyCredits: null, priceUsdPerMonth: null, priority: 3, features: BUSINESS_FEATURES, coming: BUSINESS_COMING },
+  free: {
+    name: "free",
+    label: "Free",
+    requestsPerMinute: 60,
+    monthlyCredits: 500,
+    priceUsdPerMonth: "0.00",
+    priority: 0,
+    features: FREE_FEATURES,
+    coming: [],
+  },
+  starter: {
+    name: "starter",
+    label: "Starter",
+    requestsPerMinute: 300,
+    monthlyCredits: 10_000,
+    priceUsdPerMonth: "19.00",
+    priority: 1,
+    features: STARTER_FEATURES,
+    coming: [],
+  },
+  pro: {
+    name: "pro",
+    label: "Pro",
+    requestsPerMinute: 300,
+    monthlyCredits: 30_000,
+    priceUsdPerMonth: "49.00",
+    priority: 2,
+    features: PRO_FEATURES,
+    coming: PRO_COMING,
+  },
+  business: {
+    name: "business",
+    label: "Business",
+    requestsPerMinute: 1_000,
+    monthlyCredits: null,
+    priceUsdPerMonth: null,
+    priority: 3,
+    features: BUSINESS_FEATURES,
+    coming: BUSINESS_COMING,
+  },
 };
 
 /** Sign-up grants (DESIGN D3): 25 at once, 75 more when the e-mail is verified. */

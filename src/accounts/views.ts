@@ -14,12 +14,19 @@ export const accountViewSchema = z.object({
   email_verified: z.boolean(),
   tier: z.enum(TIER_NAMES),
   credits: z.number().int(),
-  credits_low_threshold: z.number().int().describe("credits.low fires when a call leaves the balance below this."),
+  credits_low_threshold: z
+    .number()
+    .int()
+    .describe("credits.low fires when a call leaves the balance below this."),
   rate_limit_per_minute: z.number().int(),
   features: z.array(z.enum(FEATURES)).describe("What the tier includes that is built and running."),
-  features_coming: z.array(z.enum(COMING_FEATURES)).describe("What the tier will include, not built yet (announced, not served)."),
+  features_coming: z
+    .array(z.enum(COMING_FEATURES))
+    .describe("What the tier will include, not built yet (announced, not served)."),
   next_allowance_at: isoOrNull.describe("Free tier: when the balance is next topped up to 500."),
-  plan_expires_at: isoOrNull.describe("A paid plan: when its period ends (renew before, or the tier falls back to Free)."),
+  plan_expires_at: isoOrNull.describe(
+    "A paid plan: when its period ends (renew before, or the tier falls back to Free).",
+  ),
   created_at: isoOrNull,
 });
 
@@ -31,11 +38,15 @@ export const keyViewSchema = z.object({
   status: z.enum(["active", "expiring", "revoked"]),
   created_at: isoOrNull,
   revoked_at: isoOrNull,
-  last_used_at: isoOrNull.describe("When the key last authenticated a request, to the minute (null: never)."),
+  last_used_at: isoOrNull.describe(
+    "When the key last authenticated a request, to the minute (null: never).",
+  ),
 });
 
 /** A key as issued: the full key is in this one answer and never again. */
-export const issuedKeyViewSchema = keyViewSchema.extend({ key: z.string().describe("The full key: shown in this answer only.") });
+export const issuedKeyViewSchema = keyViewSchema.extend({
+  key: z.string().describe("The full key: shown in this answer only."),
+});
 
 export const ledgerEntryViewSchema = z.object({
   id: z.string(),
@@ -46,10 +57,18 @@ export const ledgerEntryViewSchema = z.object({
   reason: z.string(),
   request_id: z.string(),
   tool: z.string().nullable(),
-  key_id: z.string().nullable().describe("The API key whose call made the entry (debits and their refunds)."),
+  key_id: z
+    .string()
+    .nullable()
+    .describe("The API key whose call made the entry (debits and their refunds)."),
 });
 
-export const listOf = <T extends z.ZodType>(item: T) => z.object({ object: z.literal("list"), data: z.array(item), next_cursor: z.string().nullable().optional() });
+export const listOf = <T extends z.ZodType>(item: T) =>
+  z.object({
+    object: z.literal("list"),
+    data: z.array(item),
+    next_cursor: z.string().nullable().optional(),
+  });
 
 const iso = (ms: number | null) => (ms === null || ms === 0 ? null : new Date(ms).toISOString());
 
@@ -86,5 +105,15 @@ export function accountView(account: AccountRecord): z.infer<typeof accountViewS
 }
 
 export function ledgerEntryView(e: LedgerEntry): z.infer<typeof ledgerEntryViewSchema> {
-  return { id: e.id, at: new Date(e.at).toISOString(), kind: e.kind, amount: e.amount, balance: e.balance, reason: e.reason, request_id: e.requestId, tool: e.tool, key_id: e.keyId };
+  return {
+    id: e.id,
+    at: new Date(e.at).toISOString(),
+    kind: e.kind,
+    amount: e.amount,
+    balance: e.balance,
+    reason: e.reason,
+    request_id: e.requestId,
+    tool: e.tool,
+    key_id: e.keyId,
+  };
 }

@@ -40,11 +40,17 @@ export function applyDebit(state: AlertState, cost: number, tool: string | null)
   const threshold = lowThreshold(state.reference);
   if (state.lowArmed && state.balance < threshold) {
     state.lowArmed = false;
-    alerts.push({ event: "credits.low", data: { credits_remaining: state.balance, tool_name: tool, threshold } });
+    alerts.push({
+      event: "credits.low",
+      data: { credits_remaining: state.balance, tool_name: tool, threshold },
+    });
   }
   if (state.depletedArmed && state.balance === 0) {
     state.depletedArmed = false;
-    alerts.push({ event: "credits.depleted", data: { credits_remaining: 0, tool_name: tool, message: DEPLETED_MESSAGE } });
+    alerts.push({
+      event: "credits.depleted",
+      data: { credits_remaining: 0, tool_name: tool, message: DEPLETED_MESSAGE },
+    });
   }
   return alerts;
 }

@@ -56,7 +56,10 @@ export const EVENT_DATA = {
 export type EventType = keyof typeof EVENT_DATA;
 export const EVENT_TYPES = Object.keys(EVENT_DATA) as EventType[];
 /** What a webhook can subscribe to: every account event (the test event is sent on request). */
-export const SUBSCRIBABLE_EVENTS = EVENT_TYPES.filter((e) => e !== "webhook.test") as Exclude<EventType, "webhook.test">[];
+export const SUBSCRIBABLE_EVENTS = EVENT_TYPES.filter((e) => e !== "webhook.test") as Exclude<
+  EventType,
+  "webhook.test"
+>[];
 export type EventData<T extends EventType> = z.infer<(typeof EVENT_DATA)[T]>;
 
 export const eventRecordSchema = z.object({
@@ -84,4 +87,5 @@ export function eventRecord<T extends EventType>(
   return parseEventRecord({ id, event, timestamp: at.toISOString(), account_id: accountId, data });
 }
 
-export const DEPLETED_MESSAGE = "Your credit balance has reached zero. Buy credits or pay per call with x402 to continue.";
+export const DEPLETED_MESSAGE =
+  "Your credit balance has reached zero. Buy credits or pay per call with x402 to continue.";

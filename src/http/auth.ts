@@ -21,12 +21,23 @@ export function rateLimitHeaders(rate: RateState): Record<string, string> {
 }
 
 /** The key in `x-api-key`, well-formed, or a 401 before any store work. */
-export function presentedKey(req: Request, options: { bearer?: boolean } = {}): { accountId: string; hash: string } {
+export function presentedKey(
+  req: Request,
+  options: { bearer?: boolean } = {},
+): { accountId: string; hash: string } {
   // The x402 facilitator API also takes `Authorization: Bearer <key>`, what the official
   // middlewares' `createAuthHeaders` is usually written to send.
-  const bearer = options.bearer ? /^Bearer\s+(\S+)\s*$/i.exec(req.get("authorization") ?? "")?.[1] : undefined;
+  const bearer = options.bearer
+    ? /^Bearer\s+(\S+)\s*$/i.exec(req.get("authorization") ?? "")?.[1]
+    : undefined;
   const header = req.get("x-api-key") ?? bearer;
-  if (!header) throw new ApiError("missing_api_key", options.bearer ? "Send your API key in the x-api-key header or as Authorization: Bearer <key>." : "Send your API key in the x-api-key header.");
+  if (!header)
+    throw new ApiError(
+      "missing_api_key",
+      options.bearer
+        ? "Send your API key in the x-api-key header or as Authorization: Bearer <key>."
+        : "Send your API key in the x-api-key header.",
+    );
   const parsed = parseApiKey(header.trim());
   if (!parsed) throw new ApiError("invalid_api_key", "The API key is not valid.");
   return parsed;
@@ -47,27 +58,58 @@ export function admitted(outcome: AdmitOutcome): Admitted {
       throw new ApiError("api_key_revoked", "The API key has been revoked.");
     case "rate_limited": {
       const retryAfter = String(Math.max(1, Math.ceil(outcome.rate.resetMs / 1000)));
-      throw new ApiError("rate_limited", `Rate limit of ${outcome.rate.limit} requests per minute exceeded; retry after ${retryAfter} s.`, {
-        headers: { ...rateLimitHeaders(outcome.rate), "Retry-After": retryAfter },
-      });
+      throw new ApiError(
+        "rate_limited",
+        `Rate limit of ${outcome.rate.limit} requests per minute exceeded; retry after ${retryAfter} s.`,
+        {
+          headers: { ...rateLimitHeaders(outcome.rate), "Retry-After": retryAfter },
+        },
+      );
     }
     case "insufficient_credits":
-      throw new ApiError("insufficient_credits", `Not enough credits: the balance is ${outcome.account.balance}.`, {
-        headers: rateLimitHeaders(outcome.rate),
-        details: { credits_remaining: outcome.account.balance },
-      });
+      throw new ApiError(
+        "insufficient_credits",
+        `Not enough credits: the balance is ${outcome.account.balance}.`,
+        {
+          headers: rateLimitHeaders(outcome.rate),
+          details: { credits_remaining: outcome.account.balance },
+        },
+      );
     case "ok":
-      return { account: outcome.account, keyId: outcome.keyId, charged: outcome.charged, headers: rateLimitHeaders(outcome.rate) };
+      return {
+        account: outcome.account,
+        keyId: outcome.keyId,
+        charged: outcome.charged,
+        headers: rateLimitHeaders(outcome.rate),
+      };
   }
 }
 
 /** Checks the key and counts the request against the account's rate limit, charging nothing: one round trip. */
-export async function authenticate(services: Services, key: { accountId: string; hash: string | null }, requestId: string): Promise<Admitted> {
-  return admitted(await services.store.admit({ accountId: key.accountId, keyHash: key.hash, cost: 0, requestId, tool: null, reason: "" }));
+export async function authenticate(
+  services: Services,
+  key: { accountId: string; hash: string | null },
+  requestId: string,
+): Promise<Admitted> {
+  return admitted(
+    await services.store.admit({
+      accountId: key.accountId,
+      keyHash: key.hash,
+      cost: 0,
+      requestId,
+      tool: null,
+      reason: "",
+    }),
+  );
 }
 
 /** The route-level form: authenticates the request's key and puts the rate-limit headers on the answer. */
-export async function authenticateKey(services: Services, req: Request, res: Response, requestId: string): Promise<KeyCaller> {
+export async function authenticateKey(
+  services: Services,
+  req: Request,
+  res: Response,
+  requestId: string,
+): Promise<KeyCaller> {
   const caller = await authenticate(services, presentedKey(req), requestId);
   for (const [name, value] of Object.entries(caller.headers)) res.setHeader(name, value);
   res.locals.accountId = caller.account.id;
@@ -82,6 +124,7 @@ export function authenticateAdmin(services: Services, req: Request): void {
   if (!header) throw new ApiError("missing_api_key", "Send the admin key in the x-api-key header.");
   const expected = services.config.adminApiKey;
   if (expected && timingSafeEqual(digest(header.trim()), digest(expected))) return;
-  if (parseApiKey(header.trim())) throw new ApiError("admin_required", "This endpoint needs the operator's admin key.");
+  if (parseApiKey(header.trim()))
+    throw new ApiError("admin_required", "This endpoint needs the operator's admin key.");
   throw new ApiError("invalid_api_key", "The API key is not valid.");
 }

@@ -11,9 +11,18 @@ import { ApiError, errorBody, type ErrorCode } from "./errors.js";
  * and the connection is closed afterwards (its byte stream can no longer be trusted).
  */
 const ANSWERS: Record<string, { code: ErrorCode; message: string }> = {
-  HPE_HEADER_OVERFLOW: { code: "headers_too_large", message: "The request's headers are larger than the limit (16 KB)." },
-  HPE_CHUNK_EXTENSIONS_OVERFLOW: { code: "body_too_large", message: "The request's chunk extensions are larger than the limit." },
-  ERR_HTTP_REQUEST_TIMEOUT: { code: "request_timeout", message: "The request was not received in time." },
+  HPE_HEADER_OVERFLOW: {
+    code: "headers_too_large",
+    message: "The request's headers are larger than the limit (16 KB).",
+  },
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: {
+    code: "body_too_large",
+    message: "The request's chunk extensions are larger than the limit.",
+  },
+  ERR_HTTP_REQUEST_TIMEOUT: {
+    code: "request_timeout",
+    message: "The request was not received in time.",
+  },
 };
 const MALFORMED = { code: "bad_request", message: "The request is not valid HTTP." } as const;
 

@@ -31,21 +31,39 @@ export const ENDPOINT_LIMITS_PATTERN = /^([a-z-]+=\d+\/\d+)(,[a-z-]+=\d+\/\d+)*$
 
 /** The defaults with ENDPOINT_LIMITS applied; unknown names are reported in `problems`. */
 export function endpointLimits(setting: string | undefined, problems: string[]): EndpointLimits {
-  const limits = Object.fromEntries(Object.entries(ENDPOINT_LIMITS).map(([name, l]) => [name, { count: l.count, windowSeconds: l.windowSeconds }])) as EndpointLimits;
+  const limits = Object.fromEntries(
+    Object.entries(ENDPOINT_LIMITS).map(([name, l]) => [
+      name,
+      { count: l.count, windowSeconds: l.windowSeconds },
+    ]),
+  ) as EndpointLimits;
   for (const pair of setting?.split(",") ?? []) {
     const [name, value] = pair.split("=") as [string, string];
     const [count, windowSeconds] = value.split("/").map(Number) as [number, number];
-    if (!(name in limits)) problems.push(`ENDPOINT_LIMITS: unknown limit ${name} (known: ${Object.keys(limits).join(", ")})`);
-    else if (count < 1 || windowSeconds < 1) problems.push(`ENDPOINT_LIMITS: ${name} needs at least 1 call per at least 1 second`);
+    if (!(name in limits))
+      problems.push(
+        `ENDPOINT_LIMITS: unknown limit ${name} (known: ${Object.keys(limits).join(", ")})`,
+      );
+    else if (count < 1 || windowSeconds < 1)
+      problems.push(`ENDPOINT_LIMITS: ${name} needs at least 1 call per at least 1 second`);
     else limits[name as EndpointLimitName] = { count, windowSeconds };
   }
   return limits;
 }
 
 /** Counts one call against `name` for the client address and the account; throws 429 when either is spent. */
-export async function enforceEndpointLimit(services: Services, req: Request, name: EndpointLimitName, accountId: string | null, requestId: string): Promise<void> {
+export async function enforceEndpointLimit(
+  services: Services,
+  req: Request,
+  name: EndpointLimitName,
+  accountId: string | null,
+  requestId: string,
+): Promise<void> {
   const { count, windowSeconds } = services.config.endpointLimits[name];
-  const buckets = [...(accountId ? [`endpoint:${name}:account:${accountId}`] : []), `endpoint:${name}:ip:${req.ip ?? "unknown"}`];
+  const buckets = [
+    ...(accountId ? [`endpoint:${name}:account:${accountId}`] : []),
+    `endpoint:${name}:ip:${req.ip ?? "unknown"}`,
+  ];
   const counted: string[] = [];
   for (const bucket of buckets) {
     const hit = await services.store.hitRateLimit(bucket, count, windowSeconds * 1000, requestId);
@@ -55,11 +73,19 @@ export async function enforceEndpointLimit(services: Services, req: Request, nam
     }
     // A refused call counts nowhere: give back what it took from the other bucket.
     await Promise.all(counted.map((b) => services.store.releaseRateLimit(b, requestId)));
-    const per = windowSeconds === 60 ? "minute" : windowSeconds === 3600 ? "hour" : `${windowSeconds} s`;
+    const per =
+      windowSeconds === 60 ? "minute" : windowSeconds === 3600 ? "hour" : `${windowSeconds} s`;
     const whose = bucket.includes(":account:") ? "account" : "client address";
-    const setting = services.config.env === "production" ? "" : ` (ENDPOINT_LIMITS ${name}=${count}/${windowSeconds})`;
-    throw new ApiError("rate_limited", `At most ${count} ${ENDPOINT_LIMITS[name].what} per ${per} per ${whose}${setting}.`, {
-      headers: { "Retry-After": String(Math.max(1, Math.ceil(hit.resetMs / 1000))) },
-    });
+    const setting =
+      services.config.env === "production"
+        ? ""
+        : ` (ENDPOINT_LIMITS ${name}=${count}/${windowSeconds})`;
+    throw new ApiError(
+      "rate_limited",
+      `At most ${count} ${ENDPOINT_LIMITS[name].what} per ${per} per ${whose}${setting}.`,
+      {
+        headers: { "Retry-After": String(Math.max(1, Math.ceil(hit.resetMs / 1000))) },
+      },
+    );
   }
 }

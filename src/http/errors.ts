@@ -85,7 +85,13 @@ export class ApiError extends Error {
 }
 
 export interface ErrorBody {
-  error: { type: string; code: ErrorCode; message: string; param?: string; request_id: string } & Record<string, unknown>;
+  error: {
+    type: string;
+    code: ErrorCode;
+    message: string;
+    param?: string;
+    request_id: string;
+  } & Record<string, unknown>;
 }
 
 export function errorBody(err: ApiError, requestId: string): ErrorBody {
@@ -111,42 +117,75 @@ export class BooksUnavailableError extends Error {}
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof StoreUnavailableError) {
-    return new ApiError("store_unavailable", "The service's data store is unavailable; retry shortly.", {
-      headers: { "Retry-After": "1" },
-    });
+    return new ApiError(
+      "store_unavailable",
+      "The service's data store is unavailable; retry shortly.",
+      {
+        headers: { "Retry-After": "1" },
+      },
+    );
   }
   if (err instanceof BooksUnavailableError) {
-    return new ApiError("books_unavailable", "The usage records (the books' database) are unavailable; calls are still served and charged. Retry shortly.", {
-      headers: { "Retry-After": "5" },
-    });
+    return new ApiError(
+      "books_unavailable",
+      "The usage records (the books' database) are unavailable; calls are still served and charged. Retry shortly.",
+      {
+        headers: { "Retry-After": "5" },
+      },
+    );
   }
-  const e = err as { type?: string; status?: number; code?: string; expose?: boolean; message?: string };
+  const e = err as {
+    type?: string;
+    status?: number;
+    code?: string;
+    expose?: boolean;
+    message?: string;
+  };
   // body-parser's errors, recognised by their documented `type` (ours too: see json-body.ts).
-  if (e?.type === "entity.too.large") return new ApiError("body_too_large", "The request body is larger than the limit.");
-  if (e?.type === "entity.too.deep") return new ApiError("body_too_deep", e.message ?? "The request body nests too deeply.");
-  if (e?.type === "entity.parse.failed") return new ApiError("invalid_json", "The request body is not valid JSON.");
+  if (e?.type === "entity.too.large")
+    return new ApiError("body_too_large", "The request body is larger than the limit.");
+  if (e?.type === "entity.too.deep")
+    return new ApiError("body_too_deep", e.message ?? "The request body nests too deeply.");
+  if (e?.type === "entity.parse.failed")
+    return new ApiError("invalid_json", "The request body is not valid JSON.");
   if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported") {
-    return new ApiError("unsupported_media_type", "The request body's encoding is not supported; send JSON as UTF-8.");
+    return new ApiError(
+      "unsupported_media_type",
+      "The request body's encoding is not supported; send JSON as UTF-8.",
+    );
   }
   // A body that does not decompress as its Content-Encoding says (zlib's Z_* codes).
   if (typeof e?.code === "string" && e.code.startsWith("Z_")) {
-    return new ApiError("invalid_content_encoding", "The request body is not encoded as its Content-Encoding header says.");
+    return new ApiError(
+      "invalid_content_encoding",
+      "The request body is not encoded as its Content-Encoding header says.",
+    );
   }
   // The router could not percent-decode a path segment.
-  if (err instanceof URIError) return new ApiError("invalid_path", "The request path holds a malformed percent-encoded sequence.");
+  if (err instanceof URIError)
+    return new ApiError(
+      "invalid_path",
+      "The request path holds a malformed percent-encoded sequence.",
+    );
   // Any other client error a library reports (http-errors marks them `expose`): the caller's, never a 500.
-  if (e?.expose && typeof e.status === "number" && e.status >= 400 && e.status < 500) return new ApiError("bad_request", "The request could not be read.");
+  if (e?.expose && typeof e.status === "number" && e.status >= 400 && e.status < 500)
+    return new ApiError("bad_request", "The request could not be read.");
   return new ApiError("internal_error", "An internal error occurred.");
 }
 
-export function errorHandler(log: Logger, onError?: (code: ErrorCode) => void): ErrorRequestHandler {
+export function errorHandler(
+  log: Logger,
+  onError?: (code: ErrorCode) => void,
+): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const apiError = toApiError(err);
     const requestId = String(res.locals.requestId ?? "");
     onError?.(apiError.code);
-    if (apiError.status >= 500) log.error({ err, request_id: requestId, path: req.path }, "request failed");
+    if (apiError.status >= 500)
+      log.error({ err, request_id: requestId, path: req.path }, "request failed");
     if (res.headersSent) return res.end();
-    for (const [name, value] of Object.entries(apiError.options.headers ?? {})) res.setHeader(name, value);
+    for (const [name, value] of Object.entries(apiError.options.headers ?? {}))
+      res.setHeader(name, value);
     res.status(apiError.status).json(errorBody(apiError, requestId));
   };
 }

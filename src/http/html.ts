@@ -7,14 +7,20 @@ import type { Response } from "express";
  * clickjacking) and nothing from elsewhere. A page that needs more passes its own `csp`, and keeps
  * `frame-ancestors 'none'` (`pageCsp` adds it).
  */
-export const DEFAULT_PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'self'";
+export const DEFAULT_PAGE_CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'self'";
 
 /** A page's policy, always with framing refused. */
 export const pageCsp = (policy: string) => `${policy}; frame-ancestors 'none'`;
 
-export function sendHtml(res: Response, html: string, options: { csp?: string; cacheSeconds?: number } = {}): void {
+export function sendHtml(
+  res: Response,
+  html: string,
+  options: { csp?: string; cacheSeconds?: number } = {},
+): void {
   res.setHeader("Content-Security-Policy", pageCsp(options.csp ?? DEFAULT_PAGE_CSP));
   res.setHeader("X-Content-Type-Options", "nosniff");
-  if (options.cacheSeconds !== undefined) res.setHeader("Cache-Control", `public, max-age=${options.cacheSeconds}`);
+  if (options.cacheSeconds !== undefined)
+    res.setHeader("Cache-Control", `public, max-age=${options.cacheSeconds}`);
   res.type("html").send(html);
 }

@@ -18,9 +18,18 @@ export function jsonBody(options: { limitBytes: number; maxDepth: number }): Req
     limit: options.limitBytes,
     strict: false,
     verify(_req, _res, body, charset) {
-      if (charset !== "utf-8" && charset !== "utf8") throw Object.assign(new Error("JSON bodies must be UTF-8."), { status: 415, type: "charset.unsupported" });
+      if (charset !== "utf-8" && charset !== "utf8")
+        throw Object.assign(new Error("JSON bodies must be UTF-8."), {
+          status: 415,
+          type: "charset.unsupported",
+        });
       if (jsonDepthExceeds(body, options.maxDepth)) {
-        throw Object.assign(new Error(`The request body nests arrays and objects deeper than ${options.maxDepth} levels.`), { status: 413, type: "entity.too.deep" });
+        throw Object.assign(
+          new Error(
+            `The request body nests arrays and objects deeper than ${options.maxDepth} levels.`,
+          ),
+          { status: 413, type: "entity.too.deep" },
+        );
       }
     },
   });

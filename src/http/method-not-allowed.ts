@@ -26,5 +26,11 @@ export const methodNotAllowed: RequestHandler = (req, res, next) => {
   const allowed = res.locals.allowedMethods as Set<string> | undefined;
   if (!allowed) return next();
   const allow = ORDER.filter((m) => allowed.has(m)).join(", ");
-  next(new ApiError("method_not_allowed", `${req.method} is not allowed on ${req.path}; it serves ${allow}.`, { headers: { Allow: allow } }));
+  next(
+    new ApiError(
+      "method_not_allowed",
+      `${req.method} is not allowed on ${req.path}; it serves ${allow}.`,
+      { headers: { Allow: allow } },
+    ),
+  );
 };

@@ -3,7 +3,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 
 /** Marks the status checks' requests to this process's own doors (src/status/components.ts). */
 export const STATUS_PROBE_HEADER = "x-toolgate-status-probe";
-const isLoopback = (address: string | undefined) => address === "127.0.0.1" || address === "::1" || address === "::ffff:127.0.0.1";
+const isLoopback = (address: string | undefined) =>
+  address === "127.0.0.1" || address === "::1" || address === "::ffff:127.0.0.1";
 
 /**
  * The process's Prometheus metrics, in one registry owned by Services (no global registry, so
@@ -11,39 +12,93 @@ const isLoopback = (address: string | undefined) => address === "127.0.0.1" || a
  */
 export class Metrics {
   readonly registry = new Registry();
-  readonly requests = new Counter({ name: "toolgate_http_requests_total", help: "HTTP requests by route, method and status.", labelNames: ["route", "method", "status"], registers: [this.registry] });
+  readonly requests = new Counter({
+    name: "toolgate_http_requests_total",
+    help: "HTTP requests by route, method and status.",
+    labelNames: ["route", "method", "status"],
+    registers: [this.registry],
+  });
   readonly latency = new Histogram({
     name: "toolgate_http_request_duration_seconds",
     help: "HTTP request latency by route.",
     labelNames: ["route", "method"],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    buckets: [
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+    ],
     registers: [this.registry],
   });
-  readonly toolCalls = new Counter({ name: "toolgate_tool_calls_total", help: "Tool calls by tool and outcome (ok, or the error code).", labelNames: ["tool", "outcome"], registers: [this.registry] });
-  readonly creditsDebited = new Counter({ name: "toolgate_credits_debited_total", help: "Credits debited for tool calls.", registers: [this.registry] });
-  readonly creditsRefunded = new Counter({ name: "toolgate_credits_refunded_total", help: "Credits refunded for failed tool calls.", registers: [this.registry] });
-  readonly payments = new Counter({ name: "toolgate_payments_total", help: "x402 payments by outcome (settled, pending, failed, rejected) and network.", labelNames: ["outcome", "network"], registers: [this.registry] });
-  readonly webhookDeliveries = new Counter({ name: "toolgate_webhook_deliveries_total", help: "Webhook delivery attempts by outcome.", labelNames: ["outcome"], registers: [this.registry] });
+  readonly toolCalls = new Counter({
+    name: "toolgate_tool_calls_total",
+    help: "Tool calls by tool and outcome (ok, or the error code).",
+    labelNames: ["tool", "outcome"],
+    registers: [this.registry],
+  });
+  readonly creditsDebited = new Counter({
+    name: "toolgate_credits_debited_total",
+    help: "Credits debited for tool calls.",
+    registers: [this.registry],
+  });
+  readonly creditsRefunded = new Counter({
+    name: "toolgate_credits_refunded_total",
+    help: "Credits refunded for failed tool calls.",
+    registers: [this.registry],
+  });
+  readonly payments = new Counter({
+    name: "toolgate_payments_total",
+    help: "x402 payments by outcome (settled, pending, failed, rejected) and network.",
+    labelNames: ["outcome", "network"],
+    registers: [this.registry],
+  });
+  readonly webhookDeliveries = new Counter({
+    name: "toolgate_webhook_deliveries_total",
+    help: "Webhook delivery attempts by outcome.",
+    labelNames: ["outcome"],
+    registers: [this.registry],
+  });
   readonly webhookInternalErrors = new Counter({
     name: "toolgate_webhook_internal_errors_total",
     help: "Webhook deliveries that could not be attempted for a reason on our side (a secret no SECRET_KEY opens, the store unreachable); retried without using the receiver's retries. Alert on any.",
     registers: [this.registry],
   });
-  readonly errors = new Counter({ name: "toolgate_errors_total", help: "Error answers by code (store_unavailable counts Redis outages, chain_unavailable chain RPC errors).", labelNames: ["code"], registers: [this.registry] });
-  readonly chainRpcErrors = new Counter({ name: "toolgate_chain_rpc_errors_total", help: "Chain RPC requests that failed, by network.", labelNames: ["network"], registers: [this.registry] });
-  readonly queueDepth = new Gauge({ name: "toolgate_queue_depth", help: "Waiting work by queue: webhook deliveries (waiting, delayed, active), tool calls queued for a worker slot, x402 payments not yet settled.", labelNames: ["queue"], registers: [this.registry] });
+  readonly errors = new Counter({
+    name: "toolgate_errors_total",
+    help: "Error answers by code (store_unavailable counts Redis outages, chain_unavailable chain RPC errors).",
+    labelNames: ["code"],
+    registers: [this.registry],
+  });
+  readonly chainRpcErrors = new Counter({
+    name: "toolgate_chain_rpc_errors_total",
+    help: "Chain RPC requests that failed, by network.",
+    labelNames: ["network"],
+    registers: [this.registry],
+  });
+  readonly queueDepth = new Gauge({
+    name: "toolgate_queue_depth",
+    help: "Waiting work by queue: webhook deliveries (waiting, delayed, active), tool calls queued for a worker slot, x402 payments not yet settled.",
+    labelNames: ["queue"],
+    registers: [this.registry],
+  });
   readonly booksExportLag = new Gauge({
     name: "toolgate_books_export_lag_seconds",
     help: "Age of the oldest ledger entry not yet exported from the store to the books (PostgreSQL), seen by this process's last export pass.",
     registers: [this.registry],
   });
-  readonly booksExported = new Counter({ name: "toolgate_books_exported_entries_total", help: "Ledger entries this process inserted into the books.", registers: [this.registry] });
+  readonly booksExported = new Counter({
+    name: "toolgate_books_exported_entries_total",
+    help: "Ledger entries this process inserted into the books.",
+    registers: [this.registry],
+  });
   readonly booksRecordsDropped = new Gauge({
     name: "toolgate_books_records_dropped",
     help: "Request and payment records this process dropped because the books database stayed unreachable longer than its buffer lasts.",
     registers: [this.registry],
   });
-  readonly inFlight = new Gauge({ name: "toolgate_worker_calls_in_flight", help: "Tool calls running on each worker pool.", labelNames: ["pool"], registers: [this.registry] });
+  readonly inFlight = new Gauge({
+    name: "toolgate_worker_calls_in_flight",
+    help: "Tool calls running on each worker pool.",
+    labelNames: ["pool"],
+    registers: [this.registry],
+  });
 
   /** Called just before each scrape, for gauges that are read rather than counted. */
   private collectors: (() => Promise<void> | void)[] = [];
@@ -51,7 +106,11 @@ export class Metrics {
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "toolgate_" });
     // With WEB_CONCURRENCY several processes answer on one port, each with its own numbers: say whose these are.
-    new Gauge({ name: "toolgate_process_pid", help: "The id of the gateway process that answered this scrape.", registers: [this.registry] }).set(process.pid);
+    new Gauge({
+      name: "toolgate_process_pid",
+      help: "The id of the gateway process that answered this scrape.",
+      registers: [this.registry],
+    }).set(process.pid);
   }
 
   onScrape(collect: () => Promise<void> | void): void {
@@ -68,7 +127,10 @@ export class Metrics {
    * every `inc`/`observe`, work that per call adds up on the hot path. The label values are
    * bounded (route patterns, HTTP methods and statuses, tool names and outcome codes), so are these maps.
    */
-  private readonly requestSeries = new Map<string, { count: Counter.Internal; seconds: Histogram.Internal<"route" | "method"> }>();
+  private readonly requestSeries = new Map<
+    string,
+    { count: Counter.Internal; seconds: Histogram.Internal<"route" | "method"> }
+  >();
   private readonly toolCallSeries = new Map<string, Counter.Internal>();
 
   /** Counts one tool call by tool and outcome (`ok`, or the error code). */
@@ -87,11 +149,16 @@ export class Metrics {
     // The status page's own probes (loopback, marked) would otherwise be most of a quiet
     // component's latency figures.
     if (req.headers[STATUS_PROBE_HEADER] && isLoopback(req.socket.remoteAddress)) return;
-    const route = (res.locals.route as string | undefined) ?? (req.route?.path ? `${req.baseUrl}${req.route.path}` : "unmatched");
+    const route =
+      (res.locals.route as string | undefined) ??
+      (req.route?.path ? `${req.baseUrl}${req.route.path}` : "unmatched");
     const key = `${route} ${req.method} ${res.statusCode}`;
     let series = this.requestSeries.get(key);
     if (!series) {
-      series = { count: this.requests.labels({ route, method: req.method, status: String(res.statusCode) }), seconds: this.latency.labels({ route, method: req.method }) };
+      series = {
+        count: this.requests.labels({ route, method: req.method, status: String(res.statusCode) }),
+        seconds: this.latency.labels({ route, method: req.method }),
+      };
       this.requestSeries.set(key, series);
     }
     series.count.inc();

@@ -10,7 +10,8 @@ import type { AnyRoute, DocumentConfig } from "./route.js";
  */
 export type Json = Record<string, unknown>;
 
-const schemaOf = (schema: z.ZodType, io: "input" | "output"): Json => withoutDialect(z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Json);
+const schemaOf = (schema: z.ZodType, io: "input" | "output"): Json =>
+  withoutDialect(z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Json);
 
 const errorSchema = {
   type: "object",
@@ -23,7 +24,10 @@ const errorSchema = {
         type: { type: "string" },
         code: { type: "string", enum: Object.keys(ERRORS) },
         message: { type: "string" },
-        param: { type: "string", description: "The input field the error is about, as a dotted path." },
+        param: {
+          type: "string",
+          description: "The input field the error is about, as a dotted path.",
+        },
         request_id: { type: "string" },
       },
     },
@@ -31,40 +35,95 @@ const errorSchema = {
 };
 
 export const rateLimitHeaders = {
-  "RateLimit-Limit": { schema: { type: "integer" }, description: "Requests allowed per minute for the account's tier." },
+  "RateLimit-Limit": {
+    schema: { type: "integer" },
+    description: "Requests allowed per minute for the account's tier.",
+  },
   "RateLimit-Remaining": { schema: { type: "integer" } },
-  "RateLimit-Reset": { schema: { type: "integer" }, description: "Seconds until a request slot frees." },
+  "RateLimit-Reset": {
+    schema: { type: "integer" },
+    description: "Seconds until a request slot frees.",
+  },
   "X-Request-Id": { schema: { type: "string" } },
 };
 
 export function errorResponses(codes: ErrorCode[]): Json {
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of codes) byStatus.set(ERRORS[code].status, [...(byStatus.get(ERRORS[code].status) ?? []), code]);
+  for (const code of codes)
+    byStatus.set(ERRORS[code].status, [...(byStatus.get(ERRORS[code].status) ?? []), code]);
   return Object.fromEntries(
     [...byStatus].map(([status, list]) => [
       String(status),
-      { description: list.join(", "), content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } },
+      {
+        description: list.join(", "),
+        content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+      },
     ]),
   );
 }
 
 const AUTH_ERRORS: Record<string, ErrorCode[]> = {
-  public: ["validation_failed", "invalid_json", "body_too_large", "body_too_deep", "rate_limited", "store_unavailable"],
-  key: ["missing_api_key", "invalid_api_key", "api_key_revoked", "validation_failed", "invalid_json", "not_found", "rate_limited", "store_unavailable"],
-  admin: ["missing_api_key", "invalid_api_key", "admin_required", "validation_failed", "not_found", "store_unavailable"],
+  public: [
+    "validation_failed",
+    "invalid_json",
+    "body_too_large",
+    "body_too_deep",
+    "rate_limited",
+    "store_unavailable",
+  ],
+  key: [
+    "missing_api_key",
+    "invalid_api_key",
+    "api_key_revoked",
+    "validation_failed",
+    "invalid_json",
+    "not_found",
+    "rate_limited",
+    "store_unavailable",
+  ],
+  admin: [
+    "missing_api_key",
+    "invalid_api_key",
+    "admin_required",
+    "validation_failed",
+    "not_found",
+    "store_unavailable",
+  ],
 };
 
 /** The reference's groups, in the order /docs shows them. */
 export const TAGS: { name: string; description: string }[] = [
-  { name: "Tools", description: "The catalogue and tool calls: POST /v1/tools/{name} with a JSON body, paid with credits (x-api-key) or an x402 payment; a Business account's own endpoints as private tools (/api/v1/custom-tools)." },
-  { name: "Payments", description: "x402 USDC micropayments: what is accepted, credit packs, plans, and sign-in with a paying wallet." },
+  {
+    name: "Tools",
+    description:
+      "The catalogue and tool calls: POST /v1/tools/{name} with a JSON body, paid with credits (x-api-key) or an x402 payment; a Business account's own endpoints as private tools (/api/v1/custom-tools).",
+  },
+  {
+    name: "Payments",
+    description:
+      "x402 USDC micropayments: what is accepted, credit packs, plans, and sign-in with a paying wallet.",
+  },
   { name: "Account", description: "Sign-up, e-mail verification and the calling account." },
-  { name: "Keys", description: "API keys: list, create, rotate, revoke. A full key is shown once." },
+  {
+    name: "Keys",
+    description: "API keys: list, create, rotate, revoke. A full key is shown once.",
+  },
   { name: "Usage", description: "The account's ledger and its recent events." },
   { name: "Webhooks", description: "Signed HTTPS deliveries of account events (Pro tier and up)." },
-  { name: "MCP", description: "Every tool over the Model Context Protocol (streamable HTTP, Starter tier and up)." },
-  { name: "Admin", description: "Operator endpoints, with the ADMIN_API_KEY: accounts, platform webhooks, status incidents." },
-  { name: "Operations", description: "Probes and machine-readable documents for operators and tooling." },
+  {
+    name: "MCP",
+    description:
+      "Every tool over the Model Context Protocol (streamable HTTP, Starter tier and up).",
+  },
+  {
+    name: "Admin",
+    description:
+      "Operator endpoints, with the ADMIN_API_KEY: accounts, platform webhooks, status incidents.",
+  },
+  {
+    name: "Operations",
+    description: "Probes and machine-readable documents for operators and tooling.",
+  },
 ];
 
 /** The group of an API path. */
@@ -72,7 +131,8 @@ export function tagOf(path: string): string {
   if (path.startsWith("/api/v1/admin/")) return "Admin";
   if (path.startsWith("/v1/tools") || path.startsWith("/api/v1/custom-tools")) return "Tools";
   if (path === "/mcp") return "MCP";
-  if (path.startsWith("/x402/") || /^\/api\/v1\/(credits|plans|wallet)\//.test(path)) return "Payments";
+  if (path.startsWith("/x402/") || /^\/api\/v1\/(credits|plans|wallet)\//.test(path))
+    return "Payments";
   if (path.startsWith("/api/v1/keys")) return "Keys";
   if (path.startsWith("/api/v1/usage") || path.startsWith("/api/v1/events")) return "Usage";
   if (path.startsWith("/api/v1/webhooks")) return "Webhooks";
@@ -81,28 +141,57 @@ export function tagOf(path: string): string {
 }
 
 function operation(route: AnyRoute, tag: string): Json {
-  const pathParams = [...route.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
-  const query = route.query ? schemaOf(route.query, "input") : null;
-  const queryParams = Object.entries((query?.properties ?? {}) as Record<string, Json>).map(([name, schema]) => ({
-    name,
-    in: "query",
-    required: ((query?.required as string[]) ?? []).includes(name),
-    schema,
+  const pathParams = [...route.path.matchAll(/:(\w+)/g)].map((m) => ({
+    name: m[1],
+    in: "path",
+    required: true,
+    schema: { type: "string" },
   }));
+  const query = route.query ? schemaOf(route.query, "input") : null;
+  const queryParams = Object.entries((query?.properties ?? {}) as Record<string, Json>).map(
+    ([name, schema]) => ({
+      name,
+      in: "query",
+      required: ((query?.required as string[]) ?? []).includes(name),
+      schema,
+    }),
+  );
   return {
     tags: [tag],
     summary: route.summary,
-    operationId: `${route.method}${route.path.replace(/[/:]+(\w)/g, (_m, c: string) => c.toUpperCase()).replace(/[^A-Za-z0-9]/g, "")}` || route.method,
-    ...(route.auth === "key" ? { security: [{ ApiKey: [] }] } : route.auth === "admin" ? { security: [{ AdminKey: [] }] } : { security: [] }),
-    ...(pathParams.length + queryParams.length ? { parameters: [...pathParams, ...queryParams] } : {}),
-    ...(route.body ? { requestBody: { required: true, content: { "application/json": { schema: schemaOf(route.body, "input") } } } } : {}),
+    operationId:
+      `${route.method}${route.path.replace(/[/:]+(\w)/g, (_m, c: string) => c.toUpperCase()).replace(/[^A-Za-z0-9]/g, "")}` ||
+      route.method,
+    ...(route.auth === "key"
+      ? { security: [{ ApiKey: [] }] }
+      : route.auth === "admin"
+        ? { security: [{ AdminKey: [] }] }
+        : { security: [] }),
+    ...(pathParams.length + queryParams.length
+      ? { parameters: [...pathParams, ...queryParams] }
+      : {}),
+    ...(route.body
+      ? {
+          requestBody: {
+            required: true,
+            content: { "application/json": { schema: schemaOf(route.body, "input") } },
+          },
+        }
+      : {}),
     responses: {
       [String(route.successStatus ?? 200)]: {
         description: "Success",
-        headers: route.auth === "key" ? rateLimitHeaders : { "X-Request-Id": rateLimitHeaders["X-Request-Id"] },
+        headers:
+          route.auth === "key"
+            ? rateLimitHeaders
+            : { "X-Request-Id": rateLimitHeaders["X-Request-Id"] },
         content: route.produces
           ? { [route.produces]: { schema: { type: "string" } } }
-          : { "application/json": { schema: route.response ? schemaOf(route.response, "output") : { type: "object" } } },
+          : {
+              "application/json": {
+                schema: route.response ? schemaOf(route.response, "output") : { type: "object" },
+              },
+            },
       },
       ...errorResponses(AUTH_ERRORS[route.auth]!),
     },
@@ -112,7 +201,8 @@ function operation(route: AnyRoute, tag: string): Json {
 export function buildOpenApi(config: DocumentConfig, doors: Door[]): Json {
   const paths: Record<string, Json> = {};
   const merge = (more: Record<string, Json>) => {
-    for (const [path, operations] of Object.entries(more)) paths[path] = { ...paths[path], ...operations };
+    for (const [path, operations] of Object.entries(more))
+      paths[path] = { ...paths[path], ...operations };
   };
   for (const door of doors) {
     if ("router" in door) {
@@ -124,7 +214,8 @@ export function buildOpenApi(config: DocumentConfig, doors: Door[]): Json {
         merge(route.document(config));
         continue;
       }
-      const path = `${door.prefix}${route.path === "/" ? "" : route.path.replace(/:(\w+)/g, "{$1}")}` || "/";
+      const path =
+        `${door.prefix}${route.path === "/" ? "" : route.path.replace(/:(\w+)/g, "{$1}")}` || "/";
       merge({ [path]: { [route.method]: operation(route, tagOf(path)) } });
     }
   }
@@ -134,7 +225,8 @@ export function buildOpenApi(config: DocumentConfig, doors: Door[]): Json {
     info: {
       title: "Toolgate API",
       version: "1.0.0",
-      description: "AI-powered tools behind one API key (credits) or x402 USDC micropayments. Errors share one shape: {error: {type, code, message, param?, request_id}}.",
+      description:
+        "AI-powered tools behind one API key (credits) or x402 USDC micropayments. Errors share one shape: {error: {type, code, message, param?, request_id}}.",
     },
     servers: [{ url: config.publicBaseUrl }],
     tags: TAGS,
@@ -142,8 +234,18 @@ export function buildOpenApi(config: DocumentConfig, doors: Door[]): Json {
     paths,
     components: {
       securitySchemes: {
-        ApiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "Your API key, tg_live_…" },
-        AdminKey: { type: "apiKey", in: "header", name: "x-api-key", description: "The operator's ADMIN_API_KEY." },
+        ApiKey: {
+          type: "apiKey",
+          in: "header",
+          name: "x-api-key",
+          description: "Your API key, tg_live_…",
+        },
+        AdminKey: {
+          type: "apiKey",
+          in: "header",
+          name: "x-api-key",
+          description: "The operator's ADMIN_API_KEY.",
+        },
       },
       schemas: { Error: errorSchema },
     },

@@ -63,10 +63,21 @@ export function requestContext(requestLog: Logger, metrics: Metrics): RequestHan
 
 /** A body that is not JSON is refused up front rather than silently ignored. */
 export const requireJsonBody: RequestHandler = (req, _res, next) => {
-  const hasBody = Number(req.headers["content-length"] ?? 0) > 0 || req.headers["transfer-encoding"] !== undefined;
+  const hasBody =
+    Number(req.headers["content-length"] ?? 0) > 0 ||
+    req.headers["transfer-encoding"] !== undefined;
   // The common case is read as is; anything else (parameters, other casing, +json types) goes through type-is.
-  if (hasBody && req.headers["content-type"] !== "application/json" && !req.is("application/json")) {
-    return next(new ApiError("unsupported_media_type", "Send the request body as JSON with Content-Type: application/json."));
+  if (
+    hasBody &&
+    req.headers["content-type"] !== "application/json" &&
+    !req.is("application/json")
+  ) {
+    return next(
+      new ApiError(
+        "unsupported_media_type",
+        "Send the request body as JSON with Content-Type: application/json.",
+      ),
+    );
   }
   next();
 };

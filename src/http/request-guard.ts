@@ -59,12 +59,17 @@ export class RequestGuard {
     if (!scope) return false;
     const { res } = scope;
     const requestId = String(res.locals.requestId ?? "");
-    this.log.error({ err, request_id: requestId, path: res.req.originalUrl.split("?")[0] }, "uncaught exception while serving a request: that request failed, the process goes on");
+    this.log.error(
+      { err, request_id: requestId, path: res.req.originalUrl.split("?")[0] },
+      "uncaught exception while serving a request: that request failed, the process goes on",
+    );
     if (scope.crashed.signal.aborted) return true;
     scope.crashed.abort(err);
     if (scope.holders > 0) return true;
     if (!res.headersSent) {
-      res.status(500).json(errorBody(new ApiError("internal_error", "An internal error occurred."), requestId));
+      res
+        .status(500)
+        .json(errorBody(new ApiError("internal_error", "An internal error occurred."), requestId));
     } else if (!res.writableEnded) {
       res.destroy();
     }
@@ -79,7 +84,9 @@ export class RequestGuard {
 export function guardProcess(proc: NodeJS.Process, guard: RequestGuard): void {
   const onUncaught = (err: unknown) => {
     if (guard.failRequest(err)) return;
-    proc.stderr.write(`Toolgate stopped on an uncaught exception outside any request: ${err instanceof Error ? err.stack : String(err)}\n`);
+    proc.stderr.write(
+      `Toolgate stopped on an uncaught exception outside any request: ${err instanceof Error ? err.stack : String(err)}\n`,
+    );
     proc.exit(1);
   };
   proc.on("uncaughtException", onUncaught);

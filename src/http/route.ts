@@ -1,5 +1,5 @@
 import { Router, type Request, type Response } from "express";
-import { z } from "zod";
+import type { z } from "zod";
 import type { Config } from "../config.js";
 import type { Services } from "../services.js";
 import { authenticateAdmin, authenticateKey, type KeyCaller } from "./auth.js";
@@ -63,7 +63,9 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
 }
 
 /** What a route's own OpenAPI description may depend on. */
-export type DocumentConfig = Pick<Config, "publicBaseUrl" | "creditPriceAtomic"> & { upstream?: Pick<Config["upstream"], "tools"> };
+export type DocumentConfig = Pick<Config, "publicBaseUrl" | "creditPriceAtomic"> & {
+  upstream?: Pick<Config["upstream"], "tools">;
+};
 
 /**
  * Any route, whatever its schemas: what lists of routes hold. Each was type-checked against its
@@ -71,7 +73,9 @@ export type DocumentConfig = Pick<Config, "publicBaseUrl" | "creditPriceAtomic">
  */
 export type AnyRoute = RouteDef<unknown, unknown, Auth>;
 
-export function defineRoute<B = undefined, Q = undefined, A extends Auth = Auth>(def: RouteDef<B, Q, A>): RouteDef<B, Q, A> {
+export function defineRoute<B = undefined, Q = undefined, A extends Auth = Auth>(
+  def: RouteDef<B, Q, A>,
+): RouteDef<B, Q, A> {
   return def;
 }
 
@@ -82,18 +86,31 @@ export function parseInput<T>(schema: z.ZodType<T>, input: unknown, where: "body
   const issue = result.error.issues[0]!;
   const path = issue.code === "unrecognized_keys" ? [...issue.path, issue.keys[0]!] : issue.path;
   const param = path.map(String).join(".") || undefined;
-  const message = issue.code === "unrecognized_keys" ? `Unknown field "${param}" in the ${where}.` : `Invalid ${where}${param ? ` field "${param}"` : ""}: ${issue.message}.`;
+  const message =
+    issue.code === "unrecognized_keys"
+      ? `Unknown field "${param}" in the ${where}.`
+      : `Invalid ${where}${param ? ` field "${param}"` : ""}: ${issue.message}.`;
   throw new ApiError("validation_failed", message, { ...(param ? { param } : {}) });
 }
 
 /** How a route with `auth: "key"` learns its caller: the x-api-key header by default; the dashboard passes its session. */
-export type CallerAuthenticator = (services: Services, req: Request, res: Response, requestId: string) => Promise<KeyCaller>;
+export type CallerAuthenticator = (
+  services: Services,
+  req: Request,
+  res: Response,
+  requestId: string,
+) => Promise<KeyCaller>;
 
 /**
  * The express handler of one route: authentication, limits and validation as the route says,
  * then its handler's reply. `mountPath` is where it is mounted, for the metrics' route label.
  */
-export function routeHandler(services: Services, route: AnyRoute, mountPath?: string, authenticateCaller: CallerAuthenticator = authenticateKey) {
+export function routeHandler(
+  services: Services,
+  route: AnyRoute,
+  mountPath?: string,
+  authenticateCaller: CallerAuthenticator = authenticateKey,
+) {
   const pattern = route.path === "/" ? "" : route.path;
   return async (req: Request, res: Response): Promise<void> => {
     const requestId = String(res.locals.requestId);
@@ -101,10 +118,20 @@ export function routeHandler(services: Services, route: AnyRoute, mountPath?: st
     let caller: KeyCaller | null = null;
     if (route.auth === "key") caller = await authenticateCaller(services, req, res, requestId);
     if (route.auth === "admin") authenticateAdmin(services, req);
-    if (route.limit) await enforceEndpointLimit(services, req, route.limit, caller?.account.id ?? null, requestId);
+    if (route.limit)
+      await enforceEndpointLimit(services, req, route.limit, caller?.account.id ?? null, requestId);
     const body = route.body ? parseInput(route.body, req.body ?? {}, "body") : undefined;
     const query = route.query ? parseInput(route.query, req.query, "query") : undefined;
-    const reply = await route.handler({ req, res, services, requestId, params: req.params as Record<string, string>, body, query, caller });
+    const reply = await route.handler({
+      req,
+      res,
+      services,
+      requestId,
+      params: req.params as Record<string, string>,
+      body,
+      query,
+      caller,
+    });
     if (reply.headers) for (const name in reply.headers) res.setHeader(name, reply.headers[name]!);
     res.statusCode = reply.status ?? 200;
     if (reply.html !== undefined) sendPage(res, reply.html);
@@ -125,12 +152,21 @@ function sendJsonText(res: Response, json: string): void {
   res.end(res.req.method === "HEAD" ? undefined : json);
 }
 
-export function mountRoutes(services: Services, routes: AnyRoute[], options: { authenticateCaller?: CallerAuthenticator } = {}): Router {
+export function mountRoutes(
+  services: Services,
+  routes: AnyRoute[],
+  options: { authenticateCaller?: CallerAuthenticator } = {},
+): Router {
   const router = Router();
-  for (const route of routes) router[route.method](route.path, routeHandler(services, route, undefined, options.authenticateCaller));
+  for (const route of routes)
+    router[route.method](
+      route.path,
+      routeHandler(services, route, undefined, options.authenticateCaller),
+    );
   // The other methods on these paths are 405, not 404 (answered by `methodNotAllowed`).
   const methodsByPath = new Map<string, Set<string>>();
-  for (const route of routes) methodsByPath.set(route.path, (methodsByPath.get(route.path) ?? new Set()).add(route.method));
+  for (const route of routes)
+    methodsByPath.set(route.path, (methodsByPath.get(route.path) ?? new Set()).add(route.method));
   for (const [path, methods] of methodsByPath) allowOn(router, path, methods);
   return router;
 }

@@ -16,7 +16,9 @@ export const SUPPORT_WINDOW_MONTHS = 6;
 const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "a date, YYYY-MM-DD");
 export const apiVersionSchema = z.strictObject({
   name: z.string().regex(/^v\d+$/, "a version name like v2"),
-  prefixes: z.array(z.string().regex(/^\/[a-z0-9/]*[a-z0-9]$/, "a path prefix like /v1 or /api/v1")).min(1),
+  prefixes: z
+    .array(z.string().regex(/^\/[a-z0-9/]*[a-z0-9]$/, "a path prefix like /v1 or /api/v1"))
+    .min(1),
   released: day,
   /** The day the deprecation was announced (shown in `Deprecation`); needs a successor. */
   deprecated: day.optional(),
@@ -24,7 +26,9 @@ export const apiVersionSchema = z.strictObject({
 export type ApiVersion = z.infer<typeof apiVersionSchema>;
 
 /** The versions this code base serves; `API_VERSIONS` (JSON, same shape) replaces the table. */
-export const API_VERSIONS: ApiVersion[] = [{ name: "v1", prefixes: ["/v1", "/api/v1"], released: "2026-11-21" }];
+export const API_VERSIONS: ApiVersion[] = [
+  { name: "v1", prefixes: ["/v1", "/api/v1"], released: "2026-11-21" },
+];
 
 export const apiVersionsSchema = z
   .array(apiVersionSchema)
@@ -32,7 +36,11 @@ export const apiVersionsSchema = z
   .superRefine((versions, ctx) => {
     const sorted = [...versions].sort((a, b) => a.released.localeCompare(b.released));
     sorted.forEach((v, i) => {
-      if (v.deprecated && !sorted[i + 1]) ctx.addIssue({ code: "custom", message: `${v.name} is deprecated but no later version has shipped to succeed it` });
+      if (v.deprecated && !sorted[i + 1])
+        ctx.addIssue({
+          code: "custom",
+          message: `${v.name} is deprecated but no later version has shipped to succeed it`,
+        });
     });
   });
 
@@ -55,13 +63,18 @@ export function lifecycles(versions: ApiVersion[]): VersionLifecycle[] {
       version,
       successor,
       deprecatedAt: deprecated ? utcDay(version.deprecated!).toJSDate() : null,
-      sunsetAt: deprecated ? utcDay(successor!.released).plus({ months: SUPPORT_WINDOW_MONTHS }).toJSDate() : null,
+      sunsetAt: deprecated
+        ? utcDay(successor!.released).plus({ months: SUPPORT_WINDOW_MONTHS }).toJSDate()
+        : null,
     };
   });
 }
 
 /** The version a path is under, and the matching prefix. */
-function versionOf(table: VersionLifecycle[], path: string): { lifecycle: VersionLifecycle; prefix: string } | null {
+function versionOf(
+  table: VersionLifecycle[],
+  path: string,
+): { lifecycle: VersionLifecycle; prefix: string } | null {
   for (const lifecycle of table) {
     for (const prefix of lifecycle.version.prefixes) {
       if (path === prefix || path.startsWith(`${prefix}/`)) return { lifecycle, prefix };
@@ -73,11 +86,16 @@ function versionOf(table: VersionLifecycle[], path: string): { lifecycle: Versio
 /** The same path under the successor version (the prefix at the same position in its list). */
 function successorPath(lifecycle: VersionLifecycle, prefix: string, path: string): string {
   const index = lifecycle.version.prefixes.indexOf(prefix);
-  const next = lifecycle.successor!.prefixes[Math.min(index, lifecycle.successor!.prefixes.length - 1)]!;
+  const next =
+    lifecycle.successor!.prefixes[Math.min(index, lifecycle.successor!.prefixes.length - 1)]!;
   return `${next}${path.slice(prefix.length)}`;
 }
 
-export function versioning(versions: ApiVersion[], changelogUrl: string, now: () => number = () => Date.now()): RequestHandler {
+export function versioning(
+  versions: ApiVersion[],
+  changelogUrl: string,
+  now: () => number = () => Date.now(),
+): RequestHandler {
   const table = lifecycles(versions).filter((l) => l.deprecatedAt);
   return (req, res, next) => {
     if (table.length === 0) return next();
@@ -87,7 +105,10 @@ export function versioning(versions: ApiVersion[], changelogUrl: string, now: ()
     const successor = successorPath(lifecycle, prefix, req.path);
     res.setHeader("Deprecation", `@${Math.floor(lifecycle.deprecatedAt!.getTime() / 1000)}`);
     res.setHeader("Sunset", lifecycle.sunsetAt!.toUTCString());
-    res.setHeader("Link", `<${changelogUrl}>; rel="deprecation"; type="text/html", <${successor}>; rel="successor-version"`);
+    res.setHeader(
+      "Link",
+      `<${changelogUrl}>; rel="deprecation"; type="text/html", <${successor}>; rel="successor-version"`,
+    );
     if (now() < lifecycle.sunsetAt!.getTime()) return next();
     next(
       new ApiError(

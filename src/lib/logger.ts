@@ -28,7 +28,10 @@ export interface ProcessLogger {
   readonly broken: boolean;
 }
 
-export function createProcessLogger(options: pino.LoggerOptions, out: NodeJS.WriteStream = process.stdout): ProcessLogger {
+export function createProcessLogger(
+  options: pino.LoggerOptions,
+  out: NodeJS.WriteStream = process.stdout,
+): ProcessLogger {
   let broken = false;
   let batch = "";
   // Several loggers may share one stdout (tests start gateways in one process): one listener each, removed never — cheap.

@@ -9,13 +9,20 @@ export const USDC_DECIMALS = 6;
 export function parseUsd(value: string): bigint {
   const match = /^(\d+)(?:\.(\d{1,6}))?$/.exec(value.trim());
   if (!match) throw new Error(`not a USD amount with at most ${USDC_DECIMALS} decimals: ${value}`);
-  return BigInt(match[1]!) * 10n ** BigInt(USDC_DECIMALS) + BigInt((match[2] ?? "").padEnd(USDC_DECIMALS, "0"));
+  return (
+    BigInt(match[1]!) * 10n ** BigInt(USDC_DECIMALS) +
+    BigInt((match[2] ?? "").padEnd(USDC_DECIMALS, "0"))
+  );
 }
 
 /** 10000n → "0.01", 2000n → "0.002": at least two decimals, no trailing zeros past them. */
 export function formatUsd(atomic: bigint): string {
   const whole = atomic / 10n ** BigInt(USDC_DECIMALS);
-  const fraction = (atomic % 10n ** BigInt(USDC_DECIMALS)).toString().padStart(USDC_DECIMALS, "0").replace(/0+$/, "").padEnd(2, "0");
+  const fraction = (atomic % 10n ** BigInt(USDC_DECIMALS))
+    .toString()
+    .padStart(USDC_DECIMALS, "0")
+    .replace(/0+$/, "")
+    .padEnd(2, "0");
   return `${whole}.${fraction}`;
 }
 

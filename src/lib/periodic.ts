@@ -2,7 +2,11 @@
  * Runs `tick` every `intervalMs`, never two at once (a slow tick makes the next one wait), and
  * reports a failed tick instead of stopping. `stop()` waits for a running tick to finish.
  */
-export function every(intervalMs: number, tick: () => Promise<void>, onError: (err: unknown) => void): { stop(): Promise<void> } {
+export function every(
+  intervalMs: number,
+  tick: () => Promise<void>,
+  onError: (err: unknown) => void,
+): { stop(): Promise<void> } {
   let running: Promise<void> | null = null;
   let stopped = false;
   const run = () => {

@@ -14,7 +14,11 @@ const WATCHDOG = new URL("./watchdog.cjs", import.meta.url).pathname;
 
 export const PROGRAM_NOT_FOUND = 127;
 
-export function spawnTied(command: string, args: string[], stdio: { stdout: "pipe" | "ignore"; stderr: "pipe" | "ignore" | "inherit" }): ChildProcess {
+export function spawnTied(
+  command: string,
+  args: string[],
+  stdio: { stdout: "pipe" | "ignore"; stderr: "pipe" | "ignore" | "inherit" },
+): ChildProcess {
   const options: StdioOptions = ["pipe", stdio.stdout, stdio.stderr];
   return spawn(process.execPath, [WATCHDOG, command, ...args], { stdio: options });
 }

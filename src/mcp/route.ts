@@ -1,5 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { Router, type NextFunction, type Request, type RequestHandler, type Response } from "express";
+import {
+  Router,
+  type NextFunction,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from "express";
 import { TIERS, requireFeature } from "../accounts/tiers.js";
 import { admitted, presentedKey } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
@@ -19,19 +25,26 @@ export function mcpRouter(services: Services): Router {
   const allowedHosts = new Set(services.config.mcpAllowedHosts);
   // The MCP SDK is loaded on the first /mcp request, not at start-up: it is a large share of the
   // gateway's start-up time, and a gateway that serves only REST never needs it.
-  let serving: Promise<(req: IncomingMessage, res: ServerResponse, body: unknown) => Promise<void>> | null = null;
+  let serving: Promise<
+    (req: IncomingMessage, res: ServerResponse, body: unknown) => Promise<void>
+  > | null = null;
   const loadMcp = async () => {
-    const [{ createMcpHandler }, { toNodeHandler }, { createMcpServerFactory }] = await Promise.all([
-      import("@modelcontextprotocol/server"),
-      import("@modelcontextprotocol/node"),
-      import("./server.js"),
-    ]);
+    const [{ createMcpHandler }, { toNodeHandler }, { createMcpServerFactory }] = await Promise.all(
+      [
+        import("@modelcontextprotocol/server"),
+        import("@modelcontextprotocol/node"),
+        import("./server.js"),
+      ],
+    );
     const factory = createMcpServerFactory(services, services.pools.http);
-    const handler = createMcpHandler(({ authInfo }) => factory(authInfo!.extra as unknown as McpCaller), {
-      legacy: "stateless",
-      maxRequestBodySize: services.config.bodyLimitBytes,
-      onerror: (err) => services.log.warn({ err: err.message }, "MCP request rejected"),
-    });
+    const handler = createMcpHandler(
+      ({ authInfo }) => factory(authInfo!.extra as unknown as McpCaller),
+      {
+        legacy: "stateless",
+        maxRequestBodySize: services.config.bodyLimitBytes,
+        onerror: (err) => services.log.warn({ err: err.message }, "MCP request rejected"),
+      },
+    );
     return toNodeHandler(handler, { maxRequestBodySize: services.config.bodyLimitBytes });
   };
 
@@ -39,7 +52,8 @@ export function mcpRouter(services: Services): Router {
     res.locals.route = "/mcp";
     try {
       const host = (req.get("host") ?? "").toLowerCase().replace(/:\d+$/, "");
-      if (!allowedHosts.has(host)) throw new ApiError("host_not_allowed", "This host name is not served here.");
+      if (!allowedHosts.has(host))
+        throw new ApiError("host_not_allowed", "This host name is not served here.");
       // No key and x402 on: an agent with a wallet. It may list tools and pay per call
       // (`_meta["x402/payment"]`); its messages count against its client address, like signup's,
       // each message of a batch once (as for keyed callers below), up to the first refused.
@@ -48,11 +62,20 @@ export function mcpRouter(services: Services): Router {
         const messages = Array.isArray(req.body) ? Math.max(1, req.body.length) : 1;
         let hit = { allowed: true, resetMs: 0 };
         for (let i = 0; i < messages && hit.allowed; i++) {
-          hit = await services.store.hitRateLimit(`mcp:${req.ip}`, limit, 60_000, `${String(res.locals.requestId)}:${i}`);
+          hit = await services.store.hitRateLimit(
+            `mcp:${req.ip}`,
+            limit,
+            60_000,
+            `${String(res.locals.requestId)}:${i}`,
+          );
         }
         if (!hit.allowed) {
           const retryAfter = String(Math.max(1, Math.ceil(hit.resetMs / 1000)));
-          const limited = new ApiError("rate_limited", `At most ${limit} MCP requests per minute from one address without an API key; retry after ${retryAfter} s.`, { headers: { "Retry-After": retryAfter } });
+          const limited = new ApiError(
+            "rate_limited",
+            `At most ${limit} MCP requests per minute from one address without an API key; retry after ${retryAfter} s.`,
+            { headers: { "Retry-After": retryAfter } },
+          );
           if (!refusedAsToolResult(req, res, limited)) throw limited;
           return pass(req, next, "", { key: null, refused: limited });
         }
@@ -67,7 +90,15 @@ export function mcpRouter(services: Services): Router {
       let caller;
       try {
         caller = admitted(
-          await services.store.admit({ accountId: key.accountId, keyHash: key.hash, cost: 0, requestId: String(res.locals.requestId), tool: null, reason: "", requests }),
+          await services.store.admit({
+            accountId: key.accountId,
+            keyHash: key.hash,
+            cost: 0,
+            requestId: String(res.locals.requestId),
+            tool: null,
+            reason: "",
+            requests,
+          }),
         );
       } catch (err) {
         if (!refusedAsToolResult(req, res, err)) throw err;
@@ -102,14 +133,33 @@ export const mcpDocument = (): Record<string, Json> => ({
   "/mcp": {
     post: {
       tags: ["MCP"],
-      summary: "MCP over streamable HTTP: every tool, on the same call path as REST (Starter tier and up).",
-      description: "JSON-RPC messages of the Model Context Protocol (2025 and 2026-07-28 revisions). Send Accept: application/json, text/event-stream.",
+      summary:
+        "MCP over streamable HTTP: every tool, on the same call path as REST (Starter tier and up).",
+      description:
+        "JSON-RPC messages of the Model Context Protocol (2025 and 2026-07-28 revisions). Send Accept: application/json, text/event-stream.",
       security: [{ ApiKey: [] }],
-      requestBody: { required: true, content: { "application/json": { schema: { type: "object", description: "A JSON-RPC 2.0 message." } } } },
+      requestBody: {
+        required: true,
+        content: {
+          "application/json": {
+            schema: { type: "object", description: "A JSON-RPC 2.0 message." },
+          },
+        },
+      },
       responses: {
         "200": { description: "A JSON-RPC response, as JSON or an event stream." },
-        "406": { description: "The Accept header does not allow both application/json and text/event-stream." },
-        ...errorResponses(["missing_api_key", "invalid_api_key", "api_key_revoked", "feature_not_in_tier", "host_not_allowed", "rate_limited"]),
+        "406": {
+          description:
+            "The Accept header does not allow both application/json and text/event-stream.",
+        },
+        ...errorResponses([
+          "missing_api_key",
+          "invalid_api_key",
+          "api_key_revoked",
+          "feature_not_in_tier",
+          "host_not_allowed",
+          "rate_limited",
+        ]),
       },
     },
   },
@@ -130,7 +180,12 @@ function pass(req: Request, next: NextFunction, clientId: string, extra: McpCall
  */
 function refusedAsToolResult(req: Request, res: Response, err: unknown): boolean {
   const body = req.body as { method?: unknown; id?: unknown } | null;
-  const loneToolCall = body !== null && typeof body === "object" && !Array.isArray(body) && body.method === "tools/call" && body.id !== undefined;
+  const loneToolCall =
+    body !== null &&
+    typeof body === "object" &&
+    !Array.isArray(body) &&
+    body.method === "tools/call" &&
+    body.id !== undefined;
   if (!loneToolCall || !(err instanceof ApiError) || err.code !== "rate_limited") return false;
   for (const [name, value] of Object.entries(err.options.headers ?? {})) res.setHeader(name, value);
   return true;

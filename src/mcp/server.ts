@@ -1,5 +1,5 @@
 import { Server } from "@modelcontextprotocol/server";
-import { ApiError, errorBody, toApiError } from "../http/errors.js";
+import { type ApiError, errorBody, toApiError } from "../http/errors.js";
 import { newRequestId } from "../lib/ids.js";
 import type { Services } from "../services.js";
 import { TOOLS } from "../tools/catalogue/index.js";
@@ -43,7 +43,10 @@ function mcpTool(services: Services, tool: ToolDefinition) {
     description: tool.description,
     inputSchema: withoutDialect(input) as { type: "object"; [k: string]: unknown },
     outputSchema: withoutDialect(output) as { type: "object"; [k: string]: unknown },
-    _meta: { "toolgate/price": priceOf(tool, services.config.creditPriceAtomic), "toolgate/aliases": tool.aliases },
+    _meta: {
+      "toolgate/price": priceOf(tool, services.config.creditPriceAtomic),
+      "toolgate/aliases": tool.aliases,
+    },
   };
 }
 
@@ -59,25 +62,54 @@ function toolList(services: Services) {
 const SEARCH_TOOLS = {
   name: "search_tools",
   title: "Search the tools",
-  description: "Find tools of this gateway by what they do: returns the best-matching tools with their input and output schemas and prices. Free.",
+  description:
+    "Find tools of this gateway by what they do: returns the best-matching tools with their input and output schemas and prices. Free.",
   inputSchema: {
     type: "object" as const,
     properties: {
-      query: { type: "string", maxLength: 200, description: "Words describing the task, e.g. 'extract text from pdf'." },
-      category: { type: "string", description: "Only tools of this category (ai, web, documents, images, language, data, code, security, geo)." },
-      limit: { type: "integer", minimum: 1, maximum: 64, default: 5, description: "How many tools to return." },
+      query: {
+        type: "string",
+        maxLength: 200,
+        description: "Words describing the task, e.g. 'extract text from pdf'.",
+      },
+      category: {
+        type: "string",
+        description:
+          "Only tools of this category (ai, web, documents, images, language, data, code, security, geo).",
+      },
+      limit: {
+        type: "integer",
+        minimum: 1,
+        maximum: 64,
+        default: 5,
+        description: "How many tools to return.",
+      },
     },
     required: ["query"],
     additionalProperties: false,
   },
 };
 
-function searchResult(services: Services, own: readonly ToolDefinition[], args: Record<string, unknown>) {
+function searchResult(
+  services: Services,
+  own: readonly ToolDefinition[],
+  args: Record<string, unknown>,
+) {
   const query = typeof args.query === "string" ? args.query.slice(0, 200) : "";
   const limit = Number.isInteger(args.limit) ? Math.min(64, Math.max(1, args.limit as number)) : 5;
-  const found = searchTools([...publicTools(services, TOOLS), ...own], query, typeof args.category === "string" ? args.category : undefined).slice(0, limit);
-  const matches = found.map((tool) => ({ ...mcpTool(services, tool), available: services.pools.unavailableReason(tool.name) === null }));
-  return { content: [{ type: "text" as const, text: JSON.stringify({ tools: matches }) }], structuredContent: { tools: matches } };
+  const found = searchTools(
+    [...publicTools(services, TOOLS), ...own],
+    query,
+    typeof args.category === "string" ? args.category : undefined,
+  ).slice(0, limit);
+  const matches = found.map((tool) => ({
+    ...mcpTool(services, tool),
+    available: services.pools.unavailableReason(tool.name) === null,
+  }));
+  return {
+    content: [{ type: "text" as const, text: JSON.stringify({ tools: matches }) }],
+    structuredContent: { tools: matches },
+  };
 }
 
 /**
@@ -87,7 +119,10 @@ function searchResult(services: Services, own: readonly ToolDefinition[], args: 
  * fail it, turning a readable error into a client-side exception.
  */
 function errorResult(err: ApiError, requestId: string) {
-  return { isError: true, content: [{ type: "text" as const, text: JSON.stringify(errorBody(err, requestId)) }] };
+  return {
+    isError: true,
+    content: [{ type: "text" as const, text: JSON.stringify(errorBody(err, requestId)) }],
+  };
 }
 
 /**
@@ -96,32 +131,81 @@ function errorResult(err: ApiError, requestId: string) {
  * for `mcp://tool/<name>`. No `structuredContent`, for the reason errorResult gives.
  */
 function payableResult(err: ApiError, offer: Offer) {
-  const data = { ...offer.v2, error: err.message, ...(err.options.details ? { details: err.options.details } : {}) };
-  return { isError: true, content: [{ type: "text" as const, text: JSON.stringify({ "x402/error": { code: 402, message: err.message, data } }) }] };
+  const data = {
+    ...offer.v2,
+    error: err.message,
+    ...(err.options.details ? { details: err.options.details } : {}),
+  };
+  return {
+    isError: true,
+    content: [
+      {
+        type: "text" as const,
+        text: JSON.stringify({ "x402/error": { code: 402, message: err.message, data } }),
+      },
+    ],
+  };
 }
 
 /** A paid call of `tool` over MCP: the offer names the MCP resource; the payment is the `_meta` object as sent. */
-function paidCall(services: Services, tool: ToolDefinition, input: unknown, payment: unknown, requestId: string) {
+function paidCall(
+  services: Services,
+  tool: ToolDefinition,
+  input: unknown,
+  payment: unknown,
+  requestId: string,
+) {
   const priceAtomic = atomicPrice(tool.cost, services.config.creditPriceAtomic);
-  const offer = offerFor(services.payments!.config, priceAtomic, `mcp://tool/${tool.name}`, `${tool.title}: one call (${formatCredits(tool.cost)})`, mcpToolExtensions());
-  return { tool, input, offer, priceAtomic, read: () => (payment === undefined ? null : readPaymentPayload(2, payment)), idempotencyKey: null, requestId };
+  const offer = offerFor(
+    services.payments!.config,
+    priceAtomic,
+    `mcp://tool/${tool.name}`,
+    `${tool.title}: one call (${formatCredits(tool.cost)})`,
+    mcpToolExtensions(),
+  );
+  return {
+    tool,
+    input,
+    offer,
+    priceAtomic,
+    read: () => (payment === undefined ? null : readPaymentPayload(2, payment)),
+    idempotencyKey: null,
+    requestId,
+  };
 }
 
 export function createMcpServerFactory(services: Services, door: Forwarder) {
   const tools = toolList(services);
   return (caller: McpCaller) => {
-    const server = new Server({ name: "toolgate", version: "1.0.0" }, { capabilities: { tools: {} } });
+    const server = new Server(
+      { name: "toolgate", version: "1.0.0" },
+      { capabilities: { tools: {} } },
+    );
     // The caller's own custom tools: listed to its keys only (the guard has checked the key).
-    const ownTools = async () => (caller.key ? await services.upstream.listPrivate(caller.key.accountId) : []);
+    const ownTools = async () =>
+      caller.key ? await services.upstream.listPrivate(caller.key.accountId) : [];
     server.setRequestHandler("tools/list", async () => ({
-      tools: [SEARCH_TOOLS, ...tools, ...(await ownTools()).map((tool) => mcpTool(services, tool))].map((t) =>
-        "_meta" in t ? { ...t, _meta: { ...t._meta, "toolgate/available": services.pools.unavailableReason(t.name) === null } } : t,
+      tools: [
+        SEARCH_TOOLS,
+        ...tools,
+        ...(await ownTools()).map((tool) => mcpTool(services, tool)),
+      ].map((t) =>
+        "_meta" in t
+          ? {
+              ...t,
+              _meta: {
+                ...t._meta,
+                "toolgate/available": services.pools.unavailableReason(t.name) === null,
+              },
+            }
+          : t,
       ),
     }));
     server.setRequestHandler("tools/call", async (request) => {
       const requestId = newRequestId();
       if (caller.refused) return errorResult(caller.refused, requestId);
-      if (request.params.name === SEARCH_TOOLS.name) return searchResult(services, await ownTools(), request.params.arguments ?? {});
+      if (request.params.name === SEARCH_TOOLS.name)
+        return searchResult(services, await ownTools(), request.params.arguments ?? {});
       const tool = await services.upstream.find(request.params.name, caller.key?.accountId ?? null);
       if (!tool) return errorResult(toolNotFound(request.params.name), requestId);
       const forward = services.upstream.forwarderFor(tool, door);
@@ -132,8 +216,19 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
       try {
         const result =
           payable && (caller.key === null || payment !== undefined)
-            ? await callPaidTool(services, { ...paidCall(services, tool, input, payment, requestId), onPaid: (paid) => void (receipt = paid.receipt) }, forward)
-            : await invokeTool(services, { tool, input, key: caller.key!, idempotencyKey: null, requestId, counted: true }, forward);
+            ? await callPaidTool(
+                services,
+                {
+                  ...paidCall(services, tool, input, payment, requestId),
+                  onPaid: (paid) => void (receipt = paid.receipt),
+                },
+                forward,
+              )
+            : await invokeTool(
+                services,
+                { tool, input, key: caller.key!, idempotencyKey: null, requestId, counted: true },
+                forward,
+              );
         return {
           content: [{ type: "text" as const, text: result.body }],
           structuredContent: JSON.parse(result.body) as Record<string, unknown>,
@@ -141,10 +236,19 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
         };
       } catch (err) {
         const apiError = toApiError(err);
-        if (apiError.status >= 500 && apiError.code === "internal_error") services.log.error({ err, request_id: requestId }, "MCP tool call failed");
+        if (apiError.status >= 500 && apiError.code === "internal_error")
+          services.log.error({ err, request_id: requestId }, "MCP tool call failed");
         // Not paid (yet): pay for this call — a keyed caller short of credits may too, like an agent without a key.
-        if (!receipt && payable && (apiError.code === "insufficient_credits" || apiError.options.headers?.["PAYMENT-REQUIRED"])) {
-          return payableResult(apiError, paidCall(services, tool, input, undefined, requestId).offer);
+        if (
+          !receipt &&
+          payable &&
+          (apiError.code === "insufficient_credits" ||
+            apiError.options.headers?.["PAYMENT-REQUIRED"])
+        ) {
+          return payableResult(
+            apiError,
+            paidCall(services, tool, input, undefined, requestId).offer,
+          );
         }
         const result = errorResult(apiError, requestId);
         // Once paid, the payment stands as credits on the wallet's account: the receipt says so.

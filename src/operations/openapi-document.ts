@@ -8,6 +8,9 @@ export const openApiDocument = (documentFor: (config: DocumentConfig) => Record<
     summary: "This document (OpenAPI 3.1).",
     auth: "public",
     async handler({ services }) {
-      return { headers: { "Cache-Control": "public, max-age=300" }, body: documentFor(services.config) };
+      return {
+        headers: { "Cache-Control": "public, max-age=300" },
+        body: documentFor(services.config),
+      };
     },
   });

@@ -30,7 +30,10 @@ export function parseChangelog(markdown: string): { intro: string; releases: Rel
       const dated = DATED.exec(heading[1]!);
       const title = dated ? dated[1]! : heading[1]!;
       const date = dated ? dated[2]! : null;
-      const base = `${title}${date ? `-${date}` : ""}`.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+      const base = `${title}${date ? `-${date}` : ""}`
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, "-")
+        .replace(/^-|-$/g, "");
       let slug = base;
       for (let n = 2; releases.some((r) => r.slug === slug); n++) slug = `${base}-${n}`;
       releases.push({ title, date, slug, markdown: "" });
@@ -52,7 +55,9 @@ export function renderChangelogPage(markdown: string): string {
   const { intro, releases } = parseChangelog(markdown);
   const body = releases
     .map(
-      (r) => `<section id="${esc(r.slug)}"><h2><a href="#${esc(r.slug)}">${esc(r.title)}</a>${r.date ? ` <time datetime="${r.date}" class="muted">${r.date}</time>` : ' <span class="muted">(not yet released)</span>'}</h2>
+      (
+        r,
+      ) => `<section id="${esc(r.slug)}"><h2><a href="#${esc(r.slug)}">${esc(r.title)}</a>${r.date ? ` <time datetime="${r.date}" class="muted">${r.date}</time>` : ' <span class="muted">(not yet released)</span>'}</h2>
 ${toHtml(r.markdown)}</section>`,
     )
     .join("\n");

@@ -15,6 +15,7 @@ import { TRY_IT_KEY_FIELD, tryItForm } from "./try-it.js";
  * operation, each tool's schema, price and a real answer to its worked example. No script or
  * style from elsewhere: it works offline.
  */
+// biome-ignore lint/suspicious/noExplicitAny: JSON Schema fragments of the OpenAPI document, read field by field for display
 type Json = Record<string, any>;
 
 const SAFE_INTEGER = Number.MAX_SAFE_INTEGER;
@@ -22,19 +23,28 @@ const SAFE_INTEGER = Number.MAX_SAFE_INTEGER;
 /** The constraints worth reading: not zod's ±2^53 integer bounds, not a 300-character e-mail regex. */
 function constraintsOf(schema: Json): string[] {
   const out: string[] = [];
-  if (schema.enum) out.push(`one of ${schema.enum.map((v: unknown) => `<code>${esc(JSON.stringify(v))}</code>`).join(", ")}`);
-  if (schema.const !== undefined) out.push(`always <code>${esc(JSON.stringify(schema.const))}</code>`);
+  if (schema.enum)
+    out.push(
+      `one of ${schema.enum.map((v: unknown) => `<code>${esc(JSON.stringify(v))}</code>`).join(", ")}`,
+    );
+  if (schema.const !== undefined)
+    out.push(`always <code>${esc(JSON.stringify(schema.const))}</code>`);
   if (schema.format) out.push(`format ${esc(schema.format)}`);
-  if (schema.pattern && !schema.format && String(schema.pattern).length <= 60) out.push(`pattern <code>${esc(schema.pattern)}</code>`);
+  if (schema.pattern && !schema.format && String(schema.pattern).length <= 60)
+    out.push(`pattern <code>${esc(schema.pattern)}</code>`);
   const min = schema.minimum ?? schema.exclusiveMinimum;
   const max = schema.maximum ?? schema.exclusiveMaximum;
-  if (min !== undefined && Math.abs(min) < SAFE_INTEGER) out.push(`${schema.exclusiveMinimum !== undefined ? ">" : "≥"} ${min}`);
-  if (max !== undefined && Math.abs(max) < SAFE_INTEGER) out.push(`${schema.exclusiveMaximum !== undefined ? "<" : "≤"} ${max}`);
+  if (min !== undefined && Math.abs(min) < SAFE_INTEGER)
+    out.push(`${schema.exclusiveMinimum !== undefined ? ">" : "≥"} ${min}`);
+  if (max !== undefined && Math.abs(max) < SAFE_INTEGER)
+    out.push(`${schema.exclusiveMaximum !== undefined ? "<" : "≤"} ${max}`);
   if (schema.minLength) out.push(`at least ${schema.minLength} characters`);
-  if (schema.maxLength !== undefined) out.push(`at most ${schema.maxLength.toLocaleString("en")} characters`);
+  if (schema.maxLength !== undefined)
+    out.push(`at most ${schema.maxLength.toLocaleString("en")} characters`);
   if (schema.minItems) out.push(`at least ${schema.minItems} items`);
   if (schema.maxItems !== undefined) out.push(`at most ${schema.maxItems} items`);
-  if (schema.default !== undefined) out.push(`default <code>${esc(JSON.stringify(schema.default))}</code>`);
+  if (schema.default !== undefined)
+    out.push(`default <code>${esc(JSON.stringify(schema.default))}</code>`);
   return out;
 }
 
@@ -50,15 +60,21 @@ function typeOf(schema: Json): string {
 
 /** One row per field, nested objects as dotted names (three levels deep at most). */
 function fieldRows(schema: Json, prefix = "", depth = 0): string[] {
-  const properties = (schema.type === "array" ? schema.items?.properties : schema.properties) as Record<string, Json> | undefined;
+  const properties = (schema.type === "array" ? schema.items?.properties : schema.properties) as
+    | Record<string, Json>
+    | undefined;
   if (!properties || depth > 2) return [];
-  const required = new Set<string>((schema.type === "array" ? schema.items?.required : schema.required) ?? []);
+  const required = new Set<string>(
+    (schema.type === "array" ? schema.items?.required : schema.required) ?? [],
+  );
   const arrayMark = schema.type === "array" ? "[]" : "";
   return Object.entries(properties).flatMap(([name, field]) => {
     const path = `${prefix}${arrayMark}${prefix || arrayMark ? "." : ""}${name}`.replace(/^\./, "");
-    const notes = [field.description ? esc(field.description) : "", ...constraintsOf(field)].filter(Boolean).join("; ");
+    const notes = [field.description ? esc(field.description) : "", ...constraintsOf(field)]
+      .filter(Boolean)
+      .join("; ");
     return [
-      `<tr><td><code>${esc(path)}</code>${required.has(name) ? " <span class=\"muted\">required</span>" : ""}</td><td>${esc(typeOf(field))}</td><td>${notes}</td></tr>`,
+      `<tr><td><code>${esc(path)}</code>${required.has(name) ? ' <span class="muted">required</span>' : ""}</td><td>${esc(typeOf(field))}</td><td>${notes}</td></tr>`,
       ...fieldRows(field, path, depth + 1),
     ];
   });
@@ -67,7 +83,8 @@ function fieldRows(schema: Json, prefix = "", depth = 0): string[] {
 function fieldsTable(schema: Json | undefined, caption: string): string {
   if (!schema) return "";
   const rows = fieldRows(schema);
-  if (rows.length === 0) return `<h4>${caption}</h4><p class="muted">${esc(typeOf(schema))}${schema.description ? ` — ${esc(schema.description)}` : ""}</p>`;
+  if (rows.length === 0)
+    return `<h4>${caption}</h4><p class="muted">${esc(typeOf(schema))}${schema.description ? ` — ${esc(schema.description)}` : ""}</p>`;
   return `<h4>${caption}</h4><table><thead><tr><th>Field</th><th>Type</th><th>Notes</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
 }
 
@@ -83,7 +100,8 @@ function errorList(responses: Json): string {
   return `<h4>Errors</h4><ul>${errors.map(([status, r]) => `<li><code>${esc(status)}</code> ${esc((r as Json).description)}</li>`).join("")}</ul>`;
 }
 
-const anchor = (method: string, path: string) => `${method}-${path}`.replace(/[^a-zA-Z0-9]+/g, "-").replace(/-$/, "");
+const anchor = (method: string, path: string) =>
+  `${method}-${path}`.replace(/[^a-zA-Z0-9]+/g, "-").replace(/-$/, "");
 const authOf = (op: Json): "key" | "admin" | "none" | "optional" => {
   const schemes = (op.security ?? []) as Json[];
   if (schemes.length === 0) return "none";
@@ -92,9 +110,9 @@ const authOf = (op: Json): "key" | "admin" | "none" | "optional" => {
 };
 const authText: Record<string, string> = {
   none: "none (public)",
-  key: '<code>x-api-key</code>: your API key',
-  admin: '<code>x-api-key</code>: the operator\'s <code>ADMIN_API_KEY</code>',
-  optional: '<code>x-api-key</code>, or no key and an x402 payment',
+  key: "<code>x-api-key</code>: your API key",
+  admin: "<code>x-api-key</code>: the operator's <code>ADMIN_API_KEY</code>",
+  optional: "<code>x-api-key</code>, or no key and an x402 payment",
 };
 
 function operationSection(doc: Json, method: string, path: string, op: Json): string {
@@ -102,10 +120,17 @@ function operationSection(doc: Json, method: string, path: string, op: Json): st
   const example = OPERATION_EXAMPLES[key];
   const auth = authOf(op);
   const body = op.requestBody?.content?.["application/json"]?.schema;
-  const [okStatus, ok] = Object.entries(op.responses as Json).find(([status]) => status.startsWith("2")) ?? [];
+  const [okStatus, ok] =
+    Object.entries(op.responses as Json).find(([status]) => status.startsWith("2")) ?? [];
   const okSchema = ok?.content?.["application/json"]?.schema;
   const params = ((op.parameters ?? []) as Json[]).filter((p) => p.in !== "header");
-  const variables = Object.entries(PATH_VARIABLES).filter(([pattern, v]) => v.variable && (pattern.startsWith("{") ? path.includes(pattern) : path.startsWith(pattern) && /\{(?:id|name)\}/.test(path)));
+  const variables = Object.entries(PATH_VARIABLES).filter(
+    ([pattern, v]) =>
+      v.variable &&
+      (pattern.startsWith("{")
+        ? path.includes(pattern)
+        : path.startsWith(pattern) && /\{(?:id|name)\}/.test(path)),
+  );
   return `<section id="${anchor(method, path)}" class="operation">
 <h3><span class="method ${method}">${method}</span> <code>${esc(path)}</code></h3>
 <p>${esc(op.summary)}</p>${op.description ? `<p>${esc(op.description)}</p>` : ""}
@@ -121,7 +146,12 @@ ${errorList(op.responses)}
 </section>`;
 }
 
-function toolSection(doc: Json, tool: (typeof TOOLS)[number], creditPriceAtomic: bigint, answers: Map<string, unknown>): string {
+function toolSection(
+  doc: Json,
+  tool: (typeof TOOLS)[number],
+  creditPriceAtomic: bigint,
+  answers: Map<string, unknown>,
+): string {
   const op = doc.paths[`/v1/tools/${tool.name}`].post as Json;
   const { input, output } = jsonSchemasOf(tool);
   const price = priceOf(tool, creditPriceAtomic);
@@ -158,16 +188,24 @@ ${TRY_IT_KEY_FIELD}
 ${curlBlock(`curl -sS -X POST "${base}/v1/tools/hash" \\\n  -H "content-type: application/json" \\\n  -d '{"text":"hello world"}'`, { status: 402, why: "no key and no payment: the answer carries the x402 offer (v1 body, v2 PAYMENT-REQUIRED header)." })}
 <h2 id="errors">Errors</h2>
 <p>Every error has one shape: <code>{"error": {"type", "code", "message", "param"?, "request_id"}}</code>. Branch on <code>code</code>:</p>
-<table><thead><tr><th>Status</th><th>Code</th><th>Type</th></tr></thead><tbody>${Object.entries(ERRORS)
+<table><thead><tr><th>Status</th><th>Code</th><th>Type</th></tr></thead><tbody>${Object.entries(
+    ERRORS,
+  )
     .sort((a, b) => a[1].status - b[1].status)
-    .map(([code, e]) => `<tr><td>${e.status}</td><td><code>${esc(code)}</code></td><td>${esc(e.type)}</td></tr>`)
+    .map(
+      ([code, e]) =>
+        `<tr><td>${e.status}</td><td><code>${esc(code)}</code></td><td>${esc(e.type)}</td></tr>`,
+    )
     .join("")}</tbody></table>
 <p>Rate limits are per account and tier (Free 60/min, Starter and Pro 300/min, Business 1,000/min); a keyed answer carries <code>RateLimit-Limit</code>, <code>RateLimit-Remaining</code> and <code>RateLimit-Reset</code>, and a 429 carries <code>Retry-After</code>.</p>
 <h2 id="versioning">Versioning</h2>
 <p>The version is in the path (<code>/v1/</code>, <code>/api/v1/</code>). Within a version fields are only added. A deprecated version answers with <code>Deprecation</code>, <code>Sunset</code> (six months after its successor shipped) and <code>Link: &lt;…/changelog&gt;; rel="deprecation"</code>; after the sunset it answers 410 <code>version_retired</code> naming the successor.</p>`;
 }
 
-export function renderDocsPage(doc: Json, options: { creditPriceAtomic: bigint; toolAnswers: Map<string, unknown> }): string {
+export function renderDocsPage(
+  doc: Json,
+  options: { creditPriceAtomic: bigint; toolAnswers: Map<string, unknown> },
+): string {
   const byTag = new Map<string, string[]>(TAGS.map((t) => [t.name, []]));
   const toc = new Map<string, string[]>(TAGS.map((t) => [t.name, []]));
   for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
@@ -175,15 +213,27 @@ export function renderDocsPage(doc: Json, options: { creditPriceAtomic: bigint; 
     for (const [method, op] of Object.entries(item)) {
       const tag = (op.tags?.[0] as string) ?? "Operations";
       byTag.get(tag)?.push(operationSection(doc, method, path, op));
-      toc.get(tag)?.push(`<li><a href="#${anchor(method, path)}"><span class="method ${method}">${method}</span> <code>${esc(path)}</code></a></li>`);
+      toc
+        .get(tag)
+        ?.push(
+          `<li><a href="#${anchor(method, path)}"><span class="method ${method}">${method}</span> <code>${esc(path)}</code></a></li>`,
+        );
     }
   }
-  const tools = TOOLS.map((tool) => toolSection(doc, tool, options.creditPriceAtomic, options.toolAnswers));
+  const tools = TOOLS.map((tool) =>
+    toolSection(doc, tool, options.creditPriceAtomic, options.toolAnswers),
+  );
   const groups = TAGS.map((tag) => {
-    const toolList = tag.name === "Tools" ? `<h3>Every tool</h3><table><thead><tr><th>Tool</th><th>Price</th><th>What it does</th></tr></thead><tbody>${TOOLS.map((t) => `<tr><td><a href="#tool-${esc(t.name)}"><code>${esc(t.name)}</code></a></td><td>${t.cost} cr ($${esc(priceOf(t, options.creditPriceAtomic).usd)})</td><td>${esc(t.title)}</td></tr>`).join("")}</tbody></table>` : "";
+    const toolList =
+      tag.name === "Tools"
+        ? `<h3>Every tool</h3><table><thead><tr><th>Tool</th><th>Price</th><th>What it does</th></tr></thead><tbody>${TOOLS.map((t) => `<tr><td><a href="#tool-${esc(t.name)}"><code>${esc(t.name)}</code></a></td><td>${t.cost} cr ($${esc(priceOf(t, options.creditPriceAtomic).usd)})</td><td>${esc(t.title)}</td></tr>`).join("")}</tbody></table>`
+        : "";
     return `<h2 id="tag-${tag.name.toLowerCase()}">${esc(tag.name)}</h2><p>${esc(tag.description)}</p>${byTag.get(tag.name)!.join("\n")}${toolList}${tag.name === "Tools" ? tools.join("\n") : ""}`;
   });
-  const nav = TAGS.map((tag) => `<li><a href="#tag-${tag.name.toLowerCase()}">${esc(tag.name)}</a><ul>${toc.get(tag.name)!.join("")}${tag.name === "Tools" ? TOOLS.map((t) => `<li><a href="#tool-${esc(t.name)}"><code>${esc(t.name)}</code></a></li>`).join("") : ""}</ul></li>`).join("");
+  const nav = TAGS.map(
+    (tag) =>
+      `<li><a href="#tag-${tag.name.toLowerCase()}">${esc(tag.name)}</a><ul>${toc.get(tag.name)!.join("")}${tag.name === "Tools" ? TOOLS.map((t) => `<li><a href="#tool-${esc(t.name)}"><code>${esc(t.name)}</code></a></li>`).join("") : ""}</ul></li>`,
+  ).join("");
   return layout({
     title: `${doc.info.title} reference`,
     wide: true,

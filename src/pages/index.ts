@@ -18,7 +18,16 @@ import { TRY_IT_SCRIPT } from "./try-it.js";
 const DOCS_REBUILD_AFTER_MS = 10_000;
 
 /** Every path this router serves (GET only; other methods answer 405). */
-export const PAGE_PATHS = ["/docs", "/docs/try-it.js", "/llms.txt", "/changelog", "/changelog.rss", "/status", "/status.json", "/status.rss"];
+export const PAGE_PATHS = [
+  "/docs",
+  "/docs/try-it.js",
+  "/llms.txt",
+  "/changelog",
+  "/changelog.rss",
+  "/status",
+  "/status.json",
+  "/status.rss",
+];
 
 export function pagesRouter(services: Services, openApi: () => Record<string, unknown>): Router {
   const router = Router();
@@ -41,7 +50,10 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
     const entry = { at: Date.now(), complete: false, html: Promise.resolve("") };
     entry.html = collectToolExamples(services).then((toolAnswers) => {
       entry.complete = toolAnswers.size === EXAMPLE_TOOLS.length;
-      return renderDocsPage(openApi(), { creditPriceAtomic: services.config.creditPriceAtomic, toolAnswers });
+      return renderDocsPage(openApi(), {
+        creditPriceAtomic: services.config.creditPriceAtomic,
+        toolAnswers,
+      });
     });
     docs = entry;
   };
@@ -51,13 +63,33 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
     if (!docs || (!docs.complete && Date.now() - docs.at > DOCS_REBUILD_AFTER_MS)) buildDocs();
     sendPage(res, await docs!.html, 300);
   });
-  router.get("/docs/try-it.js", (_req, res) => sendDocument(res, "text/javascript; charset=utf-8", TRY_IT_SCRIPT, 300));
-  router.get("/llms.txt", (_req, res) => sendDocument(res, "text/plain; charset=utf-8", llms(), 300));
+  router.get("/docs/try-it.js", (_req, res) =>
+    sendDocument(res, "text/javascript; charset=utf-8", TRY_IT_SCRIPT, 300),
+  );
+  router.get("/llms.txt", (_req, res) =>
+    sendDocument(res, "text/plain; charset=utf-8", llms(), 300),
+  );
   router.get("/changelog", (_req, res) => sendPage(res, changelogPage(), 300));
-  router.get("/changelog.rss", (_req, res) => sendDocument(res, "application/rss+xml; charset=utf-8", changelogRss(), 300));
-  router.get("/status", async (_req, res) => sendPage(res, renderStatusPage(await services.status.report())));
-  router.get("/status.json", async (_req, res) => sendDocument(res, "application/json; charset=utf-8", JSON.stringify(await services.status.report())));
-  router.get("/status.rss", async (_req, res) => sendDocument(res, "application/rss+xml; charset=utf-8", renderStatusRss(await services.status.report(), base)));
+  router.get("/changelog.rss", (_req, res) =>
+    sendDocument(res, "application/rss+xml; charset=utf-8", changelogRss(), 300),
+  );
+  router.get("/status", async (_req, res) =>
+    sendPage(res, renderStatusPage(await services.status.report())),
+  );
+  router.get("/status.json", async (_req, res) =>
+    sendDocument(
+      res,
+      "application/json; charset=utf-8",
+      JSON.stringify(await services.status.report()),
+    ),
+  );
+  router.get("/status.rss", async (_req, res) =>
+    sendDocument(
+      res,
+      "application/rss+xml; charset=utf-8",
+      renderStatusRss(await services.status.report(), base),
+    ),
+  );
   allowOn(router, PAGE_PATHS, ["GET"]);
   return router;
 }

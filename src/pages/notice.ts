@@ -6,9 +6,15 @@ import { esc, layout } from "./respond.js";
  * page; a client that asks for JSON (`Accept: application/json`, or `*\/*` as curl sends) keeps
  * getting the JSON answer.
  */
-export const wantsHtml = (req: Request): boolean => req.accepts(["application/json", "text/html"]) === "text/html";
+export const wantsHtml = (req: Request): boolean =>
+  req.accepts(["application/json", "text/html"]) === "text/html";
 
-export function renderNotice(options: { title: string; message: string; ok: boolean; next?: { href: string; label: string } }): string {
+export function renderNotice(options: {
+  title: string;
+  message: string;
+  ok: boolean;
+  next?: { href: string; label: string };
+}): string {
   return layout({
     title: `${options.title} — Toolgate`,
     body: `<h1>${options.ok ? "✓ " : ""}${esc(options.title)}</h1><p class="${options.ok ? "operational" : "down"}">${esc(options.message)}</p>${options.next ? `<p><a href="${esc(options.next.href)}">${esc(options.next.label)}</a></p>` : ""}`,

@@ -7,9 +7,11 @@ import { sendHtml } from "../http/html.js";
  * same-origin scripts and fetches (the docs' Try it form). The pages are built from data the
  * gateway already holds; none loads a script or a style from elsewhere, so they work offline.
  */
-export const PAGES_CSP = "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'";
+export const PAGES_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'";
 
-const cacheControl = (cacheSeconds: number) => (cacheSeconds > 0 ? `public, max-age=${cacheSeconds}` : "no-store");
+const cacheControl = (cacheSeconds: number) =>
+  cacheSeconds > 0 ? `public, max-age=${cacheSeconds}` : "no-store";
 
 export function sendPage(res: Response, html: string, cacheSeconds = 0): void {
   res.setHeader("Referrer-Policy", "no-referrer");
@@ -50,7 +52,13 @@ table{border-collapse:collapse;width:100%;margin:.5rem 0}th,td{border-bottom:1px
 const SITE_NAV = `<nav aria-label="Site"><a href="/docs">API reference</a><a href="/changelog">Changelog</a><a href="/status">Status</a><a href="/openapi.json">OpenAPI</a><a href="/llms.txt">llms.txt</a><a href="/dashboard">Dashboard</a></nav>`;
 
 /** The page frame shared by /docs, /changelog, /status and the dashboard (which brings its own `nav`). */
-export function layout(options: { title: string; body: string; head?: string; wide?: boolean; nav?: string }): string {
+export function layout(options: {
+  title: string;
+  body: string;
+  head?: string;
+  wide?: boolean;
+  nav?: string;
+}): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${esc(options.title)}</title><link rel="icon" href="data:,">

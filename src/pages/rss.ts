@@ -22,7 +22,12 @@ export interface RssChannel {
   items: RssItem[];
 }
 
-const builder = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: "@_", format: true, suppressEmptyNode: true });
+const builder = new XMLBuilder({
+  ignoreAttributes: false,
+  attributeNamePrefix: "@_",
+  format: true,
+  suppressEmptyNode: true,
+});
 
 /** RFC 822 date, as RSS 2.0 requires: "Sun, 22 Nov 2026 10:00:00 GMT". */
 export const rfc822 = (date: Date): string => date.toUTCString();

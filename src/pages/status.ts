@@ -23,9 +23,21 @@ function uptimeBar(days: { day: string; ok: number; total: number }[]): string {
     const day = new Date(Date.now() - i * 86_400_000).toISOString().slice(0, 10);
     const d = byDay.get(day);
     const ratio = d && d.total > 0 ? d.ok / d.total : null;
-    const color = ratio === null ? "#d0d5dd" : ratio >= 0.999 ? "#2da44e" : ratio >= 0.95 ? "#d4a72c" : "#cf222e";
-    const title = ratio === null ? `${day}: no checks` : `${day}: ${(ratio * 100).toFixed(2)}% of ${d!.total} checks`;
-    cells.push(`<span title="${esc(title)}" style="display:inline-block;width:5px;height:22px;margin-right:1px;background:${color}"></span>`);
+    const color =
+      ratio === null
+        ? "#d0d5dd"
+        : ratio >= 0.999
+          ? "#2da44e"
+          : ratio >= 0.95
+            ? "#d4a72c"
+            : "#cf222e";
+    const title =
+      ratio === null
+        ? `${day}: no checks`
+        : `${day}: ${(ratio * 100).toFixed(2)}% of ${d!.total} checks`;
+    cells.push(
+      `<span title="${esc(title)}" style="display:inline-block;width:5px;height:22px;margin-right:1px;background:${color}"></span>`,
+    );
   }
   return `<div aria-label="uptime per day, last 90 days" style="white-space:nowrap;overflow:hidden">${cells.join("")}</div>`;
 }
@@ -33,7 +45,13 @@ function uptimeBar(days: { day: string; ok: number; total: number }[]): string {
 function incidentHtml(incident: StatusReport["incidents"]["active"][number]): string {
   return `<article id="${esc(incident.id)}"><h3>${esc(incident.title)} <span class="pill ${incident.impact === "major" ? "major" : "degraded"}">${esc(incident.impact)}</span> <span class="muted">${esc(incident.status)}</span></h3>
 ${incident.components.length ? `<p class="muted">Affects: ${incident.components.map((c) => `<code>${esc(c)}</code>`).join(", ")}</p>` : ""}
-<ul>${[...incident.updates].reverse().map((u) => `<li><strong>${esc(u.status)}</strong> <time datetime="${esc(u.at)}" class="muted">${esc(u.at.replace("T", " ").slice(0, 16))} UTC</time> — ${esc(u.message)}</li>`).join("")}</ul></article>`;
+<ul>${[...incident.updates]
+    .reverse()
+    .map(
+      (u) =>
+        `<li><strong>${esc(u.status)}</strong> <time datetime="${esc(u.at)}" class="muted">${esc(u.at.replace("T", " ").slice(0, 16))} UTC</time> — ${esc(u.message)}</li>`,
+    )
+    .join("")}</ul></article>`;
 }
 
 export function renderStatusPage(report: StatusReport): string {
@@ -41,7 +59,9 @@ export function renderStatusPage(report: StatusReport): string {
   const groups = [...new Set(report.components.map((c) => c.group))];
   const rows = groups
     .map(
-      (group) => `<h2>${esc(group)}</h2><table><thead><tr><th>Component</th><th>State</th><th>Uptime (90 days)</th><th>Latency p50 / p95 / p99</th></tr></thead><tbody>
+      (
+        group,
+      ) => `<h2>${esc(group)}</h2><table><thead><tr><th>Component</th><th>State</th><th>Uptime (90 days)</th><th>Latency p50 / p95 / p99</th></tr></thead><tbody>
 ${report.components
   .filter((c) => c.group === group)
   .map(

@@ -11,23 +11,31 @@ import { jsonSchemasOf } from "../tools/views.js";
  * libraries takes seconds of the workers' CPU that callers' first calls should not wait behind.
  * Their sections show the output schema only.
  */
-export const workedExampleOf = (tool: ToolDefinition): unknown => (jsonSchemasOf(tool).input as { examples?: unknown[] }).examples?.[0];
+export const workedExampleOf = (tool: ToolDefinition): unknown =>
+  (jsonSchemasOf(tool).input as { examples?: unknown[] }).examples?.[0];
 
 /** Long strings (a QR code's base64) are cut for the page. */
 function abbreviate(value: unknown): unknown {
   if (typeof value === "string") return value.length > 240 ? `${value.slice(0, 240)}…` : value;
   if (Array.isArray(value)) return value.map(abbreviate);
-  if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, abbreviate(v)]));
+  if (value && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, abbreviate(v)]));
   return value;
 }
 
 /** The tools whose worked example is run for the page. */
-export const EXAMPLE_TOOLS = TOOLS.filter((tool) => tool.pool === "general" && workedExampleOf(tool) !== undefined);
+export const EXAMPLE_TOOLS = TOOLS.filter(
+  (tool) => tool.pool === "general" && workedExampleOf(tool) !== undefined,
+);
 
 /** At most this many examples run at once, so building the page never floods the workers. */
 const EXAMPLES_AT_ONCE = 4;
 
-async function answerOf(services: Pick<Services, "pools">, tool: ToolDefinition, timeoutMs: number): Promise<unknown> {
+async function answerOf(
+  services: Pick<Services, "pools">,
+  tool: ToolDefinition,
+  timeoutMs: number,
+): Promise<unknown> {
   const res = await fetch(`${services.pools.url(tool.pool)}/tools/${tool.name}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -39,7 +47,10 @@ async function answerOf(services: Pick<Services, "pools">, tool: ToolDefinition,
 }
 
 /** Each example is tried twice (a worker still warming up on a busy machine), then left out. */
-export async function collectToolExamples(services: Pick<Services, "pools">, timeoutMs = 10_000): Promise<Map<string, unknown>> {
+export async function collectToolExamples(
+  services: Pick<Services, "pools">,
+  timeoutMs = 10_000,
+): Promise<Map<string, unknown>> {
   const answers = new Map<string, unknown>();
   const queue = [...EXAMPLE_TOOLS];
   const runOne = async (tool: ToolDefinition) => {

@@ -10,7 +10,15 @@ export const PACKS = { "1k": 1_000, "5k": 5_000, "25k": 25_000 } as const;
 export type PackName = keyof typeof PACKS;
 
 export const PLANS = {
-  starter: { tier: "starter", priceAtomic: parseUsd(TIERS.starter.priceUsdPerMonth!), credits: TIERS.starter.monthlyCredits! },
-  pro: { tier: "pro", priceAtomic: parseUsd(TIERS.pro.priceUsdPerMonth!), credits: TIERS.pro.monthlyCredits! },
+  starter: {
+    tier: "starter",
+    priceAtomic: parseUsd(TIERS.starter.priceUsdPerMonth!),
+    credits: TIERS.starter.monthlyCredits!,
+  },
+  pro: {
+    tier: "pro",
+    priceAtomic: parseUsd(TIERS.pro.priceUsdPerMonth!),
+    credits: TIERS.pro.monthlyCredits!,
+  },
 } as const;
 export type PlanName = keyof typeof PLANS;

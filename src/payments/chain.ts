@@ -1,4 +1,11 @@
-import { createPublicClient, defineChain, fallback, http, type LocalAccount, type PublicClient } from "viem";
+import {
+  createPublicClient,
+  defineChain,
+  fallback,
+  http,
+  type LocalAccount,
+  type PublicClient,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Config } from "../config.js";
 import type { PaymentNetwork } from "./networks.js";
@@ -31,11 +38,18 @@ export function createChainClients(x402: NonNullable<Config["x402"]>): Map<strin
     // block, authorizationState, balance and simulation; concurrent receipt polls) leave as one
     // JSON-RPC batch: one round trip, however far the RPC is.
     const batch = x402.rpcBatchSize > 0 ? { batchSize: x402.rpcBatchSize } : false;
-    const endpoints = network.rpcUrls.map((url) => http(url, { timeout: x402.rpcTimeoutMs, retryCount: 0, batch }));
-    const transport = endpoints.length === 1 ? endpoints[0]! : fallback(endpoints, { retryCount: 0 });
+    const endpoints = network.rpcUrls.map((url) =>
+      http(url, { timeout: x402.rpcTimeoutMs, retryCount: 0, batch }),
+    );
+    const transport =
+      endpoints.length === 1 ? endpoints[0]! : fallback(endpoints, { retryCount: 0 });
     const entry: NetworkClients = {
       network,
-      public: createPublicClient({ chain, transport, pollingInterval: x402.pollMs }) as PublicClient,
+      public: createPublicClient({
+        chain,
+        transport,
+        pollingInterval: x402.pollMs,
+      }) as PublicClient,
       relayers,
     };
     clients.set(network.name, entry);

@@ -1,5 +1,8 @@
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
-import { declarePaymentIdentifierExtension, PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
+import {
+  declarePaymentIdentifierExtension,
+  PAYMENT_IDENTIFIER,
+} from "@x402/extensions/payment-identifier";
 import { z } from "zod";
 import { defineRoute } from "../http/route.js";
 import type { Services } from "../services.js";
@@ -28,7 +31,9 @@ export function toolExtensions(tool: ToolDefinition): Record<string, unknown> {
  * The extensions of an MCP tool's offer: payment-identifier only — bazaar describes an HTTP
  * resource (method, body), which an `mcp://tool/<name>` resource is not.
  */
-export const mcpToolExtensions = (): Record<string, unknown> => ({ [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false) });
+export const mcpToolExtensions = (): Record<string, unknown> => ({
+  [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false),
+});
 
 /** Built once per tool and process: they depend only on the catalogue. */
 const built = new Map<string, Record<string, unknown>>();
@@ -36,13 +41,21 @@ const built = new Map<string, Record<string, unknown>>();
 function buildToolExtensions(tool: ToolDefinition): Record<string, unknown> {
   const { input, output } = jsonSchemasOf(tool);
   const example = ((input as { examples?: Record<string, unknown>[] }).examples ?? [])[0] ?? {};
-  const { bazaar } = declareDiscoveryExtension({ bodyType: "json", input: example, inputSchema: input }) as unknown as { bazaar: Discovery };
+  const { bazaar } = declareDiscoveryExtension({
+    bodyType: "json",
+    input: example,
+    inputSchema: input,
+  }) as unknown as { bazaar: Discovery };
   // The method is what the reference server extension adds per request; ours is fixed.
   (bazaar.info.input as Record<string, unknown>).method = "POST";
   // The tools' answers depend on their input, so there is no output example to give; the output
   // schema goes where the reference library puts it beside an example (info.output + schema.properties.output).
   bazaar.info.output = { type: "json" };
-  bazaar.schema.properties.output = { type: "object", properties: { type: { type: "string" }, example: { type: "object", ...output } }, required: ["type"] };
+  bazaar.schema.properties.output = {
+    type: "object",
+    properties: { type: { type: "string" }, example: { type: "object", ...output } },
+    required: ["type"],
+  };
   return { bazaar, [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false) };
 }
 
@@ -67,14 +80,35 @@ const resourceSchema = z.object({
 export const wellKnownX402 = defineRoute({
   method: "get",
   path: "/x402",
-  summary: "Every resource paid with x402 on this gateway: tools (per call), credit packs and plans, with price, networks and v2 requirements.",
+  summary:
+    "Every resource paid with x402 on this gateway: tools (per call), credit packs and plans, with price, networks and v2 requirements.",
   auth: "public",
-  response: z.object({ x402Version: z.literal(2), payTo: z.string().nullable(), networks: z.array(z.string()), resources: z.array(resourceSchema) }),
+  response: z.object({
+    x402Version: z.literal(2),
+    payTo: z.string().nullable(),
+    networks: z.array(z.string()),
+    resources: z.array(resourceSchema),
+  }),
   async handler({ services }) {
     const x402 = services.payments?.config;
-    if (!x402) return { body: { x402Version: 2 as const, payTo: null, networks: [], resources: [] } };
-    const entry = (path: string, priceAtomic: bigint, description: string, extra: { requiresKey: boolean; body?: Record<string, unknown>; extensions?: Record<string, unknown> }) => {
-      const offer = offerFor(x402, priceAtomic, `${services.config.publicBaseUrl}${path}`, description);
+    if (!x402)
+      return { body: { x402Version: 2 as const, payTo: null, networks: [], resources: [] } };
+    const entry = (
+      path: string,
+      priceAtomic: bigint,
+      description: string,
+      extra: {
+        requiresKey: boolean;
+        body?: Record<string, unknown>;
+        extensions?: Record<string, unknown>;
+      },
+    ) => {
+      const offer = offerFor(
+        x402,
+        priceAtomic,
+        `${services.config.publicBaseUrl}${path}`,
+        description,
+      );
       return {
         resource: offer.v2.resource.url,
         type: "http" as const,
@@ -88,14 +122,38 @@ export const wellKnownX402 = defineRoute({
       };
     };
     const resources = [
-      ...publicTools(services, TOOLS).map((tool) => entry(`/v1/tools/${tool.name}`, toolPrice(services, tool), `${tool.title}: one call`, { requiresKey: false, extensions: toolExtensions(tool) })),
-      ...Object.entries(PACKS).map(([pack, credits]) =>
-        entry("/api/v1/credits/purchase", atomicPrice(credits, services.config.creditPriceAtomic), `${credits} Toolgate credits`, { requiresKey: true, body: { pack } }),
+      ...publicTools(services, TOOLS).map((tool) =>
+        entry(`/v1/tools/${tool.name}`, toolPrice(services, tool), `${tool.title}: one call`, {
+          requiresKey: false,
+          extensions: toolExtensions(tool),
+        }),
       ),
-      ...Object.entries(PLANS).map(([plan, p]) => entry("/api/v1/plans/purchase", p.priceAtomic, `Toolgate ${plan} plan, 30 days`, { requiresKey: true, body: { plan } })),
+      ...Object.entries(PACKS).map(([pack, credits]) =>
+        entry(
+          "/api/v1/credits/purchase",
+          atomicPrice(credits, services.config.creditPriceAtomic),
+          `${credits} Toolgate credits`,
+          { requiresKey: true, body: { pack } },
+        ),
+      ),
+      ...Object.entries(PLANS).map(([plan, p]) =>
+        entry("/api/v1/plans/purchase", p.priceAtomic, `Toolgate ${plan} plan, 30 days`, {
+          requiresKey: true,
+          body: { plan },
+        }),
+      ),
     ];
-    return { headers: { "Cache-Control": "public, max-age=300" }, body: { x402Version: 2 as const, payTo: x402.payTo, networks: x402.networks.flatMap((n) => [n.name, n.caip2]), resources } };
+    return {
+      headers: { "Cache-Control": "public, max-age=300" },
+      body: {
+        x402Version: 2 as const,
+        payTo: x402.payTo,
+        networks: x402.networks.flatMap((n) => [n.name, n.caip2]),
+        resources,
+      },
+    };
   },
 });
 
-const toolPrice = (services: Services, tool: ToolDefinition) => atomicPrice(tool.cost, services.config.creditPriceAtomic);
+const toolPrice = (services: Services, tool: ToolDefinition) =>
+  atomicPrice(tool.cost, services.config.creditPriceAtomic);

@@ -9,7 +9,14 @@ import type { Services } from "../services.js";
 import type { Offer } from "./offer.js";
 import type { PaymentRequest } from "./payments.js";
 import { PaymentRefusal, type X402Reason } from "./refusal.js";
-import { parsedOrThrow, payloadResource, readPaymentPayload, requirementsV1Schema, requirementsV2Schema, type PaymentHeader } from "./wire.js";
+import {
+  parsedOrThrow,
+  payloadResource,
+  readPaymentPayload,
+  requirementsV1Schema,
+  requirementsV2Schema,
+  type PaymentHeader,
+} from "./wire.js";
 
 /**
  * Toolgate as an x402 facilitator (`POST /x402/verify`, `POST /x402/settle`), both generations,
@@ -42,7 +49,12 @@ class Verdict extends Error {
 }
 
 /** The caller's key (x-api-key or Bearer), admitted and rate limited in one round trip, with the feature checked. */
-async function facilitatorCaller(services: Services, req: Request, res: Response, requestId: string): Promise<KeyCaller> {
+async function facilitatorCaller(
+  services: Services,
+  req: Request,
+  res: Response,
+  requestId: string,
+): Promise<KeyCaller> {
   const caller = await authenticate(services, presentedKey(req, { bearer: true }), requestId);
   for (const [name, value] of Object.entries(caller.headers)) res.setHeader(name, value);
   res.locals.accountId = caller.account.id;
@@ -55,9 +67,17 @@ async function facilitatorCaller(services: Services, req: Request, res: Response
  * exactly that requirement, paid to its `payTo`, for its amount, on a network and token this
  * gateway settles.
  */
-function paymentRequest(services: Services, body: FacilitatorBody, caller: KeyCaller): { header: PaymentHeader; request: PaymentRequest } {
+function paymentRequest(
+  services: Services,
+  body: FacilitatorBody,
+  caller: KeyCaller,
+): { header: PaymentHeader; request: PaymentRequest } {
   const payments = services.payments;
-  if (!payments) throw new ApiError("payments_not_enabled", "x402 payments are not enabled on this gateway (no X402_NETWORKS configured).");
+  if (!payments)
+    throw new ApiError(
+      "payments_not_enabled",
+      "x402 payments are not enabled on this gateway (no X402_NETWORKS configured).",
+    );
   let header: PaymentHeader;
   try {
     header = readPaymentPayload(body.x402Version, body.paymentPayload);
@@ -76,16 +96,41 @@ function paymentRequest(services: Services, body: FacilitatorBody, caller: KeyCa
       throw new Verdict("invalid_payment_requirements", (err as Error).message);
     }
   })();
-  if (requirement.scheme !== "exact") throw new Verdict("unsupported_scheme", `the scheme ${requirement.scheme} is not supported (only exact)`);
+  if (requirement.scheme !== "exact")
+    throw new Verdict(
+      "unsupported_scheme",
+      `the scheme ${requirement.scheme} is not supported (only exact)`,
+    );
   const clients = payments.clients.get(requirement.network);
-  const named = clients && (body.x402Version === 1 ? clients.network.name : clients.network.caip2) === requirement.network;
-  if (!clients || !named) throw new Verdict("invalid_network", `the network ${requirement.network} is not settled by this facilitator`);
-  if (!sameBytes(requirement.asset, clients.network.usdc.address)) throw new Verdict("invalid_payment_requirements", `the asset is not the USDC token settled on ${requirement.network}`);
-  if (header.version === 1 && header.network !== requirement.network) throw new Verdict("invalid_network", `the payment is for ${header.network}, the requirement for ${requirement.network}`);
+  const named =
+    clients &&
+    (body.x402Version === 1 ? clients.network.name : clients.network.caip2) === requirement.network;
+  if (!clients || !named)
+    throw new Verdict(
+      "invalid_network",
+      `the network ${requirement.network} is not settled by this facilitator`,
+    );
+  if (!sameBytes(requirement.asset, clients.network.usdc.address))
+    throw new Verdict(
+      "invalid_payment_requirements",
+      `the asset is not the USDC token settled on ${requirement.network}`,
+    );
+  if (header.version === 1 && header.network !== requirement.network)
+    throw new Verdict(
+      "invalid_network",
+      `the payment is for ${header.network}, the requirement for ${requirement.network}`,
+    );
   // The offer is the requirement itself: a v2 payment's `accepted` must equal it field for field.
   const offer: Offer = {
     v1: [],
-    v2: { x402Version: 2, resource: { url: requirement.resourceUrl, description: "", mimeType: "" }, accepts: body.x402Version === 2 ? [parsedOrThrow(requirementsV2Schema, body.paymentRequirements)] : [] },
+    v2: {
+      x402Version: 2,
+      resource: { url: requirement.resourceUrl, description: "", mimeType: "" },
+      accepts:
+        body.x402Version === 2
+          ? [parsedOrThrow(requirementsV2Schema, body.paymentRequirements)]
+          : [],
+    },
   };
   const fee = services.config.facilitatorFeeCredits;
   return {
@@ -93,7 +138,13 @@ function paymentRequest(services: Services, body: FacilitatorBody, caller: KeyCa
     request: {
       offer,
       priceAtomic: BigInt(requirement.amount),
-      grant: { credits: 0, type: "one_time", plan: null, planChange: null, description: "x402 facilitator settlement" },
+      grant: {
+        credits: 0,
+        type: "one_time",
+        plan: null,
+        planChange: null,
+        description: "x402 facilitator settlement",
+      },
       beneficiary: caller.account.id,
       payTo: requirement.payTo,
       maxTimeoutSeconds: requirement.maxTimeoutSeconds,
@@ -102,7 +153,11 @@ function paymentRequest(services: Services, body: FacilitatorBody, caller: KeyCa
       beforeSettling: async (accountId) => {
         const account = await services.store.getAccount(accountId);
         if (!account || account.balance < fee) {
-          throw new ApiError("insufficient_credits", `Not enough credits for the facilitator fee of ${fee}: the balance is ${account?.balance ?? 0}.`, { details: { credits_remaining: account?.balance ?? 0 } });
+          throw new ApiError(
+            "insufficient_credits",
+            `Not enough credits for the facilitator fee of ${fee}: the balance is ${account?.balance ?? 0}.`,
+            { details: { credits_remaining: account?.balance ?? 0 } },
+          );
         }
       },
     },
@@ -113,16 +168,23 @@ function paymentRequest(services: Services, body: FacilitatorBody, caller: KeyCa
 function verdictOf(err: unknown): Verdict {
   if (err instanceof Verdict) return err;
   if (err instanceof PaymentRefusal) return new Verdict(err.x402Reason, err.message);
-  if (err instanceof ApiError && err.code === "payment_already_used") return new Verdict("invalid_transaction_state", err.message);
+  if (err instanceof ApiError && err.code === "payment_already_used")
+    return new Verdict("invalid_transaction_state", err.message);
   throw err;
 }
 
 const payerOf = (body: FacilitatorBody) => {
-  const from = (body.paymentPayload as { payload?: { authorization?: { from?: unknown } } } | null)?.payload?.authorization?.from;
+  const from = (body.paymentPayload as { payload?: { authorization?: { from?: unknown } } } | null)
+    ?.payload?.authorization?.from;
   return typeof from === "string" ? from : "";
 };
 
-const verifyResponse = z.object({ isValid: z.boolean(), invalidReason: z.string().optional(), invalidMessage: z.string().optional(), payer: z.string() });
+const verifyResponse = z.object({
+  isValid: z.boolean(),
+  invalidReason: z.string().optional(),
+  invalidMessage: z.string().optional(),
+  payer: z.string(),
+});
 const settleResponse = z.object({
   success: z.boolean(),
   errorReason: z.string().optional(),
@@ -135,7 +197,8 @@ const settleResponse = z.object({
 export const x402Verify = defineRoute({
   method: "post",
   path: "/verify",
-  summary: "x402 facilitator: verify a payment against one payment requirement (v1 or v2), claiming nothing. Needs the facilitator feature.",
+  summary:
+    "x402 facilitator: verify a payment against one payment requirement (v1 or v2), claiming nothing. Needs the facilitator feature.",
   auth: "public",
   body: facilitatorBody,
   response: verifyResponse,
@@ -147,7 +210,14 @@ export const x402Verify = defineRoute({
       return { body: { isValid: true, payer } };
     } catch (err) {
       const verdict = verdictOf(err);
-      return { body: { isValid: false, invalidReason: verdict.reason, invalidMessage: verdict.message, payer: payerOf(body) } };
+      return {
+        body: {
+          isValid: false,
+          invalidReason: verdict.reason,
+          invalidMessage: verdict.message,
+          payer: payerOf(body),
+        },
+      };
     }
   },
 });
@@ -164,15 +234,25 @@ export const x402Settle = defineRoute({
     const caller = await facilitatorCaller(services, req, res, requestId);
     const network = (body.paymentRequirements as { network?: unknown } | null)?.network;
     const failed = (reason: X402Reason, message: string) => ({
-      body: { success: false, errorReason: reason, errorMessage: message, transaction: "", network: typeof network === "string" ? network : "", payer: payerOf(body) },
+      body: {
+        success: false,
+        errorReason: reason,
+        errorMessage: message,
+        transaction: "",
+        network: typeof network === "string" ? network : "",
+        payer: payerOf(body),
+      },
     });
     try {
       const { header, request } = paymentRequest(services, body, caller);
       const paid = await services.payments!.accept(header, request);
-      return { body: { success: true, transaction: paid.txHash, network: paid.network, payer: paid.payer } };
+      return {
+        body: { success: true, transaction: paid.txHash, network: paid.network, payer: paid.payer },
+      };
     } catch (err) {
       // Not known yet: the reconciler finishes it; a later settle of the same payment answers its outcome.
-      if (err instanceof ApiError && err.code === "payment_pending") return failed("unexpected_settle_error", `payment_pending: ${err.message}`);
+      if (err instanceof ApiError && err.code === "payment_pending")
+        return failed("unexpected_settle_error", `payment_pending: ${err.message}`);
       const verdict = verdictOf(err);
       return failed(verdict.reason, verdict.message);
     }

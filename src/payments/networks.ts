@@ -6,11 +6,34 @@ import type { Address } from "viem";
  * USDC.e, whose EIP-712 domain differs.
  */
 export const NETWORK_DEFAULTS = {
-  base: { chainId: 8453, usdc: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", usdcName: "USD Coin", usdcVersion: "2" },
-  "base-sepolia": { chainId: 84532, usdc: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", usdcName: "USDC", usdcVersion: "2" },
-  polygon: { chainId: 137, usdc: "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359", usdcName: "USD Coin", usdcVersion: "2" },
-  "polygon-amoy": { chainId: 80002, usdc: "0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582", usdcName: "USDC", usdcVersion: "2" },
-} as const satisfies Record<string, { chainId: number; usdc: string; usdcName: string; usdcVersion: string }>;
+  base: {
+    chainId: 8453,
+    usdc: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+    usdcName: "USD Coin",
+    usdcVersion: "2",
+  },
+  "base-sepolia": {
+    chainId: 84532,
+    usdc: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+    usdcName: "USDC",
+    usdcVersion: "2",
+  },
+  polygon: {
+    chainId: 137,
+    usdc: "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359",
+    usdcName: "USD Coin",
+    usdcVersion: "2",
+  },
+  "polygon-amoy": {
+    chainId: 80002,
+    usdc: "0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582",
+    usdcName: "USDC",
+    usdcVersion: "2",
+  },
+} as const satisfies Record<
+  string,
+  { chainId: number; usdc: string; usdcName: string; usdcVersion: string }
+>;
 
 export type NetworkName = keyof typeof NETWORK_DEFAULTS;
 export const NETWORK_NAMES = Object.keys(NETWORK_DEFAULTS) as NetworkName[];
@@ -28,7 +51,11 @@ export interface PaymentNetwork {
 /** `BASE_SEPOLIA_RPC_URL` for base-sepolia: the upper-cased name with `-` as `_`; it may list several URLs, comma-separated. */
 export const envPrefix = (name: NetworkName) => name.toUpperCase().replace(/-/g, "_");
 
-export function networkFromEnv(name: NetworkName, env: NodeJS.ProcessEnv, problems: string[]): PaymentNetwork | null {
+export function networkFromEnv(
+  name: NetworkName,
+  env: NodeJS.ProcessEnv,
+  problems: string[],
+): PaymentNetwork | null {
   const prefix = envPrefix(name);
   const defaults = NETWORK_DEFAULTS[name];
   const rpcUrls = (env[`${prefix}_RPC_URL`] ?? "")
@@ -39,14 +66,21 @@ export function networkFromEnv(name: NetworkName, env: NodeJS.ProcessEnv, proble
     problems.push(`${prefix}_RPC_URL is required for the x402 network ${name}`);
     return null;
   }
-  for (const url of rpcUrls) if (!/^https?:\/\/[^\s]+$/.test(url)) problems.push(`${prefix}_RPC_URL: ${url.slice(0, 80)} is not an http(s) URL`);
+  for (const url of rpcUrls)
+    if (!/^https?:\/\/[^\s]+$/.test(url))
+      problems.push(`${prefix}_RPC_URL: ${url.slice(0, 80)} is not an http(s) URL`);
   const address = env[`${prefix}_USDC_ADDRESS`] ?? defaults.usdc;
-  if (!/^0x[0-9a-fA-F]{40}$/.test(address)) problems.push(`${prefix}_USDC_ADDRESS is not an address`);
+  if (!/^0x[0-9a-fA-F]{40}$/.test(address))
+    problems.push(`${prefix}_USDC_ADDRESS is not an address`);
   return {
     name,
     chainId: defaults.chainId,
     caip2: `eip155:${defaults.chainId}`,
     rpcUrls,
-    usdc: { address: address as Address, name: env[`${prefix}_USDC_NAME`] ?? defaults.usdcName, version: env[`${prefix}_USDC_VERSION`] ?? defaults.usdcVersion },
+    usdc: {
+      address: address as Address,
+      name: env[`${prefix}_USDC_NAME`] ?? defaults.usdcName,
+      version: env[`${prefix}_USDC_VERSION`] ?? defaults.usdcVersion,
+    },
   };
 }

@@ -20,7 +20,13 @@ export interface Offer {
 }
 
 /** `extensions`: the v2 extensions the resource declares (bazaar discovery, payment-identifier). */
-export function offerFor(x402: X402Config, priceAtomic: bigint, resource: string, description: string, extensions?: Record<string, unknown>): Offer {
+export function offerFor(
+  x402: X402Config,
+  priceAtomic: bigint,
+  resource: string,
+  description: string,
+  extensions?: Record<string, unknown>,
+): Offer {
   return {
     v1: x402.networks.map((n) => ({
       scheme: "exact",
@@ -55,7 +61,12 @@ export function offerFor(x402: X402Config, priceAtomic: bigint, resource: string
  * A 402 that offers payment: the v1 body (`x402Version`, `accepts`) beside the API's one error
  * shape, and the v2 `PAYMENT-REQUIRED` header. `Cache-Control: no-store` is set on every answer.
  */
-export function paymentChallenge(code: ErrorCode, message: string, offer: Offer, details?: Record<string, unknown>): ApiError {
+export function paymentChallenge(
+  code: ErrorCode,
+  message: string,
+  offer: Offer,
+  details?: Record<string, unknown>,
+): ApiError {
   return new ApiError(code, message, {
     ...(details ? { details } : {}),
     top: { x402Version: 1, accepts: offer.v1 },

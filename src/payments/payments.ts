@@ -11,7 +11,14 @@ import { createChainClients, type NetworkClients } from "./chain.js";
 import type { Offer } from "./offer.js";
 import { Relayers, type SeenBlock } from "./relayers.js";
 import { settle } from "./settle.js";
-import { authorizationMessage, authorizationUsed, invalidPayment, normaliseSignature, verifyChainState, verifySigned } from "./verify.js";
+import {
+  authorizationMessage,
+  authorizationUsed,
+  invalidPayment,
+  normaliseSignature,
+  verifyChainState,
+  verifySigned,
+} from "./verify.js";
 import { ensureWalletAccount } from "./wallet-accounts.js";
 import type { Authorization, PaymentHeader, RequirementsV2 } from "./wire.js";
 
@@ -101,14 +108,23 @@ export class Payments {
 
   private networkOf(header: PaymentHeader, offer: Offer): NetworkClients {
     if (header.version === 1) {
-      if (header.scheme !== "exact") throw invalidPayment("only the exact scheme is accepted", "unsupported_scheme");
+      if (header.scheme !== "exact")
+        throw invalidPayment("only the exact scheme is accepted", "unsupported_scheme");
       const clients = this.clients.get(header.network);
-      if (!clients || clients.network.name !== header.network) throw invalidPayment(`the network ${header.network} is not accepted here`, "invalid_network");
+      if (!clients || clients.network.name !== header.network)
+        throw invalidPayment(
+          `the network ${header.network} is not accepted here`,
+          "invalid_network",
+        );
       return clients;
     }
     // v2: the requirement the client accepted must be, field for field, one that was offered.
     const offered = offer.v2.accepts.find((r) => sameRequirement(r, header.accepted));
-    if (!offered) throw invalidPayment("the accepted requirement is not one this resource offers (network, asset, amount or recipient differ)", "invalid_payment_requirements");
+    if (!offered)
+      throw invalidPayment(
+        "the accepted requirement is not one this resource offers (network, asset, amount or recipient differ)",
+        "invalid_payment_requirements",
+      );
     return this.clients.get(offered.network)!;
   }
 
@@ -127,7 +143,11 @@ export class Payments {
     const payer = getAddress(auth.from);
     const id = `${network.chainId}:${network.usdc.address}:${payer}:${auth.nonce}`.toLowerCase();
     const networkName = header.version === 1 ? network.name : network.caip2;
-    const expected = { payTo: request.payTo ?? this.config.payTo, price: request.priceAtomic, maxTimeoutSeconds: request.maxTimeoutSeconds ?? this.config.maxTimeoutSeconds };
+    const expected = {
+      payTo: request.payTo ?? this.config.payTo,
+      price: request.priceAtomic,
+      maxTimeoutSeconds: request.maxTimeoutSeconds ?? this.config.maxTimeoutSeconds,
+    };
     return { clients, network, auth, signature, payer, id, networkName, expected };
   }
 
@@ -135,8 +155,14 @@ export class Payments {
    * The facilitator's `verify`: every check `accept` makes before money moves (the authorization
    * itself, then the chain's state), claiming nothing. Returns the payer; throws the refusal.
    */
-  async verify(header: PaymentHeader, request: PaymentRequest): Promise<{ payer: Address; network: string }> {
-    const { clients, network, auth, signature, payer, networkName, expected } = this.prepare(header, request);
+  async verify(
+    header: PaymentHeader,
+    request: PaymentRequest,
+  ): Promise<{ payer: Address; network: string }> {
+    const { clients, network, auth, signature, payer, networkName, expected } = this.prepare(
+      header,
+      request,
+    );
     try {
       await verifySigned(clients, auth, signature, expected);
       await verifyChainState(clients, auth, signature, expected);
@@ -147,7 +173,10 @@ export class Payments {
   }
 
   async accept(header: PaymentHeader, request: PaymentRequest): Promise<AcceptedPayment> {
-    const { clients, network, auth, signature, payer, id, networkName, expected } = this.prepare(header, request);
+    const { clients, network, auth, signature, payer, id, networkName, expected } = this.prepare(
+      header,
+      request,
+    );
     const context: KnownContext = { request, auth, payer, network: networkName };
 
     // The request's own checks and the lookup of its payment, in one round.
@@ -189,7 +218,9 @@ export class Payments {
       authorization: { ...auth },
       signature,
       resource: request.offer.v2.resource.url,
-      call: request.call ? { key: request.call.key ?? `x402:${id}`, fingerprint: request.call.fingerprint } : null,
+      call: request.call
+        ? { key: request.call.key ?? `x402:${id}`, fingerprint: request.call.fingerprint }
+        : null,
       // The transfer cannot be in an earlier block: whoever finishes this settlement reads logs from here.
       sentFromBlock: seen.number.toString(),
       ...(request.payTo ? { payTo: expected.payTo } : {}),
@@ -198,7 +229,14 @@ export class Payments {
     const existing = await this.services.store.claimPayment(record);
     if (existing) return this.answerKnown(existing, context);
 
-    const outcome = await settle(this.relayers(clients), auth, signature, expected.payTo, this.config.receiptTimeoutMs, seen);
+    const outcome = await settle(
+      this.relayers(clients),
+      auth,
+      signature,
+      expected.payTo,
+      this.config.receiptTimeoutMs,
+      seen,
+    );
     this.services.metrics.payments.inc({ outcome: outcome.state, network: network.name });
     if (outcome.state === "unsent") {
       await this.services.store.releasePayment(id); // nothing was broadcast: the authorization may be retried
@@ -209,11 +247,24 @@ export class Payments {
       throw invalidPayment(`settlement failed: ${outcome.reason}`, "invalid_transaction_state");
     }
     if (outcome.state !== "settled") {
-      await this.services.store.savePayment({ ...record, state: "pending", txHash: outcome.txHash ?? null, relay: outcome.state === "pending" ? (outcome.relay ?? null) : null });
-      this.services.log.warn({ payment: id, reason: outcome.reason, tx: outcome.txHash }, "x402 settlement pending");
+      await this.services.store.savePayment({
+        ...record,
+        state: "pending",
+        txHash: outcome.txHash ?? null,
+        relay: outcome.state === "pending" ? (outcome.relay ?? null) : null,
+      });
+      this.services.log.warn(
+        { payment: id, reason: outcome.reason, tx: outcome.txHash },
+        "x402 settlement pending",
+      );
       throw pending();
     }
-    const done: PaymentRecord = { ...record, state: "settled", txHash: outcome.txHash, expiresAt: this.retainUntil(record) };
+    const done: PaymentRecord = {
+      ...record,
+      state: "settled",
+      txHash: outcome.txHash,
+      expiresAt: this.retainUntil(record),
+    };
     // A purchase's one "service" is its credit: claimed before the record says "settled", so a
     // duplicate that then sees "settled" cannot take what this request paid for.
     if (!record.call) await this.services.store.claimPaymentService(id, done.expiresAt!);
@@ -237,7 +288,11 @@ export class Payments {
       return err;
     }
     this.services.metrics.chainRpcErrors.inc({ network });
-    return new ApiError("chain_unavailable", `The ${network} RPC did not answer; nothing was charged. Retry shortly.`, { headers: { "Retry-After": "5" } });
+    return new ApiError(
+      "chain_unavailable",
+      `The ${network} RPC did not answer; nothing was charged. Retry shortly.`,
+      { headers: { "Retry-After": "5" } },
+    );
   }
 
   private accepted(record: PaymentRecord, network: string): AcceptedPayment {
@@ -260,12 +315,23 @@ export class Payments {
    */
   private async answerKnown(found: PaymentRecord, context: KnownContext): Promise<AcceptedPayment> {
     const { request } = context;
-    const used = (why: string) => new ApiError("payment_already_used", `This payment authorization has already been used${why}.`);
-    if (!sameAuthorization(found.authorization, context.auth)) throw used(" (another authorization with this nonce was settled)");
-    if (found.resource !== undefined && found.resource !== request.offer.v2.resource.url) throw used(" for another resource");
-    if (request.beneficiary && found.accountId !== request.beneficiary) throw used(" by another account");
+    const used = (why: string) =>
+      new ApiError(
+        "payment_already_used",
+        `This payment authorization has already been used${why}.`,
+      );
+    if (!sameAuthorization(found.authorization, context.auth))
+      throw used(" (another authorization with this nonce was settled)");
+    if (found.resource !== undefined && found.resource !== request.offer.v2.resource.url)
+      throw used(" for another resource");
+    if (request.beneficiary && found.accountId !== request.beneficiary)
+      throw used(" by another account");
     if (found.call && request.call && found.call.fingerprint !== request.call.fingerprint) {
-      throw new ApiError("idempotency_conflict", "This payment was already used for a call with a different body; a payment pays for one call.", { param: "payment" });
+      throw new ApiError(
+        "idempotency_conflict",
+        "This payment was already used for a call with a different body; a payment pays for one call.",
+        { param: "payment" },
+      );
     }
     let record: PaymentRecord | null = found;
     const deadline = Date.now() + this.settlingDeadlineMs;
@@ -277,7 +343,13 @@ export class Payments {
     if (!record) throw used(""); // released: the settlement failed and nothing moved; the chain decides on a retry
     if (record.state !== "settled") throw pending();
     if (record.call && request.call) return this.accepted(record, context.network);
-    if (!record.call && (await this.services.store.claimPaymentService(record.id, record.expiresAt ?? Date.now() + this.config.retentionSeconds * 1000))) {
+    if (
+      !record.call &&
+      (await this.services.store.claimPaymentService(
+        record.id,
+        record.expiresAt ?? Date.now() + this.config.retentionSeconds * 1000,
+      ))
+    ) {
       return this.accepted(record, context.network);
     }
     throw used("");
@@ -307,7 +379,12 @@ export class Payments {
     await this.services.store.topUp(
       record.accountId,
       "purchase",
-      { amount: grant.credits, requestId: `x402:${record.id}`, reason: `x402 payment ${record.txHash} (${grant.description})`, rearm: !record.call },
+      {
+        amount: grant.credits,
+        requestId: `x402:${record.id}`,
+        reason: `x402 payment ${record.txHash} (${grant.description})`,
+        rearm: !record.call,
+      },
       [event],
       grant.planChange ?? undefined,
     );
@@ -346,7 +423,11 @@ export class Payments {
         reason: "facilitator_settle",
         countRequest: false,
       });
-      if (outcome.status !== "ok") this.services.log.warn({ payment: record.id, account: record.accountId, outcome: outcome.status }, "facilitator fee not collected");
+      if (outcome.status !== "ok")
+        this.services.log.warn(
+          { payment: record.id, account: record.accountId, outcome: outcome.status },
+          "facilitator fee not collected",
+        );
     }
     const saved = { ...record, expiresAt: record.expiresAt ?? this.retainUntil(record) };
     await this.services.store.savePayment(saved);
@@ -356,7 +437,10 @@ export class Payments {
   /** Until when a settled payment is remembered: the retention window, or the authorization's expiry if later. */
   private retainUntil(record: PaymentRecord): number {
     const validBeforeMs = Number(record.authorization.validBefore ?? 0) * 1000;
-    return Math.max(Date.now() + this.config.retentionSeconds * 1000, Number.isFinite(validBeforeMs) ? validBeforeMs : 0);
+    return Math.max(
+      Date.now() + this.config.retentionSeconds * 1000,
+      Number.isFinite(validBeforeMs) ? validBeforeMs : 0,
+    );
   }
 }
 
@@ -392,11 +476,16 @@ function sameRequirement(offered: RequirementsV2, accepted: RequirementsV2): boo
   );
 }
 
-const sortedJson = (value: Record<string, unknown>) => JSON.stringify(Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b))));
+const sortedJson = (value: Record<string, unknown>) =>
+  JSON.stringify(Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b))));
 
 const SETTLING_POLL_MS = 50;
 
 const pending = () =>
-  new ApiError("payment_pending", "The payment is being settled on chain; its outcome is not known yet. Do not pay again: retry this request later with the same payment.", {
-    headers: { "Retry-After": "10" },
-  });
+  new ApiError(
+    "payment_pending",
+    "The payment is being settled on chain; its outcome is not known yet. Do not pay again: retry this request later with the same payment.",
+    {
+      headers: { "Retry-After": "10" },
+    },
+  );

@@ -1,4 +1,11 @@
-import { getAddress, isAddressEqual, parseAbiItem, parseEventLogs, type Address, type Hex } from "viem";
+import {
+  getAddress,
+  isAddressEqual,
+  parseAbiItem,
+  parseEventLogs,
+  type Address,
+  type Hex,
+} from "viem";
 import { every } from "../lib/periodic.js";
 import type { Services } from "../services.js";
 import type { PaymentRecord, RelayedTransaction } from "../store/types.js";
@@ -7,7 +14,9 @@ import type { Payments } from "./payments.js";
 import type { Relayers } from "./relayers.js";
 import { authorizationUsed, tokenAbi } from "./verify.js";
 
-const AUTHORIZATION_USED = parseAbiItem("event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)");
+const AUTHORIZATION_USED = parseAbiItem(
+  "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
+);
 
 /**
  * Finishes settlements whose outcome was unknown (a receipt that never came, an RPC that went
@@ -17,9 +26,18 @@ const AUTHORIZATION_USED = parseAbiItem("event AuthorizationUsed(address indexed
  * released. Runs in every process; the credit is idempotent, so two reconcilers finishing the
  * same payment credit it once.
  */
-export function startReconciler(services: Services, payments: Payments, intervalMs = 1000): { stop(): Promise<void> } {
+export function startReconciler(
+  services: Services,
+  payments: Payments,
+  intervalMs = 1000,
+): { stop(): Promise<void> } {
   // The reconciler's backlog, for operators: payments whose money may have moved but is not credited yet.
-  services.metrics.onScrape(async () => services.metrics.queueDepth.set({ queue: "payments-unsettled" }, (await services.store.openPayments()).length));
+  services.metrics.onScrape(async () =>
+    services.metrics.queueDepth.set(
+      { queue: "payments-unsettled" },
+      (await services.store.openPayments()).length,
+    ),
+  );
   // A gap is judged only once any payment transaction at that nonce had its receipt wait and its
   // own stuck replacement: those re-send the payment, a filler would cancel it.
   const gapAfterMs = payments.config.receiptTimeoutMs + payments.config.stuckAfterMs;
@@ -27,31 +45,60 @@ export function startReconciler(services: Services, payments: Payments, interval
     const open = await services.store.openPayments();
     for (const record of open) {
       // A settlement still in the hands of a live process is left to it.
-      if (record.state === "settling" && Date.now() - record.createdAt < payments.settlingDeadlineMs) continue;
+      if (
+        record.state === "settling" &&
+        Date.now() - record.createdAt < payments.settlingDeadlineMs
+      )
+        continue;
       try {
         await reconcile(services, payments, record);
       } catch (err) {
-        services.log.warn({ payment: record.id, err: String(err) }, "could not reconcile a pending payment yet");
+        services.log.warn(
+          { payment: record.id, err: String(err) },
+          "could not reconcile a pending payment yet",
+        );
       }
     }
     const held = (network: string, relayers: Relayers) => (relayer: Address, nonce: number) =>
-      open.some((r) => r.network === network && r.relay?.nonce === nonce && relayers.account(r.relay.from)?.address === relayer);
+      open.some(
+        (r) =>
+          r.network === network &&
+          r.relay?.nonce === nonce &&
+          relayers.account(r.relay.from)?.address === relayer,
+      );
     for (const clients of new Set(payments.clients.values())) {
       const relayers = payments.relayers(clients);
-      await relayers.repairGaps(gapAfterMs, held(clients.network.name, relayers)).catch((err: unknown) => services.log.warn({ network: clients.network.name, err: String(err) }, "could not check the relayers' nonces yet"));
+      await relayers
+        .repairGaps(gapAfterMs, held(clients.network.name, relayers))
+        .catch((err: unknown) =>
+          services.log.warn(
+            { network: clients.network.name, err: String(err) },
+            "could not check the relayers' nonces yet",
+          ),
+        );
     }
   };
-  return every(intervalMs, tick, (err) => services.log.warn({ err: String(err) }, "reconciler tick failed; retrying"));
+  return every(intervalMs, tick, (err) =>
+    services.log.warn({ err: String(err) }, "reconciler tick failed; retrying"),
+  );
 }
 
 /** Fee increase of a replacement: nodes require at least 10%; 50% gets through faster. */
 const BUMP_PERCENT = 150n;
 
-async function replaceStuck(clients: NetworkClients, record: PaymentRecord, cancel: boolean, relayers: Relayers) {
+async function replaceStuck(
+  clients: NetworkClients,
+  record: PaymentRecord,
+  cancel: boolean,
+  relayers: Relayers,
+) {
   const relay = record.relay!;
   const account = relayers.account(relay.from);
   if (!account) return null; // sent by a relayer key no longer configured: nothing of ours can replace it
-  const mined = await clients.public.getTransactionCount({ address: account.address, blockTag: "latest" });
+  const mined = await clients.public.getTransactionCount({
+    address: account.address,
+    blockTag: "latest",
+  });
   if (mined > relay.nonce) return null; // its nonce is taken: nothing of ours is stuck there
   const current = await clients.public.estimateFeesPerGas();
   const bump = (old: string, now: bigint) => {
@@ -71,7 +118,9 @@ async function replaceStuck(clients: NetworkClients, record: PaymentRecord, canc
     gas: BigInt(relay.gas),
     maxFeePerGas: BigInt(next.maxFeePerGas),
     maxPriorityFeePerGas: BigInt(next.maxPriorityFeePerGas),
-    ...(cancel ? { to: account.address, value: 0n } : { to: clients.network.usdc.address, data: relay.data as Hex }),
+    ...(cancel
+      ? { to: account.address, value: 0n }
+      : { to: clients.network.usdc.address, data: relay.data as Hex }),
   } as never);
   const hash = await clients.public.sendRawTransaction({ serializedTransaction: signed });
   return { hash, relay: next };
@@ -83,20 +132,38 @@ async function replaceStuck(clients: NetworkClients, record: PaymentRecord, canc
  * cap eth_getLogs ranges, often at 1,000 to 10,000 blocks). A record without that block (written
  * by an older version) is searched over the last ten ranges only.
  */
-async function findAuthorizationUse(clients: NetworkClients, record: PaymentRecord, rangeBlocks: number): Promise<Hex | null> {
+async function findAuthorizationUse(
+  clients: NetworkClients,
+  record: PaymentRecord,
+  rangeBlocks: number,
+): Promise<Hex | null> {
   const auth = record.authorization;
   const latest = await clients.public.getBlockNumber({ cacheTime: 0 });
   const span = BigInt(rangeBlocks);
-  const start = record.sentFromBlock ? BigInt(record.sentFromBlock) : latest > span * 10n ? latest - span * 10n : 0n;
+  const start = record.sentFromBlock
+    ? BigInt(record.sentFromBlock)
+    : latest > span * 10n
+      ? latest - span * 10n
+      : 0n;
   for (let from = start; from <= latest; from += span) {
     const to = from + span - 1n < latest ? from + span - 1n : latest;
-    const logs = await clients.public.getLogs({ address: clients.network.usdc.address, event: AUTHORIZATION_USED, args: { authorizer: getAddress(auth.from!), nonce: auth.nonce as Hex }, fromBlock: from, toBlock: to });
+    const logs = await clients.public.getLogs({
+      address: clients.network.usdc.address,
+      event: AUTHORIZATION_USED,
+      args: { authorizer: getAddress(auth.from!), nonce: auth.nonce as Hex },
+      fromBlock: from,
+      toBlock: to,
+    });
     if (logs[0]) return logs[0].transactionHash;
   }
   return null;
 }
 
-export async function reconcile(services: Services, payments: Payments, record: PaymentRecord): Promise<"settled" | "released" | "pending"> {
+export async function reconcile(
+  services: Services,
+  payments: Payments,
+  record: PaymentRecord,
+): Promise<"settled" | "released" | "pending"> {
   const clients = payments.clients.get(record.network);
   if (!clients) return "pending";
   const auth = record.authorization;
@@ -113,8 +180,15 @@ export async function reconcile(services: Services, payments: Payments, record: 
     if (record.relay && Date.now() - record.relay.sentAt >= payments.config.stuckAfterMs) {
       const replaced = await replaceStuck(clients, record, expired, payments.relayers(clients));
       if (replaced) {
-        await services.store.savePayment({ ...record, txHash: replaced.hash, relay: replaced.relay });
-        services.log.warn({ payment: record.id, nonce: record.relay.nonce, tx: replaced.hash, cancel: expired }, "replaced a stuck settlement transaction");
+        await services.store.savePayment({
+          ...record,
+          txHash: replaced.hash,
+          relay: replaced.relay,
+        });
+        services.log.warn(
+          { payment: record.id, nonce: record.relay.nonce, tx: replaced.hash, cancel: expired },
+          "replaced a stuck settlement transaction",
+        );
         if (!expired) return "pending";
       }
     }
@@ -127,15 +201,30 @@ export async function reconcile(services: Services, payments: Payments, record: 
   }
   // The transfer that happened (the original or a replacement): found by its AuthorizationUsed log,
   // else by the transaction we sent.
-  const txHash = (await findAuthorizationUse(clients, record, payments.config.logRangeBlocks)) ?? (record.txHash as Hex | null);
+  const txHash =
+    (await findAuthorizationUse(clients, record, payments.config.logRangeBlocks)) ??
+    (record.txHash as Hex | null);
   if (!txHash) return "pending";
   const receipt = await clients.public.getTransactionReceipt({ hash: txHash });
-  const events = parseEventLogs({ abi: tokenAbi, logs: receipt.logs.filter((l) => isAddressEqual(l.address, token)) }) as unknown as { eventName: string; args: Record<string, unknown> }[];
+  const events = parseEventLogs({
+    abi: tokenAbi,
+    logs: receipt.logs.filter((l) => isAddressEqual(l.address, token)),
+  }) as unknown as { eventName: string; args: Record<string, unknown> }[];
   const paid = events.some(
-    (e) => e.eventName === "Transfer" && isAddressEqual(e.args.from as Address, from) && isAddressEqual(e.args.to as Address, (record.payTo as Address | undefined) ?? payments.config.payTo) && e.args.value === BigInt(record.value),
+    (e) =>
+      e.eventName === "Transfer" &&
+      isAddressEqual(e.args.from as Address, from) &&
+      isAddressEqual(
+        e.args.to as Address,
+        (record.payTo as Address | undefined) ?? payments.config.payTo,
+      ) &&
+      e.args.value === BigInt(record.value),
   );
   if (!paid) {
-    services.log.error({ payment: record.id, tx: txHash }, "authorization used without the expected transfer; not credited");
+    services.log.error(
+      { payment: record.id, tx: txHash },
+      "authorization used without the expected transfer; not credited",
+    );
     return "pending";
   }
   await payments.credit({ ...record, state: "settled", txHash });

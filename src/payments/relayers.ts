@@ -1,4 +1,12 @@
-import { BaseError, HttpRequestError, RpcRequestError, TimeoutError, type Address, type Hex, type LocalAccount } from "viem";
+import {
+  BaseError,
+  HttpRequestError,
+  RpcRequestError,
+  TimeoutError,
+  type Address,
+  type Hex,
+  type LocalAccount,
+} from "viem";
 import type { Logger } from "pino";
 import type { RelayedTransaction, Store } from "../store/types.js";
 import type { NetworkClients } from "./chain.js";
@@ -55,10 +63,18 @@ const GAS_MARGIN_PERCENT = 150n;
 const FILLER_GAS = 21_000n;
 
 /** The node answered: the transaction was refused, not lost. */
-const nodeAnswered = (err: unknown) => err instanceof BaseError && err.walk((e) => e instanceof RpcRequestError) !== null && err.walk((e) => e instanceof TimeoutError || e instanceof HttpRequestError) === null;
+const nodeAnswered = (err: unknown) =>
+  err instanceof BaseError &&
+  err.walk((e) => e instanceof RpcRequestError) !== null &&
+  err.walk((e) => e instanceof TimeoutError || e instanceof HttpRequestError) === null;
 /** The node already has a transaction at this nonce (mined or waiting): our sequence is behind. */
-const nonceTaken = (err: unknown) => nodeAnswered(err) && /nonce too low|already known|already imported|replacement transaction underpriced|nonce.*(already|used)/i.test((err as BaseError).details ?? (err as Error).message);
-const gasTooLow = (err: unknown) => /intrinsic gas too low|out of gas/i.test((err as BaseError).details ?? (err as Error).message);
+const nonceTaken = (err: unknown) =>
+  nodeAnswered(err) &&
+  /nonce too low|already known|already imported|replacement transaction underpriced|nonce.*(already|used)/i.test(
+    (err as BaseError).details ?? (err as Error).message,
+  );
+const gasTooLow = (err: unknown) =>
+  /intrinsic gas too low|out of gas/i.test((err as BaseError).details ?? (err as Error).message);
 
 export class Relayers {
   private turn = Math.floor(Math.random() * 1000);
@@ -80,27 +96,40 @@ export class Relayers {
     return this.clients.relayers.find((a) => a.address.toLowerCase() === address.toLowerCase());
   }
 
-  private sequence = (account: LocalAccount) => `${this.clients.network.chainId}:${account.address.toLowerCase()}`;
+  private sequence = (account: LocalAccount) =>
+    `${this.clients.network.chainId}:${account.address.toLowerCase()}`;
 
   /** The next nonce of `account`'s sequence; the chain's pending count starts a sequence that does not exist yet. */
   async takeNonce(account: LocalAccount): Promise<number> {
     const name = this.sequence(account);
     const nonce = await this.store.takeRelayerNonce(name, null);
     if (nonce !== null) return nonce;
-    const start = await this.clients.public.getTransactionCount({ address: account.address, blockTag: "pending" });
+    const start = await this.clients.public.getTransactionCount({
+      address: account.address,
+      blockTag: "pending",
+    });
     return (await this.store.takeRelayerNonce(name, start))!;
   }
 
   /** Moves `account`'s sequence up to the chain's pending count (a nonce we thought free was taken). */
   async resync(account: LocalAccount): Promise<void> {
-    const count = await this.clients.public.getTransactionCount({ address: account.address, blockTag: "pending" });
+    const count = await this.clients.public.getTransactionCount({
+      address: account.address,
+      blockTag: "pending",
+    });
     const next = await this.store.raiseRelayerNonce(this.sequence(account), count);
-    this.log.warn({ relayer: account.address, chainPending: count, next }, "relayer nonce sequence resynchronised with the chain");
+    this.log.warn(
+      { relayer: account.address, chainPending: count, next },
+      "relayer nonce sequence resynchronised with the chain",
+    );
   }
 
   /** Gas for a transfer of this calldata: the token's cached (v, r, s) estimate, or a fresh one for other shapes. */
   private gas(account: LocalAccount, data: Hex, shape: string | null): Promise<bigint> {
-    const estimate = () => this.clients.public.estimateGas({ account: account.address, to: this.clients.network.usdc.address, data }).then((g) => (g * GAS_MARGIN_PERCENT) / 100n);
+    const estimate = () =>
+      this.clients.public
+        .estimateGas({ account: account.address, to: this.clients.network.usdc.address, data })
+        .then((g) => (g * GAS_MARGIN_PERCENT) / 100n);
     if (shape === null) return estimate();
     let gas = this.gasByShape.get(shape);
     if (!gas) {
@@ -124,8 +153,12 @@ export class Relayers {
       if (!previous) value.catch(() => (this.priorityFee = null));
     }
     const priority = await this.priorityFee!.value;
-    const fees = { maxFeePerGas: block.baseFeePerGas * 2n + priority, maxPriorityFeePerGas: priority };
-    if (!this.feesOfBlock || block.number > this.feesOfBlock.block) this.feesOfBlock = { block: block.number, fees };
+    const fees = {
+      maxFeePerGas: block.baseFeePerGas * 2n + priority,
+      maxPriorityFeePerGas: priority,
+    };
+    if (!this.feesOfBlock || block.number > this.feesOfBlock.block)
+      this.feesOfBlock = { block: block.number, fees };
     return fees;
   }
 
@@ -135,20 +168,47 @@ export class Relayers {
    * `alreadyDone` is asked before resending at a new nonce: a send whose first answer was lost may
    * have landed under another URL.
    */
-  async send(data: Hex, shape: string | null, block: SeenBlock, alreadyDone: () => Promise<boolean>): Promise<{ hash: Hex; relay: RelayedTransaction }> {
+  async send(
+    data: Hex,
+    shape: string | null,
+    block: SeenBlock,
+    alreadyDone: () => Promise<boolean>,
+  ): Promise<{ hash: Hex; relay: RelayedTransaction }> {
     const account = this.clients.relayers[this.turn++ % this.clients.relayers.length]!;
     const beforeSending = async <T>(step: Promise<T>): Promise<T> =>
       step.catch((err: unknown) => {
-        if (nodeAnswered(err)) throw new SendRefused((err as BaseError).shortMessage ?? "the transfer cannot be sent");
+        if (nodeAnswered(err))
+          throw new SendRefused((err as BaseError).shortMessage ?? "the transfer cannot be sent");
         throw new NotSent((err as BaseError).shortMessage ?? (err as Error).message);
       });
-    const [gas, fees] = await beforeSending(Promise.all([this.gas(account, data, shape), this.fees(block)]));
+    const [gas, fees] = await beforeSending(
+      Promise.all([this.gas(account, data, shape), this.fees(block)]),
+    );
     for (let attempt = 0; ; attempt++) {
       const nonce = await beforeSending(this.takeNonce(account));
-      const relay: RelayedTransaction = { from: account.address, nonce, gas: String(gas), maxFeePerGas: String(fees.maxFeePerGas), maxPriorityFeePerGas: String(fees.maxPriorityFeePerGas), data, sentAt: Date.now() };
-      const signed = await account.signTransaction({ chainId: this.clients.network.chainId, type: "eip1559", to: this.clients.network.usdc.address, data, nonce, gas, ...fees });
+      const relay: RelayedTransaction = {
+        from: account.address,
+        nonce,
+        gas: String(gas),
+        maxFeePerGas: String(fees.maxFeePerGas),
+        maxPriorityFeePerGas: String(fees.maxPriorityFeePerGas),
+        data,
+        sentAt: Date.now(),
+      };
+      const signed = await account.signTransaction({
+        chainId: this.clients.network.chainId,
+        type: "eip1559",
+        to: this.clients.network.usdc.address,
+        data,
+        nonce,
+        gas,
+        ...fees,
+      });
       try {
-        return { hash: await this.clients.public.sendRawTransaction({ serializedTransaction: signed }), relay };
+        return {
+          hash: await this.clients.public.sendRawTransaction({ serializedTransaction: signed }),
+          relay,
+        };
       } catch (err) {
         const reason = (err as BaseError).shortMessage ?? "the chain did not answer the submission";
         if (!nodeAnswered(err)) throw new SendUnknown(reason, relay);
@@ -161,7 +221,12 @@ export class Relayers {
           throw new SendRefused(reason);
         }
         if (shape !== null && gasTooLow(err)) this.gasByShape.delete(shape);
-        void this.fill(account, nonce, fees).catch((fillErr: unknown) => this.log.warn({ relayer: account.address, nonce, err: String(fillErr) }, "could not fill a nonce gap yet; the reconciler retries"));
+        void this.fill(account, nonce, fees).catch((fillErr: unknown) =>
+          this.log.warn(
+            { relayer: account.address, nonce, err: String(fillErr) },
+            "could not fill a nonce gap yet; the reconciler retries",
+          ),
+        );
         throw new SendRefused(reason);
       }
     }
@@ -174,7 +239,15 @@ export class Relayers {
 
   /** Uses up `nonce` with a zero-value self-transfer, so the relayer's later transactions can be mined. */
   async fill(account: LocalAccount, nonce: number, fees: Fees): Promise<Hex> {
-    const signed = await account.signTransaction({ chainId: this.clients.network.chainId, type: "eip1559", to: account.address, value: 0n, nonce, gas: FILLER_GAS, ...fees });
+    const signed = await account.signTransaction({
+      chainId: this.clients.network.chainId,
+      type: "eip1559",
+      to: account.address,
+      value: 0n,
+      nonce,
+      gas: FILLER_GAS,
+      ...fees,
+    });
     const hash = await this.clients.public.sendRawTransaction({ serializedTransaction: signed });
     this.log.warn({ relayer: account.address, nonce, tx: hash }, "filled a relayer nonce gap");
     return hash;
@@ -187,11 +260,17 @@ export class Relayers {
    * record holds are left to the stuck-transaction replacement, which re-sends that payment's
    * own transfer; any other is filled with a self-transfer at fees above the current ones.
    */
-  async repairGaps(afterMs: number, heldByPayments: (relayer: Address, nonce: number) => boolean): Promise<void> {
+  async repairGaps(
+    afterMs: number,
+    heldByPayments: (relayer: Address, nonce: number) => boolean,
+  ): Promise<void> {
     for (const account of this.clients.relayers) {
       const next = await this.store.peekRelayerNonce(this.sequence(account));
       if (next === null) continue;
-      const mined = await this.clients.public.getTransactionCount({ address: account.address, blockTag: "latest" });
+      const mined = await this.clients.public.getTransactionCount({
+        address: account.address,
+        blockTag: "latest",
+      });
       const head = this.heads.get(account.address);
       if (next <= mined) {
         this.heads.delete(account.address);
@@ -204,7 +283,10 @@ export class Relayers {
       if (Date.now() - head.since < afterMs || heldByPayments(account.address, mined)) continue;
       const current = await this.clients.public.estimateFeesPerGas();
       // Above whatever may be waiting there unseen, so the node takes the filler as its replacement.
-      await this.fill(account, mined, { maxFeePerGas: current.maxFeePerGas * 2n, maxPriorityFeePerGas: current.maxPriorityFeePerGas * 2n });
+      await this.fill(account, mined, {
+        maxFeePerGas: current.maxFeePerGas * 2n,
+        maxPriorityFeePerGas: current.maxPriorityFeePerGas * 2n,
+      });
       head.since = Date.now();
     }
   }

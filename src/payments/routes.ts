@@ -20,7 +20,11 @@ const purchaseResult = z.object({
 });
 
 function requirePayments(services: Services) {
-  if (!services.payments) throw new ApiError("payments_not_enabled", "x402 payments are not enabled on this gateway (no X402_NETWORKS configured); credits can be granted by its operator.");
+  if (!services.payments)
+    throw new ApiError(
+      "payments_not_enabled",
+      "x402 payments are not enabled on this gateway (no X402_NETWORKS configured); credits can be granted by its operator.",
+    );
 }
 
 export const purchaseCredits = defineRoute({
@@ -35,37 +39,74 @@ export const purchaseCredits = defineRoute({
     requirePayments(services);
     const credits = PACKS[body.pack];
     const price = atomicPrice(credits, services.config.creditPriceAtomic);
-    const offer = offerForResource(services, price, "/api/v1/credits/purchase", `${credits} Toolgate credits`);
+    const offer = offerForResource(
+      services,
+      price,
+      "/api/v1/credits/purchase",
+      `${credits} Toolgate credits`,
+    );
     const { payment, receiptHeaders } = await takePayment(services, req, {
       offer,
       priceAtomic: price,
-      grant: { credits, type: "one_time", plan: null, planChange: null, description: `pack ${body.pack}` },
+      grant: {
+        credits,
+        type: "one_time",
+        plan: null,
+        planChange: null,
+        description: `pack ${body.pack}`,
+      },
       beneficiary: caller.account.id,
       requiredMessage: `Pay $${formatUsd(price)} in USDC with x402 for ${credits} credits.`,
     });
     const account = (await services.store.getAccount(caller.account.id))!;
-    return { status: 201, headers: receiptHeaders, body: { credits_added: credits, account: accountView(account), transaction: payment.txHash, network: payment.network } };
+    return {
+      status: 201,
+      headers: receiptHeaders,
+      body: {
+        credits_added: credits,
+        account: accountView(account),
+        transaction: payment.txHash,
+        network: payment.network,
+      },
+    };
   },
 });
 
 export const purchasePlan = defineRoute({
   method: "post",
   path: "/plans/purchase",
-  summary: "Buy or renew the Starter or Pro plan with an x402 payment: the tier and its monthly credits for 30 days (a renewal extends the period).",
+  summary:
+    "Buy or renew the Starter or Pro plan with an x402 payment: the tier and its monthly credits for 30 days (a renewal extends the period).",
   auth: "key",
   successStatus: 201,
   body: z.strictObject({ plan: z.enum(Object.keys(PLANS) as [PlanName, ...PlanName[]]) }),
-  response: purchaseResult.extend({ plan: z.string(), type: z.enum(["subscription", "renewal"]), plan_expires_at: z.string() }),
+  response: purchaseResult.extend({
+    plan: z.string(),
+    type: z.enum(["subscription", "renewal"]),
+    plan_expires_at: z.string(),
+  }),
   async handler({ services, req, caller, body }) {
     requirePayments(services);
     const plan = PLANS[body.plan];
     const current = caller.account;
-    const type = current.tier === plan.tier && current.planExpiresAt > Date.now() ? "renewal" : "subscription";
-    const offer = offerForResource(services, plan.priceAtomic, "/api/v1/plans/purchase", `Toolgate ${body.plan} plan, ${type}, 30 days`);
+    const type =
+      current.tier === plan.tier && current.planExpiresAt > Date.now() ? "renewal" : "subscription";
+    const offer = offerForResource(
+      services,
+      plan.priceAtomic,
+      "/api/v1/plans/purchase",
+      `Toolgate ${body.plan} plan, ${type}, 30 days`,
+    );
     const { payment, receiptHeaders } = await takePayment(services, req, {
       offer,
       priceAtomic: plan.priceAtomic,
-      grant: { credits: plan.credits, type, plan: body.plan, planChange: { tier: plan.tier, periodMs: services.config.planPeriodMs }, description: `plan ${body.plan} (${type})` },
+      grant: {
+        credits: plan.credits,
+        type,
+        plan: body.plan,
+        planChange: { tier: plan.tier, periodMs: services.config.planPeriodMs },
+        description: `plan ${body.plan} (${type})`,
+      },
       beneficiary: current.id,
       requiredMessage: `Pay $${formatUsd(plan.priceAtomic)} in USDC with x402 for the ${body.plan} plan.`,
     });
@@ -86,4 +127,9 @@ export const purchasePlan = defineRoute({
   },
 });
 
-export const paymentRoutes: AnyRoute[] = [purchaseCredits, purchasePlan, walletChallenge, walletClaim];
+export const paymentRoutes: AnyRoute[] = [
+  purchaseCredits,
+  purchasePlan,
+  walletChallenge,
+  walletClaim,
+];

@@ -33,10 +33,14 @@ function originOf(uri: string): string | null {
 export const walletChallenge = defineRoute({
   method: "post",
   path: "/wallet/challenge",
-  summary: "An EIP-4361 (Sign-In with Ethereum) message to sign, to claim an API key for a paying wallet's account.",
+  summary:
+    "An EIP-4361 (Sign-In with Ethereum) message to sign, to claim an API key for a paying wallet's account.",
   auth: "public",
   limit: "wallet-challenge",
-  body: z.strictObject({ address: z.string().regex(/^0x[0-9a-fA-F]{40}$/), chain_id: z.number().int().positive().default(1) }),
+  body: z.strictObject({
+    address: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
+    chain_id: z.number().int().positive().default(1),
+  }),
   response: z.object({ message: z.string(), expires_at: z.string() }),
   async handler({ services, body }) {
     const [{ getAddress }, { createSiweMessage, generateSiweNonce }] = await loadViem();
@@ -67,27 +71,42 @@ export const walletClaim = defineRoute({
   auth: "public",
   limit: "wallet-claim",
   successStatus: 201,
-  body: z.strictObject({ message: z.string().max(2000), signature: z.string().regex(/^0x[0-9a-fA-F]+$/) }),
+  body: z.strictObject({
+    message: z.string().max(2000),
+    signature: z.string().regex(/^0x[0-9a-fA-F]+$/),
+  }),
   response: z.object({ account_id: z.string(), api_key: z.string(), key: keyViewSchema }),
   async handler({ services, body }) {
-    const refused = (why: string) => new ApiError("invalid_token", `The signed challenge is not valid: ${why}.`);
-    const [{ getAddress, verifyMessage }, { parseSiweMessage, validateSiweMessage }] = await loadViem();
+    const refused = (why: string) =>
+      new ApiError("invalid_token", `The signed challenge is not valid: ${why}.`);
+    const [{ getAddress, verifyMessage }, { parseSiweMessage, validateSiweMessage }] =
+      await loadViem();
     const message = parseSiweMessage(body.message);
     const base = new URL(services.config.publicBaseUrl);
     const domain = base.host;
-    if (!message.address || !message.nonce || !validateSiweMessage({ message, domain })) throw refused("wrong domain, expired or incomplete");
+    if (!message.address || !message.nonce || !validateSiweMessage({ message, domain }))
+      throw refused("wrong domain, expired or incomplete");
     if (message.statement !== STATEMENT) throw refused("not a Toolgate challenge");
     if (!message.expirationTime) throw refused("it has no expiration time");
-    if (!message.uri || originOf(message.uri) !== base.origin) throw refused(`its uri is not ${base.origin}`);
+    if (!message.uri || originOf(message.uri) !== base.origin)
+      throw refused(`its uri is not ${base.origin}`);
     const address = getAddress(message.address) as Address;
     const onChain = services.payments?.clients.get(`eip155:${message.chainId}`);
     const valid = onChain
-      ? await onChain.public.verifySiweMessage({ message: body.message, signature: body.signature as Hex, address, domain })
+      ? await onChain.public.verifySiweMessage({
+          message: body.message,
+          signature: body.signature as Hex,
+          address,
+          domain,
+        })
       : await verifyMessage({ address, message: body.message, signature: body.signature as Hex });
     if (!valid) throw refused("the signature is not the wallet's");
     // Single use, checked last so a bad signature cannot burn someone's challenge.
     // The challenge was issued for one address: another wallet cannot use its nonce.
-    if (!(await services.store.consumeNonce(challengeName(address, message.nonce)))) throw refused("this challenge was not issued to this address, was already used, or has expired");
+    if (!(await services.store.consumeNonce(challengeName(address, message.nonce))))
+      throw refused(
+        "this challenge was not issued to this address, was already used, or has expired",
+      );
     const account = await ensureWalletAccount(services, address);
     const { plaintext, key } = await issueKey(services, account.id, "wallet sign-in");
     return { status: 201, body: { account_id: account.id, api_key: plaintext, key: keyView(key) } };

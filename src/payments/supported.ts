@@ -4,10 +4,19 @@ import { defineRoute } from "../http/route.js";
 export const x402Supported = defineRoute({
   method: "get",
   path: "/supported",
-  summary: "What x402 payments this gateway accepts: scheme, networks (v1 names and v2 CAIP-2 ids), token, and recipient.",
+  summary:
+    "What x402 payments this gateway accepts: scheme, networks (v1 names and v2 CAIP-2 ids), token, and recipient.",
   auth: "public",
   response: z.object({
-    kinds: z.array(z.object({ x402Version: z.number().int(), scheme: z.string(), network: z.string(), asset: z.string(), extra: z.record(z.string(), z.string()) })),
+    kinds: z.array(
+      z.object({
+        x402Version: z.number().int(),
+        scheme: z.string(),
+        network: z.string(),
+        asset: z.string(),
+        extra: z.record(z.string(), z.string()),
+      }),
+    ),
     payTo: z.string().nullable(),
   }),
   async handler({ services }) {

@@ -19,8 +19,20 @@ export interface Paid {
   receiptHeaders: Record<string, string>;
 }
 
-export function offerForResource(services: Services, price: bigint, path: string, description: string, extensions?: Record<string, unknown>): Offer {
-  return offerFor(services.payments!.config, price, `${services.config.publicBaseUrl}${path}`, description, extensions);
+export function offerForResource(
+  services: Services,
+  price: bigint,
+  path: string,
+  description: string,
+  extensions?: Record<string, unknown>,
+): Offer {
+  return offerFor(
+    services.payments!.config,
+    price,
+    `${services.config.publicBaseUrl}${path}`,
+    description,
+    extensions,
+  );
 }
 
 /** The REST door: the payment is read from the `PAYMENT-SIGNATURE` / `X-PAYMENT` header. */
@@ -49,21 +61,35 @@ export async function takeDecodedPayment(
     header = read();
     identifier = header ? paymentIdentifier(header) : null;
   } catch (err) {
-    throw paymentChallenge("payment_invalid", "The payment is malformed.", offer, { reason: (err as Error).message.slice(0, 300) });
+    throw paymentChallenge("payment_invalid", "The payment is malformed.", offer, {
+      reason: (err as Error).message.slice(0, 300),
+    });
   }
   if (!header) throw paymentChallenge("payment_required", request.requiredMessage, offer);
   request.beforeVerifying?.();
   // A client-chosen payment identifier (x402 payment-identifier) keys the call like an Idempotency-Key.
-  const call = request.call ? { ...request.call, key: request.call.key ?? (identifier ? `pid:${identifier}` : null) } : undefined;
+  const call = request.call
+    ? { ...request.call, key: request.call.key ?? (identifier ? `pid:${identifier}` : null) }
+    : undefined;
   let payment;
   try {
     payment = await payments.accept(header, { ...request, call });
   } catch (err) {
     // A refused payment is answered with the offer again, so the client can pay properly.
-    if (err instanceof ApiError && err.code === "payment_invalid") throw paymentChallenge("payment_invalid", err.message, offer, err.options.details);
+    if (err instanceof ApiError && err.code === "payment_invalid")
+      throw paymentChallenge("payment_invalid", err.message, offer, err.options.details);
     throw err;
   }
-  const receipt = { success: true as const, transaction: payment.txHash, network: payment.network, payer: payment.payer };
+  const receipt = {
+    success: true as const,
+    transaction: payment.txHash,
+    network: payment.network,
+    payer: payment.payer,
+  };
   const encoded = encodeHeader(receipt);
-  return { payment, receipt, receiptHeaders: { "X-PAYMENT-RESPONSE": encoded, "PAYMENT-RESPONSE": encoded } };
+  return {
+    payment,
+    receipt,
+    receiptHeaders: { "X-PAYMENT-RESPONSE": encoded, "PAYMENT-RESPONSE": encoded },
+  };
 }

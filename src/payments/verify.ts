@@ -1,4 +1,15 @@
-import { BaseError, HttpRequestError, RpcRequestError, TimeoutError, getAddress, isAddressEqual, parseSignature, serializeSignature, type Address, type Hex } from "viem";
+import {
+  BaseError,
+  HttpRequestError,
+  RpcRequestError,
+  TimeoutError,
+  getAddress,
+  isAddressEqual,
+  parseSignature,
+  serializeSignature,
+  type Address,
+  type Hex,
+} from "viem";
 import TOKEN_ABI from "../../contracts-abi/eip3009-token.json" with { type: "json" };
 import { ApiError } from "../http/errors.js";
 import type { NetworkClients } from "./chain.js";
@@ -29,7 +40,8 @@ import { PaymentRefusal, type X402Reason } from "./refusal.js";
 
 export { PaymentRefusal, type X402Reason };
 
-export const invalidPayment = (reason: string, x402Reason: X402Reason = "invalid_payload") => new PaymentRefusal(reason, x402Reason);
+export const invalidPayment = (reason: string, x402Reason: X402Reason = "invalid_payload") =>
+  new PaymentRefusal(reason, x402Reason);
 
 /**
  * A 65-byte EOA signature with v normalised to 27/28 and a high s refused; anything else (an
@@ -41,11 +53,26 @@ export function normaliseSignature(signature: Hex): Hex {
   try {
     parsed = parseSignature(signature);
   } catch {
-    throw invalidPayment("the signature is not a valid ECDSA signature", "invalid_exact_evm_payload_signature");
+    throw invalidPayment(
+      "the signature is not a valid ECDSA signature",
+      "invalid_exact_evm_payload_signature",
+    );
   }
-  if (BigInt(parsed.s) > HALF_N) throw invalidPayment("the signature's s value is high (malleable)", "invalid_exact_evm_payload_signature");
-  if (BigInt(parsed.r) === 0n || BigInt(parsed.s) === 0n) throw invalidPayment("the signature is not a valid ECDSA signature", "invalid_exact_evm_payload_signature");
-  return serializeSignature({ r: parsed.r, s: parsed.s, yParity: parsed.yParity ?? (Number(parsed.v) - 27 === 1 ? 1 : 0) });
+  if (BigInt(parsed.s) > HALF_N)
+    throw invalidPayment(
+      "the signature's s value is high (malleable)",
+      "invalid_exact_evm_payload_signature",
+    );
+  if (BigInt(parsed.r) === 0n || BigInt(parsed.s) === 0n)
+    throw invalidPayment(
+      "the signature is not a valid ECDSA signature",
+      "invalid_exact_evm_payload_signature",
+    );
+  return serializeSignature({
+    r: parsed.r,
+    s: parsed.s,
+    yParity: parsed.yParity ?? (Number(parsed.v) - 27 === 1 ? 1 : 0),
+  });
 }
 
 export interface Expected {
@@ -72,15 +99,33 @@ export function authorizationMessage(auth: Authorization) {
  * exact price, and it is signed by its `from` (EOA or ERC-1271, via viem) for this token and chain.
  * Every request is checked this far before anything stored about its payment may answer it.
  */
-export async function verifySigned(clients: NetworkClients, auth: Authorization, signature: Hex, expected: Expected): Promise<void> {
+export async function verifySigned(
+  clients: NetworkClients,
+  auth: Authorization,
+  signature: Hex,
+  expected: Expected,
+): Promise<void> {
   const { network } = clients;
-  if (!isAddressEqual(auth.to as Address, expected.payTo)) throw invalidPayment("it pays the wrong recipient", "invalid_exact_evm_payload_recipient_mismatch");
-  if (BigInt(auth.value) !== expected.price) throw invalidPayment(`the amount must be exactly ${expected.price} atomic units`, "invalid_exact_evm_payload_authorization_value");
+  if (!isAddressEqual(auth.to as Address, expected.payTo))
+    throw invalidPayment(
+      "it pays the wrong recipient",
+      "invalid_exact_evm_payload_recipient_mismatch",
+    );
+  if (BigInt(auth.value) !== expected.price)
+    throw invalidPayment(
+      `the amount must be exactly ${expected.price} atomic units`,
+      "invalid_exact_evm_payload_authorization_value",
+    );
   const message = authorizationMessage(auth);
   const signatureOk = await clients.public
     .verifyTypedData({
       address: message.from,
-      domain: { name: network.usdc.name, version: network.usdc.version, chainId: network.chainId, verifyingContract: network.usdc.address },
+      domain: {
+        name: network.usdc.name,
+        version: network.usdc.version,
+        chainId: network.chainId,
+        verifyingContract: network.usdc.address,
+      },
       types: AUTHORIZATION_TYPES,
       primaryType: "TransferWithAuthorization",
       message,
@@ -94,7 +139,11 @@ export async function verifySigned(clients: NetworkClients, auth: Authorization,
       if (isRpcFailure(err)) throw err;
       return false;
     });
-  if (!signatureOk) throw invalidPayment("the signature does not match the authorization, token or chain", "invalid_exact_evm_payload_signature");
+  if (!signatureOk)
+    throw invalidPayment(
+      "the signature does not match the authorization, token or chain",
+      "invalid_exact_evm_payload_signature",
+    );
 }
 
 /**
@@ -104,12 +153,22 @@ export async function verifySigned(clients: NetworkClients, auth: Authorization,
  * (chain.ts) sends as one JSON-RPC batch: one round trip. The block read is returned: its base
  * fee prices the settlement.
  */
-export async function verifyChainState(clients: NetworkClients, auth: Authorization, signature: Hex, expected: Expected): Promise<SeenBlock> {
+export async function verifyChainState(
+  clients: NetworkClients,
+  auth: Authorization,
+  signature: Hex,
+  expected: Expected,
+): Promise<SeenBlock> {
   const message = authorizationMessage(auth);
   const token = { address: clients.network.usdc.address, abi: tokenAbi } as const;
   // The simulation's verdict is used only if everything else passed.
   const simulation = clients.public
-    .simulateContract({ ...token, functionName: "transferWithAuthorization", args: transferArgs(message, signature) as never, account: clients.relayers[0]! })
+    .simulateContract({
+      ...token,
+      functionName: "transferWithAuthorization",
+      args: transferArgs(message, signature) as never,
+      account: clients.relayers[0]!,
+    })
     .then(
       () => null,
       (err: { shortMessage?: string }) => err.shortMessage ?? "reverted",
@@ -117,31 +176,69 @@ export async function verifyChainState(clients: NetworkClients, auth: Authorizat
   const [block, used, balance, simulationError] = await Promise.all([
     clients.public.getBlock({ blockTag: "latest" }),
     authorizationUsed(clients, message.from, message.nonce),
-    clients.public.readContract({ ...token, functionName: "balanceOf", args: [message.from] }) as Promise<bigint>,
+    clients.public.readContract({
+      ...token,
+      functionName: "balanceOf",
+      args: [message.from],
+    }) as Promise<bigint>,
     simulation,
   ]);
   const wallClock = BigInt(Math.floor(Date.now() / 1000));
   const now = block.timestamp > wallClock ? block.timestamp : wallClock;
-  if (message.validAfter >= block.timestamp) throw invalidPayment("the authorization is not valid yet", "invalid_exact_evm_payload_authorization_valid_after");
-  if (message.validBefore <= now + VALIDITY_MARGIN_S) throw invalidPayment("the authorization has expired", "invalid_exact_evm_payload_authorization_valid_before");
+  if (message.validAfter >= block.timestamp)
+    throw invalidPayment(
+      "the authorization is not valid yet",
+      "invalid_exact_evm_payload_authorization_valid_after",
+    );
+  if (message.validBefore <= now + VALIDITY_MARGIN_S)
+    throw invalidPayment(
+      "the authorization has expired",
+      "invalid_exact_evm_payload_authorization_valid_before",
+    );
   if (message.validBefore - now > BigInt(expected.maxTimeoutSeconds) + CLOCK_SKEW_S) {
-    throw invalidPayment(`the authorization stays valid for ${message.validBefore - now} s, longer than maxTimeoutSeconds (${expected.maxTimeoutSeconds} s)`, "invalid_exact_evm_payload_authorization_valid_before");
+    throw invalidPayment(
+      `the authorization stays valid for ${message.validBefore - now} s, longer than maxTimeoutSeconds (${expected.maxTimeoutSeconds} s)`,
+      "invalid_exact_evm_payload_authorization_valid_before",
+    );
   }
-  if (used) throw new ApiError("payment_already_used", "This payment authorization has already been used.");
-  if (balance < message.value) throw invalidPayment("the payer's balance is too low", "insufficient_funds");
-  if (simulationError) throw invalidPayment(`the transfer would fail on chain (${simulationError})`, "invalid_transaction_state");
+  if (used)
+    throw new ApiError("payment_already_used", "This payment authorization has already been used.");
+  if (balance < message.value)
+    throw invalidPayment("the payer's balance is too low", "insufficient_funds");
+  if (simulationError)
+    throw invalidPayment(
+      `the transfer would fail on chain (${simulationError})`,
+      "invalid_transaction_state",
+    );
   return { number: block.number, baseFeePerGas: block.baseFeePerGas };
 }
 
 /** Whether the token has recorded this authorization as used (EIP-3009 `authorizationState`). */
 export const authorizationUsed = (clients: NetworkClients, from: Address, nonce: Hex) =>
-  clients.public.readContract({ address: clients.network.usdc.address, abi: tokenAbi, functionName: "authorizationState", args: [from, nonce] }) as Promise<boolean>;
+  clients.public.readContract({
+    address: clients.network.usdc.address,
+    abi: tokenAbi,
+    functionName: "authorizationState",
+    args: [from, nonce],
+  }) as Promise<boolean>;
 
-const isRpcFailure = (err: unknown) => err instanceof BaseError && err.walk((e) => e instanceof HttpRequestError || e instanceof TimeoutError || e instanceof RpcRequestError) !== null;
+const isRpcFailure = (err: unknown) =>
+  err instanceof BaseError &&
+  err.walk(
+    (e) =>
+      e instanceof HttpRequestError || e instanceof TimeoutError || e instanceof RpcRequestError,
+  ) !== null;
 
 /** Arguments of the (v, r, s) form for a 65-byte signature, of the (bytes) form otherwise. */
 export function transferArgs(
-  m: { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex },
+  m: {
+    from: Address;
+    to: Address;
+    value: bigint;
+    validAfter: bigint;
+    validBefore: bigint;
+    nonce: Hex;
+  },
   signature: Hex,
 ): readonly unknown[] {
   const base = [m.from, m.to, m.value, m.validAfter, m.validBefore, m.nonce] as const;

@@ -9,16 +9,27 @@ import type { AccountRecord } from "../store/types.js";
  * finds the same account without an index, and the first payment creates it.
  */
 export function walletAccountId(address: Address): string {
-  const digest = BigInt(`0x${createHash("sha256").update(`wallet:${address.toLowerCase()}`).digest("hex")}`);
+  const digest = BigInt(
+    `0x${createHash("sha256").update(`wallet:${address.toLowerCase()}`).digest("hex")}`,
+  );
   return `acct_${digest.toString(36).padStart(16, "0").slice(0, 16)}`;
 }
 
-export async function ensureWalletAccount(services: Services, address: Address): Promise<AccountRecord> {
+export async function ensureWalletAccount(
+  services: Services,
+  address: Address,
+): Promise<AccountRecord> {
   const id = walletAccountId(address);
   const existing = await services.store.getAccount(id);
   if (existing) return existing;
   try {
-    return await createAccountRecord(services, { id, email: null, tier: "free", credits: 0, reason: `wallet ${address.toLowerCase()}` });
+    return await createAccountRecord(services, {
+      id,
+      email: null,
+      tier: "free",
+      credits: 0,
+      reason: `wallet ${address.toLowerCase()}`,
+    });
   } catch {
     // Another process created it a moment ago.
     const created = await services.store.getAccount(id);

@@ -14,7 +14,12 @@ const address = z
   .transform((v): Hex => normaliseHex(v));
 /** A uint256 in decimal: anything larger could never be signed or sent, and must not reach the chain client. */
 const UINT = /^\d{1,78}$/;
-const uint = z.string().refine((v) => UINT.test(v) && BigInt(v) < 2n ** 256n, "must be a decimal integer below 2^256 (a uint256)");
+const uint = z
+  .string()
+  .refine(
+    (v) => UINT.test(v) && BigInt(v) < 2n ** 256n,
+    "must be a decimal integer below 2^256 (a uint256)",
+  );
 /** secp256k1's group order: r and s of a real signature lie in [1, N). */
 const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 /**
@@ -33,7 +38,10 @@ function wellFormedSignature(sig: string): boolean {
 }
 const signature = z
   .string()
-  .refine(wellFormedSignature, "must be hex bytes; 65 of them must be a well-formed signature (r and s in [1, N), v 0, 1, 27 or 28)")
+  .refine(
+    wellFormedSignature,
+    "must be hex bytes; 65 of them must be a well-formed signature (r and s in [1, N), v 0, 1, 27 or 28)",
+  )
   .transform((v): Hex => normaliseHex(v));
 
 export const authorizationSchema = z.object({
@@ -42,7 +50,10 @@ export const authorizationSchema = z.object({
   value: uint,
   validAfter: uint,
   validBefore: uint,
-  nonce: z.string().regex(/^0x[0-9a-fA-F]{64}$/).transform((v): Hex => normaliseHex(v)),
+  nonce: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/)
+    .transform((v): Hex => normaliseHex(v)),
 });
 const exactPayload = z.object({ signature, authorization: authorizationSchema });
 
@@ -57,7 +68,12 @@ export const requirementsV2Schema = z.object({
 });
 export type RequirementsV2 = z.infer<typeof requirementsV2Schema>;
 
-const paymentV1 = z.object({ x402Version: z.literal(1), scheme: z.string(), network: z.string(), payload: exactPayload });
+const paymentV1 = z.object({
+  x402Version: z.literal(1),
+  scheme: z.string(),
+  network: z.string(),
+  payload: exactPayload,
+});
 const paymentV2 = z.object({
   x402Version: z.literal(2),
   accepted: requirementsV2Schema,
@@ -69,9 +85,16 @@ const paymentV2 = z.object({
 export type Authorization = z.infer<typeof authorizationSchema>;
 export type PaymentHeader =
   | { version: 1; scheme: string; network: string; signature: Hex; authorization: Authorization }
-  | { version: 2; accepted: RequirementsV2; signature: Hex; authorization: Authorization; extensions: Record<string, unknown> };
+  | {
+      version: 2;
+      accepted: RequirementsV2;
+      signature: Hex;
+      authorization: Authorization;
+      extensions: Record<string, unknown>;
+    };
 
-export const encodeHeader = (value: unknown) => Buffer.from(JSON.stringify(value), "utf8").toString("base64");
+export const encodeHeader = (value: unknown) =>
+  Buffer.from(JSON.stringify(value), "utf8").toString("base64");
 
 /** The payment a request carries, null when it carries none; throws on a malformed header. */
 export function readPaymentHeader(get: (name: string) => string | undefined): PaymentHeader | null {
@@ -92,10 +115,22 @@ export function readPaymentHeader(get: (name: string) => string | undefined): Pa
 export function readPaymentPayload(version: 1 | 2, json: unknown): PaymentHeader {
   if (version === 2) {
     const p = parsed(paymentV2, json);
-    return { version: 2, accepted: p.accepted, signature: p.payload.signature, authorization: p.payload.authorization, extensions: p.extensions ?? {} };
+    return {
+      version: 2,
+      accepted: p.accepted,
+      signature: p.payload.signature,
+      authorization: p.payload.authorization,
+      extensions: p.extensions ?? {},
+    };
   }
   const p = parsed(paymentV1, json);
-  return { version: 1, scheme: p.scheme, network: p.network, signature: p.payload.signature, authorization: p.payload.authorization };
+  return {
+    version: 1,
+    scheme: p.scheme,
+    network: p.network,
+    signature: p.payload.signature,
+    authorization: p.payload.authorization,
+  };
 }
 
 /** A v1 payment requirement (an element of `accepts`), as a resource server sends it to a facilitator. */
@@ -123,7 +158,18 @@ export { parsed as parsedOrThrow };
 
 /** The x402 v2 `payment-identifier` extension: the client's own id for this payment, for idempotency. */
 export const PAYMENT_IDENTIFIER = "payment-identifier";
-const paymentIdentifierSchema = z.object({ info: z.object({ id: z.string().regex(/^[a-zA-Z0-9_-]{16,128}$/).optional() }).loose() }).loose();
+const paymentIdentifierSchema = z
+  .object({
+    info: z
+      .object({
+        id: z
+          .string()
+          .regex(/^[a-zA-Z0-9_-]{16,128}$/)
+          .optional(),
+      })
+      .loose(),
+  })
+  .loose();
 
 /** The payment's client-chosen identifier, null when it sends none; throws on a malformed one. */
 export function paymentIdentifier(header: PaymentHeader): string | null {

@@ -22,7 +22,12 @@ export interface StatusChecker {
   stop(): Promise<void>;
 }
 
-export function startStatusChecks(services: Services, store: StatusStore, selfUrl: string, intervalMs: number): StatusChecker {
+export function startStatusChecks(
+  services: Services,
+  store: StatusStore,
+  selfUrl: string,
+  intervalMs: number,
+): StatusChecker {
   const components = componentChecks(services, selfUrl);
   const samples = new Map<string, number[]>();
   const timeoutMs = CHECK_TIMEOUT_MS;
@@ -33,7 +38,10 @@ export function startStatusChecks(services: Services, store: StatusStore, selfUr
     try {
       outcome = await component.check(AbortSignal.timeout(timeoutMs));
     } catch (err) {
-      outcome = { state: "degraded", detail: err instanceof Error ? err.message.split("\n")[0]!.slice(0, 200) : "check failed" };
+      outcome = {
+        state: "degraded",
+        detail: err instanceof Error ? err.message.split("\n")[0]!.slice(0, 200) : "check failed",
+      };
     }
     const latencyMs = Math.round((performance.now() - started) * 100) / 100;
     const list = samples.get(component.id) ?? [];
@@ -50,9 +58,15 @@ export function startStatusChecks(services: Services, store: StatusStore, selfUr
     await store.record(results);
     return results;
   };
-  const loop = every(intervalMs, async () => void (await runOnce()), (err) => services.log.warn({ err: String(err) }, "status checks could not be recorded"));
+  const loop = every(
+    intervalMs,
+    async () => void (await runOnce()),
+    (err) => services.log.warn({ err: String(err) }, "status checks could not be recorded"),
+  );
   // The first round at once, so a fresh process has a state to show.
-  const first = runOnce().catch((err) => services.log.warn({ err: String(err) }, "status checks could not be recorded"));
+  const first = runOnce().catch((err) =>
+    services.log.warn({ err: String(err) }, "status checks could not be recorded"),
+  );
   return {
     components,
     latencies: (component) => [...(samples.get(component) ?? [])],

@@ -23,8 +23,17 @@ const degraded = (detail: string) => ({ state: "degraded" as const, detail });
 /** A provider whose calls failed this often (tool_failed or tool_timeout) in one interval is degraded. */
 const PROVIDER_FAILURE_RATIO = 0.5;
 
-async function expectStatus(url: string, init: RequestInit, expected: number[], signal: AbortSignal) {
-  const res = await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), [STATUS_PROBE_HEADER]: "1" }, signal });
+async function expectStatus(
+  url: string,
+  init: RequestInit,
+  expected: number[],
+  signal: AbortSignal,
+) {
+  const res = await fetch(url, {
+    ...init,
+    headers: { ...(init.headers as Record<string, string>), [STATUS_PROBE_HEADER]: "1" },
+    signal,
+  });
   await res.arrayBuffer();
   return expected.includes(res.status) ? OK : degraded(`answered ${res.status}`);
 }
@@ -47,7 +56,14 @@ export function componentChecks(services: Services, selfUrl: string): ComponentC
       check: (signal) =>
         expectStatus(
           `${selfUrl}/mcp`,
-          { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' },
+          {
+            method: "POST",
+            headers: {
+              "content-type": "application/json",
+              accept: "application/json, text/event-stream",
+            },
+            body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+          },
           [401, 403],
           signal,
         ),
@@ -105,15 +121,24 @@ export function componentChecks(services: Services, selfUrl: string): ComponentC
       async check() {
         const reason = services.pools.unavailableReason(tool.name);
         if (reason) return { state: "not_configured", detail: reason };
-        const values = (await services.metrics.toolCalls.get()).values.filter((v) => v.labels.tool === tool.name);
+        const values = (await services.metrics.toolCalls.get()).values.filter(
+          (v) => v.labels.tool === tool.name,
+        );
         const ok = values.filter((v) => v.labels.outcome === "ok").reduce((n, v) => n + v.value, 0);
-        const failed = values.filter((v) => v.labels.outcome === "tool_failed" || v.labels.outcome === "tool_timeout").reduce((n, v) => n + v.value, 0);
+        const failed = values
+          .filter((v) => v.labels.outcome === "tool_failed" || v.labels.outcome === "tool_timeout")
+          .reduce((n, v) => n + v.value, 0);
         const before = seen.get(tool.name) ?? { ok: 0, failed: 0 };
         seen.set(tool.name, { ok, failed });
         const recentOk = ok - before.ok;
         const recentFailed = failed - before.failed;
-        if (recentFailed > 0 && recentFailed / (recentOk + recentFailed) >= PROVIDER_FAILURE_RATIO) {
-          return degraded(`${recentFailed} of ${recentOk + recentFailed} calls failed since the last check`);
+        if (
+          recentFailed > 0 &&
+          recentFailed / (recentOk + recentFailed) >= PROVIDER_FAILURE_RATIO
+        ) {
+          return degraded(
+            `${recentFailed} of ${recentOk + recentFailed} calls failed since the last check`,
+          );
         }
         return OK;
       },

@@ -41,13 +41,22 @@ export const createIncident = defineRoute({
     message,
     impact: z.enum(["minor", "major"]).default("minor"),
     status: status.default("investigating"),
-    components: z.array(z.string().max(100)).max(50).default([]).describe("Ids of the affected components, as in /status.json."),
+    components: z
+      .array(z.string().max(100))
+      .max(50)
+      .default([])
+      .describe("Ids of the affected components, as in /status.json."),
   }),
   response: incidentViewSchema,
   async handler({ services, body }) {
     const known = new Set((await services.status.report()).components.map((c) => c.id));
     const unknown = body.components.find((c) => !known.has(c));
-    if (unknown) throw new ApiError("validation_failed", `Unknown component "${unknown}"; see /status.json for the ids.`, { param: "components" });
+    if (unknown)
+      throw new ApiError(
+        "validation_failed",
+        `Unknown component "${unknown}"; see /status.json for the ids.`,
+        { param: "components" },
+      );
     const now = Date.now();
     const incident: Incident = {
       id: `inc_${randomId(16)}`,
@@ -72,7 +81,10 @@ export const updateIncident = defineRoute({
   response: incidentViewSchema,
   async handler({ services, params, body }) {
     const incident = await findIncident(services, params.id!);
-    if (incident.resolvedAt) throw new ApiError("validation_failed", "The incident is resolved; open a new one.", { param: "id" });
+    if (incident.resolvedAt)
+      throw new ApiError("validation_failed", "The incident is resolved; open a new one.", {
+        param: "id",
+      });
     incident.updates.push({ status: body.status, message: body.message, at: Date.now() });
     await services.status.store.saveIncident(incident);
     return { body: incidentView(incident) };

@@ -21,21 +21,42 @@ export interface StatusService {
   stop(): Promise<void>;
 }
 
-export function createStatusService(services: Pick<Services, "config" | "metrics" | "log"> & Partial<Services>): StatusService {
+export function createStatusService(
+  services: Pick<Services, "config" | "metrics" | "log"> & Partial<Services>,
+): StatusService {
   const { config } = services;
-  const store = config.redisUrl ? createRedisStatusStore({ url: config.redisUrl, keyPrefix: config.redisKeyPrefix, cluster: config.redisCluster }) : createMemoryStatusStore();
+  const store = config.redisUrl
+    ? createRedisStatusStore({
+        url: config.redisUrl,
+        keyPrefix: config.redisKeyPrefix,
+        cluster: config.redisCluster,
+      })
+    : createMemoryStatusStore();
   let checker: StatusChecker | null = null;
   let cached: { at: number; report: Promise<StatusReport> } | null = null;
   return {
     store,
     start(selfUrl) {
-      checker = startStatusChecks(services as Services, store, selfUrl, config.statusCheckIntervalMs);
+      checker = startStatusChecks(
+        services as Services,
+        store,
+        selfUrl,
+        config.statusCheckIntervalMs,
+      );
     },
     report() {
       if (!checker) return Promise.reject(new Error("status checks have not started"));
       // Never cached longer than a check interval: a state change shows within one interval.
-      if (!cached || Date.now() - cached.at > Math.min(REPORT_CACHE_MS, config.statusCheckIntervalMs)) {
-        const report = buildStatusReport({ store, checker, metrics: services.metrics, intervalMs: config.statusCheckIntervalMs });
+      if (
+        !cached ||
+        Date.now() - cached.at > Math.min(REPORT_CACHE_MS, config.statusCheckIntervalMs)
+      ) {
+        const report = buildStatusReport({
+          store,
+          checker,
+          metrics: services.metrics,
+          intervalMs: config.statusCheckIntervalMs,
+        });
         cached = { at: Date.now(), report };
         report.catch(() => (cached = null));
       }

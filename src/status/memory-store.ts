@@ -1,4 +1,11 @@
-import { countsTowardUptime, utcDay, type CheckResult, type DayCount, type Incident, type StatusStore } from "./store.js";
+import {
+  countsTowardUptime,
+  utcDay,
+  type CheckResult,
+  type DayCount,
+  type Incident,
+  type StatusStore,
+} from "./store.js";
 
 /** The embedded mode's status store: one process, nothing kept across restarts. */
 export function createMemoryStatusStore(): StatusStore {
@@ -25,7 +32,8 @@ export function createMemoryStatusStore(): StatusStore {
     async dayCounts(wanted) {
       const out = new Map<string, DayCount[]>();
       for (const day of wanted) {
-        for (const [component, counts] of days.get(day) ?? []) out.set(component, [...(out.get(component) ?? []), { day, ...counts }]);
+        for (const [component, counts] of days.get(day) ?? [])
+          out.set(component, [...(out.get(component) ?? []), { day, ...counts }]);
       }
       return out;
     },
@@ -37,7 +45,10 @@ export function createMemoryStatusStore(): StatusStore {
       return incident ? structuredClone(incident) : null;
     },
     async listIncidents(limit) {
-      return [...incidents.values()].sort((a, b) => b.createdAt - a.createdAt).slice(0, limit).map((i) => structuredClone(i));
+      return [...incidents.values()]
+        .sort((a, b) => b.createdAt - a.createdAt)
+        .slice(0, limit)
+        .map((i) => structuredClone(i));
     },
     async close() {},
   };

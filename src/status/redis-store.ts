@@ -1,5 +1,13 @@
 import { connectRedis, type RedisConnection } from "../store/redis-connection.js";
-import { UPTIME_DAYS, countsTowardUptime, utcDay, type CheckResult, type DayCount, type Incident, type StatusStore } from "./store.js";
+import {
+  UPTIME_DAYS,
+  countsTowardUptime,
+  utcDay,
+  type CheckResult,
+  type DayCount,
+  type Incident,
+  type StatusStore,
+} from "./store.js";
 
 /**
  * The status store in Redis, shared by every gateway process: each process records its own
@@ -13,7 +21,11 @@ import { UPTIME_DAYS, countsTowardUptime, utcDay, type CheckResult, type DayCoun
 const DAY_TTL_SECONDS = (UPTIME_DAYS + 1) * 86_400;
 const INCIDENTS_KEPT = 200;
 
-export function createRedisStatusStore(options: { url: string; keyPrefix: string; cluster: boolean }): StatusStore {
+export function createRedisStatusStore(options: {
+  url: string;
+  keyPrefix: string;
+  cluster: boolean;
+}): StatusStore {
   const redis: RedisConnection = connectRedis(options.url, options.cluster, {
     keyPrefix: options.keyPrefix,
     maxRetriesPerRequest: 1,
@@ -38,7 +50,12 @@ export function createRedisStatusStore(options: { url: string; keyPrefix: string
     },
     async latest() {
       const all = await redis.hgetall("{status}:latest");
-      return new Map(Object.entries(all).map(([component, json]) => [component, JSON.parse(json) as CheckResult]));
+      return new Map(
+        Object.entries(all).map(([component, json]) => [
+          component,
+          JSON.parse(json) as CheckResult,
+        ]),
+      );
     },
     async dayCounts(days) {
       const batch = redis.multi();
@@ -54,7 +71,8 @@ export function createRedisStatusStore(options: { url: string; keyPrefix: string
           entry[kind] = Number(value);
           counts.set(component, entry);
         }
-        for (const [component, entry] of counts) out.set(component, [...(out.get(component) ?? []), entry]);
+        for (const [component, entry] of counts)
+          out.set(component, [...(out.get(component) ?? []), entry]);
       });
       return out;
     },
@@ -70,7 +88,11 @@ export function createRedisStatusStore(options: { url: string; keyPrefix: string
       return json ? (JSON.parse(json) as Incident) : null;
     },
     async listIncidents(limit) {
-      const ids = await redis.zrevrange("{status}:incidents", 0, Math.min(limit, INCIDENTS_KEPT) - 1);
+      const ids = await redis.zrevrange(
+        "{status}:incidents",
+        0,
+        Math.min(limit, INCIDENTS_KEPT) - 1,
+      );
       if (ids.length === 0) return [];
       const jsons = await redis.mget(...ids.map((id) => `{status}:incident:${id}`));
       return jsons.filter((j): j is string => j !== null).map((j) => JSON.parse(j) as Incident);

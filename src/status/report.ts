@@ -1,6 +1,13 @@
 import type { Metrics } from "../http/metrics.js";
 import type { StatusChecker } from "./checker.js";
-import { UPTIME_DAYS, lastDays, type ComponentState, type DayCount, type Incident, type StatusStore } from "./store.js";
+import {
+  UPTIME_DAYS,
+  lastDays,
+  type ComponentState,
+  type DayCount,
+  type Incident,
+  type StatusStore,
+} from "./store.js";
 
 /**
  * What /status, /status.json and /status.rss show, computed from the status store (shared by
@@ -58,7 +65,10 @@ const HTTP_ROUTES: Record<string, (route: string) => boolean> = {
 const round = (ms: number) => Math.round(ms * 100) / 100;
 
 /** Quantiles of a Prometheus histogram (cumulative buckets), interpolated inside the bucket. */
-export function histogramQuantiles(buckets: Map<number, number>, quantiles: number[]): (number | null)[] {
+export function histogramQuantiles(
+  buckets: Map<number, number>,
+  quantiles: number[],
+): (number | null)[] {
   const bounds = [...buckets.keys()].sort((a, b) => a - b);
   const total = buckets.get(Infinity) ?? 0;
   return quantiles.map((q) => {
@@ -71,7 +81,9 @@ export function histogramQuantiles(buckets: Map<number, number>, quantiles: numb
       if (count >= rank) {
         if (bound === Infinity) return previousBound;
         const inBucket = count - previousCount;
-        return inBucket === 0 ? bound : previousBound + ((bound - previousBound) * (rank - previousCount)) / inBucket;
+        return inBucket === 0
+          ? bound
+          : previousBound + ((bound - previousBound) * (rank - previousCount)) / inBucket;
       }
       previousBound = bound;
       previousCount = count;
@@ -83,13 +95,19 @@ export function histogramQuantiles(buckets: Map<number, number>, quantiles: numb
 function sampleQuantiles(samples: number[], quantiles: number[]): (number | null)[] {
   if (samples.length === 0) return quantiles.map(() => null);
   const sorted = [...samples].sort((a, b) => a - b);
-  return quantiles.map((q) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!);
+  return quantiles.map(
+    (q) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!,
+  );
 }
 
-async function httpBuckets(metrics: Metrics, matches: (route: string) => boolean): Promise<Map<number, number>> {
+async function httpBuckets(
+  metrics: Metrics,
+  matches: (route: string) => boolean,
+): Promise<Map<number, number>> {
   const buckets = new Map<number, number>();
   for (const value of (await metrics.latency.get()).values) {
-    if (!value.metricName?.endsWith("_bucket") || !matches(String(value.labels.route ?? ""))) continue;
+    if (!value.metricName?.endsWith("_bucket") || !matches(String(value.labels.route ?? "")))
+      continue;
     const bound = (value.labels as Record<string, string | number>).le;
     const le = bound === "+Inf" ? Infinity : Number(bound);
     buckets.set(le, (buckets.get(le) ?? 0) + value.value);
@@ -106,20 +124,40 @@ function incidentView(incident: Incident): IncidentView {
     components: incident.components,
     created_at: new Date(incident.createdAt).toISOString(),
     resolved_at: incident.resolvedAt ? new Date(incident.resolvedAt).toISOString() : null,
-    updates: incident.updates.map((u) => ({ status: u.status, message: u.message, at: new Date(u.at).toISOString() })),
+    updates: incident.updates.map((u) => ({
+      status: u.status,
+      message: u.message,
+      at: new Date(u.at).toISOString(),
+    })),
   };
 }
 
 export { incidentView };
 
-export async function buildStatusReport(options: { store: StatusStore; checker: StatusChecker; metrics: Metrics; intervalMs: number; now?: number }): Promise<StatusReport> {
+export async function buildStatusReport(options: {
+  store: StatusStore;
+  checker: StatusChecker;
+  metrics: Metrics;
+  intervalMs: number;
+  now?: number;
+}): Promise<StatusReport> {
   const now = options.now ?? Date.now();
   const days = lastDays(now, UPTIME_DAYS);
   // The status page must still answer when the shared store does not: then it shows this
   // process's own latest checks, without history.
-  const [latest, counts, incidents, storeReadable] = await Promise.all([options.store.latest(), options.store.dayCounts(days), options.store.listIncidents(50)]).then(
+  const [latest, counts, incidents, storeReadable] = await Promise.all([
+    options.store.latest(),
+    options.store.dayCounts(days),
+    options.store.listIncidents(50),
+  ]).then(
     ([l, c, i]) => [l, c, i, true] as const,
-    () => [new Map(options.checker.lastRound().map((r) => [r.component, r])), new Map<string, DayCount[]>(), [] as Incident[], false] as const,
+    () =>
+      [
+        new Map(options.checker.lastRound().map((r) => [r.component, r])),
+        new Map<string, DayCount[]>(),
+        [] as Incident[],
+        false,
+      ] as const,
   );
   const quantiles = [0.5, 0.95, 0.99];
   const components: ComponentReport[] = [];
@@ -132,8 +170,16 @@ export async function buildStatusReport(options: { store: StatusStore; checker: 
     let latency: Percentiles;
     if (httpMatch) {
       const buckets = await httpBuckets(options.metrics, httpMatch);
-      const [p50, p95, p99] = histogramQuantiles(buckets, quantiles).map((s) => (s === null ? null : round(s * 1000)));
-      latency = { p50: p50!, p95: p95!, p99: p99!, source: "http", samples: buckets.get(Infinity) ?? 0 };
+      const [p50, p95, p99] = histogramQuantiles(buckets, quantiles).map((s) =>
+        s === null ? null : round(s * 1000),
+      );
+      latency = {
+        p50: p50!,
+        p95: p95!,
+        p99: p99!,
+        source: "http",
+        samples: buckets.get(Infinity) ?? 0,
+      };
     } else {
       const samples = options.checker.latencies(component.id);
       const [p50, p95, p99] = sampleQuantiles(samples, quantiles);
@@ -153,11 +199,17 @@ export async function buildStatusReport(options: { store: StatusStore; checker: 
   }
   const views = incidents.map(incidentView);
   return {
-    status: components.some((c) => c.state === "degraded") || views.some((i) => !i.resolved_at) ? "degraded" : "operational",
+    status:
+      components.some((c) => c.state === "degraded") || views.some((i) => !i.resolved_at)
+        ? "degraded"
+        : "operational",
     history_available: storeReadable,
     updated_at: new Date(now).toISOString(),
     check_interval_ms: options.intervalMs,
     components,
-    incidents: { active: views.filter((i) => !i.resolved_at), recent: views.filter((i) => i.resolved_at).slice(0, 20) },
+    incidents: {
+      active: views.filter((i) => !i.resolved_at),
+      recent: views.filter((i) => i.resolved_at).slice(0, 20),
+    },
   };
 }

@@ -6,12 +6,27 @@ import type { Store, TierLimits } from "./types.js";
 
 export function tierLimits(): TierLimits {
   return Object.fromEntries(
-    TIER_NAMES.map((name) => [name, { requestsPerMinute: TIERS[name].requestsPerMinute, monthlyAllowance: name === "free" ? (TIERS.free.monthlyCredits ?? 0) : 0 }]),
+    TIER_NAMES.map((name) => [
+      name,
+      {
+        requestsPerMinute: TIERS[name].requestsPerMinute,
+        monthlyAllowance: name === "free" ? (TIERS.free.monthlyCredits ?? 0) : 0,
+      },
+    ]),
   );
 }
 
 /** `REDIS_URL` set: the shared Redis store; otherwise the in-memory one (development). */
-export function createStore(config: Pick<Config, "redisUrl" | "redisKeyPrefix" | "redisCluster">): Store {
-  if (config.redisUrl) return new RedisStore({ url: config.redisUrl, keyPrefix: config.redisKeyPrefix, cluster: config.redisCluster, tiers: tierLimits(), periodMs: PERIOD_MS });
+export function createStore(
+  config: Pick<Config, "redisUrl" | "redisKeyPrefix" | "redisCluster">,
+): Store {
+  if (config.redisUrl)
+    return new RedisStore({
+      url: config.redisUrl,
+      keyPrefix: config.redisKeyPrefix,
+      cluster: config.redisCluster,
+      tiers: tierLimits(),
+      periodMs: PERIOD_MS,
+    });
   return new MemoryStore(tierLimits(), PERIOD_MS);
 }

@@ -43,7 +43,15 @@ interface MemAccount extends AccountRecord, AlertState {
   rateLog: { at: number; member: string }[];
   ledger: LedgerEntry[];
   /** Request id → debit state, for idempotent debits and single refunds. */
-  operations: Map<string, { cost: number; state: "charged" | "refunded" | "granted"; tool: string | null; keyId?: string | null }>;
+  operations: Map<
+    string,
+    {
+      cost: number;
+      state: "charged" | "refunded" | "granted";
+      tool: string | null;
+      keyId?: string | null;
+    }
+  >;
   outbox: EventRecord[];
 }
 
@@ -55,7 +63,16 @@ export class MemoryStore implements Store {
   private readonly accounts = new Map<string, MemAccount>();
   private readonly emails = new Map<string, string>();
   private readonly buckets = new Map<string, { at: number; member: string }[]>();
-  private readonly idempotency = new Map<string, { fingerprint: string; requestId: string; leaseUntil: number; expiresAt: number; response: StoredResponse | null }>();
+  private readonly idempotency = new Map<
+    string,
+    {
+      fingerprint: string;
+      requestId: string;
+      leaseUntil: number;
+      expiresAt: number;
+      response: StoredResponse | null;
+    }
+  >();
   private readonly webhooks = new Map<string, Map<string, WebhookRecord>>();
   private readonly customTools = new Map<string, Map<string, CustomToolRecord>>();
   private readonly eventLogs = new Map<string, EventRecord[]>();
@@ -71,19 +88,63 @@ export class MemoryStore implements Store {
   ) {}
 
   private view(a: MemAccount): AccountRecord {
-    const { id, email, emailVerified, tier, balance, reference, createdAt, allowanceAt, planExpiresAt, dedicatedWorkersUrl } = a;
-    return { id, email, emailVerified, tier, balance, reference, createdAt, allowanceAt, planExpiresAt, dedicatedWorkersUrl };
+    const {
+      id,
+      email,
+      emailVerified,
+      tier,
+      balance,
+      reference,
+      createdAt,
+      allowanceAt,
+      planExpiresAt,
+      dedicatedWorkersUrl,
+    } = a;
+    return {
+      id,
+      email,
+      emailVerified,
+      tier,
+      balance,
+      reference,
+      createdAt,
+      allowanceAt,
+      planExpiresAt,
+      dedicatedWorkersUrl,
+    };
   }
 
-  private addLedger(a: MemAccount, kind: LedgerKind, amount: number, change: CreditChange, tool: string | null = null, keyId: string | null = null) {
-    a.ledger.push({ id: `${this.now()}-${++this.ledgerSeq}`, at: this.now(), kind, amount, balance: a.balance, reason: change.reason, requestId: change.requestId, tool, keyId });
+  private addLedger(
+    a: MemAccount,
+    kind: LedgerKind,
+    amount: number,
+    change: CreditChange,
+    tool: string | null = null,
+    keyId: string | null = null,
+  ) {
+    a.ledger.push({
+      id: `${this.now()}-${++this.ledgerSeq}`,
+      at: this.now(),
+      kind,
+      amount,
+      balance: a.balance,
+      reason: change.reason,
+      requestId: change.requestId,
+      tool,
+      keyId,
+    });
     this.ledgerGrew.emit(a.id);
   }
 
   /** Emits an account id each time its ledger grows, for `followLedger`. */
   private readonly ledgerGrew = new EventEmitter().setMaxListeners(0);
 
-  private topUpAccount(a: MemAccount, kind: TopUpKind, amount: number, change: CreditChange & { rearm?: boolean }) {
+  private topUpAccount(
+    a: MemAccount,
+    kind: TopUpKind,
+    amount: number,
+    change: CreditChange & { rearm?: boolean },
+  ) {
     applyTopUp(a, amount, change.rearm !== false);
     this.addLedger(a, kind, amount, change);
   }
@@ -93,10 +154,20 @@ export class MemoryStore implements Store {
     const now = this.now();
     while (log.length > 0 && log[0]!.at <= now - windowMs) log.shift();
     const allowed = log.length + count <= limit;
-    return { allowed, now, remaining: allowed ? limit - log.length - count : limit - Math.min(log.length, limit), resetOf: (oldest: number | undefined) => (oldest === undefined ? windowMs : oldest + windowMs - now) };
+    return {
+      allowed,
+      now,
+      remaining: allowed ? limit - log.length - count : limit - Math.min(log.length, limit),
+      resetOf: (oldest: number | undefined) =>
+        oldest === undefined ? windowMs : oldest + windowMs - now,
+    };
   }
 
-  async createAccount(account: NewAccount, grant: CreditChange & { amount: number }, events: EventRecord[]) {
+  async createAccount(
+    account: NewAccount,
+    grant: CreditChange & { amount: number },
+    events: EventRecord[],
+  ) {
     if (this.accounts.has(account.id)) throw new Error("account exists");
     const a: MemAccount = {
       ...account,
@@ -127,11 +198,17 @@ export class MemoryStore implements Store {
   }
 
   async listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>> {
-    const all = [...this.accounts.values()].sort((x, y) => x.createdAt - y.createdAt || x.id.localeCompare(y.id));
+    const all = [...this.accounts.values()].sort(
+      (x, y) => x.createdAt - y.createdAt || x.id.localeCompare(y.id),
+    );
     const start = page.cursor !== undefined ? all.findIndex((a) => a.id === page.cursor) + 1 : 0;
-    if (start === 0 && page.cursor !== undefined) throw new InvalidCursorError(`no account ${page.cursor}`);
+    if (start === 0 && page.cursor !== undefined)
+      throw new InvalidCursorError(`no account ${page.cursor}`);
     const slice = all.slice(start, start + page.limit + 1);
-    return { items: slice.slice(0, page.limit).map((a) => this.view(a)), nextCursor: slice.length > page.limit ? slice[page.limit - 1]!.id : null };
+    return {
+      items: slice.slice(0, page.limit).map((a) => this.view(a)),
+      nextCursor: slice.length > page.limit ? slice[page.limit - 1]!.id : null,
+    };
   }
 
   async claimEmail(email: string, accountId: string) {
@@ -177,16 +254,30 @@ export class MemoryStore implements Store {
 
   async listKeys(accountId: string) {
     const a = this.accounts.get(accountId);
-    return a ? [...a.keysById.values()].map((key) => ({ ...key })).sort((x, y) => x.createdAt - y.createdAt || x.id.localeCompare(y.id)) : [];
+    return a
+      ? [...a.keysById.values()]
+          .map((key) => ({ ...key }))
+          .sort((x, y) => x.createdAt - y.createdAt || x.id.localeCompare(y.id))
+      : [];
   }
 
-  async revokeKey(accountId: string, keyId: string, graceMs: number, options: { keepOneActive?: boolean } = {}): Promise<RevokeOutcome> {
+  async revokeKey(
+    accountId: string,
+    keyId: string,
+    graceMs: number,
+    options: { keepOneActive?: boolean } = {},
+  ): Promise<RevokeOutcome> {
     const keys = this.accounts.get(accountId)?.keysById;
     const key = keys?.get(keyId);
     if (!keys || !key) return { status: "not_found" };
     const now = this.now();
-    if (key.revokedAt !== null && key.revokedAt <= now) return { status: "already_revoked", key: { ...key } };
-    if (options.keepOneActive && key.revokedAt === null && ![...keys.values()].some((other) => other.id !== key.id && other.revokedAt === null)) {
+    if (key.revokedAt !== null && key.revokedAt <= now)
+      return { status: "already_revoked", key: { ...key } };
+    if (
+      options.keepOneActive &&
+      key.revokedAt === null &&
+      ![...keys.values()].some((other) => other.id !== key.id && other.revokedAt === null)
+    ) {
       return { status: "last_active_key", key: { ...key } };
     }
     const at = now + graceMs;
@@ -214,7 +305,10 @@ export class MemoryStore implements Store {
 
     if (a.tier === "free" && a.allowanceAt > 0 && now >= a.allowanceAt) {
       if (a.balance < tier.monthlyAllowance) {
-        this.topUpAccount(a, "allowance", tier.monthlyAllowance - a.balance, { requestId: `allowance:${a.allowanceAt}`, reason: "monthly Free allowance" });
+        this.topUpAccount(a, "allowance", tier.monthlyAllowance - a.balance, {
+          requestId: `allowance:${a.allowanceAt}`,
+          reason: "monthly Free allowance",
+        });
       }
       a.allowanceAt = nextAllowanceAt(a.allowanceAt, now, this.periodMs);
     }
@@ -225,37 +319,70 @@ export class MemoryStore implements Store {
     if (requests > 0) this.slide(a.rateLog, tier.requestsPerMinute, RATE_WINDOW_MS, 0); // drops what left the window
     const counted = requests > 0 && a.rateLog.some((entry) => entry.member === request.requestId);
     if (counted) {
-      rate = { limit: tier.requestsPerMinute, remaining: Math.max(0, tier.requestsPerMinute - a.rateLog.length), resetMs: a.rateLog[0] ? a.rateLog[0].at + RATE_WINDOW_MS - now : 0 };
+      rate = {
+        limit: tier.requestsPerMinute,
+        remaining: Math.max(0, tier.requestsPerMinute - a.rateLog.length),
+        resetMs: a.rateLog[0] ? a.rateLog[0].at + RATE_WINDOW_MS - now : 0,
+      };
     } else if (requests > 0) {
       const window = this.slide(a.rateLog, tier.requestsPerMinute, RATE_WINDOW_MS, requests);
       if (!window.allowed) {
-        return { status: "rate_limited", account: this.view(a), rate: { limit: tier.requestsPerMinute, remaining: window.remaining, resetMs: window.resetOf(a.rateLog[0]?.at) } };
+        return {
+          status: "rate_limited",
+          account: this.view(a),
+          rate: {
+            limit: tier.requestsPerMinute,
+            remaining: window.remaining,
+            resetMs: window.resetOf(a.rateLog[0]?.at),
+          },
+        };
       }
-      for (let i = 1; i <= requests; i++) a.rateLog.push({ at: now, member: i === 1 ? request.requestId : `${request.requestId}#${i}` });
-      rate = { limit: tier.requestsPerMinute, remaining: window.remaining, resetMs: window.resetOf(a.rateLog[0]!.at) };
+      for (let i = 1; i <= requests; i++)
+        a.rateLog.push({
+          at: now,
+          member: i === 1 ? request.requestId : `${request.requestId}#${i}`,
+        });
+      rate = {
+        limit: tier.requestsPerMinute,
+        remaining: window.remaining,
+        resetMs: window.resetOf(a.rateLog[0]!.at),
+      };
     }
 
     let charged = false;
     const events: EventRecord[] = [];
     if (request.cost > 0 && !a.operations.has(request.requestId)) {
-      if (a.balance < request.cost) return { status: "insufficient_credits", account: this.view(a), rate };
+      if (a.balance < request.cost)
+        return { status: "insufficient_credits", account: this.view(a), rate };
       for (const alert of applyDebit(a, request.cost, request.tool)) {
         events.push(eventRecord(newEventId(), alert.event, a.id, alert.data));
       }
       this.addLedger(a, "debit", -request.cost, request, request.tool, keyId);
-      a.operations.set(request.requestId, { cost: request.cost, state: "charged", tool: request.tool, keyId });
+      a.operations.set(request.requestId, {
+        cost: request.cost,
+        state: "charged",
+        tool: request.tool,
+        keyId,
+      });
       a.outbox.push(...events);
       charged = true;
     }
     return { status: "ok", account: this.view(a), keyId, rate, charged, events };
   }
 
-  async topUp(accountId: string, kind: TopUpKind, grant: CreditChange & { amount: number; rearm?: boolean }, events: EventRecord[] = [], plan?: PlanChange) {
+  async topUp(
+    accountId: string,
+    kind: TopUpKind,
+    grant: CreditChange & { amount: number; rearm?: boolean },
+    events: EventRecord[] = [],
+    plan?: PlanChange,
+  ) {
     const a = this.accounts.get(accountId);
     if (!a) return null;
     if (a.operations.has(grant.requestId)) return { applied: false, account: this.view(a) };
     if (plan) {
-      const base = a.tier === plan.tier && a.planExpiresAt > this.now() ? a.planExpiresAt : this.now();
+      const base =
+        a.tier === plan.tier && a.planExpiresAt > this.now() ? a.planExpiresAt : this.now();
       a.tier = plan.tier as TierName;
       a.planExpiresAt = base + plan.periodMs;
     }
@@ -278,17 +405,26 @@ export class MemoryStore implements Store {
     return { status: "refunded" as const, amount: op.cost, balance: a.balance };
   }
 
-  async ledger(accountId: string, page: { cursor?: string; limit: number }): Promise<Page<LedgerEntry>> {
-    if (page.cursor !== undefined && !isLedgerId(page.cursor)) throw new InvalidCursorError(`not a ledger id: ${page.cursor}`);
+  async ledger(
+    accountId: string,
+    page: { cursor?: string; limit: number },
+  ): Promise<Page<LedgerEntry>> {
+    if (page.cursor !== undefined && !isLedgerId(page.cursor))
+      throw new InvalidCursorError(`not a ledger id: ${page.cursor}`);
     // Entries strictly older than the cursor, as Redis's exclusive XREVRANGE does (the cursor's own entry need not exist).
     const cursor = page.cursor?.split("-").map(BigInt);
     const older = (id: string) => {
       const [ms, seq] = id.split("-").map(BigInt) as [bigint, bigint];
       return ms < cursor![0]! || (ms === cursor![0]! && seq < cursor![1]!);
     };
-    const entries = [...(this.accounts.get(accountId)?.ledger ?? [])].reverse().filter((e) => cursor === undefined || older(e.id));
+    const entries = [...(this.accounts.get(accountId)?.ledger ?? [])]
+      .reverse()
+      .filter((e) => cursor === undefined || older(e.id));
     const slice = entries.slice(0, page.limit + 1);
-    return { items: slice.slice(0, page.limit), nextCursor: slice.length > page.limit ? slice[page.limit - 1]!.id : null };
+    return {
+      items: slice.slice(0, page.limit),
+      nextCursor: slice.length > page.limit ? slice[page.limit - 1]!.id : null,
+    };
   }
 
   async oldestLedger(accountId: string, limit: number): Promise<LedgerEntry[]> {
@@ -308,8 +444,13 @@ export class MemoryStore implements Store {
   async ledgerBacklog(page: { cursor?: string; limit: number }): Promise<Page<LedgerBacklog>> {
     const start = page.cursor ? Number(page.cursor) : 0;
     const accounts = [...this.accounts.values()].slice(start, start + page.limit);
-    const items = accounts.flatMap((a) => (a.ledger[0] ? [{ accountId: a.id, oldestAt: a.ledger[0].at }] : []));
-    return { items, nextCursor: accounts.length === page.limit ? String(start + page.limit) : null };
+    const items = accounts.flatMap((a) =>
+      a.ledger[0] ? [{ accountId: a.id, oldestAt: a.ledger[0].at }] : [],
+    );
+    return {
+      items,
+      nextCursor: accounts.length === page.limit ? String(start + page.limit) : null,
+    };
   }
 
   async hitRateLimit(bucket: string, limit: number, windowMs: number, member: string) {
@@ -317,12 +458,21 @@ export class MemoryStore implements Store {
     this.buckets.set(bucket, log);
     const window = this.slide(log, limit, windowMs);
     if (window.allowed) log.push({ at: window.now, member });
-    return { allowed: window.allowed, limit, remaining: window.remaining, resetMs: log.length ? window.resetOf(log[0]!.at) : 0 };
+    return {
+      allowed: window.allowed,
+      limit,
+      remaining: window.remaining,
+      resetMs: log.length ? window.resetOf(log[0]!.at) : 0,
+    };
   }
 
   async releaseRateLimit(bucket: string, member: string) {
     const log = this.buckets.get(bucket);
-    if (log) this.buckets.set(bucket, log.filter((hit) => hit.member !== member));
+    if (log)
+      this.buckets.set(
+        bucket,
+        log.filter((hit) => hit.member !== member),
+      );
   }
 
   async appendEvents(accountId: string, events: EventRecord[]) {
@@ -356,22 +506,38 @@ export class MemoryStore implements Store {
     return [...this.accounts.values()].filter((a) => a.outbox.length > 0).map((a) => a.id);
   }
 
-  async beginIdempotent(accountId: string, key: string, claim: IdempotencyClaim): Promise<IdempotencyState> {
+  async beginIdempotent(
+    accountId: string,
+    key: string,
+    claim: IdempotencyClaim,
+  ): Promise<IdempotencyState> {
     const id = `${accountId}\0${key}`;
     const record = this.idempotency.get(id);
     const now = this.now();
     if (!record || record.expiresAt <= now) {
-      this.idempotency.set(id, { fingerprint: claim.fingerprint, requestId: claim.requestId, leaseUntil: now + claim.leaseMs, expiresAt: now + claim.ttlSeconds * 1000, response: null });
+      this.idempotency.set(id, {
+        fingerprint: claim.fingerprint,
+        requestId: claim.requestId,
+        leaseUntil: now + claim.leaseMs,
+        expiresAt: now + claim.ttlSeconds * 1000,
+        response: null,
+      });
       return { state: "started", requestId: claim.requestId };
     }
     if (record.fingerprint !== claim.fingerprint) return { state: "conflict" };
     if (record.response) return { state: "completed", response: record.response };
-    if (record.requestId !== claim.requestId && now < record.leaseUntil) return { state: "in_progress" };
+    if (record.requestId !== claim.requestId && now < record.leaseUntil)
+      return { state: "in_progress" };
     record.leaseUntil = now + claim.leaseMs;
     return { state: "started", requestId: record.requestId };
   }
 
-  async completeIdempotent(accountId: string, key: string, response: StoredResponse, ttlSeconds: number) {
+  async completeIdempotent(
+    accountId: string,
+    key: string,
+    response: StoredResponse,
+    ttlSeconds: number,
+  ) {
     const record = this.idempotency.get(`${accountId}\0${key}`);
     if (record) Object.assign(record, { response, expiresAt: this.now() + ttlSeconds * 1000 });
   }
@@ -401,7 +567,9 @@ export class MemoryStore implements Store {
   }
 
   async listCustomTools(accountId: string) {
-    return [...(this.customTools.get(accountId)?.values() ?? [])].map((t) => structuredClone(t)).sort((a, b) => a.createdAt - b.createdAt || a.name.localeCompare(b.name));
+    return [...(this.customTools.get(accountId)?.values() ?? [])]
+      .map((t) => structuredClone(t))
+      .sort((a, b) => a.createdAt - b.createdAt || a.name.localeCompare(b.name));
   }
 
   async deleteCustomTool(accountId: string, name: string) {
@@ -422,7 +590,9 @@ export class MemoryStore implements Store {
   }
 
   async listWebhooks(ownerId: string) {
-    return [...this.hooksOf(ownerId).values()].map((w) => structuredClone(w)).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+    return [...this.hooksOf(ownerId).values()]
+      .map((w) => structuredClone(w))
+      .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
   }
 
   async getWebhook(ownerId: string, id: string) {
@@ -468,7 +638,8 @@ export class MemoryStore implements Store {
 
   async getPayment(id: string) {
     const record = this.payments.get(id);
-    if (record?.state === "settled" && record.expiresAt && record.expiresAt <= this.now()) this.payments.delete(id);
+    if (record?.state === "settled" && record.expiresAt && record.expiresAt <= this.now())
+      this.payments.delete(id);
     return record && this.payments.has(id) ? structuredClone(record) : null;
   }
 
@@ -477,7 +648,9 @@ export class MemoryStore implements Store {
   }
 
   async openPayments() {
-    return [...this.payments.values()].filter((p) => p.state !== "settled").map((p) => structuredClone(p));
+    return [...this.payments.values()]
+      .filter((p) => p.state !== "settled")
+      .map((p) => structuredClone(p));
   }
 
   private readonly nonces = new Map<string, number>();
@@ -532,11 +705,18 @@ export class MemoryStore implements Store {
     return this.emails.get(email) ?? null;
   }
 
-  private readonly sessions = new Map<string, { session: SessionRecord; idleUntil: number; epoch: number }>();
+  private readonly sessions = new Map<
+    string,
+    { session: SessionRecord; idleUntil: number; epoch: number }
+  >();
   private readonly sessionEpochs = new Map<string, number>();
 
   async createSession(session: SessionRecord, idleMs: number) {
-    this.sessions.set(`${session.accountId}:${session.id}`, { session, idleUntil: this.now() + idleMs, epoch: this.sessionEpochs.get(session.accountId) ?? 0 });
+    this.sessions.set(`${session.accountId}:${session.id}`, {
+      session,
+      idleUntil: this.now() + idleMs,
+      epoch: this.sessionEpochs.get(session.accountId) ?? 0,
+    });
   }
 
   async touchSession(accountId: string, id: string, idleMs: number) {
@@ -544,7 +724,11 @@ export class MemoryStore implements Store {
     const entry = this.sessions.get(key);
     if (!entry) return null;
     const now = this.now();
-    if (entry.idleUntil <= now || entry.session.expiresAt <= now || entry.epoch !== (this.sessionEpochs.get(accountId) ?? 0)) {
+    if (
+      entry.idleUntil <= now ||
+      entry.session.expiresAt <= now ||
+      entry.epoch !== (this.sessionEpochs.get(accountId) ?? 0)
+    ) {
       this.sessions.delete(key);
       return null;
     }

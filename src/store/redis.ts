@@ -49,7 +49,8 @@ const k = {
   ledger: (id: string) => `{${id}}:ledger`,
   operation: (id: string, requestId: string) => `{${id}}:op:${requestId}`,
   outbox: (id: string) => `{${id}}:outbox`,
-  idempotency: (id: string, key: string) => `{${id}}:idem:${createHash("sha256").update(key).digest("hex")}`,
+  idempotency: (id: string, key: string) =>
+    `{${id}}:idem:${createHash("sha256").update(key).digest("hex")}`,
   // Global indexes, outside any account slot: written beside, never inside, an account script.
   accounts: () => "accounts",
   email: (email: string) => `email:${email}`,
@@ -69,7 +70,24 @@ const k = {
   relayerNonce: (name: string) => `{relayers}:nonce:${name}`,
 };
 
-const SCRIPTS = ["admit", "top-up", "refund", "create-account", "verify-email", "set-tier", "revoke-key", "rate-limit", "idempotency-begin", "webhook-add", "custom-tool-add", "release-lock", "payment-claim", "session-touch", "set-workers", "relayer-nonce"] as const;
+const SCRIPTS = [
+  "admit",
+  "top-up",
+  "refund",
+  "create-account",
+  "verify-email",
+  "set-tier",
+  "revoke-key",
+  "rate-limit",
+  "idempotency-begin",
+  "webhook-add",
+  "custom-tool-add",
+  "release-lock",
+  "payment-claim",
+  "session-touch",
+  "set-workers",
+  "relayer-nonce",
+] as const;
 const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   admit: 6,
   "top-up": 4,
@@ -186,8 +204,15 @@ export class RedisStore implements Store {
     const run = {} as Record<(typeof SCRIPTS)[number], ScriptRunner>;
     for (const name of SCRIPTS) {
       const command = `tg_${name.replace("-", "_")}`;
-      this.redis.defineCommand(command, { numberOfKeys: KEY_COUNTS[name], lua: loadScript(name, prelude) });
-      run[name] = (keys, args) => (this.redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[command]!(...keys, ...args);
+      this.redis.defineCommand(command, {
+        numberOfKeys: KEY_COUNTS[name],
+        lua: loadScript(name, prelude),
+      });
+      run[name] = (keys, args) =>
+        (this.redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[command]!(
+          ...keys,
+          ...args,
+        );
     }
     this.run = run;
   }
@@ -224,16 +249,28 @@ export class RedisStore implements Store {
       return await fn();
     } catch (err) {
       const message = String((err as Error)?.message ?? err);
-      if (/Stream isn't writeable|Connection is closed|Command timed out|ECONNREFUSED|max retries|enableOfflineQueue|ETIMEDOUT|ECONNRESET/i.test(message)) {
+      if (
+        /Stream isn't writeable|Connection is closed|Command timed out|ECONNREFUSED|max retries|enableOfflineQueue|ETIMEDOUT|ECONNRESET/i.test(
+          message,
+        )
+      ) {
         throw new StoreUnavailableError(message);
       }
       throw err;
     }
   }
 
-  private async script<T>(name: (typeof SCRIPTS)[number], keys: string[], args: (string | number)[]): Promise<T> {
+  private async script<T>(
+    name: (typeof SCRIPTS)[number],
+    keys: string[],
+    args: (string | number)[],
+  ): Promise<T> {
     const raw = await this.call(() => this.run[name](keys, args));
-    return (typeof raw === "string" && (raw.startsWith("{") || raw.startsWith("[")) ? JSON.parse(raw) : raw) as T;
+    return (
+      typeof raw === "string" && (raw.startsWith("{") || raw.startsWith("["))
+        ? JSON.parse(raw)
+        : raw
+    ) as T;
   }
 
   /** Records that an account has events waiting; a separate command because the index lies outside the account's slot. */
@@ -241,11 +278,23 @@ export class RedisStore implements Store {
     if (events.length > 0) await this.call(() => this.redis.sadd(k.outboxAccounts(), accountId));
   }
 
-  async createAccount(account: NewAccount, grant: CreditChange & { amount: number }, events: EventRecord[]): Promise<AccountRecord> {
+  async createAccount(
+    account: NewAccount,
+    grant: CreditChange & { amount: number },
+    events: EventRecord[],
+  ): Promise<AccountRecord> {
     const raw = await this.script<RawAccount>(
       "create-account",
       [k.account(account.id), k.ledger(account.id), k.outbox(account.id)],
-      [account.id, account.email ?? "", account.tier, grant.amount, grant.reason, grant.requestId, JSON.stringify(events)],
+      [
+        account.id,
+        account.email ?? "",
+        account.tier,
+        grant.amount,
+        grant.reason,
+        grant.requestId,
+        JSON.stringify(events),
+      ],
     );
     const created = toAccount(raw);
     await this.call(() => this.redis.zadd(k.accounts(), created.createdAt, account.id));
@@ -265,9 +314,13 @@ export class RedisStore implements Store {
       if (rank === null) throw new InvalidCursorError(`no account ${page.cursor}`);
       start = rank + 1;
     }
-    const ids = await this.call(() => this.redis.zrange(k.accounts(), String(start), String(start + page.limit)));
+    const ids = await this.call(() =>
+      this.redis.zrange(k.accounts(), String(start), String(start + page.limit)),
+    );
     // One command per account (each in its own slot), all in flight at once.
-    const hashes = await this.call(() => Promise.all(ids.slice(0, page.limit).map((id) => this.redis.hgetall(k.account(id)))));
+    const hashes = await this.call(() =>
+      Promise.all(ids.slice(0, page.limit).map((id) => this.redis.hgetall(k.account(id)))),
+    );
     const items = hashes.map(accountFromHash).filter((a): a is AccountRecord => a !== null);
     return { items, nextCursor: ids.length > page.limit ? (ids[page.limit - 1] ?? null) : null };
   }
@@ -289,7 +342,11 @@ export class RedisStore implements Store {
   }
 
   async setDedicatedWorkers(accountId: string, url: string | null): Promise<AccountRecord | null> {
-    const raw = await this.script<RawAccount | null>("set-workers", [k.account(accountId)], [url ?? ""]);
+    const raw = await this.script<RawAccount | null>(
+      "set-workers",
+      [k.account(accountId)],
+      [url ?? ""],
+    );
     return raw ? toAccount(raw) : null;
   }
 
@@ -305,26 +362,47 @@ export class RedisStore implements Store {
     await this.call(() =>
       this.redis
         .multi()
-        .hset(k.keyRecord(key.accountId, key.hash), "id", key.id, "revoked_at", String(key.revokedAt ?? 0))
+        .hset(
+          k.keyRecord(key.accountId, key.hash),
+          "id",
+          key.id,
+          "revoked_at",
+          String(key.revokedAt ?? 0),
+        )
         .hset(k.keyList(key.accountId), key.id, JSON.stringify(key))
         .exec(),
     );
   }
 
   async listKeys(accountId: string): Promise<KeyRecord[]> {
-    const all = (await this.call(() => this.redis.hvals(k.keyList(accountId)))).map((raw) => JSON.parse(raw) as KeyRecord);
+    const all = (await this.call(() => this.redis.hvals(k.keyList(accountId)))).map(
+      (raw) => JSON.parse(raw) as KeyRecord,
+    );
     // The admission script keeps `last_used_at` on each key's own record (the one it reads).
-    const lastUsed = await this.call(() => Promise.all(all.map((key) => this.redis.hget(k.keyRecord(accountId, key.hash), "last_used_at"))));
+    const lastUsed = await this.call(() =>
+      Promise.all(
+        all.map((key) => this.redis.hget(k.keyRecord(accountId, key.hash), "last_used_at")),
+      ),
+    );
     return all
       .map((key, i) => ({ ...key, lastUsedAt: lastUsed[i] ? Number(lastUsed[i]) : null }))
       .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
   }
 
-  async revokeKey(accountId: string, keyId: string, graceMs: number, options: { keepOneActive?: boolean } = {}): Promise<RevokeOutcome> {
+  async revokeKey(
+    accountId: string,
+    keyId: string,
+    graceMs: number,
+    options: { keepOneActive?: boolean } = {},
+  ): Promise<RevokeOutcome> {
     const raw = await this.call(() => this.redis.hget(k.keyList(accountId), keyId));
     if (!raw) return { status: "not_found" };
     const { hash } = JSON.parse(raw) as KeyRecord;
-    const outcome = await this.script<RevokeOutcome>("revoke-key", [k.keyList(accountId), k.keyRecord(accountId, hash)], [keyId, graceMs, options.keepOneActive ? 1 : 0]);
+    const outcome = await this.script<RevokeOutcome>(
+      "revoke-key",
+      [k.keyList(accountId), k.keyRecord(accountId, hash)],
+      [keyId, graceMs, options.keepOneActive ? 1 : 0],
+    );
     if (outcome.status !== "not_found") outcome.key.lastUsedAt ??= null;
     return outcome;
   }
@@ -340,7 +418,14 @@ export class RedisStore implements Store {
       events?: unknown;
     }>(
       "admit",
-      [k.account(id), request.keyHash ? k.keyRecord(id, request.keyHash) : k.account(id), k.rateLog(id), k.ledger(id), k.operation(id, request.requestId), k.outbox(id)],
+      [
+        k.account(id),
+        request.keyHash ? k.keyRecord(id, request.keyHash) : k.account(id),
+        k.rateLog(id),
+        k.ledger(id),
+        k.operation(id, request.requestId),
+        k.outbox(id),
+      ],
       [
         this.tiersJson,
         request.keyHash ? 1 : 0,
@@ -368,16 +453,44 @@ export class RedisStore implements Store {
       case "ok": {
         const events = eventsFrom(result.events);
         await this.markOutbox(id, events);
-        return { status: "ok", account: toAccount(result.account!), keyId: result.key_id ?? null, rate: result.rate!, charged: result.charged === true, events };
+        return {
+          status: "ok",
+          account: toAccount(result.account!),
+          keyId: result.key_id ?? null,
+          rate: result.rate!,
+          charged: result.charged === true,
+          events,
+        };
       }
     }
   }
 
-  async topUp(accountId: string, kind: TopUpKind, grant: CreditChange & { amount: number; rearm?: boolean }, events: EventRecord[] = [], plan?: PlanChange) {
+  async topUp(
+    accountId: string,
+    kind: TopUpKind,
+    grant: CreditChange & { amount: number; rearm?: boolean },
+    events: EventRecord[] = [],
+    plan?: PlanChange,
+  ) {
     const result = await this.script<{ status: string; account?: RawAccount }>(
       "top-up",
-      [k.account(accountId), k.ledger(accountId), k.operation(accountId, grant.requestId), k.outbox(accountId)],
-      [grant.amount, kind, grant.reason, grant.requestId, OPERATION_TTL_SECONDS, JSON.stringify(events), plan?.tier ?? "", plan?.periodMs ?? 0, grant.rearm === false ? 0 : 1],
+      [
+        k.account(accountId),
+        k.ledger(accountId),
+        k.operation(accountId, grant.requestId),
+        k.outbox(accountId),
+      ],
+      [
+        grant.amount,
+        kind,
+        grant.reason,
+        grant.requestId,
+        OPERATION_TTL_SECONDS,
+        JSON.stringify(events),
+        plan?.tier ?? "",
+        plan?.periodMs ?? 0,
+        grant.rearm === false ? 0 : 1,
+      ],
     );
     if (result.status === "not_found") return null;
     if (result.status === "applied") await this.markOutbox(accountId, events);
@@ -386,35 +499,70 @@ export class RedisStore implements Store {
 
   async refund(accountId: string, change: RefundChange, events: EventRecord[] = []) {
     const idempotencyKey = change.idempotencyKey ?? null;
-    const result = await this.script<{ status: "refunded"; amount: number; balance: number } | { status: "already_refunded" | "not_charged" }>(
+    const result = await this.script<
+      | { status: "refunded"; amount: number; balance: number }
+      | { status: "already_refunded" | "not_charged" }
+    >(
       "refund",
-      [k.account(accountId), k.ledger(accountId), k.operation(accountId, change.requestId), k.outbox(accountId), k.idempotency(accountId, idempotencyKey ?? "")],
+      [
+        k.account(accountId),
+        k.ledger(accountId),
+        k.operation(accountId, change.requestId),
+        k.outbox(accountId),
+        k.idempotency(accountId, idempotencyKey ?? ""),
+      ],
       [change.requestId, change.reason, JSON.stringify(events), idempotencyKey === null ? 0 : 1],
     );
     if (result.status === "refunded") await this.markOutbox(accountId, events);
     return result;
   }
 
-  async beginIdempotent(accountId: string, key: string, claim: IdempotencyClaim): Promise<IdempotencyState> {
-    return this.script<IdempotencyState>("idempotency-begin", [k.idempotency(accountId, key)], [claim.fingerprint, claim.leaseMs, claim.requestId, claim.ttlSeconds * 1000]);
+  async beginIdempotent(
+    accountId: string,
+    key: string,
+    claim: IdempotencyClaim,
+  ): Promise<IdempotencyState> {
+    return this.script<IdempotencyState>(
+      "idempotency-begin",
+      [k.idempotency(accountId, key)],
+      [claim.fingerprint, claim.leaseMs, claim.requestId, claim.ttlSeconds * 1000],
+    );
   }
 
-  async completeIdempotent(accountId: string, key: string, response: StoredResponse, ttlSeconds: number): Promise<void> {
+  async completeIdempotent(
+    accountId: string,
+    key: string,
+    response: StoredResponse,
+    ttlSeconds: number,
+  ): Promise<void> {
     const record = k.idempotency(accountId, key);
-    await this.call(() => this.redis.multi().hset(record, "state", "completed", "response", JSON.stringify(response)).expire(record, ttlSeconds).exec());
+    await this.call(() =>
+      this.redis
+        .multi()
+        .hset(record, "state", "completed", "response", JSON.stringify(response))
+        .expire(record, ttlSeconds)
+        .exec(),
+    );
   }
 
   async abandonIdempotent(accountId: string, key: string): Promise<void> {
     await this.call(() => this.redis.del(k.idempotency(accountId, key)));
   }
 
-  async ledger(accountId: string, page: { cursor?: string; limit: number }): Promise<Page<LedgerEntry>> {
+  async ledger(
+    accountId: string,
+    page: { cursor?: string; limit: number },
+  ): Promise<Page<LedgerEntry>> {
     // Newest first; the cursor is the last stream id seen, excluded with "(".
-    if (page.cursor !== undefined && !isLedgerId(page.cursor)) throw new InvalidCursorError(`not a ledger id: ${page.cursor}`);
+    if (page.cursor !== undefined && !isLedgerId(page.cursor))
+      throw new InvalidCursorError(`not a ledger id: ${page.cursor}`);
     const end = page.cursor !== undefined ? `(${page.cursor}` : "+";
-    const rows = await this.call(() => this.redis.xrevrange(k.ledger(accountId), end, "-", "COUNT", page.limit + 1)).catch((err: Error) => {
+    const rows = await this.call(() =>
+      this.redis.xrevrange(k.ledger(accountId), end, "-", "COUNT", page.limit + 1),
+    ).catch((err: Error) => {
       // Well-formed but out of range (past 2^64-1, or "(0-0"): Redis refuses it.
-      if (/Invalid stream ID|invalid start ID/i.test(err.message)) throw new InvalidCursorError(err.message);
+      if (/Invalid stream ID|invalid start ID/i.test(err.message))
+        throw new InvalidCursorError(err.message);
       throw err;
     });
     const items = rows.slice(0, page.limit).map(ledgerEntryFrom);
@@ -422,7 +570,9 @@ export class RedisStore implements Store {
   }
 
   async oldestLedger(accountId: string, limit: number): Promise<LedgerEntry[]> {
-    return (await this.call(() => this.redis.xrange(k.ledger(accountId), "-", "+", "COUNT", limit))).map(ledgerEntryFrom);
+    return (
+      await this.call(() => this.redis.xrange(k.ledger(accountId), "-", "+", "COUNT", limit))
+    ).map(ledgerEntryFrom);
   }
 
   async trimLedger(accountId: string, throughId: string): Promise<void> {
@@ -435,18 +585,29 @@ export class RedisStore implements Store {
   async ledgerBacklog(page: { cursor?: string; limit: number }): Promise<Page<LedgerBacklog>> {
     // The cursor is a rank in the account list (creation order): accounts are only ever appended.
     const start = page.cursor ? Number(page.cursor) : 0;
-    const accounts = await this.call(() => this.redis.zrange(k.accounts(), String(start), String(start + page.limit - 1)));
+    const accounts = await this.call(() =>
+      this.redis.zrange(k.accounts(), String(start), String(start + page.limit - 1)),
+    );
     // Each account's oldest entry, one command per account (each in its own slot), all in flight at once.
-    const oldest = await this.call(() => Promise.all(accounts.map((id) => this.redis.xrange(k.ledger(id), "-", "+", "COUNT", 1))));
+    const oldest = await this.call(() =>
+      Promise.all(accounts.map((id) => this.redis.xrange(k.ledger(id), "-", "+", "COUNT", 1))),
+    );
     const items = accounts.flatMap((accountId, i) => {
       const first = oldest[i]?.[0];
       return first ? [{ accountId, oldestAt: Number(first[0].split("-")[0]) }] : [];
     });
-    return { items, nextCursor: accounts.length === page.limit ? String(start + page.limit) : null };
+    return {
+      items,
+      nextCursor: accounts.length === page.limit ? String(start + page.limit) : null,
+    };
   }
 
   async hitRateLimit(bucket: string, limit: number, windowMs: number, member: string) {
-    return this.script<RateState & { allowed: boolean }>("rate-limit", [k.bucket(bucket)], [limit, windowMs, member]);
+    return this.script<RateState & { allowed: boolean }>(
+      "rate-limit",
+      [k.bucket(bucket)],
+      [limit, windowMs, member],
+    );
   }
 
   async releaseRateLimit(bucket: string, member: string): Promise<void> {
@@ -457,18 +618,39 @@ export class RedisStore implements Store {
     if (events.length === 0) return;
     const tx = this.redis.multi();
     for (const e of events) {
-      tx.xadd(k.outbox(accountId), "*", "id", e.id, "event", e.event, "timestamp", e.timestamp, "account_id", e.account_id, "data", JSON.stringify(e.data));
+      tx.xadd(
+        k.outbox(accountId),
+        "*",
+        "id",
+        e.id,
+        "event",
+        e.event,
+        "timestamp",
+        e.timestamp,
+        "account_id",
+        e.account_id,
+        "data",
+        JSON.stringify(e.data),
+      );
     }
     await this.call(() => tx.exec());
     await this.markOutbox(accountId, events);
   }
 
   async readOutbox(accountId: string, limit: number): Promise<EventRecord[]> {
-    const rows = await this.call(() => this.redis.xrange(k.outbox(accountId), "-", "+", "COUNT", limit));
+    const rows = await this.call(() =>
+      this.redis.xrange(k.outbox(accountId), "-", "+", "COUNT", limit),
+    );
     return rows.map(([, fields]) => {
       const f: Record<string, string> = {};
       for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
-      return parseEventRecord({ id: f.id, event: f.event, timestamp: f.timestamp, account_id: f.account_id, data: JSON.parse(f.data ?? "{}") });
+      return parseEventRecord({
+        id: f.id,
+        event: f.event,
+        timestamp: f.timestamp,
+        account_id: f.account_id,
+        data: JSON.parse(f.data ?? "{}"),
+      });
     });
   }
 
@@ -476,12 +658,16 @@ export class RedisStore implements Store {
     if (eventIds.length > 0) {
       const wanted = new Set(eventIds);
       const rows = await this.call(() => this.redis.xrange(k.outbox(accountId), "-", "+"));
-      const streamIds = rows.filter(([, f]) => wanted.has(f[f.indexOf("id") + 1]!)).map(([id]) => id);
-      if (streamIds.length > 0) await this.call(() => this.redis.xdel(k.outbox(accountId), ...streamIds));
+      const streamIds = rows
+        .filter(([, f]) => wanted.has(f[f.indexOf("id") + 1]!))
+        .map(([id]) => id);
+      if (streamIds.length > 0)
+        await this.call(() => this.redis.xdel(k.outbox(accountId), ...streamIds));
     }
     // Unindex first, then look: an event appended meanwhile is seen here or re-indexes itself.
     await this.call(() => this.redis.srem(k.outboxAccounts(), accountId));
-    if ((await this.call(() => this.redis.xlen(k.outbox(accountId)))) > 0) await this.call(() => this.redis.sadd(k.outboxAccounts(), accountId));
+    if ((await this.call(() => this.redis.xlen(k.outbox(accountId)))) > 0)
+      await this.call(() => this.redis.sadd(k.outboxAccounts(), accountId));
   }
 
   async logEvents(accountId: string, events: EventRecord[], keep: number): Promise<void> {
@@ -489,11 +675,19 @@ export class RedisStore implements Store {
     // A sorted set of the records: several relays logging the same event add it once.
     const key = k.events(accountId);
     const members = events.flatMap((e) => [Date.parse(e.timestamp), JSON.stringify(e)]);
-    await this.call(() => this.redis.multi().zadd(key, ...members).zremrangebyrank(key, 0, -(keep + 1)).exec());
+    await this.call(() =>
+      this.redis
+        .multi()
+        .zadd(key, ...members)
+        .zremrangebyrank(key, 0, -(keep + 1))
+        .exec(),
+    );
   }
 
   async listEvents(accountId: string, limit: number): Promise<EventRecord[]> {
-    return (await this.call(() => this.redis.zrevrange(k.events(accountId), 0, limit - 1))).map((raw) => parseEventRecord(JSON.parse(raw)));
+    return (await this.call(() => this.redis.zrevrange(k.events(accountId), 0, limit - 1))).map(
+      (raw) => parseEventRecord(JSON.parse(raw)),
+    );
   }
 
   async rebuildOutboxIndex(): Promise<number> {
@@ -505,7 +699,9 @@ export class RedisStore implements Store {
       let cursor = "0";
       do {
         // SCAN patterns are not prefixed by ioredis: match the full key.
-        const [next, keys] = await this.call(() => server.scan(cursor, "MATCH", `${prefix}{acct_*}:outbox`, "COUNT", 1000));
+        const [next, keys] = await this.call(() =>
+          server.scan(cursor, "MATCH", `${prefix}{acct_*}:outbox`, "COUNT", 1000),
+        );
         cursor = next;
         for (const key of keys) {
           const accountId = key.slice(prefix.length + 1, key.indexOf("}"));
@@ -524,7 +720,11 @@ export class RedisStore implements Store {
   }
 
   async addCustomTool(tool: CustomToolRecord, cap: number): Promise<"added" | "exists" | "cap"> {
-    return this.script<"added" | "exists" | "cap">("custom-tool-add", [k.customTools(tool.accountId)], [tool.name, JSON.stringify(tool), cap]);
+    return this.script<"added" | "exists" | "cap">(
+      "custom-tool-add",
+      [k.customTools(tool.accountId)],
+      [tool.name, JSON.stringify(tool), cap],
+    );
   }
 
   async getCustomTool(accountId: string, name: string): Promise<CustomToolRecord | null> {
@@ -534,7 +734,9 @@ export class RedisStore implements Store {
 
   async listCustomTools(accountId: string): Promise<CustomToolRecord[]> {
     const all = await this.call(() => this.redis.hvals(k.customTools(accountId)));
-    return all.map((raw) => JSON.parse(raw) as CustomToolRecord).sort((a, b) => a.createdAt - b.createdAt || a.name.localeCompare(b.name));
+    return all
+      .map((raw) => JSON.parse(raw) as CustomToolRecord)
+      .sort((a, b) => a.createdAt - b.createdAt || a.name.localeCompare(b.name));
   }
 
   async deleteCustomTool(accountId: string, name: string): Promise<boolean> {
@@ -542,12 +744,20 @@ export class RedisStore implements Store {
   }
 
   async addWebhook(webhook: WebhookRecord, cap: number): Promise<boolean> {
-    return (await this.script<number>("webhook-add", [k.webhooks(webhook.ownerId)], [webhook.id, JSON.stringify(webhook), cap])) === 1;
+    return (
+      (await this.script<number>(
+        "webhook-add",
+        [k.webhooks(webhook.ownerId)],
+        [webhook.id, JSON.stringify(webhook), cap],
+      )) === 1
+    );
   }
 
   async listWebhooks(ownerId: string): Promise<WebhookRecord[]> {
     const all = await this.call(() => this.redis.hvals(k.webhooks(ownerId)));
-    return all.map((raw) => JSON.parse(raw) as WebhookRecord).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+    return all
+      .map((raw) => JSON.parse(raw) as WebhookRecord)
+      .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
   }
 
   async getWebhook(ownerId: string, id: string): Promise<WebhookRecord | null> {
@@ -556,31 +766,60 @@ export class RedisStore implements Store {
   }
 
   async putWebhook(webhook: WebhookRecord): Promise<void> {
-    await this.call(() => this.redis.hset(k.webhooks(webhook.ownerId), webhook.id, JSON.stringify(webhook)));
+    await this.call(() =>
+      this.redis.hset(k.webhooks(webhook.ownerId), webhook.id, JSON.stringify(webhook)),
+    );
   }
 
   async deleteWebhook(ownerId: string, id: string): Promise<boolean> {
-    const [[, removed] = []] = (await this.call(() => this.redis.multi().hdel(k.webhooks(ownerId), id).del(k.deliveries(ownerId, id)).exec())) ?? [];
+    const [[, removed] = []] =
+      (await this.call(() =>
+        this.redis.multi().hdel(k.webhooks(ownerId), id).del(k.deliveries(ownerId, id)).exec(),
+      )) ?? [];
     return removed === 1;
   }
 
-  async recordDelivery(ownerId: string, webhookId: string, attempt: DeliveryAttempt, keep: number): Promise<void> {
+  async recordDelivery(
+    ownerId: string,
+    webhookId: string,
+    attempt: DeliveryAttempt,
+    keep: number,
+  ): Promise<void> {
     const key = k.deliveries(ownerId, webhookId);
-    await this.call(() => this.redis.multi().lpush(key, JSON.stringify(attempt)).ltrim(key, 0, keep - 1).exec());
+    await this.call(() =>
+      this.redis
+        .multi()
+        .lpush(key, JSON.stringify(attempt))
+        .ltrim(key, 0, keep - 1)
+        .exec(),
+    );
   }
 
-  async listDeliveries(ownerId: string, webhookId: string, limit: number): Promise<DeliveryAttempt[]> {
-    return (await this.call(() => this.redis.lrange(k.deliveries(ownerId, webhookId), 0, limit - 1))).map((raw) => JSON.parse(raw) as DeliveryAttempt);
+  async listDeliveries(
+    ownerId: string,
+    webhookId: string,
+    limit: number,
+  ): Promise<DeliveryAttempt[]> {
+    return (
+      await this.call(() => this.redis.lrange(k.deliveries(ownerId, webhookId), 0, limit - 1))
+    ).map((raw) => JSON.parse(raw) as DeliveryAttempt);
   }
 
   async claimPayment(record: PaymentRecord): Promise<PaymentRecord | null> {
-    return (await this.script<PaymentRecord | null>("payment-claim", [k.payment(record.id), k.openPayments()], [record.id, JSON.stringify(record)])) ?? null;
+    return (
+      (await this.script<PaymentRecord | null>(
+        "payment-claim",
+        [k.payment(record.id), k.openPayments()],
+        [record.id, JSON.stringify(record)],
+      )) ?? null
+    );
   }
 
   async savePayment(record: PaymentRecord): Promise<void> {
     const tx = this.redis.multi();
     // A settled record is kept for its retention window only; an open one until it is finished.
-    if (record.state === "settled" && record.expiresAt) tx.set(k.payment(record.id), JSON.stringify(record), "PXAT", record.expiresAt);
+    if (record.state === "settled" && record.expiresAt)
+      tx.set(k.payment(record.id), JSON.stringify(record), "PXAT", record.expiresAt);
     else tx.set(k.payment(record.id), JSON.stringify(record));
     if (record.state === "settled") tx.srem(k.openPayments(), record.id);
     else tx.sadd(k.openPayments(), record.id);
@@ -588,7 +827,10 @@ export class RedisStore implements Store {
   }
 
   async claimPaymentService(id: string, expiresAt: number): Promise<boolean> {
-    return (await this.call(() => this.redis.set(k.paymentServed(id), "1", "PXAT", expiresAt, "NX"))) === "OK";
+    return (
+      (await this.call(() => this.redis.set(k.paymentServed(id), "1", "PXAT", expiresAt, "NX"))) ===
+      "OK"
+    );
   }
 
   async getPayment(id: string): Promise<PaymentRecord | null> {
@@ -617,7 +859,9 @@ export class RedisStore implements Store {
 
   async keepFirst(name: string, candidate: string): Promise<string> {
     // One transaction: SET NX, then read whichever value won.
-    const replies = await this.call(() => this.redis.multi().set(k.setting(name), candidate, "NX").get(k.setting(name)).exec());
+    const replies = await this.call(() =>
+      this.redis.multi().set(k.setting(name), candidate, "NX").get(k.setting(name)).exec(),
+    );
     const value = replies?.[1]?.[1];
     if (typeof value !== "string") throw new Error(`could not keep the setting ${name}`);
     return value;
@@ -625,7 +869,10 @@ export class RedisStore implements Store {
 
   async acquireLock(name: string, ttlMs: number): Promise<string | null> {
     const token = newEventId();
-    return (await this.call(() => this.redis.set(`lock:${name}`, token, "PX", ttlMs, "NX"))) === "OK" ? token : null;
+    return (await this.call(() => this.redis.set(`lock:${name}`, token, "PX", ttlMs, "NX"))) ===
+      "OK"
+      ? token
+      : null;
   }
 
   async releaseLock(name: string, token: string): Promise<void> {
@@ -633,17 +880,27 @@ export class RedisStore implements Store {
   }
 
   async takeRelayerNonce(name: string, start: number | null): Promise<number | null> {
-    const nonce = await this.script<number | null>("relayer-nonce", [k.relayerNonce(name)], ["take", start === null ? "" : start]);
+    const nonce = await this.script<number | null>(
+      "relayer-nonce",
+      [k.relayerNonce(name)],
+      ["take", start === null ? "" : start],
+    );
     return nonce === null ? null : Number(nonce);
   }
 
   async peekRelayerNonce(name: string): Promise<number | null> {
-    const next = await this.script<number | null>("relayer-nonce", [k.relayerNonce(name)], ["peek", ""]);
+    const next = await this.script<number | null>(
+      "relayer-nonce",
+      [k.relayerNonce(name)],
+      ["peek", ""],
+    );
     return next === null ? null : Number(next);
   }
 
   async raiseRelayerNonce(name: string, next: number): Promise<number> {
-    return Number(await this.script<number>("relayer-nonce", [k.relayerNonce(name)], ["raise", next]));
+    return Number(
+      await this.script<number>("relayer-nonce", [k.relayerNonce(name)], ["raise", next]),
+    );
   }
 
   async accountIdByEmail(email: string): Promise<string | null> {
@@ -659,16 +916,34 @@ export class RedisStore implements Store {
     await this.call(() =>
       this.redis
         .multi()
-        .hset(key, { account_id: session.accountId, csrf: session.csrfToken, created_at: session.createdAt, expires_at: session.expiresAt, via: session.via, epoch })
+        .hset(key, {
+          account_id: session.accountId,
+          csrf: session.csrfToken,
+          created_at: session.createdAt,
+          expires_at: session.expiresAt,
+          via: session.via,
+          epoch,
+        })
         .pexpire(key, lifetime)
         .exec(),
     );
   }
 
   async touchSession(accountId: string, id: string, idleMs: number): Promise<SessionRecord | null> {
-    const raw = await this.script<Record<string, string> | null>("session-touch", [k.session(accountId, id), k.sessionEpoch(accountId)], [Date.now(), idleMs]);
+    const raw = await this.script<Record<string, string> | null>(
+      "session-touch",
+      [k.session(accountId, id), k.sessionEpoch(accountId)],
+      [Date.now(), idleMs],
+    );
     if (!raw) return null;
-    return { id, accountId: raw.account_id!, csrfToken: raw.csrf!, createdAt: Number(raw.created_at), expiresAt: Number(raw.expires_at), via: raw.via as SessionRecord["via"] };
+    return {
+      id,
+      accountId: raw.account_id!,
+      csrfToken: raw.csrf!,
+      createdAt: Number(raw.created_at),
+      expiresAt: Number(raw.expires_at),
+      via: raw.via as SessionRecord["via"],
+    };
   }
 
   async endSession(accountId: string, id: string): Promise<void> {
@@ -693,7 +968,13 @@ export class RedisStore implements Store {
     });
     return {
       async next(afterId, waitMs) {
-        const reply = await connection.xread("BLOCK", waitMs, "STREAMS", k.ledger(accountId), afterId);
+        const reply = await connection.xread(
+          "BLOCK",
+          waitMs,
+          "STREAMS",
+          k.ledger(accountId),
+          afterId,
+        );
         return reply?.[0]?.[1].map(ledgerEntryFrom) ?? [];
       },
       async close() {

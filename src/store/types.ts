@@ -113,7 +113,14 @@ export interface AdmitRequest {
 }
 
 export type AdmitOutcome =
-  | { status: "ok"; account: AccountRecord; keyId: string | null; rate: RateState; charged: boolean; events: EventRecord[] }
+  | {
+      status: "ok";
+      account: AccountRecord;
+      keyId: string | null;
+      rate: RateState;
+      charged: boolean;
+      events: EventRecord[];
+    }
   | { status: "invalid_key" }
   | { status: "revoked" }
   | { status: "rate_limited"; account: AccountRecord; rate: RateState }
@@ -150,7 +157,11 @@ export interface NewAccount {
 
 export interface Store {
   /** Creates the account with its first grant and events, atomically. */
-  createAccount(account: NewAccount, grant: CreditChange & { amount: number }, events: EventRecord[]): Promise<AccountRecord>;
+  createAccount(
+    account: NewAccount,
+    grant: CreditChange & { amount: number },
+    events: EventRecord[],
+  ): Promise<AccountRecord>;
   getAccount(id: string): Promise<AccountRecord | null>;
   /** Oldest first. Throws InvalidCursorError for a cursor that is not an account id. */
   listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>>;
@@ -160,7 +171,10 @@ export interface Store {
   /** Binds the account to its own worker pool (`url`), or unbinds it (null); null when there is no such account. */
   setDedicatedWorkers(accountId: string, url: string | null): Promise<AccountRecord | null>;
   /** Marks the e-mail verified and grants `amount` once; starts the Free monthly allowance clock. */
-  verifyEmail(accountId: string, grant: CreditChange & { amount: number }): Promise<"verified" | "already_verified" | "not_found">;
+  verifyEmail(
+    accountId: string,
+    grant: CreditChange & { amount: number },
+  ): Promise<"verified" | "already_verified" | "not_found">;
 
   addKey(key: KeyRecord): Promise<void>;
   listKeys(accountId: string): Promise<KeyRecord[]>;
@@ -169,7 +183,12 @@ export interface Store {
    * already revoked is left as it is. With `keepOneActive`, refuses (atomically) to revoke the
    * account's last active key — one with no revocation scheduled.
    */
-  revokeKey(accountId: string, keyId: string, graceMs: number, options?: { keepOneActive?: boolean }): Promise<RevokeOutcome>;
+  revokeKey(
+    accountId: string,
+    keyId: string,
+    graceMs: number,
+    options?: { keepOneActive?: boolean },
+  ): Promise<RevokeOutcome>;
 
   /** The hot path, one round trip: check the key, apply the Free allowance, rate-limit, debit. */
   admit(request: AdmitRequest): Promise<AdmitOutcome>;
@@ -192,7 +211,10 @@ export interface Store {
     accountId: string,
     change: RefundChange,
     events?: EventRecord[],
-  ): Promise<{ status: "refunded"; amount: number; balance: number } | { status: "already_refunded" | "not_charged" }>;
+  ): Promise<
+    | { status: "refunded"; amount: number; balance: number }
+    | { status: "already_refunded" | "not_charged" }
+  >;
   /**
    * Newest first: the entries the store still holds (with the books on, those not yet exported
    * and trimmed). Throws InvalidCursorError for a cursor that is not a ledger entry id.
@@ -209,7 +231,12 @@ export interface Store {
   ledgerBacklog(page: { cursor?: string; limit: number }): Promise<Page<LedgerBacklog>>;
 
   /** Sliding-window counter for things that are not an account (sign-ups per client address). */
-  hitRateLimit(bucket: string, limit: number, windowMs: number, member: string): Promise<RateState & { allowed: boolean }>;
+  hitRateLimit(
+    bucket: string,
+    limit: number,
+    windowMs: number,
+    member: string,
+  ): Promise<RateState & { allowed: boolean }>;
   /** Gives back a hit that turned out not to count (a sign-up refused as a duplicate). */
   releaseRateLimit(bucket: string, member: string): Promise<void>;
 
@@ -236,8 +263,17 @@ export interface Store {
    * the claim (same request id) may begin again and continues it: a paid call claims its key
    * before its payment settles, then runs under that claim.
    */
-  beginIdempotent(accountId: string, key: string, claim: IdempotencyClaim): Promise<IdempotencyState>;
-  completeIdempotent(accountId: string, key: string, response: StoredResponse, ttlSeconds: number): Promise<void>;
+  beginIdempotent(
+    accountId: string,
+    key: string,
+    claim: IdempotencyClaim,
+  ): Promise<IdempotencyState>;
+  completeIdempotent(
+    accountId: string,
+    key: string,
+    response: StoredResponse,
+    ttlSeconds: number,
+  ): Promise<void>;
   /** Forgets an execution that failed without a result worth replaying, so a retry runs again. */
   abandonIdempotent(accountId: string, key: string): Promise<void>;
 
@@ -258,7 +294,12 @@ export interface Store {
   putWebhook(webhook: WebhookRecord): Promise<void>;
   deleteWebhook(ownerId: string, id: string): Promise<boolean>;
   /** Appends to a webhook's delivery log (newest first, the last `keep` kept). */
-  recordDelivery(ownerId: string, webhookId: string, attempt: DeliveryAttempt, keep: number): Promise<void>;
+  recordDelivery(
+    ownerId: string,
+    webhookId: string,
+    attempt: DeliveryAttempt,
+    keep: number,
+  ): Promise<void>;
   listDeliveries(ownerId: string, webhookId: string, limit: number): Promise<DeliveryAttempt[]>;
 
   /**

@@ -11,8 +11,14 @@ import type { Logger } from "pino";
  */
 export const WORKERS_READY_TIMEOUT_MS = 30_000;
 
-export async function startBundledWorkers(log: Logger, readyTimeoutMs = WORKERS_READY_TIMEOUT_MS): Promise<{ url: string; stop(): Promise<void> }> {
-  const entry = new URL(`../workers/main${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url).pathname;
+export async function startBundledWorkers(
+  log: Logger,
+  readyTimeoutMs = WORKERS_READY_TIMEOUT_MS,
+): Promise<{ url: string; stop(): Promise<void> }> {
+  const entry = new URL(
+    `../workers/main${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`,
+    import.meta.url,
+  ).pathname;
   const execArgv = import.meta.url.endsWith(".ts") ? ["--import", "tsx"] : [];
   let child: ChildProcess;
   let stopping = false;
@@ -22,11 +28,17 @@ export async function startBundledWorkers(log: Logger, readyTimeoutMs = WORKERS_
   const launch = (port: number) =>
     new Promise<number>((resolve, reject) => {
       // Their log lines go straight to this process's stdout.
-      child = fork(entry, [], { execArgv, env: { ...process.env, PORT: String(port), HOST: "127.0.0.1" }, stdio: ["ignore", "inherit", "inherit", "ipc"] });
+      child = fork(entry, [], {
+        execArgv,
+        env: { ...process.env, PORT: String(port), HOST: "127.0.0.1" },
+        stdio: ["ignore", "inherit", "inherit", "ipc"],
+      });
       let ready = false;
       const timer = setTimeout(() => {
         child.kill("SIGKILL");
-        reject(new Error(`the bundled workers did not report ready within ${readyTimeoutMs / 1000} s`));
+        reject(
+          new Error(`the bundled workers did not report ready within ${readyTimeoutMs / 1000} s`),
+        );
       }, readyTimeoutMs);
       child.on("message", (message: { type?: string; port?: number }) => {
         if (ready || message?.type !== "ready" || typeof message.port !== "number") return;
@@ -37,10 +49,17 @@ export async function startBundledWorkers(log: Logger, readyTimeoutMs = WORKERS_
       });
       child.once("exit", (code, signal) => {
         clearTimeout(timer);
-        if (!ready) return reject(new Error(`the bundled workers exited at start (${code ?? signal})`));
+        if (!ready)
+          return reject(new Error(`the bundled workers exited at start (${code ?? signal})`));
         if (stopping) return;
         log.error({ code, signal }, "the bundled workers exited; restarting them");
-        setTimeout(() => launch(boundPort).catch((err: Error) => log.error({ err: err.message }, "could not restart the bundled workers")), 200);
+        setTimeout(
+          () =>
+            launch(boundPort).catch((err: Error) =>
+              log.error({ err: err.message }, "could not restart the bundled workers"),
+            ),
+          200,
+        );
       });
     });
 

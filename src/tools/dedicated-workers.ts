@@ -16,7 +16,9 @@ import type { AccountRecord } from "../store/types.js";
 /** The origin a call of this account must go to, or null for the shared pools. */
 export function dedicatedOrigin(account: AccountRecord): string | null {
   if (!account.dedicatedWorkersUrl) return null;
-  return TIERS[account.tier].features.includes("dedicated_workers") ? account.dedicatedWorkersUrl : null;
+  return TIERS[account.tier].features.includes("dedicated_workers")
+    ? account.dedicatedWorkersUrl
+    : null;
 }
 
 /**
@@ -25,16 +27,25 @@ export function dedicatedOrigin(account: AccountRecord): string | null {
  * and loopback or private addresses. The same rule runs again at connect time (the pools'
  * guarded agents), so a name that later resolves elsewhere is refused then.
  */
-export async function checkDedicatedWorkersUrl(raw: string, allowPrivate: boolean): Promise<{ ok: true; origin: string } | { ok: false; reason: string }> {
+export async function checkDedicatedWorkersUrl(
+  raw: string,
+  allowPrivate: boolean,
+): Promise<{ ok: true; origin: string } | { ok: false; reason: string }> {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     return { ok: false, reason: "not a URL" };
   }
-  if (url.protocol !== "https:" && !(allowPrivate && url.protocol === "http:")) return { ok: false, reason: "a dedicated worker pool must be reached over https" };
-  if (url.username || url.password) return { ok: false, reason: "credentials in the URL are not allowed" };
-  if ((url.pathname !== "/" && url.pathname !== "") || url.search || url.hash) return { ok: false, reason: "give the pool's origin only (scheme, host and port), with no path or query" };
+  if (url.protocol !== "https:" && !(allowPrivate && url.protocol === "http:"))
+    return { ok: false, reason: "a dedicated worker pool must be reached over https" };
+  if (url.username || url.password)
+    return { ok: false, reason: "credentials in the URL are not allowed" };
+  if ((url.pathname !== "/" && url.pathname !== "") || url.search || url.hash)
+    return {
+      ok: false,
+      reason: "give the pool's origin only (scheme, host and port), with no path or query",
+    };
   const blocked = await blockedHostReason(url, allowPrivate);
   return blocked ? { ok: false, reason: blocked } : { ok: true, origin: url.origin };
 }

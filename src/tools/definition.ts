@@ -17,7 +17,8 @@ export const CATEGORIES = {
   web: "Read the public web: pages, links and metadata, feeds, robots.txt, sitemaps, search.",
   documents: "PDF, Word, spreadsheets, CSV, XML, YAML, HTML and Markdown.",
   images: "Images, barcodes, QR codes, charts and OCR.",
-  language: "Text analysis that runs locally: language, sentiment, entities, keywords, spelling, tokens.",
+  language:
+    "Text analysis that runs locally: language, sentiment, entities, keywords, spelling, tokens.",
   data: "Query, validate, compute and convert data, dates and times.",
   code: "Format, run, test and compare code and text.",
   security: "Hashes, tokens, encodings, identifiers and IP networks.",
@@ -45,6 +46,8 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.Zod
   jsonSchemas?: { input: Record<string, unknown>; output: Record<string, unknown> };
 }
 
-export function defineTool<I extends z.ZodType, O extends z.ZodType>(def: ToolDefinition<I, O>): ToolDefinition<I, O> {
+export function defineTool<I extends z.ZodType, O extends z.ZodType>(
+  def: ToolDefinition<I, O>,
+): ToolDefinition<I, O> {
   return def;
 }

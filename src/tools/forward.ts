@@ -1,7 +1,13 @@
 import { request, type ClientRequest, type IncomingMessage } from "node:http";
 import { request as tlsRequest, type Agent as TlsAgent } from "node:https";
 import type { Request, Response } from "express";
-import { createProxyMiddleware, debugProxyErrorsPlugin, proxyEventsPlugin, type Options, type RequestHandler } from "http-proxy-middleware";
+import {
+  createProxyMiddleware,
+  debugProxyErrorsPlugin,
+  proxyEventsPlugin,
+  type Options,
+  type RequestHandler,
+} from "http-proxy-middleware";
 import type { Agent } from "node:http";
 
 /**
@@ -42,7 +48,13 @@ type Carrier = IncomingMessage & { [PENDING]?: Pending };
 const pending = (req: IncomingMessage) => (req as Carrier)[PENDING]!;
 
 /** Only these headers reach a worker: never the caller's key, cookies or anything else. */
-const FORWARDED_HEADERS = new Set(["host", "connection", "content-type", "content-length", "accept"]);
+const FORWARDED_HEADERS = new Set([
+  "host",
+  "connection",
+  "content-type",
+  "content-length",
+  "accept",
+]);
 
 /**
  * A forwarder for doors that have no HTTP exchange of their own to proxy (MCP), and for calls to
@@ -65,20 +77,35 @@ export function createHttpForwarder(agent: Agent, tlsAgent?: TlsAgent): Forwarde
           port: target.port,
           path: target.pathname,
           method: "POST",
-          headers: { "content-type": "application/json", "content-length": body.length, "x-request-id": call.requestId, "x-toolgate-deadline-ms": call.timeoutMs },
+          headers: {
+            "content-type": "application/json",
+            "content-length": body.length,
+            "x-request-id": call.requestId,
+            "x-toolgate-deadline-ms": call.timeoutMs,
+          },
         },
         (res) => {
           const chunks: Buffer[] = [];
           res.on("data", (c: Buffer) => chunks.push(c));
-          res.on("end", () => resolve({ kind: "response", status: res.statusCode ?? 502, body: Buffer.concat(chunks) }));
-          res.on("error", (err) => resolve(timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }));
+          res.on("end", () =>
+            resolve({
+              kind: "response",
+              status: res.statusCode ?? 502,
+              body: Buffer.concat(chunks),
+            }),
+          );
+          res.on("error", (err) =>
+            resolve(timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }),
+          );
         },
       );
       req.setTimeout(call.timeoutMs, () => {
         timedOut = true;
         req.destroy();
       });
-      req.on("error", (err) => resolve(timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }));
+      req.on("error", (err) =>
+        resolve(timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }),
+      );
       call.signal?.addEventListener("abort", () => {
         resolve(abandoned(call.signal!));
         req.destroy();
@@ -92,11 +119,17 @@ function serialise(call: ForwardCall): Buffer | ForwardOutcome {
   try {
     return Buffer.from(JSON.stringify(call.input));
   } catch (err) {
-    return { kind: "gateway_error", message: `the input could not be serialised: ${(err as Error).message}` };
+    return {
+      kind: "gateway_error",
+      message: `the input could not be serialised: ${(err as Error).message}`,
+    };
   }
 }
 
-const abandoned = (signal: AbortSignal): ForwardOutcome => ({ kind: "gateway_error", message: `the request failed: ${String((signal.reason as Error)?.message ?? signal.reason)}` });
+const abandoned = (signal: AbortSignal): ForwardOutcome => ({
+  kind: "gateway_error",
+  message: `the request failed: ${String((signal.reason as Error)?.message ?? signal.reason)}`,
+});
 
 /**
  * The REST door's forwarder: http-proxy-middleware over keep-alive connections, one proxy per
@@ -137,7 +170,9 @@ export function createProxyForwarder(agent: Agent): (req: Request, res: Response
       const p: Pending = { call, body, settle, timedOut: false };
       (req as unknown as Carrier)[PENDING] = p;
       req.url = call.path; // the worker's path for this tool; the caller's path is kept in req.originalUrl
-      proxyFor(call.origin)(req, res, (err?: unknown) => settle({ kind: "unreachable", message: String(err ?? "proxy did not forward") })).catch((err: unknown) =>
+      proxyFor(call.origin)(req, res, (err?: unknown) =>
+        settle({ kind: "unreachable", message: String(err ?? "proxy did not forward") }),
+      ).catch((err: unknown) =>
         settle({ kind: "gateway_error", message: (err as Error)?.message ?? String(err) }),
       );
     });
@@ -148,7 +183,8 @@ const PROXY_EVENTS: Options["on"] = {
   proxyReq(proxyReq, req) {
     const p = pending(req);
     p.proxyReq = proxyReq;
-    for (const name of proxyReq.getHeaderNames()) if (!FORWARDED_HEADERS.has(name)) proxyReq.removeHeader(name);
+    for (const name of proxyReq.getHeaderNames())
+      if (!FORWARDED_HEADERS.has(name)) proxyReq.removeHeader(name);
     // The body was parsed and validated by the gateway: send the validated input.
     proxyReq.setHeader("content-type", "application/json");
     proxyReq.setHeader("content-length", p.body.length);
@@ -160,8 +196,16 @@ const PROXY_EVENTS: Options["on"] = {
     const p = pending(req);
     const chunks: Buffer[] = [];
     proxyRes.on("data", (c: Buffer) => chunks.push(c));
-    proxyRes.on("end", () => p.settle({ kind: "response", status: proxyRes.statusCode ?? 502, body: Buffer.concat(chunks) }));
-    proxyRes.on("error", (err) => p.settle(p.timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }));
+    proxyRes.on("end", () =>
+      p.settle({
+        kind: "response",
+        status: proxyRes.statusCode ?? 502,
+        body: Buffer.concat(chunks),
+      }),
+    );
+    proxyRes.on("error", (err) =>
+      p.settle(p.timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }),
+    );
   },
   error(err, req) {
     const p = pending(req);
@@ -193,5 +237,11 @@ function createWorkerProxy(origin: string, agent: Agent): RequestHandler {
 function proxyTarget(origin: string) {
   const url = new URL(origin);
   // WHATWG keeps an IPv6 host in brackets; node:http wants the bare address.
-  return { protocol: url.protocol, host: url.host, hostname: url.hostname.replace(/^\[(.*)\]$/, "$1"), port: url.port, path: url.pathname };
+  return {
+    protocol: url.protocol,
+    host: url.host,
+    hostname: url.hostname.replace(/^\[(.*)\]$/, "$1"),
+    port: url.port,
+    path: url.pathname,
+  };
 }

@@ -32,7 +32,10 @@ export interface ToolCall {
 }
 
 /** What makes two calls "the same request" for idempotency: the tool and the body. */
-export const callFingerprint = (toolName: string, input: unknown) => createHash("sha256").update(`${toolName}\n${JSON.stringify(input)}`).digest("hex");
+export const callFingerprint = (toolName: string, input: unknown) =>
+  createHash("sha256")
+    .update(`${toolName}\n${JSON.stringify(input)}`)
+    .digest("hex");
 
 export interface ToolCallResult extends StoredResponse {
   replayed: boolean;
@@ -40,7 +43,11 @@ export interface ToolCallResult extends StoredResponse {
 
 const IDEMPOTENCY_POLL_MS = 25;
 
-export async function invokeTool(services: Services, call: ToolCall, forward: Forwarder): Promise<ToolCallResult> {
+export async function invokeTool(
+  services: Services,
+  call: ToolCall,
+  forward: Forwarder,
+): Promise<ToolCallResult> {
   const { tool, key, requestId } = call;
   let input: unknown;
   try {
@@ -62,14 +69,26 @@ export async function invokeTool(services: Services, call: ToolCall, forward: Fo
   });
   // Executed under the claim's request id: the debit is idempotent per request id, so a retry
   // that takes over the claim of a process that died mid-call is not charged a second time.
-  if (claim.state === "started") return execute(services, { ...call, requestId: claim.requestId, idempotencyTtlSeconds: ttlSeconds }, input, forward, idempotencyKey);
+  if (claim.state === "started")
+    return execute(
+      services,
+      { ...call, requestId: claim.requestId, idempotencyTtlSeconds: ttlSeconds },
+      input,
+      forward,
+      idempotencyKey,
+    );
   await checkCaller(services, call);
   if (claim.state === "completed") return { ...claim.response, replayed: true };
-  throw new ApiError("idempotency_conflict", "This Idempotency-Key was already used with a different request body.", { param: "Idempotency-Key" });
+  throw new ApiError(
+    "idempotency_conflict",
+    "This Idempotency-Key was already used with a different request body.",
+    { param: "Idempotency-Key" },
+  );
 }
 
 /** How long one execution holds its idempotency key: the tool's timeout, the worker-queue wait, and a margin. */
-export const idempotencyLeaseMs = (services: Services, tool: ToolDefinition) => timeoutOf(services, tool) + services.config.poolQueueTimeoutMs + 5_000;
+export const idempotencyLeaseMs = (services: Services, tool: ToolDefinition) =>
+  timeoutOf(services, tool) + services.config.poolQueueTimeoutMs + 5_000;
 
 /**
  * Claims an idempotency key for one execution, waiting (for up to the claim's lease) while another
@@ -87,7 +106,12 @@ export async function claimIdempotencyKey(
     const state = await services.store.beginIdempotent(accountId, key, claim);
     if (state.state !== "in_progress") return state;
     // Another request with this key is executing: wait for its answer, then replay it.
-    if (Date.now() > deadline) throw new ApiError("idempotency_conflict", "A request with this Idempotency-Key is still in progress.", { param: "Idempotency-Key" });
+    if (Date.now() > deadline)
+      throw new ApiError(
+        "idempotency_conflict",
+        "A request with this Idempotency-Key is still in progress.",
+        { param: "Idempotency-Key" },
+      );
     await new Promise((r) => setTimeout(r, IDEMPOTENCY_POLL_MS));
   }
 }
@@ -95,40 +119,91 @@ export async function claimIdempotencyKey(
 /** Checks the caller's key, counting the request unless its door already did; charges nothing. */
 async function checkCaller(services: Services, call: ToolCall): Promise<Admitted> {
   if (!call.counted) return authenticate(services, call.key, call.requestId);
-  return admitted(await services.store.admit({ accountId: call.key.accountId, keyHash: call.key.hash, cost: 0, requestId: call.requestId, tool: null, reason: "", countRequest: false }));
+  return admitted(
+    await services.store.admit({
+      accountId: call.key.accountId,
+      keyHash: call.key.hash,
+      cost: 0,
+      requestId: call.requestId,
+      tool: null,
+      reason: "",
+      countRequest: false,
+    }),
+  );
 }
 
 function timeoutOf(services: Services, tool: ToolDefinition): number {
   return services.config.toolTimeouts[tool.name] ?? tool.timeoutMs;
 }
 
-async function execute(services: Services, call: ToolCall, input: unknown, forward: Forwarder, idempotencyKey: string | null): Promise<ToolCallResult> {
+async function execute(
+  services: Services,
+  call: ToolCall,
+  input: unknown,
+  forward: Forwarder,
+  idempotencyKey: string | null,
+): Promise<ToolCallResult> {
   const { tool, key, requestId } = call;
   const { store } = services;
 
   let caller: Admitted;
   try {
-    caller = admitted(await store.admit({ accountId: key.accountId, keyHash: key.hash, cost: tool.cost, requestId, tool: tool.name, reason: "tool call", countRequest: !call.counted }));
+    caller = admitted(
+      await store.admit({
+        accountId: key.accountId,
+        keyHash: key.hash,
+        cost: tool.cost,
+        requestId,
+        tool: tool.name,
+        reason: "tool call",
+        countRequest: !call.counted,
+      }),
+    );
   } catch (err) {
     // The store went away mid-admission: the debit may have happened without us hearing of it.
     // Refund it (a no-op if it never happened) as soon as the store answers again.
-    if (err instanceof StoreUnavailableError) refundWhenBack(services, { accountId: key.accountId, requestId, idempotencyKey, tool: tool.name });
+    if (err instanceof StoreUnavailableError)
+      refundWhenBack(services, {
+        accountId: key.accountId,
+        requestId,
+        idempotencyKey,
+        tool: tool.name,
+      });
     // Refused (credits, rate limit, key): a retry with the same Idempotency-Key may run.
-    else if (idempotencyKey) await store.abandonIdempotent(key.accountId, idempotencyKey).catch(() => undefined);
+    else if (idempotencyKey)
+      await store.abandonIdempotent(key.accountId, idempotencyKey).catch(() => undefined);
     throw err;
   }
   // Charged from here on: the call ends kept (2xx) or refunded once, whatever fails, even an
   // exception raised outside this code while serving the request (the guard aborts `crashed`).
   const started = performance.now();
-  const outcome = services.requestGuard.answering((crashed) => serveCharged(services, call, caller, input, forward, idempotencyKey, crashed));
+  const outcome = services.requestGuard.answering((crashed) =>
+    serveCharged(services, call, caller, input, forward, idempotencyKey, crashed),
+  );
   if (services.books) recordRequest(services, call, caller, outcome, started);
   return outcome;
 }
 
 /** The call's request record for the books (status, latency, credits kept), written off the hot path. */
-function recordRequest(services: Services, { tool, requestId }: ToolCall, caller: Admitted, outcome: Promise<ToolCallResult>, started: number): void {
+function recordRequest(
+  services: Services,
+  { tool, requestId }: ToolCall,
+  caller: Admitted,
+  outcome: Promise<ToolCallResult>,
+  started: number,
+): void {
   const record = (status: number, code: string, credits: number) =>
-    services.books!.recordRequest({ accountId: caller.account.id, requestId, at: Date.now(), tool: tool.name, keyId: caller.keyId, status, outcome: code, latencyMs: performance.now() - started, credits });
+    services.books!.recordRequest({
+      accountId: caller.account.id,
+      requestId,
+      at: Date.now(),
+      tool: tool.name,
+      keyId: caller.keyId,
+      status,
+      outcome: code,
+      latencyMs: performance.now() - started,
+      credits,
+    });
   outcome.then(
     (result) => record(result.status, "ok", caller.charged ? tool.cost : 0),
     (err: unknown) => {
@@ -153,18 +228,40 @@ async function serveCharged(
   try {
     // A Business account bound to its own pool is sent there and nowhere else (see dedicated-workers.ts).
     const route = pools.route(tool.pool, caller.account);
-    const release = await route.gate.acquire(TIERS[caller.account.tier].priority, config.poolQueueTimeoutMs);
+    const release = await route.gate.acquire(
+      TIERS[caller.account.tier].priority,
+      config.poolQueueTimeoutMs,
+    );
     try {
-      outcome = await (route.forward ?? forward)({ origin: route.origin, path: `/tools/${tool.name}`, input, requestId, timeoutMs: timeoutOf(services, tool), signal: crashed });
+      outcome = await (route.forward ?? forward)({
+        origin: route.origin,
+        path: `/tools/${tool.name}`,
+        input,
+        requestId,
+        timeoutMs: timeoutOf(services, tool),
+        signal: crashed,
+      });
     } finally {
       release();
     }
   } catch (err) {
     if (err instanceof PoolBusyError) {
-      await refundOnce(services, { accountId, requestId, idempotencyKey, tool: tool.name, reason: "worker pool busy", errorCode: null });
-      throw new ApiError("worker_pool_busy", "Every worker for this tool is busy; retry shortly.", { headers: { ...caller.headers, "Retry-After": "1" } });
+      await refundOnce(services, {
+        accountId,
+        requestId,
+        idempotencyKey,
+        tool: tool.name,
+        reason: "worker pool busy",
+        errorCode: null,
+      });
+      throw new ApiError("worker_pool_busy", "Every worker for this tool is busy; retry shortly.", {
+        headers: { ...caller.headers, "Retry-After": "1" },
+      });
     }
-    services.log.error({ err, request_id: requestId, tool: tool.name }, "a charged call failed inside the gateway");
+    services.log.error(
+      { err, request_id: requestId, tool: tool.name },
+      "a charged call failed inside the gateway",
+    );
     outcome = { kind: "gateway_error", message: (err as Error)?.message ?? String(err) };
   }
 
@@ -172,9 +269,19 @@ async function serveCharged(
     const result: StoredResponse = {
       status: 200,
       body: outcome.body.toString("utf8"),
-      headers: { ...caller.headers, "X-Credits-Charged": String(tool.cost), "X-Credits-Remaining": String(caller.account.balance) },
+      headers: {
+        ...caller.headers,
+        "X-Credits-Charged": String(tool.cost),
+        "X-Credits-Remaining": String(caller.account.balance),
+      },
     };
-    if (idempotencyKey) await store.completeIdempotent(accountId, idempotencyKey, result, idempotencyTtlSeconds ?? config.idempotencyTtlSeconds);
+    if (idempotencyKey)
+      await store.completeIdempotent(
+        accountId,
+        idempotencyKey,
+        result,
+        idempotencyTtlSeconds ?? config.idempotencyTtlSeconds,
+      );
     services.metrics.countToolCall(metricsName(tool), "ok");
     if (caller.charged) services.metrics.creditsDebited.inc(tool.cost);
     return { ...result, replayed: false };
@@ -183,7 +290,14 @@ async function serveCharged(
   const failure = failureOf(tool, outcome);
   services.metrics.countToolCall(metricsName(tool), failure.code);
   const callerError = failure.code === "validation_failed";
-  await refundOnce(services, { accountId, requestId, idempotencyKey, tool: tool.name, reason: `tool failed: ${failure.code}`, errorCode: callerError ? null : failure.code });
+  await refundOnce(services, {
+    accountId,
+    requestId,
+    idempotencyKey,
+    tool: tool.name,
+    reason: `tool failed: ${failure.code}`,
+    errorCode: callerError ? null : failure.code,
+  });
   throw failure.withHeaders(caller.headers);
 }
 
@@ -192,9 +306,21 @@ const metricsName = (tool: ToolDefinition) => (isPrivateTool(tool) ? "custom" : 
 
 /** What a worker's answer means for the caller; the worker's own message is passed on. */
 export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiError {
-  if (outcome.kind === "timeout") return new ApiError("tool_timeout", `The ${tool.name} tool did not answer in time; the call was not charged.`);
-  if (outcome.kind === "unreachable") return new ApiError("worker_unavailable", `The ${tool.name} tool's workers are unreachable; the call was not charged.`);
-  if (outcome.kind === "gateway_error") return new ApiError("internal_error", `The ${tool.name} call failed inside the gateway; it was not charged.`);
+  if (outcome.kind === "timeout")
+    return new ApiError(
+      "tool_timeout",
+      `The ${tool.name} tool did not answer in time; the call was not charged.`,
+    );
+  if (outcome.kind === "unreachable")
+    return new ApiError(
+      "worker_unavailable",
+      `The ${tool.name} tool's workers are unreachable; the call was not charged.`,
+    );
+  if (outcome.kind === "gateway_error")
+    return new ApiError(
+      "internal_error",
+      `The ${tool.name} call failed inside the gateway; it was not charged.`,
+    );
   let error: { code?: string; message?: string; param?: string } = {};
   try {
     error = (JSON.parse(outcome.body.toString("utf8")) as { error?: typeof error }).error ?? {};
@@ -202,10 +328,26 @@ export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiErr
     /* not our worker's JSON */
   }
   const detail = error.message ? ` ${error.message}` : "";
-  if (outcome.status === 422) return new ApiError("validation_failed", error.message ?? "The tool refused its input.", error.param ? { param: error.param } : {});
-  if (outcome.status === 503 && error.code === "tool_unavailable") return new ApiError("tool_unavailable", `The ${tool.name} tool is unavailable;${detail} The call was not charged.`);
-  if (outcome.status === 504) return new ApiError("tool_timeout", `The ${tool.name} tool timed out;${detail} The call was not charged.`);
-  return new ApiError("tool_failed", `The ${tool.name} tool failed;${detail} The call was not charged.`);
+  if (outcome.status === 422)
+    return new ApiError(
+      "validation_failed",
+      error.message ?? "The tool refused its input.",
+      error.param ? { param: error.param } : {},
+    );
+  if (outcome.status === 503 && error.code === "tool_unavailable")
+    return new ApiError(
+      "tool_unavailable",
+      `The ${tool.name} tool is unavailable;${detail} The call was not charged.`,
+    );
+  if (outcome.status === 504)
+    return new ApiError(
+      "tool_timeout",
+      `The ${tool.name} tool timed out;${detail} The call was not charged.`,
+    );
+  return new ApiError(
+    "tool_failed",
+    `The ${tool.name} tool failed;${detail} The call was not charged.`,
+  );
 }
 
 /**
@@ -214,21 +356,37 @@ export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiErr
  * this process; if the process dies too, the debit stays recorded in the ledger, and a retry with
  * the same Idempotency-Key takes it over instead of paying again.
  */
-function refundWhenBack(services: Services, call: { accountId: string; requestId: string; idempotencyKey: string | null; tool: string }): void {
+function refundWhenBack(
+  services: Services,
+  call: { accountId: string; requestId: string; idempotencyKey: string | null; tool: string },
+): void {
   const deadline = Date.now() + 5 * 60_000;
   const attempt = () =>
-    services.store.refund(call.accountId, { requestId: call.requestId, idempotencyKey: call.idempotencyKey, reason: "store unavailable during admission" }).then(
-      (result) => {
-        if (result.status === "refunded") {
-          services.metrics.creditsRefunded.inc(result.amount);
-          services.log.warn({ account_id: call.accountId, request_id: call.requestId, tool: call.tool }, "refunded a debit made while the store was failing");
-        }
-      },
-      () => {
-        if (Date.now() < deadline) setTimeout(attempt, 1000).unref();
-        else services.log.error({ account_id: call.accountId, request_id: call.requestId }, "could not settle an admission made while the store was failing");
-      },
-    );
+    services.store
+      .refund(call.accountId, {
+        requestId: call.requestId,
+        idempotencyKey: call.idempotencyKey,
+        reason: "store unavailable during admission",
+      })
+      .then(
+        (result) => {
+          if (result.status === "refunded") {
+            services.metrics.creditsRefunded.inc(result.amount);
+            services.log.warn(
+              { account_id: call.accountId, request_id: call.requestId, tool: call.tool },
+              "refunded a debit made while the store was failing",
+            );
+          }
+        },
+        () => {
+          if (Date.now() < deadline) setTimeout(attempt, 1000).unref();
+          else
+            services.log.error(
+              { account_id: call.accountId, request_id: call.requestId },
+              "could not settle an admission made while the store was failing",
+            );
+        },
+      );
   setTimeout(attempt, 1000).unref();
 }
 
@@ -246,19 +404,40 @@ async function refundOnce(
     tool,
     reason,
     errorCode,
-  }: { accountId: string; requestId: string; idempotencyKey: string | null; tool: string; reason: string; errorCode: string | null },
+  }: {
+    accountId: string;
+    requestId: string;
+    idempotencyKey: string | null;
+    tool: string;
+    reason: string;
+    errorCode: string | null;
+  },
 ): Promise<void> {
   const events = errorCode
-    ? [eventRecord(newEventId(), "tool.error", accountId, { tool_name: tool, credits_charged: 0, error_code: errorCode, request_id: requestId })]
+    ? [
+        eventRecord(newEventId(), "tool.error", accountId, {
+          tool_name: tool,
+          credits_charged: 0,
+          error_code: errorCode,
+          request_id: requestId,
+        }),
+      ]
     : [];
   for (let attempt = 1; ; attempt++) {
     try {
-      const refunded = await services.store.refund(accountId, { requestId, reason, idempotencyKey }, events);
+      const refunded = await services.store.refund(
+        accountId,
+        { requestId, reason, idempotencyKey },
+        events,
+      );
       if (refunded.status === "refunded") services.metrics.creditsRefunded.inc(refunded.amount);
       return;
     } catch (err) {
       if (attempt >= 3) {
-        services.log.error({ err, account_id: accountId, request_id: requestId }, "refund failed; the ledger needs reconciling");
+        services.log.error(
+          { err, account_id: accountId, request_id: requestId },
+          "refund failed; the ledger needs reconciling",
+        );
         return;
       }
       await new Promise((r) => setTimeout(r, 100 * attempt));

@@ -8,7 +8,13 @@ import type { ToolDefinition } from "./definition.js";
 import type { Forwarder } from "./forward.js";
 import type { StoredResponse } from "../store/types.js";
 import { preflight } from "./preflight.js";
-import { callFingerprint, claimIdempotencyKey, idempotencyLeaseMs, invokeTool, type ToolCallResult } from "./invoke.js";
+import {
+  callFingerprint,
+  claimIdempotencyKey,
+  idempotencyLeaseMs,
+  invokeTool,
+  type ToolCallResult,
+} from "./invoke.js";
 import { formatUsd } from "../lib/money.js";
 
 /**
@@ -33,7 +39,11 @@ export interface PaidToolCall {
   onPaid: (paid: Paid) => void;
 }
 
-export async function callPaidTool(services: Services, call: PaidToolCall, forward: Forwarder): Promise<ToolCallResult> {
+export async function callPaidTool(
+  services: Services,
+  call: PaidToolCall,
+  forward: Forwarder,
+): Promise<ToolCallResult> {
   const { tool, input, requestId } = call;
   const fingerprint = callFingerprint(tool.name, input);
   // The client's own key (its Idempotency-Key or payment identifier), once claimed before settling.
@@ -43,7 +53,13 @@ export async function callPaidTool(services: Services, call: PaidToolCall, forwa
     paid = await takeDecodedPayment(services, call.read, {
       offer: call.offer,
       priceAtomic: call.priceAtomic,
-      grant: { credits: tool.cost, type: "one_time", plan: null, planChange: null, description: tool.name },
+      grant: {
+        credits: tool.cost,
+        type: "one_time",
+        plan: null,
+        planChange: null,
+        description: tool.name,
+      },
       // The call is idempotent on its payment: every retry of it runs (or replays) under one key.
       call: { fingerprint, key: call.idempotencyKey },
       requiredMessage: `Send an API key, or pay $${formatUsd(call.priceAtomic)} in USDC for this call with x402.`,
@@ -56,7 +72,12 @@ export async function callPaidTool(services: Services, call: PaidToolCall, forwa
         // …nor for one already answered: a new authorization under a key the client already used
         // (a payment identifier, an Idempotency-Key) is answered from that key's record, or waits
         // for the call running (or still settling) under it, and is never settled itself.
-        if (keyed?.key) held = { accountId, key: keyed.key, requestId: await claimCallKey(services, call, accountId, keyed.key, fingerprint) };
+        if (keyed?.key)
+          held = {
+            accountId,
+            key: keyed.key,
+            requestId: await claimCallKey(services, call, accountId, keyed.key, fingerprint),
+          };
       },
     });
   } catch (err) {
@@ -70,7 +91,18 @@ export async function callPaidTool(services: Services, call: PaidToolCall, forwa
   // The payment may already have been claimed under another key (the same authorization sent with another identifier).
   if (held && held.key !== payment.callKey) await forget(services, held);
   const runAs = held?.key === payment.callKey ? held.requestId : requestId;
-  return invokeTool(services, { tool, input, key: { accountId: payment.accountId, hash: null }, idempotencyKey: payment.callKey, idempotencyTtlSeconds: payment.retainSeconds, requestId: runAs }, forward);
+  return invokeTool(
+    services,
+    {
+      tool,
+      input,
+      key: { accountId: payment.accountId, hash: null },
+      idempotencyKey: payment.callKey,
+      idempotencyTtlSeconds: payment.retainSeconds,
+      requestId: runAs,
+    },
+    forward,
+  );
 }
 
 /** The client's key for a paid call, claimed before its payment settled, and the request id its execution runs under. */
@@ -90,7 +122,13 @@ class AnsweredUnpaid {
  * running may take; answers the request id to run under (another's, when taking over the claim of
  * a process that died). Throws AnsweredUnpaid with the stored answer, or 409 for another call.
  */
-async function claimCallKey(services: Services, call: PaidToolCall, accountId: string, key: string, fingerprint: string): Promise<string> {
+async function claimCallKey(
+  services: Services,
+  call: PaidToolCall,
+  accountId: string,
+  key: string,
+  fingerprint: string,
+): Promise<string> {
   const payments = services.payments!;
   const claim = await claimIdempotencyKey(services, accountId, key, {
     fingerprint,
@@ -101,9 +139,14 @@ async function claimCallKey(services: Services, call: PaidToolCall, accountId: s
   if (claim.state === "started") return claim.requestId;
   if (claim.state === "completed") throw new AnsweredUnpaid(claim.response);
   const named = call.idempotencyKey ? "Idempotency-Key" : "payment identifier";
-  throw new ApiError("idempotency_conflict", `This ${named} was already used for a call with a different body or tool; nothing was charged.`, {
-    param: call.idempotencyKey ? "Idempotency-Key" : "payment",
-  });
+  throw new ApiError(
+    "idempotency_conflict",
+    `This ${named} was already used for a call with a different body or tool; nothing was charged.`,
+    {
+      param: call.idempotencyKey ? "Idempotency-Key" : "payment",
+    },
+  );
 }
 
-const forget = (services: Services, held: HeldKey) => services.store.abandonIdempotent(held.accountId, held.key).catch(() => undefined);
+const forget = (services: Services, held: HeldKey) =>
+  services.store.abandonIdempotent(held.accountId, held.key).catch(() => undefined);

@@ -10,6 +10,7 @@ import type { ToolDefinition } from "./definition.js";
  */
 export function preflight(services: Services, tool: ToolDefinition, input: unknown): unknown {
   const unavailable = services.pools.unavailableReason(tool.name);
-  if (unavailable) throw new ApiError("tool_unavailable", `The ${tool.name} tool is unavailable: ${unavailable}.`);
+  if (unavailable)
+    throw new ApiError("tool_unavailable", `The ${tool.name} tool is unavailable: ${unavailable}.`);
   return parseInput(tool.input, input, "body");
 }

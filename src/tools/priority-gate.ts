@@ -57,7 +57,8 @@ export class PriorityGate {
       if (released) return;
       released = true;
       const next = this.waiting.shift();
-      if (next) next.grant(); // the slot passes straight to the next caller
+      if (next)
+        next.grant(); // the slot passes straight to the next caller
       else this.active--;
     };
   }

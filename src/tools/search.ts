@@ -7,9 +7,17 @@ import type { ToolDefinition } from "./definition.js";
  */
 const WEIGHTS = { name: 10, alias: 8, tag: 6, title: 4, description: 1 } as const;
 
-const words = (text: string) => text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+const words = (text: string) =>
+  text
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter(Boolean);
 
-export function searchTools(tools: readonly ToolDefinition[], query: string, category?: string): ToolDefinition[] {
+export function searchTools(
+  tools: readonly ToolDefinition[],
+  query: string,
+  category?: string,
+): ToolDefinition[] {
   const terms = words(query);
   const scored = tools
     .filter((tool) => !category || tool.category === category)

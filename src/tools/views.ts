@@ -7,7 +7,10 @@ import { TOOLS } from "./catalogue/index.js";
 const schemas = new Map(
   TOOLS.map((tool) => [
     tool.name,
-    { input: z.toJSONSchema(tool.input, { io: "input" }), output: z.toJSONSchema(tool.output, { io: "output" }) },
+    {
+      input: z.toJSONSchema(tool.input, { io: "input" }),
+      output: z.toJSONSchema(tool.output, { io: "output" }),
+    },
   ]),
 );
 
@@ -32,17 +35,28 @@ export const toolViewSchema = z.object({
   description: z.string(),
   category: z.string(),
   tags: z.array(z.string()),
-  price: z.object({ credits: z.number().int(), usd: z.string(), usdc_atomic: z.string().describe("USDC atomic units (6 decimals).") }),
+  price: z.object({
+    credits: z.number().int(),
+    usd: z.string(),
+    usdc_atomic: z.string().describe("USDC atomic units (6 decimals)."),
+  }),
   available: z.boolean(),
   unavailable_reason: z.string().optional(),
   endpoint: z.string(),
-  private: z.boolean().optional().describe("true: the calling account's own custom tool, seen and called by its keys only."),
+  private: z
+    .boolean()
+    .optional()
+    .describe("true: the calling account's own custom tool, seen and called by its keys only."),
   input_schema: jsonSchema,
   output_schema: jsonSchema,
 });
 
 /** How `GET /v1/tools` shows a tool: everything an agent needs to call and pay for it. */
-export function toolView(tool: ToolDefinition, creditPriceAtomic: bigint, unavailableReason: string | null): z.infer<typeof toolViewSchema> {
+export function toolView(
+  tool: ToolDefinition,
+  creditPriceAtomic: bigint,
+  unavailableReason: string | null,
+): z.infer<typeof toolViewSchema> {
   const { input, output } = jsonSchemasOf(tool);
   return {
     name: tool.name,

@@ -54,10 +54,21 @@ export class WorkerPools {
     readonly settings: PoolSettings,
     private readonly log: Logger,
   ) {
-    for (const pool of Object.keys(settings.urls) as WorkerPool[]) this.gates.set(pool, new PriorityGate(settings.concurrency[pool]));
+    for (const pool of Object.keys(settings.urls) as WorkerPool[])
+      this.gates.set(pool, new PriorityGate(settings.concurrency[pool]));
     const lookup = guardedLookup(settings.dedicatedAllowPrivate ?? false) as never;
-    this.dedicatedAgent = new Agent({ keepAlive: true, maxSockets: 64, keepAliveMsecs: 10_000, lookup });
-    this.dedicatedTlsAgent = new TlsAgent({ keepAlive: true, maxSockets: 64, keepAliveMsecs: 10_000, lookup });
+    this.dedicatedAgent = new Agent({
+      keepAlive: true,
+      maxSockets: 64,
+      keepAliveMsecs: 10_000,
+      lookup,
+    });
+    this.dedicatedTlsAgent = new TlsAgent({
+      keepAlive: true,
+      maxSockets: 64,
+      keepAliveMsecs: 10_000,
+      lookup,
+    });
     this.dedicatedForward = createHttpForwarder(this.dedicatedAgent, this.dedicatedTlsAgent);
   }
 
@@ -69,7 +80,8 @@ export class WorkerPools {
     let gate = this.dedicatedGates.get(name);
     if (!gate) {
       if (this.dedicatedGates.size >= DEDICATED_GATE_SWEEP_AT) {
-        for (const [key, g] of this.dedicatedGates) if (g.inFlight === 0 && g.queued === 0) this.dedicatedGates.delete(key);
+        for (const [key, g] of this.dedicatedGates)
+          if (g.inFlight === 0 && g.queued === 0) this.dedicatedGates.delete(key);
       }
       gate = new PriorityGate(this.settings.concurrency[pool]);
       this.dedicatedGates.set(name, gate);
@@ -94,7 +106,9 @@ export class WorkerPools {
     for (const url of new Set(Object.values(this.settings.urls))) {
       try {
         const res = await fetch(`${url}/tools`, { signal: AbortSignal.timeout(2000) });
-        const body = (await res.json()) as { tools: { name: string; available: boolean; reason: string | null }[] };
+        const body = (await res.json()) as {
+          tools: { name: string; available: boolean; reason: string | null }[];
+        };
         for (const t of body.tools) {
           if (t.available) this.unavailable.delete(t.name);
           else this.unavailable.set(t.name, t.reason ?? "unavailable");

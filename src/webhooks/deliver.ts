@@ -18,7 +18,11 @@ export interface AttemptResult {
 }
 
 export function createDeliveryAgent(allowPrivate: boolean): Agent {
-  return new Agent({ keepAlive: true, maxSockets: 64, lookup: guardedLookup(allowPrivate) as never });
+  return new Agent({
+    keepAlive: true,
+    maxSockets: 64,
+    lookup: guardedLookup(allowPrivate) as never,
+  });
 }
 
 export function deliveryHeaders(
@@ -37,11 +41,18 @@ export function deliveryHeaders(
     "x-webhook-timestamp": envelope.timestamp,
     "webhook-id": envelope.id,
     "webhook-timestamp": String(nowSeconds),
-    "webhook-signature": secrets.map((s) => standardSignature(s, envelope.id, nowSeconds, body)).join(" "),
+    "webhook-signature": secrets
+      .map((s) => standardSignature(s, envelope.id, nowSeconds, body))
+      .join(" "),
   };
 }
 
-export function attempt(agent: Agent, url: string, headers: Record<string, string>, body: string): Promise<AttemptResult> {
+export function attempt(
+  agent: Agent,
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+): Promise<AttemptResult> {
   const started = Date.now();
   return new Promise((resolve) => {
     let settled = false;
@@ -51,11 +62,18 @@ export function attempt(agent: Agent, url: string, headers: Record<string, strin
       resolve({ status, durationMs: Date.now() - started, error });
     };
     const payload = Buffer.from(body, "utf8");
-    const req = request(url, { method: "POST", agent, headers: { ...headers, "content-length": String(payload.length) } }, (res) => {
-      res.resume(); // the answer's body is not needed; draining it frees the socket
-      const location = res.statusCode && res.statusCode >= 300 && res.statusCode < 400 ? ` (redirect to ${res.headers.location ?? "?"} not followed)` : "";
-      done(res.statusCode ?? null, location ? `HTTP ${res.statusCode}${location}` : null);
-    });
+    const req = request(
+      url,
+      { method: "POST", agent, headers: { ...headers, "content-length": String(payload.length) } },
+      (res) => {
+        res.resume(); // the answer's body is not needed; draining it frees the socket
+        const location =
+          res.statusCode && res.statusCode >= 300 && res.statusCode < 400
+            ? ` (redirect to ${res.headers.location ?? "?"} not followed)`
+            : "";
+        done(res.statusCode ?? null, location ? `HTTP ${res.statusCode}${location}` : null);
+      },
+    );
     req.setTimeout(DELIVERY_TIMEOUT_MS, () => {
       req.destroy(new Error(`no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`));
     });

@@ -2,7 +2,14 @@ import type { Services } from "../services.js";
 import { attempt, deliveryHeaders } from "./deliver.js";
 import type { Agent } from "node:https";
 import { openSecret } from "./secrets.js";
-import { MAX_ATTEMPTS, isDelivered, isPermanent, retryDelayMs, type DeliveryJob, type StoreAgnosticWebhook } from "./types.js";
+import {
+  MAX_ATTEMPTS,
+  isDelivered,
+  isPermanent,
+  retryDelayMs,
+  type DeliveryJob,
+  type StoreAgnosticWebhook,
+} from "./types.js";
 import type { DeliveryAttempt } from "../store/types.js";
 
 /** How many attempts each webhook's delivery log keeps. */
@@ -19,7 +26,8 @@ export type DeliveryOutcome = "delivered" | "retry" | "failed" | "dropped";
 export class InternalDeliveryError extends Error {}
 
 /** 1 s, 2 s, 4 s … at most a minute between tries of a delivery held up on our side. */
-export const internalRetryDelayMs = (failures: number) => Math.min(60_000, 1000 * 2 ** Math.max(0, failures - 1));
+export const internalRetryDelayMs = (failures: number) =>
+  Math.min(60_000, 1000 * 2 ** Math.max(0, failures - 1));
 
 /**
  * One attempt of one queued delivery, and its line in the webhook's delivery log. Which of
@@ -27,33 +35,63 @@ export const internalRetryDelayMs = (failures: number) => Math.min(60_000, 1000 
  * retried; anything else retried up to 3 times. Throws InternalDeliveryError when nothing could
  * be sent because of a fault of ours.
  */
-export async function processDelivery(services: Services, agent: Agent, job: DeliveryJob, attemptNumber: number, internalFailures = 0): Promise<DeliveryOutcome> {
+export async function processDelivery(
+  services: Services,
+  agent: Agent,
+  job: DeliveryJob,
+  attemptNumber: number,
+  internalFailures = 0,
+): Promise<DeliveryOutcome> {
   let opened: StoreAgnosticWebhook;
   try {
     const webhook = await services.store.getWebhook(job.ownerId, job.webhookId);
     if (!webhook) return "dropped"; // deleted since the event: nothing to deliver to
-    const previousValid = webhook.previousSealedSecret && (webhook.previousSecretExpiresAt ?? 0) > Date.now();
+    const previousValid =
+      webhook.previousSealedSecret && (webhook.previousSecretExpiresAt ?? 0) > Date.now();
     opened = {
       id: webhook.id,
       ownerId: webhook.ownerId,
       url: webhook.url,
       secret: openSecret(services.config.secretKeys, webhook.sealedSecret),
-      previousSecret: previousValid ? openSecret(services.config.secretKeys, webhook.previousSealedSecret!) : null,
+      previousSecret: previousValid
+        ? openSecret(services.config.secretKeys, webhook.previousSealedSecret!)
+        : null,
     };
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     const retryInMs = internalRetryDelayMs(internalFailures + 1);
     services.metrics.webhookInternalErrors.inc();
     services.log.error(
-      { webhook_id: job.webhookId, event_id: job.eventId, attempt: attemptNumber, reason, retry_in_ms: retryInMs },
+      {
+        webhook_id: job.webhookId,
+        event_id: job.eventId,
+        attempt: attemptNumber,
+        reason,
+        retry_in_ms: retryInMs,
+      },
       "webhook delivery could not be attempted (a fault on our side, not the receiver's): retrying without using the receiver's retries",
     );
-    await record(services, job, { attempt: attemptNumber, status: null, durationMs: 0, outcome: "retrying", error: `not sent (internal error): ${reason}`, nextAttemptAt: Date.now() + retryInMs });
+    await record(services, job, {
+      attempt: attemptNumber,
+      status: null,
+      durationMs: 0,
+      outcome: "retrying",
+      error: `not sent (internal error): ${reason}`,
+      nextAttemptAt: Date.now() + retryInMs,
+    });
     throw new InternalDeliveryError(reason);
   }
-  const headers = deliveryHeaders(opened, { id: job.eventId, event: job.event, timestamp: job.timestamp }, job.body);
+  const headers = deliveryHeaders(
+    opened,
+    { id: job.eventId, event: job.event, timestamp: job.timestamp },
+    job.body,
+  );
   const result = await attempt(agent, opened.url, headers, job.body);
-  const outcome: DeliveryOutcome = isDelivered(result.status) ? "delivered" : isPermanent(result.status) || attemptNumber >= MAX_ATTEMPTS ? "failed" : "retry";
+  const outcome: DeliveryOutcome = isDelivered(result.status)
+    ? "delivered"
+    : isPermanent(result.status) || attemptNumber >= MAX_ATTEMPTS
+      ? "failed"
+      : "retry";
   await record(services, job, {
     attempt: attemptNumber,
     status: result.status,
@@ -62,7 +100,14 @@ export async function processDelivery(services: Services, agent: Agent, job: Del
     error: result.error ?? (isDelivered(result.status) ? null : `HTTP ${result.status}`),
     nextAttemptAt: outcome === "retry" ? Date.now() + retryDelayMs(attemptNumber) : null,
   });
-  const line = { webhook_id: job.webhookId, event_id: job.eventId, attempt: attemptNumber, status: result.status, outcome, error: result.error };
+  const line = {
+    webhook_id: job.webhookId,
+    event_id: job.eventId,
+    attempt: attemptNumber,
+    status: result.status,
+    outcome,
+    error: result.error,
+  };
   if (outcome === "delivered") services.log.info(line, "webhook delivery");
   else services.log.warn(line, "webhook delivery failed");
   services.metrics.webhookDeliveries.inc({ outcome });
@@ -70,10 +115,35 @@ export async function processDelivery(services: Services, agent: Agent, job: Del
 }
 
 /** The attempt's line in the delivery log; a log that cannot be written does not change the delivery's outcome. */
-async function record(services: Services, job: DeliveryJob, entry: Pick<DeliveryAttempt, "attempt" | "status" | "durationMs" | "outcome" | "error" | "nextAttemptAt">) {
+async function record(
+  services: Services,
+  job: DeliveryJob,
+  entry: Pick<
+    DeliveryAttempt,
+    "attempt" | "status" | "durationMs" | "outcome" | "error" | "nextAttemptAt"
+  >,
+) {
   try {
-    await services.store.recordDelivery(job.ownerId, job.webhookId, { eventId: job.eventId, event: job.event, at: Date.now() - entry.durationMs, body: job.body, ...entry }, LOG_LENGTH);
+    await services.store.recordDelivery(
+      job.ownerId,
+      job.webhookId,
+      {
+        eventId: job.eventId,
+        event: job.event,
+        at: Date.now() - entry.durationMs,
+        body: job.body,
+        ...entry,
+      },
+      LOG_LENGTH,
+    );
   } catch (err) {
-    services.log.error({ webhook_id: job.webhookId, event_id: job.eventId, err: err instanceof Error ? err.message : String(err) }, "could not write the webhook delivery log");
+    services.log.error(
+      {
+        webhook_id: job.webhookId,
+        event_id: job.eventId,
+        err: err instanceof Error ? err.message : String(err),
+      },
+      "could not write the webhook delivery log",
+    );
   }
 }

@@ -2,7 +2,11 @@ import type { Agent } from "node:https";
 import { DelayedError, Queue, UnrecoverableError, Worker } from "bullmq";
 import type { Services } from "../services.js";
 import { connectRedis } from "../store/redis-connection.js";
-import { InternalDeliveryError, internalRetryDelayMs, processDelivery } from "./process-delivery.js";
+import {
+  InternalDeliveryError,
+  internalRetryDelayMs,
+  processDelivery,
+} from "./process-delivery.js";
 import { MAX_ATTEMPTS, retryDelayMs, type DeliveryJob } from "./types.js";
 
 /**
@@ -43,7 +47,13 @@ export function createBullQueue(services: Services, agent: Agent, redisUrl: stri
       const internalFailures = Math.max(0, job.attemptsStarted - job.attemptsMade - 1);
       let outcome;
       try {
-        outcome = await processDelivery(services, agent, job.data, job.attemptsMade + 1, internalFailures);
+        outcome = await processDelivery(
+          services,
+          agent,
+          job.data,
+          job.attemptsMade + 1,
+          internalFailures,
+        );
       } catch (err) {
         if (!(err instanceof InternalDeliveryError)) throw err;
         // Back to the delayed set without counting an attempt: the receiver's retries stay whole.
@@ -67,7 +77,8 @@ export function createBullQueue(services: Services, agent: Agent, redisUrl: stri
   queue.on("error", (err) => services.log.warn({ err: err.message }, "webhook queue error"));
   services.metrics.onScrape(async () => {
     const counts = await queue.getJobCounts("waiting", "delayed", "active");
-    for (const [state, n] of Object.entries(counts)) services.metrics.queueDepth.set({ queue: `webhooks-${state}` }, n);
+    for (const [state, n] of Object.entries(counts))
+      services.metrics.queueDepth.set({ queue: `webhooks-${state}` }, n);
   });
   return {
     async enqueue(jobId, job) {
@@ -75,7 +86,8 @@ export function createBullQueue(services: Services, agent: Agent, redisUrl: stri
     },
     async close() {
       // Bounded: with Redis gone, BullMQ would wait for a connection that is not coming back.
-      const bounded = (p: Promise<unknown>) => Promise.race([p, new Promise((r) => setTimeout(r, 3000).unref())]);
+      const bounded = (p: Promise<unknown>) =>
+        Promise.race([p, new Promise((r) => setTimeout(r, 3000).unref())]);
       await bounded(worker.close());
       await bounded(queue.close());
       shared?.disconnect();
@@ -96,11 +108,15 @@ export function createInProcessQueue(services: Services, agent: Agent): Delivery
   const run = (job: DeliveryJob, attemptNumber: number, internalFailures = 0) => {
     void processDelivery(services, agent, job, attemptNumber, internalFailures).then(
       (outcome) => {
-        if (outcome === "retry") later(retryDelayMs(attemptNumber), () => run(job, attemptNumber + 1));
+        if (outcome === "retry")
+          later(retryDelayMs(attemptNumber), () => run(job, attemptNumber + 1));
       },
       (err) => {
         // A fault of ours: the same attempt again later, not counted against the receiver.
-        if (err instanceof InternalDeliveryError) later(internalRetryDelayMs(internalFailures + 1), () => run(job, attemptNumber, internalFailures + 1));
+        if (err instanceof InternalDeliveryError)
+          later(internalRetryDelayMs(internalFailures + 1), () =>
+            run(job, attemptNumber, internalFailures + 1),
+          );
         else services.log.error({ err }, "webhook delivery crashed");
       },
     );

@@ -12,11 +12,23 @@ const EVENT_LOG_LENGTH = 1000;
 
 /** The envelope, serialised once: the bytes every attempt sends and signs. */
 export function envelopeOf(event: EventRecord): string {
-  return JSON.stringify({ id: event.id, event: event.event, timestamp: event.timestamp, data: event.data });
+  return JSON.stringify({
+    id: event.id,
+    event: event.event,
+    timestamp: event.timestamp,
+    data: event.data,
+  });
 }
 
 export function jobFor(webhook: WebhookRecord, event: EventRecord): DeliveryJob {
-  return { ownerId: webhook.ownerId, webhookId: webhook.id, eventId: event.id, event: event.event, timestamp: event.timestamp, body: envelopeOf(event) };
+  return {
+    ownerId: webhook.ownerId,
+    webhookId: webhook.id,
+    eventId: event.id,
+    event: event.event,
+    timestamp: event.timestamp,
+    body: envelopeOf(event),
+  };
 }
 
 /**
@@ -26,11 +38,17 @@ export function jobFor(webhook: WebhookRecord, event: EventRecord): DeliveryJob 
  * Account events go to the account's subscribed webhooks while its tier has webhooks (Pro and
  * up); every event also goes to the platform webhooks subscribed to it (agent.registered above all).
  */
-export function startRelay(services: Services, queue: DeliveryQueue, intervalMs = 200): { stop(): Promise<void> } {
+export function startRelay(
+  services: Services,
+  queue: DeliveryQueue,
+  intervalMs = 200,
+): { stop(): Promise<void> } {
   // First, re-index outboxes a crashed process may have left unindexed.
   let ready: Promise<void> | null = services.store
     .rebuildOutboxIndex()
-    .then((n) => void (n && services.log.info({ accounts: n }, "re-indexed outboxes left by a crash")))
+    .then(
+      (n) => void (n && services.log.info({ accounts: n }, "re-indexed outboxes left by a crash")),
+    )
     .catch((err) => services.log.warn({ err: String(err) }, "could not rebuild the outbox index"));
 
   const tick = async () => {
@@ -43,11 +61,15 @@ export function startRelay(services: Services, queue: DeliveryQueue, intervalMs 
         continue;
       }
       const account = await services.store.getAccount(accountId);
-      const own = account && TIERS[account.tier].features.includes("webhooks") ? await services.store.listWebhooks(accountId) : [];
+      const own =
+        account && TIERS[account.tier].features.includes("webhooks")
+          ? await services.store.listWebhooks(accountId)
+          : [];
       for (const event of events) {
         parseEventRecord(event); // validated again before anything leaves the service
         for (const webhook of [...own, ...platform]) {
-          if (webhook.events.includes(event.event)) await queue.enqueue(`${event.id}_${webhook.id}`, jobFor(webhook, event));
+          if (webhook.events.includes(event.event))
+            await queue.enqueue(`${event.id}_${webhook.id}`, jobFor(webhook, event));
         }
       }
       await services.store.logEvents(accountId, events, EVENT_LOG_LENGTH);
@@ -57,5 +79,7 @@ export function startRelay(services: Services, queue: DeliveryQueue, intervalMs 
       );
     }
   };
-  return every(intervalMs, tick, (err) => services.log.warn({ err: String(err) }, "webhook relay tick failed; retrying"));
+  return every(intervalMs, tick, (err) =>
+    services.log.warn({ err: String(err) }, "webhook relay tick failed; retrying"),
+  );
 }

@@ -12,7 +12,8 @@ export function newWebhookSecret(): string {
   return `whsec_${randomBytes(24).toString("base64")}`;
 }
 
-const keyFrom = (secretKey: string) => createHash("sha256").update(`toolgate webhook secrets\0${secretKey}`).digest();
+const keyFrom = (secretKey: string) =>
+  createHash("sha256").update(`toolgate webhook secrets\0${secretKey}`).digest();
 
 export function sealSecret(secretKeys: readonly string[], plaintext: string): string {
   const secretKey = secretKeys[0];
@@ -28,15 +29,21 @@ export class SecretUnreadableError extends Error {}
 
 export function openSecret(secretKeys: readonly string[], sealed: string): string {
   const [version, iv, tag, data] = sealed.split(".");
-  if (version !== "v1" || !iv || !tag || !data) throw new SecretUnreadableError("unknown sealed secret format");
+  if (version !== "v1" || !iv || !tag || !data)
+    throw new SecretUnreadableError("unknown sealed secret format");
   for (const secretKey of secretKeys) {
     const decipher = createDecipheriv("aes-256-gcm", keyFrom(secretKey), Buffer.from(iv, "base64"));
     decipher.setAuthTag(Buffer.from(tag, "base64"));
     try {
-      return Buffer.concat([decipher.update(Buffer.from(data, "base64")), decipher.final()]).toString("utf8");
+      return Buffer.concat([
+        decipher.update(Buffer.from(data, "base64")),
+        decipher.final(),
+      ]).toString("utf8");
     } catch {
       // sealed with another key of the ring (or none): try the next
     }
   }
-  throw new SecretUnreadableError(`the webhook secret was sealed with a key that is not in SECRET_KEY (${secretKeys.length} key(s) tried)`);
+  throw new SecretUnreadableError(
+    `the webhook secret was sealed with a key that is not in SECRET_KEY (${secretKeys.length} key(s) tried)`,
+  );
 }

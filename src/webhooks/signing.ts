@@ -10,7 +10,12 @@ export function specSignature(secret: string, body: string): string {
   return `sha256=${createHmac("sha256", secret).update(body, "utf8").digest("hex")}`;
 }
 
-export function standardSignature(secret: string, id: string, unixSeconds: number, body: string): string {
+export function standardSignature(
+  secret: string,
+  id: string,
+  unixSeconds: number,
+  body: string,
+): string {
   const key = Buffer.from(secret.replace(/^whsec_/, ""), "base64");
   return `v1,${createHmac("sha256", key).update(`${id}.${unixSeconds}.${body}`, "utf8").digest("base64")}`;
 }

@@ -35,7 +35,11 @@ const SPECIAL_GLOBAL: [string, [ipaddr.IPv6, number]][] = [
 ];
 
 /** IPv6 forms that carry an IPv4 address: the form's name, and where the IPv4 address sits. */
-const EMBEDDING: { form: string; range: [ipaddr.IPv6, number]; ipv4: (bytes: number[]) => number[] }[] = [
+const EMBEDDING: {
+  form: string;
+  range: [ipaddr.IPv6, number];
+  ipv4: (bytes: number[]) => number[];
+}[] = [
   // RFC 6145 SIIT (::ffff:0:a.b.c.d) and RFC 6052 NAT64 (64:ff9b::a.b.c.d): the last 32 bits.
   { form: "IPv4-translated", range: cidr("::ffff:0:0:0/96"), ipv4: (b) => b.slice(12) },
   { form: "NAT64", range: cidr("64:ff9b::/96"), ipv4: (b) => b.slice(12) },
@@ -57,7 +61,8 @@ function ipv6Reason(ip: ipaddr.IPv6, address: string, allowPrivate: boolean): st
   // A mapped address is the IPv4 address itself on the wire (the socket connects over IPv4).
   if (ip.isIPv4MappedAddress()) return ipv4Reason(ip.toIPv4Address(), allowPrivate);
   const range = ip.range();
-  if (range === "unspecified" || range === "loopback") return allowPrivate && range === "loopback" ? null : `${address} is in the ${range} range`;
+  if (range === "unspecified" || range === "loopback")
+    return allowPrivate && range === "loopback" ? null : `${address} is in the ${range} range`;
   // Translation and tunnelling forms reach whatever IPv4 address they carry, through a relay or
   // gateway that does not check it: refused outright, and named by that address.
   const embedding = EMBEDDING.find((e) => ip.match(e.range));
@@ -69,7 +74,9 @@ function ipv6Reason(ip: ipaddr.IPv6, address: string, allowPrivate: boolean): st
   if (ip.match(NAT64_LOCAL_USE)) return `${address} is in the NAT64 local-use range`;
   if (!ip.match(GLOBAL_UNICAST)) {
     if (allowPrivate && PRIVATE_RANGES.has(range)) return null;
-    return range === "unicast" ? `${address} is outside the global unicast space (2000::/3)` : `${address} is in the ${range} range`;
+    return range === "unicast"
+      ? `${address} is outside the global unicast space (2000::/3)`
+      : `${address} is in the ${range} range`;
   }
   const special = SPECIAL_GLOBAL.find(([, r]) => ip.match(r));
   return special ? `${address} is in the ${special[0]} range` : null;
@@ -92,7 +99,10 @@ export function blockedReason(address: string, allowPrivate: boolean): string | 
 }
 
 /** Checks a URL's form and every address its host resolves to now. */
-export async function checkWebhookUrl(raw: string, allowPrivate: boolean): Promise<{ ok: true; url: URL } | { ok: false; reason: string }> {
+export async function checkWebhookUrl(
+  raw: string,
+  allowPrivate: boolean,
+): Promise<{ ok: true; url: URL } | { ok: false; reason: string }> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -100,7 +110,8 @@ export async function checkWebhookUrl(raw: string, allowPrivate: boolean): Promi
     return { ok: false, reason: "not a URL" };
   }
   if (url.protocol !== "https:") return { ok: false, reason: "webhook URLs must use https" };
-  if (url.username || url.password) return { ok: false, reason: "credentials in the URL are not allowed" };
+  if (url.username || url.password)
+    return { ok: false, reason: "credentials in the URL are not allowed" };
   const reason = await blockedHostReason(url, allowPrivate);
   return reason ? { ok: false, reason } : { ok: true, url };
 }
@@ -112,7 +123,11 @@ export async function blockedHostReason(url: URL, allowPrivate: boolean): Promis
   if (isIP(host)) addresses = [host];
   else {
     try {
-      addresses = (await new Promise<LookupAddress[]>((resolve, reject) => dnsLookup(host, { all: true }, (err, list) => (err ? reject(err) : resolve(list))))).map((a) => a.address);
+      addresses = (
+        await new Promise<LookupAddress[]>((resolve, reject) =>
+          dnsLookup(host, { all: true }, (err, list) => (err ? reject(err) : resolve(list))),
+        )
+      ).map((a) => a.address);
     } catch {
       return `${host} does not resolve`;
     }
@@ -126,12 +141,20 @@ export async function blockedHostReason(url: URL, allowPrivate: boolean): Promis
 
 /** A `lookup` for http(s) agents that refuses blocked addresses at connect time. */
 export function guardedLookup(allowPrivate: boolean) {
-  return (hostname: string, options: object, callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void) => {
+  return (
+    hostname: string,
+    options: object,
+    callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void,
+  ) => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, "");
       for (const a of addresses) {
         const reason = blockedReason(a.address, allowPrivate);
-        if (reason) return callback(new BlockedTargetError(`refused to connect to ${hostname}: ${reason}`), "");
+        if (reason)
+          return callback(
+            new BlockedTargetError(`refused to connect to ${hostname}: ${reason}`),
+            "",
+          );
       }
       if ((options as { all?: boolean }).all) return callback(null, addresses);
       callback(null, addresses[0]!.address, addresses[0]!.family);

@@ -21,5 +21,7 @@ export interface DeliveryJob {
 export const MAX_ATTEMPTS = 4;
 export const retryDelayMs = (failedAttempts: number) => failedAttempts * failedAttempts * 1000;
 /** Not retried: a 4xx other than 429 (the receiver refused it; retrying cannot help). */
-export const isPermanent = (status: number | null) => status !== null && status >= 400 && status < 500 && status !== 429;
-export const isDelivered = (status: number | null) => status !== null && status >= 200 && status < 300;
+export const isPermanent = (status: number | null) =>
+  status !== null && status >= 400 && status < 500 && status !== 429;
+export const isDelivered = (status: number | null) =>
+  status !== null && status >= 200 && status < 300;

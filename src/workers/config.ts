@@ -30,8 +30,18 @@ export interface WorkerConfig {
   port: number;
   host: string;
   logLevel: string;
-  ai: { baseUrl: string; apiKey: string | undefined; model: string; embeddingModel: string; imageModel: string; visionModel: string } | null;
-  search: { provider: "searxng"; url: string } | { provider: "brave"; url: string; apiKey: string } | null;
+  ai: {
+    baseUrl: string;
+    apiKey: string | undefined;
+    model: string;
+    embeddingModel: string;
+    imageModel: string;
+    visionModel: string;
+  } | null;
+  search:
+    | { provider: "searxng"; url: string }
+    | { provider: "brave"; url: string; apiKey: string }
+    | null;
   heavy: { threads: number; memoryMb: number };
   web: { allowPrivate: boolean; maxBytes: number };
 }
@@ -39,8 +49,15 @@ export interface WorkerConfig {
 export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   const e = schema.parse(env);
   const searxng = e.SEARXNG_URL ? ({ provider: "searxng", url: e.SEARXNG_URL } as const) : null;
-  const brave = e.BRAVE_SEARCH_API_KEY ? ({ provider: "brave", url: e.BRAVE_SEARCH_URL, apiKey: e.BRAVE_SEARCH_API_KEY } as const) : null;
-  const search = e.SEARCH_PROVIDER === "brave" ? brave : e.SEARCH_PROVIDER === "searxng" ? searxng : (searxng ?? brave);
+  const brave = e.BRAVE_SEARCH_API_KEY
+    ? ({ provider: "brave", url: e.BRAVE_SEARCH_URL, apiKey: e.BRAVE_SEARCH_API_KEY } as const)
+    : null;
+  const search =
+    e.SEARCH_PROVIDER === "brave"
+      ? brave
+      : e.SEARCH_PROVIDER === "searxng"
+        ? searxng
+        : (searxng ?? brave);
   return {
     port: e.PORT,
     host: e.HOST,

@@ -9,8 +9,13 @@ import { createWorkerApp } from "./server.js";
  * ready; started by a gateway (bundled), they also tell it over IPC (`{type:"ready", port}`),
  * since readiness must not depend on the log level.
  */
-export async function startWorkers(config: WorkerConfig): Promise<{ server: Server; port: number; stop(): Promise<void> }> {
-  const { log, flush } = createProcessLogger({ level: config.logLevel, base: { service: "toolgate-workers" } });
+export async function startWorkers(
+  config: WorkerConfig,
+): Promise<{ server: Server; port: number; stop(): Promise<void> }> {
+  const { log, flush } = createProcessLogger({
+    level: config.logLevel,
+    base: { service: "toolgate-workers" },
+  });
   const heavy = new HeavyPool(config, log);
   const app = createWorkerApp(config, log, heavy);
   const server = await new Promise<Server>((resolve, reject) => {
@@ -19,7 +24,10 @@ export async function startWorkers(config: WorkerConfig): Promise<{ server: Serv
   });
   server.keepAliveTimeout = 65_000;
   const port = (server.address() as { port: number }).port;
-  log.info({ port, ai: Boolean(config.ai), search: config.search?.provider ?? null }, "workers listening");
+  log.info(
+    { port, ai: Boolean(config.ai), search: config.search?.provider ?? null },
+    "workers listening",
+  );
   void flush(1000); // at once, not with the next batch: a supervisor may be waiting for this line
   return {
     server,

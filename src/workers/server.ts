@@ -13,7 +13,11 @@ import { IMPLEMENTATIONS } from "./tools/index.js";
  * Input is validated again here and output is checked against the tool's schema, so a worker
  * never answers something the catalogue does not promise.
  */
-export function createWorkerApp(config: WorkerConfig, log: Logger, heavy: HeavyPool): express.Express {
+export function createWorkerApp(
+  config: WorkerConfig,
+  log: Logger,
+  heavy: HeavyPool,
+): express.Express {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
@@ -34,13 +38,21 @@ export function createWorkerApp(config: WorkerConfig, log: Logger, heavy: HeavyP
 
   app.post("/tools/:name", async (req, res) => {
     const impl = IMPLEMENTATIONS.get(req.params.name);
-    if (!impl) return res.status(404).json({ error: { code: "tool_not_found", message: `No tool ${req.params.name}.` } });
+    if (!impl)
+      return res
+        .status(404)
+        .json({ error: { code: "tool_not_found", message: `No tool ${req.params.name}.` } });
     const reason = impl.unavailable?.(config);
-    if (reason) return res.status(503).json({ error: { code: "tool_unavailable", message: `The tool is unavailable: ${reason}.` } });
+    if (reason)
+      return res.status(503).json({
+        error: { code: "tool_unavailable", message: `The tool is unavailable: ${reason}.` },
+      });
     const parsed = impl.definition.input.safeParse(req.body);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      return res.status(422).json({ error: { code: "invalid_input", message: issue.message, param: issue.path.join(".") } });
+      return res.status(422).json({
+        error: { code: "invalid_input", message: issue.message, param: issue.path.join(".") },
+      });
     }
     const timeoutMs = Number(req.get("x-toolgate-deadline-ms")) || impl.definition.timeoutMs;
     try {
@@ -48,9 +60,18 @@ export function createWorkerApp(config: WorkerConfig, log: Logger, heavy: HeavyP
       res.json(impl.definition.output.parse(output));
     } catch (err) {
       if (err instanceof WorkerError) {
-        return res.status(err.status).json({ error: { code: err.code, message: err.message, ...(err.param ? { param: err.param } : {}) } });
+        return res.status(err.status).json({
+          error: {
+            code: err.code,
+            message: err.message,
+            ...(err.param ? { param: err.param } : {}),
+          },
+        });
       }
-      log.error({ err, tool: impl.definition.name, request_id: req.get("x-request-id") }, "tool failed");
+      log.error(
+        { err, tool: impl.definition.name, request_id: req.get("x-request-id") },
+        "tool failed",
+      );
       res.status(500).json({ error: { code: "tool_failed", message: "The tool failed." } });
     }
   });

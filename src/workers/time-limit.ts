@@ -11,7 +11,12 @@ export function withTimeLimit<T>(ms: number, what: string, param: string, fn: ()
     return runInNewContext("fn()", { fn }, { timeout: ms }) as T;
   } catch (err) {
     if ((err as { code?: string }).code === "ERR_SCRIPT_EXECUTION_TIMEOUT") {
-      throw new WorkerError(422, "resource_limit", `${what} took longer than ${ms} ms and was stopped.`, param);
+      throw new WorkerError(
+        422,
+        "resource_limit",
+        `${what} took longer than ${ms} ms and was stopped.`,
+        param,
+      );
     }
     throw err;
   }

@@ -37,12 +37,28 @@ describe("public pages in Chromium", () => {
     expect(response.status()).toBe(200);
     expect(response.headers()["x-content-type-options"]).toBe("nosniff");
     expect(response.headers()["content-security-policy"]).toContain("frame-ancestors 'none'");
-    for (const group of ["Tools", "Payments", "Account", "Keys", "Usage", "Webhooks", "MCP", "Admin", "Operations"]) {
-      await expect(page.locator(`h2#tag-${group.toLowerCase()}`).textContent()).resolves.toBe(group);
+    for (const group of [
+      "Tools",
+      "Payments",
+      "Account",
+      "Keys",
+      "Usage",
+      "Webhooks",
+      "MCP",
+      "Admin",
+      "Operations",
+    ]) {
+      await expect(page.locator(`h2#tag-${group.toLowerCase()}`).textContent()).resolves.toBe(
+        group,
+      );
     }
     await expect(page.locator("#tool-hash").textContent()).resolves.toContain("1 credit ($0.002");
-    await expect(page.locator("#tool-hash pre.curl").textContent()).resolves.toContain('-H "x-api-key: $TOOLGATE_API_KEY"');
-    await expect(page.locator("#tool-hash").textContent()).resolves.toContain("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
+    await expect(page.locator("#tool-hash pre.curl").textContent()).resolves.toContain(
+      '-H "x-api-key: $TOOLGATE_API_KEY"',
+    );
+    await expect(page.locator("#tool-hash").textContent()).resolves.toContain(
+      "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9",
+    );
     expect(problems).toEqual([]);
     await page.close();
   });
@@ -54,7 +70,9 @@ describe("public pages in Chromium", () => {
     await page.locator("#tool-hash details.try-it summary").click();
     await page.locator("#tool-hash form.try button[type=submit]").click();
     const output = page.locator("#tool-hash form.try output");
-    await expect(output.filter({ hasText: "200" }).textContent({ timeout: 10_000 })).resolves.toContain("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
+    await expect(
+      output.filter({ hasText: "200" }).textContent({ timeout: 10_000 }),
+    ).resolves.toContain("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
     expect(await balanceOf(gw.url, key)).toBe(99);
     expect(problems).toEqual([]);
     await page.close();
@@ -65,7 +83,9 @@ describe("public pages in Chromium", () => {
     expect(response.status()).toBe(200);
     await expect(page.locator("h1").textContent()).resolves.toContain("Status");
     await expect(page.locator("tr#rest-api").textContent()).resolves.toContain("Operational");
-    await expect(page.locator("tr#worker-pool-general").textContent()).resolves.toMatch(/\d+(\.\d+)?%/);
+    await expect(page.locator("tr#worker-pool-general").textContent()).resolves.toMatch(
+      /\d+(\.\d+)?%/,
+    );
     expect(problems).toEqual([]);
     await page.close();
   });
@@ -74,8 +94,12 @@ describe("public pages in Chromium", () => {
     const { page, problems, response } = await visit("/changelog");
     expect(response.status()).toBe(200);
     await expect(page.locator("h1").textContent()).resolves.toBe("Changelog");
-    await expect(page.locator("section h2 time").first().getAttribute("datetime")).resolves.toMatch(/^\d{4}-\d{2}-\d{2}$/);
-    await expect(page.locator("link[rel=alternate]").getAttribute("href")).resolves.toBe("/changelog.rss");
+    await expect(page.locator("section h2 time").first().getAttribute("datetime")).resolves.toMatch(
+      /^\d{4}-\d{2}-\d{2}$/,
+    );
+    await expect(page.locator("link[rel=alternate]").getAttribute("href")).resolves.toBe(
+      "/changelog.rss",
+    );
     expect(problems).toEqual([]);
     await page.close();
   });

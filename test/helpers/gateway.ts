@@ -26,10 +26,19 @@ export interface TestGateway {
  * `env.WORKERS_URL` points elsewhere.
  */
 export async function startGateway(
-  options: { store?: "redis" | "memory"; prefix?: string; env?: Record<string, string>; workerEnv?: Record<string, string> } = {},
+  options: {
+    store?: "redis" | "memory";
+    prefix?: string;
+    env?: Record<string, string>;
+    workerEnv?: Record<string, string>;
+  } = {},
 ): Promise<TestGateway> {
   const prefix = options.prefix ?? uniquePrefix("gw");
-  const workers = options.env?.WORKERS_URL ? null : await startWorkers(loadWorkerConfig({ PORT: "0", LOG_LEVEL: "silent", ...options.workerEnv }));
+  const workers = options.env?.WORKERS_URL
+    ? null
+    : await startWorkers(
+        loadWorkerConfig({ PORT: "0", LOG_LEVEL: "silent", ...options.workerEnv }),
+      );
   const config = loadConfig({
     NODE_ENV: "test",
     PORT: "0",
@@ -70,13 +79,28 @@ export interface GatewayProcess {
 }
 
 /** Starts `entry` (TypeScript under node + tsx, compiled JavaScript under plain node) and waits for its JSON log line `{"msg": readyMessage, "port"}`. */
-export async function spawnService(entry: string, readyMessage: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, [...nodeArgs, ...(entry.endsWith(".ts") ? ["--import", "tsx"] : []), entry], {
-    cwd: new URL("../..", import.meta.url).pathname,
-    // The test CA (NODE_EXTRA_CA_CERTS) is passed on, as it would be in any deployment that uses one.
-    env: { PATH: process.env.PATH, ...(process.env.NODE_EXTRA_CA_CERTS ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS } : {}), ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+export async function spawnService(
+  entry: string,
+  readyMessage: string,
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+): Promise<GatewayProcess> {
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, ...(entry.endsWith(".ts") ? ["--import", "tsx"] : []), entry],
+    {
+      cwd: new URL("../..", import.meta.url).pathname,
+      // The test CA (NODE_EXTRA_CA_CERTS) is passed on, as it would be in any deployment that uses one.
+      env: {
+        PATH: process.env.PATH,
+        ...(process.env.NODE_EXTRA_CA_CERTS
+          ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS }
+          : {}),
+        ...env,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   const output: string[] = [];
   let stderr = "";
   child.stderr!.on("data", (d) => (stderr += d));
@@ -113,7 +137,12 @@ export async function spawnService(entry: string, readyMessage: string, env: Rec
  * A real gateway process (`src/main.ts`, or another `entry` such as the compiled build) on a free
  * port, sharing Redis through `prefix`; an `env` value of undefined leaves that default unset.
  */
-export function spawnGateway(prefix: string, env: Record<string, string | undefined> = {}, nodeArgs: string[] = [], entry = "src/main.ts"): Promise<GatewayProcess> {
+export function spawnGateway(
+  prefix: string,
+  env: Record<string, string | undefined> = {},
+  nodeArgs: string[] = [],
+  entry = "src/main.ts",
+): Promise<GatewayProcess> {
   const settings = {
     NODE_ENV: "test",
     PORT: "0",
@@ -126,7 +155,14 @@ export function spawnGateway(prefix: string, env: Record<string, string | undefi
     TRUST_PROXY: "loopback", // as startGateway: the tests name their clients in X-Forwarded-For
     ...env,
   };
-  return spawnService(entry, "listening", Object.fromEntries(Object.entries(settings).filter((e): e is [string, string] => e[1] !== undefined)), nodeArgs);
+  return spawnService(
+    entry,
+    "listening",
+    Object.fromEntries(
+      Object.entries(settings).filter((e): e is [string, string] => e[1] !== undefined),
+    ),
+    nodeArgs,
+  );
 }
 
 export interface Json {
@@ -136,13 +172,26 @@ export interface Json {
 }
 
 /** fetch + JSON, with the key header when given. */
-export async function call(url: string, init: { method?: string; key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<Json> {
+export async function call(
+  url: string,
+  init: {
+    method?: string;
+    key?: string;
+    body?: unknown;
+    rawBody?: string;
+    headers?: Record<string, string>;
+  } = {},
+): Promise<Json> {
   const headers: Record<string, string> = { ...init.headers };
   if (init.key) headers["x-api-key"] = init.key;
   let body: string | undefined = init.rawBody;
   if (init.body !== undefined) body = JSON.stringify(init.body);
   if (body !== undefined && !headers["content-type"]) headers["content-type"] = "application/json";
-  const res = await fetch(url, { method: init.method ?? (body !== undefined ? "POST" : "GET"), headers, body });
+  const res = await fetch(url, {
+    method: init.method ?? (body !== undefined ? "POST" : "GET"),
+    headers,
+    body,
+  });
   const text = await res.text();
   let parsed: unknown = text;
   try {
@@ -154,27 +203,53 @@ export async function call(url: string, init: { method?: string; key?: string; b
 }
 
 /** Signs up a fresh account through the API; returns its id and key. */
-export async function signUp(url: string): Promise<{ accountId: string; key: string; keyId: string }> {
-  const res = await call(`${url}/api/v1/signup`, { body: { email: `user-${randomId(10)}@example.com` }, headers: { "x-forwarded-for": `10.0.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}` } });
-  if (res.status !== 201) throw new Error(`sign-up failed: ${res.status} ${JSON.stringify(res.body)}`);
+export async function signUp(
+  url: string,
+): Promise<{ accountId: string; key: string; keyId: string }> {
+  const res = await call(`${url}/api/v1/signup`, {
+    body: { email: `user-${randomId(10)}@example.com` },
+    headers: {
+      "x-forwarded-for": `10.0.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`,
+    },
+  });
+  if (res.status !== 201)
+    throw new Error(`sign-up failed: ${res.status} ${JSON.stringify(res.body)}`);
   return { accountId: res.body.account.id, key: res.body.api_key, keyId: res.body.key.id };
 }
 
 /** A signed-up account moved to `tier` with `credits` in total, for tests of tool calls. */
-export async function fundedAccount(url: string, credits = 1000, tier = "business"): Promise<{ accountId: string; key: string; keyId: string }> {
+export async function fundedAccount(
+  url: string,
+  credits = 1000,
+  tier = "business",
+): Promise<{ accountId: string; key: string; keyId: string }> {
   const account = await signUp(url);
   await admin(url, `/accounts/${account.accountId}/tier`, { method: "PUT", body: { tier } });
-  if (credits > 25) await admin(url, `/accounts/${account.accountId}/credits`, { body: { amount: credits - 25, reason: "test funds" } });
+  if (credits > 25)
+    await admin(url, `/accounts/${account.accountId}/credits`, {
+      body: { amount: credits - 25, reason: "test funds" },
+    });
   return account;
 }
 
-export const balanceOf = async (url: string, key: string): Promise<number> => (await call(`${url}/api/v1/account`, { key })).body.credits;
+export const balanceOf = async (url: string, key: string): Promise<number> =>
+  (await call(`${url}/api/v1/account`, { key })).body.credits;
 
-export const callTool = (url: string, key: string | undefined, name: string, body: unknown, headers: Record<string, string> = {}) =>
-  call(`${url}/v1/tools/${name}`, { method: "POST", key, body, headers });
+export const callTool = (
+  url: string,
+  key: string | undefined,
+  name: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+) => call(`${url}/v1/tools/${name}`, { method: "POST", key, body, headers });
 
 /** The account's events once the relay has handed `count` of them on (polls; the relay runs every 200 ms). */
-export async function eventsOf(store: Store, accountId: string, count: number, timeoutMs = 5000): Promise<EventRecord[]> {
+export async function eventsOf(
+  store: Store,
+  accountId: string,
+  count: number,
+  timeoutMs = 5000,
+): Promise<EventRecord[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const events = (await store.listEvents(accountId, 1000)).reverse();
@@ -183,7 +258,10 @@ export async function eventsOf(store: Store, accountId: string, count: number, t
   }
 }
 
-export const admin = (url: string, path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) =>
-  call(`${url}/api/v1/admin${path}`, { ...init, key: ADMIN_KEY });
+export const admin = (
+  url: string,
+  path: string,
+  init: { method?: string; body?: unknown; headers?: Record<string, string> } = {},
+) => call(`${url}/api/v1/admin${path}`, { ...init, key: ADMIN_KEY });
 
 export { dropPrefix, uniquePrefix };

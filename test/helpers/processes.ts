@@ -15,10 +15,18 @@ export function processesMarked(marker: string): { pid: number; command: string 
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (!readFileSync(`/proc/${entry}/environ`, "latin1").split("\0").includes(`TOOLGATE_TEST_MARKER=${marker}`)) continue;
+      if (
+        !readFileSync(`/proc/${entry}/environ`, "latin1")
+          .split("\0")
+          .includes(`TOOLGATE_TEST_MARKER=${marker}`)
+      )
+        continue;
       const stat = readFileSync(`/proc/${entry}/stat`, "latin1");
       if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue; // exited, not yet reaped
-      found.push({ pid: Number(entry), command: readFileSync(`/proc/${entry}/cmdline`, "latin1").replaceAll("\0", " ").trim() });
+      found.push({
+        pid: Number(entry),
+        command: readFileSync(`/proc/${entry}/cmdline`, "latin1").replaceAll("\0", " ").trim(),
+      });
     } catch {
       // gone while we looked, or not ours to read
     }
@@ -59,7 +67,10 @@ export interface Started {
 }
 
 /** `node --import tsx src/main.ts` (what `npm start` runs) with exactly `env` and a marker. */
-export function startToolgate(env: Record<string, string>, command: string[] = [process.execPath, "--import", "tsx", "src/main.ts"]): Started {
+export function startToolgate(
+  env: Record<string, string>,
+  command: string[] = [process.execPath, "--import", "tsx", "src/main.ts"],
+): Started {
   const marker = newMarker();
   const child = spawn(command[0]!, command.slice(1), {
     cwd: new URL("../..", import.meta.url).pathname,
@@ -70,8 +81,8 @@ export function startToolgate(env: Record<string, string>, command: string[] = [
   let err = "";
   child.stdout!.on("data", (d) => (out += d));
   child.stderr!.on("data", (d) => (err += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
-    child.once("exit", (code, signal) => resolve({ code, signal, at: Date.now() })),
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>(
+    (resolve) => child.once("exit", (code, signal) => resolve({ code, signal, at: Date.now() })),
   );
   return {
     child,
@@ -87,7 +98,8 @@ export function startToolgate(env: Record<string, string>, command: string[] = [
         const match = pattern.exec(out);
         if (match) return match;
         if (gone) throw new Error(`exited before printing ${pattern}:\n${out}\n${err}`);
-        if (Date.now() > deadline) throw new Error(`nothing matched ${pattern} within ${timeoutMs} ms:\n${out}\n${err}`);
+        if (Date.now() > deadline)
+          throw new Error(`nothing matched ${pattern} within ${timeoutMs} ms:\n${out}\n${err}`);
         await new Promise((r) => setTimeout(r, 50));
       }
     },

@@ -12,7 +12,16 @@ export async function startPrivateRedis() {
   const port = await freePort();
   let child: ChildProcess;
   const start = async () => {
-    child = await spawnRedis(["--port", String(port), "--dir", dir, "--appendonly", "yes", "--appendfsync", "always"]);
+    child = await spawnRedis([
+      "--port",
+      String(port),
+      "--dir",
+      dir,
+      "--appendonly",
+      "yes",
+      "--appendfsync",
+      "always",
+    ]);
   };
   await start();
   return {
@@ -47,7 +56,14 @@ export async function startRedisCluster() {
     ports.map((port, i) =>
       spawnRedis([
         ...["--port", String(port), "--dir", dir, "--appendonly", "no"],
-        ...["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`, "--cluster-port", String(busPorts[i])],
+        ...[
+          "--cluster-enabled",
+          "yes",
+          "--cluster-config-file",
+          `nodes-${port}.conf`,
+          "--cluster-port",
+          String(busPorts[i]),
+        ],
       ]),
     ),
   );
@@ -71,12 +87,31 @@ export async function startRedisCluster() {
   const nodes = ports.map((port) => new Redis({ port, host: "127.0.0.1" }));
   try {
     const share = Math.ceil(16384 / nodes.length);
-    await Promise.all(nodes.map((node, i) => node.call("CLUSTER", "ADDSLOTSRANGE", String(i * share), String(Math.min(16383, (i + 1) * share - 1)))));
-    for (let i = 1; i < ports.length; i++) await nodes[0]!.call("CLUSTER", "MEET", "127.0.0.1", String(ports[i]), String(busPorts[i]));
+    await Promise.all(
+      nodes.map((node, i) =>
+        node.call(
+          "CLUSTER",
+          "ADDSLOTSRANGE",
+          String(i * share),
+          String(Math.min(16383, (i + 1) * share - 1)),
+        ),
+      ),
+    );
+    for (let i = 1; i < ports.length; i++)
+      await nodes[0]!.call("CLUSTER", "MEET", "127.0.0.1", String(ports[i]), String(busPorts[i]));
     const deadline = Date.now() + 15_000;
     for (;;) {
-      const infos = await Promise.all(nodes.map((node) => node.call("CLUSTER", "INFO") as Promise<string>));
-      if (infos.every((info) => info.includes("cluster_state:ok") && info.includes(`cluster_known_nodes:${nodes.length}`))) break;
+      const infos = await Promise.all(
+        nodes.map((node) => node.call("CLUSTER", "INFO") as Promise<string>),
+      );
+      if (
+        infos.every(
+          (info) =>
+            info.includes("cluster_state:ok") &&
+            info.includes(`cluster_known_nodes:${nodes.length}`),
+        )
+      )
+        break;
       if (Date.now() > deadline) throw new Error(`the cluster did not form: ${infos.join(" | ")}`);
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -100,9 +135,14 @@ function freePort(): Promise<number> {
 
 /** Starts redis-server on loopback (no RDB snapshots) and waits until it accepts connections. */
 async function spawnRedis(args: string[]): Promise<ChildProcess> {
-  const child = spawn("redis-server", ["--bind", "127.0.0.1", "--save", "", ...args], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn("redis-server", ["--bind", "127.0.0.1", "--save", "", ...args], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   await new Promise<void>((resolve, reject) => {
-    child.stdout!.on("data", (d: Buffer) => d.toString().includes("Ready to accept connections") && resolve());
+    child.stdout!.on(
+      "data",
+      (d: Buffer) => d.toString().includes("Ready to accept connections") && resolve(),
+    );
     child.once("exit", (code) => reject(new Error(`redis-server exited ${code}`)));
   });
   return child;

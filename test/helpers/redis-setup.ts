@@ -11,10 +11,16 @@ export default async function setup(): Promise<(() => Promise<void>) | undefined
   if (process.env.TEST_REDIS_URL) return undefined;
   if (await answers(6379)) return undefined;
   if (spawnSync("redis-server", ["--version"], { stdio: "ignore" }).error) {
-    throw new Error("No Redis at 127.0.0.1:6379 and no redis-server on the PATH: install it (Debian: apt-get install -y redis-server) or set TEST_REDIS_URL.");
+    throw new Error(
+      "No Redis at 127.0.0.1:6379 and no redis-server on the PATH: install it (Debian: apt-get install -y redis-server) or set TEST_REDIS_URL.",
+    );
   }
   const port = await freePort();
-  const child = spawn("redis-server", ["--bind", "127.0.0.1", "--port", String(port), "--save", "", "--appendonly", "no"], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(
+    "redis-server",
+    ["--bind", "127.0.0.1", "--port", String(port), "--save", "", "--appendonly", "no"],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   await ready(child);
   process.env.TEST_REDIS_URL = `redis://127.0.0.1:${port}`;
   process.stdout.write(`tests: started a private redis-server at ${process.env.TEST_REDIS_URL}\n`);
@@ -50,7 +56,10 @@ function freePort(): Promise<number> {
 
 function ready(child: ChildProcess): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("redis-server did not start within 10 s")), 10_000);
+    const timer = setTimeout(
+      () => reject(new Error("redis-server did not start within 10 s")),
+      10_000,
+    );
     child.stdout!.on("data", (d: Buffer) => {
       if (d.toString().includes("Ready to accept connections")) {
         clearTimeout(timer);

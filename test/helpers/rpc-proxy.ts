@@ -20,24 +20,56 @@ interface RpcCall {
   params: unknown[];
 }
 
-export async function startRpcProxy(upstream: string, options: { maxLogRange?: number; delayMs?: number } = {}) {
+export async function startRpcProxy(
+  upstream: string,
+  options: { maxLogRange?: number; delayMs?: number } = {},
+) {
   const logQueries = { answered: 0, refused: 0 };
-  const counts = { roundTrips: 0, calls: 0, methods: {} as Record<string, number>, trips: [] as string[][] };
+  const counts = {
+    roundTrips: 0,
+    calls: 0,
+    methods: {} as Record<string, number>,
+    trips: [] as string[][],
+  };
   let delayMs = options.delayMs ?? 0;
-  const post = async (body: string) => (await fetch(upstream, { method: "POST", headers: { "content-type": "application/json" }, body })).text();
-  const rpc = async (method: string, params: unknown[]) => (JSON.parse(await post(JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }))) as { result: string }).result;
-  const blockOf = async (tag: unknown) => (typeof tag === "string" && tag.startsWith("0x") ? BigInt(tag) : tag === "earliest" ? 0n : BigInt(await rpc("eth_blockNumber", [])));
+  const post = async (body: string) =>
+    (
+      await fetch(upstream, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      })
+    ).text();
+  const rpc = async (method: string, params: unknown[]) =>
+    (
+      JSON.parse(await post(JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }))) as {
+        result: string;
+      }
+    ).result;
+  const blockOf = async (tag: unknown) =>
+    typeof tag === "string" && tag.startsWith("0x")
+      ? BigInt(tag)
+      : tag === "earliest"
+        ? 0n
+        : BigInt(await rpc("eth_blockNumber", []));
   /** The refusal of an over-wide eth_getLogs, or null to pass the call on. */
   const refuseLogs = async (call: RpcCall): Promise<object | null> => {
     if (options.maxLogRange === undefined || call.method !== "eth_getLogs") return null;
     const filter = call.params[0] as { fromBlock?: unknown; toBlock?: unknown };
-    const span = (await blockOf(filter.toBlock ?? "latest")) - (await blockOf(filter.fromBlock ?? "latest")) + 1n;
+    const span =
+      (await blockOf(filter.toBlock ?? "latest")) -
+      (await blockOf(filter.fromBlock ?? "latest")) +
+      1n;
     if (span <= BigInt(options.maxLogRange)) {
       logQueries.answered++;
       return null;
     }
     logQueries.refused++;
-    return { jsonrpc: "2.0", id: call.id, error: { code: -32005, message: `query exceeds max block range ${options.maxLogRange}` } };
+    return {
+      jsonrpc: "2.0",
+      id: call.id,
+      error: { code: -32005, message: `query exceeds max block range ${options.maxLogRange}` },
+    };
   };
   /** The answer to a single call or a batch: refusals made here, the rest from the node, in the asked order. */
   const answer = async (body: string): Promise<string> => {
@@ -46,7 +78,9 @@ export async function startRpcProxy(upstream: string, options: { maxLogRange?: n
     const refusals = await Promise.all(calls.map(refuseLogs));
     const passed = calls.filter((_, i) => !refusals[i]);
     if (passed.length === calls.length) return post(body);
-    const fromNode = passed.length ? (JSON.parse(await post(JSON.stringify(passed))) as object[]) : [];
+    const fromNode = passed.length
+      ? (JSON.parse(await post(JSON.stringify(passed))) as object[])
+      : [];
     const answers = refusals.map((refusal) => refusal ?? fromNode.shift()!);
     return JSON.stringify(Array.isArray(parsed) ? answers : answers[0]);
   };
@@ -73,7 +107,9 @@ export async function startRpcProxy(upstream: string, options: { maxLogRange?: n
     }
     if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
     const isSend = body.includes('"eth_sendRawTransaction"');
-    const text = await answer(body).catch((err: Error) => JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32603, message: err.message } }));
+    const text = await answer(body).catch((err: Error) =>
+      JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32603, message: err.message } }),
+    );
     if (isSend && armed) {
       armed = false;
       silent = true;

@@ -12,7 +12,9 @@ import { promisify } from "node:util";
  */
 const run = promisify(execFile);
 const SDK_DIR = fileURLToPath(new URL("../../sdk/typescript", import.meta.url));
-const TSX_LOADER = pathToFileURL(fileURLToPath(new URL("../../node_modules/tsx/dist/loader.mjs", import.meta.url))).href;
+const TSX_LOADER = pathToFileURL(
+  fileURLToPath(new URL("../../node_modules/tsx/dist/loader.mjs", import.meta.url)),
+).href;
 
 export interface InstalledProject {
   dir: string;
@@ -20,17 +22,39 @@ export interface InstalledProject {
   /** Runs `code` as an ES module inside the project; returns its stdout parsed as JSON. */
   script(code: string, env?: Record<string, string>): Promise<any>;
   /** Runs a TypeScript file (tsx) inside the project, e.g. one of examples/. */
-  runTs(file: string, env?: Record<string, string>, args?: string[]): Promise<{ stdout: string; stderr: string }>;
+  runTs(
+    file: string,
+    env?: Record<string, string>,
+    args?: string[],
+  ): Promise<{ stdout: string; stderr: string }>;
   remove(): Promise<void>;
 }
 
 export async function installPackedSdk(): Promise<InstalledProject> {
   const dir = await mkdtemp(join(tmpdir(), "toolgate-sdk-user-"));
-  const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", dir], { cwd: SDK_DIR, maxBuffer: 16 << 20 });
-  const tarball = join(dir, (JSON.parse(stdout.slice(stdout.indexOf("["))) as { filename: string }[])[0]!.filename);
-  await writeFile(join(dir, "package.json"), JSON.stringify({ name: "toolgate-user", private: true, type: "module" }));
-  await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", tarball], { cwd: dir, maxBuffer: 16 << 20 });
-  const baseEnv = { PATH: process.env.PATH ?? "", HOME: dir, ...(process.env.NODE_EXTRA_CA_CERTS ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS } : {}) };
+  const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", dir], {
+    cwd: SDK_DIR,
+    maxBuffer: 16 << 20,
+  });
+  const tarball = join(
+    dir,
+    (JSON.parse(stdout.slice(stdout.indexOf("["))) as { filename: string }[])[0]!.filename,
+  );
+  await writeFile(
+    join(dir, "package.json"),
+    JSON.stringify({ name: "toolgate-user", private: true, type: "module" }),
+  );
+  await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", tarball], {
+    cwd: dir,
+    maxBuffer: 16 << 20,
+  });
+  const baseEnv = {
+    PATH: process.env.PATH ?? "",
+    HOME: dir,
+    ...(process.env.NODE_EXTRA_CA_CERTS
+      ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS }
+      : {}),
+  };
   let scripts = 0;
   return {
     dir,
@@ -38,13 +62,19 @@ export async function installPackedSdk(): Promise<InstalledProject> {
     async script(code, env = {}) {
       const file = join(dir, `script-${++scripts}.mjs`);
       await writeFile(file, code);
-      const { stdout } = await run(process.execPath, [file], { cwd: dir, env: { ...baseEnv, ...env } }).catch((e: { stderr?: string; message: string }) => {
+      const { stdout } = await run(process.execPath, [file], {
+        cwd: dir,
+        env: { ...baseEnv, ...env },
+      }).catch((e: { stderr?: string; message: string }) => {
         throw new Error(`script failed: ${e.stderr ?? e.message}`);
       });
       return JSON.parse(stdout);
     },
     async runTs(file, env = {}, args = []) {
-      return run(process.execPath, ["--import", TSX_LOADER, file, ...args], { cwd: dir, env: { ...baseEnv, ...env } });
+      return run(process.execPath, ["--import", TSX_LOADER, file, ...args], {
+        cwd: dir,
+        env: { ...baseEnv, ...env },
+      });
     },
     remove: () => rm(dir, { recursive: true, force: true }),
   };

@@ -6,7 +6,12 @@ export interface ReceivedMail {
 }
 
 /** A real SMTP server on loopback that keeps what it receives. */
-export async function startSmtpServer(): Promise<{ url: string; mails: ReceivedMail[]; next(): Promise<ReceivedMail>; stop(): Promise<void> }> {
+export async function startSmtpServer(): Promise<{
+  url: string;
+  mails: ReceivedMail[];
+  next(): Promise<ReceivedMail>;
+  stop(): Promise<void>;
+}> {
   const mails: ReceivedMail[] = [];
   const waiters: ((m: ReceivedMail) => void)[] = [];
   const server = new SMTPServer({
@@ -29,7 +34,10 @@ export async function startSmtpServer(): Promise<{ url: string; mails: ReceivedM
   return {
     url: `smtp://127.0.0.1:${port}`,
     mails,
-    next: () => new Promise((resolve) => (mails.length > waiters.length ? resolve(mails[waiters.length]!) : waiters.push(resolve))),
+    next: () =>
+      new Promise((resolve) =>
+        mails.length > waiters.length ? resolve(mails[waiters.length]!) : waiters.push(resolve),
+      ),
     stop: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }

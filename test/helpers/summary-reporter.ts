@@ -23,6 +23,8 @@ export default class SummaryReporter implements Reporter {
       if (module.state() === "failed" && failedHere === 0) brokenFiles++;
     }
     const broken = brokenFiles > 0 ? `, ${brokenFiles} files failed outside their tests` : "";
-    process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped${broken}\n`);
+    process.stdout.write(
+      `\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped${broken}\n`,
+    );
   }
 }

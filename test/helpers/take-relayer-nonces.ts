@@ -9,8 +9,15 @@ import { RedisStore } from "../../src/store/redis.js";
 import { REDIS_URL } from "./redis.js";
 
 const [prefix, name, count, start] = process.argv.slice(2) as [string, string, string, string];
-const store = new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
-const take = async () => (await store.takeRelayerNonce(name, null)) ?? (await store.takeRelayerNonce(name, Number(start)))!;
+const store = new RedisStore({
+  url: REDIS_URL,
+  keyPrefix: prefix,
+  tiers: tierLimits(),
+  periodMs: PERIOD_MS,
+});
+const take = async () =>
+  (await store.takeRelayerNonce(name, null)) ??
+  (await store.takeRelayerNonce(name, Number(start)))!;
 const nonces = await Promise.all(Array.from({ length: Number(count) }, take));
 process.stdout.write(JSON.stringify(nonces));
 await store.close();

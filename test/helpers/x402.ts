@@ -1,20 +1,34 @@
 import { randomBytes } from "node:crypto";
 import { createPublicClient, http, toHex, type Address, type Hex, type LocalAccount } from "viem";
-import { ANVIL_MNEMONIC, TOKEN_ABI, anvilAccount, randomWallet, startLocalChain, type LocalChain } from "../../chain-fixtures/chain.js";
+import {
+  ANVIL_MNEMONIC,
+  TOKEN_ABI,
+  anvilAccount,
+  randomWallet,
+  startLocalChain,
+  type LocalChain,
+} from "../../chain-fixtures/chain.js";
 import { mnemonicToAccount } from "viem/accounts";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { tierLimits } from "../../src/store/index.js";
 import { RedisStore } from "../../src/store/redis.js";
 import type { Store } from "../../src/store/types.js";
 import { afterAll, beforeAll } from "vitest";
-import { dropPrefix, spawnGateway, startGateway, uniquePrefix, type TestGateway } from "./gateway.js";
+import {
+  dropPrefix,
+  spawnGateway,
+  startGateway,
+  uniquePrefix,
+  type TestGateway,
+} from "./gateway.js";
 import { REDIS_URL } from "./redis.js";
 import { startRpcProxy } from "./rpc-proxy.js";
 
 /** Two anvil chains standing in for Base Sepolia and Polygon Amoy, and the gateway settings that point at them. */
 export const RELAYER = anvilAccount(9);
 export const PAY_TO = anvilAccount(8).address;
-export const relayerKey = () => toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 9 }).getHdKey().privateKey!);
+export const relayerKey = () =>
+  toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 9 }).getHdKey().privateKey!);
 
 export async function startChains(fund: Address[]) {
   const [base, polygon] = await Promise.all([
@@ -34,14 +48,28 @@ export async function startChains(fund: Address[]) {
 }
 
 /** Whether the EIP-3009 authorization `(from, nonce)` has been used on `chain` (the token's own record). */
-export async function authorizationUsed(chain: LocalChain, from: Address, nonce: string): Promise<boolean> {
+export async function authorizationUsed(
+  chain: LocalChain,
+  from: Address,
+  nonce: string,
+): Promise<boolean> {
   const client = createPublicClient({ transport: http(chain.rpcUrl) });
-  return (await client.readContract({ address: chain.usdc, abi: TOKEN_ABI, functionName: "authorizationState", args: [from, nonce as Hex] })) as boolean;
+  return (await client.readContract({
+    address: chain.usdc,
+    abi: TOKEN_ABI,
+    functionName: "authorizationState",
+    args: [from, nonce as Hex],
+  })) as boolean;
 }
 
 export async function balanceOf(chain: LocalChain, who: Address): Promise<bigint> {
   const client = createPublicClient({ transport: http(chain.rpcUrl) });
-  return (await client.readContract({ address: chain.usdc, abi: TOKEN_ABI, functionName: "balanceOf", args: [who] })) as bigint;
+  return (await client.readContract({
+    address: chain.usdc,
+    abi: TOKEN_ABI,
+    functionName: "balanceOf",
+    args: [who],
+  })) as bigint;
 }
 
 export interface AuthorizationInput {
@@ -69,7 +97,12 @@ export async function signAuthorization(input: AuthorizationInput) {
     nonce: input.nonce ?? toHex(randomBytes(32)),
   };
   const signature = await (input.signer ?? input.account).signTypedData({
-    domain: { name: input.domain?.name ?? "USDC", version: "2", chainId: input.domain?.chainId ?? input.chain.chainId, verifyingContract: input.domain?.verifyingContract ?? input.chain.usdc },
+    domain: {
+      name: input.domain?.name ?? "USDC",
+      version: "2",
+      chainId: input.domain?.chainId ?? input.chain.chainId,
+      verifyingContract: input.domain?.verifyingContract ?? input.chain.usdc,
+    },
     // Spelled out here, not imported from src/payments/verify.ts: the signer states EIP-3009 on its
     // own, so a mistake in the gateway's copy of the types cannot hide behind the same mistake.
     types: {
@@ -83,17 +116,38 @@ export async function signAuthorization(input: AuthorizationInput) {
       ],
     },
     primaryType: "TransferWithAuthorization",
-    message: { ...authorization, value: BigInt(authorization.value), validAfter: BigInt(authorization.validAfter), validBefore: BigInt(authorization.validBefore), nonce: authorization.nonce as Hex },
+    message: {
+      ...authorization,
+      value: BigInt(authorization.value),
+      validAfter: BigInt(authorization.validAfter),
+      validBefore: BigInt(authorization.validBefore),
+      nonce: authorization.nonce as Hex,
+    },
   });
   return { authorization, signature };
 }
 
 export const v1Header = (network: string, payload: { authorization: unknown; signature: string }) =>
-  Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network, payload })).toString("base64");
+  Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network, payload })).toString(
+    "base64",
+  );
 
 /** A v2 PAYMENT-SIGNATURE; `paymentId` names the payment with the x402 payment-identifier extension. */
-export const v2Header = (accepted: unknown, payload: { authorization: unknown; signature: string }, paymentId?: string) =>
-  Buffer.from(JSON.stringify({ x402Version: 2, accepted, payload, ...(paymentId ? { extensions: { "payment-identifier": { info: { required: false, id: paymentId } } } } : {}) })).toString("base64");
+export const v2Header = (
+  accepted: unknown,
+  payload: { authorization: unknown; signature: string },
+  paymentId?: string,
+) =>
+  Buffer.from(
+    JSON.stringify({
+      x402Version: 2,
+      accepted,
+      payload,
+      ...(paymentId
+        ? { extensions: { "payment-identifier": { info: { required: false, id: paymentId } } } }
+        : {}),
+    }),
+  ).toString("base64");
 
 /** A fresh wallet (randomWallet's, by seed) holding `amount` test USDC on `chain`. */
 export async function fundedWallet(chain: LocalChain, seed: number, amount = 1_000_000n) {
@@ -103,16 +157,26 @@ export async function fundedWallet(chain: LocalChain, seed: number, amount = 1_0
 }
 
 /** An account's ledger as [kind, amount] pairs, newest first. */
-export const ledgerKinds = async (store: Store, accountId: string) => (await store.ledger(accountId, { limit: 1000 })).items.map((e) => [e.kind, e.amount]);
+export const ledgerKinds = async (store: Store, accountId: string) =>
+  (await store.ledger(accountId, { limit: 1000 })).items.map((e) => [e.kind, e.amount]);
 
 /**
  * A real gateway process with x402 on the test chains (`env` adds to or overrides `chainEnv`), on
  * its own Redis prefix, and a store on that prefix for assertions; `stop` ends and cleans both.
  */
-export async function spawnPaidGateway(name: string, chainEnv: Record<string, string>, env: Record<string, string> = {}) {
+export async function spawnPaidGateway(
+  name: string,
+  chainEnv: Record<string, string>,
+  env: Record<string, string> = {},
+) {
   const prefix = uniquePrefix(name);
   const gw = await spawnGateway(prefix, { ...chainEnv, ...env });
-  const store = new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+  const store = new RedisStore({
+    url: REDIS_URL,
+    keyPrefix: prefix,
+    tiers: tierLimits(),
+    periodMs: PERIOD_MS,
+  });
   return {
     gw,
     store,
@@ -137,16 +201,24 @@ export interface PaidGatewayFixture {
  * chain with short RPC timeouts, and an in-process gateway with x402 on them (`env` adds to its
  * settings). Its fields are filled before the first test runs: read them inside tests.
  */
-export function paidGatewayFixture(options: { fund?: Address[]; proxy?: boolean; env?: Record<string, string> } = {}): PaidGatewayFixture {
+export function paidGatewayFixture(
+  options: { fund?: Address[]; proxy?: boolean; env?: Record<string, string> } = {},
+): PaidGatewayFixture {
   const fixture = {} as PaidGatewayFixture;
   beforeAll(async () => {
     fixture.chains = await startChains(options.fund ?? []);
     const viaProxy: Record<string, string> = {};
     if (options.proxy) {
       fixture.proxy = await startRpcProxy(fixture.chains.base.rpcUrl);
-      Object.assign(viaProxy, { BASE_SEPOLIA_RPC_URL: fixture.proxy.url, X402_RPC_TIMEOUT_MS: "1500", X402_RECEIPT_TIMEOUT_MS: "1500" });
+      Object.assign(viaProxy, {
+        BASE_SEPOLIA_RPC_URL: fixture.proxy.url,
+        X402_RPC_TIMEOUT_MS: "1500",
+        X402_RECEIPT_TIMEOUT_MS: "1500",
+      });
     }
-    fixture.gw = await startGateway({ env: { ...fixture.chains.env, ...viaProxy, ...options.env } });
+    fixture.gw = await startGateway({
+      env: { ...fixture.chains.env, ...viaProxy, ...options.env },
+    });
   }, 60_000);
   afterAll(async () => {
     await fixture.gw?.stop();

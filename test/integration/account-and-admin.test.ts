@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADMIN_KEY, admin, call, signUp, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  ADMIN_KEY,
+  admin,
+  call,
+  signUp,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 
 let gw: TestGateway;
 beforeAll(async () => {
@@ -11,7 +18,15 @@ describe("GET /api/v1/account and /api/v1/usage", () => {
   it("shows the caller's account with rate-limit headers", async () => {
     const { key, accountId } = await signUp(gw.url);
     const res = await call(`${gw.url}/api/v1/account`, { key });
-    expect(res.body).toMatchObject({ id: accountId, tier: "free", credits: 25, email_verified: false, rate_limit_per_minute: 60, features: ["tools", "x402"], features_coming: [] });
+    expect(res.body).toMatchObject({
+      id: accountId,
+      tier: "free",
+      credits: 25,
+      email_verified: false,
+      rate_limit_per_minute: 60,
+      features: ["tools", "x402"],
+      features_coming: [],
+    });
     expect(res.headers.get("ratelimit-limit")).toBe("60");
     expect(res.headers.get("ratelimit-remaining")).toBe("59");
     expect(res.headers.get("cache-control")).toBe("no-store");
@@ -20,14 +35,26 @@ describe("GET /api/v1/account and /api/v1/usage", () => {
 
   it("pages through the ledger newest first", async () => {
     const { key, accountId } = await signUp(gw.url);
-    for (let i = 1; i <= 3; i++) await admin(gw.url, `/accounts/${accountId}/credits`, { body: { amount: i, reason: `grant ${i}` } });
+    for (let i = 1; i <= 3; i++)
+      await admin(gw.url, `/accounts/${accountId}/credits`, {
+        body: { amount: i, reason: `grant ${i}` },
+      });
     const first = await call(`${gw.url}/api/v1/usage?limit=2`, { key });
     expect(first.body.data.map((e: { amount: number }) => e.amount)).toEqual([3, 2]);
-    const second = await call(`${gw.url}/api/v1/usage?limit=2&cursor=${first.body.next_cursor}`, { key });
-    expect(second.body.data.map((e: { amount: number; reason: string }) => [e.amount, e.reason])).toEqual([[1, "grant 1"], [25, "sign-up grant"]]);
+    const second = await call(`${gw.url}/api/v1/usage?limit=2&cursor=${first.body.next_cursor}`, {
+      key,
+    });
+    expect(
+      second.body.data.map((e: { amount: number; reason: string }) => [e.amount, e.reason]),
+    ).toEqual([
+      [1, "grant 1"],
+      [25, "sign-up grant"],
+    ]);
     expect(second.body.next_cursor).toBeNull();
     for (const q of ["limit=0", "limit=101", "limit=abc", "page=2"]) {
-      expect((await call(`${gw.url}/api/v1/usage?${q}`, { key })).body.error.code).toBe("validation_failed");
+      expect((await call(`${gw.url}/api/v1/usage?${q}`, { key })).body.error.code).toBe(
+        "validation_failed",
+      );
     }
   });
 });
@@ -35,22 +62,44 @@ describe("GET /api/v1/account and /api/v1/usage", () => {
 describe("admin API", () => {
   it("changes a tier, effective on the account's next request", async () => {
     const { key, accountId } = await signUp(gw.url);
-    expect((await call(`${gw.url}/api/v1/account`, { key })).headers.get("ratelimit-limit")).toBe("60");
-    const res = await admin(gw.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "business" } });
+    expect((await call(`${gw.url}/api/v1/account`, { key })).headers.get("ratelimit-limit")).toBe(
+      "60",
+    );
+    const res = await admin(gw.url, `/accounts/${accountId}/tier`, {
+      method: "PUT",
+      body: { tier: "business" },
+    });
     expect(res.body).toMatchObject({ id: accountId, tier: "business" });
     const after = await call(`${gw.url}/api/v1/account`, { key });
     expect(after.headers.get("ratelimit-limit")).toBe("1000");
     // Only what is built is listed as a feature; what the tier promises beyond that is "coming".
-    expect(after.body.features).toEqual(["tools", "x402", "mcp", "webhooks", "priority_queue", "facilitator", "custom_endpoints", "dedicated_workers"]);
+    expect(after.body.features).toEqual([
+      "tools",
+      "x402",
+      "mcp",
+      "webhooks",
+      "priority_queue",
+      "facilitator",
+      "custom_endpoints",
+      "dedicated_workers",
+    ]);
     expect(after.body.features_coming).toEqual(["analytics", "sso"]);
   });
 
   it("grants credits once per Idempotency-Key", async () => {
     const { key, accountId } = await signUp(gw.url);
-    const grant = () => admin(gw.url, `/accounts/${accountId}/credits`, { body: { amount: 500, reason: "support" }, headers: { "idempotency-key": `grant-${accountId}` } });
+    const grant = () =>
+      admin(gw.url, `/accounts/${accountId}/credits`, {
+        body: { amount: 500, reason: "support" },
+        headers: { "idempotency-key": `grant-${accountId}` },
+      });
     expect((await grant()).status).toBe(201);
     const again = await grant();
-    expect([again.status, again.body.applied, again.body.account.credits]).toEqual([200, false, 525]);
+    expect([again.status, again.body.applied, again.body.account.credits]).toEqual([
+      200,
+      false,
+      525,
+    ]);
     expect((await call(`${gw.url}/api/v1/account`, { key })).body.credits).toBe(525);
   });
 
@@ -70,8 +119,20 @@ describe("admin API", () => {
     const { key, accountId } = await signUp(gw.url);
     const cases: [string, string, unknown, number, string][] = [
       ["PUT", `/accounts/${accountId}/tier`, { tier: "platinum" }, 422, "validation_failed"],
-      ["POST", `/accounts/${accountId}/credits`, { amount: -5, reason: "x" }, 422, "validation_failed"],
-      ["POST", `/accounts/${accountId}/credits`, { amount: 1.5, reason: "x" }, 422, "validation_failed"],
+      [
+        "POST",
+        `/accounts/${accountId}/credits`,
+        { amount: -5, reason: "x" },
+        422,
+        "validation_failed",
+      ],
+      [
+        "POST",
+        `/accounts/${accountId}/credits`,
+        { amount: 1.5, reason: "x" },
+        422,
+        "validation_failed",
+      ],
       ["POST", `/accounts/${accountId}/credits`, { amount: 5 }, 422, "validation_failed"],
       ["PUT", `/accounts/acct_${"0".repeat(16)}/tier`, { tier: "pro" }, 404, "not_found"],
       ["POST", `/accounts/nonsense/credits`, { amount: 5, reason: "x" }, 404, "not_found"],
@@ -80,15 +141,23 @@ describe("admin API", () => {
       const res = await admin(gw.url, path, { method, body });
       expect([path, res.status, res.body.error.code]).toEqual([path, status, code]);
     }
-    expect((await call(`${gw.url}/api/v1/account`, { key })).body).toMatchObject({ tier: "free", credits: 25 });
+    expect((await call(`${gw.url}/api/v1/account`, { key })).body).toMatchObject({
+      tier: "free",
+      credits: 25,
+    });
   });
 
   it("is closed to customer keys and to no key", async () => {
     const { key, accountId } = await signUp(gw.url);
-    const asCustomer = await call(`${gw.url}/api/v1/admin/accounts/${accountId}/credits`, { key, body: { amount: 1000, reason: "free money" } });
+    const asCustomer = await call(`${gw.url}/api/v1/admin/accounts/${accountId}/credits`, {
+      key,
+      body: { amount: 1000, reason: "free money" },
+    });
     expect([asCustomer.status, asCustomer.body.error.code]).toEqual([403, "admin_required"]);
     expect((await call(`${gw.url}/api/v1/admin/accounts`)).status).toBe(401);
-    expect((await call(`${gw.url}/api/v1/admin/accounts`, { key: ADMIN_KEY.slice(0, -1) + "y" })).status).toBe(401);
+    expect(
+      (await call(`${gw.url}/api/v1/admin/accounts`, { key: `${ADMIN_KEY.slice(0, -1)}y` })).status,
+    ).toBe(401);
     expect((await call(`${gw.url}/api/v1/account`, { key })).body.credits).toBe(25);
   });
 });
@@ -100,7 +169,10 @@ describe("buying on a gateway without x402", () => {
     expect([pack.status, pack.body.error.code]).toEqual([501, "payments_not_enabled"]);
     const plan = await call(`${gw.url}/api/v1/plans/purchase`, { key, body: { plan: "starter" } });
     expect([plan.status, plan.body.error.code]).toEqual([501, "payments_not_enabled"]);
-    expect((await call(`${gw.url}/api/v1/account`, { key })).body).toMatchObject({ tier: "free", credits: 25 });
+    expect((await call(`${gw.url}/api/v1/account`, { key })).body).toMatchObject({
+      tier: "free",
+      credits: 25,
+    });
   });
 });
 
@@ -109,17 +181,24 @@ describe("health and unknown routes", () => {
     expect((await call(`${gw.url}/healthz`)).body).toEqual({ status: "ok" });
     expect((await call(`${gw.url}/readyz`)).body).toEqual({ status: "ready" });
     const res = await call(`${gw.url}/api/v1/nothing-here`);
-    expect(res.body.error).toMatchObject({ code: "route_not_found", type: "invalid_request_error" });
+    expect(res.body.error).toMatchObject({
+      code: "route_not_found",
+      type: "invalid_request_error",
+    });
   });
 
   it("is not ready, and answers 503 store_unavailable quickly, when Redis cannot be reached", async () => {
     // With its SECRET_KEY given, as in production (without one, a development gateway keeps its
     // key in the store, and with the store unreachable it refuses to start, saying so).
-    const down = await startGateway({ env: { REDIS_URL: "redis://127.0.0.1:1", SECRET_KEY: "s".repeat(40) } });
+    const down = await startGateway({
+      env: { REDIS_URL: "redis://127.0.0.1:1", SECRET_KEY: "s".repeat(40) },
+    });
     try {
       expect((await call(`${down.url}/readyz`)).status).toBe(503);
       const started = Date.now();
-      const res = await call(`${down.url}/api/v1/account`, { key: `tg_live_${"a".repeat(16)}_${"B".repeat(32)}` });
+      const res = await call(`${down.url}/api/v1/account`, {
+        key: `tg_live_${"a".repeat(16)}_${"B".repeat(32)}`,
+      });
       expect([res.status, res.body.error.code]).toEqual([503, "store_unavailable"]);
       expect(Date.now() - started).toBeLessThan(5000);
     } finally {

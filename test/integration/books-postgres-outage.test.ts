@@ -91,7 +91,8 @@ it("serves and charges calls while PostgreSQL is down, then exports every entry 
     // Under load for a while with PostgreSQL down: every call answered and charged.
     const outageEnds = Date.now() + 4000;
     let made = 0;
-    while (Date.now() < outageEnds && made < 600) { // within the tier's 1,000 calls a minute
+    while (Date.now() < outageEnds && made < 600) {
+      // within the tier's 1,000 calls a minute
       await calls(10);
       made += 10;
     }

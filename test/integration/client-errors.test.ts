@@ -2,7 +2,13 @@ import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { anvilAccount } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
-import { balanceOf as creditsOf, call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  balanceOf as creditsOf,
+  call,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 import { PAY_TO, balanceOf, signAuthorization, startChains, v1Header } from "../helpers/x402.js";
 
 /**
@@ -26,18 +32,35 @@ afterAll(async () => {
 
 function expectErrorShape(body: any, status: number, code: string, res: { status: number }) {
   expect([res.status, body?.error?.code]).toEqual([status, code]);
-  expect(body.error).toMatchObject({ type: "invalid_request_error", message: expect.any(String), request_id: expect.stringMatching(/^req_/) });
+  expect(body.error).toMatchObject({
+    type: "invalid_request_error",
+    message: expect.any(String),
+    request_id: expect.stringMatching(/^req_/),
+  });
 }
 
 /** A raw HTTP/1.1 exchange (fetch would refuse or rewrite some of these requests). */
-function rawRequest(path: string, headers: Record<string, string>, body?: Buffer | string): Promise<{ status: number; headers: Record<string, unknown>; body: any }> {
+function rawRequest(
+  path: string,
+  headers: Record<string, string>,
+  body?: Buffer | string,
+): Promise<{ status: number; headers: Record<string, unknown>; body: any }> {
   const { hostname, port } = new URL(gw.url);
   return new Promise((resolve, reject) => {
-    const req = request({ host: hostname, port, path, method: body === undefined ? "GET" : "POST", headers }, (res) => {
-      let text = "";
-      res.on("data", (c) => (text += c));
-      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: text ? JSON.parse(text) : null }));
-    });
+    const req = request(
+      { host: hostname, port, path, method: body === undefined ? "GET" : "POST", headers },
+      (res) => {
+        let text = "";
+        res.on("data", (c) => (text += c));
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode!,
+            headers: res.headers,
+            body: text ? JSON.parse(text) : null,
+          }),
+        );
+      },
+    );
     req.on("error", reject);
     req.end(body);
   });
@@ -46,13 +69,21 @@ function rawRequest(path: string, headers: Record<string, string>, body?: Buffer
 describe("client errors", () => {
   it("a body that is not gzip though Content-Encoding says so is 400 invalid_content_encoding, uncharged", async () => {
     const before = await creditsOf(gw.url, key);
-    const res = await rawRequest("/v1/tools/hash", { "x-api-key": key, "content-type": "application/json", "content-encoding": "gzip" }, '{"text":"plain"}');
+    const res = await rawRequest(
+      "/v1/tools/hash",
+      { "x-api-key": key, "content-type": "application/json", "content-encoding": "gzip" },
+      '{"text":"plain"}',
+    );
     expectErrorShape(res.body, 400, "invalid_content_encoding", res);
     expect(await creditsOf(gw.url, key)).toBe(before);
   });
 
   it("a malformed percent escape in the path is 400 invalid_path", async () => {
-    const res = await rawRequest("/v1/tools/%E0%A4%A", { "x-api-key": key, "content-type": "application/json" }, '{"text":"x"}');
+    const res = await rawRequest(
+      "/v1/tools/%E0%A4%A",
+      { "x-api-key": key, "content-type": "application/json" },
+      '{"text":"x"}',
+    );
     expectErrorShape(res.body, 400, "invalid_path", res);
   });
 
@@ -69,23 +100,53 @@ describe("client errors", () => {
 describe("malformed x402 payments: 402 payment_invalid with the offer, nothing paid, no RPC error counted", () => {
   const rpcErrors = async () => {
     const text = await gw.services.metrics.render();
-    return [...text.matchAll(/^toolgate_chain_rpc_errors_total\{[^}]*\} (\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    return [...text.matchAll(/^toolgate_chain_rpc_errors_total\{[^}]*\} (\d+)/gm)].reduce(
+      (sum, m) => sum + Number(m[1]),
+      0,
+    );
   };
 
   it.each([
-    ["a 65-byte all-zero signature", async () => ({ ...(await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE })), signature: `0x${"00".repeat(65)}` })],
+    [
+      "a 65-byte all-zero signature",
+      async () => ({
+        ...(await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE })),
+        signature: `0x${"00".repeat(65)}`,
+      }),
+    ],
     [
       "a validBefore of 2^256",
       async () => {
-        const signed = await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE });
-        return { ...signed, authorization: { ...signed.authorization, validBefore: (2n ** 256n).toString() } };
+        const signed = await signAuthorization({
+          account: PAYER,
+          chain: chains.base,
+          value: PRICE,
+        });
+        return {
+          ...signed,
+          authorization: { ...signed.authorization, validBefore: (2n ** 256n).toString() },
+        };
       },
     ],
-    ["a signature of an odd number of hex digits", async () => ({ ...(await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE })), signature: "0x123" })],
+    [
+      "a signature of an odd number of hex digits",
+      async () => ({
+        ...(await signAuthorization({ account: PAYER, chain: chains.base, value: PRICE })),
+        signature: "0x123",
+      }),
+    ],
   ])("%s", async (_name, payload) => {
     const [paidBefore, errorsBefore] = [await balanceOf(chains.base, PAY_TO), await rpcErrors()];
-    const res = await call(`${gw.url}/v1/tools/hash`, { method: "POST", body: { text: "x" }, headers: { "x-payment": v1Header("base-sepolia", await payload()) } });
-    expect([res.status, res.body.error.code, res.body.error.type]).toEqual([402, "payment_invalid", "payment_error"]);
+    const res = await call(`${gw.url}/v1/tools/hash`, {
+      method: "POST",
+      body: { text: "x" },
+      headers: { "x-payment": v1Header("base-sepolia", await payload()) },
+    });
+    expect([res.status, res.body.error.code, res.body.error.type]).toEqual([
+      402,
+      "payment_invalid",
+      "payment_error",
+    ]);
     expect(res.body.error.reason).toMatch(/signature|validBefore/);
     expect(res.body.accepts).toHaveLength(2);
     expect(await balanceOf(chains.base, PAY_TO)).toBe(paidBefore);

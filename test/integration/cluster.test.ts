@@ -1,6 +1,13 @@
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callTool, fundedAccount, spawnGateway, uniquePrefix, dropPrefix, type GatewayProcess } from "../helpers/gateway.js";
+import {
+  callTool,
+  fundedAccount,
+  spawnGateway,
+  uniquePrefix,
+  dropPrefix,
+  type GatewayProcess,
+} from "../helpers/gateway.js";
 
 /**
  * WEB_CONCURRENCY=2 with real processes: a primary that forks two gateway processes on one port,
@@ -22,7 +29,9 @@ const pidOnFreshConnection = (url: string) =>
   new Promise<number>((resolve, reject) => {
     request(`${url}/metrics`, { agent: false }, (res) => {
       let text = "";
-      res.on("data", (d) => (text += d)).on("end", () => resolve(Number(/^toolgate_process_pid (\d+)$/m.exec(text)?.[1])));
+      res
+        .on("data", (d) => (text += d))
+        .on("end", () => resolve(Number(/^toolgate_process_pid (\d+)$/m.exec(text)?.[1])));
     })
       .on("error", reject)
       .end();
@@ -31,7 +40,8 @@ const pidOnFreshConnection = (url: string) =>
 async function servingPids(count: number, timeoutMs = 30_000): Promise<Set<number>> {
   const pids = new Set<number>();
   const deadline = Date.now() + timeoutMs;
-  while (pids.size < count && Date.now() < deadline) pids.add(await pidOnFreshConnection(gw.url).catch(() => 0));
+  while (pids.size < count && Date.now() < deadline)
+    pids.add(await pidOnFreshConnection(gw.url).catch(() => 0));
   pids.delete(0);
   return pids;
 }
@@ -54,7 +64,8 @@ describe("WEB_CONCURRENCY=2", () => {
     expect(gw.output.filter((l) => l.includes('"msg":"workers listening"'))).toHaveLength(1);
 
     const { key } = await fundedAccount(gw.url, 100, "pro");
-    for (let i = 0; i < 4; i++) expect((await callTool(gw.url, key, "hash", { text: `call ${i}` })).status).toBe(200);
+    for (let i = 0; i < 4; i++)
+      expect((await callTool(gw.url, key, "hash", { text: `call ${i}` })).status).toBe(200);
 
     const [victim, survivor] = [...first] as [number, number];
     process.kill(victim, "SIGKILL");

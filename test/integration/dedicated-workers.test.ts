@@ -6,7 +6,16 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadWorkerConfig } from "../../src/workers/config.js";
 import { startWorkers } from "../../src/workers/main.js";
-import { admin, balanceOf, call, callTool, fundedAccount, signUp, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  admin,
+  balanceOf,
+  call,
+  callTool,
+  fundedAccount,
+  signUp,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 import { REDIS_URL } from "../helpers/redis.js";
 
 /**
@@ -19,10 +28,13 @@ import { REDIS_URL } from "../helpers/redis.js";
 type Workers = Awaited<ReturnType<typeof startWorkers>> & { url: string; calls: string[] };
 
 async function countingWorkers(): Promise<Workers> {
-  const workers = await startWorkers(loadWorkerConfig({ PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent" }));
+  const workers = await startWorkers(
+    loadWorkerConfig({ PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent" }),
+  );
   const calls: string[] = [];
   workers.server.on("request", (req: IncomingMessage) => {
-    if (req.method === "POST" && req.url?.startsWith("/tools/")) calls.push(req.url.slice("/tools/".length));
+    if (req.method === "POST" && req.url?.startsWith("/tools/"))
+      calls.push(req.url.slice("/tools/".length));
   });
   return Object.assign(workers, { url: `http://127.0.0.1:${workers.port}`, calls });
 }
@@ -32,7 +44,9 @@ let dedicated: Workers;
 let gw: TestGateway;
 beforeAll(async () => {
   [shared, dedicated] = await Promise.all([countingWorkers(), countingWorkers()]);
-  gw = await startGateway({ env: { WORKERS_URL: shared.url, DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS: "1" } });
+  gw = await startGateway({
+    env: { WORKERS_URL: shared.url, DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS: "1" },
+  });
 }, 60_000);
 afterAll(async () => {
   await gw?.stop();
@@ -43,17 +57,33 @@ afterAll(async () => {
 /** Calls made since `mark()`, at each pool. */
 function mark() {
   const at = { shared: shared.calls.length, dedicated: dedicated.calls.length };
-  return () => ({ shared: shared.calls.slice(at.shared), dedicated: dedicated.calls.slice(at.dedicated) });
+  return () => ({
+    shared: shared.calls.slice(at.shared),
+    dedicated: dedicated.calls.slice(at.dedicated),
+  });
 }
 
 async function mcpCall(key: string, name: string, args: unknown) {
   const res = await fetch(`${gw.url}/mcp`, {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "x-api-key": key },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }),
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "x-api-key": key,
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name, arguments: args },
+    }),
   });
   const text = await res.text();
-  const json = JSON.parse(text.startsWith("event:") || text.startsWith("data:") ? text.split("data: ")[1]!.split("\n")[0]! : text);
+  const json = JSON.parse(
+    text.startsWith("event:") || text.startsWith("data:")
+      ? text.split("data: ")[1]!.split("\n")[0]!
+      : text,
+  );
   return json.result as { isError?: boolean; content: { text: string }[] };
 }
 
@@ -61,14 +91,28 @@ describe("binding an account to its own worker pool", () => {
   it("sends every call of the bound account to its pool only, others' to the shared pool, and unbinding restores the shared pool", async () => {
     const bound = await fundedAccount(gw.url, 1000, "business");
     const other = await fundedAccount(gw.url, 1000, "business");
-    const put = await admin(gw.url, `/accounts/${bound.accountId}/workers`, { method: "PUT", body: { url: `${dedicated.url}/` } });
-    expect([put.status, put.body]).toEqual([200, { account_id: bound.accountId, url: dedicated.url, active: true }]);
-    expect((await admin(gw.url, `/accounts/${bound.accountId}/workers`)).body).toEqual({ account_id: bound.accountId, url: dedicated.url, active: true });
+    const put = await admin(gw.url, `/accounts/${bound.accountId}/workers`, {
+      method: "PUT",
+      body: { url: `${dedicated.url}/` },
+    });
+    expect([put.status, put.body]).toEqual([
+      200,
+      { account_id: bound.accountId, url: dedicated.url, active: true },
+    ]);
+    expect((await admin(gw.url, `/accounts/${bound.accountId}/workers`)).body).toEqual({
+      account_id: bound.accountId,
+      url: dedicated.url,
+      active: true,
+    });
 
     let since = mark();
     expect((await callTool(gw.url, bound.key, "hash", { text: "dedicated" })).status).toBe(200);
-    expect((await callTool(gw.url, bound.key, "js-sandbox", { code: "6 * 7" })).body.result).toBe(42); // the heavy pool too
-    expect(JSON.parse((await mcpCall(bound.key, "hash", { text: "over mcp" })).content[0]!.text).digest).toHaveLength(64);
+    expect((await callTool(gw.url, bound.key, "js-sandbox", { code: "6 * 7" })).body.result).toBe(
+      42,
+    ); // the heavy pool too
+    expect(
+      JSON.parse((await mcpCall(bound.key, "hash", { text: "over mcp" })).content[0]!.text).digest,
+    ).toHaveLength(64);
     expect(since()).toEqual({ shared: [], dedicated: ["hash", "js-sandbox", "hash"] });
 
     since = mark();
@@ -77,9 +121,14 @@ describe("binding an account to its own worker pool", () => {
     expect(since()).toEqual({ shared: ["hash", "js-sandbox"], dedicated: [] });
 
     const del = await admin(gw.url, `/accounts/${bound.accountId}/workers`, { method: "DELETE" });
-    expect([del.status, del.body]).toEqual([200, { account_id: bound.accountId, url: null, active: false }]);
+    expect([del.status, del.body]).toEqual([
+      200,
+      { account_id: bound.accountId, url: null, active: false },
+    ]);
     since = mark();
-    expect((await callTool(gw.url, bound.key, "hash", { text: "back to shared" })).status).toBe(200);
+    expect((await callTool(gw.url, bound.key, "hash", { text: "back to shared" })).status).toBe(
+      200,
+    );
     expect(since()).toEqual({ shared: ["hash"], dedicated: [] });
     const sandboxPrice = (await call(`${gw.url}/v1/tools/js-sandbox`)).body.price.credits as number;
     expect(await balanceOf(gw.url, bound.key)).toBe(1000 - 4 - sandboxPrice + 1); // charged as usual, wherever served
@@ -87,13 +136,22 @@ describe("binding an account to its own worker pool", () => {
 
   it("follows the tier: a bound account moved off Business uses the shared pools until it is Business again", async () => {
     const { key, accountId } = await fundedAccount(gw.url, 100, "business");
-    await admin(gw.url, `/accounts/${accountId}/workers`, { method: "PUT", body: { url: dedicated.url } });
+    await admin(gw.url, `/accounts/${accountId}/workers`, {
+      method: "PUT",
+      body: { url: dedicated.url },
+    });
     await admin(gw.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "pro" } });
-    expect((await admin(gw.url, `/accounts/${accountId}/workers`)).body).toMatchObject({ url: dedicated.url, active: false });
+    expect((await admin(gw.url, `/accounts/${accountId}/workers`)).body).toMatchObject({
+      url: dedicated.url,
+      active: false,
+    });
     let since = mark();
     await callTool(gw.url, key, "hash", { text: "pro" });
     expect(since()).toEqual({ shared: ["hash"], dedicated: [] });
-    await admin(gw.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "business" } });
+    await admin(gw.url, `/accounts/${accountId}/tier`, {
+      method: "PUT",
+      body: { tier: "business" },
+    });
     since = mark();
     await callTool(gw.url, key, "hash", { text: "business" });
     expect(since()).toEqual({ shared: [], dedicated: ["hash"] });
@@ -101,19 +159,52 @@ describe("binding an account to its own worker pool", () => {
 
   it("binds Business accounts only (403 feature_not_in_tier), and refuses a URL the SSRF guard blocks", async () => {
     const pro = await fundedAccount(gw.url, 100, "pro");
-    const refused = await admin(gw.url, `/accounts/${pro.accountId}/workers`, { method: "PUT", body: { url: dedicated.url } });
-    expect([refused.status, refused.body.error.code, refused.body.error.required_tier]).toEqual([403, "feature_not_in_tier", "business"]);
+    const refused = await admin(gw.url, `/accounts/${pro.accountId}/workers`, {
+      method: "PUT",
+      body: { url: dedicated.url },
+    });
+    expect([refused.status, refused.body.error.code, refused.body.error.required_tier]).toEqual([
+      403,
+      "feature_not_in_tier",
+      "business",
+    ]);
     const free = await signUp(gw.url);
-    expect((await admin(gw.url, `/accounts/${free.accountId}/workers`, { method: "PUT", body: { url: dedicated.url } })).status).toBe(403);
+    expect(
+      (
+        await admin(gw.url, `/accounts/${free.accountId}/workers`, {
+          method: "PUT",
+          body: { url: dedicated.url },
+        })
+      ).status,
+    ).toBe(403);
 
     const { accountId } = await fundedAccount(gw.url, 100, "business");
-    const bind = (url: string) => admin(gw.url, `/accounts/${accountId}/workers`, { method: "PUT", body: { url } });
+    const bind = (url: string) =>
+      admin(gw.url, `/accounts/${accountId}/workers`, { method: "PUT", body: { url } });
     // Cloud metadata stays refused even with the development setting that opens loopback.
-    for (const url of ["http://169.254.169.254", "ftp://127.0.0.1", "http://user:pw@127.0.0.1:1", `${dedicated.url}/tools`, "not a url"]) {
+    for (const url of [
+      "http://169.254.169.254",
+      "ftp://127.0.0.1",
+      "http://user:pw@127.0.0.1:1",
+      `${dedicated.url}/tools`,
+      "not a url",
+    ]) {
       const res = await bind(url);
-      expect([url, res.status, res.body.error.code, res.body.error.param]).toEqual([url, 422, "validation_failed", "url"]);
+      expect([url, res.status, res.body.error.code, res.body.error.param]).toEqual([
+        url,
+        422,
+        "validation_failed",
+        "url",
+      ]);
     }
-    expect((await admin(gw.url, `/accounts/acc_nothing/workers`, { method: "PUT", body: { url: dedicated.url } })).status).toBe(404);
+    expect(
+      (
+        await admin(gw.url, `/accounts/acc_nothing/workers`, {
+          method: "PUT",
+          body: { url: dedicated.url },
+        })
+      ).status,
+    ).toBe(404);
     expect((await call401(`/accounts/${accountId}/workers`)).status).toBe(401);
   });
 });
@@ -123,15 +214,21 @@ describe("a pool reached over HTTPS", () => {
     // The dedicated workers' own application, served over HTTPS with the test CA's certificate for localhost.
     const dir = process.env.TEST_TLS_DIR!;
     const calls: string[] = [];
-    const tls = createTlsServer({ key: readFileSync(join(dir, "server.key")), cert: readFileSync(join(dir, "server.pem")) }, (req, res) => {
-      if (req.method === "POST") calls.push(req.url!);
-      (dedicated.server.listeners("request")[0] as RequestListener)(req, res);
-    });
+    const tls = createTlsServer(
+      { key: readFileSync(join(dir, "server.key")), cert: readFileSync(join(dir, "server.pem")) },
+      (req, res) => {
+        if (req.method === "POST") calls.push(req.url!);
+        (dedicated.server.listeners("request")[0] as RequestListener)(req, res);
+      },
+    );
     await new Promise<void>((r) => tls.listen(0, "127.0.0.1", r));
     try {
       const { key, accountId } = await fundedAccount(gw.url, 100, "business");
       const url = `https://localhost:${(tls.address() as { port: number }).port}`;
-      expect((await admin(gw.url, `/accounts/${accountId}/workers`, { method: "PUT", body: { url } })).body.url).toBe(url);
+      expect(
+        (await admin(gw.url, `/accounts/${accountId}/workers`, { method: "PUT", body: { url } }))
+          .body.url,
+      ).toBe(url);
       const since = mark();
       expect((await callTool(gw.url, key, "hash", { text: "over tls" })).status).toBe(200);
       expect([calls, since().shared]).toEqual([["/tools/hash"], []]);
@@ -145,19 +242,25 @@ describe("a pool reached over HTTPS", () => {
 describe("the hot path", () => {
   it("routes a bound account's keyed call in the one Redis round trip of its admission (observed with MONITOR)", async () => {
     const { key, accountId } = await fundedAccount(gw.url, 100, "business");
-    await admin(gw.url, `/accounts/${accountId}/workers`, { method: "PUT", body: { url: dedicated.url } });
+    await admin(gw.url, `/accounts/${accountId}/workers`, {
+      method: "PUT",
+      body: { url: dedicated.url },
+    });
     expect((await callTool(gw.url, key, "hash", { text: "warm-up" })).status).toBe(200);
-    while ((await gw.services.store.readOutbox(accountId, 10)).length > 0) await new Promise((r) => setTimeout(r, 50));
+    while ((await gw.services.store.readOutbox(accountId, 10)).length > 0)
+      await new Promise((r) => setTimeout(r, 50));
     const monitor = new Redis(REDIS_URL);
     const fromGateway: string[] = [];
     const feed = await monitor.monitor();
     feed.on("monitor", (_time: string, args: string[], source: string) => {
-      if (source !== "lua" && args.some((a) => String(a).includes(`{${accountId}}`))) fromGateway.push(String(args[0]).toLowerCase());
+      if (source !== "lua" && args.some((a) => String(a).includes(`{${accountId}}`)))
+        fromGateway.push(String(args[0]).toLowerCase());
     });
     try {
       await new Promise((r) => setTimeout(r, 100));
       const since = mark();
-      for (let i = 0; i < 5; i++) expect((await callTool(gw.url, key, "hash", { text: `t${i}` })).status).toBe(200);
+      for (let i = 0; i < 5; i++)
+        expect((await callTool(gw.url, key, "hash", { text: `t${i}` })).status).toBe(200);
       await new Promise((r) => setTimeout(r, 200));
       expect(since().dedicated).toHaveLength(5);
       expect(fromGateway).toEqual(Array(5).fill("evalsha"));
@@ -172,7 +275,10 @@ describe("a dedicated pool that is down", () => {
   it("fails the call 503, refunded, and never falls back to the shared pools", async () => {
     const spare = await countingWorkers();
     const { key, accountId } = await fundedAccount(gw.url, 100, "business");
-    await admin(gw.url, `/accounts/${accountId}/workers`, { method: "PUT", body: { url: spare.url } });
+    await admin(gw.url, `/accounts/${accountId}/workers`, {
+      method: "PUT",
+      body: { url: spare.url },
+    });
     expect((await callTool(gw.url, key, "hash", { text: "up" })).status).toBe(200);
     await spare.stop();
 
@@ -180,10 +286,18 @@ describe("a dedicated pool that is down", () => {
     const res = await callTool(gw.url, key, "hash", { text: "down" });
     expect([res.status, res.body.error.code]).toEqual([503, "worker_unavailable"]);
     const mcp = await mcpCall(key, "hash", { text: "down" });
-    expect([mcp.isError, mcp.content[0]!.text]).toEqual([true, expect.stringContaining("worker_unavailable")]);
+    expect([mcp.isError, mcp.content[0]!.text]).toEqual([
+      true,
+      expect.stringContaining("worker_unavailable"),
+    ]);
     expect(await balanceOf(gw.url, key)).toBe(99); // only the call that was served
     expect(since().shared).toEqual([]);
   });
 });
 
-const call401 = (path: string) => fetch(`${gw.url}/api/v1/admin${path}`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ url: "http://127.0.0.1:1" }) });
+const call401 = (path: string) =>
+  fetch(`${gw.url}/api/v1/admin${path}`, {
+    method: "PUT",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ url: "http://127.0.0.1:1" }),
+  });

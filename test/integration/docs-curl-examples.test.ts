@@ -7,7 +7,14 @@ import { OPERATION_EXAMPLES } from "../../src/pages/docs-examples.js";
 import { EXAMPLE_TOOLS } from "../../src/pages/tool-examples.js";
 import { jsonSchemasOf } from "../../src/tools/views.js";
 import { startFakeLlm, startFakeSearxng } from "../helpers/fake-providers.js";
-import { ADMIN_KEY, admin, call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  ADMIN_KEY,
+  admin,
+  call,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 import { startReceiver } from "../helpers/receiver.js";
 import { startChains } from "../helpers/x402.js";
 
@@ -27,25 +34,58 @@ let searxng: Awaited<ReturnType<typeof startFakeSearxng>>;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 let html = "";
 
-const unescapeHtml = (s: string) => s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+const unescapeHtml = (s: string) =>
+  s
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
+    .replace(/&amp;/g, "&");
 
 /** Every `<pre class="curl" data-expect>` block of the page: the command and what it should answer. */
 function curlBlocks(page: string): { command: string; expect: string }[] {
-  return [...page.matchAll(/<pre class="curl" data-expect="([^"]+)"><code>([^]*?)<\/code><\/pre>/g)].map((m) => ({ expect: m[1]!, command: unescapeHtml(m[2]!) }));
+  return [
+    ...page.matchAll(/<pre class="curl" data-expect="([^"]+)"><code>([\s\S]*?)<\/code><\/pre>/g),
+  ].map((m) => ({ expect: m[1]!, command: unescapeHtml(m[2]!) }));
 }
 
 beforeAll(async () => {
   [chains, llm, searxng, receiver] = await Promise.all([
     startChains([]),
     startFakeLlm(),
-    startFakeSearxng([{ title: "x402 — an open payment protocol", url: "https://x402.org/", content: "HTTP 402 payments." }]),
+    startFakeSearxng([
+      {
+        title: "x402 — an open payment protocol",
+        url: "https://x402.org/",
+        content: "HTTP 402 payments.",
+      },
+    ]),
     startReceiver(),
   ]);
   // ai-extract asks for JSON (response_format); the others get text.
-  llm.state.reply = (req) => (req.response_format ? JSON.stringify({ invoice_number: "2291", vendor: "Acme Corp", total: 1250, currency: "EUR" }) : "Bonjour, comment allez-vous ?");
+  llm.state.reply = (req) =>
+    req.response_format
+      ? JSON.stringify({
+          invoice_number: "2291",
+          vendor: "Acme Corp",
+          total: 1250,
+          currency: "EUR",
+        })
+      : "Bonjour, comment allez-vous ?";
   gw = await startGateway({
-    env: { ...chains.env, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1", UPSTREAM_ALLOW_PRIVATE_TARGETS: "1", SIGNUPS_PER_HOUR_PER_IP: "10000", STATUS_CHECK_INTERVAL_MS: "60000" },
-    workerEnv: { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "test-model", AI_API_KEY: "sk-test", SEARXNG_URL: searxng.url },
+    env: {
+      ...chains.env,
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: "1",
+      UPSTREAM_ALLOW_PRIVATE_TARGETS: "1",
+      SIGNUPS_PER_HOUR_PER_IP: "10000",
+      STATUS_CHECK_INTERVAL_MS: "60000",
+    },
+    workerEnv: {
+      AI_BASE_URL: `${llm.url}/v1`,
+      AI_MODEL: "test-model",
+      AI_API_KEY: "sk-test",
+      SEARXNG_URL: searxng.url,
+    },
   });
   await gw.services.pools.refresh();
   html = await (await fetch(`${gw.url}/docs`)).text();
@@ -59,11 +99,19 @@ afterAll(async () => {
 /** A fresh Business account with a second key, a webhook (its own or the platform's), an incident: what the examples' variables name. */
 async function variablesFor(command: string): Promise<Record<string, string>> {
   const account = await fundedAccount(gw.url, 1000, "business");
-  const second = await call(`${gw.url}/api/v1/keys`, { key: account.key, body: { name: "second" } });
+  const second = await call(`${gw.url}/api/v1/keys`, {
+    key: account.key,
+    body: { name: "second" },
+  });
   const platform = command.includes("/admin/webhooks");
   const register = platform
-    ? await admin(gw.url, "/webhooks/register", { body: { url: receiver.url("/platform"), events: ["agent.registered"] } })
-    : await call(`${gw.url}/api/v1/webhooks/register`, { key: account.key, body: { url: receiver.url("/account"), events: ["tool.error"] } });
+    ? await admin(gw.url, "/webhooks/register", {
+        body: { url: receiver.url("/platform"), events: ["agent.registered"] },
+      })
+    : await call(`${gw.url}/api/v1/webhooks/register`, {
+        key: account.key,
+        body: { url: receiver.url("/account"), events: ["tool.error"] },
+      });
   const vars: Record<string, string> = {
     TOOLGATE_API_KEY: account.key,
     TOOLGATE_ADMIN_KEY: ADMIN_KEY,
@@ -74,19 +122,36 @@ async function variablesFor(command: string): Promise<Record<string, string>> {
     CHALLENGE_MESSAGE: "not a signed challenge",
   };
   if (command.includes("$TOOL_NAME")) {
-    const tool = { name: "word-count", description: "Counts words.", url: receiver.url("/tools/word-count"), input_schema: { type: "object" }, price_credits: 1 };
-    vars.TOOL_NAME = (await call(`${gw.url}/api/v1/custom-tools`, { key: account.key, body: tool })).body.name;
+    const tool = {
+      name: "word-count",
+      description: "Counts words.",
+      url: receiver.url("/tools/word-count"),
+      input_schema: { type: "object" },
+      price_credits: 1,
+    };
+    vars.TOOL_NAME = (
+      await call(`${gw.url}/api/v1/custom-tools`, { key: account.key, body: tool })
+    ).body.name;
   }
   if (command.includes("$INCIDENT_ID")) {
-    vars.INCIDENT_ID = (await admin(gw.url, "/incidents", { body: { title: "Test", message: "Testing." } })).body.id;
+    vars.INCIDENT_ID = (
+      await admin(gw.url, "/incidents", { body: { title: "Test", message: "Testing." } })
+    ).body.id;
   }
   if (command.includes("$EVENT_ID")) {
     const path = platform ? "/admin/webhooks" : "/webhooks";
-    const test = platform ? await admin(gw.url, "/webhooks/test", { body: { webhook_id: vars.WEBHOOK_ID } }) : await call(`${gw.url}/api/v1/webhooks/test`, { key: account.key, body: { webhook_id: vars.WEBHOOK_ID } });
+    const test = platform
+      ? await admin(gw.url, "/webhooks/test", { body: { webhook_id: vars.WEBHOOK_ID } })
+      : await call(`${gw.url}/api/v1/webhooks/test`, {
+          key: account.key,
+          body: { webhook_id: vars.WEBHOOK_ID },
+        });
     expect(test.status).toBeLessThan(300);
     const deadline = Date.now() + 10_000;
     for (;;) {
-      const log = platform ? await admin(gw.url, `${path.replace("/admin", "")}/${vars.WEBHOOK_ID}/deliveries`) : await call(`${gw.url}/api/v1${path}/${vars.WEBHOOK_ID}/deliveries`, { key: account.key });
+      const log = platform
+        ? await admin(gw.url, `${path.replace("/admin", "")}/${vars.WEBHOOK_ID}/deliveries`)
+        : await call(`${gw.url}/api/v1${path}/${vars.WEBHOOK_ID}/deliveries`, { key: account.key });
       if (log.body.data?.[0]?.event_id) {
         vars.EVENT_ID = log.body.data[0].event_id;
         break;
@@ -100,10 +165,22 @@ async function variablesFor(command: string): Promise<Record<string, string>> {
 
 /** Same keys, same JSON types, recursively (ids, times and amounts differ). */
 function sameShape(actual: unknown, example: unknown, path = "$"): string[] {
-  if (example === null || typeof example !== "object") return typeof actual === typeof example || example === null ? [] : [`${path}: ${typeof actual} instead of ${typeof example}`];
-  if (Array.isArray(example)) return Array.isArray(actual) ? (example.length && actual.length ? sameShape(actual[0], example[0], `${path}[0]`) : []) : [`${path}: not an array`];
+  if (example === null || typeof example !== "object")
+    return typeof actual === typeof example || example === null
+      ? []
+      : [`${path}: ${typeof actual} instead of ${typeof example}`];
+  if (Array.isArray(example))
+    return Array.isArray(actual)
+      ? example.length && actual.length
+        ? sameShape(actual[0], example[0], `${path}[0]`)
+        : []
+      : [`${path}: not an array`];
   if (!actual || typeof actual !== "object") return [`${path}: not an object`];
-  return Object.entries(example).flatMap(([k, v]) => (k in actual ? sameShape((actual as Record<string, unknown>)[k], v, `${path}.${k}`) : [`${path}.${k}: missing`]));
+  return Object.entries(example).flatMap(([k, v]) =>
+    k in actual
+      ? sameShape((actual as Record<string, unknown>)[k], v, `${path}.${k}`)
+      : [`${path}.${k}: missing`],
+  );
 }
 
 /**
@@ -111,7 +188,16 @@ function sameShape(actual: unknown, example: unknown, path = "$"): string[] {
  * fetch example.com) or a model that follows a structured answer format (the fake provider
  * answers free text). Here their example must fail cleanly: 502 tool_failed, not charged.
  */
-const NEEDS_OUTSIDE = new Set(["web-fetch", "web-metadata", "rss-read", "robots-check", "sitemap-read", "ai-extract-url", "ai-classify", "ai-code-review"]);
+const NEEDS_OUTSIDE = new Set([
+  "web-fetch",
+  "web-metadata",
+  "rss-read",
+  "robots-check",
+  "sitemap-read",
+  "ai-extract-url",
+  "ai-classify",
+  "ai-code-review",
+]);
 
 describe("the curl examples on /docs", () => {
   it("put the key in double quotes, so the shell fills in $TOOLGATE_API_KEY", () => {
@@ -120,25 +206,51 @@ describe("the curl examples on /docs", () => {
     expect(html).not.toContain("x-api-key: $KEY");
     for (const { command } of blocks) {
       expect(command).not.toMatch(/'x-api-key/);
-      if (command.includes("x-api-key")) expect(command).toMatch(/-H "x-api-key: \$TOOLGATE_(API|ADMIN)_KEY"/);
+      if (command.includes("x-api-key"))
+        expect(command).toMatch(/-H "x-api-key: \$TOOLGATE_(API|ADMIN)_KEY"/);
     }
   });
 
   it("each answers 2xx when run with bash, or the error the page says it shows", async () => {
     const failures: string[] = [];
     for (const { command, expect: expected } of curlBlocks(html)) {
-      const runnable = command.replaceAll(DOCUMENTED_BASE, gw.url).replaceAll("https://example.com/hooks/", receiver.url("/")).replaceAll("https://example.com/tools/", receiver.url("/tools/"));
+      const runnable = command
+        .replaceAll(DOCUMENTED_BASE, gw.url)
+        .replaceAll("https://example.com/hooks/", receiver.url("/"))
+        .replaceAll("https://example.com/tools/", receiver.url("/tools/"));
       const env = { PATH: process.env.PATH!, ...(await variablesFor(runnable)) };
       const { stdout } = await run("bash", ["-c", `${runnable} -w '\\n%{http_code}'`], { env });
       const status = Number(stdout.slice(stdout.lastIndexOf("\n") + 1));
       const tool = /\/v1\/tools\/([a-z0-9-]+)"/.exec(command)?.[1];
-      const failsCleanly = tool !== undefined && NEEDS_OUTSIDE.has(tool) && status === 502 && stdout.includes('"code":"tool_failed"') && stdout.includes("not charged");
-      const ok = expected === "2xx" ? (status >= 200 && status < 300) || failsCleanly : status === Number(expected);
-      if (!ok) failures.push(`${status} (expected ${expected}): ${command.split("\n")[0]} → ${stdout.slice(0, 300)}`);
-      const documented = Object.entries(OPERATION_EXAMPLES).find(([op, ex]) => ex.response && command.includes(` -X ${op.split(" ")[0]} `) && command.includes(`${op.split(" ")[1]}"`));
+      const failsCleanly =
+        tool !== undefined &&
+        NEEDS_OUTSIDE.has(tool) &&
+        status === 502 &&
+        stdout.includes('"code":"tool_failed"') &&
+        stdout.includes("not charged");
+      const ok =
+        expected === "2xx"
+          ? (status >= 200 && status < 300) || failsCleanly
+          : status === Number(expected);
+      if (!ok)
+        failures.push(
+          `${status} (expected ${expected}): ${command.split("\n")[0]} → ${stdout.slice(0, 300)}`,
+        );
+      const documented = Object.entries(OPERATION_EXAMPLES).find(
+        ([op, ex]) =>
+          ex.response &&
+          command.includes(` -X ${op.split(" ")[0]} `) &&
+          command.includes(`${op.split(" ")[1]}"`),
+      );
       if (documented && ok) {
-        const mismatches = sameShape(JSON.parse(stdout.slice(0, stdout.lastIndexOf("\n"))), documented[1].response);
-        if (mismatches.length) failures.push(`${documented[0]}: the documented answer differs from the real one: ${mismatches.join(", ")}`);
+        const mismatches = sameShape(
+          JSON.parse(stdout.slice(0, stdout.lastIndexOf("\n"))),
+          documented[1].response,
+        );
+        if (mismatches.length)
+          failures.push(
+            `${documented[0]}: the documented answer differs from the real one: ${mismatches.join(", ")}`,
+          );
       }
     }
     expect(failures).toEqual([]);
@@ -149,13 +261,17 @@ describe("the curl examples on /docs", () => {
     const shown = EXAMPLE_TOOLS.filter((t) => !NEEDS_OUTSIDE.has(t.name));
     expect(shown.length).toBeGreaterThan(20);
     for (const tool of shown) {
-      const section = html.match(new RegExp(`<section id="tool-${tool.name}"[^]*?</section>`))?.[0] ?? "";
-      const answer = section.match(/<h4>Answer 200[^<]*<\/h4><pre><code>([^]*?)<\/code><\/pre>/)?.[1];
+      const section =
+        html.match(new RegExp(`<section id="tool-${tool.name}"[\\s\\S]*?</section>`))?.[0] ?? "";
+      const answer = section.match(
+        /<h4>Answer 200[^<]*<\/h4><pre><code>([\s\S]*?)<\/code><\/pre>/,
+      )?.[1];
       expect(answer, tool.name).toBeDefined();
       const answered = JSON.parse(unescapeHtml(answer!));
       // Long strings are cut on the page; the rest is what the tool answered.
       const validate = ajv.compile(jsonSchemasOf(tool).output);
-      if (!JSON.stringify(answered).includes("…")) expect(validate(answered), `${tool.name}: ${JSON.stringify(validate.errors)}`).toBe(true);
+      if (!JSON.stringify(answered).includes("…"))
+        expect(validate(answered), `${tool.name}: ${JSON.stringify(validate.errors)}`).toBe(true);
       expect(section).toContain(`${tool.cost} credit`);
     }
   });

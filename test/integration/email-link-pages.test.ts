@@ -6,7 +6,8 @@ import { call, signUp, startGateway, type TestGateway } from "../helpers/gateway
  * The link in the verification e-mail, opened in a browser, shows a page a person can read;
  * an API client asking for JSON (or anything, as curl does) still gets the JSON answer.
  */
-const BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
+const BROWSER_ACCEPT =
+  "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
 
 let gw: TestGateway;
 beforeAll(async () => {
@@ -14,7 +15,10 @@ beforeAll(async () => {
 });
 afterAll(() => gw.stop());
 
-const open = (token: string, accept: string) => fetch(`${gw.url}/api/v1/verify-email?token=${encodeURIComponent(token)}`, { headers: { accept } });
+const open = (token: string, accept: string) =>
+  fetch(`${gw.url}/api/v1/verify-email?token=${encodeURIComponent(token)}`, {
+    headers: { accept },
+  });
 
 describe("the e-mail verification link", () => {
   it("opened in a browser, shows a page saying the address is verified and what was added", async () => {
@@ -34,8 +38,14 @@ describe("the e-mail verification link", () => {
   it("opened by a client asking for JSON (or sending */*), answers JSON as before", async () => {
     const { accountId } = await signUp(gw.url);
     const token = verificationToken(gw.services.config.secretKeys[0]!, accountId);
-    const json = await call(`${gw.url}/api/v1/verify-email?token=${encodeURIComponent(token)}`, { headers: { accept: "application/json" } });
-    expect(json.body).toMatchObject({ account_id: accountId, email_verified: true, credits_added: 75 });
+    const json = await call(`${gw.url}/api/v1/verify-email?token=${encodeURIComponent(token)}`, {
+      headers: { accept: "application/json" },
+    });
+    expect(json.body).toMatchObject({
+      account_id: accountId,
+      email_verified: true,
+      credits_added: 75,
+    });
     const curl = await open(token, "*/*");
     expect(curl.headers.get("content-type")).toContain("application/json");
   });

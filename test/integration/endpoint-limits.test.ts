@@ -12,7 +12,11 @@ let rx: Awaited<ReturnType<typeof startReceiver>>;
 beforeAll(async () => {
   rx = await startReceiver();
   gw = await startGateway({
-    env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "1", ENDPOINT_LIMITS: "wallet-challenge=3/60,verification-email=2/3600,webhook-test=2/60,webhook-resend=1/60" },
+    env: {
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: "1",
+      ENDPOINT_LIMITS:
+        "wallet-challenge=3/60,verification-email=2/3600,webhook-test=2/60,webhook-resend=1/60",
+    },
   });
 });
 afterAll(async () => {
@@ -24,36 +28,67 @@ const from = (address: string) => ({ "x-forwarded-for": address });
 
 function expectRateLimited(res: { status: number; headers: Headers; body: any }, message: RegExp) {
   expect(res.status).toBe(429);
-  expect(res.body).toEqual({ error: { type: "rate_limit_error", code: "rate_limited", message: expect.stringMatching(message), request_id: res.headers.get("x-request-id") } });
+  expect(res.body).toEqual({
+    error: {
+      type: "rate_limit_error",
+      code: "rate_limited",
+      message: expect.stringMatching(message),
+      request_id: res.headers.get("x-request-id"),
+    },
+  });
   expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
 }
 
 describe("endpoint limits", () => {
   it("limit wallet sign-in challenges per client address", async () => {
-    const challenge = (address: string) => call(`${gw.url}/api/v1/wallet/challenge`, { body: { address: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" }, headers: from(address) });
+    const challenge = (address: string) =>
+      call(`${gw.url}/api/v1/wallet/challenge`, {
+        body: { address: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" },
+        headers: from(address),
+      });
     for (let i = 0; i < 3; i++) expect((await challenge("198.51.100.30")).status).toBe(200);
-    expectRateLimited(await challenge("198.51.100.30"), /^At most 3 wallet sign-in challenges per minute per client address/);
+    expectRateLimited(
+      await challenge("198.51.100.30"),
+      /^At most 3 wallet sign-in challenges per minute per client address/,
+    );
     expect((await challenge("198.51.100.31")).status).toBe(200);
   });
 
   it("limit verification e-mails per account and per client address", async () => {
-    const resend = (key: string, address: string) => call(`${gw.url}/api/v1/account/verification-email`, { method: "POST", key, headers: from(address) });
+    const resend = (key: string, address: string) =>
+      call(`${gw.url}/api/v1/account/verification-email`, {
+        method: "POST",
+        key,
+        headers: from(address),
+      });
     const first = await signUp(gw.url);
     expect((await resend(first.key, "198.51.100.40")).status).toBe(202);
     expect((await resend(first.key, "198.51.100.41")).status).toBe(202);
     // A third e-mail to the same inbox, from yet another address: the account's limit holds.
-    expectRateLimited(await resend(first.key, "198.51.100.42"), /^At most 2 verification e-mails per hour per account/);
+    expectRateLimited(
+      await resend(first.key, "198.51.100.42"),
+      /^At most 2 verification e-mails per hour per account/,
+    );
     // Another account from an address that has used its share: the address's limit holds.
     const second = await signUp(gw.url);
     expect((await resend(second.key, "198.51.100.42")).status).toBe(202);
     expect((await resend(second.key, "198.51.100.42")).status).toBe(202);
-    expectRateLimited(await resend(second.key, "198.51.100.42"), /^At most 2 verification e-mails per hour per (account|client address)/);
+    expectRateLimited(
+      await resend(second.key, "198.51.100.42"),
+      /^At most 2 verification e-mails per hour per (account|client address)/,
+    );
   });
 
   it("limit webhook test events and resends per account", async () => {
     const { key } = await fundedAccount(gw.url, 100, "pro");
-    const hook = (await call(`${gw.url}/api/v1/webhooks/register`, { key, body: { url: rx.url("/limits"), events: ["tool.error"] } })).body;
-    const test = () => call(`${gw.url}/api/v1/webhooks/test`, { key, body: { webhook_id: hook.id } });
+    const hook = (
+      await call(`${gw.url}/api/v1/webhooks/register`, {
+        key,
+        body: { url: rx.url("/limits"), events: ["tool.error"] },
+      })
+    ).body;
+    const test = () =>
+      call(`${gw.url}/api/v1/webhooks/test`, { key, body: { webhook_id: hook.id } });
     const sent = await test();
     expect(sent.status).toBe(202);
     expect((await test()).status).toBe(202);
@@ -63,10 +98,16 @@ describe("endpoint limits", () => {
     await rx.waitForBody("/limits", (body) => body.id === eventId);
     let logged = false;
     for (let i = 0; i < 50 && !logged; i++) {
-      logged = (await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries`, { key })).body.data.some((d: { event_id: string }) => d.event_id === eventId);
+      logged = (
+        await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries`, { key })
+      ).body.data.some((d: { event_id: string }) => d.event_id === eventId);
       if (!logged) await new Promise((r) => setTimeout(r, 50));
     }
-    const resend = () => call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries/${eventId}/resend`, { key, method: "POST" });
+    const resend = () =>
+      call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries/${eventId}/resend`, {
+        key,
+        method: "POST",
+      });
     expect((await resend()).status).toBe(202);
     expectRateLimited(await resend(), /^At most 1 webhook resends per minute per account/);
   });

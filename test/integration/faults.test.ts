@@ -5,7 +5,16 @@ import { tierLimits } from "../../src/store/index.js";
 import { RedisStore } from "../../src/store/redis.js";
 import { ledgerOf } from "../helpers/books.js";
 import { startFakeLlm } from "../helpers/fake-providers.js";
-import { call, callTool, dropPrefix, eventsOf, fundedAccount, spawnGateway, uniquePrefix, type GatewayProcess } from "../helpers/gateway.js";
+import {
+  call,
+  callTool,
+  dropPrefix,
+  eventsOf,
+  fundedAccount,
+  spawnGateway,
+  uniquePrefix,
+  type GatewayProcess,
+} from "../helpers/gateway.js";
 import { REDIS_URL } from "../helpers/redis.js";
 import { startPrivateRedis } from "../helpers/redis-server.js";
 
@@ -19,7 +28,9 @@ async function expectBooksAddUp(store: RedisStore, accountId: string, served: nu
   const refunded = new Set(entries.filter((e) => e.kind === "refund").map((e) => e.requestId));
   const kept = entries.filter((e) => e.kind === "debit" && !refunded.has(e.requestId));
   expect(kept.length).toBe(served);
-  expect(new Set(entries.filter((e) => e.kind === "debit").map((e) => e.requestId)).size).toBe(entries.filter((e) => e.kind === "debit").length);
+  expect(new Set(entries.filter((e) => e.kind === "debit").map((e) => e.requestId)).size).toBe(
+    entries.filter((e) => e.kind === "debit").length,
+  );
 }
 
 describe("Redis stops mid-traffic", () => {
@@ -68,7 +79,12 @@ describe("Redis stops mid-traffic", () => {
     expect((await callTool(gw.url, key, "hash", { text: "after" })).status).toBe(200);
     served++;
     await new Promise((r) => setTimeout(r, 1500));
-    const store = new RedisStore({ url: redis.url, keyPrefix: "faults:", tiers: tierLimits(), periodMs: PERIOD_MS });
+    const store = new RedisStore({
+      url: redis.url,
+      keyPrefix: "faults:",
+      tiers: tierLimits(),
+      periodMs: PERIOD_MS,
+    });
     try {
       await expectBooksAddUp(store, accountId, served);
     } finally {
@@ -97,7 +113,10 @@ describe("a tool worker crashes mid-call", () => {
     const before = llm.state.received;
     const inFlight = callTool(gw.url, key, "ai-generate", { prompt: "crash" });
     await llm.reached(before + 1);
-    const workerPid = execFileSync("pgrep", ["-P", String(gw.child.pid), "-f", "workers/main"]).toString().trim().split("\n")[0]!;
+    const workerPid = execFileSync("pgrep", ["-P", String(gw.child.pid), "-f", "workers/main"])
+      .toString()
+      .trim()
+      .split("\n")[0]!;
     process.kill(Number(workerPid), "SIGKILL");
     const res = await inFlight;
     expect([res.status, res.body.error.code]).toEqual([503, "worker_unavailable"]);
@@ -109,11 +128,20 @@ describe("a tool worker crashes mid-call", () => {
       after = await callTool(gw.url, key, "hash", { text: "recovered" });
     }
     expect(after.status).toBe(200);
-    const store = new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+    const store = new RedisStore({
+      url: REDIS_URL,
+      keyPrefix: prefix,
+      tiers: tierLimits(),
+      periodMs: PERIOD_MS,
+    });
     try {
       // The crashed call's event (calls made while the workers restarted report their own).
-      const errors = (await eventsOf(store, accountId, 2)).filter((e) => e.event === "tool.error" && e.data.tool_name === "ai-generate");
-      expect(errors.map((e) => e.data)).toMatchObject([{ tool_name: "ai-generate", credits_charged: 0, error_code: "worker_unavailable" }]);
+      const errors = (await eventsOf(store, accountId, 2)).filter(
+        (e) => e.event === "tool.error" && e.data.tool_name === "ai-generate",
+      );
+      expect(errors.map((e) => e.data)).toMatchObject([
+        { tool_name: "ai-generate", credits_charged: 0, error_code: "worker_unavailable" },
+      ]);
     } finally {
       await store.close();
     }
@@ -136,21 +164,38 @@ describe("a gateway process is killed under load", () => {
     const { key, accountId } = await fundedAccount(a.url, 200, "business");
     let servedByB = 0;
     let stop = false;
-    const onA = Promise.all(Array.from({ length: 6 }, async (_, i) => {
-      const results: number[] = [];
-      for (let j = 0; !stop; j++) results.push(await callTool(a.url, key, "hash", { text: `a${i}-${j}` }).then((r) => r.status, () => 0));
-      return results;
-    }));
-    const onB = Promise.all(Array.from({ length: 6 }, async (_, i) => {
-      for (let j = 0; !stop; j++) if ((await callTool(b.url, key, "hash", { text: `b${i}-${j}` })).status === 200) servedByB++;
-    }));
+    const onA = Promise.all(
+      Array.from({ length: 6 }, async (_, i) => {
+        const results: number[] = [];
+        for (let j = 0; !stop; j++)
+          results.push(
+            await callTool(a.url, key, "hash", { text: `a${i}-${j}` }).then(
+              (r) => r.status,
+              () => 0,
+            ),
+          );
+        return results;
+      }),
+    );
+    const onB = Promise.all(
+      Array.from({ length: 6 }, async (_, i) => {
+        for (let j = 0; !stop; j++)
+          if ((await callTool(b.url, key, "hash", { text: `b${i}-${j}` })).status === 200)
+            servedByB++;
+      }),
+    );
     await new Promise((r) => setTimeout(r, 400));
     await a.stop("SIGKILL");
     await new Promise((r) => setTimeout(r, 400));
     stop = true;
     const servedByA = (await onA).flat().filter((s) => s === 200).length;
     await onB;
-    const store = new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+    const store = new RedisStore({
+      url: REDIS_URL,
+      keyPrefix: prefix,
+      tiers: tierLimits(),
+      periodMs: PERIOD_MS,
+    });
     try {
       const entries = await ledgerOf(store, accountId);
       const account = await store.getAccount(accountId);
@@ -162,7 +207,10 @@ describe("a gateway process is killed under load", () => {
       expect(debits.length).toBeGreaterThanOrEqual(servedByA + servedByB);
       expect(debits.length).toBeLessThanOrEqual(servedByA + servedByB + 6);
       // The low-credit alert (200 credits, so below 40) fires once and reaches the event log through the survivor.
-      if (account!.balance < 40) expect((await eventsOf(store, accountId, 2)).filter((e) => e.event === "credits.low")).toHaveLength(1);
+      if (account!.balance < 40)
+        expect(
+          (await eventsOf(store, accountId, 2)).filter((e) => e.event === "credits.low"),
+        ).toHaveLength(1);
     } finally {
       await store.close();
     }
@@ -179,7 +227,12 @@ describe("a call cut off by a gateway crash, retried with its Idempotency-Key", 
   beforeAll(async () => {
     llm = await startFakeLlm();
     // A short tool timeout keeps the claim's lease (timeout + queue wait + 5 s) short for the test.
-    const env = { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "m", TOOL_TIMEOUTS: "ai-generate=2000", POOL_QUEUE_TIMEOUT_MS: "500" };
+    const env = {
+      AI_BASE_URL: `${llm.url}/v1`,
+      AI_MODEL: "m",
+      TOOL_TIMEOUTS: "ai-generate=2000",
+      POOL_QUEUE_TIMEOUT_MS: "500",
+    };
     [a, b] = await Promise.all([spawnGateway(prefix, env), spawnGateway(prefix, env)]);
   });
   afterAll(async () => {
@@ -192,10 +245,14 @@ describe("a call cut off by a gateway crash, retried with its Idempotency-Key", 
     const { key, accountId } = await fundedAccount(a.url, 100, "pro");
     const headers = { "idempotency-key": "crash-retry-1" };
     llm.state.delayMs = 3000;
-    const cutOff = callTool(a.url, key, "ai-generate", { prompt: "hello" }, headers).catch((err: Error) => err);
+    const cutOff = callTool(a.url, key, "ai-generate", { prompt: "hello" }, headers).catch(
+      (err: Error) => err,
+    );
     // Killed once the call is charged and on its way to the provider.
-    const credits = async () => (await call(`${b.url}/api/v1/account`, { key })).body.credits as number;
-    for (let i = 0; i < 100 && (await credits()) === 100; i++) await new Promise((r) => setTimeout(r, 20));
+    const credits = async () =>
+      (await call(`${b.url}/api/v1/account`, { key })).body.credits as number;
+    for (let i = 0; i < 100 && (await credits()) === 100; i++)
+      await new Promise((r) => setTimeout(r, 20));
     await a.stop("SIGKILL");
     expect(await cutOff).toBeInstanceOf(Error);
     const charged = await credits();
@@ -209,7 +266,12 @@ describe("a call cut off by a gateway crash, retried with its Idempotency-Key", 
     expect([replay.status, replay.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
     expect((await call(`${b.url}/api/v1/account`, { key })).body.credits).toBe(charged);
 
-    const store = new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+    const store = new RedisStore({
+      url: REDIS_URL,
+      keyPrefix: prefix,
+      tiers: tierLimits(),
+      periodMs: PERIOD_MS,
+    });
     try {
       await expectBooksAddUp(store, accountId, 1);
     } finally {

@@ -8,7 +8,8 @@ import { admin, call, startGateway, type TestGateway } from "../helpers/gateway.
  * link and description; items with title, link, a unique guid, an RFC 822 pubDate and a
  * description. Incidents posted by the operator show on /status, /status.json and /status.rss.
  */
-const RFC_822 = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} (GMT|[+-]\d{4})$/;
+const RFC_822 =
+  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} (GMT|[+-]\d{4})$/;
 
 let gw: TestGateway;
 beforeAll(async () => {
@@ -21,13 +22,17 @@ async function feed(path: string) {
   const xml = await res.text();
   expect(res.headers.get("content-type")).toBe("application/rss+xml; charset=utf-8");
   expect(XMLValidator.validate(xml)).toBe(true);
-  const doc = new XMLParser({ ignoreAttributes: false, isArray: (name) => name === "item" }).parse(xml);
+  const doc = new XMLParser({ ignoreAttributes: false, isArray: (name) => name === "item" }).parse(
+    xml,
+  );
   expect(doc.rss["@_version"]).toBe("2.0");
   const channel = doc.rss.channel;
-  for (const element of ["title", "link", "description"]) expect(channel[element], element).toEqual(expect.any(String));
+  for (const element of ["title", "link", "description"])
+    expect(channel[element], element).toEqual(expect.any(String));
   const items = (channel.item ?? []) as Record<string, any>[];
   for (const item of items) {
-    for (const element of ["title", "link", "description"]) expect(item[element], element).toEqual(expect.any(String));
+    for (const element of ["title", "link", "description"])
+      expect(item[element], element).toEqual(expect.any(String));
     expect(item.pubDate).toMatch(RFC_822);
     expect(Number.isNaN(Date.parse(item.pubDate))).toBe(false);
     expect(item.guid["#text"]).toEqual(expect.any(String));
@@ -41,7 +46,9 @@ describe("/changelog.rss", () => {
     const { items, channel } = await feed("/changelog.rss");
     const dated = parseChangelog(readChangelog()).releases.filter((r) => r.date);
     expect(dated.length).toBeGreaterThanOrEqual(2);
-    expect(items.map((i) => i.title).sort()).toEqual(dated.map((r) => `${r.title} (${r.date})`).sort());
+    expect(items.map((i) => i.title).sort()).toEqual(
+      dated.map((r) => `${r.title} (${r.date})`).sort(),
+    );
     expect(channel.link).toMatch(/\/changelog$/);
     for (const item of items) expect(item.link).toMatch(/\/changelog#/);
   });
@@ -49,12 +56,32 @@ describe("/changelog.rss", () => {
 
 describe("incidents", () => {
   it("posted, updated and resolved by the operator, show on /status.json, /status and /status.rss", async () => {
-    const opened = await admin(gw.url, "/incidents", { body: { title: "Slow AI answers", message: "Looking into it.", impact: "minor", components: ["provider-ai-generate"] } });
+    const opened = await admin(gw.url, "/incidents", {
+      body: {
+        title: "Slow AI answers",
+        message: "Looking into it.",
+        impact: "minor",
+        components: ["provider-ai-generate"],
+      },
+    });
     expect(opened.status).toBe(201);
-    const second = await admin(gw.url, "/incidents", { body: { title: "Webhook delays", message: "Deliveries are late.", components: ["webhook-delivery"] } });
-    const updated = await admin(gw.url, `/incidents/${opened.body.id}/updates`, { body: { status: "monitoring", message: "Provider recovered." } });
-    expect(updated.body.updates.map((u: { status: string }) => u.status)).toEqual(["investigating", "monitoring"]);
-    const resolved = await admin(gw.url, `/incidents/${second.body.id}/resolve`, { body: { message: "All delivered." } });
+    const second = await admin(gw.url, "/incidents", {
+      body: {
+        title: "Webhook delays",
+        message: "Deliveries are late.",
+        components: ["webhook-delivery"],
+      },
+    });
+    const updated = await admin(gw.url, `/incidents/${opened.body.id}/updates`, {
+      body: { status: "monitoring", message: "Provider recovered." },
+    });
+    expect(updated.body.updates.map((u: { status: string }) => u.status)).toEqual([
+      "investigating",
+      "monitoring",
+    ]);
+    const resolved = await admin(gw.url, `/incidents/${second.body.id}/resolve`, {
+      body: { message: "All delivered." },
+    });
     expect(resolved.body.resolved_at).toEqual(expect.any(String));
 
     await new Promise((r) => setTimeout(r, 1100)); // the report is cached for a second
@@ -68,16 +95,35 @@ describe("incidents", () => {
     expect(page).toContain("Provider recovered.");
 
     const { items } = await feed("/status.rss");
-    expect(items.map((i) => i.title)).toEqual(expect.arrayContaining(["Slow AI answers", "[Resolved] Webhook delays"]));
-    expect(items.find((i) => i.title === "Slow AI answers")!.description).toContain("Provider recovered.");
+    expect(items.map((i) => i.title)).toEqual(
+      expect.arrayContaining(["Slow AI answers", "[Resolved] Webhook delays"]),
+    );
+    expect(items.find((i) => i.title === "Slow AI answers")!.description).toContain(
+      "Provider recovered.",
+    );
   });
 
   it("refuses an unknown component, a missing admin key, and updates to a resolved incident", async () => {
-    expect((await admin(gw.url, "/incidents", { body: { title: "x", message: "y", components: ["nope"] } })).body.error).toMatchObject({ code: "validation_failed", param: "components" });
-    expect((await call(`${gw.url}/api/v1/admin/incidents`, { body: { title: "x", message: "y" } })).status).toBe(401);
+    expect(
+      (
+        await admin(gw.url, "/incidents", {
+          body: { title: "x", message: "y", components: ["nope"] },
+        })
+      ).body.error,
+    ).toMatchObject({ code: "validation_failed", param: "components" });
+    expect(
+      (await call(`${gw.url}/api/v1/admin/incidents`, { body: { title: "x", message: "y" } }))
+        .status,
+    ).toBe(401);
     const opened = await admin(gw.url, "/incidents", { body: { title: "x", message: "y" } });
     await admin(gw.url, `/incidents/${opened.body.id}/resolve`, { body: {} });
-    expect((await admin(gw.url, `/incidents/${opened.body.id}/updates`, { body: { status: "monitoring", message: "z" } })).status).toBe(422);
+    expect(
+      (
+        await admin(gw.url, `/incidents/${opened.body.id}/updates`, {
+          body: { status: "monitoring", message: "z" },
+        })
+      ).status,
+    ).toBe(422);
     expect((await admin(gw.url, "/incidents/inc_unknown/resolve", { body: {} })).status).toBe(404);
   });
 });

@@ -19,7 +19,8 @@ it("makes one Redis round trip per keyed call, writing last_used_at inside it on
   // The first call loads the script into Redis (EVALSHA, then EVAL once) and first writes last_used_at.
   expect((await callTool(gw.url, key, "hash", { text: "warm-up" })).status).toBe(200);
   // Let the relay hand on the sign-up's events first: its work is not the calls'.
-  while ((await gw.services.store.readOutbox(accountId, 10)).length > 0) await new Promise((r) => setTimeout(r, 50));
+  while ((await gw.services.store.readOutbox(accountId, 10)).length > 0)
+    await new Promise((r) => setTimeout(r, 50));
   await new Promise((r) => setTimeout(r, 500));
   const tag = `{${accountId}}`;
   const monitor = new Redis(REDIS_URL);
@@ -34,10 +35,13 @@ it("makes one Redis round trip per keyed call, writing last_used_at inside it on
   try {
     await new Promise((r) => setTimeout(r, 100));
     const calls = 10;
-    for (let i = 0; i < calls; i++) expect((await callTool(gw.url, key, "hash", { text: `t${i}` })).status).toBe(200);
+    for (let i = 0; i < calls; i++)
+      expect((await callTool(gw.url, key, "hash", { text: `t${i}` })).status).toBe(200);
     await new Promise((r) => setTimeout(r, 200));
     expect(fromGateway).toEqual(Array(calls).fill("evalsha"));
-    const lastUsedWrites = inScripts.filter((args) => args[0]!.toLowerCase() === "hset" && args.includes("last_used_at"));
+    const lastUsedWrites = inScripts.filter(
+      (args) => args[0]!.toLowerCase() === "hset" && args.includes("last_used_at"),
+    );
     // The warm-up call wrote it before the monitor started: none of these calls, within the minute, rewrites it.
     expect(lastUsedWrites).toEqual([]);
   } finally {

@@ -16,7 +16,16 @@ describe("API keys", () => {
     const res = await keys(key);
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual([
-      { id: keyId, name: "default", prefix: key.slice(0, 29), last4: key.slice(-4), status: "active", created_at: expect.any(String), revoked_at: null, last_used_at: expect.any(String) },
+      {
+        id: keyId,
+        name: "default",
+        prefix: key.slice(0, 29),
+        last4: key.slice(-4),
+        status: "active",
+        created_at: expect.any(String),
+        revoked_at: null,
+        last_used_at: expect.any(String),
+      },
     ]);
     expect(JSON.stringify(res.body)).not.toContain(key.slice(29, -4));
   });
@@ -25,10 +34,17 @@ describe("API keys", () => {
     const { key } = await signUp(gw.url);
     const created = await call(`${gw.url}/api/v1/keys`, { key, body: { name: "ci" } });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ name: "ci", status: "active", key: expect.stringMatching(/^tg_live_/) });
+    expect(created.body).toMatchObject({
+      name: "ci",
+      status: "active",
+      key: expect.stringMatching(/^tg_live_/),
+    });
     expect((await me(created.body.key)).status).toBe(200);
     expect((await me(key)).status).toBe(200);
-    expect((await keys(key)).body.data.map((k: { key?: string }) => k.key)).toEqual([undefined, undefined]);
+    expect((await keys(key)).body.data.map((k: { key?: string }) => k.key)).toEqual([
+      undefined,
+      undefined,
+    ]);
   });
 
   it("regenerates a key: the new key works and the old one fails on the very next request", async () => {
@@ -43,7 +59,10 @@ describe("API keys", () => {
 
   it("rotates with a grace period: the old key works until it ends", async () => {
     const { key, keyId } = await signUp(gw.url);
-    const rotated = await call(`${gw.url}/api/v1/keys/${keyId}/rotate`, { key, body: { grace_seconds: 1 } });
+    const rotated = await call(`${gw.url}/api/v1/keys/${keyId}/rotate`, {
+      key,
+      body: { grace_seconds: 1 },
+    });
     expect(rotated.body.replaced).toMatchObject({ id: keyId, status: "expiring" });
     expect((await me(key)).status).toBe(200);
     await new Promise((r) => setTimeout(r, 1100));
@@ -70,18 +89,31 @@ describe("API keys", () => {
     expect(revoked.body).toMatchObject({ id: second.id, status: "revoked" });
     expect((await me(second.key)).body.error.code).toBe("api_key_revoked");
     const again = await call(`${gw.url}/api/v1/keys/${second.id}`, { key, method: "DELETE" });
-    expect([again.status, again.body.error.code, again.body.error.param]).toEqual([404, "not_found", "id"]);
-    expect((await keys(key)).body.data.find((k: { id: string }) => k.id === second.id)).toMatchObject({ status: "revoked", revoked_at: revoked.body.revoked_at });
+    expect([again.status, again.body.error.code, again.body.error.param]).toEqual([
+      404,
+      "not_found",
+      "id",
+    ]);
+    expect(
+      (await keys(key)).body.data.find((k: { id: string }) => k.id === second.id),
+    ).toMatchObject({ status: "revoked", revoked_at: revoked.body.revoked_at });
   });
 
   it("keeps the last active key unless force=true: no accidental lock-out", async () => {
     const { key, keyId } = await signUp(gw.url);
     const refused = await call(`${gw.url}/api/v1/keys/${keyId}`, { key, method: "DELETE" });
-    expect([refused.status, refused.body.error.code, refused.body.error.param]).toEqual([409, "last_active_key", "id"]);
+    expect([refused.status, refused.body.error.code, refused.body.error.param]).toEqual([
+      409,
+      "last_active_key",
+      "id",
+    ]);
     expect((await me(key)).status).toBe(200);
     const bad = await call(`${gw.url}/api/v1/keys/${keyId}?force=yes`, { key, method: "DELETE" });
     expect([bad.status, bad.body.error.param]).toEqual([422, "force"]);
-    const forced = await call(`${gw.url}/api/v1/keys/${keyId}?force=true`, { key, method: "DELETE" });
+    const forced = await call(`${gw.url}/api/v1/keys/${keyId}?force=true`, {
+      key,
+      method: "DELETE",
+    });
     expect([forced.status, forced.body.status]).toEqual([200, "revoked"]);
     expect((await me(key)).body.error.code).toBe("api_key_revoked");
   });
@@ -89,20 +121,39 @@ describe("API keys", () => {
   it("lets the operator issue a key to an account that revoked its last one; the key is shown once", async () => {
     const { key, keyId, accountId } = await signUp(gw.url);
     await call(`${gw.url}/api/v1/keys/${keyId}?force=true`, { key, method: "DELETE" });
-    const issued = await admin(gw.url, `/accounts/${accountId}/keys`, { body: { name: "recovery" } });
+    const issued = await admin(gw.url, `/accounts/${accountId}/keys`, {
+      body: { name: "recovery" },
+    });
     expect(issued.status).toBe(201);
-    expect(issued.body).toMatchObject({ name: "recovery", status: "active", last_used_at: null, key: expect.stringMatching(/^tg_live_/) });
+    expect(issued.body).toMatchObject({
+      name: "recovery",
+      status: "active",
+      last_used_at: null,
+      key: expect.stringMatching(/^tg_live_/),
+    });
     expect((await me(issued.body.key)).body).toMatchObject({ id: accountId });
     expect(JSON.stringify((await keys(issued.body.key)).body)).not.toContain(issued.body.key);
     // Only the operator, and only for an account that exists.
-    expect((await call(`${gw.url}/api/v1/admin/accounts/${accountId}/keys`, { key: issued.body.key, body: {} })).body.error.code).toBe("admin_required");
-    expect((await admin(gw.url, "/accounts/acct_0000000000000000/keys", { body: {} })).status).toBe(404);
+    expect(
+      (
+        await call(`${gw.url}/api/v1/admin/accounts/${accountId}/keys`, {
+          key: issued.body.key,
+          body: {},
+        })
+      ).body.error.code,
+    ).toBe("admin_required");
+    expect((await admin(gw.url, "/accounts/acct_0000000000000000/keys", { body: {} })).status).toBe(
+      404,
+    );
   });
 
   it("never lets one account see, rotate or revoke another's key", async () => {
     const a = await signUp(gw.url);
     const b = await signUp(gw.url);
-    for (const [method, path] of [["DELETE", `/api/v1/keys/${b.keyId}`], ["POST", `/api/v1/keys/${b.keyId}/rotate`]] as const) {
+    for (const [method, path] of [
+      ["DELETE", `/api/v1/keys/${b.keyId}`],
+      ["POST", `/api/v1/keys/${b.keyId}/rotate`],
+    ] as const) {
       const res = await call(`${gw.url}${path}`, { key: a.key, method });
       expect([res.status, res.body.error.code]).toEqual([404, "not_found"]);
     }
@@ -113,7 +164,12 @@ describe("API keys", () => {
 
   it("refuses a bad grace period and unknown fields", async () => {
     const { key, keyId } = await signUp(gw.url);
-    for (const body of [{ grace_seconds: -1 }, { grace_seconds: "10" }, { grace_seconds: 1.5 }, { grace: 1 }]) {
+    for (const body of [
+      { grace_seconds: -1 },
+      { grace_seconds: "10" },
+      { grace_seconds: 1.5 },
+      { grace: 1 },
+    ]) {
       const res = await call(`${gw.url}/api/v1/keys/${keyId}/rotate`, { key, body });
       expect([res.status, res.body.error.code]).toEqual([422, "validation_failed"]);
     }
@@ -126,7 +182,7 @@ describe("authentication", () => {
     ["no key", undefined, "missing_api_key"],
     ["a garbage key", "hello", "invalid_api_key"],
     ["a well-formed unknown key", `tg_live_${"a".repeat(16)}_${"B".repeat(32)}`, "invalid_api_key"],
-    ["the admin key", "tg_admin_" + "x".repeat(32), "invalid_api_key"],
+    ["the admin key", `tg_admin_${"x".repeat(32)}`, "invalid_api_key"],
   ])("answers %s with 401", async (_name, key, code) => {
     const res = await me(key as string);
     expect(res.status).toBe(401);

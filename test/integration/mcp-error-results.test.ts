@@ -1,4 +1,7 @@
-import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client";
+import {
+  Client as ClientV2,
+  StreamableHTTPClientTransport as TransportV2,
+} from "@modelcontextprotocol/client";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -23,19 +26,26 @@ afterAll(async () => {
 });
 
 interface AnyClient {
-  callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<{ isError?: boolean; content?: unknown; structuredContent?: unknown }>;
+  callTool(params: {
+    name: string;
+    arguments: Record<string, unknown>;
+  }): Promise<{ isError?: boolean; content?: unknown; structuredContent?: unknown }>;
   close(): Promise<void>;
 }
 
 const CLIENTS: Record<string, (key: string) => Promise<AnyClient>> = {
   "official 1.x client (@modelcontextprotocol/sdk)": async (key) => {
     const client = new ClientV1({ name: "toolgate-test", version: "1.0.0" });
-    await client.connect(new TransportV1(new URL(`${gw.url}/mcp`), { requestInit: { headers: { "x-api-key": key } } }));
+    await client.connect(
+      new TransportV1(new URL(`${gw.url}/mcp`), { requestInit: { headers: { "x-api-key": key } } }),
+    );
     return client as unknown as AnyClient;
   },
   "official v2 client (@modelcontextprotocol/client)": async (key) => {
     const client = new ClientV2({ name: "toolgate-test", version: "1.0.0" });
-    await client.connect(new TransportV2(new URL(`${gw.url}/mcp`), { requestInit: { headers: { "x-api-key": key } } }));
+    await client.connect(
+      new TransportV2(new URL(`${gw.url}/mcp`), { requestInit: { headers: { "x-api-key": key } } }),
+    );
     return client as unknown as AnyClient;
   },
 };
@@ -45,7 +55,9 @@ function expectErrorResult(result: Awaited<ReturnType<AnyClient["callTool"]>>, c
   expect(result.isError).toBe(true);
   expect(result.structuredContent).toBeUndefined();
   const body = JSON.parse((result.content as { type: string; text: string }[])[0]!.text);
-  expect(body).toMatchObject({ error: { code, message: expect.any(String), request_id: expect.stringMatching(/^req_/) } });
+  expect(body).toMatchObject({
+    error: { code, message: expect.any(String), request_id: expect.stringMatching(/^req_/) },
+  });
 }
 
 describe.each(Object.keys(CLIENTS))("the %s", (name) => {
@@ -54,17 +66,37 @@ describe.each(Object.keys(CLIENTS))("the %s", (name) => {
     const client = await CLIENTS[name]!(key);
     try {
       for (const tool of TOOLS) {
-        const example = ((jsonSchemasOf(tool).input as { examples?: Record<string, unknown>[] }).examples ?? [])[0] ?? {};
+        const example =
+          ((jsonSchemasOf(tool).input as { examples?: Record<string, unknown>[] }).examples ??
+            [])[0] ?? {};
         const result = await client.callTool({ name: tool.name, arguments: example });
         // The AI tools have no provider configured here either: their refusal must be readable too.
-        if (result.isError) expectErrorResult(result, JSON.parse((result.content as { text: string }[])[0]!.text).error.code);
-        else expect(result.structuredContent).toEqual(JSON.parse((result.content as { text: string }[])[0]!.text));
+        if (result.isError)
+          expectErrorResult(
+            result,
+            JSON.parse((result.content as { text: string }[])[0]!.text).error.code,
+          );
+        else
+          expect(result.structuredContent).toEqual(
+            JSON.parse((result.content as { text: string }[])[0]!.text),
+          );
         // A tool without its provider is refused as unavailable before its arguments are looked at.
-        const refusal = gw.services.pools.unavailableReason(tool.name) ? "tool_unavailable" : "validation_failed";
-        expectErrorResult(await client.callTool({ name: tool.name, arguments: { no_such_argument: [1, 2, 3] } }), refusal);
+        const refusal = gw.services.pools.unavailableReason(tool.name)
+          ? "tool_unavailable"
+          : "validation_failed";
+        expectErrorResult(
+          await client.callTool({ name: tool.name, arguments: { no_such_argument: [1, 2, 3] } }),
+          refusal,
+        );
       }
-      expectErrorResult(await client.callTool({ name: "teleport", arguments: {} }), "tool_not_found");
-      expectErrorResult(await client.callTool({ name: "web-search", arguments: { query: "x402" } }), "tool_unavailable");
+      expectErrorResult(
+        await client.callTool({ name: "teleport", arguments: {} }),
+        "tool_not_found",
+      );
+      expectErrorResult(
+        await client.callTool({ name: "web-search", arguments: { query: "x402" } }),
+        "tool_unavailable",
+      );
     } finally {
       await client.close();
     }
@@ -74,8 +106,12 @@ describe.each(Object.keys(CLIENTS))("the %s", (name) => {
     const { key } = await fundedAccount(gw.url, 0, "starter");
     const client = await CLIENTS[name]!(key);
     try {
-      for (let i = 0; i < 25; i++) await client.callTool({ name: "hash", arguments: { text: String(i) } });
-      expectErrorResult(await client.callTool({ name: "hash", arguments: { text: "one more" } }), "insufficient_credits");
+      for (let i = 0; i < 25; i++)
+        await client.callTool({ name: "hash", arguments: { text: String(i) } });
+      expectErrorResult(
+        await client.callTool({ name: "hash", arguments: { text: "one more" } }),
+        "insufficient_credits",
+      );
     } finally {
       await client.close();
     }
@@ -87,12 +123,33 @@ describe.each(Object.keys(CLIENTS))("the %s", (name) => {
     try {
       // Use up the rest of the key's minute (Starter: 300 requests) with one JSON-RPC batch of pings.
       const post = (body: unknown) =>
-        fetch(`${gw.url}/mcp`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "x-api-key": key }, body: JSON.stringify(body) });
-      const left = Number((await post({ jsonrpc: "2.0", id: 1, method: "ping" })).headers.get("ratelimit-remaining"));
-      expect((await post(Array.from({ length: left }, (_, i) => ({ jsonrpc: "2.0", id: i + 1, method: "ping" })))).headers.get("ratelimit-remaining")).toBe("0");
-      const limited = await client.callTool({ name: "hash", arguments: { text: "over the limit" } });
+        fetch(`${gw.url}/mcp`, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            "x-api-key": key,
+          },
+          body: JSON.stringify(body),
+        });
+      const left = Number(
+        (await post({ jsonrpc: "2.0", id: 1, method: "ping" })).headers.get("ratelimit-remaining"),
+      );
+      expect(
+        (
+          await post(
+            Array.from({ length: left }, (_, i) => ({ jsonrpc: "2.0", id: i + 1, method: "ping" })),
+          )
+        ).headers.get("ratelimit-remaining"),
+      ).toBe("0");
+      const limited = await client.callTool({
+        name: "hash",
+        arguments: { text: "over the limit" },
+      });
       expectErrorResult(limited, "rate_limited");
-      expect(JSON.parse((limited.content as { text: string }[])[0]!.text).error.message).toMatch(/retry after \d+ s/);
+      expect(JSON.parse((limited.content as { text: string }[])[0]!.text).error.message).toMatch(
+        /retry after \d+ s/,
+      );
       expect((await gw.services.store.getAccount(accountId))?.balance).toBe(100); // (the REST account read would be rate limited too)
     } finally {
       await client.close();

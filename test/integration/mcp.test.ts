@@ -1,7 +1,15 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TOOLS } from "../../src/tools/catalogue/index.js";
-import { balanceOf, call, callTool, eventsOf, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  balanceOf,
+  call,
+  callTool,
+  eventsOf,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 import { startFakeLlm } from "../helpers/fake-providers.js";
 
 let gw: TestGateway;
@@ -18,18 +26,31 @@ afterAll(async () => {
 const ERAS = { "2025 (legacy)": undefined, "2026-07-28": { mode: { pin: "2026-07-28" } } } as const;
 
 async function connect(key: string, era: keyof typeof ERAS): Promise<Client> {
-  const client = new Client({ name: "toolgate-test", version: "1.0.0" }, ERAS[era] ? { versionNegotiation: ERAS[era] } : {});
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), { requestInit: { headers: { "x-api-key": key } } }));
+  const client = new Client(
+    { name: "toolgate-test", version: "1.0.0" },
+    ERAS[era] ? { versionNegotiation: ERAS[era] } : {},
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
+      requestInit: { headers: { "x-api-key": key } },
+    }),
+  );
   return client;
 }
 
 /** An error result's REST error body, carried as JSON in its first text content. */
-const errorOf = (result: { content?: unknown }) => JSON.parse((result.content as { text: string }[])[0]!.text);
+const errorOf = (result: { content?: unknown }) =>
+  JSON.parse((result.content as { text: string }[])[0]!.text);
 
 const ledger = async (key: string) =>
-  ((await call(`${gw.url}/api/v1/usage?limit=100`, { key })).body.data as { kind: string; amount: number; reason: string; tool: string | null }[]).map(
-    ({ kind, amount, reason, tool }) => ({ kind, amount, reason, tool }),
-  );
+  (
+    (await call(`${gw.url}/api/v1/usage?limit=100`, { key })).body.data as {
+      kind: string;
+      amount: number;
+      reason: string;
+      tool: string | null;
+    }[]
+  ).map(({ kind, amount, reason, tool }) => ({ kind, amount, reason, tool }));
 
 describe.each(Object.keys(ERAS) as (keyof typeof ERAS)[])("the official MCP client, %s", (era) => {
   it("lists every tool with its schemas and price", async () => {
@@ -37,11 +58,24 @@ describe.each(Object.keys(ERAS) as (keyof typeof ERAS)[])("the official MCP clie
     const client = await connect(key, era);
     try {
       const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual([...TOOLS.map((t) => t.name), "search_tools"].sort());
+      expect(tools.map((t) => t.name).sort()).toEqual(
+        [...TOOLS.map((t) => t.name), "search_tools"].sort(),
+      );
       const hash = tools.find((t) => t.name === "hash")!;
-      expect(hash.inputSchema).toMatchObject({ type: "object", properties: { text: { type: "string" } }, required: ["text"] });
-      expect(hash.outputSchema).toMatchObject({ type: "object", required: ["algorithm", "encoding", "digest"] });
-      expect(hash._meta?.["toolgate/price"]).toEqual({ credits: 1, usd: "0.002", usdc_atomic: "2000" });
+      expect(hash.inputSchema).toMatchObject({
+        type: "object",
+        properties: { text: { type: "string" } },
+        required: ["text"],
+      });
+      expect(hash.outputSchema).toMatchObject({
+        type: "object",
+        required: ["algorithm", "encoding", "digest"],
+      });
+      expect(hash._meta?.["toolgate/price"]).toEqual({
+        credits: 1,
+        usd: "0.002",
+        usdc_atomic: "2000",
+      });
     } finally {
       await client.close();
     }
@@ -53,10 +87,18 @@ describe.each(Object.keys(ERAS) as (keyof typeof ERAS)[])("the official MCP clie
     try {
       const result = await client.callTool({ name: "hash", arguments: { text: "hello world" } });
       expect(result.isError).toBeFalsy();
-      expect(result.structuredContent).toEqual({ algorithm: "sha256", encoding: "hex", digest: "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9" });
-      expect(JSON.parse((result.content as { text: string }[])[0]!.text)).toEqual(result.structuredContent);
+      expect(result.structuredContent).toEqual({
+        algorithm: "sha256",
+        encoding: "hex",
+        digest: "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9",
+      });
+      expect(JSON.parse((result.content as { text: string }[])[0]!.text)).toEqual(
+        result.structuredContent,
+      );
       expect(await balanceOf(gw.url, key)).toBe(99);
-      expect((await callTool(gw.url, key, "hash", { text: "hello world" })).body).toEqual(result.structuredContent);
+      expect((await callTool(gw.url, key, "hash", { text: "hello world" })).body).toEqual(
+        result.structuredContent,
+      );
       expect(await balanceOf(gw.url, key)).toBe(98);
     } finally {
       await client.close();
@@ -75,17 +117,23 @@ describe.each(Object.keys(ERAS) as (keyof typeof ERAS)[])("the official MCP clie
       expect(errorOf(failed)).toMatchObject({ error: { code: "tool_failed" } });
 
       const invalid = await client.callTool({ name: "hash", arguments: { text: 42 } });
-      expect(errorOf(invalid)).toMatchObject({ error: { code: "validation_failed", param: "text" } });
+      expect(errorOf(invalid)).toMatchObject({
+        error: { code: "validation_failed", param: "text" },
+      });
       expect(await balanceOf(gw.url, key)).toBe(25);
 
       await client.callTool({ name: "ai-generate", arguments: { prompt: "one" } });
       await client.callTool({ name: "ai-generate", arguments: { prompt: "two" } });
       const poor = await client.callTool({ name: "ai-generate", arguments: { prompt: "three" } });
       expect(poor.isError).toBe(true);
-      expect(errorOf(poor)).toMatchObject({ error: { code: "insufficient_credits", type: "payment_error" } });
+      expect(errorOf(poor)).toMatchObject({
+        error: { code: "insufficient_credits", type: "payment_error" },
+      });
       expect(await balanceOf(gw.url, key)).toBe(5);
 
-      expect(errorOf(await client.callTool({ name: "teleport", arguments: {} }))).toMatchObject({ error: { code: "tool_not_found" } });
+      expect(errorOf(await client.callTool({ name: "teleport", arguments: {} }))).toMatchObject({
+        error: { code: "tool_not_found" },
+      });
     } finally {
       await client.close();
     }
@@ -121,15 +169,30 @@ describe("before MCP runs", () => {
   const initialize = (headers: Record<string, string>) =>
     fetch(`${gw.url}/mcp`, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }),
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        ...headers,
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: {
+          protocolVersion: "2025-06-18",
+          capabilities: {},
+          clientInfo: { name: "raw", version: "1" },
+        },
+      }),
     });
 
   it("answers no key and a bad key with 401", async () => {
     for (const headers of [{}, { "x-api-key": "tg_live_nope" }] as Record<string, string>[]) {
       const res = await initialize(headers);
       expect(res.status).toBe(401);
-      expect(((await res.json()) as { error: { code: string } }).error.code).toMatch(/missing_api_key|invalid_api_key/);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toMatch(
+        /missing_api_key|invalid_api_key/,
+      );
     }
   });
 
@@ -137,7 +200,9 @@ describe("before MCP runs", () => {
     const { key } = await fundedAccount(gw.url, 100, "free");
     const res = await initialize({ "x-api-key": key });
     expect(res.status).toBe(403);
-    expect(await res.json()).toMatchObject({ error: { code: "feature_not_in_tier", required_tier: "starter" } });
+    expect(await res.json()).toMatchObject({
+      error: { code: "feature_not_in_tier", required_tier: "starter" },
+    });
   });
 
   it("rejects a foreign Host header (DNS rebinding)", async () => {
@@ -145,10 +210,24 @@ describe("before MCP runs", () => {
     const { request } = await import("node:http");
     const status = await new Promise<number>((resolve, reject) => {
       const url = new URL(`${gw.url}/mcp`);
-      const req = request({ host: url.hostname, port: url.port, path: "/mcp", method: "POST", headers: { host: "evil.example", "x-api-key": key, "content-type": "application/json", accept: "application/json, text/event-stream" } }, (res) => {
-        res.resume();
-        resolve(res.statusCode!);
-      });
+      const req = request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: "/mcp",
+          method: "POST",
+          headers: {
+            host: "evil.example",
+            "x-api-key": key,
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+          },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        },
+      );
       req.on("error", reject);
       req.end(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }));
     });
@@ -167,10 +246,18 @@ describe("the rate limit over MCP", () => {
   const post = async (key: string, body: unknown) => {
     const res = await fetch(`${gw.url}/mcp`, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "x-api-key": key },
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "x-api-key": key,
+      },
       body: JSON.stringify(body),
     });
-    return { status: res.status, remaining: Number(res.headers.get("ratelimit-remaining")), text: await res.text() };
+    return {
+      status: res.status,
+      remaining: Number(res.headers.get("ratelimit-remaining")),
+      text: await res.text(),
+    };
   };
   const ping = (id: number) => ({ jsonrpc: "2.0", id, method: "ping" });
 
@@ -178,11 +265,27 @@ describe("the rate limit over MCP", () => {
     const { key } = await fundedAccount(gw.url, 100, "starter");
     const first = await post(key, ping(1));
     expect([first.status, first.remaining]).toEqual([200, 299]);
-    const batch = await post(key, Array.from({ length: 100 }, (_, i) => ping(i)));
+    const batch = await post(
+      key,
+      Array.from({ length: 100 }, (_, i) => ping(i)),
+    );
     expect([batch.status, batch.remaining]).toEqual([200, 199]);
-    const unknown = await post(key, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "teleport", arguments: {} } });
-    expect([unknown.status, unknown.remaining, unknown.text.includes("tool_not_found")]).toEqual([200, 198, true]);
-    const notification = await post(key, { jsonrpc: "2.0", method: "tools/call", params: { name: "hash", arguments: { text: "x" } } });
+    const unknown = await post(key, {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "teleport", arguments: {} },
+    });
+    expect([unknown.status, unknown.remaining, unknown.text.includes("tool_not_found")]).toEqual([
+      200,
+      198,
+      true,
+    ]);
+    const notification = await post(key, {
+      jsonrpc: "2.0",
+      method: "tools/call",
+      params: { name: "hash", arguments: { text: "x" } },
+    });
     expect([notification.status, notification.remaining]).toEqual([202, 197]);
     const malformed = await post(key, { jsonrpc: "2.0" });
     expect([malformed.status, malformed.remaining]).toEqual([400, 196]);
@@ -191,63 +294,129 @@ describe("the rate limit over MCP", () => {
 
   it("counts a tool call once, with its charge, whichever way it was named", async () => {
     const { key } = await fundedAccount(gw.url, 100, "starter");
-    const call = await post(key, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "hash", arguments: { text: "x" } } });
+    const call = await post(key, {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "hash", arguments: { text: "x" } },
+    });
     expect([call.status, call.remaining]).toEqual([200, 299]);
-    const alias = await post(key, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "qr", arguments: { text: "x" } } });
-    expect([alias.status, alias.remaining, alias.text.includes('"isError":true')]).toEqual([200, 298, false]);
+    const alias = await post(key, {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/call",
+      params: { name: "qr", arguments: { text: "x" } },
+    });
+    expect([alias.status, alias.remaining, alias.text.includes('"isError":true')]).toEqual([
+      200,
+      298,
+      false,
+    ]);
     expect(await balanceOf(gw.url, key)).toBe(98);
   });
 
   it("refuses a batch larger than what is left of the window, counting none of it", async () => {
     const { key } = await fundedAccount(gw.url, 100, "starter");
-    expect((await post(key, Array.from({ length: 250 }, (_, i) => ping(i)))).remaining).toBe(50);
-    const refused = await post(key, Array.from({ length: 51 }, (_, i) => ping(i)));
+    expect(
+      (
+        await post(
+          key,
+          Array.from({ length: 250 }, (_, i) => ping(i)),
+        )
+      ).remaining,
+    ).toBe(50);
+    const refused = await post(
+      key,
+      Array.from({ length: 51 }, (_, i) => ping(i)),
+    );
     expect(refused.status).toBe(429);
     expect(JSON.parse(refused.text)).toMatchObject({ error: { code: "rate_limited" } });
-    expect((await post(key, Array.from({ length: 50 }, (_, i) => ping(i)))).remaining).toBe(0);
+    expect(
+      (
+        await post(
+          key,
+          Array.from({ length: 50 }, (_, i) => ping(i)),
+        )
+      ).remaining,
+    ).toBe(0);
     expect((await post(key, ping(1))).status).toBe(429);
   });
 });
 
 describe("aliases over MCP", () => {
-  it.each(Object.keys(ERAS) as (keyof typeof ERAS)[])("calls a tool by its alias with the official client, %s", async (era) => {
-    const { key } = await fundedAccount(gw.url, 100, "starter");
-    const client = await connect(key, era);
-    try {
-      const byAlias = await client.callTool({ name: "qr", arguments: { text: "hello", format: "svg" } });
-      const byName = await client.callTool({ name: "qr-code", arguments: { text: "hello", format: "svg" } });
-      expect(byAlias.isError).toBeFalsy();
-      expect(byAlias.structuredContent).toEqual(byName.structuredContent);
-      expect((await ledger(key)).slice(0, 2).map((e) => e.tool)).toEqual(["qr-code", "qr-code"]);
-    } finally {
-      await client.close();
-    }
-  });
+  it.each(Object.keys(ERAS) as (keyof typeof ERAS)[])(
+    "calls a tool by its alias with the official client, %s",
+    async (era) => {
+      const { key } = await fundedAccount(gw.url, 100, "starter");
+      const client = await connect(key, era);
+      try {
+        const byAlias = await client.callTool({
+          name: "qr",
+          arguments: { text: "hello", format: "svg" },
+        });
+        const byName = await client.callTool({
+          name: "qr-code",
+          arguments: { text: "hello", format: "svg" },
+        });
+        expect(byAlias.isError).toBeFalsy();
+        expect(byAlias.structuredContent).toEqual(byName.structuredContent);
+        expect((await ledger(key)).slice(0, 2).map((e) => e.tool)).toEqual(["qr-code", "qr-code"]);
+      } finally {
+        await client.close();
+      }
+    },
+  );
 });
 
 describe("protocol revisions", () => {
   const rpc = async (key: string, body: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(`${gw.url}/mcp`, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "x-api-key": key, ...headers },
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "x-api-key": key,
+        ...headers,
+      },
       body: JSON.stringify(body),
     });
     const text = await res.text();
-    const data = text.startsWith("{") ? text : text.split("\n").find((l) => l.startsWith("data: "))!.slice(6);
+    const data = text.startsWith("{")
+      ? text
+      : text
+          .split("\n")
+          .find((l) => l.startsWith("data: "))!
+          .slice(6);
     return JSON.parse(data) as { result?: Record<string, unknown>; error?: unknown };
   };
   const initialize = (key: string, protocolVersion: string) =>
-    rpc(key, { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion, capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
+    rpc(key, {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion, capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+    });
 
-  it.each(["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"])("answers initialize at %s with that revision", async (version) => {
-    const { key } = await fundedAccount(gw.url, 100, "starter");
-    expect((await initialize(key, version)).result).toMatchObject({ protocolVersion: version });
-  });
+  it.each(["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"])(
+    "answers initialize at %s with that revision",
+    async (version) => {
+      const { key } = await fundedAccount(gw.url, 100, "starter");
+      expect((await initialize(key, version)).result).toMatchObject({ protocolVersion: version });
+    },
+  );
 
   it("negotiates 2026-07-28 through server/discover, the newest revision the SDK serves", async () => {
     const { key } = await fundedAccount(gw.url, 100, "starter");
-    const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" }, "io.modelcontextprotocol/clientCapabilities": {} };
-    const discovered = await rpc(key, { jsonrpc: "2.0", id: 1, method: "server/discover", params: { _meta: meta } }, { "mcp-protocol-version": "2026-07-28", "mcp-method": "server/discover" });
+    const meta = {
+      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+      "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
+      "io.modelcontextprotocol/clientCapabilities": {},
+    };
+    const discovered = await rpc(
+      key,
+      { jsonrpc: "2.0", id: 1, method: "server/discover", params: { _meta: meta } },
+      { "mcp-protocol-version": "2026-07-28", "mcp-method": "server/discover" },
+    );
     expect(discovered.error).toBeUndefined();
     expect((discovered.result!.supportedVersions as string[])[0]).toBe("2026-07-28");
     const client = await connect(key, "2026-07-28");
@@ -260,6 +429,8 @@ describe("protocol revisions", () => {
 
   it("answers initialize naming 2026-07-28 with 2025-11-25: that revision has no initialize, so the newest initialize-era one", async () => {
     const { key } = await fundedAccount(gw.url, 100, "starter");
-    expect((await initialize(key, "2026-07-28")).result).toMatchObject({ protocolVersion: "2025-11-25" });
+    expect((await initialize(key, "2026-07-28")).result).toMatchObject({
+      protocolVersion: "2025-11-25",
+    });
   });
 });

@@ -19,10 +19,13 @@ const at = (prefix: string, path: string) => `${prefix}${path === "/" ? "" : pat
 const ROUTES: [string, string][] = DOORS.flatMap((door) =>
   "routes" in door
     ? door.routes.map((r) => [r.method.toUpperCase(), at(door.prefix, r.path)] as [string, string])
-    : Object.entries(door.serves).flatMap(([path, methods]) => methods.map((m) => [m, at(door.prefix, path)] as [string, string])),
+    : Object.entries(door.serves).flatMap(([path, methods]) =>
+        methods.map((m) => [m, at(door.prefix, path)] as [string, string]),
+      ),
 );
 const concrete = (pattern: string) => pattern.replace(/:\w+/g, "x1");
-const matches = (pattern: string, path: string) => new RegExp(`^${pattern.replace(/:\w+/g, "[^/]+")}$`).test(path);
+const matches = (pattern: string, path: string) =>
+  new RegExp(`^${pattern.replace(/:\w+/g, "[^/]+")}$`).test(path);
 const ORDER = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
 describe("a known path with a method it does not serve", () => {
@@ -30,7 +33,11 @@ describe("a known path with a method it does not serve", () => {
     const res = await call(`${gw.url}/v1/tools/hash`, { method: "PUT", body: { text: "x" } });
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("GET, HEAD, POST, OPTIONS");
-    expect(res.body.error).toMatchObject({ type: "invalid_request_error", code: "method_not_allowed", request_id: expect.stringMatching(/^req_/) });
+    expect(res.body.error).toMatchObject({
+      type: "invalid_request_error",
+      code: "method_not_allowed",
+      request_id: expect.stringMatching(/^req_/),
+    });
   });
 
   it("is 405 on every route, with Allow naming exactly the methods served there", async () => {
@@ -43,8 +50,14 @@ describe("a known path with a method it does not serve", () => {
       const wrong = ["PATCH", "PUT", "DELETE", "POST"].find((m) => !served.has(m))!;
       const res = await call(`${gw.url}${path}`, { method: wrong });
       const expected = ORDER.filter((m) => served.has(m)).join(", ");
-      if (res.status !== 405 || res.headers.get("allow") !== expected || res.body?.error?.code !== "method_not_allowed") {
-        failures.push(`${wrong} ${path}: ${res.status} Allow=${res.headers.get("allow")} (expected 405 Allow=${expected})`);
+      if (
+        res.status !== 405 ||
+        res.headers.get("allow") !== expected ||
+        res.body?.error?.code !== "method_not_allowed"
+      ) {
+        failures.push(
+          `${wrong} ${path}: ${res.status} Allow=${res.headers.get("allow")} (expected 405 Allow=${expected})`,
+        );
       }
     }
     expect(failures).toEqual([]);

@@ -5,7 +5,17 @@ import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { startFakeLlm } from "../helpers/fake-providers.js";
 import { REDIS_URL } from "../helpers/redis.js";
 import { ledgerOf } from "../helpers/books.js";
-import { admin, call, callTool, dropPrefix, eventsOf, signUp, spawnGateway, uniquePrefix, type GatewayProcess } from "../helpers/gateway.js";
+import {
+  admin,
+  call,
+  callTool,
+  dropPrefix,
+  eventsOf,
+  signUp,
+  spawnGateway,
+  uniquePrefix,
+  type GatewayProcess,
+} from "../helpers/gateway.js";
 
 /** Two real gateway processes sharing one Redis: no state may live in a process. */
 const prefix = uniquePrefix("multi");
@@ -26,14 +36,19 @@ describe("keys across processes", () => {
     const { key, keyId } = await signUp(a.url);
     expect((await me(a, key)).status).toBe(200);
     expect((await me(b, key)).status).toBe(200);
-    expect((await call(`${b.url}/api/v1/keys/${keyId}?force=true`, { key, method: "DELETE" })).status).toBe(200);
+    expect(
+      (await call(`${b.url}/api/v1/keys/${keyId}?force=true`, { key, method: "DELETE" })).status,
+    ).toBe(200);
     expect((await me(a, key)).body.error.code).toBe("api_key_revoked");
     expect((await me(b, key)).body.error.code).toBe("api_key_revoked");
   });
 
   it("a rotated-out key fails on the next request on both; its successor works on both", async () => {
     const { key, keyId } = await signUp(b.url);
-    const rotated = await call(`${a.url}/api/v1/keys/${keyId}/rotate`, { key, body: { grace_seconds: 0 } });
+    const rotated = await call(`${a.url}/api/v1/keys/${keyId}/rotate`, {
+      key,
+      body: { grace_seconds: 0 },
+    });
     expect(rotated.status).toBe(201);
     for (const gw of [a, b]) {
       expect((await me(gw, key)).body.error.code).toBe("api_key_revoked");
@@ -48,23 +63,30 @@ describe("rate limits across processes", () => {
     [0.9, 54, 0],
     [1, 60, 0],
     [2, 60, 60],
-  ])("at %sx the limit: %i answered, %i refused with 429", async (_factor, expectedOk, expectedLimited) => {
-    const { key } = await signUp(a.url);
-    const total = expectedOk + expectedLimited;
-    const results = await Promise.all(Array.from({ length: total }, (_, i) => me(i % 2 ? a : b, key)));
-    const ok = results.filter((r) => r.status === 200);
-    const limited = results.filter((r) => r.status === 429);
-    expect([ok.length, limited.length]).toEqual([expectedOk, expectedLimited]);
-    for (const r of limited) {
-      expect(r.body.error.code).toBe("rate_limited");
-      expect(Number(r.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
-      expect(r.headers.get("ratelimit-remaining")).toBe("0");
-      expect(r.headers.get("ratelimit-limit")).toBe("60");
-    }
-    // Every admitted request saw a distinct remaining count: the window is shared exactly.
-    const remaining = ok.map((r) => Number(r.headers.get("ratelimit-remaining"))).sort((x, y) => x - y);
-    expect(remaining).toEqual(Array.from({ length: expectedOk }, (_, i) => 60 - expectedOk + i));
-  });
+  ])(
+    "at %sx the limit: %i answered, %i refused with 429",
+    async (_factor, expectedOk, expectedLimited) => {
+      const { key } = await signUp(a.url);
+      const total = expectedOk + expectedLimited;
+      const results = await Promise.all(
+        Array.from({ length: total }, (_, i) => me(i % 2 ? a : b, key)),
+      );
+      const ok = results.filter((r) => r.status === 200);
+      const limited = results.filter((r) => r.status === 429);
+      expect([ok.length, limited.length]).toEqual([expectedOk, expectedLimited]);
+      for (const r of limited) {
+        expect(r.body.error.code).toBe("rate_limited");
+        expect(Number(r.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+        expect(r.headers.get("ratelimit-remaining")).toBe("0");
+        expect(r.headers.get("ratelimit-limit")).toBe("60");
+      }
+      // Every admitted request saw a distinct remaining count: the window is shared exactly.
+      const remaining = ok
+        .map((r) => Number(r.headers.get("ratelimit-remaining")))
+        .sort((x, y) => x - y);
+      expect(remaining).toEqual(Array.from({ length: expectedOk }, (_, i) => 60 - expectedOk + i));
+    },
+  );
 
   it("a tier change made through one process applies on the other at once", async () => {
     const { key, accountId } = await signUp(a.url);
@@ -76,20 +98,36 @@ describe("rate limits across processes", () => {
 describe("credits across processes", () => {
   it("1,000 concurrent 1-credit calls against a balance of 100: exactly 100 succeed, low and depleted fire once", async () => {
     const { key, accountId } = await signUp(a.url);
-    await admin(a.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "business" } }); // 1,000 requests a minute
-    await admin(b.url, `/accounts/${accountId}/credits`, { body: { amount: 75, reason: "to 100" } });
-    const results = await Promise.all(Array.from({ length: 1000 }, (_, i) => callTool(i % 2 ? a.url : b.url, key, "hash", { text: String(i) })));
+    await admin(a.url, `/accounts/${accountId}/tier`, {
+      method: "PUT",
+      body: { tier: "business" },
+    }); // 1,000 requests a minute
+    await admin(b.url, `/accounts/${accountId}/credits`, {
+      body: { amount: 75, reason: "to 100" },
+    });
+    const results = await Promise.all(
+      Array.from({ length: 1000 }, (_, i) =>
+        callTool(i % 2 ? a.url : b.url, key, "hash", { text: String(i) }),
+      ),
+    );
     const statuses = results.map((r) => r.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(100);
     expect(statuses.filter((s) => s === 402)).toHaveLength(900);
 
-    const store = new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+    const store = new RedisStore({
+      url: REDIS_URL,
+      keyPrefix: prefix,
+      tiers: tierLimits(),
+      periodMs: PERIOD_MS,
+    });
     try {
       expect((await store.getAccount(accountId))?.balance).toBe(0);
       const events = (await eventsOf(store, accountId, 3)).map((e) => e.event);
       expect(events.filter((e) => e === "credits.low")).toHaveLength(1);
       expect(events.filter((e) => e === "credits.depleted")).toHaveLength(1);
-      expect((await ledgerOf(store, accountId)).filter((e) => e.kind === "debit")).toHaveLength(100);
+      expect((await ledgerOf(store, accountId)).filter((e) => e.kind === "debit")).toHaveLength(
+        100,
+      );
     } finally {
       await store.close();
     }

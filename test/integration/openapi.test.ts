@@ -20,7 +20,12 @@ describe("GET /openapi.json", () => {
   });
 
   it("covers every tool, with its input, output and price, behind the x-api-key scheme", () => {
-    expect(doc.components.securitySchemes.ApiKey).toEqual({ type: "apiKey", in: "header", name: "x-api-key", description: expect.any(String) });
+    expect(doc.components.securitySchemes.ApiKey).toEqual({
+      type: "apiKey",
+      in: "header",
+      name: "x-api-key",
+      description: expect.any(String),
+    });
     for (const tool of TOOLS) {
       const op = doc.paths[`/v1/tools/${tool.name}`]?.post;
       expect(op, tool.name).toBeDefined();
@@ -28,12 +33,16 @@ describe("GET /openapi.json", () => {
       expect(op.requestBody.content["application/json"].schema.examples.length).toBeGreaterThan(0);
       expect(op.responses["200"].content["application/json"].schema.type).toBe("object");
       expect(op["x-price"].credits).toBe(tool.cost);
-      expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(["401", "402", "422", "429", "502", "503", "504"]));
+      expect(Object.keys(op.responses)).toEqual(
+        expect.arrayContaining(["401", "402", "422", "429", "502", "503", "504"]),
+      );
     }
   });
 
   it("covers every account and admin endpoint, with their request schemas", () => {
-    const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item as object).map((m) => `${m.toUpperCase()} ${path}`));
+    const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.keys(item as object).map((m) => `${m.toUpperCase()} ${path}`),
+    );
     expect(operations).toEqual(
       expect.arrayContaining([
         "POST /api/v1/signup",
@@ -51,17 +60,30 @@ describe("GET /openapi.json", () => {
         "GET /v1/tools/{name}",
       ]),
     );
-    expect(doc.paths["/api/v1/signup"].post.requestBody.content["application/json"].schema.required).toEqual(["email"]);
+    expect(
+      doc.paths["/api/v1/signup"].post.requestBody.content["application/json"].schema.required,
+    ).toEqual(["email"]);
     expect(doc.paths["/api/v1/admin/accounts/{id}/tier"].put.security).toEqual([{ AdminKey: [] }]);
   });
 });
 
 describe("tags", () => {
   it("put every operation in one of the reference's groups", () => {
-    const groups = ["Tools", "Payments", "Account", "Keys", "Usage", "Webhooks", "MCP", "Admin", "Operations"];
+    const groups = [
+      "Tools",
+      "Payments",
+      "Account",
+      "Keys",
+      "Usage",
+      "Webhooks",
+      "MCP",
+      "Admin",
+      "Operations",
+    ];
     expect(doc.tags.map((t: { name: string }) => t.name)).toEqual(groups);
     for (const [path, item] of Object.entries<Record<string, { tags: string[] }>>(doc.paths)) {
-      for (const [method, op] of Object.entries(item)) expect(groups, `${method} ${path}`).toContain(op.tags?.[0]);
+      for (const [method, op] of Object.entries(item))
+        expect(groups, `${method} ${path}`).toContain(op.tags?.[0]);
     }
     expect(doc.paths["/api/v1/keys"].get.tags).toEqual(["Keys"]);
     expect(doc.paths["/api/v1/webhooks/register"].post.tags).toEqual(["Webhooks"]);
@@ -86,7 +108,9 @@ describe("GET /docs", () => {
   it("states prices with plural agreement: 1 credit, 5 credits", async () => {
     const doc = (await call(`${gw.url}/openapi.json`)).body;
     expect(doc.paths["/v1/tools/hash"].post.description).toContain("Price: 1 credit ($0.002)");
-    expect(doc.paths["/v1/tools/web-search"].post.description).toContain("Price: 5 credits ($0.01)");
+    expect(doc.paths["/v1/tools/web-search"].post.description).toContain(
+      "Price: 5 credits ($0.01)",
+    );
     expect(JSON.stringify(doc)).not.toMatch(/\b1 credits|credit\(s\)/);
   });
 
@@ -100,7 +124,9 @@ describe("GET /docs", () => {
 
   it("every other answer is marked nosniff too, errors included", async () => {
     for (const path of ["/openapi.json", "/v1/tools", "/healthz", "/no-such-page"]) {
-      expect((await fetch(`${gw.url}${path}`)).headers.get("x-content-type-options"), path).toBe("nosniff");
+      expect((await fetch(`${gw.url}${path}`)).headers.get("x-content-type-options"), path).toBe(
+        "nosniff",
+      );
     }
   });
 });

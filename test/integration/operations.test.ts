@@ -1,19 +1,31 @@
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, callTool, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  call,
+  callTool,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 
 let gw: TestGateway;
 beforeAll(async () => {
-  gw = await startGateway({ env: { METRICS_TOKEN: "m".repeat(20), HEADERS_TIMEOUT_MS: "1000", REQUEST_TIMEOUT_MS: "2000" } });
+  gw = await startGateway({
+    env: { METRICS_TOKEN: "m".repeat(20), HEADERS_TIMEOUT_MS: "1000", REQUEST_TIMEOUT_MS: "2000" },
+  });
 });
 afterAll(() => gw.stop());
 
 const metrics = async () => {
-  const res = await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${"m".repeat(20)}` } });
+  const res = await fetch(`${gw.url}/metrics`, {
+    headers: { authorization: `Bearer ${"m".repeat(20)}` },
+  });
   return { status: res.status, text: await res.text() };
 };
 const sample = (text: string, name: string, labels: string) => {
-  const line = text.split("\n").find((l) => l.startsWith(`${name}{`) && labels.split(",").every((kv) => l.includes(kv)));
+  const line = text
+    .split("\n")
+    .find((l) => l.startsWith(`${name}{`) && labels.split(",").every((kv) => l.includes(kv)));
   return line ? Number(line.split(" ").at(-1)) : 0;
 };
 
@@ -27,9 +39,14 @@ describe("GET /metrics", () => {
     await callTool(gw.url, "tg_live_nope", "hash", { text: "x" });
     const { status, text } = await metrics();
     expect(status).toBe(200);
-    const delta = (name: string, labels: string) => sample(text, name, labels) - sample(before, name, labels);
-    expect(delta("toolgate_http_requests_total", 'route="/v1/tools/:name",method="POST",status="200"')).toBe(3);
-    expect(delta("toolgate_http_requests_total", 'route="/v1/tools/:name",method="POST",status="422"')).toBe(1);
+    const delta = (name: string, labels: string) =>
+      sample(text, name, labels) - sample(before, name, labels);
+    expect(
+      delta("toolgate_http_requests_total", 'route="/v1/tools/:name",method="POST",status="200"'),
+    ).toBe(3);
+    expect(
+      delta("toolgate_http_requests_total", 'route="/v1/tools/:name",method="POST",status="422"'),
+    ).toBe(1);
     expect(delta("toolgate_tool_calls_total", 'tool="hash",outcome="ok"')).toBe(3);
     expect(delta("toolgate_errors_total", 'code="invalid_api_key"')).toBe(1);
     expect(text).toMatch(/toolgate_credits_debited_total \d+/);
@@ -44,19 +61,31 @@ describe("GET /metrics: the process's own cost", () => {
   it("reports CPU, resident memory, heap, event-loop lag and garbage collection under toolgate_", async () => {
     const { key } = await fundedAccount(gw.url, 100, "pro");
     const before = (await metrics()).text;
-    for (let i = 0; i < 30; i++) await callTool(gw.url, key, "hash", { text: "x".repeat(10_000) + i });
+    for (let i = 0; i < 30; i++)
+      await callTool(gw.url, key, "hash", { text: "x".repeat(10_000) + i });
     // Garbage enough for the young generation to be collected at least once.
     let keep = 0;
     for (let i = 0; i < 200_000; i++) keep += JSON.stringify({ i, pad: "y".repeat(64) }).length;
     expect(keep).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, 50));
     const { text } = await metrics();
-    const value = (t: string, name: string) => Number(t.split("\n").find((l) => l.startsWith(`${name} `))?.split(" ")[1] ?? NaN);
-    expect(value(text, "toolgate_process_cpu_seconds_total")).toBeGreaterThan(value(before, "toolgate_process_cpu_seconds_total"));
+    const value = (t: string, name: string) =>
+      Number(
+        t
+          .split("\n")
+          .find((l) => l.startsWith(`${name} `))
+          ?.split(" ")[1] ?? NaN,
+      );
+    expect(value(text, "toolgate_process_cpu_seconds_total")).toBeGreaterThan(
+      value(before, "toolgate_process_cpu_seconds_total"),
+    );
     expect(value(text, "toolgate_process_resident_memory_bytes")).toBeGreaterThan(10 * 2 ** 20);
     expect(value(text, "toolgate_nodejs_heap_size_used_bytes")).toBeGreaterThan(2 ** 20);
     expect(value(text, "toolgate_nodejs_eventloop_lag_p99_seconds")).toBeGreaterThanOrEqual(0);
-    const gcs = text.split("\n").filter((l) => l.startsWith("toolgate_nodejs_gc_duration_seconds_count{")).reduce((n, l) => n + Number(l.split(" ").at(-1)), 0);
+    const gcs = text
+      .split("\n")
+      .filter((l) => l.startsWith("toolgate_nodejs_gc_duration_seconds_count{"))
+      .reduce((n, l) => n + Number(l.split(" ").at(-1)), 0);
     expect(gcs).toBeGreaterThan(0);
     expect(value(text, "toolgate_process_pid")).toBe(process.pid);
   });
@@ -83,8 +112,14 @@ describe("abuse", () => {
   it("refuses huge bodies with 413 and keeps serving", async () => {
     const { key } = await fundedAccount(gw.url, 100, "pro");
     const huge = "x".repeat(5 * 1024 * 1024);
-    const results = await Promise.all(Array.from({ length: 5 }, () => call(`${gw.url}/v1/tools/hash`, { key, rawBody: `{"text":"${huge}"}` })));
-    expect(results.map((r) => [r.status, r.body?.error?.code])).toEqual(Array(5).fill([413, "body_too_large"]));
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        call(`${gw.url}/v1/tools/hash`, { key, rawBody: `{"text":"${huge}"}` }),
+      ),
+    );
+    expect(results.map((r) => [r.status, r.body?.error?.code])).toEqual(
+      Array(5).fill([413, "body_too_large"]),
+    );
     expect((await callTool(gw.url, key, "hash", { text: "ok" })).status).toBe(200);
     expect((await call(`${gw.url}/api/v1/account`, { key })).body.credits).toBe(99);
   });
@@ -92,11 +127,17 @@ describe("abuse", () => {
   it("answers a flood of bad keys with 401 quickly, without touching the store, while a real caller is served", async () => {
     const { key } = await fundedAccount(gw.url, 100, "pro");
     const started = Date.now();
-    const flood = Promise.all(Array.from({ length: 500 }, (_, i) => callTool(gw.url, `garbage-${i}`, "hash", { text: "x" })));
+    const flood = Promise.all(
+      Array.from({ length: 500 }, (_, i) =>
+        callTool(gw.url, `garbage-${i}`, "hash", { text: "x" }),
+      ),
+    );
     const real = await callTool(gw.url, key, "hash", { text: "real" });
     const answers = await flood;
     expect(real.status).toBe(200);
-    expect(answers.every((r) => r.status === 401 && r.body.error.code === "invalid_api_key")).toBe(true);
+    expect(answers.every((r) => r.status === 401 && r.body.error.code === "invalid_api_key")).toBe(
+      true,
+    );
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 });

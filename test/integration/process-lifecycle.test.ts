@@ -2,7 +2,13 @@ import { createServer as createTcpServer, type Server as TcpServer } from "node:
 import { pino } from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { startBundledWorkers } from "../../src/tools/bundled-workers.js";
-import { killMarked, processesMarked, startToolgate, waitUntilNoneMarked, type Started } from "../helpers/processes.js";
+import {
+  killMarked,
+  processesMarked,
+  startToolgate,
+  waitUntilNoneMarked,
+  type Started,
+} from "../helpers/processes.js";
 import { REDIS_URL, dropPrefix, uniquePrefix } from "../helpers/redis.js";
 
 /**
@@ -32,7 +38,12 @@ const freePort = () =>
   });
 
 const within = <T>(promise: Promise<T>, ms: number, what: string) =>
-  Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms))]);
+  Promise.race([
+    promise,
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms),
+    ),
+  ]);
 
 describe("a gateway and its children", () => {
   it("takes its bundled workers and its local chain along when it is SIGKILLed", async () => {
@@ -48,7 +59,15 @@ describe("a gateway and its children", () => {
   }, 90_000);
 
   const quietGateway = async () => {
-    const g = run({ NODE_ENV: "test", PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", SHUTDOWN_GRACE_SECONDS: "2", SECRET_KEY: "k".repeat(32), ADMIN_API_KEY: "a".repeat(32) });
+    const g = run({
+      NODE_ENV: "test",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "info",
+      SHUTDOWN_GRACE_SECONDS: "2",
+      SECRET_KEY: "k".repeat(32),
+      ADMIN_API_KEY: "a".repeat(32),
+    });
     const port = Number((await g.waitFor(/"port":(\d+)[^\n]*"msg":"listening"/))[1]);
     return { g, url: `http://127.0.0.1:${port}` };
   };
@@ -96,24 +115,41 @@ describe("starting", () => {
   }, 60_000);
 
   it("stops every child it had started when a later step fails (an unreachable Redis)", async () => {
-    const g = run({ NODE_ENV: "development", PORT: "0", HOST: "127.0.0.1", REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
+    const g = run({
+      NODE_ENV: "development",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+    });
     const { code } = await within(g.exited, 60_000, "exit");
     expect(code).toBe(1);
-    expect(g.stderr()).toMatch(/^Toolgate could not start: the store at REDIS_URL cannot be used: .+\n$/);
+    expect(g.stderr()).toMatch(
+      /^Toolgate could not start: the store at REDIS_URL cannot be used: .+\n$/,
+    );
     expect(await waitUntilNoneMarked(g.marker, 5000)).toEqual([]);
   }, 90_000);
 
   it("with LOG_LEVEL=warn prints its development key and serves (readiness never waits for a log line)", async () => {
     const port = await freePort();
-    const g = run({ NODE_ENV: "development", PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", DEV_CHAIN: "0" });
+    const g = run({
+      NODE_ENV: "development",
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn",
+      DEV_CHAIN: "0",
+    });
     const key = (await g.waitFor(/x-api-key: (tg_live_\S+)/))[1]!;
-    const res = await fetch(`http://127.0.0.1:${port}/api/v1/account`, { headers: { "x-api-key": key } });
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/account`, {
+      headers: { "x-api-key": key },
+    });
     expect(res.status).toBe(200);
     expect(g.stdout()).not.toContain('"level":30'); // nothing at info level was written
   }, 90_000);
 
   it("waits for the bundled workers a bounded time, then says so", async () => {
-    await expect(startBundledWorkers(pino({ level: "silent" }), 1)).rejects.toThrow("the bundled workers did not report ready within 0.001 s");
+    await expect(startBundledWorkers(pino({ level: "silent" }), 1)).rejects.toThrow(
+      "the bundled workers did not report ready within 0.001 s",
+    );
   });
 });
 
@@ -123,24 +159,45 @@ describe("npm start with REDIS_URL (development)", () => {
 
   it("prints a working development key, the admin key, the chain and the store, and a restart reuses the same account and keys", async () => {
     const port = await freePort();
-    const env = { NODE_ENV: "development", PORT: String(port), HOST: "127.0.0.1", REDIS_URL, REDIS_KEY_PREFIX: prefix };
+    const env = {
+      NODE_ENV: "development",
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      REDIS_URL,
+      REDIS_KEY_PREFIX: prefix,
+    };
     const first = run(env);
     const key = (await first.waitFor(/x-api-key: (tg_live_\S+)/))[1]!;
     const adminKey = (await first.waitFor(/Admin key: (tg_admin_\S+)/))[1]!;
     await first.waitFor(/CHAIN_RPC_URL=http:\/\/127\.0\.0\.1:\d+ TOOLGATE_URL=\S+ npm run pay/);
     expect(first.stdout()).toContain(`State: Redis at ${REDIS_URL} (key prefix ${prefix})`);
-    expect(first.stdout()).toMatch(/Development account acct_\w+ \(created; pro tier, 1000 credits\)/);
-    const account = await fetch(`http://127.0.0.1:${port}/api/v1/account`, { headers: { "x-api-key": key } });
+    expect(first.stdout()).toMatch(
+      /Development account acct_\w+ \(created; pro tier, 1000 credits\)/,
+    );
+    const account = await fetch(`http://127.0.0.1:${port}/api/v1/account`, {
+      headers: { "x-api-key": key },
+    });
     expect(account.status).toBe(200);
     expect(await account.json()).toMatchObject({ tier: "pro", credits: 1000 });
-    expect((await fetch(`http://127.0.0.1:${port}/api/v1/admin/accounts`, { headers: { "x-api-key": adminKey } })).status).toBe(200);
+    expect(
+      (
+        await fetch(`http://127.0.0.1:${port}/api/v1/admin/accounts`, {
+          headers: { "x-api-key": adminKey },
+        })
+      ).status,
+    ).toBe(200);
     first.child.kill("SIGTERM");
     await within(first.exited, 20_000, "exit");
 
     const second = run({ ...env, DEV_CHAIN: "0" });
     expect((await second.waitFor(/x-api-key: (tg_live_\S+)/))[1]).toBe(key);
     expect((await second.waitFor(/Admin key: (tg_admin_\S+)/))[1]).toBe(adminKey);
-    expect(second.stdout()).toMatch(/Development account acct_\w+ \(reused; pro tier, 1000 credits\)/);
-    expect((await fetch(`http://127.0.0.1:${port}/api/v1/account`, { headers: { "x-api-key": key } })).status).toBe(200);
+    expect(second.stdout()).toMatch(
+      /Development account acct_\w+ \(reused; pro tier, 1000 credits\)/,
+    );
+    expect(
+      (await fetch(`http://127.0.0.1:${port}/api/v1/account`, { headers: { "x-api-key": key } }))
+        .status,
+    ).toBe(200);
   }, 120_000);
 });

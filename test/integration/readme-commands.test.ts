@@ -8,7 +8,10 @@ import { afterAll, describe, expect, it } from "vitest";
 const root = new URL("../..", import.meta.url).pathname;
 const readme = readFileSync(join(root, "README.md"), "utf8");
 const block = /<!-- readme-commands -->\s*```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? "";
-const commands = block.split("\n").map((l) => l.replace(/#.*$/, "").trim()).filter(Boolean);
+const commands = block
+  .split("\n")
+  .map((l) => l.replace(/#.*$/, "").trim())
+  .filter(Boolean);
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -35,7 +38,12 @@ describe("the README's two commands", () => {
     symlinkSync(join(root, "node_modules"), join(clone, "node_modules"));
     const port = await freePort();
     let rpcUrl = "";
-    const child = spawn("npm", ["start"], { cwd: clone, env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port) }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const child = spawn("npm", ["start"], {
+      cwd: clone,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port) },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
     try {
       const key = await new Promise<string>((resolve, reject) => {
         let out = "";
@@ -52,15 +60,26 @@ describe("the README's two commands", () => {
         });
         child.on("exit", (code) => reject(new Error(`npm start exited ${code}:\n${out}`)));
       });
-      const res = await fetch(`http://127.0.0.1:${port}/api/v1/account`, { headers: { "x-api-key": key } });
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1/account`, {
+        headers: { "x-api-key": key },
+      });
       expect(res.status).toBe(200);
       expect(await res.json()).toMatchObject({ tier: "pro", credits: 1000 });
       // x402 works out of the box: the printed command pays for a call on the local chain.
-      const paid = execFileSync("npm", ["run", "--silent", "pay", "--", "hash", '{"text":"hello"}'], {
-        cwd: clone,
-        env: { PATH: process.env.PATH, HOME: process.env.HOME, CHAIN_RPC_URL: rpcUrl, TOOLGATE_URL: `http://127.0.0.1:${port}` },
-        encoding: "utf8",
-      });
+      const paid = execFileSync(
+        "npm",
+        ["run", "--silent", "pay", "--", "hash", '{"text":"hello"}'],
+        {
+          cwd: clone,
+          env: {
+            PATH: process.env.PATH,
+            HOME: process.env.HOME,
+            CHAIN_RPC_URL: rpcUrl,
+            TOOLGATE_URL: `http://127.0.0.1:${port}`,
+          },
+          encoding: "utf8",
+        },
+      );
       expect(paid).toContain("HTTP 200");
       expect(paid).toContain('"digest"');
       expect(paid).toMatch(/paid: .*success: true/s);

@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, callTool, fundedAccount, signUp, spawnGateway, uniquePrefix, type GatewayProcess } from "../helpers/gateway.js";
+import {
+  call,
+  callTool,
+  fundedAccount,
+  signUp,
+  spawnGateway,
+  uniquePrefix,
+  type GatewayProcess,
+} from "../helpers/gateway.js";
 import { startReceiver } from "../helpers/receiver.js";
 import { startRedisCluster } from "../helpers/redis-server.js";
 
@@ -26,24 +34,42 @@ afterAll(async () => {
 describe("on a Redis Cluster", () => {
   it("debits exactly the balance under concurrent calls through both processes", async () => {
     const { key } = await fundedAccount(a.url, 40, "business");
-    const results = await Promise.all(Array.from({ length: 60 }, (_, i) => callTool(i % 2 ? a.url : b.url, key, "hash", { text: `c${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        callTool(i % 2 ? a.url : b.url, key, "hash", { text: `c${i}` }),
+      ),
+    );
     expect(results.filter((r) => r.status === 200)).toHaveLength(40);
-    expect(results.filter((r) => r.status === 402).every((r) => r.body.error.code === "insufficient_credits")).toBe(true);
+    expect(
+      results
+        .filter((r) => r.status === 402)
+        .every((r) => r.body.error.code === "insufficient_credits"),
+    ).toBe(true);
     expect((await call(`${b.url}/api/v1/account`, { key })).body.credits).toBe(0);
   });
 
   it("signs up, revokes a key on one process and refuses it on the other", async () => {
     const { key, keyId } = await signUp(a.url);
     expect((await call(`${b.url}/api/v1/account`, { key })).body.credits).toBe(25);
-    expect((await call(`${b.url}/api/v1/keys/${keyId}?force=true`, { key, method: "DELETE" })).status).toBe(200);
-    expect((await call(`${a.url}/api/v1/account`, { key })).body.error.code).toBe("api_key_revoked");
+    expect(
+      (await call(`${b.url}/api/v1/keys/${keyId}?force=true`, { key, method: "DELETE" })).status,
+    ).toBe(200);
+    expect((await call(`${a.url}/api/v1/account`, { key })).body.error.code).toBe(
+      "api_key_revoked",
+    );
   });
 
   it("delivers a webhook through the queue", async () => {
     const { key } = await fundedAccount(a.url, 100, "pro");
-    const hook = await call(`${a.url}/api/v1/webhooks/register`, { key, body: { url: rx.url("/cluster"), events: ["tool.error"] } });
+    const hook = await call(`${a.url}/api/v1/webhooks/register`, {
+      key,
+      body: { url: rx.url("/cluster"), events: ["tool.error"] },
+    });
     expect(hook.status).toBe(201);
-    expect((await call(`${b.url}/api/v1/webhooks/test`, { key, body: { webhook_id: hook.body.id } })).status).toBe(202);
+    expect(
+      (await call(`${b.url}/api/v1/webhooks/test`, { key, body: { webhook_id: hook.body.id } }))
+        .status,
+    ).toBe(202);
     const [delivery] = await rx.waitFor("/cluster", 1);
     expect(JSON.parse(delivery!.raw)).toMatchObject({ event: "webhook.test" });
     expect(delivery!.headers["x-webhook-signature"]).toBeTruthy();

@@ -17,15 +17,24 @@ afterAll(async () => {
 });
 
 describe("an uncaught exception while serving a request", () => {
-  it.each([["/throws-in-a-timer"], ["/forgets-a-rejected-promise"]])("%s: that request is answered 500 internal_error, the process serves on", async (path) => {
-    const res = await call(`${server.url}${path}`);
-    expect(res.status).toBe(500);
-    expect(res.body.error).toMatchObject({ type: "api_error", code: "internal_error", request_id: res.headers.get("x-request-id") });
-    expect((await call(`${server.url}/ok`)).body).toEqual({ ok: true });
-  });
+  it.each([["/throws-in-a-timer"], ["/forgets-a-rejected-promise"]])(
+    "%s: that request is answered 500 internal_error, the process serves on",
+    async (path) => {
+      const res = await call(`${server.url}${path}`);
+      expect(res.status).toBe(500);
+      expect(res.body.error).toMatchObject({
+        type: "api_error",
+        code: "internal_error",
+        request_id: res.headers.get("x-request-id"),
+      });
+      expect((await call(`${server.url}/ok`)).body).toEqual({ ok: true });
+    },
+  );
 
   it("after the answer started: that connection is closed, the process serves on", async () => {
-    await expect(fetch(`${server.url}/throws-after-answering`).then((r) => r.text())).rejects.toThrow();
+    await expect(
+      fetch(`${server.url}/throws-after-answering`).then((r) => r.text()),
+    ).rejects.toThrow();
     expect((await call(`${server.url}/ok`)).body).toEqual({ ok: true });
   });
 

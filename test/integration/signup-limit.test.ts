@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomId } from "../../src/lib/ids.js";
-import { call, dropPrefix, spawnGateway, startGateway, uniquePrefix, type GatewayProcess, type TestGateway } from "../helpers/gateway.js";
+import {
+  call,
+  dropPrefix,
+  spawnGateway,
+  startGateway,
+  uniquePrefix,
+  type GatewayProcess,
+  type TestGateway,
+} from "../helpers/gateway.js";
 
 /**
  * The sign-up limit counts sign-ups that create an account, per client address — an address the
@@ -21,7 +29,15 @@ describe("a gateway with the default TRUST_PROXY (no proxy trusted)", () => {
 
   it("ignores X-Forwarded-For from its peer: a client rotating it is still limited", async () => {
     const statuses = [];
-    for (let i = 0; i < 4; i++) statuses.push((await call(`${gw.url}/api/v1/signup`, { body: { email: email() }, headers: { "x-forwarded-for": `203.0.113.${i + 1}` } })).status);
+    for (let i = 0; i < 4; i++)
+      statuses.push(
+        (
+          await call(`${gw.url}/api/v1/signup`, {
+            body: { email: email() },
+            headers: { "x-forwarded-for": `203.0.113.${i + 1}` },
+          })
+        ).status,
+      );
     expect(statuses).toEqual([201, 201, 201, 429]);
   });
 });
@@ -34,11 +50,15 @@ describe("a gateway behind a trusted proxy (TRUST_PROXY=loopback)", () => {
   afterAll(() => gw?.stop());
 
   const signup = (address: string, body = { email: email() }, claimed = "") =>
-    call(`${gw.url}/api/v1/signup`, { body, headers: { "x-forwarded-for": claimed ? `${claimed}, ${address}` : address } });
+    call(`${gw.url}/api/v1/signup`, {
+      body,
+      headers: { "x-forwarded-for": claimed ? `${claimed}, ${address}` : address },
+    });
 
   it("limits by the address the proxy saw, whatever the client put before it", async () => {
     const statuses = [];
-    for (let i = 0; i < 3; i++) statuses.push((await signup("198.51.100.20", undefined, `10.1.1.${i}`)).status);
+    for (let i = 0; i < 3; i++)
+      statuses.push((await signup("198.51.100.20", undefined, `10.1.1.${i}`)).status);
     expect(statuses).toEqual([201, 201, 429]);
   });
 
@@ -46,11 +66,15 @@ describe("a gateway behind a trusted proxy (TRUST_PROXY=loopback)", () => {
     const address = "198.51.100.21";
     const taken = { email: email() };
     expect((await signup(address, taken)).status).toBe(201);
-    for (let i = 0; i < 5; i++) expect((await signup(address, taken)).body.error.code).toBe("email_taken");
+    for (let i = 0; i < 5; i++)
+      expect((await signup(address, taken)).body.error.code).toBe("email_taken");
     expect((await signup(address)).status).toBe(201);
     const refused = await signup(address);
     expect(refused.status).toBe(429);
-    expect(refused.body.error).toMatchObject({ code: "rate_limited", message: "At most 2 sign-ups per hour from one address (SIGNUPS_PER_HOUR_PER_IP)." });
+    expect(refused.body.error).toMatchObject({
+      code: "rate_limited",
+      message: "At most 2 sign-ups per hour from one address (SIGNUPS_PER_HOUR_PER_IP).",
+    });
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
   });
 });

@@ -6,7 +6,13 @@ let gw: TestGateway;
 let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 beforeAll(async () => {
   smtp = await startSmtpServer();
-  gw = await startGateway({ env: { SMTP_URL: smtp.url, SIGNUPS_PER_HOUR_PER_IP: "3", PUBLIC_BASE_URL: "http://127.0.0.1:1" } });
+  gw = await startGateway({
+    env: {
+      SMTP_URL: smtp.url,
+      SIGNUPS_PER_HOUR_PER_IP: "3",
+      PUBLIC_BASE_URL: "http://127.0.0.1:1",
+    },
+  });
 });
 afterAll(async () => {
   await gw.stop();
@@ -15,7 +21,12 @@ afterAll(async () => {
 
 let ip = 0;
 const signup = (body: unknown, init: { rawBody?: string; headers?: Record<string, string> } = {}) =>
-  call(`${gw.url}/api/v1/signup`, { method: "POST", body, ...init, headers: { "x-forwarded-for": `192.0.2.${++ip}`, ...init.headers } });
+  call(`${gw.url}/api/v1/signup`, {
+    method: "POST",
+    body,
+    ...init,
+    headers: { "x-forwarded-for": `192.0.2.${++ip}`, ...init.headers },
+  });
 
 describe("POST /api/v1/signup", () => {
   it("returns a working key at once with 25 credits, e-mails a link that adds 75 credits once", async () => {
@@ -23,7 +34,12 @@ describe("POST /api/v1/signup", () => {
     const res = await signup({ email });
     expect(res.status).toBe(201);
     expect(res.body.api_key).toMatch(/^tg_live_[0-9a-z]{16}_[0-9A-Za-z]{32}$/);
-    expect(res.body.account).toMatchObject({ email: email.toLowerCase(), tier: "free", credits: 25, email_verified: false });
+    expect(res.body.account).toMatchObject({
+      email: email.toLowerCase(),
+      tier: "free",
+      credits: 25,
+      email_verified: false,
+    });
 
     const me = await call(`${gw.url}/api/v1/account`, { key: res.body.api_key });
     expect(me.body).toMatchObject({ id: res.body.account.id, credits: 25 });
@@ -37,9 +53,19 @@ describe("POST /api/v1/signup", () => {
     expect(again.body).toMatchObject({ credits_added: 0, credits: 100 });
 
     const usage = await call(`${gw.url}/api/v1/usage`, { key: res.body.api_key });
-    expect(usage.body.data.map((e: { kind: string; amount: number }) => [e.kind, e.amount])).toEqual([["grant", 75], ["grant", 25]]);
+    expect(
+      usage.body.data.map((e: { kind: string; amount: number }) => [e.kind, e.amount]),
+    ).toEqual([
+      ["grant", 75],
+      ["grant", 25],
+    ]);
     const events = await eventsOf(gw.services.store, res.body.account.id, 1);
-    expect(events).toMatchObject([{ event: "agent.registered", data: { agent_id: res.body.account.id, email: email.toLowerCase(), tier: "free" } }]);
+    expect(events).toMatchObject([
+      {
+        event: "agent.registered",
+        data: { agent_id: res.body.account.id, email: email.toLowerCase(), tier: "free" },
+      },
+    ]);
   });
 
   it("refuses a second account for the same e-mail address", async () => {
@@ -53,17 +79,36 @@ describe("POST /api/v1/signup", () => {
   it.each([
     ["a malformed address", { email: "not-an-address" }, 422, "validation_failed", "email"],
     ["a wrong type", { email: 42 }, 422, "validation_failed", "email"],
-    ["an unknown field", { email: "ok@example.com", admin: true }, 422, "validation_failed", "admin"],
+    [
+      "an unknown field",
+      { email: "ok@example.com", admin: true },
+      422,
+      "validation_failed",
+      "admin",
+    ],
     ["no body", undefined, 422, "validation_failed", "email"],
   ])("answers %s with the one error shape", async (_name, body, status, code, param) => {
     const res = await signup(body);
     expect(res.status).toBe(status);
-    expect(res.body).toEqual({ error: { type: "invalid_request_error", code, message: expect.any(String), param, request_id: res.headers.get("x-request-id") } });
+    expect(res.body).toEqual({
+      error: {
+        type: "invalid_request_error",
+        code,
+        message: expect.any(String),
+        param,
+        request_id: res.headers.get("x-request-id"),
+      },
+    });
   });
 
   it("answers malformed JSON 400, a non-JSON body 415 and an oversized body 413", async () => {
-    expect((await signup(undefined, { rawBody: '{"email":' })).body.error.code).toBe("invalid_json");
-    const text = await signup(undefined, { rawBody: "email=a@b.c", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    expect((await signup(undefined, { rawBody: '{"email":' })).body.error.code).toBe(
+      "invalid_json",
+    );
+    const text = await signup(undefined, {
+      rawBody: "email=a@b.c",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
     expect([text.status, text.body.error.code]).toEqual([415, "unsupported_media_type"]);
     const huge = await signup({ email: "big@example.com", padding: "x".repeat(1_100_000) });
     expect([huge.status, huge.body.error.code]).toEqual([413, "body_too_large"]);
@@ -72,7 +117,13 @@ describe("POST /api/v1/signup", () => {
   it("limits sign-ups per client address", async () => {
     const headers = { "x-forwarded-for": "198.51.100.7" };
     const statuses = [];
-    for (let i = 0; i < 4; i++) statuses.push((await call(`${gw.url}/api/v1/signup`, { body: { email: `flood-${i}-${Date.now()}@example.com` }, headers })));
+    for (let i = 0; i < 4; i++)
+      statuses.push(
+        await call(`${gw.url}/api/v1/signup`, {
+          body: { email: `flood-${i}-${Date.now()}@example.com` },
+          headers,
+        }),
+      );
     expect(statuses.map((r) => r.status)).toEqual([201, 201, 201, 429]);
     expect(statuses[3]!.body.error.code).toBe("rate_limited");
     expect(Number(statuses[3]!.headers.get("retry-after"))).toBeGreaterThan(0);
@@ -86,11 +137,18 @@ describe("GET /api/v1/verify-email", () => {
     const link = new URL(verificationLink((await smtp.next()).raw));
     const token = link.searchParams.get("token")!;
     const [, expires, sig] = token.split(".");
-    for (const bad of [`${id}.${expires}.${"A".repeat(sig!.length)}`, `${id}.${Number(expires) + 1}.${sig}`, "garbage"]) {
+    for (const bad of [
+      `${id}.${expires}.${"A".repeat(sig!.length)}`,
+      `${id}.${Number(expires) + 1}.${sig}`,
+      "garbage",
+    ]) {
       const r = await call(`${gw.url}/api/v1/verify-email?token=${encodeURIComponent(bad)}`);
       expect([r.status, r.body.error.code]).toEqual([400, "invalid_token"]);
     }
-    expect((await call(`${gw.url}/api/v1/verify-email`)).body.error).toMatchObject({ code: "validation_failed", param: "token" });
+    expect((await call(`${gw.url}/api/v1/verify-email`)).body.error).toMatchObject({
+      code: "validation_failed",
+      param: "token",
+    });
     expect((await gw.services.store.getAccount(id))?.balance).toBe(25);
   });
 });

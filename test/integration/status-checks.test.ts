@@ -3,7 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadWorkerConfig } from "../../src/workers/config.js";
 import { startWorkers } from "../../src/workers/main.js";
 import { startPrivateRedis } from "../helpers/redis-server.js";
-import { call, dropPrefix, spawnGateway, startGateway, uniquePrefix, type GatewayProcess, type TestGateway } from "../helpers/gateway.js";
+import {
+  call,
+  dropPrefix,
+  spawnGateway,
+  startGateway,
+  uniquePrefix,
+  type GatewayProcess,
+  type TestGateway,
+} from "../helpers/gateway.js";
 
 /**
  * The status page's checks run in the background on an interval: a component whose check fails
@@ -14,14 +22,20 @@ const INTERVAL_MS = 300;
 type Workers = Awaited<ReturnType<typeof startWorkers>>;
 
 const statusOf = async (url: string) => (await call(`${url}/status.json`)).body;
-const componentOf = async (url: string, id: string) => (await statusOf(url)).components.find((c: { id: string }) => c.id === id);
+const componentOf = async (url: string, id: string) =>
+  (await statusOf(url)).components.find((c: { id: string }) => c.id === id);
 
-async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number): Promise<{ value: T; elapsedMs: number }> {
+async function waitFor<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs: number,
+): Promise<{ value: T; elapsedMs: number }> {
   const started = Date.now();
   for (;;) {
     const value = await read();
     if (done(value)) return { value, elapsedMs: Date.now() - started };
-    if (Date.now() - started > timeoutMs) throw new Error(`not reached within ${timeoutMs} ms: ${JSON.stringify(value)}`);
+    if (Date.now() - started > timeoutMs)
+      throw new Error(`not reached within ${timeoutMs} ms: ${JSON.stringify(value)}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -49,7 +63,12 @@ describe("a failing component", () => {
   let gw: TestGateway;
   beforeAll(async () => {
     workers = await startWorkers(loadWorkerConfig({ PORT: "0", LOG_LEVEL: "silent" }));
-    gw = await startGateway({ env: { WORKERS_URL: `http://127.0.0.1:${workers.port}`, STATUS_CHECK_INTERVAL_MS: String(INTERVAL_MS) } });
+    gw = await startGateway({
+      env: {
+        WORKERS_URL: `http://127.0.0.1:${workers.port}`,
+        STATUS_CHECK_INTERVAL_MS: String(INTERVAL_MS),
+      },
+    });
   });
   afterAll(async () => {
     await gw?.stop();
@@ -57,10 +76,18 @@ describe("a failing component", () => {
   });
 
   it("turns degraded on /status.json within one check interval, and recovers", async () => {
-    await waitFor(() => componentOf(gw.url, "worker-pool-general"), (c) => c?.state === "operational", 10_000);
+    await waitFor(
+      () => componentOf(gw.url, "worker-pool-general"),
+      (c) => c?.state === "operational",
+      10_000,
+    );
     const port = workers.port;
     await stopNow(workers);
-    const down = await waitFor(() => componentOf(gw.url, "worker-pool-general"), (c) => c.state === "degraded", 5_000);
+    const down = await waitFor(
+      () => componentOf(gw.url, "worker-pool-general"),
+      (c) => c.state === "degraded",
+      5_000,
+    );
     // One interval, plus what a loaded two-core machine adds to a timer and a refused connection.
     expect(down.elapsedMs).toBeLessThan(INTERVAL_MS + 700);
     expect(down.value.detail).toEqual(expect.any(String));
@@ -69,7 +96,11 @@ describe("a failing component", () => {
     expect((await componentOf(gw.url, "rest-api")).state).toBe("operational");
 
     workers = await startWorkers(loadWorkerConfig({ PORT: String(port), LOG_LEVEL: "silent" }));
-    const up = await waitFor(() => componentOf(gw.url, "worker-pool-general"), (c) => c.state === "operational", 5_000);
+    const up = await waitFor(
+      () => componentOf(gw.url, "worker-pool-general"),
+      (c) => c.state === "operational",
+      5_000,
+    );
     expect(up.elapsedMs).toBeLessThan(INTERVAL_MS + 700);
     expect(up.value.uptime_90d).toBeGreaterThan(0);
     expect(up.value.uptime_90d).toBeLessThan(100);
@@ -79,14 +110,25 @@ describe("a failing component", () => {
 describe("latency percentiles", () => {
   let gw: TestGateway;
   beforeAll(async () => {
-    gw = await startGateway({ store: "memory", env: { STATUS_CHECK_INTERVAL_MS: String(INTERVAL_MS) } });
+    gw = await startGateway({
+      store: "memory",
+      env: { STATUS_CHECK_INTERVAL_MS: String(INTERVAL_MS) },
+    });
   });
   afterAll(() => gw?.stop());
 
   it("come from the requests the gateway served on the component's routes, not from the status probes", async () => {
     await new Promise((r) => setTimeout(r, INTERVAL_MS * 4)); // several rounds of probes to /mcp and /readyz
-    expect((await componentOf(gw.url, "mcp")).latency_ms).toMatchObject({ source: "http", samples: 0, p50: null });
-    for (let i = 0; i < 3; i++) await call(`${gw.url}/mcp`, { body: { jsonrpc: "2.0", id: 1, method: "ping" }, headers: { accept: "application/json, text/event-stream" } });
+    expect((await componentOf(gw.url, "mcp")).latency_ms).toMatchObject({
+      source: "http",
+      samples: 0,
+      p50: null,
+    });
+    for (let i = 0; i < 3; i++)
+      await call(`${gw.url}/mcp`, {
+        body: { jsonrpc: "2.0", id: 1, method: "ping" },
+        headers: { accept: "application/json, text/event-stream" },
+      });
     await new Promise((r) => setTimeout(r, INTERVAL_MS + 50)); // past the report's cache
     const mcp = (await componentOf(gw.url, "mcp")).latency_ms;
     expect(mcp.samples).toBe(3);
@@ -109,7 +151,11 @@ describe("uptime", () => {
     // Two processes on one Redis: one sees the general pool, the other one whose health check fails.
     [healthy, broken] = await Promise.all([
       spawnGateway(prefix, { ...env, WORKERS_URL: live }),
-      spawnGateway(prefix, { ...env, WORKER_POOL_GENERAL_URL: unhealthy.url, WORKER_POOL_PROVIDER_URL: live }),
+      spawnGateway(prefix, {
+        ...env,
+        WORKER_POOL_GENERAL_URL: unhealthy.url,
+        WORKER_POOL_PROVIDER_URL: live,
+      }),
     ]);
   });
   afterAll(async () => {
@@ -121,14 +167,19 @@ describe("uptime", () => {
 
   it("is computed from the checks every process recorded, and both processes show the same figure", async () => {
     await new Promise((r) => setTimeout(r, INTERVAL_MS * 8));
-    const [fromHealthy, fromBroken] = await Promise.all([componentOf(healthy.url, "worker-pool-general"), componentOf(broken.url, "worker-pool-general")]);
+    const [fromHealthy, fromBroken] = await Promise.all([
+      componentOf(healthy.url, "worker-pool-general"),
+      componentOf(broken.url, "worker-pool-general"),
+    ]);
     for (const view of [fromHealthy, fromBroken]) {
       // One process alone would give 100% (the healthy one) or 0% (the broken one).
       expect(view.uptime_90d).toBeGreaterThan(15);
       expect(view.uptime_90d).toBeLessThan(85);
       expect(view.days.at(-1).total).toBeGreaterThanOrEqual(8);
     }
-    expect(Math.abs(fromHealthy.days.at(-1).total - fromBroken.days.at(-1).total)).toBeLessThanOrEqual(4);
+    expect(
+      Math.abs(fromHealthy.days.at(-1).total - fromBroken.days.at(-1).total),
+    ).toBeLessThanOrEqual(4);
     // A component both processes find healthy stays at 100%.
     expect((await componentOf(broken.url, "rest-api")).uptime_90d).toBe(100);
   });
@@ -141,7 +192,11 @@ describe("when Redis stops", () => {
   beforeAll(async () => {
     redis = await startPrivateRedis();
     workers = await startWorkers(loadWorkerConfig({ PORT: "0", LOG_LEVEL: "silent" }));
-    gw = await spawnGateway("status-redis:", { REDIS_URL: redis.url, WORKERS_URL: `http://127.0.0.1:${workers.port}`, STATUS_CHECK_INTERVAL_MS: String(INTERVAL_MS) });
+    gw = await spawnGateway("status-redis:", {
+      REDIS_URL: redis.url,
+      WORKERS_URL: `http://127.0.0.1:${workers.port}`,
+      STATUS_CHECK_INTERVAL_MS: String(INTERVAL_MS),
+    });
   });
   afterAll(async () => {
     await gw?.stop();
@@ -150,14 +205,32 @@ describe("when Redis stops", () => {
   });
 
   it("the status page still answers, from this process's own checks, showing the REST API degraded; history returns with Redis", async () => {
-    await waitFor(() => statusOf(gw.url), (s) => s.history_available && s.components.find((c: { id: string }) => c.id === "rest-api")?.state === "operational", 10_000);
+    await waitFor(
+      () => statusOf(gw.url),
+      (s) =>
+        s.history_available &&
+        s.components.find((c: { id: string }) => c.id === "rest-api")?.state === "operational",
+      10_000,
+    );
     await redis.kill();
-    const down = await waitFor(() => statusOf(gw.url), (s) => s.components?.find((c: { id: string }) => c.id === "rest-api")?.state === "degraded", 10_000);
+    const down = await waitFor(
+      () => statusOf(gw.url),
+      (s) => s.components?.find((c: { id: string }) => c.id === "rest-api")?.state === "degraded",
+      10_000,
+    );
     expect(down.value.history_available).toBe(false);
     expect(down.value.status).toBe("degraded");
     expect((await fetch(`${gw.url}/status`)).status).toBe(200);
     await redis.restart();
-    const back = await waitFor(() => statusOf(gw.url), (s) => s.history_available && s.components.find((c: { id: string }) => c.id === "rest-api")?.state === "operational", 15_000);
-    expect(back.value.components.find((c: { id: string }) => c.id === "rest-api").uptime_90d).toBeGreaterThan(0);
+    const back = await waitFor(
+      () => statusOf(gw.url),
+      (s) =>
+        s.history_available &&
+        s.components.find((c: { id: string }) => c.id === "rest-api")?.state === "operational",
+      15_000,
+    );
+    expect(
+      back.value.components.find((c: { id: string }) => c.id === "rest-api").uptime_90d,
+    ).toBeGreaterThan(0);
   });
 });

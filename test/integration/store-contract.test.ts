@@ -5,7 +5,12 @@ import { newAccountId, newEventId, newKeyId, newRequestId } from "../../src/lib/
 import { tierLimits } from "../../src/store/index.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis.js";
-import { InvalidCursorError, KEY_USE_RESOLUTION_MS, type SessionRecord, type Store } from "../../src/store/types.js";
+import {
+  InvalidCursorError,
+  KEY_USE_RESOLUTION_MS,
+  type SessionRecord,
+  type Store,
+} from "../../src/store/types.js";
 import { REDIS_URL, dropPrefix, uniquePrefix } from "../helpers/redis.js";
 import { startRedisCluster } from "../helpers/redis-server.js";
 
@@ -22,11 +27,22 @@ const factories: Record<string, () => Promise<Store>> = {
   redis: async () => {
     const prefix = uniquePrefix("contract");
     prefixes.push(prefix);
-    return new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+    return new RedisStore({
+      url: REDIS_URL,
+      keyPrefix: prefix,
+      tiers: tierLimits(),
+      periodMs: PERIOD_MS,
+    });
   },
   "redis cluster": async () => {
     cluster ??= await startRedisCluster();
-    return new RedisStore({ url: cluster.url, cluster: true, keyPrefix: uniquePrefix("contract"), tiers: tierLimits(), periodMs: PERIOD_MS });
+    return new RedisStore({
+      url: cluster.url,
+      cluster: true,
+      keyPrefix: uniquePrefix("contract"),
+      tiers: tierLimits(),
+      periodMs: PERIOD_MS,
+    });
   },
 };
 const open: Store[] = [];
@@ -45,10 +61,23 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
 
   async function account(credits = 100, tier: "free" | "business" = "business") {
     const id = newAccountId();
-    await store.createAccount({ id, email: `${id}@example.com`, tier }, { amount: credits, requestId: newRequestId(), reason: "test" }, []);
+    await store.createAccount(
+      { id, email: `${id}@example.com`, tier },
+      { amount: credits, requestId: newRequestId(), reason: "test" },
+      [],
+    );
     const key = generateApiKey(id);
     const keyId = newKeyId();
-    await store.addKey({ id: keyId, accountId: id, hash: key.hash, prefix: key.prefix, last4: key.last4, name: null, createdAt: Date.now(), revokedAt: null });
+    await store.addKey({
+      id: keyId,
+      accountId: id,
+      hash: key.hash,
+      prefix: key.prefix,
+      last4: key.last4,
+      name: null,
+      createdAt: Date.now(),
+      revokedAt: null,
+    });
     return { id, key, keyId };
   }
   const debit = (accountId: string, keyHash: string | null, cost = 1, requestId = newRequestId()) =>
@@ -56,12 +85,29 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
 
   it("creates an account with its grant in the ledger and its events in the outbox", async () => {
     const id = newAccountId();
-    const event = eventRecord(newEventId(), "agent.registered", id, { agent_id: id, email: "a@example.com", tier: "free" });
-    const created = await store.createAccount({ id, email: "a@example.com", tier: "free" }, { amount: 25, requestId: "req_signup", reason: "sign-up" }, [event]);
-    expect(created).toMatchObject({ id, email: "a@example.com", tier: "free", balance: 25, reference: 25, emailVerified: false });
+    const event = eventRecord(newEventId(), "agent.registered", id, {
+      agent_id: id,
+      email: "a@example.com",
+      tier: "free",
+    });
+    const created = await store.createAccount(
+      { id, email: "a@example.com", tier: "free" },
+      { amount: 25, requestId: "req_signup", reason: "sign-up" },
+      [event],
+    );
+    expect(created).toMatchObject({
+      id,
+      email: "a@example.com",
+      tier: "free",
+      balance: 25,
+      reference: 25,
+      emailVerified: false,
+    });
     expect(await store.getAccount(id)).toEqual(created);
     const { items } = await store.ledger(id, { limit: 10 });
-    expect(items).toMatchObject([{ kind: "grant", amount: 25, balance: 25, reason: "sign-up", requestId: "req_signup" }]);
+    expect(items).toMatchObject([
+      { kind: "grant", amount: 25, balance: 25, reason: "sign-up", requestId: "req_signup" },
+    ]);
     expect(await store.readOutbox(id, 10)).toEqual([event]);
     expect(await store.outboxAccounts()).toContain(id);
     await store.ackOutbox(id, [event.id]);
@@ -72,7 +118,11 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   it("admits a valid key and names it; refuses an unknown key and another account's key", async () => {
     const a = await account();
     const b = await account();
-    expect(await debit(a.id, a.key.hash, 0)).toMatchObject({ status: "ok", keyId: a.keyId, charged: false });
+    expect(await debit(a.id, a.key.hash, 0)).toMatchObject({
+      status: "ok",
+      keyId: a.keyId,
+      charged: false,
+    });
     expect(await debit(a.id, "0".repeat(64), 0)).toEqual({ status: "invalid_key" });
     expect(await debit(a.id, b.key.hash, 0)).toEqual({ status: "invalid_key" });
     expect(await debit(newAccountId(), a.key.hash, 0)).toEqual({ status: "invalid_key" });
@@ -81,44 +131,109 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   it("checks a key without counting a request when asked", async () => {
     const a = await account(10, "free");
     for (let i = 0; i < 70; i++) {
-      expect(await store.admit({ accountId: a.id, keyHash: a.key.hash, cost: 0, requestId: newRequestId(), tool: null, reason: "", countRequest: false })).toMatchObject({ status: "ok" });
+      expect(
+        await store.admit({
+          accountId: a.id,
+          keyHash: a.key.hash,
+          cost: 0,
+          requestId: newRequestId(),
+          tool: null,
+          reason: "",
+          countRequest: false,
+        }),
+      ).toMatchObject({ status: "ok" });
     }
-    expect(await debit(a.id, a.key.hash, 0)).toMatchObject({ status: "ok", rate: { remaining: 59 } });
-    expect(await store.admit({ accountId: a.id, keyHash: "f".repeat(64), cost: 0, requestId: newRequestId(), tool: null, reason: "", countRequest: false })).toEqual({ status: "invalid_key" });
+    expect(await debit(a.id, a.key.hash, 0)).toMatchObject({
+      status: "ok",
+      rate: { remaining: 59 },
+    });
+    expect(
+      await store.admit({
+        accountId: a.id,
+        keyHash: "f".repeat(64),
+        cost: 0,
+        requestId: newRequestId(),
+        tool: null,
+        reason: "",
+        countRequest: false,
+      }),
+    ).toEqual({ status: "invalid_key" });
   });
 
   it("refuses a revoked key at once and a rotated-out key after its grace period", async () => {
     const a = await account();
     const graceKey = generateApiKey(a.id);
-    await store.addKey({ id: "key_grace", accountId: a.id, hash: graceKey.hash, prefix: graceKey.prefix, last4: graceKey.last4, name: null, createdAt: Date.now(), revokedAt: null });
-    expect(await store.revokeKey(a.id, a.keyId, 0)).toMatchObject({ status: "revoked", key: { id: a.keyId } });
+    await store.addKey({
+      id: "key_grace",
+      accountId: a.id,
+      hash: graceKey.hash,
+      prefix: graceKey.prefix,
+      last4: graceKey.last4,
+      name: null,
+      createdAt: Date.now(),
+      revokedAt: null,
+    });
+    expect(await store.revokeKey(a.id, a.keyId, 0)).toMatchObject({
+      status: "revoked",
+      key: { id: a.keyId },
+    });
     expect(await debit(a.id, a.key.hash, 0)).toEqual({ status: "revoked" });
     const revoked = await store.revokeKey(a.id, "key_grace", 300);
     if (revoked.status !== "revoked") throw new Error(revoked.status);
     expect(revoked.key.revokedAt).toBeGreaterThan(Date.now());
     expect((await debit(a.id, graceKey.hash, 0)).status).toBe("ok");
     // A later revocation never postpones an earlier one.
-    expect(await store.revokeKey(a.id, "key_grace", 60_000)).toMatchObject({ status: "revoked", key: { revokedAt: revoked.key.revokedAt } });
+    expect(await store.revokeKey(a.id, "key_grace", 60_000)).toMatchObject({
+      status: "revoked",
+      key: { revokedAt: revoked.key.revokedAt },
+    });
     await new Promise((r) => setTimeout(r, 350));
     expect(await debit(a.id, graceKey.hash, 0)).toEqual({ status: "revoked" });
     // Once revoked, a key stays as it is.
-    expect(await store.revokeKey(a.id, "key_grace", 0)).toMatchObject({ status: "already_revoked", key: { revokedAt: revoked.key.revokedAt } });
+    expect(await store.revokeKey(a.id, "key_grace", 0)).toMatchObject({
+      status: "already_revoked",
+      key: { revokedAt: revoked.key.revokedAt },
+    });
     expect(await store.revokeKey(a.id, "key_missing", 0)).toEqual({ status: "not_found" });
   });
 
   it("keeps the last active key when asked, even when two revocations race", async () => {
     const a = await account();
     const other = generateApiKey(a.id);
-    await store.addKey({ id: "key_other", accountId: a.id, hash: other.hash, prefix: other.prefix, last4: other.last4, name: null, createdAt: Date.now(), revokedAt: null });
-    const outcomes = await Promise.all([a.keyId, "key_other"].map((id) => store.revokeKey(a.id, id, 0, { keepOneActive: true })));
+    await store.addKey({
+      id: "key_other",
+      accountId: a.id,
+      hash: other.hash,
+      prefix: other.prefix,
+      last4: other.last4,
+      name: null,
+      createdAt: Date.now(),
+      revokedAt: null,
+    });
+    const outcomes = await Promise.all(
+      [a.keyId, "key_other"].map((id) => store.revokeKey(a.id, id, 0, { keepOneActive: true })),
+    );
     expect(outcomes.map((o) => o.status).sort()).toEqual(["last_active_key", "revoked"]);
     const kept = outcomes.find((o) => o.status === "last_active_key")!;
-    expect((await store.listKeys(a.id)).filter((k) => k.revokedAt === null).map((k) => k.id)).toEqual([kept.key.id]);
+    expect(
+      (await store.listKeys(a.id)).filter((k) => k.revokedAt === null).map((k) => k.id),
+    ).toEqual([kept.key.id]);
     // A key whose revocation is already scheduled does not count as active.
     const third = generateApiKey(a.id);
-    await store.addKey({ id: "key_third", accountId: a.id, hash: third.hash, prefix: third.prefix, last4: third.last4, name: null, createdAt: Date.now(), revokedAt: null });
+    await store.addKey({
+      id: "key_third",
+      accountId: a.id,
+      hash: third.hash,
+      prefix: third.prefix,
+      last4: third.last4,
+      name: null,
+      createdAt: Date.now(),
+      revokedAt: null,
+    });
     expect((await store.revokeKey(a.id, "key_third", 60_000)).status).toBe("revoked");
-    expect((await store.revokeKey(a.id, kept.key.id, 0, { keepOneActive: true })).status).toBe("last_active_key");
+    expect((await store.revokeKey(a.id, kept.key.id, 0, { keepOneActive: true })).status).toBe(
+      "last_active_key",
+    );
     expect((await store.revokeKey(a.id, kept.key.id, 0)).status).toBe("revoked");
   });
 
@@ -141,11 +256,28 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
 
   it("counts a batch of requests all or none, and debits without counting when the door counted already", async () => {
     const a = await account(100, "free");
-    const batch = (requests: number) => store.admit({ accountId: a.id, keyHash: a.key.hash, cost: 0, requestId: newRequestId(), tool: null, reason: "", requests });
+    const batch = (requests: number) =>
+      store.admit({
+        accountId: a.id,
+        keyHash: a.key.hash,
+        cost: 0,
+        requestId: newRequestId(),
+        tool: null,
+        reason: "",
+        requests,
+      });
     expect(await batch(50)).toMatchObject({ status: "ok", rate: { limit: 60, remaining: 10 } });
     expect(await batch(11)).toMatchObject({ status: "rate_limited", rate: { remaining: 10 } });
     expect(await batch(10)).toMatchObject({ status: "ok", rate: { remaining: 0 } });
-    const uncounted = await store.admit({ accountId: a.id, keyHash: a.key.hash, cost: 2, requestId: newRequestId(), tool: "hash", reason: "tool call", countRequest: false });
+    const uncounted = await store.admit({
+      accountId: a.id,
+      keyHash: a.key.hash,
+      cost: 2,
+      requestId: newRequestId(),
+      tool: "hash",
+      reason: "tool call",
+      countRequest: false,
+    });
     expect(uncounted).toMatchObject({ status: "ok", charged: true, account: { balance: 98 } });
     expect(await debit(a.id, a.key.hash, 1)).toMatchObject({ status: "rate_limited" });
   });
@@ -156,13 +288,30 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     const second = await debit(a.id, a.key.hash, 3, "req_same");
     expect(first).toMatchObject({ status: "ok", charged: true, account: { balance: 7 } });
     expect(second).toMatchObject({ status: "ok", charged: false, account: { balance: 7 } });
-    expect(await store.refund(a.id, { requestId: "req_same", reason: "tool failed" })).toEqual({ status: "refunded", amount: 3, balance: 10 });
-    expect(await store.refund(a.id, { requestId: "req_same", reason: "tool failed" })).toEqual({ status: "already_refunded" });
-    expect(await store.refund(a.id, { requestId: "req_never", reason: "x" })).toEqual({ status: "not_charged" });
+    expect(await store.refund(a.id, { requestId: "req_same", reason: "tool failed" })).toEqual({
+      status: "refunded",
+      amount: 3,
+      balance: 10,
+    });
+    expect(await store.refund(a.id, { requestId: "req_same", reason: "tool failed" })).toEqual({
+      status: "already_refunded",
+    });
+    expect(await store.refund(a.id, { requestId: "req_never", reason: "x" })).toEqual({
+      status: "not_charged",
+    });
     expect((await store.getAccount(a.id))?.balance).toBe(10);
-    const rows = (await store.ledger(a.id, { limit: 10 })).items.map((e) => [e.kind, e.amount, e.balance, e.tool]);
+    const rows = (await store.ledger(a.id, { limit: 10 })).items.map((e) => [
+      e.kind,
+      e.amount,
+      e.balance,
+      e.tool,
+    ]);
     // The refund names the tool whose debit it returns.
-    expect(rows).toEqual([["refund", 3, 10, "hash"], ["debit", -3, 7, "hash"], ["grant", 10, 10, null]]);
+    expect(rows).toEqual([
+      ["refund", 3, 10, "hash"],
+      ["debit", -3, 7, "hash"],
+      ["grant", 10, 10, null],
+    ]);
   });
 
   it("never takes the balance below zero", async () => {
@@ -187,12 +336,25 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   it("re-arms the alerts on the next top-up, and a top-up is applied once per request id", async () => {
     const a = await account(10);
     await debit(a.id, null, 10);
-    expect(await store.topUp(a.id, "purchase", { amount: 50, requestId: "pay_1", reason: "pack" })).toMatchObject({ applied: true, account: { balance: 50, reference: 50 } });
-    expect(await store.topUp(a.id, "purchase", { amount: 50, requestId: "pay_1", reason: "pack" })).toMatchObject({ applied: false, account: { balance: 50 } });
+    expect(
+      await store.topUp(a.id, "purchase", { amount: 50, requestId: "pay_1", reason: "pack" }),
+    ).toMatchObject({ applied: true, account: { balance: 50, reference: 50 } });
+    expect(
+      await store.topUp(a.id, "purchase", { amount: 50, requestId: "pay_1", reason: "pack" }),
+    ).toMatchObject({ applied: false, account: { balance: 50 } });
     await debit(a.id, null, 41);
-    const events = (await store.readOutbox(a.id, 10)).map((e) => [e.event, e.data.credits_remaining]);
-    expect(events).toEqual([["credits.low", 0], ["credits.depleted", 0], ["credits.low", 9]]);
-    expect(await store.topUp(newAccountId(), "grant", { amount: 1, requestId: "x", reason: "x" })).toBeNull();
+    const events = (await store.readOutbox(a.id, 10)).map((e) => [
+      e.event,
+      e.data.credits_remaining,
+    ]);
+    expect(events).toEqual([
+      ["credits.low", 0],
+      ["credits.depleted", 0],
+      ["credits.low", 9],
+    ]);
+    expect(
+      await store.topUp(newAccountId(), "grant", { amount: 1, requestId: "x", reason: "x" }),
+    ).toBeNull();
   });
 
   it("rate-limits exactly at the tier's limit, with the rejected call uncharged", async () => {
@@ -209,15 +371,35 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
 
   it("verifies an e-mail once and tops a verified Free account up to 500 each period", async () => {
     const a = await account(25, "free");
-    expect(await store.verifyEmail(a.id, { amount: 75, requestId: "verify", reason: "e-mail verified" })).toBe("verified");
-    expect(await store.verifyEmail(a.id, { amount: 75, requestId: "verify2", reason: "e-mail verified" })).toBe("already_verified");
-    expect(await store.verifyEmail(newAccountId(), { amount: 75, requestId: "v", reason: "x" })).toBe("not_found");
+    expect(
+      await store.verifyEmail(a.id, { amount: 75, requestId: "verify", reason: "e-mail verified" }),
+    ).toBe("verified");
+    expect(
+      await store.verifyEmail(a.id, {
+        amount: 75,
+        requestId: "verify2",
+        reason: "e-mail verified",
+      }),
+    ).toBe("already_verified");
+    expect(
+      await store.verifyEmail(newAccountId(), { amount: 75, requestId: "v", reason: "x" }),
+    ).toBe("not_found");
     expect(await store.getAccount(a.id)).toMatchObject({ balance: 100, emailVerified: true });
     await new Promise((r) => setTimeout(r, PERIOD_MS + 50));
-    expect(await debit(a.id, a.key.hash, 1)).toMatchObject({ status: "ok", account: { balance: 499 } });
-    expect(await debit(a.id, a.key.hash, 1)).toMatchObject({ status: "ok", account: { balance: 498 } });
+    expect(await debit(a.id, a.key.hash, 1)).toMatchObject({
+      status: "ok",
+      account: { balance: 499 },
+    });
+    expect(await debit(a.id, a.key.hash, 1)).toMatchObject({
+      status: "ok",
+      account: { balance: 498 },
+    });
     const kinds = (await store.ledger(a.id, { limit: 3 })).items.map((e) => [e.kind, e.amount]);
-    expect(kinds).toEqual([["debit", -1], ["debit", -1], ["allowance", 400]]);
+    expect(kinds).toEqual([
+      ["debit", -1],
+      ["debit", -1],
+      ["allowance", 400],
+    ]);
   });
 
   it("claims an e-mail for one account only", async () => {
@@ -253,81 +435,201 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(second.nextCursor).toBeNull();
     // Any entry id is a cursor, the page starting strictly before it.
     const [ms, seq] = first.items[1]!.id.split("-").map(Number) as [number, number];
-    expect((await store.ledger(a.id, { cursor: `${ms}-${seq + 1}`, limit: 1 })).items.map((e) => e.balance)).toEqual([7]);
+    expect(
+      (await store.ledger(a.id, { cursor: `${ms}-${seq + 1}`, limit: 1 })).items.map(
+        (e) => e.balance,
+      ),
+    ).toEqual([7]);
   });
 
   it("refuses a cursor it never handed out rather than starting again from the top", async () => {
     const a = await account(10);
-    for (const cursor of ["garbage", "", "1-2-3", "-1-0", "18446744073709551616-0", "99999999999999999999999-0"]) {
-      await expect(store.ledger(a.id, { cursor, limit: 3 }), cursor).rejects.toBeInstanceOf(InvalidCursorError);
+    for (const cursor of [
+      "garbage",
+      "",
+      "1-2-3",
+      "-1-0",
+      "18446744073709551616-0",
+      "99999999999999999999999-0",
+    ]) {
+      await expect(store.ledger(a.id, { cursor, limit: 3 }), cursor).rejects.toBeInstanceOf(
+        InvalidCursorError,
+      );
     }
-    await expect(store.listAccounts({ cursor: newAccountId(), limit: 3 })).rejects.toBeInstanceOf(InvalidCursorError);
+    await expect(store.listAccounts({ cursor: newAccountId(), limit: 3 })).rejects.toBeInstanceOf(
+      InvalidCursorError,
+    );
   });
 
   it("writes a refund's events only when the refund applies", async () => {
     const a = await account(10);
     await debit(a.id, null, 2, "req_fail");
-    const toolError = () => [eventRecord(newEventId(), "tool.error", a.id, { tool_name: "hash", credits_charged: 0 })];
-    expect((await store.refund(a.id, { requestId: "req_fail", reason: "tool failed" }, toolError())).status).toBe("refunded");
-    expect((await store.refund(a.id, { requestId: "req_fail", reason: "tool failed" }, toolError())).status).toBe("already_refunded");
+    const toolError = () => [
+      eventRecord(newEventId(), "tool.error", a.id, { tool_name: "hash", credits_charged: 0 }),
+    ];
+    expect(
+      (await store.refund(a.id, { requestId: "req_fail", reason: "tool failed" }, toolError()))
+        .status,
+    ).toBe("refunded");
+    expect(
+      (await store.refund(a.id, { requestId: "req_fail", reason: "tool failed" }, toolError()))
+        .status,
+    ).toBe("already_refunded");
     expect((await store.readOutbox(a.id, 10)).map((e) => e.event)).toEqual(["tool.error"]);
     expect(await store.outboxAccounts()).toContain(a.id);
   });
 
   it("claims an idempotency key once, replays its response, and refuses another fingerprint", async () => {
     const a = await account();
-    const claim = (fingerprint: string, requestId = newRequestId(), leaseMs = 5000) => ({ fingerprint, requestId, leaseMs, ttlSeconds: 60 });
-    const states = await Promise.all(Array.from({ length: 10 }, (_, i) => store.beginIdempotent(a.id, "idem-1", claim("fp-a", `req_${i}`))));
+    const claim = (fingerprint: string, requestId = newRequestId(), leaseMs = 5000) => ({
+      fingerprint,
+      requestId,
+      leaseMs,
+      ttlSeconds: 60,
+    });
+    const states = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        store.beginIdempotent(a.id, "idem-1", claim("fp-a", `req_${i}`)),
+      ),
+    );
     expect(states.filter((s) => s.state === "started")).toHaveLength(1);
     expect(states.filter((s) => s.state === "in_progress")).toHaveLength(9);
-    expect(await store.beginIdempotent(a.id, "idem-1", claim("fp-b"))).toEqual({ state: "conflict" });
+    expect(await store.beginIdempotent(a.id, "idem-1", claim("fp-b"))).toEqual({
+      state: "conflict",
+    });
     const response = { status: 200, body: '{"ok":true}', headers: { "x-credits-charged": "1" } };
     await store.completeIdempotent(a.id, "idem-1", response, 60);
-    expect(await store.beginIdempotent(a.id, "idem-1", claim("fp-a"))).toEqual({ state: "completed", response });
+    expect(await store.beginIdempotent(a.id, "idem-1", claim("fp-a"))).toEqual({
+      state: "completed",
+      response,
+    });
     // Keys are per account, and an abandoned claim can be made again.
     const b = await account();
-    expect(await store.beginIdempotent(b.id, "idem-1", claim("fp-a", "req_first"))).toEqual({ state: "started", requestId: "req_first" });
+    expect(await store.beginIdempotent(b.id, "idem-1", claim("fp-a", "req_first"))).toEqual({
+      state: "started",
+      requestId: "req_first",
+    });
     await store.abandonIdempotent(b.id, "idem-1");
-    expect(await store.beginIdempotent(b.id, "idem-1", claim("fp-z", "req_again"))).toEqual({ state: "started", requestId: "req_again" });
+    expect(await store.beginIdempotent(b.id, "idem-1", claim("fp-z", "req_again"))).toEqual({
+      state: "started",
+      requestId: "req_again",
+    });
     // A claim whose holder died is handed over when its lease ends, with the request id it was charged under.
-    expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_died", 100))).toEqual({ state: "started", requestId: "req_died" });
-    expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_retry", 100))).toEqual({ state: "in_progress" });
+    expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_died", 100))).toEqual({
+      state: "started",
+      requestId: "req_died",
+    });
+    expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_retry", 100))).toEqual({
+      state: "in_progress",
+    });
     await new Promise((r) => setTimeout(r, 150));
-    expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_retry", 100))).toEqual({ state: "started", requestId: "req_died" });
-    expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_other", 100))).toEqual({ state: "in_progress" });
+    expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_retry", 100))).toEqual({
+      state: "started",
+      requestId: "req_died",
+    });
+    expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_other", 100))).toEqual({
+      state: "in_progress",
+    });
     // The request holding a claim may begin again (a paid call claims before settling, then runs): it continues, others still wait.
-    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_holder"))).toEqual({ state: "started", requestId: "req_holder" });
-    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_holder"))).toEqual({ state: "started", requestId: "req_holder" });
-    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_waiter"))).toEqual({ state: "in_progress" });
-    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp-other", "req_holder"))).toEqual({ state: "conflict" });
+    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_holder"))).toEqual({
+      state: "started",
+      requestId: "req_holder",
+    });
+    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_holder"))).toEqual({
+      state: "started",
+      requestId: "req_holder",
+    });
+    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_waiter"))).toEqual({
+      state: "in_progress",
+    });
+    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp-other", "req_holder"))).toEqual({
+      state: "conflict",
+    });
     // A refund forgets the call's key in the same step: the retry is a new call, charged anew.
     expect(await debit(b.id, null, 3, "req_taken")).toMatchObject({ status: "ok", charged: true });
-    expect(await store.beginIdempotent(b.id, "idem-3", claim("fp", "req_taken"))).toMatchObject({ state: "started" });
-    expect((await store.refund(b.id, { requestId: "req_taken", reason: "tool failed", idempotencyKey: "idem-3" })).status).toBe("refunded");
-    expect(await store.beginIdempotent(b.id, "idem-3", claim("fp", "req_new"))).toEqual({ state: "started", requestId: "req_new" });
+    expect(await store.beginIdempotent(b.id, "idem-3", claim("fp", "req_taken"))).toMatchObject({
+      state: "started",
+    });
+    expect(
+      (
+        await store.refund(b.id, {
+          requestId: "req_taken",
+          reason: "tool failed",
+          idempotencyKey: "idem-3",
+        })
+      ).status,
+    ).toBe("refunded");
+    expect(await store.beginIdempotent(b.id, "idem-3", claim("fp", "req_new"))).toEqual({
+      state: "started",
+      requestId: "req_new",
+    });
   });
 
   it("logs each event once, however often it is logged, newest first", async () => {
     const a = await account();
     const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s));
-    const first = eventRecord(newEventId(), "tool.error", a.id, { tool_name: "hash", credits_charged: 0 }, at(1));
-    const second = eventRecord(newEventId(), "credits.low", a.id, { credits_remaining: 1, tool_name: "hash", threshold: 2 }, at(2));
-    await Promise.all([store.logEvents(a.id, [first, second], 10), store.logEvents(a.id, [first, second], 10), store.logEvents(a.id, [first], 10)]);
+    const first = eventRecord(
+      newEventId(),
+      "tool.error",
+      a.id,
+      { tool_name: "hash", credits_charged: 0 },
+      at(1),
+    );
+    const second = eventRecord(
+      newEventId(),
+      "credits.low",
+      a.id,
+      { credits_remaining: 1, tool_name: "hash", threshold: 2 },
+      at(2),
+    );
+    await Promise.all([
+      store.logEvents(a.id, [first, second], 10),
+      store.logEvents(a.id, [first, second], 10),
+      store.logEvents(a.id, [first], 10),
+    ]);
     expect((await store.listEvents(a.id, 10)).map((e) => e.id)).toEqual([second.id, first.id]);
   });
 
   it("applies a plan for a period, extends it on renewal, and falls back to Free when it ends unpaid", async () => {
     const a = await account(0, "free");
     const plan = { tier: "starter", periodMs: 400 };
-    const first = await store.topUp(a.id, "purchase", { amount: 100, requestId: "plan-1", reason: "plan" }, [], plan);
+    const first = await store.topUp(
+      a.id,
+      "purchase",
+      { amount: 100, requestId: "plan-1", reason: "plan" },
+      [],
+      plan,
+    );
     expect(first?.account).toMatchObject({ tier: "starter", balance: 100 });
     const firstEnd = first!.account.planExpiresAt;
-    const renewed = await store.topUp(a.id, "purchase", { amount: 100, requestId: "plan-2", reason: "renewal" }, [], plan);
+    const renewed = await store.topUp(
+      a.id,
+      "purchase",
+      { amount: 100, requestId: "plan-2", reason: "renewal" },
+      [],
+      plan,
+    );
     expect(renewed!.account.planExpiresAt).toBe(firstEnd + 400);
-    expect((await store.topUp(a.id, "purchase", { amount: 100, requestId: "plan-2", reason: "renewal" }, [], plan))!.account.planExpiresAt).toBe(firstEnd + 400);
-    expect(await debit(a.id, a.key.hash, 0)).toMatchObject({ status: "ok", account: { tier: "starter" }, rate: { limit: 300 } });
+    expect(
+      (await store.topUp(
+        a.id,
+        "purchase",
+        { amount: 100, requestId: "plan-2", reason: "renewal" },
+        [],
+        plan,
+      ))!.account.planExpiresAt,
+    ).toBe(firstEnd + 400);
+    expect(await debit(a.id, a.key.hash, 0)).toMatchObject({
+      status: "ok",
+      account: { tier: "starter" },
+      rate: { limit: 300 },
+    });
     await new Promise((r) => setTimeout(r, renewed!.account.planExpiresAt - Date.now() + 50));
-    expect(await debit(a.id, a.key.hash, 0)).toMatchObject({ status: "ok", account: { tier: "free", planExpiresAt: 0, balance: 200 }, rate: { limit: 60 } });
+    expect(await debit(a.id, a.key.hash, 0)).toMatchObject({
+      status: "ok",
+      account: { tier: "free", planExpiresAt: 0, balance: 200 },
+      rate: { limit: 60 },
+    });
   });
 
   it("changes the tier and counts a generic bucket", async () => {
@@ -336,7 +638,8 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.setTier(newAccountId(), "pro")).toBeNull();
     const bucket = `signup:${newAccountId()}`;
     const hits = [];
-    for (let i = 0; i < 4; i++) hits.push(await store.hitRateLimit(bucket, 3, 60_000, newRequestId()));
+    for (let i = 0; i < 4; i++)
+      hits.push(await store.hitRateLimit(bucket, 3, 60_000, newRequestId()));
     expect(hits.map((h) => h.allowed)).toEqual([true, true, true, false]);
     expect(hits.map((h) => h.remaining)).toEqual([2, 1, 0, 0]);
   });
@@ -344,19 +647,36 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   it("binds an account to its dedicated workers, and the admission brings the binding back with the account", async () => {
     const a = await account();
     expect((await store.getAccount(a.id))!.dedicatedWorkersUrl).toBeNull();
-    expect(await store.setDedicatedWorkers(a.id, "https://workers.acme.example")).toMatchObject({ id: a.id, dedicatedWorkersUrl: "https://workers.acme.example" });
+    expect(await store.setDedicatedWorkers(a.id, "https://workers.acme.example")).toMatchObject({
+      id: a.id,
+      dedicatedWorkersUrl: "https://workers.acme.example",
+    });
     // The hot path learns where to send the call from the admission itself: no extra read.
-    expect(await debit(a.id, a.key.hash)).toMatchObject({ status: "ok", account: { dedicatedWorkersUrl: "https://workers.acme.example", balance: 99 } });
-    expect(await store.setTier(a.id, "pro")).toMatchObject({ tier: "pro", dedicatedWorkersUrl: "https://workers.acme.example" });
-    expect(await store.setDedicatedWorkers(a.id, null)).toMatchObject({ dedicatedWorkersUrl: null });
-    expect(await debit(a.id, a.key.hash)).toMatchObject({ status: "ok", account: { dedicatedWorkersUrl: null } });
-    expect(await store.setDedicatedWorkers(newAccountId(), "https://workers.acme.example")).toBeNull();
+    expect(await debit(a.id, a.key.hash)).toMatchObject({
+      status: "ok",
+      account: { dedicatedWorkersUrl: "https://workers.acme.example", balance: 99 },
+    });
+    expect(await store.setTier(a.id, "pro")).toMatchObject({
+      tier: "pro",
+      dedicatedWorkersUrl: "https://workers.acme.example",
+    });
+    expect(await store.setDedicatedWorkers(a.id, null)).toMatchObject({
+      dedicatedWorkersUrl: null,
+    });
+    expect(await debit(a.id, a.key.hash)).toMatchObject({
+      status: "ok",
+      account: { dedicatedWorkersUrl: null },
+    });
+    expect(
+      await store.setDedicatedWorkers(newAccountId(), "https://workers.acme.example"),
+    ).toBeNull();
   });
 
   it("gives back a hit that did not count, so the bucket admits another", async () => {
     const bucket = `signup:${newAccountId()}`;
     const ids = [newRequestId(), newRequestId()];
-    for (const id of ids) expect((await store.hitRateLimit(bucket, 2, 60_000, id)).allowed).toBe(true);
+    for (const id of ids)
+      expect((await store.hitRateLimit(bucket, 2, 60_000, id)).allowed).toBe(true);
     expect((await store.hitRateLimit(bucket, 2, 60_000, newRequestId())).allowed).toBe(false);
     await store.releaseRateLimit(bucket, ids[0]!);
     expect((await store.hitRateLimit(bucket, 2, 60_000, newRequestId())).allowed).toBe(true);
@@ -382,9 +702,16 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       createdAt: Date.now(),
       authorization: { nonce: "0x01" },
       signature: "0x",
-      grant: { credits: 1, type: "one_time" as const, plan: null, planChange: null, description: "one call" },
+      grant: {
+        credits: 1,
+        type: "one_time" as const,
+        plan: null,
+        planChange: null,
+        description: "one call",
+      },
     };
-    const openIds = async () => (await store.openPayments()).map((p) => p.id).filter((p) => p === id);
+    const openIds = async () =>
+      (await store.openPayments()).map((p) => p.id).filter((p) => p === id);
     expect(await store.claimPayment(record)).toBeNull();
     expect(await store.claimPayment({ ...record, accountId: "someone else" })).toEqual(record);
     expect(await openIds()).toEqual([id]); // a process dying now leaves it for a reconciler
@@ -393,7 +720,10 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await openIds()).toEqual([id]);
     await store.savePayment({ ...record, state: "settled", txHash: "0xabc" });
     expect(await openIds()).toEqual([]);
-    expect([await store.claimPaymentService(id, Date.now() + 60_000), await store.claimPaymentService(id, Date.now() + 60_000)]).toEqual([true, false]);
+    expect([
+      await store.claimPaymentService(id, Date.now() + 60_000),
+      await store.claimPaymentService(id, Date.now() + 60_000),
+    ]).toEqual([true, false]);
 
     const failed = { ...record, id: `${id}:failed` };
     expect(await store.claimPayment(failed)).toBeNull();
@@ -420,7 +750,9 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.addCustomTool({ ...tool("alpha"), priceCredits: 9 }, 2)).toBe("exists");
     expect(await store.getCustomTool(owner.id, "alpha")).toEqual(tool("alpha", owner.id, 1)); // the first stands
     // Concurrent registrations cannot pass the cap together.
-    const raced = await Promise.all(["beta", "gamma", "delta"].map((name) => store.addCustomTool(tool(name), 2)));
+    const raced = await Promise.all(
+      ["beta", "gamma", "delta"].map((name) => store.addCustomTool(tool(name), 2)),
+    );
     expect(raced.filter((r) => r === "added")).toHaveLength(1);
     expect(raced.filter((r) => r === "cap")).toHaveLength(2);
     expect((await store.listCustomTools(owner.id)).map((t) => t.name)[0]).toBe("alpha"); // oldest first
@@ -451,7 +783,11 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     const { id } = await account();
     const live = session(id);
     await store.createSession(live, 1500);
-    expect(await store.touchSession(id, live.id, 1500)).toMatchObject({ accountId: id, csrfToken: "csrf-token", via: "api_key" });
+    expect(await store.touchSession(id, live.id, 1500)).toMatchObject({
+      accountId: id,
+      csrfToken: "csrf-token",
+      via: "api_key",
+    });
     await new Promise((r) => setTimeout(r, 800));
     expect(await store.touchSession(id, live.id, 1500)).not.toBeNull(); // used within the idle time: kept, and pushed back
     await new Promise((r) => setTimeout(r, 800));

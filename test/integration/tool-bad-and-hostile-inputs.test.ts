@@ -1,7 +1,14 @@
 import { crc32, deflateRawSync, deflateSync } from "node:zlib";
 import { unzipSync } from "fflate";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { balanceOf, call, callTool, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  balanceOf,
+  call,
+  callTool,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 import { scriptedModel, startFakeLlm, startFakeSearxng } from "../helpers/fake-providers.js";
 
 /**
@@ -29,14 +36,25 @@ interface Property {
 }
 interface Tool {
   name: string;
-  input_schema: { properties: Record<string, Property>; required?: string[]; examples: Record<string, unknown>[] };
+  input_schema: {
+    properties: Record<string, Property>;
+    required?: string[];
+    examples: Record<string, unknown>[];
+  };
 }
 
 beforeAll(async () => {
   llm = await startFakeLlm();
   llm.state.reply = scriptedModel;
   searxng = await startFakeSearxng([{ title: "A", url: "https://a.example/", content: "a" }]);
-  gw = await startGateway({ workerEnv: { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "m", SEARXNG_URL: searxng.url, HEAVY_THREADS: "1" } });
+  gw = await startGateway({
+    workerEnv: {
+      AI_BASE_URL: `${llm.url}/v1`,
+      AI_MODEL: "m",
+      SEARXNG_URL: searxng.url,
+      HEAVY_THREADS: "1",
+    },
+  });
   catalogue = (await call(`${gw.url}/v1/tools`)).body.data;
   ({ key } = await fundedAccount(gw.url, 100_000));
 }, 60_000);
@@ -49,7 +67,14 @@ afterAll(async () => {
 /** A value of the wrong JSON type for a property; undefined (leave the field out) when its schema names no single type. */
 function wrongType(property: Property): unknown {
   const type = Array.isArray(property.type) ? property.type[0] : property.type;
-  return { string: 12345, number: "12", integer: "12", boolean: "yes", array: "not a list", object: "not an object" }[type ?? ""];
+  return {
+    string: 12345,
+    number: "12",
+    integer: "12",
+    boolean: "yes",
+    array: "not a list",
+    object: "not an object",
+  }[type ?? ""];
 }
 
 /** A refused call: what the caller saw, and whether the balance moved. */
@@ -57,7 +82,12 @@ async function refusal(tool: string, input: unknown) {
   const before = await balanceOf(gw.url, key);
   const res = await callTool(gw.url, key, tool, input);
   const charged = before - (await balanceOf(gw.url, key));
-  return { status: res.status, code: res.body.error?.code as string | undefined, param: res.body.error?.param as string | undefined, charged };
+  return {
+    status: res.status,
+    code: res.body.error?.code as string | undefined,
+    param: res.body.error?.param as string | undefined,
+    charged,
+  };
 }
 
 describe("bad input, for every tool: 422 naming the field, uncharged", () => {
@@ -91,7 +121,13 @@ describe("bad input, for every tool: 422 naming the field, uncharged", () => {
     for (const tool of catalogue) {
       const example = tool.input_schema.examples[0]!;
       for (const [field, property] of Object.entries(tool.input_schema.properties)) {
-        const outside = property.enum ? "none-of-the-choices" : property.maximum !== undefined ? property.maximum + 1 : property.minimum !== undefined ? property.minimum - 1 : undefined;
+        const outside = property.enum
+          ? "none-of-the-choices"
+          : property.maximum !== undefined
+            ? property.maximum + 1
+            : property.minimum !== undefined
+              ? property.minimum - 1
+              : undefined;
         if (outside === undefined) continue;
         const res = await callTool(gw.url, key, tool.name, { ...example, [field]: outside });
         seen.push([tool.name, field, res.status, res.body.error?.param]);
@@ -132,8 +168,13 @@ describe("bad input, for every tool: 422 naming the field, uncharged", () => {
       ["web-fetch", { url: "http://169.254.169.254/latest/meta-data/" }, "url"],
     ];
     const seen = [];
-    for (const [tool, input, param] of cases) seen.push([tool, await refusal(tool, input)]);
-    expect(seen).toEqual(cases.map(([tool, , param]) => [tool, { status: 422, code: "validation_failed", param, charged: 0 }]));
+    for (const [tool, input, _param] of cases) seen.push([tool, await refusal(tool, input)]);
+    expect(seen).toEqual(
+      cases.map(([tool, , param]) => [
+        tool,
+        { status: 422, code: "validation_failed", param, charged: 0 },
+      ]),
+    );
   }, 60_000);
 });
 
@@ -151,7 +192,12 @@ function png(width: number, height: number, idat: Buffer): Buffer {
   header.writeUInt32BE(width, 0);
   header.writeUInt32BE(height, 4);
   header.set([8, 0, 0, 0, 0], 8); // 8-bit greyscale
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk("IHDR", header), chunk("IDAT", idat), chunk("IEND", Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", header),
+    chunk("IDAT", idat),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
 }
 
 /** 150 MB of zeros, deflated once (~150 KB): the zip bombs' one entry. The budget is 100 MB. */
@@ -164,7 +210,10 @@ let bombData: { deflated: Buffer; crc: number } | null = null;
  * directory record and the end record (APPNOTE 4.3).
  */
 function zipBombs(entry: string): { honest: string; lying: string } {
-  bombData ??= { deflated: deflateRawSync(Buffer.alloc(BOMB_SIZE), { level: 9 }), crc: crc32(Buffer.alloc(BOMB_SIZE)) >>> 0 };
+  bombData ??= {
+    deflated: deflateRawSync(Buffer.alloc(BOMB_SIZE), { level: 9 }),
+    crc: crc32(Buffer.alloc(BOMB_SIZE)) >>> 0,
+  };
   const { deflated, crc } = bombData;
   const name = Buffer.from(entry);
   const build = (claimed: number) => {
@@ -206,21 +255,37 @@ describe("hostile inputs: cut off by the limits, refunded, and the workers keep 
     expect(bomb.length).toBeLessThan(200_000);
     const claims = png(60000, 60000, deflateSync(Buffer.alloc(2))).toString("base64");
     for (const image of [bomb, claims]) {
-      for (const [tool, extra] of [["image-transform", { width: 10 }], ["image-metadata", {}], ["ocr", {}], ["qr-decode", {}]] as const) {
+      for (const [tool, extra] of [
+        ["image-transform", { width: 10 }],
+        ["image-metadata", {}],
+        ["ocr", {}],
+        ["qr-decode", {}],
+      ] as const) {
         expect([tool, await refusal(tool, { image, ...extra })]).toEqual([tool, cutOff("image")]);
       }
     }
   }, 60_000);
 
   it("an SVG that expands exponentially, or claims a canvas of ten billion pixels", async () => {
-    const levels = Array.from({ length: 30 }, (_, i) => `<g id="a${i + 1}"><use href="#a${i}"/><use href="#a${i}"/></g>`).join("");
+    const levels = Array.from(
+      { length: 30 },
+      (_, i) => `<g id="a${i + 1}"><use href="#a${i}"/><use href="#a${i}"/></g>`,
+    ).join("");
     const expanding = `<svg xmlns="http://www.w3.org/2000/svg" width="100" height="100"><defs><g id="a0"><rect width="1" height="1"/></g>${levels}</defs><use href="#a30"/></svg>`;
     expect(await refusal("svg-to-png", { svg: expanding })).toEqual(cutOff("svg"));
-    expect(await refusal("svg-to-png", { svg: '<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"/>' })).toEqual(cutOff("svg"));
+    expect(
+      await refusal("svg-to-png", {
+        svg: '<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"/>',
+      }),
+    ).toEqual(cutOff("svg"));
   }, 30_000);
 
   it("a chart that generates fifty million rows", async () => {
-    const spec = { data: { sequence: { start: 0, stop: 50_000_000 } }, mark: "point", encoding: { x: { field: "data", type: "quantitative" } } };
+    const spec = {
+      data: { sequence: { start: 0, stop: 50_000_000 } },
+      mark: "point",
+      encoding: { x: { field: "data", type: "quantitative" } },
+    };
     expect(await refusal("chart-render", { spec })).toEqual(cutOff("spec"));
   });
 
@@ -229,10 +294,21 @@ describe("hostile inputs: cut off by the limits, refunded, and the workers keep 
     const xlsx = zipBombs("xl/workbook.xml");
     expect(docx.honest.length).toBeLessThan(750_000);
     // A well-formed ZIP: a reader that trusts the headers takes the lying one for 100 bytes.
-    unzipSync(Buffer.from(docx.lying, "base64"), { filter: (file) => (expect([file.name, file.originalSize]).toEqual(["word/document.xml", 100]), false) });
+    unzipSync(Buffer.from(docx.lying, "base64"), {
+      filter: (file) => {
+        expect([file.name, file.originalSize]).toEqual(["word/document.xml", 100]);
+        return false;
+      },
+    });
     for (const form of ["honest", "lying"] as const) {
-      expect([form, await refusal("docx-to-text", { docx: docx[form] })]).toEqual([form, cutOff("docx")]);
-      expect([form, await refusal("spreadsheet-read", { xlsx: xlsx[form] })]).toEqual([form, cutOff("xlsx")]);
+      expect([form, await refusal("docx-to-text", { docx: docx[form] })]).toEqual([
+        form,
+        cutOff("docx"),
+      ]);
+      expect([form, await refusal("spreadsheet-read", { xlsx: xlsx[form] })]).toEqual([
+        form,
+        cutOff("xlsx"),
+      ]);
     }
   }, 60_000);
 
@@ -251,31 +327,59 @@ describe("hostile inputs: cut off by the limits, refunded, and the workers keep 
       expect([code, outcome]).toEqual([code, cutOff("code")]);
     }
     const recursion = await callTool(gw.url, key, "js-sandbox", { code: scripts[3] });
-    expect([recursion.status, recursion.body.error]).toEqual([200, expect.stringMatching(/stack|recursion/i)]);
+    expect([recursion.status, recursion.body.error]).toEqual([
+      200,
+      expect.stringMatching(/stack|recursion/i),
+    ]);
     // An async result that settles is the script's result.
-    expect((await callTool(gw.url, key, "js-sandbox", { code: "(async () => 6 * 7)()" })).body).toMatchObject({ result: 42, error: null });
+    expect(
+      (await callTool(gw.url, key, "js-sandbox", { code: "(async () => 6 * 7)()" })).body,
+    ).toMatchObject({ result: 42, error: null });
   }, 60_000);
 
   it("catastrophic patterns, in a regular expression and in a JSON Schema", async () => {
     const evil = `${"a".repeat(40)}!`;
-    expect(await refusal("regex-test", { pattern: "^(a+)+$", text: evil })).toEqual(cutOff("pattern"));
-    expect(await refusal("json-schema-validate", { schema: { type: "string", pattern: "^(a+)+$" }, data: evil })).toEqual(cutOff("schema"));
+    expect(await refusal("regex-test", { pattern: "^(a+)+$", text: evil })).toEqual(
+      cutOff("pattern"),
+    );
+    expect(
+      await refusal("json-schema-validate", {
+        schema: { type: "string", pattern: "^(a+)+$" },
+        data: evil,
+      }),
+    ).toEqual(cutOff("schema"));
   }, 30_000);
 
   it("texts whose cost grows faster than their length: two unrelated texts to diff, markup nested 100,000 deep", async () => {
-    const random = (n: number) => Array.from({ length: n }, () => String.fromCharCode(97 + Math.floor(Math.random() * 26))).join("");
-    expect(await refusal("text-diff", { old: random(200_000), new: random(200_000), mode: "chars" })).toEqual(cutOff("new"));
-    expect(await refusal("html-sanitize", { html: "<div>".repeat(100_000) })).toEqual(cutOff("html"));
-    expect(await refusal("markdown-to-html", { markdown: `${"> ".repeat(100_000)}x` })).toEqual(cutOff("markdown"));
-    expect(await refusal("html-to-markdown", { html: "<div>".repeat(100_000) })).toEqual(cutOff("html"));
+    const random = (n: number) =>
+      Array.from({ length: n }, () =>
+        String.fromCharCode(97 + Math.floor(Math.random() * 26)),
+      ).join("");
+    expect(
+      await refusal("text-diff", { old: random(200_000), new: random(200_000), mode: "chars" }),
+    ).toEqual(cutOff("new"));
+    expect(await refusal("html-sanitize", { html: "<div>".repeat(100_000) })).toEqual(
+      cutOff("html"),
+    );
+    expect(await refusal("markdown-to-html", { markdown: `${"> ".repeat(100_000)}x` })).toEqual(
+      cutOff("markdown"),
+    );
+    expect(await refusal("html-to-markdown", { html: "<div>".repeat(100_000) })).toEqual(
+      cutOff("html"),
+    );
   }, 60_000);
 
   it("afterwards every pool still serves, promptly", async () => {
     const started = Date.now();
     expect((await callTool(gw.url, key, "js-sandbox", { code: "40 + 2" })).body.result).toBe(42);
     expect((await callTool(gw.url, key, "hash", { text: "ok" })).body.digest).toHaveLength(64);
-    expect((await callTool(gw.url, key, "html-sanitize", { html: "<p>ok<script>x</script></p>" })).body.html).toBe("<p>ok</p>");
-    expect((await callTool(gw.url, key, "text-diff", { old: "a\nb", new: "a\nc" })).body).toMatchObject({ added: 1, removed: 1 });
+    expect(
+      (await callTool(gw.url, key, "html-sanitize", { html: "<p>ok<script>x</script></p>" })).body
+        .html,
+    ).toBe("<p>ok</p>");
+    expect(
+      (await callTool(gw.url, key, "text-diff", { old: "a\nb", new: "a\nc" })).body,
+    ).toMatchObject({ added: 1, removed: 1 });
     expect(Date.now() - started).toBeLessThan(10_000);
   }, 30_000);
 });

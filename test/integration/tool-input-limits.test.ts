@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
-import { balanceOf, call, callTool, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  balanceOf,
+  call,
+  callTool,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 
 /**
  * The door's limits on a body (size, JSON depth) and the tools' own limits agree.
@@ -21,7 +28,10 @@ afterAll(async () => {
 describe("tool input limits and the body limit", () => {
   it("every tool's text limits, all at their maximum at once, fit in the default body limit", async () => {
     const limit = loadConfig({ NODE_ENV: "test" }).bodyLimitBytes;
-    const tools = (await call(`${gw.url}/v1/tools`)).body.data as { name: string; input_schema: { properties: Record<string, { type?: string; maxLength?: number }> } }[];
+    const tools = (await call(`${gw.url}/v1/tools`)).body.data as {
+      name: string;
+      input_schema: { properties: Record<string, { type?: string; maxLength?: number }> };
+    }[];
     const tooLarge: string[] = [];
     for (const tool of tools) {
       const longest = Object.fromEntries(
@@ -45,7 +55,11 @@ describe("tool input limits and the body limit", () => {
 
     const before = await balanceOf(gw.url, key);
     const over = await callTool(gw.url, key, "hash", { text: "a".repeat(max + 1) });
-    expect([over.status, over.body.error.code, over.body.error.param]).toEqual([422, "validation_failed", "text"]);
+    expect([over.status, over.body.error.code, over.body.error.param]).toEqual([
+      422,
+      "validation_failed",
+      "text",
+    ]);
 
     const limit = loadConfig({ NODE_ENV: "test" }).bodyLimitBytes;
     const huge = await callTool(gw.url, key, "hash", { text: "a".repeat(limit) });
@@ -54,16 +68,22 @@ describe("tool input limits and the body limit", () => {
   });
 
   it("JSON nested 64 levels deep is served; 65 levels is 413 body_too_deep, uncharged", async () => {
-    const nested = (depth: number) => `{"schema":{},"data":${"[".repeat(depth - 1)}${"]".repeat(depth - 1)}}`;
+    const nested = (depth: number) =>
+      `{"schema":{},"data":${"[".repeat(depth - 1)}${"]".repeat(depth - 1)}}`;
     const ok = await call(`${gw.url}/v1/tools/json-schema-validate`, { key, rawBody: nested(64) });
     expect([ok.status, ok.body.valid]).toEqual([200, true]);
     const before = await balanceOf(gw.url, key);
-    const deep = await call(`${gw.url}/v1/tools/json-schema-validate`, { key, rawBody: nested(65) });
+    const deep = await call(`${gw.url}/v1/tools/json-schema-validate`, {
+      key,
+      rawBody: nested(65),
+    });
     expect([deep.status, deep.body.error.code]).toEqual([413, "body_too_deep"]);
     expect(await balanceOf(gw.url, key)).toBe(before);
   });
 
   it("a body limit too small for the tools' limits is refused at start-up", () => {
-    expect(() => loadConfig({ NODE_ENV: "test", BODY_LIMIT_BYTES: "65536" })).toThrow(/BODY_LIMIT_BYTES must be at least 1048576/);
+    expect(() => loadConfig({ NODE_ENV: "test", BODY_LIMIT_BYTES: "65536" })).toThrow(
+      /BODY_LIMIT_BYTES must be at least 1048576/,
+    );
   });
 });

@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, balanceOf, call, callTool, eventsOf, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  admin,
+  balanceOf,
+  call,
+  callTool,
+  eventsOf,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 import { startFakeLlm } from "../helpers/fake-providers.js";
 
 let llm: Awaited<ReturnType<typeof startFakeLlm>>;
@@ -16,9 +25,15 @@ afterAll(async () => {
   await llm.stop();
 });
 
-const usage = async (key: string) => (await call(`${gw.url}/api/v1/usage?limit=100`, { key })).body.data as { kind: string; amount: number; tool: string | null }[];
+const usage = async (key: string) =>
+  (await call(`${gw.url}/api/v1/usage?limit=100`, { key })).body.data as {
+    kind: string;
+    amount: number;
+    tool: string | null;
+  }[];
 /** The account's events once sign-up's agent.registered and `more` others have been relayed. */
-const events = (accountId: string, more: number) => eventsOf(gw.services.store, accountId, 1 + more);
+const events = (accountId: string, more: number) =>
+  eventsOf(gw.services.store, accountId, 1 + more);
 
 describe("POST /v1/tools/{name}", () => {
   it("charges the tool's price on success, with the balance in the headers", async () => {
@@ -28,14 +43,23 @@ describe("POST /v1/tools/{name}", () => {
     expect(res.headers.get("x-credits-charged")).toBe("1");
     expect(res.headers.get("x-credits-remaining")).toBe("99");
     expect(await balanceOf(gw.url, key)).toBe(99);
-    expect((await usage(key))[0]).toMatchObject({ kind: "debit", amount: -1, tool: "hash", reason: "tool call" });
+    expect((await usage(key))[0]).toMatchObject({
+      kind: "debit",
+      amount: -1,
+      tool: "hash",
+      reason: "tool call",
+    });
   });
 
   it("answers an unknown tool 404, and needs a key", async () => {
     const { key } = await fundedAccount(gw.url, 100);
     expect((await callTool(gw.url, key, "teleport", {})).body.error.code).toBe("tool_not_found");
-    expect((await callTool(gw.url, undefined, "hash", { text: "a" })).body.error.code).toBe("missing_api_key");
-    expect((await callTool(gw.url, "tg_live_bogus", "hash", { text: "a" })).body.error.code).toBe("invalid_api_key");
+    expect((await callTool(gw.url, undefined, "hash", { text: "a" })).body.error.code).toBe(
+      "missing_api_key",
+    );
+    expect((await callTool(gw.url, "tg_live_bogus", "hash", { text: "a" })).body.error.code).toBe(
+      "invalid_api_key",
+    );
   });
 
   it.each([
@@ -56,10 +80,18 @@ describe("POST /v1/tools/{name}", () => {
 
   it("refuses a call short of credits with 402, charging nothing", async () => {
     const { key, accountId } = await fundedAccount(gw.url, 25);
-    await admin(gw.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "business" } });
-    for (let i = 0; i < 2; i++) expect((await callTool(gw.url, key, "ai-generate", { prompt: "hi" })).status).toBe(200);
+    await admin(gw.url, `/accounts/${accountId}/tier`, {
+      method: "PUT",
+      body: { tier: "business" },
+    });
+    for (let i = 0; i < 2; i++)
+      expect((await callTool(gw.url, key, "ai-generate", { prompt: "hi" })).status).toBe(200);
     const res = await callTool(gw.url, key, "ai-generate", { prompt: "hi" });
-    expect([res.status, res.body.error.code, res.body.error.credits_remaining]).toEqual([402, "insufficient_credits", 5]);
+    expect([res.status, res.body.error.code, res.body.error.credits_remaining]).toEqual([
+      402,
+      "insufficient_credits",
+      5,
+    ]);
     expect(await balanceOf(gw.url, key)).toBe(5);
   });
 
@@ -74,10 +106,17 @@ describe("POST /v1/tools/{name}", () => {
     }
     expect(await balanceOf(gw.url, key)).toBe(100);
     // The refund row names the tool it refunds, as its debit does.
-    expect((await usage(key)).slice(0, 2).map((e) => [e.kind, e.amount, e.tool])).toEqual([["refund", 10, "ai-generate"], ["debit", -10, "ai-generate"]]);
+    expect((await usage(key)).slice(0, 2).map((e) => [e.kind, e.amount, e.tool])).toEqual([
+      ["refund", 10, "ai-generate"],
+      ["debit", -10, "ai-generate"],
+    ]);
     const errors = (await events(accountId, 1)).filter((e) => e.event === "tool.error");
     expect(errors).toHaveLength(1);
-    expect(errors[0]!.data).toMatchObject({ tool_name: "ai-generate", credits_charged: 0, error_code: "tool_failed" });
+    expect(errors[0]!.data).toMatchObject({
+      tool_name: "ai-generate",
+      credits_charged: 0,
+      error_code: "tool_failed",
+    });
   });
 
   it("answers 504 when the tool is too slow, refunded with tool.error", async () => {
@@ -92,7 +131,11 @@ describe("POST /v1/tools/{name}", () => {
       llm.state.delayMs = 0;
     }
     expect(await balanceOf(gw.url, key)).toBe(100);
-    expect((await events(accountId, 1)).filter((e) => e.event === "tool.error").map((e) => e.data.error_code)).toEqual(["tool_timeout"]);
+    expect(
+      (await events(accountId, 1))
+        .filter((e) => e.event === "tool.error")
+        .map((e) => e.data.error_code),
+    ).toEqual(["tool_timeout"]);
   });
 });
 
@@ -102,7 +145,10 @@ describe("when the tool cannot run", () => {
     try {
       const { key } = await fundedAccount(bare.url, 100);
       const listing = await call(`${bare.url}/v1/tools/ai-generate`);
-      expect(listing.body).toMatchObject({ available: false, unavailable_reason: "no AI provider configured" });
+      expect(listing.body).toMatchObject({
+        available: false,
+        unavailable_reason: "no AI provider configured",
+      });
       const res = await callTool(bare.url, key, "ai-generate", { prompt: "hi" });
       expect([res.status, res.body.error.code]).toEqual([503, "tool_unavailable"]);
       expect(await balanceOf(bare.url, key)).toBe(100);
@@ -118,8 +164,12 @@ describe("when the tool cannot run", () => {
       const res = await callTool(down.url, key, "hash", { text: "a" });
       expect([res.status, res.body.error.code]).toEqual([503, "worker_unavailable"]);
       expect(await balanceOf(down.url, key)).toBe(100);
-      const errors = (await eventsOf(down.services.store, accountId, 2)).filter((e) => e.event === "tool.error");
-      expect(errors.map((e) => e.data)).toMatchObject([{ tool_name: "hash", credits_charged: 0, error_code: "worker_unavailable" }]);
+      const errors = (await eventsOf(down.services.store, accountId, 2)).filter(
+        (e) => e.event === "tool.error",
+      );
+      expect(errors.map((e) => e.data)).toMatchObject([
+        { tool_name: "hash", credits_charged: 0, error_code: "worker_unavailable" },
+      ]);
     } finally {
       await down.stop();
     }
@@ -133,10 +183,16 @@ describe("Idempotency-Key", () => {
     const before = llm.requests.length;
     try {
       const headers = { "idempotency-key": `order-${Date.now()}` };
-      const results = await Promise.all(Array.from({ length: 6 }, () => callTool(gw.url, key, "ai-generate", { prompt: "once" }, headers)));
+      const results = await Promise.all(
+        Array.from({ length: 6 }, () =>
+          callTool(gw.url, key, "ai-generate", { prompt: "once" }, headers),
+        ),
+      );
       expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
       expect(new Set(results.map((r) => JSON.stringify(r.body))).size).toBe(1);
-      expect(results.filter((r) => r.headers.get("idempotent-replayed") === "true")).toHaveLength(5);
+      expect(results.filter((r) => r.headers.get("idempotent-replayed") === "true")).toHaveLength(
+        5,
+      );
       const later = await callTool(gw.url, key, "ai-generate", { prompt: "once" }, headers);
       expect([later.status, later.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
     } finally {
@@ -172,7 +228,10 @@ describe("Idempotency-Key", () => {
 
 describe("priority queue", () => {
   it("serves a queued Pro call before an earlier Free call when the pool is saturated", async () => {
-    const busy = await startGateway({ workerEnv: { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "test-model" }, env: { POOL_CONCURRENCY: "1" } });
+    const busy = await startGateway({
+      workerEnv: { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "test-model" },
+      env: { POOL_CONCURRENCY: "1" },
+    });
     try {
       const blocker = await fundedAccount(busy.url, 100, "business");
       const free = await fundedAccount(busy.url, 100, "free");
@@ -193,7 +252,11 @@ describe("priority queue", () => {
       expect(llm.requests.length - first).toBe(1); // both were queued while the blocker ran
       const results = await Promise.all([running, freeCall, proCall]);
       expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
-      expect(llm.requests.slice(first).map((r) => r.body.messages[0].content)).toEqual(["blocker", "pro", "free"]);
+      expect(llm.requests.slice(first).map((r) => r.body.messages[0].content)).toEqual([
+        "blocker",
+        "pro",
+        "free",
+      ]);
     } finally {
       llm.state.delayMs = 0;
       await busy.stop();

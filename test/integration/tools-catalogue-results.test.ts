@@ -1,7 +1,13 @@
 import { createServer, type Server } from "node:http";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { balanceOf, callTool, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  balanceOf,
+  callTool,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 import { scriptedModel, startFakeLlm } from "../helpers/fake-providers.js";
 
 /**
@@ -32,7 +38,10 @@ beforeAll(async () => {
       "/news": ["text/html", PAGE],
       "/feed.xml": ["application/rss+xml", FEED],
       "/sitemap.xml": ["application/xml", SITEMAP],
-      "/robots.txt": ["text/plain", "User-agent: *\nDisallow: /private\nCrawl-delay: 2\nSitemap: https://toolgate.example/sitemap.xml\n"],
+      "/robots.txt": [
+        "text/plain",
+        "User-agent: *\nDisallow: /private\nCrawl-delay: 2\nSitemap: https://toolgate.example/sitemap.xml\n",
+      ],
       "/big": ["text/html", `<p>${"x".repeat(3_000_000)}</p>`],
     };
     if (req.url === "/moved") return res.writeHead(302, { location: "/news" }).end();
@@ -43,7 +52,12 @@ beforeAll(async () => {
   await new Promise<void>((r) => site.listen(0, "127.0.0.1", r));
   siteUrl = `http://127.0.0.1:${(site.address() as { port: number }).port}`;
   gw = await startGateway({
-    workerEnv: { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "test-model", WEB_ALLOW_PRIVATE_TARGETS: "1", WEB_MAX_BYTES: "1000000" },
+    workerEnv: {
+      AI_BASE_URL: `${llm.url}/v1`,
+      AI_MODEL: "test-model",
+      WEB_ALLOW_PRIVATE_TARGETS: "1",
+      WEB_MAX_BYTES: "1000000",
+    },
   });
   ({ key } = await fundedAccount(gw.url, 5000));
 });
@@ -73,38 +87,81 @@ const pngSize = (base64: string) => {
 
 describe("documents", () => {
   it("a generated PDF is read back by pdf-extract-text", async () => {
-    const pdf = await run("pdf-generate", { title: "Report", blocks: [{ type: "heading", text: "Totals" }, { type: "paragraph", text: "Refunds stayed under one percent. ".repeat(200) }] });
+    const pdf = await run("pdf-generate", {
+      title: "Report",
+      blocks: [
+        { type: "heading", text: "Totals" },
+        { type: "paragraph", text: "Refunds stayed under one percent. ".repeat(200) },
+      ],
+    });
     expect(pdf.pages).toBeGreaterThan(1);
     const read = await run("pdf-extract-text", { pdf: pdf.data });
     expect(read.page_count).toBe(pdf.pages);
     expect(read.pages[0]).toContain("Totals");
     expect(read.info.Title).toBe("Report");
-    expect(await refused("pdf-extract-text", { pdf: Buffer.from("not a pdf").toString("base64") })).toMatchObject({ status: 422, param: "pdf" });
+    expect(
+      await refused("pdf-extract-text", { pdf: Buffer.from("not a pdf").toString("base64") }),
+    ).toMatchObject({ status: 422, param: "pdf" });
   });
 
   it("a written spreadsheet is read back, and docx becomes Markdown", async () => {
-    const book = await run("spreadsheet-write", { sheets: [{ name: "Q1", rows: [{ sku: "A1", units: 3 }, { sku: "B2", units: 5 }] }] });
+    const book = await run("spreadsheet-write", {
+      sheets: [
+        {
+          name: "Q1",
+          rows: [
+            { sku: "A1", units: 3 },
+            { sku: "B2", units: 5 },
+          ],
+        },
+      ],
+    });
     const read = await run("spreadsheet-read", { xlsx: book.data });
-    expect(read.sheets[0]).toMatchObject({ name: "Q1", columns: ["sku", "units"], rows: [{ sku: "A1", units: 3 }, { sku: "B2", units: 5 }], row_count: 2 });
+    expect(read.sheets[0]).toMatchObject({
+      name: "Q1",
+      columns: ["sku", "units"],
+      rows: [
+        { sku: "A1", units: 3 },
+        { sku: "B2", units: 5 },
+      ],
+      row_count: 2,
+    });
     const { docx } = await call64("docx-to-text");
-    expect((await run("docx-to-text", { docx, format: "markdown" })).content).toBe("# Meeting notes\n\nThe gateway ships on **Monday**.");
-    expect((await run("docx-to-text", { docx, format: "text" })).content).toBe("Meeting notes\n\nThe gateway ships on Monday.");
+    expect((await run("docx-to-text", { docx, format: "markdown" })).content).toBe(
+      "# Meeting notes\n\nThe gateway ships on **Monday**.",
+    );
+    expect((await run("docx-to-text", { docx, format: "text" })).content).toBe(
+      "Meeting notes\n\nThe gateway ships on Monday.",
+    );
   });
 
   it("csv, xml and yaml convert both ways and back", async () => {
-    const rows = [{ name: "Ada", age: 36 }, { name: "Alan, T.", age: 41 }];
+    const rows = [
+      { name: "Ada", age: 36 },
+      { name: "Alan, T.", age: 41 },
+    ];
     const csv = await run("csv-convert", { rows });
     expect((await run("csv-convert", { csv: csv.csv })).rows).toEqual(rows);
-    const xml = await run("xml-convert", { json: { order: { "@_id": "7", item: ["Pen", "Ink"] } } });
+    const xml = await run("xml-convert", {
+      json: { order: { "@_id": "7", item: ["Pen", "Ink"] } },
+    });
     const back = (await run("xml-convert", { xml: xml.xml })).json;
     expect([String(back.order["@_id"]), back.order.item]).toEqual(["7", ["Pen", "Ink"]]);
     const yaml = await run("yaml-convert", { json: { a: [1, 2], b: { c: true } } });
-    expect((await run("yaml-convert", { yaml: yaml.yaml })).json).toEqual({ a: [1, 2], b: { c: true } });
-    expect(await refused("xml-convert", { xml: "<a><b></a>" })).toMatchObject({ status: 422, param: "xml" });
+    expect((await run("yaml-convert", { yaml: yaml.yaml })).json).toEqual({
+      a: [1, 2],
+      b: { c: true },
+    });
+    expect(await refused("xml-convert", { xml: "<a><b></a>" })).toMatchObject({
+      status: 422,
+      param: "xml",
+    });
   });
 
   it("html-sanitize drops scripts and javascript: links", async () => {
-    const out = await run("html-sanitize", { html: '<p>ok<script>alert(1)</script><a href="javascript:x()">x</a><img src=x onerror=alert(1)></p>' });
+    const out = await run("html-sanitize", {
+      html: '<p>ok<script>alert(1)</script><a href="javascript:x()">x</a><img src=x onerror=alert(1)></p>',
+    });
     expect(out.html).toBe("<p>ok<a>x</a></p>");
   });
 });
@@ -115,7 +172,10 @@ describe("images", () => {
     expect((await run("qr-decode", { image: qr.data })).text).toBe("toolgate:64");
     const barcode = await run("barcode-generate", { type: "code128", text: "TG-0064" });
     expect(pngSize(barcode.data)[0]).toBeGreaterThan(50);
-    expect(await refused("barcode-generate", { type: "ean13", text: "not digits" })).toMatchObject({ status: 422, param: "text" });
+    expect(await refused("barcode-generate", { type: "ean13", text: "not digits" })).toMatchObject({
+      status: 422,
+      param: "text",
+    });
   });
 
   it("OCR reads the text of an image rendered by svg-to-png", async () => {
@@ -126,65 +186,186 @@ describe("images", () => {
   });
 
   it("a chart is a PNG of the requested size; resize and metadata agree", async () => {
-    const spec = { data: { values: [{ x: "a", y: 1 }, { x: "b", y: 3 }] }, mark: "line", encoding: { x: { field: "x", type: "nominal" }, y: { field: "y", type: "quantitative" } } };
-    expect(pngSize((await run("chart-render", { spec, width: 321, height: 123 })).data)).toEqual([321, 123]);
+    const spec = {
+      data: {
+        values: [
+          { x: "a", y: 1 },
+          { x: "b", y: 3 },
+        ],
+      },
+      mark: "line",
+      encoding: { x: { field: "x", type: "nominal" }, y: { field: "y", type: "quantitative" } },
+    };
+    expect(pngSize((await run("chart-render", { spec, width: 321, height: 123 })).data)).toEqual([
+      321, 123,
+    ]);
     expect((await run("chart-render", { spec, format: "svg" })).data).toContain("<svg");
-    expect(await refused("chart-render", { spec: { ...spec, data: { url: "https://example.com/data.csv" } } })).toMatchObject({ status: 422, param: "spec" });
+    expect(
+      await refused("chart-render", {
+        spec: { ...spec, data: { url: "https://example.com/data.csv" } },
+      }),
+    ).toMatchObject({ status: 422, param: "spec" });
     const { image: photo } = await call64("image-metadata");
-    expect((await run("image-metadata", { image: photo })).exif).toMatchObject({ Artist: "Ada Lovelace" });
+    expect((await run("image-metadata", { image: photo })).exif).toMatchObject({
+      Artist: "Ada Lovelace",
+    });
     const qr = await run("qr-code", { text: "x", size: 300 });
     const small = await run("image-transform", { image: qr.data, width: 64, format: "jpeg" });
     expect(small).toMatchObject({ width: 64, height: 64, format: "jpeg", mime_type: "image/jpeg" });
-    expect(await run("image-metadata", { image: small.data })).toMatchObject({ format: "jpeg", width: 64, height: 64 });
+    expect(await run("image-metadata", { image: small.data })).toMatchObject({
+      format: "jpeg",
+      width: 64,
+      height: 64,
+    });
   });
 });
 
 describe("language, data, code, security, geo", () => {
   it("analyses English text locally", async () => {
-    expect((await run("text-sentiment", { text: "I love this. It is wonderful." })).label).toBe("positive");
-    expect((await run("text-sentiment", { text: "This is terrible and I hate it." })).label).toBe("negative");
-    expect((await run("text-entities", { text: "Mail ada@example.com today." })).entities).toContainEqual(expect.objectContaining({ type: "EMAIL", value: "ada@example.com" }));
-    expect((await run("text-keywords", { text: "Refunds, refunds and more refunds for the gateway.", limit: 1 })).keywords[0].keyword).toBe("refund");
-    expect((await run("sentence-split", { text: "Mr. Smith paid $3.50. He left." })).sentence_count).toBe(2);
+    expect((await run("text-sentiment", { text: "I love this. It is wonderful." })).label).toBe(
+      "positive",
+    );
+    expect((await run("text-sentiment", { text: "This is terrible and I hate it." })).label).toBe(
+      "negative",
+    );
+    expect(
+      (await run("text-entities", { text: "Mail ada@example.com today." })).entities,
+    ).toContainEqual(expect.objectContaining({ type: "EMAIL", value: "ada@example.com" }));
+    expect(
+      (
+        await run("text-keywords", {
+          text: "Refunds, refunds and more refunds for the gateway.",
+          limit: 1,
+        })
+      ).keywords[0].keyword,
+    ).toBe("refund");
+    expect(
+      (await run("sentence-split", { text: "Mr. Smith paid $3.50. He left." })).sentence_count,
+    ).toBe(2);
     const easy = await run("readability-score", { text: "The cat sat. The dog ran. We had fun." });
-    const hard = await run("readability-score", { text: "Notwithstanding considerable organisational complexity, institutional accountability necessitates comprehensive documentation." });
+    const hard = await run("readability-score", {
+      text: "Notwithstanding considerable organisational complexity, institutional accountability necessitates comprehensive documentation.",
+    });
     expect(easy.flesch_reading_ease).toBeGreaterThan(hard.flesch_reading_ease);
-    expect((await run("spell-check", { text: "It recieves paymnets." })).misspelled.map((m: any) => m.word)).toEqual(["recieves", "paymnets"]);
-    expect((await run("token-count", { text: "hello world", encoding: "cl100k_base", return_tokens: true })).token_ids).toEqual([15339, 1917]);
-    const summary = await run("text-summarize-extractive", { text: "Cats purr. Dogs bark loudly at night. Birds sing.", sentences: 1 });
+    expect(
+      (await run("spell-check", { text: "It recieves paymnets." })).misspelled.map(
+        (m: any) => m.word,
+      ),
+    ).toEqual(["recieves", "paymnets"]);
+    expect(
+      (
+        await run("token-count", {
+          text: "hello world",
+          encoding: "cl100k_base",
+          return_tokens: true,
+        })
+      ).token_ids,
+    ).toEqual([15339, 1917]);
+    const summary = await run("text-summarize-extractive", {
+      text: "Cats purr. Dogs bark loudly at night. Birds sing.",
+      sentences: 1,
+    });
     expect(summary.sentences).toHaveLength(1);
   });
 
   it("queries, computes and converts data", async () => {
-    expect((await run("jsonpath-query", { json: { a: [{ n: 1 }, { n: 5 }] }, path: "$.a[?(@.n > 2)].n" })).values).toEqual([5]);
-    const sql = await run("sql-query", { query: "SELECT city, COUNT(*) AS n FROM people GROUP BY city ORDER BY n DESC", tables: { people: "name,city\nAda,London\nAlan,London\nGrace,NYC\n" } });
-    expect(sql.rows).toEqual([{ city: "London", n: 2 }, { city: "NYC", n: 1 }]);
-    expect(await refused("sql-query", { query: "SELEC nonsense" })).toMatchObject({ status: 422, param: "query" });
+    expect(
+      (
+        await run("jsonpath-query", {
+          json: { a: [{ n: 1 }, { n: 5 }] },
+          path: "$.a[?(@.n > 2)].n",
+        })
+      ).values,
+    ).toEqual([5]);
+    const sql = await run("sql-query", {
+      query: "SELECT city, COUNT(*) AS n FROM people GROUP BY city ORDER BY n DESC",
+      tables: { people: "name,city\nAda,London\nAlan,London\nGrace,NYC\n" },
+    });
+    expect(sql.rows).toEqual([
+      { city: "London", n: 2 },
+      { city: "NYC", n: 1 },
+    ]);
+    expect(await refused("sql-query", { query: "SELEC nonsense" })).toMatchObject({
+      status: 422,
+      param: "query",
+    });
     expect((await run("math-evaluate", { expression: ["x = 2^10", "x / 4"] })).value).toBe(256);
-    expect(await refused("math-evaluate", { expression: "import({}, {})" })).toMatchObject({ status: 422, param: "expression" });
-    expect((await run("date-parse", { text: "tomorrow at noon", reference: "2026-11-22T10:00:00Z" })).dates[0].start).toBe("2026-11-23T12:00:00.000Z");
-    expect((await run("cron-explain", { expression: "0 0 * * *", from: "2026-11-22T10:00:00Z", count: 2 })).next_runs).toEqual(["2026-11-23T00:00:00.000Z", "2026-11-24T00:00:00.000Z"]);
-    expect(await refused("cron-explain", { expression: "not cron" })).toMatchObject({ status: 422, param: "expression" });
+    expect(await refused("math-evaluate", { expression: "import({}, {})" })).toMatchObject({
+      status: 422,
+      param: "expression",
+    });
+    expect(
+      (await run("date-parse", { text: "tomorrow at noon", reference: "2026-11-22T10:00:00Z" }))
+        .dates[0].start,
+    ).toBe("2026-11-23T12:00:00.000Z");
+    expect(
+      (
+        await run("cron-explain", {
+          expression: "0 0 * * *",
+          from: "2026-11-22T10:00:00Z",
+          count: 2,
+        })
+      ).next_runs,
+    ).toEqual(["2026-11-23T00:00:00.000Z", "2026-11-24T00:00:00.000Z"]);
+    expect(await refused("cron-explain", { expression: "not cron" })).toMatchObject({
+      status: 422,
+      param: "expression",
+    });
   });
 
   it("formats code and runs JavaScript in the sandbox", async () => {
-    expect((await run("code-format", { code: "select a,b from t where a=1", language: "sql" })).code).toBe("select\n  a,\n  b\nfrom\n  t\nwhere\n  a = 1\n");
-    expect(await refused("code-format", { code: "const = ;", language: "javascript" })).toMatchObject({ status: 422, param: "code" });
-    expect(await run("js-sandbox", { code: "input.reduce((a, b) => a + b, 0)", input: [1, 2, 3] })).toMatchObject({ result: 6, error: null });
-    expect((await run("js-sandbox", { code: "typeof process + typeof require + typeof fetch" })).result).toBe("undefinedundefinedundefined");
+    expect(
+      (await run("code-format", { code: "select a,b from t where a=1", language: "sql" })).code,
+    ).toBe("select\n  a,\n  b\nfrom\n  t\nwhere\n  a = 1\n");
+    expect(
+      await refused("code-format", { code: "const = ;", language: "javascript" }),
+    ).toMatchObject({ status: 422, param: "code" });
+    expect(
+      await run("js-sandbox", { code: "input.reduce((a, b) => a + b, 0)", input: [1, 2, 3] }),
+    ).toMatchObject({ result: 6, error: null });
+    expect(
+      (await run("js-sandbox", { code: "typeof process + typeof require + typeof fetch" })).result,
+    ).toBe("undefinedundefinedundefined");
   });
 
   it("decodes tokens, encodes text, generates ids, computes networks and distances", async () => {
     const example = (await call64("jwt-decode")).token;
-    expect(await run("jwt-decode", { token: example, secret: "wrong" })).toMatchObject({ verified: false, payload: { sub: "acc_123" } });
-    const encoded = await run("encode-decode", { text: "€ & <b>", encoding: "hex", direction: "encode" });
-    expect((await run("encode-decode", { text: encoded.result, encoding: "hex", direction: "decode" })).result).toBe("€ & <b>");
+    expect(await run("jwt-decode", { token: example, secret: "wrong" })).toMatchObject({
+      verified: false,
+      payload: { sub: "acc_123" },
+    });
+    const encoded = await run("encode-decode", {
+      text: "€ & <b>",
+      encoding: "hex",
+      direction: "encode",
+    });
+    expect(
+      (await run("encode-decode", { text: encoded.result, encoding: "hex", direction: "decode" }))
+        .result,
+    ).toBe("€ & <b>");
     const ids = await run("id-generate", { kind: "random", count: 3, length: 20, alphabet: "hex" });
     expect(ids.values.every((v: string) => /^[0-9a-f]{20}$/.test(v))).toBe(true);
-    expect((await run("ip-cidr", { cidr: "10.0.0.0/30", contains: ["10.0.0.3", "10.0.0.4"] })).contains.map((c: any) => c.inside)).toEqual([true, false]);
+    expect(
+      (
+        await run("ip-cidr", { cidr: "10.0.0.0/30", contains: ["10.0.0.3", "10.0.0.4"] })
+      ).contains.map((c: any) => c.inside),
+    ).toEqual([true, false]);
     expect((await run("ip-cidr", { cidr: "2001:db8::/126" })).size).toBe("4");
-    expect(Math.round((await run("geo-distance", { points: [{ lat: 48.8566, lon: 2.3522 }, { lat: 51.5074, lon: -0.1278 }] })).distance)).toBe(344);
-    expect((await run("geo-timezone", { lat: 35.68, lon: 139.69, at: "2026-11-22T00:00:00Z" })).timezone).toBe("Asia/Tokyo");
+    expect(
+      Math.round(
+        (
+          await run("geo-distance", {
+            points: [
+              { lat: 48.8566, lon: 2.3522 },
+              { lat: 51.5074, lon: -0.1278 },
+            ],
+          })
+        ).distance,
+      ),
+    ).toBe(344);
+    expect(
+      (await run("geo-timezone", { lat: 35.68, lon: 139.69, at: "2026-11-22T00:00:00Z" })).timezone,
+    ).toBe("Asia/Tokyo");
   });
 });
 
@@ -197,28 +378,67 @@ async function call64(name: string) {
 describe("web tools (a local site, private targets allowed by the development setting)", () => {
   it("fetch, metadata, feed, robots and sitemap read the real documents", async () => {
     const page = await run("web-fetch", { url: `${siteUrl}/moved` });
-    expect(page).toMatchObject({ url: `${siteUrl}/news`, title: "Toolgate ships 64 tools", truncated: false });
+    expect(page).toMatchObject({
+      url: `${siteUrl}/news`,
+      title: "Toolgate ships 64 tools",
+      truncated: false,
+    });
     expect(page.content).toContain("sixty-four tools");
     expect(page.content).not.toContain("Home");
     const meta = await run("web-metadata", { url: `${siteUrl}/news` });
-    expect(meta).toMatchObject({ title: "Toolgate news", description: "What is new", canonical: `${siteUrl}/news`, language: "en", open_graph: { title: "Toolgate ships 64 tools" }, twitter: { card: "summary" } });
+    expect(meta).toMatchObject({
+      title: "Toolgate news",
+      description: "What is new",
+      canonical: `${siteUrl}/news`,
+      language: "en",
+      open_graph: { title: "Toolgate ships 64 tools" },
+      twitter: { card: "summary" },
+    });
     expect(meta.links.map((l: any) => l.url)).toEqual([`${siteUrl}/`, `${siteUrl}/docs`]);
     const feed = await run("rss-read", { url: `${siteUrl}/feed.xml` });
-    expect(feed.items[0]).toMatchObject({ title: "64 tools", link: "https://toolgate.example/64", published: "2026-11-22T10:00:00.000Z", id: "t64" });
-    expect(await run("robots-check", { url: `${siteUrl}/private/x` })).toMatchObject({ found: true, allowed: false, crawl_delay: 2, sitemaps: ["https://toolgate.example/sitemap.xml"] });
+    expect(feed.items[0]).toMatchObject({
+      title: "64 tools",
+      link: "https://toolgate.example/64",
+      published: "2026-11-22T10:00:00.000Z",
+      id: "t64",
+    });
+    expect(await run("robots-check", { url: `${siteUrl}/private/x` })).toMatchObject({
+      found: true,
+      allowed: false,
+      crawl_delay: 2,
+      sitemaps: ["https://toolgate.example/sitemap.xml"],
+    });
     expect((await run("robots-check", { url: `${siteUrl}/public` })).allowed).toBe(true);
     const sitemap = await run("sitemap-read", { url: `${siteUrl}/sitemap.xml` });
-    expect(sitemap).toMatchObject({ kind: "urlset", total: 2, entries: [{ loc: "https://toolgate.example/", lastmod: "2026-11-22", priority: 1 }, { loc: "https://toolgate.example/docs" }] });
-    expect((await run("web-fetch", { url: `${siteUrl}/big`, format: "text", main_content: false })).truncated).toBe(true);
+    expect(sitemap).toMatchObject({
+      kind: "urlset",
+      total: 2,
+      entries: [
+        { loc: "https://toolgate.example/", lastmod: "2026-11-22", priority: 1 },
+        { loc: "https://toolgate.example/docs" },
+      ],
+    });
+    expect(
+      (await run("web-fetch", { url: `${siteUrl}/big`, format: "text", main_content: false }))
+        .truncated,
+    ).toBe(true);
   });
 
   it("a page that is missing is a refunded 502; metadata addresses are refused even in development", async () => {
-    expect(await refused("web-fetch", { url: `${siteUrl}/nothing` })).toMatchObject({ status: 502, code: "tool_failed" });
-    expect(await refused("web-fetch", { url: "http://169.254.169.254/latest/meta-data/" })).toMatchObject({ status: 422, param: "url" });
+    expect(await refused("web-fetch", { url: `${siteUrl}/nothing` })).toMatchObject({
+      status: 502,
+      code: "tool_failed",
+    });
+    expect(
+      await refused("web-fetch", { url: "http://169.254.169.254/latest/meta-data/" }),
+    ).toMatchObject({ status: 422, param: "url" });
   });
 
   it("ai-extract-url reads the page and extracts with the model", async () => {
-    const out = await run("ai-extract-url", { url: `${siteUrl}/news`, schema: { type: "object", properties: { title: { type: "string" } }, required: ["title"] } });
+    const out = await run("ai-extract-url", {
+      url: `${siteUrl}/news`,
+      schema: { type: "object", properties: { title: { type: "string" } }, required: ["title"] },
+    });
     expect(out.data).toEqual({ title: "Example Domain" });
     expect(JSON.stringify(llm.requests.at(-1)!.body.messages)).toContain("sixty-four tools");
   });
@@ -226,16 +446,23 @@ describe("web tools (a local site, private targets allowed by the development se
 
 describe("AI tools through the OpenAI-compatible provider", () => {
   it("classify, embeddings, image generation, vision and code review speak the provider's API", async () => {
-    expect((await run("ai-classify", { text: "charged twice", labels: ["billing", "other"] })).label).toBe("billing");
+    expect(
+      (await run("ai-classify", { text: "charged twice", labels: ["billing", "other"] })).label,
+    ).toBe("billing");
     const emb = await run("ai-embeddings", { texts: ["aaa", "bbb"], dimensions: 8 });
     expect([emb.embeddings.length, emb.dimensions]).toEqual([2, 8]);
-    expect(llm.requests.at(-1)).toMatchObject({ path: "/v1/embeddings", body: { model: "test-model", input: ["aaa", "bbb"], dimensions: 8 } });
+    expect(llm.requests.at(-1)).toMatchObject({
+      path: "/v1/embeddings",
+      body: { model: "test-model", input: ["aaa", "bbb"], dimensions: 8 },
+    });
     const image = await run("ai-image-generate", { prompt: "a gate", size: "256x256" });
     expect(pngSize(image.data)).toEqual([2, 2]);
     expect(image.revised_prompt).toBe("a gate (revised)");
     const qr = await run("qr-code", { text: "x", size: 64 });
     await run("ai-image-describe", { image: qr.data, question: "What is this?" });
-    expect(llm.requests.at(-1)!.body.messages[0].content[1].image_url.url).toMatch(/^data:image\/png;base64,/);
+    expect(llm.requests.at(-1)!.body.messages[0].content[1].image_url.url).toMatch(
+      /^data:image\/png;base64,/,
+    );
     const review = await run("ai-code-review", { code: "for (i = 0; i <= n; i++) {}" });
     expect(review.findings[0]).toMatchObject({ severity: "major", line: 3 });
   });
@@ -243,22 +470,42 @@ describe("AI tools through the OpenAI-compatible provider", () => {
 
 describe("hostile inputs are cut off by the limits, refunded, and the workers keep serving", () => {
   it("an infinite loop, a huge image, a zip bomb and a catastrophic pattern", async () => {
-    expect(await refused("js-sandbox", { code: "for (;;) {}", time_limit_ms: 200 })).toMatchObject({ status: 422, code: "validation_failed", param: "code" });
-    expect(await refused("js-sandbox", { code: "const a = []; for (;;) a.push({ i: a.length, s: 'abcdefgh' + a.length });", memory_limit_mb: 4 })).toMatchObject({ status: 422, param: "code" });
+    expect(await refused("js-sandbox", { code: "for (;;) {}", time_limit_ms: 200 })).toMatchObject({
+      status: 422,
+      code: "validation_failed",
+      param: "code",
+    });
+    expect(
+      await refused("js-sandbox", {
+        code: "const a = []; for (;;) a.push({ i: a.length, s: 'abcdefgh' + a.length });",
+        memory_limit_mb: 4,
+      }),
+    ).toMatchObject({ status: 422, param: "code" });
     // A 1x1 PNG whose header says 60000 x 60000 pixels.
     const png = new PNG({ width: 1, height: 1 });
     const huge = PNG.sync.write(png);
     huge.writeUInt32BE(60000, 16);
     huge.writeUInt32BE(60000, 20);
-    const { crc32 } = await import("node:zlib").then((z) => ({ crc32: (z as unknown as { crc32?: (b: Buffer) => number }).crc32 }));
+    const { crc32 } = await import("node:zlib").then((z) => ({
+      crc32: (z as unknown as { crc32?: (b: Buffer) => number }).crc32,
+    }));
     if (crc32) huge.writeUInt32BE(crc32(huge.subarray(12, 29)) >>> 0, 29);
-    expect((await refused("image-transform", { image: huge.toString("base64"), width: 10 })).status).toBe(422);
+    expect(
+      (await refused("image-transform", { image: huge.toString("base64"), width: 10 })).status,
+    ).toBe(422);
     // A .docx whose single entry inflates to 200 MB of zeros.
     const { zipSync } = await import("fflate");
-    const bomb = Buffer.from(zipSync({ "word/document.xml": new Uint8Array(200_000_000) }, { level: 9 }));
+    const bomb = Buffer.from(
+      zipSync({ "word/document.xml": new Uint8Array(200_000_000) }, { level: 9 }),
+    );
     expect(bomb.length).toBeLessThan(1_000_000);
-    expect(await refused("docx-to-text", { docx: bomb.toString("base64") })).toMatchObject({ status: 422, param: "docx" });
-    expect(await refused("regex-test", { pattern: "^(a+)+$", text: `${"a".repeat(40)}!` })).toMatchObject({ status: 422 });
+    expect(await refused("docx-to-text", { docx: bomb.toString("base64") })).toMatchObject({
+      status: 422,
+      param: "docx",
+    });
+    expect(
+      await refused("regex-test", { pattern: "^(a+)+$", text: `${"a".repeat(40)}!` }),
+    ).toMatchObject({ status: 422 });
     // Still serving, heavy and light alike.
     expect((await run("js-sandbox", { code: "40 + 2" })).result).toBe(42);
     expect((await run("hash", { text: "ok" })).digest).toHaveLength(64);

@@ -1,11 +1,19 @@
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { balanceOf, call, callTool, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  balanceOf,
+  call,
+  callTool,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 import { scriptedModel, startFakeLlm, startFakeSearxng } from "../helpers/fake-providers.js";
 
 /** Tools whose worked example reads the public web: with no network here, they fail cleanly. */
-const needsNetwork = (tool: { name: string; category: string }) => (tool.category === "web" && tool.name !== "web-search") || tool.name === "ai-extract-url";
+const needsNetwork = (tool: { name: string; category: string }) =>
+  (tool.category === "web" && tool.name !== "web-search") || tool.name === "ai-extract-url";
 
 /**
  * What GET /v1/tools publishes is what the tools accept and return: each tool's worked example
@@ -21,7 +29,9 @@ beforeAll(async () => {
   llm = await startFakeLlm();
   llm.state.reply = scriptedModel;
   searxng = await startFakeSearxng([{ title: "A", url: "https://a.example/", content: "a" }]);
-  gw = await startGateway({ workerEnv: { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "m", SEARXNG_URL: searxng.url } });
+  gw = await startGateway({
+    workerEnv: { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "m", SEARXNG_URL: searxng.url },
+  });
   catalogue = (await call(`${gw.url}/v1/tools`)).body.data;
   ({ key } = await fundedAccount(gw.url, 5000));
 });
@@ -81,9 +91,15 @@ describe("every tool", () => {
         expect(await balanceOf(gw.url, key)).toBe(before);
         continue;
       }
-      expect([tool.name, res.status], JSON.stringify(res.body).slice(0, 500)).toEqual([tool.name, 200]);
+      expect([tool.name, res.status], JSON.stringify(res.body).slice(0, 500)).toEqual([
+        tool.name,
+        200,
+      ]);
       const validate = ajv.compile(tool.output_schema);
-      expect([tool.name, validate(res.body) ? "valid" : ajv.errorsText(validate.errors)]).toEqual([tool.name, "valid"]);
+      expect([tool.name, validate(res.body) ? "valid" : ajv.errorsText(validate.errors)]).toEqual([
+        tool.name,
+        "valid",
+      ]);
       expect(ajv.validate(tool.input_schema, tool.input_schema.examples[0])).toBe(true);
     }
   }, 300_000);
@@ -91,8 +107,15 @@ describe("every tool", () => {
   it("refuses an unknown field and an empty body with 422, uncharged", async () => {
     const before = await balanceOf(gw.url, key);
     for (const tool of catalogue) {
-      const unknown = await callTool(gw.url, key, tool.name, { ...tool.input_schema.examples[0], not_a_field: 1 });
-      expect([tool.name, unknown.status, unknown.body.error.param]).toEqual([tool.name, 422, "not_a_field"]);
+      const unknown = await callTool(gw.url, key, tool.name, {
+        ...tool.input_schema.examples[0],
+        not_a_field: 1,
+      });
+      expect([tool.name, unknown.status, unknown.body.error.param]).toEqual([
+        tool.name,
+        422,
+        "not_a_field",
+      ]);
       const empty = await callTool(gw.url, key, tool.name, {});
       expect([tool.name, empty.status]).toEqual([tool.name, 422]);
       expect(ajv.validate(tool.input_schema, {})).toBe(false);

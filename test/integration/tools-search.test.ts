@@ -1,6 +1,12 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { balanceOf, call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  balanceOf,
+  call,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 
 /** Finding tools: ranked search over REST, the categories, and the MCP search_tools tool. */
 let gw: TestGateway;
@@ -14,7 +20,12 @@ afterAll(async () => {
 describe("GET /v1/tools?q=", () => {
   it("puts the PDF tools first for 'pdf'", async () => {
     const { body } = await call(`${gw.url}/v1/tools?q=pdf`);
-    expect(body.data.slice(0, 2).map((t: any) => t.name).sort()).toEqual(["pdf-extract-text", "pdf-generate"]);
+    expect(
+      body.data
+        .slice(0, 2)
+        .map((t: any) => t.name)
+        .sort(),
+    ).toEqual(["pdf-extract-text", "pdf-generate"]);
   });
 
   it("ranks by every word and filters by category", async () => {
@@ -41,9 +52,16 @@ describe("MCP search_tools", () => {
   it("returns the matching tools with their schemas, free of charge", async () => {
     const { key } = await fundedAccount(gw.url, 100, "starter");
     const client = new Client({ name: "toolgate-test", version: "1.0.0" });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), { requestInit: { headers: { "x-api-key": key } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
+        requestInit: { headers: { "x-api-key": key } },
+      }),
+    );
     try {
-      const result = await client.callTool({ name: "search_tools", arguments: { query: "pdf", limit: 2 } });
+      const result = await client.callTool({
+        name: "search_tools",
+        arguments: { query: "pdf", limit: 2 },
+      });
       const tools = (result.structuredContent as { tools: any[] }).tools;
       expect(tools.map((t) => t.name).sort()).toEqual(["pdf-extract-text", "pdf-generate"]);
       expect(tools[0].inputSchema).toMatchObject({ type: "object" });

@@ -12,22 +12,37 @@ describe.each(["redis", "memory"] as const)("paging with a cursor, %s store", (s
   });
   afterAll(() => gw.stop());
 
-  it.each(["garbage", "1-2-3", "0x10-1", "99999999999999999999-99999999999999999999"])("answers the usage cursor %j with 400 invalid_cursor", async (cursor) => {
-    const { key } = await fundedAccount(gw.url, 100);
-    const res = await call(`${gw.url}/api/v1/usage?cursor=${encodeURIComponent(cursor)}`, { key });
-    expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([400, "invalid_cursor", "cursor"]);
-  });
+  it.each(["garbage", "1-2-3", "0x10-1", "99999999999999999999-99999999999999999999"])(
+    "answers the usage cursor %j with 400 invalid_cursor",
+    async (cursor) => {
+      const { key } = await fundedAccount(gw.url, 100);
+      const res = await call(`${gw.url}/api/v1/usage?cursor=${encodeURIComponent(cursor)}`, {
+        key,
+      });
+      expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([
+        400,
+        "invalid_cursor",
+        "cursor",
+      ]);
+    },
+  );
 
   it("pages on from a cursor it handed out", async () => {
     const { key } = await fundedAccount(gw.url, 100);
     const first = await call(`${gw.url}/api/v1/usage?limit=1`, { key });
-    const next = await call(`${gw.url}/api/v1/usage?limit=1&cursor=${first.body.next_cursor}`, { key });
+    const next = await call(`${gw.url}/api/v1/usage?limit=1&cursor=${first.body.next_cursor}`, {
+      key,
+    });
     expect(next.status).toBe(200);
     expect(next.body.data.map((e: { reason: string }) => e.reason)).toEqual(["sign-up grant"]);
   });
 
   it("answers an accounts cursor that names no account with 400 invalid_cursor", async () => {
     const res = await admin(gw.url, "/accounts?cursor=acct_doesnotexist0000");
-    expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([400, "invalid_cursor", "cursor"]);
+    expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([
+      400,
+      "invalid_cursor",
+      "cursor",
+    ]);
   });
 });

@@ -16,7 +16,10 @@ const SUNSET = "Sat, 22 May 2027 00:00:00 GMT";
 
 let gw: TestGateway;
 beforeAll(async () => {
-  gw = await startGateway({ store: "memory", env: { API_VERSIONS: VERSIONS, PUBLIC_BASE_URL: "https://api.toolgate.example" } });
+  gw = await startGateway({
+    store: "memory",
+    env: { API_VERSIONS: VERSIONS, PUBLIC_BASE_URL: "https://api.toolgate.example" },
+  });
 });
 afterAll(() => gw.stop());
 afterEach(() => vi.useRealTimers());
@@ -24,13 +27,21 @@ afterEach(() => vi.useRealTimers());
 describe("a deprecated version before its sunset", () => {
   it("answers as usual, with Deprecation, Sunset and a Link to the changelog on every answer under it", async () => {
     vi.useFakeTimers({ toFake: ["Date"], now: new Date("2027-05-21T23:59:59Z") });
-    for (const res of [await call(`${gw.url}/v1/tools`), await call(`${gw.url}/api/v1/account`), await call(`${gw.url}/v1/tools/nope`)]) {
+    for (const res of [
+      await call(`${gw.url}/v1/tools`),
+      await call(`${gw.url}/api/v1/account`),
+      await call(`${gw.url}/v1/tools/nope`),
+    ]) {
       expect([200, 401, 404]).toContain(res.status);
       expect(res.headers.get("deprecation")).toBe(`@${DEPRECATED_AT}`);
       expect(res.headers.get("sunset")).toBe(SUNSET);
-      expect(res.headers.get("link")).toContain('<https://api.toolgate.example/changelog>; rel="deprecation"');
+      expect(res.headers.get("link")).toContain(
+        '<https://api.toolgate.example/changelog>; rel="deprecation"',
+      );
     }
-    expect((await call(`${gw.url}/v1/tools`)).headers.get("link")).toContain('</v2/tools>; rel="successor-version"');
+    expect((await call(`${gw.url}/v1/tools`)).headers.get("link")).toContain(
+      '</v2/tools>; rel="successor-version"',
+    );
   });
 
   it("leaves paths outside any version alone", async () => {
@@ -46,7 +57,11 @@ describe("a deprecated version after its sunset", () => {
     vi.useFakeTimers({ toFake: ["Date"], now: new Date("2027-05-22T00:00:01Z") });
     const tools = await call(`${gw.url}/v1/tools/hash`, { body: { text: "x" } });
     expect(tools.status).toBe(410);
-    expect(tools.body.error).toMatchObject({ code: "version_retired", successor: "/v2/tools/hash", successor_version: "v2" });
+    expect(tools.body.error).toMatchObject({
+      code: "version_retired",
+      successor: "/v2/tools/hash",
+      successor_version: "v2",
+    });
     expect(tools.headers.get("sunset")).toBe(SUNSET);
     const signup = await call(`${gw.url}/api/v1/signup`, { body: { email: "late@example.com" } });
     expect(signup.status).toBe(410);
@@ -68,7 +83,13 @@ describe("versions in configuration", () => {
   }, 90_000); // it starts a gateway of its own (hooks get 90 s for that; so does this test)
 
   it("refuses a deprecated version with no successor", () => {
-    expect(() => loadConfig({ API_VERSIONS: JSON.stringify([{ name: "v1", prefixes: ["/v1"], released: "2026-11-21", deprecated: "2026-11-22" }]) })).toThrow(ConfigError);
+    expect(() =>
+      loadConfig({
+        API_VERSIONS: JSON.stringify([
+          { name: "v1", prefixes: ["/v1"], released: "2026-11-21", deprecated: "2026-11-22" },
+        ]),
+      }),
+    ).toThrow(ConfigError);
     expect(() => loadConfig({ API_VERSIONS: "not json" })).toThrow(/API_VERSIONS/);
   });
 });

@@ -1,7 +1,17 @@
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sealSecret } from "../../src/webhooks/secrets.js";
-import { call, dropPrefix, fundedAccount, signUp, spawnGateway, startGateway, uniquePrefix, type GatewayProcess, type TestGateway } from "../helpers/gateway.js";
+import {
+  call,
+  dropPrefix,
+  fundedAccount,
+  signUp,
+  spawnGateway,
+  startGateway,
+  uniquePrefix,
+  type GatewayProcess,
+  type TestGateway,
+} from "../helpers/gateway.js";
 import { startReceiver } from "../helpers/receiver.js";
 
 /**
@@ -20,7 +30,11 @@ describe("two gateway processes without SECRET_KEY on one Redis", () => {
   let a: GatewayProcess;
   let b: GatewayProcess;
   beforeAll(async () => {
-    const env = { SECRET_KEY: undefined, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1", ENDPOINT_LIMITS: "webhook-test=100/60" };
+    const env = {
+      SECRET_KEY: undefined,
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: "1",
+      ENDPOINT_LIMITS: "webhook-test=100/60",
+    };
     [a, b] = await Promise.all([spawnGateway(prefix, env), spawnGateway(prefix, env)]);
   });
   afterAll(async () => {
@@ -31,7 +45,10 @@ describe("two gateway processes without SECRET_KEY on one Redis", () => {
   it("deliver every event, emitted through either, exactly once and on the first attempt", async () => {
     const path = "/both";
     const { key } = await fundedAccount(a.url, 100, "pro");
-    const hook = await call(`${a.url}/api/v1/webhooks/register`, { key, body: { url: rx.url(path), events: ["tool.error"] } });
+    const hook = await call(`${a.url}/api/v1/webhooks/register`, {
+      key,
+      body: { url: rx.url(path), events: ["tool.error"] },
+    });
     expect(hook.status).toBe(201);
     const emitted: string[] = [];
     const emit = async (url: string) => {
@@ -45,17 +62,30 @@ describe("two gateway processes without SECRET_KEY on one Redis", () => {
     await new Promise((r) => setTimeout(r, 2000)); // a retry would come 1 s after a failure
     const got = rx.at(path);
     expect(got.map((r) => r.headers["x-webhook-id"]).sort()).toEqual([...emitted].sort());
-    for (const r of got) expect(r.headers["x-webhook-signature"]).toBe(`sha256=${createHmac("sha256", hook.body.secret).update(r.raw).digest("hex")}`);
-    const log = await call(`${b.url}/api/v1/webhooks/${hook.body.id}/deliveries?limit=500`, { key });
+    for (const r of got)
+      expect(r.headers["x-webhook-signature"]).toBe(
+        `sha256=${createHmac("sha256", hook.body.secret).update(r.raw).digest("hex")}`,
+      );
+    const log = await call(`${b.url}/api/v1/webhooks/${hook.body.id}/deliveries?limit=500`, {
+      key,
+    });
     expect(log.body.data).toHaveLength(emitted.length);
-    expect(log.body.data.every((d: { attempt: number; outcome: string }) => d.attempt === 1 && d.outcome === "delivered")).toBe(true);
+    expect(
+      log.body.data.every(
+        (d: { attempt: number; outcome: string }) => d.attempt === 1 && d.outcome === "delivered",
+      ),
+    ).toBe(true);
   }, 90_000);
 
   it("accept on one process the verification link e-mailed by the other", async () => {
     const { accountId } = await signUp(a.url);
     const deadline = Date.now() + 5000;
     let line: string | undefined;
-    while (!(line = a.output.find((l) => l.includes(accountId) && l.includes("verify-email?token="))) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (
+      !(line = a.output.find((l) => l.includes(accountId) && l.includes("verify-email?token="))) &&
+      Date.now() < deadline
+    )
+      await new Promise((r) => setTimeout(r, 50));
     const token = decodeURIComponent(/verify-email\?token=([^\s"\\]+)/.exec(line ?? "")?.[1] ?? "");
     expect(token).not.toBe("");
     const verified = await call(`${b.url}/api/v1/verify-email?token=${encodeURIComponent(token)}`);
@@ -75,11 +105,22 @@ describe("a delivery that fails on our side", () => {
   it("is logged, counted and retried without using the receiver's retries, and arrives on its first attempt once the key is back", async () => {
     const path = "/ours";
     const { key } = await fundedAccount(gw.url, 100, "pro");
-    const hook = await call(`${gw.url}/api/v1/webhooks/register`, { key, body: { url: rx.url(path), events: ["tool.error"] } });
+    const hook = await call(`${gw.url}/api/v1/webhooks/register`, {
+      key,
+      body: { url: rx.url(path), events: ["tool.error"] },
+    });
     // The secret was sealed with a key this deployment no longer has (SECRET_KEY replaced without keeping the old one).
-    const record = (await gw.services.store.getWebhook((await call(`${gw.url}/api/v1/account`, { key })).body.id, hook.body.id))!;
+    const record = (await gw.services.store.getWebhook(
+      (
+        await call(`${gw.url}/api/v1/account`, { key })
+      ).body.id,
+      hook.body.id,
+    ))!;
     const oldKey = "o".repeat(32);
-    await gw.services.store.putWebhook({ ...record, sealedSecret: sealSecret([oldKey], hook.body.secret) });
+    await gw.services.store.putWebhook({
+      ...record,
+      sealedSecret: sealSecret([oldKey], hook.body.secret),
+    });
 
     const sent = await call(`${gw.url}/api/v1/webhooks/test`, { key, body: {} });
     const eventId = sent.body.sent[0].event_id;
@@ -87,20 +128,33 @@ describe("a delivery that fails on our side", () => {
     await new Promise((r) => setTimeout(r, 3500));
     expect(rx.at(path)).toHaveLength(0);
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
-    expect(Number(/^toolgate_webhook_internal_errors_total (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(2);
-    const failures = (await call(`${gw.url}/api/v1/webhooks/${hook.body.id}/deliveries`, { key })).body.data;
+    expect(
+      Number(/^toolgate_webhook_internal_errors_total (\d+)/m.exec(metrics)?.[1]),
+    ).toBeGreaterThanOrEqual(2);
+    const failures = (await call(`${gw.url}/api/v1/webhooks/${hook.body.id}/deliveries`, { key }))
+      .body.data;
     expect(failures.length).toBeGreaterThanOrEqual(2);
     for (const f of failures) {
       expect(f).toMatchObject({ event_id: eventId, attempt: 1, status: null, outcome: "retrying" });
-      expect(f.error).toMatch(/^not sent \(internal error\): the webhook secret was sealed with a key that is not in SECRET_KEY/);
+      expect(f.error).toMatch(
+        /^not sent \(internal error\): the webhook secret was sealed with a key that is not in SECRET_KEY/,
+      );
     }
 
     // The operator puts the old key back behind the new one (SECRET_KEY="new,old"): the next try is delivered, as attempt 1.
     gw.services.config.secretKeys = [secretKey, oldKey];
     const got = await rx.waitForBody(path, (body) => body.id === eventId, 15_000);
     expect(got).toBeDefined();
-    expect(got!.headers["x-webhook-signature"]).toBe(`sha256=${createHmac("sha256", hook.body.secret).update(got!.raw).digest("hex")}`);
-    const last = (await call(`${gw.url}/api/v1/webhooks/${hook.body.id}/deliveries`, { key })).body.data[0];
-    expect(last).toMatchObject({ event_id: eventId, attempt: 1, outcome: "delivered", status: 200 });
+    expect(got!.headers["x-webhook-signature"]).toBe(
+      `sha256=${createHmac("sha256", hook.body.secret).update(got!.raw).digest("hex")}`,
+    );
+    const last = (await call(`${gw.url}/api/v1/webhooks/${hook.body.id}/deliveries`, { key })).body
+      .data[0];
+    expect(last).toMatchObject({
+      event_id: eventId,
+      attempt: 1,
+      outcome: "delivered",
+      status: 200,
+    });
   }, 60_000);
 });

@@ -45,8 +45,15 @@ describe("registration", () => {
     "https://no-such-host.invalid/hook",
   ])("refuses %s", async (url) => {
     const { key } = await fundedAccount(gw.url, 100, "pro");
-    const res = await call(`${gw.url}/api/v1/webhooks/register`, { key, body: { url, events: ["tool.error"] } });
-    expect([res.status, res.body.error.code, res.body.error.param]).toEqual([422, "validation_failed", "url"]);
+    const res = await call(`${gw.url}/api/v1/webhooks/register`, {
+      key,
+      body: { url, events: ["tool.error"] },
+    });
+    expect([res.status, res.body.error.code, res.body.error.param]).toEqual([
+      422,
+      "validation_failed",
+      "url",
+    ]);
     expect((await call(`${gw.url}/api/v1/webhooks`, { key })).body.data).toEqual([]);
   });
 });
@@ -68,13 +75,19 @@ describe("delivery", () => {
       },
       10,
     );
-    expect((await call(`${gw.url}/api/v1/webhooks/test`, { key, body: { webhook_id: "wh_rebound" } })).status).toBe(202);
+    expect(
+      (await call(`${gw.url}/api/v1/webhooks/test`, { key, body: { webhook_id: "wh_rebound" } }))
+        .status,
+    ).toBe(202);
     let log: { error: string; status: number | null }[] = [];
     for (let i = 0; i < 40 && log.length === 0; i++) {
       await new Promise((r) => setTimeout(r, 50));
       log = (await call(`${gw.url}/api/v1/webhooks/wh_rebound/deliveries`, { key })).body.data;
     }
-    expect(log[0]).toMatchObject({ status: null, error: expect.stringContaining("refused to connect") });
+    expect(log[0]).toMatchObject({
+      status: null,
+      error: expect.stringContaining("refused to connect"),
+    });
     expect(rx.at("/rebound")).toEqual([]);
   });
 });

@@ -1,6 +1,15 @@
 import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADMIN_KEY, admin, call, callTool, fundedAccount, signUp, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  ADMIN_KEY,
+  admin,
+  call,
+  callTool,
+  fundedAccount,
+  signUp,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 import { startReceiver } from "../helpers/receiver.js";
 
 let gw: TestGateway;
@@ -16,13 +25,16 @@ afterAll(async () => {
 
 let paths = 0;
 const uniquePath = (label: string) => `/${label}-${++paths}-${Date.now()}`;
-const register = (key: string, body: unknown) => call(`${gw.url}/api/v1/webhooks/register`, { key, body });
-const sendTest = (key: string, webhookId?: string) => call(`${gw.url}/api/v1/webhooks/test`, { key, body: webhookId ? { webhook_id: webhookId } : {} });
+const register = (key: string, body: unknown) =>
+  call(`${gw.url}/api/v1/webhooks/register`, { key, body });
+const sendTest = (key: string, webhookId?: string) =>
+  call(`${gw.url}/api/v1/webhooks/test`, { key, body: webhookId ? { webhook_id: webhookId } : {} });
 /** The webhook's delivery log once it holds `count` attempts (an attempt is logged just after its answer). */
 async function deliveryLog(key: string, webhookId: string, count: number): Promise<any[]> {
   const deadline = Date.now() + 5000;
   for (;;) {
-    const log = (await call(`${gw.url}/api/v1/webhooks/${webhookId}/deliveries`, { key })).body.data;
+    const log = (await call(`${gw.url}/api/v1/webhooks/${webhookId}/deliveries`, { key })).body
+      .data;
     if (log.length >= count || Date.now() > deadline) return log;
     await new Promise((r) => setTimeout(r, 25));
   }
@@ -30,18 +42,40 @@ async function deliveryLog(key: string, webhookId: string, count: number): Promi
 
 /** HMAC-SHA256 by openssl, independent of the service's code. */
 const opensslHmacHex = (key: string, data: string) =>
-  execFileSync("openssl", ["dgst", "-sha256", "-hmac", key], { input: data }).toString().trim().split("= ")[1]!;
+  execFileSync("openssl", ["dgst", "-sha256", "-hmac", key], { input: data })
+    .toString()
+    .trim()
+    .split("= ")[1]!;
 const opensslHmacBase64 = (hexKey: string, data: string) =>
-  execFileSync("openssl", ["dgst", "-sha256", "-binary", "-mac", "HMAC", "-macopt", `hexkey:${hexKey}`], { input: data }).toString("base64");
+  execFileSync(
+    "openssl",
+    ["dgst", "-sha256", "-binary", "-mac", "HMAC", "-macopt", `hexkey:${hexKey}`],
+    { input: data },
+  ).toString("base64");
 
 describe("registering webhooks", () => {
   it("returns the secret once; listing never shows it", async () => {
     const { key } = await fundedAccount(gw.url, 100, "pro");
     const res = await register(key, { url: rx.url("/r"), events: ["credits.low", "tool.error"] });
     expect(res.status).toBe(201);
-    expect(res.body).toEqual({ id: expect.stringMatching(/^wh_/), url: rx.url("/r"), events: ["credits.low", "tool.error"], created_at: expect.any(String), previous_secret_expires_at: null, secret: expect.stringMatching(/^whsec_/) });
+    expect(res.body).toEqual({
+      id: expect.stringMatching(/^wh_/),
+      url: rx.url("/r"),
+      events: ["credits.low", "tool.error"],
+      created_at: expect.any(String),
+      previous_secret_expires_at: null,
+      secret: expect.stringMatching(/^whsec_/),
+    });
     const list = await call(`${gw.url}/api/v1/webhooks`, { key });
-    expect(list.body.data).toEqual([{ id: res.body.id, url: rx.url("/r"), events: ["credits.low", "tool.error"], created_at: res.body.created_at, previous_secret_expires_at: null }]);
+    expect(list.body.data).toEqual([
+      {
+        id: res.body.id,
+        url: rx.url("/r"),
+        events: ["credits.low", "tool.error"],
+        created_at: res.body.created_at,
+        previous_secret_expires_at: null,
+      },
+    ]);
     expect(JSON.stringify(list.body)).not.toContain(res.body.secret);
   });
 
@@ -49,7 +83,11 @@ describe("registering webhooks", () => {
     for (const tier of ["free", "starter"]) {
       const { key } = await fundedAccount(gw.url, 100, tier);
       const res = await register(key, { url: rx.url("/x"), events: ["tool.error"] });
-      expect([res.status, res.body.error.code, res.body.error.required_tier]).toEqual([403, "feature_not_in_tier", "pro"]);
+      expect([res.status, res.body.error.code, res.body.error.required_tier]).toEqual([
+        403,
+        "feature_not_in_tier",
+        "pro",
+      ]);
     }
   });
 
@@ -65,10 +103,19 @@ describe("registering webhooks", () => {
       [{ events: ["tool.error"] }, "url"],
     ] as const) {
       const res = await register(key, body);
-      expect([JSON.stringify(body), res.status, res.body.error.param]).toEqual([JSON.stringify(body), 422, param]);
+      expect([JSON.stringify(body), res.status, res.body.error.param]).toEqual([
+        JSON.stringify(body),
+        422,
+        param,
+      ]);
     }
-    for (let i = 0; i < 10; i++) expect((await register(key, { url: rx.url(`/cap${i}`), events: ["tool.error"] })).status).toBe(201);
-    expect((await register(key, { url: rx.url("/cap10"), events: ["tool.error"] })).status).toBe(422);
+    for (let i = 0; i < 10; i++)
+      expect(
+        (await register(key, { url: rx.url(`/cap${i}`), events: ["tool.error"] })).status,
+      ).toBe(201);
+    expect((await register(key, { url: rx.url("/cap10"), events: ["tool.error"] })).status).toBe(
+      422,
+    );
   });
 
   it("keeps one account's webhooks from another: 404 on delete, test, rotate and deliveries", async () => {
@@ -85,10 +132,19 @@ describe("registering webhooks", () => {
       expect([path, res.status, res.body.error.code]).toEqual([path, 404, "not_found"]);
     }
     expect((await call(`${gw.url}/api/v1/webhooks`, { key: a.key })).body.data).toHaveLength(1);
-    expect((await call(`${gw.url}/api/v1/webhooks/${hook.id}`, { key: a.key, method: "DELETE" })).body).toEqual({ id: hook.id, deleted: true });
+    expect(
+      (await call(`${gw.url}/api/v1/webhooks/${hook.id}`, { key: a.key, method: "DELETE" })).body,
+    ).toEqual({ id: hook.id, deleted: true });
     // Deleting again is 404, the rule for every repeated DELETE (as for revoking a key twice).
-    const again = await call(`${gw.url}/api/v1/webhooks/${hook.id}`, { key: a.key, method: "DELETE" });
-    expect([again.status, again.body.error.code, again.body.error.param]).toEqual([404, "not_found", "id"]);
+    const again = await call(`${gw.url}/api/v1/webhooks/${hook.id}`, {
+      key: a.key,
+      method: "DELETE",
+    });
+    expect([again.status, again.body.error.code, again.body.error.param]).toEqual([
+      404,
+      "not_found",
+      "id",
+    ]);
   });
 });
 
@@ -100,7 +156,12 @@ describe("deliveries", () => {
     const sent = (await sendTest(key, hook.id)).body.sent[0];
     const [got] = await rx.waitFor(path, 1);
     const body = JSON.parse(got!.raw);
-    expect(body).toEqual({ id: sent.event_id, event: "webhook.test", timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/), data: { webhook_id: hook.id, message: expect.any(String) } });
+    expect(body).toEqual({
+      id: sent.event_id,
+      event: "webhook.test",
+      timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      data: { webhook_id: hook.id, message: expect.any(String) },
+    });
     expect(got!.headers).toMatchObject({
       "content-type": "application/json",
       "user-agent": "Toolgate-Webhook/1.0",
@@ -109,9 +170,13 @@ describe("deliveries", () => {
       "x-webhook-timestamp": body.timestamp,
       "webhook-id": body.id,
     });
-    expect(got!.headers["x-webhook-signature"]).toBe(`sha256=${opensslHmacHex(hook.secret, got!.raw)}`);
+    expect(got!.headers["x-webhook-signature"]).toBe(
+      `sha256=${opensslHmacHex(hook.secret, got!.raw)}`,
+    );
     const reserialised = JSON.stringify(JSON.parse(got!.raw), null, 2);
-    expect(got!.headers["x-webhook-signature"]).not.toBe(`sha256=${opensslHmacHex(hook.secret, reserialised)}`);
+    expect(got!.headers["x-webhook-signature"]).not.toBe(
+      `sha256=${opensslHmacHex(hook.secret, reserialised)}`,
+    );
     // Standard Webhooks: v1,<base64 HMAC of "id.timestamp.body" keyed by the secret's bytes>.
     const keyHex = Buffer.from(hook.secret.slice("whsec_".length), "base64").toString("hex");
     const signed = `${got!.headers["webhook-id"]}.${got!.headers["webhook-timestamp"]}.${got!.raw}`;
@@ -124,11 +189,19 @@ describe("deliveries", () => {
     const errPath = uniquePath("err");
     await register(key, { url: rx.url(lowPath), events: ["credits.low", "credits.depleted"] });
     await register(key, { url: rx.url(errPath), events: ["tool.error"] });
-    for (let i = 0; i < 25; i++) expect((await callTool(gw.url, key, "hash", { text: `${i}` })).status).toBe(200);
+    for (let i = 0; i < 25; i++)
+      expect((await callTool(gw.url, key, "hash", { text: `${i}` })).status).toBe(200);
     const low = await rx.waitFor(lowPath, 2);
-    expect(low.map((r) => JSON.parse(r.raw).event).sort()).toEqual(["credits.depleted", "credits.low"]);
-    expect(JSON.parse(low.find((r) => r.headers["x-webhook-event"] === "credits.low")!.raw).data).toEqual({ credits_remaining: 4, tool_name: "hash", threshold: 5 });
-    expect(JSON.parse(low.find((r) => r.headers["x-webhook-event"] === "credits.depleted")!.raw).data).toMatchObject({ credits_remaining: 0, tool_name: "hash" });
+    expect(low.map((r) => JSON.parse(r.raw).event).sort()).toEqual([
+      "credits.depleted",
+      "credits.low",
+    ]);
+    expect(
+      JSON.parse(low.find((r) => r.headers["x-webhook-event"] === "credits.low")!.raw).data,
+    ).toEqual({ credits_remaining: 4, tool_name: "hash", threshold: 5 });
+    expect(
+      JSON.parse(low.find((r) => r.headers["x-webhook-event"] === "credits.depleted")!.raw).data,
+    ).toMatchObject({ credits_remaining: 0, tool_name: "hash" });
     await new Promise((r) => setTimeout(r, 500));
     expect(rx.at(errPath)).toEqual([]);
   });
@@ -151,15 +224,24 @@ describe("deliveries", () => {
     const { key } = await fundedAccount(gw.url, 100, "pro");
     const path = uniquePath("rotate");
     const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
-    const rotated = await call(`${gw.url}/api/v1/webhooks/${hook.id}/rotate-secret`, { key, body: { overlap_seconds: 3600 } });
+    const rotated = await call(`${gw.url}/api/v1/webhooks/${hook.id}/rotate-secret`, {
+      key,
+      body: { overlap_seconds: 3600 },
+    });
     expect(rotated.body.secret).not.toBe(hook.secret);
     expect(rotated.body.previous_secret_expires_at).not.toBeNull();
     await sendTest(key, hook.id);
     const [got] = await rx.waitFor(path, 1);
-    expect(got!.headers["x-webhook-signature"]).toBe(`sha256=${opensslHmacHex(rotated.body.secret, got!.raw)}`);
+    expect(got!.headers["x-webhook-signature"]).toBe(
+      `sha256=${opensslHmacHex(rotated.body.secret, got!.raw)}`,
+    );
     const signed = `${got!.headers["webhook-id"]}.${got!.headers["webhook-timestamp"]}.${got!.raw}`;
-    const sig = (secret: string) => `v1,${opensslHmacBase64(Buffer.from(secret.slice(6), "base64").toString("hex"), signed)}`;
-    expect(String(got!.headers["webhook-signature"]).split(" ")).toEqual([sig(rotated.body.secret), sig(hook.secret)]);
+    const sig = (secret: string) =>
+      `v1,${opensslHmacBase64(Buffer.from(secret.slice(6), "base64").toString("hex"), signed)}`;
+    expect(String(got!.headers["webhook-signature"]).split(" ")).toEqual([
+      sig(rotated.body.secret),
+      sig(hook.secret),
+    ]);
   });
 
   it("are logged per webhook and can be sent again with the same event id", async () => {
@@ -168,32 +250,74 @@ describe("deliveries", () => {
     const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
     const eventId = (await sendTest(key, hook.id)).body.sent[0].event_id;
     await rx.waitFor(path, 1);
-    expect(await deliveryLog(key, hook.id, 1)).toEqual([{ event_id: eventId, event: "webhook.test", attempt: 1, at: expect.any(String), status: 200, duration_ms: expect.any(Number), outcome: "delivered", error: null, next_attempt_at: null }]);
-    expect((await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries/${eventId}/resend`, { key, method: "POST" })).status).toBe(202);
+    expect(await deliveryLog(key, hook.id, 1)).toEqual([
+      {
+        event_id: eventId,
+        event: "webhook.test",
+        attempt: 1,
+        at: expect.any(String),
+        status: 200,
+        duration_ms: expect.any(Number),
+        outcome: "delivered",
+        error: null,
+        next_attempt_at: null,
+      },
+    ]);
+    expect(
+      (
+        await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries/${eventId}/resend`, {
+          key,
+          method: "POST",
+        })
+      ).status,
+    ).toBe(202);
     const both = await rx.waitFor(path, 2);
     expect(both.map((r) => r.headers["x-webhook-id"])).toEqual([eventId, eventId]);
     expect(both[1]!.raw).toBe(both[0]!.raw);
-    expect((await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries/evt_unknown/resend`, { key, method: "POST" })).status).toBe(404);
+    expect(
+      (
+        await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries/evt_unknown/resend`, {
+          key,
+          method: "POST",
+        })
+      ).status,
+    ).toBe(404);
   });
 
   it("reach platform webhooks: agent.registered for every new account", async () => {
     const path = uniquePath("platform");
-    const hook = await admin(gw.url, "/webhooks/register", { body: { url: rx.url(path), events: ["agent.registered"] } });
+    const hook = await admin(gw.url, "/webhooks/register", {
+      body: { url: rx.url(path), events: ["agent.registered"] },
+    });
     expect(hook.status).toBe(201);
     const { accountId } = await signUp(gw.url);
     // Accounts made by earlier tests may still be on their way to this platform webhook: find ours.
     const mine = await rx.waitForBody(path, (body) => body.data?.agent_id === accountId);
-    expect(JSON.parse(mine!.raw)).toMatchObject({ event: "agent.registered", data: { agent_id: accountId, tier: "free", email: expect.stringContaining("@example.com") } });
-    expect(mine!.headers["x-webhook-signature"]).toBe(`sha256=${opensslHmacHex(hook.body.secret, mine!.raw)}`);
-    expect((await call(`${gw.url}/api/v1/admin/webhooks`, { key: ADMIN_KEY })).body.data.map((w: { id: string }) => w.id)).toContain(hook.body.id);
-    expect((await admin(gw.url, `/webhooks/${hook.body.id}`, { method: "DELETE" })).status).toBe(200);
-    expect((await admin(gw.url, `/webhooks/${hook.body.id}`, { method: "DELETE" })).status).toBe(404);
+    expect(JSON.parse(mine!.raw)).toMatchObject({
+      event: "agent.registered",
+      data: { agent_id: accountId, tier: "free", email: expect.stringContaining("@example.com") },
+    });
+    expect(mine!.headers["x-webhook-signature"]).toBe(
+      `sha256=${opensslHmacHex(hook.body.secret, mine!.raw)}`,
+    );
+    expect(
+      (await call(`${gw.url}/api/v1/admin/webhooks`, { key: ADMIN_KEY })).body.data.map(
+        (w: { id: string }) => w.id,
+      ),
+    ).toContain(hook.body.id);
+    expect((await admin(gw.url, `/webhooks/${hook.body.id}`, { method: "DELETE" })).status).toBe(
+      200,
+    );
+    expect((await admin(gw.url, `/webhooks/${hook.body.id}`, { method: "DELETE" })).status).toBe(
+      404,
+    );
   });
 });
 
 describe.concurrent("retries", () => {
   // 400 ms of slack at the 1 s step: a loaded two-core CI machine delays timers that much; 1 s, 5 s and 14 s stay distinct.
-  const within = (actual: number, expected: number) => expect(Math.abs(actual - expected)).toBeLessThanOrEqual(Math.max(expected * 0.15, 400));
+  const within = (actual: number, expected: number) =>
+    expect(Math.abs(actual - expected)).toBeLessThanOrEqual(Math.max(expected * 0.15, 400));
 
   it("500, 500, 500, 200: four attempts about 0 s, 1 s, 5 s and 14 s after the first", async () => {
     const { key } = await fundedAccount(gw.url, 100, "pro");
@@ -204,10 +328,17 @@ describe.concurrent("retries", () => {
     const attempts = await rx.waitFor(path, 4, 25_000);
     expect(attempts).toHaveLength(4);
     const t0 = attempts[0]!.at;
-    [1000, 5000, 14_000].forEach((expected, i) => within(attempts[i + 1]!.at - t0, expected));
+    for (const [i, expected] of [1000, 5000, 14_000].entries())
+      within(attempts[i + 1]!.at - t0, expected);
     expect(new Set(attempts.map((a) => a.headers["x-webhook-id"])).size).toBe(1);
     const log = await deliveryLog(key, hook.id, 4);
-    expect(log.map((d: { attempt: number; status: number; outcome: string }) => [d.attempt, d.status, d.outcome])).toEqual([
+    expect(
+      log.map((d: { attempt: number; status: number; outcome: string }) => [
+        d.attempt,
+        d.status,
+        d.outcome,
+      ]),
+    ).toEqual([
       [4, 200, "delivered"],
       [3, 500, "retrying"],
       [2, 500, "retrying"],
@@ -226,7 +357,9 @@ describe.concurrent("retries", () => {
     await new Promise((r) => setTimeout(r, 2500));
     expect(rx.at(path)).toHaveLength(1);
     const log = (await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries`, { key })).body.data;
-    expect(log.map((d: { status: number; outcome: string }) => [d.status, d.outcome])).toEqual([[400, "failed"]]);
+    expect(log.map((d: { status: number; outcome: string }) => [d.status, d.outcome])).toEqual([
+      [400, "failed"],
+    ]);
   }, 10_000);
 
   it("a 429 is retried", async () => {
@@ -250,7 +383,12 @@ describe.concurrent("retries", () => {
     expect(attempts).toHaveLength(2);
     within(attempts[1]!.at - attempts[0]!.at, 11_000);
     const log = await deliveryLog(key, hook.id, 2);
-    expect(log.at(-1)).toMatchObject({ attempt: 1, status: null, outcome: "retrying", error: expect.stringContaining("no answer within 10 s") });
+    expect(log.at(-1)).toMatchObject({
+      attempt: 1,
+      status: null,
+      outcome: "retrying",
+      error: expect.stringContaining("no answer within 10 s"),
+    });
   }, 25_000);
 
   it("a redirect is a failure and is not followed", async () => {
@@ -262,6 +400,11 @@ describe.concurrent("retries", () => {
     await rx.waitFor(path, 2, 5000);
     expect(rx.at(`${path}-moved`)).toEqual([]);
     const log = (await call(`${gw.url}/api/v1/webhooks/${hook.id}/deliveries`, { key })).body.data;
-    expect(log.at(-1)).toMatchObject({ attempt: 1, status: 302, outcome: "retrying", error: expect.stringContaining("not followed") });
+    expect(log.at(-1)).toMatchObject({
+      attempt: 1,
+      status: 302,
+      outcome: "retrying",
+      error: expect.stringContaining("not followed"),
+    });
   }, 10_000);
 });

@@ -10,34 +10,71 @@ import { balanceOf, paidGatewayFixture, signAuthorization } from "../helpers/x40
 const PRICE = 10_000n;
 const PAYER = anvilAccount(6);
 const APP_PAY_TO = randomWallet(77_101).address;
-const setup = paidGatewayFixture({ fund: [PAYER.address], proxy: true, env: { FACILITATOR_FEE_CREDITS: "5" } });
+const setup = paidGatewayFixture({
+  fund: [PAYER.address],
+  proxy: true,
+  env: { FACILITATOR_FEE_CREDITS: "5" },
+});
 
 describe("a facilitator settlement whose outcome is unknown", () => {
   it("answers success:false unexpected_settle_error (payment_pending), is reconciled, and the next settle answers success once", async () => {
     const { accountId, key } = await fundedAccount(setup.gw.url, 1000, "business");
-    const requirements = { scheme: "exact", network: "base-sepolia", maxAmountRequired: PRICE.toString(), resource: "http://app.example/p", payTo: APP_PAY_TO, maxTimeoutSeconds: 300, asset: setup.chains.base.usdc, extra: { name: "USDC", version: "2" } };
-    const payload = await signAuthorization({ account: PAYER, chain: setup.chains.base, value: PRICE, to: APP_PAY_TO });
-    const body = { x402Version: 1, paymentPayload: { x402Version: 1, scheme: "exact", network: "base-sepolia", payload }, paymentRequirements: requirements };
+    const requirements = {
+      scheme: "exact",
+      network: "base-sepolia",
+      maxAmountRequired: PRICE.toString(),
+      resource: "http://app.example/p",
+      payTo: APP_PAY_TO,
+      maxTimeoutSeconds: 300,
+      asset: setup.chains.base.usdc,
+      extra: { name: "USDC", version: "2" },
+    };
+    const payload = await signAuthorization({
+      account: PAYER,
+      chain: setup.chains.base,
+      value: PRICE,
+      to: APP_PAY_TO,
+    });
+    const body = {
+      x402Version: 1,
+      paymentPayload: { x402Version: 1, scheme: "exact", network: "base-sepolia", payload },
+      paymentRequirements: requirements,
+    };
     const settle = () => call(`${setup.gw.url}/x402/settle`, { key, body });
-    const fees = async () => (await setup.gw.services.store.ledger(accountId, { limit: 100 })).items.filter((e) => e.reason === "facilitator_settle").map((e) => e.amount);
+    const fees = async () =>
+      (await setup.gw.services.store.ledger(accountId, { limit: 100 })).items
+        .filter((e) => e.reason === "facilitator_settle")
+        .map((e) => e.amount);
     const before = await balanceOf(setup.chains.base, APP_PAY_TO);
 
     setup.proxy.silenceAfterNextSend();
     const first = await settle();
-    expect([first.status, first.body.success, first.body.errorReason]).toEqual([200, false, "unexpected_settle_error"]);
+    expect([first.status, first.body.success, first.body.errorReason]).toEqual([
+      200,
+      false,
+      "unexpected_settle_error",
+    ]);
     expect(first.body.errorMessage).toMatch(/^payment_pending/);
     expect(await fees()).toEqual([]);
 
     setup.proxy.resume();
     const deadline = Date.now() + 15_000;
-    while ((await fees()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    while ((await fees()).length === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
     expect(await fees()).toEqual([-5]);
     expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before + PRICE);
 
     const retry = await settle();
-    expect([retry.status, retry.body.success, retry.body.network]).toEqual([200, true, "base-sepolia"]);
+    expect([retry.status, retry.body.success, retry.body.network]).toEqual([
+      200,
+      true,
+      "base-sepolia",
+    ]);
     const again = await settle();
-    expect([again.body.success, again.body.errorReason]).toEqual([false, "invalid_transaction_state"]);
+    expect([again.body.success, again.body.errorReason]).toEqual([
+      false,
+      "invalid_transaction_state",
+    ]);
     expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before + PRICE);
     expect(await fees()).toEqual([-5]);
   }, 40_000);

@@ -13,7 +13,14 @@ import { anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { tierLimits } from "../../src/store/index.js";
 import { RedisStore } from "../../src/store/redis.js";
-import { call, dropPrefix, fundedAccount, spawnGateway, uniquePrefix, type GatewayProcess } from "../helpers/gateway.js";
+import {
+  call,
+  dropPrefix,
+  fundedAccount,
+  spawnGateway,
+  uniquePrefix,
+  type GatewayProcess,
+} from "../helpers/gateway.js";
 import { REDIS_URL } from "../helpers/redis.js";
 import { balanceOf, signAuthorization, startChains } from "../helpers/x402.js";
 
@@ -39,7 +46,12 @@ beforeAll(async () => {
   chains = await startChains(PAYERS.map((p) => p.address));
   const env = { ...chains.env, FACILITATOR_FEE_CREDITS: String(FEE) };
   [a, b] = await Promise.all([spawnGateway(prefix, env), spawnGateway(prefix, env)]);
-  store = new RedisStore({ url: REDIS_URL, keyPrefix: prefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+  store = new RedisStore({
+    url: REDIS_URL,
+    keyPrefix: prefix,
+    tiers: tierLimits(),
+    periodMs: PERIOD_MS,
+  });
   business = await fundedAccount(a.url, 1000, "business");
   pro = await fundedAccount(a.url, 1000, "pro");
 }, 90_000);
@@ -50,7 +62,10 @@ afterAll(async () => {
   await dropPrefix(prefix);
 });
 
-const fees = async (accountId: string) => (await store.ledger(accountId, { limit: 1000 })).items.filter((e) => e.reason === "facilitator_settle").map((e) => e.amount);
+const fees = async (accountId: string) =>
+  (await store.ledger(accountId, { limit: 1000 })).items
+    .filter((e) => e.reason === "facilitator_settle")
+    .map((e) => e.amount);
 
 const requirementV1 = (over: Record<string, unknown> = {}) => ({
   scheme: "exact",
@@ -66,53 +81,130 @@ const requirementV1 = (over: Record<string, unknown> = {}) => ({
   ...over,
 });
 
-async function paymentV1(payer = PAYERS[0]!, over: Partial<Parameters<typeof signAuthorization>[0]> = {}) {
-  const payload = await signAuthorization({ account: payer, chain: chains.base, value: PRICE, to: APP_PAY_TO, ...over });
+async function paymentV1(
+  payer = PAYERS[0]!,
+  over: Partial<Parameters<typeof signAuthorization>[0]> = {},
+) {
+  const payload = await signAuthorization({
+    account: payer,
+    chain: chains.base,
+    value: PRICE,
+    to: APP_PAY_TO,
+    ...over,
+  });
   return { x402Version: 1, scheme: "exact", network: "base-sepolia", payload };
 }
 
-const facilitate = (gw: GatewayProcess, op: "verify" | "settle", body: unknown, key: string | null = business.key, bearer = false) =>
-  call(`${gw.url}/x402/${op}`, { body, headers: key ? (bearer ? { authorization: `Bearer ${key}` } : { "x-api-key": key }) : {} });
+const facilitate = (
+  gw: GatewayProcess,
+  op: "verify" | "settle",
+  body: unknown,
+  key: string | null = business.key,
+  bearer = false,
+) =>
+  call(`${gw.url}/x402/${op}`, {
+    body,
+    headers: key ? (bearer ? { authorization: `Bearer ${key}` } : { "x-api-key": key }) : {},
+  });
 
 async function listen(app: express.Express): Promise<{ url: string; close(): Promise<void> }> {
   const server = app.listen(0, "127.0.0.1");
   await new Promise((r) => server.once("listening", r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r(undefined))) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((r) => server.close(() => r(undefined))),
+  };
 }
 
 describe("the facilitator API", () => {
   it("verifies twice, settles once: the second settle answers success:false invalid_transaction_state, the fee is charged once", async () => {
-    const body = { x402Version: 1, paymentPayload: await paymentV1(), paymentRequirements: requirementV1() };
+    const body = {
+      x402Version: 1,
+      paymentPayload: await paymentV1(),
+      paymentRequirements: requirementV1(),
+    };
     const before = await balanceOf(chains.base, APP_PAY_TO);
-    const verified = [await facilitate(a, "verify", body), await facilitate(b, "verify", body, business.key, true)];
-    for (const v of verified) expect([v.status, v.body]).toEqual([200, { isValid: true, payer: PAYERS[0]!.address }]);
+    const verified = [
+      await facilitate(a, "verify", body),
+      await facilitate(b, "verify", body, business.key, true),
+    ];
+    for (const v of verified)
+      expect([v.status, v.body]).toEqual([200, { isValid: true, payer: PAYERS[0]!.address }]);
     const first = await facilitate(a, "settle", body);
-    expect([first.status, first.body]).toEqual([200, { success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: "base-sepolia", payer: PAYERS[0]!.address }]);
+    expect([first.status, first.body]).toEqual([
+      200,
+      {
+        success: true,
+        transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+        network: "base-sepolia",
+        payer: PAYERS[0]!.address,
+      },
+    ]);
     const second = await facilitate(b, "settle", body);
-    expect([second.status, second.body.success, second.body.errorReason]).toEqual([200, false, "invalid_transaction_state"]);
+    expect([second.status, second.body.success, second.body.errorReason]).toEqual([
+      200,
+      false,
+      "invalid_transaction_state",
+    ]);
     const again = await facilitate(a, "verify", body);
-    expect([again.body.isValid, again.body.invalidReason]).toEqual([false, "invalid_transaction_state"]);
+    expect([again.body.isValid, again.body.invalidReason]).toEqual([
+      false,
+      "invalid_transaction_state",
+    ]);
     expect(await balanceOf(chains.base, APP_PAY_TO)).toBe(before + PRICE);
     expect(await fees(business.accountId)).toEqual([-FEE]);
   }, 30_000);
 
   it("the same payment settled at once on two processes (and v2): one transfer, one success, one fee", async () => {
     const payer = PAYERS[1]!;
-    const accepted = { scheme: "exact", network: "eip155:84532", amount: PRICE.toString(), asset: chains.base.usdc, payTo: APP_PAY_TO, maxTimeoutSeconds: 300, extra: { name: "USDC", version: "2" } };
-    const payload = await signAuthorization({ account: payer, chain: chains.base, value: PRICE, to: APP_PAY_TO });
-    const body = { x402Version: 2, paymentPayload: { x402Version: 2, accepted, payload, resource: { url: "http://app.example/v2", description: "", mimeType: "" } }, paymentRequirements: accepted };
-    const [before, feesBefore] = [await balanceOf(chains.base, APP_PAY_TO), (await fees(business.accountId)).length];
+    const accepted = {
+      scheme: "exact",
+      network: "eip155:84532",
+      amount: PRICE.toString(),
+      asset: chains.base.usdc,
+      payTo: APP_PAY_TO,
+      maxTimeoutSeconds: 300,
+      extra: { name: "USDC", version: "2" },
+    };
+    const payload = await signAuthorization({
+      account: payer,
+      chain: chains.base,
+      value: PRICE,
+      to: APP_PAY_TO,
+    });
+    const body = {
+      x402Version: 2,
+      paymentPayload: {
+        x402Version: 2,
+        accepted,
+        payload,
+        resource: { url: "http://app.example/v2", description: "", mimeType: "" },
+      },
+      paymentRequirements: accepted,
+    };
+    const [before, feesBefore] = [
+      await balanceOf(chains.base, APP_PAY_TO),
+      (await fees(business.accountId)).length,
+    ];
     const results = await Promise.all([a, b, a, b].map((gw) => facilitate(gw, "settle", body)));
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
     expect(results.filter((r) => r.body.success === true)).toHaveLength(1);
-    expect(results.filter((r) => r.body.success === false).map((r) => r.body.errorReason)).toEqual(["invalid_transaction_state", "invalid_transaction_state", "invalid_transaction_state"]);
+    expect(results.filter((r) => r.body.success === false).map((r) => r.body.errorReason)).toEqual([
+      "invalid_transaction_state",
+      "invalid_transaction_state",
+      "invalid_transaction_state",
+    ]);
     expect(await balanceOf(chains.base, APP_PAY_TO)).toBe(before + PRICE);
     expect((await fees(business.accountId)).length).toBe(feesBefore + 1);
   }, 30_000);
 
   it("refuses without a key (401), with a tier without the feature (403), an invalid payment and another network: nothing moves", async () => {
     const payer = PAYERS[2]!;
-    const body = { x402Version: 1, paymentPayload: await paymentV1(payer), paymentRequirements: requirementV1() };
+    const body = {
+      x402Version: 1,
+      paymentPayload: await paymentV1(payer),
+      paymentRequirements: requirementV1(),
+    };
     const payerBefore = await balanceOf(chains.base, payer.address);
     const none = await facilitate(a, "settle", body, null);
     expect([none.status, none.body.error.code]).toEqual([401, "missing_api_key"]);
@@ -123,20 +215,36 @@ describe("the facilitator API", () => {
     for (const op of ["verify", "settle"] as const) {
       const res = await facilitate(a, op, cheap);
       expect(res.status).toBe(200);
-      expect(op === "verify" ? [res.body.isValid, res.body.invalidReason] : [res.body.success, res.body.errorReason]).toEqual([false, "invalid_exact_evm_payload_authorization_value"]);
+      expect(
+        op === "verify"
+          ? [res.body.isValid, res.body.invalidReason]
+          : [res.body.success, res.body.errorReason],
+      ).toEqual([false, "invalid_exact_evm_payload_authorization_value"]);
     }
     const forged = { ...body, paymentPayload: await paymentV1(payer, { signer: PAYERS[3]! }) };
-    expect((await facilitate(a, "settle", forged)).body.errorReason).toBe("invalid_exact_evm_payload_signature");
+    expect((await facilitate(a, "settle", forged)).body.errorReason).toBe(
+      "invalid_exact_evm_payload_signature",
+    );
     const otherNetwork = { ...body, paymentRequirements: requirementV1({ network: "base" }) };
-    expect((await facilitate(a, "verify", otherNetwork)).body).toMatchObject({ isValid: false, invalidReason: "invalid_network" });
-    expect((await facilitate(a, "settle", otherNetwork)).body).toMatchObject({ success: false, errorReason: "invalid_network" });
+    expect((await facilitate(a, "verify", otherNetwork)).body).toMatchObject({
+      isValid: false,
+      invalidReason: "invalid_network",
+    });
+    expect((await facilitate(a, "settle", otherNetwork)).body).toMatchObject({
+      success: false,
+      errorReason: "invalid_network",
+    });
     expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore);
   }, 30_000);
 });
 
 /** The app answers 200; the payer's tokens moved to the app's payTo by the price; Toolgate charged one fee. */
 async function expectPaidOnce(payer: `0x${string}`, pay: () => Promise<Response>) {
-  const [payerBefore, appBefore, feesBefore] = [await balanceOf(chains.base, payer), await balanceOf(chains.base, APP_PAY_TO), await fees(business.accountId)];
+  const [payerBefore, appBefore, feesBefore] = [
+    await balanceOf(chains.base, payer),
+    await balanceOf(chains.base, APP_PAY_TO),
+    await fees(business.accountId),
+  ];
   const res = await pay();
   expect([res.status, await res.json()]).toEqual([200, { paid: true }]);
   expect(await balanceOf(chains.base, payer)).toBe(payerBefore - PRICE);
@@ -151,16 +259,46 @@ describe("official middlewares with Toolgate as their facilitator", () => {
     app.use(
       paymentMiddlewareV1(
         APP_PAY_TO,
-        { "GET /paid": { price: { amount: PRICE.toString(), asset: { address: chains.base.usdc, decimals: 6, eip712: { name: "USDC", version: "2" } } }, network: "base-sepolia" } },
-        { url: `${a.url}/x402` as `${string}://${string}`, createAuthHeaders: async () => ({ verify: { "x-api-key": business.key }, settle: { "x-api-key": business.key }, supported: {} }) },
+        {
+          "GET /paid": {
+            price: {
+              amount: PRICE.toString(),
+              asset: {
+                address: chains.base.usdc,
+                decimals: 6,
+                eip712: { name: "USDC", version: "2" },
+              },
+            },
+            network: "base-sepolia",
+          },
+        },
+        {
+          url: `${a.url}/x402` as `${string}://${string}`,
+          createAuthHeaders: async () => ({
+            verify: { "x-api-key": business.key },
+            settle: { "x-api-key": business.key },
+            supported: {},
+          }),
+        },
       ),
     );
     app.get("/paid", (_req, res) => void res.json({ paid: true }));
     const server = await listen(app);
     try {
-      const chain = defineChain({ id: 84532, name: "base-sepolia", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [chains.base.rpcUrl] } } });
-      const wallet = createWalletClient({ account: payer, chain, transport: http(chains.base.rpcUrl) }).extend(publicActions);
-      await expectPaidOnce(payer.address, () => wrapV1(fetch, wallet as never)(`${server.url}/paid`));
+      const chain = defineChain({
+        id: 84532,
+        name: "base-sepolia",
+        nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+        rpcUrls: { default: { http: [chains.base.rpcUrl] } },
+      });
+      const wallet = createWalletClient({
+        account: payer,
+        chain,
+        transport: http(chains.base.rpcUrl),
+      }).extend(publicActions);
+      await expectPaidOnce(payer.address, () =>
+        wrapV1(fetch, wallet as never)(`${server.url}/paid`),
+      );
     } finally {
       await server.close();
     }
@@ -170,13 +308,33 @@ describe("official middlewares with Toolgate as their facilitator", () => {
     const payer = PAYERS[4]!;
     const facilitator = new HTTPFacilitatorClient({
       url: `${b.url}/x402`,
-      createAuthHeaders: async () => ({ verify: { authorization: `Bearer ${business.key}` }, settle: { authorization: `Bearer ${business.key}` }, supported: {} }),
+      createAuthHeaders: async () => ({
+        verify: { authorization: `Bearer ${business.key}` },
+        settle: { authorization: `Bearer ${business.key}` },
+        supported: {},
+      }),
     });
-    const resourceServer = new x402ResourceServer(facilitator).register("eip155:84532", new ExactEvmServer());
+    const resourceServer = new x402ResourceServer(facilitator).register(
+      "eip155:84532",
+      new ExactEvmServer(),
+    );
     const app = express();
     app.use(
       paymentMiddlewareV2(
-        { "GET /paid": { accepts: { scheme: "exact", network: "eip155:84532", payTo: APP_PAY_TO, price: { amount: PRICE.toString(), asset: chains.base.usdc, extra: { name: "USDC", version: "2" } } } } },
+        {
+          "GET /paid": {
+            accepts: {
+              scheme: "exact",
+              network: "eip155:84532",
+              payTo: APP_PAY_TO,
+              price: {
+                amount: PRICE.toString(),
+                asset: chains.base.usdc,
+                extra: { name: "USDC", version: "2" },
+              },
+            },
+          },
+        },
         resourceServer,
       ),
     );

@@ -1,7 +1,10 @@
 import { x402Client } from "@x402/core/client";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { appendPaymentIdentifierToExtensions } from "@x402/extensions/payment-identifier";
-import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client";
+import {
+  Client as ClientV2,
+  StreamableHTTPClientTransport as TransportV2,
+} from "@modelcontextprotocol/client";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createHash } from "node:crypto";
@@ -9,7 +12,13 @@ import { describe, expect, it } from "vitest";
 import { anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import { fundedAccount } from "../helpers/gateway.js";
-import { PAY_TO, authorizationUsed, balanceOf, fundedWallet, paidGatewayFixture } from "../helpers/x402.js";
+import {
+  PAY_TO,
+  authorizationUsed,
+  balanceOf,
+  fundedWallet,
+  paidGatewayFixture,
+} from "../helpers/x402.js";
 
 /**
  * x402 over MCP (the x402 MCP transport): an agent with a wallet and no API key lists the tools,
@@ -29,19 +38,27 @@ interface CallResult {
 }
 interface AnyClient {
   listTools(): Promise<{ tools: { name: string }[] }>;
-  callTool(params: { name: string; arguments: Record<string, unknown>; _meta?: Record<string, unknown> }): Promise<CallResult>;
+  callTool(params: {
+    name: string;
+    arguments: Record<string, unknown>;
+    _meta?: Record<string, unknown>;
+  }): Promise<CallResult>;
   close(): Promise<void>;
 }
 
 const CLIENTS: Record<string, (headers: Record<string, string>) => Promise<AnyClient>> = {
   "official v2 client (@modelcontextprotocol/client)": async (headers) => {
     const client = new ClientV2({ name: "toolgate-test", version: "1.0.0" });
-    await client.connect(new TransportV2(new URL(`${setup.gw.url}/mcp`), { requestInit: { headers } }));
+    await client.connect(
+      new TransportV2(new URL(`${setup.gw.url}/mcp`), { requestInit: { headers } }),
+    );
     return client as unknown as AnyClient;
   },
   "official 1.x client (@modelcontextprotocol/sdk)": async (headers) => {
     const client = new ClientV1({ name: "toolgate-test", version: "1.0.0" });
-    await client.connect(new TransportV1(new URL(`${setup.gw.url}/mcp`), { requestInit: { headers } }));
+    await client.connect(
+      new TransportV1(new URL(`${setup.gw.url}/mcp`), { requestInit: { headers } }),
+    );
     return client as unknown as AnyClient;
   },
 };
@@ -51,7 +68,11 @@ function paymentRequired(result: CallResult) {
   expect(result.isError).toBe(true);
   expect(result.structuredContent).toBeUndefined();
   const { "x402/error": error } = JSON.parse(result.content![0]!.text);
-  expect(error).toMatchObject({ code: 402, message: expect.any(String), data: { x402Version: 2, resource: { url: "mcp://tool/hash" } } });
+  expect(error).toMatchObject({
+    code: 402,
+    message: expect.any(String),
+    data: { x402Version: 2, resource: { url: "mcp://tool/hash" } },
+  });
   return error.data;
 }
 
@@ -64,89 +85,162 @@ const payerClient = (payer: ConstructorParameters<typeof ExactEvmScheme>[0]) =>
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
-describe.each(Object.keys(CLIENTS).map((name, i) => [name, i] as const))("an agent with a wallet and the %s", (name, i) => {
-  it("lists tools without a key, pays for a call over MCP, and cannot spend the same payment twice", async () => {
-    const payer = PAYERS[i]!;
-    const client = await CLIENTS[name]!({});
-    try {
-      expect((await client.listTools()).tools.map((t) => t.name)).toContain("hash");
+describe.each(Object.keys(CLIENTS).map((name, i) => [name, i] as const))(
+  "an agent with a wallet and the %s",
+  (name, i) => {
+    it("lists tools without a key, pays for a call over MCP, and cannot spend the same payment twice", async () => {
+      const payer = PAYERS[i]!;
+      const client = await CLIENTS[name]!({});
+      try {
+        expect((await client.listTools()).tools.map((t) => t.name)).toContain("hash");
 
-      const offer = paymentRequired(await client.callTool({ name: "hash", arguments: { text: "mcp" } }));
-      expect(offer.accepts.map((a: { network: string; amount: string }) => [a.network, a.amount])).toEqual([["eip155:84532", "2000"], ["eip155:80002", "2000"]]);
+        const offer = paymentRequired(
+          await client.callTool({ name: "hash", arguments: { text: "mcp" } }),
+        );
+        expect(
+          offer.accepts.map((a: { network: string; amount: string }) => [a.network, a.amount]),
+        ).toEqual([
+          ["eip155:84532", "2000"],
+          ["eip155:80002", "2000"],
+        ]);
 
-      const payload = await payerClient(payer).createPaymentPayload(offer);
-      const [payerBefore, payToBefore] = [await balanceOf(setup.chains.base, payer.address), await balanceOf(setup.chains.base, PAY_TO)];
-      const paid = await client.callTool({ name: "hash", arguments: { text: "mcp" }, _meta: { "x402/payment": payload } });
-      expect(paid.isError).toBeFalsy();
-      expect(paid.structuredContent).toMatchObject({ digest: sha256("mcp") });
-      const receipt = paid._meta?.["x402/payment-response"] as Record<string, unknown>;
-      expect(receipt).toMatchObject({ success: true, network: "eip155:84532", payer: payer.address, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
-      expect(await balanceOf(setup.chains.base, payer.address)).toBe(payerBefore - PRICE);
-      expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(payToBefore + PRICE);
-
-      // The same payment for another call (other arguments) is refused, and nothing moves again.
-      const again = await client.callTool({ name: "hash", arguments: { text: "something else" }, _meta: { "x402/payment": payload } });
-      expect(again.isError).toBe(true);
-      expect(again.structuredContent).toBeUndefined();
-      expect(JSON.parse(again.content![0]!.text)).toMatchObject({ error: { code: "idempotency_conflict", param: "payment" } });
-      // The same call retried with the same payment (its answer lost, say) is answered again, not charged again.
-      const retried = await client.callTool({ name: "hash", arguments: { text: "mcp" }, _meta: { "x402/payment": payload } });
-      expect(retried.structuredContent).toEqual(paid.structuredContent);
-      // A malformed payment is answered with the offer again, saying what is wrong.
-      const malformed = paymentRequired(await client.callTool({ name: "hash", arguments: { text: "mcp" }, _meta: { "x402/payment": { x402Version: 2 } } }));
-      expect(malformed.details.reason).toEqual(expect.any(String));
-      expect(await balanceOf(setup.chains.base, payer.address)).toBe(payerBefore - PRICE);
-      expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(payToBefore + PRICE);
-      // Settled once, credited once, charged once.
-      const ledger = (await setup.gw.services.store.ledger(walletAccountId(payer.address), { limit: 100 })).items.map((e) => [e.kind, e.amount]);
-      expect(ledger).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
-    } finally {
-      await client.close();
-    }
-  }, 60_000);
-});
-
-describe.each(Object.keys(CLIENTS).map((name, i) => [name, i] as const))("an agent naming its payment (x402 payment-identifier) with the %s", (name, i) => {
-  it("retries under a new authorization: answered from the first call, its authorization left unused; other arguments are refused, unsettled", async () => {
-    const payer = await fundedWallet(setup.chains.base, 52_001 + i);
-    const client = await CLIENTS[name]!({});
-    try {
-      const offer = paymentRequired(await client.callTool({ name: "hash", arguments: { text: "named" } }));
-      // The official client echoes the offer's extensions; the payment identifier is added to them, as its helper does.
-      appendPaymentIdentifierToExtensions(offer.extensions, `pay_mcp_named_000${i}`);
-      const pay = async (text: string) => {
         const payload = await payerClient(payer).createPaymentPayload(offer);
-        const result = await client.callTool({ name: "hash", arguments: { text }, _meta: { "x402/payment": payload } });
-        return { result, nonce: (payload.payload as { authorization: { nonce: string } }).authorization.nonce };
-      };
-      const first = await pay("named");
-      expect(first.result.structuredContent).toMatchObject({ digest: sha256("named") });
-      expect(first.result._meta?.["x402/payment-response"]).toMatchObject({ success: true, payer: payer.address });
+        const [payerBefore, payToBefore] = [
+          await balanceOf(setup.chains.base, payer.address),
+          await balanceOf(setup.chains.base, PAY_TO),
+        ];
+        const paid = await client.callTool({
+          name: "hash",
+          arguments: { text: "mcp" },
+          _meta: { "x402/payment": payload },
+        });
+        expect(paid.isError).toBeFalsy();
+        expect(paid.structuredContent).toMatchObject({ digest: sha256("mcp") });
+        const receipt = paid._meta?.["x402/payment-response"] as Record<string, unknown>;
+        expect(receipt).toMatchObject({
+          success: true,
+          network: "eip155:84532",
+          payer: payer.address,
+          transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+        });
+        expect(await balanceOf(setup.chains.base, payer.address)).toBe(payerBefore - PRICE);
+        expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(payToBefore + PRICE);
 
-      const again = await pay("named");
-      expect(again.result.isError).toBeFalsy();
-      expect([again.result.structuredContent, again.result.content]).toEqual([first.result.structuredContent, first.result.content]);
-      expect(again.result._meta?.["x402/payment-response"]).toBeUndefined(); // nothing was settled for it
+        // The same payment for another call (other arguments) is refused, and nothing moves again.
+        const again = await client.callTool({
+          name: "hash",
+          arguments: { text: "something else" },
+          _meta: { "x402/payment": payload },
+        });
+        expect(again.isError).toBe(true);
+        expect(again.structuredContent).toBeUndefined();
+        expect(JSON.parse(again.content![0]!.text)).toMatchObject({
+          error: { code: "idempotency_conflict", param: "payment" },
+        });
+        // The same call retried with the same payment (its answer lost, say) is answered again, not charged again.
+        const retried = await client.callTool({
+          name: "hash",
+          arguments: { text: "mcp" },
+          _meta: { "x402/payment": payload },
+        });
+        expect(retried.structuredContent).toEqual(paid.structuredContent);
+        // A malformed payment is answered with the offer again, saying what is wrong.
+        const malformed = paymentRequired(
+          await client.callTool({
+            name: "hash",
+            arguments: { text: "mcp" },
+            _meta: { "x402/payment": { x402Version: 2 } },
+          }),
+        );
+        expect(malformed.details.reason).toEqual(expect.any(String));
+        expect(await balanceOf(setup.chains.base, payer.address)).toBe(payerBefore - PRICE);
+        expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(payToBefore + PRICE);
+        // Settled once, credited once, charged once.
+        const ledger = (
+          await setup.gw.services.store.ledger(walletAccountId(payer.address), { limit: 100 })
+        ).items.map((e) => [e.kind, e.amount]);
+        expect(ledger).toEqual([
+          ["debit", -1],
+          ["purchase", 1],
+          ["grant", 0],
+        ]);
+      } finally {
+        await client.close();
+      }
+    }, 60_000);
+  },
+);
 
-      const other = await pay("other arguments");
-      expect(other.result.isError).toBe(true);
-      expect(other.result.structuredContent).toBeUndefined();
-      expect(JSON.parse(other.result.content![0]!.text)).toMatchObject({ error: { code: "idempotency_conflict", param: "payment" } });
+describe.each(Object.keys(CLIENTS).map((name, i) => [name, i] as const))(
+  "an agent naming its payment (x402 payment-identifier) with the %s",
+  (name, i) => {
+    it("retries under a new authorization: answered from the first call, its authorization left unused; other arguments are refused, unsettled", async () => {
+      const payer = await fundedWallet(setup.chains.base, 52_001 + i);
+      const client = await CLIENTS[name]!({});
+      try {
+        const offer = paymentRequired(
+          await client.callTool({ name: "hash", arguments: { text: "named" } }),
+        );
+        // The official client echoes the offer's extensions; the payment identifier is added to them, as its helper does.
+        appendPaymentIdentifierToExtensions(offer.extensions, `pay_mcp_named_000${i}`);
+        const pay = async (text: string) => {
+          const payload = await payerClient(payer).createPaymentPayload(offer);
+          const result = await client.callTool({
+            name: "hash",
+            arguments: { text },
+            _meta: { "x402/payment": payload },
+          });
+          return {
+            result,
+            nonce: (payload.payload as { authorization: { nonce: string } }).authorization.nonce,
+          };
+        };
+        const first = await pay("named");
+        expect(first.result.structuredContent).toMatchObject({ digest: sha256("named") });
+        expect(first.result._meta?.["x402/payment-response"]).toMatchObject({
+          success: true,
+          payer: payer.address,
+        });
 
-      for (const { nonce } of [again, other]) expect(await authorizationUsed(setup.chains.base, payer.address, nonce)).toBe(false);
-      expect(await balanceOf(setup.chains.base, payer.address)).toBe(1_000_000n - PRICE);
-      const ledger = (await setup.gw.services.store.ledger(walletAccountId(payer.address), { limit: 100 })).items.map((e) => [e.kind, e.amount]);
-      expect(ledger).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
-    } finally {
-      await client.close();
-    }
-  }, 60_000);
-});
+        const again = await pay("named");
+        expect(again.result.isError).toBeFalsy();
+        expect([again.result.structuredContent, again.result.content]).toEqual([
+          first.result.structuredContent,
+          first.result.content,
+        ]);
+        expect(again.result._meta?.["x402/payment-response"]).toBeUndefined(); // nothing was settled for it
+
+        const other = await pay("other arguments");
+        expect(other.result.isError).toBe(true);
+        expect(other.result.structuredContent).toBeUndefined();
+        expect(JSON.parse(other.result.content![0]!.text)).toMatchObject({
+          error: { code: "idempotency_conflict", param: "payment" },
+        });
+
+        for (const { nonce } of [again, other])
+          expect(await authorizationUsed(setup.chains.base, payer.address, nonce)).toBe(false);
+        expect(await balanceOf(setup.chains.base, payer.address)).toBe(1_000_000n - PRICE);
+        const ledger = (
+          await setup.gw.services.store.ledger(walletAccountId(payer.address), { limit: 100 })
+        ).items.map((e) => [e.kind, e.amount]);
+        expect(ledger).toEqual([
+          ["debit", -1],
+          ["purchase", 1],
+          ["grant", 0],
+        ]);
+      } finally {
+        await client.close();
+      }
+    }, 60_000);
+  },
+);
 
 describe("a keyed MCP caller short of credits", () => {
   it("is offered the same payable result, and may pay for the call", async () => {
     const { key } = await fundedAccount(setup.gw.url, 0, "starter");
-    const client = await CLIENTS["official v2 client (@modelcontextprotocol/client)"]!({ "x-api-key": key });
+    const client = await CLIENTS["official v2 client (@modelcontextprotocol/client)"]!({
+      "x-api-key": key,
+    });
     try {
       let result: CallResult;
       // The sign-up credits go first; then the call is payable.
@@ -156,9 +250,16 @@ describe("a keyed MCP caller short of credits", () => {
       }
       const offer = paymentRequired(result);
       const payload = await payerClient(PAYERS[2]!).createPaymentPayload(offer);
-      const paid = await client.callTool({ name: "hash", arguments: { text: "keyed" }, _meta: { "x402/payment": payload } });
+      const paid = await client.callTool({
+        name: "hash",
+        arguments: { text: "keyed" },
+        _meta: { "x402/payment": payload },
+      });
       expect(paid.structuredContent).toMatchObject({ digest: sha256("keyed") });
-      expect(paid._meta?.["x402/payment-response"]).toMatchObject({ success: true, payer: PAYERS[2]!.address });
+      expect(paid._meta?.["x402/payment-response"]).toMatchObject({
+        success: true,
+        payer: PAYERS[2]!.address,
+      });
     } finally {
       await client.close();
     }
@@ -170,10 +271,18 @@ describe("refusals before money moves", () => {
     const broke = randomWallet(4242);
     const client = await CLIENTS["official 1.x client (@modelcontextprotocol/sdk)"]!({});
     try {
-      const offer = paymentRequired(await client.callTool({ name: "hash", arguments: { text: "broke" } }));
+      const offer = paymentRequired(
+        await client.callTool({ name: "hash", arguments: { text: "broke" } }),
+      );
       const payload = await payerClient(broke).createPaymentPayload(offer);
       const payToBefore = await balanceOf(setup.chains.base, PAY_TO);
-      const refused = paymentRequired(await client.callTool({ name: "hash", arguments: { text: "broke" }, _meta: { "x402/payment": payload } }));
+      const refused = paymentRequired(
+        await client.callTool({
+          name: "hash",
+          arguments: { text: "broke" },
+          _meta: { "x402/payment": payload },
+        }),
+      );
       expect(refused.error).toEqual(expect.any(String));
       expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(payToBefore);
     } finally {
@@ -185,7 +294,11 @@ describe("refusals before money moves", () => {
     const list = () =>
       fetch(`${setup.gw.url}/mcp`, {
         method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-06-18",
+        },
         body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
       });
     const statuses: number[] = [];
@@ -202,16 +315,33 @@ describe("refusals before money moves", () => {
     const post = (body: unknown) =>
       fetch(`${setup.gw.url}/mcp`, {
         method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-03-26", ...from },
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-03-26",
+          ...from,
+        },
         body: JSON.stringify(body),
       });
-    const batch = await post(Array.from({ length: 100 }, (_, i) => ({ jsonrpc: "2.0", id: i + 1, method: "tools/list" })));
+    const batch = await post(
+      Array.from({ length: 100 }, (_, i) => ({ jsonrpc: "2.0", id: i + 1, method: "tools/list" })),
+    );
     expect(batch.status).toBe(429);
     // The batch used up the address's minute: a single message is refused too…
     expect((await post({ jsonrpc: "2.0", id: 1, method: "tools/list" })).status).toBe(429);
     // …and a lone tools/call is answered as a readable error result (clients throw on a 429), with the limit's Retry-After.
-    const limited = await post({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "hash", arguments: { text: "x" } } });
+    const limited = await post({
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/call",
+      params: { name: "hash", arguments: { text: "x" } },
+    });
     const text = await limited.text();
-    expect([limited.status, Number(limited.headers.get("retry-after")) > 0, text.includes('"isError":true'), text.includes("rate_limited")]).toEqual([200, true, true, true]);
+    expect([
+      limited.status,
+      Number(limited.headers.get("retry-after")) > 0,
+      text.includes('"isError":true'),
+      text.includes("rate_limited"),
+    ]).toEqual([200, true, true, true]);
   }, 30_000);
 });

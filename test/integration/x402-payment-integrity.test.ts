@@ -5,7 +5,16 @@ import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import type { RedisStore } from "../../src/store/redis.js";
 import { call, eventsOf, type GatewayProcess } from "../helpers/gateway.js";
 import { startRpcProxy } from "../helpers/rpc-proxy.js";
-import { PAY_TO, balanceOf, fundedWallet, ledgerKinds, signAuthorization, spawnPaidGateway, startChains, v1Header } from "../helpers/x402.js";
+import {
+  PAY_TO,
+  balanceOf,
+  fundedWallet,
+  ledgerKinds,
+  signAuthorization,
+  spawnPaidGateway,
+  startChains,
+  v1Header,
+} from "../helpers/x402.js";
 
 /**
  * What a payment buys, and only that: a real gateway process, a real chain (behind an RPC proxy
@@ -21,7 +30,11 @@ let store: RedisStore;
 beforeAll(async () => {
   chains = await startChains([]);
   proxy = await startRpcProxy(chains.base.rpcUrl);
-  paid = await spawnPaidGateway("x402integrity", chains.env, { BASE_SEPOLIA_RPC_URL: proxy.url, X402_RPC_TIMEOUT_MS: "1500", X402_RECEIPT_TIMEOUT_MS: "1500" });
+  paid = await spawnPaidGateway("x402integrity", chains.env, {
+    BASE_SEPOLIA_RPC_URL: proxy.url,
+    X402_RPC_TIMEOUT_MS: "1500",
+    X402_RECEIPT_TIMEOUT_MS: "1500",
+  });
   ({ gw, store } = paid);
 }, 90_000);
 afterAll(async () => {
@@ -30,24 +43,46 @@ afterAll(async () => {
   await chains?.stop();
 });
 
-const hashCall = (headers: Record<string, string>, text = "x", tool = "hash") => call(`${gw.url}/v1/tools/${tool}`, { method: "POST", body: { text }, headers });
+const hashCall = (headers: Record<string, string>, text = "x", tool = "hash") =>
+  call(`${gw.url}/v1/tools/${tool}`, { method: "POST", body: { text }, headers });
 const upperHex = (hex: string) => `0x${hex.slice(2).toUpperCase()}`;
 const ledgerOf = (accountId: string) => ledgerKinds(store, accountId);
 const chain = () => createPublicClient({ transport: http(chains.base.rpcUrl) });
 const authorizationUsed = (from: Address, nonce: string) =>
-  chain().readContract({ address: chains.base.usdc, abi: TOKEN_ABI, functionName: "authorizationState", args: [from, nonce as Hex] }) as Promise<boolean>;
+  chain().readContract({
+    address: chains.base.usdc,
+    abi: TOKEN_ABI,
+    functionName: "authorizationState",
+    args: [from, nonce as Hex],
+  }) as Promise<boolean>;
 const funded = (seed: number) => fundedWallet(chains.base, seed);
 
 describe("hex is compared as bytes", () => {
   it("an authorization whose nonce, addresses and signature are upper-case hex is settled, credited and served", async () => {
     const payer = await funded(31_001);
-    const { authorization, signature } = await signAuthorization({ account: payer, chain: chains.base, value: PRICE });
-    const shouted = { authorization: { ...authorization, from: upperHex(authorization.from), to: upperHex(authorization.to), nonce: upperHex(authorization.nonce) }, signature: upperHex(signature) };
+    const { authorization, signature } = await signAuthorization({
+      account: payer,
+      chain: chains.base,
+      value: PRICE,
+    });
+    const shouted = {
+      authorization: {
+        ...authorization,
+        from: upperHex(authorization.from),
+        to: upperHex(authorization.to),
+        nonce: upperHex(authorization.nonce),
+      },
+      signature: upperHex(signature),
+    };
     const before = await balanceOf(chains.base, PAY_TO);
     const res = await hashCall({ "x-payment": v1Header("base-sepolia", shouted) }, "upper");
     expect(res.status).toBe(200);
     expect(await balanceOf(chains.base, PAY_TO)).toBe(before + PRICE);
-    expect(await ledgerOf(walletAccountId(payer.address))).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
+    expect(await ledgerOf(walletAccountId(payer.address))).toEqual([
+      ["debit", -1],
+      ["purchase", 1],
+      ["grant", 0],
+    ]);
   }, 30_000);
 });
 
@@ -62,12 +97,21 @@ describe("a payment answers only the request that carries it, verified in full",
     proxy.resume();
     const accountId = walletAccountId(payer.address);
     const deadline = Date.now() + 20_000;
-    while ((await store.getAccount(accountId))?.balance !== 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    while ((await store.getAccount(accountId))?.balance !== 1 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
     expect((await store.getAccount(accountId))?.balance).toBe(1);
 
     // from and nonce are public on chain; the signature is the thief's garbage.
     const garbage = `0x${"11".repeat(32)}${"22".repeat(32)}1b`;
-    const stolen = await hashCall({ "x-payment": v1Header("base-sepolia", { authorization: paid.authorization, signature: garbage }) }, "thief's input");
+    const stolen = await hashCall(
+      {
+        "x-payment": v1Header("base-sepolia", {
+          authorization: paid.authorization,
+          signature: garbage,
+        }),
+      },
+      "thief's input",
+    );
     expect([stolen.status, stolen.body.error.code]).toEqual([402, "payment_invalid"]);
     // The right signature, but another resource than the one paid for.
     const elsewhere = await hashCall(header, "mine", "language-detect");
@@ -76,13 +120,22 @@ describe("a payment answers only the request that carries it, verified in full",
 
     const retry = await hashCall(header, "mine");
     expect(retry.status).toBe(200);
-    expect(await ledgerOf(accountId)).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
+    expect(await ledgerOf(accountId)).toEqual([
+      ["debit", -1],
+      ["purchase", 1],
+      ["grant", 0],
+    ]);
   }, 60_000);
 
   it("refuses an authorization valid for longer than maxTimeoutSeconds, with nothing moved", async () => {
     const payer = await funded(31_003);
     const now = BigInt(Math.floor(Date.now() / 1000));
-    const payload = await signAuthorization({ account: payer, chain: chains.base, value: PRICE, validBefore: now + 3600n });
+    const payload = await signAuthorization({
+      account: payer,
+      chain: chains.base,
+      value: PRICE,
+      validBefore: now + 3600n,
+    });
     const before = await balanceOf(chains.base, PAY_TO);
     const res = await hashCall({ "x-payment": v1Header("base-sepolia", payload) });
     expect([res.status, res.body.error.code]).toEqual([402, "payment_invalid"]);
@@ -96,15 +149,37 @@ describe("pay-per-call events", () => {
   it("payment.received states a $0.002 payment exactly, and paying per call raises no credit alerts", async () => {
     const payer = await funded(31_004);
     for (const text of ["a", "b", "c"]) {
-      const res = await hashCall({ "x-payment": v1Header("base-sepolia", await signAuthorization({ account: payer, chain: chains.base, value: PRICE })) }, text);
+      const res = await hashCall(
+        {
+          "x-payment": v1Header(
+            "base-sepolia",
+            await signAuthorization({ account: payer, chain: chains.base, value: PRICE }),
+          ),
+        },
+        text,
+      );
       expect(res.status).toBe(200);
     }
     const accountId = walletAccountId(payer.address);
-    const events = (await eventsOf(store, accountId, 4)).filter((e) => e.event !== "agent.registered");
-    expect(events.map((e) => e.event)).toEqual(["payment.received", "payment.received", "payment.received"]);
-    expect(events[0]!.data).toMatchObject({ amount_usd: "0.002", amount_usdc_atomic: "2000", credits_added: 1 });
+    const events = (await eventsOf(store, accountId, 4)).filter(
+      (e) => e.event !== "agent.registered",
+    );
+    expect(events.map((e) => e.event)).toEqual([
+      "payment.received",
+      "payment.received",
+      "payment.received",
+    ]);
+    expect(events[0]!.data).toMatchObject({
+      amount_usd: "0.002",
+      amount_usdc_atomic: "2000",
+      credits_added: 1,
+    });
     await new Promise((r) => setTimeout(r, 600)); // a late credits.low / credits.depleted would be relayed by now
-    expect((await store.listEvents(accountId, 100)).map((e) => e.event).filter((e) => e.startsWith("credits."))).toEqual([]);
+    expect(
+      (await store.listEvents(accountId, 100))
+        .map((e) => e.event)
+        .filter((e) => e.startsWith("credits.")),
+    ).toEqual([]);
   }, 30_000);
 });
 
@@ -113,12 +188,24 @@ describe("everything that can refuse a paid call refuses it before money moves",
     const payer = await funded(31_005);
     const payerBefore = await balanceOf(chains.base, payer.address);
     const payToBefore = await balanceOf(chains.base, PAY_TO);
-    const payloads = await Promise.all(Array.from({ length: 70 }, () => signAuthorization({ account: payer, chain: chains.base, value: PRICE })));
+    const payloads = await Promise.all(
+      Array.from({ length: 70 }, () =>
+        signAuthorization({ account: payer, chain: chains.base, value: PRICE }),
+      ),
+    );
     const results: { status: number; code?: string; nonce: string }[] = [];
     for (let i = 0; i < payloads.length; i += 5) {
       const batch = payloads.slice(i, i + 5);
-      const answers = await Promise.all(batch.map((p, j) => hashCall({ "x-payment": v1Header("base-sepolia", p) }, `n${i + j}`)));
-      answers.forEach((a, j) => results.push({ status: a.status, code: a.body.error?.code, nonce: batch[j]!.authorization.nonce }));
+      const answers = await Promise.all(
+        batch.map((p, j) => hashCall({ "x-payment": v1Header("base-sepolia", p) }, `n${i + j}`)),
+      );
+      for (const [j, a] of answers.entries()) {
+        results.push({
+          status: a.status,
+          code: a.body.error?.code,
+          nonce: batch[j]!.authorization.nonce,
+        });
+      }
     }
     const served = results.filter((r) => r.status === 200);
     const refused = results.filter((r) => r.status !== 200);
@@ -128,14 +215,21 @@ describe("everything that can refuse a paid call refuses it before money moves",
     expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore - 60n * PRICE);
     expect(await balanceOf(chains.base, PAY_TO)).toBe(payToBefore + 60n * PRICE);
     const kinds = (await ledgerOf(walletAccountId(payer.address))).map(([kind]) => kind);
-    expect([kinds.filter((k) => k === "purchase").length, kinds.filter((k) => k === "debit").length]).toEqual([60, 60]);
+    expect([
+      kinds.filter((k) => k === "purchase").length,
+      kinds.filter((k) => k === "debit").length,
+    ]).toEqual([60, 60]);
   }, 120_000);
 
   it("an invalid body is refused before the payment is looked at", async () => {
     const payer = await funded(31_006);
     const payload = await signAuthorization({ account: payer, chain: chains.base, value: PRICE });
     const header = { "x-payment": v1Header("base-sepolia", payload) };
-    const invalid = await call(`${gw.url}/v1/tools/hash`, { method: "POST", body: { text: 5 }, headers: header });
+    const invalid = await call(`${gw.url}/v1/tools/hash`, {
+      method: "POST",
+      body: { text: 5 },
+      headers: header,
+    });
     expect([invalid.status, invalid.body.error.code]).toEqual([422, "validation_failed"]);
     expect(await authorizationUsed(payer.address, payload.authorization.nonce)).toBe(false);
     expect(await balanceOf(chains.base, payer.address)).toBe(1_000_000n);

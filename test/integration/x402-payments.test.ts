@@ -1,12 +1,28 @@
 import { wrapFetchWithPaymentFromConfig } from "@x402/fetch";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
-import { createPublicClient, createWalletClient, defineChain, http, publicActions, type LocalAccount } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  http,
+  publicActions,
+  type LocalAccount,
+} from "viem";
 import { wrapFetchWithPayment as wrapV1 } from "x402-fetch";
 import { describe, expect, it } from "vitest";
 import { anvilAccount } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import { call, eventsOf } from "../helpers/gateway.js";
-import { PAY_TO, authorizationUsed, balanceOf, fundedWallet, paidGatewayFixture, signAuthorization, v1Header, v2Header } from "../helpers/x402.js";
+import {
+  PAY_TO,
+  authorizationUsed,
+  balanceOf,
+  fundedWallet,
+  paidGatewayFixture,
+  signAuthorization,
+  v1Header,
+  v2Header,
+} from "../helpers/x402.js";
 
 /**
  * Paying per call with x402, against real anvil chains standing in for Base and Polygon, the
@@ -16,35 +32,87 @@ const PRICE = 2000n;
 const PAYERS = [1, 2, 3, 4, 5].map(anvilAccount);
 const setup = paidGatewayFixture({ fund: PAYERS.map((p) => p.address) });
 
-const callHash = (headers: Record<string, string> = {}, text = "paid") => call(`${setup.gw.url}/v1/tools/hash`, { method: "POST", body: { text }, headers });
-const decode = (header: string | null) => JSON.parse(Buffer.from(header ?? "", "base64").toString("utf8"));
-const ledgerOf = async (accountId: string) => (await setup.gw.services.store.ledger(accountId, { limit: 100 })).items.map((e) => [e.kind, e.amount]);
+const callHash = (headers: Record<string, string> = {}, text = "paid") =>
+  call(`${setup.gw.url}/v1/tools/hash`, { method: "POST", body: { text }, headers });
+const decode = (header: string | null) =>
+  JSON.parse(Buffer.from(header ?? "", "base64").toString("utf8"));
+const ledgerOf = async (accountId: string) =>
+  (await setup.gw.services.store.ledger(accountId, { limit: 100 })).items.map((e) => [
+    e.kind,
+    e.amount,
+  ]);
 
 describe("the 402 challenge", () => {
   it("offers both protocol generations, one requirement per network, at the tool's price", async () => {
     const res = await callHash();
     expect(res.status).toBe(402);
     expect(res.headers.get("cache-control")).toBe("no-store");
-    expect(res.body).toMatchObject({ x402Version: 1, error: { code: "payment_required", type: "payment_error" } });
+    expect(res.body).toMatchObject({
+      x402Version: 1,
+      error: { code: "payment_required", type: "payment_error" },
+    });
     expect(res.body.accepts).toEqual([
-      { scheme: "exact", network: "base-sepolia", maxAmountRequired: "2000", resource: expect.stringMatching(/\/v1\/tools\/hash$/), description: expect.any(String), mimeType: "application/json", payTo: PAY_TO, maxTimeoutSeconds: 300, asset: setup.chains.base.usdc, extra: { name: "USDC", version: "2" } },
-      { scheme: "exact", network: "polygon-amoy", maxAmountRequired: "2000", resource: expect.any(String), description: expect.any(String), mimeType: "application/json", payTo: PAY_TO, maxTimeoutSeconds: 300, asset: setup.chains.polygon.usdc, extra: { name: "USDC", version: "2" } },
+      {
+        scheme: "exact",
+        network: "base-sepolia",
+        maxAmountRequired: "2000",
+        resource: expect.stringMatching(/\/v1\/tools\/hash$/),
+        description: expect.any(String),
+        mimeType: "application/json",
+        payTo: PAY_TO,
+        maxTimeoutSeconds: 300,
+        asset: setup.chains.base.usdc,
+        extra: { name: "USDC", version: "2" },
+      },
+      {
+        scheme: "exact",
+        network: "polygon-amoy",
+        maxAmountRequired: "2000",
+        resource: expect.any(String),
+        description: expect.any(String),
+        mimeType: "application/json",
+        payTo: PAY_TO,
+        maxTimeoutSeconds: 300,
+        asset: setup.chains.polygon.usdc,
+        extra: { name: "USDC", version: "2" },
+      },
     ]);
     expect(res.body.accepts[0].description).toBe("Hash: one call (1 credit)");
     const v2 = decode(res.headers.get("payment-required"));
-    expect(v2).toMatchObject({ x402Version: 2, resource: { url: expect.stringMatching(/\/v1\/tools\/hash$/) } });
-    expect(v2.accepts.map((a: { network: string; amount: string }) => [a.network, a.amount])).toEqual([["eip155:84532", "2000"], ["eip155:80002", "2000"]]);
+    expect(v2).toMatchObject({
+      x402Version: 2,
+      resource: { url: expect.stringMatching(/\/v1\/tools\/hash$/) },
+    });
+    expect(
+      v2.accepts.map((a: { network: string; amount: string }) => [a.network, a.amount]),
+    ).toEqual([
+      ["eip155:84532", "2000"],
+      ["eip155:80002", "2000"],
+    ]);
     expect(res.headers.get("access-control-expose-headers")).toContain("payment-required");
   });
 
   it("lists what is accepted at /x402/supported", async () => {
     const res = await call(`${setup.gw.url}/x402/supported`);
-    expect(res.body.kinds.map((k: { x402Version: number; network: string }) => `${k.x402Version}:${k.network}`)).toEqual(["1:base-sepolia", "2:eip155:84532", "1:polygon-amoy", "2:eip155:80002"]);
+    expect(
+      res.body.kinds.map(
+        (k: { x402Version: number; network: string }) => `${k.x402Version}:${k.network}`,
+      ),
+    ).toEqual(["1:base-sepolia", "2:eip155:84532", "1:polygon-amoy", "2:eip155:80002"]);
     expect(res.body.payTo).toBe(PAY_TO);
   });
 
   it("is not sent for an invalid body: 422 before anything is paid", async () => {
-    const res = await call(`${setup.gw.url}/v1/tools/hash`, { method: "POST", body: { text: 5 }, headers: { "x-payment": v1Header("base-sepolia", await signAuthorization({ account: PAYERS[0]!, chain: setup.chains.base, value: PRICE })) } });
+    const res = await call(`${setup.gw.url}/v1/tools/hash`, {
+      method: "POST",
+      body: { text: 5 },
+      headers: {
+        "x-payment": v1Header(
+          "base-sepolia",
+          await signAuthorization({ account: PAYERS[0]!, chain: setup.chains.base, value: PRICE }),
+        ),
+      },
+    });
     expect([res.status, res.body.error.code]).toEqual([422, "validation_failed"]);
     expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(0n);
   });
@@ -54,9 +122,16 @@ describe("a keyed caller short of credits", () => {
   it("gets 402 insufficient_credits with the x402 offer, so it can pay per call instead", async () => {
     const { signUp } = await import("../helpers/gateway.js");
     const { key } = await signUp(setup.gw.url);
-    for (let i = 0; i < 25; i++) expect((await call(`${setup.gw.url}/v1/tools/hash`, { key, body: { text: String(i) } })).status).toBe(200);
+    for (let i = 0; i < 25; i++)
+      expect(
+        (await call(`${setup.gw.url}/v1/tools/hash`, { key, body: { text: String(i) } })).status,
+      ).toBe(200);
     const res = await call(`${setup.gw.url}/v1/tools/hash`, { key, body: { text: "one more" } });
-    expect([res.status, res.body.error.code, res.body.error.credits_remaining]).toEqual([402, "insufficient_credits", 0]);
+    expect([res.status, res.body.error.code, res.body.error.credits_remaining]).toEqual([
+      402,
+      "insufficient_credits",
+      0,
+    ]);
     expect(res.body.accepts).toHaveLength(2);
     expect(res.headers.get("payment-required")).toBeTruthy();
   });
@@ -65,9 +140,13 @@ describe("a keyed caller short of credits", () => {
 describe("a paid call with an Idempotency-Key", () => {
   it("replays the first answer, says so, and charges the call once: a second authorization under the key is not settled", async () => {
     const payer = await fundedWallet(setup.chains.base, 51_001);
-    const sign = () => signAuthorization({ account: payer, chain: setup.chains.base, value: PRICE });
+    const sign = () =>
+      signAuthorization({ account: payer, chain: setup.chains.base, value: PRICE });
     const [one, two] = [await sign(), await sign()];
-    const headers = (payload: typeof one) => ({ "x-payment": v1Header("base-sepolia", payload), "idempotency-key": "paid-once" });
+    const headers = (payload: typeof one) => ({
+      "x-payment": v1Header("base-sepolia", payload),
+      "idempotency-key": "paid-once",
+    });
     const first = await callHash(headers(one), "idem");
     const again = await callHash(headers(two), "idem");
     expect([first.status, again.status]).toEqual([200, 200]);
@@ -75,9 +154,15 @@ describe("a paid call with an Idempotency-Key", () => {
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(again.headers.get("x-payment-response")).toBeNull(); // nothing was settled for it
     expect(again.body).toEqual(first.body);
-    expect(await authorizationUsed(setup.chains.base, payer.address, two.authorization.nonce)).toBe(false);
+    expect(await authorizationUsed(setup.chains.base, payer.address, two.authorization.nonce)).toBe(
+      false,
+    );
     expect(await balanceOf(setup.chains.base, payer.address)).toBe(1_000_000n - PRICE);
-    expect(await ledgerOf(walletAccountId(payer.address))).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
+    expect(await ledgerOf(walletAccountId(payer.address))).toEqual([
+      ["debit", -1],
+      ["purchase", 1],
+      ["grant", 0],
+    ]);
   }, 30_000);
 });
 
@@ -85,34 +170,62 @@ describe("a paid call with an x402 payment identifier (a new authorization each 
   /** A v2 payment of the hash tool signed by `payer`, named `id` with the payment-identifier extension. */
   const payment = async (payer: LocalAccount, id: string) => {
     const [accepted] = decode((await callHash()).headers.get("payment-required")).accepts;
-    const payload = await signAuthorization({ account: payer, chain: setup.chains.base, value: PRICE });
-    return { nonce: payload.authorization.nonce, headers: { "payment-signature": v2Header(accepted, payload, id) } };
+    const payload = await signAuthorization({
+      account: payer,
+      chain: setup.chains.base,
+      value: PRICE,
+    });
+    return {
+      nonce: payload.authorization.nonce,
+      headers: { "payment-signature": v2Header(accepted, payload, id) },
+    };
   };
-  const unused = (payer: LocalAccount, nonce: string) => authorizationUsed(setup.chains.base, payer.address, nonce).then((used) => !used);
+  const unused = (payer: LocalAccount, nonce: string) =>
+    authorizationUsed(setup.chains.base, payer.address, nonce).then((used) => !used);
 
   it("answers the same body from the stored answer without settling; another body or tool is 409, unsettled too", async () => {
     const payer = await fundedWallet(setup.chains.base, 51_002);
     const id = "pay_rest_0123456789ab";
     const first = await callHash((await payment(payer, id)).headers, "named");
     expect(first.status).toBe(200);
-    expect(decode(first.headers.get("payment-response"))).toMatchObject({ success: true, network: "eip155:84532" });
+    expect(decode(first.headers.get("payment-response"))).toMatchObject({
+      success: true,
+      network: "eip155:84532",
+    });
 
     const retry = await payment(payer, id);
     const again = await callHash(retry.headers, "named");
-    expect([again.status, again.headers.get("idempotent-replayed"), again.body]).toEqual([200, "true", first.body]);
+    expect([again.status, again.headers.get("idempotent-replayed"), again.body]).toEqual([
+      200,
+      "true",
+      first.body,
+    ]);
     expect(again.headers.get("payment-response")).toBeNull();
 
     const otherBody = await payment(payer, id);
     const conflict = await callHash(otherBody.headers, "another body");
-    expect([conflict.status, conflict.body.error.code, conflict.body.error.param]).toEqual([409, "idempotency_conflict", "payment"]);
+    expect([conflict.status, conflict.body.error.code, conflict.body.error.param]).toEqual([
+      409,
+      "idempotency_conflict",
+      "payment",
+    ]);
     // qr-code costs what hash costs: the same requirement pays for it, but the identifier named a hash call.
     const otherTool = await payment(payer, id);
-    const elsewhere = await call(`${setup.gw.url}/v1/tools/qr-code`, { method: "POST", body: { text: "named" }, headers: otherTool.headers });
+    const elsewhere = await call(`${setup.gw.url}/v1/tools/qr-code`, {
+      method: "POST",
+      body: { text: "named" },
+      headers: otherTool.headers,
+    });
     expect([elsewhere.status, elsewhere.body.error.code]).toEqual([409, "idempotency_conflict"]);
 
-    for (const { nonce } of [retry, otherBody, otherTool]) expect(await unused(payer, nonce)).toBe(true);
+    for (const { nonce } of [retry, otherBody, otherTool])
+      expect(await unused(payer, nonce)).toBe(true);
     expect(await balanceOf(setup.chains.base, payer.address)).toBe(1_000_000n - PRICE);
-    expect(await ledgerOf(walletAccountId(payer.address))).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
+    expect(await ledgerOf(walletAccountId(payer.address))).toEqual([
+      ["debit", -1],
+      ["purchase", 1],
+      ["grant", 0],
+    ]);
   }, 30_000);
 
   it("a second authorization sent while the first is still settling waits for it and gets its answer, unsettled", async () => {
@@ -124,44 +237,92 @@ describe("a paid call with an x402 payment identifier (a new authorization each 
     await rpc.request({ method: "evm_setAutomine" as never, params: [false] as never });
     try {
       const first = callHash(one.headers, "slow");
-      const paymentId = `84532:${setup.chains.base.usdc}:${payer.address}:${one.nonce}`.toLowerCase();
-      while ((await setup.gw.services.store.getPayment(paymentId))?.state !== "settling") await new Promise((r) => setTimeout(r, 20));
+      const paymentId =
+        `84532:${setup.chains.base.usdc}:${payer.address}:${one.nonce}`.toLowerCase();
+      while ((await setup.gw.services.store.getPayment(paymentId))?.state !== "settling")
+        await new Promise((r) => setTimeout(r, 20));
       const second = callHash(two.headers, "slow");
       await new Promise((r) => setTimeout(r, 500)); // the second is verified and waiting on the first
       await rpc.request({ method: "evm_setAutomine" as never, params: [true] as never });
       await rpc.request({ method: "evm_mine" as never, params: [] as never });
       const [a, b] = await Promise.all([first, second]);
-      expect([a.status, b.status, b.headers.get("idempotent-replayed")]).toEqual([200, 200, "true"]);
+      expect([a.status, b.status, b.headers.get("idempotent-replayed")]).toEqual([
+        200,
+        200,
+        "true",
+      ]);
       expect(b.body).toEqual(a.body);
     } finally {
       await rpc.request({ method: "evm_setAutomine" as never, params: [true] as never });
     }
     expect(await unused(payer, two.nonce)).toBe(true);
     expect(await balanceOf(setup.chains.base, payer.address)).toBe(1_000_000n - PRICE);
-    expect(await ledgerOf(walletAccountId(payer.address))).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
+    expect(await ledgerOf(walletAccountId(payer.address))).toEqual([
+      ["debit", -1],
+      ["purchase", 1],
+      ["grant", 0],
+    ]);
   }, 30_000);
 });
 
 describe("official clients", () => {
   it("x402-fetch (v1) pays on the Base chain: the tool answers and exactly the price moves", async () => {
     const payer = PAYERS[1]!;
-    const chain = defineChain({ id: 84532, name: "base-sepolia", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [setup.chains.base.rpcUrl] } } });
-    const wallet = createWalletClient({ account: payer, chain, transport: http(setup.chains.base.rpcUrl) }).extend(publicActions);
-    const [payerBefore, payToBefore] = [await balanceOf(setup.chains.base, payer.address), await balanceOf(setup.chains.base, PAY_TO)];
+    const chain = defineChain({
+      id: 84532,
+      name: "base-sepolia",
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: { default: { http: [setup.chains.base.rpcUrl] } },
+    });
+    const wallet = createWalletClient({
+      account: payer,
+      chain,
+      transport: http(setup.chains.base.rpcUrl),
+    }).extend(publicActions);
+    const [payerBefore, payToBefore] = [
+      await balanceOf(setup.chains.base, payer.address),
+      await balanceOf(setup.chains.base, PAY_TO),
+    ];
     const paidFetch = wrapV1(fetch, wallet as never);
-    const res = await paidFetch(`${setup.gw.url}/v1/tools/hash`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text: "hello world" }) });
+    const res = await paidFetch(`${setup.gw.url}/v1/tools/hash`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ text: "hello world" }),
+    });
     expect(res.status).toBe(200);
-    expect((await res.json()).digest).toBe("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
+    expect((await res.json()).digest).toBe(
+      "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9",
+    );
     const receipt = decode(res.headers.get("x-payment-response"));
-    expect(receipt).toMatchObject({ success: true, network: "base-sepolia", payer: payer.address, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect(receipt).toMatchObject({
+      success: true,
+      network: "base-sepolia",
+      payer: payer.address,
+      transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+    });
     expect(res.headers.get("payment-response")).toBe(res.headers.get("x-payment-response"));
     expect(await balanceOf(setup.chains.base, payer.address)).toBe(payerBefore - PRICE);
     expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(payToBefore + PRICE);
 
     const accountId = walletAccountId(payer.address);
-    expect(await ledgerOf(accountId)).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
-    const received = (await eventsOf(setup.gw.services.store, accountId, 2)).find((e) => e.event === "payment.received");
-    expect(received?.data).toMatchObject({ type: "one_time", credits_added: 1, amount_usd: "0.002", amount_usdc_atomic: "2000", plan: null, agent_id: accountId, network: "base-sepolia", transaction: receipt.transaction });
+    expect(await ledgerOf(accountId)).toEqual([
+      ["debit", -1],
+      ["purchase", 1],
+      ["grant", 0],
+    ]);
+    const received = (await eventsOf(setup.gw.services.store, accountId, 2)).find(
+      (e) => e.event === "payment.received",
+    );
+    expect(received?.data).toMatchObject({
+      type: "one_time",
+      credits_added: 1,
+      amount_usd: "0.002",
+      amount_usdc_atomic: "2000",
+      plan: null,
+      agent_id: accountId,
+      network: "base-sepolia",
+      transaction: receipt.transaction,
+    });
   }, 30_000);
 
   it("@x402/fetch (v2) pays on the Polygon chain", async () => {
@@ -169,13 +330,27 @@ describe("official clients", () => {
     // The client pays on Polygon only, and opts in to our test token (it is not the canonical USDC address).
     const paidFetch = wrapFetchWithPaymentFromConfig(fetch, {
       schemes: [{ network: "eip155:80002", client: new ExactEvmScheme(payer) }],
-      spendControls: { allowedAssets: [{ network: "eip155:80002", asset: setup.chains.polygon.usdc }] },
+      spendControls: {
+        allowedAssets: [{ network: "eip155:80002", asset: setup.chains.polygon.usdc }],
+      },
     });
     const payToBefore = await balanceOf(setup.chains.polygon, PAY_TO);
-    const res = await paidFetch(`${setup.gw.url}/v1/tools/hash`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text: "v2" }) });
+    const res = await paidFetch(`${setup.gw.url}/v1/tools/hash`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ text: "v2" }),
+    });
     expect(res.status).toBe(200);
-    expect(decode(res.headers.get("payment-response"))).toMatchObject({ success: true, network: "eip155:80002", payer: payer.address });
+    expect(decode(res.headers.get("payment-response"))).toMatchObject({
+      success: true,
+      network: "eip155:80002",
+      payer: payer.address,
+    });
     expect(await balanceOf(setup.chains.polygon, PAY_TO)).toBe(payToBefore + PRICE);
-    expect(await ledgerOf(walletAccountId(payer.address))).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
+    expect(await ledgerOf(walletAccountId(payer.address))).toEqual([
+      ["debit", -1],
+      ["purchase", 1],
+      ["grant", 0],
+    ]);
   }, 30_000);
 });

@@ -1,19 +1,31 @@
 import { describe, expect, it } from "vitest";
 import { anvilAccount } from "../../chain-fixtures/chain.js";
 import { call, eventsOf, signUp } from "../helpers/gateway.js";
-import { PAY_TO, balanceOf, paidGatewayFixture, signAuthorization, v1Header } from "../helpers/x402.js";
+import {
+  PAY_TO,
+  balanceOf,
+  paidGatewayFixture,
+  signAuthorization,
+  v1Header,
+} from "../helpers/x402.js";
 
 /** Credit packs and plans bought with x402 by a keyed account (DESIGN D8). */
 const PAYER = anvilAccount(2);
 const PERIOD_S = 3;
-const setup = paidGatewayFixture({ fund: [PAYER.address], env: { PLAN_PERIOD_SECONDS: String(PERIOD_S) } });
+const setup = paidGatewayFixture({
+  fund: [PAYER.address],
+  env: { PLAN_PERIOD_SECONDS: String(PERIOD_S) },
+});
 
 /** Asks, reads the price from the 402, pays it, and asks again. */
 async function buy(key: string, path: string, body: unknown) {
   const challenge = await call(`${setup.gw.url}${path}`, { key, body });
   expect([challenge.status, challenge.body.error.code]).toEqual([402, "payment_required"]);
   const price = BigInt(challenge.body.accepts[0].maxAmountRequired);
-  const header = v1Header("base-sepolia", await signAuthorization({ account: PAYER, chain: setup.chains.base, value: price }));
+  const header = v1Header(
+    "base-sepolia",
+    await signAuthorization({ account: PAYER, chain: setup.chains.base, value: price }),
+  );
   const res = await call(`${setup.gw.url}${path}`, { key, body, headers: { "x-payment": header } });
   return { res, price };
 }
@@ -25,29 +37,56 @@ describe("buying with x402", () => {
     const { res, price } = await buy(key, "/api/v1/credits/purchase", { pack: "1k" });
     expect(price).toBe(2_000_000n); // 1,000 credits at $0.002
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ credits_added: 1000, account: { id: accountId, credits: 1025 }, network: "base-sepolia" });
+    expect(res.body).toMatchObject({
+      credits_added: 1000,
+      account: { id: accountId, credits: 1025 },
+      network: "base-sepolia",
+    });
     expect(res.headers.get("x-payment-response")).toBeTruthy();
     expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + price);
-    const event = (await eventsOf(setup.gw.services.store, accountId, 2)).find((e) => e.event === "payment.received");
-    expect(event?.data).toMatchObject({ type: "one_time", credits_added: 1000, amount_usd: "2.00", plan: null, agent_id: accountId, payment_session_id: expect.any(String) });
+    const event = (await eventsOf(setup.gw.services.store, accountId, 2)).find(
+      (e) => e.event === "payment.received",
+    );
+    expect(event?.data).toMatchObject({
+      type: "one_time",
+      credits_added: 1000,
+      amount_usd: "2.00",
+      plan: null,
+      agent_id: accountId,
+      payment_session_id: expect.any(String),
+    });
   });
 
   it("a plan sets the tier for a period with its credits; a renewal extends it; unpaid, it falls back to Free", async () => {
     const { key, accountId } = await signUp(setup.gw.url);
     const first = await buy(key, "/api/v1/plans/purchase", { plan: "starter" });
     expect(first.price).toBe(19_000_000n);
-    expect(first.res.body).toMatchObject({ type: "subscription", plan: "starter", credits_added: 10_000, account: { tier: "starter", credits: 10_025 } });
+    expect(first.res.body).toMatchObject({
+      type: "subscription",
+      plan: "starter",
+      credits_added: 10_000,
+      account: { tier: "starter", credits: 10_025 },
+    });
     const firstEnd = Date.parse(first.res.body.plan_expires_at);
     const renewal = await buy(key, "/api/v1/plans/purchase", { plan: "starter" });
-    expect(renewal.res.body).toMatchObject({ type: "renewal", account: { tier: "starter", credits: 20_025 } });
+    expect(renewal.res.body).toMatchObject({
+      type: "renewal",
+      account: { tier: "starter", credits: 20_025 },
+    });
     expect(Date.parse(renewal.res.body.plan_expires_at)).toBe(firstEnd + PERIOD_S * 1000);
-    const payments = (await eventsOf(setup.gw.services.store, accountId, 3)).filter((e) => e.event === "payment.received").map((e) => e.data);
+    const payments = (await eventsOf(setup.gw.services.store, accountId, 3))
+      .filter((e) => e.event === "payment.received")
+      .map((e) => e.data);
     expect(payments).toMatchObject([
       { type: "subscription", plan: "starter", credits_added: 10_000, amount_usd: "19.00" },
       { type: "renewal", plan: "starter", credits_added: 10_000, amount_usd: "19.00" },
     ]);
-    expect((await call(`${setup.gw.url}/api/v1/account`, { key })).headers.get("ratelimit-limit")).toBe("300");
-    await new Promise((r) => setTimeout(r, Date.parse(renewal.res.body.plan_expires_at) - Date.now() + 100));
+    expect(
+      (await call(`${setup.gw.url}/api/v1/account`, { key })).headers.get("ratelimit-limit"),
+    ).toBe("300");
+    await new Promise((r) =>
+      setTimeout(r, Date.parse(renewal.res.body.plan_expires_at) - Date.now() + 100),
+    );
     const after = await call(`${setup.gw.url}/api/v1/account`, { key });
     expect(after.body).toMatchObject({ tier: "free", plan_expires_at: null, credits: 20_025 });
     expect(after.headers.get("ratelimit-limit")).toBe("60");
@@ -55,29 +94,55 @@ describe("buying with x402", () => {
 
   it("refuses an unknown pack or plan before any payment", async () => {
     const { key } = await signUp(setup.gw.url);
-    expect((await call(`${setup.gw.url}/api/v1/credits/purchase`, { key, body: { pack: "1m" } })).body.error).toMatchObject({ code: "validation_failed", param: "pack" });
-    expect((await call(`${setup.gw.url}/api/v1/plans/purchase`, { key, body: { plan: "business" } })).body.error).toMatchObject({ code: "validation_failed", param: "plan" });
+    expect(
+      (await call(`${setup.gw.url}/api/v1/credits/purchase`, { key, body: { pack: "1m" } })).body
+        .error,
+    ).toMatchObject({ code: "validation_failed", param: "pack" });
+    expect(
+      (await call(`${setup.gw.url}/api/v1/plans/purchase`, { key, body: { plan: "business" } }))
+        .body.error,
+    ).toMatchObject({ code: "validation_failed", param: "plan" });
   });
 });
 
 describe("sign-in with wallet", () => {
-  const challenge = (address: string) => call(`${setup.gw.url}/api/v1/wallet/challenge`, { body: { address, chain_id: 84532 } });
+  const challenge = (address: string) =>
+    call(`${setup.gw.url}/api/v1/wallet/challenge`, { body: { address, chain_id: 84532 } });
 
   it("gives a paying wallet an API key to its account, once per challenge", async () => {
     const wallet = PAYER;
     // The wallet pays for a call first: its account holds the refund-able credits of that payment.
-    const header = v1Header("base-sepolia", await signAuthorization({ account: wallet, chain: setup.chains.base, value: 2000n }));
-    expect((await call(`${setup.gw.url}/v1/tools/hash`, { method: "POST", body: { text: "x" }, headers: { "x-payment": header } })).status).toBe(200);
+    const header = v1Header(
+      "base-sepolia",
+      await signAuthorization({ account: wallet, chain: setup.chains.base, value: 2000n }),
+    );
+    expect(
+      (
+        await call(`${setup.gw.url}/v1/tools/hash`, {
+          method: "POST",
+          body: { text: "x" },
+          headers: { "x-payment": header },
+        })
+      ).status,
+    ).toBe(200);
     const { message } = (await challenge(wallet.address)).body;
     expect(message).toContain(wallet.address);
     const signature = await wallet.signMessage({ message });
-    const claimed = await call(`${setup.gw.url}/api/v1/wallet/claim`, { body: { message, signature } });
+    const claimed = await call(`${setup.gw.url}/api/v1/wallet/claim`, {
+      body: { message, signature },
+    });
     expect(claimed.status).toBe(201);
     const me = await call(`${setup.gw.url}/api/v1/account`, { key: claimed.body.api_key });
     expect(me.body).toMatchObject({ id: claimed.body.account_id, email: null });
     const usage = await call(`${setup.gw.url}/api/v1/usage`, { key: claimed.body.api_key });
-    expect(usage.body.data.map((e: { kind: string }) => e.kind)).toEqual(["debit", "purchase", "grant"]);
-    const again = await call(`${setup.gw.url}/api/v1/wallet/claim`, { body: { message, signature } });
+    expect(usage.body.data.map((e: { kind: string }) => e.kind)).toEqual([
+      "debit",
+      "purchase",
+      "grant",
+    ]);
+    const again = await call(`${setup.gw.url}/api/v1/wallet/claim`, {
+      body: { message, signature },
+    });
     expect([again.status, again.body.error.code]).toEqual([400, "invalid_token"]);
   });
 
@@ -85,27 +150,47 @@ describe("sign-in with wallet", () => {
     const wallet = anvilAccount(3);
     const { message } = (await challenge(wallet.address)).body;
     const forged = await anvilAccount(4).signMessage({ message });
-    expect((await call(`${setup.gw.url}/api/v1/wallet/claim`, { body: { message, signature: forged } })).body.error.code).toBe("invalid_token");
+    expect(
+      (await call(`${setup.gw.url}/api/v1/wallet/claim`, { body: { message, signature: forged } }))
+        .body.error.code,
+    ).toBe("invalid_token");
     const signature = await wallet.signMessage({ message });
     const tampered = message.replace("Chain ID: 84532", "Chain ID: 1");
-    expect((await call(`${setup.gw.url}/api/v1/wallet/claim`, { body: { message: tampered, signature } })).body.error.code).toBe("invalid_token");
+    expect(
+      (
+        await call(`${setup.gw.url}/api/v1/wallet/claim`, {
+          body: { message: tampered, signature },
+        })
+      ).body.error.code,
+    ).toBe("invalid_token");
     // The honest claim still works: a failed attempt does not burn the challenge.
-    expect((await call(`${setup.gw.url}/api/v1/wallet/claim`, { body: { message, signature } })).status).toBe(201);
+    expect(
+      (await call(`${setup.gw.url}/api/v1/wallet/claim`, { body: { message, signature } })).status,
+    ).toBe(201);
   });
 
   it("binds a challenge to its address, and requires this gateway's uri and an expiry", async () => {
     const victim = anvilAccount(3);
     const thief = anvilAccount(4);
     const { message } = (await challenge(victim.address)).body as { message: string };
-    const claim = async (text: string, signer = thief) => call(`${setup.gw.url}/api/v1/wallet/claim`, { body: { message: text, signature: await signer.signMessage({ message: text }) } });
+    const claim = async (text: string, signer = thief) =>
+      call(`${setup.gw.url}/api/v1/wallet/claim`, {
+        body: { message: text, signature: await signer.signMessage({ message: text }) },
+      });
     // The thief signs the victim's challenge (its nonce) as itself.
     const stolenNonce = await claim(message.replace(victim.address, thief.address));
     expect([stolenNonce.status, stolenNonce.body.error.code]).toEqual([400, "invalid_token"]);
     const own = (await challenge(thief.address)).body.message as string;
     const otherUri = await claim(own.replace(/^URI: .*$/m, "URI: https://evil.example"));
-    expect([otherUri.status, otherUri.body.error.message]).toEqual([400, expect.stringContaining("uri")]);
+    expect([otherUri.status, otherUri.body.error.message]).toEqual([
+      400,
+      expect.stringContaining("uri"),
+    ]);
     const noExpiry = await claim(own.replace(/\nExpiration Time: [^\n]*/, ""));
-    expect([noExpiry.status, noExpiry.body.error.message]).toEqual([400, expect.stringContaining("expiration")]);
+    expect([noExpiry.status, noExpiry.body.error.message]).toEqual([
+      400,
+      expect.stringContaining("expiration"),
+    ]);
     expect((await claim(own)).status).toBe(201);
   });
 });

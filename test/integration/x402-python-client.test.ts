@@ -6,7 +6,14 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomWallet } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
-import { PAY_TO, balanceOf, fundedWallet, ledgerKinds, spawnPaidGateway, startChains } from "../helpers/x402.js";
+import {
+  PAY_TO,
+  balanceOf,
+  fundedWallet,
+  ledgerKinds,
+  spawnPaidGateway,
+  startChains,
+} from "../helpers/x402.js";
 
 /**
  * The official Python x402 client (the `x402` distribution on PyPI, v2, with its EVM "exact"
@@ -28,7 +35,11 @@ let paid: Awaited<ReturnType<typeof spawnPaidGateway>>;
 beforeAll(async () => {
   if (!existsSync(join(VENV, ".installed"))) {
     await run("python3", ["-m", "venv", VENV]);
-    await run(join(VENV, "bin", "pip"), ["install", "--quiet", `x402[evm,clients]==${X402_PYTHON}`], { timeout: 600_000 });
+    await run(
+      join(VENV, "bin", "pip"),
+      ["install", "--quiet", `x402[evm,clients]==${X402_PYTHON}`],
+      { timeout: 600_000 },
+    );
     writeFileSync(join(VENV, ".installed"), X402_PYTHON);
   }
   chains = await startChains([]);
@@ -60,12 +71,30 @@ describe("the official Python x402 client", () => {
   it("pays a REST call: the tool answers, the price moves on chain and the wallet's account is credited and charged once", async () => {
     const payer = randomWallet(SEED);
     const before = await balanceOf(chains.base, PAY_TO);
-    const { stdout } = await run(python, ["-c", CLIENT], { env: { PATH: process.env.PATH, PAYER_KEY, ASSET: chains.base.usdc, URL: `${paid.gw.url}/v1/tools/hash` }, timeout: 120_000 });
+    const { stdout } = await run(python, ["-c", CLIENT], {
+      env: {
+        PATH: process.env.PATH,
+        PAYER_KEY,
+        ASSET: chains.base.usdc,
+        URL: `${paid.gw.url}/v1/tools/hash`,
+      },
+      timeout: 120_000,
+    });
     const result = JSON.parse(stdout.trim().split("\n").pop()!);
     expect(result.status).toBe(200);
-    expect(result.body.digest).toBe("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
-    expect(JSON.parse(Buffer.from(result.payment_response, "base64").toString())).toMatchObject({ success: true, network: "eip155:84532", payer: payer.address });
+    expect(result.body.digest).toBe(
+      "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9",
+    );
+    expect(JSON.parse(Buffer.from(result.payment_response, "base64").toString())).toMatchObject({
+      success: true,
+      network: "eip155:84532",
+      payer: payer.address,
+    });
     expect(await balanceOf(chains.base, PAY_TO)).toBe(before + PRICE);
-    expect(await ledgerKinds(paid.store, walletAccountId(payer.address))).toEqual([["debit", -1], ["purchase", 1], ["grant", 0]]);
+    expect(await ledgerKinds(paid.store, walletAccountId(payer.address))).toEqual([
+      ["debit", -1],
+      ["purchase", 1],
+      ["grant", 0],
+    ]);
   }, 180_000);
 });

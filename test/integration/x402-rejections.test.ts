@@ -1,9 +1,23 @@
-import { createWalletClient, http, parseSignature, serializeSignature, toHex, type Hex } from "viem";
+import {
+  createWalletClient,
+  http,
+  parseSignature,
+  serializeSignature,
+  toHex,
+  type Hex,
+} from "viem";
 import { describe, expect, it } from "vitest";
 import { TOKEN_ABI, anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import { call } from "../helpers/gateway.js";
-import { PAY_TO, balanceOf, paidGatewayFixture, signAuthorization, v1Header, v2Header } from "../helpers/x402.js";
+import {
+  PAY_TO,
+  balanceOf,
+  paidGatewayFixture,
+  signAuthorization,
+  v1Header,
+  v2Header,
+} from "../helpers/x402.js";
 
 /** Every refused payment leaves nothing settled and nothing credited. */
 const PRICE = 2000n;
@@ -11,15 +25,26 @@ const PAYER = anvilAccount(3);
 const OTHER = anvilAccount(4);
 const setup = paidGatewayFixture({ fund: [PAYER.address, OTHER.address] });
 
-const pay = (header: Record<string, string>) => call(`${setup.gw.url}/v1/tools/hash`, { method: "POST", body: { text: "x" }, headers: header });
-const offeredV2 = async () => JSON.parse(Buffer.from((await pay({})).headers.get("payment-required")!, "base64").toString()).accepts as Record<string, unknown>[];
+const pay = (header: Record<string, string>) =>
+  call(`${setup.gw.url}/v1/tools/hash`, { method: "POST", body: { text: "x" }, headers: header });
+const offeredV2 = async () =>
+  JSON.parse(Buffer.from((await pay({})).headers.get("payment-required")!, "base64").toString())
+    .accepts as Record<string, unknown>[];
 
-async function expectNothingMoved(run: () => Promise<{ status: number; body: any }>, status: number, code: string) {
+async function expectNothingMoved(
+  run: () => Promise<{ status: number; body: any }>,
+  status: number,
+  code: string,
+) {
   const before = await balanceOf(setup.chains.base, PAY_TO);
   const res = await run();
   expect([res.status, res.body.error?.code]).toEqual([status, code]);
   expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before);
-  expect(await setup.gw.services.store.getAccount(walletAccountId(PAYER.address)).then((a) => a?.balance ?? 0)).toBe(0);
+  expect(
+    await setup.gw.services.store
+      .getAccount(walletAccountId(PAYER.address))
+      .then((a) => a?.balance ?? 0),
+  ).toBe(0);
   return res;
 }
 
@@ -30,64 +55,131 @@ describe("refused payments", () => {
     ["the wrong recipient", () => ({ to: OTHER.address })],
     ["too little", () => ({ value: PRICE - 1n })],
     ["too much", () => ({ value: PRICE + 1n })],
-    ["the wrong asset", () => ({ domain: { verifyingContract: "0x0000000000000000000000000000000000000bad" as const } })],
+    [
+      "the wrong asset",
+      () => ({
+        domain: { verifyingContract: "0x0000000000000000000000000000000000000bad" as const },
+      }),
+    ],
     ["the wrong chain", () => ({ domain: { chainId: 8453 } })],
     ["an expired authorization", () => ({ validBefore: now() - 1n })],
     ["one that expires before it can settle", () => ({ validBefore: now() + 2n })],
     ["a not-yet-valid authorization", () => ({ validAfter: now() + 3600n })],
   ])("refuses %s (v1), with the offer again", async (_name, change) => {
     const { value, ...rest } = change() as { value?: bigint };
-    const payload = await signAuthorization({ account: PAYER, chain: setup.chains.base, value: value ?? PRICE, ...rest });
-    const res = await expectNothingMoved(() => pay({ "x-payment": v1Header("base-sepolia", payload) }), 402, "payment_invalid");
+    const payload = await signAuthorization({
+      account: PAYER,
+      chain: setup.chains.base,
+      value: value ?? PRICE,
+      ...rest,
+    });
+    const res = await expectNothingMoved(
+      () => pay({ "x-payment": v1Header("base-sepolia", payload) }),
+      402,
+      "payment_invalid",
+    );
     expect(res.body.accepts).toHaveLength(2);
     expect(res.body.error.reason).toEqual(expect.any(String));
   });
 
   it("refuses a network that is not enabled, and a malformed header", async () => {
-    const payload = await signAuthorization({ account: PAYER, chain: setup.chains.base, value: PRICE });
-    await expectNothingMoved(() => pay({ "x-payment": v1Header("base", payload) }), 402, "payment_invalid");
+    const payload = await signAuthorization({
+      account: PAYER,
+      chain: setup.chains.base,
+      value: PRICE,
+    });
+    await expectNothingMoved(
+      () => pay({ "x-payment": v1Header("base", payload) }),
+      402,
+      "payment_invalid",
+    );
     await expectNothingMoved(() => pay({ "x-payment": "not base64 json" }), 402, "payment_invalid");
   });
 
   it("refuses a v2 payment whose accepted requirement was not offered (other asset, amount or chain)", async () => {
     const [offered] = await offeredV2();
-    const payload = await signAuthorization({ account: PAYER, chain: setup.chains.base, value: PRICE });
+    const payload = await signAuthorization({
+      account: PAYER,
+      chain: setup.chains.base,
+      value: PRICE,
+    });
     for (const accepted of [
       { ...offered, asset: "0x0000000000000000000000000000000000000bad" },
       { ...offered, amount: "1" },
       { ...offered, network: "eip155:8453" },
       { ...offered, payTo: OTHER.address },
     ]) {
-      await expectNothingMoved(() => pay({ "payment-signature": v2Header(accepted, payload) }), 402, "payment_invalid");
+      await expectNothingMoved(
+        () => pay({ "payment-signature": v2Header(accepted, payload) }),
+        402,
+        "payment_invalid",
+      );
     }
   });
 
   it("refuses a payer whose balance is too low", async () => {
     const poor = randomWallet(777);
-    const payload = await signAuthorization({ account: poor, chain: setup.chains.base, value: PRICE });
+    const payload = await signAuthorization({
+      account: poor,
+      chain: setup.chains.base,
+      value: PRICE,
+    });
     const res = await pay({ "x-payment": v1Header("base-sepolia", payload) });
-    expect([res.status, res.body.error.code, res.body.error.reason]).toEqual([402, "payment_invalid", "the payer's balance is too low"]);
+    expect([res.status, res.body.error.code, res.body.error.reason]).toEqual([
+      402,
+      "payment_invalid",
+      "the payer's balance is too low",
+    ]);
   });
 
   it("refuses a high-s (malleable) signature", async () => {
-    const payload = await signAuthorization({ account: PAYER, chain: setup.chains.base, value: PRICE });
+    const payload = await signAuthorization({
+      account: PAYER,
+      chain: setup.chains.base,
+      value: PRICE,
+    });
     const { r, s, yParity } = parseSignature(payload.signature as Hex);
     const n = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
-    const malleable = serializeSignature({ r, s: toHex(n - BigInt(s), { size: 32 }), yParity: yParity === 0 ? 1 : 0 });
-    const res = await expectNothingMoved(() => pay({ "x-payment": v1Header("base-sepolia", { ...payload, signature: malleable }) }), 402, "payment_invalid");
+    const malleable = serializeSignature({
+      r,
+      s: toHex(n - BigInt(s), { size: 32 }),
+      yParity: yParity === 0 ? 1 : 0,
+    });
+    const res = await expectNothingMoved(
+      () => pay({ "x-payment": v1Header("base-sepolia", { ...payload, signature: malleable }) }),
+      402,
+      "payment_invalid",
+    );
     expect(res.body.error.reason).toContain("high");
   });
 
   it("refuses an authorization already used on chain", async () => {
-    const payload = await signAuthorization({ account: PAYER, chain: setup.chains.base, value: PRICE });
+    const payload = await signAuthorization({
+      account: PAYER,
+      chain: setup.chains.base,
+      value: PRICE,
+    });
     const { r, s, v } = parseSignature(payload.signature as Hex);
-    const outsider = createWalletClient({ account: anvilAccount(6), transport: http(setup.chains.base.rpcUrl) });
+    const outsider = createWalletClient({
+      account: anvilAccount(6),
+      transport: http(setup.chains.base.rpcUrl),
+    });
     const a = payload.authorization;
     await outsider.writeContract({
       address: setup.chains.base.usdc,
       abi: TOKEN_ABI,
       functionName: "transferWithAuthorization",
-      args: [a.from, a.to, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce, Number(v), r, s],
+      args: [
+        a.from,
+        a.to,
+        BigInt(a.value),
+        BigInt(a.validAfter),
+        BigInt(a.validBefore),
+        a.nonce,
+        Number(v),
+        r,
+        s,
+      ],
       chain: null,
     } as never);
     await new Promise((r) => setTimeout(r, 200));
@@ -102,10 +194,16 @@ describe("accepted forms", () => {
   it("normalises v = 0/1 signatures to 27/28", async () => {
     const payer = anvilAccount(5);
     await setup.chains.base.fund(payer.address, 10_000n);
-    const payload = await signAuthorization({ account: payer, chain: setup.chains.base, value: PRICE });
+    const payload = await signAuthorization({
+      account: payer,
+      chain: setup.chains.base,
+      value: PRICE,
+    });
     const { r, s, yParity } = parseSignature(payload.signature as Hex);
     const lowV = `${r}${s.slice(2)}${(yParity ?? 0).toString(16).padStart(2, "0")}`;
-    const res = await pay({ "x-payment": v1Header("base-sepolia", { ...payload, signature: lowV }) });
+    const res = await pay({
+      "x-payment": v1Header("base-sepolia", { ...payload, signature: lowV }),
+    });
     expect(res.status).toBe(200);
   });
 
@@ -114,7 +212,12 @@ describe("accepted forms", () => {
     const walletAddress = await setup.chains.base.deploySmartWallet(owner.address);
     await setup.chains.base.fund(walletAddress, 10_000n);
     const smartAccount = { ...owner, address: walletAddress } as typeof owner;
-    const payload = await signAuthorization({ account: smartAccount, chain: setup.chains.base, value: PRICE, signer: owner });
+    const payload = await signAuthorization({
+      account: smartAccount,
+      chain: setup.chains.base,
+      value: PRICE,
+      signer: owner,
+    });
     const before = await balanceOf(setup.chains.base, PAY_TO);
     const res = await pay({ "x-payment": v1Header("base-sepolia", payload) });
     expect(res.status).toBe(200);

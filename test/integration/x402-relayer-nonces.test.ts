@@ -22,11 +22,27 @@ let gw: TestGateway;
 const rpc = () => createPublicClient({ transport: http(chains.base.rpcUrl) });
 const sequence = () => `${chains.base.chainId}:${RELAYER.address.toLowerCase()}`;
 const pay = async (payer: (typeof PAYERS)[number]) => {
-  const header = { "x-payment": v1Header("base-sepolia", await signAuthorization({ account: payer, chain: chains.base, value: PRICE })) };
-  return { header, answer: await call(`${gw.url}/v1/tools/hash`, { method: "POST", body: { text: "nonces" }, headers: header }) };
+  const header = {
+    "x-payment": v1Header(
+      "base-sepolia",
+      await signAuthorization({ account: payer, chain: chains.base, value: PRICE }),
+    ),
+  };
+  return {
+    header,
+    answer: await call(`${gw.url}/v1/tools/hash`, {
+      method: "POST",
+      body: { text: "nonces" },
+      headers: header,
+    }),
+  };
 };
-const balance = async (payer: (typeof PAYERS)[number]) => (await gw.services.store.getAccount(walletAccountId(payer.address)))?.balance ?? 0;
-const purchases = async (payer: (typeof PAYERS)[number]) => (await gw.services.store.ledger(walletAccountId(payer.address), { limit: 100 })).items.filter((e) => e.kind === "purchase").length;
+const balance = async (payer: (typeof PAYERS)[number]) =>
+  (await gw.services.store.getAccount(walletAccountId(payer.address)))?.balance ?? 0;
+const purchases = async (payer: (typeof PAYERS)[number]) =>
+  (await gw.services.store.ledger(walletAccountId(payer.address), { limit: 100 })).items.filter(
+    (e) => e.kind === "purchase",
+  ).length;
 async function until(check: () => Promise<boolean>, ms: number) {
   const deadline = Date.now() + ms;
   while (!(await check()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
@@ -34,7 +50,9 @@ async function until(check: () => Promise<boolean>, ms: number) {
 
 beforeAll(async () => {
   chains = await startChains(PAYERS.map((p) => p.address));
-  gw = await startGateway({ env: { ...chains.env, X402_RECEIPT_TIMEOUT_MS: "800", X402_STUCK_AFTER_MS: "1000" } });
+  gw = await startGateway({
+    env: { ...chains.env, X402_RECEIPT_TIMEOUT_MS: "800", X402_STUCK_AFTER_MS: "1000" },
+  });
 }, 60_000);
 afterAll(async () => {
   await gw?.stop();
@@ -44,10 +62,26 @@ afterAll(async () => {
 describe("the relayer nonce sequence", () => {
   it("hands out each nonce once across two processes taking them at the same time", async () => {
     const prefix = uniquePrefix("nonceseq");
-    const take = () => promisify(execFile)(process.execPath, ["--import", "tsx", "test/helpers/take-relayer-nonces.ts", prefix, "84532:0xrelayer", "150", "40"], { cwd: new URL("../..", import.meta.url).pathname });
+    const take = () =>
+      promisify(execFile)(
+        process.execPath,
+        [
+          "--import",
+          "tsx",
+          "test/helpers/take-relayer-nonces.ts",
+          prefix,
+          "84532:0xrelayer",
+          "150",
+          "40",
+        ],
+        { cwd: new URL("../..", import.meta.url).pathname },
+      );
     try {
       const [a, b] = await Promise.all([take(), take()]);
-      const all = [...(JSON.parse(a.stdout) as number[]), ...(JSON.parse(b.stdout) as number[])].sort((x, y) => x - y);
+      const all = [
+        ...(JSON.parse(a.stdout) as number[]),
+        ...(JSON.parse(b.stdout) as number[]),
+      ].sort((x, y) => x - y);
       // 300 distinct nonces, no gap, starting where the chain stood (40).
       expect(all).toEqual(Array.from({ length: 300 }, (_, i) => 40 + i));
     } finally {
@@ -67,10 +101,26 @@ describe("the relayer nonce sequence", () => {
     const latest = await rpc().getBlockNumber({ cacheTime: 0 });
     const sent = (await rpc().getTransactionCount({ address: RELAYER.address })) - 1;
     expect(sent).toBe(hole + 1);
-    const txs = (await Promise.all(Array.from({ length: Number(latest) }, (_, i) => rpc().getBlock({ blockNumber: BigInt(i + 1), includeTransactions: true })))).flatMap((b) => b.transactions);
-    const atHole = txs.find((t) => t.from.toLowerCase() === RELAYER.address.toLowerCase() && t.nonce === hole)!;
+    const txs = (
+      await Promise.all(
+        Array.from({ length: Number(latest) }, (_, i) =>
+          rpc().getBlock({ blockNumber: BigInt(i + 1), includeTransactions: true }),
+        ),
+      )
+    ).flatMap((b) => b.transactions);
+    const atHole = txs.find(
+      (t) => t.from.toLowerCase() === RELAYER.address.toLowerCase() && t.nonce === hole,
+    )!;
     expect([atHole.to?.toLowerCase(), atHole.value]).toEqual([RELAYER.address.toLowerCase(), 0n]);
-    expect((await call(`${gw.url}/v1/tools/hash`, { method: "POST", body: { text: "nonces" }, headers: header })).status).toBe(200);
+    expect(
+      (
+        await call(`${gw.url}/v1/tools/hash`, {
+          method: "POST",
+          body: { text: "nonces" },
+          headers: header,
+        })
+      ).status,
+    ).toBe(200);
     expect(await purchases(PAYERS[1]!)).toBe(1);
   }, 40_000);
 
@@ -81,17 +131,33 @@ describe("the relayer nonce sequence", () => {
       expect(answer.body.error?.code).toBe("payment_pending");
       const id = (await gw.services.store.openPayments())[0]!.id;
       const dropped = (await gw.services.store.getPayment(id))!;
-      await rpc().request({ method: "anvil_dropTransaction" as never, params: [dropped.txHash] as never });
+      await rpc().request({
+        method: "anvil_dropTransaction" as never,
+        params: [dropped.txHash] as never,
+      });
       // The reconciler sends the same transfer again at the same nonce.
-      await until(async () => (await gw.services.store.getPayment(id))?.txHash !== dropped.txHash, 10_000);
+      await until(
+        async () => (await gw.services.store.getPayment(id))?.txHash !== dropped.txHash,
+        10_000,
+      );
       const resent = (await gw.services.store.getPayment(id))!;
       expect(resent.txHash).not.toBe(dropped.txHash);
       expect(resent.relay!.nonce).toBe(dropped.relay!.nonce);
       await rpc().request({ method: "evm_setAutomine" as never, params: [true] as never });
       await until(async () => (await balance(PAYERS[2]!)) === 1, 10_000);
       expect(await balance(PAYERS[2]!)).toBe(1);
-      expect((await rpc().getTransactionReceipt({ hash: resent.txHash as Hex })).status).toBe("success");
-      expect((await call(`${gw.url}/v1/tools/hash`, { method: "POST", body: { text: "nonces" }, headers: header })).status).toBe(200);
+      expect((await rpc().getTransactionReceipt({ hash: resent.txHash as Hex })).status).toBe(
+        "success",
+      );
+      expect(
+        (
+          await call(`${gw.url}/v1/tools/hash`, {
+            method: "POST",
+            body: { text: "nonces" },
+            headers: header,
+          })
+        ).status,
+      ).toBe(200);
       expect(await purchases(PAYERS[2]!)).toBe(1);
     } finally {
       await rpc().request({ method: "evm_setAutomine" as never, params: [true] as never });
@@ -102,10 +168,20 @@ describe("the relayer nonce sequence", () => {
     const wallet = createWalletClient({ account: RELAYER, transport: http(chains.base.rpcUrl) });
     const next = (await gw.services.store.peekRelayerNonce(sequence()))!;
     // Someone else spends the relayer's next two nonces.
-    for (let i = 0; i < 2; i++) await rpc().waitForTransactionReceipt({ hash: await wallet.sendTransaction({ to: RELAYER.address, value: 0n, nonce: next + i, chain: null } as never) });
+    for (let i = 0; i < 2; i++)
+      await rpc().waitForTransactionReceipt({
+        hash: await wallet.sendTransaction({
+          to: RELAYER.address,
+          value: 0n,
+          nonce: next + i,
+          chain: null,
+        } as never),
+      });
     const { answer } = await pay(PAYERS[3]!);
     expect(answer.status).toBe(200);
-    expect(await gw.services.store.peekRelayerNonce(sequence())).toBe(await rpc().getTransactionCount({ address: RELAYER.address }));
+    expect(await gw.services.store.peekRelayerNonce(sequence())).toBe(
+      await rpc().getTransactionCount({ address: RELAYER.address }),
+    );
     expect(await purchases(PAYERS[3]!)).toBe(1);
   }, 30_000);
 });

@@ -19,7 +19,9 @@ beforeAll(async () => {
   chains = await startChains(PAYERS.map((p) => p.address));
   proxy = await startRpcProxy(chains.base.rpcUrl);
   // Status checks would ask the chain too; they are left for later than this test.
-  gw = await startGateway({ env: { ...chains.env, BASE_SEPOLIA_RPC_URL: proxy.url, STATUS_CHECK_INTERVAL_MS: "600000" } });
+  gw = await startGateway({
+    env: { ...chains.env, BASE_SEPOLIA_RPC_URL: proxy.url, STATUS_CHECK_INTERVAL_MS: "600000" },
+  });
 }, 60_000);
 afterAll(async () => {
   await gw?.stop();
@@ -28,11 +30,19 @@ afterAll(async () => {
 });
 
 const pay = async (payer: (typeof PAYERS)[number]) => {
-  const header = v1Header("base-sepolia", await signAuthorization({ account: payer, chain: chains.base, value: PRICE }));
-  return call(`${gw.url}/v1/tools/hash`, { method: "POST", body: { text: "round trips" }, headers: { "x-payment": header } });
+  const header = v1Header(
+    "base-sepolia",
+    await signAuthorization({ account: payer, chain: chains.base, value: PRICE }),
+  );
+  return call(`${gw.url}/v1/tools/hash`, {
+    method: "POST",
+    body: { text: "round trips" },
+    headers: { "x-payment": header },
+  });
 };
 /** The round trips the paid call made, without the reconciler's once-a-second look at the relayer's nonce. */
-const paidCallTrips = () => proxy.counts.trips.filter((methods) => !methods.every((m) => m === "eth_getTransactionCount"));
+const paidCallTrips = () =>
+  proxy.counts.trips.filter((methods) => !methods.every((m) => m === "eth_getTransactionCount"));
 
 describe("a paid call's RPC round trips", () => {
   it("verification is one round trip (one JSON-RPC batch of its four reads); settlement is the send and the receipt", async () => {

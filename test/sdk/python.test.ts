@@ -21,18 +21,34 @@ const PACKAGE = join(REPO, "sdk/python");
 const TESTS = join(PACKAGE, "tests");
 const PYTHON = process.env.PYTHON ?? "python3";
 /** What the suite needs besides the library: pytest and the agent frameworks' own packages. */
-const TEST_REQUIREMENTS = ["pytest>=8", "pytest-asyncio>=0.24", "jsonschema>=4", "openai>=1.60", "anthropic>=0.40", "mypy>=1.10"];
+const TEST_REQUIREMENTS = [
+  "pytest>=8",
+  "pytest-asyncio>=0.24",
+  "jsonschema>=4",
+  "openai>=1.60",
+  "anthropic>=0.40",
+  "mypy>=1.10",
+];
 
 interface Run {
   code: number | null;
   output: string;
 }
 
-function run(command: string, args: string[], options: { cwd?: string; env?: Record<string, string | undefined> } = {}): Promise<Run> {
+function run(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string | undefined> } = {},
+): Promise<Run> {
   return new Promise((resolve, reject) => {
     const env: Record<string, string> = {};
-    for (const [name, value] of Object.entries({ ...process.env, ...options.env })) if (value !== undefined) env[name] = value;
-    const child = spawn(command, args, { cwd: options.cwd ?? REPO, env, stdio: ["ignore", "pipe", "pipe"] });
+    for (const [name, value] of Object.entries({ ...process.env, ...options.env }))
+      if (value !== undefined) env[name] = value;
+    const child = spawn(command, args, {
+      cwd: options.cwd ?? REPO,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let output = "";
     child.stdout.on("data", (d) => (output += d));
     child.stderr.on("data", (d) => (output += d));
@@ -41,16 +57,27 @@ function run(command: string, args: string[], options: { cwd?: string; env?: Rec
   });
 }
 
-async function mustRun(what: string, command: string, args: string[], options: { cwd?: string; env?: Record<string, string | undefined> } = {}): Promise<void> {
+async function mustRun(
+  what: string,
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string | undefined> } = {},
+): Promise<void> {
   const done = await run(command, args, options);
-  if (done.code !== 0) throw new Error(`${what} failed (exit ${done.code}):\n${done.output.slice(-4000)}`);
+  if (done.code !== 0)
+    throw new Error(`${what} failed (exit ${done.code}):\n${done.output.slice(-4000)}`);
 }
 
 /** `test_file.py::test_name` for every test function in the suite, read from the sources. */
 function pytestIds(): string[] {
   const ids: string[] = [];
-  for (const file of readdirSync(TESTS).filter((f) => /^test_.*\.py$/.test(f)).sort()) {
-    for (const match of readFileSync(join(TESTS, file), "utf8").matchAll(/^(?:async )?def (test_\w+)\(/gm)) ids.push(`${file}::${match[1]}`);
+  for (const file of readdirSync(TESTS)
+    .filter((f) => /^test_.*\.py$/.test(f))
+    .sort()) {
+    for (const match of readFileSync(join(TESTS, file), "utf8").matchAll(
+      /^(?:async )?def (test_\w+)\(/gm,
+    ))
+      ids.push(`${file}::${match[1]}`);
   }
   return ids;
 }
@@ -60,24 +87,44 @@ type Outcome = { state: "passed" | "failed" | "skipped"; detail: string };
 /** Outcomes by `test_file.py::test_name`, from pytest's JUnit XML. */
 function parseJunit(xml: string): Map<string, Outcome> {
   const outcomes = new Map<string, Outcome>();
-  const unescape = (s: string) => s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&#10;/g, "\n").replace(/&amp;/g, "&");
+  const unescapeXml = (s: string) =>
+    s
+      .replace(/&lt;/g, "<")
+      .replace(/&gt;/g, ">")
+      .replace(/&quot;/g, '"')
+      .replace(/&apos;/g, "'")
+      .replace(/&#10;/g, "\n")
+      .replace(/&amp;/g, "&");
   for (const match of xml.matchAll(/<testcase ([^>]*?)(\/>|>([\s\S]*?)<\/testcase>)/g)) {
-    const attrs = Object.fromEntries([...match[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], unescape(m[2]!)]));
+    const attrs = Object.fromEntries(
+      [...match[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], unescapeXml(m[2]!)]),
+    );
     const module = String(attrs.classname).split(".").pop();
     const body = match[3] ?? "";
-    const failure = /<(failure|error)[^>]*?(?:message="([^"]*)")?[^>]*>([\s\S]*?)<\/\1>|<(failure|error)[^>]*\/>/.exec(body);
+    const failure =
+      /<(failure|error)[^>]*?(?:message="([^"]*)")?[^>]*>([\s\S]*?)<\/\1>|<(failure|error)[^>]*\/>/.exec(
+        body,
+      );
     const state = failure ? "failed" : /<skipped/.test(body) ? "skipped" : "passed";
-    outcomes.set(`${module}.py::${attrs.name}`, { state, detail: failure ? unescape(`${failure[2] ?? ""}\n${failure[3] ?? ""}`) : "" });
+    outcomes.set(`${module}.py::${attrs.name}`, {
+      state,
+      detail: failure ? unescapeXml(`${failure[2] ?? ""}\n${failure[3] ?? ""}`) : "",
+    });
   }
   return outcomes;
 }
 
 /** test/sdk/serve-gateway.ts, started while the wheel is built; resolves with its JSON line. */
 function serveGateway(): { child: ChildProcess; line: Promise<string> } {
-  const child = spawn(process.execPath, ["--import", "tsx", "test/sdk/serve-gateway.ts"], { cwd: REPO, stdio: ["pipe", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--import", "tsx", "test/sdk/serve-gateway.ts"], {
+    cwd: REPO,
+    stdio: ["pipe", "pipe", "inherit"],
+  });
   const line = new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once("line", resolve);
-    child.once("exit", (code) => reject(new Error(`serve-gateway.ts exited with ${code} before printing its address`)));
+    child.once("exit", (code) =>
+      reject(new Error(`serve-gateway.ts exited with ${code} before printing its address`)),
+    );
   });
   line.catch(() => undefined);
   return { child, line };
@@ -100,33 +147,66 @@ describe("Python library (sdk/python), installed from its wheel into a fresh ven
       const testVenv = join(workDir, "venv");
       const dist = join(workDir, "dist");
       // pip's own flags: no byte-compiling of every installed module (Python compiles what it imports).
-      const pip = ["-m", "pip", "install", "--quiet", "--no-compile", "--disable-pip-version-check"];
+      const pip = [
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-compile",
+        "--disable-pip-version-check",
+      ];
       // The wheel is built while the test venv gets the suite's own requirements, on the two cores.
       const [wheel] = await Promise.all([
         (async () => {
           await mustRun("python3 -m venv (build)", PYTHON, ["-m", "venv", buildVenv]);
           await mustRun("pip install build", join(buildVenv, "bin/python"), [...pip, "build"]);
-          await mustRun("python -m build", join(buildVenv, "bin/python"), ["-m", "build", "--wheel", "--outdir", dist, PACKAGE]);
+          await mustRun("python -m build", join(buildVenv, "bin/python"), [
+            "-m",
+            "build",
+            "--wheel",
+            "--outdir",
+            dist,
+            PACKAGE,
+          ]);
           const built = readdirSync(dist).find((f) => f.endsWith(".whl"));
           if (!built) throw new Error(`no wheel in ${dist}`);
           return join(dist, built);
         })(),
         (async () => {
           await mustRun("python3 -m venv (tests)", PYTHON, ["-m", "venv", testVenv]);
-          await mustRun("pip install the test requirements", join(testVenv, "bin/python"), [...pip, ...TEST_REQUIREMENTS]);
+          await mustRun("pip install the test requirements", join(testVenv, "bin/python"), [
+            ...pip,
+            ...TEST_REQUIREMENTS,
+          ]);
         })(),
       ]);
-      await mustRun("pip install the wheel", join(testVenv, "bin/python"), [...pip, `toolgate[langchain] @ file://${wheel}`]);
+      await mustRun("pip install the wheel", join(testVenv, "bin/python"), [
+        ...pip,
+        `toolgate[langchain] @ file://${wheel}`,
+      ]);
       const installed = Date.now();
       const junit = join(workDir, "junit.xml");
-      pytest = await run(join(testVenv, "bin/python"), ["-m", "pytest", TESTS, "-p", "no:cacheprovider", "-q", "-rfE", `--junitxml=${junit}`], {
-        cwd: PACKAGE,
-        // Nothing from the developer's shell may point the tests at another gateway or the sources.
-        // If the early gateway failed to start (a loaded machine), the suite's conftest starts its own.
-        env: { TOOLGATE_TEST_GATEWAY: await served.line.catch(() => undefined), TOOLGATE_API_KEY: undefined, TOOLGATE_BASE_URL: undefined, PYTHONPATH: undefined, TOOLGATE_TEST_SOURCE: undefined, TOOLGATE_REPO_ROOT: REPO },
-      });
+      pytest = await run(
+        join(testVenv, "bin/python"),
+        ["-m", "pytest", TESTS, "-p", "no:cacheprovider", "-q", "-rfE", `--junitxml=${junit}`],
+        {
+          cwd: PACKAGE,
+          // Nothing from the developer's shell may point the tests at another gateway or the sources.
+          // If the early gateway failed to start (a loaded machine), the suite's conftest starts its own.
+          env: {
+            TOOLGATE_TEST_GATEWAY: await served.line.catch(() => undefined),
+            TOOLGATE_API_KEY: undefined,
+            TOOLGATE_BASE_URL: undefined,
+            PYTHONPATH: undefined,
+            TOOLGATE_TEST_SOURCE: undefined,
+            TOOLGATE_REPO_ROOT: REPO,
+          },
+        },
+      );
       if (existsSync(junit)) outcomes = parseJunit(readFileSync(junit, "utf8"));
-      process.stdout.write(`python suite: wheel built and installed in ${((installed - started) / 1000).toFixed(0)} s, pytest ran in ${((Date.now() - installed) / 1000).toFixed(0)} s\n`);
+      process.stdout.write(
+        `python suite: wheel built and installed in ${((installed - started) / 1000).toFixed(0)} s, pytest ran in ${((Date.now() - installed) / 1000).toFixed(0)} s\n`,
+      );
     } catch (error) {
       setupError = error as Error;
     }

@@ -16,7 +16,13 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { toHex, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { ADMIN_KEY, dropPrefix, fundedAccount, spawnGateway, uniquePrefix } from "../helpers/gateway.js";
+import {
+  ADMIN_KEY,
+  dropPrefix,
+  fundedAccount,
+  spawnGateway,
+  uniquePrefix,
+} from "../helpers/gateway.js";
 import tlsSetup from "../helpers/tls-setup.js";
 import { PAY_TO, relayerKey } from "../helpers/x402.js";
 import { startLocalChain } from "../../chain-fixtures/chain.js";
@@ -27,7 +33,13 @@ const tlsDir = process.env.TEST_TLS_DIR!;
 
 const walletKey = toHex(randomBytes(32)) as Hex;
 const wallet = privateKeyToAccount(walletKey);
-const chain = await startLocalChain({ chainId: 84532, usdcName: "USDC", usdcVersion: "2", fund: [wallet.address], amount: 100_000_000n });
+const chain = await startLocalChain({
+  chainId: 84532,
+  usdcName: "USDC",
+  usdcVersion: "2",
+  fund: [wallet.address],
+  amount: 100_000_000n,
+});
 const prefix = uniquePrefix("sdk");
 const stops: Array<() => Promise<unknown>> = [() => chain.stop(), () => dropPrefix(prefix)];
 

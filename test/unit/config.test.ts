@@ -5,14 +5,26 @@ import { ConfigError, loadConfig } from "../../src/config.js";
 describe("configuration", () => {
   it("runs with embedded defaults when nothing is set", () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ env: "development", port: 8402, redisUrl: undefined, devSeed: true, publicBaseUrl: "http://localhost:8402" });
+    expect(config).toMatchObject({
+      env: "development",
+      port: 8402,
+      redisUrl: undefined,
+      devSeed: true,
+      publicBaseUrl: "http://localhost:8402",
+    });
     // No key yet: start-up keeps one in the store, shared by every process of the deployment.
     expect(config.secretKeys).toEqual([]);
   });
 
   it("switches to Redis with REDIS_URL and still seeds the development account", () => {
-    expect(loadConfig({ REDIS_URL: "redis://127.0.0.1:6379" })).toMatchObject({ redisUrl: "redis://127.0.0.1:6379", redisCluster: false, devSeed: true });
-    expect(loadConfig({ REDIS_URL: "redis://10.0.0.5:7000", REDIS_CLUSTER: "1" })).toMatchObject({ redisCluster: true });
+    expect(loadConfig({ REDIS_URL: "redis://127.0.0.1:6379" })).toMatchObject({
+      redisUrl: "redis://127.0.0.1:6379",
+      redisCluster: false,
+      devSeed: true,
+    });
+    expect(loadConfig({ REDIS_URL: "redis://10.0.0.5:7000", REDIS_CLUSTER: "1" })).toMatchObject({
+      redisCluster: true,
+    });
   });
 
   it("names every missing required setting in production", () => {
@@ -22,7 +34,13 @@ describe("configuration", () => {
     } catch (err) {
       expect(err).toBeInstanceOf(ConfigError);
       const { problems } = err as ConfigError;
-      for (const name of ["REDIS_URL", "ADMIN_API_KEY", "SECRET_KEY", "PUBLIC_BASE_URL", "SMTP_URL"]) {
+      for (const name of [
+        "REDIS_URL",
+        "ADMIN_API_KEY",
+        "SECRET_KEY",
+        "PUBLIC_BASE_URL",
+        "SMTP_URL",
+      ]) {
         expect(problems.some((p) => p.startsWith(name))).toBe(true);
       }
     }
@@ -31,36 +49,71 @@ describe("configuration", () => {
   it("reads SECRET_KEY as a keyring: the first seals and signs, every key opens and verifies", () => {
     const [a, b] = ["a".repeat(32), "b".repeat(40)];
     expect(loadConfig({ SECRET_KEY: `${a}, ${b}` }).secretKeys).toEqual([a, b]);
-    expect(() => loadConfig({ SECRET_KEY: `${a},short` })).toThrow(/SECRET_KEY must be at least 32 characters/);
+    expect(() => loadConfig({ SECRET_KEY: `${a},short` })).toThrow(
+      /SECRET_KEY must be at least 32 characters/,
+    );
   });
 
   it("takes a relayer pool from X402_RELAYER_PRIVATE_KEYS (with or without X402_RELAYER_PRIVATE_KEY), each key once", () => {
     const [a, b] = [`0x${"a".repeat(64)}`, `0x${"B".repeat(64)}`];
-    const x402 = { X402_NETWORKS: "base-sepolia", BASE_SEPOLIA_RPC_URL: "http://127.0.0.1:8545", X402_PAY_TO: `0x${"1".repeat(40)}` };
-    expect(loadConfig({ ...x402, X402_RELAYER_PRIVATE_KEYS: `${a}, ${b}`, X402_RELAYER_PRIVATE_KEY: b }).x402?.relayerKeys).toEqual([a, b.toLowerCase()]);
-    expect(loadConfig({ ...x402, X402_RELAYER_PRIVATE_KEY: a }).x402).toMatchObject({ relayerKeys: [a], rpcBatchSize: 100 });
-    expect(() => loadConfig({ ...x402, X402_RELAYER_PRIVATE_KEYS: `${a},0x12` })).toThrow(/X402_RELAYER_PRIVATE_KEYS/);
-    expect(() => loadConfig(x402)).toThrow(/X402_RELAYER_PRIVATE_KEY \(or X402_RELAYER_PRIVATE_KEYS\) is required/);
+    const x402 = {
+      X402_NETWORKS: "base-sepolia",
+      BASE_SEPOLIA_RPC_URL: "http://127.0.0.1:8545",
+      X402_PAY_TO: `0x${"1".repeat(40)}`,
+    };
+    expect(
+      loadConfig({ ...x402, X402_RELAYER_PRIVATE_KEYS: `${a}, ${b}`, X402_RELAYER_PRIVATE_KEY: b })
+        .x402?.relayerKeys,
+    ).toEqual([a, b.toLowerCase()]);
+    expect(loadConfig({ ...x402, X402_RELAYER_PRIVATE_KEY: a }).x402).toMatchObject({
+      relayerKeys: [a],
+      rpcBatchSize: 100,
+    });
+    expect(() => loadConfig({ ...x402, X402_RELAYER_PRIVATE_KEYS: `${a},0x12` })).toThrow(
+      /X402_RELAYER_PRIVATE_KEYS/,
+    );
+    expect(() => loadConfig(x402)).toThrow(
+      /X402_RELAYER_PRIVATE_KEY \(or X402_RELAYER_PRIVATE_KEYS\) is required/,
+    );
   });
 
   it("trusts no proxy unless TRUST_PROXY names one, and never trusts everyone", () => {
     expect(loadConfig({}).trustProxy).toBe(false);
     expect(loadConfig({ TRUST_PROXY: "172.28.0.2" }).trustProxy).toBe("172.28.0.2");
-    expect(loadConfig({ TRUST_PROXY: "loopback, 10.0.0.0/8" }).trustProxy).toBe("loopback,10.0.0.0/8");
+    expect(loadConfig({ TRUST_PROXY: "loopback, 10.0.0.0/8" }).trustProxy).toBe(
+      "loopback,10.0.0.0/8",
+    );
     expect(loadConfig({ TRUST_PROXY: "1" }).trustProxy).toBe(1);
-    for (const bad of ["true", "everyone", "10.0.0.0/99"]) expect(() => loadConfig({ TRUST_PROXY: bad })).toThrow(/TRUST_PROXY must list/);
+    for (const bad of ["true", "everyone", "10.0.0.0/99"])
+      expect(() => loadConfig({ TRUST_PROXY: bad })).toThrow(/TRUST_PROXY must list/);
   });
 
   it("reads ENDPOINT_LIMITS over the defaults and names an unknown limit", () => {
-    expect(loadConfig({ ENDPOINT_LIMITS: "wallet-challenge=5/10" }).endpointLimits).toMatchObject({ "wallet-challenge": { count: 5, windowSeconds: 10 }, "webhook-test": { count: 20, windowSeconds: 60 } });
-    expect(() => loadConfig({ ENDPOINT_LIMITS: "signin=5/10" })).toThrow(/ENDPOINT_LIMITS: unknown limit signin/);
+    expect(loadConfig({ ENDPOINT_LIMITS: "wallet-challenge=5/10" }).endpointLimits).toMatchObject({
+      "wallet-challenge": { count: 5, windowSeconds: 10 },
+      "webhook-test": { count: 20, windowSeconds: 60 },
+    });
+    expect(() => loadConfig({ ENDPOINT_LIMITS: "signin=5/10" })).toThrow(
+      /ENDPOINT_LIMITS: unknown limit signin/,
+    );
   });
 
   it("refuses private webhook targets in production", () => {
-    const production = { NODE_ENV: "production", REDIS_URL: "redis://x", ADMIN_API_KEY: "a".repeat(24), SECRET_KEY: "s".repeat(32), PUBLIC_BASE_URL: "https://api.example.com", SMTP_URL: "smtp://x" };
+    const production = {
+      NODE_ENV: "production",
+      REDIS_URL: "redis://x",
+      ADMIN_API_KEY: "a".repeat(24),
+      SECRET_KEY: "s".repeat(32),
+      PUBLIC_BASE_URL: "https://api.example.com",
+      SMTP_URL: "smtp://x",
+    };
     expect(loadConfig(production).webhookAllowPrivateTargets).toBe(false);
-    expect(() => loadConfig({ ...production, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" })).toThrow(/WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused/);
-    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" }).webhookAllowPrivateTargets).toBe(true);
+    expect(() => loadConfig({ ...production, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" })).toThrow(
+      /WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused/,
+    );
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" }).webhookAllowPrivateTargets).toBe(
+      true,
+    );
   });
 
   it("rejects malformed values by name", () => {

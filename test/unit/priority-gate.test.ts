@@ -16,8 +16,18 @@ describe("PriorityGate", () => {
     const release = await gate.acquire(0, 1000);
     const order: string[] = [];
     // Each caller, once served, notes its turn and hands the slot on.
-    const wait = (name: string, priority: number) => gate.acquire(priority, 1000).then((done) => (order.push(name), done()));
-    const waiting = [wait("free-1", 0), wait("pro-1", 2), wait("business", 3), wait("pro-2", 2), wait("free-2", 0)];
+    const wait = (name: string, priority: number) =>
+      gate.acquire(priority, 1000).then((done) => {
+        order.push(name);
+        done();
+      });
+    const waiting = [
+      wait("free-1", 0),
+      wait("pro-1", 2),
+      wait("business", 3),
+      wait("pro-2", 2),
+      wait("free-2", 0),
+    ];
     expect(gate.queued).toBe(5);
     release();
     await Promise.all(waiting);

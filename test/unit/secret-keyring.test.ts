@@ -15,7 +15,9 @@ describe("a rotated SECRET_KEY (new first, old kept after it)", () => {
   });
 
   it("says clearly when no key of the ring opens a secret", () => {
-    expect(() => openSecret([otherKey], sealSecret([oldKey], "whsec_abc"))).toThrow("the webhook secret was sealed with a key that is not in SECRET_KEY (1 key(s) tried)");
+    expect(() => openSecret([otherKey], sealSecret([oldKey], "whsec_abc"))).toThrow(
+      "the webhook secret was sealed with a key that is not in SECRET_KEY (1 key(s) tried)",
+    );
   });
 
   it("accepts verification links signed with any key of the ring, and no others", () => {

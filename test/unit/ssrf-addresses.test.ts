@@ -89,21 +89,43 @@ describe("IPv6 addresses a webhook may not target", () => {
 });
 
 describe("addresses a webhook may target", () => {
-  it.each(["93.184.216.34", "8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "2a00:1450:4001:82a::200e", "2001:4860:4860::8888", "::ffff:8.8.8.8"])(
-    "allows the public address %s",
-    (address) => {
-      expect(blockedReason(address, false)).toBeNull();
-    },
-  );
+  it.each([
+    "93.184.216.34",
+    "8.8.8.8",
+    "1.1.1.1",
+    "2606:4700:4700::1111",
+    "2a00:1450:4001:82a::200e",
+    "2001:4860:4860::8888",
+    "::ffff:8.8.8.8",
+  ])("allows the public address %s", (address) => {
+    expect(blockedReason(address, false)).toBeNull();
+  });
 });
 
 describe("the development escape hatch (WEBHOOK_ALLOW_PRIVATE_TARGETS)", () => {
   it("opens loopback, private and unique-local networks", () => {
-    for (const address of ["127.0.0.1", "10.0.0.1", "192.168.0.1", "::1", "fd00::1", "::ffff:127.0.0.1"]) expect(blockedReason(address, true)).toBeNull();
+    for (const address of [
+      "127.0.0.1",
+      "10.0.0.1",
+      "192.168.0.1",
+      "::1",
+      "fd00::1",
+      "::ffff:127.0.0.1",
+    ])
+      expect(blockedReason(address, true)).toBeNull();
   });
 
   it("never opens metadata, multicast, or addresses that embed another address", () => {
-    for (const address of ["169.254.169.254", "224.0.0.1", "fe80::1", "ff02::1", "::127.0.0.1", "64:ff9b::7f00:1", "2002:7f00:1::1", "fec0::1"]) {
+    for (const address of [
+      "169.254.169.254",
+      "224.0.0.1",
+      "fe80::1",
+      "ff02::1",
+      "::127.0.0.1",
+      "64:ff9b::7f00:1",
+      "2002:7f00:1::1",
+      "fec0::1",
+    ]) {
       expect(blockedReason(address, true)).not.toBeNull();
     }
   });

@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { requireFeature, TIER_NAMES, TIERS } from "../../src/accounts/tiers.js";
-import { applyDebit, applyTopUp, lowThreshold, nextAllowanceAt, type AlertState } from "../../src/credits/rules.js";
+import {
+  applyDebit,
+  applyTopUp,
+  lowThreshold,
+  nextAllowanceAt,
+  type AlertState,
+} from "../../src/credits/rules.js";
 import { ApiError } from "../../src/http/errors.js";
 
 /** The rules that depend on a tier, and the ledger's alert rules (the memory store's twin of the Lua). */
@@ -24,13 +30,22 @@ describe("tiers", () => {
       refused = err;
     }
     expect(refused).toBeInstanceOf(ApiError);
-    expect(refused).toMatchObject({ code: "feature_not_in_tier", status: 403, options: { details: { required_tier: "pro" } } });
+    expect(refused).toMatchObject({
+      code: "feature_not_in_tier",
+      status: 403,
+      options: { details: { required_tier: "pro" } },
+    });
     expect((refused as Error).message).toMatch(/not included in the Free tier.*from the Pro tier/);
   });
 });
 
 describe("credit alerts", () => {
-  const fresh = (balance: number): AlertState => ({ balance, reference: balance, lowArmed: true, depletedArmed: true });
+  const fresh = (balance: number): AlertState => ({
+    balance,
+    reference: balance,
+    lowArmed: true,
+    depletedArmed: true,
+  });
 
   it("fires credits.low once when the balance falls below 20% of the reference (rounded up)", () => {
     expect(lowThreshold(100)).toBe(20);
@@ -43,17 +58,28 @@ describe("credit alerts", () => {
 
   it("fires credits.depleted once at exactly zero, and a top-up re-arms both", () => {
     const state = fresh(10);
-    expect(applyDebit(state, 10, null).map((a) => a.event)).toEqual(["credits.low", "credits.depleted"]);
+    expect(applyDebit(state, 10, null).map((a) => a.event)).toEqual([
+      "credits.low",
+      "credits.depleted",
+    ]);
     applyTopUp(state, 50);
     expect(state).toEqual({ balance: 50, reference: 50, lowArmed: true, depletedArmed: true });
-    expect(applyDebit(state, 50, null).map((a) => a.event)).toEqual(["credits.low", "credits.depleted"]);
+    expect(applyDebit(state, 50, null).map((a) => a.event)).toEqual([
+      "credits.low",
+      "credits.depleted",
+    ]);
   });
 
   it("does not re-arm for a top-up that pays for a single call", () => {
     const state = fresh(10);
     applyDebit(state, 10, null);
     applyTopUp(state, 2, false);
-    expect(state).toMatchObject({ balance: 2, reference: 10, lowArmed: false, depletedArmed: false });
+    expect(state).toMatchObject({
+      balance: 2,
+      reference: 10,
+      lowArmed: false,
+      depletedArmed: false,
+    });
     expect(applyDebit(state, 2, null)).toEqual([]);
   });
 

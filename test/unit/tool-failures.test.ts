@@ -3,24 +3,57 @@ import { failureOf } from "../../src/tools/invoke.js";
 
 /** What a worker's answer (or its absence) means for the caller. */
 const tool = { name: "hash" } as Parameters<typeof failureOf>[0];
-const answered = (status: number, body: unknown) => ({ kind: "response" as const, status, body: Buffer.from(typeof body === "string" ? body : JSON.stringify(body)) });
+const answered = (status: number, body: unknown) => ({
+  kind: "response" as const,
+  status,
+  body: Buffer.from(typeof body === "string" ? body : JSON.stringify(body)),
+});
 
 describe("failureOf", () => {
   it("maps a timeout to 504 tool_timeout and an unreachable pool to worker_unavailable", () => {
-    expect(failureOf(tool, { kind: "timeout" })).toMatchObject({ code: "tool_timeout", status: 504 });
-    expect(failureOf(tool, { kind: "unreachable", message: "ECONNREFUSED" })).toMatchObject({ code: "worker_unavailable" });
-    expect(failureOf(tool, { kind: "gateway_error", message: "boom" })).toMatchObject({ code: "internal_error", status: 500 });
+    expect(failureOf(tool, { kind: "timeout" })).toMatchObject({
+      code: "tool_timeout",
+      status: 504,
+    });
+    expect(failureOf(tool, { kind: "unreachable", message: "ECONNREFUSED" })).toMatchObject({
+      code: "worker_unavailable",
+    });
+    expect(failureOf(tool, { kind: "gateway_error", message: "boom" })).toMatchObject({
+      code: "internal_error",
+      status: 500,
+    });
   });
 
   it("passes a worker's 422 on as validation_failed with its message and param", () => {
-    const err = failureOf(tool, answered(422, { error: { code: "validation_failed", message: "algorithm: not supported", param: "algorithm" } }));
-    expect(err).toMatchObject({ code: "validation_failed", status: 422, message: "algorithm: not supported" });
+    const err = failureOf(
+      tool,
+      answered(422, {
+        error: {
+          code: "validation_failed",
+          message: "algorithm: not supported",
+          param: "algorithm",
+        },
+      }),
+    );
+    expect(err).toMatchObject({
+      code: "validation_failed",
+      status: 422,
+      message: "algorithm: not supported",
+    });
     expect(err.options.param).toBe("algorithm");
   });
 
   it("tells a tool that is unavailable from one that failed", () => {
-    expect(failureOf(tool, answered(503, { error: { code: "tool_unavailable", message: "no provider configured" } }))).toMatchObject({ code: "tool_unavailable" });
-    expect(failureOf(tool, answered(503, { error: { code: "overloaded" } }))).toMatchObject({ code: "tool_failed", status: 502 });
+    expect(
+      failureOf(
+        tool,
+        answered(503, { error: { code: "tool_unavailable", message: "no provider configured" } }),
+      ),
+    ).toMatchObject({ code: "tool_unavailable" });
+    expect(failureOf(tool, answered(503, { error: { code: "overloaded" } }))).toMatchObject({
+      code: "tool_failed",
+      status: 502,
+    });
     expect(failureOf(tool, answered(504, {}))).toMatchObject({ code: "tool_timeout" });
   });
 

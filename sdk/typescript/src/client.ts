@@ -27,7 +27,9 @@ export interface ToolgateOptions {
 export const DEFAULT_BASE_URL = "http://localhost:8402";
 
 /** The environment where there is one (Node, Bun, Deno); browsers have none. */
-const env = (name: string): string | undefined => (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.[name] || undefined;
+const env = (name: string): string | undefined =>
+  (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.[name] ||
+  undefined;
 
 export class Toolgate {
   readonly tools: Tools;

@@ -27,7 +27,16 @@ export class ToolgateError extends Error {
   /** The whole error body: e.g. `accepts` (the x402 offer) on 402, `required_tier` on 403. */
   readonly body: Record<string, unknown> | undefined;
 
-  constructor(init: { status: number; code: string; message: string; param?: string; requestId?: string; retryAfter?: number; body?: Record<string, unknown>; cause?: unknown }) {
+  constructor(init: {
+    status: number;
+    code: string;
+    message: string;
+    param?: string;
+    requestId?: string;
+    retryAfter?: number;
+    body?: Record<string, unknown>;
+    cause?: unknown;
+  }) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
     this.status = init.status;
     this.code = init.code;
@@ -45,7 +54,10 @@ export class ToolgateError extends Error {
     } catch {
       body = undefined;
     }
-    const error = (body?.error && typeof body.error === "object" ? body.error : {}) as Record<string, unknown>;
+    const error = (body?.error && typeof body.error === "object" ? body.error : {}) as Record<
+      string,
+      unknown
+    >;
     const str = (v: unknown) => (typeof v === "string" ? v : undefined);
     return new ToolgateError({
       status: response.status,

@@ -6,7 +6,21 @@
 export { Toolgate, DEFAULT_BASE_URL, type ToolgateOptions } from "./client.js";
 export { ToolgateError, type ClientErrorCode } from "./errors.js";
 export { verifyWebhook, type VerifyWebhookOptions, type WebhookEvent } from "./verify-webhook.js";
-export { DEFAULT_MAX_PER_CALL, DEFAULT_MAX_PER_SESSION, type SpendingLimits, type WalletAccount } from "./payments.js";
+export {
+  DEFAULT_MAX_PER_CALL,
+  DEFAULT_MAX_PER_SESSION,
+  type SpendingLimits,
+  type WalletAccount,
+} from "./payments.js";
 export type { CallOptions, CallResult } from "./resources/tools.js";
-export type { Account, ApiError, BodyOf, ResponseOf, ToolDescription, ToolInput, ToolName, ToolOutput } from "./types.js";
+export type {
+  Account,
+  ApiError,
+  BodyOf,
+  ResponseOf,
+  ToolDescription,
+  ToolInput,
+  ToolName,
+  ToolOutput,
+} from "./types.js";
 export type { components, operations, paths } from "./generated/openapi.js";

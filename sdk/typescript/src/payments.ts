@@ -30,7 +30,8 @@ const amountOf = (requirements: PaymentRequirements): bigint => {
   const r = requirements as PaymentRequirements & { maxAmountRequired?: string };
   return BigInt(r.amount ?? r.maxAmountRequired ?? "0");
 };
-const usdc = (atomic: bigint) => `${atomic / 1_000_000n}.${(atomic % 1_000_000n).toString().padStart(6, "0")} USDC`;
+const usdc = (atomic: bigint) =>
+  `${atomic / 1_000_000n}.${(atomic % 1_000_000n).toString().padStart(6, "0")} USDC`;
 
 export class WalletPayer {
   private readonly http: x402HTTPClient;
@@ -44,8 +45,13 @@ export class WalletPayer {
     const client = new x402Client();
     registerExactEvmScheme(client, { signer: wallet });
     // Our caps replace the client's default USD cap; its asset allow-list stays in force.
-    client.setSpendControls({ maxAmountPerPayment: false, ...(limits.allowedAssets ? { allowedAssets: limits.allowedAssets } : {}) });
-    client.onBeforePaymentCreation(async ({ selectedRequirements }) => this.reserve(amountOf(selectedRequirements)));
+    client.setSpendControls({
+      maxAmountPerPayment: false,
+      ...(limits.allowedAssets ? { allowedAssets: limits.allowedAssets } : {}),
+    });
+    client.onBeforePaymentCreation(async ({ selectedRequirements }) =>
+      this.reserve(amountOf(selectedRequirements)),
+    );
     this.http = new x402HTTPClient(client);
   }
 
@@ -57,9 +63,17 @@ export class WalletPayer {
   /** Runs before anything is signed: refuses above the caps, else counts the amount as spent. */
   private reserve(amount: bigint): void {
     if (amount > this.maxPerCall)
-      throw new ToolgateError({ status: 0, code: "spend_cap_exceeded", message: `The call costs ${usdc(amount)}, above the per-call cap of ${usdc(this.maxPerCall)}; nothing was signed.` });
+      throw new ToolgateError({
+        status: 0,
+        code: "spend_cap_exceeded",
+        message: `The call costs ${usdc(amount)}, above the per-call cap of ${usdc(this.maxPerCall)}; nothing was signed.`,
+      });
     if (this.committed + amount > this.maxPerSession)
-      throw new ToolgateError({ status: 0, code: "spend_cap_exceeded", message: `Paying ${usdc(amount)} would take this session's spending to ${usdc(this.committed + amount)}, above its cap of ${usdc(this.maxPerSession)}; nothing was signed.` });
+      throw new ToolgateError({
+        status: 0,
+        code: "spend_cap_exceeded",
+        message: `Paying ${usdc(amount)} would take this session's spending to ${usdc(this.committed + amount)}, above its cap of ${usdc(this.maxPerSession)}; nothing was signed.`,
+      });
     this.committed += amount;
   }
 
@@ -72,11 +86,19 @@ export class WalletPayer {
       body = undefined;
     }
     try {
-      const required = this.http.getPaymentRequiredResponse((name) => response.headers.get(name), body);
+      const required = this.http.getPaymentRequiredResponse(
+        (name) => response.headers.get(name),
+        body,
+      );
       return this.http.encodePaymentSignatureHeader(await this.http.createPaymentPayload(required));
     } catch (error) {
       if (error instanceof ToolgateError) throw error;
-      throw new ToolgateError({ status: 0, code: "payment_failed", message: `Could not pay with the wallet: ${(error as Error).message}`, cause: error });
+      throw new ToolgateError({
+        status: 0,
+        code: "payment_failed",
+        message: `Could not pay with the wallet: ${(error as Error).message}`,
+        cause: error,
+      });
     }
   }
 }

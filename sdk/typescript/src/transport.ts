@@ -50,7 +50,16 @@ const backoffMs = (attempt: number) => Math.random() * Math.min(8_000, 500 * 2 *
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      {
+        once: true,
+      },
+    );
   });
 
 export class Transport {
@@ -58,9 +67,13 @@ export class Transport {
 
   async request(spec: RequestSpec): Promise<RawResult> {
     const url = new URL(spec.path.replace(/^\//, ""), this.options.baseUrl.replace(/\/?$/, "/"));
-    for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    for (const [k, v] of Object.entries(spec.query ?? {}))
+      if (v !== undefined) url.searchParams.set(k, String(v));
     const maxRetries = spec.maxRetries ?? this.options.maxRetries;
-    const headers: Record<string, string> = { accept: "application/json", ...this.options.defaultHeaders };
+    const headers: Record<string, string> = {
+      accept: "application/json",
+      ...this.options.defaultHeaders,
+    };
     if (this.options.apiKey) headers["x-api-key"] = this.options.apiKey;
     if (spec.body !== undefined) headers["content-type"] = "application/json";
     if (spec.idempotencyKey) headers["idempotency-key"] = spec.idempotencyKey;
@@ -73,7 +86,12 @@ export class Transport {
       try {
         const timeout = AbortSignal.timeout(spec.timeoutMs ?? this.options.timeoutMs);
         const signal = spec.signal ? AbortSignal.any([spec.signal, timeout]) : timeout;
-        response = await this.options.fetch(url, { method: spec.method, headers: { ...headers, ...payment }, body, signal });
+        response = await this.options.fetch(url, {
+          method: spec.method,
+          headers: { ...headers, ...payment },
+          body,
+          signal,
+        });
       } catch (error) {
         if (spec.signal?.aborted) throw error;
         const timedOut = (error as Error)?.name === "TimeoutError";
@@ -84,7 +102,9 @@ export class Transport {
         throw new ToolgateError({
           status: 0,
           code: timedOut ? "timeout" : "network_error",
-          message: timedOut ? `No answer from ${url.origin} within ${spec.timeoutMs ?? this.options.timeoutMs} ms.` : `Could not reach ${url.origin}: ${(error as Error)?.message ?? error}`,
+          message: timedOut
+            ? `No answer from ${url.origin} within ${spec.timeoutMs ?? this.options.timeoutMs} ms.`
+            : `Could not reach ${url.origin}: ${(error as Error)?.message ?? error}`,
           cause: error,
         });
       }
@@ -94,20 +114,34 @@ export class Transport {
         try {
           data = text ? JSON.parse(text) : null;
         } catch (error) {
-          throw new ToolgateError({ status: response.status, code: "invalid_response", message: "The gateway's answer is not JSON.", requestId: response.headers.get("x-request-id") ?? undefined, cause: error });
+          throw new ToolgateError({
+            status: response.status,
+            code: "invalid_response",
+            message: "The gateway's answer is not JSON.",
+            requestId: response.headers.get("x-request-id") ?? undefined,
+            cause: error,
+          });
         }
         return { data, response, paid: payment !== undefined };
       }
       // A 402 is answered by paying once; the same signed payment is re-sent on any retry, so a
       // retried paid call can never pay twice.
-      if (response.status === 402 && spec.payable && this.options.payer && !this.options.apiKey && !payment) {
+      if (
+        response.status === 402 &&
+        spec.payable &&
+        this.options.payer &&
+        !this.options.apiKey &&
+        !payment
+      ) {
         payment = await this.options.payer.paymentHeaders(response, text);
         attempt--;
         continue;
       }
       // 429: refused before anything ran. 503: a dependency is briefly down (or a payment is still
       // settling) — except a tool with no provider configured, which a retry cannot change.
-      const retryable = response.status === 429 || (response.status === 503 && spec.idempotent && !text.includes('"tool_unavailable"'));
+      const retryable =
+        response.status === 429 ||
+        (response.status === 503 && spec.idempotent && !text.includes('"tool_unavailable"'));
       if (retryable && canRetry) {
         const after = retryAfterSeconds(response.headers.get("retry-after"));
         const delay = after === undefined ? backoffMs(attempt) : after * 1000;

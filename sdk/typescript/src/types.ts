@@ -12,9 +12,15 @@ export type ToolName = NameOf<ToolPath>;
 type ToolOperation<N extends ToolName> = NonNullable<paths[`/v1/tools/${N}`]["post"]>;
 
 /** The JSON body a tool takes. */
-export type ToolInput<N extends ToolName> = ToolOperation<N> extends { requestBody: { content: { "application/json": infer B } } } ? B : never;
+export type ToolInput<N extends ToolName> =
+  ToolOperation<N> extends { requestBody: { content: { "application/json": infer B } } }
+    ? B
+    : never;
 /** The JSON object a tool answers with. */
-export type ToolOutput<N extends ToolName> = ToolOperation<N> extends { responses: { 200: { content: { "application/json": infer O } } } } ? O : never;
+export type ToolOutput<N extends ToolName> =
+  ToolOperation<N> extends { responses: { 200: { content: { "application/json": infer O } } } }
+    ? O
+    : never;
 
 type Json200<O> = O extends { responses: { 200: { content: { "application/json": infer R } } } }
   ? R
@@ -23,7 +29,9 @@ type Json200<O> = O extends { responses: { 200: { content: { "application/json":
     : O extends { responses: { 202: { content: { "application/json": infer R } } } }
       ? R
       : unknown;
-type JsonBody<O> = O extends { requestBody?: { content: { "application/json": infer B } } } ? B : never;
+type JsonBody<O> = O extends { requestBody?: { content: { "application/json": infer B } } }
+  ? B
+  : never;
 
 /** The success body of an operation, by its operationId. */
 export type ResponseOf<K extends keyof operations> = Json200<operations[K]>;

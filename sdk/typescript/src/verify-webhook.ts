@@ -27,12 +27,16 @@ type HeaderBag = Headers | Record<string, string | string[] | undefined>;
 
 const encoder = new TextEncoder();
 const header = (headers: HeaderBag, name: string): string | undefined => {
-  if (typeof (headers as Headers).get === "function") return (headers as Headers).get(name) ?? undefined;
+  if (typeof (headers as Headers).get === "function")
+    return (headers as Headers).get(name) ?? undefined;
   const entry = Object.entries(headers).find(([k]) => k.toLowerCase() === name);
   const value = entry?.[1];
   return Array.isArray(value) ? value.join(" ") : value;
 };
-const fromHex = (hex: string): Uint8Array | null => (/^(?:[0-9a-f]{2})+$/i.test(hex) ? Uint8Array.from(hex.match(/../g)!, (b) => parseInt(b, 16)) : null);
+const fromHex = (hex: string): Uint8Array | null =>
+  /^(?:[0-9a-f]{2})+$/i.test(hex)
+    ? Uint8Array.from(hex.match(/../g)!, (b) => parseInt(b, 16))
+    : null;
 const fromBase64 = (b64: string): Uint8Array | null => {
   try {
     return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
@@ -40,11 +44,20 @@ const fromBase64 = (b64: string): Uint8Array | null => {
     return null;
   }
 };
-const hmacKey = (secret: Uint8Array) => crypto.subtle.importKey("raw", secret as BufferSource, { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
-const fail = (code: "webhook_signature_invalid" | "webhook_timestamp_invalid", message: string) => new ToolgateError({ status: 0, code, message });
+const hmacKey = (secret: Uint8Array) =>
+  crypto.subtle.importKey("raw", secret as BufferSource, { name: "HMAC", hash: "SHA-256" }, false, [
+    "verify",
+  ]);
+const fail = (code: "webhook_signature_invalid" | "webhook_timestamp_invalid", message: string) =>
+  new ToolgateError({ status: 0, code, message });
 
 /** Verifies a delivery and returns its parsed event; throws ToolgateError otherwise. */
-export async function verifyWebhook(rawBody: string | Uint8Array, headers: HeaderBag, secret: string, options: VerifyWebhookOptions = {}): Promise<WebhookEvent> {
+export async function verifyWebhook(
+  rawBody: string | Uint8Array,
+  headers: HeaderBag,
+  secret: string,
+  options: VerifyWebhookOptions = {},
+): Promise<WebhookEvent> {
   const body = typeof rawBody === "string" ? encoder.encode(rawBody) : rawBody;
   const bodyText = typeof rawBody === "string" ? rawBody : new TextDecoder().decode(rawBody);
   let signedAt: number | undefined;
@@ -52,7 +65,16 @@ export async function verifyWebhook(rawBody: string | Uint8Array, headers: Heade
 
   const simple = header(headers, "x-webhook-signature");
   const simpleBytes = simple?.startsWith("sha256=") ? fromHex(simple.slice(7)) : null;
-  if (simpleBytes && (await crypto.subtle.verify("HMAC", await hmacKey(encoder.encode(secret)), simpleBytes as BufferSource, body as BufferSource))) verified = true;
+  if (
+    simpleBytes &&
+    (await crypto.subtle.verify(
+      "HMAC",
+      await hmacKey(encoder.encode(secret)),
+      simpleBytes as BufferSource,
+      body as BufferSource,
+    ))
+  )
+    verified = true;
 
   const id = header(headers, "webhook-id");
   const timestamp = header(headers, "webhook-timestamp");
@@ -64,14 +86,21 @@ export async function verifyWebhook(rawBody: string | Uint8Array, headers: Heade
     for (const entry of signatures.split(" ")) {
       const [version, sig] = entry.split(",");
       const sigBytes = version === "v1" && sig ? fromBase64(sig) : null;
-      if (sigBytes && (await crypto.subtle.verify("HMAC", key, sigBytes as BufferSource, content as BufferSource))) {
+      if (
+        sigBytes &&
+        (await crypto.subtle.verify("HMAC", key, sigBytes as BufferSource, content as BufferSource))
+      ) {
         verified = true;
         signedAt = Number(timestamp) * 1000;
         break;
       }
     }
   }
-  if (!verified) throw fail("webhook_signature_invalid", "The webhook's signature does not match the body and secret.");
+  if (!verified)
+    throw fail(
+      "webhook_signature_invalid",
+      "The webhook's signature does not match the body and secret.",
+    );
 
   let event: WebhookEvent;
   try {
@@ -81,7 +110,13 @@ export async function verifyWebhook(rawBody: string | Uint8Array, headers: Heade
   }
   signedAt ??= Date.parse(event.timestamp);
   const tolerance = (options.toleranceSeconds ?? 300) * 1000;
-  if (!Number.isFinite(signedAt) || Math.abs((options.now ?? new Date()).getTime() - signedAt) > tolerance)
-    throw fail("webhook_timestamp_invalid", `The webhook's timestamp is outside the ${tolerance / 1000} s tolerance (a replay or a clock far off).`);
+  if (
+    !Number.isFinite(signedAt) ||
+    Math.abs((options.now ?? new Date()).getTime() - signedAt) > tolerance
+  )
+    throw fail(
+      "webhook_timestamp_invalid",
+      `The webhook's timestamp is outside the ${tolerance / 1000} s tolerance (a replay or a clock far off).`,
+    );
   return event;
 }

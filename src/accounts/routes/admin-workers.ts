@@ -13,8 +13,15 @@ import { accountIdParam } from "./admin.js";
  */
 const bindingView = z.object({
   account_id: z.string(),
-  url: z.string().nullable().describe("The origin of the account's own worker pool; null: the shared pools."),
-  active: z.boolean().describe("Calls go to this pool now: it is bound and the account's tier includes dedicated workers."),
+  url: z
+    .string()
+    .nullable()
+    .describe("The origin of the account's own worker pool; null: the shared pools."),
+  active: z
+    .boolean()
+    .describe(
+      "Calls go to this pool now: it is bound and the account's tier includes dedicated workers.",
+    ),
 });
 
 const view = (account: AccountRecord): z.infer<typeof bindingView> => ({
@@ -43,9 +50,12 @@ export const adminGetWorkers = defineRoute({
 export const adminBindWorkers = defineRoute({
   method: "put",
   path: "/admin/accounts/:id/workers",
-  summary: "Bind a Business account to its own worker pool: all its tool calls go there and nowhere else, from its next call.",
+  summary:
+    "Bind a Business account to its own worker pool: all its tool calls go there and nowhere else, from its next call.",
   auth: "admin",
-  body: z.strictObject({ url: z.string().max(2048).describe("The pool's origin, e.g. https://workers.acme.example:8500") }),
+  body: z.strictObject({
+    url: z.string().max(2048).describe("The pool's origin, e.g. https://workers.acme.example:8500"),
+  }),
   response: bindingView,
   async handler(ctx) {
     const { services, body } = ctx;
@@ -53,8 +63,16 @@ export const adminBindWorkers = defineRoute({
     const account = await services.store.getAccount(id);
     if (!account) throw noSuchAccount();
     requireFeature(account.tier, "dedicated_workers");
-    const checked = await checkDedicatedWorkersUrl(body.url, services.config.dedicatedWorkersAllowPrivateTargets);
-    if (!checked.ok) throw new ApiError("validation_failed", `This worker pool URL cannot be used: ${checked.reason}.`, { param: "url" });
+    const checked = await checkDedicatedWorkersUrl(
+      body.url,
+      services.config.dedicatedWorkersAllowPrivateTargets,
+    );
+    if (!checked.ok)
+      throw new ApiError(
+        "validation_failed",
+        `This worker pool URL cannot be used: ${checked.reason}.`,
+        { param: "url" },
+      );
     const bound = await services.store.setDedicatedWorkers(id, checked.origin);
     if (!bound) throw noSuchAccount();
     services.log.info({ account_id: id, url: checked.origin }, "dedicated workers bound");
@@ -65,7 +83,8 @@ export const adminBindWorkers = defineRoute({
 export const adminUnbindWorkers = defineRoute({
   method: "delete",
   path: "/admin/accounts/:id/workers",
-  summary: "Unbind the account's dedicated worker pool: its calls go to the shared pools again, from its next call.",
+  summary:
+    "Unbind the account's dedicated worker pool: its calls go to the shared pools again, from its next call.",
   auth: "admin",
   response: bindingView,
   async handler(ctx) {

@@ -10,7 +10,8 @@ import { pageOf, pageQuery } from "./usage.js";
 
 /** Operator endpoints, behind ADMIN_API_KEY. */
 export function accountIdParam(id: string | undefined): string {
-  if (!id || !ACCOUNT_ID_PATTERN.test(id)) throw new ApiError("not_found", "No such account.", { param: "id" });
+  if (!id || !ACCOUNT_ID_PATTERN.test(id))
+    throw new ApiError("not_found", "No such account.", { param: "id" });
   return id;
 }
 
@@ -23,7 +24,9 @@ export const adminListAccounts = defineRoute({
   response: listOf(accountViewSchema),
   async handler({ services, query }) {
     const page = await pageOf(services.store.listAccounts(query));
-    return { body: { object: "list", data: page.items.map(accountView), next_cursor: page.nextCursor } };
+    return {
+      body: { object: "list", data: page.items.map(accountView), next_cursor: page.nextCursor },
+    };
   },
 });
 
@@ -47,8 +50,16 @@ export const adminGrantCredits = defineRoute({
   summary: "Grant credits to an account. With an Idempotency-Key header, a retry is applied once.",
   auth: "admin",
   successStatus: 201,
-  response: z.object({ applied: z.boolean().describe("false when this Idempotency-Key was already applied (status 200)."), account: accountViewSchema }),
-  body: z.strictObject({ amount: z.number().int().min(1).max(1_000_000_000), reason: z.string().trim().min(1).max(200) }),
+  response: z.object({
+    applied: z
+      .boolean()
+      .describe("false when this Idempotency-Key was already applied (status 200)."),
+    account: accountViewSchema,
+  }),
+  body: z.strictObject({
+    amount: z.number().int().min(1).max(1_000_000_000),
+    reason: z.string().trim().min(1).max(200),
+  }),
   async handler({ services, params, body, req, requestId }) {
     const idempotencyKey = req.get("idempotency-key");
     const result = await services.store.topUp(accountIdParam(params.id), "grant", {
@@ -57,22 +68,31 @@ export const adminGrantCredits = defineRoute({
       requestId: idempotencyKey ? `admin-grant:${idempotencyKey.slice(0, 128)}` : requestId,
     });
     if (!result) throw new ApiError("not_found", "No such account.", { param: "id" });
-    return { status: result.applied ? 201 : 200, body: { applied: result.applied, account: accountView(result.account) } };
+    return {
+      status: result.applied ? 201 : 200,
+      body: { applied: result.applied, account: accountView(result.account) },
+    };
   },
 });
 
 export const adminIssueKey = defineRoute({
   method: "post",
   path: "/admin/accounts/:id/keys",
-  summary: "Issue a new API key for an account, e.g. one that revoked its last key. The full key is in this answer only.",
+  summary:
+    "Issue a new API key for an account, e.g. one that revoked its last key. The full key is in this answer only.",
   auth: "admin",
   successStatus: 201,
   body: z.strictObject({ name: keyName.optional() }),
   response: issuedKeyViewSchema,
   async handler({ services, params, body }) {
     const accountId = accountIdParam(params.id);
-    if (!(await services.store.getAccount(accountId))) throw new ApiError("not_found", "No such account.", { param: "id" });
-    const { plaintext, key } = await issueKey(services, accountId, body.name ?? "issued by the operator");
+    if (!(await services.store.getAccount(accountId)))
+      throw new ApiError("not_found", "No such account.", { param: "id" });
+    const { plaintext, key } = await issueKey(
+      services,
+      accountId,
+      body.name ?? "issued by the operator",
+    );
     return { status: 201, body: { ...keyView(key), key: plaintext } };
   },
 });

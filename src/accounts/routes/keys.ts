@@ -38,19 +38,34 @@ const MAX_GRACE_SECONDS = 7 * 24 * 3600;
 export const rotateKey = defineRoute({
   method: "post",
   path: "/keys/:id/rotate",
-  summary: "Replace a key: a new key now; the old one stops at once (grace_seconds 0: regenerate) or after the grace period.",
+  summary:
+    "Replace a key: a new key now; the old one stops at once (grace_seconds 0: regenerate) or after the grace period.",
   auth: "key",
   successStatus: 201,
-  response: keyViewSchema.extend({ key: z.string().describe("The new key: shown in this answer only."), replaced: keyViewSchema.nullable() }),
-  body: z.strictObject({ grace_seconds: z.number().int().min(0).max(MAX_GRACE_SECONDS).default(0), name: keyName.optional() }),
+  response: keyViewSchema.extend({
+    key: z.string().describe("The new key: shown in this answer only."),
+    replaced: keyViewSchema.nullable(),
+  }),
+  body: z.strictObject({
+    grace_seconds: z.number().int().min(0).max(MAX_GRACE_SECONDS).default(0),
+    name: keyName.optional(),
+  }),
   async handler({ services, caller, body, params }) {
     const accountId = caller.account.id;
     const old = (await services.store.listKeys(accountId)).find((k) => k.id === params.id);
     if (!old) throw new ApiError("not_found", "No such key.", { param: "id" });
-    if (old.revokedAt !== null && old.revokedAt <= Date.now()) throw new ApiError("not_found", "The key is already revoked.", { param: "id" });
+    if (old.revokedAt !== null && old.revokedAt <= Date.now())
+      throw new ApiError("not_found", "The key is already revoked.", { param: "id" });
     const { plaintext, key } = await issueKey(services, accountId, body.name ?? old.name);
     const rotated = await services.store.revokeKey(accountId, old.id, body.grace_seconds * 1000);
-    return { status: 201, body: { ...keyView(key), key: plaintext, replaced: rotated.status === "not_found" ? null : keyView(rotated.key) } };
+    return {
+      status: 201,
+      body: {
+        ...keyView(key),
+        key: plaintext,
+        replaced: rotated.status === "not_found" ? null : keyView(rotated.key),
+      },
+    };
   },
 });
 
@@ -60,19 +75,30 @@ export const revokeKey = defineRoute({
   summary:
     "Revoke a key, effective on the very next request on every gateway process. The account's last active key is kept (409 last_active_key) unless force=true; a key already revoked is not found (404), like any resource deleted before.",
   auth: "key",
-  query: z.strictObject({ force: z.enum(["true", "false"]).default("false").describe("true: revoke even the last active key, leaving the account without one.") }),
+  query: z.strictObject({
+    force: z
+      .enum(["true", "false"])
+      .default("false")
+      .describe("true: revoke even the last active key, leaving the account without one."),
+  }),
   response: keyViewSchema,
   async handler({ services, caller, params, query }) {
-    const outcome = await services.store.revokeKey(caller.account.id, params.id!, 0, { keepOneActive: query.force !== "true" });
+    const outcome = await services.store.revokeKey(caller.account.id, params.id!, 0, {
+      keepOneActive: query.force !== "true",
+    });
     switch (outcome.status) {
       case "not_found":
         throw new ApiError("not_found", "No such key.", { param: "id" });
       case "already_revoked":
         throw new ApiError("not_found", "The key is already revoked.", { param: "id" });
       case "last_active_key":
-        throw new ApiError("last_active_key", "This is the account's last active key: revoking it would lock the account out. Create another key first, or send force=true.", {
-          param: "id",
-        });
+        throw new ApiError(
+          "last_active_key",
+          "This is the account's last active key: revoking it would lock the account out. Create another key first, or send force=true.",
+          {
+            param: "id",
+          },
+        );
       case "revoked":
         return { body: keyView(outcome.key) };
     }

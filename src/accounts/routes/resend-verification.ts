@@ -13,8 +13,10 @@ export const resendVerification = defineRoute({
   response: z.object({ sent_to: z.string() }),
   async handler({ services, caller }) {
     const { account } = caller;
-    if (account.emailVerified) throw new ApiError("validation_failed", "The e-mail address is already verified.");
-    if (!account.email) throw new ApiError("validation_failed", "The account has no e-mail address.");
+    if (account.emailVerified)
+      throw new ApiError("validation_failed", "The e-mail address is already verified.");
+    if (!account.email)
+      throw new ApiError("validation_failed", "The account has no e-mail address.");
     await sendVerificationEmail(services, account.id, account.email);
     return { status: 202, body: { sent_to: account.email } };
   },

@@ -12,10 +12,15 @@ const HOUR_MS = 3_600_000;
 export const signup = defineRoute({
   method: "post",
   path: "/signup",
-  summary: "Create an account: an API key at once, with 25 credits; 75 more once the e-mail is verified.",
+  summary:
+    "Create an account: an API key at once, with 25 credits; 75 more once the e-mail is verified.",
   auth: "public",
   successStatus: 201,
-  response: z.object({ account: accountViewSchema, api_key: z.string().describe("The full key: shown in this answer only."), key: keyViewSchema }),
+  response: z.object({
+    account: accountViewSchema,
+    api_key: z.string().describe("The full key: shown in this answer only."),
+    key: keyViewSchema,
+  }),
   body: z.strictObject({ email: z.email().max(254) }),
   async handler({ services, body, req, requestId }) {
     const email = body.email.trim().toLowerCase();
@@ -27,13 +32,27 @@ export const signup = defineRoute({
     if (!hit.allowed) {
       const retryAfter = String(Math.max(1, Math.ceil(hit.resetMs / 1000)));
       const setting = services.config.env === "production" ? "" : " (SIGNUPS_PER_HOUR_PER_IP)";
-      throw new ApiError("rate_limited", `At most ${limit} sign-ups per hour from one address${setting}.`, { headers: { "Retry-After": retryAfter } });
+      throw new ApiError(
+        "rate_limited",
+        `At most ${limit} sign-ups per hour from one address${setting}.`,
+        { headers: { "Retry-After": retryAfter } },
+      );
     }
     let created;
     try {
       const id = newAccountId();
-      if (!(await services.store.claimEmail(email, id))) throw new ApiError("email_taken", "An account with this e-mail address already exists.", { param: "email" });
-      created = await createAccount(services, { id, email, tier: "free", credits: SIGNUP_CREDITS, reason: "sign-up grant", requestId });
+      if (!(await services.store.claimEmail(email, id)))
+        throw new ApiError("email_taken", "An account with this e-mail address already exists.", {
+          param: "email",
+        });
+      created = await createAccount(services, {
+        id,
+        email,
+        tier: "free",
+        credits: SIGNUP_CREDITS,
+        reason: "sign-up grant",
+        requestId,
+      });
     } catch (err) {
       await services.store.releaseRateLimit(bucket, requestId).catch(() => undefined);
       throw err;
@@ -42,6 +61,9 @@ export const signup = defineRoute({
     await sendVerificationEmail(services, account.id, email).catch((err) =>
       services.log.error({ err, account_id: account.id }, "could not send the verification e-mail"),
     );
-    return { status: 201, body: { account: accountView(account), api_key: apiKey, key: keyView(key) } };
+    return {
+      status: 201,
+      body: { account: accountView(account), api_key: apiKey, key: keyView(key) },
+    };
   },
 });

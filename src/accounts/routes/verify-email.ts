@@ -9,19 +9,43 @@ import type { Services } from "../../services.js";
 export const verifyEmail = defineRoute({
   method: "get",
   path: "/verify-email",
-  summary: "The link in the verification e-mail: marks the address verified and adds 75 credits, once. A browser gets a page; Accept: application/json gets JSON.",
+  summary:
+    "The link in the verification e-mail: marks the address verified and adds 75 credits, once. A browser gets a page; Accept: application/json gets JSON.",
   auth: "public",
-  response: z.object({ account_id: z.string(), email_verified: z.literal(true), credits_added: z.number().int(), credits: z.number().int().optional() }),
+  response: z.object({
+    account_id: z.string(),
+    email_verified: z.literal(true),
+    credits_added: z.number().int(),
+    credits: z.number().int().optional(),
+  }),
   query: z.object({ token: z.string().min(1).max(200) }),
   async handler(ctx) {
     if (!wantsHtml(ctx.req)) return verify(ctx);
     try {
       const { body } = await verify(ctx);
-      const added = body.credits_added > 0 ? `${body.credits_added} credits were added; your balance is ${body.credits}.` : "It was already verified; nothing more to add.";
-      return { html: renderNotice({ ok: true, title: "Your e-mail address is verified", message: added, next: { href: "/docs", label: "Read the API reference" } }) };
+      const added =
+        body.credits_added > 0
+          ? `${body.credits_added} credits were added; your balance is ${body.credits}.`
+          : "It was already verified; nothing more to add.";
+      return {
+        html: renderNotice({
+          ok: true,
+          title: "Your e-mail address is verified",
+          message: added,
+          next: { href: "/docs", label: "Read the API reference" },
+        }),
+      };
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
-      return { status: err.status, html: renderNotice({ ok: false, title: "This link does not work", message: `${err.message} Ask for a new one with POST /api/v1/account/verification-email.`, next: { href: "/docs#tag-account", label: "How to send it again" } }) };
+      return {
+        status: err.status,
+        html: renderNotice({
+          ok: false,
+          title: "This link does not work",
+          message: `${err.message} Ask for a new one with POST /api/v1/account/verification-email.`,
+          next: { href: "/docs#tag-account", label: "How to send it again" },
+        }),
+      };
     }
   },
 });
@@ -29,15 +53,26 @@ export const verifyEmail = defineRoute({
 /** Marks the address verified (75 credits, once); throws `invalid_token` for a bad link. */
 async function verify({ services, query }: { services: Services; query: { token: string } }) {
   const accountId = readVerificationToken(services.config.secretKeys, query.token);
-  if (!accountId) throw new ApiError("invalid_token", "The verification link is invalid or has expired.", { param: "token" });
+  if (!accountId)
+    throw new ApiError("invalid_token", "The verification link is invalid or has expired.", {
+      param: "token",
+    });
   const outcome = await services.store.verifyEmail(accountId, {
     amount: EMAIL_VERIFIED_CREDITS,
     requestId: `verify-email:${accountId}`,
     reason: "e-mail verified",
   });
-  if (outcome === "not_found") throw new ApiError("invalid_token", "The verification link is invalid or has expired.", { param: "token" });
+  if (outcome === "not_found")
+    throw new ApiError("invalid_token", "The verification link is invalid or has expired.", {
+      param: "token",
+    });
   const account = await services.store.getAccount(accountId);
   return {
-    body: { account_id: accountId, email_verified: true as const, credits_added: outcome === "verified" ? EMAIL_VERIFIED_CREDITS : 0, credits: account?.balance },
+    body: {
+      account_id: accountId,
+      email_verified: true as const,
+      credits_added: outcome === "verified" ? EMAIL_VERIFIED_CREDITS : 0,
+      credits: account?.balance,
+    },
   };
 }

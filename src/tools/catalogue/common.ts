@@ -15,7 +15,9 @@ export const base64File = (what: string, maxBytes: number) => {
     .min(4)
     .max(chars)
     .regex(/^[A-Za-z0-9+/\r\n]+={0,2}$/, "base64 (standard alphabet)")
-    .describe(`${what}, base64-encoded (at most ${decoded >= 1_000_000 ? `${Math.round(decoded / 1_000_000)} MB` : `${Math.round(decoded / 1000)} KB`} decoded).`);
+    .describe(
+      `${what}, base64-encoded (at most ${decoded >= 1_000_000 ? `${Math.round(decoded / 1_000_000)} MB` : `${Math.round(decoded / 1000)} KB`} decoded).`,
+    );
 };
 
 /** A file returned inline. */
@@ -29,6 +31,8 @@ export const fileOutput = (what: string) => ({
 export const webUrl = z
   .url({ protocol: /^https?$/ })
   .max(2048)
-  .describe("An http(s) address on the public internet; private and loopback addresses are refused.");
+  .describe(
+    "An http(s) address on the public internet; private and loopback addresses are refused.",
+  );
 
 export const text = (max: number, what = "The text.") => z.string().min(1).max(max).describe(what);

@@ -16,7 +16,13 @@ export const htmlToMarkdown = defineTool({
   tags: ["convert", "markdown", "html"],
   pool: "general",
   timeoutMs: 5_000,
-  input: z.strictObject({ html: html.describe("The HTML document or fragment.") }).meta({ examples: [{ html: "<h1>Toolgate</h1><p>Pay <strong>per call</strong>.</p><ul><li>REST</li><li>MCP</li></ul>" }] }),
+  input: z.strictObject({ html: html.describe("The HTML document or fragment.") }).meta({
+    examples: [
+      {
+        html: "<h1>Toolgate</h1><p>Pay <strong>per call</strong>.</p><ul><li>REST</li><li>MCP</li></ul>",
+      },
+    ],
+  }),
   output: z.object({ markdown: z.string().describe("The Markdown.") }),
 });
 
@@ -24,13 +30,16 @@ export const markdownToHtml = defineTool({
   name: "markdown-to-html",
   aliases: [],
   title: "Markdown to HTML",
-  description: "Render Markdown (GitHub-flavoured) to HTML. Raw HTML in the input is escaped, not passed through.",
+  description:
+    "Render Markdown (GitHub-flavoured) to HTML. Raw HTML in the input is escaped, not passed through.",
   cost: 1,
   category: "documents",
   tags: ["render", "markdown", "gfm"],
   pool: "general",
   timeoutMs: 5_000,
-  input: z.strictObject({ markdown: z.string().max(MAX_TEXT_CHARS).describe("The Markdown source.") }).meta({ examples: [{ markdown: "# Toolgate\n\nPay **per call**.\n\n- REST\n- MCP" }] }),
+  input: z
+    .strictObject({ markdown: z.string().max(MAX_TEXT_CHARS).describe("The Markdown source.") })
+    .meta({ examples: [{ markdown: "# Toolgate\n\nPay **per call**.\n\n- REST\n- MCP" }] }),
   output: z.object({ html: z.string().describe("The rendered HTML.") }),
 });
 
@@ -38,14 +47,18 @@ export const readabilityExtract = defineTool({
   name: "readability-extract",
   aliases: [],
   title: "Extract the main text",
-  description: "Extract an article's main text, title and byline from an HTML page (Mozilla Readability).",
+  description:
+    "Extract an article's main text, title and byline from an HTML page (Mozilla Readability).",
   cost: 2,
   category: "documents",
   tags: ["article", "reader mode", "boilerplate", "main content"],
   pool: "general",
   timeoutMs: 10_000,
   input: z
-    .strictObject({ html: html.describe("The page's HTML."), url: z.url().optional().describe("The page's address, to resolve relative links.") })
+    .strictObject({
+      html: html.describe("The page's HTML."),
+      url: z.url().optional().describe("The page's address, to resolve relative links."),
+    })
     .meta({
       examples: [
         {
@@ -67,7 +80,8 @@ export const pdfExtractText = defineTool({
   name: "pdf-extract-text",
   aliases: ["pdf-to-text", "pdf-text"],
   title: "Extract text from a PDF",
-  description: "Extract the text of a PDF, page by page, with its page count and document info (pdf.js).",
+  description:
+    "Extract the text of a PDF, page by page, with its page count and document info (pdf.js).",
   cost: 3,
   category: "documents",
   tags: ["pdf", "parse", "read", "text extraction"],
@@ -76,14 +90,22 @@ export const pdfExtractText = defineTool({
   input: z
     .strictObject({
       pdf: base64File("The PDF file", 20_000_000),
-      max_pages: z.number().int().min(1).max(2000).default(500).describe("Read at most this many pages."),
+      max_pages: z
+        .number()
+        .int()
+        .min(1)
+        .max(2000)
+        .default(500)
+        .describe("Read at most this many pages."),
     })
     .meta({ examples: [{ pdf: PDF }] }),
   output: z.object({
     pages: z.array(z.string()).describe("The text of each page read, in order."),
     text: z.string().describe("All pages' text, separated by blank lines."),
     page_count: z.number().int().describe("How many pages the PDF has."),
-    info: z.record(z.string(), z.unknown()).describe("The document information dictionary (Title, Author, Producer…)."),
+    info: z
+      .record(z.string(), z.unknown())
+      .describe("The document information dictionary (Title, Author, Producer…)."),
   }),
 });
 
@@ -91,7 +113,8 @@ export const pdfGenerate = defineTool({
   name: "pdf-generate",
   aliases: ["text-to-pdf", "create-pdf"],
   title: "Generate a PDF",
-  description: "Lay out headings and paragraphs as a PDF document (pdf-lib, standard Helvetica fonts, automatic line and page breaks).",
+  description:
+    "Lay out headings and paragraphs as a PDF document (pdf-lib, standard Helvetica fonts, automatic line and page breaks).",
   cost: 3,
   category: "documents",
   tags: ["pdf", "create", "report", "document", "export"],
@@ -99,12 +122,19 @@ export const pdfGenerate = defineTool({
   timeoutMs: 15_000,
   input: z
     .strictObject({
-      title: z.string().max(500).optional().describe("The document title (shown first and stored in the PDF's metadata)."),
+      title: z
+        .string()
+        .max(500)
+        .optional()
+        .describe("The document title (shown first and stored in the PDF's metadata)."),
       blocks: z
         .array(
           z.strictObject({
             type: z.enum(["heading", "paragraph"]).describe("A heading or a paragraph."),
-            text: z.string().max(100_000).describe("Its text (Latin-1 characters; others are replaced by ?)."),
+            text: z
+              .string()
+              .max(100_000)
+              .describe("Its text (Latin-1 characters; others are replaced by ?)."),
           }),
         )
         .min(1)
@@ -124,7 +154,10 @@ export const pdfGenerate = defineTool({
         },
       ],
     }),
-  output: z.object({ ...fileOutput("PDF"), pages: z.number().int().describe("How many pages the PDF has.") }),
+  output: z.object({
+    ...fileOutput("PDF"),
+    pages: z.number().int().describe("How many pages the PDF has."),
+  }),
 });
 
 export const docxToText = defineTool({
@@ -156,7 +189,8 @@ export const spreadsheetRead = defineTool({
   name: "spreadsheet-read",
   aliases: ["xlsx-read", "excel-read"],
   title: "Read a spreadsheet",
-  description: "Read the sheets of an Excel .xlsx workbook as rows of values (or objects keyed by the header row).",
+  description:
+    "Read the sheets of an Excel .xlsx workbook as rows of values (or objects keyed by the header row).",
   cost: 3,
   category: "documents",
   tags: ["excel", "xlsx", "workbook", "sheet", "table", "parse"],
@@ -165,8 +199,17 @@ export const spreadsheetRead = defineTool({
   input: z
     .strictObject({
       xlsx: base64File("The .xlsx workbook", 20_000_000),
-      header: z.boolean().default(true).describe("Treat each sheet's first row as column names and return objects."),
-      max_rows: z.number().int().min(1).max(100_000).default(10_000).describe("Rows per sheet to return at most."),
+      header: z
+        .boolean()
+        .default(true)
+        .describe("Treat each sheet's first row as column names and return objects."),
+      max_rows: z
+        .number()
+        .int()
+        .min(1)
+        .max(100_000)
+        .default(10_000)
+        .describe("Rows per sheet to return at most."),
     })
     .meta({ examples: [{ xlsx: XLSX, header: true }] }),
   output: z.object({
@@ -175,7 +218,9 @@ export const spreadsheetRead = defineTool({
         z.object({
           name: z.string().describe("The sheet's name."),
           columns: z.array(z.string()).describe("The header row (empty when header is false)."),
-          rows: z.array(z.union([z.array(cell), z.record(z.string(), cell)])).describe("The rows: arrays of values, or objects keyed by column."),
+          rows: z
+            .array(z.union([z.array(cell), z.record(z.string(), cell)]))
+            .describe("The rows: arrays of values, or objects keyed by column."),
           row_count: z.number().int().describe("How many data rows the sheet has."),
         }),
       )
@@ -187,7 +232,8 @@ export const spreadsheetWrite = defineTool({
   name: "spreadsheet-write",
   aliases: ["xlsx-write", "excel-write"],
   title: "Write a spreadsheet",
-  description: "Build an Excel .xlsx workbook from rows of values or objects, one or more sheets, with a bold header row.",
+  description:
+    "Build an Excel .xlsx workbook from rows of values or objects, one or more sheets, with a bold header row.",
   cost: 3,
   category: "documents",
   tags: ["excel", "xlsx", "workbook", "export", "create", "table"],
@@ -198,18 +244,39 @@ export const spreadsheetWrite = defineTool({
       sheets: z
         .array(
           z.strictObject({
-            name: z.string().min(1).max(31).regex(/^[^\\/?*[\]:]+$/, "no \\ / ? * [ ] :").describe("The sheet's name (Excel's rules: 31 characters, no \\ / ? * [ ] :)."),
+            name: z
+              .string()
+              .min(1)
+              .max(31)
+              .regex(/^[^\\/?*[\]:]+$/, "no \\ / ? * [ ] :")
+              .describe("The sheet's name (Excel's rules: 31 characters, no \\ / ? * [ ] :)."),
             rows: z
               .array(z.union([z.array(cell), z.record(z.string(), cell)]))
               .max(100_000)
-              .describe("Rows as arrays of values, or as objects (their keys become the header row)."),
+              .describe(
+                "Rows as arrays of values, or as objects (their keys become the header row).",
+              ),
           }),
         )
         .min(1)
         .max(50)
         .describe("The worksheets, in order."),
     })
-    .meta({ examples: [{ sheets: [{ name: "Sales", rows: [{ region: "North", units: 120 }, { region: "South", units: 80 }] }] }] }),
+    .meta({
+      examples: [
+        {
+          sheets: [
+            {
+              name: "Sales",
+              rows: [
+                { region: "North", units: 120 },
+                { region: "South", units: 80 },
+              ],
+            },
+          ],
+        },
+      ],
+    }),
   output: z.object(fileOutput("workbook")),
 });
 
@@ -217,7 +284,8 @@ export const csvConvert = defineTool({
   name: "csv-convert",
   aliases: ["csv-to-json", "json-to-csv"],
   title: "CSV ⇄ JSON",
-  description: "Parse CSV (any delimiter, quoted fields, header row) into JSON rows, or write JSON rows as CSV (papaparse).",
+  description:
+    "Parse CSV (any delimiter, quoted fields, header row) into JSON rows, or write JSON rows as CSV (papaparse).",
   cost: 1,
   category: "documents",
   tags: ["csv", "tsv", "json", "parse", "table", "convert"],
@@ -225,19 +293,53 @@ export const csvConvert = defineTool({
   timeoutMs: 10_000,
   input: z
     .strictObject({
-      csv: z.string().max(MAX_TEXT_CHARS).optional().describe("CSV text to parse (send csv or rows)."),
-      rows: z.array(z.union([z.array(cell), z.record(z.string(), cell)])).max(200_000).optional().describe("Rows to write as CSV (send csv or rows)."),
-      header: z.boolean().default(true).describe("Parsing: the first row names the columns. Writing: emit a header row."),
-      delimiter: z.string().max(4).optional().describe("Field delimiter; guessed when parsing if omitted, a comma when writing."),
-      dynamic_typing: z.boolean().default(true).describe("Parsing: turn numbers and booleans into JSON numbers and booleans."),
+      csv: z
+        .string()
+        .max(MAX_TEXT_CHARS)
+        .optional()
+        .describe("CSV text to parse (send csv or rows)."),
+      rows: z
+        .array(z.union([z.array(cell), z.record(z.string(), cell)]))
+        .max(200_000)
+        .optional()
+        .describe("Rows to write as CSV (send csv or rows)."),
+      header: z
+        .boolean()
+        .default(true)
+        .describe("Parsing: the first row names the columns. Writing: emit a header row."),
+      delimiter: z
+        .string()
+        .max(4)
+        .optional()
+        .describe("Field delimiter; guessed when parsing if omitted, a comma when writing."),
+      dynamic_typing: z
+        .boolean()
+        .default(true)
+        .describe("Parsing: turn numbers and booleans into JSON numbers and booleans."),
     })
-    .refine((v) => (v.csv === undefined) !== (v.rows === undefined), { message: "Send exactly one of csv or rows", path: ["csv"] })
-    .meta({ examples: [{ csv: "name,age\nAda,36\nAlan,41\n" }], oneOf: [{ required: ["csv"] }, { required: ["rows"] }] }),
+    .refine((v) => (v.csv === undefined) !== (v.rows === undefined), {
+      message: "Send exactly one of csv or rows",
+      path: ["csv"],
+    })
+    .meta({
+      examples: [{ csv: "name,age\nAda,36\nAlan,41\n" }],
+      oneOf: [{ required: ["csv"] }, { required: ["rows"] }],
+    }),
   output: z.object({
-    rows: z.array(z.union([z.array(cell), z.record(z.string(), cell)])).nullable().describe("The parsed rows (when csv was sent)."),
+    rows: z
+      .array(z.union([z.array(cell), z.record(z.string(), cell)]))
+      .nullable()
+      .describe("The parsed rows (when csv was sent)."),
     csv: z.string().nullable().describe("The CSV written (when rows were sent)."),
     columns: z.array(z.string()).describe("The column names."),
-    errors: z.array(z.object({ row: z.number().int().nullable().describe("The row, 0-based."), message: z.string().describe("What was wrong.") })).describe("Rows that did not parse cleanly."),
+    errors: z
+      .array(
+        z.object({
+          row: z.number().int().nullable().describe("The row, 0-based."),
+          message: z.string().describe("What was wrong."),
+        }),
+      )
+      .describe("Rows that did not parse cleanly."),
   }),
 });
 
@@ -245,7 +347,8 @@ export const xmlConvert = defineTool({
   name: "xml-convert",
   aliases: ["xml-to-json", "json-to-xml"],
   title: "XML ⇄ JSON",
-  description: "Parse XML into JSON (attributes prefixed with @_), or build XML from JSON (fast-xml-parser). Entities are not expanded.",
+  description:
+    "Parse XML into JSON (attributes prefixed with @_), or build XML from JSON (fast-xml-parser). Entities are not expanded.",
   cost: 1,
   category: "documents",
   tags: ["xml", "json", "parse", "convert", "soap"],
@@ -257,8 +360,16 @@ export const xmlConvert = defineTool({
       json: z.unknown().optional().describe("A JSON value to write as XML (send xml or json)."),
       pretty: z.boolean().default(true).describe("Writing: indent the XML."),
     })
-    .refine((v) => (v.xml === undefined) !== (v.json === undefined), { message: "Send exactly one of xml or json", path: ["xml"] })
-    .meta({ examples: [{ xml: "<order id=\"7\"><item sku=\"A1\">Pen</item><item sku=\"B2\">Ink</item></order>" }], oneOf: [{ required: ["xml"] }, { required: ["json"] }] }),
+    .refine((v) => (v.xml === undefined) !== (v.json === undefined), {
+      message: "Send exactly one of xml or json",
+      path: ["xml"],
+    })
+    .meta({
+      examples: [
+        { xml: '<order id="7"><item sku="A1">Pen</item><item sku="B2">Ink</item></order>' },
+      ],
+      oneOf: [{ required: ["xml"] }, { required: ["json"] }],
+    }),
   output: z.object({
     json: z.unknown().describe("The parsed document (when xml was sent), else null."),
     xml: z.string().nullable().describe("The XML written (when json was sent)."),
@@ -269,7 +380,8 @@ export const yamlConvert = defineTool({
   name: "yaml-convert",
   aliases: ["yaml-to-json", "json-to-yaml"],
   title: "YAML ⇄ JSON",
-  description: "Parse YAML (1.2, all documents) into JSON, or write JSON as YAML (the yaml package).",
+  description:
+    "Parse YAML (1.2, all documents) into JSON, or write JSON as YAML (the yaml package).",
   cost: 1,
   category: "documents",
   tags: ["yaml", "yml", "json", "config", "parse", "convert"],
@@ -277,11 +389,21 @@ export const yamlConvert = defineTool({
   timeoutMs: 10_000,
   input: z
     .strictObject({
-      yaml: z.string().max(MAX_TEXT_CHARS).optional().describe("YAML to parse (send yaml or json)."),
+      yaml: z
+        .string()
+        .max(MAX_TEXT_CHARS)
+        .optional()
+        .describe("YAML to parse (send yaml or json)."),
       json: z.unknown().optional().describe("A JSON value to write as YAML (send yaml or json)."),
     })
-    .refine((v) => (v.yaml === undefined) !== (v.json === undefined), { message: "Send exactly one of yaml or json", path: ["yaml"] })
-    .meta({ examples: [{ yaml: "service: toolgate\nports:\n  - 8080\n  - 8443\ntls: true\n" }], oneOf: [{ required: ["yaml"] }, { required: ["json"] }] }),
+    .refine((v) => (v.yaml === undefined) !== (v.json === undefined), {
+      message: "Send exactly one of yaml or json",
+      path: ["yaml"],
+    })
+    .meta({
+      examples: [{ yaml: "service: toolgate\nports:\n  - 8080\n  - 8443\ntls: true\n" }],
+      oneOf: [{ required: ["yaml"] }, { required: ["json"] }],
+    }),
   output: z.object({
     json: z.unknown().describe("The first document, parsed (when yaml was sent), else null."),
     documents: z.number().int().describe("How many YAML documents the input had."),
@@ -293,7 +415,8 @@ export const htmlSanitize = defineTool({
   name: "html-sanitize",
   aliases: ["sanitize-html"],
   title: "Sanitize HTML",
-  description: "Remove scripts, event handlers and unsafe URLs from HTML, keeping a safe set of tags and attributes (sanitize-html).",
+  description:
+    "Remove scripts, event handlers and unsafe URLs from HTML, keeping a safe set of tags and attributes (sanitize-html).",
   cost: 1,
   category: "documents",
   tags: ["xss", "clean", "security", "html", "untrusted"],
@@ -302,9 +425,30 @@ export const htmlSanitize = defineTool({
   input: z
     .strictObject({
       html: html.describe("The untrusted HTML."),
-      allowed_tags: z.array(z.string().regex(/^[a-z][a-z0-9]*$/).max(20)).max(200).optional().describe("Tags to keep instead of the default safe set."),
-      allow_images: z.boolean().default(false).describe("Keep <img> elements with http(s) sources."),
+      allowed_tags: z
+        .array(
+          z
+            .string()
+            .regex(/^[a-z][a-z0-9]*$/)
+            .max(20),
+        )
+        .max(200)
+        .optional()
+        .describe("Tags to keep instead of the default safe set."),
+      allow_images: z
+        .boolean()
+        .default(false)
+        .describe("Keep <img> elements with http(s) sources."),
     })
-    .meta({ examples: [{ html: "<p onclick=\"steal()\">Hello <b>world</b><script>alert(1)</script><a href=\"javascript:x()\">link</a></p>" }] }),
-  output: z.object({ html: z.string().describe("The sanitized HTML."), removed: z.boolean().describe("Whether anything was removed or changed.") }),
+    .meta({
+      examples: [
+        {
+          html: '<p onclick="steal()">Hello <b>world</b><script>alert(1)</script><a href="javascript:x()">link</a></p>',
+        },
+      ],
+    }),
+  output: z.object({
+    html: z.string().describe("The sanitized HTML."),
+    removed: z.boolean().describe("Whether anything was removed or changed."),
+  }),
 });

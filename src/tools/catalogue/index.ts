@@ -1,5 +1,16 @@
 import type { ToolDefinition } from "../definition.js";
-import { aiClassify, aiCodeReview, aiEmbeddings, aiExtract, aiExtractUrl, aiGenerate, aiImageDescribe, aiImageGenerate, aiSummarize, aiTranslate } from "./ai.js";
+import {
+  aiClassify,
+  aiCodeReview,
+  aiEmbeddings,
+  aiExtract,
+  aiExtractUrl,
+  aiGenerate,
+  aiImageDescribe,
+  aiImageGenerate,
+  aiSummarize,
+  aiTranslate,
+} from "./ai.js";
 import { codeFormat, jsSandbox } from "./code.js";
 import { cronExplain, dateParse, jsonpathQuery, mathEvaluate, sqlQuery } from "./data.js";
 import {
@@ -17,10 +28,36 @@ import {
   yamlConvert,
 } from "./documents.js";
 import { geoDistance, geoTimezone } from "./geo.js";
-import { barcodeGenerate, chartRender, imageMetadata, imageTransform, ocr, qrDecode, svgToPng } from "./images.js";
-import { readabilityScore, sentenceSplit, spellCheck, textEntities, textKeywords, textSentiment, textSummarizeExtractive, tokenCount } from "./language.js";
+import {
+  barcodeGenerate,
+  chartRender,
+  imageMetadata,
+  imageTransform,
+  ocr,
+  qrDecode,
+  svgToPng,
+} from "./images.js";
+import {
+  readabilityScore,
+  sentenceSplit,
+  spellCheck,
+  textEntities,
+  textKeywords,
+  textSentiment,
+  textSummarizeExtractive,
+  tokenCount,
+} from "./language.js";
 import { encodeDecode, idGenerate, ipCidr, jwtDecode } from "./security.js";
-import { hash, jsonSchemaValidate, languageDetect, qrCode, regexTest, textDiff, timezoneConvert, unitConvert } from "./utilities.js";
+import {
+  hash,
+  jsonSchemaValidate,
+  languageDetect,
+  qrCode,
+  regexTest,
+  textDiff,
+  timezoneConvert,
+  unitConvert,
+} from "./utilities.js";
 import { robotsCheck, rssRead, sitemapRead, webFetch, webMetadata } from "./web.js";
 import { webSearch } from "./web-search.js";
 

@@ -11,7 +11,8 @@ export const textSentiment = defineTool({
   name: "text-sentiment",
   aliases: ["sentiment"],
   title: "Sentiment",
-  description: "Score the sentiment of an English text from -1 (negative) to 1 (positive), overall and per sentence (wink-nlp, local).",
+  description:
+    "Score the sentiment of an English text from -1 (negative) to 1 (positive), overall and per sentence (wink-nlp, local).",
   cost: 1,
   category: "language",
   tags: ["sentiment analysis", "opinion", "positive", "negative", "emotion", "nlp"],
@@ -20,8 +21,17 @@ export const textSentiment = defineTool({
   input: z.strictObject({ text: englishText(200_000) }).meta({ examples: [{ text: story }] }),
   output: z.object({
     score: z.number().describe("Overall sentiment, -1 to 1."),
-    label: z.enum(["negative", "neutral", "positive"]).describe("The score as a word (|score| < 0.05 is neutral)."),
-    sentences: z.array(z.object({ text: z.string().describe("The sentence."), score: z.number().describe("Its sentiment, -1 to 1.") })).describe("Each sentence's score."),
+    label: z
+      .enum(["negative", "neutral", "positive"])
+      .describe("The score as a word (|score| < 0.05 is neutral)."),
+    sentences: z
+      .array(
+        z.object({
+          text: z.string().describe("The sentence."),
+          score: z.number().describe("Its sentiment, -1 to 1."),
+        }),
+      )
+      .describe("Each sentence's score."),
   }),
 });
 
@@ -29,20 +39,29 @@ export const textEntities = defineTool({
   name: "text-entities",
   aliases: ["entities", "ner"],
   title: "Named entities",
-  description: "Find dates, times, amounts of money, percentages, numbers, ordinals, durations, e-mails, URLs, hashtags, mentions and emoji in an English text (wink-nlp, local).",
+  description:
+    "Find dates, times, amounts of money, percentages, numbers, ordinals, durations, e-mails, URLs, hashtags, mentions and emoji in an English text (wink-nlp, local).",
   cost: 1,
   category: "language",
   tags: ["ner", "named entity recognition", "extract dates", "emails", "urls", "nlp"],
   pool: "general",
   timeoutMs: 10_000,
-  input: z
-    .strictObject({ text: englishText(200_000) })
-    .meta({ examples: [{ text: "Pay $25 by 5 December 2026 to billing@toolgate.example, or see https://toolgate.example/pay #invoices" }] }),
+  input: z.strictObject({ text: englishText(200_000) }).meta({
+    examples: [
+      {
+        text: "Pay $25 by 5 December 2026 to billing@toolgate.example, or see https://toolgate.example/pay #invoices",
+      },
+    ],
+  }),
   output: z.object({
     entities: z
       .array(
         z.object({
-          type: z.string().describe("DATE, TIME, MONEY, PERCENT, CARDINAL, ORDINAL, DURATION, EMAIL, URL, HASHTAG, MENTION, EMOJI…"),
+          type: z
+            .string()
+            .describe(
+              "DATE, TIME, MONEY, PERCENT, CARDINAL, ORDINAL, DURATION, EMAIL, URL, HASHTAG, MENTION, EMOJI…",
+            ),
           value: z.string().describe("The text of the entity."),
           start: z.number().int().describe("Index of its first token."),
           end: z.number().int().describe("Index of its last token."),
@@ -56,17 +75,36 @@ export const textKeywords = defineTool({
   name: "text-keywords",
   aliases: ["keywords", "keyphrases"],
   title: "Keywords",
-  description: "The most important words and noun phrases of an English text, ranked by frequency of their lemma, stop words left out (wink-nlp, local).",
+  description:
+    "The most important words and noun phrases of an English text, ranked by frequency of their lemma, stop words left out (wink-nlp, local).",
   cost: 1,
   category: "language",
   tags: ["keyword extraction", "tags", "topics", "key phrases", "seo", "nlp"],
   pool: "general",
   timeoutMs: 10_000,
   input: z
-    .strictObject({ text: englishText(200_000), limit: z.number().int().min(1).max(100).default(10).describe("How many keywords to return.") })
-    .meta({ examples: [{ text: "Payments settle in USDC. The gateway checks each payment, then credits the account. Payments that fail are refunded to the account.", limit: 5 }] }),
+    .strictObject({
+      text: englishText(200_000),
+      limit: z.number().int().min(1).max(100).default(10).describe("How many keywords to return."),
+    })
+    .meta({
+      examples: [
+        {
+          text: "Payments settle in USDC. The gateway checks each payment, then credits the account. Payments that fail are refunded to the account.",
+          limit: 5,
+        },
+      ],
+    }),
   output: z.object({
-    keywords: z.array(z.object({ keyword: z.string().describe("The word (lemma)."), count: z.number().int().describe("How often it occurs."), score: z.number().describe("Its share of content words, 0 to 1.") })).describe("Most important first."),
+    keywords: z
+      .array(
+        z.object({
+          keyword: z.string().describe("The word (lemma)."),
+          count: z.number().int().describe("How often it occurs."),
+          score: z.number().describe("Its share of content words, 0 to 1."),
+        }),
+      )
+      .describe("Most important first."),
   }),
 });
 
@@ -74,13 +112,16 @@ export const sentenceSplit = defineTool({
   name: "sentence-split",
   aliases: ["sentences", "tokenize"],
   title: "Split sentences and words",
-  description: "Split an English text into sentences and count words, tokens and paragraphs; abbreviations and decimals are handled (wink-nlp, local).",
+  description:
+    "Split an English text into sentences and count words, tokens and paragraphs; abbreviations and decimals are handled (wink-nlp, local).",
   cost: 1,
   category: "language",
   tags: ["sentence segmentation", "tokenize", "word count", "chunking", "nlp"],
   pool: "general",
   timeoutMs: 10_000,
-  input: z.strictObject({ text: englishText(1_000_000) }).meta({ examples: [{ text: "Dr. Smith paid $3.50 at 9 a.m. on Monday. Then she left! Did it work?" }] }),
+  input: z.strictObject({ text: englishText(1_000_000) }).meta({
+    examples: [{ text: "Dr. Smith paid $3.50 at 9 a.m. on Monday. Then she left! Did it work?" }],
+  }),
   output: z.object({
     sentences: z.array(z.string()).describe("The sentences, in order."),
     sentence_count: z.number().int().describe("How many sentences."),
@@ -93,7 +134,8 @@ export const readabilityScore = defineTool({
   name: "readability-score",
   aliases: ["readability"],
   title: "Readability",
-  description: "Flesch reading ease, Flesch-Kincaid grade, reading time and complex-word counts of an English text (wink-nlp, local).",
+  description:
+    "Flesch reading ease, Flesch-Kincaid grade, reading time and complex-word counts of an English text (wink-nlp, local).",
   cost: 1,
   category: "language",
   tags: ["flesch", "reading level", "grade level", "reading time", "plain language"],
@@ -106,7 +148,10 @@ export const readabilityScore = defineTool({
     sentences: z.number().int().describe("Sentence count."),
     words: z.number().int().describe("Word count."),
     complex_words: z.number().int().describe("Words of three or more syllables."),
-    reading_time_seconds: z.number().int().describe("Estimated reading time at 275 words a minute."),
+    reading_time_seconds: z
+      .number()
+      .int()
+      .describe("Estimated reading time at 275 words a minute."),
   }),
 });
 
@@ -114,7 +159,8 @@ export const spellCheck = defineTool({
   name: "spell-check",
   aliases: ["spelling"],
   title: "Spell check",
-  description: "Find misspelled English words (US Hunspell dictionary, nspell) with suggestions and their positions.",
+  description:
+    "Find misspelled English words (US Hunspell dictionary, nspell) with suggestions and their positions.",
   cost: 1,
   category: "language",
   tags: ["spelling", "typos", "proofread", "hunspell", "dictionary"],
@@ -123,10 +169,24 @@ export const spellCheck = defineTool({
   input: z
     .strictObject({
       text: englishText(100_000),
-      ignore: z.array(z.string().max(100)).max(1000).default([]).describe("Words to accept (names, jargon)."),
-      max_suggestions: z.number().int().min(0).max(10).default(3).describe("Suggestions per misspelling."),
+      ignore: z
+        .array(z.string().max(100))
+        .max(1000)
+        .default([])
+        .describe("Words to accept (names, jargon)."),
+      max_suggestions: z
+        .number()
+        .int()
+        .min(0)
+        .max(10)
+        .default(3)
+        .describe("Suggestions per misspelling."),
     })
-    .meta({ examples: [{ text: "The gatway recieves paymnets and sends reciepts.", ignore: ["Toolgate"] }] }),
+    .meta({
+      examples: [
+        { text: "The gatway recieves paymnets and sends reciepts.", ignore: ["Toolgate"] },
+      ],
+    }),
   output: z.object({
     misspelled: z
       .array(
@@ -145,7 +205,8 @@ export const tokenCount = defineTool({
   name: "token-count",
   aliases: ["tokens", "tiktoken"],
   title: "Count tokens",
-  description: "Count the tokens of a text for OpenAI tokenisers (o200k_base for GPT-4o and later, cl100k_base for GPT-4 and GPT-3.5), with js-tiktoken.",
+  description:
+    "Count the tokens of a text for OpenAI tokenisers (o200k_base for GPT-4o and later, cl100k_base for GPT-4 and GPT-3.5), with js-tiktoken.",
   cost: 1,
   category: "language",
   tags: ["tokens", "tokenizer", "context window", "cost estimate", "gpt", "bpe"],
@@ -154,10 +215,18 @@ export const tokenCount = defineTool({
   input: z
     .strictObject({
       text: z.string().max(MAX_TEXT_CHARS).describe("The text to count."),
-      encoding: z.enum(["o200k_base", "cl100k_base", "p50k_base", "r50k_base"]).default("o200k_base").describe("The tokeniser."),
-      return_tokens: z.boolean().default(false).describe("Also return the token ids (up to 10,000)."),
+      encoding: z
+        .enum(["o200k_base", "cl100k_base", "p50k_base", "r50k_base"])
+        .default("o200k_base")
+        .describe("The tokeniser."),
+      return_tokens: z
+        .boolean()
+        .default(false)
+        .describe("Also return the token ids (up to 10,000)."),
     })
-    .meta({ examples: [{ text: "Toolgate sells tool calls for credits.", encoding: "o200k_base" }] }),
+    .meta({
+      examples: [{ text: "Toolgate sells tool calls for credits.", encoding: "o200k_base" }],
+    }),
   output: z.object({
     encoding: z.string().describe("The tokeniser used."),
     tokens: z.number().int().describe("How many tokens the text is."),
@@ -170,17 +239,29 @@ export const textSummarizeExtractive = defineTool({
   name: "text-summarize-extractive",
   aliases: ["extractive-summary"],
   title: "Extractive summary",
-  description: "Summarise an English text by picking its most important sentences, in their original order (wink-nlp sentence importance, local, no AI provider).",
+  description:
+    "Summarise an English text by picking its most important sentences, in their original order (wink-nlp sentence importance, local, no AI provider).",
   cost: 1,
   category: "language",
   tags: ["summary", "tldr", "key sentences", "condense", "nlp"],
   pool: "general",
   timeoutMs: 10_000,
   input: z
-    .strictObject({ text: englishText(1_000_000), sentences: z.number().int().min(1).max(50).default(3).describe("How many sentences to keep.") })
+    .strictObject({
+      text: englishText(1_000_000),
+      sentences: z.number().int().min(1).max(50).default(3).describe("How many sentences to keep."),
+    })
     .meta({ examples: [{ text: story, sentences: 2 }] }),
   output: z.object({
     summary: z.string().describe("The chosen sentences, joined."),
-    sentences: z.array(z.object({ index: z.number().int().describe("Its position in the text, 0-based."), text: z.string().describe("The sentence."), importance: z.number().describe("Its importance, 0 to 1.") })).describe("The chosen sentences, in text order."),
+    sentences: z
+      .array(
+        z.object({
+          index: z.number().int().describe("Its position in the text, 0-based."),
+          text: z.string().describe("The sentence."),
+          importance: z.number().describe("Its importance, 0 to 1."),
+        }),
+      )
+      .describe("The chosen sentences, in text order."),
   }),
 });

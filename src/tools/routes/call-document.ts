@@ -15,55 +15,76 @@ export function callToolDocument(config: DocumentConfig): Record<string, Json> {
     const { input, output } = jsonSchemasOf(tool);
     const price = priceOf(tool, config.creditPriceAtomic);
     const [inputSchema, outputSchema] = [withoutDialect(input), withoutDialect(output)];
-    return [`/v1/tools/${tool.name}`, {
-      post: {
-        tags: ["Tools"],
-        operationId: `callTool_${tool.name.replace(/-/g, "_")}`,
-        summary: tool.title,
-        description: `${tool.description}\n\nPrice: ${formatCredits(price.credits)} ($${price.usd}) per successful call; failed calls are refunded.${tool.aliases.length ? ` Aliases: ${tool.aliases.join(", ")}.` : ""}`,
-        "x-price": price,
-        security: [{ ApiKey: [] }, {}],
-        parameters: [
-          { name: "Idempotency-Key", in: "header", required: false, schema: { type: "string", maxLength: 255 }, description: "Same key and body: the stored answer is replayed, charged once." },
-          { name: "X-PAYMENT", in: "header", required: false, schema: { type: "string" }, description: "x402 v1 payment (base64 JSON), instead of an API key." },
-          { name: "PAYMENT-SIGNATURE", in: "header", required: false, schema: { type: "string" }, description: "x402 v2 payment (base64 JSON), instead of an API key." },
-        ],
-        requestBody: { required: true, content: { "application/json": { schema: inputSchema } } },
-        responses: {
-          "200": {
-            description: "The tool's result.",
-            headers: {
-              ...rateLimitHeaders,
-              "X-Credits-Charged": { schema: { type: "integer" } },
-              "X-Credits-Remaining": { schema: { type: "integer" } },
-              "Idempotent-Replayed": { schema: { type: "string", enum: ["true"] } },
+    return [
+      `/v1/tools/${tool.name}`,
+      {
+        post: {
+          tags: ["Tools"],
+          operationId: `callTool_${tool.name.replace(/-/g, "_")}`,
+          summary: tool.title,
+          description: `${tool.description}\n\nPrice: ${formatCredits(price.credits)} ($${price.usd}) per successful call; failed calls are refunded.${tool.aliases.length ? ` Aliases: ${tool.aliases.join(", ")}.` : ""}`,
+          "x-price": price,
+          security: [{ ApiKey: [] }, {}],
+          parameters: [
+            {
+              name: "Idempotency-Key",
+              in: "header",
+              required: false,
+              schema: { type: "string", maxLength: 255 },
+              description: "Same key and body: the stored answer is replayed, charged once.",
             },
-            content: { "application/json": { schema: outputSchema } },
+            {
+              name: "X-PAYMENT",
+              in: "header",
+              required: false,
+              schema: { type: "string" },
+              description: "x402 v1 payment (base64 JSON), instead of an API key.",
+            },
+            {
+              name: "PAYMENT-SIGNATURE",
+              in: "header",
+              required: false,
+              schema: { type: "string" },
+              description: "x402 v2 payment (base64 JSON), instead of an API key.",
+            },
+          ],
+          requestBody: { required: true, content: { "application/json": { schema: inputSchema } } },
+          responses: {
+            "200": {
+              description: "The tool's result.",
+              headers: {
+                ...rateLimitHeaders,
+                "X-Credits-Charged": { schema: { type: "integer" } },
+                "X-Credits-Remaining": { schema: { type: "integer" } },
+                "Idempotent-Replayed": { schema: { type: "string", enum: ["true"] } },
+              },
+              content: { "application/json": { schema: outputSchema } },
+            },
+            ...errorResponses([
+              "missing_api_key",
+              "invalid_api_key",
+              "api_key_revoked",
+              "insufficient_credits",
+              "tool_not_found",
+              "idempotency_conflict",
+              "body_too_large",
+              "body_too_deep",
+              "validation_failed",
+              "rate_limited",
+              "tool_failed",
+              "tool_unavailable",
+              "worker_unavailable",
+              "worker_pool_busy",
+              "tool_timeout",
+              "payment_required",
+              "payment_invalid",
+              "payment_already_used",
+              "payment_pending",
+            ]),
           },
-          ...errorResponses([
-            "missing_api_key",
-            "invalid_api_key",
-            "api_key_revoked",
-            "insufficient_credits",
-            "tool_not_found",
-            "idempotency_conflict",
-            "body_too_large",
-            "body_too_deep",
-            "validation_failed",
-            "rate_limited",
-            "tool_failed",
-            "tool_unavailable",
-            "worker_unavailable",
-            "worker_pool_busy",
-            "tool_timeout",
-            "payment_required",
-            "payment_invalid",
-            "payment_already_used",
-            "payment_pending",
-          ]),
         },
       },
-    }] as const;
+    ] as const;
   });
   return Object.fromEntries(entries);
 }

@@ -20,7 +20,15 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /** The answer of a call, however it was paid for. */
 function reply(result: ToolCallResult, extraHeaders: Record<string, string> = {}) {
-  return { status: result.status, raw: result.body, headers: { ...result.headers, ...(result.replayed ? { "Idempotent-Replayed": "true" } : {}), ...extraHeaders } };
+  return {
+    status: result.status,
+    raw: result.body,
+    headers: {
+      ...result.headers,
+      ...(result.replayed ? { "Idempotent-Replayed": "true" } : {}),
+      ...extraHeaders,
+    },
+  };
 }
 
 /**
@@ -29,7 +37,12 @@ function reply(result: ToolCallResult, extraHeaders: Record<string, string> = {}
  * so nobody learns which tools an account has without one of its keys. Public tools cost no
  * store read here: a catalogue call keeps its one round trip.
  */
-async function resolveTool(services: Services, req: Request, name: string, requestId: string): Promise<ToolDefinition> {
+async function resolveTool(
+  services: Services,
+  req: Request,
+  name: string,
+  requestId: string,
+): Promise<ToolDefinition> {
   const known = services.upstream.findPublic(name);
   if (known) return known;
   if (req.get("x-api-key")) {
@@ -47,58 +60,86 @@ async function resolveTool(services: Services, req: Request, name: string, reque
  * protocol generations, and so is a keyed call short of credits.
  */
 export const callTool = defineRoute({
-    method: "post",
-    path: "/:name",
-    summary: "Call a tool with its JSON input, paid with x-api-key credits or an x402 payment; charged only when the tool succeeds.",
-    auth: "public",
-    document: callToolDocument,
-    async handler({ services, req, res, params, requestId }) {
-      const tool = await resolveTool(services, req, params.name!, requestId);
-      const idempotencyKey = req.get("idempotency-key") ?? null;
-      if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
-        throw new ApiError("validation_failed", "Idempotency-Key must be 1 to 255 printable ASCII characters.", { param: "Idempotency-Key" });
-      }
-      const forward = services.upstream.forwarderFor(tool, services.pools.proxy(req, res));
-      const price = atomicPrice(tool.cost, services.config.creditPriceAtomic);
-      // The x402 offer is built only when it is needed: keyed calls that can pay never see it.
-      const offer = () => offerForResource(services, price, `/v1/tools/${tool.name}`, `${tool.title}: one call (${formatCredits(tool.cost)})`, toolExtensions(tool));
+  method: "post",
+  path: "/:name",
+  summary:
+    "Call a tool with its JSON input, paid with x-api-key credits or an x402 payment; charged only when the tool succeeds.",
+  auth: "public",
+  document: callToolDocument,
+  async handler({ services, req, res, params, requestId }) {
+    const tool = await resolveTool(services, req, params.name!, requestId);
+    const idempotencyKey = req.get("idempotency-key") ?? null;
+    if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+      throw new ApiError(
+        "validation_failed",
+        "Idempotency-Key must be 1 to 255 printable ASCII characters.",
+        { param: "Idempotency-Key" },
+      );
+    }
+    const forward = services.upstream.forwarderFor(tool, services.pools.proxy(req, res));
+    const price = atomicPrice(tool.cost, services.config.creditPriceAtomic);
+    // The x402 offer is built only when it is needed: keyed calls that can pay never see it.
+    const offer = () =>
+      offerForResource(
+        services,
+        price,
+        `/v1/tools/${tool.name}`,
+        `${tool.title}: one call (${formatCredits(tool.cost)})`,
+        toolExtensions(tool),
+      );
 
-      if (!req.get("x-api-key") && services.payments) {
-        let settled: Record<string, string> = {};
-        try {
-          const result = await callPaidTool(
-            services,
-            {
-              tool,
-              input: req.body,
-              offer: offer(),
-              priceAtomic: price,
-              read: () => readPaymentHeader((name) => req.get(name)),
-              idempotencyKey,
-              requestId,
-              onPaid: (paid) => {
-                res.locals.accountId = paid.payment.accountId;
-                settled = paid.receiptHeaders;
-              },
-            },
-            forward,
-          );
-          return reply(result, settled);
-        } catch (err) {
-          // Once paid, the payment stands (as credits on the wallet's account): say so on the error too.
-          throw err instanceof ApiError ? err.withHeaders(settled) : err;
-        }
-      }
-
-      const key = presentedKey(req);
-      res.locals.accountId = key.accountId;
+    if (!req.get("x-api-key") && services.payments) {
+      let settled: Record<string, string> = {};
       try {
-        return reply(await invokeTool(services, { tool, input: req.body, key, idempotencyKey, requestId }, forward));
+        const result = await callPaidTool(
+          services,
+          {
+            tool,
+            input: req.body,
+            offer: offer(),
+            priceAtomic: price,
+            read: () => readPaymentHeader((name) => req.get(name)),
+            idempotencyKey,
+            requestId,
+            onPaid: (paid) => {
+              res.locals.accountId = paid.payment.accountId;
+              settled = paid.receiptHeaders;
+            },
+          },
+          forward,
+        );
+        return reply(result, settled);
       } catch (err) {
-        if (services.payments && !isPrivateTool(tool) && err instanceof ApiError && err.code === "insufficient_credits") {
-          throw paymentChallenge("insufficient_credits", `${err.message} Buy credits, or pay for this call with x402.`, offer(), err.options.details).withHeaders(err.options.headers ?? {});
-        }
-        throw err;
+        // Once paid, the payment stands (as credits on the wallet's account): say so on the error too.
+        throw err instanceof ApiError ? err.withHeaders(settled) : err;
       }
-    },
+    }
+
+    const key = presentedKey(req);
+    res.locals.accountId = key.accountId;
+    try {
+      return reply(
+        await invokeTool(
+          services,
+          { tool, input: req.body, key, idempotencyKey, requestId },
+          forward,
+        ),
+      );
+    } catch (err) {
+      if (
+        services.payments &&
+        !isPrivateTool(tool) &&
+        err instanceof ApiError &&
+        err.code === "insufficient_credits"
+      ) {
+        throw paymentChallenge(
+          "insufficient_credits",
+          `${err.message} Buy credits, or pay for this call with x402.`,
+          offer(),
+          err.options.details,
+        ).withHeaders(err.options.headers ?? {});
+      }
+      throw err;
+    }
+  },
 });

@@ -9,10 +9,17 @@ export const listCategories = defineRoute({
   path: "/categories",
   summary: "The catalogue's categories, each with its description and number of tools. Public.",
   auth: "public",
-  response: z.object({ object: z.literal("list"), data: z.array(z.object({ name: z.string(), description: z.string(), tools: z.number().int() })) }),
+  response: z.object({
+    object: z.literal("list"),
+    data: z.array(z.object({ name: z.string(), description: z.string(), tools: z.number().int() })),
+  }),
   async handler({ services }) {
     const tools = publicTools(services, TOOLS);
-    const data = Object.entries(CATEGORIES).map(([name, description]) => ({ name, description, tools: tools.filter((t) => t.category === name).length }));
+    const data = Object.entries(CATEGORIES).map(([name, description]) => ({
+      name,
+      description,
+      tools: tools.filter((t) => t.category === name).length,
+    }));
     return { body: { object: "list", data } };
   },
 });

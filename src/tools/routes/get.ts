@@ -6,7 +6,8 @@ import { toolView, toolViewSchema } from "../views.js";
 export const getTool = defineRoute({
   method: "get",
   path: "/:name",
-  summary: "One tool, by name or alias. Public; with an x-api-key, also one of the account's own custom tools.",
+  summary:
+    "One tool, by name or alias. Public; with an x-api-key, also one of the account's own custom tools.",
   auth: "public",
   response: toolViewSchema,
   async handler({ services, params, req, res, requestId }) {
@@ -18,6 +19,15 @@ export const getTool = defineRoute({
       own = tool !== null;
     }
     if (!tool) throw toolNotFound(params.name!);
-    return { body: { ...toolView(tool, services.config.creditPriceAtomic, services.pools.unavailableReason(tool.name)), ...(own ? { private: true } : {}) } };
+    return {
+      body: {
+        ...toolView(
+          tool,
+          services.config.creditPriceAtomic,
+          services.pools.unavailableReason(tool.name),
+        ),
+        ...(own ? { private: true } : {}),
+      },
+    };
   },
 });

@@ -16,16 +16,27 @@ export const listTools = defineRoute({
   auth: "public",
   query: z.object({
     q: z.string().max(200).optional().describe("Words to search for; the best matches come first."),
-    category: z.enum(Object.keys(CATEGORIES) as [keyof typeof CATEGORIES]).optional().describe("Only tools of this category (GET /v1/tools/categories)."),
+    category: z
+      .enum(Object.keys(CATEGORIES) as [keyof typeof CATEGORIES])
+      .optional()
+      .describe("Only tools of this category (GET /v1/tools/categories)."),
   }),
   response: z.object({ object: z.literal("list"), data: z.array(toolViewSchema) }),
   async handler({ services, query, req, res, requestId }) {
     // Only a valid key of the account shows its own tools (and counts as a request of that account).
-    const own: ToolDefinition[] = req.get("x-api-key") ? await services.upstream.listPrivate((await authenticateKey(services, req, res, requestId)).account.id) : [];
+    const own: ToolDefinition[] = req.get("x-api-key")
+      ? await services.upstream.listPrivate(
+          (await authenticateKey(services, req, res, requestId)).account.id,
+        )
+      : [];
     const all = [...publicTools(services, TOOLS), ...own];
     const tools = query.q || query.category ? searchTools(all, query.q ?? "", query.category) : all;
     const data = tools.map((tool) => ({
-      ...toolView(tool, services.config.creditPriceAtomic, services.pools.unavailableReason(tool.name)),
+      ...toolView(
+        tool,
+        services.config.creditPriceAtomic,
+        services.pools.unavailableReason(tool.name),
+      ),
       ...(own.includes(tool) ? { private: true } : {}),
     }));
     return { body: { object: "list", data } };

@@ -13,7 +13,8 @@ export const deleteWebhook = (owner: WebhookOwner) =>
     response: z.object({ id: z.string(), deleted: z.literal(true) }),
     async handler({ services, caller, params }) {
       const ownerId = owner.idOf(caller);
-      if (!(await services.store.deleteWebhook(ownerId, params.id!))) throw new ApiError("not_found", "No such webhook.", { param: "id" });
+      if (!(await services.store.deleteWebhook(ownerId, params.id!)))
+        throw new ApiError("not_found", "No such webhook.", { param: "id" });
       return { body: { id: params.id, deleted: true } };
     },
   });

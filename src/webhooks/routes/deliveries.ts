@@ -19,13 +19,18 @@ export const listDeliveries = (owner: WebhookOwner) =>
   defineRoute({
     method: "get",
     path: `${owner.base}/:id/deliveries`,
-    summary: "The webhook's delivery log: every attempt with its status, duration, error and next attempt, newest first.",
+    summary:
+      "The webhook's delivery log: every attempt with its status, duration, error and next attempt, newest first.",
     auth: owner.auth,
     query: z.strictObject({ limit: z.coerce.number().int().min(1).max(500).default(100) }),
     response: z.object({ object: z.literal("list"), data: z.array(deliveryViewSchema) }),
     async handler({ services, caller, params, query }) {
       const webhook = await findWebhook(services, owner.idOf(caller), params.id);
-      const attempts = await services.store.listDeliveries(webhook.ownerId, webhook.id, query.limit);
+      const attempts = await services.store.listDeliveries(
+        webhook.ownerId,
+        webhook.id,
+        query.limit,
+      );
       const data = attempts.map((a) => ({
         event_id: a.eventId,
         event: a.event,

@@ -11,6 +11,13 @@ import { sendTestEvent } from "./send-test.js";
 /** The webhook API (one route per file), for an account's own webhooks or the platform's (see owner.ts). */
 export function webhookRoutes(owner: "account" | "platform"): AnyRoute[] {
   const whose = owner === "account" ? ACCOUNT_WEBHOOKS : PLATFORM_WEBHOOKS;
-  return [registerWebhook, listWebhooks, deleteWebhook, sendTestEvent, rotateWebhookSecret, listDeliveries, resendDelivery].map((route) => route(whose));
+  return [
+    registerWebhook,
+    listWebhooks,
+    deleteWebhook,
+    sendTestEvent,
+    rotateWebhookSecret,
+    listDeliveries,
+    resendDelivery,
+  ].map((route) => route(whose));
 }
-

@@ -40,7 +40,11 @@ export const PLATFORM_WEBHOOKS: WebhookOwner = {
 };
 
 /** The owner's webhook with this id, or 404 (another owner's included). */
-export async function findWebhook(services: Services, ownerId: string, id: string | undefined): Promise<WebhookRecord> {
+export async function findWebhook(
+  services: Services,
+  ownerId: string,
+  id: string | undefined,
+): Promise<WebhookRecord> {
   const webhook = id ? await services.store.getWebhook(ownerId, id) : null;
   if (!webhook) throw new ApiError("not_found", "No such webhook.", { param: "id" });
   return webhook;
@@ -53,11 +57,20 @@ export const webhookViewSchema = z.object({
   url: z.string(),
   events: z.array(z.string()),
   created_at: z.string(),
-  previous_secret_expires_at: z.string().nullable().describe("While a rotation overlaps: when the previous secret stops signing."),
+  previous_secret_expires_at: z
+    .string()
+    .nullable()
+    .describe("While a rotation overlaps: when the previous secret stops signing."),
 });
 
 /** A webhook as the API shows it: never its secrets. */
 export function webhookView(w: WebhookRecord): z.infer<typeof webhookViewSchema> {
   const overlapping = w.previousSecretExpiresAt && w.previousSecretExpiresAt > Date.now();
-  return { id: w.id, url: w.url, events: w.events, created_at: iso(w.createdAt)!, previous_secret_expires_at: overlapping ? iso(w.previousSecretExpiresAt) : null };
+  return {
+    id: w.id,
+    url: w.url,
+    events: w.events,
+    created_at: iso(w.createdAt)!,
+    previous_secret_expires_at: overlapping ? iso(w.previousSecretExpiresAt) : null,
+  };
 }

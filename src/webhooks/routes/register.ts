@@ -18,13 +18,23 @@ export const registerWebhook = (owner: WebhookOwner) =>
     successStatus: 201,
     body: z.strictObject({
       url: z.string().max(2048),
-      events: z.array(z.enum(SUBSCRIBABLE_EVENTS as [string, ...string[]])).min(1).refine((e) => new Set(e).size === e.length, "events must not repeat"),
+      events: z
+        .array(z.enum(SUBSCRIBABLE_EVENTS as [string, ...string[]]))
+        .min(1)
+        .refine((e) => new Set(e).size === e.length, "events must not repeat"),
     }),
-    response: webhookViewSchema.extend({ secret: z.string().describe("whsec_… — shown once, never again.") }),
+    response: webhookViewSchema.extend({
+      secret: z.string().describe("whsec_… — shown once, never again."),
+    }),
     async handler({ services, body, caller }) {
       const ownerId = owner.idOf(caller);
       const check = await checkWebhookUrl(body.url, services.config.webhookAllowPrivateTargets);
-      if (!check.ok) throw new ApiError("validation_failed", `The webhook URL is not allowed: ${check.reason}.`, { param: "url" });
+      if (!check.ok)
+        throw new ApiError(
+          "validation_failed",
+          `The webhook URL is not allowed: ${check.reason}.`,
+          { param: "url" },
+        );
       const secret = newWebhookSecret();
       const webhook: WebhookRecord = {
         id: `wh_${randomId(20)}`,
@@ -37,7 +47,10 @@ export const registerWebhook = (owner: WebhookOwner) =>
         previousSecretExpiresAt: null,
       };
       if (!(await services.store.addWebhook(webhook, services.config.webhooksPerAccount))) {
-        throw new ApiError("validation_failed", `At most ${services.config.webhooksPerAccount} webhooks per account.`);
+        throw new ApiError(
+          "validation_failed",
+          `At most ${services.config.webhooksPerAccount} webhooks per account.`,
+        );
       }
       return { status: 201, body: { ...webhookView(webhook), secret } };
     },

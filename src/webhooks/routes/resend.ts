@@ -16,11 +16,26 @@ export const resendDelivery = (owner: WebhookOwner) =>
     response: z.object({ webhook_id: z.string(), event_id: z.string() }),
     async handler({ services, caller, params }) {
       const webhook = await findWebhook(services, owner.idOf(caller), params.id);
-      const logged = (await services.store.listDeliveries(webhook.ownerId, webhook.id, 500)).find((a) => a.eventId === params.event_id);
-      if (!logged) throw new ApiError("not_found", "No delivery of that event is in this webhook's log.", { param: "event_id" });
+      const logged = (await services.store.listDeliveries(webhook.ownerId, webhook.id, 500)).find(
+        (a) => a.eventId === params.event_id,
+      );
+      if (!logged)
+        throw new ApiError("not_found", "No delivery of that event is in this webhook's log.", {
+          param: "event_id",
+        });
       const { timestamp } = JSON.parse(logged.body) as { timestamp: string };
-      const job = { ownerId: webhook.ownerId, webhookId: webhook.id, eventId: logged.eventId, event: logged.event, timestamp, body: logged.body };
-      await services.deliveries.enqueue(`${logged.eventId}_${webhook.id}_resend_${randomId(8)}`, job);
+      const job = {
+        ownerId: webhook.ownerId,
+        webhookId: webhook.id,
+        eventId: logged.eventId,
+        event: logged.event,
+        timestamp,
+        body: logged.body,
+      };
+      await services.deliveries.enqueue(
+        `${logged.eventId}_${webhook.id}_resend_${randomId(8)}`,
+        job,
+      );
       return { status: 202, body: { webhook_id: webhook.id, event_id: logged.eventId } };
     },
   });

@@ -12,10 +12,15 @@ export const rotateWebhookSecret = (owner: WebhookOwner) =>
   defineRoute({
     method: "post",
     path: `${owner.base}/:id/rotate-secret`,
-    summary: "Replace the signing secret. During the overlap, webhook-signature carries signatures of both secrets; X-Webhook-Signature uses the new one.",
+    summary:
+      "Replace the signing secret. During the overlap, webhook-signature carries signatures of both secrets; X-Webhook-Signature uses the new one.",
     auth: owner.auth,
-    body: z.strictObject({ overlap_seconds: z.number().int().min(0).max(MAX_OVERLAP_SECONDS).default(86_400) }),
-    response: webhookViewSchema.extend({ secret: z.string().describe("The new secret — shown once.") }),
+    body: z.strictObject({
+      overlap_seconds: z.number().int().min(0).max(MAX_OVERLAP_SECONDS).default(86_400),
+    }),
+    response: webhookViewSchema.extend({
+      secret: z.string().describe("The new secret — shown once."),
+    }),
     async handler({ services, body, caller, params }) {
       const webhook = await findWebhook(services, owner.idOf(caller), params.id);
       const secret = newWebhookSecret();
@@ -23,7 +28,8 @@ export const rotateWebhookSecret = (owner: WebhookOwner) =>
         ...webhook,
         sealedSecret: sealSecret(services.config.secretKeys, secret),
         previousSealedSecret: body.overlap_seconds > 0 ? webhook.sealedSecret : null,
-        previousSecretExpiresAt: body.overlap_seconds > 0 ? Date.now() + body.overlap_seconds * 1000 : null,
+        previousSecretExpiresAt:
+          body.overlap_seconds > 0 ? Date.now() + body.overlap_seconds * 1000 : null,
       };
       await services.store.putWebhook(rotated);
       return { body: { ...webhookView(rotated), secret } };

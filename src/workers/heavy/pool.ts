@@ -23,7 +23,11 @@ export class HeavyPool {
       // One call per thread at a time: a thread that is terminated takes only its own call with it.
       concurrentTasksPerWorker: 1,
       idleTimeout: 60_000,
-      resourceLimits: { maxOldGenerationSizeMb: config.heavy.memoryMb, maxYoungGenerationSizeMb: 64, stackSizeMb: 8 },
+      resourceLimits: {
+        maxOldGenerationSizeMb: config.heavy.memoryMb,
+        maxYoungGenerationSizeMb: 64,
+        stackSizeMb: 8,
+      },
       workerData: { config },
       // Threads load TypeScript sources the way this process does (tsx in development and tests).
       execArgv: ts ? ["--import", "tsx"] : [],
@@ -36,15 +40,32 @@ export class HeavyPool {
     const signal = AbortSignal.timeout(Math.max(100, timeoutMs - 250));
     let result: HeavyResult;
     try {
-      result = (await this.piscina.run({ tool, input, timeoutMs } satisfies HeavyTask, { signal })) as HeavyResult;
+      result = (await this.piscina.run({ tool, input, timeoutMs } satisfies HeavyTask, {
+        signal,
+      })) as HeavyResult;
     } catch (err) {
-      if (signal.aborted) throw new WorkerError(504, "tool_timeout", `The ${tool} tool ran out of time and was stopped.`);
+      if (signal.aborted)
+        throw new WorkerError(
+          504,
+          "tool_timeout",
+          `The ${tool} tool ran out of time and was stopped.`,
+        );
       if ((err as { code?: string }).code === "ERR_WORKER_OUT_OF_MEMORY") {
-        throw new WorkerError(422, "resource_limit", `The ${tool} tool ran out of its memory allowance on this input and was stopped.`);
+        throw new WorkerError(
+          422,
+          "resource_limit",
+          `The ${tool} tool ran out of its memory allowance on this input and was stopped.`,
+        );
       }
       throw err;
     }
-    if ("error" in result) throw new WorkerError(result.error.status, result.error.code, result.error.message, result.error.param);
+    if ("error" in result)
+      throw new WorkerError(
+        result.error.status,
+        result.error.code,
+        result.error.message,
+        result.error.param,
+      );
     return result.output;
   }
 

@@ -2,7 +2,9 @@ import type { WorkerConfig } from "../config.js";
 import { WorkerError } from "../errors.js";
 
 /** Calls to any OpenAI-compatible endpoint: chat completions (text and vision), embeddings, images. */
-export type ContentPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } };
+export type ContentPart =
+  | { type: "text"; text: string }
+  | { type: "image_url"; image_url: { url: string } };
 export interface ChatMessage {
   role: "system" | "user" | "assistant";
   content: string | ContentPart[];
@@ -22,48 +24,86 @@ interface CompletionResponse {
 }
 
 export function requireAi(config: WorkerConfig): NonNullable<WorkerConfig["ai"]> {
-  if (!config.ai) throw new WorkerError(503, "tool_unavailable", "No AI provider is configured (AI_BASE_URL and AI_MODEL).");
+  if (!config.ai)
+    throw new WorkerError(
+      503,
+      "tool_unavailable",
+      "No AI provider is configured (AI_BASE_URL and AI_MODEL).",
+    );
   return config.ai;
 }
 
 /** POSTs to the provider and returns its JSON; every failure becomes the tool's 502/504. */
-async function post<T>(config: WorkerConfig, path: string, body: unknown, timeoutMs: number): Promise<T> {
+async function post<T>(
+  config: WorkerConfig,
+  path: string,
+  body: unknown,
+  timeoutMs: number,
+): Promise<T> {
   const ai = requireAi(config);
   let res: Response;
   try {
     res = await fetch(`${ai.baseUrl}${path}`, {
       method: "POST",
-      headers: { "content-type": "application/json", ...(ai.apiKey ? { authorization: `Bearer ${ai.apiKey}` } : {}) },
+      headers: {
+        "content-type": "application/json",
+        ...(ai.apiKey ? { authorization: `Bearer ${ai.apiKey}` } : {}),
+      },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (err) {
-    if ((err as Error).name === "TimeoutError") throw new WorkerError(504, "provider_timeout", "The AI provider did not answer in time.");
+    if ((err as Error).name === "TimeoutError")
+      throw new WorkerError(504, "provider_timeout", "The AI provider did not answer in time.");
     throw new WorkerError(502, "provider_error", "The AI provider could not be reached.");
   }
   if (!res.ok) {
     const detail = (await res.text().catch(() => "")).slice(0, 200);
-    throw new WorkerError(502, "provider_error", `The AI provider answered ${res.status}${detail ? `: ${detail}` : ""}.`);
+    throw new WorkerError(
+      502,
+      "provider_error",
+      `The AI provider answered ${res.status}${detail ? `: ${detail}` : ""}.`,
+    );
   }
   return (await res.json().catch(() => ({}))) as T;
 }
 
 export async function chat(
   config: WorkerConfig,
-  request: { messages: ChatMessage[]; max_tokens?: number; temperature?: number; response_format?: unknown; model?: string },
+  request: {
+    messages: ChatMessage[];
+    max_tokens?: number;
+    temperature?: number;
+    response_format?: unknown;
+    model?: string;
+  },
   timeoutMs: number,
 ): Promise<ChatResult> {
   const ai = requireAi(config);
-  const body = await post<CompletionResponse>(config, "/chat/completions", { ...request, model: request.model ?? ai.model }, timeoutMs);
+  const body = await post<CompletionResponse>(
+    config,
+    "/chat/completions",
+    { ...request, model: request.model ?? ai.model },
+    timeoutMs,
+  );
   const choice = body.choices?.[0];
-  if (typeof choice?.message?.content !== "string") throw new WorkerError(502, "provider_error", "The AI provider's answer had no message content.");
+  if (typeof choice?.message?.content !== "string")
+    throw new WorkerError(
+      502,
+      "provider_error",
+      "The AI provider's answer had no message content.",
+    );
   const prompt = body.usage?.prompt_tokens ?? 0;
   const completion = body.usage?.completion_tokens ?? 0;
   return {
     text: choice.message.content,
     model: body.model ?? request.model ?? ai.model,
     finish_reason: choice.finish_reason ?? null,
-    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: body.usage?.total_tokens ?? prompt + completion },
+    usage: {
+      prompt_tokens: prompt,
+      completion_tokens: completion,
+      total_tokens: body.usage?.total_tokens ?? prompt + completion,
+    },
   };
 }
 
@@ -83,17 +123,35 @@ interface EmbeddingResponse {
 }
 
 /** POST /embeddings. */
-export async function embed(config: WorkerConfig, texts: string[], dimensions: number | undefined, timeoutMs: number) {
+export async function embed(
+  config: WorkerConfig,
+  texts: string[],
+  dimensions: number | undefined,
+  timeoutMs: number,
+) {
   const ai = requireAi(config);
-  const body = await post<EmbeddingResponse>(config, "/embeddings", { model: ai.embeddingModel, input: texts, ...(dimensions ? { dimensions } : {}) }, timeoutMs);
+  const body = await post<EmbeddingResponse>(
+    config,
+    "/embeddings",
+    { model: ai.embeddingModel, input: texts, ...(dimensions ? { dimensions } : {}) },
+    timeoutMs,
+  );
   const data = [...(body.data ?? [])].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
-  if (data.length !== texts.length || data.some((d) => !Array.isArray(d.embedding))) throw new WorkerError(502, "provider_error", "The AI provider's answer did not hold one embedding per text.");
+  if (data.length !== texts.length || data.some((d) => !Array.isArray(d.embedding)))
+    throw new WorkerError(
+      502,
+      "provider_error",
+      "The AI provider's answer did not hold one embedding per text.",
+    );
   const embeddings = data.map((d) => d.embedding!);
   return {
     embeddings,
     dimensions: embeddings[0]!.length,
     model: body.model ?? ai.embeddingModel,
-    usage: { prompt_tokens: body.usage?.prompt_tokens ?? 0, total_tokens: body.usage?.total_tokens ?? body.usage?.prompt_tokens ?? 0 },
+    usage: {
+      prompt_tokens: body.usage?.prompt_tokens ?? 0,
+      total_tokens: body.usage?.total_tokens ?? body.usage?.prompt_tokens ?? 0,
+    },
   };
 }
 
@@ -102,10 +160,21 @@ interface ImageResponse {
 }
 
 /** POST /images/generations, asking for base64 so nothing is fetched from a provider URL afterwards. */
-export async function generateImage(config: WorkerConfig, prompt: string, size: string, timeoutMs: number) {
+export async function generateImage(
+  config: WorkerConfig,
+  prompt: string,
+  size: string,
+  timeoutMs: number,
+) {
   const ai = requireAi(config);
-  const body = await post<ImageResponse>(config, "/images/generations", { model: ai.imageModel, prompt, size, n: 1, response_format: "b64_json" }, timeoutMs);
+  const body = await post<ImageResponse>(
+    config,
+    "/images/generations",
+    { model: ai.imageModel, prompt, size, n: 1, response_format: "b64_json" },
+    timeoutMs,
+  );
   const image = body.data?.[0];
-  if (!image?.b64_json) throw new WorkerError(502, "provider_error", "The AI provider's answer held no image.");
+  if (!image?.b64_json)
+    throw new WorkerError(502, "provider_error", "The AI provider's answer held no image.");
   return { b64: image.b64_json, revisedPrompt: image.revised_prompt ?? null, model: ai.imageModel };
 }

@@ -1,13 +1,30 @@
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { withFormats } from "../json-schema.js";
 import sharp from "sharp";
-import { aiClassify, aiCodeReview, aiEmbeddings, aiExtract, aiExtractUrl, aiGenerate, aiImageDescribe, aiImageGenerate, aiSummarize, aiTranslate } from "../../tools/catalogue/ai.js";
+import {
+  aiClassify,
+  aiCodeReview,
+  aiEmbeddings,
+  aiExtract,
+  aiExtractUrl,
+  aiGenerate,
+  aiImageDescribe,
+  aiImageGenerate,
+  aiSummarize,
+  aiTranslate,
+} from "../../tools/catalogue/ai.js";
 import { fetchPublic } from "../web/fetch.js";
 import { decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
 import { readPage } from "./web.js";
 import type { WorkerConfig } from "../config.js";
 import { WorkerError } from "../errors.js";
-import { chat, embed, generateImage, jsonAnswer, type ChatMessage } from "../providers/openai-compatible.js";
+import {
+  chat,
+  embed,
+  generateImage,
+  jsonAnswer,
+  type ChatMessage,
+} from "../providers/openai-compatible.js";
 import { implement } from "./implementation.js";
 
 const unavailable = (config: { ai: unknown }) => (config.ai ? null : "no AI provider configured");
@@ -16,7 +33,11 @@ export const generate = implement(aiGenerate, {
   unavailable,
   async run(input, { config, timeoutMs }) {
     const messages: ChatMessage[] = input.messages ?? [{ role: "user", content: input.prompt! }];
-    return chat(config, { messages, max_tokens: input.max_tokens, temperature: input.temperature }, timeoutMs);
+    return chat(
+      config,
+      { messages, max_tokens: input.max_tokens, temperature: input.temperature },
+      timeoutMs,
+    );
   },
 });
 
@@ -27,7 +48,10 @@ export const summarize = implement(aiSummarize, {
       config,
       {
         messages: [
-          { role: "system", content: `Summarize the user's text in at most ${input.max_words} words. Reply with the summary only.` },
+          {
+            role: "system",
+            content: `Summarize the user's text in at most ${input.max_words} words. Reply with the summary only.`,
+          },
           { role: "user", content: input.text },
         ],
       },
@@ -45,38 +69,66 @@ export const translate = implement(aiTranslate, {
       config,
       {
         messages: [
-          { role: "system", content: `Translate the user's text${from} into ${input.target_language}. Reply with the translation only.` },
+          {
+            role: "system",
+            content: `Translate the user's text${from} into ${input.target_language}. Reply with the translation only.`,
+          },
           { role: "user", content: input.text },
         ],
       },
       timeoutMs,
     );
-    return { translation: result.text.trim(), target_language: input.target_language, model: result.model, usage: result.usage };
+    return {
+      translation: result.text.trim(),
+      target_language: input.target_language,
+      model: result.model,
+      usage: result.usage,
+    };
   },
 });
 
 /** Structured extraction shared by ai-extract and ai-extract-url: the answer must satisfy the caller's schema. */
-async function extractJson(config: WorkerConfig, input: { text: string; schema: Record<string, unknown>; instructions?: string }, timeoutMs: number) {
+async function extractJson(
+  config: WorkerConfig,
+  input: { text: string; schema: Record<string, unknown>; instructions?: string },
+  timeoutMs: number,
+) {
   const ajv = withFormats(new Ajv2020({ strict: false, allErrors: true }));
   let validate;
   try {
     validate = ajv.compile(input.schema);
   } catch (err) {
-    throw new WorkerError(422, "invalid_input", `The schema is not a valid JSON Schema: ${(err as Error).message}`, "schema");
+    throw new WorkerError(
+      422,
+      "invalid_input",
+      `The schema is not a valid JSON Schema: ${(err as Error).message}`,
+      "schema",
+    );
   }
   const result = await chat(
     config,
     {
       messages: [
-        { role: "system", content: `Extract data from the user's text as JSON that satisfies this JSON Schema. Reply with the JSON only.${input.instructions ? `\n${input.instructions}` : ""}\n${JSON.stringify(input.schema)}` },
+        {
+          role: "system",
+          content: `Extract data from the user's text as JSON that satisfies this JSON Schema. Reply with the JSON only.${input.instructions ? `\n${input.instructions}` : ""}\n${JSON.stringify(input.schema)}`,
+        },
         { role: "user", content: input.text },
       ],
-      response_format: { type: "json_schema", json_schema: { name: "extraction", schema: input.schema } },
+      response_format: {
+        type: "json_schema",
+        json_schema: { name: "extraction", schema: input.schema },
+      },
     },
     timeoutMs,
   );
   const data = jsonAnswer(result.text);
-  if (!validate(data)) throw new WorkerError(502, "provider_error", `The AI provider's answer did not match the schema: ${ajv.errorsText(validate.errors)}`);
+  if (!validate(data))
+    throw new WorkerError(
+      502,
+      "provider_error",
+      `The AI provider's answer did not match the schema: ${ajv.errorsText(validate.errors)}`,
+    );
   return { data, model: result.model, usage: result.usage };
 }
 
@@ -88,7 +140,12 @@ export const extract = implement(aiExtract, {
 export const classify = implement(aiClassify, {
   unavailable,
   async run(input, { config, timeoutMs }) {
-    const schema = { type: "object", properties: { label: { type: "string", enum: input.labels }, reason: { type: "string" } }, required: ["label", "reason"], additionalProperties: false };
+    const schema = {
+      type: "object",
+      properties: { label: { type: "string", enum: input.labels }, reason: { type: "string" } },
+      required: ["label", "reason"],
+      additionalProperties: false,
+    };
     const result = await chat(
       config,
       {
@@ -105,8 +162,19 @@ export const classify = implement(aiClassify, {
       timeoutMs,
     );
     const answer = jsonAnswer(result.text) as { label?: unknown; reason?: unknown };
-    const label = input.labels.find((l) => l.toLowerCase() === String(answer.label ?? "").trim().toLowerCase());
-    if (!label) throw new WorkerError(502, "provider_error", "The AI provider answered a label that is not one of the labels given.");
+    const label = input.labels.find(
+      (l) =>
+        l.toLowerCase() ===
+        String(answer.label ?? "")
+          .trim()
+          .toLowerCase(),
+    );
+    if (!label)
+      throw new WorkerError(
+        502,
+        "provider_error",
+        "The AI provider answered a label that is not one of the labels given.",
+      );
     return { label, reason: String(answer.reason ?? ""), model: result.model, usage: result.usage };
   },
 });
@@ -121,13 +189,25 @@ export const imageGenerate = implement(aiImageGenerate, {
   async run(input, { config, timeoutMs }) {
     const image = await generateImage(config, input.prompt, input.size, timeoutMs);
     // Re-encoded here: the caller always gets a PNG, whatever the provider sent.
-    const png = await sharp(Buffer.from(image.b64, "base64"), { limitInputPixels: MAX_INPUT_PIXELS })
+    const png = await sharp(Buffer.from(image.b64, "base64"), {
+      limitInputPixels: MAX_INPUT_PIXELS,
+    })
       .png()
       .toBuffer()
       .catch(() => {
-        throw new WorkerError(502, "provider_error", "The AI provider's image could not be decoded.");
+        throw new WorkerError(
+          502,
+          "provider_error",
+          "The AI provider's image could not be decoded.",
+        );
       });
-    return { mime_type: "image/png", data: png.toString("base64"), bytes: png.length, revised_prompt: image.revisedPrompt, model: image.model };
+    return {
+      mime_type: "image/png",
+      data: png.toString("base64"),
+      bytes: png.length,
+      revised_prompt: image.revisedPrompt,
+      model: image.model,
+    };
   },
 });
 
@@ -150,7 +230,10 @@ export const imageDescribe = implement(aiImageDescribe, {
             role: "user",
             content: [
               { type: "text", text: input.question },
-              { type: "image_url", image_url: { url: `data:image/${meta.format};base64,${bytes.toString("base64")}` } },
+              {
+                type: "image_url",
+                image_url: { url: `data:image/${meta.format};base64,${bytes.toString("base64")}` },
+              },
             ],
           },
         ],
@@ -188,10 +271,17 @@ export const codeReview = implement(aiCodeReview, {
       timeoutMs,
     );
     const answer = jsonAnswer(result.text) as { summary?: unknown; findings?: unknown };
-    if (typeof answer.summary !== "string" || !Array.isArray(answer.findings)) throw new WorkerError(502, "provider_error", "The AI provider's review did not have a summary and findings.");
+    if (typeof answer.summary !== "string" || !Array.isArray(answer.findings))
+      throw new WorkerError(
+        502,
+        "provider_error",
+        "The AI provider's review did not have a summary and findings.",
+      );
     const findings = (answer.findings as Record<string, unknown>[])
       .map((f) => ({
-        severity: SEVERITIES.includes(f.severity as never) ? (f.severity as (typeof SEVERITIES)[number]) : ("info" as const),
+        severity: SEVERITIES.includes(f.severity as never)
+          ? (f.severity as (typeof SEVERITIES)[number])
+          : ("info" as const),
         line: Number.isInteger(f.line) ? (f.line as number) : null,
         message: String(f.message ?? ""),
         suggestion: typeof f.suggestion === "string" ? f.suggestion : null,
@@ -204,9 +294,16 @@ export const codeReview = implement(aiCodeReview, {
 export const extractUrl = implement(aiExtractUrl, {
   unavailable,
   async run(input, { config, timeoutMs }) {
-    const page = await fetchPublic(config, input.url, { timeoutMs: Math.min(20_000, timeoutMs / 2), accept: "text/html,*/*;q=0.5" });
+    const page = await fetchPublic(config, input.url, {
+      timeoutMs: Math.min(20_000, timeoutMs / 2),
+      accept: "text/html,*/*;q=0.5",
+    });
     const { content } = await readPage(page.body.toString("utf8"), "text", true);
-    const result = await extractJson(config, { text: content.slice(0, 100_000), schema: input.schema, instructions: input.instructions }, timeoutMs / 2);
+    const result = await extractJson(
+      config,
+      { text: content.slice(0, 100_000), schema: input.schema, instructions: input.instructions },
+      timeoutMs / 2,
+    );
     return { ...result, url: page.url };
   },
 });

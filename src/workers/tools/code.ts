@@ -25,9 +25,18 @@ export const format = implement(codeFormat, {
       code =
         input.language === "sql"
           ? `${formatSql(input.code, { language: input.sql_dialect as SqlLanguage, tabWidth: input.indent })}\n`
-          : await prettier.format(input.code, { parser: PARSERS[input.language]!, tabWidth: input.indent, printWidth: input.print_width });
+          : await prettier.format(input.code, {
+              parser: PARSERS[input.language]!,
+              tabWidth: input.indent,
+              printWidth: input.print_width,
+            });
     } catch (err) {
-      throw new WorkerError(422, "invalid_input", `The ${input.language} code could not be parsed: ${String((err as Error).message).split("\n")[0]}`, "code");
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        `The ${input.language} code could not be parsed: ${String((err as Error).message).split("\n")[0]}`,
+        "code",
+      );
     }
     return { code, changed: code !== input.code };
   },

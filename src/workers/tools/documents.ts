@@ -36,13 +36,23 @@ function boundedMarkup<T>(what: string, param: string, fn: () => T): T {
     try {
       return fn();
     } catch (err) {
-      if (err instanceof RangeError) throw new WorkerError(422, "resource_limit", `${what} is nested too deeply to convert.`, param);
+      if (err instanceof RangeError)
+        throw new WorkerError(
+          422,
+          "resource_limit",
+          `${what} is nested too deeply to convert.`,
+          param,
+        );
       throw err;
     }
   });
 }
 
-export const turndown = new TurndownService({ headingStyle: "atx", codeBlockStyle: "fenced", bulletListMarker: "-" });
+export const turndown = new TurndownService({
+  headingStyle: "atx",
+  codeBlockStyle: "fenced",
+  bulletListMarker: "-",
+});
 turndown.remove(["script", "style", "noscript"]);
 
 export const toMarkdown = implement(htmlToMarkdown, {
@@ -51,7 +61,8 @@ export const toMarkdown = implement(htmlToMarkdown, {
   },
 });
 
-const escapeHtml = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+const escapeHtml = (s: string) =>
+  s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 // Raw HTML in Markdown is shown as text, and only web and mail links are kept: the output is safe to embed.
 const marked = new Marked({
   gfm: true,
@@ -59,22 +70,33 @@ const marked = new Marked({
     html: ({ text }) => escapeHtml(text),
     link({ href, tokens }) {
       const text = this.parser.parseInline(tokens);
-      return /^(https?:|mailto:|#|\/)/i.test(href) ? `<a href="${escapeHtml(href)}">${text}</a>` : text;
+      return /^(https?:|mailto:|#|\/)/i.test(href)
+        ? `<a href="${escapeHtml(href)}">${text}</a>`
+        : text;
     },
   },
 });
 
 export const toHtml = implement(markdownToHtml, {
   async run(input) {
-    return { html: boundedMarkup("This Markdown", "markdown", () => marked.parse(input.markdown, { async: false })) };
+    return {
+      html: boundedMarkup("This Markdown", "markdown", () =>
+        marked.parse(input.markdown, { async: false }),
+      ),
+    };
   },
 });
 
 /** Text with block boundaries kept as blank lines (textContent alone runs paragraphs together). */
 export function plainText(html: string): string {
-  const spaced = html.replace(/<\/(p|div|h[1-6]|li|blockquote|pre|tr|section|article|header|footer)>/gi, "$&\n\n").replace(/<br\s*\/?>/gi, "\n");
+  const spaced = html
+    .replace(/<\/(p|div|h[1-6]|li|blockquote|pre|tr|section|article|header|footer)>/gi, "$&\n\n")
+    .replace(/<br\s*\/?>/gi, "\n");
   const { document } = parseHTML(`<!doctype html><html><body>${spaced}</body></html>`);
-  return (document.body?.textContent ?? "").replace(/[ \t]+\n/g, "\n").replace(/\n{3,}/g, "\n\n").trim();
+  return (document.body?.textContent ?? "")
+    .replace(/[ \t]+\n/g, "\n")
+    .replace(/\n{3,}/g, "\n\n")
+    .trim();
 }
 
 /** The article Readability finds in a page, or null. */
@@ -100,7 +122,8 @@ export const readability = implement(readabilityExtract, {
 
 const PAGE_SIZES = { A4: [595.28, 841.89], Letter: [612, 792] } as const;
 /** Standard PDF fonts encode WinAnsi only: other characters become "?" instead of failing the call. */
-const winAnsi = (s: string) => s.replace(/[^\x20-\x7e\xa0-\xff\n\t€‘’“”•–—…™]/g, "?").replace(/\t/g, "    ");
+const winAnsi = (s: string) =>
+  s.replace(/[^\x20-\x7e\xa0-\xff\n\t€‘’“”•–—…™]/g, "?").replace(/\t/g, "    ");
 
 export const pdfCreate = implement(pdfGenerate, {
   async run(input) {
@@ -120,7 +143,8 @@ export const pdfCreate = implement(pdfGenerate, {
         let line = "";
         for (const word of paragraph.split(/ +/)) {
           const candidate = line ? `${line} ${word}` : word;
-          if (font.widthOfTextAtSize(candidate, size) <= width - 2 * margin || !line) line = candidate;
+          if (font.widthOfTextAtSize(candidate, size) <= width - 2 * margin || !line)
+            line = candidate;
           else {
             lines.push(line);
             line = word;
@@ -140,11 +164,17 @@ export const pdfCreate = implement(pdfGenerate, {
     };
     if (input.title) write(input.title, bold, input.font_size * 2, input.font_size);
     for (const block of input.blocks) {
-      if (block.type === "heading") write(block.text, bold, input.font_size * 1.5, input.font_size * 0.4);
+      if (block.type === "heading")
+        write(block.text, bold, input.font_size * 1.5, input.font_size * 0.4);
       else write(block.text, regular, input.font_size, input.font_size * 0.8);
     }
     const bytes = Buffer.from(await doc.save());
-    return { mime_type: "application/pdf", data: bytes.toString("base64"), bytes: bytes.length, pages: doc.getPageCount() };
+    return {
+      mime_type: "application/pdf",
+      data: bytes.toString("base64"),
+      bytes: bytes.length,
+      pages: doc.getPageCount(),
+    };
   },
 });
 
@@ -152,19 +182,30 @@ export const xlsxWrite = implement(spreadsheetWrite, {
   async run(input) {
     const book = new ExcelJS.Workbook();
     for (const sheet of input.sheets) {
-      if (book.getWorksheet(sheet.name)) throw new WorkerError(422, "invalid_input", `Two sheets are named ${sheet.name}.`, "sheets");
+      if (book.getWorksheet(sheet.name))
+        throw new WorkerError(
+          422,
+          "invalid_input",
+          `Two sheets are named ${sheet.name}.`,
+          "sheets",
+        );
       const ws = book.addWorksheet(sheet.name);
       const objects = sheet.rows.filter((r) => !Array.isArray(r)) as Record<string, unknown>[];
       if (objects.length) {
         const columns = [...new Set(objects.flatMap((r) => Object.keys(r)))];
         ws.addRow(columns).font = { bold: true };
-        for (const row of sheet.rows) ws.addRow(Array.isArray(row) ? row : columns.map((c) => row[c] ?? null));
+        for (const row of sheet.rows)
+          ws.addRow(Array.isArray(row) ? row : columns.map((c) => row[c] ?? null));
       } else {
         ws.addRows(sheet.rows as unknown[][]);
       }
     }
     const bytes = Buffer.from(await book.xlsx.writeBuffer());
-    return { mime_type: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", data: bytes.toString("base64"), bytes: bytes.length };
+    return {
+      mime_type: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+      data: bytes.toString("base64"),
+      bytes: bytes.length,
+    };
   },
 });
 
@@ -174,13 +215,29 @@ export const csv = implement(csvConvert, {
       const objects = input.rows.filter((r) => !Array.isArray(r)) as Record<string, unknown>[];
       const columns = objects.length ? [...new Set(objects.flatMap((r) => Object.keys(r)))] : [];
       const text = objects.length
-        ? Papa.unparse({ fields: columns, data: input.rows.map((r) => (Array.isArray(r) ? r : columns.map((c) => r[c] ?? null))) }, { header: input.header, delimiter: input.delimiter ?? "," })
+        ? Papa.unparse(
+            {
+              fields: columns,
+              data: input.rows.map((r) =>
+                Array.isArray(r) ? r : columns.map((c) => r[c] ?? null),
+              ),
+            },
+            { header: input.header, delimiter: input.delimiter ?? "," },
+          )
         : Papa.unparse(input.rows as unknown[][], { delimiter: input.delimiter ?? "," });
       return { rows: null, csv: text, columns, errors: [] };
     }
-    const parsed = Papa.parse<unknown>(input.csv!, { header: input.header, dynamicTyping: input.dynamic_typing, skipEmptyLines: true, delimiter: input.delimiter ?? "" });
+    const parsed = Papa.parse<unknown>(input.csv!, {
+      header: input.header,
+      dynamicTyping: input.dynamic_typing,
+      skipEmptyLines: true,
+      delimiter: input.delimiter ?? "",
+    });
     return {
-      rows: parsed.data as (Record<string, string | number | boolean | null> | (string | number | boolean | null)[])[],
+      rows: parsed.data as (
+        | Record<string, string | number | boolean | null>
+        | (string | number | boolean | null)[]
+      )[],
       csv: null,
       columns: parsed.meta.fields ?? [],
       errors: parsed.errors.map((e) => ({ row: e.row ?? null, message: e.message })),
@@ -191,40 +248,78 @@ export const csv = implement(csvConvert, {
 export const xml = implement(xmlConvert, {
   async run(input) {
     if (input.json !== undefined) {
-      const builder = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: "@_", format: input.pretty, suppressEmptyNode: true });
+      const builder = new XMLBuilder({
+        ignoreAttributes: false,
+        attributeNamePrefix: "@_",
+        format: input.pretty,
+        suppressEmptyNode: true,
+      });
       return { json: null, xml: String(builder.build(input.json)) };
     }
     const valid = XMLValidator.validate(input.xml!);
-    if (valid !== true) throw new WorkerError(422, "invalid_input", `Not well-formed XML: ${valid.err.msg} (line ${valid.err.line}).`, "xml");
+    if (valid !== true)
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        `Not well-formed XML: ${valid.err.msg} (line ${valid.err.line}).`,
+        "xml",
+      );
     // Entities stay as written: no DOCTYPE expansion, so no entity-expansion bomb.
-    const parser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@_", processEntities: false, parseTagValue: true });
+    const parser = new XMLParser({
+      ignoreAttributes: false,
+      attributeNamePrefix: "@_",
+      processEntities: false,
+      parseTagValue: true,
+    });
     return { json: parser.parse(input.xml!) as unknown, xml: null };
   },
 });
 
 export const yamlJson = implement(yamlConvert, {
   async run(input) {
-    if (input.json !== undefined) return { json: null, documents: 1, yaml: stringifyYaml(input.json) };
+    if (input.json !== undefined)
+      return { json: null, documents: 1, yaml: stringifyYaml(input.json) };
     // maxAliasCount bounds alias expansion (the "billion laughs" document).
     const documents = parseAllDocuments(input.yaml!);
     const list = Array.isArray(documents) ? documents : [documents];
     const failed = list.find((d) => d.errors.length);
-    if (failed) throw new WorkerError(422, "invalid_input", `Not valid YAML: ${failed.errors[0]!.message.split("\n")[0]}`, "yaml");
+    if (failed)
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        `Not valid YAML: ${failed.errors[0]!.message.split("\n")[0]}`,
+        "yaml",
+      );
     try {
-      return { json: (list[0]?.toJS({ maxAliasCount: 1000 }) ?? null) as unknown, documents: list.length, yaml: null };
+      return {
+        json: (list[0]?.toJS({ maxAliasCount: 1000 }) ?? null) as unknown,
+        documents: list.length,
+        yaml: null,
+      };
     } catch (err) {
-      throw new WorkerError(422, "invalid_input", `The YAML could not be expanded: ${(err as Error).message}`, "yaml");
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        `The YAML could not be expanded: ${(err as Error).message}`,
+        "yaml",
+      );
     }
   },
 });
 
 export const sanitize = implement(htmlSanitize, {
   async run(input) {
-    const allowedTags = [...(input.allowed_tags ?? sanitizeHtml.defaults.allowedTags), ...(input.allow_images ? ["img"] : [])];
+    const allowedTags = [
+      ...(input.allowed_tags ?? sanitizeHtml.defaults.allowedTags),
+      ...(input.allow_images ? ["img"] : []),
+    ];
     const clean = boundedMarkup("This HTML", "html", () =>
       sanitizeHtml(input.html, {
         allowedTags,
-        allowedAttributes: { ...sanitizeHtml.defaults.allowedAttributes, img: ["src", "alt", "title", "width", "height"] },
+        allowedAttributes: {
+          ...sanitizeHtml.defaults.allowedAttributes,
+          img: ["src", "alt", "title", "width", "height"],
+        },
         allowedSchemes: ["http", "https", "mailto"],
         allowedSchemesByTag: { img: ["http", "https"] },
       }),

@@ -35,9 +35,19 @@ export function checkZipBudget(bytes: Buffer, param: string, what: string): void
     });
   } catch (err) {
     if (err instanceof ZipTooLarge) {
-      throw new WorkerError(422, "resource_limit", `The ${what} would expand to more than ${MAX_UNZIPPED_BYTES / 1_000_000} MB (or ${MAX_ZIP_ENTRIES} files); it was refused.`, param);
+      throw new WorkerError(
+        422,
+        "resource_limit",
+        `The ${what} would expand to more than ${MAX_UNZIPPED_BYTES / 1_000_000} MB (or ${MAX_ZIP_ENTRIES} files); it was refused.`,
+        param,
+      );
     }
-    throw new WorkerError(422, "invalid_input", `Not a valid ${what} (it is not a ZIP container).`, param);
+    throw new WorkerError(
+      422,
+      "invalid_input",
+      `Not a valid ${what} (it is not a ZIP container).`,
+      param,
+    );
   }
 }
 

@@ -13,7 +13,10 @@ export const distances = implement(geoDistance, {
       const from = input.points[i]!;
       const a = [from.lon, from.lat];
       const b = [to.lon, to.lat];
-      return { distance: round(distance(a, b, { units: input.units })), bearing: round(bearing(a, b)) };
+      return {
+        distance: round(distance(a, b, { units: input.units })),
+        bearing: round(bearing(a, b)),
+      };
     });
     return { distance: round(legs.reduce((n, l) => n + l.distance, 0)), units: input.units, legs };
   },

@@ -9,7 +9,13 @@ import type * as Vega from "vega";
 import { jsSandbox } from "../../tools/catalogue/code.js";
 import { mathEvaluate, sqlQuery } from "../../tools/catalogue/data.js";
 import { docxToText, pdfExtractText, spreadsheetRead } from "../../tools/catalogue/documents.js";
-import { chartRender, imageTransform, ocr, qrDecode, svgToPng } from "../../tools/catalogue/images.js";
+import {
+  chartRender,
+  imageTransform,
+  ocr,
+  qrDecode,
+  svgToPng,
+} from "../../tools/catalogue/images.js";
 import { WorkerError } from "../errors.js";
 import { checkZipBudget, decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
 import { implement, type ToolImplementation } from "./implementation.js";
@@ -26,29 +32,44 @@ const lazy = <T>(load: () => Promise<T>) => {
   return () => (loaded ??= load());
 };
 /** CommonJS packages whose types promise an ES default: take the export either way. */
-const defaultOf = <T>(m: T): T extends { default: infer D } ? D : T => ((m as { default?: unknown }).default ?? m) as never;
+const defaultOf = <T>(m: T): T extends { default: infer D } ? D : T =>
+  ((m as { default?: unknown }).default ?? m) as never;
 
 type JsQR = (data: Uint8ClampedArray, width: number, height: number) => QRCode | null;
 
 const lib = {
   resvg: lazy(() => import("@resvg/resvg-js")),
   exceljs: lazy(() => import("exceljs").then(defaultOf)),
-  jsqr: lazy(() => import("jsqr").then((m) => ((m.default as { default?: unknown }).default ?? m.default) as JsQR)),
+  jsqr: lazy(() =>
+    import("jsqr").then((m) => ((m.default as { default?: unknown }).default ?? m.default) as JsQR),
+  ),
   mammoth: lazy(() => import("mammoth").then(defaultOf)),
   papaparse: lazy(() => import("papaparse").then(defaultOf)),
   quickjs: lazy(() => import("quickjs-emscripten")),
   sharp: lazy(() => import("sharp").then(defaultOf)),
-  sqljs: lazy(() => import("sql.js").then((m) => defaultOf(m)({ locateFile: (file: string) => `${dirname(require.resolve("sql.js"))}/${file}` }))),
+  sqljs: lazy(() =>
+    import("sql.js").then((m) =>
+      defaultOf(m)({
+        locateFile: (file: string) => `${dirname(require.resolve("sql.js"))}/${file}`,
+      }),
+    ),
+  ),
   tesseract: lazy(() => import("tesseract.js")),
-  turndown: lazy(() => import("turndown").then((m) => new (defaultOf(m))({ headingStyle: "atx", bulletListMarker: "-" }))),
+  turndown: lazy(() =>
+    import("turndown").then(
+      (m) => new (defaultOf(m))({ headingStyle: "atx", bulletListMarker: "-" }),
+    ),
+  ),
   unpdf: lazy(() => import("unpdf")),
   vega: lazy(() => import("vega")),
   vegaLite: lazy(() => import("vega-lite")),
   math: lazy(() => import("mathjs").then(limitedMath)),
 };
 
-const invalid = (message: string, param: string) => new WorkerError(422, "invalid_input", message, param);
-const reason = (err: unknown) => (err instanceof Error ? err.message : String(err)).split("\n")[0]!.slice(0, 300);
+const invalid = (message: string, param: string) =>
+  new WorkerError(422, "invalid_input", message, param);
+const reason = (err: unknown) =>
+  (err instanceof Error ? err.message : String(err)).split("\n")[0]!.slice(0, 300);
 
 /** sharp, refusing images whose header claims more pixels than the budget. */
 async function image(bytes: Buffer): Promise<Sharp> {
@@ -59,7 +80,13 @@ async function decodeImage<T>(param: string, work: () => Promise<T>): Promise<T>
     return await work();
   } catch (err) {
     const message = reason(err);
-    if (/pixel limit/i.test(message)) throw new WorkerError(422, "resource_limit", `The image is larger than ${MAX_INPUT_PIXELS / 1_000_000} megapixels; it was refused.`, param);
+    if (/pixel limit/i.test(message))
+      throw new WorkerError(
+        422,
+        "resource_limit",
+        `The image is larger than ${MAX_INPUT_PIXELS / 1_000_000} megapixels; it was refused.`,
+        param,
+      );
     throw invalid(`The image could not be read: ${message}`, param);
   }
 }
@@ -69,7 +96,9 @@ const pdfExtract = implement(pdfExtractText, {
     const bytes = decodeBase64(input.pdf, "pdf");
     let pdf;
     try {
-      pdf = await (await lib.unpdf()).getDocumentProxy(new Uint8Array(bytes), { stopAtErrors: true });
+      pdf = await (await lib.unpdf()).getDocumentProxy(new Uint8Array(bytes), {
+        stopAtErrors: true,
+      });
     } catch (err) {
       throw invalid(`Not a readable PDF: ${reason(err)}`, "pdf");
     }
@@ -85,7 +114,12 @@ const pdfExtract = implement(pdfExtractText, {
     }
     const { info } = await pdf.getMetadata().catch(() => ({ info: {} }));
     await pdf.cleanup();
-    return { pages, text: pages.join("\n\n"), page_count: pdf.numPages, info: JSON.parse(JSON.stringify(info ?? {})) as Record<string, unknown> };
+    return {
+      pages,
+      text: pages.join("\n\n"),
+      page_count: pdf.numPages,
+      info: JSON.parse(JSON.stringify(info ?? {})) as Record<string, unknown>,
+    };
   },
 });
 
@@ -97,10 +131,15 @@ const docx = implement(docxToText, {
     try {
       if (input.format === "text") {
         const result = await mammoth.extractRawText({ buffer });
-        return { format: "text" as const, content: result.value.trim(), warnings: result.messages.map((m) => m.message) };
+        return {
+          format: "text" as const,
+          content: result.value.trim(),
+          warnings: result.messages.map((m) => m.message),
+        };
       }
       const result = await mammoth.convertToHtml({ buffer });
-      const content = input.format === "html" ? result.value : (await lib.turndown()).turndown(result.value);
+      const content =
+        input.format === "html" ? result.value : (await lib.turndown()).turndown(result.value);
       return { format: input.format, content, warnings: result.messages.map((m) => m.message) };
     } catch (err) {
       throw invalid(`Not a readable .docx document: ${reason(err)}`, "docx");
@@ -112,7 +151,8 @@ type Cell = string | number | boolean | null;
 /** An ExcelJS cell value as plain JSON: formulas give their result, rich text its text, dates ISO 8601. */
 function plainCell(value: ExcelJS.CellValue): Cell {
   if (value === null || value === undefined) return null;
-  if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") return value;
+  if (typeof value === "string" || typeof value === "number" || typeof value === "boolean")
+    return value;
   if (value instanceof Date) return value.toISOString();
   if (typeof value === "object") {
     if ("result" in value) return plainCell(value.result as ExcelJS.CellValue);
@@ -140,9 +180,16 @@ const xlsxRead = implement(spreadsheetRead, {
           const values = (row.values as ExcelJS.CellValue[]).slice(1); // ExcelJS rows are 1-based
           grid.push(Array.from({ length: values.length }, (_, i) => plainCell(values[i])));
         });
-        const columns = input.header && grid.length ? grid[0]!.map((c, i) => (c === null ? `column_${i + 1}` : String(c))) : [];
+        const columns =
+          input.header && grid.length
+            ? grid[0]!.map((c, i) => (c === null ? `column_${i + 1}` : String(c)))
+            : [];
         const data = input.header ? grid.slice(1) : grid;
-        const rows = data.slice(0, input.max_rows).map((r) => (input.header ? Object.fromEntries(columns.map((c, i) => [c, r[i] ?? null])) : r));
+        const rows = data
+          .slice(0, input.max_rows)
+          .map((r) =>
+            input.header ? Object.fromEntries(columns.map((c, i) => [c, r[i] ?? null])) : r,
+          );
         return { name: sheet.name, columns, rows, row_count: data.length };
       }),
     };
@@ -159,14 +206,23 @@ const sql = implement(sqlQuery, {
       for (const [name, source] of Object.entries(input.tables)) {
         const rows =
           typeof source === "string"
-            ? (Papa.parse<Record<string, Cell>>(source, { header: true, dynamicTyping: true, skipEmptyLines: true }).data as Record<string, Cell>[])
+            ? (Papa.parse<Record<string, Cell>>(source, {
+                header: true,
+                dynamicTyping: true,
+                skipEmptyLines: true,
+              }).data as Record<string, Cell>[])
             : source;
         const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
         if (columns.length === 0) throw invalid(`Table ${name} has no columns.`, `tables.${name}`);
         const quoted = columns.map((c) => `"${c.replace(/"/g, '""')}"`);
         db.run(`CREATE TABLE "${name}" (${quoted.join(", ")})`);
-        const insert = db.prepare(`INSERT INTO "${name}" VALUES (${columns.map(() => "?").join(", ")})`);
-        for (const row of rows) insert.run(columns.map((c) => (typeof row[c] === "boolean" ? Number(row[c]) : (row[c] ?? null))));
+        const insert = db.prepare(
+          `INSERT INTO "${name}" VALUES (${columns.map(() => "?").join(", ")})`,
+        );
+        for (const row of rows)
+          insert.run(
+            columns.map((c) => (typeof row[c] === "boolean" ? Number(row[c]) : (row[c] ?? null))),
+          );
         insert.free();
       }
       let columns: string[] = [];
@@ -199,20 +255,44 @@ const transform = implement(imageTransform, {
     return decodeImage("image", async () => {
       let pipeline = (await image(bytes)).rotate();
       if (input.rotate % 360 !== 0) pipeline = pipeline.rotate(input.rotate);
-      if (input.width || input.height) pipeline = pipeline.resize({ width: input.width, height: input.height, fit: input.fit, withoutEnlargement: false });
+      if (input.width || input.height)
+        pipeline = pipeline.resize({
+          width: input.width,
+          height: input.height,
+          fit: input.fit,
+          withoutEnlargement: false,
+        });
       if (input.grayscale) pipeline = pipeline.grayscale();
-      const { data, info } = await pipeline.toFormat(input.format, { quality: input.quality }).toBuffer({ resolveWithObject: true });
-      return { mime_type: `image/${input.format}`, data: data.toString("base64"), bytes: data.length, format: input.format, width: info.width, height: info.height };
+      const { data, info } = await pipeline
+        .toFormat(input.format, { quality: input.quality })
+        .toBuffer({ resolveWithObject: true });
+      return {
+        mime_type: `image/${input.format}`,
+        data: data.toString("base64"),
+        bytes: data.length,
+        format: input.format,
+        width: info.width,
+        height: info.height,
+      };
     });
   },
 });
 
 /** External references an SVG may not make: the renderer would read local files for them. */
-const EXTERNAL_REFERENCE = /(?:xlink:)?href\s*=\s*["'](?!data:|#)[^"']*["']|@import|url\(\s*["']?(?!data:|#)/i;
+const EXTERNAL_REFERENCE =
+  /(?:xlink:)?href\s*=\s*["'](?!data:|#)[^"']*["']|@import|url\(\s*["']?(?!data:|#)/i;
 const MAX_OUTPUT_PIXELS = 40_000_000;
 
-async function renderSvg(svg: string, param: string, options: { width?: number; background?: string }) {
-  if (EXTERNAL_REFERENCE.test(svg)) throw invalid("The SVG refers to an external file or URL; only data: URLs and #fragments are allowed.", param);
+async function renderSvg(
+  svg: string,
+  param: string,
+  options: { width?: number; background?: string },
+) {
+  if (EXTERNAL_REFERENCE.test(svg))
+    throw invalid(
+      "The SVG refers to an external file or URL; only data: URLs and #fragments are allowed.",
+      param,
+    );
   const { Resvg } = await lib.resvg();
   let resvg: InstanceType<typeof Resvg>;
   try {
@@ -226,7 +306,12 @@ async function renderSvg(svg: string, param: string, options: { width?: number; 
   }
   const scale = options.width ? options.width / resvg.width : 1;
   if (resvg.width * scale * resvg.height * scale > MAX_OUTPUT_PIXELS) {
-    throw new WorkerError(422, "resource_limit", `The image would be larger than ${MAX_OUTPUT_PIXELS / 1_000_000} megapixels; it was refused.`, param);
+    throw new WorkerError(
+      422,
+      "resource_limit",
+      `The image would be larger than ${MAX_OUTPUT_PIXELS / 1_000_000} megapixels; it was refused.`,
+      param,
+    );
   }
   const png = resvg.render();
   return { png: png.asPng(), width: png.width, height: png.height };
@@ -234,8 +319,17 @@ async function renderSvg(svg: string, param: string, options: { width?: number; 
 
 const svg = implement(svgToPng, {
   async run(input) {
-    const { png, width, height } = await renderSvg(input.svg, "svg", { width: input.width, background: input.background });
-    return { mime_type: "image/png", data: png.toString("base64"), bytes: png.length, width, height };
+    const { png, width, height } = await renderSvg(input.svg, "svg", {
+      width: input.width,
+      background: input.background,
+    });
+    return {
+      mime_type: "image/png",
+      data: png.toString("base64"),
+      bytes: png.length,
+      width,
+      height,
+    };
   },
 });
 
@@ -258,13 +352,21 @@ const MAX_GENERATED_ROWS = 100_000;
 function checkGeneratedRows(spec: unknown): void {
   const walk = (node: unknown): void => {
     if (!node || typeof node !== "object") return;
-    if (Array.isArray(node)) return node.forEach(walk);
+    if (Array.isArray(node)) {
+      for (const child of node) walk(child);
+      return;
+    }
     const o = node as Record<string, unknown>;
     if (typeof o.start === "number" && typeof o.stop === "number") {
       const step = typeof o.step === "number" && o.step !== 0 ? Math.abs(o.step) : 1;
-      if (Math.abs(o.stop - o.start) / step > MAX_GENERATED_ROWS) throw invalid(`The chart would generate more than ${MAX_GENERATED_ROWS} rows; it was refused.`, "spec");
+      if (Math.abs(o.stop - o.start) / step > MAX_GENERATED_ROWS)
+        throw invalid(
+          `The chart would generate more than ${MAX_GENERATED_ROWS} rows; it was refused.`,
+          "spec",
+        );
     }
-    if (typeof o.maxbins === "number" && o.maxbins > 10_000) throw invalid("The chart asks for more than 10000 bins; it was refused.", "spec");
+    if (typeof o.maxbins === "number" && o.maxbins > 10_000)
+      throw invalid("The chart asks for more than 10000 bins; it was refused.", "spec");
     Object.values(o).forEach(walk);
   };
   walk(spec);
@@ -272,14 +374,26 @@ function checkGeneratedRows(spec: unknown): void {
 
 const chart = implement(chartRender, {
   async run(input) {
-    if (JSON.stringify(input.spec).includes('"url"')) throw invalid("The chart may not load data or images from URLs; send the data inline as data.values.", "spec");
+    if (JSON.stringify(input.spec).includes('"url"'))
+      throw invalid(
+        "The chart may not load data or images from URLs; send the data inline as data.values.",
+        "spec",
+      );
     checkGeneratedRows(input.spec);
     const [vega, { compile: compileVegaLite }] = await Promise.all([lib.vega(), lib.vegaLite()]);
     let view: Vega.View;
     try {
-      const spec = { ...input.spec, width: input.width, height: input.height, autosize: { type: "fit", contains: "padding" } };
+      const spec = {
+        ...input.spec,
+        width: input.width,
+        height: input.height,
+        autosize: { type: "fit", contains: "padding" },
+      };
       const compiled = compileVegaLite(spec as never).spec;
-      view = new vega.View(vega.parse(compiled), { renderer: "none", loader: noLoader(vega) as never });
+      view = new vega.View(vega.parse(compiled), {
+        renderer: "none",
+        loader: noLoader(vega) as never,
+      });
       await view.runAsync();
     } catch (err) {
       throw invalid(`Not a Vega-Lite specification this tool can draw: ${reason(err)}`, "spec");
@@ -287,10 +401,27 @@ const chart = implement(chartRender, {
     const svgText = await view.toSVG();
     view.finalize();
     if (input.format === "svg") {
-      return { format: "svg" as const, mime_type: "image/svg+xml", encoding: "utf8" as const, data: svgText, width: input.width, height: input.height };
+      return {
+        format: "svg" as const,
+        mime_type: "image/svg+xml",
+        encoding: "utf8" as const,
+        data: svgText,
+        width: input.width,
+        height: input.height,
+      };
     }
-    const { png, width, height } = await renderSvg(svgText, "spec", { width: input.width, background: "white" });
-    return { format: "png" as const, mime_type: "image/png", encoding: "base64" as const, data: png.toString("base64"), width, height };
+    const { png, width, height } = await renderSvg(svgText, "spec", {
+      width: input.width,
+      background: "white",
+    });
+    return {
+      format: "png" as const,
+      mime_type: "image/png",
+      encoding: "base64" as const,
+      data: png.toString("base64"),
+      width,
+      height,
+    };
   },
 });
 
@@ -300,7 +431,9 @@ const recognise = implement(ocr, {
   async run(input) {
     const bytes = decodeBase64(input.image, "image");
     // Normalised to a bounded PNG first: Tesseract itself has no pixel limit.
-    const png = await decodeImage("image", async () => (await image(bytes)).rotate().png().toBuffer());
+    const png = await decodeImage("image", async () =>
+      (await image(bytes)).rotate().png().toBuffer(),
+    );
     tesseract ??= (await lib.tesseract()).createWorker("eng", 1, {
       langPath: `${dirname(require.resolve("@tesseract.js-data/eng/package.json"))}/4.0.0_best_int`,
       gzip: true,
@@ -308,7 +441,11 @@ const recognise = implement(ocr, {
     });
     const worker = await tesseract;
     const { data } = await worker.recognize(png, {}, { text: true, blocks: true });
-    const lines = (data.blocks ?? []).flatMap((b) => b.paragraphs.flatMap((p) => p.lines.map((l) => ({ text: l.text.trim(), confidence: l.confidence }))));
+    const lines = (data.blocks ?? []).flatMap((b) =>
+      b.paragraphs.flatMap((p) =>
+        p.lines.map((l) => ({ text: l.text.trim(), confidence: l.confidence })),
+      ),
+    );
     return { text: data.text.trim(), confidence: data.confidence, lines };
   },
 });
@@ -316,11 +453,21 @@ const recognise = implement(ocr, {
 const qrRead = implement(qrDecode, {
   async run(input) {
     const bytes = decodeBase64(input.image, "image");
-    const { data, info } = await decodeImage("image", async () => (await image(bytes)).rotate().ensureAlpha().raw().toBuffer({ resolveWithObject: true }));
-    const code = (await lib.jsqr())(new Uint8ClampedArray(data.buffer, data.byteOffset, data.length), info.width, info.height);
+    const { data, info } = await decodeImage("image", async () =>
+      (await image(bytes)).rotate().ensureAlpha().raw().toBuffer({ resolveWithObject: true }),
+    );
+    const code = (await lib.jsqr())(
+      new Uint8ClampedArray(data.buffer, data.byteOffset, data.length),
+      info.width,
+      info.height,
+    );
     if (!code) return { found: false, text: null, corners: [] };
     const l = code.location;
-    return { found: true, text: code.data, corners: [l.topLeftCorner, l.topRightCorner, l.bottomRightCorner, l.bottomLeftCorner] };
+    return {
+      found: true,
+      text: code.data,
+      corners: [l.topLeftCorner, l.topRightCorner, l.bottomRightCorner, l.bottomLeftCorner],
+    };
   },
 });
 
@@ -344,7 +491,15 @@ const sandbox = implement(jsSandbox, {
       const consoleObject = vm.newObject();
       for (const level of ["log", "info", "warn", "error"]) {
         const fn = vm.newFunction(level, (...args: QuickJSHandle[]) => {
-          if (lines.length < 1000) lines.push(args.map((a) => (vm.typeof(a) === "string" ? vm.getString(a) : JSON.stringify(vm.dump(a)))).join(" ").slice(0, 10_000));
+          if (lines.length < 1000)
+            lines.push(
+              args
+                .map((a) =>
+                  vm.typeof(a) === "string" ? vm.getString(a) : JSON.stringify(vm.dump(a)),
+                )
+                .join(" ")
+                .slice(0, 10_000),
+            );
         });
         vm.setProp(consoleObject, level, fn);
         fn.dispose();
@@ -352,23 +507,43 @@ const sandbox = implement(jsSandbox, {
       vm.setProp(vm.global, "console", consoleObject);
       consoleObject.dispose();
       // JSON is a JavaScript expression: the input arrives as data, never as code of the caller's.
-      const parsed = vm.unwrapResult(vm.evalCode(`(${JSON.stringify(input.input ?? null)})`, "input.json"));
+      const parsed = vm.unwrapResult(
+        vm.evalCode(`(${JSON.stringify(input.input ?? null)})`, "input.json"),
+      );
       vm.setProp(vm.global, "input", parsed);
       parsed.dispose();
 
       const overran = () => Date.now() - started >= input.time_limit_ms;
-      const ranTooLong = () => new WorkerError(422, "resource_limit", `The script ran longer than ${input.time_limit_ms} ms and was stopped.`, "code");
+      const ranTooLong = () =>
+        new WorkerError(
+          422,
+          "resource_limit",
+          `The script ran longer than ${input.time_limit_ms} ms and was stopped.`,
+          "code",
+        );
       /** The script's own error as text; running out of time or memory is the caller's 422. */
       const failure = (handle: QuickJSHandle): string => {
         const error = vm.dump(handle) as { name?: string; message?: string } | string;
         handle.dispose();
-        const message = typeof error === "string" ? error : `${error.name ?? "Error"}: ${error.message ?? ""}`;
+        const message =
+          typeof error === "string" ? error : `${error.name ?? "Error"}: ${error.message ?? ""}`;
         // Past the deadline, whatever the interruption surfaced as (QuickJS may report it from a promise job as a TypeError).
         if (overran()) throw ranTooLong();
-        if (/out of memory/i.test(message)) throw new WorkerError(422, "resource_limit", `The script used more than ${input.memory_limit_mb} MB and was stopped.`, "code");
+        if (/out of memory/i.test(message))
+          throw new WorkerError(
+            422,
+            "resource_limit",
+            `The script used more than ${input.memory_limit_mb} MB and was stopped.`,
+            "code",
+          );
         return message;
       };
-      const done = (result: unknown, error: string | null) => ({ result, console: lines, error, duration_ms: Date.now() - started });
+      const done = (result: unknown, error: string | null) => ({
+        result,
+        console: lines,
+        error,
+        duration_ms: Date.now() - started,
+      });
 
       // The clock starts with the caller's code, not with setting up its sandbox.
       const started = Date.now();
@@ -418,15 +593,25 @@ function limitedMath({ create, all }: typeof import("mathjs")) {
   const math = create(all!);
   const evaluate = math.evaluate.bind(math);
   math.import(
-  Object.fromEntries(
-    ["import", "createUnit", "evaluate", "parse", "simplify", "derivative", "resolve", "reviver", "compile"].map((name) => [
-      name,
-      () => {
-        throw new Error(`the function ${name} is disabled`);
-      },
-    ]),
-  ),
-  { override: true },
+    Object.fromEntries(
+      [
+        "import",
+        "createUnit",
+        "evaluate",
+        "parse",
+        "simplify",
+        "derivative",
+        "resolve",
+        "reviver",
+        "compile",
+      ].map((name) => [
+        name,
+        () => {
+          throw new Error(`the function ${name} is disabled`);
+        },
+      ]),
+    ),
+    { override: true },
   );
   return { evaluate, format: math.format.bind(math) };
 }
@@ -444,10 +629,28 @@ const mathematics = implement(mathEvaluate, {
     }
     const results = values.map((v) => math.format(v, { precision: input.precision }));
     const last = values.at(-1);
-    return { result: results.at(-1)!, value: typeof last === "number" && Number.isFinite(last) ? last : null, results };
+    return {
+      result: results.at(-1)!,
+      value: typeof last === "number" && Number.isFinite(last) ? last : null,
+      results,
+    };
   },
 });
 
 export const HEAVY_IMPLEMENTATIONS = new Map(
-  ([pdfExtract, docx, xlsxRead, sql, mathematics, transform, svg, chart, recognise, qrRead, sandbox] as ToolImplementation[]).map((impl) => [impl.definition.name, impl]),
+  (
+    [
+      pdfExtract,
+      docx,
+      xlsxRead,
+      sql,
+      mathematics,
+      transform,
+      svg,
+      chart,
+      recognise,
+      qrRead,
+      sandbox,
+    ] as ToolImplementation[]
+  ).map((impl) => [impl.definition.name, impl]),
 );

@@ -10,13 +10,36 @@ import { implement } from "./implementation.js";
 
 export const barcode = implement(barcodeGenerate, {
   async run(input) {
-    const options = { bcid: input.type, text: input.text, scale: input.scale, height: 12, includetext: input.include_text, textxalign: "center" as const };
+    const options = {
+      bcid: input.type,
+      text: input.text,
+      scale: input.scale,
+      height: 12,
+      includetext: input.include_text,
+      textxalign: "center" as const,
+    };
     try {
-      if (input.format === "svg") return { format: "svg" as const, mime_type: "image/svg+xml", encoding: "utf8" as const, data: bwipjs.toSVG(options) };
+      if (input.format === "svg")
+        return {
+          format: "svg" as const,
+          mime_type: "image/svg+xml",
+          encoding: "utf8" as const,
+          data: bwipjs.toSVG(options),
+        };
       const png = await bwipjs.toBuffer(options);
-      return { format: "png" as const, mime_type: "image/png", encoding: "base64" as const, data: png.toString("base64") };
+      return {
+        format: "png" as const,
+        mime_type: "image/png",
+        encoding: "base64" as const,
+        data: png.toString("base64"),
+      };
     } catch (err) {
-      throw new WorkerError(422, "invalid_input", `Cannot encode this text as ${input.type}: ${String((err as Error).message ?? err).replace(/^\w+: /, "")}`, "text");
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        `Cannot encode this text as ${input.type}: ${String((err as Error).message ?? err).replace(/^\w+: /, "")}`,
+        "text",
+      );
     }
   },
 });
@@ -39,10 +62,27 @@ export const metadata = implement(imageMetadata, {
     try {
       meta = await sharp(bytes, { limitInputPixels: MAX_INPUT_PIXELS }).metadata();
     } catch (err) {
-      throw new WorkerError(422, "invalid_input", `The image could not be read: ${(err as Error).message}`, "image");
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        `The image could not be read: ${(err as Error).message}`,
+        "image",
+      );
     }
-    const tags = ((await exifr.parse(bytes, { tiff: true, exif: true, gps: true, xmp: true, iptc: true, translateValues: true }).catch(() => null)) ?? {}) as Record<string, unknown>;
-    const gps = typeof tags.latitude === "number" && typeof tags.longitude === "number" ? { latitude: tags.latitude, longitude: tags.longitude } : null;
+    const tags = ((await exifr
+      .parse(bytes, {
+        tiff: true,
+        exif: true,
+        gps: true,
+        xmp: true,
+        iptc: true,
+        translateValues: true,
+      })
+      .catch(() => null)) ?? {}) as Record<string, unknown>;
+    const gps =
+      typeof tags.latitude === "number" && typeof tags.longitude === "number"
+        ? { latitude: tags.latitude, longitude: tags.longitude }
+        : null;
     return {
       format: meta.format ?? "unknown",
       width: meta.autoOrient?.width ?? meta.width ?? 0,

@@ -19,6 +19,9 @@ export interface ToolImplementation<T extends ToolDefinition = ToolDefinition> {
   run(input: z.output<T["input"]>, ctx: ToolContext): Promise<z.input<T["output"]>>;
 }
 
-export function implement<T extends ToolDefinition>(definition: T, impl: Omit<ToolImplementation<T>, "definition">): ToolImplementation<T> {
+export function implement<T extends ToolDefinition>(
+  definition: T,
+  impl: Omit<ToolImplementation<T>, "definition">,
+): ToolImplementation<T> {
   return { definition, ...impl };
 }

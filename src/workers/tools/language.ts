@@ -29,7 +29,12 @@ export const sentiment = implement(textSentiment, {
     const scores = doc.sentences().out(its.sentiment) as unknown as number[];
     return {
       score,
-      label: score >= 0.05 ? ("positive" as const) : score <= -0.05 ? ("negative" as const) : ("neutral" as const),
+      label:
+        score >= 0.05
+          ? ("positive" as const)
+          : score <= -0.05
+            ? ("negative" as const)
+            : ("neutral" as const),
       sentences: texts.map((text, i) => ({ text, score: round(scores[i] ?? 0) })),
     };
   },
@@ -50,10 +55,21 @@ export const entities = implement(textEntities, {
 export const keywords = implement(textKeywords, {
   async run(input) {
     const doc = nlp.readDoc(input.text);
-    const content = doc.tokens().filter((t) => t.out(its.type) === "word" && !t.out(its.stopWordFlag) && (t.out() as string).length > 1);
+    const content = doc
+      .tokens()
+      .filter(
+        (t) =>
+          t.out(its.type) === "word" && !t.out(its.stopWordFlag) && (t.out() as string).length > 1,
+      );
     const table = content.out(its.lemma as never, as.freqTable) as unknown as [string, number][];
     const total = content.length() || 1;
-    return { keywords: table.slice(0, input.limit).map(([keyword, count]) => ({ keyword: keyword.toLowerCase(), count, score: round(count / total) })) };
+    return {
+      keywords: table.slice(0, input.limit).map(([keyword, count]) => ({
+        keyword: keyword.toLowerCase(),
+        count,
+        score: round(count / total),
+      })),
+    };
   },
 });
 
@@ -61,19 +77,44 @@ export const sentences = implement(sentenceSplit, {
   async run(input) {
     const doc = nlp.readDoc(input.text);
     const list = doc.sentences().out() as string[];
-    const words = doc.tokens().filter((t) => t.out(its.type) === "word" || t.out(its.type) === "number").length();
-    return { sentences: list, sentence_count: list.length, word_count: words, token_count: doc.tokens().length() };
+    const words = doc
+      .tokens()
+      .filter((t) => t.out(its.type) === "word" || t.out(its.type) === "number")
+      .length();
+    return {
+      sentences: list,
+      sentence_count: list.length,
+      word_count: words,
+      token_count: doc.tokens().length(),
+    };
   },
 });
 
 /** Syllables for Flesch-Kincaid, by vowel groups (the usual approximation), at least one a word. */
-const syllables = (word: string) => Math.max(1, (word.toLowerCase().replace(/e$/, "").match(/[aeiouy]+/g) ?? []).length);
+const syllables = (word: string) =>
+  Math.max(
+    1,
+    (
+      word
+        .toLowerCase()
+        .replace(/e$/, "")
+        .match(/[aeiouy]+/g) ?? []
+    ).length,
+  );
 
 export const readability = implement(readabilityScore, {
   async run(input) {
     const doc = nlp.readDoc(input.text);
-    const stats = doc.out(its.readabilityStats) as unknown as { fres: number; numOfWords: number; numOfComplexWords: number; numOfSentences: number };
-    const words = doc.tokens().filter((t) => t.out(its.type) === "word").out() as string[];
+    const stats = doc.out(its.readabilityStats) as unknown as {
+      fres: number;
+      numOfWords: number;
+      numOfComplexWords: number;
+      numOfSentences: number;
+    };
+    const words = doc
+      .tokens()
+      .filter((t) => t.out(its.type) === "word")
+      .out() as string[];
     const perWord = words.reduce((n, w) => n + syllables(w), 0) / (words.length || 1);
     const perSentence = stats.numOfWords / (stats.numOfSentences || 1);
     return {
@@ -99,7 +140,13 @@ export const spelling = implement(spellCheck, {
       const word = m[0].replace(/’/g, "'");
       checked++;
       if (ignore.has(word.toLowerCase()) || speller.correct(word)) continue;
-      misspelled.push({ word, offset: m.index!, suggestions: input.max_suggestions ? speller.suggest(word).slice(0, input.max_suggestions) : [] });
+      misspelled.push({
+        word,
+        offset: m.index!,
+        suggestions: input.max_suggestions
+          ? speller.suggest(word).slice(0, input.max_suggestions)
+          : [],
+      });
     }
     return { misspelled, words_checked: checked };
   },
@@ -115,10 +162,19 @@ const encoders = new Map<string, Promise<Tiktoken>>();
 
 export const tokens = implement(tokenCount, {
   async run(input) {
-    if (!encoders.has(input.encoding)) encoders.set(input.encoding, RANKS[input.encoding]!().then((m) => new Tiktoken(m.default)));
+    if (!encoders.has(input.encoding))
+      encoders.set(
+        input.encoding,
+        RANKS[input.encoding]!().then((m) => new Tiktoken(m.default)),
+      );
     const encoder = await encoders.get(input.encoding)!;
     const ids = encoder.encode(input.text, "all");
-    return { encoding: input.encoding, tokens: ids.length, characters: [...input.text].length, token_ids: input.return_tokens ? ids.slice(0, 10_000) : null };
+    return {
+      encoding: input.encoding,
+      tokens: ids.length,
+      characters: [...input.text].length,
+      token_ids: input.return_tokens ? ids.slice(0, 10_000) : null,
+    };
   },
 });
 
@@ -126,7 +182,10 @@ export const extractiveSummary = implement(textSummarizeExtractive, {
   async run(input) {
     const doc = nlp.readDoc(input.text);
     const texts = doc.sentences().out() as string[];
-    const importance = doc.out(its.sentenceWiseImportance) as unknown as { index: number; importance: number }[];
+    const importance = doc.out(its.sentenceWiseImportance) as unknown as {
+      index: number;
+      importance: number;
+    }[];
     const chosen = [...importance]
       .sort((a, b) => b.importance - a.importance || a.index - b.index)
       .slice(0, input.sentences)

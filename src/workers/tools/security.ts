@@ -8,7 +8,8 @@ import { encodeDecode, idGenerate, ipCidr, jwtDecode } from "../../tools/catalog
 import { WorkerError } from "../errors.js";
 import { implement } from "./implementation.js";
 
-const invalid = (message: string, param: string) => new WorkerError(422, "invalid_input", message, param);
+const invalid = (message: string, param: string) =>
+  new WorkerError(422, "invalid_input", message, param);
 
 export const jwt = implement(jwtDecode, {
   async run(input) {
@@ -55,7 +56,11 @@ export const encoding = implement(encodeDecode, {
     const { text } = input;
     if (input.direction === "encode") {
       const result =
-        input.encoding === "url" ? encodeURIComponent(text) : input.encoding === "html" ? encodeHTML(text) : Buffer.from(text, "utf8").toString(input.encoding);
+        input.encoding === "url"
+          ? encodeURIComponent(text)
+          : input.encoding === "html"
+            ? encodeHTML(text)
+            : Buffer.from(text, "utf8").toString(input.encoding);
       return { result };
     }
     if (input.encoding === "url") {
@@ -66,7 +71,12 @@ export const encoding = implement(encodeDecode, {
       }
     }
     if (input.encoding === "html") return { result: decodeHTML(text) };
-    const valid = input.encoding === "hex" ? /^([0-9a-fA-F]{2})*$/ : input.encoding === "base64" ? /^[A-Za-z0-9+/\s]*={0,2}$/ : /^[A-Za-z0-9_-]*$/;
+    const valid =
+      input.encoding === "hex"
+        ? /^([0-9a-fA-F]{2})*$/
+        : input.encoding === "base64"
+          ? /^[A-Za-z0-9+/\s]*={0,2}$/
+          : /^[A-Za-z0-9_-]*$/;
     if (!valid.test(text)) throw invalid(`Not ${input.encoding}.`, "text");
     return { result: Buffer.from(text, input.encoding).toString("utf8") };
   },
@@ -88,7 +98,9 @@ export const ids = implement(idGenerate, {
       if (input.kind === "ulid") return ulid();
       const alphabet = ALPHABETS[input.alphabet];
       // randomInt draws without modulo bias.
-      return Array.from({ length: input.length }, () => alphabet[randomInt(alphabet.length)]).join("");
+      return Array.from({ length: input.length }, () => alphabet[randomInt(alphabet.length)]).join(
+        "",
+      );
     };
     return { values: Array.from({ length: input.count }, make), kind: input.kind };
   },
@@ -122,8 +134,19 @@ export const cidr = implement(ipCidr, {
     const contains = input.contains.map((candidate) => {
       try {
         const ip = ipaddr.parse(candidate);
-        const same = ip.kind() === address.kind() ? ip : ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress() ? (ip as ipaddr.IPv6).toIPv4Address() : null;
-        return { address: candidate, inside: same !== null && same.kind() === address.kind() && (same as ipaddr.IPv4).match(address as ipaddr.IPv4, prefix) };
+        const same =
+          ip.kind() === address.kind()
+            ? ip
+            : ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress()
+              ? (ip as ipaddr.IPv6).toIPv4Address()
+              : null;
+        return {
+          address: candidate,
+          inside:
+            same !== null &&
+            same.kind() === address.kind() &&
+            (same as ipaddr.IPv4).match(address as ipaddr.IPv4, prefix),
+        };
       } catch {
         throw invalid(`Not an IP address: ${candidate}`, "contains");
       }

@@ -7,7 +7,16 @@ import { francAll } from "franc-min";
 import { DateTime, IANAZone } from "luxon";
 import { unit } from "mathjs";
 import QRCode from "qrcode";
-import { hash, jsonSchemaValidate, languageDetect, qrCode, regexTest, textDiff, timezoneConvert, unitConvert } from "../../tools/catalogue/utilities.js";
+import {
+  hash,
+  jsonSchemaValidate,
+  languageDetect,
+  qrCode,
+  regexTest,
+  textDiff,
+  timezoneConvert,
+  unitConvert,
+} from "../../tools/catalogue/utilities.js";
 import { WorkerError } from "../errors.js";
 import { withTimeLimit } from "../time-limit.js";
 import { implement } from "./implementation.js";
@@ -19,32 +28,60 @@ export const qr = implement(qrCode, {
   async run(input) {
     const options = { errorCorrectionLevel: input.error_correction, width: input.size, margin: 2 };
     if (input.format === "svg") {
-      return { format: "svg" as const, mime_type: "image/svg+xml", encoding: "utf8" as const, data: await QRCode.toString(input.text, { ...options, type: "svg" }) };
+      return {
+        format: "svg" as const,
+        mime_type: "image/svg+xml",
+        encoding: "utf8" as const,
+        data: await QRCode.toString(input.text, { ...options, type: "svg" }),
+      };
     }
     const png = await QRCode.toBuffer(input.text, { ...options, type: "png" });
-    return { format: "png" as const, mime_type: "image/png", encoding: "base64" as const, data: png.toString("base64") };
+    return {
+      format: "png" as const,
+      mime_type: "image/png",
+      encoding: "base64" as const,
+      data: png.toString("base64"),
+    };
   },
 });
 
 export const digest = implement(hash, {
   async run(input) {
-    return { algorithm: input.algorithm, encoding: input.encoding, digest: createHash(input.algorithm).update(input.text, "utf8").digest(input.encoding) };
+    return {
+      algorithm: input.algorithm,
+      encoding: input.encoding,
+      digest: createHash(input.algorithm).update(input.text, "utf8").digest(input.encoding),
+    };
   },
 });
 
 export const schemaValidate = implement(jsonSchemaValidate, {
   async run(input) {
-    const draft07 = typeof input.schema === "object" && String(input.schema.$schema ?? "").includes("draft-07");
-    const ajv = withFormats(draft07 ? new Ajv({ strict: false, allErrors: true }) : new Ajv2020({ strict: false, allErrors: true }));
+    const draft07 =
+      typeof input.schema === "object" && String(input.schema.$schema ?? "").includes("draft-07");
+    const ajv = withFormats(
+      draft07
+        ? new Ajv({ strict: false, allErrors: true })
+        : new Ajv2020({ strict: false, allErrors: true }),
+    );
     return withTimeLimit(CPU_LIMIT_MS, "Validating against this schema", "schema", () => {
       let validate;
       try {
         validate = ajv.compile(input.schema as object);
       } catch (err) {
-        throw new WorkerError(422, "invalid_input", `The schema is not a valid JSON Schema: ${(err as Error).message}`, "schema");
+        throw new WorkerError(
+          422,
+          "invalid_input",
+          `The schema is not a valid JSON Schema: ${(err as Error).message}`,
+          "schema",
+        );
       }
       const valid = validate(input.data) as boolean;
-      const errors = (validate.errors ?? []).map((e) => ({ path: e.instancePath || "/", keyword: e.keyword, message: e.message ?? "" }));
+      const errors = (validate.errors ?? []).map((e) => ({
+        path: e.instancePath || "/",
+        keyword: e.keyword,
+        message: e.message ?? "",
+      }));
       return { valid, errors };
     });
   },
@@ -60,13 +97,34 @@ export const diff = implement(textDiff, {
   async run(input) {
     const bounded = { timeout: DIFF_LIMIT_MS };
     const parts =
-      input.mode === "words" ? diffWords(input.old, input.new, bounded) : input.mode === "chars" ? diffChars(input.old, input.new, bounded) : diffLines(input.old, input.new, bounded);
-    const unified = parts && createTwoFilesPatch("old", "new", input.old, input.new, "", "", { context: 3, ...bounded });
+      input.mode === "words"
+        ? diffWords(input.old, input.new, bounded)
+        : input.mode === "chars"
+          ? diffChars(input.old, input.new, bounded)
+          : diffLines(input.old, input.new, bounded);
+    const unified =
+      parts &&
+      createTwoFilesPatch("old", "new", input.old, input.new, "", "", { context: 3, ...bounded });
     if (!parts || unified === undefined) {
-      throw new WorkerError(422, "resource_limit", `These texts differ too much to compare within ${DIFF_LIMIT_MS} ms; compare smaller parts, or by lines.`, "new");
+      throw new WorkerError(
+        422,
+        "resource_limit",
+        `These texts differ too much to compare within ${DIFF_LIMIT_MS} ms; compare smaller parts, or by lines.`,
+        "new",
+      );
     }
-    const changes = parts.map((p) => ({ type: p.added ? ("added" as const) : p.removed ? ("removed" as const) : ("unchanged" as const), value: p.value }));
-    const count = (type: string) => parts.filter((p) => (type === "added" ? p.added : p.removed)).reduce((n, p) => n + (p.count ?? 1), 0);
+    const changes = parts.map((p) => ({
+      type: p.added
+        ? ("added" as const)
+        : p.removed
+          ? ("removed" as const)
+          : ("unchanged" as const),
+      value: p.value,
+    }));
+    const count = (type: string) =>
+      parts
+        .filter((p) => (type === "added" ? p.added : p.removed))
+        .reduce((n, p) => n + (p.count ?? 1), 0);
     return { changes, added: count("added"), removed: count("removed"), unified };
   },
 });
@@ -81,7 +139,12 @@ export const regex = implement(regexTest, {
     } catch (err) {
       // V8's SyntaxError already reads "Invalid regular expression: /(/g: Unterminated group": said once.
       const reason = (err as Error).message.replace(/^Invalid regular expression: /, "");
-      throw new WorkerError(422, "invalid_input", `Invalid regular expression: ${reason}`, "pattern");
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        `Invalid regular expression: ${reason}`,
+        "pattern",
+      );
     }
     const found = withTimeLimit(CPU_LIMIT_MS, "Matching this pattern", "pattern", () => {
       const list: RegExpExecArray[] = [];
@@ -101,7 +164,9 @@ export const regex = implement(regexTest, {
     const matches = found.map((m) => ({
       match: m[0],
       index: m.index,
-      groups: m.groups ? Object.fromEntries(Object.entries(m.groups).map(([k, v]) => [k, v ?? null])) : null,
+      groups: m.groups
+        ? Object.fromEntries(Object.entries(m.groups).map(([k, v]) => [k, v ?? null]))
+        : null,
       captures: m.slice(1).map((c) => c ?? null),
     }));
     return { matched: matches.length > 0, matches };
@@ -109,7 +174,13 @@ export const regex = implement(regexTest, {
 });
 
 function zone(name: string, param: string): string {
-  if (!IANAZone.isValidZone(name)) throw new WorkerError(422, "invalid_input", `Unknown time zone "${name}"; use an IANA name such as Europe/Paris.`, param);
+  if (!IANAZone.isValidZone(name))
+    throw new WorkerError(
+      422,
+      "invalid_input",
+      `Unknown time zone "${name}"; use an IANA name such as Europe/Paris.`,
+      param,
+    );
   return name;
 }
 
@@ -118,7 +189,13 @@ export const timezone = implement(timezoneConvert, {
     const from = zone(input.from_zone, "from_zone");
     const to = zone(input.to_zone, "to_zone");
     const parsed = DateTime.fromISO(input.datetime, { zone: from, setZone: true });
-    if (!parsed.isValid) throw new WorkerError(422, "invalid_input", `Not an ISO 8601 date-time: ${parsed.invalidExplanation ?? input.datetime}`, "datetime");
+    if (!parsed.isValid)
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        `Not an ISO 8601 date-time: ${parsed.invalidExplanation ?? input.datetime}`,
+        "datetime",
+      );
     const converted = parsed.setZone(to);
     return {
       input: parsed.toISO()!,
@@ -137,7 +214,12 @@ export const units = implement(unitConvert, {
       const result = unit(input.value, input.from).toNumber(input.to);
       return { value: input.value, from: input.from, to: input.to, result };
     } catch (err) {
-      throw new WorkerError(422, "invalid_input", `Cannot convert ${input.from} to ${input.to}: ${(err as Error).message}`, "to");
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        `Cannot convert ${input.from} to ${input.to}: ${(err as Error).message}`,
+        "to",
+      );
     }
   },
 });

@@ -2,7 +2,13 @@ import { XMLParser } from "fast-xml-parser";
 import { parseHTML } from "linkedom";
 import robotsParserModule from "robots-parser";
 import RssParser from "rss-parser";
-import { robotsCheck, rssRead, sitemapRead, webFetch, webMetadata } from "../../tools/catalogue/web.js";
+import {
+  robotsCheck,
+  rssRead,
+  sitemapRead,
+  webFetch,
+  webMetadata,
+} from "../../tools/catalogue/web.js";
 import { WorkerError } from "../errors.js";
 import { fetchPublic } from "../web/fetch.js";
 import { plainText, readArticle, turndown } from "./documents.js";
@@ -10,15 +16,20 @@ import { implement } from "./implementation.js";
 
 /** The web tools: everything they read goes through fetchPublic (SSRF guard, size and time limits). */
 // robots-parser is CommonJS with an ES-style default in its types: take the function either way.
-const robotsParser = ((robotsParserModule as unknown as { default?: unknown }).default ?? robotsParserModule) as unknown as typeof robotsParserModule.default;
+const robotsParser = ((robotsParserModule as unknown as { default?: unknown }).default ??
+  robotsParserModule) as unknown as typeof robotsParserModule.default;
 const HTML = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5";
 
 /** A page's readable content, as Markdown or text, and its title. */
 export async function readPage(html: string, format: "markdown" | "text", mainContent: boolean) {
   const article = mainContent ? readArticle(html) : null;
   const content = article?.content ?? html;
-  const title = article?.title || parseHTML(html).document.querySelector("title")?.textContent?.trim() || null;
-  return { title, content: format === "markdown" ? turndown.turndown(content) : plainText(content) };
+  const title =
+    article?.title || parseHTML(html).document.querySelector("title")?.textContent?.trim() || null;
+  return {
+    title,
+    content: format === "markdown" ? turndown.turndown(content) : plainText(content),
+  };
 }
 
 export const fetchPage = implement(webFetch, {
@@ -26,8 +37,17 @@ export const fetchPage = implement(webFetch, {
     const page = await fetchPublic(config, input.url, { timeoutMs, accept: HTML });
     const text = page.body.toString("utf8");
     const isHtml = /html|xml/i.test(page.contentType) || /^\s*</.test(text);
-    const read = isHtml ? await readPage(text, input.format, input.main_content) : { title: null, content: text };
-    return { url: page.url, status: page.status, title: read.title, content: read.content, format: input.format, truncated: page.truncated };
+    const read = isHtml
+      ? await readPage(text, input.format, input.main_content)
+      : { title: null, content: text };
+    return {
+      url: page.url,
+      status: page.status,
+      title: read.title,
+      content: read.content,
+      format: input.format,
+      truncated: page.truncated,
+    };
   },
 });
 
@@ -43,11 +63,16 @@ export const metadata = implement(webMetadata, {
         return null;
       }
     };
-    const meta = (selector: string) => document.querySelector(selector)?.getAttribute("content")?.trim() || null;
+    const meta = (selector: string) =>
+      document.querySelector(selector)?.getAttribute("content")?.trim() || null;
     const prefixed = (prefix: string) => {
       const out: Record<string, string> = {};
-      for (const el of document.querySelectorAll(`meta[property^="${prefix}:"], meta[name^="${prefix}:"]`)) {
-        const key = (el.getAttribute("property") ?? el.getAttribute("name") ?? "").slice(prefix.length + 1);
+      for (const el of document.querySelectorAll(
+        `meta[property^="${prefix}:"], meta[name^="${prefix}:"]`,
+      )) {
+        const key = (el.getAttribute("property") ?? el.getAttribute("name") ?? "").slice(
+          prefix.length + 1,
+        );
         const value = el.getAttribute("content");
         if (key && value && !(key in out)) out[key] = value.trim();
       }
@@ -57,7 +82,12 @@ export const metadata = implement(webMetadata, {
     for (const a of document.querySelectorAll("a[href]")) {
       if (links.length >= input.max_links) break;
       const url = absolute(a.getAttribute("href"));
-      if (url && /^https?:/.test(url)) links.push({ url, text: (a.textContent ?? "").replace(/\s+/g, " ").trim(), rel: a.getAttribute("rel") });
+      if (url && /^https?:/.test(url))
+        links.push({
+          url,
+          text: (a.textContent ?? "").replace(/\s+/g, " ").trim(),
+          rel: a.getAttribute("rel"),
+        });
     }
     return {
       url: page.url,
@@ -65,7 +95,9 @@ export const metadata = implement(webMetadata, {
       description: meta('meta[name="description"]'),
       canonical: absolute(document.querySelector('link[rel="canonical"]')?.getAttribute("href")),
       language: document.documentElement?.getAttribute("lang") || null,
-      favicon: absolute(document.querySelector('link[rel~="icon"]')?.getAttribute("href") ?? "/favicon.ico"),
+      favicon: absolute(
+        document.querySelector('link[rel~="icon"]')?.getAttribute("href") ?? "/favicon.ico",
+      ),
       open_graph: prefixed("og"),
       twitter: prefixed("twitter"),
       links,
@@ -78,12 +110,19 @@ const textOf = (html: string | undefined) => (html ? plainText(html).slice(0, 20
 
 export const feed = implement(rssRead, {
   async run(input, { config, timeoutMs }) {
-    const page = await fetchPublic(config, input.url, { timeoutMs, accept: "application/rss+xml,application/atom+xml,application/xml,text/xml;q=0.9,*/*;q=0.5" });
+    const page = await fetchPublic(config, input.url, {
+      timeoutMs,
+      accept: "application/rss+xml,application/atom+xml,application/xml,text/xml;q=0.9,*/*;q=0.5",
+    });
     let parsed;
     try {
       parsed = await rss.parseString(page.body.toString("utf8"));
     } catch (err) {
-      throw new WorkerError(502, "fetch_failed", `${page.url} is not an RSS or Atom feed: ${(err as Error).message.split("\n")[0]}`);
+      throw new WorkerError(
+        502,
+        "fetch_failed",
+        `${page.url} is not an RSS or Atom feed: ${(err as Error).message.split("\n")[0]}`,
+      );
     }
     return {
       url: page.url,
@@ -104,9 +143,14 @@ export const feed = implement(rssRead, {
 export const robots = implement(robotsCheck, {
   async run(input, { config, timeoutMs }) {
     const robotsUrl = new URL("/robots.txt", input.url).toString();
-    const res = await fetchPublic(config, robotsUrl, { timeoutMs, accept: "text/plain", allowErrorStatus: true });
+    const res = await fetchPublic(config, robotsUrl, {
+      timeoutMs,
+      accept: "text/plain",
+      allowErrorStatus: true,
+    });
     // A missing robots.txt (4xx) allows everything; a server error is a failure to read it.
-    if (res.status >= 500) throw new WorkerError(502, "fetch_failed", `${robotsUrl} answered HTTP ${res.status}.`);
+    if (res.status >= 500)
+      throw new WorkerError(502, "fetch_failed", `${robotsUrl} answered HTTP ${res.status}.`);
     const found = res.status >= 200 && res.status < 300;
     const parsed = robotsParser(robotsUrl, found ? res.body.toString("utf8") : "");
     return {
@@ -119,14 +163,33 @@ export const robots = implement(robotsCheck, {
   },
 });
 
-const sitemapXml = new XMLParser({ ignoreAttributes: true, processEntities: false, isArray: (name) => name === "url" || name === "sitemap" });
+const sitemapXml = new XMLParser({
+  ignoreAttributes: true,
+  processEntities: false,
+  isArray: (name) => name === "url" || name === "sitemap",
+});
 
 export const sitemap = implement(sitemapRead, {
   async run(input, { config, timeoutMs }) {
-    const page = await fetchPublic(config, input.url, { timeoutMs, accept: "application/xml,text/xml;q=0.9,*/*;q=0.5" });
-    const doc = sitemapXml.parse(page.body.toString("utf8")) as { urlset?: { url?: Record<string, unknown>[] }; sitemapindex?: { sitemap?: Record<string, unknown>[] } };
-    const kind = doc.sitemapindex ? ("sitemapindex" as const) : doc.urlset ? ("urlset" as const) : null;
-    if (!kind) throw new WorkerError(502, "fetch_failed", `${page.url} is not an XML sitemap (no <urlset> or <sitemapindex>).`);
+    const page = await fetchPublic(config, input.url, {
+      timeoutMs,
+      accept: "application/xml,text/xml;q=0.9,*/*;q=0.5",
+    });
+    const doc = sitemapXml.parse(page.body.toString("utf8")) as {
+      urlset?: { url?: Record<string, unknown>[] };
+      sitemapindex?: { sitemap?: Record<string, unknown>[] };
+    };
+    const kind = doc.sitemapindex
+      ? ("sitemapindex" as const)
+      : doc.urlset
+        ? ("urlset" as const)
+        : null;
+    if (!kind)
+      throw new WorkerError(
+        502,
+        "fetch_failed",
+        `${page.url} is not an XML sitemap (no <urlset> or <sitemapindex>).`,
+      );
     const list = (kind === "urlset" ? doc.urlset!.url : doc.sitemapindex!.sitemap) ?? [];
     const str = (v: unknown) => (v === undefined || v === null ? null : String(v));
     return {

@@ -30,12 +30,25 @@ export async function fetchPublic(
   const deadline = AbortSignal.timeout(Math.max(1000, options.timeoutMs - 500));
   let url = new URL(raw);
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw new WorkerError(422, "invalid_input", "Only http and https addresses can be read.", param);
-    if (url.username || url.password) throw new WorkerError(422, "invalid_input", "Credentials in the URL are not allowed.", param);
+    if (url.protocol !== "http:" && url.protocol !== "https:")
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        "Only http and https addresses can be read.",
+        param,
+      );
+    if (url.username || url.password)
+      throw new WorkerError(422, "invalid_input", "Credentials in the URL are not allowed.", param);
     const host = url.hostname.replace(/^\[|\]$/g, "");
     if (isIP(host)) {
       const blocked = blockedReason(host, config.web.allowPrivate);
-      if (blocked) throw new WorkerError(422, "invalid_input", `Refused to read ${url.host}: ${blocked}.`, param);
+      if (blocked)
+        throw new WorkerError(
+          422,
+          "invalid_input",
+          `Refused to read ${url.host}: ${blocked}.`,
+          param,
+        );
     }
     const res = await get(url, config, options.accept, deadline, param);
     const location = res.headers.location;
@@ -50,12 +63,24 @@ export async function fetchPublic(
       throw new WorkerError(502, "fetch_failed", `${url.host} answered HTTP ${status}.`);
     }
     const { body, truncated } = await readLimited(res, config.web.maxBytes, deadline);
-    return { url: url.toString(), status, contentType: String(res.headers["content-type"] ?? ""), body, truncated };
+    return {
+      url: url.toString(),
+      status,
+      contentType: String(res.headers["content-type"] ?? ""),
+      body,
+      truncated,
+    };
   }
   throw new WorkerError(502, "fetch_failed", `More than ${MAX_REDIRECTS} redirects.`);
 }
 
-function get(url: URL, config: WorkerConfig, accept: string | undefined, signal: AbortSignal, param: string): Promise<IncomingMessage> {
+function get(
+  url: URL,
+  config: WorkerConfig,
+  accept: string | undefined,
+  signal: AbortSignal,
+  param: string,
+): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const request = url.protocol === "https:" ? httpsRequest : httpRequest;
     const req = request(url, {
@@ -66,17 +91,31 @@ function get(url: URL, config: WorkerConfig, accept: string | undefined, signal:
     });
     req.once("response", resolve);
     req.once("error", (err: Error) => {
-      if (err instanceof BlockedTargetError || (err as { cause?: unknown }).cause instanceof BlockedTargetError) {
+      if (
+        err instanceof BlockedTargetError ||
+        (err as { cause?: unknown }).cause instanceof BlockedTargetError
+      ) {
         return reject(new WorkerError(422, "invalid_input", `Refused: ${err.message}.`, param));
       }
-      if (signal.aborted) return reject(new WorkerError(504, "tool_timeout", `${url.host} did not answer in time.`));
-      reject(new WorkerError(502, "fetch_failed", `Could not read ${url.host}: ${(err as NodeJS.ErrnoException).code ?? err.message}.`));
+      if (signal.aborted)
+        return reject(new WorkerError(504, "tool_timeout", `${url.host} did not answer in time.`));
+      reject(
+        new WorkerError(
+          502,
+          "fetch_failed",
+          `Could not read ${url.host}: ${(err as NodeJS.ErrnoException).code ?? err.message}.`,
+        ),
+      );
     });
     req.end();
   });
 }
 
-async function readLimited(res: IncomingMessage, maxBytes: number, signal: AbortSignal): Promise<{ body: Buffer; truncated: boolean }> {
+async function readLimited(
+  res: IncomingMessage,
+  maxBytes: number,
+  signal: AbortSignal,
+): Promise<{ body: Buffer; truncated: boolean }> {
   const chunks: Buffer[] = [];
   let size = 0;
   try {
@@ -91,7 +130,8 @@ async function readLimited(res: IncomingMessage, maxBytes: number, signal: Abort
       size += buf.length;
     }
   } catch (err) {
-    if (signal.aborted) throw new WorkerError(504, "tool_timeout", "The page did not finish loading in time.");
+    if (signal.aborted)
+      throw new WorkerError(504, "tool_timeout", "The page did not finish loading in time.");
     throw new WorkerError(502, "fetch_failed", `The download failed: ${(err as Error).message}.`);
   }
   return { body: Buffer.concat(chunks), truncated: false };

@@ -33,5 +33,7 @@ process.on("SIGUSR2", () => {
 
 const server = app.listen(0, "127.0.0.1", () => {
   const address = server.address();
-  process.stdout.write(`${JSON.stringify({ msg: "listening", port: typeof address === "object" && address ? address.port : 0 })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ msg: "listening", port: typeof address === "object" && address ? address.port : 0 })}\n`,
+  );
 });

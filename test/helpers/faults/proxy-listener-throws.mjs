@@ -6,6 +6,7 @@ import { ClientRequest } from "node:http";
 
 const setHeader = ClientRequest.prototype.setHeader;
 ClientRequest.prototype.setHeader = function (name, value) {
-  if (name === "x-toolgate-deadline-ms" && this.path === "/tools/text-diff") throw new RangeError("injected fault: a listener of this request threw");
+  if (name === "x-toolgate-deadline-ms" && this.path === "/tools/text-diff")
+    throw new RangeError("injected fault: a listener of this request threw");
   return setHeader.call(this, name, value);
 };

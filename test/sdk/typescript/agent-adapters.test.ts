@@ -5,7 +5,13 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { createServer, type Server } from "node:http";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { anthropicTools, openAITools, runAnthropicToolUses, runOpenAIToolCalls, selectTools } from "../../../sdk/typescript/src/agents/index.js";
+import {
+  anthropicTools,
+  openAITools,
+  runAnthropicToolUses,
+  runOpenAIToolCalls,
+  selectTools,
+} from "../../../sdk/typescript/src/agents/index.js";
 import { aiTools } from "../../../sdk/typescript/src/ai/index.js";
 import { Toolgate } from "../../../sdk/typescript/src/index.js";
 import { balanceOf, fundedAccount, startGateway, type TestGateway } from "../../helpers/gateway.js";
@@ -37,24 +43,56 @@ async function vendorServer(answer: unknown) {
     res.end(JSON.stringify(answer));
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, requests, stop: () => new Promise((r) => server.close(r)) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    requests,
+    stop: () => new Promise((r) => server.close(r)),
+  };
 }
 
-const usage = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } };
+const usage = {
+  inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 5, text: 5, reasoning: 0 },
+};
 
 describe("toolgate/ai (Vercel AI SDK)", () => {
   it("runs the test model's tool call through the gateway and hands the result back to the model", async () => {
     const model = new MockLanguageModelV3({
       doGenerate: [
-        { content: [{ type: "tool-call", toolCallId: "call-1", toolName: "hash", input: JSON.stringify({ text: "hello world" }) }], finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage, warnings: [] },
-        { content: [{ type: "text", text: "The digest is in." }], finishReason: { unified: "stop", raw: "stop" }, usage, warnings: [] },
+        {
+          content: [
+            {
+              type: "tool-call",
+              toolCallId: "call-1",
+              toolName: "hash",
+              input: JSON.stringify({ text: "hello world" }),
+            },
+          ],
+          finishReason: { unified: "tool-calls", raw: "tool_calls" },
+          usage,
+          warnings: [],
+        },
+        {
+          content: [{ type: "text", text: "The digest is in." }],
+          finishReason: { unified: "stop", raw: "stop" },
+          usage,
+          warnings: [],
+        },
       ],
     });
     const tools = await aiTools(client, { search: "hash" });
     expect(Object.keys(tools)).toEqual(["hash"]);
     const before = await balanceOf(gw.url, key);
-    const result = await generateText({ model, tools, prompt: "Hash hello world", stopWhen: stepCountIs(3) });
-    expect(result.steps[0]!.toolResults[0]).toMatchObject({ toolName: "hash", output: { algorithm: "sha256", digest: HELLO_SHA256 } });
+    const result = await generateText({
+      model,
+      tools,
+      prompt: "Hash hello world",
+      stopWhen: stepCountIs(3),
+    });
+    expect(result.steps[0]!.toolResults[0]).toMatchObject({
+      toolName: "hash",
+      output: { algorithm: "sha256", digest: HELLO_SHA256 },
+    });
     expect(result.text).toBe("The digest is in.");
     expect(await balanceOf(gw.url, key)).toBe(before - 1);
     const offered = model.doGenerateCalls[0]!.tools![0]! as { name: string; inputSchema: unknown };
@@ -68,13 +106,22 @@ describe("toolgate/ai (Vercel AI SDK)", () => {
 describe("the tool subset option", () => {
   it("takes names (aliases too) or a search query, and leaves out unavailable tools unless asked", async () => {
     const catalogue = await client.tools.list();
-    expect(selectTools(catalogue, { names: ["diff", "hash"] }).map((t) => t.name).sort()).toEqual(["hash", "text-diff"]);
+    expect(
+      selectTools(catalogue, { names: ["diff", "hash"] })
+        .map((t) => t.name)
+        .sort(),
+    ).toEqual(["hash", "text-diff"]);
     const markdown = selectTools(catalogue, { search: "markdown" });
-    expect(markdown.map((t) => t.name)).toEqual(expect.arrayContaining(["html-to-markdown", "markdown-to-html"]));
-    for (const t of markdown) expect(`${t.name} ${t.title} ${t.description}`.toLowerCase()).toMatch(/\bmarkdown\b/);
+    expect(markdown.map((t) => t.name)).toEqual(
+      expect.arrayContaining(["html-to-markdown", "markdown-to-html"]),
+    );
+    for (const t of markdown)
+      expect(`${t.name} ${t.title} ${t.description}`.toLowerCase()).toMatch(/\bmarkdown\b/);
     expect(markdown.length).toBeLessThan(catalogue.length / 4); // a subset, not the catalogue
     expect(selectTools(catalogue, { names: ["summarize"] })).toEqual([]); // no AI provider here: unavailable
-    expect(selectTools(catalogue, { names: ["summarize"], includeUnavailable: true }).map((t) => t.name)).toEqual(["ai-summarize"]);
+    expect(
+      selectTools(catalogue, { names: ["summarize"], includeUnavailable: true }).map((t) => t.name),
+    ).toEqual(["ai-summarize"]);
     expect(selectTools(catalogue).length).toBe(catalogue.filter((t) => t.available).length);
   });
 });
@@ -88,7 +135,9 @@ const expectObjectSchema = (schema: Record<string, unknown>) => {
 
 describe("OpenAI function calling", () => {
   it("offers tools in the Chat Completions format and dispatches the model's tool calls", async () => {
-    const tools = (await openAITools(client)) satisfies OpenAI.Chat.Completions.ChatCompletionTool[];
+    const tools = (await openAITools(
+      client,
+    )) satisfies OpenAI.Chat.Completions.ChatCompletionTool[];
     for (const tool of tools) {
       expect(tool.type).toBe("function");
       expect(tool.function.name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
@@ -100,19 +149,49 @@ describe("OpenAI function calling", () => {
       object: "chat.completion",
       created: 1,
       model: "gpt-test",
-      choices: [{ index: 0, finish_reason: "tool_calls", logprobs: null, message: { role: "assistant", content: null, refusal: null, tool_calls: [
-        { id: "call_a", type: "function", function: { name: "hash", arguments: JSON.stringify({ text: "hello world" }) } },
-        { id: "call_b", type: "function", function: { name: "hash", arguments: JSON.stringify({ text: 42 }) } },
-      ] } }],
+      choices: [
+        {
+          index: 0,
+          finish_reason: "tool_calls",
+          logprobs: null,
+          message: {
+            role: "assistant",
+            content: null,
+            refusal: null,
+            tool_calls: [
+              {
+                id: "call_a",
+                type: "function",
+                function: { name: "hash", arguments: JSON.stringify({ text: "hello world" }) },
+              },
+              {
+                id: "call_b",
+                type: "function",
+                function: { name: "hash", arguments: JSON.stringify({ text: 42 }) },
+              },
+            ],
+          },
+        },
+      ],
     });
     try {
       const openai = new OpenAI({ apiKey: "test", baseURL: server.url, maxRetries: 0 });
-      const completion = await openai.chat.completions.create({ model: "gpt-test", messages: [{ role: "user", content: "hash it" }], tools });
+      const completion = await openai.chat.completions.create({
+        model: "gpt-test",
+        messages: [{ role: "user", content: "hash it" }],
+        tools,
+      });
       expect(server.requests[0]!.body.tools).toEqual(tools);
       const calls = completion.choices[0]!.message.tool_calls!.filter((c) => c.type === "function");
       const messages = await runOpenAIToolCalls(client, calls);
-      expect(messages[0]).toEqual({ role: "tool", tool_call_id: "call_a", content: expect.stringContaining(HELLO_SHA256) });
-      expect(JSON.parse(messages[1]!.content)).toMatchObject({ error: { code: "validation_failed", param: "text" } });
+      expect(messages[0]).toEqual({
+        role: "tool",
+        tool_call_id: "call_a",
+        content: expect.stringContaining(HELLO_SHA256),
+      });
+      expect(JSON.parse(messages[1]!.content)).toMatchObject({
+        error: { code: "validation_failed", param: "text" },
+      });
       messages satisfies OpenAI.Chat.Completions.ChatCompletionToolMessageParam[];
     } finally {
       await server.stop();
@@ -122,7 +201,9 @@ describe("OpenAI function calling", () => {
 
 describe("Anthropic tool use", () => {
   it("offers tools in the Messages format and dispatches the model's tool_use blocks", async () => {
-    const tools = (await anthropicTools(client, { names: ["hash", "qr-code"] })) satisfies Anthropic.Messages.Tool[];
+    const tools = (await anthropicTools(client, {
+      names: ["hash", "qr-code"],
+    })) satisfies Anthropic.Messages.Tool[];
     expect(tools.map((t) => t.name).sort()).toEqual(["hash", "qr-code"]);
     for (const tool of tools) {
       expect(tool.name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
@@ -144,11 +225,25 @@ describe("Anthropic tool use", () => {
     });
     try {
       const anthropic = new Anthropic({ apiKey: "test", baseURL: server.url, maxRetries: 0 });
-      const message = await anthropic.messages.create({ model: "claude-test", max_tokens: 100, messages: [{ role: "user", content: "hash it" }], tools });
+      const message = await anthropic.messages.create({
+        model: "claude-test",
+        max_tokens: 100,
+        messages: [{ role: "user", content: "hash it" }],
+        tools,
+      });
       expect(server.requests[0]).toMatchObject({ path: "/v1/messages", body: { tools } });
       const results = await runAnthropicToolUses(client, message.content);
-      expect(results[0]).toEqual({ type: "tool_result", tool_use_id: "toolu_1", content: expect.stringContaining(HELLO_SHA256) });
-      expect(results[1]).toMatchObject({ type: "tool_result", tool_use_id: "toolu_2", is_error: true, content: expect.stringContaining("tool_not_found") });
+      expect(results[0]).toEqual({
+        type: "tool_result",
+        tool_use_id: "toolu_1",
+        content: expect.stringContaining(HELLO_SHA256),
+      });
+      expect(results[1]).toMatchObject({
+        type: "tool_result",
+        tool_use_id: "toolu_2",
+        is_error: true,
+        content: expect.stringContaining("tool_not_found"),
+      });
       results satisfies Anthropic.Messages.ToolResultBlockParam[];
     } finally {
       await server.stop();

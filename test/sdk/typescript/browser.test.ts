@@ -42,7 +42,13 @@ try {
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "toolgate-browser-"));
-  await run(hostBun(), ["build", join(ROOT, "sdk/typescript/src/index.ts"), "--target=browser", "--format=esm", `--outfile=${join(dir, "toolgate.js")}`]);
+  await run(hostBun(), [
+    "build",
+    join(ROOT, "sdk/typescript/src/index.ts"),
+    "--target=browser",
+    "--format=esm",
+    `--outfile=${join(dir, "toolgate.js")}`,
+  ]);
   gw = await startGateway({ store: "memory" });
   page = createServer(async (req, res) => {
     const path = new URL(req.url!, "http://x").pathname;
@@ -67,14 +73,37 @@ it("the bundled core runs in Chromium: lists tools, calls one, maps an error, ve
   expect(bundle).not.toMatch(/from\s*["']node:/);
   const { key } = await fundedAccount(gw.url, 100, "free");
   const secret = "whsec_dGVzdCBzZWNyZXQgZm9yIHRoZSBicm93c2VyIHRlc3Q=";
-  const body = JSON.stringify({ id: "evt_browser", event: "webhook.test", timestamp: new Date().toISOString(), data: {} });
+  const body = JSON.stringify({
+    id: "evt_browser",
+    event: "webhook.test",
+    timestamp: new Date().toISOString(),
+    data: {},
+  });
   const sig = `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
   const url = `${pageUrl}?${new URLSearchParams({ key, gateway: gw.url, secret, body, sig })}`;
   const { stdout } = await run(
     "/usr/bin/chromium",
-    ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", `--user-data-dir=${join(dir, "profile")}`, "--virtual-time-budget=20000", "--dump-dom", url],
+    [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+      `--user-data-dir=${join(dir, "profile")}`,
+      "--virtual-time-budget=20000",
+      "--dump-dom",
+      url,
+    ],
     { timeout: 60_000, maxBuffer: 8 << 20 },
   );
   const text = /<pre id="out">([\s\S]*?)<\/pre>/.exec(stdout)?.[1] ?? stdout;
-  expect(JSON.parse(text.replace(/&quot;/g, '"'))).toEqual({ tools: TOOLS.length, digest: "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9", invalid: [422, "validation_failed", "text"], event: "evt_browser", tampered: "webhook_signature_invalid" });
+  expect(JSON.parse(text.replace(/&quot;/g, '"'))).toEqual({
+    tools: TOOLS.length,
+    digest: "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9",
+    invalid: [422, "validation_failed", "text"],
+    event: "evt_browser",
+    tampered: "webhook_signature_invalid",
+  });
 }, 90_000);

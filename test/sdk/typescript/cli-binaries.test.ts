@@ -8,7 +8,12 @@ import { mnemonicToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ANVIL_MNEMONIC } from "../../../chain-fixtures/chain.js";
 import { buildCli } from "../../../scripts/build-cli.js";
-import { balanceOf as creditsOf, fundedAccount, startGateway, type TestGateway } from "../../helpers/gateway.js";
+import {
+  balanceOf as creditsOf,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../../helpers/gateway.js";
 import { PAY_TO, balanceOf, startChains } from "../../helpers/x402.js";
 
 /**
@@ -40,15 +45,29 @@ interface Run {
   stdout: string;
   stderr: string;
 }
-async function toolgate(argv: string[], env: Record<string, string> = {}, options: { binary?: string; input?: string } = {}): Promise<Run> {
+async function toolgate(
+  argv: string[],
+  env: Record<string, string> = {},
+  options: { binary?: string; input?: string } = {},
+): Promise<Run> {
   const file = binaries[options.binary ?? "toolgate-linux-x64"]!;
-  const [cmd, args] = options.binary === "toolgate-linux-arm64" ? ["qemu-aarch64", ["-L", "/usr/aarch64-linux-gnu", file, ...argv]] : [file, argv];
-  const child = exec(cmd, args, { env: { PATH: process.env.PATH ?? "", TOOLGATE_CONFIG_DIR: configDir, ...env }, timeout: 120_000 });
+  const [cmd, args] =
+    options.binary === "toolgate-linux-arm64"
+      ? ["qemu-aarch64", ["-L", "/usr/aarch64-linux-gnu", file, ...argv]]
+      : [file, argv];
+  const child = exec(cmd, args, {
+    env: { PATH: process.env.PATH ?? "", TOOLGATE_CONFIG_DIR: configDir, ...env },
+    timeout: 120_000,
+  });
   if (options.input !== undefined) child.child.stdin!.end(options.input);
   else child.child.stdin!.end();
   return child.then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-    (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? -1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" }),
+    (e: { code?: number; stdout?: string; stderr?: string }) => ({
+      code: e.code ?? -1,
+      stdout: e.stdout ?? "",
+      stderr: e.stderr ?? "",
+    }),
   );
 }
 const keyed = (key: string) => ({ TOOLGATE_API_KEY: key, TOOLGATE_BASE_URL: gw.url });
@@ -61,13 +80,22 @@ describe("the linux-x64 binary", () => {
     expect(list.code).toBe(0);
     expect(JSON.parse(list.stdout).map((t: { name: string }) => t.name)).toContain("hash");
 
-    const inline = await toolgate(["call", "hash", "--input", '{"text":"hello world"}', "--json"], keyed(key));
+    const inline = await toolgate(
+      ["call", "hash", "--input", '{"text":"hello world"}', "--json"],
+      keyed(key),
+    );
     expect([inline.code, JSON.parse(inline.stdout).digest]).toEqual([0, HELLO_SHA256]);
     const file = join(configDir, "input.json");
     await writeFile(file, JSON.stringify({ text: "hello world", algorithm: "md5" }));
     const fromFile = await toolgate(["call", "hash", "--input", `@${file}`, "--json"], keyed(key));
-    expect(JSON.parse(fromFile.stdout)).toMatchObject({ algorithm: "md5", digest: "5eb63bbbe01eeed093cb22bb8f5acdc3" });
-    const flags = await toolgate(["call", "hash", "--text", "hello world", "--algorithm", "sha1"], keyed(key));
+    expect(JSON.parse(fromFile.stdout)).toMatchObject({
+      algorithm: "md5",
+      digest: "5eb63bbbe01eeed093cb22bb8f5acdc3",
+    });
+    const flags = await toolgate(
+      ["call", "hash", "--text", "hello world", "--algorithm", "sha1"],
+      keyed(key),
+    );
     expect(JSON.parse(flags.stdout).digest).toBe("2aae6c35c94fcfb415dbe95f408b9ce91ee846ed");
     expect(flags.stderr).toMatch(/1 credit\(s\), 97 left/);
   });
@@ -77,22 +105,45 @@ describe("the linux-x64 binary", () => {
     const list = await toolgate(["tools", "list"], keyed(key));
     expect(list.stdout).toMatch(/^NAME\s+CREDITS\s+USD\s+AVAILABLE\s+TITLE$/m);
     expect(list.stdout).toMatch(/^hash\s+1\s+\$0\.002\s+yes/m);
-    for (const command of [[], ["tools"], ["call"], ["login"], ["account"], ["usage"], ["keys"], ["webhooks"]]) {
+    for (const command of [
+      [],
+      ["tools"],
+      ["call"],
+      ["login"],
+      ["account"],
+      ["usage"],
+      ["keys"],
+      ["webhooks"],
+    ]) {
       const help = await toolgate([...command, "--help"]);
-      expect([command.join(" "), help.code, help.stdout]).toEqual([command.join(" "), 0, expect.stringMatching(/Usage: toolgate/)]);
+      expect([command.join(" "), help.code, help.stdout]).toEqual([
+        command.join(" "),
+        0,
+        expect.stringMatching(/Usage: toolgate/),
+      ]);
     }
   });
 
   it("exits 2 on a usage error, 3 on an API error, 4 when the gateway cannot be reached", async () => {
     const { key } = await fundedAccount(gw.url, 100, "free");
     const usage = await toolgate(["frobnicate"], keyed(key));
-    expect([usage.code, usage.stderr]).toEqual([2, expect.stringContaining('unknown command "frobnicate"')]);
+    expect([usage.code, usage.stderr]).toEqual([
+      2,
+      expect.stringContaining('unknown command "frobnicate"'),
+    ]);
     const badFlag = await toolgate(["call", "hash", "--colour", "red"], keyed(key));
     expect([badFlag.code, badFlag.stderr]).toEqual([2, expect.stringContaining("--text")]);
     const api = await toolgate(["call", "hash", "--input", '{"text":5}', "--json"], keyed(key));
     expect(api.code).toBe(3);
-    expect(JSON.parse(api.stderr).error).toMatchObject({ status: 422, code: "validation_failed", param: "text" });
-    const network = await toolgate(["account"], { TOOLGATE_API_KEY: key, TOOLGATE_BASE_URL: "http://127.0.0.1:9" });
+    expect(JSON.parse(api.stderr).error).toMatchObject({
+      status: 422,
+      code: "validation_failed",
+      param: "text",
+    });
+    const network = await toolgate(["account"], {
+      TOOLGATE_API_KEY: key,
+      TOOLGATE_BASE_URL: "http://127.0.0.1:9",
+    });
     expect([network.code, network.stderr]).toEqual([4, expect.stringContaining("network_error")]);
   });
 
@@ -112,25 +163,53 @@ describe("the linux-x64 binary", () => {
 
   it("manages keys: create, list, rotate, revoke", async () => {
     const { key, keyId } = await fundedAccount(gw.url, 100, "free");
-    const created = JSON.parse((await toolgate(["keys", "create", "--name", "ci", "--json"], keyed(key))).stdout);
+    const created = JSON.parse(
+      (await toolgate(["keys", "create", "--name", "ci", "--json"], keyed(key))).stdout,
+    );
     expect(created).toMatchObject({ name: "ci", key: expect.stringMatching(/^tg_live_/) });
-    const rotated = JSON.parse((await toolgate(["keys", "rotate", created.id, "--grace-seconds", "0", "--json"], keyed(key))).stdout);
+    const rotated = JSON.parse(
+      (await toolgate(["keys", "rotate", created.id, "--grace-seconds", "0", "--json"], keyed(key)))
+        .stdout,
+    );
     expect(rotated.replaced.id).toBe(created.id);
-    expect((await toolgate(["keys", "revoke", rotated.id], keyed(key))).stdout).toContain(`Revoked ${rotated.id}`);
+    expect((await toolgate(["keys", "revoke", rotated.id], keyed(key))).stdout).toContain(
+      `Revoked ${rotated.id}`,
+    );
     const list = JSON.parse((await toolgate(["keys", "list", "--json"], keyed(key))).stdout);
-    expect(list.data.map((k: { id: string; status: string }) => [k.id, k.status]).sort()).toEqual([[keyId, "active"], [created.id, "revoked"], [rotated.id, "revoked"]].sort());
+    expect(list.data.map((k: { id: string; status: string }) => [k.id, k.status]).sort()).toEqual(
+      [
+        [keyId, "active"],
+        [created.id, "revoked"],
+        [rotated.id, "revoked"],
+      ].sort(),
+    );
   });
 
   it("pays a call from --wallet-key-file, and refuses above --max-per-call", async () => {
     const walletFile = join(configDir, "wallet.key");
     await writeFile(walletFile, `${toHex(payer.getHdKey().privateKey!)}\n`, { mode: 0o600 });
     const env = { TOOLGATE_BASE_URL: gw.url };
-    const wallet = ["--wallet-key-file", walletFile, "--allow-asset", `eip155:84532:${chains.base.usdc}`];
+    const wallet = [
+      "--wallet-key-file",
+      walletFile,
+      "--allow-asset",
+      `eip155:84532:${chains.base.usdc}`,
+    ];
     const before = await balanceOf(chains.base, PAY_TO);
-    const refused = await toolgate(["call", "hash", "--text", "paid", ...wallet, "--max-per-call", "1000"], env);
-    expect([refused.code, refused.stderr]).toEqual([3, expect.stringContaining("spend_cap_exceeded")]);
+    const refused = await toolgate(
+      ["call", "hash", "--text", "paid", ...wallet, "--max-per-call", "1000"],
+      env,
+    );
+    expect([refused.code, refused.stderr]).toEqual([
+      3,
+      expect.stringContaining("spend_cap_exceeded"),
+    ]);
     const paid = await toolgate(["call", "hash", "--text", "hello world", ...wallet], env);
-    expect([paid.code, JSON.parse(paid.stdout).digest, paid.stderr]).toEqual([0, HELLO_SHA256, expect.stringContaining("paid on eip155:84532")]);
+    expect([paid.code, JSON.parse(paid.stdout).digest, paid.stderr]).toEqual([
+      0,
+      HELLO_SHA256,
+      expect.stringContaining("paid on eip155:84532"),
+    ]);
     expect(await balanceOf(chains.base, PAY_TO)).toBe(before + 2000n);
   });
 });
@@ -140,7 +219,9 @@ describe("the linux-arm64 binary, under qemu-aarch64", () => {
     const { key } = await fundedAccount(gw.url, 100, "free");
     const [list, hash] = await Promise.all([
       toolgate(["tools", "list", "--json"], keyed(key), { binary: "toolgate-linux-arm64" }),
-      toolgate(["call", "hash", "--input", '{"text":"hello world"}', "--json"], keyed(key), { binary: "toolgate-linux-arm64" }),
+      toolgate(["call", "hash", "--input", '{"text":"hello world"}', "--json"], keyed(key), {
+        binary: "toolgate-linux-arm64",
+      }),
     ]);
     expect([list.code, list.stderr]).toEqual([0, ""]);
     expect(JSON.parse(list.stdout).map((t: { name: string }) => t.name)).toContain("hash");
@@ -152,14 +233,26 @@ describe("the linux-arm64 binary, under qemu-aarch64", () => {
 describe("the macOS and Windows binaries", () => {
   const header = async (name: string) => (await readFile(binaries[name]!)).subarray(0, 4096);
   /** Mach-O 64-bit (magic 0xfeedfacf, little-endian) and its CPU type. */
-  const machO = (b: Buffer) => ({ magic: b.readUInt32LE(0), cpu: b.readUInt32LE(4), fileType: b.readUInt32LE(12) });
+  const machO = (b: Buffer) => ({
+    magic: b.readUInt32LE(0),
+    cpu: b.readUInt32LE(4),
+    fileType: b.readUInt32LE(12),
+  });
 
   it("darwin-arm64 is a Mach-O arm64 executable", async () => {
-    expect(machO(await header("toolgate-darwin-arm64"))).toEqual({ magic: 0xfeedfacf, cpu: 0x0100000c, fileType: 2 });
+    expect(machO(await header("toolgate-darwin-arm64"))).toEqual({
+      magic: 0xfeedfacf,
+      cpu: 0x0100000c,
+      fileType: 2,
+    });
   });
 
   it("darwin-x64 is a Mach-O x86_64 executable", async () => {
-    expect(machO(await header("toolgate-darwin-x64"))).toEqual({ magic: 0xfeedfacf, cpu: 0x01000007, fileType: 2 });
+    expect(machO(await header("toolgate-darwin-x64"))).toEqual({
+      magic: 0xfeedfacf,
+      cpu: 0x01000007,
+      fileType: 2,
+    });
   });
 
   it("windows-x64.exe is a PE32+ x86-64 console executable", async () => {

@@ -10,7 +10,12 @@ import { toHex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ANVIL_MNEMONIC } from "../../../chain-fixtures/chain.js";
-import { balanceOf as creditsOf, fundedAccount, startGateway, type TestGateway } from "../../helpers/gateway.js";
+import {
+  balanceOf as creditsOf,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../../helpers/gateway.js";
 import { installPackedSdk, type InstalledProject } from "../../helpers/sdk-package.js";
 import { PAY_TO, balanceOf, startChains } from "../../helpers/x402.js";
 
@@ -19,14 +24,21 @@ import { PAY_TO, balanceOf, startChains } from "../../helpers/x402.js";
  * plain Node scripts against a real gateway, real Redis and real anvil chains.
  */
 const PRICE = 2000n; // hash: 1 credit at $0.002 = 2,000 USDC atomic units
-const payerKey = (index: number) => toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index }).getHdKey().privateKey!);
-const PAYERS = [6, 7, 4].map((i) => ({ key: payerKey(i), address: mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: i }).address }));
+const payerKey = (index: number) =>
+  toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index }).getHdKey().privateKey!);
+const PAYERS = [6, 7, 4].map((i) => ({
+  key: payerKey(i),
+  address: mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: i }).address,
+}));
 
 let project: InstalledProject;
 let chains: Awaited<ReturnType<typeof startChains>>;
 let gw: TestGateway;
 beforeAll(async () => {
-  [project, chains] = await Promise.all([installPackedSdk(), startChains(PAYERS.map((p) => p.address))]);
+  [project, chains] = await Promise.all([
+    installPackedSdk(),
+    startChains(PAYERS.map((p) => p.address)),
+  ]);
   gw = await startGateway({ env: { ...chains.env, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" } });
 }, 180_000);
 afterAll(async () => {
@@ -42,13 +54,22 @@ const out = (v) => console.log(JSON.stringify(v, (_k, x) => (typeof x === "bigin
 
 describe("the packed library", () => {
   it("ships ESM with type declarations, and its core imports nothing from Node", async () => {
-    const pkg = JSON.parse(await readFile(join(project.dir, "node_modules/toolgate/package.json"), "utf8"));
+    const pkg = JSON.parse(
+      await readFile(join(project.dir, "node_modules/toolgate/package.json"), "utf8"),
+    );
     expect(pkg.exports["."]).toEqual({ types: "./dist/index.d.ts", default: "./dist/index.js" });
     const dist = join(project.dir, "node_modules/toolgate/dist");
-    const core = (await readdir(dist, { recursive: true })).filter((f) => f.endsWith(".js") && !f.startsWith("cli"));
+    const core = (await readdir(dist, { recursive: true })).filter(
+      (f) => f.endsWith(".js") && !f.startsWith("cli"),
+    );
     expect(core).toContain("index.js");
-    for (const file of core) expect(await readFile(join(dist, file), "utf8"), file).not.toMatch(/from\s+["']node:|require\(|\bBuffer\b/);
-    expect((await readdir(dist, { recursive: true })).filter((f) => f.endsWith(".d.ts"))).toContain("index.d.ts");
+    for (const file of core)
+      expect(await readFile(join(dist, file), "utf8"), file).not.toMatch(
+        /from\s+["']node:|require\(|\bBuffer\b/,
+      );
+    expect((await readdir(dist, { recursive: true })).filter((f) => f.endsWith(".d.ts"))).toContain(
+      "index.d.ts",
+    );
   });
 
   it("types each tool's input and output: a user's TypeScript compiles against the published declarations, and misuse does not", async () => {
@@ -78,7 +99,27 @@ export async function misuse() {
 `,
     );
     const tsc = fileURLToPath(new URL("../../../node_modules/typescript/bin/tsc", import.meta.url));
-    const result = await promisify(execFile)(process.execPath, [tsc, "--noEmit", "--strict", "--skipLibCheck", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--types", "node", "--typeRoots", fileURLToPath(new URL("../../../node_modules/@types", import.meta.url)), user], { cwd: project.dir }).catch((e: { stdout: string }) => ({ stdout: e.stdout, failed: true }));
+    const result = await promisify(execFile)(
+      process.execPath,
+      [
+        tsc,
+        "--noEmit",
+        "--strict",
+        "--skipLibCheck",
+        "--module",
+        "nodenext",
+        "--moduleResolution",
+        "nodenext",
+        "--target",
+        "es2022",
+        "--types",
+        "node",
+        "--typeRoots",
+        fileURLToPath(new URL("../../../node_modules/@types", import.meta.url)),
+        user,
+      ],
+      { cwd: project.dir },
+    ).catch((e: { stdout: string }) => ({ stdout: e.stdout, failed: true }));
     expect(result.stdout).toBe("");
   });
 
@@ -94,7 +135,11 @@ out({ names: tools.map((t) => t.name), price: hash.price, output, account: await
     );
     expect(result.names).toEqual(expect.arrayContaining(["hash", "web-search", "qr-code"]));
     expect(result.price).toMatchObject({ credits: 1, usdc_atomic: "2000" });
-    expect(result.output).toEqual({ algorithm: "sha256", encoding: "hex", digest: "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9" });
+    expect(result.output).toEqual({
+      algorithm: "sha256",
+      encoding: "hex",
+      digest: "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9",
+    });
     expect(result.account.credits).toBe(99);
   });
 
@@ -110,8 +155,17 @@ out({ rotated: { id: rotated.id, replaced: rotated.replaced?.id }, statuses: key
       { KEY: key, KEY_ID: keyId, URL: gw.url },
     );
     expect(result.rotated.replaced).toBe(keyId);
-    expect(result.statuses).toEqual(expect.arrayContaining([[keyId, "revoked"], [result.rotated.id, "active"]]));
-    expect(result.refused).toMatchObject({ status: 401, code: "api_key_revoked", requestId: expect.stringMatching(/^req_/) });
+    expect(result.statuses).toEqual(
+      expect.arrayContaining([
+        [keyId, "revoked"],
+        [result.rotated.id, "active"],
+      ]),
+    );
+    expect(result.refused).toMatchObject({
+      status: 401,
+      code: "api_key_revoked",
+      requestId: expect.stringMatching(/^req_/),
+    });
   });
 
   it("maps 422, 402 and 429 to ToolgateError with status, code, param and request id", async () => {
@@ -125,15 +179,30 @@ for (let i = 0; i < 80 && !limited; i++) limited = await keyed.tools.call("hash"
 out({ invalid, unpaid, limited });`,
       { KEY: key, URL: gw.url },
     );
-    expect(result.invalid).toMatchObject({ status: 422, code: "validation_failed", param: "text", requestId: expect.stringMatching(/^req_/) });
-    expect(result.unpaid).toMatchObject({ status: 402, code: "payment_required", requestId: expect.stringMatching(/^req_/) });
-    expect(result.limited).toMatchObject({ status: 429, code: "rate_limited", retryAfter: expect.any(Number) });
+    expect(result.invalid).toMatchObject({
+      status: 422,
+      code: "validation_failed",
+      param: "text",
+      requestId: expect.stringMatching(/^req_/),
+    });
+    expect(result.unpaid).toMatchObject({
+      status: 402,
+      code: "payment_required",
+      requestId: expect.stringMatching(/^req_/),
+    });
+    expect(result.limited).toMatchObject({
+      status: 429,
+      code: "rate_limited",
+      retryAfter: expect.any(Number),
+    });
     expect(result.limited.retryAfter).toBeGreaterThan(0);
   });
 });
 
 describe("paying with a wallet (x402 on the local chain)", () => {
-  const walletScript = (body: string) => `${HEADER}import { privateKeyToAccount } from "viem/accounts";
+  const walletScript = (
+    body: string,
+  ) => `${HEADER}import { privateKeyToAccount } from "viem/accounts";
 const client = new Toolgate({
   baseUrl: process.env.URL,
   wallet: privateKeyToAccount(process.env.PAYER_KEY),
@@ -150,14 +219,23 @@ ${body}`;
 
   it("pays a call: the token balance moves by exactly the price, and the receipt comes back", async () => {
     const payer = PAYERS[0]!;
-    const [payerBefore, payToBefore] = [await balanceOf(chains.base, payer.address), await balanceOf(chains.base, PAY_TO)];
+    const [payerBefore, payToBefore] = [
+      await balanceOf(chains.base, payer.address),
+      await balanceOf(chains.base, PAY_TO),
+    ];
     const result = await project.script(
       walletScript(`const r = await client.tools.callWithDetails("hash", { text: "hello world" });
 out({ output: r.output, payment: r.payment, spent: client.spent });`),
       env(payer, 10_000n, 100_000n),
     );
-    expect(result.output.digest).toBe("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
-    expect(result.payment).toMatchObject({ success: true, network: "eip155:84532", payer: payer.address });
+    expect(result.output.digest).toBe(
+      "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9",
+    );
+    expect(result.payment).toMatchObject({
+      success: true,
+      network: "eip155:84532",
+      payer: payer.address,
+    });
     expect(result.spent).toBe("2000");
     expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore - PRICE);
     expect(await balanceOf(chains.base, PAY_TO)).toBe(payToBefore + PRICE);
@@ -166,8 +244,15 @@ out({ output: r.output, payment: r.payment, spent: client.spent });`),
   it("refuses to sign above the per-call cap and past the per-session cap; nothing moves", async () => {
     const payer = PAYERS[1]!;
     const before = await balanceOf(chains.base, payer.address);
-    const perCall = await project.script(walletScript(`out(await client.tools.call("hash", { text: "a" }).then(() => null, fields));`), env(payer, 1999n, 100_000n));
-    expect(perCall).toMatchObject({ status: 0, code: "spend_cap_exceeded", message: expect.stringContaining("per-call cap") });
+    const perCall = await project.script(
+      walletScript(`out(await client.tools.call("hash", { text: "a" }).then(() => null, fields));`),
+      env(payer, 1999n, 100_000n),
+    );
+    expect(perCall).toMatchObject({
+      status: 0,
+      code: "spend_cap_exceeded",
+      message: expect.stringContaining("per-call cap"),
+    });
     expect(await balanceOf(chains.base, payer.address)).toBe(before);
     const session = await project.script(
       walletScript(`const first = await client.tools.call("hash", { text: "b" });
@@ -175,7 +260,11 @@ const second = await client.tools.call("hash", { text: "c" }).then(() => null, f
 out({ first: first.digest.length, second, spent: client.spent });`),
       env(payer, 2000n, 3000n),
     );
-    expect(session).toMatchObject({ first: 64, second: { status: 0, code: "spend_cap_exceeded" }, spent: "2000" });
+    expect(session).toMatchObject({
+      first: 64,
+      second: { status: 0, code: "spend_cap_exceeded" },
+      spent: "2000",
+    });
     expect(await balanceOf(chains.base, payer.address)).toBe(before - PRICE);
   });
 });
@@ -186,7 +275,10 @@ describe("retries", () => {
    * first request: "drop" forwards it and then cuts the caller off instead of answering; a status
    * answers it with that status and headers itself. Later requests pass through.
    */
-  async function proxyTo(target: string, first: "drop" | { status: number; headers: Record<string, string>; body: unknown }) {
+  async function proxyTo(
+    target: string,
+    first: "drop" | { status: number; headers: Record<string, string>; body: unknown },
+  ) {
     const seen: { headers: IncomingHttpHeaders; at: number }[] = [];
     const server: Server = createServer(async (req, res) => {
       const chunks: Buffer[] = [];
@@ -196,15 +288,34 @@ describe("retries", () => {
         res.writeHead(first.status, { "content-type": "application/json", ...first.headers });
         return res.end(JSON.stringify(first.body));
       }
-      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => ["content-type", "x-api-key", "idempotency-key"].includes(k))) as Record<string, string>;
-      const upstream = await fetch(`${target}${req.url}`, { method: req.method, headers, body: req.method === "POST" ? Buffer.concat(chunks) : undefined });
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).filter(([k]) =>
+          ["content-type", "x-api-key", "idempotency-key"].includes(k),
+        ),
+      ) as Record<string, string>;
+      const upstream = await fetch(`${target}${req.url}`, {
+        method: req.method,
+        headers,
+        body: req.method === "POST" ? Buffer.concat(chunks) : undefined,
+      });
       const body = Buffer.from(await upstream.arrayBuffer());
       if (seen.length === 1) return req.socket.destroy(); // the gateway did the work; the caller never hears
-      res.writeHead(upstream.status, Object.fromEntries([...upstream.headers].filter(([k]) => !["content-length", "transfer-encoding", "connection"].includes(k))));
+      res.writeHead(
+        upstream.status,
+        Object.fromEntries(
+          [...upstream.headers].filter(
+            ([k]) => !["content-length", "transfer-encoding", "connection"].includes(k),
+          ),
+        ),
+      );
       res.end(body);
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, seen, stop: () => new Promise((r) => server.close(r)) };
+    return {
+      url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+      seen,
+      stop: () => new Promise((r) => server.close(r)),
+    };
   }
 
   it("a call whose connection dropped is retried with the same Idempotency-Key and charged once", async () => {
@@ -220,7 +331,9 @@ out({ digest: r.output.digest, replayed: r.replayed });`,
       expect(result).toEqual({ digest: expect.stringMatching(/^[0-9a-f]{64}$/), replayed: true });
       expect(proxy.seen).toHaveLength(2);
       expect(proxy.seen[0]!.headers["idempotency-key"]).toMatch(/^[0-9a-f-]{36}$/);
-      expect(proxy.seen[1]!.headers["idempotency-key"]).toBe(proxy.seen[0]!.headers["idempotency-key"]);
+      expect(proxy.seen[1]!.headers["idempotency-key"]).toBe(
+        proxy.seen[0]!.headers["idempotency-key"],
+      );
       expect(await creditsOf(gw.url, key)).toBe(99);
     } finally {
       await proxy.stop();
@@ -229,7 +342,18 @@ out({ digest: r.output.digest, replayed: r.replayed });`,
 
   it("a 429 is retried after its Retry-After, and the call then goes through", async () => {
     const { key } = await fundedAccount(gw.url, 100, "free");
-    const proxy = await proxyTo(gw.url, { status: 429, headers: { "retry-after": "1" }, body: { error: { type: "rate_limit_error", code: "rate_limited", message: "slow down", request_id: "req_proxy" } } });
+    const proxy = await proxyTo(gw.url, {
+      status: 429,
+      headers: { "retry-after": "1" },
+      body: {
+        error: {
+          type: "rate_limit_error",
+          code: "rate_limited",
+          message: "slow down",
+          request_id: "req_proxy",
+        },
+      },
+    });
     try {
       const result = await project.script(
         `${HEADER}const client = new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL });
@@ -247,10 +371,28 @@ out((await client.tools.call("hash", { text: "hello world" })).digest);`,
 
   it("a tool that is unavailable (503 tool_unavailable) is not retried: a retry cannot configure its provider", async () => {
     const { key } = await fundedAccount(gw.url, 100, "free");
-    const proxy = await proxyTo(gw.url, { status: 503, headers: {}, body: { error: { type: "tool_error", code: "tool_unavailable", message: "no provider", request_id: "req_proxy" } } });
+    const proxy = await proxyTo(gw.url, {
+      status: 503,
+      headers: {},
+      body: {
+        error: {
+          type: "tool_error",
+          code: "tool_unavailable",
+          message: "no provider",
+          request_id: "req_proxy",
+        },
+      },
+    });
     try {
-      const result = await project.script(`${HEADER}out(await new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL }).tools.call("web-search", { query: "x" }).then(() => null, fields));`, { KEY: key, URL: proxy.url });
-      expect(result).toMatchObject({ status: 503, code: "tool_unavailable", requestId: "req_proxy" });
+      const result = await project.script(
+        `${HEADER}out(await new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL }).tools.call("web-search", { query: "x" }).then(() => null, fields));`,
+        { KEY: key, URL: proxy.url },
+      );
+      expect(result).toMatchObject({
+        status: 503,
+        code: "tool_unavailable",
+        requestId: "req_proxy",
+      });
       expect(proxy.seen).toHaveLength(1);
     } finally {
       await proxy.stop();
@@ -271,52 +413,105 @@ describe("examples/", () => {
     await writeFile(file, `${payer.key}\n`, { mode: 0o600 });
     return file;
   };
-  const env = (extra: Record<string, string>) => ({ PATH: process.env.PATH ?? "", TOOLGATE_BASE_URL: gw.url, ...extra });
+  const env = (extra: Record<string, string>) => ({
+    PATH: process.env.PATH ?? "",
+    TOOLGATE_BASE_URL: gw.url,
+    ...extra,
+  });
 
   it("typescript/keyed-call.ts and curl/keyed-call.sh call hash with a key", async () => {
     const { key } = await fundedAccount(gw.url, 100, "free");
-    const ts = await project.runTs(await copy("typescript/keyed-call.ts"), { TOOLGATE_API_KEY: key, TOOLGATE_BASE_URL: gw.url });
-    expect(ts.stdout).toContain('sha256("hello world") = b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9');
+    const ts = await project.runTs(await copy("typescript/keyed-call.ts"), {
+      TOOLGATE_API_KEY: key,
+      TOOLGATE_BASE_URL: gw.url,
+    });
+    expect(ts.stdout).toContain(
+      'sha256("hello world") = b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9',
+    );
     expect(ts.stdout).toContain("99 credits left");
-    const curl = await sh("sh", [join(EXAMPLES, "curl/keyed-call.sh")], { env: env({ TOOLGATE_API_KEY: key }) });
-    expect(curl.stdout).toContain('"digest":"b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"');
+    const curl = await sh("sh", [join(EXAMPLES, "curl/keyed-call.sh")], {
+      env: env({ TOOLGATE_API_KEY: key }),
+    });
+    expect(curl.stdout).toContain(
+      '"digest":"b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"',
+    );
     expect(curl.stdout).toContain('"credits":98');
   });
 
   it("typescript/paid-call.ts and curl/paid-call.sh (offer by curl, payment by the npm-installed CLI) pay the price", async () => {
     const payer = PAYERS[2]!;
     const before = await balanceOf(chains.base, payer.address);
-    const extra = { WALLET_KEY_FILE: await walletFile(payer), EXTRA_ASSET: `eip155:84532:${chains.base.usdc}` };
-    const ts = await project.runTs(await copy("typescript/paid-call.ts"), { ...extra, TOOLGATE_BASE_URL: gw.url });
-    expect(ts.stdout).toMatch(new RegExp(`paid 2000 USDC atomic units from ${payer.address} on eip155:84532, transaction 0x[0-9a-f]{64}`));
+    const extra = {
+      WALLET_KEY_FILE: await walletFile(payer),
+      EXTRA_ASSET: `eip155:84532:${chains.base.usdc}`,
+    };
+    const ts = await project.runTs(await copy("typescript/paid-call.ts"), {
+      ...extra,
+      TOOLGATE_BASE_URL: gw.url,
+    });
+    expect(ts.stdout).toMatch(
+      new RegExp(
+        `paid 2000 USDC atomic units from ${payer.address} on eip155:84532, transaction 0x[0-9a-f]{64}`,
+      ),
+    );
     expect(await balanceOf(chains.base, payer.address)).toBe(before - PRICE);
-    const curl = await sh("sh", [join(EXAMPLES, "curl/paid-call.sh")], { env: env({ ...extra, TOOLGATE: join(project.dir, "node_modules/.bin/toolgate") }) });
+    const curl = await sh("sh", [join(EXAMPLES, "curl/paid-call.sh")], {
+      env: env({ ...extra, TOOLGATE: join(project.dir, "node_modules/.bin/toolgate") }),
+    });
     expect(curl.stdout).toContain('"x402Version":2');
-    expect(curl.stdout).toContain('"digest": "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"');
+    expect(curl.stdout).toContain(
+      '"digest": "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"',
+    );
     expect(await balanceOf(chains.base, payer.address)).toBe(before - 2n * PRICE);
   });
 
   it("the TypeScript snippet under each tool on /docs runs as copied, with the key from the environment", async () => {
     const html = await (await fetch(`${gw.url}/docs`)).text();
-    const unescape = (s: string) => s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, "&");
+    const unescapeHtml = (s: string) =>
+      s
+        .replace(/&lt;/g, "<")
+        .replace(/&gt;/g, ">")
+        .replace(/&quot;/g, '"')
+        .replace(/&#39;/g, "'")
+        .replace(/&amp;/g, "&");
     const tools = ((await (await fetch(`${gw.url}/v1/tools`)).json()) as { data: unknown[] }).data;
-    const sections = [...html.matchAll(/<section id="tool-([^"]+)" class="tool">([\s\S]*?)<\/section>/g)].map((m) => ({ tool: m[1]!, html: m[2]! }));
+    const sections = [
+      ...html.matchAll(/<section id="tool-([^"]+)" class="tool">([\s\S]*?)<\/section>/g),
+    ].map((m) => ({ tool: m[1]!, html: m[2]! }));
     expect(sections.length).toBe(tools.length);
     // The tools whose section shows this gateway's own answer to the example (no provider, no network).
     const runnable = sections
       .filter((s) => s.html.includes("this gateway's answer to the example"))
-      .map((s) => ({ tool: s.tool, code: unescape(/<pre class="snippet" data-lang="typescript"><code>([\s\S]*?)<\/code><\/pre>/.exec(s.html)![1]!) }));
+      .map((s) => ({
+        tool: s.tool,
+        code: unescapeHtml(
+          /<pre class="snippet" data-lang="typescript"><code>([\s\S]*?)<\/code><\/pre>/.exec(
+            s.html,
+          )![1]!,
+        ),
+      }));
     expect(runnable.length).toBeGreaterThan(5);
     // One process runs them all (one module each), so the test costs one Node start.
-    const files = await Promise.all(runnable.map(async (s) => {
-      const file = join(project.dir, `snippet-${s.tool}.mts`);
-      await writeFile(file, s.code.replace("console.log(result);", `console.log(${JSON.stringify(`ok ${s.tool}`)}, JSON.stringify(result).length);`));
-      return file;
-    }));
+    const files = await Promise.all(
+      runnable.map(async (s) => {
+        const file = join(project.dir, `snippet-${s.tool}.mts`);
+        await writeFile(
+          file,
+          s.code.replace(
+            "console.log(result);",
+            `console.log(${JSON.stringify(`ok ${s.tool}`)}, JSON.stringify(result).length);`,
+          ),
+        );
+        return file;
+      }),
+    );
     const runner = join(project.dir, "run-snippets.mts");
     await writeFile(runner, `for (const f of ${JSON.stringify(files)}) await import(f);\n`);
     const { key } = await fundedAccount(gw.url, 1000, "free");
-    const { stdout } = await project.runTs(runner, { TOOLGATE_API_KEY: key, TOOLGATE_BASE_URL: gw.url });
+    const { stdout } = await project.runTs(runner, {
+      TOOLGATE_API_KEY: key,
+      TOOLGATE_BASE_URL: gw.url,
+    });
     for (const s of runnable) expect(stdout).toMatch(new RegExp(`^ok ${s.tool} [1-9]`, "m"));
   }, 60_000);
 
@@ -329,26 +524,46 @@ describe("examples/", () => {
       });
     });
     // Registered before the receiver listens: the first attempt fails, a retry (1 s, 4 s) arrives.
-    const registered = await sh("sh", [join(EXAMPLES, "curl/webhook-test.sh")], { env: env({ TOOLGATE_API_KEY: key, WEBHOOK_URL: `https://localhost:${port}/toolgate` }) });
+    const registered = await sh("sh", [join(EXAMPLES, "curl/webhook-test.sh")], {
+      env: env({ TOOLGATE_API_KEY: key, WEBHOOK_URL: `https://localhost:${port}/toolgate` }),
+    });
     const secret = /"secret":"(whsec_[^"]+)"/.exec(registered.stdout)![1]!;
     expect(registered.stdout).toMatch(/"sent":\[\{"webhook_id":"wh_/);
     const tls = process.env.TEST_TLS_DIR!;
-    const receiver = spawn(process.execPath, ["--import", pathToTsx(), await copy("typescript/webhook-receiver.ts")], {
-      cwd: project.dir,
-      env: { PATH: process.env.PATH ?? "", TOOLGATE_WEBHOOK_SECRET: secret, TLS_CERT: join(tls, "server.pem"), TLS_KEY: join(tls, "server.key"), PORT: String(port) },
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const receiver = spawn(
+      process.execPath,
+      ["--import", pathToTsx(), await copy("typescript/webhook-receiver.ts")],
+      {
+        cwd: project.dir,
+        env: {
+          PATH: process.env.PATH ?? "",
+          TOOLGATE_WEBHOOK_SECRET: secret,
+          TLS_CERT: join(tls, "server.pem"),
+          TLS_KEY: join(tls, "server.key"),
+          PORT: String(port),
+        },
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     try {
       const lines: string[] = [];
       createInterface({ input: receiver.stdout! }).on("line", (l) => lines.push(l));
       const waitFor = async (pattern: RegExp) => {
         const deadline = Date.now() + 20_000;
-        while (!lines.some((l) => pattern.test(l)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        while (!lines.some((l) => pattern.test(l)) && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 50));
         return lines.find((l) => pattern.test(l));
       };
       expect(await waitFor(/^listening on/)).toBe(`listening on ${port}`);
       expect(await waitFor(/^verified/)).toMatch(/^verified webhook\.test evt_/);
-      const forged = await fetch(`https://localhost:${port}/toolgate`, { method: "POST", headers: { "content-type": "application/json", "x-webhook-signature": `sha256=${"0".repeat(64)}` }, body: '{"id":"evt_forged","event":"payment.received","timestamp":"2026-01-01T00:00:00.000Z","data":{}}' });
+      const forged = await fetch(`https://localhost:${port}/toolgate`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-webhook-signature": `sha256=${"0".repeat(64)}`,
+        },
+        body: '{"id":"evt_forged","event":"payment.received","timestamp":"2026-01-01T00:00:00.000Z","data":{}}',
+      });
       expect(forged.status).toBe(401);
       expect(await waitFor(/^refused/)).toBe("refused: webhook_signature_invalid");
     } finally {

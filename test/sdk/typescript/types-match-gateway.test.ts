@@ -13,5 +13,8 @@ afterAll(() => gw?.stop());
 it("sdk/typescript/src/generated/openapi.ts matches the running gateway's document (else: npm run sdk:types)", async () => {
   const document = await (await fetch(`${gw.url}/openapi.json`)).json();
   const expected = await generateSdkTypes(document as object);
-  expect(await readFile(SDK_TYPES_FILE, "utf8"), "the API changed: regenerate with `npm run sdk:types`").toBe(expected);
+  expect(
+    await readFile(SDK_TYPES_FILE, "utf8"),
+    "the API changed: regenerate with `npm run sdk:types`",
+  ).toBe(expected);
 });

@@ -29,41 +29,87 @@ afterAll(async () => {
 });
 
 const refusal = async (promise: Promise<unknown>) => {
-  const error = await promise.then(() => null, (e: unknown) => e);
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(ToolgateError);
   return (error as ToolgateError).code;
 };
-const onlyHeaders = (names: string[]) => Object.fromEntries(Object.entries(delivery.headers).filter(([k]) => names.includes(k))) as Record<string, string>;
+const onlyHeaders = (names: string[]) =>
+  Object.fromEntries(Object.entries(delivery.headers).filter(([k]) => names.includes(k))) as Record<
+    string,
+    string
+  >;
 
 describe("verifyWebhook", () => {
   it("accepts a real delivery and returns its event", async () => {
-    const event = await verifyWebhook(delivery.raw, delivery.headers as Record<string, string>, secret);
+    const event = await verifyWebhook(
+      delivery.raw,
+      delivery.headers as Record<string, string>,
+      secret,
+    );
     expect(event).toMatchObject({ id: delivery.headers["x-webhook-id"], event: "webhook.test" });
   });
 
   it("accepts either signature alone: X-Webhook-Signature, or the Standard Webhooks headers", async () => {
-    await expect(verifyWebhook(delivery.raw, onlyHeaders(["x-webhook-signature"]), secret)).resolves.toMatchObject({ event: "webhook.test" });
-    await expect(verifyWebhook(delivery.raw, new Headers(onlyHeaders(["webhook-id", "webhook-timestamp", "webhook-signature"])), secret)).resolves.toMatchObject({ event: "webhook.test" });
+    await expect(
+      verifyWebhook(delivery.raw, onlyHeaders(["x-webhook-signature"]), secret),
+    ).resolves.toMatchObject({ event: "webhook.test" });
+    await expect(
+      verifyWebhook(
+        delivery.raw,
+        new Headers(onlyHeaders(["webhook-id", "webhook-timestamp", "webhook-signature"])),
+        secret,
+      ),
+    ).resolves.toMatchObject({ event: "webhook.test" });
   });
 
   it("refuses a tampered body", async () => {
     const tampered = delivery.raw.replace('"webhook.test"', '"payment.received"');
     expect(tampered).not.toBe(delivery.raw);
-    expect(await refusal(verifyWebhook(tampered, delivery.headers as Record<string, string>, secret))).toBe("webhook_signature_invalid");
+    expect(
+      await refusal(verifyWebhook(tampered, delivery.headers as Record<string, string>, secret)),
+    ).toBe("webhook_signature_invalid");
   });
 
   it("refuses the wrong secret", async () => {
-    expect(await refusal(verifyWebhook(delivery.raw, delivery.headers as Record<string, string>, `whsec_${btoa("another secret of 32 bytes......")}`))).toBe("webhook_signature_invalid");
+    expect(
+      await refusal(
+        verifyWebhook(
+          delivery.raw,
+          delivery.headers as Record<string, string>,
+          `whsec_${btoa("another secret of 32 bytes......")}`,
+        ),
+      ),
+    ).toBe("webhook_signature_invalid");
   });
 
   it("refuses a stale delivery, each signature's timestamp judged", async () => {
     const later = new Date(Date.now() + 10 * 60_000);
-    expect(await refusal(verifyWebhook(delivery.raw, delivery.headers as Record<string, string>, secret, { now: later }))).toBe("webhook_timestamp_invalid");
-    expect(await refusal(verifyWebhook(delivery.raw, onlyHeaders(["x-webhook-signature"]), secret, { now: later }))).toBe("webhook_timestamp_invalid");
-    await expect(verifyWebhook(delivery.raw, delivery.headers as Record<string, string>, secret, { now: later, toleranceSeconds: 3600 })).resolves.toBeTruthy();
+    expect(
+      await refusal(
+        verifyWebhook(delivery.raw, delivery.headers as Record<string, string>, secret, {
+          now: later,
+        }),
+      ),
+    ).toBe("webhook_timestamp_invalid");
+    expect(
+      await refusal(
+        verifyWebhook(delivery.raw, onlyHeaders(["x-webhook-signature"]), secret, { now: later }),
+      ),
+    ).toBe("webhook_timestamp_invalid");
+    await expect(
+      verifyWebhook(delivery.raw, delivery.headers as Record<string, string>, secret, {
+        now: later,
+        toleranceSeconds: 3600,
+      }),
+    ).resolves.toBeTruthy();
   });
 
   it("refuses a delivery with no signature at all", async () => {
-    expect(await refusal(verifyWebhook(delivery.raw, {}, secret))).toBe("webhook_signature_invalid");
+    expect(await refusal(verifyWebhook(delivery.raw, {}, secret))).toBe(
+      "webhook_signature_invalid",
+    );
   });
 });

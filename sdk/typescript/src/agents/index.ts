@@ -10,7 +10,8 @@ import { catalogueFor, selectTools, type ToolSubset } from "./select.js";
 
 export { selectTools, catalogueFor, type ToolSubset };
 
-const describe = (tool: ToolDescription) => `${tool.title}. ${tool.description} (${tool.price.credits} credit(s) per call)`.slice(0, 1024);
+const describe = (tool: ToolDescription) =>
+  `${tool.title}. ${tool.description} (${tool.price.credits} credit(s) per call)`.slice(0, 1024);
 
 /** An OpenAI Chat Completions `tools` entry. */
 export interface OpenAITool {
@@ -25,23 +26,45 @@ export interface AnthropicTool {
 }
 
 export const toOpenAITools = (tools: ToolDescription[]): OpenAITool[] =>
-  tools.map((tool) => ({ type: "function", function: { name: tool.name, description: describe(tool), parameters: tool.input_schema } }));
+  tools.map((tool) => ({
+    type: "function",
+    function: { name: tool.name, description: describe(tool), parameters: tool.input_schema },
+  }));
 
 export const toAnthropicTools = (tools: ToolDescription[]): AnthropicTool[] =>
-  tools.map((tool) => ({ name: tool.name, description: describe(tool), input_schema: { ...tool.input_schema, type: "object" } }));
+  tools.map((tool) => ({
+    name: tool.name,
+    description: describe(tool),
+    input_schema: { ...tool.input_schema, type: "object" },
+  }));
 
-export const openAITools = async (client: Toolgate, subset?: ToolSubset) => toOpenAITools(await catalogueFor(client, subset));
-export const anthropicTools = async (client: Toolgate, subset?: ToolSubset) => toAnthropicTools(await catalogueFor(client, subset));
+export const openAITools = async (client: Toolgate, subset?: ToolSubset) =>
+  toOpenAITools(await catalogueFor(client, subset));
+export const anthropicTools = async (client: Toolgate, subset?: ToolSubset) =>
+  toAnthropicTools(await catalogueFor(client, subset));
 
 /** What a failed call tells the model: the gateway's code and message, so it can correct itself. */
 const failure = (error: unknown) =>
-  error instanceof ToolgateError ? { error: { code: error.code, message: error.message, ...(error.param ? { param: error.param } : {}) } } : { error: { code: "tool_call_failed", message: String(error) } };
+  error instanceof ToolgateError
+    ? {
+        error: {
+          code: error.code,
+          message: error.message,
+          ...(error.param ? { param: error.param } : {}),
+        },
+      }
+    : { error: { code: "tool_call_failed", message: String(error) } };
 
-async function run(client: Toolgate, name: string, input: unknown): Promise<{ ok: boolean; result: unknown }> {
+async function run(
+  client: Toolgate,
+  name: string,
+  input: unknown,
+): Promise<{ ok: boolean; result: unknown }> {
   try {
     return { ok: true, result: await client.tools.call(name, input as Record<string, unknown>) };
   } catch (error) {
-    if (error instanceof ToolgateError && error.status === 0 && error.code !== "spend_cap_exceeded") throw error; // the network is down: not the model's business
+    if (error instanceof ToolgateError && error.status === 0 && error.code !== "spend_cap_exceeded")
+      throw error; // the network is down: not the model's business
     return { ok: false, result: failure(error) };
   }
 }
@@ -54,14 +77,23 @@ export interface OpenAIToolCall {
 }
 
 /** Runs each tool call; returns the `role: "tool"` messages to append, in order. */
-export async function runOpenAIToolCalls(client: Toolgate, toolCalls: OpenAIToolCall[]): Promise<{ role: "tool"; tool_call_id: string; content: string }[]> {
+export async function runOpenAIToolCalls(
+  client: Toolgate,
+  toolCalls: OpenAIToolCall[],
+): Promise<{ role: "tool"; tool_call_id: string; content: string }[]> {
   return Promise.all(
     toolCalls.map(async (call) => {
       let input: unknown;
       try {
         input = JSON.parse(call.function.arguments || "{}");
       } catch {
-        return { role: "tool" as const, tool_call_id: call.id, content: JSON.stringify({ error: { code: "invalid_json", message: "The arguments are not JSON." } }) };
+        return {
+          role: "tool" as const,
+          tool_call_id: call.id,
+          content: JSON.stringify({
+            error: { code: "invalid_json", message: "The arguments are not JSON." },
+          }),
+        };
       }
       const { result } = await run(client, call.function.name, input);
       return { role: "tool" as const, tool_call_id: call.id, content: JSON.stringify(result) };
@@ -86,7 +118,12 @@ export async function runAnthropicToolUses(
   return Promise.all(
     uses.map(async (use) => {
       const { ok, result } = await run(client, use.name, use.input);
-      return { type: "tool_result" as const, tool_use_id: use.id, content: JSON.stringify(result), ...(ok ? {} : { is_error: true as const }) };
+      return {
+        type: "tool_result" as const,
+        tool_use_id: use.id,
+        content: JSON.stringify(result),
+        ...(ok ? {} : { is_error: true as const }),
+      };
     }),
   );
 }

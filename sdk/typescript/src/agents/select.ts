@@ -15,7 +15,10 @@ export interface ToolSubset {
   includeUnavailable?: boolean;
 }
 
-export function selectTools(catalogue: ToolDescription[], subset: ToolSubset = {}): ToolDescription[] {
+export function selectTools(
+  catalogue: ToolDescription[],
+  subset: ToolSubset = {},
+): ToolDescription[] {
   const words = subset.search?.toLowerCase().split(/\s+/).filter(Boolean) ?? [];
   const wanted = subset.names ? new Set(subset.names) : null;
   return catalogue.filter((tool) => {
@@ -27,6 +30,9 @@ export function selectTools(catalogue: ToolDescription[], subset: ToolSubset = {
   });
 }
 
-export async function catalogueFor(client: Toolgate, subset?: ToolSubset): Promise<ToolDescription[]> {
+export async function catalogueFor(
+  client: Toolgate,
+  subset?: ToolSubset,
+): Promise<ToolDescription[]> {
   return selectTools(await client.tools.list(), subset);
 }

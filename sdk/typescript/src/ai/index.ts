@@ -16,14 +16,20 @@ export function toAiTools(client: Toolgate, catalogue: ToolDescription[]): Recor
       entry.name,
       tool({
         description: `${entry.title}. ${entry.description}`,
-        inputSchema: jsonSchema<Record<string, unknown>>(entry.input_schema as Parameters<typeof jsonSchema>[0]),
-        execute: async (input, { abortSignal }) => client.tools.call(entry.name, input, { signal: abortSignal }),
+        inputSchema: jsonSchema<Record<string, unknown>>(
+          entry.input_schema as Parameters<typeof jsonSchema>[0],
+        ),
+        execute: async (input, { abortSignal }) =>
+          client.tools.call(entry.name, input, { signal: abortSignal }),
       }),
     ]),
   );
 }
 
 /** The (chosen) tools of the catalogue as AI SDK tools, keyed by tool name. */
-export async function aiTools(client: Toolgate, subset?: ToolSubset): Promise<Record<string, Tool>> {
+export async function aiTools(
+  client: Toolgate,
+  subset?: ToolSubset,
+): Promise<Record<string, Tool>> {
   return toAiTools(client, await catalogueFor(client, subset));
 }

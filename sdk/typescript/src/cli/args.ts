@@ -26,7 +26,12 @@ export function parseArgs(argv: string[]): Parsed {
     if (long || short) {
       const name = long ? long[1]! : short![1]!;
       if (long?.[2] !== undefined) options.set(name, long[2]);
-      else if (BOOLEAN_FLAGS.has(name) || argv[i + 1] === undefined || argv[i + 1]!.startsWith("--")) options.set(name, true);
+      else if (
+        BOOLEAN_FLAGS.has(name) ||
+        argv[i + 1] === undefined ||
+        argv[i + 1]!.startsWith("--")
+      )
+        options.set(name, true);
       else options.set(name, argv[++i]!);
     } else positionals.push(arg);
   }
@@ -48,17 +53,32 @@ export function intOption(parsed: Parsed, name: string): number | undefined {
 }
 
 /** Turns `--field value` options into a tool input, typed by the tool's input JSON Schema. */
-export function inputFromFlags(flags: Map<string, string | true>, schema: { properties?: Record<string, { type?: string | string[] }> }): Record<string, unknown> {
+export function inputFromFlags(
+  flags: Map<string, string | true>,
+  schema: { properties?: Record<string, { type?: string | string[] }> },
+): Record<string, unknown> {
   const input: Record<string, unknown> = {};
   const properties = schema.properties ?? {};
   for (const [flag, raw] of flags) {
     const field = flag in properties ? flag : flag.replace(/-/g, "_");
     const spec = properties[field];
-    if (!spec) throw new UsageError(`unknown option --${flag}; this tool takes ${Object.keys(properties).map((p) => `--${p}`).join(", ") || "no fields"}`);
+    if (!spec)
+      throw new UsageError(
+        `unknown option --${flag}; this tool takes ${
+          Object.keys(properties)
+            .map((p) => `--${p}`)
+            .join(", ") || "no fields"
+        }`,
+      );
     const types = ([] as string[]).concat(spec.type ?? []);
     const value = raw === true ? "true" : raw;
-    if (types.includes("boolean") && (value === "true" || value === "false")) input[field] = value === "true";
-    else if ((types.includes("integer") || types.includes("number")) && /^-?\d+(\.\d+)?$/.test(value)) input[field] = Number(value);
+    if (types.includes("boolean") && (value === "true" || value === "false"))
+      input[field] = value === "true";
+    else if (
+      (types.includes("integer") || types.includes("number")) &&
+      /^-?\d+(\.\d+)?$/.test(value)
+    )
+      input[field] = Number(value);
     else if (types.includes("object") || types.includes("array")) {
       try {
         input[field] = JSON.parse(value);

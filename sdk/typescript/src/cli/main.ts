@@ -10,7 +10,14 @@ import { privateKeyToAccount } from "viem/accounts";
 import { Toolgate } from "../client.js";
 import { ToolgateError } from "../errors.js";
 import { DEFAULT_MAX_PER_CALL, DEFAULT_MAX_PER_SESSION } from "../payments.js";
-import { UsageError, inputFromFlags, intOption, parseArgs, stringOption, type Parsed } from "./args.js";
+import {
+  UsageError,
+  inputFromFlags,
+  intOption,
+  parseArgs,
+  stringOption,
+  type Parsed,
+} from "./args.js";
 import { readConfig, writeConfig } from "./config-file.js";
 
 export const EXIT = { ok: 0, failure: 1, usage: 2, api: 3, network: 4 } as const;
@@ -75,7 +82,9 @@ interface Io {
 
 const table = (rows: string[][]): string => {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ")).join("\n");
+  return rows
+    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  "))
+    .join("\n");
 };
 
 async function readStdin(prompt: string): Promise<string> {
@@ -94,13 +103,20 @@ async function readStdin(prompt: string): Promise<string> {
 
 async function clientFor(parsed: Parsed, options: { wallet?: boolean } = {}): Promise<Toolgate> {
   const stored = await readConfig();
-  const baseUrl = stringOption(parsed, "base-url") ?? process.env.TOOLGATE_BASE_URL ?? stored.base_url;
+  const baseUrl =
+    stringOption(parsed, "base-url") ?? process.env.TOOLGATE_BASE_URL ?? stored.base_url;
   const walletFile = options.wallet ? stringOption(parsed, "wallet-key-file") : undefined;
-  if (!walletFile) return new Toolgate({ apiKey: process.env.TOOLGATE_API_KEY ?? stored.api_key, baseUrl });
-  const privateKey = (await readFile(walletFile, "utf8").catch(() => {
-    throw new UsageError(`cannot read the wallet key file ${walletFile}`);
-  })).trim();
-  if (!/^0x[0-9a-fA-F]{64}$/.test(privateKey)) throw new UsageError(`${walletFile} does not hold a private key (0x followed by 64 hex digits)`);
+  if (!walletFile)
+    return new Toolgate({ apiKey: process.env.TOOLGATE_API_KEY ?? stored.api_key, baseUrl });
+  const privateKey = (
+    await readFile(walletFile, "utf8").catch(() => {
+      throw new UsageError(`cannot read the wallet key file ${walletFile}`);
+    })
+  ).trim();
+  if (!/^0x[0-9a-fA-F]{64}$/.test(privateKey))
+    throw new UsageError(
+      `${walletFile} does not hold a private key (0x followed by 64 hex digits)`,
+    );
   const allowed = stringOption(parsed, "allow-asset");
   const asset = allowed ? /^(eip155:\d+):(0x[0-9a-fA-F]{40})$/.exec(allowed) : null;
   if (allowed && !asset) throw new UsageError("--allow-asset must look like eip155:84532:0x…");
@@ -111,19 +127,43 @@ async function clientFor(parsed: Parsed, options: { wallet?: boolean } = {}): Pr
   return new Toolgate({
     baseUrl,
     wallet: privateKeyToAccount(privateKey as `0x${string}`),
-    spending: { maxPerCall: big("max-per-call"), maxPerSession: big("max-per-session"), allowedAssets: asset ? [{ network: asset[1] as `eip155:${string}`, asset: asset[2]! }] : undefined },
+    spending: {
+      maxPerCall: big("max-per-call"),
+      maxPerSession: big("max-per-session"),
+      allowedAssets: asset
+        ? [{ network: asset[1] as `eip155:${string}`, asset: asset[2]! }]
+        : undefined,
+    },
   });
 }
 
-async function toolInput(parsed: Parsed, client: Toolgate, name: string): Promise<Record<string, unknown>> {
+async function toolInput(
+  parsed: Parsed,
+  client: Toolgate,
+  name: string,
+): Promise<Record<string, unknown>> {
   const given = stringOption(parsed, "input");
-  const reserved = new Set(["input", "json", "base-url", "wallet-key-file", "max-per-call", "max-per-session", "allow-asset", "idempotency-key", "help", "h"]);
+  const reserved = new Set([
+    "input",
+    "json",
+    "base-url",
+    "wallet-key-file",
+    "max-per-call",
+    "max-per-session",
+    "allow-asset",
+    "idempotency-key",
+    "help",
+    "h",
+  ]);
   const flags = new Map([...parsed.options].filter(([k]) => !reserved.has(k)));
   if (given !== undefined) {
-    if (flags.size) throw new UsageError("give the input either with --input or with field flags, not both");
-    const text = given.startsWith("@") ? await readFile(given.slice(1), "utf8").catch(() => {
-      throw new UsageError(`cannot read ${given.slice(1)}`);
-    }) : given;
+    if (flags.size)
+      throw new UsageError("give the input either with --input or with field flags, not both");
+    const text = given.startsWith("@")
+      ? await readFile(given.slice(1), "utf8").catch(() => {
+          throw new UsageError(`cannot read ${given.slice(1)}`);
+        })
+      : given;
     try {
       const input = JSON.parse(text) as unknown;
       if (!input || typeof input !== "object" || Array.isArray(input)) throw new Error();
@@ -134,15 +174,24 @@ async function toolInput(parsed: Parsed, client: Toolgate, name: string): Promis
   }
   if (!flags.size) return {};
   const tool = await client.tools.get(name);
-  return inputFromFlags(flags, tool.input_schema as { properties?: Record<string, { type?: string }> });
+  return inputFromFlags(
+    flags,
+    tool.input_schema as { properties?: Record<string, { type?: string }> },
+  );
 }
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const parsed = parseArgs(argv);
   const [command = "", sub, arg] = parsed.positionals;
   const json = parsed.options.has("json");
-  const print = (human: string, data: unknown) => io.out(json ? JSON.stringify(data, null, 2) : human);
-  if (parsed.options.has("help") || parsed.options.has("h") || command === "help" || command === "") {
+  const print = (human: string, data: unknown) =>
+    io.out(json ? JSON.stringify(data, null, 2) : human);
+  if (
+    parsed.options.has("help") ||
+    parsed.options.has("h") ||
+    command === "help" ||
+    command === ""
+  ) {
     const topic = command === "help" ? (sub ?? "") : command;
     io.out(`${HELP[topic] ?? HELP[""]}${topic ? `\n\n${GLOBAL_HELP}` : ""}`);
     return command === "" && !parsed.options.size ? EXIT.usage : EXIT.ok;
@@ -152,24 +201,61 @@ export async function run(argv: string[], io: Io): Promise<number> {
       case "login": {
         const key = await readStdin("API key: ");
         if (!key) throw new UsageError("no API key on standard input");
-        const baseUrl = stringOption(parsed, "base-url") ?? process.env.TOOLGATE_BASE_URL ?? (await readConfig()).base_url;
+        const baseUrl =
+          stringOption(parsed, "base-url") ??
+          process.env.TOOLGATE_BASE_URL ??
+          (await readConfig()).base_url;
         const account = await new Toolgate({ apiKey: key, baseUrl }).account.get();
         const path = await writeConfig({ api_key: key, ...(baseUrl ? { base_url: baseUrl } : {}) });
-        print(`Logged in to account ${account.id} (${account.tier}); key stored in ${path}`, { account_id: account.id, config: path });
+        print(`Logged in to account ${account.id} (${account.tier}); key stored in ${path}`, {
+          account_id: account.id,
+          config: path,
+        });
         return EXIT.ok;
       }
       case "tools": {
         const client = await clientFor(parsed);
         if (sub === "list") {
           const tools = await client.tools.list();
-          print(table([["NAME", "CREDITS", "USD", "AVAILABLE", "TITLE"], ...tools.map((t) => [t.name, String(t.price.credits), `$${t.price.usd}`, t.available ? "yes" : "no", t.title])]), tools);
+          print(
+            table([
+              ["NAME", "CREDITS", "USD", "AVAILABLE", "TITLE"],
+              ...tools.map((t) => [
+                t.name,
+                String(t.price.credits),
+                `$${t.price.usd}`,
+                t.available ? "yes" : "no",
+                t.title,
+              ]),
+            ]),
+            tools,
+          );
           return EXIT.ok;
         }
         if (sub === "show" && arg) {
           const t = await client.tools.get(arg);
-          const fields = Object.entries((t.input_schema as { properties?: Record<string, { type?: string; description?: string }> }).properties ?? {});
+          const fields = Object.entries(
+            (
+              t.input_schema as {
+                properties?: Record<string, { type?: string; description?: string }>;
+              }
+            ).properties ?? {},
+          );
           print(
-            [`${t.name} — ${t.title}`, t.description, `Price: ${t.price.credits} credit(s), $${t.price.usd}`, t.aliases.length ? `Aliases: ${t.aliases.join(", ")}` : "", `Available: ${t.available ? "yes" : `no (${t.unavailable_reason ?? "unavailable"})`}`, "Input:", ...fields.map(([k, v]) => `  --${k} (${v.type ?? "json"})${v.description ? `  ${v.description}` : ""}`)].filter(Boolean).join("\n"),
+            [
+              `${t.name} — ${t.title}`,
+              t.description,
+              `Price: ${t.price.credits} credit(s), $${t.price.usd}`,
+              t.aliases.length ? `Aliases: ${t.aliases.join(", ")}` : "",
+              `Available: ${t.available ? "yes" : `no (${t.unavailable_reason ?? "unavailable"})`}`,
+              "Input:",
+              ...fields.map(
+                ([k, v]) =>
+                  `  --${k} (${v.type ?? "json"})${v.description ? `  ${v.description}` : ""}`,
+              ),
+            ]
+              .filter(Boolean)
+              .join("\n"),
             t,
           );
           return EXIT.ok;
@@ -180,36 +266,76 @@ export async function run(argv: string[], io: Io): Promise<number> {
         if (!sub) throw new UsageError(HELP.call!);
         const client = await clientFor(parsed, { wallet: true });
         const input = await toolInput(parsed, client, sub);
-        const result = await client.tools.callWithDetails(sub, input, { idempotencyKey: stringOption(parsed, "idempotency-key") });
+        const result = await client.tools.callWithDetails(sub, input, {
+          idempotencyKey: stringOption(parsed, "idempotency-key"),
+        });
         if (json) io.out(JSON.stringify(result.output, null, 2));
         else {
           io.out(JSON.stringify(result.output, null, 2));
-          const cost = result.payment ? `paid on ${result.payment.network}, transaction ${result.payment.transaction}` : `${result.creditsCharged ?? "?"} credit(s), ${result.creditsRemaining ?? "?"} left`;
+          const cost = result.payment
+            ? `paid on ${result.payment.network}, transaction ${result.payment.transaction}`
+            : `${result.creditsCharged ?? "?"} credit(s), ${result.creditsRemaining ?? "?"} left`;
           io.err(`(${cost})`);
         }
         return EXIT.ok;
       }
       case "account": {
         const a = await (await clientFor(parsed)).account.get();
-        print(table([["Account", a.id], ["Tier", a.tier], ["Credits", String(a.credits)], ["Rate limit", `${a.rate_limit_per_minute}/min`], ["Features", a.features.join(", ")]]), a);
+        print(
+          table([
+            ["Account", a.id],
+            ["Tier", a.tier],
+            ["Credits", String(a.credits)],
+            ["Rate limit", `${a.rate_limit_per_minute}/min`],
+            ["Features", a.features.join(", ")],
+          ]),
+          a,
+        );
         return EXIT.ok;
       }
       case "usage": {
-        const page = await (await clientFor(parsed)).usage.list({ limit: intOption(parsed, "limit"), cursor: stringOption(parsed, "cursor") });
-        print(table([["AT", "KIND", "AMOUNT", "BALANCE", "TOOL", "REASON"], ...page.data.map((e) => [e.at, e.kind, String(e.amount), String(e.balance), e.tool ?? "", e.reason])]) + (page.next_cursor ? `\nmore: --cursor ${page.next_cursor}` : ""), page);
+        const page = await (await clientFor(parsed)).usage.list({
+          limit: intOption(parsed, "limit"),
+          cursor: stringOption(parsed, "cursor"),
+        });
+        print(
+          table([
+            ["AT", "KIND", "AMOUNT", "BALANCE", "TOOL", "REASON"],
+            ...page.data.map((e) => [
+              e.at,
+              e.kind,
+              String(e.amount),
+              String(e.balance),
+              e.tool ?? "",
+              e.reason,
+            ]),
+          ]) + (page.next_cursor ? `\nmore: --cursor ${page.next_cursor}` : ""),
+          page,
+        );
         return EXIT.ok;
       }
       case "keys": {
         const client = await clientFor(parsed);
         if (sub === "list") {
           const keys = await client.keys.list();
-          print(table([["ID", "KEY", "STATUS", "NAME"], ...keys.data.map((k) => [k.id, `${k.prefix}…${k.last4}`, k.status, k.name ?? ""])]), keys);
+          print(
+            table([
+              ["ID", "KEY", "STATUS", "NAME"],
+              ...keys.data.map((k) => [k.id, `${k.prefix}…${k.last4}`, k.status, k.name ?? ""]),
+            ]),
+            keys,
+          );
         } else if (sub === "create") {
           const key = await client.keys.create({ name: stringOption(parsed, "name") });
           print(`Created key ${key.id}. Store it now; it is not shown again:\n${key.key}`, key);
         } else if (sub === "rotate" && arg) {
-          const key = await client.keys.rotate(arg, { grace_seconds: intOption(parsed, "grace-seconds") });
-          print(`New key ${key.id} replaces ${arg}. Store it now; it is not shown again:\n${key.key}`, key);
+          const key = await client.keys.rotate(arg, {
+            grace_seconds: intOption(parsed, "grace-seconds"),
+          });
+          print(
+            `New key ${key.id} replaces ${arg}. Store it now; it is not shown again:\n${key.key}`,
+            key,
+          );
         } else if (sub === "revoke" && arg) {
           const key = await client.keys.revoke(arg);
           print(`Revoked ${arg}.`, key);
@@ -220,10 +346,25 @@ export async function run(argv: string[], io: Io): Promise<number> {
         const client = await clientFor(parsed);
         if (sub === "list") {
           const hooks = await client.webhooks.list();
-          print(hooks.data.length ? table([["ID", "URL", "EVENTS"], ...hooks.data.map((w) => [w.id, w.url, w.events.join(",")])]) : "No webhooks.", hooks);
+          print(
+            hooks.data.length
+              ? table([
+                  ["ID", "URL", "EVENTS"],
+                  ...hooks.data.map((w) => [w.id, w.url, w.events.join(",")]),
+                ])
+              : "No webhooks.",
+            hooks,
+          );
         } else if (sub === "test") {
-          const sent = await client.webhooks.test({ webhook_id: stringOption(parsed, "webhook-id") });
-          print(sent.sent.length ? sent.sent.map((s) => `sent ${s.event_id} to ${s.webhook_id}`).join("\n") : "No webhook to send to.", sent);
+          const sent = await client.webhooks.test({
+            webhook_id: stringOption(parsed, "webhook-id"),
+          });
+          print(
+            sent.sent.length
+              ? sent.sent.map((s) => `sent ${s.event_id} to ${s.webhook_id}`).join("\n")
+              : "No webhook to send to.",
+            sent,
+          );
         } else throw new UsageError(HELP.webhooks!);
         return EXIT.ok;
       }
@@ -236,8 +377,22 @@ export async function run(argv: string[], io: Io): Promise<number> {
       return EXIT.usage;
     }
     if (error instanceof ToolgateError) {
-      if (json) io.err(JSON.stringify({ error: { status: error.status, code: error.code, message: error.message, param: error.param, request_id: error.requestId } }));
-      else io.err(`toolgate: ${error.code}: ${error.message}${error.param ? ` (${error.param})` : ""}${error.requestId ? ` [${error.requestId}]` : ""}`);
+      if (json)
+        io.err(
+          JSON.stringify({
+            error: {
+              status: error.status,
+              code: error.code,
+              message: error.message,
+              param: error.param,
+              request_id: error.requestId,
+            },
+          }),
+        );
+      else
+        io.err(
+          `toolgate: ${error.code}: ${error.message}${error.param ? ` (${error.param})` : ""}${error.requestId ? ` [${error.requestId}]` : ""}`,
+        );
       return error.code === "network_error" || error.code === "timeout" ? EXIT.network : EXIT.api;
     }
     io.err(`toolgate: ${(error as Error)?.stack ?? error}`);

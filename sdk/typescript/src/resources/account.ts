@@ -7,7 +7,9 @@ export class Account {
 
   /** `GET /api/v1/account`: tier, credits, limits and features of the key's account. */
   async get(): Promise<AccountRecord> {
-    return (await this.transport.request({ method: "GET", path: "/api/v1/account", idempotent: true })).data as AccountRecord;
+    return (
+      await this.transport.request({ method: "GET", path: "/api/v1/account", idempotent: true })
+    ).data as AccountRecord;
   }
 }
 
@@ -16,22 +18,41 @@ export class Keys {
 
   /** `GET /api/v1/keys`: every key of the account (prefix and last four characters only). */
   async list(): Promise<ResponseOf<"getKeys">> {
-    return (await this.transport.request({ method: "GET", path: "/api/v1/keys", idempotent: true })).data as ResponseOf<"getKeys">;
+    return (await this.transport.request({ method: "GET", path: "/api/v1/keys", idempotent: true }))
+      .data as ResponseOf<"getKeys">;
   }
 
   /** `POST /api/v1/keys`: another key; the answer is the only time its secret is shown. */
-  async create(body: BodyOf<"postKeys"> = {} as BodyOf<"postKeys">): Promise<ResponseOf<"postKeys">> {
-    return (await this.transport.request({ method: "POST", path: "/api/v1/keys", body })).data as ResponseOf<"postKeys">;
+  async create(
+    body: BodyOf<"postKeys"> = {} as BodyOf<"postKeys">,
+  ): Promise<ResponseOf<"postKeys">> {
+    return (await this.transport.request({ method: "POST", path: "/api/v1/keys", body }))
+      .data as ResponseOf<"postKeys">;
   }
 
   /** `POST /api/v1/keys/{id}/rotate`: a new key now; the old one is revoked after `grace_seconds` (0 = at once). */
-  async rotate(id: string, body: BodyOf<"postKeysIdRotate"> = {} as BodyOf<"postKeysIdRotate">): Promise<ResponseOf<"postKeysIdRotate">> {
-    return (await this.transport.request({ method: "POST", path: `/api/v1/keys/${encodeURIComponent(id)}/rotate`, body })).data as ResponseOf<"postKeysIdRotate">;
+  async rotate(
+    id: string,
+    body: BodyOf<"postKeysIdRotate"> = {} as BodyOf<"postKeysIdRotate">,
+  ): Promise<ResponseOf<"postKeysIdRotate">> {
+    return (
+      await this.transport.request({
+        method: "POST",
+        path: `/api/v1/keys/${encodeURIComponent(id)}/rotate`,
+        body,
+      })
+    ).data as ResponseOf<"postKeysIdRotate">;
   }
 
   /** `DELETE /api/v1/keys/{id}`: revokes the key at once. */
   async revoke(id: string): Promise<ResponseOf<"deleteKeysId">> {
-    return (await this.transport.request({ method: "DELETE", path: `/api/v1/keys/${encodeURIComponent(id)}`, idempotent: true })).data as ResponseOf<"deleteKeysId">;
+    return (
+      await this.transport.request({
+        method: "DELETE",
+        path: `/api/v1/keys/${encodeURIComponent(id)}`,
+        idempotent: true,
+      })
+    ).data as ResponseOf<"deleteKeysId">;
   }
 }
 
@@ -40,11 +61,20 @@ export class Usage {
 
   /** `GET /api/v1/usage`: ledger entries, newest first; pass the answer's cursor for the next page. */
   async list(query: { limit?: number; cursor?: string } = {}): Promise<ResponseOf<"getUsage">> {
-    return (await this.transport.request({ method: "GET", path: "/api/v1/usage", query, idempotent: true })).data as ResponseOf<"getUsage">;
+    return (
+      await this.transport.request({
+        method: "GET",
+        path: "/api/v1/usage",
+        query,
+        idempotent: true,
+      })
+    ).data as ResponseOf<"getUsage">;
   }
 
   /** `GET /api/v1/events`: the account's recent events. */
   async events(): Promise<ResponseOf<"getEvents">> {
-    return (await this.transport.request({ method: "GET", path: "/api/v1/events", idempotent: true })).data as ResponseOf<"getEvents">;
+    return (
+      await this.transport.request({ method: "GET", path: "/api/v1/events", idempotent: true })
+    ).data as ResponseOf<"getEvents">;
   }
 }

@@ -26,7 +26,8 @@ export interface CallResult<O> {
 /** Any other name (an alias, a tool newer than these types); a catalogue name must use its own types. */
 type OtherName<S extends string> = S & (S extends ToolName ? never : unknown);
 
-const decodeBase64Json = (value: string) => JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(value), (c) => c.charCodeAt(0))));
+const decodeBase64Json = (value: string) =>
+  JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(value), (c) => c.charCodeAt(0))));
 const intHeader = (value: string | null) => (value === null ? undefined : Number(value));
 
 export class Tools {
@@ -34,27 +35,55 @@ export class Tools {
 
   /** Every tool: name, description, input and output JSON Schemas, price, aliases, availability. */
   async list(): Promise<ToolDescription[]> {
-    const { data } = await this.transport.request({ method: "GET", path: "/v1/tools", idempotent: true });
+    const { data } = await this.transport.request({
+      method: "GET",
+      path: "/v1/tools",
+      idempotent: true,
+    });
     return (data as { data: ToolDescription[] }).data;
   }
 
   /** One tool by name or alias (404 `tool_not_found` otherwise). */
   async get(name: string): Promise<ToolDescription> {
-    const { data } = await this.transport.request({ method: "GET", path: `/v1/tools/${encodeURIComponent(name)}`, idempotent: true });
+    const { data } = await this.transport.request({
+      method: "GET",
+      path: `/v1/tools/${encodeURIComponent(name)}`,
+      idempotent: true,
+    });
     return data as ToolDescription;
   }
 
   /** Calls a tool and returns its output object. */
-  call<N extends ToolName>(name: N, input: ToolInput<N>, options?: CallOptions): Promise<ToolOutput<N>>;
-  call<S extends string>(name: OtherName<S>, input: Record<string, unknown>, options?: CallOptions): Promise<Record<string, unknown>>;
+  call<N extends ToolName>(
+    name: N,
+    input: ToolInput<N>,
+    options?: CallOptions,
+  ): Promise<ToolOutput<N>>;
+  call<S extends string>(
+    name: OtherName<S>,
+    input: Record<string, unknown>,
+    options?: CallOptions,
+  ): Promise<Record<string, unknown>>;
   async call(name: string, input: unknown, options: CallOptions = {}): Promise<unknown> {
     return (await this.callWithDetails(name as ToolName, input as never, options)).output;
   }
 
   /** Calls a tool and returns its output with what the call cost and, if paid, the payment receipt. */
-  callWithDetails<N extends ToolName>(name: N, input: ToolInput<N>, options?: CallOptions): Promise<CallResult<ToolOutput<N>>>;
-  callWithDetails<S extends string>(name: OtherName<S>, input: Record<string, unknown>, options?: CallOptions): Promise<CallResult<Record<string, unknown>>>;
-  async callWithDetails(name: string, input: unknown, options: CallOptions = {}): Promise<CallResult<unknown>> {
+  callWithDetails<N extends ToolName>(
+    name: N,
+    input: ToolInput<N>,
+    options?: CallOptions,
+  ): Promise<CallResult<ToolOutput<N>>>;
+  callWithDetails<S extends string>(
+    name: OtherName<S>,
+    input: Record<string, unknown>,
+    options?: CallOptions,
+  ): Promise<CallResult<Record<string, unknown>>>;
+  async callWithDetails(
+    name: string,
+    input: unknown,
+    options: CallOptions = {},
+  ): Promise<CallResult<unknown>> {
     const { data, response } = await this.transport.request({
       method: "POST",
       path: `/v1/tools/${encodeURIComponent(name)}`,
@@ -66,7 +95,8 @@ export class Tools {
       timeoutMs: options.timeoutMs,
       maxRetries: options.maxRetries,
     });
-    const receipt = response.headers.get("payment-response") ?? response.headers.get("x-payment-response");
+    const receipt =
+      response.headers.get("payment-response") ?? response.headers.get("x-payment-response");
     return {
       output: data,
       creditsCharged: intHeader(response.headers.get("x-credits-charged")),

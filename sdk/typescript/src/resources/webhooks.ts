@@ -8,35 +8,63 @@ export class Webhooks {
   constructor(private readonly transport: Transport) {}
 
   /** Registers an HTTPS endpoint for event types; the answer carries the signing secret, shown only this once. */
-  async register(body: BodyOf<"postWebhooksRegister">): Promise<ResponseOf<"postWebhooksRegister">> {
-    return (await this.transport.request({ method: "POST", path: "/api/v1/webhooks/register", body })).data as ResponseOf<"postWebhooksRegister">;
+  async register(
+    body: BodyOf<"postWebhooksRegister">,
+  ): Promise<ResponseOf<"postWebhooksRegister">> {
+    return (
+      await this.transport.request({ method: "POST", path: "/api/v1/webhooks/register", body })
+    ).data as ResponseOf<"postWebhooksRegister">;
   }
 
   async list(): Promise<ResponseOf<"getWebhooks">> {
-    return (await this.transport.request({ method: "GET", path: "/api/v1/webhooks", idempotent: true })).data as ResponseOf<"getWebhooks">;
+    return (
+      await this.transport.request({ method: "GET", path: "/api/v1/webhooks", idempotent: true })
+    ).data as ResponseOf<"getWebhooks">;
   }
 
   async delete(id: string): Promise<ResponseOf<"deleteWebhooksId">> {
-    return (await this.transport.request({ method: "DELETE", path: at(id), idempotent: true })).data as ResponseOf<"deleteWebhooksId">;
+    return (await this.transport.request({ method: "DELETE", path: at(id), idempotent: true }))
+      .data as ResponseOf<"deleteWebhooksId">;
   }
 
   /** Sends a `webhook.test` event to one webhook, or to all of the account's when no id is given. */
-  async test(body: BodyOf<"postWebhooksTest"> = {} as BodyOf<"postWebhooksTest">): Promise<ResponseOf<"postWebhooksTest">> {
-    return (await this.transport.request({ method: "POST", path: "/api/v1/webhooks/test", body })).data as ResponseOf<"postWebhooksTest">;
+  async test(
+    body: BodyOf<"postWebhooksTest"> = {} as BodyOf<"postWebhooksTest">,
+  ): Promise<ResponseOf<"postWebhooksTest">> {
+    return (await this.transport.request({ method: "POST", path: "/api/v1/webhooks/test", body }))
+      .data as ResponseOf<"postWebhooksTest">;
   }
 
   /** A new secret; the old one keeps signing `webhook-signature` for `overlap_seconds`. */
-  async rotateSecret(id: string, body: BodyOf<"postWebhooksIdRotatesecret"> = {} as BodyOf<"postWebhooksIdRotatesecret">): Promise<ResponseOf<"postWebhooksIdRotatesecret">> {
-    return (await this.transport.request({ method: "POST", path: `${at(id)}/rotate-secret`, body })).data as ResponseOf<"postWebhooksIdRotatesecret">;
+  async rotateSecret(
+    id: string,
+    body: BodyOf<"postWebhooksIdRotatesecret"> = {} as BodyOf<"postWebhooksIdRotatesecret">,
+  ): Promise<ResponseOf<"postWebhooksIdRotatesecret">> {
+    return (await this.transport.request({ method: "POST", path: `${at(id)}/rotate-secret`, body }))
+      .data as ResponseOf<"postWebhooksIdRotatesecret">;
   }
 
   /** The webhook's recent delivery attempts. */
   async deliveries(id: string): Promise<ResponseOf<"getWebhooksIdDeliveries">> {
-    return (await this.transport.request({ method: "GET", path: `${at(id)}/deliveries`, idempotent: true })).data as ResponseOf<"getWebhooksIdDeliveries">;
+    return (
+      await this.transport.request({
+        method: "GET",
+        path: `${at(id)}/deliveries`,
+        idempotent: true,
+      })
+    ).data as ResponseOf<"getWebhooksIdDeliveries">;
   }
 
   /** Queues one logged event for delivery again. */
-  async resend(id: string, eventId: string): Promise<ResponseOf<"postWebhooksIdDeliveriesEventidResend">> {
-    return (await this.transport.request({ method: "POST", path: `${at(id)}/deliveries/${encodeURIComponent(eventId)}/resend` })).data as ResponseOf<"postWebhooksIdDeliveriesEventidResend">;
+  async resend(
+    id: string,
+    eventId: string,
+  ): Promise<ResponseOf<"postWebhooksIdDeliveriesEventidResend">> {
+    return (
+      await this.transport.request({
+        method: "POST",
+        path: `${at(id)}/deliveries/${encodeURIComponent(eventId)}/resend`,
+      })
+    ).data as ResponseOf<"postWebhooksIdDeliveriesEventidResend">;
   }
 }
