@@ -204,9 +204,13 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
     server.setRequestHandler("tools/call", async (request) => {
       const requestId = newRequestId();
       if (caller.refused) return errorResult(caller.refused, requestId);
-      if (request.params.name === SEARCH_TOOLS.name)
-        return searchResult(services, await ownTools(), request.params.arguments ?? {});
-      const tool = await services.upstream.find(request.params.name, caller.key?.accountId ?? null);
+      if (request.params.name === SEARCH_TOOLS.name) return searchResult(services, await ownTools(), request.params.arguments ?? {});
+      let tool: ToolDefinition | null;
+      try {
+        tool = await services.upstream.find(request.params.name, caller.key?.accountId ?? null);
+      } catch (err) {
+        return errorResult(toApiError(err), requestId);
+      }
       if (!tool) return errorResult(toolNotFound(request.params.name), requestId);
       const forward = services.upstream.forwarderFor(tool, door);
       const payable = services.payments !== null && !isPrivateTool(tool);

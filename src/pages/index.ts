@@ -2,6 +2,8 @@ import { Router } from "express";
 import { allowOn } from "../http/method-not-allowed.js";
 import type { Services } from "../services.js";
 import { readChangelog, renderChangelogPage, renderChangelogRss } from "./changelog.js";
+import { TOOLS } from "../tools/catalogue/index.js";
+import { publicTools } from "../tools/custom/registry.js";
 import { renderDocsPage } from "./docs.js";
 import { renderLlmsTxt } from "./llms.js";
 import { sendDocument, sendPage } from "./respond.js";
@@ -40,7 +42,9 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
   const changelog = once(readChangelog);
   const changelogPage = once(() => renderChangelogPage(changelog()));
   const changelogRss = once(() => renderChangelogRss(changelog(), base));
-  const llms = once(() => renderLlmsTxt(services.config));
+  // Every public tool, as GET /v1/tools lists them: the catalogue's and the operator's.
+  const tools = publicTools(services, TOOLS);
+  const llms = once(() => renderLlmsTxt(services.config, tools));
 
   // The tools' worked examples are run against the workers once, when the page is first asked
   // for (never at start-up, where they would compete with the first calls for the workers); a
@@ -50,10 +54,7 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
     const entry = { at: Date.now(), complete: false, html: Promise.resolve("") };
     entry.html = collectToolExamples(services).then((toolAnswers) => {
       entry.complete = toolAnswers.size === EXAMPLE_TOOLS.length;
-      return renderDocsPage(openApi(), {
-        creditPriceAtomic: services.config.creditPriceAtomic,
-        toolAnswers,
-      });
+      return renderDocsPage(openApi(), { creditPriceAtomic: services.config.creditPriceAtomic, toolAnswers, tools });
     });
     docs = entry;
   };

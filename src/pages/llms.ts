@@ -1,11 +1,12 @@
 import type { Config } from "../config.js";
-import { TOOLS } from "../tools/catalogue/index.js";
+import type { ToolDefinition } from "../tools/definition.js";
 import { priceOf } from "../tools/pricing.js";
 
 /** /llms.txt: a plain-text guide for language models (the llmstxt.org shape: title, summary, sections of links). */
-export function renderLlmsTxt(config: Pick<Config, "publicBaseUrl" | "creditPriceAtomic">): string {
+/** `tools`: every public tool, the catalogue's and the operator's (TOOLS_FILE). */
+export function renderLlmsTxt(config: Pick<Config, "publicBaseUrl" | "creditPriceAtomic">, publicTools: readonly ToolDefinition[]): string {
   const base = config.publicBaseUrl;
-  const tools = TOOLS.map((tool) => {
+  const tools = publicTools.map((tool) => {
     const price = priceOf(tool, config.creditPriceAtomic);
     return `- [${tool.name}](${base}/docs#tool-${tool.name}): ${tool.description} ${price.credits} credit${price.credits === 1 ? "" : "s"} ($${price.usd}).`;
   });

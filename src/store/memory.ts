@@ -560,6 +560,11 @@ export class MemoryStore implements Store {
     return "added" as const;
   }
 
+  async getCustomToolWithTier(accountId: string, name: string) {
+    const tool = await this.getCustomTool(accountId, name);
+    return tool ? { tool, tier: this.accounts.get(accountId)?.tier ?? null } : null;
+  }
+
   async getCustomTool(accountId: string, name: string) {
     // Read without creating: lookups come with any account id a caller's key names.
     const tool = this.customTools.get(accountId)?.get(name);

@@ -283,6 +283,11 @@ export interface Store {
    */
   addCustomTool(tool: CustomToolRecord, cap: number): Promise<"added" | "exists" | "cap">;
   getCustomTool(accountId: string, name: string): Promise<CustomToolRecord | null>;
+  /**
+   * The tool with its owner's tier, read together (one round trip): a call must know the account
+   * is still on a tier with custom endpoints. `tier` is null when the account does not exist.
+   */
+  getCustomToolWithTier(accountId: string, name: string): Promise<{ tool: CustomToolRecord; tier: TierName | null } | null>;
   /** Oldest first. */
   listCustomTools(accountId: string): Promise<CustomToolRecord[]>;
   deleteCustomTool(accountId: string, name: string): Promise<boolean>;

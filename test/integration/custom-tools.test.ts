@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  admin,
   balanceOf,
   call,
   callTool,
@@ -323,6 +324,31 @@ describe("a Business account's custom tool", () => {
     }
   });
 
+  it("stops running when its account leaves Business (403, nothing charged, the endpoint not called) and runs again after an upgrade", async () => {
+    const { accountId, key } = await fundedAccount(gw.url, 100, "business");
+    expect((await register(key, wordCount(endpoint.url("/word-count")))).status).toBe(201);
+    const before = endpoint.at("/word-count").length;
+    await admin(gw.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "pro" } });
+    const rest = await callTool(gw.url, key, "word-count", { text: "one two" });
+    expect(rest.status).toBe(403);
+    expect(rest.body.error).toMatchObject({ code: "feature_not_in_tier", required_tier: "business" });
+    const client = await mcpClient(key);
+    try {
+      const result = await client.callTool({ name: "word-count", arguments: { text: "one two" } });
+      expect(result.isError).toBe(true);
+      expect(JSON.parse((result.content as { text: string }[])[0]!.text).error.code).toBe("feature_not_in_tier");
+    } finally {
+      await client.close();
+    }
+    expect(endpoint.at("/word-count").length).toBe(before);
+    expect(await balanceOf(gw.url, key)).toBe(100);
+    // Another key of the same account id but a forged secret hears nothing about the tool.
+    const forged = `${key.slice(0, key.lastIndexOf("_") + 1)}${"x".repeat(key.length - key.lastIndexOf("_") - 1)}`;
+    expect((await callTool(gw.url, forged, "word-count", { text: "one two" })).status).toBe(401);
+    await admin(gw.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "business" } });
+    expect((await callTool(gw.url, key, "word-count", { text: "one two" })).body).toEqual({ words: 2 });
+  });
+
   it("must not take a public tool's name, nor one the account already uses", async () => {
     const { key } = await fundedAccount(gw.url, 100, "business");
     for (const name of ["hash", "qr", "shout"]) {
@@ -442,7 +468,7 @@ describe("the SSRF guard on custom tools, with private targets not allowed", () 
 });
 
 describe("an operator's upstream tool (TOOLS_FILE)", () => {
-  it("is public: listed, in the OpenAPI document, and in MCP for every account", async () => {
+  it("is public: listed, in the OpenAPI document, on the pages, and in MCP for every account", async () => {
     const listed = (await call(`${gw.url}/v1/tools`)).body.data.find(
       (t: { name: string }) => t.name === "shout",
     );
@@ -463,6 +489,8 @@ describe("an operator's upstream tool (TOOLS_FILE)", () => {
     expect(
       doc.paths["/v1/tools/shout"].post.requestBody.content["application/json"].schema,
     ).toMatchObject({ required: ["text"] });
+    // The pages list it beside the catalogue's tools.
+    expect(await (await fetch(`${gw.url}/llms.txt`)).text()).toMatch(/^- \[shout\]\(\S+\/docs#tool-shout\): Upper-cases a text/m);
     const { key } = await fundedAccount(gw.url, 100, "starter");
     const client = await mcpClient(key);
     try {

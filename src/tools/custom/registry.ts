@@ -1,3 +1,4 @@
+import { requireFeature } from "../../accounts/tiers.js";
 import type { Services } from "../../services.js";
 import type { Store } from "../../store/types.js";
 import { findTool } from "../catalogue/index.js";
@@ -50,13 +51,20 @@ export class UpstreamTools {
     return RESERVED_TOOL_NAMES.has(name) || this.findPublic(name) !== undefined;
   }
 
-  /** The tool `name` as `accountId` sees it (public first), or null; one store read for a name that is not public. */
+  /**
+   * The tool `name` as `accountId` sees it (public first), or null; one store read for a name that
+   * is not public. An account's own tool runs only while its tier has custom endpoints: after a
+   * move off Business its tools are kept (to be deleted, or used again after an upgrade) but
+   * refused with 403 `feature_not_in_tier`.
+   */
   async find(name: string, accountId: string | null): Promise<ToolDefinition | null> {
     const known = this.findPublic(name);
     if (known) return known;
     if (!accountId) return null;
-    const record = await this.store.getCustomTool(accountId, name);
-    return record ? this.define(specOfRecord(record), accountId) : null;
+    const found = await this.store.getCustomToolWithTier(accountId, name);
+    if (!found) return null;
+    if (found.tier) requireFeature(found.tier, "custom_endpoints");
+    return this.define(specOfRecord(found.tool), accountId);
   }
 
   async listPrivate(accountId: string): Promise<UpstreamTool[]> {

@@ -47,7 +47,11 @@ async function resolveTool(
   if (known) return known;
   if (req.get("x-api-key")) {
     const key = presentedKey(req);
-    const own = await services.upstream.find(name, key.accountId);
+    // Whatever the lookup finds or refuses, only the account's own key hears of it.
+    const own = await services.upstream.find(name, key.accountId).catch(async (err: unknown) => {
+      await authenticate(services, key, requestId);
+      throw err;
+    });
     if (own) return own;
     await authenticate(services, key, requestId);
   }
