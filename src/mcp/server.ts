@@ -204,7 +204,8 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
     server.setRequestHandler("tools/call", async (request) => {
       const requestId = newRequestId();
       if (caller.refused) return errorResult(caller.refused, requestId);
-      if (request.params.name === SEARCH_TOOLS.name) return searchResult(services, await ownTools(), request.params.arguments ?? {});
+      if (request.params.name === SEARCH_TOOLS.name)
+        return searchResult(services, await ownTools(), request.params.arguments ?? {});
       let tool: ToolDefinition | null;
       try {
         tool = await services.upstream.find(request.params.name, caller.key?.accountId ?? null);

@@ -146,7 +146,12 @@ ${errorList(op.responses)}
 </section>`;
 }
 
-function toolSection(doc: Json, tool: ToolDefinition, creditPriceAtomic: bigint, answers: Map<string, unknown>): string {
+function toolSection(
+  doc: Json,
+  tool: ToolDefinition,
+  creditPriceAtomic: bigint,
+  answers: Map<string, unknown>,
+): string {
   const op = doc.paths[`/v1/tools/${tool.name}`].post as Json;
   const { input, output } = jsonSchemasOf(tool);
   const price = priceOf(tool, creditPriceAtomic);
@@ -198,7 +203,14 @@ ${curlBlock(`curl -sS -X POST "${base}/v1/tools/hash" \\\n  -H "content-type: ap
 }
 
 /** `tools`: every public tool — the catalogue's and the operator's (TOOLS_FILE) — as GET /v1/tools lists them. */
-export function renderDocsPage(doc: Json, options: { creditPriceAtomic: bigint; toolAnswers: Map<string, unknown>; tools: readonly ToolDefinition[] }): string {
+export function renderDocsPage(
+  doc: Json,
+  options: {
+    creditPriceAtomic: bigint;
+    toolAnswers: Map<string, unknown>;
+    tools: readonly ToolDefinition[];
+  },
+): string {
   const byTag = new Map<string, string[]>(TAGS.map((t) => [t.name, []]));
   const toc = new Map<string, string[]>(TAGS.map((t) => [t.name, []]));
   for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
@@ -213,12 +225,20 @@ export function renderDocsPage(doc: Json, options: { creditPriceAtomic: bigint; 
         );
     }
   }
-  const tools = options.tools.map((tool) => toolSection(doc, tool, options.creditPriceAtomic, options.toolAnswers));
+  const tools = options.tools.map((tool) =>
+    toolSection(doc, tool, options.creditPriceAtomic, options.toolAnswers),
+  );
   const groups = TAGS.map((tag) => {
-    const toolList = tag.name === "Tools" ? `<h3>Every tool</h3><table><thead><tr><th>Tool</th><th>Price</th><th>What it does</th></tr></thead><tbody>${options.tools.map((t) => `<tr><td><a href="#tool-${esc(t.name)}"><code>${esc(t.name)}</code></a></td><td>${t.cost} cr ($${esc(priceOf(t, options.creditPriceAtomic).usd)})</td><td>${esc(t.title)}</td></tr>`).join("")}</tbody></table>` : "";
+    const toolList =
+      tag.name === "Tools"
+        ? `<h3>Every tool</h3><table><thead><tr><th>Tool</th><th>Price</th><th>What it does</th></tr></thead><tbody>${options.tools.map((t) => `<tr><td><a href="#tool-${esc(t.name)}"><code>${esc(t.name)}</code></a></td><td>${t.cost} cr ($${esc(priceOf(t, options.creditPriceAtomic).usd)})</td><td>${esc(t.title)}</td></tr>`).join("")}</tbody></table>`
+        : "";
     return `<h2 id="tag-${tag.name.toLowerCase()}">${esc(tag.name)}</h2><p>${esc(tag.description)}</p>${byTag.get(tag.name)!.join("\n")}${toolList}${tag.name === "Tools" ? tools.join("\n") : ""}`;
   });
-  const nav = TAGS.map((tag) => `<li><a href="#tag-${tag.name.toLowerCase()}">${esc(tag.name)}</a><ul>${toc.get(tag.name)!.join("")}${tag.name === "Tools" ? options.tools.map((t) => `<li><a href="#tool-${esc(t.name)}"><code>${esc(t.name)}</code></a></li>`).join("") : ""}</ul></li>`).join("");
+  const nav = TAGS.map(
+    (tag) =>
+      `<li><a href="#tag-${tag.name.toLowerCase()}">${esc(tag.name)}</a><ul>${toc.get(tag.name)!.join("")}${tag.name === "Tools" ? options.tools.map((t) => `<li><a href="#tool-${esc(t.name)}"><code>${esc(t.name)}</code></a></li>`).join("") : ""}</ul></li>`,
+  ).join("");
   return layout({
     title: `${doc.info.title} reference`,
     wide: true,

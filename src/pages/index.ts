@@ -54,7 +54,11 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
     const entry = { at: Date.now(), complete: false, html: Promise.resolve("") };
     entry.html = collectToolExamples(services).then((toolAnswers) => {
       entry.complete = toolAnswers.size === EXAMPLE_TOOLS.length;
-      return renderDocsPage(openApi(), { creditPriceAtomic: services.config.creditPriceAtomic, toolAnswers, tools });
+      return renderDocsPage(openApi(), {
+        creditPriceAtomic: services.config.creditPriceAtomic,
+        toolAnswers,
+        tools,
+      });
     });
     docs = entry;
   };

@@ -4,7 +4,10 @@ import { priceOf } from "../tools/pricing.js";
 
 /** /llms.txt: a plain-text guide for language models (the llmstxt.org shape: title, summary, sections of links). */
 /** `tools`: every public tool, the catalogue's and the operator's (TOOLS_FILE). */
-export function renderLlmsTxt(config: Pick<Config, "publicBaseUrl" | "creditPriceAtomic">, publicTools: readonly ToolDefinition[]): string {
+export function renderLlmsTxt(
+  config: Pick<Config, "publicBaseUrl" | "creditPriceAtomic">,
+  publicTools: readonly ToolDefinition[],
+): string {
   const base = config.publicBaseUrl;
   const tools = publicTools.map((tool) => {
     const price = priceOf(tool, config.creditPriceAtomic);

@@ -732,12 +732,26 @@ export class RedisStore implements Store {
     return raw ? (JSON.parse(raw) as CustomToolRecord) : null;
   }
 
-  async getCustomToolWithTier(accountId: string, name: string): Promise<{ tool: CustomToolRecord; tier: TierName | null } | null> {
+  async getCustomToolWithTier(
+    accountId: string,
+    name: string,
+  ): Promise<{ tool: CustomToolRecord; tier: TierName | null } | null> {
     // Both keys are in the account's slot: one pipeline, one round trip (on a cluster too).
-    const replies = await this.call(() => this.redis.pipeline().hget(k.customTools(accountId), name).hget(k.account(accountId), "tier").exec());
-    const [[toolErr, raw], [tierErr, tier]] = replies as [[Error | null, string | null], [Error | null, string | null]];
+    const replies = await this.call(() =>
+      this.redis
+        .pipeline()
+        .hget(k.customTools(accountId), name)
+        .hget(k.account(accountId), "tier")
+        .exec(),
+    );
+    const [[toolErr, raw], [tierErr, tier]] = replies as [
+      [Error | null, string | null],
+      [Error | null, string | null],
+    ];
     if (toolErr || tierErr) throw toolErr ?? tierErr;
-    return raw ? { tool: JSON.parse(raw) as CustomToolRecord, tier: (tier as TierName | null) ?? null } : null;
+    return raw
+      ? { tool: JSON.parse(raw) as CustomToolRecord, tier: (tier as TierName | null) ?? null }
+      : null;
   }
 
   async listCustomTools(accountId: string): Promise<CustomToolRecord[]> {

@@ -287,7 +287,10 @@ export interface Store {
    * The tool with its owner's tier, read together (one round trip): a call must know the account
    * is still on a tier with custom endpoints. `tier` is null when the account does not exist.
    */
-  getCustomToolWithTier(accountId: string, name: string): Promise<{ tool: CustomToolRecord; tier: TierName | null } | null>;
+  getCustomToolWithTier(
+    accountId: string,
+    name: string,
+  ): Promise<{ tool: CustomToolRecord; tier: TierName | null } | null>;
   /** Oldest first. */
   listCustomTools(accountId: string): Promise<CustomToolRecord[]>;
   deleteCustomTool(accountId: string, name: string): Promise<boolean>;

@@ -331,12 +331,17 @@ describe("a Business account's custom tool", () => {
     await admin(gw.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "pro" } });
     const rest = await callTool(gw.url, key, "word-count", { text: "one two" });
     expect(rest.status).toBe(403);
-    expect(rest.body.error).toMatchObject({ code: "feature_not_in_tier", required_tier: "business" });
+    expect(rest.body.error).toMatchObject({
+      code: "feature_not_in_tier",
+      required_tier: "business",
+    });
     const client = await mcpClient(key);
     try {
       const result = await client.callTool({ name: "word-count", arguments: { text: "one two" } });
       expect(result.isError).toBe(true);
-      expect(JSON.parse((result.content as { text: string }[])[0]!.text).error.code).toBe("feature_not_in_tier");
+      expect(JSON.parse((result.content as { text: string }[])[0]!.text).error.code).toBe(
+        "feature_not_in_tier",
+      );
     } finally {
       await client.close();
     }
@@ -345,8 +350,13 @@ describe("a Business account's custom tool", () => {
     // Another key of the same account id but a forged secret hears nothing about the tool.
     const forged = `${key.slice(0, key.lastIndexOf("_") + 1)}${"x".repeat(key.length - key.lastIndexOf("_") - 1)}`;
     expect((await callTool(gw.url, forged, "word-count", { text: "one two" })).status).toBe(401);
-    await admin(gw.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "business" } });
-    expect((await callTool(gw.url, key, "word-count", { text: "one two" })).body).toEqual({ words: 2 });
+    await admin(gw.url, `/accounts/${accountId}/tier`, {
+      method: "PUT",
+      body: { tier: "business" },
+    });
+    expect((await callTool(gw.url, key, "word-count", { text: "one two" })).body).toEqual({
+      words: 2,
+    });
   });
 
   it("must not take a public tool's name, nor one the account already uses", async () => {
@@ -490,7 +500,9 @@ describe("an operator's upstream tool (TOOLS_FILE)", () => {
       doc.paths["/v1/tools/shout"].post.requestBody.content["application/json"].schema,
     ).toMatchObject({ required: ["text"] });
     // The pages list it beside the catalogue's tools.
-    expect(await (await fetch(`${gw.url}/llms.txt`)).text()).toMatch(/^- \[shout\]\(\S+\/docs#tool-shout\): Upper-cases a text/m);
+    expect(await (await fetch(`${gw.url}/llms.txt`)).text()).toMatch(
+      /^- \[shout\]\(\S+\/docs#tool-shout\): Upper-cases a text/m,
+    );
     const { key } = await fundedAccount(gw.url, 100, "starter");
     const client = await mcpClient(key);
     try {
