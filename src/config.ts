@@ -125,7 +125,7 @@ const envSchema = z.object({
     .string()
     .regex(/^([a-z0-9-]+=\d+)(,[a-z0-9-]+=\d+)*$/, "name=milliseconds pairs separated by commas")
     .optional(),
-  /** USD price of one credit (DESIGN D2). */
+  /** USD price of one credit (decisions.md D2). */
   CREDIT_PRICE_USD: z
     .string()
     .regex(/^\d+(\.\d{1,6})?$/, "a USD amount with at most 6 decimals")

@@ -1,7 +1,7 @@
 import { ApiError } from "../http/errors.js";
 
 /**
- * Tiers are data (DESIGN D3, D4). Every rule that depends on a tier reads it here:
+ * Tiers are data (decisions.md D3, D4). Every rule that depends on a tier reads it here:
  * rate limits, monthly credits, and the features a tier unlocks.
  */
 /** Features that are built: the ones an account's `features` lists and `requireFeature` checks. */
@@ -97,7 +97,7 @@ export const TIERS: Record<TierName, Tier> = {
   },
 };
 
-/** Sign-up grants (DESIGN D3): 25 at once, 75 more when the e-mail is verified. */
+/** Sign-up grants (decisions.md D3): 25 at once, 75 more when the e-mail is verified. */
 export const SIGNUP_CREDITS = 25;
 export const EMAIL_VERIFIED_CREDITS = 75;
 /** Length of a monthly period, for the Free allowance and paid periods. */

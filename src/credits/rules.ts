@@ -1,7 +1,7 @@
 import { DEPLETED_MESSAGE, type EventData } from "../events/types.js";
 
 /**
- * The ledger rules of DESIGN D3/D5, for the in-memory store. The Redis store runs the same
+ * The ledger rules of decisions.md D3/D5, for the in-memory store. The Redis store runs the same
  * rules in Lua (src/credits/lua/prelude.lua); the store contract suite holds both to the
  * same behaviour.
  */

@@ -6,7 +6,7 @@ import { dashboardPage } from "./layout.js";
 import type { DashboardSession } from "./session.js";
 
 /**
- * The Webhooks page (a Pro feature, DESIGN D9): register, list, delete, send a test, and each
+ * The Webhooks page (a Pro feature, decisions.md D9): register, list, delete, send a test, and each
  * webhook's delivery log. Changes go through the webhook API itself, mounted under
  * /dashboard/api/v1 with the session as the caller (tier check, SSRF guard, cap, secrets shown
  * once: all the API's); this file only renders.

@@ -1,5 +1,5 @@
 /**
- * Money is integers (DESIGN D2), and this is where amounts of money are converted: USDC has
+ * Money is integers (decisions.md D2), and this is where amounts of money are converted: USDC has
  * 6 decimals, so 1 atomic unit = $0.000001, and every amount is a bigint of atomic units.
  * A call's x402 price is its cost in credits × the price of one credit.
  */

@@ -11,7 +11,7 @@ import { publicTools } from "../tools/custom/registry.js";
 import type { ToolDefinition } from "../tools/definition.js";
 import { atomicPrice, formatUsd } from "../lib/money.js";
 import { jsonSchemasOf } from "../tools/views.js";
-import { PACKS, PLANS } from "./catalog.js";
+import { PACKS, PLANS } from "./price-list.js";
 import { offerFor } from "./offer.js";
 
 /**

@@ -26,7 +26,7 @@ import type { Authorization, PaymentHeader, RequirementsV2 } from "./wire.js";
  * Accepting an x402 payment, start to end: find the network → verify → claim the authorization
  * (once, across every process) → settle it on chain ourselves → credit the payer's wallet
  * account with `payment.received`, atomically and once. A call is then charged from those
- * credits like any other, so a failed call leaves the money there as credits (DESIGN D7).
+ * credits like any other, so a failed call leaves the money there as credits (decisions.md D7).
  */
 export interface AcceptedPayment {
   /** The payment's id (`<chain id>:<token>:<payer>:<nonce>`, lower-case). */

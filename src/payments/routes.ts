@@ -4,7 +4,7 @@ import { ApiError } from "../http/errors.js";
 import { defineRoute, type AnyRoute } from "../http/route.js";
 import type { Services } from "../services.js";
 import { atomicPrice, formatUsd } from "../lib/money.js";
-import { PACKS, PLANS, type PackName, type PlanName } from "./catalog.js";
+import { PACKS, PLANS, type PackName, type PlanName } from "./price-list.js";
 import { walletChallenge, walletClaim } from "./sign-in.js";
 import { offerForResource, takePayment } from "./take-payment.js";
 

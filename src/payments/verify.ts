@@ -147,7 +147,7 @@ export async function verifySigned(
 }
 
 /**
- * What the chain must say before money moves (DESIGN "Facts"): the time window against block
+ * What the chain must say before money moves (EIP-3009 and the x402 exact scheme): the time window against block
  * time (and no longer than `maxTimeoutSeconds` ahead), the authorization unused, the balance, and
  * a simulation of the transfer itself — four reads made together, which the batching transport
  * (chain.ts) sends as one JSON-RPC batch: one round trip. The block read is returned: its base

@@ -5,7 +5,7 @@ import type { Services } from "../services.js";
 import type { AccountRecord } from "../store/types.js";
 
 /**
- * A paying wallet's account (DESIGN D7). Its id is derived from the address, so every process
+ * A paying wallet's account (decisions.md D7). Its id is derived from the address, so every process
  * finds the same account without an index, and the first payment creates it.
  */
 export function walletAccountId(address: Address): string {

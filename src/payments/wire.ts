@@ -2,7 +2,7 @@ import { z } from "zod";
 import { normaliseHex, type Hex } from "../lib/hex.js";
 
 /**
- * The x402 wire formats, both generations (DESIGN "Facts"): v1 sends the payment in `X-PAYMENT`
+ * The x402 wire formats, both generations (x402 `specs/`, v1 and v2): v1 sends the payment in `X-PAYMENT`
  * and answers `X-PAYMENT-RESPONSE`; v2 sends `PAYMENT-SIGNATURE`, answers `PAYMENT-RESPONSE`,
  * and carries the chosen requirement in `accepted`. Headers are standard base64 of UTF-8 JSON.
  * Every hex value (addresses, the nonce, the signature) is normalised to lower case here, once,

@@ -8,7 +8,7 @@ import type { EventRecord } from "../events/types.js";
  * (test/integration/store-contract.test.ts).
  *
  * Every operation that moves credits is atomic and idempotent per request id, and decides
- * the credit alerts it causes in the same step (DESIGN D5).
+ * the credit alerts it causes in the same step (decisions.md D5).
  */
 export interface AccountRecord {
   id: string;

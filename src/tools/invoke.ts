@@ -13,7 +13,7 @@ import { preflight } from "./preflight.js";
 import { PoolBusyError } from "./priority-gate.js";
 
 /**
- * The one path every tool call takes, whichever door it came through (DESIGN D6):
+ * The one path every tool call takes, whichever door it came through (decisions.md D6):
  * validate → admit (key, rate limit, debit: one store round trip) → wait for a worker slot →
  * forward → keep the charge on 2xx, or refund it once with `tool.error` on any failure.
  * A call that fails validation, or whose tool cannot run, is never charged.

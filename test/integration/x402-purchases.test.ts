@@ -9,7 +9,7 @@ import {
   v1Header,
 } from "../helpers/x402.js";
 
-/** Credit packs and plans bought with x402 by a keyed account (DESIGN D8). */
+/** Credit packs and plans bought with x402 by a keyed account (decisions.md D8). */
 const PAYER = anvilAccount(2);
 const PERIOD_S = 3;
 const setup = paidGatewayFixture({

@@ -26,7 +26,7 @@ end
 local tiers = cjson.decode(ARGV[1])
 local tier = tiers[a.tier] or tiers['free']
 
--- Free monthly allowance (DESIGN D3): top up to the allowance, never add to it.
+-- Free monthly allowance (decisions.md D3): top up to the allowance, never add to it.
 local period = tonumber(ARGV[11])
 if a.tier == 'free' and a.allowance_at > 0 and now >= a.allowance_at then
   if a.balance < tier.monthlyAllowance then

@@ -31,7 +31,7 @@ local function emit(outbox_key, id, event, timestamp, account_id, data)
 end
 
 -- A top-up (grant, purchase, allowance) sets the reference level to the new balance and
--- re-arms both alerts (DESIGN D5).
+-- re-arms both alerts (decisions.md D5).
 -- A top-up of nothing (a wallet account's opening entry), or one that pays for a single call
 -- (rearm false: x402 pay-per-call), leaves the reference level and the alerts as they were.
 local function top_up(a, acct_key, ledger_key, at, kind, amount, reason, request_id, rearm)

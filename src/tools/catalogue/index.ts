@@ -62,7 +62,7 @@ import { robotsCheck, rssRead, sitemapRead, webFetch, webMetadata } from "./web.
 import { webSearch } from "./web-search.js";
 
 /**
- * The catalogue: a fixed, named set of 64 tools (DESIGN D1), listed with prices in the README.
+ * The catalogue: a fixed, named set of 64 tools (decisions.md D1), listed with prices in the README.
  * Adding or removing one is a versioned change; the order here is the order `GET /v1/tools` lists.
  */
 export const TOOLS: readonly ToolDefinition[] = [

@@ -8,7 +8,7 @@ import { PLATFORM_OWNER } from "../relay.js";
 
 /**
  * Whose webhooks a route manages. The webhook API is defined once and mounted twice: under
- * /api/v1/webhooks for an account's own webhooks (a Pro feature, DESIGN D9), and under
+ * /api/v1/webhooks for an account's own webhooks (a Pro feature, decisions.md D9), and under
  * /api/v1/admin/webhooks, with the admin key, for the platform's webhooks (which receive
  * `agent.registered` for every new account). Another owner's webhook id is simply not found.
  */

@@ -2,7 +2,7 @@ import { TIERS } from "../accounts/tiers.js";
 import { parseUsd } from "../lib/money.js";
 
 /**
- * What can be bought with x402 besides single calls (DESIGN D8). Packs are credits at the credit
+ * What can be bought with x402 besides single calls (decisions.md D8). Packs are credits at the credit
  * price; plans are the paid tiers at their monthly price, with their monthly credits, for one
  * period (30 days), renewed by paying again before it ends.
  */
