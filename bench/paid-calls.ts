@@ -18,14 +18,7 @@
  *   BENCH_RELAYERS=1 (relayer keys the gateway gets)  BENCH_RPC_DELAY_MS=50
  */
 import { readFileSync } from "node:fs";
-import {
-  createPublicClient,
-  encodeFunctionData,
-  http,
-  parseSignature,
-  toHex,
-  type Hex,
-} from "viem";
+import { createPublicClient, encodeFunctionData, http, toHex, type Hex } from "viem";
 import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 import {
   ANVIL_MNEMONIC,
@@ -37,6 +30,8 @@ import { dropPrefix, uniquePrefix } from "../test/helpers/redis.js";
 import { spawnGateway, spawnService } from "../test/helpers/gateway.js";
 import { startRpcProxy } from "../test/helpers/rpc-proxy.js";
 import { PAY_TO, signAuthorization, v1Header } from "../test/helpers/x402.js";
+import { authorizationMessage, transferArgs } from "../src/payments/verify.js";
+import type { Authorization } from "../src/payments/wire.js";
 import { percentile } from "./stats.js";
 
 const CALLS = Number(process.env.BENCH_PAID_CALLS ?? 200);
@@ -103,24 +98,17 @@ async function main() {
   const viaProxy = createPublicClient({ transport: http(proxy.url), pollingInterval: 50 });
   const chainOnly = async (n: number, concurrency: number): Promise<Run> => {
     const payloads = await Promise.all((await funded(n)).map(sign));
-    const data = payloads.map(({ authorization: a, signature }) => {
-      const { r, s, v } = parseSignature(signature as Hex);
-      return encodeFunctionData({
+    // The same calldata the gateway's settlement sends (src/payments/verify.ts transferArgs).
+    const data = payloads.map(({ authorization, signature }) =>
+      encodeFunctionData({
         abi: TOKEN_ABI,
         functionName: "transferWithAuthorization",
-        args: [
-          a.from,
-          a.to,
-          BigInt(a.value),
-          BigInt(a.validAfter),
-          BigInt(a.validBefore),
-          a.nonce,
-          Number(v),
-          r,
-          s,
-        ],
-      });
-    });
+        args: transferArgs(
+          authorizationMessage(authorization as Authorization),
+          signature as Hex,
+        ) as never,
+      }),
+    );
     const gas =
       ((await direct.estimateGas({ account: bare.address, to: chain.usdc, data: data[0]! })) * 3n) /
       2n;

@@ -8,7 +8,9 @@ import {
 } from "viem";
 import { describe, expect, it } from "vitest";
 import { TOKEN_ABI, anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
+import { authorizationMessage, transferArgs } from "../../src/payments/verify.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
+import type { Authorization } from "../../src/payments/wire.js";
 import { call } from "../helpers/gateway.js";
 import {
   PAY_TO,
@@ -159,27 +161,18 @@ describe("refused payments", () => {
       chain: setup.chains.base,
       value: PRICE,
     });
-    const { r, s, v } = parseSignature(payload.signature as Hex);
     const outsider = createWalletClient({
       account: anvilAccount(6),
       transport: http(setup.chains.base.rpcUrl),
     });
-    const a = payload.authorization;
     await outsider.writeContract({
       address: setup.chains.base.usdc,
       abi: TOKEN_ABI,
       functionName: "transferWithAuthorization",
-      args: [
-        a.from,
-        a.to,
-        BigInt(a.value),
-        BigInt(a.validAfter),
-        BigInt(a.validBefore),
-        a.nonce,
-        Number(v),
-        r,
-        s,
-      ],
+      args: transferArgs(
+        authorizationMessage(payload.authorization as Authorization),
+        payload.signature as Hex,
+      ),
       chain: null,
     } as never);
     await new Promise((r) => setTimeout(r, 200));
