@@ -179,6 +179,29 @@ export interface RedisStoreOptions {
   cluster?: boolean;
 }
 
+/**
+ * `promise`, or a "Command timed out" rejection when it has not settled `ms` after the call. The
+ * verdict waits for the event loop's next I/O poll (setImmediate): a process whose loop was held
+ * up by CPU work has its timers fire before it reads the replies that arrived meanwhile, and
+ * ioredis's own `commandTimeout` then fails commands Redis had answered in time (spurious 503s
+ * under load).
+ */
+function withinDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => setImmediate(() => reject(new Error("Command timed out"))), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
+}
+
 export class RedisStore implements Store {
   readonly redis: RedisConnection;
   private readonly run: Record<(typeof SCRIPTS)[number], ScriptRunner>;
@@ -189,8 +212,8 @@ export class RedisStore implements Store {
     const redisOptions: RedisOptions = {
       keyPrefix: options.keyPrefix,
       // Fail fast while disconnected: callers get 503 store_unavailable instead of waiting.
+      // The per-command deadline is ours (`call`), not ioredis's `commandTimeout`: see withinDeadline.
       enableOfflineQueue: false,
-      commandTimeout: options.commandTimeoutMs ?? 2000,
       maxRetriesPerRequest: 1,
       retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
       lazyConnect: false,
@@ -246,7 +269,7 @@ export class RedisStore implements Store {
       throw new StoreUnavailableError(`Redis is ${this.redis.status}`);
     }
     try {
-      return await fn();
+      return await withinDeadline(fn(), this.options.commandTimeoutMs ?? 2000);
     } catch (err) {
       const message = String((err as Error)?.message ?? err);
       if (

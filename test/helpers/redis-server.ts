@@ -32,7 +32,11 @@ export async function startPrivateRedis() {
       await exited;
     },
     restart: start,
+    /** Freezes the server (SIGSTOP): connections stay open and nothing answers, as with a hung host. */
+    pause: () => child.kill("SIGSTOP"),
+    resume: () => child.kill("SIGCONT"),
     async stop() {
+      child.kill("SIGCONT");
       if (child.exitCode === null && child.signalCode === null) {
         const exited = once(child, "exit");
         child.kill("SIGTERM");

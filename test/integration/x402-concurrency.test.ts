@@ -186,7 +186,7 @@ describe("many payers at once", () => {
       ),
     );
     const results = await Promise.all(headers.map((h, i) => pay(i % 2 ? a : b, h, `w${i}`)));
-    expect(results.map((r) => r.status)).toEqual(Array(50).fill(200));
+    expect(results.filter((r) => r.status !== 200).map((r) => [r.status, r.body])).toEqual([]);
     expect(await balanceOf(chains.base, PAY_TO)).toBe(before + 50n * PRICE);
     for (const w of WALLETS.slice(0, 5))
       expect(await balanceOf(chains.base, w.address)).toBe(100_000n - PRICE);

@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PERIOD_MS } from "../../src/accounts/tiers.js";
+import { StoreUnavailableError } from "../../src/http/errors.js";
+import { tierLimits } from "../../src/store/index.js";
+import { RedisStore } from "../../src/store/redis.js";
+import { startPrivateRedis } from "../helpers/redis-server.js";
+
+/** Each store command has a deadline (503 store_unavailable past it); a busy process is not a slow Redis. */
+const DEADLINE_MS = 300;
+let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
+let store: RedisStore;
+beforeAll(async () => {
+  redis = await startPrivateRedis();
+  store = new RedisStore({
+    url: redis.url,
+    keyPrefix: "deadline:",
+    tiers: tierLimits(),
+    periodMs: PERIOD_MS,
+    commandTimeoutMs: DEADLINE_MS,
+  });
+  await store.ping();
+});
+afterAll(async () => {
+  await store?.close();
+  await redis?.stop();
+});
+
+/** Holds the event loop, as a burst of CPU work in the gateway does. */
+function busyFor(ms: number) {
+  const until = Date.now() + ms;
+  while (Date.now() < until);
+}
+
+describe("a store command's deadline", () => {
+  it("does not fail a command that Redis answered while the process was busy past the deadline", async () => {
+    const pending = Promise.all([store.getAccount("acct_missing"), store.ping()]);
+    busyFor(DEADLINE_MS * 3);
+    await expect(pending).resolves.toEqual([null, undefined]);
+  });
+
+  it("fails a command with StoreUnavailableError soon after the deadline when Redis stops answering, and recovers", async () => {
+    redis.pause();
+    try {
+      const started = Date.now();
+      const err = await store.getAccount("acct_missing").catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(StoreUnavailableError);
+      expect((err as Error).message).toMatch(/timed out/);
+      expect(Date.now() - started).toBeLessThan(DEADLINE_MS + 1000);
+    } finally {
+      redis.resume();
+    }
+    await expect(store.getAccount("acct_missing")).resolves.toBeNull();
+  });
+});
