@@ -3,7 +3,11 @@ import { CronExpressionParser } from "cron-parser";
 import cronstrue from "cronstrue";
 import { JSONPath } from "jsonpath-plus";
 import { DateTime, IANAZone } from "luxon";
-import { cronExplain, dateParse, jsonpathQuery } from "../../tools/catalogue/data.js";
+import {
+  cronExplain as cronExplainTool,
+  dateParse as dateParseTool,
+  jsonpathQuery as jsonpathQueryTool,
+} from "../../tools/catalogue/data.js";
 import { WorkerError } from "../errors.js";
 import { withTimeLimit } from "../time-limit.js";
 import { implement } from "./implementation.js";
@@ -11,7 +15,7 @@ import { implement } from "./implementation.js";
 const invalid = (message: string, param: string) =>
   new WorkerError(422, "invalid_input", message, param);
 
-export const jsonpath = implement(jsonpathQuery, {
+export const jsonpathQuery = implement(jsonpathQueryTool, {
   async run(input) {
     // "safe" evaluates filter expressions with jsonpath-plus's own interpreter, never eval().
     const found = withTimeLimit(1000, "This JSONPath query", "path", () => {
@@ -31,7 +35,7 @@ export const jsonpath = implement(jsonpathQuery, {
   },
 });
 
-export const dates = implement(dateParse, {
+export const dateParse = implement(dateParseTool, {
   async run(input) {
     const instant = input.reference ? new Date(input.reference) : new Date();
     const results = chrono.parse(
@@ -53,7 +57,7 @@ export const dates = implement(dateParse, {
   },
 });
 
-export const cron = implement(cronExplain, {
+export const cronExplain = implement(cronExplainTool, {
   async run(input) {
     if (!IANAZone.isValidZone(input.timezone))
       throw invalid(
