@@ -225,7 +225,9 @@ export function paidGatewayFixture(
       });
     }
     const port = options.publicUrl ? await freePort() : 0;
-    const listen = port ? { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` } : {};
+    const listen: Record<string, string> = port
+      ? { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` }
+      : {};
     fixture.gw = await startGateway({
       env: { ...fixture.chains.env, ...viaProxy, ...listen, ...options.env },
     });
