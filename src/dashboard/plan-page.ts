@@ -55,6 +55,19 @@ function tiersTable(current: DashboardSession): string {
 <tbody>${rows}</tbody></table></div>`;
 }
 
+/** The networks' names for people ("Base Sepolia"), by the CAIP-2 id a receipt names. */
+function networkLabels(services: Services): Record<string, string> {
+  return Object.fromEntries(
+    (services.payments?.config.networks ?? []).map((n) => [
+      n.caip2,
+      n.name.replace(
+        /(^|-)(\w)/g,
+        (_, dash: string, c: string) => `${dash ? " " : ""}${c.toUpperCase()}`,
+      ),
+    ]),
+  );
+}
+
 function buyButtons(services: Services, current: DashboardSession): string {
   const packs = (Object.keys(PACKS) as PackName[]).map((name) => {
     const credits = PACKS[name];
@@ -76,8 +89,8 @@ function buyButtons(services: Services, current: DashboardSession): string {
 <p>A plan gives its tier and its monthly credits for 30 days; paying again before the end extends it.</p>
 <p class="actions">${plans.join("")}</p></section>
 <div id="purchase-status" class="muted" role="status" aria-live="polite"></div>
-<section id="receipt" data-testid="purchase-receipt" aria-labelledby="receipt-heading" hidden><h2 id="receipt-heading">Receipt</h2>
-<dl><dt>Bought</dt><dd data-field="what"></dd><dt>Credits added</dt><dd data-field="credits"></dd><dt>Network</dt><dd data-field="network"></dd><dt>Transaction</dt><dd><code class="secret" data-field="transaction"></code></dd></dl></section>
+<section id="receipt" data-testid="purchase-receipt" aria-labelledby="receipt-heading" data-networks="${esc(JSON.stringify(networkLabels(services)))}" hidden><h2 id="receipt-heading">Receipt</h2>
+<dl><dt>Bought</dt><dd data-field="what"></dd><dt>Paid</dt><dd data-field="paid"></dd><dt>Credits added</dt><dd data-field="credits"></dd><dt>Network</dt><dd data-field="network"></dd><dt>Transaction</dt><dd><code class="secret" data-field="transaction"></code></dd></dl></section>
 <script src="${WALLET_SCRIPT_PATH}" defer></script>`;
 }
 

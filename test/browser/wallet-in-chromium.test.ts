@@ -264,6 +264,10 @@ describe("the wallet in Chromium", () => {
     const tx = (await receipt.locator('[data-field="transaction"]').textContent())!;
     expect(tx).toMatch(/^0x[0-9a-f]{64}$/);
     await expect(receipt.locator('[data-field="credits"]').textContent()).resolves.toBe("1,000");
+    await expect(receipt.locator('[data-field="paid"]').textContent()).resolves.toBe("$2.00 USDC");
+    await expect(receipt.locator('[data-field="network"]').textContent()).resolves.toBe(
+      "Base Sepolia (eip155:84532)",
+    );
     await expect(page.getByTestId("credits-balance").textContent()).resolves.toBe("1000");
     expect((await setup.gw.services.store.getAccount(accountId))!.balance).toBe(1000);
     // The USDC moved on chain, in the transaction the receipt names.

@@ -174,12 +174,23 @@
     });
   }
 
-  function showReceipt(what, result) {
+  // USDC atomic units (6 decimals) as dollars, in integers: "2000000" → "2.00".
+  function usd(atomic) {
+    const value = BigInt(atomic);
+    const cents = (value % 1000000n).toString().padStart(6, "0").replace(/0+$/, "").padEnd(2, "0");
+    return `${value / 1000000n}.${cents}`;
+  }
+
+  function showReceipt(what, requirement, result) {
     const receipt = byId("receipt");
     const field = (name) => receipt.querySelector(`[data-field="${name}"]`);
+    const networks = JSON.parse(receipt.getAttribute("data-networks") || "{}");
     field("what").textContent = what;
+    field("paid").textContent = `$${usd(requirement.amount)} USDC`;
     field("credits").textContent = result.credits_added.toLocaleString("en-US");
-    field("network").textContent = result.network;
+    field("network").textContent = networks[result.network]
+      ? `${networks[result.network]} (${result.network})`
+      : result.network;
     field("transaction").textContent = result.transaction;
     receipt.hidden = false;
     const balance = document.querySelector('[data-testid="credits-balance"]');
@@ -215,7 +226,7 @@
         "payment-signature": payment,
       });
       if (!paid.res.ok) throw failure(paid.data, paid.res);
-      showReceipt(what, paid.data);
+      showReceipt(what, requirement, paid.data);
       say(status, `Paid: ${what} bought. The receipt is below.`);
     } catch (err) {
       say(status, err.message, true);
