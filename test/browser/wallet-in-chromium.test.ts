@@ -38,7 +38,8 @@ const AXE_SOURCE = readFileSync(
   "utf8",
 );
 const WALLET = anvilAccount(3);
-const setup = paidGatewayFixture({ fund: [WALLET.address], publicUrl: true });
+// The Base chain's RPC goes through a proxy the pending-settlement test can silence.
+const setup = paidGatewayFixture({ fund: [WALLET.address], publicUrl: true, proxy: true });
 let browser: Browser;
 
 beforeAll(async () => {
@@ -301,6 +302,44 @@ describe("the wallet in Chromium", () => {
     expect(problems.filter((p) => !offers.includes(p))).toEqual([]);
     await context.close();
   });
+
+  it("sends the same payment again while its settlement is pending, then shows the receipt: paid once", async () => {
+    const buyer = anvilAccount(6);
+    await setup.chains.base.fund(buyer.address, 10_000_000n);
+    const { context, page, problems, wallet } = await walletPage(buyer);
+    await signInWithWallet(page);
+    await page.goto(`${setup.gw.url}/dashboard/plan`);
+    const payToBefore = await balanceOf(setup.chains.base, PAY_TO);
+    const paymentsSent: string[] = [];
+    page.on("request", (req) => {
+      const payment = req.headers()["payment-signature"];
+      if (payment) paymentsSent.push(payment);
+    });
+
+    // The RPC dies right after the transfer is sent: the gateway cannot know it landed.
+    setup.proxy.silenceAfterNextSend();
+    await page.getByRole("button", { name: "Buy 1,000 credits — $2.00" }).click();
+    await page
+      .locator("#purchase-status", { hasText: "still being confirmed" })
+      .waitFor({ timeout: 20_000 });
+    setup.proxy.resume();
+    const receipt = page.getByTestId("purchase-receipt");
+    await receipt.waitFor({ state: "visible", timeout: 60_000 });
+
+    expect(wallet.requests.filter((r) => r.method === "eth_signTypedData_v4")).toHaveLength(1);
+    expect(paymentsSent.length).toBeGreaterThan(1);
+    expect(new Set(paymentsSent).size).toBe(1); // every retry carried the one signed payment
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(payToBefore + 2_000_000n);
+    await expect(page.getByTestId("credits-balance").textContent()).resolves.toBe("1000");
+    expect(
+      (await setup.gw.services.store.getAccount(walletAccountId(buyer.address)))!.balance,
+    ).toBe(1000);
+    const unexpected = problems.filter(
+      (p) => !/status of (402 \(Payment Required\)|503 \(Service Unavailable\))/.test(p),
+    );
+    expect(unexpected).toEqual([]);
+    await context.close();
+  }, 90_000);
 
   it("says so on the page when the wallet declines to sign", async () => {
     const { context, page } = await walletPage(anvilAccount(5));

@@ -199,6 +199,36 @@
     if (tier) tier.textContent = result.account.tier.replace(/^./, (c) => c.toUpperCase());
   }
 
+  const PENDING_RETRY_LIMIT_MS = 3 * 60_000;
+  const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  // Sends the signed payment. While its settlement's outcome is unknown (503 payment_pending, or
+  // no answer at all) the SAME payment is sent again — never a new one, which could pay twice.
+  async function sendPayment(status, path, body, payment) {
+    const headers = { "x-csrf-token": csrf, "payment-signature": payment };
+    const giveUpAt = Date.now() + PENDING_RETRY_LIMIT_MS;
+    for (;;) {
+      let answer = null;
+      try {
+        answer = await postJson(path, body, headers);
+      } catch {
+        answer = null; // the connection failed: the payment may have been taken
+      }
+      const pending = !answer || answer.data?.error?.code === "payment_pending";
+      if (!pending) return answer;
+      if (Date.now() > giveUpAt)
+        throw new Error(
+          "The payment's settlement is still unconfirmed. Do not pay again: reload this page in a few minutes; the credits arrive once the transfer settles.",
+        );
+      say(
+        status,
+        "The transfer is still being confirmed on chain; waiting for it (do not pay again)…",
+      );
+      const retryAfter = Number(answer?.res.headers.get("retry-after")) || 2;
+      await pause(Math.min(retryAfter, 10) * 1000);
+    }
+  }
+
   // Buys a pack or plan: ask → 402 offer → the wallet signs → ask again with the payment → receipt.
   async function buy(button) {
     const status = byId("purchase-status");
@@ -221,10 +251,7 @@
       say(status, `Confirm the payment for ${what} in your wallet…`);
       const payment = await pay(session, offer, requirement);
       say(status, "Paying: the transfer is being settled on chain…");
-      const paid = await postJson(path, body, {
-        "x-csrf-token": csrf,
-        "payment-signature": payment,
-      });
+      const paid = await sendPayment(status, path, body, payment);
       if (!paid.res.ok) throw failure(paid.data, paid.res);
       showReceipt(what, requirement, paid.data);
       say(status, `Paid: ${what} bought. The receipt is below.`);
