@@ -27,8 +27,8 @@ const FEATURE_LABELS: Record<string, string> = {
   facilitator: "x402 facilitator",
   custom_endpoints: "Custom endpoints",
   dedicated_workers: "Dedicated workers",
-  analytics: "Analytics (coming)",
-  sso: "SSO (coming)",
+  analytics: "Analytics",
+  sso: "SSO",
 };
 
 function tiersTable(current: DashboardSession): string {
@@ -46,7 +46,10 @@ function tiersTable(current: DashboardSession): string {
         : name === "free"
           ? `${number(tier.monthlyCredits)} included (verified e-mail)`
           : `${number(tier.monthlyCredits)} / month`;
-    const features = [...tier.features, ...tier.coming].map((f) => FEATURE_LABELS[f] ?? f);
+    const features = [
+      ...tier.features.map((f) => FEATURE_LABELS[f] ?? f),
+      ...tier.coming.map((f) => `${FEATURE_LABELS[f] ?? f} (coming)`),
+    ];
     const isCurrent = current.account.tier === name;
     return `<tr${isCurrent ? ' aria-current="true"' : ""} data-tier="${name}"><th scope="row">${esc(tier.label)}${isCurrent ? ' <span class="muted">(your tier)</span>' : ""}</th><td>${price}</td><td>${credits}</td><td>${number(tier.requestsPerMinute)} / min</td><td>${esc(features.join(", "))}</td></tr>`;
   }).join("");

@@ -1,5 +1,3 @@
-import { mkdirSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import {
   createPublicClient,
@@ -12,7 +10,7 @@ import { createSiweMessage, parseSiweMessage } from "viem/siwe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { anvilAccount } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
-import { launchChromium, watchPage } from "../helpers/browser.js";
+import { checkPage, launchChromium, watchPage } from "../helpers/browser.js";
 import { call } from "../helpers/gateway.js";
 import {
   PAY_TO,
@@ -32,18 +30,12 @@ import {
  * with viem — the way a wallet extension answers a page: `eth_requestAccounts`, `eth_chainId`,
  * `wallet_switchEthereumChain`, `personal_sign`, `eth_signTypedData_v4`.
  */
-const SCREENSHOTS = new URL("../../artifacts/screenshots/", import.meta.url).pathname;
-const AXE_SOURCE = readFileSync(
-  createRequire(import.meta.url).resolve("axe-core/axe.min.js"),
-  "utf8",
-);
 const WALLET = anvilAccount(3);
 // The Base chain's RPC goes through a proxy the pending-settlement test can silence.
 const setup = paidGatewayFixture({ fund: [WALLET.address], publicUrl: true, proxy: true });
 let browser: Browser;
 
 beforeAll(async () => {
-  mkdirSync(SCREENSHOTS, { recursive: true });
   browser = await launchChromium();
 }, 60_000);
 afterAll(async () => {
@@ -125,39 +117,6 @@ async function walletPage(account: LocalAccount) {
     };
   });
   return { context, page, problems, wallet };
-}
-
-/** axe-core's serious and critical violations on the page as it is now. */
-async function accessibilityProblems(page: Page): Promise<string[]> {
-  await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
-    const axe = (
-      globalThis as unknown as {
-        axe: {
-          run(): Promise<{
-            violations: {
-              id: string;
-              impact: string;
-              help: string;
-              nodes: { target: string[] }[];
-            }[];
-          }>;
-        };
-      }
-    ).axe;
-    return (await axe.run()).violations;
-  });
-  return violations
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map(
-      (v) =>
-        `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`,
-    );
-}
-
-async function checkPage(page: Page, name: string): Promise<void> {
-  expect(await accessibilityProblems(page)).toEqual([]);
-  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
 }
 
 /** Signs in on the sign-in page with the injected wallet; returns the SIWE message and signature the page posted. */
