@@ -9,7 +9,9 @@ import {
   developmentBanner,
   resolveSecretKeys,
 } from "./development.js";
-import type { Services } from "./services.js";
+import type { Foundation, Services } from "./services.js";
+import type { Payments } from "./payments/payments.js";
+import { deepFreeze } from "./lib/deep-freeze.js";
 import { createStore } from "./store/index.js";
 import { startBooks } from "./books/index.js";
 import { createProcessLogger, type ProcessLogger } from "./lib/logger.js";
@@ -173,7 +175,7 @@ export async function start(
 
 /** Everything behind the HTTP server, each part entered in `started` as soon as it runs. */
 async function startServices(
-  config: Config,
+  loaded: Config,
   logger: ProcessLogger,
   started: Part[],
 ): Promise<Services> {
@@ -182,10 +184,10 @@ async function startServices(
   // chain is a development nicety, never a reason not to start: without anvil, run without x402.
   const [chainResult, workersResult] = await Promise.allSettled([
     // The x402 modules (viem) are loaded only when x402 is on: they are a large share of start-up time.
-    config.devChain && !config.x402
+    loaded.devChain && !loaded.x402
       ? import("./payments/dev-chain.js").then(({ startDevChain }) => startDevChain())
       : null,
-    config.workers.general && config.workers.provider && config.workers.heavy
+    loaded.workers.general && loaded.workers.provider && loaded.workers.heavy
       ? null
       : startBundledWorkers(log),
   ]);
@@ -203,15 +205,21 @@ async function startServices(
     );
   const bundled = workersResult.value;
   if (bundled) started.push({ name: "bundled workers", stop: bundled.stop });
-  if (devChain) config.x402 = devChain.x402;
 
-  const store = createStore(config);
+  const store = createStore(loaded);
   started.push({ name: "store", stop: () => store.close() });
-  config.secretKeys = await resolveSecretKeys(config, store).catch((err: Error) => {
+  const secretKeys = await resolveSecretKeys(loaded, store).catch((err: Error) => {
     throw new StartupError(`the store at REDIS_URL cannot be used: ${err.message}`);
   });
-  const adminKeyDerived = !config.adminApiKey && config.env !== "production";
-  if (adminKeyDerived) config.adminApiKey = developmentAdminKey(config.secretKeys[0]!);
+  const adminKeyDerived = !loaded.adminApiKey && loaded.env !== "production";
+  // What start-up learned (the dev chain, the keys kept in the store) makes a new, frozen
+  // configuration: the loaded one is never edited.
+  const config: Config = deepFreeze({
+    ...loaded,
+    x402: devChain?.x402 ?? loaded.x402,
+    secretKeys,
+    adminApiKey: adminKeyDerived ? developmentAdminKey(secretKeys[0]!) : loaded.adminApiKey,
+  });
 
   const pools = new WorkerPools(
     {
@@ -235,7 +243,16 @@ async function startServices(
   const upstream = new UpstreamTools(store, config.upstream, config.upstream.tools);
   started.push({ name: "upstream tools", stop: () => upstream.close() });
   const metrics = new Metrics();
-  const services = {
+  metrics.onScrape(() => {
+    for (const pool of ["general", "provider", "heavy"] as const) {
+      metrics.inFlight.set({ pool }, pools.gate(pool).inFlight);
+      metrics.queueDepth.set({ queue: `worker-pool-${pool}` }, pools.gate(pool).queued);
+    }
+  });
+  const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log });
+  started.push({ name: "mailer", stop: () => mailer.close() });
+  // Built in layers, each from what exists before it: the object is never half-made.
+  const foundation: Foundation = {
     config,
     store,
     log,
@@ -244,45 +261,41 @@ async function startServices(
     upstream,
     metrics,
     requestGuard: new RequestGuard(log),
-    mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }),
-  } as Services;
-  started.push({ name: "mailer", stop: () => services.mailer.close() });
-  services.books = config.books
-    ? await startBooks(services, config.books).catch((err: Error) => {
+    mailer,
+  };
+
+  const books = config.books
+    ? await startBooks(foundation, config.books).catch((err: Error) => {
         throw new StartupError(`the books database (DATABASE_URL) cannot be used: ${err.message}`);
       })
     : null;
-  if (services.books) started.push({ name: "books", stop: () => services.books!.stop() });
+  if (books) started.push({ name: "books", stop: () => books.stop() });
   else if (config.env === "production")
     log.warn(
       "no books database (DATABASE_URL unset or none): the ledger stays in Redis, unexported and untrimmed; set DATABASE_URL to a PostgreSQL server",
     );
-  metrics.onScrape(() => {
-    for (const pool of ["general", "provider", "heavy"] as const) {
-      metrics.inFlight.set({ pool }, pools.gate(pool).inFlight);
-      metrics.queueDepth.set({ queue: `worker-pool-${pool}` }, pools.gate(pool).queued);
-    }
-  });
   const deliveryAgent = createDeliveryAgent(config.webhookAllowPrivateTargets);
   started.push({ name: "delivery agent", stop: () => deliveryAgent.destroy() });
-  services.deliveries = config.redisUrl
-    ? createBullQueue(services, deliveryAgent, config.redisUrl)
-    : createInProcessQueue(services, deliveryAgent);
-  started.push({ name: "delivery queue", stop: () => services.deliveries.close() });
-  const relay = startRelay(services, services.deliveries);
+  const deliveries = config.redisUrl
+    ? createBullQueue(foundation, deliveryAgent, config.redisUrl)
+    : createInProcessQueue(foundation, deliveryAgent);
+  started.push({ name: "delivery queue", stop: () => deliveries.close() });
+  const relay = startRelay(foundation, deliveries);
   started.push({ name: "relay", stop: () => relay.stop() });
-  services.payments = null;
+  let payments: Payments | null = null;
   if (config.x402) {
     const [{ Payments }, { startReconciler }] = await Promise.all([
       import("./payments/payments.js"),
       import("./payments/reconciler.js"),
     ]);
-    services.payments = new Payments(services, config.x402);
-    const reconciler = startReconciler(services, services.payments);
+    payments = new Payments({ ...foundation, books }, config.x402);
+    const reconciler = startReconciler({ ...foundation, books }, payments);
     started.push({ name: "reconciler", stop: () => reconciler.stop() });
   }
-  services.status = createStatusService(services);
-  started.push({ name: "status checks", stop: () => services.status.stop() });
+  const withoutStatus = { ...foundation, books, deliveries, payments };
+  const status = createStatusService(withoutStatus);
+  started.push({ name: "status checks", stop: () => status.stop() });
+  const services: Services = { ...withoutStatus, status };
   if (config.devSeed) {
     const dev = await developmentAccount(services);
     // The banner goes through the log sink: it never blocks on a stalled terminal or pipe.
