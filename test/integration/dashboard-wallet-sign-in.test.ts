@@ -1,9 +1,9 @@
 import type { LocalAccount } from "viem";
 import { createSiweMessage, parseSiweMessage } from "viem/siwe";
-import { describe, expect, it } from "vitest";
-import { anvilAccount } from "../../chain-fixtures/chain.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
-import { call } from "../helpers/gateway.js";
+import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
 import { paidGatewayFixture } from "../helpers/x402.js";
 
 /**
@@ -99,6 +99,25 @@ describe("wallet sign-in to the dashboard", () => {
     expect((await signIn(message, signature, headers)).status).toBe(200);
   });
 
+  it("signs in a smart-contract wallet (ERC-1271) by asking the chain, and refuses a stranger's signature for it", async () => {
+    const owner = randomWallet(1271);
+    const smartWallet = await setup.chains.base.deploySmartWallet(owner.address);
+    const headers = client();
+    const asked = await call(`${setup.gw.url}/dashboard/sign-in/wallet/challenge`, {
+      body: { address: smartWallet, chain_id: 84532 },
+      headers,
+    });
+    const message = asked.body.message as string;
+    const stranger = await anvilAccount(7).signMessage({ message });
+    const refused = await signIn(message, stranger, headers);
+    expectError(refused, 400, "invalid_token");
+    expect(refused.body.error.param).toBe("signature");
+    // The owner's key signs for the wallet; only the wallet contract can say that is valid.
+    const res = await signIn(message, await owner.signMessage({ message }), headers);
+    expect(res.status).toBe(200);
+    expect(res.body.account_id).toBe(walletAccountId(smartWallet));
+  });
+
   it("refuses an expired message, a message for another domain, and a chain that is not one of the gateway's networks", async () => {
     const wallet = anvilAccount(6);
     const headers = client();
@@ -184,5 +203,26 @@ describe("wallet sign-in to the dashboard", () => {
     expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
     for (let i = 0; i < 4; i++) expect((await signIn("x", "0x00", headers)).status).toBe(400);
     expectError(await signIn("x", "0x00", headers), 429, "rate_limited");
+  });
+});
+
+describe("a gateway without x402", () => {
+  let plain: TestGateway;
+  beforeAll(async () => {
+    plain = await startGateway();
+  });
+  afterAll(async () => {
+    await plain?.stop();
+  });
+
+  it("offers no wallet sign-in, and its endpoints say why", async () => {
+    const page = await (await fetch(`${plain.url}/dashboard/sign-in`)).text();
+    expect(page).toContain("With an API key");
+    expect(page).not.toContain("Sign in with a wallet");
+    const res = await call(`${plain.url}/dashboard/sign-in/wallet/challenge`, {
+      body: { address: anvilAccount(5).address, chain_id: 84532 },
+    });
+    expectError(res, 501, "payments_not_enabled");
+    expect(res.body.error.message).toContain("X402_NETWORKS");
   });
 });
