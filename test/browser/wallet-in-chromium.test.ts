@@ -242,6 +242,12 @@ describe("the wallet in Chromium", () => {
       message: { from: buyer.address, value: "2000000" },
     });
     await checkPage(page, "plan-receipt");
+    await page.setViewportSize({ width: 390, height: 844 }); // a phone
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(
+      390,
+    );
+    await checkPage(page, "plan-phone");
+    await page.setViewportSize({ width: 1280, height: 800 });
 
     await page.getByRole("button", { name: "Upgrade to Starter — $19.00 for 30 days" }).click();
     await expect
