@@ -104,8 +104,7 @@ export interface AdmitRequest {
   reason: string;
   /**
    * false: do not count a request against the rate limit (a door that counted it already, or a
-   * pre-check). Default true. A request id already counted in the window is admitted again without
-   * counting twice (a paid call takes its slot before its payment settles).
+   * pre-check). Default true.
    */
   countRequest?: boolean;
   /** How many requests this admission counts (an MCP JSON-RPC batch counts each message); all or none are admitted. Default 1. */
@@ -133,6 +132,9 @@ export interface CreditChange {
 
 export interface RefundChange extends CreditChange {
   idempotencyKey?: string | null;
+  /** The refunded call's tool and the hash of the key that made it: the refund's ledger entry names them. */
+  tool?: string | null;
+  keyHash?: string | null;
 }
 
 export interface Page<T> {
