@@ -337,7 +337,11 @@ export class MemoryStore implements Store {
     let rate = { limit: tier.requestsPerMinute, remaining: -1, resetMs: 0 };
     if (requests > 0) {
       const window = this.rateWindow(a.rateWindow, tier.requestsPerMinute, requests);
-      rate = { limit: tier.requestsPerMinute, remaining: window.remaining, resetMs: window.resetMs };
+      rate = {
+        limit: tier.requestsPerMinute,
+        remaining: window.remaining,
+        resetMs: window.resetMs,
+      };
       if (!window.allowed) return { status: "rate_limited", account: this.view(a), rate };
     }
 
