@@ -82,7 +82,7 @@ export async function checkPayments(
       const receipt = await chain.client
         .getTransactionReceipt({ hash: row.tx_hash as Hex })
         .catch(() => null);
-      if (!receipt || receipt.status !== "success") {
+      if (receipt?.status !== "success") {
         mismatch(row, row.tx_hash, "its transaction is not on chain (or reverted)");
         continue;
       }
