@@ -39,6 +39,7 @@ import {
   isLimitedKey,
   type ControlWindows,
   type KeyUpdate,
+  withControls,
 } from "./types.js";
 
 interface MemAccount extends AccountRecord, AlertState, SpendState {
@@ -276,7 +277,7 @@ export class MemoryStore implements Store {
     const a = this.accounts.get(accountId);
     return a
       ? [...a.keysById.values()]
-          .map((key) => ({ ...key, budgetSpent: this.budgetSpent(a, key) }))
+          .map((key) => ({ ...withControls(key), budgetSpent: this.budgetSpent(a, key) }))
           .sort((x, y) => x.createdAt - y.createdAt || x.id.localeCompare(y.id))
       : [];
   }
@@ -296,7 +297,7 @@ export class MemoryStore implements Store {
     // keysByHash and keysById hold the same object: the admission sees the change at once.
     for (const [field, value] of Object.entries(update))
       if (value !== undefined) Object.assign(key, { [field]: value });
-    return { ...key, budgetSpent: this.budgetSpent(a, key) };
+    return { ...withControls(key), budgetSpent: this.budgetSpent(a, key) };
   }
 
   async setSpendAlert(accountId: string, alert: { credits: number } | null) {

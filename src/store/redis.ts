@@ -41,6 +41,7 @@ import {
   controlWindow,
   type ControlWindows,
   type KeyUpdate,
+  withControls,
   type LedgerFollower,
 } from "./types.js";
 
@@ -447,7 +448,7 @@ export class RedisStore implements Store {
     const now = Date.now();
     return all
       .map((key, i) => ({
-        ...key,
+        ...withControls(key),
         lastUsedAt: lastUsed[i] ? Number(lastUsed[i]) : null,
         budgetSpent: this.spentInWindow(key, spend[key.id], now),
       }))

@@ -85,6 +85,14 @@ export interface KeyUpdate {
   budget?: KeyBudget | null;
 }
 
+/** The key with its controls spelled out (null = none), as stores hand keys out. */
+export const withControls = <K extends KeyRecord>(key: K): K => ({
+  ...key,
+  expiresAt: key.expiresAt ?? null,
+  allowedTools: key.allowedTools ?? null,
+  budget: key.budget ?? null,
+});
+
 /** A key is limited when any control is set: it calls tools within them and manages nothing. */
 export const isLimitedKey = (key: Pick<KeyRecord, "expiresAt" | "allowedTools" | "budget">) =>
   (key.expiresAt ?? null) !== null || (key.allowedTools ?? null) !== null || (key.budget ?? null) !== null;
