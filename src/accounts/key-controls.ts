@@ -69,7 +69,8 @@ export async function keyControlsFrom(
       input.allowed_tools === null
         ? null
         : await canonicalToolNames(services, accountId, input.allowed_tools);
-  if (input.budget !== undefined) update.budget = input.budget === null ? null : { ...input.budget };
+  if (input.budget !== undefined)
+    update.budget = input.budget === null ? null : { ...input.budget };
   return update;
 }
 

@@ -53,7 +53,9 @@ export const keyBudgetViewSchema = z.object({
   credits: z.number().int(),
   period: z.enum(["day", "month"]),
   spent: z.number().int().describe("Credits the key's calls kept in the current window."),
-  resets_at: z.iso.datetime().describe("When the window ends: a UTC day, or a calendar month (UTC)."),
+  resets_at: z.iso
+    .datetime()
+    .describe("When the window ends: a UTC day, or a calendar month (UTC)."),
 });
 
 export const keyViewSchema = z.object({
@@ -130,7 +132,9 @@ export function keyView(key: KeyRecord, now = Date.now()): z.infer<typeof keyVie
           credits: key.budget.credits,
           period: key.budget.period,
           spent: key.budgetSpent ?? 0,
-          resets_at: new Date(controlWindow(now, key.budget.period, CALENDAR_WINDOWS).next).toISOString(),
+          resets_at: new Date(
+            controlWindow(now, key.budget.period, CALENDAR_WINDOWS).next,
+          ).toISOString(),
         }
       : null,
   };

@@ -572,7 +572,10 @@ export class RedisStore implements Store {
       case "expired":
         return { status: "expired", expiresAt: Number(result.expires_at) };
       case "tool_not_allowed":
-        return { status: "tool_not_allowed", allowedTools: result.tools!.split(",").filter(Boolean) };
+        return {
+          status: "tool_not_allowed",
+          allowedTools: result.tools!.split(",").filter(Boolean),
+        };
       case "key_budget_exceeded": {
         const b = result.budget!;
         return {

@@ -95,7 +95,9 @@ export const withControls = <K extends KeyRecord>(key: K): K => ({
 
 /** A key is limited when any control is set: it calls tools within them and manages nothing. */
 export const isLimitedKey = (key: Pick<KeyRecord, "expiresAt" | "allowedTools" | "budget">) =>
-  (key.expiresAt ?? null) !== null || (key.allowedTools ?? null) !== null || (key.budget ?? null) !== null;
+  (key.expiresAt ?? null) !== null ||
+  (key.allowedTools ?? null) !== null ||
+  (key.budget ?? null) !== null;
 
 /** What revoking a key did. `last_active_key`: refused, the account would have no working key left. */
 export type RevokeOutcome =
@@ -237,7 +239,10 @@ export interface Store {
   /** Changes a key's name and controls; null when the account has no such key. */
   updateKey(accountId: string, keyId: string, update: KeyUpdate): Promise<KeyRecord | null>;
   /** Sets (or, with null, removes) the account's spend alert, re-arming it for this month; null when there is no such account. */
-  setSpendAlert(accountId: string, alert: { credits: number } | null): Promise<AccountRecord | null>;
+  setSpendAlert(
+    accountId: string,
+    alert: { credits: number } | null,
+  ): Promise<AccountRecord | null>;
   /**
    * Revokes after `graceMs` of store time (0 = now); never postpones an earlier revocation. A key
    * already revoked is left as it is. With `keepOneActive`, refuses (atomically) to revoke the

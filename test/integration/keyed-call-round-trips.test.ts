@@ -1,6 +1,12 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { callTool, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  call,
+  callTool,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 import { REDIS_URL } from "../helpers/redis.js";
 
 /**
@@ -44,6 +50,56 @@ it("makes one Redis round trip per keyed call, writing last_used_at inside it on
     );
     // The warm-up call wrote it before the monitor started: none of these calls, within the minute, rewrites it.
     expect(lastUsedWrites).toEqual([]);
+  } finally {
+    feed.disconnect();
+    monitor.disconnect();
+  }
+});
+
+it("stays one Redis round trip per keyed call with every account control on: expiry, allowed tools, budget, spend alert — and a budget refusal too", async () => {
+  const { key, accountId } = await fundedAccount(gw.url, 100, "pro");
+  const created = await call(`${gw.url}/api/v1/keys`, {
+    key,
+    body: {
+      expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+      allowed_tools: ["hash"],
+      budget: { credits: 10, period: "day" },
+    },
+  });
+  expect(created.status).toBe(201);
+  const limited = created.body.key as string;
+  expect(
+    (
+      await call(`${gw.url}/api/v1/account/spend-alert`, {
+        key,
+        method: "PUT",
+        body: { credits: 1 },
+      })
+    ).status,
+  ).toBe(200);
+  // The alert fires on the warm-up call (its delivery is the relay's work, not the calls'); the
+  // calls below still pass through its check.
+  expect((await callTool(gw.url, limited, "hash", { text: "warm-up" })).status).toBe(200);
+  while ((await gw.services.store.readOutbox(accountId, 10)).length > 0)
+    await new Promise((r) => setTimeout(r, 50));
+  await new Promise((r) => setTimeout(r, 500));
+  const tag = `{${accountId}}`;
+  const monitor = new Redis(REDIS_URL);
+  const fromGateway: string[] = [];
+  const feed = await monitor.monitor();
+  feed.on("monitor", (_time: string, args: string[], source: string) => {
+    if (source !== "lua" && args.some((a) => String(a).includes(tag)))
+      fromGateway.push(String(args[0]).toLowerCase());
+  });
+  try {
+    await new Promise((r) => setTimeout(r, 100));
+    const statuses: number[] = [];
+    // 9 served (the budget of 10, less the warm-up), then 1 refused for the budget.
+    for (let i = 0; i < 10; i++)
+      statuses.push((await callTool(gw.url, limited, "hash", { text: `t${i}` })).status);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(statuses).toEqual([...Array(9).fill(200), 402]);
+    expect(fromGateway).toEqual(Array(10).fill("evalsha"));
   } finally {
     feed.disconnect();
     monitor.disconnect();

@@ -189,7 +189,9 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       // The other key of the account has no budget: it is not held to this one.
       expect((await debit(a.id, a.key.hash, 2)).status).toBe("ok");
       // A refunded call gives its credits back to the key's budget.
-      expect((await store.refund(a.id, { requestId: debits[0]!.requestId, reason: "failed" })).status).toBe("refunded");
+      expect(
+        (await store.refund(a.id, { requestId: debits[0]!.requestId, reason: "failed" })).status,
+      ).toBe("refunded");
       expect((await store.listKeys(a.id)).find((k) => k.id === key.id)!.budgetSpent).toBe(8);
       expect((await call(a.id, key.hash, "hash", 2)).status).toBe("ok");
       expect((await call(a.id, key.hash, "hash", 1)).status).toBe("key_budget_exceeded");
@@ -207,7 +209,8 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       );
       const key = await controlledKey(id, { budget: { credits: 3, period: "day" } }, s);
       await alignTo(windows.dayMs);
-      for (let i = 0; i < 3; i++) expect((await call(id, key.hash, "hash", 1, s)).status).toBe("ok");
+      for (let i = 0; i < 3; i++)
+        expect((await call(id, key.hash, "hash", 1, s)).status).toBe("ok");
       const refused = await call(id, key.hash, "hash", 1, s);
       if (refused.status !== "key_budget_exceeded") throw new Error(refused.status);
       expect(refused.budget.resetsAt - refused.budget.windowStart).toBe(windows.dayMs);
@@ -227,29 +230,49 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
         { amount: 1000, requestId: newRequestId(), reason: "test" },
         [],
       );
-      expect(await s.setSpendAlert(id, { credits: 10 })).toMatchObject({ spendAlert: { credits: 10 } });
+      expect(await s.setSpendAlert(id, { credits: 10 })).toMatchObject({
+        spendAlert: { credits: 10 },
+      });
       expect(await s.setSpendAlert(newAccountId(), { credits: 10 })).toBeNull();
       await alignTo(windows.monthMs);
       const spendOnce = (cost: number) =>
-        s.admit({ accountId: id, keyHash: null, cost, requestId: newRequestId(), tool: "hash", reason: "tool call" });
+        s.admit({
+          accountId: id,
+          keyHash: null,
+          cost,
+          requestId: newRequestId(),
+          tool: "hash",
+          reason: "tool call",
+        });
       const results = await Promise.all(Array.from({ length: 20 }, () => spendOnce(1)));
       const fired = results.flatMap((r) => (r.status === "ok" ? r.events : []));
       expect(fired.map((e) => e.event)).toEqual(["spend.threshold_reached"]);
-      expect(fired[0]!.data).toMatchObject({ threshold: 10, spent: 10, period: "month", tool_name: "hash" });
+      expect(fired[0]!.data).toMatchObject({
+        threshold: 10,
+        spent: 10,
+        period: "month",
+        tool_name: "hash",
+      });
       const start = Math.floor(Date.now() / windows.monthMs) * windows.monthMs;
       expect(fired[0]!.data.period_start).toBe(new Date(start).toISOString());
-      expect((await s.readOutbox(id, 50)).filter((e) => e.event === "spend.threshold_reached")).toHaveLength(1);
+      expect(
+        (await s.readOutbox(id, 50)).filter((e) => e.event === "spend.threshold_reached"),
+      ).toHaveLength(1);
       expect((await s.getAccount(id))!.spend).toEqual({ windowStart: start, credits: 20 });
       // Setting the alert again re-arms it: the next call, already past it, fires it.
       await s.setSpendAlert(id, { credits: 15 });
       const again = await spendOnce(1);
-      expect(again.status === "ok" && again.events.map((e) => e.event)).toEqual(["spend.threshold_reached"]);
+      expect(again.status === "ok" && again.events.map((e) => e.event)).toEqual([
+        "spend.threshold_reached",
+      ]);
       expect(await spendOnce(1)).toMatchObject({ status: "ok", events: [] });
       // The next month starts from nothing.
       await new Promise((r) => setTimeout(r, start + windows.monthMs - Date.now() + 20));
       expect(await spendOnce(14)).toMatchObject({ status: "ok", events: [] });
       const next = await spendOnce(1);
-      expect(next.status === "ok" && next.events.map((e) => e.event)).toEqual(["spend.threshold_reached"]);
+      expect(next.status === "ok" && next.events.map((e) => e.event)).toEqual([
+        "spend.threshold_reached",
+      ]);
       // Removed, it fires no more.
       expect(await s.setSpendAlert(id, null)).toMatchObject({ spendAlert: null });
     });
@@ -272,7 +295,10 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
         budgetSpent: 0,
       });
       expect((await debit(a.id, a.key.hash)).status).toBe("tool_not_allowed");
-      expect(await call(a.id, a.key.hash, "uuid")).toMatchObject({ status: "ok", keyLimited: true });
+      expect(await call(a.id, a.key.hash, "uuid")).toMatchObject({
+        status: "ok",
+        keyLimited: true,
+      });
       expect((await call(a.id, a.key.hash, "uuid")).status).toBe("key_budget_exceeded");
       await store.updateKey(a.id, a.keyId, { allowedTools: null, budget: null });
       expect(await debit(a.id, a.key.hash)).toMatchObject({ status: "ok", keyLimited: false });

@@ -73,11 +73,17 @@ export const rotateKey = defineRoute({
     if (old.revokedAt !== null && old.revokedAt <= Date.now())
       throw new ApiError("not_found", "The key is already revoked.", { param: "id" });
     // The replacement keeps the old key's controls: rotating never lifts a limit.
-    const { plaintext, key } = await issueKey(services, accountId, body.name ?? old.name, undefined, {
-      expiresAt: old.expiresAt ?? null,
-      allowedTools: old.allowedTools ?? null,
-      budget: old.budget ?? null,
-    });
+    const { plaintext, key } = await issueKey(
+      services,
+      accountId,
+      body.name ?? old.name,
+      undefined,
+      {
+        expiresAt: old.expiresAt ?? null,
+        allowedTools: old.allowedTools ?? null,
+        budget: old.budget ?? null,
+      },
+    );
     const rotated = await services.store.revokeKey(accountId, old.id, body.grace_seconds * 1000);
     return {
       status: 201,
