@@ -1,4 +1,4 @@
--- The hot path in one round trip: key check, Free allowance, rate limit, debit.
+-- The hot path in one round trip: key check and its account controls, Free allowance, rate limit, debit.
 -- KEYS: account, key record, rate-limit log, ledger, operation, outbox, key spend
 -- ARGV: tier limits (JSON), check key (1/0), cost, request id, tool, reason,
 --       low event id, depleted event id, ISO timestamp, window ms, period ms, op ttl,
