@@ -8,6 +8,7 @@ import {
   startGateway,
   type TestGateway,
 } from "../helpers/gateway.js";
+import { startReceiver } from "../helpers/receiver.js";
 
 /**
  * Account controls through the API, on a real gateway with Redis and in the embedded mode (the
@@ -17,10 +18,15 @@ import {
  */
 describe.each(["redis", "memory"] as const)("account controls (%s store)", (store) => {
   let gw: TestGateway;
+  let rx: Awaited<ReturnType<typeof startReceiver>>;
   beforeAll(async () => {
-    gw = await startGateway({ store });
+    rx = await startReceiver();
+    gw = await startGateway({ store, env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" } });
   });
-  afterAll(() => gw.stop());
+  afterAll(async () => {
+    await gw.stop();
+    await rx.stop();
+  });
 
   const createKey = (key: string, body: Record<string, unknown>) =>
     call(`${gw.url}/api/v1/keys`, { key, body });
@@ -118,8 +124,14 @@ describe.each(["redis", "memory"] as const)("account controls (%s store)", (stor
     expect((await hash(key)).status).toBe(200);
   });
 
-  it("fires spend.threshold_reached once when the month's spend reaches the alert, not once per call", async () => {
+  it("fires spend.threshold_reached once when the month's spend reaches the alert, not once per call, and delivers it to the webhooks subscribed", async () => {
     const { key, accountId } = await fundedAccount(gw.url, 1000);
+    const path = `/spend-${store}-${Date.now()}`;
+    const hook = await call(`${gw.url}/api/v1/webhooks/register`, {
+      key,
+      body: { url: rx.url(path), events: ["spend.threshold_reached"] },
+    });
+    expect(hook.status).toBe(201);
     const set = await call(`${gw.url}/api/v1/account/spend-alert`, {
       key,
       method: "PUT",
@@ -139,6 +151,14 @@ describe.each(["redis", "memory"] as const)("account controls (%s store)", (stor
       period_start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString(),
       tool_name: "hash",
     });
+    const [delivered] = await rx.waitFor(path, 1);
+    expect(JSON.parse(delivered!.raw)).toMatchObject({
+      id: alerts[0]!.id,
+      event: "spend.threshold_reached",
+      data: alerts[0]!.data,
+    });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(rx.at(path)).toHaveLength(1);
     const account = await call(`${gw.url}/api/v1/account`, { key });
     expect(account.body.spend).toMatchObject({ period: "month", credits: 6 });
     const removed = await call(`${gw.url}/api/v1/account/spend-alert`, { key, method: "DELETE" });
