@@ -145,3 +145,17 @@ export async function authenticateSession(
   // A session is opened only with a key without controls, or an e-mailed link: it manages everything.
   return { account: current.account, keyId: null, keyLimited: false };
 }
+
+/** Refuses a form posted from another site (login CSRF): the browser says where the request comes from. */
+export function requireSameOrigin(req: Request): void {
+  const site = req.get("sec-fetch-site");
+  const origin = req.get("origin");
+  const crossSite = site
+    ? site !== "same-origin"
+    : origin !== undefined && origin !== "null" && URL.parse(origin)?.host !== req.get("host");
+  if (crossSite)
+    throw new ApiError(
+      "csrf_failed",
+      "Sign-in forms are accepted from this site's own pages only.",
+    );
+}
