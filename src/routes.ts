@@ -15,6 +15,8 @@ import { listEvents } from "./accounts/routes/events.js";
 import { createKey, listKeys, revokeKey, rotateKey } from "./accounts/routes/keys.js";
 import { resendVerification } from "./accounts/routes/resend-verification.js";
 import { signup } from "./accounts/routes/signup.js";
+import { removeSpendAlert, setSpendAlert } from "./accounts/routes/spend-alert.js";
+import { updateKey } from "./accounts/routes/update-key.js";
 import { usage } from "./accounts/routes/usage.js";
 import { verifyEmail } from "./accounts/routes/verify-email.js";
 import { DASHBOARD_PATHS, dashboardRouter } from "./dashboard/index.js";
@@ -61,8 +63,11 @@ export type Door =
  */
 const ACCOUNT_ROUTES: AnyRoute[] = [
   getAccount,
+  setSpendAlert,
+  removeSpendAlert,
   listKeys,
   createKey,
+  updateKey,
   rotateKey,
   revokeKey,
   usage,

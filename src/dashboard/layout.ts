@@ -20,6 +20,7 @@ button.secondary{background:#fff;color:var(--accent)}button.danger{background:va
 button:focus-visible,a:focus-visible,input:focus-visible,select:focus-visible{outline:3px solid #ffbf47;outline-offset:2px}
 label{display:block;font-weight:600;margin:.6rem 0 .2rem}input[type=text],input[type=password],input[type=email],input[type=url],select{font:inherit;padding:.4rem .5rem;width:100%;max-width:32rem;border:1px solid #8a93a6;border-radius:6px}
 fieldset{border:1px solid var(--line);border-radius:6px;margin:.6rem 0;max-width:32rem}fieldset label{display:inline;font-weight:400;margin:0 .8rem 0 .2rem}
+fieldset.stacked label{display:block;font-weight:600;margin:.6rem 0 .2rem}input[type=number],input[type=datetime-local]{font:inherit;padding:.4rem .5rem;width:100%;max-width:32rem;border:1px solid #8a93a6;border-radius:6px;box-sizing:border-box}
 .table-wrap{overflow-x:auto}.notice{padding:.6rem .8rem;border-radius:6px;background:var(--code);margin:.8rem 0}.notice.error{color:var(--bad)}
 .secret{word-break:break-all;background:var(--code);padding:.5rem;border-radius:6px;display:block;margin:.4rem 0}
 .feed{list-style:none;padding:0;margin:0}.feed li{border-bottom:1px solid var(--line);padding:.35rem 0;display:flex;gap:.75rem;flex-wrap:wrap}

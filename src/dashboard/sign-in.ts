@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import express, { Router, type Request, type Response } from "express";
 import { parseApiKey } from "../accounts/api-keys.js";
-import { authenticate } from "../http/auth.js";
+import { authenticate, requireUnrestrictedKey } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
 import { enforceEndpointLimit } from "../http/endpoint-limits.js";
 import { esc } from "../pages/respond.js";
@@ -123,6 +123,8 @@ export function signInRoutes(services: Services): Router {
         throw new ApiError("invalid_api_key", "That is not an API key: it starts with tg_.");
       // The API's own check: unknown and revoked keys are refused exactly as /api/v1 refuses them.
       const caller = await authenticate(services, key, requestId);
+      // A key with account controls opens no session: the dashboard manages keys and controls.
+      requireUnrestrictedKey(caller);
       await openSession(services, res, caller.account.id, "api_key");
       res.redirect(303, "/dashboard");
     }),

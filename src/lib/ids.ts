@@ -51,4 +51,14 @@ export function requestIdSlot(requestId: string): { slot: number; random: string
   return match ? { slot: Number.parseInt(match[1]!, 36), random: match[2]! } : null;
 }
 
+/**
+ * No later than when the debit under `requestId` was made: its slot's start (0 for an id that
+ * names no slot). A refund gives credits back to a key budget or spend month only when that
+ * window began before this, so with no exact time it errs towards giving nothing back.
+ */
+export function debitedNoLaterThan(requestId: string): number {
+  const stamped = requestIdSlot(requestId);
+  return stamped ? stamped.slot * DEBIT_SLOT_MS : 0;
+}
+
 export const ACCOUNT_ID_PATTERN = /^acct_[0-9a-z]{16}$/;

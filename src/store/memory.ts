@@ -1,8 +1,9 @@
 import { EventEmitter } from "node:events";
 import type { TierName } from "../accounts/tiers.js";
 import { applyDebit, applyTopUp, nextAllowanceAt, type AlertState } from "../credits/rules.js";
+import { countSpend, giveBack, type SpendState } from "../credits/controls.js";
 import { eventRecord, type EventRecord } from "../events/types.js";
-import { newEventId } from "../lib/ids.js";
+import { debitedNoLaterThan, newEventId } from "../lib/ids.js";
 import {
   KEY_USE_RESOLUTION_MS,
   RATE_WINDOW_MS,
@@ -33,9 +34,15 @@ import {
   type TopUpKind,
   type SessionRecord,
   type LedgerFollower,
+  CALENDAR_WINDOWS,
+  controlWindow,
+  isLimitedKey,
+  type ControlWindows,
+  type KeyUpdate,
+  withControls,
 } from "./types.js";
 
-interface MemAccount extends AccountRecord, AlertState {
+interface MemAccount extends AccountRecord, AlertState, SpendState {
   lowArmed: boolean;
   depletedArmed: boolean;
   keysByHash: Map<string, KeyRecord>;
@@ -48,6 +55,8 @@ interface MemAccount extends AccountRecord, AlertState {
   /** Request ids of the grants applied: idempotent top-ups. */
   operations: Set<string>;
   outbox: EventRecord[];
+  /** Each budgeted key's spend in its current budget window (account controls). */
+  keySpend: Map<string, { windowStart: number; credits: number }>;
 }
 
 /**
@@ -80,6 +89,7 @@ export class MemoryStore implements Store {
     private readonly tiers: TierLimits,
     private readonly periodMs: number,
     private readonly now: () => number = Date.now,
+    private readonly windows: ControlWindows = CALENDAR_WINDOWS,
   ) {}
 
   private view(a: MemAccount): AccountRecord {
@@ -94,6 +104,8 @@ export class MemoryStore implements Store {
       allowanceAt,
       planExpiresAt,
       dedicatedWorkersUrl,
+      spendAlert,
+      spend,
     } = a;
     return {
       id,
@@ -106,6 +118,8 @@ export class MemoryStore implements Store {
       allowanceAt,
       planExpiresAt,
       dedicatedWorkersUrl,
+      spendAlert: spendAlert ? { ...spendAlert } : null,
+      spend: { ...spend },
     };
   }
 
@@ -197,6 +211,10 @@ export class MemoryStore implements Store {
       allowanceAt: 0,
       planExpiresAt: 0,
       dedicatedWorkersUrl: null,
+      spendAlert: null,
+      spend: { windowStart: 0, credits: 0 },
+      spendAlertedWindow: 0,
+      keySpend: new Map(),
       lowArmed: false,
       depletedArmed: false,
       keysByHash: new Map(),
@@ -267,7 +285,8 @@ export class MemoryStore implements Store {
   async addKey(key: KeyRecord) {
     const a = this.accounts.get(key.accountId);
     if (!a) throw new Error("no such account");
-    const copy = { ...key, lastUsedAt: null };
+    const { budgetSpent: _spent, ...stored } = key;
+    const copy = { ...stored, lastUsedAt: null };
     a.keysByHash.set(key.hash, copy);
     a.keysById.set(key.id, copy);
   }
@@ -276,9 +295,35 @@ export class MemoryStore implements Store {
     const a = this.accounts.get(accountId);
     return a
       ? [...a.keysById.values()]
-          .map((key) => ({ ...key }))
+          .map((key) => ({ ...withControls(key), budgetSpent: this.budgetSpent(a, key) }))
           .sort((x, y) => x.createdAt - y.createdAt || x.id.localeCompare(y.id))
       : [];
+  }
+
+  /** The key's spend in its current budget window (0 without a budget). */
+  private budgetSpent(a: MemAccount, key: KeyRecord): number {
+    if (!key.budget) return 0;
+    const spend = a.keySpend.get(key.id);
+    const { start } = controlWindow(this.now(), key.budget.period, this.windows);
+    return spend?.windowStart === start ? spend.credits : 0;
+  }
+
+  async updateKey(accountId: string, keyId: string, update: KeyUpdate) {
+    const a = this.accounts.get(accountId);
+    const key = a?.keysById.get(keyId);
+    if (!a || !key) return null;
+    // keysByHash and keysById hold the same object: the admission sees the change at once.
+    for (const [field, value] of Object.entries(update))
+      if (value !== undefined) Object.assign(key, { [field]: value });
+    return { ...withControls(key), budgetSpent: this.budgetSpent(a, key) };
+  }
+
+  async setSpendAlert(accountId: string, alert: { credits: number } | null) {
+    const a = this.accounts.get(accountId);
+    if (!a) return null;
+    a.spendAlert = alert ? { ...alert } : null;
+    a.spendAlertedWindow = 0;
+    return this.view(a);
   }
 
   async revokeKey(
@@ -293,10 +338,13 @@ export class MemoryStore implements Store {
     const now = this.now();
     if (key.revokedAt !== null && key.revokedAt <= now)
       return { status: "already_revoked", key: { ...key } };
+    // Active: no revocation scheduled, and not expired (account controls).
+    const active = (k: KeyRecord) =>
+      k.revokedAt === null && (k.expiresAt == null || k.expiresAt > now);
     if (
       options.keepOneActive &&
-      key.revokedAt === null &&
-      ![...keys.values()].some((other) => other.id !== key.id && other.revokedAt === null)
+      active(key) &&
+      ![...keys.values()].some((other) => other.id !== key.id && active(other))
     ) {
       return { status: "last_active_key", key: { ...key } };
     }
@@ -308,10 +356,16 @@ export class MemoryStore implements Store {
   async admit(request: AdmitRequest): Promise<AdmitOutcome> {
     const a = this.accounts.get(request.accountId);
     let keyId: string | null = null;
+    let key: KeyRecord | undefined;
     if (request.keyHash !== null) {
-      const key = a?.keysByHash.get(request.keyHash);
+      key = a?.keysByHash.get(request.keyHash);
       if (!a || !key) return { status: "invalid_key" };
       if (key.revokedAt !== null && this.now() >= key.revokedAt) return { status: "revoked" };
+      // Account controls on the key: refused before anything is counted.
+      if (key.expiresAt && this.now() >= key.expiresAt)
+        return { status: "expired", expiresAt: key.expiresAt };
+      if (key.allowedTools && request.tool && !key.allowedTools.includes(request.tool))
+        return { status: "tool_not_allowed", allowedTools: [...key.allowedTools] };
       keyId = key.id;
       if (this.now() - (key.lastUsedAt ?? 0) >= KEY_USE_RESOLUTION_MS) key.lastUsedAt = this.now();
     }
@@ -348,17 +402,34 @@ export class MemoryStore implements Store {
     let charged = false;
     const events: EventRecord[] = [];
     if (request.cost > 0 && !a.debits.has(request.requestId)) {
+      // The key's own budget first: a call that would take it past its budget is refused, uncharged.
+      const budget = key?.budget ?? null;
+      const window = budget ? controlWindow(now, budget.period, this.windows) : null;
+      const spent = budget ? this.budgetSpent(a, key!) : 0;
+      if (budget && window && spent + request.cost > budget.credits)
+        return {
+          status: "key_budget_exceeded",
+          account: this.view(a),
+          rate,
+          budget: { ...budget, spent, windowStart: window.start, resetsAt: window.next },
+        };
       if (a.balance < request.cost)
         return { status: "insufficient_credits", account: this.view(a), rate };
       for (const alert of applyDebit(a, request.cost, request.tool)) {
         events.push(eventRecord(newEventId(), alert.event, a.id, alert.data));
       }
+      if (window && keyId)
+        a.keySpend.set(keyId, { windowStart: window.start, credits: spent + request.cost });
+      const spendAlert = countSpend(a, request.cost, now, this.windows, request.tool);
+      if (spendAlert)
+        events.push(eventRecord(newEventId(), "spend.threshold_reached", a.id, spendAlert));
       this.addLedger(a, "debit", -request.cost, request, request.tool, keyId);
       a.debits.set(request.requestId, request.cost);
       a.outbox.push(...events);
       charged = true;
     }
-    return { status: "ok", account: this.view(a), keyId, rate, charged, events };
+    const keyLimited = key ? isLimitedKey(key) : false;
+    return { status: "ok", account: this.view(a), keyId, keyLimited, rate, charged, events };
   }
 
   async topUp(
@@ -392,6 +463,9 @@ export class MemoryStore implements Store {
     a.debits.set(change.requestId, "refunded");
     a.balance += cost;
     const keyId = change.keyHash ? (a.keysByHash.get(change.keyHash)?.id ?? null) : null;
+    const debitedAt = debitedNoLaterThan(change.requestId);
+    giveBack(a.spend, cost, debitedAt);
+    if (keyId) giveBack(a.keySpend.get(keyId), cost, debitedAt);
     this.addLedger(a, "refund", cost, change, change.tool ?? null, keyId);
     a.outbox.push(...events);
     return { status: "refunded" as const, amount: cost, balance: a.balance };

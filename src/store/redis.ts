@@ -5,7 +5,7 @@ import type { TierName } from "../accounts/tiers.js";
 import { DEPLETED_MESSAGE, parseEventRecord, type EventRecord } from "../events/types.js";
 import { StoreUnavailableError } from "./errors.js";
 import { connectRedis, type RedisConnection } from "./redis-connection.js";
-import { DEBIT_SLOT_MS, newEventId, requestIdSlot } from "../lib/ids.js";
+import { DEBIT_SLOT_MS, debitedNoLaterThan, newEventId, requestIdSlot } from "../lib/ids.js";
 import {
   KEY_USE_RESOLUTION_MS,
   OPERATION_TTL_SECONDS,
@@ -37,6 +37,11 @@ import {
   type DeliveryAttempt,
   type TopUpKind,
   type SessionRecord,
+  CALENDAR_WINDOWS,
+  controlWindow,
+  type ControlWindows,
+  type KeyUpdate,
+  withControls,
   type LedgerFollower,
 } from "./types.js";
 
@@ -45,6 +50,7 @@ const k = {
   account: (id: string) => `{${id}}:account`,
   keyRecord: (id: string, hash: string) => `{${id}}:key:${hash}`,
   keyList: (id: string) => `{${id}}:keys`,
+  keySpend: (id: string) => `{${id}}:key-spend`,
   rateLog: (id: string) => `{${id}}:rl`,
   ledger: (id: string) => `{${id}}:ledger`,
   operation: (id: string, requestId: string) => `{${id}}:op:${requestId}`,
@@ -115,11 +121,13 @@ const SCRIPTS = [
   "session-touch",
   "set-workers",
   "relayer-nonce",
+  "key-update",
+  "spend-alert",
 ] as const;
 const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
-  admit: 6,
+  admit: 7,
   "top-up": 4,
-  refund: 6,
+  refund: 7,
   "create-account": 3,
   "verify-email": 3,
   "set-tier": 1,
@@ -133,6 +141,8 @@ const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   "session-touch": 2,
   "set-workers": 1,
   "relayer-nonce": 1,
+  "key-update": 2,
+  "spend-alert": 1,
 };
 
 function loadScript(name: string, prelude: string): string {
@@ -152,6 +162,9 @@ interface RawAccount {
   allowance_at: number;
   plan_expires_at?: number;
   workers_url?: string;
+  spend_window?: number;
+  spend?: number;
+  spend_alert?: number;
 }
 
 function toAccount(raw: RawAccount): AccountRecord {
@@ -166,12 +179,33 @@ function toAccount(raw: RawAccount): AccountRecord {
     allowanceAt: Number(raw.allowance_at),
     planExpiresAt: Number(raw.plan_expires_at ?? 0),
     dedicatedWorkersUrl: raw.workers_url || null,
+    spendAlert: Number(raw.spend_alert ?? 0) > 0 ? { credits: Number(raw.spend_alert) } : null,
+    spend: { windowStart: Number(raw.spend_window ?? 0), credits: Number(raw.spend ?? 0) },
   };
 }
 
 function accountFromHash(h: Record<string, string>): AccountRecord | null {
   if (!h.id) return null;
   return toAccount(h as unknown as RawAccount);
+}
+
+/**
+ * The key record's control fields, as the admission script reads them (`tools` as ",a,b," so a
+ * lookup is one plain find; 0 or "" = none).
+ */
+function keyControlFields(key: KeyRecord): Record<string, string> {
+  return {
+    expires_at: String(key.expiresAt ?? 0),
+    tools: key.allowedTools ? `,${key.allowedTools.join(",")},` : "",
+    budget: String(key.budget?.credits ?? 0),
+    budget_period: key.budget?.period ?? "",
+  };
+}
+
+/** The listing's copy of a key: what `listKeys` adds on reading is not stored. */
+function storedKey(key: KeyRecord): KeyRecord {
+  const { lastUsedAt: _used, budgetSpent: _spent, ...stored } = key;
+  return stored;
 }
 
 /** A ledger stream entry (fields as prelude.lua's `ledger_add` writes them). */
@@ -205,6 +239,8 @@ export interface RedisStoreOptions {
   commandTimeoutMs?: number;
   /** `url` is a node of a Redis Cluster. */
   cluster?: boolean;
+  /** The windows of key budgets and the spend alert (default: UTC day, calendar month). */
+  controlWindows?: ControlWindows;
 }
 
 /**
@@ -413,14 +449,12 @@ export class RedisStore implements Store {
     await this.call(() =>
       this.redis
         .multi()
-        .hset(
-          k.keyRecord(key.accountId, key.hash),
-          "id",
-          key.id,
-          "revoked_at",
-          String(key.revokedAt ?? 0),
-        )
-        .hset(k.keyList(key.accountId), key.id, JSON.stringify(key))
+        .hset(k.keyRecord(key.accountId, key.hash), {
+          id: key.id,
+          revoked_at: String(key.revokedAt ?? 0),
+          ...keyControlFields(key),
+        })
+        .hset(k.keyList(key.accountId), key.id, JSON.stringify(storedKey(key)))
         .exec(),
     );
   }
@@ -429,15 +463,66 @@ export class RedisStore implements Store {
     const all = (await this.call(() => this.redis.hvals(k.keyList(accountId)))).map(
       (raw) => JSON.parse(raw) as KeyRecord,
     );
-    // The admission script keeps `last_used_at` on each key's own record (the one it reads).
-    const lastUsed = await this.call(() =>
-      Promise.all(
-        all.map((key) => this.redis.hget(k.keyRecord(accountId, key.hash), "last_used_at")),
-      ),
+    // The admission script keeps `last_used_at` on each key's own record (the one it reads),
+    // and each budgeted key's spend in the account's key-spend hash.
+    const [lastUsed, spend] = await this.call(() =>
+      Promise.all([
+        Promise.all(
+          all.map((key) => this.redis.hget(k.keyRecord(accountId, key.hash), "last_used_at")),
+        ),
+        this.redis.hgetall(k.keySpend(accountId)),
+      ]),
     );
+    const now = Date.now();
     return all
-      .map((key, i) => ({ ...key, lastUsedAt: lastUsed[i] ? Number(lastUsed[i]) : null }))
+      .map((key, i) => ({
+        ...withControls(key),
+        lastUsedAt: lastUsed[i] ? Number(lastUsed[i]) : null,
+        budgetSpent: this.spentInWindow(key, spend[key.id], now),
+      }))
       .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+  }
+
+  /** A key's spend as the key-spend hash holds it ("<window start>:<credits>"), if that window is the current one. */
+  private spentInWindow(key: KeyRecord, raw: string | undefined, now: number): number {
+    if (!key.budget || !raw) return 0;
+    const [start, spent] = raw.split(":").map(Number);
+    const window = controlWindow(now, key.budget.period, this.windows);
+    return start === window.start ? (spent ?? 0) : 0;
+  }
+
+  private get windows(): ControlWindows {
+    return this.options.controlWindows ?? CALENDAR_WINDOWS;
+  }
+
+  async updateKey(accountId: string, keyId: string, update: KeyUpdate): Promise<KeyRecord | null> {
+    const raw = await this.call(() => this.redis.hget(k.keyList(accountId), keyId));
+    if (!raw) return null;
+    const current = JSON.parse(raw) as KeyRecord;
+    const changes = Object.fromEntries(
+      Object.entries(update).filter(([, value]) => value !== undefined),
+    );
+    const updated: KeyRecord = { ...current, ...changes };
+    // One script: the listing's copy and the record the admission reads change together.
+    const stored = await this.script<string | null>(
+      "key-update",
+      [k.keyList(accountId), k.keyRecord(accountId, current.hash)],
+      [keyId, JSON.stringify(changes), ...Object.entries(keyControlFields(updated)).flat()],
+    );
+    if (stored === null) return null;
+    return (await this.listKeys(accountId)).find((key) => key.id === keyId) ?? null;
+  }
+
+  async setSpendAlert(
+    accountId: string,
+    alert: { credits: number } | null,
+  ): Promise<AccountRecord | null> {
+    const raw = await this.script<RawAccount | null>(
+      "spend-alert",
+      [k.account(accountId)],
+      [alert?.credits ?? 0],
+    );
+    return raw ? toAccount(raw) : null;
   }
 
   async revokeKey(
@@ -465,6 +550,16 @@ export class RedisStore implements Store {
       status: AdmitOutcome["status"];
       account?: RawAccount;
       key_id?: string | null;
+      key_limited?: boolean;
+      expires_at?: number;
+      tools?: string;
+      budget?: {
+        credits: number;
+        period: "day" | "month";
+        spent: number;
+        window_start: number;
+        resets_at: number;
+      };
       rate?: RateState;
       charged?: boolean;
       events?: unknown;
@@ -477,6 +572,7 @@ export class RedisStore implements Store {
         k.ledger(id),
         record.key,
         k.outbox(id),
+        k.keySpend(id),
       ],
       [
         this.tiersJson,
@@ -494,12 +590,37 @@ export class RedisStore implements Store {
         request.countRequest === false ? 0 : (request.requests ?? 1),
         KEY_USE_RESOLUTION_MS,
         record.field,
+        newEventId(),
+        this.windows.dayMs,
+        this.windows.monthMs,
       ],
     );
     switch (result.status) {
       case "invalid_key":
       case "revoked":
         return { status: result.status };
+      case "expired":
+        return { status: "expired", expiresAt: Number(result.expires_at) };
+      case "tool_not_allowed":
+        return {
+          status: "tool_not_allowed",
+          allowedTools: result.tools!.split(",").filter(Boolean),
+        };
+      case "key_budget_exceeded": {
+        const b = result.budget!;
+        return {
+          status: "key_budget_exceeded",
+          account: toAccount(result.account!),
+          rate: result.rate!,
+          budget: {
+            credits: b.credits,
+            period: b.period,
+            spent: b.spent,
+            windowStart: b.window_start,
+            resetsAt: b.resets_at,
+          },
+        };
+      }
       case "rate_limited":
       case "insufficient_credits":
         return { status: result.status, account: toAccount(result.account!), rate: result.rate! };
@@ -510,6 +631,7 @@ export class RedisStore implements Store {
           status: "ok",
           account: toAccount(result.account!),
           keyId: result.key_id ?? null,
+          keyLimited: result.key_limited === true,
           rate: result.rate!,
           charged: result.charged === true,
           events,
@@ -566,6 +688,7 @@ export class RedisStore implements Store {
         k.outbox(accountId),
         k.idempotency(accountId, idempotencyKey ?? ""),
         keyHash ? k.keyRecord(accountId, keyHash) : k.account(accountId),
+        k.keySpend(accountId),
       ],
       [
         change.requestId,
@@ -575,6 +698,7 @@ export class RedisStore implements Store {
         record.field,
         change.tool ?? "",
         keyHash ? 1 : 0,
+        debitedNoLaterThan(change.requestId),
       ],
     );
     if (result.status === "refunded") await this.markOutbox(accountId, events);

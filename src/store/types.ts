@@ -28,6 +28,13 @@ export interface AccountRecord {
    * with the account in the admission's one round trip, so routing to it costs nothing extra.
    */
   dedicatedWorkersUrl: string | null;
+  /**
+   * The account's spend alert (docs/decisions.md, "Account controls"): `spend.threshold_reached`
+   * fires once per calendar month (UTC) when the month's spend reaches `credits`. null: none set.
+   */
+  spendAlert: { credits: number } | null;
+  /** Credits kept by debits (net of refunds) in the current spend month, and when it began (epoch ms). */
+  spend: { windowStart: number; credits: number };
 }
 
 /** A plan bought with a payment: the tier, for a period (extending the current one on renewal). */
@@ -53,7 +60,44 @@ export interface KeyRecord {
    * the store; null until first used.
    */
   lastUsedAt?: number | null;
+  /** Account controls (docs/decisions.md, "Account controls"); absent on records older than them = none. */
+  /** Epoch ms from which the key is refused as expired (null: never). */
+  expiresAt?: number | null;
+  /** Canonical names of the only tools the key may call (null: every tool). */
+  allowedTools?: string[] | null;
+  /** The key's own credit budget per UTC day or calendar month (null: none). */
+  budget?: KeyBudget | null;
+  /** Set by `listKeys`: credits the key's calls kept in its current budget window (0 without a budget). */
+  budgetSpent?: number;
 }
+
+export type ControlPeriod = "day" | "month";
+export interface KeyBudget {
+  credits: number;
+  period: ControlPeriod;
+}
+
+/** What `updateKey` changes: a field given replaces the stored one (null clears it); one left out stays. */
+export interface KeyUpdate {
+  name?: string | null;
+  expiresAt?: number | null;
+  allowedTools?: string[] | null;
+  budget?: KeyBudget | null;
+}
+
+/** The key with its controls spelled out (null = none), as stores hand keys out. */
+export const withControls = <K extends KeyRecord>(key: K): K => ({
+  ...key,
+  expiresAt: key.expiresAt ?? null,
+  allowedTools: key.allowedTools ?? null,
+  budget: key.budget ?? null,
+});
+
+/** A key is limited when any control is set: it calls tools within them and manages nothing. */
+export const isLimitedKey = (key: Pick<KeyRecord, "expiresAt" | "allowedTools" | "budget">) =>
+  (key.expiresAt ?? null) !== null ||
+  (key.allowedTools ?? null) !== null ||
+  (key.budget ?? null) !== null;
 
 /** What revoking a key did. `last_active_key`: refused, the account would have no working key left. */
 export type RevokeOutcome =
@@ -100,6 +144,7 @@ export interface AdmitRequest {
   /** Credits to debit; 0 = authenticate and count against the rate limit only. */
   cost: number;
   requestId: string;
+  /** The tool called: a key limited to named tools is refused any other, even when nothing is charged. */
   tool: string | null;
   reason: string;
   /**
@@ -116,14 +161,27 @@ export type AdmitOutcome =
       status: "ok";
       account: AccountRecord;
       keyId: string | null;
+      /** The key has account controls (expiry, tools, budget): it may not manage keys or controls. */
+      keyLimited: boolean;
       rate: RateState;
       charged: boolean;
       events: EventRecord[];
     }
   | { status: "invalid_key" }
   | { status: "revoked" }
+  | { status: "expired"; expiresAt: number }
+  | { status: "tool_not_allowed"; allowedTools: string[] }
+  | { status: "key_budget_exceeded"; account: AccountRecord; rate: RateState; budget: BudgetState }
   | { status: "rate_limited"; account: AccountRecord; rate: RateState }
   | { status: "insufficient_credits"; account: AccountRecord; rate: RateState };
+
+/** A key's budget as an admission saw it. */
+export interface BudgetState extends KeyBudget {
+  spent: number;
+  /** When the current window began and when the next one begins (epoch ms). */
+  windowStart: number;
+  resetsAt: number;
+}
 
 export interface CreditChange {
   requestId: string;
@@ -180,6 +238,13 @@ export interface Store {
 
   addKey(key: KeyRecord): Promise<void>;
   listKeys(accountId: string): Promise<KeyRecord[]>;
+  /** Changes a key's name and controls; null when the account has no such key. */
+  updateKey(accountId: string, keyId: string, update: KeyUpdate): Promise<KeyRecord | null>;
+  /** Sets (or, with null, removes) the account's spend alert, re-arming it for this month; null when there is no such account. */
+  setSpendAlert(
+    accountId: string,
+    alert: { credits: number } | null,
+  ): Promise<AccountRecord | null>;
   /**
    * Revokes after `graceMs` of store time (0 = now); never postpones an earlier revocation. A key
    * already revoked is left as it is. With `keepOneActive`, refuses (atomically) to revoke the
@@ -510,6 +575,35 @@ export interface TierLimits {
 }
 
 export const RATE_WINDOW_MS = 60_000;
+
+/**
+ * The windows of key budgets and of the spend alert: a UTC day, and a calendar month (UTC) when
+ * `monthMs` is 0. A store given other lengths uses epoch-aligned windows of those lengths (tests
+ * watch a window reset in milliseconds).
+ */
+export interface ControlWindows {
+  dayMs: number;
+  monthMs: number;
+}
+export const CALENDAR_WINDOWS: ControlWindows = { dayMs: 86_400_000, monthMs: 0 };
+
+/** The start of the window holding `at`, and the start of the next one (epoch ms). */
+export function controlWindow(
+  at: number,
+  period: ControlPeriod,
+  windows: ControlWindows,
+): { start: number; next: number } {
+  const length = period === "day" ? windows.dayMs : windows.monthMs;
+  if (length > 0) {
+    const start = Math.floor(at / length) * length;
+    return { start, next: start + length };
+  }
+  const d = new Date(at);
+  return {
+    start: Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1),
+    next: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1),
+  };
+}
 /** `lastUsedAt` granularity: an admission rewrites it only when the stored value is this much older. */
 export const KEY_USE_RESOLUTION_MS = 60_000;
 /**

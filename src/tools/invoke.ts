@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { TIERS } from "../accounts/tiers.js";
 import { eventRecord } from "../events/types.js";
-import { authenticate, admitted, type Admitted } from "../http/auth.js";
+import { admitted, type Admitted } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
 import { StoreUnavailableError } from "../store/errors.js";
 import { newEventId } from "../lib/ids.js";
@@ -117,18 +117,20 @@ export async function claimIdempotencyKey(
   }
 }
 
-/** Checks the caller's key, counting the request unless its door already did; charges nothing. */
+/**
+ * Checks the caller's key, counting the request unless its door already did; charges nothing. The
+ * tool is named: a key limited to other tools is refused for the tool before the input is judged.
+ */
 async function checkCaller(services: Services, call: ToolCall): Promise<Admitted> {
-  if (!call.counted) return authenticate(services, call.key, call.requestId);
   return admitted(
     await services.store.admit({
       accountId: call.key.accountId,
       keyHash: call.key.hash,
       cost: 0,
       requestId: call.requestId,
-      tool: null,
+      tool: call.tool.name,
       reason: "",
-      countRequest: false,
+      countRequest: !call.counted,
     }),
   );
 }

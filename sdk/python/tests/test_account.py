@@ -50,6 +50,22 @@ async def test_creates_and_revokes_keys_with_the_async_client(gateway, pro_key):
     assert caught.value.code == "api_key_revoked"
 
 
+def test_a_key_with_controls_calls_only_its_tools_within_its_budget(gateway, pro_key):
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    created = client.keys.create("bounded", allowed_tools=["hash"], budget={"credits": 1, "period": "day"})
+    assert created.info.allowed_tools == ["hash"] and created.info.budget["credits"] == 1
+    bounded = Toolgate(api_key=created.key, base_url=gateway.base_url)
+    bounded.tools.call("hash", {"text": "once"})
+    with pytest.raises(ToolgateError) as caught:
+        bounded.tools.call("hash", {"text": "twice"})
+    assert (caught.value.status, caught.value.code) == (402, "key_budget_exceeded")
+    with pytest.raises(ToolgateError) as caught:
+        bounded.tools.call("qr-code", {"text": "other"})
+    assert (caught.value.status, caught.value.code) == (403, "tool_not_allowed")
+    cleared = client.keys.update(created.info.id, budget=None, allowed_tools=None)
+    assert cleared.budget is None and cleared.allowed_tools is None
+
+
 def test_the_last_active_key_is_revoked_only_with_force(gateway, pro_key):
     client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
     [only] = client.keys.list()

@@ -1,6 +1,7 @@
--- KEYS: account, ledger, debit records, outbox, idempotency record, key record
+-- KEYS: account, ledger, debit records, outbox, idempotency record, key record, key spend
 -- ARGV: request id, reason, events (JSON, emitted only if the refund applies), forget the
---       idempotency record (1/0), the debit record's field, tool, read the key id (1/0)
+--       idempotency record (1/0), the debit record's field, tool, read the key id (1/0),
+--       when the debit was made (ms; the start of its record's slot)
 -- The failed call's Idempotency-Key is forgotten in the same step as the refund: a retry then
 -- runs (and is charged) anew, and no crash between the two can hand it a refunded debit.
 if ARGV[4] == '1' then redis.call('DEL', KEYS[5]) end
@@ -14,6 +15,9 @@ local balance = redis.call('HINCRBY', KEYS[1], 'balance', amount)
 -- only the cost).
 local key_id = ''
 if ARGV[7] == '1' then key_id = redis.call('HGET', KEYS[6], 'id') or '' end
+-- Account controls: the credits go back to the spend month and the key's budget window the
+-- debit counted in, if that window is still the current one.
+unspend(KEYS[1], KEYS[7], key_id, amount, tonumber(ARGV[8]))
 ledger_add(KEYS[2], now_ms(), 'refund', amount, balance, ARGV[2], ARGV[1], ARGV[6], key_id)
 for _, e in ipairs(cjson.decode(ARGV[3])) do
   emit(KEYS[4], e.id, e.event, e.timestamp, e.account_id, e.data)

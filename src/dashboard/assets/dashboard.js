@@ -169,12 +169,31 @@
     else ACTIONS[button.getAttribute("data-action")]?.(button);
   });
 
+  // The new key's name and limits, as the API takes them: empty fields are left out.
+  function keyRequest(fields) {
+    const body = {};
+    const name = fields.name.value.trim();
+    if (name) body.name = name;
+    // datetime-local is the browser's local time; the API takes an instant.
+    if (fields.expires_at.value) body.expires_at = new Date(fields.expires_at.value).toISOString();
+    const tools = fields.allowed_tools.value
+      .split(",")
+      .map((t) => t.trim())
+      .filter(Boolean);
+    if (tools.length > 0) body.allowed_tools = tools;
+    if (fields.budget_credits.value)
+      body.budget = {
+        credits: Number(fields.budget_credits.value),
+        period: fields.budget_period.value,
+      };
+    return body;
+  }
+
   const createForm = byId("create-key");
   createForm?.addEventListener("submit", (event) => {
     event.preventDefault();
-    const name = createForm.elements.name.value.trim();
-    busy(createForm.querySelector("button"), async () => {
-      const key = await api("POST", "/keys", name ? { name } : {});
+    busy(createForm.querySelector('button[type="submit"]'), async () => {
+      const key = await api("POST", "/keys", keyRequest(createForm.elements));
       showSecret("new-key", "new-key-secret", key.key);
       createForm.reset();
       await refreshTables();

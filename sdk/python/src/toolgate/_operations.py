@@ -85,8 +85,14 @@ def list_keys() -> Operation[list[ApiKey]]:
     return Operation("GET", "/api/v1/keys", lambda a: [ApiKey.from_dict(k) for k in _data(a)])
 
 
-def create_key(name: str | None) -> Operation[CreatedKey]:
-    return Operation("POST", "/api/v1/keys", lambda a: CreatedKey.from_dict(a.body), json={"name": name} if name else {})
+def create_key(name: str | None, controls: dict[str, Any] | None = None) -> Operation[CreatedKey]:
+    body: dict[str, Any] = {"name": name} if name else {}
+    body.update(controls or {})
+    return Operation("POST", "/api/v1/keys", lambda a: CreatedKey.from_dict(a.body), json=body)
+
+
+def update_key(id: str, changes: dict[str, Any]) -> Operation[ApiKey]:
+    return Operation("PATCH", f"/api/v1/keys/{_seg(id)}", lambda a: ApiKey.from_dict(a.body), json=changes)
 
 
 def rotate_key(id: str, grace_seconds: int, name: str | None) -> Operation[CreatedKey]:

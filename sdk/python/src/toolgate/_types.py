@@ -85,6 +85,10 @@ class Account(_Record):
     next_allowance_at: str | None = None
     plan_expires_at: str | None = None
     created_at: str | None = None
+    spend: dict[str, Any] | None = None
+    """This calendar month's spend: ``{"period": "month", "period_start", "credits"}``."""
+    spend_alert: dict[str, Any] | None = None
+    """``{"credits"}``: ``spend.threshold_reached`` fires once a month when the spend reaches it."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -98,11 +102,17 @@ class ApiKey(_Record):
     prefix: str
     last4: str
     status: str
-    """``active``, ``expiring`` (in a rotation's grace period) or ``revoked``."""
+    """``active``, ``expiring`` (in a rotation's grace period), ``expired`` or ``revoked``."""
     created_at: str | None = None
     revoked_at: str | None = None
     last_used_at: str | None = None
     """When the key last authenticated a request, to the minute."""
+    expires_at: str | None = None
+    """When the key stops working (None: never)."""
+    allowed_tools: list[str] | None = None
+    """The only tools the key may call (None: every tool)."""
+    budget: dict[str, Any] | None = None
+    """The key's own budget: ``{"credits", "period": "day"|"month", "spent", "resets_at"}``."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
