@@ -194,9 +194,17 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       });
       // The other key of the account has no budget: it is not held to this one.
       expect((await debit(a.id, a.key.hash, 2)).status).toBe("ok");
-      // A refunded call gives its credits back to the key's budget.
+      // A refunded call gives its credits back to the key's budget (the caller names the call's
+      // key and tool, as tool calls do: the debit record keeps only the cost).
       expect(
-        (await store.refund(a.id, { requestId: debits[0]!.requestId, reason: "failed" })).status,
+        (
+          await store.refund(a.id, {
+            requestId: debits[0]!.requestId,
+            reason: "failed",
+            keyHash: key.hash,
+            tool: "hash",
+          })
+        ).status,
       ).toBe("refunded");
       expect((await store.listKeys(a.id)).find((k) => k.id === key.id)!.budgetSpent).toBe(8);
       expect((await call(a.id, key.hash, "hash", 2)).status).toBe("ok");
