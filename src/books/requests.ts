@@ -50,8 +50,9 @@ async function upsert(
 }
 
 /** One row per request id (a statement may not touch a row twice): the last entry wins. */
-const lastPerRequest = (entries: LedgerEntry[]) =>
-  [...new Map(entries.map((e) => [e.requestId, e])).values()];
+const lastPerRequest = (entries: LedgerEntry[]) => [
+  ...new Map(entries.map((e) => [e.requestId, e])).values(),
+];
 
 /**
  * Applies a batch of one account's ledger entries to its request records: a tool call's debit
