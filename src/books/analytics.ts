@@ -90,7 +90,7 @@ export async function accountAnalytics(
       `SELECT (extract(epoch FROM date_trunc('${query.granularity}', at, 'UTC')) * 1000)::bigint AS bucket_ms,
               ${group} AS grp, ${FIGURES}
          FROM request_records WHERE ${where}
-        GROUP BY 1, 2 ORDER BY 1, 2 COLLATE "C"`,
+        GROUP BY 1, 2 ORDER BY 1, ${group} COLLATE "C"`,
       range,
     ),
     db.query<FiguresRow>(`SELECT ${FIGURES} FROM request_records WHERE ${where}`, range),
