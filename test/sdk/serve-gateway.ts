@@ -65,6 +65,9 @@ try {
     BASE_SEPOLIA_USDC_ADDRESS: chain.usdc,
     X402_PAY_TO: PAY_TO,
     X402_RELAYER_PRIVATE_KEY: relayerKey(),
+    // The books (analytics read them), embedded: no database server for the libraries' suites.
+    DATABASE_URL: "pglite://memory",
+    BOOKS_EXPORT_INTERVAL_MS: "200",
   });
   stops.splice(1, 0, () => gateway.stop());
   const account = await fundedAccount(gateway.url, 1000, "pro");

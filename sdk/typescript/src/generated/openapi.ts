@@ -311,6 +311,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/analytics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pro and Business: calls, credits, errors and p50/p95 latency per UTC hour or day, optionally per tool, key or status, from the books; CSV with Accept: text/csv or format=csv. */
+        get: operations["getAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/credits/purchase": {
         parameters: {
             query?: never;
@@ -2314,7 +2331,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "invalid_token" | "session_required" | "csrf_failed" | "insufficient_credits" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "invalid_cursor" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "store_unavailable" | "books_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy";
+                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "invalid_token" | "session_required" | "csrf_failed" | "insufficient_credits" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "invalid_cursor" | "invalid_range" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "analytics_not_enabled" | "store_unavailable" | "books_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy";
                 message: string;
                 /** @description The input field the error is about, as a dotted path. */
                 param?: string;
@@ -2453,9 +2470,9 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
-                        features_coming: ("analytics" | "sso")[];
+                        features_coming: "sso"[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
@@ -2633,9 +2650,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "sso")[];
+                            features_coming: "sso"[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -2732,9 +2749,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "sso")[];
+                            features_coming: "sso"[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -2916,9 +2933,9 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
-                        features_coming: ("analytics" | "sso")[];
+                        features_coming: "sso"[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
@@ -4036,6 +4053,127 @@ export interface operations {
             };
         };
     };
+    getAnalytics: {
+        parameters: {
+            query?: {
+                format?: "json" | "csv";
+                from?: string;
+                granularity?: "hour" | "day";
+                group_by?: "tool" | "key" | "status";
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Buckets with at least one call, oldest first. */
+                        data: {
+                            /** @description The bucket's start (ISO 8601, UTC). */
+                            bucket: string;
+                            calls: number;
+                            /** @description Credits kept (charged less refunded). */
+                            credits: number;
+                            /** @description Calls answered with a status of 400 or more. */
+                            errors: number;
+                            /** @description The tool, key id or status of this row (group_by); null without group_by, and for calls paid with x402 (no key). */
+                            group: string | null;
+                            /** @description Median latency (percentile_cont, to 0.1 ms). */
+                            latency_p50_ms: number | null;
+                            /** @description 95th-percentile latency (percentile_cont, to 0.1 ms). */
+                            latency_p95_ms: number | null;
+                        }[];
+                        from: string;
+                        /** @enum {string} */
+                        granularity: "hour" | "day";
+                        group_by: ("tool" | "key" | "status") | null;
+                        /** @constant */
+                        object: "analytics";
+                        to: string;
+                        totals: {
+                            calls: number;
+                            /** @description Credits kept (charged less refunded). */
+                            credits: number;
+                            /** @description Calls answered with a status of 400 or more. */
+                            errors: number;
+                            /** @description Median latency (percentile_cont, to 0.1 ms). */
+                            latency_p50_ms: number | null;
+                            /** @description 95th-percentile latency (percentile_cont, to 0.1 ms). */
+                            latency_p95_ms: number | null;
+                        };
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     postCreditsPurchase: {
         parameters: {
             query?: never;
@@ -4073,9 +4211,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "sso")[];
+                            features_coming: "sso"[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -5107,9 +5245,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "sso")[];
+                            features_coming: "sso"[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -5217,9 +5355,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "sso")[];
+                            features_coming: "sso"[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
