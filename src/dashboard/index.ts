@@ -16,8 +16,15 @@ import {
   uplotAssets,
 } from "./analytics-page.js";
 import { renderOverview } from "./overview.js";
+import { renderPlanPage } from "./plan-page.js";
 import { authenticateSession, currentSession, type DashboardSession } from "./session.js";
 import { signInRoutes } from "./sign-in.js";
+import {
+  WALLET_CHALLENGE_PATH,
+  WALLET_SCRIPT_PATH,
+  WALLET_SIGN_IN_PATH,
+  walletSignInRoutes,
+} from "./wallet-sign-in.js";
 import { renderDeliveriesPage, renderWebhooksPage } from "./webhooks-page.js";
 
 /**
@@ -36,10 +43,12 @@ const PAGE_PATHS = [
   "/dashboard/webhooks",
   "/dashboard/webhooks/:id",
   "/dashboard/analytics",
+  "/dashboard/plan",
   "/dashboard/live",
   DASHBOARD_SCRIPT_PATH,
   ANALYTICS_SCRIPT_PATH,
   UPLOT_SCRIPT_PATH,
+  WALLET_SCRIPT_PATH,
 ];
 
 /** Everything the dashboard serves besides its copy of the account API: path → methods. */
@@ -48,12 +57,15 @@ export const DASHBOARD_PATHS: Record<string, string[]> = {
   "/dashboard/sign-in": ["GET", "POST"],
   "/dashboard/sign-in/email": ["POST"],
   "/dashboard/sign-in/link": ["GET", "POST"],
+  [WALLET_CHALLENGE_PATH]: ["POST"],
+  [WALLET_SIGN_IN_PATH]: ["POST"],
   "/dashboard/sign-out": ["POST"],
   "/dashboard/sign-out-everywhere": ["POST"],
 };
 
 const SCRIPT = readFileSync(new URL("./assets/dashboard.js", import.meta.url), "utf8");
 const ANALYTICS_SCRIPT = readFileSync(new URL("./assets/analytics.js", import.meta.url), "utf8");
+const WALLET_SCRIPT = readFileSync(new URL("./assets/wallet.js", import.meta.url), "utf8");
 
 /** A page for the signed-in account; without a session, the sign-in page. */
 function signedInPage(
@@ -69,15 +81,20 @@ function signedInPage(
   };
 }
 
-/** The dashboard; `accountRoutes` are the account's API routes, served again with the session as the caller. */
+/**
+ * The dashboard; `accountRoutes` are the account's API routes (with the x402 purchases of credit
+ * packs and plans), served again with the session as the caller.
+ */
 export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): Router {
   const router = Router();
   router.use(signInRoutes(services));
+  router.use(walletSignInRoutes(services));
   const uplot = uplotAssets();
   for (const [path, script] of [
     [DASHBOARD_SCRIPT_PATH, SCRIPT],
     [ANALYTICS_SCRIPT_PATH, ANALYTICS_SCRIPT],
     [UPLOT_SCRIPT_PATH, uplot.script],
+    [WALLET_SCRIPT_PATH, WALLET_SCRIPT],
   ] as const)
     router.get(path, (_req, res) =>
       sendDocument(res, "text/javascript; charset=utf-8", script, 300),
@@ -105,6 +122,10 @@ export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): 
     signedInPage(services, (current, req) =>
       renderAnalyticsPage(services, current, req.query, uplot.style),
     ),
+  );
+  router.get(
+    "/dashboard/plan",
+    signedInPage(services, (current) => renderPlanPage(services, current)),
   );
   router.get("/dashboard/live", liveFeed(services));
   router.use(

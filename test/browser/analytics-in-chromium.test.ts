@@ -1,7 +1,7 @@
-import { mkdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { accessibilityProblems, launchChromium, watchPage } from "../helpers/browser.js";
+import { checkPage, launchChromium, watchPage } from "../helpers/browser.js";
 import { freshDatabase } from "../helpers/postgres.js";
 import {
   call,
@@ -19,14 +19,11 @@ import {
  * CSV download is the API's export; axe-core finds nothing serious. A Free account is told the
  * page is a Pro feature. Screenshots go to artifacts/screenshots/ (git-ignored).
  */
-const SCREENSHOTS = new URL("../../artifacts/screenshots/", import.meta.url).pathname;
-
 let gw: TestGateway;
 let browser: Browser;
 let pro: { accountId: string; key: string; keyId: string };
 
 beforeAll(async () => {
-  mkdirSync(SCREENSHOTS, { recursive: true });
   [gw, browser] = await Promise.all([
     freshDatabase().then((database) =>
       startGateway({ env: { DATABASE_URL: database, BOOKS_EXPORT_INTERVAL_MS: "100" } }),
@@ -91,8 +88,7 @@ it("shows a Pro account's calls, credits, errors and latency as totals, a table 
     .locator("tbody tr td:nth-child(2)")
     .allTextContents();
   expect(calls.map(Number).reduce((a, b) => a + b, 0)).toBe(7);
-  expect(await accessibilityProblems(page)).toEqual([]);
-  await page.screenshot({ path: `${SCREENSHOTS}dashboard-analytics.png`, fullPage: true });
+  await checkPage(page, "dashboard-analytics");
   expect(problems).toEqual([]);
   await context.close();
 });
@@ -112,7 +108,7 @@ it("is used with the keyboard alone: split by tool, shown, and downloaded as the
     .allTextContents();
   expect([...new Set(tools)].sort()).toEqual(["hash", "regex-test"]);
   await page.locator('#analytics-charts[data-drawn="true"]').waitFor();
-  expect(await accessibilityProblems(page)).toEqual([]);
+  await checkPage(page, "dashboard-analytics-by-tool");
 
   await tabTo(page, "analytics-csv-link");
   const [download] = await Promise.all([
@@ -141,10 +137,7 @@ it("fits a phone, and tells a Free account that analytics are a Pro feature", as
     () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
   );
   expect(overflow).toBeLessThanOrEqual(0);
-  await phone.page.screenshot({
-    path: `${SCREENSHOTS}dashboard-analytics-phone.png`,
-    fullPage: true,
-  });
+  await checkPage(phone.page, "dashboard-analytics-phone");
   await phone.context.close();
 
   const free = await fundedAccount(gw.url, 25, "free");
@@ -153,7 +146,7 @@ it("fits a phone, and tells a Free account that analytics are a Pro feature", as
   expect(await page.getByTestId("analytics-not-in-tier").textContent()).toMatch(
     /included from the Pro tier; this account is on Free/,
   );
-  expect(await accessibilityProblems(page)).toEqual([]);
+  await checkPage(page, "dashboard-analytics-free");
   expect(problems).toEqual([]);
   await context.close();
 });
