@@ -158,7 +158,7 @@ export async function renderAnalyticsPage(
 ${
   answer.buckets.length === 0
     ? `<p data-testid="analytics-empty">No calls in this range.</p>`
-    : `<div class="table-wrap"><table aria-labelledby="table-heading" data-testid="analytics-table"><thead><tr><th scope="col">${range.granularity === "hour" ? "Hour" : "Day"} (UTC)</th>${groupBy ? `<th scope="col">${esc(GROUP_LABELS[groupBy])}</th>` : ""}<th scope="col">Calls</th><th scope="col">Credits</th><th scope="col">Errors</th><th scope="col">Latency p50</th><th scope="col">Latency p95</th></tr></thead><tbody>${rows}</tbody></table></div>`
+    : `<div class="table-wrap" tabindex="0" role="region" aria-labelledby="table-heading"><table aria-labelledby="table-heading" data-testid="analytics-table"><thead><tr><th scope="col">${range.granularity === "hour" ? "Hour" : "Day"} (UTC)</th>${groupBy ? `<th scope="col">${esc(GROUP_LABELS[groupBy])}</th>` : ""}<th scope="col">Calls</th><th scope="col">Credits</th><th scope="col">Errors</th><th scope="col">Latency p50</th><th scope="col">Latency p95</th></tr></thead><tbody>${rows}</tbody></table></div>`
 }`;
   return page(body);
 }
