@@ -58,10 +58,12 @@
             stroke: COLOURS[i % COLOURS.length],
             width: 2,
             spanGaps: false,
+            // A bucket's point is drawn even when its neighbours have no value (latency).
+            points: { show: true, size: 5 },
             value: (_u, v) => (v == null ? "—" : `${v}${unit}`),
           })),
         ],
-        axes: [{}, { values: (_u, ticks) => ticks.map((v) => `${v}${unit}`) }],
+        axes: [{}, { size: 64, values: (_u, ticks) => ticks.map((v) => `${v}${unit}`) }],
         scales: { x: { time: true } },
         // The axis in UTC, as the table and the API's buckets.
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
