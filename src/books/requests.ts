@@ -77,7 +77,8 @@ export async function applyLedgerToRequests(
     ]),
     ["at", "tool", "key_id", "charged"],
   );
-  const refunds = lastPerRequest(entries.filter((e) => e.kind === "refund" && e.tool));
+  // Every refund (one made while Redis was failing may not name its tool): only a record's own matches.
+  const refunds = lastPerRequest(entries.filter((e) => e.kind === "refund"));
   if (refunds.length === 0) return;
   // A refund always follows its debit in the account's stream, so the row is there already.
   await query(
