@@ -804,7 +804,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The process can reach its store (503 when it cannot). */
+        /** The process can reach its store (503 when it cannot); `warnings` names a degraded books export. */
         get: operations["getReadyz"];
         put?: never;
         post?: never;
@@ -6645,6 +6645,7 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         status: "ready";
+                        warnings?: string[];
                     };
                 };
             };
