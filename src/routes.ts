@@ -1,5 +1,6 @@
 import type { Router } from "express";
 import { getAccount } from "./accounts/routes/account.js";
+import { analytics } from "./accounts/routes/analytics.js";
 import {
   adminGrantCredits,
   adminIssueKey,
@@ -58,7 +59,7 @@ export type Door =
     };
 
 /**
- * What a signed-in account manages: its account, keys, usage, events and webhooks. Served under
+ * What a signed-in account manages: its account, keys, usage, analytics, events and webhooks. Served under
  * /api/v1 with `x-api-key`, and again under /dashboard/api/v1 with the dashboard's session.
  */
 const ACCOUNT_ROUTES: AnyRoute[] = [
@@ -71,6 +72,7 @@ const ACCOUNT_ROUTES: AnyRoute[] = [
   rotateKey,
   revokeKey,
   usage,
+  analytics,
   listEvents,
   ...webhookRoutes("account"),
 ];

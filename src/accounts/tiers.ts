@@ -14,6 +14,7 @@ export const FEATURES = [
   "facilitator",
   "custom_endpoints",
   "dedicated_workers",
+  "analytics",
 ] as const;
 export type Feature = (typeof FEATURES)[number];
 /**
@@ -21,7 +22,7 @@ export type Feature = (typeof FEATURES)[number];
  * as `features_coming`, so no account is told it has something that does not exist; a feature
  * moves to FEATURES in the change that builds it.
  */
-export const COMING_FEATURES = ["analytics", "sso"] as const;
+export const COMING_FEATURES = ["sso"] as const;
 export type ComingFeature = (typeof COMING_FEATURES)[number];
 
 export const TIER_NAMES = ["free", "starter", "pro", "business"] as const;
@@ -43,7 +44,7 @@ export interface Tier {
 
 const FREE_FEATURES = ["tools", "x402"] as const;
 const STARTER_FEATURES = [...FREE_FEATURES, "mcp"] as const;
-const PRO_FEATURES = [...STARTER_FEATURES, "webhooks", "priority_queue"] as const;
+const PRO_FEATURES = [...STARTER_FEATURES, "webhooks", "priority_queue", "analytics"] as const;
 /** An operator enables the x402 facilitator for another tier by adding "facilitator" to its list here. */
 const BUSINESS_FEATURES = [
   ...PRO_FEATURES,
@@ -51,8 +52,7 @@ const BUSINESS_FEATURES = [
   "custom_endpoints",
   "dedicated_workers",
 ] as const;
-const PRO_COMING = ["analytics"] as const;
-const BUSINESS_COMING = [...PRO_COMING, "sso"] as const;
+const BUSINESS_COMING = ["sso"] as const;
 
 export const TIERS: Record<TierName, Tier> = {
   free: {
@@ -83,7 +83,7 @@ export const TIERS: Record<TierName, Tier> = {
     priceUsdPerMonth: "49.00",
     priority: 2,
     features: PRO_FEATURES,
-    coming: PRO_COMING,
+    coming: [],
   },
   business: {
     name: "business",

@@ -34,13 +34,22 @@ const NAV_ITEMS = [
   { href: "/dashboard", label: "Overview" },
   { href: "/dashboard/keys", label: "Keys" },
   { href: "/dashboard/webhooks", label: "Webhooks" },
+  { href: "/dashboard/analytics", label: "Analytics" },
   { href: "/dashboard/plan", label: "Plan and credits" },
 ];
 
 /** A signed-in page: navigation, sign-out forms (with the CSRF token), the page body and the script. */
 export function dashboardPage(
   current: DashboardSession,
-  options: { title: string; path: string; body: string },
+  options: {
+    title: string;
+    path: string;
+    body: string;
+    /** More for the page's head (its own styles). */
+    head?: string;
+    /** Local scripts the page needs before the dashboard's own (run in this order, deferred). */
+    scripts?: string[];
+  },
 ): string {
   const csrf = esc(current.session.csrfToken);
   const links = NAV_ITEMS.map(
@@ -51,7 +60,12 @@ export function dashboardPage(
 <form method="post" action="/dashboard/sign-out"><input type="hidden" name="_csrf" value="${csrf}"><span class="muted">${esc(current.account.email ?? current.account.id)}</span><button type="submit" class="secondary">Sign out</button></form></nav>`;
   return layout({
     title: `${options.title} — Toolgate dashboard`,
-    head: `<meta name="csrf-token" content="${csrf}">${DASHBOARD_STYLE}<script src="${DASHBOARD_SCRIPT_PATH}" defer></script>`,
+    head: `<meta name="csrf-token" content="${csrf}">${DASHBOARD_STYLE}${options.head ?? ""}${[
+      ...(options.scripts ?? []),
+      DASHBOARD_SCRIPT_PATH,
+    ]
+      .map((src) => `<script src="${src}" defer></script>`)
+      .join("")}`,
     nav,
     body: `<h1>${esc(options.title)}</h1><div id="notice" role="status" aria-live="polite"></div>${options.body}`,
   });

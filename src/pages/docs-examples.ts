@@ -101,6 +101,7 @@ export const OPERATION_EXAMPLES: Record<string, OperationExample> = {
   "POST /api/v1/keys": { body: { name: "ci" } },
   "POST /api/v1/keys/{id}/rotate": { body: { grace_seconds: 3600 } },
   "GET /api/v1/usage": { query: "limit=20" },
+  "GET /api/v1/analytics": { query: "granularity=day&group_by=tool" },
   "GET /api/v1/events": { query: "limit=20" },
   "GET /api/v1/admin/accounts": { query: "limit=20" },
   "PUT /api/v1/admin/accounts/{id}/tier": { body: { tier: "pro" } },

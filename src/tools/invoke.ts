@@ -181,38 +181,41 @@ async function execute(
   // Charged from here on: the call ends kept (2xx) or refunded once, whatever fails, even an
   // exception raised outside this code while serving the request (the guard aborts `crashed`).
   const started = performance.now();
+  const admittedAt = Date.now();
   const outcome = services.requestGuard.answering((crashed) =>
     serveCharged(services, call, caller, input, forward, idempotencyKey, crashed),
   );
-  if (services.books) recordRequest(services, call, caller, outcome, started);
+  if (services.books) recordTiming(services, call, caller, outcome, { started, admittedAt });
   return outcome;
 }
 
-/** The call's request record for the books (status, latency, credits kept), written off the hot path. */
-function recordRequest(
+/**
+ * The call's timing for its request record in the books (status, outcome, latency), written off
+ * the hot path; the record's money facts come from the call's ledger entries (books/requests.ts).
+ */
+function recordTiming(
   services: Services,
   { tool, requestId }: ToolCall,
   caller: Admitted,
   outcome: Promise<ToolCallResult>,
-  started: number,
+  { started, admittedAt }: { started: number; admittedAt: number },
 ): void {
-  const record = (status: number, code: string, credits: number) =>
+  const record = (status: number, code: string) =>
     services.books!.recordRequest({
       accountId: caller.account.id,
       requestId,
-      at: Date.now(),
+      at: admittedAt,
       tool: tool.name,
       keyId: caller.keyId,
       status,
       outcome: code,
       latencyMs: performance.now() - started,
-      credits,
     });
   outcome.then(
-    (result) => record(result.status, "ok", caller.charged ? tool.cost : 0),
+    (result) => record(result.status, "ok"),
     (err: unknown) => {
       const failure = err instanceof ApiError ? err : null;
-      record(failure?.status ?? 500, failure?.code ?? "internal_error", 0);
+      record(failure?.status ?? 500, failure?.code ?? "internal_error");
     },
   );
 }

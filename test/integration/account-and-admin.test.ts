@@ -79,11 +79,12 @@ describe("admin API", () => {
       "mcp",
       "webhooks",
       "priority_queue",
+      "analytics",
       "facilitator",
       "custom_endpoints",
       "dedicated_workers",
     ]);
-    expect(after.body.features_coming).toEqual(["analytics", "sso"]);
+    expect(after.body.features_coming).toEqual(["sso"]);
   });
 
   it("grants credits once per Idempotency-Key", async () => {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from toolgate import AsyncToolgate, Toolgate, ToolgateError
@@ -85,3 +87,20 @@ def test_usage_lists_the_ledger_page_by_page(gateway, pro_key):
     rest = client.usage.list(limit=100, cursor=first.next_cursor)
     kinds = [e.kind for e in rest.data]
     assert kinds[0] == "debit" and "grant" in kinds
+
+
+def test_analytics_count_the_calls_per_tool_and_refuse_a_reversed_range(gateway, pro_key):
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    for i in range(3):
+        client.tools.call("hash", {"text": f"a{i}"})
+    deadline = time.monotonic() + 20
+    answer = client.usage.analytics(granularity="day", group_by="tool")
+    while answer.totals.get("calls") != 3 and time.monotonic() < deadline:
+        time.sleep(0.2)  # the books have the calls within an export interval
+        answer = client.usage.analytics(granularity="day", group_by="tool")
+    [row] = answer.data
+    assert (row.group, row.calls, row.credits, row.errors) == ("hash", 3, 3, 0)
+    assert (answer.granularity, answer.group_by) == ("day", "tool") and answer.from_ < answer.to
+    with pytest.raises(ToolgateError) as caught:
+        client.usage.analytics(from_="2026-01-02T00:00:00Z", to="2026-01-01T00:00:00Z")
+    assert (caught.value.status, caught.value.code) == (400, "invalid_range")

@@ -10,7 +10,7 @@ from typing import Any
 
 from . import _operations as ops
 from ._transport import AsyncTransport, SyncTransport
-from ._types import Account, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, Webhook
+from ._types import Account, Analytics, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, Webhook
 
 
 class Tools:
@@ -150,6 +150,18 @@ class Usage:
         """One page of the ledger, newest first; pass ``next_cursor`` back for the next page."""
         return self._t.run(ops.list_usage(limit, cursor))
 
+    def analytics(
+        self,
+        *,
+        from_: str | None = None,
+        to: str | None = None,
+        granularity: str | None = None,
+        group_by: str | None = None,
+    ) -> Analytics:
+        """Pro and Business: calls, credits, errors and p50/p95 latency per UTC ``hour`` or ``day``,
+        optionally split by ``tool``, ``key`` or ``status``; ``from_``/``to`` are ISO 8601 times."""
+        return self._t.run(ops.get_analytics(from_, to, granularity, group_by))
+
 
 class AsyncUsage:
     def __init__(self, transport: AsyncTransport) -> None:
@@ -157,6 +169,16 @@ class AsyncUsage:
 
     async def list(self, *, limit: int | None = None, cursor: str | None = None) -> Page[LedgerEntry]:
         return await self._t.run(ops.list_usage(limit, cursor))
+
+    async def analytics(
+        self,
+        *,
+        from_: str | None = None,
+        to: str | None = None,
+        granularity: str | None = None,
+        group_by: str | None = None,
+    ) -> Analytics:
+        return await self._t.run(ops.get_analytics(from_, to, granularity, group_by))
 
 
 class Webhooks:

@@ -151,6 +151,40 @@ class LedgerEntry(_Record):
 
 
 @dataclass(frozen=True)
+class AnalyticsRow(_Record):
+    """One bucket (and group) of ``GET /api/v1/analytics``; latencies are None when no call has one."""
+
+    bucket: str
+    """The bucket's start (ISO 8601, UTC)."""
+    calls: int
+    credits: int
+    errors: int
+    group: str | None = None
+    """The tool, key id or status (``group_by``); None without grouping."""
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Analytics(_Record):
+    """``GET /api/v1/analytics``: the buckets with calls, oldest first, and the range's totals (``raw["totals"]``)."""
+
+    data: list[AnalyticsRow]
+    granularity: str
+    from_: str = ""
+    """The range's start (the answer's ``from``)."""
+    to: str = ""
+    group_by: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def totals(self) -> dict[str, Any]:
+        """Calls, credits, errors and p50/p95 latency over the whole range."""
+        return dict(self.raw.get("totals") or {})
+
+
+@dataclass(frozen=True)
 class Page(Generic[T]):
     data: list[T]
     next_cursor: str | None = None

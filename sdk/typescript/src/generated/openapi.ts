@@ -329,6 +329,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/analytics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pro and Business: calls, credits, errors and p50/p95 latency per UTC hour or day, optionally per tool, key or status, from the books; CSV with Accept: text/csv or format=csv. */
+        get: operations["getAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/credits/purchase": {
         parameters: {
             query?: never;
@@ -806,7 +823,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The process can reach its store (503 when it cannot). */
+        /** The process can reach its store (503 when it cannot); `warnings` names a degraded books export. */
         get: operations["getReadyz"];
         put?: never;
         post?: never;
@@ -2333,7 +2350,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "api_key_expired" | "invalid_token" | "session_required" | "csrf_failed" | "insufficient_credits" | "key_budget_exceeded" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "tool_not_allowed" | "unrestricted_key_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "invalid_cursor" | "unknown_tool_name" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "store_unavailable" | "books_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy";
+                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "api_key_expired" | "invalid_token" | "session_required" | "csrf_failed" | "insufficient_credits" | "key_budget_exceeded" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "tool_not_allowed" | "unrestricted_key_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "invalid_cursor" | "unknown_tool_name" | "invalid_range" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "analytics_not_enabled" | "store_unavailable" | "books_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy";
                 message: string;
                 /** @description The input field the error is about, as a dotted path. */
                 param?: string;
@@ -2472,9 +2489,9 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
-                        features_coming: ("analytics" | "sso")[];
+                        features_coming: "sso"[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
@@ -2590,9 +2607,9 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
-                        features_coming: ("analytics" | "sso")[];
+                        features_coming: "sso"[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
@@ -2701,9 +2718,9 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
-                        features_coming: ("analytics" | "sso")[];
+                        features_coming: "sso"[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
@@ -2893,9 +2910,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "sso")[];
+                            features_coming: "sso"[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -3004,9 +3021,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "sso")[];
+                            features_coming: "sso"[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -3217,9 +3234,9 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
-                        features_coming: ("analytics" | "sso")[];
+                        features_coming: "sso"[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
@@ -4349,6 +4366,127 @@ export interface operations {
             };
         };
     };
+    getAnalytics: {
+        parameters: {
+            query?: {
+                format?: "json" | "csv";
+                from?: string;
+                granularity?: "hour" | "day";
+                group_by?: "tool" | "key" | "status";
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Buckets with at least one call, oldest first. */
+                        data: {
+                            /** @description The bucket's start (ISO 8601, UTC). */
+                            bucket: string;
+                            calls: number;
+                            /** @description Credits kept (charged less refunded). */
+                            credits: number;
+                            /** @description Calls answered with a status of 400 or more. */
+                            errors: number;
+                            /** @description The tool, key id or status of this row (group_by); null without group_by, and for calls paid with x402 (no key). */
+                            group: string | null;
+                            /** @description Median latency (percentile_cont, to 0.1 ms). */
+                            latency_p50_ms: number | null;
+                            /** @description 95th-percentile latency (percentile_cont, to 0.1 ms). */
+                            latency_p95_ms: number | null;
+                        }[];
+                        from: string;
+                        /** @enum {string} */
+                        granularity: "hour" | "day";
+                        group_by: ("tool" | "key" | "status") | null;
+                        /** @constant */
+                        object: "analytics";
+                        to: string;
+                        totals: {
+                            calls: number;
+                            /** @description Credits kept (charged less refunded). */
+                            credits: number;
+                            /** @description Calls answered with a status of 400 or more. */
+                            errors: number;
+                            /** @description Median latency (percentile_cont, to 0.1 ms). */
+                            latency_p50_ms: number | null;
+                            /** @description 95th-percentile latency (percentile_cont, to 0.1 ms). */
+                            latency_p95_ms: number | null;
+                        };
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     postCreditsPurchase: {
         parameters: {
             query?: never;
@@ -4386,9 +4524,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "sso")[];
+                            features_coming: "sso"[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -5653,9 +5791,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "sso")[];
+                            features_coming: "sso"[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -5775,9 +5913,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "sso")[];
+                            features_coming: "sso"[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -7111,6 +7249,7 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         status: "ready";
+                        warnings?: string[];
                     };
                 };
             };

@@ -107,6 +107,28 @@ export class Usage {
     ).data as ResponseOf<"getUsage">;
   }
 
+  /**
+   * `GET /api/v1/analytics` (Pro and Business): calls, credits, errors and p50/p95 latency per
+   * UTC hour or day, optionally split by tool, key or status. `from`/`to` are ISO 8601 times.
+   */
+  async analytics(
+    query: {
+      from?: string;
+      to?: string;
+      granularity?: "hour" | "day";
+      group_by?: "tool" | "key" | "status";
+    } = {},
+  ): Promise<ResponseOf<"getAnalytics">> {
+    return (
+      await this.transport.request({
+        method: "GET",
+        path: "/api/v1/analytics",
+        query,
+        idempotent: true,
+      })
+    ).data as ResponseOf<"getAnalytics">;
+  }
+
   /** `GET /api/v1/events`: the account's recent events. */
   async events(): Promise<ResponseOf<"getEvents">> {
     return (
