@@ -15,6 +15,11 @@ import { listEvents } from "./accounts/routes/events.js";
 import { createKey, listKeys, revokeKey, rotateKey } from "./accounts/routes/keys.js";
 import { resendVerification } from "./accounts/routes/resend-verification.js";
 import { signup } from "./accounts/routes/signup.js";
+import {
+  deleteSsoConnection,
+  getSsoConnection,
+  putSsoConnection,
+} from "./accounts/routes/sso-connection.js";
 import { usage } from "./accounts/routes/usage.js";
 import { verifyEmail } from "./accounts/routes/verify-email.js";
 import { DASHBOARD_PATHS, dashboardRouter } from "./dashboard/index.js";
@@ -56,7 +61,7 @@ export type Door =
     };
 
 /**
- * What a signed-in account manages: its account, keys, usage, events and webhooks. Served under
+ * What a signed-in account manages: its account, keys, usage, events, single sign-on and webhooks. Served under
  * /api/v1 with `x-api-key`, and again under /dashboard/api/v1 with the dashboard's session.
  */
 const ACCOUNT_ROUTES: AnyRoute[] = [
@@ -67,6 +72,9 @@ const ACCOUNT_ROUTES: AnyRoute[] = [
   revokeKey,
   usage,
   listEvents,
+  getSsoConnection,
+  putSsoConnection,
+  deleteSsoConnection,
   ...webhookRoutes("account"),
 ];
 

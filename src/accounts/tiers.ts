@@ -14,6 +14,7 @@ export const FEATURES = [
   "facilitator",
   "custom_endpoints",
   "dedicated_workers",
+  "sso",
 ] as const;
 export type Feature = (typeof FEATURES)[number];
 /**
@@ -21,7 +22,7 @@ export type Feature = (typeof FEATURES)[number];
  * as `features_coming`, so no account is told it has something that does not exist; a feature
  * moves to FEATURES in the change that builds it.
  */
-export const COMING_FEATURES = ["analytics", "sso"] as const;
+export const COMING_FEATURES = ["analytics"] as const;
 export type ComingFeature = (typeof COMING_FEATURES)[number];
 
 export const TIER_NAMES = ["free", "starter", "pro", "business"] as const;
@@ -50,9 +51,10 @@ const BUSINESS_FEATURES = [
   "facilitator",
   "custom_endpoints",
   "dedicated_workers",
+  "sso",
 ] as const;
 const PRO_COMING = ["analytics"] as const;
-const BUSINESS_COMING = [...PRO_COMING, "sso"] as const;
+const BUSINESS_COMING = PRO_COMING;
 
 export const TIERS: Record<TierName, Tier> = {
   free: {

@@ -12,6 +12,8 @@ import { renderKeysPage } from "./keys-page.js";
 import { renderOverview } from "./overview.js";
 import { authenticateSession, currentSession, type DashboardSession } from "./session.js";
 import { signInRoutes } from "./sign-in.js";
+import { renderSsoPage } from "./sso-page.js";
+import { ssoSignInRoutes } from "./sso-sign-in.js";
 import { renderDeliveriesPage, renderWebhooksPage } from "./webhooks-page.js";
 
 /**
@@ -29,6 +31,8 @@ const PAGE_PATHS = [
   "/dashboard/keys",
   "/dashboard/webhooks",
   "/dashboard/webhooks/:id",
+  "/dashboard/sso",
+  "/dashboard/sso/callback",
   "/dashboard/live",
   DASHBOARD_SCRIPT_PATH,
 ];
@@ -39,6 +43,7 @@ export const DASHBOARD_PATHS: Record<string, string[]> = {
   "/dashboard/sign-in": ["GET", "POST"],
   "/dashboard/sign-in/email": ["POST"],
   "/dashboard/sign-in/link": ["GET", "POST"],
+  "/dashboard/sign-in/sso": ["POST"],
   "/dashboard/sign-out": ["POST"],
   "/dashboard/sign-out-everywhere": ["POST"],
 };
@@ -63,6 +68,7 @@ function signedInPage(
 export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): Router {
   const router = Router();
   router.use(signInRoutes(services));
+  router.use(ssoSignInRoutes(services));
   router.get(DASHBOARD_SCRIPT_PATH, (_req, res) =>
     sendDocument(res, "text/javascript; charset=utf-8", SCRIPT, 300),
   );
@@ -83,6 +89,10 @@ export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): 
     signedInPage(services, (current, req) =>
       renderDeliveriesPage(services, current, String(req.params.id)),
     ),
+  );
+  router.get(
+    "/dashboard/sso",
+    signedInPage(services, (current) => renderSsoPage(services, current)),
   );
   router.get("/dashboard/live", liveFeed(services));
   router.use(

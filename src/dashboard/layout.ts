@@ -32,6 +32,7 @@ const NAV_ITEMS = [
   { href: "/dashboard", label: "Overview" },
   { href: "/dashboard/keys", label: "Keys" },
   { href: "/dashboard/webhooks", label: "Webhooks" },
+  { href: "/dashboard/sso", label: "Single sign-on" },
 ];
 
 /** A signed-in page: navigation, sign-out forms (with the CSRF token), the page body and the script. */

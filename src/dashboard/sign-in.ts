@@ -17,13 +17,15 @@ import {
 } from "./session.js";
 
 /**
- * Signing in to the dashboard, and out. Two ways in, both ending in the same server-side session:
+ * Signing in to the dashboard, and out. These ways in all end in the same server-side session:
  * - an API key typed on /dashboard/sign-in (checked by the API's own admission: a revoked or
  *   unknown key is refused with the API's message);
  * - a single-use link e-mailed to the account's address — also the way back in for an account
  *   whose every key is revoked (it can then create a key on the Keys page). The link opens a page
  *   with a button: the token is spent by that POST, not by the GET, so a mail scanner that fetches
- *   links cannot use it up.
+ *   links cannot use it up;
+ * - single sign-on with the account's OpenID Connect provider (Business): this page's form starts
+ *   it, src/dashboard/sso-sign-in.ts does the rest.
  * These endpoints are unauthenticated: each POST counts against a per-address limit (and the
  * e-mail one per account too), and refuses a cross-site request (login CSRF).
  */
@@ -35,11 +37,11 @@ const NOTICES: Record<string, string> = {
 const LINK_SENT =
   "If an account uses this address, a sign-in link is on its way to it. It works once.";
 
-const form = express.urlencoded({ extended: false, limit: "4kb", parameterLimit: 10 });
+export const form = express.urlencoded({ extended: false, limit: "4kb", parameterLimit: 10 });
 const sha256 = (value: string) => createHash("sha256").update(value).digest("hex");
 const linkNonce = (accountId: string, secret: string) =>
   `dashboard-link:${accountId}:${sha256(secret)}`;
-const field = (req: Request, name: string) =>
+export const field = (req: Request, name: string) =>
   typeof req.body?.[name] === "string" ? (req.body[name] as string).trim() : "";
 
 /** Refuses a form posted from another site (login CSRF): the browser says where the request comes from. */
@@ -56,7 +58,7 @@ function requireSameOrigin(req: Request): void {
     );
 }
 
-function signInPage(options: { error?: string; notice?: string; email?: string } = {}): string {
+export function signInPage(options: { error?: string; notice?: string; email?: string } = {}): string {
   const message = options.error
     ? `<p class="notice error" role="alert">${esc(options.error)}</p>`
     : options.notice
@@ -73,24 +75,36 @@ function signInPage(options: { error?: string; notice?: string; email?: string }
 <p>We send a sign-in link to your account's e-mail address. Use it too if every key of the account is revoked or lost.</p>
 <form method="post" action="/dashboard/sign-in/email">
 <label for="email">E-mail address</label><input id="email" name="email" type="email" autocomplete="email" required value="${esc(options.email ?? "")}">
-<p><button type="submit">E-mail me a sign-in link</button></p></form></section>`,
+<p><button type="submit">E-mail me a sign-in link</button></p></form></section>
+<section aria-labelledby="with-sso"><h2 id="with-sso">With single sign-on</h2>
+<p>Business accounts that use their organisation's identity provider (OpenID Connect).</p>
+<form method="post" action="/dashboard/sign-in/sso">
+<label for="sso">Work e-mail address, its domain, or account ID</label><input id="sso" name="sso" type="text" autocomplete="email" required spellcheck="false">
+<p><button type="submit">Sign in with SSO</button></p></form></section>`,
   });
+}
+
+/** A refusal (ApiError) shown on the sign-in page with its status; anything else is thrown on. */
+export function sendSignInRefusal(res: Response, err: unknown): void {
+  if (!(err instanceof ApiError)) throw err;
+  for (const [name, value] of Object.entries(err.options.headers ?? {}))
+    res.setHeader(name, value);
+  sendDashboardPage(res, signInPage({ error: err.message }), err.status);
 }
 
 /**
  * A sign-in form's handler, run only for a post from this site, with the request id; a refusal
  * (ApiError) is shown on the sign-in page with its status.
  */
-function formRoute(handler: (req: Request, res: Response, requestId: string) => Promise<void>) {
+export function formRoute(
+  handler: (req: Request, res: Response, requestId: string) => Promise<void>,
+) {
   return async (req: Request, res: Response) => {
     try {
       requireSameOrigin(req);
       await handler(req, res, String(res.locals.requestId));
     } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
-      for (const [name, value] of Object.entries(err.options.headers ?? {}))
-        res.setHeader(name, value);
-      sendDashboardPage(res, signInPage({ error: err.message }), err.status);
+      sendSignInRefusal(res, err);
     }
   };
 }

@@ -82,8 +82,9 @@ describe("admin API", () => {
       "facilitator",
       "custom_endpoints",
       "dedicated_workers",
+      "sso",
     ]);
-    expect(after.body.features_coming).toEqual(["analytics", "sso"]);
+    expect(after.body.features_coming).toEqual(["analytics"]);
   });
 
   it("grants credits once per Idempotency-Key", async () => {
