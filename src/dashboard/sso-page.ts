@@ -24,8 +24,14 @@ export async function renderSsoPage(services: Services, current: DashboardSessio
   const view = record ? ssoConnectionView(services, record) : null;
   const redirectUri = `${services.config.publicBaseUrl}${SSO_CALLBACK_PATH}`;
   const status = view
-    ? `<dl class="cards"><div class="card"><dt>Status</dt><dd>On</dd></div><div class="card"><dt>Issuer</dt><dd><code>${esc(view.issuer)}</code></dd></div>
-<div class="card"><dt>E-mail domains</dt><dd>${view.email_domains.map(esc).join(", ")}</dd></div><div class="card"><dt>Client secret</dt><dd>${view.client_secret_set ? "Set" : "Not set"}</dd></div></dl>
+    ? `<div class="table-wrap"><table><tbody>
+<tr><th scope="row">Status</th><td>On</td></tr>
+<tr><th scope="row">Issuer</th><td><code>${esc(view.issuer)}</code></td></tr>
+<tr><th scope="row">Client ID</th><td><code>${esc(view.client_id)}</code></td></tr>
+<tr><th scope="row">Client secret</th><td>${view.client_secret_set ? "Set (never shown)" : "Not set"}</td></tr>
+<tr><th scope="row">E-mail domains</th><td>${view.email_domains.map(esc).join(", ")}</td></tr>
+<tr><th scope="row">Last changed</th><td>${esc(view.updated_at.replace("T", " ").slice(0, 19))} UTC</td></tr>
+</tbody></table></div>
 <p><button type="button" class="danger" data-action="delete-sso">Turn single sign-on off</button></p>`
     : `<p>Single sign-on is off for this account.</p>`;
   const body = `<p>People whose e-mail address is at one of the domains below sign in to this account's dashboard through your identity provider: on the sign-in page they enter their work e-mail address.</p>

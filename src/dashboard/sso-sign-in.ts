@@ -18,6 +18,8 @@ import { ACCOUNT_ID_PATTERN } from "../lib/ids.js";
 import type { Services } from "../services.js";
 import type { SsoConnectionRecord } from "../store/types.js";
 import { openSecret } from "../webhooks/secrets.js";
+import { esc } from "../pages/respond.js";
+import { publicDashboardPage, sendDashboardPage } from "./layout.js";
 import { openSession } from "./session.js";
 import { field, form, formRoute, sendSignInRefusal } from "./sign-in.js";
 
@@ -30,7 +32,8 @@ import { field, form, formRoute, sendSignInRefusal } from "./sign-in.js";
  *    through the domains the account's connection holds), or the account id. The gateway discovers
  *    the provider, keeps this attempt's state, nonce and PKCE verifier server-side (single use, ten
  *    minutes), puts the state in a short-lived HttpOnly cookie too, and sends the browser to the
- *    provider.
+ *    provider — with a page that goes on at once (meta refresh, and a link), not a redirect: the
+ *    sign-in page's CSP (`form-action 'self'`) rightly forbids its forms to redirect elsewhere.
  * 2. The provider sends the browser back to /dashboard/sso/callback. The state must be the one in
  *    this browser's cookie (a callback link made by someone else signs no one in) and an attempt
  *    not yet used; openid-client then redeems the code and checks the ID token (issuer, audience,
@@ -141,6 +144,16 @@ async function withProvider<T>(
   }
 }
 
+/** The hand-over to the provider: on at once, or by the link. */
+function continuePage(target: URL): string {
+  return publicDashboardPage({
+    title: "Continue to your identity provider",
+    head: `<meta http-equiv="refresh" content="0;url=${esc(target.href)}">`,
+    body: `<p>Signing in with your organisation's identity provider (${esc(target.host)}).</p>
+<p><a id="sso-continue" href="${esc(target.href)}">Continue to sign in</a></p>`,
+  });
+}
+
 export function ssoSignInRoutes(services: Services): Router {
   const router = Router();
   const redirectUri = () => `${services.config.publicBaseUrl}${SSO_CALLBACK_PATH}`;
@@ -170,7 +183,7 @@ export function ssoSignInRoutes(services: Services): Router {
       };
       await services.store.saveOnce(attemptName(checks.state), JSON.stringify(attempt), ATTEMPT_MS);
       res.append("Set-Cookie", attemptCookie(services, checks.state, ATTEMPT_MS / 1000));
-      res.redirect(303, target.href);
+      sendDashboardPage(res, continuePage(target));
     }),
   );
 

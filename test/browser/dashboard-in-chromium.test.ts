@@ -1,10 +1,9 @@
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { createRequire } from "node:module";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomId } from "../../src/lib/ids.js";
-import { launchChromium, watchPage } from "../helpers/browser.js";
+import { accessibilityProblems, launchChromium, watchPage } from "../helpers/browser.js";
 import {
   call,
   callTool,
@@ -23,10 +22,6 @@ import { startSmtpServer } from "../helpers/smtp.js";
  * (injected into the page) and photographed into artifacts/screenshots/ (git-ignored; CI keeps it).
  */
 const SCREENSHOTS = new URL("../../artifacts/screenshots/", import.meta.url).pathname;
-const AXE_SOURCE = readFileSync(
-  createRequire(import.meta.url).resolve("axe-core/axe.min.js"),
-  "utf8",
-);
 
 let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 let rx: Awaited<ReturnType<typeof startReceiver>>;
@@ -71,34 +66,6 @@ async function signInWithKey(page: Page, key: string): Promise<void> {
   await page.getByLabel("API key", { exact: true }).fill(key);
   await page.getByRole("button", { name: "Sign in", exact: true }).click();
   await page.waitForURL(`${gw.url}/dashboard`);
-}
-
-/** axe-core's serious and critical violations on the page as it is now (evaluated through the debugger, as CSP allows no injected script). */
-async function accessibilityProblems(page: Page): Promise<string[]> {
-  await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
-    const axe = (
-      globalThis as unknown as {
-        axe: {
-          run(): Promise<{
-            violations: {
-              id: string;
-              impact: string;
-              help: string;
-              nodes: { target: string[] }[];
-            }[];
-          }>;
-        };
-      }
-    ).axe;
-    return (await axe.run()).violations;
-  });
-  return violations
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map(
-      (v) =>
-        `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`,
-    );
 }
 
 async function checkPage(page: Page, name: string): Promise<void> {
