@@ -56,7 +56,11 @@ export function dashboardPage(
 }
 
 /** A page for someone not signed in (sign-in, the e-mailed link's landing page); `head` adds to its head. */
-export function publicDashboardPage(options: { title: string; body: string; head?: string }): string {
+export function publicDashboardPage(options: {
+  title: string;
+  body: string;
+  head?: string;
+}): string {
   return layout({
     title: `${options.title} — Toolgate dashboard`,
     head: `${options.head ?? ""}${DASHBOARD_STYLE}`,

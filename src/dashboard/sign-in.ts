@@ -58,7 +58,9 @@ function requireSameOrigin(req: Request): void {
     );
 }
 
-export function signInPage(options: { error?: string; notice?: string; email?: string } = {}): string {
+export function signInPage(
+  options: { error?: string; notice?: string; email?: string } = {},
+): string {
   const message = options.error
     ? `<p class="notice error" role="alert">${esc(options.error)}</p>`
     : options.notice
@@ -87,8 +89,7 @@ export function signInPage(options: { error?: string; notice?: string; email?: s
 /** A refusal (ApiError) shown on the sign-in page with its status; anything else is thrown on. */
 export function sendSignInRefusal(res: Response, err: unknown): void {
   if (!(err instanceof ApiError)) throw err;
-  for (const [name, value] of Object.entries(err.options.headers ?? {}))
-    res.setHeader(name, value);
+  for (const [name, value] of Object.entries(err.options.headers ?? {})) res.setHeader(name, value);
   sendDashboardPage(res, signInPage({ error: err.message }), err.status);
 }
 

@@ -13,7 +13,10 @@ import type { DashboardSession } from "./session.js";
  */
 const PATH = "/dashboard/sso";
 
-export async function renderSsoPage(services: Services, current: DashboardSession): Promise<string> {
+export async function renderSsoPage(
+  services: Services,
+  current: DashboardSession,
+): Promise<string> {
   const { account } = current;
   const title = "Single sign-on";
   if (!TIERS[account.tier].features.includes("sso")) {

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { parseCookie, stringifySetCookie } from "cookie";
-import { Router, type Request, type Response } from "express";
+import { Router, type Request } from "express";
 import { SSO_CALLBACK_PATH, emailDomainOf, emailDomainSchema } from "../accounts/sso/connection.js";
 import {
   type AttemptChecks,

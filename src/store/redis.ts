@@ -978,9 +978,7 @@ export class RedisStore implements Store {
     // back the claims this call made, so a failed save changes nothing.
     const claimedNow: string[] = [];
     for (const domain of connection.emailDomains) {
-      const claimed = await this.call(() =>
-        this.redis.set(k.ssoDomain(domain), accountId, "NX"),
-      );
+      const claimed = await this.call(() => this.redis.set(k.ssoDomain(domain), accountId, "NX"));
       if (claimed === "OK") {
         claimedNow.push(domain);
         continue;
@@ -990,9 +988,7 @@ export class RedisStore implements Store {
       await this.releaseSsoDomains(accountId, claimedNow);
       return { status: "domain_taken", domain };
     }
-    await this.call(() =>
-      this.redis.set(k.ssoConnection(accountId), JSON.stringify(connection)),
-    );
+    await this.call(() => this.redis.set(k.ssoConnection(accountId), JSON.stringify(connection)));
     const dropped = (before?.emailDomains ?? []).filter(
       (d) => !connection.emailDomains.includes(d),
     );

@@ -118,9 +118,7 @@ describe("single sign-on in Chromium", () => {
     await page.waitForURL(`${gw.url}/dashboard/sso`);
     await expect(page.locator("#sso-status").textContent()).resolves.toContain(domain);
     await checkPage(page, "sso-settings");
-    await page
-      .getByLabel("E-mail domains (separated by commas)")
-      .fill(`${domain}, labs-${domain}`);
+    await page.getByLabel("E-mail domains (separated by commas)").fill(`${domain}, labs-${domain}`);
     await page.getByRole("button", { name: "Save" }).click();
     await page.locator("#notice", { hasText: "Single sign-on is saved" }).waitFor();
     await expect(page.locator("#sso-status").textContent()).resolves.toContain(`labs-${domain}`);

@@ -28,10 +28,14 @@ export interface TestOidcProvider {
 
 async function signingKeys() {
   const { privateKey } = await generateKeyPair("RS256", { extractable: true });
-  return { keys: [{ ...(await exportJWK(privateKey)), kid: "test-signing", alg: "RS256", use: "sig" }] };
+  return {
+    keys: [{ ...(await exportJWK(privateKey)), kid: "test-signing", alg: "RS256", use: "sig" }],
+  };
 }
 
-export async function startOidcProvider(options: { redirectUri: string }): Promise<TestOidcProvider> {
+export async function startOidcProvider(options: {
+  redirectUri: string;
+}): Promise<TestOidcProvider> {
   const dir = process.env.TEST_TLS_DIR;
   if (!dir) throw new Error("TEST_TLS_DIR is not set: the TLS global setup did not run");
   let provider: Provider | undefined;

@@ -104,7 +104,9 @@ describe("single sign-on with OpenID Connect", () => {
 
     const { res, page, location, cookie } = await start(`ana@${domain}`);
     expect(res.status).toBe(200);
-    expect(page).toContain(`<meta http-equiv="refresh" content="0;url=${location.replace(/&/g, "&amp;")}">`);
+    expect(page).toContain(
+      `<meta http-equiv="refresh" content="0;url=${location.replace(/&/g, "&amp;")}">`,
+    );
     const authorization = new URL(location);
     expect(authorization.origin).toBe(idp.issuer);
     expect(Object.fromEntries(authorization.searchParams)).toMatchObject({
@@ -129,7 +131,9 @@ describe("single sign-on with OpenID Connect", () => {
     });
     expect(me.body).toMatchObject({ id: accountId, tier: "business" });
     // The session is the dashboard's only: the API still wants a key.
-    expect((await call(`${gw.url}/api/v1/account`, { headers: { cookie: done.session! } })).status).toBe(401);
+    expect(
+      (await call(`${gw.url}/api/v1/account`, { headers: { cookie: done.session! } })).status,
+    ).toBe(401);
     // The account id works on the form as well as the domain.
     expect((await start(accountId)).location.startsWith(idp.issuer)).toBe(true);
   });
@@ -197,7 +201,11 @@ describe("single sign-on with OpenID Connect", () => {
       client_secret: idp.clientSecret,
       email_domains: [first.domain],
     };
-    const taken = await call(`${gw.url}/api/v1/account/sso`, { method: "PUT", key: other.key, body });
+    const taken = await call(`${gw.url}/api/v1/account/sso`, {
+      method: "PUT",
+      key: other.key,
+      body,
+    });
     expect(taken.status).toBe(409);
     expect(taken.body.error).toMatchObject({ code: "sso_domain_taken", param: "email_domains" });
     const off = await call(`${gw.url}/api/v1/account/sso`, { method: "DELETE", key: first.key });
@@ -240,7 +248,10 @@ describe("single sign-on with OpenID Connect", () => {
       [`unverified@${domain}`, "is not verified"],
     ] as const) {
       const attempt = await start(`ana@${domain}`);
-      const refused = await callback(await idp.completeSignIn(attempt.location, login), attempt.cookie);
+      const refused = await callback(
+        await idp.completeSignIn(attempt.location, login),
+        attempt.cookie,
+      );
       expect(refused.res.status).toBe(401);
       expect(refused.page).toContain(reason);
       expect(refused.session).toBeUndefined();

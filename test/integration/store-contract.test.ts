@@ -852,9 +852,9 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     );
     expect(await store.accountIdBySsoDomain(domain("two"))).toBe(a.id);
     // Another account cannot take a held domain, and its refused save claims nothing.
-    expect(await store.putSsoConnection(connection(b.id, [domain("three"), domain("one")]))).toEqual(
-      { status: "domain_taken", domain: domain("one") },
-    );
+    expect(
+      await store.putSsoConnection(connection(b.id, [domain("three"), domain("one")])),
+    ).toEqual({ status: "domain_taken", domain: domain("one") });
     expect(await store.accountIdBySsoDomain(domain("three"))).toBeNull();
     expect(await store.getSsoConnection(b.id)).toBeNull();
     // Saving again without a domain releases it for others.

@@ -71,8 +71,7 @@ export async function checkIssuerUrl(
   allowPrivate: boolean,
 ): Promise<{ ok: true } | { ok: false; reason: string }> {
   const check = await checkWebhookUrl(raw, allowPrivate);
-  if (!check.ok)
-    return { ok: false, reason: check.reason.replace("webhook URLs", "issuer URLs") };
+  if (!check.ok) return { ok: false, reason: check.reason.replace("webhook URLs", "issuer URLs") };
   if (check.url.search || check.url.hash || raw.includes("#"))
     return { ok: false, reason: "an issuer URL has no query or fragment" };
   return { ok: true };

@@ -43,7 +43,8 @@ export function providerFetch(allowPrivate: boolean): ProviderFetch {
         });
       } catch (err) {
         // undici reports "fetch failed" and keeps the reason (the guard's refusal among them) as the cause.
-        if ((err as Error).name === "TimeoutError" || (err as Error).name === "AbortError") throw err;
+        if ((err as Error).name === "TimeoutError" || (err as Error).name === "AbortError")
+          throw err;
         const cause = (err as Error).cause as Error | undefined;
         throw new ProviderUnreachableError(
           `${target.host} could not be reached: ${cause?.message ?? (err as Error).message}`,
