@@ -3,7 +3,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accessibilityProblems, launchChromium } from "../helpers/browser.js";
 import { call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
-import { startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.js";
+import { putSso, startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.js";
 import { freePort } from "../helpers/ports.js";
 
 /**
@@ -88,16 +88,7 @@ describe("single sign-on in Chromium", () => {
   it("signs a Business account's member in through the provider onto the overview, and changes the settings on the SSO page", async () => {
     const { key, accountId } = await fundedAccount(gw.url, 300, "business");
     const domain = `acme-${accountId.slice(5)}.example`;
-    const setUp = await call(`${gw.url}/api/v1/account/sso`, {
-      method: "PUT",
-      key,
-      body: {
-        issuer: idp.issuer,
-        client_id: idp.clientId,
-        client_secret: idp.clientSecret,
-        email_domains: [domain],
-      },
-    });
+    const setUp = await putSso(gw.url, key, idp.settings([domain]));
     expect(setUp.status).toBe(200);
 
     const { context, page, problems } = await freshPage();
@@ -139,16 +130,7 @@ describe("single sign-on in Chromium", () => {
   it("refuses, on the sign-in page, a member whose address is at a domain the account does not allow", async () => {
     const { key, accountId } = await fundedAccount(gw.url, 100, "business");
     const domain = `corp-${accountId.slice(5)}.example`;
-    await call(`${gw.url}/api/v1/account/sso`, {
-      method: "PUT",
-      key,
-      body: {
-        issuer: idp.issuer,
-        client_id: idp.clientId,
-        client_secret: idp.clientSecret,
-        email_domains: [domain],
-      },
-    });
+    await putSso(gw.url, key, idp.settings([domain]));
     const { context, page, problems } = await freshPage();
     // The hand-over page, held in place (the provider answers its navigation with 204), is checked too.
     await page.route(`${idp.issuer}/**`, (route) => route.fulfill({ status: 204 }));

@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:https";
 import { join } from "node:path";
 import { exportJWK, generateKeyPair } from "jose";
 import Provider from "oidc-provider";
+import { call } from "./gateway.js";
 
 /**
  * A real OpenID Connect provider for the SSO tests: the `oidc-provider` package (a certified
@@ -21,6 +22,8 @@ export interface TestOidcProvider {
   clientId: string;
   clientSecret: string;
   publishForeignKeys(on: boolean): void;
+  /** The body of `PUT /api/v1/account/sso` for this provider's client and these domains. */
+  settings(emailDomains: string[]): Record<string, unknown>;
   /** Follows an authorization URL through login and consent as `login`; returns the URL the provider redirects to (the gateway's callback, not followed). */
   completeSignIn(authorizationUrl: string, login: string): Promise<string>;
   stop(): Promise<void>;
@@ -84,6 +87,12 @@ export async function startOidcProvider(options: {
     issuer,
     clientId,
     clientSecret,
+    settings: (emailDomains) => ({
+      issuer,
+      client_id: clientId,
+      client_secret: clientSecret,
+      email_domains: emailDomains,
+    }),
     publishForeignKeys(on) {
       foreign = on ? JSON.stringify({ keys: [foreignPublic] }) : null;
     },
@@ -137,3 +146,7 @@ export async function startOidcProvider(options: {
     },
   };
 }
+
+/** `PUT /api/v1/account/sso` on the gateway at `url` with the account's key. */
+export const putSso = (url: string, key: string, body: Record<string, unknown>) =>
+  call(`${url}/api/v1/account/sso`, { method: "PUT", key, body });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
-import { startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.js";
+import { putSso, startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.js";
 import { freePort } from "../helpers/ports.js";
 import { startReceiver } from "../helpers/receiver.js";
 
@@ -39,16 +39,7 @@ let domainCount = 0;
 async function businessWithSso() {
   const account = await fundedAccount(gw.url, 100);
   const domain = `acme-${Date.now().toString(36)}-${domainCount++}.example`;
-  const saved = await call(`${gw.url}/api/v1/account/sso`, {
-    method: "PUT",
-    key: account.key,
-    body: {
-      issuer: idp.issuer,
-      client_id: idp.clientId,
-      client_secret: idp.clientSecret,
-      email_domains: [domain],
-    },
-  });
+  const saved = await putSso(gw.url, account.key, idp.settings([domain]));
   return { ...account, domain, saved };
 }
 
@@ -141,16 +132,7 @@ describe("single sign-on with OpenID Connect", () => {
   it("keeps SSO to the Business tier: a Free or Pro account gets 403 feature_not_in_tier naming Business", async () => {
     for (const tier of ["free", "pro"]) {
       const { key } = await fundedAccount(gw.url, 100, tier);
-      const put = await call(`${gw.url}/api/v1/account/sso`, {
-        method: "PUT",
-        key,
-        body: {
-          issuer: idp.issuer,
-          client_id: idp.clientId,
-          client_secret: idp.clientSecret,
-          email_domains: [`${tier}-tier.example`],
-        },
-      });
+      const put = await putSso(gw.url, key, idp.settings([`${tier}-tier.example`]));
       expect(put.status).toBe(403);
       expect(put.body.error).toMatchObject({
         code: "feature_not_in_tier",
@@ -162,12 +144,8 @@ describe("single sign-on with OpenID Connect", () => {
   });
 
   it("refuses an issuer that is not HTTPS, a loopback issuer without the development switch, and a server that is no OpenID provider", async () => {
-    const put = async (url: string, key: string, issuer: string) =>
-      call(`${url}/api/v1/account/sso`, {
-        method: "PUT",
-        key,
-        body: { issuer, client_id: "c", client_secret: "s", email_domains: ["refused.example"] },
-      });
+    const put = (url: string, key: string, issuer: string) =>
+      putSso(url, key, { ...idp.settings(["refused.example"]), issuer });
     const { key } = await fundedAccount(gw.url, 100);
     const http = await put(gw.url, key, idp.issuer.replace("https:", "http:"));
     expect(http.status).toBe(422);
@@ -195,24 +173,15 @@ describe("single sign-on with OpenID Connect", () => {
   it("gives each e-mail domain to one account: another account's claim is 409 sso_domain_taken; turning SSO off releases it", async () => {
     const first = await businessWithSso();
     const other = await fundedAccount(gw.url, 100);
-    const body = {
-      issuer: idp.issuer,
-      client_id: idp.clientId,
-      client_secret: idp.clientSecret,
-      email_domains: [first.domain],
-    };
-    const taken = await call(`${gw.url}/api/v1/account/sso`, {
-      method: "PUT",
-      key: other.key,
-      body,
-    });
+    const body = idp.settings([first.domain]);
+    const taken = await putSso(gw.url, other.key, body);
     expect(taken.status).toBe(409);
     expect(taken.body.error).toMatchObject({ code: "sso_domain_taken", param: "email_domains" });
     const off = await call(`${gw.url}/api/v1/account/sso`, { method: "DELETE", key: first.key });
     expect(off.body).toEqual({ deleted: true });
     expect((await call(`${gw.url}/api/v1/account/sso`, { key: first.key })).status).toBe(404);
     expect((await start(`ana@${first.domain}`)).res.status).toBe(404);
-    const now = await call(`${gw.url}/api/v1/account/sso`, { method: "PUT", key: other.key, body });
+    const now = await putSso(gw.url, other.key, body);
     expect(now.status).toBe(200);
   });
 
