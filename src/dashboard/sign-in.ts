@@ -14,18 +14,22 @@ import {
   openSession,
   readAccountToken,
   requireCsrf,
+  requireSameOrigin,
 } from "./session.js";
+import { walletSignInSection } from "./wallet-sign-in.js";
 
 /**
- * Signing in to the dashboard, and out. These ways in all end in the same server-side session:
+ * Signing in to the dashboard, and out. Four ways in, all ending in the same server-side session:
  * - an API key typed on /dashboard/sign-in (checked by the API's own admission: a revoked or
  *   unknown key is refused with the API's message);
  * - a single-use link e-mailed to the account's address — also the way back in for an account
  *   whose every key is revoked (it can then create a key on the Keys page). The link opens a page
  *   with a button: the token is spent by that POST, not by the GET, so a mail scanner that fetches
  *   links cannot use it up;
+ * - a wallet, signing an EIP-4361 message (wallet-sign-in.ts: its own endpoints and script; this
+ *   page only shows its section);
  * - single sign-on with the account's OpenID Connect provider (Business): this page's form starts
- *   it, src/dashboard/sso-sign-in.ts does the rest.
+ *   it, sso-sign-in.ts does the rest.
  * These endpoints are unauthenticated: each POST counts against a per-address limit (and the
  * e-mail one per account too), and refuses a cross-site request (login CSRF).
  */
@@ -44,21 +48,8 @@ const linkNonce = (accountId: string, secret: string) =>
 export const field = (req: Request, name: string) =>
   typeof req.body?.[name] === "string" ? (req.body[name] as string).trim() : "";
 
-/** Refuses a form posted from another site (login CSRF): the browser says where the request comes from. */
-function requireSameOrigin(req: Request): void {
-  const site = req.get("sec-fetch-site");
-  const origin = req.get("origin");
-  const crossSite = site
-    ? site !== "same-origin"
-    : origin !== undefined && origin !== "null" && URL.parse(origin)?.host !== req.get("host");
-  if (crossSite)
-    throw new ApiError(
-      "csrf_failed",
-      "Sign-in forms are accepted from this site's own pages only.",
-    );
-}
-
-export function signInPage(
+function signInPage(
+  services: Services,
   options: { error?: string; notice?: string; email?: string } = {},
 ): string {
   const message = options.error
@@ -78,6 +69,7 @@ export function signInPage(
 <form method="post" action="/dashboard/sign-in/email">
 <label for="email">E-mail address</label><input id="email" name="email" type="email" autocomplete="email" required value="${esc(options.email ?? "")}">
 <p><button type="submit">E-mail me a sign-in link</button></p></form></section>
+${walletSignInSection(services)}
 <section aria-labelledby="with-sso"><h2 id="with-sso">With single sign-on</h2>
 <p>Business accounts that use their organisation's identity provider (OpenID Connect).</p>
 <form method="post" action="/dashboard/sign-in/sso">
@@ -87,10 +79,10 @@ export function signInPage(
 }
 
 /** A refusal (ApiError) shown on the sign-in page with its status; anything else is thrown on. */
-export function sendSignInRefusal(res: Response, err: unknown): void {
+export function sendSignInRefusal(services: Services, res: Response, err: unknown): void {
   if (!(err instanceof ApiError)) throw err;
   for (const [name, value] of Object.entries(err.options.headers ?? {})) res.setHeader(name, value);
-  sendDashboardPage(res, signInPage({ error: err.message }), err.status);
+  sendDashboardPage(res, signInPage(services, { error: err.message }), err.status);
 }
 
 /**
@@ -98,6 +90,7 @@ export function sendSignInRefusal(res: Response, err: unknown): void {
  * (ApiError) is shown on the sign-in page with its status.
  */
 export function formRoute(
+  services: Services,
   handler: (req: Request, res: Response, requestId: string) => Promise<void>,
 ) {
   return async (req: Request, res: Response) => {
@@ -105,7 +98,7 @@ export function formRoute(
       requireSameOrigin(req);
       await handler(req, res, String(res.locals.requestId));
     } catch (err) {
-      sendSignInRefusal(res, err);
+      sendSignInRefusal(services, res, err);
     }
   };
 }
@@ -128,13 +121,13 @@ export function signInRoutes(services: Services): Router {
   router.get("/dashboard/sign-in", async (req, res) => {
     if (await currentSession(services, req)) return res.redirect(303, "/dashboard");
     const notice = typeof req.query.notice === "string" ? NOTICES[req.query.notice] : undefined;
-    sendDashboardPage(res, signInPage({ notice }));
+    sendDashboardPage(res, signInPage(services, { notice }));
   });
 
   router.post(
     "/dashboard/sign-in",
     form,
-    formRoute(async (req, res, requestId) => {
+    formRoute(services, async (req, res, requestId) => {
       await enforceEndpointLimit(services, req, "dashboard-sign-in", null, requestId);
       const key = parseApiKey(field(req, "api_key"));
       if (!key)
@@ -149,7 +142,7 @@ export function signInRoutes(services: Services): Router {
   router.post(
     "/dashboard/sign-in/email",
     form,
-    formRoute(async (req, res, requestId) => {
+    formRoute(services, async (req, res, requestId) => {
       const email = field(req, "email").toLowerCase();
       if (!/^[^\s@]{1,64}@[^\s@]{1,254}$/.test(email))
         throw new ApiError("validation_failed", "Enter the e-mail address of your account.", {
@@ -170,7 +163,7 @@ export function signInRoutes(services: Services): Router {
           services.log.error({ err, account: account.id }, "dashboard sign-in e-mail not sent"),
         );
       }
-      sendDashboardPage(res, signInPage({ notice: LINK_SENT, email }));
+      sendDashboardPage(res, signInPage(services, { notice: LINK_SENT, email }));
     }),
   );
 
@@ -189,7 +182,7 @@ export function signInRoutes(services: Services): Router {
   router.post(
     "/dashboard/sign-in/link",
     form,
-    formRoute(async (req, res, requestId) => {
+    formRoute(services, async (req, res, requestId) => {
       await enforceEndpointLimit(services, req, "dashboard-sign-in", null, requestId);
       const token = readAccountToken(field(req, "token"));
       const valid =

@@ -161,7 +161,7 @@ export function ssoSignInRoutes(services: Services): Router {
   router.post(
     "/dashboard/sign-in/sso",
     form,
-    formRoute(async (req, res, requestId) => {
+    formRoute(services, async (req, res, requestId) => {
       const given = field(req, "sso").toLowerCase();
       const accountId = await accountNamed(services, given);
       await enforceEndpointLimit(services, req, "dashboard-sso", accountId, requestId);
@@ -237,7 +237,7 @@ export function ssoSignInRoutes(services: Services): Router {
       await openSession(services, res, attempt.accountId, "sso");
       res.redirect(303, "/dashboard");
     } catch (err) {
-      sendSignInRefusal(res, err);
+      sendSignInRefusal(services, res, err);
     }
   });
 

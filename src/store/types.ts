@@ -415,7 +415,7 @@ export interface SessionRecord {
   /** Absolute expiry (epoch ms), whatever the activity. */
   expiresAt: number;
   /** How the session was opened. */
-  via: "api_key" | "email_link" | "sso";
+  via: "api_key" | "email_link" | "wallet" | "sso";
 }
 
 /** A Business account's OpenID Connect provider, as stored (see src/accounts/sso/connection.ts). */

@@ -1,9 +1,8 @@
-import { mkdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomId } from "../../src/lib/ids.js";
-import { accessibilityProblems, launchChromium, watchPage } from "../helpers/browser.js";
+import { checkPage, launchChromium, watchPage } from "../helpers/browser.js";
 import {
   call,
   callTool,
@@ -21,8 +20,6 @@ import { startSmtpServer } from "../helpers/smtp.js";
  * live feed is proven to cross processes through Redis. Each page is checked with axe-core
  * (injected into the page) and photographed into artifacts/screenshots/ (git-ignored; CI keeps it).
  */
-const SCREENSHOTS = new URL("../../artifacts/screenshots/", import.meta.url).pathname;
-
 let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 let rx: Awaited<ReturnType<typeof startReceiver>>;
 let gw: TestGateway;
@@ -30,7 +27,6 @@ let other: TestGateway;
 let browser: Browser;
 
 beforeAll(async () => {
-  mkdirSync(SCREENSHOTS, { recursive: true });
   [smtp, rx] = await Promise.all([startSmtpServer(), startReceiver()]);
   const env = {
     SMTP_URL: smtp.url,
@@ -66,11 +62,6 @@ async function signInWithKey(page: Page, key: string): Promise<void> {
   await page.getByLabel("API key", { exact: true }).fill(key);
   await page.getByRole("button", { name: "Sign in", exact: true }).click();
   await page.waitForURL(`${gw.url}/dashboard`);
-}
-
-async function checkPage(page: Page, name: string): Promise<void> {
-  expect(await accessibilityProblems(page)).toEqual([]);
-  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
 }
 
 /** A secret shown once on the page, once its box is shown (and, after a rotation, once it changed). */

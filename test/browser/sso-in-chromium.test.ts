@@ -1,7 +1,6 @@
-import { mkdirSync } from "node:fs";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { accessibilityProblems, launchChromium } from "../helpers/browser.js";
+import { checkPage, launchChromium } from "../helpers/browser.js";
 import { call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
 import { putSso, startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.js";
 import { freePort } from "../helpers/ports.js";
@@ -14,14 +13,11 @@ import { freePort } from "../helpers/ports.js";
  * domain is refused on the page; a Free account cannot turn SSO on. The SSO pages are checked
  * with axe-core and photographed into artifacts/screenshots/.
  */
-const SCREENSHOTS = new URL("../../artifacts/screenshots/", import.meta.url).pathname;
-
 let gw: TestGateway;
 let idp: TestOidcProvider;
 let browser: Browser;
 
 beforeAll(async () => {
-  mkdirSync(SCREENSHOTS, { recursive: true });
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   idp = await startOidcProvider({ redirectUri: `${base}/dashboard/sso/callback` });
@@ -65,11 +61,6 @@ async function freshPage(): Promise<{ context: BrowserContext; page: Page; probl
   });
   page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
   return { context, page, problems };
-}
-
-async function checkPage(page: Page, name: string): Promise<void> {
-  expect(await accessibilityProblems(page)).toEqual([]);
-  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
 }
 
 /** The sign-in page's SSO form, then the provider's login and consent, as `login`. */

@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { chromium, type Browser, type Page } from "playwright-core";
+import { expect } from "vitest";
 
 /**
  * Debian's Chromium driven by playwright-core (never a downloaded browser), with the flags a
@@ -38,6 +39,8 @@ export function watchPage(page: Page, origin: string): string[] {
   return problems;
 }
 
+/** Where the browser tests photograph each page (git-ignored; CI keeps it as an artefact). */
+export const SCREENSHOTS = new URL("../../artifacts/screenshots/", import.meta.url).pathname;
 const AXE_SOURCE = readFileSync(
   createRequire(import.meta.url).resolve("axe-core/axe.min.js"),
   "utf8",
@@ -69,4 +72,11 @@ export async function accessibilityProblems(page: Page): Promise<string[]> {
       (v) =>
         `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`,
     );
+}
+
+/** No serious or critical accessibility violation on the page, then its screenshot as `name`.png. */
+export async function checkPage(page: Page, name: string): Promise<void> {
+  expect(await accessibilityProblems(page)).toEqual([]);
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
 }
