@@ -73,7 +73,7 @@ ${walletSignInSection(services)}
 <section aria-labelledby="with-sso"><h2 id="with-sso">With single sign-on</h2>
 <p>Business accounts that use their organisation's identity provider (OpenID Connect).</p>
 <form method="post" action="/dashboard/sign-in/sso">
-<label for="sso">Work e-mail address, its domain, or account ID</label><input id="sso" name="sso" type="text" autocomplete="email" required spellcheck="false">
+<label for="sso">Work e-mail, its domain, or account ID</label><input id="sso" name="sso" type="text" autocomplete="email" required spellcheck="false">
 <p><button type="submit">Sign in with SSO</button></p></form></section>`,
   });
 }

@@ -66,7 +66,7 @@ async function freshPage(): Promise<{ context: BrowserContext; page: Page; probl
 /** The sign-in page's SSO form, then the provider's login and consent, as `login`. */
 async function signInWithSso(page: Page, given: string, login: string): Promise<void> {
   await page.goto(`${gw.url}/dashboard/sign-in`);
-  await page.getByLabel("Work e-mail address, its domain, or account ID").fill(given);
+  await page.getByLabel("Work e-mail, its domain, or account ID").fill(given);
   await page.getByRole("button", { name: "Sign in with SSO" }).click();
   await page.waitForURL(`${idp.issuer}/**`);
   await page.getByPlaceholder("Enter any login").fill(login);
@@ -126,7 +126,7 @@ describe("single sign-on in Chromium", () => {
     // The hand-over page, held in place (the provider answers its navigation with 204), is checked too.
     await page.route(`${idp.issuer}/**`, (route) => route.fulfill({ status: 204 }));
     await page.goto(`${gw.url}/dashboard/sign-in`);
-    await page.getByLabel("Work e-mail address, its domain, or account ID").fill(domain);
+    await page.getByLabel("Work e-mail, its domain, or account ID").fill(domain);
     await page.getByRole("button", { name: "Sign in with SSO" }).click();
     await page.getByRole("link", { name: "Continue to sign in" }).waitFor();
     await checkPage(page, "sso-continue");
