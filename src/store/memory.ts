@@ -41,18 +41,13 @@ interface MemAccount extends AccountRecord, AlertState {
   depletedArmed: boolean;
   keysByHash: Map<string, KeyRecord>;
   keysById: Map<string, KeyRecord>;
-  rateLog: { at: number; member: string }[];
+  /** Requests admitted per second (the Redis store's window, src/credits/lua/prelude.lua rate_window). */
+  rateWindow: Map<number, number>;
   ledger: LedgerEntry[];
-  /** Request id → debit state, for idempotent debits and single refunds. */
-  operations: Map<
-    string,
-    {
-      cost: number;
-      state: "charged" | "refunded" | "granted";
-      tool: string | null;
-      keyId?: string | null;
-    }
-  >;
+  /** Request id → the debit's cost while charged, "refunded" after: idempotent debits, single refunds. */
+  debits: Map<string, number | "refunded">;
+  /** Request ids of the grants applied: idempotent top-ups. */
+  operations: Set<string>;
   outbox: EventRecord[];
 }
 
@@ -151,6 +146,30 @@ export class MemoryStore implements Store {
   }
 
   /** Sliding-window log, the same algorithm as the Redis script; drops expired entries in place. `count` requests are admitted all or none. */
+  /** The account's window of per-second counts, as rate_window in src/credits/lua/prelude.lua. */
+  private rateWindow(seconds: Map<number, number>, limit: number, count: number) {
+    const now = this.now();
+    let used = 0;
+    let oldest: number | null = null;
+    for (const [second, n] of seconds) {
+      if ((second + 1) * 1000 <= now - RATE_WINDOW_MS) seconds.delete(second);
+      else {
+        used += n;
+        if (oldest === null || second < oldest) oldest = second;
+      }
+    }
+    const resetOf = (second: number) => (second + 1) * 1000 + RATE_WINDOW_MS - now;
+    if (used + count > limit)
+      return {
+        allowed: false,
+        remaining: limit - Math.min(used, limit),
+        resetMs: oldest === null ? RATE_WINDOW_MS : resetOf(oldest),
+      };
+    const second = Math.floor(now / 1000);
+    seconds.set(second, (seconds.get(second) ?? 0) + count);
+    return { allowed: true, remaining: limit - used - count, resetMs: resetOf(oldest ?? second) };
+  }
+
   private slide(log: { at: number }[], limit: number, windowMs: number, count = 1) {
     const now = this.now();
     while (log.length > 0 && log[0]!.at <= now - windowMs) log.shift();
@@ -183,9 +202,10 @@ export class MemoryStore implements Store {
       depletedArmed: false,
       keysByHash: new Map(),
       keysById: new Map(),
-      rateLog: [],
+      rateWindow: new Map(),
       ledger: [],
-      operations: new Map(),
+      debits: new Map(),
+      operations: new Set(),
       outbox: [...events],
     };
     this.accounts.set(a.id, a);
@@ -241,7 +261,7 @@ export class MemoryStore implements Store {
     a.emailVerified = true;
     a.allowanceAt = this.now() + this.periodMs;
     this.topUpAccount(a, "grant", grant.amount, grant);
-    a.operations.set(grant.requestId, { cost: 0, state: "granted", tool: null });
+    a.operations.add(grant.requestId);
     return "verified" as const;
   }
 
@@ -316,55 +336,26 @@ export class MemoryStore implements Store {
 
     const requests = request.countRequest === false ? 0 : (request.requests ?? 1);
     let rate = { limit: tier.requestsPerMinute, remaining: -1, resetMs: 0 };
-    // A request id already in the window (a paid call's slot, taken before its payment settled) is not counted twice.
-    if (requests > 0) this.slide(a.rateLog, tier.requestsPerMinute, RATE_WINDOW_MS, 0); // drops what left the window
-    const counted = requests > 0 && a.rateLog.some((entry) => entry.member === request.requestId);
-    if (counted) {
-      rate = {
-        limit: tier.requestsPerMinute,
-        remaining: Math.max(0, tier.requestsPerMinute - a.rateLog.length),
-        resetMs: a.rateLog[0] ? a.rateLog[0].at + RATE_WINDOW_MS - now : 0,
-      };
-    } else if (requests > 0) {
-      const window = this.slide(a.rateLog, tier.requestsPerMinute, RATE_WINDOW_MS, requests);
-      if (!window.allowed) {
-        return {
-          status: "rate_limited",
-          account: this.view(a),
-          rate: {
-            limit: tier.requestsPerMinute,
-            remaining: window.remaining,
-            resetMs: window.resetOf(a.rateLog[0]?.at),
-          },
-        };
-      }
-      for (let i = 1; i <= requests; i++)
-        a.rateLog.push({
-          at: now,
-          member: i === 1 ? request.requestId : `${request.requestId}#${i}`,
-        });
+    if (requests > 0) {
+      const window = this.rateWindow(a.rateWindow, tier.requestsPerMinute, requests);
       rate = {
         limit: tier.requestsPerMinute,
         remaining: window.remaining,
-        resetMs: window.resetOf(a.rateLog[0]!.at),
+        resetMs: window.resetMs,
       };
+      if (!window.allowed) return { status: "rate_limited", account: this.view(a), rate };
     }
 
     let charged = false;
     const events: EventRecord[] = [];
-    if (request.cost > 0 && !a.operations.has(request.requestId)) {
+    if (request.cost > 0 && !a.debits.has(request.requestId)) {
       if (a.balance < request.cost)
         return { status: "insufficient_credits", account: this.view(a), rate };
       for (const alert of applyDebit(a, request.cost, request.tool)) {
         events.push(eventRecord(newEventId(), alert.event, a.id, alert.data));
       }
       this.addLedger(a, "debit", -request.cost, request, request.tool, keyId);
-      a.operations.set(request.requestId, {
-        cost: request.cost,
-        state: "charged",
-        tool: request.tool,
-        keyId,
-      });
+      a.debits.set(request.requestId, request.cost);
       a.outbox.push(...events);
       charged = true;
     }
@@ -389,21 +380,22 @@ export class MemoryStore implements Store {
     }
     this.topUpAccount(a, kind, grant.amount, grant);
     a.outbox.push(...events);
-    a.operations.set(grant.requestId, { cost: 0, state: "granted", tool: null });
+    a.operations.add(grant.requestId);
     return { applied: true, account: this.view(a) };
   }
 
   async refund(accountId: string, change: RefundChange, events: EventRecord[] = []) {
     if (change.idempotencyKey) this.idempotency.delete(`${accountId}\0${change.idempotencyKey}`);
     const a = this.accounts.get(accountId);
-    const op = a?.operations.get(change.requestId);
-    if (!a || !op || op.state === "granted") return { status: "not_charged" as const };
-    if (op.state === "refunded") return { status: "already_refunded" as const };
-    op.state = "refunded";
-    a.balance += op.cost;
-    this.addLedger(a, "refund", op.cost, change, op.tool, op.keyId);
+    const cost = a?.debits.get(change.requestId);
+    if (!a || cost === undefined) return { status: "not_charged" as const };
+    if (cost === "refunded") return { status: "already_refunded" as const };
+    a.debits.set(change.requestId, "refunded");
+    a.balance += cost;
+    const keyId = change.keyHash ? (a.keysByHash.get(change.keyHash)?.id ?? null) : null;
+    this.addLedger(a, "refund", cost, change, change.tool ?? null, keyId);
     a.outbox.push(...events);
-    return { status: "refunded" as const, amount: op.cost, balance: a.balance };
+    return { status: "refunded" as const, amount: cost, balance: a.balance };
   }
 
   async ledger(

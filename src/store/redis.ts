@@ -5,7 +5,7 @@ import type { TierName } from "../accounts/tiers.js";
 import { DEPLETED_MESSAGE, parseEventRecord, type EventRecord } from "../events/types.js";
 import { StoreUnavailableError } from "./errors.js";
 import { connectRedis, type RedisConnection } from "./redis-connection.js";
-import { newEventId } from "../lib/ids.js";
+import { DEBIT_SLOT_MS, newEventId, requestIdSlot } from "../lib/ids.js";
 import {
   KEY_USE_RESOLUTION_MS,
   OPERATION_TTL_SECONDS,
@@ -49,6 +49,7 @@ const k = {
   rateLog: (id: string) => `{${id}}:rl`,
   ledger: (id: string) => `{${id}}:ledger`,
   operation: (id: string, requestId: string) => `{${id}}:op:${requestId}`,
+  debits: (id: string, slot: number) => `{${id}}:debits:${slot.toString(36)}`,
   outbox: (id: string) => `{${id}}:outbox`,
   idempotency: (id: string, key: string) =>
     `{${id}}:idem:${createHash("sha256").update(key).digest("hex")}`,
@@ -74,6 +75,33 @@ const k = {
   relayerNonce: (name: string) => `{relayers}:nonce:${name}`,
 };
 
+/**
+ * Where a debit's record lives: a request id minted by newRequestId names its 30-second slot, and
+ * the account's records of that slot share one hash (`{acct}:debits:<slot>`, a field of the id's
+ * random part holding the cost) that expires as a whole a day and an hour after the slot — a
+ * retry under an Idempotency-Key (kept a day) and its refund still find it, and a burst of calls
+ * leaves one small listpack (≤ 512 fields at 1,000 calls a minute) instead of a key per call.
+ * Other request ids (payments' fees, grants) keep a key of their own for a day.
+ */
+function debitRecord(accountId: string, requestId: string, now = Date.now()) {
+  const stamped = requestIdSlot(requestId);
+  const day = OPERATION_TTL_SECONDS;
+  if (!stamped)
+    return {
+      key: k.operation(accountId, requestId),
+      field: "debit",
+      expireAt: Math.floor(now / 1000) + day,
+    };
+  const slotEnd = Math.ceil(((stamped.slot + 1) * DEBIT_SLOT_MS) / 1000);
+  const nowS = Math.floor(now / 1000);
+  return {
+    key: k.debits(accountId, stamped.slot),
+    field: stamped.random,
+    // Never already past (EXPIREAT would delete the record), never beyond a day and an hour.
+    expireAt: Math.min(Math.max(slotEnd + day + 3600, nowS + 3600), nowS + day + 3600 + 30),
+  };
+}
+
 const SCRIPTS = [
   "admit",
   "top-up",
@@ -95,7 +123,7 @@ const SCRIPTS = [
 const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   admit: 6,
   "top-up": 4,
-  refund: 5,
+  refund: 6,
   "create-account": 3,
   "verify-email": 3,
   "set-tier": 1,
@@ -436,6 +464,7 @@ export class RedisStore implements Store {
 
   async admit(request: AdmitRequest): Promise<AdmitOutcome> {
     const id = request.accountId;
+    const record = debitRecord(id, request.requestId);
     const result = await this.script<{
       status: AdmitOutcome["status"];
       account?: RawAccount;
@@ -450,7 +479,7 @@ export class RedisStore implements Store {
         request.keyHash ? k.keyRecord(id, request.keyHash) : k.account(id),
         k.rateLog(id),
         k.ledger(id),
-        k.operation(id, request.requestId),
+        record.key,
         k.outbox(id),
       ],
       [
@@ -465,9 +494,10 @@ export class RedisStore implements Store {
         new Date().toISOString(),
         RATE_WINDOW_MS,
         this.options.periodMs,
-        OPERATION_TTL_SECONDS,
+        record.expireAt,
         request.countRequest === false ? 0 : (request.requests ?? 1),
         KEY_USE_RESOLUTION_MS,
+        record.field,
       ],
     );
     switch (result.status) {
@@ -526,6 +556,8 @@ export class RedisStore implements Store {
 
   async refund(accountId: string, change: RefundChange, events: EventRecord[] = []) {
     const idempotencyKey = change.idempotencyKey ?? null;
+    const record = debitRecord(accountId, change.requestId);
+    const keyHash = change.keyHash ?? null;
     const result = await this.script<
       | { status: "refunded"; amount: number; balance: number }
       | { status: "already_refunded" | "not_charged" }
@@ -534,11 +566,20 @@ export class RedisStore implements Store {
       [
         k.account(accountId),
         k.ledger(accountId),
-        k.operation(accountId, change.requestId),
+        record.key,
         k.outbox(accountId),
         k.idempotency(accountId, idempotencyKey ?? ""),
+        keyHash ? k.keyRecord(accountId, keyHash) : k.account(accountId),
       ],
-      [change.requestId, change.reason, JSON.stringify(events), idempotencyKey === null ? 0 : 1],
+      [
+        change.requestId,
+        change.reason,
+        JSON.stringify(events),
+        idempotencyKey === null ? 0 : 1,
+        record.field,
+        change.tool ?? "",
+        keyHash ? 1 : 0,
+      ],
     );
     if (result.status === "refunded") await this.markOutbox(accountId, events);
     return result;

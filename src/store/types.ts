@@ -104,8 +104,7 @@ export interface AdmitRequest {
   reason: string;
   /**
    * false: do not count a request against the rate limit (a door that counted it already, or a
-   * pre-check). Default true. A request id already counted in the window is admitted again without
-   * counting twice (a paid call takes its slot before its payment settles).
+   * pre-check). Default true.
    */
   countRequest?: boolean;
   /** How many requests this admission counts (an MCP JSON-RPC batch counts each message); all or none are admitted. Default 1. */
@@ -133,6 +132,9 @@ export interface CreditChange {
 
 export interface RefundChange extends CreditChange {
   idempotencyKey?: string | null;
+  /** The refunded call's tool and the hash of the key that made it: the refund's ledger entry names them. */
+  tool?: string | null;
+  keyHash?: string | null;
 }
 
 export interface Page<T> {
@@ -548,8 +550,9 @@ export const KEY_USE_RESOLUTION_MS = 60_000;
 /**
  * How long a debit's (or grant's) record is kept: what its one refund and an `Idempotency-Key`
  * retry need. A call's refund happens within the call, or within five minutes when the store was
- * failing (src/tools/invoke.ts); a retry takes over a claim once its lease (minutes) ran out. One
- * day covers both with room to spare, and bounds the Redis memory a call leaves behind; the
- * ledger entry itself lives on in the books.
+ * failing (src/tools/invoke.ts); a retry takes over a claim once its lease ran out, while its
+ * Idempotency-Key lives (24 h by default). A call's record (its request id minted by
+ * newRequestId) is kept with its 30-second slot's records for this long after the slot, plus an
+ * hour (src/store/redis.ts, debitRecord); the ledger entry itself lives on in the books.
  */
 export const OPERATION_TTL_SECONDS = 24 * 3600;

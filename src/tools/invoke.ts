@@ -169,6 +169,7 @@ async function execute(
         requestId,
         idempotencyKey,
         tool: tool.name,
+        keyHash: key.hash,
       });
     // Refused (credits, rate limit, key): a retry with the same Idempotency-Key may run.
     else if (idempotencyKey)
@@ -216,7 +217,7 @@ function recordRequest(
 
 async function serveCharged(
   services: Services,
-  { tool, requestId, idempotencyTtlSeconds }: ToolCall,
+  { tool, key, requestId, idempotencyTtlSeconds }: ToolCall,
   caller: Admitted,
   input: unknown,
   forward: Forwarder,
@@ -252,6 +253,7 @@ async function serveCharged(
         requestId,
         idempotencyKey,
         tool: tool.name,
+        keyHash: key.hash,
         reason: "worker pool busy",
         errorCode: null,
       });
@@ -296,6 +298,7 @@ async function serveCharged(
     requestId,
     idempotencyKey,
     tool: tool.name,
+    keyHash: key.hash,
     reason: `tool failed: ${failure.code}`,
     errorCode: callerError ? null : failure.code,
   });
@@ -359,7 +362,13 @@ export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiErr
  */
 function refundWhenBack(
   services: Services,
-  call: { accountId: string; requestId: string; idempotencyKey: string | null; tool: string },
+  call: {
+    accountId: string;
+    requestId: string;
+    idempotencyKey: string | null;
+    tool: string;
+    keyHash: string | null;
+  },
 ): void {
   const deadline = Date.now() + 5 * 60_000;
   const attempt = () =>
@@ -367,6 +376,8 @@ function refundWhenBack(
       .refund(call.accountId, {
         requestId: call.requestId,
         idempotencyKey: call.idempotencyKey,
+        tool: call.tool,
+        keyHash: call.keyHash,
         reason: "store unavailable during admission",
       })
       .then(
@@ -403,6 +414,7 @@ async function refundOnce(
     requestId,
     idempotencyKey,
     tool,
+    keyHash,
     reason,
     errorCode,
   }: {
@@ -410,6 +422,7 @@ async function refundOnce(
     requestId: string;
     idempotencyKey: string | null;
     tool: string;
+    keyHash: string | null;
     reason: string;
     errorCode: string | null;
   },
@@ -428,7 +441,7 @@ async function refundOnce(
     try {
       const refunded = await services.store.refund(
         accountId,
-        { requestId, reason, idempotencyKey },
+        { requestId, reason, idempotencyKey, tool, keyHash },
         events,
       );
       if (refunded.status === "refunded") services.metrics.creditsRefunded.inc(refunded.amount);

@@ -282,19 +282,26 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await debit(a.id, a.key.hash, 1)).toMatchObject({ status: "rate_limited" });
   });
 
-  it("debits once per request id and refunds once per debit", async () => {
+  // A minted request id files its debit record in its slot's hash; any other (a payment's fee) in a key of its own.
+  it.each([
+    ["a request id minted for a call", () => newRequestId()],
+    ["any other request id", () => `fee_${newRequestId()}`],
+  ])("debits once per request id and refunds once per debit: %s", async (_, requestId) => {
     const a = await account(10);
-    const first = await debit(a.id, a.key.hash, 3, "req_same");
-    const second = await debit(a.id, a.key.hash, 3, "req_same");
+    const id = requestId();
+    const first = await debit(a.id, a.key.hash, 3, id);
+    const second = await debit(a.id, a.key.hash, 3, id);
     expect(first).toMatchObject({ status: "ok", charged: true, account: { balance: 7 } });
     expect(second).toMatchObject({ status: "ok", charged: false, account: { balance: 7 } });
-    expect(await store.refund(a.id, { requestId: "req_same", reason: "tool failed" })).toEqual({
+    const refund = { requestId: id, reason: "tool failed", tool: "hash", keyHash: a.key.hash };
+    expect(await store.refund(a.id, refund)).toEqual({
       status: "refunded",
       amount: 3,
       balance: 10,
     });
-    expect(await store.refund(a.id, { requestId: "req_same", reason: "tool failed" })).toEqual({
-      status: "already_refunded",
+    expect(await store.refund(a.id, refund)).toEqual({ status: "already_refunded" });
+    expect(await store.refund(a.id, { requestId: newRequestId(), reason: "x" })).toEqual({
+      status: "not_charged",
     });
     expect(await store.refund(a.id, { requestId: "req_never", reason: "x" })).toEqual({
       status: "not_charged",
@@ -305,12 +312,13 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       e.amount,
       e.balance,
       e.tool,
+      e.keyId,
     ]);
-    // The refund names the tool whose debit it returns.
+    // The refund names the tool and key whose debit it returns.
     expect(rows).toEqual([
-      ["refund", 3, 10, "hash"],
-      ["debit", -3, 7, "hash"],
-      ["grant", 10, 10, null],
+      ["refund", 3, 10, "hash", a.keyId],
+      ["debit", -3, 7, "hash", a.keyId],
+      ["grant", 10, 10, null, null],
     ]);
   });
 

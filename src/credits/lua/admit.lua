@@ -1,9 +1,10 @@
 -- The hot path in one round trip: key check, Free allowance, rate limit, debit.
--- KEYS: account, key record, rate-limit log, ledger, operation, outbox
+-- KEYS: account, key record, rate-limit window, ledger, debit records, outbox
 -- ARGV: tier limits (JSON), check key (1/0), cost, request id, tool, reason,
---       low event id, depleted event id, ISO timestamp, window ms, period ms, op ttl,
+--       low event id, depleted event id, ISO timestamp, window ms, period ms,
+--       debit records' expiry (unix seconds),
 --       requests to count (0 = none: the key is checked and the debit made, nothing counted),
---       last-used resolution ms
+--       last-used resolution ms, the debit record's field
 local now = now_ms()
 local key_id = cjson.null
 if ARGV[2] == '1' then
@@ -17,7 +18,7 @@ if ARGV[2] == '1' then
 end
 local a = load_account(KEYS[1])
 if not a then return cjson.encode({ status = 'invalid_key' }) end
-local keys = { account = KEYS[1], ledger = KEYS[4], op = KEYS[5], outbox = KEYS[6] }
+local keys = { account = KEYS[1], ledger = KEYS[4], debits = KEYS[5], outbox = KEYS[6] }
 -- A paid plan whose period ended unpaid falls back to Free, on this very request.
 if a.tier ~= 'free' and a.plan_expires_at > 0 and now >= a.plan_expires_at then
   a.tier, a.plan_expires_at = 'free', 0
@@ -39,18 +40,19 @@ end
 local requests = tonumber(ARGV[13])
 local rate = { limit = tier.requestsPerMinute, remaining = -1, resetMs = 0 }
 if requests > 0 then
-  local allowed, remaining, reset = rate_limit(KEYS[3], tier.requestsPerMinute, tonumber(ARGV[10]), ARGV[4], now, requests)
+  local allowed, remaining, reset = rate_window(KEYS[3], tier.requestsPerMinute, tonumber(ARGV[10]), now, requests)
   rate = { limit = tier.requestsPerMinute, remaining = remaining, resetMs = reset }
   if not allowed then return cjson.encode({ status = 'rate_limited', account = a, rate = rate }) end
 end
 
 local cost = tonumber(ARGV[3])
 local charged, events = false, {}
-if cost > 0 and redis.call('EXISTS', KEYS[5]) == 0 then
+if cost > 0 and redis.call('HEXISTS', KEYS[5], ARGV[15]) == 0 then
   if a.balance < cost then return cjson.encode({ status = 'insufficient_credits', account = a, rate = rate }) end
   local key_name = ''
   if key_id ~= cjson.null then key_name = key_id end
-  events = debit(a, keys, cost, now, ARGV[4], ARGV[6], ARGV[5], key_name, ARGV[7], ARGV[8], ARGV[9], tonumber(ARGV[12]))
+  events = debit(a, keys, cost, now, ARGV[4], ARGV[6], ARGV[5], key_name, ARGV[7], ARGV[8], ARGV[9],
+    { field = ARGV[15], expire_at = tonumber(ARGV[12]) })
   charged = true
 end
 return cjson.encode({ status = 'ok', account = a, key_id = key_id, rate = rate, charged = charged, events = events })

@@ -46,11 +46,14 @@ end
 -- credits.low fires once when the balance drops below ceil(reference / 5), i.e. below 20%
 -- of the reference level; credits.depleted fires once when it reaches 0. Both re-arm on the
 -- next top-up.
-local function debit(a, keys, cost, at, request_id, reason, tool, key_id, evt_low, evt_depleted, iso, op_ttl)
+-- The debit record: one small field (the cost; 'r' once refunded) in the hash of the account's
+-- debits of the request id's 30-second slot, which expires as a whole (src/store/redis.ts,
+-- debitRecord). All a refund and an Idempotency-Key retry need; the entry is in the ledger.
+local function debit(a, keys, cost, at, request_id, reason, tool, key_id, evt_low, evt_depleted, iso, record)
   a.balance = redis.call('HINCRBY', keys.account, 'balance', -cost)
   ledger_add(keys.ledger, at, 'debit', -cost, a.balance, reason, request_id, tool, key_id)
-  redis.call('HSET', keys.op, 'cost', cost, 'state', 'charged', 'tool', tool, 'key', key_id)
-  redis.call('EXPIRE', keys.op, op_ttl)
+  redis.call('HSET', keys.debits, record.field, cost)
+  redis.call('EXPIREAT', keys.debits, record.expire_at)
   local events = {}
   local tool_name = cjson.null
   if tool ~= '' then tool_name = tool end
@@ -70,7 +73,8 @@ local function debit(a, keys, cost, at, request_id, reason, tool, key_id, evt_lo
   return events
 end
 
--- Exact sliding-window log: one sorted-set member per admitted request, scored by server time.
+-- Exact sliding-window log for the endpoint limits (per address, per account: src/http/endpoint-limits.ts):
+-- one sorted-set member per admitted request, scored by server time; a member can be released.
 -- `count` requests (default 1: an MCP batch counts each message) are admitted all or none.
 -- A member already in the window (a paid call's slot, reserved before its payment settled) is
 -- admitted again without being counted twice.
@@ -93,4 +97,33 @@ local function rate_limit(key, limit, window, member, now, count)
   redis.call('PEXPIRE', key, window)
   local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   return true, limit - used - count, tonumber(oldest[2]) + window - now
+end
+
+-- An account's window: a hash of per-second request counts (at most window/1000 + 1 small fields,
+-- so it stays a compact listpack whatever the traffic). A second counts until its last
+-- millisecond has left the window, so no window of `window` ms ever admits more than `limit`.
+-- `count` requests (an MCP batch counts each message) are admitted all or none.
+local function rate_window(key, limit, window, now, count)
+  local flat = redis.call('HGETALL', key)
+  local used, oldest, stale = 0, nil, {}
+  for i = 1, #flat, 2 do
+    local second = tonumber(flat[i])
+    if (second + 1) * 1000 <= now - window then
+      stale[#stale + 1] = flat[i]
+    else
+      used = used + tonumber(flat[i + 1])
+      if not oldest or second < oldest then oldest = second end
+    end
+  end
+  if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
+  if used + count > limit then
+    local reset = window
+    if oldest then reset = (oldest + 1) * 1000 + window - now end
+    return false, limit - math.min(used, limit), reset
+  end
+  local second = math.floor(now / 1000)
+  redis.call('HINCRBY', key, second, count)
+  redis.call('PEXPIRE', key, window + 1000)
+  if not oldest then oldest = second end
+  return true, limit - used - count, (oldest + 1) * 1000 + window - now
 end
