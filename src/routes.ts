@@ -18,6 +18,11 @@ import { resendVerification } from "./accounts/routes/resend-verification.js";
 import { signup } from "./accounts/routes/signup.js";
 import { removeSpendAlert, setSpendAlert } from "./accounts/routes/spend-alert.js";
 import { updateKey } from "./accounts/routes/update-key.js";
+import {
+  deleteSsoConnection,
+  getSsoConnection,
+  putSsoConnection,
+} from "./accounts/routes/sso-connection.js";
 import { usage } from "./accounts/routes/usage.js";
 import { verifyEmail } from "./accounts/routes/verify-email.js";
 import { DASHBOARD_PATHS, dashboardRouter } from "./dashboard/index.js";
@@ -59,7 +64,7 @@ export type Door =
     };
 
 /**
- * What a signed-in account manages: its account, keys, usage, analytics, events and webhooks. Served under
+ * What a signed-in account manages: its account, keys, usage, analytics, events, single sign-on and webhooks. Served under
  * /api/v1 with `x-api-key`, and again under /dashboard/api/v1 with the dashboard's session.
  */
 const ACCOUNT_ROUTES: AnyRoute[] = [
@@ -74,6 +79,9 @@ const ACCOUNT_ROUTES: AnyRoute[] = [
   usage,
   analytics,
   listEvents,
+  getSsoConnection,
+  putSsoConnection,
+  deleteSsoConnection,
   ...webhookRoutes("account"),
 ];
 

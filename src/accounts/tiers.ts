@@ -15,6 +15,7 @@ export const FEATURES = [
   "custom_endpoints",
   "dedicated_workers",
   "analytics",
+  "sso",
 ] as const;
 export type Feature = (typeof FEATURES)[number];
 /**
@@ -22,7 +23,7 @@ export type Feature = (typeof FEATURES)[number];
  * as `features_coming`, so no account is told it has something that does not exist; a feature
  * moves to FEATURES in the change that builds it.
  */
-export const COMING_FEATURES = ["sso"] as const;
+export const COMING_FEATURES: readonly string[] = [];
 export type ComingFeature = (typeof COMING_FEATURES)[number];
 
 export const TIER_NAMES = ["free", "starter", "pro", "business"] as const;
@@ -51,8 +52,9 @@ const BUSINESS_FEATURES = [
   "facilitator",
   "custom_endpoints",
   "dedicated_workers",
+  "sso",
 ] as const;
-const BUSINESS_COMING = ["sso"] as const;
+const BUSINESS_COMING: readonly string[] = [];
 
 export const TIERS: Record<TierName, Tier> = {
   free: {

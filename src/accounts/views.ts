@@ -6,7 +6,7 @@ import {
   type KeyRecord,
   type LedgerEntry,
 } from "../store/types.js";
-import { COMING_FEATURES, FEATURES, TIERS, TIER_NAMES } from "./tiers.js";
+import { FEATURES, TIERS, TIER_NAMES } from "./tiers.js";
 
 /**
  * How accounts, keys and ledger entries are shown. The zod schemas document the answers
@@ -27,7 +27,7 @@ export const accountViewSchema = z.object({
   rate_limit_per_minute: z.number().int(),
   features: z.array(z.enum(FEATURES)).describe("What the tier includes that is built and running."),
   features_coming: z
-    .array(z.enum(COMING_FEATURES))
+    .array(z.string())
     .describe("What the tier will include, not built yet (announced, not served)."),
   next_allowance_at: isoOrNull.describe("Free tier: when the balance is next topped up to 500."),
   plan_expires_at: isoOrNull.describe(

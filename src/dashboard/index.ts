@@ -19,6 +19,8 @@ import { renderOverview } from "./overview.js";
 import { renderPlanPage } from "./plan-page.js";
 import { authenticateSession, currentSession, type DashboardSession } from "./session.js";
 import { signInRoutes } from "./sign-in.js";
+import { renderSsoPage } from "./sso-page.js";
+import { ssoSignInRoutes } from "./sso-sign-in.js";
 import {
   WALLET_CHALLENGE_PATH,
   WALLET_SCRIPT_PATH,
@@ -43,6 +45,8 @@ const PAGE_PATHS = [
   "/dashboard/webhooks",
   "/dashboard/webhooks/:id",
   "/dashboard/analytics",
+  "/dashboard/sso",
+  "/dashboard/sso/callback",
   "/dashboard/plan",
   "/dashboard/live",
   DASHBOARD_SCRIPT_PATH,
@@ -57,6 +61,7 @@ export const DASHBOARD_PATHS: Record<string, string[]> = {
   "/dashboard/sign-in": ["GET", "POST"],
   "/dashboard/sign-in/email": ["POST"],
   "/dashboard/sign-in/link": ["GET", "POST"],
+  "/dashboard/sign-in/sso": ["POST"],
   [WALLET_CHALLENGE_PATH]: ["POST"],
   [WALLET_SIGN_IN_PATH]: ["POST"],
   "/dashboard/sign-out": ["POST"],
@@ -88,6 +93,7 @@ function signedInPage(
 export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): Router {
   const router = Router();
   router.use(signInRoutes(services));
+  router.use(ssoSignInRoutes(services));
   router.use(walletSignInRoutes(services));
   const uplot = uplotAssets();
   for (const [path, script] of [
@@ -122,6 +128,10 @@ export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): 
     signedInPage(services, (current, req) =>
       renderAnalyticsPage(services, current, req.query, uplot.style),
     ),
+  );
+  router.get(
+    "/dashboard/sso",
+    signedInPage(services, (current) => renderSsoPage(services, current)),
   );
   router.get(
     "/dashboard/plan",

@@ -35,6 +35,7 @@ const NAV_ITEMS = [
   { href: "/dashboard/keys", label: "Keys" },
   { href: "/dashboard/webhooks", label: "Webhooks" },
   { href: "/dashboard/analytics", label: "Analytics" },
+  { href: "/dashboard/sso", label: "Single sign-on" },
   { href: "/dashboard/plan", label: "Plan and credits" },
 ];
 
@@ -71,11 +72,15 @@ export function dashboardPage(
   });
 }
 
-/** A page for someone not signed in (sign-in, the e-mailed link's landing page). */
-export function publicDashboardPage(options: { title: string; body: string }): string {
+/** A page for someone not signed in (sign-in, the e-mailed link's landing page); `head` adds to its head. */
+export function publicDashboardPage(options: {
+  title: string;
+  body: string;
+  head?: string;
+}): string {
   return layout({
     title: `${options.title} — Toolgate dashboard`,
-    head: DASHBOARD_STYLE,
+    head: `${options.head ?? ""}${DASHBOARD_STYLE}`,
     nav: `<nav aria-label="Site"><a href="/docs">API reference</a><a href="/status">Status</a></nav>`,
     body: `<h1>${esc(options.title)}</h1>${options.body}`,
   });

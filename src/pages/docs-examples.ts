@@ -136,6 +136,30 @@ export const OPERATION_EXAMPLES: Record<string, OperationExample> = {
       why: "The URL must be the origin of a running workers deployment, at a public HTTPS address the gateway can resolve; workers.acme.example is a placeholder that resolves nowhere, so the example is refused naming url. The account must be Business (else 403 feature_not_in_tier).",
     },
   },
+  "PUT /api/v1/account/sso": {
+    body: {
+      issuer: "https://login.acme.example",
+      client_id: "toolgate-dashboard",
+      client_secret: "the-client-secret-from-your-provider",
+      email_domains: ["acme.example"],
+    },
+    error: {
+      status: 422,
+      why: "The issuer must be your OpenID Connect provider, at a public HTTPS address whose discovery document (/.well-known/openid-configuration) the gateway reads on save; login.acme.example is a placeholder that resolves nowhere, so the example is refused naming issuer. The account must be Business (else 403 feature_not_in_tier).",
+    },
+  },
+  "GET /api/v1/account/sso": {
+    error: {
+      status: 404,
+      why: "Until single sign-on is set up with PUT /api/v1/account/sso, there is no connection to show.",
+    },
+  },
+  "DELETE /api/v1/account/sso": {
+    error: {
+      status: 404,
+      why: "Until single sign-on is set up with PUT /api/v1/account/sso, there is no connection to delete.",
+    },
+  },
   "POST /api/v1/webhooks/register": {
     body: { url: "https://example.com/hooks/toolgate", events: ["credits.low", "tool.error"] },
   },

@@ -33,6 +33,7 @@ import {
   type DeliveryAttempt,
   type TopUpKind,
   type SessionRecord,
+  type SsoConnectionRecord,
   type LedgerFollower,
   CALENDAR_WINDOWS,
   controlWindow,
@@ -774,6 +775,51 @@ export class MemoryStore implements Store {
   async ping() {}
   async accountIdByEmail(email: string) {
     return this.emails.get(email) ?? null;
+  }
+
+  private readonly onceValues = new Map<string, { value: string; until: number }>();
+
+  async saveOnce(name: string, value: string, ttlMs: number) {
+    this.onceValues.set(name, { value, until: this.now() + ttlMs });
+  }
+
+  async takeOnce(name: string) {
+    const kept = this.onceValues.get(name);
+    this.onceValues.delete(name);
+    return kept && kept.until > this.now() ? kept.value : null;
+  }
+
+  private readonly ssoConnections = new Map<string, SsoConnectionRecord>();
+  private readonly ssoDomains = new Map<string, string>();
+
+  async putSsoConnection(connection: SsoConnectionRecord) {
+    const { accountId } = connection;
+    const taken = connection.emailDomains.find(
+      (d) => (this.ssoDomains.get(d) ?? accountId) !== accountId,
+    );
+    if (taken) return { status: "domain_taken" as const, domain: taken };
+    for (const d of this.ssoConnections.get(accountId)?.emailDomains ?? [])
+      this.ssoDomains.delete(d);
+    for (const d of connection.emailDomains) this.ssoDomains.set(d, accountId);
+    this.ssoConnections.set(accountId, structuredClone(connection));
+    return { status: "saved" as const };
+  }
+
+  async getSsoConnection(accountId: string) {
+    const connection = this.ssoConnections.get(accountId);
+    return connection ? structuredClone(connection) : null;
+  }
+
+  async deleteSsoConnection(accountId: string) {
+    const connection = this.ssoConnections.get(accountId);
+    if (!connection) return false;
+    for (const d of connection.emailDomains) this.ssoDomains.delete(d);
+    this.ssoConnections.delete(accountId);
+    return true;
+  }
+
+  async accountIdBySsoDomain(domain: string) {
+    return this.ssoDomains.get(domain) ?? null;
   }
 
   private readonly sessions = new Map<

@@ -42,6 +42,7 @@ import {
   type ControlWindows,
   type KeyUpdate,
   withControls,
+  type SsoConnectionRecord,
   type LedgerFollower,
 } from "./types.js";
 
@@ -69,6 +70,9 @@ const k = {
   deliveries: (ownerId: string, webhookId: string) => `{${ownerId}}:deliveries:${webhookId}`,
   events: (id: string) => `{${id}}:events`,
   session: (id: string, sessionId: string) => `{${id}}:session:${sessionId}`,
+  ssoConnection: (id: string) => `{${id}}:sso`,
+  ssoDomain: (domain: string) => `sso-domain:${domain}`,
+  once: (name: string) => `once:${name}`,
   sessionEpoch: (id: string) => `{${id}}:session-epoch`,
   // Payments are not an account's: they share one slot of their own, so a claim is one script.
   payment: (id: string) => `{payments}:payment:${id}`,
@@ -1115,6 +1119,69 @@ export class RedisStore implements Store {
 
   async accountIdByEmail(email: string): Promise<string | null> {
     return this.call(() => this.redis.get(k.email(email)));
+  }
+
+  async saveOnce(name: string, value: string, ttlMs: number): Promise<void> {
+    await this.call(() => this.redis.set(k.once(name), value, "PX", ttlMs));
+  }
+
+  async takeOnce(name: string): Promise<string | null> {
+    // GET and DEL in one transaction: of two readers racing, one gets the value, the other null.
+    const replies = await this.call(() =>
+      this.redis.multi().get(k.once(name)).del(k.once(name)).exec(),
+    );
+    const value = replies?.[0]?.[1];
+    return typeof value === "string" ? value : null;
+  }
+
+  async putSsoConnection(
+    connection: SsoConnectionRecord,
+  ): Promise<{ status: "saved" } | { status: "domain_taken"; domain: string }> {
+    const { accountId } = connection;
+    const before = await this.getSsoConnection(accountId);
+    // Each domain is a global index key (like an e-mail's), claimed with SET NX; a refusal gives
+    // back the claims this call made, so a failed save changes nothing.
+    const claimedNow: string[] = [];
+    for (const domain of connection.emailDomains) {
+      const claimed = await this.call(() => this.redis.set(k.ssoDomain(domain), accountId, "NX"));
+      if (claimed === "OK") {
+        claimedNow.push(domain);
+        continue;
+      }
+      const holder = await this.call(() => this.redis.get(k.ssoDomain(domain)));
+      if (holder === accountId) continue;
+      await this.releaseSsoDomains(accountId, claimedNow);
+      return { status: "domain_taken", domain };
+    }
+    await this.call(() => this.redis.set(k.ssoConnection(accountId), JSON.stringify(connection)));
+    const dropped = (before?.emailDomains ?? []).filter(
+      (d) => !connection.emailDomains.includes(d),
+    );
+    await this.releaseSsoDomains(accountId, dropped);
+    return { status: "saved" };
+  }
+
+  /** Releases domains this account holds (compare-and-delete: never another account's claim). */
+  private async releaseSsoDomains(accountId: string, domains: string[]): Promise<void> {
+    for (const domain of domains)
+      await this.script("release-lock", [k.ssoDomain(domain)], [accountId]);
+  }
+
+  async getSsoConnection(accountId: string): Promise<SsoConnectionRecord | null> {
+    const raw = await this.call(() => this.redis.get(k.ssoConnection(accountId)));
+    return raw ? (JSON.parse(raw) as SsoConnectionRecord) : null;
+  }
+
+  async deleteSsoConnection(accountId: string): Promise<boolean> {
+    const connection = await this.getSsoConnection(accountId);
+    if (!connection) return false;
+    await this.call(() => this.redis.del(k.ssoConnection(accountId)));
+    await this.releaseSsoDomains(accountId, connection.emailDomains);
+    return true;
+  }
+
+  async accountIdBySsoDomain(domain: string): Promise<string | null> {
+    return this.call(() => this.redis.get(k.ssoDomain(domain)));
   }
 
   async createSession(session: SessionRecord, idleMs: number): Promise<void> {

@@ -417,6 +417,27 @@ export interface Store {
   accountIdByEmail(email: string): Promise<string | null>;
 
   /**
+   * A value kept for at most `ttlMs` and read at most once (a sign-in attempt's secrets): `takeOnce`
+   * returns it and deletes it in one step, so two readers racing get it once between them.
+   */
+  saveOnce(name: string, value: string, ttlMs: number): Promise<void>;
+  takeOnce(name: string): Promise<string | null>;
+
+  /**
+   * A Business account's single sign-on connection. Each e-mail domain it lists is claimed for
+   * that account alone (the sign-in page finds the account by domain): saving refuses, changing
+   * nothing, when another account holds one; domains it no longer lists are released.
+   */
+  putSsoConnection(
+    connection: SsoConnectionRecord,
+  ): Promise<{ status: "saved" } | { status: "domain_taken"; domain: string }>;
+  getSsoConnection(accountId: string): Promise<SsoConnectionRecord | null>;
+  /** Removes the connection and releases its domains; false when there was none. */
+  deleteSsoConnection(accountId: string): Promise<boolean>;
+  /** The account whose SSO connection lists this (lower-case) e-mail domain, or null. */
+  accountIdBySsoDomain(domain: string): Promise<string | null>;
+
+  /**
    * Dashboard sessions, server-side: the record lives `idleMs` past its last use and never past
    * its absolute `expiresAt`. `touchSession` reads a live session and pushes its idle expiry back
    * in one step; `endAccountSessions` ends every session of the account at once (sign out
@@ -461,7 +482,21 @@ export interface SessionRecord {
   /** Absolute expiry (epoch ms), whatever the activity. */
   expiresAt: number;
   /** How the session was opened. */
-  via: "api_key" | "email_link" | "wallet";
+  via: "api_key" | "email_link" | "wallet" | "sso";
+}
+
+/** A Business account's OpenID Connect provider, as stored (see src/accounts/sso/connection.ts). */
+export interface SsoConnectionRecord {
+  accountId: string;
+  /** The provider's issuer identifier (an https URL; discovery at `/.well-known/openid-configuration` under it). */
+  issuer: string;
+  clientId: string;
+  /** The client secret, sealed with SECRET_KEY (AES-256-GCM): never returned by the API. */
+  sealedClientSecret: string;
+  /** Lower-case e-mail domains whose addresses may sign in; each is this account's alone. */
+  emailDomains: string[];
+  createdAt: number;
+  updatedAt: number;
 }
 
 export interface LedgerFollower {

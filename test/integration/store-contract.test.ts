@@ -1059,6 +1059,59 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.touchSession(a.id, later.id, 10_000)).not.toBeNull();
   });
 
+  it("hands a single-use value out once, even to readers racing for it, and never after its lifetime", async () => {
+    const name = `attempt-${newRequestId()}`;
+    await store.saveOnce(name, "secrets", 10_000);
+    const readers = await Promise.all(Array.from({ length: 5 }, () => store.takeOnce(name)));
+    expect(readers.filter((v) => v === "secrets")).toHaveLength(1);
+    expect(readers.filter((v) => v === null)).toHaveLength(4);
+    await store.saveOnce(`${name}-short`, "secrets", 300);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(await store.takeOnce(`${name}-short`)).toBeNull();
+  });
+
+  it("keeps an SSO connection's domains for its account alone, and releases the ones it drops", async () => {
+    const [a, b] = [await account(), await account()];
+    const domain = (name: string) => `${name}-${a.id.slice(5)}.example`;
+    const connection = (accountId: string, emailDomains: string[]) => ({
+      accountId,
+      issuer: "https://idp.example",
+      clientId: "toolgate",
+      sealedClientSecret: "v1.sealed",
+      emailDomains,
+      createdAt: 1,
+      updatedAt: 2,
+    });
+    expect(await store.putSsoConnection(connection(a.id, [domain("one"), domain("two")]))).toEqual({
+      status: "saved",
+    });
+    expect(await store.getSsoConnection(a.id)).toEqual(
+      connection(a.id, [domain("one"), domain("two")]),
+    );
+    expect(await store.accountIdBySsoDomain(domain("two"))).toBe(a.id);
+    // Another account cannot take a held domain, and its refused save claims nothing.
+    expect(
+      await store.putSsoConnection(connection(b.id, [domain("three"), domain("one")])),
+    ).toEqual({ status: "domain_taken", domain: domain("one") });
+    expect(await store.accountIdBySsoDomain(domain("three"))).toBeNull();
+    expect(await store.getSsoConnection(b.id)).toBeNull();
+    // Saving again without a domain releases it for others.
+    expect(await store.putSsoConnection(connection(a.id, [domain("one")]))).toEqual({
+      status: "saved",
+    });
+    expect(await store.accountIdBySsoDomain(domain("two"))).toBeNull();
+    expect(await store.putSsoConnection(connection(b.id, [domain("two")]))).toEqual({
+      status: "saved",
+    });
+    expect(await store.accountIdBySsoDomain(domain("two"))).toBe(b.id);
+    // Deleting releases every domain; a second delete finds nothing.
+    expect(await store.deleteSsoConnection(a.id)).toBe(true);
+    expect(await store.deleteSsoConnection(a.id)).toBe(false);
+    expect(await store.getSsoConnection(a.id)).toBeNull();
+    expect(await store.accountIdBySsoDomain(domain("one"))).toBeNull();
+    expect(await store.accountIdBySsoDomain(domain("two"))).toBe(b.id);
+  });
+
   it("finds the account holding an e-mail address", async () => {
     const { id } = await account();
     expect(await store.claimEmail(`owner-${id}@example.com`, id)).toBe(true);

@@ -152,11 +152,21 @@
     });
   }
 
+  async function deleteSso(button) {
+    if (!(await confirmWith(byId("delete-sso-dialog")))) return;
+    await busy(button, async () => {
+      await api("DELETE", "/account/sso");
+      await refreshTables();
+      notice("Single sign-on is off.");
+    });
+  }
+
   const ACTIONS = {
     "rotate-key": rotateKey,
     "revoke-key": revokeKey,
     "test-webhook": testWebhook,
     "delete-webhook": deleteWebhook,
+    "delete-sso": deleteSso,
   };
 
   document.addEventListener("click", (event) => {
@@ -213,6 +223,26 @@
       registerForm.elements.url.value = "";
       await refreshTables();
       notice("Webhook registered: copy its signing secret now, it is shown only once.");
+    });
+  });
+
+  // Single sign-on settings: the secret is sent only when typed (empty keeps the stored one).
+  const ssoForm = byId("sso-settings");
+  ssoForm?.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const fields = ssoForm.elements;
+    const settings = {
+      issuer: fields.issuer.value.trim(),
+      client_id: fields.client_id.value.trim(),
+      email_domains: fields.email_domains.value.split(/[\s,]+/).filter(Boolean),
+    };
+    if (fields.client_secret.value) settings.client_secret = fields.client_secret.value;
+    busy(ssoForm.querySelector('button[type="submit"]'), async () => {
+      await api("PUT", "/account/sso", settings);
+      fields.client_secret.value = "";
+      fields.client_secret.required = false;
+      await refreshTables();
+      notice("Single sign-on is saved: people at these domains can sign in with SSO.");
     });
   });
 

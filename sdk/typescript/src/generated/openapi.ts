@@ -55,6 +55,25 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/account/sso": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's single sign-on (OpenID Connect) connection; the client secret shows only as set (Business tier). */
+        get: operations["getAccountSso"];
+        /** Set up or change single sign-on with the account's OpenID Connect provider: issuer, client, and the e-mail domains that may sign in (Business tier). */
+        put: operations["putAccountSso"];
+        post?: never;
+        /** Turn single sign-on off: the connection and its client secret are deleted, its e-mail domains released (Business tier). */
+        delete: operations["deleteAccountSso"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/account/verification-email": {
         parameters: {
             query?: never;
@@ -2350,7 +2369,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "api_key_expired" | "invalid_token" | "session_required" | "csrf_failed" | "insufficient_credits" | "key_budget_exceeded" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "tool_not_allowed" | "unrestricted_key_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "invalid_cursor" | "unknown_tool_name" | "invalid_range" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "analytics_not_enabled" | "store_unavailable" | "books_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy";
+                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "api_key_expired" | "invalid_token" | "sso_sign_in_failed" | "session_required" | "csrf_failed" | "insufficient_credits" | "key_budget_exceeded" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "tool_not_allowed" | "unrestricted_key_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "sso_domain_taken" | "invalid_cursor" | "unknown_tool_name" | "invalid_range" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "analytics_not_enabled" | "store_unavailable" | "books_unavailable" | "sso_provider_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy";
                 message: string;
                 /** @description The input field the error is about, as a dotted path. */
                 param?: string;
@@ -2489,9 +2508,9 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
-                        features_coming: "sso"[];
+                        features_coming: string[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
@@ -2607,9 +2626,9 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
-                        features_coming: "sso"[];
+                        features_coming: string[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
@@ -2718,9 +2737,9 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
-                        features_coming: "sso"[];
+                        features_coming: string[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
@@ -2741,6 +2760,285 @@ export interface operations {
                         } | null;
                         /** @enum {string} */
                         tier: "free" | "starter" | "pro" | "business";
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAccountSso: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        client_id: string;
+                        /** @description Whether a client secret is stored; the secret itself is never returned. */
+                        client_secret_set: boolean;
+                        created_at: string;
+                        email_domains: string[];
+                        /** @description The provider's issuer URL (its discovery document is under it). */
+                        issuer: string;
+                        /** @description The redirect URI to register for this client at the provider. */
+                        redirect_uri: string;
+                        /** @description The dashboard's sign-in page, where SSO starts. */
+                        sign_in_url: string;
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putAccountSso: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    client_id: string;
+                    /** @description Required the first time; omitted later, the stored secret is kept. */
+                    client_secret?: string;
+                    email_domains: string[];
+                    issuer: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        client_id: string;
+                        /** @description Whether a client secret is stored; the secret itself is never returned. */
+                        client_secret_set: boolean;
+                        created_at: string;
+                        email_domains: string[];
+                        /** @description The provider's issuer URL (its discovery document is under it). */
+                        issuer: string;
+                        /** @description The redirect URI to register for this client at the provider. */
+                        redirect_uri: string;
+                        /** @description The dashboard's sign-in page, where SSO starts. */
+                        sign_in_url: string;
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteAccountSso: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        deleted: true;
                     };
                 };
             };
@@ -2910,9 +3208,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: "sso"[];
+                            features_coming: string[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -3021,9 +3319,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: "sso"[];
+                            features_coming: string[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -3234,9 +3532,9 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
-                        features_coming: "sso"[];
+                        features_coming: string[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
@@ -4524,9 +4822,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: "sso"[];
+                            features_coming: string[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -5791,9 +6089,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: "sso"[];
+                            features_coming: string[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
@@ -5913,9 +6211,9 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: "sso"[];
+                            features_coming: string[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
