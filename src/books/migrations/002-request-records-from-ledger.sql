@@ -3,7 +3,7 @@
 -- ones the admission and refund scripts already write, exported exactly once), and its timing
 -- (HTTP status, outcome, latency) by the serving process after the call. Either may arrive first,
 -- each sets only its own columns (an upsert keyed by account and request id), so a replayed
--- batch changes nothing. Numbered 004 so it never shares a version with a sibling migration.
+-- batch changes nothing.
 ALTER TABLE request_records
   ALTER COLUMN status DROP NOT NULL,
   ALTER COLUMN outcome DROP NOT NULL,
