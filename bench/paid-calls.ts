@@ -39,6 +39,11 @@ const DELAYED_CALLS = Number(process.env.BENCH_DELAYED_CALLS ?? 64);
 const INTERVAL_PAYERS = Number(process.env.BENCH_INTERVAL_PAYERS ?? 200);
 const RELAYERS = Number(process.env.BENCH_RELAYERS ?? 1);
 const RPC_DELAY_MS = Number(process.env.BENCH_RPC_DELAY_MS ?? 50);
+const BATCH_WINDOW_MS = Number(process.env.BENCH_BATCH_WINDOW_MS ?? 0);
+/** BENCH_PROFILE=/tmp/prof: the gateway writes a CPU profile (.cpuprofile) there when it stops. */
+const PROFILE_DIR = process.env.BENCH_PROFILE;
+/** BENCH_ONLY=automine|delayed|interval: run that case alone. */
+const ONLY = process.env.BENCH_ONLY;
 const PRICE = 2000n;
 /** Relayer keys for the gateway: anvil accounts 9, 6, 5, 4, 3 (7 is the baseline's, 8 is paid). */
 const RELAYER_INDEXES = [9, 6, 5, 4, 3];
@@ -81,7 +86,11 @@ const header = () =>
   `  ${"".padEnd(30)} ${"per s".padStart(8)} ${"p50 ms".padStart(9)} ${"p99 ms".padStart(9)}`;
 
 async function main() {
-  const chain = await startLocalChain({ chainId: 84532, usdcName: "USDC", usdcVersion: "2" });
+  const chain = await startLocalChain({
+    chainId: 84532,
+    usdcName: "USDC",
+    usdcVersion: "2",
+  });
   const proxy = await startRpcProxy(chain.rpcUrl);
   const direct = createPublicClient({ transport: http(chain.rpcUrl) });
   let seed = 50_000;
@@ -95,7 +104,10 @@ async function main() {
 
   // The floor: pre-signed transfers from a bare relayer (anvil account 7), sent and awaited.
   const bare = privateKeyToAccount(keyOf(7));
-  const viaProxy = createPublicClient({ transport: http(proxy.url), pollingInterval: 50 });
+  const viaProxy = createPublicClient({
+    transport: http(proxy.url),
+    pollingInterval: 50,
+  });
   const chainOnly = async (n: number, concurrency: number): Promise<Run> => {
     const payloads = await Promise.all((await funded(n)).map(sign));
     // The same calldata the gateway's settlement sends (src/payments/verify.ts transferArgs).
@@ -110,10 +122,18 @@ async function main() {
       }),
     );
     const gas =
-      ((await direct.estimateGas({ account: bare.address, to: chain.usdc, data: data[0]! })) * 3n) /
+      ((await direct.estimateGas({
+        account: bare.address,
+        to: chain.usdc,
+        data: data[0]!,
+      })) *
+        3n) /
       2n;
     const fees = await direct.estimateFeesPerGas();
-    const first = await direct.getTransactionCount({ address: bare.address, blockTag: "pending" });
+    const first = await direct.getTransactionCount({
+      address: bare.address,
+      blockTag: "pending",
+    });
     const signed = await Promise.all(
       data.map((d, i) =>
         bare.signTransaction({
@@ -128,7 +148,9 @@ async function main() {
       ),
     );
     return timed(signed, concurrency, async (tx) => {
-      const hash = await viaProxy.sendRawTransaction({ serializedTransaction: tx });
+      const hash = await viaProxy.sendRawTransaction({
+        serializedTransaction: tx,
+      });
       await viaProxy.waitForTransactionReceipt({ hash });
     });
   };
@@ -148,16 +170,21 @@ async function main() {
     LOG_LEVEL: "info",
   });
   workers.child.stdout!.resume();
-  const gateway = await spawnGateway(prefix, {
-    WORKERS_URL: workers.url,
-    X402_NETWORKS: "base-sepolia",
-    BASE_SEPOLIA_RPC_URL: proxy.url,
-    BASE_SEPOLIA_USDC_ADDRESS: chain.usdc,
-    X402_PAY_TO: PAY_TO,
-    ...(relayers.length === 1
-      ? { X402_RELAYER_PRIVATE_KEY: relayers[0] }
-      : { X402_RELAYER_PRIVATE_KEYS: relayers.join(",") }),
-  });
+  const gateway = await spawnGateway(
+    prefix,
+    {
+      WORKERS_URL: workers.url,
+      X402_NETWORKS: "base-sepolia",
+      BASE_SEPOLIA_RPC_URL: proxy.url,
+      BASE_SEPOLIA_USDC_ADDRESS: chain.usdc,
+      X402_PAY_TO: PAY_TO,
+      ...(relayers.length === 1
+        ? { X402_RELAYER_PRIVATE_KEY: relayers[0] }
+        : { X402_RELAYER_PRIVATE_KEYS: relayers.join(",") }),
+      X402_BATCH_WINDOW_MS: String(BATCH_WINDOW_MS),
+    },
+    PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [],
+  );
   gateway.child.stdout!.resume();
 
   /** The gateway process's CPU time so far (ms), from /proc: user + system clock ticks. */
@@ -213,86 +240,96 @@ async function main() {
       `\nToolgate bench — x402 paid calls on anvil, gateway with ${relayers.length} relayer key(s)`,
     );
 
-    for (const concurrency of [8, 32]) {
-      const base = await chainOnly(CALLS, concurrency);
-      const gw = await throughGateway(CALLS, concurrency);
-      failures += gw.failed;
-      console.log(`\nautomine, ${CALLS} payments per run, ${concurrency} at a time`);
-      console.log(header());
-      console.log(row("chain only (send + receipt)", base));
-      console.log(row("paid call through gateway", gw.run));
-      console.log(
-        `  throughput ratio (gateway / chain only): ${(gw.run.rps / base.rps).toFixed(2)}; gateway adds p50 +${(p(gw.run, 50) - p(base, 50)).toFixed(1)} ms, p99 +${(p(gw.run, 99) - p(base, 99)).toFixed(1)} ms`,
-      );
-      console.log(rpcLine(gw, CALLS));
-    }
+    if (!ONLY || ONLY === "automine")
+      for (const concurrency of [8, 32]) {
+        const base = await chainOnly(CALLS, concurrency);
+        const gw = await throughGateway(CALLS, concurrency);
+        failures += gw.failed;
+        console.log(`\nautomine, ${CALLS} payments per run, ${concurrency} at a time`);
+        console.log(header());
+        console.log(row("chain only (send + receipt)", base));
+        console.log(row("paid call through gateway", gw.run));
+        console.log(
+          `  throughput ratio (gateway / chain only): ${(gw.run.rps / base.rps).toFixed(2)}; gateway adds p50 +${(p(gw.run, 50) - p(base, 50)).toFixed(1)} ms, p99 +${(p(gw.run, 99) - p(base, 99)).toFixed(1)} ms`,
+        );
+        console.log(rpcLine(gw, CALLS));
+      }
 
     // A distant RPC: every request (a batch is one) held RPC_DELAY_MS by the proxy.
-    const directBase = await chainOnly(DELAYED_CALLS, 8);
-    proxy.setDelay(RPC_DELAY_MS);
-    const slowBase = await chainOnly(DELAYED_CALLS, 8);
-    const slow = await throughGateway(DELAYED_CALLS, 8);
-    proxy.setDelay(0);
-    failures += slow.failed;
-    console.log(
-      `\nRPC +${RPC_DELAY_MS} ms per request, automine, ${DELAYED_CALLS} payments, 8 at a time`,
-    );
-    console.log(header());
-    console.log(row("chain only, no delay", directBase));
-    console.log(row(`chain only, +${RPC_DELAY_MS} ms`, slowBase));
-    console.log(row(`paid call, +${RPC_DELAY_MS} ms`, slow.run));
-    const budget = p(directBase, 50) + 3 * RPC_DELAY_MS;
-    console.log(
-      `  paid p50 ${p(slow.run, 50).toFixed(1)} ms vs chain confirmation + 3 × ${RPC_DELAY_MS} ms = ${budget.toFixed(1)} ms: ${p(slow.run, 50) <= budget ? "within" : "over"}`,
-    );
-    console.log(rpcLine(slow, DELAYED_CALLS));
+    if (!ONLY || ONLY === "delayed") {
+      const directBase = await chainOnly(DELAYED_CALLS, 8);
+      proxy.setDelay(RPC_DELAY_MS);
+      const slowBase = await chainOnly(DELAYED_CALLS, 8);
+      const slow = await throughGateway(DELAYED_CALLS, 8);
+      proxy.setDelay(0);
+      failures += slow.failed;
+      console.log(
+        `\nRPC +${RPC_DELAY_MS} ms per request, automine, ${DELAYED_CALLS} payments, 8 at a time`,
+      );
+      console.log(header());
+      console.log(row("chain only, no delay", directBase));
+      console.log(row(`chain only, +${RPC_DELAY_MS} ms`, slowBase));
+      console.log(row(`paid call, +${RPC_DELAY_MS} ms`, slow.run));
+      const budget = p(directBase, 50) + 3 * RPC_DELAY_MS;
+      console.log(
+        `  paid p50 ${p(slow.run, 50).toFixed(1)} ms vs chain confirmation + 3 × ${RPC_DELAY_MS} ms = ${budget.toFixed(1)} ms: ${p(slow.run, 50) <= budget ? "within" : "over"}`,
+      );
+      console.log(rpcLine(slow, DELAYED_CALLS));
+    }
 
     // Interval mining: everyone pays at once, blocks every 2 s (payers funded before it starts).
-    const payers = await funded(INTERVAL_PAYERS);
-    await direct.request({ method: "evm_setIntervalMining" as never, params: [2] as never });
-    const headers = await Promise.all(
-      payers.map(async (w) => v1Header("base-sepolia", await sign(w))),
-    );
-    const arrival = await direct.getBlockNumber({ cacheTime: 0 });
-    const txBefore = await sentByRelayers();
-    proxy.resetCounts();
-    const blocks: number[] = [];
-    const reasons = new Map<string, number>();
-    const cpuBefore = gatewayCpuMs();
-    let failed = 0;
-    const run = await timed(headers, headers.length, async (h) => {
-      const res = await fetch(`${gateway.url}/v1/tools/hash`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-payment": h },
-        body: '{"text":"bench"}',
+    if (!ONLY || ONLY === "interval") {
+      const payers = await funded(INTERVAL_PAYERS);
+      await direct.request({
+        method: "evm_setIntervalMining" as never,
+        params: [2] as never,
       });
-      const text = await res.text();
-      if (res.status !== 200) {
-        failed++;
-        const why =
-          `${res.status} ${(JSON.parse(text) as { error?: { code?: string } }).error?.code ?? ""}`.trim();
-        reasons.set(why, (reasons.get(why) ?? 0) + 1);
-        return;
-      }
-      const tx = (
-        JSON.parse(Buffer.from(res.headers.get("x-payment-response")!, "base64").toString()) as {
-          transaction: Hex;
+      const headers = await Promise.all(
+        payers.map(async (w) => v1Header("base-sepolia", await sign(w))),
+      );
+      const arrival = await direct.getBlockNumber({ cacheTime: 0 });
+      const txBefore = await sentByRelayers();
+      proxy.resetCounts();
+      const blocks: number[] = [];
+      const reasons = new Map<string, number>();
+      const cpuBefore = gatewayCpuMs();
+      let failed = 0;
+      const run = await timed(headers, headers.length, async (h) => {
+        const res = await fetch(`${gateway.url}/v1/tools/hash`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-payment": h },
+          body: '{"text":"bench"}',
+        });
+        const text = await res.text();
+        if (res.status !== 200) {
+          failed++;
+          const why =
+            `${res.status} ${(JSON.parse(text) as { error?: { code?: string } }).error?.code ?? ""}`.trim();
+          reasons.set(why, (reasons.get(why) ?? 0) + 1);
+          return;
         }
-      ).transaction;
-      blocks.push(Number((await direct.getTransactionReceipt({ hash: tx })).blockNumber - arrival));
-    });
-    failures += failed;
-    blocks.sort((a, b) => a - b);
-    const settled = INTERVAL_PAYERS - failed;
-    console.log(`\ninterval mining (a block every 2 s), ${INTERVAL_PAYERS} payers at once`);
-    console.log(header());
-    console.log(row("paid call through gateway", run));
-    console.log(
-      `  blocks from arrival to settlement: p50 ${percentile(blocks, 50)}, max ${blocks.at(-1)}; within 2 blocks: ${blocks.filter((b) => b <= 2).length}/${INTERVAL_PAYERS}; failed: ${failed}${reasons.size ? ` (${[...reasons].map(([why, n]) => `${n} × ${why}`).join(", ")})` : ""}`,
-    );
-    console.log(
-      `  per paid call: ${(proxy.counts.roundTrips / INTERVAL_PAYERS).toFixed(2)} RPC round trips, ${(proxy.counts.calls / INTERVAL_PAYERS).toFixed(2)} JSON-RPC calls; ${(((await sentByRelayers()) - txBefore) / settled).toFixed(2)} transactions per settled payment; gateway CPU ${((gatewayCpuMs() - cpuBefore) / INTERVAL_PAYERS).toFixed(1)} ms`,
-    );
+        const tx = (
+          JSON.parse(Buffer.from(res.headers.get("x-payment-response")!, "base64").toString()) as {
+            transaction: Hex;
+          }
+        ).transaction;
+        blocks.push(
+          Number((await direct.getTransactionReceipt({ hash: tx })).blockNumber - arrival),
+        );
+      });
+      failures += failed;
+      blocks.sort((a, b) => a - b);
+      const settled = INTERVAL_PAYERS - failed;
+      console.log(`\ninterval mining (a block every 2 s), ${INTERVAL_PAYERS} payers at once`);
+      console.log(header());
+      console.log(row("paid call through gateway", run));
+      console.log(
+        `  blocks from arrival to settlement: p50 ${percentile(blocks, 50)}, max ${blocks.at(-1)}; within 2 blocks: ${blocks.filter((b) => b <= 2).length}/${INTERVAL_PAYERS}; failed: ${failed}${reasons.size ? ` (${[...reasons].map(([why, n]) => `${n} × ${why}`).join(", ")})` : ""}`,
+      );
+      console.log(
+        `  per paid call: ${(proxy.counts.roundTrips / INTERVAL_PAYERS).toFixed(2)} RPC round trips, ${(proxy.counts.calls / INTERVAL_PAYERS).toFixed(2)} JSON-RPC calls; ${(((await sentByRelayers()) - txBefore) / settled).toFixed(2)} transactions per settled payment; gateway CPU ${((gatewayCpuMs() - cpuBefore) / INTERVAL_PAYERS).toFixed(1)} ms`,
+      );
+    }
     if (failures) process.exitCode = 1;
   } finally {
     await gateway.stop();

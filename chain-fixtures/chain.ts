@@ -121,7 +121,11 @@ export async function startLocalChain(options: {
     rpcUrls: { default: { http: [rpcUrl] } },
   });
   const publicClient = createPublicClient({ chain, transport: http(rpcUrl) });
-  const deployer = createWalletClient({ chain, transport: http(rpcUrl), account: DEPLOYER });
+  const deployer = createWalletClient({
+    chain,
+    transport: http(rpcUrl),
+    account: DEPLOYER,
+  });
   const usdc = getContractAddress({ from: DEPLOYER.address, nonce: 0n });
 
   const fund = async (to: Address, amount: bigint) => {

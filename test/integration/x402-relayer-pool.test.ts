@@ -70,7 +70,11 @@ describe("a relayer pool under interval mining", () => {
       PAYERS.map(async (w) =>
         v1Header(
           "base-sepolia",
-          await signAuthorization({ account: w, chain: chains.base, value: PRICE }),
+          await signAuthorization({
+            account: w,
+            chain: chains.base,
+            value: PRICE,
+          }),
         ),
       ),
     );
