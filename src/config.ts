@@ -17,6 +17,7 @@ import { API_VERSIONS, apiVersionsSchema, type ApiVersion } from "./http/version
 import { MAX_TEXT_CHARS, MIN_BODY_LIMIT_BYTES } from "./tools/catalogue/limits.js";
 import { loadToolsFile } from "./tools/custom/tools-file.js";
 import type { UpstreamToolSpec } from "./tools/custom/spec.js";
+import { deepFreeze } from "./lib/deep-freeze.js";
 
 /**
  * The one configuration object, read from the environment once at start-up.
@@ -383,7 +384,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       : [];
   if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
   const e = parsed.data;
-  return {
+  // Frozen: settings are read everywhere; start-up derives a new configuration rather than editing this one.
+  return deepFreeze({
     env: e.NODE_ENV,
     host: e.HOST,
     port: e.PORT,
@@ -457,7 +459,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     dedicatedWorkersAllowPrivateTargets: e.DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS === "1",
     x402,
-  };
+  });
 }
 
 /** The books' database: as DATABASE_URL says; unset, PGlite in memory for the embedded (in-memory) store and none beside Redis. */

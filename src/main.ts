@@ -1,27 +1,11 @@
 import cluster from "node:cluster";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { createMailer } from "./accounts/mailer.js";
 import { createApp } from "./app.js";
 import { ConfigError, loadConfig, type Config } from "./config.js";
-import {
-  developmentAccount,
-  developmentAdminKey,
-  developmentBanner,
-  resolveSecretKeys,
-} from "./development.js";
+import { createServices, StartupError, type Part } from "./create-services.js";
 import type { Services } from "./services.js";
-import { createStore } from "./store/index.js";
-import { startBooks } from "./books/index.js";
 import { createProcessLogger, type ProcessLogger } from "./lib/logger.js";
-import { startBundledWorkers } from "./tools/bundled-workers.js";
-import { WorkerPools } from "./tools/worker-pools.js";
-import { UpstreamTools } from "./tools/custom/registry.js";
-import { createDeliveryAgent } from "./webhooks/deliver.js";
-import { createBullQueue, createInProcessQueue } from "./webhooks/queue.js";
-import { startRelay } from "./webhooks/relay.js";
-import { Metrics } from "./http/metrics.js";
-import { createStatusService } from "./status/index.js";
-import { RequestGuard, guardProcess } from "./http/request-guard.js";
+import { guardProcess } from "./http/request-guard.js";
 import { answerClientError } from "./http/client-errors.js";
 import { runPrimary } from "./cluster.js";
 
@@ -37,9 +21,6 @@ const REDACT = [
 
 /** After the grace period for in-flight requests, how long closing everything else may take. */
 const CLEANUP_BOUND_MS = 5000;
-
-/** A start-up failure the operator can act on: printed as one line, without a stack. */
-export class StartupError extends Error {}
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -90,12 +71,6 @@ async function bindServer(config: Config): Promise<{ server: Server; serve(app: 
   };
 }
 
-/** A part of the running gateway, and how to stop it. */
-interface Part {
-  name: string;
-  stop: () => unknown;
-}
-
 /** Waits for `promise`, at most `ms`: every wait at start-up failure and shutdown is bounded. */
 const bounded = (promise: Promise<unknown>, ms: number) =>
   Promise.race([promise, new Promise((r) => setTimeout(r, ms).unref())]);
@@ -126,7 +101,7 @@ export async function start(
 
   let services: Services;
   try {
-    services = await startServices(config, logger, started);
+    services = await createServices(config, logger, started);
   } catch (err) {
     await stopAll();
     throw err;
@@ -169,127 +144,6 @@ export async function start(
       await logger.flush(1000);
     })());
   return { server, services, stop };
-}
-
-/** Everything behind the HTTP server, each part entered in `started` as soon as it runs. */
-async function startServices(
-  config: Config,
-  logger: ProcessLogger,
-  started: Part[],
-): Promise<Services> {
-  const { log } = logger;
-  // Both child processes start at once, and both are stopped if either start fails. The dev
-  // chain is a development nicety, never a reason not to start: without anvil, run without x402.
-  const [chainResult, workersResult] = await Promise.allSettled([
-    // The x402 modules (viem) are loaded only when x402 is on: they are a large share of start-up time.
-    config.devChain && !config.x402
-      ? import("./payments/dev-chain.js").then(({ startDevChain }) => startDevChain())
-      : null,
-    config.workers.general && config.workers.provider && config.workers.heavy
-      ? null
-      : startBundledWorkers(log),
-  ]);
-  const devChain = chainResult.status === "fulfilled" ? chainResult.value : null;
-  if (devChain) started.push({ name: "dev chain", stop: devChain.stop });
-  if (chainResult.status === "rejected") {
-    log.warn(
-      { err: (chainResult.reason as Error).message },
-      "no local chain could be started (install Foundry's anvil or set ANVIL_BINARY): running without x402",
-    );
-  }
-  if (workersResult.status === "rejected")
-    throw new StartupError(
-      `the bundled tool workers could not start: ${(workersResult.reason as Error).message}`,
-    );
-  const bundled = workersResult.value;
-  if (bundled) started.push({ name: "bundled workers", stop: bundled.stop });
-  if (devChain) config.x402 = devChain.x402;
-
-  const store = createStore(config);
-  started.push({ name: "store", stop: () => store.close() });
-  config.secretKeys = await resolveSecretKeys(config, store).catch((err: Error) => {
-    throw new StartupError(`the store at REDIS_URL cannot be used: ${err.message}`);
-  });
-  const adminKeyDerived = !config.adminApiKey && config.env !== "production";
-  if (adminKeyDerived) config.adminApiKey = developmentAdminKey(config.secretKeys[0]!);
-
-  const pools = new WorkerPools(
-    {
-      urls: {
-        general: config.workers.general ?? bundled!.url,
-        provider: config.workers.provider ?? bundled!.url,
-        heavy: config.workers.heavy ?? bundled!.url,
-      },
-      concurrency: {
-        general: config.poolConcurrency,
-        provider: config.poolConcurrency,
-        heavy: config.heavyPoolConcurrency,
-      },
-      queueTimeoutMs: config.poolQueueTimeoutMs,
-      dedicatedAllowPrivate: config.dedicatedWorkersAllowPrivateTargets,
-    },
-    log,
-  );
-  await pools.start();
-  started.push({ name: "worker pools", stop: () => pools.stop() });
-  const upstream = new UpstreamTools(store, config.upstream, config.upstream.tools);
-  started.push({ name: "upstream tools", stop: () => upstream.close() });
-  const metrics = new Metrics();
-  const services = {
-    config,
-    store,
-    log,
-    requestLog: log.child({}, { redact: [] }),
-    pools,
-    upstream,
-    metrics,
-    requestGuard: new RequestGuard(log),
-    mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log }),
-  } as Services;
-  started.push({ name: "mailer", stop: () => services.mailer.close() });
-  services.books = config.books
-    ? await startBooks(services, config.books).catch((err: Error) => {
-        throw new StartupError(`the books database (DATABASE_URL) cannot be used: ${err.message}`);
-      })
-    : null;
-  if (services.books) started.push({ name: "books", stop: () => services.books!.stop() });
-  else if (config.env === "production")
-    log.warn(
-      "no books database (DATABASE_URL unset or none): the ledger stays in Redis, unexported and untrimmed; set DATABASE_URL to a PostgreSQL server",
-    );
-  metrics.onScrape(() => {
-    for (const pool of ["general", "provider", "heavy"] as const) {
-      metrics.inFlight.set({ pool }, pools.gate(pool).inFlight);
-      metrics.queueDepth.set({ queue: `worker-pool-${pool}` }, pools.gate(pool).queued);
-    }
-  });
-  const deliveryAgent = createDeliveryAgent(config.webhookAllowPrivateTargets);
-  started.push({ name: "delivery agent", stop: () => deliveryAgent.destroy() });
-  services.deliveries = config.redisUrl
-    ? createBullQueue(services, deliveryAgent, config.redisUrl)
-    : createInProcessQueue(services, deliveryAgent);
-  started.push({ name: "delivery queue", stop: () => services.deliveries.close() });
-  const relay = startRelay(services, services.deliveries);
-  started.push({ name: "relay", stop: () => relay.stop() });
-  services.payments = null;
-  if (config.x402) {
-    const [{ Payments }, { startReconciler }] = await Promise.all([
-      import("./payments/payments.js"),
-      import("./payments/reconciler.js"),
-    ]);
-    services.payments = new Payments(services, config.x402);
-    const reconciler = startReconciler(services, services.payments);
-    started.push({ name: "reconciler", stop: () => reconciler.stop() });
-  }
-  services.status = createStatusService(services);
-  started.push({ name: "status checks", stop: () => services.status.stop() });
-  if (config.devSeed) {
-    const dev = await developmentAccount(services);
-    // The banner goes through the log sink: it never blocks on a stalled terminal or pipe.
-    log.info({ account_id: dev.account.id, created: dev.created }, "development account ready");
-    logger.print(developmentBanner(config, dev, adminKeyDerived, devChain?.rpcUrl ?? null));
-  }
-  return services;
 }
 
 async function main(): Promise<void> {

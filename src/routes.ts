@@ -28,7 +28,7 @@ import { readyz } from "./operations/readyz.js";
 import { PAGE_PATHS, pagesRouter } from "./pages/index.js";
 import { wellKnownX402 } from "./payments/discovery.js";
 import { x402Settle, x402Verify } from "./payments/facilitator.js";
-import { paymentRoutes } from "./payments/routes.js";
+import { paymentRoutes, purchaseCredits, purchasePlan } from "./payments/routes.js";
 import { x402Supported } from "./payments/supported.js";
 import type { Services } from "./services.js";
 import { incidentRoutes } from "./status/incident-routes.js";
@@ -106,9 +106,11 @@ export const DOORS: Door[] = [
     beforeBody: true,
   },
   // The dashboard parses its own bodies (sign-in forms, its JSON API) and reads its own cookie.
+  // Its copy of the account API adds the x402 purchases, so its Plan page buys through them.
   {
     prefix: "",
-    router: (services) => dashboardRouter(services, ACCOUNT_ROUTES),
+    router: (services) =>
+      dashboardRouter(services, [...ACCOUNT_ROUTES, purchaseCredits, purchasePlan]),
     serves: DASHBOARD_PATHS,
     beforeBody: true,
   },

@@ -37,3 +37,21 @@ export interface Services {
   /** Traces an uncaught exception to the request that raised it and fails only that one. */
   requestGuard: RequestGuard;
 }
+
+/**
+ * The parts every other one is built on, ready first: the books, the deliveries, the payments
+ * and the status checks are then built from these (main.ts assembles them in that order, each
+ * from what exists before it, so the whole object is never half-built).
+ */
+export type Foundation = Pick<
+  Services,
+  | "config"
+  | "store"
+  | "log"
+  | "requestLog"
+  | "mailer"
+  | "pools"
+  | "upstream"
+  | "metrics"
+  | "requestGuard"
+>;

@@ -16,7 +16,7 @@ interface NewAccountInput {
 
 /** Creates an account (no key yet); `agent.registered` is written atomically with it. */
 export async function createAccountRecord(
-  services: Services,
+  services: Pick<Services, "store">,
   input: NewAccountInput,
 ): Promise<AccountRecord> {
   const id = input.id ?? newAccountId();

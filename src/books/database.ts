@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
-import { BooksUnavailableError } from "../http/errors.js";
+import { BooksUnavailableError } from "./errors.js";
 
 /**
  * The books' database: a real PostgreSQL (`pg`'s pool) or PGlite (PostgreSQL compiled to

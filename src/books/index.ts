@@ -3,7 +3,7 @@ import type { Config } from "../config.js";
 import type { Metrics } from "../http/metrics.js";
 import { every } from "../lib/periodic.js";
 import type { Store } from "../store/types.js";
-import { BooksUnavailableError } from "../http/errors.js";
+import { BooksUnavailableError } from "./errors.js";
 import { openBooksDatabase, type BooksDatabase } from "./database.js";
 import { exportPass } from "./exporter.js";
 import { migrate } from "./migrations.js";

@@ -10,8 +10,15 @@ import { DASHBOARD_SCRIPT_PATH, sendDashboardPage } from "./layout.js";
 import { liveFeed } from "./live-feed.js";
 import { renderKeysPage } from "./keys-page.js";
 import { renderOverview } from "./overview.js";
+import { renderPlanPage } from "./plan-page.js";
 import { authenticateSession, currentSession, type DashboardSession } from "./session.js";
 import { signInRoutes } from "./sign-in.js";
+import {
+  WALLET_CHALLENGE_PATH,
+  WALLET_SCRIPT_PATH,
+  WALLET_SIGN_IN_PATH,
+  walletSignInRoutes,
+} from "./wallet-sign-in.js";
 import { renderDeliveriesPage, renderWebhooksPage } from "./webhooks-page.js";
 
 /**
@@ -29,8 +36,10 @@ const PAGE_PATHS = [
   "/dashboard/keys",
   "/dashboard/webhooks",
   "/dashboard/webhooks/:id",
+  "/dashboard/plan",
   "/dashboard/live",
   DASHBOARD_SCRIPT_PATH,
+  WALLET_SCRIPT_PATH,
 ];
 
 /** Everything the dashboard serves besides its copy of the account API: path → methods. */
@@ -39,11 +48,14 @@ export const DASHBOARD_PATHS: Record<string, string[]> = {
   "/dashboard/sign-in": ["GET", "POST"],
   "/dashboard/sign-in/email": ["POST"],
   "/dashboard/sign-in/link": ["GET", "POST"],
+  [WALLET_CHALLENGE_PATH]: ["POST"],
+  [WALLET_SIGN_IN_PATH]: ["POST"],
   "/dashboard/sign-out": ["POST"],
   "/dashboard/sign-out-everywhere": ["POST"],
 };
 
 const SCRIPT = readFileSync(new URL("./assets/dashboard.js", import.meta.url), "utf8");
+const WALLET_SCRIPT = readFileSync(new URL("./assets/wallet.js", import.meta.url), "utf8");
 
 /** A page for the signed-in account; without a session, the sign-in page. */
 function signedInPage(
@@ -59,12 +71,19 @@ function signedInPage(
   };
 }
 
-/** The dashboard; `accountRoutes` are the account's API routes, served again with the session as the caller. */
+/**
+ * The dashboard; `accountRoutes` are the account's API routes (with the x402 purchases of credit
+ * packs and plans), served again with the session as the caller.
+ */
 export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): Router {
   const router = Router();
   router.use(signInRoutes(services));
+  router.use(walletSignInRoutes(services));
   router.get(DASHBOARD_SCRIPT_PATH, (_req, res) =>
     sendDocument(res, "text/javascript; charset=utf-8", SCRIPT, 300),
+  );
+  router.get(WALLET_SCRIPT_PATH, (_req, res) =>
+    sendDocument(res, "text/javascript; charset=utf-8", WALLET_SCRIPT, 300),
   );
   router.get(
     "/dashboard",
@@ -83,6 +102,10 @@ export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): 
     signedInPage(services, (current, req) =>
       renderDeliveriesPage(services, current, String(req.params.id)),
     ),
+  );
+  router.get(
+    "/dashboard/plan",
+    signedInPage(services, (current) => renderPlanPage(services, current)),
   );
   router.get("/dashboard/live", liveFeed(services));
   router.use(

@@ -26,12 +26,14 @@ fieldset{border:1px solid var(--line);border-radius:6px;margin:.6rem 0;max-width
 .feed .amount{font-weight:600;min-width:4rem}.feed .debit{color:var(--bad)}.feed .credit{color:var(--ok)}
 dialog{max-width:32rem;border:1px solid var(--line);border-radius:8px}dialog::backdrop{background:rgba(0,0,0,.35)}
 .warning{color:var(--bad);font-weight:600}.actions{display:flex;gap:.4rem;flex-wrap:wrap}
+.table-wrap table.wide-last td:last-child{min-width:14rem}
 </style>`;
 
 const NAV_ITEMS = [
   { href: "/dashboard", label: "Overview" },
   { href: "/dashboard/keys", label: "Keys" },
   { href: "/dashboard/webhooks", label: "Webhooks" },
+  { href: "/dashboard/plan", label: "Plan and credits" },
 ];
 
 /** A signed-in page: navigation, sign-out forms (with the CSRF token), the page body and the script. */

@@ -144,3 +144,17 @@ export async function authenticateSession(
   res.locals.accountId = current.account.id;
   return { account: current.account, keyId: null };
 }
+
+/** Refuses a form posted from another site (login CSRF): the browser says where the request comes from. */
+export function requireSameOrigin(req: Request): void {
+  const site = req.get("sec-fetch-site");
+  const origin = req.get("origin");
+  const crossSite = site
+    ? site !== "same-origin"
+    : origin !== undefined && origin !== "null" && URL.parse(origin)?.host !== req.get("host");
+  if (crossSite)
+    throw new ApiError(
+      "csrf_failed",
+      "Sign-in forms are accepted from this site's own pages only.",
+    );
+}

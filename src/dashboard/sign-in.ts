@@ -14,16 +14,20 @@ import {
   openSession,
   readAccountToken,
   requireCsrf,
+  requireSameOrigin,
 } from "./session.js";
+import { walletSignInSection } from "./wallet-sign-in.js";
 
 /**
- * Signing in to the dashboard, and out. Two ways in, both ending in the same server-side session:
+ * Signing in to the dashboard, and out. Three ways in, all ending in the same server-side session:
  * - an API key typed on /dashboard/sign-in (checked by the API's own admission: a revoked or
  *   unknown key is refused with the API's message);
  * - a single-use link e-mailed to the account's address — also the way back in for an account
  *   whose every key is revoked (it can then create a key on the Keys page). The link opens a page
  *   with a button: the token is spent by that POST, not by the GET, so a mail scanner that fetches
- *   links cannot use it up.
+ *   links cannot use it up;
+ * - a wallet, signing an EIP-4361 message (wallet-sign-in.ts: its own endpoints and script; this
+ *   page only shows its section).
  * These endpoints are unauthenticated: each POST counts against a per-address limit (and the
  * e-mail one per account too), and refuses a cross-site request (login CSRF).
  */
@@ -42,21 +46,10 @@ const linkNonce = (accountId: string, secret: string) =>
 const field = (req: Request, name: string) =>
   typeof req.body?.[name] === "string" ? (req.body[name] as string).trim() : "";
 
-/** Refuses a form posted from another site (login CSRF): the browser says where the request comes from. */
-function requireSameOrigin(req: Request): void {
-  const site = req.get("sec-fetch-site");
-  const origin = req.get("origin");
-  const crossSite = site
-    ? site !== "same-origin"
-    : origin !== undefined && origin !== "null" && URL.parse(origin)?.host !== req.get("host");
-  if (crossSite)
-    throw new ApiError(
-      "csrf_failed",
-      "Sign-in forms are accepted from this site's own pages only.",
-    );
-}
-
-function signInPage(options: { error?: string; notice?: string; email?: string } = {}): string {
+function signInPage(
+  services: Services,
+  options: { error?: string; notice?: string; email?: string } = {},
+): string {
   const message = options.error
     ? `<p class="notice error" role="alert">${esc(options.error)}</p>`
     : options.notice
@@ -73,7 +66,8 @@ function signInPage(options: { error?: string; notice?: string; email?: string }
 <p>We send a sign-in link to your account's e-mail address. Use it too if every key of the account is revoked or lost.</p>
 <form method="post" action="/dashboard/sign-in/email">
 <label for="email">E-mail address</label><input id="email" name="email" type="email" autocomplete="email" required value="${esc(options.email ?? "")}">
-<p><button type="submit">E-mail me a sign-in link</button></p></form></section>`,
+<p><button type="submit">E-mail me a sign-in link</button></p></form></section>
+${walletSignInSection(services)}`,
   });
 }
 
@@ -81,7 +75,10 @@ function signInPage(options: { error?: string; notice?: string; email?: string }
  * A sign-in form's handler, run only for a post from this site, with the request id; a refusal
  * (ApiError) is shown on the sign-in page with its status.
  */
-function formRoute(handler: (req: Request, res: Response, requestId: string) => Promise<void>) {
+function formRoute(
+  services: Services,
+  handler: (req: Request, res: Response, requestId: string) => Promise<void>,
+) {
   return async (req: Request, res: Response) => {
     try {
       requireSameOrigin(req);
@@ -90,7 +87,7 @@ function formRoute(handler: (req: Request, res: Response, requestId: string) => 
       if (!(err instanceof ApiError)) throw err;
       for (const [name, value] of Object.entries(err.options.headers ?? {}))
         res.setHeader(name, value);
-      sendDashboardPage(res, signInPage({ error: err.message }), err.status);
+      sendDashboardPage(res, signInPage(services, { error: err.message }), err.status);
     }
   };
 }
@@ -113,13 +110,13 @@ export function signInRoutes(services: Services): Router {
   router.get("/dashboard/sign-in", async (req, res) => {
     if (await currentSession(services, req)) return res.redirect(303, "/dashboard");
     const notice = typeof req.query.notice === "string" ? NOTICES[req.query.notice] : undefined;
-    sendDashboardPage(res, signInPage({ notice }));
+    sendDashboardPage(res, signInPage(services, { notice }));
   });
 
   router.post(
     "/dashboard/sign-in",
     form,
-    formRoute(async (req, res, requestId) => {
+    formRoute(services, async (req, res, requestId) => {
       await enforceEndpointLimit(services, req, "dashboard-sign-in", null, requestId);
       const key = parseApiKey(field(req, "api_key"));
       if (!key)
@@ -134,7 +131,7 @@ export function signInRoutes(services: Services): Router {
   router.post(
     "/dashboard/sign-in/email",
     form,
-    formRoute(async (req, res, requestId) => {
+    formRoute(services, async (req, res, requestId) => {
       const email = field(req, "email").toLowerCase();
       if (!/^[^\s@]{1,64}@[^\s@]{1,254}$/.test(email))
         throw new ApiError("validation_failed", "Enter the e-mail address of your account.", {
@@ -155,7 +152,7 @@ export function signInRoutes(services: Services): Router {
           services.log.error({ err, account: account.id }, "dashboard sign-in e-mail not sent"),
         );
       }
-      sendDashboardPage(res, signInPage({ notice: LINK_SENT, email }));
+      sendDashboardPage(res, signInPage(services, { notice: LINK_SENT, email }));
     }),
   );
 
@@ -174,7 +171,7 @@ export function signInRoutes(services: Services): Router {
   router.post(
     "/dashboard/sign-in/link",
     form,
-    formRoute(async (req, res, requestId) => {
+    formRoute(services, async (req, res, requestId) => {
       await enforceEndpointLimit(services, req, "dashboard-sign-in", null, requestId);
       const token = readAccountToken(field(req, "token"));
       const valid =

@@ -1,5 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import type { Logger } from "pino";
+import { BooksUnavailableError } from "../books/errors.js";
+import { StoreUnavailableError } from "../store/errors.js";
 
 /**
  * Every error the API can answer, in one table: the stable `code` a client branches on,
@@ -107,12 +109,6 @@ export function errorBody(err: ApiError, requestId: string): ErrorBody {
     },
   };
 }
-
-/** Store outages surface as this so the handler can answer 503 without knowing the store. */
-export class StoreUnavailableError extends Error {}
-
-/** The books' database (PostgreSQL) is unreachable: what reads it answers 503; the hot path never sees it. */
-export class BooksUnavailableError extends Error {}
 
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;

@@ -4,7 +4,7 @@ import { eventRecord } from "../events/types.js";
 import { ApiError } from "../http/errors.js";
 import { sameBytes } from "../lib/hex.js";
 import { newEventId } from "../lib/ids.js";
-import type { Services } from "../services.js";
+import type { Foundation, Services } from "../services.js";
 import type { PaymentGrant, PaymentRecord } from "../store/types.js";
 import { formatUsd } from "../lib/money.js";
 import { createChainClients, type NetworkClients } from "./chain.js";
@@ -90,7 +90,7 @@ export class Payments {
   readonly settlingDeadlineMs: number;
 
   constructor(
-    private readonly services: Services,
+    private readonly services: Foundation & Pick<Services, "books">,
     readonly config: NonNullable<Config["x402"]>,
   ) {
     this.clients = createChainClients(config);

@@ -1,6 +1,6 @@
 import { getAddress, parseAbiItem, type Address, type Hex } from "viem";
 import { every } from "../lib/periodic.js";
-import type { Services } from "../services.js";
+import type { Foundation, Services } from "../services.js";
 import type { PaymentRecord, RelayedTransaction } from "../store/types.js";
 import type { NetworkClients } from "./chain.js";
 import type { Payments } from "./payments.js";
@@ -21,7 +21,7 @@ const AUTHORIZATION_USED = parseAbiItem(
  * same payment credit it once.
  */
 export function startReconciler(
-  services: Services,
+  services: Foundation & Pick<Services, "books">,
   payments: Payments,
   intervalMs = 1000,
 ): { stop(): Promise<void> } {
@@ -170,7 +170,7 @@ async function findAuthorizationUse(
 }
 
 export async function reconcile(
-  services: Services,
+  services: Foundation & Pick<Services, "books">,
   payments: Payments,
   record: PaymentRecord,
   replaced: Replacements = new Map(),

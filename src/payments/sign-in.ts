@@ -1,34 +1,23 @@
-import type { Address, Hex } from "viem";
+import type { Hex } from "viem";
 import { z } from "zod";
 import { issueKey } from "../accounts/accounts.js";
 import { keyView, keyViewSchema } from "../accounts/views.js";
-import { ApiError } from "../http/errors.js";
 import { defineRoute } from "../http/route.js";
+import { issueSiweChallenge, verifySiweChallenge, type SiwePurpose } from "./siwe.js";
 import { ensureWalletAccount } from "./wallet-accounts.js";
 
 /**
- * Sign-in with wallet (EIP-4361): a wallet that paid per call owns an account; signing the
- * challenge proves it holds the address and returns an API key for that account (shown once).
- * Nonces are single-use, live five minutes and are bound to the address they were issued for;
- * the signed message must name this gateway's origin as its `uri` and carry an expiry.
- * Smart-contract wallets are checked on chain (ERC-1271) when their chain is a payment network.
+ * Sign-in with wallet for an API key (EIP-4361): a wallet that paid per call owns an account;
+ * signing the challenge proves it holds the address and returns an API key for that account
+ * (shown once). The challenge's rules (single-use nonce bound to the address, this gateway's
+ * domain and uri, an expiry, ERC-1271 wallets checked on chain) are in siwe.ts, shared with the
+ * dashboard's wallet sign-in.
  */
-const CHALLENGE_TTL_MS = 5 * 60_000;
-const STATEMENT = "Sign in to Toolgate to get an API key for this wallet's account.";
-
-/** The stored challenge: its nonce, bound to the address it was issued to. */
-const challengeName = (address: string, nonce: string) => `siwe:${address.toLowerCase()}:${nonce}`;
-
-/** viem, loaded by the first sign-in rather than at start-up (it is a large share of the gateway's start-up time). */
-const loadViem = () => Promise.all([import("viem"), import("viem/siwe")]);
-
-function originOf(uri: string): string | null {
-  try {
-    return new URL(uri).origin;
-  } catch {
-    return null;
-  }
-}
+const API_KEY_CLAIM: SiwePurpose = {
+  name: "api-key",
+  statement: "Sign in to Toolgate to get an API key for this wallet's account.",
+  chainIds: null,
+};
 
 export const walletChallenge = defineRoute({
   method: "post",
@@ -43,24 +32,13 @@ export const walletChallenge = defineRoute({
   }),
   response: z.object({ message: z.string(), expires_at: z.string() }),
   async handler({ services, body }) {
-    const [{ getAddress }, { createSiweMessage, generateSiweNonce }] = await loadViem();
-    const base = new URL(services.config.publicBaseUrl);
-    const nonce = generateSiweNonce();
-    const now = new Date();
-    const expirationTime = new Date(now.getTime() + CHALLENGE_TTL_MS);
-    const message = createSiweMessage({
-      domain: base.host,
-      uri: base.origin,
-      address: getAddress(body.address),
-      statement: STATEMENT,
-      version: "1",
-      chainId: body.chain_id,
-      nonce,
-      issuedAt: now,
-      expirationTime,
-    });
-    await services.store.saveNonce(challengeName(body.address, nonce), CHALLENGE_TTL_MS);
-    return { body: { message, expires_at: expirationTime.toISOString() } };
+    const { message, expiresAt } = await issueSiweChallenge(
+      services,
+      API_KEY_CLAIM,
+      body.address,
+      body.chain_id,
+    );
+    return { body: { message, expires_at: expiresAt.toISOString() } };
   },
 });
 
@@ -77,36 +55,12 @@ export const walletClaim = defineRoute({
   }),
   response: z.object({ account_id: z.string(), api_key: z.string(), key: keyViewSchema }),
   async handler({ services, body }) {
-    const refused = (why: string) =>
-      new ApiError("invalid_token", `The signed challenge is not valid: ${why}.`);
-    const [{ getAddress, verifyMessage }, { parseSiweMessage, validateSiweMessage }] =
-      await loadViem();
-    const message = parseSiweMessage(body.message);
-    const base = new URL(services.config.publicBaseUrl);
-    const domain = base.host;
-    if (!message.address || !message.nonce || !validateSiweMessage({ message, domain }))
-      throw refused("wrong domain, expired or incomplete");
-    if (message.statement !== STATEMENT) throw refused("not a Toolgate challenge");
-    if (!message.expirationTime) throw refused("it has no expiration time");
-    if (!message.uri || originOf(message.uri) !== base.origin)
-      throw refused(`its uri is not ${base.origin}`);
-    const address = getAddress(message.address) as Address;
-    const onChain = services.payments?.clients.get(`eip155:${message.chainId}`);
-    const valid = onChain
-      ? await onChain.public.verifySiweMessage({
-          message: body.message,
-          signature: body.signature as Hex,
-          address,
-          domain,
-        })
-      : await verifyMessage({ address, message: body.message, signature: body.signature as Hex });
-    if (!valid) throw refused("the signature is not the wallet's");
-    // Single use, checked last so a bad signature cannot burn someone's challenge.
-    // The challenge was issued for one address: another wallet cannot use its nonce.
-    if (!(await services.store.consumeNonce(challengeName(address, message.nonce))))
-      throw refused(
-        "this challenge was not issued to this address, was already used, or has expired",
-      );
+    const address = await verifySiweChallenge(
+      services,
+      API_KEY_CLAIM,
+      body.message,
+      body.signature as Hex,
+    );
     const account = await ensureWalletAccount(services, address);
     const { plaintext, key } = await issueKey(services, account.id, "wallet sign-in");
     return { status: 201, body: { account_id: account.id, api_key: plaintext, key: keyView(key) } };

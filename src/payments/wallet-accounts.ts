@@ -16,7 +16,7 @@ export function walletAccountId(address: Address): string {
 }
 
 export async function ensureWalletAccount(
-  services: Services,
+  services: Pick<Services, "store">,
   address: Address,
 ): Promise<AccountRecord> {
   const id = walletAccountId(address);

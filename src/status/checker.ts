@@ -23,7 +23,7 @@ export interface StatusChecker {
 }
 
 export function startStatusChecks(
-  services: Services,
+  services: Omit<Services, "status">,
   store: StatusStore,
   selfUrl: string,
   intervalMs: number,

@@ -21,9 +21,7 @@ export interface StatusService {
   stop(): Promise<void>;
 }
 
-export function createStatusService(
-  services: Pick<Services, "config" | "metrics" | "log"> & Partial<Services>,
-): StatusService {
+export function createStatusService(services: Omit<Services, "status">): StatusService {
   const { config } = services;
   const store = config.redisUrl
     ? createRedisStatusStore({
@@ -37,12 +35,7 @@ export function createStatusService(
   return {
     store,
     start(selfUrl) {
-      checker = startStatusChecks(
-        services as Services,
-        store,
-        selfUrl,
-        config.statusCheckIntervalMs,
-      );
+      checker = startStatusChecks(services, store, selfUrl, config.statusCheckIntervalMs);
     },
     report() {
       if (!checker) return Promise.reject(new Error("status checks have not started"));

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { Cluster, type RedisOptions } from "ioredis";
 import type { TierName } from "../accounts/tiers.js";
 import { DEPLETED_MESSAGE, parseEventRecord, type EventRecord } from "../events/types.js";
-import { StoreUnavailableError } from "../http/errors.js";
+import { StoreUnavailableError } from "./errors.js";
 import { connectRedis, type RedisConnection } from "./redis-connection.js";
 import { newEventId } from "../lib/ids.js";
 import {

@@ -394,7 +394,7 @@ export interface SessionRecord {
   /** Absolute expiry (epoch ms), whatever the activity. */
   expiresAt: number;
   /** How the session was opened. */
-  via: "api_key" | "email_link";
+  via: "api_key" | "email_link" | "wallet";
 }
 
 export interface LedgerFollower {

@@ -1,4 +1,4 @@
-import type { Services } from "../services.js";
+import type { Foundation } from "../services.js";
 import { attempt, deliveryHeaders } from "./deliver.js";
 import type { Agent } from "node:https";
 import { openSecret } from "./secrets.js";
@@ -36,7 +36,7 @@ export const internalRetryDelayMs = (failures: number) =>
  * be sent because of a fault of ours.
  */
 export async function processDelivery(
-  services: Services,
+  services: Foundation,
   agent: Agent,
   job: DeliveryJob,
   attemptNumber: number,
@@ -116,7 +116,7 @@ export async function processDelivery(
 
 /** The attempt's line in the delivery log; a log that cannot be written does not change the delivery's outcome. */
 async function record(
-  services: Services,
+  services: Foundation,
   job: DeliveryJob,
   entry: Pick<
     DeliveryAttempt,

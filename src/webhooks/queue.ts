@@ -1,6 +1,6 @@
 import type { Agent } from "node:https";
 import { DelayedError, Queue, UnrecoverableError, Worker } from "bullmq";
-import type { Services } from "../services.js";
+import type { Foundation } from "../services.js";
 import { connectRedis } from "../store/redis-connection.js";
 import {
   InternalDeliveryError,
@@ -22,7 +22,11 @@ export interface DeliveryQueue {
 
 const QUEUE_NAME = "webhook-deliveries";
 
-export function createBullQueue(services: Services, agent: Agent, redisUrl: string): DeliveryQueue {
+export function createBullQueue(
+  services: Foundation,
+  agent: Agent,
+  redisUrl: string,
+): DeliveryQueue {
   // BullMQ keeps its own key namespace (it does not support ioredis' keyPrefix). The braces put
   // all of a queue's keys in one cluster slot, as BullMQ's scripts need on a Redis Cluster.
   const prefix = `{${services.config.redisKeyPrefix}bull}`;
@@ -95,7 +99,7 @@ export function createBullQueue(services: Services, agent: Agent, redisUrl: stri
   };
 }
 
-export function createInProcessQueue(services: Services, agent: Agent): DeliveryQueue {
+export function createInProcessQueue(services: Foundation, agent: Agent): DeliveryQueue {
   const seen = new Set<string>();
   const timers = new Set<NodeJS.Timeout>();
   const later = (delayMs: number, next: () => void) => {

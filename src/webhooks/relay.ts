@@ -1,6 +1,6 @@
 import { TIERS } from "../accounts/tiers.js";
 import { parseEventRecord, type EventRecord } from "../events/types.js";
-import type { Services } from "../services.js";
+import type { Foundation } from "../services.js";
 import type { WebhookRecord } from "../store/types.js";
 import { every } from "../lib/periodic.js";
 import type { DeliveryQueue } from "./queue.js";
@@ -39,7 +39,7 @@ export function jobFor(webhook: WebhookRecord, event: EventRecord): DeliveryJob 
  * up); every event also goes to the platform webhooks subscribed to it (agent.registered above all).
  */
 export function startRelay(
-  services: Services,
+  services: Foundation,
   queue: DeliveryQueue,
   intervalMs = 200,
 ): { stop(): Promise<void> } {

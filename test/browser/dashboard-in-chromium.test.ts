@@ -1,10 +1,8 @@
-import { mkdirSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { createRequire } from "node:module";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomId } from "../../src/lib/ids.js";
-import { launchChromium, watchPage } from "../helpers/browser.js";
+import { checkPage, launchChromium, watchPage } from "../helpers/browser.js";
 import {
   call,
   callTool,
@@ -22,12 +20,6 @@ import { startSmtpServer } from "../helpers/smtp.js";
  * live feed is proven to cross processes through Redis. Each page is checked with axe-core
  * (injected into the page) and photographed into artifacts/screenshots/ (git-ignored; CI keeps it).
  */
-const SCREENSHOTS = new URL("../../artifacts/screenshots/", import.meta.url).pathname;
-const AXE_SOURCE = readFileSync(
-  createRequire(import.meta.url).resolve("axe-core/axe.min.js"),
-  "utf8",
-);
-
 let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 let rx: Awaited<ReturnType<typeof startReceiver>>;
 let gw: TestGateway;
@@ -35,7 +27,6 @@ let other: TestGateway;
 let browser: Browser;
 
 beforeAll(async () => {
-  mkdirSync(SCREENSHOTS, { recursive: true });
   [smtp, rx] = await Promise.all([startSmtpServer(), startReceiver()]);
   const env = {
     SMTP_URL: smtp.url,
@@ -71,39 +62,6 @@ async function signInWithKey(page: Page, key: string): Promise<void> {
   await page.getByLabel("API key", { exact: true }).fill(key);
   await page.getByRole("button", { name: "Sign in", exact: true }).click();
   await page.waitForURL(`${gw.url}/dashboard`);
-}
-
-/** axe-core's serious and critical violations on the page as it is now (evaluated through the debugger, as CSP allows no injected script). */
-async function accessibilityProblems(page: Page): Promise<string[]> {
-  await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
-    const axe = (
-      globalThis as unknown as {
-        axe: {
-          run(): Promise<{
-            violations: {
-              id: string;
-              impact: string;
-              help: string;
-              nodes: { target: string[] }[];
-            }[];
-          }>;
-        };
-      }
-    ).axe;
-    return (await axe.run()).violations;
-  });
-  return violations
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map(
-      (v) =>
-        `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`,
-    );
-}
-
-async function checkPage(page: Page, name: string): Promise<void> {
-  expect(await accessibilityProblems(page)).toEqual([]);
-  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
 }
 
 /** A secret shown once on the page, once its box is shown (and, after a rotation, once it changed). */

@@ -1,5 +1,7 @@
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { chromium, type Browser, type Page } from "playwright-core";
+import { expect } from "vitest";
 
 /**
  * Debian's Chromium driven by playwright-core (never a downloaded browser), with the flags a
@@ -35,4 +37,46 @@ export function watchPage(page: Page, origin: string): string[] {
       problems.push(`request to another origin: ${req.url()}`);
   });
   return problems;
+}
+
+/** Where the browser tests photograph each page (git-ignored; CI keeps it as an artefact). */
+export const SCREENSHOTS = new URL("../../artifacts/screenshots/", import.meta.url).pathname;
+const AXE_SOURCE = readFileSync(
+  createRequire(import.meta.url).resolve("axe-core/axe.min.js"),
+  "utf8",
+);
+
+/** axe-core's serious and critical violations on the page as it is now (evaluated through the debugger, as CSP allows no injected script). */
+export async function accessibilityProblems(page: Page): Promise<string[]> {
+  await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(async () => {
+    const axe = (
+      globalThis as unknown as {
+        axe: {
+          run(): Promise<{
+            violations: {
+              id: string;
+              impact: string;
+              help: string;
+              nodes: { target: string[] }[];
+            }[];
+          }>;
+        };
+      }
+    ).axe;
+    return (await axe.run()).violations;
+  });
+  return violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map(
+      (v) =>
+        `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`,
+    );
+}
+
+/** No serious or critical accessibility violation on the page, then its screenshot as `name`.png. */
+export async function checkPage(page: Page, name: string): Promise<void> {
+  expect(await accessibilityProblems(page)).toEqual([]);
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
 }

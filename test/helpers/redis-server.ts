@@ -128,7 +128,8 @@ export async function startRedisCluster() {
   return { url: `redis://127.0.0.1:${ports[0]}`, stop };
 }
 
-function freePort(): Promise<number> {
+/** A loopback port free a moment ago (for a server whose URL must be known before it starts). */
+export function freePort(): Promise<number> {
   return new Promise<number>((resolve) => {
     const s = createServer().listen(0, "127.0.0.1", () => {
       const { port } = s.address() as { port: number };

@@ -22,6 +22,7 @@ import {
   type TestGateway,
 } from "./gateway.js";
 import { REDIS_URL } from "./redis.js";
+import { freePort } from "./redis-server.js";
 import { startRpcProxy } from "./rpc-proxy.js";
 
 /** Two anvil chains standing in for Base Sepolia and Polygon Amoy, and the gateway settings that point at them. */
@@ -201,9 +202,16 @@ export interface PaidGatewayFixture {
  * chains (with `fund` wallets holding test USDC), optionally an RPC proxy in front of the Base
  * chain with short RPC timeouts, and an in-process gateway with x402 on them (`env` adds to its
  * settings). Its fields are filled before the first test runs: read them inside tests.
+ * `publicUrl`: the gateway listens on a port chosen beforehand and names it as its PUBLIC_BASE_URL
+ * (what a browser's origin, or a Sign-In with Ethereum domain, must match).
  */
 export function paidGatewayFixture(
-  options: { fund?: Address[]; proxy?: boolean; env?: Record<string, string> } = {},
+  options: {
+    fund?: Address[];
+    proxy?: boolean;
+    env?: Record<string, string>;
+    publicUrl?: boolean;
+  } = {},
 ): PaidGatewayFixture {
   const fixture = {} as PaidGatewayFixture;
   beforeAll(async () => {
@@ -217,8 +225,12 @@ export function paidGatewayFixture(
         X402_RECEIPT_TIMEOUT_MS: "1500",
       });
     }
+    const port = options.publicUrl ? await freePort() : 0;
+    const listen: Record<string, string> = port
+      ? { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` }
+      : {};
     fixture.gw = await startGateway({
-      env: { ...fixture.chains.env, ...viaProxy, ...options.env },
+      env: { ...fixture.chains.env, ...viaProxy, ...listen, ...options.env },
     });
   }, 60_000);
   afterAll(async () => {

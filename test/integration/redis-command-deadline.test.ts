@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
-import { StoreUnavailableError } from "../../src/http/errors.js";
+import { StoreUnavailableError } from "../../src/store/errors.js";
 import { tierLimits } from "../../src/store/index.js";
 import { RedisStore } from "../../src/store/redis.js";
 import { startPrivateRedis } from "../helpers/redis-server.js";

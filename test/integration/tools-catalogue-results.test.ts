@@ -277,6 +277,14 @@ describe("language, data, code, security, geo", () => {
         })
       ).values,
     ).toEqual([5]);
+    for (const path of ["$[[[", "$.a[", "$.a]", "$['a'", "$.a.", "$[?(@.n > 2]", "a.b"])
+      expect(await refused("jsonpath-query", { json: { a: 1 }, path })).toMatchObject({
+        status: 422,
+        param: "path",
+      });
+    expect(
+      (await run("jsonpath-query", { json: { "a (b)": [1, 2] }, path: "$['a (b)'][1]" })).values,
+    ).toEqual([2]);
     const sql = await run("sql-query", {
       query: "SELECT city, COUNT(*) AS n FROM people GROUP BY city ORDER BY n DESC",
       tables: { people: "name,city\nAda,London\nAlan,London\nGrace,NYC\n" },

@@ -97,10 +97,15 @@ describe("two gateway processes without SECRET_KEY on one Redis", () => {
 describe("a delivery that fails on our side", () => {
   let gw: TestGateway;
   const secretKey = "n".repeat(32);
+  const prefix = uniquePrefix("oursfail");
+  const env = { SECRET_KEY: secretKey, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" };
   beforeAll(async () => {
-    gw = await startGateway({ env: { SECRET_KEY: secretKey, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" } });
+    gw = await startGateway({ prefix, env });
   });
-  afterAll(() => gw?.stop());
+  afterAll(async () => {
+    await gw?.stop();
+    await dropPrefix(prefix);
+  });
 
   it("is logged, counted and retried without using the receiver's retries, and arrives on its first attempt once the key is back", async () => {
     const path = "/ours";
@@ -141,8 +146,10 @@ describe("a delivery that fails on our side", () => {
       );
     }
 
-    // The operator puts the old key back behind the new one (SECRET_KEY="new,old"): the next try is delivered, as attempt 1.
-    gw.services.config.secretKeys = [secretKey, oldKey];
+    // The operator restarts with the old key back behind the new one (SECRET_KEY="new,old"): the
+    // next try, made by the new process from the shared queue, is delivered, as attempt 1.
+    await gw.stop();
+    gw = await startGateway({ prefix, env: { ...env, SECRET_KEY: `${secretKey},${oldKey}` } });
     const got = await rx.waitForBody(path, (body) => body.id === eventId, 15_000);
     expect(got).toBeDefined();
     expect(got!.headers["x-webhook-signature"]).toBe(

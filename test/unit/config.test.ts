@@ -16,6 +16,23 @@ describe("configuration", () => {
     expect(config.secretKeys).toEqual([]);
   });
 
+  it("cannot be changed once loaded, at any depth: every part reads the same settings", () => {
+    const config = loadConfig({
+      X402_NETWORKS: "base-sepolia",
+      X402_PAY_TO: `0x${"1".repeat(40)}`,
+      BASE_SEPOLIA_RPC_URL: "http://127.0.0.1:8545",
+      X402_RELAYER_PRIVATE_KEY: `0x${"3".repeat(64)}`,
+    });
+    expect(() => {
+      (config as { port: number }).port = 1;
+    }).toThrow(TypeError);
+    expect(() => config.secretKeys.push("k".repeat(32))).toThrow(TypeError);
+    expect(() => {
+      config.x402!.networks[0]!.rpcUrls.push("http://elsewhere");
+    }).toThrow(TypeError);
+    expect(config.port).toBe(8402);
+  });
+
   it("switches to Redis with REDIS_URL and still seeds the development account", () => {
     expect(loadConfig({ REDIS_URL: "redis://127.0.0.1:6379" })).toMatchObject({
       redisUrl: "redis://127.0.0.1:6379",

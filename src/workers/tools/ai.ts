@@ -2,16 +2,16 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { withFormats } from "../json-schema.js";
 import sharp from "sharp";
 import {
-  aiClassify,
-  aiCodeReview,
-  aiEmbeddings,
-  aiExtract,
-  aiExtractUrl,
-  aiGenerate,
-  aiImageDescribe,
-  aiImageGenerate,
-  aiSummarize,
-  aiTranslate,
+  aiClassify as aiClassifyTool,
+  aiCodeReview as aiCodeReviewTool,
+  aiEmbeddings as aiEmbeddingsTool,
+  aiExtract as aiExtractTool,
+  aiExtractUrl as aiExtractUrlTool,
+  aiGenerate as aiGenerateTool,
+  aiImageDescribe as aiImageDescribeTool,
+  aiImageGenerate as aiImageGenerateTool,
+  aiSummarize as aiSummarizeTool,
+  aiTranslate as aiTranslateTool,
 } from "../../tools/catalogue/ai.js";
 import { fetchPublic } from "../web/fetch.js";
 import { decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
@@ -29,7 +29,7 @@ import { implement } from "./implementation.js";
 
 const unavailable = (config: { ai: unknown }) => (config.ai ? null : "no AI provider configured");
 
-export const generate = implement(aiGenerate, {
+export const aiGenerate = implement(aiGenerateTool, {
   unavailable,
   async run(input, { config, timeoutMs }) {
     const messages: ChatMessage[] = input.messages ?? [{ role: "user", content: input.prompt! }];
@@ -41,7 +41,7 @@ export const generate = implement(aiGenerate, {
   },
 });
 
-export const summarize = implement(aiSummarize, {
+export const aiSummarize = implement(aiSummarizeTool, {
   unavailable,
   async run(input, { config, timeoutMs }) {
     const result = await chat(
@@ -61,7 +61,7 @@ export const summarize = implement(aiSummarize, {
   },
 });
 
-export const translate = implement(aiTranslate, {
+export const aiTranslate = implement(aiTranslateTool, {
   unavailable,
   async run(input, { config, timeoutMs }) {
     const from = input.source_language ? ` from ${input.source_language}` : "";
@@ -132,12 +132,12 @@ async function extractJson(
   return { data, model: result.model, usage: result.usage };
 }
 
-export const extract = implement(aiExtract, {
+export const aiExtract = implement(aiExtractTool, {
   unavailable,
   run: (input, { config, timeoutMs }) => extractJson(config, input, timeoutMs),
 });
 
-export const classify = implement(aiClassify, {
+export const aiClassify = implement(aiClassifyTool, {
   unavailable,
   async run(input, { config, timeoutMs }) {
     const schema = {
@@ -179,12 +179,12 @@ export const classify = implement(aiClassify, {
   },
 });
 
-export const embeddings = implement(aiEmbeddings, {
+export const aiEmbeddings = implement(aiEmbeddingsTool, {
   unavailable,
   run: (input, { config, timeoutMs }) => embed(config, input.texts, input.dimensions, timeoutMs),
 });
 
-export const imageGenerate = implement(aiImageGenerate, {
+export const aiImageGenerate = implement(aiImageGenerateTool, {
   unavailable,
   async run(input, { config, timeoutMs }) {
     const image = await generateImage(config, input.prompt, input.size, timeoutMs);
@@ -211,7 +211,7 @@ export const imageGenerate = implement(aiImageGenerate, {
   },
 });
 
-export const imageDescribe = implement(aiImageDescribe, {
+export const aiImageDescribe = implement(aiImageDescribeTool, {
   unavailable,
   async run(input, { config, timeoutMs }) {
     const bytes = decodeBase64(input.image, "image");
@@ -246,7 +246,7 @@ export const imageDescribe = implement(aiImageDescribe, {
 
 const SEVERITIES = ["critical", "major", "minor", "info"] as const;
 
-export const codeReview = implement(aiCodeReview, {
+export const aiCodeReview = implement(aiCodeReviewTool, {
   unavailable,
   async run(input, { config, timeoutMs }) {
     const numbered = input.code
@@ -291,7 +291,7 @@ export const codeReview = implement(aiCodeReview, {
   },
 });
 
-export const extractUrl = implement(aiExtractUrl, {
+export const aiExtractUrl = implement(aiExtractUrlTool, {
   unavailable,
   async run(input, { config, timeoutMs }) {
     const page = await fetchPublic(config, input.url, {

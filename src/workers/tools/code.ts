@@ -1,6 +1,6 @@
 import * as prettier from "prettier";
 import { format as formatSql, type SqlLanguage } from "sql-formatter";
-import { codeFormat } from "../../tools/catalogue/code.js";
+import { codeFormat as codeFormatTool } from "../../tools/catalogue/code.js";
 import { WorkerError } from "../errors.js";
 import { implement } from "./implementation.js";
 
@@ -18,7 +18,7 @@ const PARSERS: Record<string, string> = {
   graphql: "graphql",
 };
 
-export const format = implement(codeFormat, {
+export const codeFormat = implement(codeFormatTool, {
   async run(input) {
     let code: string;
     try {

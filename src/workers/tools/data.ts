@@ -3,7 +3,11 @@ import { CronExpressionParser } from "cron-parser";
 import cronstrue from "cronstrue";
 import { JSONPath } from "jsonpath-plus";
 import { DateTime, IANAZone } from "luxon";
-import { cronExplain, dateParse, jsonpathQuery } from "../../tools/catalogue/data.js";
+import {
+  cronExplain as cronExplainTool,
+  dateParse as dateParseTool,
+  jsonpathQuery as jsonpathQueryTool,
+} from "../../tools/catalogue/data.js";
 import { WorkerError } from "../errors.js";
 import { withTimeLimit } from "../time-limit.js";
 import { implement } from "./implementation.js";
@@ -11,8 +15,42 @@ import { implement } from "./implementation.js";
 const invalid = (message: string, param: string) =>
   new WorkerError(422, "invalid_input", message, param);
 
-export const jsonpath = implement(jsonpathQuery, {
+/**
+ * Why a path is not JSONPath, or null. jsonpath-plus reads whatever it is given (`$[[[` walks the
+ * whole document), so the shape is checked first: it starts at `$`, its brackets and parentheses
+ * close in order outside quoted names, a bracket does not open directly inside another (only a
+ * filter's parentheses hold nested brackets), and it does not end half-way (`.`, `..`, `[`).
+ */
+export function malformedJsonPath(path: string): string | null {
+  if (!path.startsWith("$")) return "a JSONPath starts with $";
+  const open: string[] = [];
+  let quote: string | null = null;
+  let previous = "";
+  for (const char of path) {
+    if (quote) {
+      if (char === quote) quote = null;
+      continue;
+    }
+    if (char === "'" || char === '"') quote = char;
+    else if (char === "[") {
+      if (previous === "[") return "a bracket opens directly inside another";
+      open.push("]");
+    } else if (char === "(") open.push(")");
+    else if (char === "]" || char === ")") {
+      if (open.pop() !== char) return `an unmatched ${char}`;
+    }
+    if (char.trim()) previous = char;
+  }
+  if (quote) return "a quoted name is not closed";
+  if (open.length > 0) return `a ${open.at(-1) === "]" ? "[" : "("} is not closed`;
+  if (previous === ".") return "it ends after a dot";
+  return null;
+}
+
+export const jsonpathQuery = implement(jsonpathQueryTool, {
   async run(input) {
+    const malformed = malformedJsonPath(input.path);
+    if (malformed) throw invalid(`Invalid JSONPath: ${malformed}.`, "path");
     // "safe" evaluates filter expressions with jsonpath-plus's own interpreter, never eval().
     const found = withTimeLimit(1000, "This JSONPath query", "path", () => {
       try {
@@ -31,7 +69,7 @@ export const jsonpath = implement(jsonpathQuery, {
   },
 });
 
-export const dates = implement(dateParse, {
+export const dateParse = implement(dateParseTool, {
   async run(input) {
     const instant = input.reference ? new Date(input.reference) : new Date();
     const results = chrono.parse(
@@ -53,7 +91,7 @@ export const dates = implement(dateParse, {
   },
 });
 
-export const cron = implement(cronExplain, {
+export const cronExplain = implement(cronExplainTool, {
   async run(input) {
     if (!IANAZone.isValidZone(input.timezone))
       throw invalid(

@@ -9,15 +9,15 @@ import sanitizeHtml from "sanitize-html";
 import TurndownService from "turndown";
 import { parseAllDocuments, stringify as stringifyYaml } from "yaml";
 import {
-  csvConvert,
-  htmlSanitize,
-  htmlToMarkdown,
-  markdownToHtml,
-  pdfGenerate,
-  readabilityExtract,
-  spreadsheetWrite,
-  xmlConvert,
-  yamlConvert,
+  csvConvert as csvConvertTool,
+  htmlSanitize as htmlSanitizeTool,
+  htmlToMarkdown as htmlToMarkdownTool,
+  markdownToHtml as markdownToHtmlTool,
+  pdfGenerate as pdfGenerateTool,
+  readabilityExtract as readabilityExtractTool,
+  spreadsheetWrite as spreadsheetWriteTool,
+  xmlConvert as xmlConvertTool,
+  yamlConvert as yamlConvertTool,
 } from "../../tools/catalogue/documents.js";
 import { WorkerError } from "../errors.js";
 import { withTimeLimit } from "../time-limit.js";
@@ -55,7 +55,7 @@ export const turndown = new TurndownService({
 });
 turndown.remove(["script", "style", "noscript"]);
 
-export const toMarkdown = implement(htmlToMarkdown, {
+export const htmlToMarkdown = implement(htmlToMarkdownTool, {
   async run(input) {
     return { markdown: boundedMarkup("This HTML", "html", () => turndown.turndown(input.html)) };
   },
@@ -77,7 +77,7 @@ const marked = new Marked({
   },
 });
 
-export const toHtml = implement(markdownToHtml, {
+export const markdownToHtml = implement(markdownToHtmlTool, {
   async run(input) {
     return {
       html: boundedMarkup("This Markdown", "markdown", () =>
@@ -105,7 +105,7 @@ export function readArticle(html: string) {
   return new Readability(document as unknown as Document).parse();
 }
 
-export const readability = implement(readabilityExtract, {
+export const readabilityExtract = implement(readabilityExtractTool, {
   async run(input) {
     const article = readArticle(input.html);
     const text = plainText(article?.content ?? input.html);
@@ -125,7 +125,7 @@ const PAGE_SIZES = { A4: [595.28, 841.89], Letter: [612, 792] } as const;
 const winAnsi = (s: string) =>
   s.replace(/[^\x20-\x7e\xa0-\xff\n\t€‘’“”•–—…™]/g, "?").replace(/\t/g, "    ");
 
-export const pdfCreate = implement(pdfGenerate, {
+export const pdfGenerate = implement(pdfGenerateTool, {
   async run(input) {
     const doc = await PDFDocument.create();
     if (input.title) doc.setTitle(winAnsi(input.title));
@@ -178,7 +178,7 @@ export const pdfCreate = implement(pdfGenerate, {
   },
 });
 
-export const xlsxWrite = implement(spreadsheetWrite, {
+export const spreadsheetWrite = implement(spreadsheetWriteTool, {
   async run(input) {
     const book = new ExcelJS.Workbook();
     for (const sheet of input.sheets) {
@@ -209,7 +209,7 @@ export const xlsxWrite = implement(spreadsheetWrite, {
   },
 });
 
-export const csv = implement(csvConvert, {
+export const csvConvert = implement(csvConvertTool, {
   async run(input) {
     if (input.rows !== undefined) {
       const objects = input.rows.filter((r) => !Array.isArray(r)) as Record<string, unknown>[];
@@ -245,7 +245,7 @@ export const csv = implement(csvConvert, {
   },
 });
 
-export const xml = implement(xmlConvert, {
+export const xmlConvert = implement(xmlConvertTool, {
   async run(input) {
     if (input.json !== undefined) {
       const builder = new XMLBuilder({
@@ -275,7 +275,7 @@ export const xml = implement(xmlConvert, {
   },
 });
 
-export const yamlJson = implement(yamlConvert, {
+export const yamlConvert = implement(yamlConvertTool, {
   async run(input) {
     if (input.json !== undefined)
       return { json: null, documents: 1, yaml: stringifyYaml(input.json) };
@@ -307,7 +307,7 @@ export const yamlJson = implement(yamlConvert, {
   },
 });
 
-export const sanitize = implement(htmlSanitize, {
+export const htmlSanitize = implement(htmlSanitizeTool, {
   async run(input) {
     const allowedTags = [
       ...(input.allowed_tags ?? sanitizeHtml.defaults.allowedTags),

@@ -2,12 +2,15 @@ import tzlookup from "@photostructure/tz-lookup";
 import bearing from "@turf/bearing";
 import distance from "@turf/distance";
 import { DateTime } from "luxon";
-import { geoDistance, geoTimezone } from "../../tools/catalogue/geo.js";
+import {
+  geoDistance as geoDistanceTool,
+  geoTimezone as geoTimezoneTool,
+} from "../../tools/catalogue/geo.js";
 import { implement } from "./implementation.js";
 
 const round = (n: number) => Math.round(n * 1e6) / 1e6;
 
-export const distances = implement(geoDistance, {
+export const geoDistance = implement(geoDistanceTool, {
   async run(input) {
     const legs = input.points.slice(1).map((to, i) => {
       const from = input.points[i]!;
@@ -22,7 +25,7 @@ export const distances = implement(geoDistance, {
   },
 });
 
-export const timezoneAt = implement(geoTimezone, {
+export const geoTimezone = implement(geoTimezoneTool, {
   async run(input) {
     const timezone = tzlookup(input.lat, input.lon);
     const local = (input.at ? DateTime.fromISO(input.at) : DateTime.now()).setZone(timezone);

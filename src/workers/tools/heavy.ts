@@ -6,15 +6,22 @@ import type { QuickJSHandle } from "quickjs-emscripten";
 import type { Sharp } from "sharp";
 import type { Worker as TesseractWorker } from "tesseract.js";
 import type * as Vega from "vega";
-import { jsSandbox } from "../../tools/catalogue/code.js";
-import { mathEvaluate, sqlQuery } from "../../tools/catalogue/data.js";
-import { docxToText, pdfExtractText, spreadsheetRead } from "../../tools/catalogue/documents.js";
+import { jsSandbox as jsSandboxTool } from "../../tools/catalogue/code.js";
 import {
-  chartRender,
-  imageTransform,
-  ocr,
-  qrDecode,
-  svgToPng,
+  mathEvaluate as mathEvaluateTool,
+  sqlQuery as sqlQueryTool,
+} from "../../tools/catalogue/data.js";
+import {
+  docxToText as docxToTextTool,
+  pdfExtractText as pdfExtractTextTool,
+  spreadsheetRead as spreadsheetReadTool,
+} from "../../tools/catalogue/documents.js";
+import {
+  chartRender as chartRenderTool,
+  imageTransform as imageTransformTool,
+  ocr as ocrTool,
+  qrDecode as qrDecodeTool,
+  svgToPng as svgToPngTool,
 } from "../../tools/catalogue/images.js";
 import { WorkerError } from "../errors.js";
 import { checkZipBudget, decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
@@ -91,7 +98,7 @@ async function decodeImage<T>(param: string, work: () => Promise<T>): Promise<T>
   }
 }
 
-const pdfExtract = implement(pdfExtractText, {
+const pdfExtractText = implement(pdfExtractTextTool, {
   async run(input) {
     const bytes = decodeBase64(input.pdf, "pdf");
     let pdf;
@@ -123,7 +130,7 @@ const pdfExtract = implement(pdfExtractText, {
   },
 });
 
-const docx = implement(docxToText, {
+const docxToText = implement(docxToTextTool, {
   async run(input) {
     const buffer = decodeBase64(input.docx, "docx");
     checkZipBudget(buffer, "docx", ".docx document");
@@ -163,7 +170,7 @@ function plainCell(value: ExcelJS.CellValue): Cell {
   return String(value);
 }
 
-const xlsxRead = implement(spreadsheetRead, {
+const spreadsheetRead = implement(spreadsheetReadTool, {
   async run(input) {
     const buffer = decodeBase64(input.xlsx, "xlsx");
     checkZipBudget(buffer, "xlsx", ".xlsx workbook");
@@ -198,7 +205,7 @@ const xlsxRead = implement(spreadsheetRead, {
 
 const MAX_RESULT_ROWS = 10_000;
 
-const sql = implement(sqlQuery, {
+const sqlQuery = implement(sqlQueryTool, {
   async run(input) {
     const Papa = await lib.papaparse();
     const db = new (await lib.sqljs()).Database();
@@ -249,7 +256,7 @@ const sql = implement(sqlQuery, {
   },
 });
 
-const transform = implement(imageTransform, {
+const imageTransform = implement(imageTransformTool, {
   async run(input) {
     const bytes = decodeBase64(input.image, "image");
     return decodeImage("image", async () => {
@@ -317,7 +324,7 @@ async function renderSvg(
   return { png: png.asPng(), width: png.width, height: png.height };
 }
 
-const svg = implement(svgToPng, {
+const svgToPng = implement(svgToPngTool, {
   async run(input) {
     const { png, width, height } = await renderSvg(input.svg, "svg", {
       width: input.width,
@@ -372,7 +379,7 @@ function checkGeneratedRows(spec: unknown): void {
   walk(spec);
 }
 
-const chart = implement(chartRender, {
+const chartRender = implement(chartRenderTool, {
   async run(input) {
     if (JSON.stringify(input.spec).includes('"url"'))
       throw invalid(
@@ -427,7 +434,7 @@ const chart = implement(chartRender, {
 
 let tesseract: Promise<TesseractWorker> | null = null;
 
-const recognise = implement(ocr, {
+const ocr = implement(ocrTool, {
   async run(input) {
     const bytes = decodeBase64(input.image, "image");
     // Normalised to a bounded PNG first: Tesseract itself has no pixel limit.
@@ -450,7 +457,7 @@ const recognise = implement(ocr, {
   },
 });
 
-const qrRead = implement(qrDecode, {
+const qrDecode = implement(qrDecodeTool, {
   async run(input) {
     const bytes = decodeBase64(input.image, "image");
     const { data, info } = await decodeImage("image", async () =>
@@ -478,7 +485,7 @@ const qrRead = implement(qrDecode, {
  */
 let quickjs: Promise<import("quickjs-emscripten").QuickJSWASMModule> | null = null;
 
-const sandbox = implement(jsSandbox, {
+const jsSandbox = implement(jsSandboxTool, {
   async run(input) {
     const { newQuickJSWASMModule, shouldInterruptAfterDeadline } = await lib.quickjs();
     const QuickJS = await (quickjs ??= newQuickJSWASMModule());
@@ -616,7 +623,7 @@ function limitedMath({ create, all }: typeof import("mathjs")) {
   return { evaluate, format: math.format.bind(math) };
 }
 
-const mathematics = implement(mathEvaluate, {
+const mathEvaluate = implement(mathEvaluateTool, {
   async run(input) {
     const expressions = Array.isArray(input.expression) ? input.expression : [input.expression];
     const scope = new Map<string, unknown>(Object.entries(input.scope));
@@ -640,17 +647,17 @@ const mathematics = implement(mathEvaluate, {
 export const HEAVY_IMPLEMENTATIONS = new Map(
   (
     [
-      pdfExtract,
-      docx,
-      xlsxRead,
-      sql,
-      mathematics,
-      transform,
-      svg,
-      chart,
-      recognise,
-      qrRead,
-      sandbox,
+      pdfExtractText,
+      docxToText,
+      spreadsheetRead,
+      sqlQuery,
+      mathEvaluate,
+      imageTransform,
+      svgToPng,
+      chartRender,
+      ocr,
+      qrDecode,
+      jsSandbox,
     ] as ToolImplementation[]
   ).map((impl) => [impl.definition.name, impl]),
 );

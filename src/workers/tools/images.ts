@@ -1,14 +1,17 @@
 import bwipjs from "bwip-js/node";
 import exifr from "exifr";
 import sharp, { type Metadata } from "sharp";
-import { barcodeGenerate, imageMetadata } from "../../tools/catalogue/images.js";
+import {
+  barcodeGenerate as barcodeGenerateTool,
+  imageMetadata as imageMetadataTool,
+} from "../../tools/catalogue/images.js";
 import { WorkerError } from "../errors.js";
 import { decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
 import { implement } from "./implementation.js";
 
 /** Image tools light enough for the general pool (no pixel decoding). */
 
-export const barcode = implement(barcodeGenerate, {
+export const barcodeGenerate = implement(barcodeGenerateTool, {
   async run(input) {
     const options = {
       bcid: input.type,
@@ -55,7 +58,7 @@ function plainTags(tags: Record<string, unknown>): Record<string, unknown> {
   return JSON.parse(JSON.stringify(out)) as Record<string, unknown>;
 }
 
-export const metadata = implement(imageMetadata, {
+export const imageMetadata = implement(imageMetadataTool, {
   async run(input) {
     const bytes = decodeBase64(input.image, "image");
     let meta: Metadata;

@@ -1,3 +1,9 @@
+/**
+ * What a tool's implementation is: its catalogue definition and the function that runs it. One
+ * naming rule holds in every file of this folder: the implementation of the tool `regex-test` is
+ * `regexTest` (the catalogue's own identifier for it), and its definition is imported as
+ * `regexTestTool` — so a tool's name leads to its code by search.
+ */
 import type { z } from "zod";
 import type { ToolDefinition } from "../../tools/definition.js";
 import type { WorkerConfig } from "../config.js";

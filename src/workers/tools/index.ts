@@ -1,79 +1,98 @@
 import { TOOLS } from "../../tools/catalogue/index.js";
 import {
-  classify,
-  codeReview,
-  embeddings,
-  extract,
-  extractUrl,
-  generate,
-  imageDescribe,
-  imageGenerate,
-  summarize,
-  translate,
+  aiClassify,
+  aiCodeReview,
+  aiEmbeddings,
+  aiExtract,
+  aiExtractUrl,
+  aiGenerate,
+  aiImageDescribe,
+  aiImageGenerate,
+  aiSummarize,
+  aiTranslate,
 } from "./ai.js";
-import { format } from "./code.js";
-import { cron, dates, jsonpath } from "./data.js";
+import { codeFormat } from "./code.js";
+import { cronExplain, dateParse, jsonpathQuery } from "./data.js";
 import {
-  csv,
-  pdfCreate,
-  readability,
-  sanitize,
-  toHtml,
-  toMarkdown,
-  xlsxWrite,
-  xml,
-  yamlJson,
+  csvConvert,
+  htmlSanitize,
+  htmlToMarkdown,
+  markdownToHtml,
+  pdfGenerate,
+  readabilityExtract,
+  spreadsheetWrite,
+  xmlConvert,
+  yamlConvert,
 } from "./documents.js";
-import { distances, timezoneAt } from "./geo.js";
+import { geoDistance, geoTimezone } from "./geo.js";
 import { HEAVY_PROXIES } from "./heavy-proxies.js";
-import { barcode, metadata as imageMetadata } from "./images.js";
+import { barcodeGenerate, imageMetadata } from "./images.js";
 import type { ToolImplementation } from "./implementation.js";
 import {
-  entities,
-  extractiveSummary,
-  keywords,
-  readability as readabilityScore,
-  sentences,
-  sentiment,
-  spelling,
-  tokens,
+  readabilityScore,
+  sentenceSplit,
+  spellCheck,
+  textEntities,
+  textKeywords,
+  textSentiment,
+  textSummarizeExtractive,
+  tokenCount,
 } from "./language.js";
-import { cidr, encoding, ids, jwt } from "./security.js";
-import { diff, digest, language, qr, regex, schemaValidate, timezone, units } from "./utilities.js";
-import { feed, fetchPage, metadata as pageMetadata, robots, sitemap } from "./web.js";
+import { encodeDecode, idGenerate, ipCidr, jwtDecode } from "./security.js";
+import {
+  hash,
+  jsonSchemaValidate,
+  languageDetect,
+  qrCode,
+  regexTest,
+  textDiff,
+  timezoneConvert,
+  unitConvert,
+} from "./utilities.js";
+import { robotsCheck, rssRead, sitemapRead, webFetch, webMetadata } from "./web.js";
 import webSearch from "./web-search.js";
 
 const implementations = [
   ...[
-    generate,
-    summarize,
-    translate,
-    extract,
-    classify,
-    embeddings,
-    imageGenerate,
-    imageDescribe,
-    codeReview,
-    extractUrl,
+    aiGenerate,
+    aiSummarize,
+    aiTranslate,
+    aiExtract,
+    aiClassify,
+    aiEmbeddings,
+    aiImageGenerate,
+    aiImageDescribe,
+    aiCodeReview,
+    aiExtractUrl,
   ],
-  ...[webSearch, fetchPage, pageMetadata, feed, robots, sitemap],
-  ...[pdfCreate, xlsxWrite, csv, xml, yamlJson, toMarkdown, toHtml, readability, sanitize],
-  ...[imageMetadata, qr, barcode],
+  ...[webSearch, webFetch, webMetadata, rssRead, robotsCheck, sitemapRead],
   ...[
-    language,
-    sentiment,
-    entities,
-    keywords,
-    sentences,
-    readabilityScore,
-    spelling,
-    tokens,
-    extractiveSummary,
+    pdfGenerate,
+    spreadsheetWrite,
+    csvConvert,
+    xmlConvert,
+    yamlConvert,
+    htmlToMarkdown,
+    markdownToHtml,
+    readabilityExtract,
+    htmlSanitize,
   ],
-  ...[schemaValidate, jsonpath, units, dates, timezone, cron],
-  ...[format, regex, diff],
-  ...[digest, jwt, encoding, ids, cidr],
-  ...[distances, timezoneAt],
+  ...[imageMetadata, qrCode, barcodeGenerate],
+  ...[
+    languageDetect,
+    textSentiment,
+    textEntities,
+    textKeywords,
+    sentenceSplit,
+    readabilityScore,
+    spellCheck,
+    tokenCount,
+    textSummarizeExtractive,
+  ],
+  ...[jsonSchemaValidate, jsonpathQuery, unitConvert, dateParse, timezoneConvert, cronExplain],
+  ...[codeFormat, regexTest, textDiff],
+  ...[hash, jwtDecode, encodeDecode, idGenerate, ipCidr],
+  ...[geoDistance, geoTimezone],
   ...HEAVY_PROXIES,
 ] as ToolImplementation[];
 

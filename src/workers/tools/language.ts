@@ -4,14 +4,14 @@ import nspell from "nspell";
 import winkNLP from "wink-nlp";
 import model from "wink-eng-lite-web-model";
 import {
-  readabilityScore,
-  sentenceSplit,
-  spellCheck,
-  textEntities,
-  textKeywords,
-  textSentiment,
-  textSummarizeExtractive,
-  tokenCount,
+  readabilityScore as readabilityScoreTool,
+  sentenceSplit as sentenceSplitTool,
+  spellCheck as spellCheckTool,
+  textEntities as textEntitiesTool,
+  textKeywords as textKeywordsTool,
+  textSentiment as textSentimentTool,
+  textSummarizeExtractive as textSummarizeExtractiveTool,
+  tokenCount as tokenCountTool,
 } from "../../tools/catalogue/language.js";
 import { implement } from "./implementation.js";
 
@@ -21,7 +21,7 @@ const { its, as } = nlp;
 
 const round = (n: number, digits = 3) => Math.round(n * 10 ** digits) / 10 ** digits;
 
-export const sentiment = implement(textSentiment, {
+export const textSentiment = implement(textSentimentTool, {
   async run(input) {
     const doc = nlp.readDoc(input.text);
     const score = round(doc.out(its.sentiment) as number);
@@ -40,7 +40,7 @@ export const sentiment = implement(textSentiment, {
   },
 });
 
-export const entities = implement(textEntities, {
+export const textEntities = implement(textEntitiesTool, {
   async run(input) {
     const doc = nlp.readDoc(input.text);
     const found: { type: string; value: string; start: number; end: number }[] = [];
@@ -52,7 +52,7 @@ export const entities = implement(textEntities, {
   },
 });
 
-export const keywords = implement(textKeywords, {
+export const textKeywords = implement(textKeywordsTool, {
   async run(input) {
     const doc = nlp.readDoc(input.text);
     const content = doc
@@ -73,7 +73,7 @@ export const keywords = implement(textKeywords, {
   },
 });
 
-export const sentences = implement(sentenceSplit, {
+export const sentenceSplit = implement(sentenceSplitTool, {
   async run(input) {
     const doc = nlp.readDoc(input.text);
     const list = doc.sentences().out() as string[];
@@ -102,7 +102,7 @@ const syllables = (word: string) =>
     ).length,
   );
 
-export const readability = implement(readabilityScore, {
+export const readabilityScore = implement(readabilityScoreTool, {
   async run(input) {
     const doc = nlp.readDoc(input.text);
     const stats = doc.out(its.readabilityStats) as unknown as {
@@ -130,7 +130,7 @@ export const readability = implement(readabilityScore, {
 
 let speller: ReturnType<typeof nspell> | null = null;
 
-export const spelling = implement(spellCheck, {
+export const spellCheck = implement(spellCheckTool, {
   async run(input) {
     speller ??= nspell({ aff: Buffer.from(dictionaryEn.aff), dic: Buffer.from(dictionaryEn.dic) });
     const ignore = new Set(input.ignore.map((w) => w.toLowerCase()));
@@ -160,7 +160,7 @@ const RANKS: Record<string, () => Promise<{ default: TiktokenBPE }>> = {
 };
 const encoders = new Map<string, Promise<Tiktoken>>();
 
-export const tokens = implement(tokenCount, {
+export const tokenCount = implement(tokenCountTool, {
   async run(input) {
     if (!encoders.has(input.encoding))
       encoders.set(
@@ -178,7 +178,7 @@ export const tokens = implement(tokenCount, {
   },
 });
 
-export const extractiveSummary = implement(textSummarizeExtractive, {
+export const textSummarizeExtractive = implement(textSummarizeExtractiveTool, {
   async run(input) {
     const doc = nlp.readDoc(input.text);
     const texts = doc.sentences().out() as string[];

@@ -4,14 +4,19 @@ import ipaddr from "ipaddr.js";
 import { decodeJwt, decodeProtectedHeader, importJWK, importSPKI, jwtVerify, type JWK } from "jose";
 import { ulid } from "ulid";
 import { v4 as uuidv4, v7 as uuidv7 } from "uuid";
-import { encodeDecode, idGenerate, ipCidr, jwtDecode } from "../../tools/catalogue/security.js";
+import {
+  encodeDecode as encodeDecodeTool,
+  idGenerate as idGenerateTool,
+  ipCidr as ipCidrTool,
+  jwtDecode as jwtDecodeTool,
+} from "../../tools/catalogue/security.js";
 import { WorkerError } from "../errors.js";
 import { implement } from "./implementation.js";
 
 const invalid = (message: string, param: string) =>
   new WorkerError(422, "invalid_input", message, param);
 
-export const jwt = implement(jwtDecode, {
+export const jwtDecode = implement(jwtDecodeTool, {
   async run(input) {
     let header: Record<string, unknown>;
     let payload: Record<string, unknown>;
@@ -51,7 +56,7 @@ export const jwt = implement(jwtDecode, {
   },
 });
 
-export const encoding = implement(encodeDecode, {
+export const encodeDecode = implement(encodeDecodeTool, {
   async run(input) {
     const { text } = input;
     if (input.direction === "encode") {
@@ -90,7 +95,7 @@ const ALPHABETS = {
   password: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&*+-=?@^_~",
 };
 
-export const ids = implement(idGenerate, {
+export const idGenerate = implement(idGenerateTool, {
   async run(input) {
     const make = () => {
       if (input.kind === "uuid-v4") return uuidv4();
@@ -109,7 +114,7 @@ export const ids = implement(idGenerate, {
 /** An address from its bytes (works for both families). */
 const fromBytes = (bytes: number[]) => ipaddr.fromByteArray(bytes).toString();
 
-export const cidr = implement(ipCidr, {
+export const ipCidr = implement(ipCidrTool, {
   async run(input) {
     let address: ipaddr.IPv4 | ipaddr.IPv6;
     let prefix: number;

@@ -8,14 +8,14 @@ import { DateTime, IANAZone } from "luxon";
 import { unit } from "mathjs";
 import QRCode from "qrcode";
 import {
-  hash,
-  jsonSchemaValidate,
-  languageDetect,
-  qrCode,
-  regexTest,
-  textDiff,
-  timezoneConvert,
-  unitConvert,
+  hash as hashTool,
+  jsonSchemaValidate as jsonSchemaValidateTool,
+  languageDetect as languageDetectTool,
+  qrCode as qrCodeTool,
+  regexTest as regexTestTool,
+  textDiff as textDiffTool,
+  timezoneConvert as timezoneConvertTool,
+  unitConvert as unitConvertTool,
 } from "../../tools/catalogue/utilities.js";
 import { WorkerError } from "../errors.js";
 import { withTimeLimit } from "../time-limit.js";
@@ -24,7 +24,7 @@ import { implement } from "./implementation.js";
 /** CPU budget for work whose cost the caller controls (patterns, schemas). */
 const CPU_LIMIT_MS = 1000;
 
-export const qr = implement(qrCode, {
+export const qrCode = implement(qrCodeTool, {
   async run(input) {
     const options = { errorCorrectionLevel: input.error_correction, width: input.size, margin: 2 };
     if (input.format === "svg") {
@@ -45,7 +45,7 @@ export const qr = implement(qrCode, {
   },
 });
 
-export const digest = implement(hash, {
+export const hash = implement(hashTool, {
   async run(input) {
     return {
       algorithm: input.algorithm,
@@ -55,7 +55,7 @@ export const digest = implement(hash, {
   },
 });
 
-export const schemaValidate = implement(jsonSchemaValidate, {
+export const jsonSchemaValidate = implement(jsonSchemaValidateTool, {
   async run(input) {
     const draft07 =
       typeof input.schema === "object" && String(input.schema.$schema ?? "").includes("draft-07");
@@ -93,7 +93,7 @@ export const schemaValidate = implement(jsonSchemaValidate, {
  */
 const DIFF_LIMIT_MS = 750;
 
-export const diff = implement(textDiff, {
+export const textDiff = implement(textDiffTool, {
   async run(input) {
     const bounded = { timeout: DIFF_LIMIT_MS };
     const parts =
@@ -131,7 +131,7 @@ export const diff = implement(textDiff, {
 
 const MAX_MATCHES = 1000;
 
-export const regex = implement(regexTest, {
+export const regexTest = implement(regexTestTool, {
   async run(input) {
     let re: RegExp;
     try {
@@ -184,7 +184,7 @@ function zone(name: string, param: string): string {
   return name;
 }
 
-export const timezone = implement(timezoneConvert, {
+export const timezoneConvert = implement(timezoneConvertTool, {
   async run(input) {
     const from = zone(input.from_zone, "from_zone");
     const to = zone(input.to_zone, "to_zone");
@@ -208,7 +208,7 @@ export const timezone = implement(timezoneConvert, {
   },
 });
 
-export const units = implement(unitConvert, {
+export const unitConvert = implement(unitConvertTool, {
   async run(input) {
     try {
       const result = unit(input.value, input.from).toNumber(input.to);
@@ -224,7 +224,7 @@ export const units = implement(unitConvert, {
   },
 });
 
-export const language = implement(languageDetect, {
+export const languageDetect = implement(languageDetectTool, {
   async run(input) {
     const ranked = francAll(input.text, { minLength: 3 });
     const [best] = ranked;

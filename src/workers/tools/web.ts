@@ -3,11 +3,11 @@ import { parseHTML } from "linkedom";
 import robotsParserModule from "robots-parser";
 import RssParser from "rss-parser";
 import {
-  robotsCheck,
-  rssRead,
-  sitemapRead,
-  webFetch,
-  webMetadata,
+  robotsCheck as robotsCheckTool,
+  rssRead as rssReadTool,
+  sitemapRead as sitemapReadTool,
+  webFetch as webFetchTool,
+  webMetadata as webMetadataTool,
 } from "../../tools/catalogue/web.js";
 import { WorkerError } from "../errors.js";
 import { fetchPublic } from "../web/fetch.js";
@@ -32,7 +32,7 @@ export async function readPage(html: string, format: "markdown" | "text", mainCo
   };
 }
 
-export const fetchPage = implement(webFetch, {
+export const webFetch = implement(webFetchTool, {
   async run(input, { config, timeoutMs }) {
     const page = await fetchPublic(config, input.url, { timeoutMs, accept: HTML });
     const text = page.body.toString("utf8");
@@ -51,7 +51,7 @@ export const fetchPage = implement(webFetch, {
   },
 });
 
-export const metadata = implement(webMetadata, {
+export const webMetadata = implement(webMetadataTool, {
   async run(input, { config, timeoutMs }) {
     const page = await fetchPublic(config, input.url, { timeoutMs, accept: HTML });
     const { document } = parseHTML(page.body.toString("utf8"));
@@ -108,7 +108,7 @@ export const metadata = implement(webMetadata, {
 const rss = new RssParser();
 const textOf = (html: string | undefined) => (html ? plainText(html).slice(0, 2000) : null);
 
-export const feed = implement(rssRead, {
+export const rssRead = implement(rssReadTool, {
   async run(input, { config, timeoutMs }) {
     const page = await fetchPublic(config, input.url, {
       timeoutMs,
@@ -140,7 +140,7 @@ export const feed = implement(rssRead, {
   },
 });
 
-export const robots = implement(robotsCheck, {
+export const robotsCheck = implement(robotsCheckTool, {
   async run(input, { config, timeoutMs }) {
     const robotsUrl = new URL("/robots.txt", input.url).toString();
     const res = await fetchPublic(config, robotsUrl, {
@@ -169,7 +169,7 @@ const sitemapXml = new XMLParser({
   isArray: (name) => name === "url" || name === "sitemap",
 });
 
-export const sitemap = implement(sitemapRead, {
+export const sitemapRead = implement(sitemapReadTool, {
   async run(input, { config, timeoutMs }) {
     const page = await fetchPublic(config, input.url, {
       timeoutMs,
