@@ -130,9 +130,7 @@ async function replaceStuck(
           data: relay.data as Hex,
         }),
   } as never);
-  const hash = await clients.public.sendRawTransaction({
-    serializedTransaction: signed,
-  });
+  const hash = await clients.public.sendRawTransaction({ serializedTransaction: signed });
   return { hash, relay: next };
 }
 
@@ -196,12 +194,7 @@ export async function reconcile(
         replaced.set(key, sent);
         if (sent)
           services.log.warn(
-            {
-              payment: record.id,
-              nonce: record.relay.nonce,
-              tx: sent.hash,
-              cancel,
-            },
+            { payment: record.id, nonce: record.relay.nonce, tx: sent.hash, cancel },
             "replaced a stuck settlement transaction",
           );
       }

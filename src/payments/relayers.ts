@@ -155,11 +155,11 @@ export class Relayers {
         })
         .then((g) => (g * GAS_MARGIN_PERCENT) / 100n);
     if (need.shape === null) return (await estimate()) * BigInt(need.count);
-    let gas = this.gasByShape.get(need.shape);
+    const shape = need.shape;
+    let gas = this.gasByShape.get(shape);
     if (!gas) {
       gas = estimate();
-      this.gasByShape.set(need.shape, gas);
-      const shape = need.shape;
+      this.gasByShape.set(shape, gas);
       gas.catch(() => this.gasByShape.delete(shape)); // a failed estimate is not kept
     }
     return (await gas) * BigInt(need.count);
@@ -174,10 +174,7 @@ export class Relayers {
       const value = this.clients.public.estimateMaxPriorityFeePerGas();
       // The previous value serves while a fresh one is asked for; the first send waits for it.
       const previous = this.priorityFee?.value;
-      this.priorityFee = {
-        value: previous ? value.catch(() => previous) : value,
-        at: Date.now(),
-      };
+      this.priorityFee = { value: previous ? value.catch(() => previous) : value, at: Date.now() };
       if (!previous) value.catch(() => (this.priorityFee = null));
     }
     const priority = await this.priorityFee!.value;
@@ -235,9 +232,7 @@ export class Relayers {
       });
       try {
         return {
-          hash: await this.clients.public.sendRawTransaction({
-            serializedTransaction: signed,
-          }),
+          hash: await this.clients.public.sendRawTransaction({ serializedTransaction: signed }),
           relay,
         };
       } catch (err) {
@@ -279,9 +274,7 @@ export class Relayers {
       gas: FILLER_GAS,
       ...fees,
     });
-    const hash = await this.clients.public.sendRawTransaction({
-      serializedTransaction: signed,
-    });
+    const hash = await this.clients.public.sendRawTransaction({ serializedTransaction: signed });
     this.log.warn({ relayer: account.address, nonce, tx: hash }, "filled a relayer nonce gap");
     return hash;
   }
