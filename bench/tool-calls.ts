@@ -1,8 +1,9 @@
 /**
  * Keyed tool calls through the gateway (Redis store) against the same calls sent straight to
  * the worker, in one run: throughput of both and their ratio, the latency the gateway adds
- * (p50/p99), and Redis round trips per call (counted with MONITOR, script-internal commands
- * excluded). Loopback only; bounded by BENCH_CALLS.
+ * (p50/p99), Redis round trips per call (counted with MONITOR, script-internal commands
+ * excluded), and the Redis bytes a call leaves once the books are exported. Loopback only;
+ * bounded by BENCH_CALLS.
  *
  *   npm run bench            (Redis at 127.0.0.1:6379; BENCH_CALLS=20000 BENCH_CONCURRENCY=32)
  *   BENCH_PROFILE=/tmp/prof  also writes a CPU profile of the gateway (.cpuprofile) there
@@ -28,7 +29,13 @@ import {
   spawnService,
   type GatewayProcess,
 } from "../test/helpers/gateway.js";
+import {
+  freshDatabase,
+  startPostgresCluster,
+  type PostgresCluster,
+} from "../test/helpers/postgres.js";
 import { REDIS_URL, dropPrefix, uniquePrefix } from "../test/helpers/redis.js";
+import { measureRetainedBytes } from "../test/helpers/redis-bytes.js";
 import { percentile } from "./stats.js";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 20_000);
@@ -329,6 +336,7 @@ async function main() {
         ? "Cold start: run `npm run build` first (no dist/)"
         : `Cold start of the compiled build (${entry}, production settings, no dev chain): ${cold.ms.toFixed(0)} ms to /readyz 200, ${cold.cpuMs.toFixed(0)} ms of CPU by then (goal < 1,000 ms)`,
     );
+    await printRetainedBytes();
     if (baselineEntry) await compareWithBaseline(baselineEntry, entry, prefix, workers, keyFor);
     if ([direct, through, directAlone, throughAlone, qrDirect, qrThrough].some((r) => r?.errors))
       process.exitCode = 1;
@@ -336,6 +344,31 @@ async function main() {
     await gateway.stop();
     await workers.stop();
     await dropPrefix(prefix);
+  }
+}
+
+/**
+ * Redis bytes a keyed call leaves once the books are exported (test/helpers/redis-bytes.ts: a
+ * private Redis, and a private PostgreSQL unless TEST_DATABASE_URL names a server).
+ */
+async function printRetainedBytes(): Promise<void> {
+  const calls = Math.min(CALLS, 2000);
+  let cluster: PostgresCluster | null = null;
+  try {
+    let server = process.env.TEST_DATABASE_URL;
+    if (!server) {
+      cluster = await startPostgresCluster();
+      await cluster.booted;
+      server = cluster.url;
+    }
+    const bytes = await measureRetainedBytes({ calls, databaseUrl: await freshDatabase(server) });
+    console.log(
+      `Redis bytes retained per keyed call, books exported (${bytes.calls} calls, Σ MEMORY USAGE of every key): ${bytes.perCall.toFixed(1)} (goal ≤ 64; by key ${JSON.stringify(bytes.byKind)}; INFO used_memory less client buffers: ${bytes.usedMemoryPerCall.toFixed(1)})`,
+    );
+  } catch (err) {
+    console.log(`Redis bytes retained per keyed call: not measured (${(err as Error).message})`);
+  } finally {
+    await cluster?.destroy();
   }
 }
 

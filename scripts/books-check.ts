@@ -1,11 +1,16 @@
 /**
  * `npm run books:check`: proves Σ ledger = balance for every account, reading the books
- * (DATABASE_URL) and, for entries not yet exported, the store (REDIS_URL, REDIS_KEY_PREFIX).
- * Prints one line per mismatch and a summary; exits 1 when any account does not reconcile.
+ * (DATABASE_URL) and, for entries not yet exported, the store (REDIS_URL, REDIS_KEY_PREFIX); and,
+ * with x402 configured (X402_NETWORKS and their RPC URLs, X402_PAY_TO), that the chain's
+ * authorized transfers to pay-to and the books' payments are the same (from block
+ * BOOKS_CHECK_FROM_BLOCK, default 0, read BOOKS_CHECK_BLOCK_RANGE blocks at a time, default 10,000).
+ * Prints one line per mismatch and a summary; exits 1 when anything does not reconcile.
  */
 import { checkBooks } from "../src/books/check.js";
 import { openBooksDatabase } from "../src/books/database.js";
 import { migrate } from "../src/books/migrations.js";
+import { checkPayments, type ChainToCheck } from "../src/books/payments-check.js";
+import { createChainClients } from "../src/payments/chain.js";
 import { loadConfig } from "../src/config.js";
 import { createStore } from "../src/store/index.js";
 
@@ -33,7 +38,33 @@ try {
   process.stdout.write(
     `books:check: ${result.accounts} accounts, ${result.entries} ledger entries, ${result.mismatches.length} mismatches\n`,
   );
-  process.exitCode = result.mismatches.length > 0 ? 1 : 0;
+  let paymentMismatches = 0;
+  if (config.x402) {
+    const x402 = config.x402;
+    const chains: ChainToCheck[] = [...new Set(createChainClients(x402).values())].map((c) => ({
+      network: c.network.name,
+      client: c.public,
+      usdc: c.network.usdc.address,
+      payTo: x402.payTo,
+    }));
+    const payments = await checkPayments(db, chains, {
+      fromBlock: BigInt(process.env.BOOKS_CHECK_FROM_BLOCK ?? 0),
+      blockRange: BigInt(process.env.BOOKS_CHECK_BLOCK_RANGE ?? 10_000),
+    });
+    for (const m of payments.mismatches)
+      process.stdout.write(
+        `PAYMENT MISMATCH ${m.network} ${m.txHash ?? "-"} ${m.paymentId ?? "-"}: ${m.problem}\n`,
+      );
+    for (const network of payments.unchecked)
+      process.stdout.write(
+        `books:check: payments on ${network} not checked (network not configured)\n`,
+      );
+    process.stdout.write(
+      `books:check: ${payments.payments} payments, ${payments.transfers} authorized transfers to pay-to on ${chains.map((c) => c.network).join(", ")}, ${payments.mismatches.length} mismatches\n`,
+    );
+    paymentMismatches = payments.mismatches.length;
+  } else process.stderr.write("books:check: x402 not configured: on-chain payments not checked\n");
+  process.exitCode = result.mismatches.length + paymentMismatches > 0 ? 1 : 0;
 } finally {
   await db.close();
   await store.close();

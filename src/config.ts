@@ -151,6 +151,8 @@ const envSchema = z.object({
     .default(1024 * 1024),
   /** How many custom tools one Business account may register. */
   CUSTOM_TOOLS_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(50),
+  /** Development and tests only: let an SSO issuer (a Business account's identity provider) be on loopback or a private network (HTTPS still required). */
+  SSO_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   /** Development and tests only: let a Business account's dedicated workers be on loopback or a private network, over plain HTTP. */
   DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   /** x402: comma-separated networks (base, base-sepolia, polygon, polygon-amoy); unset: no x402. */
@@ -300,6 +302,8 @@ export interface Config {
   mcpAllowedHosts: string[];
   webhookAllowPrivateTargets: boolean;
   dedicatedWorkersAllowPrivateTargets: boolean;
+  /** SSO issuers (and every request to them) may be on loopback or private networks: development and tests only. */
+  ssoAllowPrivateTargets: boolean;
   webhooksPerAccount: number;
   /** Custom (per-account) and operator-declared tools at HTTP endpoints (src/tools/custom). */
   upstream: {
@@ -353,6 +357,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       problems.push("WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
     if (parsed.data.UPSTREAM_ALLOW_PRIVATE_TARGETS === "1")
       problems.push("UPSTREAM_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
+    if (parsed.data.SSO_ALLOW_PRIVATE_TARGETS === "1")
+      problems.push("SSO_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production");
     if (parsed.data.DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS === "1")
       problems.push(
         "DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production",
@@ -458,6 +464,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       liveStreams: e.DASHBOARD_LIVE_STREAMS,
     },
     dedicatedWorkersAllowPrivateTargets: e.DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS === "1",
+    ssoAllowPrivateTargets: e.SSO_ALLOW_PRIVATE_TARGETS === "1",
     x402,
   });
 }

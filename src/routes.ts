@@ -1,5 +1,6 @@
 import type { Router } from "express";
 import { getAccount } from "./accounts/routes/account.js";
+import { analytics } from "./accounts/routes/analytics.js";
 import {
   adminGrantCredits,
   adminIssueKey,
@@ -15,6 +16,13 @@ import { listEvents } from "./accounts/routes/events.js";
 import { createKey, listKeys, revokeKey, rotateKey } from "./accounts/routes/keys.js";
 import { resendVerification } from "./accounts/routes/resend-verification.js";
 import { signup } from "./accounts/routes/signup.js";
+import { removeSpendAlert, setSpendAlert } from "./accounts/routes/spend-alert.js";
+import { updateKey } from "./accounts/routes/update-key.js";
+import {
+  deleteSsoConnection,
+  getSsoConnection,
+  putSsoConnection,
+} from "./accounts/routes/sso-connection.js";
 import { usage } from "./accounts/routes/usage.js";
 import { verifyEmail } from "./accounts/routes/verify-email.js";
 import { DASHBOARD_PATHS, dashboardRouter } from "./dashboard/index.js";
@@ -56,17 +64,24 @@ export type Door =
     };
 
 /**
- * What a signed-in account manages: its account, keys, usage, events and webhooks. Served under
+ * What a signed-in account manages: its account, keys, usage, analytics, events, single sign-on and webhooks. Served under
  * /api/v1 with `x-api-key`, and again under /dashboard/api/v1 with the dashboard's session.
  */
 const ACCOUNT_ROUTES: AnyRoute[] = [
   getAccount,
+  setSpendAlert,
+  removeSpendAlert,
   listKeys,
   createKey,
+  updateKey,
   rotateKey,
   revokeKey,
   usage,
+  analytics,
   listEvents,
+  getSsoConnection,
+  putSsoConnection,
+  deleteSsoConnection,
   ...webhookRoutes("account"),
 ];
 

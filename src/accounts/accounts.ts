@@ -1,7 +1,7 @@
 import type { Services } from "../services.js";
 import { eventRecord } from "../events/types.js";
 import { newAccountId, newEventId, newKeyId, newRequestId } from "../lib/ids.js";
-import type { AccountRecord, KeyRecord } from "../store/types.js";
+import type { AccountRecord, KeyRecord, KeyUpdate } from "../store/types.js";
 import { generateApiKey } from "./api-keys.js";
 import type { TierName } from "./tiers.js";
 
@@ -42,12 +42,16 @@ export async function createAccount(
   return { account, apiKey: plaintext, key };
 }
 
-/** A new key for the account; the plaintext is returned to be shown once and is never stored. */
+/**
+ * A new key for the account; the plaintext is returned to be shown once and is never stored.
+ * `controls`: its account controls (expiry, allowed tools, budget), if any.
+ */
 export async function issueKey(
   services: Services,
   accountId: string,
   name: string | null,
   secret?: string,
+  controls: Omit<KeyUpdate, "name"> = {},
 ): Promise<{ plaintext: string; key: KeyRecord }> {
   const generated = generateApiKey(accountId, secret);
   const key: KeyRecord = {
@@ -59,6 +63,9 @@ export async function issueKey(
     name,
     createdAt: Date.now(),
     revokedAt: null,
+    expiresAt: controls.expiresAt ?? null,
+    allowedTools: controls.allowedTools ?? null,
+    budget: controls.budget ?? null,
   };
   await services.store.addKey(key);
   return { plaintext: generated.plaintext, key };

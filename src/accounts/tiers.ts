@@ -14,6 +14,8 @@ export const FEATURES = [
   "facilitator",
   "custom_endpoints",
   "dedicated_workers",
+  "analytics",
+  "sso",
 ] as const;
 export type Feature = (typeof FEATURES)[number];
 /**
@@ -21,7 +23,7 @@ export type Feature = (typeof FEATURES)[number];
  * as `features_coming`, so no account is told it has something that does not exist; a feature
  * moves to FEATURES in the change that builds it.
  */
-export const COMING_FEATURES = ["analytics", "sso"] as const;
+export const COMING_FEATURES: readonly string[] = [];
 export type ComingFeature = (typeof COMING_FEATURES)[number];
 
 export const TIER_NAMES = ["free", "starter", "pro", "business"] as const;
@@ -43,16 +45,16 @@ export interface Tier {
 
 const FREE_FEATURES = ["tools", "x402"] as const;
 const STARTER_FEATURES = [...FREE_FEATURES, "mcp"] as const;
-const PRO_FEATURES = [...STARTER_FEATURES, "webhooks", "priority_queue"] as const;
+const PRO_FEATURES = [...STARTER_FEATURES, "webhooks", "priority_queue", "analytics"] as const;
 /** An operator enables the x402 facilitator for another tier by adding "facilitator" to its list here. */
 const BUSINESS_FEATURES = [
   ...PRO_FEATURES,
   "facilitator",
   "custom_endpoints",
   "dedicated_workers",
+  "sso",
 ] as const;
-const PRO_COMING = ["analytics"] as const;
-const BUSINESS_COMING = [...PRO_COMING, "sso"] as const;
+const BUSINESS_COMING: readonly string[] = [];
 
 export const TIERS: Record<TierName, Tier> = {
   free: {
@@ -83,7 +85,7 @@ export const TIERS: Record<TierName, Tier> = {
     priceUsdPerMonth: "49.00",
     priority: 2,
     features: PRO_FEATURES,
-    coming: PRO_COMING,
+    coming: [],
   },
   business: {
     name: "business",

@@ -1,6 +1,12 @@
 import { z } from "zod";
-import type { AccountRecord, KeyRecord, LedgerEntry } from "../store/types.js";
-import { COMING_FEATURES, FEATURES, TIERS, TIER_NAMES } from "./tiers.js";
+import {
+  CALENDAR_WINDOWS,
+  controlWindow,
+  type AccountRecord,
+  type KeyRecord,
+  type LedgerEntry,
+} from "../store/types.js";
+import { FEATURES, TIERS, TIER_NAMES } from "./tiers.js";
 
 /**
  * How accounts, keys and ledger entries are shown. The zod schemas document the answers
@@ -21,13 +27,35 @@ export const accountViewSchema = z.object({
   rate_limit_per_minute: z.number().int(),
   features: z.array(z.enum(FEATURES)).describe("What the tier includes that is built and running."),
   features_coming: z
-    .array(z.enum(COMING_FEATURES))
+    .array(z.string())
     .describe("What the tier will include, not built yet (announced, not served)."),
   next_allowance_at: isoOrNull.describe("Free tier: when the balance is next topped up to 500."),
   plan_expires_at: isoOrNull.describe(
     "A paid plan: when its period ends (renew before, or the tier falls back to Free).",
   ),
   created_at: isoOrNull,
+  spend: z
+    .object({
+      period: z.literal("month"),
+      period_start: z.iso.datetime(),
+      credits: z.number().int(),
+    })
+    .describe("Credits kept by calls this calendar month (UTC), net of refunds."),
+  spend_alert: z
+    .object({ credits: z.number().int() })
+    .nullable()
+    .describe(
+      "spend.threshold_reached fires once a month when the month's spend reaches this (null: no alert).",
+    ),
+});
+
+export const keyBudgetViewSchema = z.object({
+  credits: z.number().int(),
+  period: z.enum(["day", "month"]),
+  spent: z.number().int().describe("Credits the key's calls kept in the current window."),
+  resets_at: z.iso
+    .datetime()
+    .describe("When the window ends: a UTC day, or a calendar month (UTC)."),
 });
 
 export const keyViewSchema = z.object({
@@ -35,12 +63,18 @@ export const keyViewSchema = z.object({
   name: z.string().nullable(),
   prefix: z.string(),
   last4: z.string(),
-  status: z.enum(["active", "expiring", "revoked"]),
+  status: z.enum(["active", "expiring", "revoked", "expired"]),
   created_at: isoOrNull,
   revoked_at: isoOrNull,
   last_used_at: isoOrNull.describe(
     "When the key last authenticated a request, to the minute (null: never).",
   ),
+  expires_at: isoOrNull.describe("When the key stops working (null: never)."),
+  allowed_tools: z
+    .array(z.string())
+    .nullable()
+    .describe("The only tools the key may call (null: every tool)."),
+  budget: keyBudgetViewSchema.nullable().describe("The key's own credit budget (null: none)."),
 });
 
 /** A key as issued: the full key is in this one answer and never again. */
@@ -73,7 +107,15 @@ export const listOf = <T extends z.ZodType>(item: T) =>
 const iso = (ms: number | null) => (ms === null || ms === 0 ? null : new Date(ms).toISOString());
 
 export function keyView(key: KeyRecord, now = Date.now()): z.infer<typeof keyViewSchema> {
-  const status = key.revokedAt === null ? "active" : key.revokedAt > now ? "expiring" : "revoked";
+  const expired = key.expiresAt != null && key.expiresAt <= now;
+  const status =
+    key.revokedAt !== null && key.revokedAt <= now
+      ? "revoked"
+      : expired
+        ? "expired"
+        : key.revokedAt === null
+          ? "active"
+          : "expiring";
   return {
     id: key.id,
     name: key.name,
@@ -83,6 +125,18 @@ export function keyView(key: KeyRecord, now = Date.now()): z.infer<typeof keyVie
     created_at: iso(key.createdAt),
     revoked_at: iso(key.revokedAt),
     last_used_at: iso(key.lastUsedAt ?? null),
+    expires_at: iso(key.expiresAt ?? null),
+    allowed_tools: key.allowedTools ? [...key.allowedTools] : null,
+    budget: key.budget
+      ? {
+          credits: key.budget.credits,
+          period: key.budget.period,
+          spent: key.budgetSpent ?? 0,
+          resets_at: new Date(
+            controlWindow(now, key.budget.period, CALENDAR_WINDOWS).next,
+          ).toISOString(),
+        }
+      : null,
   };
 }
 
@@ -101,6 +155,17 @@ export function accountView(account: AccountRecord): z.infer<typeof accountViewS
     next_allowance_at: account.tier === "free" ? iso(account.allowanceAt) : null,
     plan_expires_at: iso(account.planExpiresAt),
     created_at: iso(account.createdAt),
+    spend: spendView(account),
+    spend_alert: account.spendAlert ? { credits: account.spendAlert.credits } : null,
+  };
+}
+
+function spendView(account: AccountRecord, now = Date.now()) {
+  const { start } = controlWindow(now, "month", CALENDAR_WINDOWS);
+  return {
+    period: "month" as const,
+    period_start: new Date(start).toISOString(),
+    credits: account.spend.windowStart === start ? account.spend.credits : 0,
   };
 }
 

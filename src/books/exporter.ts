@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { LedgerBacklog, Store } from "../store/types.js";
 import type { BooksDatabase } from "./database.js";
 import { insertLedgerEntries } from "./ledger-rows.js";
+import { applyLedgerToRequests } from "./requests.js";
 
 /**
  * Moves ledger entries from the store (Redis streams, or the in-memory store) to the books'
@@ -88,7 +89,12 @@ async function exportAccount(
   for (;;) {
     const entries = await store.oldestLedger(accountId, batchSize);
     if (entries.length === 0) return exported;
-    exported += await insertLedgerEntries(db.query, accountId, entries);
+    // The calls' request records (from their debits and refunds) in the same transaction.
+    exported += await db.transaction(async (query) => {
+      const inserted = await insertLedgerEntries(query, accountId, entries);
+      await applyLedgerToRequests(query, accountId, entries);
+      return inserted;
+    });
     // Committed: only now may the store forget them.
     await store.trimLedger(accountId, entries.at(-1)!.id);
     if (entries.length < batchSize || now() > leaseEnds) return exported;

@@ -92,10 +92,13 @@ export async function startBooks(
 
   const pass = async () => {
     if (!db) return;
-    const result = await exportPass(store, db, settings, (ms) => {
-      lagMs = ms;
-      metrics.booksExportLag.set(ms / 1000);
-    });
+    // A process that does not export (BOOKS_EXPORT=0) still writes its own calls' timings.
+    const result = settings.exportEnabled
+      ? await exportPass(store, db, settings, (ms) => {
+          lagMs = ms;
+          metrics.booksExportLag.set(ms / 1000);
+        })
+      : { exported: 0, lagMs: 0 };
     metrics.booksExported.inc(result.exported);
     await buffer.flush(db);
     lastSuccessAt = Date.now();
@@ -107,7 +110,7 @@ export async function startBooks(
       log.warn({ err: message }, "books export failed; retrying");
     lastError = { message, at: Date.now() };
   };
-  const loop = settings.exportEnabled ? every(settings.intervalMs, pass, onError) : null;
+  const loop = every(settings.intervalMs, pass, onError);
 
   return {
     database: () => db,
@@ -139,7 +142,7 @@ export async function startBooks(
     },
     async stop() {
       stopped = true;
-      await loop?.stop();
+      await loop.stop();
       // A last flush of the request records, if the database answers.
       if (db) await buffer.flush(db).catch(() => undefined);
       await opening.catch(() => undefined);

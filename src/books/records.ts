@@ -1,26 +1,16 @@
 import { insertRows, type BooksDatabase } from "./database.js";
+import { upsertRequestTimings, type RequestTiming } from "./requests.js";
 
 /**
- * Request records (one per finished tool call) and settled payments, written to the books off
- * the hot path: each process keeps them in a bounded buffer and the exporter's pass inserts them
- * in batches (keyed, so a retried batch is written once). They are the books' analytics, not its
- * money: a process that dies loses what it had not yet flushed (at most one export interval), and
- * while the database is down a full buffer drops its oldest records (counted). The money — every
- * credit change, payments included — is the ledger, exported exactly once.
+ * Request timings (status, outcome and latency of each finished tool call: the rest of its
+ * request record comes from the ledger, see requests.ts) and settled payments, written to the
+ * books off the hot path: each process keeps them in a bounded buffer and the exporter's pass
+ * writes them in batches (keyed, so a retried batch is written once). A process that dies loses
+ * what it had not yet flushed (at most one export interval), and while the database is down a
+ * full buffer drops its oldest items (counted). The money — every credit change, payments
+ * included — is the ledger, exported exactly once.
  */
-export interface RequestRecord {
-  accountId: string;
-  requestId: string;
-  at: number;
-  tool: string;
-  keyId: string | null;
-  status: number;
-  /** `ok`, or the error code the caller got. */
-  outcome: string;
-  latencyMs: number;
-  /** Credits kept for the call (0 when refunded). */
-  credits: number;
-}
+export type RequestRecord = RequestTiming;
 
 export interface PaymentRow {
   id: string;
@@ -62,17 +52,7 @@ export class RecordBuffer {
 
   /** Writes what is buffered; what fails to be written stays for the next flush. */
   async flush(db: BooksDatabase): Promise<void> {
-    await drain(db, this.requests, "request_records", "(account_id, request_id)", (r) => ({
-      account_id: r.accountId,
-      request_id: r.requestId,
-      at: new Date(r.at).toISOString(),
-      tool: r.tool,
-      key_id: r.keyId,
-      status: r.status,
-      outcome: r.outcome,
-      latency_ms: Math.round(r.latencyMs),
-      credits: r.credits,
-    }));
+    await drainWith(this.requests, (batch) => upsertRequestTimings(db.query, batch));
     await drain(db, this.payments, "payments", "(id)", (p) => ({
       id: p.id,
       account_id: p.accountId,
@@ -88,17 +68,25 @@ export class RecordBuffer {
   }
 }
 
-/** Inserts `pending` in batches (as rows of `table`), removing each batch once it is written. */
-async function drain<T>(
+/** Writes `pending` in batches, removing each batch once it is written. */
+async function drainWith<T>(pending: T[], write: (batch: T[]) => Promise<unknown>): Promise<void> {
+  while (pending.length > 0) {
+    const batch = pending.slice(0, ROWS_PER_INSERT);
+    await write(batch);
+    pending.splice(0, batch.length);
+  }
+}
+
+/** Inserts `pending` in batches (as rows of `table`), skipping rows already there. */
+function drain<T>(
   db: BooksDatabase,
   pending: T[],
   table: string,
   conflict: string,
   row: (item: T) => Record<string, unknown>,
 ): Promise<void> {
-  while (pending.length > 0) {
-    const batch = pending.slice(0, ROWS_PER_INSERT).map(row);
-    await insertRows(db.query, table, Object.keys(batch[0]!), batch.map(Object.values), conflict);
-    pending.splice(0, batch.length);
-  }
+  return drainWith(pending, (items) => {
+    const batch = items.map(row);
+    return insertRows(db.query, table, Object.keys(batch[0]!), batch.map(Object.values), conflict);
+  });
 }

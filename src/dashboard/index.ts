@@ -9,10 +9,18 @@ import type { Services } from "../services.js";
 import { DASHBOARD_SCRIPT_PATH, sendDashboardPage } from "./layout.js";
 import { liveFeed } from "./live-feed.js";
 import { renderKeysPage } from "./keys-page.js";
+import {
+  ANALYTICS_SCRIPT_PATH,
+  renderAnalyticsPage,
+  UPLOT_SCRIPT_PATH,
+  uplotAssets,
+} from "./analytics-page.js";
 import { renderOverview } from "./overview.js";
 import { renderPlanPage } from "./plan-page.js";
 import { authenticateSession, currentSession, type DashboardSession } from "./session.js";
 import { signInRoutes } from "./sign-in.js";
+import { renderSsoPage } from "./sso-page.js";
+import { ssoSignInRoutes } from "./sso-sign-in.js";
 import {
   WALLET_CHALLENGE_PATH,
   WALLET_SCRIPT_PATH,
@@ -36,9 +44,14 @@ const PAGE_PATHS = [
   "/dashboard/keys",
   "/dashboard/webhooks",
   "/dashboard/webhooks/:id",
+  "/dashboard/analytics",
+  "/dashboard/sso",
+  "/dashboard/sso/callback",
   "/dashboard/plan",
   "/dashboard/live",
   DASHBOARD_SCRIPT_PATH,
+  ANALYTICS_SCRIPT_PATH,
+  UPLOT_SCRIPT_PATH,
   WALLET_SCRIPT_PATH,
 ];
 
@@ -48,6 +61,7 @@ export const DASHBOARD_PATHS: Record<string, string[]> = {
   "/dashboard/sign-in": ["GET", "POST"],
   "/dashboard/sign-in/email": ["POST"],
   "/dashboard/sign-in/link": ["GET", "POST"],
+  "/dashboard/sign-in/sso": ["POST"],
   [WALLET_CHALLENGE_PATH]: ["POST"],
   [WALLET_SIGN_IN_PATH]: ["POST"],
   "/dashboard/sign-out": ["POST"],
@@ -55,6 +69,7 @@ export const DASHBOARD_PATHS: Record<string, string[]> = {
 };
 
 const SCRIPT = readFileSync(new URL("./assets/dashboard.js", import.meta.url), "utf8");
+const ANALYTICS_SCRIPT = readFileSync(new URL("./assets/analytics.js", import.meta.url), "utf8");
 const WALLET_SCRIPT = readFileSync(new URL("./assets/wallet.js", import.meta.url), "utf8");
 
 /** A page for the signed-in account; without a session, the sign-in page. */
@@ -78,13 +93,18 @@ function signedInPage(
 export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): Router {
   const router = Router();
   router.use(signInRoutes(services));
+  router.use(ssoSignInRoutes(services));
   router.use(walletSignInRoutes(services));
-  router.get(DASHBOARD_SCRIPT_PATH, (_req, res) =>
-    sendDocument(res, "text/javascript; charset=utf-8", SCRIPT, 300),
-  );
-  router.get(WALLET_SCRIPT_PATH, (_req, res) =>
-    sendDocument(res, "text/javascript; charset=utf-8", WALLET_SCRIPT, 300),
-  );
+  const uplot = uplotAssets();
+  for (const [path, script] of [
+    [DASHBOARD_SCRIPT_PATH, SCRIPT],
+    [ANALYTICS_SCRIPT_PATH, ANALYTICS_SCRIPT],
+    [UPLOT_SCRIPT_PATH, uplot.script],
+    [WALLET_SCRIPT_PATH, WALLET_SCRIPT],
+  ] as const)
+    router.get(path, (_req, res) =>
+      sendDocument(res, "text/javascript; charset=utf-8", script, 300),
+    );
   router.get(
     "/dashboard",
     signedInPage(services, (current) => renderOverview(services, current)),
@@ -102,6 +122,16 @@ export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): 
     signedInPage(services, (current, req) =>
       renderDeliveriesPage(services, current, String(req.params.id)),
     ),
+  );
+  router.get(
+    "/dashboard/analytics",
+    signedInPage(services, (current, req) =>
+      renderAnalyticsPage(services, current, req.query, uplot.style),
+    ),
+  );
+  router.get(
+    "/dashboard/sso",
+    signedInPage(services, (current) => renderSsoPage(services, current)),
   );
   router.get(
     "/dashboard/plan",

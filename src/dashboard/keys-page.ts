@@ -9,7 +9,9 @@ import type { DashboardSession } from "./session.js";
  * account API itself (the same routes as /api/v1/keys, mounted under /dashboard/api/v1 with the
  * session as the caller), so every rule — the last active key kept unless forced, rotation
  * grace, "already revoked is not found" — is the API's. After a change the script fetches this
- * page again and swaps the table in.
+ * page again and swaps the table in. The account controls of a key (expiry, allowed tools, budget)
+ * are set when creating it and shown in the list; the API's checks (unknown tool names, an expiry
+ * in the past) answer the form.
  */
 const date = (iso: string | null) =>
   iso ? `<time datetime="${iso}">${iso.replace("T", " ").slice(0, 16)} UTC</time>` : "—";
@@ -30,18 +32,25 @@ export async function renderKeysPage(
           ? ""
           : `<div class="actions"><button type="button" class="secondary" data-action="rotate-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}">Rotate</button>` +
             `<button type="button" class="danger" data-action="revoke-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}" data-last-active="${k.status === "active" && active === 1}">Revoke</button></div>`;
-      return `<tr data-key-id="${esc(k.id)}"><td>${esc(k.name ?? "—")}</td><td><code>${esc(k.prefix)}</code></td><td><code>${esc(k.last4)}</code></td><td>${date(k.created_at)}</td><td>${date(k.last_used_at)}</td><td class="status">${k.status}${k.status === "expiring" ? ` (until ${date(k.revoked_at)})` : ""}</td><td>${actions}</td></tr>`;
+      return `<tr data-key-id="${esc(k.id)}"><td>${esc(k.name ?? "—")}</td><td><code>${esc(k.prefix)}</code></td><td><code>${esc(k.last4)}</code></td><td>${date(k.created_at)}</td><td>${date(k.last_used_at)}</td><td class="status">${k.status}${k.status === "expiring" ? ` (until ${date(k.revoked_at)})` : ""}</td><td class="expires">${date(k.expires_at)}</td><td class="tools">${k.allowed_tools ? k.allowed_tools.map((t) => `<code>${esc(t)}</code>`).join(" ") : "all"}</td><td class="budget">${k.budget ? `${k.budget.spent} of ${k.budget.credits} credits per ${k.budget.period}` : "—"}</td><td>${actions}</td></tr>`;
     })
     .join("");
   const body = `
 <section aria-labelledby="create-heading"><h2 id="create-heading">Create a key</h2>
 <form id="create-key"><label for="key-name">Name (optional)</label><input id="key-name" name="name" type="text" maxlength="64" autocomplete="off">
+<fieldset class="stacked"><legend>Limits (optional)</legend>
+<p class="muted" id="limits-help">A key with limits calls tools within them, and cannot manage keys.</p>
+<label for="key-expires">Expires at (your local time)</label><input id="key-expires" name="expires_at" type="datetime-local" aria-describedby="limits-help">
+<label for="key-tools">Allowed tools (names separated by commas; empty: every tool)</label><input id="key-tools" name="allowed_tools" type="text" autocomplete="off" placeholder="hash, qr-code">
+<label for="key-budget">Budget in credits</label><input id="key-budget" name="budget_credits" type="number" min="1" step="1" inputmode="numeric">
+<label for="key-budget-period">Budget period</label><select id="key-budget-period" name="budget_period"><option value="day">per day (UTC)</option><option value="month">per calendar month (UTC)</option></select>
+</fieldset>
 <p><button type="submit">Create key</button></p></form>
 <div id="new-key" hidden><p class="warning" id="new-key-label">Copy this key now: it is shown only once.</p><code class="secret" id="new-key-secret"></code><button type="button" class="secondary" data-copy="new-key-secret">Copy</button></div>
 </section>
 <section aria-labelledby="keys-heading"><h2 id="keys-heading">Your keys</h2>
 <div class="table-wrap"><table id="keys-table" data-refresh><caption class="muted">${active} active key${active === 1 ? "" : "s"}</caption>
-<thead><tr><th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">Last four</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col">Actions</th></tr></thead>
+<thead><tr><th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">Last four</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col">Expires</th><th scope="col">Tools</th><th scope="col">Budget</th><th scope="col">Actions</th></tr></thead>
 <tbody>${rows}</tbody></table></div></section>
 <dialog id="rotate-dialog" aria-labelledby="rotate-title"><form method="dialog"><h2 id="rotate-title">Rotate key <span class="key-label"></span></h2>
 <p>A new key is created now. The old key keeps working for:</p>

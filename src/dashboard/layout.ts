@@ -20,6 +20,7 @@ button.secondary{background:#fff;color:var(--accent)}button.danger{background:va
 button:focus-visible,a:focus-visible,input:focus-visible,select:focus-visible{outline:3px solid #ffbf47;outline-offset:2px}
 label{display:block;font-weight:600;margin:.6rem 0 .2rem}input[type=text],input[type=password],input[type=email],input[type=url],select{font:inherit;padding:.4rem .5rem;width:100%;max-width:32rem;border:1px solid #8a93a6;border-radius:6px}
 fieldset{border:1px solid var(--line);border-radius:6px;margin:.6rem 0;max-width:32rem}fieldset label{display:inline;font-weight:400;margin:0 .8rem 0 .2rem}
+fieldset.stacked label{display:block;font-weight:600;margin:.6rem 0 .2rem}input[type=number],input[type=datetime-local]{font:inherit;padding:.4rem .5rem;width:100%;max-width:32rem;border:1px solid #8a93a6;border-radius:6px;box-sizing:border-box}
 .table-wrap{overflow-x:auto}.notice{padding:.6rem .8rem;border-radius:6px;background:var(--code);margin:.8rem 0}.notice.error{color:var(--bad)}
 .secret{word-break:break-all;background:var(--code);padding:.5rem;border-radius:6px;display:block;margin:.4rem 0}
 .feed{list-style:none;padding:0;margin:0}.feed li{border-bottom:1px solid var(--line);padding:.35rem 0;display:flex;gap:.75rem;flex-wrap:wrap}
@@ -33,13 +34,23 @@ const NAV_ITEMS = [
   { href: "/dashboard", label: "Overview" },
   { href: "/dashboard/keys", label: "Keys" },
   { href: "/dashboard/webhooks", label: "Webhooks" },
+  { href: "/dashboard/analytics", label: "Analytics" },
+  { href: "/dashboard/sso", label: "Single sign-on" },
   { href: "/dashboard/plan", label: "Plan and credits" },
 ];
 
 /** A signed-in page: navigation, sign-out forms (with the CSRF token), the page body and the script. */
 export function dashboardPage(
   current: DashboardSession,
-  options: { title: string; path: string; body: string },
+  options: {
+    title: string;
+    path: string;
+    body: string;
+    /** More for the page's head (its own styles). */
+    head?: string;
+    /** Local scripts the page needs before the dashboard's own (run in this order, deferred). */
+    scripts?: string[];
+  },
 ): string {
   const csrf = esc(current.session.csrfToken);
   const links = NAV_ITEMS.map(
@@ -50,17 +61,26 @@ export function dashboardPage(
 <form method="post" action="/dashboard/sign-out"><input type="hidden" name="_csrf" value="${csrf}"><span class="muted">${esc(current.account.email ?? current.account.id)}</span><button type="submit" class="secondary">Sign out</button></form></nav>`;
   return layout({
     title: `${options.title} — Toolgate dashboard`,
-    head: `<meta name="csrf-token" content="${csrf}">${DASHBOARD_STYLE}<script src="${DASHBOARD_SCRIPT_PATH}" defer></script>`,
+    head: `<meta name="csrf-token" content="${csrf}">${DASHBOARD_STYLE}${options.head ?? ""}${[
+      ...(options.scripts ?? []),
+      DASHBOARD_SCRIPT_PATH,
+    ]
+      .map((src) => `<script src="${src}" defer></script>`)
+      .join("")}`,
     nav,
     body: `<h1>${esc(options.title)}</h1><div id="notice" role="status" aria-live="polite"></div>${options.body}`,
   });
 }
 
-/** A page for someone not signed in (sign-in, the e-mailed link's landing page). */
-export function publicDashboardPage(options: { title: string; body: string }): string {
+/** A page for someone not signed in (sign-in, the e-mailed link's landing page); `head` adds to its head. */
+export function publicDashboardPage(options: {
+  title: string;
+  body: string;
+  head?: string;
+}): string {
   return layout({
     title: `${options.title} — Toolgate dashboard`,
-    head: DASHBOARD_STYLE,
+    head: `${options.head ?? ""}${DASHBOARD_STYLE}`,
     nav: `<nav aria-label="Site"><a href="/docs">API reference</a><a href="/status">Status</a></nav>`,
     body: `<h1>${esc(options.title)}</h1>${options.body}`,
   });

@@ -142,7 +142,8 @@ export async function authenticateSession(
     throw new ApiError("session_required", "Sign in to the dashboard first (/dashboard/sign-in).");
   if (!["GET", "HEAD", "OPTIONS"].includes(req.method)) requireCsrf(req, current.session);
   res.locals.accountId = current.account.id;
-  return { account: current.account, keyId: null };
+  // A session is opened only with a key without controls, or an e-mailed link: it manages everything.
+  return { account: current.account, keyId: null, keyLimited: false };
 }
 
 /** Refuses a form posted from another site (login CSRF): the browser says where the request comes from. */

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import express, { Router, type Request, type Response } from "express";
 import { parseApiKey } from "../accounts/api-keys.js";
-import { authenticate } from "../http/auth.js";
+import { authenticate, requireUnrestrictedKey } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
 import { enforceEndpointLimit } from "../http/endpoint-limits.js";
 import { esc } from "../pages/respond.js";
@@ -19,7 +19,7 @@ import {
 import { walletSignInSection } from "./wallet-sign-in.js";
 
 /**
- * Signing in to the dashboard, and out. Three ways in, all ending in the same server-side session:
+ * Signing in to the dashboard, and out. Four ways in, all ending in the same server-side session:
  * - an API key typed on /dashboard/sign-in (checked by the API's own admission: a revoked or
  *   unknown key is refused with the API's message);
  * - a single-use link e-mailed to the account's address — also the way back in for an account
@@ -27,7 +27,9 @@ import { walletSignInSection } from "./wallet-sign-in.js";
  *   with a button: the token is spent by that POST, not by the GET, so a mail scanner that fetches
  *   links cannot use it up;
  * - a wallet, signing an EIP-4361 message (wallet-sign-in.ts: its own endpoints and script; this
- *   page only shows its section).
+ *   page only shows its section);
+ * - single sign-on with the account's OpenID Connect provider (Business): this page's form starts
+ *   it, sso-sign-in.ts does the rest.
  * These endpoints are unauthenticated: each POST counts against a per-address limit (and the
  * e-mail one per account too), and refuses a cross-site request (login CSRF).
  */
@@ -39,11 +41,11 @@ const NOTICES: Record<string, string> = {
 const LINK_SENT =
   "If an account uses this address, a sign-in link is on its way to it. It works once.";
 
-const form = express.urlencoded({ extended: false, limit: "4kb", parameterLimit: 10 });
+export const form = express.urlencoded({ extended: false, limit: "4kb", parameterLimit: 10 });
 const sha256 = (value: string) => createHash("sha256").update(value).digest("hex");
 const linkNonce = (accountId: string, secret: string) =>
   `dashboard-link:${accountId}:${sha256(secret)}`;
-const field = (req: Request, name: string) =>
+export const field = (req: Request, name: string) =>
   typeof req.body?.[name] === "string" ? (req.body[name] as string).trim() : "";
 
 function signInPage(
@@ -67,15 +69,27 @@ function signInPage(
 <form method="post" action="/dashboard/sign-in/email">
 <label for="email">E-mail address</label><input id="email" name="email" type="email" autocomplete="email" required value="${esc(options.email ?? "")}">
 <p><button type="submit">E-mail me a sign-in link</button></p></form></section>
-${walletSignInSection(services)}`,
+${walletSignInSection(services)}
+<section aria-labelledby="with-sso"><h2 id="with-sso">With single sign-on</h2>
+<p>Business accounts that use their organisation's identity provider (OpenID Connect).</p>
+<form method="post" action="/dashboard/sign-in/sso">
+<label for="sso">Work e-mail, its domain, or account ID</label><input id="sso" name="sso" type="text" autocomplete="email" required spellcheck="false">
+<p><button type="submit">Sign in with SSO</button></p></form></section>`,
   });
+}
+
+/** A refusal (ApiError) shown on the sign-in page with its status; anything else is thrown on. */
+export function sendSignInRefusal(services: Services, res: Response, err: unknown): void {
+  if (!(err instanceof ApiError)) throw err;
+  for (const [name, value] of Object.entries(err.options.headers ?? {})) res.setHeader(name, value);
+  sendDashboardPage(res, signInPage(services, { error: err.message }), err.status);
 }
 
 /**
  * A sign-in form's handler, run only for a post from this site, with the request id; a refusal
  * (ApiError) is shown on the sign-in page with its status.
  */
-function formRoute(
+export function formRoute(
   services: Services,
   handler: (req: Request, res: Response, requestId: string) => Promise<void>,
 ) {
@@ -84,10 +98,7 @@ function formRoute(
       requireSameOrigin(req);
       await handler(req, res, String(res.locals.requestId));
     } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
-      for (const [name, value] of Object.entries(err.options.headers ?? {}))
-        res.setHeader(name, value);
-      sendDashboardPage(res, signInPage(services, { error: err.message }), err.status);
+      sendSignInRefusal(services, res, err);
     }
   };
 }
@@ -123,6 +134,8 @@ export function signInRoutes(services: Services): Router {
         throw new ApiError("invalid_api_key", "That is not an API key: it starts with tg_.");
       // The API's own check: unknown and revoked keys are refused exactly as /api/v1 refuses them.
       const caller = await authenticate(services, key, requestId);
+      // A key with account controls opens no session: the dashboard manages keys and controls.
+      requireUnrestrictedKey(caller);
       await openSession(services, res, caller.account.id, "api_key");
       res.redirect(303, "/dashboard");
     }),

@@ -46,6 +46,17 @@ export const EVENT_DATA = {
     error_code: z.string().optional(),
     request_id: z.string().optional(),
   }),
+  /**
+   * Account controls: the month's spend (credits kept by calls, net of refunds) reached the
+   * account's spend alert; once per calendar month (UTC), re-armed when the alert is set again.
+   */
+  "spend.threshold_reached": z.object({
+    threshold: z.number().int().positive(),
+    spent: z.number().int().nonnegative(),
+    period: z.literal("month"),
+    period_start: z.iso.datetime({ precision: 3 }),
+    tool_name: z.string().nullable(),
+  }),
   /** Sent by POST /api/v1/webhooks/test, whatever a webhook subscribed to. */
   "webhook.test": z.object({
     webhook_id: z.string(),

@@ -8,6 +8,21 @@ import { ApiError } from "./errors.js";
 export interface KeyCaller {
   account: AccountRecord;
   keyId: string | null;
+  /**
+   * The request came with a key that has account controls (expiry, tools, budget): it may call
+   * tools within them and read the account, but not manage keys or controls — else it could lift
+   * its own limits, or issue itself a key without them.
+   */
+  keyLimited: boolean;
+}
+
+/** 403 `unrestricted_key_required` for a caller whose key has account controls. */
+export function requireUnrestrictedKey(caller: KeyCaller): void {
+  if (caller.keyLimited)
+    throw new ApiError(
+      "unrestricted_key_required",
+      "This API key has account controls (an expiry, allowed tools or a budget): it cannot manage keys or controls. Use a key without controls, or the dashboard.",
+    );
 }
 
 /** Rate-limit headers on every keyed answer (IETF draft RateLimit header fields). */
@@ -56,6 +71,37 @@ export function admitted(outcome: AdmitOutcome): Admitted {
       throw new ApiError("invalid_api_key", "The API key is not valid.");
     case "revoked":
       throw new ApiError("api_key_revoked", "The API key has been revoked.");
+    case "expired":
+      throw new ApiError(
+        "api_key_expired",
+        `The API key expired at ${new Date(outcome.expiresAt).toISOString()}.`,
+        { details: { expired_at: new Date(outcome.expiresAt).toISOString() } },
+      );
+    case "tool_not_allowed":
+      throw new ApiError(
+        "tool_not_allowed",
+        `This API key may call only these tools: ${outcome.allowedTools.join(", ")}.`,
+        { details: { allowed_tools: outcome.allowedTools } },
+      );
+    case "key_budget_exceeded": {
+      const { budget } = outcome;
+      const resetsAt = new Date(budget.resetsAt).toISOString();
+      throw new ApiError(
+        "key_budget_exceeded",
+        `This call would take the API key past its budget of ${budget.credits} credits per ${budget.period} (${budget.spent} spent); nothing was charged. The budget resets at ${resetsAt}.`,
+        {
+          headers: rateLimitHeaders(outcome.rate),
+          details: {
+            budget: {
+              credits: budget.credits,
+              period: budget.period,
+              spent: budget.spent,
+              resets_at: resetsAt,
+            },
+          },
+        },
+      );
+    }
     case "rate_limited": {
       const retryAfter = String(Math.max(1, Math.ceil(outcome.rate.resetMs / 1000)));
       throw new ApiError(
@@ -79,6 +125,7 @@ export function admitted(outcome: AdmitOutcome): Admitted {
       return {
         account: outcome.account,
         keyId: outcome.keyId,
+        keyLimited: outcome.keyLimited,
         charged: outcome.charged,
         headers: rateLimitHeaders(outcome.rate),
       };
@@ -113,7 +160,7 @@ export async function authenticateKey(
   const caller = await authenticate(services, presentedKey(req), requestId);
   for (const [name, value] of Object.entries(caller.headers)) res.setHeader(name, value);
   res.locals.accountId = caller.account.id;
-  return { account: caller.account, keyId: caller.keyId };
+  return { account: caller.account, keyId: caller.keyId, keyLimited: caller.keyLimited };
 }
 
 const digest = (value: string) => createHash("sha256").update(value).digest();

@@ -18,7 +18,7 @@ export function setCorsHeaders(res: Response): void {
 
 /** The answer to a preflight (OPTIONS) request, on any path. */
 export function answerPreflight(res: Response): void {
-  res.setHeader("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS");
+  res.setHeader("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS");
   res.setHeader("Access-Control-Allow-Headers", ALLOWED_HEADERS);
   res.setHeader("Access-Control-Max-Age", "600");
   res.status(204).end();

@@ -22,6 +22,8 @@ export const ENDPOINT_LIMITS = {
   "webhook-resend": { count: 30, windowSeconds: 60, what: "webhook resends" },
   "dashboard-sign-in": { count: 20, windowSeconds: 60, what: "dashboard sign-in attempts" },
   "dashboard-sign-in-link": { count: 5, windowSeconds: 3600, what: "dashboard sign-in e-mails" },
+  // Each start asks the account's identity provider for its metadata: counted per account too.
+  "dashboard-sso": { count: 20, windowSeconds: 60, what: "single sign-on attempts" },
 } as const;
 
 export type EndpointLimitName = keyof typeof ENDPOINT_LIMITS;

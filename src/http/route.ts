@@ -40,7 +40,7 @@ export interface Reply {
 }
 
 export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
-  method: "get" | "post" | "put" | "delete";
+  method: "get" | "post" | "put" | "patch" | "delete";
   path: string;
   summary: string;
   auth: A;

@@ -101,6 +101,7 @@ export const OPERATION_EXAMPLES: Record<string, OperationExample> = {
   "POST /api/v1/keys": { body: { name: "ci" } },
   "POST /api/v1/keys/{id}/rotate": { body: { grace_seconds: 3600 } },
   "GET /api/v1/usage": { query: "limit=20" },
+  "GET /api/v1/analytics": { query: "granularity=day&group_by=tool" },
   "GET /api/v1/events": { query: "limit=20" },
   "GET /api/v1/admin/accounts": { query: "limit=20" },
   "PUT /api/v1/admin/accounts/{id}/tier": { body: { tier: "pro" } },
@@ -133,6 +134,30 @@ export const OPERATION_EXAMPLES: Record<string, OperationExample> = {
     error: {
       status: 422,
       why: "The URL must be the origin of a running workers deployment, at a public HTTPS address the gateway can resolve; workers.acme.example is a placeholder that resolves nowhere, so the example is refused naming url. The account must be Business (else 403 feature_not_in_tier).",
+    },
+  },
+  "PUT /api/v1/account/sso": {
+    body: {
+      issuer: "https://login.acme.example",
+      client_id: "toolgate-dashboard",
+      client_secret: "the-client-secret-from-your-provider",
+      email_domains: ["acme.example"],
+    },
+    error: {
+      status: 422,
+      why: "The issuer must be your OpenID Connect provider, at a public HTTPS address whose discovery document (/.well-known/openid-configuration) the gateway reads on save; login.acme.example is a placeholder that resolves nowhere, so the example is refused naming issuer. The account must be Business (else 403 feature_not_in_tier).",
+    },
+  },
+  "GET /api/v1/account/sso": {
+    error: {
+      status: 404,
+      why: "Until single sign-on is set up with PUT /api/v1/account/sso, there is no connection to show.",
+    },
+  },
+  "DELETE /api/v1/account/sso": {
+    error: {
+      status: 404,
+      why: "Until single sign-on is set up with PUT /api/v1/account/sso, there is no connection to delete.",
     },
   },
   "POST /api/v1/webhooks/register": {

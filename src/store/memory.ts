@@ -1,8 +1,9 @@
 import { EventEmitter } from "node:events";
 import type { TierName } from "../accounts/tiers.js";
 import { applyDebit, applyTopUp, nextAllowanceAt, type AlertState } from "../credits/rules.js";
+import { countSpend, giveBack, type SpendState } from "../credits/controls.js";
 import { eventRecord, type EventRecord } from "../events/types.js";
-import { newEventId } from "../lib/ids.js";
+import { debitedNoLaterThan, newEventId } from "../lib/ids.js";
 import {
   KEY_USE_RESOLUTION_MS,
   RATE_WINDOW_MS,
@@ -32,27 +33,31 @@ import {
   type DeliveryAttempt,
   type TopUpKind,
   type SessionRecord,
+  type SsoConnectionRecord,
   type LedgerFollower,
+  CALENDAR_WINDOWS,
+  controlWindow,
+  isLimitedKey,
+  type ControlWindows,
+  type KeyUpdate,
+  withControls,
 } from "./types.js";
 
-interface MemAccount extends AccountRecord, AlertState {
+interface MemAccount extends AccountRecord, AlertState, SpendState {
   lowArmed: boolean;
   depletedArmed: boolean;
   keysByHash: Map<string, KeyRecord>;
   keysById: Map<string, KeyRecord>;
-  rateLog: { at: number; member: string }[];
+  /** Requests admitted per second (the Redis store's window, src/credits/lua/prelude.lua rate_window). */
+  rateWindow: Map<number, number>;
   ledger: LedgerEntry[];
-  /** Request id → debit state, for idempotent debits and single refunds. */
-  operations: Map<
-    string,
-    {
-      cost: number;
-      state: "charged" | "refunded" | "granted";
-      tool: string | null;
-      keyId?: string | null;
-    }
-  >;
+  /** Request id → the debit's cost while charged, "refunded" after: idempotent debits, single refunds. */
+  debits: Map<string, number | "refunded">;
+  /** Request ids of the grants applied: idempotent top-ups. */
+  operations: Set<string>;
   outbox: EventRecord[];
+  /** Each budgeted key's spend in its current budget window (account controls). */
+  keySpend: Map<string, { windowStart: number; credits: number }>;
 }
 
 /**
@@ -85,6 +90,7 @@ export class MemoryStore implements Store {
     private readonly tiers: TierLimits,
     private readonly periodMs: number,
     private readonly now: () => number = Date.now,
+    private readonly windows: ControlWindows = CALENDAR_WINDOWS,
   ) {}
 
   private view(a: MemAccount): AccountRecord {
@@ -99,6 +105,8 @@ export class MemoryStore implements Store {
       allowanceAt,
       planExpiresAt,
       dedicatedWorkersUrl,
+      spendAlert,
+      spend,
     } = a;
     return {
       id,
@@ -111,6 +119,8 @@ export class MemoryStore implements Store {
       allowanceAt,
       planExpiresAt,
       dedicatedWorkersUrl,
+      spendAlert: spendAlert ? { ...spendAlert } : null,
+      spend: { ...spend },
     };
   }
 
@@ -150,6 +160,30 @@ export class MemoryStore implements Store {
   }
 
   /** Sliding-window log, the same algorithm as the Redis script; drops expired entries in place. `count` requests are admitted all or none. */
+  /** The account's window of per-second counts, as rate_window in src/credits/lua/prelude.lua. */
+  private rateWindow(seconds: Map<number, number>, limit: number, count: number) {
+    const now = this.now();
+    let used = 0;
+    let oldest: number | null = null;
+    for (const [second, n] of seconds) {
+      if ((second + 1) * 1000 <= now - RATE_WINDOW_MS) seconds.delete(second);
+      else {
+        used += n;
+        if (oldest === null || second < oldest) oldest = second;
+      }
+    }
+    const resetOf = (second: number) => (second + 1) * 1000 + RATE_WINDOW_MS - now;
+    if (used + count > limit)
+      return {
+        allowed: false,
+        remaining: limit - Math.min(used, limit),
+        resetMs: oldest === null ? RATE_WINDOW_MS : resetOf(oldest),
+      };
+    const second = Math.floor(now / 1000);
+    seconds.set(second, (seconds.get(second) ?? 0) + count);
+    return { allowed: true, remaining: limit - used - count, resetMs: resetOf(oldest ?? second) };
+  }
+
   private slide(log: { at: number }[], limit: number, windowMs: number, count = 1) {
     const now = this.now();
     while (log.length > 0 && log[0]!.at <= now - windowMs) log.shift();
@@ -178,13 +212,18 @@ export class MemoryStore implements Store {
       allowanceAt: 0,
       planExpiresAt: 0,
       dedicatedWorkersUrl: null,
+      spendAlert: null,
+      spend: { windowStart: 0, credits: 0 },
+      spendAlertedWindow: 0,
+      keySpend: new Map(),
       lowArmed: false,
       depletedArmed: false,
       keysByHash: new Map(),
       keysById: new Map(),
-      rateLog: [],
+      rateWindow: new Map(),
       ledger: [],
-      operations: new Map(),
+      debits: new Map(),
+      operations: new Set(),
       outbox: [...events],
     };
     this.accounts.set(a.id, a);
@@ -240,14 +279,15 @@ export class MemoryStore implements Store {
     a.emailVerified = true;
     a.allowanceAt = this.now() + this.periodMs;
     this.topUpAccount(a, "grant", grant.amount, grant);
-    a.operations.set(grant.requestId, { cost: 0, state: "granted", tool: null });
+    a.operations.add(grant.requestId);
     return "verified" as const;
   }
 
   async addKey(key: KeyRecord) {
     const a = this.accounts.get(key.accountId);
     if (!a) throw new Error("no such account");
-    const copy = { ...key, lastUsedAt: null };
+    const { budgetSpent: _spent, ...stored } = key;
+    const copy = { ...stored, lastUsedAt: null };
     a.keysByHash.set(key.hash, copy);
     a.keysById.set(key.id, copy);
   }
@@ -256,9 +296,35 @@ export class MemoryStore implements Store {
     const a = this.accounts.get(accountId);
     return a
       ? [...a.keysById.values()]
-          .map((key) => ({ ...key }))
+          .map((key) => ({ ...withControls(key), budgetSpent: this.budgetSpent(a, key) }))
           .sort((x, y) => x.createdAt - y.createdAt || x.id.localeCompare(y.id))
       : [];
+  }
+
+  /** The key's spend in its current budget window (0 without a budget). */
+  private budgetSpent(a: MemAccount, key: KeyRecord): number {
+    if (!key.budget) return 0;
+    const spend = a.keySpend.get(key.id);
+    const { start } = controlWindow(this.now(), key.budget.period, this.windows);
+    return spend?.windowStart === start ? spend.credits : 0;
+  }
+
+  async updateKey(accountId: string, keyId: string, update: KeyUpdate) {
+    const a = this.accounts.get(accountId);
+    const key = a?.keysById.get(keyId);
+    if (!a || !key) return null;
+    // keysByHash and keysById hold the same object: the admission sees the change at once.
+    for (const [field, value] of Object.entries(update))
+      if (value !== undefined) Object.assign(key, { [field]: value });
+    return { ...withControls(key), budgetSpent: this.budgetSpent(a, key) };
+  }
+
+  async setSpendAlert(accountId: string, alert: { credits: number } | null) {
+    const a = this.accounts.get(accountId);
+    if (!a) return null;
+    a.spendAlert = alert ? { ...alert } : null;
+    a.spendAlertedWindow = 0;
+    return this.view(a);
   }
 
   async revokeKey(
@@ -273,10 +339,13 @@ export class MemoryStore implements Store {
     const now = this.now();
     if (key.revokedAt !== null && key.revokedAt <= now)
       return { status: "already_revoked", key: { ...key } };
+    // Active: no revocation scheduled, and not expired (account controls).
+    const active = (k: KeyRecord) =>
+      k.revokedAt === null && (k.expiresAt == null || k.expiresAt > now);
     if (
       options.keepOneActive &&
-      key.revokedAt === null &&
-      ![...keys.values()].some((other) => other.id !== key.id && other.revokedAt === null)
+      active(key) &&
+      ![...keys.values()].some((other) => other.id !== key.id && active(other))
     ) {
       return { status: "last_active_key", key: { ...key } };
     }
@@ -288,10 +357,16 @@ export class MemoryStore implements Store {
   async admit(request: AdmitRequest): Promise<AdmitOutcome> {
     const a = this.accounts.get(request.accountId);
     let keyId: string | null = null;
+    let key: KeyRecord | undefined;
     if (request.keyHash !== null) {
-      const key = a?.keysByHash.get(request.keyHash);
+      key = a?.keysByHash.get(request.keyHash);
       if (!a || !key) return { status: "invalid_key" };
       if (key.revokedAt !== null && this.now() >= key.revokedAt) return { status: "revoked" };
+      // Account controls on the key: refused before anything is counted.
+      if (key.expiresAt && this.now() >= key.expiresAt)
+        return { status: "expired", expiresAt: key.expiresAt };
+      if (key.allowedTools && request.tool && !key.allowedTools.includes(request.tool))
+        return { status: "tool_not_allowed", allowedTools: [...key.allowedTools] };
       keyId = key.id;
       if (this.now() - (key.lastUsedAt ?? 0) >= KEY_USE_RESOLUTION_MS) key.lastUsedAt = this.now();
     }
@@ -315,59 +390,47 @@ export class MemoryStore implements Store {
 
     const requests = request.countRequest === false ? 0 : (request.requests ?? 1);
     let rate = { limit: tier.requestsPerMinute, remaining: -1, resetMs: 0 };
-    // A request id already in the window (a paid call's slot, taken before its payment settled) is not counted twice.
-    if (requests > 0) this.slide(a.rateLog, tier.requestsPerMinute, RATE_WINDOW_MS, 0); // drops what left the window
-    const counted = requests > 0 && a.rateLog.some((entry) => entry.member === request.requestId);
-    if (counted) {
-      rate = {
-        limit: tier.requestsPerMinute,
-        remaining: Math.max(0, tier.requestsPerMinute - a.rateLog.length),
-        resetMs: a.rateLog[0] ? a.rateLog[0].at + RATE_WINDOW_MS - now : 0,
-      };
-    } else if (requests > 0) {
-      const window = this.slide(a.rateLog, tier.requestsPerMinute, RATE_WINDOW_MS, requests);
-      if (!window.allowed) {
-        return {
-          status: "rate_limited",
-          account: this.view(a),
-          rate: {
-            limit: tier.requestsPerMinute,
-            remaining: window.remaining,
-            resetMs: window.resetOf(a.rateLog[0]?.at),
-          },
-        };
-      }
-      for (let i = 1; i <= requests; i++)
-        a.rateLog.push({
-          at: now,
-          member: i === 1 ? request.requestId : `${request.requestId}#${i}`,
-        });
+    if (requests > 0) {
+      const window = this.rateWindow(a.rateWindow, tier.requestsPerMinute, requests);
       rate = {
         limit: tier.requestsPerMinute,
         remaining: window.remaining,
-        resetMs: window.resetOf(a.rateLog[0]!.at),
+        resetMs: window.resetMs,
       };
+      if (!window.allowed) return { status: "rate_limited", account: this.view(a), rate };
     }
 
     let charged = false;
     const events: EventRecord[] = [];
-    if (request.cost > 0 && !a.operations.has(request.requestId)) {
+    if (request.cost > 0 && !a.debits.has(request.requestId)) {
+      // The key's own budget first: a call that would take it past its budget is refused, uncharged.
+      const budget = key?.budget ?? null;
+      const window = budget ? controlWindow(now, budget.period, this.windows) : null;
+      const spent = budget ? this.budgetSpent(a, key!) : 0;
+      if (budget && window && spent + request.cost > budget.credits)
+        return {
+          status: "key_budget_exceeded",
+          account: this.view(a),
+          rate,
+          budget: { ...budget, spent, windowStart: window.start, resetsAt: window.next },
+        };
       if (a.balance < request.cost)
         return { status: "insufficient_credits", account: this.view(a), rate };
       for (const alert of applyDebit(a, request.cost, request.tool)) {
         events.push(eventRecord(newEventId(), alert.event, a.id, alert.data));
       }
+      if (window && keyId)
+        a.keySpend.set(keyId, { windowStart: window.start, credits: spent + request.cost });
+      const spendAlert = countSpend(a, request.cost, now, this.windows, request.tool);
+      if (spendAlert)
+        events.push(eventRecord(newEventId(), "spend.threshold_reached", a.id, spendAlert));
       this.addLedger(a, "debit", -request.cost, request, request.tool, keyId);
-      a.operations.set(request.requestId, {
-        cost: request.cost,
-        state: "charged",
-        tool: request.tool,
-        keyId,
-      });
+      a.debits.set(request.requestId, request.cost);
       a.outbox.push(...events);
       charged = true;
     }
-    return { status: "ok", account: this.view(a), keyId, rate, charged, events };
+    const keyLimited = key ? isLimitedKey(key) : false;
+    return { status: "ok", account: this.view(a), keyId, keyLimited, rate, charged, events };
   }
 
   async topUp(
@@ -388,21 +451,25 @@ export class MemoryStore implements Store {
     }
     this.topUpAccount(a, kind, grant.amount, grant);
     a.outbox.push(...events);
-    a.operations.set(grant.requestId, { cost: 0, state: "granted", tool: null });
+    a.operations.add(grant.requestId);
     return { applied: true, account: this.view(a) };
   }
 
   async refund(accountId: string, change: RefundChange, events: EventRecord[] = []) {
     if (change.idempotencyKey) this.idempotency.delete(`${accountId}\0${change.idempotencyKey}`);
     const a = this.accounts.get(accountId);
-    const op = a?.operations.get(change.requestId);
-    if (!a || !op || op.state === "granted") return { status: "not_charged" as const };
-    if (op.state === "refunded") return { status: "already_refunded" as const };
-    op.state = "refunded";
-    a.balance += op.cost;
-    this.addLedger(a, "refund", op.cost, change, op.tool, op.keyId);
+    const cost = a?.debits.get(change.requestId);
+    if (!a || cost === undefined) return { status: "not_charged" as const };
+    if (cost === "refunded") return { status: "already_refunded" as const };
+    a.debits.set(change.requestId, "refunded");
+    a.balance += cost;
+    const keyId = change.keyHash ? (a.keysByHash.get(change.keyHash)?.id ?? null) : null;
+    const debitedAt = debitedNoLaterThan(change.requestId);
+    giveBack(a.spend, cost, debitedAt);
+    if (keyId) giveBack(a.keySpend.get(keyId), cost, debitedAt);
+    this.addLedger(a, "refund", cost, change, change.tool ?? null, keyId);
     a.outbox.push(...events);
-    return { status: "refunded" as const, amount: op.cost, balance: a.balance };
+    return { status: "refunded" as const, amount: cost, balance: a.balance };
   }
 
   async ledger(
@@ -708,6 +775,51 @@ export class MemoryStore implements Store {
   async ping() {}
   async accountIdByEmail(email: string) {
     return this.emails.get(email) ?? null;
+  }
+
+  private readonly onceValues = new Map<string, { value: string; until: number }>();
+
+  async saveOnce(name: string, value: string, ttlMs: number) {
+    this.onceValues.set(name, { value, until: this.now() + ttlMs });
+  }
+
+  async takeOnce(name: string) {
+    const kept = this.onceValues.get(name);
+    this.onceValues.delete(name);
+    return kept && kept.until > this.now() ? kept.value : null;
+  }
+
+  private readonly ssoConnections = new Map<string, SsoConnectionRecord>();
+  private readonly ssoDomains = new Map<string, string>();
+
+  async putSsoConnection(connection: SsoConnectionRecord) {
+    const { accountId } = connection;
+    const taken = connection.emailDomains.find(
+      (d) => (this.ssoDomains.get(d) ?? accountId) !== accountId,
+    );
+    if (taken) return { status: "domain_taken" as const, domain: taken };
+    for (const d of this.ssoConnections.get(accountId)?.emailDomains ?? [])
+      this.ssoDomains.delete(d);
+    for (const d of connection.emailDomains) this.ssoDomains.set(d, accountId);
+    this.ssoConnections.set(accountId, structuredClone(connection));
+    return { status: "saved" as const };
+  }
+
+  async getSsoConnection(accountId: string) {
+    const connection = this.ssoConnections.get(accountId);
+    return connection ? structuredClone(connection) : null;
+  }
+
+  async deleteSsoConnection(accountId: string) {
+    const connection = this.ssoConnections.get(accountId);
+    if (!connection) return false;
+    for (const d of connection.emailDomains) this.ssoDomains.delete(d);
+    this.ssoConnections.delete(accountId);
+    return true;
+  }
+
+  async accountIdBySsoDomain(domain: string) {
+    return this.ssoDomains.get(domain) ?? null;
   }
 
   private readonly sessions = new Map<

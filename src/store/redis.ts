@@ -5,7 +5,7 @@ import type { TierName } from "../accounts/tiers.js";
 import { DEPLETED_MESSAGE, parseEventRecord, type EventRecord } from "../events/types.js";
 import { StoreUnavailableError } from "./errors.js";
 import { connectRedis, type RedisConnection } from "./redis-connection.js";
-import { newEventId } from "../lib/ids.js";
+import { DEBIT_SLOT_MS, debitedNoLaterThan, newEventId, requestIdSlot } from "../lib/ids.js";
 import {
   KEY_USE_RESOLUTION_MS,
   OPERATION_TTL_SECONDS,
@@ -37,6 +37,12 @@ import {
   type DeliveryAttempt,
   type TopUpKind,
   type SessionRecord,
+  CALENDAR_WINDOWS,
+  controlWindow,
+  type ControlWindows,
+  type KeyUpdate,
+  withControls,
+  type SsoConnectionRecord,
   type LedgerFollower,
 } from "./types.js";
 
@@ -45,9 +51,11 @@ const k = {
   account: (id: string) => `{${id}}:account`,
   keyRecord: (id: string, hash: string) => `{${id}}:key:${hash}`,
   keyList: (id: string) => `{${id}}:keys`,
+  keySpend: (id: string) => `{${id}}:key-spend`,
   rateLog: (id: string) => `{${id}}:rl`,
   ledger: (id: string) => `{${id}}:ledger`,
   operation: (id: string, requestId: string) => `{${id}}:op:${requestId}`,
+  debits: (id: string, slot: number) => `{${id}}:debits:${slot.toString(36)}`,
   outbox: (id: string) => `{${id}}:outbox`,
   idempotency: (id: string, key: string) =>
     `{${id}}:idem:${createHash("sha256").update(key).digest("hex")}`,
@@ -62,6 +70,9 @@ const k = {
   deliveries: (ownerId: string, webhookId: string) => `{${ownerId}}:deliveries:${webhookId}`,
   events: (id: string) => `{${id}}:events`,
   session: (id: string, sessionId: string) => `{${id}}:session:${sessionId}`,
+  ssoConnection: (id: string) => `{${id}}:sso`,
+  ssoDomain: (domain: string) => `sso-domain:${domain}`,
+  once: (name: string) => `once:${name}`,
   sessionEpoch: (id: string) => `{${id}}:session-epoch`,
   // Payments are not an account's: they share one slot of their own, so a claim is one script.
   payment: (id: string) => `{payments}:payment:${id}`,
@@ -69,6 +80,33 @@ const k = {
   openPayments: () => "{payments}:open",
   relayerNonce: (name: string) => `{relayers}:nonce:${name}`,
 };
+
+/**
+ * Where a debit's record lives: a request id minted by newRequestId names its 30-second slot, and
+ * the account's records of that slot share one hash (`{acct}:debits:<slot>`, a field of the id's
+ * random part holding the cost) that expires as a whole a day and an hour after the slot — a
+ * retry under an Idempotency-Key (kept a day) and its refund still find it, and a burst of calls
+ * leaves one small listpack (≤ 512 fields at 1,000 calls a minute) instead of a key per call.
+ * Other request ids (payments' fees, grants) keep a key of their own for a day.
+ */
+function debitRecord(accountId: string, requestId: string, now = Date.now()) {
+  const stamped = requestIdSlot(requestId);
+  const day = OPERATION_TTL_SECONDS;
+  if (!stamped)
+    return {
+      key: k.operation(accountId, requestId),
+      field: "debit",
+      expireAt: Math.floor(now / 1000) + day,
+    };
+  const slotEnd = Math.ceil(((stamped.slot + 1) * DEBIT_SLOT_MS) / 1000);
+  const nowS = Math.floor(now / 1000);
+  return {
+    key: k.debits(accountId, stamped.slot),
+    field: stamped.random,
+    // Never already past (EXPIREAT would delete the record), never beyond a day and an hour.
+    expireAt: Math.min(Math.max(slotEnd + day + 3600, nowS + 3600), nowS + day + 3600 + 30),
+  };
+}
 
 const SCRIPTS = [
   "admit",
@@ -87,11 +125,13 @@ const SCRIPTS = [
   "session-touch",
   "set-workers",
   "relayer-nonce",
+  "key-update",
+  "spend-alert",
 ] as const;
 const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
-  admit: 6,
+  admit: 7,
   "top-up": 4,
-  refund: 5,
+  refund: 7,
   "create-account": 3,
   "verify-email": 3,
   "set-tier": 1,
@@ -105,6 +145,8 @@ const KEY_COUNTS: Record<(typeof SCRIPTS)[number], number> = {
   "session-touch": 2,
   "set-workers": 1,
   "relayer-nonce": 1,
+  "key-update": 2,
+  "spend-alert": 1,
 };
 
 function loadScript(name: string, prelude: string): string {
@@ -124,6 +166,9 @@ interface RawAccount {
   allowance_at: number;
   plan_expires_at?: number;
   workers_url?: string;
+  spend_window?: number;
+  spend?: number;
+  spend_alert?: number;
 }
 
 function toAccount(raw: RawAccount): AccountRecord {
@@ -138,12 +183,33 @@ function toAccount(raw: RawAccount): AccountRecord {
     allowanceAt: Number(raw.allowance_at),
     planExpiresAt: Number(raw.plan_expires_at ?? 0),
     dedicatedWorkersUrl: raw.workers_url || null,
+    spendAlert: Number(raw.spend_alert ?? 0) > 0 ? { credits: Number(raw.spend_alert) } : null,
+    spend: { windowStart: Number(raw.spend_window ?? 0), credits: Number(raw.spend ?? 0) },
   };
 }
 
 function accountFromHash(h: Record<string, string>): AccountRecord | null {
   if (!h.id) return null;
   return toAccount(h as unknown as RawAccount);
+}
+
+/**
+ * The key record's control fields, as the admission script reads them (`tools` as ",a,b," so a
+ * lookup is one plain find; 0 or "" = none).
+ */
+function keyControlFields(key: KeyRecord): Record<string, string> {
+  return {
+    expires_at: String(key.expiresAt ?? 0),
+    tools: key.allowedTools ? `,${key.allowedTools.join(",")},` : "",
+    budget: String(key.budget?.credits ?? 0),
+    budget_period: key.budget?.period ?? "",
+  };
+}
+
+/** The listing's copy of a key: what `listKeys` adds on reading is not stored. */
+function storedKey(key: KeyRecord): KeyRecord {
+  const { lastUsedAt: _used, budgetSpent: _spent, ...stored } = key;
+  return stored;
 }
 
 /** A ledger stream entry (fields as prelude.lua's `ledger_add` writes them). */
@@ -177,6 +243,8 @@ export interface RedisStoreOptions {
   commandTimeoutMs?: number;
   /** `url` is a node of a Redis Cluster. */
   cluster?: boolean;
+  /** The windows of key budgets and the spend alert (default: UTC day, calendar month). */
+  controlWindows?: ControlWindows;
 }
 
 /**
@@ -385,14 +453,12 @@ export class RedisStore implements Store {
     await this.call(() =>
       this.redis
         .multi()
-        .hset(
-          k.keyRecord(key.accountId, key.hash),
-          "id",
-          key.id,
-          "revoked_at",
-          String(key.revokedAt ?? 0),
-        )
-        .hset(k.keyList(key.accountId), key.id, JSON.stringify(key))
+        .hset(k.keyRecord(key.accountId, key.hash), {
+          id: key.id,
+          revoked_at: String(key.revokedAt ?? 0),
+          ...keyControlFields(key),
+        })
+        .hset(k.keyList(key.accountId), key.id, JSON.stringify(storedKey(key)))
         .exec(),
     );
   }
@@ -401,15 +467,66 @@ export class RedisStore implements Store {
     const all = (await this.call(() => this.redis.hvals(k.keyList(accountId)))).map(
       (raw) => JSON.parse(raw) as KeyRecord,
     );
-    // The admission script keeps `last_used_at` on each key's own record (the one it reads).
-    const lastUsed = await this.call(() =>
-      Promise.all(
-        all.map((key) => this.redis.hget(k.keyRecord(accountId, key.hash), "last_used_at")),
-      ),
+    // The admission script keeps `last_used_at` on each key's own record (the one it reads),
+    // and each budgeted key's spend in the account's key-spend hash.
+    const [lastUsed, spend] = await this.call(() =>
+      Promise.all([
+        Promise.all(
+          all.map((key) => this.redis.hget(k.keyRecord(accountId, key.hash), "last_used_at")),
+        ),
+        this.redis.hgetall(k.keySpend(accountId)),
+      ]),
     );
+    const now = Date.now();
     return all
-      .map((key, i) => ({ ...key, lastUsedAt: lastUsed[i] ? Number(lastUsed[i]) : null }))
+      .map((key, i) => ({
+        ...withControls(key),
+        lastUsedAt: lastUsed[i] ? Number(lastUsed[i]) : null,
+        budgetSpent: this.spentInWindow(key, spend[key.id], now),
+      }))
       .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+  }
+
+  /** A key's spend as the key-spend hash holds it ("<window start>:<credits>"), if that window is the current one. */
+  private spentInWindow(key: KeyRecord, raw: string | undefined, now: number): number {
+    if (!key.budget || !raw) return 0;
+    const [start, spent] = raw.split(":").map(Number);
+    const window = controlWindow(now, key.budget.period, this.windows);
+    return start === window.start ? (spent ?? 0) : 0;
+  }
+
+  private get windows(): ControlWindows {
+    return this.options.controlWindows ?? CALENDAR_WINDOWS;
+  }
+
+  async updateKey(accountId: string, keyId: string, update: KeyUpdate): Promise<KeyRecord | null> {
+    const raw = await this.call(() => this.redis.hget(k.keyList(accountId), keyId));
+    if (!raw) return null;
+    const current = JSON.parse(raw) as KeyRecord;
+    const changes = Object.fromEntries(
+      Object.entries(update).filter(([, value]) => value !== undefined),
+    );
+    const updated: KeyRecord = { ...current, ...changes };
+    // One script: the listing's copy and the record the admission reads change together.
+    const stored = await this.script<string | null>(
+      "key-update",
+      [k.keyList(accountId), k.keyRecord(accountId, current.hash)],
+      [keyId, JSON.stringify(changes), ...Object.entries(keyControlFields(updated)).flat()],
+    );
+    if (stored === null) return null;
+    return (await this.listKeys(accountId)).find((key) => key.id === keyId) ?? null;
+  }
+
+  async setSpendAlert(
+    accountId: string,
+    alert: { credits: number } | null,
+  ): Promise<AccountRecord | null> {
+    const raw = await this.script<RawAccount | null>(
+      "spend-alert",
+      [k.account(accountId)],
+      [alert?.credits ?? 0],
+    );
+    return raw ? toAccount(raw) : null;
   }
 
   async revokeKey(
@@ -432,10 +549,21 @@ export class RedisStore implements Store {
 
   async admit(request: AdmitRequest): Promise<AdmitOutcome> {
     const id = request.accountId;
+    const record = debitRecord(id, request.requestId);
     const result = await this.script<{
       status: AdmitOutcome["status"];
       account?: RawAccount;
       key_id?: string | null;
+      key_limited?: boolean;
+      expires_at?: number;
+      tools?: string;
+      budget?: {
+        credits: number;
+        period: "day" | "month";
+        spent: number;
+        window_start: number;
+        resets_at: number;
+      };
       rate?: RateState;
       charged?: boolean;
       events?: unknown;
@@ -446,8 +574,9 @@ export class RedisStore implements Store {
         request.keyHash ? k.keyRecord(id, request.keyHash) : k.account(id),
         k.rateLog(id),
         k.ledger(id),
-        k.operation(id, request.requestId),
+        record.key,
         k.outbox(id),
+        k.keySpend(id),
       ],
       [
         this.tiersJson,
@@ -461,15 +590,41 @@ export class RedisStore implements Store {
         new Date().toISOString(),
         RATE_WINDOW_MS,
         this.options.periodMs,
-        OPERATION_TTL_SECONDS,
+        record.expireAt,
         request.countRequest === false ? 0 : (request.requests ?? 1),
         KEY_USE_RESOLUTION_MS,
+        record.field,
+        newEventId(),
+        this.windows.dayMs,
+        this.windows.monthMs,
       ],
     );
     switch (result.status) {
       case "invalid_key":
       case "revoked":
         return { status: result.status };
+      case "expired":
+        return { status: "expired", expiresAt: Number(result.expires_at) };
+      case "tool_not_allowed":
+        return {
+          status: "tool_not_allowed",
+          allowedTools: result.tools!.split(",").filter(Boolean),
+        };
+      case "key_budget_exceeded": {
+        const b = result.budget!;
+        return {
+          status: "key_budget_exceeded",
+          account: toAccount(result.account!),
+          rate: result.rate!,
+          budget: {
+            credits: b.credits,
+            period: b.period,
+            spent: b.spent,
+            windowStart: b.window_start,
+            resetsAt: b.resets_at,
+          },
+        };
+      }
       case "rate_limited":
       case "insufficient_credits":
         return { status: result.status, account: toAccount(result.account!), rate: result.rate! };
@@ -480,6 +635,7 @@ export class RedisStore implements Store {
           status: "ok",
           account: toAccount(result.account!),
           keyId: result.key_id ?? null,
+          keyLimited: result.key_limited === true,
           rate: result.rate!,
           charged: result.charged === true,
           events,
@@ -522,6 +678,8 @@ export class RedisStore implements Store {
 
   async refund(accountId: string, change: RefundChange, events: EventRecord[] = []) {
     const idempotencyKey = change.idempotencyKey ?? null;
+    const record = debitRecord(accountId, change.requestId);
+    const keyHash = change.keyHash ?? null;
     const result = await this.script<
       | { status: "refunded"; amount: number; balance: number }
       | { status: "already_refunded" | "not_charged" }
@@ -530,11 +688,22 @@ export class RedisStore implements Store {
       [
         k.account(accountId),
         k.ledger(accountId),
-        k.operation(accountId, change.requestId),
+        record.key,
         k.outbox(accountId),
         k.idempotency(accountId, idempotencyKey ?? ""),
+        keyHash ? k.keyRecord(accountId, keyHash) : k.account(accountId),
+        k.keySpend(accountId),
       ],
-      [change.requestId, change.reason, JSON.stringify(events), idempotencyKey === null ? 0 : 1],
+      [
+        change.requestId,
+        change.reason,
+        JSON.stringify(events),
+        idempotencyKey === null ? 0 : 1,
+        record.field,
+        change.tool ?? "",
+        keyHash ? 1 : 0,
+        debitedNoLaterThan(change.requestId),
+      ],
     );
     if (result.status === "refunded") await this.markOutbox(accountId, events);
     return result;
@@ -950,6 +1119,69 @@ export class RedisStore implements Store {
 
   async accountIdByEmail(email: string): Promise<string | null> {
     return this.call(() => this.redis.get(k.email(email)));
+  }
+
+  async saveOnce(name: string, value: string, ttlMs: number): Promise<void> {
+    await this.call(() => this.redis.set(k.once(name), value, "PX", ttlMs));
+  }
+
+  async takeOnce(name: string): Promise<string | null> {
+    // GET and DEL in one transaction: of two readers racing, one gets the value, the other null.
+    const replies = await this.call(() =>
+      this.redis.multi().get(k.once(name)).del(k.once(name)).exec(),
+    );
+    const value = replies?.[0]?.[1];
+    return typeof value === "string" ? value : null;
+  }
+
+  async putSsoConnection(
+    connection: SsoConnectionRecord,
+  ): Promise<{ status: "saved" } | { status: "domain_taken"; domain: string }> {
+    const { accountId } = connection;
+    const before = await this.getSsoConnection(accountId);
+    // Each domain is a global index key (like an e-mail's), claimed with SET NX; a refusal gives
+    // back the claims this call made, so a failed save changes nothing.
+    const claimedNow: string[] = [];
+    for (const domain of connection.emailDomains) {
+      const claimed = await this.call(() => this.redis.set(k.ssoDomain(domain), accountId, "NX"));
+      if (claimed === "OK") {
+        claimedNow.push(domain);
+        continue;
+      }
+      const holder = await this.call(() => this.redis.get(k.ssoDomain(domain)));
+      if (holder === accountId) continue;
+      await this.releaseSsoDomains(accountId, claimedNow);
+      return { status: "domain_taken", domain };
+    }
+    await this.call(() => this.redis.set(k.ssoConnection(accountId), JSON.stringify(connection)));
+    const dropped = (before?.emailDomains ?? []).filter(
+      (d) => !connection.emailDomains.includes(d),
+    );
+    await this.releaseSsoDomains(accountId, dropped);
+    return { status: "saved" };
+  }
+
+  /** Releases domains this account holds (compare-and-delete: never another account's claim). */
+  private async releaseSsoDomains(accountId: string, domains: string[]): Promise<void> {
+    for (const domain of domains)
+      await this.script("release-lock", [k.ssoDomain(domain)], [accountId]);
+  }
+
+  async getSsoConnection(accountId: string): Promise<SsoConnectionRecord | null> {
+    const raw = await this.call(() => this.redis.get(k.ssoConnection(accountId)));
+    return raw ? (JSON.parse(raw) as SsoConnectionRecord) : null;
+  }
+
+  async deleteSsoConnection(accountId: string): Promise<boolean> {
+    const connection = await this.getSsoConnection(accountId);
+    if (!connection) return false;
+    await this.call(() => this.redis.del(k.ssoConnection(accountId)));
+    await this.releaseSsoDomains(accountId, connection.emailDomains);
+    return true;
+  }
+
+  async accountIdBySsoDomain(domain: string): Promise<string | null> {
+    return this.call(() => this.redis.get(k.ssoDomain(domain)));
   }
 
   async createSession(session: SessionRecord, idleMs: number): Promise<void> {

@@ -28,6 +28,13 @@ export interface AccountRecord {
    * with the account in the admission's one round trip, so routing to it costs nothing extra.
    */
   dedicatedWorkersUrl: string | null;
+  /**
+   * The account's spend alert (docs/decisions.md, "Account controls"): `spend.threshold_reached`
+   * fires once per calendar month (UTC) when the month's spend reaches `credits`. null: none set.
+   */
+  spendAlert: { credits: number } | null;
+  /** Credits kept by debits (net of refunds) in the current spend month, and when it began (epoch ms). */
+  spend: { windowStart: number; credits: number };
 }
 
 /** A plan bought with a payment: the tier, for a period (extending the current one on renewal). */
@@ -53,7 +60,44 @@ export interface KeyRecord {
    * the store; null until first used.
    */
   lastUsedAt?: number | null;
+  /** Account controls (docs/decisions.md, "Account controls"); absent on records older than them = none. */
+  /** Epoch ms from which the key is refused as expired (null: never). */
+  expiresAt?: number | null;
+  /** Canonical names of the only tools the key may call (null: every tool). */
+  allowedTools?: string[] | null;
+  /** The key's own credit budget per UTC day or calendar month (null: none). */
+  budget?: KeyBudget | null;
+  /** Set by `listKeys`: credits the key's calls kept in its current budget window (0 without a budget). */
+  budgetSpent?: number;
 }
+
+export type ControlPeriod = "day" | "month";
+export interface KeyBudget {
+  credits: number;
+  period: ControlPeriod;
+}
+
+/** What `updateKey` changes: a field given replaces the stored one (null clears it); one left out stays. */
+export interface KeyUpdate {
+  name?: string | null;
+  expiresAt?: number | null;
+  allowedTools?: string[] | null;
+  budget?: KeyBudget | null;
+}
+
+/** The key with its controls spelled out (null = none), as stores hand keys out. */
+export const withControls = <K extends KeyRecord>(key: K): K => ({
+  ...key,
+  expiresAt: key.expiresAt ?? null,
+  allowedTools: key.allowedTools ?? null,
+  budget: key.budget ?? null,
+});
+
+/** A key is limited when any control is set: it calls tools within them and manages nothing. */
+export const isLimitedKey = (key: Pick<KeyRecord, "expiresAt" | "allowedTools" | "budget">) =>
+  (key.expiresAt ?? null) !== null ||
+  (key.allowedTools ?? null) !== null ||
+  (key.budget ?? null) !== null;
 
 /** What revoking a key did. `last_active_key`: refused, the account would have no working key left. */
 export type RevokeOutcome =
@@ -100,12 +144,12 @@ export interface AdmitRequest {
   /** Credits to debit; 0 = authenticate and count against the rate limit only. */
   cost: number;
   requestId: string;
+  /** The tool called: a key limited to named tools is refused any other, even when nothing is charged. */
   tool: string | null;
   reason: string;
   /**
    * false: do not count a request against the rate limit (a door that counted it already, or a
-   * pre-check). Default true. A request id already counted in the window is admitted again without
-   * counting twice (a paid call takes its slot before its payment settles).
+   * pre-check). Default true.
    */
   countRequest?: boolean;
   /** How many requests this admission counts (an MCP JSON-RPC batch counts each message); all or none are admitted. Default 1. */
@@ -117,14 +161,27 @@ export type AdmitOutcome =
       status: "ok";
       account: AccountRecord;
       keyId: string | null;
+      /** The key has account controls (expiry, tools, budget): it may not manage keys or controls. */
+      keyLimited: boolean;
       rate: RateState;
       charged: boolean;
       events: EventRecord[];
     }
   | { status: "invalid_key" }
   | { status: "revoked" }
+  | { status: "expired"; expiresAt: number }
+  | { status: "tool_not_allowed"; allowedTools: string[] }
+  | { status: "key_budget_exceeded"; account: AccountRecord; rate: RateState; budget: BudgetState }
   | { status: "rate_limited"; account: AccountRecord; rate: RateState }
   | { status: "insufficient_credits"; account: AccountRecord; rate: RateState };
+
+/** A key's budget as an admission saw it. */
+export interface BudgetState extends KeyBudget {
+  spent: number;
+  /** When the current window began and when the next one begins (epoch ms). */
+  windowStart: number;
+  resetsAt: number;
+}
 
 export interface CreditChange {
   requestId: string;
@@ -133,6 +190,9 @@ export interface CreditChange {
 
 export interface RefundChange extends CreditChange {
   idempotencyKey?: string | null;
+  /** The refunded call's tool and the hash of the key that made it: the refund's ledger entry names them. */
+  tool?: string | null;
+  keyHash?: string | null;
 }
 
 export interface Page<T> {
@@ -178,6 +238,13 @@ export interface Store {
 
   addKey(key: KeyRecord): Promise<void>;
   listKeys(accountId: string): Promise<KeyRecord[]>;
+  /** Changes a key's name and controls; null when the account has no such key. */
+  updateKey(accountId: string, keyId: string, update: KeyUpdate): Promise<KeyRecord | null>;
+  /** Sets (or, with null, removes) the account's spend alert, re-arming it for this month; null when there is no such account. */
+  setSpendAlert(
+    accountId: string,
+    alert: { credits: number } | null,
+  ): Promise<AccountRecord | null>;
   /**
    * Revokes after `graceMs` of store time (0 = now); never postpones an earlier revocation. A key
    * already revoked is left as it is. With `keepOneActive`, refuses (atomically) to revoke the
@@ -350,6 +417,27 @@ export interface Store {
   accountIdByEmail(email: string): Promise<string | null>;
 
   /**
+   * A value kept for at most `ttlMs` and read at most once (a sign-in attempt's secrets): `takeOnce`
+   * returns it and deletes it in one step, so two readers racing get it once between them.
+   */
+  saveOnce(name: string, value: string, ttlMs: number): Promise<void>;
+  takeOnce(name: string): Promise<string | null>;
+
+  /**
+   * A Business account's single sign-on connection. Each e-mail domain it lists is claimed for
+   * that account alone (the sign-in page finds the account by domain): saving refuses, changing
+   * nothing, when another account holds one; domains it no longer lists are released.
+   */
+  putSsoConnection(
+    connection: SsoConnectionRecord,
+  ): Promise<{ status: "saved" } | { status: "domain_taken"; domain: string }>;
+  getSsoConnection(accountId: string): Promise<SsoConnectionRecord | null>;
+  /** Removes the connection and releases its domains; false when there was none. */
+  deleteSsoConnection(accountId: string): Promise<boolean>;
+  /** The account whose SSO connection lists this (lower-case) e-mail domain, or null. */
+  accountIdBySsoDomain(domain: string): Promise<string | null>;
+
+  /**
    * Dashboard sessions, server-side: the record lives `idleMs` past its last use and never past
    * its absolute `expiresAt`. `touchSession` reads a live session and pushes its idle expiry back
    * in one step; `endAccountSessions` ends every session of the account at once (sign out
@@ -394,7 +482,21 @@ export interface SessionRecord {
   /** Absolute expiry (epoch ms), whatever the activity. */
   expiresAt: number;
   /** How the session was opened. */
-  via: "api_key" | "email_link" | "wallet";
+  via: "api_key" | "email_link" | "wallet" | "sso";
+}
+
+/** A Business account's OpenID Connect provider, as stored (see src/accounts/sso/connection.ts). */
+export interface SsoConnectionRecord {
+  accountId: string;
+  /** The provider's issuer identifier (an https URL; discovery at `/.well-known/openid-configuration` under it). */
+  issuer: string;
+  clientId: string;
+  /** The client secret, sealed with SECRET_KEY (AES-256-GCM): never returned by the API. */
+  sealedClientSecret: string;
+  /** Lower-case e-mail domains whose addresses may sign in; each is this account's alone. */
+  emailDomains: string[];
+  createdAt: number;
+  updatedAt: number;
 }
 
 export interface LedgerFollower {
@@ -512,13 +614,43 @@ export interface TierLimits {
 }
 
 export const RATE_WINDOW_MS = 60_000;
+
+/**
+ * The windows of key budgets and of the spend alert: a UTC day, and a calendar month (UTC) when
+ * `monthMs` is 0. A store given other lengths uses epoch-aligned windows of those lengths (tests
+ * watch a window reset in milliseconds).
+ */
+export interface ControlWindows {
+  dayMs: number;
+  monthMs: number;
+}
+export const CALENDAR_WINDOWS: ControlWindows = { dayMs: 86_400_000, monthMs: 0 };
+
+/** The start of the window holding `at`, and the start of the next one (epoch ms). */
+export function controlWindow(
+  at: number,
+  period: ControlPeriod,
+  windows: ControlWindows,
+): { start: number; next: number } {
+  const length = period === "day" ? windows.dayMs : windows.monthMs;
+  if (length > 0) {
+    const start = Math.floor(at / length) * length;
+    return { start, next: start + length };
+  }
+  const d = new Date(at);
+  return {
+    start: Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1),
+    next: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1),
+  };
+}
 /** `lastUsedAt` granularity: an admission rewrites it only when the stored value is this much older. */
 export const KEY_USE_RESOLUTION_MS = 60_000;
 /**
  * How long a debit's (or grant's) record is kept: what its one refund and an `Idempotency-Key`
  * retry need. A call's refund happens within the call, or within five minutes when the store was
- * failing (src/tools/invoke.ts); a retry takes over a claim once its lease (minutes) ran out. One
- * day covers both with room to spare, and bounds the Redis memory a call leaves behind; the
- * ledger entry itself lives on in the books.
+ * failing (src/tools/invoke.ts); a retry takes over a claim once its lease ran out, while its
+ * Idempotency-Key lives (24 h by default). A call's record (its request id minted by
+ * newRequestId) is kept with its 30-second slot's records for this long after the slot, plus an
+ * hour (src/store/redis.ts, debitRecord); the ledger entry itself lives on in the books.
  */
 export const OPERATION_TTL_SECONDS = 24 * 3600;

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { TIERS } from "../accounts/tiers.js";
 import { eventRecord } from "../events/types.js";
-import { authenticate, admitted, type Admitted } from "../http/auth.js";
+import { admitted, type Admitted } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
 import { StoreUnavailableError } from "../store/errors.js";
 import { newEventId } from "../lib/ids.js";
@@ -117,18 +117,20 @@ export async function claimIdempotencyKey(
   }
 }
 
-/** Checks the caller's key, counting the request unless its door already did; charges nothing. */
+/**
+ * Checks the caller's key, counting the request unless its door already did; charges nothing. The
+ * tool is named: a key limited to other tools is refused for the tool before the input is judged.
+ */
 async function checkCaller(services: Services, call: ToolCall): Promise<Admitted> {
-  if (!call.counted) return authenticate(services, call.key, call.requestId);
   return admitted(
     await services.store.admit({
       accountId: call.key.accountId,
       keyHash: call.key.hash,
       cost: 0,
       requestId: call.requestId,
-      tool: null,
+      tool: call.tool.name,
       reason: "",
-      countRequest: false,
+      countRequest: !call.counted,
     }),
   );
 }
@@ -169,6 +171,7 @@ async function execute(
         requestId,
         idempotencyKey,
         tool: tool.name,
+        keyHash: key.hash,
       });
     // Refused (credits, rate limit, key): a retry with the same Idempotency-Key may run.
     else if (idempotencyKey)
@@ -178,45 +181,48 @@ async function execute(
   // Charged from here on: the call ends kept (2xx) or refunded once, whatever fails, even an
   // exception raised outside this code while serving the request (the guard aborts `crashed`).
   const started = performance.now();
+  const admittedAt = Date.now();
   const outcome = services.requestGuard.answering((crashed) =>
     serveCharged(services, call, caller, input, forward, idempotencyKey, crashed),
   );
-  if (services.books) recordRequest(services, call, caller, outcome, started);
+  if (services.books) recordTiming(services, call, caller, outcome, { started, admittedAt });
   return outcome;
 }
 
-/** The call's request record for the books (status, latency, credits kept), written off the hot path. */
-function recordRequest(
+/**
+ * The call's timing for its request record in the books (status, outcome, latency), written off
+ * the hot path; the record's money facts come from the call's ledger entries (books/requests.ts).
+ */
+function recordTiming(
   services: Services,
   { tool, requestId }: ToolCall,
   caller: Admitted,
   outcome: Promise<ToolCallResult>,
-  started: number,
+  { started, admittedAt }: { started: number; admittedAt: number },
 ): void {
-  const record = (status: number, code: string, credits: number) =>
+  const record = (status: number, code: string) =>
     services.books!.recordRequest({
       accountId: caller.account.id,
       requestId,
-      at: Date.now(),
+      at: admittedAt,
       tool: tool.name,
       keyId: caller.keyId,
       status,
       outcome: code,
       latencyMs: performance.now() - started,
-      credits,
     });
   outcome.then(
-    (result) => record(result.status, "ok", caller.charged ? tool.cost : 0),
+    (result) => record(result.status, "ok"),
     (err: unknown) => {
       const failure = err instanceof ApiError ? err : null;
-      record(failure?.status ?? 500, failure?.code ?? "internal_error", 0);
+      record(failure?.status ?? 500, failure?.code ?? "internal_error");
     },
   );
 }
 
 async function serveCharged(
   services: Services,
-  { tool, requestId, idempotencyTtlSeconds }: ToolCall,
+  { tool, key, requestId, idempotencyTtlSeconds }: ToolCall,
   caller: Admitted,
   input: unknown,
   forward: Forwarder,
@@ -252,6 +258,7 @@ async function serveCharged(
         requestId,
         idempotencyKey,
         tool: tool.name,
+        keyHash: key.hash,
         reason: "worker pool busy",
         errorCode: null,
       });
@@ -296,6 +303,7 @@ async function serveCharged(
     requestId,
     idempotencyKey,
     tool: tool.name,
+    keyHash: key.hash,
     reason: `tool failed: ${failure.code}`,
     errorCode: callerError ? null : failure.code,
   });
@@ -359,7 +367,13 @@ export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiErr
  */
 function refundWhenBack(
   services: Services,
-  call: { accountId: string; requestId: string; idempotencyKey: string | null; tool: string },
+  call: {
+    accountId: string;
+    requestId: string;
+    idempotencyKey: string | null;
+    tool: string;
+    keyHash: string | null;
+  },
 ): void {
   const deadline = Date.now() + 5 * 60_000;
   const attempt = () =>
@@ -367,6 +381,8 @@ function refundWhenBack(
       .refund(call.accountId, {
         requestId: call.requestId,
         idempotencyKey: call.idempotencyKey,
+        tool: call.tool,
+        keyHash: call.keyHash,
         reason: "store unavailable during admission",
       })
       .then(
@@ -403,6 +419,7 @@ async function refundOnce(
     requestId,
     idempotencyKey,
     tool,
+    keyHash,
     reason,
     errorCode,
   }: {
@@ -410,6 +427,7 @@ async function refundOnce(
     requestId: string;
     idempotencyKey: string | null;
     tool: string;
+    keyHash: string | null;
     reason: string;
     errorCode: string | null;
   },
@@ -428,7 +446,7 @@ async function refundOnce(
     try {
       const refunded = await services.store.refund(
         accountId,
-        { requestId, reason, idempotencyKey },
+        { requestId, reason, idempotencyKey, tool, keyHash },
         events,
       );
       if (refunded.status === "refunded") services.metrics.creditsRefunded.inc(refunded.amount);

@@ -48,6 +48,7 @@ export async function callPaidTool(
   const fingerprint = callFingerprint(tool.name, input);
   // The client's own key (its Idempotency-Key or payment identifier), once claimed before settling.
   let held = null as HeldKey | null;
+  let counted = false;
   let paid: Paid;
   try {
     paid = await takeDecodedPayment(services, call.read, {
@@ -66,9 +67,10 @@ export async function callPaidTool(
       // Never take money for a call that cannot run: input, availability…
       beforeVerifying: () => void preflight(services, tool, input),
       // …nor for one the wallet's account may not make now: its rate-limit slot is taken here
-      // (under this request id, which the call's own admission then finds already counted)…
+      // (the call's own admission then counts nothing: `counted` below)…
       beforeSettling: async (accountId, keyed) => {
         await authenticate(services, { accountId, hash: null }, requestId);
+        counted = true;
         // …nor for one already answered: a new authorization under a key the client already used
         // (a payment identifier, an Idempotency-Key) is answered from that key's record, or waits
         // for the call running (or still settling) under it, and is never settled itself.
@@ -100,6 +102,8 @@ export async function callPaidTool(
       idempotencyKey: payment.callKey,
       idempotencyTtlSeconds: payment.retainSeconds,
       requestId: runAs,
+      // Its rate-limit slot was taken before the payment settled (beforeSettling above), if it was settled here.
+      counted,
     },
     forward,
   );

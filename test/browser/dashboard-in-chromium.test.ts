@@ -264,6 +264,63 @@ describe("the dashboard in Chromium", () => {
     await context.close();
   });
 
+  it("creates a key with an expiry, allowed tools and a budget from the Keys page, lists them, and the API holds the key to them; such a key opens no dashboard session", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const { context, page, problems } = await freshPage();
+    await signInWithKey(page, key);
+    await page.goto(`${gw.url}/dashboard/keys`);
+    // An unknown tool name is refused by the API, and the form says so.
+    await page.getByLabel("Allowed tools", { exact: false }).fill("hash, no-such-tool");
+    await page.getByRole("button", { name: "Create key" }).click();
+    await page.locator("#notice.error", { hasText: "No tool named no-such-tool" }).waitFor();
+
+    // Two days ahead, as the browser's datetime-local field takes it (local time, to the minute).
+    const expires = await page.evaluate(() => {
+      const at = new Date(Date.now() + 2 * 86_400_000);
+      at.setSeconds(0, 0);
+      const local = new Date(at.getTime() - at.getTimezoneOffset() * 60_000);
+      return { field: local.toISOString().slice(0, 16), iso: at.toISOString() };
+    });
+    await page.getByLabel("Name (optional)").fill("limited");
+    await page.getByLabel("Expires at", { exact: false }).fill(expires.field);
+    await page.getByLabel("Allowed tools", { exact: false }).fill("hash, uuid");
+    await page.getByLabel("Budget in credits").fill("2");
+    await page.getByLabel("Budget period").selectOption("day");
+    await checkPage(page, "keys-create-with-limits");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const secret = await shownSecret(page, "new-key-secret");
+    const row = page.locator("#keys-table tbody tr", { hasText: "limited" });
+    await row.waitFor();
+    await expect(row.locator("td.tools").textContent()).resolves.toBe("hash id-generate");
+    await expect(row.locator("td.budget").textContent()).resolves.toBe("0 of 2 credits per day");
+    await expect(row.locator("td.expires time").getAttribute("datetime")).resolves.toBe(
+      expires.iso,
+    );
+
+    const calls = [];
+    for (const text of ["a", "b", "c"])
+      calls.push((await callTool(gw.url, secret, "hash", { text })).status);
+    expect(calls).toEqual([200, 200, 402]);
+    const other = await callTool(gw.url, secret, "markdown-to-html", { markdown: "# no" });
+    expect([other.status, other.body.error.code]).toEqual([403, "tool_not_allowed"]);
+    await page.reload();
+    await expect(row.locator("td.budget").textContent()).resolves.toBe("2 of 2 credits per day");
+    await checkPage(page, "keys-with-limits");
+
+    // The limited key signs in to nothing: the dashboard manages keys and controls.
+    const { context: second, page: signIn } = await freshPage();
+    await signIn.goto(`${gw.url}/dashboard/sign-in`);
+    await signIn.getByLabel("API key", { exact: true }).fill(secret);
+    await signIn.getByRole("button", { name: "Sign in", exact: true }).click();
+    await expect(signIn.getByRole("alert").textContent()).resolves.toContain("cannot manage keys");
+    expect(await sessionCookie(second)).toBeUndefined();
+    // The one failed request: the creation refused for its unknown tool name.
+    expect(problems).toEqual([
+      "console: Failed to load resource: the server responded with a status of 400 (Bad Request)",
+    ]);
+    await Promise.all([context.close(), second.close()]);
+  });
+
   it("refuses a cross-site POST and any change without the CSRF token, and answers 404 for another account's key", async () => {
     const mine = await fundedAccount(gw.url, 100, "free");
     const theirs = await signUp(gw.url);

@@ -6,8 +6,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 
-/** A Redis of the test's own (AOF, fsync always), that the test can kill and bring back on the same port with its data. */
-export async function startPrivateRedis() {
+/**
+ * A Redis of the test's own (AOF, fsync always), that the test can kill and bring back on the
+ * same port with its data; `durable: false` keeps nothing on disk (a measurement's Redis).
+ */
+export async function startPrivateRedis({ durable = true }: { durable?: boolean } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "toolgate-redis-"));
   const port = await freePort();
   let child: ChildProcess;
@@ -17,10 +20,7 @@ export async function startPrivateRedis() {
       String(port),
       "--dir",
       dir,
-      "--appendonly",
-      "yes",
-      "--appendfsync",
-      "always",
+      ...(durable ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"]),
     ]);
   };
   await start();

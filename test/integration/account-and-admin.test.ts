@@ -79,11 +79,13 @@ describe("admin API", () => {
       "mcp",
       "webhooks",
       "priority_queue",
+      "analytics",
       "facilitator",
       "custom_endpoints",
       "dedicated_workers",
+      "sso",
     ]);
-    expect(after.body.features_coming).toEqual(["analytics", "sso"]);
+    expect(after.body.features_coming).toEqual([]);
   });
 
   it("grants credits once per Idempotency-Key", async () => {

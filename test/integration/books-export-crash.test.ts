@@ -23,8 +23,8 @@ import { REDIS_URL } from "../helpers/redis.js";
 /**
  * Exactly once across crashes: one gateway process serves calls (exporting nothing), another
  * exports them to PostgreSQL in small batches and is SIGKILLed twice in the middle of its work,
- * under load; the test's own exporter finishes. The books then hold every entry once, and each account's entries
- * sum to its balance — checked here and by `npm run books:check`, a real child process.
+ * under load; the test's own exporter finishes. The books then hold every entry once, each call's
+ * request record once, and each account's entries sum to its balance — checked here and by `npm run books:check`, a real child process.
  */
 const prefix = uniquePrefix("books-crash");
 let database: string;
@@ -141,6 +141,25 @@ it("exports every entry exactly once although the exporting process is SIGKILLed
       requests: 2 + ok.get(account.accountId)!,
       sum: balance,
     });
+  }
+  // Each call's request record, once: its credits from the debit exported exactly once with the
+  // ledger, its status and latency from the serving process (which never crashed).
+  for (const account of accounts) {
+    const calls = ok.get(account.accountId)!;
+    await until("the serving process's request timings", async () => {
+      const [row] = await sql<{ timed: number }>(
+        database,
+        "SELECT count(*)::int AS timed FROM request_records WHERE account_id = $1 AND status = 200 AND latency_ms IS NOT NULL",
+        [account.accountId],
+      );
+      return row!.timed === calls;
+    });
+    const [records] = await sql<{ n: number; requests: number; credits: number }>(
+      database,
+      "SELECT count(*)::int AS n, count(DISTINCT request_id)::int AS requests, sum(credits)::int AS credits FROM request_records WHERE account_id = $1 AND tool = 'hash'",
+      [account.accountId],
+    );
+    expect(records).toEqual({ n: calls, requests: calls, credits: calls });
   }
   expect((await checkBooks(store, db)).mismatches).toEqual([]);
   const check = spawnSync(process.execPath, ["--import", "tsx", "scripts/books-check.ts"], {

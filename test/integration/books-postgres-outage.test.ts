@@ -17,10 +17,12 @@ import {
 
 /**
  * PostgreSQL stopped for a while under load: the hot path never touches it, so calls are served
- * and charged all along; /readyz stays 200 while the status page shows the books export degraded;
- * once PostgreSQL is back the exporter catches up — every entry in the books once, summing to the
+ * and charged all along; /readyz stays 200 and, like the status page, says the books export is
+ * degraded; once PostgreSQL is back the exporter catches up — every entry in the books once, summing to the
  * balance — and the status page recovers.
  */
+/** How long PostgreSQL stays down (the issue's 30 s; CI runs this beside other test files). */
+const OUTAGE_MS = 30_000;
 let cluster: PostgresCluster;
 let database: string;
 let gw: TestGateway;
@@ -88,16 +90,28 @@ it("serves and charges calls while PostgreSQL is down, then exports every entry 
 
   await cluster.stop();
   try {
-    // Under load for a while with PostgreSQL down: every call answered and charged.
-    const outageEnds = Date.now() + 4000;
+    // Under load for 30 s with PostgreSQL down: every call answered and charged. Ten calls
+    // every 600 ms stay within the tier's 1,000 calls a minute.
+    const outageStarted = Date.now();
     let made = 0;
-    while (Date.now() < outageEnds && made < 600) {
-      // within the tier's 1,000 calls a minute
+    let readyDuringOutage: { status: number; body: unknown } | null = null;
+    while (Date.now() - outageStarted < OUTAGE_MS) {
+      const paced = new Promise((r) => setTimeout(r, 600));
       await calls(10);
       made += 10;
+      if (!readyDuringOutage && Date.now() - outageStarted > 5000)
+        readyDuringOutage = await call(`${gw.url}/readyz`);
+      await paced;
     }
+    process.stdout.write(
+      `books outage test: ${made} calls served while PostgreSQL was down for ${((Date.now() - outageStarted) / 1000).toFixed(1)} s\n`,
+    );
     expect(await balanceOf(gw.url, key)).toBe(1000 - 20 - made);
-    expect((await call(`${gw.url}/readyz`)).status).toBe(200);
+    expect(readyDuringOutage?.status).toBe(200);
+    expect(readyDuringOutage?.body).toEqual({
+      status: "ready",
+      warnings: [expect.stringMatching(/^books export degraded: /)],
+    });
     const degraded = await until("status page", booksState, (c) => c?.state === "degraded");
     expect(degraded!.detail).toMatch(/books export/);
     const usage = await call(`${gw.url}/api/v1/usage`, { key });
@@ -133,9 +147,10 @@ it("serves and charges calls while PostgreSQL is down, then exports every entry 
       (await checkBooks(gw.services.store, await gw.services.books!.ready(1000))).mismatches,
     ).toEqual([]);
     await until("status page recovers", booksState, (c) => c?.state === "operational");
+    expect((await call(`${gw.url}/readyz`)).body).toEqual({ status: "ready" });
     const page = await call(`${gw.url}/api/v1/usage?limit=100`, { key });
     expect(page.body.data.length).toBe(100);
   } finally {
     await cluster.start().catch(() => undefined);
   }
-}, 120_000);
+}, 180_000);

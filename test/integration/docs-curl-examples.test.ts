@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { verificationToken } from "../../src/accounts/email-verification.js";
 import { OPERATION_EXAMPLES } from "../../src/pages/docs-examples.js";
+import { freshDatabase } from "../helpers/postgres.js";
 import { EXAMPLE_TOOLS } from "../../src/pages/tool-examples.js";
 import { jsonSchemasOf } from "../../src/tools/views.js";
 import { startFakeLlm, startFakeSearxng } from "../helpers/fake-providers.js";
@@ -75,6 +76,8 @@ beforeAll(async () => {
   gw = await startGateway({
     env: {
       ...chains.env,
+      // The books: the usage and analytics examples read them.
+      DATABASE_URL: await freshDatabase(),
       WEBHOOK_ALLOW_PRIVATE_TARGETS: "1",
       UPSTREAM_ALLOW_PRIVATE_TARGETS: "1",
       SIGNUPS_PER_HOUR_PER_IP: "10000",

@@ -25,6 +25,9 @@ describe("API keys", () => {
         created_at: expect.any(String),
         revoked_at: null,
         last_used_at: expect.any(String),
+        expires_at: null,
+        allowed_tools: null,
+        budget: null,
       },
     ]);
     expect(JSON.stringify(res.body)).not.toContain(key.slice(29, -4));

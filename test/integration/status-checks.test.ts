@@ -172,9 +172,11 @@ describe("uptime", () => {
       componentOf(broken.url, "worker-pool-general"),
     ]);
     for (const view of [fromHealthy, fromBroken]) {
-      // One process alone would give 100% (the healthy one) or 0% (the broken one).
-      expect(view.uptime_90d).toBeGreaterThan(15);
-      expect(view.uptime_90d).toBeLessThan(85);
+      // One process alone would give 100% (the healthy one) or 0% (the broken one). The share
+      // itself depends on how long each process has been checking: on a loaded machine one
+      // may be up many rounds before the other.
+      expect(view.uptime_90d).toBeGreaterThan(0);
+      expect(view.uptime_90d).toBeLessThan(100);
       expect(view.days.at(-1).total).toBeGreaterThanOrEqual(8);
     }
     expect(

@@ -8,6 +8,8 @@ import { RedisStore } from "../../src/store/redis.js";
 import {
   InvalidCursorError,
   KEY_USE_RESOLUTION_MS,
+  type ControlWindows,
+  type KeyRecord,
   type SessionRecord,
   type Store,
 } from "../../src/store/types.js";
@@ -22,9 +24,10 @@ import { startRedisCluster } from "../helpers/redis-server.js";
 const PERIOD_MS = 400; // a short "month", so the Free allowance can be observed in a test
 const prefixes: string[] = [];
 let cluster: Awaited<ReturnType<typeof startRedisCluster>> | undefined;
-const factories: Record<string, () => Promise<Store>> = {
-  memory: async () => new MemoryStore(tierLimits(), PERIOD_MS),
-  redis: async () => {
+/** `windows`: the account controls' windows (default: a UTC day and the calendar month). */
+const factories: Record<string, (windows?: ControlWindows) => Promise<Store>> = {
+  memory: async (windows) => new MemoryStore(tierLimits(), PERIOD_MS, Date.now, windows),
+  redis: async (windows) => {
     const prefix = uniquePrefix("contract");
     prefixes.push(prefix);
     return new RedisStore({
@@ -32,9 +35,10 @@ const factories: Record<string, () => Promise<Store>> = {
       keyPrefix: prefix,
       tiers: tierLimits(),
       periodMs: PERIOD_MS,
+      controlWindows: windows,
     });
   },
-  "redis cluster": async () => {
+  "redis cluster": async (windows) => {
     cluster ??= await startRedisCluster();
     return new RedisStore({
       url: cluster.url,
@@ -42,6 +46,7 @@ const factories: Record<string, () => Promise<Store>> = {
       keyPrefix: uniquePrefix("contract"),
       tiers: tierLimits(),
       periodMs: PERIOD_MS,
+      controlWindows: windows,
     });
   },
 };
@@ -59,16 +64,16 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     open.push(store);
   }, 20_000);
 
-  async function account(credits = 100, tier: "free" | "business" = "business") {
+  async function account(credits = 100, tier: "free" | "business" = "business", on: Store = store) {
     const id = newAccountId();
-    await store.createAccount(
+    await on.createAccount(
       { id, email: `${id}@example.com`, tier },
       { amount: credits, requestId: newRequestId(), reason: "test" },
       [],
     );
     const key = generateApiKey(id);
     const keyId = newKeyId();
-    await store.addKey({
+    await on.addKey({
       id: keyId,
       accountId: id,
       hash: key.hash,
@@ -82,6 +87,231 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   }
   const debit = (accountId: string, keyHash: string | null, cost = 1, requestId = newRequestId()) =>
     store.admit({ accountId, keyHash, cost, requestId, tool: "hash", reason: "tool call" });
+
+  /** Another key of the account, with account controls. */
+  async function controlledKey(
+    accountId: string,
+    controls: Pick<KeyRecord, "expiresAt" | "allowedTools" | "budget">,
+    on: Store = store,
+  ) {
+    const key = generateApiKey(accountId);
+    const id = newKeyId();
+    await on.addKey({
+      id,
+      accountId,
+      hash: key.hash,
+      prefix: key.prefix,
+      last4: key.last4,
+      name: null,
+      createdAt: Date.now(),
+      revokedAt: null,
+      ...controls,
+    });
+    return { id, hash: key.hash };
+  }
+  const call = (
+    accountId: string,
+    keyHash: string,
+    tool: string | null,
+    cost = 1,
+    on: Store = store,
+  ) => on.admit({ accountId, keyHash, cost, requestId: newRequestId(), tool, reason: "tool call" });
+  /** Another store of the same kind, whose account-control windows are `windows`. */
+  const storeWith = async (windows: ControlWindows) => {
+    const s = await factories[kind]!(windows);
+    open.push(s);
+    return s;
+  };
+  /** Waits until `ms` into a window of `length` (so a test's steps all fall in one window). */
+  const alignTo = async (length: number, ms = 20) => {
+    const into = Date.now() % length;
+    await new Promise((r) => setTimeout(r, (length - into + ms) % length));
+  };
+
+  describe("account controls", () => {
+    it("refuses a key once its expiry time has passed, naming the time; a key with controls is limited", async () => {
+      const a = await account();
+      const expiresAt = Date.now() + 300;
+      const key = await controlledKey(a.id, { expiresAt });
+      expect(await call(a.id, key.hash, "hash")).toMatchObject({ status: "ok", keyLimited: true });
+      expect(await debit(a.id, a.key.hash)).toMatchObject({ status: "ok", keyLimited: false });
+      await new Promise((r) => setTimeout(r, 350));
+      expect(await call(a.id, key.hash, "hash")).toEqual({ status: "expired", expiresAt });
+      expect((await store.getAccount(a.id))!.balance).toBe(98);
+      // An expired key is no active key: the account's other key is its last active one.
+      expect((await store.revokeKey(a.id, a.keyId, 0, { keepOneActive: true })).status).toBe(
+        "last_active_key",
+      );
+    });
+
+    it("lets a key call only its allowed tools, refusing others even when nothing is charged", async () => {
+      const a = await account();
+      const key = await controlledKey(a.id, { allowedTools: ["hash", "qr-code"] });
+      expect(await call(a.id, key.hash, "qr-code", 2)).toMatchObject({
+        status: "ok",
+        charged: true,
+      });
+      expect(await call(a.id, key.hash, "uuid", 1)).toEqual({
+        status: "tool_not_allowed",
+        allowedTools: ["hash", "qr-code"],
+      });
+      expect((await call(a.id, key.hash, "uuid", 0)).status).toBe("tool_not_allowed");
+      // Not a tool call (the account API): the key authenticates.
+      expect((await call(a.id, key.hash, null, 0)).status).toBe("ok");
+      // A tool whose name contains an allowed one is still another tool.
+      expect((await call(a.id, key.hash, "has", 1)).status).toBe("tool_not_allowed");
+      expect((await store.getAccount(a.id))!.balance).toBe(98);
+    });
+
+    it("holds a key to its budget exactly under concurrency, charging nothing it refuses; a refund gives the budget back", async () => {
+      const a = await account(100);
+      const key = await controlledKey(a.id, { budget: { credits: 10, period: "month" } });
+      const results = await Promise.all(
+        Array.from({ length: 20 }, () => call(a.id, key.hash, "hash", 2)),
+      );
+      expect(results.filter((r) => r.status === "ok")).toHaveLength(5);
+      const refused = results.filter((r) => r.status === "key_budget_exceeded");
+      expect(refused).toHaveLength(15);
+      expect(refused[0]).toMatchObject({
+        budget: { credits: 10, period: "month", spent: 10 },
+      });
+      // The calendar month (UTC), as the script computes it.
+      const now = new Date();
+      expect(refused[0]).toMatchObject({
+        budget: {
+          windowStart: Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1),
+          resetsAt: Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1),
+        },
+      });
+      expect((await store.getAccount(a.id))!.balance).toBe(90);
+      const debits = (await store.ledger(a.id, { limit: 50 })).items.filter(
+        (e) => e.kind === "debit",
+      );
+      expect(debits).toHaveLength(5);
+      expect((await store.listKeys(a.id)).find((k) => k.id === key.id)).toMatchObject({
+        budget: { credits: 10, period: "month" },
+        budgetSpent: 10,
+      });
+      // The other key of the account has no budget: it is not held to this one.
+      expect((await debit(a.id, a.key.hash, 2)).status).toBe("ok");
+      // A refunded call gives its credits back to the key's budget (the caller names the call's
+      // key and tool, as tool calls do: the debit record keeps only the cost).
+      expect(
+        (
+          await store.refund(a.id, {
+            requestId: debits[0]!.requestId,
+            reason: "failed",
+            keyHash: key.hash,
+            tool: "hash",
+          })
+        ).status,
+      ).toBe("refunded");
+      expect((await store.listKeys(a.id)).find((k) => k.id === key.id)!.budgetSpent).toBe(8);
+      expect((await call(a.id, key.hash, "hash", 2)).status).toBe("ok");
+      expect((await call(a.id, key.hash, "hash", 1)).status).toBe("key_budget_exceeded");
+    });
+
+    it("starts a key's budget afresh in its next window", async () => {
+      const windows = { dayMs: 600, monthMs: 0 };
+      const s = await storeWith(windows);
+      const { id } = await account(100, "business", s);
+      const key = await controlledKey(id, { budget: { credits: 3, period: "day" } }, s);
+      await alignTo(windows.dayMs);
+      for (let i = 0; i < 3; i++)
+        expect((await call(id, key.hash, "hash", 1, s)).status).toBe("ok");
+      const refused = await call(id, key.hash, "hash", 1, s);
+      if (refused.status !== "key_budget_exceeded") throw new Error(refused.status);
+      expect(refused.budget.resetsAt - refused.budget.windowStart).toBe(windows.dayMs);
+      await new Promise((r) => setTimeout(r, refused.budget.resetsAt - Date.now() + 20));
+      expect((await s.listKeys(id)).find((k) => k.id === key.id)!.budgetSpent).toBe(0);
+      expect((await call(id, key.hash, "hash", 1, s)).status).toBe("ok");
+      expect((await s.getAccount(id))!.balance).toBe(96);
+    });
+
+    it("fires spend.threshold_reached once when concurrent calls take the month's spend to the alert, and again after re-arming or in the next month", async () => {
+      const windows = { dayMs: 86_400_000, monthMs: 900 };
+      const s = await storeWith(windows);
+      const { id } = await account(1000, "business", s);
+      expect(await s.setSpendAlert(id, { credits: 10 })).toMatchObject({
+        spendAlert: { credits: 10 },
+      });
+      expect(await s.setSpendAlert(newAccountId(), { credits: 10 })).toBeNull();
+      await alignTo(windows.monthMs);
+      const spendOnce = (cost: number) =>
+        s.admit({
+          accountId: id,
+          keyHash: null,
+          cost,
+          requestId: newRequestId(),
+          tool: "hash",
+          reason: "tool call",
+        });
+      const results = await Promise.all(Array.from({ length: 20 }, () => spendOnce(1)));
+      const fired = results.flatMap((r) => (r.status === "ok" ? r.events : []));
+      expect(fired.map((e) => e.event)).toEqual(["spend.threshold_reached"]);
+      expect(fired[0]!.data).toMatchObject({
+        threshold: 10,
+        spent: 10,
+        period: "month",
+        tool_name: "hash",
+      });
+      const start = Math.floor(Date.now() / windows.monthMs) * windows.monthMs;
+      expect(fired[0]!.data.period_start).toBe(new Date(start).toISOString());
+      expect(
+        (await s.readOutbox(id, 50)).filter((e) => e.event === "spend.threshold_reached"),
+      ).toHaveLength(1);
+      expect((await s.getAccount(id))!.spend).toEqual({ windowStart: start, credits: 20 });
+      // Setting the alert again re-arms it: the next call, already past it, fires it.
+      await s.setSpendAlert(id, { credits: 15 });
+      const again = await spendOnce(1);
+      expect(again.status === "ok" && again.events.map((e) => e.event)).toEqual([
+        "spend.threshold_reached",
+      ]);
+      expect(await spendOnce(1)).toMatchObject({ status: "ok", events: [] });
+      // The next month starts from nothing.
+      await new Promise((r) => setTimeout(r, start + windows.monthMs - Date.now() + 20));
+      expect(await spendOnce(14)).toMatchObject({ status: "ok", events: [] });
+      const next = await spendOnce(1);
+      expect(next.status === "ok" && next.events.map((e) => e.event)).toEqual([
+        "spend.threshold_reached",
+      ]);
+      // Removed, it fires no more.
+      expect(await s.setSpendAlert(id, null)).toMatchObject({ spendAlert: null });
+    });
+
+    it("changes a key's controls for its very next admission, and clears them with null", async () => {
+      const a = await account();
+      const other = await account();
+      expect(await store.updateKey(a.id, "key_missing", { budget: null })).toBeNull();
+      expect(await store.updateKey(other.id, a.keyId, { budget: null })).toBeNull();
+      const updated = await store.updateKey(a.id, a.keyId, {
+        name: "limited",
+        allowedTools: ["uuid"],
+        budget: { credits: 1, period: "day" },
+      });
+      expect(updated).toMatchObject({
+        id: a.keyId,
+        name: "limited",
+        allowedTools: ["uuid"],
+        budget: { credits: 1, period: "day" },
+        budgetSpent: 0,
+      });
+      expect((await debit(a.id, a.key.hash)).status).toBe("tool_not_allowed");
+      expect(await call(a.id, a.key.hash, "uuid")).toMatchObject({
+        status: "ok",
+        keyLimited: true,
+      });
+      expect((await call(a.id, a.key.hash, "uuid")).status).toBe("key_budget_exceeded");
+      await store.updateKey(a.id, a.keyId, { allowedTools: null, budget: null });
+      expect(await debit(a.id, a.key.hash)).toMatchObject({ status: "ok", keyLimited: false });
+      expect((await store.listKeys(a.id))[0]).toMatchObject({
+        name: "limited",
+        allowedTools: null,
+        budget: null,
+        expiresAt: null,
+      });
+    });
+  });
 
   it("creates an account with its grant in the ledger and its events in the outbox", async () => {
     const id = newAccountId();
@@ -282,19 +512,26 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await debit(a.id, a.key.hash, 1)).toMatchObject({ status: "rate_limited" });
   });
 
-  it("debits once per request id and refunds once per debit", async () => {
+  // A minted request id files its debit record in its slot's hash; any other (a payment's fee) in a key of its own.
+  it.each([
+    ["a request id minted for a call", () => newRequestId()],
+    ["any other request id", () => `fee_${newRequestId()}`],
+  ])("debits once per request id and refunds once per debit: %s", async (_, requestId) => {
     const a = await account(10);
-    const first = await debit(a.id, a.key.hash, 3, "req_same");
-    const second = await debit(a.id, a.key.hash, 3, "req_same");
+    const id = requestId();
+    const first = await debit(a.id, a.key.hash, 3, id);
+    const second = await debit(a.id, a.key.hash, 3, id);
     expect(first).toMatchObject({ status: "ok", charged: true, account: { balance: 7 } });
     expect(second).toMatchObject({ status: "ok", charged: false, account: { balance: 7 } });
-    expect(await store.refund(a.id, { requestId: "req_same", reason: "tool failed" })).toEqual({
+    const refund = { requestId: id, reason: "tool failed", tool: "hash", keyHash: a.key.hash };
+    expect(await store.refund(a.id, refund)).toEqual({
       status: "refunded",
       amount: 3,
       balance: 10,
     });
-    expect(await store.refund(a.id, { requestId: "req_same", reason: "tool failed" })).toEqual({
-      status: "already_refunded",
+    expect(await store.refund(a.id, refund)).toEqual({ status: "already_refunded" });
+    expect(await store.refund(a.id, { requestId: newRequestId(), reason: "x" })).toEqual({
+      status: "not_charged",
     });
     expect(await store.refund(a.id, { requestId: "req_never", reason: "x" })).toEqual({
       status: "not_charged",
@@ -305,12 +542,13 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       e.amount,
       e.balance,
       e.tool,
+      e.keyId,
     ]);
-    // The refund names the tool whose debit it returns.
+    // The refund names the tool and key whose debit it returns.
     expect(rows).toEqual([
-      ["refund", 3, 10, "hash"],
-      ["debit", -3, 7, "hash"],
-      ["grant", 10, 10, null],
+      ["refund", 3, 10, "hash", a.keyId],
+      ["debit", -3, 7, "hash", a.keyId],
+      ["grant", 10, 10, null, null],
     ]);
   });
 
@@ -819,6 +1057,59 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     const later = session(a.id);
     await store.createSession(later, 10_000);
     expect(await store.touchSession(a.id, later.id, 10_000)).not.toBeNull();
+  });
+
+  it("hands a single-use value out once, even to readers racing for it, and never after its lifetime", async () => {
+    const name = `attempt-${newRequestId()}`;
+    await store.saveOnce(name, "secrets", 10_000);
+    const readers = await Promise.all(Array.from({ length: 5 }, () => store.takeOnce(name)));
+    expect(readers.filter((v) => v === "secrets")).toHaveLength(1);
+    expect(readers.filter((v) => v === null)).toHaveLength(4);
+    await store.saveOnce(`${name}-short`, "secrets", 300);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(await store.takeOnce(`${name}-short`)).toBeNull();
+  });
+
+  it("keeps an SSO connection's domains for its account alone, and releases the ones it drops", async () => {
+    const [a, b] = [await account(), await account()];
+    const domain = (name: string) => `${name}-${a.id.slice(5)}.example`;
+    const connection = (accountId: string, emailDomains: string[]) => ({
+      accountId,
+      issuer: "https://idp.example",
+      clientId: "toolgate",
+      sealedClientSecret: "v1.sealed",
+      emailDomains,
+      createdAt: 1,
+      updatedAt: 2,
+    });
+    expect(await store.putSsoConnection(connection(a.id, [domain("one"), domain("two")]))).toEqual({
+      status: "saved",
+    });
+    expect(await store.getSsoConnection(a.id)).toEqual(
+      connection(a.id, [domain("one"), domain("two")]),
+    );
+    expect(await store.accountIdBySsoDomain(domain("two"))).toBe(a.id);
+    // Another account cannot take a held domain, and its refused save claims nothing.
+    expect(
+      await store.putSsoConnection(connection(b.id, [domain("three"), domain("one")])),
+    ).toEqual({ status: "domain_taken", domain: domain("one") });
+    expect(await store.accountIdBySsoDomain(domain("three"))).toBeNull();
+    expect(await store.getSsoConnection(b.id)).toBeNull();
+    // Saving again without a domain releases it for others.
+    expect(await store.putSsoConnection(connection(a.id, [domain("one")]))).toEqual({
+      status: "saved",
+    });
+    expect(await store.accountIdBySsoDomain(domain("two"))).toBeNull();
+    expect(await store.putSsoConnection(connection(b.id, [domain("two")]))).toEqual({
+      status: "saved",
+    });
+    expect(await store.accountIdBySsoDomain(domain("two"))).toBe(b.id);
+    // Deleting releases every domain; a second delete finds nothing.
+    expect(await store.deleteSsoConnection(a.id)).toBe(true);
+    expect(await store.deleteSsoConnection(a.id)).toBe(false);
+    expect(await store.getSsoConnection(a.id)).toBeNull();
+    expect(await store.accountIdBySsoDomain(domain("one"))).toBeNull();
+    expect(await store.accountIdBySsoDomain(domain("two"))).toBe(b.id);
   });
 
   it("finds the account holding an e-mail address", async () => {

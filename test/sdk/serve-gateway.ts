@@ -23,6 +23,7 @@ import {
   spawnGateway,
   uniquePrefix,
 } from "../helpers/gateway.js";
+import { freshDatabase } from "../helpers/postgres.js";
 import tlsSetup from "../helpers/tls-setup.js";
 import { PAY_TO, relayerKey } from "../helpers/x402.js";
 import { startLocalChain } from "../../chain-fixtures/chain.js";
@@ -65,6 +66,10 @@ try {
     BASE_SEPOLIA_USDC_ADDRESS: chain.usdc,
     X402_PAY_TO: PAY_TO,
     X402_RELAYER_PRIVATE_KEY: relayerKey(),
+    // The books (analytics read them): a database of the test run's PostgreSQL when there is
+    // one (the vitest run's), else PGlite in the gateway's process.
+    DATABASE_URL: process.env.TEST_DATABASE_URL ? await freshDatabase() : "pglite://memory",
+    BOOKS_EXPORT_INTERVAL_MS: "500",
   });
   stops.splice(1, 0, () => gateway.stop());
   const account = await fundedAccount(gateway.url, 1000, "pro");

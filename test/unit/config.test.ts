@@ -115,7 +115,7 @@ describe("configuration", () => {
     );
   });
 
-  it("refuses private webhook targets in production", () => {
+  it("refuses private webhook targets and SSO issuers in production", () => {
     const production = {
       NODE_ENV: "production",
       REDIS_URL: "redis://x",
@@ -131,6 +131,11 @@ describe("configuration", () => {
     expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" }).webhookAllowPrivateTargets).toBe(
       true,
     );
+    expect(loadConfig(production).ssoAllowPrivateTargets).toBe(false);
+    expect(() => loadConfig({ ...production, SSO_ALLOW_PRIVATE_TARGETS: "1" })).toThrow(
+      /SSO_ALLOW_PRIVATE_TARGETS=1 is refused/,
+    );
+    expect(loadConfig({ SSO_ALLOW_PRIVATE_TARGETS: "1" }).ssoAllowPrivateTargets).toBe(true);
   });
 
   it("rejects malformed values by name", () => {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from toolgate import AsyncToolgate, Toolgate, ToolgateError
@@ -50,6 +52,22 @@ async def test_creates_and_revokes_keys_with_the_async_client(gateway, pro_key):
     assert caught.value.code == "api_key_revoked"
 
 
+def test_a_key_with_controls_calls_only_its_tools_within_its_budget(gateway, pro_key):
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    created = client.keys.create("bounded", allowed_tools=["hash"], budget={"credits": 1, "period": "day"})
+    assert created.info.allowed_tools == ["hash"] and created.info.budget["credits"] == 1
+    bounded = Toolgate(api_key=created.key, base_url=gateway.base_url)
+    bounded.tools.call("hash", {"text": "once"})
+    with pytest.raises(ToolgateError) as caught:
+        bounded.tools.call("hash", {"text": "twice"})
+    assert (caught.value.status, caught.value.code) == (402, "key_budget_exceeded")
+    with pytest.raises(ToolgateError) as caught:
+        bounded.tools.call("qr-code", {"text": "other"})
+    assert (caught.value.status, caught.value.code) == (403, "tool_not_allowed")
+    cleared = client.keys.update(created.info.id, budget=None, allowed_tools=None)
+    assert cleared.budget is None and cleared.allowed_tools is None
+
+
 def test_the_last_active_key_is_revoked_only_with_force(gateway, pro_key):
     client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
     [only] = client.keys.list()
@@ -69,3 +87,20 @@ def test_usage_lists_the_ledger_page_by_page(gateway, pro_key):
     rest = client.usage.list(limit=100, cursor=first.next_cursor)
     kinds = [e.kind for e in rest.data]
     assert kinds[0] == "debit" and "grant" in kinds
+
+
+def test_analytics_count_the_calls_per_tool_and_refuse_a_reversed_range(gateway, pro_key):
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    for i in range(3):
+        client.tools.call("hash", {"text": f"a{i}"})
+    deadline = time.monotonic() + 20
+    answer = client.usage.analytics(granularity="day", group_by="tool")
+    while answer.totals.get("calls") != 3 and time.monotonic() < deadline:
+        time.sleep(0.2)  # the books have the calls within an export interval
+        answer = client.usage.analytics(granularity="day", group_by="tool")
+    [row] = answer.data
+    assert (row.group, row.calls, row.credits, row.errors) == ("hash", 3, 3, 0)
+    assert (answer.granularity, answer.group_by) == ("day", "tool") and answer.from_ < answer.to
+    with pytest.raises(ToolgateError) as caught:
+        client.usage.analytics(from_="2026-01-02T00:00:00Z", to="2026-01-01T00:00:00Z")
+    assert (caught.value.status, caught.value.code) == (400, "invalid_range")

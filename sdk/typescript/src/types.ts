@@ -41,4 +41,5 @@ export type BodyOf<K extends keyof operations> = JsonBody<operations[K]>;
 export type ToolDescription = ResponseOf<"getName">;
 export type ToolList = ResponseOf<"get">;
 export type Account = ResponseOf<"getAccount">;
+export type Analytics = ResponseOf<"getAnalytics">;
 export type ApiError = import("./generated/openapi.js").components["schemas"]["Error"]["error"];

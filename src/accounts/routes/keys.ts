@@ -1,10 +1,16 @@
 import { z } from "zod";
+import { requireUnrestrictedKey } from "../../http/auth.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
 import { issueKey } from "../accounts.js";
+import { keyControlFields, keyControlsFrom } from "../key-controls.js";
 import { issuedKeyViewSchema, keyView, keyViewSchema, listOf } from "../views.js";
 
-/** Key management for the calling account. Another account's key id is simply not found. */
+/**
+ * Key management for the calling account. Another account's key id is simply not found. A key
+ * with account controls manages no keys (403 `unrestricted_key_required`): it could otherwise
+ * lift its own limits or issue itself a key without them.
+ */
 export const keyName = z.string().trim().min(1).max(64);
 
 export const listKeys = defineRoute({
@@ -22,13 +28,22 @@ export const listKeys = defineRoute({
 export const createKey = defineRoute({
   method: "post",
   path: "/keys",
-  summary: "Create another API key; the full key is in this response only.",
+  summary:
+    "Create another API key, optionally with account controls (expiry, allowed tools, budget); the full key is in this response only.",
   auth: "key",
-  body: z.strictObject({ name: keyName.optional() }),
+  body: z.strictObject({ name: keyName.optional(), ...keyControlFields }),
   successStatus: 201,
   response: issuedKeyViewSchema,
   async handler({ services, caller, body }) {
-    const { plaintext, key } = await issueKey(services, caller.account.id, body.name ?? null);
+    requireUnrestrictedKey(caller);
+    const { name, ...controls } = body;
+    const { plaintext, key } = await issueKey(
+      services,
+      caller.account.id,
+      name ?? null,
+      undefined,
+      await keyControlsFrom(services, caller.account.id, controls),
+    );
     return { status: 201, body: { ...keyView(key), key: plaintext } };
   },
 });
@@ -39,7 +54,7 @@ export const rotateKey = defineRoute({
   method: "post",
   path: "/keys/:id/rotate",
   summary:
-    "Replace a key: a new key now; the old one stops at once (grace_seconds 0: regenerate) or after the grace period.",
+    "Replace a key: a new key now, with the old one's account controls; the old one stops at once (grace_seconds 0: regenerate) or after the grace period.",
   auth: "key",
   successStatus: 201,
   response: keyViewSchema.extend({
@@ -51,12 +66,24 @@ export const rotateKey = defineRoute({
     name: keyName.optional(),
   }),
   async handler({ services, caller, body, params }) {
+    requireUnrestrictedKey(caller);
     const accountId = caller.account.id;
     const old = (await services.store.listKeys(accountId)).find((k) => k.id === params.id);
     if (!old) throw new ApiError("not_found", "No such key.", { param: "id" });
     if (old.revokedAt !== null && old.revokedAt <= Date.now())
       throw new ApiError("not_found", "The key is already revoked.", { param: "id" });
-    const { plaintext, key } = await issueKey(services, accountId, body.name ?? old.name);
+    // The replacement keeps the old key's controls: rotating never lifts a limit.
+    const { plaintext, key } = await issueKey(
+      services,
+      accountId,
+      body.name ?? old.name,
+      undefined,
+      {
+        expiresAt: old.expiresAt ?? null,
+        allowedTools: old.allowedTools ?? null,
+        budget: old.budget ?? null,
+      },
+    );
     const rotated = await services.store.revokeKey(accountId, old.id, body.grace_seconds * 1000);
     return {
       status: 201,
@@ -83,6 +110,7 @@ export const revokeKey = defineRoute({
   }),
   response: keyViewSchema,
   async handler({ services, caller, params, query }) {
+    requireUnrestrictedKey(caller);
     const outcome = await services.store.revokeKey(caller.account.id, params.id!, 0, {
       keepOneActive: query.force !== "true",
     });

@@ -12,7 +12,8 @@ local function load_account(key)
   if #flat == 0 then return nil end
   local a = {}
   for i = 1, #flat, 2 do a[flat[i]] = flat[i + 1] end
-  for _, f in ipairs({'balance', 'reference', 'low_armed', 'depleted_armed', 'created_at', 'allowance_at', 'email_verified', 'plan_expires_at'}) do
+  for _, f in ipairs({'balance', 'reference', 'low_armed', 'depleted_armed', 'created_at', 'allowance_at', 'email_verified', 'plan_expires_at',
+      'spend_window', 'spend', 'spend_alert', 'spend_alerted'}) do
     a[f] = tonumber(a[f]) or 0
   end
   return a
@@ -46,11 +47,14 @@ end
 -- credits.low fires once when the balance drops below ceil(reference / 5), i.e. below 20%
 -- of the reference level; credits.depleted fires once when it reaches 0. Both re-arm on the
 -- next top-up.
-local function debit(a, keys, cost, at, request_id, reason, tool, key_id, evt_low, evt_depleted, iso, op_ttl)
+-- The debit record: one small field (the cost; 'r' once refunded) in the hash of the account's
+-- debits of the request id's 30-second slot, which expires as a whole (src/store/redis.ts,
+-- debitRecord). All a refund and an Idempotency-Key retry need; the entry is in the ledger.
+local function debit(a, keys, cost, at, request_id, reason, tool, key_id, evt_low, evt_depleted, iso, record)
   a.balance = redis.call('HINCRBY', keys.account, 'balance', -cost)
   ledger_add(keys.ledger, at, 'debit', -cost, a.balance, reason, request_id, tool, key_id)
-  redis.call('HSET', keys.op, 'cost', cost, 'state', 'charged', 'tool', tool, 'key', key_id)
-  redis.call('EXPIRE', keys.op, op_ttl)
+  redis.call('HSET', keys.debits, record.field, cost)
+  redis.call('EXPIREAT', keys.debits, record.expire_at)
   local events = {}
   local tool_name = cjson.null
   if tool ~= '' then tool_name = tool end
@@ -70,7 +74,8 @@ local function debit(a, keys, cost, at, request_id, reason, tool, key_id, evt_lo
   return events
 end
 
--- Exact sliding-window log: one sorted-set member per admitted request, scored by server time.
+-- Exact sliding-window log for the endpoint limits (per address, per account: src/http/endpoint-limits.ts):
+-- one sorted-set member per admitted request, scored by server time; a member can be released.
 -- `count` requests (default 1: an MCP batch counts each message) are admitted all or none.
 -- A member already in the window (a paid call's slot, reserved before its payment settled) is
 -- admitted again without being counted twice.
@@ -93,4 +98,128 @@ local function rate_limit(key, limit, window, member, now, count)
   redis.call('PEXPIRE', key, window)
   local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   return true, limit - used - count, tonumber(oldest[2]) + window - now
+end
+
+-- An account's window: a hash of per-second request counts (at most window/1000 + 1 small fields,
+-- so it stays a compact listpack whatever the traffic). A second counts until its last
+-- millisecond has left the window, so no window of `window` ms ever admits more than `limit`.
+-- `count` requests (an MCP batch counts each message) are admitted all or none.
+local function rate_window(key, limit, window, now, count)
+  local flat = redis.call('HGETALL', key)
+  local used, oldest, stale = 0, nil, {}
+  for i = 1, #flat, 2 do
+    local second = tonumber(flat[i])
+    if (second + 1) * 1000 <= now - window then
+      stale[#stale + 1] = flat[i]
+    else
+      used = used + tonumber(flat[i + 1])
+      if not oldest or second < oldest then oldest = second end
+    end
+  end
+  if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
+  if used + count > limit then
+    local reset = window
+    if oldest then reset = (oldest + 1) * 1000 + window - now end
+    return false, limit - math.min(used, limit), reset
+  end
+  local second = math.floor(now / 1000)
+  redis.call('HINCRBY', key, second, count)
+  redis.call('PEXPIRE', key, window + 1000)
+  if not oldest then oldest = second end
+  return true, limit - used - count, (oldest + 1) * 1000 + window - now
+end
+
+-- Account controls (docs/decisions.md, "Account controls"): the windows of key budgets and of the
+-- spend alert, each key's spend in its budget window, the account's spend in its month. Mirrored
+-- for the in-memory store in src/credits/controls.ts.
+
+-- Days since the epoch <-> civil date (Howard Hinnant's algorithms), for calendar months in UTC.
+local DAY_MS = 86400000
+local function civil_from_days(z)
+  z = z + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400
+  if m <= 2 then y = y + 1 end
+  return y, m, d
+end
+
+local function days_from_civil(y, m, d)
+  if m <= 2 then y = y - 1 end
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local mp = m > 2 and m - 3 or m + 9
+  local doy = math.floor((153 * mp + 2) / 5) + d - 1
+  return era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
+end
+
+-- The window of `period` ('day' or 'month') holding `at`: its start and the next one's (epoch ms).
+-- Windows are epoch-aligned lengths; a month length of 0 means the calendar month (UTC).
+local function control_window(at, period, day_ms, month_ms)
+  local length = day_ms
+  if period == 'month' then length = month_ms end
+  if length > 0 then
+    local start = math.floor(at / length) * length
+    return start, start + length
+  end
+  local y, m = civil_from_days(math.floor(at / DAY_MS))
+  local ny, nm = y, m + 1
+  if nm > 12 then ny, nm = y + 1, 1 end
+  return days_from_civil(y, m, 1) * DAY_MS, days_from_civil(ny, nm, 1) * DAY_MS
+end
+
+local function iso_ms(ms)
+  local days = math.floor(ms / DAY_MS)
+  local y, m, d = civil_from_days(days)
+  local rest = ms - days * DAY_MS
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', y, m, d, math.floor(rest / 3600000),
+    math.floor(rest / 60000) % 60, math.floor(rest / 1000) % 60, rest % 1000)
+end
+
+-- A key's spend lives in the account's key-spend hash: key id -> "<window start>:<credits>".
+local function key_spend(spend_key, key_id, window_start)
+  local raw = redis.call('HGET', spend_key, key_id)
+  if not raw then return 0 end
+  local start, spent = string.match(raw, '^(%d+):(%d+)$')
+  if tonumber(start) ~= window_start then return 0 end
+  return tonumber(spent)
+end
+
+-- Counts a debit in the account's spend month; returns the spend alert's event when this debit
+-- takes the month's spend to the alert's threshold, once per month (it re-arms when set again).
+local function count_spend(a, keys, cost, now, day_ms, month_ms, evt_id, iso, tool)
+  local start = control_window(now, 'month', day_ms, month_ms)
+  if a.spend_window ~= start then a.spend_window, a.spend = start, 0 end
+  a.spend = a.spend + cost
+  redis.call('HSET', keys.account, 'spend_window', start, 'spend', a.spend)
+  if a.spend_alert > 0 and a.spend >= a.spend_alert and a.spend_alerted ~= start then
+    a.spend_alerted = start
+    redis.call('HSET', keys.account, 'spend_alerted', start)
+    local tool_name = cjson.null
+    if tool ~= '' then tool_name = tool end
+    return emit(keys.outbox, evt_id, 'spend.threshold_reached', iso, a.id, { threshold = a.spend_alert,
+      spent = a.spend, period = 'month', period_start = iso_ms(start), tool_name = tool_name })
+  end
+  return nil
+end
+
+-- A refund gives its credits back to the spend month and the key's budget window it was counted
+-- in: only if that window is still the current one (the debit came after the window began).
+local function unspend(account_key, spend_key, key_id, amount, debit_at)
+  local acct = redis.call('HMGET', account_key, 'spend_window', 'spend')
+  if tonumber(acct[1]) and tonumber(acct[1]) <= debit_at then
+    redis.call('HSET', account_key, 'spend', math.max(0, (tonumber(acct[2]) or 0) - amount))
+  end
+  if key_id == '' then return end
+  local raw = redis.call('HGET', spend_key, key_id)
+  if not raw then return end
+  local start, spent = string.match(raw, '^(%d+):(%d+)$')
+  if tonumber(start) <= debit_at then
+    redis.call('HSET', spend_key, key_id, string.format('%d:%d', tonumber(start), math.max(0, tonumber(spent) - amount)))
+  end
 end

@@ -1,6 +1,6 @@
 -- KEYS: key list (key id -> JSON), the key's record   ARGV: key id, grace ms, keep one active (1/0)
 -- A key already revoked stays as it is. With "keep one active", the account's last active key
--- (one with no revocation scheduled) is not revoked: decided here, so two concurrent revocations
+-- (one with no revocation scheduled, not expired) is not revoked: decided here, so two concurrent revocations
 -- cannot both pass the check and leave the account without a working key.
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return cjson.encode({ status = 'not_found' }) end
@@ -9,11 +9,16 @@ key.lastUsedAt = tonumber(redis.call('HGET', KEYS[2], 'last_used_at'))
 local now = now_ms()
 local scheduled = key.revokedAt ~= cjson.null and key.revokedAt ~= nil
 if scheduled and key.revokedAt <= now then return cjson.encode({ status = 'already_revoked', key = key }) end
-if ARGV[3] == '1' and not scheduled then
+-- Active: no revocation scheduled, and not expired (account controls: an expired key works no more).
+local function active(k)
+  local unexpired = k.expiresAt == cjson.null or k.expiresAt == nil or k.expiresAt > now
+  return (k.revokedAt == cjson.null or k.revokedAt == nil) and unexpired
+end
+if ARGV[3] == '1' and active(key) then
   local others = 0
   for _, other_raw in ipairs(redis.call('HVALS', KEYS[1])) do
     local other = cjson.decode(other_raw)
-    if other.id ~= key.id and (other.revokedAt == cjson.null or other.revokedAt == nil) then others = others + 1 end
+    if other.id ~= key.id and active(other) then others = others + 1 end
   end
   if others == 0 then return cjson.encode({ status = 'last_active_key', key = key }) end
 end

@@ -152,11 +152,21 @@
     });
   }
 
+  async function deleteSso(button) {
+    if (!(await confirmWith(byId("delete-sso-dialog")))) return;
+    await busy(button, async () => {
+      await api("DELETE", "/account/sso");
+      await refreshTables();
+      notice("Single sign-on is off.");
+    });
+  }
+
   const ACTIONS = {
     "rotate-key": rotateKey,
     "revoke-key": revokeKey,
     "test-webhook": testWebhook,
     "delete-webhook": deleteWebhook,
+    "delete-sso": deleteSso,
   };
 
   document.addEventListener("click", (event) => {
@@ -169,12 +179,31 @@
     else ACTIONS[button.getAttribute("data-action")]?.(button);
   });
 
+  // The new key's name and limits, as the API takes them: empty fields are left out.
+  function keyRequest(fields) {
+    const body = {};
+    const name = fields.name.value.trim();
+    if (name) body.name = name;
+    // datetime-local is the browser's local time; the API takes an instant.
+    if (fields.expires_at.value) body.expires_at = new Date(fields.expires_at.value).toISOString();
+    const tools = fields.allowed_tools.value
+      .split(",")
+      .map((t) => t.trim())
+      .filter(Boolean);
+    if (tools.length > 0) body.allowed_tools = tools;
+    if (fields.budget_credits.value)
+      body.budget = {
+        credits: Number(fields.budget_credits.value),
+        period: fields.budget_period.value,
+      };
+    return body;
+  }
+
   const createForm = byId("create-key");
   createForm?.addEventListener("submit", (event) => {
     event.preventDefault();
-    const name = createForm.elements.name.value.trim();
-    busy(createForm.querySelector("button"), async () => {
-      const key = await api("POST", "/keys", name ? { name } : {});
+    busy(createForm.querySelector('button[type="submit"]'), async () => {
+      const key = await api("POST", "/keys", keyRequest(createForm.elements));
       showSecret("new-key", "new-key-secret", key.key);
       createForm.reset();
       await refreshTables();
@@ -194,6 +223,26 @@
       registerForm.elements.url.value = "";
       await refreshTables();
       notice("Webhook registered: copy its signing secret now, it is shown only once.");
+    });
+  });
+
+  // Single sign-on settings: the secret is sent only when typed (empty keeps the stored one).
+  const ssoForm = byId("sso-settings");
+  ssoForm?.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const fields = ssoForm.elements;
+    const settings = {
+      issuer: fields.issuer.value.trim(),
+      client_id: fields.client_id.value.trim(),
+      email_domains: fields.email_domains.value.split(/[\s,]+/).filter(Boolean),
+    };
+    if (fields.client_secret.value) settings.client_secret = fields.client_secret.value;
+    busy(ssoForm.querySelector('button[type="submit"]'), async () => {
+      await api("PUT", "/account/sso", settings);
+      fields.client_secret.value = "";
+      fields.client_secret.required = false;
+      await refreshTables();
+      notice("Single sign-on is saved: people at these domains can sign in with SSO.");
     });
   });
 

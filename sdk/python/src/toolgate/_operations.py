@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ._transport import Answer, Operation, header_int
-from ._types import Account, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, Webhook
+from ._types import Account, Analytics, AnalyticsRow, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, Webhook
 
 
 def _seg(value: str) -> str:
@@ -85,8 +85,14 @@ def list_keys() -> Operation[list[ApiKey]]:
     return Operation("GET", "/api/v1/keys", lambda a: [ApiKey.from_dict(k) for k in _data(a)])
 
 
-def create_key(name: str | None) -> Operation[CreatedKey]:
-    return Operation("POST", "/api/v1/keys", lambda a: CreatedKey.from_dict(a.body), json={"name": name} if name else {})
+def create_key(name: str | None, controls: dict[str, Any] | None = None) -> Operation[CreatedKey]:
+    body: dict[str, Any] = {"name": name} if name else {}
+    body.update(controls or {})
+    return Operation("POST", "/api/v1/keys", lambda a: CreatedKey.from_dict(a.body), json=body)
+
+
+def update_key(id: str, changes: dict[str, Any]) -> Operation[ApiKey]:
+    return Operation("PATCH", f"/api/v1/keys/{_seg(id)}", lambda a: ApiKey.from_dict(a.body), json=changes)
 
 
 def rotate_key(id: str, grace_seconds: int, name: str | None) -> Operation[CreatedKey]:
@@ -106,6 +112,29 @@ def list_usage(limit: int | None, cursor: str | None) -> Operation[Page[LedgerEn
         "/api/v1/usage",
         lambda a: Page([LedgerEntry.from_dict(e) for e in _data(a)], (a.body or {}).get("next_cursor")),
         params={"limit": limit, "cursor": cursor},
+    )
+
+
+def get_analytics(
+    from_: str | None, to: str | None, granularity: str | None, group_by: str | None
+) -> Operation[Analytics]:
+    def parse(a: Answer) -> Analytics:
+        body = dict(a.body or {})
+        rows = [AnalyticsRow.from_dict(r) for r in body.get("data") or []]
+        return Analytics(
+            data=rows,
+            granularity=body.get("granularity", ""),
+            from_=body.get("from", ""),
+            to=body.get("to", ""),
+            group_by=body.get("group_by"),
+            raw=body,
+        )
+
+    return Operation(
+        "GET",
+        "/api/v1/analytics",
+        parse,
+        params={"from": from_, "to": to, "granularity": granularity, "group_by": group_by},
     )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from . import _operations as ops
 from ._transport import AsyncTransport, SyncTransport
-from ._types import Account, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, Webhook
+from ._types import Account, Analytics, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, Webhook
 
 
 class Tools:
@@ -73,6 +73,14 @@ class AsyncAccountResource:
         return await self._t.run(ops.list_events(limit))
 
 
+def _controls(
+    expires_at: str | None, allowed_tools: list[str] | None, budget: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The account controls given (those left as None are not sent)."""
+    given = {"expires_at": expires_at, "allowed_tools": allowed_tools, "budget": budget}
+    return {k: v for k, v in given.items() if v is not None}
+
+
 class Keys:
     def __init__(self, transport: SyncTransport) -> None:
         self._t = transport
@@ -80,8 +88,21 @@ class Keys:
     def list(self) -> builtins.list[ApiKey]:
         return self._t.run(ops.list_keys())
 
-    def create(self, name: str | None = None) -> CreatedKey:
-        return self._t.run(ops.create_key(name))
+    def create(
+        self,
+        name: str | None = None,
+        *,
+        expires_at: str | None = None,
+        allowed_tools: builtins.list[str] | None = None,
+        budget: dict[str, Any] | None = None,
+    ) -> CreatedKey:
+        """Another key, optionally with account controls: ``expires_at`` (ISO 8601),
+        ``allowed_tools`` (tool names), ``budget`` (``{"credits": 500, "period": "day"}``)."""
+        return self._t.run(ops.create_key(name, _controls(expires_at, allowed_tools, budget)))
+
+    def update(self, id: str, **changes: Any) -> ApiKey:
+        """Changes ``name``, ``expires_at``, ``allowed_tools`` or ``budget``; None removes a control."""
+        return self._t.run(ops.update_key(id, changes))
 
     def rotate(self, id: str, *, grace_seconds: int = 0, name: str | None = None) -> CreatedKey:
         """A new key now; the old one stops at once (``grace_seconds=0``) or after the grace period.
@@ -101,8 +122,18 @@ class AsyncKeys:
     async def list(self) -> builtins.list[ApiKey]:
         return await self._t.run(ops.list_keys())
 
-    async def create(self, name: str | None = None) -> CreatedKey:
-        return await self._t.run(ops.create_key(name))
+    async def create(
+        self,
+        name: str | None = None,
+        *,
+        expires_at: str | None = None,
+        allowed_tools: builtins.list[str] | None = None,
+        budget: dict[str, Any] | None = None,
+    ) -> CreatedKey:
+        return await self._t.run(ops.create_key(name, _controls(expires_at, allowed_tools, budget)))
+
+    async def update(self, id: str, **changes: Any) -> ApiKey:
+        return await self._t.run(ops.update_key(id, changes))
 
     async def rotate(self, id: str, *, grace_seconds: int = 0, name: str | None = None) -> CreatedKey:
         return await self._t.run(ops.rotate_key(id, grace_seconds, name))
@@ -119,6 +150,18 @@ class Usage:
         """One page of the ledger, newest first; pass ``next_cursor`` back for the next page."""
         return self._t.run(ops.list_usage(limit, cursor))
 
+    def analytics(
+        self,
+        *,
+        from_: str | None = None,
+        to: str | None = None,
+        granularity: str | None = None,
+        group_by: str | None = None,
+    ) -> Analytics:
+        """Pro and Business: calls, credits, errors and p50/p95 latency per UTC ``hour`` or ``day``,
+        optionally split by ``tool``, ``key`` or ``status``; ``from_``/``to`` are ISO 8601 times."""
+        return self._t.run(ops.get_analytics(from_, to, granularity, group_by))
+
 
 class AsyncUsage:
     def __init__(self, transport: AsyncTransport) -> None:
@@ -126,6 +169,16 @@ class AsyncUsage:
 
     async def list(self, *, limit: int | None = None, cursor: str | None = None) -> Page[LedgerEntry]:
         return await self._t.run(ops.list_usage(limit, cursor))
+
+    async def analytics(
+        self,
+        *,
+        from_: str | None = None,
+        to: str | None = None,
+        granularity: str | None = None,
+        group_by: str | None = None,
+    ) -> Analytics:
+        return await self._t.run(ops.get_analytics(from_, to, granularity, group_by))
 
 
 class Webhooks:

@@ -85,6 +85,10 @@ class Account(_Record):
     next_allowance_at: str | None = None
     plan_expires_at: str | None = None
     created_at: str | None = None
+    spend: dict[str, Any] | None = None
+    """This calendar month's spend: ``{"period": "month", "period_start", "credits"}``."""
+    spend_alert: dict[str, Any] | None = None
+    """``{"credits"}``: ``spend.threshold_reached`` fires once a month when the spend reaches it."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -98,11 +102,17 @@ class ApiKey(_Record):
     prefix: str
     last4: str
     status: str
-    """``active``, ``expiring`` (in a rotation's grace period) or ``revoked``."""
+    """``active``, ``expiring`` (in a rotation's grace period), ``expired`` or ``revoked``."""
     created_at: str | None = None
     revoked_at: str | None = None
     last_used_at: str | None = None
     """When the key last authenticated a request, to the minute."""
+    expires_at: str | None = None
+    """When the key stops working (None: never)."""
+    allowed_tools: list[str] | None = None
+    """The only tools the key may call (None: every tool)."""
+    budget: dict[str, Any] | None = None
+    """The key's own budget: ``{"credits", "period": "day"|"month", "spent", "resets_at"}``."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -138,6 +148,40 @@ class LedgerEntry(_Record):
     """The API key whose call made the entry (debits and their refunds)."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
+
+
+@dataclass(frozen=True)
+class AnalyticsRow(_Record):
+    """One bucket (and group) of ``GET /api/v1/analytics``; latencies are None when no call has one."""
+
+    bucket: str
+    """The bucket's start (ISO 8601, UTC)."""
+    calls: int
+    credits: int
+    errors: int
+    group: str | None = None
+    """The tool, key id or status (``group_by``); None without grouping."""
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Analytics(_Record):
+    """``GET /api/v1/analytics``: the buckets with calls, oldest first, and the range's totals (``raw["totals"]``)."""
+
+    data: list[AnalyticsRow]
+    granularity: str
+    from_: str = ""
+    """The range's start (the answer's ``from``)."""
+    to: str = ""
+    group_by: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def totals(self) -> dict[str, Any]:
+        """Calls, credits, errors and p50/p95 latency over the whole range."""
+        return dict(self.raw.get("totals") or {})
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/account/spend-alert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Set the account's spend alert: spend.threshold_reached fires once a month when the month's spend reaches `credits`. */
+        put: operations["putAccountSpendalert"];
+        post?: never;
+        /** Remove the account's spend alert. */
+        delete: operations["deleteAccountSpendalert"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/account/sso": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's single sign-on (OpenID Connect) connection; the client secret shows only as set (Business tier). */
+        get: operations["getAccountSso"];
+        /** Set up or change single sign-on with the account's OpenID Connect provider: issuer, client, and the e-mail domains that may sign in (Business tier). */
+        put: operations["putAccountSso"];
+        post?: never;
+        /** Turn single sign-on off: the connection and its client secret are deleted, its e-mail domains released (Business tier). */
+        delete: operations["deleteAccountSso"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/account/verification-email": {
         parameters: {
             query?: never;
@@ -311,6 +348,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/analytics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pro and Business: calls, credits, errors and p50/p95 latency per UTC hour or day, optionally per tool, key or status, from the books; CSV with Accept: text/csv or format=csv. */
+        get: operations["getAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/credits/purchase": {
         parameters: {
             query?: never;
@@ -391,7 +445,7 @@ export interface paths {
         /** The account's API keys: prefix and last four characters only. */
         get: operations["getKeys"];
         put?: never;
-        /** Create another API key; the full key is in this response only. */
+        /** Create another API key, optionally with account controls (expiry, allowed tools, budget); the full key is in this response only. */
         post: operations["postKeys"];
         delete?: never;
         options?: never;
@@ -413,7 +467,8 @@ export interface paths {
         delete: operations["deleteKeysId"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Change a key's name and account controls (expires_at, allowed_tools, budget; null removes one), effective on its next call. */
+        patch: operations["patchKeysId"];
         trace?: never;
     };
     "/api/v1/keys/{id}/rotate": {
@@ -425,7 +480,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace a key: a new key now; the old one stops at once (grace_seconds 0: regenerate) or after the grace period. */
+        /** Replace a key: a new key now, with the old one's account controls; the old one stops at once (grace_seconds 0: regenerate) or after the grace period. */
         post: operations["postKeysIdRotate"];
         delete?: never;
         options?: never;
@@ -787,7 +842,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The process can reach its store (503 when it cannot). */
+        /** The process can reach its store (503 when it cannot); `warnings` names a degraded books export. */
         get: operations["getReadyz"];
         put?: never;
         post?: never;
@@ -2314,7 +2369,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "invalid_token" | "session_required" | "csrf_failed" | "insufficient_credits" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "invalid_cursor" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "store_unavailable" | "books_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy";
+                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "api_key_expired" | "invalid_token" | "sso_sign_in_failed" | "session_required" | "csrf_failed" | "insufficient_credits" | "key_budget_exceeded" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "tool_not_allowed" | "unrestricted_key_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "sso_domain_taken" | "invalid_cursor" | "unknown_tool_name" | "invalid_range" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "analytics_not_enabled" | "store_unavailable" | "books_unavailable" | "sso_provider_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy";
                 message: string;
                 /** @description The input field the error is about, as a dotted path. */
                 param?: string;
@@ -2453,17 +2508,537 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
-                        features_coming: ("analytics" | "sso")[];
+                        features_coming: string[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
                         /** @description A paid plan: when its period ends (renew before, or the tier falls back to Free). */
                         plan_expires_at: string | null;
                         rate_limit_per_minute: number;
+                        /** @description Credits kept by calls this calendar month (UTC), net of refunds. */
+                        spend: {
+                            credits: number;
+                            /** @constant */
+                            period: "month";
+                            /** Format: date-time */
+                            period_start: string;
+                        };
+                        /** @description spend.threshold_reached fires once a month when the month's spend reaches this (null: no alert). */
+                        spend_alert: {
+                            credits: number;
+                        } | null;
                         /** @enum {string} */
                         tier: "free" | "starter" | "pro" | "business";
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putAccountSpendalert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The month's spend (credits kept by calls) at which the alert fires. */
+                    credits: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at: string | null;
+                        credits: number;
+                        /** @description credits.low fires when a call leaves the balance below this. */
+                        credits_low_threshold: number;
+                        email: string | null;
+                        email_verified: boolean;
+                        /** @description What the tier includes that is built and running. */
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
+                        /** @description What the tier will include, not built yet (announced, not served). */
+                        features_coming: string[];
+                        id: string;
+                        /** @description Free tier: when the balance is next topped up to 500. */
+                        next_allowance_at: string | null;
+                        /** @description A paid plan: when its period ends (renew before, or the tier falls back to Free). */
+                        plan_expires_at: string | null;
+                        rate_limit_per_minute: number;
+                        /** @description Credits kept by calls this calendar month (UTC), net of refunds. */
+                        spend: {
+                            credits: number;
+                            /** @constant */
+                            period: "month";
+                            /** Format: date-time */
+                            period_start: string;
+                        };
+                        /** @description spend.threshold_reached fires once a month when the month's spend reaches this (null: no alert). */
+                        spend_alert: {
+                            credits: number;
+                        } | null;
+                        /** @enum {string} */
+                        tier: "free" | "starter" | "pro" | "business";
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteAccountSpendalert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at: string | null;
+                        credits: number;
+                        /** @description credits.low fires when a call leaves the balance below this. */
+                        credits_low_threshold: number;
+                        email: string | null;
+                        email_verified: boolean;
+                        /** @description What the tier includes that is built and running. */
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
+                        /** @description What the tier will include, not built yet (announced, not served). */
+                        features_coming: string[];
+                        id: string;
+                        /** @description Free tier: when the balance is next topped up to 500. */
+                        next_allowance_at: string | null;
+                        /** @description A paid plan: when its period ends (renew before, or the tier falls back to Free). */
+                        plan_expires_at: string | null;
+                        rate_limit_per_minute: number;
+                        /** @description Credits kept by calls this calendar month (UTC), net of refunds. */
+                        spend: {
+                            credits: number;
+                            /** @constant */
+                            period: "month";
+                            /** Format: date-time */
+                            period_start: string;
+                        };
+                        /** @description spend.threshold_reached fires once a month when the month's spend reaches this (null: no alert). */
+                        spend_alert: {
+                            credits: number;
+                        } | null;
+                        /** @enum {string} */
+                        tier: "free" | "starter" | "pro" | "business";
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAccountSso: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        client_id: string;
+                        /** @description Whether a client secret is stored; the secret itself is never returned. */
+                        client_secret_set: boolean;
+                        created_at: string;
+                        email_domains: string[];
+                        /** @description The provider's issuer URL (its discovery document is under it). */
+                        issuer: string;
+                        /** @description The redirect URI to register for this client at the provider. */
+                        redirect_uri: string;
+                        /** @description The dashboard's sign-in page, where SSO starts. */
+                        sign_in_url: string;
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putAccountSso: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    client_id: string;
+                    /** @description Required the first time; omitted later, the stored secret is kept. */
+                    client_secret?: string;
+                    email_domains: string[];
+                    issuer: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        client_id: string;
+                        /** @description Whether a client secret is stored; the secret itself is never returned. */
+                        client_secret_set: boolean;
+                        created_at: string;
+                        email_domains: string[];
+                        /** @description The provider's issuer URL (its discovery document is under it). */
+                        issuer: string;
+                        /** @description The redirect URI to register for this client at the provider. */
+                        redirect_uri: string;
+                        /** @description The dashboard's sign-in page, where SSO starts. */
+                        sign_in_url: string;
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteAccountSso: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        deleted: true;
                     };
                 };
             };
@@ -2633,15 +3208,27 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "sso")[];
+                            features_coming: string[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
                             /** @description A paid plan: when its period ends (renew before, or the tier falls back to Free). */
                             plan_expires_at: string | null;
                             rate_limit_per_minute: number;
+                            /** @description Credits kept by calls this calendar month (UTC), net of refunds. */
+                            spend: {
+                                credits: number;
+                                /** @constant */
+                                period: "month";
+                                /** Format: date-time */
+                                period_start: string;
+                            };
+                            /** @description spend.threshold_reached fires once a month when the month's spend reaches this (null: no alert). */
+                            spend_alert: {
+                                credits: number;
+                            } | null;
                             /** @enum {string} */
                             tier: "free" | "starter" | "pro" | "business";
                         }[];
@@ -2732,15 +3319,27 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "sso")[];
+                            features_coming: string[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
                             /** @description A paid plan: when its period ends (renew before, or the tier falls back to Free). */
                             plan_expires_at: string | null;
                             rate_limit_per_minute: number;
+                            /** @description Credits kept by calls this calendar month (UTC), net of refunds. */
+                            spend: {
+                                credits: number;
+                                /** @constant */
+                                period: "month";
+                                /** Format: date-time */
+                                period_start: string;
+                            };
+                            /** @description spend.threshold_reached fires once a month when the month's spend reaches this (null: no alert). */
+                            spend_alert: {
+                                credits: number;
+                            } | null;
                             /** @enum {string} */
                             tier: "free" | "starter" | "pro" | "business";
                         };
@@ -2821,7 +3420,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The only tools the key may call (null: every tool). */
+                        allowed_tools: string[] | null;
+                        /** @description The key's own credit budget (null: none). */
+                        budget: {
+                            credits: number;
+                            /** @enum {string} */
+                            period: "day" | "month";
+                            /**
+                             * Format: date-time
+                             * @description When the window ends: a UTC day, or a calendar month (UTC).
+                             */
+                            resets_at: string;
+                            /** @description Credits the key's calls kept in the current window. */
+                            spent: number;
+                        } | null;
                         created_at: string | null;
+                        /** @description When the key stops working (null: never). */
+                        expires_at: string | null;
                         id: string;
                         /** @description The full key: shown in this answer only. */
                         key: string;
@@ -2832,7 +3448,7 @@ export interface operations {
                         prefix: string;
                         revoked_at: string | null;
                         /** @enum {string} */
-                        status: "active" | "expiring" | "revoked";
+                        status: "active" | "expiring" | "revoked" | "expired";
                     };
                 };
             };
@@ -2916,15 +3532,27 @@ export interface operations {
                         email: string | null;
                         email_verified: boolean;
                         /** @description What the tier includes that is built and running. */
-                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                        features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
                         /** @description What the tier will include, not built yet (announced, not served). */
-                        features_coming: ("analytics" | "sso")[];
+                        features_coming: string[];
                         id: string;
                         /** @description Free tier: when the balance is next topped up to 500. */
                         next_allowance_at: string | null;
                         /** @description A paid plan: when its period ends (renew before, or the tier falls back to Free). */
                         plan_expires_at: string | null;
                         rate_limit_per_minute: number;
+                        /** @description Credits kept by calls this calendar month (UTC), net of refunds. */
+                        spend: {
+                            credits: number;
+                            /** @constant */
+                            period: "month";
+                            /** Format: date-time */
+                            period_start: string;
+                        };
+                        /** @description spend.threshold_reached fires once a month when the month's spend reaches this (null: no alert). */
+                        spend_alert: {
+                            credits: number;
+                        } | null;
                         /** @enum {string} */
                         tier: "free" | "starter" | "pro" | "business";
                     };
@@ -3887,7 +4515,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    events: ("payment.received" | "credits.low" | "credits.depleted" | "agent.registered" | "tool.error")[];
+                    events: ("payment.received" | "credits.low" | "credits.depleted" | "agent.registered" | "tool.error" | "spend.threshold_reached")[];
                     url: string;
                 };
             };
@@ -4036,6 +4664,127 @@ export interface operations {
             };
         };
     };
+    getAnalytics: {
+        parameters: {
+            query?: {
+                format?: "json" | "csv";
+                from?: string;
+                granularity?: "hour" | "day";
+                group_by?: "tool" | "key" | "status";
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Buckets with at least one call, oldest first. */
+                        data: {
+                            /** @description The bucket's start (ISO 8601, UTC). */
+                            bucket: string;
+                            calls: number;
+                            /** @description Credits kept (charged less refunded). */
+                            credits: number;
+                            /** @description Calls answered with a status of 400 or more. */
+                            errors: number;
+                            /** @description The tool, key id or status of this row (group_by); null without group_by, and for calls paid with x402 (no key). */
+                            group: string | null;
+                            /** @description Median latency (percentile_cont, to 0.1 ms). */
+                            latency_p50_ms: number | null;
+                            /** @description 95th-percentile latency (percentile_cont, to 0.1 ms). */
+                            latency_p95_ms: number | null;
+                        }[];
+                        from: string;
+                        /** @enum {string} */
+                        granularity: "hour" | "day";
+                        group_by: ("tool" | "key" | "status") | null;
+                        /** @constant */
+                        object: "analytics";
+                        to: string;
+                        totals: {
+                            calls: number;
+                            /** @description Credits kept (charged less refunded). */
+                            credits: number;
+                            /** @description Calls answered with a status of 400 or more. */
+                            errors: number;
+                            /** @description Median latency (percentile_cont, to 0.1 ms). */
+                            latency_p50_ms: number | null;
+                            /** @description 95th-percentile latency (percentile_cont, to 0.1 ms). */
+                            latency_p95_ms: number | null;
+                        };
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     postCreditsPurchase: {
         parameters: {
             query?: never;
@@ -4073,15 +4822,27 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "sso")[];
+                            features_coming: string[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
                             /** @description A paid plan: when its period ends (renew before, or the tier falls back to Free). */
                             plan_expires_at: string | null;
                             rate_limit_per_minute: number;
+                            /** @description Credits kept by calls this calendar month (UTC), net of refunds. */
+                            spend: {
+                                credits: number;
+                                /** @constant */
+                                period: "month";
+                                /** Format: date-time */
+                                period_start: string;
+                            };
+                            /** @description spend.threshold_reached fires once a month when the month's spend reaches this (null: no alert). */
+                            spend_alert: {
+                                credits: number;
+                            } | null;
                             /** @enum {string} */
                             tier: "free" | "starter" | "pro" | "business";
                         };
@@ -4599,7 +5360,7 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                             /** @enum {string} */
-                            event: "payment.received" | "credits.low" | "credits.depleted" | "agent.registered" | "tool.error" | "webhook.test";
+                            event: "payment.received" | "credits.low" | "credits.depleted" | "agent.registered" | "tool.error" | "spend.threshold_reached" | "webhook.test";
                             id: string;
                             /** Format: date-time */
                             timestamp: string;
@@ -4688,7 +5449,24 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
+                            /** @description The only tools the key may call (null: every tool). */
+                            allowed_tools: string[] | null;
+                            /** @description The key's own credit budget (null: none). */
+                            budget: {
+                                credits: number;
+                                /** @enum {string} */
+                                period: "day" | "month";
+                                /**
+                                 * Format: date-time
+                                 * @description When the window ends: a UTC day, or a calendar month (UTC).
+                                 */
+                                resets_at: string;
+                                /** @description Credits the key's calls kept in the current window. */
+                                spent: number;
+                            } | null;
                             created_at: string | null;
+                            /** @description When the key stops working (null: never). */
+                            expires_at: string | null;
                             id: string;
                             /** @description When the key last authenticated a request, to the minute (null: never). */
                             last_used_at: string | null;
@@ -4697,7 +5475,7 @@ export interface operations {
                             prefix: string;
                             revoked_at: string | null;
                             /** @enum {string} */
-                            status: "active" | "expiring" | "revoked";
+                            status: "active" | "expiring" | "revoked" | "expired";
                         }[];
                         next_cursor?: string | null;
                         /** @constant */
@@ -4771,6 +5549,16 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description The only tools the key may call (names or aliases; the account's own tools too); null: every tool. */
+                    allowed_tools?: string[] | null;
+                    /** @description The key's own credit budget per UTC day or calendar month (UTC): a call that would exceed it is refused with 402 key_budget_exceeded, uncharged. null: none. */
+                    budget?: {
+                        credits: number;
+                        /** @enum {string} */
+                        period: "day" | "month";
+                    } | null;
+                    /** @description When the key stops working (ISO 8601, in the future); null: never. */
+                    expires_at?: string | null;
                     name?: string;
                 };
             };
@@ -4789,7 +5577,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The only tools the key may call (null: every tool). */
+                        allowed_tools: string[] | null;
+                        /** @description The key's own credit budget (null: none). */
+                        budget: {
+                            credits: number;
+                            /** @enum {string} */
+                            period: "day" | "month";
+                            /**
+                             * Format: date-time
+                             * @description When the window ends: a UTC day, or a calendar month (UTC).
+                             */
+                            resets_at: string;
+                            /** @description Credits the key's calls kept in the current window. */
+                            spent: number;
+                        } | null;
                         created_at: string | null;
+                        /** @description When the key stops working (null: never). */
+                        expires_at: string | null;
                         id: string;
                         /** @description The full key: shown in this answer only. */
                         key: string;
@@ -4800,7 +5605,7 @@ export interface operations {
                         prefix: string;
                         revoked_at: string | null;
                         /** @enum {string} */
-                        status: "active" | "expiring" | "revoked";
+                        status: "active" | "expiring" | "revoked" | "expired";
                     };
                 };
             };
@@ -4886,7 +5691,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The only tools the key may call (null: every tool). */
+                        allowed_tools: string[] | null;
+                        /** @description The key's own credit budget (null: none). */
+                        budget: {
+                            credits: number;
+                            /** @enum {string} */
+                            period: "day" | "month";
+                            /**
+                             * Format: date-time
+                             * @description When the window ends: a UTC day, or a calendar month (UTC).
+                             */
+                            resets_at: string;
+                            /** @description Credits the key's calls kept in the current window. */
+                            spent: number;
+                        } | null;
                         created_at: string | null;
+                        /** @description When the key stops working (null: never). */
+                        expires_at: string | null;
                         id: string;
                         /** @description When the key last authenticated a request, to the minute (null: never). */
                         last_used_at: string | null;
@@ -4895,7 +5717,133 @@ export interface operations {
                         prefix: string;
                         revoked_at: string | null;
                         /** @enum {string} */
-                        status: "active" | "expiring" | "revoked";
+                        status: "active" | "expiring" | "revoked" | "expired";
+                    };
+                };
+            };
+            /** @description invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patchKeysId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The only tools the key may call (names or aliases; the account's own tools too); null: every tool. */
+                    allowed_tools?: string[] | null;
+                    /** @description The key's own credit budget per UTC day or calendar month (UTC): a call that would exceed it is refused with 402 key_budget_exceeded, uncharged. null: none. */
+                    budget?: {
+                        credits: number;
+                        /** @enum {string} */
+                        period: "day" | "month";
+                    } | null;
+                    /** @description When the key stops working (ISO 8601, in the future); null: never. */
+                    expires_at?: string | null;
+                    name?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The only tools the key may call (null: every tool). */
+                        allowed_tools: string[] | null;
+                        /** @description The key's own credit budget (null: none). */
+                        budget: {
+                            credits: number;
+                            /** @enum {string} */
+                            period: "day" | "month";
+                            /**
+                             * Format: date-time
+                             * @description When the window ends: a UTC day, or a calendar month (UTC).
+                             */
+                            resets_at: string;
+                            /** @description Credits the key's calls kept in the current window. */
+                            spent: number;
+                        } | null;
+                        created_at: string | null;
+                        /** @description When the key stops working (null: never). */
+                        expires_at: string | null;
+                        id: string;
+                        /** @description When the key last authenticated a request, to the minute (null: never). */
+                        last_used_at: string | null;
+                        last4: string;
+                        name: string | null;
+                        prefix: string;
+                        revoked_at: string | null;
+                        /** @enum {string} */
+                        status: "active" | "expiring" | "revoked" | "expired";
                     };
                 };
             };
@@ -4987,7 +5935,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The only tools the key may call (null: every tool). */
+                        allowed_tools: string[] | null;
+                        /** @description The key's own credit budget (null: none). */
+                        budget: {
+                            credits: number;
+                            /** @enum {string} */
+                            period: "day" | "month";
+                            /**
+                             * Format: date-time
+                             * @description When the window ends: a UTC day, or a calendar month (UTC).
+                             */
+                            resets_at: string;
+                            /** @description Credits the key's calls kept in the current window. */
+                            spent: number;
+                        } | null;
                         created_at: string | null;
+                        /** @description When the key stops working (null: never). */
+                        expires_at: string | null;
                         id: string;
                         /** @description The new key: shown in this answer only. */
                         key: string;
@@ -4997,7 +5962,24 @@ export interface operations {
                         name: string | null;
                         prefix: string;
                         replaced: {
+                            /** @description The only tools the key may call (null: every tool). */
+                            allowed_tools: string[] | null;
+                            /** @description The key's own credit budget (null: none). */
+                            budget: {
+                                credits: number;
+                                /** @enum {string} */
+                                period: "day" | "month";
+                                /**
+                                 * Format: date-time
+                                 * @description When the window ends: a UTC day, or a calendar month (UTC).
+                                 */
+                                resets_at: string;
+                                /** @description Credits the key's calls kept in the current window. */
+                                spent: number;
+                            } | null;
                             created_at: string | null;
+                            /** @description When the key stops working (null: never). */
+                            expires_at: string | null;
                             id: string;
                             /** @description When the key last authenticated a request, to the minute (null: never). */
                             last_used_at: string | null;
@@ -5006,11 +5988,11 @@ export interface operations {
                             prefix: string;
                             revoked_at: string | null;
                             /** @enum {string} */
-                            status: "active" | "expiring" | "revoked";
+                            status: "active" | "expiring" | "revoked" | "expired";
                         } | null;
                         revoked_at: string | null;
                         /** @enum {string} */
-                        status: "active" | "expiring" | "revoked";
+                        status: "active" | "expiring" | "revoked" | "expired";
                     };
                 };
             };
@@ -5107,15 +6089,27 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "sso")[];
+                            features_coming: string[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
                             /** @description A paid plan: when its period ends (renew before, or the tier falls back to Free). */
                             plan_expires_at: string | null;
                             rate_limit_per_minute: number;
+                            /** @description Credits kept by calls this calendar month (UTC), net of refunds. */
+                            spend: {
+                                credits: number;
+                                /** @constant */
+                                period: "month";
+                                /** Format: date-time */
+                                period_start: string;
+                            };
+                            /** @description spend.threshold_reached fires once a month when the month's spend reaches this (null: no alert). */
+                            spend_alert: {
+                                credits: number;
+                            } | null;
                             /** @enum {string} */
                             tier: "free" | "starter" | "pro" | "business";
                         };
@@ -5217,22 +6211,51 @@ export interface operations {
                             email: string | null;
                             email_verified: boolean;
                             /** @description What the tier includes that is built and running. */
-                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers")[];
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
                             /** @description What the tier will include, not built yet (announced, not served). */
-                            features_coming: ("analytics" | "sso")[];
+                            features_coming: string[];
                             id: string;
                             /** @description Free tier: when the balance is next topped up to 500. */
                             next_allowance_at: string | null;
                             /** @description A paid plan: when its period ends (renew before, or the tier falls back to Free). */
                             plan_expires_at: string | null;
                             rate_limit_per_minute: number;
+                            /** @description Credits kept by calls this calendar month (UTC), net of refunds. */
+                            spend: {
+                                credits: number;
+                                /** @constant */
+                                period: "month";
+                                /** Format: date-time */
+                                period_start: string;
+                            };
+                            /** @description spend.threshold_reached fires once a month when the month's spend reaches this (null: no alert). */
+                            spend_alert: {
+                                credits: number;
+                            } | null;
                             /** @enum {string} */
                             tier: "free" | "starter" | "pro" | "business";
                         };
                         /** @description The full key: shown in this answer only. */
                         api_key: string;
                         key: {
+                            /** @description The only tools the key may call (null: every tool). */
+                            allowed_tools: string[] | null;
+                            /** @description The key's own credit budget (null: none). */
+                            budget: {
+                                credits: number;
+                                /** @enum {string} */
+                                period: "day" | "month";
+                                /**
+                                 * Format: date-time
+                                 * @description When the window ends: a UTC day, or a calendar month (UTC).
+                                 */
+                                resets_at: string;
+                                /** @description Credits the key's calls kept in the current window. */
+                                spent: number;
+                            } | null;
                             created_at: string | null;
+                            /** @description When the key stops working (null: never). */
+                            expires_at: string | null;
                             id: string;
                             /** @description When the key last authenticated a request, to the minute (null: never). */
                             last_used_at: string | null;
@@ -5241,7 +6264,7 @@ export interface operations {
                             prefix: string;
                             revoked_at: string | null;
                             /** @enum {string} */
-                            status: "active" | "expiring" | "revoked";
+                            status: "active" | "expiring" | "revoked" | "expired";
                         };
                     };
                 };
@@ -5579,7 +6602,24 @@ export interface operations {
                         account_id: string;
                         api_key: string;
                         key: {
+                            /** @description The only tools the key may call (null: every tool). */
+                            allowed_tools: string[] | null;
+                            /** @description The key's own credit budget (null: none). */
+                            budget: {
+                                credits: number;
+                                /** @enum {string} */
+                                period: "day" | "month";
+                                /**
+                                 * Format: date-time
+                                 * @description When the window ends: a UTC day, or a calendar month (UTC).
+                                 */
+                                resets_at: string;
+                                /** @description Credits the key's calls kept in the current window. */
+                                spent: number;
+                            } | null;
                             created_at: string | null;
+                            /** @description When the key stops working (null: never). */
+                            expires_at: string | null;
                             id: string;
                             /** @description When the key last authenticated a request, to the minute (null: never). */
                             last_used_at: string | null;
@@ -5588,7 +6628,7 @@ export interface operations {
                             prefix: string;
                             revoked_at: string | null;
                             /** @enum {string} */
-                            status: "active" | "expiring" | "revoked";
+                            status: "active" | "expiring" | "revoked" | "expired";
                         };
                     };
                 };
@@ -6110,7 +7150,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    events: ("payment.received" | "credits.low" | "credits.depleted" | "agent.registered" | "tool.error")[];
+                    events: ("payment.received" | "credits.low" | "credits.depleted" | "agent.registered" | "tool.error" | "spend.threshold_reached")[];
                     url: string;
                 };
             };
@@ -6507,6 +7547,7 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         status: "ready";
+                        warnings?: string[];
                     };
                 };
             };

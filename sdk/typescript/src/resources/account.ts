@@ -11,6 +11,28 @@ export class Account {
       await this.transport.request({ method: "GET", path: "/api/v1/account", idempotent: true })
     ).data as AccountRecord;
   }
+
+  /** `PUT /api/v1/account/spend-alert`: `spend.threshold_reached` fires once a month when the month's spend reaches `credits`. */
+  async setSpendAlert(credits: number): Promise<AccountRecord> {
+    return (
+      await this.transport.request({
+        method: "PUT",
+        path: "/api/v1/account/spend-alert",
+        body: { credits },
+      })
+    ).data as AccountRecord;
+  }
+
+  /** `DELETE /api/v1/account/spend-alert`: removes the spend alert. */
+  async removeSpendAlert(): Promise<AccountRecord> {
+    return (
+      await this.transport.request({
+        method: "DELETE",
+        path: "/api/v1/account/spend-alert",
+        idempotent: true,
+      })
+    ).data as AccountRecord;
+  }
 }
 
 export class Keys {
@@ -44,6 +66,20 @@ export class Keys {
     ).data as ResponseOf<"postKeysIdRotate">;
   }
 
+  /**
+   * `PATCH /api/v1/keys/{id}`: changes the key's name and account controls (`expires_at`,
+   * `allowed_tools`, `budget`); a field set to null removes that control.
+   */
+  async update(id: string, body: BodyOf<"patchKeysId">): Promise<ResponseOf<"patchKeysId">> {
+    return (
+      await this.transport.request({
+        method: "PATCH",
+        path: `/api/v1/keys/${encodeURIComponent(id)}`,
+        body,
+      })
+    ).data as ResponseOf<"patchKeysId">;
+  }
+
   /** `DELETE /api/v1/keys/{id}`: revokes the key at once. */
   async revoke(id: string): Promise<ResponseOf<"deleteKeysId">> {
     return (
@@ -69,6 +105,28 @@ export class Usage {
         idempotent: true,
       })
     ).data as ResponseOf<"getUsage">;
+  }
+
+  /**
+   * `GET /api/v1/analytics` (Pro and Business): calls, credits, errors and p50/p95 latency per
+   * UTC hour or day, optionally split by tool, key or status. `from`/`to` are ISO 8601 times.
+   */
+  async analytics(
+    query: {
+      from?: string;
+      to?: string;
+      granularity?: "hour" | "day";
+      group_by?: "tool" | "key" | "status";
+    } = {},
+  ): Promise<ResponseOf<"getAnalytics">> {
+    return (
+      await this.transport.request({
+        method: "GET",
+        path: "/api/v1/analytics",
+        query,
+        idempotent: true,
+      })
+    ).data as ResponseOf<"getAnalytics">;
   }
 
   /** `GET /api/v1/events`: the account's recent events. */

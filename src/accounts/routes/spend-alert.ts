@@ -1,0 +1,51 @@
+import { z } from "zod";
+import { requireUnrestrictedKey } from "../../http/auth.js";
+import { ApiError } from "../../http/errors.js";
+import { defineRoute } from "../../http/route.js";
+import { accountView, accountViewSchema } from "../views.js";
+
+/**
+ * The account's spend alert: `spend.threshold_reached` fires (webhooks, the events list) once per
+ * calendar month (UTC), when the month's spend reaches the threshold. Setting it — even to the
+ * same value — re-arms it for the current month; removing it stops it.
+ */
+export const setSpendAlert = defineRoute({
+  method: "put",
+  path: "/account/spend-alert",
+  summary:
+    "Set the account's spend alert: spend.threshold_reached fires once a month when the month's spend reaches `credits`.",
+  auth: "key",
+  body: z.strictObject({
+    credits: z
+      .number()
+      .int()
+      .min(1)
+      .max(1_000_000_000)
+      .describe("The month's spend (credits kept by calls) at which the alert fires."),
+  }),
+  response: accountViewSchema,
+  async handler({ services, caller, body }) {
+    requireUnrestrictedKey(caller);
+    const account = await services.store.setSpendAlert(caller.account.id, {
+      credits: body.credits,
+    });
+    if (!account) throw new ApiError("not_found", "No such account.");
+    return { body: accountView(account) };
+  },
+});
+
+export const removeSpendAlert = defineRoute({
+  method: "delete",
+  path: "/account/spend-alert",
+  summary: "Remove the account's spend alert.",
+  auth: "key",
+  response: accountViewSchema,
+  async handler({ services, caller }) {
+    requireUnrestrictedKey(caller);
+    if (!caller.account.spendAlert)
+      throw new ApiError("not_found", "The account has no spend alert.");
+    const account = await services.store.setSpendAlert(caller.account.id, null);
+    if (!account) throw new ApiError("not_found", "No such account.");
+    return { body: accountView(account) };
+  },
+});

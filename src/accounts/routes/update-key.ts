@@ -1,0 +1,36 @@
+import { z } from "zod";
+import { requireUnrestrictedKey } from "../../http/auth.js";
+import { ApiError } from "../../http/errors.js";
+import { defineRoute } from "../../http/route.js";
+import { keyControlFields, keyControlsFrom } from "../key-controls.js";
+import { keyView, keyViewSchema } from "../views.js";
+import { keyName } from "./keys.js";
+
+/**
+ * Changes a key's name and account controls (expiry, allowed tools, budget): a field sent
+ * replaces the key's, null removes it, one left out stays. Effective on the key's next call, on
+ * every gateway process (the admission script reads them). Another account's key, and a revoked
+ * one, are not found.
+ */
+export const updateKey = defineRoute({
+  method: "patch",
+  path: "/keys/:id",
+  summary:
+    "Change a key's name and account controls (expires_at, allowed_tools, budget; null removes one), effective on its next call.",
+  auth: "key",
+  body: z.strictObject({ name: keyName.nullable().optional(), ...keyControlFields }),
+  response: keyViewSchema,
+  async handler({ services, caller, params, body }) {
+    requireUnrestrictedKey(caller);
+    const accountId = caller.account.id;
+    const current = (await services.store.listKeys(accountId)).find((k) => k.id === params.id);
+    if (!current || (current.revokedAt !== null && current.revokedAt <= Date.now()))
+      throw new ApiError("not_found", "No such key.", { param: "id" });
+    const { name, ...controls } = body;
+    const update = await keyControlsFrom(services, accountId, controls);
+    if (name !== undefined) update.name = name;
+    const updated = await services.store.updateKey(accountId, current.id, update);
+    if (!updated) throw new ApiError("not_found", "No such key.", { param: "id" });
+    return { body: keyView(updated) };
+  },
+});

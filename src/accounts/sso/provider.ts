@@ -1,0 +1,157 @@
+import * as oidc from "openid-client";
+import { ProviderUnreachableError, providerFetch } from "./provider-fetch.js";
+
+/**
+ * A Business account's OpenID Connect provider, as a relying party sees it — all of it done by
+ * openid-client (v6), none by hand: discovery (the issuer in the metadata must be the configured
+ * one), the authorization request (code flow, PKCE S256, state, nonce), and the callback's
+ * checks (state; the code redeemed at the token endpoint with the PKCE verifier and the client
+ * secret; the ID token's issuer, audience, expiry, nonce, and — `enableNonRepudiationChecks` —
+ * its signature against the provider's published keys, even though it came over TLS).
+ * Every request goes through `providerFetch` (the SSRF guard).
+ */
+export const PROVIDER_TIMEOUT_SECONDS = 10;
+/** What the sign-in asks the provider for: an ID token with the user's e-mail address. */
+const SCOPE = "openid email";
+
+export interface ProviderClient {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+}
+
+/** A discovered provider, ready for this client; `close()` frees its connections. */
+export interface DiscoveredProvider {
+  config: oidc.Configuration;
+  close(): Promise<void>;
+}
+
+/** What a sign-in attempt keeps server-side between the redirect and the callback. */
+export interface AttemptChecks {
+  state: string;
+  nonce: string;
+  codeVerifier: string;
+}
+
+export const newAttemptChecks = (): AttemptChecks => ({
+  state: oidc.randomState(),
+  nonce: oidc.randomNonce(),
+  codeVerifier: oidc.randomPKCECodeVerifier(),
+});
+
+export async function discoverProvider(
+  client: ProviderClient,
+  allowPrivate: boolean,
+): Promise<DiscoveredProvider> {
+  const http = providerFetch(allowPrivate);
+  const fetch = http.fetch as unknown as oidc.CustomFetch;
+  try {
+    // client_secret_basic is OpenID Connect's default; a provider that lists only
+    // client_secret_post among its methods gets that instead.
+    const discovered = await oidc.discovery(
+      new URL(client.issuer),
+      client.clientId,
+      undefined,
+      oidc.ClientSecretBasic(client.clientSecret),
+      { [oidc.customFetch]: fetch, timeout: PROVIDER_TIMEOUT_SECONDS },
+    );
+    const metadata = discovered.serverMetadata();
+    const methods = metadata.token_endpoint_auth_methods_supported;
+    const auth =
+      methods && !methods.includes("client_secret_basic") && methods.includes("client_secret_post")
+        ? oidc.ClientSecretPost(client.clientSecret)
+        : oidc.ClientSecretBasic(client.clientSecret);
+    const config = new oidc.Configuration(metadata, client.clientId, undefined, auth);
+    config[oidc.customFetch] = fetch;
+    config.timeout = PROVIDER_TIMEOUT_SECONDS;
+    oidc.enableNonRepudiationChecks(config);
+    return { config, close: http.close };
+  } catch (err) {
+    await http.close();
+    throw err;
+  }
+}
+
+/** Where to send the browser: the provider's authorization endpoint with this attempt's checks. */
+export async function authorizationUrl(
+  provider: DiscoveredProvider,
+  redirectUri: string,
+  checks: AttemptChecks,
+): Promise<URL> {
+  return oidc.buildAuthorizationUrl(provider.config, {
+    redirect_uri: redirectUri,
+    scope: SCOPE,
+    state: checks.state,
+    nonce: checks.nonce,
+    code_challenge: await oidc.calculatePKCECodeChallenge(checks.codeVerifier),
+    code_challenge_method: "S256",
+  });
+}
+
+/** Who the provider says signed in. */
+export interface SignedInUser {
+  subject: string;
+  email: string | null;
+  /** The provider's `email_verified`, when it says. */
+  emailVerified: boolean | null;
+}
+
+/**
+ * The callback, checked and redeemed: `callbackUrl` is the redirect URI with the query the
+ * provider sent. The e-mail address comes from the ID token or, when the provider keeps it out of
+ * the token (as OpenID Connect allows once an access token is issued), from its UserInfo
+ * endpoint, whose `sub` must be the ID token's. Throws when any check fails.
+ */
+export async function redeemCallback(
+  provider: DiscoveredProvider,
+  callbackUrl: URL,
+  checks: AttemptChecks,
+): Promise<SignedInUser> {
+  const tokens = await oidc.authorizationCodeGrant(provider.config, callbackUrl, {
+    expectedState: checks.state,
+    expectedNonce: checks.nonce,
+    pkceCodeVerifier: checks.codeVerifier,
+    idTokenExpected: true,
+  });
+  const idToken = tokens.claims();
+  if (!idToken) throw new oidc.ClientError("the provider sent no ID token");
+  const claims =
+    typeof idToken.email === "string" || !provider.config.serverMetadata().userinfo_endpoint
+      ? idToken
+      : await oidc.fetchUserInfo(provider.config, tokens.access_token, idToken.sub);
+  return {
+    subject: idToken.sub,
+    email: typeof claims.email === "string" ? claims.email : null,
+    emailVerified: typeof claims.email_verified === "boolean" ? claims.email_verified : null,
+  };
+}
+
+/**
+ * Why a provider step failed, for the person signing in or configuring it: `unreachable` when the
+ * provider could not be used at all (address refused, no answer, not an OpenID provider), else a
+ * refusal or a failed check. null for anything that is not the provider's (a fault of ours).
+ */
+export function providerFailure(err: unknown): { unreachable: boolean; reason: string } | null {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if (e instanceof ProviderUnreachableError) return { unreachable: true, reason: e.message };
+  }
+  if (err instanceof oidc.AuthorizationResponseError || err instanceof oidc.ResponseBodyError) {
+    const description = err.error_description ? ` (${err.error_description})` : "";
+    return { unreachable: false, reason: `the provider answered ${err.error}${description}` };
+  }
+  if (err instanceof oidc.ClientError) {
+    const unreachable = [
+      "OAUTH_TIMEOUT",
+      "OAUTH_RESPONSE_IS_NOT_CONFORM",
+      "OAUTH_RESPONSE_IS_NOT_JSON",
+    ].includes(String(err.code));
+    const timedOut = err.code === "OAUTH_TIMEOUT";
+    return {
+      unreachable,
+      reason: timedOut
+        ? `the provider did not answer within ${PROVIDER_TIMEOUT_SECONDS} s`
+        : err.message,
+    };
+  }
+  return null;
+}

@@ -1,0 +1,49 @@
+import type { EventData } from "../events/types.js";
+import { controlWindow, type ControlWindows } from "../store/types.js";
+
+/**
+ * The account-control rules of the spend month, for the in-memory store (docs/decisions.md,
+ * "Account controls"). The Redis store runs the same rules in Lua (`count_spend` and `unspend`
+ * in src/credits/lua/prelude.lua); the store contract suite holds both to the same behaviour.
+ */
+export interface SpendState {
+  id: string;
+  spendAlert: { credits: number } | null;
+  spend: { windowStart: number; credits: number };
+  /** The month whose alert fired (its start, epoch ms); 0 = armed. */
+  spendAlertedWindow: number;
+}
+
+/** Counts a debit in the spend month; the alert's data when this debit takes the spend to it, once a month. */
+export function countSpend(
+  state: SpendState,
+  cost: number,
+  now: number,
+  windows: ControlWindows,
+  tool: string | null,
+): EventData<"spend.threshold_reached"> | null {
+  const { start } = controlWindow(now, "month", windows);
+  if (state.spend.windowStart !== start) state.spend = { windowStart: start, credits: 0 };
+  state.spend.credits += cost;
+  const alert = state.spendAlert;
+  if (!alert || state.spend.credits < alert.credits || state.spendAlertedWindow === start)
+    return null;
+  state.spendAlertedWindow = start;
+  return {
+    threshold: alert.credits,
+    spent: state.spend.credits,
+    period: "month",
+    period_start: new Date(start).toISOString(),
+    tool_name: tool,
+  };
+}
+
+/** A refund's credits go back to a window (the spend month, a key's budget) only if the debit was made in it. */
+export function giveBack(
+  window: { windowStart: number; credits: number } | undefined,
+  amount: number,
+  debitAt: number,
+): void {
+  if (window && window.windowStart <= debitAt)
+    window.credits = Math.max(0, window.credits - amount);
+}
