@@ -363,6 +363,10 @@ export interface RelayedTransaction {
   /** The relayer that sent it (one of a pool); absent in records of older versions: the first relayer. */
   from?: string;
   nonce: number;
+  /** Where it was sent: the token, or Multicall3 for a batch; absent in records of older versions: the token. */
+  to?: string;
+  /** The latest validBefore of the authorizations it carries: once block time passes it, none can happen. */
+  validBefore?: string;
   gas: string;
   maxFeePerGas: string;
   maxPriorityFeePerGas: string;
