@@ -321,6 +321,87 @@ describe("the dashboard in Chromium", () => {
     await Promise.all([context.close(), second.close()]);
   });
 
+  it("changes an existing key's budget from the Keys page, the API enforces it at once, and removes it; refusals show in the dialog", async () => {
+    const { key: owner } = await fundedAccount(gw.url, 100, "free");
+    const created = await call(`${gw.url}/api/v1/keys`, { key: owner, body: { name: "worker" } });
+    const worker: string = created.body.key;
+    const { context, page, problems } = await freshPage();
+    await signInWithKey(page, owner);
+    await page.goto(`${gw.url}/dashboard/keys`);
+    const row = page.locator("#keys-table tbody tr", { hasText: "worker" });
+    const dialog = page.locator("#limits-dialog");
+
+    // From the keyboard: focus the row's button, open the dialog, fill its labelled fields.
+    await row.getByRole("button", { name: "Change limits" }).focus();
+    await page.keyboard.press("Enter");
+    await expect(dialog.isVisible()).resolves.toBe(true);
+    await dialog.getByLabel("Allowed tools", { exact: false }).fill("no-such-tool");
+    await dialog.getByRole("button", { name: "Save limits" }).click();
+    await dialog.locator("#limits-error", { hasText: "No tool named no-such-tool" }).waitFor();
+    await dialog.getByLabel("Allowed tools", { exact: false }).fill("");
+    await dialog.getByLabel("Budget in credits", { exact: false }).fill("1");
+    await dialog.getByLabel("Budget period").selectOption("month");
+    await checkPage(page, "keys-change-limits");
+    await dialog.getByRole("button", { name: "Save limits" }).press("Enter");
+    await page.locator("#notice", { hasText: "limits of key" }).waitFor();
+    await expect(dialog.isVisible()).resolves.toBe(false);
+    await expect(row.locator("td.budget").textContent()).resolves.toBe("0 of 1 credits per month");
+
+    expect((await callTool(gw.url, worker, "hash", { text: "a" })).status).toBe(200);
+    const over = await callTool(gw.url, worker, "hash", { text: "b" });
+    expect([over.status, over.body.error.code]).toEqual([402, "key_budget_exceeded"]);
+    expect(over.body.error.budget).toMatchObject({ credits: 1, period: "month", spent: 1 });
+
+    // Removed: emptied field, saved; the key calls again with no budget.
+    await page.reload();
+    await row.getByRole("button", { name: "Change limits" }).click();
+    await expect(
+      dialog.getByLabel("Budget in credits", { exact: false }).inputValue(),
+    ).resolves.toBe("1");
+    await dialog.getByRole("button", { name: "Remove all limits" }).click();
+    await dialog.getByRole("button", { name: "Save limits" }).click();
+    await page.locator("#notice", { hasText: "limits of key" }).waitFor();
+    await expect(row.locator("td.budget").textContent()).resolves.toBe("—");
+    expect((await callTool(gw.url, worker, "hash", { text: "c" })).status).toBe(200);
+    const listed = (await call(`${gw.url}/api/v1/keys`, { key: owner })).body.data.find(
+      (k: { name: string }) => k.name === "worker",
+    );
+    expect(listed).toMatchObject({ budget: null, allowed_tools: null, expires_at: null });
+    // The one failed request: the unknown tool name.
+    expect(problems).toEqual([
+      "console: Failed to load resource: the server responded with a status of 400 (Bad Request)",
+    ]);
+    await context.close();
+  });
+
+  it("sets the spend alert from the overview beside the month's spend, the API reports it, and removes it", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    expect((await callTool(gw.url, key, "hash", { text: "spent" })).status).toBe(200);
+    const { context, page, problems } = await freshPage();
+    await signInWithKey(page, key);
+    await expect(page.getByTestId("month-spend").textContent()).resolves.toBe("1");
+    await expect(page.getByTestId("spend-alert").textContent()).resolves.toBe(
+      "No spend alert set.",
+    );
+    await page.getByLabel("Alert when this month's spend reaches (credits)").fill("250");
+    await page.getByRole("button", { name: "Set spend alert" }).press("Enter");
+    await page.locator("#notice", { hasText: "Spend alert set" }).waitFor();
+    await expect(page.getByTestId("spend-alert").textContent()).resolves.toBe("250");
+    const account = await call(`${gw.url}/api/v1/account`, { key });
+    expect(account.body.spend_alert).toEqual({ credits: 250 });
+    expect(account.body.spend.credits).toBe(1);
+    await checkPage(page, "overview-spend-alert");
+
+    await page.getByRole("button", { name: "Remove the spend alert" }).click();
+    await page.locator("#notice", { hasText: "Spend alert removed" }).waitFor();
+    await expect(page.getByTestId("spend-alert").textContent()).resolves.toBe(
+      "No spend alert set.",
+    );
+    expect((await call(`${gw.url}/api/v1/account`, { key })).body.spend_alert).toBeNull();
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
   it("refuses a cross-site POST and any change without the CSRF token, and answers 404 for another account's key", async () => {
     const mine = await fundedAccount(gw.url, 100, "free");
     const theirs = await signUp(gw.url);
