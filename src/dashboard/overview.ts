@@ -1,8 +1,9 @@
 import { TIERS, PERIOD_MS } from "../accounts/tiers.js";
 import { accountView, ledgerEntryView } from "../accounts/views.js";
+import { usagePage } from "../books/usage.js";
 import { esc } from "../pages/respond.js";
 import type { Services } from "../services.js";
-import type { AccountRecord, LedgerEntry } from "../store/types.js";
+import type { AccountRecord, LedgerEntry, Page } from "../store/types.js";
 import { dashboardPage } from "./layout.js";
 import type { DashboardSession } from "./session.js";
 
@@ -17,6 +18,22 @@ import type { DashboardSession } from "./session.js";
 const FEED_SIZE = 20;
 /** The period's usage is summed from the ledger, newest first, reading at most this many entries. */
 const USAGE_SCAN_LIMIT = 2_000;
+/** How long the page waits for the books' database before it shows what the store still holds. */
+const BOOKS_WAIT_MS = 5000;
+
+/**
+ * The account's ledger, newest first, as GET /api/v1/usage reads it: the books merged with the
+ * entries the store has not exported yet (the export trims them from the store). The store's
+ * alone when there are no books, or they cannot be reached in time.
+ */
+async function ledgerPage(
+  services: Services,
+  accountId: string,
+  page: { cursor?: string; limit: number },
+): Promise<Page<LedgerEntry>> {
+  const db = services.books ? await services.books.ready(BOOKS_WAIT_MS).catch(() => null) : null;
+  return usagePage(services.store, db, accountId, {}, page);
+}
 
 /** When the account's current period began: its paid plan's or Free allowance's period, else the last 30 days (or since sign-up). */
 export function periodStart(
@@ -57,7 +74,7 @@ async function periodUsage(
     read += page.items.length;
     if (!page.nextCursor) return usage;
     if (read >= USAGE_SCAN_LIMIT) return { ...usage, complete: false };
-    page = await services.store.ledger(accountId, { cursor: page.nextCursor, limit: 100 });
+    page = await ledgerPage(services, accountId, { cursor: page.nextCursor, limit: 100 });
   }
 }
 
@@ -89,7 +106,7 @@ export async function renderOverview(
 ): Promise<string> {
   const { account } = current;
   const tier = TIERS[account.tier];
-  const newest = (await services.store.ledger(account.id, { limit: FEED_SIZE })).items;
+  const newest = (await ledgerPage(services, account.id, { limit: FEED_SIZE })).items;
   const usage = await periodUsage(
     services,
     account.id,

@@ -402,6 +402,40 @@ describe("the dashboard in Chromium", () => {
     await context.close();
   });
 
+  it("shows calls already exported to the books (and trimmed from the store) in the overview's feed and period usage", async () => {
+    // A gateway whose books are kept (PGlite), exporting every 100 ms.
+    const withBooks = await startGateway({
+      store: "memory",
+      env: { DATABASE_URL: "pglite://memory", BOOKS_EXPORT_INTERVAL_MS: "100" },
+    });
+    try {
+      const { key, accountId } = await fundedAccount(withBooks.url, 100, "pro");
+      for (const text of ["a", "b", "c"])
+        expect((await callTool(withBooks.url, key, "hash", { text })).status).toBe(200);
+      // Exported and trimmed: the store holds no debit of the account any more.
+      for (const deadline = Date.now() + 10_000; ; await new Promise((r) => setTimeout(r, 100))) {
+        const held = await withBooks.services.store.ledger(accountId, { limit: 50 });
+        if (!held.items.some((e) => e.kind === "debit")) break;
+        if (Date.now() > deadline) throw new Error("the export did not trim the store's ledger");
+      }
+      const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+      const page = await context.newPage();
+      await page.goto(`${withBooks.url}/dashboard/sign-in`);
+      await page.getByLabel("API key", { exact: true }).fill(key);
+      await page.getByRole("button", { name: "Sign in", exact: true }).click();
+      await page.waitForURL(`${withBooks.url}/dashboard`);
+      await expect(page.getByTestId("period-usage").textContent()).resolves.toBe(
+        "3 calls · 3 credits",
+      );
+      await expect(
+        page.getByTestId("usage-feed").locator("li", { hasText: "hash" }).count(),
+      ).resolves.toBe(3);
+      await context.close();
+    } finally {
+      await withBooks.stop();
+    }
+  });
+
   it("refuses a cross-site POST and any change without the CSRF token, and answers 404 for another account's key", async () => {
     const mine = await fundedAccount(gw.url, 100, "free");
     const theirs = await signUp(gw.url);
