@@ -269,8 +269,10 @@ describe("the dashboard in Chromium", () => {
     const { context, page, problems } = await freshPage();
     await signInWithKey(page, key);
     await page.goto(`${gw.url}/dashboard/keys`);
+    // The create form's fields (each key's "Change limits" dialog has fields of the same names).
+    const form = page.locator("#create-key");
     // An unknown tool name is refused by the API, and the form says so.
-    await page.getByLabel("Allowed tools", { exact: false }).fill("hash, no-such-tool");
+    await form.getByLabel("Allowed tools", { exact: false }).fill("hash, no-such-tool");
     await page.getByRole("button", { name: "Create key" }).click();
     await page.locator("#notice.error", { hasText: "No tool named no-such-tool" }).waitFor();
 
@@ -281,11 +283,11 @@ describe("the dashboard in Chromium", () => {
       const local = new Date(at.getTime() - at.getTimezoneOffset() * 60_000);
       return { field: local.toISOString().slice(0, 16), iso: at.toISOString() };
     });
-    await page.getByLabel("Name (optional)").fill("limited");
-    await page.getByLabel("Expires at", { exact: false }).fill(expires.field);
-    await page.getByLabel("Allowed tools", { exact: false }).fill("hash, uuid");
-    await page.getByLabel("Budget in credits").fill("2");
-    await page.getByLabel("Budget period").selectOption("day");
+    await form.getByLabel("Name (optional)").fill("limited");
+    await form.getByLabel("Expires at", { exact: false }).fill(expires.field);
+    await form.getByLabel("Allowed tools", { exact: false }).fill("hash, uuid");
+    await form.getByLabel("Budget in credits").fill("2");
+    await form.getByLabel("Budget period").selectOption("day");
     await checkPage(page, "keys-create-with-limits");
     await page.getByRole("button", { name: "Create key" }).click();
     const secret = await shownSecret(page, "new-key-secret");
