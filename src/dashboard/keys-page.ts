@@ -10,8 +10,9 @@ import type { DashboardSession } from "./session.js";
  * session as the caller), so every rule — the last active key kept unless forced, rotation
  * grace, "already revoked is not found" — is the API's. After a change the script fetches this
  * page again and swaps the table in. The account controls of a key (expiry, allowed tools, budget)
- * are set when creating it and shown in the list; the API's checks (unknown tool names, an expiry
- * in the past) answer the form.
+ * are set when creating it, shown in the list, and changed or removed in the "Change limits"
+ * dialog (PATCH /keys/{id}: only the fields changed are sent, an emptied one as null); the API's
+ * checks (unknown tool names, an expiry in the past) answer the form.
  */
 const date = (iso: string | null) =>
   iso ? `<time datetime="${iso}">${iso.replace("T", " ").slice(0, 16)} UTC</time>` : "—";
@@ -30,7 +31,8 @@ export async function renderKeysPage(
       const actions =
         k.status === "revoked"
           ? ""
-          : `<div class="actions"><button type="button" class="secondary" data-action="rotate-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}">Rotate</button>` +
+          : `<div class="actions"><button type="button" class="secondary" data-action="edit-limits" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}" data-expires-at="${esc(k.expires_at ?? "")}" data-allowed-tools="${esc(k.allowed_tools?.join(", ") ?? "")}" data-budget-credits="${k.budget?.credits ?? ""}" data-budget-period="${k.budget?.period ?? "day"}">Change limits</button>` +
+            `<button type="button" class="secondary" data-action="rotate-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}">Rotate</button>` +
             `<button type="button" class="danger" data-action="revoke-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}" data-last-active="${k.status === "active" && active === 1}">Revoke</button></div>`;
       return `<tr data-key-id="${esc(k.id)}"><td>${esc(k.name ?? "—")}</td><td><code>${esc(k.prefix)}</code></td><td><code>${esc(k.last4)}</code></td><td>${date(k.created_at)}</td><td>${date(k.last_used_at)}</td><td class="status">${k.status}${k.status === "expiring" ? ` (until ${date(k.revoked_at)})` : ""}</td><td class="expires">${date(k.expires_at)}</td><td class="tools">${k.allowed_tools ? k.allowed_tools.map((t) => `<code>${esc(t)}</code>`).join(" ") : "all"}</td><td class="budget">${k.budget ? `${k.budget.spent} of ${k.budget.credits} credits per ${k.budget.period}` : "—"}</td><td>${actions}</td></tr>`;
     })
@@ -52,6 +54,14 @@ export async function renderKeysPage(
 <div class="table-wrap"><table id="keys-table" data-refresh><caption class="muted">${active} active key${active === 1 ? "" : "s"}</caption>
 <thead><tr><th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">Last four</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col">Expires</th><th scope="col">Tools</th><th scope="col">Budget</th><th scope="col">Actions</th></tr></thead>
 <tbody>${rows}</tbody></table></div></section>
+<dialog id="limits-dialog" aria-labelledby="limits-title"><form id="limits-form"><h2 id="limits-title">Limits of key <span class="key-label"></span></h2>
+<p class="muted" id="limits-edit-help">Empty a field to remove that limit. Changes apply from the key's next call, on every server.</p>
+<p class="notice error" id="limits-error" role="alert" hidden></p>
+<label for="limits-expires">Expires at (your local time)</label><input id="limits-expires" name="expires_at" type="datetime-local" aria-describedby="limits-edit-help">
+<label for="limits-tools">Allowed tools (names separated by commas; empty: every tool)</label><input id="limits-tools" name="allowed_tools" type="text" autocomplete="off">
+<label for="limits-budget">Budget in credits (empty: no budget)</label><input id="limits-budget" name="budget_credits" type="number" min="1" step="1" inputmode="numeric">
+<label for="limits-budget-period">Budget period</label><select id="limits-budget-period" name="budget_period"><option value="day">per day (UTC)</option><option value="month">per calendar month (UTC)</option></select>
+<p class="actions"><button type="submit">Save limits</button><button type="button" class="secondary" data-action="clear-limits">Remove all limits</button><button type="button" class="secondary" data-action="close-dialog">Cancel</button></p></form></dialog>
 <dialog id="rotate-dialog" aria-labelledby="rotate-title"><form method="dialog"><h2 id="rotate-title">Rotate key <span class="key-label"></span></h2>
 <p>A new key is created now. The old key keeps working for:</p>
 <label for="rotate-grace">Grace period</label><select id="rotate-grace" name="grace"><option value="0">None: it stops now (regenerate)</option><option value="3600">1 hour</option><option value="86400">1 day</option><option value="604800">7 days</option></select>

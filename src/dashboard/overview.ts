@@ -1,8 +1,9 @@
 import { TIERS, PERIOD_MS } from "../accounts/tiers.js";
-import { ledgerEntryView } from "../accounts/views.js";
+import { accountView, ledgerEntryView } from "../accounts/views.js";
+import { usagePage } from "../books/usage.js";
 import { esc } from "../pages/respond.js";
 import type { Services } from "../services.js";
-import type { AccountRecord, LedgerEntry } from "../store/types.js";
+import type { AccountRecord, LedgerEntry, Page } from "../store/types.js";
 import { dashboardPage } from "./layout.js";
 import type { DashboardSession } from "./session.js";
 
@@ -11,10 +12,28 @@ import type { DashboardSession } from "./session.js";
  * entries (each charged call is a debit, a failed call's refund and every top-up follow it).
  * The feed starts with the latest entries rendered here and continues from the newest of them
  * over Server-Sent Events (`live-feed.ts`), so nothing falls between the page and the stream.
+ * Below it, this calendar month's spend and the account's spend alert, set and removed through
+ * the API's /account/spend-alert (the figures are the API's own `spend` and `spend_alert`).
  */
 const FEED_SIZE = 20;
 /** The period's usage is summed from the ledger, newest first, reading at most this many entries. */
 const USAGE_SCAN_LIMIT = 2_000;
+/** How long the page waits for the books' database before it shows what the store still holds. */
+const BOOKS_WAIT_MS = 5000;
+
+/**
+ * The account's ledger, newest first, as GET /api/v1/usage reads it: the books merged with the
+ * entries the store has not exported yet (the export trims them from the store). The store's
+ * alone when there are no books, or they cannot be reached in time.
+ */
+async function ledgerPage(
+  services: Services,
+  accountId: string,
+  page: { cursor?: string; limit: number },
+): Promise<Page<LedgerEntry>> {
+  const db = services.books ? await services.books.ready(BOOKS_WAIT_MS).catch(() => null) : null;
+  return usagePage(services.store, db, accountId, {}, page);
+}
 
 /** When the account's current period began: its paid plan's or Free allowance's period, else the last 30 days (or since sign-up). */
 export function periodStart(
@@ -55,7 +74,7 @@ async function periodUsage(
     read += page.items.length;
     if (!page.nextCursor) return usage;
     if (read >= USAGE_SCAN_LIMIT) return { ...usage, complete: false };
-    page = await services.store.ledger(accountId, { cursor: page.nextCursor, limit: 100 });
+    page = await ledgerPage(services, accountId, { cursor: page.nextCursor, limit: 100 });
   }
 }
 
@@ -68,13 +87,26 @@ export function feedItem(entry: LedgerEntry): string {
   return `<li data-entry-id="${esc(view.id)}"><time datetime="${view.at}">${when(entry.at)}</time><span class="amount ${entry.amount < 0 ? "debit" : "credit"}">${amount(entry.amount)}</span><span>${esc(entry.tool ?? entry.kind)}</span><span class="muted">${esc(entry.reason)} · balance ${entry.balance}</span></li>`;
 }
 
+/** This month's spend beside the spend alert, and the form that sets it (the state is refreshed after a change). */
+function spendAlertSection(account: AccountRecord): string {
+  const { spend, spend_alert: alert } = accountView(account);
+  const state = alert
+    ? `<p>Alert at <strong data-testid="spend-alert">${alert.credits}</strong> credits this month: a <code>spend.threshold_reached</code> event (and webhook) when the month's spend reaches it.</p><p><button type="button" class="secondary" data-action="remove-spend-alert">Remove the spend alert</button></p>`
+    : `<p data-testid="spend-alert">No spend alert set.</p>`;
+  return `<section aria-labelledby="spend-heading"><h2 id="spend-heading">Spend this month</h2>
+<div id="spend-alert-state" data-refresh><p>Spent since ${spend.period_start.slice(0, 10)} (UTC): <strong data-testid="month-spend">${spend.credits}</strong> credits.</p>${state}</div>
+<form id="spend-alert"><label for="spend-alert-credits">Alert when this month's spend reaches (credits)</label><input id="spend-alert-credits" name="credits" type="number" min="1" step="1" inputmode="numeric" required value="${alert?.credits ?? ""}">
+<p><button type="submit">Set spend alert</button></p></form>
+</section>`;
+}
+
 export async function renderOverview(
   services: Services,
   current: DashboardSession,
 ): Promise<string> {
   const { account } = current;
   const tier = TIERS[account.tier];
-  const newest = (await services.store.ledger(account.id, { limit: FEED_SIZE })).items;
+  const newest = (await ledgerPage(services, account.id, { limit: FEED_SIZE })).items;
   const usage = await periodUsage(
     services,
     account.id,
@@ -93,6 +125,7 @@ ${account.email && !account.emailVerified ? `<p class="notice">Your e-mail addre
 <p class="muted" id="live-state">Calls and credit changes appear here as they happen, from every gateway process.</p>
 <ol class="feed" data-testid="usage-feed" aria-live="polite" aria-relevant="additions" data-after="${esc(newest[0]?.id ?? "0-0")}">${newest.map(feedItem).join("")}</ol>
 </section>
+${spendAlertSection(account)}
 <section aria-labelledby="sessions-heading"><h2 id="sessions-heading">Sessions</h2>
 <form method="post" action="/dashboard/sign-out-everywhere"><input type="hidden" name="_csrf" value="${esc(current.session.csrfToken)}"><p>Signed in on another device you no longer use? End every dashboard session of this account.</p><button type="submit" class="secondary">Sign out everywhere</button></form>
 </section>`;

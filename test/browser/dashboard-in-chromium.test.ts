@@ -269,8 +269,10 @@ describe("the dashboard in Chromium", () => {
     const { context, page, problems } = await freshPage();
     await signInWithKey(page, key);
     await page.goto(`${gw.url}/dashboard/keys`);
+    // The create form's fields (each key's "Change limits" dialog has fields of the same names).
+    const form = page.locator("#create-key");
     // An unknown tool name is refused by the API, and the form says so.
-    await page.getByLabel("Allowed tools", { exact: false }).fill("hash, no-such-tool");
+    await form.getByLabel("Allowed tools", { exact: false }).fill("hash, no-such-tool");
     await page.getByRole("button", { name: "Create key" }).click();
     await page.locator("#notice.error", { hasText: "No tool named no-such-tool" }).waitFor();
 
@@ -281,11 +283,11 @@ describe("the dashboard in Chromium", () => {
       const local = new Date(at.getTime() - at.getTimezoneOffset() * 60_000);
       return { field: local.toISOString().slice(0, 16), iso: at.toISOString() };
     });
-    await page.getByLabel("Name (optional)").fill("limited");
-    await page.getByLabel("Expires at", { exact: false }).fill(expires.field);
-    await page.getByLabel("Allowed tools", { exact: false }).fill("hash, uuid");
-    await page.getByLabel("Budget in credits").fill("2");
-    await page.getByLabel("Budget period").selectOption("day");
+    await form.getByLabel("Name (optional)").fill("limited");
+    await form.getByLabel("Expires at", { exact: false }).fill(expires.field);
+    await form.getByLabel("Allowed tools", { exact: false }).fill("hash, uuid");
+    await form.getByLabel("Budget in credits").fill("2");
+    await form.getByLabel("Budget period").selectOption("day");
     await checkPage(page, "keys-create-with-limits");
     await page.getByRole("button", { name: "Create key" }).click();
     const secret = await shownSecret(page, "new-key-secret");
@@ -319,6 +321,121 @@ describe("the dashboard in Chromium", () => {
       "console: Failed to load resource: the server responded with a status of 400 (Bad Request)",
     ]);
     await Promise.all([context.close(), second.close()]);
+  });
+
+  it("changes an existing key's budget from the Keys page, the API enforces it at once, and removes it; refusals show in the dialog", async () => {
+    const { key: owner } = await fundedAccount(gw.url, 100, "free");
+    const created = await call(`${gw.url}/api/v1/keys`, { key: owner, body: { name: "worker" } });
+    const worker: string = created.body.key;
+    const { context, page, problems } = await freshPage();
+    await signInWithKey(page, owner);
+    await page.goto(`${gw.url}/dashboard/keys`);
+    const row = page.locator("#keys-table tbody tr", { hasText: "worker" });
+    const dialog = page.locator("#limits-dialog");
+
+    // From the keyboard: focus the row's button, open the dialog, fill its labelled fields.
+    await row.getByRole("button", { name: "Change limits" }).focus();
+    await page.keyboard.press("Enter");
+    await expect(dialog.isVisible()).resolves.toBe(true);
+    await dialog.getByLabel("Allowed tools", { exact: false }).fill("no-such-tool");
+    await dialog.getByRole("button", { name: "Save limits" }).click();
+    await dialog.locator("#limits-error", { hasText: "No tool named no-such-tool" }).waitFor();
+    await dialog.getByLabel("Allowed tools", { exact: false }).fill("");
+    await dialog.getByLabel("Budget in credits", { exact: false }).fill("1");
+    await dialog.getByLabel("Budget period").selectOption("month");
+    await checkPage(page, "keys-change-limits");
+    await dialog.getByRole("button", { name: "Save limits" }).press("Enter");
+    await page.locator("#notice", { hasText: "limits of key" }).waitFor();
+    await expect(dialog.isVisible()).resolves.toBe(false);
+    await expect(row.locator("td.budget").textContent()).resolves.toBe("0 of 1 credits per month");
+
+    expect((await callTool(gw.url, worker, "hash", { text: "a" })).status).toBe(200);
+    const over = await callTool(gw.url, worker, "hash", { text: "b" });
+    expect([over.status, over.body.error.code]).toEqual([402, "key_budget_exceeded"]);
+    expect(over.body.error.budget).toMatchObject({ credits: 1, period: "month", spent: 1 });
+
+    // Removed: emptied field, saved; the key calls again with no budget.
+    await page.reload();
+    await row.getByRole("button", { name: "Change limits" }).click();
+    await expect(
+      dialog.getByLabel("Budget in credits", { exact: false }).inputValue(),
+    ).resolves.toBe("1");
+    await dialog.getByRole("button", { name: "Remove all limits" }).click();
+    await dialog.getByRole("button", { name: "Save limits" }).click();
+    await page.locator("#notice", { hasText: "limits of key" }).waitFor();
+    await expect(row.locator("td.budget").textContent()).resolves.toBe("—");
+    expect((await callTool(gw.url, worker, "hash", { text: "c" })).status).toBe(200);
+    const listed = (await call(`${gw.url}/api/v1/keys`, { key: owner })).body.data.find(
+      (k: { name: string }) => k.name === "worker",
+    );
+    expect(listed).toMatchObject({ budget: null, allowed_tools: null, expires_at: null });
+    // The one failed request: the unknown tool name.
+    expect(problems).toEqual([
+      "console: Failed to load resource: the server responded with a status of 400 (Bad Request)",
+    ]);
+    await context.close();
+  });
+
+  it("sets the spend alert from the overview beside the month's spend, the API reports it, and removes it", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    expect((await callTool(gw.url, key, "hash", { text: "spent" })).status).toBe(200);
+    const { context, page, problems } = await freshPage();
+    await signInWithKey(page, key);
+    await expect(page.getByTestId("month-spend").textContent()).resolves.toBe("1");
+    await expect(page.getByTestId("spend-alert").textContent()).resolves.toBe(
+      "No spend alert set.",
+    );
+    await page.getByLabel("Alert when this month's spend reaches (credits)").fill("250");
+    await page.getByRole("button", { name: "Set spend alert" }).press("Enter");
+    await page.locator("#notice", { hasText: "Spend alert set" }).waitFor();
+    await expect(page.getByTestId("spend-alert").textContent()).resolves.toBe("250");
+    const account = await call(`${gw.url}/api/v1/account`, { key });
+    expect(account.body.spend_alert).toEqual({ credits: 250 });
+    expect(account.body.spend.credits).toBe(1);
+    await checkPage(page, "overview-spend-alert");
+
+    await page.getByRole("button", { name: "Remove the spend alert" }).click();
+    await page.locator("#notice", { hasText: "Spend alert removed" }).waitFor();
+    await expect(page.getByTestId("spend-alert").textContent()).resolves.toBe(
+      "No spend alert set.",
+    );
+    expect((await call(`${gw.url}/api/v1/account`, { key })).body.spend_alert).toBeNull();
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it("shows calls already exported to the books (and trimmed from the store) in the overview's feed and period usage", async () => {
+    // A gateway whose books are kept (PGlite), exporting every 100 ms.
+    const withBooks = await startGateway({
+      store: "memory",
+      env: { DATABASE_URL: "pglite://memory", BOOKS_EXPORT_INTERVAL_MS: "100" },
+    });
+    try {
+      const { key, accountId } = await fundedAccount(withBooks.url, 100, "pro");
+      for (const text of ["a", "b", "c"])
+        expect((await callTool(withBooks.url, key, "hash", { text })).status).toBe(200);
+      // Exported and trimmed: the store holds no debit of the account any more.
+      for (const deadline = Date.now() + 10_000; ; await new Promise((r) => setTimeout(r, 100))) {
+        const held = await withBooks.services.store.ledger(accountId, { limit: 50 });
+        if (!held.items.some((e) => e.kind === "debit")) break;
+        if (Date.now() > deadline) throw new Error("the export did not trim the store's ledger");
+      }
+      const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+      const page = await context.newPage();
+      await page.goto(`${withBooks.url}/dashboard/sign-in`);
+      await page.getByLabel("API key", { exact: true }).fill(key);
+      await page.getByRole("button", { name: "Sign in", exact: true }).click();
+      await page.waitForURL(`${withBooks.url}/dashboard`);
+      await expect(page.getByTestId("period-usage").textContent()).resolves.toBe(
+        "3 calls · 3 credits",
+      );
+      await expect(
+        page.getByTestId("usage-feed").locator("li", { hasText: "hash" }).count(),
+      ).resolves.toBe(3);
+      await context.close();
+    } finally {
+      await withBooks.stop();
+    }
   });
 
   it("refuses a cross-site POST and any change without the CSRF token, and answers 404 for another account's key", async () => {

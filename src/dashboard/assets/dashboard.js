@@ -131,6 +131,87 @@
     });
   }
 
+  // An instant (ISO 8601) as a datetime-local field's value: the browser's local time, to the minute.
+  function localInputValue(iso) {
+    if (!iso) return "";
+    const at = new Date(iso);
+    return new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+  }
+
+  const toolList = (text) =>
+    text
+      .split(",")
+      .map((t) => t.trim())
+      .filter(Boolean);
+
+  // The key's limits as the dialog's fields hold them, in the API's terms (null: no such limit).
+  function limitsOf(fields) {
+    const tools = toolList(fields.allowed_tools.value);
+    return {
+      expires_at: fields.expires_at.value || null,
+      allowed_tools: tools.length > 0 ? tools : null,
+      budget: fields.budget_credits.value
+        ? { credits: Number(fields.budget_credits.value), period: fields.budget_period.value }
+        : null,
+    };
+  }
+
+  // The "Change limits" dialog: filled with the key's limits; only what changed is sent, so an
+  // untouched expiry already past (an expired key) is not refused as "in the past".
+  let editing = null;
+  function editLimits(button) {
+    const dialog = byId("limits-dialog");
+    const form = byId("limits-form");
+    const fields = form.elements;
+    fields.expires_at.value = localInputValue(button.getAttribute("data-expires-at"));
+    fields.allowed_tools.value = button.getAttribute("data-allowed-tools");
+    fields.budget_credits.value = button.getAttribute("data-budget-credits");
+    fields.budget_period.value = button.getAttribute("data-budget-period") || "day";
+    dialog.querySelector(".key-label").textContent = button.getAttribute("data-key-label");
+    byId("limits-error").hidden = true;
+    editing = { button, limits: limitsOf(fields) };
+    dialog.showModal();
+  }
+
+  async function saveLimits(submitter) {
+    const form = byId("limits-form");
+    const error = byId("limits-error");
+    const after = limitsOf(form.elements);
+    const body = {};
+    for (const field of Object.keys(after))
+      if (JSON.stringify(after[field]) !== JSON.stringify(editing.limits[field]))
+        body[field] = after[field];
+    if (body.expires_at) body.expires_at = new Date(body.expires_at).toISOString();
+    const label = editing.button.getAttribute("data-key-label");
+    const id = encodeURIComponent(editing.button.getAttribute("data-key-id"));
+    if (submitter) submitter.disabled = true;
+    error.hidden = true;
+    try {
+      if (Object.keys(body).length > 0) await api("PATCH", `/keys/${id}`, body);
+      byId("limits-dialog").close();
+      await refreshTables();
+      notice(
+        Object.keys(body).length > 0
+          ? `The limits of key ${label} are saved.`
+          : `Nothing changed on key ${label}.`,
+      );
+    } catch (err) {
+      // The dialog stays open with the API's message in it: the page behind it is inert.
+      error.textContent = err.message;
+      error.hidden = false;
+    } finally {
+      if (submitter) submitter.disabled = false;
+    }
+  }
+
+  function clearLimits() {
+    const fields = byId("limits-form").elements;
+    fields.expires_at.value = "";
+    fields.allowed_tools.value = "";
+    fields.budget_credits.value = "";
+    fields.expires_at.focus();
+  }
+
   async function testWebhook(button) {
     await busy(button, async () => {
       await api("POST", "/webhooks/test", { webhook_id: button.getAttribute("data-webhook-id") });
@@ -161,7 +242,19 @@
     });
   }
 
+  async function removeSpendAlert(button) {
+    await busy(button, async () => {
+      await api("DELETE", "/account/spend-alert");
+      await refreshTables();
+      notice("Spend alert removed.");
+    });
+  }
+
   const ACTIONS = {
+    "remove-spend-alert": removeSpendAlert,
+    "edit-limits": editLimits,
+    "clear-limits": clearLimits,
+    "close-dialog": (button) => button.closest("dialog")?.close(),
     "rotate-key": rotateKey,
     "revoke-key": revokeKey,
     "test-webhook": testWebhook,
@@ -186,10 +279,7 @@
     if (name) body.name = name;
     // datetime-local is the browser's local time; the API takes an instant.
     if (fields.expires_at.value) body.expires_at = new Date(fields.expires_at.value).toISOString();
-    const tools = fields.allowed_tools.value
-      .split(",")
-      .map((t) => t.trim())
-      .filter(Boolean);
+    const tools = toolList(fields.allowed_tools.value);
     if (tools.length > 0) body.allowed_tools = tools;
     if (fields.budget_credits.value)
       body.budget = {
@@ -208,6 +298,24 @@
       createForm.reset();
       await refreshTables();
       notice("Key created: copy it now, it is shown only once.");
+    });
+  });
+
+  const limitsForm = byId("limits-form");
+  limitsForm?.addEventListener("submit", (event) => {
+    event.preventDefault();
+    saveLimits(event.submitter);
+  });
+
+  // The account's spend alert (Overview): set to the field's credits, or removed.
+  const spendAlertForm = byId("spend-alert");
+  spendAlertForm?.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const credits = Number(spendAlertForm.elements.credits.value);
+    busy(event.submitter, async () => {
+      await api("PUT", "/account/spend-alert", { credits });
+      await refreshTables();
+      notice(`Spend alert set: you are told when this month's spend reaches ${credits} credits.`);
     });
   });
 
