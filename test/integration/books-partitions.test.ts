@@ -1,11 +1,12 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { openBooksDatabase, type BooksDatabase } from "../../src/books/database.js";
 import { insertLedgerEntries } from "../../src/books/ledger-rows.js";
 import { migrate, migrations } from "../../src/books/migrations.js";
-import { splitDefaultPartitions } from "../../src/books/partitions.js";
+import { monthStart, partitionName, splitDefaultPartitions } from "../../src/books/partitions.js";
 import { applyLedgerToRequests, upsertRequestTimings } from "../../src/books/requests.js";
 import { newAccountId, newRequestId } from "../../src/lib/ids.js";
 import type { LedgerEntry } from "../../src/store/types.js";
+import { callTool, fundedAccount, startGateway } from "../helpers/gateway.js";
 import { freshDatabase } from "../helpers/postgres.js";
 
 /**
@@ -172,4 +173,42 @@ describe.each([
     await db.transaction((query) => applyLedgerToRequests(query, account, batch));
     expect(await db.query("SELECT 1 FROM request_records")).toHaveLength(1);
   });
+});
+
+it("a gateway makes this and next month's partitions at start-up, and its calls' rows land in this month's", async () => {
+  const url = await freshDatabase();
+  const gw = await startGateway({
+    store: "redis",
+    env: { DATABASE_URL: url, BOOKS_EXPORT_INTERVAL_MS: "100" },
+  });
+  const db = await openBooksDatabase(url);
+  try {
+    const { accountId, key } = await fundedAccount(gw.url, 100, "business");
+    expect((await callTool(gw.url, key, "hash", { text: "a" })).status).toBe(200);
+    const now = Date.now();
+    const rows = () =>
+      db.query<{ partition: string }>(
+        `SELECT tableoid::regclass::text AS partition FROM ledger_entries WHERE account_id = $1
+         UNION ALL
+         SELECT tableoid::regclass::text FROM request_records WHERE account_id = $1 AND status = 200`,
+        [accountId],
+      );
+    // Sign-up grant, admin grant, the call's debit, and the call's request record.
+    // (PostgreSQL is opened in the background: the export begins once it is open and split.)
+    await vi.waitFor(async () => expect(await rows()).toHaveLength(4), { timeout: 10_000 });
+    expect(await partitionsOf(db, "request_records")).toEqual([
+      "request_records_default",
+      partitionName("request_records", monthStart(now)),
+      partitionName("request_records", monthStart(now, 1)),
+    ]);
+    expect(new Set((await rows()).map((r) => r.partition))).toEqual(
+      new Set([
+        partitionName("ledger_entries", monthStart(now)),
+        partitionName("request_records", monthStart(now)),
+      ]),
+    );
+  } finally {
+    await db.close();
+    await gw.stop();
+  }
 });
