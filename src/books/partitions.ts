@@ -64,12 +64,18 @@ export function partitionName(table: string, ms: number): string {
 }
 
 async function exists(query: Query, name: string): Promise<boolean> {
-  const rows = await query<{ found: string | null }>("SELECT to_regclass($1)::text AS found", [name]);
+  const rows = await query<{ found: string | null }>("SELECT to_regclass($1)::text AS found", [
+    name,
+  ]);
   return rows[0]?.found != null;
 }
 
 /** Creates `table`'s partition for the month starting at `ms`, moving its rows out of the default partition. */
-async function createMonth(db: BooksDatabase, table: PartitionedTable, ms: number): Promise<boolean> {
+async function createMonth(
+  db: BooksDatabase,
+  table: PartitionedTable,
+  ms: number,
+): Promise<boolean> {
   const name = partitionName(table.name, ms);
   if (await exists(db.query, name)) return false;
   return db.transaction(async (query) => {
@@ -106,7 +112,10 @@ export const ensurePartitionsAhead = (db: BooksDatabase, now = Date.now()) =>
   ensurePartitions(db, [monthStart(now), monthStart(now, 1)]);
 
 /** At start-up: the months ahead, and every month with rows waiting in a default partition. */
-export async function splitDefaultPartitions(db: BooksDatabase, now = Date.now()): Promise<string[]> {
+export async function splitDefaultPartitions(
+  db: BooksDatabase,
+  now = Date.now(),
+): Promise<string[]> {
   const created = await ensurePartitionsAhead(db, now);
   for (const table of TABLES) {
     const rows = await db.query<{ month: string | number }>(table.monthsInDefault);

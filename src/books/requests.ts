@@ -107,7 +107,17 @@ export function upsertRequestTimings(query: Query, timings: RequestTiming[]): Pr
   const rows = [...new Map(timings.map((t) => [`${t.accountId}\n${t.requestId}`, t])).values()];
   return upsert(
     query,
-    ["account_id", "request_id", "minted_at", "at", "tool", "key_id", "status", "outcome", "latency_ms"],
+    [
+      "account_id",
+      "request_id",
+      "minted_at",
+      "at",
+      "tool",
+      "key_id",
+      "status",
+      "outcome",
+      "latency_ms",
+    ],
     rows.map((t) => [
       t.accountId,
       t.requestId,

@@ -13,25 +13,11 @@
 -- transaction; everything lands in the default partition until the process splits it by month.
 
 CREATE TABLE ledger_entries_partitioned (
-  account_id text NOT NULL,
-  entry_ms bigint NOT NULL,
-  entry_seq bigint NOT NULL,
-  at timestamptz NOT NULL,
-  kind text NOT NULL CHECK (kind IN ('grant', 'purchase', 'allowance', 'debit', 'refund')),
-  amount bigint NOT NULL,
-  balance bigint NOT NULL,
-  reason text NOT NULL,
-  request_id text NOT NULL,
-  tool text,
-  key_id text,
-  exported_at timestamptz NOT NULL DEFAULT now(),
+  LIKE ledger_entries INCLUDING DEFAULTS INCLUDING CONSTRAINTS,
   PRIMARY KEY (account_id, entry_ms, entry_seq)
 ) PARTITION BY RANGE (entry_ms);
 CREATE TABLE ledger_entries_default PARTITION OF ledger_entries_partitioned DEFAULT;
-INSERT INTO ledger_entries_partitioned
-  SELECT account_id, entry_ms, entry_seq, at, kind, amount, balance, reason, request_id, tool,
-         key_id, exported_at
-    FROM ledger_entries;
+INSERT INTO ledger_entries_partitioned SELECT * FROM ledger_entries;
 DROP TABLE ledger_entries;
 ALTER TABLE ledger_entries_partitioned RENAME TO ledger_entries;
 ALTER INDEX ledger_entries_partitioned_pkey RENAME TO ledger_entries_pkey;
@@ -40,18 +26,8 @@ CREATE INDEX ledger_entries_account_tool ON ledger_entries (account_id, tool, en
 CREATE INDEX ledger_entries_account_key ON ledger_entries (account_id, key_id, entry_ms, entry_seq) WHERE key_id IS NOT NULL;
 
 CREATE TABLE request_records_partitioned (
-  account_id text NOT NULL,
-  request_id text NOT NULL,
+  LIKE request_records INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED,
   minted_at timestamptz NOT NULL,
-  at timestamptz NOT NULL,
-  tool text NOT NULL,
-  key_id text,
-  status integer,
-  outcome text,
-  latency_ms integer,
-  charged bigint NOT NULL DEFAULT 0,
-  refunded bigint NOT NULL DEFAULT 0,
-  credits bigint GENERATED ALWAYS AS (charged - refunded) STORED,
   PRIMARY KEY (account_id, request_id, minted_at)
 ) PARTITION BY RANGE (minted_at);
 CREATE TABLE request_records_default PARTITION OF request_records_partitioned DEFAULT;
