@@ -7,15 +7,18 @@
  * loopback JSON-RPC proxy, which counts round trips (a JSON-RPC batch is one) and can add a delay
  * to every request, as a distant RPC would.
  *
- * Cases: automine at 8 and 32 concurrent payers; an RPC 50 ms away (8 at a time); interval
- * mining (a block every 2 s, as on Base and Polygon) with 200 payers paying at once, counting
- * the blocks between a payment's arrival and the block that settled it. Prints rate, p50/p99,
- * RPC round trips and calls per paid call, transactions per settled payment, and the ratios.
+ * Cases, each with two gateways — settling each payment alone, and batching the payments that
+ * arrive within BENCH_BATCH_WINDOW_MS into one Multicall3 transaction: automine at 8 and 32
+ * concurrent payers; an RPC 50 ms away (8 and 32); interval mining (a block every 2 s, as on Base
+ * and Polygon) with 200 payers paying at once, counting the blocks between a payment's arrival and
+ * the block that settled it. Prints rate, p50/p99, RPC round trips and calls per paid call,
+ * transactions per settled payment, and the ratios to chain only.
  * Loopback only; bounded by the counts below.
  *
  *   npm run bench:paid   (Redis at 127.0.0.1:6379)
  *   BENCH_PAID_CALLS=200 (per automine run)  BENCH_DELAYED_CALLS=64  BENCH_INTERVAL_PAYERS=200
  *   BENCH_RELAYERS=1 (relayer keys the gateway gets)  BENCH_RPC_DELAY_MS=50
+ *   BENCH_BATCH_WINDOW_MS=5  BENCH_ONLY=automine|delayed|interval  BENCH_PROFILE=/tmp/prof
  */
 import { readFileSync } from "node:fs";
 import { createPublicClient, encodeFunctionData, http, toHex, type Hex } from "viem";
@@ -39,6 +42,12 @@ const DELAYED_CALLS = Number(process.env.BENCH_DELAYED_CALLS ?? 64);
 const INTERVAL_PAYERS = Number(process.env.BENCH_INTERVAL_PAYERS ?? 200);
 const RELAYERS = Number(process.env.BENCH_RELAYERS ?? 1);
 const RPC_DELAY_MS = Number(process.env.BENCH_RPC_DELAY_MS ?? 50);
+/** The batching gateway's X402_BATCH_WINDOW_MS (the other gateway settles each payment alone). */
+const BATCH_WINDOW_MS = Number(process.env.BENCH_BATCH_WINDOW_MS ?? 5);
+/** BENCH_PROFILE=/tmp/prof: the gateway writes a CPU profile (.cpuprofile) there when it stops. */
+const PROFILE_DIR = process.env.BENCH_PROFILE;
+/** BENCH_ONLY=automine|delayed|interval: run that case alone. */
+const ONLY = process.env.BENCH_ONLY;
 const PRICE = 2000n;
 /** Relayer keys for the gateway: anvil accounts 9, 6, 5, 4, 3 (7 is the baseline's, 8 is paid). */
 const RELAYER_INDEXES = [9, 6, 5, 4, 3];
@@ -81,7 +90,11 @@ const header = () =>
   `  ${"".padEnd(30)} ${"per s".padStart(8)} ${"p50 ms".padStart(9)} ${"p99 ms".padStart(9)}`;
 
 async function main() {
-  const chain = await startLocalChain({ chainId: 84532, usdcName: "USDC", usdcVersion: "2" });
+  const chain = await startLocalChain({
+    chainId: 84532,
+    usdcName: "USDC",
+    usdcVersion: "2",
+  });
   const proxy = await startRpcProxy(chain.rpcUrl);
   const direct = createPublicClient({ transport: http(chain.rpcUrl) });
   let seed = 50_000;
@@ -95,7 +108,10 @@ async function main() {
 
   // The floor: pre-signed transfers from a bare relayer (anvil account 7), sent and awaited.
   const bare = privateKeyToAccount(keyOf(7));
-  const viaProxy = createPublicClient({ transport: http(proxy.url), pollingInterval: 50 });
+  const viaProxy = createPublicClient({
+    transport: http(proxy.url),
+    pollingInterval: 50,
+  });
   const chainOnly = async (n: number, concurrency: number): Promise<Run> => {
     const payloads = await Promise.all((await funded(n)).map(sign));
     // The same calldata the gateway's settlement sends (src/payments/verify.ts transferArgs).
@@ -110,10 +126,18 @@ async function main() {
       }),
     );
     const gas =
-      ((await direct.estimateGas({ account: bare.address, to: chain.usdc, data: data[0]! })) * 3n) /
+      ((await direct.estimateGas({
+        account: bare.address,
+        to: chain.usdc,
+        data: data[0]!,
+      })) *
+        3n) /
       2n;
     const fees = await direct.estimateFeesPerGas();
-    const first = await direct.getTransactionCount({ address: bare.address, blockTag: "pending" });
+    const first = await direct.getTransactionCount({
+      address: bare.address,
+      blockTag: "pending",
+    });
     const signed = await Promise.all(
       data.map((d, i) =>
         bare.signTransaction({
@@ -128,7 +152,9 @@ async function main() {
       ),
     );
     return timed(signed, concurrency, async (tx) => {
-      const hash = await viaProxy.sendRawTransaction({ serializedTransaction: tx });
+      const hash = await viaProxy.sendRawTransaction({
+        serializedTransaction: tx,
+      });
       await viaProxy.waitForTransactionReceipt({ hash });
     });
   };
@@ -148,33 +174,47 @@ async function main() {
     LOG_LEVEL: "info",
   });
   workers.child.stdout!.resume();
-  const gateway = await spawnGateway(prefix, {
-    WORKERS_URL: workers.url,
-    X402_NETWORKS: "base-sepolia",
-    BASE_SEPOLIA_RPC_URL: proxy.url,
-    BASE_SEPOLIA_USDC_ADDRESS: chain.usdc,
-    X402_PAY_TO: PAY_TO,
-    ...(relayers.length === 1
-      ? { X402_RELAYER_PRIVATE_KEY: relayers[0] }
-      : { X402_RELAYER_PRIVATE_KEYS: relayers.join(",") }),
-  });
-  gateway.child.stdout!.resume();
+  /** A gateway on the proxy; `windowMs` > 0 settles in Multicall3 batches. Both share the relayer keys and their nonce sequences. */
+  const startPaidGateway = async (windowMs: number) => {
+    const gw = await spawnGateway(
+      prefix,
+      {
+        WORKERS_URL: workers.url,
+        X402_NETWORKS: "base-sepolia",
+        BASE_SEPOLIA_RPC_URL: proxy.url,
+        BASE_SEPOLIA_USDC_ADDRESS: chain.usdc,
+        X402_PAY_TO: PAY_TO,
+        ...(relayers.length === 1
+          ? { X402_RELAYER_PRIVATE_KEY: relayers[0] }
+          : { X402_RELAYER_PRIVATE_KEYS: relayers.join(",") }),
+        X402_BATCH_WINDOW_MS: String(windowMs),
+      },
+      PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [],
+    );
+    gw.child.stdout!.resume();
+    return gw;
+  };
+  const gateways = [
+    { name: "batching off", gw: await startPaidGateway(0) },
+    { name: `batching ${BATCH_WINDOW_MS} ms`, gw: await startPaidGateway(BATCH_WINDOW_MS) },
+  ];
+  type Gateway = (typeof gateways)[number]["gw"];
 
-  /** The gateway process's CPU time so far (ms), from /proc: user + system clock ticks. */
-  const gatewayCpuMs = () => {
+  /** A gateway process's CPU time so far (ms), from /proc: user + system clock ticks. */
+  const gatewayCpuMs = (gateway: Gateway) => {
     const stat = readFileSync(`/proc/${gateway.child.pid}/stat`, "latin1");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
   };
 
-  /** Paid calls through the gateway, with the RPC work they caused. */
-  const throughGateway = async (n: number, concurrency: number) => {
+  /** Paid calls through a gateway, with the RPC work they caused. */
+  const throughGateway = async (gateway: Gateway, n: number, concurrency: number) => {
     const headers = await Promise.all(
       (await funded(n)).map(async (w) => v1Header("base-sepolia", await sign(w))),
     );
     const txBefore = await sentByRelayers();
     proxy.resetCounts();
-    const cpuBefore = gatewayCpuMs();
+    const cpuBefore = gatewayCpuMs(gateway);
     let failed = 0;
     const receipts: string[] = [];
     const run = await timed(headers, concurrency, async (h) => {
@@ -187,7 +227,7 @@ async function main() {
       if (res.status !== 200) failed++;
       else receipts.push(res.headers.get("x-payment-response")!);
     });
-    const cpuMs = (gatewayCpuMs() - cpuBefore) / n;
+    const cpuMs = (gatewayCpuMs(gateway) - cpuBefore) / n;
     const rpc = {
       roundTrips: proxy.counts.roundTrips / n,
       calls: proxy.counts.calls / n,
@@ -202,100 +242,121 @@ async function main() {
       .sort((a, b) => b[1] - a[1])
       .map(([m, c]) => `${m} ${(c / n).toFixed(2)}`)
       .join(", ");
-    return `  per paid call: ${r.rpc.roundTrips.toFixed(2)} RPC round trips, ${r.rpc.calls.toFixed(2)} JSON-RPC calls (${methods}); ${r.txPerPayment.toFixed(2)} transactions per settled payment; gateway CPU ${r.cpuMs.toFixed(1)} ms; failed: ${r.failed}`;
+    return `    per paid call: ${r.rpc.roundTrips.toFixed(2)} RPC round trips, ${r.rpc.calls.toFixed(2)} JSON-RPC calls (${methods}); ${r.txPerPayment.toFixed(2)} transactions per settled payment; gateway CPU ${r.cpuMs.toFixed(1)} ms; failed: ${r.failed}`;
   };
 
   let failures = 0;
   try {
     // Warm up once (connections, the first gas estimate, JIT) so no run pays for starting.
-    await throughGateway(4, 4);
+    for (const { gw } of gateways) await throughGateway(gw, 4, 4);
     console.log(
-      `\nToolgate bench — x402 paid calls on anvil, gateway with ${relayers.length} relayer key(s)`,
+      `\nToolgate bench — x402 paid calls on anvil, gateway with ${relayers.length} relayer key(s), batching off and with a ${BATCH_WINDOW_MS} ms window`,
     );
 
-    for (const concurrency of [8, 32]) {
-      const base = await chainOnly(CALLS, concurrency);
-      const gw = await throughGateway(CALLS, concurrency);
-      failures += gw.failed;
-      console.log(`\nautomine, ${CALLS} payments per run, ${concurrency} at a time`);
-      console.log(header());
-      console.log(row("chain only (send + receipt)", base));
-      console.log(row("paid call through gateway", gw.run));
-      console.log(
-        `  throughput ratio (gateway / chain only): ${(gw.run.rps / base.rps).toFixed(2)}; gateway adds p50 +${(p(gw.run, 50) - p(base, 50)).toFixed(1)} ms, p99 +${(p(gw.run, 99) - p(base, 99)).toFixed(1)} ms`,
-      );
-      console.log(rpcLine(gw, CALLS));
-    }
+    if (!ONLY || ONLY === "automine")
+      for (const concurrency of [8, 32]) {
+        const base = await chainOnly(CALLS, concurrency);
+        console.log(`\nautomine, ${CALLS} payments per run, ${concurrency} at a time`);
+        console.log(header());
+        console.log(row("chain only (send + receipt)", base));
+        for (const { name, gw } of gateways) {
+          const paid = await throughGateway(gw, CALLS, concurrency);
+          failures += paid.failed;
+          console.log(row(`paid call, ${name}`, paid.run));
+          console.log(
+            `    ratio to chain only: ${(paid.run.rps / base.rps).toFixed(2)}; gateway adds p50 +${(p(paid.run, 50) - p(base, 50)).toFixed(1)} ms, p99 +${(p(paid.run, 99) - p(base, 99)).toFixed(1)} ms`,
+          );
+          console.log(rpcLine(paid, CALLS));
+        }
+      }
 
     // A distant RPC: every request (a batch is one) held RPC_DELAY_MS by the proxy.
-    const directBase = await chainOnly(DELAYED_CALLS, 8);
-    proxy.setDelay(RPC_DELAY_MS);
-    const slowBase = await chainOnly(DELAYED_CALLS, 8);
-    const slow = await throughGateway(DELAYED_CALLS, 8);
-    proxy.setDelay(0);
-    failures += slow.failed;
-    console.log(
-      `\nRPC +${RPC_DELAY_MS} ms per request, automine, ${DELAYED_CALLS} payments, 8 at a time`,
-    );
-    console.log(header());
-    console.log(row("chain only, no delay", directBase));
-    console.log(row(`chain only, +${RPC_DELAY_MS} ms`, slowBase));
-    console.log(row(`paid call, +${RPC_DELAY_MS} ms`, slow.run));
-    const budget = p(directBase, 50) + 3 * RPC_DELAY_MS;
-    console.log(
-      `  paid p50 ${p(slow.run, 50).toFixed(1)} ms vs chain confirmation + 3 × ${RPC_DELAY_MS} ms = ${budget.toFixed(1)} ms: ${p(slow.run, 50) <= budget ? "within" : "over"}`,
-    );
-    console.log(rpcLine(slow, DELAYED_CALLS));
+    if (!ONLY || ONLY === "delayed")
+      for (const concurrency of [8, 32]) {
+        const directBase = await chainOnly(DELAYED_CALLS, concurrency);
+        proxy.setDelay(RPC_DELAY_MS);
+        const slowBase = await chainOnly(DELAYED_CALLS, concurrency);
+        console.log(
+          `\nRPC +${RPC_DELAY_MS} ms per request, automine, ${DELAYED_CALLS} payments, ${concurrency} at a time`,
+        );
+        console.log(header());
+        console.log(row("chain only, no delay", directBase));
+        console.log(row(`chain only, +${RPC_DELAY_MS} ms`, slowBase));
+        const budget = p(directBase, 50) + 3 * RPC_DELAY_MS;
+        for (const { name, gw } of gateways) {
+          const slow = await throughGateway(gw, DELAYED_CALLS, concurrency);
+          failures += slow.failed;
+          console.log(row(`paid call, ${name}`, slow.run));
+          console.log(
+            `    ratio to chain only (+${RPC_DELAY_MS} ms): ${(slow.run.rps / slowBase.rps).toFixed(2)}; paid p50 ${p(slow.run, 50).toFixed(1)} ms vs chain confirmation + 3 × ${RPC_DELAY_MS} ms = ${budget.toFixed(1)} ms: ${p(slow.run, 50) <= budget ? "within" : "over"}`,
+          );
+          console.log(rpcLine(slow, DELAYED_CALLS));
+        }
+        proxy.setDelay(0);
+      }
 
     // Interval mining: everyone pays at once, blocks every 2 s (payers funded before it starts).
-    const payers = await funded(INTERVAL_PAYERS);
-    await direct.request({ method: "evm_setIntervalMining" as never, params: [2] as never });
-    const headers = await Promise.all(
-      payers.map(async (w) => v1Header("base-sepolia", await sign(w))),
-    );
-    const arrival = await direct.getBlockNumber({ cacheTime: 0 });
-    const txBefore = await sentByRelayers();
-    proxy.resetCounts();
-    const blocks: number[] = [];
-    const reasons = new Map<string, number>();
-    const cpuBefore = gatewayCpuMs();
-    let failed = 0;
-    const run = await timed(headers, headers.length, async (h) => {
-      const res = await fetch(`${gateway.url}/v1/tools/hash`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-payment": h },
-        body: '{"text":"bench"}',
-      });
-      const text = await res.text();
-      if (res.status !== 200) {
-        failed++;
-        const why =
-          `${res.status} ${(JSON.parse(text) as { error?: { code?: string } }).error?.code ?? ""}`.trim();
-        reasons.set(why, (reasons.get(why) ?? 0) + 1);
-        return;
+    if (!ONLY || ONLY === "interval")
+      for (const { name, gw: gateway } of gateways) {
+        await direct.request({ method: "evm_setAutomine" as never, params: [true] as never });
+        const payers = await funded(INTERVAL_PAYERS);
+        await direct.request({
+          method: "evm_setIntervalMining" as never,
+          params: [2] as never,
+        });
+        const headers = await Promise.all(
+          payers.map(async (w) => v1Header("base-sepolia", await sign(w))),
+        );
+        const arrival = await direct.getBlockNumber({ cacheTime: 0 });
+        const txBefore = await sentByRelayers();
+        proxy.resetCounts();
+        const blocks: number[] = [];
+        const reasons = new Map<string, number>();
+        const cpuBefore = gatewayCpuMs(gateway);
+        let failed = 0;
+        const run = await timed(headers, headers.length, async (h) => {
+          const res = await fetch(`${gateway.url}/v1/tools/hash`, {
+            method: "POST",
+            headers: { "content-type": "application/json", "x-payment": h },
+            body: '{"text":"bench"}',
+          });
+          const text = await res.text();
+          if (res.status !== 200) {
+            failed++;
+            const why =
+              `${res.status} ${(JSON.parse(text) as { error?: { code?: string } }).error?.code ?? ""}`.trim();
+            reasons.set(why, (reasons.get(why) ?? 0) + 1);
+            return;
+          }
+          const tx = (
+            JSON.parse(
+              Buffer.from(res.headers.get("x-payment-response")!, "base64").toString(),
+            ) as {
+              transaction: Hex;
+            }
+          ).transaction;
+          blocks.push(
+            Number((await direct.getTransactionReceipt({ hash: tx })).blockNumber - arrival),
+          );
+        });
+        failures += failed;
+        blocks.sort((a, b) => a - b);
+        const settled = INTERVAL_PAYERS - failed;
+        console.log(
+          `\ninterval mining (a block every 2 s), ${INTERVAL_PAYERS} payers at once, ${name}`,
+        );
+        console.log(header());
+        console.log(row(`paid call, ${name}`, run));
+        console.log(
+          `  blocks from arrival to settlement: p50 ${percentile(blocks, 50)}, max ${blocks.at(-1)}; within 2 blocks: ${blocks.filter((b) => b <= 2).length}/${INTERVAL_PAYERS}; failed: ${failed}${reasons.size ? ` (${[...reasons].map(([why, n]) => `${n} × ${why}`).join(", ")})` : ""}`,
+        );
+        console.log(
+          `  per paid call: ${(proxy.counts.roundTrips / INTERVAL_PAYERS).toFixed(2)} RPC round trips, ${(proxy.counts.calls / INTERVAL_PAYERS).toFixed(2)} JSON-RPC calls; ${(((await sentByRelayers()) - txBefore) / settled).toFixed(2)} transactions per settled payment; gateway CPU ${((gatewayCpuMs(gateway) - cpuBefore) / INTERVAL_PAYERS).toFixed(1)} ms`,
+        );
       }
-      const tx = (
-        JSON.parse(Buffer.from(res.headers.get("x-payment-response")!, "base64").toString()) as {
-          transaction: Hex;
-        }
-      ).transaction;
-      blocks.push(Number((await direct.getTransactionReceipt({ hash: tx })).blockNumber - arrival));
-    });
-    failures += failed;
-    blocks.sort((a, b) => a - b);
-    const settled = INTERVAL_PAYERS - failed;
-    console.log(`\ninterval mining (a block every 2 s), ${INTERVAL_PAYERS} payers at once`);
-    console.log(header());
-    console.log(row("paid call through gateway", run));
-    console.log(
-      `  blocks from arrival to settlement: p50 ${percentile(blocks, 50)}, max ${blocks.at(-1)}; within 2 blocks: ${blocks.filter((b) => b <= 2).length}/${INTERVAL_PAYERS}; failed: ${failed}${reasons.size ? ` (${[...reasons].map(([why, n]) => `${n} × ${why}`).join(", ")})` : ""}`,
-    );
-    console.log(
-      `  per paid call: ${(proxy.counts.roundTrips / INTERVAL_PAYERS).toFixed(2)} RPC round trips, ${(proxy.counts.calls / INTERVAL_PAYERS).toFixed(2)} JSON-RPC calls; ${(((await sentByRelayers()) - txBefore) / settled).toFixed(2)} transactions per settled payment; gateway CPU ${((gatewayCpuMs() - cpuBefore) / INTERVAL_PAYERS).toFixed(1)} ms`,
-    );
     if (failures) process.exitCode = 1;
   } finally {
-    await gateway.stop();
+    for (const { gw } of gateways) await gw.stop();
     await workers.stop();
     await proxy.stop();
     await chain.stop();

@@ -1,7 +1,8 @@
 /**
  * A real local chain for tests and development: anvil (from @foundry-rs/anvil) started with a
  * given chain id, the project's EIP-3009 token deployed by anvil's first account at its first
- * nonce (so always at the same address), and wallets funded with test USDC.
+ * nonce (so always at the same address), Multicall3 at its canonical address (as on every real
+ * chain), and wallets funded with test USDC.
  */
 import type { ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
@@ -19,10 +20,13 @@ import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 import { PROGRAM_NOT_FOUND, spawnTied } from "../src/lib/tied-child.js";
 import token from "./build/TestUSDC.json" with { type: "json" };
 import wallet from "./build/TestSmartWallet.json" with { type: "json" };
+import multicall3 from "./multicall3.json" with { type: "json" };
 
 export const TOKEN_ABI = token.abi;
 export const SMART_WALLET_ABI = wallet.abi;
 /** anvil's standard test mnemonic: its accounts are everyone's local test wallets. */
+/** Multicall3's canonical address, the same on every chain that has it. */
+export const MULTICALL3_ADDRESS = multicall3.address as Address;
 export const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
 export const anvilAccount = (index: number) =>
   mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index });
@@ -63,6 +67,12 @@ export async function startLocalChain(options: {
   usdcVersion: string;
   fund?: Address[];
   amount?: bigint;
+  /**
+   * Interval mining, as on Base and Polygon (`anvil --block-time`): a block every `blockTime`
+   * seconds. Switched on once the token is deployed and the wallets funded, so setting up does
+   * not wait a block per transaction.
+   */
+  blockTime?: number;
 }): Promise<LocalChain> {
   const binary = anvilBinary();
   // Tied to this process: a gateway or test run that dies (even by SIGKILL) takes its chain along.
@@ -111,7 +121,11 @@ export async function startLocalChain(options: {
     rpcUrls: { default: { http: [rpcUrl] } },
   });
   const publicClient = createPublicClient({ chain, transport: http(rpcUrl) });
-  const deployer = createWalletClient({ chain, transport: http(rpcUrl), account: DEPLOYER });
+  const deployer = createWalletClient({
+    chain,
+    transport: http(rpcUrl),
+    account: DEPLOYER,
+  });
   const usdc = getContractAddress({ from: DEPLOYER.address, nonce: 0n });
 
   const fund = async (to: Address, amount: bigint) => {
@@ -124,6 +138,11 @@ export async function startLocalChain(options: {
     await publicClient.waitForTransactionReceipt({ hash });
   };
   try {
+    // Multicall3's runtime code at its canonical address (see multicall3.json for where it comes from).
+    await publicClient.request({
+      method: "anvil_setCode" as never,
+      params: [MULTICALL3_ADDRESS, multicall3.runtimeBytecode] as never,
+    });
     const deployHash = await deployer.deployContract({
       abi: token.abi,
       bytecode: token.bytecode as Hex,
@@ -131,6 +150,11 @@ export async function startLocalChain(options: {
     });
     await publicClient.waitForTransactionReceipt({ hash: deployHash });
     for (const address of options.fund ?? []) await fund(address, options.amount ?? 1_000_000_000n);
+    if (options.blockTime)
+      await publicClient.request({
+        method: "evm_setIntervalMining" as never,
+        params: [options.blockTime] as never,
+      });
   } catch (err) {
     child.kill("SIGTERM"); // a chain that could not be set up is not left running
     throw err;

@@ -182,6 +182,13 @@ const envSchema = z.object({
   X402_RPC_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   /** How often to poll the chain for new blocks while waiting for a receipt. */
   X402_POLL_MS: z.coerce.number().int().min(10).default(100),
+  /**
+   * Batch settlement: payments arriving within this many ms of each other are settled in one
+   * Multicall3 transaction (aggregate3, each transfer allowed to fail alone); 0 sends each alone.
+   */
+  X402_BATCH_WINDOW_MS: z.coerce.number().int().min(0).max(5_000).default(0),
+  /** The most transfers one batch transaction carries (a full batch is sent at once). */
+  X402_BATCH_MAX: z.coerce.number().int().min(1).max(500).default(50),
   /** A settlement transaction not mined after this long is replaced with higher fees (same nonce). */
   X402_STUCK_AFTER_MS: z.coerce.number().int().min(100).default(60_000),
   /**
@@ -321,6 +328,8 @@ export interface Config {
     receiptTimeoutMs: number;
     rpcTimeoutMs: number;
     pollMs: number;
+    batchWindowMs: number;
+    batchMax: number;
     stuckAfterMs: number;
     retentionSeconds: number;
     logRangeBlocks: number;
@@ -537,6 +546,8 @@ function paymentConfig(
     receiptTimeoutMs: e.X402_RECEIPT_TIMEOUT_MS,
     rpcTimeoutMs: e.X402_RPC_TIMEOUT_MS,
     pollMs: e.X402_POLL_MS,
+    batchWindowMs: e.X402_BATCH_WINDOW_MS,
+    batchMax: e.X402_BATCH_MAX,
     stuckAfterMs: e.X402_STUCK_AFTER_MS,
     retentionSeconds: e.X402_PAYMENT_RETENTION_SECONDS,
     logRangeBlocks: e.X402_LOG_RANGE_BLOCKS,

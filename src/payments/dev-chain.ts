@@ -46,6 +46,8 @@ export async function startDevChain(): Promise<{
       receiptTimeoutMs: 30_000,
       rpcTimeoutMs: 10_000,
       pollMs: 100,
+      batchWindowMs: 0,
+      batchMax: 50,
       stuckAfterMs: 60_000,
       retentionSeconds: 24 * 3600,
       logRangeBlocks: 1_000,

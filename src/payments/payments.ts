@@ -10,7 +10,7 @@ import { formatUsd } from "../lib/money.js";
 import { createChainClients, type NetworkClients } from "./chain.js";
 import type { Offer } from "./offer.js";
 import { Relayers, type SeenBlock } from "./relayers.js";
-import { settle } from "./settle.js";
+import { Settler } from "./settle.js";
 import {
   authorizationMessage,
   authorizationUsed,
@@ -79,6 +79,8 @@ export class Payments {
   readonly clients: Map<string, NetworkClients>;
   /** Each network's relayer pool: nonce sequences, gas and fee caches. */
   private readonly relayerPools = new Map<NetworkClients, Relayers>();
+  /** Each network's settler: sends transfers alone or gathered in batches (X402_BATCH_WINDOW_MS). */
+  private readonly settlers = new Map<NetworkClients, Settler>();
 
   /**
    * The longest a live process can take to settle (a few RPC calls: the first nonce and gas
@@ -94,7 +96,8 @@ export class Payments {
     this.clients = createChainClients(config);
     // Each RPC call may try every URL of a network in turn before it fails.
     const urls = Math.max(1, ...config.networks.map((n) => n.rpcUrls.length));
-    this.settlingDeadlineMs = 6 * urls * config.rpcTimeoutMs + config.receiptTimeoutMs;
+    this.settlingDeadlineMs =
+      config.batchWindowMs + 6 * urls * config.rpcTimeoutMs + config.receiptTimeoutMs;
   }
 
   relayers(clients: NetworkClients): Relayers {
@@ -104,6 +107,19 @@ export class Payments {
       this.relayerPools.set(clients, pool);
     }
     return pool;
+  }
+
+  private settler(clients: NetworkClients): Settler {
+    let settler = this.settlers.get(clients);
+    if (!settler) {
+      settler = new Settler(this.relayers(clients), {
+        windowMs: this.config.batchWindowMs,
+        maxBatch: this.config.batchMax,
+        receiptTimeoutMs: this.config.receiptTimeoutMs,
+      });
+      this.settlers.set(clients, settler);
+    }
+    return settler;
   }
 
   private networkOf(header: PaymentHeader, offer: Offer): NetworkClients {
@@ -190,6 +206,11 @@ export class Payments {
     if (refused) throw this.refusal(refused, network.name);
     if (known) return this.answerKnown(known, context);
 
+    // The payer is proven (signature checked): its wallet account is found or made while the chain is read.
+    const account = request.beneficiary
+      ? Promise.resolve(request.beneficiary)
+      : ensureWalletAccount(this.services, payer).then((a) => a.id);
+    account.catch(() => {}); // awaited below, unless the chain refuses the payment first
     let seen: SeenBlock;
     try {
       seen = await verifyChainState(clients, auth, signature, expected);
@@ -203,7 +224,7 @@ export class Payments {
       throw this.refusal(err, network.name);
     }
 
-    const accountId = request.beneficiary ?? (await ensureWalletAccount(this.services, payer)).id;
+    const accountId = await account;
     await request.beforeSettling?.(accountId, request.call);
     const record: PaymentRecord = {
       id,
@@ -229,14 +250,12 @@ export class Payments {
     const existing = await this.services.store.claimPayment(record);
     if (existing) return this.answerKnown(existing, context);
 
-    const outcome = await settle(
-      this.relayers(clients),
+    const outcome = await this.settler(clients).settle({
       auth,
       signature,
-      expected.payTo,
-      this.config.receiptTimeoutMs,
-      seen,
-    );
+      payTo: expected.payTo,
+      block: seen,
+    });
     this.services.metrics.payments.inc({ outcome: outcome.state, network: network.name });
     if (outcome.state === "unsent") {
       await this.services.store.releasePayment(id); // nothing was broadcast: the authorization may be retried

@@ -1,18 +1,12 @@
-import {
-  getAddress,
-  isAddressEqual,
-  parseAbiItem,
-  parseEventLogs,
-  type Address,
-  type Hex,
-} from "viem";
+import { getAddress, parseAbiItem, type Address, type Hex } from "viem";
 import { every } from "../lib/periodic.js";
 import type { Foundation, Services } from "../services.js";
 import type { PaymentRecord, RelayedTransaction } from "../store/types.js";
 import type { NetworkClients } from "./chain.js";
 import type { Payments } from "./payments.js";
+import { transferInReceipt } from "./receipt.js";
 import type { Relayers } from "./relayers.js";
-import { authorizationUsed, tokenAbi } from "./verify.js";
+import { authorizationUsed } from "./verify.js";
 
 const AUTHORIZATION_USED = parseAbiItem(
   "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
@@ -43,6 +37,8 @@ export function startReconciler(
   const gapAfterMs = payments.config.receiptTimeoutMs + payments.config.stuckAfterMs;
   const tick = async () => {
     const open = await services.store.openPayments();
+    // A batch's payments share one transaction: the first of them to find it stuck replaces it for all.
+    const replaced: Replacements = new Map();
     for (const record of open) {
       // A settlement still in the hands of a live process is left to it.
       if (
@@ -51,7 +47,7 @@ export function startReconciler(
       )
         continue;
       try {
-        await reconcile(services, payments, record);
+        await reconcile(services, payments, record, replaced);
       } catch (err) {
         services.log.warn(
           { payment: record.id, err: String(err) },
@@ -86,13 +82,22 @@ export function startReconciler(
 /** Fee increase of a replacement: nodes require at least 10%; 50% gets through faster. */
 const BUMP_PERCENT = 150n;
 
+/** Replacements made in one reconciler pass, by relayer and nonce. */
+type Replacements = Map<string, { hash: Hex; relay: RelayedTransaction } | null>;
+const replacementKey = (relay: RelayedTransaction) =>
+  `${(relay.from ?? "").toLowerCase()}:${relay.nonce}`;
+
+/**
+ * A settlement transaction still waiting at its nonce: sent again at that nonce with higher fees —
+ * the same transaction (a single transfer or a whole batch) while any authorization in it can
+ * still happen, a zero-value self-transfer once none can (`cancel`).
+ */
 async function replaceStuck(
   clients: NetworkClients,
-  record: PaymentRecord,
+  relay: RelayedTransaction,
   cancel: boolean,
   relayers: Relayers,
 ) {
-  const relay = record.relay!;
   const account = relayers.account(relay.from);
   if (!account) return null; // sent by a relayer key no longer configured: nothing of ours can replace it
   const mined = await clients.public.getTransactionCount({
@@ -120,7 +125,10 @@ async function replaceStuck(
     maxPriorityFeePerGas: BigInt(next.maxPriorityFeePerGas),
     ...(cancel
       ? { to: account.address, value: 0n }
-      : { to: clients.network.usdc.address, data: relay.data as Hex }),
+      : {
+          to: (relay.to as Address | undefined) ?? clients.network.usdc.address,
+          data: relay.data as Hex,
+        }),
   } as never);
   const hash = await clients.public.sendRawTransaction({ serializedTransaction: signed });
   return { hash, relay: next };
@@ -163,6 +171,7 @@ export async function reconcile(
   services: Foundation & Pick<Services, "books">,
   payments: Payments,
   record: PaymentRecord,
+  replaced: Replacements = new Map(),
 ): Promise<"settled" | "released" | "pending"> {
   const clients = payments.clients.get(record.network);
   if (!clients) return "pending";
@@ -175,20 +184,27 @@ export async function reconcile(
     const block = await clients.public.getBlock({ blockTag: "latest" });
     const expired = block.timestamp >= BigInt(auth.validBefore!);
     // A transaction of ours still waiting at its nonce holds up every later one: replace it
-    // (same nonce, higher fees) — with the same transfer while it can still happen, with a
-    // zero-value self-transfer once it cannot.
+    // (same nonce, higher fees) — a batch once for all its payments, which all then follow the replacement.
     if (record.relay && Date.now() - record.relay.sentAt >= payments.config.stuckAfterMs) {
-      const replaced = await replaceStuck(clients, record, expired, payments.relayers(clients));
-      if (replaced) {
+      const key = replacementKey(record.relay);
+      if (!replaced.has(key)) {
+        // Cancelled only once none of the transaction's authorizations can happen any more.
+        const cancel = block.timestamp >= BigInt(record.relay.validBefore ?? auth.validBefore!);
+        const sent = await replaceStuck(clients, record.relay, cancel, payments.relayers(clients));
+        replaced.set(key, sent);
+        if (sent)
+          services.log.warn(
+            { payment: record.id, nonce: record.relay.nonce, tx: sent.hash, cancel },
+            "replaced a stuck settlement transaction",
+          );
+      }
+      const replacement = replaced.get(key);
+      if (replacement) {
         await services.store.savePayment({
           ...record,
-          txHash: replaced.hash,
-          relay: replaced.relay,
+          txHash: replacement.hash,
+          relay: replacement.relay,
         });
-        services.log.warn(
-          { payment: record.id, nonce: record.relay.nonce, tx: replaced.hash, cancel: expired },
-          "replaced a stuck settlement transaction",
-        );
         if (!expired) return "pending";
       }
     }
@@ -206,20 +222,13 @@ export async function reconcile(
     (record.txHash as Hex | null);
   if (!txHash) return "pending";
   const receipt = await clients.public.getTransactionReceipt({ hash: txHash });
-  const events = parseEventLogs({
-    abi: tokenAbi,
-    logs: receipt.logs.filter((l) => isAddressEqual(l.address, token)),
-  }) as unknown as { eventName: string; args: Record<string, unknown> }[];
-  const paid = events.some(
-    (e) =>
-      e.eventName === "Transfer" &&
-      isAddressEqual(e.args.from as Address, from) &&
-      isAddressEqual(
-        e.args.to as Address,
-        (record.payTo as Address | undefined) ?? payments.config.payTo,
-      ) &&
-      e.args.value === BigInt(record.value),
-  );
+  const paid = transferInReceipt(receipt, {
+    token,
+    from,
+    to: (record.payTo as Address | undefined) ?? payments.config.payTo,
+    value: BigInt(record.value),
+    nonce,
+  });
   if (!paid) {
     services.log.error(
       { payment: record.id, tx: txHash },

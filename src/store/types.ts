@@ -1,5 +1,18 @@
 import type { TierName } from "../accounts/tiers.js";
 import type { EventRecord } from "../events/types.js";
+import type { AccountStore } from "./accounts.js";
+import type { KeyStore } from "./keys.js";
+import type { CreditStore } from "./credits.js";
+import type { LedgerStore } from "./ledger.js";
+import type { RateLimiter } from "./rate-limits.js";
+import type { Outbox } from "./outbox.js";
+import type { IdempotencyStore } from "./idempotency.js";
+import type { CustomToolStore } from "./custom-tools.js";
+import type { WebhookStore } from "./webhooks.js";
+import type { PaymentStore } from "./payments.js";
+import type { SingleUseStore } from "./single-use.js";
+import type { SsoStore } from "./sso.js";
+import type { SessionStore } from "./sessions.js";
 
 /**
  * The one small storage interface. Two implementations honour it — Redis (shared by every
@@ -215,245 +228,26 @@ export interface NewAccount {
   tier: TierName;
 }
 
-export interface Store {
-  /** Creates the account with its first grant and events, atomically. */
-  createAccount(
-    account: NewAccount,
-    grant: CreditChange & { amount: number },
-    events: EventRecord[],
-  ): Promise<AccountRecord>;
-  getAccount(id: string): Promise<AccountRecord | null>;
-  /** Oldest first. Throws InvalidCursorError for a cursor that is not an account id. */
-  listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>>;
-  /** Claims an e-mail address for an account; false when another account holds it. */
-  claimEmail(email: string, accountId: string): Promise<boolean>;
-  setTier(accountId: string, tier: TierName): Promise<AccountRecord | null>;
-  /** Binds the account to its own worker pool (`url`), or unbinds it (null); null when there is no such account. */
-  setDedicatedWorkers(accountId: string, url: string | null): Promise<AccountRecord | null>;
-  /** Marks the e-mail verified and grants `amount` once; starts the Free monthly allowance clock. */
-  verifyEmail(
-    accountId: string,
-    grant: CreditChange & { amount: number },
-  ): Promise<"verified" | "already_verified" | "not_found">;
-
-  addKey(key: KeyRecord): Promise<void>;
-  listKeys(accountId: string): Promise<KeyRecord[]>;
-  /** Changes a key's name and controls; null when the account has no such key. */
-  updateKey(accountId: string, keyId: string, update: KeyUpdate): Promise<KeyRecord | null>;
-  /** Sets (or, with null, removes) the account's spend alert, re-arming it for this month; null when there is no such account. */
-  setSpendAlert(
-    accountId: string,
-    alert: { credits: number } | null,
-  ): Promise<AccountRecord | null>;
-  /**
-   * Revokes after `graceMs` of store time (0 = now); never postpones an earlier revocation. A key
-   * already revoked is left as it is. With `keepOneActive`, refuses (atomically) to revoke the
-   * account's last active key — one with no revocation scheduled.
-   */
-  revokeKey(
-    accountId: string,
-    keyId: string,
-    graceMs: number,
-    options?: { keepOneActive?: boolean },
-  ): Promise<RevokeOutcome>;
-
-  /** The hot path, one round trip: check the key, apply the Free allowance, rate-limit, debit. */
-  admit(request: AdmitRequest): Promise<AdmitOutcome>;
-  /**
-   * Adds credits (a top-up: re-arms the alerts unless `rearm` is false), with its events,
-   * atomically. Idempotent per request id.
-   */
-  topUp(
-    accountId: string,
-    kind: TopUpKind,
-    grant: CreditChange & { amount: number; rearm?: boolean },
-    events?: EventRecord[],
-    plan?: PlanChange,
-  ): Promise<{ applied: boolean; account: AccountRecord } | null>;
-  /**
-   * Returns the credits debited under `requestId`, at most once; `events` are written only if it
-   * applies. The call's Idempotency-Key, if any, is forgotten in the same atomic step.
-   */
-  refund(
-    accountId: string,
-    change: RefundChange,
-    events?: EventRecord[],
-  ): Promise<
-    | { status: "refunded"; amount: number; balance: number }
-    | { status: "already_refunded" | "not_charged" }
-  >;
-  /**
-   * Newest first: the entries the store still holds (with the books on, those not yet exported
-   * and trimmed). Throws InvalidCursorError for a cursor that is not a ledger entry id.
-   */
-  ledger(accountId: string, page: { cursor?: string; limit: number }): Promise<Page<LedgerEntry>>;
-  /** The store's oldest ledger entries of an account, oldest first: what the books exporter moves next. */
-  oldestLedger(accountId: string, limit: number): Promise<LedgerEntry[]>;
-  /** Forgets an account's ledger entries up to and including `throughId`, once the books hold them. */
-  trimLedger(accountId: string, throughId: string): Promise<void>;
-  /**
-   * Accounts (in pages of the account list, oldest first) with ledger entries still in the store;
-   * `nextCursor` pages on through every account, whether or not it had a backlog.
-   */
-  ledgerBacklog(page: { cursor?: string; limit: number }): Promise<Page<LedgerBacklog>>;
-
-  /** Sliding-window counter for things that are not an account (sign-ups per client address). */
-  hitRateLimit(
-    bucket: string,
-    limit: number,
-    windowMs: number,
-    member: string,
-  ): Promise<RateState & { allowed: boolean }>;
-  /** Gives back a hit that turned out not to count (a sign-up refused as a duplicate). */
-  releaseRateLimit(bucket: string, member: string): Promise<void>;
-
-  /** Events waiting for delivery, oldest first, and their acknowledgement once handed on. */
-  appendEvents(accountId: string, events: EventRecord[]): Promise<void>;
-  readOutbox(accountId: string, limit: number): Promise<EventRecord[]>;
-  ackOutbox(accountId: string, eventIds: string[]): Promise<void>;
-  /** Accounts that may have undelivered events. */
-  outboxAccounts(): Promise<string[]>;
-  /** The account's recent events (newest first), recorded as the relay hands them on. */
-  logEvents(accountId: string, events: EventRecord[], keep: number): Promise<void>;
-  listEvents(accountId: string, limit: number): Promise<EventRecord[]>;
-  /** Re-indexes outboxes a crashed process left unindexed (run at start-up); returns how many. */
-  rebuildOutboxIndex(): Promise<number>;
-
-  /**
-   * Idempotency-Key records (per account): the first caller claims the key for one execution;
-   * later callers with the same fingerprint see it in progress or get the stored response.
-   */
-  /**
-   * Claims an Idempotency-Key for one execution (for `leaseMs`; the record lives `ttlSeconds`).
-   * A claim whose lease ran out unanswered (its process died) is handed to the next caller with
-   * the request id it was charged under, so the retry is not charged again. The request holding
-   * the claim (same request id) may begin again and continues it: a paid call claims its key
-   * before its payment settles, then runs under that claim.
-   */
-  beginIdempotent(
-    accountId: string,
-    key: string,
-    claim: IdempotencyClaim,
-  ): Promise<IdempotencyState>;
-  completeIdempotent(
-    accountId: string,
-    key: string,
-    response: StoredResponse,
-    ttlSeconds: number,
-  ): Promise<void>;
-  /** Forgets an execution that failed without a result worth replaying, so a retry runs again. */
-  abandonIdempotent(accountId: string, key: string): Promise<void>;
-
-  /**
-   * A Business account's own tools (src/tools/custom), one per name: `exists` when the account
-   * already has one of that name, `cap` when it has `cap` tools; checked and added atomically.
-   */
-  addCustomTool(tool: CustomToolRecord, cap: number): Promise<"added" | "exists" | "cap">;
-  getCustomTool(accountId: string, name: string): Promise<CustomToolRecord | null>;
-  /**
-   * The tool with its owner's tier, read together (one round trip): a call must know the account
-   * is still on a tier with custom endpoints. `tier` is null when the account does not exist.
-   */
-  getCustomToolWithTier(
-    accountId: string,
-    name: string,
-  ): Promise<{ tool: CustomToolRecord; tier: TierName | null } | null>;
-  /** Oldest first. */
-  listCustomTools(accountId: string): Promise<CustomToolRecord[]>;
-  deleteCustomTool(accountId: string, name: string): Promise<boolean>;
-
-  /** Adds a webhook unless the owner already has `cap`; false when the cap is reached. */
-  addWebhook(webhook: WebhookRecord, cap: number): Promise<boolean>;
-  listWebhooks(ownerId: string): Promise<WebhookRecord[]>;
-  getWebhook(ownerId: string, id: string): Promise<WebhookRecord | null>;
-  putWebhook(webhook: WebhookRecord): Promise<void>;
-  deleteWebhook(ownerId: string, id: string): Promise<boolean>;
-  /** Appends to a webhook's delivery log (newest first, the last `keep` kept). */
-  recordDelivery(
-    ownerId: string,
-    webhookId: string,
-    attempt: DeliveryAttempt,
-    keep: number,
-  ): Promise<void>;
-  listDeliveries(ownerId: string, webhookId: string, limit: number): Promise<DeliveryAttempt[]>;
-
-  /**
-   * x402 authorizations, one record per (chain, token, payer, nonce): the first caller claims it
-   * (null), anyone after gets the record as it stands — so one authorization is settled and
-   * credited at most once, across every process.
-   */
-  claimPayment(record: PaymentRecord): Promise<PaymentRecord | null>;
-  savePayment(record: PaymentRecord): Promise<void>;
-  getPayment(id: string): Promise<PaymentRecord | null>;
-  /** Forgets a claim whose payment failed before anything moved, so it can be tried again. */
-  releasePayment(id: string): Promise<void>;
-  /** Claims the one thing a settled payment pays for (kept until `expiresAt`); false when it was already served. */
-  claimPaymentService(id: string, expiresAt: number): Promise<boolean>;
-  /** Payments not yet settled: pending ones, and those still (or, if their process died, forever) settling. */
-  openPayments(): Promise<PaymentRecord[]>;
-
-  /** A single-use token (a sign-in nonce): saved with a lifetime, consumed at most once. */
-  saveNonce(name: string, ttlMs: number): Promise<void>;
-  consumeNonce(name: string): Promise<boolean>;
-  /**
-   * The value first offered under `name`, kept for good: a setting every process of a
-   * deployment must agree on (the development secret key), decided by whoever offers first.
-   */
-  keepFirst(name: string, candidate: string): Promise<string>;
-  /** A lease shared by every process (null when someone else holds it); released by its token. */
-  acquireLock(name: string, ttlMs: number): Promise<string | null>;
-  releaseLock(name: string, token: string): Promise<void>;
-  /**
-   * A relayer's nonce sequence, shared by every process: the next nonce, handed out once. A
-   * sequence that does not exist yet starts at `start` (the chain's count); without one, null.
-   */
-  takeRelayerNonce(name: string, start: number | null): Promise<number | null>;
-  /** The nonce a relayer's sequence would hand out next (null: no sequence yet), changing nothing. */
-  peekRelayerNonce(name: string): Promise<number | null>;
-  /** Moves a relayer's sequence forward to `next` (a resync with the chain), never back; the sequence after. */
-  raiseRelayerNonce(name: string, next: number): Promise<number>;
-
-  /** The account holding an e-mail address (as claimed by `claimEmail`), or null. */
-  accountIdByEmail(email: string): Promise<string | null>;
-
-  /**
-   * A value kept for at most `ttlMs` and read at most once (a sign-in attempt's secrets): `takeOnce`
-   * returns it and deletes it in one step, so two readers racing get it once between them.
-   */
-  saveOnce(name: string, value: string, ttlMs: number): Promise<void>;
-  takeOnce(name: string): Promise<string | null>;
-
-  /**
-   * A Business account's single sign-on connection. Each e-mail domain it lists is claimed for
-   * that account alone (the sign-in page finds the account by domain): saving refuses, changing
-   * nothing, when another account holds one; domains it no longer lists are released.
-   */
-  putSsoConnection(
-    connection: SsoConnectionRecord,
-  ): Promise<{ status: "saved" } | { status: "domain_taken"; domain: string }>;
-  getSsoConnection(accountId: string): Promise<SsoConnectionRecord | null>;
-  /** Removes the connection and releases its domains; false when there was none. */
-  deleteSsoConnection(accountId: string): Promise<boolean>;
-  /** The account whose SSO connection lists this (lower-case) e-mail domain, or null. */
-  accountIdBySsoDomain(domain: string): Promise<string | null>;
-
-  /**
-   * Dashboard sessions, server-side: the record lives `idleMs` past its last use and never past
-   * its absolute `expiresAt`. `touchSession` reads a live session and pushes its idle expiry back
-   * in one step; `endAccountSessions` ends every session of the account at once (sign out
-   * everywhere), including any created before it in another process.
-   */
-  createSession(session: SessionRecord, idleMs: number): Promise<void>;
-  touchSession(accountId: string, id: string, idleMs: number): Promise<SessionRecord | null>;
-  endSession(accountId: string, id: string): Promise<void>;
-  endAccountSessions(accountId: string): Promise<void>;
-
-  /**
-   * Follows the account's ledger as it grows, across every process writing it: a follower holds
-   * its own connection (a blocking read), so it is closed when its reader goes away.
-   */
-  followLedger(accountId: string): LedgerFollower;
-
+/**
+ * The whole store, one interface per concern (each in its own file beside this one: accounts.ts,
+ * keys.ts, credits.ts, ledger.ts, …). Implemented for Redis (redis.ts, with the money rules in
+ * credits/lua/*.lua) and in memory for the embedded mode (memory.ts; decisions.md "Storage" says
+ * why it is a TypeScript twin). A part that needs one concern may take just that interface.
+ */
+export interface Store
+  extends AccountStore,
+    KeyStore,
+    CreditStore,
+    LedgerStore,
+    RateLimiter,
+    Outbox,
+    IdempotencyStore,
+    CustomToolStore,
+    WebhookStore,
+    PaymentStore,
+    SingleUseStore,
+    SsoStore,
+    SessionStore {
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -569,6 +363,10 @@ export interface RelayedTransaction {
   /** The relayer that sent it (one of a pool); absent in records of older versions: the first relayer. */
   from?: string;
   nonce: number;
+  /** Where it was sent: the token, or Multicall3 for a batch; absent in records of older versions: the token. */
+  to?: string;
+  /** The latest validBefore of the authorizations it carries: once block time passes it, none can happen. */
+  validBefore?: string;
   gas: string;
   maxFeePerGas: string;
   maxPriorityFeePerGas: string;

@@ -31,10 +31,11 @@ export const PAY_TO = anvilAccount(8).address;
 export const relayerKey = () =>
   toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 9 }).getHdKey().privateKey!);
 
-export async function startChains(fund: Address[]) {
+/** `blockTime`: interval mining (a block every that many seconds) instead of a block per transaction. */
+export async function startChains(fund: Address[], options: { blockTime?: number } = {}) {
   const [base, polygon] = await Promise.all([
-    startLocalChain({ chainId: 84532, usdcName: "USDC", usdcVersion: "2", fund }),
-    startLocalChain({ chainId: 80002, usdcName: "USDC", usdcVersion: "2", fund }),
+    startLocalChain({ chainId: 84532, usdcName: "USDC", usdcVersion: "2", fund, ...options }),
+    startLocalChain({ chainId: 80002, usdcName: "USDC", usdcVersion: "2", fund, ...options }),
   ]);
   const env = {
     X402_NETWORKS: "base-sepolia,polygon-amoy",

@@ -1,0 +1,33 @@
+import type { TierName } from "../accounts/tiers.js";
+import type { EventRecord } from "../events/types.js";
+import type { AccountRecord, CreditChange, NewAccount, Page } from "./types.js";
+
+/** Accounts: creation, lookup, tier, e-mail, dedicated workers, spend alert. */
+export interface AccountStore {
+  /** Creates the account with its first grant and events, atomically. */
+  createAccount(
+    account: NewAccount,
+    grant: CreditChange & { amount: number },
+    events: EventRecord[],
+  ): Promise<AccountRecord>;
+  getAccount(id: string): Promise<AccountRecord | null>;
+  /** Oldest first. Throws InvalidCursorError for a cursor that is not an account id. */
+  listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>>;
+  /** Claims an e-mail address for an account; false when another account holds it. */
+  claimEmail(email: string, accountId: string): Promise<boolean>;
+  /** The account holding an e-mail address (as claimed by `claimEmail`), or null. */
+  accountIdByEmail(email: string): Promise<string | null>;
+  setTier(accountId: string, tier: TierName): Promise<AccountRecord | null>;
+  /** Binds the account to its own worker pool (`url`), or unbinds it (null); null when there is no such account. */
+  setDedicatedWorkers(accountId: string, url: string | null): Promise<AccountRecord | null>;
+  /** Marks the e-mail verified and grants `amount` once; starts the Free monthly allowance clock. */
+  verifyEmail(
+    accountId: string,
+    grant: CreditChange & { amount: number },
+  ): Promise<"verified" | "already_verified" | "not_found">;
+  /** Sets (or, with null, removes) the account's spend alert, re-arming it for this month; null when there is no such account. */
+  setSpendAlert(
+    accountId: string,
+    alert: { credits: number } | null,
+  ): Promise<AccountRecord | null>;
+}

@@ -1,0 +1,39 @@
+import type { EventRecord } from "../events/types.js";
+import type {
+  AccountRecord,
+  AdmitOutcome,
+  AdmitRequest,
+  CreditChange,
+  PlanChange,
+  RefundChange,
+  TopUpKind,
+} from "./types.js";
+
+/** The money rules: the admission of a call (key, allowance, rate limit, debit) in one round trip, top-ups and refunds, each atomic and idempotent per request id. */
+export interface CreditStore {
+  /** The hot path, one round trip: check the key, apply the Free allowance, rate-limit, debit. */
+  admit(request: AdmitRequest): Promise<AdmitOutcome>;
+  /**
+   * Adds credits (a top-up: re-arms the alerts unless `rearm` is false), with its events,
+   * atomically. Idempotent per request id.
+   */
+  topUp(
+    accountId: string,
+    kind: TopUpKind,
+    grant: CreditChange & { amount: number; rearm?: boolean },
+    events?: EventRecord[],
+    plan?: PlanChange,
+  ): Promise<{ applied: boolean; account: AccountRecord } | null>;
+  /**
+   * Returns the credits debited under `requestId`, at most once; `events` are written only if it
+   * applies. The call's Idempotency-Key, if any, is forgotten in the same atomic step.
+   */
+  refund(
+    accountId: string,
+    change: RefundChange,
+    events?: EventRecord[],
+  ): Promise<
+    | { status: "refunded"; amount: number; balance: number }
+    | { status: "already_refunded" | "not_charged" }
+  >;
+}

@@ -1,0 +1,29 @@
+import type { IdempotencyClaim, IdempotencyState, StoredResponse } from "./types.js";
+
+/** Idempotency-Key executions: claimed once, replayed, or forgotten to run again. */
+export interface IdempotencyStore {
+  /**
+   * Idempotency-Key records (per account): the first caller claims the key for one execution;
+   * later callers with the same fingerprint see it in progress or get the stored response.
+   */
+  /**
+   * Claims an Idempotency-Key for one execution (for `leaseMs`; the record lives `ttlSeconds`).
+   * A claim whose lease ran out unanswered (its process died) is handed to the next caller with
+   * the request id it was charged under, so the retry is not charged again. The request holding
+   * the claim (same request id) may begin again and continues it: a paid call claims its key
+   * before its payment settles, then runs under that claim.
+   */
+  beginIdempotent(
+    accountId: string,
+    key: string,
+    claim: IdempotencyClaim,
+  ): Promise<IdempotencyState>;
+  completeIdempotent(
+    accountId: string,
+    key: string,
+    response: StoredResponse,
+    ttlSeconds: number,
+  ): Promise<void>;
+  /** Forgets an execution that failed without a result worth replaying, so a retry runs again. */
+  abandonIdempotent(accountId: string, key: string): Promise<void>;
+}

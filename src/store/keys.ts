@@ -1,0 +1,20 @@
+import type { KeyRecord, KeyUpdate, RevokeOutcome } from "./types.js";
+
+/** API keys: issued, listed, changed and revoked (the secret itself is never stored, only its hash). */
+export interface KeyStore {
+  addKey(key: KeyRecord): Promise<void>;
+  listKeys(accountId: string): Promise<KeyRecord[]>;
+  /** Changes a key's name and controls; null when the account has no such key. */
+  updateKey(accountId: string, keyId: string, update: KeyUpdate): Promise<KeyRecord | null>;
+  /**
+   * Revokes after `graceMs` of store time (0 = now); never postpones an earlier revocation. A key
+   * already revoked is left as it is. With `keepOneActive`, refuses (atomically) to revoke the
+   * account's last active key — one with no revocation scheduled.
+   */
+  revokeKey(
+    accountId: string,
+    keyId: string,
+    graceMs: number,
+    options?: { keepOneActive?: boolean },
+  ): Promise<RevokeOutcome>;
+}

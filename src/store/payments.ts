@@ -1,0 +1,28 @@
+import type { PaymentRecord } from "./types.js";
+
+/** x402 payments from claim to settlement, and the relayers' nonce sequences. */
+export interface PaymentStore {
+  /**
+   * x402 authorizations, one record per (chain, token, payer, nonce): the first caller claims it
+   * (null), anyone after gets the record as it stands — so one authorization is settled and
+   * credited at most once, across every process.
+   */
+  claimPayment(record: PaymentRecord): Promise<PaymentRecord | null>;
+  savePayment(record: PaymentRecord): Promise<void>;
+  getPayment(id: string): Promise<PaymentRecord | null>;
+  /** Forgets a claim whose payment failed before anything moved, so it can be tried again. */
+  releasePayment(id: string): Promise<void>;
+  /** Claims the one thing a settled payment pays for (kept until `expiresAt`); false when it was already served. */
+  claimPaymentService(id: string, expiresAt: number): Promise<boolean>;
+  /** Payments not yet settled: pending ones, and those still (or, if their process died, forever) settling. */
+  openPayments(): Promise<PaymentRecord[]>;
+  /**
+   * A relayer's nonce sequence, shared by every process: the next nonce, handed out once. A
+   * sequence that does not exist yet starts at `start` (the chain's count); without one, null.
+   */
+  takeRelayerNonce(name: string, start: number | null): Promise<number | null>;
+  /** The nonce a relayer's sequence would hand out next (null: no sequence yet), changing nothing. */
+  peekRelayerNonce(name: string): Promise<number | null>;
+  /** Moves a relayer's sequence forward to `next` (a resync with the chain), never back; the sequence after. */
+  raiseRelayerNonce(name: string, next: number): Promise<number>;
+}

@@ -1,0 +1,146 @@
+import { createPublicClient, http, isAddressEqual, type Hex } from "viem";
+import { describe, expect, it } from "vitest";
+import { MULTICALL3_ADDRESS, randomWallet } from "../../chain-fixtures/chain.js";
+import { walletAccountId } from "../../src/payments/wallet-accounts.js";
+import { call } from "../helpers/gateway.js";
+import {
+  PAY_TO,
+  authorizationUsed,
+  balanceOf,
+  paidGatewayFixture,
+  signAuthorization,
+  v1Header,
+} from "../helpers/x402.js";
+
+/**
+ * Batch settlement (X402_BATCH_WINDOW_MS): payments arriving within the window go on chain in one
+ * Multicall3 aggregate3 transaction, each transfer allowed to fail alone. Each payment's outcome
+ * is read from its own logs: one that fails inside the batch is that payer's 402, the others are
+ * served; a batch that is not mined leaves each payment pending, is replaced at its nonce with
+ * higher fees, and each payment is credited once when blocks come again.
+ */
+const PRICE = 2000n;
+const PAYERS = Array.from({ length: 12 }, (_, i) => randomWallet(40_000 + i));
+/** Holds exactly one price: its second authorization passes verification and fails in the batch. */
+const SHORT = randomWallet(40_100);
+const setup = paidGatewayFixture({
+  fund: PAYERS.map((p) => p.address),
+  env: {
+    X402_BATCH_WINDOW_MS: "300",
+    X402_RECEIPT_TIMEOUT_MS: "800",
+    X402_STUCK_AFTER_MS: "1000",
+  },
+});
+const rpc = () => createPublicClient({ transport: http(setup.chains.base.rpcUrl) });
+const header = async (payer: (typeof PAYERS)[number]) => {
+  const payload = await signAuthorization({
+    account: payer,
+    chain: setup.chains.base,
+    value: PRICE,
+  });
+  return { payload, headers: { "x-payment": v1Header("base-sepolia", payload) } };
+};
+const pay = (headers: Record<string, string>, text = "batched") =>
+  call(`${setup.gw.url}/v1/tools/hash`, { method: "POST", body: { text }, headers });
+const transactionOf = (res: { headers: Headers }) =>
+  (
+    JSON.parse(Buffer.from(res.headers.get("x-payment-response")!, "base64").toString()) as {
+      transaction: Hex;
+    }
+  ).transaction;
+const purchases = async (payer: { address: `0x${string}` }) =>
+  (
+    await setup.gw.services.store.ledger(walletAccountId(payer.address), { limit: 100 })
+  ).items.filter((e) => e.kind === "purchase").length;
+
+describe("batch settlement through Multicall3", () => {
+  it("payments arriving within the window are settled in one Multicall3 transaction, each credited once", async () => {
+    const payers = PAYERS.slice(0, 5);
+    const before = await balanceOf(setup.chains.base, PAY_TO);
+    const requests = await Promise.all(payers.map(header));
+    const results = await Promise.all(requests.map((r) => pay(r.headers)));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    const hashes = new Set(results.map(transactionOf));
+    expect(hashes.size).toBe(1);
+    const receipt = await rpc().getTransactionReceipt({ hash: [...hashes][0]! });
+    expect(isAddressEqual(receipt.to!, MULTICALL3_ADDRESS)).toBe(true);
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + 5n * PRICE);
+    expect(await Promise.all(payers.map(purchases))).toEqual([1, 1, 1, 1, 1]);
+  }, 30_000);
+
+  it("one authorization that fails inside the batch: that payer gets 402 with the reason, the others in the batch are served", async () => {
+    await setup.chains.base.fund(SHORT.address, PRICE);
+    const others = PAYERS.slice(5, 8);
+    const before = await balanceOf(setup.chains.base, PAY_TO);
+    // Both of SHORT's authorizations pass verification (each alone is covered); only one can be paid.
+    const requests = await Promise.all([header(SHORT), header(SHORT), ...others.map(header)]);
+    const results = await Promise.all(requests.map((r, i) => pay(r.headers, `batched ${i}`)));
+    const short = results.slice(0, 2);
+    expect(short.map((r) => r.status).sort()).toEqual([200, 402]);
+    const refused = short.find((r) => r.status === 402)!;
+    expect(JSON.stringify(refused.body)).toContain("transfer amount exceeds balance");
+    expect(results.slice(2).map((r) => r.status)).toEqual([200, 200, 200]);
+    // They shared one transaction, which did not revert.
+    const served = results.filter((r) => r.status === 200);
+    expect(new Set(served.map(transactionOf)).size).toBe(1);
+    // The refused authorization is unused and may be retried once funded; nothing else moved.
+    const refusedPayload = requests[short.indexOf(refused)]!.payload;
+    expect(
+      await authorizationUsed(setup.chains.base, SHORT.address, refusedPayload.authorization.nonce),
+    ).toBe(false);
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + 4n * PRICE);
+    expect(await purchases(SHORT)).toBe(1);
+    expect(await Promise.all(others.map(purchases))).toEqual([1, 1, 1]);
+  }, 30_000);
+
+  it("a batch that is not mined leaves each payment pending, is replaced at its nonce with higher fees, and each payment is credited once when blocks come again", async () => {
+    const payers = PAYERS.slice(8, 12);
+    const chain = rpc();
+    const before = await balanceOf(setup.chains.base, PAY_TO);
+    await chain.request({ method: "evm_setAutomine" as never, params: [false] as never });
+    const requests = await Promise.all(payers.map(header));
+    const first = await Promise.all(requests.map((r) => pay(r.headers, "stuck batch")));
+    expect(first.map((r) => r.body.error?.code)).toEqual(Array(4).fill("payment_pending"));
+
+    const ids = requests.map((r) =>
+      `${setup.chains.base.chainId}:${setup.chains.base.usdc}:${r.payload.authorization.from}:${r.payload.authorization.nonce}`.toLowerCase(),
+    );
+    const records = () =>
+      Promise.all(ids.map(async (id) => (await setup.gw.services.store.getPayment(id))!));
+    const sent = await records();
+    // One transaction for the four, to Multicall3.
+    expect(new Set(sent.map((r) => r.txHash)).size).toBe(1);
+    expect(new Set(sent.map((r) => r.relay?.nonce)).size).toBe(1);
+    expect(isAddressEqual(sent[0]!.relay!.to as Hex, MULTICALL3_ADDRESS)).toBe(true);
+
+    // The reconciler replaces it once, for all four (same nonce, higher fees).
+    const deadline = Date.now() + 10_000;
+    let now = sent;
+    while (now.some((r) => r.txHash === sent[0]!.txHash) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      now = await records();
+    }
+    expect(new Set(now.map((r) => r.txHash)).size).toBe(1);
+    expect(now[0]!.txHash).not.toBe(sent[0]!.txHash);
+    expect(now[0]!.relay!.nonce).toBe(sent[0]!.relay!.nonce);
+    expect(BigInt(now[0]!.relay!.maxFeePerGas)).toBeGreaterThan(
+      BigInt(sent[0]!.relay!.maxFeePerGas),
+    );
+
+    await chain.request({ method: "evm_setAutomine" as never, params: [true] as never });
+    await chain.request({ method: "evm_mine" as never, params: [] as never });
+    const until = Date.now() + 10_000;
+    while (Date.now() < until && (await Promise.all(payers.map(purchases))).some((n) => n !== 1))
+      await new Promise((r) => setTimeout(r, 100));
+    expect(await Promise.all(payers.map(purchases))).toEqual([1, 1, 1, 1]);
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + 4n * PRICE);
+    // The replacement was mined, not the original; each payer's retry is served from its credit.
+    expect((await chain.getTransactionReceipt({ hash: now[0]!.txHash as Hex })).status).toBe(
+      "success",
+    );
+    await expect(chain.getTransactionReceipt({ hash: sent[0]!.txHash as Hex })).rejects.toThrow();
+    const retried = await Promise.all(requests.map((r) => pay(r.headers, "stuck batch")));
+    expect(retried.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(await Promise.all(payers.map(purchases))).toEqual([1, 1, 1, 1]);
+  }, 40_000);
+});
