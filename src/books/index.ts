@@ -7,6 +7,7 @@ import { BooksUnavailableError } from "./errors.js";
 import { openBooksDatabase, type BooksDatabase } from "./database.js";
 import { exportPass } from "./exporter.js";
 import { migrate } from "./migrations.js";
+import { ensurePartitionsAhead, monthStart, splitDefaultPartitions } from "./partitions.js";
 import { RecordBuffer, type PaymentRow, type RequestRecord } from "./records.js";
 
 /**
@@ -51,6 +52,8 @@ export async function startBooks(
   let lagMs = 0;
   let lastSuccessAt = Date.now();
   let lastError: { message: string; at: number } | null = null;
+  /** The month whose partitions (and the next month's) are known to exist. */
+  let partitionsMonth = 0;
   metrics.onScrape(() => {
     metrics.booksExportLag.set(lagMs / 1000);
     metrics.booksRecordsDropped.set(buffer.dropped);
@@ -60,7 +63,12 @@ export async function startBooks(
     const candidate = await openBooksDatabase(settings.url);
     try {
       const applied = await migrate(candidate);
-      log.info({ database: candidate.kind, migrations_applied: applied }, "books database ready");
+      const partitions = await splitDefaultPartitions(candidate);
+      partitionsMonth = monthStart(Date.now());
+      log.info(
+        { database: candidate.kind, migrations_applied: applied, partitions_created: partitions },
+        "books database ready",
+      );
       return candidate;
     } catch (err) {
       await candidate.close().catch(() => undefined);
@@ -92,6 +100,13 @@ export async function startBooks(
 
   const pass = async () => {
     if (!db) return;
+    if (monthStart(Date.now()) !== partitionsMonth) {
+      // The month turned: the next one's partitions. Until they exist rows land in the default
+      // partition (still written exactly once), so a failure here is logged, not the export's.
+      await ensurePartitionsAhead(db)
+        .then(() => void (partitionsMonth = monthStart(Date.now())))
+        .catch((err: Error) => log.warn({ err: err.message }, "books partitions not created yet"));
+    }
     // A process that does not export (BOOKS_EXPORT=0) still writes its own calls' timings.
     const result = settings.exportEnabled
       ? await exportPass(store, db, settings, (ms) => {

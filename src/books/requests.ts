@@ -1,3 +1,4 @@
+import { debitedNoLaterThan } from "../lib/ids.js";
 import type { LedgerEntry } from "../store/types.js";
 import type { BooksDatabase } from "./database.js";
 
@@ -16,7 +17,13 @@ import type { BooksDatabase } from "./database.js";
  *
  * Each source sets only its own columns of the row keyed by (account, request id), so the two
  * can arrive in either order. `credits` is a generated column: charged − refunded.
+ *
+ * The table is partitioned by month of `minted_at` (migration 003), which is part of the key: the
+ * start of the 30-second slot the request id names, which both writers compute from the id alone
+ * (1970-01-01, the default partition, for an id naming no slot).
  */
+const mintedAt = (requestId: string) => new Date(debitedNoLaterThan(requestId)).toISOString();
+
 export interface RequestTiming {
   accountId: string;
   requestId: string;
@@ -32,7 +39,7 @@ export interface RequestTiming {
 
 type Query = BooksDatabase["query"];
 
-/** Upserts rows keyed by (account_id, request_id), updating only `update` on a conflict. */
+/** Upserts rows keyed by (account_id, request_id, minted_at), updating only `update` on a conflict. */
 async function upsert(
   query: Query,
   columns: readonly string[],
@@ -44,7 +51,7 @@ async function upsert(
   const values = rows.map((row) => `(${row.map((value) => `$${params.push(value)}`).join(", ")})`);
   await query(
     `INSERT INTO request_records (${columns.join(", ")}) VALUES ${values.join(", ")}
-     ON CONFLICT (account_id, request_id) DO UPDATE SET ${update.map((c) => `${c} = EXCLUDED.${c}`).join(", ")}`,
+     ON CONFLICT (account_id, request_id, minted_at) DO UPDATE SET ${update.map((c) => `${c} = EXCLUDED.${c}`).join(", ")}`,
     params,
   );
 }
@@ -66,10 +73,11 @@ export async function applyLedgerToRequests(
   const debits = lastPerRequest(entries.filter((e) => e.kind === "debit" && e.tool));
   await upsert(
     query,
-    ["account_id", "request_id", "at", "tool", "key_id", "charged"],
+    ["account_id", "request_id", "minted_at", "at", "tool", "key_id", "charged"],
     debits.map((e) => [
       accountId,
       e.requestId,
+      mintedAt(e.requestId),
       new Date(e.at).toISOString(),
       e.tool,
       e.keyId,
@@ -83,9 +91,14 @@ export async function applyLedgerToRequests(
   // A refund always follows its debit in the account's stream, so the row is there already.
   await query(
     `UPDATE request_records r SET refunded = v.amount
-       FROM unnest($2::text[], $3::bigint[]) AS v(request_id, amount)
-      WHERE r.account_id = $1 AND r.request_id = v.request_id`,
-    [accountId, refunds.map((e) => e.requestId), refunds.map((e) => String(e.amount))],
+       FROM unnest($2::text[], $3::timestamptz[], $4::bigint[]) AS v(request_id, minted_at, amount)
+      WHERE r.account_id = $1 AND r.request_id = v.request_id AND r.minted_at = v.minted_at`,
+    [
+      accountId,
+      refunds.map((e) => e.requestId),
+      refunds.map((e) => mintedAt(e.requestId)),
+      refunds.map((e) => String(e.amount)),
+    ],
   );
 }
 
@@ -94,10 +107,21 @@ export function upsertRequestTimings(query: Query, timings: RequestTiming[]): Pr
   const rows = [...new Map(timings.map((t) => [`${t.accountId}\n${t.requestId}`, t])).values()];
   return upsert(
     query,
-    ["account_id", "request_id", "at", "tool", "key_id", "status", "outcome", "latency_ms"],
+    [
+      "account_id",
+      "request_id",
+      "minted_at",
+      "at",
+      "tool",
+      "key_id",
+      "status",
+      "outcome",
+      "latency_ms",
+    ],
     rows.map((t) => [
       t.accountId,
       t.requestId,
+      mintedAt(t.requestId),
       new Date(t.at).toISOString(),
       t.tool,
       t.keyId,

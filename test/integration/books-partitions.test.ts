@@ -1,0 +1,214 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { openBooksDatabase, type BooksDatabase } from "../../src/books/database.js";
+import { insertLedgerEntries } from "../../src/books/ledger-rows.js";
+import { migrate, migrations } from "../../src/books/migrations.js";
+import { monthStart, partitionName, splitDefaultPartitions } from "../../src/books/partitions.js";
+import { applyLedgerToRequests, upsertRequestTimings } from "../../src/books/requests.js";
+import { newAccountId, newRequestId } from "../../src/lib/ids.js";
+import type { LedgerEntry } from "../../src/store/types.js";
+import { callTool, fundedAccount, startGateway } from "../helpers/gateway.js";
+import { freshDatabase } from "../helpers/postgres.js";
+
+/**
+ * The books' tables are monthly partitions (migration 003): ledger entries by their stream id's
+ * time, request records by their request id's slot. Rows land in their month's partition, ids
+ * naming no slot in the default one, a re-exported batch inserts nothing twice, and rows written
+ * before the migration end up in their months too. On PGlite and on a real PostgreSQL.
+ */
+const OCT = Date.UTC(2026, 9, 14, 12);
+const NOV = Date.UTC(2026, 10, 22, 17);
+
+function debitAndRefund(at: number, seq: number, requestId: string): LedgerEntry[] {
+  const base = { reason: "tool call", requestId, tool: "text-stats", keyId: "key_a" };
+  return [
+    { ...base, id: `${at}-${seq}`, at, kind: "debit", amount: -3, balance: 97 },
+    { ...base, id: `${at + 5}-0`, at: at + 5, kind: "refund", amount: 3, balance: 100 },
+  ];
+}
+
+const where = (db: BooksDatabase, table: string) =>
+  db.query<{ partition: string; n: string | number }>(
+    `SELECT tableoid::regclass::text AS partition, count(*) AS n FROM ${table} GROUP BY 1 ORDER BY 1`,
+  );
+const partitionsOf = async (db: BooksDatabase, table: string) =>
+  (
+    await db.query<{ name: string }>(
+      `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent = $1::regclass ORDER BY 1`,
+      [table],
+    )
+  ).map((r) => r.name);
+
+describe.each([
+  ["PGlite", () => Promise.resolve("pglite://memory")],
+  ["PostgreSQL", () => freshDatabase()],
+] as const)("monthly partitions of the books on %s", (_name, database) => {
+  let db: BooksDatabase | undefined;
+  afterEach(async () => {
+    await db?.close();
+    db = undefined;
+  });
+
+  it("puts each row in its month's partition and a re-exported batch in nothing twice", async () => {
+    db = await openBooksDatabase(await database());
+    await migrate(db);
+    const created = await splitDefaultPartitions(db, NOV);
+    expect(created).toEqual([
+      "ledger_entries_y2026m11",
+      "ledger_entries_y2026m12",
+      "request_records_y2026m11",
+      "request_records_y2026m12",
+    ]);
+    // Idempotent: a second process starting finds them all.
+    expect(await splitDefaultPartitions(db, NOV)).toEqual([]);
+
+    const account = newAccountId();
+    const october = newRequestId(OCT);
+    const november = newRequestId(NOV);
+    const batch = [
+      ...debitAndRefund(OCT, 0, october),
+      ...debitAndRefund(NOV, 0, november),
+      ...debitAndRefund(NOV + 10, 0, "facilitator:pay_1"),
+    ];
+    const exportBatch = () =>
+      db!.transaction(async (query) => {
+        const inserted = await insertLedgerEntries(query, account, batch);
+        await applyLedgerToRequests(query, account, batch);
+        return inserted;
+      });
+    expect(await exportBatch()).toBe(6);
+    // The serving process's timings, keyed by the same (account, request id, slot).
+    await upsertRequestTimings(
+      db.query,
+      [october, november].map((requestId) => ({
+        accountId: account,
+        requestId,
+        at: NOV,
+        tool: "text-stats",
+        keyId: "key_a",
+        status: 502,
+        outcome: "worker_unavailable",
+        latencyMs: 12,
+      })),
+    );
+    // October has no partition yet: its rows wait in the default one.
+    expect(await where(db, "ledger_entries")).toEqual([
+      { partition: "ledger_entries_default", n: expect.anything() },
+      { partition: "ledger_entries_y2026m11", n: expect.anything() },
+    ]);
+    expect(await splitDefaultPartitions(db, NOV)).toEqual([
+      "ledger_entries_y2026m10",
+      "request_records_y2026m10",
+    ]);
+    expect(await partitionsOf(db, "ledger_entries")).toEqual([
+      "ledger_entries_default",
+      "ledger_entries_y2026m10",
+      "ledger_entries_y2026m11",
+      "ledger_entries_y2026m12",
+    ]);
+
+    // Re-exporting the same batch (a crash between insert and trim) inserts nothing.
+    expect(await exportBatch()).toBe(0);
+    const ledger = await where(db, "ledger_entries");
+    expect(ledger.map((r) => [r.partition, Number(r.n)])).toEqual([
+      ["ledger_entries_y2026m10", 2],
+      ["ledger_entries_y2026m11", 4],
+    ]);
+    const records = await db.query<{
+      partition: string;
+      request_id: string;
+      status: number | null;
+      credits: string | number;
+    }>(
+      `SELECT tableoid::regclass::text AS partition, request_id, status, credits
+         FROM request_records ORDER BY at, request_id`,
+    );
+    expect(records.map((r) => [r.partition, r.request_id, r.status, Number(r.credits)])).toEqual([
+      ["request_records_y2026m10", october, 502, 0],
+      ["request_records_y2026m11", november, 502, 0],
+      ["request_records_default", "facilitator:pay_1", null, 0],
+    ]);
+  });
+
+  it("moves the rows written before migration 003 into their months", async () => {
+    db = await openBooksDatabase(await database());
+    // The schema as it was after migration 002, with a row in each table.
+    await db.transaction(async (query) => {
+      await query(
+        "CREATE TABLE books_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
+      );
+      for (const m of migrations().filter((m) => m.version <= 2)) {
+        await query(m.sql);
+        await query("INSERT INTO books_migrations (version, name) VALUES ($1, $2)", [
+          m.version,
+          m.name,
+        ]);
+      }
+    });
+    const account = newAccountId();
+    const october = newRequestId(OCT);
+    const batch = debitAndRefund(OCT, 7, october);
+    await db.transaction(async (query) => {
+      await insertLedgerEntries(query, account, batch);
+      await query(
+        `INSERT INTO request_records (account_id, request_id, at, tool, key_id, charged, refunded)
+         VALUES ($1, $2, $3, 'text-stats', 'key_a', 3, 3)`,
+        [account, october, new Date(OCT).toISOString()],
+      );
+    });
+
+    expect(await migrate(db)).toEqual([3]);
+    await splitDefaultPartitions(db, NOV);
+    expect((await where(db, "ledger_entries")).map((r) => [r.partition, Number(r.n)])).toEqual([
+      ["ledger_entries_y2026m10", 2],
+    ]);
+    const [record] = await db.query<{ partition: string; minted_ms: string | number }>(
+      `SELECT tableoid::regclass::text AS partition,
+              (extract(epoch FROM minted_at) * 1000)::bigint AS minted_ms FROM request_records`,
+    );
+    // The slot computed in SQL by the migration is the one the writers compute.
+    expect(record).toEqual({ partition: "request_records_y2026m10", minted_ms: expect.anything() });
+    expect(Number(record!.minted_ms)).toBe(Math.floor(OCT / 30_000) * 30_000);
+    // The writers find the migrated row by its key: the refund sets it again, nothing is added.
+    await db.transaction((query) => applyLedgerToRequests(query, account, batch));
+    expect(await db.query("SELECT 1 FROM request_records")).toHaveLength(1);
+  });
+});
+
+it("a gateway makes this and next month's partitions at start-up, and its calls' rows land in this month's", async () => {
+  const url = await freshDatabase();
+  const gw = await startGateway({
+    store: "redis",
+    env: { DATABASE_URL: url, BOOKS_EXPORT_INTERVAL_MS: "100" },
+  });
+  const db = await openBooksDatabase(url);
+  try {
+    const { accountId, key } = await fundedAccount(gw.url, 100, "business");
+    expect((await callTool(gw.url, key, "hash", { text: "a" })).status).toBe(200);
+    const now = Date.now();
+    const rows = () =>
+      db.query<{ partition: string }>(
+        `SELECT tableoid::regclass::text AS partition FROM ledger_entries WHERE account_id = $1
+         UNION ALL
+         SELECT tableoid::regclass::text FROM request_records WHERE account_id = $1 AND status = 200`,
+        [accountId],
+      );
+    // Sign-up grant, admin grant, the call's debit, and the call's request record.
+    // (PostgreSQL is opened in the background: the export begins once it is open and split.)
+    await vi.waitFor(async () => expect(await rows()).toHaveLength(4), { timeout: 10_000 });
+    expect(await partitionsOf(db, "request_records")).toEqual([
+      "request_records_default",
+      partitionName("request_records", monthStart(now)),
+      partitionName("request_records", monthStart(now, 1)),
+    ]);
+    expect(new Set((await rows()).map((r) => r.partition))).toEqual(
+      new Set([
+        partitionName("ledger_entries", monthStart(now)),
+        partitionName("request_records", monthStart(now)),
+      ]),
+    );
+  } finally {
+    await db.close();
+    await gw.stop();
+  }
+});
