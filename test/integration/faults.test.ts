@@ -122,9 +122,11 @@ describe("a tool worker crashes mid-call", () => {
     expect([res.status, res.body.error.code]).toEqual([503, "worker_unavailable"]);
     expect((await call(`${gw.url}/api/v1/account`, { key })).body.credits).toBe(100);
     llm.state.delayMs = 0;
+    // The workers are restarted: on a loaded machine their start-up alone can take many seconds.
+    const recoveredBy = Date.now() + 30_000;
     let after = await callTool(gw.url, key, "hash", { text: "recovered" });
-    for (let i = 0; i < 50 && after.status !== 200; i++) {
-      await new Promise((r) => setTimeout(r, 200));
+    while (after.status !== 200 && Date.now() < recoveredBy) {
+      await new Promise((r) => setTimeout(r, 250));
       after = await callTool(gw.url, key, "hash", { text: "recovered" });
     }
     expect(after.status).toBe(200);
@@ -145,7 +147,7 @@ describe("a tool worker crashes mid-call", () => {
     } finally {
       await store.close();
     }
-  }, 30_000);
+  }, 60_000);
 });
 
 describe("a gateway process is killed under load", () => {

@@ -73,7 +73,8 @@ def test_docs_python_snippets_run_as_copied(gateway):
     import html
     import re
 
-    page = httpx.get(f"{gateway.base_url}/docs").text
+    # The first /docs is built by running each example call through the workers: seconds, under load.
+    page = httpx.get(f"{gateway.base_url}/docs", timeout=60).text
     tools = httpx.get(f"{gateway.base_url}/v1/tools").json()["data"]
     sections = re.findall(r'<section id="tool-([^"]+)" class="tool">([\s\S]*?)</section>', page)
     assert len(sections) == len(tools)
