@@ -100,6 +100,13 @@ export const OPERATION_EXAMPLES: Record<string, OperationExample> = {
   "POST /api/v1/account/verification-email": {},
   "POST /api/v1/keys": { body: { name: "ci" } },
   "POST /api/v1/keys/{id}/rotate": { body: { grace_seconds: 3600 } },
+  "PUT /api/v1/account/spend-alert": { body: { credits: 250 } },
+  "DELETE /api/v1/account/spend-alert": {
+    error: {
+      status: 404,
+      why: "Until a spend alert is set with PUT /api/v1/account/spend-alert, there is none to remove.",
+    },
+  },
   "GET /api/v1/usage": { query: "limit=20" },
   "GET /api/v1/analytics": { query: "granularity=day&group_by=tool" },
   "GET /api/v1/events": { query: "limit=20" },

@@ -172,7 +172,10 @@ export class MemoryStore implements Store {
         if (oldest === null || second < oldest) oldest = second;
       }
     }
-    const resetOf = (second: number) => (second + 1) * 1000 + RATE_WINDOW_MS - now;
+    // As in Lua: never announced beyond the window (a Retry-After within the minute), though a
+    // second whose calls filled the window may keep counting up to a second longer.
+    const resetOf = (second: number) =>
+      Math.min((second + 1) * 1000 + RATE_WINDOW_MS - now, RATE_WINDOW_MS);
     if (used + count > limit)
       return {
         allowed: false,

@@ -67,12 +67,14 @@ async function twoGateways(env: Record<string, string> = {}): Promise<GatewayPro
 
 /**
  * `payers` pay at once, alternately through `a` and `b`: every one served and credited once,
- * every relayer of the pool used, no nonce trouble logged; returns, per payment, how many blocks
- * after its arrival its settlement was mined, and how many transactions settled them all.
+ * every relayer of the pool used (unless batched), no nonce trouble logged; returns, per
+ * payment, how many blocks after its arrival its settlement was mined, and how many
+ * transactions settled them all.
  */
 async function payAtOnce(
   payers: typeof PAYERS,
   [a, b]: GatewayProcess[],
+  { everyRelayer = true } = {},
 ): Promise<{ blocks: number[]; transactions: number }> {
   const rpc = createPublicClient({ transport: http(chains.base.rpcUrl) });
   const before = await balanceOf(chains.base, PAY_TO);
@@ -102,9 +104,12 @@ async function payAtOnce(
     [...new Set(hashes)].map((hash) => rpc.getTransactionReceipt({ hash })),
   );
   expect(receipts.every((r) => r.status === "success")).toBe(true);
-  // Each key of the pool sent some of them.
+  // Each key of the pool sent some of them (one transaction a payment; a handful of batches may
+  // all come from two of the three keys).
   const senders = new Set(receipts.map((r) => r.from.toLowerCase()));
-  expect([...senders].sort()).toEqual(RELAYER_ADDRESSES.map((x) => x.toLowerCase()).sort());
+  const pool = RELAYER_ADDRESSES.map((x) => x.toLowerCase());
+  if (everyRelayer) expect([...senders].sort()).toEqual(pool.sort());
+  else expect([...senders].filter((s) => !pool.includes(s))).toEqual([]);
   // Paid once on chain, credited once in the books.
   expect(await balanceOf(chains.base, PAY_TO)).toBe(before + BigInt(payers.length) * PRICE);
   const purchases = await Promise.all(
@@ -149,7 +154,9 @@ describe("a relayer pool under interval mining (a block every 2 s)", () => {
   it("with batch settlement too: 200 payers at once are settled within 2 blocks of their arrival in a few Multicall3 transactions, each credited once", async () => {
     const gateways = await twoGateways({ X402_BATCH_WINDOW_MS: "50" });
     try {
-      const { blocks, transactions } = await payAtOnce(PAYERS.slice(200, 400), gateways);
+      const { blocks, transactions } = await payAtOnce(PAYERS.slice(200, 400), gateways, {
+        everyRelayer: false,
+      });
       expect(transactions).toBeLessThan(100); // one transaction per batch, not per payment
       expect(blocks.filter((n) => n > 2)).toEqual([]);
     } finally {

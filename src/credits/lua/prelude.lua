@@ -117,16 +117,18 @@ local function rate_window(key, limit, window, now, count)
     end
   end
   if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
+  -- When the oldest counted second leaves the window, never announced beyond the window itself (a
+  -- Retry-After within the minute), though a second whose calls filled it may count a second longer.
   if used + count > limit then
     local reset = window
-    if oldest then reset = (oldest + 1) * 1000 + window - now end
+    if oldest then reset = math.min((oldest + 1) * 1000 + window - now, window) end
     return false, limit - math.min(used, limit), reset
   end
   local second = math.floor(now / 1000)
   redis.call('HINCRBY', key, second, count)
   redis.call('PEXPIRE', key, window + 1000)
   if not oldest then oldest = second end
-  return true, limit - used - count, (oldest + 1) * 1000 + window - now
+  return true, limit - used - count, math.min((oldest + 1) * 1000 + window - now, window)
 end
 
 -- Account controls (docs/decisions.md, "Account controls"): the windows of key budgets and of the
