@@ -1,103 +1,41 @@
 import { TOOLS } from "../../tools/catalogue/index.js";
-import {
-  aiClassify,
-  aiCodeReview,
-  aiEmbeddings,
-  aiExtract,
-  aiExtractUrl,
-  aiGenerate,
-  aiImageDescribe,
-  aiImageGenerate,
-  aiSummarize,
-  aiTranslate,
-} from "./ai.js";
-import { codeFormat } from "./code.js";
-import { cronExplain, dateParse, jsonpathQuery } from "./data.js";
-import {
-  csvConvert,
-  htmlSanitize,
-  htmlToMarkdown,
-  markdownToHtml,
-  pdfGenerate,
-  readabilityExtract,
-  spreadsheetWrite,
-  xmlConvert,
-  yamlConvert,
-} from "./documents.js";
-import { geoDistance, geoTimezone } from "./geo.js";
+import * as ai from "./ai.js";
+import * as code from "./code.js";
+import * as data from "./data.js";
+import * as documents from "./documents.js";
+import * as geo from "./geo.js";
 import { HEAVY_PROXIES } from "./heavy-proxies.js";
-import { barcodeGenerate, imageMetadata } from "./images.js";
+import * as images from "./images.js";
 import type { ToolImplementation } from "./implementation.js";
-import {
-  readabilityScore,
-  sentenceSplit,
-  spellCheck,
-  textEntities,
-  textKeywords,
-  textSentiment,
-  textSummarizeExtractive,
-  tokenCount,
-} from "./language.js";
-import { encodeDecode, idGenerate, ipCidr, jwtDecode } from "./security.js";
-import {
-  hash,
-  jsonSchemaValidate,
-  languageDetect,
-  qrCode,
-  regexTest,
-  textDiff,
-  timezoneConvert,
-  unitConvert,
-} from "./utilities.js";
-import { robotsCheck, rssRead, sitemapRead, webFetch, webMetadata } from "./web.js";
+import * as language from "./language.js";
+import * as security from "./security.js";
+import * as utilities from "./utilities.js";
+import * as web from "./web.js";
 import webSearch from "./web-search.js";
 
+const isImplementation = (value: unknown): value is ToolImplementation =>
+  typeof value === "object" && value !== null && "definition" in value && "run" in value;
+
+/**
+ * Every implementation the modules of this folder export (the heavy tools as proxies onto the
+ * heavy pool): the catalogue (tools/catalogue/index.ts) is the one list of tools, so this one is
+ * gathered, not written again, and checked against it below.
+ */
 const implementations = [
-  ...[
-    aiGenerate,
-    aiSummarize,
-    aiTranslate,
-    aiExtract,
-    aiClassify,
-    aiEmbeddings,
-    aiImageGenerate,
-    aiImageDescribe,
-    aiCodeReview,
-    aiExtractUrl,
-  ],
-  ...[webSearch, webFetch, webMetadata, rssRead, robotsCheck, sitemapRead],
-  ...[
-    pdfGenerate,
-    spreadsheetWrite,
-    csvConvert,
-    xmlConvert,
-    yamlConvert,
-    htmlToMarkdown,
-    markdownToHtml,
-    readabilityExtract,
-    htmlSanitize,
-  ],
-  ...[imageMetadata, qrCode, barcodeGenerate],
-  ...[
-    languageDetect,
-    textSentiment,
-    textEntities,
-    textKeywords,
-    sentenceSplit,
-    readabilityScore,
-    spellCheck,
-    tokenCount,
-    textSummarizeExtractive,
-  ],
-  ...[jsonSchemaValidate, jsonpathQuery, unitConvert, dateParse, timezoneConvert, cronExplain],
-  ...[codeFormat, regexTest, textDiff],
-  ...[hash, jwtDecode, encodeDecode, idGenerate, ipCidr],
-  ...[geoDistance, geoTimezone],
+  ...[ai, web, documents, images, language, data, code, utilities, security, geo].flatMap(
+    (module) => Object.values(module).filter(isImplementation),
+  ),
+  webSearch,
   ...HEAVY_PROXIES,
 ] as ToolImplementation[];
 
 /** Every tool of the catalogue, by canonical name; start-up fails if one lacks an implementation. */
-export const IMPLEMENTATIONS = new Map(implementations.map((impl) => [impl.definition.name, impl]));
+export const IMPLEMENTATIONS = new Map<string, ToolImplementation>();
+for (const impl of implementations) {
+  if (IMPLEMENTATIONS.has(impl.definition.name))
+    throw new Error(`tool ${impl.definition.name} is implemented twice`);
+  IMPLEMENTATIONS.set(impl.definition.name, impl);
+}
 for (const tool of TOOLS) {
   const impl = IMPLEMENTATIONS.get(tool.name);
   if (!impl) throw new Error(`tool ${tool.name} has no worker implementation`);
