@@ -2,7 +2,8 @@
  * x402 paid calls on a local anvil chain, against the chain's own settlement time measured in
  * the same run. The baseline ("chain only") is the floor a relayer cannot beat: pre-signed
  * transferWithAuthorization transactions (nonce, gas and fees fixed before the clock starts),
- * each one sendRawTransaction and its receipt wait. The gateway runs send paid `hash` calls
+ * each one sendRawTransaction and its receipt read the way the gateway reads its own (at once,
+ * then quick looks: src/payments/receipt-wait.ts). The gateway runs send paid `hash` calls
  * (verify → claim → settle → credit → debit → forward → answer). Both go through the same
  * loopback JSON-RPC proxy, which counts round trips (a JSON-RPC batch is one) and can add a delay
  * to every request, as a distant RPC would.
@@ -12,16 +13,25 @@
  * concurrent payers; an RPC 50 ms away (8 and 32); interval mining (a block every 2 s, as on Base
  * and Polygon) with 200 payers paying at once, counting the blocks between a payment's arrival and
  * the block that settled it. Prints rate, p50/p99, RPC round trips and calls per paid call,
- * transactions per settled payment, and the ratios to chain only.
- * Loopback only; bounded by the counts below.
+ * transactions per settled payment, the ratios to chain only, which of the two wins each case,
+ * and one paid call's RPC round trips in order with their times (RPC 50 ms away).
+ * Loopback only; bounded by the counts below and a 60 s limit per call.
+ *   BENCH_BATCHING=off|on (one gateway)  BENCH_CONCURRENCY=8,32  BENCH_LOG=/tmp/dir (gateway logs)
  *
  *   npm run bench:paid   (Redis at 127.0.0.1:6379)
  *   BENCH_PAID_CALLS=200 (per automine run)  BENCH_DELAYED_CALLS=64  BENCH_INTERVAL_PAYERS=200
- *   BENCH_RELAYERS=1 (relayer keys the gateway gets)  BENCH_RPC_DELAY_MS=50
- *   BENCH_BATCH_WINDOW_MS=5  BENCH_ONLY=automine|delayed|interval  BENCH_PROFILE=/tmp/prof
+ *   BENCH_RELAYERS=3 (relayer keys the gateway gets: a pool by default)  BENCH_RPC_DELAY_MS=50
+ *   BENCH_BATCH_WINDOW_MS=5  BENCH_ONLY=automine|timeline|delayed|interval  BENCH_PROFILE=/tmp/prof
  */
-import { readFileSync } from "node:fs";
-import { createPublicClient, encodeFunctionData, http, toHex, type Hex } from "viem";
+import { readFileSync, writeFileSync } from "node:fs";
+import {
+  createPublicClient,
+  encodeFunctionData,
+  http,
+  toHex,
+  type Hex,
+  type PublicClient,
+} from "viem";
 import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 import {
   ANVIL_MNEMONIC,
@@ -33,6 +43,7 @@ import { dropPrefix, uniquePrefix } from "../test/helpers/redis.js";
 import { spawnGateway, spawnService } from "../test/helpers/gateway.js";
 import { startRpcProxy } from "../test/helpers/rpc-proxy.js";
 import { PAY_TO, signAuthorization, v1Header } from "../test/helpers/x402.js";
+import { awaitReceipt } from "../src/payments/receipt-wait.js";
 import { authorizationMessage, transferArgs } from "../src/payments/verify.js";
 import type { Authorization } from "../src/payments/wire.js";
 import { percentile } from "./stats.js";
@@ -40,14 +51,22 @@ import { percentile } from "./stats.js";
 const CALLS = Number(process.env.BENCH_PAID_CALLS ?? 200);
 const DELAYED_CALLS = Number(process.env.BENCH_DELAYED_CALLS ?? 64);
 const INTERVAL_PAYERS = Number(process.env.BENCH_INTERVAL_PAYERS ?? 200);
-const RELAYERS = Number(process.env.BENCH_RELAYERS ?? 1);
+const RELAYERS = Number(process.env.BENCH_RELAYERS ?? 3);
 const RPC_DELAY_MS = Number(process.env.BENCH_RPC_DELAY_MS ?? 50);
 /** The batching gateway's X402_BATCH_WINDOW_MS (the other gateway settles each payment alone). */
 const BATCH_WINDOW_MS = Number(process.env.BENCH_BATCH_WINDOW_MS ?? 5);
 /** BENCH_PROFILE=/tmp/prof: the gateway writes a CPU profile (.cpuprofile) there when it stops. */
 const PROFILE_DIR = process.env.BENCH_PROFILE;
-/** BENCH_ONLY=automine|delayed|interval: run that case alone. */
+/** BENCH_ONLY=automine|timeline|delayed|interval: run that case alone (delayed includes the timeline). */
 const ONLY = process.env.BENCH_ONLY;
+/** BENCH_BATCHING=off|on: only that gateway (default both). */
+const BATCHING = process.env.BENCH_BATCHING;
+/** BENCH_CONCURRENCY=8,32: the concurrent payers of the automine and delayed cases. */
+const CONCURRENCIES = (process.env.BENCH_CONCURRENCY ?? "8,32").split(",").map(Number);
+/** BENCH_LOG=/tmp/gw: each gateway's log lines are written there when the bench ends. */
+const LOG_DIR = process.env.BENCH_LOG;
+/** A paid call not answered in this long counts as failed (the bench stays bounded). */
+const CALL_TIMEOUT_MS = 60_000;
 const PRICE = 2000n;
 /** Relayer keys for the gateway: anvil accounts 9, 6, 5, 4, 3 (7 is the baseline's, 8 is paid). */
 const RELAYER_INDEXES = [9, 6, 5, 4, 3];
@@ -155,7 +174,8 @@ async function main() {
       const hash = await viaProxy.sendRawTransaction({
         serializedTransaction: tx,
       });
-      await viaProxy.waitForTransactionReceipt({ hash });
+      // Read as the gateway reads its own (src/payments/receipt-wait.ts): the floor is the chain's, not a polling interval.
+      await awaitReceipt(viaProxy as PublicClient, hash, { receiptTimeoutMs: CALL_TIMEOUT_MS });
     });
   };
 
@@ -194,17 +214,31 @@ async function main() {
     gw.child.stdout!.resume();
     return gw;
   };
-  const gateways = [
-    { name: "batching off", gw: await startPaidGateway(0) },
-    { name: `batching ${BATCH_WINDOW_MS} ms`, gw: await startPaidGateway(BATCH_WINDOW_MS) },
-  ];
-  type Gateway = (typeof gateways)[number]["gw"];
+  const gateways = [];
+  if (BATCHING !== "on") gateways.push({ name: "batching off", gw: await startPaidGateway(0) });
+  if (BATCHING !== "off")
+    gateways.push({
+      name: `batching ${BATCH_WINDOW_MS} ms`,
+      gw: await startPaidGateway(BATCH_WINDOW_MS),
+    });
+  type Gateway = Awaited<ReturnType<typeof startPaidGateway>>;
 
   /** A gateway process's CPU time so far (ms), from /proc: user + system clock ticks. */
   const gatewayCpuMs = (gateway: Gateway) => {
     const stat = readFileSync(`/proc/${gateway.child.pid}/stat`, "latin1");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  };
+
+  /** One paid `hash` call, answered within CALL_TIMEOUT_MS (or thrown). */
+  const paidCall = async (gateway: Gateway, payment: string) => {
+    const res = await fetch(`${gateway.url}/v1/tools/hash`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-payment": payment },
+      body: '{"text":"bench"}',
+      signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+    });
+    return { status: res.status, headers: res.headers, text: await res.text() };
   };
 
   /** Paid calls through a gateway, with the RPC work they caused. */
@@ -218,13 +252,8 @@ async function main() {
     let failed = 0;
     const receipts: string[] = [];
     const run = await timed(headers, concurrency, async (h) => {
-      const res = await fetch(`${gateway.url}/v1/tools/hash`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-payment": h },
-        body: '{"text":"bench"}',
-      });
-      await res.text();
-      if (res.status !== 200) failed++;
+      const res = await paidCall(gateway, h).catch(() => null);
+      if (res?.status !== 200) failed++;
       else receipts.push(res.headers.get("x-payment-response")!);
     });
     const cpuMs = (gatewayCpuMs(gateway) - cpuBefore) / n;
@@ -246,6 +275,18 @@ async function main() {
   };
 
   let failures = 0;
+  /** Each gateway's figures in the case being run; `verdict` names the faster and empties it. */
+  let outcomes: { name: string; rps: number; p50: number }[] = [];
+  const verdicts: string[] = [];
+  const verdict = (what: string, unit: string) => {
+    const ranked = [...outcomes].sort((a, b) => b.rps - a.rps);
+    outcomes = [];
+    if (ranked.length < 2) return;
+    const [best, next] = ranked as [(typeof ranked)[0], (typeof ranked)[0]];
+    verdicts.push(
+      `  ${what}: ${best.name} (${best.rps.toFixed(1)} ${unit}, p50 ${best.p50.toFixed(0)} ms) over ${next.name} (${next.rps.toFixed(1)} ${unit}, p50 ${next.p50.toFixed(0)} ms)`,
+    );
+  };
   try {
     // Warm up once (connections, the first gas estimate, JIT) so no run pays for starting.
     for (const { gw } of gateways) await throughGateway(gw, 4, 4);
@@ -254,7 +295,7 @@ async function main() {
     );
 
     if (!ONLY || ONLY === "automine")
-      for (const concurrency of [8, 32]) {
+      for (const concurrency of CONCURRENCIES) {
         const base = await chainOnly(CALLS, concurrency);
         console.log(`\nautomine, ${CALLS} payments per run, ${concurrency} at a time`);
         console.log(header());
@@ -267,12 +308,36 @@ async function main() {
             `    ratio to chain only: ${(paid.run.rps / base.rps).toFixed(2)}; gateway adds p50 +${(p(paid.run, 50) - p(base, 50)).toFixed(1)} ms, p99 +${(p(paid.run, 99) - p(base, 99)).toFixed(1)} ms`,
           );
           console.log(rpcLine(paid, CALLS));
+          outcomes.push({ name, rps: paid.run.rps, p50: p(paid.run, 50) });
         }
+        verdict(`automine, ${concurrency} at a time`, "per s");
+      }
+
+    // One paid call alone, RPC RPC_DELAY_MS away: every round trip it made, in order, with times.
+    if (!ONLY || ONLY === "delayed" || ONLY === "timeline")
+      for (const { name, gw } of gateways) {
+        const [h] = await Promise.all(
+          (await funded(1)).map(async (w) => v1Header("base-sepolia", await sign(w))),
+        );
+        proxy.setDelay(RPC_DELAY_MS);
+        proxy.resetCounts();
+        const t = performance.now();
+        const res = await paidCall(gw, h!);
+        const total = performance.now() - t;
+        proxy.setDelay(0);
+        if (res.status !== 200) failures++;
+        console.log(
+          `\none paid call, ${name}, RPC +${RPC_DELAY_MS} ms: ${res.status} in ${total.toFixed(1)} ms; its RPC round trips (ms from the call's start):`,
+        );
+        for (const trip of proxy.timeline)
+          console.log(
+            `  ${trip.at.toFixed(1).padStart(7)} → ${trip.answeredAt.toFixed(1).padStart(7)}  ${trip.methods.join(", ")}`,
+          );
       }
 
     // A distant RPC: every request (a batch is one) held RPC_DELAY_MS by the proxy.
     if (!ONLY || ONLY === "delayed")
-      for (const concurrency of [8, 32]) {
+      for (const concurrency of CONCURRENCIES) {
         const directBase = await chainOnly(DELAYED_CALLS, concurrency);
         proxy.setDelay(RPC_DELAY_MS);
         const slowBase = await chainOnly(DELAYED_CALLS, concurrency);
@@ -291,7 +356,9 @@ async function main() {
             `    ratio to chain only (+${RPC_DELAY_MS} ms): ${(slow.run.rps / slowBase.rps).toFixed(2)}; paid p50 ${p(slow.run, 50).toFixed(1)} ms vs chain confirmation + 3 × ${RPC_DELAY_MS} ms = ${budget.toFixed(1)} ms: ${p(slow.run, 50) <= budget ? "within" : "over"}`,
           );
           console.log(rpcLine(slow, DELAYED_CALLS));
+          outcomes.push({ name, rps: slow.run.rps, p50: p(slow.run, 50) });
         }
+        verdict(`RPC +${RPC_DELAY_MS} ms, ${concurrency} at a time`, "per s");
         proxy.setDelay(0);
       }
 
@@ -315,12 +382,12 @@ async function main() {
         const cpuBefore = gatewayCpuMs(gateway);
         let failed = 0;
         const run = await timed(headers, headers.length, async (h) => {
-          const res = await fetch(`${gateway.url}/v1/tools/hash`, {
-            method: "POST",
-            headers: { "content-type": "application/json", "x-payment": h },
-            body: '{"text":"bench"}',
-          });
-          const text = await res.text();
+          const res = await paidCall(gateway, h).catch((err: Error) => ({
+            status: 0,
+            headers: new Headers(),
+            text: JSON.stringify({ error: { code: err.name } }),
+          }));
+          const text = res.text;
           if (res.status !== 200) {
             failed++;
             const why =
@@ -353,10 +420,17 @@ async function main() {
         console.log(
           `  per paid call: ${(proxy.counts.roundTrips / INTERVAL_PAYERS).toFixed(2)} RPC round trips, ${(proxy.counts.calls / INTERVAL_PAYERS).toFixed(2)} JSON-RPC calls; ${(((await sentByRelayers()) - txBefore) / settled).toFixed(2)} transactions per settled payment; gateway CPU ${((gatewayCpuMs(gateway) - cpuBefore) / INTERVAL_PAYERS).toFixed(1)} ms`,
         );
+        outcomes.push({ name, rps: run.rps, p50: p(run, 50) });
       }
+    if (!ONLY || ONLY === "interval") verdict("interval mining (2 s blocks)", "per s");
+    if (verdicts.length)
+      console.log(`\nwhich wins (${relayers.length} relayer key(s)):\n${verdicts.join("\n")}`);
     if (failures) process.exitCode = 1;
   } finally {
     for (const { gw } of gateways) await gw.stop();
+    if (LOG_DIR)
+      for (const [i, { gw }] of gateways.entries())
+        writeFileSync(`${LOG_DIR}/gateway-${i}.log`, `${gw.output.join("\n")}\n`);
     await workers.stop();
     await proxy.stop();
     await chain.stop();

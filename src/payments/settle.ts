@@ -9,6 +9,7 @@ import {
 import MULTICALL3_ABI from "../../contracts-abi/multicall3.json" with { type: "json" };
 import type { RelayedTransaction } from "../store/types.js";
 import { transferInReceipt } from "./receipt.js";
+import { awaitReceipt } from "./receipt-wait.js";
 import {
   NotSent,
   SendRefused,
@@ -154,13 +155,7 @@ export class Settler {
     }
     let receipt: TransactionReceipt;
     try {
-      receipt = await clients.public.waitForTransactionReceipt({
-        hash: txHash,
-        timeout: this.options.receiptTimeoutMs,
-        retryCount: 0,
-        // Our own transactions are replaced only by the reconciler, which tracks them itself.
-        checkReplacement: false,
-      });
+      receipt = await awaitReceipt(clients.public, txHash, this.options);
     } catch {
       return all({
         state: "pending",

@@ -10,7 +10,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
  *   do (JSON-RPC error -32005); `logQueries` counts the eth_getLogs it answered and refused;
  * - it counts what it is asked: `counts.roundTrips` (HTTP requests: a JSON-RPC batch is one),
  *   `counts.calls` (JSON-RPC calls, each call of a batch counted), `counts.methods`, and
- *   `counts.trips`: the methods each round trip carried, in order;
+ *   `counts.trips`: the methods each round trip carried, in order; `timeline`: each round trip's
+ *   methods with when it arrived and when it was answered (ms since the counts were reset);
  * - `setDelay(ms)` holds every request that long before passing it on: a distant RPC.
  * JSON-RPC batches (arrays) are understood throughout.
  */
@@ -31,6 +32,8 @@ export async function startRpcProxy(
     methods: {} as Record<string, number>,
     trips: [] as string[][],
   };
+  let origin = performance.now();
+  const timeline: { methods: string[]; at: number; answeredAt: number }[] = [];
   let delayMs = options.delayMs ?? 0;
   const post = async (body: string) =>
     (
@@ -94,10 +97,13 @@ export async function startRpcProxy(
     for await (const chunk of req) body += chunk;
     if (silent) return void held.push(res);
     counts.roundTrips++;
+    const at = performance.now() - origin;
+    let methods: string[] = [];
     try {
       const parsed = JSON.parse(body) as RpcCall | RpcCall[];
       const calls = Array.isArray(parsed) ? parsed : [parsed];
-      if (counts.trips.length < 10_000) counts.trips.push(calls.map((c) => c.method));
+      methods = calls.map((c) => c.method);
+      if (counts.trips.length < 10_000) counts.trips.push(methods);
       for (const call of calls) {
         counts.calls++;
         counts.methods[call.method] = (counts.methods[call.method] ?? 0) + 1;
@@ -118,6 +124,8 @@ export async function startRpcProxy(
     }
     res.writeHead(200, { "content-type": "application/json" });
     res.end(text);
+    if (timeline.length < 10_000)
+      timeline.push({ methods, at, answeredAt: performance.now() - origin });
   });
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -126,7 +134,10 @@ export async function startRpcProxy(
     sent,
     logQueries,
     counts,
+    timeline,
     resetCounts() {
+      origin = performance.now();
+      timeline.length = 0;
       counts.roundTrips = 0;
       counts.calls = 0;
       counts.methods = {};
