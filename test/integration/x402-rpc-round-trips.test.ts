@@ -11,7 +11,7 @@ import { signAuthorization, startChains, v1Header } from "../helpers/x402.js";
  * nonce read, no gas estimate, no fee read.
  */
 const PRICE = 2000n;
-const PAYERS = [1, 2, 3].map(anvilAccount);
+const PAYERS = [1, 2, 3, 4, 5].map(anvilAccount);
 let chains: Awaited<ReturnType<typeof startChains>>;
 let proxy: Awaited<ReturnType<typeof startRpcProxy>>;
 let gw: TestGateway;
@@ -53,5 +53,28 @@ describe("a paid call's RPC round trips", () => {
     const trips = paidCallTrips();
     expect(trips[0]!.sort()).toEqual(["eth_call", "eth_call", "eth_call", "eth_getBlockByNumber"]);
     expect(trips.slice(1)).toEqual([["eth_sendRawTransaction"], ["eth_getTransactionReceipt"]]);
+  }, 30_000);
+
+  it("a gas estimate that proved too low (the transfer ran out of gas) is estimated again for the next payment, then kept", async () => {
+    // The token's cost rose since the estimate (an upgrade, a costlier storage write): the kept estimate no longer covers it.
+    const clients = gw.services.payments!.clients.get("base-sepolia")!;
+    const relayers = gw.services.payments!.relayers(clients) as unknown as {
+      gasByShape: Map<string, Promise<bigint>>;
+    };
+    for (const shape of relayers.gasByShape.keys())
+      relayers.gasByShape.set(shape, Promise.resolve(40_000n));
+    proxy.resetCounts();
+    const starved = await pay(PAYERS[2]!);
+    // Nothing moved: the payer is told so, with the offer to pay again.
+    expect(starved.status).toBe(402);
+    expect(proxy.counts.methods.eth_estimateGas ?? 0).toBe(0);
+
+    proxy.resetCounts();
+    expect((await pay(PAYERS[3]!)).status).toBe(200);
+    expect(proxy.counts.methods.eth_estimateGas).toBe(1);
+
+    proxy.resetCounts();
+    expect((await pay(PAYERS[4]!)).status).toBe(200);
+    expect(proxy.counts.methods.eth_estimateGas ?? 0).toBe(0);
   }, 30_000);
 });
