@@ -21,7 +21,10 @@ export interface BooksCheck {
 
 const ATTEMPTS = 5;
 
-export async function checkBooks(store: Store, db: BooksDatabase): Promise<BooksCheck> {
+export async function checkBooks(
+  store: Store,
+  db: BooksDatabase,
+): Promise<BooksCheck> {
   const result: BooksCheck = { accounts: 0, entries: 0, mismatches: [] };
   let cursor: string | undefined;
   do {
@@ -35,7 +38,11 @@ export async function checkBooks(store: Store, db: BooksDatabase): Promise<Books
         if (before !== after && attempt < ATTEMPTS) continue; // calls moved the balance while we read
         result.entries += entries;
         if (sum !== after)
-          result.mismatches.push({ accountId: account.id, balance: after, ledgerSum: sum });
+          result.mismatches.push({
+            accountId: account.id,
+            balance: after,
+            ledgerSum: sum,
+          });
         break;
       }
     }
@@ -66,12 +73,16 @@ async function ledgerSum(
   const inStore = held.reduce((n, e) => n + e.amount, 0);
   return {
     sum: inStore + Number(row?.sum ?? 0) - Number(row?.overlap ?? 0),
-    entries: held.length + Number(row?.entries ?? 0) - Number(row?.overlapping ?? 0),
+    entries:
+      held.length + Number(row?.entries ?? 0) - Number(row?.overlapping ?? 0),
   };
 }
 
 /** Every ledger entry the store still holds for an account (all of them, without the books), newest first. */
-export async function heldLedger(store: Store, accountId: string): Promise<LedgerEntry[]> {
+export async function heldLedger(
+  store: Store,
+  accountId: string,
+): Promise<LedgerEntry[]> {
   const entries: LedgerEntry[] = [];
   let cursor: string | undefined;
   do {

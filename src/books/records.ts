@@ -37,13 +37,19 @@ export class RecordBuffer {
   addRequest(record: RequestRecord): void {
     this.requests.push(record);
     if (this.requests.length > this.capacity)
-      this.dropped += this.requests.splice(0, this.requests.length - this.capacity).length;
+      this.dropped += this.requests.splice(
+        0,
+        this.requests.length - this.capacity,
+      ).length;
   }
 
   addPayment(row: PaymentRow): void {
     this.payments.push(row);
     if (this.payments.length > this.capacity)
-      this.dropped += this.payments.splice(0, this.payments.length - this.capacity).length;
+      this.dropped += this.payments.splice(
+        0,
+        this.payments.length - this.capacity,
+      ).length;
   }
 
   get pending(): number {
@@ -52,7 +58,9 @@ export class RecordBuffer {
 
   /** Writes what is buffered; what fails to be written stays for the next flush. */
   async flush(db: BooksDatabase): Promise<void> {
-    await drainWith(this.requests, (batch) => upsertRequestTimings(db.query, batch));
+    await drainWith(this.requests, (batch) =>
+      upsertRequestTimings(db.query, batch),
+    );
     await drain(db, this.payments, "payments", "(id)", (p) => ({
       id: p.id,
       account_id: p.accountId,
@@ -69,7 +77,10 @@ export class RecordBuffer {
 }
 
 /** Writes `pending` in batches, removing each batch once it is written. */
-async function drainWith<T>(pending: T[], write: (batch: T[]) => Promise<unknown>): Promise<void> {
+async function drainWith<T>(
+  pending: T[],
+  write: (batch: T[]) => Promise<unknown>,
+): Promise<void> {
   while (pending.length > 0) {
     const batch = pending.slice(0, ROWS_PER_INSERT);
     await write(batch);
@@ -87,6 +98,12 @@ function drain<T>(
 ): Promise<void> {
   return drainWith(pending, (items) => {
     const batch = items.map(row);
-    return insertRows(db.query, table, Object.keys(batch[0]!), batch.map(Object.values), conflict);
+    return insertRows(
+      db.query,
+      table,
+      Object.keys(batch[0]!),
+      batch.map(Object.values),
+      conflict,
+    );
   });
 }
