@@ -1,10 +1,12 @@
 import {
+  EVENT_DATA,
   parseEventRecord,
   type EventRecord,
   type EventType,
 } from "../events/types.js";
 import { InvalidCursorError, type Page, type Store } from "../store/types.js";
 import { insertRows, type BooksDatabase } from "./database.js";
+import { insertPayments, type PaymentRow } from "./records.js";
 
 /**
  * Account events in the books. The webhook relay logs each event it hands on in the store's event
@@ -44,6 +46,48 @@ export function insertEvents(
     ]),
     "(account_id, at, id)",
   );
+}
+
+/**
+ * Inserts events and the payments their `payment.received` events describe, in one transaction:
+ * a payment's row is thus written exactly once with its event, even if the process that credited
+ * it died before its buffered row was flushed (records.ts; whichever comes first claims the id).
+ */
+export function exportEvents(
+  db: BooksDatabase,
+  events: EventRecord[],
+): Promise<number> {
+  return db.transaction(async (query) => {
+    const inserted = await insertEvents(query, events);
+    await insertPayments(
+      query,
+      events.map(paymentOf).filter((p) => p !== null),
+    );
+    return inserted;
+  });
+}
+
+/** An x402 payment id: `<chain id>:<token>:<payer>:<authorization nonce>` (src/payments/payments.ts). */
+const PAYMENT_ID = /^\d+:0x[0-9a-f]{40}:(0x[0-9a-f]{40}):0x[0-9a-f]{64}$/;
+
+/** The payments row a `payment.received` event describes; null for other events, or one without the facts a row needs. */
+export function paymentOf(event: EventRecord): PaymentRow | null {
+  if (event.event !== "payment.received") return null;
+  const data = EVENT_DATA["payment.received"].parse(event.data);
+  const payer = PAYMENT_ID.exec(data.payment_session_id)?.[1];
+  if (!payer || !data.network || !data.amount_usdc_atomic) return null;
+  return {
+    id: data.payment_session_id,
+    accountId: event.account_id,
+    network: data.network,
+    payer,
+    valueAtomic: data.amount_usdc_atomic,
+    credits: data.credits_added,
+    type: data.type,
+    plan: data.plan,
+    txHash: data.transaction ?? null,
+    settledAt: Date.parse(event.timestamp),
+  };
 }
 
 /**

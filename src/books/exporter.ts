@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { LedgerBacklog, Store } from "../store/types.js";
 import type { BooksDatabase } from "./database.js";
-import { insertEvents } from "./events.js";
+import { exportEvents } from "./events.js";
 import { insertLedgerEntries } from "./ledger-rows.js";
 import { applyLedgerToRequests } from "./requests.js";
 
@@ -118,7 +118,7 @@ async function exportAccount(
   for (;;) {
     const events = await store.oldestLoggedEvents(accountId, batchSize);
     if (events.length === 0) break;
-    inserted += await insertEvents(db.query, events);
+    inserted += await exportEvents(db, events);
     await store.forgetLoggedEvents(accountId, events);
     if (events.length < batchSize || now() > leaseEnds) break;
   }

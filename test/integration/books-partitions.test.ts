@@ -3,6 +3,7 @@ import { openBooksDatabase, type BooksDatabase } from "../../src/books/database.
 import { insertLedgerEntries } from "../../src/books/ledger-rows.js";
 import { migrate, migrations } from "../../src/books/migrations.js";
 import { monthStart, partitionName, splitDefaultPartitions } from "../../src/books/partitions.js";
+import { insertPayments } from "../../src/books/records.js";
 import { applyLedgerToRequests, upsertRequestTimings } from "../../src/books/requests.js";
 import { newAccountId, newRequestId } from "../../src/lib/ids.js";
 import type { LedgerEntry } from "../../src/store/types.js";
@@ -12,8 +13,8 @@ import { freshDatabase } from "../helpers/postgres.js";
 /**
  * The books' tables are monthly partitions (migration 003): ledger entries by their stream id's
  * time, request records by their request id's slot. Rows land in their month's partition, ids
- * naming no slot in the default one, a re-exported batch inserts nothing twice, and rows written
- * before the migration end up in their months too. On PGlite and on a real PostgreSQL.
+ * naming no slot in the default one, events and payments by their own time, a re-exported batch
+ * inserts nothing twice, and rows written before the migrations end up in their months too. On PGlite and on a real PostgreSQL.
  */
 const OCT = Date.UTC(2026, 9, 14, 12);
 const NOV = Date.UTC(2026, 10, 22, 17);
@@ -58,6 +59,10 @@ describe.each([
       "ledger_entries_y2026m12",
       "request_records_y2026m11",
       "request_records_y2026m12",
+      "events_y2026m11",
+      "events_y2026m12",
+      "payments_y2026m11",
+      "payments_y2026m12",
     ]);
     // Idempotent: a second process starting finds them all.
     expect(await splitDefaultPartitions(db, NOV)).toEqual([]);
@@ -130,7 +135,7 @@ describe.each([
     ]);
   });
 
-  it("moves the rows written before migration 003 into their months", async () => {
+  it("moves the rows written before migrations 003 and 004 into their months", async () => {
     db = await openBooksDatabase(await database());
     // The schema as it was after migration 002, with a row in each table.
     await db.transaction(async (query) => {
@@ -155,9 +160,14 @@ describe.each([
          VALUES ($1, $2, $3, 'text-stats', 'key_a', 3, 3)`,
         [account, october, new Date(OCT).toISOString()],
       );
+      await query(
+        `INSERT INTO payments (id, account_id, network, payer, value_atomic, credits, type, plan, tx_hash, settled_at)
+         VALUES ('pay_1', $1, 'base-sepolia', '0xabc', 2000, 1, 'one_time', NULL, '0xdef', $2)`,
+        [account, new Date(OCT).toISOString()],
+      );
     });
 
-    expect(await migrate(db)).toEqual([3]);
+    expect(await migrate(db)).toEqual([3, 4]);
     await splitDefaultPartitions(db, NOV);
     expect((await where(db, "ledger_entries")).map((r) => [r.partition, Number(r.n)])).toEqual([
       ["ledger_entries_y2026m10", 2],
@@ -172,6 +182,25 @@ describe.each([
     // The writers find the migrated row by its key: the refund sets it again, nothing is added.
     await db.transaction((query) => applyLedgerToRequests(query, account, batch));
     expect(await db.query("SELECT 1 FROM request_records")).toHaveLength(1);
+    // The payment is in its month, and its id is known: written again (a later writer, another
+    // clock), it is not added twice.
+    expect(await where(db, "payments")).toEqual([
+      { partition: "payments_y2026m10", n: expect.anything() },
+    ]);
+    const again = {
+      id: "pay_1",
+      accountId: account,
+      network: "base-sepolia",
+      payer: "0xabc",
+      valueAtomic: "2000",
+      credits: 1,
+      type: "one_time",
+      plan: null,
+      txHash: "0xdef",
+      settledAt: NOV,
+    };
+    expect(await db.transaction((query) => insertPayments(query, [again]))).toBe(0);
+    expect(await db.query("SELECT id FROM payments")).toEqual([{ id: "pay_1" }]);
   });
 });
 
