@@ -3,7 +3,7 @@ import type { BooksDatabase } from "../../src/books/database.js";
 import { exportEvents } from "../../src/books/events.js";
 import { monthStart, partitionName } from "../../src/books/partitions.js";
 import { insertPayments } from "../../src/books/records.js";
-import { eventRecord, type EventRecord } from "../../src/events/types.js";
+import { eventRecord, parseEventRecord } from "../../src/events/types.js";
 import { newAccountId, newEventId } from "../../src/lib/ids.js";
 import {
   call,
@@ -120,7 +120,7 @@ describe.each([
   it("exports an event the relay logs again (a crash before its acknowledgement) nothing twice", async () => {
     await exported();
     const listed = (await call(`${gw.url}/api/v1/events`, { key })).body.data as ListedEvent[];
-    const again: EventRecord[] = listed.map((e) => ({ ...e, account_id: accountId }));
+    const again = listed.map((e) => parseEventRecord({ ...e, account_id: accountId }));
     await gw.services.store.logEvents(accountId, again, null);
     // Listed once while they are both in the store and in the books.
     expect((await call(`${gw.url}/api/v1/events`, { key })).body.data).toEqual(listed);
