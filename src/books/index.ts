@@ -50,15 +50,22 @@ const RECORD_BUFFER = 50_000;
  * server is opened in the background, retried until it answers.
  */
 export async function startBooks(
-  deps: { store: Store; log: Logger; metrics: Metrics },
+  deps: {
+    store: Store;
+    log: Logger;
+    metrics: Metrics;
+    /** The clock that says which month it is (tests cross a month boundary with their own). */
+    now?: () => number;
+  },
   settings: BooksSettings,
 ): Promise<Books> {
   const { store, log, metrics } = deps;
+  const now = deps.now ?? Date.now;
   const buffer = new RecordBuffer(RECORD_BUFFER);
   let db: BooksDatabase | null = null;
   let stopped = false;
   let lagMs = 0;
-  let lastSuccessAt = Date.now();
+  let lastSuccessAt = now();
   let lastError: { message: string; at: number } | null = null;
   /** The month whose partitions (and the next month's) are known to exist. */
   let partitionsMonth = 0;
@@ -71,8 +78,8 @@ export async function startBooks(
     const candidate = await openBooksDatabase(settings.url);
     try {
       const applied = await migrate(candidate);
-      const partitions = await splitDefaultPartitions(candidate);
-      partitionsMonth = monthStart(Date.now());
+      const partitions = await splitDefaultPartitions(candidate, now());
+      partitionsMonth = monthStart(now());
       log.info(
         {
           database: candidate.kind,
@@ -99,7 +106,7 @@ export async function startBooks(
             db = opened;
             return;
           } catch (err) {
-            lastError = { message: (err as Error).message, at: Date.now() };
+            lastError = { message: (err as Error).message, at: now() };
             if (attempt === 1 || attempt % 30 === 0)
               log.warn(
                 { err: (err as Error).message },
@@ -112,33 +119,40 @@ export async function startBooks(
 
   const pass = async () => {
     if (!db) return;
-    if (monthStart(Date.now()) !== partitionsMonth) {
+    const month = monthStart(now());
+    if (month !== partitionsMonth) {
       // The month turned: the next one's partitions. Until they exist rows land in the default
       // partition (still written exactly once), so a failure here is logged, not the export's.
-      await ensurePartitionsAhead(db)
-        .then(() => void (partitionsMonth = monthStart(Date.now())))
+      await ensurePartitionsAhead(db, now())
+        .then(() => void (partitionsMonth = month))
         .catch((err: Error) =>
           log.warn({ err: err.message }, "books partitions not created yet"),
         );
     }
     // A process that does not export (BOOKS_EXPORT=0) still writes its own calls' timings.
     const result = settings.exportEnabled
-      ? await exportPass(store, db, settings, (ms) => {
-          lagMs = ms;
-          metrics.booksExportLag.set(ms / 1000);
-        })
+      ? await exportPass(
+          store,
+          db,
+          settings,
+          (ms) => {
+            lagMs = ms;
+            metrics.booksExportLag.set(ms / 1000);
+          },
+          now,
+        )
       : { exported: 0, events: 0, lagMs: 0 };
     metrics.booksExported.inc(result.exported);
     await buffer.flush(db);
-    lastSuccessAt = Date.now();
+    lastSuccessAt = now();
     if (result.exported === 0 && result.events === 0 && result.lagMs === 0)
       lagMs = 0;
   };
   const onError = (err: unknown) => {
     const message = (err as Error)?.message ?? String(err);
-    if (!lastError || Date.now() - lastError.at > 30_000)
+    if (!lastError || now() - lastError.at > 30_000)
       log.warn({ err: message }, "books export failed; retrying");
-    lastError = { message, at: Date.now() };
+    lastError = { message, at: now() };
   };
   const loop = every(settings.intervalMs, pass, onError);
 
