@@ -50,16 +50,13 @@ export async function createServices(
   const [chainResult, workersResult] = await Promise.allSettled([
     // The x402 modules (viem) are loaded only when x402 is on: they are a large share of start-up time.
     loaded.devChain && !loaded.x402
-      ? import("./payments/dev-chain.js").then(({ startDevChain }) =>
-          startDevChain(),
-        )
+      ? import("./payments/dev-chain.js").then(({ startDevChain }) => startDevChain())
       : null,
     loaded.workers.general && loaded.workers.provider && loaded.workers.heavy
       ? null
       : startBundledWorkers(log),
   ]);
-  const devChain =
-    chainResult.status === "fulfilled" ? chainResult.value : null;
+  const devChain = chainResult.status === "fulfilled" ? chainResult.value : null;
   if (devChain) started.push({ name: "dev chain", stop: devChain.stop });
   if (chainResult.status === "rejected") {
     log.warn(
@@ -76,13 +73,9 @@ export async function createServices(
 
   const store = createStore(loaded);
   started.push({ name: "store", stop: () => store.close() });
-  const secretKeys = await resolveSecretKeys(loaded, store).catch(
-    (err: Error) => {
-      throw new StartupError(
-        `the store at REDIS_URL cannot be used: ${err.message}`,
-      );
-    },
-  );
+  const secretKeys = await resolveSecretKeys(loaded, store).catch((err: Error) => {
+    throw new StartupError(`the store at REDIS_URL cannot be used: ${err.message}`);
+  });
   const adminKeyDerived = !loaded.adminApiKey && loaded.env !== "production";
   // What start-up learned (the dev chain, the keys kept in the store) makes a new, frozen
   // configuration: the loaded one is never edited.
@@ -90,9 +83,7 @@ export async function createServices(
     ...loaded,
     x402: devChain?.x402 ?? loaded.x402,
     secretKeys,
-    adminApiKey: adminKeyDerived
-      ? developmentAdminKey(secretKeys[0]!)
-      : loaded.adminApiKey,
+    adminApiKey: adminKeyDerived ? developmentAdminKey(secretKeys[0]!) : loaded.adminApiKey,
   });
 
   const pools = new WorkerPools(
@@ -114,27 +105,16 @@ export async function createServices(
   );
   await pools.start();
   started.push({ name: "worker pools", stop: () => pools.stop() });
-  const upstream = new UpstreamTools(
-    store,
-    config.upstream,
-    config.upstream.tools,
-  );
+  const upstream = new UpstreamTools(store, config.upstream, config.upstream.tools);
   started.push({ name: "upstream tools", stop: () => upstream.close() });
   const metrics = new Metrics();
   metrics.onScrape(() => {
     for (const pool of ["general", "provider", "heavy"] as const) {
       metrics.inFlight.set({ pool }, pools.gate(pool).inFlight);
-      metrics.queueDepth.set(
-        { queue: `worker-pool-${pool}` },
-        pools.gate(pool).queued,
-      );
+      metrics.queueDepth.set({ queue: `worker-pool-${pool}` }, pools.gate(pool).queued);
     }
   });
-  const mailer = createMailer({
-    smtpUrl: config.smtpUrl,
-    from: config.mailFrom,
-    log,
-  });
+  const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log });
   started.push({ name: "mailer", stop: () => mailer.close() });
   // Built in layers, each from what exists before it: the object is never half-made.
   const foundation: Foundation = {
@@ -151,9 +131,7 @@ export async function createServices(
 
   const books = config.books
     ? await startBooks(foundation, config.books).catch((err: Error) => {
-        throw new StartupError(
-          `the books database (DATABASE_URL) cannot be used: ${err.message}`,
-        );
+        throw new StartupError(`the books database (DATABASE_URL) cannot be used: ${err.message}`);
       })
     : null;
   if (books) started.push({ name: "books", stop: () => books.stop() });
@@ -189,13 +167,8 @@ export async function createServices(
   if (config.devSeed) {
     const dev = await developmentAccount(services);
     // The banner goes through the log sink: it never blocks on a stalled terminal or pipe.
-    log.info(
-      { account_id: dev.account.id, created: dev.created },
-      "development account ready",
-    );
-    logger.print(
-      developmentBanner(config, dev, adminKeyDerived, devChain?.rpcUrl ?? null),
-    );
+    log.info({ account_id: dev.account.id, created: dev.created }, "development account ready");
+    logger.print(developmentBanner(config, dev, adminKeyDerived, devChain?.rpcUrl ?? null));
   }
   return services;
 }

@@ -82,11 +82,7 @@ export async function accountAnalytics(
   accountId: string,
   query: AnalyticsQuery,
 ): Promise<AnalyticsAnswer> {
-  const range = [
-    accountId,
-    new Date(query.from).toISOString(),
-    new Date(query.to).toISOString(),
-  ];
+  const range = [accountId, new Date(query.from).toISOString(), new Date(query.to).toISOString()];
   // The minted_at bounds only let PostgreSQL skip the months outside the range (the table is
   // partitioned by it): a call's request id is minted just before its debit (`at`), so minted_at
   // is within seconds before `at` (a day of margin for clocks); ids naming no slot are 1970.
@@ -102,10 +98,7 @@ export async function accountAnalytics(
         GROUP BY 1, 2 ORDER BY 1, ${group} COLLATE "C"`,
       range,
     ),
-    db.query<FiguresRow>(
-      `SELECT ${FIGURES} FROM request_records WHERE ${where}`,
-      range,
-    ),
+    db.query<FiguresRow>(`SELECT ${FIGURES} FROM request_records WHERE ${where}`, range),
   ]);
   return {
     buckets: rows.map((row) => ({

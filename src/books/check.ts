@@ -21,10 +21,7 @@ export interface BooksCheck {
 
 const ATTEMPTS = 5;
 
-export async function checkBooks(
-  store: Store,
-  db: BooksDatabase,
-): Promise<BooksCheck> {
+export async function checkBooks(store: Store, db: BooksDatabase): Promise<BooksCheck> {
   const result: BooksCheck = { accounts: 0, entries: 0, mismatches: [] };
   let cursor: string | undefined;
   do {
@@ -38,11 +35,7 @@ export async function checkBooks(
         if (before !== after && attempt < ATTEMPTS) continue; // calls moved the balance while we read
         result.entries += entries;
         if (sum !== after)
-          result.mismatches.push({
-            accountId: account.id,
-            balance: after,
-            ledgerSum: sum,
-          });
+          result.mismatches.push({ accountId: account.id, balance: after, ledgerSum: sum });
         break;
       }
     }
@@ -73,16 +66,12 @@ async function ledgerSum(
   const inStore = held.reduce((n, e) => n + e.amount, 0);
   return {
     sum: inStore + Number(row?.sum ?? 0) - Number(row?.overlap ?? 0),
-    entries:
-      held.length + Number(row?.entries ?? 0) - Number(row?.overlapping ?? 0),
+    entries: held.length + Number(row?.entries ?? 0) - Number(row?.overlapping ?? 0),
   };
 }
 
 /** Every ledger entry the store still holds for an account (all of them, without the books), newest first. */
-export async function heldLedger(
-  store: Store,
-  accountId: string,
-): Promise<LedgerEntry[]> {
+export async function heldLedger(store: Store, accountId: string): Promise<LedgerEntry[]> {
   const entries: LedgerEntry[] = [];
   let cursor: string | undefined;
   do {
@@ -91,4 +80,25 @@ export async function heldLedger(
     cursor = page.nextCursor ?? undefined;
   } while (cursor);
   return entries;
+}
+
+export interface EventsCheck {
+  events: number;
+  /** Event ids held more than once (under another time or account): each should be in the books once. */
+  duplicates: { id: string; rows: number }[];
+}
+
+/**
+ * Every event is in the books once. The table's key is (account, time, id), so a re-export of an
+ * event is caught by it only because an event's time and account never change; this proves it.
+ */
+export async function checkEvents(db: BooksDatabase): Promise<EventsCheck> {
+  const [total] = await db.query<{ n: string | number }>("SELECT count(*) AS n FROM events");
+  const duplicates = await db.query<{ id: string; rows: string | number }>(
+    "SELECT id, count(*) AS rows FROM events GROUP BY id HAVING count(*) > 1 ORDER BY id",
+  );
+  return {
+    events: Number(total?.n ?? 0),
+    duplicates: duplicates.map((d) => ({ id: d.id, rows: Number(d.rows) })),
+  };
 }

@@ -1,10 +1,4 @@
-import {
-  existsSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,14 +14,9 @@ import { BooksUnavailableError } from "./errors.js";
 export interface BooksDatabase {
   readonly kind: "postgres" | "pglite";
   /** Without `params`, `sql` may hold several statements (a migration file). */
-  query<T = Record<string, unknown>>(
-    sql: string,
-    params?: unknown[],
-  ): Promise<T[]>;
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   /** Runs `work` in one transaction (committed when it resolves, rolled back when it throws). */
-  transaction<T>(
-    work: (query: BooksDatabase["query"]) => Promise<T>,
-  ): Promise<T>;
+  transaction<T>(work: (query: BooksDatabase["query"]) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -41,9 +30,7 @@ export async function openBooksDatabase(
 ): Promise<BooksDatabase> {
   if (url.startsWith("pglite:"))
     return openPglite(
-      url === "pglite://memory"
-        ? undefined
-        : decodeURIComponent(new URL(url).pathname),
+      url === "pglite://memory" ? undefined : decodeURIComponent(new URL(url).pathname),
     );
   return openPostgres(url, options.timeoutMs ?? 5000);
 }
@@ -83,9 +70,7 @@ function openPostgres(url: string, timeoutMs: number): BooksDatabase {
       const client = await pool.connect().catch(unavailable);
       try {
         await client.query("BEGIN");
-        const result = await work(
-          async (sql, params) => (await client.query(sql, params)).rows,
-        );
+        const result = await work(async (sql, params) => (await client.query(sql, params)).rows);
         await client.query("COMMIT");
         return result;
       } catch (err) {
@@ -100,24 +85,17 @@ function openPostgres(url: string, timeoutMs: number): BooksDatabase {
 }
 
 async function openPglite(dataDir: string | undefined): Promise<BooksDatabase> {
-  const db = dataDir
-    ? await PGlite.create({ dataDir })
-    : await createInMemory();
+  const db = dataDir ? await PGlite.create({ dataDir }) : await createInMemory();
   // Without parameters a text may hold several statements (a migration): PGlite runs those with `exec`.
   type Runner = Pick<PGlite, "query" | "exec">;
-  const run = async <T>(
-    on: Runner,
-    sql: string,
-    params: unknown[] | undefined,
-  ): Promise<T[]> =>
+  const run = async <T>(on: Runner, sql: string, params: unknown[] | undefined): Promise<T[]> =>
     params === undefined
       ? (((await on.exec(sql)).at(-1)?.rows as T[] | undefined) ?? [])
       : (await on.query<T>(sql, params)).rows;
   return {
     kind: "pglite",
     query: (sql, params) => run(db, sql, params),
-    transaction: (work) =>
-      db.transaction((tx) => work((sql, params) => run(tx, sql, params))),
+    transaction: (work) => db.transaction((tx) => work((sql, params) => run(tx, sql, params))),
     close: () => db.close(),
   };
 }
@@ -135,9 +113,7 @@ export async function insertRows(
 ): Promise<number> {
   if (rows.length === 0) return 0;
   const params: unknown[] = [];
-  const values = rows.map(
-    (row) => `(${row.map((value) => `$${params.push(value)}`).join(", ")})`,
-  );
+  const values = rows.map((row) => `(${row.map((value) => `$${params.push(value)}`).join(", ")})`);
   return (
     await query(
       `INSERT INTO ${table} (${columns.join(", ")}) VALUES ${values.join(", ")} ON CONFLICT ${conflict} DO NOTHING RETURNING 1`,
@@ -157,9 +133,7 @@ async function createInMemory(): Promise<PGlite> {
   const template = join(tmpdir(), `toolgate-pglite-${version}.tgz`);
   if (existsSync(template)) {
     try {
-      return await PGlite.create({
-        loadDataDir: new Blob([readFileSync(template)]),
-      });
+      return await PGlite.create({ loadDataDir: new Blob([readFileSync(template)]) });
     } catch {
       rmSync(template, { force: true }); // unreadable: made again below
     }
@@ -179,9 +153,7 @@ async function createInMemory(): Promise<PGlite> {
 /** The installed PGlite's version (its package.json does not export itself: found beside its entry). */
 function pgliteVersion(): string {
   for (
-    let dir = dirname(
-      fileURLToPath(import.meta.resolve("@electric-sql/pglite")),
-    );
+    let dir = dirname(fileURLToPath(import.meta.resolve("@electric-sql/pglite")));
     dir !== dirname(dir);
     dir = dirname(dir)
   ) {

@@ -1,9 +1,4 @@
-import {
-  EVENT_DATA,
-  parseEventRecord,
-  type EventRecord,
-  type EventType,
-} from "../events/types.js";
+import { EVENT_DATA, parseEventRecord, type EventRecord, type EventType } from "../events/types.js";
 import { InvalidCursorError, type Page, type Store } from "../store/types.js";
 import { insertRows, type BooksDatabase } from "./database.js";
 import { insertPayments, type PaymentRow } from "./records.js";
@@ -29,21 +24,12 @@ type Query = BooksDatabase["query"];
 const COLUMNS = ["account_id", "at", "id", "type", "data"] as const;
 
 /** Inserts events (of any accounts); returns how many were new. */
-export function insertEvents(
-  query: Query,
-  events: EventRecord[],
-): Promise<number> {
+export function insertEvents(query: Query, events: EventRecord[]): Promise<number> {
   return insertRows(
     query,
     "events",
     COLUMNS,
-    events.map((e) => [
-      e.account_id,
-      e.timestamp,
-      e.id,
-      e.event,
-      JSON.stringify(e.data),
-    ]),
+    events.map((e) => [e.account_id, e.timestamp, e.id, e.event, JSON.stringify(e.data)]),
     "(account_id, at, id)",
   );
 }
@@ -53,10 +39,7 @@ export function insertEvents(
  * a payment's row is thus written exactly once with its event, even if the process that credited
  * it died before its buffered row was flushed (records.ts; whichever comes first claims the id).
  */
-export function exportEvents(
-  db: BooksDatabase,
-  events: EventRecord[],
-): Promise<number> {
+export function exportEvents(db: BooksDatabase, events: EventRecord[]): Promise<number> {
   return db.transaction(async (query) => {
     const inserted = await insertEvents(query, events);
     await insertPayments(
@@ -99,8 +82,7 @@ interface Position {
   ms: number;
   id: string;
 }
-export const cursorOf = (e: EventRecord) =>
-  `${Date.parse(e.timestamp)}-${e.id}`;
+export const cursorOf = (e: EventRecord) => `${Date.parse(e.timestamp)}-${e.id}`;
 function parseCursor(cursor: string): Position {
   const match = CURSOR.exec(cursor);
   if (!match) throw new InvalidCursorError(`not an events cursor: ${cursor}`);
@@ -113,13 +95,7 @@ const positionOf = (e: EventRecord): Position => ({
 /** Newest first: later time, then the greater id. */
 const newerFirst = (a: EventRecord, b: EventRecord) => {
   const [pa, pb] = [positionOf(a), positionOf(b)];
-  return pa.ms !== pb.ms
-    ? pb.ms - pa.ms
-    : pa.id === pb.id
-      ? 0
-      : pa.id < pb.id
-        ? 1
-        : -1;
+  return pa.ms !== pb.ms ? pb.ms - pa.ms : pa.id === pb.id ? 0 : pa.id < pb.id ? 1 : -1;
 };
 const before = (e: EventRecord, cursor: Position) => {
   const p = positionOf(e);
@@ -145,16 +121,13 @@ export async function eventsPage(
   filter: EventFilter,
   page: { cursor?: string; limit: number },
 ): Promise<Page<EventRecord>> {
-  const cursor =
-    page.cursor === undefined ? undefined : parseCursor(page.cursor);
+  const cursor = page.cursor === undefined ? undefined : parseCursor(page.cursor);
   const wanted = page.limit + 1;
   const [logged, fromBooks] = await Promise.all([
     store.listEvents(accountId, LOG_READ),
     db ? booksMatches(db.query, accountId, filter, cursor, wanted) : [],
   ]);
-  const fromStore = logged.filter(
-    (e) => matches(e, filter) && (!cursor || before(e, cursor)),
-  );
+  const fromStore = logged.filter((e) => matches(e, filter) && (!cursor || before(e, cursor)));
   const seen = new Set<string>();
   const merged = [...fromStore, ...fromBooks]
     .filter((e) => !seen.has(e.id) && seen.add(e.id))
@@ -190,10 +163,8 @@ async function booksMatches(
       `(at, id) < (${param(new Date(cursor.ms).toISOString())}::timestamptz, ${param(cursor.id)})`,
     );
   if (filter.type !== undefined) where.push(`type = ${param(filter.type)}`);
-  if (filter.from !== undefined)
-    where.push(`at >= ${param(new Date(filter.from).toISOString())}`);
-  if (filter.to !== undefined)
-    where.push(`at < ${param(new Date(filter.to).toISOString())}`);
+  if (filter.from !== undefined) where.push(`at >= ${param(new Date(filter.from).toISOString())}`);
+  if (filter.to !== undefined) where.push(`at < ${param(new Date(filter.to).toISOString())}`);
   const rows = await query<EventRow>(
     `SELECT id, type, (extract(epoch FROM at) * 1000)::bigint AS at_ms, account_id, data
        FROM events WHERE ${where.join(" AND ")} ORDER BY at DESC, id DESC LIMIT ${wanted}`,

@@ -7,8 +7,9 @@ import { applyLedgerToRequests } from "./requests.js";
 
 /**
  * Moves ledger entries and account events from the store (Redis, or the in-memory store) to the
- * books' database, exactly once (events: see events.ts, the same scheme): each batch is inserted keyed by (account, entry id) with ON CONFLICT DO
- * NOTHING and committed, and only then trimmed from the store up to its last id. A process that
+ * books' database, exactly once: each batch is inserted keyed by (account, entry id) — an event's
+ * by (account, time, id), see events.ts — with ON CONFLICT DO NOTHING and committed, and only
+ * then trimmed from the store up to its last id (events: forgotten by id). A process that
  * dies between the two leaves the batch in both; the next export inserts nothing and trims it.
  *
  * Every process runs an exporter. Accounts are spread over `shards`; a process exports a shard

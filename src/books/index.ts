@@ -7,22 +7,14 @@ import { BooksUnavailableError } from "./errors.js";
 import { openBooksDatabase, type BooksDatabase } from "./database.js";
 import { exportPass } from "./exporter.js";
 import { migrate } from "./migrations.js";
-import {
-  ensurePartitionsAhead,
-  monthStart,
-  splitDefaultPartitions,
-} from "./partitions.js";
-import {
-  RecordBuffer,
-  type PaymentRow,
-  type RequestRecord,
-} from "./records.js";
+import { ensurePartitionsAhead, monthStart, splitDefaultPartitions } from "./partitions.js";
+import { RecordBuffer, type PaymentRow, type RequestRecord } from "./records.js";
 
 /**
  * The books: PostgreSQL (or PGlite) as the system of record for the ledger, request records,
- * account events and payments. The hot path never touches it: calls are admitted and charged in the store (one
- * round trip), and this process's exporter moves what they wrote to the database in the
- * background. The database is opened and migrated in the background too, retried until it
+ * account events and payments. The hot path never touches it: calls are admitted and charged
+ * in the store (one round trip), and this process's exporter moves what they wrote to the
+ * database in the background. The database is opened and migrated in the background too, retried until it
  * answers, so a database that is down (or PGlite still starting) never stops the gateway.
  */
 export interface Books {
@@ -81,11 +73,7 @@ export async function startBooks(
       const partitions = await splitDefaultPartitions(candidate, now());
       partitionsMonth = monthStart(now());
       log.info(
-        {
-          database: candidate.kind,
-          migrations_applied: applied,
-          partitions_created: partitions,
-        },
+        { database: candidate.kind, migrations_applied: applied, partitions_created: partitions },
         "books database ready",
       );
       return candidate;
@@ -125,9 +113,7 @@ export async function startBooks(
       // partition (still written exactly once), so a failure here is logged, not the export's.
       await ensurePartitionsAhead(db, now())
         .then(() => void (partitionsMonth = month))
-        .catch((err: Error) =>
-          log.warn({ err: err.message }, "books partitions not created yet"),
-        );
+        .catch((err: Error) => log.warn({ err: err.message }, "books partitions not created yet"));
     }
     // A process that does not export (BOOKS_EXPORT=0) still writes its own calls' timings.
     const result = settings.exportEnabled
@@ -145,8 +131,7 @@ export async function startBooks(
     metrics.booksExported.inc(result.exported);
     await buffer.flush(db);
     lastSuccessAt = now();
-    if (result.exported === 0 && result.events === 0 && result.lagMs === 0)
-      lagMs = 0;
+    if (result.exported === 0 && result.events === 0 && result.lagMs === 0) lagMs = 0;
   };
   const onError = (err: unknown) => {
     const message = (err as Error)?.message ?? String(err);
@@ -160,12 +145,8 @@ export async function startBooks(
     database: () => db,
     async ready(ms) {
       if (db) return db;
-      await Promise.race([
-        opening,
-        new Promise((r) => setTimeout(r, ms).unref()),
-      ]);
-      if (!db)
-        throw new BooksUnavailableError("the books database is not reachable");
+      await Promise.race([opening, new Promise((r) => setTimeout(r, ms).unref())]);
+      if (!db) throw new BooksUnavailableError("the books database is not reachable");
       return db;
     },
     recordRequest: (record) => buffer.addRequest(record),
@@ -180,10 +161,7 @@ export async function startBooks(
             : "the books database is starting",
         };
       if (lastError && lastError.at > lastSuccessAt)
-        return {
-          state: "degraded",
-          detail: `books export failing: ${lastError.message}`,
-        };
+        return { state: "degraded", detail: `books export failing: ${lastError.message}` };
       if (lagMs > settings.degradedAfterMs)
         return {
           state: "degraded",

@@ -41,13 +41,7 @@ export function insertLedgerEntries(
       e.keyId,
     ];
   });
-  return insertRows(
-    query,
-    "ledger_entries",
-    COLUMNS,
-    rows,
-    "(account_id, entry_ms, entry_seq)",
-  );
+  return insertRows(query, "ledger_entries", COLUMNS, rows, "(account_id, entry_ms, entry_seq)");
 }
 
 export interface LedgerRow {

@@ -36,18 +36,18 @@ export async function migrate(db: BooksDatabase): Promise<number[]> {
       "CREATE TABLE IF NOT EXISTS books_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
     );
     const applied = new Set(
-      (
-        await query<{ version: number }>("SELECT version FROM books_migrations")
-      ).map((row) => Number(row.version)),
+      (await query<{ version: number }>("SELECT version FROM books_migrations")).map((row) =>
+        Number(row.version),
+      ),
     );
     const done: number[] = [];
     for (const migration of migrations()) {
       if (applied.has(migration.version)) continue;
       await query(migration.sql);
-      await query(
-        "INSERT INTO books_migrations (version, name) VALUES ($1, $2)",
-        [migration.version, migration.name],
-      );
+      await query("INSERT INTO books_migrations (version, name) VALUES ($1, $2)", [
+        migration.version,
+        migration.name,
+      ]);
       done.push(migration.version);
     }
     return done;

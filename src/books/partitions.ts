@@ -3,9 +3,9 @@ import type { BooksDatabase } from "./database.js";
 /**
  * The books' monthly partitions (migrations 003 and 004): `ledger_entries` by the stream id's
  * milliseconds, `request_records` by the request id's slot (`minted_at`), `events` by the event's
- * own timestamp, `payments` by their settlement time. Every process creates
- * the current and the next month's partitions at start-up and again when the month turns, so rows
- * normally land in their month; a row for a month with no partition yet lands in the table's
+ * own timestamp, `payments` by their settlement time. Every process creates the current and the
+ * next month's partitions at start-up and again when the month turns, so rows normally land in
+ * their month; a row for a month with no partition yet lands in the table's
  * DEFAULT partition, and creating that month's partition moves such rows into it (PostgreSQL
  * refuses a partition whose range the default still holds rows of). Start-up also splits out
  * every month found in the default partition (after migration 003, all existing rows).
@@ -85,10 +85,9 @@ export function partitionName(table: string, ms: number): string {
 }
 
 async function exists(query: Query, name: string): Promise<boolean> {
-  const rows = await query<{ found: string | null }>(
-    "SELECT to_regclass($1)::text AS found",
-    [name],
-  );
+  const rows = await query<{ found: string | null }>("SELECT to_regclass($1)::text AS found", [
+    name,
+  ]);
   return rows[0]?.found != null;
 }
 
@@ -121,15 +120,11 @@ async function createMonth(
 }
 
 /** Ensures the partitions of the months starting at `months` (epoch ms); returns the ones it created. */
-export async function ensurePartitions(
-  db: BooksDatabase,
-  months: number[],
-): Promise<string[]> {
+export async function ensurePartitions(db: BooksDatabase, months: number[]): Promise<string[]> {
   const created: string[] = [];
   for (const table of TABLES)
     for (const ms of new Set(months.map((m) => monthStart(m))))
-      if (await createMonth(db, table, ms))
-        created.push(partitionName(table.name, ms));
+      if (await createMonth(db, table, ms)) created.push(partitionName(table.name, ms));
   return created;
 }
 
@@ -144,13 +139,10 @@ export async function splitDefaultPartitions(
 ): Promise<string[]> {
   const created = await ensurePartitionsAhead(db, now);
   for (const table of TABLES) {
-    const rows = await db.query<{ month: string | number }>(
-      table.monthsInDefault,
-    );
+    const rows = await db.query<{ month: string | number }>(table.monthsInDefault);
     for (const row of rows) {
       const ms = Number(row.month);
-      if (await createMonth(db, table, ms))
-        created.push(partitionName(table.name, ms));
+      if (await createMonth(db, table, ms)) created.push(partitionName(table.name, ms));
     }
   }
   return created;

@@ -1,10 +1,4 @@
-import {
-  isAddressEqual,
-  parseEventLogs,
-  type Address,
-  type Hex,
-  type PublicClient,
-} from "viem";
+import { isAddressEqual, parseEventLogs, type Address, type Hex, type PublicClient } from "viem";
 import { sameBytes } from "../lib/hex.js";
 import { tokenAbi } from "../payments/verify.js";
 import type { BooksDatabase } from "./database.js";
@@ -68,16 +62,10 @@ export async function checkPayments(
     unchecked: [],
   };
   const configured = new Set(chains.map((c) => c.network));
-  result.unchecked = [...new Set(rows.map((r) => r.network))].filter(
-    (n) => !configured.has(n),
-  );
+  result.unchecked = [...new Set(rows.map((r) => r.network))].filter((n) => !configured.has(n));
   for (const chain of chains) {
     const payments = rows.filter((r) => r.network === chain.network);
-    const mismatch = (
-      row: PaymentRow | null,
-      txHash: string | null,
-      problem: string,
-    ) =>
+    const mismatch = (row: PaymentRow | null, txHash: string | null, problem: string) =>
       result.mismatches.push({
         network: chain.network,
         txHash,
@@ -95,11 +83,7 @@ export async function checkPayments(
         .getTransactionReceipt({ hash: row.tx_hash as Hex })
         .catch(() => null);
       if (receipt?.status !== "success") {
-        mismatch(
-          row,
-          row.tx_hash,
-          "its transaction is not on chain (or reverted)",
-        );
+        mismatch(row, row.tx_hash, "its transaction is not on chain (or reverted)");
         continue;
       }
       const transfers = tokenTransfersToPayTo(chain, receipt.logs);
@@ -146,18 +130,10 @@ function tokenTransfersToPayTo(
   const events = parseEventLogs({
     abi: tokenAbi,
     logs: logs.filter((l) => isAddressEqual(l.address, chain.usdc)),
-  }) as unknown as {
-    eventName: string;
-    args: Record<string, unknown>;
-    transactionHash: Hex;
-  }[];
+  }) as unknown as { eventName: string; args: Record<string, unknown>; transactionHash: Hex }[];
   if (!events.some((e) => e.eventName === "AuthorizationUsed")) return [];
   return events
-    .filter(
-      (e) =>
-        e.eventName === "Transfer" &&
-        isAddressEqual(e.args.to as Address, chain.payTo),
-    )
+    .filter((e) => e.eventName === "Transfer" && isAddressEqual(e.args.to as Address, chain.payTo))
     .map((e) => ({
       txHash: e.transactionHash,
       from: e.args.from as Address,
@@ -175,22 +151,14 @@ async function authorizedTransfers(
   const found: Transfer[] = [];
   for (let from = options.fromBlock ?? 0n; from <= latest; from += step) {
     const to = from + step - 1n < latest ? from + step - 1n : latest;
-    const range = {
-      address: chain.usdc,
-      abi: tokenAbi,
-      fromBlock: from,
-      toBlock: to,
-    } as const;
+    const range = { address: chain.usdc, abi: tokenAbi, fromBlock: from, toBlock: to } as const;
     const [transfers, used] = await Promise.all([
       chain.client.getContractEvents({
         ...range,
         eventName: "Transfer",
         args: { to: chain.payTo },
       }),
-      chain.client.getContractEvents({
-        ...range,
-        eventName: "AuthorizationUsed",
-      }),
+      chain.client.getContractEvents({ ...range, eventName: "AuthorizationUsed" }),
     ]);
     const authorized = used.map((l) => l.transactionHash);
     for (const log of transfers as unknown as {
@@ -198,11 +166,7 @@ async function authorizedTransfers(
       args: { from: Address; value: bigint };
     }[]) {
       if (authorized.some((hash) => sameBytes(hash, log.transactionHash)))
-        found.push({
-          txHash: log.transactionHash,
-          from: log.args.from,
-          value: log.args.value,
-        });
+        found.push({ txHash: log.transactionHash, from: log.args.from, value: log.args.value });
     }
   }
   return found;

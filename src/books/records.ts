@@ -37,19 +37,13 @@ export class RecordBuffer {
   addRequest(record: RequestRecord): void {
     this.requests.push(record);
     if (this.requests.length > this.capacity)
-      this.dropped += this.requests.splice(
-        0,
-        this.requests.length - this.capacity,
-      ).length;
+      this.dropped += this.requests.splice(0, this.requests.length - this.capacity).length;
   }
 
   addPayment(row: PaymentRow): void {
     this.payments.push(row);
     if (this.payments.length > this.capacity)
-      this.dropped += this.payments.splice(
-        0,
-        this.payments.length - this.capacity,
-      ).length;
+      this.dropped += this.payments.splice(0, this.payments.length - this.capacity).length;
   }
 
   get pending(): number {
@@ -58,9 +52,7 @@ export class RecordBuffer {
 
   /** Writes what is buffered; what fails to be written stays for the next flush. */
   async flush(db: BooksDatabase): Promise<void> {
-    await drainWith(this.requests, (batch) =>
-      upsertRequestTimings(db.query, batch),
-    );
+    await drainWith(this.requests, (batch) => upsertRequestTimings(db.query, batch));
     await drainWith(this.payments, (batch) =>
       db.transaction((query) => insertPayments(query, batch)),
     );
@@ -94,8 +86,7 @@ export async function insertPayments(
   if (unique.length === 0) return 0;
   const params: unknown[] = [];
   const values = unique.map(
-    (p) =>
-      `($${params.push(p.id)}, $${params.push(settledAt(p))}::timestamptz)`,
+    (p) => `($${params.push(p.id)}, $${params.push(settledAt(p))}::timestamptz)`,
   );
   const claimed = new Set(
     (
@@ -128,10 +119,7 @@ export async function insertPayments(
 }
 
 /** Writes `pending` in batches, removing each batch once it is written. */
-async function drainWith<T>(
-  pending: T[],
-  write: (batch: T[]) => Promise<unknown>,
-): Promise<void> {
+async function drainWith<T>(pending: T[], write: (batch: T[]) => Promise<unknown>): Promise<void> {
   while (pending.length > 0) {
     const batch = pending.slice(0, ROWS_PER_INSERT);
     await write(batch);

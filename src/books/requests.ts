@@ -22,8 +22,7 @@ import type { BooksDatabase } from "./database.js";
  * start of the 30-second slot the request id names, which both writers compute from the id alone
  * (1970-01-01, the default partition, for an id naming no slot).
  */
-const mintedAt = (requestId: string) =>
-  new Date(debitedNoLaterThan(requestId)).toISOString();
+const mintedAt = (requestId: string) => new Date(debitedNoLaterThan(requestId)).toISOString();
 
 export interface RequestTiming {
   accountId: string;
@@ -49,9 +48,7 @@ async function upsert(
 ): Promise<void> {
   if (rows.length === 0) return;
   const params: unknown[] = [];
-  const values = rows.map(
-    (row) => `(${row.map((value) => `$${params.push(value)}`).join(", ")})`,
-  );
+  const values = rows.map((row) => `(${row.map((value) => `$${params.push(value)}`).join(", ")})`);
   await query(
     `INSERT INTO request_records (${columns.join(", ")}) VALUES ${values.join(", ")}
      ON CONFLICT (account_id, request_id, minted_at) DO UPDATE SET ${update.map((c) => `${c} = EXCLUDED.${c}`).join(", ")}`,
@@ -73,20 +70,10 @@ export async function applyLedgerToRequests(
   accountId: string,
   entries: LedgerEntry[],
 ): Promise<void> {
-  const debits = lastPerRequest(
-    entries.filter((e) => e.kind === "debit" && e.tool),
-  );
+  const debits = lastPerRequest(entries.filter((e) => e.kind === "debit" && e.tool));
   await upsert(
     query,
-    [
-      "account_id",
-      "request_id",
-      "minted_at",
-      "at",
-      "tool",
-      "key_id",
-      "charged",
-    ],
+    ["account_id", "request_id", "minted_at", "at", "tool", "key_id", "charged"],
     debits.map((e) => [
       accountId,
       e.requestId,
@@ -116,15 +103,8 @@ export async function applyLedgerToRequests(
 }
 
 /** Writes calls' timings (status, outcome, latency), creating the row when its debit is not exported yet. */
-export function upsertRequestTimings(
-  query: Query,
-  timings: RequestTiming[],
-): Promise<void> {
-  const rows = [
-    ...new Map(
-      timings.map((t) => [`${t.accountId}\n${t.requestId}`, t]),
-    ).values(),
-  ];
+export function upsertRequestTimings(query: Query, timings: RequestTiming[]): Promise<void> {
+  const rows = [...new Map(timings.map((t) => [`${t.accountId}\n${t.requestId}`, t])).values()];
   return upsert(
     query,
     [

@@ -105,14 +105,13 @@ async function booksMatches(
     where.push(clause(`$${params.push(value)}`));
   if (cursor !== undefined) {
     // Ids past PostgreSQL's bigint are past every real entry: "older than it" is then everything.
-    const [ms, seq] = idParts(cursor).map((part) =>
-      part > INT8_MAX ? INT8_MAX : part,
-    ) as [bigint, bigint];
+    const [ms, seq] = idParts(cursor).map((part) => (part > INT8_MAX ? INT8_MAX : part)) as [
+      bigint,
+      bigint,
+    ];
     const msParam = `$${params.push(ms.toString())}`;
     const seqParam = `$${params.push(seq.toString())}`;
-    where.push(
-      `(entry_ms, entry_seq) < (${msParam}::bigint, ${seqParam}::bigint)`,
-    );
+    where.push(`(entry_ms, entry_seq) < (${msParam}::bigint, ${seqParam}::bigint)`);
   }
   if (filter.tool !== undefined) add((p) => `tool = ${p}`, filter.tool);
   if (filter.keyId !== undefined) add((p) => `key_id = ${p}`, filter.keyId);
@@ -123,8 +122,7 @@ async function booksMatches(
     // is taken when it is written, so its milliseconds are its time's (a minute of margin).
     add((p) => `entry_ms >= ${p}::bigint`, String(filter.from - 60_000));
   }
-  if (filter.to !== undefined)
-    add((p) => `at < ${p}`, new Date(filter.to).toISOString());
+  if (filter.to !== undefined) add((p) => `at < ${p}`, new Date(filter.to).toISOString());
   const rows = await db.query<LedgerRow>(
     `SELECT ${LEDGER_SELECT} FROM ledger_entries WHERE ${where.join(" AND ")} ORDER BY entry_ms DESC, entry_seq DESC LIMIT ${wanted}`,
     params,

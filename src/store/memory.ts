@@ -1,11 +1,6 @@
 import { EventEmitter } from "node:events";
 import type { TierName } from "../accounts/tiers.js";
-import {
-  applyDebit,
-  applyTopUp,
-  nextAllowanceAt,
-  type AlertState,
-} from "../credits/rules.js";
+import { applyDebit, applyTopUp, nextAllowanceAt, type AlertState } from "../credits/rules.js";
 import { countSpend, giveBack, type SpendState } from "../credits/controls.js";
 import { eventRecord, type EventRecord } from "../events/types.js";
 import { debitedNoLaterThan, newEventId } from "../lib/ids.js";
@@ -72,10 +67,7 @@ interface MemAccount extends AccountRecord, AlertState, SpendState {
 export class MemoryStore implements Store {
   private readonly accounts = new Map<string, MemAccount>();
   private readonly emails = new Map<string, string>();
-  private readonly buckets = new Map<
-    string,
-    { at: number; member: string }[]
-  >();
+  private readonly buckets = new Map<string, { at: number; member: string }[]>();
   private readonly idempotency = new Map<
     string,
     {
@@ -87,10 +79,7 @@ export class MemoryStore implements Store {
     }
   >();
   private readonly webhooks = new Map<string, Map<string, WebhookRecord>>();
-  private readonly customTools = new Map<
-    string,
-    Map<string, CustomToolRecord>
-  >();
+  private readonly customTools = new Map<string, Map<string, CustomToolRecord>>();
   private readonly eventLogs = new Map<string, EventRecord[]>();
   private readonly payments = new Map<string, PaymentRecord>();
   private readonly locks = new Map<string, { token: string; until: number }>();
@@ -172,11 +161,7 @@ export class MemoryStore implements Store {
 
   /** Sliding-window log, the same algorithm as the Redis script; drops expired entries in place. `count` requests are admitted all or none. */
   /** The account's window of per-second counts, as rate_window in src/credits/lua/prelude.lua. */
-  private rateWindow(
-    seconds: Map<number, number>,
-    limit: number,
-    count: number,
-  ) {
+  private rateWindow(seconds: Map<number, number>, limit: number, count: number) {
     const now = this.now();
     let used = 0;
     let oldest: number | null = null;
@@ -199,28 +184,17 @@ export class MemoryStore implements Store {
       };
     const second = Math.floor(now / 1000);
     seconds.set(second, (seconds.get(second) ?? 0) + count);
-    return {
-      allowed: true,
-      remaining: limit - used - count,
-      resetMs: resetOf(oldest ?? second),
-    };
+    return { allowed: true, remaining: limit - used - count, resetMs: resetOf(oldest ?? second) };
   }
 
-  private slide(
-    log: { at: number }[],
-    limit: number,
-    windowMs: number,
-    count = 1,
-  ) {
+  private slide(log: { at: number }[], limit: number, windowMs: number, count = 1) {
     const now = this.now();
     while (log.length > 0 && log[0]!.at <= now - windowMs) log.shift();
     const allowed = log.length + count <= limit;
     return {
       allowed,
       now,
-      remaining: allowed
-        ? limit - log.length - count
-        : limit - Math.min(log.length, limit),
+      remaining: allowed ? limit - log.length - count : limit - Math.min(log.length, limit),
       resetOf: (oldest: number | undefined) =>
         oldest === undefined ? windowMs : oldest + windowMs - now,
     };
@@ -265,17 +239,11 @@ export class MemoryStore implements Store {
     return a ? this.view(a) : null;
   }
 
-  async listAccounts(page: {
-    cursor?: string;
-    limit: number;
-  }): Promise<Page<AccountRecord>> {
+  async listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>> {
     const all = [...this.accounts.values()].sort(
       (x, y) => x.createdAt - y.createdAt || x.id.localeCompare(y.id),
     );
-    const start =
-      page.cursor !== undefined
-        ? all.findIndex((a) => a.id === page.cursor) + 1
-        : 0;
+    const start = page.cursor !== undefined ? all.findIndex((a) => a.id === page.cursor) + 1 : 0;
     if (start === 0 && page.cursor !== undefined)
       throw new InvalidCursorError(`no account ${page.cursor}`);
     const slice = all.slice(start, start + page.limit + 1);
@@ -307,10 +275,7 @@ export class MemoryStore implements Store {
     return this.view(a);
   }
 
-  async verifyEmail(
-    accountId: string,
-    grant: CreditChange & { amount: number },
-  ) {
+  async verifyEmail(accountId: string, grant: CreditChange & { amount: number }) {
     const a = this.accounts.get(accountId);
     if (!a) return "not_found" as const;
     if (a.emailVerified) return "already_verified" as const;
@@ -334,10 +299,7 @@ export class MemoryStore implements Store {
     const a = this.accounts.get(accountId);
     return a
       ? [...a.keysById.values()]
-          .map((key) => ({
-            ...withControls(key),
-            budgetSpent: this.budgetSpent(a, key),
-          }))
+          .map((key) => ({ ...withControls(key), budgetSpent: this.budgetSpent(a, key) }))
           .sort((x, y) => x.createdAt - y.createdAt || x.id.localeCompare(y.id))
       : [];
   }
@@ -346,11 +308,7 @@ export class MemoryStore implements Store {
   private budgetSpent(a: MemAccount, key: KeyRecord): number {
     if (!key.budget) return 0;
     const spend = a.keySpend.get(key.id);
-    const { start } = controlWindow(
-      this.now(),
-      key.budget.period,
-      this.windows,
-    );
+    const { start } = controlWindow(this.now(), key.budget.period, this.windows);
     return spend?.windowStart === start ? spend.credits : 0;
   }
 
@@ -395,8 +353,7 @@ export class MemoryStore implements Store {
       return { status: "last_active_key", key: { ...key } };
     }
     const at = now + graceMs;
-    key.revokedAt =
-      key.revokedAt !== null && key.revokedAt < at ? key.revokedAt : at;
+    key.revokedAt = key.revokedAt !== null && key.revokedAt < at ? key.revokedAt : at;
     return { status: "revoked", key: { ...key } };
   }
 
@@ -407,23 +364,14 @@ export class MemoryStore implements Store {
     if (request.keyHash !== null) {
       key = a?.keysByHash.get(request.keyHash);
       if (!a || !key) return { status: "invalid_key" };
-      if (key.revokedAt !== null && this.now() >= key.revokedAt)
-        return { status: "revoked" };
+      if (key.revokedAt !== null && this.now() >= key.revokedAt) return { status: "revoked" };
       // Account controls on the key: refused before anything is counted.
       if (key.expiresAt && this.now() >= key.expiresAt)
         return { status: "expired", expiresAt: key.expiresAt };
-      if (
-        key.allowedTools &&
-        request.tool &&
-        !key.allowedTools.includes(request.tool)
-      )
-        return {
-          status: "tool_not_allowed",
-          allowedTools: [...key.allowedTools],
-        };
+      if (key.allowedTools && request.tool && !key.allowedTools.includes(request.tool))
+        return { status: "tool_not_allowed", allowedTools: [...key.allowedTools] };
       keyId = key.id;
-      if (this.now() - (key.lastUsedAt ?? 0) >= KEY_USE_RESOLUTION_MS)
-        key.lastUsedAt = this.now();
+      if (this.now() - (key.lastUsedAt ?? 0) >= KEY_USE_RESOLUTION_MS) key.lastUsedAt = this.now();
     }
     if (!a) return { status: "invalid_key" };
     const now = this.now();
@@ -443,22 +391,16 @@ export class MemoryStore implements Store {
       a.allowanceAt = nextAllowanceAt(a.allowanceAt, now, this.periodMs);
     }
 
-    const requests =
-      request.countRequest === false ? 0 : (request.requests ?? 1);
+    const requests = request.countRequest === false ? 0 : (request.requests ?? 1);
     let rate = { limit: tier.requestsPerMinute, remaining: -1, resetMs: 0 };
     if (requests > 0) {
-      const window = this.rateWindow(
-        a.rateWindow,
-        tier.requestsPerMinute,
-        requests,
-      );
+      const window = this.rateWindow(a.rateWindow, tier.requestsPerMinute, requests);
       rate = {
         limit: tier.requestsPerMinute,
         remaining: window.remaining,
         resetMs: window.resetMs,
       };
-      if (!window.allowed)
-        return { status: "rate_limited", account: this.view(a), rate };
+      if (!window.allowed) return { status: "rate_limited", account: this.view(a), rate };
     }
 
     let charged = false;
@@ -466,21 +408,14 @@ export class MemoryStore implements Store {
     if (request.cost > 0 && !a.debits.has(request.requestId)) {
       // The key's own budget first: a call that would take it past its budget is refused, uncharged.
       const budget = key?.budget ?? null;
-      const window = budget
-        ? controlWindow(now, budget.period, this.windows)
-        : null;
+      const window = budget ? controlWindow(now, budget.period, this.windows) : null;
       const spent = budget ? this.budgetSpent(a, key!) : 0;
       if (budget && window && spent + request.cost > budget.credits)
         return {
           status: "key_budget_exceeded",
           account: this.view(a),
           rate,
-          budget: {
-            ...budget,
-            spent,
-            windowStart: window.start,
-            resetsAt: window.next,
-          },
+          budget: { ...budget, spent, windowStart: window.start, resetsAt: window.next },
         };
       if (a.balance < request.cost)
         return { status: "insufficient_credits", account: this.view(a), rate };
@@ -488,41 +423,17 @@ export class MemoryStore implements Store {
         events.push(eventRecord(newEventId(), alert.event, a.id, alert.data));
       }
       if (window && keyId)
-        a.keySpend.set(keyId, {
-          windowStart: window.start,
-          credits: spent + request.cost,
-        });
-      const spendAlert = countSpend(
-        a,
-        request.cost,
-        now,
-        this.windows,
-        request.tool,
-      );
+        a.keySpend.set(keyId, { windowStart: window.start, credits: spent + request.cost });
+      const spendAlert = countSpend(a, request.cost, now, this.windows, request.tool);
       if (spendAlert)
-        events.push(
-          eventRecord(
-            newEventId(),
-            "spend.threshold_reached",
-            a.id,
-            spendAlert,
-          ),
-        );
+        events.push(eventRecord(newEventId(), "spend.threshold_reached", a.id, spendAlert));
       this.addLedger(a, "debit", -request.cost, request, request.tool, keyId);
       a.debits.set(request.requestId, request.cost);
       a.outbox.push(...events);
       charged = true;
     }
     const keyLimited = key ? isLimitedKey(key) : false;
-    return {
-      status: "ok",
-      account: this.view(a),
-      keyId,
-      keyLimited,
-      rate,
-      charged,
-      events,
-    };
+    return { status: "ok", account: this.view(a), keyId, keyLimited, rate, charged, events };
   }
 
   async topUp(
@@ -534,13 +445,10 @@ export class MemoryStore implements Store {
   ) {
     const a = this.accounts.get(accountId);
     if (!a) return null;
-    if (a.operations.has(grant.requestId))
-      return { applied: false, account: this.view(a) };
+    if (a.operations.has(grant.requestId)) return { applied: false, account: this.view(a) };
     if (plan) {
       const base =
-        a.tier === plan.tier && a.planExpiresAt > this.now()
-          ? a.planExpiresAt
-          : this.now();
+        a.tier === plan.tier && a.planExpiresAt > this.now() ? a.planExpiresAt : this.now();
       a.tier = plan.tier as TierName;
       a.planExpiresAt = base + plan.periodMs;
     }
@@ -550,22 +458,15 @@ export class MemoryStore implements Store {
     return { applied: true, account: this.view(a) };
   }
 
-  async refund(
-    accountId: string,
-    change: RefundChange,
-    events: EventRecord[] = [],
-  ) {
-    if (change.idempotencyKey)
-      this.idempotency.delete(`${accountId}\0${change.idempotencyKey}`);
+  async refund(accountId: string, change: RefundChange, events: EventRecord[] = []) {
+    if (change.idempotencyKey) this.idempotency.delete(`${accountId}\0${change.idempotencyKey}`);
     const a = this.accounts.get(accountId);
     const cost = a?.debits.get(change.requestId);
     if (!a || cost === undefined) return { status: "not_charged" as const };
     if (cost === "refunded") return { status: "already_refunded" as const };
     a.debits.set(change.requestId, "refunded");
     a.balance += cost;
-    const keyId = change.keyHash
-      ? (a.keysByHash.get(change.keyHash)?.id ?? null)
-      : null;
+    const keyId = change.keyHash ? (a.keysByHash.get(change.keyHash)?.id ?? null) : null;
     const debitedAt = debitedNoLaterThan(change.requestId);
     giveBack(a.spend, cost, debitedAt);
     if (keyId) giveBack(a.keySpend.get(keyId), cost, debitedAt);
@@ -610,38 +511,23 @@ export class MemoryStore implements Store {
     });
   }
 
-  async ledgerBacklog(page: {
-    cursor?: string;
-    limit: number;
-  }): Promise<Page<LedgerBacklog>> {
+  async ledgerBacklog(page: { cursor?: string; limit: number }): Promise<Page<LedgerBacklog>> {
     const start = page.cursor ? Number(page.cursor) : 0;
-    const accounts = [...this.accounts.values()].slice(
-      start,
-      start + page.limit,
-    );
+    const accounts = [...this.accounts.values()].slice(start, start + page.limit);
     const items = accounts.flatMap((a) => {
       const oldestEvent = this.eventLogs.get(a.id)?.at(-1);
-      const times = [
-        a.ledger[0]?.at,
-        oldestEvent && Date.parse(oldestEvent.timestamp),
-      ].filter((t): t is number => typeof t === "number");
-      return times.length > 0
-        ? [{ accountId: a.id, oldestAt: Math.min(...times) }]
-        : [];
+      const times = [a.ledger[0]?.at, oldestEvent && Date.parse(oldestEvent.timestamp)].filter(
+        (t): t is number => typeof t === "number",
+      );
+      return times.length > 0 ? [{ accountId: a.id, oldestAt: Math.min(...times) }] : [];
     });
     return {
       items,
-      nextCursor:
-        accounts.length === page.limit ? String(start + page.limit) : null,
+      nextCursor: accounts.length === page.limit ? String(start + page.limit) : null,
     };
   }
 
-  async hitRateLimit(
-    bucket: string,
-    limit: number,
-    windowMs: number,
-    member: string,
-  ) {
+  async hitRateLimit(bucket: string, limit: number, windowMs: number, member: string) {
     const log = this.buckets.get(bucket) ?? [];
     this.buckets.set(bucket, log);
     const window = this.slide(log, limit, windowMs);
@@ -676,11 +562,7 @@ export class MemoryStore implements Store {
     if (a) a.outbox = a.outbox.filter((e) => !eventIds.includes(e.id));
   }
 
-  async logEvents(
-    accountId: string,
-    events: EventRecord[],
-    keep: number | null,
-  ) {
+  async logEvents(accountId: string, events: EventRecord[], keep: number | null) {
     const logged = this.eventLogs.get(accountId) ?? [];
     const fresh = events.filter((e) => !logged.some((l) => l.id === e.id));
     const all = [...fresh.reverse(), ...logged];
@@ -710,9 +592,7 @@ export class MemoryStore implements Store {
   }
 
   async outboxAccounts() {
-    return [...this.accounts.values()]
-      .filter((a) => a.outbox.length > 0)
-      .map((a) => a.id);
+    return [...this.accounts.values()].filter((a) => a.outbox.length > 0).map((a) => a.id);
   }
 
   async beginIdempotent(
@@ -734,8 +614,7 @@ export class MemoryStore implements Store {
       return { state: "started", requestId: claim.requestId };
     }
     if (record.fingerprint !== claim.fingerprint) return { state: "conflict" };
-    if (record.response)
-      return { state: "completed", response: record.response };
+    if (record.response) return { state: "completed", response: record.response };
     if (record.requestId !== claim.requestId && now < record.leaseUntil)
       return { state: "in_progress" };
     record.leaseUntil = now + claim.leaseMs;
@@ -749,11 +628,7 @@ export class MemoryStore implements Store {
     ttlSeconds: number,
   ) {
     const record = this.idempotency.get(`${accountId}\0${key}`);
-    if (record)
-      Object.assign(record, {
-        response,
-        expiresAt: this.now() + ttlSeconds * 1000,
-      });
+    if (record) Object.assign(record, { response, expiresAt: this.now() + ttlSeconds * 1000 });
   }
 
   async abandonIdempotent(accountId: string, key: string) {
@@ -761,8 +636,7 @@ export class MemoryStore implements Store {
   }
 
   private customToolsOf(accountId: string) {
-    const tools =
-      this.customTools.get(accountId) ?? new Map<string, CustomToolRecord>();
+    const tools = this.customTools.get(accountId) ?? new Map<string, CustomToolRecord>();
     this.customTools.set(accountId, tools);
     return tools;
   }
@@ -777,9 +651,7 @@ export class MemoryStore implements Store {
 
   async getCustomToolWithTier(accountId: string, name: string) {
     const tool = await this.getCustomTool(accountId, name);
-    return tool
-      ? { tool, tier: this.accounts.get(accountId)?.tier ?? null }
-      : null;
+    return tool ? { tool, tier: this.accounts.get(accountId)?.tier ?? null } : null;
   }
 
   async getCustomTool(accountId: string, name: string) {
@@ -791,9 +663,7 @@ export class MemoryStore implements Store {
   async listCustomTools(accountId: string) {
     return [...(this.customTools.get(accountId)?.values() ?? [])]
       .map((t) => structuredClone(t))
-      .sort(
-        (a, b) => a.createdAt - b.createdAt || a.name.localeCompare(b.name),
-      );
+      .sort((a, b) => a.createdAt - b.createdAt || a.name.localeCompare(b.name));
   }
 
   async deleteCustomTool(accountId: string, name: string) {
@@ -833,24 +703,13 @@ export class MemoryStore implements Store {
     return this.hooksOf(ownerId).delete(id);
   }
 
-  async recordDelivery(
-    ownerId: string,
-    webhookId: string,
-    attempt: DeliveryAttempt,
-    keep: number,
-  ) {
+  async recordDelivery(ownerId: string, webhookId: string, attempt: DeliveryAttempt, keep: number) {
     const key = `${ownerId}\0${webhookId}`;
-    this.deliveries.set(
-      key,
-      [attempt, ...(this.deliveries.get(key) ?? [])].slice(0, keep),
-    );
+    this.deliveries.set(key, [attempt, ...(this.deliveries.get(key) ?? [])].slice(0, keep));
   }
 
   async listDeliveries(ownerId: string, webhookId: string, limit: number) {
-    return (this.deliveries.get(`${ownerId}\0${webhookId}`) ?? []).slice(
-      0,
-      limit,
-    );
+    return (this.deliveries.get(`${ownerId}\0${webhookId}`) ?? []).slice(0, limit);
   }
 
   async claimPayment(record: PaymentRecord) {
@@ -873,11 +732,7 @@ export class MemoryStore implements Store {
 
   async getPayment(id: string) {
     const record = this.payments.get(id);
-    if (
-      record?.state === "settled" &&
-      record.expiresAt &&
-      record.expiresAt <= this.now()
-    )
+    if (record?.state === "settled" && record.expiresAt && record.expiresAt <= this.now())
       this.payments.delete(id);
     return record && this.payments.has(id) ? structuredClone(record) : null;
   }
@@ -935,10 +790,7 @@ export class MemoryStore implements Store {
   }
 
   async raiseRelayerNonce(name: string, next: number) {
-    this.relayerNonces.set(
-      name,
-      Math.max(next, this.relayerNonces.get(name) ?? 0),
-    );
+    this.relayerNonces.set(name, Math.max(next, this.relayerNonces.get(name) ?? 0));
     return this.relayerNonces.get(name)!;
   }
 
@@ -947,10 +799,7 @@ export class MemoryStore implements Store {
     return this.emails.get(email) ?? null;
   }
 
-  private readonly onceValues = new Map<
-    string,
-    { value: string; until: number }
-  >();
+  private readonly onceValues = new Map<string, { value: string; until: number }>();
 
   async saveOnce(name: string, value: string, ttlMs: number) {
     this.onceValues.set(name, { value, until: this.now() + ttlMs });
@@ -1031,10 +880,7 @@ export class MemoryStore implements Store {
   }
 
   async endAccountSessions(accountId: string) {
-    this.sessionEpochs.set(
-      accountId,
-      (this.sessionEpochs.get(accountId) ?? 0) + 1,
-    );
+    this.sessionEpochs.set(accountId, (this.sessionEpochs.get(accountId) ?? 0) + 1);
   }
 
   followLedger(accountId: string): LedgerFollower {
@@ -1053,8 +899,7 @@ export class MemoryStore implements Store {
         for (;;) {
           const entries = newer(afterId);
           const left = deadline - Date.now();
-          if (entries.length > 0 || left <= 0 || abort.signal.aborted)
-            return entries;
+          if (entries.length > 0 || left <= 0 || abort.signal.aborted) return entries;
           await new Promise<void>((resolve) => {
             const timer = setTimeout(done, left);
             function done() {

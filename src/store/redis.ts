@@ -2,19 +2,10 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { Cluster, type RedisOptions } from "ioredis";
 import type { TierName } from "../accounts/tiers.js";
-import {
-  DEPLETED_MESSAGE,
-  parseEventRecord,
-  type EventRecord,
-} from "../events/types.js";
+import { DEPLETED_MESSAGE, parseEventRecord, type EventRecord } from "../events/types.js";
 import { StoreUnavailableError } from "./errors.js";
 import { connectRedis, type RedisConnection } from "./redis-connection.js";
-import {
-  DEBIT_SLOT_MS,
-  debitedNoLaterThan,
-  newEventId,
-  requestIdSlot,
-} from "../lib/ids.js";
+import { DEBIT_SLOT_MS, debitedNoLaterThan, newEventId, requestIdSlot } from "../lib/ids.js";
 import {
   KEY_USE_RESOLUTION_MS,
   OPERATION_TTL_SECONDS,
@@ -76,8 +67,7 @@ const k = {
   setting: (name: string) => `setting:${name}`,
   webhooks: (ownerId: string) => `{${ownerId}}:webhooks`,
   customTools: (accountId: string) => `{${accountId}}:custom-tools`,
-  deliveries: (ownerId: string, webhookId: string) =>
-    `{${ownerId}}:deliveries:${webhookId}`,
+  deliveries: (ownerId: string, webhookId: string) => `{${ownerId}}:deliveries:${webhookId}`,
   events: (id: string) => `{${id}}:events`,
   session: (id: string, sessionId: string) => `{${id}}:session:${sessionId}`,
   ssoConnection: (id: string) => `{${id}}:sso`,
@@ -114,10 +104,7 @@ function debitRecord(accountId: string, requestId: string, now = Date.now()) {
     key: k.debits(accountId, stamped.slot),
     field: stamped.random,
     // Never already past (EXPIREAT would delete the record), never beyond a day and an hour.
-    expireAt: Math.min(
-      Math.max(slotEnd + day + 3600, nowS + 3600),
-      nowS + day + 3600 + 30,
-    ),
+    expireAt: Math.min(Math.max(slotEnd + day + 3600, nowS + 3600), nowS + day + 3600 + 30),
   };
 }
 
@@ -166,10 +153,7 @@ function loadScript(name: string, prelude: string): string {
   return `${prelude}\n${readFileSync(new URL(`../credits/lua/${name}.lua`, import.meta.url), "utf8")}`;
 }
 
-type ScriptRunner = (
-  keys: string[],
-  args: (string | number)[],
-) => Promise<unknown>;
+type ScriptRunner = (keys: string[], args: (string | number)[]) => Promise<unknown>;
 
 interface RawAccount {
   id: string;
@@ -199,14 +183,8 @@ function toAccount(raw: RawAccount): AccountRecord {
     allowanceAt: Number(raw.allowance_at),
     planExpiresAt: Number(raw.plan_expires_at ?? 0),
     dedicatedWorkersUrl: raw.workers_url || null,
-    spendAlert:
-      Number(raw.spend_alert ?? 0) > 0
-        ? { credits: Number(raw.spend_alert) }
-        : null,
-    spend: {
-      windowStart: Number(raw.spend_window ?? 0),
-      credits: Number(raw.spend ?? 0),
-    },
+    spendAlert: Number(raw.spend_alert ?? 0) > 0 ? { credits: Number(raw.spend_alert) } : null,
+    spend: { windowStart: Number(raw.spend_window ?? 0), credits: Number(raw.spend ?? 0) },
   };
 }
 
@@ -278,10 +256,7 @@ export interface RedisStoreOptions {
  */
 function withinDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(
-      () => setImmediate(() => reject(new Error("Command timed out"))),
-      ms,
-    );
+    const timer = setTimeout(() => setImmediate(() => reject(new Error("Command timed out"))), ms);
     promise.then(
       (value) => {
         clearTimeout(timer);
@@ -311,11 +286,7 @@ export class RedisStore implements Store {
       retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
       lazyConnect: false,
     };
-    this.redis = connectRedis(
-      options.url,
-      options.cluster ?? false,
-      redisOptions,
-    );
+    this.redis = connectRedis(options.url, options.cluster ?? false, redisOptions);
     this.redis.on("error", () => {
       /* surfaced per command as StoreUnavailableError; ioredis reconnects by itself */
     });
@@ -329,12 +300,10 @@ export class RedisStore implements Store {
         lua: loadScript(name, prelude),
       });
       run[name] = (keys, args) =>
-        (
-          this.redis as unknown as Record<
-            string,
-            (...a: unknown[]) => Promise<unknown>
-          >
-        )[command]!(...keys, ...args);
+        (this.redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[command]!(
+          ...keys,
+          ...args,
+        );
     }
     this.run = run;
   }
@@ -396,12 +365,8 @@ export class RedisStore implements Store {
   }
 
   /** Records that an account has events waiting; a separate command because the index lies outside the account's slot. */
-  private async markOutbox(
-    accountId: string,
-    events: unknown[],
-  ): Promise<void> {
-    if (events.length > 0)
-      await this.call(() => this.redis.sadd(k.outboxAccounts(), accountId));
+  private async markOutbox(accountId: string, events: unknown[]): Promise<void> {
+    if (events.length > 0) await this.call(() => this.redis.sadd(k.outboxAccounts(), accountId));
   }
 
   async createAccount(
@@ -423,89 +388,51 @@ export class RedisStore implements Store {
       ],
     );
     const created = toAccount(raw);
-    await this.call(() =>
-      this.redis.zadd(k.accounts(), created.createdAt, account.id),
-    );
+    await this.call(() => this.redis.zadd(k.accounts(), created.createdAt, account.id));
     await this.markOutbox(account.id, events);
     return created;
   }
 
   async getAccount(id: string): Promise<AccountRecord | null> {
-    return accountFromHash(
-      await this.call(() => this.redis.hgetall(k.account(id))),
-    );
+    return accountFromHash(await this.call(() => this.redis.hgetall(k.account(id))));
   }
 
-  async listAccounts(page: {
-    cursor?: string;
-    limit: number;
-  }): Promise<Page<AccountRecord>> {
+  async listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>> {
     // Cursor = the last id seen; order = creation time, then id (ZSET order).
     let start = 0;
     if (page.cursor) {
-      const rank = await this.call(() =>
-        this.redis.zrank(k.accounts(), page.cursor!),
-      );
-      if (rank === null)
-        throw new InvalidCursorError(`no account ${page.cursor}`);
+      const rank = await this.call(() => this.redis.zrank(k.accounts(), page.cursor!));
+      if (rank === null) throw new InvalidCursorError(`no account ${page.cursor}`);
       start = rank + 1;
     }
     const ids = await this.call(() =>
-      this.redis.zrange(
-        k.accounts(),
-        String(start),
-        String(start + page.limit),
-      ),
+      this.redis.zrange(k.accounts(), String(start), String(start + page.limit)),
     );
     // One command per account (each in its own slot), all in flight at once.
     const hashes = await this.call(() =>
-      Promise.all(
-        ids.slice(0, page.limit).map((id) => this.redis.hgetall(k.account(id))),
-      ),
+      Promise.all(ids.slice(0, page.limit).map((id) => this.redis.hgetall(k.account(id)))),
     );
-    const items = hashes
-      .map(accountFromHash)
-      .filter((a): a is AccountRecord => a !== null);
-    return {
-      items,
-      nextCursor:
-        ids.length > page.limit ? (ids[page.limit - 1] ?? null) : null,
-    };
+    const items = hashes.map(accountFromHash).filter((a): a is AccountRecord => a !== null);
+    return { items, nextCursor: ids.length > page.limit ? (ids[page.limit - 1] ?? null) : null };
   }
 
   async claimEmail(email: string, accountId: string): Promise<boolean> {
     const key = k.email(email);
-    if ((await this.call(() => this.redis.set(key, accountId, "NX"))) === "OK")
-      return true;
+    if ((await this.call(() => this.redis.set(key, accountId, "NX"))) === "OK") return true;
     // A claim left behind by a sign-up that died before creating its account may be taken over.
     const holder = await this.call(() => this.redis.get(key));
-    if (
-      holder &&
-      (await this.call(() => this.redis.exists(k.account(holder)))) === 0
-    ) {
-      return (
-        (await this.call(() => this.redis.set(key, accountId, "XX"))) === "OK"
-      );
+    if (holder && (await this.call(() => this.redis.exists(k.account(holder)))) === 0) {
+      return (await this.call(() => this.redis.set(key, accountId, "XX"))) === "OK";
     }
     return false;
   }
 
-  async setTier(
-    accountId: string,
-    tier: TierName,
-  ): Promise<AccountRecord | null> {
-    const raw = await this.script<RawAccount | null>(
-      "set-tier",
-      [k.account(accountId)],
-      [tier],
-    );
+  async setTier(accountId: string, tier: TierName): Promise<AccountRecord | null> {
+    const raw = await this.script<RawAccount | null>("set-tier", [k.account(accountId)], [tier]);
     return raw ? toAccount(raw) : null;
   }
 
-  async setDedicatedWorkers(
-    accountId: string,
-    url: string | null,
-  ): Promise<AccountRecord | null> {
+  async setDedicatedWorkers(accountId: string, url: string | null): Promise<AccountRecord | null> {
     const raw = await this.script<RawAccount | null>(
       "set-workers",
       [k.account(accountId)],
@@ -514,24 +441,11 @@ export class RedisStore implements Store {
     return raw ? toAccount(raw) : null;
   }
 
-  async verifyEmail(
-    accountId: string,
-    grant: CreditChange & { amount: number },
-  ) {
+  async verifyEmail(accountId: string, grant: CreditChange & { amount: number }) {
     return this.script<"verified" | "already_verified" | "not_found">(
       "verify-email",
-      [
-        k.account(accountId),
-        k.ledger(accountId),
-        k.operation(accountId, grant.requestId),
-      ],
-      [
-        grant.amount,
-        grant.reason,
-        grant.requestId,
-        this.options.periodMs,
-        OPERATION_TTL_SECONDS,
-      ],
+      [k.account(accountId), k.ledger(accountId), k.operation(accountId, grant.requestId)],
+      [grant.amount, grant.reason, grant.requestId, this.options.periodMs, OPERATION_TTL_SECONDS],
     );
   }
 
@@ -550,17 +464,15 @@ export class RedisStore implements Store {
   }
 
   async listKeys(accountId: string): Promise<KeyRecord[]> {
-    const all = (
-      await this.call(() => this.redis.hvals(k.keyList(accountId)))
-    ).map((raw) => JSON.parse(raw) as KeyRecord);
+    const all = (await this.call(() => this.redis.hvals(k.keyList(accountId)))).map(
+      (raw) => JSON.parse(raw) as KeyRecord,
+    );
     // The admission script keeps `last_used_at` on each key's own record (the one it reads),
     // and each budgeted key's spend in the account's key-spend hash.
     const [lastUsed, spend] = await this.call(() =>
       Promise.all([
         Promise.all(
-          all.map((key) =>
-            this.redis.hget(k.keyRecord(accountId, key.hash), "last_used_at"),
-          ),
+          all.map((key) => this.redis.hget(k.keyRecord(accountId, key.hash), "last_used_at")),
         ),
         this.redis.hgetall(k.keySpend(accountId)),
       ]),
@@ -576,11 +488,7 @@ export class RedisStore implements Store {
   }
 
   /** A key's spend as the key-spend hash holds it ("<window start>:<credits>"), if that window is the current one. */
-  private spentInWindow(
-    key: KeyRecord,
-    raw: string | undefined,
-    now: number,
-  ): number {
+  private spentInWindow(key: KeyRecord, raw: string | undefined, now: number): number {
     if (!key.budget || !raw) return 0;
     const [start, spent] = raw.split(":").map(Number);
     const window = controlWindow(now, key.budget.period, this.windows);
@@ -591,14 +499,8 @@ export class RedisStore implements Store {
     return this.options.controlWindows ?? CALENDAR_WINDOWS;
   }
 
-  async updateKey(
-    accountId: string,
-    keyId: string,
-    update: KeyUpdate,
-  ): Promise<KeyRecord | null> {
-    const raw = await this.call(() =>
-      this.redis.hget(k.keyList(accountId), keyId),
-    );
+  async updateKey(accountId: string, keyId: string, update: KeyUpdate): Promise<KeyRecord | null> {
+    const raw = await this.call(() => this.redis.hget(k.keyList(accountId), keyId));
     if (!raw) return null;
     const current = JSON.parse(raw) as KeyRecord;
     const changes = Object.fromEntries(
@@ -609,16 +511,10 @@ export class RedisStore implements Store {
     const stored = await this.script<string | null>(
       "key-update",
       [k.keyList(accountId), k.keyRecord(accountId, current.hash)],
-      [
-        keyId,
-        JSON.stringify(changes),
-        ...Object.entries(keyControlFields(updated)).flat(),
-      ],
+      [keyId, JSON.stringify(changes), ...Object.entries(keyControlFields(updated)).flat()],
     );
     if (stored === null) return null;
-    return (
-      (await this.listKeys(accountId)).find((key) => key.id === keyId) ?? null
-    );
+    return (await this.listKeys(accountId)).find((key) => key.id === keyId) ?? null;
   }
 
   async setSpendAlert(
@@ -639,9 +535,7 @@ export class RedisStore implements Store {
     graceMs: number,
     options: { keepOneActive?: boolean } = {},
   ): Promise<RevokeOutcome> {
-    const raw = await this.call(() =>
-      this.redis.hget(k.keyList(accountId), keyId),
-    );
+    const raw = await this.call(() => this.redis.hget(k.keyList(accountId), keyId));
     if (!raw) return { status: "not_found" };
     const { hash } = JSON.parse(raw) as KeyRecord;
     const outcome = await this.script<RevokeOutcome>(
@@ -733,11 +627,7 @@ export class RedisStore implements Store {
       }
       case "rate_limited":
       case "insufficient_credits":
-        return {
-          status: result.status,
-          account: toAccount(result.account!),
-          rate: result.rate!,
-        };
+        return { status: result.status, account: toAccount(result.account!), rate: result.rate! };
       case "ok": {
         const events = eventsFrom(result.events);
         await this.markOutbox(id, events);
@@ -783,17 +673,10 @@ export class RedisStore implements Store {
     );
     if (result.status === "not_found") return null;
     if (result.status === "applied") await this.markOutbox(accountId, events);
-    return {
-      applied: result.status === "applied",
-      account: toAccount(result.account!),
-    };
+    return { applied: result.status === "applied", account: toAccount(result.account!) };
   }
 
-  async refund(
-    accountId: string,
-    change: RefundChange,
-    events: EventRecord[] = [],
-  ) {
+  async refund(accountId: string, change: RefundChange, events: EventRecord[] = []) {
     const idempotencyKey = change.idempotencyKey ?? null;
     const record = debitRecord(accountId, change.requestId);
     const keyHash = change.keyHash ?? null;
@@ -834,12 +717,7 @@ export class RedisStore implements Store {
     return this.script<IdempotencyState>(
       "idempotency-begin",
       [k.idempotency(accountId, key)],
-      [
-        claim.fingerprint,
-        claim.leaseMs,
-        claim.requestId,
-        claim.ttlSeconds * 1000,
-      ],
+      [claim.fingerprint, claim.leaseMs, claim.requestId, claim.ttlSeconds * 1000],
     );
   }
 
@@ -853,13 +731,7 @@ export class RedisStore implements Store {
     await this.call(() =>
       this.redis
         .multi()
-        .hset(
-          record,
-          "state",
-          "completed",
-          "response",
-          JSON.stringify(response),
-        )
+        .hset(record, "state", "completed", "response", JSON.stringify(response))
         .expire(record, ttlSeconds)
         .exec(),
     );
@@ -878,13 +750,7 @@ export class RedisStore implements Store {
       throw new InvalidCursorError(`not a ledger id: ${page.cursor}`);
     const end = page.cursor !== undefined ? `(${page.cursor}` : "+";
     const rows = await this.call(() =>
-      this.redis.xrevrange(
-        k.ledger(accountId),
-        end,
-        "-",
-        "COUNT",
-        page.limit + 1,
-      ),
+      this.redis.xrevrange(k.ledger(accountId), end, "-", "COUNT", page.limit + 1),
     ).catch((err: Error) => {
       // Well-formed but out of range (past 2^64-1, or "(0-0"): Redis refuses it.
       if (/Invalid stream ID|invalid start ID/i.test(err.message))
@@ -892,17 +758,12 @@ export class RedisStore implements Store {
       throw err;
     });
     const items = rows.slice(0, page.limit).map(ledgerEntryFrom);
-    return {
-      items,
-      nextCursor: rows.length > page.limit ? (items.at(-1)?.id ?? null) : null,
-    };
+    return { items, nextCursor: rows.length > page.limit ? (items.at(-1)?.id ?? null) : null };
   }
 
   async oldestLedger(accountId: string, limit: number): Promise<LedgerEntry[]> {
     return (
-      await this.call(() =>
-        this.redis.xrange(k.ledger(accountId), "-", "+", "COUNT", limit),
-      )
+      await this.call(() => this.redis.xrange(k.ledger(accountId), "-", "+", "COUNT", limit))
     ).map(ledgerEntryFrom);
   }
 
@@ -910,61 +771,36 @@ export class RedisStore implements Store {
     // MINID keeps ids >= the threshold: the one just after `throughId`. The stream key stays
     // (empty), so its last id, and the ids after it, keep rising.
     const [ms, seq] = throughId.split("-").map(BigInt) as [bigint, bigint];
-    await this.call(() =>
-      this.redis.xtrim(k.ledger(accountId), "MINID", `${ms}-${seq + 1n}`),
-    );
+    await this.call(() => this.redis.xtrim(k.ledger(accountId), "MINID", `${ms}-${seq + 1n}`));
   }
 
-  async ledgerBacklog(page: {
-    cursor?: string;
-    limit: number;
-  }): Promise<Page<LedgerBacklog>> {
+  async ledgerBacklog(page: { cursor?: string; limit: number }): Promise<Page<LedgerBacklog>> {
     // The cursor is a rank in the account list (creation order): accounts are only ever appended.
     const start = page.cursor ? Number(page.cursor) : 0;
     const accounts = await this.call(() =>
-      this.redis.zrange(
-        k.accounts(),
-        String(start),
-        String(start + page.limit - 1),
-      ),
+      this.redis.zrange(k.accounts(), String(start), String(start + page.limit - 1)),
     );
     // Each account's oldest entry and oldest logged event, one command each per account (each
     // account in its own slot), all in flight at once.
     const [oldest, oldestEvents] = await this.call(() =>
       Promise.all([
-        Promise.all(
-          accounts.map((id) =>
-            this.redis.xrange(k.ledger(id), "-", "+", "COUNT", 1),
-          ),
-        ),
-        Promise.all(
-          accounts.map((id) =>
-            this.redis.zrange(k.events(id), "0", "0", "WITHSCORES"),
-          ),
-        ),
+        Promise.all(accounts.map((id) => this.redis.xrange(k.ledger(id), "-", "+", "COUNT", 1))),
+        Promise.all(accounts.map((id) => this.redis.zrange(k.events(id), "0", "0", "WITHSCORES"))),
       ]),
     );
     const items = accounts.flatMap((accountId, i) => {
       const times = [oldest[i]?.[0]?.[0].split("-")[0], oldestEvents[i]?.[1]]
         .filter((t) => t !== undefined)
         .map(Number);
-      return times.length > 0
-        ? [{ accountId, oldestAt: Math.min(...times) }]
-        : [];
+      return times.length > 0 ? [{ accountId, oldestAt: Math.min(...times) }] : [];
     });
     return {
       items,
-      nextCursor:
-        accounts.length === page.limit ? String(start + page.limit) : null,
+      nextCursor: accounts.length === page.limit ? String(start + page.limit) : null,
     };
   }
 
-  async hitRateLimit(
-    bucket: string,
-    limit: number,
-    windowMs: number,
-    member: string,
-  ) {
+  async hitRateLimit(bucket: string, limit: number, windowMs: number, member: string) {
     return this.script<RateState & { allowed: boolean }>(
       "rate-limit",
       [k.bucket(bucket)],
@@ -1019,16 +855,12 @@ export class RedisStore implements Store {
   async ackOutbox(accountId: string, eventIds: string[]): Promise<void> {
     if (eventIds.length > 0) {
       const wanted = new Set(eventIds);
-      const rows = await this.call(() =>
-        this.redis.xrange(k.outbox(accountId), "-", "+"),
-      );
+      const rows = await this.call(() => this.redis.xrange(k.outbox(accountId), "-", "+"));
       const streamIds = rows
         .filter(([, f]) => wanted.has(f[f.indexOf("id") + 1]!))
         .map(([id]) => id);
       if (streamIds.length > 0)
-        await this.call(() =>
-          this.redis.xdel(k.outbox(accountId), ...streamIds),
-        );
+        await this.call(() => this.redis.xdel(k.outbox(accountId), ...streamIds));
     }
     // Unindex first, then look: an event appended meanwhile is seen here or re-indexes itself.
     await this.call(() => this.redis.srem(k.outboxAccounts(), accountId));
@@ -1036,38 +868,23 @@ export class RedisStore implements Store {
       await this.call(() => this.redis.sadd(k.outboxAccounts(), accountId));
   }
 
-  async logEvents(
-    accountId: string,
-    events: EventRecord[],
-    keep: number | null,
-  ): Promise<void> {
+  async logEvents(accountId: string, events: EventRecord[], keep: number | null): Promise<void> {
     if (events.length === 0) return;
     // A sorted set of the records: several relays logging the same event add it once.
     const key = k.events(accountId);
-    const members = events.flatMap((e) => [
-      Date.parse(e.timestamp),
-      JSON.stringify(e),
-    ]);
+    const members = events.flatMap((e) => [Date.parse(e.timestamp), JSON.stringify(e)]);
     const tx = this.redis.multi().zadd(key, ...members);
     if (keep !== null) tx.zremrangebyrank(key, 0, -(keep + 1));
     await this.call(() => tx.exec());
   }
 
-  async oldestLoggedEvents(
-    accountId: string,
-    limit: number,
-  ): Promise<EventRecord[]> {
+  async oldestLoggedEvents(accountId: string, limit: number): Promise<EventRecord[]> {
     return (
-      await this.call(() =>
-        this.redis.zrange(k.events(accountId), "0", String(limit - 1)),
-      )
+      await this.call(() => this.redis.zrange(k.events(accountId), "0", String(limit - 1)))
     ).map((raw) => parseEventRecord(JSON.parse(raw)));
   }
 
-  async forgetLoggedEvents(
-    accountId: string,
-    events: EventRecord[],
-  ): Promise<void> {
+  async forgetLoggedEvents(accountId: string, events: EventRecord[]): Promise<void> {
     if (events.length === 0) return;
     // By id among the members of the batch's time range: a member is removed only if it is one
     // of these events (a relay may have logged others meanwhile, with the same times).
@@ -1077,48 +894,33 @@ export class RedisStore implements Store {
     const members = await this.call(() =>
       this.redis.zrangebyscore(key, Math.min(...times), Math.max(...times)),
     );
-    const gone = members.filter((raw) =>
-      ids.has((JSON.parse(raw) as { id: string }).id),
-    );
+    const gone = members.filter((raw) => ids.has((JSON.parse(raw) as { id: string }).id));
     if (gone.length > 0) await this.call(() => this.redis.zrem(key, ...gone));
   }
 
   async listEvents(accountId: string, limit: number): Promise<EventRecord[]> {
-    return (
-      await this.call(() =>
-        this.redis.zrevrange(k.events(accountId), 0, limit - 1),
-      )
-    ).map((raw) => parseEventRecord(JSON.parse(raw)));
+    return (await this.call(() => this.redis.zrevrange(k.events(accountId), 0, limit - 1))).map(
+      (raw) => parseEventRecord(JSON.parse(raw)),
+    );
   }
 
   async rebuildOutboxIndex(): Promise<number> {
     const prefix = this.options.keyPrefix;
     // SCAN walks one server: on a cluster, every master holds its share of the accounts.
-    const servers =
-      this.redis instanceof Cluster ? this.redis.nodes("master") : [this.redis];
+    const servers = this.redis instanceof Cluster ? this.redis.nodes("master") : [this.redis];
     let found = 0;
     for (const server of servers) {
       let cursor = "0";
       do {
         // SCAN patterns are not prefixed by ioredis: match the full key.
         const [next, keys] = await this.call(() =>
-          server.scan(
-            cursor,
-            "MATCH",
-            `${prefix}{acct_*}:outbox`,
-            "COUNT",
-            1000,
-          ),
+          server.scan(cursor, "MATCH", `${prefix}{acct_*}:outbox`, "COUNT", 1000),
         );
         cursor = next;
         for (const key of keys) {
           const accountId = key.slice(prefix.length + 1, key.indexOf("}"));
-          if (
-            (await this.call(() => this.redis.xlen(k.outbox(accountId)))) > 0
-          ) {
-            await this.call(() =>
-              this.redis.sadd(k.outboxAccounts(), accountId),
-            );
+          if ((await this.call(() => this.redis.xlen(k.outbox(accountId)))) > 0) {
+            await this.call(() => this.redis.sadd(k.outboxAccounts(), accountId));
             found++;
           }
         }
@@ -1131,10 +933,7 @@ export class RedisStore implements Store {
     return this.call(() => this.redis.smembers(k.outboxAccounts()));
   }
 
-  async addCustomTool(
-    tool: CustomToolRecord,
-    cap: number,
-  ): Promise<"added" | "exists" | "cap"> {
+  async addCustomTool(tool: CustomToolRecord, cap: number): Promise<"added" | "exists" | "cap"> {
     return this.script<"added" | "exists" | "cap">(
       "custom-tool-add",
       [k.customTools(tool.accountId)],
@@ -1142,13 +941,8 @@ export class RedisStore implements Store {
     );
   }
 
-  async getCustomTool(
-    accountId: string,
-    name: string,
-  ): Promise<CustomToolRecord | null> {
-    const raw = await this.call(() =>
-      this.redis.hget(k.customTools(accountId), name),
-    );
+  async getCustomTool(accountId: string, name: string): Promise<CustomToolRecord | null> {
+    const raw = await this.call(() => this.redis.hget(k.customTools(accountId), name));
     return raw ? (JSON.parse(raw) as CustomToolRecord) : null;
   }
 
@@ -1170,30 +964,19 @@ export class RedisStore implements Store {
     ];
     if (toolErr || tierErr) throw toolErr ?? tierErr;
     return raw
-      ? {
-          tool: JSON.parse(raw) as CustomToolRecord,
-          tier: (tier as TierName | null) ?? null,
-        }
+      ? { tool: JSON.parse(raw) as CustomToolRecord, tier: (tier as TierName | null) ?? null }
       : null;
   }
 
   async listCustomTools(accountId: string): Promise<CustomToolRecord[]> {
-    const all = await this.call(() =>
-      this.redis.hvals(k.customTools(accountId)),
-    );
+    const all = await this.call(() => this.redis.hvals(k.customTools(accountId)));
     return all
       .map((raw) => JSON.parse(raw) as CustomToolRecord)
-      .sort(
-        (a, b) => a.createdAt - b.createdAt || a.name.localeCompare(b.name),
-      );
+      .sort((a, b) => a.createdAt - b.createdAt || a.name.localeCompare(b.name));
   }
 
   async deleteCustomTool(accountId: string, name: string): Promise<boolean> {
-    return (
-      (await this.call(() =>
-        this.redis.hdel(k.customTools(accountId), name),
-      )) === 1
-    );
+    return (await this.call(() => this.redis.hdel(k.customTools(accountId), name))) === 1;
   }
 
   async addWebhook(webhook: WebhookRecord, cap: number): Promise<boolean> {
@@ -1220,22 +1003,14 @@ export class RedisStore implements Store {
 
   async putWebhook(webhook: WebhookRecord): Promise<void> {
     await this.call(() =>
-      this.redis.hset(
-        k.webhooks(webhook.ownerId),
-        webhook.id,
-        JSON.stringify(webhook),
-      ),
+      this.redis.hset(k.webhooks(webhook.ownerId), webhook.id, JSON.stringify(webhook)),
     );
   }
 
   async deleteWebhook(ownerId: string, id: string): Promise<boolean> {
     const [[, removed] = []] =
       (await this.call(() =>
-        this.redis
-          .multi()
-          .hdel(k.webhooks(ownerId), id)
-          .del(k.deliveries(ownerId, id))
-          .exec(),
+        this.redis.multi().hdel(k.webhooks(ownerId), id).del(k.deliveries(ownerId, id)).exec(),
       )) ?? [];
     return removed === 1;
   }
@@ -1262,9 +1037,7 @@ export class RedisStore implements Store {
     limit: number,
   ): Promise<DeliveryAttempt[]> {
     return (
-      await this.call(() =>
-        this.redis.lrange(k.deliveries(ownerId, webhookId), 0, limit - 1),
-      )
+      await this.call(() => this.redis.lrange(k.deliveries(ownerId, webhookId), 0, limit - 1))
     ).map((raw) => JSON.parse(raw) as DeliveryAttempt);
   }
 
@@ -1282,12 +1055,7 @@ export class RedisStore implements Store {
     const tx = this.redis.multi();
     // A settled record is kept for its retention window only; an open one until it is finished.
     if (record.state === "settled" && record.expiresAt)
-      tx.set(
-        k.payment(record.id),
-        JSON.stringify(record),
-        "PXAT",
-        record.expiresAt,
-      );
+      tx.set(k.payment(record.id), JSON.stringify(record), "PXAT", record.expiresAt);
     else tx.set(k.payment(record.id), JSON.stringify(record));
     if (record.state === "settled") tx.srem(k.openPayments(), record.id);
     else tx.sadd(k.openPayments(), record.id);
@@ -1296,9 +1064,8 @@ export class RedisStore implements Store {
 
   async claimPaymentService(id: string, expiresAt: number): Promise<boolean> {
     return (
-      (await this.call(() =>
-        this.redis.set(k.paymentServed(id), "1", "PXAT", expiresAt, "NX"),
-      )) === "OK"
+      (await this.call(() => this.redis.set(k.paymentServed(id), "1", "PXAT", expiresAt, "NX"))) ===
+      "OK"
     );
   }
 
@@ -1308,18 +1075,14 @@ export class RedisStore implements Store {
   }
 
   async releasePayment(id: string): Promise<void> {
-    await this.call(() =>
-      this.redis.multi().del(k.payment(id)).srem(k.openPayments(), id).exec(),
-    );
+    await this.call(() => this.redis.multi().del(k.payment(id)).srem(k.openPayments(), id).exec());
   }
 
   async openPayments(): Promise<PaymentRecord[]> {
     const ids = await this.call(() => this.redis.smembers(k.openPayments()));
     if (ids.length === 0) return [];
     const raw = await this.call(() => this.redis.mget(...ids.map(k.payment)));
-    return raw
-      .filter((r): r is string => r !== null)
-      .map((r) => JSON.parse(r) as PaymentRecord);
+    return raw.filter((r): r is string => r !== null).map((r) => JSON.parse(r) as PaymentRecord);
   }
 
   async saveNonce(name: string, ttlMs: number): Promise<void> {
@@ -1333,23 +1096,17 @@ export class RedisStore implements Store {
   async keepFirst(name: string, candidate: string): Promise<string> {
     // One transaction: SET NX, then read whichever value won.
     const replies = await this.call(() =>
-      this.redis
-        .multi()
-        .set(k.setting(name), candidate, "NX")
-        .get(k.setting(name))
-        .exec(),
+      this.redis.multi().set(k.setting(name), candidate, "NX").get(k.setting(name)).exec(),
     );
     const value = replies?.[1]?.[1];
-    if (typeof value !== "string")
-      throw new Error(`could not keep the setting ${name}`);
+    if (typeof value !== "string") throw new Error(`could not keep the setting ${name}`);
     return value;
   }
 
   async acquireLock(name: string, ttlMs: number): Promise<string | null> {
     const token = newEventId();
-    return (await this.call(() =>
-      this.redis.set(`lock:${name}`, token, "PX", ttlMs, "NX"),
-    )) === "OK"
+    return (await this.call(() => this.redis.set(`lock:${name}`, token, "PX", ttlMs, "NX"))) ===
+      "OK"
       ? token
       : null;
   }
@@ -1358,10 +1115,7 @@ export class RedisStore implements Store {
     await this.script("release-lock", [`lock:${name}`], [token]);
   }
 
-  async takeRelayerNonce(
-    name: string,
-    start: number | null,
-  ): Promise<number | null> {
+  async takeRelayerNonce(name: string, start: number | null): Promise<number | null> {
     const nonce = await this.script<number | null>(
       "relayer-nonce",
       [k.relayerNonce(name)],
@@ -1381,11 +1135,7 @@ export class RedisStore implements Store {
 
   async raiseRelayerNonce(name: string, next: number): Promise<number> {
     return Number(
-      await this.script<number>(
-        "relayer-nonce",
-        [k.relayerNonce(name)],
-        ["raise", next],
-      ),
+      await this.script<number>("relayer-nonce", [k.relayerNonce(name)], ["raise", next]),
     );
   }
 
@@ -1415,9 +1165,7 @@ export class RedisStore implements Store {
     // back the claims this call made, so a failed save changes nothing.
     const claimedNow: string[] = [];
     for (const domain of connection.emailDomains) {
-      const claimed = await this.call(() =>
-        this.redis.set(k.ssoDomain(domain), accountId, "NX"),
-      );
+      const claimed = await this.call(() => this.redis.set(k.ssoDomain(domain), accountId, "NX"));
       if (claimed === "OK") {
         claimedNow.push(domain);
         continue;
@@ -1427,9 +1175,7 @@ export class RedisStore implements Store {
       await this.releaseSsoDomains(accountId, claimedNow);
       return { status: "domain_taken", domain };
     }
-    await this.call(() =>
-      this.redis.set(k.ssoConnection(accountId), JSON.stringify(connection)),
-    );
+    await this.call(() => this.redis.set(k.ssoConnection(accountId), JSON.stringify(connection)));
     const dropped = (before?.emailDomains ?? []).filter(
       (d) => !connection.emailDomains.includes(d),
     );
@@ -1438,20 +1184,13 @@ export class RedisStore implements Store {
   }
 
   /** Releases domains this account holds (compare-and-delete: never another account's claim). */
-  private async releaseSsoDomains(
-    accountId: string,
-    domains: string[],
-  ): Promise<void> {
+  private async releaseSsoDomains(accountId: string, domains: string[]): Promise<void> {
     for (const domain of domains)
       await this.script("release-lock", [k.ssoDomain(domain)], [accountId]);
   }
 
-  async getSsoConnection(
-    accountId: string,
-  ): Promise<SsoConnectionRecord | null> {
-    const raw = await this.call(() =>
-      this.redis.get(k.ssoConnection(accountId)),
-    );
+  async getSsoConnection(accountId: string): Promise<SsoConnectionRecord | null> {
+    const raw = await this.call(() => this.redis.get(k.ssoConnection(accountId)));
     return raw ? (JSON.parse(raw) as SsoConnectionRecord) : null;
   }
 
@@ -1470,15 +1209,9 @@ export class RedisStore implements Store {
   async createSession(session: SessionRecord, idleMs: number): Promise<void> {
     // The epoch is read first: a "sign out everywhere" landing between the two steps ends this
     // session too (its epoch is then older), which is the safe side.
-    const epoch =
-      (await this.call(() =>
-        this.redis.get(k.sessionEpoch(session.accountId)),
-      )) ?? "0";
+    const epoch = (await this.call(() => this.redis.get(k.sessionEpoch(session.accountId)))) ?? "0";
     const key = k.session(session.accountId, session.id);
-    const lifetime = Math.max(
-      1,
-      Math.min(idleMs, session.expiresAt - Date.now()),
-    );
+    const lifetime = Math.max(1, Math.min(idleMs, session.expiresAt - Date.now()));
     await this.call(() =>
       this.redis
         .multi()
@@ -1495,11 +1228,7 @@ export class RedisStore implements Store {
     );
   }
 
-  async touchSession(
-    accountId: string,
-    id: string,
-    idleMs: number,
-  ): Promise<SessionRecord | null> {
+  async touchSession(accountId: string, id: string, idleMs: number): Promise<SessionRecord | null> {
     const raw = await this.script<Record<string, string> | null>(
       "session-touch",
       [k.session(accountId, id), k.sessionEpoch(accountId)],
@@ -1527,16 +1256,12 @@ export class RedisStore implements Store {
 
   followLedger(accountId: string): LedgerFollower {
     // A blocking read holds its connection, so each follower gets its own, given up on close.
-    const connection = connectRedis(
-      this.options.url,
-      this.options.cluster ?? false,
-      {
-        keyPrefix: this.options.keyPrefix,
-        enableOfflineQueue: true,
-        maxRetriesPerRequest: 1,
-        retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
-      },
-    );
+    const connection = connectRedis(this.options.url, this.options.cluster ?? false, {
+      keyPrefix: this.options.keyPrefix,
+      enableOfflineQueue: true,
+      maxRetriesPerRequest: 1,
+      retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
+    });
     connection.on("error", () => {
       /* the reader sees the failed read and ends its stream */
     });

@@ -20,10 +20,7 @@ export function envelopeOf(event: EventRecord): string {
   });
 }
 
-export function jobFor(
-  webhook: WebhookRecord,
-  event: EventRecord,
-): DeliveryJob {
+export function jobFor(webhook: WebhookRecord, event: EventRecord): DeliveryJob {
   return {
     ownerId: webhook.ownerId,
     webhookId: webhook.id,
@@ -55,21 +52,9 @@ export function startRelay(
   let ready: Promise<void> | null = services.store
     .rebuildOutboxIndex()
     .then(
-      (n) =>
-        void (
-          n &&
-          services.log.info(
-            { accounts: n },
-            "re-indexed outboxes left by a crash",
-          )
-        ),
+      (n) => void (n && services.log.info({ accounts: n }, "re-indexed outboxes left by a crash")),
     )
-    .catch((err) =>
-      services.log.warn(
-        { err: String(err) },
-        "could not rebuild the outbox index",
-      ),
-    );
+    .catch((err) => services.log.warn({ err: String(err) }, "could not rebuild the outbox index"));
 
   const tick = async () => {
     if (ready) await ready.finally(() => (ready = null));
@@ -89,10 +74,7 @@ export function startRelay(
         parseEventRecord(event); // validated again before anything leaves the service
         for (const webhook of [...own, ...platform]) {
           if (webhook.events.includes(event.event))
-            await queue.enqueue(
-              `${event.id}_${webhook.id}`,
-              jobFor(webhook, event),
-            );
+            await queue.enqueue(`${event.id}_${webhook.id}`, jobFor(webhook, event));
         }
       }
       await services.store.logEvents(accountId, events, keep);
@@ -103,9 +85,6 @@ export function startRelay(
     }
   };
   return every(options.intervalMs ?? 200, tick, (err) =>
-    services.log.warn(
-      { err: String(err) },
-      "webhook relay tick failed; retrying",
-    ),
+    services.log.warn({ err: String(err) }, "webhook relay tick failed; retrying"),
   );
 }

@@ -154,9 +154,7 @@ it("exports every entry and every event exactly once although the exporting proc
     "SELECT account_id, type, count(*)::int AS n FROM events GROUP BY 1, 2 ORDER BY 1",
   );
   expect(events).toEqual(
-    everyAccount
-      .sort()
-      .map((account_id) => ({ account_id, type: "agent.registered", n: 1 })),
+    everyAccount.sort().map((account_id) => ({ account_id, type: "agent.registered", n: 1 })),
   );
   process.stdout.write(
     `books export crash test: ${expected} ledger entries and ${events.length} events exported once (${signedUp.length} sign-ups under load)
