@@ -8,7 +8,7 @@ import { eventRecord } from "../../src/events/types.js";
 import { Metrics } from "../../src/http/metrics.js";
 import { newAccountId, newEventId, newRequestId } from "../../src/lib/ids.js";
 import { tierLimits } from "../../src/store/index.js";
-import { MemoryStore } from "../../src/store/memory.js";
+import { createMemoryStore } from "../../src/store/memory.js";
 import { freshDatabase } from "../helpers/postgres.js";
 
 /**
@@ -34,7 +34,7 @@ describe.each([
 
   it("puts the new month's rows in partitions made ahead, and makes the next month's", async () => {
     let clock = DEC_31;
-    const store = new MemoryStore(tierLimits(), PERIOD_MS, () => clock);
+    const store = createMemoryStore({ tiers: tierLimits(), periodMs: PERIOD_MS, now: () => clock });
     const warnings: string[] = [];
     const log = pino(
       { level: "warn" },
