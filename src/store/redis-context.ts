@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import type { RedisOptions } from "ioredis";
 import { DEPLETED_MESSAGE } from "../events/types.js";
 import { StoreUnavailableError } from "./errors.js";
-import { connectRedis, type RedisConnection } from "./redis-connection.js";
+import { connectRedis, type RedisConnection, withinDeadline } from "./redis-connection.js";
 import { CALENDAR_WINDOWS, type ControlWindows, type TierLimits } from "./types.js";
 
 /** Every key of one account carries the hash tag `{acct_…}`, so each script touches one cluster slot. */
@@ -105,29 +105,6 @@ export interface RedisStoreOptions {
   cluster?: boolean;
   /** The windows of key budgets and the spend alert (default: UTC day, calendar month). */
   controlWindows?: ControlWindows;
-}
-
-/**
- * `promise`, or a "Command timed out" rejection when it has not settled `ms` after the call. The
- * verdict waits for the event loop's next I/O poll (setImmediate): a process whose loop was held
- * up by CPU work has its timers fire before it reads the replies that arrived meanwhile, and
- * ioredis's own `commandTimeout` then fails commands Redis had answered in time (spurious 503s
- * under load).
- */
-function withinDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => setImmediate(() => reject(new Error("Command timed out"))), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (err: unknown) => {
-        clearTimeout(timer);
-        reject(err);
-      },
-    );
-  });
 }
 
 /** What each concern's Redis part is built from. */
