@@ -8,6 +8,7 @@ import { newAccountId, newEventId } from "../../src/lib/ids.js";
 import {
   call,
   callTool,
+  everyPage,
   fundedAccount,
   startGateway,
   type TestGateway,
@@ -66,20 +67,8 @@ describe.each([
     }
     throw new Error("the events were not exported in 30 s");
   };
-  const listAll = async (query: string) => {
-    const events: ListedEvent[] = [];
-    let cursor: string | null = null;
-    do {
-      const res = await call(
-        `${gw.url}/api/v1/events?limit=1${query}${cursor ? `&cursor=${cursor}` : ""}`,
-        { key },
-      );
-      expect(res.status).toBe(200);
-      events.push(...res.body.data);
-      cursor = res.body.next_cursor;
-    } while (cursor);
-    return events;
-  };
+  const listAll = (query: string) =>
+    everyPage<ListedEvent>(`${gw.url}/api/v1/events?limit=1${query}`, key);
 
   it("puts every event the calls caused in SQL once, and lists them newest first by cursor", async () => {
     await exported();
