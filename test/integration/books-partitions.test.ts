@@ -156,7 +156,41 @@ describe.each([
       );
     });
 
+    // The ledger's files (table and indexes) before migration 003: it attaches them, copies nothing.
+    const files = (names: string[]) =>
+      Promise.all(
+        names.map(async (name) => {
+          const [row] = await db!.query<{ file: string | number | null }>(
+            "SELECT pg_relation_filenode($1::regclass) AS file",
+            [name],
+          );
+          return String(row!.file);
+        }),
+      );
+    const ledgerIndexes = ["pkey", "account_at", "account_tool", "account_key"];
+    const before = await files([
+      "ledger_entries",
+      ...ledgerIndexes.map((i) => `ledger_entries_${i}`),
+    ]);
     expect(await migrate(db)).toEqual([3, 4]);
+    expect(
+      await files([
+        "ledger_entries_default",
+        ...ledgerIndexes.map((i) => `ledger_entries_default_${i}`),
+      ]),
+    ).toEqual(before);
+    // …and each of them is the partition's part of the partitioned table's index of that name.
+    const adopted = await db.query<{ index: string; parent: string }>(
+      `SELECT c.relname AS index, p.relname AS parent FROM pg_inherits i
+         JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
+        WHERE c.relname LIKE 'ledger_entries_default_%' ORDER BY 1`,
+    );
+    expect(adopted).toEqual(
+      [...ledgerIndexes].sort().map((i) => ({
+        index: `ledger_entries_default_${i}`,
+        parent: `ledger_entries_${i}`,
+      })),
+    );
     await splitDefaultPartitions(db, NOV);
     expect((await where(db, "ledger_entries")).map((r) => [r.partition, Number(r.n)])).toEqual([
       ["ledger_entries_y2026m10", 2],

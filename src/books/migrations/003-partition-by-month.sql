@@ -9,16 +9,25 @@
 --                   partition. Both writers (the exporter, the serving process) know the id.
 -- Month partitions are created ahead by the processes (src/books/partitions.ts); a row whose month
 -- has none yet lands in the DEFAULT partition, and creating the month's partition moves it out.
--- Here: new partitioned tables, the rows copied, the names swapped, in the migration's one
--- transaction; everything lands in the default partition until the process splits it by month.
+-- ledger_entries keeps its primary key, so the existing table becomes the new one's DEFAULT
+-- partition as it is: attached, not copied. With no other partition yet, attaching a default one
+-- checks no row, and its primary key and indexes, equal to the new table's, are adopted as the
+-- partitioned indexes' own, so nothing is built either: this step takes a moment however large
+-- the table. The processes then split the default partition into months (src/books/partitions.ts),
+-- one transaction per month. request_records needs a new key column (minted_at) computed for every
+-- row, so it is copied into a new table here, in the migration's one transaction (see
+-- docs/decisions.md for what that lock costs).
 
 CREATE TABLE ledger_entries_partitioned (
   LIKE ledger_entries INCLUDING DEFAULTS INCLUDING CONSTRAINTS,
   PRIMARY KEY (account_id, entry_ms, entry_seq)
 ) PARTITION BY RANGE (entry_ms);
-CREATE TABLE ledger_entries_default PARTITION OF ledger_entries_partitioned DEFAULT;
-INSERT INTO ledger_entries_partitioned SELECT * FROM ledger_entries;
-DROP TABLE ledger_entries;
+ALTER TABLE ledger_entries RENAME TO ledger_entries_default;
+ALTER INDEX ledger_entries_pkey RENAME TO ledger_entries_default_pkey;
+ALTER INDEX ledger_entries_account_at RENAME TO ledger_entries_default_account_at;
+ALTER INDEX ledger_entries_account_tool RENAME TO ledger_entries_default_account_tool;
+ALTER INDEX ledger_entries_account_key RENAME TO ledger_entries_default_account_key;
+ALTER TABLE ledger_entries_partitioned ATTACH PARTITION ledger_entries_default DEFAULT;
 ALTER TABLE ledger_entries_partitioned RENAME TO ledger_entries;
 ALTER INDEX ledger_entries_partitioned_pkey RENAME TO ledger_entries_pkey;
 CREATE INDEX ledger_entries_account_at ON ledger_entries (account_id, at);
@@ -37,10 +46,13 @@ INSERT INTO request_records_partitioned
     (account_id, request_id, minted_at, at, tool, key_id, status, outcome, latency_ms, charged, refunded)
   SELECT r.account_id, r.request_id,
          CASE WHEN r.request_id ~ '^req_[0-9a-z]{20}$'
-           THEN to_timestamp((SELECT sum((strpos('0123456789abcdefghijklmnopqrstuvwxyz',
-                                                 substr(r.request_id, 4 + d, 1)) - 1)::numeric
-                                         * power(36::numeric, 6 - d))
-                                FROM generate_series(1, 6) AS d) * 30)
+           THEN to_timestamp(30::bigint * (
+                  (strpos('0123456789abcdefghijklmnopqrstuvwxyz', substr(r.request_id, 5, 1)) - 1)::bigint * 60466176
+                + (strpos('0123456789abcdefghijklmnopqrstuvwxyz', substr(r.request_id, 6, 1)) - 1) * 1679616
+                + (strpos('0123456789abcdefghijklmnopqrstuvwxyz', substr(r.request_id, 7, 1)) - 1) * 46656
+                + (strpos('0123456789abcdefghijklmnopqrstuvwxyz', substr(r.request_id, 8, 1)) - 1) * 1296
+                + (strpos('0123456789abcdefghijklmnopqrstuvwxyz', substr(r.request_id, 9, 1)) - 1) * 36
+                + (strpos('0123456789abcdefghijklmnopqrstuvwxyz', substr(r.request_id, 10, 1)) - 1)))
            ELSE to_timestamp(0) END,
          r.at, r.tool, r.key_id, r.status, r.outcome, r.latency_ms, r.charged, r.refunded
     FROM request_records r;
