@@ -6,6 +6,7 @@ import type { Store } from "../store/types.js";
 import { BooksUnavailableError } from "./errors.js";
 import { openBooksDatabase, type BooksDatabase } from "./database.js";
 import { exportPass } from "./exporter.js";
+import { moveLegacyRequestRecords } from "./legacy-records.js";
 import { migrate } from "./migrations.js";
 import { ensurePartitionsAhead, monthStart, splitDefaultPartitions } from "./partitions.js";
 import { RecordBuffer, type PaymentRow, type RequestRecord } from "./records.js";
@@ -61,6 +62,8 @@ export async function startBooks(
   let lastError: { message: string; at: number } | null = null;
   /** The month whose partitions (and the next month's) are known to exist. */
   let partitionsMonth = 0;
+  /** Whether the request records from before migration 003 are known to be all moved. */
+  let legacyMoved = false;
   metrics.onScrape(() => {
     metrics.booksExportLag.set(lagMs / 1000);
     metrics.booksRecordsDropped.set(buffer.dropped);
@@ -114,6 +117,15 @@ export async function startBooks(
       await ensurePartitionsAhead(db, now())
         .then(() => void (partitionsMonth = month))
         .catch((err: Error) => log.warn({ err: err.message }, "books partitions not created yet"));
+    }
+    if (!legacyMoved) {
+      // Request records from before migration 003, a few batches a pass; once all are moved, their
+      // months are split out of the default partition.
+      const legacy = await moveLegacyRequestRecords(db, {
+        untilMs: Date.now() + settings.intervalMs / 2,
+      });
+      if (legacy.moved > 0 || legacy.dropped) await splitDefaultPartitions(db, now());
+      legacyMoved = legacy.done;
     }
     // A process that does not export (BOOKS_EXPORT=0) still writes its own calls' timings.
     const result = settings.exportEnabled

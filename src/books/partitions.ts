@@ -17,7 +17,7 @@ import type { BooksDatabase } from "./database.js";
 type Query = BooksDatabase["query"];
 
 /** Any constant other than the migrations': the advisory lock taken while creating partitions. */
-const PARTITION_LOCK = 7_402_003;
+export const PARTITION_LOCK = 7_402_003;
 
 interface PartitionedTable {
   name: "ledger_entries" | "request_records" | "events" | "payments";

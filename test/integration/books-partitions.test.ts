@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { openBooksDatabase, type BooksDatabase } from "../../src/books/database.js";
 import { insertLedgerEntries } from "../../src/books/ledger-rows.js";
 import { migrate } from "../../src/books/migrations.js";
+import { moveLegacyRequestRecords } from "../../src/books/legacy-records.js";
 import { monthStart, partitionName, splitDefaultPartitions } from "../../src/books/partitions.js";
 import { insertPayments } from "../../src/books/records.js";
 import { applyLedgerToRequests, upsertRequestTimings } from "../../src/books/requests.js";
@@ -142,12 +143,19 @@ describe.each([
     const account = newAccountId();
     const october = newRequestId(OCT);
     const batch = debitAndRefund(OCT, 7, october);
+    // Records: the call above (its credits known, its timing not yet), and 2,500 older ones.
+    const older = Array.from({ length: 2500 }, (_, i) => newRequestId(OCT - 86_400_000 * 40 + i));
     await db.transaction(async (query) => {
       await insertLedgerEntries(query, account, batch);
       await query(
         `INSERT INTO request_records (account_id, request_id, at, tool, key_id, charged, refunded)
          VALUES ($1, $2, $3, 'text-stats', 'key_a', 3, 3)`,
         [account, october, new Date(OCT).toISOString()],
+      );
+      await query(
+        `INSERT INTO request_records (account_id, request_id, at, tool, key_id, status, outcome, latency_ms, charged, refunded)
+         SELECT $1, id, $2, 'hash', NULL, 200, 'ok', 5, 1, 0 FROM unnest($3::text[]) AS id`,
+        [account, new Date(OCT - 86_400_000 * 40).toISOString(), older],
       );
       await query(
         `INSERT INTO payments (id, account_id, network, payer, value_atomic, credits, type, plan, tx_hash, settled_at)
@@ -191,20 +199,51 @@ describe.each([
         parent: `ledger_entries_${i}`,
       })),
     );
+    // The request records were set aside, not copied: moved after start-up, in batches. The
+    // call's timing arrives first, in the new table; the move merges it with the old row.
+    expect(await db.query("SELECT 1 FROM request_records")).toHaveLength(0);
+    await upsertRequestTimings(db.query, [
+      {
+        accountId: account,
+        requestId: october,
+        at: OCT,
+        tool: "text-stats",
+        keyId: "key_a",
+        status: 502,
+        outcome: "worker_unavailable",
+        latencyMs: 9,
+      },
+    ]);
+    expect(await moveLegacyRequestRecords(db, { batch: 1000 })).toEqual({
+      moved: 2501,
+      done: true,
+      dropped: true,
+    });
+    expect(await moveLegacyRequestRecords(db)).toEqual({ moved: 0, done: true, dropped: false });
     await splitDefaultPartitions(db, NOV);
     expect((await where(db, "ledger_entries")).map((r) => [r.partition, Number(r.n)])).toEqual([
       ["ledger_entries_y2026m10", 2],
     ]);
+    expect((await where(db, "request_records")).map((r) => [r.partition, Number(r.n)])).toEqual([
+      ["request_records_y2026m09", 2500],
+      ["request_records_y2026m10", 1],
+    ]);
+    const [merged] = await db.query(
+      "SELECT status, latency_ms, charged::int AS charged, refunded::int AS refunded FROM request_records WHERE request_id = $1",
+      [october],
+    );
+    expect(merged).toEqual({ status: 502, latency_ms: 9, charged: 3, refunded: 3 });
     const [record] = await db.query<{ partition: string; minted_ms: string | number }>(
       `SELECT tableoid::regclass::text AS partition,
-              (extract(epoch FROM minted_at) * 1000)::bigint AS minted_ms FROM request_records`,
+              (extract(epoch FROM minted_at) * 1000)::bigint AS minted_ms FROM request_records WHERE request_id = $1`,
+      [october],
     );
     // The slot computed in SQL by the migration is the one the writers compute.
     expect(record).toEqual({ partition: "request_records_y2026m10", minted_ms: expect.anything() });
     expect(Number(record!.minted_ms)).toBe(Math.floor(OCT / 30_000) * 30_000);
     // The writers find the migrated row by its key: the refund sets it again, nothing is added.
     await db.transaction((query) => applyLedgerToRequests(query, account, batch));
-    expect(await db.query("SELECT 1 FROM request_records")).toHaveLength(1);
+    expect(await db.query("SELECT 1 FROM request_records")).toHaveLength(2501);
     // The payment is in its month, and its id is known: written again (a later writer, another
     // clock), it is not added twice.
     expect(await where(db, "payments")).toEqual([
