@@ -15,8 +15,9 @@ import { RecordBuffer, type PaymentRow, type RequestRecord } from "./records.js"
  * The books: PostgreSQL (or PGlite) as the system of record for the ledger, request records,
  * account events and payments. The hot path never touches it: calls are admitted and charged
  * in the store (one round trip), and this process's exporter moves what they wrote to the
- * database in the background. The database is opened and migrated in the background too, retried until it
- * answers, so a database that is down (or PGlite still starting) never stops the gateway.
+ * database in the background. The database is opened and migrated in the background too,
+ * retried until it answers, so a database that is down (or PGlite still starting) never stops
+ * the gateway.
  */
 export interface Books {
   /** The database once it is open and migrated; null before (nothing can have been exported yet). */
@@ -120,12 +121,17 @@ export async function startBooks(
     }
     if (!legacyMoved) {
       // Request records from before migration 003, a few batches a pass; once all are moved, their
-      // months are split out of the default partition.
-      const legacy = await moveLegacyRequestRecords(db, {
-        untilMs: Date.now() + settings.intervalMs / 2,
-      });
-      if (legacy.moved > 0 || legacy.dropped) await splitDefaultPartitions(db, now());
-      legacyMoved = legacy.done;
+      // months are split out of the default partition. A failure here waits for the next pass
+      // and never holds the export back.
+      const opened = db;
+      await moveLegacyRequestRecords(opened, { untilMs: Date.now() + settings.intervalMs / 2 })
+        .then(async (legacy) => {
+          if (legacy.moved > 0 || legacy.dropped) await splitDefaultPartitions(opened, now());
+          legacyMoved = legacy.done;
+        })
+        .catch((err: Error) =>
+          log.warn({ err: err.message }, "old request records not moved yet; retrying"),
+        );
     }
     // A process that does not export (BOOKS_EXPORT=0) still writes its own calls' timings.
     const result = settings.exportEnabled

@@ -8,7 +8,8 @@ import { upsertRequestTimings, type RequestTiming } from "./requests.js";
  * writes them in batches (keyed, so a retried batch is written once). A process that dies loses
  * what it had not yet flushed (at most one export interval), and while the database is down a
  * full buffer drops its oldest items (counted). The money — every credit change, payments
- * included — is the ledger, exported exactly once.
+ * included — is the ledger, exported exactly once; and a payment's row is also written from its
+ * `payment.received` event, exported exactly once (events.ts), whichever comes first.
  */
 export type RequestRecord = RequestTiming;
 
