@@ -303,3 +303,51 @@ it("a gateway makes this and next month's partitions at start-up, and its calls'
     await gw.stop();
   }
 });
+
+it("a gateway started on books from before partitioning moves their request records into their months while it serves", async () => {
+  const url = await freshDatabase();
+  const old = await openBooksDatabase(url);
+  const account = newAccountId();
+  const ids = Array.from({ length: 30 }, (_, i) => newRequestId(OCT + i * 1000));
+  try {
+    await migrate(old, { through: 2 });
+    await old.query(
+      `INSERT INTO request_records (account_id, request_id, at, tool, key_id, status, outcome, latency_ms, charged, refunded)
+       SELECT $1, id, $2, 'hash', NULL, 200, 'ok', 5, 1, 0 FROM unnest($3::text[]) AS id`,
+      [account, new Date(OCT).toISOString(), ids],
+    );
+  } finally {
+    await old.close();
+  }
+  const gw = await startGateway({
+    store: "redis",
+    env: { DATABASE_URL: url, BOOKS_EXPORT_INTERVAL_MS: "100" },
+  });
+  const db = await openBooksDatabase(url);
+  try {
+    const { key } = await fundedAccount(gw.url, 100, "business");
+    expect((await callTool(gw.url, key, "hash", { text: "a" })).status).toBe(200);
+    await vi.waitFor(
+      async () =>
+        expect(
+          await db.query("SELECT to_regclass('request_records_unpartitioned')::text AS old"),
+        ).toEqual([{ old: null }]),
+      { timeout: 20_000 },
+    );
+    await vi.waitFor(
+      async () =>
+        expect(
+          (await where(db, "request_records")).filter((r) => r.partition.endsWith("y2026m10")),
+        ).toEqual([{ partition: "request_records_y2026m10", n: expect.anything() }]),
+      { timeout: 10_000 },
+    );
+    const [moved] = await db.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM request_records WHERE account_id = $1",
+      [account],
+    );
+    expect(moved!.n).toBe(30);
+  } finally {
+    await db.close();
+    await gw.stop();
+  }
+});
