@@ -1,5 +1,4 @@
 import type { Agent } from "node:https";
-import { DelayedError, Queue, UnrecoverableError, Worker } from "bullmq";
 import type { Foundation } from "../services.js";
 import { connectRedis } from "../store/redis-connection.js";
 import {
@@ -22,7 +21,45 @@ export interface DeliveryQueue {
 
 const QUEUE_NAME = "webhook-deliveries";
 
+/**
+ * BullMQ (a fifth of the gateway's start-up CPU) is loaded once the gateway is up, not before it
+ * can answer: `loadAfterMs` after this call, or at the first delivery queued, whichever comes
+ * first. The queue's methods wait for it; jobs left by an earlier run are taken up then.
+ */
 export function createBullQueue(
+  services: Foundation,
+  agent: Agent,
+  redisUrl: string,
+  loadAfterMs = 1000,
+): DeliveryQueue {
+  let opened: Promise<DeliveryQueue> | null = null;
+  let closed = false;
+  const open = () =>
+    (opened ??= import("bullmq").then((bullmq) => {
+      if (closed) throw new Error("the webhook delivery queue is closed");
+      return openBullQueue(bullmq, services, agent, redisUrl);
+    }));
+  const timer = setTimeout(() => {
+    // Nothing waits on it until a delivery is queued: a failure is logged here and met again there.
+    open().catch((err: Error) => {
+      if (!closed)
+        services.log.error({ err: err.message }, "the webhook delivery queue could not start");
+    });
+  }, loadAfterMs);
+  return {
+    async enqueue(jobId, job) {
+      await (await open()).enqueue(jobId, job);
+    },
+    async close() {
+      closed = true;
+      clearTimeout(timer);
+      await (await opened?.catch(() => null))?.close();
+    },
+  };
+}
+
+function openBullQueue(
+  { DelayedError, Queue, UnrecoverableError, Worker }: typeof import("bullmq"),
   services: Foundation,
   agent: Agent,
   redisUrl: string,
