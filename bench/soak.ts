@@ -15,7 +15,7 @@
 import { randomWallet } from "../chain-fixtures/chain.js";
 import { PERIOD_MS } from "../src/accounts/tiers.js";
 import { tierLimits } from "../src/store/index.js";
-import { RedisStore } from "../src/store/redis.js";
+import { createRedisStore } from "../src/store/redis.js";
 import { ledgerOf } from "../test/helpers/books.js";
 import {
   call,
@@ -60,7 +60,7 @@ async function main() {
     AI_MODEL: "soak",
   };
   const gateways: GatewayProcess[] = [];
-  const store = new RedisStore({
+  const store = createRedisStore({
     url: REDIS_URL,
     keyPrefix: prefix,
     tiers: tierLimits(),

@@ -32,7 +32,7 @@ export const newEventId = () => `evt_${randomId(24)}`;
 /**
  * A request id names the 30-second slot it was minted in (six base-36 digits: `DEBIT_SLOT_MS`
  * slots since 1970, enough for 2,000 years) before 14 random characters (72 bits): the store
- * files the call's debit record under that slot (src/store/redis.ts, `debitRecord`), so a refund
+ * files the call's debit record under that slot (src/store/credits/redis.ts, `debitRecord`), so a refund
  * or an Idempotency-Key retry finds it with one lookup, and the records of a slot expire together.
  */
 export const newRequestId = (now = Date.now()) =>

@@ -1,4 +1,4 @@
-import { connectRedis, type RedisConnection } from "../store/redis-connection.js";
+import { connectRedis, type RedisConnection, withinDeadline } from "../store/redis-connection.js";
 import {
   UPTIME_DAYS,
   countsTowardUptime,
@@ -20,6 +20,7 @@ import {
  */
 const DAY_TTL_SECONDS = (UPTIME_DAYS + 1) * 86_400;
 const INCIDENTS_KEPT = 200;
+const COMMAND_DEADLINE_MS = 2000;
 
 export function createRedisStatusStore(options: {
   url: string;
@@ -29,9 +30,11 @@ export function createRedisStatusStore(options: {
   const redis: RedisConnection = connectRedis(options.url, options.cluster, {
     keyPrefix: options.keyPrefix,
     maxRetriesPerRequest: 1,
-    commandTimeout: 2000,
     lazyConnect: false,
   });
+  // The same deadline as the account store's (see withinDeadline): a busy process must not report
+  // Redis as down because its timers fired before it read replies that came in time.
+  const timely = <T>(command: Promise<T>) => withinDeadline(command, COMMAND_DEADLINE_MS);
   // A status check must never take the process down: errors surface as rejected commands.
   redis.on("error", () => {});
   const dayKey = (day: string) => `{status}:day:${day}`;
@@ -46,10 +49,10 @@ export function createRedisStatusStore(options: {
         if (result.state === "operational") batch.hincrby(key, `${result.component}|ok`, 1);
         batch.expire(key, DAY_TTL_SECONDS);
       }
-      await batch.exec();
+      await timely(batch.exec());
     },
     async latest() {
-      const all = await redis.hgetall("{status}:latest");
+      const all = await timely(redis.hgetall("{status}:latest"));
       return new Map(
         Object.entries(all).map(([component, json]) => [
           component,
@@ -60,7 +63,7 @@ export function createRedisStatusStore(options: {
     async dayCounts(days) {
       const batch = redis.multi();
       for (const day of days) batch.hgetall(dayKey(day));
-      const replies = (await batch.exec()) ?? [];
+      const replies = (await timely(batch.exec())) ?? [];
       const out = new Map<string, DayCount[]>();
       replies.forEach(([err, fields], i) => {
         if (err) throw err;
@@ -77,24 +80,24 @@ export function createRedisStatusStore(options: {
       return out;
     },
     async saveIncident(incident) {
-      await redis
-        .multi()
-        .set(`{status}:incident:${incident.id}`, JSON.stringify(incident))
-        .zadd("{status}:incidents", incident.createdAt, incident.id)
-        .exec();
+      await timely(
+        redis
+          .multi()
+          .set(`{status}:incident:${incident.id}`, JSON.stringify(incident))
+          .zadd("{status}:incidents", incident.createdAt, incident.id)
+          .exec(),
+      );
     },
     async getIncident(id) {
-      const json = await redis.get(`{status}:incident:${id}`);
+      const json = await timely(redis.get(`{status}:incident:${id}`));
       return json ? (JSON.parse(json) as Incident) : null;
     },
     async listIncidents(limit) {
-      const ids = await redis.zrevrange(
-        "{status}:incidents",
-        0,
-        Math.min(limit, INCIDENTS_KEPT) - 1,
+      const ids = await timely(
+        redis.zrevrange("{status}:incidents", 0, Math.min(limit, INCIDENTS_KEPT) - 1),
       );
       if (ids.length === 0) return [];
-      const jsons = await redis.mget(...ids.map((id) => `{status}:incident:${id}`));
+      const jsons = await timely(redis.mget(...ids.map((id) => `{status}:incident:${id}`)));
       return jsons.filter((j): j is string => j !== null).map((j) => JSON.parse(j) as Incident);
     },
     async close() {

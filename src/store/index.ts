@@ -1,7 +1,7 @@
 import { PERIOD_MS, TIERS, TIER_NAMES } from "../accounts/tiers.js";
 import type { Config } from "../config.js";
-import { MemoryStore } from "./memory.js";
-import { RedisStore } from "./redis.js";
+import { createMemoryStore } from "./memory.js";
+import { createRedisStore } from "./redis.js";
 import type { Store, TierLimits } from "./types.js";
 
 export function tierLimits(): TierLimits {
@@ -21,12 +21,12 @@ export function createStore(
   config: Pick<Config, "redisUrl" | "redisKeyPrefix" | "redisCluster">,
 ): Store {
   if (config.redisUrl)
-    return new RedisStore({
+    return createRedisStore({
       url: config.redisUrl,
       keyPrefix: config.redisKeyPrefix,
       cluster: config.redisCluster,
       tiers: tierLimits(),
       periodMs: PERIOD_MS,
     });
-  return new MemoryStore(tierLimits(), PERIOD_MS);
+  return createMemoryStore({ tiers: tierLimits(), periodMs: PERIOD_MS });
 }

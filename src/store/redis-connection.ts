@@ -31,3 +31,26 @@ export function connectRedis(
     },
   });
 }
+
+/**
+ * `promise`, or a "Command timed out" rejection when it has not settled `ms` after the call. The
+ * verdict waits for the event loop's next I/O poll (setImmediate): a process whose loop was held
+ * up by CPU work has its timers fire before it reads the replies that arrived meanwhile, and
+ * ioredis's own `commandTimeout` then fails commands Redis had answered in time (spurious 503s
+ * under load).
+ */
+export function withinDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => setImmediate(() => reject(new Error("Command timed out"))), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
+}

@@ -1,18 +1,18 @@
 import type { TierName } from "../accounts/tiers.js";
 import type { EventRecord } from "../events/types.js";
-import type { AccountStore } from "./accounts.js";
-import type { KeyStore } from "./keys.js";
-import type { CreditStore } from "./credits.js";
-import type { LedgerStore } from "./ledger.js";
-import type { RateLimiter } from "./rate-limits.js";
-import type { Outbox } from "./outbox.js";
-import type { IdempotencyStore } from "./idempotency.js";
-import type { CustomToolStore } from "./custom-tools.js";
-import type { WebhookStore } from "./webhooks.js";
-import type { PaymentStore } from "./payments.js";
-import type { SingleUseStore } from "./single-use.js";
-import type { SsoStore } from "./sso.js";
-import type { SessionStore } from "./sessions.js";
+import type { AccountStore } from "./accounts/index.js";
+import type { KeyStore } from "./keys/index.js";
+import type { CreditStore } from "./credits/index.js";
+import type { LedgerStore } from "./ledger/index.js";
+import type { RateLimiter } from "./rate-limits/index.js";
+import type { Outbox } from "./outbox/index.js";
+import type { IdempotencyStore } from "./idempotency/index.js";
+import type { CustomToolStore } from "./custom-tools/index.js";
+import type { WebhookStore } from "./webhooks/index.js";
+import type { PaymentStore } from "./payments/index.js";
+import type { SingleUseStore } from "./single-use/index.js";
+import type { SsoStore } from "./sso/index.js";
+import type { SessionStore } from "./sessions/index.js";
 
 /**
  * The one small storage interface. Two implementations honour it — Redis (shared by every
@@ -229,10 +229,11 @@ export interface NewAccount {
 }
 
 /**
- * The whole store, one interface per concern (each in its own file beside this one: accounts.ts,
- * keys.ts, credits.ts, ledger.ts, …). Implemented for Redis (redis.ts, with the money rules in
- * credits/lua/*.lua) and in memory for the embedded mode (memory.ts; decisions.md "Storage" says
- * why it is a TypeScript twin). A part that needs one concern may take just that interface.
+ * The whole store, one interface per concern, each in its own folder with its two
+ * implementations beside it: `<concern>/index.ts` (the interface), `<concern>/redis.ts` (Redis, the
+ * money rules in credits/lua/*.lua) and `<concern>/memory.ts` (the embedded mode; decisions.md
+ * "Storage" says why it is a TypeScript twin). redis.ts and memory.ts compose the parts into one
+ * Store. A part that needs one concern may take just that interface.
  */
 export interface Store
   extends AccountStore,
@@ -445,6 +446,6 @@ export const KEY_USE_RESOLUTION_MS = 60_000;
  * failing (src/tools/invoke.ts); a retry takes over a claim once its lease ran out, while its
  * Idempotency-Key lives (24 h by default). A call's record (its request id minted by
  * newRequestId) is kept with its 30-second slot's records for this long after the slot, plus an
- * hour (src/store/redis.ts, debitRecord); the ledger entry itself lives on in the books.
+ * hour (src/store/credits/redis.ts, debitRecord); the ledger entry itself lives on in the books.
  */
 export const OPERATION_TTL_SECONDS = 24 * 3600;

@@ -5,11 +5,11 @@
  */
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { tierLimits } from "../../src/store/index.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { createRedisStore } from "../../src/store/redis.js";
 import { REDIS_URL } from "./redis.js";
 
 const [prefix, name, count, start] = process.argv.slice(2) as [string, string, string, string];
-const store = new RedisStore({
+const store = createRedisStore({
   url: REDIS_URL,
   keyPrefix: prefix,
   tiers: tierLimits(),

@@ -11,7 +11,7 @@ import {
 import { mnemonicToAccount } from "viem/accounts";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { tierLimits } from "../../src/store/index.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { createRedisStore } from "../../src/store/redis.js";
 import type { Store } from "../../src/store/types.js";
 import { afterAll, beforeAll } from "vitest";
 import {
@@ -173,7 +173,7 @@ export async function spawnPaidGateway(
 ) {
   const prefix = uniquePrefix(name);
   const gw = await spawnGateway(prefix, { ...chainEnv, ...env });
-  const store = new RedisStore({
+  const store = createRedisStore({
     url: REDIS_URL,
     keyPrefix: prefix,
     tiers: tierLimits(),

@@ -3,7 +3,7 @@ import { spawnSync } from "node:child_process";
 import { checkBooks } from "../../src/books/check.js";
 import { openBooksDatabase, type BooksDatabase } from "../../src/books/database.js";
 import { exportPass } from "../../src/books/exporter.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis.js";
 import { tierLimits } from "../../src/store/index.js";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { loadWorkerConfig } from "../../src/workers/config.js";
@@ -42,7 +42,7 @@ beforeAll(async () => {
     BOOKS_EXPORT: "0",
     WORKERS_URL: `http://127.0.0.1:${workers.port}`,
   });
-  store = new RedisStore({
+  store = createRedisStore({
     url: REDIS_URL,
     keyPrefix: prefix,
     tiers: tierLimits(),

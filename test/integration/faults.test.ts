@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { tierLimits } from "../../src/store/index.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis.js";
 import { ledgerOf } from "../helpers/books.js";
 import { startFakeLlm } from "../helpers/fake-providers.js";
 import {
@@ -79,7 +79,7 @@ describe("Redis stops mid-traffic", () => {
     expect((await callTool(gw.url, key, "hash", { text: "after" })).status).toBe(200);
     served++;
     await new Promise((r) => setTimeout(r, 1500));
-    const store = new RedisStore({
+    const store = createRedisStore({
       url: redis.url,
       keyPrefix: "faults:",
       tiers: tierLimits(),
@@ -130,7 +130,7 @@ describe("a tool worker crashes mid-call", () => {
       after = await callTool(gw.url, key, "hash", { text: "recovered" });
     }
     expect(after.status).toBe(200);
-    const store = new RedisStore({
+    const store = createRedisStore({
       url: REDIS_URL,
       keyPrefix: prefix,
       tiers: tierLimits(),
@@ -192,7 +192,7 @@ describe("a gateway process is killed under load", () => {
     stop = true;
     const servedByA = (await onA).flat().filter((s) => s === 200).length;
     await onB;
-    const store = new RedisStore({
+    const store = createRedisStore({
       url: REDIS_URL,
       keyPrefix: prefix,
       tiers: tierLimits(),
@@ -268,7 +268,7 @@ describe("a call cut off by a gateway crash, retried with its Idempotency-Key", 
     expect([replay.status, replay.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
     expect((await call(`${b.url}/api/v1/account`, { key })).body.credits).toBe(charged);
 
-    const store = new RedisStore({
+    const store = createRedisStore({
       url: REDIS_URL,
       keyPrefix: prefix,
       tiers: tierLimits(),

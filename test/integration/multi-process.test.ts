@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RedisStore } from "../../src/store/redis.js";
+import { createRedisStore } from "../../src/store/redis.js";
 import { tierLimits } from "../../src/store/index.js";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { startFakeLlm } from "../helpers/fake-providers.js";
@@ -114,7 +114,7 @@ describe("credits across processes", () => {
     expect(statuses.filter((s) => s === 200)).toHaveLength(100);
     expect(statuses.filter((s) => s === 402)).toHaveLength(900);
 
-    const store = new RedisStore({
+    const store = createRedisStore({
       url: REDIS_URL,
       keyPrefix: prefix,
       tiers: tierLimits(),

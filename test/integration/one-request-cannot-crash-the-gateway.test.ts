@@ -3,7 +3,7 @@ import { anvilAccount } from "../../chain-fixtures/chain.js";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import { tierLimits } from "../../src/store/index.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis.js";
 import { ledgerOf } from "../helpers/books.js";
 import {
   balanceOf as creditsOf,
@@ -40,7 +40,7 @@ beforeAll(async () => {
     spawnGateway(prefixes[0]!, chains.env),
     spawnGateway(prefixes[1]!, chains.env, ["--import", fault]),
   ]);
-  store = new RedisStore({
+  store = createRedisStore({
     url: REDIS_URL,
     keyPrefix: prefixes[1]!,
     tiers: tierLimits(),

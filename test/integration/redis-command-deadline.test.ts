@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { StoreUnavailableError } from "../../src/store/errors.js";
 import { tierLimits } from "../../src/store/index.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis.js";
 import { startPrivateRedis } from "../helpers/redis-server.js";
 
 /** Each store command has a deadline (503 store_unavailable past it); a busy process is not a slow Redis. */
@@ -11,7 +11,7 @@ let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
 let store: RedisStore;
 beforeAll(async () => {
   redis = await startPrivateRedis();
-  store = new RedisStore({
+  store = createRedisStore({
     url: redis.url,
     keyPrefix: "deadline:",
     tiers: tierLimits(),

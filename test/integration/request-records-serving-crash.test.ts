@@ -4,7 +4,7 @@ import { accountAnalytics } from "../../src/books/analytics.js";
 import { openBooksDatabase, type BooksDatabase } from "../../src/books/database.js";
 import { exportPass } from "../../src/books/exporter.js";
 import { tierLimits } from "../../src/store/index.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis.js";
 import {
   callTool,
   dropPrefix,
@@ -35,7 +35,7 @@ beforeAll(async () => {
     BOOKS_EXPORT: "0",
     BOOKS_EXPORT_INTERVAL_MS: "60000",
   });
-  store = new RedisStore({
+  store = createRedisStore({
     url: REDIS_URL,
     keyPrefix: prefix,
     tiers: tierLimits(),

@@ -3,8 +3,8 @@ import { generateApiKey } from "../../src/accounts/api-keys.js";
 import { eventRecord } from "../../src/events/types.js";
 import { newAccountId, newEventId, newKeyId, newRequestId } from "../../src/lib/ids.js";
 import { tierLimits } from "../../src/store/index.js";
-import { MemoryStore } from "../../src/store/memory.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { createMemoryStore } from "../../src/store/memory.js";
+import { createRedisStore } from "../../src/store/redis.js";
 import {
   InvalidCursorError,
   KEY_USE_RESOLUTION_MS,
@@ -26,11 +26,12 @@ const prefixes: string[] = [];
 let cluster: Awaited<ReturnType<typeof startRedisCluster>> | undefined;
 /** `windows`: the account controls' windows (default: a UTC day and the calendar month). */
 const factories: Record<string, (windows?: ControlWindows) => Promise<Store>> = {
-  memory: async (windows) => new MemoryStore(tierLimits(), PERIOD_MS, Date.now, windows),
+  memory: async (windows) =>
+    createMemoryStore({ tiers: tierLimits(), periodMs: PERIOD_MS, windows }),
   redis: async (windows) => {
     const prefix = uniquePrefix("contract");
     prefixes.push(prefix);
-    return new RedisStore({
+    return createRedisStore({
       url: REDIS_URL,
       keyPrefix: prefix,
       tiers: tierLimits(),
@@ -40,7 +41,7 @@ const factories: Record<string, (windows?: ControlWindows) => Promise<Store>> = 
   },
   "redis cluster": async (windows) => {
     cluster ??= await startRedisCluster();
-    return new RedisStore({
+    return createRedisStore({
       url: cluster.url,
       cluster: true,
       keyPrefix: uniquePrefix("contract"),

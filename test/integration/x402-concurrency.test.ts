@@ -3,7 +3,7 @@ import { anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import { tierLimits } from "../../src/store/index.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis.js";
 import {
   call,
   dropPrefix,
@@ -35,7 +35,7 @@ beforeAll(async () => {
   chains = await startChains([PAYER.address]);
   for (const w of WALLETS) await chains.base.fund(w.address, 100_000n);
   [a, b] = await Promise.all([spawnGateway(prefix, chains.env), spawnGateway(prefix, chains.env)]);
-  store = new RedisStore({
+  store = createRedisStore({
     url: REDIS_URL,
     keyPrefix: prefix,
     tiers: tierLimits(),

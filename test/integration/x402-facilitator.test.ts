@@ -12,7 +12,7 @@ import { wrapFetchWithPayment as wrapV1 } from "x402-fetch";
 import { anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { tierLimits } from "../../src/store/index.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis.js";
 import {
   call,
   dropPrefix,
@@ -46,7 +46,7 @@ beforeAll(async () => {
   chains = await startChains(PAYERS.map((p) => p.address));
   const env = { ...chains.env, FACILITATOR_FEE_CREDITS: String(FEE) };
   [a, b] = await Promise.all([spawnGateway(prefix, env), spawnGateway(prefix, env)]);
-  store = new RedisStore({
+  store = createRedisStore({
     url: REDIS_URL,
     keyPrefix: prefix,
     tiers: tierLimits(),

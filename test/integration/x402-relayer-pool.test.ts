@@ -5,7 +5,7 @@ import { ANVIL_MNEMONIC, randomWallet } from "../../chain-fixtures/chain.js";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import { tierLimits } from "../../src/store/index.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis.js";
 import {
   call,
   dropPrefix,
@@ -41,7 +41,7 @@ beforeAll(async () => {
     PAYERS.map((p) => p.address),
     { blockTime: 2 },
   );
-  store = new RedisStore({
+  store = createRedisStore({
     url: REDIS_URL,
     keyPrefix: prefix,
     tiers: tierLimits(),

@@ -3,7 +3,7 @@ import { anvilAccount } from "../../chain-fixtures/chain.js";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import { tierLimits } from "../../src/store/index.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis.js";
 import {
   call,
   dropPrefix,
@@ -29,7 +29,7 @@ const processes: GatewayProcess[] = [];
 beforeAll(async () => {
   chains = await startChains([PAYER.address]);
   proxy = await startRpcProxy(chains.base.rpcUrl);
-  store = new RedisStore({
+  store = createRedisStore({
     url: REDIS_URL,
     keyPrefix: prefix,
     tiers: tierLimits(),

@@ -1,4 +1,4 @@
-import type { EventRecord } from "../events/types.js";
+import type { EventRecord } from "../../events/types.js";
 /** Events: written with the change that causes them, delivered from the outbox, kept in a recent-events log. */
 export interface Outbox {
   /** Events waiting for delivery, oldest first, and their acknowledgement once handed on. */

@@ -1,4 +1,4 @@
-import type { LedgerBacklog, LedgerEntry, LedgerFollower, Page } from "./types.js";
+import type { LedgerBacklog, LedgerEntry, LedgerFollower, Page } from "../types.js";
 
 /** Each account's ledger as the store holds it until the books (PostgreSQL) take it over. */
 export interface LedgerStore {

@@ -1,4 +1,4 @@
-import type { EventRecord } from "../events/types.js";
+import type { EventRecord } from "../../events/types.js";
 import type {
   AccountRecord,
   AdmitOutcome,
@@ -7,7 +7,7 @@ import type {
   PlanChange,
   RefundChange,
   TopUpKind,
-} from "./types.js";
+} from "../types.js";
 
 /** The money rules: the admission of a call (key, allowance, rate limit, debit) in one round trip, top-ups and refunds, each atomic and idempotent per request id. */
 export interface CreditStore {

@@ -1,4 +1,4 @@
-import type { DeliveryAttempt, WebhookRecord } from "./types.js";
+import type { DeliveryAttempt, WebhookRecord } from "../types.js";
 
 /** Webhook registrations and their delivery logs. */
 export interface WebhookStore {

@@ -1,4 +1,4 @@
-import type { IdempotencyClaim, IdempotencyState, StoredResponse } from "./types.js";
+import type { IdempotencyClaim, IdempotencyState, StoredResponse } from "../types.js";
 
 /** Idempotency-Key executions: claimed once, replayed, or forgotten to run again. */
 export interface IdempotencyStore {

@@ -1,4 +1,4 @@
-import type { RateState } from "./types.js";
+import type { RateState } from "../types.js";
 
 /** Sliding-window limits for what is not an account's own call admission (per address, per endpoint). */
 export interface RateLimiter {

@@ -1,4 +1,4 @@
-import type { PaymentRecord } from "./types.js";
+import type { PaymentRecord } from "../types.js";
 
 /** x402 payments from claim to settlement, and the relayers' nonce sequences. */
 export interface PaymentStore {

@@ -1,6 +1,6 @@
-import type { TierName } from "../accounts/tiers.js";
-import type { EventRecord } from "../events/types.js";
-import type { AccountRecord, CreditChange, NewAccount, Page } from "./types.js";
+import type { TierName } from "../../accounts/tiers.js";
+import type { EventRecord } from "../../events/types.js";
+import type { AccountRecord, CreditChange, NewAccount, Page } from "../types.js";
 
 /** Accounts: creation, lookup, tier, e-mail, dedicated workers, spend alert. */
 export interface AccountStore {

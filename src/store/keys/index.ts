@@ -1,4 +1,4 @@
-import type { KeyRecord, KeyUpdate, RevokeOutcome } from "./types.js";
+import type { KeyRecord, KeyUpdate, RevokeOutcome } from "../types.js";
 
 /** API keys: issued, listed, changed and revoked (the secret itself is never stored, only its hash). */
 export interface KeyStore {

@@ -1,5 +1,5 @@
-import type { TierName } from "../accounts/tiers.js";
-import type { CustomToolRecord } from "./types.js";
+import type { TierName } from "../../accounts/tiers.js";
+import type { CustomToolRecord } from "../types.js";
 
 /** Business accounts' own tools at HTTP endpoints. */
 export interface CustomToolStore {

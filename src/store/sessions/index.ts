@@ -1,4 +1,4 @@
-import type { SessionRecord } from "./types.js";
+import type { SessionRecord } from "../types.js";
 
 /** Dashboard sessions: created, kept alive while used, ended. */
 export interface SessionStore {

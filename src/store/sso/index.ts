@@ -1,4 +1,4 @@
-import type { SsoConnectionRecord } from "./types.js";
+import type { SsoConnectionRecord } from "../types.js";
 
 /** Business accounts' single sign-on connections and the e-mail domains they claim. */
 export interface SsoStore {

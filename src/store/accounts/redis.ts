@@ -1,0 +1,173 @@
+/**
+ * Accounts on Redis: one hash per account (`{acct_…}:account`), created with its first grant by a
+ * script; the account list (`accounts`, by creation time) and e-mail claims (`email:<address>`)
+ * are global indexes outside the account's slot, written beside its scripts.
+ */
+import type { TierName } from "../../accounts/tiers.js";
+import type { EventRecord } from "../../events/types.js";
+import { type RedisContext, redisKey } from "../redis-context.js";
+import {
+  type AccountRecord,
+  type CreditChange,
+  InvalidCursorError,
+  type NewAccount,
+  OPERATION_TTL_SECONDS,
+  type Page,
+} from "../types.js";
+import type { AccountStore } from "./index.js";
+
+/** The account hash as the scripts keep it (and return it, JSON-encoded). */
+export interface RawAccount {
+  id: string;
+  email: string;
+  email_verified: number;
+  tier: string;
+  balance: number;
+  reference: number;
+  created_at: number;
+  allowance_at: number;
+  plan_expires_at?: number;
+  workers_url?: string;
+  spend_window?: number;
+  spend?: number;
+  spend_alert?: number;
+}
+
+export function toAccount(raw: RawAccount): AccountRecord {
+  return {
+    id: raw.id,
+    email: raw.email === "" ? null : raw.email,
+    emailVerified: Number(raw.email_verified) === 1,
+    tier: raw.tier as TierName,
+    balance: Number(raw.balance),
+    reference: Number(raw.reference),
+    createdAt: Number(raw.created_at),
+    allowanceAt: Number(raw.allowance_at),
+    planExpiresAt: Number(raw.plan_expires_at ?? 0),
+    dedicatedWorkersUrl: raw.workers_url || null,
+    spendAlert: Number(raw.spend_alert ?? 0) > 0 ? { credits: Number(raw.spend_alert) } : null,
+    spend: { windowStart: Number(raw.spend_window ?? 0), credits: Number(raw.spend ?? 0) },
+  };
+}
+
+function accountFromHash(h: Record<string, string>): AccountRecord | null {
+  if (!h.id) return null;
+  return toAccount(h as unknown as RawAccount);
+}
+
+export function redisAccounts({
+  redis,
+  call,
+  script,
+  markOutbox,
+  options,
+}: RedisContext): AccountStore {
+  return {
+    async createAccount(
+      account: NewAccount,
+      grant: CreditChange & { amount: number },
+      events: EventRecord[],
+    ): Promise<AccountRecord> {
+      const raw = await script<RawAccount>(
+        "create-account",
+        [redisKey.account(account.id), redisKey.ledger(account.id), redisKey.outbox(account.id)],
+        [
+          account.id,
+          account.email ?? "",
+          account.tier,
+          grant.amount,
+          grant.reason,
+          grant.requestId,
+          JSON.stringify(events),
+        ],
+      );
+      const created = toAccount(raw);
+      await call(() => redis.zadd(redisKey.accounts(), created.createdAt, account.id));
+      await markOutbox(account.id, events);
+      return created;
+    },
+
+    async getAccount(id: string): Promise<AccountRecord | null> {
+      return accountFromHash(await call(() => redis.hgetall(redisKey.account(id))));
+    },
+
+    async listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>> {
+      // Cursor = the last id seen; order = creation time, then id (ZSET order).
+      let start = 0;
+      if (page.cursor) {
+        const rank = await call(() => redis.zrank(redisKey.accounts(), page.cursor!));
+        if (rank === null) throw new InvalidCursorError(`no account ${page.cursor}`);
+        start = rank + 1;
+      }
+      const ids = await call(() =>
+        redis.zrange(redisKey.accounts(), String(start), String(start + page.limit)),
+      );
+      // One command per account (each in its own slot), all in flight at once.
+      const hashes = await call(() =>
+        Promise.all(ids.slice(0, page.limit).map((id) => redis.hgetall(redisKey.account(id)))),
+      );
+      const items = hashes.map(accountFromHash).filter((a): a is AccountRecord => a !== null);
+      return { items, nextCursor: ids.length > page.limit ? (ids[page.limit - 1] ?? null) : null };
+    },
+
+    async claimEmail(email: string, accountId: string): Promise<boolean> {
+      const key = redisKey.email(email);
+      if ((await call(() => redis.set(key, accountId, "NX"))) === "OK") return true;
+      // A claim left behind by a sign-up that died before creating its account may be taken over.
+      const holder = await call(() => redis.get(key));
+      if (holder && (await call(() => redis.exists(redisKey.account(holder)))) === 0) {
+        return (await call(() => redis.set(key, accountId, "XX"))) === "OK";
+      }
+      return false;
+    },
+
+    async accountIdByEmail(email: string): Promise<string | null> {
+      return call(() => redis.get(redisKey.email(email)));
+    },
+
+    async setTier(accountId: string, tier: TierName): Promise<AccountRecord | null> {
+      const raw = await script<RawAccount | null>(
+        "set-tier",
+        [redisKey.account(accountId)],
+        [tier],
+      );
+      return raw ? toAccount(raw) : null;
+    },
+
+    async setDedicatedWorkers(
+      accountId: string,
+      url: string | null,
+    ): Promise<AccountRecord | null> {
+      const raw = await script<RawAccount | null>(
+        "set-workers",
+        [redisKey.account(accountId)],
+        [url ?? ""],
+      );
+      return raw ? toAccount(raw) : null;
+    },
+
+    async verifyEmail(accountId: string, grant: CreditChange & { amount: number }) {
+      return script<"verified" | "already_verified" | "not_found">(
+        "verify-email",
+        [
+          redisKey.account(accountId),
+          redisKey.ledger(accountId),
+          redisKey.operation(accountId, grant.requestId),
+        ],
+        [grant.amount, grant.reason, grant.requestId, options.periodMs, OPERATION_TTL_SECONDS],
+      );
+    },
+
+    async setSpendAlert(
+      accountId: string,
+      alert: { credits: number } | null,
+    ): Promise<AccountRecord | null> {
+      const raw = await script<RawAccount | null>(
+        "spend-alert",
+        [redisKey.account(accountId)],
+        [alert?.credits ?? 0],
+      );
+      return raw ? toAccount(raw) : null;
+    },
+  };
+}

@@ -1,0 +1,177 @@
+/**
+ * The money rules in memory, for the embedded mode: the same admission, top-up and refund as the
+ * Lua scripts, in TypeScript (src/credits/rules.ts and controls.ts); the store contract suite
+ * holds the two to the same behaviour (docs/decisions.md, "Storage"). Each operation runs to
+ * completion without awaiting, which makes it atomic on Node's single thread.
+ */
+import type { TierName } from "../../accounts/tiers.js";
+import { countSpend, giveBack } from "../../credits/controls.js";
+import { applyDebit, nextAllowanceAt } from "../../credits/rules.js";
+import { type EventRecord, eventRecord } from "../../events/types.js";
+import { debitedNoLaterThan, newEventId } from "../../lib/ids.js";
+import { idempotencyId, type MemoryState } from "../memory-state.js";
+import {
+  type AdmitOutcome,
+  type AdmitRequest,
+  type CreditChange,
+  controlWindow,
+  isLimitedKey,
+  KEY_USE_RESOLUTION_MS,
+  type KeyRecord,
+  type PlanChange,
+  RATE_WINDOW_MS,
+  type RefundChange,
+  type TopUpKind,
+} from "../types.js";
+import type { CreditStore } from "./index.js";
+
+export function memoryCredits(state: MemoryState): CreditStore {
+  /** The account's window of per-second counts, as rate_window in src/credits/lua/prelude.lua. */
+  function rateWindow(seconds: Map<number, number>, limit: number, count: number) {
+    const now = state.now();
+    let used = 0;
+    let oldest: number | null = null;
+    for (const [second, n] of seconds) {
+      if ((second + 1) * 1000 <= now - RATE_WINDOW_MS) seconds.delete(second);
+      else {
+        used += n;
+        if (oldest === null || second < oldest) oldest = second;
+      }
+    }
+    // As in Lua: never announced beyond the window (a Retry-After within the minute), though a
+    // second whose calls filled the window may keep counting up to a second longer.
+    const resetOf = (second: number) =>
+      Math.min((second + 1) * 1000 + RATE_WINDOW_MS - now, RATE_WINDOW_MS);
+    if (used + count > limit)
+      return {
+        allowed: false,
+        remaining: limit - Math.min(used, limit),
+        resetMs: oldest === null ? RATE_WINDOW_MS : resetOf(oldest),
+      };
+    const second = Math.floor(now / 1000);
+    seconds.set(second, (seconds.get(second) ?? 0) + count);
+    return { allowed: true, remaining: limit - used - count, resetMs: resetOf(oldest ?? second) };
+  }
+
+  return {
+    async admit(request: AdmitRequest): Promise<AdmitOutcome> {
+      const a = state.accounts.get(request.accountId);
+      let keyId: string | null = null;
+      let key: KeyRecord | undefined;
+      if (request.keyHash !== null) {
+        key = a?.keysByHash.get(request.keyHash);
+        if (!a || !key) return { status: "invalid_key" };
+        if (key.revokedAt !== null && state.now() >= key.revokedAt) return { status: "revoked" };
+        // Account controls on the key: refused before anything is counted.
+        if (key.expiresAt && state.now() >= key.expiresAt)
+          return { status: "expired", expiresAt: key.expiresAt };
+        if (key.allowedTools && request.tool && !key.allowedTools.includes(request.tool))
+          return { status: "tool_not_allowed", allowedTools: [...key.allowedTools] };
+        keyId = key.id;
+        if (state.now() - (key.lastUsedAt ?? 0) >= KEY_USE_RESOLUTION_MS)
+          key.lastUsedAt = state.now();
+      }
+      if (!a) return { status: "invalid_key" };
+      const now = state.now();
+      if (a.tier !== "free" && a.planExpiresAt > 0 && now >= a.planExpiresAt) {
+        a.tier = "free";
+        a.planExpiresAt = 0;
+      }
+      const tier = state.tiers[a.tier] ?? state.tiers.free!;
+
+      if (a.tier === "free" && a.allowanceAt > 0 && now >= a.allowanceAt) {
+        if (a.balance < tier.monthlyAllowance) {
+          state.topUpAccount(a, "allowance", tier.monthlyAllowance - a.balance, {
+            requestId: `allowance:${a.allowanceAt}`,
+            reason: "monthly Free allowance",
+          });
+        }
+        a.allowanceAt = nextAllowanceAt(a.allowanceAt, now, state.periodMs);
+      }
+
+      const requests = request.countRequest === false ? 0 : (request.requests ?? 1);
+      let rate = { limit: tier.requestsPerMinute, remaining: -1, resetMs: 0 };
+      if (requests > 0) {
+        const window = rateWindow(a.rateWindow, tier.requestsPerMinute, requests);
+        rate = {
+          limit: tier.requestsPerMinute,
+          remaining: window.remaining,
+          resetMs: window.resetMs,
+        };
+        if (!window.allowed) return { status: "rate_limited", account: state.view(a), rate };
+      }
+
+      let charged = false;
+      const events: EventRecord[] = [];
+      if (request.cost > 0 && !a.debits.has(request.requestId)) {
+        // The key's own budget first: a call that would take it past its budget is refused, uncharged.
+        const budget = key?.budget ?? null;
+        const window = budget ? controlWindow(now, budget.period, state.windows) : null;
+        const spent = budget ? state.budgetSpent(a, key!) : 0;
+        if (budget && window && spent + request.cost > budget.credits)
+          return {
+            status: "key_budget_exceeded",
+            account: state.view(a),
+            rate,
+            budget: { ...budget, spent, windowStart: window.start, resetsAt: window.next },
+          };
+        if (a.balance < request.cost)
+          return { status: "insufficient_credits", account: state.view(a), rate };
+        for (const alert of applyDebit(a, request.cost, request.tool)) {
+          events.push(eventRecord(newEventId(), alert.event, a.id, alert.data));
+        }
+        if (window && keyId)
+          a.keySpend.set(keyId, { windowStart: window.start, credits: spent + request.cost });
+        const spendAlert = countSpend(a, request.cost, now, state.windows, request.tool);
+        if (spendAlert)
+          events.push(eventRecord(newEventId(), "spend.threshold_reached", a.id, spendAlert));
+        state.addLedger(a, "debit", -request.cost, request, request.tool, keyId);
+        a.debits.set(request.requestId, request.cost);
+        a.outbox.push(...events);
+        charged = true;
+      }
+      const keyLimited = key ? isLimitedKey(key) : false;
+      return { status: "ok", account: state.view(a), keyId, keyLimited, rate, charged, events };
+    },
+
+    async topUp(
+      accountId: string,
+      kind: TopUpKind,
+      grant: CreditChange & { amount: number; rearm?: boolean },
+      events: EventRecord[] = [],
+      plan?: PlanChange,
+    ) {
+      const a = state.accounts.get(accountId);
+      if (!a) return null;
+      if (a.operations.has(grant.requestId)) return { applied: false, account: state.view(a) };
+      if (plan) {
+        const base =
+          a.tier === plan.tier && a.planExpiresAt > state.now() ? a.planExpiresAt : state.now();
+        a.tier = plan.tier as TierName;
+        a.planExpiresAt = base + plan.periodMs;
+      }
+      state.topUpAccount(a, kind, grant.amount, grant);
+      a.outbox.push(...events);
+      a.operations.add(grant.requestId);
+      return { applied: true, account: state.view(a) };
+    },
+
+    async refund(accountId: string, change: RefundChange, events: EventRecord[] = []) {
+      if (change.idempotencyKey)
+        state.idempotency.delete(idempotencyId(accountId, change.idempotencyKey));
+      const a = state.accounts.get(accountId);
+      const cost = a?.debits.get(change.requestId);
+      if (!a || cost === undefined) return { status: "not_charged" as const };
+      if (cost === "refunded") return { status: "already_refunded" as const };
+      a.debits.set(change.requestId, "refunded");
+      a.balance += cost;
+      const keyId = change.keyHash ? (a.keysByHash.get(change.keyHash)?.id ?? null) : null;
+      const debitedAt = debitedNoLaterThan(change.requestId);
+      giveBack(a.spend, cost, debitedAt);
+      if (keyId) giveBack(a.keySpend.get(keyId), cost, debitedAt);
+      state.addLedger(a, "refund", cost, change, change.tool ?? null, keyId);
+      a.outbox.push(...events);
+      return { status: "refunded" as const, amount: cost, balance: a.balance };
+    },
+  };
+}

@@ -1,0 +1,48 @@
+/** Idempotency-Key records in memory (kept in the shared state: a refund forgets the call's record). */
+import { idempotencyId, type MemoryState } from "../memory-state.js";
+import type { IdempotencyClaim, IdempotencyState, StoredResponse } from "../types.js";
+import type { IdempotencyStore } from "./index.js";
+
+export function memoryIdempotency(state: MemoryState): IdempotencyStore {
+  return {
+    async beginIdempotent(
+      accountId: string,
+      key: string,
+      claim: IdempotencyClaim,
+    ): Promise<IdempotencyState> {
+      const id = idempotencyId(accountId, key);
+      const record = state.idempotency.get(id);
+      const now = state.now();
+      if (!record || record.expiresAt <= now) {
+        state.idempotency.set(id, {
+          fingerprint: claim.fingerprint,
+          requestId: claim.requestId,
+          leaseUntil: now + claim.leaseMs,
+          expiresAt: now + claim.ttlSeconds * 1000,
+          response: null,
+        });
+        return { state: "started", requestId: claim.requestId };
+      }
+      if (record.fingerprint !== claim.fingerprint) return { state: "conflict" };
+      if (record.response) return { state: "completed", response: record.response };
+      if (record.requestId !== claim.requestId && now < record.leaseUntil)
+        return { state: "in_progress" };
+      record.leaseUntil = now + claim.leaseMs;
+      return { state: "started", requestId: record.requestId };
+    },
+
+    async completeIdempotent(
+      accountId: string,
+      key: string,
+      response: StoredResponse,
+      ttlSeconds: number,
+    ) {
+      const record = state.idempotency.get(idempotencyId(accountId, key));
+      if (record) Object.assign(record, { response, expiresAt: state.now() + ttlSeconds * 1000 });
+    },
+
+    async abandonIdempotent(accountId: string, key: string) {
+      state.idempotency.delete(idempotencyId(accountId, key));
+    },
+  };
+}

@@ -1,0 +1,40 @@
+/** Idempotency-Key records on Redis: one hash per (account, key), `{acct}:idem:<sha256 of the key>`. */
+import { type RedisContext, redisKey } from "../redis-context.js";
+import type { IdempotencyClaim, IdempotencyState, StoredResponse } from "../types.js";
+import type { IdempotencyStore } from "./index.js";
+
+export function redisIdempotency({ redis, call, script }: RedisContext): IdempotencyStore {
+  return {
+    async beginIdempotent(
+      accountId: string,
+      key: string,
+      claim: IdempotencyClaim,
+    ): Promise<IdempotencyState> {
+      return script<IdempotencyState>(
+        "idempotency-begin",
+        [redisKey.idempotency(accountId, key)],
+        [claim.fingerprint, claim.leaseMs, claim.requestId, claim.ttlSeconds * 1000],
+      );
+    },
+
+    async completeIdempotent(
+      accountId: string,
+      key: string,
+      response: StoredResponse,
+      ttlSeconds: number,
+    ): Promise<void> {
+      const record = redisKey.idempotency(accountId, key);
+      await call(() =>
+        redis
+          .multi()
+          .hset(record, "state", "completed", "response", JSON.stringify(response))
+          .expire(record, ttlSeconds)
+          .exec(),
+      );
+    },
+
+    async abandonIdempotent(accountId: string, key: string): Promise<void> {
+      await call(() => redis.del(redisKey.idempotency(accountId, key)));
+    },
+  };
+}

@@ -1,0 +1,66 @@
+/**
+ * API keys in memory: each account holds its keys by hash (what the admission looks up) and by
+ * id, the same object under both.
+ */
+import type { MemoryState } from "../memory-state.js";
+import { type KeyRecord, type KeyUpdate, type RevokeOutcome, withControls } from "../types.js";
+import type { KeyStore } from "./index.js";
+
+export function memoryKeys(state: MemoryState): KeyStore {
+  return {
+    async addKey(key: KeyRecord) {
+      const a = state.accounts.get(key.accountId);
+      if (!a) throw new Error("no such account");
+      const { budgetSpent: _spent, ...stored } = key;
+      const copy = { ...stored, lastUsedAt: null };
+      a.keysByHash.set(key.hash, copy);
+      a.keysById.set(key.id, copy);
+    },
+
+    async listKeys(accountId: string) {
+      const a = state.accounts.get(accountId);
+      return a
+        ? [...a.keysById.values()]
+            .map((key) => ({ ...withControls(key), budgetSpent: state.budgetSpent(a, key) }))
+            .sort((x, y) => x.createdAt - y.createdAt || x.id.localeCompare(y.id))
+        : [];
+    },
+
+    async updateKey(accountId: string, keyId: string, update: KeyUpdate) {
+      const a = state.accounts.get(accountId);
+      const key = a?.keysById.get(keyId);
+      if (!a || !key) return null;
+      // keysByHash and keysById hold the same object: the admission sees the change at once.
+      for (const [field, value] of Object.entries(update))
+        if (value !== undefined) Object.assign(key, { [field]: value });
+      return { ...withControls(key), budgetSpent: state.budgetSpent(a, key) };
+    },
+
+    async revokeKey(
+      accountId: string,
+      keyId: string,
+      graceMs: number,
+      options: { keepOneActive?: boolean } = {},
+    ): Promise<RevokeOutcome> {
+      const keys = state.accounts.get(accountId)?.keysById;
+      const key = keys?.get(keyId);
+      if (!keys || !key) return { status: "not_found" };
+      const now = state.now();
+      if (key.revokedAt !== null && key.revokedAt <= now)
+        return { status: "already_revoked", key: { ...key } };
+      // Active: no revocation scheduled, and not expired (account controls).
+      const active = (k: KeyRecord) =>
+        k.revokedAt === null && (k.expiresAt == null || k.expiresAt > now);
+      if (
+        options.keepOneActive &&
+        active(key) &&
+        ![...keys.values()].some((other) => other.id !== key.id && active(other))
+      ) {
+        return { status: "last_active_key", key: { ...key } };
+      }
+      const at = now + graceMs;
+      key.revokedAt = key.revokedAt !== null && key.revokedAt < at ? key.revokedAt : at;
+      return { status: "revoked", key: { ...key } };
+    },
+  };
+}

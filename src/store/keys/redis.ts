@@ -1,0 +1,124 @@
+/**
+ * API keys on Redis: each key's record (`{acct}:key:<hash>`, what the admission script reads) and
+ * the account's listing (`{acct}:keys`, one JSON copy per key id) change together; the
+ * admission keeps each key's last use on its record and budgeted keys' spend in `{acct}:key-spend`.
+ */
+import { type RedisContext, redisKey } from "../redis-context.js";
+import {
+  type KeyRecord,
+  type KeyUpdate,
+  type RevokeOutcome,
+  controlWindow,
+  withControls,
+} from "../types.js";
+import type { KeyStore } from "./index.js";
+
+/**
+ * The key record's control fields, as the admission script reads them (`tools` as ",a,b," so a
+ * lookup is one plain find; 0 or "" = none).
+ */
+function keyControlFields(key: KeyRecord): Record<string, string> {
+  return {
+    expires_at: String(key.expiresAt ?? 0),
+    tools: key.allowedTools ? `,${key.allowedTools.join(",")},` : "",
+    budget: String(key.budget?.credits ?? 0),
+    budget_period: key.budget?.period ?? "",
+  };
+}
+
+/** The listing's copy of a key: what `listKeys` adds on reading is not stored. */
+function storedKey(key: KeyRecord): KeyRecord {
+  const { lastUsedAt: _used, budgetSpent: _spent, ...stored } = key;
+  return stored;
+}
+
+export function redisKeys({ redis, call, script, windows }: RedisContext): KeyStore {
+  /** A key's spend as the key-spend hash holds it ("<window start>:<credits>"), if that window is the current one. */
+  function spentInWindow(key: KeyRecord, raw: string | undefined, now: number): number {
+    if (!key.budget || !raw) return 0;
+    const [start, spent] = raw.split(":").map(Number);
+    const window = controlWindow(now, key.budget.period, windows);
+    return start === window.start ? (spent ?? 0) : 0;
+  }
+
+  const keys: KeyStore = {
+    async addKey(key: KeyRecord): Promise<void> {
+      await call(() =>
+        redis
+          .multi()
+          .hset(redisKey.keyRecord(key.accountId, key.hash), {
+            id: key.id,
+            revoked_at: String(key.revokedAt ?? 0),
+            ...keyControlFields(key),
+          })
+          .hset(redisKey.keyList(key.accountId), key.id, JSON.stringify(storedKey(key)))
+          .exec(),
+      );
+    },
+
+    async listKeys(accountId: string): Promise<KeyRecord[]> {
+      const all = (await call(() => redis.hvals(redisKey.keyList(accountId)))).map(
+        (raw) => JSON.parse(raw) as KeyRecord,
+      );
+      // The admission script keeps `last_used_at` on each key's own record (the one it reads),
+      // and each budgeted key's spend in the account's key-spend hash.
+      const [lastUsed, spend] = await call(() =>
+        Promise.all([
+          Promise.all(
+            all.map((key) => redis.hget(redisKey.keyRecord(accountId, key.hash), "last_used_at")),
+          ),
+          redis.hgetall(redisKey.keySpend(accountId)),
+        ]),
+      );
+      const now = Date.now();
+      return all
+        .map((key, i) => ({
+          ...withControls(key),
+          lastUsedAt: lastUsed[i] ? Number(lastUsed[i]) : null,
+          budgetSpent: spentInWindow(key, spend[key.id], now),
+        }))
+        .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+    },
+
+    async updateKey(
+      accountId: string,
+      keyId: string,
+      update: KeyUpdate,
+    ): Promise<KeyRecord | null> {
+      const raw = await call(() => redis.hget(redisKey.keyList(accountId), keyId));
+      if (!raw) return null;
+      const current = JSON.parse(raw) as KeyRecord;
+      const changes = Object.fromEntries(
+        Object.entries(update).filter(([, value]) => value !== undefined),
+      );
+      const updated: KeyRecord = { ...current, ...changes };
+      // One script: the listing's copy and the record the admission reads change together.
+      const stored = await script<string | null>(
+        "key-update",
+        [redisKey.keyList(accountId), redisKey.keyRecord(accountId, current.hash)],
+        [keyId, JSON.stringify(changes), ...Object.entries(keyControlFields(updated)).flat()],
+      );
+      if (stored === null) return null;
+      return (await keys.listKeys(accountId)).find((key) => key.id === keyId) ?? null;
+    },
+
+    async revokeKey(
+      accountId: string,
+      keyId: string,
+      graceMs: number,
+      options: { keepOneActive?: boolean } = {},
+    ): Promise<RevokeOutcome> {
+      const raw = await call(() => redis.hget(redisKey.keyList(accountId), keyId));
+      if (!raw) return { status: "not_found" };
+      const { hash } = JSON.parse(raw) as KeyRecord;
+      const outcome = await script<RevokeOutcome>(
+        "revoke-key",
+        [redisKey.keyList(accountId), redisKey.keyRecord(accountId, hash)],
+        [keyId, graceMs, options.keepOneActive ? 1 : 0],
+      );
+      if (outcome.status !== "not_found") outcome.key.lastUsedAt ??= null;
+      return outcome;
+    },
+  };
+  return keys;
+}

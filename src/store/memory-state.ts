@@ -1,0 +1,152 @@
+/**
+ * What the in-memory parts of the store (`<concern>/memory.ts`) share: the accounts, each holding
+ * its keys, ledger, debits and outbox as the Redis store keeps them under the account's hash tag;
+ * the Idempotency-Key records (a refund forgets the call's); the clock; and the helpers that
+ * move credits the way the Lua scripts do (src/credits/rules.ts).
+ */
+import { EventEmitter } from "node:events";
+import { type AlertState, applyTopUp } from "../credits/rules.js";
+import type { SpendState } from "../credits/controls.js";
+import type { EventRecord } from "../events/types.js";
+import {
+  type AccountRecord,
+  CALENDAR_WINDOWS,
+  type ControlWindows,
+  type CreditChange,
+  controlWindow,
+  type KeyRecord,
+  type LedgerEntry,
+  type LedgerKind,
+  type StoredResponse,
+  type TierLimits,
+  type TopUpKind,
+} from "./types.js";
+
+export interface MemAccount extends AccountRecord, AlertState, SpendState {
+  lowArmed: boolean;
+  depletedArmed: boolean;
+  keysByHash: Map<string, KeyRecord>;
+  keysById: Map<string, KeyRecord>;
+  /** Requests admitted per second (the Redis store's window, src/credits/lua/prelude.lua rate_window). */
+  rateWindow: Map<number, number>;
+  ledger: LedgerEntry[];
+  /** Request id → the debit's cost while charged, "refunded" after: idempotent debits, single refunds. */
+  debits: Map<string, number | "refunded">;
+  /** Request ids of the grants applied: idempotent top-ups. */
+  operations: Set<string>;
+  outbox: EventRecord[];
+  /** Each budgeted key's spend in its current budget window (account controls). */
+  keySpend: Map<string, { windowStart: number; credits: number }>;
+}
+
+export interface IdempotencyRecord {
+  fingerprint: string;
+  requestId: string;
+  leaseUntil: number;
+  expiresAt: number;
+  response: StoredResponse | null;
+}
+
+export interface MemoryStoreOptions {
+  tiers: TierLimits;
+  periodMs: number;
+  /** The store's clock (tests move it). */
+  now?: () => number;
+  /** The windows of key budgets and the spend alert (default: UTC day, calendar month). */
+  windows?: ControlWindows;
+}
+
+export class MemoryState {
+  readonly accounts = new Map<string, MemAccount>();
+  /** By `idempotencyId(account, key)`. */
+  readonly idempotency = new Map<string, IdempotencyRecord>();
+  /** Emits an account id each time its ledger grows, for `followLedger`. */
+  readonly ledgerGrew = new EventEmitter().setMaxListeners(0);
+  readonly tiers: TierLimits;
+  readonly periodMs: number;
+  readonly now: () => number;
+  readonly windows: ControlWindows;
+  private ledgerSeq = 0;
+
+  constructor(options: MemoryStoreOptions) {
+    this.tiers = options.tiers;
+    this.periodMs = options.periodMs;
+    this.now = options.now ?? Date.now;
+    this.windows = options.windows ?? CALENDAR_WINDOWS;
+  }
+
+  /** The account as callers see it: a copy, without the store's own bookkeeping. */
+  view(a: MemAccount): AccountRecord {
+    const {
+      id,
+      email,
+      emailVerified,
+      tier,
+      balance,
+      reference,
+      createdAt,
+      allowanceAt,
+      planExpiresAt,
+      dedicatedWorkersUrl,
+      spendAlert,
+      spend,
+    } = a;
+    return {
+      id,
+      email,
+      emailVerified,
+      tier,
+      balance,
+      reference,
+      createdAt,
+      allowanceAt,
+      planExpiresAt,
+      dedicatedWorkersUrl,
+      spendAlert: spendAlert ? { ...spendAlert } : null,
+      spend: { ...spend },
+    };
+  }
+
+  addLedger(
+    a: MemAccount,
+    kind: LedgerKind,
+    amount: number,
+    change: CreditChange,
+    tool: string | null = null,
+    keyId: string | null = null,
+  ) {
+    a.ledger.push({
+      id: `${this.now()}-${++this.ledgerSeq}`,
+      at: this.now(),
+      kind,
+      amount,
+      balance: a.balance,
+      reason: change.reason,
+      requestId: change.requestId,
+      tool,
+      keyId,
+    });
+    this.ledgerGrew.emit(a.id);
+  }
+
+  topUpAccount(
+    a: MemAccount,
+    kind: TopUpKind,
+    amount: number,
+    change: CreditChange & { rearm?: boolean },
+  ) {
+    applyTopUp(a, amount, change.rearm !== false);
+    this.addLedger(a, kind, amount, change);
+  }
+
+  /** The key's spend in its current budget window (0 without a budget). */
+  budgetSpent(a: MemAccount, key: KeyRecord): number {
+    if (!key.budget) return 0;
+    const spend = a.keySpend.get(key.id);
+    const { start } = controlWindow(this.now(), key.budget.period, this.windows);
+    return spend?.windowStart === start ? spend.credits : 0;
+  }
+}
+
+/** An Idempotency-Key record's id: the key is the account's own. */
+export const idempotencyId = (accountId: string, key: string) => `${accountId}\0${key}`;

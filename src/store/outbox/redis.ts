@@ -1,0 +1,119 @@
+/**
+ * Events on Redis: each account's outbox is a stream (`{acct}:outbox`) the credit scripts append
+ * to in the same step as the change; `outbox:accounts` indexes the accounts with events waiting
+ * (outside any account slot, so it is written beside the scripts); the recent-events log is a
+ * sorted set per account.
+ */
+import { Cluster } from "ioredis";
+import { type EventRecord, parseEventRecord } from "../../events/types.js";
+import { type RedisContext, redisKey } from "../redis-context.js";
+import type { Outbox } from "./index.js";
+
+export function redisOutbox({ redis, call, markOutbox, options }: RedisContext): Outbox {
+  return {
+    async appendEvents(accountId: string, events: EventRecord[]): Promise<void> {
+      if (events.length === 0) return;
+      const tx = redis.multi();
+      for (const e of events) {
+        tx.xadd(
+          redisKey.outbox(accountId),
+          "*",
+          "id",
+          e.id,
+          "event",
+          e.event,
+          "timestamp",
+          e.timestamp,
+          "account_id",
+          e.account_id,
+          "data",
+          JSON.stringify(e.data),
+        );
+      }
+      await call(() => tx.exec());
+      await markOutbox(accountId, events);
+    },
+
+    async readOutbox(accountId: string, limit: number): Promise<EventRecord[]> {
+      const rows = await call(() =>
+        redis.xrange(redisKey.outbox(accountId), "-", "+", "COUNT", limit),
+      );
+      return rows.map(([, fields]) => {
+        const f: Record<string, string> = {};
+        for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
+        return parseEventRecord({
+          id: f.id,
+          event: f.event,
+          timestamp: f.timestamp,
+          account_id: f.account_id,
+          data: JSON.parse(f.data ?? "{}"),
+        });
+      });
+    },
+
+    async ackOutbox(accountId: string, eventIds: string[]): Promise<void> {
+      if (eventIds.length > 0) {
+        const wanted = new Set(eventIds);
+        const rows = await call(() => redis.xrange(redisKey.outbox(accountId), "-", "+"));
+        const streamIds = rows
+          .filter(([, f]) => wanted.has(f[f.indexOf("id") + 1]!))
+          .map(([id]) => id);
+        if (streamIds.length > 0)
+          await call(() => redis.xdel(redisKey.outbox(accountId), ...streamIds));
+      }
+      // Unindex first, then look: an event appended meanwhile is seen here or re-indexes itself.
+      await call(() => redis.srem(redisKey.outboxAccounts(), accountId));
+      if ((await call(() => redis.xlen(redisKey.outbox(accountId)))) > 0)
+        await call(() => redis.sadd(redisKey.outboxAccounts(), accountId));
+    },
+
+    async outboxAccounts(): Promise<string[]> {
+      return call(() => redis.smembers(redisKey.outboxAccounts()));
+    },
+
+    async logEvents(accountId: string, events: EventRecord[], keep: number): Promise<void> {
+      if (events.length === 0) return;
+      // A sorted set of the records: several relays logging the same event add it once.
+      const key = redisKey.events(accountId);
+      const members = events.flatMap((e) => [Date.parse(e.timestamp), JSON.stringify(e)]);
+      await call(() =>
+        redis
+          .multi()
+          .zadd(key, ...members)
+          .zremrangebyrank(key, 0, -(keep + 1))
+          .exec(),
+      );
+    },
+
+    async listEvents(accountId: string, limit: number): Promise<EventRecord[]> {
+      return (await call(() => redis.zrevrange(redisKey.events(accountId), 0, limit - 1))).map(
+        (raw) => parseEventRecord(JSON.parse(raw)),
+      );
+    },
+
+    async rebuildOutboxIndex(): Promise<number> {
+      const prefix = options.keyPrefix;
+      // SCAN walks one server: on a cluster, every master holds its share of the accounts.
+      const servers = redis instanceof Cluster ? redis.nodes("master") : [redis];
+      let found = 0;
+      for (const server of servers) {
+        let cursor = "0";
+        do {
+          // SCAN patterns are not prefixed by ioredis: match the full key.
+          const [next, keys] = await call(() =>
+            server.scan(cursor, "MATCH", `${prefix}{acct_*}:outbox`, "COUNT", 1000),
+          );
+          cursor = next;
+          for (const key of keys) {
+            const accountId = key.slice(prefix.length + 1, key.indexOf("}"));
+            if ((await call(() => redis.xlen(redisKey.outbox(accountId)))) > 0) {
+              await call(() => redis.sadd(redisKey.outboxAccounts(), accountId));
+              found++;
+            }
+          }
+        } while (cursor !== "0");
+      }
+      return found;
+    },
+  };
+}

@@ -1,0 +1,210 @@
+/**
+ * What every Redis part of the store (`<concern>/redis.ts`) shares: the one connection, the key
+ * names, the Lua scripts (src/credits/lua) loaded as commands, and `call`, which gives each command
+ * a deadline and turns a lost or slow connection into StoreUnavailableError (503).
+ */
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { RedisOptions } from "ioredis";
+import { DEPLETED_MESSAGE } from "../events/types.js";
+import { StoreUnavailableError } from "./errors.js";
+import { connectRedis, type RedisConnection, withinDeadline } from "./redis-connection.js";
+import { CALENDAR_WINDOWS, type ControlWindows, type TierLimits } from "./types.js";
+
+/** Every key of one account carries the hash tag `{acct_…}`, so each script touches one cluster slot. */
+export const redisKey = {
+  account: (id: string) => `{${id}}:account`,
+  keyRecord: (id: string, hash: string) => `{${id}}:key:${hash}`,
+  keyList: (id: string) => `{${id}}:keys`,
+  keySpend: (id: string) => `{${id}}:key-spend`,
+  rateLog: (id: string) => `{${id}}:rl`,
+  ledger: (id: string) => `{${id}}:ledger`,
+  operation: (id: string, requestId: string) => `{${id}}:op:${requestId}`,
+  debits: (id: string, slot: number) => `{${id}}:debits:${slot.toString(36)}`,
+  outbox: (id: string) => `{${id}}:outbox`,
+  idempotency: (id: string, key: string) =>
+    `{${id}}:idem:${createHash("sha256").update(key).digest("hex")}`,
+  // Global indexes, outside any account slot: written beside, never inside, an account script.
+  accounts: () => "accounts",
+  email: (email: string) => `email:${email}`,
+  outboxAccounts: () => "outbox:accounts",
+  bucket: (name: string) => `rl:${name}`,
+  setting: (name: string) => `setting:${name}`,
+  webhooks: (ownerId: string) => `{${ownerId}}:webhooks`,
+  customTools: (accountId: string) => `{${accountId}}:custom-tools`,
+  deliveries: (ownerId: string, webhookId: string) => `{${ownerId}}:deliveries:${webhookId}`,
+  events: (id: string) => `{${id}}:events`,
+  session: (id: string, sessionId: string) => `{${id}}:session:${sessionId}`,
+  ssoConnection: (id: string) => `{${id}}:sso`,
+  ssoDomain: (domain: string) => `sso-domain:${domain}`,
+  once: (name: string) => `once:${name}`,
+  sessionEpoch: (id: string) => `{${id}}:session-epoch`,
+  // Payments are not an account's: they share one slot of their own, so a claim is one script.
+  payment: (id: string) => `{payments}:payment:${id}`,
+  paymentServed: (id: string) => `{payments}:served:${id}`,
+  openPayments: () => "{payments}:open",
+  relayerNonce: (name: string) => `{relayers}:nonce:${name}`,
+};
+
+/** The Lua scripts (src/credits/lua/<name>.lua) and how many of their arguments are keys. */
+const KEY_COUNTS = {
+  admit: 7,
+  "top-up": 4,
+  refund: 7,
+  "create-account": 3,
+  "verify-email": 3,
+  "set-tier": 1,
+  "revoke-key": 2,
+  "rate-limit": 1,
+  "idempotency-begin": 1,
+  "webhook-add": 1,
+  "custom-tool-add": 1,
+  "release-lock": 1,
+  "payment-claim": 2,
+  "session-touch": 2,
+  "set-workers": 1,
+  "relayer-nonce": 1,
+  "key-update": 2,
+  "spend-alert": 1,
+} as const;
+export type ScriptName = keyof typeof KEY_COUNTS;
+
+function loadScript(name: string, prelude: string): string {
+  return `${prelude}\n${readFileSync(new URL(`../credits/lua/${name}.lua`, import.meta.url), "utf8")}`;
+}
+
+type ScriptRunner = (keys: string[], args: (string | number)[]) => Promise<unknown>;
+
+/** Defines each script once as a command of the connection (EVALSHA, EVAL on a script cache miss). */
+function defineScripts(redis: RedisConnection): Record<ScriptName, ScriptRunner> {
+  const prelude = `local DEPLETED_MESSAGE = ${JSON.stringify(DEPLETED_MESSAGE)}\n${readFileSync(new URL("../credits/lua/prelude.lua", import.meta.url), "utf8")}`;
+  const run = {} as Record<ScriptName, ScriptRunner>;
+  for (const name of Object.keys(KEY_COUNTS) as ScriptName[]) {
+    const command = `tg_${name.replace("-", "_")}`;
+    redis.defineCommand(command, {
+      numberOfKeys: KEY_COUNTS[name],
+      lua: loadScript(name, prelude),
+    });
+    run[name] = (keys, args) =>
+      (redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[command]!(
+        ...keys,
+        ...args,
+      );
+  }
+  return run;
+}
+
+export interface RedisStoreOptions {
+  url: string;
+  keyPrefix: string;
+  tiers: TierLimits;
+  periodMs: number;
+  /** How long a command may wait for a connection before failing with 503, instead of hanging. */
+  commandTimeoutMs?: number;
+  /** `url` is a node of a Redis Cluster. */
+  cluster?: boolean;
+  /** The windows of key budgets and the spend alert (default: UTC day, calendar month). */
+  controlWindows?: ControlWindows;
+}
+
+/** What each concern's Redis part is built from. */
+export interface RedisContext {
+  readonly redis: RedisConnection;
+  readonly options: RedisStoreOptions;
+  /** The windows of key budgets and the spend alert. */
+  readonly windows: ControlWindows;
+  /** Runs commands: connection-level failures become StoreUnavailableError (503); script errors stay bugs (500). */
+  call<T>(fn: () => Promise<T>): Promise<T>;
+  /** Runs one Lua script (through `call`); a JSON reply comes back parsed. */
+  script<T>(name: ScriptName, keys: string[], args: (string | number)[]): Promise<T>;
+  /** Records that an account has events waiting; a separate command because the index lies outside the account's slot. */
+  markOutbox(accountId: string, events: unknown[]): Promise<void>;
+}
+
+/** Connects (one connection for the whole store) and defines the scripts. */
+export function openRedisContext(options: RedisStoreOptions): RedisContext {
+  const redisOptions: RedisOptions = {
+    keyPrefix: options.keyPrefix,
+    // Fail fast while disconnected: callers get 503 store_unavailable instead of waiting.
+    // The per-command deadline is ours (`call`), not ioredis's `commandTimeout`: see withinDeadline.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
+    lazyConnect: false,
+  };
+  const redis = connectRedis(options.url, options.cluster ?? false, redisOptions);
+  redis.on("error", () => {
+    /* surfaced per command as StoreUnavailableError; ioredis reconnects by itself */
+  });
+  const run = defineScripts(redis);
+  const timeoutMs = options.commandTimeoutMs ?? 2000;
+
+  /**
+   * Until the first connection is made, commands wait for it (bounded); after that a lost
+   * connection fails commands at once, so callers get a quick 503 instead of a hang.
+   */
+  let everReady = false;
+  let firstConnection: Promise<void> | null = null;
+  function waitForFirstConnection(): Promise<void> {
+    firstConnection ??= new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        firstConnection = null;
+        reject(new StoreUnavailableError("Redis is not reachable"));
+      }, timeoutMs);
+      redis.once("ready", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    return firstConnection;
+  }
+
+  async function call<T>(fn: () => Promise<T>): Promise<T> {
+    if (!everReady) {
+      if (redis.status !== "ready") await waitForFirstConnection();
+      everReady = true;
+    } else if (redis.status !== "ready") {
+      // Disconnected after having been connected: fail at once (a cluster client would queue).
+      throw new StoreUnavailableError(`Redis is ${redis.status}`);
+    }
+    try {
+      return await withinDeadline(fn(), timeoutMs);
+    } catch (err) {
+      const message = String((err as Error)?.message ?? err);
+      if (
+        /Stream isn't writeable|Connection is closed|Command timed out|ECONNREFUSED|max retries|enableOfflineQueue|ETIMEDOUT|ECONNRESET/i.test(
+          message,
+        )
+      ) {
+        throw new StoreUnavailableError(message);
+      }
+      throw err;
+    }
+  }
+
+  async function script<T>(
+    name: ScriptName,
+    keys: string[],
+    args: (string | number)[],
+  ): Promise<T> {
+    const raw = await call(() => run[name](keys, args));
+    return (
+      typeof raw === "string" && (raw.startsWith("{") || raw.startsWith("["))
+        ? JSON.parse(raw)
+        : raw
+    ) as T;
+  }
+
+  async function markOutbox(accountId: string, events: unknown[]): Promise<void> {
+    if (events.length > 0) await call(() => redis.sadd(redisKey.outboxAccounts(), accountId));
+  }
+
+  return {
+    redis,
+    options,
+    windows: options.controlWindows ?? CALENDAR_WINDOWS,
+    call,
+    script,
+    markOutbox,
+  };
+}
