@@ -32,7 +32,7 @@ export function createBullQueue(
   redisUrl: string,
   loadAfterMs = 1000,
 ): DeliveryQueue {
-  let opened: Promise<DeliveryQueue> | null = null;
+  let opened: Promise<BullDeliveryQueue> | null = null;
   let closed = false;
   const open = () =>
     (opened ??= import("bullmq").then((bullmq) => {
@@ -46,6 +46,12 @@ export function createBullQueue(
         services.log.error({ err: err.message }, "the webhook delivery queue could not start");
     });
   }, loadAfterMs);
+  // A scrape reads the queue itself (loading it, if a scrape comes first).
+  services.metrics.onScrape(async () => {
+    const counts = await (await open()).jobCounts();
+    for (const [state, n] of Object.entries(counts))
+      services.metrics.queueDepth.set({ queue: `webhooks-${state}` }, n);
+  });
   return {
     async enqueue(jobId, job) {
       await (await open()).enqueue(jobId, job);
@@ -58,12 +64,17 @@ export function createBullQueue(
   };
 }
 
+/** The BullMQ queue once loaded: deliveries, and its job counts for the metrics. */
+interface BullDeliveryQueue extends DeliveryQueue {
+  jobCounts(): Promise<Record<string, number>>;
+}
+
 function openBullQueue(
   { DelayedError, Queue, UnrecoverableError, Worker }: typeof import("bullmq"),
   services: Foundation,
   agent: Agent,
   redisUrl: string,
-): DeliveryQueue {
+): BullDeliveryQueue {
   // BullMQ keeps its own key namespace (it does not support ioredis' keyPrefix). The braces put
   // all of a queue's keys in one cluster slot, as BullMQ's scripts need on a Redis Cluster.
   const prefix = `{${services.config.redisKeyPrefix}bull}`;
@@ -116,12 +127,8 @@ function openBullQueue(
   );
   worker.on("error", (err) => services.log.warn({ err: err.message }, "webhook worker error"));
   queue.on("error", (err) => services.log.warn({ err: err.message }, "webhook queue error"));
-  services.metrics.onScrape(async () => {
-    const counts = await queue.getJobCounts("waiting", "delayed", "active");
-    for (const [state, n] of Object.entries(counts))
-      services.metrics.queueDepth.set({ queue: `webhooks-${state}` }, n);
-  });
   return {
+    jobCounts: () => queue.getJobCounts("waiting", "delayed", "active"),
     async enqueue(jobId, job) {
       await queue.add(job.event, job, { jobId });
     },
