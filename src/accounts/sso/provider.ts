@@ -19,6 +19,7 @@ export const PROVIDER_TIMEOUT_SECONDS = 10;
  */
 let library: typeof oidc | null = null;
 const openidClient = async () => (library ??= await import("openid-client"));
+
 /** What the sign-in asks the provider for: an ID token with the user's e-mail address. */
 const SCOPE = "openid email";
 
