@@ -150,7 +150,10 @@ export async function createServices(
     ? createBullQueue(foundation, deliveryAgent, config.redisUrl)
     : createInProcessQueue(foundation, deliveryAgent);
   started.push({ name: "delivery queue", stop: () => deliveries.close() });
-  const relay = startRelay(foundation, deliveries);
+  // With the books on, the event log holds each event until the exporter has moved it to SQL.
+  const relay = startRelay(foundation, deliveries, {
+    exportsEvents: books !== null,
+  });
   started.push({ name: "relay", stop: () => relay.stop() });
   let payments: Payments | null = null;
   if (config.x402) {

@@ -33,7 +33,7 @@ export async function pageOf<T>(load: Promise<Page<T>>): Promise<Page<T>> {
 const JSON_MAX_ROWS = 100;
 const CSV_MAX_ROWS = 10_000;
 /** How long a usage read waits for the books' database (PGlite starting, PostgreSQL reconnecting) before 503. */
-const BOOKS_WAIT_MS = 5000;
+export const BOOKS_WAIT_MS = 5000;
 
 const usageQuery = z.strictObject({
   limit: z.coerce

@@ -11,7 +11,7 @@ export function memoryCustomTools(state: MemoryState): CustomToolStore {
     return tools;
   }
 
-  const tools: CustomToolStore = {
+  const customToolStore: CustomToolStore = {
     async addCustomTool(tool: CustomToolRecord, cap: number) {
       const tools = customToolsOf(tool.accountId);
       if (tools.has(tool.name)) return "exists" as const;
@@ -27,7 +27,7 @@ export function memoryCustomTools(state: MemoryState): CustomToolStore {
     },
 
     async getCustomToolWithTier(accountId: string, name: string) {
-      const tool = await tools.getCustomTool(accountId, name);
+      const tool = await customToolStore.getCustomTool(accountId, name);
       return tool ? { tool, tier: state.accounts.get(accountId)?.tier ?? null } : null;
     },
 
@@ -41,5 +41,5 @@ export function memoryCustomTools(state: MemoryState): CustomToolStore {
       return customTools.get(accountId)?.delete(name) ?? false;
     },
   };
-  return tools;
+  return customToolStore;
 }
