@@ -11,6 +11,9 @@
  *   BENCH_BASELINE_ENTRY=…   another build's entry (e.g. main's dist/src/main.js) measured in the same run, in
  *                            alternating rounds (BENCH_ROUNDS, default 3): CPU per call, latency added, cold start
  *   BENCH_QR_CALLS=0         skips the qr-code comparison (shorter A/B runs)
+ *   BENCH_WARMUP=2000        calls sent to each process before it is measured (JIT: the optimising
+ *                            compiler's threads count in a process's CPU time, so a short warm-up
+ *                            measures compilation as much as the calls)
  *
  * Also: the CPU time the gateway and the worker each spend per call over the same calls (from
  * /proc/<pid>/stat), throughput with WEB_CONCURRENCY=1 and 2, and the cold start of the compiled
@@ -43,6 +46,7 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 /** Unloaded latency is measured one call at a time, on fewer calls. */
 const LATENCY_CALLS = Math.max(500, Math.floor(CALLS / 10));
 const QR_CALLS = Number(process.env.BENCH_QR_CALLS ?? Math.max(1000, Math.floor(CALLS / 4)));
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 2000);
 const HASH = JSON.stringify({ text: "benchmark payload", algorithm: "sha256" });
 /** A tool that does some work of its own (a 256-pixel PNG), as real tools do: who keeps up with it? */
 const QR = JSON.stringify({
@@ -167,7 +171,7 @@ async function coldStart(
 /** The calls the comparison with a baseline makes: per round and side, the throughput calls, the one-at-a-time calls; and the warm-up. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const BASELINE_CALLS = Math.min(CALLS, 4000);
-const baselineCalls = () => ROUNDS * 2 * (BASELINE_CALLS + 500) + 1000;
+const baselineCalls = () => ROUNDS * 2 * (BASELINE_CALLS + 500) + 2 * WARMUP;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const list = (xs: number[], digits = 0) => xs.map((x) => x.toFixed(digits)).join(" / ");
@@ -201,7 +205,12 @@ async function main() {
       Array.from(
         {
           length: Math.ceil(
-            (2 * CALLS + LATENCY_CALLS + QR_CALLS + 2200 + (baselineEntry ? baselineCalls() : 0)) /
+            (2 * CALLS +
+              LATENCY_CALLS +
+              QR_CALLS +
+              2 * WARMUP +
+              1200 +
+              (baselineEntry ? baselineCalls() : 0)) /
               900,
           ),
         },
@@ -211,8 +220,8 @@ async function main() {
     const keyFor = (i: number) => ({ "x-api-key": accounts[i % accounts.length]!.key });
 
     // Warm both paths (JIT, connections, script cache).
-    await drive(`${workers.url}/tools/hash`, HASH, 500, () => ({}));
-    await drive(`${gateway.url}/v1/tools/hash`, HASH, 500, keyFor);
+    await drive(`${workers.url}/tools/hash`, HASH, WARMUP, () => ({}));
+    await drive(`${gateway.url}/v1/tools/hash`, HASH, WARMUP, keyFor);
     if (QR_CALLS > 0) {
       await drive(`${workers.url}/tools/qr-code`, QR, 100, () => ({}));
       await drive(`${gateway.url}/v1/tools/qr-code`, QR, 100, keyFor);
@@ -323,7 +332,7 @@ async function main() {
     ).catch(() => null);
     if (pair) {
       pair.child.stdout!.resume();
-      await drive(`${pair.url}/v1/tools/hash`, HASH, 500, keyFor);
+      await drive(`${pair.url}/v1/tools/hash`, HASH, WARMUP, keyFor);
       const two = await drive(`${pair.url}/v1/tools/hash`, HASH, CALLS, keyFor);
       await pair.stop();
       console.log(
@@ -405,7 +414,7 @@ async function compareWithBaseline(
   try {
     for (const gw of gateways) {
       gw.child.stdout!.resume();
-      await drive(`${gw.url}/v1/tools/hash`, HASH, 500, keyFor);
+      await drive(`${gw.url}/v1/tools/hash`, HASH, WARMUP, keyFor);
     }
     for (let round = 0; round < rounds; round++) {
       const direct = await drive(`${workers.url}/tools/hash`, HASH, 500, () => ({}), 1);

@@ -1,12 +1,13 @@
 /**
  * `npm run books:check`: proves Σ ledger = balance for every account, reading the books
- * (DATABASE_URL) and, for entries not yet exported, the store (REDIS_URL, REDIS_KEY_PREFIX); and,
+ * (DATABASE_URL) and, for entries not yet exported, the store (REDIS_URL, REDIS_KEY_PREFIX); that
+ * every account event is in the books once; and,
  * with x402 configured (X402_NETWORKS and their RPC URLs, X402_PAY_TO), that the chain's
  * authorized transfers to pay-to and the books' payments are the same (from block
  * BOOKS_CHECK_FROM_BLOCK, default 0, read BOOKS_CHECK_BLOCK_RANGE blocks at a time, default 10,000).
  * Prints one line per mismatch and a summary; exits 1 when anything does not reconcile.
  */
-import { checkBooks } from "../src/books/check.js";
+import { checkBooks, checkEvents } from "../src/books/check.js";
 import { openBooksDatabase } from "../src/books/database.js";
 import { migrate } from "../src/books/migrations.js";
 import { checkPayments, type ChainToCheck } from "../src/books/payments-check.js";
@@ -38,6 +39,12 @@ try {
   process.stdout.write(
     `books:check: ${result.accounts} accounts, ${result.entries} ledger entries, ${result.mismatches.length} mismatches\n`,
   );
+  const events = await checkEvents(db);
+  for (const d of events.duplicates)
+    process.stdout.write(`EVENT DUPLICATE ${d.id}: ${d.rows} rows\n`);
+  process.stdout.write(
+    `books:check: ${events.events} events, ${events.duplicates.length} held more than once\n`,
+  );
   let paymentMismatches = 0;
   if (config.x402) {
     const x402 = config.x402;
@@ -64,7 +71,8 @@ try {
     );
     paymentMismatches = payments.mismatches.length;
   } else process.stderr.write("books:check: x402 not configured: on-chain payments not checked\n");
-  process.exitCode = result.mismatches.length + paymentMismatches > 0 ? 1 : 0;
+  process.exitCode =
+    result.mismatches.length + events.duplicates.length + paymentMismatches > 0 ? 1 : 0;
 } finally {
   await db.close();
   await store.close();

@@ -1,5 +1,4 @@
 import { createMailer } from "./accounts/mailer.js";
-import { startBooks } from "./books/index.js";
 import type { Config } from "./config.js";
 import {
   developmentAccount,
@@ -129,10 +128,16 @@ export async function createServices(
     mailer,
   };
 
-  const books = config.books
-    ? await startBooks(foundation, config.books).catch((err: Error) => {
-        throw new StartupError(`the books database (DATABASE_URL) cannot be used: ${err.message}`);
-      })
+  // The database drivers (pg, PGlite) are loaded only when there are books to keep.
+  const booksConfig = config.books;
+  const books = booksConfig
+    ? await import("./books/index.js")
+        .then(({ startBooks }) => startBooks(foundation, booksConfig))
+        .catch((err: Error) => {
+          throw new StartupError(
+            `the books database (DATABASE_URL) cannot be used: ${err.message}`,
+          );
+        })
     : null;
   if (books) started.push({ name: "books", stop: () => books.stop() });
   else if (config.env === "production")
@@ -145,7 +150,10 @@ export async function createServices(
     ? createBullQueue(foundation, deliveryAgent, config.redisUrl)
     : createInProcessQueue(foundation, deliveryAgent);
   started.push({ name: "delivery queue", stop: () => deliveries.close() });
-  const relay = startRelay(foundation, deliveries);
+  // With the books on, the event log holds each event until the exporter has moved it to SQL.
+  const relay = startRelay(foundation, deliveries, {
+    exportsEvents: books !== null,
+  });
   started.push({ name: "relay", stop: () => relay.stop() });
   let payments: Payments | null = null;
   if (config.x402) {

@@ -81,3 +81,24 @@ export async function heldLedger(store: Store, accountId: string): Promise<Ledge
   } while (cursor);
   return entries;
 }
+
+export interface EventsCheck {
+  events: number;
+  /** Event ids held more than once (under another time or account): each should be in the books once. */
+  duplicates: { id: string; rows: number }[];
+}
+
+/**
+ * Every event is in the books once. The table's key is (account, time, id), so a re-export of an
+ * event is caught by it only because an event's time and account never change; this proves it.
+ */
+export async function checkEvents(db: BooksDatabase): Promise<EventsCheck> {
+  const [total] = await db.query<{ n: string | number }>("SELECT count(*) AS n FROM events");
+  const duplicates = await db.query<{ id: string; rows: string | number }>(
+    "SELECT id, count(*) AS rows FROM events GROUP BY id HAVING count(*) > 1 ORDER BY id",
+  );
+  return {
+    events: Number(total?.n ?? 0),
+    duplicates: duplicates.map((d) => ({ id: d.id, rows: Number(d.rows) })),
+  };
+}

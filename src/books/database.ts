@@ -2,8 +2,7 @@ import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { PGlite } from "@electric-sql/pglite";
-import pg from "pg";
+import type { PGlite } from "@electric-sql/pglite";
 import { BooksUnavailableError } from "./errors.js";
 
 /**
@@ -28,14 +27,20 @@ export async function openBooksDatabase(
   url: string,
   options: { timeoutMs?: number } = {},
 ): Promise<BooksDatabase> {
+  // Each driver is loaded when it is used (this module is also read by code that only queries).
   if (url.startsWith("pglite:"))
     return openPglite(
+      (await import("@electric-sql/pglite")).PGlite,
       url === "pglite://memory" ? undefined : decodeURIComponent(new URL(url).pathname),
     );
-  return openPostgres(url, options.timeoutMs ?? 5000);
+  return openPostgres((await import("pg")).default, url, options.timeoutMs ?? 5000);
 }
 
-function openPostgres(url: string, timeoutMs: number): BooksDatabase {
+function openPostgres(
+  pg: typeof import("pg")["default"],
+  url: string,
+  timeoutMs: number,
+): BooksDatabase {
   const pool = new pg.Pool({
     connectionString: url,
     max: 4,
@@ -84,8 +89,11 @@ function openPostgres(url: string, timeoutMs: number): BooksDatabase {
   };
 }
 
-async function openPglite(dataDir: string | undefined): Promise<BooksDatabase> {
-  const db = dataDir ? await PGlite.create({ dataDir }) : await createInMemory();
+async function openPglite(
+  pglite: typeof PGlite,
+  dataDir: string | undefined,
+): Promise<BooksDatabase> {
+  const db = dataDir ? await pglite.create({ dataDir }) : await createInMemory(pglite);
   // Without parameters a text may hold several statements (a migration): PGlite runs those with `exec`.
   type Runner = Pick<PGlite, "query" | "exec">;
   const run = async <T>(on: Runner, sql: string, params: unknown[] | undefined): Promise<T[]> =>
@@ -128,17 +136,17 @@ export async function insertRows(
  * than loading its result, and runs on the gateway's thread before it listens. Without a usable
  * template, initialise and save one (written aside, then renamed: processes may race).
  */
-async function createInMemory(): Promise<PGlite> {
+async function createInMemory(pglite: typeof PGlite): Promise<PGlite> {
   const version = pgliteVersion();
   const template = join(tmpdir(), `toolgate-pglite-${version}.tgz`);
   if (existsSync(template)) {
     try {
-      return await PGlite.create({ loadDataDir: new Blob([readFileSync(template)]) });
+      return await pglite.create({ loadDataDir: new Blob([readFileSync(template)]) });
     } catch {
       rmSync(template, { force: true }); // unreadable: made again below
     }
   }
-  const db = await PGlite.create();
+  const db = await pglite.create();
   try {
     const dump = await db.dumpDataDir("gzip");
     const aside = `${template}.${process.pid}`;

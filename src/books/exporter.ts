@@ -1,13 +1,15 @@
 import { createHash } from "node:crypto";
 import type { LedgerBacklog, Store } from "../store/types.js";
 import type { BooksDatabase } from "./database.js";
+import { exportEvents } from "./events.js";
 import { insertLedgerEntries } from "./ledger-rows.js";
 import { applyLedgerToRequests } from "./requests.js";
 
 /**
- * Moves ledger entries from the store (Redis streams, or the in-memory store) to the books'
- * database, exactly once: each batch is inserted keyed by (account, entry id) with ON CONFLICT DO
- * NOTHING and committed, and only then trimmed from the store up to its last id. A process that
+ * Moves ledger entries and account events from the store (Redis, or the in-memory store) to the
+ * books' database, exactly once: each batch is inserted keyed by (account, entry id) — an event's
+ * by (account, time, id), see events.ts — with ON CONFLICT DO NOTHING and committed, and only
+ * then trimmed from the store up to its last id (events: forgotten by id). A process that
  * dies between the two leaves the batch in both; the next export inserts nothing and trims it.
  *
  * Every process runs an exporter. Accounts are spread over `shards`; a process exports a shard
@@ -23,8 +25,10 @@ export interface ExporterSettings {
 }
 
 export interface ExportPass {
-  /** Entries newly inserted into the books by this pass. */
+  /** Ledger entries newly inserted into the books by this pass. */
   exported: number;
+  /** Events newly inserted into the books by this pass. */
+  events: number;
   /** Age of the oldest entry still waiting in the store when the pass began (0 when none). */
   lagMs: number;
 }
@@ -59,7 +63,7 @@ export async function exportPass(
   const lagMs = oldest === Infinity ? 0 : Math.max(0, started - oldest);
   onLag(lagMs);
 
-  let exported = 0;
+  const done = { exported: 0, events: 0 };
   for (const [shard, accounts] of byShard) {
     const lease = `books-export:${shard}`;
     const token = await store.acquireLock(lease, settings.leaseMs);
@@ -67,14 +71,23 @@ export async function exportPass(
     const leaseEnds = now() + settings.leaseMs / 2;
     try {
       for (const { accountId } of accounts) {
-        exported += await exportAccount(store, db, accountId, settings.batchSize, leaseEnds, now);
+        const account = await exportAccount(
+          store,
+          db,
+          accountId,
+          settings.batchSize,
+          leaseEnds,
+          now,
+        );
+        done.exported += account.exported;
+        done.events += account.events;
         if (now() > leaseEnds) break; // the next pass takes up the rest under a fresh lease
       }
     } finally {
       await store.releaseLock(lease, token).catch(() => undefined);
     }
   }
-  return { exported, lagMs };
+  return { ...done, lagMs };
 }
 
 async function exportAccount(
@@ -84,11 +97,12 @@ async function exportAccount(
   batchSize: number,
   leaseEnds: number,
   now: () => number,
-): Promise<number> {
+): Promise<{ exported: number; events: number }> {
   let exported = 0;
+  let inserted = 0;
   for (;;) {
     const entries = await store.oldestLedger(accountId, batchSize);
-    if (entries.length === 0) return exported;
+    if (entries.length === 0) break;
     // The calls' request records (from their debits and refunds) in the same transaction.
     exported += await db.transaction(async (query) => {
       const inserted = await insertLedgerEntries(query, accountId, entries);
@@ -97,6 +111,17 @@ async function exportAccount(
     });
     // Committed: only now may the store forget them.
     await store.trimLedger(accountId, entries.at(-1)!.id);
-    if (entries.length < batchSize || now() > leaseEnds) return exported;
+    if (entries.length < batchSize) break;
+    if (now() > leaseEnds) return { exported, events: 0 };
   }
+  // The account's events, the same way: inserted keyed by (account, time, id) and committed,
+  // only then forgotten by the store's event log.
+  for (;;) {
+    const events = await store.oldestLoggedEvents(accountId, batchSize);
+    if (events.length === 0) break;
+    inserted += await exportEvents(db, events);
+    await store.forgetLoggedEvents(accountId, events);
+    if (events.length < batchSize || now() > leaseEnds) break;
+  }
+  return { exported, events: inserted };
 }

@@ -6,16 +6,18 @@ import type { Store } from "../store/types.js";
 import { BooksUnavailableError } from "./errors.js";
 import { openBooksDatabase, type BooksDatabase } from "./database.js";
 import { exportPass } from "./exporter.js";
+import { moveLegacyRequestRecords } from "./legacy-records.js";
 import { migrate } from "./migrations.js";
 import { ensurePartitionsAhead, monthStart, splitDefaultPartitions } from "./partitions.js";
 import { RecordBuffer, type PaymentRow, type RequestRecord } from "./records.js";
 
 /**
- * The books: PostgreSQL (or PGlite) as the system of record for the ledger, request records and
- * payments. The hot path never touches it: calls are admitted and charged in the store (one
- * round trip), and this process's exporter moves what they wrote to the database in the
- * background. The database is opened and migrated in the background too, retried until it
- * answers, so a database that is down (or PGlite still starting) never stops the gateway.
+ * The books: PostgreSQL (or PGlite) as the system of record for the ledger, request records,
+ * account events and payments. The hot path never touches it: calls are admitted and charged
+ * in the store (one round trip), and this process's exporter moves what they wrote to the
+ * database in the background. The database is opened and migrated in the background too,
+ * retried until it answers, so a database that is down (or PGlite still starting) never stops
+ * the gateway.
  */
 export interface Books {
   /** The database once it is open and migrated; null before (nothing can have been exported yet). */
@@ -42,18 +44,27 @@ const RECORD_BUFFER = 50_000;
  * server is opened in the background, retried until it answers.
  */
 export async function startBooks(
-  deps: { store: Store; log: Logger; metrics: Metrics },
+  deps: {
+    store: Store;
+    log: Logger;
+    metrics: Metrics;
+    /** The clock that says which month it is (tests cross a month boundary with their own). */
+    now?: () => number;
+  },
   settings: BooksSettings,
 ): Promise<Books> {
   const { store, log, metrics } = deps;
+  const now = deps.now ?? Date.now;
   const buffer = new RecordBuffer(RECORD_BUFFER);
   let db: BooksDatabase | null = null;
   let stopped = false;
   let lagMs = 0;
-  let lastSuccessAt = Date.now();
+  let lastSuccessAt = now();
   let lastError: { message: string; at: number } | null = null;
   /** The month whose partitions (and the next month's) are known to exist. */
   let partitionsMonth = 0;
+  /** Whether the request records from before migration 003 are known to be all moved. */
+  let legacyMoved = false;
   metrics.onScrape(() => {
     metrics.booksExportLag.set(lagMs / 1000);
     metrics.booksRecordsDropped.set(buffer.dropped);
@@ -63,8 +74,8 @@ export async function startBooks(
     const candidate = await openBooksDatabase(settings.url);
     try {
       const applied = await migrate(candidate);
-      const partitions = await splitDefaultPartitions(candidate);
-      partitionsMonth = monthStart(Date.now());
+      const partitions = await splitDefaultPartitions(candidate, now());
+      partitionsMonth = monthStart(now());
       log.info(
         { database: candidate.kind, migrations_applied: applied, partitions_created: partitions },
         "books database ready",
@@ -87,7 +98,7 @@ export async function startBooks(
             db = opened;
             return;
           } catch (err) {
-            lastError = { message: (err as Error).message, at: Date.now() };
+            lastError = { message: (err as Error).message, at: now() };
             if (attempt === 1 || attempt % 30 === 0)
               log.warn(
                 { err: (err as Error).message },
@@ -100,30 +111,51 @@ export async function startBooks(
 
   const pass = async () => {
     if (!db) return;
-    if (monthStart(Date.now()) !== partitionsMonth) {
+    const month = monthStart(now());
+    if (month !== partitionsMonth) {
       // The month turned: the next one's partitions. Until they exist rows land in the default
       // partition (still written exactly once), so a failure here is logged, not the export's.
-      await ensurePartitionsAhead(db)
-        .then(() => void (partitionsMonth = monthStart(Date.now())))
+      await ensurePartitionsAhead(db, now())
+        .then(() => void (partitionsMonth = month))
         .catch((err: Error) => log.warn({ err: err.message }, "books partitions not created yet"));
+    }
+    if (!legacyMoved) {
+      // Request records from before migration 003, a few batches a pass; once all are moved, their
+      // months are split out of the default partition. A failure here waits for the next pass
+      // and never holds the export back.
+      const opened = db;
+      await moveLegacyRequestRecords(opened, { untilMs: Date.now() + settings.intervalMs / 2 })
+        .then(async (legacy) => {
+          if (legacy.moved > 0 || legacy.dropped) await splitDefaultPartitions(opened, now());
+          legacyMoved = legacy.done;
+        })
+        .catch((err: Error) =>
+          log.warn({ err: err.message }, "old request records not moved yet; retrying"),
+        );
     }
     // A process that does not export (BOOKS_EXPORT=0) still writes its own calls' timings.
     const result = settings.exportEnabled
-      ? await exportPass(store, db, settings, (ms) => {
-          lagMs = ms;
-          metrics.booksExportLag.set(ms / 1000);
-        })
-      : { exported: 0, lagMs: 0 };
+      ? await exportPass(
+          store,
+          db,
+          settings,
+          (ms) => {
+            lagMs = ms;
+            metrics.booksExportLag.set(ms / 1000);
+          },
+          now,
+        )
+      : { exported: 0, events: 0, lagMs: 0 };
     metrics.booksExported.inc(result.exported);
     await buffer.flush(db);
-    lastSuccessAt = Date.now();
-    if (result.exported === 0 && result.lagMs === 0) lagMs = 0;
+    lastSuccessAt = now();
+    if (result.exported === 0 && result.events === 0 && result.lagMs === 0) lagMs = 0;
   };
   const onError = (err: unknown) => {
     const message = (err as Error)?.message ?? String(err);
-    if (!lastError || Date.now() - lastError.at > 30_000)
+    if (!lastError || now() - lastError.at > 30_000)
       log.warn({ err: message }, "books export failed; retrying");
-    lastError = { message, at: Date.now() };
+    lastError = { message, at: now() };
   };
   const loop = every(settings.intervalMs, pass, onError);
 

@@ -28,8 +28,14 @@ export function migrations(): Migration[] {
     }));
 }
 
-/** Applies the migrations not yet applied; returns the versions it applied. */
-export async function migrate(db: BooksDatabase): Promise<number[]> {
+/**
+ * Applies the migrations not yet applied (up to version `through`, when given: a schema as an
+ * older version left it, for tests and benches of later migrations); returns the versions applied.
+ */
+export async function migrate(
+  db: BooksDatabase,
+  options: { through?: number } = {},
+): Promise<number[]> {
   return db.transaction(async (query) => {
     await query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
     await query(
@@ -43,6 +49,7 @@ export async function migrate(db: BooksDatabase): Promise<number[]> {
     const done: number[] = [];
     for (const migration of migrations()) {
       if (applied.has(migration.version)) continue;
+      if (options.through !== undefined && migration.version > options.through) break;
       await query(migration.sql);
       await query("INSERT INTO books_migrations (version, name) VALUES ($1, $2)", [
         migration.version,

@@ -1,10 +1,11 @@
 import type { BooksDatabase } from "./database.js";
 
 /**
- * The books' monthly partitions (migration 003): `ledger_entries` by the stream id's
- * milliseconds, `request_records` by the request id's slot (`minted_at`). Every process creates
- * the current and the next month's partitions at start-up and again when the month turns, so rows
- * normally land in their month; a row for a month with no partition yet lands in the table's
+ * The books' monthly partitions (migrations 003 and 004): `ledger_entries` by the stream id's
+ * milliseconds, `request_records` by the request id's slot (`minted_at`), `events` by the event's
+ * own timestamp, `payments` by their settlement time. Every process creates the current and the
+ * next month's partitions at start-up and again when the month turns, so rows normally land in
+ * their month; a row for a month with no partition yet lands in the table's
  * DEFAULT partition, and creating that month's partition moves such rows into it (PostgreSQL
  * refuses a partition whose range the default still holds rows of). Start-up also splits out
  * every month found in the default partition (after migration 003, all existing rows).
@@ -16,10 +17,10 @@ import type { BooksDatabase } from "./database.js";
 type Query = BooksDatabase["query"];
 
 /** Any constant other than the migrations': the advisory lock taken while creating partitions. */
-const PARTITION_LOCK = 7_402_003;
+export const PARTITION_LOCK = 7_402_003;
 
 interface PartitionedTable {
-  name: "ledger_entries" | "request_records";
+  name: "ledger_entries" | "request_records" | "events" | "payments";
   /** The partition column's bound for a month starting at `ms` (epoch ms, UTC), as SQL. */
   bound: (ms: number) => string;
   /** The first day of each month of rows in the default partition (epoch ms), as SQL. */
@@ -28,6 +29,11 @@ interface PartitionedTable {
   columns: string;
   key: string;
 }
+
+const timestampBound = (ms: number) => `'${new Date(ms).toISOString()}'`;
+const monthsOf = (table: string, column: string) =>
+  `SELECT DISTINCT (extract(epoch FROM date_trunc('month', ${column}, 'UTC')) * 1000)::bigint AS month
+     FROM ${table}_default`;
 
 const TABLES: PartitionedTable[] = [
   {
@@ -41,13 +47,28 @@ const TABLES: PartitionedTable[] = [
   },
   {
     name: "request_records",
-    bound: (ms) => `'${new Date(ms).toISOString()}'`,
+    bound: timestampBound,
     // The ids naming no slot (minted_at = 1970-01-01) stay in the default partition.
     monthsInDefault: `SELECT DISTINCT (extract(epoch FROM date_trunc('month', minted_at, 'UTC')) * 1000)::bigint AS month
                         FROM request_records_default WHERE minted_at > to_timestamp(0)`,
     columns:
       "account_id, request_id, minted_at, at, tool, key_id, status, outcome, latency_ms, charged, refunded",
     key: "minted_at",
+  },
+  {
+    name: "events",
+    bound: timestampBound,
+    monthsInDefault: monthsOf("events", "at"),
+    columns: "account_id, at, id, type, data, exported_at",
+    key: "at",
+  },
+  {
+    name: "payments",
+    bound: timestampBound,
+    monthsInDefault: monthsOf("payments", "settled_at"),
+    columns:
+      "id, account_id, network, payer, value_atomic, credits, type, plan, tx_hash, settled_at",
+    key: "settled_at",
   },
 ];
 

@@ -8,7 +8,8 @@ import { upsertRequestTimings, type RequestTiming } from "./requests.js";
  * writes them in batches (keyed, so a retried batch is written once). A process that dies loses
  * what it had not yet flushed (at most one export interval), and while the database is down a
  * full buffer drops its oldest items (counted). The money — every credit change, payments
- * included — is the ledger, exported exactly once.
+ * included — is the ledger, exported exactly once; and a payment's row is also written from its
+ * `payment.received` event, exported exactly once (events.ts), whichever comes first.
  */
 export type RequestRecord = RequestTiming;
 
@@ -53,19 +54,69 @@ export class RecordBuffer {
   /** Writes what is buffered; what fails to be written stays for the next flush. */
   async flush(db: BooksDatabase): Promise<void> {
     await drainWith(this.requests, (batch) => upsertRequestTimings(db.query, batch));
-    await drain(db, this.payments, "payments", "(id)", (p) => ({
-      id: p.id,
-      account_id: p.accountId,
-      network: p.network,
-      payer: p.payer,
-      value_atomic: p.valueAtomic,
-      credits: p.credits,
-      type: p.type,
-      plan: p.plan,
-      tx_hash: p.txHash,
-      settled_at: new Date(p.settledAt).toISOString(),
-    }));
+    await drainWith(this.payments, (batch) =>
+      db.transaction((query) => insertPayments(query, batch)),
+    );
   }
+}
+
+const PAYMENT_COLUMNS = [
+  "id",
+  "account_id",
+  "network",
+  "payer",
+  "value_atomic",
+  "credits",
+  "type",
+  "plan",
+  "tx_hash",
+  "settled_at",
+] as const;
+
+/**
+ * Inserts payments once per payment id (run in a transaction): the id is claimed in `payment_ids`
+ * first (the unpartitioned table that keeps ids unique, migration 004), and only the ids new
+ * there get their row in the partitioned `payments`. Returns how many were new.
+ */
+export async function insertPayments(
+  query: BooksDatabase["query"],
+  payments: PaymentRow[],
+): Promise<number> {
+  const settledAt = (p: PaymentRow) => new Date(p.settledAt).toISOString();
+  const unique = [...new Map(payments.map((p) => [p.id, p])).values()];
+  if (unique.length === 0) return 0;
+  const params: unknown[] = [];
+  const values = unique.map(
+    (p) => `($${params.push(p.id)}, $${params.push(settledAt(p))}::timestamptz)`,
+  );
+  const claimed = new Set(
+    (
+      await query<{ id: string }>(
+        `INSERT INTO payment_ids (id, settled_at) VALUES ${values.join(", ")} ON CONFLICT (id) DO NOTHING RETURNING id`,
+        params,
+      )
+    ).map((row) => row.id),
+  );
+  const fresh = unique.filter((p) => claimed.has(p.id));
+  await insertRows(
+    query,
+    "payments",
+    PAYMENT_COLUMNS,
+    fresh.map((p) => [
+      p.id,
+      p.accountId,
+      p.network,
+      p.payer,
+      p.valueAtomic,
+      p.credits,
+      p.type,
+      p.plan,
+      p.txHash,
+      settledAt(p),
+    ]),
+    "(id, settled_at)",
+  );
+  return fresh.length;
 }
 
 /** Writes `pending` in batches, removing each batch once it is written. */
@@ -75,18 +126,4 @@ async function drainWith<T>(pending: T[], write: (batch: T[]) => Promise<unknown
     await write(batch);
     pending.splice(0, batch.length);
   }
-}
-
-/** Inserts `pending` in batches (as rows of `table`), skipping rows already there. */
-function drain<T>(
-  db: BooksDatabase,
-  pending: T[],
-  table: string,
-  conflict: string,
-  row: (item: T) => Record<string, unknown>,
-): Promise<void> {
-  return drainWith(pending, (items) => {
-    const batch = items.map(row);
-    return insertRows(db.query, table, Object.keys(batch[0]!), batch.map(Object.values), conflict);
-  });
 }

@@ -170,7 +170,7 @@ export function ssoSignInRoutes(services: Services): Router {
         throw new ApiError("not_found", `No single sign-on is set up for ${given}.`, {
           param: "sso",
         });
-      const checks: AttemptChecks = newAttemptChecks();
+      const checks: AttemptChecks = await newAttemptChecks();
       const target = await withProvider(services, connection, (provider) =>
         authorizationUrl(provider, redirectUri(), checks),
       );

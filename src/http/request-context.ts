@@ -47,7 +47,7 @@ export function requestContext(requestLog: Logger, metrics: Metrics): RequestHan
         {
           request_id: res.locals.requestId,
           method: req.method,
-          path: req.originalUrl.split("?")[0],
+          path: pathOf(req.originalUrl),
           status: res.statusCode,
           duration_ms: seconds * 1000,
           account_id: res.locals.accountId,
@@ -60,6 +60,12 @@ export function requestContext(requestLog: Logger, metrics: Metrics): RequestHan
     next();
   };
 }
+
+/** The path of a request target, without its query string (it can hold tokens). */
+const pathOf = (url: string) => {
+  const query = url.indexOf("?");
+  return query === -1 ? url : url.slice(0, query);
+};
 
 /** A body that is not JSON is refused up front rather than silently ignored. */
 export const requireJsonBody: RequestHandler = (req, _res, next) => {

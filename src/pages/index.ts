@@ -8,7 +8,7 @@ import { renderDocsPage } from "./docs.js";
 import { renderLlmsTxt } from "./llms.js";
 import { sendDocument, sendPage } from "./respond.js";
 import { renderStatusPage, renderStatusRss } from "./status.js";
-import { EXAMPLE_TOOLS, collectToolExamples } from "./tool-examples.js";
+import { collectToolExamples, exampleTools } from "./tool-examples.js";
 import { TRY_IT_SCRIPT } from "./try-it.js";
 
 /**
@@ -53,7 +53,7 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
   const buildDocs = () => {
     const entry = { at: Date.now(), complete: false, html: Promise.resolve("") };
     entry.html = collectToolExamples(services).then((toolAnswers) => {
-      entry.complete = toolAnswers.size === EXAMPLE_TOOLS.length;
+      entry.complete = toolAnswers.size === exampleTools().length;
       return renderDocsPage(openApi(), {
         creditPriceAtomic: services.config.creditPriceAtomic,
         toolAnswers,

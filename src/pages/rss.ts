@@ -1,4 +1,4 @@
-import { XMLBuilder } from "fast-xml-parser";
+import { lazyRequire } from "../lib/lazy-require.js";
 
 /**
  * RSS 2.0 documents (the changelog's and the status page's), built with fast-xml-parser's
@@ -22,12 +22,16 @@ export interface RssChannel {
   items: RssItem[];
 }
 
-const builder = new XMLBuilder({
-  ignoreAttributes: false,
-  attributeNamePrefix: "@_",
-  format: true,
-  suppressEmptyNode: true,
-});
+const xml = lazyRequire<typeof import("fast-xml-parser")>("fast-xml-parser");
+let builder: InstanceType<typeof import("fast-xml-parser").XMLBuilder> | undefined;
+/** Made on the first feed served (the library is loaded then, not at start-up). */
+const xmlBuilder = () =>
+  (builder ??= new (xml().XMLBuilder)({
+    ignoreAttributes: false,
+    attributeNamePrefix: "@_",
+    format: true,
+    suppressEmptyNode: true,
+  }));
 
 /** RFC 822 date, as RSS 2.0 requires: "Sun, 22 Nov 2026 10:00:00 GMT". */
 export const rfc822 = (date: Date): string => date.toUTCString();
@@ -37,7 +41,7 @@ export function renderRss(channel: RssChannel): string {
   const latest = items[0]?.date ?? new Date(0);
   return (
     '<?xml version="1.0" encoding="UTF-8"?>\n' +
-    builder.build({
+    xmlBuilder().build({
       rss: {
         "@_version": "2.0",
         "@_xmlns:atom": "http://www.w3.org/2005/Atom",

@@ -23,10 +23,9 @@ function abbreviate(value: unknown): unknown {
   return value;
 }
 
-/** The tools whose worked example is run for the page. */
-export const EXAMPLE_TOOLS = TOOLS.filter(
-  (tool) => tool.pool === "general" && workedExampleOf(tool) !== undefined,
-);
+/** The tools whose worked example is run for the page (found when the page is first built, not at start-up). */
+export const exampleTools = (): ToolDefinition[] =>
+  TOOLS.filter((tool) => tool.pool === "general" && workedExampleOf(tool) !== undefined);
 
 /** At most this many examples run at once, so building the page never floods the workers. */
 const EXAMPLES_AT_ONCE = 4;
@@ -52,7 +51,7 @@ export async function collectToolExamples(
   timeoutMs = 10_000,
 ): Promise<Map<string, unknown>> {
   const answers = new Map<string, unknown>();
-  const queue = [...EXAMPLE_TOOLS];
+  const queue = exampleTools();
   const runOne = async (tool: ToolDefinition) => {
     for (let attempt = 1; attempt <= 2; attempt++) {
       try {

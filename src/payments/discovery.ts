@@ -1,18 +1,24 @@
-import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
-import {
-  declarePaymentIdentifierExtension,
-  PAYMENT_IDENTIFIER,
-} from "@x402/extensions/payment-identifier";
 import { z } from "zod";
 import { defineRoute } from "../http/route.js";
 import type { Services } from "../services.js";
 import { TOOLS } from "../tools/catalogue/index.js";
 import { publicTools } from "../tools/custom/registry.js";
 import type { ToolDefinition } from "../tools/definition.js";
+import { lazyRequire } from "../lib/lazy-require.js";
 import { atomicPrice, formatUsd } from "../lib/money.js";
 import { jsonSchemasOf } from "../tools/views.js";
 import { PACKS, PLANS } from "./price-list.js";
 import { offerFor } from "./offer.js";
+
+/**
+ * The x402 reference extensions, loaded the first time an offer needs them: only a gateway with
+ * x402 on builds offers, and the library is a measured share of start-up time.
+ */
+const bazaarLibrary =
+  lazyRequire<typeof import("@x402/extensions/bazaar")>("@x402/extensions/bazaar");
+const paymentIdentifierLibrary = lazyRequire<typeof import("@x402/extensions/payment-identifier")>(
+  "@x402/extensions/payment-identifier",
+);
 
 /**
  * How x402 clients and facilitator catalogues find what Toolgate sells: the v2 extensions a paid
@@ -31,9 +37,12 @@ export function toolExtensions(tool: ToolDefinition): Record<string, unknown> {
  * The extensions of an MCP tool's offer: payment-identifier only — bazaar describes an HTTP
  * resource (method, body), which an `mcp://tool/<name>` resource is not.
  */
-export const mcpToolExtensions = (): Record<string, unknown> => ({
-  [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false),
-});
+export const mcpToolExtensions = (): Record<string, unknown> => paymentIdentifierExtension();
+
+const paymentIdentifierExtension = () => {
+  const { PAYMENT_IDENTIFIER, declarePaymentIdentifierExtension } = paymentIdentifierLibrary();
+  return { [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false) };
+};
 
 /** Built once per tool and process: they depend only on the catalogue. */
 const built = new Map<string, Record<string, unknown>>();
@@ -41,7 +50,7 @@ const built = new Map<string, Record<string, unknown>>();
 function buildToolExtensions(tool: ToolDefinition): Record<string, unknown> {
   const { input, output } = jsonSchemasOf(tool);
   const example = ((input as { examples?: Record<string, unknown>[] }).examples ?? [])[0] ?? {};
-  const { bazaar } = declareDiscoveryExtension({
+  const { bazaar } = bazaarLibrary().declareDiscoveryExtension({
     bodyType: "json",
     input: example,
     inputSchema: input,
@@ -56,7 +65,7 @@ function buildToolExtensions(tool: ToolDefinition): Record<string, unknown> {
     properties: { type: { type: "string" }, example: { type: "object", ...output } },
     required: ["type"],
   };
-  return { bazaar, [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false) };
+  return { bazaar, ...paymentIdentifierExtension() };
 }
 
 interface Discovery {

@@ -60,6 +60,8 @@ export class MemoryState {
   readonly accounts = new Map<string, MemAccount>();
   /** By `idempotencyId(account, key)`. */
   readonly idempotency = new Map<string, IdempotencyRecord>();
+  /** Each account's event log, newest first (the outbox's; the ledger backlog looks at it too). */
+  readonly eventLogs = new Map<string, EventRecord[]>();
   /** Emits an account id each time its ledger grows, for `followLedger`. */
   readonly ledgerGrew = new EventEmitter().setMaxListeners(0);
   readonly tiers: TierLimits;

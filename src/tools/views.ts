@@ -1,18 +1,14 @@
 import { z } from "zod";
 import type { ToolDefinition } from "./definition.js";
 import { priceOf } from "./pricing.js";
-import { TOOLS } from "./catalogue/index.js";
 
-/** JSON Schemas are derived from the zod definitions once per process. */
-const schemas = new Map(
-  TOOLS.map((tool) => [
-    tool.name,
-    {
-      input: z.toJSONSchema(tool.input, { io: "input" }),
-      output: z.toJSONSchema(tool.output, { io: "output" }),
-    },
-  ]),
-);
+/**
+ * JSON Schemas are derived from the zod definitions once per process and tool, when first asked
+ * for (the tool list, a page, an x402 offer), not at start-up: deriving all of the catalogue's
+ * took a quarter of the gateway's start-up time, and a keyed call never needs them.
+ */
+type JsonSchemas = NonNullable<ToolDefinition["jsonSchemas"]>;
+const schemas = new WeakMap<ToolDefinition, JsonSchemas>();
 
 /**
  * A JSON Schema without its `$schema` dialect line: OpenAPI 3.1 and MCP state the dialect
@@ -23,8 +19,17 @@ export function withoutDialect<T extends object>(schema: T): Omit<T, "$schema"> 
   return rest;
 }
 
-export function jsonSchemasOf(tool: ToolDefinition) {
-  return tool.jsonSchemas ?? schemas.get(tool.name)!;
+export function jsonSchemasOf(tool: ToolDefinition): JsonSchemas {
+  if (tool.jsonSchemas) return tool.jsonSchemas;
+  let derived = schemas.get(tool);
+  if (!derived) {
+    derived = {
+      input: z.toJSONSchema(tool.input, { io: "input" }),
+      output: z.toJSONSchema(tool.output, { io: "output" }),
+    };
+    schemas.set(tool, derived);
+  }
+  return derived;
 }
 
 const jsonSchema = z.record(z.string(), z.unknown());

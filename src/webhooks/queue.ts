@@ -1,5 +1,4 @@
 import type { Agent } from "node:https";
-import { DelayedError, Queue, UnrecoverableError, Worker } from "bullmq";
 import type { Foundation } from "../services.js";
 import { connectRedis } from "../store/redis-connection.js";
 import {
@@ -22,11 +21,60 @@ export interface DeliveryQueue {
 
 const QUEUE_NAME = "webhook-deliveries";
 
+/**
+ * BullMQ (a fifth of the gateway's start-up CPU) is loaded once the gateway is up, not before it
+ * can answer: `loadAfterMs` after this call, or at the first delivery queued, whichever comes
+ * first. The queue's methods wait for it; jobs left by an earlier run are taken up then.
+ */
 export function createBullQueue(
   services: Foundation,
   agent: Agent,
   redisUrl: string,
+  loadAfterMs = 1000,
 ): DeliveryQueue {
+  let opened: Promise<BullDeliveryQueue> | null = null;
+  let closed = false;
+  const open = () =>
+    (opened ??= import("bullmq").then((bullmq) => {
+      if (closed) throw new Error("the webhook delivery queue is closed");
+      return openBullQueue(bullmq, services, agent, redisUrl);
+    }));
+  const timer = setTimeout(() => {
+    // Nothing waits on it until a delivery is queued: a failure is logged here and met again there.
+    open().catch((err: Error) => {
+      if (!closed)
+        services.log.error({ err: err.message }, "the webhook delivery queue could not start");
+    });
+  }, loadAfterMs);
+  // A scrape reads the queue itself (loading it, if a scrape comes first).
+  services.metrics.onScrape(async () => {
+    const counts = await (await open()).jobCounts();
+    for (const [state, n] of Object.entries(counts))
+      services.metrics.queueDepth.set({ queue: `webhooks-${state}` }, n);
+  });
+  return {
+    async enqueue(jobId, job) {
+      await (await open()).enqueue(jobId, job);
+    },
+    async close() {
+      closed = true;
+      clearTimeout(timer);
+      await (await opened?.catch(() => null))?.close();
+    },
+  };
+}
+
+/** The BullMQ queue once loaded: deliveries, and its job counts for the metrics. */
+interface BullDeliveryQueue extends DeliveryQueue {
+  jobCounts(): Promise<Record<string, number>>;
+}
+
+function openBullQueue(
+  { DelayedError, Queue, UnrecoverableError, Worker }: typeof import("bullmq"),
+  services: Foundation,
+  agent: Agent,
+  redisUrl: string,
+): BullDeliveryQueue {
   // BullMQ keeps its own key namespace (it does not support ioredis' keyPrefix). The braces put
   // all of a queue's keys in one cluster slot, as BullMQ's scripts need on a Redis Cluster.
   const prefix = `{${services.config.redisKeyPrefix}bull}`;
@@ -79,12 +127,8 @@ export function createBullQueue(
   );
   worker.on("error", (err) => services.log.warn({ err: err.message }, "webhook worker error"));
   queue.on("error", (err) => services.log.warn({ err: err.message }, "webhook queue error"));
-  services.metrics.onScrape(async () => {
-    const counts = await queue.getJobCounts("waiting", "delayed", "active");
-    for (const [state, n] of Object.entries(counts))
-      services.metrics.queueDepth.set({ queue: `webhooks-${state}` }, n);
-  });
   return {
+    jobCounts: () => queue.getJobCounts("waiting", "delayed", "active"),
     async enqueue(jobId, job) {
       await queue.add(job.event, job, { jobId });
     },

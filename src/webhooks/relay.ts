@@ -7,7 +7,7 @@ import type { DeliveryQueue } from "./queue.js";
 import type { DeliveryJob } from "./types.js";
 
 export const PLATFORM_OWNER = "platform";
-/** How many recent events each account's event log keeps (GET /api/v1/events). */
+/** How many recent events each account's event log keeps without the books (GET /api/v1/events). */
 const EVENT_LOG_LENGTH = 1000;
 
 /** The envelope, serialised once: the bytes every attempt sends and signs. */
@@ -37,12 +37,17 @@ export function jobFor(webhook: WebhookRecord, event: EventRecord): DeliveryJob 
  * which the queue keeps once — so a crash between enqueue and acknowledge duplicates nothing.
  * Account events go to the account's subscribed webhooks while its tier has webhooks (Pro and
  * up); every event also goes to the platform webhooks subscribed to it (agent.registered above all).
+ *
+ * Each event handed on is logged in the account's event log: with the books on (`exportsEvents`)
+ * every one is kept there until the books exporter has moved it to PostgreSQL (src/books/events.ts);
+ * without them the log keeps the last EVENT_LOG_LENGTH.
  */
 export function startRelay(
   services: Foundation,
   queue: DeliveryQueue,
-  intervalMs = 200,
+  options: { exportsEvents: boolean; intervalMs?: number },
 ): { stop(): Promise<void> } {
+  const keep = options.exportsEvents ? null : EVENT_LOG_LENGTH;
   // First, re-index outboxes a crashed process may have left unindexed.
   let ready: Promise<void> | null = services.store
     .rebuildOutboxIndex()
@@ -72,14 +77,14 @@ export function startRelay(
             await queue.enqueue(`${event.id}_${webhook.id}`, jobFor(webhook, event));
         }
       }
-      await services.store.logEvents(accountId, events, EVENT_LOG_LENGTH);
+      await services.store.logEvents(accountId, events, keep);
       await services.store.ackOutbox(
         accountId,
         events.map((e) => e.id),
       );
     }
   };
-  return every(intervalMs, tick, (err) =>
+  return every(options.intervalMs ?? 200, tick, (err) =>
     services.log.warn({ err: String(err) }, "webhook relay tick failed; retrying"),
   );
 }

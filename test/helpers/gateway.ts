@@ -243,6 +243,19 @@ export const callTool = (
   headers: Record<string, string> = {},
 ) => call(`${url}/v1/tools/${name}`, { method: "POST", key, body, headers });
 
+/** Every item of a paged account list (`url` with its query), following `next_cursor` to the end. */
+export async function everyPage<T>(url: string, key: string): Promise<T[]> {
+  const items: T[] = [];
+  let cursor: string | null = null;
+  do {
+    const res = await call(`${url}${cursor ? `&cursor=${cursor}` : ""}`, { key });
+    if (res.status !== 200) throw new Error(`${url}: ${res.status} ${JSON.stringify(res.body)}`);
+    items.push(...res.body.data);
+    cursor = res.body.next_cursor;
+  } while (cursor);
+  return items;
+}
+
 /** The account's events once the relay has handed `count` of them on (polls; the relay runs every 200 ms). */
 export async function eventsOf(
   store: Store,

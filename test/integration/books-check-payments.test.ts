@@ -2,6 +2,8 @@ import { spawnSync } from "node:child_process";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { anvilAccount } from "../../chain-fixtures/chain.js";
 import { call, signUp, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { paymentOf } from "../../src/books/events.js";
+import { parseEventRecord } from "../../src/events/types.js";
 import { freshDatabase, sql } from "../helpers/postgres.js";
 import { REDIS_URL } from "../helpers/redis.js";
 import { PAY_TO, signAuthorization, startChains, v1Header } from "../helpers/x402.js";
@@ -73,7 +75,67 @@ it("proves on-chain transfers to pay-to equal the credited payments, and reports
     await new Promise((r) => setTimeout(r, 100));
   }
 
+  // Each payment's payment.received event is in the books too, once, naming the payment.
+  for (let i = 0; ; i++) {
+    const events = await sql<{ payment: string; n: number }>(
+      database,
+      `SELECT data->>'payment_session_id' AS payment, count(*)::int AS n FROM events
+        WHERE type = 'payment.received' GROUP BY 1 ORDER BY 1`,
+    );
+    const payments = await sql<{ id: string }>(database, "SELECT id FROM payments ORDER BY id");
+    if (events.length === 3) {
+      expect(events).toEqual(payments.map((p) => ({ payment: p.id, n: 1 })));
+      break;
+    }
+    if (i > 100) throw new Error(`payment events in the books: ${events.length}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  // The row a payment.received event describes (what the export writes, should the crediting
+  // process die before its own row is flushed) is the payment as it was credited.
+  const rows = await sql<Record<string, unknown>>(
+    database,
+    `SELECT id, account_id AS "accountId", network, lower(payer) AS payer, value_atomic::text AS "valueAtomic",
+            credits::int AS credits, type, plan, tx_hash AS "txHash" FROM payments ORDER BY id`,
+  );
+  const described = (
+    await sql<{
+      id: string;
+      type: string;
+      at: Date;
+      account_id: string;
+      data: object;
+    }>(
+      database,
+      "SELECT id, type, at, account_id, data FROM events WHERE type = 'payment.received'",
+    )
+  )
+    .map((e) =>
+      paymentOf(
+        parseEventRecord({
+          id: e.id,
+          event: e.type,
+          timestamp: e.at.toISOString(),
+          account_id: e.account_id,
+          data: e.data,
+        }),
+      ),
+    )
+    .map((p) => ({
+      ...p,
+      txHash: p!.txHash?.toLowerCase(),
+      settledAt: undefined,
+    }))
+    .sort((a, b) => (a.id! < b.id! ? -1 : 1));
+  expect(described).toEqual(
+    rows.map((r) => ({
+      ...r,
+      txHash: String(r.txHash).toLowerCase(),
+      settledAt: undefined,
+    })),
+  );
+
   const clean = booksCheck();
+  expect(clean.stdout).toMatch(/books:check: \d+ events, 0 held more than once/);
   expect(clean.stdout).toContain(
     "books:check: 3 payments, 3 authorized transfers to pay-to on base-sepolia, polygon-amoy, 0 mismatches",
   );

@@ -13,6 +13,7 @@ import {
   callTool,
   dropPrefix,
   fundedAccount,
+  signUp,
   spawnGateway,
   uniquePrefix,
   type GatewayProcess,
@@ -23,8 +24,8 @@ import { REDIS_URL } from "../helpers/redis.js";
 /**
  * Exactly once across crashes: one gateway process serves calls (exporting nothing), another
  * exports them to PostgreSQL in small batches and is SIGKILLed twice in the middle of its work,
- * under load; the test's own exporter finishes. The books then hold every entry once, each call's
- * request record once, and each account's entries sum to its balance — checked here and by `npm run books:check`, a real child process.
+ * under load (calls, and sign-ups, each an account event); the test's own exporter finishes. The
+ * books then hold every entry once, every event once, each call's request record once, and each account's entries sum to its balance — checked here and by `npm run books:check`, a real child process.
  */
 const prefix = uniquePrefix("books-crash");
 let database: string;
@@ -82,7 +83,7 @@ async function until(what: string, ok: () => Promise<boolean>, ms = 60_000): Pro
   }
 }
 
-it("exports every entry exactly once although the exporting process is SIGKILLed mid-export, twice, under load", async () => {
+it("exports every entry and every event exactly once although the exporting process is SIGKILLed mid-export, twice, under load", async () => {
   const accounts = await Promise.all(
     Array.from({ length: 4 }, () => fundedAccount(serving.url, 5000, "business")),
   );
@@ -96,6 +97,16 @@ it("exports every entry exactly once although the exporting process is SIGKILLed
       else failures.push(res.status);
     }
   });
+  // Events under load too: each sign-up is an account with its grant and its agent.registered.
+  const signedUp: string[] = [];
+  clients.push(
+    (async () => {
+      while (load && signedUp.length < 200) {
+        signedUp.push((await signUp(serving.url)).accountId);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })(),
+  );
   try {
     await new Promise((r) => setTimeout(r, 1500)); // a backlog to export
     const overlaps: number[] = [];
@@ -121,12 +132,34 @@ it("exports every entry exactly once although the exporting process is SIGKILLed
   }
   expect(failures).toEqual([]);
   // The rest is exported by this process's own exporter, once the dead one's lease has run out.
-  const expected = [...ok.values()].reduce((n, v) => n + v, 0) + 2 * accounts.length;
+  const expected =
+    [...ok.values()].reduce((n, v) => n + v, 0) + 2 * accounts.length + signedUp.length;
+  const everyAccount = [...accounts.map((a) => a.accountId), ...signedUp];
   await until("the export to catch up", async () => {
     await exportPass(store, db, { batchSize: 500, leaseMs: 1500, shards: 2 }, () => undefined);
-    return (await store.ledgerBacklog({ limit: 100 })).items.length === 0;
+    // Every account's agent.registered has been handed on by a relay (logged), and exported.
+    const relayed = await sql<{ n: number }>(
+      database,
+      "SELECT count(*)::int AS n FROM events WHERE type = 'agent.registered'",
+    );
+    return (
+      relayed[0]!.n >= everyAccount.length &&
+      (await store.ledgerBacklog({ limit: 1000 })).items.length === 0
+    );
   });
   expect(await exportedCount()).toBe(expected);
+  // Each account's sign-up event, once (and no other event: no call ran an account low).
+  const events = await sql<{ account_id: string; type: string; n: number }>(
+    database,
+    "SELECT account_id, type, count(*)::int AS n FROM events GROUP BY 1, 2 ORDER BY 1",
+  );
+  expect(events).toEqual(
+    everyAccount.sort().map((account_id) => ({ account_id, type: "agent.registered", n: 1 })),
+  );
+  process.stdout.write(
+    `books export crash test: ${expected} ledger entries and ${events.length} events exported once (${signedUp.length} sign-ups under load)
+`,
+  );
 
   for (const account of accounts) {
     const [row] = await sql<{ n: number; requests: number; sum: number }>(
@@ -169,7 +202,8 @@ it("exports every entry exactly once although the exporting process is SIGKILLed
   });
   expect([check.status, check.stdout.trim()]).toEqual([
     0,
-    `books:check: ${accounts.length} accounts, ${expected} ledger entries, 0 mismatches`,
+    `books:check: ${everyAccount.length} accounts, ${expected} ledger entries, 0 mismatches\n` +
+      `books:check: ${everyAccount.length} events, 0 held more than once`,
   ]);
 }, 240_000);
 

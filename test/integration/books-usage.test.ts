@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   call,
   callTool,
+  everyPage,
   fundedAccount,
   startGateway,
   type TestGateway,
@@ -80,20 +81,7 @@ describe.each([
     }
     throw new Error("the export did not catch up in 30 s");
   };
-  const all = async (query: string) => {
-    const entries: Entry[] = [];
-    let cursor: string | null = null;
-    do {
-      const res = await call(
-        `${gw.url}/api/v1/usage?limit=2${query}${cursor ? `&cursor=${cursor}` : ""}`,
-        { key },
-      );
-      expect(res.status).toBe(200);
-      entries.push(...res.body.data);
-      cursor = res.body.next_cursor;
-    } while (cursor);
-    return entries;
-  };
+  const all = (query: string) => everyPage<Entry>(`${gw.url}/api/v1/usage?limit=2${query}`, key);
   const shape = (entries: Entry[]) =>
     entries.map(({ kind, amount, tool, key_id }) => ({ kind, amount, tool, key_id }));
 

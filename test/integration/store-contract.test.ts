@@ -829,6 +829,45 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect((await store.listEvents(a.id, 10)).map((e) => e.id)).toEqual([second.id, first.id]);
   });
 
+  it("keeps every logged event for the books exporter, oldest first, until it forgets the ones it exported", async () => {
+    const a = await account();
+    const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s));
+    const events = [1, 2, 2, 3].map((s) =>
+      eventRecord(
+        newEventId(),
+        "tool.error",
+        a.id,
+        { tool_name: `t${s}`, credits_charged: 0 },
+        at(s),
+      ),
+    );
+    await store.logEvents(a.id, events.slice(0, 3), null);
+    await store.logEvents(a.id, events.slice(3), null);
+    const oldest = await store.oldestLoggedEvents(a.id, 2);
+    expect(oldest.map((e) => e.data.tool_name)).toEqual(["t1", "t2"]);
+    // The backlog names the account, from its oldest logged event.
+    const backlog = async () => {
+      for (let cursor: string | undefined; ; ) {
+        const page = await store.ledgerBacklog({ cursor, limit: 100 });
+        const mine = page.items.find((b) => b.accountId === a.id);
+        if (mine || !page.nextCursor) return mine;
+        cursor = page.nextCursor;
+      }
+    };
+    expect((await backlog())?.oldestAt).toBeLessThanOrEqual(at(1).getTime());
+    // Forgetting the exported ones leaves the rest (the other event of the same second too).
+    await store.forgetLoggedEvents(a.id, oldest);
+    const rest = await store.oldestLoggedEvents(a.id, 10);
+    expect(rest.map((e) => e.id).sort()).toEqual(
+      events
+        .map((e) => e.id)
+        .filter((id) => !oldest.some((o) => o.id === id))
+        .sort(),
+    );
+    await store.forgetLoggedEvents(a.id, rest);
+    expect(await store.listEvents(a.id, 10)).toEqual([]);
+  });
+
   it("applies a plan for a period, extends it on renewal, and falls back to Free when it ends unpaid", async () => {
     const a = await account(0, "free");
     const plan = { tier: "starter", periodMs: 400 };

@@ -104,3 +104,20 @@ def test_analytics_count_the_calls_per_tool_and_refuse_a_reversed_range(gateway,
     with pytest.raises(ToolgateError) as caught:
         client.usage.analytics(from_="2026-01-02T00:00:00Z", to="2026-01-01T00:00:00Z")
     assert (caught.value.status, caught.value.code) == (400, "invalid_range")
+
+
+def test_events_filter_by_type_and_page_with_a_cursor(gateway):
+    _, key = gateway.new_account("pro", 25)
+    client = Toolgate(api_key=key, base_url=gateway.base_url)
+    for i in range(25):  # sign-up's 25 credits: credits.low below 5, then credits.depleted at 0
+        client.tools.call("hash", {"text": f"e{i}"})
+    deadline = time.monotonic() + 20
+    while len(client.account.events()) < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)  # the webhook relay logs an event shortly after the call that caused it
+    [depleted] = client.account.events(type="credits.depleted")
+    assert depleted.event == "credits.depleted" and depleted.data["credits_remaining"] == 0
+    first = client.account.events_page(limit=1)
+    assert [e.event for e in first.data] == ["credits.depleted"] and first.next_cursor
+    rest = client.account.events_page(limit=10, cursor=first.next_cursor)
+    assert [e.event for e in rest.data] == ["credits.low", "agent.registered"] and rest.next_cursor is None
+    assert client.account.events(from_="2999-01-01T00:00:00Z") == []

@@ -37,6 +37,12 @@ type JsonBody<O> = O extends { requestBody?: { content: { "application/json": in
 export type ResponseOf<K extends keyof operations> = Json200<operations[K]>;
 /** The JSON body an operation takes, by its operationId. */
 export type BodyOf<K extends keyof operations> = JsonBody<operations[K]>;
+/** The query parameters an operation takes, by its operationId. */
+export type QueryOf<K extends keyof operations> = operations[K] extends {
+  parameters: { query?: infer Q };
+}
+  ? NonNullable<Q>
+  : never;
 
 export type ToolDescription = ResponseOf<"getName">;
 export type ToolList = ResponseOf<"get">;

@@ -1,4 +1,3 @@
-import Papa from "papaparse";
 import { z } from "zod";
 import {
   accountAnalytics,
@@ -9,7 +8,11 @@ import {
 } from "../../books/analytics.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
+import { lazyRequire } from "../../lib/lazy-require.js";
 import { requireFeature } from "../tiers.js";
+
+/** The CSV writer, loaded on the first CSV export. */
+const papa = lazyRequire<typeof import("papaparse")>("papaparse");
 
 /**
  * GET /api/v1/analytics (Pro and Business): the account's calls per UTC hour or day — and per
@@ -145,7 +148,7 @@ export const analytics = defineRoute({
       return {
         text: {
           contentType: "text/csv; charset=utf-8",
-          body: `${Papa.unparse({
+          body: `${papa().unparse({
             fields: [...CSV_COLUMNS],
             data: data.map((row) => CSV_COLUMNS.map((column) => row[column] ?? "")),
           })}\r\n`,

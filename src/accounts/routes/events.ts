@@ -1,20 +1,51 @@
 import { z } from "zod";
-import { eventRecordSchema } from "../../events/types.js";
+import { eventsPage } from "../../books/events.js";
+import { EVENT_TYPES, eventRecordSchema, type EventType } from "../../events/types.js";
 import { defineRoute } from "../../http/route.js";
+import { listOf } from "../views.js";
+import { BOOKS_WAIT_MS, pageOf } from "./usage.js";
 
 export const listEvents = defineRoute({
   method: "get",
   path: "/events",
   summary:
-    "The account's recent events (the last 1,000), newest first, as they were handed to webhook delivery.",
+    "The account's events, newest first, paginated (keyset: next_cursor); filter by type and time. Read from the books (PostgreSQL) merged with the events not yet exported; without the books, the last 1,000.",
   auth: "key",
-  query: z.strictObject({ limit: z.coerce.number().int().min(1).max(1000).default(100) }),
-  response: z.object({
-    object: z.literal("list"),
-    data: z.array(eventRecordSchema.omit({ account_id: true })),
+  query: z.strictObject({
+    limit: z.coerce.number().int().min(1).max(1000).default(100),
+    cursor: z.string().max(80).optional().describe("The next_cursor of the previous page."),
+    type: z
+      .enum(EVENT_TYPES as [EventType, ...EventType[]])
+      .optional()
+      .describe("Only events of this type."),
+    from: z.iso
+      .datetime({ offset: true })
+      .optional()
+      .describe("Events at or after this time (ISO 8601)."),
+    to: z.iso.datetime({ offset: true }).optional().describe("Events before this time (ISO 8601)."),
   }),
+  response: listOf(eventRecordSchema.omit({ account_id: true })),
   async handler({ services, caller, query }) {
-    const events = await services.store.listEvents(caller.account.id, query.limit);
-    return { body: { object: "list", data: events.map(({ account_id: _, ...e }) => e) } };
+    const db = services.books ? await services.books.ready(BOOKS_WAIT_MS) : null;
+    const page = await pageOf(
+      eventsPage(
+        services.store,
+        db,
+        caller.account.id,
+        {
+          type: query.type,
+          from: query.from === undefined ? undefined : Date.parse(query.from),
+          to: query.to === undefined ? undefined : Date.parse(query.to),
+        },
+        { cursor: query.cursor, limit: query.limit },
+      ),
+    );
+    return {
+      body: {
+        object: "list",
+        data: page.items.map(({ account_id: _, ...e }) => e),
+        next_cursor: page.nextCursor,
+      },
+    };
   },
 });

@@ -1,10 +1,13 @@
-import Papa from "papaparse";
 import { z } from "zod";
 import { usagePage } from "../../books/usage.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
+import { lazyRequire } from "../../lib/lazy-require.js";
 import { InvalidCursorError, LEDGER_KINDS, type Page } from "../../store/types.js";
 import { ledgerEntryView, ledgerEntryViewSchema, listOf } from "../views.js";
+
+/** The CSV writer, loaded on the first CSV export. */
+const papa = lazyRequire<typeof import("papaparse")>("papaparse");
 
 export const pageQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).default(50),
@@ -30,7 +33,7 @@ export async function pageOf<T>(load: Promise<Page<T>>): Promise<Page<T>> {
 const JSON_MAX_ROWS = 100;
 const CSV_MAX_ROWS = 10_000;
 /** How long a usage read waits for the books' database (PGlite starting, PostgreSQL reconnecting) before 503. */
-const BOOKS_WAIT_MS = 5000;
+export const BOOKS_WAIT_MS = 5000;
 
 const usageQuery = z.strictObject({
   limit: z.coerce
@@ -94,7 +97,7 @@ export const usage = defineRoute({
     );
     const data = page.items.map(ledgerEntryView);
     if (csv) {
-      const body = Papa.unparse({
+      const body = papa().unparse({
         fields: [...CSV_COLUMNS],
         data: data.map((e) => CSV_COLUMNS.map((column) => e[column] ?? "")),
       });

@@ -1,4 +1,4 @@
-import { Agent, fetch as undiciFetch } from "undici";
+import { lazyRequire } from "../../lib/lazy-require.js";
 import { literalHostReason } from "../../tools/custom/target.js";
 import { guardedLookup } from "../../webhooks/ssrf.js";
 
@@ -23,7 +23,11 @@ export interface ProviderFetch {
   close(): Promise<void>;
 }
 
+/** undici, loaded by the first sign-on step (see provider.ts). */
+const undici = lazyRequire<typeof import("undici")>("undici");
+
 export function providerFetch(allowPrivate: boolean): ProviderFetch {
+  const { Agent, fetch: undiciFetch } = undici();
   const dispatcher = new Agent({
     connect: { lookup: guardedLookup(allowPrivate) as never, timeout: 10_000 },
   });

@@ -1,4 +1,4 @@
-import * as oidc from "openid-client";
+import type * as oidc from "openid-client";
 import { ProviderUnreachableError, providerFetch } from "./provider-fetch.js";
 
 /**
@@ -11,6 +11,15 @@ import { ProviderUnreachableError, providerFetch } from "./provider-fetch.js";
  * Every request goes through `providerFetch` (the SSRF guard).
  */
 export const PROVIDER_TIMEOUT_SECONDS = 10;
+
+/**
+ * openid-client (and through providerFetch, undici) is loaded by the first sign-on step, not at
+ * start-up: most gateways never use single sign-on. Kept once loaded, so `providerFailure` can
+ * recognise the library's errors (none can exist before it is loaded).
+ */
+let library: typeof oidc | null = null;
+const openidClient = async () => (library ??= await import("openid-client"));
+
 /** What the sign-in asks the provider for: an ID token with the user's e-mail address. */
 const SCOPE = "openid email";
 
@@ -33,16 +42,20 @@ export interface AttemptChecks {
   codeVerifier: string;
 }
 
-export const newAttemptChecks = (): AttemptChecks => ({
-  state: oidc.randomState(),
-  nonce: oidc.randomNonce(),
-  codeVerifier: oidc.randomPKCECodeVerifier(),
-});
+export const newAttemptChecks = async (): Promise<AttemptChecks> => {
+  const oidc = await openidClient();
+  return {
+    state: oidc.randomState(),
+    nonce: oidc.randomNonce(),
+    codeVerifier: oidc.randomPKCECodeVerifier(),
+  };
+};
 
 export async function discoverProvider(
   client: ProviderClient,
   allowPrivate: boolean,
 ): Promise<DiscoveredProvider> {
+  const oidc = await openidClient();
   const http = providerFetch(allowPrivate);
   const fetch = http.fetch as unknown as oidc.CustomFetch;
   try {
@@ -78,6 +91,7 @@ export async function authorizationUrl(
   redirectUri: string,
   checks: AttemptChecks,
 ): Promise<URL> {
+  const oidc = await openidClient();
   return oidc.buildAuthorizationUrl(provider.config, {
     redirect_uri: redirectUri,
     scope: SCOPE,
@@ -107,6 +121,7 @@ export async function redeemCallback(
   callbackUrl: URL,
   checks: AttemptChecks,
 ): Promise<SignedInUser> {
+  const oidc = await openidClient();
   const tokens = await oidc.authorizationCodeGrant(provider.config, callbackUrl, {
     expectedState: checks.state,
     expectedNonce: checks.nonce,
@@ -135,6 +150,8 @@ export function providerFailure(err: unknown): { unreachable: boolean; reason: s
   for (let e: unknown = err; e instanceof Error; e = e.cause) {
     if (e instanceof ProviderUnreachableError) return { unreachable: true, reason: e.message };
   }
+  const oidc = library;
+  if (!oidc) return null;
   if (err instanceof oidc.AuthorizationResponseError || err instanceof oidc.ResponseBodyError) {
     const description = err.error_description ? ` (${err.error_description})` : "";
     return { unreachable: false, reason: `the provider answered ${err.error}${description}` };

@@ -9,43 +9,57 @@
 --                   partition. Both writers (the exporter, the serving process) know the id.
 -- Month partitions are created ahead by the processes (src/books/partitions.ts); a row whose month
 -- has none yet lands in the DEFAULT partition, and creating the month's partition moves it out.
--- Here: new partitioned tables, the rows copied, the names swapped, in the migration's one
--- transaction; everything lands in the default partition until the process splits it by month.
+-- ledger_entries keeps its primary key, so the existing table becomes the new one's DEFAULT
+-- partition as it is: attached, not copied. With no other partition yet, attaching a default one
+-- checks no row, and its primary key and indexes, equal to the new table's, are adopted as the
+-- partitioned indexes' own, so nothing is built either: this step takes a moment however large
+-- the table. The processes then split the default partition into months (src/books/partitions.ts),
+-- one transaction per month. request_records needs a new key column (minted_at) computed for every
+-- row, so its rows are copied, but not here: in batches after start-up (below).
 
 CREATE TABLE ledger_entries_partitioned (
   LIKE ledger_entries INCLUDING DEFAULTS INCLUDING CONSTRAINTS,
   PRIMARY KEY (account_id, entry_ms, entry_seq)
 ) PARTITION BY RANGE (entry_ms);
-CREATE TABLE ledger_entries_default PARTITION OF ledger_entries_partitioned DEFAULT;
-INSERT INTO ledger_entries_partitioned SELECT * FROM ledger_entries;
-DROP TABLE ledger_entries;
+ALTER TABLE ledger_entries RENAME TO ledger_entries_default;
+ALTER INDEX ledger_entries_pkey RENAME TO ledger_entries_default_pkey;
+ALTER INDEX ledger_entries_account_at RENAME TO ledger_entries_default_account_at;
+ALTER INDEX ledger_entries_account_tool RENAME TO ledger_entries_default_account_tool;
+ALTER INDEX ledger_entries_account_key RENAME TO ledger_entries_default_account_key;
+ALTER TABLE ledger_entries_partitioned ATTACH PARTITION ledger_entries_default DEFAULT;
 ALTER TABLE ledger_entries_partitioned RENAME TO ledger_entries;
 ALTER INDEX ledger_entries_partitioned_pkey RENAME TO ledger_entries_pkey;
 CREATE INDEX ledger_entries_account_at ON ledger_entries (account_id, at);
 CREATE INDEX ledger_entries_account_tool ON ledger_entries (account_id, tool, entry_ms, entry_seq) WHERE tool IS NOT NULL;
 CREATE INDEX ledger_entries_account_key ON ledger_entries (account_id, key_id, entry_ms, entry_seq) WHERE key_id IS NOT NULL;
 
-CREATE TABLE request_records_partitioned (
-  LIKE request_records INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED,
+-- request_records: the existing table is set aside (renamed, a moment) and a new partitioned one
+-- takes its name; the processes then move the old rows over in small batches, each its own
+-- transaction (src/books/legacy-records.ts), computing minted_at with the function below, and drop
+-- the old table once it is empty.
+ALTER TABLE request_records RENAME TO request_records_unpartitioned;
+ALTER INDEX request_records_pkey RENAME TO request_records_unpartitioned_pkey;
+ALTER INDEX request_records_account_at RENAME TO request_records_unpartitioned_account_at;
+CREATE TABLE request_records (
+  LIKE request_records_unpartitioned INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED,
   minted_at timestamptz NOT NULL,
   PRIMARY KEY (account_id, request_id, minted_at)
 ) PARTITION BY RANGE (minted_at);
-CREATE TABLE request_records_default PARTITION OF request_records_partitioned DEFAULT;
--- minted_at of the existing rows, computed as src/lib/ids.ts does: `req_` + six base-36 digits of
--- the 30-second slot + 14 random characters.
-INSERT INTO request_records_partitioned
-    (account_id, request_id, minted_at, at, tool, key_id, status, outcome, latency_ms, charged, refunded)
-  SELECT r.account_id, r.request_id,
-         CASE WHEN r.request_id ~ '^req_[0-9a-z]{20}$'
-           THEN to_timestamp((SELECT sum((strpos('0123456789abcdefghijklmnopqrstuvwxyz',
-                                                 substr(r.request_id, 4 + d, 1)) - 1)::numeric
-                                         * power(36::numeric, 6 - d))
-                                FROM generate_series(1, 6) AS d) * 30)
-           ELSE to_timestamp(0) END,
-         r.at, r.tool, r.key_id, r.status, r.outcome, r.latency_ms, r.charged, r.refunded
-    FROM request_records r;
-DROP TABLE request_records;
-ALTER TABLE request_records_partitioned RENAME TO request_records;
-ALTER INDEX request_records_partitioned_pkey RENAME TO request_records_pkey;
+CREATE TABLE request_records_default PARTITION OF request_records DEFAULT;
 CREATE INDEX request_records_account_at ON request_records (account_id, at)
   INCLUDE (tool, key_id, status, latency_ms, charged, refunded);
+
+-- A request id's minted_at, computed as src/lib/ids.ts does: `req_` + six base-36 digits of the
+-- 30-second slot + 14 random characters; 1970-01-01 for an id naming no slot.
+CREATE FUNCTION books_request_minted_at(request_id text) RETURNS timestamptz
+  LANGUAGE sql IMMUTABLE STRICT AS $$
+  SELECT CASE WHEN request_id ~ '^req_[0-9a-z]{20}$'
+    THEN to_timestamp(30::bigint * (
+           (strpos('0123456789abcdefghijklmnopqrstuvwxyz', substr(request_id, 5, 1)) - 1)::bigint * 60466176
+         + (strpos('0123456789abcdefghijklmnopqrstuvwxyz', substr(request_id, 6, 1)) - 1) * 1679616
+         + (strpos('0123456789abcdefghijklmnopqrstuvwxyz', substr(request_id, 7, 1)) - 1) * 46656
+         + (strpos('0123456789abcdefghijklmnopqrstuvwxyz', substr(request_id, 8, 1)) - 1) * 1296
+         + (strpos('0123456789abcdefghijklmnopqrstuvwxyz', substr(request_id, 9, 1)) - 1) * 36
+         + (strpos('0123456789abcdefghijklmnopqrstuvwxyz', substr(request_id, 10, 1)) - 1)))
+    ELSE to_timestamp(0) END
+$$;

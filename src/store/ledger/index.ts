@@ -12,8 +12,9 @@ export interface LedgerStore {
   /** Forgets an account's ledger entries up to and including `throughId`, once the books hold them. */
   trimLedger(accountId: string, throughId: string): Promise<void>;
   /**
-   * Accounts (in pages of the account list, oldest first) with ledger entries still in the store;
-   * `nextCursor` pages on through every account, whether or not it had a backlog.
+   * Accounts (in pages of the account list, oldest first) with ledger entries or logged events
+   * still in the store (`oldestAt`: the oldest of either); `nextCursor` pages on through every
+   * account, whether or not it had a backlog.
    */
   ledgerBacklog(page: { cursor?: string; limit: number }): Promise<Page<LedgerBacklog>>;
   /**

@@ -51,9 +51,13 @@ export function memoryLedger(state: MemoryState): LedgerStore {
     async ledgerBacklog(page: { cursor?: string; limit: number }): Promise<Page<LedgerBacklog>> {
       const start = page.cursor ? Number(page.cursor) : 0;
       const accounts = [...state.accounts.values()].slice(start, start + page.limit);
-      const items = accounts.flatMap((a) =>
-        a.ledger[0] ? [{ accountId: a.id, oldestAt: a.ledger[0].at }] : [],
-      );
+      const items = accounts.flatMap((a) => {
+        const oldestEvent = state.eventLogs.get(a.id)?.at(-1);
+        const times = [a.ledger[0]?.at, oldestEvent && Date.parse(oldestEvent.timestamp)].filter(
+          (t): t is number => typeof t === "number",
+        );
+        return times.length > 0 ? [{ accountId: a.id, oldestAt: Math.min(...times) }] : [];
+      });
       return {
         items,
         nextCursor: accounts.length === page.limit ? String(start + page.limit) : null,

@@ -73,13 +73,23 @@ export function redisLedger({ redis, call, options }: RedisContext): LedgerStore
       const accounts = await call(() =>
         redis.zrange(redisKey.accounts(), String(start), String(start + page.limit - 1)),
       );
-      // Each account's oldest entry, one command per account (each in its own slot), all in flight at once.
-      const oldest = await call(() =>
-        Promise.all(accounts.map((id) => redis.xrange(redisKey.ledger(id), "-", "+", "COUNT", 1))),
+      // Each account's oldest entry and oldest logged event, one command each per account (each
+      // account in its own slot), all in flight at once.
+      const [oldest, oldestEvents] = await call(() =>
+        Promise.all([
+          Promise.all(
+            accounts.map((id) => redis.xrange(redisKey.ledger(id), "-", "+", "COUNT", 1)),
+          ),
+          Promise.all(
+            accounts.map((id) => redis.zrange(redisKey.events(id), "0", "0", "WITHSCORES")),
+          ),
+        ]),
       );
       const items = accounts.flatMap((accountId, i) => {
-        const first = oldest[i]?.[0];
-        return first ? [{ accountId, oldestAt: Number(first[0].split("-")[0]) }] : [];
+        const times = [oldest[i]?.[0]?.[0].split("-")[0], oldestEvents[i]?.[1]]
+          .filter((t) => t !== undefined)
+          .map(Number);
+        return times.length > 0 ? [{ accountId, oldestAt: Math.min(...times) }] : [];
       });
       return {
         items,

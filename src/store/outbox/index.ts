@@ -7,9 +7,16 @@ export interface Outbox {
   ackOutbox(accountId: string, eventIds: string[]): Promise<void>;
   /** Accounts that may have undelivered events. */
   outboxAccounts(): Promise<string[]>;
-  /** The account's recent events (newest first), recorded as the relay hands them on. */
-  logEvents(accountId: string, events: EventRecord[], keep: number): Promise<void>;
+  /**
+   * The account's events (newest first), recorded as the relay hands them on: the last `keep` of
+   * them, or with `keep` null every one until the books exporter has moved it to PostgreSQL.
+   */
+  logEvents(accountId: string, events: EventRecord[], keep: number | null): Promise<void>;
   listEvents(accountId: string, limit: number): Promise<EventRecord[]>;
+  /** The log's oldest events, oldest first: what the books exporter moves next. */
+  oldestLoggedEvents(accountId: string, limit: number): Promise<EventRecord[]>;
+  /** Forgets these events from the log, once the books hold them. */
+  forgetLoggedEvents(accountId: string, events: EventRecord[]): Promise<void>;
   /** Re-indexes outboxes a crashed process left unindexed (run at start-up); returns how many. */
   rebuildOutboxIndex(): Promise<number>;
 }

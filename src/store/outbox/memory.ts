@@ -1,10 +1,10 @@
-/** Events in memory: each account's outbox is an array on the account; the recent-events log is kept here. */
+/** Events in memory: each account's outbox is an array on the account; the events log is in the shared state. */
 import type { EventRecord } from "../../events/types.js";
 import type { MemoryState } from "../memory-state.js";
 import type { Outbox } from "./index.js";
 
 export function memoryOutbox(state: MemoryState): Outbox {
-  const eventLogs = new Map<string, EventRecord[]>();
+  const { eventLogs } = state;
   return {
     async appendEvents(accountId: string, events: EventRecord[]) {
       state.accounts.get(accountId)?.outbox.push(...events);
@@ -23,10 +23,25 @@ export function memoryOutbox(state: MemoryState): Outbox {
       return [...state.accounts.values()].filter((a) => a.outbox.length > 0).map((a) => a.id);
     },
 
-    async logEvents(accountId: string, events: EventRecord[], keep: number) {
+    async logEvents(accountId: string, events: EventRecord[], keep: number | null) {
       const logged = eventLogs.get(accountId) ?? [];
       const fresh = events.filter((e) => !logged.some((l) => l.id === e.id));
-      eventLogs.set(accountId, [...fresh.reverse(), ...logged].slice(0, keep));
+      const all = [...fresh.reverse(), ...logged];
+      eventLogs.set(accountId, keep === null ? all : all.slice(0, keep));
+    },
+
+    async oldestLoggedEvents(accountId: string, limit: number) {
+      return (eventLogs.get(accountId) ?? []).slice(-limit).reverse();
+    },
+
+    async forgetLoggedEvents(accountId: string, events: EventRecord[]) {
+      const ids = new Set(events.map((e) => e.id));
+      const logged = eventLogs.get(accountId);
+      if (logged)
+        eventLogs.set(
+          accountId,
+          logged.filter((e) => !ids.has(e.id)),
+        );
     },
 
     async listEvents(accountId: string, limit: number) {

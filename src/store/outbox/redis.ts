@@ -71,18 +71,34 @@ export function redisOutbox({ redis, call, markOutbox, options }: RedisContext):
       return call(() => redis.smembers(redisKey.outboxAccounts()));
     },
 
-    async logEvents(accountId: string, events: EventRecord[], keep: number): Promise<void> {
+    async logEvents(accountId: string, events: EventRecord[], keep: number | null): Promise<void> {
       if (events.length === 0) return;
       // A sorted set of the records: several relays logging the same event add it once.
       const key = redisKey.events(accountId);
       const members = events.flatMap((e) => [Date.parse(e.timestamp), JSON.stringify(e)]);
-      await call(() =>
-        redis
-          .multi()
-          .zadd(key, ...members)
-          .zremrangebyrank(key, 0, -(keep + 1))
-          .exec(),
+      const tx = redis.multi().zadd(key, ...members);
+      if (keep !== null) tx.zremrangebyrank(key, 0, -(keep + 1));
+      await call(() => tx.exec());
+    },
+
+    async oldestLoggedEvents(accountId: string, limit: number): Promise<EventRecord[]> {
+      return (
+        await call(() => redis.zrange(redisKey.events(accountId), "0", String(limit - 1)))
+      ).map((raw) => parseEventRecord(JSON.parse(raw)));
+    },
+
+    async forgetLoggedEvents(accountId: string, events: EventRecord[]): Promise<void> {
+      if (events.length === 0) return;
+      // By id among the members of the batch's time range: a member is removed only if it is one
+      // of these events (a relay may have logged others meanwhile, with the same times).
+      const ids = new Set(events.map((e) => e.id));
+      const times = events.map((e) => Date.parse(e.timestamp));
+      const key = redisKey.events(accountId);
+      const members = await call(() =>
+        redis.zrangebyscore(key, Math.min(...times), Math.max(...times)),
       );
+      const gone = members.filter((raw) => ids.has((JSON.parse(raw) as { id: string }).id));
+      if (gone.length > 0) await call(() => redis.zrem(key, ...gone));
     },
 
     async listEvents(accountId: string, limit: number): Promise<EventRecord[]> {

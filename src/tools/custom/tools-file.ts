@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { parse as parseYaml } from "yaml";
+import { lazyRequire } from "../../lib/lazy-require.js";
 import { findTool } from "../catalogue/index.js";
 import { SchemaCompiler, SchemaError } from "./json-schema.js";
 import {
@@ -24,6 +24,9 @@ import { checkUpstreamForm } from "./target.js";
  * Read once at start-up; every problem is reported, each naming its entry, and the gateway does
  * not start until the file is right.
  */
+/** The YAML parser, loaded when there is a file to read (most gateways have none). */
+const yaml = lazyRequire<typeof import("yaml")>("yaml");
+
 export function loadToolsFile(
   path: string,
   env: NodeJS.ProcessEnv,
@@ -33,7 +36,7 @@ export function loadToolsFile(
   const report = (message: string) => problems.push(`TOOLS_FILE ${path}: ${message}`);
   let document: unknown;
   try {
-    document = parseYaml(readFileSync(path, "utf8"));
+    document = yaml().parse(readFileSync(path, "utf8"));
   } catch (err) {
     report(
       (err as NodeJS.ErrnoException).code === "ENOENT"

@@ -18,17 +18,17 @@ import { callToolDocument } from "./call-document.js";
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
-/** The answer of a call, however it was paid for. */
-function reply(result: ToolCallResult, extraHeaders: Record<string, string> = {}) {
-  return {
-    status: result.status,
-    raw: result.body,
-    headers: {
-      ...result.headers,
-      ...(result.replayed ? { "Idempotent-Replayed": "true" } : {}),
-      ...extraHeaders,
-    },
-  };
+/** The answer of a call, however it was paid for (its headers copied only when some are added). */
+function reply(result: ToolCallResult, extraHeaders?: Record<string, string>) {
+  const headers =
+    result.replayed || extraHeaders
+      ? {
+          ...result.headers,
+          ...(result.replayed ? { "Idempotent-Replayed": "true" } : {}),
+          ...extraHeaders,
+        }
+      : result.headers;
+  return { status: result.status, raw: result.body, headers };
 }
 
 /**
@@ -45,7 +45,7 @@ async function resolveTool(
 ): Promise<ToolDefinition> {
   const known = services.upstream.findPublic(name);
   if (known) return known;
-  if (req.get("x-api-key")) {
+  if (req.headers["x-api-key"]) {
     const key = presentedKey(req);
     // Whatever the lookup finds or refuses, only the account's own key hears of it.
     const own = await services.upstream.find(name, key.accountId).catch(async (err: unknown) => {
@@ -81,18 +81,18 @@ export const callTool = defineRoute({
       );
     }
     const forward = services.upstream.forwarderFor(tool, services.pools.proxy(req, res));
-    const price = atomicPrice(tool.cost, services.config.creditPriceAtomic);
-    // The x402 offer is built only when it is needed: keyed calls that can pay never see it.
+    // The price and the x402 offer are worked out only when needed: keyed calls that can pay never see them.
+    const price = () => atomicPrice(tool.cost, services.config.creditPriceAtomic);
     const offer = () =>
       offerForResource(
         services,
-        price,
+        price(),
         `/v1/tools/${tool.name}`,
         `${tool.title}: one call (${formatCredits(tool.cost)})`,
         toolExtensions(tool),
       );
 
-    if (!req.get("x-api-key") && services.payments) {
+    if (!req.headers["x-api-key"] && services.payments) {
       let settled: Record<string, string> = {};
       try {
         const result = await callPaidTool(
@@ -101,7 +101,7 @@ export const callTool = defineRoute({
             tool,
             input: req.body,
             offer: offer(),
-            priceAtomic: price,
+            priceAtomic: price(),
             read: () => readPaymentHeader((name) => req.get(name)),
             idempotencyKey,
             requestId,

@@ -168,6 +168,27 @@ out({ rotated: { id: rotated.id, replaced: rotated.replaced?.id }, statuses: key
     });
   });
 
+  it("pages the account's events with a cursor and filters them by type", async () => {
+    const { key } = await fundedAccount(gw.url, 25, "pro");
+    const result = await project.script(
+      `${HEADER}const client = new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL });
+for (let i = 0; i < 25; i++) await client.tools.call("hash", { text: String(i) });
+const deadline = Date.now() + 20_000;
+while ((await client.usage.events()).data.length < 3 && Date.now() < deadline)
+  await new Promise((r) => setTimeout(r, 200));
+const depleted = await client.usage.events({ type: "credits.depleted" });
+const first = await client.usage.events({ limit: 1 });
+const rest = await client.usage.events({ limit: 10, cursor: first.next_cursor ?? undefined });
+out({ depleted: depleted.data.map((e) => e.event), first: first.data.map((e) => e.event), rest: rest.data.map((e) => e.event), end: rest.next_cursor });`,
+      { KEY: key, URL: gw.url },
+    );
+    // Sign-up's 25 credits spent: credits.low below 5, credits.depleted at 0.
+    expect(result.depleted).toEqual(["credits.depleted"]);
+    expect(result.first).toEqual(["credits.depleted"]);
+    expect(result.rest).toEqual(["credits.low", "agent.registered"]);
+    expect(result.end).toBeNull();
+  });
+
   it("maps 422, 402 and 429 to ToolgateError with status, code, param and request id", async () => {
     const { key } = await fundedAccount(gw.url, 1000, "free");
     const result = await project.script(

@@ -77,8 +77,15 @@ def get_account() -> Operation[Account]:
     return Operation("GET", "/api/v1/account", lambda a: Account.from_dict(a.body))
 
 
-def list_events(limit: int | None) -> Operation[list[Event]]:
-    return Operation("GET", "/api/v1/events", lambda a: [Event.from_dict(e) for e in _data(a)], params={"limit": limit})
+def list_events(
+    limit: int | None, cursor: str | None = None, type: str | None = None, from_: str | None = None, to: str | None = None
+) -> Operation[Page[Event]]:
+    return Operation(
+        "GET",
+        "/api/v1/events",
+        lambda a: Page([Event.from_dict(e) for e in _data(a)], (a.body or {}).get("next_cursor")),
+        params={"limit": limit, "cursor": cursor, "type": type, "from": from_, "to": to},
+    )
 
 
 def list_keys() -> Operation[list[ApiKey]]:

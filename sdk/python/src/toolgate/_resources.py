@@ -57,9 +57,24 @@ class AccountResource:
     def get(self) -> Account:
         return self._t.run(ops.get_account())
 
-    def events(self, limit: int | None = None) -> builtins.list[Event]:
-        """The account's recent events, newest first."""
-        return self._t.run(ops.list_events(limit))
+    def events(
+        self, limit: int | None = None, *, type: str | None = None, from_: str | None = None, to: str | None = None
+    ) -> builtins.list[Event]:
+        """The account's events, newest first (one page); ``type`` keeps one event type,
+        ``from_``/``to`` are ISO 8601 times. ``events_page`` pages on with a cursor."""
+        return self._t.run(ops.list_events(limit, None, type, from_, to)).data
+
+    def events_page(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        type: str | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+    ) -> Page[Event]:
+        """One page of events; pass its ``next_cursor`` as ``cursor`` for the next."""
+        return self._t.run(ops.list_events(limit, cursor, type, from_, to))
 
 
 class AsyncAccountResource:
@@ -69,8 +84,21 @@ class AsyncAccountResource:
     async def get(self) -> Account:
         return await self._t.run(ops.get_account())
 
-    async def events(self, limit: int | None = None) -> builtins.list[Event]:
-        return await self._t.run(ops.list_events(limit))
+    async def events(
+        self, limit: int | None = None, *, type: str | None = None, from_: str | None = None, to: str | None = None
+    ) -> builtins.list[Event]:
+        return (await self._t.run(ops.list_events(limit, None, type, from_, to))).data
+
+    async def events_page(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        type: str | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+    ) -> Page[Event]:
+        return await self._t.run(ops.list_events(limit, cursor, type, from_, to))
 
 
 def _controls(

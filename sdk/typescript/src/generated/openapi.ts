@@ -425,7 +425,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The account's recent events (the last 1,000), newest first, as they were handed to webhook delivery. */
+        /** The account's events, newest first, paginated (keyset: next_cursor); filter by type and time. Read from the books (PostgreSQL) merged with the events not yet exported; without the books, the last 1,000. */
         get: operations["getEvents"];
         put?: never;
         post?: never;
@@ -5334,7 +5334,11 @@ export interface operations {
     getEvents: {
         parameters: {
             query?: {
+                cursor?: string;
+                from?: string;
                 limit?: number;
+                to?: string;
+                type?: "payment.received" | "credits.low" | "credits.depleted" | "agent.registered" | "tool.error" | "spend.threshold_reached" | "webhook.test";
             };
             header?: never;
             path?: never;
@@ -5365,6 +5369,7 @@ export interface operations {
                             /** Format: date-time */
                             timestamp: string;
                         }[];
+                        next_cursor?: string | null;
                         /** @constant */
                         object: "list";
                     };

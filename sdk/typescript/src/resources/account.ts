@@ -1,6 +1,6 @@
 /** `client.account`, `client.keys`, `client.usage`, `client.events`: the account API under /api/v1. */
 import type { Transport } from "../transport.js";
-import type { Account as AccountRecord, BodyOf, ResponseOf } from "../types.js";
+import type { Account as AccountRecord, BodyOf, QueryOf, ResponseOf } from "../types.js";
 
 export class Account {
   constructor(private readonly transport: Transport) {}
@@ -129,10 +129,18 @@ export class Usage {
     ).data as ResponseOf<"getAnalytics">;
   }
 
-  /** `GET /api/v1/events`: the account's recent events. */
-  async events(): Promise<ResponseOf<"getEvents">> {
+  /**
+   * `GET /api/v1/events`: the account's events, newest first; pass the answer's `next_cursor` as
+   * `cursor` for the next page. `type` keeps one event type; `from`/`to` are ISO 8601 times.
+   */
+  async events(query: QueryOf<"getEvents"> = {}): Promise<ResponseOf<"getEvents">> {
     return (
-      await this.transport.request({ method: "GET", path: "/api/v1/events", idempotent: true })
+      await this.transport.request({
+        method: "GET",
+        path: "/api/v1/events",
+        query,
+        idempotent: true,
+      })
     ).data as ResponseOf<"getEvents">;
   }
 }
