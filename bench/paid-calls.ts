@@ -230,6 +230,12 @@ async function main() {
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
   };
 
+  /** Requests the gateway has sent to Redis so far (commands, scripts, MULTI blocks), from its /metrics. */
+  const storeRequests = async (gateway: Gateway) => {
+    const text = await (await fetch(`${gateway.url}/metrics`)).text();
+    return Number(/^toolgate_store_requests_total (\d+)/m.exec(text)?.[1] ?? NaN);
+  };
+
   /** One paid `hash` call, answered within CALL_TIMEOUT_MS (or thrown). */
   const paidCall = async (gateway: Gateway, payment: string) => {
     const res = await fetch(`${gateway.url}/v1/tools/hash`, {
@@ -248,6 +254,7 @@ async function main() {
     );
     const txBefore = await sentByRelayers();
     proxy.resetCounts();
+    const redisBefore = await storeRequests(gateway);
     const cpuBefore = gatewayCpuMs(gateway);
     let failed = 0;
     const receipts: string[] = [];
@@ -257,6 +264,7 @@ async function main() {
       else receipts.push(res.headers.get("x-payment-response")!);
     });
     const cpuMs = (gatewayCpuMs(gateway) - cpuBefore) / n;
+    const redisRoundTrips = ((await storeRequests(gateway)) - redisBefore) / n;
     const rpc = {
       roundTrips: proxy.counts.roundTrips / n,
       calls: proxy.counts.calls / n,
@@ -264,14 +272,14 @@ async function main() {
     };
     const settled = n - failed;
     const txPerPayment = settled ? ((await sentByRelayers()) - txBefore) / settled : NaN;
-    return { run, failed, rpc, txPerPayment, receipts, cpuMs };
+    return { run, failed, rpc, txPerPayment, receipts, cpuMs, redisRoundTrips };
   };
   const rpcLine = (r: Awaited<ReturnType<typeof throughGateway>>, n: number) => {
     const methods = Object.entries(r.rpc.methods)
       .sort((a, b) => b[1] - a[1])
       .map(([m, c]) => `${m} ${(c / n).toFixed(2)}`)
       .join(", ");
-    return `    per paid call: ${r.rpc.roundTrips.toFixed(2)} RPC round trips, ${r.rpc.calls.toFixed(2)} JSON-RPC calls (${methods}); ${r.txPerPayment.toFixed(2)} transactions per settled payment; gateway CPU ${r.cpuMs.toFixed(1)} ms; failed: ${r.failed}`;
+    return `    per paid call: ${r.rpc.roundTrips.toFixed(2)} RPC round trips, ${r.rpc.calls.toFixed(2)} JSON-RPC calls (${methods}); ${r.txPerPayment.toFixed(2)} transactions per settled payment; ${r.redisRoundTrips.toFixed(1)} Redis round trips (commands, scripts, MULTI blocks; background work included); gateway CPU ${r.cpuMs.toFixed(1)} ms; failed: ${r.failed}`;
   };
 
   let failures = 0;

@@ -107,6 +107,7 @@ export async function createServices(
   const upstream = new UpstreamTools(store, config.upstream, config.upstream.tools);
   started.push({ name: "upstream tools", stop: () => upstream.close() });
   const metrics = new Metrics();
+  metrics.watchStore(store);
   metrics.onScrape(() => {
     for (const pool of ["general", "provider", "heavy"] as const) {
       metrics.inFlight.set({ pool }, pools.gate(pool).inFlight);

@@ -66,6 +66,17 @@ export class Metrics {
     labelNames: ["code"],
     registers: [this.registry],
   });
+  /** Read from the store at each scrape (`watchStore`). */
+  private storeRequestsSent: () => number = () => 0;
+  readonly storeRequests = new Counter({
+    name: "toolgate_store_requests_total",
+    help: "Requests this process sent to the store (Redis): each a command, a Lua script or a MULTI block, one answer awaited.",
+    registers: [this.registry],
+    collect: () => {
+      this.storeRequests.reset();
+      this.storeRequests.inc(this.storeRequestsSent());
+    },
+  });
   readonly chainRpcErrors = new Counter({
     name: "toolgate_chain_rpc_errors_total",
     help: "Chain RPC requests that failed, by network.",
@@ -111,6 +122,11 @@ export class Metrics {
       help: "The id of the gateway process that answered this scrape.",
       registers: [this.registry],
     }).set(process.pid);
+  }
+
+  /** Reports the store's request count as `toolgate_store_requests_total`. */
+  watchStore(store: { requestsSent(): number }): void {
+    this.storeRequestsSent = () => store.requestsSent();
   }
 
   onScrape(collect: () => Promise<void> | void): void {

@@ -40,5 +40,6 @@ export function createMemoryStore(options: MemoryStoreOptions): Store {
     ...memorySessions(state),
     async ping() {},
     async close() {},
+    requestsSent: () => 0,
   };
 }

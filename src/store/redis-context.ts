@@ -119,6 +119,8 @@ export interface RedisContext {
   script<T>(name: ScriptName, keys: string[], args: (string | number)[]): Promise<T>;
   /** Records that an account has events waiting; a separate command because the index lies outside the account's slot. */
   markOutbox(accountId: string, events: unknown[]): Promise<void>;
+  /** How many requests `call` has sent (each a command, a script or a MULTI block). */
+  requestsSent(): number;
 }
 
 /** Connects (one connection for the whole store) and defines the scripts. */
@@ -159,7 +161,9 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     return firstConnection;
   }
 
+  let sent = 0;
   async function call<T>(fn: () => Promise<T>): Promise<T> {
+    sent++;
     if (!everReady) {
       if (redis.status !== "ready") await waitForFirstConnection();
       everReady = true;
@@ -206,5 +210,6 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     call,
     script,
     markOutbox,
+    requestsSent: () => sent,
   };
 }

@@ -27,7 +27,7 @@ export type RedisStore = Store & { readonly redis: RedisConnection };
 
 export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const context = openRedisContext(options);
-  const { redis, call } = context;
+  const { redis, call, requestsSent } = context;
   return {
     redis,
     ...redisAccounts(context),
@@ -43,6 +43,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     ...redisSingleUse(context),
     ...redisSso(context),
     ...redisSessions(context),
+    requestsSent,
     async ping() {
       await call(() => redis.ping());
     },

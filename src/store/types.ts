@@ -251,6 +251,11 @@ export interface Store
     SessionStore {
   ping(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Requests sent to the store so far (a command, a script, or a MULTI block: each one answer
+   * awaited): the metric `toolgate_store_requests_total`, and the paid-call bench's count per call.
+   */
+  requestsSent(): number;
 }
 
 /** A Business account's private tool at its own endpoint, as stored (see src/tools/custom/spec.ts). */
