@@ -19,7 +19,8 @@ import type { Authorization } from "./wire.js";
 export const tokenAbi = TOKEN_ABI as typeof TOKEN_ABI;
 
 /** secp256k1 order / 2: a signature with a larger s is the malleable twin of a valid one. */
-const HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
+const HALF_N =
+  0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 /** Seconds an authorization must stay valid beyond the current block, for the settlement to land. */
 const VALIDITY_MARGIN_S = 6n;
 /** Leeway for a client clock ahead of ours when judging an authorization's remaining validity. */
@@ -40,8 +41,10 @@ import { PaymentRefusal, type X402Reason } from "./refusal.js";
 
 export { PaymentRefusal, type X402Reason };
 
-export const invalidPayment = (reason: string, x402Reason: X402Reason = "invalid_payload") =>
-  new PaymentRefusal(reason, x402Reason);
+export const invalidPayment = (
+  reason: string,
+  x402Reason: X402Reason = "invalid_payload",
+) => new PaymentRefusal(reason, x402Reason);
 
 /**
  * A 65-byte EOA signature with v normalised to 27/28 and a high s refused; anything else (an
@@ -97,7 +100,6 @@ export function authorizationMessage(auth: Authorization) {
 /**
  * What holds of the authorization itself, whatever the chain's state: it pays our recipient the
  * exact price, and it is signed by its `from` (EOA or ERC-1271, via viem) for this token and chain.
- * Every request is checked this far before anything stored about its payment may answer it.
  */
 export async function verifySigned(
   clients: NetworkClients,
@@ -105,7 +107,12 @@ export async function verifySigned(
   signature: Hex,
   expected: Expected,
 ): Promise<void> {
-  const { network } = clients;
+  verifyTerms(auth, expected);
+  await verifySignature(clients, auth, signature);
+}
+
+/** The authorization pays our recipient the exact price (no chain, no cryptography). */
+export function verifyTerms(auth: Authorization, expected: Expected): void {
   if (!isAddressEqual(auth.to as Address, expected.payTo))
     throw invalidPayment(
       "it pays the wrong recipient",
@@ -116,6 +123,21 @@ export async function verifySigned(
       `the amount must be exactly ${expected.price} atomic units`,
       "invalid_exact_evm_payload_authorization_value",
     );
+}
+
+/**
+ * The authorization is signed by its `from` for this token and chain: an EOA's signature by
+ * recovery (no RPC), a smart wallet's (ERC-1271 / ERC-6492) asked of the chain. A new payment's
+ * signature is also proven by verifyChainState's simulation (the token itself checks it), so
+ * `Payments.accept` runs this only where that proof is missing: a payment already known, and a
+ * refusal (to name a bad signature as such). decisions.md, "One signature check per paid call".
+ */
+export async function verifySignature(
+  clients: NetworkClients,
+  auth: Authorization,
+  signature: Hex,
+): Promise<void> {
+  const { network } = clients;
   const message = authorizationMessage(auth);
   const signatureOk = await clients.public
     .verifyTypedData({
@@ -149,7 +171,8 @@ export async function verifySigned(
 /**
  * What the chain must say before money moves (EIP-3009 and the x402 exact scheme): the time window against block
  * time (and no longer than `maxTimeoutSeconds` ahead), the authorization unused, the balance, and
- * a simulation of the transfer itself — four reads made together, which the batching transport
+ * a simulation of the transfer itself (which checks the signature: the token refuses one not made
+ * by `from` for its own domain) — four reads made together, which the batching transport
  * (chain.ts) sends as one JSON-RPC batch: one round trip. The block read is returned: its base
  * fee prices the settlement.
  */
@@ -160,7 +183,10 @@ export async function verifyChainState(
   expected: Expected,
 ): Promise<SeenBlock> {
   const message = authorizationMessage(auth);
-  const token = { address: clients.network.usdc.address, abi: tokenAbi } as const;
+  const token = {
+    address: clients.network.usdc.address,
+    abi: tokenAbi,
+  } as const;
   // The simulation's verdict is used only if everything else passed.
   const simulation = clients.public
     .simulateContract({
@@ -195,16 +221,25 @@ export async function verifyChainState(
       "the authorization has expired",
       "invalid_exact_evm_payload_authorization_valid_before",
     );
-  if (message.validBefore - now > BigInt(expected.maxTimeoutSeconds) + CLOCK_SKEW_S) {
+  if (
+    message.validBefore - now >
+    BigInt(expected.maxTimeoutSeconds) + CLOCK_SKEW_S
+  ) {
     throw invalidPayment(
       `the authorization stays valid for ${message.validBefore - now} s, longer than maxTimeoutSeconds (${expected.maxTimeoutSeconds} s)`,
       "invalid_exact_evm_payload_authorization_valid_before",
     );
   }
   if (used)
-    throw new ApiError("payment_already_used", "This payment authorization has already been used.");
+    throw new ApiError(
+      "payment_already_used",
+      "This payment authorization has already been used.",
+    );
   if (balance < message.value)
-    throw invalidPayment("the payer's balance is too low", "insufficient_funds");
+    throw invalidPayment(
+      "the payer's balance is too low",
+      "insufficient_funds",
+    );
   if (simulationError)
     throw invalidPayment(
       `the transfer would fail on chain (${simulationError})`,
@@ -214,7 +249,11 @@ export async function verifyChainState(
 }
 
 /** Whether the token has recorded this authorization as used (EIP-3009 `authorizationState`). */
-export const authorizationUsed = (clients: NetworkClients, from: Address, nonce: Hex) =>
+export const authorizationUsed = (
+  clients: NetworkClients,
+  from: Address,
+  nonce: Hex,
+) =>
   clients.public.readContract({
     address: clients.network.usdc.address,
     abi: tokenAbi,
@@ -226,7 +265,9 @@ const isRpcFailure = (err: unknown) =>
   err instanceof BaseError &&
   err.walk(
     (e) =>
-      e instanceof HttpRequestError || e instanceof TimeoutError || e instanceof RpcRequestError,
+      e instanceof HttpRequestError ||
+      e instanceof TimeoutError ||
+      e instanceof RpcRequestError,
   ) !== null;
 
 /** Arguments of the (v, r, s) form for a 65-byte signature, of the (bytes) form otherwise. */
@@ -241,7 +282,14 @@ export function transferArgs(
   },
   signature: Hex,
 ): readonly unknown[] {
-  const base = [m.from, m.to, m.value, m.validAfter, m.validBefore, m.nonce] as const;
+  const base = [
+    m.from,
+    m.to,
+    m.value,
+    m.validAfter,
+    m.validBefore,
+    m.nonce,
+  ] as const;
   if (signature.length !== 132) return [...base, signature];
   const { r, s, v, yParity } = parseSignature(signature);
   return [...base, Number(v ?? BigInt(27 + (yParity ?? 0))), r, s];

@@ -19,9 +19,18 @@ export async function ensureWalletAccount(
   services: Pick<Services, "store">,
   address: Address,
 ): Promise<AccountRecord> {
+  return (
+    (await services.store.getAccount(walletAccountId(address))) ??
+    createWalletAccount(services, address)
+  );
+}
+
+/** Makes the wallet's account, or finds the one another process made a moment ago. */
+export async function createWalletAccount(
+  services: Pick<Services, "store">,
+  address: Address,
+): Promise<AccountRecord> {
   const id = walletAccountId(address);
-  const existing = await services.store.getAccount(id);
-  if (existing) return existing;
   try {
     return await createAccountRecord(services, {
       id,
@@ -33,7 +42,8 @@ export async function ensureWalletAccount(
   } catch {
     // Another process created it a moment ago.
     const created = await services.store.getAccount(id);
-    if (!created) throw new Error(`could not open the account of wallet ${address}`);
+    if (!created)
+      throw new Error(`could not open the account of wallet ${address}`);
     return created;
   }
 }

@@ -133,6 +133,7 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     maxRetriesPerRequest: 1,
     retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
     lazyConnect: false,
+    enableAutoPipelining: process.env.TMP_AUTOPIPE === "1",
   };
   const redis = connectRedis(options.url, options.cluster ?? false, redisOptions);
   redis.on("error", () => {

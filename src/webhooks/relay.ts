@@ -1,5 +1,5 @@
 import { TIERS } from "../accounts/tiers.js";
-import { parseEventRecord, type EventRecord } from "../events/types.js";
+import type { EventRecord } from "../events/types.js";
 import type { Foundation } from "../services.js";
 import type { WebhookRecord } from "../store/types.js";
 import { every } from "../lib/periodic.js";
@@ -70,8 +70,8 @@ export function startRelay(
         account && TIERS[account.tier].features.includes("webhooks")
           ? await services.store.listWebhooks(accountId)
           : [];
+      // Validated as read (Redis: parseEventRecord in readOutbox) before anything leaves the service.
       for (const event of events) {
-        parseEventRecord(event); // validated again before anything leaves the service
         for (const webhook of [...own, ...platform]) {
           if (webhook.events.includes(event.event))
             await queue.enqueue(`${event.id}_${webhook.id}`, jobFor(webhook, event));

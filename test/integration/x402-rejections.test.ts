@@ -84,6 +84,25 @@ describe("refused payments", () => {
     expect(res.body.error.reason).toEqual(expect.any(String));
   });
 
+  it("a forged signature from a wallet never seen before is refused as such, and opens no account for it", async () => {
+    // The chain's simulation proves a new payment's signature (the off-chain check runs only on a
+    // refusal): nothing about the claimed payer may be made before that proof.
+    const stranger = randomWallet(7331);
+    await setup.chains.base.fund(stranger.address, 10_000n);
+    const payload = await signAuthorization({
+      account: stranger,
+      chain: setup.chains.base,
+      value: PRICE,
+      signer: OTHER,
+    });
+    const before = await balanceOf(setup.chains.base, PAY_TO);
+    const res = await pay({ "x-payment": v1Header("base-sepolia", payload) });
+    expect([res.status, res.body.error?.code]).toEqual([402, "payment_invalid"]);
+    expect(res.body.error.reason).toMatch(/signature does not match/);
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before);
+    expect(await setup.gw.services.store.getAccount(walletAccountId(stranger.address))).toBeNull();
+  });
+
   it("refuses a network that is not enabled, and a malformed header", async () => {
     const payload = await signAuthorization({
       account: PAYER,

@@ -82,8 +82,11 @@ export function redisAccounts({
         ],
       );
       const created = toAccount(raw);
-      await call(() => redis.zadd(redisKey.accounts(), created.createdAt, account.id));
-      await markOutbox(account.id, events);
+      // Two global indexes, independent of each other: written together.
+      await Promise.all([
+        call(() => redis.zadd(redisKey.accounts(), created.createdAt, account.id)),
+        markOutbox(account.id, events),
+      ]);
       return created;
     },
 

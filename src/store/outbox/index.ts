@@ -3,6 +3,7 @@ import type { EventRecord } from "../../events/types.js";
 export interface Outbox {
   /** Events waiting for delivery, oldest first, and their acknowledgement once handed on. */
   appendEvents(accountId: string, events: EventRecord[]): Promise<void>;
+  /** The oldest waiting events, validated (parseEventRecord) where they were read from outside the process. */
   readOutbox(accountId: string, limit: number): Promise<EventRecord[]>;
   ackOutbox(accountId: string, eventIds: string[]): Promise<void>;
   /** Accounts that may have undelivered events. */
