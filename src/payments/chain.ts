@@ -6,15 +6,16 @@ import {
   type LocalAccount,
   type PublicClient,
 } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import type { Config } from "../config.js";
 import type { PaymentNetwork } from "./networks.js";
+import { loadNativeSecp256k1, relayerAccount } from "./relayer-account.js";
 
 /**
  * viem clients per enabled network: a public client for reads, simulations and sends, and the
  * relayer accounts (one key, or a pool) that sign `transferWithAuthorization` transactions.
  * Every gateway process shares the relayer keys; each key's nonces come from one sequence in
- * the store, handed out atomically across processes (see relayers.ts).
+ * the store, handed out atomically across processes (see relayers.ts). Their transactions are
+ * signed natively where libsecp256k1 loads (relayer-account.ts).
  */
 export interface NetworkClients {
   network: PaymentNetwork;
@@ -22,8 +23,11 @@ export interface NetworkClients {
   relayers: LocalAccount[];
 }
 
-export function createChainClients(x402: NonNullable<Config["x402"]>): Map<string, NetworkClients> {
-  const relayers = x402.relayerKeys.map((key) => privateKeyToAccount(key));
+export function createChainClients(
+  x402: NonNullable<Config["x402"]>,
+): Map<string, NetworkClients> {
+  const native = loadNativeSecp256k1();
+  const relayers = x402.relayerKeys.map((key) => relayerAccount(key, native));
   const clients = new Map<string, NetworkClients>();
   for (const network of x402.networks) {
     const chain = defineChain({
@@ -37,12 +41,15 @@ export function createChainClients(x402: NonNullable<Config["x402"]>): Map<strin
     // failing endpoint hands the request to the next. Reads made together (a verification's
     // block, authorizationState, balance and simulation; concurrent receipt polls) leave as one
     // JSON-RPC batch: one round trip, however far the RPC is.
-    const batch = x402.rpcBatchSize > 0 ? { batchSize: x402.rpcBatchSize } : false;
+    const batch =
+      x402.rpcBatchSize > 0 ? { batchSize: x402.rpcBatchSize } : false;
     const endpoints = network.rpcUrls.map((url) =>
       http(url, { timeout: x402.rpcTimeoutMs, retryCount: 0, batch }),
     );
     const transport =
-      endpoints.length === 1 ? endpoints[0]! : fallback(endpoints, { retryCount: 0 });
+      endpoints.length === 1
+        ? endpoints[0]!
+        : fallback(endpoints, { retryCount: 0 });
     const entry: NetworkClients = {
       network,
       public: createPublicClient({
