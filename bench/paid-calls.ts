@@ -17,6 +17,7 @@
  * and one paid call's RPC round trips in order with their times (RPC 50 ms away).
  * Loopback only; bounded by the counts below and a 60 s limit per call.
  *   BENCH_BATCHING=off|on (one gateway)  BENCH_CONCURRENCY=8,32  BENCH_LOG=/tmp/dir (gateway logs)
+ *   BENCH_GATEWAY_ENV="NAME=value,…" (more gateway settings)
  *
  *   npm run bench:paid   (Redis at 127.0.0.1:6379)
  *   BENCH_PAID_CALLS=200 (per automine run)  BENCH_DELAYED_CALLS=64  BENCH_INTERVAL_PAYERS=200
@@ -63,6 +64,13 @@ const ONLY = process.env.BENCH_ONLY;
 const BATCHING = process.env.BENCH_BATCHING;
 /** BENCH_CONCURRENCY=8,32: the concurrent payers of the automine and delayed cases. */
 const CONCURRENCIES = (process.env.BENCH_CONCURRENCY ?? "8,32").split(",").map(Number);
+/** BENCH_GATEWAY_ENV="NAME=value,NAME2=value": more settings for the gateways (an A/B of one setting: two runs). */
+const GATEWAY_ENV = Object.fromEntries(
+  (process.env.BENCH_GATEWAY_ENV ?? "")
+    .split(",")
+    .filter((pair) => pair.includes("="))
+    .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)]),
+);
 /** BENCH_LOG=/tmp/gw: each gateway's log lines are written there when the bench ends. */
 const LOG_DIR = process.env.BENCH_LOG;
 /** A paid call not answered in this long counts as failed (the bench stays bounded). */
@@ -208,6 +216,7 @@ async function main() {
           ? { X402_RELAYER_PRIVATE_KEY: relayers[0] }
           : { X402_RELAYER_PRIVATE_KEYS: relayers.join(",") }),
         X402_BATCH_WINDOW_MS: String(windowMs),
+        ...GATEWAY_ENV,
       },
       PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [],
     );

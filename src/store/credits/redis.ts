@@ -5,7 +5,12 @@
  */
 import type { EventRecord } from "../../events/types.js";
 import { parseEventRecord } from "../../events/types.js";
-import { DEBIT_SLOT_MS, debitedNoLaterThan, newEventId, requestIdSlot } from "../../lib/ids.js";
+import {
+  DEBIT_SLOT_MS,
+  debitedNoLaterThan,
+  newEventId,
+  requestIdSlot,
+} from "../../lib/ids.js";
 import { type RawAccount, toAccount } from "../accounts/redis.js";
 import { type RedisContext, redisKey } from "../redis-context.js";
 import {
@@ -45,7 +50,10 @@ function debitRecord(accountId: string, requestId: string, now = Date.now()) {
     key: redisKey.debits(accountId, stamped.slot),
     field: stamped.random,
     // Never already past (EXPIREAT would delete the record), never beyond a day and an hour.
-    expireAt: Math.min(Math.max(slotEnd + day + 3600, nowS + 3600), nowS + day + 3600 + 30),
+    expireAt: Math.min(
+      Math.max(slotEnd + day + 3600, nowS + 3600),
+      nowS + day + 3600 + 30,
+    ),
   };
 }
 
@@ -54,7 +62,12 @@ function eventsFrom(raw: unknown): EventRecord[] {
   return Array.isArray(raw) ? raw.map(parseEventRecord) : [];
 }
 
-export function redisCredits({ script, markOutbox, options, windows }: RedisContext): CreditStore {
+export function redisCredits({
+  script,
+  markOutbox,
+  options,
+  windows,
+}: RedisContext): CreditStore {
   const tiersJson = JSON.stringify(options.tiers);
   return {
     async admit(request: AdmitRequest): Promise<AdmitOutcome> {
@@ -81,7 +94,9 @@ export function redisCredits({ script, markOutbox, options, windows }: RedisCont
         "admit",
         [
           redisKey.account(id),
-          request.keyHash ? redisKey.keyRecord(id, request.keyHash) : redisKey.account(id),
+          request.keyHash
+            ? redisKey.keyRecord(id, request.keyHash)
+            : redisKey.account(id),
           redisKey.rateLog(id),
           redisKey.ledger(id),
           record.key,
@@ -137,7 +152,11 @@ export function redisCredits({ script, markOutbox, options, windows }: RedisCont
         }
         case "rate_limited":
         case "insufficient_credits":
-          return { status: result.status, account: toAccount(result.account!), rate: result.rate! };
+          return {
+            status: result.status,
+            account: toAccount(result.account!),
+            rate: result.rate!,
+          };
         case "ok": {
           const events = eventsFrom(result.events);
           await markOutbox(id, events);
@@ -161,7 +180,11 @@ export function redisCredits({ script, markOutbox, options, windows }: RedisCont
       events: EventRecord[] = [],
       plan?: PlanChange,
     ) {
-      const result = await script<{ status: string; account?: RawAccount }>(
+      const result = await script<{
+        status: string;
+        account?: RawAccount;
+        outbox_was_waiting?: boolean;
+      }>(
         "top-up",
         [
           redisKey.account(accountId),
@@ -182,11 +205,21 @@ export function redisCredits({ script, markOutbox, options, windows }: RedisCont
         ],
       );
       if (result.status === "not_found") return null;
-      if (result.status === "applied") await markOutbox(accountId, events);
-      return { applied: result.status === "applied", account: toAccount(result.account!) };
+      // An outbox that already had events waiting is indexed (or its indexing is under way: the
+      // appender before us, or a relay that looks at the outbox again after unindexing it).
+      if (result.status === "applied" && !result.outbox_was_waiting)
+        await markOutbox(accountId, events);
+      return {
+        applied: result.status === "applied",
+        account: toAccount(result.account!),
+      };
     },
 
-    async refund(accountId: string, change: RefundChange, events: EventRecord[] = []) {
+    async refund(
+      accountId: string,
+      change: RefundChange,
+      events: EventRecord[] = [],
+    ) {
       const idempotencyKey = change.idempotencyKey ?? null;
       const record = debitRecord(accountId, change.requestId);
       const keyHash = change.keyHash ?? null;
@@ -201,7 +234,9 @@ export function redisCredits({ script, markOutbox, options, windows }: RedisCont
           record.key,
           redisKey.outbox(accountId),
           redisKey.idempotency(accountId, idempotencyKey ?? ""),
-          keyHash ? redisKey.keyRecord(accountId, keyHash) : redisKey.account(accountId),
+          keyHash
+            ? redisKey.keyRecord(accountId, keyHash)
+            : redisKey.account(accountId),
           redisKey.keySpend(accountId),
         ],
         [
