@@ -7,6 +7,8 @@
  *   node      Node's request and response objects as they come (how the keyed lane serves)
  *   express   the same handler behind express (one route)
  *   prototype the same handler on Node's objects given express's prototypes and nothing else
+ *   proxy     Node's objects, forwarding through the gateway's own forwarder (tools/forward.ts:
+ *             http-proxy-middleware) instead of a plain `http.request`
  *
  * It is the measurement behind tools/routes/keyed-lane.ts: the prototype switch alone costs
  * about what express does. Loopback only; bounded by BENCH_CALLS (default 20000) per round.
@@ -21,12 +23,13 @@ import express from "express";
 import { Redis } from "ioredis";
 import { spawnService } from "../test/helpers/gateway.js";
 import { REDIS_URL } from "../test/helpers/redis.js";
+import { createProxyForwarder } from "../src/tools/forward.js";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const HASH = JSON.stringify({ text: "benchmark payload", algorithm: "sha256" });
-const KINDS = ["node", "express", "prototype"] as const;
+const KINDS = ["node", "express", "prototype", "proxy"] as const;
 type Kind = (typeof KINDS)[number];
 
 /** One minimal gateway (run as `http-floor.ts serve <kind> <worker port>`). */
@@ -46,7 +49,36 @@ async function serve(kind: Kind, workerPort: number): Promise<void> {
       1,
       `bench-floor:${req.headers["x-api-key"]}`,
     )) as number[];
-    const [status, body] = await new Promise<[number, Buffer]>((resolve, reject) => {
+    const [status, body] =
+      kind === "proxy" ? await proxied(req, res, input) : await requested(input);
+    res.writeHead(status, {
+      "content-type": "application/json",
+      "content-length": body.length,
+      "x-credits-remaining": String(balance),
+    });
+    res.end(body);
+  };
+  const forwarder = createProxyForwarder(agent);
+  const proxied = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    input: string,
+  ): Promise<[number, Buffer]> => {
+    const outcome = await forwarder(
+      req,
+      res,
+    )({
+      origin: `http://127.0.0.1:${workerPort}`,
+      path: "/tools/hash",
+      input: JSON.parse(input),
+      requestId: "req_bench",
+      timeoutMs: 10_000,
+    });
+    if (outcome.kind !== "response") throw new Error(`forwarding failed: ${outcome.kind}`);
+    return [outcome.status, outcome.body];
+  };
+  const requested = (input: string) =>
+    new Promise<[number, Buffer]>((resolve, reject) => {
       const upstream = request(
         {
           agent,
@@ -65,13 +97,6 @@ async function serve(kind: Kind, workerPort: number): Promise<void> {
       upstream.on("error", reject);
       upstream.end(input);
     });
-    res.writeHead(status, {
-      "content-type": "application/json",
-      "content-length": body.length,
-      "x-credits-remaining": String(balance),
-    });
-    res.end(body);
-  };
   const app = express();
   app.post("/v1/tools/:name", (req, res) => void handle(req, res));
   const listener =
@@ -205,7 +230,7 @@ async function main(): Promise<void> {
     );
   }
   const node = mean(results.get("node")!.gateway);
-  for (const kind of ["express", "prototype"] as const)
+  for (const kind of ["express", "prototype", "proxy"] as const)
     console.log(
       `${kind} / node, gateway CPU per call: ${(mean(results.get(kind)!.gateway) / node).toFixed(2)}×`,
     );
