@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import express from "express";
 import { errorHandler, routeNotFound } from "./http/errors.js";
 import { requestContext, requireJsonBody } from "./http/request-context.js";
@@ -5,11 +6,16 @@ import { jsonBody } from "./http/json-body.js";
 import { mountRoutes, routeHandler } from "./http/route.js";
 import type { Services } from "./services.js";
 import { callTool } from "./tools/routes/call.js";
+import { keyedLane } from "./tools/routes/keyed-lane.js";
 import { versioning } from "./http/versioning.js";
 import { methodNotAllowed } from "./http/method-not-allowed.js";
 import { DOORS, openApiFor, type Door } from "./routes.js";
 
-export function createApp(services: Services): express.Express {
+/**
+ * The gateway's request handler: the keyed tool call on its own lane (tools/routes/keyed-lane.ts),
+ * everything else through express.
+ */
+export function createApp(services: Services): (req: IncomingMessage, res: ServerResponse) => void {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
@@ -23,15 +29,13 @@ export function createApp(services: Services): express.Express {
     services.config.apiVersions,
     `${services.config.publicBaseUrl}/changelog`,
   );
-  const json = [
-    requireJsonBody,
-    jsonBody({
-      limitBytes: services.config.bodyLimitBytes,
-      maxDepth: services.config.bodyMaxDepth,
-    }),
-  ];
-  // The keyed tool call is the gateway's hot path: it is matched first, so no other route is
-  // tried for it, and it runs only what it needs.
+  const parseJson = jsonBody({
+    limitBytes: services.config.bodyLimitBytes,
+    maxDepth: services.config.bodyMaxDepth,
+  });
+  const json = [requireJsonBody, parseJson];
+  // The tool call is the gateway's hot path: it is matched first, so no other route is tried for
+  // it, and it runs only what it needs (the plain keyed call does not even come here: see below).
   app.post("/v1/tools/:name", apiVersioning, json, routeHandler(services, callTool, "/v1/tools"));
 
   // Built on first request, not at start-up (it is the whole catalogue's JSON Schemas).
@@ -49,5 +53,7 @@ export function createApp(services: Services): express.Express {
 
   app.use(methodNotAllowed, routeNotFound);
   app.use(errorHandler(services.log, (code) => services.metrics.errors.inc({ code })));
-  return app;
+
+  const lane = keyedLane(services, parseJson);
+  return (req, res) => (lane.takes(req) ? lane.serve(req, res) : app(req, res));
 }

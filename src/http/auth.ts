@@ -1,5 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Request, Response } from "express";
+import type { IncomingMessage } from "node:http";
+import { headerOf } from "./exchange.js";
 import { parseApiKey } from "../accounts/api-keys.js";
 import type { Services } from "../services.js";
 import type { AccountRecord, AdmitOutcome, RateState } from "../store/types.js";
@@ -37,15 +39,15 @@ export function rateLimitHeaders(rate: RateState): Record<string, string> {
 
 /** The key in `x-api-key`, well-formed, or a 401 before any store work. */
 export function presentedKey(
-  req: Request,
+  req: Pick<IncomingMessage, "headers">,
   options: { bearer?: boolean } = {},
 ): { accountId: string; hash: string } {
   // The x402 facilitator API also takes `Authorization: Bearer <key>`, what the official
   // middlewares' `createAuthHeaders` is usually written to send.
   const bearer = options.bearer
-    ? /^Bearer\s+(\S+)\s*$/i.exec(req.get("authorization") ?? "")?.[1]
+    ? /^Bearer\s+(\S+)\s*$/i.exec(headerOf(req, "authorization") ?? "")?.[1]
     : undefined;
-  const header = req.get("x-api-key") ?? bearer;
+  const header = headerOf(req, "x-api-key") ?? bearer;
   if (!header)
     throw new ApiError(
       "missing_api_key",

@@ -1,3 +1,4 @@
+import type { ServerResponse } from "node:http";
 import type { Response } from "express";
 
 /**
@@ -11,7 +12,7 @@ const EXPOSED_HEADERS =
   "x-request-id, payment-required, payment-response, x-payment-response, ratelimit-limit, ratelimit-remaining, ratelimit-reset, ratelimit-policy, retry-after, x-credits-charged, x-credits-remaining, idempotent-replayed";
 
 /** The CORS headers of every answer. */
-export function setCorsHeaders(res: Response): void {
+export function setCorsHeaders(res: ServerResponse): void {
   res.setHeader("Access-Control-Allow-Origin", "*");
   res.setHeader("Access-Control-Expose-Headers", EXPOSED_HEADERS);
 }

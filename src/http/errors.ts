@@ -2,6 +2,7 @@ import type { ErrorRequestHandler, RequestHandler } from "express";
 import type { Logger } from "pino";
 import { BooksUnavailableError } from "../books/errors.js";
 import { StoreUnavailableError } from "../store/errors.js";
+import { sendJson, type HttpRequest, type HttpResponse } from "./exchange.js";
 
 /**
  * Every error the API can answer, in one table: the stable `code` a client branches on,
@@ -179,21 +180,36 @@ export function toApiError(err: unknown): ApiError {
   return new ApiError("internal_error", "An internal error occurred.");
 }
 
-export function errorHandler(
-  log: Logger,
-  onError?: (code: ErrorCode) => void,
-): ErrorRequestHandler {
-  return (err, req, res, _next) => {
+/**
+ * Answers a failed request in the one error shape (and logs it when it is the gateway's fault).
+ * Written on Node's API: express's error middleware and the keyed lane both answer through it.
+ */
+export function errorAnswerer(log: Logger, onError?: (code: ErrorCode) => void) {
+  return (err: unknown, req: HttpRequest, res: HttpResponse): void => {
     const apiError = toApiError(err);
     const requestId = String(res.locals.requestId ?? "");
     onError?.(apiError.code);
     if (apiError.status >= 500)
-      log.error({ err, request_id: requestId, path: req.path }, "request failed");
-    if (res.headersSent) return res.end();
+      log.error(
+        { err, request_id: requestId, path: req.originalUrl.split("?")[0] },
+        "request failed",
+      );
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
     for (const [name, value] of Object.entries(apiError.options.headers ?? {}))
       res.setHeader(name, value);
-    res.status(apiError.status).json(errorBody(apiError, requestId));
+    sendJson(res, apiError.status, errorBody(apiError, requestId));
   };
+}
+
+export function errorHandler(
+  log: Logger,
+  onError?: (code: ErrorCode) => void,
+): ErrorRequestHandler {
+  const answer = errorAnswerer(log, onError);
+  return (err, req, res, _next) => answer(err, req, res);
 }
 
 export const routeNotFound: RequestHandler = (req, _res, next) => {

@@ -1,4 +1,4 @@
-import type { Request, Response } from "express";
+import type { HttpRequest, HttpResponse } from "./exchange.js";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 /** Marks the status checks' requests to this process's own doors (src/status/components.ts). */
@@ -161,7 +161,11 @@ export class Metrics {
    * Counts and times a finished request by its route pattern (never the raw path: ids would
    * explode the label set); called by the request context's one `finish` listener.
    */
-  observeRequest(req: Request, res: Response, seconds: number): void {
+  observeRequest(
+    req: HttpRequest & { route?: { path: string }; baseUrl?: string },
+    res: HttpResponse,
+    seconds: number,
+  ): void {
     // The status page's own probes (loopback, marked) would otherwise be most of a quiet
     // component's latency figures.
     if (req.headers[STATUS_PROBE_HEADER] && isLoopback(req.socket.remoteAddress)) return;

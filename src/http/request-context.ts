@@ -1,19 +1,21 @@
-import type { RequestHandler, Response } from "express";
+import type { RequestHandler } from "express";
 import type { Logger } from "pino";
 import { newRequestId } from "../lib/ids.js";
 import { ApiError } from "./errors.js";
 import { setCorsHeaders, answerPreflight } from "./cors.js";
 import type { Metrics } from "./metrics.js";
+import type { HttpRequest, HttpResponse } from "./exchange.js";
 
 /**
  * What every request gets before any route runs, in one middleware (each middleware is a hop
  * through express's router, and this runs for every request, the keyed tool call included):
  * a server-made request id, the headers every answer carries, CORS, and on finish one log line
- * and the request metrics, from one `finish` listener.
+ * and the request metrics, from one `finish` listener. Written on Node's own API: the keyed tool
+ * call runs it outside express (tools/routes/keyed-lane.ts).
  */
 
 /** Sets the request id and the headers every answer carries. */
-function stamp(res: Response): void {
+function stamp(res: HttpResponse): void {
   // A client-sent id is never reused: request ids also key idempotent debits, so letting a
   // client choose one could replay a charge.
   const id = newRequestId();
@@ -32,30 +34,41 @@ export const requestId: RequestHandler = (_req, res, next) => {
 };
 
 /**
- * The per-request middleware of the gateway. `requestLog` writes one structured line per request:
- * no query string (it can hold tokens), no headers, no bodies — so it is given a logger without
- * redaction paths (redaction costs more than the rest of the line, and has nothing to find here).
+ * What every request gets first: its request id and common headers, CORS, and on finish one log
+ * line and the request metrics. `requestLog` writes one structured line per request: no query
+ * string (it can hold tokens), no headers, no bodies — so it is given a logger without redaction
+ * paths (redaction costs more than the rest of the line, and has nothing to find here).
  */
+export function beginRequest(
+  req: HttpRequest,
+  res: HttpResponse,
+  requestLog: Logger,
+  metrics: Metrics,
+): void {
+  const started = process.hrtime.bigint();
+  stamp(res);
+  setCorsHeaders(res);
+  res.once("finish", () => {
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    requestLog.info(
+      {
+        request_id: res.locals.requestId,
+        method: req.method,
+        path: pathOf(req.originalUrl),
+        status: res.statusCode,
+        duration_ms: seconds * 1000,
+        account_id: res.locals.accountId,
+      },
+      "request",
+    );
+    metrics.observeRequest(req, res, seconds);
+  });
+}
+
+/** The per-request middleware of the gateway's express routes (the keyed lane calls `beginRequest` itself). */
 export function requestContext(requestLog: Logger, metrics: Metrics): RequestHandler {
   return (req, res, next) => {
-    const started = process.hrtime.bigint();
-    stamp(res);
-    setCorsHeaders(res);
-    res.once("finish", () => {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      requestLog.info(
-        {
-          request_id: res.locals.requestId,
-          method: req.method,
-          path: pathOf(req.originalUrl),
-          status: res.statusCode,
-          duration_ms: seconds * 1000,
-          account_id: res.locals.accountId,
-        },
-        "request",
-      );
-      metrics.observeRequest(req, res, seconds);
-    });
+    beginRequest(req, res, requestLog, metrics);
     if (req.method === "OPTIONS") return answerPreflight(res);
     next();
   };

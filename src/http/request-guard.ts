@@ -1,7 +1,8 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { RequestHandler, Response } from "express";
+import type { RequestHandler } from "express";
 import type { Logger } from "pino";
 import { ApiError, errorBody } from "./errors.js";
+import { sendJson, type HttpRequest, type HttpResponse } from "./exchange.js";
 
 /**
  * One request never takes the process down. Every request runs in its own async scope
@@ -18,7 +19,7 @@ import { ApiError, errorBody } from "./errors.js";
  * Node would: nothing says what state it left behind.
  */
 interface Scope {
-  res: Response;
+  res: HttpResponse;
   crashed: AbortController;
   /** Pieces of work that answer the request themselves when it crashes. */
   holders: number;
@@ -30,9 +31,12 @@ export class RequestGuard {
   constructor(private readonly log: Logger) {}
 
   /** Runs the rest of the request (every middleware and route after it) inside its scope. */
-  readonly middleware: RequestHandler = (_req, res, next) => {
-    this.scopes.run({ res, crashed: new AbortController(), holders: 0 }, next);
-  };
+  readonly middleware: RequestHandler = (_req, res, next) => this.run(res, next);
+
+  /** Runs `serve` (the whole handling of the request `res` answers) inside the request's scope. */
+  run(res: HttpResponse, serve: () => void): void {
+    this.scopes.run({ res, crashed: new AbortController(), holders: 0 }, serve);
+  }
 
   /**
    * Runs `work`, which answers the request itself if the request crashes meanwhile: it is given
@@ -60,16 +64,18 @@ export class RequestGuard {
     const { res } = scope;
     const requestId = String(res.locals.requestId ?? "");
     this.log.error(
-      { err, request_id: requestId, path: res.req.originalUrl.split("?")[0] },
+      { err, request_id: requestId, path: (res.req as HttpRequest).originalUrl.split("?")[0] },
       "uncaught exception while serving a request: that request failed, the process goes on",
     );
     if (scope.crashed.signal.aborted) return true;
     scope.crashed.abort(err);
     if (scope.holders > 0) return true;
     if (!res.headersSent) {
-      res
-        .status(500)
-        .json(errorBody(new ApiError("internal_error", "An internal error occurred."), requestId));
+      sendJson(
+        res,
+        500,
+        errorBody(new ApiError("internal_error", "An internal error occurred."), requestId),
+      );
     } else if (!res.writableEnded) {
       res.destroy();
     }

@@ -7,6 +7,7 @@ import { ApiError } from "./errors.js";
 import { enforceEndpointLimit, type EndpointLimitName } from "./endpoint-limits.js";
 import { sendPage } from "../pages/respond.js";
 import { allowOn } from "./method-not-allowed.js";
+import { sendJsonText, type HttpResponse } from "./exchange.js";
 
 /**
  * A route is data: method, path, who may call it, the zod schemas of its input, and a
@@ -132,24 +133,28 @@ export function routeHandler(
       query,
       caller,
     });
-    if (reply.headers) for (const name in reply.headers) res.setHeader(name, reply.headers[name]!);
-    res.statusCode = reply.status ?? 200;
-    if (reply.html !== undefined) sendPage(res, reply.html);
-    else if (reply.text !== undefined) res.type(reply.text.contentType).send(reply.text.body);
-    else if (reply.raw !== undefined) sendJsonText(res, reply.raw);
-    else res.json(reply.body);
+    sendReply(res, reply);
   };
 }
 
-/**
- * Already-serialised JSON, written as is: what express's `res.type().send()` would send (type,
- * length, no body for HEAD), without its content negotiation and header parsing, which a tool
- * call's answer — the hot path — does not need.
- */
-function sendJsonText(res: Response, json: string): void {
-  res.setHeader("Content-Type", "application/json; charset=utf-8");
-  res.setHeader("Content-Length", Buffer.byteLength(json));
-  res.end(res.req.method === "HEAD" ? undefined : json);
+/** Writes a route's reply. */
+function sendReply(res: Response, reply: Reply): void {
+  writeHead(res, reply);
+  if (reply.html !== undefined) sendPage(res, reply.html);
+  else if (reply.text !== undefined) res.type(reply.text.contentType).send(reply.text.body);
+  else if (reply.raw !== undefined) sendJsonText(res, reply.raw);
+  else res.json(reply.body);
+}
+
+/** A reply of already-serialised JSON (a tool call's), on Node's API: how the keyed lane answers. */
+export function sendRawReply(res: HttpResponse, reply: Reply & { raw: string }): void {
+  writeHead(res, reply);
+  sendJsonText(res, reply.raw);
+}
+
+function writeHead(res: HttpResponse, reply: Reply): void {
+  if (reply.headers) for (const name in reply.headers) res.setHeader(name, reply.headers[name]!);
+  res.statusCode = reply.status ?? 200;
 }
 
 export function mountRoutes(

@@ -91,6 +91,16 @@ function successorPath(lifecycle: VersionLifecycle, prefix: string, path: string
   return `${next}${path.slice(prefix.length)}`;
 }
 
+/** Whether answers on `path` carry deprecation headers, or a 410 (a deprecated version's path). */
+export function isDeprecatedPath(versions: ApiVersion[], path: string): boolean {
+  return (
+    versionOf(
+      lifecycles(versions).filter((l) => l.deprecatedAt),
+      path,
+    ) !== null
+  );
+}
+
 export function versioning(
   versions: ApiVersion[],
   changelogUrl: string,

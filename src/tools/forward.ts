@@ -1,6 +1,5 @@
-import { request, type ClientRequest, type IncomingMessage } from "node:http";
+import { request, type ClientRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import { request as tlsRequest, type Agent as TlsAgent } from "node:https";
-import type { Request, Response } from "express";
 import {
   createProxyMiddleware,
   debugProxyErrorsPlugin,
@@ -137,7 +136,9 @@ const abandoned = (signal: AbortSignal): ForwardOutcome => ({
  * streamed, because the charge is committed or refunded on the worker's status before the caller
  * sees anything, and an Idempotency-Key replay needs the body.
  */
-export function createProxyForwarder(agent: Agent): (req: Request, res: Response) => Forwarder {
+export function createProxyForwarder(
+  agent: Agent,
+): (req: IncomingMessage, res: ServerResponse) => Forwarder {
   const proxies = new Map<string, RequestHandler>();
   const proxyFor = (origin: string): RequestHandler => {
     let proxy = proxies.get(origin);

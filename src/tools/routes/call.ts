@@ -1,5 +1,4 @@
 import { ApiError } from "../../http/errors.js";
-import type { Request } from "express";
 import { authenticate, presentedKey } from "../../http/auth.js";
 import type { Services } from "../../services.js";
 import { isPrivateTool } from "../custom/registry.js";
@@ -15,6 +14,7 @@ import { invokeTool, type ToolCallResult } from "../invoke.js";
 import { atomicPrice } from "../../lib/money.js";
 import { formatCredits } from "../pricing.js";
 import { callToolDocument } from "./call-document.js";
+import { headerOf, type HttpRequest, type HttpResponse } from "../../http/exchange.js";
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -39,7 +39,7 @@ function reply(result: ToolCallResult, extraHeaders?: Record<string, string>) {
  */
 async function resolveTool(
   services: Services,
-  req: Request,
+  req: HttpRequest,
   name: string,
   requestId: string,
 ): Promise<ToolDefinition> {
@@ -70,80 +70,93 @@ export const callTool = defineRoute({
     "Call a tool with its JSON input, paid with x-api-key credits or an x402 payment; charged only when the tool succeeds.",
   auth: "public",
   document: callToolDocument,
-  async handler({ services, req, res, params, requestId }) {
-    const tool = await resolveTool(services, req, params.name!, requestId);
-    const idempotencyKey = req.get("idempotency-key") ?? null;
-    if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
-      throw new ApiError(
-        "validation_failed",
-        "Idempotency-Key must be 1 to 255 printable ASCII characters.",
-        { param: "Idempotency-Key" },
-      );
-    }
-    const forward = services.upstream.forwarderFor(tool, services.pools.proxy(req, res));
-    // The price and the x402 offer are worked out only when needed: keyed calls that can pay never see them.
-    const price = () => atomicPrice(tool.cost, services.config.creditPriceAtomic);
-    const offer = () =>
-      offerForResource(
-        services,
-        price(),
-        `/v1/tools/${tool.name}`,
-        `${tool.title}: one call (${formatCredits(tool.cost)})`,
-        toolExtensions(tool),
-      );
-
-    if (!req.headers["x-api-key"] && services.payments) {
-      let settled: Record<string, string> = {};
-      try {
-        const result = await callPaidTool(
-          services,
-          {
-            tool,
-            input: req.body,
-            offer: offer(),
-            priceAtomic: price(),
-            read: () => readPaymentHeader((name) => req.get(name)),
-            idempotencyKey,
-            requestId,
-            onPaid: (paid) => {
-              res.locals.accountId = paid.payment.accountId;
-              settled = paid.receiptHeaders;
-            },
-          },
-          forward,
-        );
-        return reply(result, settled);
-      } catch (err) {
-        // Once paid, the payment stands (as credits on the wallet's account): say so on the error too.
-        throw err instanceof ApiError ? err.withHeaders(settled) : err;
-      }
-    }
-
-    const key = presentedKey(req);
-    res.locals.accountId = key.accountId;
-    try {
-      return reply(
-        await invokeTool(
-          services,
-          { tool, input: req.body, key, idempotencyKey, requestId },
-          forward,
-        ),
-      );
-    } catch (err) {
-      if (
-        services.payments &&
-        !isPrivateTool(tool) &&
-        err instanceof ApiError &&
-        err.code === "insufficient_credits"
-      ) {
-        throw paymentChallenge(
-          "insufficient_credits",
-          `${err.message} Buy credits, or pay for this call with x402.`,
-          offer(),
-          err.options.details,
-        ).withHeaders(err.options.headers ?? {});
-      }
-      throw err;
-    }
-  },
+  handler: ({ services, req, res, params, requestId }) =>
+    serveToolCall(services, req, res, params.name!, requestId),
 });
+
+/**
+ * One call of the tool `name`, on Node's request and response (express's through `callTool`, or
+ * Node's own through the keyed lane, tools/routes/keyed-lane.ts); `req.body` is the parsed input.
+ */
+export async function serveToolCall(
+  services: Services,
+  req: HttpRequest,
+  res: HttpResponse,
+  name: string,
+  requestId: string,
+): Promise<{ status: number; raw: string; headers: Record<string, string> }> {
+  const tool = await resolveTool(services, req, name, requestId);
+  const idempotencyKey = headerOf(req, "idempotency-key") ?? null;
+  if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+    throw new ApiError(
+      "validation_failed",
+      "Idempotency-Key must be 1 to 255 printable ASCII characters.",
+      { param: "Idempotency-Key" },
+    );
+  }
+  const forward = services.upstream.forwarderFor(tool, services.pools.proxy(req, res));
+  // The price and the x402 offer are worked out only when needed: keyed calls that can pay never see them.
+  const price = () => atomicPrice(tool.cost, services.config.creditPriceAtomic);
+  const offer = () =>
+    offerForResource(
+      services,
+      price(),
+      `/v1/tools/${tool.name}`,
+      `${tool.title}: one call (${formatCredits(tool.cost)})`,
+      toolExtensions(tool),
+    );
+
+  if (!req.headers["x-api-key"] && services.payments) {
+    let settled: Record<string, string> = {};
+    try {
+      const result = await callPaidTool(
+        services,
+        {
+          tool,
+          input: req.body,
+          offer: offer(),
+          priceAtomic: price(),
+          read: () => readPaymentHeader((header) => headerOf(req, header)),
+          idempotencyKey,
+          requestId,
+          onPaid: (paid) => {
+            res.locals.accountId = paid.payment.accountId;
+            settled = paid.receiptHeaders;
+          },
+        },
+        forward,
+      );
+      return reply(result, settled);
+    } catch (err) {
+      // Once paid, the payment stands (as credits on the wallet's account): say so on the error too.
+      throw err instanceof ApiError ? err.withHeaders(settled) : err;
+    }
+  }
+
+  const key = presentedKey(req);
+  res.locals.accountId = key.accountId;
+  try {
+    return reply(
+      await invokeTool(
+        services,
+        { tool, input: req.body, key, idempotencyKey, requestId },
+        forward,
+      ),
+    );
+  } catch (err) {
+    if (
+      services.payments &&
+      !isPrivateTool(tool) &&
+      err instanceof ApiError &&
+      err.code === "insufficient_credits"
+    ) {
+      throw paymentChallenge(
+        "insufficient_credits",
+        `${err.message} Buy credits, or pay for this call with x402.`,
+        offer(),
+        err.options.details,
+      ).withHeaders(err.options.headers ?? {});
+    }
+    throw err;
+  }
+}
