@@ -13,7 +13,8 @@
  * concurrent payers; an RPC 50 ms away (8 and 32); interval mining (a block every 2 s, as on Base
  * and Polygon) with 200 payers paying at once, counting the blocks between a payment's arrival and
  * the block that settled it. Prints rate, p50/p99, RPC round trips and calls per paid call,
- * transactions per settled payment, the ratios to chain only, which of the two wins each case,
+ * Redis round trips per paid call (the gateway's `toolgate_store_requests_total`, background work
+ * such as the webhook relay included), the gateway's CPU per paid call, transactions per settled payment, the ratios to chain only, which of the two wins each case,
  * and one paid call's RPC round trips in order with their times (RPC 50 ms away).
  * Loopback only; bounded by the counts below and a 60 s limit per call.
  *   BENCH_BATCHING=off|on (one gateway)  BENCH_CONCURRENCY=8,32  BENCH_LOG=/tmp/dir (gateway logs)

@@ -23,9 +23,7 @@ export interface NetworkClients {
   relayers: LocalAccount[];
 }
 
-export function createChainClients(
-  x402: NonNullable<Config["x402"]>,
-): Map<string, NetworkClients> {
+export function createChainClients(x402: NonNullable<Config["x402"]>): Map<string, NetworkClients> {
   const native = loadNativeSecp256k1();
   const relayers = x402.relayerKeys.map((key) => relayerAccount(key, native));
   const clients = new Map<string, NetworkClients>();
@@ -41,15 +39,12 @@ export function createChainClients(
     // failing endpoint hands the request to the next. Reads made together (a verification's
     // block, authorizationState, balance and simulation; concurrent receipt polls) leave as one
     // JSON-RPC batch: one round trip, however far the RPC is.
-    const batch =
-      x402.rpcBatchSize > 0 ? { batchSize: x402.rpcBatchSize } : false;
+    const batch = x402.rpcBatchSize > 0 ? { batchSize: x402.rpcBatchSize } : false;
     const endpoints = network.rpcUrls.map((url) =>
       http(url, { timeout: x402.rpcTimeoutMs, retryCount: 0, batch }),
     );
     const transport =
-      endpoints.length === 1
-        ? endpoints[0]!
-        : fallback(endpoints, { retryCount: 0 });
+      endpoints.length === 1 ? endpoints[0]! : fallback(endpoints, { retryCount: 0 });
     const entry: NetworkClients = {
       network,
       public: createPublicClient({

@@ -62,10 +62,7 @@ export interface PaymentRequest {
    * paid call already answered under its idempotency key), does so here by throwing, leaving the
    * authorization unused. Given the account credited and the call as this payment keys it.
    */
-  beforeSettling?: (
-    accountId: string,
-    call: PaymentRequest["call"],
-  ) => Promise<void>;
+  beforeSettling?: (accountId: string, call: PaymentRequest["call"]) => Promise<void>;
   /**
    * Who is paid: Toolgate's own X402_PAY_TO by default; as a facilitator, the resource server's
    * own address (the facilitator never receives the funds).
@@ -78,8 +75,7 @@ export interface PaymentRequest {
 }
 
 /** The ledger request id of a facilitator settlement's fee: one per payment, so it is charged once. */
-export const facilitatorFeeRequestId = (paymentId: string) =>
-  `facilitator:${paymentId}`;
+export const facilitatorFeeRequestId = (paymentId: string) => `facilitator:${paymentId}`;
 
 export class Payments {
   readonly clients: Map<string, NetworkClients>;
@@ -103,9 +99,7 @@ export class Payments {
     // Each RPC call may try every URL of a network in turn before it fails.
     const urls = Math.max(1, ...config.networks.map((n) => n.rpcUrls.length));
     this.settlingDeadlineMs =
-      config.batchWindowMs +
-      6 * urls * config.rpcTimeoutMs +
-      config.receiptTimeoutMs;
+      config.batchWindowMs + 6 * urls * config.rpcTimeoutMs + config.receiptTimeoutMs;
   }
 
   relayers(clients: NetworkClients): Relayers {
@@ -133,10 +127,7 @@ export class Payments {
   private networkOf(header: PaymentHeader, offer: Offer): NetworkClients {
     if (header.version === 1) {
       if (header.scheme !== "exact")
-        throw invalidPayment(
-          "only the exact scheme is accepted",
-          "unsupported_scheme",
-        );
+        throw invalidPayment("only the exact scheme is accepted", "unsupported_scheme");
       const clients = this.clients.get(header.network);
       if (!clients || clients.network.name !== header.network)
         throw invalidPayment(
@@ -146,9 +137,7 @@ export class Payments {
       return clients;
     }
     // v2: the requirement the client accepted must be, field for field, one that was offered.
-    const offered = offer.v2.accepts.find((r) =>
-      sameRequirement(r, header.accepted),
-    );
+    const offered = offer.v2.accepts.find((r) => sameRequirement(r, header.accepted));
     if (!offered)
       throw invalidPayment(
         "the accepted requirement is not one this resource offers (network, asset, amount or recipient differ)",
@@ -170,25 +159,14 @@ export class Payments {
     const auth = header.authorization;
     const signature = normaliseSignature(header.signature);
     const payer = getAddress(auth.from);
-    const id =
-      `${network.chainId}:${network.usdc.address}:${payer}:${auth.nonce}`.toLowerCase();
+    const id = `${network.chainId}:${network.usdc.address}:${payer}:${auth.nonce}`.toLowerCase();
     const networkName = header.version === 1 ? network.name : network.caip2;
     const expected = {
       payTo: request.payTo ?? this.config.payTo,
       price: request.priceAtomic,
-      maxTimeoutSeconds:
-        request.maxTimeoutSeconds ?? this.config.maxTimeoutSeconds,
+      maxTimeoutSeconds: request.maxTimeoutSeconds ?? this.config.maxTimeoutSeconds,
     };
-    return {
-      clients,
-      network,
-      auth,
-      signature,
-      payer,
-      id,
-      networkName,
-      expected,
-    };
+    return { clients, network, auth, signature, payer, id, networkName, expected };
   }
 
   /**
@@ -199,8 +177,10 @@ export class Payments {
     header: PaymentHeader,
     request: PaymentRequest,
   ): Promise<{ payer: Address; network: string }> {
-    const { clients, network, auth, signature, payer, networkName, expected } =
-      this.prepare(header, request);
+    const { clients, network, auth, signature, payer, networkName, expected } = this.prepare(
+      header,
+      request,
+    );
     try {
       await verifySigned(clients, auth, signature, expected);
       await verifyChainState(clients, auth, signature, expected);
@@ -210,26 +190,12 @@ export class Payments {
     return { payer, network: networkName };
   }
 
-  async accept(
-    header: PaymentHeader,
-    request: PaymentRequest,
-  ): Promise<AcceptedPayment> {
-    const {
-      clients,
-      network,
-      auth,
-      signature,
-      payer,
-      id,
-      networkName,
-      expected,
-    } = this.prepare(header, request);
-    const context: KnownContext = {
+  async accept(header: PaymentHeader, request: PaymentRequest): Promise<AcceptedPayment> {
+    const { clients, network, auth, signature, payer, id, networkName, expected } = this.prepare(
+      header,
       request,
-      auth,
-      payer,
-      network: networkName,
-    };
+    );
+    const context: KnownContext = { request, auth, payer, network: networkName };
     try {
       verifyTerms(auth, expected);
     } catch (err) {
@@ -240,11 +206,9 @@ export class Payments {
     const answerIfKnown = async (found: PaymentRecord | null) => {
       if (!found) return null;
       if (!found.signature || !sameBytes(found.signature, signature))
-        await verifySignature(clients, auth, signature).catch(
-          (err: unknown) => {
-            throw this.refusal(err, network.name);
-          },
-        );
+        await verifySignature(clients, auth, signature).catch((err: unknown) => {
+          throw this.refusal(err, network.name);
+        });
       return this.answerKnown(found, context);
     };
     const known = await answerIfKnown(await this.services.store.getPayment(id));
@@ -263,17 +227,13 @@ export class Payments {
     } catch (err) {
       // A bad signature is named as such, whatever else the chain refused.
       if (err instanceof ApiError)
-        await verifySignature(clients, auth, signature).catch(
-          (bad: unknown) => {
-            throw this.refusal(bad, network.name);
-          },
-        );
+        await verifySignature(clients, auth, signature).catch((bad: unknown) => {
+          throw this.refusal(bad, network.name);
+        });
       if (err instanceof ApiError) {
         // The same authorization, sent twice at once, may have been claimed and settled by the
         // other request while this one was reading the chain: its record, not the chain, answers.
-        const claimed = await answerIfKnown(
-          await this.services.store.getPayment(id),
-        );
+        const claimed = await answerIfKnown(await this.services.store.getPayment(id));
         if (claimed) return claimed;
       }
       throw this.refusal(err, network.name);
@@ -281,8 +241,7 @@ export class Payments {
     const account = request.beneficiary
       ? Promise.resolve(request.beneficiary)
       : existingAccount!.then(
-          async (found) =>
-            found?.id ?? (await createWalletAccount(this.services, payer)).id,
+          async (found) => found?.id ?? (await createWalletAccount(this.services, payer)).id,
         );
     const accountId = await account;
     await request.beforeSettling?.(accountId, request.call);
@@ -300,17 +259,12 @@ export class Payments {
       signature,
       resource: request.offer.v2.resource.url,
       call: request.call
-        ? {
-            key: request.call.key ?? `x402:${id}`,
-            fingerprint: request.call.fingerprint,
-          }
+        ? { key: request.call.key ?? `x402:${id}`, fingerprint: request.call.fingerprint }
         : null,
       // The transfer cannot be in an earlier block: whoever finishes this settlement reads logs from here.
       sentFromBlock: seen.number.toString(),
       ...(request.payTo ? { payTo: expected.payTo } : {}),
-      ...(request.facilitator
-        ? { facilitatorFee: request.facilitator.feeCredits }
-        : {}),
+      ...(request.facilitator ? { facilitatorFee: request.facilitator.feeCredits } : {}),
     };
     const existing = await this.services.store.claimPayment(record);
     if (existing) return this.answerKnown(existing, context);
@@ -321,23 +275,14 @@ export class Payments {
       payTo: expected.payTo,
       block: seen,
     });
-    this.services.metrics.payments.inc({
-      outcome: outcome.state,
-      network: network.name,
-    });
+    this.services.metrics.payments.inc({ outcome: outcome.state, network: network.name });
     if (outcome.state === "unsent") {
       await this.services.store.releasePayment(id); // nothing was broadcast: the authorization may be retried
       throw this.refusal(new Error(outcome.reason), network.name);
     }
-    if (
-      outcome.state === "failed" &&
-      !(await this.mayHaveMoved(clients, auth))
-    ) {
+    if (outcome.state === "failed" && !(await this.mayHaveMoved(clients, auth))) {
       await this.services.store.releasePayment(id); // nothing moved: the authorization may be retried
-      throw invalidPayment(
-        `settlement failed: ${outcome.reason}`,
-        "invalid_transaction_state",
-      );
+      throw invalidPayment(`settlement failed: ${outcome.reason}`, "invalid_transaction_state");
     }
     if (outcome.state !== "settled") {
       await this.services.store.savePayment({
@@ -360,8 +305,7 @@ export class Payments {
     };
     // A purchase's one "service" is its credit: claimed before the record says "settled", so a
     // duplicate that then sees "settled" cannot take what this request paid for.
-    if (!record.call)
-      await this.services.store.claimPaymentService(id, done.expiresAt!);
+    if (!record.call) await this.services.store.claimPaymentService(id, done.expiresAt!);
     return this.accepted(await this.credit(done), networkName);
   }
 
@@ -370,14 +314,9 @@ export class Payments {
    * another RPC URL after a timeout is refused ("nonce too low") once the first one landed. The
    * chain decides; when it cannot be asked, the answer is "maybe", and the reconciler finishes it.
    */
-  private async mayHaveMoved(
-    clients: NetworkClients,
-    auth: Authorization,
-  ): Promise<boolean> {
+  private async mayHaveMoved(clients: NetworkClients, auth: Authorization): Promise<boolean> {
     const message = authorizationMessage(auth);
-    return authorizationUsed(clients, message.from, message.nonce).catch(
-      () => true,
-    );
+    return authorizationUsed(clients, message.from, message.nonce).catch(() => true);
   }
 
   /** A refused verification as the client sees it: the refusal itself, or 503 when the chain did not answer. */
@@ -402,10 +341,7 @@ export class Payments {
       txHash: record.txHash as Hex,
       network,
       callKey: record.call?.key ?? null,
-      retainSeconds: Math.max(
-        1,
-        Math.ceil(((record.expiresAt ?? Date.now()) - Date.now()) / 1000),
-      ),
+      retainSeconds: Math.max(1, Math.ceil(((record.expiresAt ?? Date.now()) - Date.now()) / 1000)),
     };
   }
 
@@ -415,10 +351,7 @@ export class Payments {
    * outcome; pending → 503; settled → a paid call runs (or replays) under the payment's
    * idempotency key, a purchase is answered once; otherwise it is used up.
    */
-  private async answerKnown(
-    found: PaymentRecord,
-    context: KnownContext,
-  ): Promise<AcceptedPayment> {
+  private async answerKnown(found: PaymentRecord, context: KnownContext): Promise<AcceptedPayment> {
     const { request } = context;
     const used = (why: string) =>
       new ApiError(
@@ -427,18 +360,11 @@ export class Payments {
       );
     if (!sameAuthorization(found.authorization, context.auth))
       throw used(" (another authorization with this nonce was settled)");
-    if (
-      found.resource !== undefined &&
-      found.resource !== request.offer.v2.resource.url
-    )
+    if (found.resource !== undefined && found.resource !== request.offer.v2.resource.url)
       throw used(" for another resource");
     if (request.beneficiary && found.accountId !== request.beneficiary)
       throw used(" by another account");
-    if (
-      found.call &&
-      request.call &&
-      found.call.fingerprint !== request.call.fingerprint
-    ) {
+    if (found.call && request.call && found.call.fingerprint !== request.call.fingerprint) {
       throw new ApiError(
         "idempotency_conflict",
         "This payment was already used for a call with a different body; a payment pays for one call.",
@@ -454,8 +380,7 @@ export class Payments {
     }
     if (!record) throw used(""); // released: the settlement failed and nothing moved; the chain decides on a retry
     if (record.state !== "settled") throw pending();
-    if (record.call && request.call)
-      return this.accepted(record, context.network);
+    if (record.call && request.call) return this.accepted(record, context.network);
     if (
       !record.call &&
       (await this.services.store.claimPaymentService(
@@ -475,26 +400,20 @@ export class Payments {
    * for, so it neither re-arms the account's credit alerts nor moves their reference level.
    */
   async credit(record: PaymentRecord): Promise<PaymentRecord> {
-    if (record.facilitatorFee !== undefined)
-      return this.chargeFacilitatorFee(record);
+    if (record.facilitatorFee !== undefined) return this.chargeFacilitatorFee(record);
     const amount = BigInt(record.value);
     const { grant } = record;
-    const event = eventRecord(
-      newEventId(),
-      "payment.received",
-      record.accountId,
-      {
-        type: grant.type,
-        credits_added: grant.credits,
-        amount_usd: formatUsd(amount),
-        plan: grant.plan,
-        agent_id: record.accountId,
-        payment_session_id: record.id,
-        amount_usdc_atomic: amount.toString(),
-        network: record.network,
-        transaction: record.txHash ?? undefined,
-      },
-    );
+    const event = eventRecord(newEventId(), "payment.received", record.accountId, {
+      type: grant.type,
+      credits_added: grant.credits,
+      amount_usd: formatUsd(amount),
+      plan: grant.plan,
+      agent_id: record.accountId,
+      payment_session_id: record.id,
+      amount_usdc_atomic: amount.toString(),
+      network: record.network,
+      transaction: record.txHash ?? undefined,
+    });
     await this.services.store.topUp(
       record.accountId,
       "purchase",
@@ -507,10 +426,7 @@ export class Payments {
       [event],
       grant.planChange ?? undefined,
     );
-    const saved = {
-      ...record,
-      expiresAt: record.expiresAt ?? this.retainUntil(record),
-    };
+    const saved = { ...record, expiresAt: record.expiresAt ?? this.retainUntil(record) };
     await this.services.store.savePayment(saved);
     this.services.books?.recordPayment({
       id: record.id,
@@ -533,9 +449,7 @@ export class Payments {
    * The balance was checked before the money moved; a balance spent in between leaves the fee
    * uncollected (logged), never a negative balance.
    */
-  private async chargeFacilitatorFee(
-    record: PaymentRecord,
-  ): Promise<PaymentRecord> {
+  private async chargeFacilitatorFee(record: PaymentRecord): Promise<PaymentRecord> {
     const fee = record.facilitatorFee ?? 0;
     if (fee > 0) {
       const outcome = await this.services.store.admit({
@@ -549,18 +463,11 @@ export class Payments {
       });
       if (outcome.status !== "ok")
         this.services.log.warn(
-          {
-            payment: record.id,
-            account: record.accountId,
-            outcome: outcome.status,
-          },
+          { payment: record.id, account: record.accountId, outcome: outcome.status },
           "facilitator fee not collected",
         );
     }
-    const saved = {
-      ...record,
-      expiresAt: record.expiresAt ?? this.retainUntil(record),
-    };
+    const saved = { ...record, expiresAt: record.expiresAt ?? this.retainUntil(record) };
     await this.services.store.savePayment(saved);
     return saved;
   }
@@ -583,10 +490,7 @@ interface KnownContext {
 }
 
 /** Whether a stored authorization is the presented one: every field, hex compared as bytes. */
-function sameAuthorization(
-  stored: Record<string, string>,
-  presented: Authorization,
-): boolean {
+function sameAuthorization(stored: Record<string, string>, presented: Authorization): boolean {
   return (
     sameBytes(stored.from ?? "", presented.from) &&
     sameBytes(stored.to ?? "", presented.to) &&
@@ -598,10 +502,7 @@ function sameAuthorization(
 }
 
 /** A v2 `accepted` against an offered requirement: every field equal, amounts as numbers, addresses as bytes. */
-function sameRequirement(
-  offered: RequirementsV2,
-  accepted: RequirementsV2,
-): boolean {
+function sameRequirement(offered: RequirementsV2, accepted: RequirementsV2): boolean {
   return (
     offered.scheme === accepted.scheme &&
     offered.network === accepted.network &&
@@ -614,11 +515,7 @@ function sameRequirement(
 }
 
 const sortedJson = (value: Record<string, unknown>) =>
-  JSON.stringify(
-    Object.fromEntries(
-      Object.entries(value).sort(([a], [b]) => a.localeCompare(b)),
-    ),
-  );
+  JSON.stringify(Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b))));
 
 const SETTLING_POLL_MS = 50;
 

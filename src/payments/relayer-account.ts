@@ -21,10 +21,7 @@ import { privateKeyToAccount } from "viem/accounts";
 
 /** What is used of the binding (secp256k1/bindings: libsecp256k1 through N-API). */
 export interface NativeSecp256k1 {
-  ecdsaSign(
-    message: Uint8Array,
-    privateKey: Uint8Array,
-  ): { signature: Uint8Array; recid: number };
+  ecdsaSign(message: Uint8Array, privateKey: Uint8Array): { signature: Uint8Array; recid: number };
 }
 
 /**
@@ -33,19 +30,14 @@ export interface NativeSecp256k1 {
  */
 export function loadNativeSecp256k1(): NativeSecp256k1 | null {
   try {
-    return createRequire(import.meta.url)(
-      "secp256k1/bindings",
-    ) as NativeSecp256k1;
+    return createRequire(import.meta.url)("secp256k1/bindings") as NativeSecp256k1;
   } catch {
     return null;
   }
 }
 
 /** A relayer's account; its transactions signed by `native` when given. */
-export function relayerAccount(
-  privateKey: Hex,
-  native: NativeSecp256k1 | null,
-): LocalAccount {
+export function relayerAccount(privateKey: Hex, native: NativeSecp256k1 | null): LocalAccount {
   const account = privateKeyToAccount(privateKey);
   if (!native) return account;
   const key = hexToBytes(privateKey);
@@ -60,12 +52,8 @@ export function relayerAccount(
         serializeTransaction) as SerializeTransactionFn<TransactionSerializable>;
       // A blob transaction's sidecars are not part of what is signed.
       const signable =
-        transaction.type === "eip4844"
-          ? { ...transaction, sidecars: false }
-          : transaction;
-      const hash = keccak256(
-        await serializer(signable as TransactionSerializable),
-      );
+        transaction.type === "eip4844" ? { ...transaction, sidecars: false } : transaction;
+      const hash = keccak256(await serializer(signable as TransactionSerializable));
       const { signature, recid } = native.ecdsaSign(hexToBytes(hash), key);
       return (await serializer(transaction, {
         r: bytesToHex(signature.subarray(0, 32)),

@@ -19,8 +19,7 @@ import type { Authorization } from "./wire.js";
 export const tokenAbi = TOKEN_ABI as typeof TOKEN_ABI;
 
 /** secp256k1 order / 2: a signature with a larger s is the malleable twin of a valid one. */
-const HALF_N =
-  0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
+const HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 /** Seconds an authorization must stay valid beyond the current block, for the settlement to land. */
 const VALIDITY_MARGIN_S = 6n;
 /** Leeway for a client clock ahead of ours when judging an authorization's remaining validity. */
@@ -41,10 +40,8 @@ import { PaymentRefusal, type X402Reason } from "./refusal.js";
 
 export { PaymentRefusal, type X402Reason };
 
-export const invalidPayment = (
-  reason: string,
-  x402Reason: X402Reason = "invalid_payload",
-) => new PaymentRefusal(reason, x402Reason);
+export const invalidPayment = (reason: string, x402Reason: X402Reason = "invalid_payload") =>
+  new PaymentRefusal(reason, x402Reason);
 
 /**
  * A 65-byte EOA signature with v normalised to 27/28 and a high s refused; anything else (an
@@ -183,10 +180,7 @@ export async function verifyChainState(
   expected: Expected,
 ): Promise<SeenBlock> {
   const message = authorizationMessage(auth);
-  const token = {
-    address: clients.network.usdc.address,
-    abi: tokenAbi,
-  } as const;
+  const token = { address: clients.network.usdc.address, abi: tokenAbi } as const;
   // The simulation's verdict is used only if everything else passed.
   const simulation = clients.public
     .simulateContract({
@@ -221,25 +215,16 @@ export async function verifyChainState(
       "the authorization has expired",
       "invalid_exact_evm_payload_authorization_valid_before",
     );
-  if (
-    message.validBefore - now >
-    BigInt(expected.maxTimeoutSeconds) + CLOCK_SKEW_S
-  ) {
+  if (message.validBefore - now > BigInt(expected.maxTimeoutSeconds) + CLOCK_SKEW_S) {
     throw invalidPayment(
       `the authorization stays valid for ${message.validBefore - now} s, longer than maxTimeoutSeconds (${expected.maxTimeoutSeconds} s)`,
       "invalid_exact_evm_payload_authorization_valid_before",
     );
   }
   if (used)
-    throw new ApiError(
-      "payment_already_used",
-      "This payment authorization has already been used.",
-    );
+    throw new ApiError("payment_already_used", "This payment authorization has already been used.");
   if (balance < message.value)
-    throw invalidPayment(
-      "the payer's balance is too low",
-      "insufficient_funds",
-    );
+    throw invalidPayment("the payer's balance is too low", "insufficient_funds");
   if (simulationError)
     throw invalidPayment(
       `the transfer would fail on chain (${simulationError})`,
@@ -249,11 +234,7 @@ export async function verifyChainState(
 }
 
 /** Whether the token has recorded this authorization as used (EIP-3009 `authorizationState`). */
-export const authorizationUsed = (
-  clients: NetworkClients,
-  from: Address,
-  nonce: Hex,
-) =>
+export const authorizationUsed = (clients: NetworkClients, from: Address, nonce: Hex) =>
   clients.public.readContract({
     address: clients.network.usdc.address,
     abi: tokenAbi,
@@ -265,9 +246,7 @@ const isRpcFailure = (err: unknown) =>
   err instanceof BaseError &&
   err.walk(
     (e) =>
-      e instanceof HttpRequestError ||
-      e instanceof TimeoutError ||
-      e instanceof RpcRequestError,
+      e instanceof HttpRequestError || e instanceof TimeoutError || e instanceof RpcRequestError,
   ) !== null;
 
 /** Arguments of the (v, r, s) form for a 65-byte signature, of the (bytes) form otherwise. */
@@ -282,14 +261,7 @@ export function transferArgs(
   },
   signature: Hex,
 ): readonly unknown[] {
-  const base = [
-    m.from,
-    m.to,
-    m.value,
-    m.validAfter,
-    m.validBefore,
-    m.nonce,
-  ] as const;
+  const base = [m.from, m.to, m.value, m.validAfter, m.validBefore, m.nonce] as const;
   if (signature.length !== 132) return [...base, signature];
   const { r, s, v, yParity } = parseSignature(signature);
   return [...base, Number(v ?? BigInt(27 + (yParity ?? 0))), r, s];

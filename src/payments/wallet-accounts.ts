@@ -42,8 +42,7 @@ export async function createWalletAccount(
   } catch {
     // Another process created it a moment ago.
     const created = await services.store.getAccount(id);
-    if (!created)
-      throw new Error(`could not open the account of wallet ${address}`);
+    if (!created) throw new Error(`could not open the account of wallet ${address}`);
     return created;
   }
 }

@@ -8,16 +8,8 @@ import { readFileSync } from "node:fs";
 import type { RedisOptions } from "ioredis";
 import { DEPLETED_MESSAGE } from "../events/types.js";
 import { StoreUnavailableError } from "./errors.js";
-import {
-  connectRedis,
-  type RedisConnection,
-  withinDeadline,
-} from "./redis-connection.js";
-import {
-  CALENDAR_WINDOWS,
-  type ControlWindows,
-  type TierLimits,
-} from "./types.js";
+import { connectRedis, type RedisConnection, withinDeadline } from "./redis-connection.js";
+import { CALENDAR_WINDOWS, type ControlWindows, type TierLimits } from "./types.js";
 
 /** Every key of one account carries the hash tag `{acct_…}`, so each script touches one cluster slot. */
 export const redisKey = {
@@ -40,8 +32,7 @@ export const redisKey = {
   setting: (name: string) => `setting:${name}`,
   webhooks: (ownerId: string) => `{${ownerId}}:webhooks`,
   customTools: (accountId: string) => `{${accountId}}:custom-tools`,
-  deliveries: (ownerId: string, webhookId: string) =>
-    `{${ownerId}}:deliveries:${webhookId}`,
+  deliveries: (ownerId: string, webhookId: string) => `{${ownerId}}:deliveries:${webhookId}`,
   events: (id: string) => `{${id}}:events`,
   session: (id: string, sessionId: string) => `{${id}}:session:${sessionId}`,
   ssoConnection: (id: string) => `{${id}}:sso`,
@@ -83,15 +74,10 @@ function loadScript(name: string, prelude: string): string {
   return `${prelude}\n${readFileSync(new URL(`../credits/lua/${name}.lua`, import.meta.url), "utf8")}`;
 }
 
-type ScriptRunner = (
-  keys: string[],
-  args: (string | number)[],
-) => Promise<unknown>;
+type ScriptRunner = (keys: string[], args: (string | number)[]) => Promise<unknown>;
 
 /** Defines each script once as a command of the connection (EVALSHA, EVAL on a script cache miss). */
-function defineScripts(
-  redis: RedisConnection,
-): Record<ScriptName, ScriptRunner> {
+function defineScripts(redis: RedisConnection): Record<ScriptName, ScriptRunner> {
   const prelude = `local DEPLETED_MESSAGE = ${JSON.stringify(DEPLETED_MESSAGE)}\n${readFileSync(new URL("../credits/lua/prelude.lua", import.meta.url), "utf8")}`;
   const run = {} as Record<ScriptName, ScriptRunner>;
   for (const name of Object.keys(KEY_COUNTS) as ScriptName[]) {
@@ -101,12 +87,10 @@ function defineScripts(
       lua: loadScript(name, prelude),
     });
     run[name] = (keys, args) =>
-      (
-        redis as unknown as Record<
-          string,
-          (...a: unknown[]) => Promise<unknown>
-        >
-      )[command]!(...keys, ...args);
+      (redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[command]!(
+        ...keys,
+        ...args,
+      );
   }
   return run;
 }
@@ -133,11 +117,7 @@ export interface RedisContext {
   /** Runs commands: connection-level failures become StoreUnavailableError (503); script errors stay bugs (500). */
   call<T>(fn: () => Promise<T>): Promise<T>;
   /** Runs one Lua script (through `call`); a JSON reply comes back parsed. */
-  script<T>(
-    name: ScriptName,
-    keys: string[],
-    args: (string | number)[],
-  ): Promise<T>;
+  script<T>(name: ScriptName, keys: string[], args: (string | number)[]): Promise<T>;
   /** Records that an account has events waiting; a separate command because the index lies outside the account's slot. */
   markOutbox(accountId: string, events: unknown[]): Promise<void>;
   /** How many requests `call` has sent (each a command, a script or a MULTI block). */
@@ -158,11 +138,7 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     // commands, concurrent requests'): each write is a system call, the store's largest CPU cost.
     enableAutoPipelining: true,
   };
-  const redis = connectRedis(
-    options.url,
-    options.cluster ?? false,
-    redisOptions,
-  );
+  const redis = connectRedis(options.url, options.cluster ?? false, redisOptions);
   redis.on("error", () => {
     /* surfaced per command as StoreUnavailableError; ioredis reconnects by itself */
   });
@@ -227,12 +203,8 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     ) as T;
   }
 
-  async function markOutbox(
-    accountId: string,
-    events: unknown[],
-  ): Promise<void> {
-    if (events.length > 0)
-      await call(() => redis.sadd(redisKey.outboxAccounts(), accountId));
+  async function markOutbox(accountId: string, events: unknown[]): Promise<void> {
+    if (events.length > 0) await call(() => redis.sadd(redisKey.outboxAccounts(), accountId));
   }
 
   return {

@@ -1,12 +1,7 @@
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../src/accounts/api-keys.js";
 import { eventRecord } from "../../src/events/types.js";
-import {
-  newAccountId,
-  newEventId,
-  newKeyId,
-  newRequestId,
-} from "../../src/lib/ids.js";
+import { newAccountId, newEventId, newKeyId, newRequestId } from "../../src/lib/ids.js";
 import { tierLimits } from "../../src/store/index.js";
 import { createMemoryStore } from "../../src/store/memory.js";
 import { createRedisStore } from "../../src/store/redis.js";
@@ -30,33 +25,32 @@ const PERIOD_MS = 400; // a short "month", so the Free allowance can be observed
 const prefixes: string[] = [];
 let cluster: Awaited<ReturnType<typeof startRedisCluster>> | undefined;
 /** `windows`: the account controls' windows (default: a UTC day and the calendar month). */
-const factories: Record<string, (windows?: ControlWindows) => Promise<Store>> =
-  {
-    memory: async (windows) =>
-      createMemoryStore({ tiers: tierLimits(), periodMs: PERIOD_MS, windows }),
-    redis: async (windows) => {
-      const prefix = uniquePrefix("contract");
-      prefixes.push(prefix);
-      return createRedisStore({
-        url: REDIS_URL,
-        keyPrefix: prefix,
-        tiers: tierLimits(),
-        periodMs: PERIOD_MS,
-        controlWindows: windows,
-      });
-    },
-    "redis cluster": async (windows) => {
-      cluster ??= await startRedisCluster();
-      return createRedisStore({
-        url: cluster.url,
-        cluster: true,
-        keyPrefix: uniquePrefix("contract"),
-        tiers: tierLimits(),
-        periodMs: PERIOD_MS,
-        controlWindows: windows,
-      });
-    },
-  };
+const factories: Record<string, (windows?: ControlWindows) => Promise<Store>> = {
+  memory: async (windows) =>
+    createMemoryStore({ tiers: tierLimits(), periodMs: PERIOD_MS, windows }),
+  redis: async (windows) => {
+    const prefix = uniquePrefix("contract");
+    prefixes.push(prefix);
+    return createRedisStore({
+      url: REDIS_URL,
+      keyPrefix: prefix,
+      tiers: tierLimits(),
+      periodMs: PERIOD_MS,
+      controlWindows: windows,
+    });
+  },
+  "redis cluster": async (windows) => {
+    cluster ??= await startRedisCluster();
+    return createRedisStore({
+      url: cluster.url,
+      cluster: true,
+      keyPrefix: uniquePrefix("contract"),
+      tiers: tierLimits(),
+      periodMs: PERIOD_MS,
+      controlWindows: windows,
+    });
+  },
+};
 const open: Store[] = [];
 afterAll(async () => {
   await Promise.all(open.map((s) => s.close()));
@@ -71,11 +65,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     open.push(store);
   }, 20_000);
 
-  async function account(
-    credits = 100,
-    tier: "free" | "business" = "business",
-    on: Store = store,
-  ) {
+  async function account(credits = 100, tier: "free" | "business" = "business", on: Store = store) {
     const id = newAccountId();
     await on.createAccount(
       { id, email: `${id}@example.com`, tier },
@@ -96,20 +86,8 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     });
     return { id, key, keyId };
   }
-  const debit = (
-    accountId: string,
-    keyHash: string | null,
-    cost = 1,
-    requestId = newRequestId(),
-  ) =>
-    store.admit({
-      accountId,
-      keyHash,
-      cost,
-      requestId,
-      tool: "hash",
-      reason: "tool call",
-    });
+  const debit = (accountId: string, keyHash: string | null, cost = 1, requestId = newRequestId()) =>
+    store.admit({ accountId, keyHash, cost, requestId, tool: "hash", reason: "tool call" });
 
   /** Another key of the account, with account controls. */
   async function controlledKey(
@@ -138,15 +116,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     tool: string | null,
     cost = 1,
     on: Store = store,
-  ) =>
-    on.admit({
-      accountId,
-      keyHash,
-      cost,
-      requestId: newRequestId(),
-      tool,
-      reason: "tool call",
-    });
+  ) => on.admit({ accountId, keyHash, cost, requestId: newRequestId(), tool, reason: "tool call" });
   /** Another store of the same kind, whose account-control windows are `windows`. */
   const storeWith = async (windows: ControlWindows) => {
     const s = await factories[kind]!(windows);
@@ -164,32 +134,20 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       const a = await account();
       const expiresAt = Date.now() + 300;
       const key = await controlledKey(a.id, { expiresAt });
-      expect(await call(a.id, key.hash, "hash")).toMatchObject({
-        status: "ok",
-        keyLimited: true,
-      });
-      expect(await debit(a.id, a.key.hash)).toMatchObject({
-        status: "ok",
-        keyLimited: false,
-      });
+      expect(await call(a.id, key.hash, "hash")).toMatchObject({ status: "ok", keyLimited: true });
+      expect(await debit(a.id, a.key.hash)).toMatchObject({ status: "ok", keyLimited: false });
       await new Promise((r) => setTimeout(r, 350));
-      expect(await call(a.id, key.hash, "hash")).toEqual({
-        status: "expired",
-        expiresAt,
-      });
+      expect(await call(a.id, key.hash, "hash")).toEqual({ status: "expired", expiresAt });
       expect((await store.getAccount(a.id))!.balance).toBe(98);
       // An expired key is no active key: the account's other key is its last active one.
-      expect(
-        (await store.revokeKey(a.id, a.keyId, 0, { keepOneActive: true }))
-          .status,
-      ).toBe("last_active_key");
+      expect((await store.revokeKey(a.id, a.keyId, 0, { keepOneActive: true })).status).toBe(
+        "last_active_key",
+      );
     });
 
     it("lets a key call only its allowed tools, refusing others even when nothing is charged", async () => {
       const a = await account();
-      const key = await controlledKey(a.id, {
-        allowedTools: ["hash", "qr-code"],
-      });
+      const key = await controlledKey(a.id, { allowedTools: ["hash", "qr-code"] });
       expect(await call(a.id, key.hash, "qr-code", 2)).toMatchObject({
         status: "ok",
         charged: true,
@@ -198,23 +156,17 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
         status: "tool_not_allowed",
         allowedTools: ["hash", "qr-code"],
       });
-      expect((await call(a.id, key.hash, "uuid", 0)).status).toBe(
-        "tool_not_allowed",
-      );
+      expect((await call(a.id, key.hash, "uuid", 0)).status).toBe("tool_not_allowed");
       // Not a tool call (the account API): the key authenticates.
       expect((await call(a.id, key.hash, null, 0)).status).toBe("ok");
       // A tool whose name contains an allowed one is still another tool.
-      expect((await call(a.id, key.hash, "has", 1)).status).toBe(
-        "tool_not_allowed",
-      );
+      expect((await call(a.id, key.hash, "has", 1)).status).toBe("tool_not_allowed");
       expect((await store.getAccount(a.id))!.balance).toBe(98);
     });
 
     it("holds a key to its budget exactly under concurrency, charging nothing it refuses; a refund gives the budget back", async () => {
       const a = await account(100);
-      const key = await controlledKey(a.id, {
-        budget: { credits: 10, period: "month" },
-      });
+      const key = await controlledKey(a.id, { budget: { credits: 10, period: "month" } });
       const results = await Promise.all(
         Array.from({ length: 20 }, () => call(a.id, key.hash, "hash", 2)),
       );
@@ -237,9 +189,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
         (e) => e.kind === "debit",
       );
       expect(debits).toHaveLength(5);
-      expect(
-        (await store.listKeys(a.id)).find((k) => k.id === key.id),
-      ).toMatchObject({
+      expect((await store.listKeys(a.id)).find((k) => k.id === key.id)).toMatchObject({
         budget: { credits: 10, period: "month" },
         budgetSpent: 10,
       });
@@ -257,39 +207,24 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
           })
         ).status,
       ).toBe("refunded");
-      expect(
-        (await store.listKeys(a.id)).find((k) => k.id === key.id)!.budgetSpent,
-      ).toBe(8);
+      expect((await store.listKeys(a.id)).find((k) => k.id === key.id)!.budgetSpent).toBe(8);
       expect((await call(a.id, key.hash, "hash", 2)).status).toBe("ok");
-      expect((await call(a.id, key.hash, "hash", 1)).status).toBe(
-        "key_budget_exceeded",
-      );
+      expect((await call(a.id, key.hash, "hash", 1)).status).toBe("key_budget_exceeded");
     });
 
     it("starts a key's budget afresh in its next window", async () => {
       const windows = { dayMs: 600, monthMs: 0 };
       const s = await storeWith(windows);
       const { id } = await account(100, "business", s);
-      const key = await controlledKey(
-        id,
-        { budget: { credits: 3, period: "day" } },
-        s,
-      );
+      const key = await controlledKey(id, { budget: { credits: 3, period: "day" } }, s);
       await alignTo(windows.dayMs);
       for (let i = 0; i < 3; i++)
         expect((await call(id, key.hash, "hash", 1, s)).status).toBe("ok");
       const refused = await call(id, key.hash, "hash", 1, s);
-      if (refused.status !== "key_budget_exceeded")
-        throw new Error(refused.status);
-      expect(refused.budget.resetsAt - refused.budget.windowStart).toBe(
-        windows.dayMs,
-      );
-      await new Promise((r) =>
-        setTimeout(r, refused.budget.resetsAt - Date.now() + 20),
-      );
-      expect(
-        (await s.listKeys(id)).find((k) => k.id === key.id)!.budgetSpent,
-      ).toBe(0);
+      if (refused.status !== "key_budget_exceeded") throw new Error(refused.status);
+      expect(refused.budget.resetsAt - refused.budget.windowStart).toBe(windows.dayMs);
+      await new Promise((r) => setTimeout(r, refused.budget.resetsAt - Date.now() + 20));
+      expect((await s.listKeys(id)).find((k) => k.id === key.id)!.budgetSpent).toBe(0);
       expect((await call(id, key.hash, "hash", 1, s)).status).toBe("ok");
       expect((await s.getAccount(id))!.balance).toBe(96);
     });
@@ -312,9 +247,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
           tool: "hash",
           reason: "tool call",
         });
-      const results = await Promise.all(
-        Array.from({ length: 20 }, () => spendOnce(1)),
-      );
+      const results = await Promise.all(Array.from({ length: 20 }, () => spendOnce(1)));
       const fired = results.flatMap((r) => (r.status === "ok" ? r.events : []));
       expect(fired.map((e) => e.event)).toEqual(["spend.threshold_reached"]);
       expect(fired[0]!.data).toMatchObject({
@@ -326,45 +259,32 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       const start = Math.floor(Date.now() / windows.monthMs) * windows.monthMs;
       expect(fired[0]!.data.period_start).toBe(new Date(start).toISOString());
       expect(
-        (await s.readOutbox(id, 50)).filter(
-          (e) => e.event === "spend.threshold_reached",
-        ),
+        (await s.readOutbox(id, 50)).filter((e) => e.event === "spend.threshold_reached"),
       ).toHaveLength(1);
-      expect((await s.getAccount(id))!.spend).toEqual({
-        windowStart: start,
-        credits: 20,
-      });
+      expect((await s.getAccount(id))!.spend).toEqual({ windowStart: start, credits: 20 });
       // Setting the alert again re-arms it: the next call, already past it, fires it.
       await s.setSpendAlert(id, { credits: 15 });
       const again = await spendOnce(1);
-      expect(again.status === "ok" && again.events.map((e) => e.event)).toEqual(
-        ["spend.threshold_reached"],
-      );
+      expect(again.status === "ok" && again.events.map((e) => e.event)).toEqual([
+        "spend.threshold_reached",
+      ]);
       expect(await spendOnce(1)).toMatchObject({ status: "ok", events: [] });
       // The next month starts from nothing.
-      await new Promise((r) =>
-        setTimeout(r, start + windows.monthMs - Date.now() + 20),
-      );
+      await new Promise((r) => setTimeout(r, start + windows.monthMs - Date.now() + 20));
       expect(await spendOnce(14)).toMatchObject({ status: "ok", events: [] });
       const next = await spendOnce(1);
       expect(next.status === "ok" && next.events.map((e) => e.event)).toEqual([
         "spend.threshold_reached",
       ]);
       // Removed, it fires no more.
-      expect(await s.setSpendAlert(id, null)).toMatchObject({
-        spendAlert: null,
-      });
+      expect(await s.setSpendAlert(id, null)).toMatchObject({ spendAlert: null });
     });
 
     it("changes a key's controls for its very next admission, and clears them with null", async () => {
       const a = await account();
       const other = await account();
-      expect(
-        await store.updateKey(a.id, "key_missing", { budget: null }),
-      ).toBeNull();
-      expect(
-        await store.updateKey(other.id, a.keyId, { budget: null }),
-      ).toBeNull();
+      expect(await store.updateKey(a.id, "key_missing", { budget: null })).toBeNull();
+      expect(await store.updateKey(other.id, a.keyId, { budget: null })).toBeNull();
       const updated = await store.updateKey(a.id, a.keyId, {
         name: "limited",
         allowedTools: ["uuid"],
@@ -382,17 +302,9 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
         status: "ok",
         keyLimited: true,
       });
-      expect((await call(a.id, a.key.hash, "uuid")).status).toBe(
-        "key_budget_exceeded",
-      );
-      await store.updateKey(a.id, a.keyId, {
-        allowedTools: null,
-        budget: null,
-      });
-      expect(await debit(a.id, a.key.hash)).toMatchObject({
-        status: "ok",
-        keyLimited: false,
-      });
+      expect((await call(a.id, a.key.hash, "uuid")).status).toBe("key_budget_exceeded");
+      await store.updateKey(a.id, a.keyId, { allowedTools: null, budget: null });
+      expect(await debit(a.id, a.key.hash)).toMatchObject({ status: "ok", keyLimited: false });
       expect((await store.listKeys(a.id))[0]).toMatchObject({
         name: "limited",
         allowedTools: null,
@@ -425,13 +337,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.getAccount(id)).toEqual(created);
     const { items } = await store.ledger(id, { limit: 10 });
     expect(items).toMatchObject([
-      {
-        kind: "grant",
-        amount: 25,
-        balance: 25,
-        reason: "sign-up",
-        requestId: "req_signup",
-      },
+      { kind: "grant", amount: 25, balance: 25, reason: "sign-up", requestId: "req_signup" },
     ]);
     expect(await store.readOutbox(id, 10)).toEqual([event]);
     expect(await store.outboxAccounts()).toContain(id);
@@ -473,9 +379,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     // A relay that read only the opening event acknowledges it: the payment's event keeps the index.
     await store.ackOutbox(a.id, [opening.id]);
     expect(await store.outboxAccounts()).toContain(a.id);
-    expect((await store.readOutbox(a.id, 10)).map((e) => e.id)).toEqual([
-      first[0]!.id,
-    ]);
+    expect((await store.readOutbox(a.id, 10)).map((e) => e.id)).toEqual([first[0]!.id]);
     await store.ackOutbox(a.id, [first[0]!.id]);
     expect(await store.outboxAccounts()).not.toContain(a.id);
     // Nothing waiting: the next top-up indexes the outbox itself.
@@ -487,9 +391,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       second,
     );
     expect(await store.outboxAccounts()).toContain(a.id);
-    expect((await store.readOutbox(a.id, 10)).map((e) => e.id)).toEqual([
-      second[0]!.id,
-    ]);
+    expect((await store.readOutbox(a.id, 10)).map((e) => e.id)).toEqual([second[0]!.id]);
   });
 
   it("admits a valid key and names it; refuses an unknown key and another account's key", async () => {
@@ -500,13 +402,9 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       keyId: a.keyId,
       charged: false,
     });
-    expect(await debit(a.id, "0".repeat(64), 0)).toEqual({
-      status: "invalid_key",
-    });
+    expect(await debit(a.id, "0".repeat(64), 0)).toEqual({ status: "invalid_key" });
     expect(await debit(a.id, b.key.hash, 0)).toEqual({ status: "invalid_key" });
-    expect(await debit(newAccountId(), a.key.hash, 0)).toEqual({
-      status: "invalid_key",
-    });
+    expect(await debit(newAccountId(), a.key.hash, 0)).toEqual({ status: "invalid_key" });
   });
 
   it("checks a key without counting a request when asked", async () => {
@@ -575,9 +473,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       status: "already_revoked",
       key: { revokedAt: revoked.key.revokedAt },
     });
-    expect(await store.revokeKey(a.id, "key_missing", 0)).toEqual({
-      status: "not_found",
-    });
+    expect(await store.revokeKey(a.id, "key_missing", 0)).toEqual({ status: "not_found" });
   });
 
   it("keeps the last active key when asked, even when two revocations race", async () => {
@@ -594,19 +490,12 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       revokedAt: null,
     });
     const outcomes = await Promise.all(
-      [a.keyId, "key_other"].map((id) =>
-        store.revokeKey(a.id, id, 0, { keepOneActive: true }),
-      ),
+      [a.keyId, "key_other"].map((id) => store.revokeKey(a.id, id, 0, { keepOneActive: true })),
     );
-    expect(outcomes.map((o) => o.status).sort()).toEqual([
-      "last_active_key",
-      "revoked",
-    ]);
+    expect(outcomes.map((o) => o.status).sort()).toEqual(["last_active_key", "revoked"]);
     const kept = outcomes.find((o) => o.status === "last_active_key")!;
     expect(
-      (await store.listKeys(a.id))
-        .filter((k) => k.revokedAt === null)
-        .map((k) => k.id),
+      (await store.listKeys(a.id)).filter((k) => k.revokedAt === null).map((k) => k.id),
     ).toEqual([kept.key.id]);
     // A key whose revocation is already scheduled does not count as active.
     const third = generateApiKey(a.id);
@@ -620,16 +509,11 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       createdAt: Date.now(),
       revokedAt: null,
     });
-    expect((await store.revokeKey(a.id, "key_third", 60_000)).status).toBe(
-      "revoked",
+    expect((await store.revokeKey(a.id, "key_third", 60_000)).status).toBe("revoked");
+    expect((await store.revokeKey(a.id, kept.key.id, 0, { keepOneActive: true })).status).toBe(
+      "last_active_key",
     );
-    expect(
-      (await store.revokeKey(a.id, kept.key.id, 0, { keepOneActive: true }))
-        .status,
-    ).toBe("last_active_key");
-    expect((await store.revokeKey(a.id, kept.key.id, 0)).status).toBe(
-      "revoked",
-    );
+    expect((await store.revokeKey(a.id, kept.key.id, 0)).status).toBe("revoked");
   });
 
   it("records when a key was last used, inside the admission, at most once per resolution window", async () => {
@@ -646,10 +530,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(KEY_USE_RESOLUTION_MS).toBe(60_000);
     // A refused (revoked) key is not "used".
     const revoked = await store.revokeKey(a.id, a.keyId, 0);
-    expect(revoked).toMatchObject({
-      status: "revoked",
-      key: { lastUsedAt: first },
-    });
+    expect(revoked).toMatchObject({ status: "revoked", key: { lastUsedAt: first } });
   });
 
   it("counts a batch of requests all or none, and debits without counting when the door counted already", async () => {
@@ -664,18 +545,9 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
         reason: "",
         requests,
       });
-    expect(await batch(50)).toMatchObject({
-      status: "ok",
-      rate: { limit: 60, remaining: 10 },
-    });
-    expect(await batch(11)).toMatchObject({
-      status: "rate_limited",
-      rate: { remaining: 10 },
-    });
-    expect(await batch(10)).toMatchObject({
-      status: "ok",
-      rate: { remaining: 0 },
-    });
+    expect(await batch(50)).toMatchObject({ status: "ok", rate: { limit: 60, remaining: 10 } });
+    expect(await batch(11)).toMatchObject({ status: "rate_limited", rate: { remaining: 10 } });
+    expect(await batch(10)).toMatchObject({ status: "ok", rate: { remaining: 0 } });
     const uncounted = await store.admit({
       accountId: a.id,
       keyHash: a.key.hash,
@@ -685,131 +557,77 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       reason: "tool call",
       countRequest: false,
     });
-    expect(uncounted).toMatchObject({
-      status: "ok",
-      charged: true,
-      account: { balance: 98 },
-    });
-    expect(await debit(a.id, a.key.hash, 1)).toMatchObject({
-      status: "rate_limited",
-    });
+    expect(uncounted).toMatchObject({ status: "ok", charged: true, account: { balance: 98 } });
+    expect(await debit(a.id, a.key.hash, 1)).toMatchObject({ status: "rate_limited" });
   });
 
   // A minted request id files its debit record in its slot's hash; any other (a payment's fee) in a key of its own.
   it.each([
     ["a request id minted for a call", () => newRequestId()],
     ["any other request id", () => `fee_${newRequestId()}`],
-  ])(
-    "debits once per request id and refunds once per debit: %s",
-    async (_, requestId) => {
-      const a = await account(10);
-      const id = requestId();
-      const first = await debit(a.id, a.key.hash, 3, id);
-      const second = await debit(a.id, a.key.hash, 3, id);
-      expect(first).toMatchObject({
-        status: "ok",
-        charged: true,
-        account: { balance: 7 },
-      });
-      expect(second).toMatchObject({
-        status: "ok",
-        charged: false,
-        account: { balance: 7 },
-      });
-      const refund = {
-        requestId: id,
-        reason: "tool failed",
-        tool: "hash",
-        keyHash: a.key.hash,
-      };
-      expect(await store.refund(a.id, refund)).toEqual({
-        status: "refunded",
-        amount: 3,
-        balance: 10,
-      });
-      expect(await store.refund(a.id, refund)).toEqual({
-        status: "already_refunded",
-      });
-      expect(
-        await store.refund(a.id, { requestId: newRequestId(), reason: "x" }),
-      ).toEqual({
-        status: "not_charged",
-      });
-      expect(
-        await store.refund(a.id, { requestId: "req_never", reason: "x" }),
-      ).toEqual({
-        status: "not_charged",
-      });
-      expect((await store.getAccount(a.id))?.balance).toBe(10);
-      const rows = (await store.ledger(a.id, { limit: 10 })).items.map((e) => [
-        e.kind,
-        e.amount,
-        e.balance,
-        e.tool,
-        e.keyId,
-      ]);
-      // The refund names the tool and key whose debit it returns.
-      expect(rows).toEqual([
-        ["refund", 3, 10, "hash", a.keyId],
-        ["debit", -3, 7, "hash", a.keyId],
-        ["grant", 10, 10, null, null],
-      ]);
-    },
-  );
+  ])("debits once per request id and refunds once per debit: %s", async (_, requestId) => {
+    const a = await account(10);
+    const id = requestId();
+    const first = await debit(a.id, a.key.hash, 3, id);
+    const second = await debit(a.id, a.key.hash, 3, id);
+    expect(first).toMatchObject({ status: "ok", charged: true, account: { balance: 7 } });
+    expect(second).toMatchObject({ status: "ok", charged: false, account: { balance: 7 } });
+    const refund = { requestId: id, reason: "tool failed", tool: "hash", keyHash: a.key.hash };
+    expect(await store.refund(a.id, refund)).toEqual({
+      status: "refunded",
+      amount: 3,
+      balance: 10,
+    });
+    expect(await store.refund(a.id, refund)).toEqual({ status: "already_refunded" });
+    expect(await store.refund(a.id, { requestId: newRequestId(), reason: "x" })).toEqual({
+      status: "not_charged",
+    });
+    expect(await store.refund(a.id, { requestId: "req_never", reason: "x" })).toEqual({
+      status: "not_charged",
+    });
+    expect((await store.getAccount(a.id))?.balance).toBe(10);
+    const rows = (await store.ledger(a.id, { limit: 10 })).items.map((e) => [
+      e.kind,
+      e.amount,
+      e.balance,
+      e.tool,
+      e.keyId,
+    ]);
+    // The refund names the tool and key whose debit it returns.
+    expect(rows).toEqual([
+      ["refund", 3, 10, "hash", a.keyId],
+      ["debit", -3, 7, "hash", a.keyId],
+      ["grant", 10, 10, null, null],
+    ]);
+  });
 
   it("never takes the balance below zero", async () => {
     const a = await account(2);
-    expect((await debit(a.id, a.key.hash, 3)).status).toBe(
-      "insufficient_credits",
-    );
+    expect((await debit(a.id, a.key.hash, 3)).status).toBe("insufficient_credits");
     expect((await store.getAccount(a.id))?.balance).toBe(2);
     expect((await store.ledger(a.id, { limit: 10 })).items).toHaveLength(1);
   });
 
   it("fires credits.low and credits.depleted exactly once each under concurrent debits", async () => {
     const a = await account(100);
-    const results = await Promise.all(
-      Array.from({ length: 150 }, () => debit(a.id, null, 1)),
-    );
-    expect(results.filter((r) => r.status === "ok" && r.charged)).toHaveLength(
-      100,
-    );
-    expect(
-      results.filter((r) => r.status === "insufficient_credits"),
-    ).toHaveLength(50);
+    const results = await Promise.all(Array.from({ length: 150 }, () => debit(a.id, null, 1)));
+    expect(results.filter((r) => r.status === "ok" && r.charged)).toHaveLength(100);
+    expect(results.filter((r) => r.status === "insufficient_credits")).toHaveLength(50);
     expect((await store.getAccount(a.id))?.balance).toBe(0);
     const events = await store.readOutbox(a.id, 100);
-    expect(events.map((e) => e.event)).toEqual([
-      "credits.low",
-      "credits.depleted",
-    ]);
-    expect(events[0]!.data).toEqual({
-      credits_remaining: 19,
-      tool_name: "hash",
-      threshold: 20,
-    });
-    expect(events[1]!.data).toMatchObject({
-      credits_remaining: 0,
-      tool_name: "hash",
-    });
+    expect(events.map((e) => e.event)).toEqual(["credits.low", "credits.depleted"]);
+    expect(events[0]!.data).toEqual({ credits_remaining: 19, tool_name: "hash", threshold: 20 });
+    expect(events[1]!.data).toMatchObject({ credits_remaining: 0, tool_name: "hash" });
   });
 
   it("re-arms the alerts on the next top-up, and a top-up is applied once per request id", async () => {
     const a = await account(10);
     await debit(a.id, null, 10);
     expect(
-      await store.topUp(a.id, "purchase", {
-        amount: 50,
-        requestId: "pay_1",
-        reason: "pack",
-      }),
+      await store.topUp(a.id, "purchase", { amount: 50, requestId: "pay_1", reason: "pack" }),
     ).toMatchObject({ applied: true, account: { balance: 50, reference: 50 } });
     expect(
-      await store.topUp(a.id, "purchase", {
-        amount: 50,
-        requestId: "pay_1",
-        reason: "pack",
-      }),
+      await store.topUp(a.id, "purchase", { amount: 50, requestId: "pay_1", reason: "pack" }),
     ).toMatchObject({ applied: false, account: { balance: 50 } });
     await debit(a.id, null, 41);
     const events = (await store.readOutbox(a.id, 10)).map((e) => [
@@ -822,11 +640,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       ["credits.low", 9],
     ]);
     expect(
-      await store.topUp(newAccountId(), "grant", {
-        amount: 1,
-        requestId: "x",
-        reason: "x",
-      }),
+      await store.topUp(newAccountId(), "grant", { amount: 1, requestId: "x", reason: "x" }),
     ).toBeNull();
   });
 
@@ -836,26 +650,16 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     for (let i = 0; i < 62; i++) results.push(await debit(a.id, a.key.hash, 1));
     expect(results.filter((r) => r.status === "ok")).toHaveLength(60);
     const limited = results.at(-1)!;
-    expect(limited).toMatchObject({
-      status: "rate_limited",
-      rate: { limit: 60, remaining: 0 },
-    });
-    if (limited.status === "rate_limited")
-      expect(limited.rate.resetMs).toBeGreaterThan(50_000);
-    expect((results[0] as { rate: { remaining: number } }).rate.remaining).toBe(
-      59,
-    );
+    expect(limited).toMatchObject({ status: "rate_limited", rate: { limit: 60, remaining: 0 } });
+    if (limited.status === "rate_limited") expect(limited.rate.resetMs).toBeGreaterThan(50_000);
+    expect((results[0] as { rate: { remaining: number } }).rate.remaining).toBe(59);
     expect((await store.getAccount(a.id))?.balance).toBe(940);
   });
 
   it("verifies an e-mail once and tops a verified Free account up to 500 each period", async () => {
     const a = await account(25, "free");
     expect(
-      await store.verifyEmail(a.id, {
-        amount: 75,
-        requestId: "verify",
-        reason: "e-mail verified",
-      }),
+      await store.verifyEmail(a.id, { amount: 75, requestId: "verify", reason: "e-mail verified" }),
     ).toBe("verified");
     expect(
       await store.verifyEmail(a.id, {
@@ -865,16 +669,9 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       }),
     ).toBe("already_verified");
     expect(
-      await store.verifyEmail(newAccountId(), {
-        amount: 75,
-        requestId: "v",
-        reason: "x",
-      }),
+      await store.verifyEmail(newAccountId(), { amount: 75, requestId: "v", reason: "x" }),
     ).toBe("not_found");
-    expect(await store.getAccount(a.id)).toMatchObject({
-      balance: 100,
-      emailVerified: true,
-    });
+    expect(await store.getAccount(a.id)).toMatchObject({ balance: 100, emailVerified: true });
     await new Promise((r) => setTimeout(r, PERIOD_MS + 50));
     expect(await debit(a.id, a.key.hash, 1)).toMatchObject({
       status: "ok",
@@ -884,10 +681,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       status: "ok",
       account: { balance: 498 },
     });
-    const kinds = (await store.ledger(a.id, { limit: 3 })).items.map((e) => [
-      e.kind,
-      e.amount,
-    ]);
+    const kinds = (await store.ledger(a.id, { limit: 3 })).items.map((e) => [e.kind, e.amount]);
     expect(kinds).toEqual([
       ["debit", -1],
       ["debit", -1],
@@ -917,29 +711,21 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
     expect(new Set(seen).size).toBe(seen.length);
-    expect(seen.filter((id) => ids.includes(id)).sort()).toEqual(
-      [...ids].sort(),
-    );
+    expect(seen.filter((id) => ids.includes(id)).sort()).toEqual([...ids].sort());
 
     const a = await account(10);
     for (let i = 0; i < 4; i++) await debit(a.id, null, 1);
     const first = await store.ledger(a.id, { limit: 3 });
-    const second = await store.ledger(a.id, {
-      cursor: first.nextCursor!,
-      limit: 3,
-    });
+    const second = await store.ledger(a.id, { cursor: first.nextCursor!, limit: 3 });
     expect(first.items.map((e) => e.balance)).toEqual([6, 7, 8]);
     expect(second.items.map((e) => e.balance)).toEqual([9, 10]);
     expect(second.nextCursor).toBeNull();
     // Any entry id is a cursor, the page starting strictly before it.
-    const [ms, seq] = first.items[1]!.id.split("-").map(Number) as [
-      number,
-      number,
-    ];
+    const [ms, seq] = first.items[1]!.id.split("-").map(Number) as [number, number];
     expect(
-      (
-        await store.ledger(a.id, { cursor: `${ms}-${seq + 1}`, limit: 1 })
-      ).items.map((e) => e.balance),
+      (await store.ledger(a.id, { cursor: `${ms}-${seq + 1}`, limit: 1 })).items.map(
+        (e) => e.balance,
+      ),
     ).toEqual([7]);
   });
 
@@ -953,56 +739,36 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       "18446744073709551616-0",
       "99999999999999999999999-0",
     ]) {
-      await expect(
-        store.ledger(a.id, { cursor, limit: 3 }),
-        cursor,
-      ).rejects.toBeInstanceOf(InvalidCursorError);
+      await expect(store.ledger(a.id, { cursor, limit: 3 }), cursor).rejects.toBeInstanceOf(
+        InvalidCursorError,
+      );
     }
-    await expect(
-      store.listAccounts({ cursor: newAccountId(), limit: 3 }),
-    ).rejects.toBeInstanceOf(InvalidCursorError);
+    await expect(store.listAccounts({ cursor: newAccountId(), limit: 3 })).rejects.toBeInstanceOf(
+      InvalidCursorError,
+    );
   });
 
   it("writes a refund's events only when the refund applies", async () => {
     const a = await account(10);
     await debit(a.id, null, 2, "req_fail");
     const toolError = () => [
-      eventRecord(newEventId(), "tool.error", a.id, {
-        tool_name: "hash",
-        credits_charged: 0,
-      }),
+      eventRecord(newEventId(), "tool.error", a.id, { tool_name: "hash", credits_charged: 0 }),
     ];
     expect(
-      (
-        await store.refund(
-          a.id,
-          { requestId: "req_fail", reason: "tool failed" },
-          toolError(),
-        )
-      ).status,
+      (await store.refund(a.id, { requestId: "req_fail", reason: "tool failed" }, toolError()))
+        .status,
     ).toBe("refunded");
     expect(
-      (
-        await store.refund(
-          a.id,
-          { requestId: "req_fail", reason: "tool failed" },
-          toolError(),
-        )
-      ).status,
+      (await store.refund(a.id, { requestId: "req_fail", reason: "tool failed" }, toolError()))
+        .status,
     ).toBe("already_refunded");
-    expect((await store.readOutbox(a.id, 10)).map((e) => e.event)).toEqual([
-      "tool.error",
-    ]);
+    expect((await store.readOutbox(a.id, 10)).map((e) => e.event)).toEqual(["tool.error"]);
     expect(await store.outboxAccounts()).toContain(a.id);
   });
 
   it("claims an idempotency key once, replays its response, and refuses another fingerprint", async () => {
     const a = await account();
-    const claim = (
-      fingerprint: string,
-      requestId = newRequestId(),
-      leaseMs = 5000,
-    ) => ({
+    const claim = (fingerprint: string, requestId = newRequestId(), leaseMs = 5000) => ({
       fingerprint,
       requestId,
       leaseMs,
@@ -1018,11 +784,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.beginIdempotent(a.id, "idem-1", claim("fp-b"))).toEqual({
       state: "conflict",
     });
-    const response = {
-      status: 200,
-      body: '{"ok":true}',
-      headers: { "x-credits-charged": "1" },
-    };
+    const response = { status: 200, body: '{"ok":true}', headers: { "x-credits-charged": "1" } };
     await store.completeIdempotent(a.id, "idem-1", response, 60);
     expect(await store.beginIdempotent(a.id, "idem-1", claim("fp-a"))).toEqual({
       state: "completed",
@@ -1030,90 +792,49 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     });
     // Keys are per account, and an abandoned claim can be made again.
     const b = await account();
-    expect(
-      await store.beginIdempotent(b.id, "idem-1", claim("fp-a", "req_first")),
-    ).toEqual({
+    expect(await store.beginIdempotent(b.id, "idem-1", claim("fp-a", "req_first"))).toEqual({
       state: "started",
       requestId: "req_first",
     });
     await store.abandonIdempotent(b.id, "idem-1");
-    expect(
-      await store.beginIdempotent(b.id, "idem-1", claim("fp-z", "req_again")),
-    ).toEqual({
+    expect(await store.beginIdempotent(b.id, "idem-1", claim("fp-z", "req_again"))).toEqual({
       state: "started",
       requestId: "req_again",
     });
     // A claim whose holder died is handed over when its lease ends, with the request id it was charged under.
-    expect(
-      await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_died", 100)),
-    ).toEqual({
+    expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_died", 100))).toEqual({
       state: "started",
       requestId: "req_died",
     });
-    expect(
-      await store.beginIdempotent(
-        b.id,
-        "idem-2",
-        claim("fp", "req_retry", 100),
-      ),
-    ).toEqual({
+    expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_retry", 100))).toEqual({
       state: "in_progress",
     });
     await new Promise((r) => setTimeout(r, 150));
-    expect(
-      await store.beginIdempotent(
-        b.id,
-        "idem-2",
-        claim("fp", "req_retry", 100),
-      ),
-    ).toEqual({
+    expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_retry", 100))).toEqual({
       state: "started",
       requestId: "req_died",
     });
-    expect(
-      await store.beginIdempotent(
-        b.id,
-        "idem-2",
-        claim("fp", "req_other", 100),
-      ),
-    ).toEqual({
+    expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_other", 100))).toEqual({
       state: "in_progress",
     });
     // The request holding a claim may begin again (a paid call claims before settling, then runs): it continues, others still wait.
-    expect(
-      await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_holder")),
-    ).toEqual({
+    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_holder"))).toEqual({
       state: "started",
       requestId: "req_holder",
     });
-    expect(
-      await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_holder")),
-    ).toEqual({
+    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_holder"))).toEqual({
       state: "started",
       requestId: "req_holder",
     });
-    expect(
-      await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_waiter")),
-    ).toEqual({
+    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_waiter"))).toEqual({
       state: "in_progress",
     });
-    expect(
-      await store.beginIdempotent(
-        b.id,
-        "idem-4",
-        claim("fp-other", "req_holder"),
-      ),
-    ).toEqual({
+    expect(await store.beginIdempotent(b.id, "idem-4", claim("fp-other", "req_holder"))).toEqual({
       state: "conflict",
     });
     // A refund forgets the call's key in the same step: the retry is a new call, charged anew.
-    expect(await debit(b.id, null, 3, "req_taken")).toMatchObject({
-      status: "ok",
-      charged: true,
-    });
-    expect(
-      await store.beginIdempotent(b.id, "idem-3", claim("fp", "req_taken")),
-    ).toMatchObject({
+    expect(await debit(b.id, null, 3, "req_taken")).toMatchObject({ status: "ok", charged: true });
+    expect(await store.beginIdempotent(b.id, "idem-3", claim("fp", "req_taken"))).toMatchObject({
       state: "started",
     });
     expect(
@@ -1125,9 +846,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
         })
       ).status,
     ).toBe("refunded");
-    expect(
-      await store.beginIdempotent(b.id, "idem-3", claim("fp", "req_new")),
-    ).toEqual({
+    expect(await store.beginIdempotent(b.id, "idem-3", claim("fp", "req_new"))).toEqual({
       state: "started",
       requestId: "req_new",
     });
@@ -1155,10 +874,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       store.logEvents(a.id, [first, second], 10),
       store.logEvents(a.id, [first], 10),
     ]);
-    expect((await store.listEvents(a.id, 10)).map((e) => e.id)).toEqual([
-      second.id,
-      first.id,
-    ]);
+    expect((await store.listEvents(a.id, 10)).map((e) => e.id)).toEqual([second.id, first.id]);
   });
 
   it("keeps every logged event for the books exporter, oldest first, until it forgets the ones it exported", async () => {
@@ -1179,7 +895,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(oldest.map((e) => e.data.tool_name)).toEqual(["t1", "t2"]);
     // The backlog names the account, from its oldest logged event.
     const backlog = async () => {
-      for (let cursor: string | undefined; ;) {
+      for (let cursor: string | undefined; ; ) {
         const page = await store.ledgerBacklog({ cursor, limit: 100 });
         const mine = page.items.find((b) => b.accountId === a.id);
         if (mine || !page.nextCursor) return mine;
@@ -1234,9 +950,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       account: { tier: "starter" },
       rate: { limit: 300 },
     });
-    await new Promise((r) =>
-      setTimeout(r, renewed!.account.planExpiresAt - Date.now() + 50),
-    );
+    await new Promise((r) => setTimeout(r, renewed!.account.planExpiresAt - Date.now() + 50));
     expect(await debit(a.id, a.key.hash, 0)).toMatchObject({
       status: "ok",
       account: { tier: "free", planExpiresAt: 0, balance: 200 },
@@ -1259,19 +973,14 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   it("binds an account to its dedicated workers, and the admission brings the binding back with the account", async () => {
     const a = await account();
     expect((await store.getAccount(a.id))!.dedicatedWorkersUrl).toBeNull();
-    expect(
-      await store.setDedicatedWorkers(a.id, "https://workers.acme.example"),
-    ).toMatchObject({
+    expect(await store.setDedicatedWorkers(a.id, "https://workers.acme.example")).toMatchObject({
       id: a.id,
       dedicatedWorkersUrl: "https://workers.acme.example",
     });
     // The hot path learns where to send the call from the admission itself: no extra read.
     expect(await debit(a.id, a.key.hash)).toMatchObject({
       status: "ok",
-      account: {
-        dedicatedWorkersUrl: "https://workers.acme.example",
-        balance: 99,
-      },
+      account: { dedicatedWorkersUrl: "https://workers.acme.example", balance: 99 },
     });
     expect(await store.setTier(a.id, "pro")).toMatchObject({
       tier: "pro",
@@ -1285,10 +994,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       account: { dedicatedWorkersUrl: null },
     });
     expect(
-      await store.setDedicatedWorkers(
-        newAccountId(),
-        "https://workers.acme.example",
-      ),
+      await store.setDedicatedWorkers(newAccountId(), "https://workers.acme.example"),
     ).toBeNull();
   });
 
@@ -1296,23 +1002,15 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     const bucket = `signup:${newAccountId()}`;
     const ids = [newRequestId(), newRequestId()];
     for (const id of ids)
-      expect((await store.hitRateLimit(bucket, 2, 60_000, id)).allowed).toBe(
-        true,
-      );
-    expect(
-      (await store.hitRateLimit(bucket, 2, 60_000, newRequestId())).allowed,
-    ).toBe(false);
+      expect((await store.hitRateLimit(bucket, 2, 60_000, id)).allowed).toBe(true);
+    expect((await store.hitRateLimit(bucket, 2, 60_000, newRequestId())).allowed).toBe(false);
     await store.releaseRateLimit(bucket, ids[0]!);
-    expect(
-      (await store.hitRateLimit(bucket, 2, 60_000, newRequestId())).allowed,
-    ).toBe(true);
+    expect((await store.hitRateLimit(bucket, 2, 60_000, newRequestId())).allowed).toBe(true);
   });
 
   it("keeps the first value offered for a setting, whoever offers later", async () => {
     const name = `setting-${newAccountId()}`;
-    const offers = await Promise.all(
-      ["a", "b", "c"].map((v) => store.keepFirst(name, v)),
-    );
+    const offers = await Promise.all(["a", "b", "c"].map((v) => store.keepFirst(name, v)));
     expect(new Set(offers).size).toBe(1);
     expect(await store.keepFirst(name, "d")).toBe(offers[0]);
   });
@@ -1341,15 +1039,10 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     const openIds = async () =>
       (await store.openPayments()).map((p) => p.id).filter((p) => p === id);
     expect(await store.claimPayment(record)).toBeNull();
-    expect(
-      await store.claimPayment({ ...record, accountId: "someone else" }),
-    ).toEqual(record);
+    expect(await store.claimPayment({ ...record, accountId: "someone else" })).toEqual(record);
     expect(await openIds()).toEqual([id]); // a process dying now leaves it for a reconciler
     await store.savePayment({ ...record, state: "pending", txHash: "0xabc" });
-    expect(await store.getPayment(id)).toMatchObject({
-      state: "pending",
-      txHash: "0xabc",
-    });
+    expect(await store.getPayment(id)).toMatchObject({ state: "pending", txHash: "0xabc" });
     expect(await openIds()).toEqual([id]);
     await store.savePayment({ ...record, state: "settled", txHash: "0xabc" });
     expect(await openIds()).toEqual([]);
@@ -1367,11 +1060,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   it("keeps each account's custom tools apart: one per name, at most the cap, atomically", async () => {
     const owner = await account();
     const other = await account();
-    const tool = (
-      name: string,
-      accountId = owner.id,
-      createdAt = Date.now(),
-    ) => ({
+    const tool = (name: string, accountId = owner.id, createdAt = Date.now()) => ({
       accountId,
       name,
       title: name,
@@ -1383,26 +1072,16 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       timeoutMs: 1000,
       createdAt,
     });
-    expect(await store.addCustomTool(tool("alpha", owner.id, 1), 2)).toBe(
-      "added",
-    );
-    expect(
-      await store.addCustomTool({ ...tool("alpha"), priceCredits: 9 }, 2),
-    ).toBe("exists");
-    expect(await store.getCustomTool(owner.id, "alpha")).toEqual(
-      tool("alpha", owner.id, 1),
-    ); // the first stands
+    expect(await store.addCustomTool(tool("alpha", owner.id, 1), 2)).toBe("added");
+    expect(await store.addCustomTool({ ...tool("alpha"), priceCredits: 9 }, 2)).toBe("exists");
+    expect(await store.getCustomTool(owner.id, "alpha")).toEqual(tool("alpha", owner.id, 1)); // the first stands
     // Concurrent registrations cannot pass the cap together.
     const raced = await Promise.all(
-      ["beta", "gamma", "delta"].map((name) =>
-        store.addCustomTool(tool(name), 2),
-      ),
+      ["beta", "gamma", "delta"].map((name) => store.addCustomTool(tool(name), 2)),
     );
     expect(raced.filter((r) => r === "added")).toHaveLength(1);
     expect(raced.filter((r) => r === "cap")).toHaveLength(2);
-    expect((await store.listCustomTools(owner.id)).map((t) => t.name)[0]).toBe(
-      "alpha",
-    ); // oldest first
+    expect((await store.listCustomTools(owner.id)).map((t) => t.name)[0]).toBe("alpha"); // oldest first
     expect(await store.listCustomTools(owner.id)).toHaveLength(2);
     // Another account sees none of them, and may use the same name.
     expect(await store.getCustomTool(other.id, "alpha")).toBeNull();
@@ -1412,15 +1091,10 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.deleteCustomTool(owner.id, "alpha")).toBe(true);
     expect(await store.deleteCustomTool(owner.id, "alpha")).toBe(false);
     expect(await store.getCustomTool(owner.id, "alpha")).toBeNull();
-    expect(await store.getCustomTool(other.id, "alpha")).toMatchObject({
-      accountId: other.id,
-    });
+    expect(await store.getCustomTool(other.id, "alpha")).toMatchObject({ accountId: other.id });
   });
 
-  const session = (
-    accountId: string,
-    overrides: Partial<SessionRecord> = {},
-  ): SessionRecord => ({
+  const session = (accountId: string, overrides: Partial<SessionRecord> = {}): SessionRecord => ({
     id: newRequestId(),
     accountId,
     csrfToken: "csrf-token",
@@ -1457,9 +1131,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     await store.createSession(ended, 10_000);
     await store.endSession(id, ended.id);
     expect(await store.touchSession(id, ended.id, 10_000)).toBeNull();
-    expect(
-      await store.touchSession(newAccountId(), live.id, 10_000),
-    ).toBeNull(); // another account's id names nothing
+    expect(await store.touchSession(newAccountId(), live.id, 10_000)).toBeNull(); // another account's id names nothing
   });
 
   it("signs out everywhere: every session of the account ends, other accounts' and later ones live", async () => {
@@ -1478,9 +1150,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   it("hands a single-use value out once, even to readers racing for it, and never after its lifetime", async () => {
     const name = `attempt-${newRequestId()}`;
     await store.saveOnce(name, "secrets", 10_000);
-    const readers = await Promise.all(
-      Array.from({ length: 5 }, () => store.takeOnce(name)),
-    );
+    const readers = await Promise.all(Array.from({ length: 5 }, () => store.takeOnce(name)));
     expect(readers.filter((v) => v === "secrets")).toHaveLength(1);
     expect(readers.filter((v) => v === null)).toHaveLength(4);
     await store.saveOnce(`${name}-short`, "secrets", 300);
@@ -1500,11 +1170,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       createdAt: 1,
       updatedAt: 2,
     });
-    expect(
-      await store.putSsoConnection(
-        connection(a.id, [domain("one"), domain("two")]),
-      ),
-    ).toEqual({
+    expect(await store.putSsoConnection(connection(a.id, [domain("one"), domain("two")]))).toEqual({
       status: "saved",
     });
     expect(await store.getSsoConnection(a.id)).toEqual(
@@ -1513,22 +1179,16 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.accountIdBySsoDomain(domain("two"))).toBe(a.id);
     // Another account cannot take a held domain, and its refused save claims nothing.
     expect(
-      await store.putSsoConnection(
-        connection(b.id, [domain("three"), domain("one")]),
-      ),
+      await store.putSsoConnection(connection(b.id, [domain("three"), domain("one")])),
     ).toEqual({ status: "domain_taken", domain: domain("one") });
     expect(await store.accountIdBySsoDomain(domain("three"))).toBeNull();
     expect(await store.getSsoConnection(b.id)).toBeNull();
     // Saving again without a domain releases it for others.
-    expect(
-      await store.putSsoConnection(connection(a.id, [domain("one")])),
-    ).toEqual({
+    expect(await store.putSsoConnection(connection(a.id, [domain("one")]))).toEqual({
       status: "saved",
     });
     expect(await store.accountIdBySsoDomain(domain("two"))).toBeNull();
-    expect(
-      await store.putSsoConnection(connection(b.id, [domain("two")])),
-    ).toEqual({
+    expect(await store.putSsoConnection(connection(b.id, [domain("two")]))).toEqual({
       status: "saved",
     });
     expect(await store.accountIdBySsoDomain(domain("two"))).toBe(b.id);
@@ -1559,12 +1219,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       await debit(a.id, a.key.hash, 3);
       const entries = await waiting;
       expect(entries).toHaveLength(1);
-      expect(entries[0]).toMatchObject({
-        kind: "debit",
-        amount: -3,
-        balance: 47,
-        tool: "hash",
-      });
+      expect(entries[0]).toMatchObject({ kind: "debit", amount: -3, balance: 47, tool: "hash" });
       expect(await follower.next(entries[0]!.id, 100)).toEqual([]);
     } finally {
       await follower.close();

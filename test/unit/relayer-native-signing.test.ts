@@ -1,15 +1,7 @@
-import {
-  keccak256,
-  parseTransaction,
-  recoverTransactionAddress,
-  toHex,
-} from "viem";
+import { keccak256, parseTransaction, recoverTransactionAddress, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-import {
-  loadNativeSecp256k1,
-  relayerAccount,
-} from "../../src/payments/relayer-account.js";
+import { loadNativeSecp256k1, relayerAccount } from "../../src/payments/relayer-account.js";
 
 /** The relayer's settlement transactions, signed by libsecp256k1 where it loads, by viem otherwise. */
 const KEY = keccak256(toHex("relayer key for this test"));

@@ -5,12 +5,7 @@
  */
 import type { EventRecord } from "../../events/types.js";
 import { parseEventRecord } from "../../events/types.js";
-import {
-  DEBIT_SLOT_MS,
-  debitedNoLaterThan,
-  newEventId,
-  requestIdSlot,
-} from "../../lib/ids.js";
+import { DEBIT_SLOT_MS, debitedNoLaterThan, newEventId, requestIdSlot } from "../../lib/ids.js";
 import { type RawAccount, toAccount } from "../accounts/redis.js";
 import { type RedisContext, redisKey } from "../redis-context.js";
 import {
@@ -50,10 +45,7 @@ function debitRecord(accountId: string, requestId: string, now = Date.now()) {
     key: redisKey.debits(accountId, stamped.slot),
     field: stamped.random,
     // Never already past (EXPIREAT would delete the record), never beyond a day and an hour.
-    expireAt: Math.min(
-      Math.max(slotEnd + day + 3600, nowS + 3600),
-      nowS + day + 3600 + 30,
-    ),
+    expireAt: Math.min(Math.max(slotEnd + day + 3600, nowS + 3600), nowS + day + 3600 + 30),
   };
 }
 
@@ -62,12 +54,7 @@ function eventsFrom(raw: unknown): EventRecord[] {
   return Array.isArray(raw) ? raw.map(parseEventRecord) : [];
 }
 
-export function redisCredits({
-  script,
-  markOutbox,
-  options,
-  windows,
-}: RedisContext): CreditStore {
+export function redisCredits({ script, markOutbox, options, windows }: RedisContext): CreditStore {
   const tiersJson = JSON.stringify(options.tiers);
   return {
     async admit(request: AdmitRequest): Promise<AdmitOutcome> {
@@ -94,9 +81,7 @@ export function redisCredits({
         "admit",
         [
           redisKey.account(id),
-          request.keyHash
-            ? redisKey.keyRecord(id, request.keyHash)
-            : redisKey.account(id),
+          request.keyHash ? redisKey.keyRecord(id, request.keyHash) : redisKey.account(id),
           redisKey.rateLog(id),
           redisKey.ledger(id),
           record.key,
@@ -152,11 +137,7 @@ export function redisCredits({
         }
         case "rate_limited":
         case "insufficient_credits":
-          return {
-            status: result.status,
-            account: toAccount(result.account!),
-            rate: result.rate!,
-          };
+          return { status: result.status, account: toAccount(result.account!), rate: result.rate! };
         case "ok": {
           const events = eventsFrom(result.events);
           await markOutbox(id, events);
@@ -209,17 +190,10 @@ export function redisCredits({
       // appender before us, or a relay that looks at the outbox again after unindexing it).
       if (result.status === "applied" && !result.outbox_was_waiting)
         await markOutbox(accountId, events);
-      return {
-        applied: result.status === "applied",
-        account: toAccount(result.account!),
-      };
+      return { applied: result.status === "applied", account: toAccount(result.account!) };
     },
 
-    async refund(
-      accountId: string,
-      change: RefundChange,
-      events: EventRecord[] = [],
-    ) {
+    async refund(accountId: string, change: RefundChange, events: EventRecord[] = []) {
       const idempotencyKey = change.idempotencyKey ?? null;
       const record = debitRecord(accountId, change.requestId);
       const keyHash = change.keyHash ?? null;
@@ -234,9 +208,7 @@ export function redisCredits({
           record.key,
           redisKey.outbox(accountId),
           redisKey.idempotency(accountId, idempotencyKey ?? ""),
-          keyHash
-            ? redisKey.keyRecord(accountId, keyHash)
-            : redisKey.account(accountId),
+          keyHash ? redisKey.keyRecord(accountId, keyHash) : redisKey.account(accountId),
           redisKey.keySpend(accountId),
         ],
         [

@@ -9,18 +9,9 @@ import { type EventRecord, parseEventRecord } from "../../events/types.js";
 import { type RedisContext, redisKey } from "../redis-context.js";
 import type { Outbox } from "./index.js";
 
-export function redisOutbox({
-  redis,
-  call,
-  script,
-  markOutbox,
-  options,
-}: RedisContext): Outbox {
+export function redisOutbox({ redis, call, script, markOutbox, options }: RedisContext): Outbox {
   return {
-    async appendEvents(
-      accountId: string,
-      events: EventRecord[],
-    ): Promise<void> {
+    async appendEvents(accountId: string, events: EventRecord[]): Promise<void> {
       if (events.length === 0) return;
       const tx = redis.multi();
       for (const e of events) {
@@ -49,8 +40,7 @@ export function redisOutbox({
       );
       return rows.map(([, fields]) => {
         const f: Record<string, string> = {};
-        for (let i = 0; i < fields.length; i += 2)
-          f[fields[i]!] = fields[i + 1]!;
+        for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
         return parseEventRecord({
           id: f.id,
           event: f.event,
@@ -62,8 +52,7 @@ export function redisOutbox({
     },
 
     async ackOutbox(accountId: string, eventIds: string[]): Promise<void> {
-      if (eventIds.length > 0)
-        await script("outbox-ack", [redisKey.outbox(accountId)], eventIds);
+      if (eventIds.length > 0) await script("outbox-ack", [redisKey.outbox(accountId)], eventIds);
       // Unindex first, then look: an event appended meanwhile is seen here or re-indexes itself.
       await call(() => redis.srem(redisKey.outboxAccounts(), accountId));
       if ((await call(() => redis.xlen(redisKey.outbox(accountId)))) > 0)
@@ -74,38 +63,23 @@ export function redisOutbox({
       return call(() => redis.smembers(redisKey.outboxAccounts()));
     },
 
-    async logEvents(
-      accountId: string,
-      events: EventRecord[],
-      keep: number | null,
-    ): Promise<void> {
+    async logEvents(accountId: string, events: EventRecord[], keep: number | null): Promise<void> {
       if (events.length === 0) return;
       // A sorted set of the records: several relays logging the same event add it once.
       const key = redisKey.events(accountId);
-      const members = events.flatMap((e) => [
-        Date.parse(e.timestamp),
-        JSON.stringify(e),
-      ]);
+      const members = events.flatMap((e) => [Date.parse(e.timestamp), JSON.stringify(e)]);
       const tx = redis.multi().zadd(key, ...members);
       if (keep !== null) tx.zremrangebyrank(key, 0, -(keep + 1));
       await call(() => tx.exec());
     },
 
-    async oldestLoggedEvents(
-      accountId: string,
-      limit: number,
-    ): Promise<EventRecord[]> {
+    async oldestLoggedEvents(accountId: string, limit: number): Promise<EventRecord[]> {
       return (
-        await call(() =>
-          redis.zrange(redisKey.events(accountId), "0", String(limit - 1)),
-        )
+        await call(() => redis.zrange(redisKey.events(accountId), "0", String(limit - 1)))
       ).map((raw) => parseEventRecord(JSON.parse(raw)));
     },
 
-    async forgetLoggedEvents(
-      accountId: string,
-      events: EventRecord[],
-    ): Promise<void> {
+    async forgetLoggedEvents(accountId: string, events: EventRecord[]): Promise<void> {
       if (events.length === 0) return;
       // By id among the members of the batch's time range: a member is removed only if it is one
       // of these events (a relay may have logged others meanwhile, with the same times).
@@ -115,48 +89,33 @@ export function redisOutbox({
       const members = await call(() =>
         redis.zrangebyscore(key, Math.min(...times), Math.max(...times)),
       );
-      const gone = members.filter((raw) =>
-        ids.has((JSON.parse(raw) as { id: string }).id),
-      );
+      const gone = members.filter((raw) => ids.has((JSON.parse(raw) as { id: string }).id));
       if (gone.length > 0) await call(() => redis.zrem(key, ...gone));
     },
 
     async listEvents(accountId: string, limit: number): Promise<EventRecord[]> {
-      return (
-        await call(() =>
-          redis.zrevrange(redisKey.events(accountId), 0, limit - 1),
-        )
-      ).map((raw) => parseEventRecord(JSON.parse(raw)));
+      return (await call(() => redis.zrevrange(redisKey.events(accountId), 0, limit - 1))).map(
+        (raw) => parseEventRecord(JSON.parse(raw)),
+      );
     },
 
     async rebuildOutboxIndex(): Promise<number> {
       const prefix = options.keyPrefix;
       // SCAN walks one server: on a cluster, every master holds its share of the accounts.
-      const servers =
-        redis instanceof Cluster ? redis.nodes("master") : [redis];
+      const servers = redis instanceof Cluster ? redis.nodes("master") : [redis];
       let found = 0;
       for (const server of servers) {
         let cursor = "0";
         do {
           // SCAN patterns are not prefixed by ioredis: match the full key.
           const [next, keys] = await call(() =>
-            server.scan(
-              cursor,
-              "MATCH",
-              `${prefix}{acct_*}:outbox`,
-              "COUNT",
-              1000,
-            ),
+            server.scan(cursor, "MATCH", `${prefix}{acct_*}:outbox`, "COUNT", 1000),
           );
           cursor = next;
           for (const key of keys) {
             const accountId = key.slice(prefix.length + 1, key.indexOf("}"));
-            if (
-              (await call(() => redis.xlen(redisKey.outbox(accountId)))) > 0
-            ) {
-              await call(() =>
-                redis.sadd(redisKey.outboxAccounts(), accountId),
-              );
+            if ((await call(() => redis.xlen(redisKey.outbox(accountId)))) > 0) {
+              await call(() => redis.sadd(redisKey.outboxAccounts(), accountId));
               found++;
             }
           }
