@@ -202,10 +202,14 @@ export class Payments {
       throw this.refusal(err, network.name);
     }
     // A payment already known answers only a request whose signature is proven: the very
-    // signature the chain accepted when it was claimed, or one checked here.
+    // authorization and signature the chain accepted when it was claimed, or one checked here.
     const answerIfKnown = async (found: PaymentRecord | null) => {
       if (!found) return null;
-      if (!found.signature || !sameBytes(found.signature, signature))
+      const asClaimed =
+        found.signature !== undefined &&
+        sameBytes(found.signature, signature) &&
+        sameAuthorization(found.authorization, auth);
+      if (!asClaimed)
         await verifySignature(clients, auth, signature).catch((err: unknown) => {
           throw this.refusal(err, network.name);
         });

@@ -113,6 +113,22 @@ describe("a payment answers only the request that carries it, verified in full",
       "thief's input",
     );
     expect([stolen.status, stolen.body.error.code]).toEqual([402, "payment_invalid"]);
+    // The payer's own signature, public too, over an authorization changed in one field: the
+    // signature does not sign it (the stored payment's proof covers only what was claimed).
+    const altered = await hashCall(
+      {
+        "x-payment": v1Header("base-sepolia", {
+          authorization: {
+            ...paid.authorization,
+            validBefore: String(BigInt(paid.authorization.validBefore as string) - 1n),
+          },
+          signature: paid.signature,
+        }),
+      },
+      "mine",
+    );
+    expect([altered.status, altered.body.error.code]).toEqual([402, "payment_invalid"]);
+    expect(altered.body.error.reason).toMatch(/signature does not match/);
     // The right signature, but another resource than the one paid for.
     const elsewhere = await hashCall(header, "mine", "language-detect");
     expect([elsewhere.status, elsewhere.body.error.code]).toEqual([409, "payment_already_used"]);
