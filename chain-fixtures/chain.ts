@@ -120,7 +120,9 @@ export async function startLocalChain(options: {
     nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
     rpcUrls: { default: { http: [rpcUrl] } },
   });
-  const publicClient = createPublicClient({ chain, transport: http(rpcUrl) });
+  // A local chain answers at once: its receipts are looked for every 50 ms (viem's default is 4 s),
+  // so funding a wallet (a mint and its receipt) takes milliseconds, not most of a second.
+  const publicClient = createPublicClient({ chain, transport: http(rpcUrl), pollingInterval: 50 });
   const deployer = createWalletClient({
     chain,
     transport: http(rpcUrl),
