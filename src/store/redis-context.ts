@@ -134,9 +134,10 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     maxRetriesPerRequest: 1,
     retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
     lazyConnect: false,
-    // Commands issued in the same tick leave in one socket write (a paid call's independent
-    // commands, concurrent requests'): each write is a system call, the store's largest CPU cost.
-    enableAutoPipelining: true,
+    // No auto-pipelining: it holds each command back to the loop's next turn (setImmediate), so a
+    // process busy past a command's deadline would fail commands Redis answered in time
+    // (test/integration/redis-command-deadline.test.ts; decisions.md).
+    enableAutoPipelining: false,
   };
   const redis = connectRedis(options.url, options.cluster ?? false, redisOptions);
   redis.on("error", () => {

@@ -87,8 +87,8 @@ export function startRelay(
     if (ready) await ready.finally(() => (ready = null));
     const platform = await services.store.listWebhooks(PLATFORM_OWNER);
     const accounts = await services.store.outboxAccounts();
-    // Accounts are independent of each other: relayed side by side, a bounded number at once, so
-    // their store commands share socket writes (auto-pipelining) instead of one write each.
+    // Accounts are independent of each other: relayed side by side, a bounded number at once,
+    // rather than each waiting for the one before.
     for (let i = 0; i < accounts.length; i += RELAY_CONCURRENCY) {
       const outcomes = await Promise.allSettled(
         accounts.slice(i, i + RELAY_CONCURRENCY).map((id) => relayAccount(id, platform)),
