@@ -369,13 +369,15 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
         payment_session_id: "84532:test",
       }),
     ];
+    const paid = (events: ReturnType<typeof payment>) =>
+      store.topUp(
+        a.id,
+        "purchase",
+        { amount: 1, requestId: newRequestId(), reason: "x402" },
+        events,
+      );
     const first = payment();
-    await store.topUp(
-      a.id,
-      "purchase",
-      { amount: 1, requestId: newRequestId(), reason: "x402" },
-      first,
-    );
+    await paid(first);
     // A relay that read only the opening event acknowledges it: the payment's event keeps the index.
     await store.ackOutbox(a.id, [opening.id]);
     expect(await store.outboxAccounts()).toContain(a.id);
@@ -384,12 +386,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.outboxAccounts()).not.toContain(a.id);
     // Nothing waiting: the next top-up indexes the outbox itself.
     const second = payment();
-    await store.topUp(
-      a.id,
-      "purchase",
-      { amount: 1, requestId: newRequestId(), reason: "x402" },
-      second,
-    );
+    await paid(second);
     expect(await store.outboxAccounts()).toContain(a.id);
     expect((await store.readOutbox(a.id, 10)).map((e) => e.id)).toEqual([second[0]!.id]);
   });
