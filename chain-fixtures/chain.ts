@@ -87,6 +87,11 @@ export async function startLocalChain(options: {
       String(options.chainId),
       "--mnemonic",
       ANVIL_MNEMONIC,
+      // Anvil keeps recent states in memory and writes older ones under ~/.foundry/anvil/tmp, a
+      // directory left behind whenever anvil is killed: test runs and benches filled 64 GB of disk
+      // that way on one machine. Nothing here reads state that old.
+      "--max-persisted-states",
+      "0",
     ],
     { stdout: "pipe", stderr: "ignore" },
   );
