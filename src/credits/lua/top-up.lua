@@ -15,9 +15,7 @@ end
 top_up(a, KEYS[1], KEYS[2], now, ARGV[2], tonumber(ARGV[1]), ARGV[3], ARGV[4], ARGV[9] ~= '0')
 redis.call('HSET', KEYS[3], 'cost', 0, 'state', 'granted')
 redis.call('EXPIRE', KEYS[3], tonumber(ARGV[5]))
--- Events already waiting: the outbox is indexed already (or about to be), so the caller need not index it.
-local waiting = redis.call('XLEN', KEYS[4]) > 0
 for _, e in ipairs(cjson.decode(ARGV[6])) do
   emit(KEYS[4], e.id, e.event, e.timestamp, e.account_id, e.data)
 end
-return cjson.encode({ status = 'applied', account = a, outbox_was_waiting = waiting })
+return cjson.encode({ status = 'applied', account = a })

@@ -161,11 +161,7 @@ export function redisCredits({ script, markOutbox, options, windows }: RedisCont
       events: EventRecord[] = [],
       plan?: PlanChange,
     ) {
-      const result = await script<{
-        status: string;
-        account?: RawAccount;
-        outbox_was_waiting?: boolean;
-      }>(
+      const result = await script<{ status: string; account?: RawAccount }>(
         "top-up",
         [
           redisKey.account(accountId),
@@ -186,10 +182,10 @@ export function redisCredits({ script, markOutbox, options, windows }: RedisCont
         ],
       );
       if (result.status === "not_found") return null;
-      // An outbox that already had events waiting is indexed (or its indexing is under way: the
-      // appender before us, or a relay that looks at the outbox again after unindexing it).
-      if (result.status === "applied" && !result.outbox_was_waiting)
-        await markOutbox(accountId, events);
+      // Indexed every time, even when events were already waiting: an appender that crashed
+      // before indexing its event would otherwise leave the account's events undelivered until
+      // a restart rebuilds the index.
+      if (result.status === "applied") await markOutbox(accountId, events);
       return { applied: result.status === "applied", account: toAccount(result.account!) };
     },
 
