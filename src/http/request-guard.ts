@@ -19,7 +19,11 @@ import { sendJson, type HttpRequest, type HttpResponse } from "./exchange.js";
  * Node would: nothing says what state it left behind.
  */
 interface Scope {
-  res: HttpResponse;
+  /** The request's answer, until it is done (then let go: see `run`). */
+  res: HttpResponse | null;
+  /** The request, for the log line of a crash that comes after its answer. */
+  requestId: string;
+  path: string;
   crashed: AbortController;
   /** Pieces of work that answer the request themselves when it crashes. */
   holders: number;
@@ -35,7 +39,24 @@ export class RequestGuard {
 
   /** Runs `serve` (the whole handling of the request `res` answers) inside the request's scope. */
   run(res: HttpResponse, serve: () => void): void {
-    this.scopes.run({ res, crashed: new AbortController(), holders: 0 }, serve);
+    const scope: Scope = {
+      res,
+      requestId: "",
+      path: "",
+      crashed: new AbortController(),
+      holders: 0,
+    };
+    // Async resources made while serving a request (timers, sockets kept alive for later
+    // requests) keep its scope as long as they live. Were the scope to hold the answer after
+    // it is done, each request's objects would outlive young-generation GC: a keyed call
+    // promoted ~19 KB to the old generation instead of ~5.5 KB (V8's sampling heap profiler),
+    // and the scavenges copying them were the p99 of a call.
+    res.once("close", () => {
+      scope.requestId = String(res.locals.requestId ?? "");
+      scope.path = pathOf(res);
+      scope.res = null;
+    });
+    this.scopes.run(scope, serve);
   }
 
   /**
@@ -62,14 +83,14 @@ export class RequestGuard {
     const scope = this.scopes.getStore();
     if (!scope) return false;
     const { res } = scope;
-    const requestId = String(res.locals.requestId ?? "");
+    const requestId = res ? String(res.locals.requestId ?? "") : scope.requestId;
     this.log.error(
-      { err, request_id: requestId, path: (res.req as HttpRequest).originalUrl.split("?")[0] },
+      { err, request_id: requestId, path: res ? pathOf(res) : scope.path },
       "uncaught exception while serving a request: that request failed, the process goes on",
     );
     if (scope.crashed.signal.aborted) return true;
     scope.crashed.abort(err);
-    if (scope.holders > 0) return true;
+    if (scope.holders > 0 || !res) return true;
     if (!res.headersSent) {
       sendJson(
         res,
@@ -82,6 +103,9 @@ export class RequestGuard {
     return true;
   }
 }
+
+/** The path the request was sent to, without its query string. */
+const pathOf = (res: HttpResponse) => (res.req as HttpRequest).originalUrl.split("?")[0]!;
 
 /**
  * Wires the guard to the process. An exception outside any request is written to stderr (a pipe
