@@ -1,6 +1,5 @@
 import {
-  InvalidCursorError,
-  isLedgerId,
+  checkLedgerCursor,
   type LedgerEntry,
   type LedgerKind,
   type Page,
@@ -53,8 +52,7 @@ export async function usagePage(
   filter: UsageFilter,
   page: { cursor?: string; limit: number },
 ): Promise<Page<LedgerEntry>> {
-  if (page.cursor !== undefined && !isLedgerId(page.cursor))
-    throw new InvalidCursorError(`not a ledger id: ${page.cursor}`);
+  checkLedgerCursor(page.cursor);
   const wanted = page.limit + 1;
   const [fromStore, fromBooks] = await Promise.all([
     storeMatches(store, accountId, filter, page.cursor, wanted),

@@ -222,6 +222,12 @@ export function isLedgerId(id: string): boolean {
   return match !== null && BigInt(match[1]!) < 2n ** 64n && BigInt(match[2]!) < 2n ** 64n;
 }
 
+/** A ledger page's cursor, if any, is a ledger id: else InvalidCursorError. */
+export function checkLedgerCursor(cursor: string | undefined): void {
+  if (cursor !== undefined && !isLedgerId(cursor))
+    throw new InvalidCursorError(`not a ledger id: ${cursor}`);
+}
+
 export interface NewAccount {
   id: string;
   email: string | null;

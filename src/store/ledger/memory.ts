@@ -1,8 +1,7 @@
 /** Each account's ledger in memory: an array on the account, ids `<ms>-<sequence>` like a stream's. */
 import type { MemoryState } from "../memory-state.js";
 import {
-  InvalidCursorError,
-  isLedgerId,
+  checkLedgerCursor,
   type LedgerBacklog,
   type LedgerEntry,
   type LedgerFollower,
@@ -16,8 +15,7 @@ export function memoryLedger(state: MemoryState): LedgerStore {
       accountId: string,
       page: { cursor?: string; limit: number },
     ): Promise<Page<LedgerEntry>> {
-      if (page.cursor !== undefined && !isLedgerId(page.cursor))
-        throw new InvalidCursorError(`not a ledger id: ${page.cursor}`);
+      checkLedgerCursor(page.cursor);
       // Entries strictly older than the cursor, as Redis's exclusive XREVRANGE does (the cursor's own entry need not exist).
       const cursor = page.cursor?.split("-").map(BigInt);
       const older = (id: string) => {

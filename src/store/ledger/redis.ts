@@ -6,7 +6,7 @@ import { connectRedis } from "../redis-connection.js";
 import { type RedisContext, redisKey } from "../redis-context.js";
 import {
   InvalidCursorError,
-  isLedgerId,
+  checkLedgerCursor,
   type LedgerBacklog,
   type LedgerEntry,
   type LedgerFollower,
@@ -39,8 +39,7 @@ export function redisLedger({ redis, call, options }: RedisContext): LedgerStore
       page: { cursor?: string; limit: number },
     ): Promise<Page<LedgerEntry>> {
       // Newest first; the cursor is the last stream id seen, excluded with "(".
-      if (page.cursor !== undefined && !isLedgerId(page.cursor))
-        throw new InvalidCursorError(`not a ledger id: ${page.cursor}`);
+      checkLedgerCursor(page.cursor);
       const end = page.cursor !== undefined ? `(${page.cursor}` : "+";
       const rows = await call(() =>
         redis.xrevrange(redisKey.ledger(accountId), end, "-", "COUNT", page.limit + 1),
