@@ -19,13 +19,15 @@
  * Loopback only; bounded by the counts below and a 60 s limit per call.
  *   BENCH_BATCHING=off|on (one gateway)  BENCH_CONCURRENCY=8,32  BENCH_LOG=/tmp/dir (gateway logs)
  *   BENCH_GATEWAY_ENV="NAME=value,…" (more gateway settings)
+ *   BENCH_GATEWAY_ENTRY=… (the gateway to measure; default dist/src/main.js once built, as in
+ *   production, else src/main.ts under tsx)
  *
  *   npm run bench:paid   (Redis at 127.0.0.1:6379)
  *   BENCH_PAID_CALLS=200 (per automine run)  BENCH_DELAYED_CALLS=64  BENCH_INTERVAL_PAYERS=200
  *   BENCH_RELAYERS=3 (relayer keys the gateway gets: a pool by default)  BENCH_RPC_DELAY_MS=50
- *   BENCH_BATCH_WINDOW_MS=5  BENCH_ONLY=automine|timeline|delayed|interval  BENCH_PROFILE=/tmp/prof
+ *   BENCH_TIMELINE_CALLS=15  BENCH_BATCH_WINDOW_MS=5  BENCH_ONLY=automine|timeline|delayed|interval  BENCH_PROFILE=/tmp/prof
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import {
   createPublicClient,
   encodeFunctionData,
@@ -55,6 +57,8 @@ const DELAYED_CALLS = Number(process.env.BENCH_DELAYED_CALLS ?? 64);
 const INTERVAL_PAYERS = Number(process.env.BENCH_INTERVAL_PAYERS ?? 200);
 const RELAYERS = Number(process.env.BENCH_RELAYERS ?? 3);
 const RPC_DELAY_MS = Number(process.env.BENCH_RPC_DELAY_MS ?? 50);
+/** Paid calls made one at a time, RPC RPC_DELAY_MS away, for the gateway's own time per phase. */
+const TIMELINE_CALLS = Number(process.env.BENCH_TIMELINE_CALLS ?? 15);
 /** The batching gateway's X402_BATCH_WINDOW_MS (the other gateway settles each payment alone). */
 const BATCH_WINDOW_MS = Number(process.env.BENCH_BATCH_WINDOW_MS ?? 5);
 /** BENCH_PROFILE=/tmp/prof: the gateway writes a CPU profile (.cpuprofile) there when it stops. */
@@ -72,6 +76,10 @@ const GATEWAY_ENV = Object.fromEntries(
     .filter((pair) => pair.includes("="))
     .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)]),
 );
+/** The gateway measured: the compiled build production runs, when there is one. */
+const BUILT = new URL("../dist/src/main.js", import.meta.url).pathname;
+const GATEWAY_ENTRY =
+  process.env.BENCH_GATEWAY_ENTRY ?? (existsSync(BUILT) ? BUILT : "src/main.ts");
 /** BENCH_LOG=/tmp/gw: each gateway's log lines are written there when the bench ends. */
 const LOG_DIR = process.env.BENCH_LOG;
 /** A paid call not answered in this long counts as failed (the bench stays bounded). */
@@ -220,6 +228,7 @@ async function main() {
         ...GATEWAY_ENV,
       },
       PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [],
+      GATEWAY_ENTRY,
     );
     gw.child.stdout!.resume();
     return gw;
@@ -309,7 +318,7 @@ async function main() {
     // Warm up once (connections, the first gas estimate, JIT) so no run pays for starting.
     for (const { gw } of gateways) await throughGateway(gw, 4, 4);
     console.log(
-      `\nToolgate bench — x402 paid calls on anvil, gateway with ${relayers.length} relayer key(s), batching off and with a ${BATCH_WINDOW_MS} ms window`,
+      `\nToolgate bench — x402 paid calls on anvil, gateway ${GATEWAY_ENTRY} with ${relayers.length} relayer key(s), batching off and with a ${BATCH_WINDOW_MS} ms window`,
     );
 
     if (!ONLY || ONLY === "automine")
@@ -331,26 +340,52 @@ async function main() {
         verdict(`automine, ${concurrency} at a time`, "per s");
       }
 
-    // One paid call alone, RPC RPC_DELAY_MS away: every round trip it made, in order, with times.
+    // One paid call alone, RPC RPC_DELAY_MS away: every round trip it made, in order, with times;
+    // then the medians over TIMELINE_CALLS such calls of the gateway's own time before, between
+    // and after its round trips (the part of a paid call that is not the RPC's).
     if (!ONLY || ONLY === "delayed" || ONLY === "timeline")
       for (const { name, gw } of gateways) {
-        const [h] = await Promise.all(
-          (await funded(1)).map(async (w) => v1Header("base-sepolia", await sign(w))),
+        const headers = await Promise.all(
+          (await funded(TIMELINE_CALLS)).map(async (w) => v1Header("base-sepolia", await sign(w))),
         );
         proxy.setDelay(RPC_DELAY_MS);
-        proxy.resetCounts();
-        const t = performance.now();
-        const res = await paidCall(gw, h!);
-        const total = performance.now() - t;
+        const own: number[][] = [];
+        let last: { status: number; total: number; trips: typeof proxy.timeline } | null = null;
+        for (const h of headers) {
+          proxy.resetCounts();
+          const t = performance.now();
+          const res = await paidCall(gw, h);
+          const total = performance.now() - t;
+          if (res.status !== 200) failures++;
+          // The reconciler's nonce-gap reads (one eth_getTransactionCount per relayer key per
+          // tick) run beside the calls; they are not the call's.
+          const trips = proxy.timeline.filter(
+            (trip) => !trip.methods.every((m) => m === "eth_getTransactionCount"),
+          );
+          const edges = [0, ...trips.flatMap((trip) => [trip.at, trip.answeredAt]), total];
+          own.push(edges.flatMap((e, i) => (i % 2 === 0 ? [edges[i + 1]! - e] : [])));
+          last = { status: res.status, total, trips };
+        }
         proxy.setDelay(0);
-        if (res.status !== 200) failures++;
         console.log(
-          `\none paid call, ${name}, RPC +${RPC_DELAY_MS} ms: ${res.status} in ${total.toFixed(1)} ms; its RPC round trips (ms from the call's start):`,
+          `\none paid call, ${name}, RPC +${RPC_DELAY_MS} ms: ${last!.status} in ${last!.total.toFixed(1)} ms; its RPC round trips (ms from the call's start):`,
         );
-        for (const trip of proxy.timeline)
+        for (const trip of last!.trips)
           console.log(
             `  ${trip.at.toFixed(1).padStart(7)} → ${trip.answeredAt.toFixed(1).padStart(7)}  ${trip.methods.join(", ")}`,
           );
+        const shape = own[0]!.length;
+        if (own.every((gaps) => gaps.length === shape)) {
+          const medians = own[0]!.map((_, i) =>
+            percentile(
+              own.map((g) => g[i]!).sort((a, b) => a - b),
+              50,
+            ),
+          );
+          console.log(
+            `  the gateway's own time around those round trips, median of ${own.length} calls (ms): ${medians.map((m) => m.toFixed(1)).join(" | ")}; total ${medians.reduce((a, b) => a + b, 0).toFixed(1)}`,
+          );
+        }
       }
 
     // A distant RPC: every request (a batch is one) held RPC_DELAY_MS by the proxy.

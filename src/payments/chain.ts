@@ -2,13 +2,13 @@ import {
   createPublicClient,
   defineChain,
   fallback,
-  http,
   type LocalAccount,
   type PublicClient,
 } from "viem";
 import type { Config } from "../config.js";
 import type { PaymentNetwork } from "./networks.js";
 import { loadNativeSecp256k1, relayerAccount } from "./relayer-account.js";
+import { batchingHttp } from "./rpc-transport.js";
 
 /**
  * viem clients per enabled network: a public client for reads, simulations and sends, and the
@@ -38,10 +38,9 @@ export function createChainClients(x402: NonNullable<Config["x402"]>): Map<strin
     // Several URLs fail over in order (viem's fallback transport): an unreachable, timed-out or
     // failing endpoint hands the request to the next. Reads made together (a verification's
     // block, authorizationState, balance and simulation; concurrent receipt polls) leave as one
-    // JSON-RPC batch: one round trip, however far the RPC is.
-    const batch = x402.rpcBatchSize > 0 ? { batchSize: x402.rpcBatchSize } : false;
+    // JSON-RPC batch: one round trip, however far the RPC is (rpc-transport.ts).
     const endpoints = network.rpcUrls.map((url) =>
-      http(url, { timeout: x402.rpcTimeoutMs, retryCount: 0, batch }),
+      batchingHttp(url, { timeout: x402.rpcTimeoutMs, batchSize: x402.rpcBatchSize }),
     );
     const transport =
       endpoints.length === 1 ? endpoints[0]! : fallback(endpoints, { retryCount: 0 });

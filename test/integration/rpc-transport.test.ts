@@ -1,0 +1,174 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createPublicClient, type PublicClient } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startLocalChain } from "../../chain-fixtures/chain.js";
+import { batchingHttp } from "../../src/payments/rpc-transport.js";
+import { startRpcProxy } from "../helpers/rpc-proxy.js";
+
+/**
+ * The chain clients' transport (src/payments/rpc-transport.ts): requests made together leave as
+ * one JSON-RPC batch, a request made alone leaves alone, and each request gets its own answer —
+ * matched by id, whatever order the node answers in, and refused alone when only it failed.
+ */
+let chain: Awaited<ReturnType<typeof startLocalChain>>;
+let proxy: Awaited<ReturnType<typeof startRpcProxy>>;
+beforeAll(async () => {
+  chain = await startLocalChain({ chainId: 84532, usdcName: "USDC", usdcVersion: "2" });
+  proxy = await startRpcProxy(chain.rpcUrl);
+}, 60_000);
+afterAll(async () => {
+  await proxy?.stop();
+  await chain?.stop();
+});
+
+const addressOf = (i: number) => `0x${(i + 1).toString(16).padStart(40, "0")}` as const;
+const clientOf = (url: string, batchSize = 100) =>
+  createPublicClient({
+    transport: batchingHttp(url, { timeout: 5_000, batchSize }),
+  }) as PublicClient;
+
+/** A JSON-RPC node written for one test: `answer` gets the parsed body and returns what is sent back. */
+async function scriptedNode(
+  answer: (body: unknown) => unknown,
+): Promise<{ url: string; server: Server }> {
+  const server = createServer((req, res) => {
+    let text = "";
+    req.on("data", (chunk) => (text += chunk));
+    req.on("end", () => {
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify(answer(JSON.parse(text))));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+describe("the chain clients' JSON-RPC transport", () => {
+  it("sends the reads a caller starts together as one batch, and a read made alone as a plain request", async () => {
+    const client = clientOf(proxy.url);
+    proxy.resetCounts();
+    const [block, balance, code] = await Promise.all([
+      client.getBlockNumber({ cacheTime: 0 }),
+      client.getBalance({ address: chain.usdc }),
+      client.getCode({ address: chain.usdc }),
+    ]);
+    expect(block).toBeGreaterThanOrEqual(0n);
+    expect(balance).toBe(0n);
+    expect(code?.length).toBeGreaterThan(2);
+    expect(proxy.counts.roundTrips).toBe(1);
+    expect(proxy.counts.calls).toBe(3);
+
+    proxy.resetCounts();
+    expect(await client.getChainId()).toBe(84532);
+    expect(proxy.counts).toMatchObject({ roundTrips: 1, calls: 1 });
+  });
+
+  it("splits a batch larger than its batch size into several", async () => {
+    const client = clientOf(proxy.url, 2);
+    proxy.resetCounts();
+    await Promise.all(
+      Array.from({ length: 5 }, (_, i) => client.getBalance({ address: addressOf(i) })),
+    );
+    expect(proxy.counts).toMatchObject({ roundTrips: 3, calls: 5 });
+  });
+
+  it("with batch size 0, sends every request alone", async () => {
+    const client = clientOf(proxy.url, 0);
+    proxy.resetCounts();
+    await Promise.all(
+      Array.from({ length: 3 }, (_, i) => client.getBalance({ address: addressOf(i) })),
+    );
+    expect(proxy.counts).toMatchObject({ roundTrips: 3, calls: 3 });
+  });
+
+  it("refuses only the request that failed inside a batch; the others get their answers", async () => {
+    const client = clientOf(proxy.url);
+    const [block, failed] = await Promise.allSettled([
+      client.getBlockNumber({ cacheTime: 0 }),
+      client.request({ method: "eth_no_such_method" as "eth_chainId" }),
+    ]);
+    expect(block.status).toBe("fulfilled");
+    expect(failed.status).toBe("rejected");
+    expect(String((failed as PromiseRejectedResult).reason)).toMatch(
+      /eth_no_such_method|not (found|supported|available)/i,
+    );
+  });
+
+  it("matches answers to requests by id when the node answers a batch out of order", async () => {
+    const node = await scriptedNode((body) =>
+      (body as { id: number; params: [string] }[])
+        .map((call) => ({ jsonrpc: "2.0", id: call.id, result: `0x${call.params[0]!.slice(-2)}` }))
+        .reverse(),
+    );
+    const client = clientOf(node.url);
+    const ask = (n: string) =>
+      client.request({ method: "eth_getBalance", params: [`0x${"0".repeat(38)}${n}`, "latest"] });
+    expect(await Promise.all([ask("01"), ask("02"), ask("03")])).toEqual(["0x01", "0x02", "0x03"]);
+    node.server.close();
+  });
+
+  it("refuses every request of a batch the node refuses as a whole, with the node's error", async () => {
+    const node = await scriptedNode(() => ({
+      jsonrpc: "2.0",
+      id: null,
+      error: { code: -32600, message: "batch requests are not supported" },
+    }));
+    const client = clientOf(node.url);
+    const results = await Promise.allSettled([
+      client.getChainId(),
+      client.getBlockNumber({ cacheTime: 0 }),
+    ]);
+    for (const result of results) {
+      expect(result.status).toBe("rejected");
+      expect((result as PromiseRejectedResult).reason.details).toBe(
+        "batch requests are not supported",
+      );
+    }
+    node.server.close();
+  });
+
+  it("refuses every request of a batch whose answer leaves some out (none is guessed)", async () => {
+    const node = await scriptedNode((body) => {
+      const [first] = body as { id: number }[];
+      return [{ jsonrpc: "2.0", id: first!.id, result: "0x1" }];
+    });
+    const client = clientOf(node.url);
+    const results = await Promise.allSettled([
+      client.request({ method: "eth_chainId" }),
+      client.request({ method: "eth_blockNumber" }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
+    expect(String((results[1] as PromiseRejectedResult).reason)).toContain("Expected 2 responses");
+    node.server.close();
+  });
+
+  it("refuses a request whose reply the batch answer does not carry (answers under other ids)", async () => {
+    const node = await scriptedNode((body) =>
+      (body as { id: number }[]).map((call) => ({
+        jsonrpc: "2.0",
+        id: call.id + 1_000_000,
+        result: "0x1",
+      })),
+    );
+    const client = clientOf(node.url);
+    const results = await Promise.allSettled([
+      client.request({ method: "eth_chainId" }),
+      client.request({ method: "eth_blockNumber" }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
+    expect((results[0] as PromiseRejectedResult).reason.details).toBe(
+      "the RPC's answer has no reply to this request",
+    );
+    node.server.close();
+  });
+
+  it("refuses every request of a batch whose node does not answer", async () => {
+    const client = clientOf("http://127.0.0.1:9");
+    const results = await Promise.allSettled([
+      client.getChainId(),
+      client.getBlockNumber({ cacheTime: 0 }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
+  });
+});
