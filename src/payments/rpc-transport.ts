@@ -1,6 +1,7 @@
 /**
- * The JSON-RPC transport of the chain clients: viem's HTTP JSON-RPC client, with the requests
- * made in one turn of the event loop sent together as one JSON-RPC batch.
+ * The JSON-RPC transport of the chain clients: viem's HTTP JSON-RPC client over Node's own HTTP
+ * client (rpc-fetch.ts), with the requests made in one turn of the event loop sent together as
+ * one JSON-RPC batch.
  *
  * Why not viem's own `http({ batch })`: its batch waits for a `setTimeout(…, 0)`, which Node
  * clamps to 1 ms and runs only in the next timers phase, so every batched request (a
@@ -11,6 +12,7 @@
  */
 import { createTransport, RpcRequestError, type EIP1193RequestFn, type Transport } from "viem";
 import { getHttpRpcClient, type HttpRpcClient } from "viem/utils";
+import { rpcFetch } from "./rpc-fetch.js";
 
 interface Queued {
   body: { method: string; params?: unknown; id: number };
@@ -30,7 +32,7 @@ let nextId = 0;
 /** A viem transport to `url` whose requests made together leave as one JSON-RPC batch (see above). */
 export function batchingHttp(url: string, options: BatchingHttpOptions): Transport<"http"> {
   return () => {
-    const rpc = getHttpRpcClient(url, { timeout: options.timeout });
+    const rpc = getHttpRpcClient(url, { timeout: options.timeout, fetchFn: rpcFetch() });
     let queue: Queued[] = [];
     const flush = () => {
       const batch = queue;

@@ -1,5 +1,8 @@
-import { createServer, type Server } from "node:http";
+import { readFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { createPublicClient, type PublicClient } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startLocalChain } from "../../chain-fixtures/chain.js";
@@ -28,20 +31,44 @@ const clientOf = (url: string, batchSize = 100) =>
     transport: batchingHttp(url, { timeout: 5_000, batchSize }),
   }) as PublicClient;
 
-/** A JSON-RPC node written for one test: `answer` gets the parsed body and returns what is sent back. */
+/**
+ * A JSON-RPC node written for one test: `answer` gets the parsed body and returns what is sent
+ * back (a string is sent as it is). Over HTTPS with the test CA's certificate when `tls`.
+ */
 async function scriptedNode(
   answer: (body: unknown) => unknown,
-): Promise<{ url: string; server: Server }> {
-  const server = createServer((req, res) => {
+  options: { tls?: boolean } = {},
+): Promise<{ url: string; server: Server; connections: () => number }> {
+  let connections = 0;
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
     let text = "";
     req.on("data", (chunk) => (text += chunk));
     req.on("end", () => {
+      const reply = answer(JSON.parse(text));
       res.setHeader("content-type", "application/json");
-      res.end(JSON.stringify(answer(JSON.parse(text))));
+      res.end(typeof reply === "string" ? reply : JSON.stringify(reply));
     });
-  });
+  };
+  const dir = process.env.TEST_TLS_DIR!;
+  const server = (
+    options.tls
+      ? createHttpsServer(
+          {
+            key: readFileSync(join(dir, "server.key")),
+            cert: readFileSync(join(dir, "server.pem")),
+          },
+          handler,
+        )
+      : createServer(handler)
+  ) as Server;
+  server.on("connection", () => connections++);
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `${options.tls ? "https://localhost" : "http://127.0.0.1"}:${port}`,
+    server,
+    connections: () => connections,
+  };
 }
 
 describe("the chain clients' JSON-RPC transport", () => {
@@ -160,6 +187,29 @@ describe("the chain clients' JSON-RPC transport", () => {
     expect((results[0] as PromiseRejectedResult).reason.details).toBe(
       "the RPC's answer has no reply to this request",
     );
+    node.server.close();
+  });
+
+  it("speaks to an HTTPS node, reusing its connection from one request to the next", async () => {
+    const node = await scriptedNode(
+      (body) => ({ jsonrpc: "2.0", id: (body as { id: number }).id, result: "0x14a34" }),
+      { tls: true },
+    );
+    const client = clientOf(node.url);
+    for (let i = 0; i < 5; i++) expect(await client.getChainId()).toBe(84532);
+    expect(node.connections()).toBe(1);
+    node.server.close();
+  });
+
+  it("refuses an answer larger than 10 MiB instead of reading it all", async () => {
+    const huge = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 0,
+      result: `0x${"0".repeat(11 * 1024 * 1024)}`,
+    });
+    const node = await scriptedNode(() => huge);
+    const client = clientOf(node.url);
+    await expect(client.getChainId()).rejects.toThrow(/larger than 10485760 bytes/);
     node.server.close();
   });
 
