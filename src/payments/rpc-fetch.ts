@@ -17,14 +17,17 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 /** The largest answer read (viem's own default): an RPC answering more is refused, not buffered. */
 export const MAX_RPC_RESPONSE_BYTES = 10_485_760;
 
+/** How long a kept-alive connection may stay idle before it is closed. */
+const IDLE_CONNECTION_MS = 4_000;
+
 type RpcFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 /** A fetch for JSON-RPC POSTs with its own kept-alive connections (one pool per chain client). */
 export function rpcFetch(): RpcFetch {
-  const agents = {
-    http: new HttpAgent({ keepAlive: true }),
-    https: new HttpsAgent({ keepAlive: true }),
-  };
+  // An idle connection is closed after 4 s (undici's default), sooner when the server's
+  // `Keep-Alive: timeout=…` says so: reusing one the server has just closed would fail the request.
+  const kept = { keepAlive: true, timeout: IDLE_CONNECTION_MS };
+  const agents = { http: new HttpAgent(kept), https: new HttpsAgent(kept) };
   return (input, init = {}) =>
     new Promise<Response>((resolve, reject) => {
       const url = new URL(String(input));
