@@ -1,7 +1,8 @@
 /**
  * x402 paid calls on a local anvil chain, against the chain's own settlement time measured in
  * the same run. The baseline ("chain only") is the floor a relayer cannot beat: pre-signed
- * transferWithAuthorization transactions (nonce, gas and fees fixed before the clock starts),
+ * transferWithAuthorization transactions (nonce, gas and fees fixed before the clock starts) from
+ * as many bare relayers as the gateway has keys (up to three),
  * each one sendRawTransaction and its receipt read the way the gateway reads its own (at once,
  * then quick looks: src/payments/receipt-wait.ts). The gateway runs send paid `hash` calls
  * (verify → claim → settle → credit → debit → forward → answer). Both go through the same
@@ -48,6 +49,7 @@ import { spawnGateway, spawnService } from "../test/helpers/gateway.js";
 import { startRpcProxy } from "../test/helpers/rpc-proxy.js";
 import { PAY_TO, signAuthorization, v1Header } from "../test/helpers/x402.js";
 import { awaitReceipt } from "../src/payments/receipt-wait.js";
+import { batchingHttp } from "../src/payments/rpc-transport.js";
 import { authorizationMessage, transferArgs } from "../src/payments/verify.js";
 import type { Authorization } from "../src/payments/wire.js";
 import { percentile } from "./stats.js";
@@ -85,8 +87,10 @@ const LOG_DIR = process.env.BENCH_LOG;
 /** A paid call not answered in this long counts as failed (the bench stays bounded). */
 const CALL_TIMEOUT_MS = 60_000;
 const PRICE = 2000n;
-/** Relayer keys for the gateway: anvil accounts 9, 6, 5, 4, 3 (7 is the baseline's, 8 is paid). */
+/** Relayer keys for the gateway: anvil accounts 9, 6, 5, 4, 3 (8 is paid, 0 deploys and funds). */
 const RELAYER_INDEXES = [9, 6, 5, 4, 3];
+/** The chain-only baseline's senders: anvil accounts 7, 1, 2. */
+const BASELINE_INDEXES = [7, 1, 2];
 const keyOf = (index: number) =>
   toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index }).getHdKey().privateKey!);
 
@@ -142,10 +146,17 @@ async function main() {
   const sign = (w: ReturnType<typeof randomWallet>) =>
     signAuthorization({ account: w, chain, value: PRICE });
 
-  // The floor: pre-signed transfers from a bare relayer (anvil account 7), sent and awaited.
-  const bare = privateKeyToAccount(keyOf(7));
+  // The floor: pre-signed transfers from bare relayers, as many as the gateway's pool has (up to
+  // three: anvil accounts 7, 1, 2), each taking every n-th transfer in nonce order, sent and
+  // awaited. One sender alone would measure its own nonce queue: 32 sends in flight arrive out of
+  // order, and the node holds each one behind a gap until the one before it comes.
+  const bare = BASELINE_INDEXES.slice(0, Math.max(1, RELAYERS)).map((i) =>
+    privateKeyToAccount(keyOf(i)),
+  );
+  // Over the gateway's own transport (src/payments/rpc-transport.ts): its receipt looks share
+  // JSON-RPC batches as the gateway's do.
   const viaProxy = createPublicClient({
-    transport: http(proxy.url),
+    transport: batchingHttp(proxy.url, { timeout: CALL_TIMEOUT_MS, batchSize: 100 }),
     pollingInterval: 50,
   });
   const chainOnly = async (n: number, concurrency: number): Promise<Run> => {
@@ -163,26 +174,25 @@ async function main() {
     );
     const gas =
       ((await direct.estimateGas({
-        account: bare.address,
+        account: bare[0]!.address,
         to: chain.usdc,
         data: data[0]!,
       })) *
         3n) /
       2n;
     const fees = await direct.estimateFeesPerGas();
-    const first = await direct.getTransactionCount({
-      address: bare.address,
-      blockTag: "pending",
-    });
+    const first = await Promise.all(
+      bare.map((b) => direct.getTransactionCount({ address: b.address, blockTag: "pending" })),
+    );
     const signed = await Promise.all(
       data.map((d, i) =>
-        bare.signTransaction({
+        bare[i % bare.length]!.signTransaction({
           chainId: chain.chainId,
           type: "eip1559",
           to: chain.usdc,
           data: d,
           gas,
-          nonce: first + i,
+          nonce: first[i % bare.length]! + Math.floor(i / bare.length),
           ...fees,
         }),
       ),
