@@ -66,7 +66,7 @@ const KEY_COUNTS = {
   "relayer-nonce": 1,
   "key-update": 2,
   "spend-alert": 1,
-  "outbox-ack": 1,
+  "outbox-ack": 2,
 } as const;
 export type ScriptName = keyof typeof KEY_COUNTS;
 

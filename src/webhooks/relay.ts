@@ -76,11 +76,7 @@ export function startRelay(
           await queue.enqueue(`${event.id}_${webhook.id}`, jobFor(webhook, event));
       }
     }
-    await services.store.logEvents(accountId, events, keep);
-    await services.store.ackOutbox(
-      accountId,
-      events.map((e) => e.id),
-    );
+    await services.store.handOn(accountId, events, keep);
   };
 
   const tick = async () => {

@@ -391,6 +391,56 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect((await store.readOutbox(a.id, 10)).map((e) => e.id)).toEqual([second[0]!.id]);
   });
 
+  it("hands on a relay's events: logged and acknowledged in one step, keeping the account indexed for an event appended meanwhile", async () => {
+    const a = { id: newAccountId() };
+    const opening = eventRecord(newEventId(), "agent.registered", a.id, {
+      agent_id: a.id,
+      email: null,
+      tier: "free",
+    });
+    await store.createAccount(
+      { id: a.id, email: null, tier: "free" },
+      { amount: 0, requestId: newRequestId(), reason: "wallet" },
+      [opening],
+    );
+    const read = await store.readOutbox(a.id, 10);
+    // Appended after the relay read the outbox, before it hands on what it read.
+    const later = eventRecord(newEventId(), "payment.received", a.id, {
+      type: "one_time",
+      credits_added: 1,
+      amount_usd: "0.00",
+      plan: null,
+      agent_id: a.id,
+      payment_session_id: "84532:test",
+    });
+    await store.topUp(a.id, "purchase", { amount: 1, requestId: newRequestId(), reason: "x402" }, [
+      later,
+    ]);
+    await store.handOn(a.id, read, 10);
+    expect((await store.listEvents(a.id, 10)).map((e) => e.id)).toEqual([opening.id]);
+    const rest = await store.readOutbox(a.id, 10);
+    expect(rest.map((e) => e.id)).toEqual([later.id]);
+    expect(await store.outboxAccounts()).toContain(a.id);
+    // Handed on again (a second relay that read the same events): logged once, and nothing waits.
+    await store.handOn(a.id, [...read, ...rest], 10);
+    await store.handOn(a.id, rest, 10);
+    expect((await store.listEvents(a.id, 10)).map((e) => e.id)).toEqual([later.id, opening.id]);
+    expect(await store.readOutbox(a.id, 10)).toEqual([]);
+    expect(await store.outboxAccounts()).not.toContain(a.id);
+    // Only the last `keep` entries of the log stay.
+    const more = [1, 2, 3].map((s) =>
+      eventRecord(
+        newEventId(),
+        "tool.error",
+        a.id,
+        { tool_name: "hash", credits_charged: 0 },
+        new Date(Date.now() + s * 1000),
+      ),
+    );
+    await store.handOn(a.id, more, 2);
+    expect((await store.listEvents(a.id, 10)).map((e) => e.id)).toEqual([more[2]!.id, more[1]!.id]);
+  });
+
   it("admits a valid key and names it; refuses an unknown key and another account's key", async () => {
     const a = await account();
     const b = await account();

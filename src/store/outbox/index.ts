@@ -6,6 +6,12 @@ export interface Outbox {
   /** The oldest waiting events, validated (parseEventRecord) where they were read from outside the process. */
   readOutbox(accountId: string, limit: number): Promise<EventRecord[]>;
   ackOutbox(accountId: string, eventIds: string[]): Promise<void>;
+  /**
+   * The relay's last step for events it has handed on: logs them (as `logEvents`) and
+   * acknowledges them (as `ackOutbox`) in one step. The account stays indexed while any event is
+   * still waiting, one appended meanwhile included.
+   */
+  handOn(accountId: string, events: EventRecord[], keep: number | null): Promise<void>;
   /** Accounts that may have undelivered events. */
   outboxAccounts(): Promise<string[]>;
   /**

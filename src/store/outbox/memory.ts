@@ -5,7 +5,7 @@ import type { Outbox } from "./index.js";
 
 export function memoryOutbox(state: MemoryState): Outbox {
   const { eventLogs } = state;
-  return {
+  const outbox: Outbox = {
     async appendEvents(accountId: string, events: EventRecord[]) {
       state.accounts.get(accountId)?.outbox.push(...events);
     },
@@ -17,6 +17,14 @@ export function memoryOutbox(state: MemoryState): Outbox {
     async ackOutbox(accountId: string, eventIds: string[]) {
       const a = state.accounts.get(accountId);
       if (a) a.outbox = a.outbox.filter((e) => !eventIds.includes(e.id));
+    },
+
+    async handOn(accountId: string, events: EventRecord[], keep: number | null) {
+      await outbox.logEvents(accountId, events, keep);
+      await outbox.ackOutbox(
+        accountId,
+        events.map((e) => e.id),
+      );
     },
 
     async outboxAccounts() {
@@ -52,4 +60,5 @@ export function memoryOutbox(state: MemoryState): Outbox {
       return 0; // the memory store derives its index; nothing can be left unindexed
     },
   };
+  return outbox;
 }

@@ -10,6 +10,34 @@ import { type RedisContext, redisKey } from "../redis-context.js";
 import type { Outbox } from "./index.js";
 
 export function redisOutbox({ redis, call, script, markOutbox, options }: RedisContext): Outbox {
+  /**
+   * Removes the events `eventIds` from the account's outbox, logging `logged` (the last `keep`
+   * of the log kept) in the same script. Unindexed first, re-indexed after if anything is still
+   * waiting: an event appended meanwhile is counted by the script or indexes itself after it.
+   */
+  const settleOutbox = async (
+    accountId: string,
+    eventIds: string[],
+    logged: EventRecord[],
+    keep: number | null,
+  ) => {
+    const index = redisKey.outboxAccounts();
+    await call(() => redis.srem(index, accountId));
+    let waiting: number;
+    try {
+      waiting = await script<number>(
+        "outbox-ack",
+        [redisKey.outbox(accountId), redisKey.events(accountId)],
+        [keep ?? "", logged.length, ...logMembers(logged), ...eventIds],
+      );
+    } catch (err) {
+      // Nothing was acknowledged: the events stay waiting, so the index must say so again.
+      await call(() => redis.sadd(index, accountId)).catch(() => undefined);
+      throw err;
+    }
+    if (waiting > 0) await call(() => redis.sadd(index, accountId));
+  };
+
   return {
     async appendEvents(accountId: string, events: EventRecord[]): Promise<void> {
       if (events.length === 0) return;
@@ -52,11 +80,16 @@ export function redisOutbox({ redis, call, script, markOutbox, options }: RedisC
     },
 
     async ackOutbox(accountId: string, eventIds: string[]): Promise<void> {
-      if (eventIds.length > 0) await script("outbox-ack", [redisKey.outbox(accountId)], eventIds);
-      // Unindex first, then look: an event appended meanwhile is seen here or re-indexes itself.
-      await call(() => redis.srem(redisKey.outboxAccounts(), accountId));
-      if ((await call(() => redis.xlen(redisKey.outbox(accountId)))) > 0)
-        await call(() => redis.sadd(redisKey.outboxAccounts(), accountId));
+      await settleOutbox(accountId, eventIds, [], null);
+    },
+
+    async handOn(accountId: string, events: EventRecord[], keep: number | null): Promise<void> {
+      await settleOutbox(
+        accountId,
+        events.map((e) => e.id),
+        events,
+        keep,
+      );
     },
 
     async outboxAccounts(): Promise<string[]> {
@@ -65,10 +98,8 @@ export function redisOutbox({ redis, call, script, markOutbox, options }: RedisC
 
     async logEvents(accountId: string, events: EventRecord[], keep: number | null): Promise<void> {
       if (events.length === 0) return;
-      // A sorted set of the records: several relays logging the same event add it once.
       const key = redisKey.events(accountId);
-      const members = events.flatMap((e) => [Date.parse(e.timestamp), JSON.stringify(e)]);
-      const tx = redis.multi().zadd(key, ...members);
+      const tx = redis.multi().zadd(key, ...logMembers(events));
       if (keep !== null) tx.zremrangebyrank(key, 0, -(keep + 1));
       await call(() => tx.exec());
     },
@@ -125,3 +156,7 @@ export function redisOutbox({ redis, call, script, markOutbox, options }: RedisC
     },
   };
 }
+
+/** An event log's members: each record under its time (several relays logging one event add it once). */
+const logMembers = (events: EventRecord[]) =>
+  events.flatMap((e) => [Date.parse(e.timestamp), JSON.stringify(e)]);
