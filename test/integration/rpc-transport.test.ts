@@ -91,22 +91,21 @@ describe("the chain clients' JSON-RPC transport", () => {
     expect(proxy.counts).toMatchObject({ roundTrips: 1, calls: 1 });
   });
 
-  it("splits a batch larger than its batch size into several", async () => {
-    const client = clientOf(proxy.url, 2);
+  it.each([
+    {
+      case: "splits a batch larger than its batch size into several",
+      batchSize: 2,
+      reads: 5,
+      trips: 3,
+    },
+    { case: "with batch size 0, sends every request alone", batchSize: 0, reads: 3, trips: 3 },
+  ])("$case", async ({ batchSize, reads, trips }) => {
+    const client = clientOf(proxy.url, batchSize);
     proxy.resetCounts();
     await Promise.all(
-      Array.from({ length: 5 }, (_, i) => client.getBalance({ address: addressOf(i) })),
+      Array.from({ length: reads }, (_, i) => client.getBalance({ address: addressOf(i) })),
     );
-    expect(proxy.counts).toMatchObject({ roundTrips: 3, calls: 5 });
-  });
-
-  it("with batch size 0, sends every request alone", async () => {
-    const client = clientOf(proxy.url, 0);
-    proxy.resetCounts();
-    await Promise.all(
-      Array.from({ length: 3 }, (_, i) => client.getBalance({ address: addressOf(i) })),
-    );
-    expect(proxy.counts).toMatchObject({ roundTrips: 3, calls: 3 });
+    expect(proxy.counts).toMatchObject({ roundTrips: trips, calls: reads });
   });
 
   it("refuses only the request that failed inside a batch; the others get their answers", async () => {

@@ -346,29 +346,35 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.outboxAccounts()).not.toContain(id);
   });
 
-  it("a top-up's event stays indexed for the relay whether or not events were already waiting, and through a relay acknowledging the earlier ones meanwhile", async () => {
+  /** A wallet account made with its opening event (`agent.registered`), which waits in its outbox. */
+  const walletAccountWithOpening = async () => {
     const a = { id: newAccountId() };
     const opening = eventRecord(newEventId(), "agent.registered", a.id, {
       agent_id: a.id,
       email: null,
       tier: "free",
     });
-    // Its opening event waits in the outbox, indexed.
     await store.createAccount(
       { id: a.id, email: null, tier: "free" },
       { amount: 0, requestId: newRequestId(), reason: "wallet" },
       [opening],
     );
-    const payment = () => [
-      eventRecord(newEventId(), "payment.received", a.id, {
-        type: "one_time",
-        credits_added: 1,
-        amount_usd: "0.00",
-        plan: null,
-        agent_id: a.id,
-        payment_session_id: "84532:test",
-      }),
-    ];
+    return { a, opening };
+  };
+  const paymentEvent = (accountId: string) =>
+    eventRecord(newEventId(), "payment.received", accountId, {
+      type: "one_time",
+      credits_added: 1,
+      amount_usd: "0.00",
+      plan: null,
+      agent_id: accountId,
+      payment_session_id: "84532:test",
+    });
+
+  it("a top-up's event stays indexed for the relay whether or not events were already waiting, and through a relay acknowledging the earlier ones meanwhile", async () => {
+    // Its opening event waits in the outbox, indexed.
+    const { a, opening } = await walletAccountWithOpening();
+    const payment = () => [paymentEvent(a.id)];
     const paid = (events: ReturnType<typeof payment>) =>
       store.topUp(
         a.id,
@@ -392,27 +398,10 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   });
 
   it("hands on a relay's events: logged and acknowledged in one step, keeping the account indexed for an event appended meanwhile", async () => {
-    const a = { id: newAccountId() };
-    const opening = eventRecord(newEventId(), "agent.registered", a.id, {
-      agent_id: a.id,
-      email: null,
-      tier: "free",
-    });
-    await store.createAccount(
-      { id: a.id, email: null, tier: "free" },
-      { amount: 0, requestId: newRequestId(), reason: "wallet" },
-      [opening],
-    );
+    const { a, opening } = await walletAccountWithOpening();
     const read = await store.readOutbox(a.id, 10);
     // Appended after the relay read the outbox, before it hands on what it read.
-    const later = eventRecord(newEventId(), "payment.received", a.id, {
-      type: "one_time",
-      credits_added: 1,
-      amount_usd: "0.00",
-      plan: null,
-      agent_id: a.id,
-      payment_session_id: "84532:test",
-    });
+    const later = paymentEvent(a.id);
     await store.topUp(a.id, "purchase", { amount: 1, requestId: newRequestId(), reason: "x402" }, [
       later,
     ]);
