@@ -2,7 +2,7 @@
  * Keyed tool calls through the gateway (Redis store) against the same calls sent straight to
  * the worker, in one run: throughput of both and their ratio, the latency the gateway adds
  * (p50/p99), Redis round trips per call (counted with MONITOR, script-internal commands
- * excluded), and the Redis bytes a call leaves once the books are exported. Loopback only;
+ * excluded; also for calls carrying an Idempotency-Key, as the client libraries send them), and the Redis bytes a call leaves once the books are exported. Loopback only;
  * bounded by BENCH_CALLS.
  *
  *   npm run bench            (Redis at 127.0.0.1:6379; BENCH_CALLS=20000 BENCH_CONCURRENCY=32)
@@ -20,6 +20,7 @@
  * build (`npm run build` first): process start → /readyz 200, and the CPU the process used by then
  * (on a shared machine the CPU figure is the steadier of the two).
  */
+import { randomUUID } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { spawn } from "node:child_process";
 import { Agent, request } from "node:http";
@@ -206,7 +207,7 @@ async function main() {
         {
           length: Math.ceil(
             (2 * CALLS +
-              LATENCY_CALLS +
+              2 * LATENCY_CALLS +
               QR_CALLS +
               2 * WARMUP +
               1200 +
@@ -257,29 +258,53 @@ async function main() {
     const qrThrough =
       QR_CALLS > 0 ? await drive(`${gateway.url}/v1/tools/qr-code`, QR, QR_CALLS, keyFor) : null;
 
+    // Keyed calls as the client libraries send them: each with its own Idempotency-Key.
+    const idempotentFor = (i: number) => ({ ...keyFor(i), "idempotency-key": randomUUID() });
+    const idempotentAlone = await drive(
+      `${gateway.url}/v1/tools/hash`,
+      HASH,
+      LATENCY_CALLS,
+      idempotentFor,
+      1,
+    );
+
     // Round trips: every command the gateway sends for a sample of calls, as Redis sees them,
     // less what it sends anyway in a quiet window of the same length (the webhook relay's polling).
-    const monitor = new Redis(REDIS_URL);
-    let commands: string[] = [];
-    const feed = await monitor.monitor();
-    feed.on("monitor", (_time: string, args: string[], source: string) => {
-      if (source !== "lua" && args.some((a) => a.startsWith(prefix)))
-        commands.push(String(args[0]).toLowerCase());
-    });
-    const sample = 200;
-    await new Promise((r) => setTimeout(r, 100));
-    const sampleStarted = performance.now();
-    await drive(`${gateway.url}/v1/tools/hash`, HASH, sample, keyFor);
-    const sampleMs = performance.now() - sampleStarted;
-    await new Promise((r) => setTimeout(r, 200));
-    const during = commands;
-    commands = [];
-    await new Promise((r) => setTimeout(r, sampleMs + 200));
-    const background = commands;
-    feed.disconnect();
-    monitor.disconnect();
-    const perCall = (during.length - background.length) / sample;
-    const kinds = [...new Set(during.filter((c) => !background.includes(c)))].join(", ");
+    const roundTrips = async (headersFor: (i: number) => Record<string, string>) => {
+      const monitor = new Redis(REDIS_URL);
+      let commands: string[] = [];
+      // A MULTI block is one round trip: counted once, as "multi".
+      let inMulti = false;
+      const feed = await monitor.monitor();
+      feed.on("monitor", (_time: string, args: string[], source: string) => {
+        const command = String(args[0]).toLowerCase();
+        if (source === "lua") return;
+        if (command === "multi") {
+          inMulti = true;
+          commands.push(command);
+        } else if (command === "exec") inMulti = false;
+        else if (!inMulti && args.some((a) => a.startsWith(prefix))) commands.push(command);
+      });
+      const sample = 200;
+      await new Promise((r) => setTimeout(r, 100));
+      const sampleStarted = performance.now();
+      await drive(`${gateway.url}/v1/tools/hash`, HASH, sample, headersFor);
+      const sampleMs = performance.now() - sampleStarted;
+      await new Promise((r) => setTimeout(r, 200));
+      const during = commands;
+      commands = [];
+      await new Promise((r) => setTimeout(r, sampleMs + 200));
+      const background = commands;
+      feed.disconnect();
+      monitor.disconnect();
+      return {
+        perCall: (during.length - background.length) / sample,
+        kinds: [...new Set(during.filter((c) => !background.includes(c)))].join(", "),
+        background,
+      };
+    };
+    const { perCall, kinds, background } = await roundTrips(keyFor);
+    const idempotent = await roundTrips(idempotentFor);
 
     const row = (name: string, r: Run) =>
       `${name.padEnd(18)} ${r.rps.toFixed(0).padStart(8)} ${percentile(r.latencies, 50).toFixed(2).padStart(9)} ${percentile(r.latencies, 99).toFixed(2).padStart(9)} ${String(r.errors).padStart(7)}`;
@@ -318,6 +343,9 @@ async function main() {
       );
     console.log(
       `Redis round trips per successful keyed call: ${perCall.toFixed(2)} (${kinds || "none"}); background polling in the same time: ${background.length} (${[...new Set(background)].join(", ") || "none"})`,
+    );
+    console.log(
+      `With an Idempotency-Key on each call (as the client libraries send): ${idempotent.perCall.toFixed(2)} Redis round trips per call (${idempotent.kinds || "none"}); one at a time, the gateway adds ${added(idempotentAlone, directAlone)}`,
     );
     console.log(
       `\nCPU per keyed hash call over the ${CALLS} throughput calls: gateway ${cpu.gateway.toFixed(0)} µs, worker ${cpu.worker.toFixed(0)} µs, ratio ${(cpu.gateway / cpu.worker).toFixed(2)} (goals: ≤ 150 µs, ≤ 0.60)`,
