@@ -57,6 +57,7 @@ const KEY_COUNTS = {
   "revoke-key": 2,
   "rate-limit": 1,
   "idempotency-begin": 1,
+  "idempotent-admit": 8,
   "webhook-add": 1,
   "custom-tool-add": 1,
   "release-lock": 1,

@@ -414,6 +414,16 @@ export type IdempotencyState =
   | { state: "conflict" }
   | { state: "completed"; response: StoredResponse };
 
+/**
+ * A call's admission under its Idempotency-Key: the claim, and — when this request now holds the
+ * claim under its own request id — the admission made in the same step (refused: the key is free
+ * again). `admitted` is null for any other claim, a takeover under another request id included.
+ */
+export interface IdempotentAdmission {
+  claim: IdempotencyState;
+  admitted: AdmitOutcome | null;
+}
+
 /** The per-tier numbers a store needs; passed in, so the store never imports the tier table. */
 export interface TierLimits {
   [tier: string]: { requestsPerMinute: number; monthlyAllowance: number };

@@ -6,7 +6,13 @@ import { ApiError } from "../http/errors.js";
 import { StoreUnavailableError } from "../store/errors.js";
 import { newEventId } from "../lib/ids.js";
 import type { Services } from "../services.js";
-import type { IdempotencyClaim, IdempotencyState, StoredResponse } from "../store/types.js";
+import type {
+  AdmitRequest,
+  IdempotencyClaim,
+  IdempotencyState,
+  IdempotentAdmission,
+  StoredResponse,
+} from "../store/types.js";
 import type { ToolDefinition } from "./definition.js";
 import { isPrivateTool } from "./custom/registry.js";
 import type { ForwardOutcome, Forwarder } from "./forward.js";
@@ -49,7 +55,7 @@ export async function invokeTool(
   call: ToolCall,
   forward: Forwarder,
 ): Promise<ToolCallResult> {
-  const { tool, key, requestId } = call;
+  const { tool, requestId } = call;
   let input: unknown;
   try {
     input = preflight(services, tool, call.input);
@@ -62,30 +68,66 @@ export async function invokeTool(
 
   const idempotencyKey = call.idempotencyKey;
   const ttlSeconds = call.idempotencyTtlSeconds ?? services.config.idempotencyTtlSeconds;
-  const claim = await claimIdempotencyKey(services, key.accountId, idempotencyKey, {
+  const claim: IdempotencyClaim = {
     fingerprint: callFingerprint(tool.name, call.input),
     requestId,
     leaseMs: idempotencyLeaseMs(services, tool),
     ttlSeconds,
-  });
-  // Executed under the claim's request id: the debit is idempotent per request id, so a retry
-  // that takes over the claim of a process that died mid-call is not charged a second time.
-  if (claim.state === "started")
-    return execute(
-      services,
-      { ...call, requestId: claim.requestId, idempotencyTtlSeconds: ttlSeconds },
-      input,
-      forward,
-      idempotencyKey,
+  };
+  const deadline = Date.now() + claim.leaseMs;
+  for (;;) {
+    // The key's claim and the call's admission in one round trip (the store's admitIdempotent).
+    let admission: IdempotentAdmission;
+    try {
+      admission = await services.store.admitIdempotent(
+        admitRequest(call, "tool call", tool.cost),
+        idempotencyKey,
+        claim,
+      );
+    } catch (err) {
+      // As in `execute`: the debit may have happened without us hearing of it.
+      if (err instanceof StoreUnavailableError) refundWhenBack(services, refundOf(call));
+      throw err;
+    }
+    const state = admission.claim;
+    if (state.state === "in_progress") {
+      // Another request with this key is executing: wait for its answer, then replay it.
+      if (Date.now() > deadline) throw stillInProgress();
+      await new Promise((r) => setTimeout(r, IDEMPOTENCY_POLL_MS));
+      continue;
+    }
+    if (state.state === "started") {
+      // Executed under the claim's request id: the debit is idempotent per request id, so a retry
+      // that takes over the claim of a process that died mid-call is not charged a second time.
+      const running = { ...call, requestId: state.requestId, idempotencyTtlSeconds: ttlSeconds };
+      if (!admission.admitted) return execute(services, running, input, forward, idempotencyKey);
+      return serveAdmitted(
+        services,
+        running,
+        admitted(admission.admitted),
+        input,
+        forward,
+        idempotencyKey,
+      );
+    }
+    await checkCaller(services, call);
+    if (state.state === "completed") return { ...state.response, replayed: true };
+    throw new ApiError(
+      "idempotency_conflict",
+      "This Idempotency-Key was already used with a different request body.",
+      { param: "Idempotency-Key" },
     );
-  await checkCaller(services, call);
-  if (claim.state === "completed") return { ...claim.response, replayed: true };
-  throw new ApiError(
-    "idempotency_conflict",
-    "This Idempotency-Key was already used with a different request body.",
-    { param: "Idempotency-Key" },
-  );
+  }
 }
+
+const stillInProgress = () =>
+  new ApiError(
+    "idempotency_conflict",
+    "A request with this Idempotency-Key is still in progress.",
+    {
+      param: "Idempotency-Key",
+    },
+  );
 
 /** How long one execution holds its idempotency key: the tool's timeout, the worker-queue wait, and a margin. */
 export const idempotencyLeaseMs = (services: Services, tool: ToolDefinition) =>
@@ -107,12 +149,7 @@ export async function claimIdempotencyKey(
     const state = await services.store.beginIdempotent(accountId, key, claim);
     if (state.state !== "in_progress") return state;
     // Another request with this key is executing: wait for its answer, then replay it.
-    if (Date.now() > deadline)
-      throw new ApiError(
-        "idempotency_conflict",
-        "A request with this Idempotency-Key is still in progress.",
-        { param: "Idempotency-Key" },
-      );
+    if (Date.now() > deadline) throw stillInProgress();
     await new Promise((r) => setTimeout(r, IDEMPOTENCY_POLL_MS));
   }
 }
@@ -122,17 +159,7 @@ export async function claimIdempotencyKey(
  * tool is named: a key limited to other tools is refused for the tool before the input is judged.
  */
 async function checkCaller(services: Services, call: ToolCall): Promise<Admitted> {
-  return admitted(
-    await services.store.admit({
-      accountId: call.key.accountId,
-      keyHash: call.key.hash,
-      cost: 0,
-      requestId: call.requestId,
-      tool: call.tool.name,
-      reason: "",
-      countRequest: !call.counted,
-    }),
-  );
+  return admitted(await services.store.admit(admitRequest(call, "", 0)));
 }
 
 function timeoutOf(services: Services, tool: ToolDefinition): number {
@@ -146,38 +173,52 @@ async function execute(
   forward: Forwarder,
   idempotencyKey: string | null,
 ): Promise<ToolCallResult> {
-  const { tool, key, requestId } = call;
-  const { store } = services;
-
   let caller: Admitted;
   try {
-    caller = admitted(
-      await store.admit({
-        accountId: key.accountId,
-        keyHash: key.hash,
-        cost: tool.cost,
-        requestId,
-        tool: tool.name,
-        reason: "tool call",
-        countRequest: !call.counted,
-      }),
-    );
+    caller = admitted(await services.store.admit(admitRequest(call, "tool call", call.tool.cost)));
   } catch (err) {
     // The store went away mid-admission: the debit may have happened without us hearing of it.
     // Refund it (a no-op if it never happened) as soon as the store answers again.
-    if (err instanceof StoreUnavailableError)
-      refundWhenBack(services, {
-        accountId: key.accountId,
-        requestId,
-        idempotencyKey,
-        tool: tool.name,
-        keyHash: key.hash,
-      });
+    if (err instanceof StoreUnavailableError) refundWhenBack(services, refundOf(call));
     // Refused (credits, rate limit, key): a retry with the same Idempotency-Key may run.
     else if (idempotencyKey)
-      await store.abandonIdempotent(key.accountId, idempotencyKey).catch(() => undefined);
+      await services.store
+        .abandonIdempotent(call.key.accountId, idempotencyKey)
+        .catch(() => undefined);
     throw err;
   }
+  return serveAdmitted(services, call, caller, input, forward, idempotencyKey);
+}
+
+/** The admission of `call` (its key checked, its request counted unless its door did): `cost` debited. */
+const admitRequest = (call: ToolCall, reason: string, cost: number): AdmitRequest => ({
+  accountId: call.key.accountId,
+  keyHash: call.key.hash,
+  cost,
+  requestId: call.requestId,
+  tool: call.tool.name,
+  reason,
+  countRequest: !call.counted,
+});
+
+/** What refunds `call`'s debit, if it was made. */
+const refundOf = (call: ToolCall) => ({
+  accountId: call.key.accountId,
+  requestId: call.requestId,
+  idempotencyKey: call.idempotencyKey,
+  tool: call.tool.name,
+  keyHash: call.key.hash,
+});
+
+/** Serves a call once admitted (charged, or free for the caller): kept on 2xx, refunded once otherwise. */
+function serveAdmitted(
+  services: Services,
+  call: ToolCall,
+  caller: Admitted,
+  input: unknown,
+  forward: Forwarder,
+  idempotencyKey: string | null,
+): Promise<ToolCallResult> {
   // Charged from here on: the call ends kept (2xx) or refunded once, whatever fails, even an
   // exception raised outside this code while serving the request (the guard aborts `crashed`).
   const started = performance.now();

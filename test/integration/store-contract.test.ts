@@ -802,6 +802,71 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.outboxAccounts()).toContain(a.id);
   });
 
+  it("admits a call under its idempotency key in one step: charged once, replayed, refused calls free the key, a takeover is left to the caller", async () => {
+    const a = await account(2);
+    const call = (requestId: string, cost = 1) => ({
+      accountId: a.id,
+      keyHash: a.key.hash,
+      cost,
+      requestId,
+      tool: "hash",
+      reason: "tool call",
+    });
+    const claim = (requestId: string, fingerprint = "fp", leaseMs = 5000) => ({
+      fingerprint,
+      requestId,
+      leaseMs,
+      ttlSeconds: 60,
+    });
+    // Ten requests at once with one key: one claims it and is charged, the others see it in progress.
+    const ids = Array.from({ length: 10 }, () => newRequestId());
+    const all = await Promise.all(
+      ids.map((id) => store.admitIdempotent(call(id), "k1", claim(id))),
+    );
+    const started = all.filter((r) => r.claim.state === "started");
+    expect(started).toHaveLength(1);
+    expect(started[0]!.admitted).toMatchObject({ status: "ok", charged: true });
+    expect((await store.getAccount(a.id))!.balance).toBe(1);
+    expect(all.filter((r) => r.claim.state === "in_progress" && r.admitted === null)).toHaveLength(
+      9,
+    );
+    // Completed: replayed, and nothing admitted or charged.
+    const response = { status: 200, body: '{"ok":true}', headers: {} };
+    await store.completeIdempotent(a.id, "k1", response, 60);
+    const again = newRequestId();
+    expect(await store.admitIdempotent(call(again), "k1", claim(again))).toEqual({
+      claim: { state: "completed", response },
+      admitted: null,
+    });
+    const other = newRequestId();
+    expect(await store.admitIdempotent(call(other), "k1", claim(other, "fp-other"))).toEqual({
+      claim: { state: "conflict" },
+      admitted: null,
+    });
+    expect((await store.getAccount(a.id))!.balance).toBe(1);
+    // Refused (too few credits): the key is free again, for a retry that can pay.
+    const poor = newRequestId();
+    const refused = await store.admitIdempotent(call(poor, 5), "k2", claim(poor));
+    expect(refused.claim).toEqual({ state: "started", requestId: poor });
+    expect(refused.admitted).toMatchObject({ status: "insufficient_credits" });
+    const retry = newRequestId();
+    expect((await store.admitIdempotent(call(retry), "k2", claim(retry))).admitted).toMatchObject({
+      status: "ok",
+      charged: true,
+    });
+    expect((await store.getAccount(a.id))!.balance).toBe(0);
+    // A claim whose holder died is handed over under the request id it was charged under, not
+    // admitted here: the caller admits it under that id (its debit already made, so not charged twice).
+    const died = newRequestId();
+    await store.beginIdempotent(a.id, "k3", claim(died, "fp", 50));
+    await new Promise((r) => setTimeout(r, 100));
+    const taker = newRequestId();
+    expect(await store.admitIdempotent(call(taker), "k3", claim(taker, "fp", 50))).toEqual({
+      claim: { state: "started", requestId: died },
+      admitted: null,
+    });
+  });
+
   it("claims an idempotency key once, replays its response, and refuses another fingerprint", async () => {
     const a = await account();
     const claim = (fingerprint: string, requestId = newRequestId(), leaseMs = 5000) => ({

@@ -4,6 +4,8 @@ import type {
   AdmitOutcome,
   AdmitRequest,
   CreditChange,
+  IdempotencyClaim,
+  IdempotentAdmission,
   PlanChange,
   RefundChange,
   TopUpKind,
@@ -13,6 +15,16 @@ import type {
 export interface CreditStore {
   /** The hot path, one round trip: check the key, apply the Free allowance, rate-limit, debit. */
   admit(request: AdmitRequest): Promise<AdmitOutcome>;
+  /**
+   * A call under an Idempotency-Key in one round trip: claims the key (as `beginIdempotent`) and,
+   * when this request holds the claim under its own request id, admits the call (as `admit`) in
+   * the same step; a refused admission frees the key again (as `abandonIdempotent`).
+   */
+  admitIdempotent(
+    request: AdmitRequest,
+    key: string,
+    claim: IdempotencyClaim,
+  ): Promise<IdempotentAdmission>;
   /**
    * Adds credits (a top-up: re-arms the alerts unless `rearm` is false), with its events,
    * atomically. Idempotent per request id.

@@ -15,6 +15,7 @@ import {
   type AdmitRequest,
   type CreditChange,
   controlWindow,
+  type IdempotencyClaim,
   isLimitedKey,
   KEY_USE_RESOLUTION_MS,
   type KeyRecord,
@@ -23,9 +24,11 @@ import {
   type RefundChange,
   type TopUpKind,
 } from "../types.js";
+import { memoryIdempotency } from "../idempotency/memory.js";
 import type { CreditStore } from "./index.js";
 
 export function memoryCredits(state: MemoryState): CreditStore {
+  const idempotency = memoryIdempotency(state);
   /** The account's window of per-second counts, as rate_window in src/credits/lua/prelude.lua. */
   function rateWindow(seconds: Map<number, number>, limit: number, count: number) {
     const now = state.now();
@@ -53,7 +56,7 @@ export function memoryCredits(state: MemoryState): CreditStore {
     return { allowed: true, remaining: limit - used - count, resetMs: resetOf(oldest ?? second) };
   }
 
-  return {
+  const credits: CreditStore = {
     async admit(request: AdmitRequest): Promise<AdmitOutcome> {
       const a = state.accounts.get(request.accountId);
       let keyId: string | null = null;
@@ -173,5 +176,16 @@ export function memoryCredits(state: MemoryState): CreditStore {
       a.outbox.push(...events);
       return { status: "refunded" as const, amount: cost, balance: a.balance };
     },
+
+    async admitIdempotent(request: AdmitRequest, key: string, claim: IdempotencyClaim) {
+      // The Redis store's one script, as its two steps.
+      const claimed = await idempotency.beginIdempotent(request.accountId, key, claim);
+      if (claimed.state !== "started" || claimed.requestId !== request.requestId)
+        return { claim: claimed, admitted: null };
+      const admitted = await credits.admit(request);
+      if (admitted.status !== "ok") await idempotency.abandonIdempotent(request.accountId, key);
+      return { claim: claimed, admitted };
+    },
   };
+  return credits;
 }

@@ -12,6 +12,9 @@ import {
   type AdmitOutcome,
   type AdmitRequest,
   type CreditChange,
+  type IdempotencyClaim,
+  type IdempotencyState,
+  type IdempotentAdmission,
   KEY_USE_RESOLUTION_MS,
   OPERATION_TTL_SECONDS,
   type PlanChange,
@@ -49,6 +52,26 @@ function debitRecord(accountId: string, requestId: string, now = Date.now()) {
   };
 }
 
+/** What admit.lua answers. */
+type RawAdmit = {
+  status: AdmitOutcome["status"];
+  account?: RawAccount;
+  key_id?: string | null;
+  key_limited?: boolean;
+  expires_at?: number;
+  tools?: string;
+  budget?: {
+    credits: number;
+    period: "day" | "month";
+    spent: number;
+    window_start: number;
+    resets_at: number;
+  };
+  rate?: RateState;
+  charged?: boolean;
+  events?: unknown;
+};
+
 /** cjson encodes an empty Lua table as `{}`; the events list is the one place that matters. */
 function eventsFrom(raw: unknown): EventRecord[] {
   return Array.isArray(raw) ? raw.map(parseEventRecord) : [];
@@ -56,102 +79,111 @@ function eventsFrom(raw: unknown): EventRecord[] {
 
 export function redisCredits({ script, markOutbox, options, windows }: RedisContext): CreditStore {
   const tiersJson = JSON.stringify(options.tiers);
+  /** The admission script's keys and arguments (admit.lua; idempotent-admit.lua adds its own after them). */
+  const admitInput = (request: AdmitRequest) => {
+    const id = request.accountId;
+    const record = debitRecord(id, request.requestId);
+    return {
+      keys: [
+        redisKey.account(id),
+        request.keyHash ? redisKey.keyRecord(id, request.keyHash) : redisKey.account(id),
+        redisKey.rateLog(id),
+        redisKey.ledger(id),
+        record.key,
+        redisKey.outbox(id),
+        redisKey.keySpend(id),
+      ],
+      args: [
+        tiersJson,
+        request.keyHash ? 1 : 0,
+        request.cost,
+        request.requestId,
+        request.tool ?? "",
+        request.reason,
+        newEventId(),
+        newEventId(),
+        new Date().toISOString(),
+        RATE_WINDOW_MS,
+        options.periodMs,
+        record.expireAt,
+        request.countRequest === false ? 0 : (request.requests ?? 1),
+        KEY_USE_RESOLUTION_MS,
+        record.field,
+        newEventId(),
+        windows.dayMs,
+        windows.monthMs,
+      ] as (string | number)[],
+    };
+  };
+
+  /** What an admission answered, as the caller sees it (the events it wrote indexed for the relay). */
+  const admitOutcome = async (id: string, result: RawAdmit): Promise<AdmitOutcome> => {
+    switch (result.status) {
+      case "invalid_key":
+      case "revoked":
+        return { status: result.status };
+      case "expired":
+        return { status: "expired", expiresAt: Number(result.expires_at) };
+      case "tool_not_allowed":
+        return {
+          status: "tool_not_allowed",
+          allowedTools: result.tools!.split(",").filter(Boolean),
+        };
+      case "key_budget_exceeded": {
+        const b = result.budget!;
+        return {
+          status: "key_budget_exceeded",
+          account: toAccount(result.account!),
+          rate: result.rate!,
+          budget: {
+            credits: b.credits,
+            period: b.period,
+            spent: b.spent,
+            windowStart: b.window_start,
+            resetsAt: b.resets_at,
+          },
+        };
+      }
+      case "rate_limited":
+      case "insufficient_credits":
+        return { status: result.status, account: toAccount(result.account!), rate: result.rate! };
+      case "ok": {
+        const events = eventsFrom(result.events);
+        await markOutbox(id, events);
+        return {
+          status: "ok",
+          account: toAccount(result.account!),
+          keyId: result.key_id ?? null,
+          keyLimited: result.key_limited === true,
+          rate: result.rate!,
+          charged: result.charged === true,
+          events,
+        };
+      }
+    }
+  };
+
   return {
     async admit(request: AdmitRequest): Promise<AdmitOutcome> {
-      const id = request.accountId;
-      const record = debitRecord(id, request.requestId);
-      const result = await script<{
-        status: AdmitOutcome["status"];
-        account?: RawAccount;
-        key_id?: string | null;
-        key_limited?: boolean;
-        expires_at?: number;
-        tools?: string;
-        budget?: {
-          credits: number;
-          period: "day" | "month";
-          spent: number;
-          window_start: number;
-          resets_at: number;
-        };
-        rate?: RateState;
-        charged?: boolean;
-        events?: unknown;
-      }>(
-        "admit",
-        [
-          redisKey.account(id),
-          request.keyHash ? redisKey.keyRecord(id, request.keyHash) : redisKey.account(id),
-          redisKey.rateLog(id),
-          redisKey.ledger(id),
-          record.key,
-          redisKey.outbox(id),
-          redisKey.keySpend(id),
-        ],
-        [
-          tiersJson,
-          request.keyHash ? 1 : 0,
-          request.cost,
-          request.requestId,
-          request.tool ?? "",
-          request.reason,
-          newEventId(),
-          newEventId(),
-          new Date().toISOString(),
-          RATE_WINDOW_MS,
-          options.periodMs,
-          record.expireAt,
-          request.countRequest === false ? 0 : (request.requests ?? 1),
-          KEY_USE_RESOLUTION_MS,
-          record.field,
-          newEventId(),
-          windows.dayMs,
-          windows.monthMs,
-        ],
+      const { keys, args } = admitInput(request);
+      return admitOutcome(request.accountId, await script<RawAdmit>("admit", keys, args));
+    },
+
+    async admitIdempotent(
+      request: AdmitRequest,
+      key: string,
+      claim: IdempotencyClaim,
+    ): Promise<IdempotentAdmission> {
+      const { keys, args } = admitInput(request);
+      const result = await script<{ claim: IdempotencyState; admit?: RawAdmit }>(
+        "idempotent-admit",
+        [...keys, redisKey.idempotency(request.accountId, key)],
+        [...args, claim.fingerprint, claim.leaseMs, claim.requestId, claim.ttlSeconds * 1000],
       );
-      switch (result.status) {
-        case "invalid_key":
-        case "revoked":
-          return { status: result.status };
-        case "expired":
-          return { status: "expired", expiresAt: Number(result.expires_at) };
-        case "tool_not_allowed":
-          return {
-            status: "tool_not_allowed",
-            allowedTools: result.tools!.split(",").filter(Boolean),
-          };
-        case "key_budget_exceeded": {
-          const b = result.budget!;
-          return {
-            status: "key_budget_exceeded",
-            account: toAccount(result.account!),
-            rate: result.rate!,
-            budget: {
-              credits: b.credits,
-              period: b.period,
-              spent: b.spent,
-              windowStart: b.window_start,
-              resetsAt: b.resets_at,
-            },
-          };
-        }
-        case "rate_limited":
-        case "insufficient_credits":
-          return { status: result.status, account: toAccount(result.account!), rate: result.rate! };
-        case "ok": {
-          const events = eventsFrom(result.events);
-          await markOutbox(id, events);
-          return {
-            status: "ok",
-            account: toAccount(result.account!),
-            keyId: result.key_id ?? null,
-            keyLimited: result.key_limited === true,
-            rate: result.rate!,
-            charged: result.charged === true,
-            events,
-          };
-        }
-      }
+      return {
+        claim: result.claim,
+        admitted: result.admit ? await admitOutcome(request.accountId, result.admit) : null,
+      };
     },
 
     async topUp(
