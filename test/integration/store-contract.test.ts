@@ -951,6 +951,20 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       state: "started",
       requestId: "req_new",
     });
+    // Only the claim the refunding request holds: a refund under another request id (one that
+    // lost the store mid-admission, not knowing whether it held the key) leaves req_new's claim.
+    expect(
+      (
+        await store.refund(b.id, {
+          requestId: "req_lost",
+          reason: "store unavailable during admission",
+          idempotencyKey: "idem-3",
+        })
+      ).status,
+    ).toBe("not_charged");
+    expect(await store.beginIdempotent(b.id, "idem-3", claim("fp", "req_after"))).toEqual({
+      state: "in_progress",
+    });
   });
 
   it("logs each event once, however often it is logged, newest first", async () => {

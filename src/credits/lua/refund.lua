@@ -3,8 +3,10 @@
 --       idempotency record (1/0), the debit record's field, tool, read the key id (1/0),
 --       when the debit was made (ms; the start of its record's slot)
 -- The failed call's Idempotency-Key is forgotten in the same step as the refund: a retry then
--- runs (and is charged) anew, and no crash between the two can hand it a refunded debit.
-if ARGV[4] == '1' then redis.call('DEL', KEYS[5]) end
+-- runs (and is charged) anew, and no crash between the two can hand it a refunded debit. Only a
+-- claim this request holds: a refund made without knowing whether its request held the key (the
+-- store went away mid-admission) must never free another request's claim.
+if ARGV[4] == '1' and redis.call('HGET', KEYS[5], 'request_id') == ARGV[1] then redis.call('DEL', KEYS[5]) end
 local record = redis.call('HGET', KEYS[3], ARGV[5])
 if record == 'r' then return cjson.encode({ status = 'already_refunded' }) end
 if not record then return cjson.encode({ status = 'not_charged' }) end

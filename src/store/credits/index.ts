@@ -38,7 +38,8 @@ export interface CreditStore {
   ): Promise<{ applied: boolean; account: AccountRecord } | null>;
   /**
    * Returns the credits debited under `requestId`, at most once; `events` are written only if it
-   * applies. The call's Idempotency-Key, if any, is forgotten in the same atomic step.
+   * applies. The call's Idempotency-Key, if any, is forgotten in the same atomic step — only the
+   * claim this request holds (a refund made after losing the store mid-admission may not hold it).
    */
   refund(
     accountId: string,

@@ -160,8 +160,10 @@ export function memoryCredits(state: MemoryState): CreditStore {
     },
 
     async refund(accountId: string, change: RefundChange, events: EventRecord[] = []) {
-      if (change.idempotencyKey)
-        state.idempotency.delete(idempotencyId(accountId, change.idempotencyKey));
+      // Only a claim this request holds (refund.lua says why).
+      const claim = change.idempotencyKey && idempotencyId(accountId, change.idempotencyKey);
+      if (claim && state.idempotency.get(claim)?.requestId === change.requestId)
+        state.idempotency.delete(claim);
       const a = state.accounts.get(accountId);
       const cost = a?.debits.get(change.requestId);
       if (!a || cost === undefined) return { status: "not_charged" as const };
