@@ -10,7 +10,6 @@ import type {
   AdmitRequest,
   IdempotencyClaim,
   IdempotencyState,
-  IdempotentAdmission,
   StoredResponse,
 } from "../store/types.js";
 import type { ToolDefinition } from "./definition.js";
@@ -74,49 +73,64 @@ export async function invokeTool(
     leaseMs: idempotencyLeaseMs(services, tool),
     ttlSeconds,
   };
-  const deadline = Date.now() + claim.leaseMs;
-  for (;;) {
-    // The key's claim and the call's admission in one round trip (the store's admitIdempotent).
-    let admission: IdempotentAdmission;
-    try {
-      admission = await services.store.admitIdempotent(
-        admitRequest(call, "tool call", tool.cost),
-        idempotencyKey,
-        claim,
-      );
-    } catch (err) {
-      // As in `execute`: the debit may have happened without us hearing of it.
-      if (err instanceof StoreUnavailableError) refundWhenBack(services, refundOf(call));
-      throw err;
-    }
-    const state = admission.claim;
-    if (state.state === "in_progress") {
-      // Another request with this key is executing: wait for its answer, then replay it.
-      if (Date.now() > deadline) throw stillInProgress();
-      await new Promise((r) => setTimeout(r, IDEMPOTENCY_POLL_MS));
-      continue;
-    }
-    if (state.state === "started") {
-      // Executed under the claim's request id: the debit is idempotent per request id, so a retry
-      // that takes over the claim of a process that died mid-call is not charged a second time.
-      const running = { ...call, requestId: state.requestId, idempotencyTtlSeconds: ttlSeconds };
-      if (!admission.admitted) return execute(services, running, input, forward, idempotencyKey);
-      return serveAdmitted(
-        services,
-        running,
-        admitted(admission.admitted),
-        input,
-        forward,
-        idempotencyKey,
-      );
-    }
-    await checkCaller(services, call);
-    if (state.state === "completed") return { ...state.response, replayed: true };
-    throw new ApiError(
-      "idempotency_conflict",
-      "This Idempotency-Key was already used with a different request body.",
-      { param: "Idempotency-Key" },
+  // The key's claim and the call's admission in one round trip (the store's admitIdempotent),
+  // again while another request with this key is executing.
+  const admission = await whileInProgress(
+    claim.leaseMs,
+    async () => {
+      try {
+        return await services.store.admitIdempotent(
+          admitRequest(call, "tool call", tool.cost),
+          idempotencyKey,
+          claim,
+        );
+      } catch (err) {
+        // As in `execute`: the debit may have happened without us hearing of it.
+        if (err instanceof StoreUnavailableError) refundWhenBack(services, refundOf(call));
+        throw err;
+      }
+    },
+    (result) => result.claim,
+  );
+  const state = admission.claim;
+  if (state.state === "started") {
+    // Executed under the claim's request id: the debit is idempotent per request id, so a retry
+    // that takes over the claim of a process that died mid-call is not charged a second time.
+    const running = { ...call, requestId: state.requestId, idempotencyTtlSeconds: ttlSeconds };
+    if (!admission.admitted) return execute(services, running, input, forward, idempotencyKey);
+    return serveAdmitted(
+      services,
+      running,
+      admitted(admission.admitted),
+      input,
+      forward,
+      idempotencyKey,
     );
+  }
+  await checkCaller(services, call);
+  if (state.state === "completed") return { ...state.response, replayed: true };
+  throw new ApiError(
+    "idempotency_conflict",
+    "This Idempotency-Key was already used with a different request body.",
+    { param: "Idempotency-Key" },
+  );
+}
+
+/**
+ * Repeats `attempt` while its claim is another request's, in progress (it waits for that answer,
+ * to replay it), for up to the claim's lease; then refuses the request as still in progress.
+ */
+async function whileInProgress<T>(
+  leaseMs: number,
+  attempt: () => Promise<T>,
+  claimOf: (result: T) => IdempotencyState,
+): Promise<T> {
+  const deadline = Date.now() + leaseMs;
+  for (;;) {
+    const result = await attempt();
+    if (claimOf(result).state !== "in_progress") return result;
+    if (Date.now() > deadline) throw stillInProgress();
+    await new Promise((r) => setTimeout(r, IDEMPOTENCY_POLL_MS));
   }
 }
 
@@ -144,14 +158,11 @@ export async function claimIdempotencyKey(
   key: string,
   claim: IdempotencyClaim,
 ): Promise<Exclude<IdempotencyState, { state: "in_progress" }>> {
-  const deadline = Date.now() + claim.leaseMs;
-  for (;;) {
-    const state = await services.store.beginIdempotent(accountId, key, claim);
-    if (state.state !== "in_progress") return state;
-    // Another request with this key is executing: wait for its answer, then replay it.
-    if (Date.now() > deadline) throw stillInProgress();
-    await new Promise((r) => setTimeout(r, IDEMPOTENCY_POLL_MS));
-  }
+  return whileInProgress(
+    claim.leaseMs,
+    () => services.store.beginIdempotent(accountId, key, claim),
+    (state) => state,
+  ) as Promise<Exclude<IdempotencyState, { state: "in_progress" }>>;
 }
 
 /**
