@@ -11,9 +11,26 @@ import type { Outbox } from "./index.js";
 
 export function redisOutbox({ redis, call, script, markOutbox, options }: RedisContext): Outbox {
   /**
-   * Removes the events `eventIds` from the account's outbox, logging `logged` (the last `keep`
-   * of the log kept) in the same script. Unindexed first, re-indexed after if anything is still
-   * waiting: an event appended meanwhile is counted by the script or indexes itself after it.
+   * The one script that writes an account's event log (outbox-ack.lua): logs `logged` (the last
+   * `keep` of the log kept) and removes the events `eventIds` from its outbox; answers how many
+   * events are still waiting there.
+   */
+  const logAndAck = (
+    accountId: string,
+    logged: EventRecord[],
+    keep: number | null,
+    eventIds: string[],
+  ) =>
+    script<number>(
+      "outbox-ack",
+      [redisKey.outbox(accountId), redisKey.events(accountId)],
+      [keep ?? "", logged.length, ...logMembers(logged), ...eventIds],
+    );
+
+  /**
+   * Acknowledges `eventIds` (logging `logged` in the same step). Unindexed first, re-indexed after
+   * if anything is still waiting: an event appended meanwhile is counted by the script or indexes
+   * itself after it.
    */
   const settleOutbox = async (
     accountId: string,
@@ -25,11 +42,7 @@ export function redisOutbox({ redis, call, script, markOutbox, options }: RedisC
     await call(() => redis.srem(index, accountId));
     let waiting: number;
     try {
-      waiting = await script<number>(
-        "outbox-ack",
-        [redisKey.outbox(accountId), redisKey.events(accountId)],
-        [keep ?? "", logged.length, ...logMembers(logged), ...eventIds],
-      );
+      waiting = await logAndAck(accountId, logged, keep, eventIds);
     } catch (err) {
       // Nothing was acknowledged: the events stay waiting, so the index must say so again.
       await call(() => redis.sadd(index, accountId)).catch(() => undefined);
@@ -97,11 +110,7 @@ export function redisOutbox({ redis, call, script, markOutbox, options }: RedisC
     },
 
     async logEvents(accountId: string, events: EventRecord[], keep: number | null): Promise<void> {
-      if (events.length === 0) return;
-      const key = redisKey.events(accountId);
-      const tx = redis.multi().zadd(key, ...logMembers(events));
-      if (keep !== null) tx.zremrangebyrank(key, 0, -(keep + 1));
-      await call(() => tx.exec());
+      if (events.length > 0) await logAndAck(accountId, events, keep, []);
     },
 
     async oldestLoggedEvents(accountId: string, limit: number): Promise<EventRecord[]> {
