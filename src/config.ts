@@ -175,6 +175,12 @@ const envSchema = z.object({
     .optional(),
   /** Chain reads made together go to the RPC as one JSON-RPC batch of at most this many calls; 0 sends each alone. */
   X402_RPC_BATCH_SIZE: z.coerce.number().int().min(0).max(1000).default(100),
+  /**
+   * At most this many settlement sends wait for their receipt in the send at once (EIP-7966
+   * eth_sendRawTransactionSync, where the RPC has it); more are sent, then their receipts read
+   * together. 0: never.
+   */
+  X402_SEND_SYNC: z.coerce.number().int().min(0).max(1000).default(8),
   /** How long a payment authorization may stay valid (and the receipt wait bound). */
   X402_MAX_TIMEOUT_SECONDS: z.coerce.number().int().min(10).max(3600).default(300),
   X402_RECEIPT_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
@@ -324,6 +330,8 @@ export interface Config {
     /** One or more relayer keys (X402_RELAYER_PRIVATE_KEYS, or X402_RELAYER_PRIVATE_KEY alone), without repeats. */
     relayerKeys: Hex[];
     rpcBatchSize: number;
+    /** How many settlement sends may wait for their receipt at once (X402_SEND_SYNC; 0: none). */
+    sendSync: number;
     maxTimeoutSeconds: number;
     receiptTimeoutMs: number;
     rpcTimeoutMs: number;
@@ -542,6 +550,7 @@ function paymentConfig(
     payTo: e.X402_PAY_TO as Address,
     relayerKeys,
     rpcBatchSize: e.X402_RPC_BATCH_SIZE,
+    sendSync: e.X402_SEND_SYNC,
     maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS,
     receiptTimeoutMs: e.X402_RECEIPT_TIMEOUT_MS,
     rpcTimeoutMs: e.X402_RPC_TIMEOUT_MS,

@@ -40,7 +40,12 @@ export function createChainClients(x402: NonNullable<Config["x402"]>): Map<strin
     // block, authorizationState, balance and simulation; concurrent receipt polls) leave as one
     // JSON-RPC batch: one round trip, however far the RPC is (rpc-transport.ts).
     const endpoints = network.rpcUrls.map((url) =>
-      batchingHttp(url, { timeout: x402.rpcTimeoutMs, batchSize: x402.rpcBatchSize }),
+      batchingHttp(url, {
+        timeout: x402.rpcTimeoutMs,
+        batchSize: x402.rpcBatchSize,
+        // A sync send waits for its block: the settlement's own receipt deadline bounds it (relayers.ts).
+        waitTimeout: x402.receiptTimeoutMs + x402.rpcTimeoutMs,
+      }),
     );
     const transport =
       endpoints.length === 1 ? endpoints[0]! : fallback(endpoints, { retryCount: 0 });

@@ -42,6 +42,7 @@ export async function startDevChain(): Promise<{
         toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 9 }).getHdKey().privateKey!),
       ],
       rpcBatchSize: 100,
+      sendSync: 8,
       maxTimeoutSeconds: 300,
       receiptTimeoutMs: 30_000,
       rpcTimeoutMs: 10_000,

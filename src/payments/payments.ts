@@ -105,7 +105,7 @@ export class Payments {
   relayers(clients: NetworkClients): Relayers {
     let pool = this.relayerPools.get(clients);
     if (!pool) {
-      pool = new Relayers(clients, this.services.store, this.services.log);
+      pool = new Relayers(clients, this.services.store, this.services.log, this.config.sendSync);
       this.relayerPools.set(clients, pool);
     }
     return pool;

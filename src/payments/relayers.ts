@@ -1,11 +1,16 @@
 import {
   BaseError,
   HttpRequestError,
+  keccak256,
+  MethodNotFoundRpcError,
+  MethodNotSupportedRpcError,
   RpcRequestError,
   TimeoutError,
+  TransactionNotFoundError,
   type Address,
   type Hex,
   type LocalAccount,
+  type TransactionReceipt,
 } from "viem";
 import type { Logger } from "pino";
 import type { RelayedTransaction, Store } from "../store/types.js";
@@ -26,6 +31,12 @@ import type { NetworkClients } from "./chain.js";
  * - Fees: from the block the verification already read (its base fee, doubled to survive a few
  *   full blocks) plus the priority fee, asked of the node at most every PRIORITY_FEE_TTL_MS:
  *   one computation per block.
+ * - Send and receipt in one round trip where the RPC has EIP-7966 `eth_sendRawTransactionSync`
+ *   (geth ≥ 1.16.6, Erigon ≥ 3.4, anvil, Base): the node answers the send with the receipt once
+ *   the transaction is in a block. An RPC without it answers "method not found" (nothing sent):
+ *   the same signed transaction goes by `eth_sendRawTransaction` instead, and so does every later
+ *   one. At most X402_SEND_SYNC sends (8) wait so at once, each holding a connection until its
+ *   block; more are sent plainly, their receipts read together (0: never).
  */
 export interface SeenBlock {
   number: bigint;
@@ -60,6 +71,13 @@ export class SendRefused extends Error {
   }
 }
 
+/** What a send did: the transaction's hash and what was signed; its receipt when the node answered the send with it. */
+export interface Sent {
+  hash: Hex;
+  relay: RelayedTransaction;
+  receipt?: TransactionReceipt;
+}
+
 /** Nothing was broadcast because our side failed first (the store, an RPC that did not answer a read). */
 export class NotSent extends Error {}
 
@@ -68,6 +86,8 @@ export class SendUnknown extends Error {
   constructor(
     readonly reason: string,
     readonly relay: RelayedTransaction,
+    /** Its hash, when the node most likely has it (a sync send whose receipt did not come in time). */
+    readonly hash?: Hex,
   ) {
     super(reason);
   }
@@ -89,6 +109,15 @@ const nonceTaken = (err: unknown) =>
   /nonce too low|already known|already imported|replacement transaction underpriced|nonce.*(already|used)/i.test(
     (err as BaseError).details ?? (err as Error).message,
   );
+/** The RPC does not have the method (EIP-7966's sync send): the node refused the request, not the transaction. */
+const methodMissing = (err: unknown) =>
+  err instanceof BaseError &&
+  (err.walk(
+    (e) => e instanceof MethodNotFoundRpcError || e instanceof MethodNotSupportedRpcError,
+  ) !== null ||
+    /\bmethod\b.*\b(not found|not supported|unsupported|does not exist|not available)\b/i.test(
+      err.details ?? err.message,
+    ));
 const gasTooLow = (err: unknown) =>
   /intrinsic gas too low|out of gas/i.test((err as BaseError).details ?? (err as Error).message);
 
@@ -104,7 +133,16 @@ export class Relayers {
     readonly clients: NetworkClients,
     private readonly store: Store,
     private readonly log: Logger,
+    /**
+     * How many sends may wait for their receipt at once (`eth_sendRawTransactionSync`); more are
+     * sent plainly. Each holds a connection to the RPC until its block. 0 once the RPC says it has
+     * no such method.
+     */
+    private syncSlots = 8,
   ) {}
+
+  /** Sync sends waiting for their block now. */
+  private syncing = 0;
 
   /** The relayer with this address (a record's `relay.from`); the first one for records that name none. */
   account(address?: string): LocalAccount | undefined {
@@ -191,13 +229,15 @@ export class Relayers {
    * Signs and broadcasts `tx` (to the token, or a batch to Multicall3), from the next relayer of the pool
    * at its next nonce. Returns what was sent; throws SendRefused (nothing broadcast) or SendUnknown.
    * `alreadyDone` is asked before resending at a new nonce: a send whose first answer was lost may
-   * have landed under another URL.
+   * have landed under another URL. With `receiptBy` (a time, ms since the epoch), the send may wait
+   * for the receipt until then (sync send, above): a send still unanswered then is SendUnknown.
    */
   async send(
     tx: Outgoing,
     block: SeenBlock,
     alreadyDone: () => Promise<boolean>,
-  ): Promise<{ hash: Hex; relay: RelayedTransaction }> {
+    receiptBy?: number,
+  ): Promise<Sent> {
     const account = this.clients.relayers[this.turn++ % this.clients.relayers.length]!;
     const beforeSending = async <T>(step: Promise<T>): Promise<T> =>
       step.catch((err: unknown) => {
@@ -231,11 +271,18 @@ export class Relayers {
         ...fees,
       });
       try {
-        return {
-          hash: await this.clients.public.sendRawTransaction({ serializedTransaction: signed }),
-          relay,
-        };
+        const synced =
+          receiptBy !== undefined && this.syncing < this.syncSlots
+            ? await this.sendSync(signed, relay, receiptBy)
+            : null;
+        return (
+          synced ?? {
+            hash: await this.clients.public.sendRawTransaction({ serializedTransaction: signed }),
+            relay,
+          }
+        );
       } catch (err) {
+        if (err instanceof SendUnknown) throw err;
         const reason = (err as BaseError).shortMessage ?? "the chain did not answer the submission";
         if (!nodeAnswered(err)) throw new SendUnknown(reason, relay);
         if (nonceTaken(err)) {
@@ -256,6 +303,53 @@ export class Relayers {
         throw new SendRefused(reason);
       }
     }
+  }
+
+  /**
+   * `signed` by `eth_sendRawTransactionSync`, answered with its receipt by `receiptBy`. null: the
+   * RPC has no such method (nothing was sent). A node's error is a refusal only if the node does
+   * not have the transaction: a wait that ran out before the block (EIP-7966's timeout error), or
+   * "already known", leaves it in the node's pool, and its receipt is waited for as after a plain
+   * send. No answer by `receiptBy` (or none at all) is SendUnknown: it may have been sent.
+   */
+  private async sendSync(
+    signed: Hex,
+    relay: RelayedTransaction,
+    receiptBy: number,
+  ): Promise<Sent | null> {
+    const hash = keccak256(signed);
+    const sending = this.clients.public.sendRawTransactionSync({ serializedTransaction: signed });
+    sending.catch(() => {}); // answered after `receiptBy`: nobody is waiting for it
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">(
+      (r) => (timer = setTimeout(() => r("late"), Math.max(0, receiptBy - Date.now()))),
+    );
+    let receipt: TransactionReceipt | "late";
+    this.syncing++;
+    try {
+      receipt = await Promise.race([sending, late]).finally(() => this.syncing--);
+    } catch (err) {
+      if (methodMissing(err)) {
+        this.syncSlots = 0;
+        this.log.info(
+          { network: this.clients.network.name },
+          "the RPC has no eth_sendRawTransactionSync: settlements are sent, then their receipts read",
+        );
+        return null;
+      }
+      if (!nodeAnswered(err)) throw err;
+      const inPool = await this.clients.public.getTransaction({ hash }).then(
+        () => true,
+        (lookup: unknown) => (lookup instanceof TransactionNotFoundError ? false : null),
+      );
+      if (inPool === null) throw new SendUnknown("the transaction's fate is unknown", relay);
+      if (inPool) return { hash, relay };
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+    if (receipt === "late") throw new SendUnknown("no receipt in time", relay, hash);
+    return { hash, relay, receipt };
   }
 
   /** The gas estimate of `shape` proved too low (an out-of-gas revert): the next send estimates again. */

@@ -9,6 +9,9 @@
  * on every paid call, measured (`BENCH_ONLY=timeline npm run bench:paid`). Here the batch leaves
  * on `setImmediate`, right after the current turn's callbacks and promise continuations: all the
  * reads a verification starts together still leave as one batch, and nothing waits for a timer.
+ * A request that waits for the chain (EIP-7966 `eth_sendRawTransactionSync`, answered once the
+ * transaction is in a block) always leaves alone, at once, with `waitTimeout`: in a batch it would
+ * hold up every read beside it until the block.
  */
 import { createTransport, RpcRequestError, type EIP1193RequestFn, type Transport } from "viem";
 import { getHttpRpcClient, type HttpRpcClient } from "viem/utils";
@@ -25,7 +28,12 @@ export interface BatchingHttpOptions {
   timeout: number;
   /** The most requests in one batch; 0 sends every request alone. */
   batchSize: number;
+  /** How long a request that waits for the chain may take (ms); default `timeout`. */
+  waitTimeout?: number;
 }
+
+/** Methods answered only once the chain has done something: sent alone, never in a batch. */
+const WAITS_FOR_CHAIN = new Set(["eth_sendRawTransactionSync"]);
 
 let nextId = 0;
 
@@ -43,6 +51,8 @@ export function batchingHttp(url: string, options: BatchingHttpOptions): Transpo
     const request = ((args: { method: string; params?: unknown }) =>
       new Promise<unknown>((resolve, reject) => {
         const item = { body: { ...args, id: nextId++ }, resolve, reject };
+        if (WAITS_FOR_CHAIN.has(args.method))
+          return void send(rpc, url, [item], options.waitTimeout ?? options.timeout);
         if (options.batchSize <= 0) return void send(rpc, url, [item]);
         if (queue.push(item) === 1) setImmediate(flush);
       })) as EIP1193RequestFn;
@@ -62,7 +72,12 @@ export function batchingHttp(url: string, options: BatchingHttpOptions): Transpo
 }
 
 /** Sends `items` (one alone as a plain request, several as a batch) and settles each from its own answer, matched by id. */
-async function send(rpc: HttpRpcClient, url: string, items: Queued[]): Promise<void> {
+async function send(
+  rpc: HttpRpcClient,
+  url: string,
+  items: Queued[],
+  timeout?: number,
+): Promise<void> {
   type Answer = { id?: unknown; result?: unknown; error?: { code: number; message: string } };
   const settle = (item: Queued, answer: Answer | undefined) => {
     if (answer && "result" in answer && !answer.error) return item.resolve(answer.result);
@@ -73,7 +88,8 @@ async function send(rpc: HttpRpcClient, url: string, items: Queued[]): Promise<v
     item.reject(new RpcRequestError({ body: item.body, error, url }));
   };
   try {
-    if (items.length === 1) return settle(items[0]!, await rpc.request({ body: items[0]!.body }));
+    if (items.length === 1)
+      return settle(items[0]!, await rpc.request({ body: items[0]!.body, timeout }));
     // viem's client answers a batch with a list (it refuses a short one as a whole); a node
     // that refuses the batch itself answers one error without an id, which is every request's.
     const answers = (await rpc.request({ body: items.map((item) => item.body) })) as Answer[];

@@ -15,6 +15,7 @@ import {
   SendRefused,
   SendUnknown,
   type Outgoing,
+  type Sent,
   type Relayers,
   type SeenBlock,
 } from "./relayers.js";
@@ -141,21 +142,27 @@ export class Settler {
         Boolean,
       );
     const all = (s: Settlement) => transfers.map(() => s);
-    let txHash: Hex;
-    let relay: RelayedTransaction;
+    // One budget for the receipt, whether the send itself waits for it (sync send) or it is read after.
+    const receiptBy = Date.now() + this.options.receiptTimeoutMs;
+    let sent: Sent;
     try {
-      ({ hash: txHash, relay } = await this.relayers.send(tx, block, alreadyUsed));
+      sent = await this.relayers.send(tx, block, alreadyUsed, receiptBy);
     } catch (err) {
       if (err instanceof SendRefused) return all({ state: "failed", reason: err.reason });
       if (err instanceof NotSent) return all({ state: "unsent", reason: err.message });
       // A timeout or a lost connection may have sent it.
       if (err instanceof SendUnknown)
-        return all({ state: "pending", reason: err.reason, relay: err.relay });
+        return all({ state: "pending", reason: err.reason, relay: err.relay, txHash: err.hash });
       return all({ state: "pending", reason: (err as Error).message });
     }
+    const { hash: txHash, relay } = sent;
     let receipt: TransactionReceipt;
     try {
-      receipt = await awaitReceipt(clients.public, txHash, this.options);
+      receipt =
+        sent.receipt ??
+        (await awaitReceipt(clients.public, txHash, {
+          receiptTimeoutMs: Math.max(1, receiptBy - Date.now()),
+        }));
     } catch {
       return all({
         state: "pending",

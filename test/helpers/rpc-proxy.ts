@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 
 /**
  * A JSON-RPC proxy in front of a real node (loopback only), for tests and benches:
- * - it can stop answering: `silenceAfterNextSend()` forwards the next eth_sendRawTransaction to
+ * - it can stop answering: `silenceAfterNextSend()` forwards the next eth_sendRawTransaction(Sync) to
  *   the node (so the transaction really happens), withholds its answer, and from then on answers
  *   nothing — an RPC dying mid-settlement. `resume()` brings it back; `sent` resolves once that
  *   transaction has reached the node;
@@ -12,7 +12,11 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
  *   `counts.calls` (JSON-RPC calls, each call of a batch counted), `counts.methods`, and
  *   `counts.trips`: the methods each round trip carried, in order; `timeline`: each round trip's
  *   methods with when it arrived and when it was answered (ms since the counts were reset);
- * - `setDelay(ms)` holds every request that long before passing it on: a distant RPC.
+ * - `setDelay(ms)` holds every request that long before passing it on: a distant RPC;
+ * - `withoutMethods` answers those methods "method not found" (-32601, geth's words), as an RPC
+ *   that lacks them does; `syncWaitRunsOut` passes an eth_sendRawTransactionSync on as a plain
+ *   send (the transaction reaches the node) and answers it with EIP-7966's timeout error (code 4,
+ *   the hash as data), as a node whose block came after its wait ended.
  * JSON-RPC batches (arrays) are understood throughout.
  */
 interface RpcCall {
@@ -23,7 +27,12 @@ interface RpcCall {
 
 export async function startRpcProxy(
   upstream: string,
-  options: { maxLogRange?: number; delayMs?: number } = {},
+  options: {
+    maxLogRange?: number;
+    delayMs?: number;
+    withoutMethods?: string[];
+    syncWaitRunsOut?: boolean;
+  } = {},
 ) {
   const logQueries = { answered: 0, refused: 0 };
   const counts = {
@@ -74,17 +83,50 @@ export async function startRpcProxy(
       error: { code: -32005, message: `query exceeds max block range ${options.maxLogRange}` },
     };
   };
+  const refuseMissing = (call: RpcCall): object | null =>
+    options.withoutMethods?.includes(call.method)
+      ? {
+          jsonrpc: "2.0",
+          id: call.id,
+          error: {
+            code: -32601,
+            message: `the method ${call.method} does not exist/is not available`,
+          },
+        }
+      : null;
+  const waitsForSync = (call: RpcCall) =>
+    options.syncWaitRunsOut === true && call.method === "eth_sendRawTransactionSync";
   /** The answer to a single call or a batch: refusals made here, the rest from the node, in the asked order. */
   const answer = async (body: string): Promise<string> => {
     const parsed = JSON.parse(body) as RpcCall | RpcCall[];
     const calls = Array.isArray(parsed) ? parsed : [parsed];
-    const refusals = await Promise.all(calls.map(refuseLogs));
+    const refusals = await Promise.all(calls.map(async (c) => refuseMissing(c) ?? refuseLogs(c)));
     const passed = calls.filter((_, i) => !refusals[i]);
-    if (passed.length === calls.length) return post(body);
-    const fromNode = passed.length
-      ? (JSON.parse(await post(JSON.stringify(passed))) as object[])
+    if (passed.length === calls.length && !calls.some(waitsForSync)) return post(body);
+    const asked = passed.map((c) =>
+      waitsForSync(c) ? { ...c, method: "eth_sendRawTransaction" } : c,
+    );
+    const fromNode = asked.length
+      ? (JSON.parse(await post(JSON.stringify(asked))) as { id: unknown; result?: unknown }[])
       : [];
-    const answers = refusals.map((refusal) => refusal ?? fromNode.shift()!);
+    const ranOut = (sent: { id: unknown; result?: unknown }) =>
+      "result" in sent
+        ? {
+            jsonrpc: "2.0",
+            id: sent.id,
+            error: {
+              code: 4,
+              message:
+                "The transaction was added to the transaction pool but wasn't processed in 0s",
+              data: sent.result,
+            },
+          }
+        : sent;
+    const answers = refusals.map((refusal, i) => {
+      if (refusal) return refusal;
+      const fromIt = fromNode.shift()!;
+      return waitsForSync(calls[i]!) ? ranOut(fromIt) : fromIt;
+    });
     return JSON.stringify(Array.isArray(parsed) ? answers : answers[0]);
   };
   let silent = false;
@@ -112,7 +154,7 @@ export async function startRpcProxy(
       // Not JSON: the node answers it as it would.
     }
     if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
-    const isSend = body.includes('"eth_sendRawTransaction"');
+    const isSend = /"eth_sendRawTransaction(Sync)?"/.test(body);
     const text = await answer(body).catch((err: Error) =>
       JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32603, message: err.message } }),
     );

@@ -28,8 +28,9 @@ import { startRpcProxy } from "./rpc-proxy.js";
 /** Two anvil chains standing in for Base Sepolia and Polygon Amoy, and the gateway settings that point at them. */
 export const RELAYER = anvilAccount(9);
 export const PAY_TO = anvilAccount(8).address;
-export const relayerKey = () =>
-  toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 9 }).getHdKey().privateKey!);
+/** The private key of anvil account `index` (9 unless said: the relayer of most tests). */
+export const relayerKey = (index = 9) =>
+  toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index }).getHdKey().privateKey!);
 
 /** `blockTime`: interval mining (a block every that many seconds) instead of a block per transaction. */
 export async function startChains(fund: Address[], options: { blockTime?: number } = {}) {

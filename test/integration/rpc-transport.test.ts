@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { createPublicClient, type PublicClient } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startLocalChain } from "../../chain-fixtures/chain.js";
+import { anvilAccount, startLocalChain } from "../../chain-fixtures/chain.js";
 import { batchingHttp } from "../../src/payments/rpc-transport.js";
 import { startRpcProxy } from "../helpers/rpc-proxy.js";
 
@@ -89,6 +89,32 @@ describe("the chain clients' JSON-RPC transport", () => {
     proxy.resetCounts();
     expect(await client.getChainId()).toBe(84532);
     expect(proxy.counts).toMatchObject({ roundTrips: 1, calls: 1 });
+  });
+
+  it("sends a sync send (answered only once its block is mined) alone, never holding up the reads made beside it", async () => {
+    const client = clientOf(proxy.url);
+    const relayer = anvilAccount(9);
+    const signed = await relayer.signTransaction({
+      chainId: 84532,
+      type: "eip1559",
+      to: relayer.address,
+      value: 0n,
+      nonce: await client.getTransactionCount({ address: relayer.address, blockTag: "pending" }),
+      gas: 21_000n,
+      maxFeePerGas: 10n ** 10n,
+      maxPriorityFeePerGas: 10n ** 9n,
+    });
+    proxy.resetCounts();
+    const [receipt] = await Promise.all([
+      client.sendRawTransactionSync({ serializedTransaction: signed }),
+      client.getBalance({ address: addressOf(1) }),
+      client.getBalance({ address: addressOf(2) }),
+    ]);
+    expect(receipt.status).toBe("success");
+    expect(proxy.counts.trips.map((methods) => methods.join(",")).sort()).toEqual([
+      "eth_getBalance,eth_getBalance",
+      "eth_sendRawTransactionSync",
+    ]);
   });
 
   it.each([

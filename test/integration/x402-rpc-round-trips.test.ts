@@ -1,17 +1,31 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { anvilAccount } from "../../chain-fixtures/chain.js";
 import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
 import { startRpcProxy } from "../helpers/rpc-proxy.js";
-import { signAuthorization, startChains, v1Header } from "../helpers/x402.js";
+import { walletAccountId } from "../../src/payments/wallet-accounts.js";
+import {
+  authorizationUsed,
+  balanceOf,
+  relayerKey,
+  signAuthorization,
+  startChains,
+  v1Header,
+} from "../helpers/x402.js";
 
 /**
  * What a paid call costs in RPC round trips, counted by a loopback JSON-RPC proxy in front of the
  * real chain: the verification's reads (block, authorizationState, balance, the transfer's
- * simulation) travel as one JSON-RPC batch, and the settlement is the send and the receipt — no
- * nonce read, no gas estimate, no fee read.
+ * simulation) travel as one JSON-RPC batch, and the settlement is one send answered with its
+ * receipt (EIP-7966 eth_sendRawTransactionSync; anvil has it) — no nonce read, no gas estimate,
+ * no fee read. An RPC without the sync send gets a send and a receipt read instead.
  */
 const PRICE = 2000n;
-const PAYERS = [1, 2, 3, 4, 5].map(anvilAccount);
+// Anvil's spare accounts 1-4 and eight new wallets (anvil 5, 6 and 7 relay for the second gateways below).
+const PAYERS = [
+  ...[1, 2, 3, 4].map(anvilAccount),
+  ...[1, 2, 3, 4, 5, 6, 7, 8].map(() => privateKeyToAccount(generatePrivateKey())),
+];
 let chains: Awaited<ReturnType<typeof startChains>>;
 let proxy: Awaited<ReturnType<typeof startRpcProxy>>;
 let gw: TestGateway;
@@ -29,12 +43,12 @@ afterAll(async () => {
   await chains?.stop();
 });
 
-const pay = async (payer: (typeof PAYERS)[number]) => {
+const pay = async (payer: (typeof PAYERS)[number], through = gw) => {
   const header = v1Header(
     "base-sepolia",
     await signAuthorization({ account: payer, chain: chains.base, value: PRICE }),
   );
-  return call(`${gw.url}/v1/tools/hash`, {
+  return call(`${through.url}/v1/tools/hash`, {
     method: "POST",
     body: { text: "round trips" },
     headers: { "x-payment": header },
@@ -45,14 +59,14 @@ const paidCallTrips = () =>
   proxy.counts.trips.filter((methods) => !methods.every((m) => m === "eth_getTransactionCount"));
 
 describe("a paid call's RPC round trips", () => {
-  it("verification is one round trip (one JSON-RPC batch of its four reads); settlement is the send and the receipt", async () => {
+  it("verification is one round trip (one JSON-RPC batch of its four reads); settlement is one send answered with its receipt", async () => {
     // The first payment starts the relayer's nonce sequence, estimates the token's gas, reads the priority fee.
     expect((await pay(PAYERS[0]!)).status).toBe(200);
     proxy.resetCounts();
     expect((await pay(PAYERS[1]!)).status).toBe(200);
     const trips = paidCallTrips();
     expect(trips[0]!.sort()).toEqual(["eth_call", "eth_call", "eth_call", "eth_getBlockByNumber"]);
-    expect(trips.slice(1)).toEqual([["eth_sendRawTransaction"], ["eth_getTransactionReceipt"]]);
+    expect(trips.slice(1)).toEqual([["eth_sendRawTransactionSync"]]);
   }, 30_000);
 
   it("a gas estimate that proved too low (the transfer ran out of gas) is estimated again for the next payment, then kept", async () => {
@@ -77,4 +91,113 @@ describe("a paid call's RPC round trips", () => {
     expect((await pay(PAYERS[4]!)).status).toBe(200);
     expect(proxy.counts.methods.eth_estimateGas ?? 0).toBe(0);
   }, 30_000);
+});
+
+/** A second gateway (its own relayer key, so the two nonce sequences never meet) on a proxy with `options`. */
+async function gatewayBehind(
+  options: Parameters<typeof startRpcProxy>[1],
+  relayerIndex: number,
+  env: Record<string, string> = {},
+) {
+  const own = await startRpcProxy(chains.base.rpcUrl, options);
+  const other = await startGateway({
+    env: {
+      ...chains.env,
+      BASE_SEPOLIA_RPC_URL: own.url,
+      X402_RELAYER_PRIVATE_KEY: relayerKey(relayerIndex),
+      STATUS_CHECK_INTERVAL_MS: "600000",
+      ...env,
+    },
+  });
+  const stop = async () => {
+    await other.stop();
+    await own.stop();
+  };
+  return { proxy: own, gw: other, stop };
+}
+
+describe("an RPC without eth_sendRawTransactionSync", () => {
+  it("is asked once; that payment and every later one are sent, then their receipts read", async () => {
+    const behind = await gatewayBehind({ withoutMethods: ["eth_sendRawTransactionSync"] }, 7);
+    try {
+      const first = await pay(PAYERS[5]!, behind.gw);
+      expect(first.status).toBe(200);
+      const firstTrips = behind.proxy.counts.trips.filter((m) =>
+        m.some((x) => x.startsWith("eth_send")),
+      );
+      expect(firstTrips).toEqual([["eth_sendRawTransactionSync"], ["eth_sendRawTransaction"]]);
+      behind.proxy.resetCounts();
+      expect((await pay(PAYERS[6]!, behind.gw)).status).toBe(200);
+      expect(
+        behind.proxy.counts.trips
+          .filter((m) => !m.every((x) => x === "eth_getTransactionCount"))
+          .slice(1),
+      ).toEqual([["eth_sendRawTransaction"], ["eth_getTransactionReceipt"]]);
+    } finally {
+      await behind.stop();
+    }
+  }, 60_000);
+});
+
+describe("X402_SEND_SYNC=0", () => {
+  it("never asks for the sync send: each settlement is sent, then its receipt read", async () => {
+    const behind = await gatewayBehind({}, 5, { X402_SEND_SYNC: "0" });
+    try {
+      expect((await pay(PAYERS[7]!, behind.gw)).status).toBe(200);
+      expect(behind.proxy.counts.methods.eth_sendRawTransactionSync ?? 0).toBe(0);
+      expect(behind.proxy.counts.methods.eth_sendRawTransaction).toBe(1);
+    } finally {
+      await behind.stop();
+    }
+  }, 60_000);
+});
+
+describe("X402_SEND_SYNC=1: one send at a time waits for its block", () => {
+  it("sends the settlements that come while one waits plainly, then reads their receipts", async () => {
+    // 150 ms away: the three settlements are sent while the first one is still waiting.
+    const behind = await gatewayBehind({ delayMs: 150 }, 5, { X402_SEND_SYNC: "1" });
+    try {
+      const answers = await Promise.all(PAYERS.slice(9, 12).map((p) => pay(p, behind.gw)));
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+      const { methods } = behind.proxy.counts;
+      expect(methods.eth_sendRawTransactionSync).toBe(1);
+      expect(methods.eth_sendRawTransaction).toBe(2);
+    } finally {
+      await behind.stop();
+    }
+  }, 60_000);
+});
+
+describe("a node whose sync send answers before the block (EIP-7966's timeout error)", () => {
+  it("is not taken for a refusal: the transaction is in the node's pool, its receipt is read, and the payer is served and charged once", async () => {
+    const behind = await gatewayBehind({ syncWaitRunsOut: true }, 6);
+    const payer = PAYERS[8]!;
+    try {
+      const before = await balanceOf(chains.base, payer.address);
+      const payment = await signAuthorization({ account: payer, chain: chains.base, value: PRICE });
+      const res = await call(`${behind.gw.url}/v1/tools/hash`, {
+        method: "POST",
+        body: { text: "ran out" },
+        headers: { "x-payment": v1Header("base-sepolia", payment) },
+      });
+      expect(res.status).toBe(200);
+      expect(res.body.algorithm).toBe("sha256");
+      expect(await authorizationUsed(chains.base, payer.address, payment.authorization.nonce)).toBe(
+        true,
+      );
+      expect(await balanceOf(chains.base, payer.address)).toBe(before - PRICE);
+      // Credited once, spent once by the call it paid for.
+      const ledger = (
+        await behind.gw.services.store.ledger(walletAccountId(payer.address), { limit: 10 })
+      ).items.map((e) => e.kind);
+      expect(ledger.filter((k) => k === "purchase")).toHaveLength(1);
+      expect(ledger.filter((k) => k === "debit")).toHaveLength(1);
+      const settling = behind.proxy.counts.trips.filter(
+        (m) => m.includes("eth_sendRawTransactionSync") || m.includes("eth_getTransactionByHash"),
+      );
+      expect(settling).toEqual([["eth_sendRawTransactionSync"], ["eth_getTransactionByHash"]]);
+    } finally {
+      await behind.stop();
+    }
+  }, 60_000);
 });

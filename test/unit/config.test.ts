@@ -85,7 +85,11 @@ describe("configuration", () => {
     expect(loadConfig({ ...x402, X402_RELAYER_PRIVATE_KEY: a }).x402).toMatchObject({
       relayerKeys: [a],
       rpcBatchSize: 100,
+      sendSync: 8,
     });
+    expect(
+      loadConfig({ ...x402, X402_RELAYER_PRIVATE_KEY: a, X402_SEND_SYNC: "0" }).x402?.sendSync,
+    ).toBe(0);
     expect(() => loadConfig({ ...x402, X402_RELAYER_PRIVATE_KEYS: `${a},0x12` })).toThrow(
       /X402_RELAYER_PRIVATE_KEYS/,
     );
