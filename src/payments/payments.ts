@@ -105,7 +105,10 @@ export class Payments {
   relayers(clients: NetworkClients): Relayers {
     let pool = this.relayerPools.get(clients);
     if (!pool) {
-      pool = new Relayers(clients, this.services.store, this.services.log, this.config.sendSync);
+      pool = new Relayers(clients, this.services.store, this.services.log, {
+        slots: this.config.sendSync,
+        lookAfterMs: this.config.pollMs,
+      });
       this.relayerPools.set(clients, pool);
     }
     return pool;

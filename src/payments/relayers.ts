@@ -15,6 +15,7 @@ import {
 import type { Logger } from "pino";
 import type { RelayedTransaction, Store } from "../store/types.js";
 import type { NetworkClients } from "./chain.js";
+import { awaitReceipt } from "./receipt-wait.js";
 
 /**
  * Sending settlement transactions at the chain's pace, from one relayer key or a pool of them
@@ -134,11 +135,12 @@ export class Relayers {
     private readonly store: Store,
     private readonly log: Logger,
     /**
-     * How many sends may wait for their receipt at once (`eth_sendRawTransactionSync`); more are
-     * sent plainly. Each holds a connection to the RPC until its block. 0 once the RPC says it has
-     * no such method.
+     * `slots`: how many sends may wait for their receipt at once (`eth_sendRawTransactionSync`);
+     * more are sent plainly. Each holds a connection to the RPC until its block. 0 once the RPC
+     * says it has no such method. `lookAfterMs`: how long a sync send goes unanswered before its
+     * receipt is also read as after a plain send.
      */
-    private syncSlots = 8,
+    private readonly sync: { slots: number; lookAfterMs: number } = { slots: 8, lookAfterMs: 100 },
   ) {}
 
   /** Sync sends waiting for their block now. */
@@ -272,7 +274,7 @@ export class Relayers {
       });
       try {
         const synced =
-          receiptBy !== undefined && this.syncing < this.syncSlots
+          receiptBy !== undefined && this.syncing < this.sync.slots
             ? await this.sendSync(signed, relay, receiptBy)
             : null;
         return (
@@ -324,13 +326,18 @@ export class Relayers {
     const late = new Promise<"late">(
       (r) => (timer = setTimeout(() => r("late"), Math.max(0, receiptBy - Date.now()))),
     );
+    let answered = false;
     let receipt: TransactionReceipt | "late";
     this.syncing++;
     try {
-      receipt = await Promise.race([sending, late]).finally(() => this.syncing--);
+      receipt = await Promise.race([
+        sending,
+        late,
+        this.lookForReceipt(hash, receiptBy, () => answered),
+      ]);
     } catch (err) {
       if (methodMissing(err)) {
-        this.syncSlots = 0;
+        this.sync.slots = 0;
         this.log.info(
           { network: this.clients.network.name },
           "the RPC has no eth_sendRawTransactionSync: settlements are sent, then their receipts read",
@@ -346,10 +353,33 @@ export class Relayers {
       if (inPool) return { hash, relay };
       throw err;
     } finally {
+      answered = true;
+      this.syncing--;
       clearTimeout(timer);
     }
     if (receipt === "late") throw new SendUnknown("no receipt in time", relay, hash);
     return { hash, relay, receipt };
+  }
+
+  /**
+   * The receipt of `hash`, read as after a plain send (receipt-wait.ts) once the sync send has
+   * gone `lookAfterMs` unanswered: a node slow to answer a sync send it has already mined must
+   * not hold the payment (anvil under load can miss the block its sync send was waiting for, and
+   * then answers only at the next block, or after 30 s). Never settles when the sync send
+   * answered first or no receipt came by `receiptBy` (the sync send's own deadline says so).
+   */
+  private async lookForReceipt(
+    hash: Hex,
+    receiptBy: number,
+    answered: () => boolean,
+  ): Promise<TransactionReceipt> {
+    const never = new Promise<never>(() => {});
+    await new Promise((r) => setTimeout(r, this.sync.lookAfterMs));
+    if (answered()) return never;
+    const receipt = await awaitReceipt(this.clients.public, hash, {
+      receiptTimeoutMs: Math.max(1, receiptBy - Date.now()),
+    }).catch(() => null);
+    return receipt ?? never;
   }
 
   /** The gas estimate of `shape` proved too low (an out-of-gas revert): the next send estimates again. */

@@ -16,7 +16,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
  * - `withoutMethods` answers those methods "method not found" (-32601, geth's words), as an RPC
  *   that lacks them does; `syncWaitRunsOut` passes an eth_sendRawTransactionSync on as a plain
  *   send (the transaction reaches the node) and answers it with EIP-7966's timeout error (code 4,
- *   the hash as data), as a node whose block came after its wait ended.
+ *   the hash as data), as a node whose block came after its wait ended; `syncHangs` passes it on
+ *   the same way and never answers it, as anvil under load can (it misses the block it waited for).
  * JSON-RPC batches (arrays) are understood throughout.
  */
 interface RpcCall {
@@ -32,6 +33,7 @@ export async function startRpcProxy(
     delayMs?: number;
     withoutMethods?: string[];
     syncWaitRunsOut?: boolean;
+    syncHangs?: boolean;
   } = {},
 ) {
   const logQueries = { answered: 0, refused: 0 };
@@ -155,6 +157,10 @@ export async function startRpcProxy(
     }
     if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
     const isSend = /"eth_sendRawTransaction(Sync)?"/.test(body);
+    if (options.syncHangs && body.includes('"eth_sendRawTransactionSync"')) {
+      await post(body.replace('"eth_sendRawTransactionSync"', '"eth_sendRawTransaction"'));
+      return void held.push(res);
+    }
     const text = await answer(body).catch((err: Error) =>
       JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32603, message: err.message } }),
     );

@@ -21,10 +21,10 @@ import {
  * no fee read. An RPC without the sync send gets a send and a receipt read instead.
  */
 const PRICE = 2000n;
-// Anvil's spare accounts 1-4 and eight new wallets (anvil 5, 6 and 7 relay for the second gateways below).
+// Anvil's spare accounts 1-4 and nine new wallets (anvil 5, 6 and 7 relay for the second gateways below).
 const PAYERS = [
   ...[1, 2, 3, 4].map(anvilAccount),
-  ...[1, 2, 3, 4, 5, 6, 7, 8].map(() => privateKeyToAccount(generatePrivateKey())),
+  ...[1, 2, 3, 4, 5, 6, 7, 8, 9].map(() => privateKeyToAccount(generatePrivateKey())),
 ];
 let chains: Awaited<ReturnType<typeof startChains>>;
 let proxy: Awaited<ReturnType<typeof startRpcProxy>>;
@@ -162,6 +162,22 @@ describe("X402_SEND_SYNC=1: one send at a time waits for its block", () => {
       const { methods } = behind.proxy.counts;
       expect(methods.eth_sendRawTransactionSync).toBe(1);
       expect(methods.eth_sendRawTransaction).toBe(2);
+    } finally {
+      await behind.stop();
+    }
+  }, 60_000);
+});
+
+describe("a node that mined the transaction but never answers its sync send", () => {
+  it("is not waited for: the receipt is read after one polling interval and the payer is served", async () => {
+    const behind = await gatewayBehind({ syncHangs: true }, 7, { X402_POLL_MS: "100" });
+    try {
+      const started = performance.now();
+      const res = await pay(PAYERS[12]!, behind.gw);
+      expect(res.status).toBe(200);
+      // Well within the receipt timeout (30 s), the one anvil itself would wait.
+      expect(performance.now() - started).toBeLessThan(5_000);
+      expect(behind.proxy.counts.methods.eth_getTransactionReceipt).toBeGreaterThanOrEqual(1);
     } finally {
       await behind.stop();
     }
