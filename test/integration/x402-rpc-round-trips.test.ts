@@ -93,33 +93,40 @@ describe("a paid call's RPC round trips", () => {
   }, 30_000);
 });
 
-/** A second gateway (its own relayer key, so the two nonce sequences never meet) on a proxy with `options`. */
-async function gatewayBehind(
+/**
+ * Runs `test` against a second gateway (its own relayer key, so the two nonce sequences never
+ * meet) on its own proxy with `options`; both are stopped after.
+ */
+async function behindProxy(
   options: Parameters<typeof startRpcProxy>[1],
   relayerIndex: number,
-  env: Record<string, string> = {},
+  env: Record<string, string>,
+  test: (behind: {
+    proxy: Awaited<ReturnType<typeof startRpcProxy>>;
+    gw: TestGateway;
+  }) => Promise<void>,
 ) {
-  const own = await startRpcProxy(chains.base.rpcUrl, options);
-  const other = await startGateway({
+  const proxy = await startRpcProxy(chains.base.rpcUrl, options);
+  const gw = await startGateway({
     env: {
       ...chains.env,
-      BASE_SEPOLIA_RPC_URL: own.url,
+      BASE_SEPOLIA_RPC_URL: proxy.url,
       X402_RELAYER_PRIVATE_KEY: relayerKey(relayerIndex),
       STATUS_CHECK_INTERVAL_MS: "600000",
       ...env,
     },
   });
-  const stop = async () => {
-    await other.stop();
-    await own.stop();
-  };
-  return { proxy: own, gw: other, stop };
+  try {
+    await test({ proxy, gw });
+  } finally {
+    await gw.stop();
+    await proxy.stop();
+  }
 }
 
 describe("an RPC without eth_sendRawTransactionSync", () => {
   it("is asked once; that payment and every later one are sent, then their receipts read", async () => {
-    const behind = await gatewayBehind({ withoutMethods: ["eth_sendRawTransactionSync"] }, 7);
-    try {
+    await behindProxy({ withoutMethods: ["eth_sendRawTransactionSync"] }, 7, {}, async (behind) => {
       const first = await pay(PAYERS[5]!, behind.gw);
       expect(first.status).toBe(200);
       const firstTrips = behind.proxy.counts.trips.filter((m) =>
@@ -133,62 +140,50 @@ describe("an RPC without eth_sendRawTransactionSync", () => {
           .filter((m) => !m.every((x) => x === "eth_getTransactionCount"))
           .slice(1),
       ).toEqual([["eth_sendRawTransaction"], ["eth_getTransactionReceipt"]]);
-    } finally {
-      await behind.stop();
-    }
+    });
   }, 60_000);
 });
 
 describe("X402_SEND_SYNC=0", () => {
   it("never asks for the sync send: each settlement is sent, then its receipt read", async () => {
-    const behind = await gatewayBehind({}, 5, { X402_SEND_SYNC: "0" });
-    try {
+    await behindProxy({}, 5, { X402_SEND_SYNC: "0" }, async (behind) => {
       expect((await pay(PAYERS[7]!, behind.gw)).status).toBe(200);
       expect(behind.proxy.counts.methods.eth_sendRawTransactionSync ?? 0).toBe(0);
       expect(behind.proxy.counts.methods.eth_sendRawTransaction).toBe(1);
-    } finally {
-      await behind.stop();
-    }
+    });
   }, 60_000);
 });
 
 describe("X402_SEND_SYNC=1: one send at a time waits for its block", () => {
   it("sends the settlements that come while one waits plainly, then reads their receipts", async () => {
     // 150 ms away: the three settlements are sent while the first one is still waiting.
-    const behind = await gatewayBehind({ delayMs: 150 }, 5, { X402_SEND_SYNC: "1" });
-    try {
+    await behindProxy({ delayMs: 150 }, 5, { X402_SEND_SYNC: "1" }, async (behind) => {
       const answers = await Promise.all(PAYERS.slice(9, 12).map((p) => pay(p, behind.gw)));
       expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
       const { methods } = behind.proxy.counts;
       expect(methods.eth_sendRawTransactionSync).toBe(1);
       expect(methods.eth_sendRawTransaction).toBe(2);
-    } finally {
-      await behind.stop();
-    }
+    });
   }, 60_000);
 });
 
 describe("a node that mined the transaction but never answers its sync send", () => {
   it("is not waited for: the receipt is read after one polling interval and the payer is served", async () => {
-    const behind = await gatewayBehind({ syncHangs: true }, 7, { X402_POLL_MS: "100" });
-    try {
+    await behindProxy({ syncHangs: true }, 7, { X402_POLL_MS: "100" }, async (behind) => {
       const started = performance.now();
       const res = await pay(PAYERS[12]!, behind.gw);
       expect(res.status).toBe(200);
       // Well within the receipt timeout (30 s), the one anvil itself would wait.
       expect(performance.now() - started).toBeLessThan(5_000);
       expect(behind.proxy.counts.methods.eth_getTransactionReceipt).toBeGreaterThanOrEqual(1);
-    } finally {
-      await behind.stop();
-    }
+    });
   }, 60_000);
 });
 
 describe("a node whose sync send answers before the block (EIP-7966's timeout error)", () => {
   it("is not taken for a refusal: the transaction is in the node's pool, its receipt is read, and the payer is served and charged once", async () => {
-    const behind = await gatewayBehind({ syncWaitRunsOut: true }, 6);
     const payer = PAYERS[8]!;
-    try {
+    await behindProxy({ syncWaitRunsOut: true }, 6, {}, async (behind) => {
       const before = await balanceOf(chains.base, payer.address);
       const payment = await signAuthorization({ account: payer, chain: chains.base, value: PRICE });
       const res = await call(`${behind.gw.url}/v1/tools/hash`, {
@@ -212,8 +207,6 @@ describe("a node whose sync send answers before the block (EIP-7966's timeout er
         (m) => m.includes("eth_sendRawTransactionSync") || m.includes("eth_getTransactionByHash"),
       );
       expect(settling).toEqual([["eth_sendRawTransactionSync"], ["eth_getTransactionByHash"]]);
-    } finally {
-      await behind.stop();
-    }
+    });
   }, 60_000);
 });
