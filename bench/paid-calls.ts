@@ -316,11 +316,14 @@ async function main() {
     const txPerPayment = settled ? ((await sentByRelayers()) - txBefore) / settled : NaN;
     return { run, failed, rpc, txPerPayment, receipts, cpuMs, redisRoundTrips };
   };
-  const rpcLine = (r: Awaited<ReturnType<typeof throughGateway>>, n: number) => {
-    const methods = Object.entries(r.rpc.methods)
+  /** JSON-RPC calls per paid call by method, most first. */
+  const perMethod = (methods: Record<string, number>, n: number) =>
+    Object.entries(methods)
       .sort((a, b) => b[1] - a[1])
       .map(([m, c]) => `${m} ${(c / n).toFixed(2)}`)
       .join(", ");
+  const rpcLine = (r: Awaited<ReturnType<typeof throughGateway>>, n: number) => {
+    const methods = perMethod(r.rpc.methods, n);
     return `    per paid call: ${r.rpc.roundTrips.toFixed(2)} RPC round trips, ${r.rpc.calls.toFixed(2)} JSON-RPC calls (${methods}); ${r.txPerPayment.toFixed(2)} transactions per settled payment; ${r.redisRoundTrips.toFixed(1)} Redis round trips (commands, scripts, MULTI blocks; background work included); gateway CPU ${r.cpuMs.toFixed(1)} ms; failed: ${r.failed}`;
   };
 
@@ -497,7 +500,7 @@ async function main() {
           `  blocks from arrival to settlement: p50 ${percentile(blocks, 50)}, max ${blocks.at(-1)}; within 2 blocks: ${blocks.filter((b) => b <= 2).length}/${INTERVAL_PAYERS}; failed: ${failed}${reasons.size ? ` (${[...reasons].map(([why, n]) => `${n} × ${why}`).join(", ")})` : ""}`,
         );
         console.log(
-          `  per paid call: ${(proxy.counts.roundTrips / INTERVAL_PAYERS).toFixed(2)} RPC round trips, ${(proxy.counts.calls / INTERVAL_PAYERS).toFixed(2)} JSON-RPC calls; ${(((await sentByRelayers()) - txBefore) / settled).toFixed(2)} transactions per settled payment; gateway CPU ${((gatewayCpuMs(gateway) - cpuBefore) / INTERVAL_PAYERS).toFixed(1)} ms`,
+          `  per paid call: ${(proxy.counts.roundTrips / INTERVAL_PAYERS).toFixed(2)} RPC round trips, ${(proxy.counts.calls / INTERVAL_PAYERS).toFixed(2)} JSON-RPC calls (${perMethod(proxy.counts.methods, INTERVAL_PAYERS)}); ${(((await sentByRelayers()) - txBefore) / settled).toFixed(2)} transactions per settled payment; gateway CPU ${((gatewayCpuMs(gateway) - cpuBefore) / INTERVAL_PAYERS).toFixed(1)} ms`,
         );
         outcomes.push({ name, rps: run.rps, p50: p(run, 50) });
       }

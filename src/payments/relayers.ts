@@ -15,7 +15,6 @@ import {
 import type { Logger } from "pino";
 import type { RelayedTransaction, Store } from "../store/types.js";
 import type { NetworkClients } from "./chain.js";
-import { awaitReceipt } from "./receipt-wait.js";
 
 /**
  * Sending settlement transactions at the chain's pace, from one relayer key or a pool of them
@@ -362,8 +361,8 @@ export class Relayers {
   }
 
   /**
-   * The receipt of `hash`, read as after a plain send (receipt-wait.ts) once the sync send has
-   * gone `lookAfterMs` unanswered: a node slow to answer a sync send it has already mined must
+   * The receipt of `hash`, read on each new block once the sync send has gone `lookAfterMs`
+   * unanswered: a node slow to answer a sync send it has already mined must
    * not hold the payment (anvil under load can miss the block its sync send was waiting for, and
    * then answers only at the next block, or after 30 s). Never settles when the sync send
    * answered first or no receipt came by `receiptBy` (the sync send's own deadline says so).
@@ -376,9 +375,16 @@ export class Relayers {
     const never = new Promise<never>(() => {});
     await new Promise((r) => setTimeout(r, this.sync.lookAfterMs));
     if (answered()) return never;
-    const receipt = await awaitReceipt(this.clients.public, hash, {
-      receiptTimeoutMs: Math.max(1, receiptBy - Date.now()),
-    }).catch(() => null);
+    // Block by block (viem: one shared block-number poll, a receipt read per new block), not in
+    // quick looks: on a chain with real blocks every sync send gets here, and waits for its block.
+    const receipt = await this.clients.public
+      .waitForTransactionReceipt({
+        hash,
+        timeout: Math.max(1, receiptBy - Date.now()),
+        retryCount: 0,
+        checkReplacement: false,
+      })
+      .catch(() => null);
     return receipt ?? never;
   }
 
