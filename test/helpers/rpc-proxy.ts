@@ -96,40 +96,39 @@ export async function startRpcProxy(
           },
         }
       : null;
-  const waitsForSync = (call: RpcCall) =>
-    options.syncWaitRunsOut === true && call.method === "eth_sendRawTransactionSync";
   /** The answer to a single call or a batch: refusals made here, the rest from the node, in the asked order. */
   const answer = async (body: string): Promise<string> => {
     const parsed = JSON.parse(body) as RpcCall | RpcCall[];
     const calls = Array.isArray(parsed) ? parsed : [parsed];
     const refusals = await Promise.all(calls.map(async (c) => refuseMissing(c) ?? refuseLogs(c)));
     const passed = calls.filter((_, i) => !refusals[i]);
-    if (passed.length === calls.length && !calls.some(waitsForSync)) return post(body);
-    const asked = passed.map((c) =>
-      waitsForSync(c) ? { ...c, method: "eth_sendRawTransaction" } : c,
-    );
-    const fromNode = asked.length
-      ? (JSON.parse(await post(JSON.stringify(asked))) as { id: unknown; result?: unknown }[])
+    if (passed.length === calls.length) return post(body);
+    const fromNode = passed.length
+      ? (JSON.parse(await post(JSON.stringify(passed))) as object[])
       : [];
-    const ranOut = (sent: { id: unknown; result?: unknown }) =>
-      "result" in sent
-        ? {
-            jsonrpc: "2.0",
-            id: sent.id,
-            error: {
-              code: 4,
-              message:
-                "The transaction was added to the transaction pool but wasn't processed in 0s",
-              data: sent.result,
-            },
-          }
-        : sent;
-    const answers = refusals.map((refusal, i) => {
-      if (refusal) return refusal;
-      const fromIt = fromNode.shift()!;
-      return waitsForSync(calls[i]!) ? ranOut(fromIt) : fromIt;
-    });
+    const answers = refusals.map((refusal) => refusal ?? fromNode.shift()!);
     return JSON.stringify(Array.isArray(parsed) ? answers : answers[0]);
+  };
+  /**
+   * A lone eth_sendRawTransactionSync (the gateway's transport always sends it alone) as the node
+   * `syncWaitRunsOut` or `syncHangs` plays: passed on as a plain send (the transaction reaches the
+   * node), then answered with EIP-7966's timeout error, or not at all (null: hold the request).
+   */
+  const playSync = async (body: string): Promise<string | null> => {
+    const sent = JSON.parse(
+      await post(body.replace('"eth_sendRawTransactionSync"', '"eth_sendRawTransaction"')),
+    ) as { id: unknown; result?: unknown };
+    if (options.syncHangs) return null;
+    if (!("result" in sent)) return JSON.stringify(sent);
+    return JSON.stringify({
+      jsonrpc: "2.0",
+      id: sent.id,
+      error: {
+        code: 4,
+        message: "The transaction was added to the transaction pool but wasn't processed in 0s",
+        data: sent.result,
+      },
+    });
   };
   let silent = false;
   let armed = false;
@@ -143,8 +142,10 @@ export async function startRpcProxy(
     counts.roundTrips++;
     const at = performance.now() - origin;
     let methods: string[] = [];
+    let lone = false;
     try {
       const parsed = JSON.parse(body) as RpcCall | RpcCall[];
+      lone = !Array.isArray(parsed);
       const calls = Array.isArray(parsed) ? parsed : [parsed];
       methods = calls.map((c) => c.method);
       if (counts.trips.length < 10_000) counts.trips.push(methods);
@@ -157,13 +158,14 @@ export async function startRpcProxy(
     }
     if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
     const isSend = /"eth_sendRawTransaction(Sync)?"/.test(body);
-    if (options.syncHangs && body.includes('"eth_sendRawTransactionSync"')) {
-      await post(body.replace('"eth_sendRawTransactionSync"', '"eth_sendRawTransaction"'));
-      return void held.push(res);
-    }
-    const text = await answer(body).catch((err: Error) =>
+    const played =
+      (options.syncHangs || options.syncWaitRunsOut) &&
+      lone &&
+      methods[0] === "eth_sendRawTransactionSync";
+    const text = await (played ? playSync(body) : answer(body)).catch((err: Error) =>
       JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32603, message: err.message } }),
     );
+    if (text === null) return void held.push(res);
     if (isSend && armed) {
       armed = false;
       silent = true;
