@@ -23,13 +23,10 @@ export function redisIdempotency({ redis, call, script }: RedisContext): Idempot
       response: StoredResponse,
       ttlSeconds: number,
     ): Promise<void> {
-      const record = redisKey.idempotency(accountId, key);
-      await call(() =>
-        redis
-          .multi()
-          .hset(record, "state", "completed", "response", JSON.stringify(response))
-          .expire(record, ttlSeconds)
-          .exec(),
+      await script(
+        "idempotency-complete",
+        [redisKey.idempotency(accountId, key)],
+        [JSON.stringify(response), ttlSeconds],
       );
     },
 

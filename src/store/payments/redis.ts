@@ -19,14 +19,13 @@ export function redisPayments({ redis, call, script }: RedisContext): PaymentSto
     },
 
     async savePayment(record: PaymentRecord): Promise<void> {
-      const tx = redis.multi();
       // A settled record is kept for its retention window only; an open one until it is finished.
-      if (record.state === "settled" && record.expiresAt)
-        tx.set(redisKey.payment(record.id), JSON.stringify(record), "PXAT", record.expiresAt);
-      else tx.set(redisKey.payment(record.id), JSON.stringify(record));
-      if (record.state === "settled") tx.srem(redisKey.openPayments(), record.id);
-      else tx.sadd(redisKey.openPayments(), record.id);
-      await call(() => tx.exec());
+      const expiresAt = record.state === "settled" && record.expiresAt ? record.expiresAt : "";
+      await script(
+        "payment-save",
+        [redisKey.payment(record.id), redisKey.openPayments()],
+        [record.id, JSON.stringify(record), record.state, expiresAt],
+      );
     },
 
     async getPayment(id: string): Promise<PaymentRecord | null> {
