@@ -99,14 +99,26 @@ const keyOf = (index: number) =>
 interface Run {
   rps: number;
   latencies: number[];
+  /** The chain's (anvil's) CPU per item over the run, ms: what each payment cost the node. */
+  chainCpuMs: number;
 }
+
+/** A process's CPU time so far (ms), from /proc: user + system clock ticks. */
+function cpuMsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
 async function timed<T>(
   items: T[],
   concurrency: number,
   run: (item: T) => Promise<void>,
+  chainPid: number,
 ): Promise<Run> {
   const latencies: number[] = [];
   let next = 0;
+  const chainBefore = cpuMsOf(chainPid);
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -120,15 +132,16 @@ async function timed<T>(
   );
   return {
     rps: items.length / ((performance.now() - started) / 1000),
+    chainCpuMs: (cpuMsOf(chainPid) - chainBefore) / items.length,
     latencies: latencies.sort((a, b) => a - b),
   };
 }
 
 const p = (r: Run, q: number) => percentile(r.latencies, q);
 const row = (name: string, r: Run) =>
-  `  ${name.padEnd(38)} ${r.rps.toFixed(1).padStart(8)} ${p(r, 50).toFixed(1).padStart(9)} ${p(r, 99).toFixed(1).padStart(9)}`;
+  `  ${name.padEnd(38)} ${r.rps.toFixed(1).padStart(8)} ${p(r, 50).toFixed(1).padStart(9)} ${p(r, 99).toFixed(1).padStart(9)} ${r.chainCpuMs.toFixed(2).padStart(13)}`;
 const header = () =>
-  `  ${"".padEnd(38)} ${"per s".padStart(8)} ${"p50 ms".padStart(9)} ${"p99 ms".padStart(9)}`;
+  `  ${"".padEnd(38)} ${"per s".padStart(8)} ${"p50 ms".padStart(9)} ${"p99 ms".padStart(9)} ${"chain CPU ms".padStart(13)}`;
 
 async function main() {
   const chain = await startLocalChain({
@@ -137,6 +150,11 @@ async function main() {
     usdcVersion: "2",
   });
   const proxy = await startRpcProxy(chain.rpcUrl);
+  // anvil itself, for its CPU: it runs under a watchdog (src/lib/tied-child.ts), its parent.
+  const watchdog = chain.process.pid!;
+  const chainPid = Number(
+    readFileSync(`/proc/${watchdog}/task/${watchdog}/children`, "latin1").trim().split(" ")[0],
+  );
   const direct = createPublicClient({ transport: http(chain.rpcUrl) });
   let seed = 50_000;
   const funded = async (n: number) => {
@@ -198,14 +216,20 @@ async function main() {
         }),
       ),
     );
-    return timed(signed, concurrency, async (tx) => {
-      if (sync) return void (await viaProxy.sendRawTransactionSync({ serializedTransaction: tx }));
-      const hash = await viaProxy.sendRawTransaction({
-        serializedTransaction: tx,
-      });
-      // Read as the gateway reads its own (src/payments/receipt-wait.ts): the floor is the chain's, not a polling interval.
-      await awaitReceipt(viaProxy as PublicClient, hash, { receiptTimeoutMs: CALL_TIMEOUT_MS });
-    });
+    return timed(
+      signed,
+      concurrency,
+      async (tx) => {
+        if (sync)
+          return void (await viaProxy.sendRawTransactionSync({ serializedTransaction: tx }));
+        const hash = await viaProxy.sendRawTransaction({
+          serializedTransaction: tx,
+        });
+        // Read as the gateway reads its own (src/payments/receipt-wait.ts): the floor is the chain's, not a polling interval.
+        await awaitReceipt(viaProxy as PublicClient, hash, { receiptTimeoutMs: CALL_TIMEOUT_MS });
+      },
+      chainPid,
+    );
   };
 
   /** The chain alone, sending both ways (rows to print); the faster is the floor. */
@@ -265,12 +289,7 @@ async function main() {
     });
   type Gateway = Awaited<ReturnType<typeof startPaidGateway>>;
 
-  /** A gateway process's CPU time so far (ms), from /proc: user + system clock ticks. */
-  const gatewayCpuMs = (gateway: Gateway) => {
-    const stat = readFileSync(`/proc/${gateway.child.pid}/stat`, "latin1");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  };
+  const gatewayCpuMs = (gateway: Gateway) => cpuMsOf(gateway.child.pid!);
 
   /** Requests the gateway has sent to Redis so far (commands, scripts, MULTI blocks), from its /metrics. */
   const storeRequests = async (gateway: Gateway) => {
@@ -300,11 +319,16 @@ async function main() {
     const cpuBefore = gatewayCpuMs(gateway);
     let failed = 0;
     const receipts: string[] = [];
-    const run = await timed(headers, concurrency, async (h) => {
-      const res = await paidCall(gateway, h).catch(() => null);
-      if (res?.status !== 200) failed++;
-      else receipts.push(res.headers.get("x-payment-response")!);
-    });
+    const run = await timed(
+      headers,
+      concurrency,
+      async (h) => {
+        const res = await paidCall(gateway, h).catch(() => null);
+        if (res?.status !== 200) failed++;
+        else receipts.push(res.headers.get("x-payment-response")!);
+      },
+      chainPid,
+    );
     const cpuMs = (gatewayCpuMs(gateway) - cpuBefore) / n;
     const redisRoundTrips = ((await storeRequests(gateway)) - redisBefore) / n;
     const rpc = {
@@ -463,31 +487,36 @@ async function main() {
         const reasons = new Map<string, number>();
         const cpuBefore = gatewayCpuMs(gateway);
         let failed = 0;
-        const run = await timed(headers, headers.length, async (h) => {
-          const res = await paidCall(gateway, h).catch((err: Error) => ({
-            status: 0,
-            headers: new Headers(),
-            text: JSON.stringify({ error: { code: err.name } }),
-          }));
-          const text = res.text;
-          if (res.status !== 200) {
-            failed++;
-            const why =
-              `${res.status} ${(JSON.parse(text) as { error?: { code?: string } }).error?.code ?? ""}`.trim();
-            reasons.set(why, (reasons.get(why) ?? 0) + 1);
-            return;
-          }
-          const tx = (
-            JSON.parse(
-              Buffer.from(res.headers.get("x-payment-response")!, "base64").toString(),
-            ) as {
-              transaction: Hex;
+        const run = await timed(
+          headers,
+          headers.length,
+          async (h) => {
+            const res = await paidCall(gateway, h).catch((err: Error) => ({
+              status: 0,
+              headers: new Headers(),
+              text: JSON.stringify({ error: { code: err.name } }),
+            }));
+            const text = res.text;
+            if (res.status !== 200) {
+              failed++;
+              const why =
+                `${res.status} ${(JSON.parse(text) as { error?: { code?: string } }).error?.code ?? ""}`.trim();
+              reasons.set(why, (reasons.get(why) ?? 0) + 1);
+              return;
             }
-          ).transaction;
-          blocks.push(
-            Number((await direct.getTransactionReceipt({ hash: tx })).blockNumber - arrival),
-          );
-        });
+            const tx = (
+              JSON.parse(
+                Buffer.from(res.headers.get("x-payment-response")!, "base64").toString(),
+              ) as {
+                transaction: Hex;
+              }
+            ).transaction;
+            blocks.push(
+              Number((await direct.getTransactionReceipt({ hash: tx })).blockNumber - arrival),
+            );
+          },
+          chainPid,
+        );
         failures += failed;
         blocks.sort((a, b) => a - b);
         const settled = INTERVAL_PAYERS - failed;
