@@ -1,5 +1,5 @@
 -- KEYS: the payment's record, the set of payments not yet settled
--- ARGV: payment id, record (JSON), "settled" or its state, when a settled record expires (ms, or '')
+-- ARGV: payment id, record (JSON), its state, when a settled record expires (ms epoch, or '')
 -- A settled record is kept for its retention window only and leaves the open set; any other
 -- state stays open until it is finished (the reconciler reads the open set).
 if ARGV[4] ~= '' then
