@@ -260,7 +260,7 @@ async function main() {
 
     // Keyed calls as the client libraries send them: each with its own Idempotency-Key.
     const idempotentCpuBefore = cpuMicros(gateway.child.pid!);
-    await drive(`${gateway.url}/v1/tools/hash`, HASH, CALLS, idempotentFor(keyFor));
+    allServed(await drive(`${gateway.url}/v1/tools/hash`, HASH, CALLS, idempotentFor(keyFor)));
     const idempotentCpu = (cpuMicros(gateway.child.pid!) - idempotentCpuBefore) / CALLS;
     const idempotentAlone = await drive(
       `${gateway.url}/v1/tools/hash`,
