@@ -285,7 +285,7 @@ export class Relayers {
       } catch (err) {
         if (err instanceof SendUnknown) throw err;
         const reason = (err as BaseError).shortMessage ?? "the chain did not answer the submission";
-        if (!nodeAnswered(err)) throw new SendUnknown(reason, relay);
+        if (!nodeAnswered(err)) return await this.deliverAgain(signed, relay, reason);
         if (nonceTaken(err)) {
           // Our sequence is behind the chain (the key used elsewhere, a store that lost it), or our own
           // transaction landed through another URL after a timeout: the chain says which.
@@ -344,10 +344,7 @@ export class Relayers {
         return null;
       }
       if (!nodeAnswered(err)) throw err;
-      const inPool = await this.clients.public.getTransaction({ hash }).then(
-        () => true,
-        (lookup: unknown) => (lookup instanceof TransactionNotFoundError ? false : null),
-      );
+      const inPool = await this.known(hash);
       if (inPool === null) throw new SendUnknown("the transaction's fate is unknown", relay);
       if (inPool) return { hash, relay };
       throw err;
@@ -358,6 +355,38 @@ export class Relayers {
     }
     if (receipt === "late") throw new SendUnknown("no receipt in time", relay, hash);
     return { hash, relay, receipt };
+  }
+
+  /**
+   * A send that got no answer (a lost connection, a timeout) may not have reached the node. Its
+   * nonce is taken: left unsent, it would hold every later transaction of this relayer in the
+   * node's pool until the stuck-transaction replacement, X402_STUCK_AFTER_MS later. So the node is
+   * asked, and if it does not have the transaction, the same signed bytes are sent once more,
+   * plainly (the same hash: they can land only once). With no answer either way, the send stays
+   * SendUnknown (the payment pending), as it was.
+   */
+  private async deliverAgain(
+    signed: Hex,
+    relay: RelayedTransaction,
+    reason: string,
+  ): Promise<Sent> {
+    const hash = keccak256(signed);
+    let known = await this.known(hash);
+    if (known === false)
+      known = await this.clients.public.sendRawTransaction({ serializedTransaction: signed }).then(
+        () => true,
+        () => this.known(hash),
+      );
+    if (known) return { hash, relay };
+    throw new SendUnknown(reason, relay);
+  }
+
+  /** Whether the node has `hash` (in its pool, or mined); null when it could not be asked. */
+  private known(hash: Hex): Promise<boolean | null> {
+    return this.clients.public.getTransaction({ hash }).then(
+      () => true,
+      (lookup: unknown) => (lookup instanceof TransactionNotFoundError ? false : null),
+    );
   }
 
   /**

@@ -6,6 +6,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
  *   the node (so the transaction really happens), withholds its answer, and from then on answers
  *   nothing — an RPC dying mid-settlement. `resume()` brings it back; `sent` resolves once that
  *   transaction has reached the node;
+ * - `breakNextSend()` closes the connection of the next eth_sendRawTransaction(Sync) without
+ *   passing it on: a connection lost before the node had the transaction;
  * - `maxLogRange` makes it refuse eth_getLogs over more blocks than that, as hosted RPC providers
  *   do (JSON-RPC error -32005); `logQueries` counts the eth_getLogs it answered and refused;
  * - it counts what it is asked: `counts.roundTrips` (HTTP requests: a JSON-RPC batch is one),
@@ -132,6 +134,7 @@ export async function startRpcProxy(
   };
   let silent = false;
   let armed = false;
+  let breakArmed = false;
   let markSent!: () => void;
   const sent = new Promise<void>((resolve) => (markSent = resolve));
   const held: ServerResponse[] = [];
@@ -139,6 +142,10 @@ export async function startRpcProxy(
     let body = "";
     for await (const chunk of req) body += chunk;
     if (silent) return void held.push(res);
+    if (breakArmed && /"eth_sendRawTransaction(Sync)?"/.test(body)) {
+      breakArmed = false;
+      return void req.socket.destroy();
+    }
     counts.roundTrips++;
     const at = performance.now() - origin;
     let methods: string[] = [];
@@ -198,6 +205,9 @@ export async function startRpcProxy(
     },
     silenceAfterNextSend() {
       armed = true;
+    },
+    breakNextSend() {
+      breakArmed = true;
     },
     resume() {
       silent = false;

@@ -21,10 +21,10 @@ import {
  * no fee read. An RPC without the sync send gets a send and a receipt read instead.
  */
 const PRICE = 2000n;
-// Anvil's spare accounts 1-4 and nine new wallets (anvil 5, 6 and 7 relay for the second gateways below).
+// Anvil's spare accounts 1-4 and eleven new wallets (anvil 5, 6 and 7 relay for the second gateways below).
 const PAYERS = [
   ...[1, 2, 3, 4].map(anvilAccount),
-  ...[1, 2, 3, 4, 5, 6, 7, 8, 9].map(() => privateKeyToAccount(generatePrivateKey())),
+  ...[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11].map(() => privateKeyToAccount(generatePrivateKey())),
 ];
 let chains: Awaited<ReturnType<typeof startChains>>;
 let proxy: Awaited<ReturnType<typeof startRpcProxy>>;
@@ -207,6 +207,35 @@ describe("a node whose sync send answers before the block (EIP-7966's timeout er
         (m) => m.includes("eth_sendRawTransactionSync") || m.includes("eth_getTransactionByHash"),
       );
       expect(settling).toEqual([["eth_sendRawTransactionSync"], ["eth_getTransactionByHash"]]);
+    });
+  }, 60_000);
+});
+
+describe("a send whose connection breaks before the node has it", () => {
+  it("is delivered again at once: its payer and the next are served and charged once, with no nonce left empty", async () => {
+    await behindProxy({}, 5, {}, async (behind) => {
+      const settling = () =>
+        behind.proxy.counts.trips.filter((m) =>
+          m.some((x) => x.startsWith("eth_send") || x === "eth_getTransactionByHash"),
+        );
+      behind.proxy.breakNextSend();
+      const first = await pay(PAYERS[13]!, behind.gw);
+      // Asked whether the node has it (no), then the same bytes sent again.
+      expect(settling()).toEqual([["eth_getTransactionByHash"], ["eth_sendRawTransaction"]]);
+      behind.proxy.resetCounts();
+      // The next settlement takes the next nonce: a hole before it would hold it in the node's pool.
+      const second = await pay(PAYERS[14]!, behind.gw);
+      expect(settling()).toEqual([["eth_sendRawTransactionSync"]]);
+      expect([first.status, second.status]).toEqual([200, 200]);
+      for (const payer of [PAYERS[13]!, PAYERS[14]!]) {
+        const ledger = (
+          await behind.gw.services.store.ledger(walletAccountId(payer.address), { limit: 10 })
+        ).items.map((e) => e.kind);
+        expect([
+          ledger.filter((k) => k === "purchase").length,
+          ledger.filter((k) => k === "debit").length,
+        ]).toEqual([1, 1]);
+      }
     });
   }, 60_000);
 });

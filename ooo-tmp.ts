@@ -1,0 +1,23 @@
+import { createPublicClient, http, parseEther } from "viem";
+import { startLocalChain, anvilAccount } from "./chain-fixtures/chain.js";
+const chain = await startLocalChain({ chainId: 84532, usdcName: "USDC", usdcVersion: "2" });
+const pc = createPublicClient({ transport: http(chain.rpcUrl, { timeout: 40_000 }) });
+const acct = anvilAccount(5);
+const nonce = await pc.getTransactionCount({ address: acct.address, blockTag: "pending" });
+const fees = { maxFeePerGas: 10_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n };
+const sign = (n: number) => acct.signTransaction({ chainId: 84532, type: "eip1559", to: anvilAccount(6).address, value: 1n, gas: 21000n, nonce: n, ...fees });
+const t0 = performance.now();
+const later = await sign(nonce + 1);
+const first = await sign(nonce);
+const raw = async (method: string, tx: string) => {
+  const res = await fetch(chain.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [tx] }) });
+  return res.json();
+};
+const p1 = raw("eth_sendRawTransactionSync", later).then((r) => console.log("n+1 sync answered at", (performance.now() - t0).toFixed(0), "ms:", JSON.stringify(r).slice(0, 200)));
+await new Promise((r) => setTimeout(r, 300));
+const { keccak256 } = await import("viem");
+console.log("n+1 in pool? getTransactionByHash:", JSON.stringify(await raw("eth_getTransactionByHash", keccak256(later) as any)).slice(0, 120));
+const p0 = raw("eth_sendRawTransactionSync", first).then((r) => console.log("n sync answered at", (performance.now() - t0).toFixed(0), "ms:", JSON.stringify(r).slice(0, 120)));
+await Promise.race([Promise.all([p0, p1]), new Promise((r) => setTimeout(r, 35_000))]);
+console.log("receipt n+1:", JSON.stringify(await raw("eth_getTransactionReceipt", keccak256(later) as any)).slice(0, 160));
+await chain.stop();
