@@ -25,7 +25,6 @@ import { existsSync, readFileSync } from "node:fs";
 import { spawn } from "node:child_process";
 import { Agent, request } from "node:http";
 import { createInterface } from "node:readline";
-import { Redis } from "ioredis";
 import {
   ADMIN_KEY,
   fundedAccount,
@@ -38,7 +37,7 @@ import {
   startPostgresCluster,
   type PostgresCluster,
 } from "../test/helpers/postgres.js";
-import { REDIS_URL, dropPrefix, uniquePrefix } from "../test/helpers/redis.js";
+import { REDIS_URL, dropPrefix, uniquePrefix, watchRedisCommands } from "../test/helpers/redis.js";
 import { measureRetainedBytes } from "../test/helpers/redis-bytes.js";
 import { percentile } from "./stats.js";
 
@@ -273,13 +272,11 @@ async function main() {
     // Round trips: every command the gateway sends for a sample of calls, as Redis sees them,
     // less what it sends anyway in a quiet window of the same length (the webhook relay's polling).
     const roundTrips = async (headersFor: (i: number) => Record<string, string>) => {
-      const monitor = new Redis(REDIS_URL);
       let commands: string[] = [];
       // A MULTI block is one round trip: counted once, as "multi".
       let inMulti = false;
-      const feed = await monitor.monitor();
-      feed.on("monitor", (_time: string, args: string[], source: string) => {
-        const command = String(args[0]).toLowerCase();
+      const watch = await watchRedisCommands((args, source) => {
+        const command = args[0]!.toLowerCase();
         if (source === "lua") return;
         if (command === "multi") {
           inMulti = true;
@@ -297,8 +294,7 @@ async function main() {
       commands = [];
       await new Promise((r) => setTimeout(r, sampleMs + 200));
       const background = commands;
-      feed.disconnect();
-      monitor.disconnect();
+      watch.stop();
       return {
         perCall: (during.length - background.length) / sample,
         kinds: [...new Set(during.filter((c) => !background.includes(c)))].join(", "),

@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import { Redis } from "ioredis";
 import { randomId } from "../../src/lib/ids.js";
 
@@ -24,4 +25,26 @@ export async function dropPrefix(prefix: string): Promise<void> {
   } finally {
     redis.disconnect();
   }
+}
+
+/**
+ * Watches the commands Redis runs (MONITOR) until `stop()`: `onCommand` gets each one's arguments
+ * and its source ("lua" inside a script). The connection is made here with an error listener from
+ * the start, not by ioredis's `monitor()`: a busy Redis can send monitor lines in the same packet
+ * as MONITOR's "OK", before ioredis has switched the connection to monitoring, and ioredis then
+ * reports each as an error ("Command queue state error"), the second one thrown at whatever test
+ * is running. Those lines precede the watch and are not wanted.
+ */
+export async function watchRedisCommands(
+  onCommand: (args: string[], source: string) => void,
+): Promise<{ stop(): void }> {
+  const watcher = new Redis(REDIS_URL, { monitor: true, lazyConnect: true });
+  watcher.on("error", () => {});
+  watcher.on("monitor", (_time: string, args: string[], source: string) =>
+    onCommand(args.map(String), source),
+  );
+  const monitoring = once(watcher, "monitoring");
+  await watcher.connect();
+  await monitoring;
+  return { stop: () => watcher.disconnect() };
 }

@@ -2,7 +2,6 @@ import { readFileSync } from "node:fs";
 import type { IncomingMessage, RequestListener } from "node:http";
 import { createServer as createTlsServer } from "node:https";
 import { join } from "node:path";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadWorkerConfig } from "../../src/workers/config.js";
 import { startWorkers } from "../../src/workers/main.js";
@@ -16,7 +15,7 @@ import {
   startGateway,
   type TestGateway,
 } from "../helpers/gateway.js";
-import { REDIS_URL } from "../helpers/redis.js";
+import { watchRedisCommands } from "../helpers/redis.js";
 
 /**
  * Dedicated workers (Business): two real worker servers — the shared pools and one account's own
@@ -249,12 +248,10 @@ describe("the hot path", () => {
     expect((await callTool(gw.url, key, "hash", { text: "warm-up" })).status).toBe(200);
     while ((await gw.services.store.readOutbox(accountId, 10)).length > 0)
       await new Promise((r) => setTimeout(r, 50));
-    const monitor = new Redis(REDIS_URL);
     const fromGateway: string[] = [];
-    const feed = await monitor.monitor();
-    feed.on("monitor", (_time: string, args: string[], source: string) => {
-      if (source !== "lua" && args.some((a) => String(a).includes(`{${accountId}}`)))
-        fromGateway.push(String(args[0]).toLowerCase());
+    const watch = await watchRedisCommands((args, source) => {
+      if (source !== "lua" && args.some((a) => a.includes(`{${accountId}}`)))
+        fromGateway.push(args[0]!.toLowerCase());
     });
     try {
       await new Promise((r) => setTimeout(r, 100));
@@ -265,8 +262,7 @@ describe("the hot path", () => {
       expect(since().dedicated).toHaveLength(5);
       expect(fromGateway).toEqual(Array(5).fill("evalsha"));
     } finally {
-      feed.disconnect();
-      monitor.disconnect();
+      watch.stop();
     }
   });
 });

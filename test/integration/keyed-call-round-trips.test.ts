@@ -1,4 +1,3 @@
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
   call,
@@ -7,7 +6,7 @@ import {
   startGateway,
   type TestGateway,
 } from "../helpers/gateway.js";
-import { REDIS_URL } from "../helpers/redis.js";
+import { watchRedisCommands } from "../helpers/redis.js";
 
 /**
  * The hot path's promise, observed on the wire with MONITOR: a keyed tool call is one round trip
@@ -32,14 +31,12 @@ async function commandsDuring(
     await new Promise((r) => setTimeout(r, 50));
   await new Promise((r) => setTimeout(r, 500));
   const tag = `{${accountId}}`;
-  const monitor = new Redis(REDIS_URL);
   const fromGateway: string[] = [];
   const inScripts: string[][] = [];
-  const feed = await monitor.monitor();
-  feed.on("monitor", (_time: string, args: string[], source: string) => {
-    if (!args.some((a) => String(a).includes(tag))) return;
-    if (source === "lua") inScripts.push(args.map(String));
-    else fromGateway.push(String(args[0]).toLowerCase());
+  const watch = await watchRedisCommands((args, source) => {
+    if (!args.some((a) => a.includes(tag))) return;
+    if (source === "lua") inScripts.push(args);
+    else fromGateway.push(args[0]!.toLowerCase());
   });
   try {
     await new Promise((r) => setTimeout(r, 100));
@@ -47,8 +44,7 @@ async function commandsDuring(
     await new Promise((r) => setTimeout(r, 200));
     return { fromGateway, inScripts };
   } finally {
-    feed.disconnect();
-    monitor.disconnect();
+    watch.stop();
   }
 }
 

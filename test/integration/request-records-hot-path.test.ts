@@ -1,8 +1,7 @@
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { callTool, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
 import { freshDatabase, sql } from "../helpers/postgres.js";
-import { REDIS_URL } from "../helpers/redis.js";
+import { watchRedisCommands } from "../helpers/redis.js";
 
 /**
  * Request records cost the hot path nothing in Redis: with the books on (PostgreSQL, the exporter
@@ -31,12 +30,10 @@ it("adds no Redis command to a keyed call, and records each call's status, laten
   while ((await gw.services.store.readOutbox(accountId, 10)).length > 0)
     await new Promise((r) => setTimeout(r, 50));
   const tag = `{${accountId}}`;
-  const monitor = new Redis(REDIS_URL);
   const commands: string[] = [];
-  const feed = await monitor.monitor();
-  feed.on("monitor", (_time: string, args: string[], source: string) => {
-    if (source !== "lua" && args.some((a) => String(a).includes(tag)))
-      commands.push(String(args[0]).toLowerCase());
+  const watch = await watchRedisCommands((args, source) => {
+    if (source !== "lua" && args.some((a) => a.includes(tag)))
+      commands.push(args[0]!.toLowerCase());
   });
   const calls = 100;
   const statuses: number[] = [];
@@ -51,8 +48,7 @@ it("adds no Redis command to a keyed call, and records each call's status, laten
     }
     await new Promise((r) => setTimeout(r, 600)); // the exporter's next passes
   } finally {
-    feed.disconnect();
-    monitor.disconnect();
+    watch.stop();
   }
   const count = (name: string) => commands.filter((c) => c === name).length;
   const failed = statuses.filter((s) => s !== 200).length;
