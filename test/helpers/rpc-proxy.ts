@@ -142,7 +142,8 @@ export async function startRpcProxy(
     let body = "";
     for await (const chunk of req) body += chunk;
     if (silent) return void held.push(res);
-    if (breakArmed && /"eth_sendRawTransaction(Sync)?"/.test(body)) {
+    const isSend = /"eth_sendRawTransaction(Sync)?"/.test(body);
+    if (breakArmed && isSend) {
       breakArmed = false;
       return void req.socket.destroy();
     }
@@ -164,7 +165,6 @@ export async function startRpcProxy(
       // Not JSON: the node answers it as it would.
     }
     if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
-    const isSend = /"eth_sendRawTransaction(Sync)?"/.test(body);
     const played =
       (options.syncHangs || options.syncWaitRunsOut) &&
       lone &&
