@@ -37,7 +37,7 @@ export function createChainClients(x402: NonNullable<Config["x402"]>): Map<strin
     // Short timeouts and no silent retries: an RPC that stops answering must surface quickly.
     // Several URLs fail over in order (viem's fallback transport): an unreachable, timed-out or
     // failing endpoint hands the request to the next. Reads made together (a verification's
-    // block, authorizationState, balance and simulation; concurrent receipt polls) leave as one
+    // block and simulation; concurrent receipt polls) leave as one
     // JSON-RPC batch: one round trip, however far the RPC is (rpc-transport.ts).
     const endpoints = network.rpcUrls.map((url) =>
       batchingHttp(url, {

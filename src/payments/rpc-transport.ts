@@ -5,7 +5,7 @@
  *
  * Why not viem's own `http({ batch })`: its batch waits for a `setTimeout(…, 0)`, which Node
  * clamps to 1 ms and runs only in the next timers phase, so every batched request (a
- * verification's four reads, each send, each receipt look) waited 1–2 ms before leaving: 3–6 ms
+ * verification's reads, each send, each receipt look) waited 1–2 ms before leaving: 3–6 ms
  * on every paid call, measured (`BENCH_ONLY=timeline npm run bench:paid`). Here the batch leaves
  * on `setImmediate`, right after the current turn's callbacks and promise continuations: all the
  * reads a verification starts together still leave as one batch, and nothing waits for a timer.

@@ -166,12 +166,14 @@ export async function verifySignature(
 }
 
 /**
- * What the chain must say before money moves (EIP-3009 and the x402 exact scheme): the time window against block
- * time (and no longer than `maxTimeoutSeconds` ahead), the authorization unused, the balance, and
- * a simulation of the transfer itself (which checks the signature: the token refuses one not made
- * by `from` for its own domain) — four reads made together, which the batching transport
- * (chain.ts) sends as one JSON-RPC batch: one round trip. The block read is returned: its base
- * fee prices the settlement.
+ * What the chain must say before money moves (EIP-3009 and the x402 exact scheme): the time window
+ * against block time (and no longer than `maxTimeoutSeconds` ahead), then a simulation of the
+ * transfer itself. The token's own checks make the simulation the proof of the rest: it reverts
+ * for an authorization already used, a balance too low, or a signature not made by `from` for its
+ * own domain. So an acceptable payment costs two reads, made together, which the batching
+ * transport (chain.ts) sends as one JSON-RPC batch: one round trip. Only a refused simulation
+ * reads `authorizationState` and the balance (a second round trip), to name the refusal. The
+ * block read is returned: its base fee prices the settlement.
  */
 export async function verifyChainState(
   clients: NetworkClients,
@@ -180,11 +182,11 @@ export async function verifyChainState(
   expected: Expected,
 ): Promise<SeenBlock> {
   const message = authorizationMessage(auth);
-  const token = { address: clients.network.usdc.address, abi: tokenAbi } as const;
-  // The simulation's verdict is used only if everything else passed.
+  // The simulation's verdict is used only if the time window passed.
   const simulation = clients.public
     .simulateContract({
-      ...token,
+      address: clients.network.usdc.address,
+      abi: tokenAbi,
       functionName: "transferWithAuthorization",
       args: transferArgs(message, signature) as never,
       account: clients.relayers[0]!,
@@ -193,14 +195,8 @@ export async function verifyChainState(
       () => null,
       (err: { shortMessage?: string }) => err.shortMessage ?? "reverted",
     );
-  const [block, used, balance, simulationError] = await Promise.all([
+  const [block, simulationError] = await Promise.all([
     clients.public.getBlock({ blockTag: "latest" }),
-    authorizationUsed(clients, message.from, message.nonce),
-    clients.public.readContract({
-      ...token,
-      functionName: "balanceOf",
-      args: [message.from],
-    }) as Promise<bigint>,
     simulation,
   ]);
   const wallClock = BigInt(Math.floor(Date.now() / 1000));
@@ -221,16 +217,36 @@ export async function verifyChainState(
       "invalid_exact_evm_payload_authorization_valid_before",
     );
   }
-  if (used)
-    throw new ApiError("payment_already_used", "This payment authorization has already been used.");
-  if (balance < message.value)
-    throw invalidPayment("the payer's balance is too low", "insufficient_funds");
-  if (simulationError)
-    throw invalidPayment(
-      `the transfer would fail on chain (${simulationError})`,
-      "invalid_transaction_state",
-    );
+  if (simulationError) throw await namedRefusal(clients, message, simulationError);
   return { number: block.number, baseFeePerGas: block.baseFeePerGas };
+}
+
+/** Why the chain refused a transfer's simulation, in the words the x402 error codes use. */
+async function namedRefusal(
+  clients: NetworkClients,
+  message: ReturnType<typeof authorizationMessage>,
+  simulationError: string,
+): Promise<ApiError> {
+  const [used, balance] = await Promise.all([
+    authorizationUsed(clients, message.from, message.nonce),
+    clients.public.readContract({
+      address: clients.network.usdc.address,
+      abi: tokenAbi,
+      functionName: "balanceOf",
+      args: [message.from],
+    }) as Promise<bigint>,
+  ]);
+  if (used)
+    return new ApiError(
+      "payment_already_used",
+      "This payment authorization has already been used.",
+    );
+  if (balance < message.value)
+    return invalidPayment("the payer's balance is too low", "insufficient_funds");
+  return invalidPayment(
+    `the transfer would fail on chain (${simulationError})`,
+    "invalid_transaction_state",
+  );
 }
 
 /** Whether the token has recorded this authorization as used (EIP-3009 `authorizationState`). */

@@ -16,8 +16,8 @@ import {
 
 /**
  * What a paid call costs in RPC round trips, counted by a loopback JSON-RPC proxy in front of the
- * real chain: the verification's reads (block, authorizationState, balance, the transfer's
- * simulation) travel as one JSON-RPC batch, and the settlement is one send answered with its
+ * real chain: the verification's reads (the block and the transfer's simulation) travel as one
+ * JSON-RPC batch, and the settlement is one send answered with its
  * receipt (EIP-7966 eth_sendRawTransactionSync; anvil has it) — no nonce read, no gas estimate,
  * no fee read. An RPC without the sync send gets a send and a receipt read instead.
  */
@@ -72,14 +72,30 @@ const paidCallTrips = () =>
   proxy.counts.trips.filter((methods) => !methods.every((m) => m === "eth_getTransactionCount"));
 
 describe("a paid call's RPC round trips", () => {
-  it("verification is one round trip (one JSON-RPC batch of its four reads); settlement is one send answered with its receipt", async () => {
+  it("verification is one round trip (one JSON-RPC batch: the block and the transfer's simulation); settlement is one send answered with its receipt", async () => {
     // The first payment starts the relayer's nonce sequence, estimates the token's gas, reads the priority fee.
     expect((await pay(PAYERS[0]!)).status).toBe(200);
     proxy.resetCounts();
     expect((await pay(PAYERS[1]!)).status).toBe(200);
     const trips = paidCallTrips();
-    expect(trips[0]!.sort()).toEqual(["eth_call", "eth_call", "eth_call", "eth_getBlockByNumber"]);
+    expect(trips[0]!.sort()).toEqual(["eth_call", "eth_getBlockByNumber"]);
     expect(trips.slice(1)).toEqual([["eth_sendRawTransactionSync"]]);
+  }, 30_000);
+
+  it("a payment the chain refuses costs a second round trip, which reads the token's state to name the refusal", async () => {
+    const penniless = privateKeyToAccount(generatePrivateKey());
+    proxy.resetCounts();
+    const res = await pay(penniless);
+    expect([res.status, res.body.error.code, res.body.error.reason]).toEqual([
+      402,
+      "payment_invalid",
+      "the payer's balance is too low",
+    ]);
+    const trips = paidCallTrips();
+    expect(trips.map((methods) => [...methods].sort())).toEqual([
+      ["eth_call", "eth_getBlockByNumber"],
+      ["eth_call", "eth_call"],
+    ]);
   }, 30_000);
 
   it("a gas estimate that proved too low (the transfer ran out of gas) is estimated again for the next payment, then kept", async () => {
