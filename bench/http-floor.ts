@@ -10,20 +10,15 @@
  *
  *   npm run bench:http-floor      (Redis at 127.0.0.1:6379; BENCH_ROUNDS=2 BENCH_CONCURRENCY=32)
  */
-import { readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { spawnService } from "../test/helpers/gateway.js";
+import { cpuMicros } from "./process-cpu.js";
 import { FLOOR_KINDS as KINDS, startFloor, type FloorKind } from "./floor-gateway.js";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const HASH = JSON.stringify({ text: "benchmark payload", algorithm: "sha256" });
-
-const cpuMicros = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-};
 
 /** `count` POSTs over `CONCURRENCY` keep-alive connections; the calls per second. */
 async function drive(port: number, path: string, count: number): Promise<number> {

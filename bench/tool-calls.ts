@@ -23,7 +23,7 @@
  * (on a shared machine the CPU figure is the steadier of the two).
  */
 import { randomUUID } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { spawn } from "node:child_process";
 import { Agent, request } from "node:http";
 import { createInterface } from "node:readline";
@@ -42,6 +42,7 @@ import {
 import { REDIS_URL, dropPrefix, uniquePrefix, watchRedisCommands } from "../test/helpers/redis.js";
 import { measureRetainedBytes } from "../test/helpers/redis-bytes.js";
 import { startFloor } from "./floor-gateway.js";
+import { cpuMicros } from "./process-cpu.js";
 import { percentile } from "./stats.js";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 20_000);
@@ -117,12 +118,6 @@ async function drive(
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   agent.destroy();
   return { rps: count / seconds, latencies: latencies.sort((a, b) => a - b), errors };
-}
-
-/** CPU time (user + system) a process has used so far, in microseconds (Linux: /proc/<pid>/stat, 100 ticks a second). */
-function cpuMicros(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
 /** Process start → first /readyz 200 of a compiled build with production settings (no dev chain, workers elsewhere), and the CPU used by then. */
