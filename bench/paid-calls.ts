@@ -51,7 +51,7 @@ import { dropPrefix, uniquePrefix } from "../test/helpers/redis.js";
 import { spawnGateway, spawnService } from "../test/helpers/gateway.js";
 import { startRpcProxy } from "../test/helpers/rpc-proxy.js";
 import { PAY_TO, signAuthorization, v1Header } from "../test/helpers/x402.js";
-import { awaitReceipt } from "../src/payments/receipt-wait.js";
+import { ReceiptWaiter } from "../src/payments/receipt-wait.js";
 import { batchingHttp } from "../src/payments/rpc-transport.js";
 import { authorizationMessage, transferArgs } from "../src/payments/verify.js";
 import type { Authorization } from "../src/payments/wire.js";
@@ -186,6 +186,7 @@ async function main() {
     transport: batchingHttp(proxy.url, { timeout: CALL_TIMEOUT_MS, batchSize: 100 }),
     pollingInterval: 50,
   });
+  const receipts = new ReceiptWaiter(viaProxy as PublicClient);
   const chainOnly = async (n: number, concurrency: number, sync: boolean): Promise<Run> => {
     const payloads = await Promise.all((await funded(n)).map(sign));
     // The same calldata the gateway's settlement sends (src/payments/verify.ts transferArgs).
@@ -224,6 +225,8 @@ async function main() {
         }),
       ),
     );
+    // No transfer of this run can be in a block the chain has before it starts.
+    const before = await direct.getBlockNumber({ cacheTime: 0 });
     return timed(
       signed,
       concurrency,
@@ -234,7 +237,7 @@ async function main() {
           serializedTransaction: tx,
         });
         // Read as the gateway reads its own (src/payments/receipt-wait.ts): the floor is the chain's, not a polling interval.
-        await awaitReceipt(viaProxy as PublicClient, hash, { receiptTimeoutMs: CALL_TIMEOUT_MS });
+        await receipts.wait(hash, { receiptTimeoutMs: CALL_TIMEOUT_MS, afterBlock: before });
       },
       chainPid,
     );

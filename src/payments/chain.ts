@@ -7,6 +7,7 @@ import {
 } from "viem";
 import type { Config } from "../config.js";
 import type { PaymentNetwork } from "./networks.js";
+import { ReceiptWaiter } from "./receipt-wait.js";
 import { loadNativeSecp256k1, relayerAccount } from "./relayer-account.js";
 import { batchingHttp } from "./rpc-transport.js";
 
@@ -20,6 +21,8 @@ import { batchingHttp } from "./rpc-transport.js";
 export interface NetworkClients {
   network: PaymentNetwork;
   public: PublicClient;
+  /** Settlement receipts are waited for here: one waiter per network learns how its chain mines. */
+  receipts: ReceiptWaiter;
   relayers: LocalAccount[];
 }
 
@@ -49,13 +52,15 @@ export function createChainClients(x402: NonNullable<Config["x402"]>): Map<strin
     );
     const transport =
       endpoints.length === 1 ? endpoints[0]! : fallback(endpoints, { retryCount: 0 });
+    const client = createPublicClient({
+      chain,
+      transport,
+      pollingInterval: x402.pollMs,
+    }) as PublicClient;
     const entry: NetworkClients = {
       network,
-      public: createPublicClient({
-        chain,
-        transport,
-        pollingInterval: x402.pollMs,
-      }) as PublicClient,
+      public: client,
+      receipts: new ReceiptWaiter(client),
       relayers,
     };
     clients.set(network.name, entry);

@@ -274,7 +274,7 @@ export class Relayers {
       try {
         const synced =
           receiptBy !== undefined && this.syncing < this.sync.slots
-            ? await this.sendSync(signed, relay, receiptBy)
+            ? await this.sendSync(signed, relay, block, receiptBy)
             : null;
         return (
           synced ?? {
@@ -316,6 +316,7 @@ export class Relayers {
   private async sendSync(
     signed: Hex,
     relay: RelayedTransaction,
+    block: SeenBlock,
     receiptBy: number,
   ): Promise<Sent | null> {
     const hash = keccak256(signed);
@@ -325,14 +326,15 @@ export class Relayers {
     const late = new Promise<"late">(
       (r) => (timer = setTimeout(() => r("late"), Math.max(0, receiptBy - Date.now()))),
     );
-    let answered = false;
+    // Once the sync send answers (or is given up), the look for its receipt stops.
+    const answered = new AbortController();
     let receipt: TransactionReceipt | "late";
     this.syncing++;
     try {
       receipt = await Promise.race([
         sending,
         late,
-        this.lookForReceipt(hash, receiptBy, () => answered),
+        this.lookForReceipt(hash, block, receiptBy, answered.signal),
       ]);
     } catch (err) {
       if (methodMissing(err)) {
@@ -349,7 +351,7 @@ export class Relayers {
       if (inPool) return { hash, relay };
       throw err;
     } finally {
-      answered = true;
+      answered.abort();
       this.syncing--;
       clearTimeout(timer);
     }
@@ -390,28 +392,29 @@ export class Relayers {
   }
 
   /**
-   * The receipt of `hash`, read on each new block once the sync send has gone `lookAfterMs`
-   * unanswered: a node slow to answer a sync send it has already mined must
-   * not hold the payment (anvil under load can miss the block its sync send was waiting for, and
-   * then answers only at the next block, or after 30 s). Never settles when the sync send
-   * answered first or no receipt came by `receiptBy` (the sync send's own deadline says so).
+   * The receipt of `hash`, read block by block once the sync send has gone `lookAfterMs`
+   * unanswered: a node slow to answer a sync send it has already mined must not hold the payment
+   * (anvil under load can miss the block its sync send was waiting for, and then answers only at
+   * the next block, or after 30 s). Never settles when the sync send answered first or no receipt
+   * came by `receiptBy` (the sync send's own deadline says so).
    */
   private async lookForReceipt(
     hash: Hex,
+    block: SeenBlock,
     receiptBy: number,
-    answered: () => boolean,
+    answered: AbortSignal,
   ): Promise<TransactionReceipt> {
     const never = new Promise<never>(() => {});
     await new Promise((r) => setTimeout(r, this.sync.lookAfterMs));
-    if (answered()) return never;
-    // Block by block (viem: one shared block-number poll, a receipt read per new block), not in
-    // quick looks: on a chain with real blocks every sync send gets here, and waits for its block.
-    const receipt = await this.clients.public
-      .waitForTransactionReceipt({
-        hash,
-        timeout: Math.max(1, receiptBy - Date.now()),
-        retryCount: 0,
-        checkReplacement: false,
+    if (answered.aborted) return never;
+    // Block by block, not in quick looks: on a chain with real blocks every sync send gets here,
+    // and waits for its block (its receipt read only once the head passed `block`: receipt-wait.ts).
+    const receipt = await this.clients.receipts
+      .wait(hash, {
+        receiptTimeoutMs: Math.max(1, receiptBy - Date.now()),
+        afterBlock: block.number,
+        from: "block",
+        signal: answered,
       })
       .catch(() => null);
     return receipt ?? never;

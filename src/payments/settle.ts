@@ -9,7 +9,6 @@ import {
 import MULTICALL3_ABI from "../../contracts-abi/multicall3.json" with { type: "json" };
 import type { RelayedTransaction } from "../store/types.js";
 import { transferInReceipt } from "./receipt.js";
-import { awaitReceipt } from "./receipt-wait.js";
 import {
   NotSent,
   SendRefused,
@@ -160,8 +159,9 @@ export class Settler {
     try {
       receipt =
         sent.receipt ??
-        (await awaitReceipt(clients.public, txHash, {
+        (await clients.receipts.wait(txHash, {
           receiptTimeoutMs: Math.max(1, receiptBy - Date.now()),
+          afterBlock: block.number,
         }));
     } catch {
       return all({

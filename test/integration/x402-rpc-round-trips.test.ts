@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPublicClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { anvilAccount } from "../../chain-fixtures/chain.js";
 import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
@@ -22,10 +23,10 @@ import {
  * no fee read. An RPC without the sync send gets a send and a receipt read instead.
  */
 const PRICE = 2000n;
-// Anvil's spare accounts 1-4 and eleven new wallets (anvil 5, 6 and 7 relay for the second gateways below).
+// Anvil's spare accounts 1-4 and twenty new wallets (anvil 5, 6 and 7 relay for the second gateways below).
 const PAYERS = [
   ...[1, 2, 3, 4].map(anvilAccount),
-  ...[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11].map(() => privateKeyToAccount(generatePrivateKey())),
+  ...Array.from({ length: 20 }, () => privateKeyToAccount(generatePrivateKey())),
 ];
 let chains: Awaited<ReturnType<typeof startChains>>;
 let proxy: Awaited<ReturnType<typeof startRpcProxy>>;
@@ -253,6 +254,46 @@ describe("a send whose connection breaks before the node has it", () => {
       expect([first.status, second.status]).toEqual([200, 200]);
       for (const payer of [PAYERS[13]!, PAYERS[14]!])
         expect(await purchasesAndDebits(behind.gw, payer)).toEqual([1, 1]);
+    });
+  }, 60_000);
+});
+
+describe("a chain with real block times (blocks mined 300 ms after a transaction arrives)", () => {
+  it("reads a settlement's receipt once at once and once after its block, once quick looks have stopped finding receipts", async () => {
+    const rpc = createPublicClient({ transport: http(chains.base.rpcUrl) });
+    const node = (method: string, params: unknown[] = []) =>
+      rpc.request({ method: method as never, params: params as never });
+    // Plain sends, so each settlement waits for its receipt (a sync send gets it with its answer).
+    await behindProxy({}, 6, { X402_SEND_SYNC: "0", X402_POLL_MS: "50" }, async (behind) => {
+      await node("evm_setAutomine", [false]);
+      let mining = true;
+      const miner = (async () => {
+        while (mining) {
+          const { pending } = (await node("txpool_status")) as { pending: string };
+          if (BigInt(pending) > 0n) {
+            await new Promise((r) => setTimeout(r, 300));
+            await node("evm_mine");
+          } else await new Promise((r) => setTimeout(r, 5));
+        }
+      })();
+      try {
+        const receiptReads = () => behind.proxy.counts.methods.eth_getTransactionReceipt ?? 0;
+        // Eight settlements look quickly (2 to 40 ms after the send) and find nothing: the block comes later.
+        const first = await Promise.all(PAYERS.slice(15, 23).map((p) => pay(p, behind.gw)));
+        expect(first.map((r) => r.status)).toEqual(Array(8).fill(200));
+        expect(receiptReads()).toBeGreaterThanOrEqual(8 * 6);
+
+        behind.proxy.resetCounts();
+        const next = await pay(PAYERS[23]!, behind.gw);
+        expect(next.status).toBe(200);
+        // At once, then after its block; meanwhile only the chain's head is read.
+        expect(receiptReads()).toBe(2);
+        expect(await purchasesAndDebits(behind.gw, PAYERS[23]!)).toEqual([1, 1]);
+      } finally {
+        mining = false;
+        await miner;
+        await node("evm_setAutomine", [true]);
+      }
     });
   }, 60_000);
 });

@@ -1,0 +1,107 @@
+import { createPublicClient, createWalletClient, http, type PublicClient } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { anvilAccount, startLocalChain, type LocalChain } from "../../chain-fixtures/chain.js";
+import { QUICK_LOOK_MEMORY, ReceiptWaiter } from "../../src/payments/receipt-wait.js";
+
+/**
+ * The settlement receipt wait on a real anvil whose blocks are mined by hand, a set time after a
+ * transaction arrives: quick looks stop on a chain where they find nothing (a block comes later),
+ * and come back once the chain mines within their span again, found by one wait in
+ * QUICK_LOOK_MEMORY trying them.
+ */
+const POLL_MS = 400;
+let chain: LocalChain;
+let client: PublicClient;
+const sender = anvilAccount(3);
+let mineAfterMs = 300;
+let mining = true;
+let miner: Promise<void>;
+
+const node = (method: string, params: unknown[] = []) =>
+  client.request({ method: method as never, params: params as never });
+
+beforeAll(async () => {
+  chain = await startLocalChain({ chainId: 31337, usdcName: "USDC", usdcVersion: "2" });
+  client = createPublicClient({
+    transport: http(chain.rpcUrl),
+    pollingInterval: POLL_MS,
+  }) as PublicClient;
+  await node("evm_setAutomine", [false]);
+  miner = (async () => {
+    while (mining) {
+      const { pending } = (await node("txpool_status")) as { pending: string };
+      if (BigInt(pending) > 0n) {
+        await new Promise((r) => setTimeout(r, mineAfterMs));
+        await node("evm_mine");
+      } else await new Promise((r) => setTimeout(r, 2));
+    }
+  })();
+}, 60_000);
+afterAll(async () => {
+  mining = false;
+  await miner;
+  await chain?.stop();
+});
+
+const wallet = () => createWalletClient({ account: sender, transport: http(chain.rpcUrl) });
+
+/** Sends a transfer and waits for its receipt; how long the wait took, in ms. */
+async function sendAndWait(waiter: ReceiptWaiter): Promise<number> {
+  const afterBlock = await client.getBlockNumber({ cacheTime: 0 });
+  const hash = await wallet().sendTransaction({
+    chain: null,
+    to: anvilAccount(4).address,
+    value: 1n,
+  });
+  const started = performance.now();
+  const receipt = await waiter.wait(hash, { receiptTimeoutMs: 10_000, afterBlock });
+  expect(receipt.transactionHash).toBe(hash);
+  return performance.now() - started;
+}
+
+describe("the settlement receipt wait", () => {
+  it("stops looking quickly where blocks come later, and looks quickly again once they come within its span", async () => {
+    const waiter = new ReceiptWaiter(client);
+    // Blocks 300 ms after arrival: the quick looks (2 to 40 ms) find nothing.
+    mineAfterMs = 300;
+    for (let i = 0; i < QUICK_LOOK_MEMORY; i++) await sendAndWait(waiter);
+
+    // Blocks 20 ms after arrival: within the quick looks' span. A wait that skips them finds its
+    // receipt block by block (at the next poll, 400 ms); one that makes them finds it in tens of ms.
+    mineAfterMs = 20;
+    const waits: number[] = [];
+    for (let i = 0; i < 2 * QUICK_LOOK_MEMORY + 3; i++) waits.push(await sendAndWait(waiter));
+    expect(waits[0]).toBeGreaterThan(POLL_MS / 2);
+    // One wait in QUICK_LOOK_MEMORY tries them (two chances here, for a loaded machine); once one
+    // finds its receipt so, every later wait looks quickly.
+    expect(waits.slice(-3).every((ms) => ms < POLL_MS / 2)).toBe(true);
+  }, 60_000);
+
+  it("reads the receipt only once the head has passed the block it was sent after", async () => {
+    const reads: string[] = [];
+    const counting = createPublicClient({
+      transport: http(chain.rpcUrl, {
+        onFetchRequest: async (request) => {
+          const body = (await request.clone().json()) as { method: string };
+          reads.push(body.method);
+        },
+      }),
+      pollingInterval: 50,
+    }) as PublicClient;
+    mineAfterMs = 400;
+    const afterBlock = await client.getBlockNumber({ cacheTime: 0 });
+    const hash = await wallet().sendTransaction({
+      chain: null,
+      to: anvilAccount(4).address,
+      value: 1n,
+    });
+    await new ReceiptWaiter(counting).wait(hash, {
+      receiptTimeoutMs: 10_000,
+      afterBlock,
+      from: "block",
+    });
+    // Block by block, the head is polled every 50 ms for 400 ms; the receipt is read once, when its block is there.
+    expect(reads.filter((m) => m === "eth_getTransactionReceipt")).toHaveLength(1);
+    expect(reads.filter((m) => m === "eth_blockNumber").length).toBeGreaterThanOrEqual(4);
+  }, 30_000);
+});
