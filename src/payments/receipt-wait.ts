@@ -19,11 +19,13 @@ import {
 export const QUICK_RECEIPT_DELAYS_MS = [2, 5, 10, 20, 40];
 
 /**
- * How many recent waits decide whether quick looks pay off on a chain: they are made while one of
- * the last QUICK_LOOK_MEMORY that made them found its receipt so (or fewer have been made), and by
- * one wait in QUICK_LOOK_MEMORY otherwise, so a chain that starts mining on arrival is noticed.
+ * Whether quick looks pay off on a chain: they are made while one of its last QUICK_LOOK_MEMORY
+ * waits found its receipt at once or by them (or fewer waits are known), and otherwise by one wait
+ * in QUICK_LOOK_PROBE_EVERY, so a chain that starts mining on arrival is noticed (each such probe
+ * costs five reads on a chain that does not).
  */
 export const QUICK_LOOK_MEMORY = 8;
+export const QUICK_LOOK_PROBE_EVERY = 32;
 
 export interface ReceiptWaitOptions {
   /** How long the wait may take, in ms. */
@@ -40,16 +42,16 @@ export interface ReceiptWaitOptions {
 }
 
 /**
- * One network's receipt waits. Block by block, the receipt is read only once the chain's head has
- * passed the newest block already looked at, and the head's reads are shared by every wait (viem's
- * block-number cache, at most half a polling interval old). So on a chain with real block times a
- * settlement costs one receipt read at once and one after its block, however many are waiting;
- * before, each also made five quick looks that could not find it, and viem's block wait read it
- * once more at its start. On a chain that mines on arrival, most receipts are found at once or by
- * the quick looks, as before.
+ * One network's receipt waits (decisions.md, "Quick looks only where they pay off"). Block by
+ * block, the receipt is read only once the chain's head has passed the newest block already
+ * looked at, and the head's reads are shared by every wait (viem's block-number cache, at most
+ * half a polling interval old). So on a chain with real block times a settlement costs about one
+ * receipt read at once and one after its block, however many are waiting, where quick looks that
+ * could not find it cost five more. On a chain that mines on arrival, most receipts are found at
+ * once or by the quick looks.
  */
 export class ReceiptWaiter {
-  /** Whether each of the latest waits that made quick looks found its receipt by them (newest last). */
+  /** Whether each of the latest waits found its receipt at once or by quick looks (newest last). */
   private readonly quickLookHits: boolean[] = [];
   /** Waits making quick looks now, their outcome not yet known. */
   private quickLooking = 0;
@@ -64,9 +66,13 @@ export class ReceiptWaiter {
       options.signal?.throwIfAborted();
       return this.read(hash, deadline);
     };
+    const poll = this.client.pollingInterval;
     if (options.from !== "block") {
       const atOnce = await read();
-      if (atOnce) return atOnce;
+      if (atOnce) {
+        this.remember(true);
+        return atOnce;
+      }
       if (this.quickLooksPay()) {
         this.quickLooking++;
         let found: TransactionReceipt | null | undefined = null;
@@ -81,10 +87,12 @@ export class ReceiptWaiter {
         }
         this.remember(Boolean(found));
         if (found) return found;
+      } else {
+        // This chain puts nothing in a block that soon: the next look is a polling interval away.
+        await sleepUntil(Math.min(Date.now() + poll, deadline));
       }
     }
     // Block by block: the receipt is read only in a block newer than the last one looked at.
-    const poll = this.client.pollingInterval;
     let lookedAt = options.afterBlock;
     for (;;) {
       options.signal?.throwIfAborted();
@@ -118,7 +126,7 @@ export class ReceiptWaiter {
     // Still learning: only as many waits look quickly at once as are remembered.
     if (this.quickLookHits.length + this.quickLooking < QUICK_LOOK_MEMORY) return true;
     if (this.quickLookHits.includes(true)) return true;
-    return ++this.sinceProbe % QUICK_LOOK_MEMORY === 0;
+    return ++this.sinceProbe % QUICK_LOOK_PROBE_EVERY === 0;
   }
 
   private remember(hit: boolean): void {
