@@ -121,6 +121,9 @@ const methodMissing = (err: unknown) =>
 const gasTooLow = (err: unknown) =>
   /intrinsic gas too low|out of gas/i.test((err as BaseError).details ?? (err as Error).message);
 
+/** How long a relayer whose sequence has not moved since the chain caught up goes without its nonce being read again. */
+const RECHECK_CAUGHT_UP_MS = 60_000;
+
 export class Relayers {
   private turn = Math.floor(Math.random() * 1000);
   private readonly gasByShape = new Map<string, Promise<bigint>>();
@@ -128,6 +131,8 @@ export class Relayers {
   private feesOfBlock: { block: bigint; fees: Fees } | null = null;
   /** Per relayer: the head nonce seen waiting, and since when (gap detection). */
   private readonly heads = new Map<Address, { nonce: number; since: number }>();
+  /** Per relayer: its sequence's next nonce when the chain was last seen to have mined all before it, and when. */
+  private readonly caughtUp = new Map<Address, { next: number; at: number }>();
 
   constructor(
     readonly clients: NetworkClients,
@@ -455,6 +460,11 @@ export class Relayers {
     for (const account of this.clients.relayers) {
       const next = await this.store.peekRelayerNonce(this.sequence(account));
       if (next === null) continue;
+      // No nonce taken since the chain had mined them all: no gap can have opened, and the chain
+      // is not asked (an idle gateway would read every key's nonce every second, for ever). It is
+      // asked again after a while all the same: a reorg can drop mined transactions.
+      const settled = this.caughtUp.get(account.address);
+      if (settled?.next === next && Date.now() - settled.at < RECHECK_CAUGHT_UP_MS) continue;
       const mined = await this.clients.public.getTransactionCount({
         address: account.address,
         blockTag: "latest",
@@ -462,8 +472,10 @@ export class Relayers {
       const head = this.heads.get(account.address);
       if (next <= mined) {
         this.heads.delete(account.address);
+        this.caughtUp.set(account.address, { next, at: Date.now() });
         continue;
       }
+      this.caughtUp.delete(account.address);
       if (!head || head.nonce !== mined) {
         this.heads.set(account.address, { nonce: mined, since: Date.now() });
         continue;

@@ -23,10 +23,10 @@ import {
  * no fee read. An RPC without the sync send gets a send and a receipt read instead.
  */
 const PRICE = 2000n;
-// Anvil's spare accounts 1-4 and twenty new wallets (anvil 5, 6 and 7 relay for the second gateways below).
+// Anvil's spare accounts 1-4 and twenty-one new wallets (anvil 5, 6 and 7 relay for the second gateways below).
 const PAYERS = [
   ...[1, 2, 3, 4].map(anvilAccount),
-  ...Array.from({ length: 20 }, () => privateKeyToAccount(generatePrivateKey())),
+  ...Array.from({ length: 21 }, () => privateKeyToAccount(generatePrivateKey())),
 ];
 let chains: Awaited<ReturnType<typeof startChains>>;
 let proxy: Awaited<ReturnType<typeof startRpcProxy>>;
@@ -68,7 +68,7 @@ const settlingTrips = (rpc: Awaited<ReturnType<typeof startRpcProxy>>) =>
   rpc.counts.trips.filter((m) =>
     m.some((x) => x.startsWith("eth_send") || x === "eth_getTransactionByHash"),
   );
-/** The round trips the paid call made, without the reconciler's once-a-second look at the relayer's nonce. */
+/** The round trips the paid call made, without the reconciler's look at the relayer's nonce (each second, while a nonce taken is not yet seen mined). */
 const paidCallTrips = () =>
   proxy.counts.trips.filter((methods) => !methods.every((m) => m === "eth_getTransactionCount"));
 
@@ -120,6 +120,18 @@ describe("a paid call's RPC round trips", () => {
     proxy.resetCounts();
     expect((await pay(PAYERS[4]!)).status).toBe(200);
     expect(proxy.counts.methods.eth_estimateGas ?? 0).toBe(0);
+  }, 30_000);
+});
+
+describe("an idle gateway", () => {
+  it("stops asking the chain for its relayer's nonce once the chain has mined every nonce it took", async () => {
+    expect((await pay(PAYERS[24]!)).status).toBe(200);
+    // The reconciler (once a second) sees the chain caught up with the relayer's sequence...
+    await new Promise((r) => setTimeout(r, 1_500));
+    proxy.resetCounts();
+    // ...and from then on, while no payment takes a nonce, asks the chain nothing.
+    await new Promise((r) => setTimeout(r, 3_500));
+    expect(proxy.counts.methods).toEqual({});
   }, 30_000);
 });
 
