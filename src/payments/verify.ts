@@ -185,8 +185,7 @@ export async function verifyChainState(
   // The simulation's verdict is used only if the time window passed.
   const simulation = clients.public
     .simulateContract({
-      address: clients.network.usdc.address,
-      abi: tokenAbi,
+      ...tokenOf(clients),
       functionName: "transferWithAuthorization",
       args: transferArgs(message, signature) as never,
       account: clients.relayers[0]!,
@@ -230,8 +229,7 @@ async function namedRefusal(
   const [used, balance] = await Promise.all([
     authorizationUsed(clients, message.from, message.nonce),
     clients.public.readContract({
-      address: clients.network.usdc.address,
-      abi: tokenAbi,
+      ...tokenOf(clients),
       functionName: "balanceOf",
       args: [message.from],
     }) as Promise<bigint>,
@@ -249,11 +247,14 @@ async function namedRefusal(
   );
 }
 
+/** The network's token contract, as viem's contract calls take it. */
+const tokenOf = (clients: NetworkClients) =>
+  ({ address: clients.network.usdc.address, abi: tokenAbi }) as const;
+
 /** Whether the token has recorded this authorization as used (EIP-3009 `authorizationState`). */
 export const authorizationUsed = (clients: NetworkClients, from: Address, nonce: Hex) =>
   clients.public.readContract({
-    address: clients.network.usdc.address,
-    abi: tokenAbi,
+    ...tokenOf(clients),
     functionName: "authorizationState",
     args: [from, nonce],
   }) as Promise<boolean>;

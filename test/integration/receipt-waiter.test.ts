@@ -1,6 +1,7 @@
 import { createPublicClient, createWalletClient, http, type PublicClient } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { anvilAccount, startLocalChain, type LocalChain } from "../../chain-fixtures/chain.js";
+import { startHandMiner, type HandMiner } from "../helpers/hand-miner.js";
 import {
   QUICK_LOOK_MEMORY,
   QUICK_LOOK_PROBE_EVERY,
@@ -17,12 +18,7 @@ const POLL_MS = 200;
 let chain: LocalChain;
 let client: PublicClient;
 const sender = anvilAccount(3);
-let mineAfterMs = 300;
-let mining = true;
-let miner: Promise<void>;
-
-const node = (method: string, params: unknown[] = []) =>
-  client.request({ method: method as never, params: params as never });
+let miner: HandMiner;
 
 beforeAll(async () => {
   chain = await startLocalChain({ chainId: 31337, usdcName: "USDC", usdcVersion: "2" });
@@ -30,20 +26,10 @@ beforeAll(async () => {
     transport: http(chain.rpcUrl),
     pollingInterval: POLL_MS,
   }) as PublicClient;
-  await node("evm_setAutomine", [false]);
-  miner = (async () => {
-    while (mining) {
-      const { pending } = (await node("txpool_status")) as { pending: string };
-      if (BigInt(pending) > 0n) {
-        await new Promise((r) => setTimeout(r, mineAfterMs));
-        await node("evm_mine");
-      } else await new Promise((r) => setTimeout(r, 2));
-    }
-  })();
+  miner = await startHandMiner(chain.rpcUrl, 300);
 }, 60_000);
 afterAll(async () => {
-  mining = false;
-  await miner;
+  await miner?.stop();
   await chain?.stop();
 });
 
@@ -67,12 +53,12 @@ describe("the settlement receipt wait", () => {
   it("stops looking quickly where blocks come later, and looks quickly again once they come within its span", async () => {
     const waiter = new ReceiptWaiter(client);
     // Blocks 300 ms after arrival: the quick looks (2 to 40 ms) find nothing.
-    mineAfterMs = 300;
+    miner.afterMs = 300;
     for (let i = 0; i < QUICK_LOOK_MEMORY; i++) await sendAndWait(waiter);
 
     // Blocks 30 ms after arrival: within the quick looks' span. A wait that skips them finds its
     // receipt block by block (at the next poll, 200 ms); one that makes them finds it in tens of ms.
-    mineAfterMs = 30;
+    miner.afterMs = 30;
     const waits: number[] = [];
     for (let i = 0; i < 2 * QUICK_LOOK_PROBE_EVERY + 3; i++) {
       waits.push(await sendAndWait(waiter));
@@ -99,7 +85,7 @@ describe("the settlement receipt wait", () => {
       }),
       pollingInterval: 50,
     }) as PublicClient;
-    mineAfterMs = 400;
+    miner.afterMs = 400;
     const afterBlock = await client.getBlockNumber({ cacheTime: 0 });
     const hash = await wallet().sendTransaction({
       chain: null,

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPublicClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { anvilAccount } from "../../chain-fixtures/chain.js";
 import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { startHandMiner } from "../helpers/hand-miner.js";
 import { startRpcProxy } from "../helpers/rpc-proxy.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import {
@@ -272,22 +272,9 @@ describe("a send whose connection breaks before the node has it", () => {
 
 describe("a chain with real block times (blocks mined 300 ms after a transaction arrives)", () => {
   it("reads a settlement's receipt once at once and once after its block, once quick looks have stopped finding receipts", async () => {
-    const rpc = createPublicClient({ transport: http(chains.base.rpcUrl) });
-    const node = (method: string, params: unknown[] = []) =>
-      rpc.request({ method: method as never, params: params as never });
     // Plain sends, so each settlement waits for its receipt (a sync send gets it with its answer).
     await behindProxy({}, 6, { X402_SEND_SYNC: "0", X402_POLL_MS: "50" }, async (behind) => {
-      await node("evm_setAutomine", [false]);
-      let mining = true;
-      const miner = (async () => {
-        while (mining) {
-          const { pending } = (await node("txpool_status")) as { pending: string };
-          if (BigInt(pending) > 0n) {
-            await new Promise((r) => setTimeout(r, 300));
-            await node("evm_mine");
-          } else await new Promise((r) => setTimeout(r, 5));
-        }
-      })();
+      const miner = await startHandMiner(chains.base.rpcUrl, 300);
       try {
         const receiptReads = () => behind.proxy.counts.methods.eth_getTransactionReceipt ?? 0;
         // Eight settlements look quickly (2 to 40 ms after the send) and find nothing: the block comes later.
@@ -302,9 +289,7 @@ describe("a chain with real block times (blocks mined 300 ms after a transaction
         expect(receiptReads()).toBe(2);
         expect(await purchasesAndDebits(behind.gw, PAYERS[23]!)).toEqual([1, 1]);
       } finally {
-        mining = false;
-        await miner;
-        await node("evm_setAutomine", [true]);
+        await miner.stop();
       }
     });
   }, 60_000);
