@@ -189,10 +189,11 @@ const envSchema = z.object({
   /** How often to poll the chain for new blocks while waiting for a receipt. */
   X402_POLL_MS: z.coerce.number().int().min(10).default(100),
   /**
-   * Batch settlement: payments arriving within this many ms of each other are settled in one
-   * Multicall3 transaction (aggregate3, each transfer allowed to fail alone); 0 sends each alone.
+   * Batch settlement (group commit): a payment that finds no other settlement under way is sent
+   * at once; one that does waits up to this many ms for more, and those gathered are settled in
+   * one Multicall3 transaction (aggregate3, each transfer allowed to fail alone); 0 sends each alone.
    */
-  X402_BATCH_WINDOW_MS: z.coerce.number().int().min(0).max(5_000).default(0),
+  X402_BATCH_WINDOW_MS: z.coerce.number().int().min(0).max(5_000).default(5),
   /** The most transfers one batch transaction carries (a full batch is sent at once). */
   X402_BATCH_MAX: z.coerce.number().int().min(1).max(500).default(50),
   /** A settlement transaction not mined after this long is replaced with higher fees (same nonce). */

@@ -47,7 +47,7 @@ export async function startDevChain(): Promise<{
       receiptTimeoutMs: 30_000,
       rpcTimeoutMs: 10_000,
       pollMs: 100,
-      batchWindowMs: 0,
+      batchWindowMs: 5,
       batchMax: 50,
       stuckAfterMs: 60_000,
       retentionSeconds: 24 * 3600,

@@ -53,15 +53,20 @@ export interface Transfer {
 }
 
 /**
- * Settles transfers as they come: each alone, or — with a batch window — those arriving within
- * `windowMs` of the first together, in one Multicall3 `aggregate3` transaction whose calls may
- * each fail alone (`allowFailure`), so one authorization that fails on chain (its balance spent
- * since verification) never sinks the others. One send and one receipt wait serve the batch.
+ * Settles transfers as they come: each alone, or — with a batch window — gathered while the chain
+ * is busy (group commit): a transfer that finds no other settlement of this network under way
+ * (none sent and unanswered, none waiting) is sent at once, so a lone payer never waits for the
+ * window; one that finds others under way waits up to `windowMs` for more, and those gathered go
+ * together in one Multicall3 `aggregate3` transaction whose calls may each fail alone
+ * (`allowFailure`), so one authorization that fails on chain (its balance spent since
+ * verification) never sinks the others. One send and one receipt wait serve the batch.
  * A wallet's (ERC-1271) bytes signature runs wallet code of unknown cost: always sent alone.
  */
 export class Settler {
   private waiting: { transfer: Transfer; done: (s: Settlement) => void }[] = [];
   private timer: NodeJS.Timeout | null = null;
+  /** Settlement transactions sent (or being sent) whose outcome is not known yet. */
+  private inFlight = 0;
 
   constructor(
     private readonly relayers: Relayers,
@@ -73,8 +78,11 @@ export class Settler {
   ) {}
 
   settle(transfer: Transfer): Promise<Settlement> {
-    if (this.options.windowMs === 0 || !isVrs(transfer.signature))
-      return this.send([transfer]).then((outcomes) => outcomes[0]!);
+    const alone =
+      this.options.windowMs === 0 ||
+      !isVrs(transfer.signature) ||
+      (this.inFlight === 0 && this.waiting.length === 0);
+    if (alone) return this.send([transfer]).then((outcomes) => outcomes[0]!);
     return new Promise((done) => {
       this.waiting.push({ transfer, done });
       if (this.waiting.length >= this.options.maxBatch) this.flush();
@@ -100,6 +108,15 @@ export class Settler {
 
   /** One transaction for `transfers` (one: to the token; more: through Multicall3), and each one's outcome. */
   private async send(transfers: Transfer[]): Promise<Settlement[]> {
+    this.inFlight++;
+    try {
+      return await this.submit(transfers);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private async submit(transfers: Transfer[]): Promise<Settlement[]> {
     const clients = this.relayers.clients;
     const token = clients.network.usdc.address;
     const messages = transfers.map((t) => authorizationMessage(t.auth));

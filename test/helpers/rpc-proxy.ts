@@ -8,6 +8,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
  *   transaction has reached the node;
  * - `breakNextSend()` closes the connection of the next eth_sendRawTransaction(Sync) without
  *   passing it on: a connection lost before the node had the transaction;
+ * - `holdSends()` holds every eth_sendRawTransaction(Sync) from then on (not yet passed on) until
+ *   its `release()`: a settlement kept under way while a test sends more; `arrived(n)` resolves
+ *   once n sends are held;
  * - `maxLogRange` makes it refuse eth_getLogs over more blocks than that, as hosted RPC providers
  *   do (JSON-RPC error -32005); `logQueries` counts the eth_getLogs it answered and refused;
  * - it counts what it is asked: `counts.roundTrips` (HTTP requests: a JSON-RPC batch is one),
@@ -135,6 +138,8 @@ export async function startRpcProxy(
   let silent = false;
   let armed = false;
   let breakArmed = false;
+  /** Sends held by `holdSends`, each let go by calling it; null when sends are not held. */
+  let holding: { waiting: (() => void)[]; watchers: (() => void)[] } | null = null;
   let markSent!: () => void;
   const sent = new Promise<void>((resolve) => (markSent = resolve));
   const held: ServerResponse[] = [];
@@ -146,6 +151,13 @@ export async function startRpcProxy(
     if (breakArmed && isSend) {
       breakArmed = false;
       return void req.socket.destroy();
+    }
+    if (holding && isSend) {
+      const hold = holding;
+      await new Promise<void>((resolve) => {
+        hold.waiting.push(resolve);
+        for (const watch of hold.watchers) watch();
+      });
     }
     counts.roundTrips++;
     const at = performance.now() - origin;
@@ -208,6 +220,22 @@ export async function startRpcProxy(
     },
     breakNextSend() {
       breakArmed = true;
+    },
+    holdSends() {
+      const hold = { waiting: [] as (() => void)[], watchers: [] as (() => void)[] };
+      holding = hold;
+      return {
+        arrived: (n: number) =>
+          new Promise<void>((resolve) => {
+            const check = () => hold.waiting.length >= n && resolve();
+            hold.watchers.push(check);
+            check();
+          }),
+        release() {
+          if (holding === hold) holding = null;
+          for (const go of hold.waiting.splice(0)) go();
+        },
+      };
     },
     resume() {
       silent = false;

@@ -13,22 +13,32 @@ import {
 } from "../helpers/x402.js";
 
 /**
- * Batch settlement (X402_BATCH_WINDOW_MS): payments arriving within the window go on chain in one
- * Multicall3 aggregate3 transaction, each transfer allowed to fail alone. Each payment's outcome
- * is read from its own logs: one that fails inside the batch is that payer's 402, the others are
- * served; a batch that is not mined leaves each payment pending, is replaced at its nonce with
- * higher fees, and each payment is credited once when blocks come again.
+ * Batch settlement (X402_BATCH_WINDOW_MS), a group commit: a payment that finds no other
+ * settlement under way is sent at once, alone; payments that arrive while one is under way wait
+ * up to the window and go on chain together in one Multicall3 aggregate3 transaction, each
+ * transfer allowed to fail alone. Each payment's outcome is read from its own logs: one that fails
+ * inside the batch is that payer's 402, the others are served; a batch that is not mined leaves
+ * each payment pending, is replaced at its nonce with higher fees, and each payment is credited
+ * once when blocks come again. The tests keep a lead payment's send held at the RPC (the proxy),
+ * so the payments after it find a settlement under way whatever the machine's speed.
  */
 const PRICE = 2000n;
-const PAYERS = Array.from({ length: 12 }, (_, i) => randomWallet(40_000 + i));
+const PAYERS = Array.from({ length: 13 }, (_, i) => randomWallet(40_000 + i));
+/** Each test's lead payer, whose settlement is under way while the others pay. */
+const LEADS = Array.from({ length: 4 }, (_, i) => randomWallet(40_050 + i));
 /** Holds exactly one price: its second authorization passes verification and fails in the batch. */
 const SHORT = randomWallet(40_100);
+const WINDOW_MS = 1000;
 const setup = paidGatewayFixture({
-  fund: PAYERS.map((p) => p.address),
+  fund: [...PAYERS, ...LEADS].map((p) => p.address),
+  proxy: true,
   env: {
-    X402_BATCH_WINDOW_MS: "300",
-    X402_RECEIPT_TIMEOUT_MS: "800",
-    X402_STUCK_AFTER_MS: "1000",
+    X402_BATCH_WINDOW_MS: String(WINDOW_MS),
+    // A held lead waits for its followers and the window: well within its receipt budget.
+    X402_RECEIPT_TIMEOUT_MS: "2500",
+    X402_RPC_TIMEOUT_MS: "5000",
+    // Longer than the receipt budget: a test reads a stuck batch's first transaction before it is replaced.
+    X402_STUCK_AFTER_MS: "4000",
   },
 });
 const rpc = () => createPublicClient({ transport: http(setup.chains.base.rpcUrl) });
@@ -53,28 +63,76 @@ const purchases = async (payer: { address: `0x${string}` }) =>
     await setup.gw.services.store.ledger(walletAccountId(payer.address), { limit: 100 })
   ).items.filter((e) => e.kind === "purchase").length;
 
+/**
+ * Pays for `lead` and holds its settlement's send at the RPC; once it is held, `follow` makes the
+ * payments that find it under way, and both sends go on once the batch's has come too.
+ */
+async function whileLeadSettles<T>(
+  lead: (typeof LEADS)[number],
+  text: string,
+  follow: () => Promise<T>,
+): Promise<{ lead: Awaited<ReturnType<typeof pay>>; followers: T }> {
+  const leadRequest = await header(lead);
+  const held = setup.proxy.holdSends();
+  try {
+    const leadPaid = pay(leadRequest.headers, `${text} (lead)`);
+    await held.arrived(1);
+    const followers = follow();
+    await held.arrived(2);
+    held.release();
+    return { lead: await leadPaid, followers: await followers };
+  } finally {
+    held.release();
+  }
+}
+
 describe("batch settlement through Multicall3", () => {
-  it("payments arriving within the window are settled in one Multicall3 transaction, each credited once", async () => {
-    const payers = PAYERS.slice(0, 5);
+  it("a payment that finds no other settlement under way is sent at once, alone, without waiting for the window", async () => {
+    const [payer] = PAYERS.slice(0, 1);
+    const request = await header(payer!);
+    setup.proxy.resetCounts();
+    const res = await pay(request.headers, "alone");
+    expect(res.status).toBe(200);
+    const receipt = await rpc().getTransactionReceipt({ hash: transactionOf(res) });
+    expect(isAddressEqual(receipt.to!, setup.chains.base.usdc)).toBe(true);
+    // The send followed the verification's read at once: no window of 1 s in between.
+    const [verified, send] = [
+      setup.proxy.timeline.find((t) => t.methods.includes("eth_call"))!,
+      setup.proxy.timeline.find((t) => t.methods[0]!.startsWith("eth_sendRawTransaction"))!,
+    ];
+    expect(send.at - verified.answeredAt).toBeLessThan(WINDOW_MS);
+    expect(await purchases(payer!)).toBe(1);
+  }, 30_000);
+
+  it("payments arriving while another settles are gathered into one Multicall3 transaction, each credited once", async () => {
+    const payers = PAYERS.slice(1, 6);
     const before = await balanceOf(setup.chains.base, PAY_TO);
     const requests = await Promise.all(payers.map(header));
-    const results = await Promise.all(requests.map((r) => pay(r.headers)));
+    const { lead, followers: results } = await whileLeadSettles(LEADS[0]!, "batched", () =>
+      Promise.all(requests.map((r) => pay(r.headers))),
+    );
+    expect(lead.status).toBe(200);
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     const hashes = new Set(results.map(transactionOf));
     expect(hashes.size).toBe(1);
+    expect(hashes.has(transactionOf(lead))).toBe(false);
     const receipt = await rpc().getTransactionReceipt({ hash: [...hashes][0]! });
     expect(isAddressEqual(receipt.to!, MULTICALL3_ADDRESS)).toBe(true);
-    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + 5n * PRICE);
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + 6n * PRICE);
     expect(await Promise.all(payers.map(purchases))).toEqual([1, 1, 1, 1, 1]);
+    expect(await purchases(LEADS[0]!)).toBe(1);
   }, 30_000);
 
   it("one authorization that fails inside the batch: that payer gets 402 with the reason, the others in the batch are served", async () => {
     await setup.chains.base.fund(SHORT.address, PRICE);
-    const others = PAYERS.slice(5, 8);
+    const others = PAYERS.slice(6, 9);
     const before = await balanceOf(setup.chains.base, PAY_TO);
     // Both of SHORT's authorizations pass verification (each alone is covered); only one can be paid.
     const requests = await Promise.all([header(SHORT), header(SHORT), ...others.map(header)]);
-    const results = await Promise.all(requests.map((r, i) => pay(r.headers, `batched ${i}`)));
+    const { lead, followers: results } = await whileLeadSettles(LEADS[1]!, "short", () =>
+      Promise.all(requests.map((r, i) => pay(r.headers, `batched ${i}`))),
+    );
+    expect(lead.status).toBe(200);
     const short = results.slice(0, 2);
     expect(short.map((r) => r.status).sort()).toEqual([200, 402]);
     const refused = short.find((r) => r.status === 402)!;
@@ -88,18 +146,21 @@ describe("batch settlement through Multicall3", () => {
     expect(
       await authorizationUsed(setup.chains.base, SHORT.address, refusedPayload.authorization.nonce),
     ).toBe(false);
-    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + 4n * PRICE);
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + 5n * PRICE);
     expect(await purchases(SHORT)).toBe(1);
     expect(await Promise.all(others.map(purchases))).toEqual([1, 1, 1]);
   }, 30_000);
 
   it("a batch that is not mined leaves each payment pending, is replaced at its nonce with higher fees, and each payment is credited once when blocks come again", async () => {
-    const payers = PAYERS.slice(8, 12);
+    const payers = PAYERS.slice(9, 13);
     const chain = rpc();
     const before = await balanceOf(setup.chains.base, PAY_TO);
     await chain.request({ method: "evm_setAutomine" as never, params: [false] as never });
     const requests = await Promise.all(payers.map(header));
-    const first = await Promise.all(requests.map((r) => pay(r.headers, "stuck batch")));
+    const { lead, followers: first } = await whileLeadSettles(LEADS[2]!, "stuck batch", () =>
+      Promise.all(requests.map((r) => pay(r.headers, "stuck batch"))),
+    );
+    expect(lead.body.error?.code).toBe("payment_pending");
     expect(first.map((r) => r.body.error?.code)).toEqual(Array(4).fill("payment_pending"));
 
     const ids = requests.map((r) =>
@@ -133,7 +194,12 @@ describe("batch settlement through Multicall3", () => {
     while (Date.now() < until && (await Promise.all(payers.map(purchases))).some((n) => n !== 1))
       await new Promise((r) => setTimeout(r, 100));
     expect(await Promise.all(payers.map(purchases))).toEqual([1, 1, 1, 1]);
-    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + 4n * PRICE);
+    // The lead's own transaction, stuck beside the batch, is replaced and credited once too.
+    const leadDeadline = Date.now() + 10_000;
+    while (Date.now() < leadDeadline && (await purchases(LEADS[2]!)) !== 1)
+      await new Promise((r) => setTimeout(r, 100));
+    expect(await purchases(LEADS[2]!)).toBe(1);
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + 5n * PRICE);
     // The replacement was mined, not the original; each payer's retry is served from its credit.
     expect((await chain.getTransactionReceipt({ hash: now[0]!.txHash as Hex })).status).toBe(
       "success",

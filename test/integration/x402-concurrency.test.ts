@@ -34,7 +34,10 @@ let store: RedisStore;
 beforeAll(async () => {
   chains = await startChains([PAYER.address]);
   for (const w of WALLETS) await chains.base.fund(w.address, 100_000n);
-  [a, b] = await Promise.all([spawnGateway(prefix, chains.env), spawnGateway(prefix, chains.env)]);
+  // Each payment its own transaction: the relayers' nonces are what is under test here (batch
+  // settlement has its own tests: x402-batch-settlement, x402-relayer-pool).
+  const env = { ...chains.env, X402_BATCH_WINDOW_MS: "0" };
+  [a, b] = await Promise.all([spawnGateway(prefix, env), spawnGateway(prefix, env)]);
   store = createRedisStore({
     url: REDIS_URL,
     keyPrefix: prefix,

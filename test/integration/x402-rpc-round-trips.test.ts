@@ -199,7 +199,9 @@ describe("X402_SEND_SYNC=0", () => {
 describe("X402_SEND_SYNC=1: one send at a time waits for its block", () => {
   it("sends the settlements that come while one waits plainly, then reads their receipts", async () => {
     // 150 ms away: the three settlements are sent while the first one is still waiting.
-    await behindProxy({ delayMs: 150 }, 5, { X402_SEND_SYNC: "1" }, async (behind) => {
+    // Each payment its own transaction (batch settlement would gather the two that wait).
+    const env = { X402_SEND_SYNC: "1", X402_BATCH_WINDOW_MS: "0" };
+    await behindProxy({ delayMs: 150 }, 5, env, async (behind) => {
       const answers = await Promise.all(PAYERS.slice(9, 12).map((p) => pay(p, behind.gw)));
       expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
       const { methods } = behind.proxy.counts;
@@ -272,8 +274,10 @@ describe("a send whose connection breaks before the node has it", () => {
 
 describe("a chain with real block times (blocks mined 300 ms after a transaction arrives)", () => {
   it("reads a settlement's receipt once at once and once after its block, once quick looks have stopped finding receipts", async () => {
-    // Plain sends, so each settlement waits for its receipt (a sync send gets it with its answer).
-    await behindProxy({}, 6, { X402_SEND_SYNC: "0", X402_POLL_MS: "50" }, async (behind) => {
+    // Plain sends, so each settlement waits for its receipt (a sync send gets it with its answer);
+    // each payment its own transaction, so eight settlements learn.
+    const env = { X402_SEND_SYNC: "0", X402_POLL_MS: "50", X402_BATCH_WINDOW_MS: "0" };
+    await behindProxy({}, 6, env, async (behind) => {
       const miner = await startHandMiner(chains.base.rpcUrl, 300);
       try {
         const receiptReads = () => behind.proxy.counts.methods.eth_getTransactionReceipt ?? 0;
