@@ -10,7 +10,7 @@ import { formatUsd } from "../lib/money.js";
 import { createChainClients, type NetworkClients } from "./chain.js";
 import type { Offer } from "./offer.js";
 import { Relayers, type SeenBlock } from "./relayers.js";
-import { Settler } from "./settle.js";
+import { Settler, type Settlement } from "./settle.js";
 import {
   authorizationMessage,
   authorizationUsed,
@@ -221,67 +221,76 @@ export class Payments {
     const known = await answerIfKnown(await this.services.store.getPayment(id));
     if (known) return known;
 
-    // A new payment's signature is proven by the chain's simulation of the transfer (the token
-    // checks it), read together with its state; the payer's wallet account is looked up meanwhile,
-    // and made only once the payer is proven.
-    const existingAccount = request.beneficiary
-      ? null
-      : this.services.store.getAccount(walletAccountId(payer));
-    existingAccount?.catch(() => {}); // awaited below, unless the chain refuses the payment first
-    let seen: SeenBlock;
+    // Expected by the settler from here until settled or gone: a payment settling meanwhile waits
+    // for it (up to the batch window) instead of leaving alone.
+    const arrival = this.settler(clients).arrive();
+    let record: PaymentRecord;
+    let outcome: Settlement;
     try {
-      seen = await verifyChainState(clients, auth, signature, expected);
-    } catch (err) {
-      // A bad signature is named as such, whatever else the chain refused.
-      if (err instanceof ApiError)
-        await verifySignature(clients, auth, signature).catch((bad: unknown) => {
-          throw this.refusal(bad, network.name);
-        });
-      if (err instanceof ApiError) {
-        // The same authorization, sent twice at once, may have been claimed and settled by the
-        // other request while this one was reading the chain: its record, not the chain, answers.
-        const claimed = await answerIfKnown(await this.services.store.getPayment(id));
-        if (claimed) return claimed;
+      // A new payment's signature is proven by the chain's simulation of the transfer (the token
+      // checks it), read together with its state; the payer's wallet account is looked up meanwhile,
+      // and made only once the payer is proven.
+      const existingAccount = request.beneficiary
+        ? null
+        : this.services.store.getAccount(walletAccountId(payer));
+      existingAccount?.catch(() => {}); // awaited below, unless the chain refuses the payment first
+      let seen: SeenBlock;
+      try {
+        seen = await verifyChainState(clients, auth, signature, expected);
+      } catch (err) {
+        // A bad signature is named as such, whatever else the chain refused.
+        if (err instanceof ApiError)
+          await verifySignature(clients, auth, signature).catch((bad: unknown) => {
+            throw this.refusal(bad, network.name);
+          });
+        if (err instanceof ApiError) {
+          // The same authorization, sent twice at once, may have been claimed and settled by the
+          // other request while this one was reading the chain: its record, not the chain, answers.
+          const claimed = await answerIfKnown(await this.services.store.getPayment(id));
+          if (claimed) return claimed;
+        }
+        throw this.refusal(err, network.name);
       }
-      throw this.refusal(err, network.name);
-    }
-    const account = request.beneficiary
-      ? Promise.resolve(request.beneficiary)
-      : existingAccount!.then(
-          async (found) => found?.id ?? (await createWalletAccount(this.services, payer)).id,
-        );
-    const accountId = await account;
-    await request.beforeSettling?.(accountId, request.call);
-    const record: PaymentRecord = {
-      id,
-      network: network.name,
-      payer,
-      value: auth.value,
-      state: "settling",
-      accountId,
-      grant: request.grant,
-      txHash: null,
-      createdAt: Date.now(),
-      authorization: { ...auth },
-      signature,
-      resource: request.offer.v2.resource.url,
-      call: request.call
-        ? { key: request.call.key ?? `x402:${id}`, fingerprint: request.call.fingerprint }
-        : null,
-      // The transfer cannot be in an earlier block: whoever finishes this settlement reads logs from here.
-      sentFromBlock: seen.number.toString(),
-      ...(request.payTo ? { payTo: expected.payTo } : {}),
-      ...(request.facilitator ? { facilitatorFee: request.facilitator.feeCredits } : {}),
-    };
-    const existing = await this.services.store.claimPayment(record);
-    if (existing) return this.answerKnown(existing, context);
+      const account = request.beneficiary
+        ? Promise.resolve(request.beneficiary)
+        : existingAccount!.then(
+            async (found) => found?.id ?? (await createWalletAccount(this.services, payer)).id,
+          );
+      const accountId = await account;
+      await request.beforeSettling?.(accountId, request.call);
+      record = {
+        id,
+        network: network.name,
+        payer,
+        value: auth.value,
+        state: "settling",
+        accountId,
+        grant: request.grant,
+        txHash: null,
+        createdAt: Date.now(),
+        authorization: { ...auth },
+        signature,
+        resource: request.offer.v2.resource.url,
+        call: request.call
+          ? { key: request.call.key ?? `x402:${id}`, fingerprint: request.call.fingerprint }
+          : null,
+        // The transfer cannot be in an earlier block: whoever finishes this settlement reads logs from here.
+        sentFromBlock: seen.number.toString(),
+        ...(request.payTo ? { payTo: expected.payTo } : {}),
+        ...(request.facilitator ? { facilitatorFee: request.facilitator.feeCredits } : {}),
+      };
+      const existing = await this.services.store.claimPayment(record);
+      if (existing) return this.answerKnown(existing, context);
 
-    const outcome = await this.settler(clients).settle({
-      auth,
-      signature,
-      payTo: expected.payTo,
-      block: seen,
-    });
+      outcome = await arrival.settle({
+        auth,
+        signature,
+        payTo: expected.payTo,
+        block: seen,
+      });
+    } finally {
+      arrival.leave();
+    }
     this.services.metrics.payments.inc({ outcome: outcome.state, network: network.name });
     if (outcome.state === "unsent") {
       await this.services.store.releasePayment(id); // nothing was broadcast: the authorization may be retried

@@ -52,19 +52,28 @@ export interface Transfer {
   block: SeenBlock;
 }
 
+/** A payment on its way to settlement: expected by the settler from `arrive()` until it settles or leaves. */
+export interface Arrival {
+  settle(transfer: Transfer): Promise<Settlement>;
+  /** Gone without settling (refused, answered from its record): no longer expected. Idempotent. */
+  leave(): void;
+}
+
 /**
- * Settles transfers as they come: each alone, or — with a batch window — gathered while the chain
- * is busy (group commit): a transfer that finds no other settlement of this network under way
- * (none sent and unanswered, none waiting) is sent at once, so a lone payer never waits for the
- * window; one that finds others under way waits up to `windowMs` for more, and those gathered go
- * together in one Multicall3 `aggregate3` transaction whose calls may each fail alone
- * (`allowFailure`), so one authorization that fails on chain (its balance spent since
- * verification) never sinks the others. One send and one receipt wait serve the batch.
+ * Settles transfers as they come: each alone, or — with a batch window — gathered while others
+ * are under way (group commit): a transfer that finds no other payment of this network under way
+ * (none being verified, none waiting, no settlement sent and unanswered) is sent at once, so a
+ * lone payer never waits for the window; one that finds others under way waits up to `windowMs`
+ * for more, and those gathered go together in one Multicall3 `aggregate3` transaction whose calls
+ * may each fail alone (`allowFailure`), so one authorization that fails on chain (its balance
+ * spent since verification) never sinks the others. One send and one receipt wait serve the batch.
  * A wallet's (ERC-1271) bytes signature runs wallet code of unknown cost: always sent alone.
  */
 export class Settler {
   private waiting: { transfer: Transfer; done: (s: Settlement) => void }[] = [];
   private timer: NodeJS.Timeout | null = null;
+  /** Payments arrived (being verified) and not yet settled or gone. */
+  private coming = 0;
   /** Settlement transactions sent (or being sent) whose outcome is not known yet. */
   private inFlight = 0;
 
@@ -77,11 +86,28 @@ export class Settler {
     },
   ) {}
 
-  settle(transfer: Transfer): Promise<Settlement> {
+  /** A payment starts its way here (before its verification): others that settle meanwhile wait for it, up to the window. */
+  arrive(): Arrival {
+    this.coming++;
+    let expected = true;
+    const leave = () => {
+      if (expected) this.coming--;
+      expected = false;
+    };
+    return {
+      settle: (transfer) => {
+        leave();
+        return this.settle(transfer);
+      },
+      leave,
+    };
+  }
+
+  private settle(transfer: Transfer): Promise<Settlement> {
     const alone =
       this.options.windowMs === 0 ||
       !isVrs(transfer.signature) ||
-      (this.inFlight === 0 && this.waiting.length === 0);
+      (this.coming === 0 && this.inFlight === 0 && this.waiting.length === 0);
     if (alone) return this.send([transfer]).then((outcomes) => outcomes[0]!);
     return new Promise((done) => {
       this.waiting.push({ transfer, done });

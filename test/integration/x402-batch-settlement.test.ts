@@ -14,7 +14,7 @@ import {
 
 /**
  * Batch settlement (X402_BATCH_WINDOW_MS), a group commit: a payment that finds no other
- * settlement under way is sent at once, alone; payments that arrive while one is under way wait
+ * payment under way is sent at once, alone; payments that arrive while one is under way wait
  * up to the window and go on chain together in one Multicall3 aggregate3 transaction, each
  * transfer allowed to fail alone. Each payment's outcome is read from its own logs: one that fails
  * inside the batch is that payer's 402, the others are served; a batch that is not mined leaves
@@ -87,7 +87,7 @@ async function whileLeadSettles<T>(
 }
 
 describe("batch settlement through Multicall3", () => {
-  it("a payment that finds no other settlement under way is sent at once, alone, without waiting for the window", async () => {
+  it("a payment that finds no other payment under way is sent at once, alone, without waiting for the window", async () => {
     const [payer] = PAYERS.slice(0, 1);
     const request = await header(payer!);
     setup.proxy.resetCounts();
