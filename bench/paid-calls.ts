@@ -36,6 +36,7 @@ import {
   createPublicClient,
   encodeFunctionData,
   http,
+  keccak256,
   toHex,
   type Hex,
   type PublicClient,
@@ -231,8 +232,22 @@ async function main() {
       signed,
       concurrency,
       async (tx) => {
-        if (sync)
-          return void (await viaProxy.sendRawTransactionSync({ serializedTransaction: tx }));
+        if (sync) {
+          // anvil under load can give up its own wait ("Transaction confirmation timeout") with the
+          // transaction in its pool: then its receipt is read, as the gateway does (relayers.ts).
+          const answered = await viaProxy
+            .sendRawTransactionSync({ serializedTransaction: tx })
+            .then(
+              () => true,
+              () => false,
+            );
+          if (!answered)
+            await receipts.wait(keccak256(tx), {
+              receiptTimeoutMs: CALL_TIMEOUT_MS,
+              afterBlock: before,
+            });
+          return;
+        }
         const hash = await viaProxy.sendRawTransaction({
           serializedTransaction: tx,
         });
