@@ -60,22 +60,22 @@ export interface Arrival {
 }
 
 /**
- * Settles transfers as they come: each alone, or — with a batch window — gathered while others
- * are under way (group commit): a transfer that finds no other payment of this network under way
- * (none being verified, none waiting, no settlement sent and unanswered) is sent at once, so a
- * lone payer never waits for the window; one that finds others under way waits up to `windowMs`
- * for more, and those gathered go together in one Multicall3 `aggregate3` transaction whose calls
- * may each fail alone (`allowFailure`), so one authorization that fails on chain (its balance
- * spent since verification) never sinks the others. One send and one receipt wait serve the batch.
- * A wallet's (ERC-1271) bytes signature runs wallet code of unknown cost: always sent alone.
+ * Settles transfers as they come: each alone, or — with a batch window — gathered with the
+ * payments being verified beside them (group commit). A payment announces itself (`arrive()`)
+ * before its verification; one that reaches settlement while none other is expected (none being
+ * verified, none waiting) is sent at once, so a lone payer never waits; one that finds others
+ * expected waits for them, and the batch leaves as soon as every payment expected has joined it
+ * or gone (refused), at `maxBatch`, or after `windowMs` at the most. A batch goes in one Multicall3
+ * `aggregate3` transaction whose calls may each fail alone (`allowFailure`), so one authorization
+ * that fails on chain (its balance spent since verification) never sinks the others. One send and
+ * one receipt wait serve the batch. A wallet's (ERC-1271) bytes signature runs wallet code of
+ * unknown cost: always sent alone.
  */
 export class Settler {
   private waiting: { transfer: Transfer; done: (s: Settlement) => void }[] = [];
   private timer: NodeJS.Timeout | null = null;
-  /** Payments arrived (being verified) and not yet settled or gone. */
-  private coming = 0;
-  /** Settlement transactions sent (or being sent) whose outcome is not known yet. */
-  private inFlight = 0;
+  /** Payments arrived (being verified) that have neither reached settlement nor gone. */
+  private expected = 0;
 
   constructor(
     private readonly relayers: Relayers,
@@ -86,20 +86,24 @@ export class Settler {
     },
   ) {}
 
-  /** A payment starts its way here (before its verification): others that settle meanwhile wait for it, up to the window. */
+  /** A payment starts its way here (before its verification): one settling meanwhile waits for it, up to the window. */
   arrive(): Arrival {
-    this.coming++;
-    let expected = true;
-    const leave = () => {
-      if (expected) this.coming--;
-      expected = false;
+    this.expected++;
+    let here = true;
+    const gone = () => {
+      if (here) this.expected--;
+      here = false;
     };
     return {
       settle: (transfer) => {
-        leave();
+        gone();
         return this.settle(transfer);
       },
-      leave,
+      leave: () => {
+        gone();
+        // The batch may have been waiting for this one alone.
+        if (this.expected === 0 && this.waiting.length > 0) this.flush();
+      },
     };
   }
 
@@ -107,11 +111,11 @@ export class Settler {
     const alone =
       this.options.windowMs === 0 ||
       !isVrs(transfer.signature) ||
-      (this.coming === 0 && this.inFlight === 0 && this.waiting.length === 0);
+      (this.expected === 0 && this.waiting.length === 0);
     if (alone) return this.send([transfer]).then((outcomes) => outcomes[0]!);
     return new Promise((done) => {
       this.waiting.push({ transfer, done });
-      if (this.waiting.length >= this.options.maxBatch) this.flush();
+      if (this.expected === 0 || this.waiting.length >= this.options.maxBatch) this.flush();
       else this.timer ??= setTimeout(() => this.flush(), this.options.windowMs);
     });
   }
@@ -134,15 +138,6 @@ export class Settler {
 
   /** One transaction for `transfers` (one: to the token; more: through Multicall3), and each one's outcome. */
   private async send(transfers: Transfer[]): Promise<Settlement[]> {
-    this.inFlight++;
-    try {
-      return await this.submit(transfers);
-    } finally {
-      this.inFlight--;
-    }
-  }
-
-  private async submit(transfers: Transfer[]): Promise<Settlement[]> {
     const clients = this.relayers.clients;
     const token = clients.network.usdc.address;
     const messages = transfers.map((t) => authorizationMessage(t.auth));

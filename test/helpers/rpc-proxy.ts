@@ -8,9 +8,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
  *   transaction has reached the node;
  * - `breakNextSend()` closes the connection of the next eth_sendRawTransaction(Sync) without
  *   passing it on: a connection lost before the node had the transaction;
- * - `holdSends()` holds every eth_sendRawTransaction(Sync) from then on (not yet passed on) until
- *   its `release()`: a settlement kept under way while a test sends more; `arrived(n)` resolves
- *   once n sends are held;
+ * - `hold(match)` holds every request whose body `match`es from then on (not yet passed on) until
+ *   its `release()`: payments kept in verification while a test sends more; `until(test)`
+ *   resolves once the bodies held so far pass `test`;
  * - `maxLogRange` makes it refuse eth_getLogs over more blocks than that, as hosted RPC providers
  *   do (JSON-RPC error -32005); `logQueries` counts the eth_getLogs it answered and refused;
  * - it counts what it is asked: `counts.roundTrips` (HTTP requests: a JSON-RPC batch is one),
@@ -25,6 +25,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
  *   the same way and never answers it, as anvil under load can (it misses the block it waited for).
  * JSON-RPC batches (arrays) are understood throughout.
  */
+const SEND = /"eth_sendRawTransaction(Sync)?"/;
+
 interface RpcCall {
   id: unknown;
   method: string;
@@ -138,8 +140,13 @@ export async function startRpcProxy(
   let silent = false;
   let armed = false;
   let breakArmed = false;
-  /** Sends held by `holdSends`, each let go by calling it; null when sends are not held. */
-  let holding: { waiting: (() => void)[]; watchers: (() => void)[] } | null = null;
+  /** Requests held by `hold`, each let go by calling it; null when none are held. */
+  let holding: {
+    match: (body: string) => boolean;
+    bodies: string[];
+    waiting: (() => void)[];
+    watchers: (() => void)[];
+  } | null = null;
   let markSent!: () => void;
   const sent = new Promise<void>((resolve) => (markSent = resolve));
   const held: ServerResponse[] = [];
@@ -147,16 +154,17 @@ export async function startRpcProxy(
     let body = "";
     for await (const chunk of req) body += chunk;
     if (silent) return void held.push(res);
-    const isSend = /"eth_sendRawTransaction(Sync)?"/.test(body);
+    const isSend = SEND.test(body);
     if (breakArmed && isSend) {
       breakArmed = false;
       return void req.socket.destroy();
     }
-    if (holding && isSend) {
-      const hold = holding;
+    if (holding?.match(body)) {
+      const holder = holding;
       await new Promise<void>((resolve) => {
-        hold.waiting.push(resolve);
-        for (const watch of hold.watchers) watch();
+        holder.bodies.push(body);
+        holder.waiting.push(resolve);
+        for (const watch of holder.watchers) watch();
       });
     }
     counts.roundTrips++;
@@ -196,6 +204,27 @@ export async function startRpcProxy(
     if (timeline.length < 10_000)
       timeline.push({ methods, at, answeredAt: performance.now() - origin });
   });
+  const hold = (match: (body: string) => boolean) => {
+    const holder = {
+      match,
+      bodies: [] as string[],
+      waiting: [] as (() => void)[],
+      watchers: [] as (() => void)[],
+    };
+    holding = holder;
+    return {
+      until: (test: (bodies: string[]) => boolean) =>
+        new Promise<void>((resolve) => {
+          const check = () => test(holder.bodies) && resolve();
+          holder.watchers.push(check);
+          check();
+        }),
+      release() {
+        if (holding === holder) holding = null;
+        for (const go of holder.waiting.splice(0)) go();
+      },
+    };
+  };
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
@@ -221,22 +250,7 @@ export async function startRpcProxy(
     breakNextSend() {
       breakArmed = true;
     },
-    holdSends() {
-      const hold = { waiting: [] as (() => void)[], watchers: [] as (() => void)[] };
-      holding = hold;
-      return {
-        arrived: (n: number) =>
-          new Promise<void>((resolve) => {
-            const check = () => hold.waiting.length >= n && resolve();
-            hold.watchers.push(check);
-            check();
-          }),
-        release() {
-          if (holding === hold) holding = null;
-          for (const go of hold.waiting.splice(0)) go();
-        },
-      };
-    },
+    hold,
     resume() {
       silent = false;
       for (const res of held.splice(0)) res.destroy();

@@ -13,32 +13,28 @@ import {
 } from "../helpers/x402.js";
 
 /**
- * Batch settlement (X402_BATCH_WINDOW_MS), a group commit: a payment that finds no other
- * payment under way is sent at once, alone; payments that arrive while one is under way wait
- * up to the window and go on chain together in one Multicall3 aggregate3 transaction, each
- * transfer allowed to fail alone. Each payment's outcome is read from its own logs: one that fails
- * inside the batch is that payer's 402, the others are served; a batch that is not mined leaves
- * each payment pending, is replaced at its nonce with higher fees, and each payment is credited
- * once when blocks come again. The tests keep a lead payment's send held at the RPC (the proxy),
- * so the payments after it find a settlement under way whatever the machine's speed.
+ * Batch settlement (X402_BATCH_WINDOW_MS), a group commit: a payment that reaches settlement while
+ * no other is being verified is sent at once, alone; one that finds others being verified waits
+ * for them (up to the window), and they go on chain together in one Multicall3 aggregate3
+ * transaction, each transfer allowed to fail alone. Each payment's outcome is read from its own
+ * logs: one that fails inside the batch is that payer's 402, the others are served; a batch that
+ * is not mined leaves each payment pending, is replaced at its nonce with higher fees, and each
+ * payment is credited once when blocks come again. The tests hold verifications at the RPC (the
+ * proxy), so which payments are under way together does not depend on the machine's speed.
  */
 const PRICE = 2000n;
-const PAYERS = Array.from({ length: 13 }, (_, i) => randomWallet(40_000 + i));
-/** Each test's lead payer, whose settlement is under way while the others pay. */
-const LEADS = Array.from({ length: 4 }, (_, i) => randomWallet(40_050 + i));
+const PAYERS = Array.from({ length: 15 }, (_, i) => randomWallet(40_000 + i));
 /** Holds exactly one price: its second authorization passes verification and fails in the batch. */
 const SHORT = randomWallet(40_100);
 const WINDOW_MS = 1000;
 const setup = paidGatewayFixture({
-  fund: [...PAYERS, ...LEADS].map((p) => p.address),
+  fund: PAYERS.map((p) => p.address),
   proxy: true,
   env: {
     X402_BATCH_WINDOW_MS: String(WINDOW_MS),
-    // A held lead waits for its followers and the window: well within its receipt budget.
-    X402_RECEIPT_TIMEOUT_MS: "2500",
-    X402_RPC_TIMEOUT_MS: "5000",
+    X402_RECEIPT_TIMEOUT_MS: "1500",
     // Longer than the receipt budget: a test reads a stuck batch's first transaction before it is replaced.
-    X402_STUCK_AFTER_MS: "4000",
+    X402_STUCK_AFTER_MS: "3000",
   },
 });
 const rpc = () => createPublicClient({ transport: http(setup.chains.base.rpcUrl) });
@@ -63,24 +59,26 @@ const purchases = async (payer: { address: `0x${string}` }) =>
     await setup.gw.services.store.ledger(walletAccountId(payer.address), { limit: 100 })
   ).items.filter((e) => e.kind === "purchase").length;
 
+/** The simulation in a payment's verification names its authorization's nonce. */
+const nonceOf = (request: { payload: { authorization: { nonce: string } } }) =>
+  request.payload.authorization.nonce.slice(2).toLowerCase();
+
 /**
- * Pays for `lead` and holds its settlement's send at the RPC; once it is held, `follow` makes the
- * payments that find it under way, and both sends go on once the batch's has come too.
+ * Runs `send` with the verifications it makes held at the RPC until all of `requests` are being
+ * verified: each is then under way before any reaches settlement, whatever the machine's speed.
  */
-async function whileLeadSettles<T>(
-  lead: (typeof LEADS)[number],
-  text: string,
-  follow: () => Promise<T>,
-): Promise<{ lead: Awaited<ReturnType<typeof pay>>; followers: T }> {
-  const leadRequest = await header(lead);
-  const held = setup.proxy.holdSends();
+async function verifiedTogether<T>(
+  requests: { payload: { authorization: { nonce: string } } }[],
+  send: () => Promise<T>,
+): Promise<T> {
+  const held = setup.proxy.hold((body) => body.includes('"eth_call"'));
   try {
-    const leadPaid = pay(leadRequest.headers, `${text} (lead)`);
-    await held.arrived(1);
-    const followers = follow();
-    await held.arrived(2);
+    const sent = send();
+    await held.until((bodies) =>
+      requests.every((r) => bodies.some((b) => b.toLowerCase().includes(nonceOf(r)))),
+    );
     held.release();
-    return { lead: await leadPaid, followers: await followers };
+    return await sent;
   } finally {
     held.release();
   }
@@ -104,23 +102,45 @@ describe("batch settlement through Multicall3", () => {
     expect(await purchases(payer!)).toBe(1);
   }, 30_000);
 
-  it("payments arriving while another settles are gathered into one Multicall3 transaction, each credited once", async () => {
+  it("a payment that settles while another is still being verified waits for it: the two go in one transaction", async () => {
+    const [verifying, settling] = [PAYERS[13]!, PAYERS[14]!];
+    const [first, second] = await Promise.all([header(verifying), header(settling)]);
+    // The first payment's chain reads (its simulation names its payer) are held at the RPC.
+    const payer = verifying.address.slice(2).toLowerCase();
+    const held = setup.proxy.hold((body) => body.toLowerCase().includes(payer));
+    try {
+      const stillVerifying = pay(first.headers, "verified late");
+      await held.until((bodies) => bodies.length > 0);
+      const settled = pay(second.headers, "settles first");
+      // Its verification answers and it reaches settlement, finding the first still under way; the
+      // first's reads go on while it waits (well within the 1 s window).
+      await new Promise((r) => setTimeout(r, 300));
+      held.release();
+      const [a, b] = await Promise.all([stillVerifying, settled]);
+      expect([a.status, b.status]).toEqual([200, 200]);
+      expect(transactionOf(a)).toBe(transactionOf(b));
+      const receipt = await rpc().getTransactionReceipt({ hash: transactionOf(a) });
+      expect(isAddressEqual(receipt.to!, MULTICALL3_ADDRESS)).toBe(true);
+      expect([await purchases(verifying), await purchases(settling)]).toEqual([1, 1]);
+    } finally {
+      held.release();
+    }
+  }, 30_000);
+
+  it("payments verified together are settled in one Multicall3 transaction, each credited once", async () => {
     const payers = PAYERS.slice(1, 6);
     const before = await balanceOf(setup.chains.base, PAY_TO);
     const requests = await Promise.all(payers.map(header));
-    const { lead, followers: results } = await whileLeadSettles(LEADS[0]!, "batched", () =>
+    const results = await verifiedTogether(requests, () =>
       Promise.all(requests.map((r) => pay(r.headers))),
     );
-    expect(lead.status).toBe(200);
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     const hashes = new Set(results.map(transactionOf));
     expect(hashes.size).toBe(1);
-    expect(hashes.has(transactionOf(lead))).toBe(false);
     const receipt = await rpc().getTransactionReceipt({ hash: [...hashes][0]! });
     expect(isAddressEqual(receipt.to!, MULTICALL3_ADDRESS)).toBe(true);
-    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + 6n * PRICE);
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + 5n * PRICE);
     expect(await Promise.all(payers.map(purchases))).toEqual([1, 1, 1, 1, 1]);
-    expect(await purchases(LEADS[0]!)).toBe(1);
   }, 30_000);
 
   it("one authorization that fails inside the batch: that payer gets 402 with the reason, the others in the batch are served", async () => {
@@ -129,10 +149,9 @@ describe("batch settlement through Multicall3", () => {
     const before = await balanceOf(setup.chains.base, PAY_TO);
     // Both of SHORT's authorizations pass verification (each alone is covered); only one can be paid.
     const requests = await Promise.all([header(SHORT), header(SHORT), ...others.map(header)]);
-    const { lead, followers: results } = await whileLeadSettles(LEADS[1]!, "short", () =>
+    const results = await verifiedTogether(requests, () =>
       Promise.all(requests.map((r, i) => pay(r.headers, `batched ${i}`))),
     );
-    expect(lead.status).toBe(200);
     const short = results.slice(0, 2);
     expect(short.map((r) => r.status).sort()).toEqual([200, 402]);
     const refused = short.find((r) => r.status === 402)!;
@@ -146,7 +165,7 @@ describe("batch settlement through Multicall3", () => {
     expect(
       await authorizationUsed(setup.chains.base, SHORT.address, refusedPayload.authorization.nonce),
     ).toBe(false);
-    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + 5n * PRICE);
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + 4n * PRICE);
     expect(await purchases(SHORT)).toBe(1);
     expect(await Promise.all(others.map(purchases))).toEqual([1, 1, 1]);
   }, 30_000);
@@ -157,10 +176,9 @@ describe("batch settlement through Multicall3", () => {
     const before = await balanceOf(setup.chains.base, PAY_TO);
     await chain.request({ method: "evm_setAutomine" as never, params: [false] as never });
     const requests = await Promise.all(payers.map(header));
-    const { lead, followers: first } = await whileLeadSettles(LEADS[2]!, "stuck batch", () =>
+    const first = await verifiedTogether(requests, () =>
       Promise.all(requests.map((r) => pay(r.headers, "stuck batch"))),
     );
-    expect(lead.body.error?.code).toBe("payment_pending");
     expect(first.map((r) => r.body.error?.code)).toEqual(Array(4).fill("payment_pending"));
 
     const ids = requests.map((r) =>
@@ -194,12 +212,7 @@ describe("batch settlement through Multicall3", () => {
     while (Date.now() < until && (await Promise.all(payers.map(purchases))).some((n) => n !== 1))
       await new Promise((r) => setTimeout(r, 100));
     expect(await Promise.all(payers.map(purchases))).toEqual([1, 1, 1, 1]);
-    // The lead's own transaction, stuck beside the batch, is replaced and credited once too.
-    const leadDeadline = Date.now() + 10_000;
-    while (Date.now() < leadDeadline && (await purchases(LEADS[2]!)) !== 1)
-      await new Promise((r) => setTimeout(r, 100));
-    expect(await purchases(LEADS[2]!)).toBe(1);
-    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + 5n * PRICE);
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + 4n * PRICE);
     // The replacement was mined, not the original; each payer's retry is served from its credit.
     expect((await chain.getTransactionReceipt({ hash: now[0]!.txHash as Hex })).status).toBe(
       "success",
