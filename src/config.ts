@@ -189,10 +189,10 @@ const envSchema = z.object({
   /** How often to poll the chain for new blocks while waiting for a receipt. */
   X402_POLL_MS: z.coerce.number().int().min(10).default(100),
   /**
-   * Batch settlement (group commit): a payment that finds no other payment under way (being
-   * verified, waiting or settling) is sent at once; one that does waits up to this many ms for
-   * more, and those gathered are settled in one Multicall3 transaction (aggregate3, each transfer
-   * allowed to fail alone); 0 sends each alone.
+   * Batch settlement (group commit): a payment that reaches settlement while no other is being
+   * verified is sent at once; one that finds others being verified waits for them, this many ms
+   * at the most, and those gathered are settled in one Multicall3 transaction (aggregate3, each
+   * transfer allowed to fail alone); 0 sends each alone.
    */
   X402_BATCH_WINDOW_MS: z.coerce.number().int().min(0).max(5_000).default(5),
   /** The most transfers one batch transaction carries (a full batch is sent at once). */

@@ -90,9 +90,12 @@ export class Settler {
   arrive(): Arrival {
     this.expected++;
     let here = true;
+    /** Whether this call is the one that took the payment off the expected. */
     const gone = () => {
+      const was = here;
       if (here) this.expected--;
       here = false;
+      return was;
     };
     return {
       settle: (transfer) => {
@@ -100,9 +103,8 @@ export class Settler {
         return this.settle(transfer);
       },
       leave: () => {
-        gone();
         // The batch may have been waiting for this one alone.
-        if (this.expected === 0 && this.waiting.length > 0) this.flush();
+        if (gone() && this.expected === 0 && this.waiting.length > 0) this.flush();
       },
     };
   }
