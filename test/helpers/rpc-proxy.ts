@@ -25,6 +25,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
  *   the same way and never answers it, as anvil under load can (it misses the block it waited for).
  * JSON-RPC batches (arrays) are understood throughout.
  */
+/** A request that sends a transaction (the gateway sends each alone, never in a batch). */
 const SEND = /"eth_sendRawTransaction(Sync)?"/;
 
 interface RpcCall {
