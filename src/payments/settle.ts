@@ -103,10 +103,14 @@ export class Settler {
         return this.settle(transfer);
       },
       leave: () => {
-        // The batch may have been waiting for this one alone.
-        if (gone() && this.expected === 0 && this.waiting.length > 0) this.flush();
+        if (gone()) this.flushIfNoneExpected();
       },
     };
+  }
+
+  /** A waiting batch may have been waiting for the payment just gone alone: with none expected, it leaves now. */
+  private flushIfNoneExpected(): void {
+    if (this.expected === 0 && this.waiting.length > 0) this.flush();
   }
 
   private settle(transfer: Transfer): Promise<Settlement> {
@@ -114,7 +118,10 @@ export class Settler {
       this.options.windowMs === 0 ||
       !isVrs(transfer.signature) ||
       (this.expected === 0 && this.waiting.length === 0);
-    if (alone) return this.send([transfer]).then((outcomes) => outcomes[0]!);
+    if (alone) {
+      this.flushIfNoneExpected(); // a wallet's bytes signature, expected by a batch it does not join
+      return this.send([transfer]).then((outcomes) => outcomes[0]!);
+    }
     return new Promise((done) => {
       this.waiting.push({ transfer, done });
       if (this.expected === 0 || this.waiting.length >= this.options.maxBatch) this.flush();
