@@ -59,16 +59,17 @@ const purchases = async (payer: { address: `0x${string}` }) =>
     await setup.gw.services.store.ledger(walletAccountId(payer.address), { limit: 100 })
   ).items.filter((e) => e.kind === "purchase").length;
 
+type Signed = Awaited<ReturnType<typeof header>>;
+
 /** The simulation in a payment's verification names its authorization's nonce. */
-const nonceOf = (request: { payload: { authorization: { nonce: string } } }) =>
-  request.payload.authorization.nonce.slice(2).toLowerCase();
+const nonceOf = (request: Signed) => request.payload.authorization.nonce.slice(2).toLowerCase();
 
 /**
  * Runs `send` with the verifications it makes held at the RPC until all of `requests` are being
  * verified: each is then under way before any reaches settlement, whatever the machine's speed.
  */
 async function verifiedTogether<T>(
-  requests: { payload: { authorization: { nonce: string } } }[],
+  requests: Signed[],
   send: () => Promise<T>,
 ): Promise<T> {
   const held = setup.proxy.hold((body) => body.includes('"eth_call"'));
@@ -86,8 +87,8 @@ async function verifiedTogether<T>(
 
 describe("batch settlement through Multicall3", () => {
   it("a payment that finds no other payment under way is sent at once, alone, without waiting for the window", async () => {
-    const [payer] = PAYERS.slice(0, 1);
-    const request = await header(payer!);
+    const payer = PAYERS[0]!;
+    const request = await header(payer);
     setup.proxy.resetCounts();
     const res = await pay(request.headers, "alone");
     expect(res.status).toBe(200);
@@ -99,7 +100,7 @@ describe("batch settlement through Multicall3", () => {
       setup.proxy.timeline.find((t) => t.methods[0]!.startsWith("eth_sendRawTransaction"))!,
     ];
     expect(send.at - verified.answeredAt).toBeLessThan(WINDOW_MS);
-    expect(await purchases(payer!)).toBe(1);
+    expect(await purchases(payer)).toBe(1);
   }, 30_000);
 
   it("a payment that settles while another is still being verified waits for it: the two go in one transaction", async () => {
