@@ -68,10 +68,7 @@ const nonceOf = (request: Signed) => request.payload.authorization.nonce.slice(2
  * Runs `send` with the verifications it makes held at the RPC until all of `requests` are being
  * verified: each is then under way before any reaches settlement, whatever the machine's speed.
  */
-async function verifiedTogether<T>(
-  requests: Signed[],
-  send: () => Promise<T>,
-): Promise<T> {
+async function verifiedTogether<T>(requests: Signed[], send: () => Promise<T>): Promise<T> {
   const held = setup.proxy.hold((body) => body.includes('"eth_call"'));
   try {
     const sent = send();
