@@ -17,7 +17,7 @@ export async function runPrimary(config: Config): Promise<void> {
   const [devChain, bundled] = await Promise.all([
     config.devChain && !config.x402
       ? import("./payments/dev-chain.js")
-          .then(({ startDevChain }) => startDevChain())
+          .then(({ startDevChain }) => startDevChain(config.x402Tuning))
           .catch((err: Error) => {
             log.warn({ err: err.message }, "no local chain could be started: running without x402");
             return null;
@@ -83,7 +83,10 @@ export async function runPrimary(config: Config): Promise<void> {
   }
 }
 
-/** The dev chain's x402 settings as the environment variables config.ts reads. */
+/**
+ * The dev chain's x402 settings as the environment variables config.ts reads. (Its tuning came from
+ * this process's environment, which the forked processes inherit.)
+ */
 function chainSettings(x402: NonNullable<Config["x402"]>): Record<string, string> {
   const network = x402.networks[0]!;
   const prefix = envPrefix(network.name);

@@ -326,24 +326,32 @@ export interface Config {
     signInLinkMs: number;
     liveStreams: number;
   };
-  x402: {
+  /**
+   * How x402 payments are verified and settled (the X402_* tuning variables), read whether or not
+   * X402_NETWORKS is set: the development chain started later uses them too.
+   */
+  x402Tuning: PaymentTuning;
+  x402: ({
     networks: PaymentNetwork[];
     payTo: Address;
     /** One or more relayer keys (X402_RELAYER_PRIVATE_KEYS, or X402_RELAYER_PRIVATE_KEY alone), without repeats. */
     relayerKeys: Hex[];
-    rpcBatchSize: number;
-    /** How many settlement sends may wait for their receipt at once (X402_SEND_SYNC; 0: none). */
-    sendSync: number;
-    maxTimeoutSeconds: number;
-    receiptTimeoutMs: number;
-    rpcTimeoutMs: number;
-    pollMs: number;
-    batchWindowMs: number;
-    batchMax: number;
-    stuckAfterMs: number;
-    retentionSeconds: number;
-    logRangeBlocks: number;
-  } | null;
+  } & PaymentTuning) | null;
+}
+
+export interface PaymentTuning {
+  rpcBatchSize: number;
+  /** How many settlement sends may wait for their receipt at once (X402_SEND_SYNC; 0: none). */
+  sendSync: number;
+  maxTimeoutSeconds: number;
+  receiptTimeoutMs: number;
+  rpcTimeoutMs: number;
+  pollMs: number;
+  batchWindowMs: number;
+  batchMax: number;
+  stuckAfterMs: number;
+  retentionSeconds: number;
+  logRangeBlocks: number;
 }
 
 export class ConfigError extends Error {
@@ -475,6 +483,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     dedicatedWorkersAllowPrivateTargets: e.DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS === "1",
     ssoAllowPrivateTargets: e.SSO_ALLOW_PRIVATE_TARGETS === "1",
+    x402Tuning: paymentTuning(e),
     x402,
   });
 }
@@ -551,6 +560,12 @@ function paymentConfig(
     networks,
     payTo: e.X402_PAY_TO as Address,
     relayerKeys,
+    ...paymentTuning(e),
+  };
+}
+
+function paymentTuning(e: z.infer<typeof envSchema>): PaymentTuning {
+  return {
     rpcBatchSize: e.X402_RPC_BATCH_SIZE,
     sendSync: e.X402_SEND_SYNC,
     maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS,

@@ -1,14 +1,14 @@
 import { toHex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
-import type { Config } from "../config.js";
+import type { Config, PaymentTuning } from "../config.js";
 
 /**
  * Development only: a local anvil chain standing in for base-sepolia (chain id 84532) with the
  * project's test USDC, anvil's ten standard accounts funded with 1,000 test USDC each, the
  * relayer being anvil account 9 and payments going to account 8. Loaded lazily: production
- * never imports the chain fixtures.
+ * never imports the chain fixtures. Everything else about payments (`tuning`) is as configured.
  */
-export async function startDevChain(): Promise<{
+export async function startDevChain(tuning: PaymentTuning): Promise<{
   x402: NonNullable<Config["x402"]>;
   rpcUrl: string;
   stop(): Promise<void>;
@@ -41,17 +41,7 @@ export async function startDevChain(): Promise<{
       relayerKeys: [
         toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 9 }).getHdKey().privateKey!),
       ],
-      rpcBatchSize: 100,
-      sendSync: 8,
-      maxTimeoutSeconds: 300,
-      receiptTimeoutMs: 30_000,
-      rpcTimeoutMs: 10_000,
-      pollMs: 100,
-      batchWindowMs: 5,
-      batchMax: 50,
-      stuckAfterMs: 60_000,
-      retentionSeconds: 24 * 3600,
-      logRangeBlocks: 1_000,
+      ...tuning,
     },
   };
 }
