@@ -331,12 +331,14 @@ export interface Config {
    * X402_NETWORKS is set: the development chain started later uses them too.
    */
   x402Tuning: PaymentTuning;
-  x402: ({
-    networks: PaymentNetwork[];
-    payTo: Address;
-    /** One or more relayer keys (X402_RELAYER_PRIVATE_KEYS, or X402_RELAYER_PRIVATE_KEY alone), without repeats. */
-    relayerKeys: Hex[];
-  } & PaymentTuning) | null;
+  x402:
+    | ({
+        networks: PaymentNetwork[];
+        payTo: Address;
+        /** One or more relayer keys (X402_RELAYER_PRIVATE_KEYS, or X402_RELAYER_PRIVATE_KEY alone), without repeats. */
+        relayerKeys: Hex[];
+      } & PaymentTuning)
+    | null;
 }
 
 export interface PaymentTuning {

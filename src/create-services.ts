@@ -49,7 +49,9 @@ export async function createServices(
   const [chainResult, workersResult] = await Promise.allSettled([
     // The x402 modules (viem) are loaded only when x402 is on: they are a large share of start-up time.
     loaded.devChain && !loaded.x402
-      ? import("./payments/dev-chain.js").then(({ startDevChain }) => startDevChain(loaded.x402Tuning))
+      ? import("./payments/dev-chain.js").then(({ startDevChain }) =>
+          startDevChain(loaded.x402Tuning),
+        )
       : null,
     loaded.workers.general && loaded.workers.provider && loaded.workers.heavy
       ? null
