@@ -21,6 +21,7 @@ import { PROGRAM_NOT_FOUND, spawnTied } from "../src/lib/tied-child.js";
 import token from "./build/TestUSDC.json" with { type: "json" };
 import wallet from "./build/TestSmartWallet.json" with { type: "json" };
 import multicall3 from "./multicall3.json" with { type: "json" };
+import { rescueStrandedTransactions } from "./stranded-transactions.js";
 
 export const TOKEN_ABI = token.abi;
 export const SMART_WALLET_ABI = wallet.abi;
@@ -166,6 +167,7 @@ export async function startLocalChain(options: {
     child.kill("SIGTERM"); // a chain that could not be set up is not left running
     throw err;
   }
+  const rescuer = rescueStrandedTransactions(rpcUrl);
   return {
     chainId: options.chainId,
     rpcUrl,
@@ -181,6 +183,7 @@ export async function startLocalChain(options: {
     },
     process: child,
     async stop() {
+      rescuer.stop();
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once("exit", r));
       child.kill("SIGTERM");
