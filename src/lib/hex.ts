@@ -13,8 +13,11 @@ export function normaliseHex(value: string): Hex {
   return value.toLowerCase() as Hex;
 }
 
-/** Whether two hex strings (any case) spell the same bytes. */
+/**
+ * Whether two hex strings (any case) spell the same bytes. Two valid hex strings spell the same
+ * bytes exactly when they match with case folded: each digit is one nibble whatever its case.
+ */
 export function sameBytes(a: string, b: string): boolean {
-  if (!HEX.test(a) || !HEX.test(b)) return false;
-  return Buffer.from(a.slice(2), "hex").equals(Buffer.from(b.slice(2), "hex"));
+  if (a.length !== b.length || !HEX.test(a) || !HEX.test(b)) return false;
+  return a === b || a.toLowerCase() === b.toLowerCase();
 }
