@@ -1,4 +1,5 @@
 import { getAddress, parseAbiItem, type Address, type Hex } from "viem";
+import { sameBytes } from "../lib/hex.js";
 import { every } from "../lib/periodic.js";
 import type { Foundation, Services } from "../services.js";
 import type { PaymentRecord, RelayedTransaction } from "../store/types.js";
@@ -55,13 +56,19 @@ export function startReconciler(
         );
       }
     }
-    const held = (network: string, relayers: Relayers) => (relayer: Address, nonce: number) =>
-      open.some(
-        (r) =>
-          r.network === network &&
-          r.relay?.nonce === nonce &&
-          relayers.account(r.relay.from)?.address === relayer,
-      );
+    const held =
+      (network: string, relayers: Relayers) => (relayer: Address, nonce: number, since: number) =>
+        open.some((r) =>
+          mayHoldNonce(r, {
+            network,
+            relayer,
+            nonce,
+            since,
+            now: Date.now(),
+            settlingDeadlineMs: payments.settlingDeadlineMs,
+            relayerOf: (from) => relayers.account(from)?.address,
+          }),
+        );
     for (const clients of new Set(payments.clients.values())) {
       const relayers = payments.relayers(clients);
       await relayers
@@ -76,6 +83,43 @@ export function startReconciler(
   };
   return every(intervalMs, tick, (err) =>
     services.log.warn({ err: String(err) }, "reconciler tick failed; retrying"),
+  );
+}
+
+/**
+ * Whether a payment may be what holds a relayer's nonce that the chain has been stuck at since
+ * `since`, so that nonce is not filled with a self-transfer (the filler, at higher fees, would
+ * displace the payment's own transaction from the node's pool, and the payment's replacement
+ * would then be refused as underpriced until its authorization expired):
+ * - a payment whose transaction is known (`relay`) holds exactly its relayer and nonce;
+ * - a payment still being settled by a live process does not know its transaction yet (its
+ *   record learns it only when the settlement ends): it may hold any nonce of the network's
+ *   relayers if it began before the chain was seen stuck there, until its settling deadline. One
+ *   begun later cannot have taken that nonce, so a steady stream of new payments never keeps a
+ *   real gap open.
+ */
+export function mayHoldNonce(
+  record: PaymentRecord,
+  at: {
+    network: string;
+    relayer: Address;
+    nonce: number;
+    since: number;
+    now: number;
+    settlingDeadlineMs: number;
+    relayerOf: (from: string | undefined) => Address | undefined;
+  },
+): boolean {
+  if (record.network !== at.network) return false;
+  if (record.relay)
+    return (
+      record.relay.nonce === at.nonce &&
+      sameBytes(at.relayerOf(record.relay.from) ?? "", at.relayer)
+    );
+  return (
+    record.state === "settling" &&
+    record.createdAt <= at.since &&
+    at.now - record.createdAt < at.settlingDeadlineMs
   );
 }
 

@@ -452,10 +452,11 @@ export class Relayers {
    * by the node, a nonce taken by a process that died before sending). Nonces that a payment
    * record holds are left to the stuck-transaction replacement, which re-sends that payment's
    * own transfer; any other is filled with a self-transfer at fees above the current ones.
+   * `heldByPayments` is also told since when the chain has been seen at that nonce.
    */
   async repairGaps(
     afterMs: number,
-    heldByPayments: (relayer: Address, nonce: number) => boolean,
+    heldByPayments: (relayer: Address, nonce: number, since: number) => boolean,
   ): Promise<void> {
     for (const account of this.clients.relayers) {
       const next = await this.store.peekRelayerNonce(this.sequence(account));
@@ -480,7 +481,8 @@ export class Relayers {
         this.heads.set(account.address, { nonce: mined, since: Date.now() });
         continue;
       }
-      if (Date.now() - head.since < afterMs || heldByPayments(account.address, mined)) continue;
+      if (Date.now() - head.since < afterMs || heldByPayments(account.address, mined, head.since))
+        continue;
       const current = await this.clients.public.estimateFeesPerGas();
       // Above whatever may be waiting there unseen, so the node takes the filler as its replacement.
       await this.fill(account, mined, {
