@@ -61,8 +61,14 @@ describe("a stuck settlement transaction", () => {
         ids.map(async (id) => (await setup.gw.services.store.getPayment(id))!),
       );
     }
+    // Should a payment's transaction never be replaced, say what the records and the node's pool held.
+    const seen = JSON.stringify({
+      sent: sent.map((r) => ({ tx: r.txHash, relay: r.relay, state: r.state })),
+      now: now.map((r) => ({ tx: r.txHash, relay: r.relay, state: r.state })),
+      pool: await rpc.request({ method: "txpool_content" as never }),
+    });
     now.forEach((r, i) => {
-      expect(r.txHash).not.toBe(sent[i]!.txHash);
+      expect(r.txHash, seen).not.toBe(sent[i]!.txHash);
       expect(r.relay!.nonce).toBe(sent[i]!.relay!.nonce);
       expect(BigInt(r.relay!.maxFeePerGas)).toBeGreaterThan(BigInt(sent[i]!.relay!.maxFeePerGas));
     });
