@@ -123,11 +123,6 @@ function openBullQueue(
       // Longer than the 10 s delivery timeout; a job held by a crashed process is taken over after it.
       lockDuration: 20_000,
       stalledInterval: 5_000,
-      // An idle worker waits this long (s) for a wake-up before looking for due retries again
-      // (BullMQ's default: 5). A retry due in 1 s was twice delivered 4–5 s late in CI (webhooks
-      // test, "retried 1 s later"): a wake-up missed, then the full wait. One second bounds that
-      // lateness for one blocking Redis command a second per idle process.
-      drainDelay: 1,
     },
   );
   worker.on("error", (err) => services.log.warn({ err: err.message }, "webhook worker error"));
