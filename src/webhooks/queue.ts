@@ -1,4 +1,5 @@
 import type { Agent } from "node:https";
+import type { Job } from "bullmq";
 import type { Foundation } from "../services.js";
 import { connectRedis } from "../store/redis-connection.js";
 import {
@@ -92,6 +93,21 @@ function openBullQueue(
       removeOnFail: { age: 7 * 24 * 3600 },
     },
   });
+  /**
+   * A retry is due at its backoff; BullMQ wakes an idle worker for it through a marker in Redis.
+   * In CI that wake-up was lost a few times (the worker's blocking read abandoned by BullMQ's own
+   * watchdog), and the retry went out ~4 s late, with the next job due. The process that
+   * scheduled the retry also promotes it when it is due, unless it has been taken already.
+   */
+  const nudges = new Set<NodeJS.Timeout>();
+  const promoteWhenDue = (job: Job<DeliveryJob>, delayMs: number) => {
+    const timer = setTimeout(() => {
+      nudges.delete(timer);
+      void job.promote().catch(() => {}); // taken or gone already: nothing to do
+    }, delayMs);
+    timer.unref();
+    nudges.add(timer);
+  };
   const worker = new Worker<DeliveryJob>(
     QUEUE_NAME,
     async (job, token) => {
@@ -112,7 +128,10 @@ function openBullQueue(
         await job.moveToDelayed(Date.now() + internalRetryDelayMs(internalFailures + 1), token);
         throw new DelayedError();
       }
-      if (outcome === "retry") throw new Error("delivery failed; will retry");
+      if (outcome === "retry") {
+        promoteWhenDue(job, retryDelayMs(job.attemptsMade + 1));
+        throw new Error("delivery failed; will retry");
+      }
       if (outcome === "failed") throw new UnrecoverableError("delivery failed for good");
     },
     {
@@ -133,6 +152,7 @@ function openBullQueue(
       await queue.add(job.event, job, { jobId });
     },
     async close() {
+      for (const timer of nudges) clearTimeout(timer);
       // Bounded: with Redis gone, BullMQ would wait for a connection that is not coming back.
       const bounded = (p: Promise<unknown>) =>
         Promise.race([p, new Promise((r) => setTimeout(r, 3000).unref())]);
