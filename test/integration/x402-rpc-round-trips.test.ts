@@ -177,11 +177,14 @@ describe("an RPC without eth_sendRawTransactionSync", () => {
       expect(firstTrips).toEqual([["eth_sendRawTransactionSync"], ["eth_sendRawTransaction"]]);
       behind.proxy.resetCounts();
       expect((await pay(PAYERS[6]!, behind.gw)).status).toBe(200);
-      expect(
-        behind.proxy.counts.trips
-          .filter((m) => !m.every((x) => x === "eth_getTransactionCount"))
-          .slice(1),
-      ).toEqual([["eth_sendRawTransaction"], ["eth_getTransactionReceipt"]]);
+      // After its verification: one plain send, never the sync send again, then its receipt read
+      // (read again if the node had not mined it yet: seen on a loaded CI machine).
+      const [send, ...reads] = behind.proxy.counts.trips
+        .filter((m) => !m.every((x) => x === "eth_getTransactionCount"))
+        .slice(1);
+      expect(send).toEqual(["eth_sendRawTransaction"]);
+      expect(reads.length).toBeGreaterThanOrEqual(1);
+      expect(reads.every((m) => m.length === 1 && m[0] === "eth_getTransactionReceipt")).toBe(true);
     });
   }, 60_000);
 });
