@@ -1,3 +1,5 @@
+import { createPublicClient, http } from "viem";
+
 /**
  * Anvil (1.7, automine) can strand a transaction: when one sender's transactions reach it out of
  * nonce order at the same moment, a transaction whose nonce is already the sender's next can stay
@@ -13,26 +15,29 @@
  * transaction behind a real nonce gap is never touched (its nonce is above the sender's next).
  */
 export function rescueStrandedTransactions(rpcUrl: string, everyMs = 500): { stop(): void } {
+  // Requests made together leave as one JSON-RPC batch.
+  const client = createPublicClient({ transport: http(rpcUrl, { batch: true }) });
+  const node = (method: string, params: unknown[] = []) =>
+    client.request({ method: method as never, params: params as never }) as Promise<unknown>;
   let stopped = false;
   let suspects = new Set<string>();
   const tick = async () => {
-    const [automine, status] = await rpcBatch(rpcUrl, [
-      ["anvil_getAutomine", []],
-      ["txpool_status", []],
+    const [automine, status] = await Promise.all([
+      node("anvil_getAutomine"),
+      node("txpool_status") as Promise<{ queued: string }>,
     ]);
-    if (automine !== true || BigInt((status as { queued: string }).queued) === 0n) {
+    if (automine !== true || BigInt(status.queued) === 0n) {
       suspects = new Set();
       return;
     }
-    const content = (await rpc(rpcUrl, "txpool_content", [])) as PoolContent;
+    const content = (await node("txpool_content")) as PoolContent;
     const senders = Object.keys(content.queued);
-    const next = (await rpcBatch(
-      rpcUrl,
-      senders.map((s) => ["eth_getTransactionCount", [s, "latest"]]),
-    )) as string[];
+    const next = await Promise.all(
+      senders.map((s) => node("eth_getTransactionCount", [s, "latest"]) as Promise<string>),
+    );
     const found = strandedHashes(content, new Map(senders.map((s, i) => [s, BigInt(next[i]!)])));
     for (const [sender, hash] of found)
-      if (suspects.has(hash)) await reimport(rpcUrl, sender, content);
+      if (suspects.has(hash)) await reimport(node, sender, content);
     suspects = new Set(found.values());
   };
   const loop = async () => {
@@ -55,6 +60,12 @@ export interface PoolContent {
   queued: Record<string, Record<string, { hash: string }>>;
 }
 
+/** A sender's pooled transactions, lowest nonce first. */
+const inNonceOrder = (byNonce: Record<string, { hash: string }>) =>
+  Object.keys(byNonce)
+    .sort((a, b) => Number(BigInt(a) - BigInt(b)))
+    .map((nonce) => ({ nonce: BigInt(nonce), hash: byNonce[nonce]!.hash }));
+
 /**
  * Sender → the hash of its lowest queued transaction, for each sender whose lowest queued
  * transaction is ready (its nonce the sender's next, `next`) with nothing of that sender pending.
@@ -66,45 +77,20 @@ export function strandedHashes(
   const found = new Map<string, string>();
   for (const [sender, byNonce] of Object.entries(content.queued)) {
     if (Object.keys(content.pending[sender] ?? {}).length > 0) continue;
-    const lowest = Object.keys(byNonce).sort((a, b) => Number(BigInt(a) - BigInt(b)))[0];
-    if (lowest !== undefined && BigInt(lowest) === next.get(sender))
-      found.set(sender, byNonce[lowest]!.hash);
+    const lowest = inNonceOrder(byNonce)[0];
+    if (lowest && lowest.nonce === next.get(sender)) found.set(sender, lowest.hash);
   }
   return found;
 }
 
-async function reimport(rpcUrl: string, sender: string, content: PoolContent): Promise<void> {
-  const byNonce = { ...content.pending[sender], ...content.queued[sender] };
-  const hashes = Object.keys(byNonce)
-    .sort((a, b) => Number(BigInt(a) - BigInt(b)))
-    .map((n) => byNonce[n]!.hash);
-  const raws = (await rpcBatch(
-    rpcUrl,
-    hashes.map((h) => ["eth_getRawTransactionByHash", [h]]),
-  )) as (string | null)[];
+async function reimport(
+  node: (method: string, params?: unknown[]) => Promise<unknown>,
+  sender: string,
+  content: PoolContent,
+): Promise<void> {
+  const pooled = inNonceOrder({ ...content.pending[sender], ...content.queued[sender] });
+  const raws = await Promise.all(pooled.map((t) => node("eth_getRawTransactionByHash", [t.hash])));
   if (raws.some((raw) => !raw)) return; // mined or gone meanwhile: nothing is stranded
-  await rpc(rpcUrl, "anvil_removePoolTransactions", [sender]);
-  for (const raw of raws) await rpc(rpcUrl, "eth_sendRawTransaction", [raw]).catch(() => {});
-}
-
-async function rpc(rpcUrl: string, method: string, params: unknown[]): Promise<unknown> {
-  return (await rpcBatch(rpcUrl, [[method, params]]))[0];
-}
-
-async function rpcBatch(rpcUrl: string, calls: [string, unknown[]][]): Promise<unknown[]> {
-  if (calls.length === 0) return [];
-  const res = await fetch(rpcUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(
-      calls.map(([method, params], id) => ({ jsonrpc: "2.0", id, method, params })),
-    ),
-  });
-  const answers = (await res.json()) as { id: number; result?: unknown; error?: unknown }[];
-  return calls.map((_, id) => {
-    const answer = answers.find((a) => a.id === id);
-    if (!answer || answer.error)
-      throw new Error(`${calls[id]![0]}: ${JSON.stringify(answer?.error)}`);
-    return answer.result;
-  });
+  await node("anvil_removePoolTransactions", [sender]);
+  for (const raw of raws) await node("eth_sendRawTransaction", [raw]).catch(() => {});
 }
