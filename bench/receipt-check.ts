@@ -4,18 +4,11 @@
  * payment checked. Each payment of a Multicall3 batch is checked against the whole receipt, so
  * the cost per payment grows with the batch. `npm run bench:receipt-check`.
  */
-import {
-  encodeAbiParameters,
-  encodeEventTopics,
-  isAddressEqual,
-  parseEventLogs,
-  type Address,
-  type Hex,
-  type Log,
-} from "viem";
+import { isAddressEqual, parseEventLogs, type Address, type Hex, type Log } from "viem";
 import { sameBytes } from "../src/lib/hex.js";
 import { transferInReceipt, type ExpectedTransfer } from "../src/payments/receipt.js";
 import { tokenAbi } from "../src/payments/verify.js";
+import { authorizationUsedLog, transferLog } from "../test/helpers/token-logs.js";
 
 const TOKEN = "0x5FbDB2315678afecb367f032d93F642f64180aa3" as Address;
 const PAY_TO = "0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f" as Address;
@@ -52,25 +45,9 @@ function batch(size: number): { logs: Log[]; payments: ExpectedTransfer[] } {
     nonce: `0x${(i + 7).toString(16).padStart(64, "0")}` as Hex,
   }));
   const logs = payments.flatMap((p) => [
-    {
-      address: TOKEN,
-      topics: encodeEventTopics({
-        abi: tokenAbi,
-        eventName: "AuthorizationUsed",
-        args: { authorizer: p.from, nonce: p.nonce },
-      } as never),
-      data: "0x",
-    },
-    {
-      address: TOKEN,
-      topics: encodeEventTopics({
-        abi: tokenAbi,
-        eventName: "Transfer",
-        args: { from: p.from, to: p.to },
-      } as never),
-      data: encodeAbiParameters([{ type: "uint256" }], [p.value]),
-    },
-  ]) as unknown as Log[];
+    authorizationUsedLog(p.token, p.from, p.nonce),
+    transferLog(p.token, p.from, p.to, p.value),
+  ]);
   return { logs, payments };
 }
 

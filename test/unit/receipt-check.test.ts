@@ -1,36 +1,19 @@
-import { encodeAbiParameters, encodeEventTopics, type Address, type Hex, type Log } from "viem";
+import type { Address, Hex, Log } from "viem";
 import { describe, expect, it } from "vitest";
 import { transferInReceipt, type ExpectedTransfer } from "../../src/payments/receipt.js";
-import { tokenAbi } from "../../src/payments/verify.js";
+import { authorizationUsedLog, transferLog } from "../helpers/token-logs.js";
 
-/** Logs as the project's EIP-3009 token emits them, encoded from its own ABI. */
+/** Receipts made of the logs the project's EIP-3009 token emits (test/helpers/token-logs.ts). */
 const TOKEN = "0x5FbDB2315678afecb367f032d93F642f64180aa3" as Address;
 const PAY_TO = "0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f" as Address;
 const ALICE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" as Address;
 const BOB = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC" as Address;
 const nonce = (n: number) => `0x${n.toString(16).padStart(64, "0")}` as Hex;
 
-const log = (address: Address, topics: Hex[], data: Hex = "0x") =>
-  ({ address, topics, data }) as unknown as Log;
 const used = (authorizer: Address, n: Hex, token = TOKEN) =>
-  log(
-    token,
-    encodeEventTopics({
-      abi: tokenAbi,
-      eventName: "AuthorizationUsed",
-      args: { authorizer, nonce: n },
-    } as never) as Hex[],
-  );
+  authorizationUsedLog(token, authorizer, n);
 const transfer = (from: Address, to: Address, value: bigint, token = TOKEN) =>
-  log(
-    token,
-    encodeEventTopics({
-      abi: tokenAbi,
-      eventName: "Transfer",
-      args: { from, to },
-    } as never) as Hex[],
-    encodeAbiParameters([{ type: "uint256" }], [value]),
-  );
+  transferLog(token, from, to, value);
 const expected = (from: Address, n: Hex, value = 2000n): ExpectedTransfer => ({
   token: TOKEN,
   from,
