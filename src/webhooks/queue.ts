@@ -113,15 +113,10 @@ function openBullQueue(
     async (job, token) => {
       // Runs that were put back without counting (a fault of ours) are the starts beyond the counted attempts.
       const internalFailures = Math.max(0, job.attemptsStarted - job.attemptsMade - 1);
+      const attempt = job.attemptsMade + 1;
       let outcome;
       try {
-        outcome = await processDelivery(
-          services,
-          agent,
-          job.data,
-          job.attemptsMade + 1,
-          internalFailures,
-        );
+        outcome = await processDelivery(services, agent, job.data, attempt, internalFailures);
       } catch (err) {
         if (!(err instanceof InternalDeliveryError)) throw err;
         // Back to the delayed set without counting an attempt: the receiver's retries stay whole.
@@ -129,7 +124,8 @@ function openBullQueue(
         throw new DelayedError();
       }
       if (outcome === "retry") {
-        promoteWhenDue(job, retryDelayMs(job.attemptsMade + 1));
+        // Due when the backoff below says, as the delivery log's next_attempt_at does.
+        promoteWhenDue(job, retryDelayMs(attempt));
         throw new Error("delivery failed; will retry");
       }
       if (outcome === "failed") throw new UnrecoverableError("delivery failed for good");
