@@ -38,17 +38,15 @@ export function startReconciler(
   const gapAfterMs = payments.config.receiptTimeoutMs + payments.config.stuckAfterMs;
   const tick = async () => {
     const open = await services.store.openPayments();
-    // A batch's payments share one transaction: the first of them to find it stuck replaces it for all.
-    const replaced: Replacements = new Map();
+    // One pass judges its payments at one instant, so a batch's payments, which share one
+    // transaction, are all stuck or all not; the first of them to find it stuck replaces it for all.
+    const pass: Pass = { now: Date.now(), replaced: new Map(), latest: latestTransactions(open) };
     for (const record of open) {
       // A settlement still in the hands of a live process is left to it.
-      if (
-        record.state === "settling" &&
-        Date.now() - record.createdAt < payments.settlingDeadlineMs
-      )
+      if (record.state === "settling" && pass.now - record.createdAt < payments.settlingDeadlineMs)
         continue;
       try {
-        await reconcile(services, payments, record, replaced);
+        await reconcile(services, payments, record, pass);
       } catch (err) {
         services.log.warn(
           { payment: record.id, err: String(err) },
@@ -126,10 +124,40 @@ export function mayHoldNonce(
 /** Fee increase of a replacement: nodes require at least 10%; 50% gets through faster. */
 const BUMP_PERCENT = 150n;
 
-/** Replacements made in one reconciler pass, by relayer and nonce. */
-type Replacements = Map<string, { hash: Hex; relay: RelayedTransaction } | null>;
-const replacementKey = (relay: RelayedTransaction) =>
-  `${(relay.from ?? "").toLowerCase()}:${relay.nonce}`;
+/** A transaction we sent for payments, and what it was. */
+type Sent = { hash: Hex; relay: RelayedTransaction };
+
+/**
+ * One reconciler pass: the instant its payments are judged at, the replacements it made, and the
+ * latest transaction sent for each payment transaction (see `latestTransactions`).
+ */
+interface Pass {
+  now: number;
+  replaced: Map<string, Sent | null>;
+  latest: Map<string, Sent>;
+}
+
+/** One transaction's identity across its replacements: its relayer, its nonce, what it carries. */
+const transactionKey = (relay: RelayedTransaction) =>
+  `${(relay.from ?? "").toLowerCase()}:${relay.nonce}:${relay.data.toLowerCase()}`;
+
+/**
+ * The latest sending (the highest fees) of each payment transaction among `records`. A batch's
+ * payments follow it together: one whose record still names an earlier sending (another pass,
+ * another process, or a crash between their saves replaced it) follows the latest instead of
+ * replacing the earlier one again, which would split the batch across competing transactions.
+ */
+export function latestTransactions(records: PaymentRecord[]): Map<string, Sent> {
+  const latest = new Map<string, Sent>();
+  for (const r of records) {
+    if (!r.relay || !r.txHash) continue;
+    const key = transactionKey(r.relay);
+    const seen = latest.get(key);
+    if (!seen || BigInt(r.relay.maxFeePerGas) > BigInt(seen.relay.maxFeePerGas))
+      latest.set(key, { hash: r.txHash as Hex, relay: r.relay });
+  }
+  return latest;
+}
 
 /**
  * A settlement transaction still waiting at its nonce: sent again at that nonce with higher fees —
@@ -211,12 +239,13 @@ async function findAuthorizationUse(
   return null;
 }
 
-export async function reconcile(
+async function reconcile(
   services: Foundation & Pick<Services, "books">,
   payments: Payments,
-  record: PaymentRecord,
-  replaced: Replacements = new Map(),
+  found: PaymentRecord,
+  pass: Pass,
 ): Promise<"settled" | "released" | "pending"> {
+  let record = found;
   const clients = payments.clients.get(record.network);
   if (!clients) return "pending";
   const auth = record.authorization;
@@ -227,22 +256,27 @@ export async function reconcile(
   if (!used) {
     const block = await clients.public.getBlock({ blockTag: "latest" });
     const expired = block.timestamp >= BigInt(auth.validBefore!);
+    const key = record.relay ? transactionKey(record.relay) : null;
+    const latest = key ? pass.latest.get(key) : undefined;
+    if (latest && latest.hash !== record.txHash) {
+      record = { ...record, txHash: latest.hash, relay: latest.relay };
+      await services.store.savePayment(record);
+    }
     // A transaction of ours still waiting at its nonce holds up every later one: replace it
     // (same nonce, higher fees) — a batch once for all its payments, which all then follow the replacement.
-    if (record.relay && Date.now() - record.relay.sentAt >= payments.config.stuckAfterMs) {
-      const key = replacementKey(record.relay);
-      if (!replaced.has(key)) {
+    if (key && record.relay && pass.now - record.relay.sentAt >= payments.config.stuckAfterMs) {
+      if (!pass.replaced.has(key)) {
         // Cancelled only once none of the transaction's authorizations can happen any more.
         const cancel = block.timestamp >= BigInt(record.relay.validBefore ?? auth.validBefore!);
         const sent = await replaceStuck(clients, record.relay, cancel, payments.relayers(clients));
-        replaced.set(key, sent);
+        pass.replaced.set(key, sent);
         if (sent)
           services.log.warn(
             { payment: record.id, nonce: record.relay.nonce, tx: sent.hash, cancel },
             "replaced a stuck settlement transaction",
           );
       }
-      const replacement = replaced.get(key);
+      const replacement = pass.replaced.get(key);
       if (replacement) {
         await services.store.savePayment({
           ...record,

@@ -197,7 +197,9 @@ describe("batch settlement through Multicall3", () => {
       await new Promise((r) => setTimeout(r, 100));
       now = await records();
     }
-    expect(new Set(now.map((r) => r.txHash)).size).toBe(1);
+    // On failure, what each payment's record says it was sent as.
+    const seen = now.map((r) => ({ tx: r.txHash, ...r.relay, data: undefined }));
+    expect(new Set(now.map((r) => r.txHash)).size, JSON.stringify(seen)).toBe(1);
     expect(now[0]!.txHash).not.toBe(sent[0]!.txHash);
     expect(now[0]!.relay!.nonce).toBe(sent[0]!.relay!.nonce);
     expect(BigInt(now[0]!.relay!.maxFeePerGas)).toBeGreaterThan(
