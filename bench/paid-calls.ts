@@ -320,10 +320,24 @@ async function main() {
 
   const gatewayCpuMs = (gateway: Gateway) => cpuMsOf(gateway.child.pid!);
 
-  /** Requests the gateway has sent to Redis so far (commands, scripts, MULTI blocks), from its /metrics. */
-  const storeRequests = async (gateway: Gateway) => {
+  const PHASES = ["verify", "settle", "credit"] as const;
+  /**
+   * From the gateway's /metrics so far: the requests it has sent to Redis (commands, scripts,
+   * MULTI blocks), and the seconds and count of each phase of its new payments.
+   */
+  const gatewayMetrics = async (gateway: Gateway) => {
     const text = await (await fetch(`${gateway.url}/metrics`)).text();
-    return Number(/^toolgate_store_requests_total (\d+)/m.exec(text)?.[1] ?? NaN);
+    const phase = (name: string, part: "sum" | "count") =>
+      Number(
+        new RegExp(
+          `^toolgate_payment_phase_seconds_${part}\\{phase="${name}"[^}]*\\} (\\S+)`,
+          "m",
+        ).exec(text)?.[1] ?? 0,
+      );
+    return {
+      store: Number(/^toolgate_store_requests_total (\d+)/m.exec(text)?.[1] ?? NaN),
+      phases: PHASES.map((p) => ({ sum: phase(p, "sum"), count: phase(p, "count") })),
+    };
   };
 
   /** One paid `hash` call, answered within CALL_TIMEOUT_MS (or thrown). */
@@ -344,7 +358,7 @@ async function main() {
     );
     const txBefore = await sentByRelayers();
     proxy.resetCounts();
-    const redisBefore = await storeRequests(gateway);
+    const metricsBefore = await gatewayMetrics(gateway);
     const cpuBefore = gatewayCpuMs(gateway);
     let failed = 0;
     const receipts: string[] = [];
@@ -359,7 +373,14 @@ async function main() {
       chainPid,
     );
     const cpuMs = (gatewayCpuMs(gateway) - cpuBefore) / n;
-    const redisRoundTrips = ((await storeRequests(gateway)) - redisBefore) / n;
+    const metricsAfter = await gatewayMetrics(gateway);
+    const redisRoundTrips = (metricsAfter.store - metricsBefore.store) / n;
+    // Mean milliseconds a new payment spent in each phase over this run.
+    const phaseMs = metricsAfter.phases.map(
+      (after, i) =>
+        (1000 * (after.sum - metricsBefore.phases[i]!.sum)) /
+        (after.count - metricsBefore.phases[i]!.count),
+    );
     const rpc = {
       roundTrips: proxy.counts.roundTrips / n,
       calls: proxy.counts.calls / n,
@@ -367,7 +388,7 @@ async function main() {
     };
     const settled = n - failed;
     const txPerPayment = settled ? ((await sentByRelayers()) - txBefore) / settled : NaN;
-    return { run, failed, rpc, txPerPayment, receipts, cpuMs, redisRoundTrips };
+    return { run, failed, rpc, txPerPayment, receipts, cpuMs, redisRoundTrips, phaseMs };
   };
   /** JSON-RPC calls per paid call by method, most first. */
   const perMethod = (methods: Record<string, number>, n: number) =>
@@ -377,7 +398,7 @@ async function main() {
       .join(", ");
   const rpcLine = (r: Awaited<ReturnType<typeof throughGateway>>, n: number) => {
     const methods = perMethod(r.rpc.methods, n);
-    return `    per paid call: ${r.rpc.roundTrips.toFixed(2)} RPC round trips, ${r.rpc.calls.toFixed(2)} JSON-RPC calls (${methods}); ${r.txPerPayment.toFixed(2)} transactions per settled payment; ${r.redisRoundTrips.toFixed(1)} Redis round trips (commands, scripts, MULTI blocks; background work included); gateway CPU ${r.cpuMs.toFixed(1)} ms; failed: ${r.failed}`;
+    return `    per paid call: ${r.rpc.roundTrips.toFixed(2)} RPC round trips, ${r.rpc.calls.toFixed(2)} JSON-RPC calls (${methods}); ${r.txPerPayment.toFixed(2)} transactions per settled payment; ${r.redisRoundTrips.toFixed(1)} Redis round trips (commands, scripts, MULTI blocks; background work included); gateway CPU ${r.cpuMs.toFixed(1)} ms; failed: ${r.failed}\n    a payment's phases (mean ms): ${PHASES.map((p, i) => `${p} ${r.phaseMs[i]!.toFixed(1)}`).join(", ")} (settle: joining a batch, the send and its receipt)`;
   };
 
   let failures = 0;

@@ -49,6 +49,19 @@ export class Metrics {
     labelNames: ["outcome", "network"],
     registers: [this.registry],
   });
+  /**
+   * Where a new x402 payment's time goes, by phase: `verify` (the chain's one batched read: state
+   * and simulation), `settle` (waiting to join a batch, the send and its receipt), `credit` (the
+   * account credited and the record saved). What a paid call takes beyond these is the gateway's
+   * own HTTP, store and tool work.
+   */
+  readonly paymentPhases = new Histogram({
+    name: "toolgate_payment_phase_seconds",
+    help: "Time a new x402 payment spends in each phase (verify, settle, credit), by network.",
+    labelNames: ["phase", "network"],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
   readonly webhookDeliveries = new Counter({
     name: "toolgate_webhook_deliveries_total",
     help: "Webhook delivery attempts by outcome.",

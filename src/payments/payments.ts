@@ -236,7 +236,9 @@ export class Payments {
       existingAccount?.catch(() => {}); // awaited below, unless the chain refuses the payment first
       let seen: SeenBlock;
       try {
+        const verified = this.phase("verify", network.name);
         seen = await verifyChainState(clients, auth, signature, expected);
+        verified();
       } catch (err) {
         // A bad signature is named as such, whatever else the chain refused.
         if (err instanceof ApiError)
@@ -282,12 +284,14 @@ export class Payments {
       const existing = await this.services.store.claimPayment(record);
       if (existing) return this.answerKnown(existing, context);
 
+      const settled = this.phase("settle", network.name);
       outcome = await arrival.settle({
         auth,
         signature,
         payTo: expected.payTo,
         block: seen,
       });
+      settled();
     } finally {
       arrival.leave();
     }
@@ -322,7 +326,16 @@ export class Payments {
     // A purchase's one "service" is its credit: claimed before the record says "settled", so a
     // duplicate that then sees "settled" cannot take what this request paid for.
     if (!record.call) await this.services.store.claimPaymentService(id, done.expiresAt!);
-    return this.accepted(await this.credit(done), networkName);
+    const credited = this.phase("credit", network.name);
+    const saved = await this.credit(done);
+    credited();
+    return this.accepted(saved, networkName);
+  }
+
+  /** Starts timing one phase of a new payment (metrics: toolgate_payment_phase_seconds); call the answer at its end. */
+  private phase(phase: "verify" | "settle" | "credit", network: string): () => void {
+    const end = this.services.metrics.paymentPhases.startTimer({ phase, network });
+    return () => void end();
   }
 
   /**

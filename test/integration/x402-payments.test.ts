@@ -265,6 +265,40 @@ describe("a paid call with an x402 payment identifier (a new authorization each 
   }, 30_000);
 });
 
+describe("the payment phases operators see in /metrics", () => {
+  it("count each new payment's verify, settle and credit once, on its network, and not a replay of it", async () => {
+    const phases = async () => {
+      const text = await (await fetch(`${setup.gw.url}/metrics`)).text();
+      const read = (phase: string, part: "count" | "sum") =>
+        Number(
+          new RegExp(
+            `toolgate_payment_phase_seconds_${part}\\{phase="${phase}",network="base-sepolia"\\} ([0-9.e-]+)`,
+          ).exec(text)?.[1] ?? 0,
+        );
+      return Object.fromEntries(
+        ["verify", "settle", "credit"].map((p) => [p, { n: read(p, "count"), s: read(p, "sum") }]),
+      );
+    };
+    const before = await phases();
+    const payer = await fundedWallet(setup.chains.base, 51_101);
+    const payload = await signAuthorization({
+      account: payer,
+      chain: setup.chains.base,
+      value: PRICE,
+    });
+    const headers = { "x-payment": v1Header("base-sepolia", payload) };
+    expect((await callHash(headers, "phases")).status).toBe(200);
+    const after = await phases();
+    for (const phase of ["verify", "settle", "credit"]) {
+      expect(after[phase]!.n - before[phase]!.n, phase).toBe(1);
+      expect(after[phase]!.s, phase).toBeGreaterThan(before[phase]!.s);
+    }
+    // The same payment sent again is answered from its record: no phase runs for it.
+    expect((await callHash(headers, "phases")).status).toBe(200);
+    expect(await phases()).toEqual(after);
+  }, 30_000);
+});
+
 describe("official clients", () => {
   it("x402-fetch (v1) pays on the Base chain: the tool answers and exactly the price moves", async () => {
     const payer = PAYERS[1]!;
