@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { RedisOptions } from "ioredis";
+import type { ChainableCommander, RedisOptions } from "ioredis";
 import { DEPLETED_MESSAGE } from "../events/types.js";
 import { StoreUnavailableError } from "./errors.js";
 import { connectRedis, type RedisConnection, withinDeadline } from "./redis-connection.js";
@@ -78,11 +78,27 @@ function loadScript(name: string, prelude: string): string {
 }
 
 type ScriptRunner = (keys: string[], args: (string | number)[]) => Promise<unknown>;
+type ScriptQueuer = (
+  pipeline: ChainableCommander,
+  keys: string[],
+  args: (string | number)[],
+) => unknown;
+
+/** The global index writes that follow an account script (`scriptThenIndex`). */
+export interface IndexWrites {
+  sadd(key: string, member: string): unknown;
+  /** ZADD NX: a member already there keeps its score. */
+  zaddNew(key: string, score: number, member: string): unknown;
+}
 
 /** Defines each script once as a command of the connection (EVALSHA, EVAL on a script cache miss). */
-function defineScripts(redis: RedisConnection): Record<ScriptName, ScriptRunner> {
+function defineScripts(redis: RedisConnection): {
+  run: Record<ScriptName, ScriptRunner>;
+  queue: Record<ScriptName, ScriptQueuer>;
+} {
   const prelude = `local DEPLETED_MESSAGE = ${JSON.stringify(DEPLETED_MESSAGE)}\n${readFileSync(new URL("../credits/lua/prelude.lua", import.meta.url), "utf8")}`;
   const run = {} as Record<ScriptName, ScriptRunner>;
+  const queue = {} as Record<ScriptName, ScriptQueuer>;
   for (const name of Object.keys(KEY_COUNTS) as ScriptName[]) {
     const command = `tg_${name.replace("-", "_")}`;
     redis.defineCommand(command, {
@@ -94,8 +110,13 @@ function defineScripts(redis: RedisConnection): Record<ScriptName, ScriptRunner>
         ...keys,
         ...args,
       );
+    queue[name] = (pipeline, keys, args) =>
+      (pipeline as unknown as Record<string, (...a: unknown[]) => unknown>)[command]!(
+        ...keys,
+        ...args,
+      );
   }
-  return run;
+  return { run, queue };
 }
 
 export interface RedisStoreOptions {
@@ -123,6 +144,20 @@ export interface RedisContext {
   script<T>(name: ScriptName, keys: string[], args: (string | number)[]): Promise<T>;
   /** Records that an account has events waiting; a separate command because the index lies outside the account's slot. */
   markOutbox(accountId: string, events: unknown[]): Promise<void>;
+  /**
+   * Runs one script, then the global index writes `indexes` makes (the outbox index after a
+   * script that wrote events, the accounts index after a new account), which lie outside the
+   * script's slot. On one Redis node they go in one pipeline, after the script: one round trip.
+   * In a Cluster they are written together once the script has answered. Either way they are
+   * written even if the script refused: an index entry with nothing behind it is harmless (the
+   * relay finds the outbox empty), a missing one leaves events undelivered.
+   */
+  scriptThenIndex<T>(
+    name: ScriptName,
+    keys: string[],
+    args: (string | number)[],
+    indexes: (writes: IndexWrites) => void,
+  ): Promise<T>;
   /** How many requests `call` has sent (each a command, a script or a MULTI block). */
   requestsSent(): number;
 }
@@ -146,7 +181,8 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
   redis.on("error", () => {
     /* surfaced per command as StoreUnavailableError; ioredis reconnects by itself */
   });
-  const run = defineScripts(redis);
+  const { run, queue } = defineScripts(redis);
+  const cluster = options.cluster ?? false;
   const timeoutMs = options.commandTimeoutMs ?? 2000;
 
   /**
@@ -194,17 +230,48 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     }
   }
 
+  /** A script's reply, a JSON one parsed. */
+  const parsed = <T>(raw: unknown): T =>
+    (typeof raw === "string" && (raw.startsWith("{") || raw.startsWith("["))
+      ? JSON.parse(raw)
+      : raw) as T;
+
   async function script<T>(
     name: ScriptName,
     keys: string[],
     args: (string | number)[],
   ): Promise<T> {
-    const raw = await call(() => run[name](keys, args));
-    return (
-      typeof raw === "string" && (raw.startsWith("{") || raw.startsWith("["))
-        ? JSON.parse(raw)
-        : raw
-    ) as T;
+    return parsed<T>(await call(() => run[name](keys, args)));
+  }
+
+  async function scriptThenIndex<T>(
+    name: ScriptName,
+    keys: string[],
+    args: (string | number)[],
+    indexes: (writes: IndexWrites) => void,
+  ): Promise<T> {
+    if (cluster) {
+      const result = await script<T>(name, keys, args);
+      const writes: Promise<unknown>[] = [];
+      indexes({
+        sadd: (key, member) => writes.push(call(() => redis.sadd(key, member))),
+        zaddNew: (key, score, member) =>
+          writes.push(call(() => redis.zadd(key, "NX", score, member))),
+      });
+      await Promise.all(writes);
+      return result;
+    }
+    const replies = await call(() => {
+      const pipeline = redis.pipeline();
+      queue[name](pipeline, keys, args);
+      indexes({
+        sadd: (key, member) => pipeline.sadd(key, member),
+        zaddNew: (key, score, member) => pipeline.zadd(key, "NX", score, member),
+      });
+      return pipeline.exec();
+    });
+    for (const [err] of replies ?? []) if (err) throw err;
+    return parsed<T>(replies![0]![1]);
   }
 
   async function markOutbox(accountId: string, events: unknown[]): Promise<void> {
@@ -218,6 +285,7 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     call,
     script,
     markOutbox,
+    scriptThenIndex,
     requestsSent: () => sent,
   };
 }

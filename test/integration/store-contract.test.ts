@@ -371,6 +371,35 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       payment_session_id: "84532:test",
     });
 
+  it("writes a new account and a credit each with their global indexes, in one request to one Redis node; an account made again keeps its place", async () => {
+    const sent = store.requestsSent();
+    const { a } = await walletAccountWithOpening();
+    const created = store.requestsSent();
+    await store.topUp(a.id, "purchase", { amount: 1, requestId: newRequestId(), reason: "x402" }, [
+      paymentEvent(a.id),
+    ]);
+    // One round trip each on one node; a Cluster, whose indexes lie in other slots, writes them after.
+    if (kind === "redis") expect([created - sent, store.requestsSent() - created]).toEqual([1, 1]);
+    expect(await store.outboxAccounts()).toContain(a.id);
+    expect((await store.readOutbox(a.id, 10)).map((e) => e.event)).toEqual([
+      "agent.registered",
+      "payment.received",
+    ]);
+    await new Promise((r) => setTimeout(r, 5)); // listed by creation time: a later millisecond
+    const { a: later } = await walletAccountWithOpening();
+    const listed = async () => (await store.listAccounts({ limit: 10 })).items.map((x) => x.id);
+    expect(await listed()).toEqual([a.id, later.id]);
+    await expect(
+      store.createAccount(
+        { id: a.id, email: null, tier: "free" },
+        { amount: 0, requestId: newRequestId(), reason: "again" },
+        [],
+      ),
+    ).rejects.toThrow();
+    expect(await listed()).toEqual([a.id, later.id]);
+    expect((await store.getAccount(a.id))?.balance).toBe(1);
+  });
+
   it("a top-up's event stays indexed for the relay whether or not events were already waiting, and through a relay acknowledging the earlier ones meanwhile", async () => {
     // Its opening event waits in the outbox, indexed.
     const { a, opening } = await walletAccountWithOpening();

@@ -59,7 +59,7 @@ export function redisAccounts({
   redis,
   call,
   script,
-  markOutbox,
+  scriptThenIndex,
   options,
 }: RedisContext): AccountStore {
   return {
@@ -68,7 +68,10 @@ export function redisAccounts({
       grant: CreditChange & { amount: number },
       events: EventRecord[],
     ): Promise<AccountRecord> {
-      const raw = await script<RawAccount>(
+      // Two global indexes, independent of each other, written after the account (one round
+      // trip on one Redis node). The accounts index orders by creation as this process saw it
+      // (the account's own created_at is Redis's clock): the same moment within clock skew.
+      const raw = await scriptThenIndex<RawAccount>(
         "create-account",
         [redisKey.account(account.id), redisKey.ledger(account.id), redisKey.outbox(account.id)],
         [
@@ -80,14 +83,12 @@ export function redisAccounts({
           grant.requestId,
           JSON.stringify(events),
         ],
+        (writes) => {
+          writes.zaddNew(redisKey.accounts(), Date.now(), account.id);
+          if (events.length > 0) writes.sadd(redisKey.outboxAccounts(), account.id);
+        },
       );
-      const created = toAccount(raw);
-      // Two global indexes, independent of each other: written together.
-      await Promise.all([
-        call(() => redis.zadd(redisKey.accounts(), created.createdAt, account.id)),
-        markOutbox(account.id, events),
-      ]);
-      return created;
+      return toAccount(raw);
     },
 
     async getAccount(id: string): Promise<AccountRecord | null> {

@@ -77,7 +77,13 @@ function eventsFrom(raw: unknown): EventRecord[] {
   return Array.isArray(raw) ? raw.map(parseEventRecord) : [];
 }
 
-export function redisCredits({ script, markOutbox, options, windows }: RedisContext): CreditStore {
+export function redisCredits({
+  script,
+  scriptThenIndex,
+  markOutbox,
+  options,
+  windows,
+}: RedisContext): CreditStore {
   const tiersJson = JSON.stringify(options.tiers);
   /** The admission script's keys and arguments (admit.lua; idempotent-admit.lua adds its own after them). */
   const admitInput = (request: AdmitRequest) => {
@@ -193,7 +199,11 @@ export function redisCredits({ script, markOutbox, options, windows }: RedisCont
       events: EventRecord[] = [],
       plan?: PlanChange,
     ) {
-      const result = await script<{ status: string; account?: RawAccount }>(
+      // The outbox index is written with the credit (one round trip on one Redis node), every
+      // time, even when events were already waiting or the credit was applied before: an
+      // appender that crashed before indexing its event would otherwise leave the account's
+      // events undelivered until a restart rebuilds the index.
+      const result = await scriptThenIndex<{ status: string; account?: RawAccount }>(
         "top-up",
         [
           redisKey.account(accountId),
@@ -212,12 +222,11 @@ export function redisCredits({ script, markOutbox, options, windows }: RedisCont
           plan?.periodMs ?? 0,
           grant.rearm === false ? 0 : 1,
         ],
+        (writes) => {
+          if (events.length > 0) writes.sadd(redisKey.outboxAccounts(), accountId);
+        },
       );
       if (result.status === "not_found") return null;
-      // Indexed every time, even when events were already waiting: an appender that crashed
-      // before indexing its event would otherwise leave the account's events undelivered until
-      // a restart rebuilds the index.
-      if (result.status === "applied") await markOutbox(accountId, events);
       return { applied: result.status === "applied", account: toAccount(result.account!) };
     },
 
