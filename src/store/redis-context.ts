@@ -84,9 +84,10 @@ type ScriptQueuer = (
   args: (string | number)[],
 ) => unknown;
 
-/** The global index writes that follow an account script (`scriptThenIndex`). */
+/** The global index writes that go with an account script (`scriptWithIndexes`). */
 export interface IndexWrites {
   sadd(key: string, member: string): unknown;
+  srem(key: string, member: string): unknown;
   /** ZADD NX: a member already there keeps its score. */
   zaddNew(key: string, score: number, member: string): unknown;
 }
@@ -145,18 +146,19 @@ export interface RedisContext {
   /** Records that an account has events waiting; a separate command because the index lies outside the account's slot. */
   markOutbox(accountId: string, events: unknown[]): Promise<void>;
   /**
-   * Runs one script, then the global index writes `indexes` makes (the outbox index after a
-   * script that wrote events, the accounts index after a new account), which lie outside the
-   * script's slot. On one Redis node they go in one pipeline, after the script: one round trip.
-   * In a Cluster they are written together once the script has answered. Either way they are
-   * written even if the script refused: an index entry with nothing behind it is harmless (the
-   * relay finds the outbox empty), a missing one leaves events undelivered.
+   * Runs one script with the global index writes that go with it, which lie outside the script's
+   * slot: `before` it (the relay unindexes an outbox before acknowledging it) and `after` it (the
+   * outbox index after a script that wrote events, the accounts index after a new account). On
+   * one Redis node all go in one pipeline, in that order: one round trip. In a Cluster each group
+   * is written together in its turn. The writes after are made even if the script refused: an
+   * index entry with nothing behind it is harmless (the relay finds the outbox empty), a missing
+   * one leaves events undelivered.
    */
-  scriptThenIndex<T>(
+  scriptWithIndexes<T>(
     name: ScriptName,
     keys: string[],
     args: (string | number)[],
-    indexes: (writes: IndexWrites) => void,
+    indexes: { before?: (writes: IndexWrites) => void; after?: (writes: IndexWrites) => void },
   ): Promise<T>;
   /** How many requests `call` has sent (each a command, a script or a MULTI block). */
   requestsSent(): number;
@@ -244,34 +246,44 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     return parsed<T>(await call(() => run[name](keys, args)));
   }
 
-  async function scriptThenIndex<T>(
+  async function scriptWithIndexes<T>(
     name: ScriptName,
     keys: string[],
     args: (string | number)[],
-    indexes: (writes: IndexWrites) => void,
+    indexes: { before?: (writes: IndexWrites) => void; after?: (writes: IndexWrites) => void },
   ): Promise<T> {
     if (cluster) {
+      const written = async (group?: (writes: IndexWrites) => void) => {
+        const writes: Promise<unknown>[] = [];
+        group?.({
+          sadd: (key, member) => writes.push(call(() => redis.sadd(key, member))),
+          srem: (key, member) => writes.push(call(() => redis.srem(key, member))),
+          zaddNew: (key, score, member) =>
+            writes.push(call(() => redis.zadd(key, "NX", score, member))),
+        });
+        await Promise.all(writes);
+      };
+      await written(indexes.before);
       const result = await script<T>(name, keys, args);
-      const writes: Promise<unknown>[] = [];
-      indexes({
-        sadd: (key, member) => writes.push(call(() => redis.sadd(key, member))),
-        zaddNew: (key, score, member) =>
-          writes.push(call(() => redis.zadd(key, "NX", score, member))),
-      });
-      await Promise.all(writes);
+      await written(indexes.after);
       return result;
     }
+    let at = 0; // the script's reply's place in the pipeline
     const replies = await call(() => {
       const pipeline = redis.pipeline();
-      queue[name](pipeline, keys, args);
-      indexes({
+      const writes: IndexWrites = {
         sadd: (key, member) => pipeline.sadd(key, member),
+        srem: (key, member) => pipeline.srem(key, member),
         zaddNew: (key, score, member) => pipeline.zadd(key, "NX", score, member),
-      });
+      };
+      indexes.before?.(writes);
+      at = pipeline.length;
+      queue[name](pipeline, keys, args);
+      indexes.after?.(writes);
       return pipeline.exec();
     });
     for (const [err] of replies ?? []) if (err) throw err;
-    return parsed<T>(replies![0]![1]);
+    return parsed<T>(replies![at]![1]);
   }
 
   async function markOutbox(accountId: string, events: unknown[]): Promise<void> {
@@ -285,7 +297,7 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     call,
     script,
     markOutbox,
-    scriptThenIndex,
+    scriptWithIndexes,
     requestsSent: () => sent,
   };
 }

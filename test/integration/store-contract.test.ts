@@ -371,7 +371,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       payment_session_id: "84532:test",
     });
 
-  it("writes a new account and a credit each with their global indexes, in one request to one Redis node; an account made again keeps its place", async () => {
+  it("writes a new account, a credit and a relay's acknowledgement each with their global indexes, in one request to one Redis node; an account made again keeps its place", async () => {
     const sent = store.requestsSent();
     const { a } = await walletAccountWithOpening();
     const created = store.requestsSent();
@@ -381,10 +381,14 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     // One round trip each on one node; a Cluster, whose indexes lie in other slots, writes them after.
     if (kind === "redis") expect([created - sent, store.requestsSent() - created]).toEqual([1, 1]);
     expect(await store.outboxAccounts()).toContain(a.id);
-    expect((await store.readOutbox(a.id, 10)).map((e) => e.event)).toEqual([
-      "agent.registered",
-      "payment.received",
-    ]);
+    const waiting = await store.readOutbox(a.id, 10);
+    expect(waiting.map((e) => e.event)).toEqual(["agent.registered", "payment.received"]);
+    // The relay hands them on: unindexed and acknowledged, also one round trip on one node.
+    const handing = store.requestsSent();
+    await store.handOn(a.id, waiting, 10);
+    if (kind === "redis") expect(store.requestsSent() - handing).toBe(1);
+    expect(await store.outboxAccounts()).not.toContain(a.id);
+    expect(await store.readOutbox(a.id, 10)).toEqual([]);
     await new Promise((r) => setTimeout(r, 5)); // listed by creation time: a later millisecond
     const { a: later } = await walletAccountWithOpening();
     const listed = async () => (await store.listAccounts({ limit: 10 })).items.map((x) => x.id);

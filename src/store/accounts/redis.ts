@@ -59,7 +59,7 @@ export function redisAccounts({
   redis,
   call,
   script,
-  scriptThenIndex,
+  scriptWithIndexes,
   options,
 }: RedisContext): AccountStore {
   return {
@@ -71,7 +71,7 @@ export function redisAccounts({
       // Two global indexes, independent of each other, written after the account (one round
       // trip on one Redis node). The accounts index orders by creation as this process saw it
       // (the account's own created_at is Redis's clock): the same moment within clock skew.
-      const raw = await scriptThenIndex<RawAccount>(
+      const raw = await scriptWithIndexes<RawAccount>(
         "create-account",
         [redisKey.account(account.id), redisKey.ledger(account.id), redisKey.outbox(account.id)],
         [
@@ -83,9 +83,11 @@ export function redisAccounts({
           grant.requestId,
           JSON.stringify(events),
         ],
-        (writes) => {
-          writes.zaddNew(redisKey.accounts(), Date.now(), account.id);
-          if (events.length > 0) writes.sadd(redisKey.outboxAccounts(), account.id);
+        {
+          after: (writes) => {
+            writes.zaddNew(redisKey.accounts(), Date.now(), account.id);
+            if (events.length > 0) writes.sadd(redisKey.outboxAccounts(), account.id);
+          },
         },
       );
       return toAccount(raw);

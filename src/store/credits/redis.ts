@@ -79,7 +79,7 @@ function eventsFrom(raw: unknown): EventRecord[] {
 
 export function redisCredits({
   script,
-  scriptThenIndex,
+  scriptWithIndexes,
   markOutbox,
   options,
   windows,
@@ -203,7 +203,7 @@ export function redisCredits({
       // time, even when events were already waiting or the credit was applied before: an
       // appender that crashed before indexing its event would otherwise leave the account's
       // events undelivered until a restart rebuilds the index.
-      const result = await scriptThenIndex<{ status: string; account?: RawAccount }>(
+      const result = await scriptWithIndexes<{ status: string; account?: RawAccount }>(
         "top-up",
         [
           redisKey.account(accountId),
@@ -222,8 +222,10 @@ export function redisCredits({
           plan?.periodMs ?? 0,
           grant.rearm === false ? 0 : 1,
         ],
-        (writes) => {
-          if (events.length > 0) writes.sadd(redisKey.outboxAccounts(), accountId);
+        {
+          after: (writes) => {
+            if (events.length > 0) writes.sadd(redisKey.outboxAccounts(), accountId);
+          },
         },
       );
       if (result.status === "not_found") return null;

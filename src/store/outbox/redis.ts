@@ -9,23 +9,30 @@ import { type EventRecord, parseEventRecord } from "../../events/types.js";
 import { type RedisContext, redisKey } from "../redis-context.js";
 import type { Outbox } from "./index.js";
 
-export function redisOutbox({ redis, call, script, markOutbox, options }: RedisContext): Outbox {
+export function redisOutbox({
+  redis,
+  call,
+  script,
+  scriptWithIndexes,
+  markOutbox,
+  options,
+}: RedisContext): Outbox {
   /**
    * The one script that writes an account's event log (outbox-ack.lua): logs `logged` (the last
    * `keep` of the log kept) and removes the events `eventIds` from its outbox; answers how many
    * events are still waiting there.
    */
-  const logAndAck = (
+  const ackArgs = (
     accountId: string,
     logged: EventRecord[],
     keep: number | null,
     eventIds: string[],
-  ) =>
-    script<number>(
-      "outbox-ack",
-      [redisKey.outbox(accountId), redisKey.events(accountId)],
-      [keep ?? "", logged.length, ...logMembers(logged), ...eventIds],
-    );
+  ): [string[], (string | number)[]] => [
+    [redisKey.outbox(accountId), redisKey.events(accountId)],
+    [keep ?? "", logged.length, ...logMembers(logged), ...eventIds],
+  ];
+  const logAndAck = (...args: Parameters<typeof ackArgs>) =>
+    script<number>("outbox-ack", ...ackArgs(...args));
 
   /**
    * Acknowledges `eventIds` (logging `logged` in the same step). Unindexed first, re-indexed after
@@ -39,10 +46,14 @@ export function redisOutbox({ redis, call, script, markOutbox, options }: RedisC
     keep: number | null,
   ) => {
     const index = redisKey.outboxAccounts();
-    await call(() => redis.srem(index, accountId));
     let waiting: number;
     try {
-      waiting = await logAndAck(accountId, logged, keep, eventIds);
+      // Unindexed, then acknowledged: one round trip on one Redis node.
+      waiting = await scriptWithIndexes<number>(
+        "outbox-ack",
+        ...ackArgs(accountId, logged, keep, eventIds),
+        { before: (writes) => writes.srem(index, accountId) },
+      );
     } catch (err) {
       // Nothing was acknowledged: the events stay waiting, so the index must say so again.
       await call(() => redis.sadd(index, accountId)).catch(() => undefined);
