@@ -268,8 +268,7 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
       await written(indexes.after);
       return result;
     }
-    let at = 0; // the script's reply's place in the pipeline
-    const replies = await call(() => {
+    const reply = await call(async () => {
       const pipeline = redis.pipeline();
       const writes: IndexWrites = {
         sadd: (key, member) => pipeline.sadd(key, member),
@@ -277,13 +276,16 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
         zaddNew: (key, score, member) => pipeline.zadd(key, "NX", score, member),
       };
       indexes.before?.(writes);
-      at = pipeline.length;
+      const at = pipeline.length; // the script's reply's place
       queue[name](pipeline, keys, args);
       indexes.after?.(writes);
-      return pipeline.exec();
+      const replies = await pipeline.exec();
+      // Thrown inside `call`, so a lost connection is told apart from a script's refusal as ever.
+      for (const [err] of replies ?? []) if (err) throw err;
+      if (!replies?.[at]) throw new Error(`no reply to ${name} from the pipeline`);
+      return replies[at][1];
     });
-    for (const [err] of replies ?? []) if (err) throw err;
-    return parsed<T>(replies![at]![1]);
+    return parsed<T>(reply);
   }
 
   async function markOutbox(accountId: string, events: unknown[]): Promise<void> {
