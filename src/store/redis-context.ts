@@ -86,11 +86,30 @@ type ScriptQueuer = (
 
 /** The global index writes that go with an account script (`scriptWithIndexes`). */
 export interface IndexWrites {
+  /** Indexes an account whose script wrote `events` to its outbox (none written: nothing to index). */
+  outbox(accountId: string, events: unknown[]): void;
+  /** Takes an account out of the outbox index (the relay, before it acknowledges). */
+  unindexOutbox(accountId: string): void;
+  /** Lists a new account (ZADD NX: an account already listed keeps its place). */
+  listAccount(accountId: string, createdAt: number): void;
+}
+
+/** What an index write is sent on: the connection itself, or a pipeline being filled. */
+interface IndexCommands {
   sadd(key: string, member: string): unknown;
   srem(key: string, member: string): unknown;
-  /** ZADD NX: a member already there keeps its score. */
-  zaddNew(key: string, score: number, member: string): unknown;
+  zadd(key: string, nx: "NX", score: number, member: string): unknown;
 }
+
+/** The index writes, each handed to `send` as the command to run on its target. */
+const indexWrites = (send: (command: (on: IndexCommands) => unknown) => void): IndexWrites => ({
+  outbox: (accountId, events) => {
+    if (events.length > 0) send((on) => on.sadd(redisKey.outboxAccounts(), accountId));
+  },
+  unindexOutbox: (accountId) => send((on) => on.srem(redisKey.outboxAccounts(), accountId)),
+  listAccount: (accountId, createdAt) =>
+    send((on) => on.zadd(redisKey.accounts(), "NX", createdAt, accountId)),
+});
 
 /** Defines each script once as a command of the connection (EVALSHA, EVAL on a script cache miss). */
 function defineScripts(redis: RedisConnection): {
@@ -253,28 +272,14 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     indexes: { before?: (writes: IndexWrites) => void; after?: (writes: IndexWrites) => void },
   ): Promise<T> {
     if (cluster) {
-      const written = async (group?: (writes: IndexWrites) => void) => {
-        const writes: Promise<unknown>[] = [];
-        group?.({
-          sadd: (key, member) => writes.push(call(() => redis.sadd(key, member))),
-          srem: (key, member) => writes.push(call(() => redis.srem(key, member))),
-          zaddNew: (key, score, member) =>
-            writes.push(call(() => redis.zadd(key, "NX", score, member))),
-        });
-        await Promise.all(writes);
-      };
-      await written(indexes.before);
+      await writeIndexes(indexes.before);
       const result = await script<T>(name, keys, args);
-      await written(indexes.after);
+      await writeIndexes(indexes.after);
       return result;
     }
     const reply = await call(async () => {
       const pipeline = redis.pipeline();
-      const writes: IndexWrites = {
-        sadd: (key, member) => pipeline.sadd(key, member),
-        srem: (key, member) => pipeline.srem(key, member),
-        zaddNew: (key, score, member) => pipeline.zadd(key, "NX", score, member),
-      };
+      const writes = indexWrites((command) => command(pipeline));
       indexes.before?.(writes);
       const at = pipeline.length; // the script's reply's place
       queue[name](pipeline, keys, args);
@@ -288,8 +293,15 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     return parsed<T>(reply);
   }
 
+  /** Index writes as requests of their own, made together. */
+  async function writeIndexes(group?: (writes: IndexWrites) => void): Promise<void> {
+    const writes: Promise<unknown>[] = [];
+    group?.(indexWrites((command) => writes.push(call(async () => command(redis)))));
+    await Promise.all(writes);
+  }
+
   async function markOutbox(accountId: string, events: unknown[]): Promise<void> {
-    if (events.length > 0) await call(() => redis.sadd(redisKey.outboxAccounts(), accountId));
+    await writeIndexes((writes) => writes.outbox(accountId, events));
   }
 
   return {

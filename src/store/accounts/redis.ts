@@ -85,8 +85,8 @@ export function redisAccounts({
         ],
         {
           after: (writes) => {
-            writes.zaddNew(redisKey.accounts(), Date.now(), account.id);
-            if (events.length > 0) writes.sadd(redisKey.outboxAccounts(), account.id);
+            writes.listAccount(account.id, Date.now());
+            writes.outbox(account.id, events);
           },
         },
       );

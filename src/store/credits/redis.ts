@@ -222,11 +222,7 @@ export function redisCredits({
           plan?.periodMs ?? 0,
           grant.rearm === false ? 0 : 1,
         ],
-        {
-          after: (writes) => {
-            if (events.length > 0) writes.sadd(redisKey.outboxAccounts(), accountId);
-          },
-        },
+        { after: (writes) => writes.outbox(accountId, events) },
       );
       if (result.status === "not_found") return null;
       return { applied: result.status === "applied", account: toAccount(result.account!) };

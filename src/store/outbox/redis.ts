@@ -52,7 +52,7 @@ export function redisOutbox({
       waiting = await scriptWithIndexes<number>(
         "outbox-ack",
         ...ackArgs(accountId, logged, keep, eventIds),
-        { before: (writes) => writes.srem(index, accountId) },
+        { before: (writes) => writes.unindexOutbox(accountId) },
       );
     } catch (err) {
       // Nothing was acknowledged: the events stay waiting, so the index must say so again.
