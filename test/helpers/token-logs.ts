@@ -7,24 +7,11 @@ import { tokenAbi } from "../../src/payments/verify.js";
  */
 const log = (address: Address, topics: Hex[], data: Hex = "0x") =>
   ({ address, topics, data }) as unknown as Log;
+const topics = (eventName: "AuthorizationUsed" | "Transfer", args: Record<string, unknown>) =>
+  encodeEventTopics({ abi: tokenAbi, eventName, args } as never) as Hex[];
 
 export const authorizationUsedLog = (token: Address, authorizer: Address, nonce: Hex) =>
-  log(
-    token,
-    encodeEventTopics({
-      abi: tokenAbi,
-      eventName: "AuthorizationUsed",
-      args: { authorizer, nonce },
-    } as never) as Hex[],
-  );
+  log(token, topics("AuthorizationUsed", { authorizer, nonce }));
 
 export const transferLog = (token: Address, from: Address, to: Address, value: bigint) =>
-  log(
-    token,
-    encodeEventTopics({
-      abi: tokenAbi,
-      eventName: "Transfer",
-      args: { from, to },
-    } as never) as Hex[],
-    encodeAbiParameters([{ type: "uint256" }], [value]),
-  );
+  log(token, topics("Transfer", { from, to }), encodeAbiParameters([{ type: "uint256" }], [value]));
