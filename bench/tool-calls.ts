@@ -7,6 +7,7 @@
  *
  *   npm run bench            (Redis at 127.0.0.1:6379; BENCH_CALLS=20000 BENCH_CONCURRENCY=32)
  *   BENCH_PROFILE=/tmp/prof  also writes a CPU profile of the gateway (.cpuprofile) there
+ *   BENCH_NODE_ARGS="…"      more flags for the gateway's node (e.g. --perf-basic-prof for `perf`)
  *   BENCH_GATEWAY_ENTRY=…    the gateway to measure (default dist/src/main.js once built, else src/main.ts)
  *   BENCH_BASELINE_ENTRY=…   another build's entry (e.g. main's dist/src/main.js) measured in the same run, in
  *                            alternating rounds (BENCH_ROUNDS, default 3): CPU per call, latency added, cold start
@@ -184,6 +185,7 @@ async function main() {
   const profile = process.env.BENCH_PROFILE
     ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`]
     : [];
+  profile.push(...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []));
   const built = new URL("../dist/src/main.js", import.meta.url).pathname;
   const entry = process.env.BENCH_GATEWAY_ENTRY ?? (existsSync(built) ? built : "src/main.ts");
   const baselineEntry = process.env.BENCH_BASELINE_ENTRY ?? null;
