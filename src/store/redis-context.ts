@@ -94,15 +94,10 @@ export interface IndexWrites {
   listAccount(accountId: string, createdAt: number): void;
 }
 
-/** What an index write is sent on: the connection itself, or a pipeline being filled. */
-interface IndexCommands {
-  sadd(key: string, member: string): unknown;
-  srem(key: string, member: string): unknown;
-  zadd(key: string, nx: "NX", score: number, member: string): unknown;
-}
-
-/** The index writes, each handed to `send` as the command to run on its target. */
-const indexWrites = (send: (command: (on: IndexCommands) => unknown) => void): IndexWrites => ({
+/** The index writes, each handed to `send` as the command to run on its target (`together`'s). */
+const indexWrites = (
+  send: (command: (on: ChainableCommander) => unknown) => void,
+): IndexWrites => ({
   outbox: (accountId, events) => {
     if (events.length > 0) send((on) => on.sadd(redisKey.outboxAccounts(), accountId));
   },
@@ -110,6 +105,26 @@ const indexWrites = (send: (command: (on: IndexCommands) => unknown) => void): I
   listAccount: (accountId, createdAt) =>
     send((on) => on.zadd(redisKey.accounts(), "NX", createdAt, accountId)),
 });
+
+/** What `together` hands each command: where to send it, and the scripts to send there. */
+export interface TogetherTarget {
+  /**
+   * The commands: a pipeline's on one Redis node, the connection's own in a Cluster. A command
+   * must return what its method returns (a promise on the connection, the pipeline on a pipeline).
+   */
+  on: ChainableCommander;
+  script(name: ScriptName, keys: string[], args: (string | number)[]): unknown;
+}
+
+/** One command for `together`. */
+export type TogetherCommand = (to: TogetherTarget) => unknown;
+
+/** A group of index writes (`IndexWrites`) as commands for `together`. */
+const indexCommands = (group?: (writes: IndexWrites) => void): TogetherCommand[] => {
+  const commands: TogetherCommand[] = [];
+  group?.(indexWrites((command) => commands.push(({ on }) => command(on))));
+  return commands;
+};
 
 /** Defines each script once as a command of the connection (EVALSHA, EVAL on a script cache miss). */
 function defineScripts(redis: RedisConnection): {
@@ -179,7 +194,15 @@ export interface RedisContext {
     args: (string | number)[],
     indexes: { before?: (writes: IndexWrites) => void; after?: (writes: IndexWrites) => void },
   ): Promise<T>;
-  /** How many requests `call` has sent (each a command, a script or a MULTI block). */
+  /**
+   * Sends groups of commands, each group after the one before, the commands of a group
+   * independent of each other. On one Redis node all go in one pipeline: one write, one round
+   * trip, run by Redis in that order. In a Cluster, where their keys lie in different slots, a
+   * group's commands go side by side, one request, and the groups one after another. Answers each
+   * group's replies as Redis gave them, in order; any command's error fails the whole.
+   */
+  together(...groups: TogetherCommand[][]): Promise<unknown[][]>;
+  /** How many requests `call` has sent (each a command, a script, a MULTI block or a `together`). */
   requestsSent(): number;
 }
 
@@ -271,37 +294,47 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     args: (string | number)[],
     indexes: { before?: (writes: IndexWrites) => void; after?: (writes: IndexWrites) => void },
   ): Promise<T> {
-    if (cluster) {
-      await writeIndexes(indexes.before);
-      const result = await script<T>(name, keys, args);
-      await writeIndexes(indexes.after);
-      return result;
-    }
-    const reply = await call(async () => {
-      const pipeline = redis.pipeline();
-      const writes = indexWrites((command) => command(pipeline));
-      indexes.before?.(writes);
-      const at = pipeline.length; // the script's reply's place
-      queue[name](pipeline, keys, args);
-      indexes.after?.(writes);
-      const replies = await pipeline.exec();
-      // Thrown inside `call`, so a lost connection is told apart from a script's refusal as ever.
-      for (const [err] of replies ?? []) if (err) throw err;
-      if (!replies?.[at]) throw new Error(`no reply to ${name} from the pipeline`);
-      return replies[at][1];
-    });
-    return parsed<T>(reply);
+    const replies = await together(
+      indexCommands(indexes.before),
+      [({ script }) => script(name, keys, args)],
+      indexCommands(indexes.after),
+    );
+    return parsed<T>(replies[1]![0]);
   }
 
-  /** Index writes as requests of their own, made together. */
-  async function writeIndexes(group?: (writes: IndexWrites) => void): Promise<void> {
-    const writes: Promise<unknown>[] = [];
-    group?.(indexWrites((command) => writes.push(call(async () => command(redis)))));
-    await Promise.all(writes);
+  async function together(...groups: TogetherCommand[][]): Promise<unknown[][]> {
+    if (cluster) {
+      const on = redis as unknown as ChainableCommander;
+      const script: TogetherTarget["script"] = (name, keys, args) => run[name](keys, args);
+      const answers: unknown[][] = [];
+      for (const group of groups)
+        answers.push(
+          group.length === 0
+            ? []
+            : await call(() => Promise.all(group.map((command) => command({ on, script })))),
+        );
+      return answers;
+    }
+    const commands = groups.flat();
+    if (commands.length === 0) return groups.map(() => []);
+    const replies = await call(async () => {
+      const pipeline = redis.pipeline();
+      const script: TogetherTarget["script"] = (name, keys, args) =>
+        queue[name](pipeline, keys, args);
+      for (const command of commands) command({ on: pipeline, script });
+      const answers = (await pipeline.exec()) ?? [];
+      // Thrown inside `call`, so a lost connection is told apart from a command's error as ever.
+      for (const [err] of answers) if (err) throw err;
+      if (answers.length !== commands.length)
+        throw new Error(`${answers.length} replies to ${commands.length} pipelined commands`);
+      return answers.map(([, reply]) => reply);
+    });
+    let at = 0;
+    return groups.map((group) => replies.slice(at, (at += group.length)));
   }
 
   async function markOutbox(accountId: string, events: unknown[]): Promise<void> {
-    await writeIndexes((writes) => writes.outbox(accountId, events));
+    await together(indexCommands((writes) => writes.outbox(accountId, events)));
   }
 
   return {
@@ -312,6 +345,7 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     script,
     markOutbox,
     scriptWithIndexes,
+    together,
     requestsSent: () => sent,
   };
 }

@@ -7,7 +7,7 @@ import type { DeliveryQueue } from "./queue.js";
 import type { DeliveryJob } from "./types.js";
 
 export const PLATFORM_OWNER = "platform";
-/** How many accounts' outboxes one relay works on at once. */
+/** How many accounts' outboxes one relay works on at once (read together, handed on together). */
 const RELAY_CONCURRENCY = 32;
 /** How many recent events each account's event log keeps without the books (GET /api/v1/events). */
 const EVENT_LOG_LENGTH = 1000;
@@ -58,25 +58,41 @@ export function startRelay(
     )
     .catch((err) => services.log.warn({ err: String(err) }, "could not rebuild the outbox index"));
 
-  const relayAccount = async (accountId: string, platform: WebhookRecord[]) => {
-    // Its waiting events and the account (whose tier decides its own webhooks), read together.
-    const [events, account] = await Promise.all([
-      services.store.readOutbox(accountId, 200),
-      services.store.getAccount(accountId),
+  /**
+   * Relays some accounts' outboxes: their waiting events and the accounts (whose tier decides
+   * their own webhooks) read in one request each, every event enqueued for its webhooks, then
+   * all handed on in one request. An account whose enqueueing failed is not handed on: its
+   * events stay waiting for the next tick (the queue keeps a job id once).
+   */
+  const relayAccounts = async (accountIds: string[], platform: WebhookRecord[]) => {
+    const [outboxes, accounts] = await Promise.all([
+      services.store.readOutboxes(accountIds, 200),
+      services.store.getAccounts(accountIds),
     ]);
-    if (events.length === 0) return services.store.ackOutbox(accountId, []);
-    const own =
-      account && TIERS[account.tier].features.includes("webhooks")
-        ? await services.store.listWebhooks(accountId)
-        : [];
-    // Validated as read (Redis: parseEventRecord in readOutbox) before anything leaves the service.
-    for (const event of events) {
-      for (const webhook of [...own, ...platform]) {
-        if (webhook.events.includes(event.event))
-          await queue.enqueue(`${event.id}_${webhook.id}`, jobFor(webhook, event));
-      }
-    }
-    await services.store.handOn(accountId, events, keep);
+    const enqueued = await Promise.allSettled(
+      accountIds.map(async (accountId, i) => {
+        const events = outboxes[i]!;
+        const account = accounts[i];
+        const own =
+          events.length > 0 && account && TIERS[account.tier].features.includes("webhooks")
+            ? await services.store.listWebhooks(accountId)
+            : [];
+        // Validated as read (Redis: parseEventRecord in readOutboxes) before anything leaves the service.
+        for (const event of events) {
+          for (const webhook of [...own, ...platform]) {
+            if (webhook.events.includes(event.event))
+              await queue.enqueue(`${event.id}_${webhook.id}`, jobFor(webhook, event));
+          }
+        }
+        return { accountId, events };
+      }),
+    );
+    await services.store.handOn(
+      enqueued.flatMap((outcome) => (outcome.status === "fulfilled" ? [outcome.value] : [])),
+      keep,
+    );
+    const failed = enqueued.find((outcome) => outcome.status === "rejected");
+    if (failed) throw failed.reason;
   };
 
   const tick = async () => {
@@ -85,13 +101,8 @@ export function startRelay(
     const accounts = await services.store.outboxAccounts();
     // Accounts are independent of each other: relayed side by side, a bounded number at once,
     // rather than each waiting for the one before.
-    for (let i = 0; i < accounts.length; i += RELAY_CONCURRENCY) {
-      const outcomes = await Promise.allSettled(
-        accounts.slice(i, i + RELAY_CONCURRENCY).map((id) => relayAccount(id, platform)),
-      );
-      const failed = outcomes.find((o) => o.status === "rejected");
-      if (failed) throw failed.reason;
-    }
+    for (let i = 0; i < accounts.length; i += RELAY_CONCURRENCY)
+      await relayAccounts(accounts.slice(i, i + RELAY_CONCURRENCY), platform);
   };
   return every(options.intervalMs ?? 200, tick, (err) =>
     services.log.warn({ err: String(err) }, "webhook relay tick failed; retrying"),

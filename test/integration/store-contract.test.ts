@@ -385,7 +385,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(waiting.map((e) => e.event)).toEqual(["agent.registered", "payment.received"]);
     // The relay hands them on: unindexed and acknowledged, also one round trip on one node.
     const handing = store.requestsSent();
-    await store.handOn(a.id, waiting, 10);
+    await store.handOn([{ accountId: a.id, events: waiting }], 10);
     if (kind === "redis") expect(store.requestsSent() - handing).toBe(1);
     expect(await store.outboxAccounts()).not.toContain(a.id);
     expect(await store.readOutbox(a.id, 10)).toEqual([]);
@@ -438,14 +438,14 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     await store.topUp(a.id, "purchase", { amount: 1, requestId: newRequestId(), reason: "x402" }, [
       later,
     ]);
-    await store.handOn(a.id, read, 10);
+    await store.handOn([{ accountId: a.id, events: read }], 10);
     expect((await store.listEvents(a.id, 10)).map((e) => e.id)).toEqual([opening.id]);
     const rest = await store.readOutbox(a.id, 10);
     expect(rest.map((e) => e.id)).toEqual([later.id]);
     expect(await store.outboxAccounts()).toContain(a.id);
     // Handed on again (a second relay that read the same events): logged once, and nothing waits.
-    await store.handOn(a.id, [...read, ...rest], 10);
-    await store.handOn(a.id, rest, 10);
+    await store.handOn([{ accountId: a.id, events: [...read, ...rest] }], 10);
+    await store.handOn([{ accountId: a.id, events: rest }], 10);
     expect((await store.listEvents(a.id, 10)).map((e) => e.id)).toEqual([later.id, opening.id]);
     expect(await store.readOutbox(a.id, 10)).toEqual([]);
     expect(await store.outboxAccounts()).not.toContain(a.id);
@@ -459,8 +459,45 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
         new Date(Date.now() + s * 1000),
       ),
     );
-    await store.handOn(a.id, more, 2);
+    await store.handOn([{ accountId: a.id, events: more }], 2);
     expect((await store.listEvents(a.id, 10)).map((e) => e.id)).toEqual([more[2]!.id, more[1]!.id]);
+  });
+
+  it("reads, looks up and hands on many accounts' outboxes in one request each to one Redis node, each account's events its own", async () => {
+    const made = [await walletAccountWithOpening(), await walletAccountWithOpening()];
+    const [a, b] = [made[0]!.a, made[1]!.a];
+    const paid = paymentEvent(b.id);
+    await store.topUp(b.id, "purchase", { amount: 1, requestId: newRequestId(), reason: "x402" }, [
+      paid,
+    ]);
+    const ids = [a.id, "acct_nobodyhere", b.id];
+    const before = store.requestsSent();
+    const outboxes = await store.readOutboxes(ids, 10);
+    const accounts = await store.getAccounts(ids);
+    // One round trip each on one node; a Cluster, whose accounts lie in other slots, reads each
+    // account's on its own, side by side, as one request.
+    if (kind === "redis") expect(store.requestsSent() - before).toBe(2);
+    expect(outboxes.map((events) => events.map((e) => e.id))).toEqual([
+      [made[0]!.opening.id],
+      [],
+      [made[1]!.opening.id, paid.id],
+    ]);
+    expect(accounts.map((x) => x?.id ?? null)).toEqual([a.id, null, b.id]);
+    const handing = store.requestsSent();
+    await store.handOn(
+      ids.map((accountId, i) => ({ accountId, events: outboxes[i]! })),
+      10,
+    );
+    if (kind === "redis") expect(store.requestsSent() - handing).toBe(1);
+    for (const x of [a, b]) {
+      expect(await store.readOutbox(x.id, 10)).toEqual([]);
+      expect(await store.outboxAccounts()).not.toContain(x.id);
+    }
+    expect((await store.listEvents(b.id, 10)).map((e) => e.id)).toEqual([
+      paid.id,
+      made[1]!.opening.id,
+    ]);
+    expect((await store.listEvents(a.id, 10)).map((e) => e.id)).toEqual([made[0]!.opening.id]);
   });
 
   it("admits a valid key and names it; refuses an unknown key and another account's key", async () => {

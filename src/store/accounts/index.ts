@@ -11,6 +11,8 @@ export interface AccountStore {
     events: EventRecord[],
   ): Promise<AccountRecord>;
   getAccount(id: string): Promise<AccountRecord | null>;
+  /** `getAccount` for several accounts, in their order, in one request. */
+  getAccounts(ids: string[]): Promise<(AccountRecord | null)[]>;
   /** Oldest first. Throws InvalidCursorError for a cursor that is not an account id. */
   listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>>;
   /** Claims an e-mail address for an account; false when another account holds it. */

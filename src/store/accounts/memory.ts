@@ -53,6 +53,13 @@ export function memoryAccounts(state: MemoryState): AccountStore {
       return a ? state.view(a) : null;
     },
 
+    async getAccounts(ids: string[]) {
+      return ids.map((id) => {
+        const a = state.accounts.get(id);
+        return a ? state.view(a) : null;
+      });
+    },
+
     async listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>> {
       const all = [...state.accounts.values()].sort(
         (x, y) => x.createdAt - y.createdAt || x.id.localeCompare(y.id),

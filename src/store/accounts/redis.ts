@@ -60,8 +60,21 @@ export function redisAccounts({
   call,
   script,
   scriptWithIndexes,
+  together,
   options,
 }: RedisContext): AccountStore {
+  /** Each account's hash (each in its own slot), all in one request. */
+  const getAccounts = async (ids: string[]): Promise<(AccountRecord | null)[]> => {
+    const [hashes] = await together(
+      ids.map(
+        (id) =>
+          ({ on }) =>
+            on.hgetall(redisKey.account(id)),
+      ),
+    );
+    return (hashes as Record<string, string>[]).map(accountFromHash);
+  };
+
   return {
     async createAccount(
       account: NewAccount,
@@ -97,6 +110,8 @@ export function redisAccounts({
       return accountFromHash(await call(() => redis.hgetall(redisKey.account(id))));
     },
 
+    getAccounts,
+
     async listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>> {
       // Cursor = the last id seen; order = creation time, then id (ZSET order).
       let start = 0;
@@ -108,11 +123,9 @@ export function redisAccounts({
       const ids = await call(() =>
         redis.zrange(redisKey.accounts(), String(start), String(start + page.limit)),
       );
-      // One command per account (each in its own slot), all in flight at once.
-      const hashes = await call(() =>
-        Promise.all(ids.slice(0, page.limit).map((id) => redis.hgetall(redisKey.account(id)))),
+      const items = (await getAccounts(ids.slice(0, page.limit))).filter(
+        (a): a is AccountRecord => a !== null,
       );
-      const items = hashes.map(accountFromHash).filter((a): a is AccountRecord => a !== null);
       return { items, nextCursor: ids.length > page.limit ? (ids[page.limit - 1] ?? null) : null };
     },
 

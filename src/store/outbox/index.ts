@@ -5,13 +5,19 @@ export interface Outbox {
   appendEvents(accountId: string, events: EventRecord[]): Promise<void>;
   /** The oldest waiting events, validated (parseEventRecord) where they were read from outside the process. */
   readOutbox(accountId: string, limit: number): Promise<EventRecord[]>;
+  /** `readOutbox` for several accounts, in their order, in one request (the relay's read). */
+  readOutboxes(accountIds: string[], limit: number): Promise<EventRecord[][]>;
   ackOutbox(accountId: string, eventIds: string[]): Promise<void>;
   /**
-   * The relay's last step for events it has handed on: logs them (as `logEvents`) and
-   * acknowledges them (as `ackOutbox`) in one step. The account stays indexed while any event is
-   * still waiting, one appended meanwhile included.
+   * The relay's last step for the events it has handed on, for each account: logs them (as
+   * `logEvents`) and acknowledges them (as `ackOutbox`) in one step. An account stays indexed
+   * while any event is still waiting, one appended meanwhile included. All accounts in one
+   * request.
    */
-  handOn(accountId: string, events: EventRecord[], keep: number | null): Promise<void>;
+  handOn(
+    handed: { accountId: string; events: EventRecord[] }[],
+    keep: number | null,
+  ): Promise<void>;
   /** Accounts that may have undelivered events. */
   outboxAccounts(): Promise<string[]>;
   /**

@@ -19,12 +19,18 @@ export function memoryOutbox(state: MemoryState): Outbox {
       if (a) a.outbox = a.outbox.filter((e) => !eventIds.includes(e.id));
     },
 
-    async handOn(accountId: string, events: EventRecord[], keep: number | null) {
-      await outbox.logEvents(accountId, events, keep);
-      await outbox.ackOutbox(
-        accountId,
-        events.map((e) => e.id),
-      );
+    async readOutboxes(accountIds: string[], limit: number) {
+      return Promise.all(accountIds.map((id) => outbox.readOutbox(id, limit)));
+    },
+
+    async handOn(handed, keep) {
+      for (const { accountId, events } of handed) {
+        await outbox.logEvents(accountId, events, keep);
+        await outbox.ackOutbox(
+          accountId,
+          events.map((e) => e.id),
+        );
+      }
     },
 
     async outboxAccounts() {

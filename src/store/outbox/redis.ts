@@ -13,7 +13,7 @@ export function redisOutbox({
   redis,
   call,
   script,
-  scriptWithIndexes,
+  together,
   markOutbox,
   options,
 }: RedisContext): Outbox {
@@ -35,31 +35,50 @@ export function redisOutbox({
     script<number>("outbox-ack", ...ackArgs(...args));
 
   /**
-   * Acknowledges `eventIds` (logging `logged` in the same step). Unindexed first, re-indexed after
-   * if anything is still waiting: an event appended meanwhile is counted by the script or indexes
-   * itself after it.
+   * Acknowledges each account's `eventIds` (logging `logged` in the same step), all accounts in
+   * one request (`together`). Each is unindexed first and re-indexed after if anything is still
+   * waiting: an event appended meanwhile is counted by the script or indexes itself after it.
    */
-  const settleOutbox = async (
-    accountId: string,
-    eventIds: string[],
-    logged: EventRecord[],
+  const settleOutboxes = async (
+    acks: { accountId: string; eventIds: string[]; logged: EventRecord[] }[],
     keep: number | null,
   ) => {
+    if (acks.length === 0) return;
     const index = redisKey.outboxAccounts();
-    let waiting: number;
+    let waiting: unknown[];
     try {
-      // Unindexed, then acknowledged: one round trip on one Redis node.
-      waiting = await scriptWithIndexes<number>(
-        "outbox-ack",
-        ...ackArgs(accountId, logged, keep, eventIds),
-        { before: (writes) => writes.unindexOutbox(accountId) },
-      );
+      [, waiting] = (await together(
+        acks.map(
+          ({ accountId }) =>
+            ({ on }) =>
+              on.srem(index, accountId),
+        ),
+        acks.map(
+          ({ accountId, eventIds, logged }) =>
+            ({ script }) =>
+              script("outbox-ack", ...ackArgs(accountId, logged, keep, eventIds)),
+        ),
+      )) as [unknown[], unknown[]];
     } catch (err) {
-      // Nothing was acknowledged: the events stay waiting, so the index must say so again.
-      await call(() => redis.sadd(index, accountId)).catch(() => undefined);
+      // Nothing known to be acknowledged: the events stay waiting, so the index must say so again.
+      const all = acks.map((a) => a.accountId);
+      await call(() => redis.sadd(index, ...all)).catch(() => undefined);
       throw err;
     }
-    if (waiting > 0) await call(() => redis.sadd(index, accountId));
+    const still = acks.filter((_, i) => Number(waiting[i]) > 0).map((a) => a.accountId);
+    if (still.length > 0) await call(() => redis.sadd(index, ...still));
+  };
+
+  /** The oldest `limit` events waiting in each account's outbox, all read in one request. */
+  const readOutboxes = async (accountIds: string[], limit: number) => {
+    const [rows] = (await together(
+      accountIds.map(
+        (id) =>
+          ({ on }) =>
+            on.xrange(redisKey.outbox(id), "-", "+", "COUNT", limit),
+      ),
+    )) as [[string, string[]][][]];
+    return rows.map((entries) => entries.map(([, fields]) => eventOf(fields)));
   };
 
   return {
@@ -87,31 +106,22 @@ export function redisOutbox({
     },
 
     async readOutbox(accountId: string, limit: number): Promise<EventRecord[]> {
-      const rows = await call(() =>
-        redis.xrange(redisKey.outbox(accountId), "-", "+", "COUNT", limit),
-      );
-      return rows.map(([, fields]) => {
-        const f: Record<string, string> = {};
-        for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
-        return parseEventRecord({
-          id: f.id,
-          event: f.event,
-          timestamp: f.timestamp,
-          account_id: f.account_id,
-          data: JSON.parse(f.data ?? "{}"),
-        });
-      });
+      return (await readOutboxes([accountId], limit))[0]!;
     },
+
+    readOutboxes,
 
     async ackOutbox(accountId: string, eventIds: string[]): Promise<void> {
-      await settleOutbox(accountId, eventIds, [], null);
+      await settleOutboxes([{ accountId, eventIds, logged: [] }], null);
     },
 
-    async handOn(accountId: string, events: EventRecord[], keep: number | null): Promise<void> {
-      await settleOutbox(
-        accountId,
-        events.map((e) => e.id),
-        events,
+    async handOn(handed, keep): Promise<void> {
+      await settleOutboxes(
+        handed.map(({ accountId, events }) => ({
+          accountId,
+          eventIds: events.map((e) => e.id),
+          logged: events,
+        })),
         keep,
       );
     },
@@ -175,6 +185,19 @@ export function redisOutbox({
       return found;
     },
   };
+}
+
+/** An outbox entry's fields (a stream entry's name/value list), validated. */
+function eventOf(fields: string[]): EventRecord {
+  const f: Record<string, string> = {};
+  for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
+  return parseEventRecord({
+    id: f.id,
+    event: f.event,
+    timestamp: f.timestamp,
+    account_id: f.account_id,
+    data: JSON.parse(f.data ?? "{}"),
+  });
 }
 
 /** An event log's members: each record under its time (several relays logging one event add it once). */
