@@ -88,8 +88,6 @@ type ScriptQueuer = (
 export interface IndexWrites {
   /** Indexes an account whose script wrote `events` to its outbox (none written: nothing to index). */
   outbox(accountId: string, events: unknown[]): void;
-  /** Takes an account out of the outbox index (the relay, before it acknowledges). */
-  unindexOutbox(accountId: string): void;
   /** Lists a new account (ZADD NX: an account already listed keeps its place). */
   listAccount(accountId: string, createdAt: number): void;
 }
@@ -101,7 +99,6 @@ const indexWrites = (
   outbox: (accountId, events) => {
     if (events.length > 0) send((on) => on.sadd(redisKey.outboxAccounts(), accountId));
   },
-  unindexOutbox: (accountId) => send((on) => on.srem(redisKey.outboxAccounts(), accountId)),
   listAccount: (accountId, createdAt) =>
     send((on) => on.zadd(redisKey.accounts(), "NX", createdAt, accountId)),
 });
@@ -120,9 +117,9 @@ export interface TogetherTarget {
 export type TogetherCommand = (to: TogetherTarget) => unknown;
 
 /** A group of index writes (`IndexWrites`) as commands for `together`. */
-const indexCommands = (group?: (writes: IndexWrites) => void): TogetherCommand[] => {
+const indexCommands = (group: (writes: IndexWrites) => void): TogetherCommand[] => {
   const commands: TogetherCommand[] = [];
-  group?.(indexWrites((command) => commands.push(({ on }) => command(on))));
+  group(indexWrites((command) => commands.push(({ on }) => command(on))));
   return commands;
 };
 
@@ -180,11 +177,10 @@ export interface RedisContext {
   /** Records that an account has events waiting; a separate command because the index lies outside the account's slot. */
   markOutbox(accountId: string, events: unknown[]): Promise<void>;
   /**
-   * Runs one script with the global index writes that go with it, which lie outside the script's
-   * slot: `before` it (the relay unindexes an outbox before acknowledging it) and `after` it (the
-   * outbox index after a script that wrote events, the accounts index after a new account). On
-   * one Redis node all go in one pipeline, in that order: one round trip. In a Cluster each group
-   * is written together in its turn. The writes after are made even if the script refused: an
+   * Runs one script with the global index writes that go after it, which lie outside the script's
+   * slot (the outbox index after a script that wrote events, the accounts index after a new
+   * account): `together`, so on one Redis node one round trip. The writes are made even if the
+   * script refused (on one node; in a Cluster they follow the script's answer): an
    * index entry with nothing behind it is harmless (the relay finds the outbox empty), a missing
    * one leaves events undelivered.
    */
@@ -192,7 +188,7 @@ export interface RedisContext {
     name: ScriptName,
     keys: string[],
     args: (string | number)[],
-    indexes: { before?: (writes: IndexWrites) => void; after?: (writes: IndexWrites) => void },
+    indexes: { after: (writes: IndexWrites) => void },
   ): Promise<T>;
   /**
    * Sends groups of commands, each group after the one before, the commands of a group
@@ -292,14 +288,13 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     name: ScriptName,
     keys: string[],
     args: (string | number)[],
-    indexes: { before?: (writes: IndexWrites) => void; after?: (writes: IndexWrites) => void },
+    indexes: { after: (writes: IndexWrites) => void },
   ): Promise<T> {
     const replies = await together(
-      indexCommands(indexes.before),
       [({ script }) => script(name, keys, args)],
       indexCommands(indexes.after),
     );
-    return parsed<T>(replies[1]![0]);
+    return parsed<T>(replies[0]![0]);
   }
 
   async function together(...groups: TogetherCommand[][]): Promise<unknown[][]> {
