@@ -1,7 +1,7 @@
 import { TIERS } from "../accounts/tiers.js";
 import type { EventRecord } from "../events/types.js";
 import type { Foundation } from "../services.js";
-import type { WebhookRecord } from "../store/types.js";
+import type { AccountRecord, WebhookRecord } from "../store/types.js";
 import { every } from "../lib/periodic.js";
 import type { DeliveryQueue } from "./queue.js";
 import type { DeliveryJob } from "./types.js";
@@ -64,11 +64,23 @@ export function startRelay(
    * all handed on in one request. An account whose enqueueing failed is not handed on: its
    * events stay waiting for the next tick (the queue keeps a job id once).
    */
-  const relayAccounts = async (accountIds: string[], platform: WebhookRecord[]) => {
-    const [outboxes, accounts] = await Promise.all([
-      services.store.readOutboxes(accountIds, 200),
-      services.store.getAccounts(accountIds),
-    ]);
+  const relayAccounts = async (accountIds: string[], platform: WebhookRecord[]): Promise<void> => {
+    let outboxes: EventRecord[][];
+    let accounts: (AccountRecord | null)[];
+    try {
+      [outboxes, accounts] = await Promise.all([
+        services.store.readOutboxes(accountIds, 200),
+        services.store.getAccounts(accountIds),
+      ]);
+    } catch (err) {
+      // One account's outbox that cannot be read (an event that fails validation) must hold up
+      // only itself: each account is then relayed alone.
+      if (accountIds.length === 1) throw err;
+      const alone = await Promise.allSettled(accountIds.map((id) => relayAccounts([id], platform)));
+      const failed = alone.find((outcome) => outcome.status === "rejected");
+      if (failed) throw failed.reason;
+      return;
+    }
     const enqueued = await Promise.allSettled(
       accountIds.map(async (accountId, i) => {
         const events = outboxes[i]!;
