@@ -22,6 +22,12 @@ export function envelopeOf(event: EventRecord): string {
   });
 }
 
+/** Side-by-side work that went on past a failure reports it once all of it is done. */
+function throwFirstFailure(outcomes: PromiseSettledResult<unknown>[]): void {
+  const failed = outcomes.find((outcome) => outcome.status === "rejected");
+  if (failed) throw failed.reason;
+}
+
 export function jobFor(webhook: WebhookRecord, event: EventRecord): DeliveryJob {
   return {
     ownerId: webhook.ownerId,
@@ -76,10 +82,9 @@ export function startRelay(
       // One account's outbox that cannot be read (an event that fails validation) must hold up
       // only itself: each account is then relayed alone.
       if (accountIds.length === 1) throw err;
-      const alone = await Promise.allSettled(accountIds.map((id) => relayAccounts([id], platform)));
-      const failed = alone.find((outcome) => outcome.status === "rejected");
-      if (failed) throw failed.reason;
-      return;
+      return throwFirstFailure(
+        await Promise.allSettled(accountIds.map((id) => relayAccounts([id], platform))),
+      );
     }
     const enqueued = await Promise.allSettled(
       accountIds.map(async (accountId, i) => {
@@ -103,8 +108,7 @@ export function startRelay(
       enqueued.flatMap((outcome) => (outcome.status === "fulfilled" ? [outcome.value] : [])),
       keep,
     );
-    const failed = enqueued.find((outcome) => outcome.status === "rejected");
-    if (failed) throw failed.reason;
+    throwFirstFailure(enqueued);
   };
 
   const tick = async () => {
