@@ -361,15 +361,21 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     );
     return { a, opening };
   };
-  const paymentEvent = (accountId: string) =>
-    eventRecord(newEventId(), "payment.received", accountId, {
-      type: "one_time",
-      credits_added: 1,
-      amount_usd: "0.00",
-      plan: null,
-      agent_id: accountId,
-      payment_session_id: "84532:test",
-    });
+  const paymentEvent = (accountId: string, at?: Date) =>
+    eventRecord(
+      newEventId(),
+      "payment.received",
+      accountId,
+      {
+        type: "one_time",
+        credits_added: 1,
+        amount_usd: "0.00",
+        plan: null,
+        agent_id: accountId,
+        payment_session_id: "84532:test",
+      },
+      at,
+    );
 
   it("writes a new account, a credit and a relay's acknowledgement each with their global indexes, in one request to one Redis node; an account made again keeps its place", async () => {
     const sent = store.requestsSent();
@@ -433,8 +439,9 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   it("hands on a relay's events: logged and acknowledged in one step, keeping the account indexed for an event appended meanwhile", async () => {
     const { a, opening } = await walletAccountWithOpening();
     const read = await store.readOutbox(a.id, 10);
-    // Appended after the relay read the outbox, before it hands on what it read.
-    const later = paymentEvent(a.id);
+    // Appended after the relay read the outbox, before it hands on what it read (a second later:
+    // the event log is ordered by event time, and two events of one millisecond tie).
+    const later = paymentEvent(a.id, new Date(Date.now() + 1000));
     await store.topUp(a.id, "purchase", { amount: 1, requestId: newRequestId(), reason: "x402" }, [
       later,
     ]);
@@ -466,7 +473,8 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   it("reads, looks up and hands on many accounts' outboxes in one request each to one Redis node, each account's events its own", async () => {
     const made = [await walletAccountWithOpening(), await walletAccountWithOpening()];
     const [a, b] = [made[0]!.a, made[1]!.a];
-    const paid = paymentEvent(b.id);
+    // A second later than the account's opening: the event log is ordered by event time.
+    const paid = paymentEvent(b.id, new Date(Date.now() + 1000));
     await store.topUp(b.id, "purchase", { amount: 1, requestId: newRequestId(), reason: "x402" }, [
       paid,
     ]);
