@@ -97,6 +97,8 @@ async function serve(kind: FloorKind, workerPort: number): Promise<void> {
             void handle(req, res);
           }
         : (req: IncomingMessage, res: ServerResponse) => void handle(req, res);
+  // Exits normally when stopped, so a --cpu-prof profile (BENCH_PROFILE) gets written.
+  process.once("SIGTERM", () => process.exit(0));
   const server = createServer(listener);
   server.keepAliveTimeout = 65_000;
   server.listen(0, "127.0.0.1", () => {
@@ -105,14 +107,15 @@ async function serve(kind: FloorKind, workerPort: number): Promise<void> {
   });
 }
 
-/** Starts a minimal gateway of this kind in its own process, in front of the worker at `workerPort`. */
+/** Starts a minimal gateway of this kind in its own process, in front of the worker at `workerPort` (`nodeArgs`: flags for its node). */
 export async function startFloor(
   kind: FloorKind,
   workerPort: number,
+  nodeArgs: string[] = [],
 ): Promise<{ child: ChildProcess; port: number }> {
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", new URL(import.meta.url).pathname, kind, String(workerPort)],
+    [...nodeArgs, "--import", "tsx", new URL(import.meta.url).pathname, kind, String(workerPort)],
     { stdio: ["ignore", "pipe", "inherit"] },
   );
   const port = await new Promise<number>((resolve, reject) => {

@@ -6,8 +6,8 @@
  * bounded by BENCH_CALLS.
  *
  *   npm run bench            (Redis at 127.0.0.1:6379; BENCH_CALLS=20000 BENCH_CONCURRENCY=32)
- *   BENCH_PROFILE=/tmp/prof  also writes a CPU profile of the gateway (.cpuprofile) there
- *   BENCH_NODE_ARGS="…"      more flags for the gateway's node (e.g. --perf-basic-prof for `perf`)
+ *   BENCH_PROFILE=/tmp/prof  also writes CPU profiles (.cpuprofile) of the gateway and the minimal proxy there
+ *   BENCH_NODE_ARGS="…"      more flags for the gateway's and the minimal proxy's node (e.g. --perf-basic-prof)
  *   BENCH_GATEWAY_ENTRY=…    the gateway to measure (default dist/src/main.js once built, else src/main.ts)
  *   BENCH_BASELINE_ENTRY=…   another build's entry (e.g. main's dist/src/main.js) measured in the same run, in
  *                            alternating rounds (BENCH_ROUNDS, default 3): CPU per call, latency added, cold start
@@ -172,6 +172,14 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const BASELINE_CALLS = Math.min(CALLS, 4000);
 const baselineCalls = () => ROUNDS * 2 * (2 * BASELINE_CALLS + 500) + 2 * WARMUP;
 
+/** The gateway's and the minimal proxy's node flags: BENCH_PROFILE's, then BENCH_NODE_ARGS. */
+const NODE_ARGS = [
+  ...(process.env.BENCH_PROFILE
+    ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`]
+    : []),
+  ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
+];
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const list = (xs: number[], digits = 0) => xs.map((x) => x.toFixed(digits)).join(" / ");
 
@@ -182,17 +190,13 @@ async function main() {
     LOG_LEVEL: "info",
   });
   workers.child.stdout!.resume();
-  const profile = process.env.BENCH_PROFILE
-    ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`]
-    : [];
-  profile.push(...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []));
   const built = new URL("../dist/src/main.js", import.meta.url).pathname;
   const entry = process.env.BENCH_GATEWAY_ENTRY ?? (existsSync(built) ? built : "src/main.ts");
   const baselineEntry = process.env.BENCH_BASELINE_ENTRY ?? null;
   const gateway = await spawnGateway(
     prefix,
     { WORKERS_URL: workers.url, LOG_LEVEL: "info" },
-    profile,
+    NODE_ARGS,
     entry,
   ).catch(async (err: unknown) => {
     await workers.stop();
@@ -392,7 +396,7 @@ async function main() {
 async function measureFloor(
   workersUrl: string,
 ): Promise<{ through: Run; alone: Run; cpu: number }> {
-  const floor = await startFloor("node", Number(new URL(workersUrl).port));
+  const floor = await startFloor("node", Number(new URL(workersUrl).port), NODE_ARGS);
   try {
     const url = `http://127.0.0.1:${floor.port}/v1/tools/hash`;
     // Its EVALSHA counts calls under a few keys of its own (bench-floor:k0…).
