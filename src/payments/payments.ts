@@ -42,6 +42,11 @@ export interface AcceptedPayment {
   callKey: string | null;
   /** How long the call's answer is kept for retries of this payment (seconds). */
   retainSeconds: number;
+  /**
+   * A paid call's payment just settled here: its record's save as settled, made beside the call's
+   * admission (the caller awaits it before answering). Absent when the record was saved already.
+   */
+  recorded?: Promise<void>;
 }
 
 /** What a request pays for, besides the offer it answers. */
@@ -218,6 +223,12 @@ export class Payments {
         });
       return this.answerKnown(found, context);
     };
+    // The payer's wallet account is looked up beside the payment's record (one wait, not two) and
+    // through the chain's verification; it is made only once the payer is proven.
+    const existingAccount = request.beneficiary
+      ? null
+      : this.services.store.getAccount(walletAccountId(payer));
+    existingAccount?.catch(() => {}); // awaited below, unless the payment is answered or refused first
     const known = await answerIfKnown(await this.services.store.getPayment(id));
     if (known) return known;
 
@@ -228,12 +239,7 @@ export class Payments {
     let outcome: Settlement;
     try {
       // A new payment's signature is proven by the chain's simulation of the transfer (the token
-      // checks it), read together with its state; the payer's wallet account is looked up meanwhile,
-      // and made only once the payer is proven.
-      const existingAccount = request.beneficiary
-        ? null
-        : this.services.store.getAccount(walletAccountId(payer));
-      existingAccount?.catch(() => {}); // awaited below, unless the chain refuses the payment first
+      // checks it), read together with its state.
       let seen: SeenBlock;
       try {
         const verified = this.phase("verify", network.name);
@@ -327,9 +333,17 @@ export class Payments {
     // duplicate that then sees "settled" cannot take what this request paid for.
     if (!record.call) await this.services.store.claimPaymentService(id, done.expiresAt!);
     const credited = this.phase("credit", network.name);
-    const saved = await this.credit(done);
+    const { saved, recorded } = await this.creditThenRecord(done);
     credited();
-    return this.accepted(saved, networkName);
+    if (!record.call) {
+      await recorded;
+      return this.accepted(saved, networkName);
+    }
+    // A paid call needs only the credit to be admitted: the record is saved beside the call's
+    // admission (tools/paid-call.ts), a Redis round trip off its way. Until it is, the record says
+    // "settling": a duplicate of this payment waits, and if the save is lost the reconciler finds
+    // the payment open and finishes it (its credit is once per payment, so it adds nothing).
+    return { ...this.accepted(saved, networkName), recorded };
   }
 
   /** Starts timing one phase of a new payment (metrics: toolgate_payment_phase_seconds); call the answer at its end. */
@@ -429,7 +443,17 @@ export class Payments {
    * for, so it neither re-arms the account's credit alerts nor moves their reference level.
    */
   async credit(record: PaymentRecord): Promise<PaymentRecord> {
-    if (record.facilitatorFee !== undefined) return this.chargeFacilitatorFee(record);
+    const { saved, recorded } = await this.creditThenRecord(record);
+    await recorded;
+    return saved;
+  }
+
+  /** `credit`, answered once the credit is made, with the record's save as `recorded` (still on its way). */
+  private async creditThenRecord(
+    record: PaymentRecord,
+  ): Promise<{ saved: PaymentRecord; recorded: Promise<void> }> {
+    if (record.facilitatorFee !== undefined)
+      return { saved: await this.chargeFacilitatorFee(record), recorded: Promise.resolve() };
     const amount = BigInt(record.value);
     const { grant } = record;
     const event = eventRecord(newEventId(), "payment.received", record.accountId, {
@@ -456,7 +480,8 @@ export class Payments {
       grant.planChange ?? undefined,
     );
     const saved = { ...record, expiresAt: record.expiresAt ?? this.retainUntil(record) };
-    await this.services.store.savePayment(saved);
+    const recorded = this.services.store.savePayment(saved);
+    recorded.catch(() => {}); // awaited by whoever takes it
     this.services.books?.recordPayment({
       id: record.id,
       accountId: record.accountId,
@@ -469,7 +494,7 @@ export class Payments {
       txHash: record.txHash,
       settledAt: Date.now(),
     });
-    return saved;
+    return { saved, recorded };
   }
 
   /**

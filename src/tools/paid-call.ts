@@ -93,7 +93,15 @@ export async function callPaidTool(
   // The payment may already have been claimed under another key (the same authorization sent with another identifier).
   if (held && held.key !== payment.callKey) await forget(services, held);
   const runAs = held?.key === payment.callKey ? held.requestId : requestId;
-  return invokeTool(
+  // The payment's record is saved as settled beside the call's admission, and before the answer.
+  const recorded = payment.recorded?.catch((err: unknown) => {
+    // The credit stands and the payment stays open: the reconciler finishes its record.
+    services.log.error(
+      { err, payment: payment.id },
+      "a settled payment's record could not be saved; the reconciler will finish it",
+    );
+  });
+  const answer = invokeTool(
     services,
     {
       tool,
@@ -107,6 +115,7 @@ export async function callPaidTool(
     },
     forward,
   );
+  return (await Promise.all([answer, recorded]))[0];
 }
 
 /** The client's key for a paid call, claimed before its payment settled, and the request id its execution runs under. */
