@@ -25,6 +25,10 @@
  *   BENCH_GATEWAY_ENV="NAME=value,…" (more gateway settings)
  *   BENCH_GATEWAY_ENTRY=… (the gateway to measure; default dist/src/main.js once built, as in
  *   production, else src/main.ts under tsx)
+ *   BENCH_BASELINE_ENTRY=… (another build, e.g. main's dist/src/main.js, measured beside it on the
+ *   same chain: automine and timeline runs alternate the two BENCH_ROUNDS times, default 3, and
+ *   print each figure's medians and this build / baseline; with rounds, the floor's later half
+ *   meets a longer, slower chain, so the ratios to chain only come out flattered)
  *
  *   npm run bench:paid   (Redis at 127.0.0.1:6379)
  *   BENCH_PAID_CALLS=200 (per automine run)  BENCH_PAID_WARMUP=200 (per gateway, before any run)  BENCH_DELAYED_CALLS=64  BENCH_INTERVAL_PAYERS=200
@@ -95,6 +99,10 @@ const GATEWAY_ENV = Object.fromEntries(
 const BUILT = new URL("../dist/src/main.js", import.meta.url).pathname;
 const GATEWAY_ENTRY =
   process.env.BENCH_GATEWAY_ENTRY ?? (existsSync(BUILT) ? BUILT : "src/main.ts");
+/** BENCH_BASELINE_ENTRY: another build measured beside this one, in alternating rounds. */
+const BASELINE_ENTRY = process.env.BENCH_BASELINE_ENTRY ?? null;
+/** BENCH_ROUNDS: automine and timeline runs per gateway (alternating builds); 3 with a baseline. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (BASELINE_ENTRY ? 3 : 1));
 /** BENCH_LOG=/tmp/gw: each gateway's log lines are written there when the bench ends. */
 const LOG_DIR = process.env.BENCH_LOG;
 /** A paid call not answered in this long counts as failed (the bench stays bounded). */
@@ -296,7 +304,7 @@ async function main() {
   });
   workers.child.stdout!.resume();
   /** A gateway on the proxy; `windowMs` > 0 settles in Multicall3 batches. Both share the relayer keys and their nonce sequences. */
-  const startPaidGateway = async (windowMs: number) => {
+  const startPaidGateway = async (windowMs: number, entry = GATEWAY_ENTRY) => {
     const gw = await spawnGateway(
       prefix,
       {
@@ -315,19 +323,38 @@ async function main() {
         ...(PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : []),
         ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
       ],
-      GATEWAY_ENTRY,
+      entry,
     );
     gw.child.stdout!.resume();
     return gw;
   };
-  const gateways = [];
-  if (BATCHING !== "on") gateways.push({ name: "batching off", gw: await startPaidGateway(0) });
-  if (BATCHING !== "off")
-    gateways.push({
-      name: `batching ${BATCH_WINDOW_MS} ms`,
-      gw: await startPaidGateway(BATCH_WINDOW_MS),
-    });
   type Gateway = Awaited<ReturnType<typeof startPaidGateway>>;
+  /** `mode`: how it settles; `baseline`: the BENCH_BASELINE_ENTRY build (its name says so). */
+  const gateways: { name: string; mode: string; baseline: boolean; gw: Gateway }[] = [];
+  const modes: [string, number][] = [];
+  if (BATCHING !== "on") modes.push(["batching off", 0]);
+  if (BATCHING !== "off") modes.push([`batching ${BATCH_WINDOW_MS} ms`, BATCH_WINDOW_MS]);
+  for (const [mode, windowMs] of modes) {
+    gateways.push({ name: mode, mode, baseline: false, gw: await startPaidGateway(windowMs) });
+    if (BASELINE_ENTRY)
+      gateways.push({
+        name: `${mode}, baseline`,
+        mode,
+        baseline: true,
+        gw: await startPaidGateway(windowMs, BASELINE_ENTRY),
+      });
+  }
+  /** The gateways in round `round`'s order: reversed every other round, so neither build always goes first. */
+  const inRound = (round: number) => (round % 2 === 0 ? gateways : [...gateways].reverse());
+  /** The name of the gateway settling by `mode`, of this build or the baseline's. */
+  const nameOf = (mode: string, baseline: boolean) =>
+    gateways.find((g) => g.mode === mode && g.baseline === baseline)!.name;
+  const median = (xs: number[]) =>
+    percentile(
+      [...xs].sort((a, b) => a - b),
+      50,
+    );
+  const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
 
   const gatewayCpuMs = (gateway: Gateway) => cpuMsOf(gateway.child.pid!);
 
@@ -415,9 +442,11 @@ async function main() {
   let failures = 0;
   /** Each gateway's figures in the case being run; `verdict` names the faster and empties it. */
   let outcomes: { name: string; rps: number; p50: number }[] = [];
+  const isBaseline = (name: string) => gateways.some((g) => g.name === name && g.baseline);
   const verdicts: string[] = [];
   const verdict = (what: string, unit: string) => {
-    const ranked = [...outcomes].sort((a, b) => b.rps - a.rps);
+    // Settling alone against batching, for this build (a baseline build is compared on its own line).
+    const ranked = outcomes.filter((o) => !isBaseline(o.name)).sort((a, b) => b.rps - a.rps);
     outcomes = [];
     if (ranked.length < 2) return;
     const [best, next] = ranked as [(typeof ranked)[0], (typeof ranked)[0]];
@@ -429,7 +458,7 @@ async function main() {
     // Warm up once (connections, the first gas estimate, JIT) so no run pays for starting.
     for (const { gw } of gateways) await throughGateway(gw, WARMUP_CALLS, 8);
     console.log(
-      `\nToolgate bench — x402 paid calls on anvil, gateway ${GATEWAY_ENTRY} with ${relayers.length} relayer key(s), batching off and with a ${BATCH_WINDOW_MS} ms window`,
+      `\nToolgate bench — x402 paid calls on anvil, gateway ${GATEWAY_ENTRY}${BASELINE_ENTRY ? ` and baseline ${BASELINE_ENTRY} (${ROUNDS} alternating rounds)` : ""} with ${relayers.length} relayer key(s), batching off and with a ${BATCH_WINDOW_MS} ms window`,
     );
 
     if (!ONLY || ONLY === "automine")
@@ -438,9 +467,18 @@ async function main() {
         // 6,000 transfers here): half the chain-only payments go before the gateways' runs and
         // half after, so the floor meets the chain the gateways met.
         const early = await chainFloor(Math.ceil(CALLS / 2), concurrency);
-        const runs = [];
-        for (const { name, gw } of gateways)
-          runs.push({ name, paid: await throughGateway(gw, CALLS, concurrency) });
+        const runs: {
+          name: string;
+          of: string;
+          paid: Awaited<ReturnType<typeof throughGateway>>;
+        }[] = [];
+        for (let round = 0; round < ROUNDS; round++)
+          for (const { name, gw } of inRound(round))
+            runs.push({
+              name: ROUNDS > 1 ? `${name} (${round + 1})` : name,
+              of: name,
+              paid: await throughGateway(gw, CALLS, concurrency),
+            });
         const late = await chainFloor(Math.floor(CALLS / 2), concurrency);
         const chain = {
           sync: joined(early.sync, late.sync),
@@ -459,58 +497,91 @@ async function main() {
             `    ratio to chain only: ${(paid.run.rps / base.rps).toFixed(2)}; gateway adds p50 +${(p(paid.run, 50) - p(base, 50)).toFixed(1)} ms, p99 +${(p(paid.run, 99) - p(base, 99)).toFixed(1)} ms`,
           );
           console.log(rpcLine(paid, CALLS));
-          outcomes.push({ name, rps: paid.run.rps, p50: p(paid.run, 50) });
         }
+        for (const { name } of gateways) {
+          const own = runs.filter((r) => r.of === name).map((r) => r.paid);
+          outcomes.push({
+            name,
+            rps: median(own.map((r) => r.run.rps)),
+            p50: median(own.map((r) => p(r.run, 50))),
+          });
+        }
+        if (BASELINE_ENTRY)
+          for (const [mode] of modes) {
+            const of = (baseline: boolean) =>
+              runs.filter((r) => r.of === nameOf(mode, baseline)).map((r) => r.paid);
+            const [mine, theirs] = [of(false), of(true)];
+            const figure = (pick: (r: (typeof mine)[0]) => number, digits = 1) => {
+              const [a, b] = [median(mine.map(pick)), median(theirs.map(pick))];
+              return `${a.toFixed(digits)} / ${b.toFixed(digits)} (${ratio(a, b)})`;
+            };
+            console.log(
+              `  this build / baseline, ${mode}, medians of ${ROUNDS} rounds: paid calls/s ${figure((r) => r.run.rps)}; p50 ms ${figure((r) => p(r.run, 50))}; gateway adds p50 +${median(mine.map((r) => p(r.run, 50) - p(base, 50))).toFixed(1)} / +${median(theirs.map((r) => p(r.run, 50) - p(base, 50))).toFixed(1)} ms; gateway CPU per paid call ms ${figure((r) => r.cpuMs)}; Redis round trips ${figure((r) => r.redisRoundTrips)}`,
+            );
+          }
         verdict(`automine, ${concurrency} at a time`, "per s");
       }
 
     // One paid call alone, RPC RPC_DELAY_MS away: every round trip it made, in order, with times;
     // then the medians over TIMELINE_CALLS such calls of the gateway's own time before, between
     // and after its round trips (the part of a paid call that is not the RPC's).
-    if (!ONLY || ONLY === "delayed" || ONLY === "timeline")
-      for (const { name, gw } of gateways) {
-        const headers = await Promise.all(
-          (await funded(TIMELINE_CALLS)).map(async (w) => v1Header("base-sepolia", await sign(w))),
-        );
-        proxy.setDelay(RPC_DELAY_MS);
-        const own: number[][] = [];
-        let last: { status: number; total: number; trips: typeof proxy.timeline } | null = null;
-        for (const h of headers) {
-          proxy.resetCounts();
-          const t = performance.now();
-          const res = await paidCall(gw, h);
-          const total = performance.now() - t;
-          if (res.status !== 200) failures++;
-          // The reconciler's nonce-gap reads (one eth_getTransactionCount per relayer key per
-          // tick) run beside the calls; they are not the call's.
-          const trips = proxy.timeline.filter(
-            (trip) => !trip.methods.every((m) => m === "eth_getTransactionCount"),
-          );
-          const edges = [0, ...trips.flatMap((trip) => [trip.at, trip.answeredAt]), total];
-          own.push(edges.flatMap((e, i) => (i % 2 === 0 ? [edges[i + 1]! - e] : [])));
-          last = { status: res.status, total, trips };
-        }
-        proxy.setDelay(0);
-        console.log(
-          `\none paid call, ${name}, RPC +${RPC_DELAY_MS} ms: ${last!.status} in ${last!.total.toFixed(1)} ms; its RPC round trips (ms from the call's start):`,
-        );
-        for (const trip of last!.trips)
-          console.log(
-            `  ${trip.at.toFixed(1).padStart(7)} → ${trip.answeredAt.toFixed(1).padStart(7)}  ${trip.methods.join(", ")}`,
-          );
-        const shape = own[0]!.length;
-        if (own.every((gaps) => gaps.length === shape)) {
-          const medians = own[0]!.map((_, i) =>
-            percentile(
-              own.map((g) => g[i]!).sort((a, b) => a - b),
-              50,
+    if (!ONLY || ONLY === "delayed" || ONLY === "timeline") {
+      /** Each gateway's total own time per round (the sum of the medians). */
+      const ownTotals = new Map<string, number[]>(gateways.map((g) => [g.name, []]));
+      for (let round = 0; round < ROUNDS; round++)
+        for (const { name: gateway, gw } of inRound(round)) {
+          const name = ROUNDS > 1 ? `${gateway} (${round + 1})` : gateway;
+          const headers = await Promise.all(
+            (await funded(TIMELINE_CALLS)).map(async (w) =>
+              v1Header("base-sepolia", await sign(w)),
             ),
           );
+          proxy.setDelay(RPC_DELAY_MS);
+          const own: number[][] = [];
+          let last: { status: number; total: number; trips: typeof proxy.timeline } | null = null;
+          for (const h of headers) {
+            proxy.resetCounts();
+            const t = performance.now();
+            const res = await paidCall(gw, h);
+            const total = performance.now() - t;
+            if (res.status !== 200) failures++;
+            // The reconciler's nonce-gap reads (one eth_getTransactionCount per relayer key per
+            // tick) run beside the calls; they are not the call's.
+            const trips = proxy.timeline.filter(
+              (trip) => !trip.methods.every((m) => m === "eth_getTransactionCount"),
+            );
+            const edges = [0, ...trips.flatMap((trip) => [trip.at, trip.answeredAt]), total];
+            own.push(edges.flatMap((e, i) => (i % 2 === 0 ? [edges[i + 1]! - e] : [])));
+            last = { status: res.status, total, trips };
+          }
+          proxy.setDelay(0);
           console.log(
-            `  the gateway's own time around those round trips, median of ${own.length} calls (ms): ${medians.map((m) => m.toFixed(1)).join(" | ")}; total ${medians.reduce((a, b) => a + b, 0).toFixed(1)}`,
+            `\none paid call, ${name}, RPC +${RPC_DELAY_MS} ms: ${last!.status} in ${last!.total.toFixed(1)} ms; its RPC round trips (ms from the call's start):`,
+          );
+          for (const trip of last!.trips)
+            console.log(
+              `  ${trip.at.toFixed(1).padStart(7)} → ${trip.answeredAt.toFixed(1).padStart(7)}  ${trip.methods.join(", ")}`,
+            );
+          // Medians over the calls that made the usual round trips (a call that also resynced a
+          // nonce or looked for a receipt has more gaps, which do not line up with the others).
+          const usual = own.filter((gaps) => gaps.length === Math.min(...own.map((g) => g.length)));
+          const medians = usual[0]!.map((_, i) => median(usual.map((g) => g[i]!)));
+          const total = medians.reduce((a, b) => a + b, 0);
+          ownTotals.get(gateway)!.push(total);
+          console.log(
+            `  the gateway's own time around those round trips, median of ${usual.length} of ${own.length} calls (ms): ${medians.map((m) => m.toFixed(1)).join(" | ")}; total ${total.toFixed(1)}`,
           );
         }
-      }
+      if (BASELINE_ENTRY)
+        for (const [mode] of modes) {
+          const [a, b] = [false, true].map((baseline) =>
+            median(ownTotals.get(nameOf(mode, baseline))!),
+          ) as [number, number];
+          console.log(
+            `\nthis build / baseline, ${mode}: the gateway's own time per paid call (RPC +${RPC_DELAY_MS} ms, one at a time), median of ${ROUNDS} rounds' totals: ${a.toFixed(1)} / ${b.toFixed(1)} ms (${ratio(a, b)})`,
+          );
+        }
+    }
 
     // A distant RPC: every request (a batch is one) held RPC_DELAY_MS by the proxy.
     if (!ONLY || ONLY === "delayed")
