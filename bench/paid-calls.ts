@@ -62,7 +62,7 @@ import { batchingHttp } from "../src/payments/rpc-transport.js";
 import { authorizationMessage, transferArgs } from "../src/payments/verify.js";
 import type { Authorization } from "../src/payments/wire.js";
 import { cpuMicros } from "./process-cpu.js";
-import { percentile } from "./stats.js";
+import { median, percentile } from "./stats.js";
 
 const CALLS = Number(process.env.BENCH_PAID_CALLS ?? 200);
 /**
@@ -349,11 +349,6 @@ async function main() {
   /** The name of the gateway settling by `mode`, of this build or the baseline's. */
   const nameOf = (mode: string, baseline: boolean) =>
     gateways.find((g) => g.mode === mode && g.baseline === baseline)!.name;
-  const median = (xs: number[]) =>
-    percentile(
-      [...xs].sort((a, b) => a - b),
-      50,
-    );
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
 
   const gatewayCpuMs = (gateway: Gateway) => cpuMsOf(gateway.child.pid!);
@@ -511,9 +506,9 @@ async function main() {
             const of = (baseline: boolean) =>
               runs.filter((r) => r.of === nameOf(mode, baseline)).map((r) => r.paid);
             const [mine, theirs] = [of(false), of(true)];
-            const figure = (pick: (r: (typeof mine)[0]) => number, digits = 1) => {
+            const figure = (pick: (r: (typeof mine)[0]) => number) => {
               const [a, b] = [median(mine.map(pick)), median(theirs.map(pick))];
-              return `${a.toFixed(digits)} / ${b.toFixed(digits)} (${ratio(a, b)})`;
+              return `${a.toFixed(1)} / ${b.toFixed(1)} (${ratio(a, b)})`;
             };
             console.log(
               `  this build / baseline, ${mode}, medians of ${ROUNDS} rounds: paid calls/s ${figure((r) => r.run.rps)}; p50 ms ${figure((r) => p(r.run, 50))}; gateway adds p50 +${median(mine.map((r) => p(r.run, 50) - p(base, 50))).toFixed(1)} / +${median(theirs.map((r) => p(r.run, 50) - p(base, 50))).toFixed(1)} ms; gateway CPU per paid call ms ${figure((r) => r.cpuMs)}; Redis round trips ${figure((r) => r.redisRoundTrips)}`,

@@ -11,6 +11,7 @@
  */
 import { Redis } from "ioredis";
 import { dropPrefix, REDIS_URL, uniquePrefix } from "../test/helpers/redis.js";
+import { median } from "./stats.js";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -69,7 +70,6 @@ async function main() {
           cpu[name].push(run.cpuMicros);
           rate[name].push(run.perSecond);
         }
-      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
       const list = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(" / ");
       console.log(`${concurrency} at a time`);
       for (const name of ["multi", "script"] as const)

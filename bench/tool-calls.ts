@@ -44,7 +44,7 @@ import { REDIS_URL, dropPrefix, uniquePrefix, watchRedisCommands } from "../test
 import { measureRetainedBytes } from "../test/helpers/redis-bytes.js";
 import { startFloor } from "./floor-gateway.js";
 import { cpuMicros } from "./process-cpu.js";
-import { percentile } from "./stats.js";
+import { median, percentile } from "./stats.js";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 20_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -180,7 +180,6 @@ const NODE_ARGS = [
   ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
 ];
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const list = (xs: number[], digits = 0) => xs.map((x) => x.toFixed(digits)).join(" / ");
 
 async function main() {
