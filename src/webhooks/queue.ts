@@ -138,6 +138,11 @@ function openBullQueue(
       // Longer than the 10 s delivery timeout; a job held by a crashed process is taken over after it.
       lockDuration: 20_000,
       stalledInterval: 5_000,
+      // An idle worker looks for due jobs at least every second (BullMQ's default: 5 s). A wake-up
+      // marker handed to a blocking read that BullMQ's watchdog has just abandoned is lost with it,
+      // and the job then waits for the worker's next look: a retry due in 1 s went out ~4 s late
+      // in CI. One blocking read a second per process is the cost.
+      drainDelay: 1,
     },
   );
   worker.on("error", (err) => services.log.warn({ err: err.message }, "webhook worker error"));
