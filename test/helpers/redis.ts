@@ -1,4 +1,3 @@
-import { once } from "node:events";
 import { Redis } from "ioredis";
 import { randomId } from "../../src/lib/ids.js";
 
@@ -32,8 +31,9 @@ export async function dropPrefix(prefix: string): Promise<void> {
  * and its source ("lua" inside a script). The connection is made here with an error listener from
  * the start, not by ioredis's `monitor()`: a busy Redis can send monitor lines in the same packet
  * as MONITOR's "OK", before ioredis has switched the connection to monitoring, and ioredis then
- * reports each as an error ("Command queue state error"), the second one thrown at whatever test
- * is running. Those lines precede the watch and are not wanted.
+ * reports each as an error ("Command queue state error"). Those lines precede the watch and are
+ * not wanted, so the errors are ignored, and the wait for "monitoring" is not `events.once`,
+ * which would reject on the first of them (a CI run failed a test that way).
  */
 export async function watchRedisCommands(
   onCommand: (args: string[], source: string) => void,
@@ -43,7 +43,7 @@ export async function watchRedisCommands(
   watcher.on("monitor", (_time: string, args: string[], source: string) =>
     onCommand(args.map(String), source),
   );
-  const monitoring = once(watcher, "monitoring");
+  const monitoring = new Promise((resolve) => watcher.once("monitoring", resolve));
   await watcher.connect();
   await monitoring;
   return { stop: () => watcher.disconnect() };
