@@ -61,6 +61,7 @@ import { ReceiptWaiter } from "../src/payments/receipt-wait.js";
 import { batchingHttp } from "../src/payments/rpc-transport.js";
 import { authorizationMessage, transferArgs } from "../src/payments/verify.js";
 import type { Authorization } from "../src/payments/wire.js";
+import { BENCH_NODE_ARGS } from "./node-args.js";
 import { cpuMicros } from "./process-cpu.js";
 import { median, percentile } from "./stats.js";
 
@@ -80,8 +81,6 @@ const RPC_DELAY_MS = Number(process.env.BENCH_RPC_DELAY_MS ?? 50);
 const TIMELINE_CALLS = Number(process.env.BENCH_TIMELINE_CALLS ?? 15);
 /** The batching gateway's X402_BATCH_WINDOW_MS (the other gateway settles each payment alone). */
 const BATCH_WINDOW_MS = Number(process.env.BENCH_BATCH_WINDOW_MS ?? 5);
-/** BENCH_PROFILE=/tmp/prof: the gateway writes a CPU profile (.cpuprofile) there when it stops. */
-const PROFILE_DIR = process.env.BENCH_PROFILE;
 /** BENCH_ONLY=automine|timeline|delayed|interval: run that case alone (delayed includes the timeline). */
 const ONLY = process.env.BENCH_ONLY;
 /** BENCH_BATCHING=off|on: only that gateway (default both). */
@@ -319,10 +318,7 @@ async function main() {
         X402_BATCH_WINDOW_MS: String(windowMs),
         ...GATEWAY_ENV,
       },
-      [
-        ...(PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : []),
-        ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
-      ],
+      BENCH_NODE_ARGS,
       entry,
     );
     gw.child.stdout!.resume();
@@ -559,7 +555,8 @@ async function main() {
             );
           // Medians over the calls that made the usual round trips (a call that also resynced a
           // nonce or looked for a receipt has more gaps, which do not line up with the others).
-          const usual = own.filter((gaps) => gaps.length === Math.min(...own.map((g) => g.length)));
+          const fewest = Math.min(...own.map((g) => g.length));
+          const usual = own.filter((gaps) => gaps.length === fewest);
           const medians = usual[0]!.map((_, i) => median(usual.map((g) => g[i]!)));
           const total = medians.reduce((a, b) => a + b, 0);
           ownTotals.get(gateway)!.push(total);

@@ -43,6 +43,7 @@ import {
 import { REDIS_URL, dropPrefix, uniquePrefix, watchRedisCommands } from "../test/helpers/redis.js";
 import { measureRetainedBytes } from "../test/helpers/redis-bytes.js";
 import { startFloor } from "./floor-gateway.js";
+import { BENCH_NODE_ARGS } from "./node-args.js";
 import { cpuMicros } from "./process-cpu.js";
 import { median, percentile } from "./stats.js";
 
@@ -172,14 +173,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const BASELINE_CALLS = Math.min(CALLS, 4000);
 const baselineCalls = () => ROUNDS * 2 * (2 * BASELINE_CALLS + 500) + 2 * WARMUP;
 
-/** The gateway's and the minimal proxy's node flags: BENCH_PROFILE's, then BENCH_NODE_ARGS. */
-const NODE_ARGS = [
-  ...(process.env.BENCH_PROFILE
-    ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`]
-    : []),
-  ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
-];
-
 const list = (xs: number[], digits = 0) => xs.map((x) => x.toFixed(digits)).join(" / ");
 
 async function main() {
@@ -195,7 +188,7 @@ async function main() {
   const gateway = await spawnGateway(
     prefix,
     { WORKERS_URL: workers.url, LOG_LEVEL: "info" },
-    NODE_ARGS,
+    BENCH_NODE_ARGS,
     entry,
   ).catch(async (err: unknown) => {
     await workers.stop();
@@ -395,7 +388,7 @@ async function main() {
 async function measureFloor(
   workersUrl: string,
 ): Promise<{ through: Run; alone: Run; cpu: number }> {
-  const floor = await startFloor("node", Number(new URL(workersUrl).port), NODE_ARGS);
+  const floor = await startFloor("node", Number(new URL(workersUrl).port), BENCH_NODE_ARGS);
   try {
     const url = `http://127.0.0.1:${floor.port}/v1/tools/hash`;
     // Its EVALSHA counts calls under a few keys of its own (bench-floor:k0…).
