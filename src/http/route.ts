@@ -45,6 +45,11 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
   path: string;
   summary: string;
   auth: A;
+  /**
+   * How a keyed route's caller proves itself when not as its door says (by default the x-api-key
+   * header; the dashboard's session): the facilitator also takes a Bearer key and checks its feature.
+   */
+  authenticate?: CallerAuthenticator;
   body?: z.ZodType<B>;
   query?: z.ZodType<Q>;
   /** The success answer, for the API description (OpenAPI). */
@@ -117,7 +122,8 @@ export function routeHandler(
     const requestId = String(res.locals.requestId);
     res.locals.route = `${mountPath ?? req.baseUrl}${pattern}`; // the pattern, for metrics
     let caller: KeyCaller | null = null;
-    if (route.auth === "key") caller = await authenticateCaller(services, req, res, requestId);
+    if (route.auth === "key")
+      caller = await (route.authenticate ?? authenticateCaller)(services, req, res, requestId);
     if (route.auth === "admin") authenticateAdmin(services, req);
     if (route.limit)
       await enforceEndpointLimit(services, req, route.limit, caller?.account.id ?? null, requestId);

@@ -48,7 +48,10 @@ class Verdict extends Error {
   }
 }
 
-/** The caller's key (x-api-key or Bearer), admitted and rate limited in one round trip, with the feature checked. */
+/**
+ * The caller's key (x-api-key or Bearer), admitted and rate limited in one round trip, with the
+ * feature checked: before the body is read, so a caller without a key hears 401 whatever it sent.
+ */
 async function facilitatorCaller(
   services: Services,
   req: Request,
@@ -115,6 +118,13 @@ function paymentRequest(
       "invalid_payment_requirements",
       `the asset is not the USDC token settled on ${requirement.network}`,
     );
+  // Toolgate's own payments go through its own doors, which credit the payer: settled here, one
+  // would move the payer's money to Toolgate with nothing credited, and answer their call "used".
+  if (sameBytes(requirement.payTo, payments.config.payTo))
+    throw new Verdict(
+      "invalid_payment_requirements",
+      "the payTo is this gateway's own address: a payment to Toolgate is made through its own endpoints",
+    );
   if (header.version === 1 && header.network !== requirement.network)
     throw new Verdict(
       "invalid_network",
@@ -132,7 +142,6 @@ function paymentRequest(
           : [],
     },
   };
-  const fee = services.config.facilitatorFeeCredits;
   return {
     header,
     request: {
@@ -148,18 +157,8 @@ function paymentRequest(
       beneficiary: caller.account.id,
       payTo: requirement.payTo,
       maxTimeoutSeconds: requirement.maxTimeoutSeconds,
-      facilitator: { feeCredits: fee },
-      // The fee must be payable before any money moves (it is charged once the settlement lands).
-      beforeSettling: async (accountId) => {
-        const account = await services.store.getAccount(accountId);
-        if (!account || account.balance < fee) {
-          throw new ApiError(
-            "insufficient_credits",
-            `Not enough credits for the facilitator fee of ${fee}: the balance is ${account?.balance ?? 0}.`,
-            { details: { credits_remaining: account?.balance ?? 0 } },
-          );
-        }
-      },
+      // Debited once the payment is claimed, before any money moves (Payments.reserveFee).
+      facilitator: { feeCredits: services.config.facilitatorFeeCredits },
     },
   };
 }
@@ -199,11 +198,11 @@ export const x402Verify = defineRoute({
   path: "/verify",
   summary:
     "x402 facilitator: verify a payment against one payment requirement (v1 or v2), claiming nothing. Needs the facilitator feature.",
-  auth: "public",
+  auth: "key",
+  authenticate: facilitatorCaller,
   body: facilitatorBody,
   response: verifyResponse,
-  async handler({ services, req, res, requestId, body }) {
-    const caller = await facilitatorCaller(services, req, res, requestId);
+  async handler({ services, body, caller }) {
     try {
       const { header, request } = paymentRequest(services, body, caller);
       const { payer } = await services.payments!.verify(header, request);
@@ -227,11 +226,11 @@ export const x402Settle = defineRoute({
   path: "/settle",
   summary:
     "x402 facilitator: settle a payment to the requirement's payTo, exactly once per authorization, charging the facilitator fee once. A settlement not known yet answers success:false with errorReason unexpected_settle_error; a later settle of the same payment answers its outcome.",
-  auth: "public",
+  auth: "key",
+  authenticate: facilitatorCaller,
   body: facilitatorBody,
   response: settleResponse,
-  async handler({ services, req, res, requestId, body }) {
-    const caller = await facilitatorCaller(services, req, res, requestId);
+  async handler({ services, body, caller }) {
     const network = (body.paymentRequirements as { network?: unknown } | null)?.network;
     const failed = (reason: X402Reason, message: string) => ({
       body: {

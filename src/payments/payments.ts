@@ -3,9 +3,9 @@ import type { Config } from "../config.js";
 import { eventRecord } from "../events/types.js";
 import { ApiError } from "../http/errors.js";
 import { sameBytes } from "../lib/hex.js";
-import { newEventId } from "../lib/ids.js";
+import { newEventId, randomId } from "../lib/ids.js";
 import type { Foundation, Services } from "../services.js";
-import type { PaymentGrant, PaymentRecord } from "../store/types.js";
+import type { AdmitOutcome, PaymentGrant, PaymentRecord } from "../store/types.js";
 import { formatUsd } from "../lib/money.js";
 import { createChainClients, type NetworkClients } from "./chain.js";
 import type { Offer } from "./offer.js";
@@ -79,8 +79,13 @@ export interface PaymentRequest {
   maxTimeoutSeconds?: number;
 }
 
-/** The ledger request id of a facilitator settlement's fee: one per payment, so it is charged once. */
-export const facilitatorFeeRequestId = (paymentId: string) => `facilitator:${paymentId}`;
+/**
+ * The ledger request id of a facilitator settlement's fee: one per claim of the payment (an
+ * authorization released unsettled may be settled again later, and is charged again then).
+ * Records of older versions were charged on settlement, under the payment id alone.
+ */
+export const facilitatorFeeRequestId = (paymentId: string, claim?: string) =>
+  claim ? `facilitator:${paymentId}:${claim}` : `facilitator:${paymentId}`;
 
 export class Payments {
   readonly clients: Map<string, NetworkClients>;
@@ -285,10 +290,16 @@ export class Payments {
         // The transfer cannot be in an earlier block: whoever finishes this settlement reads logs from here.
         sentFromBlock: seen.number.toString(),
         ...(request.payTo ? { payTo: expected.payTo } : {}),
-        ...(request.facilitator ? { facilitatorFee: request.facilitator.feeCredits } : {}),
+        ...(request.facilitator
+          ? {
+              facilitatorFee: request.facilitator.feeCredits,
+              feeRequestId: facilitatorFeeRequestId(id, randomId(12)),
+            }
+          : {}),
       };
       const existing = await this.services.store.claimPayment(record);
       if (existing) return this.answerKnown(existing, context);
+      if (record.feeRequestId) await this.reserveFee(record);
 
       const settled = this.phase("settle", network.name);
       outcome = await arrival.settle({
@@ -303,11 +314,11 @@ export class Payments {
     }
     this.services.metrics.payments.inc({ outcome: outcome.state, network: network.name });
     if (outcome.state === "unsent") {
-      await this.services.store.releasePayment(id); // nothing was broadcast: the authorization may be retried
+      await this.release(record); // nothing was broadcast: the authorization may be retried
       throw this.refusal(new Error(outcome.reason), network.name);
     }
     if (outcome.state === "failed" && !(await this.mayHaveMoved(clients, auth))) {
-      await this.services.store.releasePayment(id); // nothing moved: the authorization may be retried
+      await this.release(record); // nothing moved: the authorization may be retried
       throw invalidPayment(`settlement failed: ${outcome.reason}`, "invalid_transaction_state");
     }
     if (outcome.state !== "settled") {
@@ -498,13 +509,63 @@ export class Payments {
   }
 
   /**
+   * A facilitator settlement's fee, debited once its payment is claimed and before the money
+   * moves: settlements sent at once cannot all pass on one balance that covers one fee. Refused
+   * (402 `insufficient_credits`), the claim is released and nothing moves.
+   */
+  private async reserveFee(record: PaymentRecord): Promise<void> {
+    const fee = record.facilitatorFee!;
+    let outcome: AdmitOutcome;
+    try {
+      outcome = await this.services.store.admit({
+        accountId: record.accountId,
+        keyHash: null,
+        cost: fee,
+        requestId: record.feeRequestId!,
+        tool: null,
+        reason: "facilitator_settle",
+        countRequest: false,
+      });
+    } catch (err) {
+      // The debit may have been made unheard: released (and given back) now, or by the reconciler.
+      await this.release(record).catch(() => undefined);
+      throw err;
+    }
+    if (outcome.status === "ok") return;
+    await this.release(record);
+    const balance = "account" in outcome ? outcome.account.balance : 0;
+    throw new ApiError(
+      "insufficient_credits",
+      `Not enough credits for the facilitator fee of ${fee}: the balance is ${balance}.`,
+      { details: { credits_remaining: balance } },
+    );
+  }
+
+  /**
+   * Lets go of a claimed payment whose money did not move, so its authorization may be tried
+   * again; a facilitator fee reserved for it is given back first (once: a crash in between leaves
+   * the record open, and the reconciler releases it later the same way).
+   */
+  async release(record: PaymentRecord): Promise<void> {
+    if (record.feeRequestId) {
+      const refunded = await this.services.store.refund(record.accountId, {
+        requestId: record.feeRequestId,
+        reason: "facilitator settlement not made",
+      });
+      if (refunded.status === "refunded")
+        this.services.metrics.creditsRefunded.inc(refunded.amount);
+    }
+    await this.services.store.releasePayment(record.id);
+  }
+
+  /**
    * A facilitator settlement pays the caller's own address; Toolgate charges the caller its fee,
-   * once per payment (the payment id is the ledger request id), whoever finishes the settlement.
-   * The balance was checked before the money moved; a balance spent in between leaves the fee
-   * uncollected (logged), never a negative balance.
+   * reserved before the money moved. A record of an older version was not: its fee is charged
+   * now, once per payment (the payment id is the ledger request id), whoever finishes the
+   * settlement; a balance spent in between leaves it uncollected (logged), never negative.
    */
   private async chargeFacilitatorFee(record: PaymentRecord): Promise<PaymentRecord> {
-    const fee = record.facilitatorFee ?? 0;
+    const fee = record.feeRequestId ? 0 : (record.facilitatorFee ?? 0);
     if (fee > 0) {
       const outcome = await this.services.store.admit({
         accountId: record.accountId,
@@ -549,10 +610,15 @@ function sameAuthorization(stored: Record<string, string>, presented: Authorizat
     sameBytes(stored.from ?? "", presented.from) &&
     sameBytes(stored.to ?? "", presented.to) &&
     sameBytes(stored.nonce ?? "", presented.nonce) &&
-    stored.value === presented.value &&
-    stored.validAfter === presented.validAfter &&
-    stored.validBefore === presented.validBefore
+    sameUint(stored.value, presented.value) &&
+    sameUint(stored.validAfter, presented.validAfter) &&
+    sameUint(stored.validBefore, presented.validBefore)
   );
+}
+
+/** Two decimal uint256s as numbers (a record of an older version may spell one with leading zeros). */
+function sameUint(stored: string | undefined, presented: string): boolean {
+  return stored !== undefined && /^\d+$/.test(stored) && BigInt(stored) === BigInt(presented);
 }
 
 /** A v2 `accepted` against an offered requirement: every field equal, amounts as numbers, addresses as bytes. */

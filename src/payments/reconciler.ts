@@ -287,7 +287,7 @@ async function reconcile(
       }
     }
     if (expired) {
-      await services.store.releasePayment(record.id);
+      await payments.release(record);
       services.log.info({ payment: record.id }, "pending payment expired unused: released");
       return "released";
     }

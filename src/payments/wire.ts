@@ -19,7 +19,12 @@ const uint = z
   .refine(
     (v) => UINT.test(v) && BigInt(v) < 2n ** 256n,
     "must be a decimal integer below 2^256 (a uint256)",
-  );
+  )
+  // One spelling per number (no leading zeros), as hex is lower-cased: a retry that spells the
+  // signed value another way is the same authorization.
+  .transform((v) => BigInt(v).toString());
+/** Whole seconds: a fraction has no meaning on chain (block times are whole seconds). */
+const seconds = z.number().int().nonnegative();
 /** secp256k1's group order: r and s of a real signature lie in [1, N). */
 const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 /**
@@ -63,7 +68,7 @@ export const requirementsV2Schema = z.object({
   asset: address,
   amount: uint,
   payTo: address,
-  maxTimeoutSeconds: z.number(),
+  maxTimeoutSeconds: seconds,
   extra: z.record(z.string(), z.unknown()),
 });
 export type RequirementsV2 = z.infer<typeof requirementsV2Schema>;
@@ -142,7 +147,7 @@ export const requirementsV1Schema = z.object({
   description: z.string().optional(),
   mimeType: z.string().optional(),
   payTo: address,
-  maxTimeoutSeconds: z.number(),
+  maxTimeoutSeconds: seconds,
   asset: address,
   extra: z.record(z.string(), z.unknown()).nullish(),
 });

@@ -367,8 +367,14 @@ export interface PaymentRecord {
   expiresAt?: number;
   /** Who is paid, when not X402_PAY_TO: a facilitator settlement pays the resource server's address. */
   payTo?: string;
-  /** A facilitator settlement: the credits charged to `accountId` once it settles (instead of a credit). */
+  /** A facilitator settlement: the credits charged to `accountId` for it (instead of a credit). */
   facilitatorFee?: number;
+  /**
+   * The ledger request id the facilitator fee was debited under, once the payment was claimed and
+   * before any money moved; given back if the settlement is not made. Absent in records of older
+   * versions, which charged the fee on settlement.
+   */
+  feeRequestId?: string;
 }
 
 export interface RelayedTransaction {

@@ -14,6 +14,7 @@ import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { tierLimits } from "../../src/store/index.js";
 import { createRedisStore, type RedisStore } from "../../src/store/redis.js";
 import {
+  admin,
   call,
   dropPrefix,
   fundedAccount,
@@ -22,7 +23,7 @@ import {
   type GatewayProcess,
 } from "../helpers/gateway.js";
 import { REDIS_URL } from "../helpers/redis.js";
-import { balanceOf, signAuthorization, startChains } from "../helpers/x402.js";
+import { PAY_TO, balanceOf, signAuthorization, startChains } from "../helpers/x402.js";
 
 /**
  * Toolgate as the facilitator of someone else's express app, protected by the official x402
@@ -235,6 +236,79 @@ describe("the facilitator API", () => {
       errorReason: "invalid_network",
     });
     expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore);
+  }, 30_000);
+});
+
+describe("the facilitator's refusals before any money moves", () => {
+  it("settlements sent at once on one balance: as many settle as it covers fees, the others 402 insufficient_credits with nothing moved", async () => {
+    // 25 credits: five fees. Seven settlements of distinct payments, all at once, on both processes.
+    const caller = await fundedAccount(a.url, 25, "business");
+    const bodies = await Promise.all(
+      Array.from({ length: 7 }, async (_, i) => ({
+        x402Version: 1,
+        paymentPayload: await paymentV1(PAYERS[i % PAYERS.length]!),
+        paymentRequirements: requirementV1(),
+      })),
+    );
+    const before = await balanceOf(chains.base, APP_PAY_TO);
+    const results = await Promise.all(
+      bodies.map((body, i) => facilitate(i % 2 ? b : a, "settle", body, caller.key)),
+    );
+    const settled = results.filter((r) => r.status === 200 && r.body.success === true);
+    const refused = results.filter((r) => r.status === 402);
+    expect([settled.length, refused.length]).toEqual([5, 2]);
+    for (const r of refused) expect(r.body.error.code).toBe("insufficient_credits");
+    expect(await balanceOf(chains.base, APP_PAY_TO)).toBe(before + 5n * PRICE);
+    expect(await fees(caller.accountId)).toEqual([-FEE, -FEE, -FEE, -FEE, -FEE]);
+    expect((await call(`${a.url}/api/v1/account`, { key: caller.key })).body.credits).toBe(0);
+    // A refused payment was left unused: settled once the balance covers its fee.
+    await admin(a.url, `/accounts/${caller.accountId}/credits`, {
+      body: { amount: FEE, reason: "test funds" },
+    });
+    const retried = await facilitate(
+      a,
+      "settle",
+      bodies[results.indexOf(refused[0]!)]!,
+      caller.key,
+    );
+    expect([retried.status, retried.body.success]).toEqual([200, true]);
+    expect(await balanceOf(chains.base, APP_PAY_TO)).toBe(before + 6n * PRICE);
+  }, 60_000);
+
+  it("refuses a requirement that pays Toolgate's own address: its payments are credited through its own doors", async () => {
+    const payer = PAYERS[3]!;
+    const body = {
+      x402Version: 1,
+      paymentPayload: await paymentV1(payer, { to: PAY_TO }),
+      paymentRequirements: requirementV1({ payTo: PAY_TO.toUpperCase().replace("0X", "0x") }),
+    };
+    const payerBefore = await balanceOf(chains.base, payer.address);
+    for (const op of ["verify", "settle"] as const) {
+      const res = await facilitate(a, op, body);
+      expect([res.status, res.body.isValid ?? res.body.success]).toEqual([200, false]);
+      expect(res.body.invalidReason ?? res.body.errorReason).toBe("invalid_payment_requirements");
+    }
+    expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore);
+  }, 30_000);
+
+  it("answers 401 to a caller without a valid key whatever its body, and a fractional maxTimeoutSeconds as an invalid requirement", async () => {
+    for (const key of [null, "tg_live_not_a_key"]) {
+      const res = await facilitate(a, "settle", {}, key);
+      expect([res.status, res.body.error.code]).toEqual([
+        401,
+        key ? "invalid_api_key" : "missing_api_key",
+      ]);
+    }
+    const body = {
+      x402Version: 1,
+      paymentPayload: await paymentV1(PAYERS[4]!),
+      paymentRequirements: requirementV1({ maxTimeoutSeconds: 300.5 }),
+    };
+    for (const op of ["verify", "settle"] as const) {
+      const res = await facilitate(a, op, body);
+      expect([res.status, res.body.isValid ?? res.body.success]).toEqual([200, false]);
+      expect(res.body.invalidReason ?? res.body.errorReason).toBe("invalid_payment_requirements");
+    }
   }, 30_000);
 });
 

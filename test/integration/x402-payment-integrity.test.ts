@@ -86,6 +86,44 @@ describe("hex is compared as bytes", () => {
   }, 30_000);
 });
 
+describe("numbers are compared as numbers", () => {
+  it("the same authorization with its amounts spelled with leading zeros is one payment: the retry replays the answer", async () => {
+    const payer = await funded(31_002);
+    const { authorization, signature } = await signAuthorization({
+      account: payer,
+      chain: chains.base,
+      value: PRICE,
+    });
+    const padded = {
+      authorization: {
+        ...authorization,
+        value: `000${authorization.value}`,
+        validAfter: `0${authorization.validAfter}`,
+        validBefore: `00${authorization.validBefore}`,
+      },
+      signature,
+    };
+    const before = await balanceOf(chains.base, PAY_TO);
+    const first = await hashCall({ "x-payment": v1Header("base-sepolia", padded) }, "zeros");
+    expect(first.status).toBe(200);
+    const retry = await hashCall(
+      { "x-payment": v1Header("base-sepolia", { authorization, signature }) },
+      "zeros",
+    );
+    expect([retry.status, retry.headers.get("idempotent-replayed"), retry.body]).toEqual([
+      200,
+      "true",
+      first.body,
+    ]);
+    expect(await balanceOf(chains.base, PAY_TO)).toBe(before + PRICE);
+    expect(await ledgerOf(walletAccountId(payer.address))).toEqual([
+      ["debit", -1],
+      ["purchase", 1],
+      ["grant", 0],
+    ]);
+  }, 30_000);
+});
+
 describe("a payment answers only the request that carries it, verified in full", () => {
   it("once a pending payment is reconciled, a request with its from and nonce but a garbage signature is refused; the payer's own retry is served", async () => {
     const payer = await funded(31_002);
