@@ -209,9 +209,15 @@ describe.each(["redis", "memory"] as const)("account controls (%s store)", (stor
     expect((await hash(a.key)).status).toBe(200);
   });
 
-  it("lets a key with controls call tools but manage no keys or controls (403 unrestricted_key_required)", async () => {
-    const { key, keyId } = await fundedAccount(gw.url, 100);
+  it("lets a key with controls call tools but manage no keys, controls, single sign-on or webhooks (403 unrestricted_key_required)", async () => {
+    const { key, keyId } = await fundedAccount(gw.url, 100, "business");
     const limited = (await createKey(key, { budget: { credits: 50, period: "month" } })).body;
+    const hook = (
+      await call(`${gw.url}/api/v1/webhooks/register`, {
+        key,
+        body: { url: rx.url("/limited"), events: ["tool.error"] },
+      })
+    ).body;
     const attempts = [
       await createKey(limited.key, {}),
       await updateKey(limited.key, limited.id, { budget: null }),
@@ -222,11 +228,35 @@ describe.each(["redis", "memory"] as const)("account controls (%s store)", (stor
         method: "PUT",
         body: { credits: 1 },
       }),
+      // Single sign-on opens dashboard sessions, which could lift the key's limits.
+      await call(`${gw.url}/api/v1/account/sso`, {
+        key: limited.key,
+        method: "PUT",
+        body: {
+          issuer: "https://idp.example",
+          client_id: "c",
+          client_secret: "s",
+          email_domains: ["example.com"],
+        },
+      }),
+      await call(`${gw.url}/api/v1/account/sso`, { key: limited.key, method: "DELETE" }),
+      await call(`${gw.url}/api/v1/webhooks/register`, {
+        key: limited.key,
+        body: { url: rx.url("/limited"), events: ["tool.error"] },
+      }),
+      await call(`${gw.url}/api/v1/webhooks/${hook.id}/rotate-secret`, {
+        key: limited.key,
+        body: {},
+      }),
+      await call(`${gw.url}/api/v1/webhooks/${hook.id}`, { key: limited.key, method: "DELETE" }),
     ];
     expect(attempts.map((r) => [r.status, r.body.error?.code])).toEqual(
-      Array(5).fill([403, "unrestricted_key_required"]),
+      Array(10).fill([403, "unrestricted_key_required"]),
     );
     expect((await call(`${gw.url}/api/v1/keys`, { key: limited.key })).status).toBe(200);
+    expect((await call(`${gw.url}/api/v1/webhooks`, { key: limited.key })).body.data).toHaveLength(
+      1,
+    );
     expect(await listed(key, limited.id)).toMatchObject({ budget: { credits: 50 } });
   });
 });

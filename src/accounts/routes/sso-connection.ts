@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { requireUnrestrictedKey } from "../../http/auth.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
 import { openSecret, sealSecret } from "../../webhooks/secrets.js";
@@ -58,6 +59,8 @@ export const putSsoConnection = defineRoute({
   response: ssoConnectionViewSchema,
   async handler({ services, caller, body }) {
     requireFeature(caller.account.tier, "sso");
+    // Single sign-on opens dashboard sessions, which manage keys: a limited key would lift its own limits.
+    requireUnrestrictedKey(caller);
     const accountId = caller.account.id;
     const allowPrivate = services.config.ssoAllowPrivateTargets;
     const issuer = await checkIssuerUrl(body.issuer, allowPrivate);
@@ -117,6 +120,8 @@ export const deleteSsoConnection = defineRoute({
   response: z.object({ deleted: z.literal(true) }),
   async handler({ services, caller }) {
     requireFeature(caller.account.tier, "sso");
+    // Single sign-on opens dashboard sessions, which manage keys: a limited key would lift its own limits.
+    requireUnrestrictedKey(caller);
     if (!(await services.store.deleteSsoConnection(caller.account.id)))
       throw new ApiError("not_found", NOT_SET_UP);
     return { body: { deleted: true as const } };

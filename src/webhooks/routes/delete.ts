@@ -12,7 +12,7 @@ export const deleteWebhook = (owner: WebhookOwner) =>
     auth: owner.auth,
     response: z.object({ id: z.string(), deleted: z.literal(true) }),
     async handler({ services, caller, params }) {
-      const ownerId = owner.idOf(caller);
+      const ownerId = owner.managerIdOf(caller);
       if (!(await services.store.deleteWebhook(ownerId, params.id!)))
         throw new ApiError("not_found", "No such webhook.", { param: "id" });
       return { body: { id: params.id, deleted: true } };

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { requireFeature } from "../../accounts/tiers.js";
-import type { KeyCaller } from "../../http/auth.js";
+import { requireUnrestrictedKey, type KeyCaller } from "../../http/auth.js";
 import { ApiError } from "../../http/errors.js";
 import type { Services } from "../../services.js";
 import type { WebhookRecord } from "../../store/types.js";
@@ -20,6 +20,12 @@ export interface WebhookOwner {
   who: string;
   /** The owner's id, after the tier check for accounts. */
   idOf(caller: KeyCaller | null): string;
+  /**
+   * The owner's id for a change of where its events go or how they are signed (register, delete,
+   * rotate a secret): for an account, also not with a limited key, which may only call tools and
+   * read (http/auth.ts, requireUnrestrictedKey).
+   */
+  managerIdOf(caller: KeyCaller | null): string;
 }
 
 export const ACCOUNT_WEBHOOKS: WebhookOwner = {
@@ -30,6 +36,11 @@ export const ACCOUNT_WEBHOOKS: WebhookOwner = {
     requireFeature(caller!.account.tier, "webhooks");
     return caller!.account.id;
   },
+  managerIdOf(caller) {
+    const id = this.idOf(caller);
+    requireUnrestrictedKey(caller!);
+    return id;
+  },
 };
 
 export const PLATFORM_WEBHOOKS: WebhookOwner = {
@@ -37,6 +48,7 @@ export const PLATFORM_WEBHOOKS: WebhookOwner = {
   base: "/admin/webhooks",
   who: "the platform's",
   idOf: () => PLATFORM_OWNER,
+  managerIdOf: () => PLATFORM_OWNER,
 };
 
 /** The owner's webhook with this id, or 404 (another owner's included). */

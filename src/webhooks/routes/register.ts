@@ -27,7 +27,7 @@ export const registerWebhook = (owner: WebhookOwner) =>
       secret: z.string().describe("whsec_… — shown once, never again."),
     }),
     async handler({ services, body, caller }) {
-      const ownerId = owner.idOf(caller);
+      const ownerId = owner.managerIdOf(caller);
       const check = await checkWebhookUrl(body.url, services.config.webhookAllowPrivateTargets);
       if (!check.ok)
         throw new ApiError(

@@ -22,7 +22,7 @@ export const rotateWebhookSecret = (owner: WebhookOwner) =>
       secret: z.string().describe("The new secret — shown once."),
     }),
     async handler({ services, body, caller, params }) {
-      const webhook = await findWebhook(services, owner.idOf(caller), params.id);
+      const webhook = await findWebhook(services, owner.managerIdOf(caller), params.id);
       const secret = newWebhookSecret();
       const rotated: WebhookRecord = {
         ...webhook,
