@@ -18,6 +18,8 @@ export const ENDPOINT_LIMITS = {
   "wallet-challenge": { count: 30, windowSeconds: 60, what: "wallet sign-in challenges" },
   "wallet-claim": { count: 30, windowSeconds: 60, what: "wallet sign-in claims" },
   "verification-email": { count: 3, windowSeconds: 3600, what: "verification e-mails" },
+  // The link's token is an HMAC, beyond guessing; counted anyway, as every unauthenticated door is.
+  "verify-email": { count: 30, windowSeconds: 60, what: "e-mail verifications" },
   "webhook-test": { count: 20, windowSeconds: 60, what: "webhook test events" },
   "webhook-resend": { count: 30, windowSeconds: 60, what: "webhook resends" },
   "dashboard-sign-in": { count: 20, windowSeconds: 60, what: "dashboard sign-in attempts" },

@@ -161,8 +161,12 @@ export function toApiError(err: unknown): ApiError {
       "The request body's encoding is not supported; send JSON as UTF-8.",
     );
   }
-  // A body that does not decompress as its Content-Encoding says (zlib's Z_* codes).
-  if (typeof e?.code === "string" && e.code.startsWith("Z_")) {
+  // A body that does not decompress as its Content-Encoding says: zlib's Z_* codes (gzip,
+  // deflate), brotli's ERR__ERROR_* and ERR_BROTLI_* ones.
+  if (
+    typeof e?.code === "string" &&
+    (e.code.startsWith("Z_") || e.code.startsWith("ERR__ERROR_") || e.code.startsWith("ERR_BROTLI"))
+  ) {
     return new ApiError(
       "invalid_content_encoding",
       "The request body is not encoded as its Content-Encoding header says.",

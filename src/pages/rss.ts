@@ -38,7 +38,8 @@ export const rfc822 = (date: Date): string => date.toUTCString();
 
 export function renderRss(channel: RssChannel): string {
   const items = [...channel.items].sort((a, b) => b.date.getTime() - a.date.getTime());
-  const latest = items[0]?.date ?? new Date(0);
+  // The newest item's date; a feed with none has no build date to give (the element is optional).
+  const latest = items[0]?.date;
   return (
     '<?xml version="1.0" encoding="UTF-8"?>\n' +
     xmlBuilder().build({
@@ -50,7 +51,7 @@ export function renderRss(channel: RssChannel): string {
           link: channel.link,
           description: channel.description,
           language: "en",
-          lastBuildDate: rfc822(latest),
+          ...(latest ? { lastBuildDate: rfc822(latest) } : {}),
           "atom:link": { "@_href": channel.self, "@_rel": "self", "@_type": "application/rss+xml" },
           item: items.map((item) => ({
             title: item.title,

@@ -55,7 +55,8 @@ export function componentChecks(
       name: "MCP",
       group: "API",
       // The MCP door answers an unauthenticated message with its 401 (or 403 when MCP_ALLOWED_HOSTS
-      // leaves out loopback): it is mounted and serving.
+      // leaves out loopback): it is mounted and serving. With x402 on it serves callers without a
+      // key (wallets pay per call), so a ping is answered 200.
       check: (signal) =>
         expectStatus(
           `${selfUrl}/mcp`,
@@ -67,7 +68,7 @@ export function componentChecks(
             },
             body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
           },
-          [401, 403],
+          [services.payments ? 200 : 401, 403],
           signal,
         ),
     },

@@ -67,16 +67,19 @@ function rawRequest(
 }
 
 describe("client errors", () => {
-  it("a body that is not gzip though Content-Encoding says so is 400 invalid_content_encoding, uncharged", async () => {
-    const before = await creditsOf(gw.url, key);
-    const res = await rawRequest(
-      "/v1/tools/hash",
-      { "x-api-key": key, "content-type": "application/json", "content-encoding": "gzip" },
-      '{"text":"plain"}',
-    );
-    expectErrorShape(res.body, 400, "invalid_content_encoding", res);
-    expect(await creditsOf(gw.url, key)).toBe(before);
-  });
+  it.each(["gzip", "deflate", "br"])(
+    "a body that is not %s though Content-Encoding says so is 400 invalid_content_encoding, uncharged",
+    async (encoding) => {
+      const before = await creditsOf(gw.url, key);
+      const res = await rawRequest(
+        "/v1/tools/hash",
+        { "x-api-key": key, "content-type": "application/json", "content-encoding": encoding },
+        '{"text":"plain"}',
+      );
+      expectErrorShape(res.body, 400, "invalid_content_encoding", res);
+      expect(await creditsOf(gw.url, key)).toBe(before);
+    },
+  );
 
   it("a malformed percent escape in the path is 400 invalid_path", async () => {
     const res = await rawRequest(

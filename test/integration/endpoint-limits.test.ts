@@ -15,7 +15,7 @@ beforeAll(async () => {
     env: {
       WEBHOOK_ALLOW_PRIVATE_TARGETS: "1",
       ENDPOINT_LIMITS:
-        "wallet-challenge=3/60,verification-email=2/3600,webhook-test=2/60,webhook-resend=1/60",
+        "wallet-challenge=3/60,verification-email=2/3600,verify-email=3/60,webhook-test=2/60,webhook-resend=1/60",
     },
   });
 });
@@ -52,6 +52,17 @@ describe("endpoint limits", () => {
       /^At most 3 wallet sign-in challenges per minute per client address/,
     );
     expect((await challenge("198.51.100.31")).status).toBe(200);
+  });
+
+  it("limit e-mail verification links opened per client address, valid or not", async () => {
+    const open = (address: string) =>
+      call(`${gw.url}/api/v1/verify-email?token=acct_x.1.guess`, { headers: from(address) });
+    for (let i = 0; i < 3; i++) expect((await open("198.51.100.35")).status).toBe(400);
+    expectRateLimited(
+      await open("198.51.100.35"),
+      /^At most 3 e-mail verifications per minute per client address/,
+    );
+    expect((await open("198.51.100.36")).status).toBe(400);
   });
 
   it("limit verification e-mails per account and per client address", async () => {

@@ -38,6 +38,8 @@ async function feed(path: string) {
     expect(item.guid["#text"]).toEqual(expect.any(String));
   }
   expect(new Set(items.map((i) => i.guid["#text"])).size).toBe(items.length);
+  // The feed was built when its newest item was; a feed with no item gives no build date.
+  expect(channel.lastBuildDate).toBe(items[0]?.pubDate);
   return { channel, items };
 }
 
@@ -55,6 +57,10 @@ describe("/changelog.rss", () => {
 });
 
 describe("incidents", () => {
+  it("/status.rss with none yet is a valid feed with no items", async () => {
+    expect((await feed("/status.rss")).items).toEqual([]);
+  });
+
   it("posted, updated and resolved by the operator, show on /status.json, /status and /status.rss", async () => {
     const opened = await admin(gw.url, "/incidents", {
       body: {

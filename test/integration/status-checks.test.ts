@@ -12,6 +12,7 @@ import {
   type GatewayProcess,
   type TestGateway,
 } from "../helpers/gateway.js";
+import { spawnPaidGateway, startChains } from "../helpers/x402.js";
 
 /**
  * The status page's checks run in the background on an interval: a component whose check fails
@@ -57,6 +58,33 @@ async function unhealthyPool(): Promise<{ url: string; server: Server }> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, server };
 }
+
+describe("with x402 payments on", () => {
+  let chains: Awaited<ReturnType<typeof startChains>>;
+  let paid: Awaited<ReturnType<typeof spawnPaidGateway>>;
+  beforeAll(async () => {
+    chains = await startChains([]);
+    paid = await spawnPaidGateway("status-x402", chains.env, {
+      STATUS_CHECK_INTERVAL_MS: String(INTERVAL_MS),
+    });
+  }, 90_000);
+  afterAll(async () => {
+    await paid?.stop();
+    await chains?.stop();
+  });
+
+  it("shows MCP operational: it serves callers without a key, so its probe is answered 200", async () => {
+    // Three rounds of checks (the first may run before the gateway listens).
+    await new Promise((r) => setTimeout(r, INTERVAL_MS * 3));
+    const { value: mcp } = await waitFor(
+      () => componentOf(paid.gw.url, "mcp"),
+      (c) => c.state !== "unknown",
+      5_000,
+    );
+    expect([mcp.state, mcp.detail ?? null]).toEqual(["operational", null]);
+    expect((await statusOf(paid.gw.url)).status).toBe("operational");
+  });
+});
 
 describe("a failing component", () => {
   let workers: Workers;
