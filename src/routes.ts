@@ -134,8 +134,10 @@ export const DOORS: Door[] = [
   {
     prefix: "/mcp",
     router: mcpRouter,
-    serves: { "/": ["POST", "GET", "DELETE"] },
+    serves: { "/": ["POST"] },
     document: mcpDocument,
+    // It reads its own body: one that cannot be read is answered as JSON-RPC (mcp/route.ts).
+    beforeBody: true,
   },
   { prefix: "/x402", routes: [x402Supported, x402Verify, x402Settle] },
   { prefix: "/.well-known", routes: [wellKnownX402] },

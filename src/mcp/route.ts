@@ -8,7 +8,9 @@ import {
 } from "express";
 import { TIERS, requireFeature } from "../accounts/tiers.js";
 import { admitted, presentedKey } from "../http/auth.js";
-import { ApiError } from "../http/errors.js";
+import { ApiError, toApiError } from "../http/errors.js";
+import { jsonBody } from "../http/json-body.js";
+import { requireJsonBody } from "../http/request-context.js";
 import { allowOn } from "../http/method-not-allowed.js";
 import { errorResponses, type Json } from "../http/openapi.js";
 import type { Services } from "../services.js";
@@ -115,7 +117,9 @@ export function mcpRouter(services: Services): Router {
   };
 
   const router = Router();
-  // Streamable HTTP uses POST (messages), GET (the server's stream) and DELETE (end a session); other methods are 405.
+  // Streamable HTTP sends messages with POST. The gateway is stateless: it opens no stream for GET
+  // and keeps no session for DELETE to end, so those are 405 like any other method (the
+  // transport's own rule: a server without the stream answers GET 405), with one Allow header.
   const handle: RequestHandler = async (req, res) => {
     const serve = await (serving ??= loadMcp().catch((err: unknown) => {
       serving = null; // tried again on the next request
@@ -123,9 +127,34 @@ export function mcpRouter(services: Services): Router {
     }));
     void serve(req, res, req.body);
   };
-  router.route("/").post(guard, handle).get(guard, handle).delete(guard, handle);
-  allowOn(router, "/", ["GET", "POST", "DELETE"]);
+  // The door reads its own body, so a body that cannot be read is answered as JSON-RPC, which an
+  // MCP client can read: -32700 for JSON that does not parse, -32600 for any other unreadable body.
+  const json = jsonBody({
+    limitBytes: services.config.bodyLimitBytes,
+    maxDepth: services.config.bodyMaxDepth,
+  });
+  router.route("/").post(requireJsonBody, json, guard, handle);
+  allowOn(router, "/", ["POST"]);
+  router.use(jsonRpcBodyErrors);
   return router;
+}
+
+/** The body errors of the JSON parser, answered as JSON-RPC errors with the same HTTP status. */
+const BODY_ERRORS = new Set([
+  "invalid_json",
+  "body_too_large",
+  "body_too_deep",
+  "unsupported_media_type",
+  "invalid_content_encoding",
+]);
+function jsonRpcBodyErrors(err: unknown, _req: Request, res: Response, next: NextFunction): void {
+  const api = toApiError(err);
+  if (!BODY_ERRORS.has(api.code)) return next(err);
+  res.status(api.status).json({
+    jsonrpc: "2.0",
+    error: { code: api.code === "invalid_json" ? -32700 : -32600, message: api.message },
+    id: null,
+  });
 }
 
 /** How `/mcp` appears in the OpenAPI document (its messages are JSON-RPC, described by MCP itself). */

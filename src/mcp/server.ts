@@ -1,4 +1,7 @@
 import { Server } from "@modelcontextprotocol/server";
+import { z } from "zod";
+import { parseInput } from "../http/route.js";
+import { CATEGORIES } from "../tools/definition.js";
 import { type ApiError, errorBody, toApiError } from "../http/errors.js";
 import { newRequestId } from "../lib/ids.js";
 import type { Services } from "../services.js";
@@ -57,36 +60,26 @@ function toolList(services: Services) {
 
 /**
  * `search_tools`: a free tool that finds catalogue tools by words (and category) and returns
- * them with their schemas, so an agent can start from a small tool list (tool search).
+ * them with their schemas, so an agent can start from a small tool list (tool search). Its
+ * arguments are held to the schema it lists, as every tool's are: a mistyped category is an
+ * error, not an empty list.
  */
+const searchToolsInput = z.strictObject({
+  query: z.string().max(200).describe("Words describing the task, e.g. 'extract text from pdf'."),
+  category: z
+    .enum(Object.keys(CATEGORIES) as [keyof typeof CATEGORIES])
+    .optional()
+    .describe("Only tools of this category."),
+  limit: z.number().int().min(1).max(64).default(5).describe("How many tools to return."),
+});
 const SEARCH_TOOLS = {
   name: "search_tools",
   title: "Search the tools",
   description:
     "Find tools of this gateway by what they do: returns the best-matching tools with their input and output schemas and prices. Free.",
-  inputSchema: {
-    type: "object" as const,
-    properties: {
-      query: {
-        type: "string",
-        maxLength: 200,
-        description: "Words describing the task, e.g. 'extract text from pdf'.",
-      },
-      category: {
-        type: "string",
-        description:
-          "Only tools of this category (ai, web, documents, images, language, data, code, security, geo).",
-      },
-      limit: {
-        type: "integer",
-        minimum: 1,
-        maximum: 64,
-        default: 5,
-        description: "How many tools to return.",
-      },
-    },
-    required: ["query"],
-    additionalProperties: false,
+  inputSchema: withoutDialect(z.toJSONSchema(searchToolsInput, { io: "input" })) as {
+    type: "object";
+    [k: string]: unknown;
   },
 };
 
@@ -94,14 +87,19 @@ function searchResult(
   services: Services,
   own: readonly ToolDefinition[],
   args: Record<string, unknown>,
+  requestId: string,
 ) {
-  const query = typeof args.query === "string" ? args.query.slice(0, 200) : "";
-  const limit = Number.isInteger(args.limit) ? Math.min(64, Math.max(1, args.limit as number)) : 5;
+  let input: z.infer<typeof searchToolsInput>;
+  try {
+    input = parseInput(searchToolsInput, args, "body");
+  } catch (err) {
+    return errorResult(err as ApiError, requestId);
+  }
   const found = searchTools(
     [...publicTools(services, TOOLS), ...own],
-    query,
-    typeof args.category === "string" ? args.category : undefined,
-  ).slice(0, limit);
+    input.query,
+    input.category,
+  ).slice(0, input.limit);
   const matches = found.map((tool) => ({
     ...mcpTool(services, tool),
     available: services.pools.unavailableReason(tool.name) === null,
@@ -194,7 +192,7 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
           ? {
               ...t,
               _meta: {
-                ...t._meta,
+                ...(t._meta as Record<string, unknown>),
                 "toolgate/available": services.pools.unavailableReason(t.name) === null,
               },
             }
@@ -205,7 +203,7 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
       const requestId = newRequestId();
       if (caller.refused) return errorResult(caller.refused, requestId);
       if (request.params.name === SEARCH_TOOLS.name)
-        return searchResult(services, await ownTools(), request.params.arguments ?? {});
+        return searchResult(services, await ownTools(), request.params.arguments ?? {}, requestId);
       let tool: ToolDefinition | null;
       try {
         tool = await services.upstream.find(request.params.name, caller.key?.accountId ?? null);

@@ -234,6 +234,30 @@ describe("before MCP runs", () => {
     expect(status).toBe(403);
   });
 
+  it("answers a body it cannot read as JSON-RPC: -32700 for JSON that does not parse, -32600 otherwise, with the HTTP status", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const post = (body: string, contentType = "application/json") =>
+      fetch(`${gw.url}/mcp`, {
+        method: "POST",
+        headers: {
+          "x-api-key": key,
+          "content-type": contentType,
+          accept: "application/json, text/event-stream",
+        },
+        body,
+      });
+    for (const [res, status, code] of [
+      [await post("{nope"), 400, -32700],
+      [await post("{}", "text/plain"), 415, -32600],
+      [await post(JSON.stringify({ pad: "x".repeat(3_000_000) })), 413, -32600],
+    ] as const) {
+      expect([res.status, await res.json()]).toEqual([
+        status,
+        { jsonrpc: "2.0", error: { code, message: expect.any(String) }, id: null },
+      ]);
+    }
+  });
+
   it("needs the Accept header of streamable HTTP", async () => {
     const { key } = await fundedAccount(gw.url, 100, "starter");
     const res = await initialize({ "x-api-key": key, accept: "application/json" });

@@ -63,6 +63,20 @@ describe("a known path with a method it does not serve", () => {
     expect(failures).toEqual([]);
   });
 
+  it("/mcp serves POST only (stateless: no stream for GET, no session for DELETE), and says so the same way for every other method", async () => {
+    for (const method of ["GET", "DELETE", "PUT"]) {
+      const res = await call(`${gw.url}/mcp`, {
+        method,
+        headers: { accept: "application/json, text/event-stream" },
+      });
+      expect([res.status, res.headers.get("allow"), res.body.error.code], method).toEqual([
+        405,
+        "POST, OPTIONS",
+        "method_not_allowed",
+      ]);
+    }
+  });
+
   it("an unknown path stays 404 route_not_found", async () => {
     const res = await call(`${gw.url}/v1/nothing-here`, { method: "PUT" });
     expect([res.status, res.body.error.code]).toEqual([404, "route_not_found"]);

@@ -71,4 +71,36 @@ describe("MCP search_tools", () => {
       await client.close();
     }
   });
+
+  it("holds its arguments to the schema it lists: a missing query, a wrong type, an unknown category or field is an error naming it", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const client = new Client({ name: "toolgate-test", version: "1.0.0" });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
+        requestInit: { headers: { "x-api-key": key } },
+      }),
+    );
+    try {
+      const listed = (await client.listTools()).tools.find((t) => t.name === "search_tools")!;
+      expect(listed.inputSchema).toMatchObject({
+        required: ["query"],
+        additionalProperties: false,
+        properties: { category: { enum: expect.arrayContaining(["documents", "web"]) } },
+      });
+      for (const [args, param] of [
+        [{}, "query"],
+        [{ query: 5 }, "query"],
+        [{ query: "pdf", category: "nonsense" }, "category"],
+        [{ query: "pdf", limit: 65 }, "limit"],
+        [{ query: "pdf", bogus: 1 }, "bogus"],
+      ] as const) {
+        const result = await client.callTool({ name: "search_tools", arguments: args });
+        expect(result.isError, JSON.stringify(args)).toBe(true);
+        const body = JSON.parse((result.content as { text: string }[])[0]!.text);
+        expect([body.error.code, body.error.param]).toEqual(["validation_failed", param]);
+      }
+    } finally {
+      await client.close();
+    }
+  });
 });
