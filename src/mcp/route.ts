@@ -149,7 +149,10 @@ const BODY_ERRORS = new Set([
 ]);
 function jsonRpcBodyErrors(err: unknown, _req: Request, res: Response, next: NextFunction): void {
   const api = toApiError(err);
-  if (!BODY_ERRORS.has(api.code)) return next(err);
+  if (!BODY_ERRORS.has(api.code)) {
+    next(err);
+    return;
+  }
   res.status(api.status).json({
     jsonrpc: "2.0",
     error: { code: api.code === "invalid_json" ? -32700 : -32600, message: api.message },
