@@ -1,6 +1,6 @@
 """Call a tool with an API key.
 
-    pip install toolgate
+    pip install ./sdk/python   (from the repository root; not on PyPI yet)
     TOOLGATE_API_KEY=tg_live_... TOOLGATE_BASE_URL=http://localhost:8402 python keyed_call.py
 """
 

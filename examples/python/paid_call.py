@@ -1,6 +1,6 @@
 """Pay for one call with x402 from a wallet: no API key, no account.
 
-    pip install toolgate
+    pip install ./sdk/python   (from the repository root; not on PyPI yet)
     TOOLGATE_BASE_URL=http://localhost:8402 WALLET_PRIVATE_KEY=0x... python paid_call.py
 
 On a local chain whose token is not the canonical USDC, name it:

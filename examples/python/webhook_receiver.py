@@ -1,7 +1,7 @@
 """Receive Toolgate webhooks: verify the signature over the raw body, check freshness, drop
 duplicates, then handle the event. Standard library only, besides toolgate.
 
-    pip install toolgate
+    pip install ./sdk/python   (from the repository root; not on PyPI yet)
     TOOLGATE_WEBHOOK_SECRET=whsec_... PORT=8000 python webhook_receiver.py
 
 Deliveries go to HTTPS URLs: put this behind your TLS proxy, or give it a certificate with

@@ -1,6 +1,7 @@
 /**
  * Calls a tool with an API key. Run: TOOLGATE_API_KEY=tg_live_… npx tsx keyed-call.ts
- * (TOOLGATE_BASE_URL defaults to http://localhost:8402).
+ * (TOOLGATE_BASE_URL defaults to http://localhost:8402), in an ES module project
+ * ("type": "module" in package.json) for its top-level await.
  */
 import { Toolgate, ToolgateError } from "toolgate";
 

@@ -1,6 +1,7 @@
 /**
  * Pays for one tool call with x402 from a wallet — no API key, no account. Run:
  *   WALLET_KEY_FILE=./wallet.key npx tsx paid-call.ts
+ * (in an ES module project, "type": "module" in package.json, for its top-level await).
  * The file holds the wallet's private key (0x…). The client signs at most MAX_PER_CALL USDC atomic
  * units per call and MAX_PER_SESSION in total. EXTRA_ASSET (network:address, e.g.
  * eip155:84532:0x…) lets it pay with a token other than canonical USDC, like `npm start`'s test token.
