@@ -55,6 +55,17 @@ def test_a_request_that_is_not_idempotent_is_not_repeated_after_a_lost_answer(ga
     assert len(direct.keys.list()) == keys_before + 1  # created once, not twice
 
 
+def test_a_revoke_whose_answer_is_lost_is_not_repeated_into_a_404(gateway, pro_key, dropping_proxy):
+    direct = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    spare = direct.keys.create("revoked, answer lost")
+    with pytest.raises(ToolgateError) as caught:
+        Toolgate(api_key=pro_key, base_url=dropping_proxy.url).keys.revoke(spare.info.id)
+    # The connection error, not a 404 from a second DELETE: the caller can check, and the key is revoked.
+    assert (caught.value.status, caught.value.code) == (0, "network_error")
+    assert dropping_proxy.connections == 1
+    assert next(k for k in direct.keys.list() if k.id == spare.info.id).status == "revoked"
+
+
 def test_retries_stop_after_max_retries(gateway, pro_key, dropping_proxy):
     dropping_proxy.to_drop = 10
     before = gateway.balance(pro_key)

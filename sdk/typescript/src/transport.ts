@@ -23,9 +23,10 @@ export interface RequestSpec {
   query?: Record<string, string | number | undefined>;
   body?: unknown;
   /**
-   * Whether a retry can never repeat an effect: GETs, DELETEs and calls carrying an
-   * Idempotency-Key the gateway honours. Other requests are retried only on 429 (refused before
-   * anything ran).
+   * Whether a retry can neither repeat an effect nor be answered otherwise: GETs, and calls
+   * carrying an Idempotency-Key the gateway honours. Not DELETEs: the gateway answers a repeated
+   * one 404, so a delete done with its answer lost would end as an error. Other requests are
+   * retried only on 429 (refused before anything ran).
    */
   idempotent?: boolean;
   idempotencyKey?: string;

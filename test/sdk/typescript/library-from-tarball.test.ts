@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ANVIL_MNEMONIC } from "../../../chain-fixtures/chain.js";
 import {
   balanceOf as creditsOf,
+  call,
   fundedAccount,
   startGateway,
   type TestGateway,
@@ -356,6 +357,26 @@ out({ digest: r.output.digest, replayed: r.replayed });`,
         proxy.seen[0]!.headers["idempotency-key"],
       );
       expect(await creditsOf(gw.url, key)).toBe(99);
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  it("a revoke whose connection dropped is not repeated into a 404: the caller hears the network error, and the key is revoked", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const spare = (await call(`${gw.url}/api/v1/keys`, { key, body: { name: "spare" } })).body;
+    const proxy = await proxyTo(gw.url, "drop");
+    try {
+      const result = await project.script(
+        `${HEADER}const client = new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL, maxRetries: 2 });
+try { await client.keys.revoke(process.env.ID); out({ revoked: true }); }
+catch (e) { out({ status: e.status, code: e.code }); }`,
+        { KEY: key, URL: proxy.url, ID: spare.id },
+      );
+      expect(result).toEqual({ status: 0, code: "network_error" });
+      expect(proxy.seen).toHaveLength(1);
+      const listed = (await call(`${gw.url}/api/v1/keys`, { key })).body.data;
+      expect(listed.find((k: { id: string }) => k.id === spare.id).status).toBe("revoked");
     } finally {
       await proxy.stop();
     }

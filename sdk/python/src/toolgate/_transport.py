@@ -66,8 +66,10 @@ class _Policy:
 
     @staticmethod
     def repeatable(op: Operation[Any]) -> bool:
-        """Sending it again cannot act twice: a read, or a call the gateway dedupes by its key."""
-        return op.method in ("GET", "HEAD", "DELETE") or op.idempotency_key is not None
+        """Sending it again cannot act twice, nor answer otherwise: a read, or a call the gateway
+        dedupes by its key. Not a DELETE: the gateway answers a repeated one 404, which would turn
+        a delete that was done, with its answer lost, into an error."""
+        return op.method in ("GET", "HEAD") or op.idempotency_key is not None
 
     def retry_status(self, op: Operation[Any], error: ToolgateError) -> bool:
         if error.retry_after is not None and error.retry_after > MAX_RETRY_AFTER:

@@ -29,7 +29,7 @@ export class Account {
       await this.transport.request({
         method: "DELETE",
         path: "/api/v1/account/spend-alert",
-        idempotent: true,
+        // Not repeated after a lost answer: the gateway answers a second removal 404.
       })
     ).data as AccountRecord;
   }
@@ -86,7 +86,7 @@ export class Keys {
       await this.transport.request({
         method: "DELETE",
         path: `/api/v1/keys/${encodeURIComponent(id)}`,
-        idempotent: true,
+        // Not repeated after a lost answer: the gateway answers a second revoke 404.
       })
     ).data as ResponseOf<"deleteKeysId">;
   }

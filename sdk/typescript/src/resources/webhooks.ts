@@ -23,7 +23,8 @@ export class Webhooks {
   }
 
   async delete(id: string): Promise<ResponseOf<"deleteWebhooksId">> {
-    return (await this.transport.request({ method: "DELETE", path: at(id), idempotent: true }))
+    // Not repeated after a lost answer: the gateway answers a second delete 404.
+    return (await this.transport.request({ method: "DELETE", path: at(id) }))
       .data as ResponseOf<"deleteWebhooksId">;
   }
 
