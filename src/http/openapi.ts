@@ -91,6 +91,16 @@ const AUTH_ERRORS: Record<string, ErrorCode[]> = {
   ],
 };
 
+/** What a route with a JSON body may answer about the body itself, before it is validated. */
+export const BODY_ERRORS: ErrorCode[] = [
+  "validation_failed",
+  "invalid_json",
+  "invalid_content_encoding",
+  "body_too_large",
+  "body_too_deep",
+  "unsupported_media_type",
+];
+
 /** The reference's groups, in the order /docs shows them. */
 export const TAGS: { name: string; description: string }[] = [
   {
@@ -193,7 +203,13 @@ function operation(route: AnyRoute, tag: string): Json {
               },
             },
       },
-      ...errorResponses(AUTH_ERRORS[route.auth]!),
+      ...errorResponses([
+        ...new Set([
+          ...AUTH_ERRORS[route.auth]!,
+          ...(route.body ? BODY_ERRORS : []),
+          ...(route.errors ?? []),
+        ]),
+      ]),
     },
   };
 }

@@ -3,7 +3,7 @@ import type { z } from "zod";
 import type { Config } from "../config.js";
 import type { Services } from "../services.js";
 import { authenticateAdmin, authenticateKey, type KeyCaller } from "./auth.js";
-import { ApiError } from "./errors.js";
+import { ApiError, type ErrorCode } from "./errors.js";
 import { enforceEndpointLimit, type EndpointLimitName } from "./endpoint-limits.js";
 import { sendPage } from "../pages/respond.js";
 import { allowOn } from "./method-not-allowed.js";
@@ -54,6 +54,11 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
   query?: z.ZodType<Q>;
   /** The success answer, for the API description (OpenAPI). */
   response?: z.ZodType;
+  /**
+   * The errors the route answers beyond those of its authentication and input (OpenAPI lists
+   * both): a tier's feature, a limited key, a conflict, a purchase's 402…
+   */
+  errors?: ErrorCode[];
   /** The success answer's media type when it is not JSON (the Prometheus exposition). */
   produces?: string;
   /** Status of the success answer (default 200). */

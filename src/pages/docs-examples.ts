@@ -75,10 +75,8 @@ export const OPERATION_EXAMPLES: Record<string, OperationExample> = {
             asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
           },
         },
-        error: {
-          status: 401,
-          why: "The facilitator API is called by your x402 middleware (x402-express, @x402/express) with the key of an account with the facilitator feature (Business), in x-api-key or Authorization: Bearer; without one it answers 401.",
-        },
+        // Sent with the key of an account with the facilitator feature (Business), as your x402
+        // middleware sends it: the placeholder payment is answered 200 with its verdict (invalid).
       },
     ]),
   ),

@@ -199,6 +199,7 @@ export const x402Verify = defineRoute({
   summary:
     "x402 facilitator: verify a payment against one payment requirement (v1 or v2), claiming nothing. Needs the facilitator feature.",
   auth: "key",
+  errors: ["feature_not_in_tier", "payments_not_enabled", "chain_unavailable"],
   authenticate: facilitatorCaller,
   body: facilitatorBody,
   response: verifyResponse,
@@ -227,6 +228,12 @@ export const x402Settle = defineRoute({
   summary:
     "x402 facilitator: settle a payment to the requirement's payTo, exactly once per authorization, charging the facilitator fee once. A settlement not known yet answers success:false with errorReason unexpected_settle_error; a later settle of the same payment answers its outcome.",
   auth: "key",
+  errors: [
+    "feature_not_in_tier",
+    "insufficient_credits",
+    "payments_not_enabled",
+    "chain_unavailable",
+  ],
   authenticate: facilitatorCaller,
   body: facilitatorBody,
   response: settleResponse,

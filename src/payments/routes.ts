@@ -32,6 +32,14 @@ export const purchaseCredits = defineRoute({
   path: "/credits/purchase",
   summary: "Buy a credit pack with an x402 payment (1k, 5k or 25k credits at the credit price).",
   auth: "key",
+  errors: [
+    "payment_required",
+    "payment_invalid",
+    "payment_already_used",
+    "payment_pending",
+    "chain_unavailable",
+    "payments_not_enabled",
+  ],
   successStatus: 201,
   body: z.strictObject({ pack: z.enum(Object.keys(PACKS) as [PackName, ...PackName[]]) }),
   response: purchaseResult,
@@ -78,6 +86,14 @@ export const purchasePlan = defineRoute({
   summary:
     "Buy or renew the Starter or Pro plan with an x402 payment: the tier and its monthly credits for 30 days (a renewal extends the period).",
   auth: "key",
+  errors: [
+    "payment_required",
+    "payment_invalid",
+    "payment_already_used",
+    "payment_pending",
+    "chain_unavailable",
+    "payments_not_enabled",
+  ],
   successStatus: 201,
   body: z.strictObject({ plan: z.enum(Object.keys(PLANS) as [PlanName, ...PlanName[]]) }),
   response: purchaseResult.extend({

@@ -39,6 +39,34 @@ describe("GET /openapi.json", () => {
     }
   });
 
+  it("lists the errors each operation answers: the body's own, a tier's feature, a limited key, a purchase's 402", () => {
+    const codes = (path: string, method: string, status: string) =>
+      (doc.paths[path][method].responses[status]?.description ?? "").split(", ");
+    // Any JSON body: unreadable (400), too large or deep (413), not JSON (415).
+    for (const [path, method] of [
+      ["/v1/tools/hash", "post"],
+      ["/api/v1/keys", "post"],
+      ["/api/v1/signup", "post"],
+    ]) {
+      expect(codes(path, method, "400"), path).toContain("invalid_json");
+      expect(codes(path, method, "413"), path).toEqual(["body_too_large", "body_too_deep"]);
+      expect(codes(path, method, "415"), path).toEqual(["unsupported_media_type"]);
+    }
+    expect(codes("/v1/tools/hash", "post", "403")).toContain("tool_not_allowed");
+    expect(codes("/v1/tools/{name}", "get", "404")).toContain("tool_not_found");
+    expect(codes("/api/v1/signup", "post", "409")).toContain("email_taken");
+    expect(codes("/api/v1/credits/purchase", "post", "402")).toContain("payment_required");
+    expect(codes("/api/v1/plans/purchase", "post", "402")).toContain("payment_required");
+    expect(codes("/api/v1/custom-tools", "get", "403")).toContain("feature_not_in_tier");
+    expect(codes("/api/v1/keys", "post", "403")).toContain("unrestricted_key_required");
+    expect(codes("/api/v1/account/sso", "put", "403")).toEqual([
+      "feature_not_in_tier",
+      "unrestricted_key_required",
+    ]);
+    // GET has no body: none of its errors.
+    expect(doc.paths["/api/v1/keys"].get.responses["415"]).toBeUndefined();
+  });
+
   it("covers every account and admin endpoint, with their request schemas", () => {
     const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
       Object.keys(item as object).map((m) => `${m.toUpperCase()} ${path}`),

@@ -119,6 +119,7 @@ export const analytics = defineRoute({
   summary:
     "Pro and Business: calls, credits, errors and p50/p95 latency per UTC hour or day, optionally per tool, key or status, from the books; CSV with Accept: text/csv or format=csv.",
   auth: "key",
+  errors: ["feature_not_in_tier", "invalid_range"],
   query: analyticsQuery,
   response: analyticsSchema,
   async handler({ services, caller, query, req }) {

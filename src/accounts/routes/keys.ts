@@ -31,6 +31,7 @@ export const createKey = defineRoute({
   summary:
     "Create another API key, optionally with account controls (expiry, allowed tools, budget); the full key is in this response only.",
   auth: "key",
+  errors: ["unrestricted_key_required", "unknown_tool_name"],
   body: z.strictObject({ name: keyName.optional(), ...keyControlFields }),
   successStatus: 201,
   response: issuedKeyViewSchema,
@@ -56,6 +57,7 @@ export const rotateKey = defineRoute({
   summary:
     "Replace a key: a new key now, with the old one's account controls; the old one stops at once (grace_seconds 0: regenerate) or after the grace period.",
   auth: "key",
+  errors: ["unrestricted_key_required"],
   successStatus: 201,
   response: keyViewSchema.extend({
     key: z.string().describe("The new key: shown in this answer only."),
@@ -102,6 +104,7 @@ export const revokeKey = defineRoute({
   summary:
     "Revoke a key, effective on the very next request on every gateway process. The account's last active key is kept (409 last_active_key) unless force=true; a key already revoked is not found (404), like any resource deleted before.",
   auth: "key",
+  errors: ["unrestricted_key_required", "last_active_key"],
   query: z.strictObject({
     force: z
       .enum(["true", "false"])

@@ -15,6 +15,7 @@ export const signup = defineRoute({
   summary:
     "Create an account: an API key at once, with 25 credits; 75 more once the e-mail is verified.",
   auth: "public",
+  errors: ["email_taken"],
   successStatus: 201,
   response: z.object({
     account: accountViewSchema,

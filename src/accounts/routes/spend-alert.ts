@@ -15,6 +15,7 @@ export const setSpendAlert = defineRoute({
   summary:
     "Set the account's spend alert: spend.threshold_reached fires once a month when the month's spend reaches `credits`.",
   auth: "key",
+  errors: ["unrestricted_key_required"],
   body: z.strictObject({
     credits: z
       .number()
@@ -39,6 +40,7 @@ export const removeSpendAlert = defineRoute({
   path: "/account/spend-alert",
   summary: "Remove the account's spend alert.",
   auth: "key",
+  errors: ["unrestricted_key_required"],
   response: accountViewSchema,
   async handler({ services, caller }) {
     requireUnrestrictedKey(caller);

@@ -26,6 +26,7 @@ export const getSsoConnection = defineRoute({
   summary:
     "The account's single sign-on (OpenID Connect) connection; the client secret shows only as set (Business tier).",
   auth: "key",
+  errors: ["feature_not_in_tier"],
   response: ssoConnectionViewSchema,
   async handler({ services, caller }) {
     requireFeature(caller.account.tier, "sso");
@@ -41,6 +42,7 @@ export const putSsoConnection = defineRoute({
   summary:
     "Set up or change single sign-on with the account's OpenID Connect provider: issuer, client, and the e-mail domains that may sign in (Business tier).",
   auth: "key",
+  errors: ["feature_not_in_tier", "unrestricted_key_required"],
   body: z.strictObject({
     issuer: z.string().trim().min(1).max(2048),
     client_id: z.string().trim().min(1).max(255),
@@ -117,6 +119,7 @@ export const deleteSsoConnection = defineRoute({
   summary:
     "Turn single sign-on off: the connection and its client secret are deleted, its e-mail domains released (Business tier).",
   auth: "key",
+  errors: ["feature_not_in_tier", "unrestricted_key_required"],
   response: z.object({ deleted: z.literal(true) }),
   async handler({ services, caller }) {
     requireFeature(caller.account.tier, "sso");

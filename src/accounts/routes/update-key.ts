@@ -18,6 +18,7 @@ export const updateKey = defineRoute({
   summary:
     "Change a key's name and account controls (expires_at, allowed_tools, budget; null removes one), effective on its next call.",
   auth: "key",
+  errors: ["unrestricted_key_required", "unknown_tool_name"],
   body: z.strictObject({ name: keyName.nullable().optional(), ...keyControlFields }),
   response: keyViewSchema,
   async handler({ services, caller, params, body }) {

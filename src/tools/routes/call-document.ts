@@ -1,5 +1,5 @@
 import type { Json } from "../../http/openapi.js";
-import { errorResponses, rateLimitHeaders } from "../../http/openapi.js";
+import { BODY_ERRORS, errorResponses, rateLimitHeaders } from "../../http/openapi.js";
 import type { DocumentConfig } from "../../http/route.js";
 import { TOOLS } from "../catalogue/index.js";
 import { formatCredits, priceOf } from "../pricing.js";
@@ -64,12 +64,13 @@ export function callToolDocument(config: DocumentConfig): Record<string, Json> {
               "missing_api_key",
               "invalid_api_key",
               "api_key_revoked",
+              "api_key_expired",
               "insufficient_credits",
+              "tool_not_allowed",
+              "key_budget_exceeded",
               "tool_not_found",
               "idempotency_conflict",
-              "body_too_large",
-              "body_too_deep",
-              "validation_failed",
+              ...BODY_ERRORS,
               "rate_limited",
               "tool_failed",
               "tool_unavailable",

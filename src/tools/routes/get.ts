@@ -9,6 +9,7 @@ export const getTool = defineRoute({
   summary:
     "One tool, by name or alias. Public; with an x-api-key, also one of the account's own custom tools.",
   auth: "public",
+  errors: ["tool_not_found"],
   response: toolViewSchema,
   async handler({ services, params, req, res, requestId }) {
     let tool = services.upstream.findPublic(params.name!) ?? null;

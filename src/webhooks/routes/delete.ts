@@ -10,6 +10,7 @@ export const deleteWebhook = (owner: WebhookOwner) =>
     path: `${owner.base}/:id`,
     summary: `Remove one of ${owner.who} webhooks; nothing more is delivered to it.`,
     auth: owner.auth,
+    errors: owner.auth === "key" ? ["feature_not_in_tier", "unrestricted_key_required"] : [],
     response: z.object({ id: z.string(), deleted: z.literal(true) }),
     async handler({ services, caller, params }) {
       const ownerId = owner.managerIdOf(caller);

@@ -22,6 +22,7 @@ export const listDeliveries = (owner: WebhookOwner) =>
     summary:
       "The webhook's delivery log: every attempt with its status, duration, error and next attempt, newest first.",
     auth: owner.auth,
+    errors: owner.auth === "key" ? ["feature_not_in_tier"] : [],
     query: z.strictObject({ limit: z.coerce.number().int().min(1).max(500).default(100) }),
     response: z.object({ object: z.literal("list"), data: z.array(deliveryViewSchema) }),
     async handler({ services, caller, params, query }) {

@@ -9,6 +9,7 @@ export const listWebhooks = (owner: WebhookOwner) =>
     path: owner.base,
     summary: `List ${owner.who} webhooks (never their secrets).`,
     auth: owner.auth,
+    errors: owner.auth === "key" ? ["feature_not_in_tier"] : [],
     response: z.object({ object: z.literal("list"), data: z.array(webhookViewSchema) }),
     async handler({ services, caller }) {
       const hooks = await services.store.listWebhooks(owner.idOf(caller));

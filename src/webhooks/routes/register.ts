@@ -15,6 +15,7 @@ export const registerWebhook = (owner: WebhookOwner) =>
     path: `${owner.base}/register`,
     summary: `Register one of ${owner.who} webhooks: an HTTPS URL and the events it receives. The signing secret is in this answer only.`,
     auth: owner.auth,
+    errors: owner.auth === "key" ? ["feature_not_in_tier", "unrestricted_key_required"] : [],
     successStatus: 201,
     body: z.strictObject({
       url: z.string().max(2048),

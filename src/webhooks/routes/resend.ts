@@ -11,6 +11,7 @@ export const resendDelivery = (owner: WebhookOwner) =>
     path: `${owner.base}/:id/deliveries/:event_id/resend`,
     summary: "Send one logged event to the webhook again: same event id and body, newly signed.",
     auth: owner.auth,
+    errors: owner.auth === "key" ? ["feature_not_in_tier"] : [],
     limit: "webhook-resend",
     successStatus: 202,
     response: z.object({ webhook_id: z.string(), event_id: z.string() }),

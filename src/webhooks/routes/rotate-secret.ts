@@ -15,6 +15,7 @@ export const rotateWebhookSecret = (owner: WebhookOwner) =>
     summary:
       "Replace the signing secret. During the overlap, webhook-signature carries signatures of both secrets; X-Webhook-Signature uses the new one.",
     auth: owner.auth,
+    errors: owner.auth === "key" ? ["feature_not_in_tier", "unrestricted_key_required"] : [],
     body: z.strictObject({
       overlap_seconds: z.number().int().min(0).max(MAX_OVERLAP_SECONDS).default(86_400),
     }),

@@ -13,6 +13,7 @@ export const sendTestEvent = (owner: WebhookOwner) =>
     summary:
       "Send a webhook.test event to the named webhook, or to every webhook when webhook_id is omitted, whatever their subscriptions.",
     auth: owner.auth,
+    errors: owner.auth === "key" ? ["feature_not_in_tier"] : [],
     limit: "webhook-test",
     successStatus: 202,
     body: z.strictObject({ webhook_id: z.string().max(64).optional() }),

@@ -2652,7 +2652,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_content_encoding */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2670,8 +2670,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description unrestricted_key_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2781,6 +2808,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description unrestricted_key_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
                 headers: {
@@ -2874,6 +2910,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description feature_not_in_tier */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
                 headers: {
@@ -2959,7 +3004,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_content_encoding */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2977,8 +3022,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description feature_not_in_tier, unrestricted_key_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3053,6 +3125,15 @@ export interface operations {
             };
             /** @description missing_api_key, invalid_api_key, api_key_revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description feature_not_in_tier, unrestricted_key_required */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3348,6 +3429,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description missing_api_key, invalid_api_key */
             401: {
                 headers: {
@@ -3368,6 +3458,24 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3452,6 +3560,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description missing_api_key, invalid_api_key */
             401: {
                 headers: {
@@ -3472,6 +3589,24 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3558,6 +3693,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description missing_api_key, invalid_api_key */
             401: {
                 headers: {
@@ -3578,6 +3722,24 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3713,6 +3875,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description missing_api_key, invalid_api_key */
             401: {
                 headers: {
@@ -3733,6 +3904,24 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3889,6 +4078,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description missing_api_key, invalid_api_key */
             401: {
                 headers: {
@@ -3909,6 +4107,24 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3978,6 +4194,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description missing_api_key, invalid_api_key */
             401: {
                 headers: {
@@ -3998,6 +4223,24 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4068,6 +4311,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description missing_api_key, invalid_api_key */
             401: {
                 headers: {
@@ -4088,6 +4340,24 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4458,6 +4728,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description missing_api_key, invalid_api_key */
             401: {
                 headers: {
@@ -4478,6 +4757,24 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4540,6 +4837,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description missing_api_key, invalid_api_key */
             401: {
                 headers: {
@@ -4560,6 +4866,24 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4617,6 +4941,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description missing_api_key, invalid_api_key */
             401: {
                 headers: {
@@ -4637,6 +4970,24 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4729,7 +5080,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_range */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4740,6 +5091,15 @@ export interface operations {
             };
             /** @description missing_api_key, invalid_api_key, api_key_revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description feature_not_in_tier */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4852,7 +5212,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_content_encoding */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4870,8 +5230,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4897,7 +5293,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description store_unavailable */
+            /** @description payments_not_enabled */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable, payment_pending, chain_unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4968,6 +5373,15 @@ export interface operations {
             };
             /** @description missing_api_key, invalid_api_key, api_key_revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description feature_not_in_tier */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5086,7 +5500,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_content_encoding */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5104,8 +5518,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description feature_not_in_tier */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5207,6 +5648,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description feature_not_in_tier */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
                 headers: {
@@ -5286,6 +5736,15 @@ export interface operations {
             };
             /** @description missing_api_key, invalid_api_key, api_key_revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description feature_not_in_tier */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5614,7 +6073,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_content_encoding, unknown_tool_name */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5632,8 +6091,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description unrestricted_key_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5744,8 +6230,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description unrestricted_key_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description last_active_key */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5852,7 +6356,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_content_encoding, unknown_tool_name */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5870,8 +6374,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description unrestricted_key_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6001,7 +6532,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_content_encoding */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6019,8 +6550,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description unrestricted_key_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6128,7 +6686,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_content_encoding */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6146,8 +6704,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description payment_required, payment_invalid */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payment_already_used */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6173,7 +6767,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description store_unavailable */
+            /** @description payments_not_enabled */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable, payment_pending, chain_unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6274,8 +6877,17 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_content_encoding */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description email_taken */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6285,6 +6897,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6533,7 +7154,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_content_encoding */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6544,6 +7165,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6638,7 +7268,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_content_encoding */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6649,6 +7279,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6738,6 +7377,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description feature_not_in_tier */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
                 headers: {
@@ -6817,6 +7465,15 @@ export interface operations {
             };
             /** @description missing_api_key, invalid_api_key, api_key_revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description feature_not_in_tier, unrestricted_key_required */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6923,6 +7580,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description feature_not_in_tier */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
                 headers: {
@@ -7002,6 +7668,15 @@ export interface operations {
             };
             /** @description missing_api_key, invalid_api_key, api_key_revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description feature_not_in_tier */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7089,7 +7764,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_content_encoding */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7107,8 +7782,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description feature_not_in_tier, unrestricted_key_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7185,7 +7887,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_content_encoding */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7203,8 +7905,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description feature_not_in_tier, unrestricted_key_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7276,7 +8005,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_content_encoding */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7294,8 +8023,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description feature_not_in_tier */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large, body_too_deep */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7754,6 +8510,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description tool_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
@@ -7853,7 +8618,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7862,8 +8636,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7891,6 +8674,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8018,7 +8810,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8027,8 +8828,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8056,6 +8866,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8167,7 +8986,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8176,8 +9004,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8205,6 +9042,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8320,7 +9166,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8329,8 +9184,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8358,6 +9222,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8478,7 +9351,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8487,8 +9369,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8516,6 +9407,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8637,7 +9537,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8646,8 +9555,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8675,6 +9593,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8791,7 +9718,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8800,8 +9736,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8829,6 +9774,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8941,7 +9895,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8950,8 +9913,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8979,6 +9951,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9093,7 +10074,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9102,8 +10092,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9131,6 +10130,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9246,7 +10254,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9255,8 +10272,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9284,6 +10310,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9415,7 +10450,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9424,8 +10468,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9453,6 +10506,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9659,7 +10721,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9668,8 +10739,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9697,6 +10777,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9818,7 +10907,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9827,8 +10925,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9856,6 +10963,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9971,7 +11087,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9980,8 +11105,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10009,6 +11143,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10136,7 +11279,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10145,8 +11297,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10174,6 +11335,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10298,7 +11468,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10307,8 +11486,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10336,6 +11524,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10447,7 +11644,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10456,8 +11662,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10485,6 +11700,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10593,7 +11817,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10602,8 +11835,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10631,6 +11873,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10749,7 +12000,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10758,8 +12018,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10787,6 +12056,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10896,7 +12174,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10905,8 +12192,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10934,6 +12230,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11048,7 +12353,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11057,8 +12371,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11086,6 +12409,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11193,7 +12525,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11202,8 +12543,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11231,6 +12581,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11329,7 +12688,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11338,8 +12706,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11367,6 +12744,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11486,7 +12872,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11495,8 +12890,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11524,6 +12928,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11645,7 +13058,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11654,8 +13076,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11683,6 +13114,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11822,7 +13262,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11831,8 +13280,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11860,6 +13318,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11989,7 +13456,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11998,8 +13474,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12027,6 +13512,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12143,7 +13637,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12152,8 +13655,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12181,6 +13693,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12289,7 +13810,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12298,8 +13828,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12327,6 +13866,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12429,7 +13977,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12438,8 +13995,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12467,6 +14033,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12589,7 +14164,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12598,8 +14182,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12627,6 +14220,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12732,7 +14334,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12741,8 +14352,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12770,6 +14390,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12868,7 +14497,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12877,8 +14515,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12906,6 +14553,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13020,7 +14676,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13029,8 +14694,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13058,6 +14732,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13165,7 +14848,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13174,8 +14866,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13203,6 +14904,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13314,7 +15024,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13323,8 +15042,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13352,6 +15080,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13477,7 +15214,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13486,8 +15232,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13515,6 +15270,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13642,7 +15406,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13651,8 +15424,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13680,6 +15462,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13787,7 +15578,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13796,8 +15596,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13825,6 +15634,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13938,7 +15756,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13947,8 +15774,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13976,6 +15812,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14084,7 +15929,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -14093,8 +15947,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14122,6 +15985,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14236,7 +16108,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -14245,8 +16126,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14274,6 +16164,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14388,7 +16287,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -14397,8 +16305,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14426,6 +16343,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14551,7 +16477,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -14560,8 +16495,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14589,6 +16533,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14693,7 +16646,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -14702,8 +16664,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14731,6 +16702,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14855,7 +16835,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -14864,8 +16853,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14893,6 +16891,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15010,7 +17017,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15019,8 +17035,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15048,6 +17073,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15167,7 +17201,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15176,8 +17219,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15205,6 +17257,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15314,7 +17375,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15323,8 +17393,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15352,6 +17431,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15465,7 +17553,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15474,8 +17571,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15503,6 +17609,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15613,7 +17728,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15622,8 +17746,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15651,6 +17784,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15767,7 +17909,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15776,8 +17927,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15805,6 +17965,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15912,7 +18081,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15921,8 +18099,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15950,6 +18137,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16060,7 +18256,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16069,8 +18274,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16098,6 +18312,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16208,7 +18431,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16217,8 +18449,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16246,6 +18487,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16358,7 +18608,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16367,8 +18626,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16396,6 +18664,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16511,7 +18788,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16520,8 +18806,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16549,6 +18844,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16664,7 +18968,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16673,8 +18986,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16702,6 +19024,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16810,7 +19141,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16819,8 +19159,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16848,6 +19197,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16973,7 +19331,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16982,8 +19349,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17011,6 +19387,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17144,7 +19529,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -17153,8 +19547,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17182,6 +19585,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17291,7 +19703,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -17300,8 +19721,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17329,6 +19759,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17436,7 +19875,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -17445,8 +19893,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17474,6 +19931,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17578,7 +20044,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description invalid_json, invalid_content_encoding */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -17587,8 +20062,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_credits, payment_required, payment_invalid */
+            /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_not_allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17616,6 +20100,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17690,6 +20183,11 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -17704,8 +20202,44 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_content_encoding */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_credits */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description feature_not_in_tier */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17715,6 +20249,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17740,7 +20283,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description store_unavailable */
+            /** @description payments_not_enabled */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable, chain_unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17848,6 +20400,11 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per minute for the account's tier. */
+                    "RateLimit-Limit"?: number;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -17860,8 +20417,35 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_content_encoding */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description feature_not_in_tier */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17871,6 +20455,15 @@ export interface operations {
             };
             /** @description body_too_large, body_too_deep */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17896,7 +20489,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description store_unavailable */
+            /** @description payments_not_enabled */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable, chain_unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;

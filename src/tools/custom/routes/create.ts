@@ -18,6 +18,7 @@ export const createCustomTool = defineRoute({
   summary:
     "Register the account's own HTTPS endpoint as a private tool: name, description, input/output JSON Schema, price in credits, timeout (Business tier).",
   auth: "key",
+  errors: ["feature_not_in_tier"],
   successStatus: 201,
   body: customToolBody,
   response: customToolViewSchema,

@@ -10,6 +10,7 @@ export const deleteCustomTool = defineRoute({
   summary:
     "Remove one of the account's custom tools; later calls to it are 404 tool_not_found (Business tier).",
   auth: "key",
+  errors: ["feature_not_in_tier"],
   response: z.object({ name: z.string(), deleted: z.literal(true) }),
   async handler({ services, caller, params }) {
     requireFeature(caller.account.tier, "custom_endpoints");

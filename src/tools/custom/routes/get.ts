@@ -9,6 +9,7 @@ export const getCustomTool = defineRoute({
   path: "/custom-tools/:name",
   summary: "One of the account's custom tools (Business tier).",
   auth: "key",
+  errors: ["feature_not_in_tier"],
   response: customToolViewSchema,
   async handler({ services, caller, params }) {
     requireFeature(caller.account.tier, "custom_endpoints");

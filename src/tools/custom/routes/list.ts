@@ -9,6 +9,7 @@ export const listCustomTools = defineRoute({
   path: "/custom-tools",
   summary: "List the account's custom tools (Business tier).",
   auth: "key",
+  errors: ["feature_not_in_tier"],
   response: z.object({ object: z.literal("list"), data: z.array(customToolViewSchema) }),
   async handler({ services, caller }) {
     requireFeature(caller.account.tier, "custom_endpoints");
