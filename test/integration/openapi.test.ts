@@ -47,7 +47,7 @@ describe("GET /openapi.json", () => {
       ["/v1/tools/hash", "post"],
       ["/api/v1/keys", "post"],
       ["/api/v1/signup", "post"],
-    ]) {
+    ] as const) {
       expect(codes(path, method, "400"), path).toContain("invalid_json");
       expect(codes(path, method, "413"), path).toEqual(["body_too_large", "body_too_deep"]);
       expect(codes(path, method, "415"), path).toEqual(["unsupported_media_type"]);
