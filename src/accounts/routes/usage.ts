@@ -14,7 +14,11 @@ export const pageQuery = z.strictObject({
   cursor: z.string().max(64).optional(),
 });
 
-/** A store page; a cursor the list never handed out is 400 `invalid_cursor`, never a restart from the top. */
+/**
+ * A store page; a cursor the list cannot read is 400 `invalid_cursor`, never a restart from the
+ * top. A cursor is a position in the caller's own list, so a well-formed one it was not given
+ * pages the caller's own entries from there.
+ */
 export async function pageOf<T>(load: Promise<Page<T>>): Promise<Page<T>> {
   try {
     return await load;
@@ -22,7 +26,7 @@ export async function pageOf<T>(load: Promise<Page<T>>): Promise<Page<T>> {
     if (err instanceof InvalidCursorError)
       throw new ApiError(
         "invalid_cursor",
-        "The cursor is not one this list handed out; use a next_cursor value, or omit it to start from the top.",
+        "The cursor is not one this list can read; use a next_cursor value, or omit it to start from the top.",
         { param: "cursor" },
       );
     throw err;
