@@ -141,6 +141,7 @@ export async function startRpcProxy(
   let silent = false;
   let armed = false;
   let breakArmed = false;
+  let refuseArmed = false;
   /** Requests held by `hold`, each let go by calling it; null when none are held. */
   let holding: {
     match: (body: string) => boolean;
@@ -159,6 +160,19 @@ export async function startRpcProxy(
     if (breakArmed && isSend) {
       breakArmed = false;
       return void req.socket.destroy();
+    }
+    if (refuseArmed && isSend) {
+      // The node's own refusal of a transaction it will not take (nothing is broadcast).
+      refuseArmed = false;
+      res.writeHead(200, { "content-type": "application/json" });
+      const { id } = JSON.parse(body) as RpcCall;
+      return void res.end(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id,
+          error: { code: -32003, message: "insufficient funds for gas * price + value" },
+        }),
+      );
     }
     if (holding?.match(body)) {
       const holder = holding;
@@ -250,6 +264,10 @@ export async function startRpcProxy(
     },
     breakNextSend() {
       breakArmed = true;
+    },
+    /** The next send is refused by "the node" (a JSON-RPC error): nothing is broadcast. */
+    refuseNextSend() {
+      refuseArmed = true;
     },
     hold,
     resume() {

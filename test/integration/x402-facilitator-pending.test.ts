@@ -16,35 +16,42 @@ const setup = paidGatewayFixture({
   env: { FACILITATOR_FEE_CREDITS: "5" },
 });
 
+/** A Business account and one signed payment to the app, settled through the facilitator API. */
+async function facilitation() {
+  const { accountId, key } = await fundedAccount(setup.gw.url, 1000, "business");
+  const requirements = {
+    scheme: "exact",
+    network: "base-sepolia",
+    maxAmountRequired: PRICE.toString(),
+    resource: "http://app.example/p",
+    payTo: APP_PAY_TO,
+    maxTimeoutSeconds: 300,
+    asset: setup.chains.base.usdc,
+    extra: { name: "USDC", version: "2" },
+  };
+  const payload = await signAuthorization({
+    account: PAYER,
+    chain: setup.chains.base,
+    value: PRICE,
+    to: APP_PAY_TO,
+  });
+  const body = {
+    x402Version: 1,
+    paymentPayload: { x402Version: 1, scheme: "exact", network: "base-sepolia", payload },
+    paymentRequirements: requirements,
+  };
+  const settle = () => call(`${setup.gw.url}/x402/settle`, { key, body });
+  const fees = async () =>
+    (await setup.gw.services.store.ledger(accountId, { limit: 100 })).items
+      .filter((e) => e.reason.startsWith("facilitator"))
+      .map((e) => [e.kind, e.amount]);
+  const credits = async () => (await setup.gw.services.store.getAccount(accountId))!.balance;
+  return { settle, fees, credits };
+}
+
 describe("a facilitator settlement whose outcome is unknown", () => {
   it("answers success:false unexpected_settle_error (payment_pending), is reconciled, and the next settle answers success once", async () => {
-    const { accountId, key } = await fundedAccount(setup.gw.url, 1000, "business");
-    const requirements = {
-      scheme: "exact",
-      network: "base-sepolia",
-      maxAmountRequired: PRICE.toString(),
-      resource: "http://app.example/p",
-      payTo: APP_PAY_TO,
-      maxTimeoutSeconds: 300,
-      asset: setup.chains.base.usdc,
-      extra: { name: "USDC", version: "2" },
-    };
-    const payload = await signAuthorization({
-      account: PAYER,
-      chain: setup.chains.base,
-      value: PRICE,
-      to: APP_PAY_TO,
-    });
-    const body = {
-      x402Version: 1,
-      paymentPayload: { x402Version: 1, scheme: "exact", network: "base-sepolia", payload },
-      paymentRequirements: requirements,
-    };
-    const settle = () => call(`${setup.gw.url}/x402/settle`, { key, body });
-    const fees = async () =>
-      (await setup.gw.services.store.ledger(accountId, { limit: 100 })).items
-        .filter((e) => e.reason === "facilitator_settle")
-        .map((e) => e.amount);
+    const { settle, fees } = await facilitation();
     const before = await balanceOf(setup.chains.base, APP_PAY_TO);
 
     setup.proxy.silenceAfterNextSend();
@@ -56,7 +63,7 @@ describe("a facilitator settlement whose outcome is unknown", () => {
     ]);
     expect(first.body.errorMessage).toMatch(/^payment_pending/);
     // The fee was taken when the payment was claimed, before the money moved.
-    expect(await fees()).toEqual([-5]);
+    expect(await fees()).toEqual([["debit", -5]]);
 
     // Once the reconciler has settled it, the same settle answers success.
     setup.proxy.resume();
@@ -79,6 +86,31 @@ describe("a facilitator settlement whose outcome is unknown", () => {
       "invalid_transaction_state",
     ]);
     expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before + PRICE);
-    expect(await fees()).toEqual([-5]);
+    expect(await fees()).toEqual([["debit", -5]]);
+  }, 40_000);
+});
+
+describe("a facilitator settlement the node refuses", () => {
+  it("gives the fee back, leaves the payment unused, and the same payment then settles with one fee", async () => {
+    const { settle, fees, credits } = await facilitation();
+    const before = await balanceOf(setup.chains.base, APP_PAY_TO);
+    setup.proxy.refuseNextSend();
+    const refused = await settle();
+    expect([refused.status, refused.body.success, refused.body.errorReason]).toEqual([
+      200,
+      false,
+      "invalid_transaction_state",
+    ]);
+    expect(await fees()).toEqual([
+      ["refund", 5],
+      ["debit", -5],
+    ]);
+    expect(await credits()).toBe(1000);
+    expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before);
+
+    const again = await settle();
+    expect([again.status, again.body.success]).toEqual([200, true]);
+    expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before + PRICE);
+    expect(await credits()).toBe(995);
   }, 40_000);
 });
