@@ -1,4 +1,5 @@
 import express, { type RequestHandler } from "express";
+import type { ErrorCode } from "./errors.js";
 
 /**
  * The JSON body parser every route shares, with the two bounds a body must respect before it is
@@ -13,6 +14,15 @@ import express, { type RequestHandler } from "express";
  * §8.1), where the bytes of `[ ] { } " \` never occur inside a multi-byte character, so the scan
  * is exact; other charsets are refused (415) rather than scanned differently.
  */
+/** What a body that cannot be read is answered (http/errors.ts maps the parser's errors to these). */
+export const UNREADABLE_BODY: readonly ErrorCode[] = [
+  "invalid_json",
+  "invalid_content_encoding",
+  "body_too_large",
+  "body_too_deep",
+  "unsupported_media_type",
+];
+
 export function jsonBody(options: { limitBytes: number; maxDepth: number }): RequestHandler {
   return express.json({
     limit: options.limitBytes,

@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { Door } from "../routes.js";
 import { withoutDialect } from "../tools/views.js";
 import { ERRORS, type ErrorCode } from "./errors.js";
+import { UNREADABLE_BODY } from "./json-body.js";
 import type { AnyRoute, DocumentConfig } from "./route.js";
 
 /**
@@ -91,15 +92,8 @@ const AUTH_ERRORS: Record<string, ErrorCode[]> = {
   ],
 };
 
-/** What a route with a JSON body may answer about the body itself, before it is validated. */
-export const BODY_ERRORS: ErrorCode[] = [
-  "validation_failed",
-  "invalid_json",
-  "invalid_content_encoding",
-  "body_too_large",
-  "body_too_deep",
-  "unsupported_media_type",
-];
+/** What a route with a JSON body may answer about the body: unreadable, or not what it takes. */
+export const BODY_ERRORS: ErrorCode[] = [...UNREADABLE_BODY, "validation_failed"];
 
 /** The reference's groups, in the order /docs shows them. */
 export const TAGS: { name: string; description: string }[] = [

@@ -9,7 +9,7 @@ import {
 import { TIERS, requireFeature } from "../accounts/tiers.js";
 import { admitted, presentedKey } from "../http/auth.js";
 import { ApiError, toApiError } from "../http/errors.js";
-import { jsonBody } from "../http/json-body.js";
+import { UNREADABLE_BODY, jsonBody } from "../http/json-body.js";
 import { requireJsonBody } from "../http/request-context.js";
 import { allowOn } from "../http/method-not-allowed.js";
 import { errorResponses, type Json } from "../http/openapi.js";
@@ -139,17 +139,11 @@ export function mcpRouter(services: Services): Router {
   return router;
 }
 
-/** The body errors of the JSON parser, answered as JSON-RPC errors with the same HTTP status. */
-const BODY_ERRORS = new Set([
-  "invalid_json",
-  "body_too_large",
-  "body_too_deep",
-  "unsupported_media_type",
-  "invalid_content_encoding",
-]);
+/** A body that cannot be read, answered as a JSON-RPC error with the same HTTP status. */
+const UNREADABLE = new Set<string>(UNREADABLE_BODY);
 function jsonRpcBodyErrors(err: unknown, _req: Request, res: Response, next: NextFunction): void {
   const api = toApiError(err);
-  if (!BODY_ERRORS.has(api.code)) {
+  if (!UNREADABLE.has(api.code)) {
     next(err);
     return;
   }
