@@ -88,7 +88,7 @@ describe("hex is compared as bytes", () => {
 
 describe("numbers are compared as numbers", () => {
   it("the same authorization with its amounts spelled with leading zeros is one payment: the retry replays the answer", async () => {
-    const payer = await funded(31_002);
+    const payer = await funded(31_007);
     const { authorization, signature } = await signAuthorization({
       account: payer,
       chain: chains.base,
