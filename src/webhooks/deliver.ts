@@ -59,6 +59,7 @@ export function attempt(
     const done = (status: number | null, error: string | null) => {
       if (settled) return;
       settled = true;
+      clearTimeout(deadline);
       resolve({ status, durationMs: Date.now() - started, error });
     };
     const payload = Buffer.from(body, "utf8");
@@ -74,9 +75,12 @@ export function attempt(
         done(res.statusCode ?? null, location ? `HTTP ${res.statusCode}${location}` : null);
       },
     );
-    req.setTimeout(DELIVERY_TIMEOUT_MS, () => {
+    // One deadline for the whole exchange, from the connection to the status line: a socket idle
+    // timer would let a receiver that stalls the TLS handshake, or trickles its answer a byte at a
+    // time, hold a delivery past the specification's 10 seconds.
+    const deadline = setTimeout(() => {
       req.destroy(new Error(`no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`));
-    });
+    }, DELIVERY_TIMEOUT_MS);
     req.on("error", (err) => done(null, err.message));
     req.end(payload);
   });
