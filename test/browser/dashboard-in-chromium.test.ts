@@ -455,16 +455,17 @@ describe("the dashboard in Chromium", () => {
     });
     await new Promise<void>((resolve) => attacker.listen(0, "127.0.0.1", resolve));
     const attackerUrl = `http://localhost:${(attacker.address() as { port: number }).port}/`;
-    const evil = await context.newPage();
     for (const form of ["f", "g"]) {
+      // A page each: the first form's redirect is still navigating when the next would start.
+      const evil = await context.newPage();
       await evil.goto(attackerUrl);
       const [answer] = await Promise.all([
         evil.waitForResponse((r) => r.url().startsWith(gw.url)),
         evil.evaluate((id) => (document.getElementById(id) as HTMLFormElement).submit(), form),
       ]);
       expect(answer.status()).toBeGreaterThanOrEqual(300); // a redirect to sign in, or a refusal: never the change
+      await evil.close();
     }
-    await evil.close();
     attacker.close();
     await page.reload();
     await expect(page.getByTestId("credits-balance").textContent()).resolves.toBe("100"); // still signed in
