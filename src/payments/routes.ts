@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { accountView, accountViewSchema } from "../accounts/views.js";
-import { ApiError } from "../http/errors.js";
+import { ApiError, type ErrorCode } from "../http/errors.js";
 import { defineRoute, type AnyRoute } from "../http/route.js";
 import type { Services } from "../services.js";
 import { atomicPrice, formatUsd } from "../lib/money.js";
@@ -27,19 +27,22 @@ function requirePayments(services: Services) {
     );
 }
 
+/** What a purchase answers beyond its key and body: the offer (402) first, then the payment's fate. */
+const PURCHASE_ERRORS: ErrorCode[] = [
+  "payment_required",
+  "payment_invalid",
+  "payment_already_used",
+  "payment_pending",
+  "chain_unavailable",
+  "payments_not_enabled",
+];
+
 export const purchaseCredits = defineRoute({
   method: "post",
   path: "/credits/purchase",
   summary: "Buy a credit pack with an x402 payment (1k, 5k or 25k credits at the credit price).",
   auth: "key",
-  errors: [
-    "payment_required",
-    "payment_invalid",
-    "payment_already_used",
-    "payment_pending",
-    "chain_unavailable",
-    "payments_not_enabled",
-  ],
+  errors: PURCHASE_ERRORS,
   successStatus: 201,
   body: z.strictObject({ pack: z.enum(Object.keys(PACKS) as [PackName, ...PackName[]]) }),
   response: purchaseResult,
@@ -86,14 +89,7 @@ export const purchasePlan = defineRoute({
   summary:
     "Buy or renew the Starter or Pro plan with an x402 payment: the tier and its monthly credits for 30 days (a renewal extends the period).",
   auth: "key",
-  errors: [
-    "payment_required",
-    "payment_invalid",
-    "payment_already_used",
-    "payment_pending",
-    "chain_unavailable",
-    "payments_not_enabled",
-  ],
+  errors: PURCHASE_ERRORS,
   successStatus: 201,
   body: z.strictObject({ plan: z.enum(Object.keys(PLANS) as [PlanName, ...PlanName[]]) }),
   response: purchaseResult.extend({
