@@ -12,7 +12,9 @@ import type { DashboardSession } from "./session.js";
  * page again and swaps the table in. The account controls of a key (expiry, allowed tools, budget)
  * are set when creating it, shown in the list, and changed or removed in the "Change limits"
  * dialog (PATCH /keys/{id}: only the fields changed are sent, an emptied one as null); the API's
- * checks (unknown tool names, an expiry in the past) answer the form.
+ * checks (unknown tool names, an expiry in the past) answer the form. The key this session was
+ * opened with is marked: revoking it or giving it limits ends the session (session.ts), and its
+ * dialogs say so first.
  */
 const date = (iso: string | null) =>
   iso ? `<time datetime="${iso}">${iso.replace("T", " ").slice(0, 16)} UTC</time>` : "—";
@@ -28,13 +30,14 @@ export async function renderKeysPage(
   const rows = keys
     .map((k) => {
       const label = `${k.prefix}…${k.last4}`;
+      const ours = k.id === current.session.keyId ? ` data-session-key="true"` : "";
       const actions =
         k.status === "revoked"
           ? ""
-          : `<div class="actions"><button type="button" class="secondary" data-action="edit-limits" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}" data-expires-at="${esc(k.expires_at ?? "")}" data-allowed-tools="${esc(k.allowed_tools?.join(", ") ?? "")}" data-budget-credits="${k.budget?.credits ?? ""}" data-budget-period="${k.budget?.period ?? "day"}">Change limits</button>` +
-            `<button type="button" class="secondary" data-action="rotate-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}">Rotate</button>` +
-            `<button type="button" class="danger" data-action="revoke-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}" data-last-active="${k.status === "active" && active === 1}">Revoke</button></div>`;
-      return `<tr data-key-id="${esc(k.id)}"><td>${esc(k.name ?? "—")}</td><td><code>${esc(k.prefix)}</code></td><td><code>${esc(k.last4)}</code></td><td>${date(k.created_at)}</td><td>${date(k.last_used_at)}</td><td class="status">${k.status}${k.status === "expiring" ? ` (until ${date(k.revoked_at)})` : ""}</td><td class="expires">${date(k.expires_at)}</td><td class="tools">${k.allowed_tools ? k.allowed_tools.map((t) => `<code>${esc(t)}</code>`).join(" ") : "all"}</td><td class="budget">${k.budget ? `${k.budget.spent} of ${k.budget.credits} credits per ${k.budget.period}` : "—"}</td><td>${actions}</td></tr>`;
+          : `<div class="actions"><button type="button" class="secondary" data-action="edit-limits" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}" data-expires-at="${esc(k.expires_at ?? "")}" data-allowed-tools="${esc(k.allowed_tools?.join(", ") ?? "")}" data-budget-credits="${k.budget?.credits ?? ""}" data-budget-period="${k.budget?.period ?? "day"}"${ours}>Change limits</button>` +
+            `<button type="button" class="secondary" data-action="rotate-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}"${ours}>Rotate</button>` +
+            `<button type="button" class="danger" data-action="revoke-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}" data-last-active="${k.status === "active" && active === 1}"${ours}>Revoke</button></div>`;
+      return `<tr data-key-id="${esc(k.id)}"><td>${esc(k.name ?? "—")}${ours ? ` <span class="muted">(you signed in with it)</span>` : ""}</td><td><code>${esc(k.prefix)}</code></td><td><code>${esc(k.last4)}</code></td><td>${date(k.created_at)}</td><td>${date(k.last_used_at)}</td><td class="status">${k.status}${k.status === "expiring" ? ` (until ${date(k.revoked_at)})` : ""}</td><td class="expires">${date(k.expires_at)}</td><td class="tools">${k.allowed_tools ? k.allowed_tools.map((t) => `<code>${esc(t)}</code>`).join(" ") : "all"}</td><td class="budget">${k.budget ? `${k.budget.spent} of ${k.budget.credits} credits per ${k.budget.period}` : "—"}</td><td>${actions}</td></tr>`;
     })
     .join("");
   const body = `
@@ -57,6 +60,7 @@ export async function renderKeysPage(
 <dialog id="limits-dialog" aria-labelledby="limits-title"><form id="limits-form"><h2 id="limits-title">Limits of key <span class="key-label"></span></h2>
 <p class="muted" id="limits-edit-help">Empty a field to remove that limit. Changes apply from the key's next call, on every server.</p>
 <p class="notice error" id="limits-error" role="alert" hidden></p>
+<p class="warning session-key-warning" hidden>You signed in with this key: a key with limits opens no dashboard session, so saving limits signs you out here.</p>
 <label for="limits-expires">Expires at (your local time)</label><input id="limits-expires" name="expires_at" type="datetime-local" aria-describedby="limits-edit-help">
 <label for="limits-tools">Allowed tools (names separated by commas; empty: every tool)</label><input id="limits-tools" name="allowed_tools" type="text" autocomplete="off">
 <label for="limits-budget">Budget in credits (empty: no budget)</label><input id="limits-budget" name="budget_credits" type="number" min="1" step="1" inputmode="numeric">
@@ -64,10 +68,12 @@ export async function renderKeysPage(
 <p class="actions"><button type="submit">Save limits</button><button type="button" class="secondary" data-action="clear-limits">Remove all limits</button><button type="button" class="secondary" data-action="close-dialog">Cancel</button></p></form></dialog>
 <dialog id="rotate-dialog" aria-labelledby="rotate-title"><form method="dialog"><h2 id="rotate-title">Rotate key <span class="key-label"></span></h2>
 <p>A new key is created now. The old key keeps working for:</p>
+<p class="warning session-key-warning" hidden>You signed in with this key: once it stops, so does this session (sign in again with the new key).</p>
 <label for="rotate-grace">Grace period</label><select id="rotate-grace" name="grace"><option value="0">None: it stops now (regenerate)</option><option value="3600">1 hour</option><option value="86400">1 day</option><option value="604800">7 days</option></select>
 <p class="actions"><button value="confirm">Rotate</button><button value="cancel" class="secondary" formnovalidate>Cancel</button></p></form></dialog>
 <dialog id="revoke-dialog" aria-labelledby="revoke-title"><form method="dialog"><h2 id="revoke-title">Revoke key <span class="key-label"></span>?</h2>
 <p>Every call with this key fails from now on, on every server. This cannot be undone.</p>
+<p class="warning session-key-warning" hidden>You signed in with this key: revoking it signs you out here too.</p>
 <p class="warning" id="last-key-warning" hidden>This is your last active key. Without it, no program can call the API until you create another key here (you can still sign in to the dashboard with a link e-mailed to your account's address).</p>
 <p class="actions"><button value="confirm" class="danger">Revoke</button><button value="cancel" class="secondary">Cancel</button></p></form></dialog>`;
   return dashboardPage(current, { title: "API keys", path: "/dashboard/keys", body });

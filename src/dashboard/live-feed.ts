@@ -3,7 +3,7 @@ import { ledgerEntryView } from "../accounts/views.js";
 import { ApiError } from "../http/errors.js";
 import type { Services } from "../services.js";
 import { isLedgerId } from "../store/types.js";
-import { currentSession } from "./session.js";
+import { currentSession, stillLive } from "./session.js";
 
 /**
  * GET /dashboard/live: the account's ledger as Server-Sent Events (`event: ledger`, `id:` the
@@ -12,13 +12,17 @@ import { currentSession } from "./session.js";
  * shows up within one round trip of its debit. The stream resumes after `Last-Event-ID` (the
  * browser's own reconnection) or `?after=` (the newest entry the page was rendered with).
  *
- * Each stream holds one Redis connection, so a process holds at most DASHBOARD_LIVE_STREAMS;
- * the session is checked again between reads, so signing out ends the stream within a wait.
+ * Each stream holds one Redis connection, so a process holds at most DASHBOARD_LIVE_STREAMS, and
+ * one account at most LIVE_STREAMS_PER_ACCOUNT of them (a few tabs), so no account can take them
+ * all. The session is checked again between reads without counting as use: signing out, or the
+ * session's idle time passing with no page used, ends the stream within a wait.
  */
 const WAIT_MS = 2_500;
+export const LIVE_STREAMS_PER_ACCOUNT = 5;
 
 export function liveFeed(services: Services) {
   let open = 0;
+  const openPerAccount = new Map<string, number>();
   return async (req: Request, res: Response) => {
     const current = await currentSession(services, req);
     if (!current)
@@ -26,32 +30,44 @@ export function liveFeed(services: Services) {
         "session_required",
         "Sign in to the dashboard first (/dashboard/sign-in).",
       );
-    if (open >= services.config.dashboard.liveStreams) {
+    const accountId = current.account.id;
+    const ofAccount = openPerAccount.get(accountId) ?? 0;
+    if (open >= services.config.dashboard.liveStreams || ofAccount >= LIVE_STREAMS_PER_ACCOUNT) {
       throw new ApiError(
         "rate_limited",
-        "Too many live dashboards are open on this server; the page retries shortly.",
+        ofAccount >= LIVE_STREAMS_PER_ACCOUNT
+          ? `At most ${LIVE_STREAMS_PER_ACCOUNT} live dashboards per account are open at once; close a tab, and the page retries shortly.`
+          : "Too many live dashboards are open on this server; the page retries shortly.",
         { headers: { "Retry-After": "10" } },
       );
     }
-    const resumeFrom = [
-      req.get("last-event-id"),
-      typeof req.query.after === "string" ? req.query.after : undefined,
-    ].find((id) => id !== undefined && isLedgerId(id));
-    let after =
-      resumeFrom ??
-      (await services.store.ledger(current.account.id, { limit: 1 })).items[0]?.id ??
-      "0-0";
-
+    // The stream's place is taken before anything is awaited: streams opened at once count each other.
     open += 1;
-    const follower = services.store.followLedger(current.account.id);
+    openPerAccount.set(accountId, ofAccount + 1);
+    const follower = services.store.followLedger(accountId);
     let closed = false;
     const close = () => {
       if (closed) return;
       closed = true;
       open -= 1;
+      const left = (openPerAccount.get(accountId) ?? 1) - 1;
+      if (left > 0) openPerAccount.set(accountId, left);
+      else openPerAccount.delete(accountId);
       void follower.close();
     };
     req.on("close", close);
+    const resumeFrom = [
+      req.get("last-event-id"),
+      typeof req.query.after === "string" ? req.query.after : undefined,
+    ].find((id) => id !== undefined && isLedgerId(id));
+    let after: string;
+    try {
+      after =
+        resumeFrom ?? (await services.store.ledger(accountId, { limit: 1 })).items[0]?.id ?? "0-0";
+    } catch (err) {
+      close();
+      throw err;
+    }
     res.status(200);
     res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
     res.setHeader("Cache-Control", "no-store");
@@ -69,21 +85,11 @@ export function liveFeed(services: Services) {
           after = entry.id;
         }
         if (entries.length === 0) res.write(": still here\n\n");
-        if (
-          !(await services.store.touchSession(
-            current.session.accountId,
-            current.session.id,
-            services.config.dashboard.sessionIdleMs,
-          ))
-        )
-          break;
+        if (!(await stillLive(services, current.session))) break;
       }
     } catch (err) {
       if (!closed)
-        services.log.warn(
-          { err, account: current.account.id },
-          "dashboard live feed ended by an error",
-        );
+        services.log.warn({ err, account: accountId }, "dashboard live feed ended by an error");
     } finally {
       close();
       res.end();

@@ -5,7 +5,12 @@ import type { KeyCaller } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
 import { ACCOUNT_ID_PATTERN } from "../lib/ids.js";
 import type { Services } from "../services.js";
-import type { AccountRecord, SessionRecord } from "../store/types.js";
+import {
+  type AccountRecord,
+  isLimitedKey,
+  type KeyRecord,
+  type SessionRecord,
+} from "../store/types.js";
 
 /**
  * Dashboard sessions: server-side records in the store (Redis, shared by every gateway process),
@@ -13,6 +18,8 @@ import type { AccountRecord, SessionRecord } from "../store/types.js";
  * store dump opens no session; the account id in the cookie keeps every session key in its
  * account's slot, and lets "sign out everywhere" end them all with one write. The cookie is
  * `SameSite=Lax` and, in production, `Secure` with the `__Host-` prefix (bound to this host, path /).
+ * A session opened with an API key lasts only while that key could open it: revoking the key, or
+ * giving it controls, ends the session at its next use (every process reads the key's record).
  *
  * A session authenticates the dashboard's pages and its copy of the account API under
  * /dashboard/api/v1 — never /v1/tools, /mcp or /api/v1, which take `x-api-key` only. Every
@@ -41,12 +48,13 @@ export interface DashboardSession {
   account: AccountRecord;
 }
 
-/** Opens a session for the account and sets its cookie on the answer. */
+/** Opens a session for the account and sets its cookie on the answer; `keyId`: the key it was opened with. */
 export async function openSession(
   services: Services,
   res: Response,
   accountId: string,
   via: SessionRecord["via"],
+  keyId?: string,
 ): Promise<void> {
   const secret = newSecret();
   const now = Date.now();
@@ -59,6 +67,7 @@ export async function openSession(
       createdAt: now,
       expiresAt: now + sessionMaxMs,
       via,
+      ...(keyId ? { keyId } : {}),
     },
     sessionIdleMs,
   );
@@ -98,14 +107,41 @@ export async function currentSession(
 ): Promise<DashboardSession | null> {
   const presented = presentedSession(services, req);
   if (!presented) return null;
-  const session = await services.store.touchSession(
-    presented.accountId,
-    presented.id,
-    services.config.dashboard.sessionIdleMs,
-  );
+  return liveSession(services, presented, services.config.dashboard.sessionIdleMs);
+}
+
+/**
+ * The session if it is still live, read without counting as use (a live feed held open): its idle
+ * expiry stays where the last request put it.
+ */
+export async function stillLive(
+  services: Services,
+  session: SessionRecord,
+): Promise<DashboardSession | null> {
+  return liveSession(services, session, null);
+}
+
+async function liveSession(
+  services: Services,
+  { accountId, id }: { accountId: string; id: string },
+  idleMs: number | null,
+): Promise<DashboardSession | null> {
+  const session = await services.store.touchSession(accountId, id, idleMs);
   if (!session) return null;
-  const account = await services.store.getAccount(session.accountId);
+  const [account, key] = await Promise.all([
+    services.store.getAccount(session.accountId),
+    session.keyId ? services.store.getKey(session.accountId, session.keyId) : null,
+  ]);
+  if (session.keyId && !(key && couldOpenSession(key))) {
+    await services.store.endSession(session.accountId, session.id);
+    return null;
+  }
   return account ? { session, account } : null;
+}
+
+/** Whether a key could open a session now: not revoked (past any rotation grace), no controls. */
+function couldOpenSession(key: KeyRecord): boolean {
+  return (key.revokedAt === null || key.revokedAt > Date.now()) && !isLimitedKey(key);
 }
 
 /** 403 `csrf_failed` unless the request carries the session's CSRF token. */
@@ -150,9 +186,11 @@ export async function authenticateSession(
 export function requireSameOrigin(req: Request): void {
   const site = req.get("sec-fetch-site");
   const origin = req.get("origin");
+  // Without Sec-Fetch-Site (an older browser), the Origin decides; "null" is what a sandboxed
+  // frame or a data: page sends, the very forms this refuses. A client sending neither is no browser.
   const crossSite = site
     ? site !== "same-origin"
-    : origin !== undefined && origin !== "null" && URL.parse(origin)?.host !== req.get("host");
+    : origin !== undefined && URL.parse(origin)?.host !== req.get("host");
   if (crossSite)
     throw new ApiError(
       "csrf_failed",

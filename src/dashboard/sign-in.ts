@@ -3,7 +3,7 @@ import express, { Router, type Request, type Response } from "express";
 import { parseApiKey } from "../accounts/api-keys.js";
 import { authenticate, requireUnrestrictedKey } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
-import { enforceEndpointLimit } from "../http/endpoint-limits.js";
+import { enforceEndpointLimit, withinEndpointLimit } from "../http/endpoint-limits.js";
 import { esc } from "../pages/respond.js";
 import type { Services } from "../services.js";
 import { publicDashboardPage, sendDashboardPage } from "./layout.js";
@@ -31,12 +31,14 @@ import { walletSignInSection } from "./wallet-sign-in.js";
  * - single sign-on with the account's OpenID Connect provider (Business): this page's form starts
  *   it, sso-sign-in.ts does the rest.
  * These endpoints are unauthenticated: each POST counts against a per-address limit (and the
- * e-mail one per account too), and refuses a cross-site request (login CSRF).
+ * e-mail one per recipient too, silently), and refuses a cross-site request (login CSRF).
  */
 const NOTICES: Record<string, string> = {
   signed_out: "You are signed out.",
   signed_out_everywhere: "You are signed out on every device.",
   expired: "Your session has ended; sign in again.",
+  session_key_changed:
+    "The key you signed in with was revoked or given limits, which ends the sessions it opened: sign in again.",
 };
 const LINK_SENT =
   "If an account uses this address, a sign-in link is on its way to it. It works once.";
@@ -120,7 +122,10 @@ export function signInRoutes(services: Services): Router {
 
   router.get("/dashboard/sign-in", async (req, res) => {
     if (await currentSession(services, req)) return res.redirect(303, "/dashboard");
-    const notice = typeof req.query.notice === "string" ? NOTICES[req.query.notice] : undefined;
+    const notice =
+      typeof req.query.notice === "string" && Object.hasOwn(NOTICES, req.query.notice)
+        ? NOTICES[req.query.notice]
+        : undefined;
     sendDashboardPage(res, signInPage(services, { notice }));
   });
 
@@ -136,7 +141,7 @@ export function signInRoutes(services: Services): Router {
       const caller = await authenticate(services, key, requestId);
       // A key with account controls opens no session: the dashboard manages keys and controls.
       requireUnrestrictedKey(caller);
-      await openSession(services, res, caller.account.id, "api_key");
+      await openSession(services, res, caller.account.id, "api_key", caller.keyId ?? undefined);
       res.redirect(303, "/dashboard");
     }),
   );
@@ -150,16 +155,17 @@ export function signInRoutes(services: Services): Router {
         throw new ApiError("validation_failed", "Enter the e-mail address of your account.", {
           param: "email",
         });
-      const accountId = await services.store.accountIdByEmail(email);
-      const account = accountId ? await services.store.getAccount(accountId) : null;
-      await enforceEndpointLimit(
+      await enforceEndpointLimit(services, req, "dashboard-sign-in-link", null, requestId);
+      // The same answer whether or not the address has an account, and whether or not its own
+      // limit is spent: the form tells no one who has one.
+      const forRecipient = await withinEndpointLimit(
         services,
-        req,
-        "dashboard-sign-in-link",
-        account?.id ?? null,
+        "dashboard-sign-in-link-recipient",
+        `to:${sha256(email)}`,
         requestId,
       );
-      // The same answer whether or not the address has an account: the form tells no one who has one.
+      const accountId = forRecipient ? await services.store.accountIdByEmail(email) : null;
+      const account = accountId ? await services.store.getAccount(accountId) : null;
       if (account?.email === email) {
         await sendSignInLink(services, account.id, email).catch((err: unknown) =>
           services.log.error({ err, account: account.id }, "dashboard sign-in e-mail not sent"),

@@ -24,6 +24,15 @@ export const ENDPOINT_LIMITS = {
   "webhook-resend": { count: 30, windowSeconds: 60, what: "webhook resends" },
   "dashboard-sign-in": { count: 20, windowSeconds: 60, what: "dashboard sign-in attempts" },
   "dashboard-sign-in-link": { count: 5, windowSeconds: 3600, what: "dashboard sign-in e-mails" },
+  // Per recipient address, whether or not it has an account, and never refused aloud (a 429 would
+  // tell who has one): past it, the form answers as always and sends nothing. The window is the
+  // link's lifetime (DASHBOARD_SIGN_IN_LINK_MINUTES, 15): whoever spends it has had links sent that
+  // still work, so flooding an address cannot keep its owner out.
+  "dashboard-sign-in-link-recipient": {
+    count: 3,
+    windowSeconds: 900,
+    what: "dashboard sign-in e-mails per recipient",
+  },
   // Each start asks the account's identity provider for its metadata: counted per account too.
   "dashboard-sso": { count: 20, windowSeconds: 60, what: "single sign-on attempts" },
 } as const;
@@ -53,6 +62,26 @@ export function endpointLimits(setting: string | undefined, problems: string[]):
     else limits[name as EndpointLimitName] = { count, windowSeconds };
   }
   return limits;
+}
+
+/**
+ * Counts one use of `name` for `subject` (what is limited, not who asks): whether it is within the
+ * limit. For a limit whose refusal must not show; a refused use counts nowhere.
+ */
+export async function withinEndpointLimit(
+  services: Services,
+  name: EndpointLimitName,
+  subject: string,
+  requestId: string,
+): Promise<boolean> {
+  const { count, windowSeconds } = services.config.endpointLimits[name];
+  const hit = await services.store.hitRateLimit(
+    `endpoint:${name}:${subject}`,
+    count,
+    windowSeconds * 1000,
+    requestId,
+  );
+  return hit.allowed;
 }
 
 /** Counts one call against `name` for the client address and the account; throws 429 when either is spent. */

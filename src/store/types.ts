@@ -289,6 +289,11 @@ export interface SessionRecord {
   expiresAt: number;
   /** How the session was opened. */
   via: "api_key" | "email_link" | "wallet" | "sso";
+  /**
+   * The key a session `via` "api_key" was opened with: the session lasts only while that key
+   * could open it (not revoked, no controls; session.ts checks it at every use).
+   */
+  keyId?: string;
 }
 
 /** A Business account's OpenID Connect provider, as stored (see src/accounts/sso/connection.ts). */

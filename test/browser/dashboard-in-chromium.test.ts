@@ -217,7 +217,7 @@ describe("the dashboard in Chromium", () => {
     await Promise.all([context.close(), second.close()]);
   });
 
-  it("creates, rotates and revokes keys from the Keys page; a revoked key is refused by the API at once", async () => {
+  it("creates, rotates and revokes keys from the Keys page; a revoked key is refused by the API at once, and revoking the key you signed in with signs you out", async () => {
     const { key: first } = await fundedAccount(gw.url, 100, "free");
     const { context, page, problems } = await freshPage();
     await signInWithKey(page, first);
@@ -243,6 +243,9 @@ describe("the dashboard in Chromium", () => {
 
     await row(rotated).getByRole("button", { name: "Revoke" }).click();
     await expect(page.locator("#last-key-warning").isVisible()).resolves.toBe(false);
+    await expect(page.locator("#revoke-dialog .session-key-warning").isVisible()).resolves.toBe(
+      false,
+    );
     await checkPage(page, "keys-revoke-dialog");
     await page.locator("#revoke-dialog").getByRole("button", { name: "Revoke" }).click();
     await page.locator("#notice", { hasText: `${rotated.slice(-4)} is revoked` }).waitFor();
@@ -250,15 +253,22 @@ describe("the dashboard in Chromium", () => {
     expect(refused.status).toBe(401);
     expect(refused.body.error.code).toBe("api_key_revoked");
 
-    // The last active key: the dialog warns before revoking it.
+    // The last active key, and the one this session was opened with: the dialog warns of both.
+    await expect(row(first).locator("td").first().textContent()).resolves.toContain(
+      "(you signed in with it)",
+    );
     await row(first).getByRole("button", { name: "Revoke" }).click();
     await expect(page.locator("#last-key-warning").isVisible()).resolves.toBe(true);
+    await expect(page.locator("#revoke-dialog .session-key-warning").isVisible()).resolves.toBe(
+      true,
+    );
     await page.locator("#revoke-dialog").getByRole("button", { name: "Cancel" }).click();
     expect((await callTool(gw.url, first, "hash", { text: "e" })).status).toBe(200);
     await row(first).getByRole("button", { name: "Revoke" }).click();
     await page.locator("#revoke-dialog").getByRole("button", { name: "Revoke" }).click();
-    await page.locator("#notice", { hasText: `${first.slice(-4)} is revoked` }).waitFor();
-    await expect(row(first).locator("td.status").textContent()).resolves.toBe("revoked");
+    // Revoked, it ends the session it opened: the sign-in page says why.
+    await page.waitForURL(`${gw.url}/dashboard/sign-in?notice=session_key_changed`);
+    await page.getByText("The key you signed in with was revoked").waitFor();
     expect((await callTool(gw.url, first, "hash", { text: "f" })).status).toBe(401);
     expect(problems).toEqual([]);
     await context.close();

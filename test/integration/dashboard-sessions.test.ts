@@ -16,7 +16,8 @@ beforeAll(async () => {
   gw = await startGateway({
     env: {
       SMTP_URL: smtp.url,
-      ENDPOINT_LIMITS: "dashboard-sign-in=4/60,dashboard-sign-in-link=2/3600",
+      ENDPOINT_LIMITS:
+        "dashboard-sign-in=4/60,dashboard-sign-in-link=2/3600,dashboard-sign-in-link-recipient=2/3600",
     },
   });
 }, 60_000);
@@ -93,6 +94,53 @@ describe("dashboard sessions", () => {
       body: form({ api_key: key }),
     });
     expect(otherOrigin.status).toBe(403);
+    // What a sandboxed frame or a data: page sends, from a browser without Sec-Fetch-Site.
+    const nullOrigin = await fetch(`${gw.url}/dashboard/sign-in`, {
+      method: "POST",
+      redirect: "manual",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        origin: "null",
+        "x-forwarded-for": "10.6.0.3",
+      },
+      body: form({ api_key: key }),
+    });
+    expect(nullOrigin.status).toBe(403);
+    expect(await nullOrigin.text()).toContain("Sign-in forms are accepted from this site");
+  });
+
+  it("ends a session opened with a key once that key is revoked or given controls", async () => {
+    const { key, keyId, accountId } = await fundedAccount(gw.url, 40, "free");
+    const spare = await call(`${gw.url}/api/v1/keys`, { body: { name: "spare" }, key });
+    expect(spare.status).toBe(201);
+    const { key: spareKey, id: spareId } = spare.body as { key: string; id: string };
+
+    // Revoked (with the spare key, as another device would): the session opened with it ends.
+    const revokedSession = await signIn(gw.url, key);
+    const untouched = await signIn(gw.url, spareKey);
+    expect((await account(gw.url, revokedSession.cookie)).status).toBe(200);
+    expect(
+      (await call(`${gw.url}/api/v1/keys/${keyId}`, { method: "DELETE", key: spareKey })).status,
+    ).toBe(200);
+    const after = await account(gw.url, revokedSession.cookie);
+    expect(after.status).toBe(401);
+    expect(after.body.error.code).toBe("session_required");
+    const page = await fetch(`${gw.url}/dashboard`, {
+      headers: { cookie: revokedSession.cookie },
+      redirect: "manual",
+    });
+    expect(page.headers.get("location")).toBe("/dashboard/sign-in");
+    // A session opened with another key of the account goes on.
+    expect((await account(gw.url, untouched.cookie)).body).toMatchObject({ id: accountId });
+
+    // Given controls (an expiry): the key now opens no session, so the one it opened ends.
+    const limited = await call(`${gw.url}/api/v1/keys/${spareId}`, {
+      method: "PATCH",
+      key: spareKey,
+      body: { expires_at: new Date(Date.now() + 86_400_000).toISOString() },
+    });
+    expect(limited.status).toBe(200);
+    expect((await account(gw.url, untouched.cookie)).status).toBe(401);
   });
 
   it("answers 405 with Allow for another method on the sign-in and sign-out paths", async () => {
@@ -112,7 +160,7 @@ describe("dashboard sessions", () => {
     expect(await limited.res.text()).toContain("dashboard sign-in attempts");
   });
 
-  it("e-mails a sign-in link only to an address with an account, answering both alike, and limits the e-mails", async () => {
+  it("e-mails a sign-in link only to an address with an account, answering both alike, and limits the e-mails without telling who has one", async () => {
     const post = (email: string, client: string) =>
       fetch(`${gw.url}/dashboard/sign-in/email`, {
         method: "POST",
@@ -139,10 +187,31 @@ describe("dashboard sessions", () => {
     const sent = smtp.mails.slice(before);
     expect(sent.map((m) => m.to)).toEqual([[email]]);
     expect(sent[0]!.raw).toContain("/dashboard/sign-in/link?token=");
-    // Per address (whatever the client address): the third link within the hour is refused.
-    await post(email, "10.3.0.3");
-    const limited = await post(email, "10.3.0.4");
+    // Per recipient (whatever the client address), counted alike whether or not the address has
+    // an account, and never refused aloud: past the limit, the same answer and no e-mail.
+    const nobody = `nobody-${randomId(8)}@example.com`;
+    const pastLimit: Response[] = [];
+    for (const [to, client] of [
+      [email, "10.3.0.3"],
+      [email, "10.3.0.4"],
+      [nobody, "10.3.0.5"],
+      [nobody, "10.3.0.6"],
+      [nobody, "10.3.0.7"],
+    ] as const)
+      pastLimit.push(await post(to, client));
+    expect(pastLimit.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    const [knownPast, unknownPast] = [await pastLimit[1]!.text(), await pastLimit[4]!.text()];
+    expect(unknownPast.replace(/value="[^"]*"/, "")).toBe(knownPast.replace(/value="[^"]*"/, ""));
+    await new Promise((r) => setTimeout(r, 300));
+    // Two links in all to the account's address: the first, and the one the limit still allowed.
+    expect(smtp.mails.slice(before).map((m) => m.to)).toEqual([[email], [email]]);
+    // Per client address, a 429 (it says nothing about the recipient).
+    const sameClient = "10.3.0.8";
+    await post(`a-${randomId(6)}@example.com`, sameClient);
+    await post(`b-${randomId(6)}@example.com`, sameClient);
+    const limited = await post(`c-${randomId(6)}@example.com`, sameClient);
     expect(limited.status).toBe(429);
+    expect(await limited.text()).toContain("per client address");
   });
 
   it("ends a session unused for the idle time, and a used one at its absolute expiry", async () => {
@@ -167,6 +236,48 @@ describe("dashboard sessions", () => {
       expect(seen.at(-1)).toBe(401); // absolute expiry: 5.4 s, however busy
     } finally {
       await short.stop();
+    }
+  });
+
+  it("lets an open live feed keep no session alive: unused for the idle time, the session and its feed end", async () => {
+    const short = await startGateway({
+      prefix: gw.prefix,
+      env: { DASHBOARD_SESSION_IDLE_MINUTES: "0.03" }, // 1.8 s
+    });
+    try {
+      const { key } = await fundedAccount(short.url, 40, "free");
+      const { cookie } = await signIn(short.url, key);
+      const res = await fetch(`${short.url}/dashboard/live`, { headers: { cookie } });
+      expect(res.status).toBe(200);
+      const opened = Date.now();
+      await res.text(); // the whole stream: it ends by itself
+      // Checked between waits of 2.5 s: the first check after the idle time ends it.
+      expect(Date.now() - opened).toBeLessThan(6_000);
+      expect((await account(short.url, cookie)).status).toBe(401);
+    } finally {
+      await short.stop();
+    }
+  });
+
+  it("holds at most 5 live feeds per account, leaving room for other accounts", async () => {
+    const { key } = await fundedAccount(gw.url, 40, "free");
+    const { cookie } = await signIn(gw.url, key);
+    const other = await signIn(gw.url, (await fundedAccount(gw.url, 40, "free")).key);
+    const stop = new AbortController();
+    const open = (c: string) =>
+      fetch(`${gw.url}/dashboard/live`, { headers: { cookie: c }, signal: stop.signal });
+    try {
+      const five = await Promise.all(Array.from({ length: 5 }, () => open(cookie)));
+      expect(five.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+      const sixth = await open(cookie);
+      expect(sixth.status).toBe(429);
+      expect(sixth.headers.get("retry-after")).toBe("10");
+      expect(((await sixth.json()) as { error: { message: string } }).error.message).toContain(
+        "At most 5 live dashboards per account",
+      );
+      expect((await open(other.cookie)).status).toBe(200);
+    } finally {
+      stop.abort();
     }
   });
 

@@ -1327,6 +1327,37 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.touchSession(newAccountId(), live.id, 10_000)).toBeNull(); // another account's id names nothing
   });
 
+  it("reads a session without pushing its idle expiry back when asked to, and keeps the key it was opened with", async () => {
+    const { id, keyId } = await account();
+    const opened = session(id, { keyId });
+    await store.createSession(opened, 2500);
+    expect(await store.touchSession(id, opened.id, null)).toMatchObject({ keyId, via: "api_key" });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await store.touchSession(id, opened.id, null)).not.toBeNull();
+    await new Promise((r) => setTimeout(r, 2000));
+    // Read (not used) 1 s after creation: the idle time still ran from its creation.
+    expect(await store.touchSession(id, opened.id, null)).toBeNull();
+    const noKey = session(id, { via: "email_link" });
+    await store.createSession(noKey, 10_000);
+    expect(await store.touchSession(id, noKey.id, 10_000)).not.toHaveProperty("keyId");
+  });
+
+  it("hands out one key by id, as revoked or changed, and none of another account's", async () => {
+    const [a, other] = [await account(), await account()];
+    expect(await store.getKey(a.id, a.keyId)).toMatchObject({
+      id: a.keyId,
+      revokedAt: null,
+      expiresAt: null,
+      allowedTools: null,
+      budget: null,
+    });
+    await store.updateKey(a.id, a.keyId, { allowedTools: ["hash"] });
+    expect((await store.getKey(a.id, a.keyId))!.allowedTools).toEqual(["hash"]);
+    await store.revokeKey(a.id, a.keyId, 0);
+    expect((await store.getKey(a.id, a.keyId))!.revokedAt).toBeLessThanOrEqual(Date.now());
+    expect(await store.getKey(other.id, a.keyId)).toBeNull();
+  });
+
   it("signs out everywhere: every session of the account ends, other accounts' and later ones live", async () => {
     const [a, b] = [await account(), await account()];
     const [a1, a2, b1] = [session(a.id), session(a.id), session(b.id)];

@@ -1,4 +1,4 @@
--- KEYS: session, the account's session epoch   ARGV: now (ms), idle lifetime (ms)
+-- KEYS: session, the account's session epoch   ARGV: now (ms), idle lifetime (ms; empty: read only)
 -- Reads a dashboard session and pushes its idle expiry back, never past its absolute expiry. A
 -- session older than the account's last "sign out everywhere" (an older epoch) or past its
 -- absolute expiry is ended here, in the same step, so no request can slip between check and use.
@@ -12,5 +12,7 @@ if tonumber(s.expires_at) <= now or tonumber(s.epoch) ~= epoch then
   redis.call('DEL', KEYS[1])
   return false
 end
-redis.call('PEXPIRE', KEYS[1], math.min(tonumber(ARGV[2]), tonumber(s.expires_at) - now))
+if ARGV[2] ~= '' then
+  redis.call('PEXPIRE', KEYS[1], math.min(tonumber(ARGV[2]), tonumber(s.expires_at) - now))
+end
 return cjson.encode(s)

@@ -39,14 +39,21 @@
   }
 
   // Re-reads this page and swaps in the tables marked data-refresh: the server renders them. The
-  // notice of a change is shown after this, so what it announces is already on the page.
-  async function refreshTables() {
+  // notice of a change is shown after this, so what it announces is already on the page. A change
+  // to the key this session was opened with (revoked, given limits) ended the session: then the
+  // sign-in page says why, unless `keepPage` (a new key is shown that must be copied first).
+  async function refreshTables({ keepPage = false } = {}) {
     const res = await fetch(window.location.pathname, { credentials: "same-origin" });
+    if (new URL(res.url).pathname === "/dashboard/sign-in") {
+      if (!keepPage) window.location.assign("/dashboard/sign-in?notice=session_key_changed");
+      return false;
+    }
     const fresh = new DOMParser().parseFromString(await res.text(), "text/html");
     for (const old of document.querySelectorAll("[data-refresh]")) {
       const replacement = old.id ? fresh.getElementById(old.id) : null;
       if (replacement) old.replaceWith(document.importNode(replacement, true));
     }
+    return true;
   }
 
   function showSecret(boxId, valueId, secret) {
@@ -54,6 +61,12 @@
     byId(valueId).textContent = secret;
     box.hidden = false;
     box.querySelector("button[data-copy]")?.focus();
+  }
+
+  // Shows a key dialog's warning about this session only for the key the session was opened with.
+  function warnIfSessionKey(dialog, button) {
+    const ours = button.getAttribute("data-session-key") === "true";
+    for (const warning of dialog.querySelectorAll(".session-key-warning")) warning.hidden = !ours;
   }
 
   // A <dialog> as a confirmation: resolves true when its "confirm" button closed it.
@@ -103,6 +116,7 @@
   async function rotateKey(button) {
     const dialog = byId("rotate-dialog");
     const label = button.getAttribute("data-key-label");
+    warnIfSessionKey(dialog, button);
     dialog.querySelector(".key-label").textContent = label;
     if (!(await confirmWith(dialog))) return;
     const id = encodeURIComponent(button.getAttribute("data-key-id"));
@@ -110,14 +124,19 @@
       const grace = Number(byId("rotate-grace").value);
       const key = await api("POST", `/keys/${id}/rotate`, { grace_seconds: grace });
       showSecret("new-key", "new-key-secret", key.key);
-      await refreshTables();
-      notice(`Key ${label} rotated: the new key is shown below, once.`);
+      const signedIn = await refreshTables({ keepPage: true });
+      notice(
+        signedIn
+          ? `Key ${label} rotated: the new key is shown below, once.`
+          : `Key ${label} rotated: the new key is shown below, once. You signed in with the old key, so this session has ended: copy the new key, then sign in again.`,
+      );
     });
   }
 
   async function revokeKey(button) {
     const dialog = byId("revoke-dialog");
     const label = button.getAttribute("data-key-label");
+    warnIfSessionKey(dialog, button);
     const last = button.getAttribute("data-last-active") === "true";
     dialog.querySelector(".key-label").textContent = label;
     byId("last-key-warning").hidden = !last;
@@ -163,6 +182,7 @@
     const dialog = byId("limits-dialog");
     const form = byId("limits-form");
     const fields = form.elements;
+    warnIfSessionKey(dialog, button);
     fields.expires_at.value = localInputValue(button.getAttribute("data-expires-at"));
     fields.allowed_tools.value = button.getAttribute("data-allowed-tools");
     fields.budget_credits.value = button.getAttribute("data-budget-credits");

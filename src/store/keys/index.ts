@@ -4,6 +4,8 @@ import type { KeyRecord, KeyUpdate, RevokeOutcome } from "../types.js";
 export interface KeyStore {
   addKey(key: KeyRecord): Promise<void>;
   listKeys(accountId: string): Promise<KeyRecord[]>;
+  /** One key as stored (revocation and controls; no use or spend figures); null when the account has no such key. */
+  getKey(accountId: string, keyId: string): Promise<KeyRecord | null>;
   /** Changes a key's name and controls; null when the account has no such key. */
   updateKey(accountId: string, keyId: string, update: KeyUpdate): Promise<KeyRecord | null>;
   /**

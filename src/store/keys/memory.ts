@@ -26,6 +26,11 @@ export function memoryKeys(state: MemoryState): KeyStore {
         : [];
     },
 
+    async getKey(accountId: string, keyId: string) {
+      const key = state.accounts.get(accountId)?.keysById.get(keyId);
+      return key ? withControls({ ...key }) : null;
+    },
+
     async updateKey(accountId: string, keyId: string, update: KeyUpdate) {
       const a = state.accounts.get(accountId);
       const key = a?.keysById.get(keyId);

@@ -102,6 +102,11 @@ export function redisKeys({ redis, call, script, windows }: RedisContext): KeySt
       return (await keys.listKeys(accountId)).find((key) => key.id === keyId) ?? null;
     },
 
+    async getKey(accountId: string, keyId: string): Promise<KeyRecord | null> {
+      const raw = await call(() => redis.hget(redisKey.keyList(accountId), keyId));
+      return raw ? withControls(JSON.parse(raw) as KeyRecord) : null;
+    },
+
     async revokeKey(
       accountId: string,
       keyId: string,

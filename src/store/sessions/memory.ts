@@ -15,7 +15,7 @@ export function memorySessions(state: MemoryState): SessionStore {
       });
     },
 
-    async touchSession(accountId: string, id: string, idleMs: number) {
+    async touchSession(accountId: string, id: string, idleMs: number | null) {
       const key = `${accountId}:${id}`;
       const entry = sessions.get(key);
       if (!entry) return null;
@@ -28,7 +28,7 @@ export function memorySessions(state: MemoryState): SessionStore {
         sessions.delete(key);
         return null;
       }
-      entry.idleUntil = now + idleMs;
+      if (idleMs !== null) entry.idleUntil = now + idleMs;
       return { ...entry.session };
     },
 

@@ -23,6 +23,7 @@ export function redisSessions({ redis, call, script }: RedisContext): SessionSto
             created_at: session.createdAt,
             expires_at: session.expiresAt,
             via: session.via,
+            ...(session.keyId ? { key_id: session.keyId } : {}),
             epoch,
           })
           .pexpire(key, lifetime)
@@ -33,12 +34,12 @@ export function redisSessions({ redis, call, script }: RedisContext): SessionSto
     async touchSession(
       accountId: string,
       id: string,
-      idleMs: number,
+      idleMs: number | null,
     ): Promise<SessionRecord | null> {
       const raw = await script<Record<string, string> | null>(
         "session-touch",
         [redisKey.session(accountId, id), redisKey.sessionEpoch(accountId)],
-        [Date.now(), idleMs],
+        [Date.now(), idleMs ?? ""],
       );
       if (!raw) return null;
       return {
@@ -48,6 +49,7 @@ export function redisSessions({ redis, call, script }: RedisContext): SessionSto
         createdAt: Number(raw.created_at),
         expiresAt: Number(raw.expires_at),
         via: raw.via as SessionRecord["via"],
+        ...(raw.key_id ? { keyId: raw.key_id } : {}),
       };
     },
 
