@@ -24,6 +24,18 @@ export function applyTopUp(state: AlertState, amount: number, rearm = true): voi
   state.depletedArmed = true;
 }
 
+/**
+ * A refund gives `amount` back; lifting the balance back over an alert's line re-arms that alert,
+ * so the refunded call's alert does not stand in for the next real one. Only on an account a
+ * top-up has armed (reference > 0): a wallet's pay-per-call account has no alerts.
+ */
+export function applyRefund(state: AlertState, amount: number): void {
+  state.balance += amount;
+  if (state.reference <= 0) return;
+  if (state.balance >= lowThreshold(state.reference)) state.lowArmed = true;
+  if (state.balance > 0) state.depletedArmed = true;
+}
+
 /** The credit level below which `credits.low` fires: 20% of the reference level, rounded up. */
 export function lowThreshold(reference: number): number {
   return Math.ceil(reference / 5);

@@ -758,6 +758,43 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     ).toBeNull();
   });
 
+  it("re-arms an alert when a refund lifts the balance back over its line: a refunded call's alert does not stand in for the next real one", async () => {
+    const a = await account(100); // credits.low below 20
+    const refund = (requestId: string) => store.refund(a.id, { requestId, reason: "tool failed" });
+    const r1 = newRequestId();
+    await debit(a.id, null, 81, r1); // 19: low
+    await refund(r1); // 100: over the line again
+    await debit(a.id, null, 81); // 19: low again, a real one
+    const r3 = newRequestId();
+    await debit(a.id, null, 19, r3); // 0: depleted
+    await refund(r3); // 19: still under the low line, over zero
+    await debit(a.id, null, 19); // 0: depleted again; no second low
+    const events = (await store.readOutbox(a.id, 10)).map((e) => [
+      e.event,
+      e.data.credits_remaining,
+    ]);
+    expect(events).toEqual([
+      ["credits.low", 19],
+      ["credits.low", 19],
+      ["credits.depleted", 0],
+      ["credits.depleted", 0],
+    ]);
+
+    // An account no top-up armed (a wallet paying per call) has no alerts, refunds or not.
+    const wallet = await account(0);
+    await store.topUp(wallet.id, "purchase", {
+      amount: 5,
+      requestId: newRequestId(),
+      reason: "one call",
+      rearm: false,
+    });
+    const paid = newRequestId();
+    await debit(wallet.id, null, 5, paid);
+    await store.refund(wallet.id, { requestId: paid, reason: "tool failed" });
+    await debit(wallet.id, null, 5);
+    expect(await store.readOutbox(wallet.id, 10)).toEqual([]);
+  });
+
   it("rate-limits exactly at the tier's limit, with the rejected call uncharged", async () => {
     const a = await account(1000, "free");
     const results = [];

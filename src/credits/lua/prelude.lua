@@ -46,7 +46,7 @@ end
 
 -- credits.low fires once when the balance drops below ceil(reference / 5), i.e. below 20%
 -- of the reference level; credits.depleted fires once when it reaches 0. Both re-arm on the
--- next top-up.
+-- next top-up, and on a refund that lifts the balance back over their line (rearm_on_refund).
 -- The debit record: one small field (the cost; 'r' once refunded) in the hash of the account's
 -- debits of the request id's 30-second slot, which expires as a whole (src/store/redis.ts,
 -- debitRecord). All a refund and an Idempotency-Key retry need; the entry is in the ledger.
@@ -72,6 +72,16 @@ local function debit(a, keys, cost, at, request_id, reason, tool, key_id, evt_lo
       { credits_remaining = 0, tool_name = tool_name, message = DEPLETED_MESSAGE })
   end
   return events
+end
+
+-- A refund that lifts the balance back over an alert's line re-arms that alert: the refunded
+-- call's alert must not stand in for the next real one. Only on an account a top-up has armed
+-- (reference > 0): a wallet's pay-per-call account has no alerts.
+local function rearm_on_refund(acct_key, balance)
+  local reference = tonumber(redis.call('HGET', acct_key, 'reference') or '0')
+  if reference <= 0 then return end
+  if balance >= math.ceil(reference / 5) then redis.call('HSET', acct_key, 'low_armed', 1) end
+  if balance > 0 then redis.call('HSET', acct_key, 'depleted_armed', 1) end
 end
 
 -- Exact sliding-window log for the endpoint limits (per address, per account: src/http/endpoint-limits.ts):

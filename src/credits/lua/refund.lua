@@ -13,6 +13,7 @@ if not record then return cjson.encode({ status = 'not_charged' }) end
 local amount = tonumber(record)
 redis.call('HSET', KEYS[3], ARGV[5], 'r')
 local balance = redis.call('HINCRBY', KEYS[1], 'balance', amount)
+rearm_on_refund(KEYS[1], balance)
 -- The refund row names the tool and key of the debit it returns (the caller's: the record keeps
 -- only the cost).
 local key_id = ''

@@ -6,7 +6,7 @@
  */
 import type { TierName } from "../../accounts/tiers.js";
 import { countSpend, giveBack } from "../../credits/controls.js";
-import { applyDebit, nextAllowanceAt } from "../../credits/rules.js";
+import { applyDebit, applyRefund, nextAllowanceAt } from "../../credits/rules.js";
 import { type EventRecord, eventRecord } from "../../events/types.js";
 import { debitedNoLaterThan, newEventId } from "../../lib/ids.js";
 import { idempotencyId, type MemoryState } from "../memory-state.js";
@@ -169,7 +169,7 @@ export function memoryCredits(state: MemoryState): CreditStore {
       if (!a || cost === undefined) return { status: "not_charged" as const };
       if (cost === "refunded") return { status: "already_refunded" as const };
       a.debits.set(change.requestId, "refunded");
-      a.balance += cost;
+      applyRefund(a, cost);
       const keyId = change.keyHash ? (a.keysByHash.get(change.keyHash)?.id ?? null) : null;
       const debitedAt = debitedNoLaterThan(change.requestId);
       giveBack(a.spend, cost, debitedAt);
