@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -145,6 +145,50 @@ describe("the linux-x64 binary", () => {
       TOOLGATE_BASE_URL: "http://127.0.0.1:9",
     });
     expect([network.code, network.stderr]).toEqual([4, expect.stringContaining("network_error")]);
+    // No command at all, whatever the options: usage. A malformed gateway URL: usage, no stack trace.
+    expect((await toolgate(["--json"])).code).toBe(2);
+    const badUrl = await toolgate(["account", "--base-url", "not a url"], {
+      TOOLGATE_API_KEY: key,
+    });
+    expect([badUrl.code, badUrl.stderr.trim()]).toEqual([
+      2,
+      'toolgate: --base-url must be an http(s) URL such as https://toolgate.example (got "not a url")',
+    ]);
+    const badEnv = await toolgate(["account"], {
+      TOOLGATE_API_KEY: key,
+      TOOLGATE_BASE_URL: "ftp://127.0.0.1",
+    });
+    expect([badEnv.code, badEnv.stderr]).toEqual([
+      2,
+      expect.stringContaining("TOOLGATE_BASE_URL must be an http(s) URL"),
+    ]);
+  });
+
+  it("logs in from a terminal without showing the key typed", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100, "free");
+    const dir = await mkdtemp(join(tmpdir(), "toolgate-tty-"));
+    try {
+      // `script` runs the binary on a pseudo-terminal and copies everything the terminal shows.
+      const child = spawn(
+        "script",
+        ["-qec", `${binaries["toolgate-linux-x64"]} login --base-url ${gw.url}`, "/dev/null"],
+        { env: { PATH: process.env.PATH ?? "", SHELL: "/bin/sh", TOOLGATE_CONFIG_DIR: dir } },
+      );
+      let screen = "";
+      child.stdout.on("data", (chunk: Buffer) => (screen += chunk.toString()));
+      const exited = new Promise<number | null>((r) => child.on("close", r));
+      const deadline = Date.now() + 30_000;
+      while (!screen.includes("API key (not shown): ") && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+      child.stdin.write(`${key}\r`);
+      expect(await exited).toBe(0);
+      child.stdin.end();
+      expect(screen).toContain(`Logged in to account ${accountId}`);
+      expect(screen).not.toContain(key.slice(8));
+      expect(JSON.parse(await readFile(join(dir, "config.json"), "utf8")).api_key).toBe(key);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("logs in from standard input, storing the key 0600, then works without TOOLGATE_API_KEY", async () => {

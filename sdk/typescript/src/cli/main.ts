@@ -5,7 +5,6 @@
  * 4 the gateway could not be reached (network, timeout) · 1 anything else.
  */
 import { readFile } from "node:fs/promises";
-import { createInterface } from "node:readline/promises";
 import { privateKeyToAccount } from "viem/accounts";
 import { Toolgate } from "../client.js";
 import { ToolgateError } from "../errors.js";
@@ -19,6 +18,7 @@ import {
   type Parsed,
 } from "./args.js";
 import { readConfig, writeConfig } from "./config-file.js";
+import { readSecret } from "./read-secret.js";
 
 export const EXIT = { ok: 0, failure: 1, usage: 2, api: 3, network: 4 } as const;
 
@@ -48,7 +48,7 @@ Exit codes: 0 done, 2 usage error, 3 API error, 4 network error, 1 other.
 ${GLOBAL_HELP}`,
   login: `Usage: toolgate login [--base-url URL]
 
-Reads an API key from standard input (typed, or piped: \`toolgate login < key.txt\`), checks it
+Reads an API key from standard input (typed, not shown; or piped: \`toolgate login < key.txt\`), checks it
 against the gateway, and stores it with the base URL in the config directory (config.json, mode 0600):
 $TOOLGATE_CONFIG_DIR, else %APPDATA%\\toolgate on Windows, else $XDG_CONFIG_HOME/toolgate or ~/.config/toolgate.
 A key is never taken as an argument, so it stays out of shell history and process lists.`,
@@ -87,24 +87,25 @@ const table = (rows: string[][]): string => {
     .join("\n");
 };
 
-async function readStdin(prompt: string): Promise<string> {
-  if (process.stdin.isTTY) {
-    const rl = createInterface({ input: process.stdin, output: process.stderr });
-    try {
-      return (await rl.question(prompt)).trim();
-    } finally {
-      rl.close();
-    }
-  }
-  let text = "";
-  for await (const chunk of process.stdin) text += chunk;
-  return text.trim();
+/** The gateway's URL: --base-url, else TOOLGATE_BASE_URL, else the login's; a malformed one is a usage error. */
+function baseUrlOf(parsed: Parsed, stored: { base_url?: string }): string | undefined {
+  const [from, url] = parsed.options.has("base-url")
+    ? ["--base-url", stringOption(parsed, "base-url")]
+    : process.env.TOOLGATE_BASE_URL !== undefined
+      ? ["TOOLGATE_BASE_URL", process.env.TOOLGATE_BASE_URL]
+      : ["the stored login", stored.base_url];
+  if (url === undefined) return undefined;
+  const parsedUrl = URL.canParse(url) ? new URL(url) : null;
+  if (!parsedUrl || !["http:", "https:"].includes(parsedUrl.protocol))
+    throw new UsageError(
+      `${from} must be an http(s) URL such as https://toolgate.example (got "${url}")`,
+    );
+  return url;
 }
 
 async function clientFor(parsed: Parsed, options: { wallet?: boolean } = {}): Promise<Toolgate> {
   const stored = await readConfig();
-  const baseUrl =
-    stringOption(parsed, "base-url") ?? process.env.TOOLGATE_BASE_URL ?? stored.base_url;
+  const baseUrl = baseUrlOf(parsed, stored);
   const walletFile = options.wallet ? stringOption(parsed, "wallet-key-file") : undefined;
   if (!walletFile)
     return new Toolgate({ apiKey: process.env.TOOLGATE_API_KEY ?? stored.api_key, baseUrl });
@@ -194,17 +195,16 @@ export async function run(argv: string[], io: Io): Promise<number> {
   ) {
     const topic = command === "help" ? (sub ?? "") : command;
     io.out(`${HELP[topic] ?? HELP[""]}${topic ? `\n\n${GLOBAL_HELP}` : ""}`);
-    return command === "" && !parsed.options.size ? EXIT.usage : EXIT.ok;
+    // Help asked for is done; no command at all (`toolgate`, `toolgate --json`) is a usage error.
+    const asked = command === "help" || parsed.options.has("help") || parsed.options.has("h");
+    return asked ? EXIT.ok : EXIT.usage;
   }
   try {
     switch (command) {
       case "login": {
-        const key = await readStdin("API key: ");
+        const key = await readSecret("API key (not shown): ");
         if (!key) throw new UsageError("no API key on standard input");
-        const baseUrl =
-          stringOption(parsed, "base-url") ??
-          process.env.TOOLGATE_BASE_URL ??
-          (await readConfig()).base_url;
+        const baseUrl = baseUrlOf(parsed, await readConfig());
         const account = await new Toolgate({ apiKey: key, baseUrl }).account.get();
         const path = await writeConfig({ api_key: key, ...(baseUrl ? { base_url: baseUrl } : {}) });
         print(`Logged in to account ${account.id} (${account.tier}); key stored in ${path}`, {
