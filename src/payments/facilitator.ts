@@ -66,6 +66,14 @@ async function facilitatorCaller(
 }
 
 /**
+ * The longest an authorization settled here may stay valid (its `validBefore` is held to the
+ * requirement's `maxTimeoutSeconds`). A payment that stays pending is released once its
+ * authorization expires unused, and its fee given back by a refund, which needs the fee's debit
+ * record: that lives OPERATION_TTL_SECONDS (a day). Six hours leaves the reconciler the rest.
+ */
+export const MAX_TIMEOUT_SECONDS = 6 * 3600;
+
+/**
  * The payment and its one requirement, as the request the payment code takes: an offer of
  * exactly that requirement, paid to its `payTo`, for its amount, on a network and token this
  * gateway settles.
@@ -99,6 +107,11 @@ function paymentRequest(
       throw new Verdict("invalid_payment_requirements", (err as Error).message);
     }
   })();
+  if (requirement.maxTimeoutSeconds > MAX_TIMEOUT_SECONDS)
+    throw new Verdict(
+      "invalid_payment_requirements",
+      `maxTimeoutSeconds is ${requirement.maxTimeoutSeconds}; this facilitator settles authorizations valid for at most ${MAX_TIMEOUT_SECONDS} s`,
+    );
   if (requirement.scheme !== "exact")
     throw new Verdict(
       "unsupported_scheme",

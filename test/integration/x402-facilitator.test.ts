@@ -291,7 +291,7 @@ describe("the facilitator's refusals before any money moves", () => {
     expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore);
   }, 30_000);
 
-  it("answers 401 to a caller without a valid key whatever its body, and a fractional maxTimeoutSeconds as an invalid requirement", async () => {
+  it("answers 401 to a caller without a valid key whatever its body, and a fractional or over-long maxTimeoutSeconds as an invalid requirement", async () => {
     for (const key of [null, "tg_live_not_a_key"]) {
       const res = await facilitate(a, "settle", {}, key);
       expect([res.status, res.body.error.code]).toEqual([
@@ -299,15 +299,21 @@ describe("the facilitator's refusals before any money moves", () => {
         key ? "invalid_api_key" : "missing_api_key",
       ]);
     }
-    const body = {
-      x402Version: 1,
-      paymentPayload: await paymentV1(PAYERS[4]!),
-      paymentRequirements: requirementV1({ maxTimeoutSeconds: 300.5 }),
-    };
-    for (const op of ["verify", "settle"] as const) {
-      const res = await facilitate(a, op, body);
-      expect([res.status, res.body.isValid ?? res.body.success]).toEqual([200, false]);
-      expect(res.body.invalidReason ?? res.body.errorReason).toBe("invalid_payment_requirements");
+    // Over six hours: a payment left pending would outlive the record its fee's refund needs.
+    for (const maxTimeoutSeconds of [300.5, 6 * 3600 + 1]) {
+      const body = {
+        x402Version: 1,
+        paymentPayload: await paymentV1(PAYERS[4]!),
+        paymentRequirements: requirementV1({ maxTimeoutSeconds }),
+      };
+      for (const op of ["verify", "settle"] as const) {
+        const res = await facilitate(a, op, body);
+        expect([res.status, res.body.isValid ?? res.body.success]).toEqual([200, false]);
+        expect(res.body.invalidReason ?? res.body.errorReason).toBe(
+          "invalid_payment_requirements",
+        );
+        expect(res.body.invalidMessage ?? res.body.errorMessage).toContain("maxTimeoutSeconds");
+      }
     }
   }, 30_000);
 });
