@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import express from "express";
+import { bearerKeyAsApiKey } from "./http/auth.js";
 import { errorHandler, routeNotFound } from "./http/errors.js";
 import { requestContext, requireJsonBody } from "./http/request-context.js";
 import { jsonBody } from "./http/json-body.js";
@@ -55,5 +56,8 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   app.use(errorHandler(services.log, (code) => services.metrics.errors.inc({ code })));
 
   const lane = keyedLane(services, parseJson);
-  return (req, res) => (lane.takes(req) ? lane.serve(req, res) : app(req, res));
+  return (req, res) => {
+    bearerKeyAsApiKey(req);
+    return lane.takes(req) ? lane.serve(req, res) : app(req, res);
+  };
 }

@@ -37,6 +37,19 @@ export function rateLimitHeaders(rate: RateState): Record<string, string> {
   };
 }
 
+/**
+ * A Toolgate key sent as `Authorization: Bearer tg_…` (what many HTTP clients send by default) is
+ * read as the `x-api-key` header, for every door: without this, a keyed caller using it on a tool
+ * call was served as keyless, and offered (and, with an x402 client, made) a payment. Applied to
+ * every request first (app.ts); a bearer token that is not a Toolgate key is left alone.
+ */
+export function bearerKeyAsApiKey(req: IncomingMessage): void {
+  if (req.headers["x-api-key"] !== undefined) return;
+  const authorization = req.headers.authorization;
+  if (authorization === undefined || !/^bearer\s+tg_/i.test(authorization)) return;
+  req.headers["x-api-key"] = authorization.replace(/^bearer\s+/i, "").trim();
+}
+
 /** The key in `x-api-key`, well-formed, or a 401 before any store work. */
 export function presentedKey(
   req: Pick<IncomingMessage, "headers">,

@@ -2,12 +2,12 @@ import type { ServerResponse } from "node:http";
 import type { Response } from "express";
 
 /**
- * The API is called with a header credential (x-api-key) or a payment, never cookies, so any
+ * The API is called with a header credential (x-api-key, or Authorization: Bearer) or a payment, never cookies, so any
  * origin may call it. The x402 headers must be readable by browser clients. Applied to every
  * request by `requestContext` (src/http/request-context.ts).
  */
 const ALLOWED_HEADERS =
-  "content-type, x-api-key, idempotency-key, x-payment, payment-signature, accept, mcp-protocol-version, mcp-session-id";
+  "content-type, x-api-key, authorization, idempotency-key, x-payment, payment-signature, accept, mcp-protocol-version, mcp-session-id";
 const EXPOSED_HEADERS =
   "x-request-id, payment-required, payment-response, x-payment-response, ratelimit-limit, ratelimit-remaining, ratelimit-reset, ratelimit-policy, retry-after, x-credits-charged, x-credits-remaining, idempotent-replayed";
 

@@ -192,6 +192,49 @@ describe("authentication", () => {
     expect(res.body.error).toMatchObject({ type: "authentication_error", code });
   });
 
+  it("takes a key sent as Authorization: Bearer wherever x-api-key is taken, and lets browsers send it", async () => {
+    const { key, accountId } = await signUp(gw.url);
+    const bearer = { authorization: `Bearer ${key}` };
+    expect((await call(`${gw.url}/api/v1/account`, { headers: bearer })).body.id).toBe(accountId);
+    // A tool call, on the plain JSON body the fast lane takes and with a charset express serves.
+    for (const contentType of ["application/json", "application/json; charset=utf-8"]) {
+      const res = await call(`${gw.url}/v1/tools/hash`, {
+        body: { text: "bearer" },
+        headers: { ...bearer, "content-type": contentType },
+      });
+      expect([res.status, res.headers.get("x-credits-charged")]).toEqual([200, "1"]);
+    }
+    const mcp = await fetch(`${gw.url}/mcp`, {
+      method: "POST",
+      headers: {
+        ...bearer,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    // The Free tier has no MCP: the key was read (403), not missing (401).
+    expect(mcp.status).toBe(403);
+    // A revoked or malformed Toolgate key as a bearer is refused as such; another token is no key.
+    expect(
+      (await call(`${gw.url}/api/v1/account`, { headers: { authorization: "Bearer tg_live_x" } }))
+        .body.error.code,
+    ).toBe("invalid_api_key");
+    expect(
+      (await call(`${gw.url}/api/v1/account`, { headers: { authorization: "Bearer abc" } })).body
+        .error.code,
+    ).toBe("missing_api_key");
+    const preflight = await fetch(`${gw.url}/v1/tools/hash`, {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://app.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization, content-type",
+      },
+    });
+    expect(preflight.headers.get("access-control-allow-headers")).toContain("authorization");
+  });
+
   it("answers a key whose secret differs by one character with 401", async () => {
     const { key } = await signUp(gw.url);
     const forged = key.slice(0, -1) + (key.endsWith("A") ? "B" : "A");
