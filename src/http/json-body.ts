@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import express, { type RequestHandler } from "express";
 import type { ErrorCode } from "./errors.js";
 
@@ -28,7 +29,9 @@ export function jsonBody(options: { limitBytes: number; maxDepth: number }): Req
     limit: options.limitBytes,
     strict: false,
     verify(_req, _res, body, charset) {
-      if (charset !== "utf-8" && charset !== "utf8")
+      // Declared UTF-8 and really UTF-8: bytes that are not would be read as U+FFFD and the
+      // call served on text the caller never sent (a native check, ~GB/s).
+      if ((charset !== "utf-8" && charset !== "utf8") || !isUtf8(body))
         throw Object.assign(new Error("JSON bodies must be UTF-8."), {
           status: 415,
           type: "charset.unsupported",

@@ -116,6 +116,18 @@ describe("the keyed lane", () => {
         request_id: "",
       });
     }
+    // Bytes that are not UTF-8 (they would be read as U+FFFD and hashed): 415, on both paths.
+    for (const headers of [LANE, EXPRESS]) {
+      const res = await fetch(`${gw.url}/v1/tools/hash`, {
+        method: "POST",
+        headers: { ...headers, "x-api-key": key },
+        body: Buffer.from([...Buffer.from('{"text":"'), 0xff, 0xfe, ...Buffer.from('"}')]),
+      });
+      expect([res.status, ((await res.json()) as { error: { code: string } }).error.code]).toEqual([
+        415,
+        "unsupported_media_type",
+      ]);
+    }
     const badKey = await callTool(gw.url, "tg_live_nope", "hash", { text: "x" });
     expect([badKey.status, badKey.body.error.code]).toEqual([401, "invalid_api_key"]);
     expect(await balanceOf(gw.url, key)).toBe(before);
