@@ -9,8 +9,9 @@ import { encodeHeader, paymentIdentifier, readPaymentHeader, type PaymentHeader 
  * What every paid resource does with a request: no payment → 402 with the offer (both
  * generations); a malformed or refused payment → 402 with the offer again; a good one →
  * settled and credited, with the settlement receipt for X-PAYMENT-RESPONSE / PAYMENT-RESPONSE.
- * `beforeVerifying` runs once a payment is present, before the chain is asked anything;
- * `beforeSettling` once the payer is proven, before any money moves.
+ * `beforeVerifying` runs first, before the offer is made or the chain asked anything: a request
+ * that cannot be served (a tool's invalid input) is refused as such, and no payer is invited to
+ * sign for it; `beforeSettling` once the payer is proven, before any money moves.
  */
 export interface Paid {
   payment: AcceptedPayment;
@@ -55,6 +56,7 @@ export async function takeDecodedPayment(
 ): Promise<Paid> {
   const payments = services.payments!;
   const { offer } = request;
+  request.beforeVerifying?.();
   let header;
   let identifier: string | null;
   try {
@@ -66,7 +68,6 @@ export async function takeDecodedPayment(
     });
   }
   if (!header) throw paymentChallenge("payment_required", request.requiredMessage, offer);
-  request.beforeVerifying?.();
   // A client-chosen payment identifier (x402 payment-identifier) keys the call like an Idempotency-Key.
   const call = request.call
     ? { ...request.call, key: request.call.key ?? (identifier ? `pid:${identifier}` : null) }

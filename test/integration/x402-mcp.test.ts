@@ -93,6 +93,13 @@ describe.each(Object.keys(CLIENTS).map((name, i) => [name, i] as const))(
       const client = await CLIENTS[name]!({});
       try {
         expect((await client.listTools()).tools.map((t) => t.name)).toContain("hash");
+        // Arguments the tool refuses are refused as such, not offered for payment: no payer is
+        // invited to sign for a call that cannot run.
+        const invalid = await client.callTool({ name: "hash", arguments: { text: 5 } });
+        expect(invalid.isError).toBe(true);
+        expect(JSON.parse(invalid.content![0]!.text)).toMatchObject({
+          error: { code: "validation_failed", param: "text" },
+        });
 
         const offer = paymentRequired(
           await client.callTool({ name: "hash", arguments: { text: "mcp" } }),

@@ -102,7 +102,12 @@ describe("the 402 challenge", () => {
     expect(res.body.payTo).toBe(PAY_TO);
   });
 
-  it("is not sent for an invalid body: 422 before anything is paid", async () => {
+  it("is not sent for an invalid body: 422 before anything is paid, or offered", async () => {
+    // Unpaid: the caller is told what is wrong, not invited to sign for a call that cannot run.
+    const unpaid = await callHash({}, 5 as unknown as string);
+    expect([unpaid.status, unpaid.body.error.code, unpaid.headers.get("payment-required")]).toEqual(
+      [422, "validation_failed", null],
+    );
     const res = await call(`${setup.gw.url}/v1/tools/hash`, {
       method: "POST",
       body: { text: 5 },
