@@ -88,11 +88,11 @@ describe("admin API", () => {
     expect(after.body.features_coming).toEqual([]);
   });
 
-  it("grants credits once per Idempotency-Key", async () => {
+  it("grants credits once per Idempotency-Key, and refuses the key with another body", async () => {
     const { key, accountId } = await signUp(gw.url);
-    const grant = () =>
+    const grant = (amount = 500) =>
       admin(gw.url, `/accounts/${accountId}/credits`, {
-        body: { amount: 500, reason: "support" },
+        body: { amount, reason: "support" },
         headers: { "idempotency-key": `grant-${accountId}` },
       });
     expect((await grant()).status).toBe(201);
@@ -101,6 +101,13 @@ describe("admin API", () => {
       200,
       false,
       525,
+    ]);
+    expect((await call(`${gw.url}/api/v1/account`, { key })).body.credits).toBe(525);
+    const other = await grant(5000);
+    expect([other.status, other.body.error.code, other.body.error.param]).toEqual([
+      409,
+      "idempotency_conflict",
+      "Idempotency-Key",
     ]);
     expect((await call(`${gw.url}/api/v1/account`, { key })).body.credits).toBe(525);
   });

@@ -47,8 +47,10 @@ export const adminSetTier = defineRoute({
 export const adminGrantCredits = defineRoute({
   method: "post",
   path: "/admin/accounts/:id/credits",
-  summary: "Grant credits to an account. With an Idempotency-Key header, a retry is applied once.",
+  summary:
+    "Grant credits to an account. With an Idempotency-Key header, a retry is applied once; the same key with another body is 409.",
   auth: "admin",
+  errors: ["idempotency_conflict"],
   successStatus: 201,
   response: z.object({
     applied: z
@@ -61,11 +63,28 @@ export const adminGrantCredits = defineRoute({
     reason: z.string().trim().min(1).max(200),
   }),
   async handler({ services, params, body, req, requestId }) {
-    const idempotencyKey = req.get("idempotency-key");
-    const result = await services.store.topUp(accountIdParam(params.id), "grant", {
+    const accountId = accountIdParam(params.id);
+    const idempotencyKey = req.get("idempotency-key")?.slice(0, 128);
+    if (idempotencyKey) {
+      // The first body sent under the key is the grant's: another body under it is a mistake to
+      // say out loud (a 200 "already applied" hid that its credits were never granted). Kept for
+      // good, as a grant's request id is: operators' grants are few.
+      const fingerprint = JSON.stringify([body.amount, body.reason]);
+      const first = await services.store.keepFirst(
+        `admin-grant:${accountId}:${idempotencyKey}`,
+        fingerprint,
+      );
+      if (first !== fingerprint)
+        throw new ApiError(
+          "idempotency_conflict",
+          "This Idempotency-Key was used for a grant with another amount or reason.",
+          { param: "Idempotency-Key" },
+        );
+    }
+    const result = await services.store.topUp(accountId, "grant", {
       amount: body.amount,
       reason: body.reason,
-      requestId: idempotencyKey ? `admin-grant:${idempotencyKey.slice(0, 128)}` : requestId,
+      requestId: idempotencyKey ? `admin-grant:${idempotencyKey}` : requestId,
     });
     if (!result) throw new ApiError("not_found", "No such account.", { param: "id" });
     return {

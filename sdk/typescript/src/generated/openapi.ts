@@ -117,7 +117,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Grant credits to an account. With an Idempotency-Key header, a retry is applied once. */
+        /** Grant credits to an account. With an Idempotency-Key header, a retry is applied once; the same key with another body is 409. */
         post: operations["postAdminAccountsIdCredits"];
         delete?: never;
         options?: never;
@@ -3458,6 +3458,15 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
