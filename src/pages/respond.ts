@@ -19,9 +19,15 @@ export function sendPage(res: Response, html: string, cacheSeconds = 0): void {
   sendHtml(res, html, { csp: PAGES_CSP });
 }
 
-/** Plain text, RSS, JSON or the Try it script (every answer carries nosniff already). */
+/**
+ * Plain text, RSS, JSON or the Try it script (every answer carries nosniff already), with a policy
+ * that lets nothing run or load if a browser opens one, and no site frame it: what every page has.
+ */
+export const DOCUMENTS_CSP = "default-src 'none'; frame-ancestors 'none'";
+
 export function sendDocument(res: Response, type: string, body: string, cacheSeconds = 0): void {
   res.setHeader("Cache-Control", cacheControl(cacheSeconds));
+  res.setHeader("Content-Security-Policy", DOCUMENTS_CSP);
   res.type(type).send(body);
 }
 

@@ -21,6 +21,9 @@ async function feed(path: string) {
   const res = await fetch(`${gw.url}${path}`);
   const xml = await res.text();
   expect(res.headers.get("content-type")).toBe("application/rss+xml; charset=utf-8");
+  expect(res.headers.get("content-security-policy")).toBe(
+    "default-src 'none'; frame-ancestors 'none'",
+  );
   expect(XMLValidator.validate(xml)).toBe(true);
   const doc = new XMLParser({ ignoreAttributes: false, isArray: (name) => name === "item" }).parse(
     xml,
