@@ -1,5 +1,5 @@
 import { TIERS } from "../accounts/tiers.js";
-import { SUBSCRIBABLE_EVENTS } from "../events/types.js";
+import { ACCOUNT_EVENTS } from "../events/types.js";
 import { esc } from "../pages/respond.js";
 import type { Services } from "../services.js";
 import { dashboardPage } from "./layout.js";
@@ -33,7 +33,7 @@ export async function renderWebhooksPage(
         `<button type="button" class="danger" data-action="delete-webhook" data-webhook-id="${esc(w.id)}" data-webhook-url="${esc(w.url)}">Delete</button></div></td></tr>`,
     )
     .join("");
-  const boxes = SUBSCRIBABLE_EVENTS.map(
+  const boxes = ACCOUNT_EVENTS.map(
     (e, i) =>
       `<input type="checkbox" id="event-${i}" name="events" value="${esc(e)}" checked><label for="event-${i}">${esc(e)}</label>`,
   ).join(" ");

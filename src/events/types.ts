@@ -66,11 +66,16 @@ export const EVENT_DATA = {
 
 export type EventType = keyof typeof EVENT_DATA;
 export const EVENT_TYPES = Object.keys(EVENT_DATA) as EventType[];
-/** What a webhook can subscribe to: every account event (the test event is sent on request). */
+/** What a platform webhook can subscribe to: every event (the test event is sent on request). */
 export const SUBSCRIBABLE_EVENTS = EVENT_TYPES.filter((e) => e !== "webhook.test") as Exclude<
   EventType,
   "webhook.test"
 >[];
+/**
+ * What an account's webhook can subscribe to: its own events. `agent.registered` goes to platform
+ * webhooks only (an account's own fires when it is created, before it can have a webhook).
+ */
+export const ACCOUNT_EVENTS = SUBSCRIBABLE_EVENTS.filter((e) => e !== "agent.registered");
 export type EventData<T extends EventType> = z.infer<(typeof EVENT_DATA)[T]>;
 
 export const eventRecordSchema = z.object({

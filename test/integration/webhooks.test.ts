@@ -98,6 +98,8 @@ describe("registering webhooks", () => {
       [{ url: rx.url("/x"), events: [] }, "events"],
       [{ url: rx.url("/x"), events: ["tool.error", "tool.error"] }, "events"],
       [{ url: rx.url("/x"), events: ["webhook.test"] }, "events.0"],
+      // A platform event: an account's own fires when it is created, before any webhook.
+      [{ url: rx.url("/x"), events: ["tool.error", "agent.registered"] }, "events.1"],
       [{ url: `http://localhost:${rx.port}/x`, events: ["tool.error"] }, "url"],
       [{ url: "not a url", events: ["tool.error"] }, "url"],
       [{ events: ["tool.error"] }, "url"],

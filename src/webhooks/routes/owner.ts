@@ -2,6 +2,7 @@ import { z } from "zod";
 import { requireFeature } from "../../accounts/tiers.js";
 import { requireUnrestrictedKey, type KeyCaller } from "../../http/auth.js";
 import { ApiError } from "../../http/errors.js";
+import { ACCOUNT_EVENTS, SUBSCRIBABLE_EVENTS } from "../../events/types.js";
 import type { Services } from "../../services.js";
 import type { WebhookRecord } from "../../store/types.js";
 import { PLATFORM_OWNER } from "../relay.js";
@@ -18,6 +19,8 @@ export interface WebhookOwner {
   base: string;
   /** "the account's" / "the platform's", for the routes' summaries. */
   who: string;
+  /** The events its webhooks may subscribe to. */
+  events: readonly string[];
   /** The owner's id, after the tier check for accounts. */
   idOf(caller: KeyCaller | null): string;
   /**
@@ -32,6 +35,7 @@ export const ACCOUNT_WEBHOOKS: WebhookOwner = {
   auth: "key",
   base: "/webhooks",
   who: "the account's",
+  events: ACCOUNT_EVENTS,
   idOf(caller) {
     requireFeature(caller!.account.tier, "webhooks");
     return caller!.account.id;
@@ -47,6 +51,7 @@ export const PLATFORM_WEBHOOKS: WebhookOwner = {
   auth: "admin",
   base: "/admin/webhooks",
   who: "the platform's",
+  events: SUBSCRIBABLE_EVENTS,
   idOf: () => PLATFORM_OWNER,
   managerIdOf: () => PLATFORM_OWNER,
 };

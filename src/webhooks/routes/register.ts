@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { SUBSCRIBABLE_EVENTS } from "../../events/types.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
 import { randomId } from "../../lib/ids.js";
@@ -20,7 +19,7 @@ export const registerWebhook = (owner: WebhookOwner) =>
     body: z.strictObject({
       url: z.string().max(2048),
       events: z
-        .array(z.enum(SUBSCRIBABLE_EVENTS as [string, ...string[]]))
+        .array(z.enum(owner.events as [string, ...string[]]))
         .min(1)
         .refine((e) => new Set(e).size === e.length, "events must not repeat"),
     }),

@@ -7866,7 +7866,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    events: ("payment.received" | "credits.low" | "credits.depleted" | "agent.registered" | "tool.error" | "spend.threshold_reached")[];
+                    events: ("payment.received" | "credits.low" | "credits.depleted" | "tool.error" | "spend.threshold_reached")[];
                     url: string;
                 };
             };
