@@ -309,9 +309,7 @@ describe("the facilitator's refusals before any money moves", () => {
       for (const op of ["verify", "settle"] as const) {
         const res = await facilitate(a, op, body);
         expect([res.status, res.body.isValid ?? res.body.success]).toEqual([200, false]);
-        expect(res.body.invalidReason ?? res.body.errorReason).toBe(
-          "invalid_payment_requirements",
-        );
+        expect(res.body.invalidReason ?? res.body.errorReason).toBe("invalid_payment_requirements");
         expect(res.body.invalidMessage ?? res.body.errorMessage).toContain("maxTimeoutSeconds");
       }
     }
