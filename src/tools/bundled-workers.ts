@@ -10,6 +10,13 @@ import type { Logger } from "pino";
  * process: when it closes — this process ended, SIGKILL included — they exit.
  */
 export const WORKERS_READY_TIMEOUT_MS = 30_000;
+/**
+ * How long the workers get to finish after SIGTERM before SIGKILL (within the gateway's 5 s bound
+ * on each part's stop, main.ts): their handlers are JavaScript, which cannot run while a call
+ * keeps their event loop busy, and they must not outlive the gateway. Whatever way this process
+ * exits (but SIGKILL, which closes their IPC channel instead), it kills them on its way out too.
+ */
+export const WORKERS_STOP_GRACE_MS = 3_000;
 
 export async function startBundledWorkers(
   log: Logger,
@@ -64,14 +71,23 @@ export async function startBundledWorkers(
     });
 
   const port = await launch(0);
+  const killOnExit = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  };
+  process.once("exit", killOnExit);
   return {
     url: `http://127.0.0.1:${port}`,
     async stop() {
       stopping = true;
+      process.off("exit", killOnExit);
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once("exit", r));
       child.kill("SIGTERM");
-      await exited;
+      const killer = setTimeout(() => {
+        log.warn("the bundled workers did not stop on SIGTERM; killing them");
+        child.kill("SIGKILL");
+      }, WORKERS_STOP_GRACE_MS);
+      await exited.finally(() => clearTimeout(killer));
     },
   };
 }

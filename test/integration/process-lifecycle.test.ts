@@ -80,6 +80,17 @@ describe("a gateway and its children", () => {
     expect(await waitUntilNoneMarked(g.marker, 5000)).toEqual([]);
   };
 
+  it("leaves no bundled worker behind on SIGTERM, even one that cannot answer it (its event loop held)", async () => {
+    const { g } = await quietGateway();
+    const worker = processesMarked(g.marker).find((p) => p.command.includes("workers/main"));
+    expect(worker).toBeDefined();
+    // Stopped, it runs no handler at all: as a worker whose every tick is taken by one call.
+    process.kill(worker!.pid, "SIGSTOP");
+    g.child.kill("SIGTERM");
+    await within(g.exited, 20_000, "exit after SIGTERM");
+    expect(await waitUntilNoneMarked(g.marker, 8000)).toEqual([]);
+  }, 60_000);
+
   it("keeps serving when its stdout reader is gone", async () => {
     const { g, url } = await quietGateway();
     g.child.stdout!.destroy(); // the reader goes away, as when a supervisor dies
