@@ -371,6 +371,26 @@ describe("hostile inputs: cut off by the limits, refunded, and the workers keep 
     );
   }, 60_000);
 
+  it("language texts whose analysis grows steeply run in their own thread: the general tools answer meanwhile; a 10,000-letter misspelling gets no suggestions", async () => {
+    // One 200 KB word held the general worker's event loop ~28 s (every tool timed out, refunded).
+    const before = await balanceOf(gw.url, key);
+    const word = callTool(gw.url, key, "text-sentiment", { text: "q".repeat(200_000) });
+    await new Promise((r) => setTimeout(r, 500));
+    const asked = Date.now();
+    expect((await callTool(gw.url, key, "hash", { text: "meanwhile" })).status).toBe(200);
+    expect(Date.now() - asked).toBeLessThan(2000);
+    const analysed = await word;
+    // Done within its deadline (charged) or stopped at it (refunded): never the workers' time.
+    expect([200, 504]).toContain(analysed.status);
+    expect(before - (await balanceOf(gw.url, key))).toBe(analysed.status === 200 ? 2 : 1);
+    // Suggestions for a 10,000-letter word ran the worker out of memory; none are looked for.
+    const spelled = await callTool(gw.url, key, "spell-check", { text: "qwzx".repeat(2500) });
+    expect(spelled.status).toBe(200);
+    expect(spelled.body.misspelled).toEqual([
+      { word: "qwzx".repeat(2500), offset: 0, suggestions: [] },
+    ]);
+  }, 60_000);
+
   it("afterwards every pool still serves, promptly", async () => {
     const started = Date.now();
     expect((await callTool(gw.url, key, "js-sandbox", { code: "40 + 2" })).body.result).toBe(42);

@@ -16,7 +16,7 @@ export const textSentiment = defineTool({
   cost: 1,
   category: "language",
   tags: ["sentiment analysis", "opinion", "positive", "negative", "emotion", "nlp"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z.strictObject({ text: englishText(200_000) }).meta({ examples: [{ text: story }] }),
   output: z.object({
@@ -44,7 +44,7 @@ export const textEntities = defineTool({
   cost: 1,
   category: "language",
   tags: ["ner", "named entity recognition", "extract dates", "emails", "urls", "nlp"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z.strictObject({ text: englishText(200_000) }).meta({
     examples: [
@@ -80,7 +80,7 @@ export const textKeywords = defineTool({
   cost: 1,
   category: "language",
   tags: ["keyword extraction", "tags", "topics", "key phrases", "seo", "nlp"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({
@@ -117,7 +117,7 @@ export const sentenceSplit = defineTool({
   cost: 1,
   category: "language",
   tags: ["sentence segmentation", "tokenize", "word count", "chunking", "nlp"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z.strictObject({ text: englishText(1_000_000) }).meta({
     examples: [{ text: "Dr. Smith paid $3.50 at 9 a.m. on Monday. Then she left! Did it work?" }],
@@ -139,7 +139,7 @@ export const readabilityScore = defineTool({
   cost: 1,
   category: "language",
   tags: ["flesch", "reading level", "grade level", "reading time", "plain language"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z.strictObject({ text: englishText(1_000_000) }).meta({ examples: [{ text: story }] }),
   output: z.object({
@@ -164,7 +164,7 @@ export const spellCheck = defineTool({
   cost: 1,
   category: "language",
   tags: ["spelling", "typos", "proofread", "hunspell", "dictionary"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 15_000,
   input: z
     .strictObject({
@@ -210,7 +210,7 @@ export const tokenCount = defineTool({
   cost: 1,
   category: "language",
   tags: ["tokens", "tokenizer", "context window", "cost estimate", "gpt", "bpe"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({
@@ -244,7 +244,7 @@ export const textSummarizeExtractive = defineTool({
   cost: 1,
   category: "language",
   tags: ["summary", "tldr", "key sentences", "condense", "nlp"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({

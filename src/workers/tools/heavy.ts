@@ -26,6 +26,7 @@ import {
 import { WorkerError } from "../errors.js";
 import { checkZipBudget, decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
 import { implement, type ToolImplementation } from "./implementation.js";
+import * as language from "./language.js";
 
 /**
  * The heavy tools' implementations. They run only inside the heavy pool's threads
@@ -658,6 +659,7 @@ export const HEAVY_IMPLEMENTATIONS = new Map(
       ocr,
       qrDecode,
       jsSandbox,
+      ...Object.values(language),
     ] as ToolImplementation[]
   ).map((impl) => [impl.definition.name, impl]),
 );

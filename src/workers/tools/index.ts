@@ -7,7 +7,6 @@ import * as geo from "./geo.js";
 import { HEAVY_PROXIES } from "./heavy-proxies.js";
 import * as images from "./images.js";
 import type { ToolImplementation } from "./implementation.js";
-import * as language from "./language.js";
 import * as security from "./security.js";
 import * as utilities from "./utilities.js";
 import * as web from "./web.js";
@@ -22,7 +21,7 @@ const isImplementation = (value: unknown): value is ToolImplementation =>
  * gathered, not written again, and checked against it below.
  */
 const implementations = [
-  ...[ai, web, documents, images, language, data, code, utilities, security, geo].flatMap(
+  ...[ai, web, documents, images, data, code, utilities, security, geo].flatMap(
     (module) => Object.values(module).filter(isImplementation),
   ),
   webSearch,

@@ -1,8 +1,4 @@
-import dictionaryEn from "dictionary-en";
 import { Tiktoken, type TiktokenBPE } from "js-tiktoken/lite";
-import nspell from "nspell";
-import winkNLP from "wink-nlp";
-import model from "wink-eng-lite-web-model";
 import {
   readabilityScore as readabilityScoreTool,
   sentenceSplit as sentenceSplitTool,
@@ -15,14 +11,42 @@ import {
 } from "../../tools/catalogue/language.js";
 import { implement } from "./implementation.js";
 
-/** Local language tools: wink-nlp with its English model, nspell with the US Hunspell dictionary, js-tiktoken. */
-const nlp = winkNLP(model);
-const { its, as } = nlp;
+/**
+ * Local language tools: wink-nlp with its English model, nspell with the US Hunspell dictionary,
+ * js-tiktoken. Their cost grows faster than their input on some texts (one 200 KB word), so they
+ * run in the heavy pool's threads (src/workers/heavy), stopped at their deadline without holding
+ * up any other tool. Each library is loaded on its first call, so a fresh thread starts at once.
+ */
+const lazy = <T>(load: () => Promise<T>) => {
+  let loaded: Promise<T> | null = null;
+  return () => (loaded ??= load());
+};
+const english = lazy(async () => {
+  const [{ default: winkNLP }, { default: model }] = await Promise.all([
+    import("wink-nlp"),
+    import("wink-eng-lite-web-model"),
+  ]);
+  return winkNLP(model);
+});
+const spellerOf = lazy(async () => {
+  const [{ default: nspell }, { default: dictionaryEn }] = await Promise.all([
+    import("nspell"),
+    import("dictionary-en"),
+  ]);
+  return nspell({ aff: Buffer.from(dictionaryEn.aff), dic: Buffer.from(dictionaryEn.dic) });
+});
+/**
+ * Suggestions are looked for only for words up to this long: their cost grows steeply with a
+ * word's length (a 10,000-letter word ran the worker out of memory), and no real word is longer.
+ */
+const MAX_SUGGESTED_WORD = 40;
 
 const round = (n: number, digits = 3) => Math.round(n * 10 ** digits) / 10 ** digits;
 
 export const textSentiment = implement(textSentimentTool, {
   async run(input) {
+    const nlp = await english();
+    const { its } = nlp;
     const doc = nlp.readDoc(input.text);
     const score = round(doc.out(its.sentiment) as number);
     const texts = doc.sentences().out() as string[];
@@ -42,6 +66,8 @@ export const textSentiment = implement(textSentimentTool, {
 
 export const textEntities = implement(textEntitiesTool, {
   async run(input) {
+    const nlp = await english();
+    const { its } = nlp;
     const doc = nlp.readDoc(input.text);
     const found: { type: string; value: string; start: number; end: number }[] = [];
     doc.entities().each((e: { out(f?: unknown): unknown }) => {
@@ -54,6 +80,8 @@ export const textEntities = implement(textEntitiesTool, {
 
 export const textKeywords = implement(textKeywordsTool, {
   async run(input) {
+    const nlp = await english();
+    const { its, as } = nlp;
     const doc = nlp.readDoc(input.text);
     const content = doc
       .tokens()
@@ -75,6 +103,8 @@ export const textKeywords = implement(textKeywordsTool, {
 
 export const sentenceSplit = implement(sentenceSplitTool, {
   async run(input) {
+    const nlp = await english();
+    const { its } = nlp;
     const doc = nlp.readDoc(input.text);
     const list = doc.sentences().out() as string[];
     const words = doc
@@ -104,6 +134,8 @@ const syllables = (word: string) =>
 
 export const readabilityScore = implement(readabilityScoreTool, {
   async run(input) {
+    const nlp = await english();
+    const { its } = nlp;
     const doc = nlp.readDoc(input.text);
     const stats = doc.out(its.readabilityStats) as unknown as {
       fres: number;
@@ -128,11 +160,9 @@ export const readabilityScore = implement(readabilityScoreTool, {
   },
 });
 
-let speller: ReturnType<typeof nspell> | null = null;
-
 export const spellCheck = implement(spellCheckTool, {
   async run(input) {
-    speller ??= nspell({ aff: Buffer.from(dictionaryEn.aff), dic: Buffer.from(dictionaryEn.dic) });
+    const speller = await spellerOf();
     const ignore = new Set(input.ignore.map((w) => w.toLowerCase()));
     const misspelled: { word: string; offset: number; suggestions: string[] }[] = [];
     let checked = 0;
@@ -143,9 +173,10 @@ export const spellCheck = implement(spellCheckTool, {
       misspelled.push({
         word,
         offset: m.index!,
-        suggestions: input.max_suggestions
-          ? speller.suggest(word).slice(0, input.max_suggestions)
-          : [],
+        suggestions:
+          input.max_suggestions && word.length <= MAX_SUGGESTED_WORD
+            ? speller.suggest(word).slice(0, input.max_suggestions)
+            : [],
       });
     }
     return { misspelled, words_checked: checked };
@@ -180,6 +211,8 @@ export const tokenCount = implement(tokenCountTool, {
 
 export const textSummarizeExtractive = implement(textSummarizeExtractiveTool, {
   async run(input) {
+    const nlp = await english();
+    const { its } = nlp;
     const doc = nlp.readDoc(input.text);
     const texts = doc.sentences().out() as string[];
     const importance = doc.out(its.sentenceWiseImportance) as unknown as {
