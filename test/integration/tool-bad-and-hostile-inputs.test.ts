@@ -150,6 +150,16 @@ describe("bad input, for every tool: 422 naming the field, uncharged", () => {
       ["docx-to-text", { docx: b64("not a zip") }, "docx"],
       ["pdf-extract-text", { pdf: b64("not a pdf") }, "pdf"],
       ["svg-to-png", { svg: "not svg" }, "svg"],
+      [
+        "svg-to-png",
+        {
+          svg: '<svg xmlns="http://www.w3.org/2000/svg" width="2" height="2"/>',
+          background: "abc",
+        },
+        "background",
+      ],
+      ["qr-code", { text: "a\ud800b" }, "text"],
+      ["qr-code", { text: "😀".repeat(2000), error_correction: "H" }, "text"],
       ["chart-render", { spec: { mark: "nope" } }, "spec"],
       ["timezone-convert", { datetime: "2026-01-01T10:00:00Z", to_zone: "Mars/Base" }, "to_zone"],
       ["unit-convert", { value: 1, from: "m", to: "kg" }, "to"],

@@ -291,6 +291,8 @@ const EXTERNAL_REFERENCE =
   /(?:xlink:)?href\s*=\s*["'](?!data:|#)[^"']*["']|@import|url\(\s*["']?(?!data:|#)/i;
 const MAX_OUTPUT_PIXELS = 40_000_000;
 
+const ONE_PIXEL_SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>';
+
 async function renderSvg(
   svg: string,
   param: string,
@@ -302,6 +304,15 @@ async function renderSvg(
       param,
     );
   const { Resvg } = await lib.resvg();
+  // resvg reads the background only when it paints: tried on one pixel first, so a colour it
+  // cannot read is the caller's 422 naming it, not a failed render (502).
+  if (options.background !== undefined) {
+    try {
+      new Resvg(ONE_PIXEL_SVG, { background: options.background }).render();
+    } catch (err) {
+      throw invalid(`The background is not a colour: ${reason(err)}`, "background");
+    }
+  }
   let resvg: InstanceType<typeof Resvg>;
   try {
     resvg = new Resvg(svg, {

@@ -26,7 +26,25 @@ const CPU_LIMIT_MS = 1000;
 
 export const qrCode = implement(qrCodeTool, {
   async run(input) {
+    // What the encoder cannot take is the caller's text, said as such (it threw, answered 502).
+    if (/\p{Surrogate}/u.test(input.text))
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        "The text is not well-formed Unicode (it holds a lone surrogate).",
+        "text",
+      );
     const options = { errorCorrectionLevel: input.error_correction, width: input.size, margin: 2 };
+    try {
+      QRCode.create(input.text, { errorCorrectionLevel: input.error_correction });
+    } catch (err) {
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        `The text does not fit in a QR code at error correction ${input.error_correction}: ${(err as Error).message}`,
+        "text",
+      );
+    }
     if (input.format === "svg") {
       return {
         format: "svg" as const,
