@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import stableStringify from "safe-stable-stringify";
 import { TIERS } from "../accounts/tiers.js";
 import { eventRecord } from "../events/types.js";
 import { admitted, type Admitted } from "../http/auth.js";
@@ -37,10 +38,13 @@ export interface ToolCall {
   counted?: boolean;
 }
 
-/** What makes two calls "the same request" for idempotency: the tool and the body. */
+/**
+ * What makes two calls "the same request" for idempotency: the tool and the body, as JSON with
+ * its keys in order, so a retry its client serialised again (keys in another order) is the same.
+ */
 export const callFingerprint = (toolName: string, input: unknown) =>
   createHash("sha256")
-    .update(`${toolName}\n${JSON.stringify(input)}`)
+    .update(`${toolName}\n${stableStringify(input)}`)
     .digest("hex");
 
 export interface ToolCallResult extends StoredResponse {
