@@ -15,3 +15,9 @@ export function lazyRequire<T>(specifier: string): () => T {
   let loaded: T | undefined;
   return () => (loaded ??= require(specifier) as T);
 }
+
+/** An asynchronous load (an `import()`, a model built from it) made once, on the first call. */
+export function lazy<T>(load: () => Promise<T>): () => Promise<T> {
+  let loaded: Promise<T> | null = null;
+  return () => (loaded ??= load());
+}

@@ -23,6 +23,7 @@ import {
   qrDecode as qrDecodeTool,
   svgToPng as svgToPngTool,
 } from "../../tools/catalogue/images.js";
+import { lazy } from "../../lib/lazy-require.js";
 import { WorkerError } from "../errors.js";
 import { checkZipBudget, decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
 import { implement, type ToolImplementation } from "./implementation.js";
@@ -35,10 +36,6 @@ import * as language from "./language.js";
  * next tool needs, not the time all of them need.
  */
 const require = createRequire(import.meta.url);
-const lazy = <T>(load: () => Promise<T>) => {
-  let loaded: Promise<T> | null = null;
-  return () => (loaded ??= load());
-};
 /** CommonJS packages whose types promise an ES default: take the export either way. */
 const defaultOf = <T>(m: T): T extends { default: infer D } ? D : T =>
   ((m as { default?: unknown }).default ?? m) as never;

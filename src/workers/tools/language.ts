@@ -9,6 +9,7 @@ import {
   textSummarizeExtractive as textSummarizeExtractiveTool,
   tokenCount as tokenCountTool,
 } from "../../tools/catalogue/language.js";
+import { lazy } from "../../lib/lazy-require.js";
 import { implement } from "./implementation.js";
 
 /**
@@ -17,10 +18,6 @@ import { implement } from "./implementation.js";
  * run in the heavy pool's threads (src/workers/heavy), stopped at their deadline without holding
  * up any other tool. Each library is loaded on its first call, so a fresh thread starts at once.
  */
-const lazy = <T>(load: () => Promise<T>) => {
-  let loaded: Promise<T> | null = null;
-  return () => (loaded ??= load());
-};
 const english = lazy(async () => {
   const [{ default: winkNLP }, { default: model }] = await Promise.all([
     import("wink-nlp"),
