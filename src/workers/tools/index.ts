@@ -21,8 +21,8 @@ const isImplementation = (value: unknown): value is ToolImplementation =>
  * gathered, not written again, and checked against it below.
  */
 const implementations = [
-  ...[ai, web, documents, images, data, code, utilities, security, geo].flatMap(
-    (module) => Object.values(module).filter(isImplementation),
+  ...[ai, web, documents, images, data, code, utilities, security, geo].flatMap((module) =>
+    Object.values(module).filter(isImplementation),
   ),
   webSearch,
   ...HEAVY_PROXIES,
