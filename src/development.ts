@@ -3,7 +3,7 @@ import { createAccountRecord, issueKey } from "./accounts/accounts.js";
 import { hashApiKey } from "./accounts/api-keys.js";
 import type { Config } from "./config.js";
 import type { Services } from "./services.js";
-import type { AccountRecord, Store } from "./store/types.js";
+import { type AccountRecord, isRevoked, type Store } from "./store/types.js";
 
 /**
  * What development mode (`npm start` with nothing set) makes up, made up so that every process
@@ -76,9 +76,7 @@ export async function developmentAccount(
     });
     const apiKey = `tg_live_${id.slice(5)}_${keySecret}`;
     const keys = await store.listKeys(id);
-    const active = keys.some(
-      (k) => k.hash === hashApiKey(apiKey) && (k.revokedAt === null || k.revokedAt > Date.now()),
-    );
+    const active = keys.some((k) => k.hash === hashApiKey(apiKey) && !isRevoked(k));
     if (!active) await issueKey(services, id, "development", keySecret);
     return { account, apiKey, created };
   } finally {

@@ -3,6 +3,7 @@ import {
   CALENDAR_WINDOWS,
   controlWindow,
   type AccountRecord,
+  isRevoked,
   type KeyRecord,
   type LedgerEntry,
 } from "../store/types.js";
@@ -108,14 +109,13 @@ const iso = (ms: number | null) => (ms === null || ms === 0 ? null : new Date(ms
 
 export function keyView(key: KeyRecord, now = Date.now()): z.infer<typeof keyViewSchema> {
   const expired = key.expiresAt != null && key.expiresAt <= now;
-  const status =
-    key.revokedAt !== null && key.revokedAt <= now
-      ? "revoked"
-      : expired
-        ? "expired"
-        : key.revokedAt === null
-          ? "active"
-          : "expiring";
+  const status = isRevoked(key, now)
+    ? "revoked"
+    : expired
+      ? "expired"
+      : key.revokedAt === null
+        ? "active"
+        : "expiring";
   return {
     id: key.id,
     name: key.name,

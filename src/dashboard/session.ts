@@ -8,6 +8,7 @@ import type { Services } from "../services.js";
 import {
   type AccountRecord,
   isLimitedKey,
+  isRevoked,
   type KeyRecord,
   type SessionRecord,
 } from "../store/types.js";
@@ -141,7 +142,7 @@ async function liveSession(
 
 /** Whether a key could open a session now: not revoked (past any rotation grace), no controls. */
 function couldOpenSession(key: KeyRecord): boolean {
-  return (key.revokedAt === null || key.revokedAt > Date.now()) && !isLimitedKey(key);
+  return !isRevoked(key) && !isLimitedKey(key);
 }
 
 /** 403 `csrf_failed` unless the request carries the session's CSRF token. */

@@ -106,6 +106,10 @@ export const withControls = <K extends KeyRecord>(key: K): K => ({
   budget: key.budget ?? null,
 });
 
+/** A key is revoked once its revocation time has come (a rotation's grace may still run: not yet). */
+export const isRevoked = (key: Pick<KeyRecord, "revokedAt">, now = Date.now()) =>
+  key.revokedAt !== null && key.revokedAt <= now;
+
 /** A key is limited when any control is set: it calls tools within them and manages nothing. */
 export const isLimitedKey = (key: Pick<KeyRecord, "expiresAt" | "allowedTools" | "budget">) =>
   (key.expiresAt ?? null) !== null ||

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { requireUnrestrictedKey } from "../../http/auth.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
+import { isRevoked } from "../../store/types.js";
 import { issueKey } from "../accounts.js";
 import { keyControlFields, keyControlsFrom } from "../key-controls.js";
 import { issuedKeyViewSchema, keyView, keyViewSchema, listOf } from "../views.js";
@@ -70,9 +71,9 @@ export const rotateKey = defineRoute({
   async handler({ services, caller, body, params }) {
     requireUnrestrictedKey(caller);
     const accountId = caller.account.id;
-    const old = (await services.store.listKeys(accountId)).find((k) => k.id === params.id);
+    const old = await services.store.getKey(accountId, params.id!);
     if (!old) throw new ApiError("not_found", "No such key.", { param: "id" });
-    if (old.revokedAt !== null && old.revokedAt <= Date.now())
+    if (isRevoked(old))
       throw new ApiError("not_found", "The key is already revoked.", { param: "id" });
     // The replacement keeps the old key's controls: rotating never lifts a limit.
     const { plaintext, key } = await issueKey(

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { requireUnrestrictedKey } from "../../http/auth.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
+import { isRevoked } from "../../store/types.js";
 import { keyControlFields, keyControlsFrom } from "../key-controls.js";
 import { keyView, keyViewSchema } from "../views.js";
 import { keyName } from "./keys.js";
@@ -24,8 +25,8 @@ export const updateKey = defineRoute({
   async handler({ services, caller, params, body }) {
     requireUnrestrictedKey(caller);
     const accountId = caller.account.id;
-    const current = (await services.store.listKeys(accountId)).find((k) => k.id === params.id);
-    if (!current || (current.revokedAt !== null && current.revokedAt <= Date.now()))
+    const current = await services.store.getKey(accountId, params.id!);
+    if (!current || isRevoked(current))
       throw new ApiError("not_found", "No such key.", { param: "id" });
     const { name, ...controls } = body;
     const update = await keyControlsFrom(services, accountId, controls);

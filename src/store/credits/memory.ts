@@ -17,6 +17,7 @@ import {
   controlWindow,
   type IdempotencyClaim,
   isLimitedKey,
+  isRevoked,
   KEY_USE_RESOLUTION_MS,
   type KeyRecord,
   type PlanChange,
@@ -64,7 +65,7 @@ export function memoryCredits(state: MemoryState): CreditStore {
       if (request.keyHash !== null) {
         key = a?.keysByHash.get(request.keyHash);
         if (!a || !key) return { status: "invalid_key" };
-        if (key.revokedAt !== null && state.now() >= key.revokedAt) return { status: "revoked" };
+        if (isRevoked(key, state.now())) return { status: "revoked" };
         // Account controls on the key: refused before anything is counted.
         if (key.expiresAt && state.now() >= key.expiresAt)
           return { status: "expired", expiresAt: key.expiresAt };

@@ -3,7 +3,13 @@
  * id, the same object under both.
  */
 import type { MemoryState } from "../memory-state.js";
-import { type KeyRecord, type KeyUpdate, type RevokeOutcome, withControls } from "../types.js";
+import {
+  isRevoked,
+  type KeyRecord,
+  type KeyUpdate,
+  type RevokeOutcome,
+  withControls,
+} from "../types.js";
 import type { KeyStore } from "./index.js";
 
 export function memoryKeys(state: MemoryState): KeyStore {
@@ -51,8 +57,7 @@ export function memoryKeys(state: MemoryState): KeyStore {
       const key = keys?.get(keyId);
       if (!keys || !key) return { status: "not_found" };
       const now = state.now();
-      if (key.revokedAt !== null && key.revokedAt <= now)
-        return { status: "already_revoked", key: { ...key } };
+      if (isRevoked(key, now)) return { status: "already_revoked", key: { ...key } };
       // Active: no revocation scheduled, and not expired (account controls).
       const active = (k: KeyRecord) =>
         k.revokedAt === null && (k.expiresAt == null || k.expiresAt > now);
