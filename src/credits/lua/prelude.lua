@@ -44,6 +44,12 @@ local function top_up(a, acct_key, ledger_key, at, kind, amount, reason, request
   ledger_add(ledger_key, at, kind, amount, a.balance, reason, request_id, '')
 end
 
+-- The credit level below which credits.low fires: 20% of the reference level, rounded up
+-- (rules.ts, lowThreshold).
+local function low_threshold(reference)
+  return math.ceil(reference / 5)
+end
+
 -- credits.low fires once when the balance drops below ceil(reference / 5), i.e. below 20%
 -- of the reference level; credits.depleted fires once when it reaches 0. Both re-arm on the
 -- next top-up, and on a refund that lifts the balance back over their line (rearm_on_refund).
@@ -58,7 +64,7 @@ local function debit(a, keys, cost, at, request_id, reason, tool, key_id, evt_lo
   local events = {}
   local tool_name = cjson.null
   if tool ~= '' then tool_name = tool end
-  local threshold = math.ceil(a.reference / 5)
+  local threshold = low_threshold(a.reference)
   if a.low_armed == 1 and a.balance < threshold then
     a.low_armed = 0
     redis.call('HSET', keys.account, 'low_armed', 0)
@@ -80,7 +86,7 @@ end
 local function rearm_on_refund(acct_key, balance)
   local reference = tonumber(redis.call('HGET', acct_key, 'reference') or '0')
   if reference <= 0 then return end
-  if balance >= math.ceil(reference / 5) then redis.call('HSET', acct_key, 'low_armed', 1) end
+  if balance >= low_threshold(reference) then redis.call('HSET', acct_key, 'low_armed', 1) end
   if balance > 0 then redis.call('HSET', acct_key, 'depleted_armed', 1) end
 end
 
