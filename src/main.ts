@@ -21,6 +21,8 @@ const REDACT = [
 
 /** After the grace period for in-flight requests, how long closing everything else may take. */
 const CLEANUP_BOUND_MS = 5000;
+/** How long the answers of calls interrupted by the shutdown get to reach their callers. */
+const INTERRUPTED_ANSWERS_MS = 1000;
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -137,6 +139,10 @@ export async function start(
       const sweep = setInterval(() => server.closeIdleConnections(), 50);
       server.closeIdleConnections();
       await bounded(closed, config.shutdownGraceMs);
+      // Calls still charged are refunded and answered before anything closes, then given a
+      // moment to reach their callers.
+      await bounded(services.requestGuard.interruptHeld(), CLEANUP_BOUND_MS);
+      await bounded(closed, INTERRUPTED_ANSWERS_MS);
       clearInterval(sweep);
       server.closeAllConnections();
       await stopAll();

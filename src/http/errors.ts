@@ -65,6 +65,7 @@ export const ERRORS = {
   tool_unavailable: { status: 503, type: "tool_error" },
   worker_unavailable: { status: 503, type: "api_error" },
   worker_pool_busy: { status: 503, type: "api_error" },
+  shutting_down: { status: 503, type: "api_error" },
 } as const satisfies Record<string, { status: number; type: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -29,8 +29,18 @@ interface Scope {
   holders: number;
 }
 
+/** The reason a charged call is abandoned when the shutdown's grace period runs out. */
+export class ShutdownInterruption extends Error {
+  constructor() {
+    super("the gateway is shutting down");
+  }
+}
+
 export class RequestGuard {
   private readonly scopes = new AsyncLocalStorage<Scope>();
+  /** Requests with a charged call under way (`answering`), for the shutdown to interrupt. */
+  private readonly held = new Set<Scope>();
+  private onNoneHeld: (() => void) | null = null;
 
   constructor(private readonly log: Logger) {}
 
@@ -67,12 +77,30 @@ export class RequestGuard {
   async answering<T>(work: (crashed: AbortSignal) => Promise<T>): Promise<T> {
     const scope = this.scopes.getStore();
     if (!scope) return work(new AbortController().signal);
-    scope.holders++;
+    if (scope.holders++ === 0) this.held.add(scope);
     try {
       return await work(scope.crashed.signal);
     } finally {
-      scope.holders--;
+      if (--scope.holders === 0) {
+        this.held.delete(scope);
+        if (this.held.size === 0) this.onNoneHeld?.();
+      }
     }
+  }
+
+  /**
+   * At the end of the shutdown's grace period: abandons every charged call still under way, so
+   * each is refunded and answered (503 `shutting_down`) while the store is still open, and
+   * resolves once they all have been. Without it the process would exit holding their charges.
+   */
+  interruptHeld(): Promise<void> {
+    if (this.held.size === 0) return Promise.resolve();
+    const done = new Promise<void>((resolve) => {
+      this.onNoneHeld = resolve;
+    });
+    for (const scope of this.held)
+      if (!scope.crashed.signal.aborted) scope.crashed.abort(new ShutdownInterruption());
+    return done;
   }
 
   /**

@@ -8,6 +8,7 @@ import {
   type RequestHandler,
 } from "http-proxy-middleware";
 import type { Agent } from "node:http";
+import { ShutdownInterruption } from "../http/request-guard.js";
 
 /**
  * Forwarding a call to a tool worker. The invocation service decides what the outcome means
@@ -29,7 +30,9 @@ export type ForwardOutcome =
   | { kind: "timeout" }
   | { kind: "unreachable"; message: string }
   /** The gateway failed (the input could not be serialised, or the request crashed): nothing to blame on the worker. */
-  | { kind: "gateway_error"; message: string };
+  | { kind: "gateway_error"; message: string }
+  /** The gateway is shutting down and its grace period ran out before the worker answered. */
+  | { kind: "interrupted" };
 
 export type Forwarder = (call: ForwardCall) => Promise<ForwardOutcome>;
 
@@ -125,10 +128,14 @@ function serialise(call: ForwardCall): Buffer | ForwardOutcome {
   }
 }
 
-const abandoned = (signal: AbortSignal): ForwardOutcome => ({
-  kind: "gateway_error",
-  message: `the request failed: ${String((signal.reason as Error)?.message ?? signal.reason)}`,
-});
+/** What a call abandoned through its signal ends as: interrupted by the shutdown, or failed. */
+export const abandoned = (signal: AbortSignal): ForwardOutcome =>
+  signal.reason instanceof ShutdownInterruption
+    ? { kind: "interrupted" }
+    : {
+        kind: "gateway_error",
+        message: `the request failed: ${String((signal.reason as Error)?.message ?? signal.reason)}`,
+      };
 
 /**
  * The REST door's forwarder: http-proxy-middleware over keep-alive connections, one proxy per

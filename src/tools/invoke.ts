@@ -381,6 +381,12 @@ export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiErr
       "worker_unavailable",
       `The ${tool.name} tool's workers are unreachable; the call was not charged.`,
     );
+  if (outcome.kind === "interrupted")
+    return new ApiError(
+      "shutting_down",
+      `The gateway restarted before the ${tool.name} tool answered; the call was not charged. Retry it.`,
+      { headers: { "Retry-After": "1" } },
+    );
   if (outcome.kind === "gateway_error")
     return new ApiError(
       "internal_error",

@@ -154,6 +154,38 @@ describe("process lifecycle", () => {
     }
   });
 
+  it("SIGTERM past the grace period answers a call still running 503 shutting_down and refunds it", async () => {
+    const llm = await startFakeLlm();
+    llm.state.delayMs = 20_000;
+    const c = await spawnGateway(prefix, {
+      AI_BASE_URL: `${llm.url}/v1`,
+      AI_MODEL: "m",
+      SHUTDOWN_GRACE_SECONDS: "1",
+    });
+    try {
+      const { key, accountId } = await signUp(c.url);
+      await admin(c.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "pro" } });
+      const before = (await me(c, key)).body.credits;
+      const inFlight = callTool(c.url, key, "ai-generate", { prompt: "slow" });
+      await llm.reached(1);
+      const exited = c.stop("SIGTERM");
+      const res = await inFlight;
+      expect(res.status).toBe(503);
+      expect(res.body.error.code).toBe("shutting_down");
+      expect(res.headers.get("retry-after")).toBe("1");
+      expect(await exited).toBe(0);
+      // Read through the other process: the charge was given back before the process exited.
+      expect((await me(a, key)).body.credits).toBe(before);
+      const usage = await call(`${a.url}/api/v1/usage?tool=ai-generate`, { key });
+      expect(usage.body.data.map((e: { kind: string; tool: string }) => [e.kind, e.tool])).toEqual([
+        ["refund", "ai-generate"],
+        ["debit", "ai-generate"],
+      ]);
+    } finally {
+      await llm.stop();
+    }
+  });
+
   it("stops cleanly on SIGTERM, and never logs a full key", async () => {
     const c = await spawnGateway(prefix);
     const { key } = await signUp(c.url);

@@ -2,7 +2,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { ValidateFunction } from "ajv";
 import { guardedLookup } from "../../webhooks/ssrf.js";
-import type { ForwardOutcome, Forwarder } from "../forward.js";
+import { abandoned, type ForwardOutcome, type Forwarder } from "../forward.js";
 import { checkUpstreamForm, literalHostReason } from "./target.js";
 
 /**
@@ -65,8 +65,7 @@ export class UpstreamCaller {
           : form.reason;
         if (!form.ok || refused)
           return resolve(failed(502, `the endpoint is not allowed: ${refused}`));
-        if (call.signal?.aborted)
-          return resolve({ kind: "gateway_error", message: "the request failed" });
+        if (call.signal?.aborted) return resolve(abandoned(call.signal));
 
         let settled = false;
         const settle = (outcome: ForwardOutcome) => {
@@ -99,7 +98,7 @@ export class UpstreamCaller {
           req.destroy();
         }, call.timeoutMs);
         const onAbort = () => {
-          settle({ kind: "gateway_error", message: "the request failed" });
+          settle(abandoned(call.signal!));
           req.destroy();
         };
         call.signal?.addEventListener("abort", onAbort);

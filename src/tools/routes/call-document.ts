@@ -76,6 +76,7 @@ export function callToolDocument(config: DocumentConfig): Record<string, Json> {
               "tool_unavailable",
               "worker_unavailable",
               "worker_pool_busy",
+              "shutting_down",
               "tool_timeout",
               "payment_required",
               "payment_invalid",

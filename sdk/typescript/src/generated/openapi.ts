@@ -2369,7 +2369,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "api_key_expired" | "invalid_token" | "sso_sign_in_failed" | "session_required" | "csrf_failed" | "insufficient_credits" | "key_budget_exceeded" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "tool_not_allowed" | "unrestricted_key_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "sso_domain_taken" | "invalid_cursor" | "unknown_tool_name" | "invalid_range" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "analytics_not_enabled" | "store_unavailable" | "books_unavailable" | "sso_provider_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy";
+                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "api_key_expired" | "invalid_token" | "sso_sign_in_failed" | "session_required" | "csrf_failed" | "insufficient_credits" | "key_budget_exceeded" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "tool_not_allowed" | "unrestricted_key_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "sso_domain_taken" | "invalid_cursor" | "unknown_tool_name" | "invalid_range" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "analytics_not_enabled" | "store_unavailable" | "books_unavailable" | "sso_provider_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy" | "shutting_down";
                 message: string;
                 /** @description The input field the error is about, as a dotted path. */
                 param?: string;
@@ -8726,7 +8726,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8918,7 +8918,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9094,7 +9094,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9274,7 +9274,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9459,7 +9459,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9645,7 +9645,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9826,7 +9826,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10003,7 +10003,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10182,7 +10182,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10362,7 +10362,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10558,7 +10558,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10829,7 +10829,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11015,7 +11015,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11195,7 +11195,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11387,7 +11387,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11576,7 +11576,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11752,7 +11752,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11925,7 +11925,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12108,7 +12108,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12282,7 +12282,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12461,7 +12461,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12633,7 +12633,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12796,7 +12796,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12980,7 +12980,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13166,7 +13166,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13370,7 +13370,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13564,7 +13564,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13745,7 +13745,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13918,7 +13918,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14085,7 +14085,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14272,7 +14272,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14442,7 +14442,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14605,7 +14605,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14784,7 +14784,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14956,7 +14956,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15132,7 +15132,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15322,7 +15322,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15514,7 +15514,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15686,7 +15686,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15864,7 +15864,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16037,7 +16037,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16216,7 +16216,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16395,7 +16395,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16585,7 +16585,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16754,7 +16754,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16943,7 +16943,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17125,7 +17125,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17309,7 +17309,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17483,7 +17483,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17661,7 +17661,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17836,7 +17836,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18017,7 +18017,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18189,7 +18189,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18364,7 +18364,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18539,7 +18539,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18716,7 +18716,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18896,7 +18896,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19076,7 +19076,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19249,7 +19249,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19439,7 +19439,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19637,7 +19637,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19811,7 +19811,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19983,7 +19983,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20152,7 +20152,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
                     [name: string]: unknown;
