@@ -145,7 +145,10 @@ export class Relayers {
      * receipt is also read as after a plain send.
      */
     private readonly sync: { slots: number; lookAfterMs: number } = { slots: 8, lookAfterMs: 100 },
-  ) {}
+  ) {
+    // Read at start, off the first paid call's way; a failure is read again at the first send.
+    this.sequence(clients.relayers[0]!).catch(() => {});
+  }
 
   /** Sync sends waiting for their block now. */
   private syncing = 0;
@@ -156,12 +159,27 @@ export class Relayers {
     return this.clients.relayers.find((a) => a.address.toLowerCase() === address.toLowerCase());
   }
 
-  private sequence = (account: LocalAccount) =>
-    `${this.clients.network.chainId}:${account.address.toLowerCase()}`;
+  /**
+   * The chain's genesis block hash (16 hex digits of it), in every sequence's name: a sequence
+   * belongs to one chain, so a chain started afresh under the same id (the development chain at
+   * each `npm start` with a kept Redis, a restarted devnet) starts its own sequence from its own
+   * count. Continuing the old one, every send waited behind nonces the new chain never saw.
+   */
+  private genesis: Promise<string> | null = null;
+  private async sequence(account: LocalAccount): Promise<string> {
+    this.genesis ??= this.clients.public.getBlock({ blockNumber: 0n }).then(
+      (block) => block.hash!.slice(2, 18),
+      (err: unknown) => {
+        this.genesis = null; // asked again by the next send
+        throw err;
+      },
+    );
+    return `${this.clients.network.chainId}:${await this.genesis}:${account.address.toLowerCase()}`;
+  }
 
   /** The next nonce of `account`'s sequence; the chain's pending count starts a sequence that does not exist yet. */
   async takeNonce(account: LocalAccount): Promise<number> {
-    const name = this.sequence(account);
+    const name = await this.sequence(account);
     const nonce = await this.store.takeRelayerNonce(name, null);
     if (nonce !== null) return nonce;
     const start = await this.clients.public.getTransactionCount({
@@ -177,7 +195,7 @@ export class Relayers {
       address: account.address,
       blockTag: "pending",
     });
-    const next = await this.store.raiseRelayerNonce(this.sequence(account), count);
+    const next = await this.store.raiseRelayerNonce(await this.sequence(account), count);
     this.log.warn(
       { relayer: account.address, chainPending: count, next },
       "relayer nonce sequence resynchronised with the chain",
@@ -459,7 +477,7 @@ export class Relayers {
     heldByPayments: (relayer: Address, nonce: number, since: number) => boolean,
   ): Promise<void> {
     for (const account of this.clients.relayers) {
-      const next = await this.store.peekRelayerNonce(this.sequence(account));
+      const next = await this.store.peekRelayerNonce(await this.sequence(account));
       if (next === null) continue;
       // No nonce taken since the chain had mined them all: no gap can have opened, and the chain
       // is not asked (an idle gateway would read every key's nonce every second, for ever). It is

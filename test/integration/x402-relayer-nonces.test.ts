@@ -20,7 +20,8 @@ const PAYERS = [1, 2, 3, 4, 5].map(anvilAccount);
 let chains: Awaited<ReturnType<typeof startChains>>;
 let gw: TestGateway;
 const rpc = () => createPublicClient({ transport: http(chains.base.rpcUrl) });
-const sequence = () => `${chains.base.chainId}:${RELAYER.address.toLowerCase()}`;
+const sequence = async () =>
+  `${chains.base.chainId}:${(await rpc().getBlock({ blockNumber: 0n })).hash.slice(2, 18)}:${RELAYER.address.toLowerCase()}`;
 const pay = async (payer: (typeof PAYERS)[number]) => {
   const header = {
     "x-payment": v1Header(
@@ -91,7 +92,7 @@ describe("the relayer nonce sequence", () => {
 
   it("a nonce taken and never sent is filled, and the payment waiting behind it settles once", async () => {
     expect((await pay(PAYERS[0]!)).answer.status).toBe(200); // the sequence exists from here on
-    const hole = (await gw.services.store.takeRelayerNonce(sequence(), null))!; // a process that died before sending
+    const hole = (await gw.services.store.takeRelayerNonce(await sequence(), null))!; // a process that died before sending
     const { header, answer } = await pay(PAYERS[1]!);
     // Its transaction waits behind the hole: no receipt in time, so pending, never a 402.
     expect([answer.status, answer.body.error?.code]).toEqual([503, "payment_pending"]);
@@ -166,7 +167,7 @@ describe("the relayer nonce sequence", () => {
 
   it("a sequence behind the chain (the relayer key used elsewhere) is resynchronised and the payment settles", async () => {
     const wallet = createWalletClient({ account: RELAYER, transport: http(chains.base.rpcUrl) });
-    const next = (await gw.services.store.peekRelayerNonce(sequence()))!;
+    const next = (await gw.services.store.peekRelayerNonce(await sequence()))!;
     // Someone else spends the relayer's next two nonces.
     for (let i = 0; i < 2; i++)
       await rpc().waitForTransactionReceipt({
@@ -179,9 +180,34 @@ describe("the relayer nonce sequence", () => {
       });
     const { answer } = await pay(PAYERS[3]!);
     expect(answer.status).toBe(200);
-    expect(await gw.services.store.peekRelayerNonce(sequence())).toBe(
+    expect(await gw.services.store.peekRelayerNonce(await sequence())).toBe(
       await rpc().getTransactionCount({ address: RELAYER.address }),
     );
     expect(await purchases(PAYERS[3]!)).toBe(1);
   }, 30_000);
+
+  it("a chain started afresh under the same id (the development chain restarted, Redis kept) gets its own sequence: the payment settles at once", async () => {
+    expect(await gw.services.store.peekRelayerNonce(await sequence())).toBeGreaterThan(0);
+    const fresh = await startChains([PAYERS[4]!.address]);
+    const again = await startGateway({
+      prefix: gw.prefix,
+      env: { ...fresh.env, X402_RECEIPT_TIMEOUT_MS: "800", X402_STUCK_AFTER_MS: "1000" },
+    });
+    try {
+      const answer = await call(`${again.url}/v1/tools/hash`, {
+        method: "POST",
+        body: { text: "a new chain" },
+        headers: {
+          "x-payment": v1Header(
+            "base-sepolia",
+            await signAuthorization({ account: PAYERS[4]!, chain: fresh.base, value: PRICE }),
+          ),
+        },
+      });
+      expect(answer.status).toBe(200);
+    } finally {
+      await again.stop();
+      await fresh.stop();
+    }
+  }, 60_000);
 });
