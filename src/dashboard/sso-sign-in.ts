@@ -81,8 +81,11 @@ const attemptCookieValue = (services: Services, req: Request) =>
     services.config.env === "production" ? "__Host-tg_sso" : "tg_sso"
   ] ?? "";
 
-/** The account the sign-in form names: by account id, or by an e-mail address's (or a bare) domain. */
-async function accountNamed(services: Services, given: string): Promise<string> {
+/**
+ * The account the sign-in form names: by account id, or by an e-mail address's (or a bare)
+ * domain; null when no account uses single sign-on for that domain.
+ */
+async function accountNamed(services: Services, given: string): Promise<string | null> {
   if (ACCOUNT_ID_PATTERN.test(given)) return given;
   const domain = given.includes("@")
     ? emailDomainOf(given)
@@ -93,12 +96,7 @@ async function accountNamed(services: Services, given: string): Promise<string> 
       "Enter your work e-mail address, its domain (example.com), or your account ID (acct_…).",
       { param: "sso" },
     );
-  const accountId = await services.store.accountIdBySsoDomain(domain);
-  if (!accountId)
-    throw new ApiError("not_found", `No account uses single sign-on for ${domain}.`, {
-      param: "sso",
-    });
-  return accountId;
+  return services.store.accountIdBySsoDomain(domain);
 }
 
 /** The account's connection, when the account may use it (Business, SSO still set up). */
@@ -164,9 +162,11 @@ export function ssoSignInRoutes(services: Services): Router {
     formRoute(services, async (req, res, requestId) => {
       const given = field(req, "sso").toLowerCase();
       const accountId = await accountNamed(services, given);
+      // Counted before saying whether the domain is known: unlimited, the answers would list
+      // which companies use single sign-on here.
       await enforceEndpointLimit(services, req, "dashboard-sso", accountId, requestId);
-      const connection = await usableConnection(services, accountId);
-      if (!connection)
+      const connection = accountId && (await usableConnection(services, accountId));
+      if (!accountId || !connection)
         throw new ApiError("not_found", `No single sign-on is set up for ${given}.`, {
           param: "sso",
         });

@@ -253,16 +253,16 @@ describe("single sign-on with OpenID Connect", () => {
       },
     });
     try {
-      const post = () =>
+      const post = (sso = domain, from = "10.9.9.9") =>
         fetch(`${limited.url}/dashboard/sign-in/sso`, {
           method: "POST",
           redirect: "manual",
           headers: {
             "content-type": "application/x-www-form-urlencoded",
             "sec-fetch-site": "same-origin",
-            "x-forwarded-for": "10.9.9.9",
+            "x-forwarded-for": from,
           },
-          body: new URLSearchParams({ sso: domain }),
+          body: new URLSearchParams({ sso }),
         });
       expect((await post()).status).toBe(200);
       expect((await post()).status).toBe(200);
@@ -270,6 +270,11 @@ describe("single sign-on with OpenID Connect", () => {
       expect(third.status).toBe(429);
       expect(third.headers.get("retry-after")).toMatch(/^\d+$/);
       expect(await third.text()).toContain("single sign-on attempts");
+      // Domains no account uses count too: else the answers would list, without limit, which
+      // companies sign in with SSO here.
+      expect((await post("nobody-1.example", "10.9.9.10")).status).toBe(404);
+      expect((await post("nobody-2.example", "10.9.9.10")).status).toBe(404);
+      expect((await post("nobody-3.example", "10.9.9.10")).status).toBe(429);
     } finally {
       await limited.stop();
     }
