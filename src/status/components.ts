@@ -56,7 +56,9 @@ export function componentChecks(
       group: "API",
       // The MCP door answers an unauthenticated message with its 401 (or 403 when MCP_ALLOWED_HOSTS
       // leaves out loopback): it is mounted and serving. With x402 on it serves callers without a
-      // key (wallets pay per call), so a ping is answered 200.
+      // key (wallets pay per call), so a ping is answered 200. A 429 is the door serving too: its
+      // limit for callers without a key is per address, and the probe shares loopback's with
+      // any such caller on this host (a proxy in front without TRUST_PROXY).
       check: (signal) =>
         expectStatus(
           `${selfUrl}/mcp`,
@@ -68,7 +70,7 @@ export function componentChecks(
             },
             body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
           },
-          [services.payments ? 200 : 401, 403],
+          [services.payments ? 200 : 401, 403, 429],
           signal,
         ),
     },

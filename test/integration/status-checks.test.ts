@@ -84,6 +84,24 @@ describe("with x402 payments on", () => {
     expect([mcp.state, mcp.detail ?? null]).toEqual(["operational", null]);
     expect((await statusOf(paid.gw.url)).status).toBe("operational");
   });
+
+  it("keeps MCP operational while callers without a key on its own address are rate limited (a 429 is the door serving)", async () => {
+    const ping = () =>
+      fetch(`${paid.gw.url}/mcp`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+      });
+    let refused = false;
+    for (let i = 0; i < 200 && !refused; i++) refused = (await ping()).status === 429;
+    expect(refused).toBe(true);
+    await new Promise((r) => setTimeout(r, INTERVAL_MS * 3));
+    const mcp = await componentOf(paid.gw.url, "mcp");
+    expect([mcp.state, mcp.detail ?? null]).toEqual(["operational", null]);
+  });
 });
 
 describe("a failing component", () => {
