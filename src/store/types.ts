@@ -171,6 +171,12 @@ export interface AdmitRequest {
   countRequest?: boolean;
   /** How many requests this admission counts (an MCP JSON-RPC batch counts each message); all or none are admitted. Default 1. */
   requests?: number;
+  /**
+   * Check only, debit nothing: the key and its controls for `cost` (its budget included) and the
+   * rate limit, whatever the balance — a keyed call about to bring its own credits (an x402
+   * payment), refused before the payment is taken. Answers "ok" uncharged.
+   */
+  checkOnly?: boolean;
 }
 
 export type AdmitOutcome =

@@ -1,4 +1,4 @@
-import { authenticate } from "../http/auth.js";
+import { admitted, authenticate, type Admitted } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
 import type { Offer } from "../payments/offer.js";
 import { takeDecodedPayment, type Paid } from "../payments/take-payment.js";
@@ -20,8 +20,9 @@ import { formatUsd } from "../lib/money.js";
 /**
  * A tool call paid per call with x402, whichever door it came through (REST reads the payment
  * from a header, MCP from `_meta["x402/payment"]`): everything that can refuse the call is
- * checked before any money moves, then verify → claim → settle → credit the wallet's account →
- * invoke under the payment's idempotency key, so a retry of the same payment replays the answer.
+ * checked before any money moves, then verify → claim → settle → credit the wallet's account (or
+ * the account of the API key sent with the payment) → invoke under the payment's idempotency key,
+ * so a retry of the same payment replays the answer.
  * A key the client chose (Idempotency-Key, x402 payment identifier) is claimed before settling: a
  * new authorization under a key already used is answered from its record and never settled.
  */
@@ -34,6 +35,12 @@ export interface PaidToolCall {
   read: () => PaymentHeader | null;
   /** The client's own Idempotency-Key (REST), else the payment's identifier or the payment itself keys the call. */
   idempotencyKey: string | null;
+  /**
+   * The API key sent with the payment (REST `x-api-key`): the payment buys credits for the key's
+   * account and the call is the key's, so its controls (expiry, tools, budget) hold — checked,
+   * with the key itself, before the payment is even read. Absent: the wallet's own account.
+   */
+  key?: { accountId: string; hash: string };
   requestId: string;
   /** Told once the payment is settled and credited, before the tool runs: a failed call still has a receipt. */
   onPaid: (paid: Paid) => void;
@@ -44,11 +51,13 @@ export async function callPaidTool(
   call: PaidToolCall,
   forward: Forwarder,
 ): Promise<ToolCallResult> {
-  const { tool, input, requestId } = call;
+  const { tool, input, requestId, key } = call;
   const fingerprint = callFingerprint(tool.name, input);
   // The client's own key (its Idempotency-Key or payment identifier), once claimed before settling.
   let held = null as HeldKey | null;
-  let counted = false;
+  // A keyed call is counted against the rate limit by its key's check.
+  let counted = key !== undefined;
+  const checked = key ? await checkKey(services, key, tool, requestId) : null;
   let paid: Paid;
   try {
     paid = await takeDecodedPayment(services, call.read, {
@@ -63,14 +72,17 @@ export async function callPaidTool(
       },
       // The call is idempotent on its payment: every retry of it runs (or replays) under one key.
       call: { fingerprint, key: call.idempotencyKey },
+      beneficiary: key?.accountId,
       requiredMessage: `Send an API key, or pay $${formatUsd(call.priceAtomic)} in USDC for this call with x402.`,
       // Never take money for a call that cannot run: input, availability…
       beforeVerifying: () => void preflight(services, tool, input),
-      // …nor for one the wallet's account may not make now: its rate-limit slot is taken here
-      // (the call's own admission then counts nothing: `counted` below)…
+      // …nor for one the wallet's account may not make now: its rate-limit slot is taken here, a
+      // keyed call's by its key's check (the call's own admission then counts nothing: `counted`)…
       beforeSettling: async (accountId, keyed) => {
-        await authenticate(services, { accountId, hash: null }, requestId);
-        counted = true;
+        if (!counted) {
+          await authenticate(services, { accountId, hash: null }, requestId);
+          counted = true;
+        }
         // …nor for one already answered: a new authorization under a key the client already used
         // (a payment identifier, an Idempotency-Key) is answered from that key's record, or waits
         // for the call running (or still settling) under it, and is never settled itself.
@@ -106,7 +118,7 @@ export async function callPaidTool(
     {
       tool,
       input,
-      key: { accountId: payment.accountId, hash: null },
+      key: key ?? { accountId: payment.accountId, hash: null },
       idempotencyKey: payment.callKey,
       idempotencyTtlSeconds: payment.retainSeconds,
       requestId: runAs,
@@ -115,7 +127,33 @@ export async function callPaidTool(
     },
     forward,
   );
-  return (await Promise.all([answer, recorded]))[0];
+  const result = (await Promise.all([answer, recorded]))[0];
+  // A keyed answer states the key's rate limit as its check counted it (the admission counted nothing).
+  return checked ? { ...result, headers: { ...result.headers, ...checked.headers } } : result;
+}
+
+/**
+ * Checks the API key sent with a payment: the key and its controls for the call's cost (budget
+ * included), the request counted against its rate limit, whatever the balance — refused as any
+ * keyed call is (401, 403, 402 `key_budget_exceeded`, 429) before the payment is read. Debits nothing.
+ */
+async function checkKey(
+  services: Services,
+  key: { accountId: string; hash: string },
+  tool: ToolDefinition,
+  requestId: string,
+): Promise<Admitted> {
+  return admitted(
+    await services.store.admit({
+      accountId: key.accountId,
+      keyHash: key.hash,
+      cost: tool.cost,
+      requestId,
+      tool: tool.name,
+      reason: "",
+      checkOnly: true,
+    }),
+  );
 }
 
 /** The client's key for a paid call, claimed before its payment settled, and the request id its execution runs under. */

@@ -212,6 +212,29 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       expect((await call(a.id, key.hash, "hash", 1)).status).toBe("key_budget_exceeded");
     });
 
+    it("checks a key's controls for a cost without debiting (a call about to be paid with x402): the budget holds, the balance does not matter", async () => {
+      const a = await account(0);
+      const key = await controlledKey(a.id, { budget: { credits: 2, period: "month" } });
+      const check = (cost: number) =>
+        store.admit({
+          accountId: a.id,
+          keyHash: key.hash,
+          cost,
+          requestId: newRequestId(),
+          tool: "hash",
+          reason: "",
+          checkOnly: true,
+        });
+      expect((await call(a.id, key.hash, "hash", 2)).status).toBe("insufficient_credits");
+      expect(await check(2)).toMatchObject({ status: "ok", charged: false, keyLimited: true });
+      expect(await check(3)).toMatchObject({
+        status: "key_budget_exceeded",
+        budget: { credits: 2, spent: 0 },
+      });
+      expect((await store.getAccount(a.id))!.balance).toBe(0);
+      expect((await store.ledger(a.id, { limit: 10 })).items.map((e) => e.kind)).toEqual(["grant"]);
+    });
+
     it("starts a key's budget afresh in its next window", async () => {
       const windows = { dayMs: 600, monthMs: 0 };
       const s = await storeWith(windows);

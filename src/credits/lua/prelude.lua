@@ -250,7 +250,8 @@ end
 --       debit records' expiry (unix seconds),
 --       requests to count (0 = none: the key is checked and the debit made, nothing counted),
 --       last-used resolution ms, the debit record's field,
---       spend-alert event id, control day ms, control month ms (0: calendar)
+--       spend-alert event id, control day ms, control month ms (0: calendar),
+--       check only (1: the key's controls for the cost and the rate limit, whatever the balance; no debit)
 local function admit_call()
   local now = now_ms()
   local key_id = cjson.null
@@ -317,6 +318,10 @@ local function admit_call()
         return { status = 'key_budget_exceeded', account = a, rate = rate, budget = {
           credits = budget.credits, period = budget.period, spent = spent, window_start = budget_start, resets_at = next_start } }
       end
+    end
+    -- A call about to be paid for with its own credits (x402) is checked up to here, before the payment is taken.
+    if ARGV[19] == '1' then
+      return { status = 'ok', account = a, key_id = key_id, key_limited = key_limited, rate = rate, charged = false, events = {} }
     end
     if a.balance < cost then return { status = 'insufficient_credits', account = a, rate = rate } end
     local key_name = ''

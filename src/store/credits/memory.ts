@@ -107,6 +107,7 @@ export function memoryCredits(state: MemoryState): CreditStore {
 
       let charged = false;
       const events: EventRecord[] = [];
+      const keyLimited = key ? isLimitedKey(key) : false;
       if (request.cost > 0 && !a.debits.has(request.requestId)) {
         // The key's own budget first: a call that would take it past its budget is refused, uncharged.
         const budget = key?.budget ?? null;
@@ -119,6 +120,9 @@ export function memoryCredits(state: MemoryState): CreditStore {
             rate,
             budget: { ...budget, spent, windowStart: window.start, resetsAt: window.next },
           };
+        // A call about to be paid for with its own credits (x402) is checked up to here.
+        if (request.checkOnly)
+          return { status: "ok", account: state.view(a), keyId, keyLimited, rate, charged, events };
         if (a.balance < request.cost)
           return { status: "insufficient_credits", account: state.view(a), rate };
         for (const alert of applyDebit(a, request.cost, request.tool)) {
@@ -134,7 +138,6 @@ export function memoryCredits(state: MemoryState): CreditStore {
         a.outbox.push(...events);
         charged = true;
       }
-      const keyLimited = key ? isLimitedKey(key) : false;
       return { status: "ok", account: state.view(a), keyId, keyLimited, rate, charged, events };
     },
 

@@ -118,6 +118,7 @@ export function redisCredits({
         newEventId(),
         windows.dayMs,
         windows.monthMs,
+        request.checkOnly ? 1 : 0,
       ] as (string | number)[],
     };
   };

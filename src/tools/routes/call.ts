@@ -60,8 +60,8 @@ async function resolveTool(
 
 /**
  * The REST door onto the invocation service. A caller pays with an API key (credits), or with
- * no key, with an x402 payment: a call without either is answered 402 with the offer in both
- * protocol generations, and so is a keyed call short of credits.
+ * an x402 payment: a call without either is answered 402 with the offer in both protocol
+ * generations, and so is a keyed call short of credits — which may then pay it, key and all.
  */
 export const callTool = defineRoute({
   method: "post",
@@ -106,7 +106,18 @@ export async function serveToolCall(
       toolExtensions(tool),
     );
 
-  if (!req.headers["x-api-key"] && services.payments) {
+  // Paid with x402: without a key, or by a keyed caller that sends a payment (what x402 clients
+  // do after a 402 insufficient_credits, keeping the key) — credited to the key's account then.
+  // A keyed call without one costs only the two header reads here.
+  const keyed = Boolean(req.headers["x-api-key"]);
+  if (
+    services.payments &&
+    (!keyed ||
+      ((req.headers["payment-signature"] ?? req.headers["x-payment"]) !== undefined &&
+        !isPrivateTool(tool)))
+  ) {
+    const key = keyed ? presentedKey(req) : undefined;
+    if (key) res.locals.accountId = key.accountId;
     let settled: Record<string, string> = {};
     try {
       const result = await callPaidTool(
@@ -118,6 +129,7 @@ export async function serveToolCall(
           priceAtomic: price(),
           read: () => readPaymentHeader((header) => headerOf(req, header)),
           idempotencyKey,
+          key,
           requestId,
           onPaid: (paid) => {
             res.locals.accountId = paid.payment.accountId;
@@ -128,7 +140,7 @@ export async function serveToolCall(
       );
       return reply(result, settled);
     } catch (err) {
-      // Once paid, the payment stands (as credits on the wallet's account): say so on the error too.
+      // Once paid, the payment stands (as credits on the paying account): say so on the error too.
       throw err instanceof ApiError ? err.withHeaders(settled) : err;
     }
   }
