@@ -223,6 +223,9 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
                 services,
                 {
                   ...paidCall(services, tool, input, payment, requestId),
+                  // A keyed caller's payment buys credits for the key's account, as on REST.
+                  key: caller.key ?? undefined,
+                  counted: true,
                   onPaid: (paid) => void (receipt = paid.receipt),
                 },
                 forward,

@@ -41,6 +41,8 @@ export interface PaidToolCall {
    * with the key itself, before the payment is even read. Absent: the wallet's own account.
    */
   key?: { accountId: string; hash: string };
+  /** The door counted this call against the key's rate limit already (MCP counts every message). */
+  counted?: boolean;
   requestId: string;
   /** Told once the payment is settled and credited, before the tool runs: a failed call still has a receipt. */
   onPaid: (paid: Paid) => void;
@@ -57,7 +59,7 @@ export async function callPaidTool(
   let held = null as HeldKey | null;
   // A keyed call is counted against the rate limit by its key's check.
   let counted = key !== undefined;
-  const checked = key ? await checkKey(services, key, tool, requestId) : null;
+  const checked = key ? await checkKey(services, key, tool, requestId, !call.counted) : null;
   let paid: Paid;
   try {
     paid = await takeDecodedPayment(services, call.read, {
@@ -142,6 +144,7 @@ async function checkKey(
   key: { accountId: string; hash: string },
   tool: ToolDefinition,
   requestId: string,
+  countRequest: boolean,
 ): Promise<Admitted> {
   return admitted(
     await services.store.admit({
@@ -151,6 +154,7 @@ async function checkKey(
       requestId,
       tool: tool.name,
       reason: "",
+      countRequest,
       checkOnly: true,
     }),
   );

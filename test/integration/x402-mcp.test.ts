@@ -244,7 +244,7 @@ describe.each(Object.keys(CLIENTS).map((name, i) => [name, i] as const))(
 
 describe("a keyed MCP caller short of credits", () => {
   it("is offered the same payable result, and may pay for the call", async () => {
-    const { key } = await fundedAccount(setup.gw.url, 0, "starter");
+    const { key, accountId } = await fundedAccount(setup.gw.url, 0, "starter");
     const client = await CLIENTS["official v2 client (@modelcontextprotocol/client)"]!({
       "x-api-key": key,
     });
@@ -267,6 +267,15 @@ describe("a keyed MCP caller short of credits", () => {
         success: true,
         payer: PAYERS[2]!.address,
       });
+      // Bought for the key's account and charged to it, as on REST; the wallet has no account.
+      const ledger = (await setup.gw.services.store.ledger(accountId, { limit: 2 })).items;
+      expect(ledger.map((e) => [e.kind, e.amount])).toEqual([
+        ["debit", -1],
+        ["purchase", 1],
+      ]);
+      expect(await setup.gw.services.store.getAccount(walletAccountId(PAYERS[2]!.address))).toBe(
+        null,
+      );
     } finally {
       await client.close();
     }
