@@ -185,16 +185,26 @@ function operation(route: AnyRoute, tag: string): Json {
     responses: {
       [String(route.successStatus ?? 200)]: {
         description: "Success",
-        headers:
-          route.auth === "key"
+        headers: {
+          ...(route.auth === "key"
             ? rateLimitHeaders
-            : { "X-Request-Id": rateLimitHeaders["X-Request-Id"] },
+            : { "X-Request-Id": rateLimitHeaders["X-Request-Id"] }),
+          ...Object.fromEntries(
+            Object.entries(route.alsoProduces?.headers ?? {}).map(([name, header]) => [
+              name,
+              { schema: { type: "string" }, ...header },
+            ]),
+          ),
+        },
         content: route.produces
           ? { [route.produces]: { schema: { type: "string" } } }
           : {
               "application/json": {
                 schema: route.response ? schemaOf(route.response, "output") : { type: "object" },
               },
+              ...(route.alsoProduces
+                ? { [route.alsoProduces.mediaType]: { schema: { type: "string" } } }
+                : {}),
             },
       },
       ...errorResponses([

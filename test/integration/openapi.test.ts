@@ -63,6 +63,7 @@ describe("GET /openapi.json", () => {
       "feature_not_in_tier",
       "unrestricted_key_required",
     ]);
+    expect(codes("/api/v1/analytics", "get", "501")).toEqual(["analytics_not_enabled"]);
     // GET has no body: none of its errors.
     expect(doc.paths["/api/v1/keys"].get.responses["415"]).toBeUndefined();
   });
@@ -92,6 +93,19 @@ describe("GET /openapi.json", () => {
       doc.paths["/api/v1/signup"].post.requestBody.content["application/json"].schema.required,
     ).toEqual(["email"]);
     expect(doc.paths["/api/v1/admin/accounts/{id}/tier"].put.security).toEqual([{ AdminKey: [] }]);
+  });
+});
+
+describe("the CSV exports", () => {
+  it("document text/csv beside JSON, and the Link header of the next CSV page", () => {
+    for (const path of ["/api/v1/usage", "/api/v1/analytics"]) {
+      const ok = doc.paths[path].get.responses["200"];
+      expect(Object.keys(ok.content), path).toEqual(["application/json", "text/csv"]);
+      expect(ok.headers["Content-Disposition"], path).toBeDefined();
+    }
+    expect(doc.paths["/api/v1/usage"].get.responses["200"].headers.Link.description).toContain(
+      'rel="next"',
+    );
   });
 });
 

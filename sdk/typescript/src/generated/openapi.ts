@@ -5042,6 +5042,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description With text/csv: attachment; filename="analytics.csv". */
+                    "Content-Disposition"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
                     "RateLimit-Remaining"?: number;
@@ -5087,6 +5089,7 @@ export interface operations {
                             latency_p95_ms: number | null;
                         };
                     };
+                    "text/csv": string;
                 };
             };
             /** @description invalid_json, invalid_range */
@@ -5136,6 +5139,15 @@ export interface operations {
             };
             /** @description rate_limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description analytics_not_enabled */
+            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6972,6 +6984,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description With text/csv: attachment; filename="usage.csv". */
+                    "Content-Disposition"?: string;
+                    /** @description With text/csv, when there are more entries: the next page, as <url>; rel="next" (the JSON answer has next_cursor instead). */
+                    Link?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
                     "RateLimit-Remaining"?: number;
@@ -7001,6 +7017,7 @@ export interface operations {
                         /** @constant */
                         object: "list";
                     };
+                    "text/csv": string;
                 };
             };
             /** @description invalid_json */
