@@ -109,6 +109,36 @@ describe("the CSV exports", () => {
   });
 });
 
+describe("x402 on a tool call", () => {
+  it("documents the offer in the 402's body and PAYMENT-REQUIRED header, and a paid call's receipt headers", () => {
+    const call = doc.paths["/v1/tools/hash"].post;
+    const offered = call.responses["402"];
+    expect(offered.headers["PAYMENT-REQUIRED"]).toBeDefined();
+    expect(offered.content["application/json"].schema).toEqual({
+      $ref: "#/components/schemas/PaymentRequired",
+    });
+    const schema = doc.components.schemas.PaymentRequired;
+    expect(schema.allOf).toEqual([{ $ref: "#/components/schemas/Error" }]);
+    expect(Object.keys(schema.properties)).toEqual(["x402Version", "accepts"]);
+    expect(Object.keys(call.responses["200"].headers)).toEqual(
+      expect.arrayContaining(["PAYMENT-RESPONSE", "X-PAYMENT-RESPONSE", "RateLimit-Policy"]),
+    );
+    // A purchase's 402 offers payment too; a 402 that offers nothing keeps the one error shape.
+    expect(
+      doc.paths["/api/v1/credits/purchase"].post.responses["402"].content["application/json"].schema
+        .$ref,
+    ).toBe("#/components/schemas/PaymentRequired");
+    expect(
+      doc.paths["/api/v1/admin/accounts"].get.responses["401"].content["application/json"].schema
+        .$ref,
+    ).toBe("#/components/schemas/Error");
+    // Every keyed answer carries RateLimit-Policy (http/auth.ts).
+    expect(
+      doc.paths["/api/v1/account"].get.responses["200"].headers["RateLimit-Policy"],
+    ).toBeDefined();
+  });
+});
+
 describe("tags", () => {
   it("put every operation in one of the reference's groups", () => {
     const groups = [

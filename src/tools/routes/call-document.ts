@@ -57,6 +57,14 @@ export function callToolDocument(config: DocumentConfig): Record<string, Json> {
                 "X-Credits-Charged": { schema: { type: "integer" } },
                 "X-Credits-Remaining": { schema: { type: "integer" } },
                 "Idempotent-Replayed": { schema: { type: "string", enum: ["true"] } },
+                "PAYMENT-RESPONSE": {
+                  schema: { type: "string" },
+                  description: "A call paid with x402: the settlement receipt (base64 JSON).",
+                },
+                "X-PAYMENT-RESPONSE": {
+                  schema: { type: "string" },
+                  description: "The same receipt, under its x402 v1 name.",
+                },
               },
               content: { "application/json": { schema: outputSchema } },
             },

@@ -2377,6 +2377,26 @@ export interface components {
                 type: string;
             };
         };
+        PaymentRequired: {
+            /** @description The x402 v1 payment requirements: one exact USDC payment per network. */
+            accepts?: {
+                asset: string;
+                description?: string;
+                /** @description The token's EIP-712 name and version. */
+                extra?: Record<string, never>;
+                /** @description USDC atomic units. */
+                maxAmountRequired: string;
+                maxTimeoutSeconds: number;
+                mimeType?: string;
+                network: string;
+                payTo: string;
+                resource: string;
+                /** @constant */
+                scheme: "exact";
+            }[];
+            /** @constant */
+            x402Version?: 1;
+        } & components["schemas"]["Error"];
     };
     responses: never;
     parameters: never;
@@ -2493,6 +2513,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -2611,6 +2633,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -2749,6 +2773,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -2869,6 +2895,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -2981,6 +3009,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -3101,6 +3131,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -3193,6 +3225,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -5046,6 +5080,8 @@ export interface operations {
                     "Content-Disposition"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -5187,6 +5223,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -5254,10 +5292,12 @@ export interface operations {
             /** @description payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description not_found */
@@ -5348,6 +5388,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -5490,6 +5532,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -5620,6 +5664,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -5732,6 +5778,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -5831,6 +5879,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -5925,6 +5975,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -6054,6 +6106,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -6195,6 +6249,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -6339,6 +6395,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -6484,6 +6542,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -6657,6 +6717,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -6728,10 +6790,12 @@ export interface operations {
             /** @description payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description not_found */
@@ -6990,6 +7054,8 @@ export interface operations {
                     Link?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -7364,6 +7430,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -7466,6 +7534,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -7563,6 +7633,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -7670,6 +7742,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -7771,6 +7845,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -7894,6 +7970,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -8016,6 +8094,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -8614,13 +8694,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -8665,10 +8751,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -8794,13 +8882,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -8857,10 +8951,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -8984,13 +9080,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -9033,10 +9135,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -9164,13 +9268,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -9213,10 +9323,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -9347,13 +9459,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -9398,10 +9516,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -9533,13 +9653,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -9584,10 +9710,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -9716,13 +9844,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -9765,10 +9899,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -9896,13 +10032,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -9942,10 +10084,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -10072,13 +10216,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -10121,10 +10271,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -10250,13 +10402,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -10301,10 +10459,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -10447,13 +10607,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -10497,10 +10663,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -10714,13 +10882,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -10768,10 +10942,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -10914,13 +11090,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -10954,10 +11136,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -11094,13 +11278,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -11134,10 +11324,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -11275,13 +11467,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -11326,10 +11524,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -11466,13 +11666,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -11515,10 +11721,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -11646,13 +11854,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -11691,10 +11905,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -11826,13 +12042,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -11864,10 +12086,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -12000,13 +12224,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -12047,10 +12277,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -12179,13 +12411,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -12221,10 +12459,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -12358,13 +12598,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -12400,10 +12646,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -12532,13 +12780,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -12572,10 +12826,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -12697,13 +12953,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -12735,10 +12997,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -12879,13 +13143,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -12919,10 +13189,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -13044,13 +13316,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -13105,10 +13383,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -13261,13 +13541,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -13309,10 +13595,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -13439,13 +13727,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -13503,10 +13797,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -13640,13 +13936,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -13684,10 +13986,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -13813,13 +14117,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -13857,10 +14167,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -13984,13 +14296,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -14024,10 +14342,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -14159,13 +14479,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -14211,10 +14537,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -14336,13 +14664,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -14381,10 +14715,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -14506,13 +14842,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -14544,10 +14886,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -14681,13 +15025,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -14723,10 +15073,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -14848,13 +15200,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -14895,10 +15253,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -15025,13 +15385,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -15071,10 +15437,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -15217,13 +15585,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -15261,10 +15635,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -15403,13 +15779,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -15453,10 +15835,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -15578,13 +15962,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -15625,10 +16015,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -15755,13 +16147,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -15803,10 +16201,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -15928,13 +16328,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -15976,10 +16382,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -16108,13 +16516,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -16155,10 +16569,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -16288,13 +16704,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -16334,10 +16756,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -16467,13 +16891,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -16524,10 +16954,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -16649,13 +17081,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -16693,10 +17131,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -16826,13 +17266,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -16882,10 +17328,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -17017,13 +17465,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -17064,10 +17518,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -17199,13 +17655,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -17248,10 +17710,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -17380,13 +17844,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -17422,10 +17892,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -17556,13 +18028,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -17600,10 +18078,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -17729,13 +18209,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -17775,10 +18261,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -17908,13 +18396,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -17956,10 +18450,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -18081,13 +18577,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -18128,10 +18630,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -18258,13 +18762,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -18303,10 +18813,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -18428,13 +18940,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -18478,10 +18996,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -18608,13 +19128,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -18655,10 +19181,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -18787,13 +19315,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -18835,10 +19369,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -18971,13 +19507,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -19015,10 +19557,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -19144,13 +19688,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -19188,10 +19738,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -19327,13 +19879,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -19378,10 +19936,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -19511,13 +20071,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -19576,10 +20142,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -19706,13 +20274,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -19750,10 +20324,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -19882,13 +20458,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -19922,10 +20504,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -20049,13 +20633,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -20091,10 +20681,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -20211,6 +20803,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -20428,6 +21022,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
