@@ -189,7 +189,8 @@ export const TAGS: { name: string; description: string }[] = [
   },
   {
     name: "Operations",
-    description: "Probes and machine-readable documents for operators and tooling.",
+    description:
+      "Probes and machine-readable documents for operators and tooling, and the public pages: docs, llms.txt, changelog and status (HTML, RSS, JSON).",
   },
 ];
 

@@ -139,6 +139,35 @@ describe("x402 on a tool call", () => {
   });
 });
 
+describe("the public pages and MCP", () => {
+  it("are documented as what they serve: each page with its media type, MCP with an operationId", async () => {
+    const pages: [string, string][] = [
+      ["/docs", "text/html"],
+      ["/llms.txt", "text/plain"],
+      ["/changelog", "text/html"],
+      ["/changelog.rss", "application/rss+xml"],
+      ["/status", "text/html"],
+      ["/status.json", "application/json"],
+      ["/status.rss", "application/rss+xml"],
+    ];
+    for (const [path, mediaType] of pages) {
+      const op = doc.paths[path]?.get;
+      expect(op, path).toBeDefined();
+      expect(Object.keys(op.responses["200"].content), path).toEqual([mediaType]);
+      expect(op.security, path).toEqual([]);
+      const res = await fetch(`${gw.url}${path}`);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get("content-type"), path).toContain(mediaType);
+    }
+    expect(doc.paths["/mcp"].post.operationId).toBe("postMcp");
+    const ids = Object.values<Record<string, { operationId?: string }>>(doc.paths).flatMap((item) =>
+      Object.values(item).map((op) => op.operationId),
+    );
+    expect(ids.filter((id) => id === undefined)).toEqual([]);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+});
+
 describe("tags", () => {
   it("put every operation in one of the reference's groups", () => {
     const groups = [
