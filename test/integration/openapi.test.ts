@@ -109,6 +109,16 @@ describe("the CSV exports", () => {
   });
 });
 
+describe("tool aliases", () => {
+  it("are noted on their tool's one operation (x-aliases and the description), not as operations of their own", async () => {
+    const op = doc.paths["/v1/tools/web-search"].post;
+    expect(op["x-aliases"]).toEqual(["search-web"]);
+    expect(op.description).toContain("also callable as POST /v1/tools/search-web");
+    expect(doc.paths["/v1/tools/search-web"]).toBeUndefined();
+    expect(doc.paths["/v1/tools/hash"].post["x-aliases"]).toBeUndefined(); // a tool without aliases
+  });
+});
+
 describe("x402 on a tool call", () => {
   it("documents the offer in the 402's body and PAYMENT-REQUIRED header, and a paid call's receipt headers", () => {
     const call = doc.paths["/v1/tools/hash"].post;
