@@ -33,7 +33,7 @@ import { healthz } from "./operations/healthz.js";
 import { metrics } from "./operations/metrics.js";
 import { openApiDocument } from "./operations/openapi-document.js";
 import { readyz } from "./operations/readyz.js";
-import { PAGE_PATHS, pagesRouter } from "./pages/index.js";
+import { PAGE_PATHS, pagesDocument, pagesRouter } from "./pages/index.js";
 import { wellKnownX402 } from "./payments/discovery.js";
 import { x402Settle, x402Verify } from "./payments/facilitator.js";
 import { paymentRoutes, purchaseCredits, purchasePlan } from "./payments/routes.js";
@@ -47,7 +47,9 @@ import { webhookRoutes } from "./webhooks/routes/index.js";
 /**
  * Every door Toolgate serves, registered once: `app.ts` mounts this list in order, and the
  * OpenAPI document (`http/openapi.ts`) is built from it, so nothing served goes undocumented
- * and nothing documented goes unserved. A door is either a group of routes (`defineRoute`:
+ * and nothing documented goes unserved — but for the dashboard, a browser's sign-in and pages
+ * with its own session (not an API for clients), which is left out on purpose. A door is either
+ * a group of routes (`defineRoute`:
  * authenticated, validated and described from their own schemas) or a router of its own
  * (the HTML pages, MCP's transport) that says which paths it serves and how it is documented.
  * `beforeBody`: mounted before the JSON body parser and API versioning (they take no JSON body).
@@ -118,6 +120,7 @@ export const DOORS: Door[] = [
     prefix: "",
     router: pagesRouter,
     serves: Object.fromEntries(PAGE_PATHS.map((path) => [path, ["GET"]])),
+    document: pagesDocument,
     beforeBody: true,
   },
   // The dashboard parses its own bodies (sign-in forms, its JSON API) and reads its own cookie.

@@ -35,7 +35,62 @@ const errorSchema = {
   },
 };
 
+/**
+ * A 402 that offers payment (payments/offer.ts): the error, with the x402 v1 offer beside it
+ * when the gateway takes x402 payments; the v2 offer is the PAYMENT-REQUIRED header.
+ */
+const paymentRequiredSchema = {
+  allOf: [{ $ref: "#/components/schemas/Error" }],
+  type: "object",
+  properties: {
+    x402Version: { const: 1 },
+    accepts: {
+      type: "array",
+      description: "The x402 v1 payment requirements: one exact USDC payment per network.",
+      items: {
+        type: "object",
+        required: [
+          "scheme",
+          "network",
+          "maxAmountRequired",
+          "resource",
+          "payTo",
+          "maxTimeoutSeconds",
+          "asset",
+        ],
+        properties: {
+          scheme: { type: "string", const: "exact" },
+          network: { type: "string" },
+          maxAmountRequired: { type: "string", description: "USDC atomic units." },
+          resource: { type: "string" },
+          description: { type: "string" },
+          mimeType: { type: "string" },
+          payTo: { type: "string" },
+          maxTimeoutSeconds: { type: "integer" },
+          asset: { type: "string" },
+          extra: { type: "object", description: "The token's EIP-712 name and version." },
+        },
+      },
+    },
+  },
+};
+
+/** The codes whose 402 carries the x402 offer (`paymentChallenge`). */
+const OFFER_CODES = new Set<ErrorCode>(["payment_required", "payment_invalid"]);
+
+const paymentRequiredHeader = {
+  "PAYMENT-REQUIRED": {
+    schema: { type: "string" },
+    description:
+      "The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments.",
+  },
+};
+
 export const rateLimitHeaders = {
+  "RateLimit-Policy": {
+    schema: { type: "string" },
+    description: "The tier's limit and window, as <limit>;w=60.",
+  },
   "RateLimit-Limit": {
     schema: { type: "integer" },
     description: "Requests allowed per minute for the account's tier.",
@@ -53,13 +108,21 @@ export function errorResponses(codes: ErrorCode[]): Json {
   for (const code of codes)
     byStatus.set(ERRORS[code].status, [...(byStatus.get(ERRORS[code].status) ?? []), code]);
   return Object.fromEntries(
-    [...byStatus].map(([status, list]) => [
-      String(status),
-      {
-        description: list.join(", "),
-        content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
-      },
-    ]),
+    [...byStatus].map(([status, list]) => {
+      const offer = list.some((code) => OFFER_CODES.has(code));
+      return [
+        String(status),
+        {
+          description: list.join(", "),
+          ...(offer ? { headers: paymentRequiredHeader } : {}),
+          content: {
+            "application/json": {
+              schema: { $ref: `#/components/schemas/${offer ? "PaymentRequired" : "Error"}` },
+            },
+          },
+        },
+      ];
+    }),
   );
 }
 
@@ -126,7 +189,8 @@ export const TAGS: { name: string; description: string }[] = [
   },
   {
     name: "Operations",
-    description: "Probes and machine-readable documents for operators and tooling.",
+    description:
+      "Probes and machine-readable documents for operators and tooling, and the public pages: docs, llms.txt, changelog and status (HTML, RSS, JSON).",
   },
 ];
 
@@ -185,16 +249,26 @@ function operation(route: AnyRoute, tag: string): Json {
     responses: {
       [String(route.successStatus ?? 200)]: {
         description: "Success",
-        headers:
-          route.auth === "key"
+        headers: {
+          ...(route.auth === "key"
             ? rateLimitHeaders
-            : { "X-Request-Id": rateLimitHeaders["X-Request-Id"] },
+            : { "X-Request-Id": rateLimitHeaders["X-Request-Id"] }),
+          ...Object.fromEntries(
+            Object.entries(route.alsoProduces?.headers ?? {}).map(([name, header]) => [
+              name,
+              { schema: { type: "string" }, ...header },
+            ]),
+          ),
+        },
         content: route.produces
           ? { [route.produces]: { schema: { type: "string" } } }
           : {
               "application/json": {
                 schema: route.response ? schemaOf(route.response, "output") : { type: "object" },
               },
+              ...(route.alsoProduces
+                ? { [route.alsoProduces.mediaType]: { schema: { type: "string" } } }
+                : {}),
             },
       },
       ...errorResponses([
@@ -257,7 +331,7 @@ export function buildOpenApi(config: DocumentConfig, doors: Door[]): Json {
           description: "The operator's ADMIN_API_KEY.",
         },
       },
-      schemas: { Error: errorSchema },
+      schemas: { Error: errorSchema, PaymentRequired: paymentRequiredSchema },
     },
   };
 }

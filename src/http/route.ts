@@ -61,6 +61,11 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
   errors?: ErrorCode[];
   /** The success answer's media type when it is not JSON (the Prometheus exposition). */
   produces?: string;
+  /**
+   * A second media type the success answer may take beside JSON (a CSV export, chosen by the
+   * query or the Accept header), with the headers it then adds, for the API description.
+   */
+  alsoProduces?: { mediaType: string; headers: Record<string, { description: string }> };
   /** Status of the success answer (default 200). */
   successStatus?: number;
   /** A per-address and per-account limit counted before the handler runs (src/http/endpoint-limits.ts). */

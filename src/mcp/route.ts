@@ -159,6 +159,7 @@ export const mcpDocument = (): Record<string, Json> => ({
   "/mcp": {
     post: {
       tags: ["MCP"],
+      operationId: "postMcp",
       summary:
         "MCP over streamable HTTP: every tool, on the same call path as REST (Starter tier and up).",
       description:

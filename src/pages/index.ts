@@ -1,5 +1,6 @@
 import { Router } from "express";
 import { allowOn } from "../http/method-not-allowed.js";
+import type { Json } from "../http/openapi.js";
 import type { Services } from "../services.js";
 import { readChangelog, renderChangelogPage, renderChangelogRss } from "./changelog.js";
 import { TOOLS } from "../tools/catalogue/index.js";
@@ -30,6 +31,53 @@ export const PAGE_PATHS = [
   "/status.json",
   "/status.rss",
 ];
+
+/** How the public pages appear in the OpenAPI document: each path, GET, public, its media type. */
+export function pagesDocument(): Record<string, Json> {
+  const page = (summary: string, mediaType: string, schema: Json = { type: "string" }): Json => ({
+    get: {
+      tags: ["Operations"],
+      summary,
+      operationId: `get${summary.replace(/[^A-Za-z0-9]/g, "")}`,
+      security: [],
+      responses: { "200": { description: "Success", content: { [mediaType]: { schema } } } },
+    },
+  });
+  return {
+    "/docs": page("Docs page", "text/html"),
+    "/docs/try-it.js": page("Docs Try it script", "text/javascript"),
+    "/llms.txt": page("llms.txt", "text/plain"),
+    "/changelog": page("Changelog page", "text/html"),
+    "/changelog.rss": page("Changelog RSS", "application/rss+xml"),
+    "/status": page("Status page", "text/html"),
+    "/status.json": page("Status JSON", "application/json", {
+      type: "object",
+      required: [
+        "status",
+        "history_available",
+        "updated_at",
+        "check_interval_ms",
+        "components",
+        "incidents",
+      ],
+      properties: {
+        status: { type: "string", enum: ["operational", "degraded"] },
+        history_available: { type: "boolean" },
+        updated_at: { type: "string" },
+        check_interval_ms: { type: "integer" },
+        components: { type: "array", items: { type: "object" } },
+        incidents: {
+          type: "object",
+          properties: {
+            active: { type: "array", items: { type: "object" } },
+            recent: { type: "array", items: { type: "object" } },
+          },
+        },
+      },
+    }),
+    "/status.rss": page("Status RSS", "application/rss+xml"),
+  };
+}
 
 export function pagesRouter(services: Services, openApi: () => Record<string, unknown>): Router {
   const router = Router();

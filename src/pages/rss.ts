@@ -7,7 +7,7 @@ import { lazyRequire } from "../lib/lazy-require.js";
 export interface RssItem {
   title: string;
   link: string;
-  /** Stable and unique within the feed: the same release or incident keeps its guid. */
+  /** Stable and unique within the feed: the same release or incident update keeps its guid. */
   guid: string;
   date: Date;
   description: string;

@@ -85,7 +85,11 @@ ${rows}
   });
 }
 
-/** One item per incident; its guid stays the same as updates are posted (pubDate = latest update). */
+/**
+ * One item per incident update, each with its own guid and pubDate, so a feed reader shows every
+ * update and the resolution as news (one item per incident, rewritten in place, was read once and
+ * never again). The item's description is its update's message.
+ */
 export function renderStatusRss(report: StatusReport, baseUrl: string): string {
   const incidents = [...report.incidents.active, ...report.incidents.recent];
   return renderRss({
@@ -93,15 +97,14 @@ export function renderStatusRss(report: StatusReport, baseUrl: string): string {
     link: `${baseUrl}/status`,
     self: `${baseUrl}/status.rss`,
     description: "Incidents reported by Toolgate's operators, with their updates.",
-    items: incidents.map((incident) => ({
-      title: `${incident.resolved_at ? "[Resolved] " : ""}${incident.title}`,
-      link: `${baseUrl}/status#${incident.id}`,
-      guid: `${baseUrl}/status#${incident.id}`,
-      date: new Date(incident.updates.at(-1)?.at ?? incident.created_at),
-      description: [...incident.updates]
-        .reverse()
-        .map((u) => `<p><strong>${esc(u.status)}</strong> (${esc(u.at)}): ${esc(u.message)}</p>`)
-        .join(""),
-    })),
+    items: incidents.flatMap((incident) =>
+      incident.updates.map((update, i) => ({
+        title: `[${update.status.charAt(0).toUpperCase()}${update.status.slice(1)}] ${incident.title}`,
+        link: `${baseUrl}/status#${incident.id}`,
+        guid: `${baseUrl}/status#${incident.id}/updates/${i}`,
+        date: new Date(update.at),
+        description: `<p><strong>${esc(update.status)}</strong> (${esc(update.at)}): ${esc(update.message)}</p>`,
+      })),
+    ),
   });
 }

@@ -103,12 +103,28 @@ describe("incidents", () => {
     expect(page).toContain("Slow AI answers");
     expect(page).toContain("Provider recovered.");
 
+    // One item per update, each with its own guid and pubDate: a feed reader shows the update
+    // and the resolution as new items, where one item per incident changed in place unseen.
     const { items } = await feed("/status.rss");
+    const item = (title: string) => items.find((i) => i.title === title)!;
     expect(items.map((i) => i.title)).toEqual(
-      expect.arrayContaining(["Slow AI answers", "[Resolved] Webhook delays"]),
+      expect.arrayContaining([
+        "[Investigating] Slow AI answers",
+        "[Monitoring] Slow AI answers",
+        "[Investigating] Webhook delays",
+        "[Resolved] Webhook delays",
+      ]),
     );
-    expect(items.find((i) => i.title === "Slow AI answers")!.description).toContain(
-      "Provider recovered.",
+    expect(item("[Monitoring] Slow AI answers").description).toContain("Provider recovered.");
+    expect(item("[Resolved] Webhook delays").description).toContain("All delivered.");
+    expect(item("[Monitoring] Slow AI answers").guid["#text"]).not.toBe(
+      item("[Investigating] Slow AI answers").guid["#text"],
+    );
+    expect(Date.parse(item("[Monitoring] Slow AI answers").pubDate)).toBe(
+      Math.floor(Date.parse(updated.body.updates[1].at) / 1000) * 1000,
+    );
+    expect(Date.parse(item("[Resolved] Webhook delays").pubDate)).toBe(
+      Math.floor(Date.parse(resolved.body.resolved_at) / 1000) * 1000,
     );
   });
 

@@ -63,6 +63,7 @@ describe("GET /openapi.json", () => {
       "feature_not_in_tier",
       "unrestricted_key_required",
     ]);
+    expect(codes("/api/v1/analytics", "get", "501")).toEqual(["analytics_not_enabled"]);
     // GET has no body: none of its errors.
     expect(doc.paths["/api/v1/keys"].get.responses["415"]).toBeUndefined();
   });
@@ -92,6 +93,88 @@ describe("GET /openapi.json", () => {
       doc.paths["/api/v1/signup"].post.requestBody.content["application/json"].schema.required,
     ).toEqual(["email"]);
     expect(doc.paths["/api/v1/admin/accounts/{id}/tier"].put.security).toEqual([{ AdminKey: [] }]);
+  });
+});
+
+describe("the CSV exports", () => {
+  it("document text/csv beside JSON, and the Link header of the next CSV page", () => {
+    for (const path of ["/api/v1/usage", "/api/v1/analytics"]) {
+      const ok = doc.paths[path].get.responses["200"];
+      expect(Object.keys(ok.content), path).toEqual(["application/json", "text/csv"]);
+      expect(ok.headers["Content-Disposition"], path).toBeDefined();
+    }
+    expect(doc.paths["/api/v1/usage"].get.responses["200"].headers.Link.description).toContain(
+      'rel="next"',
+    );
+  });
+});
+
+describe("tool aliases", () => {
+  it("are noted on their tool's one operation (x-aliases and the description), not as operations of their own", async () => {
+    const op = doc.paths["/v1/tools/web-search"].post;
+    expect(op["x-aliases"]).toEqual(["search-web"]);
+    expect(op.description).toContain("also callable as POST /v1/tools/search-web");
+    expect(doc.paths["/v1/tools/search-web"]).toBeUndefined();
+    expect(doc.paths["/v1/tools/hash"].post["x-aliases"]).toBeUndefined(); // a tool without aliases
+  });
+});
+
+describe("x402 on a tool call", () => {
+  it("documents the offer in the 402's body and PAYMENT-REQUIRED header, and a paid call's receipt headers", () => {
+    const call = doc.paths["/v1/tools/hash"].post;
+    const offered = call.responses["402"];
+    expect(offered.headers["PAYMENT-REQUIRED"]).toBeDefined();
+    expect(offered.content["application/json"].schema).toEqual({
+      $ref: "#/components/schemas/PaymentRequired",
+    });
+    const schema = doc.components.schemas.PaymentRequired;
+    expect(schema.allOf).toEqual([{ $ref: "#/components/schemas/Error" }]);
+    expect(Object.keys(schema.properties)).toEqual(["x402Version", "accepts"]);
+    expect(Object.keys(call.responses["200"].headers)).toEqual(
+      expect.arrayContaining(["PAYMENT-RESPONSE", "X-PAYMENT-RESPONSE", "RateLimit-Policy"]),
+    );
+    // A purchase's 402 offers payment too; a 402 that offers nothing keeps the one error shape.
+    expect(
+      doc.paths["/api/v1/credits/purchase"].post.responses["402"].content["application/json"].schema
+        .$ref,
+    ).toBe("#/components/schemas/PaymentRequired");
+    expect(
+      doc.paths["/api/v1/admin/accounts"].get.responses["401"].content["application/json"].schema
+        .$ref,
+    ).toBe("#/components/schemas/Error");
+    // Every keyed answer carries RateLimit-Policy (http/auth.ts).
+    expect(
+      doc.paths["/api/v1/account"].get.responses["200"].headers["RateLimit-Policy"],
+    ).toBeDefined();
+  });
+});
+
+describe("the public pages and MCP", () => {
+  it("are documented as what they serve: each page with its media type, MCP with an operationId", async () => {
+    const pages: [string, string][] = [
+      ["/docs", "text/html"],
+      ["/llms.txt", "text/plain"],
+      ["/changelog", "text/html"],
+      ["/changelog.rss", "application/rss+xml"],
+      ["/status", "text/html"],
+      ["/status.json", "application/json"],
+      ["/status.rss", "application/rss+xml"],
+    ];
+    for (const [path, mediaType] of pages) {
+      const op = doc.paths[path]?.get;
+      expect(op, path).toBeDefined();
+      expect(Object.keys(op.responses["200"].content), path).toEqual([mediaType]);
+      expect(op.security, path).toEqual([]);
+      const res = await fetch(`${gw.url}${path}`);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get("content-type"), path).toContain(mediaType);
+    }
+    expect(doc.paths["/mcp"].post.operationId).toBe("postMcp");
+    const ids = Object.values<Record<string, { operationId?: string }>>(doc.paths).flatMap((item) =>
+      Object.values(item).map((op) => op.operationId),
+    );
+    expect(ids.filter((id) => id === undefined)).toEqual([]);
+    expect(new Set(ids).size).toBe(ids.length);
   });
 });
 

@@ -8,6 +8,7 @@ import {
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
@@ -241,6 +242,36 @@ describe.each(Object.keys(CLIENTS).map((name, i) => [name, i] as const))(
     }, 60_000);
   },
 );
+
+describe("the README's x402 MCP snippet", () => {
+  it("pays for a call as written, against the development chain's test token", async () => {
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const section = readme.slice(readme.indexOf("### Paying per call over MCP (x402)"));
+    const snippet = /```ts\n([\s\S]*?)```/.exec(section)![1]!;
+    expect(snippet).toContain('from "@x402/core/client"');
+    // Its imports are this file's; `mcp` and `account` are the reader's own client and wallet.
+    const body = snippet.replace(/^import .*$/gm, "");
+    const run = new Function(
+      "x402Client",
+      "ExactEvmScheme",
+      "mcp",
+      "account",
+      `return (async () => { ${body}\nreturn paid; })();`,
+    );
+    const account = await fundedWallet(setup.chains.base, 53_001);
+    const mcp = await CLIENTS["official v2 client (@modelcontextprotocol/client)"]!({});
+    try {
+      const paid = (await run(x402Client, ExactEvmScheme, mcp, account)) as CallResult;
+      expect(paid.isError).toBeFalsy();
+      expect(paid._meta?.["x402/payment-response"]).toMatchObject({
+        success: true,
+        payer: account.address,
+      });
+    } finally {
+      await mcp.close();
+    }
+  }, 60_000);
+});
 
 describe("a keyed MCP caller short of credits", () => {
   it("is offered the same payable result, and may pay for the call", async () => {

@@ -119,9 +119,17 @@ export const analytics = defineRoute({
   summary:
     "Pro and Business: calls, credits, errors and p50/p95 latency per UTC hour or day, optionally per tool, key or status, from the books; CSV with Accept: text/csv or format=csv.",
   auth: "key",
-  errors: ["feature_not_in_tier", "invalid_range"],
+  errors: ["feature_not_in_tier", "invalid_range", "analytics_not_enabled"],
   query: analyticsQuery,
   response: analyticsSchema,
+  alsoProduces: {
+    mediaType: "text/csv",
+    headers: {
+      "Content-Disposition": {
+        description: 'With text/csv: attachment; filename="analytics.csv".',
+      },
+    },
+  },
   async handler({ services, caller, query, req }) {
     requireFeature(caller.account.tier, "analytics");
     if (!services.books)

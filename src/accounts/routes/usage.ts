@@ -77,6 +77,16 @@ export const usage = defineRoute({
   auth: "key",
   query: usageQuery,
   response: listOf(ledgerEntryViewSchema),
+  alsoProduces: {
+    mediaType: "text/csv",
+    headers: {
+      "Content-Disposition": { description: 'With text/csv: attachment; filename="usage.csv".' },
+      Link: {
+        description:
+          'With text/csv, when there are more entries: the next page, as <url>; rel="next" (the JSON answer has next_cursor instead).',
+      },
+    },
+  },
   async handler({ services, caller, query, req }) {
     const csv =
       query.format === "csv" ||

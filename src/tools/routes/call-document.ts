@@ -22,8 +22,9 @@ export function callToolDocument(config: DocumentConfig): Record<string, Json> {
           tags: ["Tools"],
           operationId: `callTool_${tool.name.replace(/-/g, "_")}`,
           summary: tool.title,
-          description: `${tool.description}\n\nPrice: ${formatCredits(price.credits)} ($${price.usd}) per successful call; failed calls are refunded.${tool.aliases.length ? ` Aliases: ${tool.aliases.join(", ")}.` : ""}`,
+          description: `${tool.description}\n\nPrice: ${formatCredits(price.credits)} ($${price.usd}) per successful call; failed calls are refunded.${tool.aliases.length ? ` Aliases: ${tool.aliases.join(", ")} (also callable as ${tool.aliases.map((alias) => `POST /v1/tools/${alias}`).join(", ")}).` : ""}`,
           "x-price": price,
+          ...(tool.aliases.length ? { "x-aliases": [...tool.aliases] } : {}),
           security: [{ ApiKey: [] }, {}],
           parameters: [
             {
@@ -57,6 +58,14 @@ export function callToolDocument(config: DocumentConfig): Record<string, Json> {
                 "X-Credits-Charged": { schema: { type: "integer" } },
                 "X-Credits-Remaining": { schema: { type: "integer" } },
                 "Idempotent-Replayed": { schema: { type: "string", enum: ["true"] } },
+                "PAYMENT-RESPONSE": {
+                  schema: { type: "string" },
+                  description: "A call paid with x402: the settlement receipt (base64 JSON).",
+                },
+                "X-PAYMENT-RESPONSE": {
+                  schema: { type: "string" },
+                  description: "The same receipt, under its x402 v1 name.",
+                },
               },
               content: { "application/json": { schema: outputSchema } },
             },

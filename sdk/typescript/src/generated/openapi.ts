@@ -709,6 +709,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/changelog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Changelog page */
+        get: operations["getChangelogpage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/changelog.rss": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Changelog RSS */
+        get: operations["getChangelogRSS"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Docs page */
+        get: operations["getDocspage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/try-it.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Docs Try it script */
+        get: operations["getDocsTryitscript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -718,6 +786,23 @@ export interface paths {
         };
         /** The process is up. */
         get: operations["getHealthz"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/llms.txt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** llms.txt */
+        get: operations["getllmstxt"];
         put?: never;
         post?: never;
         delete?: never;
@@ -739,62 +824,7 @@ export interface paths {
          * MCP over streamable HTTP: every tool, on the same call path as REST (Starter tier and up).
          * @description JSON-RPC messages of the Model Context Protocol (2025 and 2026-07-28 revisions). Send Accept: application/json, text/event-stream.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": Record<string, never>;
-                };
-            };
-            responses: {
-                /** @description A JSON-RPC response, as JSON or an event stream. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description missing_api_key, invalid_api_key, api_key_revoked */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description feature_not_in_tier, host_not_allowed */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description The Accept header does not allow both application/json and text/event-stream. */
-                406: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description rate_limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
+        post: operations["postMcp"];
         delete?: never;
         options?: never;
         head?: never;
@@ -852,6 +882,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Status page */
+        get: operations["getStatuspage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/status.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Status JSON */
+        get: operations["getStatusJSON"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/status.rss": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Status RSS */
+        get: operations["getStatusRSS"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tools": {
         parameters: {
             query?: never;
@@ -899,7 +980,7 @@ export interface paths {
          * Classify text
          * @description Put a text into one of the labels you give (zero-shot classification by an AI model), with the model's reason.
          *
-         *     Price: 5 credits ($0.01) per successful call; failed calls are refunded. Aliases: classify.
+         *     Price: 5 credits ($0.01) per successful call; failed calls are refunded. Aliases: classify (also callable as POST /v1/tools/classify).
          */
         post: operations["callTool_ai_classify"];
         delete?: never;
@@ -921,7 +1002,7 @@ export interface paths {
          * Review code
          * @description Review source code or a diff with an AI model: a list of findings with severity, line and suggestion, and a summary.
          *
-         *     Price: 20 credits ($0.04) per successful call; failed calls are refunded. Aliases: code-review.
+         *     Price: 20 credits ($0.04) per successful call; failed calls are refunded. Aliases: code-review (also callable as POST /v1/tools/code-review).
          */
         post: operations["callTool_ai_code_review"];
         delete?: never;
@@ -943,7 +1024,7 @@ export interface paths {
          * Text embeddings
          * @description Turn texts into embedding vectors with the provider's embedding model (OpenAI /v1/embeddings), for semantic search and clustering.
          *
-         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: embeddings, embed.
+         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: embeddings, embed (also callable as POST /v1/tools/embeddings, POST /v1/tools/embed).
          */
         post: operations["callTool_ai_embeddings"];
         delete?: never;
@@ -965,7 +1046,7 @@ export interface paths {
          * Extract structured data
          * @description Extract structured JSON from a text, following a JSON Schema you give. The result is validated against your schema.
          *
-         *     Price: 15 credits ($0.03) per successful call; failed calls are refunded. Aliases: extract.
+         *     Price: 15 credits ($0.03) per successful call; failed calls are refunded. Aliases: extract (also callable as POST /v1/tools/extract).
          */
         post: operations["callTool_ai_extract"];
         delete?: never;
@@ -987,7 +1068,7 @@ export interface paths {
          * Extract structured data from a web page
          * @description Fetch a public web page, take its readable text, and extract JSON that follows your JSON Schema with an AI model.
          *
-         *     Price: 20 credits ($0.04) per successful call; failed calls are refunded. Aliases: extract-url.
+         *     Price: 20 credits ($0.04) per successful call; failed calls are refunded. Aliases: extract-url (also callable as POST /v1/tools/extract-url).
          */
         post: operations["callTool_ai_extract_url"];
         delete?: never;
@@ -1031,7 +1112,7 @@ export interface paths {
          * Describe an image
          * @description Describe an image or answer a question about it with the provider's vision model.
          *
-         *     Price: 15 credits ($0.03) per successful call; failed calls are refunded. Aliases: vision, image-describe.
+         *     Price: 15 credits ($0.03) per successful call; failed calls are refunded. Aliases: vision, image-describe (also callable as POST /v1/tools/vision, POST /v1/tools/image-describe).
          */
         post: operations["callTool_ai_image_describe"];
         delete?: never;
@@ -1053,7 +1134,7 @@ export interface paths {
          * Generate an image
          * @description Generate an image from a prompt with the provider's image model (OpenAI /v1/images/generations); returns a PNG as base64.
          *
-         *     Price: 40 credits ($0.08) per successful call; failed calls are refunded. Aliases: image-generate.
+         *     Price: 40 credits ($0.08) per successful call; failed calls are refunded. Aliases: image-generate (also callable as POST /v1/tools/image-generate).
          */
         post: operations["callTool_ai_image_generate"];
         delete?: never;
@@ -1075,7 +1156,7 @@ export interface paths {
          * Summarize text
          * @description Summarize a text in at most the given number of words.
          *
-         *     Price: 10 credits ($0.02) per successful call; failed calls are refunded. Aliases: summarize.
+         *     Price: 10 credits ($0.02) per successful call; failed calls are refunded. Aliases: summarize (also callable as POST /v1/tools/summarize).
          */
         post: operations["callTool_ai_summarize"];
         delete?: never;
@@ -1097,7 +1178,7 @@ export interface paths {
          * Translate text
          * @description Translate a text into the target language (a name such as "French" or a code such as "fr").
          *
-         *     Price: 10 credits ($0.02) per successful call; failed calls are refunded. Aliases: translate.
+         *     Price: 10 credits ($0.02) per successful call; failed calls are refunded. Aliases: translate (also callable as POST /v1/tools/translate).
          */
         post: operations["callTool_ai_translate"];
         delete?: never;
@@ -1119,7 +1200,7 @@ export interface paths {
          * Generate a barcode
          * @description Render a barcode (Code 128, EAN-13, UPC-A, Code 39, ITF-14, Data Matrix, PDF417, Aztec…) as PNG or SVG (bwip-js).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: barcode.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: barcode (also callable as POST /v1/tools/barcode).
          */
         post: operations["callTool_barcode_generate"];
         delete?: never;
@@ -1158,7 +1239,7 @@ export interface paths {
          * Render a chart
          * @description Render a chart from data with a Vega-Lite specification, as SVG or PNG of the requested size.
          *
-         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: chart, vega-lite.
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: chart, vega-lite (also callable as POST /v1/tools/chart, POST /v1/tools/vega-lite).
          */
         post: operations["callTool_chart_render"];
         delete?: never;
@@ -1180,7 +1261,7 @@ export interface paths {
          * Format code
          * @description Format JavaScript, TypeScript, JSON, CSS, SCSS, Less, HTML, Vue, Markdown, YAML and GraphQL (Prettier), and SQL in many dialects (sql-formatter).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: format-code, prettier, sql-format.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: format-code, prettier, sql-format (also callable as POST /v1/tools/format-code, POST /v1/tools/prettier, POST /v1/tools/sql-format).
          */
         post: operations["callTool_code_format"];
         delete?: never;
@@ -1202,7 +1283,7 @@ export interface paths {
          * Explain a cron expression
          * @description Describe a cron expression in English (cronstrue) and list its next run times in a time zone (cron-parser).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: cron.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: cron (also callable as POST /v1/tools/cron).
          */
         post: operations["callTool_cron_explain"];
         delete?: never;
@@ -1224,7 +1305,7 @@ export interface paths {
          * CSV ⇄ JSON
          * @description Parse CSV (any delimiter, quoted fields, header row) into JSON rows, or write JSON rows as CSV (papaparse).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: csv-to-json, json-to-csv.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: csv-to-json, json-to-csv (also callable as POST /v1/tools/csv-to-json, POST /v1/tools/json-to-csv).
          */
         post: operations["callTool_csv_convert"];
         delete?: never;
@@ -1246,7 +1327,7 @@ export interface paths {
          * Parse dates in natural language
          * @description Find and parse dates and times written in English ("next Friday at 5pm", "in 3 days", "March 3 - 5") relative to a reference date (chrono-node).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: parse-date, natural-date.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: parse-date, natural-date (also callable as POST /v1/tools/parse-date, POST /v1/tools/natural-date).
          */
         post: operations["callTool_date_parse"];
         delete?: never;
@@ -1268,7 +1349,7 @@ export interface paths {
          * Word document to text or HTML
          * @description Convert a Word .docx document to plain text, HTML or Markdown (mammoth).
          *
-         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: docx-to-html, word-to-text.
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: docx-to-html, word-to-text (also callable as POST /v1/tools/docx-to-html, POST /v1/tools/word-to-text).
          */
         post: operations["callTool_docx_to_text"];
         delete?: never;
@@ -1290,7 +1371,7 @@ export interface paths {
          * Encode or decode
          * @description Encode or decode text as base64, base64url, hex, URL (percent) encoding or HTML entities.
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: base64, url-encode, hex.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: base64, url-encode, hex (also callable as POST /v1/tools/base64, POST /v1/tools/url-encode, POST /v1/tools/hex).
          */
         post: operations["callTool_encode_decode"];
         delete?: never;
@@ -1312,7 +1393,7 @@ export interface paths {
          * Distance between coordinates
          * @description Great-circle distance and initial bearing between two coordinates, and the length of a path through several (turf).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: distance, haversine.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: distance, haversine (also callable as POST /v1/tools/distance, POST /v1/tools/haversine).
          */
         post: operations["callTool_geo_distance"];
         delete?: never;
@@ -1334,7 +1415,7 @@ export interface paths {
          * Time zone of a coordinate
          * @description The IANA time zone at a latitude and longitude (tz-lookup), with its current UTC offset and local time.
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: coordinate-timezone, tz-lookup.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: coordinate-timezone, tz-lookup (also callable as POST /v1/tools/coordinate-timezone, POST /v1/tools/tz-lookup).
          */
         post: operations["callTool_geo_timezone"];
         delete?: never;
@@ -1378,7 +1459,7 @@ export interface paths {
          * Sanitize HTML
          * @description Remove scripts, event handlers and unsafe URLs from HTML, keeping a safe set of tags and attributes (sanitize-html).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: sanitize-html.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: sanitize-html (also callable as POST /v1/tools/sanitize-html).
          */
         post: operations["callTool_html_sanitize"];
         delete?: never;
@@ -1422,7 +1503,7 @@ export interface paths {
          * Generate IDs and secrets
          * @description Generate UUIDs (v4, v7), ULIDs, or random strings and passwords from a cryptographically secure source.
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: uuid, ulid, random-string, password-generate.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: uuid, ulid, random-string, password-generate (also callable as POST /v1/tools/uuid, POST /v1/tools/ulid, POST /v1/tools/random-string, POST /v1/tools/password-generate).
          */
         post: operations["callTool_id_generate"];
         delete?: never;
@@ -1444,7 +1525,7 @@ export interface paths {
          * Image metadata and EXIF
          * @description Read an image's format, size, colour space, alpha and orientation (sharp), and its EXIF, GPS and XMP tags (exifr).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: exif, image-info.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: exif, image-info (also callable as POST /v1/tools/exif, POST /v1/tools/image-info).
          */
         post: operations["callTool_image_metadata"];
         delete?: never;
@@ -1466,7 +1547,7 @@ export interface paths {
          * Resize and convert an image
          * @description Resize, crop to fit, rotate, grayscale and convert an image between PNG, JPEG, WebP and AVIF (sharp). Orientation from EXIF is applied.
          *
-         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: image-resize, image-convert, thumbnail.
+         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: image-resize, image-convert, thumbnail (also callable as POST /v1/tools/image-resize, POST /v1/tools/image-convert, POST /v1/tools/thumbnail).
          */
         post: operations["callTool_image_transform"];
         delete?: never;
@@ -1488,7 +1569,7 @@ export interface paths {
          * IP and CIDR math
          * @description Describe an IPv4 or IPv6 address or CIDR block: network, broadcast, mask, size, first and last address, range type; and whether addresses fall inside it (ipaddr.js).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: cidr, subnet, ip-info.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: cidr, subnet, ip-info (also callable as POST /v1/tools/cidr, POST /v1/tools/subnet, POST /v1/tools/ip-info).
          */
         post: operations["callTool_ip_cidr"];
         delete?: never;
@@ -1510,7 +1591,7 @@ export interface paths {
          * Run JavaScript in a sandbox
          * @description Run JavaScript (ES2023) in a QuickJS WebAssembly sandbox with no network, file system or host access, under CPU time and memory limits; returns the result and console output.
          *
-         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: run-javascript, code-run.
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: run-javascript, code-run (also callable as POST /v1/tools/run-javascript, POST /v1/tools/code-run).
          */
         post: operations["callTool_js_sandbox"];
         delete?: never;
@@ -1554,7 +1635,7 @@ export interface paths {
          * Query JSON with JSONPath
          * @description Select values from a JSON document with a JSONPath expression (filters, recursive descent, slices); script evaluation is disabled (jsonpath-plus, safe mode).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: jsonpath.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: jsonpath (also callable as POST /v1/tools/jsonpath).
          */
         post: operations["callTool_jsonpath_query"];
         delete?: never;
@@ -1576,7 +1657,7 @@ export interface paths {
          * Decode or verify a JWT
          * @description Decode a JSON Web Token's header and claims and, given a secret (HS*) or public key (PEM or JWK), verify its signature, expiry and audience (jose).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: jwt, jwt-verify.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: jwt, jwt-verify (also callable as POST /v1/tools/jwt, POST /v1/tools/jwt-verify).
          */
         post: operations["callTool_jwt_decode"];
         delete?: never;
@@ -1598,7 +1679,7 @@ export interface paths {
          * Detect the language
          * @description Detect the language of a text (ISO 639-3 code), with the closest alternatives. Needs a few words to be reliable.
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: detect-language.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: detect-language (also callable as POST /v1/tools/detect-language).
          */
         post: operations["callTool_language_detect"];
         delete?: never;
@@ -1642,7 +1723,7 @@ export interface paths {
          * Evaluate math
          * @description Evaluate math expressions with variables, functions, units, matrices, complex numbers and big numbers (math.js, in a restricted scope).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: math, calculate, calculator.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: math, calculate, calculator (also callable as POST /v1/tools/math, POST /v1/tools/calculate, POST /v1/tools/calculator).
          */
         post: operations["callTool_math_evaluate"];
         delete?: never;
@@ -1664,7 +1745,7 @@ export interface paths {
          * Read text in an image (OCR)
          * @description Recognise English text in an image (Tesseract, running locally), with the confidence of each word and line.
          *
-         *     Price: 5 credits ($0.01) per successful call; failed calls are refunded. Aliases: image-to-text.
+         *     Price: 5 credits ($0.01) per successful call; failed calls are refunded. Aliases: image-to-text (also callable as POST /v1/tools/image-to-text).
          */
         post: operations["callTool_ocr"];
         delete?: never;
@@ -1686,7 +1767,7 @@ export interface paths {
          * Extract text from a PDF
          * @description Extract the text of a PDF, page by page, with its page count and document info (pdf.js).
          *
-         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: pdf-to-text, pdf-text.
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: pdf-to-text, pdf-text (also callable as POST /v1/tools/pdf-to-text, POST /v1/tools/pdf-text).
          */
         post: operations["callTool_pdf_extract_text"];
         delete?: never;
@@ -1708,7 +1789,7 @@ export interface paths {
          * Generate a PDF
          * @description Lay out headings and paragraphs as a PDF document (pdf-lib, standard Helvetica fonts, automatic line and page breaks).
          *
-         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: text-to-pdf, create-pdf.
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: text-to-pdf, create-pdf (also callable as POST /v1/tools/text-to-pdf, POST /v1/tools/create-pdf).
          */
         post: operations["callTool_pdf_generate"];
         delete?: never;
@@ -1730,7 +1811,7 @@ export interface paths {
          * QR code
          * @description Encode text as a QR code, as a PNG (base64) or an SVG document.
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: qr.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: qr (also callable as POST /v1/tools/qr).
          */
         post: operations["callTool_qr_code"];
         delete?: never;
@@ -1752,7 +1833,7 @@ export interface paths {
          * Read a QR code
          * @description Find and decode a QR code in an image (jsQR), with its position.
          *
-         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: qr-read, qr-scan.
+         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: qr-read, qr-scan (also callable as POST /v1/tools/qr-read, POST /v1/tools/qr-scan).
          */
         post: operations["callTool_qr_decode"];
         delete?: never;
@@ -1796,7 +1877,7 @@ export interface paths {
          * Readability
          * @description Flesch reading ease, Flesch-Kincaid grade, reading time and complex-word counts of an English text (wink-nlp, local).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: readability.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: readability (also callable as POST /v1/tools/readability).
          */
         post: operations["callTool_readability_score"];
         delete?: never;
@@ -1818,7 +1899,7 @@ export interface paths {
          * Test a regular expression
          * @description Run a JavaScript regular expression over a text and list every match with its index and groups. Runs under a time limit.
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: regex.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: regex (also callable as POST /v1/tools/regex).
          */
         post: operations["callTool_regex_test"];
         delete?: never;
@@ -1840,7 +1921,7 @@ export interface paths {
          * Check robots.txt
          * @description Read a site's robots.txt and say whether a user agent may crawl a URL, with the crawl delay and sitemaps it declares.
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: robots-txt.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: robots-txt (also callable as POST /v1/tools/robots-txt).
          */
         post: operations["callTool_robots_check"];
         delete?: never;
@@ -1862,7 +1943,7 @@ export interface paths {
          * Read an RSS or Atom feed
          * @description Read an RSS or Atom feed from a public URL: the feed's title and its latest items with links and dates.
          *
-         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: feed-read, atom-read.
+         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: feed-read, atom-read (also callable as POST /v1/tools/feed-read, POST /v1/tools/atom-read).
          */
         post: operations["callTool_rss_read"];
         delete?: never;
@@ -1884,7 +1965,7 @@ export interface paths {
          * Split sentences and words
          * @description Split an English text into sentences and count words, tokens and paragraphs; abbreviations and decimals are handled (wink-nlp, local).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: sentences, tokenize.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: sentences, tokenize (also callable as POST /v1/tools/sentences, POST /v1/tools/tokenize).
          */
         post: operations["callTool_sentence_split"];
         delete?: never;
@@ -1906,7 +1987,7 @@ export interface paths {
          * Read a sitemap
          * @description Read an XML sitemap or sitemap index from a public URL: its page URLs with last-modified dates, or the child sitemaps.
          *
-         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: sitemap.
+         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: sitemap (also callable as POST /v1/tools/sitemap).
          */
         post: operations["callTool_sitemap_read"];
         delete?: never;
@@ -1928,7 +2009,7 @@ export interface paths {
          * Spell check
          * @description Find misspelled English words (US Hunspell dictionary, nspell) with suggestions and their positions.
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: spelling.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: spelling (also callable as POST /v1/tools/spelling).
          */
         post: operations["callTool_spell_check"];
         delete?: never;
@@ -1950,7 +2031,7 @@ export interface paths {
          * Read a spreadsheet
          * @description Read the sheets of an Excel .xlsx workbook as rows of values (or objects keyed by the header row).
          *
-         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: xlsx-read, excel-read.
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: xlsx-read, excel-read (also callable as POST /v1/tools/xlsx-read, POST /v1/tools/excel-read).
          */
         post: operations["callTool_spreadsheet_read"];
         delete?: never;
@@ -1972,7 +2053,7 @@ export interface paths {
          * Write a spreadsheet
          * @description Build an Excel .xlsx workbook from rows of values or objects, one or more sheets, with a bold header row.
          *
-         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: xlsx-write, excel-write.
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: xlsx-write, excel-write (also callable as POST /v1/tools/xlsx-write, POST /v1/tools/excel-write).
          */
         post: operations["callTool_spreadsheet_write"];
         delete?: never;
@@ -1994,7 +2075,7 @@ export interface paths {
          * SQL over JSON or CSV
          * @description Run SQLite SQL over tables you send as JSON rows or CSV (SQLite compiled to WebAssembly, in memory, no file access).
          *
-         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: sql, query-csv.
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: sql, query-csv (also callable as POST /v1/tools/sql, POST /v1/tools/query-csv).
          */
         post: operations["callTool_sql_query"];
         delete?: never;
@@ -2016,7 +2097,7 @@ export interface paths {
          * SVG to PNG
          * @description Render an SVG document to PNG at a chosen width (resvg). External files and URLs are not loaded.
          *
-         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: svg-render, rasterize.
+         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: svg-render, rasterize (also callable as POST /v1/tools/svg-render, POST /v1/tools/rasterize).
          */
         post: operations["callTool_svg_to_png"];
         delete?: never;
@@ -2038,7 +2119,7 @@ export interface paths {
          * Diff two texts
          * @description Compare two texts by lines, words or characters; returns the changes and a unified diff.
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: diff.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: diff (also callable as POST /v1/tools/diff).
          */
         post: operations["callTool_text_diff"];
         delete?: never;
@@ -2060,7 +2141,7 @@ export interface paths {
          * Named entities
          * @description Find dates, times, amounts of money, percentages, numbers, ordinals, durations, e-mails, URLs, hashtags, mentions and emoji in an English text (wink-nlp, local).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: entities, ner.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: entities, ner (also callable as POST /v1/tools/entities, POST /v1/tools/ner).
          */
         post: operations["callTool_text_entities"];
         delete?: never;
@@ -2082,7 +2163,7 @@ export interface paths {
          * Keywords
          * @description The most important words and noun phrases of an English text, ranked by frequency of their lemma, stop words left out (wink-nlp, local).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: keywords, keyphrases.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: keywords, keyphrases (also callable as POST /v1/tools/keywords, POST /v1/tools/keyphrases).
          */
         post: operations["callTool_text_keywords"];
         delete?: never;
@@ -2104,7 +2185,7 @@ export interface paths {
          * Sentiment
          * @description Score the sentiment of an English text from -1 (negative) to 1 (positive), overall and per sentence (wink-nlp, local).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: sentiment.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: sentiment (also callable as POST /v1/tools/sentiment).
          */
         post: operations["callTool_text_sentiment"];
         delete?: never;
@@ -2126,7 +2207,7 @@ export interface paths {
          * Extractive summary
          * @description Summarise an English text by picking its most important sentences, in their original order (wink-nlp sentence importance, local, no AI provider).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: extractive-summary.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: extractive-summary (also callable as POST /v1/tools/extractive-summary).
          */
         post: operations["callTool_text_summarize_extractive"];
         delete?: never;
@@ -2148,7 +2229,7 @@ export interface paths {
          * Convert between time zones
          * @description Convert a date-time to another IANA time zone. A date-time without an offset is read in from_zone.
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: timezone.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: timezone (also callable as POST /v1/tools/timezone).
          */
         post: operations["callTool_timezone_convert"];
         delete?: never;
@@ -2170,7 +2251,7 @@ export interface paths {
          * Count tokens
          * @description Count the tokens of a text for OpenAI tokenisers (o200k_base for GPT-4o and later, cl100k_base for GPT-4 and GPT-3.5), with js-tiktoken.
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: tokens, tiktoken.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: tokens, tiktoken (also callable as POST /v1/tools/tokens, POST /v1/tools/tiktoken).
          */
         post: operations["callTool_token_count"];
         delete?: never;
@@ -2192,7 +2273,7 @@ export interface paths {
          * Convert units
          * @description Convert a value between units of the same dimension (length, mass, temperature, volume, speed, data, …).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: convert-units.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: convert-units (also callable as POST /v1/tools/convert-units).
          */
         post: operations["callTool_unit_convert"];
         delete?: never;
@@ -2214,7 +2295,7 @@ export interface paths {
          * Fetch a web page
          * @description Fetch a public web page and return its main content as Markdown or plain text (Readability), with its title.
          *
-         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: fetch-page, scrape.
+         *     Price: 3 credits ($0.006) per successful call; failed calls are refunded. Aliases: fetch-page, scrape (also callable as POST /v1/tools/fetch-page, POST /v1/tools/scrape).
          */
         post: operations["callTool_web_fetch"];
         delete?: never;
@@ -2236,7 +2317,7 @@ export interface paths {
          * Page metadata and links
          * @description Read a public web page's metadata (title, description, canonical URL, Open Graph and Twitter cards, favicon, language) and its links.
          *
-         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: link-preview, open-graph.
+         *     Price: 2 credits ($0.004) per successful call; failed calls are refunded. Aliases: link-preview, open-graph (also callable as POST /v1/tools/link-preview, POST /v1/tools/open-graph).
          */
         post: operations["callTool_web_metadata"];
         delete?: never;
@@ -2258,7 +2339,7 @@ export interface paths {
          * Web search
          * @description Search the web. Returns result titles, URLs and snippets from the configured search provider (SearXNG or Brave Search).
          *
-         *     Price: 5 credits ($0.01) per successful call; failed calls are refunded. Aliases: search-web.
+         *     Price: 5 credits ($0.01) per successful call; failed calls are refunded. Aliases: search-web (also callable as POST /v1/tools/search-web).
          */
         post: operations["callTool_web_search"];
         delete?: never;
@@ -2280,7 +2361,7 @@ export interface paths {
          * XML ⇄ JSON
          * @description Parse XML into JSON (attributes prefixed with @_), or build XML from JSON (fast-xml-parser). Entities are not expanded.
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: xml-to-json, json-to-xml.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: xml-to-json, json-to-xml (also callable as POST /v1/tools/xml-to-json, POST /v1/tools/json-to-xml).
          */
         post: operations["callTool_xml_convert"];
         delete?: never;
@@ -2302,7 +2383,7 @@ export interface paths {
          * YAML ⇄ JSON
          * @description Parse YAML (1.2, all documents) into JSON, or write JSON as YAML (the yaml package).
          *
-         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: yaml-to-json, json-to-yaml.
+         *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: yaml-to-json, json-to-yaml (also callable as POST /v1/tools/yaml-to-json, POST /v1/tools/json-to-yaml).
          */
         post: operations["callTool_yaml_convert"];
         delete?: never;
@@ -2377,6 +2458,26 @@ export interface components {
                 type: string;
             };
         };
+        PaymentRequired: {
+            /** @description The x402 v1 payment requirements: one exact USDC payment per network. */
+            accepts?: {
+                asset: string;
+                description?: string;
+                /** @description The token's EIP-712 name and version. */
+                extra?: Record<string, never>;
+                /** @description USDC atomic units. */
+                maxAmountRequired: string;
+                maxTimeoutSeconds: number;
+                mimeType?: string;
+                network: string;
+                payTo: string;
+                resource: string;
+                /** @constant */
+                scheme: "exact";
+            }[];
+            /** @constant */
+            x402Version?: 1;
+        } & components["schemas"]["Error"];
     };
     responses: never;
     parameters: never;
@@ -2493,6 +2594,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -2611,6 +2714,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -2749,6 +2854,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -2869,6 +2976,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -2981,6 +3090,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -3101,6 +3212,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -3193,6 +3306,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -5042,8 +5157,12 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description With text/csv: attachment; filename="analytics.csv". */
+                    "Content-Disposition"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -5087,6 +5206,7 @@ export interface operations {
                             latency_p95_ms: number | null;
                         };
                     };
+                    "text/csv": string;
                 };
             };
             /** @description invalid_json, invalid_range */
@@ -5143,6 +5263,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description analytics_not_enabled */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description store_unavailable */
             503: {
                 headers: {
@@ -5175,6 +5304,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -5242,10 +5373,12 @@ export interface operations {
             /** @description payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description not_found */
@@ -5336,6 +5469,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -5478,6 +5613,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -5608,6 +5745,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -5720,6 +5859,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -5819,6 +5960,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -5913,6 +6056,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -6042,6 +6187,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -6183,6 +6330,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -6327,6 +6476,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -6472,6 +6623,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -6645,6 +6798,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -6716,10 +6871,12 @@ export interface operations {
             /** @description payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description not_found */
@@ -6972,8 +7129,14 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description With text/csv: attachment; filename="usage.csv". */
+                    "Content-Disposition"?: string;
+                    /** @description With text/csv, when there are more entries: the next page, as <url>; rel="next" (the JSON answer has next_cursor instead). */
+                    Link?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -7001,6 +7164,7 @@ export interface operations {
                         /** @constant */
                         object: "list";
                     };
+                    "text/csv": string;
                 };
             };
             /** @description invalid_json */
@@ -7347,6 +7511,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -7449,6 +7615,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -7546,6 +7714,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -7653,6 +7823,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -7754,6 +7926,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -7877,6 +8051,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -7999,6 +8175,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -8097,6 +8275,86 @@ export interface operations {
             };
         };
     };
+    getChangelogpage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    getChangelogRSS: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/rss+xml": string;
+                };
+            };
+        };
+    };
+    getDocspage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    getDocsTryitscript: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+        };
+    };
     getHealthz: {
         parameters: {
             query?: never;
@@ -8157,6 +8415,82 @@ export interface operations {
             };
             /** @description store_unavailable */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getllmstxt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    postMcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description A JSON-RPC response, as JSON or an event stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description feature_not_in_tier, host_not_allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header does not allow both application/json and text/event-stream. */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description rate_limited */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8364,6 +8698,77 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getStatuspage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    getStatusJSON: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        check_interval_ms: number;
+                        components: Record<string, never>[];
+                        history_available: boolean;
+                        incidents: {
+                            active?: Record<string, never>[];
+                            recent?: Record<string, never>[];
+                        };
+                        /** @enum {string} */
+                        status: "operational" | "degraded";
+                        updated_at: string;
+                    };
+                };
+            };
+        };
+    };
+    getStatusRSS: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/rss+xml": string;
                 };
             };
         };
@@ -8597,13 +9002,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -8648,10 +9059,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -8777,13 +9190,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -8840,10 +9259,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -8967,13 +9388,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -9016,10 +9443,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -9147,13 +9576,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -9196,10 +9631,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -9330,13 +9767,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -9381,10 +9824,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -9516,13 +9961,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -9567,10 +10018,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -9699,13 +10152,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -9748,10 +10207,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -9879,13 +10340,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -9925,10 +10392,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -10055,13 +10524,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -10104,10 +10579,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -10233,13 +10710,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -10284,10 +10767,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -10430,13 +10915,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -10480,10 +10971,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -10697,13 +11190,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -10751,10 +11250,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -10897,13 +11398,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -10937,10 +11444,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -11077,13 +11586,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -11117,10 +11632,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -11258,13 +11775,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -11309,10 +11832,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -11449,13 +11974,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -11498,10 +12029,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -11629,13 +12162,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -11674,10 +12213,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -11809,13 +12350,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -11847,10 +12394,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -11983,13 +12532,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -12030,10 +12585,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -12162,13 +12719,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -12204,10 +12767,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -12341,13 +12906,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -12383,10 +12954,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -12515,13 +13088,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -12555,10 +13134,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -12680,13 +13261,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -12718,10 +13305,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -12862,13 +13451,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -12902,10 +13497,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -13027,13 +13624,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -13088,10 +13691,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -13244,13 +13849,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -13292,10 +13903,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -13422,13 +14035,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -13486,10 +14105,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -13623,13 +14244,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -13667,10 +14294,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -13796,13 +14425,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -13840,10 +14475,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -13967,13 +14604,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -14007,10 +14650,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -14142,13 +14787,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -14194,10 +14845,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -14319,13 +14972,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -14364,10 +15023,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -14489,13 +15150,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -14527,10 +15194,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -14664,13 +15333,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -14706,10 +15381,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -14831,13 +15508,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -14878,10 +15561,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -15008,13 +15693,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -15054,10 +15745,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -15200,13 +15893,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -15244,10 +15943,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -15386,13 +16087,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -15436,10 +16143,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -15561,13 +16270,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -15608,10 +16323,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -15738,13 +16455,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -15786,10 +16509,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -15911,13 +16636,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -15959,10 +16690,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -16091,13 +16824,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -16138,10 +16877,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -16271,13 +17012,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -16317,10 +17064,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -16450,13 +17199,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -16507,10 +17262,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -16632,13 +17389,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -16676,10 +17439,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -16809,13 +17574,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -16865,10 +17636,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -17000,13 +17773,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -17047,10 +17826,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -17182,13 +17963,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -17231,10 +18018,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -17363,13 +18152,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -17405,10 +18200,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -17539,13 +18336,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -17583,10 +18386,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -17712,13 +18517,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -17758,10 +18569,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -17891,13 +18704,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -17939,10 +18758,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -18064,13 +18885,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -18111,10 +18938,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -18241,13 +19070,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -18286,10 +19121,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -18411,13 +19248,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -18461,10 +19304,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -18591,13 +19436,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -18638,10 +19489,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -18770,13 +19623,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -18818,10 +19677,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -18954,13 +19815,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -18998,10 +19865,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -19127,13 +19996,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -19171,10 +20046,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -19310,13 +20187,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -19361,10 +20244,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -19494,13 +20379,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -19559,10 +20450,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -19689,13 +20582,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -19733,10 +20632,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -19865,13 +20766,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -19905,10 +20812,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -20032,13 +20941,19 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
+                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
+                    /** @description The same receipt, under its x402 v1 name. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -20074,10 +20989,12 @@ export interface operations {
             /** @description insufficient_credits, key_budget_exceeded, payment_required, payment_invalid */
             402: {
                 headers: {
+                    /** @description The x402 v2 offer (base64 JSON: x402Version 2, resource, accepts), when the gateway takes x402 payments. */
+                    "PAYMENT-REQUIRED"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
             /** @description tool_not_allowed */
@@ -20194,6 +21111,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
@@ -20411,6 +21330,8 @@ export interface operations {
                 headers: {
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
+                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
