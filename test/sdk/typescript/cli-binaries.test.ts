@@ -100,6 +100,28 @@ describe("the linux-x64 binary", () => {
     expect(flags.stderr).toMatch(/1 credit\(s\), 97 left/);
   });
 
+  it("refuses a field flag given no value (nothing is charged), unless the field is a boolean", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    for (const argv of [
+      ["call", "hash", "--text", "--json"],
+      ["call", "hash", "--text"],
+    ]) {
+      const run = await toolgate(argv, keyed(key));
+      expect([argv.join(" "), run.code, run.stdout, run.stderr.trim()]).toEqual([
+        argv.join(" "),
+        2,
+        "",
+        "toolgate: --text needs a value",
+      ]);
+    }
+    expect(await creditsOf(gw.url, key)).toBe(100);
+    const bare = await toolgate(
+      ["call", "date-parse", "--text", "next Friday at noon", "--forward-date", "--json"],
+      keyed(key),
+    );
+    expect([bare.code, JSON.parse(bare.stdout).dates]).toEqual([0, expect.any(Array)]);
+  });
+
   it("prints a human table by default and help for every command", async () => {
     const { key } = await fundedAccount(gw.url, 100, "free");
     const list = await toolgate(["tools", "list"], keyed(key));

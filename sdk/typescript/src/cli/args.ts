@@ -52,7 +52,10 @@ export function intOption(parsed: Parsed, name: string): number | undefined {
   return Number(value);
 }
 
-/** Turns `--field value` options into a tool input, typed by the tool's input JSON Schema. */
+/**
+ * Turns `--field value` options into a tool input, typed by the tool's input JSON Schema; a
+ * field flag without a value is `true` for a boolean field and a usage error for any other.
+ */
 export function inputFromFlags(
   flags: Map<string, string | true>,
   schema: { properties?: Record<string, { type?: string | string[] }> },
@@ -71,6 +74,8 @@ export function inputFromFlags(
         }`,
       );
     const types = ([] as string[]).concat(spec.type ?? []);
+    // A bare flag (no value, or another flag next) means true, for a boolean field only.
+    if (raw === true && !types.includes("boolean")) throw new UsageError(`--${flag} needs a value`);
     const value = raw === true ? "true" : raw;
     if (types.includes("boolean") && (value === "true" || value === "false"))
       input[field] = value === "true";

@@ -57,7 +57,8 @@ A key is never taken as an argument, so it stays out of shell history and proces
   call: `Usage: toolgate call NAME [--input JSON | --input @file.json] [--FIELD value ...] [--idempotency-key KEY]
 
 The tool's input is the JSON given with --input, or built from --FIELD flags named after the tool's
-input fields (see \`toolgate tools show NAME\`); numbers, booleans and JSON objects are typed from the schema.
+input fields (see \`toolgate tools show NAME\`); numbers, booleans and JSON objects are typed from the schema,
+and a flag given alone (--FIELD) means true for a boolean field.
 
 Paying per call with x402 instead of an API key:
   --wallet-key-file PATH    a file holding the wallet's private key (0x…); never pass a key itself
