@@ -122,6 +122,29 @@ describe("the linux-x64 binary", () => {
     expect([bare.code, JSON.parse(bare.stdout).dates]).toEqual([0, expect.any(Array)]);
   });
 
+  it("types a number field's flag as any decimal number: 1e3, .5, +2, 5., -2.5E-1", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const convert = async (value: string) => {
+      const run = await toolgate(
+        ["call", "unit-convert", "--value", value, "--from", "km", "--to", "m", "--json"],
+        keyed(key),
+      );
+      return [value, run.code, run.code === 0 ? JSON.parse(run.stdout).value : run.stderr];
+    };
+    for (const [value, number] of [
+      ["1e3", 1000],
+      [".5", 0.5],
+      ["+2", 2],
+      ["5.", 5],
+      ["-2.5E-1", -0.25],
+      ["7", 7],
+    ] as const)
+      expect(await convert(value)).toEqual([value, 0, number]);
+    // Not a decimal number (or not a finite one): sent as the string given, which the tool refuses.
+    for (const value of ["0x10", "1e999", "1,5"])
+      expect(await convert(value)).toEqual([value, 3, expect.stringContaining("value")]);
+  });
+
   it("prints a human table by default and help for every command", async () => {
     const { key } = await fundedAccount(gw.url, 100, "free");
     const list = await toolgate(["tools", "list"], keyed(key));

@@ -52,6 +52,9 @@ export function intOption(parsed: Parsed, name: string): number | undefined {
   return Number(value);
 }
 
+/** A decimal number as JSON writes one, or with a leading "+", "." or trailing ".": 1e3, .5, +2, 5. */
+const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+
 /**
  * Turns `--field value` options into a tool input, typed by the tool's input JSON Schema; a
  * field flag without a value is `true` for a boolean field and a usage error for any other.
@@ -81,7 +84,8 @@ export function inputFromFlags(
       input[field] = value === "true";
     else if (
       (types.includes("integer") || types.includes("number")) &&
-      /^-?\d+(\.\d+)?$/.test(value)
+      DECIMAL.test(value) &&
+      Number.isFinite(Number(value))
     )
       input[field] = Number(value);
     else if (types.includes("object") || types.includes("array")) {
