@@ -169,6 +169,20 @@ describe("the linux-x64 binary", () => {
     }
   });
 
+  it("prints the package's version with --version or version", async () => {
+    const { version } = JSON.parse(
+      await readFile(new URL("../../../sdk/typescript/package.json", import.meta.url), "utf8"),
+    ) as { version: string };
+    for (const argv of [["--version"], ["version"]])
+      expect([argv[0], await toolgate(argv)]).toEqual([
+        argv[0],
+        { code: 0, stdout: `toolgate ${version}\n`, stderr: "" },
+      ]);
+    const json = await toolgate(["--version", "--json"]);
+    expect([json.code, JSON.parse(json.stdout)]).toEqual([0, { version }]);
+    expect((await toolgate(["--help"])).stdout).toMatch(/^ {2}version\s/m);
+  });
+
   it("exits 2 on a usage error, 3 on an API error, 4 when the gateway cannot be reached", async () => {
     const { key } = await fundedAccount(gw.url, 100, "free");
     const usage = await toolgate(["frobnicate"], keyed(key));

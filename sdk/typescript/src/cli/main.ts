@@ -22,6 +22,9 @@ import { readSecret } from "./read-secret.js";
 
 export const EXIT = { ok: 0, failure: 1, usage: 2, api: 3, network: 4 } as const;
 
+/** sdk/typescript/package.json's "version" (test/sdk/typescript/cli-binaries.test.ts keeps them equal). */
+export const VERSION = "0.1.0";
+
 const GLOBAL_HELP = `Options for every command:
   --json                    print JSON (for scripts) instead of text
   --base-url URL            the gateway (default: TOOLGATE_BASE_URL, the login's, or http://localhost:8402)
@@ -42,6 +45,7 @@ Commands:
   usage                     ledger entries, newest first
   keys list|create|rotate|revoke   manage API keys
   webhooks list|test        list webhooks, send a test event
+  version                   the CLI's version (also: toolgate --version)
 
 Exit codes: 0 done, 2 usage error, 3 API error, 4 network error, 1 other.
 
@@ -188,6 +192,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const json = parsed.options.has("json");
   const print = (human: string, data: unknown) =>
     io.out(json ? JSON.stringify(data, null, 2) : human);
+  if (command === "version" || (command === "" && parsed.options.has("version"))) {
+    print(`toolgate ${VERSION}`, { version: VERSION });
+    return EXIT.ok;
+  }
   if (
     parsed.options.has("help") ||
     parsed.options.has("h") ||
