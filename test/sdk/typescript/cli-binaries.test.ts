@@ -1,5 +1,5 @@
 import { execFile, spawn } from "node:child_process";
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -262,6 +262,31 @@ describe("the linux-x64 binary", () => {
     expect((await toolgate(["usage"])).stdout).toMatch(/^AT\s+KIND\s+AMOUNT/m);
     expect((await toolgate(["webhooks", "list"])).stdout).toContain("No webhooks.");
     expect((await toolgate(["webhooks", "test", "--json"])).stdout).toContain('"sent": []');
+  });
+
+  it("stops, naming the file, when the stored config.json cannot be used", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "toolgate-bad-config-"));
+    const file = join(dir, "config.json");
+    try {
+      for (const content of ["{bad", '["tg_live_x"]', '{"api_key":5}']) {
+        await writeFile(file, content);
+        const run = await toolgate(["account"], { TOOLGATE_CONFIG_DIR: dir });
+        expect([content, run.code, run.stderr]).toEqual([
+          content,
+          2,
+          `toolgate: ${file} is not a valid config file (a JSON object with api_key and base_url); fix it, or delete it and run \`toolgate login\` again\n`,
+        ]);
+      }
+      await rm(file);
+      await mkdir(file); // a directory where the file should be: unreadable
+      const unreadable = await toolgate(["account"], { TOOLGATE_CONFIG_DIR: dir });
+      expect([unreadable.code, unreadable.stderr]).toEqual([
+        2,
+        expect.stringMatching(new RegExp(`^toolgate: cannot read ${file}: .*\\n$`)),
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("manages keys: create, list, rotate, revoke", async () => {
