@@ -264,6 +264,28 @@ describe("the linux-x64 binary", () => {
     expect((await toolgate(["webhooks", "test", "--json"])).stdout).toContain('"sent": []');
   });
 
+  it("says in one line, without a stack trace, that login cannot write its config directory", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const dir = await mkdtemp(join(tmpdir(), "toolgate-unwritable-"));
+    try {
+      // A file where a parent directory should be: not writable, even for root.
+      await writeFile(join(dir, "file"), "");
+      const configFile = join(dir, "file", "toolgate", "config.json");
+      const login = await toolgate(
+        ["login", "--base-url", gw.url],
+        { TOOLGATE_CONFIG_DIR: join(dir, "file", "toolgate") },
+        { input: `${key}\n` },
+      );
+      expect([login.code, login.stdout, login.stderr]).toEqual([
+        2,
+        "",
+        expect.stringMatching(new RegExp(`^toolgate: cannot write ${configFile}: [^\\n]*\\n$`)),
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("stops, naming the file, when the stored config.json cannot be used", async () => {
     const dir = await mkdtemp(join(tmpdir(), "toolgate-bad-config-"));
     const file = join(dir, "config.json");

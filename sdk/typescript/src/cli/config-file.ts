@@ -28,7 +28,8 @@ export async function readConfig(): Promise<StoredConfig> {
   try {
     text = await readFile(path, "utf8");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return {};
+    // No file, or a file where a parent directory should be: nothing stored (login says why it cannot write).
+    if (["ENOENT", "ENOTDIR"].includes((error as NodeJS.ErrnoException).code ?? "")) return {};
     throw new UsageError(`cannot read ${path}: ${(error as Error).message}`);
   }
   let config: unknown;
@@ -49,11 +50,15 @@ export async function readConfig(): Promise<StoredConfig> {
   return config as StoredConfig;
 }
 
+/** Stores the login; a usage error naming the file when it cannot be written. */
 export async function writeConfig(config: StoredConfig): Promise<string> {
-  const dir = configDir();
-  await mkdir(dir, { recursive: true, mode: 0o700 });
   const path = configPath();
-  await writeFile(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
-  await chmod(path, 0o600); // an existing file keeps its old mode on write
+  try {
+    await mkdir(configDir(), { recursive: true, mode: 0o700 });
+    await writeFile(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+    await chmod(path, 0o600); // an existing file keeps its old mode on write
+  } catch (error) {
+    throw new UsageError(`cannot write ${path}: ${(error as Error).message}`);
+  }
   return path;
 }
