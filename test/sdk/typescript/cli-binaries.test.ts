@@ -335,6 +335,17 @@ describe("the linux-x64 binary", () => {
     );
   });
 
+  it("revokes the account's last key only with --force", async () => {
+    const { key, keyId } = await fundedAccount(gw.url, 100, "free");
+    const kept = await toolgate(["keys", "revoke", keyId], keyed(key));
+    expect([kept.code, kept.stderr]).toEqual([3, expect.stringContaining("last_active_key")]);
+    expect((await toolgate(["keys", "--help"])).stdout).toContain("revoke ID [--force]");
+    const forced = await toolgate(["keys", "revoke", "--force", keyId], keyed(key));
+    expect([forced.code, forced.stdout]).toEqual([0, `Revoked ${keyId}.\n`]);
+    const after = await toolgate(["account", "--json"], keyed(key));
+    expect([after.code, JSON.parse(after.stderr).error.status]).toEqual([3, 401]);
+  });
+
   it("pays a call from --wallet-key-file, and refuses above --max-per-call", async () => {
     const walletFile = join(configDir, "wallet.key");
     await writeFile(walletFile, `${toHex(payer.getHdKey().privateKey!)}\n`, { mode: 0o600 });

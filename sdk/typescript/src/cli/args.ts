@@ -10,7 +10,7 @@ export interface Parsed {
   options: Map<string, string | true>;
 }
 
-const BOOLEAN_FLAGS = new Set(["json", "help", "h"]);
+const BOOLEAN_FLAGS = new Set(["json", "help", "h", "force"]);
 
 export function parseArgs(argv: string[]): Parsed {
   const positionals: string[] = [];

@@ -74,7 +74,7 @@ Paying per call with x402 instead of an API key:
   keys: `Usage: toolgate keys list [--json]
        toolgate keys create [--name NAME] [--json]
        toolgate keys rotate ID [--grace-seconds N] [--json]     (0 = revoke the old key at once)
-       toolgate keys revoke ID [--json]
+       toolgate keys revoke ID [--force] [--json]   (--force: even the account's last active key)
 A new key is printed once; store it then.`,
   webhooks: `Usage: toolgate webhooks list [--json]
        toolgate webhooks test [--webhook-id ID] [--json]`,
@@ -346,7 +346,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
             key,
           );
         } else if (sub === "revoke" && arg) {
-          const key = await client.keys.revoke(arg);
+          const key = await client.keys.revoke(arg, { force: parsed.options.has("force") });
           print(`Revoked ${arg}.`, key);
         } else throw new UsageError(HELP.keys!);
         return EXIT.ok;
