@@ -1,5 +1,5 @@
 import { execFile, spawn } from "node:child_process";
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -100,6 +100,51 @@ describe("the linux-x64 binary", () => {
     expect(flags.stderr).toMatch(/1 credit\(s\), 97 left/);
   });
 
+  it("refuses a field flag given no value (nothing is charged), unless the field is a boolean", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    for (const argv of [
+      ["call", "hash", "--text", "--json"],
+      ["call", "hash", "--text"],
+    ]) {
+      const run = await toolgate(argv, keyed(key));
+      expect([argv.join(" "), run.code, run.stdout, run.stderr.trim()]).toEqual([
+        argv.join(" "),
+        2,
+        "",
+        "toolgate: --text needs a value",
+      ]);
+    }
+    expect(await creditsOf(gw.url, key)).toBe(100);
+    const bare = await toolgate(
+      ["call", "date-parse", "--text", "next Friday at noon", "--forward-date", "--json"],
+      keyed(key),
+    );
+    expect([bare.code, JSON.parse(bare.stdout).dates]).toEqual([0, expect.any(Array)]);
+  });
+
+  it("types a number field's flag as any decimal number: 1e3, .5, +2, 5., -2.5E-1", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const convert = async (value: string) => {
+      const run = await toolgate(
+        ["call", "unit-convert", "--value", value, "--from", "km", "--to", "m", "--json"],
+        keyed(key),
+      );
+      return [value, run.code, run.code === 0 ? JSON.parse(run.stdout).value : run.stderr];
+    };
+    for (const [value, number] of [
+      ["1e3", 1000],
+      [".5", 0.5],
+      ["+2", 2],
+      ["5.", 5],
+      ["-2.5E-1", -0.25],
+      ["7", 7],
+    ] as const)
+      expect(await convert(value)).toEqual([value, 0, number]);
+    // Not a decimal number (or not a finite one): sent as the string given, which the tool refuses.
+    for (const value of ["0x10", "1e999", "1,5"])
+      expect(await convert(value)).toEqual([value, 3, expect.stringContaining("value")]);
+  });
+
   it("prints a human table by default and help for every command", async () => {
     const { key } = await fundedAccount(gw.url, 100, "free");
     const list = await toolgate(["tools", "list"], keyed(key));
@@ -122,6 +167,20 @@ describe("the linux-x64 binary", () => {
         expect.stringMatching(/Usage: toolgate/),
       ]);
     }
+  });
+
+  it("prints the package's version with --version or version", async () => {
+    const { version } = JSON.parse(
+      await readFile(new URL("../../../sdk/typescript/package.json", import.meta.url), "utf8"),
+    ) as { version: string };
+    for (const argv of [["--version"], ["version"]])
+      expect([argv[0], await toolgate(argv)]).toEqual([
+        argv[0],
+        { code: 0, stdout: `toolgate ${version}\n`, stderr: "" },
+      ]);
+    const json = await toolgate(["--version", "--json"]);
+    expect([json.code, JSON.parse(json.stdout)]).toEqual([0, { version }]);
+    expect((await toolgate(["--help"])).stdout).toMatch(/^ {2}version\s/m);
   });
 
   it("exits 2 on a usage error, 3 on an API error, 4 when the gateway cannot be reached", async () => {
@@ -205,6 +264,53 @@ describe("the linux-x64 binary", () => {
     expect((await toolgate(["webhooks", "test", "--json"])).stdout).toContain('"sent": []');
   });
 
+  it("says in one line, without a stack trace, that login cannot write its config directory", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const dir = await mkdtemp(join(tmpdir(), "toolgate-unwritable-"));
+    try {
+      // A file where a parent directory should be: not writable, even for root.
+      await writeFile(join(dir, "file"), "");
+      const configFile = join(dir, "file", "toolgate", "config.json");
+      const login = await toolgate(
+        ["login", "--base-url", gw.url],
+        { TOOLGATE_CONFIG_DIR: join(dir, "file", "toolgate") },
+        { input: `${key}\n` },
+      );
+      expect([login.code, login.stdout, login.stderr]).toEqual([
+        2,
+        "",
+        expect.stringMatching(new RegExp(`^toolgate: cannot write ${configFile}: [^\\n]*\\n$`)),
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("stops, naming the file, when the stored config.json cannot be used", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "toolgate-bad-config-"));
+    const file = join(dir, "config.json");
+    try {
+      for (const content of ["{bad", '["tg_live_x"]', '{"api_key":5}']) {
+        await writeFile(file, content);
+        const run = await toolgate(["account"], { TOOLGATE_CONFIG_DIR: dir });
+        expect([content, run.code, run.stderr]).toEqual([
+          content,
+          2,
+          `toolgate: ${file} is not a valid config file (a JSON object with api_key and base_url); fix it, or delete it and run \`toolgate login\` again\n`,
+        ]);
+      }
+      await rm(file);
+      await mkdir(file); // a directory where the file should be: unreadable
+      const unreadable = await toolgate(["account"], { TOOLGATE_CONFIG_DIR: dir });
+      expect([unreadable.code, unreadable.stderr]).toEqual([
+        2,
+        expect.stringMatching(new RegExp(`^toolgate: cannot read ${file}: .*\\n$`)),
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("manages keys: create, list, rotate, revoke", async () => {
     const { key, keyId } = await fundedAccount(gw.url, 100, "free");
     const created = JSON.parse(
@@ -227,6 +333,17 @@ describe("the linux-x64 binary", () => {
         [rotated.id, "revoked"],
       ].sort(),
     );
+  });
+
+  it("revokes the account's last key only with --force", async () => {
+    const { key, keyId } = await fundedAccount(gw.url, 100, "free");
+    const kept = await toolgate(["keys", "revoke", keyId], keyed(key));
+    expect([kept.code, kept.stderr]).toEqual([3, expect.stringContaining("last_active_key")]);
+    expect((await toolgate(["keys", "--help"])).stdout).toContain("revoke ID [--force]");
+    const forced = await toolgate(["keys", "revoke", "--force", keyId], keyed(key));
+    expect([forced.code, forced.stdout]).toEqual([0, `Revoked ${keyId}.\n`]);
+    const after = await toolgate(["account", "--json"], keyed(key));
+    expect([after.code, JSON.parse(after.stderr).error.status]).toEqual([3, 401]);
   });
 
   it("pays a call from --wallet-key-file, and refuses above --max-per-call", async () => {

@@ -10,7 +10,7 @@ export interface Parsed {
   options: Map<string, string | true>;
 }
 
-const BOOLEAN_FLAGS = new Set(["json", "help", "h"]);
+const BOOLEAN_FLAGS = new Set(["json", "help", "h", "force"]);
 
 export function parseArgs(argv: string[]): Parsed {
   const positionals: string[] = [];
@@ -52,7 +52,13 @@ export function intOption(parsed: Parsed, name: string): number | undefined {
   return Number(value);
 }
 
-/** Turns `--field value` options into a tool input, typed by the tool's input JSON Schema. */
+/** A decimal number as JSON writes one, or with a leading "+", "." or trailing ".": 1e3, .5, +2, 5. */
+const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+
+/**
+ * Turns `--field value` options into a tool input, typed by the tool's input JSON Schema; a
+ * field flag without a value is `true` for a boolean field and a usage error for any other.
+ */
 export function inputFromFlags(
   flags: Map<string, string | true>,
   schema: { properties?: Record<string, { type?: string | string[] }> },
@@ -71,12 +77,15 @@ export function inputFromFlags(
         }`,
       );
     const types = ([] as string[]).concat(spec.type ?? []);
+    // A bare flag (no value, or another flag next) means true, for a boolean field only.
+    if (raw === true && !types.includes("boolean")) throw new UsageError(`--${flag} needs a value`);
     const value = raw === true ? "true" : raw;
     if (types.includes("boolean") && (value === "true" || value === "false"))
       input[field] = value === "true";
     else if (
       (types.includes("integer") || types.includes("number")) &&
-      /^-?\d+(\.\d+)?$/.test(value)
+      DECIMAL.test(value) &&
+      Number.isFinite(Number(value))
     )
       input[field] = Number(value);
     else if (types.includes("object") || types.includes("array")) {

@@ -6,6 +6,7 @@
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { UsageError } from "./args.js";
 
 export interface StoredConfig {
   api_key?: string;
@@ -20,19 +21,44 @@ export function configDir(env: NodeJS.ProcessEnv = process.env): string {
 
 export const configPath = (env?: NodeJS.ProcessEnv) => join(configDir(env), "config.json");
 
+/** The stored login: none without a file; a usage error naming the file when it cannot be used. */
 export async function readConfig(): Promise<StoredConfig> {
+  const path = configPath();
+  let text: string;
   try {
-    return JSON.parse(await readFile(configPath(), "utf8")) as StoredConfig;
-  } catch {
-    return {};
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    // No file, or a file where a parent directory should be: nothing stored (login says why it cannot write).
+    if (["ENOENT", "ENOTDIR"].includes((error as NodeJS.ErrnoException).code ?? "")) return {};
+    throw new UsageError(`cannot read ${path}: ${(error as Error).message}`);
   }
+  let config: unknown;
+  try {
+    config = JSON.parse(text);
+  } catch {
+    // not JSON: refused below
+  }
+  if (
+    !config ||
+    typeof config !== "object" ||
+    Array.isArray(config) ||
+    Object.values(config).some((v) => typeof v !== "string")
+  )
+    throw new UsageError(
+      `${path} is not a valid config file (a JSON object with api_key and base_url); fix it, or delete it and run \`toolgate login\` again`,
+    );
+  return config as StoredConfig;
 }
 
+/** Stores the login; a usage error naming the file when it cannot be written. */
 export async function writeConfig(config: StoredConfig): Promise<string> {
-  const dir = configDir();
-  await mkdir(dir, { recursive: true, mode: 0o700 });
   const path = configPath();
-  await writeFile(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
-  await chmod(path, 0o600); // an existing file keeps its old mode on write
+  try {
+    await mkdir(configDir(), { recursive: true, mode: 0o700 });
+    await writeFile(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+    await chmod(path, 0o600); // an existing file keeps its old mode on write
+  } catch (error) {
+    throw new UsageError(`cannot write ${path}: ${(error as Error).message}`);
+  }
   return path;
 }

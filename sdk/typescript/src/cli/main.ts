@@ -22,6 +22,9 @@ import { readSecret } from "./read-secret.js";
 
 export const EXIT = { ok: 0, failure: 1, usage: 2, api: 3, network: 4 } as const;
 
+/** sdk/typescript/package.json's "version" (test/sdk/typescript/cli-binaries.test.ts keeps them equal). */
+export const VERSION = "0.1.0";
+
 const GLOBAL_HELP = `Options for every command:
   --json                    print JSON (for scripts) instead of text
   --base-url URL            the gateway (default: TOOLGATE_BASE_URL, the login's, or http://localhost:8402)
@@ -42,6 +45,7 @@ Commands:
   usage                     ledger entries, newest first
   keys list|create|rotate|revoke   manage API keys
   webhooks list|test        list webhooks, send a test event
+  version                   the CLI's version (also: toolgate --version)
 
 Exit codes: 0 done, 2 usage error, 3 API error, 4 network error, 1 other.
 
@@ -57,7 +61,8 @@ A key is never taken as an argument, so it stays out of shell history and proces
   call: `Usage: toolgate call NAME [--input JSON | --input @file.json] [--FIELD value ...] [--idempotency-key KEY]
 
 The tool's input is the JSON given with --input, or built from --FIELD flags named after the tool's
-input fields (see \`toolgate tools show NAME\`); numbers, booleans and JSON objects are typed from the schema.
+input fields (see \`toolgate tools show NAME\`); numbers, booleans and JSON objects are typed from the schema,
+and a flag given alone (--FIELD) means true for a boolean field.
 
 Paying per call with x402 instead of an API key:
   --wallet-key-file PATH    a file holding the wallet's private key (0x…); never pass a key itself
@@ -69,7 +74,7 @@ Paying per call with x402 instead of an API key:
   keys: `Usage: toolgate keys list [--json]
        toolgate keys create [--name NAME] [--json]
        toolgate keys rotate ID [--grace-seconds N] [--json]     (0 = revoke the old key at once)
-       toolgate keys revoke ID [--json]
+       toolgate keys revoke ID [--force] [--json]   (--force: even the account's last active key)
 A new key is printed once; store it then.`,
   webhooks: `Usage: toolgate webhooks list [--json]
        toolgate webhooks test [--webhook-id ID] [--json]`,
@@ -187,6 +192,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const json = parsed.options.has("json");
   const print = (human: string, data: unknown) =>
     io.out(json ? JSON.stringify(data, null, 2) : human);
+  if (command === "version" || (command === "" && parsed.options.has("version"))) {
+    print(`toolgate ${VERSION}`, { version: VERSION });
+    return EXIT.ok;
+  }
   if (
     parsed.options.has("help") ||
     parsed.options.has("h") ||
@@ -337,7 +346,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
             key,
           );
         } else if (sub === "revoke" && arg) {
-          const key = await client.keys.revoke(arg);
+          const key = await client.keys.revoke(arg, { force: parsed.options.has("force") });
           print(`Revoked ${arg}.`, key);
         } else throw new UsageError(HELP.keys!);
         return EXIT.ok;

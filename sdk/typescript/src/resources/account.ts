@@ -80,12 +80,16 @@ export class Keys {
     ).data as ResponseOf<"patchKeysId">;
   }
 
-  /** `DELETE /api/v1/keys/{id}`: revokes the key at once. */
-  async revoke(id: string): Promise<ResponseOf<"deleteKeysId">> {
+  /**
+   * `DELETE /api/v1/keys/{id}`: revokes the key at once; the account's last active key only
+   * with `force` (409 `last_active_key` otherwise).
+   */
+  async revoke(id: string, options: { force?: boolean } = {}): Promise<ResponseOf<"deleteKeysId">> {
     return (
       await this.transport.request({
         method: "DELETE",
         path: `/api/v1/keys/${encodeURIComponent(id)}`,
+        query: { force: options.force ? "true" : undefined },
         // Not repeated after a lost answer: the gateway answers a second revoke 404.
       })
     ).data as ResponseOf<"deleteKeysId">;
