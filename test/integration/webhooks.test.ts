@@ -393,6 +393,38 @@ describe.concurrent("retries", () => {
     });
   }, 25_000);
 
+  it("a 200 followed by an endless body is delivered once, and the connection is dropped after a small part of it", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const path = uniquePath("endless");
+    rx.script(path, ["endless"]);
+    const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
+    const started = Date.now();
+    await sendTest(key, hook.id);
+    const stream = await rx.streamClosed(path, 5000);
+    expect(stream?.closedAt).not.toBeNull();
+    expect(stream!.closedAt! - started).toBeLessThan(5000);
+    // What was read, plus what the sockets' buffers held when the gateway hung up: bounded.
+    expect(stream!.sent).toBeLessThan(8 * 1024 * 1024);
+    const log = await deliveryLog(key, hook.id, 1);
+    expect(log).toHaveLength(1);
+    expect(log[0]).toMatchObject({ attempt: 1, status: 200, outcome: "delivered", error: null });
+  }, 10_000);
+
+  it("a 200 followed by a body trickled a byte a second is dropped at the 10 s deadline", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const path = uniquePath("trickle");
+    rx.script(path, ["trickle"]);
+    const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
+    await sendTest(key, hook.id);
+    const [request] = await rx.waitFor(path, 1, 5000);
+    const stream = await rx.streamClosed(path, 15_000);
+    expect(stream?.closedAt).not.toBeNull();
+    within(stream!.closedAt! - request!.at, 10_000);
+    const log = await deliveryLog(key, hook.id, 1);
+    expect(log).toHaveLength(1);
+    expect(log[0]).toMatchObject({ attempt: 1, status: 200, outcome: "delivered" });
+  }, 20_000);
+
   it("a redirect is a failure and is not followed", async () => {
     const { key } = await fundedAccount(gw.url, 100, "pro");
     const path = uniquePath("moved");
