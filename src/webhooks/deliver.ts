@@ -1,6 +1,6 @@
 import { Agent, request } from "node:https";
 import type { StoreAgnosticWebhook } from "./types.js";
-import { guardedLookup } from "./ssrf.js";
+import { guardAgent } from "./ssrf.js";
 import { specSignature, standardSignature } from "./signing.js";
 
 /**
@@ -24,11 +24,7 @@ export interface AttemptResult {
 }
 
 export function createDeliveryAgent(allowPrivate: boolean): Agent {
-  return new Agent({
-    keepAlive: true,
-    maxSockets: 64,
-    lookup: guardedLookup(allowPrivate) as never,
-  });
+  return guardAgent(new Agent({ keepAlive: true, maxSockets: 64 }), allowPrivate);
 }
 
 export function deliveryHeaders(
