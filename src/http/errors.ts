@@ -47,6 +47,7 @@ export const ERRORS = {
   tool_name_taken: { status: 409, type: "invalid_request_error" },
   last_active_key: { status: 409, type: "invalid_request_error" },
   sso_domain_taken: { status: 409, type: "invalid_request_error" },
+  secret_rotation_in_progress: { status: 409, type: "invalid_request_error" },
   invalid_cursor: { status: 400, type: "invalid_request_error" },
   unknown_tool_name: { status: 400, type: "invalid_request_error" },
   invalid_range: { status: 400, type: "invalid_request_error" },

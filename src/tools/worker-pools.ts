@@ -2,7 +2,7 @@ import { Agent } from "node:http";
 import { Agent as TlsAgent } from "node:https";
 import type { Logger } from "pino";
 import type { AccountRecord } from "../store/types.js";
-import { guardedLookup } from "../webhooks/ssrf.js";
+import { guardAgent } from "../webhooks/ssrf.js";
 import { dedicatedOrigin } from "./dedicated-workers.js";
 import type { WorkerPool } from "./definition.js";
 import { createHttpForwarder, createProxyForwarder, type Forwarder } from "./forward.js";
@@ -41,8 +41,9 @@ export class WorkerPools {
   private readonly unavailable = new Map<string, string>();
   private timer: NodeJS.Timeout | null = null;
   /**
-   * Dedicated pools are reached through their own agents, whose DNS lookup runs the SSRF guard at
-   * connect time (a bound name that later resolves to a private address is refused then), and
+   * Dedicated pools are reached through their own agents, which run the SSRF guard at connect time
+   * (a bound name that later resolves to a private address, or an IP-literal origin bound while
+   * private targets were allowed, is refused then), and
    * through gates of their own, so a dedicated account neither takes nor waits for shared slots.
    */
   private readonly dedicatedAgent: Agent;
@@ -56,19 +57,10 @@ export class WorkerPools {
   ) {
     for (const pool of Object.keys(settings.urls) as WorkerPool[])
       this.gates.set(pool, new PriorityGate(settings.concurrency[pool]));
-    const lookup = guardedLookup(settings.dedicatedAllowPrivate ?? false) as never;
-    this.dedicatedAgent = new Agent({
-      keepAlive: true,
-      maxSockets: 64,
-      keepAliveMsecs: 10_000,
-      lookup,
-    });
-    this.dedicatedTlsAgent = new TlsAgent({
-      keepAlive: true,
-      maxSockets: 64,
-      keepAliveMsecs: 10_000,
-      lookup,
-    });
+    const allowPrivate = settings.dedicatedAllowPrivate ?? false;
+    const options = { keepAlive: true, maxSockets: 64, keepAliveMsecs: 10_000 };
+    this.dedicatedAgent = guardAgent(new Agent(options), allowPrivate);
+    this.dedicatedTlsAgent = guardAgent(new TlsAgent(options), allowPrivate);
     this.dedicatedForward = createHttpForwarder(this.dedicatedAgent, this.dedicatedTlsAgent);
   }
 

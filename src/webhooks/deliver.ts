@@ -1,6 +1,6 @@
 import { Agent, request } from "node:https";
 import type { StoreAgnosticWebhook } from "./types.js";
-import { guardedLookup } from "./ssrf.js";
+import { guardAgent } from "./ssrf.js";
 import { specSignature, standardSignature } from "./signing.js";
 
 /**
@@ -9,6 +9,12 @@ import { specSignature, standardSignature } from "./signing.js";
  * the answer must start within 10 s, and the connection is made through the SSRF guard.
  */
 export const DELIVERY_TIMEOUT_MS = 10_000;
+/**
+ * The most of a receiver's answer body read (and thrown away) to keep its connection for the next
+ * delivery: an acknowledgement is far smaller. Past it, or past the deadline, the connection is
+ * dropped, so a receiver that streams without end cannot hold a socket or make us download it.
+ */
+export const MAX_ANSWER_BODY_BYTES = 64 * 1024;
 export const USER_AGENT = "Toolgate-Webhook/1.0";
 
 export interface AttemptResult {
@@ -18,11 +24,7 @@ export interface AttemptResult {
 }
 
 export function createDeliveryAgent(allowPrivate: boolean): Agent {
-  return new Agent({
-    keepAlive: true,
-    maxSockets: 64,
-    lookup: guardedLookup(allowPrivate) as never,
-  });
+  return guardAgent(new Agent({ keepAlive: true, maxSockets: 64 }), allowPrivate);
 }
 
 export function deliveryHeaders(
@@ -59,7 +61,6 @@ export function attempt(
     const done = (status: number | null, error: string | null) => {
       if (settled) return;
       settled = true;
-      clearTimeout(deadline);
       resolve({ status, durationMs: Date.now() - started, error });
     };
     const payload = Buffer.from(body, "utf8");
@@ -67,7 +68,14 @@ export function attempt(
       url,
       { method: "POST", agent, headers: { ...headers, "content-length": String(payload.length) } },
       (res) => {
-        res.resume(); // the answer's body is not needed; draining it frees the socket
+        // The status line decides the outcome; the body is only drained, within the cap and the
+        // deadline (still running), so the socket can be reused. Errors from cutting it are moot.
+        let read = 0;
+        res.on("data", (chunk: Buffer) => {
+          read += chunk.length;
+          if (read > MAX_ANSWER_BODY_BYTES) res.destroy();
+        });
+        res.on("error", () => {});
         const location =
           res.statusCode && res.statusCode >= 300 && res.statusCode < 400
             ? ` (redirect to ${res.headers.location ?? "?"} not followed)`
@@ -75,12 +83,13 @@ export function attempt(
         done(res.statusCode ?? null, location ? `HTTP ${res.statusCode}${location}` : null);
       },
     );
-    // One deadline for the whole exchange, from the connection to the status line: a socket idle
-    // timer would let a receiver that stalls the TLS handshake, or trickles its answer a byte at a
-    // time, hold a delivery past the specification's 10 seconds.
+    // One deadline for the whole exchange, from the connection to the answer's last byte: a socket
+    // idle timer would let a receiver that stalls the TLS handshake, or trickles its answer a byte
+    // at a time, hold a delivery (or its socket) past the specification's 10 seconds.
     const deadline = setTimeout(() => {
       req.destroy(new Error(`no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`));
     }, DELIVERY_TIMEOUT_MS);
+    req.on("close", () => clearTimeout(deadline));
     req.on("error", (err) => done(null, err.message));
     req.end(payload);
   });

@@ -1,7 +1,7 @@
 import type { Foundation } from "../services.js";
 import { attempt, deliveryHeaders } from "./deliver.js";
 import type { Agent } from "node:https";
-import { openSecret } from "./secrets.js";
+import { openSecret, previousSecretSigns } from "./secrets.js";
 import {
   MAX_ATTEMPTS,
   isDelivered,
@@ -46,14 +46,12 @@ export async function processDelivery(
   try {
     const webhook = await services.store.getWebhook(job.ownerId, job.webhookId);
     if (!webhook) return "dropped"; // deleted since the event: nothing to deliver to
-    const previousValid =
-      webhook.previousSealedSecret && (webhook.previousSecretExpiresAt ?? 0) > Date.now();
     opened = {
       id: webhook.id,
       ownerId: webhook.ownerId,
       url: webhook.url,
       secret: openSecret(services.config.secretKeys, webhook.sealedSecret),
-      previousSecret: previousValid
+      previousSecret: previousSecretSigns(webhook)
         ? openSecret(services.config.secretKeys, webhook.previousSealedSecret!)
         : null,
     };

@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
+import type { WebhookRecord } from "../store/types.js";
 
 /**
  * Webhook signing secrets: `whsec_<base64 of 24 random bytes>` (the Standard Webhooks form),
@@ -11,6 +12,12 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(24).toString("base64")}`;
 }
+
+/** Whether a rotation's previous secret still signs (beside the current one) at `now`. */
+export const previousSecretSigns = (
+  w: Pick<WebhookRecord, "previousSealedSecret" | "previousSecretExpiresAt">,
+  now = Date.now(),
+): boolean => w.previousSealedSecret !== null && (w.previousSecretExpiresAt ?? 0) > now;
 
 const keyFrom = (secretKey: string) =>
   createHash("sha256").update(`toolgate webhook secrets\0${secretKey}`).digest();

@@ -1,4 +1,5 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import type { Agent as HttpAgent } from "node:http";
 import { isIP } from "node:net";
 import ipaddr from "ipaddr.js";
 
@@ -10,9 +11,10 @@ import ipaddr from "ipaddr.js";
  * blocks; forms that carry an IPv4 address (IPv4-compatible, SIIT, NAT64, 6to4, Teredo) are
  * refused and named by that address; IPv4-mapped addresses are judged as the IPv4 address.
  * Numeric-host tricks (2130706433, 0x7f.1, 127.1) are normalised by the WHATWG URL parser
- * before the check. The same rule runs again inside the delivery agent's DNS
- * lookup, so a host that re-resolves to a private address later (DNS rebinding) is refused
- * at connect time.
+ * before the check. The same rule runs again when connecting (`guardAgent`): in the DNS lookup,
+ * so a host that re-resolves to a private address later (DNS rebinding) is refused, and on an
+ * IP-literal host, which no lookup sees, so a URL accepted while private targets were allowed is
+ * refused once they are not.
  */
 export class BlockedTargetError extends Error {}
 
@@ -160,4 +162,22 @@ export function guardedLookup(allowPrivate: boolean) {
       callback(null, addresses[0]!.address, addresses[0]!.family);
     });
   };
+}
+
+/**
+ * Puts an http(s) agent's connections behind the guard: a name through `guardedLookup`, and an
+ * IP-literal host — which Node connects to without calling any lookup — by the same rule, with the
+ * same error. One place for both halves, so no outbound client can have one without the other.
+ */
+export function guardAgent<A extends HttpAgent>(agent: A, allowPrivate: boolean): A {
+  const lookup = guardedLookup(allowPrivate);
+  const connect = agent.createConnection.bind(agent);
+  agent.createConnection = (options, callback) => {
+    const host = String(options.host ?? "").replace(/^\[|\]$/g, "");
+    const reason = isIP(host) ? blockedReason(host, allowPrivate) : null;
+    if (!reason) return connect({ ...options, lookup } as never, callback);
+    callback?.(new BlockedTargetError(`refused to connect to ${host}: ${reason}`), null as never);
+    return undefined;
+  };
+  return agent;
 }

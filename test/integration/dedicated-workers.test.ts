@@ -291,6 +291,27 @@ describe("a dedicated pool that is down", () => {
   });
 });
 
+describe("a pool bound while private targets were allowed", () => {
+  it("is refused at connect time once they are not, IP-literal host included: 503, refunded, nothing reaches it", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100, "business");
+    await admin(gw.url, `/accounts/${accountId}/workers`, {
+      method: "PUT",
+      body: { url: dedicated.url }, // http://127.0.0.1:…, an IP literal no DNS lookup sees
+    });
+    // The same store, served by a gateway with the production setting (as after a restart).
+    const strict = await startGateway({ prefix: gw.prefix, env: { WORKERS_URL: shared.url } });
+    try {
+      const since = mark();
+      const res = await callTool(strict.url, key, "hash", { text: "literal" });
+      expect([res.status, res.body.error?.code]).toEqual([503, "worker_unavailable"]);
+      expect(await balanceOf(strict.url, key)).toBe(100);
+      expect(since()).toEqual({ shared: [], dedicated: [] });
+    } finally {
+      await strict.stop();
+    }
+  });
+});
+
 const call401 = (path: string) =>
   fetch(`${gw.url}/api/v1/admin${path}`, {
     method: "PUT",

@@ -59,14 +59,14 @@ describe("registration", () => {
 });
 
 describe("delivery", () => {
-  it("re-checks the address at connect time: a host that now resolves to loopback gets nothing", async () => {
+  /** Stores a webhook as if its URL had passed registration, sends it the test event, and returns its first delivery log line. */
+  async function deliverTo(id: string, url: string) {
     const { key, accountId } = await fundedAccount(gw.url, 100, "pro");
-    // As if localhost had resolved to a public address when it was registered (DNS rebinding).
     await gw.services.store.addWebhook(
       {
-        id: "wh_rebound",
+        id,
         ownerId: accountId,
-        url: rx.url("/rebound"),
+        url,
         events: ["tool.error"],
         createdAt: Date.now(),
         sealedSecret: sealSecret(gw.services.config.secretKeys, "whsec_c2VjcmV0"),
@@ -76,18 +76,44 @@ describe("delivery", () => {
       10,
     );
     expect(
-      (await call(`${gw.url}/api/v1/webhooks/test`, { key, body: { webhook_id: "wh_rebound" } }))
-        .status,
+      (await call(`${gw.url}/api/v1/webhooks/test`, { key, body: { webhook_id: id } })).status,
     ).toBe(202);
     let log: { error: string; status: number | null }[] = [];
     for (let i = 0; i < 40 && log.length === 0; i++) {
       await new Promise((r) => setTimeout(r, 50));
-      log = (await call(`${gw.url}/api/v1/webhooks/wh_rebound/deliveries`, { key })).body.data;
+      log = (await call(`${gw.url}/api/v1/webhooks/${id}/deliveries`, { key })).body.data;
     }
-    expect(log[0]).toMatchObject({
+    return log[0];
+  }
+
+  it("re-checks the address at connect time: a host that now resolves to loopback gets nothing", async () => {
+    // As if localhost had resolved to a public address when it was registered (DNS rebinding).
+    expect(await deliverTo("wh_rebound", rx.url("/rebound"))).toMatchObject({
       status: null,
-      error: expect.stringContaining("refused to connect"),
+      error: expect.stringContaining(
+        "refused to connect to localhost: 127.0.0.1 is in the loopback range",
+      ),
     });
     expect(rx.at("/rebound")).toEqual([]);
   });
+
+  it.each([
+    ["127.0.0.1", "127.0.0.1"],
+    ["[::ffff:7f00:1]", "::ffff:7f00:1"],
+  ])(
+    "refuses an IP-literal host at connect time too: %s, registered while private targets were allowed",
+    async (host, address) => {
+      const path = `/literal-${address.replace(/\W/g, "")}`;
+      expect(
+        await deliverTo(
+          `wh_literal_${address.replace(/\W/g, "")}`,
+          `https://${host}:${rx.port}${path}`,
+        ),
+      ).toMatchObject({
+        status: null,
+        error: `refused to connect to ${address}: 127.0.0.1 is in the loopback range`,
+      });
+      expect(rx.at(path)).toEqual([]);
+    },
+  );
 });

@@ -246,6 +246,42 @@ describe("deliveries", () => {
     ]);
   });
 
+  it("keep the promised overlap: a second rotation while the old secret still signs is 409, unless it asks for no overlap", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const path = uniquePath("rotate-twice");
+    const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
+    const rotate = (overlap: number) =>
+      call(`${gw.url}/api/v1/webhooks/${hook.id}/rotate-secret`, {
+        key,
+        body: { overlap_seconds: overlap },
+      });
+    const first = await rotate(3600);
+    const second = await rotate(3600);
+    expect([second.status, second.body.error?.code]).toEqual([409, "secret_rotation_in_progress"]);
+    expect(second.body.error.message).toContain(first.body.previous_secret_expires_at);
+    // Nothing changed: both secrets the first rotation promised still sign.
+    const listed = (await call(`${gw.url}/api/v1/webhooks`, { key })).body.data[0];
+    expect(listed.previous_secret_expires_at).toBe(first.body.previous_secret_expires_at);
+    await sendTest(key, hook.id);
+    const [got] = await rx.waitFor(path, 1);
+    expect(got!.headers["x-webhook-signature"]).toBe(
+      `sha256=${opensslHmacHex(first.body.secret, got!.raw)}`,
+    );
+    expect(String(got!.headers["webhook-signature"]).split(" ")).toHaveLength(2);
+
+    // An explicit cut (a leaked secret): no overlap, only the new secret signs from now on.
+    const cut = await rotate(0);
+    expect([cut.status, cut.body.previous_secret_expires_at]).toEqual([200, null]);
+    await sendTest(key, hook.id);
+    const [, after] = await rx.waitFor(path, 2);
+    expect(after!.headers["x-webhook-signature"]).toBe(
+      `sha256=${opensslHmacHex(cut.body.secret, after!.raw)}`,
+    );
+    expect(String(after!.headers["webhook-signature"]).split(" ")).toHaveLength(1);
+    // With no old secret left signing, a rotation with an overlap is allowed again.
+    expect((await rotate(60)).status).toBe(200);
+  });
+
   it("are logged per webhook and can be sent again with the same event id", async () => {
     const { key } = await fundedAccount(gw.url, 100, "pro");
     const path = uniquePath("log");
@@ -392,6 +428,38 @@ describe.concurrent("retries", () => {
       error: expect.stringContaining("no answer within 10 s"),
     });
   }, 25_000);
+
+  it("a 200 followed by an endless body is delivered once, and the connection is dropped after a small part of it", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const path = uniquePath("endless");
+    rx.script(path, ["endless"]);
+    const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
+    const started = Date.now();
+    await sendTest(key, hook.id);
+    const stream = await rx.streamClosed(path, 5000);
+    expect(stream?.closedAt).not.toBeNull();
+    expect(stream!.closedAt! - started).toBeLessThan(5000);
+    // What was read, plus what the sockets' buffers held when the gateway hung up: bounded.
+    expect(stream!.sent).toBeLessThan(8 * 1024 * 1024);
+    const log = await deliveryLog(key, hook.id, 1);
+    expect(log).toHaveLength(1);
+    expect(log[0]).toMatchObject({ attempt: 1, status: 200, outcome: "delivered", error: null });
+  }, 10_000);
+
+  it("a 200 followed by a body trickled a byte a second is dropped at the 10 s deadline", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const path = uniquePath("trickle");
+    rx.script(path, ["trickle"]);
+    const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
+    await sendTest(key, hook.id);
+    const [request] = await rx.waitFor(path, 1, 5000);
+    const stream = await rx.streamClosed(path, 15_000);
+    expect(stream?.closedAt).not.toBeNull();
+    within(stream!.closedAt! - request!.at, 10_000);
+    const log = await deliveryLog(key, hook.id, 1);
+    expect(log).toHaveLength(1);
+    expect(log[0]).toMatchObject({ attempt: 1, status: 200, outcome: "delivered" });
+  }, 20_000);
 
   it("a redirect is a failure and is not followed", async () => {
     const { key } = await fundedAccount(gw.url, 100, "pro");

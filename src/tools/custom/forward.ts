@@ -1,7 +1,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { ValidateFunction } from "ajv";
-import { guardedLookup } from "../../webhooks/ssrf.js";
+import { guardAgent } from "../../webhooks/ssrf.js";
 import { abandoned, type ForwardOutcome, type Forwarder } from "../forward.js";
 import { checkUpstreamForm, literalHostReason } from "./target.js";
 
@@ -39,9 +39,9 @@ export class UpstreamCaller {
   private readonly http: HttpAgent;
 
   constructor(private readonly settings: UpstreamSettings) {
-    const lookup = guardedLookup(settings.allowPrivate) as never;
-    this.https = new HttpsAgent({ keepAlive: true, maxSockets: 256, lookup });
-    this.http = new HttpAgent({ keepAlive: true, maxSockets: 256, lookup });
+    const options = { keepAlive: true, maxSockets: 256 };
+    this.https = guardAgent(new HttpsAgent(options), settings.allowPrivate);
+    this.http = guardAgent(new HttpAgent(options), settings.allowPrivate);
   }
 
   /** The forwarder of one tool: the pool origin and path of a catalogue call are not used. */

@@ -6,6 +6,7 @@ import { ACCOUNT_EVENTS, SUBSCRIBABLE_EVENTS } from "../../events/types.js";
 import type { Services } from "../../services.js";
 import type { WebhookRecord } from "../../store/types.js";
 import { PLATFORM_OWNER } from "../relay.js";
+import { previousSecretSigns } from "../secrets.js";
 
 /**
  * Whose webhooks a route manages. The webhook API is defined once and mounted twice: under
@@ -82,12 +83,11 @@ export const webhookViewSchema = z.object({
 
 /** A webhook as the API shows it: never its secrets. */
 export function webhookView(w: WebhookRecord): z.infer<typeof webhookViewSchema> {
-  const overlapping = w.previousSecretExpiresAt && w.previousSecretExpiresAt > Date.now();
   return {
     id: w.id,
     url: w.url,
     events: w.events,
     created_at: iso(w.createdAt)!,
-    previous_secret_expires_at: overlapping ? iso(w.previousSecretExpiresAt) : null,
+    previous_secret_expires_at: previousSecretSigns(w) ? iso(w.previousSecretExpiresAt) : null,
   };
 }

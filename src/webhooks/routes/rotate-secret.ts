@@ -1,13 +1,20 @@
 import { z } from "zod";
+import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
 import type { WebhookRecord } from "../../store/types.js";
-import { newWebhookSecret, sealSecret } from "../secrets.js";
-import { findWebhook, type WebhookOwner, webhookView, webhookViewSchema } from "./owner.js";
+import { newWebhookSecret, previousSecretSigns, sealSecret } from "../secrets.js";
+import { findWebhook, iso, type WebhookOwner, webhookView, webhookViewSchema } from "./owner.js";
 
 /** The longest overlap during which the previous secret still signs. */
 const MAX_OVERLAP_SECONDS = 7 * 24 * 3600;
 
-/** Replaces the signing secret; the old one keeps signing (beside the new) during the overlap. */
+/**
+ * Replaces the signing secret; the old one keeps signing (beside the new) during the overlap.
+ * A webhook has at most two secrets: while an old one still signs, a rotation with an overlap
+ * would have to drop it before the expiry it was promised, or sign with ever more secrets, so it
+ * is refused (409). A rotation with no overlap (a leaked secret) is always allowed: it asks for
+ * the new secret alone.
+ */
 export const rotateWebhookSecret = (owner: WebhookOwner) =>
   defineRoute({
     method: "post",
@@ -15,7 +22,10 @@ export const rotateWebhookSecret = (owner: WebhookOwner) =>
     summary:
       "Replace the signing secret. During the overlap, webhook-signature carries signatures of both secrets; X-Webhook-Signature uses the new one.",
     auth: owner.auth,
-    errors: owner.auth === "key" ? ["feature_not_in_tier", "unrestricted_key_required"] : [],
+    errors:
+      owner.auth === "key"
+        ? ["feature_not_in_tier", "unrestricted_key_required", "secret_rotation_in_progress"]
+        : ["secret_rotation_in_progress"],
     body: z.strictObject({
       overlap_seconds: z.number().int().min(0).max(MAX_OVERLAP_SECONDS).default(86_400),
     }),
@@ -24,6 +34,11 @@ export const rotateWebhookSecret = (owner: WebhookOwner) =>
     }),
     async handler({ services, body, caller, params }) {
       const webhook = await findWebhook(services, owner.managerIdOf(caller), params.id);
+      if (body.overlap_seconds > 0 && previousSecretSigns(webhook))
+        throw new ApiError(
+          "secret_rotation_in_progress",
+          `The previous secret still signs until ${iso(webhook.previousSecretExpiresAt)}, as the last rotation promised; rotate again after that, or now with overlap_seconds 0 to keep the new secret alone.`,
+        );
       const secret = newWebhookSecret();
       const rotated: WebhookRecord = {
         ...webhook,
