@@ -113,12 +113,20 @@ def revoke_key(id: str, force: bool) -> Operation[ApiKey]:
     return Operation("DELETE", f"/api/v1/keys/{_seg(id)}", lambda a: ApiKey.from_dict(a.body), params={"force": "true" if force else None})
 
 
-def list_usage(limit: int | None, cursor: str | None) -> Operation[Page[LedgerEntry]]:
+def list_usage(
+    limit: int | None,
+    cursor: str | None,
+    tool: str | None = None,
+    key: str | None = None,
+    kind: str | None = None,
+    from_: str | None = None,
+    to: str | None = None,
+) -> Operation[Page[LedgerEntry]]:
     return Operation(
         "GET",
         "/api/v1/usage",
         lambda a: Page([LedgerEntry.from_dict(e) for e in _data(a)], (a.body or {}).get("next_cursor")),
-        params={"limit": limit, "cursor": cursor},
+        params={"limit": limit, "cursor": cursor, "tool": tool, "key": key, "kind": kind, "from": from_, "to": to},
     )
 
 

@@ -80,12 +80,16 @@ export class Keys {
     ).data as ResponseOf<"patchKeysId">;
   }
 
-  /** `DELETE /api/v1/keys/{id}`: revokes the key at once. */
-  async revoke(id: string): Promise<ResponseOf<"deleteKeysId">> {
+  /**
+   * `DELETE /api/v1/keys/{id}`: revokes the key at once. The account's last active key is kept
+   * (409 `last_active_key`) unless `force` is true.
+   */
+  async revoke(id: string, options: { force?: boolean } = {}): Promise<ResponseOf<"deleteKeysId">> {
     return (
       await this.transport.request({
         method: "DELETE",
         path: `/api/v1/keys/${encodeURIComponent(id)}`,
+        query: { force: options.force ? "true" : undefined },
         // Not repeated after a lost answer: the gateway answers a second revoke 404.
       })
     ).data as ResponseOf<"deleteKeysId">;
@@ -95,8 +99,11 @@ export class Keys {
 export class Usage {
   constructor(private readonly transport: Transport) {}
 
-  /** `GET /api/v1/usage`: ledger entries, newest first; pass the answer's cursor for the next page. */
-  async list(query: { limit?: number; cursor?: string } = {}): Promise<ResponseOf<"getUsage">> {
+  /**
+   * `GET /api/v1/usage`: ledger entries, newest first; pass the answer's cursor for the next page.
+   * `tool`, `key` (a key id) and `kind` keep those entries; `from` (inclusive) and `to` are ISO 8601 times.
+   */
+  async list(query: Omit<QueryOf<"getUsage">, "format"> = {}): Promise<ResponseOf<"getUsage">> {
     return (
       await this.transport.request({
         method: "GET",

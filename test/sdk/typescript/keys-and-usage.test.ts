@@ -1,0 +1,61 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Toolgate, ToolgateError } from "../../../sdk/typescript/src/index.js";
+import { fundedAccount, startGateway, type TestGateway } from "../../helpers/gateway.js";
+
+/**
+ * `client.keys` and `client.usage` against a real gateway: the options the Python library has
+ * too (`revoke(id, force=)`, `usage.list(tool=, key=, kind=, from_=, to=)`).
+ */
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startGateway({ store: "memory" });
+});
+afterAll(() => gw?.stop());
+
+const refusal = (promise: Promise<unknown>) =>
+  promise.then(
+    () => null,
+    (e: unknown) => (e instanceof ToolgateError ? { status: e.status, code: e.code } : e),
+  );
+
+describe("client.keys.revoke", () => {
+  it("keeps the account's last active key unless force is given", async () => {
+    const { key, keyId } = await fundedAccount(gw.url, 100, "free");
+    const client = new Toolgate({ apiKey: key, baseUrl: gw.url });
+    expect(await refusal(client.keys.revoke(keyId))).toEqual({
+      status: 409,
+      code: "last_active_key",
+    });
+    expect((await client.keys.revoke(keyId, { force: true })).status).toBe("revoked");
+  });
+});
+
+describe("client.usage.list", () => {
+  it("filters the ledger by tool, key, kind and time", async () => {
+    const { key, keyId } = await fundedAccount(gw.url, 100, "free");
+    const client = new Toolgate({ apiKey: key, baseUrl: gw.url });
+    const other = await client.keys.create({ name: "other" });
+    await client.tools.call("hash", { text: "a" });
+    await client.tools.call("qr-code", { text: "b" });
+    await new Toolgate({ apiKey: other.key, baseUrl: gw.url }).tools.call("hash", { text: "c" });
+    const hashes = (await client.usage.list({ tool: "hash" })).data;
+    expect(hashes.map((e) => [e.tool, e.kind])).toEqual([
+      ["hash", "debit"],
+      ["hash", "debit"],
+    ]);
+    expect(
+      (await client.usage.list({ tool: "hash", key: other.id })).data.map((e) => e.key_id),
+    ).toEqual([other.id]);
+    expect(
+      new Set((await client.usage.list({ key: keyId, kind: "debit" })).data.map((e) => e.tool)),
+    ).toEqual(new Set(["hash", "qr-code"]));
+    expect(new Set((await client.usage.list({ kind: "grant" })).data.map((e) => e.kind))).toEqual(
+      new Set(["grant"]),
+    );
+    expect((await client.usage.list({ from: "2999-01-01T00:00:00Z" })).data).toEqual([]);
+    expect((await client.usage.list({ to: "2000-01-01T00:00:00Z" })).data).toEqual([]);
+    expect((await client.usage.list({ tool: "hash", from: hashes.at(-1)!.at })).data).toHaveLength(
+      2,
+    );
+  });
+});
