@@ -63,6 +63,17 @@ def test_an_unknown_key_is_a_401(gateway):
     assert (caught.value.status, caught.value.code) == (401, "invalid_api_key")
 
 
+def test_an_answer_that_is_not_json_is_invalid_response_with_status_0(gateway, pro_key):
+    # Asking for CSV makes the gateway answer the usage page 200 as text/csv.
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url, headers={"accept": "text/csv"})
+    with pytest.raises(ToolgateError) as caught:
+        client.usage.list()
+    error = caught.value
+    assert (error.status, error.code) == (0, "invalid_response")
+    assert error.message == "The gateway answered 200 with a body that is not JSON."
+    assert error.request_id and error.request_id.startswith("req_")
+
+
 def test_an_unreachable_gateway_is_a_network_error_after_retries(gateway):
     client = Toolgate(api_key="k", base_url="http://127.0.0.1:9", max_retries=1)
     with pytest.raises(ToolgateError) as caught:

@@ -115,10 +115,11 @@ export class Transport {
         try {
           data = text ? JSON.parse(text) : null;
         } catch (error) {
+          // Raised here, not by the gateway: status 0, like every client-side error.
           throw new ToolgateError({
-            status: response.status,
+            status: 0,
             code: "invalid_response",
-            message: "The gateway's answer is not JSON.",
+            message: `The gateway answered ${response.status} with a body that is not JSON.`,
             requestId: response.headers.get("x-request-id") ?? undefined,
             cause: error,
           });

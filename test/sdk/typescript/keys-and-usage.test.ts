@@ -4,7 +4,8 @@ import { fundedAccount, startGateway, type TestGateway } from "../../helpers/gat
 
 /**
  * `client.keys` and `client.usage` against a real gateway: the options the Python library has
- * too (`revoke(id, force=)`, `usage.list(tool=, key=, kind=, from_=, to=)`).
+ * too (`revoke(id, force=)`, `usage.list(tool=, key=, kind=, from_=, to=)`), and an answer the
+ * client cannot read, as both libraries report it.
  */
 let gw: TestGateway;
 beforeAll(async () => {
@@ -57,5 +58,21 @@ describe("client.usage.list", () => {
     expect((await client.usage.list({ tool: "hash", from: hashes.at(-1)!.at })).data).toHaveLength(
       2,
     );
+  });
+});
+
+describe("an answer that is not JSON", () => {
+  it("is invalid_response with status 0, an error raised in the client", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    // Asking for CSV makes the gateway answer the usage page 200 as text/csv.
+    const client = new Toolgate({ apiKey: key, baseUrl: gw.url, headers: { accept: "text/csv" } });
+    const error = await client.usage.list().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ToolgateError);
+    expect(error).toMatchObject({
+      status: 0,
+      code: "invalid_response",
+      message: "The gateway answered 200 with a body that is not JSON.",
+      requestId: expect.stringMatching(/^req_/),
+    });
   });
 });
