@@ -76,3 +76,31 @@ describe("an answer that is not JSON", () => {
     });
   });
 });
+
+describe("ids and tool names", () => {
+  it('that are empty, "." or ".." are refused before any request: they would name another path', async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const sent: string[] = [];
+    const client = new Toolgate({
+      apiKey: key,
+      baseUrl: gw.url,
+      fetch: (url, init) => {
+        sent.push(String(url));
+        return fetch(url, init);
+      },
+    });
+    for (const attempt of [
+      () => client.keys.rotate(".."),
+      () => client.keys.revoke("."),
+      () => client.keys.update("", { name: "x" }),
+      () => client.tools.get(".."),
+      () => client.tools.call("..", {}),
+      () => client.webhooks.resend("wh_1", ".."),
+    ])
+      expect(await refusal(attempt())).toEqual({ status: 0, code: "invalid_argument" });
+    expect(sent).toEqual([]);
+    // Anything else is one encoded segment.
+    expect(await refusal(client.keys.revoke("../x"))).toEqual({ status: 404, code: "not_found" });
+    expect(sent).toEqual([`${gw.url}/api/v1/keys/..%2Fx`]);
+  });
+});

@@ -12,11 +12,21 @@ import uuid
 from typing import Any
 from urllib.parse import quote
 
+from ._errors import ToolgateError
 from ._transport import Answer, Operation, header_int
 from ._types import Account, Analytics, AnalyticsRow, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, Webhook
 
 
 def _seg(value: str) -> str:
+    """An id or tool name as one path segment, the one way every path is built: encoded, and never
+    "", "." or "..", which a URL resolves to another path (``keys.rotate("..")`` would post to
+    /api/v1/rotate)."""
+    if value in ("", ".", ".."):
+        raise ToolgateError(
+            status=0,
+            code="invalid_argument",
+            message=f'{json.dumps(value)} is not an id or tool name: a path segment cannot be empty, "." or "..".',
+        )
     return quote(value, safe="")
 
 

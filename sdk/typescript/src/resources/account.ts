@@ -1,5 +1,5 @@
 /** `client.account`, `client.keys`, `client.usage`, `client.events`: the account API under /api/v1. */
-import type { Transport } from "../transport.js";
+import { segment, type Transport } from "../transport.js";
 import type { Account as AccountRecord, BodyOf, QueryOf, ResponseOf } from "../types.js";
 
 export class Account {
@@ -60,7 +60,7 @@ export class Keys {
     return (
       await this.transport.request({
         method: "POST",
-        path: `/api/v1/keys/${encodeURIComponent(id)}/rotate`,
+        path: `/api/v1/keys/${segment(id)}/rotate`,
         body,
       })
     ).data as ResponseOf<"postKeysIdRotate">;
@@ -74,7 +74,7 @@ export class Keys {
     return (
       await this.transport.request({
         method: "PATCH",
-        path: `/api/v1/keys/${encodeURIComponent(id)}`,
+        path: `/api/v1/keys/${segment(id)}`,
         body,
       })
     ).data as ResponseOf<"patchKeysId">;
@@ -88,7 +88,7 @@ export class Keys {
     return (
       await this.transport.request({
         method: "DELETE",
-        path: `/api/v1/keys/${encodeURIComponent(id)}`,
+        path: `/api/v1/keys/${segment(id)}`,
         query: { force: options.force ? "true" : undefined },
         // Not repeated after a lost answer: the gateway answers a second revoke 404.
       })
