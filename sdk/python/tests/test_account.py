@@ -89,6 +89,23 @@ def test_usage_lists_the_ledger_page_by_page(gateway, pro_key):
     assert kinds[0] == "debit" and "grant" in kinds
 
 
+def test_usage_filters_by_tool_key_kind_and_time(gateway, pro_key):
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    [first_key] = client.keys.list()
+    other = client.keys.create("other")
+    client.tools.call("hash", {"text": "a"})
+    client.tools.call("qr-code", {"text": "b"})
+    Toolgate(api_key=other.key, base_url=gateway.base_url).tools.call("hash", {"text": "c"})
+    hashes = client.usage.list(tool="hash").data
+    assert [(e.tool, e.kind) for e in hashes] == [("hash", "debit"), ("hash", "debit")]
+    assert [e.key_id for e in client.usage.list(tool="hash", key=other.info.id).data] == [other.info.id]
+    assert {e.tool for e in client.usage.list(key=first_key.id, kind="debit").data} == {"hash", "qr-code"}
+    assert {e.kind for e in client.usage.list(kind="grant").data} == {"grant"}
+    assert client.usage.list(from_="2999-01-01T00:00:00Z").data == []
+    assert client.usage.list(to="2000-01-01T00:00:00Z").data == []
+    assert len(client.usage.list(tool="hash", from_=hashes[-1].at).data) == 2
+
+
 def test_analytics_count_the_calls_per_tool_and_refuse_a_reversed_range(gateway, pro_key):
     client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
     for i in range(3):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from toolgate import AsyncToolgate, Toolgate, ToolgateError
@@ -61,6 +62,39 @@ def test_an_unknown_key_is_a_401(gateway):
     with pytest.raises(ToolgateError) as caught:
         Toolgate(api_key="tg_live_nope", base_url=gateway.base_url).account.get()
     assert (caught.value.status, caught.value.code) == (401, "invalid_api_key")
+
+
+def test_an_answer_that_is_not_json_is_invalid_response_with_status_0(gateway, pro_key):
+    # Asking for CSV makes the gateway answer the usage page 200 as text/csv.
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url, headers={"accept": "text/csv"})
+    with pytest.raises(ToolgateError) as caught:
+        client.usage.list()
+    error = caught.value
+    assert (error.status, error.code) == (0, "invalid_response")
+    assert error.message == "The gateway answered 200 with a body that is not JSON."
+    assert error.request_id and error.request_id.startswith("req_")
+
+
+def test_an_empty_dot_or_dot_dot_id_is_refused_before_any_request(gateway, pro_key):
+    sent: list[str] = []
+    http = httpx.Client(event_hooks={"request": [lambda request: sent.append(str(request.url))]})
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url, http_client=http)
+    for attempt in (
+        lambda: client.keys.rotate(".."),
+        lambda: client.keys.revoke("."),
+        lambda: client.keys.update("", name="x"),
+        lambda: client.tools.get(".."),
+        lambda: client.tools.call("..", {}),
+        lambda: client.webhooks.resend("wh_1", ".."),
+    ):
+        with pytest.raises(ToolgateError) as caught:
+            attempt()
+        assert (caught.value.status, caught.value.code) == (0, "invalid_argument")
+    assert sent == []  # they would name another path: keys.rotate("..") posted to /api/v1/rotate
+    with pytest.raises(ToolgateError) as caught:
+        client.keys.revoke("../x")  # anything else is one encoded segment
+    assert (caught.value.status, caught.value.code) == (404, "not_found")
+    assert sent == [f"{gateway.base_url}/api/v1/keys/..%2Fx"]
 
 
 def test_an_unreachable_gateway_is_a_network_error_after_retries(gateway):

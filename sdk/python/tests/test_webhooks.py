@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime
 
 import pytest
 
@@ -61,6 +62,26 @@ def test_refuses_a_stale_timestamp(delivered):
         verify_webhook(delivery.body, spec_only, webhook.secret, now=later)
     assert caught.value.code == "webhook_timestamp_invalid"
     assert verify_webhook(delivery.body, delivery.headers, webhook.secret, tolerance_seconds=7200, now=later)
+
+
+def test_accepts_a_resent_event_older_than_the_tolerance_and_refuses_it_tampered(delivered, receiver):
+    client, webhook, sent, delivery = delivered
+    # A resend keeps the event's body (and its original timestamp); only webhook-timestamp is new.
+    sent_at = datetime.fromisoformat(json.loads(delivery.body)["timestamp"].replace("Z", "+00:00")).timestamp()
+    time.sleep(max(0.0, sent_at + 5 - time.time()))
+    client.webhooks.resend(webhook.id, sent.event_id)
+    resent = receiver.wait_for("/hook", lambda d: d is not delivery and d.headers.get("x-webhook-id") == sent.event_id)
+    assert resent.body == delivery.body
+    assert verify_webhook(resent.body, resent.headers, webhook.secret, tolerance_seconds=3).id == sent.event_id
+    tampered = resent.body.replace(b'"webhook.test"', b'"payment.received"')
+    with pytest.raises(ToolgateError) as caught:
+        verify_webhook(tampered, resent.headers, webhook.secret, tolerance_seconds=3)
+    assert caught.value.code == "webhook_signature_invalid"
+    # Without the Standard Webhooks headers only the body's own (old) timestamp is signed.
+    spec_only = {"x-webhook-signature": resent.headers["x-webhook-signature"]}
+    with pytest.raises(ToolgateError) as caught:
+        verify_webhook(resent.body, spec_only, webhook.secret, tolerance_seconds=3)
+    assert caught.value.code == "webhook_timestamp_invalid"
 
 
 def test_lists_deliveries_rotates_the_secret_and_deletes(delivered, receiver):

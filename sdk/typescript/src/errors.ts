@@ -9,6 +9,7 @@ export type ClientErrorCode =
   | "spend_cap_exceeded"
   | "payment_failed"
   | "invalid_response"
+  | "invalid_argument"
   | "webhook_signature_invalid"
   | "webhook_timestamp_invalid";
 

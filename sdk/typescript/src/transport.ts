@@ -46,6 +46,21 @@ export interface RawResult {
 
 const MAX_RETRY_DELAY_MS = 60_000;
 
+/**
+ * An id or tool name as one path segment, the one way every path is built: encoded, and never
+ * "", "." or "..", which a URL resolves to another path (`keys.rotate("..")` would post to
+ * /api/v1/rotate).
+ */
+export function segment(value: string): string {
+  if (value === "" || value === "." || value === "..")
+    throw new ToolgateError({
+      status: 0,
+      code: "invalid_argument",
+      message: `${JSON.stringify(value)} is not an id or tool name: a path segment cannot be empty, "." or "..".`,
+    });
+  return encodeURIComponent(value);
+}
+
 /** Exponential backoff with full jitter: 0.5 s, 1 s, 2 s … capped at 8 s. */
 const backoffMs = (attempt: number) => Math.random() * Math.min(8_000, 500 * 2 ** attempt);
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -115,10 +130,11 @@ export class Transport {
         try {
           data = text ? JSON.parse(text) : null;
         } catch (error) {
+          // Raised here, not by the gateway: status 0, like every client-side error.
           throw new ToolgateError({
-            status: response.status,
+            status: 0,
             code: "invalid_response",
-            message: "The gateway's answer is not JSON.",
+            message: `The gateway answered ${response.status} with a body that is not JSON.`,
             requestId: response.headers.get("x-request-id") ?? undefined,
             cause: error,
           });

@@ -4,8 +4,9 @@
  * (`sha256=<hex>` HMAC of the raw body keyed by the whole secret string) or the Standard Webhooks
  * `webhook-signature` (`v1,<base64>` HMAC of `id.timestamp.body` keyed by the secret's decoded
  * bytes; several during a secret rotation). Comparisons run inside `crypto.subtle.verify`, in
- * constant time. The timestamp checked for freshness is always a signed one: `webhook-timestamp`
- * with the Standard Webhooks signature, else the body's own `timestamp`.
+ * constant time. The Standard Webhooks signature is checked first, as in the Python library: the
+ * timestamp checked for freshness is always a signed one, `webhook-timestamp` when that signature
+ * matches (fresh on a resend), else the body's own `timestamp` under `X-Webhook-Signature`.
  */
 import { ToolgateError } from "./errors.js";
 
@@ -63,24 +64,13 @@ export async function verifyWebhook(
   let signedAt: number | undefined;
   let verified = false;
 
-  const simple = header(headers, "x-webhook-signature");
-  const simpleBytes = simple?.startsWith("sha256=") ? fromHex(simple.slice(7)) : null;
-  if (
-    simpleBytes &&
-    (await crypto.subtle.verify(
-      "HMAC",
-      await hmacKey(encoder.encode(secret)),
-      simpleBytes as BufferSource,
-      body as BufferSource,
-    ))
-  )
-    verified = true;
-
+  // The Standard Webhooks signature first: it signs its own fresh timestamp, so a resent event
+  // (whose body keeps the event's original time) is judged by when it was sent.
   const id = header(headers, "webhook-id");
   const timestamp = header(headers, "webhook-timestamp");
   const signatures = header(headers, "webhook-signature");
   const keyBytes = fromBase64(secret.startsWith("whsec_") ? secret.slice(6) : secret);
-  if (!verified && id && timestamp && signatures && keyBytes) {
+  if (id && timestamp && signatures && keyBytes) {
     const key = await hmacKey(keyBytes);
     const content = encoder.encode(`${id}.${timestamp}.${bodyText}`);
     for (const entry of signatures.split(" ")) {
@@ -96,6 +86,20 @@ export async function verifyWebhook(
       }
     }
   }
+
+  const simple = header(headers, "x-webhook-signature");
+  const simpleBytes = simple?.startsWith("sha256=") ? fromHex(simple.slice(7)) : null;
+  if (
+    !verified &&
+    simpleBytes &&
+    (await crypto.subtle.verify(
+      "HMAC",
+      await hmacKey(encoder.encode(secret)),
+      simpleBytes as BufferSource,
+      body as BufferSource,
+    ))
+  )
+    verified = true;
   if (!verified)
     throw fail(
       "webhook_signature_invalid",

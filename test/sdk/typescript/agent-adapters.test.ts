@@ -11,6 +11,7 @@ import {
   runAnthropicToolUses,
   runOpenAIToolCalls,
   selectTools,
+  type AnthropicToolUse,
 } from "../../../sdk/typescript/src/agents/index.js";
 import { aiTools } from "../../../sdk/typescript/src/ai/index.js";
 import { Toolgate } from "../../../sdk/typescript/src/index.js";
@@ -183,7 +184,7 @@ describe("OpenAI function calling", () => {
       });
       expect(server.requests[0]!.body.tools).toEqual(tools);
       const calls = completion.choices[0]!.message.tool_calls!.filter((c) => c.type === "function");
-      const messages = await runOpenAIToolCalls(client, calls);
+      const messages = await runOpenAIToolCalls(client, calls, tools);
       expect(messages[0]).toEqual({
         role: "tool",
         tool_call_id: "call_a",
@@ -232,7 +233,7 @@ describe("Anthropic tool use", () => {
         tools,
       });
       expect(server.requests[0]).toMatchObject({ path: "/v1/messages", body: { tools } });
-      const results = await runAnthropicToolUses(client, message.content);
+      const results = await runAnthropicToolUses(client, message.content, tools);
       expect(results[0]).toEqual({
         type: "tool_result",
         tool_use_id: "toolu_1",
@@ -242,11 +243,51 @@ describe("Anthropic tool use", () => {
         type: "tool_result",
         tool_use_id: "toolu_2",
         is_error: true,
-        content: expect.stringContaining("tool_not_found"),
+        content: expect.stringContaining("tool_not_offered"),
       });
       results satisfies Anthropic.Messages.ToolResultBlockParam[];
     } finally {
       await server.stop();
     }
+  });
+});
+
+describe("tools that were not offered", () => {
+  it("are refused with tool_not_offered, as the Python library does, without calling the gateway", async () => {
+    const anthropic = await anthropicTools(client, { names: ["hash", "diff"] });
+    const openai = await openAITools(client, { names: ["hash"] });
+    const before = await balanceOf(gw.url, key);
+    const results = await runAnthropicToolUses(
+      client,
+      [
+        { type: "tool_use", id: "toolu_1", name: "js-sandbox", input: { code: "1+1" } },
+        { type: "tool_use", id: "toolu_2", name: "diff", input: { old: "x", new: "y" } },
+      ] as AnthropicToolUse[],
+      anthropic,
+    );
+    const messages = await runOpenAIToolCalls(
+      client,
+      [{ id: "call_1", type: "function", function: { name: "js-sandbox", arguments: "{}" } }],
+      openai,
+    );
+    const notOffered = {
+      error: {
+        code: "tool_not_offered",
+        message: "The tool 'js-sandbox' is not among the tools offered.",
+      },
+    };
+    expect(results[0]).toEqual({
+      type: "tool_result",
+      tool_use_id: "toolu_1",
+      is_error: true,
+      content: JSON.stringify(notOffered),
+    });
+    // An alias of an offered tool is that tool: it runs.
+    expect(results[1]).toMatchObject({ tool_use_id: "toolu_2" });
+    expect(results[1]!.is_error).toBeUndefined();
+    expect(messages).toEqual([
+      { role: "tool", tool_call_id: "call_1", content: JSON.stringify(notOffered) },
+    ]);
+    expect(await balanceOf(gw.url, key)).toBe(before - 1); // the diff only
   });
 });

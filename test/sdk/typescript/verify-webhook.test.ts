@@ -11,13 +11,16 @@ let gw: TestGateway;
 let rx: Awaited<ReturnType<typeof startReceiver>>;
 let delivery: Received;
 let secret: string;
+let client: Toolgate;
+let hookId: string;
 beforeAll(async () => {
   rx = await startReceiver();
   gw = await startGateway({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" } });
   const { key } = await fundedAccount(gw.url, 100, "pro");
-  const client = new Toolgate({ apiKey: key, baseUrl: gw.url });
+  client = new Toolgate({ apiKey: key, baseUrl: gw.url });
   const hook = await client.webhooks.register({ url: rx.url("/sdk-ts"), events: ["tool.error"] });
   secret = hook.secret;
+  hookId = hook.id;
   await client.webhooks.test({ webhook_id: hook.id });
   const [first] = await rx.waitFor("/sdk-ts", 1);
   if (!first) throw new Error("no delivery arrived");
@@ -105,6 +108,29 @@ describe("verifyWebhook", () => {
         toleranceSeconds: 3600,
       }),
     ).resolves.toBeTruthy();
+  });
+
+  it("accepts a resent event older than the tolerance by its fresh webhook-timestamp, and refuses it tampered", async () => {
+    // A resend keeps the event's body (and its original timestamp); only webhook-timestamp is new.
+    const sentAt = Date.parse(JSON.parse(delivery.raw).timestamp);
+    await new Promise((r) => setTimeout(r, Math.max(0, sentAt + 5_000 - Date.now())));
+    await client.webhooks.resend(hookId, delivery.headers["x-webhook-id"] as string);
+    const resent = (await rx.waitFor("/sdk-ts", 2))[1]!;
+    expect(resent.raw).toBe(delivery.raw);
+    const headers = resent.headers as Record<string, string>;
+    const options = { toleranceSeconds: 3 };
+    await expect(verifyWebhook(resent.raw, headers, secret, options)).resolves.toMatchObject({
+      event: "webhook.test",
+    });
+    const tampered = resent.raw.replace('"webhook.test"', '"payment.received"');
+    expect(await refusal(verifyWebhook(tampered, headers, secret, options))).toBe(
+      "webhook_signature_invalid",
+    );
+    // Without the Standard Webhooks headers only the body's own (old) timestamp is signed.
+    const specOnly = { "x-webhook-signature": headers["x-webhook-signature"]! };
+    expect(await refusal(verifyWebhook(resent.raw, specOnly, secret, options))).toBe(
+      "webhook_timestamp_invalid",
+    );
   });
 
   it("refuses a delivery with no signature at all", async () => {

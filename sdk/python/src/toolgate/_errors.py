@@ -18,6 +18,7 @@ CLIENT_ERROR_CODES = (
     "spend_cap_exceeded",
     "payment_failed",
     "invalid_response",
+    "invalid_argument",
     "webhook_signature_invalid",
     "webhook_timestamp_invalid",
 )

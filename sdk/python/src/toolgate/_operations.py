@@ -12,11 +12,21 @@ import uuid
 from typing import Any
 from urllib.parse import quote
 
+from ._errors import ToolgateError
 from ._transport import Answer, Operation, header_int
 from ._types import Account, Analytics, AnalyticsRow, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, Webhook
 
 
 def _seg(value: str) -> str:
+    """An id or tool name as one path segment, the one way every path is built: encoded, and never
+    "", "." or "..", which a URL resolves to another path (``keys.rotate("..")`` would post to
+    /api/v1/rotate)."""
+    if value in ("", ".", ".."):
+        raise ToolgateError(
+            status=0,
+            code="invalid_argument",
+            message=f'{json.dumps(value)} is not an id or tool name: a path segment cannot be empty, "." or "..".',
+        )
     return quote(value, safe="")
 
 
@@ -113,12 +123,20 @@ def revoke_key(id: str, force: bool) -> Operation[ApiKey]:
     return Operation("DELETE", f"/api/v1/keys/{_seg(id)}", lambda a: ApiKey.from_dict(a.body), params={"force": "true" if force else None})
 
 
-def list_usage(limit: int | None, cursor: str | None) -> Operation[Page[LedgerEntry]]:
+def list_usage(
+    limit: int | None,
+    cursor: str | None,
+    tool: str | None = None,
+    key: str | None = None,
+    kind: str | None = None,
+    from_: str | None = None,
+    to: str | None = None,
+) -> Operation[Page[LedgerEntry]]:
     return Operation(
         "GET",
         "/api/v1/usage",
         lambda a: Page([LedgerEntry.from_dict(e) for e in _data(a)], (a.body or {}).get("next_cursor")),
-        params={"limit": limit, "cursor": cursor},
+        params={"limit": limit, "cursor": cursor, "tool": tool, "key": key, "kind": kind, "from": from_, "to": to},
     )
 
 

@@ -174,9 +174,21 @@ class Usage:
     def __init__(self, transport: SyncTransport) -> None:
         self._t = transport
 
-    def list(self, *, limit: int | None = None, cursor: str | None = None) -> Page[LedgerEntry]:
-        """One page of the ledger, newest first; pass ``next_cursor`` back for the next page."""
-        return self._t.run(ops.list_usage(limit, cursor))
+    def list(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        tool: str | None = None,
+        key: str | None = None,
+        kind: str | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+    ) -> Page[LedgerEntry]:
+        """One page of the ledger, newest first; pass ``next_cursor`` back for the next page.
+        ``tool``, ``key`` (a key id) and ``kind`` keep those entries; ``from_`` (inclusive) and
+        ``to`` are ISO 8601 times."""
+        return self._t.run(ops.list_usage(limit, cursor, tool, key, kind, from_, to))
 
     def analytics(
         self,
@@ -195,8 +207,18 @@ class AsyncUsage:
     def __init__(self, transport: AsyncTransport) -> None:
         self._t = transport
 
-    async def list(self, *, limit: int | None = None, cursor: str | None = None) -> Page[LedgerEntry]:
-        return await self._t.run(ops.list_usage(limit, cursor))
+    async def list(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        tool: str | None = None,
+        key: str | None = None,
+        kind: str | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+    ) -> Page[LedgerEntry]:
+        return await self._t.run(ops.list_usage(limit, cursor, tool, key, kind, from_, to))
 
     async def analytics(
         self,

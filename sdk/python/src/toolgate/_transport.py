@@ -105,8 +105,9 @@ def _decode(response: httpx.Response) -> Any:
     try:
         return response.json()
     except ValueError:
+        # Raised here, not by the gateway: status 0, like every client-side error.
         raise ToolgateError(
-            status=response.status_code,
+            status=0,
             code="invalid_response",
             message=f"The gateway answered {response.status_code} with a body that is not JSON.",
             request_id=response.headers.get("x-request-id"),

@@ -2,6 +2,8 @@
  * `toolgate/agents`: the catalogue as OpenAI function-calling tools and Anthropic tool-use
  * tools, and dispatchers that run a model's tool calls through the client and give back the
  * messages/blocks to send to the model next. Plain JSON: no SDK of either vendor is needed.
+ * The dispatchers take the tools that were offered to the model and run only those (or their
+ * aliases): any other call is answered `tool_not_offered` without reaching the gateway.
  */
 import type { Toolgate } from "../client.js";
 import { ToolgateError } from "../errors.js";
@@ -25,18 +27,55 @@ export interface AnthropicTool {
   input_schema: Record<string, unknown> & { type: "object" };
 }
 
+/** Each offered tool's aliases, kept beside the plain JSON handed to the model. */
+const aliasesOf = new WeakMap<object, string[]>();
+const withAliases = <T extends object>(offered: T, tool: ToolDescription): T => {
+  aliasesOf.set(offered, tool.aliases);
+  return offered;
+};
+
 export const toOpenAITools = (tools: ToolDescription[]): OpenAITool[] =>
-  tools.map((tool) => ({
-    type: "function",
-    function: { name: tool.name, description: describe(tool), parameters: tool.input_schema },
-  }));
+  tools.map((tool) =>
+    withAliases(
+      {
+        type: "function" as const,
+        function: { name: tool.name, description: describe(tool), parameters: tool.input_schema },
+      },
+      tool,
+    ),
+  );
 
 export const toAnthropicTools = (tools: ToolDescription[]): AnthropicTool[] =>
-  tools.map((tool) => ({
-    name: tool.name,
-    description: describe(tool),
-    input_schema: { ...tool.input_schema, type: "object" },
-  }));
+  tools.map((tool) =>
+    withAliases(
+      {
+        name: tool.name,
+        description: describe(tool),
+        input_schema: { ...tool.input_schema, type: "object" as const },
+      },
+      tool,
+    ),
+  );
+
+/** The names a model may call: those of the tools offered to it, and their aliases. */
+function offeredNames(offered: readonly (OpenAITool | AnthropicTool)[]): Set<string> {
+  if (!Array.isArray(offered))
+    throw new TypeError("Pass the tools offered to the model: only those are run.");
+  return new Set(
+    offered.flatMap((tool) => [
+      "function" in tool ? tool.function.name : tool.name,
+      ...(aliasesOf.get(tool) ?? []),
+    ]),
+  );
+}
+
+/** What the model reads when it calls a tool it was not offered (the Python library's words). */
+const notOffered = (name: string) => ({
+  error: {
+    code: "tool_not_offered",
+    message: `The tool '${name}' is not among the tools offered.`,
+  },
+});
 
 export const openAITools = async (client: Toolgate, subset?: ToolSubset) =>
   toOpenAITools(await catalogueFor(client, subset));
@@ -76,13 +115,24 @@ export interface OpenAIToolCall {
   function: { name: string; arguments: string };
 }
 
-/** Runs each tool call; returns the `role: "tool"` messages to append, in order. */
+/**
+ * Runs each tool call among the `offered` tools (the `tools` the model was given); returns the
+ * `role: "tool"` messages to append, in order.
+ */
 export async function runOpenAIToolCalls(
   client: Toolgate,
   toolCalls: OpenAIToolCall[],
+  offered: readonly OpenAITool[],
 ): Promise<{ role: "tool"; tool_call_id: string; content: string }[]> {
+  const names = offeredNames(offered);
   return Promise.all(
     toolCalls.map(async (call) => {
+      if (!names.has(call.function.name))
+        return {
+          role: "tool" as const,
+          tool_call_id: call.id,
+          content: JSON.stringify(notOffered(call.function.name)),
+        };
       let input: unknown;
       try {
         input = JSON.parse(call.function.arguments || "{}");
@@ -109,15 +159,22 @@ export interface AnthropicToolUse {
   input: unknown;
 }
 
-/** Runs every `tool_use` block of a message's content; returns the `tool_result` blocks for the next user message. */
+/**
+ * Runs every `tool_use` block of a message's content among the `offered` tools (the `tools` the
+ * model was given); returns the `tool_result` blocks for the next user message.
+ */
 export async function runAnthropicToolUses(
   client: Toolgate,
   content: { type: string }[],
+  offered: readonly AnthropicTool[],
 ): Promise<{ type: "tool_result"; tool_use_id: string; content: string; is_error?: true }[]> {
+  const names = offeredNames(offered);
   const uses = content.filter((block): block is AnthropicToolUse => block.type === "tool_use");
   return Promise.all(
     uses.map(async (use) => {
-      const { ok, result } = await run(client, use.name, use.input);
+      const { ok, result } = names.has(use.name)
+        ? await run(client, use.name, use.input)
+        : { ok: false, result: notOffered(use.name) };
       return {
         type: "tool_result" as const,
         tool_use_id: use.id,

@@ -1,5 +1,5 @@
 /** `client.account`, `client.keys`, `client.usage`, `client.events`: the account API under /api/v1. */
-import type { Transport } from "../transport.js";
+import { segment, type Transport } from "../transport.js";
 import type { Account as AccountRecord, BodyOf, QueryOf, ResponseOf } from "../types.js";
 
 export class Account {
@@ -60,7 +60,7 @@ export class Keys {
     return (
       await this.transport.request({
         method: "POST",
-        path: `/api/v1/keys/${encodeURIComponent(id)}/rotate`,
+        path: `/api/v1/keys/${segment(id)}/rotate`,
         body,
       })
     ).data as ResponseOf<"postKeysIdRotate">;
@@ -74,21 +74,21 @@ export class Keys {
     return (
       await this.transport.request({
         method: "PATCH",
-        path: `/api/v1/keys/${encodeURIComponent(id)}`,
+        path: `/api/v1/keys/${segment(id)}`,
         body,
       })
     ).data as ResponseOf<"patchKeysId">;
   }
 
   /**
-   * `DELETE /api/v1/keys/{id}`: revokes the key at once; the account's last active key only
-   * with `force` (409 `last_active_key` otherwise).
+   * `DELETE /api/v1/keys/{id}`: revokes the key at once. The account's last active key is kept
+   * (409 `last_active_key`) unless `force` is true.
    */
   async revoke(id: string, options: { force?: boolean } = {}): Promise<ResponseOf<"deleteKeysId">> {
     return (
       await this.transport.request({
         method: "DELETE",
-        path: `/api/v1/keys/${encodeURIComponent(id)}`,
+        path: `/api/v1/keys/${segment(id)}`,
         query: { force: options.force ? "true" : undefined },
         // Not repeated after a lost answer: the gateway answers a second revoke 404.
       })
@@ -99,8 +99,11 @@ export class Keys {
 export class Usage {
   constructor(private readonly transport: Transport) {}
 
-  /** `GET /api/v1/usage`: ledger entries, newest first; pass the answer's cursor for the next page. */
-  async list(query: { limit?: number; cursor?: string } = {}): Promise<ResponseOf<"getUsage">> {
+  /**
+   * `GET /api/v1/usage`: ledger entries, newest first; pass the answer's cursor for the next page.
+   * `tool`, `key` (a key id) and `kind` keep those entries; `from` (inclusive) and `to` are ISO 8601 times.
+   */
+  async list(query: Omit<QueryOf<"getUsage">, "format"> = {}): Promise<ResponseOf<"getUsage">> {
     return (
       await this.transport.request({
         method: "GET",

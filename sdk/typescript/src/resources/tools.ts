@@ -1,5 +1,5 @@
 /** `client.tools`: the catalogue (`GET /v1/tools`, `GET /v1/tools/{name}`) and calls (`POST /v1/tools/{name}`). */
-import type { Transport } from "../transport.js";
+import { segment, type Transport } from "../transport.js";
 import type { ToolDescription, ToolInput, ToolName, ToolOutput } from "../types.js";
 
 export interface CallOptions {
@@ -47,7 +47,7 @@ export class Tools {
   async get(name: string): Promise<ToolDescription> {
     const { data } = await this.transport.request({
       method: "GET",
-      path: `/v1/tools/${encodeURIComponent(name)}`,
+      path: `/v1/tools/${segment(name)}`,
       idempotent: true,
     });
     return data as ToolDescription;
@@ -86,7 +86,7 @@ export class Tools {
   ): Promise<CallResult<unknown>> {
     const { data, response } = await this.transport.request({
       method: "POST",
-      path: `/v1/tools/${encodeURIComponent(name)}`,
+      path: `/v1/tools/${segment(name)}`,
       body: input,
       idempotencyKey: options.idempotencyKey ?? crypto.randomUUID(),
       idempotent: true,

@@ -1,8 +1,8 @@
 /** `client.webhooks`: webhook management under /api/v1/webhooks (a Pro feature). */
-import type { Transport } from "../transport.js";
+import { segment, type Transport } from "../transport.js";
 import type { BodyOf, ResponseOf } from "../types.js";
 
-const at = (id: string) => `/api/v1/webhooks/${encodeURIComponent(id)}`;
+const at = (id: string) => `/api/v1/webhooks/${segment(id)}`;
 
 export class Webhooks {
   constructor(private readonly transport: Transport) {}
@@ -64,7 +64,7 @@ export class Webhooks {
     return (
       await this.transport.request({
         method: "POST",
-        path: `${at(id)}/deliveries/${encodeURIComponent(eventId)}/resend`,
+        path: `${at(id)}/deliveries/${segment(eventId)}/resend`,
       })
     ).data as ResponseOf<"postWebhooksIdDeliveriesEventidResend">;
   }
