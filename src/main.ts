@@ -7,6 +7,7 @@ import type { Services } from "./services.js";
 import { createProcessLogger, type ProcessLogger } from "./lib/logger.js";
 import { guardProcess } from "./http/request-guard.js";
 import { answerClientError } from "./http/client-errors.js";
+import { cutStalledReader } from "./http/stalled-readers.js";
 import { runPrimary } from "./cluster.js";
 
 /** Secrets never reach the log, wherever they appear in a logged object. */
@@ -33,7 +34,7 @@ async function bindServer(config: Config): Promise<{ server: Server; serve(app: 
   let app: Handler | null = null;
   const waiting: [IncomingMessage, ServerResponse][] = [];
   // A slow client cannot hold a connection by trickling its request: the timeouts are checked
-  // every second, not every 30 s (Node's default).
+  // every second, not every 30 s (Node's default). Nor by not reading its answer: see stalled-readers.ts.
   const server = createServer(
     {
       headersTimeout: config.headersTimeoutMs,
@@ -42,7 +43,10 @@ async function bindServer(config: Config): Promise<{ server: Server; serve(app: 
       keepAliveTimeout: 65_000,
     },
     (req, res) => (app ? app(req, res) : waiting.push([req, res])),
-  ).on("clientError", answerClientError);
+  )
+    .on("clientError", answerClientError)
+    .on("timeout", cutStalledReader);
+  server.timeout = config.sendTimeoutMs;
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);

@@ -1,12 +1,18 @@
 import { request } from "node:http";
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { anvilAccount } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import {
   balanceOf as creditsOf,
   call,
+  callTool,
+  dropPrefix,
   fundedAccount,
+  spawnGateway,
   startGateway,
+  uniquePrefix,
+  type GatewayProcess,
   type TestGateway,
 } from "../helpers/gateway.js";
 import { PAY_TO, balanceOf, signAuthorization, startChains, v1Header } from "../helpers/x402.js";
@@ -156,4 +162,86 @@ describe("malformed x402 payments: 402 payment_invalid with the offer, nothing p
     expect(await gw.services.store.getAccount(walletAccountId(PAYER.address))).toBeNull();
     expect(await rpcErrors()).toBe(errorsBefore);
   });
+});
+
+/**
+ * What happens on a connection below the routes — answers Node's parser gives, clients that stop
+ * reading — against a real gateway process, whose log (stdout) is read as an operator would.
+ */
+describe("below the routes: seen in the log and metrics, and bounded", () => {
+  const prefix = uniquePrefix("raw");
+  let raw: GatewayProcess;
+  beforeAll(async () => {
+    raw = await spawnGateway(prefix, {
+      HEADERS_TIMEOUT_MS: "1000",
+      REQUEST_TIMEOUT_MS: "2000",
+      SEND_TIMEOUT_MS: "1000",
+    });
+  }, 90_000);
+  afterAll(async () => {
+    await raw?.stop();
+    await dropPrefix(prefix);
+  });
+
+  /**
+   * Writes `parts` on a fresh connection, `everyMs` apart, and collects what comes back until the
+   * server closes it (or `capMs` passes: `lastedMs` is then null). With `readAfterMs`, nothing is
+   * read before then (a paused socket sees no close either: it is noticed once reading resumes).
+   */
+  function exchange(
+    parts: string[],
+    opts: { everyMs?: number; capMs?: number; readAfterMs?: number } = {},
+  ) {
+    const { everyMs = 0, capMs = 15_000, readAfterMs = 0 } = opts;
+    return new Promise<{ text: string; statusLines: string[]; lastedMs: number | null }>(
+      (resolve) => {
+        const { port } = new URL(raw.url);
+        const socket = connect(Number(port), "127.0.0.1");
+        const started = Date.now();
+        let text = "";
+        let next = 0;
+        const writeNext = () => {
+          if (next < parts.length && socket.writable) socket.write(parts[next++]!);
+          if (next < parts.length) timer = setTimeout(writeNext, everyMs);
+        };
+        let timer = setTimeout(writeNext, 0);
+        socket.pause();
+        const reading = setTimeout(
+          () => socket.on("data", (d) => (text += d)).resume(),
+          readAfterMs,
+        );
+        const done = (lastedMs: number | null) => {
+          for (const t of [timer, reading, cap]) clearTimeout(t);
+          socket.destroy();
+          resolve({ text, statusLines: text.match(/HTTP\/1\.1 \d{3} [^\r]+/g) ?? [], lastedMs });
+        };
+        socket.on("error", () => undefined);
+        socket.on("close", () => done(Date.now() - started));
+        const cap = setTimeout(() => done(null), capMs);
+      },
+    );
+  }
+
+  it("a client that stops reading a large answer is cut off within SEND_TIMEOUT_MS; a slow tool call is not", async () => {
+    const { key } = await fundedAccount(raw.url, 100);
+    // The client waits ~3 s in silence for this answer: three times the send timeout.
+    const slow = callTool(raw.url, key, "js-sandbox", {
+      code: "const s = Date.now(); while (Date.now() - s < 3000) {} 42",
+      time_limit_ms: 5000,
+    });
+    // More answers than the kernel's socket buffers hold (~4 MB on loopback), asked at once and
+    // never read: what does not fit waits in the gateway's memory.
+    const page = (await fetch(`${raw.url}/docs`).then((r) => r.arrayBuffer())).byteLength;
+    const asked = Math.ceil(8_000_000 / page);
+    const stalled = await exchange(Array(asked).fill("GET /docs HTTP/1.1\r\nHost: x\r\n\r\n"), {
+      readAfterMs: 4000,
+      capMs: 20_000,
+    });
+    // Node reports a stall after one quiet period, or two when the write had just progressed:
+    // cut off by 2 s here, so the client finds the connection closed with answers missing.
+    expect(stalled.lastedMs).not.toBeNull();
+    expect(stalled.statusLines.length).toBeLessThan(asked);
+    const answer = await slow;
+    expect([answer.status, answer.body.result]).toEqual([200, 42]);
+  }, 30_000);
 });
