@@ -222,6 +222,17 @@ describe("below the routes: seen in the log and metrics, and bounded", () => {
     );
   }
 
+  /** The gateway's JSON log lines that satisfy `match`, waiting up to 5 s for the first. */
+  async function logLines(match: (line: any) => boolean): Promise<any[]> {
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const lines = raw.output.flatMap((l) => (l.startsWith("{") ? [JSON.parse(l)] : []));
+      const found = lines.filter(match);
+      if (found.length > 0 || Date.now() > deadline) return found;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   it("a client that stops reading a large answer is cut off within SEND_TIMEOUT_MS; a slow tool call is not", async () => {
     const { key } = await fundedAccount(raw.url, 100);
     // The client waits ~3 s in silence for this answer: three times the send timeout.
@@ -244,4 +255,19 @@ describe("below the routes: seen in the log and metrics, and bounded", () => {
     const answer = await slow;
     expect([answer.status, answer.body.result]).toEqual([200, 42]);
   }, 30_000);
+
+  it("writes no API key that appears in a request's path to the log", async () => {
+    const { key } = await fundedAccount(raw.url, 100);
+    const ids: string[] = [];
+    for (const path of [`/v1/tools/${key}`, `/api/v1/webhooks/${key}/deliveries?x=${key}`]) {
+      const res = await fetch(`${raw.url}${path}`, { headers: { "x-api-key": key } });
+      ids.push(res.headers.get("x-request-id")!);
+    }
+    const lines = await logLines((l) => l.request_id === ids[1]);
+    expect(lines.map((l) => l.path)).toEqual(["/api/v1/webhooks/tg_live_[redacted]/deliveries"]);
+    expect((await logLines((l) => l.request_id === ids[0])).map((l) => l.path)).toEqual([
+      "/v1/tools/tg_live_[redacted]",
+    ]);
+    expect(raw.output.filter((l) => l.includes(key.slice(8)))).toEqual([]);
+  });
 });
