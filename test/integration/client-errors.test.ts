@@ -175,7 +175,8 @@ describe("below the routes: seen in the log and metrics, and bounded", () => {
     raw = await spawnGateway(prefix, {
       HEADERS_TIMEOUT_MS: "1000",
       REQUEST_TIMEOUT_MS: "2000",
-      SEND_TIMEOUT_MS: "1000",
+      // Above HEADERS_TIMEOUT_MS as by default: a quiet connection with half its headers gets its 408 first.
+      SEND_TIMEOUT_MS: "3000",
     });
   }, 90_000);
   afterAll(async () => {
@@ -235,9 +236,9 @@ describe("below the routes: seen in the log and metrics, and bounded", () => {
 
   it("a client that stops reading a large answer is cut off within SEND_TIMEOUT_MS; a slow tool call is not", async () => {
     const { key } = await fundedAccount(raw.url, 100);
-    // The client waits ~3 s in silence for this answer: three times the send timeout.
+    // The client waits ~4 s in silence for this answer: longer than the send timeout.
     const slow = callTool(raw.url, key, "js-sandbox", {
-      code: "const s = Date.now(); while (Date.now() - s < 3000) {} 42",
+      code: "const s = Date.now(); while (Date.now() - s < 4000) {} 42",
       time_limit_ms: 5000,
     });
     // More answers than the kernel's socket buffers hold (~4 MB on loopback), asked at once and
@@ -245,11 +246,11 @@ describe("below the routes: seen in the log and metrics, and bounded", () => {
     const page = (await fetch(`${raw.url}/docs`).then((r) => r.arrayBuffer())).byteLength;
     const asked = Math.ceil(8_000_000 / page);
     const stalled = await exchange(Array(asked).fill("GET /docs HTTP/1.1\r\nHost: x\r\n\r\n"), {
-      readAfterMs: 4000,
+      readAfterMs: 8000,
       capMs: 20_000,
     });
     // Node reports a stall after one quiet period, or two when the write had just progressed:
-    // cut off by 2 s here, so the client finds the connection closed with answers missing.
+    // cut off by 6 s here, so the client finds the connection closed with answers missing.
     expect(stalled.lastedMs).not.toBeNull();
     expect(stalled.statusLines.length).toBeLessThan(asked);
     const answer = await slow;
@@ -269,5 +270,41 @@ describe("below the routes: seen in the log and metrics, and bounded", () => {
       "/v1/tools/tg_live_[redacted]",
     ]);
     expect(raw.output.filter((l) => l.includes(key.slice(8)))).toEqual([]);
+  });
+
+  it("counts and logs the answers Node's parser gives (400, 431, 408), one line each", async () => {
+    const errors = async () => {
+      const text = await fetch(`${raw.url}/metrics`).then((r) => r.text());
+      return (code: string) =>
+        Number(
+          text.match(new RegExp(`^toolgate_errors_total\\{code="${code}"\\} (\\d+)`, "m"))?.[1] ??
+            0,
+        );
+    };
+    const before = await errors();
+    const answers = await Promise.all([
+      exchange(["BOGUS / HTTP/1.1\r\nHost: x\r\n\r\n"]),
+      exchange([`GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`]),
+      // Headers never finished: cut off after HEADERS_TIMEOUT_MS.
+      exchange(["GET /healthz HTTP/1.1\r\nHost: x\r\n"]),
+    ]);
+    expect(answers.map((a) => a.statusLines)).toEqual([
+      ["HTTP/1.1 400 Bad Request"],
+      ["HTTP/1.1 431 Request Header Fields Too Large"],
+      ["HTTP/1.1 408 Request Timeout"],
+    ]);
+    const after = await errors();
+    expect(
+      ["bad_request", "headers_too_large", "request_timeout"].map((c) => after(c) - before(c)),
+    ).toEqual([1, 1, 1]);
+    const metrics = await fetch(`${raw.url}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(
+      /^toolgate_http_requests_total\{route="unparsed",method="unknown",status="408"\} [1-9]/m,
+    );
+    for (const [i, status] of [400, 431, 408].entries()) {
+      const id = answers[i]!.text.match(/X-Request-Id: (\S+)/i)![1];
+      const lines = await logLines((l) => l.request_id === id);
+      expect(lines.map((l) => [l.msg, l.status])).toEqual([["request refused", status]]);
+    }
   });
 });
