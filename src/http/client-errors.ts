@@ -37,13 +37,29 @@ export type RecordRefusal = (refusal: {
   reason: string;
 }) => void;
 
+type HttpSocket = Duplex & {
+  /** The response in flight on this connection (Node's own field). */
+  _httpMessage?: { headersSent?: boolean } | null;
+  /** The request being received on this connection, once its headers are in (Node's own field). */
+  parser?: { incoming?: { complete: boolean } | null } | null;
+};
+
+/** Whether something of an answer to the request being received on `socket` was already sent. */
+function answered(socket: HttpSocket): boolean {
+  const inFlight = socket._httpMessage;
+  if (inFlight) return inFlight.headersSent === true;
+  // No response in flight, yet a request still being received: it was answered before its body
+  // had all arrived (Node goes on reading it). Another answer would be one nobody asked for.
+  const receiving = socket.parser?.incoming;
+  return receiving != null && !receiving.complete;
+}
+
 export function answerClientError(
   err: Error & { code?: string },
   socket: Duplex,
   record?: RecordRefusal,
 ): void {
-  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (err.code !== "ECONNRESET" && socket.writable && !inFlight?.headersSent) {
+  if (err.code !== "ECONNRESET" && socket.writable && !answered(socket)) {
     const answer = ANSWERS[err.code ?? ""] ?? MALFORMED;
     const error = new ApiError(answer.code, answer.message);
     const requestId = newRequestId();

@@ -307,4 +307,14 @@ describe("below the routes: seen in the log and metrics, and bounded", () => {
       expect(lines.map((l) => [l.msg, l.status])).toEqual([["request refused", status]]);
     }
   });
+
+  it("closes, without a second answer, a connection whose request was answered before its body had all arrived", async () => {
+    const trickled = await exchange(
+      ["GET /healthz HTTP/1.1\r\nHost: x\r\ncontent-length: 100\r\n\r\n", ...Array(40).fill("a")],
+      { everyMs: 150 },
+    );
+    // Closed once REQUEST_TIMEOUT_MS (2 s) passed with the body still incomplete.
+    expect(trickled.lastedMs).not.toBeNull();
+    expect(trickled.statusLines).toEqual(["HTTP/1.1 200 OK"]);
+  });
 });
