@@ -219,6 +219,8 @@ const envSchema = z.object({
   /** How long a client may take to send its headers, and its whole request. */
   HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /** How long an answer may wait on a client that stopped reading it (src/http/stalled-readers.ts). */
+  SEND_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   /** If set, GET /metrics requires `Authorization: Bearer <token>`. */
   METRICS_TOKEN: z.string().min(16).optional(),
   /** The API versions as JSON (see src/http/versioning.ts); unset: the table in the code. */
@@ -307,6 +309,7 @@ export interface Config {
   statusCheckIntervalMs: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
+  sendTimeoutMs: number;
   mcpAllowedHosts: string[];
   webhookAllowPrivateTargets: boolean;
   dedicatedWorkersAllowPrivateTargets: boolean;
@@ -459,6 +462,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     statusCheckIntervalMs: e.STATUS_CHECK_INTERVAL_MS,
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+    sendTimeoutMs: e.SEND_TIMEOUT_MS,
     mcpAllowedHosts: e.MCP_ALLOWED_HOSTS
       ? e.MCP_ALLOWED_HOSTS.split(",").map((h) => h.trim().toLowerCase())
       : [

@@ -6,7 +6,8 @@ import { createServices, StartupError, type Part } from "./create-services.js";
 import type { Services } from "./services.js";
 import { createProcessLogger, type ProcessLogger } from "./lib/logger.js";
 import { guardProcess } from "./http/request-guard.js";
-import { answerClientError } from "./http/client-errors.js";
+import { answerClientError, recordRefusals, type RecordRefusal } from "./http/client-errors.js";
+import { cutStalledReader } from "./http/stalled-readers.js";
 import { runPrimary } from "./cluster.js";
 
 /** Secrets never reach the log, wherever they appear in a logged object. */
@@ -31,11 +32,14 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
  * clear line — and no child process is left behind. Requests that arrive before the app is
  * ready wait for it.
  */
-async function bindServer(config: Config): Promise<{ server: Server; serve(app: Handler): void }> {
+async function bindServer(
+  config: Config,
+): Promise<{ server: Server; serve(app: Handler, recordRefusal: RecordRefusal): void }> {
   let app: Handler | null = null;
+  let recordRefusal: RecordRefusal | undefined;
   const waiting: [IncomingMessage, ServerResponse][] = [];
   // A slow client cannot hold a connection by trickling its request: the timeouts are checked
-  // every second, not every 30 s (Node's default).
+  // every second, not every 30 s (Node's default). Nor by not reading its answer: see stalled-readers.ts.
   const server = createServer(
     {
       headersTimeout: config.headersTimeoutMs,
@@ -44,7 +48,10 @@ async function bindServer(config: Config): Promise<{ server: Server; serve(app: 
       keepAliveTimeout: 65_000,
     },
     (req, res) => (app ? app(req, res) : waiting.push([req, res])),
-  ).on("clientError", answerClientError);
+  )
+    .on("clientError", (err, socket) => answerClientError(err, socket, recordRefusal))
+    .on("timeout", cutStalledReader);
+  server.timeout = config.sendTimeoutMs;
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -66,8 +73,9 @@ async function bindServer(config: Config): Promise<{ server: Server; serve(app: 
   }
   return {
     server,
-    serve(handler) {
+    serve(handler, record) {
       app = handler;
+      recordRefusal = record;
       for (const [req, res] of waiting.splice(0)) handler(req, res);
     },
   };
@@ -108,7 +116,7 @@ export async function start(
     await stopAll();
     throw err;
   }
-  serve(createApp(services));
+  serve(createApp(services), recordRefusals(services.requestLog, services.metrics));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   // The status checks probe this process's own doors, on the loopback address it listens on.

@@ -1,14 +1,17 @@
 import type { Duplex } from "node:stream";
 import { STATUS_CODES } from "node:http";
+import type { Logger } from "pino";
 import { newRequestId } from "../lib/ids.js";
 import { ApiError, errorBody, type ErrorCode } from "./errors.js";
+import type { Metrics } from "./metrics.js";
 
 /**
  * Requests Node refuses before express sees them (headers over 16 KB, a malformed request line,
  * a request that took longer than REQUEST_TIMEOUT_MS) get Node's bare answer by default. This
  * `clientError` listener answers them in the API's one error shape instead, under the same
  * rule as Node's own: only when nothing of a response has been written on that connection yet,
- * and the connection is closed afterwards (its byte stream can no longer be trusted).
+ * and the connection is closed afterwards (its byte stream can no longer be trusted). Each answer
+ * is counted and logged (`recordRefusals`): a slowloris or a header flood must leave a trace.
  */
 const ANSWERS: Record<string, { code: ErrorCode; message: string }> = {
   HPE_HEADER_OVERFLOW: {
@@ -26,9 +29,37 @@ const ANSWERS: Record<string, { code: ErrorCode; message: string }> = {
 };
 const MALFORMED = { code: "bad_request", message: "The request is not valid HTTP." } as const;
 
-export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
-  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (err.code !== "ECONNRESET" && socket.writable && !inFlight?.headersSent) {
+/** How an answered refusal is recorded; set once the services exist (main.ts). */
+export type RecordRefusal = (refusal: {
+  requestId: string;
+  status: number;
+  code: ErrorCode;
+  reason: string;
+}) => void;
+
+type HttpSocket = Duplex & {
+  /** The response in flight on this connection (Node's own field). */
+  _httpMessage?: { headersSent?: boolean } | null;
+  /** The request being received on this connection, once its headers are in (Node's own field). */
+  parser?: { incoming?: { complete: boolean } | null } | null;
+};
+
+/** Whether something of an answer to the request being received on `socket` was already sent. */
+function answered(socket: HttpSocket): boolean {
+  const inFlight = socket._httpMessage;
+  if (inFlight) return inFlight.headersSent === true;
+  // No response in flight, yet a request still being received: it was answered before its body
+  // had all arrived (Node goes on reading it). Another answer would be one nobody asked for.
+  const receiving = socket.parser?.incoming;
+  return receiving != null && !receiving.complete;
+}
+
+export function answerClientError(
+  err: Error & { code?: string },
+  socket: Duplex,
+  record?: RecordRefusal,
+): void {
+  if (err.code !== "ECONNRESET" && socket.writable && !answered(socket)) {
     const answer = ANSWERS[err.code ?? ""] ?? MALFORMED;
     const error = new ApiError(answer.code, answer.message);
     const requestId = newRequestId();
@@ -44,6 +75,21 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
         "Connection: close\r\n\r\n" +
         body,
     );
+    record?.({ requestId, status: error.status, code: error.code, reason: err.code ?? "unknown" });
   }
   socket.destroy();
+}
+
+/**
+ * Counts a refusal (by status and code: never anything the client sent) and writes one line to
+ * the request log, as any answered request gets. Not sampled: each refusal closes its connection,
+ * so a flood of them costs the sender a connection per line — more than a flood of ordinary
+ * requests, pipelined on one connection, costs for theirs.
+ */
+export function recordRefusals(requestLog: Logger, metrics: Metrics): RecordRefusal {
+  return ({ requestId, status, code, reason }) => {
+    metrics.countRefused(status, code);
+    // `reason` is Node's error code (HPE_INVALID_METHOD, ERR_HTTP_REQUEST_TIMEOUT…): a fixed set.
+    requestLog.info({ request_id: requestId, status, code, reason }, "request refused");
+  };
 }

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { BooksUnavailableError } from "../books/errors.js";
 import { StoreUnavailableError } from "../store/errors.js";
 import { sendJson, type HttpRequest, type HttpResponse } from "./exchange.js";
+import { loggedPath } from "./logged-path.js";
 
 /**
  * Every error the API can answer, in one table: the stable `code` a client branches on,
@@ -197,7 +198,7 @@ export function errorAnswerer(log: Logger, onError?: (code: ErrorCode) => void) 
     onError?.(apiError.code);
     if (apiError.status >= 500)
       log.error(
-        { err, request_id: requestId, path: req.originalUrl.split("?")[0] },
+        { err, request_id: requestId, path: loggedPath(req.originalUrl) },
         "request failed",
       );
     if (res.headersSent) {

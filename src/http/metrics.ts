@@ -171,6 +171,15 @@ export class Metrics {
   }
 
   /**
+   * Counts a request Node's parser refused before any route saw it (client-errors.ts): an error
+   * by its code, and a request of no route and no method (neither may have been read).
+   */
+  countRefused(status: number, code: string): void {
+    this.errors.inc({ code });
+    this.requests.inc({ route: "unparsed", method: "unknown", status: String(status) });
+  }
+
+  /**
    * Counts and times a finished request by its route pattern (never the raw path: ids would
    * explode the label set); called by the request context's one `finish` listener.
    */

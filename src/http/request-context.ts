@@ -5,6 +5,7 @@ import { ApiError } from "./errors.js";
 import { setCorsHeaders, answerPreflight } from "./cors.js";
 import type { Metrics } from "./metrics.js";
 import type { HttpRequest, HttpResponse } from "./exchange.js";
+import { loggedPath } from "./logged-path.js";
 
 /**
  * What every request gets before any route runs, in one middleware (each middleware is a hop
@@ -36,8 +37,8 @@ export const requestId: RequestHandler = (_req, res, next) => {
 /**
  * What every request gets first: its request id and common headers, CORS, and on finish one log
  * line and the request metrics. `requestLog` writes one structured line per request: no query
- * string (it can hold tokens), no headers, no bodies — so it is given a logger without redaction
- * paths (redaction costs more than the rest of the line, and has nothing to find here).
+ * string and no key in the path (logged-path.ts), no headers, no bodies — so it is given a logger
+ * without redaction paths (redaction costs more than the rest of the line, and has nothing to find here).
  */
 export function beginRequest(
   req: HttpRequest,
@@ -54,7 +55,7 @@ export function beginRequest(
       {
         request_id: res.locals.requestId,
         method: req.method,
-        path: pathOf(req.originalUrl),
+        path: loggedPath(req.originalUrl),
         status: res.statusCode,
         duration_ms: seconds * 1000,
         account_id: res.locals.accountId,
@@ -73,12 +74,6 @@ export function requestContext(requestLog: Logger, metrics: Metrics): RequestHan
     next();
   };
 }
-
-/** The path of a request target, without its query string (it can hold tokens). */
-const pathOf = (url: string) => {
-  const query = url.indexOf("?");
-  return query === -1 ? url : url.slice(0, query);
-};
 
 /** A body that is not JSON is refused up front rather than silently ignored. */
 export const requireJsonBody: RequestHandler = (req, _res, next) => {

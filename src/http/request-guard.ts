@@ -3,6 +3,7 @@ import type { RequestHandler } from "express";
 import type { Logger } from "pino";
 import { ApiError, errorBody } from "./errors.js";
 import { sendJson, type HttpRequest, type HttpResponse } from "./exchange.js";
+import { loggedPath } from "./logged-path.js";
 
 /**
  * One request never takes the process down. Every request runs in its own async scope
@@ -132,8 +133,8 @@ export class RequestGuard {
   }
 }
 
-/** The path the request was sent to, without its query string. */
-const pathOf = (res: HttpResponse) => (res.req as HttpRequest).originalUrl.split("?")[0]!;
+/** The path the request was sent to, as the logs write it. */
+const pathOf = (res: HttpResponse) => loggedPath((res.req as HttpRequest).originalUrl);
 
 /**
  * Wires the guard to the process. An exception outside any request is written to stderr (a pipe

@@ -1,12 +1,18 @@
 import { request } from "node:http";
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { anvilAccount } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import {
   balanceOf as creditsOf,
   call,
+  callTool,
+  dropPrefix,
   fundedAccount,
+  spawnGateway,
   startGateway,
+  uniquePrefix,
+  type GatewayProcess,
   type TestGateway,
 } from "../helpers/gateway.js";
 import { PAY_TO, balanceOf, signAuthorization, startChains, v1Header } from "../helpers/x402.js";
@@ -155,5 +161,160 @@ describe("malformed x402 payments: 402 payment_invalid with the offer, nothing p
     expect(await balanceOf(chains.base, PAY_TO)).toBe(paidBefore);
     expect(await gw.services.store.getAccount(walletAccountId(PAYER.address))).toBeNull();
     expect(await rpcErrors()).toBe(errorsBefore);
+  });
+});
+
+/**
+ * What happens on a connection below the routes — answers Node's parser gives, clients that stop
+ * reading — against a real gateway process, whose log (stdout) is read as an operator would.
+ */
+describe("below the routes: seen in the log and metrics, and bounded", () => {
+  const prefix = uniquePrefix("raw");
+  let raw: GatewayProcess;
+  beforeAll(async () => {
+    raw = await spawnGateway(prefix, {
+      HEADERS_TIMEOUT_MS: "1000",
+      REQUEST_TIMEOUT_MS: "2000",
+      // Above HEADERS_TIMEOUT_MS as by default: a quiet connection with half its headers gets its 408 first.
+      SEND_TIMEOUT_MS: "3000",
+    });
+  }, 90_000);
+  afterAll(async () => {
+    await raw?.stop();
+    await dropPrefix(prefix);
+  });
+
+  /**
+   * Writes `parts` on a fresh connection, `everyMs` apart, and collects what comes back until the
+   * server closes it (or `capMs` passes: `lastedMs` is then null). With `readAfterMs`, nothing is
+   * read before then (a paused socket sees no close either: it is noticed once reading resumes).
+   */
+  function exchange(
+    parts: string[],
+    opts: { everyMs?: number; capMs?: number; readAfterMs?: number } = {},
+  ) {
+    const { everyMs = 0, capMs = 15_000, readAfterMs = 0 } = opts;
+    return new Promise<{ text: string; statusLines: string[]; lastedMs: number | null }>(
+      (resolve) => {
+        const { port } = new URL(raw.url);
+        const socket = connect(Number(port), "127.0.0.1");
+        const started = Date.now();
+        let text = "";
+        let next = 0;
+        const writeNext = () => {
+          if (next < parts.length && socket.writable) socket.write(parts[next++]!);
+          if (next < parts.length) timer = setTimeout(writeNext, everyMs);
+        };
+        let timer = setTimeout(writeNext, 0);
+        socket.pause();
+        const reading = setTimeout(
+          () => socket.on("data", (d) => (text += d)).resume(),
+          readAfterMs,
+        );
+        const done = (lastedMs: number | null) => {
+          for (const t of [timer, reading, cap]) clearTimeout(t);
+          socket.destroy();
+          resolve({ text, statusLines: text.match(/HTTP\/1\.1 \d{3} [^\r]+/g) ?? [], lastedMs });
+        };
+        socket.on("error", () => undefined);
+        socket.on("close", () => done(Date.now() - started));
+        const cap = setTimeout(() => done(null), capMs);
+      },
+    );
+  }
+
+  /** The gateway's JSON log lines that satisfy `match`, waiting up to 5 s for the first. */
+  async function logLines(match: (line: any) => boolean): Promise<any[]> {
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const lines = raw.output.flatMap((l) => (l.startsWith("{") ? [JSON.parse(l)] : []));
+      const found = lines.filter(match);
+      if (found.length > 0 || Date.now() > deadline) return found;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  it("a client that stops reading a large answer is cut off within SEND_TIMEOUT_MS; a slow tool call is not", async () => {
+    const { key } = await fundedAccount(raw.url, 100);
+    // The client waits ~4 s in silence for this answer: longer than the send timeout.
+    const slow = callTool(raw.url, key, "js-sandbox", {
+      code: "const s = Date.now(); while (Date.now() - s < 4000) {} 42",
+      time_limit_ms: 5000,
+    });
+    // More answers than the kernel's socket buffers hold (~4 MB on loopback), asked at once and
+    // never read: what does not fit waits in the gateway's memory.
+    const page = (await fetch(`${raw.url}/docs`).then((r) => r.arrayBuffer())).byteLength;
+    const asked = Math.ceil(8_000_000 / page);
+    const stalled = await exchange(Array(asked).fill("GET /docs HTTP/1.1\r\nHost: x\r\n\r\n"), {
+      readAfterMs: 8000,
+      capMs: 20_000,
+    });
+    // Node reports a stall after one quiet period, or two when the write had just progressed:
+    // cut off by 6 s here, so the client finds the connection closed with answers missing.
+    expect(stalled.lastedMs).not.toBeNull();
+    expect(stalled.statusLines.length).toBeLessThan(asked);
+    const answer = await slow;
+    expect([answer.status, answer.body.result]).toEqual([200, 42]);
+  }, 30_000);
+
+  it("writes no API key that appears in a request's path to the log", async () => {
+    const { key } = await fundedAccount(raw.url, 100);
+    const ids: string[] = [];
+    for (const path of [`/v1/tools/${key}`, `/api/v1/webhooks/${key}/deliveries?x=${key}`]) {
+      const res = await fetch(`${raw.url}${path}`, { headers: { "x-api-key": key } });
+      ids.push(res.headers.get("x-request-id")!);
+    }
+    const lines = await logLines((l) => l.request_id === ids[1]);
+    expect(lines.map((l) => l.path)).toEqual(["/api/v1/webhooks/tg_live_[redacted]/deliveries"]);
+    expect((await logLines((l) => l.request_id === ids[0])).map((l) => l.path)).toEqual([
+      "/v1/tools/tg_live_[redacted]",
+    ]);
+    expect(raw.output.filter((l) => l.includes(key.slice(8)))).toEqual([]);
+  });
+
+  it("counts and logs the answers Node's parser gives (400, 431, 408), one line each", async () => {
+    const errors = async () => {
+      const text = await fetch(`${raw.url}/metrics`).then((r) => r.text());
+      return (code: string) =>
+        Number(
+          text.match(new RegExp(`^toolgate_errors_total\\{code="${code}"\\} (\\d+)`, "m"))?.[1] ??
+            0,
+        );
+    };
+    const before = await errors();
+    const answers = await Promise.all([
+      exchange(["BOGUS / HTTP/1.1\r\nHost: x\r\n\r\n"]),
+      exchange([`GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`]),
+      // Headers never finished: cut off after HEADERS_TIMEOUT_MS.
+      exchange(["GET /healthz HTTP/1.1\r\nHost: x\r\n"]),
+    ]);
+    expect(answers.map((a) => a.statusLines)).toEqual([
+      ["HTTP/1.1 400 Bad Request"],
+      ["HTTP/1.1 431 Request Header Fields Too Large"],
+      ["HTTP/1.1 408 Request Timeout"],
+    ]);
+    const after = await errors();
+    expect(
+      ["bad_request", "headers_too_large", "request_timeout"].map((c) => after(c) - before(c)),
+    ).toEqual([1, 1, 1]);
+    const metrics = await fetch(`${raw.url}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(
+      /^toolgate_http_requests_total\{route="unparsed",method="unknown",status="408"\} [1-9]/m,
+    );
+    for (const [i, status] of [400, 431, 408].entries()) {
+      const id = answers[i]!.text.match(/X-Request-Id: (\S+)/i)![1];
+      const lines = await logLines((l) => l.request_id === id);
+      expect(lines.map((l) => [l.msg, l.status])).toEqual([["request refused", status]]);
+    }
+  });
+
+  it("closes, without a second answer, a connection whose request was answered before its body had all arrived", async () => {
+    const trickled = await exchange(
+      ["GET /healthz HTTP/1.1\r\nHost: x\r\ncontent-length: 100\r\n\r\n", ...Array(40).fill("a")],
+      { everyMs: 150 },
+    );
+    // Closed once REQUEST_TIMEOUT_MS (2 s) passed with the body still incomplete.
+    expect(trickled.lastedMs).not.toBeNull();
+    expect(trickled.statusLines).toEqual(["HTTP/1.1 200 OK"]);
   });
 });

@@ -1,0 +1,13 @@
+/**
+ * The path of a request as the logs write it. Without its query string (it can hold tokens), and
+ * with any Toolgate key in it cut to its kind (`tg_live_[redacted]`): a caller can put a key in a
+ * path, by mistake or not (`GET /v1/tools/<key>`), and pino's redaction covers fields, not values.
+ * Every request's log line goes through here, so the pattern runs only when "tg_" is there at all.
+ */
+const KEY_SHAPED = /(tg_[a-z]+_)[0-9A-Za-z_]+/g; // tg_live_<account>_<secret>, tg_admin_<hex> (accounts/api-keys.ts, development.ts)
+
+export function loggedPath(url: string): string {
+  const query = url.indexOf("?");
+  const path = query === -1 ? url : url.slice(0, query);
+  return path.indexOf("tg_") === -1 ? path : path.replace(KEY_SHAPED, "$1[redacted]");
+}
