@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { accountView, accountViewSchema } from "../accounts/views.js";
+import { requireUnrestrictedKey } from "../http/auth.js";
 import { ApiError, type ErrorCode } from "../http/errors.js";
 import { defineRoute, type AnyRoute } from "../http/route.js";
 import type { Services } from "../services.js";
@@ -89,7 +90,7 @@ export const purchasePlan = defineRoute({
   summary:
     "Buy or renew the Starter or Pro plan with an x402 payment: the tier and its monthly credits for 30 days (a renewal extends the period).",
   auth: "key",
-  errors: PURCHASE_ERRORS,
+  errors: [...PURCHASE_ERRORS, "unrestricted_key_required"],
   successStatus: 201,
   body: z.strictObject({ plan: z.enum(Object.keys(PLANS) as [PlanName, ...PlanName[]]) }),
   response: purchaseResult.extend({
@@ -98,6 +99,9 @@ export const purchasePlan = defineRoute({
     plan_expires_at: z.string(),
   }),
   async handler({ services, req, caller, body }) {
+    // A plan changes the account's tier (and can be refused for it): the account's owner decides,
+    // not a key handed out with limits. Credits only add, so a limited key may still buy them.
+    requireUnrestrictedKey(caller);
     requirePayments(services);
     const plan = PLANS[body.plan];
     const current = caller.account;

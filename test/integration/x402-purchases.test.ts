@@ -92,6 +92,40 @@ describe("buying with x402", () => {
     expect(after.headers.get("ratelimit-limit")).toBe("60");
   }, 20_000);
 
+  /** A payment header for `price`, signed but not yet sent. */
+  const payment = async (price: bigint) =>
+    v1Header(
+      "base-sepolia",
+      await signAuthorization({ account: PAYER, chain: setup.chains.base, value: price }),
+    );
+  /** Asks for a plan, with `paid` (a payment header) or without a payment. */
+  const askPlan = (key: string, plan: string, paid?: string) =>
+    call(`${setup.gw.url}/api/v1/plans/purchase`, {
+      key,
+      body: { plan },
+      headers: paid ? { "x-payment": paid } : {},
+    });
+
+  it("refuses a key with account controls a plan, before any payment; it still buys credits", async () => {
+    const { key } = await signUp(setup.gw.url);
+    const limited = (
+      await call(`${setup.gw.url}/api/v1/keys`, {
+        key,
+        body: { budget: { credits: 10, period: "day" } },
+      })
+    ).body;
+    const before = await balanceOf(setup.chains.base, PAY_TO);
+    for (const paid of [undefined, await payment(19_000_000n)]) {
+      const res = await askPlan(limited.key, "starter", paid);
+      expect([res.status, res.body.error.code]).toEqual([403, "unrestricted_key_required"]);
+    }
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before);
+    expect((await call(`${setup.gw.url}/api/v1/account`, { key })).body.tier).toBe("free");
+    expect((await buy(limited.key, "/api/v1/credits/purchase", { pack: "1k" })).res.status).toBe(
+      201,
+    );
+  });
+
   it("refuses an unknown pack or plan before any payment", async () => {
     const { key } = await signUp(setup.gw.url);
     expect(
