@@ -56,6 +56,13 @@ export interface PlanChange {
   periodMs: number;
 }
 
+/**
+ * What a plan's payment did, as `payment.received` names it: started the plan (`subscription`),
+ * extended its period (`renewal`), or — the account holding a higher tier, or this one without an
+ * end date — added only the credits (`one_time`). See planOutcome in src/credits/rules.ts.
+ */
+export type PlanType = "subscription" | "renewal" | "one_time";
+
 export interface KeyRecord {
   id: string;
   accountId: string;
@@ -441,7 +448,8 @@ export interface IdempotentAdmission {
 
 /** The per-tier numbers a store needs; passed in, so the store never imports the tier table. */
 export interface TierLimits {
-  [tier: string]: { requestsPerMinute: number; monthlyAllowance: number };
+  /** `rank`: the tier's place in the tier order (Free 0 upwards): a plan never lowers it. */
+  [tier: string]: { requestsPerMinute: number; monthlyAllowance: number; rank: number };
 }
 
 export const RATE_WINDOW_MS = 60_000;

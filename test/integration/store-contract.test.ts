@@ -1156,7 +1156,10 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       [],
       plan,
     );
-    expect(first?.account).toMatchObject({ tier: "starter", balance: 100 });
+    expect(first).toMatchObject({
+      planType: "subscription",
+      account: { tier: "starter", balance: 100 },
+    });
     const firstEnd = first!.account.planExpiresAt;
     const renewed = await store.topUp(
       a.id,
@@ -1166,6 +1169,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       plan,
     );
     expect(renewed!.account.planExpiresAt).toBe(firstEnd + 400);
+    expect(renewed!.planType).toBe("renewal");
     expect(
       (await store.topUp(
         a.id,
@@ -1186,6 +1190,39 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       account: { tier: "free", planExpiresAt: 0, balance: 200 },
       rate: { limit: 60 },
     });
+  });
+
+  it("never lowers the tier nor ends one held without an end date: the plan's credits are added, the tier kept, and its payment.received says one_time", async () => {
+    const a = await account(0, "business");
+    const buy = (tier: string, requestId: string) => {
+      const event = eventRecord(newEventId(), "payment.received", a.id, {
+        type: "subscription",
+        credits_added: 100,
+        amount_usd: "19.00",
+        plan: tier,
+        agent_id: a.id,
+        payment_session_id: requestId,
+      });
+      return store.topUp(a.id, "purchase", { amount: 100, requestId, reason: "plan" }, [event], {
+        tier,
+        periodMs: 60_000,
+      });
+    };
+    expect(await buy("starter", "lower-1")).toMatchObject({
+      applied: true,
+      planType: "one_time",
+      account: { tier: "business", planExpiresAt: 0, balance: 100 },
+    });
+    await store.setTier(a.id, "pro");
+    expect(await buy("pro", "same-1")).toMatchObject({
+      planType: "one_time",
+      account: { tier: "pro", planExpiresAt: 0, balance: 200 },
+    });
+    expect(
+      (await store.readOutbox(a.id, 10))
+        .filter((e) => e.event === "payment.received")
+        .map((e) => (e.data as { type: string }).type),
+    ).toEqual(["one_time", "one_time"]);
   });
 
   it("changes the tier and counts a generic bucket", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { anvilAccount } from "../../chain-fixtures/chain.js";
-import { call, eventsOf, signUp } from "../helpers/gateway.js";
+import { admin, call, eventsOf, signUp } from "../helpers/gateway.js";
 import {
   PAY_TO,
   balanceOf,
@@ -124,6 +124,38 @@ describe("buying with x402", () => {
     expect((await buy(limited.key, "/api/v1/credits/purchase", { pack: "1k" })).res.status).toBe(
       201,
     );
+  });
+
+  it("refuses before any payment a plan that would lower the tier or end one held without an end date (409 plan_not_purchasable); an upgrade is sold", async () => {
+    const url = setup.gw.url;
+    const onTier = async (tier: string) => {
+      const account = await signUp(url);
+      await admin(url, `/accounts/${account.accountId}/tier`, { method: "PUT", body: { tier } });
+      return account;
+    };
+    const pro = await onTier("pro");
+    const business = await onTier("business");
+    const before = await balanceOf(setup.chains.base, PAY_TO);
+    for (const [key, plan, why] of [
+      [pro.key, "pro", "without an end date"],
+      [pro.key, "starter", "higher"],
+      [business.key, "starter", "higher"],
+    ] as const) {
+      for (const paid of [undefined, await payment(49_000_000n)]) {
+        const res = await askPlan(key, plan, paid);
+        expect([res.status, res.body.error.code]).toEqual([409, "plan_not_purchasable"]);
+        expect(res.body.error.message).toContain(why);
+      }
+    }
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before);
+    expect((await call(`${url}/api/v1/account`, { key: pro.key })).body).toMatchObject({
+      tier: "pro",
+      plan_expires_at: null,
+    });
+    const starter = await signUp(url);
+    await buy(starter.key, "/api/v1/plans/purchase", { plan: "starter" });
+    const upgrade = await buy(starter.key, "/api/v1/plans/purchase", { plan: "pro" });
+    expect(upgrade.res.body).toMatchObject({ type: "subscription", account: { tier: "pro" } });
   });
 
   it("refuses an unknown pack or plan before any payment", async () => {
