@@ -114,8 +114,12 @@ export const purchasePlan = defineRoute({
   body: z.strictObject({ plan: z.enum(Object.keys(PLANS) as [PlanName, ...PlanName[]]) }),
   response: purchaseResult.extend({
     plan: z.string(),
-    type: z.enum(["subscription", "renewal"]),
-    plan_expires_at: z.string(),
+    type: z
+      .enum(["subscription", "renewal", "one_time"])
+      .describe(
+        "What the payment did: started the plan, or extended its period; one_time: the account had meanwhile come to hold a higher tier, or this one without an end date, which it keeps; the credits were added.",
+      ),
+    plan_expires_at: accountViewSchema.shape.plan_expires_at,
   }),
   async handler({ services, req, caller, body }) {
     // A plan changes the account's tier (and can be refused for it): the account's owner decides,
@@ -141,23 +145,24 @@ export const purchasePlan = defineRoute({
         type,
         plan: body.plan,
         planChange: { tier: plan.tier, periodMs: services.config.planPeriodMs },
-        description: `plan ${body.plan} (${type})`,
+        // No type here: whether it starts or renews the plan is decided when it is credited.
+        description: `plan ${body.plan}`,
       },
       beneficiary: current.id,
       requiredMessage: `Pay $${formatUsd(plan.priceAtomic)} in USDC with x402 for the ${body.plan} plan.`,
     });
-    const account = (await services.store.getAccount(current.id))!;
+    const view = accountView((await services.store.getAccount(current.id))!);
     return {
       status: 201,
       headers: receiptHeaders,
       body: {
         credits_added: plan.credits,
-        account: accountView(account),
+        account: view,
         transaction: payment.txHash,
         network: payment.network,
         plan: body.plan,
-        type,
-        plan_expires_at: new Date(account.planExpiresAt).toISOString(),
+        type: payment.type,
+        plan_expires_at: view.plan_expires_at,
       },
     };
   },

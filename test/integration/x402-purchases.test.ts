@@ -106,6 +106,18 @@ describe("buying with x402", () => {
       headers: paid ? { "x-payment": paid } : {},
     });
 
+  it("labels plans bought at once by what each did: one subscription, then renewals, in the answers and the events", async () => {
+    const { key, accountId } = await signUp(setup.gw.url);
+    const headers = await Promise.all([1, 2, 3].map(() => payment(49_000_000n)));
+    const answers = await Promise.all(headers.map((h) => askPlan(key, "pro", h)));
+    expect(answers.map((r) => r.status)).toEqual([201, 201, 201]);
+    expect(answers.map((r) => r.body.type).sort()).toEqual(["renewal", "renewal", "subscription"]);
+    const types = (await eventsOf(setup.gw.services.store, accountId, 4))
+      .filter((e) => e.event === "payment.received")
+      .map((e) => (e.data as { type: string }).type);
+    expect(types.sort()).toEqual(["renewal", "renewal", "subscription"]);
+  });
+
   it("refuses a key with account controls a plan, before any payment; it still buys credits", async () => {
     const { key } = await signUp(setup.gw.url);
     const limited = (

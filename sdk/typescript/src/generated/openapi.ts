@@ -6688,10 +6688,14 @@ export interface operations {
                         credits_added: number;
                         network: string;
                         plan: string;
-                        plan_expires_at: string;
+                        /** @description A paid plan: when its period ends (renew before, or the tier falls back to Free). */
+                        plan_expires_at: string | null;
                         transaction: string;
-                        /** @enum {string} */
-                        type: "subscription" | "renewal";
+                        /**
+                         * @description What the payment did: started the plan, or extended its period; one_time: the account had meanwhile come to hold a higher tier, or this one without an end date, which it keeps; the credits were added.
+                         * @enum {string}
+                         */
+                        type: "subscription" | "renewal" | "one_time";
                     };
                 };
             };
