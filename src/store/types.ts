@@ -74,6 +74,8 @@ export interface KeyRecord {
   createdAt: number;
   /** Epoch ms from which the key no longer works (may lie in the future: rotation grace). */
   revokedAt: number | null;
+  /** The id of the key that replaced it, once a rotation scheduled its revocation. */
+  replacedBy?: string | null;
   /**
    * When the key last passed an admission (epoch ms), to `KEY_USE_RESOLUTION_MS`: written by the
    * admission itself at most once per resolution window, so it costs no extra round trip. Set by
@@ -123,10 +125,14 @@ export const isLimitedKey = (key: Pick<KeyRecord, "expiresAt" | "allowedTools" |
   (key.allowedTools ?? null) !== null ||
   (key.budget ?? null) !== null;
 
-/** What revoking a key did. `last_active_key`: refused, the account would have no working key left. */
+/**
+ * What revoking a key did. `last_active_key`: refused, the account would have no working key left.
+ * `already_rotated`: a rotation refused, the key's revocation being scheduled already (by another).
+ */
 export type RevokeOutcome =
   | { status: "revoked"; key: KeyRecord }
   | { status: "already_revoked"; key: KeyRecord }
+  | { status: "already_rotated"; key: KeyRecord }
   | { status: "last_active_key"; key: KeyRecord }
   | { status: "not_found" };
 

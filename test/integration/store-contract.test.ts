@@ -590,6 +590,25 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.revokeKey(a.id, "key_missing", 0)).toEqual({ status: "not_found" });
   });
 
+  it("rotates a key once: a rotation of a key already rotating is refused, even when two race, naming the replacement", async () => {
+    const a = await account();
+    const outcomes = await Promise.all(
+      ["key_new_1", "key_new_2"].map((replacedBy) =>
+        store.revokeKey(a.id, a.keyId, 60_000, { replacedBy }),
+      ),
+    );
+    expect(outcomes.map((o) => o.status).sort()).toEqual(["already_rotated", "revoked"]);
+    const winner = outcomes.find((o) => o.status === "revoked")!;
+    const loser = outcomes.find((o) => o.status === "already_rotated")!;
+    if (winner.status !== "revoked" || loser.status !== "already_rotated") throw new Error();
+    expect(loser.key).toMatchObject({
+      replacedBy: winner.key.replacedBy,
+      revokedAt: winner.key.revokedAt,
+    });
+    // Revoking it for good is still allowed.
+    expect((await store.revokeKey(a.id, a.keyId, 0)).status).toBe("revoked");
+  });
+
   it("keeps the last active key when asked, even when two revocations race", async () => {
     const a = await account();
     const other = generateApiKey(a.id);
