@@ -1,4 +1,5 @@
 import { DEPLETED_MESSAGE, type EventData } from "../events/types.js";
+import type { AccountRecord, PlanType, TierLimits } from "../store/types.js";
 
 /**
  * The ledger rules of decisions.md D3/D5, for the in-memory store. The Redis store runs the same
@@ -70,4 +71,23 @@ export function applyDebit(state: AlertState, cost: number, tool: string | null)
 /** Next due time of a monthly allowance that fell due at `dueAt`, skipping missed periods. */
 export function nextAllowanceAt(dueAt: number, now: number, periodMs: number): number {
   return dueAt + periodMs * (Math.floor((now - dueAt) / periodMs) + 1);
+}
+
+/**
+ * What buying a plan of `planTier` does to the account (top-up.lua's plan_outcome is its twin): a
+ * `renewal` extends the period of the tier it holds, a `subscription` starts the plan now. A plan
+ * never lowers the tier nor puts an end to one held without an end date (an operator's): then only
+ * its credits are added (`one_time`). A period already over counts as Free, as in the admission.
+ */
+export function planOutcome(
+  account: Pick<AccountRecord, "tier" | "planExpiresAt">,
+  planTier: string,
+  tiers: TierLimits,
+  now: number,
+): PlanType {
+  const lapsed =
+    account.tier !== "free" && account.planExpiresAt > 0 && now >= account.planExpiresAt;
+  const held = lapsed ? "free" : account.tier;
+  if (held === planTier) return account.planExpiresAt === 0 ? "one_time" : "renewal";
+  return (tiers[held]?.rank ?? 0) > (tiers[planTier]?.rank ?? 0) ? "one_time" : "subscription";
 }

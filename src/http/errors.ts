@@ -47,6 +47,8 @@ export const ERRORS = {
   email_taken: { status: 409, type: "invalid_request_error" },
   tool_name_taken: { status: 409, type: "invalid_request_error" },
   last_active_key: { status: 409, type: "invalid_request_error" },
+  key_already_rotated: { status: 409, type: "invalid_request_error" },
+  plan_not_purchasable: { status: 409, type: "invalid_request_error" },
   sso_domain_taken: { status: 409, type: "invalid_request_error" },
   secret_rotation_in_progress: { status: 409, type: "invalid_request_error" },
   invalid_cursor: { status: 400, type: "invalid_request_error" },

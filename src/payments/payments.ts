@@ -40,6 +40,8 @@ export interface AcceptedPayment {
   network: string;
   /** For a paid call: the idempotency key the call runs under (the same for every retry of this payment). */
   callKey: string | null;
+  /** What the payment bought, as its `payment.received` says: for a plan, what the credit did with it. */
+  type: PaymentGrant["type"];
   /** How long the call's answer is kept for retries of this payment (seconds). */
   retainSeconds: number;
   /**
@@ -395,6 +397,7 @@ export class Payments {
       txHash: record.txHash as Hex,
       network,
       callKey: record.call?.key ?? null,
+      type: record.grant.type,
       retainSeconds: Math.max(1, Math.ceil(((record.expiresAt ?? Date.now()) - Date.now()) / 1000)),
     };
   }
@@ -478,7 +481,7 @@ export class Payments {
       network: record.network,
       transaction: record.txHash ?? undefined,
     });
-    await this.services.store.topUp(
+    const credited = await this.services.store.topUp(
       record.accountId,
       "purchase",
       {
@@ -490,7 +493,14 @@ export class Payments {
       [event],
       grant.planChange ?? undefined,
     );
-    const saved = { ...record, expiresAt: record.expiresAt ?? this.retainUntil(record) };
+    // A plan's type is decided by the credit itself (plans bought at once: one starts it, the
+    // others renew it), and kept with the record for the answer and the books.
+    const type = credited?.planType ?? grant.type;
+    const saved = {
+      ...record,
+      grant: { ...grant, type },
+      expiresAt: record.expiresAt ?? this.retainUntil(record),
+    };
     const recorded = this.services.store.savePayment(saved);
     recorded.catch(() => {}); // awaited by whoever takes it
     this.services.books?.recordPayment({
@@ -500,7 +510,7 @@ export class Payments {
       payer: record.payer,
       valueAtomic: amount.toString(),
       credits: grant.credits,
-      type: grant.type,
+      type,
       plan: grant.plan,
       txHash: record.txHash,
       settledAt: Date.now(),

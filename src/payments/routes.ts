@@ -1,8 +1,13 @@
 import { z } from "zod";
+import { TIERS } from "../accounts/tiers.js";
 import { accountView, accountViewSchema } from "../accounts/views.js";
+import { planOutcome } from "../credits/rules.js";
+import { requireUnrestrictedKey } from "../http/auth.js";
 import { ApiError, type ErrorCode } from "../http/errors.js";
 import { defineRoute, type AnyRoute } from "../http/route.js";
 import type { Services } from "../services.js";
+import { tierLimits } from "../store/index.js";
+import type { AccountRecord } from "../store/types.js";
 import { atomicPrice, formatUsd } from "../lib/money.js";
 import { PACKS, PLANS, type PackName, type PlanName } from "./price-list.js";
 import { walletChallenge, walletClaim } from "./sign-in.js";
@@ -25,6 +30,21 @@ function requirePayments(services: Services) {
       "payments_not_enabled",
       "x402 payments are not enabled on this gateway (no X402_NETWORKS configured); credits can be granted by its operator.",
     );
+}
+
+/**
+ * 409 `plan_not_purchasable`: a plan that would lower the account's tier, or put an end to the
+ * same tier held without an end date (an operator's), is refused before any payment.
+ */
+function notPurchasable(account: AccountRecord, plan: PlanName): ApiError {
+  const held = TIERS[account.tier].label;
+  const why =
+    account.tier === PLANS[plan].tier
+      ? `the account already has the ${held} tier without an end date; the plan would put an end to it`
+      : `the account has the ${held} tier, higher than the plan's; the plan would lower it`;
+  return new ApiError("plan_not_purchasable", `The ${plan} plan cannot be bought: ${why}.`, {
+    param: "plan",
+  });
 }
 
 /** What a purchase answers beyond its key and body: the offer (402) first, then the payment's fate. */
@@ -89,20 +109,28 @@ export const purchasePlan = defineRoute({
   summary:
     "Buy or renew the Starter or Pro plan with an x402 payment: the tier and its monthly credits for 30 days (a renewal extends the period).",
   auth: "key",
-  errors: PURCHASE_ERRORS,
+  errors: [...PURCHASE_ERRORS, "unrestricted_key_required", "plan_not_purchasable"],
   successStatus: 201,
   body: z.strictObject({ plan: z.enum(Object.keys(PLANS) as [PlanName, ...PlanName[]]) }),
   response: purchaseResult.extend({
     plan: z.string(),
-    type: z.enum(["subscription", "renewal"]),
-    plan_expires_at: z.string(),
+    type: z
+      .enum(["subscription", "renewal", "one_time"])
+      .describe(
+        "What the payment did: started the plan, or extended its period; one_time: the account had meanwhile come to hold a higher tier, or this one without an end date, which it keeps; the credits were added.",
+      ),
+    plan_expires_at: accountViewSchema.shape.plan_expires_at,
   }),
   async handler({ services, req, caller, body }) {
+    // A plan changes the account's tier (and can be refused for it): the account's owner decides,
+    // not a key handed out with limits. Credits only add, so a limited key may still buy them.
+    requireUnrestrictedKey(caller);
     requirePayments(services);
     const plan = PLANS[body.plan];
     const current = caller.account;
-    const type =
-      current.tier === plan.tier && current.planExpiresAt > Date.now() ? "renewal" : "subscription";
+    // The store applies the same rule when the payment is credited (the account may change meanwhile).
+    const type = planOutcome(current, plan.tier, tierLimits(), Date.now());
+    if (type === "one_time") throw notPurchasable(current, body.plan);
     const offer = offerForResource(
       services,
       plan.priceAtomic,
@@ -117,23 +145,24 @@ export const purchasePlan = defineRoute({
         type,
         plan: body.plan,
         planChange: { tier: plan.tier, periodMs: services.config.planPeriodMs },
-        description: `plan ${body.plan} (${type})`,
+        // No type here: whether it starts or renews the plan is decided when it is credited.
+        description: `plan ${body.plan}`,
       },
       beneficiary: current.id,
       requiredMessage: `Pay $${formatUsd(plan.priceAtomic)} in USDC with x402 for the ${body.plan} plan.`,
     });
-    const account = (await services.store.getAccount(current.id))!;
+    const view = accountView((await services.store.getAccount(current.id))!);
     return {
       status: 201,
       headers: receiptHeaders,
       body: {
         credits_added: plan.credits,
-        account: accountView(account),
+        account: view,
         transaction: payment.txHash,
         network: payment.network,
         plan: body.plan,
-        type,
-        plan_expires_at: new Date(account.planExpiresAt).toISOString(),
+        type: payment.type,
+        plan_expires_at: view.plan_expires_at,
       },
     };
   },

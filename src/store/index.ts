@@ -11,6 +11,7 @@ export function tierLimits(): TierLimits {
       {
         requestsPerMinute: TIERS[name].requestsPerMinute,
         monthlyAllowance: name === "free" ? (TIERS.free.monthlyCredits ?? 0) : 0,
+        rank: TIER_NAMES.indexOf(name),
       },
     ]),
   );

@@ -56,6 +56,13 @@ export interface PlanChange {
   periodMs: number;
 }
 
+/**
+ * What a plan's payment did, as `payment.received` names it: started the plan (`subscription`),
+ * extended its period (`renewal`), or — the account holding a higher tier, or this one without an
+ * end date — added only the credits (`one_time`). See planOutcome in src/credits/rules.ts.
+ */
+export type PlanType = "subscription" | "renewal" | "one_time";
+
 export interface KeyRecord {
   id: string;
   accountId: string;
@@ -67,6 +74,8 @@ export interface KeyRecord {
   createdAt: number;
   /** Epoch ms from which the key no longer works (may lie in the future: rotation grace). */
   revokedAt: number | null;
+  /** The id of the key that replaced it, once a rotation scheduled its revocation. */
+  replacedBy?: string | null;
   /**
    * When the key last passed an admission (epoch ms), to `KEY_USE_RESOLUTION_MS`: written by the
    * admission itself at most once per resolution window, so it costs no extra round trip. Set by
@@ -116,10 +125,14 @@ export const isLimitedKey = (key: Pick<KeyRecord, "expiresAt" | "allowedTools" |
   (key.allowedTools ?? null) !== null ||
   (key.budget ?? null) !== null;
 
-/** What revoking a key did. `last_active_key`: refused, the account would have no working key left. */
+/**
+ * What revoking a key did. `last_active_key`: refused, the account would have no working key left.
+ * `already_rotated`: a rotation refused, the key's revocation being scheduled already (by another).
+ */
 export type RevokeOutcome =
   | { status: "revoked"; key: KeyRecord }
   | { status: "already_revoked"; key: KeyRecord }
+  | { status: "already_rotated"; key: KeyRecord }
   | { status: "last_active_key"; key: KeyRecord }
   | { status: "not_found" };
 
@@ -447,7 +460,8 @@ export interface IdempotentAdmission {
 
 /** The per-tier numbers a store needs; passed in, so the store never imports the tier table. */
 export interface TierLimits {
-  [tier: string]: { requestsPerMinute: number; monthlyAllowance: number };
+  /** `rank`: the tier's place in the tier order (Free 0 upwards): a plan never lowers it. */
+  [tier: string]: { requestsPerMinute: number; monthlyAllowance: number; rank: number };
 }
 
 export const RATE_WINDOW_MS = 60_000;

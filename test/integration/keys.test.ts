@@ -73,6 +73,41 @@ describe("API keys", () => {
     expect((await me(rotated.body.key)).status).toBe(200);
   });
 
+  it("rotates a key once: another rotation while its grace runs, even one racing it, is 409 key_already_rotated naming the new key", async () => {
+    const { key } = await signUp(gw.url);
+    const svc = (await call(`${gw.url}/api/v1/keys`, { key, body: { name: "svc" } })).body;
+    const rotate = () =>
+      call(`${gw.url}/api/v1/keys/${svc.id}/rotate`, { key, body: { grace_seconds: 3600 } });
+    const race = await Promise.all([rotate(), rotate()]);
+    expect(race.map((r) => r.status).sort()).toEqual([201, 409]);
+    const winner = race.find((r) => r.status === 201)!.body;
+    for (const refused of [race.find((r) => r.status === 409)!, await rotate()]) {
+      expect(refused.body.error).toMatchObject({ code: "key_already_rotated", param: "id" });
+      expect(refused.body.error.message).toContain(winner.id);
+    }
+    const listed = (await keys(key)).body.data as { id: string; name: string; status: string }[];
+    expect(
+      listed.filter((k) => k.name === "svc" && k.status !== "revoked").map((k) => [k.id, k.status]),
+    ).toEqual([
+      [svc.id, "expiring"],
+      [winner.id, "active"],
+    ]);
+  });
+
+  it("answers a change to a revoked key as revoking or rotating it does: already revoked", async () => {
+    const { key } = await signUp(gw.url);
+    const second = (await call(`${gw.url}/api/v1/keys`, { key, body: {} })).body;
+    await call(`${gw.url}/api/v1/keys/${second.id}`, { key, method: "DELETE" });
+    const answers = await Promise.all([
+      call(`${gw.url}/api/v1/keys/${second.id}`, { key, method: "PATCH", body: { name: "x" } }),
+      call(`${gw.url}/api/v1/keys/${second.id}`, { key, method: "DELETE" }),
+      call(`${gw.url}/api/v1/keys/${second.id}/rotate`, { key, body: {} }),
+    ]);
+    expect(answers.map((r) => [r.status, r.body.error.code, r.body.error.message])).toEqual(
+      Array(3).fill([404, "not_found", "The key is already revoked."]),
+    );
+  });
+
   it("shows when each key was last used, and never for a key not yet used", async () => {
     const { key } = await signUp(gw.url);
     const unused = (await call(`${gw.url}/api/v1/keys`, { key, body: { name: "unused" } })).body;

@@ -613,6 +613,25 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.revokeKey(a.id, "key_missing", 0)).toEqual({ status: "not_found" });
   });
 
+  it("rotates a key once: a rotation of a key already rotating is refused, even when two race, naming the replacement", async () => {
+    const a = await account();
+    const outcomes = await Promise.all(
+      ["key_new_1", "key_new_2"].map((replacedBy) =>
+        store.revokeKey(a.id, a.keyId, 60_000, { replacedBy }),
+      ),
+    );
+    expect(outcomes.map((o) => o.status).sort()).toEqual(["already_rotated", "revoked"]);
+    const winner = outcomes.find((o) => o.status === "revoked")!;
+    const loser = outcomes.find((o) => o.status === "already_rotated")!;
+    if (winner.status !== "revoked" || loser.status !== "already_rotated") throw new Error();
+    expect(loser.key).toMatchObject({
+      replacedBy: winner.key.replacedBy,
+      revokedAt: winner.key.revokedAt,
+    });
+    // Revoking it for good is still allowed.
+    expect((await store.revokeKey(a.id, a.keyId, 0)).status).toBe("revoked");
+  });
+
   it("keeps the last active key when asked, even when two revocations race", async () => {
     const a = await account();
     const other = generateApiKey(a.id);
@@ -1179,7 +1198,10 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       [],
       plan,
     );
-    expect(first?.account).toMatchObject({ tier: "starter", balance: 100 });
+    expect(first).toMatchObject({
+      planType: "subscription",
+      account: { tier: "starter", balance: 100 },
+    });
     const firstEnd = first!.account.planExpiresAt;
     const renewed = await store.topUp(
       a.id,
@@ -1189,6 +1211,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       plan,
     );
     expect(renewed!.account.planExpiresAt).toBe(firstEnd + 400);
+    expect(renewed!.planType).toBe("renewal");
     expect(
       (await store.topUp(
         a.id,
@@ -1209,6 +1232,39 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       account: { tier: "free", planExpiresAt: 0, balance: 200 },
       rate: { limit: 60 },
     });
+  });
+
+  it("never lowers the tier nor ends one held without an end date: the plan's credits are added, the tier kept, and its payment.received says one_time", async () => {
+    const a = await account(0, "business");
+    const buy = (tier: string, requestId: string) => {
+      const event = eventRecord(newEventId(), "payment.received", a.id, {
+        type: "subscription",
+        credits_added: 100,
+        amount_usd: "19.00",
+        plan: tier,
+        agent_id: a.id,
+        payment_session_id: requestId,
+      });
+      return store.topUp(a.id, "purchase", { amount: 100, requestId, reason: "plan" }, [event], {
+        tier,
+        periodMs: 60_000,
+      });
+    };
+    expect(await buy("starter", "lower-1")).toMatchObject({
+      applied: true,
+      planType: "one_time",
+      account: { tier: "business", planExpiresAt: 0, balance: 100 },
+    });
+    await store.setTier(a.id, "pro");
+    expect(await buy("pro", "same-1")).toMatchObject({
+      planType: "one_time",
+      account: { tier: "pro", planExpiresAt: 0, balance: 200 },
+    });
+    expect(
+      (await store.readOutbox(a.id, 10))
+        .filter((e) => e.event === "payment.received")
+        .map((e) => (e.data as { type: string }).type),
+    ).toEqual(["one_time", "one_time"]);
   });
 
   it("changes the tier and counts a generic bucket", async () => {

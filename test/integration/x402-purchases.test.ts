@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { anvilAccount } from "../../chain-fixtures/chain.js";
-import { call, eventsOf, signUp } from "../helpers/gateway.js";
+import { admin, call, eventsOf, signUp } from "../helpers/gateway.js";
 import {
   PAY_TO,
   balanceOf,
@@ -91,6 +91,84 @@ describe("buying with x402", () => {
     expect(after.body).toMatchObject({ tier: "free", plan_expires_at: null, credits: 20_025 });
     expect(after.headers.get("ratelimit-limit")).toBe("60");
   }, 20_000);
+
+  /** A payment header for `price`, signed but not yet sent. */
+  const payment = async (price: bigint) =>
+    v1Header(
+      "base-sepolia",
+      await signAuthorization({ account: PAYER, chain: setup.chains.base, value: price }),
+    );
+  /** Asks for a plan, with `paid` (a payment header) or without a payment. */
+  const askPlan = (key: string, plan: string, paid?: string) =>
+    call(`${setup.gw.url}/api/v1/plans/purchase`, {
+      key,
+      body: { plan },
+      headers: paid ? { "x-payment": paid } : {},
+    });
+
+  it("labels plans bought at once by what each did: one subscription, then renewals, in the answers and the events", async () => {
+    const { key, accountId } = await signUp(setup.gw.url);
+    const headers = await Promise.all([1, 2, 3].map(() => payment(49_000_000n)));
+    const answers = await Promise.all(headers.map((h) => askPlan(key, "pro", h)));
+    expect(answers.map((r) => r.status)).toEqual([201, 201, 201]);
+    expect(answers.map((r) => r.body.type).sort()).toEqual(["renewal", "renewal", "subscription"]);
+    const types = (await eventsOf(setup.gw.services.store, accountId, 4))
+      .filter((e) => e.event === "payment.received")
+      .map((e) => (e.data as { type: string }).type);
+    expect(types.sort()).toEqual(["renewal", "renewal", "subscription"]);
+  });
+
+  it("refuses a key with account controls a plan, before any payment; it still buys credits", async () => {
+    const { key } = await signUp(setup.gw.url);
+    const limited = (
+      await call(`${setup.gw.url}/api/v1/keys`, {
+        key,
+        body: { budget: { credits: 10, period: "day" } },
+      })
+    ).body;
+    const before = await balanceOf(setup.chains.base, PAY_TO);
+    for (const paid of [undefined, await payment(19_000_000n)]) {
+      const res = await askPlan(limited.key, "starter", paid);
+      expect([res.status, res.body.error.code]).toEqual([403, "unrestricted_key_required"]);
+    }
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before);
+    expect((await call(`${setup.gw.url}/api/v1/account`, { key })).body.tier).toBe("free");
+    expect((await buy(limited.key, "/api/v1/credits/purchase", { pack: "1k" })).res.status).toBe(
+      201,
+    );
+  });
+
+  it("refuses before any payment a plan that would lower the tier or end one held without an end date (409 plan_not_purchasable); an upgrade is sold", async () => {
+    const url = setup.gw.url;
+    const onTier = async (tier: string) => {
+      const account = await signUp(url);
+      await admin(url, `/accounts/${account.accountId}/tier`, { method: "PUT", body: { tier } });
+      return account;
+    };
+    const pro = await onTier("pro");
+    const business = await onTier("business");
+    const before = await balanceOf(setup.chains.base, PAY_TO);
+    for (const [key, plan, why] of [
+      [pro.key, "pro", "without an end date"],
+      [pro.key, "starter", "higher"],
+      [business.key, "starter", "higher"],
+    ] as const) {
+      for (const paid of [undefined, await payment(49_000_000n)]) {
+        const res = await askPlan(key, plan, paid);
+        expect([res.status, res.body.error.code]).toEqual([409, "plan_not_purchasable"]);
+        expect(res.body.error.message).toContain(why);
+      }
+    }
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before);
+    expect((await call(`${url}/api/v1/account`, { key: pro.key })).body).toMatchObject({
+      tier: "pro",
+      plan_expires_at: null,
+    });
+    const starter = await signUp(url);
+    await buy(starter.key, "/api/v1/plans/purchase", { plan: "starter" });
+    const upgrade = await buy(starter.key, "/api/v1/plans/purchase", { plan: "pro" });
+    expect(upgrade.res.body).toMatchObject({ type: "subscription", account: { tier: "pro" } });
+  });
 
   it("refuses an unknown pack or plan before any payment", async () => {
     const { key } = await signUp(setup.gw.url);

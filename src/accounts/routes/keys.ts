@@ -2,7 +2,7 @@ import { z } from "zod";
 import { requireUnrestrictedKey } from "../../http/auth.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
-import { isRevoked } from "../../store/types.js";
+import { isRevoked, type KeyRecord } from "../../store/types.js";
 import { issueKey } from "../accounts.js";
 import { keyControlFields, keyControlsFrom } from "../key-controls.js";
 import { issuedKeyViewSchema, keyView, keyViewSchema, listOf } from "../views.js";
@@ -50,7 +50,22 @@ export const createKey = defineRoute({
   },
 });
 
+/** A revoked key is answered alike by every key route: 404, as any resource deleted before. */
+export const alreadyRevoked = () =>
+  new ApiError("not_found", "The key is already revoked.", { param: "id" });
+
 const MAX_GRACE_SECONDS = 7 * 24 * 3600;
+
+/** 409 `key_already_rotated`: a key is replaced once, or two replacements would both work. */
+function alreadyRotated(key: KeyRecord): ApiError {
+  const by = key.replacedBy ? ` by ${key.replacedBy}` : "";
+  const until = new Date(key.revokedAt!).toISOString();
+  return new ApiError(
+    "key_already_rotated",
+    `The key is already being replaced${by}; it works until ${until}. Rotate the new key instead, or revoke this one now.`,
+    { param: "id" },
+  );
+}
 
 export const rotateKey = defineRoute({
   method: "post",
@@ -58,7 +73,7 @@ export const rotateKey = defineRoute({
   summary:
     "Replace a key: a new key now, with the old one's account controls; the old one stops at once (grace_seconds 0: regenerate) or after the grace period.",
   auth: "key",
-  errors: ["unrestricted_key_required"],
+  errors: ["unrestricted_key_required", "key_already_rotated"],
   successStatus: 201,
   response: keyViewSchema.extend({
     key: z.string().describe("The new key: shown in this answer only."),
@@ -73,8 +88,8 @@ export const rotateKey = defineRoute({
     const accountId = caller.account.id;
     const old = await services.store.getKey(accountId, params.id!);
     if (!old) throw new ApiError("not_found", "No such key.", { param: "id" });
-    if (isRevoked(old))
-      throw new ApiError("not_found", "The key is already revoked.", { param: "id" });
+    if (isRevoked(old)) throw alreadyRevoked();
+    if (old.revokedAt !== null) throw alreadyRotated(old);
     // The replacement keeps the old key's controls: rotating never lifts a limit.
     const { plaintext, key } = await issueKey(
       services,
@@ -87,7 +102,14 @@ export const rotateKey = defineRoute({
         budget: old.budget ?? null,
       },
     );
-    const rotated = await services.store.revokeKey(accountId, old.id, body.grace_seconds * 1000);
+    const rotated = await services.store.revokeKey(accountId, old.id, body.grace_seconds * 1000, {
+      replacedBy: key.id,
+    });
+    if (rotated.status === "already_rotated") {
+      // Another rotation got there first: the key issued here was never shown, and goes.
+      await services.store.revokeKey(accountId, key.id, 0);
+      throw alreadyRotated(rotated.key);
+    }
     return {
       status: 201,
       body: {
@@ -122,7 +144,7 @@ export const revokeKey = defineRoute({
       case "not_found":
         throw new ApiError("not_found", "No such key.", { param: "id" });
       case "already_revoked":
-        throw new ApiError("not_found", "The key is already revoked.", { param: "id" });
+        throw alreadyRevoked();
       case "last_active_key":
         throw new ApiError(
           "last_active_key",
@@ -132,6 +154,7 @@ export const revokeKey = defineRoute({
           },
         );
       case "revoked":
+      case "already_rotated": // answers a rotation only (replacedBy), never asked here
         return { body: keyView(outcome.key) };
     }
   },

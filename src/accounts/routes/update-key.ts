@@ -5,13 +5,13 @@ import { defineRoute } from "../../http/route.js";
 import { isRevoked } from "../../store/types.js";
 import { keyControlFields, keyControlsFrom } from "../key-controls.js";
 import { keyView, keyViewSchema } from "../views.js";
-import { keyName } from "./keys.js";
+import { alreadyRevoked, keyName } from "./keys.js";
 
 /**
  * Changes a key's name and account controls (expiry, allowed tools, budget): a field sent
  * replaces the key's, null removes it, one left out stays. Effective on the key's next call, on
- * every gateway process (the admission script reads them). Another account's key, and a revoked
- * one, are not found.
+ * every gateway process (the admission script reads them). Another account's key is not found; a
+ * revoked one is "already revoked", as revoking or rotating it says.
  */
 export const updateKey = defineRoute({
   method: "patch",
@@ -26,8 +26,8 @@ export const updateKey = defineRoute({
     requireUnrestrictedKey(caller);
     const accountId = caller.account.id;
     const current = await services.store.getKey(accountId, params.id!);
-    if (!current || isRevoked(current))
-      throw new ApiError("not_found", "No such key.", { param: "id" });
+    if (!current) throw new ApiError("not_found", "No such key.", { param: "id" });
+    if (isRevoked(current)) throw alreadyRevoked();
     const { name, ...controls } = body;
     const update = await keyControlsFrom(services, accountId, controls);
     if (name !== undefined) update.name = name;

@@ -7,6 +7,7 @@ import type {
   IdempotencyClaim,
   IdempotentAdmission,
   PlanChange,
+  PlanType,
   RefundChange,
   TopUpKind,
 } from "../types.js";
@@ -27,7 +28,8 @@ export interface CreditStore {
   ): Promise<IdempotentAdmission>;
   /**
    * Adds credits (a top-up: re-arms the alerts unless `rearm` is false), with its events,
-   * atomically. Idempotent per request id.
+   * atomically. Idempotent per request id. With a plan, applies it by planOutcome's rule (never
+   * lowering the tier) in the same step, and says what it did in `planType`.
    */
   topUp(
     accountId: string,
@@ -35,7 +37,7 @@ export interface CreditStore {
     grant: CreditChange & { amount: number; rearm?: boolean },
     events?: EventRecord[],
     plan?: PlanChange,
-  ): Promise<{ applied: boolean; account: AccountRecord } | null>;
+  ): Promise<{ applied: boolean; account: AccountRecord; planType?: PlanType } | null>;
   /**
    * Returns the credits debited under `requestId`, at most once; `events` are written only if it
    * applies. The call's Idempotency-Key, if any, is forgotten in the same atomic step — only the

@@ -6,7 +6,7 @@
  */
 import type { TierName } from "../../accounts/tiers.js";
 import { countSpend, giveBack } from "../../credits/controls.js";
-import { applyDebit, applyRefund, nextAllowanceAt } from "../../credits/rules.js";
+import { applyDebit, applyRefund, nextAllowanceAt, planOutcome } from "../../credits/rules.js";
 import { type EventRecord, eventRecord } from "../../events/types.js";
 import { debitedNoLaterThan, newEventId } from "../../lib/ids.js";
 import { idempotencyId, type MemoryState } from "../memory-state.js";
@@ -151,16 +151,23 @@ export function memoryCredits(state: MemoryState): CreditStore {
       const a = state.accounts.get(accountId);
       if (!a) return null;
       if (a.operations.has(grant.requestId)) return { applied: false, account: state.view(a) };
-      if (plan) {
-        const base =
-          a.tier === plan.tier && a.planExpiresAt > state.now() ? a.planExpiresAt : state.now();
+      const planType = plan && planOutcome(a, plan.tier, state.tiers, state.now());
+      if (plan && planType !== "one_time") {
+        const base = planType === "renewal" ? a.planExpiresAt : state.now();
         a.tier = plan.tier as TierName;
         a.planExpiresAt = base + plan.periodMs;
       }
       state.topUpAccount(a, kind, grant.amount, grant);
-      a.outbox.push(...events);
+      // A plan's payment.received says what the plan did: only this step knows (as in top-up.lua).
+      a.outbox.push(
+        ...events.map((e) =>
+          planType && e.event === "payment.received"
+            ? { ...e, data: { ...e.data, type: planType } }
+            : e,
+        ),
+      );
       a.operations.add(grant.requestId);
-      return { applied: true, account: state.view(a) };
+      return { applied: true, account: state.view(a), ...(planType ? { planType } : {}) };
     },
 
     async refund(accountId: string, change: RefundChange, events: EventRecord[] = []) {

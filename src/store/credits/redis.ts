@@ -18,6 +18,7 @@ import {
   KEY_USE_RESOLUTION_MS,
   OPERATION_TTL_SECONDS,
   type PlanChange,
+  type PlanType,
   RATE_WINDOW_MS,
   type RateState,
   type RefundChange,
@@ -204,7 +205,11 @@ export function redisCredits({
       // time, even when events were already waiting or the credit was applied before: an
       // appender that crashed before indexing its event would otherwise leave the account's
       // events undelivered until a restart rebuilds the index.
-      const result = await scriptWithIndexes<{ status: string; account?: RawAccount }>(
+      const result = await scriptWithIndexes<{
+        status: string;
+        account?: RawAccount;
+        plan_type?: PlanType;
+      }>(
         "top-up",
         [
           redisKey.account(accountId),
@@ -222,11 +227,16 @@ export function redisCredits({
           plan?.tier ?? "",
           plan?.periodMs ?? 0,
           grant.rearm === false ? 0 : 1,
+          tiersJson,
         ],
         { after: (writes) => writes.outbox(accountId, events) },
       );
       if (result.status === "not_found") return null;
-      return { applied: result.status === "applied", account: toAccount(result.account!) };
+      return {
+        applied: result.status === "applied",
+        account: toAccount(result.account!),
+        ...(result.plan_type ? { planType: result.plan_type } : {}),
+      };
     },
 
     async refund(accountId: string, change: RefundChange, events: EventRecord[] = []) {

@@ -11,12 +11,14 @@ export interface KeyStore {
   /**
    * Revokes after `graceMs` of store time (0 = now); never postpones an earlier revocation. A key
    * already revoked is left as it is. With `keepOneActive`, refuses (atomically) to revoke the
-   * account's last active key — one with no revocation scheduled.
+   * account's last active key — one with no revocation scheduled. With `replacedBy` (a rotation:
+   * the new key's id, kept on the old key), refuses (atomically) a key whose revocation is already
+   * scheduled: a key is replaced once, or two replacements would both work.
    */
   revokeKey(
     accountId: string,
     keyId: string,
     graceMs: number,
-    options?: { keepOneActive?: boolean },
+    options?: { keepOneActive?: boolean; replacedBy?: string },
   ): Promise<RevokeOutcome>;
 }

@@ -51,13 +51,15 @@ export function memoryKeys(state: MemoryState): KeyStore {
       accountId: string,
       keyId: string,
       graceMs: number,
-      options: { keepOneActive?: boolean } = {},
+      options: { keepOneActive?: boolean; replacedBy?: string } = {},
     ): Promise<RevokeOutcome> {
       const keys = state.accounts.get(accountId)?.keysById;
       const key = keys?.get(keyId);
       if (!keys || !key) return { status: "not_found" };
       const now = state.now();
       if (isRevoked(key, now)) return { status: "already_revoked", key: { ...key } };
+      if (options.replacedBy && key.revokedAt !== null)
+        return { status: "already_rotated", key: { ...key } };
       // Active: no revocation scheduled, and not expired (account controls).
       const active = (k: KeyRecord) =>
         k.revokedAt === null && (k.expiresAt == null || k.expiresAt > now);
@@ -70,6 +72,7 @@ export function memoryKeys(state: MemoryState): KeyStore {
       }
       const at = now + graceMs;
       key.revokedAt = key.revokedAt !== null && key.revokedAt < at ? key.revokedAt : at;
+      if (options.replacedBy) key.replacedBy = options.replacedBy;
       return { status: "revoked", key: { ...key } };
     },
   };

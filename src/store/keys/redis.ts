@@ -111,7 +111,7 @@ export function redisKeys({ redis, call, script, windows }: RedisContext): KeySt
       accountId: string,
       keyId: string,
       graceMs: number,
-      options: { keepOneActive?: boolean } = {},
+      options: { keepOneActive?: boolean; replacedBy?: string } = {},
     ): Promise<RevokeOutcome> {
       const raw = await call(() => redis.hget(redisKey.keyList(accountId), keyId));
       if (!raw) return { status: "not_found" };
@@ -119,7 +119,7 @@ export function redisKeys({ redis, call, script, windows }: RedisContext): KeySt
       const outcome = await script<RevokeOutcome>(
         "revoke-key",
         [redisKey.keyList(accountId), redisKey.keyRecord(accountId, hash)],
-        [keyId, graceMs, options.keepOneActive ? 1 : 0],
+        [keyId, graceMs, options.keepOneActive ? 1 : 0, options.replacedBy ?? ""],
       );
       if (outcome.status !== "not_found") outcome.key.lastUsedAt ??= null;
       return outcome;

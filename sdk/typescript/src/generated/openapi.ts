@@ -2450,7 +2450,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "api_key_expired" | "invalid_token" | "sso_sign_in_failed" | "session_required" | "csrf_failed" | "insufficient_credits" | "key_budget_exceeded" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "tool_not_allowed" | "unrestricted_key_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "sso_domain_taken" | "secret_rotation_in_progress" | "invalid_cursor" | "unknown_tool_name" | "invalid_range" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "analytics_not_enabled" | "store_unavailable" | "books_unavailable" | "sso_provider_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy" | "shutting_down";
+                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "api_key_expired" | "invalid_token" | "sso_sign_in_failed" | "session_required" | "csrf_failed" | "insufficient_credits" | "key_budget_exceeded" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "tool_not_allowed" | "unrestricted_key_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "key_already_rotated" | "plan_not_purchasable" | "sso_domain_taken" | "secret_rotation_in_progress" | "invalid_cursor" | "unknown_tool_name" | "invalid_range" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "analytics_not_enabled" | "store_unavailable" | "books_unavailable" | "sso_provider_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy" | "shutting_down";
                 message: string;
                 /** @description The input field the error is about, as a dotted path. */
                 param?: string;
@@ -6739,6 +6739,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description key_already_rotated */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description body_too_large, body_too_deep */
             413: {
                 headers: {
@@ -6852,10 +6861,14 @@ export interface operations {
                         credits_added: number;
                         network: string;
                         plan: string;
-                        plan_expires_at: string;
+                        /** @description A paid plan: when its period ends (renew before, or the tier falls back to Free). */
+                        plan_expires_at: string | null;
                         transaction: string;
-                        /** @enum {string} */
-                        type: "subscription" | "renewal";
+                        /**
+                         * @description What the payment did: started the plan, or extended its period; one_time: the account had meanwhile come to hold a higher tier, or this one without an end date, which it keeps; the credits were added.
+                         * @enum {string}
+                         */
+                        type: "subscription" | "renewal" | "one_time";
                     };
                 };
             };
@@ -6888,6 +6901,15 @@ export interface operations {
                     "application/json": components["schemas"]["PaymentRequired"];
                 };
             };
+            /** @description unrestricted_key_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
                 headers: {
@@ -6897,7 +6919,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payment_already_used */
+            /** @description payment_already_used, plan_not_purchasable */
             409: {
                 headers: {
                     [name: string]: unknown;
