@@ -99,9 +99,14 @@ afterAll(async () => {
   await Promise.all([chains?.stop(), llm?.stop(), searxng?.stop()]);
 });
 
-/** A fresh Business account with a second key, a webhook (its own or the platform's), an incident: what the examples' variables name. */
+/** A fresh Business account (Free to buy a plan) with a second key, a webhook (its own or the platform's), an incident: what the examples' variables name. */
 async function variablesFor(command: string): Promise<Record<string, string>> {
-  const account = await fundedAccount(gw.url, 1000, "business");
+  // Business, but for buying a plan: a plan below the account's tier is refused (409) before its offer.
+  const account = await fundedAccount(
+    gw.url,
+    1000,
+    command.includes("/plans/purchase") ? "free" : "business",
+  );
   const second = await call(`${gw.url}/api/v1/keys`, {
     key: account.key,
     body: { name: "second" },
