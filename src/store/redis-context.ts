@@ -60,6 +60,7 @@ const KEY_COUNTS = {
   "idempotency-complete": 1,
   "idempotent-admit": 8,
   "webhook-add": 1,
+  "webhook-rotate": 1,
   "custom-tool-add": 1,
   "release-lock": 1,
   "payment-claim": 2,
