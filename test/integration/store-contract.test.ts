@@ -1578,6 +1578,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     });
     expect(await store.putSsoConnection(connection(a.id, [domain("one"), domain("two")]))).toEqual({
       status: "saved",
+      connection: connection(a.id, [domain("one"), domain("two")]),
     });
     expect(await store.getSsoConnection(a.id)).toEqual(
       connection(a.id, [domain("one"), domain("two")]),
@@ -1590,11 +1591,11 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.accountIdBySsoDomain(domain("three"))).toBeNull();
     expect(await store.getSsoConnection(b.id)).toBeNull();
     // Saving again without a domain releases it for others.
-    expect(await store.putSsoConnection(connection(a.id, [domain("one")]))).toEqual({
+    expect(await store.putSsoConnection(connection(a.id, [domain("one")]))).toMatchObject({
       status: "saved",
     });
     expect(await store.accountIdBySsoDomain(domain("two"))).toBeNull();
-    expect(await store.putSsoConnection(connection(b.id, [domain("two")]))).toEqual({
+    expect(await store.putSsoConnection(connection(b.id, [domain("two")]))).toMatchObject({
       status: "saved",
     });
     expect(await store.accountIdBySsoDomain(domain("two"))).toBe(b.id);
@@ -1604,6 +1605,32 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.getSsoConnection(a.id)).toBeNull();
     expect(await store.accountIdBySsoDomain(domain("one"))).toBeNull();
     expect(await store.accountIdBySsoDomain(domain("two"))).toBe(b.id);
+
+    // A save that keeps the stored secret (null) keeps it and the first save's createdAt; with
+    // nothing stored it saves nothing.
+    const keeping = {
+      ...connection(b.id, [domain("two")]),
+      sealedClientSecret: null,
+      createdAt: 5,
+    };
+    expect(await store.putSsoConnection(keeping)).toEqual({
+      status: "saved",
+      connection: connection(b.id, [domain("two")]),
+    });
+    expect(await store.putSsoConnection({ ...keeping, accountId: a.id })).toEqual({
+      status: "not_set_up",
+    });
+    expect(await store.getSsoConnection(a.id)).toBeNull();
+
+    // Saves and a delete racing: the domains held are exactly those of the connection kept.
+    const racing = ["p", "q", "r", "s"].map((n) => domain(n));
+    await Promise.all([
+      ...racing.map((d) => store.putSsoConnection(connection(a.id, [d]))),
+      store.deleteSsoConnection(a.id),
+    ]);
+    const kept = (await store.getSsoConnection(a.id))?.emailDomains ?? [];
+    for (const d of racing)
+      expect(await store.accountIdBySsoDomain(d)).toBe(kept.includes(d) ? a.id : null);
   });
 
   it("finds the account holding an e-mail address", async () => {
