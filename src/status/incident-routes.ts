@@ -2,7 +2,6 @@ import { z } from "zod";
 import { ApiError } from "../http/errors.js";
 import { defineRoute } from "../http/route.js";
 import { randomId } from "../lib/ids.js";
-import type { Services } from "../services.js";
 import { incidentView } from "./report.js";
 import type { Incident } from "./store.js";
 
@@ -23,12 +22,6 @@ const incidentViewSchema = z.object({
   resolved_at: z.string().nullable(),
   updates: z.array(z.object({ status: z.string(), message: z.string(), at: z.string() })),
 });
-
-async function findIncident(services: Services, id: string): Promise<Incident> {
-  const incident = await services.status.store.getIncident(id);
-  if (!incident) throw new ApiError("not_found", "No such incident.", { param: "id" });
-  return incident;
-}
 
 export const createIncident = defineRoute({
   method: "post",
@@ -80,14 +73,18 @@ export const updateIncident = defineRoute({
   body: z.strictObject({ status, message }),
   response: incidentViewSchema,
   async handler({ services, params, body }) {
-    const incident = await findIncident(services, params.id!);
-    if (incident.resolvedAt)
+    const update = { status: body.status, message: body.message, at: Date.now() };
+    // In one store step: an update racing another keeps both, one racing the resolution never
+    // writes the incident back unresolved.
+    const outcome = await services.status.store.changeIncident(params.id!, (incident) =>
+      incident.resolvedAt ? null : { ...incident, updates: [...incident.updates, update] },
+    );
+    if (!outcome) throw new ApiError("not_found", "No such incident.", { param: "id" });
+    if (!outcome.changed)
       throw new ApiError("validation_failed", "The incident is resolved; open a new one.", {
         param: "id",
       });
-    incident.updates.push({ status: body.status, message: body.message, at: Date.now() });
-    await services.status.store.saveIncident(incident);
-    return { body: incidentView(incident) };
+    return { body: incidentView(outcome.incident) };
   },
 });
 
@@ -99,13 +96,18 @@ export const resolveIncident = defineRoute({
   body: z.strictObject({ message: message.default("This incident has been resolved.") }),
   response: incidentViewSchema,
   async handler({ services, params, body }) {
-    const incident = await findIncident(services, params.id!);
-    if (!incident.resolvedAt) {
-      incident.resolvedAt = Date.now();
-      incident.updates.push({ status: "resolved", message: body.message, at: incident.resolvedAt });
-      await services.status.store.saveIncident(incident);
-    }
-    return { body: incidentView(incident) };
+    const at = Date.now();
+    const outcome = await services.status.store.changeIncident(params.id!, (incident) =>
+      incident.resolvedAt
+        ? null
+        : {
+            ...incident,
+            resolvedAt: at,
+            updates: [...incident.updates, { status: "resolved", message: body.message, at }],
+          },
+    );
+    if (!outcome) throw new ApiError("not_found", "No such incident.", { param: "id" });
+    return { body: incidentView(outcome.incident) };
   },
 });
 

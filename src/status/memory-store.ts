@@ -40,6 +40,14 @@ export function createMemoryStatusStore(): StatusStore {
     async saveIncident(incident) {
       incidents.set(incident.id, structuredClone(incident));
     },
+    async changeIncident(id, change) {
+      // No await between the read and the write: racing changes run one after the other.
+      const incident = incidents.get(id);
+      if (!incident) return null;
+      const changed = change(structuredClone(incident));
+      if (changed) incidents.set(id, structuredClone(changed));
+      return { incident: structuredClone(changed ?? incident), changed: changed !== null };
+    },
     async getIncident(id) {
       const incident = incidents.get(id);
       return incident ? structuredClone(incident) : null;

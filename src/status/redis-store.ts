@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { connectRedis, type RedisConnection, withinDeadline } from "../store/redis-connection.js";
 import {
   UPTIME_DAYS,
@@ -21,6 +22,9 @@ import {
 const DAY_TTL_SECONDS = (UPTIME_DAYS + 1) * 86_400;
 const INCIDENTS_KEPT = 200;
 const COMMAND_DEADLINE_MS = 2000;
+/** Each failed attempt means another change landed; this many in a row is not contention but a fault. */
+const CHANGE_ATTEMPTS = 50;
+const COMPARE_AND_SET = readFileSync(new URL("./compare-and-set.lua", import.meta.url), "utf8");
 
 export function createRedisStatusStore(options: {
   url: string;
@@ -38,6 +42,14 @@ export function createRedisStatusStore(options: {
   // A status check must never take the process down: errors surface as rejected commands.
   redis.on("error", () => {});
   const dayKey = (day: string) => `{status}:day:${day}`;
+  const incidentKey = (id: string) => `{status}:incident:${id}`;
+  redis.defineCommand("statusCompareAndSet", { numberOfKeys: 1, lua: COMPARE_AND_SET });
+  const compareAndSet = (key: string, read: string, write: string): Promise<number> =>
+    (
+      redis as unknown as {
+        statusCompareAndSet(key: string, read: string, write: string): Promise<number>;
+      }
+    ).statusCompareAndSet(key, read, write);
   return {
     async record(results) {
       const batch = redis.multi();
@@ -83,13 +95,28 @@ export function createRedisStatusStore(options: {
       await timely(
         redis
           .multi()
-          .set(`{status}:incident:${incident.id}`, JSON.stringify(incident))
+          .set(incidentKey(incident.id), JSON.stringify(incident))
           .zadd("{status}:incidents", incident.createdAt, incident.id)
           .exec(),
       );
     },
+    async changeIncident(id, change) {
+      // Optimistic: read, change in JavaScript, write only if nothing changed it meanwhile
+      // (compare-and-set.lua), else again from a fresh read. WATCH would not do: the connection is
+      // shared by every request of the process, and a WATCH holds for the whole connection.
+      for (let attempt = 0; attempt < CHANGE_ATTEMPTS; attempt++) {
+        const raw = await timely(redis.get(incidentKey(id)));
+        if (raw === null) return null;
+        const changed = change(JSON.parse(raw) as Incident);
+        if (!changed) return { incident: JSON.parse(raw) as Incident, changed: false };
+        const written = JSON.stringify(changed);
+        if ((await timely(compareAndSet(incidentKey(id), raw, written))) === 1)
+          return { incident: changed, changed: true };
+      }
+      throw new Error(`incident ${id}: changed by others ${CHANGE_ATTEMPTS} times in a row`);
+    },
     async getIncident(id) {
-      const json = await timely(redis.get(`{status}:incident:${id}`));
+      const json = await timely(redis.get(incidentKey(id)));
       return json ? (JSON.parse(json) as Incident) : null;
     },
     async listIncidents(limit) {
@@ -97,7 +124,7 @@ export function createRedisStatusStore(options: {
         redis.zrevrange("{status}:incidents", 0, Math.min(limit, INCIDENTS_KEPT) - 1),
       );
       if (ids.length === 0) return [];
-      const jsons = await timely(redis.mget(...ids.map((id) => `{status}:incident:${id}`)));
+      const jsons = await timely(redis.mget(...ids.map(incidentKey)));
       return jsons.filter((j): j is string => j !== null).map((j) => JSON.parse(j) as Incident);
     },
     async close() {

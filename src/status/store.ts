@@ -48,8 +48,20 @@ export interface StatusStore {
   latest(): Promise<Map<string, CheckResult>>;
   /** Per component, the counts of the given days (missing days are absent). */
   dayCounts(days: string[]): Promise<Map<string, DayCount[]>>;
+  /** Keeps a new incident. */
   saveIncident(incident: Incident): Promise<void>;
   getIncident(id: string): Promise<Incident | null>;
+  /**
+   * Changes an incident in one step: `change` gets the incident as kept and returns it changed, or
+   * null to leave it as it is. Racing changes each see the one before (in Redis, a change made
+   * from a stale read is made again from a fresh one), so none is lost and none undoes another.
+   * Answers the incident as kept after the change and whether `change` changed it; null when
+   * there is no such incident.
+   */
+  changeIncident(
+    id: string,
+    change: (incident: Incident) => Incident | null,
+  ): Promise<{ incident: Incident; changed: boolean } | null>;
   /** Newest first. */
   listIncidents(limit: number): Promise<Incident[]>;
   close(): Promise<void>;

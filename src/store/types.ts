@@ -333,6 +333,14 @@ export interface SsoConnectionRecord {
   updatedAt: number;
 }
 
+/**
+ * A connection to save: `sealedClientSecret` null keeps the stored one (a change that leaves the
+ * secret out); `createdAt` is the stored connection's when there is one.
+ */
+export type SsoConnectionChange = Omit<SsoConnectionRecord, "sealedClientSecret"> & {
+  sealedClientSecret: string | null;
+};
+
 export interface LedgerFollower {
   /** Entries newer than `afterId` (oldest first), waiting up to `waitMs` for the first; [] on timeout. */
   next(afterId: string, waitMs: number): Promise<LedgerEntry[]>;

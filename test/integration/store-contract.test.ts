@@ -1403,6 +1403,72 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.getCustomTool(other.id, "alpha")).toMatchObject({ accountId: other.id });
   });
 
+  it("rotates a webhook's secret in one step: racing rotations are decided one after the other, and a deleted webhook stays deleted", async () => {
+    const owner = await account();
+    const createdAt = Date.now();
+    const hook = {
+      id: `wh_${newRequestId()}`,
+      ownerId: owner.id,
+      url: "https://example.com/hook?a=b&c=d/e",
+      events: ["tool.error", "credits.low"],
+      createdAt,
+      sealedSecret: "sealed-original",
+      previousSealedSecret: null,
+      previousSecretExpiresAt: null,
+    };
+    expect(await store.addWebhook(hook, 10)).toBe(true);
+    const now = Date.now();
+    const rotate = (sealedSecret: string, overlapMs: number, at = now) =>
+      store.rotateWebhookSecret(owner.id, hook.id, { sealedSecret, overlapMs, now: at });
+
+    // With an overlap: one of the racers wins, the others find the original still signing.
+    const raced = await Promise.all(["a", "b", "c", "d"].map((s) => rotate(`sealed-${s}`, 60_000)));
+    const won = raced.filter((r) => r.status === "rotated");
+    expect(won).toHaveLength(1);
+    expect(raced.filter((r) => r.status === "in_progress")).toHaveLength(3);
+    const winner = {
+      ...hook,
+      sealedSecret: won[0]!.status === "rotated" ? won[0]!.webhook.sealedSecret : "",
+    };
+    const rotated = {
+      ...winner,
+      previousSealedSecret: "sealed-original",
+      previousSecretExpiresAt: now + 60_000,
+    };
+    expect(won[0]).toEqual({ status: "rotated", webhook: rotated });
+    for (const r of raced.filter((r) => r.status === "in_progress"))
+      expect(r).toEqual({ status: "in_progress", webhook: rotated });
+    expect(await store.getWebhook(owner.id, hook.id)).toEqual(rotated);
+
+    // Once the overlap is over, a rotation with an overlap is allowed again and keeps the winner's.
+    expect(await rotate("sealed-later", 1000, now + 60_001)).toEqual({
+      status: "rotated",
+      webhook: {
+        ...hook,
+        sealedSecret: "sealed-later",
+        previousSealedSecret: winner.sealedSecret,
+        previousSecretExpiresAt: now + 61_001,
+      },
+    });
+    // With no overlap: every racer succeeds, one after the other; the last one's secret stands alone.
+    const cuts = await Promise.all(["e", "f", "g"].map((s) => rotate(`sealed-${s}`, 0)));
+    expect(cuts.map((r) => r.status)).toEqual(["rotated", "rotated", "rotated"]);
+    const stored = await store.getWebhook(owner.id, hook.id);
+    expect(stored).toMatchObject({ previousSealedSecret: null, previousSecretExpiresAt: null });
+    expect(["sealed-e", "sealed-f", "sealed-g"]).toContain(stored!.sealedSecret);
+
+    expect(
+      await store.rotateWebhookSecret(owner.id, "wh_missing", {
+        sealedSecret: "x",
+        overlapMs: 0,
+        now,
+      }),
+    ).toEqual({ status: "not_found" });
+    expect(await store.deleteWebhook(owner.id, hook.id)).toBe(true);
+    expect(await rotate("sealed-h", 0)).toEqual({ status: "not_found" });
+    expect(await store.listWebhooks(owner.id)).toEqual([]);
+  });
+
   const session = (accountId: string, overrides: Partial<SessionRecord> = {}): SessionRecord => ({
     id: newRequestId(),
     accountId,
@@ -1512,6 +1578,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     });
     expect(await store.putSsoConnection(connection(a.id, [domain("one"), domain("two")]))).toEqual({
       status: "saved",
+      connection: connection(a.id, [domain("one"), domain("two")]),
     });
     expect(await store.getSsoConnection(a.id)).toEqual(
       connection(a.id, [domain("one"), domain("two")]),
@@ -1524,11 +1591,11 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.accountIdBySsoDomain(domain("three"))).toBeNull();
     expect(await store.getSsoConnection(b.id)).toBeNull();
     // Saving again without a domain releases it for others.
-    expect(await store.putSsoConnection(connection(a.id, [domain("one")]))).toEqual({
+    expect(await store.putSsoConnection(connection(a.id, [domain("one")]))).toMatchObject({
       status: "saved",
     });
     expect(await store.accountIdBySsoDomain(domain("two"))).toBeNull();
-    expect(await store.putSsoConnection(connection(b.id, [domain("two")]))).toEqual({
+    expect(await store.putSsoConnection(connection(b.id, [domain("two")]))).toMatchObject({
       status: "saved",
     });
     expect(await store.accountIdBySsoDomain(domain("two"))).toBe(b.id);
@@ -1538,6 +1605,32 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.getSsoConnection(a.id)).toBeNull();
     expect(await store.accountIdBySsoDomain(domain("one"))).toBeNull();
     expect(await store.accountIdBySsoDomain(domain("two"))).toBe(b.id);
+
+    // A save that keeps the stored secret (null) keeps it and the first save's createdAt; with
+    // nothing stored it saves nothing.
+    const keeping = {
+      ...connection(b.id, [domain("two")]),
+      sealedClientSecret: null,
+      createdAt: 5,
+    };
+    expect(await store.putSsoConnection(keeping)).toEqual({
+      status: "saved",
+      connection: connection(b.id, [domain("two")]),
+    });
+    expect(await store.putSsoConnection({ ...keeping, accountId: a.id })).toEqual({
+      status: "not_set_up",
+    });
+    expect(await store.getSsoConnection(a.id)).toBeNull();
+
+    // Saves and a delete racing: the domains held are exactly those of the connection kept.
+    const racing = ["p", "q", "r", "s"].map((n) => domain(n));
+    await Promise.all([
+      ...racing.map((d) => store.putSsoConnection(connection(a.id, [d]))),
+      store.deleteSsoConnection(a.id),
+    ]);
+    const kept = (await store.getSsoConnection(a.id))?.emailDomains ?? [];
+    for (const d of racing)
+      expect(await store.accountIdBySsoDomain(d)).toBe(kept.includes(d) ? a.id : null);
   });
 
   it("finds the account holding an e-mail address", async () => {

@@ -115,16 +115,12 @@ describe("a delivery that fails on our side", () => {
       body: { url: rx.url(path), events: ["tool.error"] },
     });
     // The secret was sealed with a key this deployment no longer has (SECRET_KEY replaced without keeping the old one).
-    const record = (await gw.services.store.getWebhook(
-      (
-        await call(`${gw.url}/api/v1/account`, { key })
-      ).body.id,
-      hook.body.id,
-    ))!;
+    const accountId = (await call(`${gw.url}/api/v1/account`, { key })).body.id;
     const oldKey = "o".repeat(32);
-    await gw.services.store.putWebhook({
-      ...record,
+    await gw.services.store.rotateWebhookSecret(accountId, hook.body.id, {
       sealedSecret: sealSecret([oldKey], hook.body.secret),
+      overlapMs: 0,
+      now: Date.now(),
     });
 
     const sent = await call(`${gw.url}/api/v1/webhooks/test`, { key, body: {} });

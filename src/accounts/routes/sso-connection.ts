@@ -19,6 +19,10 @@ import { requireFeature } from "../tiers.js";
  * a mistyped issuer is refused here rather than at someone's first sign-in.
  */
 const NOT_SET_UP = "Single sign-on is not set up for this account.";
+const clientSecretRequired = () =>
+  new ApiError("validation_failed", "client_secret is required to set up SSO.", {
+    param: "client_secret",
+  });
 
 export const getSsoConnection = defineRoute({
   method: "get",
@@ -71,10 +75,7 @@ export const putSsoConnection = defineRoute({
         param: "issuer",
       });
     const existing = await services.store.getSsoConnection(accountId);
-    if (!body.client_secret && !existing)
-      throw new ApiError("validation_failed", "client_secret is required to set up SSO.", {
-        param: "client_secret",
-      });
+    if (!body.client_secret && !existing) throw clientSecretRequired();
     const clientSecret =
       body.client_secret ?? openSecret(services.config.secretKeys, existing!.sealedClientSecret);
     try {
@@ -93,23 +94,28 @@ export const putSsoConnection = defineRoute({
       );
     }
     const now = Date.now();
-    const record = {
+    // Without a new secret the store keeps the one it holds as it saves, not the one read above:
+    // a connection deleted meanwhile is not brought back with it (and the save is refused, as
+    // after the delete).
+    const saved = await services.store.putSsoConnection({
       accountId,
       issuer: body.issuer,
       clientId: body.client_id,
-      sealedClientSecret: sealSecret(services.config.secretKeys, clientSecret),
+      sealedClientSecret: body.client_secret
+        ? sealSecret(services.config.secretKeys, body.client_secret)
+        : null,
       emailDomains: body.email_domains,
-      createdAt: existing?.createdAt ?? now,
+      createdAt: now,
       updatedAt: now,
-    };
-    const saved = await services.store.putSsoConnection(record);
+    });
+    if (saved.status === "not_set_up") throw clientSecretRequired();
     if (saved.status === "domain_taken")
       throw new ApiError(
         "sso_domain_taken",
         `${saved.domain} is already used for single sign-on by another account.`,
         { param: "email_domains" },
       );
-    return { body: ssoConnectionView(services, record) };
+    return { body: ssoConnectionView(services, saved.connection) };
   },
 });
 

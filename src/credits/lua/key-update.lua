@@ -1,14 +1,21 @@
 -- KEYS: key list (key id -> JSON), the key's record
--- ARGV: key id, changes (JSON object of KeyRecord fields), then the record's control fields as
---       name/value pairs (what the admission reads: expires_at, tools, budget, budget_period)
+-- ARGV: key id, changes (JSON object of KeyRecord fields)
 -- A key's name and account controls change in one step: the listing's copy and the record the
--- admission script reads never disagree.
+-- admission script reads never disagree. The record's control fields are computed here from the
+-- listing's copy as changed, not by the caller from the copy it read before: two updates racing,
+-- each naming another control, would otherwise each write the other's control back as it was.
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return nil end
 local key = cjson.decode(raw)
 for field, value in pairs(cjson.decode(ARGV[2])) do key[field] = value end
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(key))
-local fields = {}
-for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
-redis.call('HSET', KEYS[2], unpack(fields))
+-- As src/store/keys/redis.ts keyControlFields writes them: 0 or '' = none; tools as ",a,b,".
+local function set(v) return v ~= nil and v ~= cjson.null end
+local tools = ''
+if set(key.allowedTools) then tools = ',' .. table.concat(key.allowedTools, ',') .. ',' end
+redis.call('HSET', KEYS[2],
+  'expires_at', set(key.expiresAt) and string.format('%d', key.expiresAt) or '0',
+  'tools', tools,
+  'budget', set(key.budget) and string.format('%d', key.budget.credits) or '0',
+  'budget_period', set(key.budget) and key.budget.period or '')
 return 'ok'

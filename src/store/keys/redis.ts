@@ -15,7 +15,7 @@ import type { KeyStore } from "./index.js";
 
 /**
  * The key record's control fields, as the admission script reads them (`tools` as ",a,b," so a
- * lookup is one plain find; 0 or "" = none).
+ * lookup is one plain find; 0 or "" = none). key-update.lua writes the same fields the same way.
  */
 function keyControlFields(key: KeyRecord): Record<string, string> {
   return {
@@ -85,18 +85,19 @@ export function redisKeys({ redis, call, script, windows }: RedisContext): KeySt
       keyId: string,
       update: KeyUpdate,
     ): Promise<KeyRecord | null> {
+      // The hash names the record; it never changes, so reading it first races with nothing.
       const raw = await call(() => redis.hget(redisKey.keyList(accountId), keyId));
       if (!raw) return null;
-      const current = JSON.parse(raw) as KeyRecord;
+      const { hash } = JSON.parse(raw) as KeyRecord;
       const changes = Object.fromEntries(
         Object.entries(update).filter(([, value]) => value !== undefined),
       );
-      const updated: KeyRecord = { ...current, ...changes };
-      // One script: the listing's copy and the record the admission reads change together.
+      // One script: the listing's copy and the record the admission reads change together, the
+      // record's controls computed from the copy as the script changed it (key-update.lua).
       const stored = await script<string | null>(
         "key-update",
-        [redisKey.keyList(accountId), redisKey.keyRecord(accountId, current.hash)],
-        [keyId, JSON.stringify(changes), ...Object.entries(keyControlFields(updated)).flat()],
+        [redisKey.keyList(accountId), redisKey.keyRecord(accountId, hash)],
+        [keyId, JSON.stringify(changes)],
       );
       if (stored === null) return null;
       return (await keys.listKeys(accountId)).find((key) => key.id === keyId) ?? null;

@@ -1,6 +1,7 @@
 /** Webhooks in memory: a map of webhooks per owner and a capped list of deliveries per webhook. */
 import type { DeliveryAttempt, WebhookRecord } from "../types.js";
-import type { WebhookStore } from "./index.js";
+import { previousSecretSigns } from "../../webhooks/secrets.js";
+import type { SecretRotation, WebhookStore } from "./index.js";
 
 export function memoryWebhooks(): WebhookStore {
   const webhooks = new Map<string, Map<string, WebhookRecord>>();
@@ -30,8 +31,17 @@ export function memoryWebhooks(): WebhookStore {
       return hook ? structuredClone(hook) : null;
     },
 
-    async putWebhook(webhook: WebhookRecord) {
-      hooksOf(webhook.ownerId).set(webhook.id, structuredClone(webhook));
+    async rotateWebhookSecret(ownerId: string, id: string, rotation: SecretRotation) {
+      // No await between the read and the write: racing rotations run one after the other.
+      const hook = hooksOf(ownerId).get(id);
+      if (!hook) return { status: "not_found" as const };
+      if (rotation.overlapMs > 0 && previousSecretSigns(hook, rotation.now))
+        return { status: "in_progress" as const, webhook: structuredClone(hook) };
+      const overlaps = rotation.overlapMs > 0;
+      hook.previousSealedSecret = overlaps ? hook.sealedSecret : null;
+      hook.previousSecretExpiresAt = overlaps ? rotation.now + rotation.overlapMs : null;
+      hook.sealedSecret = rotation.sealedSecret;
+      return { status: "rotated" as const, webhook: structuredClone(hook) };
     },
 
     async deleteWebhook(ownerId: string, id: string) {

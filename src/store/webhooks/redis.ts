@@ -1,7 +1,7 @@
 /** Webhooks on Redis: one hash per owner (`{owner}:webhooks`) and a capped list of deliveries per webhook. */
 import { type RedisContext, redisKey } from "../redis-context.js";
 import type { DeliveryAttempt, WebhookRecord } from "../types.js";
-import type { WebhookStore } from "./index.js";
+import type { RotationOutcome, SecretRotation, WebhookStore } from "./index.js";
 
 export function redisWebhooks({ redis, call, script }: RedisContext): WebhookStore {
   return {
@@ -27,9 +27,15 @@ export function redisWebhooks({ redis, call, script }: RedisContext): WebhookSto
       return raw ? (JSON.parse(raw) as WebhookRecord) : null;
     },
 
-    async putWebhook(webhook: WebhookRecord): Promise<void> {
-      await call(() =>
-        redis.hset(redisKey.webhooks(webhook.ownerId), webhook.id, JSON.stringify(webhook)),
+    async rotateWebhookSecret(
+      ownerId: string,
+      id: string,
+      rotation: SecretRotation,
+    ): Promise<RotationOutcome> {
+      return script<RotationOutcome>(
+        "webhook-rotate",
+        [redisKey.webhooks(ownerId)],
+        [id, rotation.sealedSecret, rotation.overlapMs, rotation.now],
       );
     },
 

@@ -1,9 +1,8 @@
 import { z } from "zod";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
-import type { WebhookRecord } from "../../store/types.js";
-import { newWebhookSecret, previousSecretSigns, sealSecret } from "../secrets.js";
-import { findWebhook, iso, type WebhookOwner, webhookView, webhookViewSchema } from "./owner.js";
+import { newWebhookSecret, sealSecret } from "../secrets.js";
+import { iso, type WebhookOwner, webhookView, webhookViewSchema } from "./owner.js";
 
 /** The longest overlap during which the previous secret still signs. */
 const MAX_OVERLAP_SECONDS = 7 * 24 * 3600;
@@ -33,21 +32,22 @@ export const rotateWebhookSecret = (owner: WebhookOwner) =>
       secret: z.string().describe("The new secret — shown once."),
     }),
     async handler({ services, body, caller, params }) {
-      const webhook = await findWebhook(services, owner.managerIdOf(caller), params.id);
-      if (body.overlap_seconds > 0 && previousSecretSigns(webhook))
+      const ownerId = owner.managerIdOf(caller);
+      const secret = newWebhookSecret();
+      // The store checks the overlap rule and writes in one step (store/webhooks): racing
+      // rotations are decided one after the other, and a webhook deleted meanwhile stays deleted.
+      const outcome = await services.store.rotateWebhookSecret(ownerId, params.id!, {
+        sealedSecret: sealSecret(services.config.secretKeys, secret),
+        overlapMs: body.overlap_seconds * 1000,
+        now: Date.now(),
+      });
+      if (outcome.status === "not_found")
+        throw new ApiError("not_found", "No such webhook.", { param: "id" });
+      if (outcome.status === "in_progress")
         throw new ApiError(
           "secret_rotation_in_progress",
-          `The previous secret still signs until ${iso(webhook.previousSecretExpiresAt)}, as the last rotation promised; rotate again after that, or now with overlap_seconds 0 to keep the new secret alone.`,
+          `The previous secret still signs until ${iso(outcome.webhook.previousSecretExpiresAt)}, as the last rotation promised; rotate again after that, or now with overlap_seconds 0 to keep the new secret alone.`,
         );
-      const secret = newWebhookSecret();
-      const rotated: WebhookRecord = {
-        ...webhook,
-        sealedSecret: sealSecret(services.config.secretKeys, secret),
-        previousSealedSecret: body.overlap_seconds > 0 ? webhook.sealedSecret : null,
-        previousSecretExpiresAt:
-          body.overlap_seconds > 0 ? Date.now() + body.overlap_seconds * 1000 : null,
-      };
-      await services.store.putWebhook(rotated);
-      return { body: { ...webhookView(rotated), secret } };
+      return { body: { ...webhookView(outcome.webhook), secret } };
     },
   });
