@@ -3,6 +3,7 @@ import { generateApiKey } from "../../src/accounts/api-keys.js";
 import { eventRecord } from "../../src/events/types.js";
 import { newAccountId, newEventId, newKeyId, newRequestId } from "../../src/lib/ids.js";
 import { tierLimits } from "../../src/store/index.js";
+import { EMAIL_CLAIM_SETTLE_MS } from "../../src/store/accounts/index.js";
 import { createMemoryStore } from "../../src/store/memory.js";
 import { createRedisStore } from "../../src/store/redis.js";
 import {
@@ -885,12 +886,21 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   it("claims an e-mail for one account only", async () => {
     const a = await account();
     const email = `${newAccountId()}@example.com`;
-    expect(await store.claimEmail(email, a.id)).toBe(true);
-    expect(await store.claimEmail(email, newAccountId())).toBe(false);
-    // A claim whose account never came to exist can be taken over.
+    const now = Date.now();
+    expect(await store.claimEmail(email, a.id, now)).toBe(true);
+    expect(await store.claimEmail(email, newAccountId(), now + EMAIL_CLAIM_SETTLE_MS)).toBe(false);
+    expect(await store.accountIdByEmail(email)).toBe(a.id);
+    // A claim whose account is not made yet belongs to its sign-up, which may still be making it.
+    const young = `${newAccountId()}@example.com`;
+    expect(await store.claimEmail(young, newAccountId(), now)).toBe(true);
+    expect(await store.claimEmail(young, a.id, now + EMAIL_CLAIM_SETTLE_MS - 1)).toBe(false);
+    // Once older, it was left by a sign-up that died: it is taken over, by one of those racing for it.
     const orphan = `${newAccountId()}@example.com`;
-    expect(await store.claimEmail(orphan, newAccountId())).toBe(true);
-    expect(await store.claimEmail(orphan, a.id)).toBe(true);
+    expect(await store.claimEmail(orphan, newAccountId(), now - EMAIL_CLAIM_SETTLE_MS)).toBe(true);
+    const racers = Array.from({ length: 5 }, () => newAccountId());
+    const won = await Promise.all(racers.map((id) => store.claimEmail(orphan, id, now)));
+    expect(won.filter(Boolean)).toHaveLength(1);
+    expect(await store.accountIdByEmail(orphan)).toBe(racers[won.indexOf(true)]);
   });
 
   it("pages through accounts and ledger entries without repeats", async () => {
@@ -1635,7 +1645,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
 
   it("finds the account holding an e-mail address", async () => {
     const { id } = await account();
-    expect(await store.claimEmail(`owner-${id}@example.com`, id)).toBe(true);
+    expect(await store.claimEmail(`owner-${id}@example.com`, id, Date.now())).toBe(true);
     expect(await store.accountIdByEmail(`owner-${id}@example.com`)).toBe(id);
     expect(await store.accountIdByEmail(`nobody-${id}@example.com`)).toBeNull();
   });

@@ -42,7 +42,7 @@ export const signup = defineRoute({
     let created;
     try {
       const id = newAccountId();
-      if (!(await services.store.claimEmail(email, id)))
+      if (!(await services.store.claimEmail(email, id, Date.now())))
         throw new ApiError("email_taken", "An account with this e-mail address already exists.", {
           param: "email",
         });

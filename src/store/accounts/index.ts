@@ -15,8 +15,13 @@ export interface AccountStore {
   getAccounts(ids: string[]): Promise<(AccountRecord | null)[]>;
   /** Oldest first. Throws InvalidCursorError for a cursor that is not an account id. */
   listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>>;
-  /** Claims an e-mail address for an account; false when another account holds it. */
-  claimEmail(email: string, accountId: string): Promise<boolean>;
+  /**
+   * Claims an e-mail address for an account; false when another account holds it, or when a
+   * sign-up claimed it within `EMAIL_CLAIM_SETTLE_MS` and may still be creating its account. An
+   * older claim whose account was never made (its sign-up died) is taken over, by one claimant.
+   * `now` is the claim's time (the caller's clock, as the claim's age is judged by it).
+   */
+  claimEmail(email: string, accountId: string, now: number): Promise<boolean>;
   /** The account holding an e-mail address (as claimed by `claimEmail`), or null. */
   accountIdByEmail(email: string): Promise<string | null>;
   setTier(accountId: string, tier: TierName): Promise<AccountRecord | null>;
@@ -33,3 +38,20 @@ export interface AccountStore {
     alert: { credits: number } | null,
   ): Promise<AccountRecord | null>;
 }
+
+/**
+ * How long a claim on an e-mail address belongs to its sign-up even though no account exists yet:
+ * the sign-up claims the address first, then creates the account. A second sign-up that took the
+ * claim over in between made two accounts with one address. A sign-up takes milliseconds; this
+ * only has to outlast a slow one, and delays no one else (a dead sign-up's address is free after it).
+ */
+export const EMAIL_CLAIM_SETTLE_MS = 60_000;
+
+/** A claim as stored: the account and when it was claimed (a claim without a time is an old one). */
+export const emailClaim = {
+  encode: (accountId: string, claimedAt: number) => `${accountId} ${claimedAt}`,
+  decode(value: string): { accountId: string; claimedAt: number } {
+    const [accountId = "", claimedAt = "0"] = value.split(" ");
+    return { accountId, claimedAt: Number(claimedAt) || 0 };
+  },
+};

@@ -9,10 +9,10 @@ import {
   type NewAccount,
   type Page,
 } from "../types.js";
-import type { AccountStore } from "./index.js";
+import { type AccountStore, EMAIL_CLAIM_SETTLE_MS } from "./index.js";
 
 export function memoryAccounts(state: MemoryState): AccountStore {
-  const emails = new Map<string, string>();
+  const emails = new Map<string, { accountId: string; claimedAt: number }>();
   return {
     async createAccount(
       account: NewAccount,
@@ -74,15 +74,19 @@ export function memoryAccounts(state: MemoryState): AccountStore {
       };
     },
 
-    async claimEmail(email: string, accountId: string) {
+    async claimEmail(email: string, accountId: string, now: number) {
       const holder = emails.get(email);
-      if (holder && state.accounts.has(holder)) return false;
-      emails.set(email, accountId);
+      if (
+        holder &&
+        (state.accounts.has(holder.accountId) || now - holder.claimedAt < EMAIL_CLAIM_SETTLE_MS)
+      )
+        return false;
+      emails.set(email, { accountId, claimedAt: now });
       return true;
     },
 
     async accountIdByEmail(email: string) {
-      return emails.get(email) ?? null;
+      return emails.get(email)?.accountId ?? null;
     },
 
     async setTier(accountId: string, tier: TierName) {

@@ -14,7 +14,7 @@ import {
   OPERATION_TTL_SECONDS,
   type Page,
 } from "../types.js";
-import type { AccountStore } from "./index.js";
+import { type AccountStore, EMAIL_CLAIM_SETTLE_MS, emailClaim } from "./index.js";
 
 /** The account hash as the scripts keep it (and return it, JSON-encoded). */
 export interface RawAccount {
@@ -129,19 +129,24 @@ export function redisAccounts({
       return { items, nextCursor: ids.length > page.limit ? (ids[page.limit - 1] ?? null) : null };
     },
 
-    async claimEmail(email: string, accountId: string): Promise<boolean> {
+    async claimEmail(email: string, accountId: string, now: number): Promise<boolean> {
       const key = redisKey.email(email);
-      if ((await call(() => redis.set(key, accountId, "NX"))) === "OK") return true;
-      // A claim left behind by a sign-up that died before creating its account may be taken over.
-      const holder = await call(() => redis.get(key));
-      if (holder && (await call(() => redis.exists(redisKey.account(holder)))) === 0) {
-        return (await call(() => redis.set(key, accountId, "XX"))) === "OK";
-      }
-      return false;
+      const claim = emailClaim.encode(accountId, now);
+      if ((await call(() => redis.set(key, claim, "NX"))) === "OK") return true;
+      // A claim left behind by a sign-up that died before creating its account may be taken over,
+      // once it is old enough not to be a sign-up still under way, and only as it was read: of two
+      // sign-ups taking over the same claim, one wins (email-takeover.lua).
+      const held = await call(() => redis.get(key));
+      if (held === null) return false; // released meanwhile: someone else is claiming it now
+      const holder = emailClaim.decode(held);
+      if (now - holder.claimedAt < EMAIL_CLAIM_SETTLE_MS) return false;
+      if ((await call(() => redis.exists(redisKey.account(holder.accountId)))) !== 0) return false;
+      return (await script<number>("email-takeover", [key], [held, claim])) === 1;
     },
 
     async accountIdByEmail(email: string): Promise<string | null> {
-      return call(() => redis.get(redisKey.email(email)));
+      const held = await call(() => redis.get(redisKey.email(email)));
+      return held === null ? null : emailClaim.decode(held).accountId;
     },
 
     async setTier(accountId: string, tier: TierName): Promise<AccountRecord | null> {
