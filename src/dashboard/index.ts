@@ -4,9 +4,9 @@ import { jsonBody } from "../http/json-body.js";
 import { allowOn } from "../http/method-not-allowed.js";
 import { requireJsonBody } from "../http/request-context.js";
 import { type AnyRoute, mountRoutes } from "../http/route.js";
-import { sendDocument } from "../pages/respond.js";
+import { esc, sendDocument } from "../pages/respond.js";
 import type { Services } from "../services.js";
-import { DASHBOARD_SCRIPT_PATH, sendDashboardPage } from "./layout.js";
+import { DASHBOARD_SCRIPT_PATH, dashboardPage, sendDashboardPage } from "./layout.js";
 import { liveFeed } from "./live-feed.js";
 import { renderKeysPage } from "./keys-page.js";
 import {
@@ -72,17 +72,29 @@ const SCRIPT = readFileSync(new URL("./assets/dashboard.js", import.meta.url), "
 const ANALYTICS_SCRIPT = readFileSync(new URL("./assets/analytics.js", import.meta.url), "utf8");
 const WALLET_SCRIPT = readFileSync(new URL("./assets/wallet.js", import.meta.url), "utf8");
 
-/** A page for the signed-in account; without a session, the sign-in page. */
+/**
+ * A page for the signed-in account; without a session, the sign-in page. `render` answers null for
+ * what the account has not (a webhook deleted, or another account's): a 404 page in the
+ * dashboard's frame, with its navigation and `notFound`'s way back, not a bare "Not found".
+ */
 function signedInPage(
   services: Services,
   render: (current: DashboardSession, req: Request) => Promise<string | null>,
+  notFound?: { message: string; back: { href: string; label: string } },
 ) {
   return async (req: Request, res: Response) => {
     const current = await currentSession(services, req);
     if (!current) return res.redirect(303, "/dashboard/sign-in");
     const html = await render(current, req);
-    if (html === null) return res.status(404).type("text/plain").send("Not found");
-    sendDashboardPage(res, html);
+    if (html !== null) return sendDashboardPage(res, html);
+    const back = notFound?.back ?? { href: "/dashboard", label: "Overview" };
+    const page = dashboardPage(current, {
+      title: "Not found",
+      path: back.href,
+      body: `<p class="notice error" role="alert">${esc(notFound?.message ?? "This account has no such page.")}</p>
+<p><a href="${back.href}">${esc(back.label)}</a></p>`,
+    });
+    sendDashboardPage(res, page, 404);
   };
 }
 
@@ -119,8 +131,14 @@ export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): 
   );
   router.get(
     "/dashboard/webhooks/:id",
-    signedInPage(services, (current, req) =>
-      renderDeliveriesPage(services, current, String(req.params.id)),
+    signedInPage(
+      services,
+      (current, req) => renderDeliveriesPage(services, current, String(req.params.id)),
+      {
+        message:
+          "This account has no such webhook (or webhooks are not in its tier): it may have been deleted.",
+        back: { href: "/dashboard/webhooks", label: "All webhooks" },
+      },
     ),
   );
   router.get(

@@ -1,6 +1,7 @@
 import { TIERS, TIER_NAMES } from "../accounts/tiers.js";
 import { atomicPrice, formatUsd } from "../lib/money.js";
 import { esc } from "../pages/respond.js";
+import { type PlanAvailability, planAvailability } from "../payments/plan-availability.js";
 import { PACKS, PLANS, type PackName, type PlanName } from "../payments/price-list.js";
 import type { Services } from "../services.js";
 import { dashboardPage } from "./layout.js";
@@ -72,26 +73,50 @@ function networkLabels(services: Services): Record<string, string> {
   );
 }
 
+/** Why a plan is not offered, in the account owner's terms. */
+function whyNotOffered(refusal: Extract<PlanAvailability, { purchasable: false }>): string {
+  const held = TIERS[refusal.held].label;
+  return refusal.why === "higher_tier"
+    ? `Your ${held} tier includes this.`
+    : `Held without an end date: your ${held} tier does not expire, and a plan would give it an end.`;
+}
+
 function buyButtons(services: Services, current: DashboardSession): string {
   const packs = (Object.keys(PACKS) as PackName[]).map((name) => {
     const credits = PACKS[name];
     const price = formatUsd(atomicPrice(credits, services.config.creditPriceAtomic));
     return `<button type="button" data-buy="credits" data-item="${name}" data-what="${number(credits)} credits">Buy ${number(credits)} credits — $${price}</button>`;
   });
-  const { account } = current;
-  const plans = (Object.keys(PLANS) as PlanName[]).map((name) => {
-    const plan = PLANS[name];
-    const label = TIERS[plan.tier].label;
-    const renews = account.tier === plan.tier && account.planExpiresAt > Date.now();
-    const verb = renews ? "Renew" : "Upgrade to";
-    return `<button type="button" data-buy="plans" data-item="${name}" data-what="the ${label} plan">${verb} ${label} — $${formatUsd(plan.priceAtomic)} for 30 days</button>`;
-  });
+  // What the API would answer for each plan, by the same rule (planAvailability): a button only
+  // for a plan it sells, and for the others the reason, so no button leads to a 409.
+  const now = Date.now();
+  const plans = (Object.keys(PLANS) as PlanName[]).map((name) => ({
+    name,
+    label: TIERS[PLANS[name].tier].label,
+    price: formatUsd(PLANS[name].priceAtomic),
+    availability: planAvailability(current.account, name, now),
+  }));
+  const offered = plans.flatMap(({ name, label, price, availability }) =>
+    availability.purchasable
+      ? [
+          `<button type="button" data-buy="plans" data-item="${name}" data-what="the ${label} plan">${availability.type === "renewal" ? "Renew" : "Upgrade to"} ${label} — $${price} for 30 days</button>`,
+        ]
+      : [],
+  );
+  const notOffered = plans.flatMap(({ name, label, price, availability }) =>
+    availability.purchasable
+      ? []
+      : [
+          `<li data-plan="${name}"><strong>${label}</strong> ($${price} for 30 days): <span data-testid="plan-not-offered-${name}">${esc(whyNotOffered(availability))}</span></li>`,
+        ],
+  );
   return `<section aria-labelledby="packs-heading"><h2 id="packs-heading">Buy credits</h2>
 <p>Credits never expire. Paid in USDC with x402 from your browser wallet: it asks you to sign a transfer authorization; the gateway sends it on chain.</p>
 <p class="actions">${packs.join("")}</p></section>
-<section aria-labelledby="plans-heading"><h2 id="plans-heading">Upgrade your plan</h2>
+<section id="plans" aria-labelledby="plans-heading"><h2 id="plans-heading">Plans</h2>
 <p>A plan gives its tier and its monthly credits for 30 days; paying again before the end extends it.</p>
-<p class="actions">${plans.join("")}</p></section>
+${offered.length > 0 ? `<p class="actions">${offered.join("")}</p>` : ""}
+${notOffered.length > 0 ? `<ul id="plans-not-offered">${notOffered.join("")}</ul>` : ""}</section>
 <div id="purchase-status" class="muted" role="status" aria-live="polite"></div>
 <section id="receipt" data-testid="purchase-receipt" aria-labelledby="receipt-heading" data-networks="${esc(JSON.stringify(networkLabels(services)))}" hidden><h2 id="receipt-heading">Receipt</h2>
 <dl><dt>Bought</dt><dd data-field="what"></dd><dt>Paid</dt><dd data-field="paid"></dd><dt>Credits added</dt><dd data-field="credits"></dd><dt>Network</dt><dd data-field="network"></dd><dt>Transaction</dt><dd><code class="secret" data-field="transaction"></code></dd></dl></section>

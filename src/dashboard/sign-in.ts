@@ -2,8 +2,12 @@ import { createHash } from "node:crypto";
 import express, { Router, type Request, type Response } from "express";
 import { parseApiKey } from "../accounts/api-keys.js";
 import { authenticate, requireUnrestrictedKey } from "../http/auth.js";
-import { ApiError } from "../http/errors.js";
-import { enforceEndpointLimit, withinEndpointLimit } from "../http/endpoint-limits.js";
+import { ApiError, toApiError } from "../http/errors.js";
+import {
+  type EndpointLimitName,
+  enforceEndpointLimit,
+  withinEndpointLimit,
+} from "../http/endpoint-limits.js";
 import { esc } from "../pages/respond.js";
 import type { Services } from "../services.js";
 import { publicDashboardPage, sendDashboardPage } from "./layout.js";
@@ -43,7 +47,12 @@ const NOTICES: Record<string, string> = {
 const LINK_SENT =
   "If an account uses this address, a sign-in link is on its way to it. It works once.";
 
-export const form = express.urlencoded({ extended: false, limit: "4kb", parameterLimit: 10 });
+const FORM_LIMIT = { bytes: 4096, fields: 10 };
+const parseForm = express.urlencoded({
+  extended: false,
+  limit: FORM_LIMIT.bytes,
+  parameterLimit: FORM_LIMIT.fields,
+});
 const sha256 = (value: string) => createHash("sha256").update(value).digest("hex");
 const linkNonce = (accountId: string, secret: string) =>
   `dashboard-link:${accountId}:${sha256(secret)}`;
@@ -88,19 +97,86 @@ export function sendSignInRefusal(services: Services, res: Response, err: unknow
 }
 
 /**
- * A sign-in form's handler, run only for a post from this site, with the request id; a refusal
- * (ApiError) is shown on the sign-in page with its status.
+ * A dashboard form's body, parsed; a body that cannot be read becomes a refusal a person can act
+ * on, with the status the API would give it (413 too large, 415 an encoding not supported, 400
+ * unreadable). The dashboard's forms are small: a larger one is no browser's doing, but the
+ * person who sent it is shown the page, not the API's JSON.
+ */
+function readForm(req: Request, res: Response): Promise<void> {
+  return new Promise((resolve, reject) =>
+    parseForm(req, res, (err?: unknown) => (err ? reject(formRefusal(err)) : resolve())),
+  );
+}
+
+function formRefusal(err: unknown): unknown {
+  const tooMany = (err as { type?: string }).type === "parameters.too.many";
+  const { code, status } = toApiError(err);
+  if (status >= 500) return err;
+  if (tooMany || code === "body_too_large")
+    return new ApiError(
+      "body_too_large",
+      `The form was too large to read (at most ${FORM_LIMIT.bytes / 1024} KB and ${FORM_LIMIT.fields} fields): reload the page and send it again.`,
+    );
+  if (code === "unsupported_media_type")
+    return new ApiError(
+      code,
+      "The form's character set or encoding is not supported: reload the page and send it again.",
+    );
+  return new ApiError(
+    code === "invalid_content_encoding" ? code : "bad_request",
+    "The form could not be read: reload the page and send it again.",
+  );
+}
+
+/**
+ * A sign-in form's handler, run only for a post from this site, with its body read and the
+ * request id; a refusal (ApiError) is shown on the sign-in page with its status. A body that
+ * cannot be read counts against the endpoint's `limit` (per address, as the handler would have
+ * counted it): an unreadable form is no way around the limit.
  */
 export function formRoute(
   services: Services,
+  limit: EndpointLimitName,
   handler: (req: Request, res: Response, requestId: string) => Promise<void>,
 ) {
   return async (req: Request, res: Response) => {
+    const requestId = String(res.locals.requestId);
     try {
       requireSameOrigin(req);
-      await handler(req, res, String(res.locals.requestId));
+      try {
+        await readForm(req, res);
+      } catch (refusal) {
+        await enforceEndpointLimit(services, req, limit, null, requestId);
+        throw refusal;
+      }
+      await handler(req, res, requestId);
     } catch (err) {
       sendSignInRefusal(services, res, err);
+    }
+  };
+}
+
+/**
+ * A sign-out form's handler, with its body read. A refusal — the CSRF token of a page opened in a
+ * session that has since ended (signed out and in again in another tab), a body that cannot be
+ * read — is shown on a page with its status and the way back, not as the API's JSON.
+ */
+function signOutRoute(handler: (req: Request, res: Response) => Promise<unknown>) {
+  return async (req: Request, res: Response) => {
+    try {
+      await readForm(req, res);
+      await handler(req, res);
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      sendDashboardPage(
+        res,
+        publicDashboardPage({
+          title: "Not signed out",
+          body: `<p class="notice error" role="alert">${esc(err.message)}</p>
+<p><a href="/dashboard">Back to the dashboard</a></p>`,
+        }),
+        err.status,
+      );
     }
   };
 }
@@ -131,8 +207,7 @@ export function signInRoutes(services: Services): Router {
 
   router.post(
     "/dashboard/sign-in",
-    form,
-    formRoute(services, async (req, res, requestId) => {
+    formRoute(services, "dashboard-sign-in", async (req, res, requestId) => {
       await enforceEndpointLimit(services, req, "dashboard-sign-in", null, requestId);
       const key = parseApiKey(field(req, "api_key"));
       if (!key)
@@ -148,8 +223,7 @@ export function signInRoutes(services: Services): Router {
 
   router.post(
     "/dashboard/sign-in/email",
-    form,
-    formRoute(services, async (req, res, requestId) => {
+    formRoute(services, "dashboard-sign-in-link", async (req, res, requestId) => {
       const email = field(req, "email").toLowerCase();
       if (!/^[^\s@]{1,64}@[^\s@]{1,254}$/.test(email))
         throw new ApiError("validation_failed", "Enter the e-mail address of your account.", {
@@ -189,8 +263,7 @@ export function signInRoutes(services: Services): Router {
 
   router.post(
     "/dashboard/sign-in/link",
-    form,
-    formRoute(services, async (req, res, requestId) => {
+    formRoute(services, "dashboard-sign-in", async (req, res, requestId) => {
       await enforceEndpointLimit(services, req, "dashboard-sign-in", null, requestId);
       const token = readAccountToken(field(req, "token"));
       const valid =
@@ -207,21 +280,27 @@ export function signInRoutes(services: Services): Router {
     }),
   );
 
-  router.post("/dashboard/sign-out", form, async (req, res) => {
-    const current = await currentSession(services, req);
-    if (current) requireCsrf(req, current.session);
-    await endSession(services, req, res);
-    res.redirect(303, "/dashboard/sign-in?notice=signed_out");
-  });
+  router.post(
+    "/dashboard/sign-out",
+    signOutRoute(async (req, res) => {
+      const current = await currentSession(services, req);
+      if (current) requireCsrf(req, current.session);
+      await endSession(services, req, res);
+      res.redirect(303, "/dashboard/sign-in?notice=signed_out");
+    }),
+  );
 
-  router.post("/dashboard/sign-out-everywhere", form, async (req, res) => {
-    const current = await currentSession(services, req);
-    if (!current) return res.redirect(303, "/dashboard/sign-in?notice=expired");
-    requireCsrf(req, current.session);
-    await services.store.endAccountSessions(current.account.id);
-    await endSession(services, req, res);
-    res.redirect(303, "/dashboard/sign-in?notice=signed_out_everywhere");
-  });
+  router.post(
+    "/dashboard/sign-out-everywhere",
+    signOutRoute(async (req, res) => {
+      const current = await currentSession(services, req);
+      if (!current) return res.redirect(303, "/dashboard/sign-in?notice=expired");
+      requireCsrf(req, current.session);
+      await services.store.endAccountSessions(current.account.id);
+      await endSession(services, req, res);
+      res.redirect(303, "/dashboard/sign-in?notice=signed_out_everywhere");
+    }),
+  );
 
   return router;
 }

@@ -21,7 +21,7 @@ import { openSecret } from "../webhooks/secrets.js";
 import { esc } from "../pages/respond.js";
 import { publicDashboardPage, sendDashboardPage } from "./layout.js";
 import { openSession } from "./session.js";
-import { field, form, formRoute, sendSignInRefusal } from "./sign-in.js";
+import { field, formRoute, sendSignInRefusal } from "./sign-in.js";
 
 /**
  * Signing in to the dashboard with single sign-on (Business): OpenID Connect's authorization code
@@ -158,8 +158,7 @@ export function ssoSignInRoutes(services: Services): Router {
 
   router.post(
     "/dashboard/sign-in/sso",
-    form,
-    formRoute(services, async (req, res, requestId) => {
+    formRoute(services, "dashboard-sso", async (req, res, requestId) => {
       const given = field(req, "sso").toLowerCase();
       const accountId = await accountNamed(services, given);
       // Counted before saying whether the domain is known: unlimited, the answers would list

@@ -1,14 +1,11 @@
 import { z } from "zod";
-import { TIERS } from "../accounts/tiers.js";
 import { accountView, accountViewSchema } from "../accounts/views.js";
-import { planOutcome } from "../credits/rules.js";
 import { requireUnrestrictedKey } from "../http/auth.js";
 import { ApiError, type ErrorCode } from "../http/errors.js";
 import { defineRoute, type AnyRoute } from "../http/route.js";
 import type { Services } from "../services.js";
-import { tierLimits } from "../store/index.js";
-import type { AccountRecord } from "../store/types.js";
 import { atomicPrice, formatUsd } from "../lib/money.js";
+import { notPurchasable, planAvailability } from "./plan-availability.js";
 import { PACKS, PLANS, type PackName, type PlanName } from "./price-list.js";
 import { walletChallenge, walletClaim } from "./sign-in.js";
 import { offerForResource, takePayment } from "./take-payment.js";
@@ -30,21 +27,6 @@ function requirePayments(services: Services) {
       "payments_not_enabled",
       "x402 payments are not enabled on this gateway (no X402_NETWORKS configured); credits can be granted by its operator.",
     );
-}
-
-/**
- * 409 `plan_not_purchasable`: a plan that would lower the account's tier, or put an end to the
- * same tier held without an end date (an operator's), is refused before any payment.
- */
-function notPurchasable(account: AccountRecord, plan: PlanName): ApiError {
-  const held = TIERS[account.tier].label;
-  const why =
-    account.tier === PLANS[plan].tier
-      ? `the account already has the ${held} tier without an end date; the plan would put an end to it`
-      : `the account has the ${held} tier, higher than the plan's; the plan would lower it`;
-  return new ApiError("plan_not_purchasable", `The ${plan} plan cannot be bought: ${why}.`, {
-    param: "plan",
-  });
 }
 
 /** What a purchase answers beyond its key and body: the offer (402) first, then the payment's fate. */
@@ -129,8 +111,9 @@ export const purchasePlan = defineRoute({
     const plan = PLANS[body.plan];
     const current = caller.account;
     // The store applies the same rule when the payment is credited (the account may change meanwhile).
-    const type = planOutcome(current, plan.tier, tierLimits(), Date.now());
-    if (type === "one_time") throw notPurchasable(current, body.plan);
+    const availability = planAvailability(current, body.plan, Date.now());
+    if (!availability.purchasable) throw notPurchasable(availability, body.plan);
+    const { type } = availability;
     const offer = offerForResource(
       services,
       plan.priceAtomic,

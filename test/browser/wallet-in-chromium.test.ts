@@ -306,6 +306,32 @@ describe("the wallet in Chromium", () => {
     await context.close();
   }, 90_000);
 
+  it("shows the API's refusal when the account changed since the page was rendered, and offers only what it can buy now", async () => {
+    const buyer = anvilAccount(7);
+    const { context, page, problems, wallet } = await walletPage(buyer);
+    await signInWithWallet(page);
+    await page.goto(`${setup.gw.url}/dashboard/plan`);
+    const starter = page.getByRole("button", { name: "Upgrade to Starter — $19.00 for 30 days" });
+    await starter.waitFor();
+    // Meanwhile the operator moves the account to Business: Starter would now lower its tier.
+    await setup.gw.services.store.setTier(walletAccountId(buyer.address), "business");
+    await starter.click();
+    await expect(page.getByRole("alert").textContent()).resolves.toBe(
+      "The starter plan cannot be bought: the account has the Business tier, higher than the plan's; the plan would lower it.",
+    );
+    // The offer is brought up to date: no plan button, the reason instead.
+    await page.locator("#plans li[data-plan=starter]").waitFor();
+    await expect(page.locator("#plans button").count()).resolves.toBe(0);
+    await expect(page.locator("#plans li[data-plan=starter]").textContent()).resolves.toContain(
+      "Your Business tier includes this.",
+    );
+    // Refused before any offer: the wallet was never asked to sign.
+    expect(wallet.requests.map((r) => r.method)).not.toContain("eth_signTypedData_v4");
+    expect(problems.filter((p) => !p.includes("status of 409 (Conflict)"))).toEqual([]);
+    await checkPage(page, "plan-refused");
+    await context.close();
+  });
+
   it("says so on the page when the wallet declines to sign", async () => {
     const { context, page } = await walletPage(anvilAccount(5));
     await page.goto(`${setup.gw.url}/dashboard/sign-in`);

@@ -67,8 +67,11 @@
     return { res, data };
   }
 
+  // The API's own message (and its code, for the caller to act on); a status only when the answer had none.
   const failure = (data, res) =>
-    new Error(data?.error?.message ?? `The request failed (${res.status}).`);
+    Object.assign(new Error(data?.error?.message ?? `The request failed (${res.status}).`), {
+      code: data?.error?.code ?? null,
+    });
 
   const utf8Hex = (text) =>
     `0x${Array.from(new TextEncoder().encode(text), (b) => b.toString(16).padStart(2, "0")).join("")}`;
@@ -229,6 +232,22 @@
     }
   }
 
+  // The plans on offer change with the account (a plan bought here, or a tier changed since the
+  // page was rendered): the server renders them again by the purchase's own rule, and the
+  // section is swapped for its new version. Failing that, the page stays as it is; a reload shows it.
+  async function refreshPlans() {
+    try {
+      const res = await fetch(window.location.pathname, { credentials: "same-origin" });
+      if (!res.ok) return;
+      const html = await res.text();
+      const fresh = new DOMParser().parseFromString(html, "text/html").getElementById("plans");
+      const shown = byId("plans");
+      if (fresh && shown) shown.replaceWith(fresh);
+    } catch {
+      // Nothing to do: the purchase's own outcome is already on the page.
+    }
+  }
+
   // Buys a pack or plan: ask → 402 offer → the wallet signs → ask again with the payment → receipt.
   async function buy(button) {
     const status = byId("purchase-status");
@@ -255,8 +274,12 @@
       if (!paid.res.ok) throw failure(paid.data, paid.res);
       showReceipt(what, requirement, paid.data);
       say(status, `Paid: ${what} bought. The receipt is below.`);
+      if (kind === "plans") await refreshPlans();
     } catch (err) {
       say(status, err.message, true);
+      // Refused for what the account is now (409 plan_not_purchasable: it changed since this page
+      // was rendered): the API's message stays shown, and the offer is brought up to date.
+      if (err.code === "plan_not_purchasable") await refreshPlans();
     } finally {
       for (const b of buttons) b.disabled = false;
     }

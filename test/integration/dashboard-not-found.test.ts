@@ -1,0 +1,64 @@
+import { parseHTML } from "linkedom";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+
+/**
+ * A dashboard page for something the account has not — another account's webhook, one deleted —
+ * over HTTP against a real gateway on Redis: a 404 page in the dashboard's frame (navigation, the
+ * reason, the way back), showing nothing of the other account's.
+ */
+let gw: TestGateway;
+
+beforeAll(async () => {
+  gw = await startGateway({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" } });
+}, 60_000);
+afterAll(async () => {
+  await gw?.stop();
+});
+
+async function signedIn(key: string): Promise<string> {
+  const res = await fetch(`${gw.url}/dashboard/sign-in`, {
+    method: "POST",
+    redirect: "manual",
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      "sec-fetch-site": "same-origin",
+      "x-forwarded-for": `10.52.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`,
+    },
+    body: new URLSearchParams({ api_key: key }).toString(),
+  });
+  expect(res.status).toBe(303);
+  return (res.headers.get("set-cookie") ?? "").split(";")[0]!;
+}
+
+describe("a dashboard page the account has not", () => {
+  it("answers another account's webhook log with the dashboard's 404 page and the way back", async () => {
+    const theirs = await fundedAccount(gw.url, 30, "pro");
+    const secretUrl = "https://127.0.0.1:9/their-private-hook";
+    const hook = await call(`${gw.url}/api/v1/webhooks/register`, {
+      key: theirs.key,
+      body: { url: secretUrl, events: ["tool.error"] },
+    });
+    expect(hook.status).toBe(201);
+    const mine = await fundedAccount(gw.url, 30, "pro");
+    const cookie = await signedIn(mine.key);
+
+    const res = await fetch(`${gw.url}/dashboard/webhooks/${hook.body.id}`, {
+      headers: { cookie },
+    });
+    expect(res.status).toBe(404);
+    expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    const html = await res.text();
+    expect(html).not.toContain(secretUrl);
+    const { document } = parseHTML(html);
+    expect(document.querySelector("h1")?.textContent).toBe("Not found");
+    expect(document.querySelector('[role="alert"]')?.textContent).toBe(
+      "This account has no such webhook (or webhooks are not in its tier): it may have been deleted.",
+    );
+    expect(document.querySelector('main a[href="/dashboard/webhooks"]')?.textContent).toBe(
+      "All webhooks",
+    );
+    // Still signed in, with the dashboard's navigation to go on from.
+    expect(document.querySelector('nav[aria-label="Dashboard"]')).not.toBeNull();
+  });
+});
