@@ -77,7 +77,7 @@ export async function developmentAccount(
     // Its address is claimed as sign-up claims one, so the dashboard's e-mailed sign-in link finds
     // the account (unclaimed, the form said a link was on its way and none was sent). Claimed on
     // later starts too, for an account seeded before this was done; a no-op when already held.
-    await store.claimEmail(DEV_EMAIL, id);
+    await store.claimEmail(DEV_EMAIL, id, Date.now());
     const apiKey = `tg_live_${id.slice(5)}_${keySecret}`;
     const keys = await store.listKeys(id);
     const active = keys.some((k) => k.hash === hashApiKey(apiKey) && !isRevoked(k));
