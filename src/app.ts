@@ -23,7 +23,10 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   app.set("trust proxy", services.config.trustProxy);
   app.set("query parser", "simple");
   // The guard first: everything after it runs in the request's scope (http/request-guard.ts).
-  app.use(services.requestGuard.middleware, requestContext(services.requestLog, services.metrics));
+  app.use(
+    services.requestGuard.middleware,
+    requestContext(services.requestLog, services.metrics, services.redactSecrets),
+  );
 
   // Every answer under a deprecated API version says so; after its sunset, 410.
   const apiVersioning = versioning(

@@ -603,3 +603,48 @@ function versionsConfig(json: string | undefined, problems: string[]): ApiVersio
       );
   return parsed.success ? parsed.data : null;
 }
+
+/** A bare secret shorter than this is not redacted on its own: it would cut ordinary words out of log lines. */
+const MIN_BARE_SECRET = 8;
+
+/**
+ * The values of the settings that are secrets, as they could appear in a log line: the admin
+ * key, the secret keys, the relayers' private keys (with and without 0x), and in every URL
+ * setting its password (`:password@`, and alone when long enough) and, for the chain RPCs, whose
+ * path or query usually holds the provider's API key (`/v2/<key>`), that too. Redacted from every
+ * log line (src/lib/logger.ts) and from the request log's paths (src/http/request-context.ts).
+ */
+export function secretValues(config: Config): string[] {
+  const values: string[] = [];
+  const bare = (value: string | undefined) => {
+    if (value && value.length >= MIN_BARE_SECRET) values.push(value);
+  };
+  const inUrl = (setting: string | undefined, pathIsSecret: boolean) => {
+    if (!setting) return;
+    let url: URL;
+    try {
+      url = new URL(setting);
+    } catch {
+      return;
+    }
+    if (url.password) {
+      values.push(`:${url.password}@`);
+      try {
+        bare(decodeURIComponent(url.password));
+      } catch {
+        bare(url.password);
+      }
+    }
+    if (pathIsSecret) bare(`${url.pathname === "/" ? "" : url.pathname}${url.search}`);
+  };
+  bare(config.adminApiKey);
+  for (const key of config.secretKeys) bare(key);
+  for (const key of config.x402?.relayerKeys ?? []) values.push(key, key.slice(2));
+  inUrl(config.redisUrl, false);
+  inUrl(config.books?.url, false);
+  inUrl(config.smtpUrl, false);
+  for (const url of Object.values(config.workers)) inUrl(url, false);
+  for (const network of config.x402?.networks ?? [])
+    for (const url of network.rpcUrls) inUrl(url, true);
+  return values;
+}

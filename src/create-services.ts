@@ -1,5 +1,5 @@
 import { createMailer } from "./accounts/mailer.js";
-import type { Config } from "./config.js";
+import { secretValues, type Config } from "./config.js";
 import {
   developmentAccount,
   developmentAdminKey,
@@ -86,6 +86,8 @@ export async function createServices(
     secretKeys,
     adminApiKey: adminKeyDerived ? developmentAdminKey(secretKeys[0]!) : loaded.adminApiKey,
   });
+  // The secrets start-up learned (a development admin key, keys kept in the store) are redacted too.
+  logger.protect(secretValues(config));
 
   const pools = new WorkerPools(
     {
@@ -123,7 +125,8 @@ export async function createServices(
     config,
     store,
     log,
-    requestLog: log.child({}, { redact: [] }),
+    requestLog: logger.requestLog,
+    redactSecrets: logger.redact,
     pools,
     upstream,
     metrics,

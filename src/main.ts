@@ -1,7 +1,7 @@
 import cluster from "node:cluster";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createApp } from "./app.js";
-import { ConfigError, loadConfig, type Config } from "./config.js";
+import { ConfigError, loadConfig, secretValues, type Config } from "./config.js";
 import { createServices, StartupError, type Part } from "./create-services.js";
 import type { Services } from "./services.js";
 import { createProcessLogger, type ProcessLogger } from "./lib/logger.js";
@@ -93,6 +93,8 @@ export async function start(
   }),
 ): Promise<{ server: Server; services: Services; stop: () => Promise<void> }> {
   const { log } = logger;
+  // From the first line on: a failure to start can name a URL setting (or hold a library's error that does).
+  logger.protect(secretValues(config));
   const { server, serve } = await bindServer(config);
   /** What has been started so far, stopped in reverse order on a failed start or at shutdown. */
   const started: Part[] = [];

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Mailer } from "./accounts/mailer.js";
+import type { Redactor } from "./lib/redact.js";
 import type { Config } from "./config.js";
 import type { Store } from "./store/types.js";
 import type { WorkerPools } from "./tools/worker-pools.js";
@@ -21,8 +22,14 @@ export interface Services {
   /** The books in PostgreSQL (or PGlite) and their exporter; null when the books stay in the store (DATABASE_URL=none). */
   books: Books | null;
   log: Logger;
-  /** The request log (one line per request): the process logger less redaction, since its lines carry no secrets to redact. */
+  /**
+   * The request log (one line per request): the process logger less redaction, since its lines
+   * carry no secrets but in the path, which `redactSecrets` clears (a scan of the short path,
+   * not of the whole line: this is the hot path).
+   */
   requestLog: Logger;
+  /** Cuts the configured secrets' values (config.ts `secretValues`) out of a text; built once at start-up. */
+  redactSecrets: Redactor;
   mailer: Mailer;
   pools: WorkerPools;
   /** Tools at HTTP endpoints: the operator's (TOOLS_FILE) and each Business account's own. */
@@ -49,6 +56,7 @@ export type Foundation = Pick<
   | "store"
   | "log"
   | "requestLog"
+  | "redactSecrets"
   | "mailer"
   | "pools"
   | "upstream"

@@ -6,6 +6,7 @@ import { setCorsHeaders, answerPreflight } from "./cors.js";
 import type { Metrics } from "./metrics.js";
 import type { HttpRequest, HttpResponse } from "./exchange.js";
 import { loggedPath } from "./logged-path.js";
+import type { Redactor } from "../lib/redact.js";
 
 /**
  * What every request gets before any route runs, in one middleware (each middleware is a hop
@@ -37,14 +38,17 @@ export const requestId: RequestHandler = (_req, res, next) => {
 /**
  * What every request gets first: its request id and common headers, CORS, and on finish one log
  * line and the request metrics. `requestLog` writes one structured line per request: no query
- * string and no key in the path (logged-path.ts), no headers, no bodies — so it is given a logger
- * without redaction paths (redaction costs more than the rest of the line, and has nothing to find here).
+ * string and no key in the path (logged-path.ts, and the configured secrets' values by
+ * `redactSecrets`, one matcher built at start-up run over the path alone), no headers, no bodies —
+ * so it is given a logger without redaction paths nor the scan of whole lines for secrets
+ * (either costs more than the rest of the line, and has nothing else to find here).
  */
 export function beginRequest(
   req: HttpRequest,
   res: HttpResponse,
   requestLog: Logger,
   metrics: Metrics,
+  redactSecrets: Redactor,
 ): void {
   const started = process.hrtime.bigint();
   stamp(res);
@@ -55,7 +59,7 @@ export function beginRequest(
       {
         request_id: res.locals.requestId,
         method: req.method,
-        path: loggedPath(req.originalUrl),
+        path: redactSecrets(loggedPath(req.originalUrl)),
         status: res.statusCode,
         duration_ms: seconds * 1000,
         account_id: res.locals.accountId,
@@ -67,9 +71,13 @@ export function beginRequest(
 }
 
 /** The per-request middleware of the gateway's express routes (the keyed lane calls `beginRequest` itself). */
-export function requestContext(requestLog: Logger, metrics: Metrics): RequestHandler {
+export function requestContext(
+  requestLog: Logger,
+  metrics: Metrics,
+  redactSecrets: Redactor,
+): RequestHandler {
   return (req, res, next) => {
-    beginRequest(req, res, requestLog, metrics);
+    beginRequest(req, res, requestLog, metrics, redactSecrets);
     if (req.method === "OPTIONS") return answerPreflight(res);
     next();
   };

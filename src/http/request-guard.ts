@@ -24,7 +24,8 @@ interface Scope {
   res: HttpResponse | null;
   /** The request, for the log line of a crash that comes after its answer. */
   requestId: string;
-  path: string;
+  /** As received: made into the logged path only if that line is written (rarely), not on every request. */
+  url: string;
   crashed: AbortController;
   /** Pieces of work that answer the request themselves when it crashes. */
   holders: number;
@@ -53,7 +54,7 @@ export class RequestGuard {
     const scope: Scope = {
       res,
       requestId: "",
-      path: "",
+      url: "",
       crashed: new AbortController(),
       holders: 0,
     };
@@ -64,7 +65,7 @@ export class RequestGuard {
     // and the scavenges copying them were the p99 of a call.
     res.once("close", () => {
       scope.requestId = String(res.locals.requestId ?? "");
-      scope.path = pathOf(res);
+      scope.url = (res.req as HttpRequest).originalUrl;
       scope.res = null;
     });
     this.scopes.run(scope, serve);
@@ -114,7 +115,11 @@ export class RequestGuard {
     const { res } = scope;
     const requestId = res ? String(res.locals.requestId ?? "") : scope.requestId;
     this.log.error(
-      { err, request_id: requestId, path: res ? pathOf(res) : scope.path },
+      {
+        err,
+        request_id: requestId,
+        path: loggedPath(res ? (res.req as HttpRequest).originalUrl : scope.url),
+      },
       "uncaught exception while serving a request: that request failed, the process goes on",
     );
     if (scope.crashed.signal.aborted) return true;
@@ -132,9 +137,6 @@ export class RequestGuard {
     return true;
   }
 }
-
-/** The path the request was sent to, as the logs write it. */
-const pathOf = (res: HttpResponse) => loggedPath((res.req as HttpRequest).originalUrl);
 
 /**
  * Wires the guard to the process. An exception outside any request is written to stderr (a pipe

@@ -1,4 +1,5 @@
 import { pino, type Logger } from "pino";
+import { NOTHING_TO_REDACT, type Redactor, secretRedactor } from "./redact.js";
 
 /**
  * The process logger: JSON lines on stdout, batched (one write per 4 KiB, or every second),
@@ -14,12 +15,23 @@ import { pino, type Logger } from "pino";
  * - A reader that went away (EPIPE: the supervisor died, `| head` closed) turns the sink off
  *   for good: lines are dropped, never retried.
  * - The final flush is bounded.
+ *
+ * Secret values the process knows (`protect`) are cut out of every line of `log`, whatever holds
+ * them: a message, a URL, a library's error (viem names the RPC URL it failed on). `requestLog`
+ * (one line per request, the hot path) skips that scan: its one free text is the path, which the
+ * request log redacts itself with `redact` (src/http/request-context.ts).
  */
 const BATCH_BYTES = 4096;
 const MAX_QUEUED = 4 * 1024 * 1024;
 
 export interface ProcessLogger {
   log: Logger;
+  /** The same sink without the scan for secrets nor pino's redaction paths: for lines whose fields are known (the request log). */
+  requestLog: Logger;
+  /** Adds secret values to cut out of `log`'s lines (and to `redact`): called at start-up, as they become known. */
+  protect(secrets: Iterable<string>): void;
+  /** Cuts every secret value `protect` was given out of a text. */
+  readonly redact: Redactor;
   /** Writes what is batched and waits for it to drain, at most `timeoutMs`; never throws. */
   flush(timeoutMs: number): Promise<void>;
   /** Human-readable text (the development banner) through the same sink: never blocks, dropped once broken. */
@@ -52,8 +64,25 @@ export function createProcessLogger(
     },
   };
   setInterval(writeBatch, 1000).unref();
+  const secrets = new Set<string>();
+  let redact = NOTHING_TO_REDACT;
+  const redactingSink = {
+    write(line: string) {
+      sink.write(redact(line));
+    },
+  };
+  const { redact: _paths, ...unredacted } = options;
+  const log = pino(options, redactingSink);
   return {
-    log: pino(options, sink),
+    log,
+    requestLog: pino(unredacted, sink),
+    protect(values) {
+      for (const value of values) secrets.add(value);
+      redact = secretRedactor(secrets);
+    },
+    get redact() {
+      return redact;
+    },
     get broken() {
       return broken;
     },

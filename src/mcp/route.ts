@@ -7,7 +7,7 @@ import {
   type Response,
 } from "express";
 import { TIERS, requireFeature } from "../accounts/tiers.js";
-import { admitted, presentedKey } from "../http/auth.js";
+import { admitted, presentedKey, rateLimitHeaders } from "../http/auth.js";
 import { ApiError, toApiError } from "../http/errors.js";
 import { UNREADABLE_BODY, jsonBody } from "../http/json-body.js";
 import { requireJsonBody } from "../http/request-context.js";
@@ -58,29 +58,30 @@ export function mcpRouter(services: Services): Router {
         throw new ApiError("host_not_allowed", "This host name is not served here.");
       // No key and x402 on: an agent with a wallet. It may list tools and pay per call
       // (`_meta["x402/payment"]`); its messages count against its client address, like signup's,
-      // each message of a batch once (as for keyed callers below), up to the first refused.
+      // each message of a batch once (as for keyed callers below): the whole batch is admitted or
+      // refused in one step (one round trip), and a refused batch counts nothing.
       if (!req.get("x-api-key") && services.payments) {
         const limit = TIERS.free.requestsPerMinute;
         const messages = Array.isArray(req.body) ? Math.max(1, req.body.length) : 1;
-        let hit = { allowed: true, resetMs: 0 };
-        for (let i = 0; i < messages && hit.allowed; i++) {
-          hit = await services.store.hitRateLimit(
-            `mcp:${req.ip}`,
-            limit,
-            60_000,
-            `${String(res.locals.requestId)}:${i}`,
-          );
-        }
+        const hit = await services.store.hitRateLimit(
+          `mcp:${req.ip}`,
+          limit,
+          60_000,
+          String(res.locals.requestId),
+          messages,
+        );
+        const headers = rateLimitHeaders(hit);
         if (!hit.allowed) {
           const retryAfter = String(Math.max(1, Math.ceil(hit.resetMs / 1000)));
           const limited = new ApiError(
             "rate_limited",
             `At most ${limit} MCP requests per minute from one address without an API key; retry after ${retryAfter} s.`,
-            { headers: { "Retry-After": retryAfter } },
+            { headers: { ...headers, "Retry-After": retryAfter } },
           );
           if (!refusedAsToolResult(req, res, limited)) throw limited;
           return pass(req, next, "", { key: null, refused: limited });
         }
+        for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
         return pass(req, next, "", { key: null });
       }
       const key = presentedKey(req);

@@ -1,4 +1,3 @@
-import { Server } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { parseInput } from "../http/route.js";
 import { CATEGORIES } from "../tools/definition.js";
@@ -20,6 +19,7 @@ import { toolNotFound } from "../tools/lookup.js";
 import { callPaidTool } from "../tools/paid-call.js";
 import { jsonSchemasOf, withoutDialect } from "../tools/views.js";
 import { searchTools } from "../tools/search.js";
+import { GatewayServer, ownHandler } from "./protocol-errors.js";
 
 /**
  * The MCP door: a thin adapter from `tools/list` and `tools/call` onto the catalogue and the
@@ -175,92 +175,106 @@ function paidCall(
 export function createMcpServerFactory(services: Services, door: Forwarder) {
   const tools = toolList(services);
   return (caller: McpCaller) => {
-    const server = new Server(
+    const server = new GatewayServer(
       { name: "toolgate", version: "1.0.0" },
       { capabilities: { tools: {} } },
+      (method, err) => services.log.error({ err, method }, "MCP request failed"),
     );
     // The caller's own custom tools: listed to its keys only (the guard has checked the key).
     const ownTools = async () =>
       caller.key ? await services.upstream.listPrivate(caller.key.accountId) : [];
-    server.setRequestHandler("tools/list", async () => ({
-      tools: [
-        SEARCH_TOOLS,
-        ...tools,
-        ...(await ownTools()).map((tool) => mcpTool(services, tool)),
-      ].map((t) =>
-        "_meta" in t
-          ? {
-              ...t,
-              _meta: {
-                ...(t._meta as Record<string, unknown>),
-                "toolgate/available": services.pools.unavailableReason(t.name) === null,
-              },
-            }
-          : t,
-      ),
-    }));
-    server.setRequestHandler("tools/call", async (request) => {
-      const requestId = newRequestId();
-      if (caller.refused) return errorResult(caller.refused, requestId);
-      if (request.params.name === SEARCH_TOOLS.name)
-        return searchResult(services, await ownTools(), request.params.arguments ?? {}, requestId);
-      let tool: ToolDefinition | null;
-      try {
-        tool = await services.upstream.find(request.params.name, caller.key?.accountId ?? null);
-      } catch (err) {
-        return errorResult(toApiError(err), requestId);
-      }
-      if (!tool) return errorResult(toolNotFound(request.params.name), requestId);
-      const forward = services.upstream.forwarderFor(tool, door);
-      const payable = services.payments !== null && !isPrivateTool(tool);
-      const input = request.params.arguments ?? {};
-      const payment = (request.params._meta as Record<string, unknown> | undefined)?.[PAYMENT_META];
-      let receipt: Paid["receipt"] | null = null;
-      try {
-        const result =
-          payable && (caller.key === null || payment !== undefined)
-            ? await callPaidTool(
-                services,
-                {
-                  ...paidCall(services, tool, input, payment, requestId),
-                  // A keyed caller's payment buys credits for the key's account, as on REST.
-                  key: caller.key ?? undefined,
-                  counted: true,
-                  onPaid: (paid) => void (receipt = paid.receipt),
+    server.setRequestHandler(
+      "tools/list",
+      ownHandler(async () => ({
+        tools: [
+          SEARCH_TOOLS,
+          ...tools,
+          ...(await ownTools()).map((tool) => mcpTool(services, tool)),
+        ].map((t) =>
+          "_meta" in t
+            ? {
+                ...t,
+                _meta: {
+                  ...(t._meta as Record<string, unknown>),
+                  "toolgate/available": services.pools.unavailableReason(t.name) === null,
                 },
-                forward,
-              )
-            : await invokeTool(
-                services,
-                { tool, input, key: caller.key!, idempotencyKey: null, requestId, counted: true },
-                forward,
-              );
-        return {
-          content: [{ type: "text" as const, text: result.body }],
-          structuredContent: JSON.parse(result.body) as Record<string, unknown>,
-          ...(receipt ? { _meta: { [RECEIPT_META]: receipt } } : {}),
-        };
-      } catch (err) {
-        const apiError = toApiError(err);
-        if (apiError.status >= 500 && apiError.code === "internal_error")
-          services.log.error({ err, request_id: requestId }, "MCP tool call failed");
-        // Not paid (yet): pay for this call — a keyed caller short of credits may too, like an agent without a key.
-        if (
-          !receipt &&
-          payable &&
-          (apiError.code === "insufficient_credits" ||
-            apiError.options.headers?.["PAYMENT-REQUIRED"])
-        ) {
-          return payableResult(
-            apiError,
-            paidCall(services, tool, input, undefined, requestId).offer,
+              }
+            : t,
+        ),
+      })),
+    );
+    server.setRequestHandler(
+      "tools/call",
+      ownHandler(async (request) => {
+        const requestId = newRequestId();
+        if (caller.refused) return errorResult(caller.refused, requestId);
+        if (request.params.name === SEARCH_TOOLS.name)
+          return searchResult(
+            services,
+            await ownTools(),
+            request.params.arguments ?? {},
+            requestId,
           );
+        let tool: ToolDefinition | null;
+        try {
+          tool = await services.upstream.find(request.params.name, caller.key?.accountId ?? null);
+        } catch (err) {
+          return errorResult(toApiError(err), requestId);
         }
-        const result = errorResult(apiError, requestId);
-        // Once paid, the payment stands as credits on the wallet's account: the receipt says so.
-        return receipt ? { ...result, _meta: { [RECEIPT_META]: receipt } } : result;
-      }
-    });
+        if (!tool) return errorResult(toolNotFound(request.params.name), requestId);
+        const forward = services.upstream.forwarderFor(tool, door);
+        const payable = services.payments !== null && !isPrivateTool(tool);
+        const input = request.params.arguments ?? {};
+        const payment = (request.params._meta as Record<string, unknown> | undefined)?.[
+          PAYMENT_META
+        ];
+        let receipt: Paid["receipt"] | null = null;
+        try {
+          const result =
+            payable && (caller.key === null || payment !== undefined)
+              ? await callPaidTool(
+                  services,
+                  {
+                    ...paidCall(services, tool, input, payment, requestId),
+                    // A keyed caller's payment buys credits for the key's account, as on REST.
+                    key: caller.key ?? undefined,
+                    counted: true,
+                    onPaid: (paid) => void (receipt = paid.receipt),
+                  },
+                  forward,
+                )
+              : await invokeTool(
+                  services,
+                  { tool, input, key: caller.key!, idempotencyKey: null, requestId, counted: true },
+                  forward,
+                );
+          return {
+            content: [{ type: "text" as const, text: result.body }],
+            structuredContent: JSON.parse(result.body) as Record<string, unknown>,
+            ...(receipt ? { _meta: { [RECEIPT_META]: receipt } } : {}),
+          };
+        } catch (err) {
+          const apiError = toApiError(err);
+          if (apiError.status >= 500 && apiError.code === "internal_error")
+            services.log.error({ err, request_id: requestId }, "MCP tool call failed");
+          // Not paid (yet): pay for this call — a keyed caller short of credits may too, like an agent without a key.
+          if (
+            !receipt &&
+            payable &&
+            (apiError.code === "insufficient_credits" ||
+              apiError.options.headers?.["PAYMENT-REQUIRED"])
+          ) {
+            return payableResult(
+              apiError,
+              paidCall(services, tool, input, undefined, requestId).offer,
+            );
+          }
+          const result = errorResult(apiError, requestId);
+          // Once paid, the payment stands as credits on the wallet's account: the receipt says so.
+          return receipt ? { ...result, _meta: { [RECEIPT_META]: receipt } } : result;
+        }
+      }),
+    );
     return server;
   };
 }

@@ -35,12 +35,19 @@ export function startStatusChecks(
   const runOne = async (component: ComponentCheck): Promise<CheckResult> => {
     const started = performance.now();
     let outcome: Pick<CheckResult, "state" | "detail">;
+    // The detail is public (/status, /status.json): a library's message can name a configured URL
+    // with its password or API key (fetch refusing a WORKERS_URL with credentials). The secrets
+    // are cut out before the message is shortened, so that no part of one survives the cut.
     try {
       outcome = await component.check(AbortSignal.timeout(timeoutMs));
+      if (outcome.detail) outcome = { ...outcome, detail: services.redactSecrets(outcome.detail) };
     } catch (err) {
       outcome = {
         state: "degraded",
-        detail: err instanceof Error ? err.message.split("\n")[0]!.slice(0, 200) : "check failed",
+        detail:
+          err instanceof Error
+            ? services.redactSecrets(err.message.split("\n")[0]!).slice(0, 200)
+            : "check failed",
       };
     }
     const latencyMs = Math.round((performance.now() - started) * 100) / 100;

@@ -1317,6 +1317,23 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     ).toBeNull();
   });
 
+  it("counts several hits in a generic bucket all or none: a refused batch counts nothing", async () => {
+    const bucket = `mcp:${newAccountId()}`;
+    expect(await store.hitRateLimit(bucket, 10, 60_000, newRequestId(), 7)).toMatchObject({
+      allowed: true,
+      remaining: 3,
+    });
+    expect(await store.hitRateLimit(bucket, 10, 60_000, newRequestId(), 4)).toMatchObject({
+      allowed: false,
+      remaining: 3,
+    });
+    expect(await store.hitRateLimit(bucket, 10, 60_000, newRequestId(), 3)).toMatchObject({
+      allowed: true,
+      remaining: 0,
+    });
+    expect((await store.hitRateLimit(bucket, 10, 60_000, newRequestId())).allowed).toBe(false);
+  });
+
   it("gives back a hit that did not count, so the bucket admits another", async () => {
     const bucket = `signup:${newAccountId()}`;
     const ids = [newRequestId(), newRequestId()];

@@ -357,10 +357,10 @@ describe("refusals before money moves", () => {
     expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
   }, 30_000);
 
-  it("counts each message of a keyless JSON-RPC batch: a batch of 100 tools/list is refused, then a lone tools/call is a readable rate_limited result", async () => {
+  it("counts each message of a keyless JSON-RPC batch, a batch all or none: a refused batch counts nothing, then a lone tools/call is a readable rate_limited result", async () => {
     const from = { "x-forwarded-for": "203.0.113.77" }; // an address of its own (the test gateway trusts loopback proxies)
-    const post = (body: unknown) =>
-      fetch(`${setup.gw.url}/mcp`, {
+    const post = async (body: unknown) => {
+      const res = await fetch(`${setup.gw.url}/mcp`, {
         method: "POST",
         headers: {
           "content-type": "application/json",
@@ -370,11 +370,26 @@ describe("refusals before money moves", () => {
         },
         body: JSON.stringify(body),
       });
-    const batch = await post(
-      Array.from({ length: 100 }, (_, i) => ({ jsonrpc: "2.0", id: i + 1, method: "tools/list" })),
-    );
-    expect(batch.status).toBe(429);
-    // The batch used up the address's minute: a single message is refused too…
+      return {
+        status: res.status,
+        remaining: res.headers.get("ratelimit-remaining"),
+        retryAfter: Number(res.headers.get("retry-after")),
+        text: await res.text(),
+      };
+    };
+    const pings = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ jsonrpc: "2.0", id: i + 1, method: "ping" }));
+    // 60 a minute without a key: 50 leave 10; 11 do not fit in them: that batch is refused whole
+    // and none of it is counted, so the 10 left are still there for the next batch, which spends them.
+    const first = await post(pings(50));
+    const refused = await post(pings(11));
+    const rest = await post(pings(10));
+    expect([first.status, refused.status, rest.status]).toEqual([200, 429, 200]);
+    expect(JSON.parse(refused.text)).toMatchObject({ error: { code: "rate_limited" } });
+    // The RateLimit headers say so, on the refusal too.
+    expect([first.remaining, refused.remaining, rest.remaining]).toEqual(["10", "10", "0"]);
+    expect(refused.retryAfter).toBeGreaterThan(0);
+    // …after which a single message is refused…
     expect((await post({ jsonrpc: "2.0", id: 1, method: "tools/list" })).status).toBe(429);
     // …and a lone tools/call is answered as a readable error result (clients throw on a 429), with the limit's Retry-After.
     const limited = await post({
@@ -383,12 +398,12 @@ describe("refusals before money moves", () => {
       method: "tools/call",
       params: { name: "hash", arguments: { text: "x" } },
     });
-    const text = await limited.text();
     expect([
       limited.status,
-      Number(limited.headers.get("retry-after")) > 0,
-      text.includes('"isError":true'),
-      text.includes("rate_limited"),
-    ]).toEqual([200, true, true, true]);
+      limited.retryAfter > 0,
+      limited.remaining,
+      limited.text.includes('"isError":true'),
+      limited.text.includes("rate_limited"),
+    ]).toEqual([200, true, "0", true, true]);
   }, 30_000);
 });

@@ -18,11 +18,14 @@ export function memoryRateLimits(state: MemoryState): RateLimiter {
   }
 
   return {
-    async hitRateLimit(bucket: string, limit: number, windowMs: number, member: string) {
+    async hitRateLimit(bucket: string, limit: number, windowMs: number, member: string, count = 1) {
       const log = buckets.get(bucket) ?? [];
       buckets.set(bucket, log);
-      const window = slide(log, limit, windowMs);
-      if (window.allowed) log.push({ at: window.now, member });
+      const window = slide(log, limit, windowMs, count);
+      // As the Redis script names them: the member, then `member#2`… for the rest of a batch.
+      if (window.allowed)
+        for (let i = 1; i <= count; i++)
+          log.push({ at: window.now, member: i === 1 ? member : `${member}#${i}` });
       return {
         allowed: window.allowed,
         limit,

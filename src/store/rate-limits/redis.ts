@@ -5,11 +5,11 @@ import type { RateLimiter } from "./index.js";
 
 export function redisRateLimits({ redis, call, script }: RedisContext): RateLimiter {
   return {
-    async hitRateLimit(bucket: string, limit: number, windowMs: number, member: string) {
+    async hitRateLimit(bucket: string, limit: number, windowMs: number, member: string, count = 1) {
       return script<RateState & { allowed: boolean }>(
         "rate-limit",
         [redisKey.bucket(bucket)],
-        [limit, windowMs, member],
+        [limit, windowMs, member, count],
       );
     },
 

@@ -78,7 +78,7 @@ export function keyedLane(services: Services, json: RequestHandler): KeyedLane {
       res.locals.route = ROUTE;
       const name = PLAIN_TOOL_PATH.exec(req.url!)![1]!;
       services.requestGuard.run(res, () => {
-        beginRequest(req, res, services.requestLog, services.metrics);
+        beginRequest(req, res, services.requestLog, services.metrics, services.redactSecrets);
         void serveCall(req, res, name);
       });
     },

@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type GatewayProcess, spawnGateway } from "../helpers/gateway.js";
+import { REDIS_URL, dropPrefix, uniquePrefix } from "../helpers/redis.js";
+
+/**
+ * A real gateway process, configured with secrets of no fixed shape, whose log (its stdout) and
+ * public answers must never hold one: the admin key pasted into a URL, and the passwords and API
+ * keys inside URL settings, which libraries (viem, fetch) name in their errors.
+ */
+const ADMIN_KEY = 'Adm1n-Pr0d!key/with+chars=and.more_xyz~"q"'; // no tg_ prefix: production's is any string of 24+
+const RPC_KEY = "rpc-provider-key-abc123";
+const WORKERS_PASSWORD = "wrk-passw0rd-123";
+const DB_PASSWORD = "db-passw0rd-xyz";
+const SMTP_PASSWORD = "smtp-passw0rd-xyz";
+const REDIS_PASSWORD = "redis-passw0rd-xyz";
+const RELAYER_KEY = `0x${"ab".repeat(32)}`;
+const SECRETS = [
+  ADMIN_KEY,
+  encodeURIComponent(ADMIN_KEY),
+  new URL(`http://h/${ADMIN_KEY}`).pathname.slice(1), // as fetch writes it in a path
+  RPC_KEY,
+  WORKERS_PASSWORD,
+  DB_PASSWORD,
+  SMTP_PASSWORD,
+  REDIS_PASSWORD,
+  RELAYER_KEY.slice(2),
+];
+/** Every secret form, as it would appear inside a JSON log line too. */
+const leakIn = (text: string) =>
+  SECRETS.filter((s) => text.includes(s) || text.includes(JSON.stringify(s).slice(1, -1)));
+
+let gw: GatewayProcess;
+const prefix = uniquePrefix("secrets");
+beforeAll(async () => {
+  gw = await spawnGateway(prefix, {
+    ADMIN_API_KEY: ADMIN_KEY,
+    REDIS_URL: REDIS_URL.replace("redis://", `redis://:${REDIS_PASSWORD}@`), // the test Redis has no password: ioredis goes on
+    // Nothing listens on port 9: each library fails, and says so with the URL it was given.
+    WORKERS_URL: `http://worker:${WORKERS_PASSWORD}@127.0.0.1:9/`,
+    DATABASE_URL: `postgres://books:${DB_PASSWORD}@127.0.0.1:9/toolgate`,
+    SMTP_URL: `smtp://mailer:${SMTP_PASSWORD}@127.0.0.1:9`,
+    X402_NETWORKS: "base-sepolia",
+    BASE_SEPOLIA_RPC_URL: `http://127.0.0.1:9/v2/${RPC_KEY}`,
+    X402_PAY_TO: `0x${"11".repeat(20)}`,
+    X402_RELAYER_PRIVATE_KEY: RELAYER_KEY,
+    STATUS_CHECK_INTERVAL_MS: "1000",
+  });
+}, 90_000);
+afterAll(async () => {
+  await gw?.stop();
+  await dropPrefix(prefix);
+});
+
+const logLines = () =>
+  gw.output.flatMap((line) => {
+    try {
+      return [JSON.parse(line) as Record<string, unknown>];
+    } catch {
+      return [];
+    }
+  });
+
+/** Waits (a few seconds at most) for the process to have logged a line that `match`es. */
+async function logged(match: (line: Record<string, unknown>) => boolean) {
+  for (let waited = 0; waited < 15_000; waited += 100) {
+    const found = logLines().filter(match);
+    if (found.length > 0) return found;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("no such log line");
+}
+
+describe("secrets in the log and the public answers", () => {
+  it("redacts the configured admin key wherever a request's path holds it, in every form a client sends it", async () => {
+    const sent = [
+      ["GET", `/v1/tools/${ADMIN_KEY}`, "/v1/tools/[redacted]"],
+      ["GET", `/api/v1/${encodeURIComponent(ADMIN_KEY)}`, "/api/v1/[redacted]"],
+      ["GET", `/x/${ADMIN_KEY}/y?key=${ADMIN_KEY}`, "/x/[redacted]/y"],
+      // The keyed lane (a plain JSON tool call) writes its own request line.
+      ["POST", `/v1/tools/${encodeURIComponent(ADMIN_KEY)}`, "/v1/tools/[redacted]"],
+    ] as const;
+    for (const [method, path, expected] of sent) {
+      const res = await fetch(`${gw.url}${path}`, {
+        method,
+        headers: { "content-type": "application/json", "x-api-key": "tg_live_nobody_x" },
+        ...(method === "POST" ? { body: "{}" } : {}),
+      });
+      const id = res.headers.get("x-request-id");
+      const [line] = await logged((l) => l.msg === "request" && l.request_id === id);
+      expect([line!.method, line!.path]).toEqual([method, expected]);
+    }
+  });
+
+  it("cuts the RPC's API key out of viem's errors and the workers' password out of fetch's", async () => {
+    const [chain] = await logged((l) => String(l.err).includes("HTTP request failed"));
+    expect(String(chain!.err)).toContain("URL: http://127.0.0.1:9[redacted]");
+    const [workers] = await logged((l) => String(l.err).includes("includes credentials"));
+    expect(workers!.url).toBe("http://worker[redacted]127.0.0.1:9/");
+  });
+
+  it("keeps every secret out of the public status answer", async () => {
+    let details: string[] = [];
+    for (let waited = 0; waited < 15_000 && details.length === 0; waited += 200) {
+      const status = (await (await fetch(`${gw.url}/status.json`)).json()) as {
+        components: { id: string; detail: string | null }[];
+      };
+      details = status.components
+        .filter((c) => c.id.startsWith("worker-pool-") && c.detail)
+        .map((c) => c.detail!);
+      if (details.length === 0) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(details.length).toBeGreaterThan(0);
+    for (const detail of details) expect(detail).toContain("http://worker[redacted]127.0.0.1:9/");
+    expect(leakIn(await (await fetch(`${gw.url}/status.json`)).text())).toEqual([]);
+    expect(leakIn(await (await fetch(`${gw.url}/status`)).text())).toEqual([]);
+  });
+
+  it("wrote no secret in any line, in any form", () => {
+    expect(gw.output.length).toBeGreaterThan(5);
+    expect(gw.output.filter((line) => leakIn(line).length > 0)).toEqual([]);
+  });
+});
