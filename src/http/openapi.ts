@@ -11,7 +11,8 @@ import type { AnyRoute, DocumentConfig } from "./route.js";
  */
 export type Json = Record<string, unknown>;
 
-const schemaOf = (schema: z.ZodType, io: "input" | "output"): Json =>
+/** A zod schema as the document's JSON Schema: what a request takes (input) or an answer is (output). */
+export const schemaOf = (schema: z.ZodType, io: "input" | "output"): Json =>
   withoutDialect(z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Json);
 
 const errorSchema = {
@@ -235,8 +236,8 @@ function operation(route: AnyRoute, tag: string): Json {
       : route.auth === "admin"
         ? { security: [{ AdminKey: [] }] }
         : { security: [] }),
-    ...(pathParams.length + queryParams.length
-      ? { parameters: [...pathParams, ...queryParams] }
+    ...(pathParams.length + queryParams.length + (route.requestHeaders?.length ?? 0)
+      ? { parameters: [...pathParams, ...queryParams, ...(route.requestHeaders ?? [])] }
       : {}),
     ...(route.body
       ? {
@@ -259,6 +260,7 @@ function operation(route: AnyRoute, tag: string): Json {
               { schema: { type: "string" }, ...header },
             ]),
           ),
+          ...route.successHeaders,
         },
         content: route.produces
           ? { [route.produces]: { schema: { type: "string" } } }

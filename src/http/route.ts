@@ -68,6 +68,13 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
   alsoProduces?: { mediaType: string; headers: Record<string, { description: string }> };
   /** Status of the success answer (default 200). */
   successStatus?: number;
+  /**
+   * For the API description: request headers the route reads beyond the key (an x402 payment), as
+   * OpenAPI parameter objects, and headers of the success answer beyond the rate-limit ones (the
+   * payment's receipt), as OpenAPI header objects.
+   */
+  requestHeaders?: Record<string, unknown>[];
+  successHeaders?: Record<string, Record<string, unknown>>;
   /** A per-address and per-account limit counted before the handler runs (src/http/endpoint-limits.ts). */
   limit?: EndpointLimitName;
   /**

@@ -1,7 +1,8 @@
 import { Router } from "express";
 import { allowOn } from "../http/method-not-allowed.js";
-import type { Json } from "../http/openapi.js";
+import { schemaOf, type Json } from "../http/openapi.js";
 import type { Services } from "../services.js";
+import { statusReportSchema } from "../status/report-schema.js";
 import { readChangelog, renderChangelogPage, renderChangelogRss } from "./changelog.js";
 import { TOOLS } from "../tools/catalogue/index.js";
 import { publicTools } from "../tools/custom/registry.js";
@@ -50,31 +51,7 @@ export function pagesDocument(): Record<string, Json> {
     "/changelog": page("Changelog page", "text/html"),
     "/changelog.rss": page("Changelog RSS", "application/rss+xml"),
     "/status": page("Status page", "text/html"),
-    "/status.json": page("Status JSON", "application/json", {
-      type: "object",
-      required: [
-        "status",
-        "history_available",
-        "updated_at",
-        "check_interval_ms",
-        "components",
-        "incidents",
-      ],
-      properties: {
-        status: { type: "string", enum: ["operational", "degraded"] },
-        history_available: { type: "boolean" },
-        updated_at: { type: "string" },
-        check_interval_ms: { type: "integer" },
-        components: { type: "array", items: { type: "object" } },
-        incidents: {
-          type: "object",
-          properties: {
-            active: { type: "array", items: { type: "object" } },
-            recent: { type: "array", items: { type: "object" } },
-          },
-        },
-      },
-    }),
+    "/status.json": page("Status JSON", "application/json", schemaOf(statusReportSchema, "output")),
     "/status.rss": page("Status RSS", "application/rss+xml"),
   };
 }

@@ -9,6 +9,7 @@ import { notPurchasable, planAvailability } from "./plan-availability.js";
 import { PACKS, PLANS, type PackName, type PlanName } from "./price-list.js";
 import { walletChallenge, walletClaim } from "./sign-in.js";
 import { offerForResource, takePayment } from "./take-payment.js";
+import { paymentHeaderParameters, paymentReceiptHeaders } from "./paid-answer-document.js";
 
 /**
  * Buying credits and plans with x402, for the calling (keyed) account: the first request gets the
@@ -39,6 +40,9 @@ const PURCHASE_ERRORS: ErrorCode[] = [
   "payments_not_enabled",
 ];
 
+/** What a purchase's payment header carries: the payment of the 402's offer, beside the key. */
+const PAYING_THE_OFFER = "paying the offer of this request's 402, sent with the API key";
+
 export const purchaseCredits = defineRoute({
   method: "post",
   path: "/credits/purchase",
@@ -46,6 +50,8 @@ export const purchaseCredits = defineRoute({
   auth: "key",
   errors: PURCHASE_ERRORS,
   successStatus: 201,
+  requestHeaders: paymentHeaderParameters(PAYING_THE_OFFER),
+  successHeaders: paymentReceiptHeaders("The pack's payment"),
   body: z.strictObject({ pack: z.enum(Object.keys(PACKS) as [PackName, ...PackName[]]) }),
   response: purchaseResult,
   async handler({ services, req, caller, body }) {
@@ -93,6 +99,8 @@ export const purchasePlan = defineRoute({
   auth: "key",
   errors: [...PURCHASE_ERRORS, "unrestricted_key_required", "plan_not_purchasable"],
   successStatus: 201,
+  requestHeaders: paymentHeaderParameters(PAYING_THE_OFFER),
+  successHeaders: paymentReceiptHeaders("The plan's payment"),
   body: z.strictObject({ plan: z.enum(Object.keys(PLANS) as [PlanName, ...PlanName[]]) }),
   response: purchaseResult.extend({
     plan: z.string(),

@@ -3,6 +3,7 @@ import { ApiError } from "../http/errors.js";
 import type { Services } from "../services.js";
 import type { AcceptedPayment, PaymentRequest } from "./payments.js";
 import { offerFor, paymentChallenge, type Offer } from "./offer.js";
+import type { PaymentReceipt } from "./paid-answer-document.js";
 import { encodeHeader, paymentIdentifier, readPaymentHeader, type PaymentHeader } from "./wire.js";
 
 /**
@@ -16,7 +17,7 @@ import { encodeHeader, paymentIdentifier, readPaymentHeader, type PaymentHeader 
 export interface Paid {
   payment: AcceptedPayment;
   /** The settlement receipt (x402 SettleResponse): a header's JSON, or MCP's `_meta["x402/payment-response"]`. */
-  receipt: { success: true; transaction: string; network: string; payer: string };
+  receipt: PaymentReceipt;
   receiptHeaders: Record<string, string>;
 }
 
@@ -81,8 +82,9 @@ export async function takeDecodedPayment(
       throw paymentChallenge("payment_invalid", err.message, offer, err.options.details);
     throw err;
   }
-  const receipt = {
-    success: true as const,
+  // Its shape is the one the API description gives (paid-answer-document.ts).
+  const receipt: PaymentReceipt = {
+    success: true,
     transaction: payment.txHash,
     network: payment.network,
     payer: payment.payer,

@@ -3,6 +3,7 @@ import { ApiError } from "../http/errors.js";
 import { defineRoute } from "../http/route.js";
 import { randomId } from "../lib/ids.js";
 import { incidentView } from "./report.js";
+import { incidentViewSchema } from "./report-schema.js";
 import type { Incident } from "./store.js";
 
 /**
@@ -11,17 +12,6 @@ import type { Incident } from "./store.js";
  */
 const status = z.enum(["investigating", "identified", "monitoring"]);
 const message = z.string().trim().min(1).max(2000);
-
-const incidentViewSchema = z.object({
-  id: z.string(),
-  title: z.string(),
-  impact: z.enum(["minor", "major"]),
-  status: z.string(),
-  components: z.array(z.string()),
-  created_at: z.string(),
-  resolved_at: z.string().nullable(),
-  updates: z.array(z.object({ status: z.string(), message: z.string(), at: z.string() })),
-});
 
 export const createIncident = defineRoute({
   method: "post",

@@ -1,60 +1,13 @@
 import type { Metrics } from "../http/metrics.js";
 import type { StatusChecker } from "./checker.js";
-import {
-  UPTIME_DAYS,
-  lastDays,
-  type ComponentState,
-  type DayCount,
-  type Incident,
-  type StatusStore,
-} from "./store.js";
+import type { ComponentReport, IncidentView, Percentiles, StatusReport } from "./report-schema.js";
+import { UPTIME_DAYS, lastDays, type DayCount, type Incident, type StatusStore } from "./store.js";
 
 /**
  * What /status, /status.json and /status.rss show, computed from the status store (shared by
- * every process) and this process's metrics.
+ * every process) and this process's metrics. Its shape is report-schema.ts's.
  */
-export interface Percentiles {
-  p50: number | null;
-  p95: number | null;
-  p99: number | null;
-  /** "http": requests this process served on the component's routes; "checks": the checks' own round trips. */
-  source: "http" | "checks";
-  samples: number;
-}
-
-export interface ComponentReport {
-  id: string;
-  name: string;
-  group: string;
-  state: ComponentState | "unknown";
-  detail: string | null;
-  checked_at: string | null;
-  /** Share of recorded checks that found it operational over the last 90 days; null before any. */
-  uptime_90d: number | null;
-  days: { day: string; ok: number; total: number }[];
-  latency_ms: Percentiles;
-}
-
-export interface IncidentView {
-  id: string;
-  title: string;
-  impact: string;
-  status: string;
-  components: string[];
-  created_at: string;
-  resolved_at: string | null;
-  updates: { status: string; message: string; at: string }[];
-}
-
-export interface StatusReport {
-  status: "operational" | "degraded";
-  /** false when the shared store could not be read: states are this process's own, with no history. */
-  history_available: boolean;
-  updated_at: string;
-  check_interval_ms: number;
-  components: ComponentReport[];
-  incidents: { active: IncidentView[]; recent: IncidentView[] };
-}
+export type { ComponentReport, IncidentView, Percentiles, StatusReport };
 
 /** Routes (metrics labels) whose latency stands for a component. */
 const HTTP_ROUTES: Record<string, (route: string) => boolean> = {

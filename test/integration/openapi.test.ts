@@ -1,7 +1,9 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TOOLS } from "../../src/tools/catalogue/index.js";
-import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { admin, call, startGateway, type TestGateway } from "../helpers/gateway.js";
 
 let gw: TestGateway;
 let doc: any;
@@ -175,6 +177,61 @@ describe("the public pages and MCP", () => {
     );
     expect(ids.filter((id) => id === undefined)).toEqual([]);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+});
+
+/** Validates an answer against the document's schema, formats (date-time…) included. */
+const documentValidator = () => {
+  const ajv = new Ajv2020({ strict: false });
+  addFormats.default(ajv);
+  return ajv;
+};
+
+describe("/status.json", () => {
+  it("answers exactly what the document says, incidents and checked components included", async () => {
+    const schema =
+      doc.paths["/status.json"].get.responses["200"].content["application/json"].schema;
+    // Every field named, none left as a bare object, and nothing more allowed.
+    expect(schema.additionalProperties).toBe(false);
+    expect(schema.properties.components.items.required).toEqual(
+      expect.arrayContaining(["id", "state", "uptime_90d", "days", "latency_ms"]),
+    );
+    expect(schema.properties.incidents.properties.active.items.required).toEqual(
+      expect.arrayContaining(["id", "status", "updates", "resolved_at"]),
+    );
+    const first = (await call(`${gw.url}/status.json`)).body;
+    const component = first.components[0].id;
+    const open = await admin(gw.url, "/incidents", {
+      body: { title: "Slow hashes", message: "Looking", components: [component], impact: "minor" },
+    });
+    const done = await admin(gw.url, "/incidents", { body: { title: "Blip", message: "Seen" } });
+    await admin(gw.url, `/incidents/${open.body.id}/updates`, {
+      body: { status: "monitoring", message: "Better" },
+    });
+    await admin(gw.url, `/incidents/${done.body.id}/resolve`, { body: {} });
+    // The report is cached for up to a second, and the first checks land in the background.
+    let report: any;
+    const deadline = Date.now() + 15_000;
+    do {
+      await new Promise((r) => setTimeout(r, 250));
+      report = (await call(`${gw.url}/status.json`)).body;
+    } while (
+      (report.incidents.active.length === 0 ||
+        report.incidents.recent.length === 0 ||
+        report.components.every((c: { checked_at: string | null }) => c.checked_at === null)) &&
+      Date.now() < deadline
+    );
+    expect(report.incidents.active.map((i: { id: string }) => i.id)).toContain(open.body.id);
+    expect(report.incidents.recent.map((i: { id: string }) => i.id)).toContain(done.body.id);
+    expect(report.components.some((c: { checked_at: string | null }) => c.checked_at)).toBe(true);
+    const validate = documentValidator().compile(schema);
+    expect(validate(report), JSON.stringify(validate.errors)).toBe(true);
+    expect(validate(first), JSON.stringify(validate.errors)).toBe(true);
+    // The schema does refuse what the page does not send.
+    expect(validate({ ...report, uptime: 1 })).toBe(false);
+    expect(validate({ ...report, components: [{ ...report.components[0], state: "down" }] })).toBe(
+      false,
+    );
   });
 });
 

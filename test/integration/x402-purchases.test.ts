@@ -1,3 +1,5 @@
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
 import { anvilAccount } from "../../chain-fixtures/chain.js";
 import { admin, call, eventsOf, signUp } from "../helpers/gateway.js";
@@ -7,6 +9,7 @@ import {
   paidGatewayFixture,
   signAuthorization,
   v1Header,
+  v2Header,
 } from "../helpers/x402.js";
 
 /** Credit packs and plans bought with x402 by a keyed account (decisions.md D8). */
@@ -29,6 +32,71 @@ async function buy(key: string, path: string, body: unknown) {
   const res = await call(`${setup.gw.url}${path}`, { key, body, headers: { "x-payment": header } });
   return { res, price };
 }
+
+describe("a purchase's answer, as the OpenAPI document describes it", () => {
+  /** A purchase paid with x402 v2: the PAYMENT-REQUIRED offer for base-sepolia, signed, as PAYMENT-SIGNATURE. */
+  async function buyWithV2(key: string, path: string, body: unknown) {
+    const challenge = await call(`${setup.gw.url}${path}`, { key, body });
+    const offer = JSON.parse(
+      Buffer.from(challenge.headers.get("payment-required")!, "base64").toString(),
+    );
+    const accepted = offer.accepts.find((a: { network: string }) => a.network === "eip155:84532");
+    const payload = await signAuthorization({
+      account: PAYER,
+      chain: setup.chains.base,
+      value: BigInt(accepted.amount),
+    });
+    return call(`${setup.gw.url}${path}`, {
+      key,
+      body,
+      headers: { "payment-signature": v2Header(accepted, payload) },
+    });
+  }
+
+  it("a pack paid with x402 v1 and a plan paid with v2: body and PAYMENT-RESPONSE / X-PAYMENT-RESPONSE receipts match the document", async () => {
+    const doc = (await call(`${setup.gw.url}/openapi.json`)).body;
+    const ajv = new Ajv2020({ strict: false });
+    addFormats.default(ajv);
+    const { key } = await signUp(setup.gw.url);
+    const answers = {
+      "/api/v1/credits/purchase": (await buy(key, "/api/v1/credits/purchase", { pack: "1k" })).res,
+      "/api/v1/plans/purchase": await buyWithV2(key, "/api/v1/plans/purchase", { plan: "starter" }),
+    };
+    const networks: string[] = [];
+    for (const [path, res] of Object.entries(answers)) {
+      const operation = doc.paths[path].post;
+      expect(res.status, path).toBe(201);
+      const success = operation.responses["201"];
+      const body = ajv.compile(success.content["application/json"].schema);
+      expect(body(res.body), `${path} ${JSON.stringify(body.errors)}`).toBe(true);
+      // The payment headers it reads are parameters; the receipt headers are the answer's.
+      expect(
+        operation.parameters
+          .filter((p: { in: string }) => p.in === "header")
+          .map((p: any) => p.name),
+      ).toEqual(["X-PAYMENT", "PAYMENT-SIGNATURE"]);
+      for (const name of ["PAYMENT-RESPONSE", "X-PAYMENT-RESPONSE"]) {
+        const header = success.headers[name];
+        expect(header, `${path} ${name}`).toBeDefined();
+        expect(header.schema).toMatchObject({
+          type: "string",
+          contentEncoding: "base64",
+          contentMediaType: "application/json",
+        });
+        const sent = res.headers.get(name);
+        expect(sent, `${path} ${name}`).toMatch(/^[A-Za-z0-9+/]+=*$/);
+        const receipt = JSON.parse(Buffer.from(sent!, "base64").toString());
+        const valid = ajv.compile(header.schema.contentSchema);
+        expect(valid(receipt), `${path} ${name} ${JSON.stringify(valid.errors)}`).toBe(true);
+        expect(receipt.transaction).toBe(res.body.transaction);
+        expect(receipt.payer.toLowerCase()).toBe(PAYER.address.toLowerCase());
+        networks.push(receipt.network);
+      }
+    }
+    // v1 names the network, v2 gives its CAIP-2 id: both as the document says.
+    expect(networks).toEqual(["base-sepolia", "base-sepolia", "eip155:84532", "eip155:84532"]);
+  });
+});
 
 describe("buying with x402", () => {
   it("a credit pack adds its credits to the keyed account, with payment.received", async () => {

@@ -8,6 +8,7 @@ import functools
 import hashlib
 import json
 import re
+from typing import Any
 
 import jsonschema
 import pytest
@@ -162,3 +163,69 @@ async def test_langchain_tool_runs_on_the_async_client(gateway, pro_key):
             langchain_tools(client)
         [tool] = langchain_tools(client, await client.tools.list(), search="unit convert", limit=1)
         assert (await tool.ainvoke({"value": 3, "from": "m", "to": "cm"}))["result"] == 300
+
+
+def test_what_the_model_reads_matches_the_typescript_library(gateway, pro_key):
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    before = gateway.balance(pro_key)
+    [hash_tool] = AnthropicTools.load(client, names=["hash"]).tools
+    assert re.search(r"\. \(Costs 1 credit, \$0\.002 per call\.\)$", hash_tool["description"])
+    toolset = OpenAITools.load(client, names=["hash"])
+    call = lambda id_, arguments: {"id": id_, "type": "function", "function": {"name": "hash", "arguments": arguments}}  # noqa: E731
+    [not_object, not_json, blank] = [json.loads(m["content"]) for m in toolset.run([call("a", "[1]"), call("b", "{"), call("c", "  ")])]
+    assert not_object == {"error": {"code": "validation_failed", "message": "The arguments must be a JSON object."}}
+    assert not_json["error"]["code"] == "invalid_json" and not_json["error"]["message"].startswith("The arguments are not JSON: ")
+    assert blank["error"]["code"] == "validation_failed" and blank["error"]["param"] == "text"  # blank is no arguments
+    results = AnthropicTools.load(client, names=["hash"]).run([{"type": "tool_use", "id": "u", "name": "hash", "input": "text"}])
+    assert results == [{"type": "tool_result", "tool_use_id": "u", "content": json.dumps({"error": {"code": "validation_failed", "message": "The arguments must be a JSON object."}}), "is_error": True}]
+    assert gateway.balance(pro_key) == before  # nothing ran
+
+
+def _capped(gateway: Any) -> Any:
+    from toolgate import SpendingLimits
+
+    # hash costs 2,000 USDC atomic units, js-sandbox 6,000: above this per-call cap.
+    return SpendingLimits(max_per_call=2000, allowed_assets=[{"network": gateway.network, "asset": gateway.token_address}])
+
+
+def _openai_call(id_: str, name: str, arguments: dict) -> dict:
+    return {"id": id_, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+def test_a_spending_cap_is_raised_to_the_program_and_no_call_after_it_runs(gateway, wallet):
+    from toolgate import ToolgateError
+    from toolgate.adapters.langchain import langchain_tools
+
+    before = gateway.token_balance(gateway.wallet_address)
+    client = Toolgate(base_url=gateway.base_url, wallet=wallet, spending=_capped(gateway))
+    toolset = OpenAITools.load(client, names=["hash", "js-sandbox"])
+    with pytest.raises(ToolgateError) as caught:
+        toolset.run([_openai_call("call_1", "hash", {"text": "before the cap"}), _openai_call("call_2", "js-sandbox", {"code": "1 + 1"}), _openai_call("call_3", "hash", {"text": "after the cap"})])
+    assert (caught.value.status, caught.value.code) == (0, "spend_cap_exceeded") and "per-call cap" in caught.value.message
+    assert client.spent == 2000  # the first hash only: call_3 did not run
+    with pytest.raises(ToolgateError, match="spend_cap_exceeded"):
+        AnthropicTools.load(client, names=["hash", "js-sandbox"]).run(
+            [{"type": "tool_use", "id": "u1", "name": "js-sandbox", "input": {"code": "2 + 2"}}, {"type": "tool_use", "id": "u2", "name": "hash", "input": {"text": "after"}}]
+        )
+    [sandbox] = langchain_tools(client, names=["js-sandbox"])
+    with pytest.raises(ToolgateError) as caught:
+        sandbox.invoke({"code": "3 + 3"})  # not a ToolException handed to the model
+    assert caught.value.code == "spend_cap_exceeded"
+    assert client.spent == 2000
+    assert gateway.token_balance(gateway.wallet_address) == before - 2000
+
+
+async def test_a_spending_cap_is_raised_by_the_async_dispatchers_too(gateway, wallet):
+    from toolgate import ToolgateError
+    from toolgate.adapters.langchain import langchain_tools
+
+    before = gateway.token_balance(gateway.wallet_address)
+    async with AsyncToolgate(base_url=gateway.base_url, wallet=wallet, spending=_capped(gateway)) as client:
+        toolset = await OpenAITools.aload(client, names=["hash", "js-sandbox"])
+        with pytest.raises(ToolgateError, match="spend_cap_exceeded"):
+            await toolset.arun([_openai_call("call_1", "js-sandbox", {"code": "1 + 1"}), _openai_call("call_2", "hash", {"text": "after the cap"})])
+        [sandbox] = langchain_tools(client, await client.tools.list(), names=["js-sandbox"])
+        with pytest.raises(ToolgateError, match="spend_cap_exceeded"):
+            await sandbox.ainvoke({"code": "3 + 3"})
+        assert client.spent == 0
+    assert gateway.token_balance(gateway.wallet_address) == before

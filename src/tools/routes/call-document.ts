@@ -5,6 +5,10 @@ import { TOOLS } from "../catalogue/index.js";
 import { formatCredits, priceOf } from "../pricing.js";
 import { jsonSchemasOf, withoutDialect } from "../views.js";
 import { describedTool } from "../custom/spec.js";
+import {
+  paymentHeaderParameters,
+  paymentReceiptHeaders,
+} from "../../payments/paid-answer-document.js";
 
 /**
  * How `POST /v1/tools/{name}` appears in the OpenAPI document: one operation per tool, with the
@@ -34,20 +38,7 @@ export function callToolDocument(config: DocumentConfig): Record<string, Json> {
               schema: { type: "string", maxLength: 255 },
               description: "Same key and body: the stored answer is replayed, charged once.",
             },
-            {
-              name: "X-PAYMENT",
-              in: "header",
-              required: false,
-              schema: { type: "string" },
-              description: "x402 v1 payment (base64 JSON), instead of an API key.",
-            },
-            {
-              name: "PAYMENT-SIGNATURE",
-              in: "header",
-              required: false,
-              schema: { type: "string" },
-              description: "x402 v2 payment (base64 JSON), instead of an API key.",
-            },
+            ...paymentHeaderParameters("instead of an API key"),
           ],
           requestBody: { required: true, content: { "application/json": { schema: inputSchema } } },
           responses: {
@@ -58,14 +49,7 @@ export function callToolDocument(config: DocumentConfig): Record<string, Json> {
                 "X-Credits-Charged": { schema: { type: "integer" } },
                 "X-Credits-Remaining": { schema: { type: "integer" } },
                 "Idempotent-Replayed": { schema: { type: "string", enum: ["true"] } },
-                "PAYMENT-RESPONSE": {
-                  schema: { type: "string" },
-                  description: "A call paid with x402: the settlement receipt (base64 JSON).",
-                },
-                "X-PAYMENT-RESPONSE": {
-                  schema: { type: "string" },
-                  description: "The same receipt, under its x402 v1 name.",
-                },
+                ...paymentReceiptHeaders("A call paid with x402"),
               },
               content: { "application/json": { schema: outputSchema } },
             },

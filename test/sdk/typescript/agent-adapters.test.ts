@@ -99,6 +99,16 @@ describe("toolgate/ai (Vercel AI SDK)", () => {
     const offered = model.doGenerateCalls[0]!.tools![0]! as { name: string; inputSchema: unknown };
     expect(offered.name).toBe("hash");
     expect(offered.inputSchema).toMatchObject({ type: "object", required: ["text"] });
+    expect(offered.inputSchema).not.toHaveProperty("examples");
+    expect((offered as { description?: string }).description).toMatch(
+      /\(Costs 1 credit, \$0\.002 per call\.\)$/,
+    );
+    // A top-level oneOf, which the model APIs refuse there, is left to the gateway.
+    const generate = await aiTools(client, { names: ["ai-generate"], includeUnavailable: true });
+    expect(Object.keys(generate)).toEqual(["ai-generate"]);
+    const schema = (await generate["ai-generate"]!.inputSchema) as { jsonSchema: object };
+    expect(schema.jsonSchema).toMatchObject({ type: "object" });
+    expect(schema.jsonSchema).not.toHaveProperty("oneOf");
     // The tool result the model saw on its second turn.
     expect(JSON.stringify(model.doGenerateCalls[1]!.prompt)).toContain(HELLO_SHA256);
   });

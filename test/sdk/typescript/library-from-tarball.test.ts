@@ -27,7 +27,7 @@ import { PAY_TO, balanceOf, startChains } from "../../helpers/x402.js";
 const PRICE = 2000n; // hash: 1 credit at $0.002 = 2,000 USDC atomic units
 const payerKey = (index: number) =>
   toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index }).getHdKey().privateKey!);
-const PAYERS = [6, 7, 4].map((i) => ({
+const PAYERS = [6, 7, 4, 3].map((i) => ({
   key: payerKey(i),
   address: mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: i }).address,
 }));
@@ -287,6 +287,93 @@ out({ first: first.digest.length, second, spent: client.spent });`),
       second: { status: 0, code: "spend_cap_exceeded" },
       spent: "2000",
     });
+    expect(await balanceOf(chains.base, payer.address)).toBe(before - PRICE);
+  });
+});
+
+describe("what the model reads (toolgate/agents), as the Python library writes it", () => {
+  it("offers object schemas without top-level combinators, prices in the description, and refuses arguments that are not a JSON object", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const result = await project.script(
+      `${HEADER}import { openAITools, anthropicTools, runAnthropicToolUses, runOpenAIToolCalls } from "toolgate/agents";
+const client = new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL });
+const [aiGenerate] = await openAITools(client, { names: ["ai-generate"], includeUnavailable: true });
+const hashTools = await anthropicTools(client, { names: ["hash"] });
+const call = (id, args) => ({ id, type: "function", function: { name: "hash", arguments: args } });
+const messages = await runOpenAIToolCalls(client, [call("a", "[1]"), call("b", "{"), call("c", "  ")], await openAITools(client, { names: ["hash"] }));
+const results = await runAnthropicToolUses(client, [{ type: "tool_use", id: "u", name: "hash", input: "text" }], hashTools);
+out({ aiGenerate, hash: hashTools[0], messages: messages.map((m) => JSON.parse(m.content)), results, credits: (await client.account.get()).credits });`,
+      { KEY: key, URL: gw.url },
+    );
+    const parameters = result.aiGenerate.function.parameters;
+    expect(parameters.type).toBe("object");
+    for (const keyword of ["oneOf", "anyOf", "allOf", "$schema", "examples"])
+      expect(parameters, keyword).not.toHaveProperty(keyword);
+    expect(result.hash.description).toMatch(/\. \(Costs 1 credit, \$0\.002 per call\.\)$/);
+    expect(result.hash.input_schema).not.toHaveProperty("examples");
+    expect(result.messages[0]).toEqual({
+      error: { code: "validation_failed", message: "The arguments must be a JSON object." },
+    });
+    expect(result.messages[1].error.code).toBe("invalid_json");
+    expect(result.messages[1].error.message).toMatch(/^The arguments are not JSON: /);
+    // Blank arguments are no arguments: the gateway says what is missing.
+    expect(result.messages[2].error).toMatchObject({ code: "validation_failed", param: "text" });
+    expect(result.results).toEqual([
+      {
+        type: "tool_result",
+        tool_use_id: "u",
+        is_error: true,
+        content: JSON.stringify({
+          error: { code: "validation_failed", message: "The arguments must be a JSON object." },
+        }),
+      },
+    ]);
+    expect(result.credits).toBe(100); // nothing ran
+  });
+});
+
+describe("agent dispatchers paying with a wallet (toolgate/agents)", () => {
+  it("throw spend_cap_exceeded to the program instead of handing it to the model, and run no call after it", async () => {
+    // hash costs 2,000 USDC atomic units, js-sandbox 6,000: above a 2,000 per-call cap.
+    const payer = PAYERS[3]!;
+    const before = await balanceOf(chains.base, payer.address);
+    const result = await project.script(
+      `${HEADER}import { privateKeyToAccount } from "viem/accounts";
+import { anthropicTools, openAITools, runAnthropicToolUses, runOpenAIToolCalls } from "toolgate/agents";
+const client = new Toolgate({
+  baseUrl: process.env.URL,
+  wallet: privateKeyToAccount(process.env.PAYER_KEY),
+  spending: { maxPerCall: 2000n, maxPerSession: 100000n, allowedAssets: [{ network: "eip155:84532", asset: process.env.TOKEN }] },
+});
+const subset = { names: ["hash", "js-sandbox"] };
+const offeredOpenAI = await openAITools(client, subset);
+const call = (id, name, input) => ({ id, type: "function", function: { name, arguments: JSON.stringify(input) } });
+const openai = await runOpenAIToolCalls(client, [
+  call("call_1", "hash", { text: "before the cap" }),
+  call("call_2", "js-sandbox", { code: "1 + 1" }),
+  call("call_3", "hash", { text: "after the cap" }),
+], offeredOpenAI).then((messages) => ({ messages }), (e) => ({ thrown: fields(e) }));
+const spentAfterOpenAI = client.spent;
+const anthropic = await runAnthropicToolUses(client, [
+  { type: "tool_use", id: "toolu_1", name: "js-sandbox", input: { code: "2 + 2" } },
+  { type: "tool_use", id: "toolu_2", name: "hash", input: { text: "after the cap too" } },
+], await anthropicTools(client, subset)).then((results) => ({ results }), (e) => ({ thrown: fields(e) }));
+out({ offered: offeredOpenAI.map((t) => t.function.name).sort(), openai, spentAfterOpenAI, anthropic, spent: client.spent });`,
+      { URL: gw.url, PAYER_KEY: payer.key, TOKEN: chains.base.usdc },
+    );
+    expect(result.offered).toEqual(["hash", "js-sandbox"]);
+    const capError = {
+      thrown: {
+        status: 0,
+        code: "spend_cap_exceeded",
+        message: expect.stringContaining("per-call cap"),
+      },
+    };
+    expect(result.openai).toMatchObject(capError);
+    expect(result.anthropic).toMatchObject(capError);
+    // Only the first hash was paid: the calls after the cap were not run.
+    expect(result.spentAfterOpenAI).toBe("2000");
+    expect(result.spent).toBe("2000");
     expect(await balanceOf(chains.base, payer.address)).toBe(before - PRICE);
   });
 });

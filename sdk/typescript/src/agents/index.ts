@@ -4,6 +4,13 @@
  * messages/blocks to send to the model next. Plain JSON: no SDK of either vendor is needed.
  * The dispatchers take the tools that were offered to the model and run only those (or their
  * aliases): any other call is answered `tool_not_offered` without reaching the gateway.
+ *
+ * What the model reads and what the program is told are the Python library's
+ * (toolgate.adapters): the gateway's refusal of a call (bad input, out of credits…) is an error
+ * result the model can correct itself from; a failure on the client's side (status 0: a spending
+ * cap, no network, a payment that could not be made) and any other exception are thrown to the
+ * caller. The calls run one after another, so a thrown error stops the batch: no call after it
+ * runs, and none is paid.
  */
 import type { Toolgate } from "../client.js";
 import { ToolgateError } from "../errors.js";
@@ -12,8 +19,34 @@ import { catalogueFor, selectTools, type ToolSubset } from "./select.js";
 
 export { selectTools, catalogueFor, type ToolSubset };
 
-const describe = (tool: ToolDescription) =>
-  `${tool.title}. ${tool.description} (${tool.price.credits} credit(s) per call)`.slice(0, 1024);
+/** OpenAI's limit on a function's description. */
+const MAX_DESCRIPTION = 1024;
+
+/**
+ * What a model reads about a tool: what it does and what one call costs (the Python library's
+ * words); a long description is shortened so the price always fits.
+ */
+export function describeTool(tool: ToolDescription): string {
+  const { credits, usd } = tool.price;
+  const price = ` (Costs ${credits} credit${credits === 1 ? "" : "s"}, $${usd} per call.)`;
+  const room = MAX_DESCRIPTION - price.length;
+  const text =
+    tool.description.length > room ? `${tool.description.slice(0, room - 1)}…` : tool.description;
+  return `${text}${price}`;
+}
+
+/**
+ * The tool's input schema as the model APIs take it: an object schema without `$schema`,
+ * examples or top-level combinators, which the OpenAI and Anthropic APIs refuse there (the
+ * gateway still enforces them and answers a clear 422).
+ */
+export function modelSchema(tool: ToolDescription): Record<string, unknown> & { type: "object" } {
+  const kept = Object.entries(tool.input_schema as Record<string, unknown>).filter(
+    ([keyword]) => !NOT_FOR_MODELS.has(keyword),
+  );
+  return { properties: {}, ...Object.fromEntries(kept), type: "object" };
+}
+const NOT_FOR_MODELS = new Set(["$schema", "examples", "oneOf", "anyOf", "allOf"]);
 
 /** An OpenAI Chat Completions `tools` entry. */
 export interface OpenAITool {
@@ -39,7 +72,11 @@ export const toOpenAITools = (tools: ToolDescription[]): OpenAITool[] =>
     withAliases(
       {
         type: "function" as const,
-        function: { name: tool.name, description: describe(tool), parameters: tool.input_schema },
+        function: {
+          name: tool.name,
+          description: describeTool(tool),
+          parameters: modelSchema(tool),
+        },
       },
       tool,
     ),
@@ -50,8 +87,8 @@ export const toAnthropicTools = (tools: ToolDescription[]): AnthropicTool[] =>
     withAliases(
       {
         name: tool.name,
-        description: describe(tool),
-        input_schema: { ...tool.input_schema, type: "object" as const },
+        description: describeTool(tool),
+        input_schema: modelSchema(tool),
       },
       tool,
     ),
@@ -69,43 +106,66 @@ function offeredNames(offered: readonly (OpenAITool | AnthropicTool)[]): Set<str
   );
 }
 
-/** What the model reads when it calls a tool it was not offered (the Python library's words). */
-const notOffered = (name: string) => ({
-  error: {
-    code: "tool_not_offered",
-    message: `The tool '${name}' is not among the tools offered.`,
-  },
-});
-
 export const openAITools = async (client: Toolgate, subset?: ToolSubset) =>
   toOpenAITools(await catalogueFor(client, subset));
 export const anthropicTools = async (client: Toolgate, subset?: ToolSubset) =>
   toAnthropicTools(await catalogueFor(client, subset));
 
-/** What a failed call tells the model: the gateway's code and message, so it can correct itself. */
-const failure = (error: unknown) =>
-  error instanceof ToolgateError
-    ? {
-        error: {
-          code: error.code,
-          message: error.message,
-          ...(error.param ? { param: error.param } : {}),
-        },
-      }
-    : { error: { code: "tool_call_failed", message: String(error) } };
+/** A result the model reads instead of the tool's output: a code and message it can act on. */
+const errorResult = (code: string, message: string, param?: string) =>
+  JSON.stringify({ error: { code, message, ...(param ? { param } : {}) } });
 
-async function run(
+/**
+ * Runs one call the model made: the text it reads back, and whether that is an error. Refused
+ * without calling the gateway: a tool that was not offered, arguments that are not a JSON object.
+ * The gateway's refusal (an HTTP status) goes back to the model; anything else is thrown: a
+ * failure on this side (status 0: a spending cap, the network, a payment) is the program's
+ * business, not the model's — the caller must learn that its cap was reached.
+ */
+async function execute(
   client: Toolgate,
+  names: Set<string>,
   name: string,
   input: unknown,
-): Promise<{ ok: boolean; result: unknown }> {
+): Promise<{ content: string; isError: boolean }> {
+  if (!names.has(name))
+    return {
+      content: errorResult(
+        "tool_not_offered",
+        `The tool '${name}' is not among the tools offered.`,
+      ),
+      isError: true,
+    };
+  if (input === null || typeof input !== "object" || Array.isArray(input))
+    return {
+      content: errorResult("validation_failed", "The arguments must be a JSON object."),
+      isError: true,
+    };
   try {
-    return { ok: true, result: await client.tools.call(name, input as Record<string, unknown>) };
+    const output = await client.tools.call(name, input as Record<string, unknown>);
+    return { content: JSON.stringify(output), isError: false };
   } catch (error) {
-    if (error instanceof ToolgateError && error.status === 0 && error.code !== "spend_cap_exceeded")
-      throw error; // the network is down: not the model's business
-    return { ok: false, result: failure(error) };
+    if (error instanceof ToolgateError && error.status !== 0)
+      return { content: errorResult(error.code, error.message, error.param), isError: true };
+    throw error;
   }
+}
+
+/** OpenAI's `arguments`: a JSON text, empty meaning no arguments. */
+function parseArguments(text: string): { input: unknown } | { invalid: string } {
+  if (!text.trim()) return { input: {} };
+  try {
+    return { input: JSON.parse(text) };
+  } catch (error) {
+    return { invalid: `The arguments are not JSON: ${(error as Error).message}` };
+  }
+}
+
+/** Each of `items` through `run`, one after another: a thrown error stops those after it. */
+async function inOrder<T, R>(items: T[], run: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (const item of items) results.push(await run(item));
+  return results;
 }
 
 /** An assistant message's `tool_calls` entry (OpenAI Chat Completions). */
@@ -116,8 +176,10 @@ export interface OpenAIToolCall {
 }
 
 /**
- * Runs each tool call among the `offered` tools (the `tools` the model was given); returns the
- * `role: "tool"` messages to append, in order.
+ * Runs each tool call among the `offered` tools (the `tools` the model was given), one after
+ * another; returns the `role: "tool"` messages to append, in order. Throws a failure on the
+ * client's side (a `ToolgateError` with status 0, e.g. `spend_cap_exceeded`): the calls after it
+ * are not run.
  */
 export async function runOpenAIToolCalls(
   client: Toolgate,
@@ -125,30 +187,15 @@ export async function runOpenAIToolCalls(
   offered: readonly OpenAITool[],
 ): Promise<{ role: "tool"; tool_call_id: string; content: string }[]> {
   const names = offeredNames(offered);
-  return Promise.all(
-    toolCalls.map(async (call) => {
-      if (!names.has(call.function.name))
-        return {
-          role: "tool" as const,
-          tool_call_id: call.id,
-          content: JSON.stringify(notOffered(call.function.name)),
-        };
-      let input: unknown;
-      try {
-        input = JSON.parse(call.function.arguments || "{}");
-      } catch {
-        return {
-          role: "tool" as const,
-          tool_call_id: call.id,
-          content: JSON.stringify({
-            error: { code: "invalid_json", message: "The arguments are not JSON." },
-          }),
-        };
-      }
-      const { result } = await run(client, call.function.name, input);
-      return { role: "tool" as const, tool_call_id: call.id, content: JSON.stringify(result) };
-    }),
-  );
+  return inOrder(toolCalls, async ({ id, function: { name, arguments: text } }) => {
+    const parsed = parseArguments(text ?? "");
+    // A tool that was not offered is named as such, whatever its arguments.
+    const { content } =
+      names.has(name) && "invalid" in parsed
+        ? { content: errorResult("invalid_json", parsed.invalid) }
+        : await execute(client, names, name, "input" in parsed ? parsed.input : undefined);
+    return { role: "tool" as const, tool_call_id: id, content };
+  });
 }
 
 /** A `tool_use` content block of an Anthropic assistant message. */
@@ -161,7 +208,8 @@ export interface AnthropicToolUse {
 
 /**
  * Runs every `tool_use` block of a message's content among the `offered` tools (the `tools` the
- * model was given); returns the `tool_result` blocks for the next user message.
+ * model was given), one after another; returns the `tool_result` blocks for the next user
+ * message. Throws a failure on the client's side as `runOpenAIToolCalls` does.
  */
 export async function runAnthropicToolUses(
   client: Toolgate,
@@ -170,17 +218,13 @@ export async function runAnthropicToolUses(
 ): Promise<{ type: "tool_result"; tool_use_id: string; content: string; is_error?: true }[]> {
   const names = offeredNames(offered);
   const uses = content.filter((block): block is AnthropicToolUse => block.type === "tool_use");
-  return Promise.all(
-    uses.map(async (use) => {
-      const { ok, result } = names.has(use.name)
-        ? await run(client, use.name, use.input)
-        : { ok: false, result: notOffered(use.name) };
-      return {
-        type: "tool_result" as const,
-        tool_use_id: use.id,
-        content: JSON.stringify(result),
-        ...(ok ? {} : { is_error: true as const }),
-      };
-    }),
-  );
+  return inOrder(uses, async (use) => {
+    const { content, isError } = await execute(client, names, use.name, use.input ?? {});
+    return {
+      type: "tool_result" as const,
+      tool_use_id: use.id,
+      content,
+      ...(isError ? { is_error: true as const } : {}),
+    };
+  });
 }

@@ -5,6 +5,7 @@
  */
 import { jsonSchema, tool, type Tool } from "ai";
 import type { Toolgate } from "../client.js";
+import { describeTool, modelSchema } from "../agents/index.js";
 import { catalogueFor, type ToolSubset } from "../agents/select.js";
 import type { ToolDescription } from "../types.js";
 
@@ -15,9 +16,11 @@ export function toAiTools(client: Toolgate, catalogue: ToolDescription[]): Recor
     catalogue.map((entry) => [
       entry.name,
       tool({
-        description: `${entry.title}. ${entry.description}`,
+        // What the other adapters hand a model (and Python's LangChain tools): the price in the
+        // description, and a schema the model APIs take (no top-level combinators).
+        description: describeTool(entry),
         inputSchema: jsonSchema<Record<string, unknown>>(
-          entry.input_schema as Parameters<typeof jsonSchema>[0],
+          modelSchema(entry) as Parameters<typeof jsonSchema>[0],
         ),
         execute: async (input, { abortSignal }) =>
           client.tools.call(entry.name, input, { signal: abortSignal }),

@@ -4186,18 +4186,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description Ids of the affected components. */
                         components: string[];
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC.
+                         */
                         created_at: string;
                         id: string;
                         /** @enum {string} */
                         impact: "minor" | "major";
                         resolved_at: string | null;
-                        status: string;
+                        /**
+                         * @description The latest update's status.
+                         * @enum {string}
+                         */
+                        status: "investigating" | "identified" | "monitoring" | "resolved";
                         title: string;
+                        /** @description Oldest first; the first is the opening message. */
                         updates: {
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC.
+                             */
                             at: string;
                             message: string;
-                            status: string;
+                            /** @enum {string} */
+                            status: "investigating" | "identified" | "monitoring" | "resolved";
                         }[];
                     };
                 };
@@ -4302,18 +4317,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description Ids of the affected components. */
                         components: string[];
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC.
+                         */
                         created_at: string;
                         id: string;
                         /** @enum {string} */
                         impact: "minor" | "major";
                         resolved_at: string | null;
-                        status: string;
+                        /**
+                         * @description The latest update's status.
+                         * @enum {string}
+                         */
+                        status: "investigating" | "identified" | "monitoring" | "resolved";
                         title: string;
+                        /** @description Oldest first; the first is the opening message. */
                         updates: {
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC.
+                             */
                             at: string;
                             message: string;
-                            status: string;
+                            /** @enum {string} */
+                            status: "investigating" | "identified" | "monitoring" | "resolved";
                         }[];
                     };
                 };
@@ -4419,18 +4449,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description Ids of the affected components. */
                         components: string[];
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC.
+                         */
                         created_at: string;
                         id: string;
                         /** @enum {string} */
                         impact: "minor" | "major";
                         resolved_at: string | null;
-                        status: string;
+                        /**
+                         * @description The latest update's status.
+                         * @enum {string}
+                         */
+                        status: "investigating" | "identified" | "monitoring" | "resolved";
                         title: string;
+                        /** @description Oldest first; the first is the opening message. */
                         updates: {
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC.
+                             */
                             at: string;
                             message: string;
-                            status: string;
+                            /** @enum {string} */
+                            status: "investigating" | "identified" | "monitoring" | "resolved";
                         }[];
                     };
                 };
@@ -5295,7 +5340,12 @@ export interface operations {
     postCreditsPurchase: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description x402 v2 payment (base64 JSON), paying the offer of this request's 402, sent with the API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), paying the offer of this request's 402, sent with the API key. */
+                "X-PAYMENT"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5311,6 +5361,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description The pack's payment: the settlement receipt (x402 v2's name; base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
                     /** @description The tier's limit and window, as <limit>;w=60. */
@@ -5318,6 +5370,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -6798,7 +6852,12 @@ export interface operations {
     postPlansPurchase: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description x402 v2 payment (base64 JSON), paying the offer of this request's 402, sent with the API key. */
+                "PAYMENT-SIGNATURE"?: string;
+                /** @description x402 v1 payment (base64 JSON), paying the offer of this request's 402, sent with the API key. */
+                "X-PAYMENT"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6814,6 +6873,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description The plan's payment: the settlement receipt (x402 v2's name; base64 JSON). */
+                    "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
                     /** @description The tier's limit and window, as <limit>;w=60. */
@@ -6821,6 +6882,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
+                    "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -8779,14 +8842,107 @@ export interface operations {
                 content: {
                     "application/json": {
                         check_interval_ms: number;
-                        components: Record<string, never>[];
+                        components: {
+                            checked_at: string | null;
+                            /** @description Checks per UTC day: ok of total found the component operational. */
+                            days: {
+                                /** Format: date */
+                                day: string;
+                                ok: number;
+                                total: number;
+                            }[];
+                            /** @description Why the component is not operational. */
+                            detail: string | null;
+                            group: string;
+                            id: string;
+                            latency_ms: {
+                                p50: number | null;
+                                p95: number | null;
+                                p99: number | null;
+                                samples: number;
+                                /**
+                                 * @description http: requests this process served on the component's routes; checks: the checks' own round trips.
+                                 * @enum {string}
+                                 */
+                                source: "http" | "checks";
+                            };
+                            name: string;
+                            /** @enum {string} */
+                            state: "operational" | "degraded" | "not_configured" | "unknown";
+                            /** @description Percentage of recorded checks that found it operational over the last 90 days; null before any. */
+                            uptime_90d: number | null;
+                        }[];
+                        /** @description false when the shared store could not be read: states are this process's own, with no history. */
                         history_available: boolean;
                         incidents: {
-                            active?: Record<string, never>[];
-                            recent?: Record<string, never>[];
+                            active: {
+                                /** @description Ids of the affected components. */
+                                components: string[];
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC.
+                                 */
+                                created_at: string;
+                                id: string;
+                                /** @enum {string} */
+                                impact: "minor" | "major";
+                                resolved_at: string | null;
+                                /**
+                                 * @description The latest update's status.
+                                 * @enum {string}
+                                 */
+                                status: "investigating" | "identified" | "monitoring" | "resolved";
+                                title: string;
+                                /** @description Oldest first; the first is the opening message. */
+                                updates: {
+                                    /**
+                                     * Format: date-time
+                                     * @description ISO 8601, UTC.
+                                     */
+                                    at: string;
+                                    message: string;
+                                    /** @enum {string} */
+                                    status: "investigating" | "identified" | "monitoring" | "resolved";
+                                }[];
+                            }[];
+                            /** @description Resolved incidents, newest first, at most 20. */
+                            recent: {
+                                /** @description Ids of the affected components. */
+                                components: string[];
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC.
+                                 */
+                                created_at: string;
+                                id: string;
+                                /** @enum {string} */
+                                impact: "minor" | "major";
+                                resolved_at: string | null;
+                                /**
+                                 * @description The latest update's status.
+                                 * @enum {string}
+                                 */
+                                status: "investigating" | "identified" | "monitoring" | "resolved";
+                                title: string;
+                                /** @description Oldest first; the first is the opening message. */
+                                updates: {
+                                    /**
+                                     * Format: date-time
+                                     * @description ISO 8601, UTC.
+                                     */
+                                    at: string;
+                                    message: string;
+                                    /** @enum {string} */
+                                    status: "investigating" | "identified" | "monitoring" | "resolved";
+                                }[];
+                            }[];
                         };
                         /** @enum {string} */
                         status: "operational" | "degraded";
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC.
+                         */
                         updated_at: string;
                     };
                 };
@@ -9042,7 +9198,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -9053,7 +9209,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -9230,7 +9386,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -9241,7 +9397,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -9428,7 +9584,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -9439,7 +9595,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -9616,7 +9772,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -9627,7 +9783,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -9807,7 +9963,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -9818,7 +9974,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -10001,7 +10157,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -10012,7 +10168,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -10192,7 +10348,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -10203,7 +10359,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -10380,7 +10536,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -10391,7 +10547,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -10564,7 +10720,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -10575,7 +10731,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -10750,7 +10906,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -10761,7 +10917,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -10955,7 +11111,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -10966,7 +11122,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -11230,7 +11386,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -11241,7 +11397,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -11438,7 +11594,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -11449,7 +11605,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -11626,7 +11782,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -11637,7 +11793,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -11815,7 +11971,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -11826,7 +11982,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -12014,7 +12170,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -12025,7 +12181,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -12202,7 +12358,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -12213,7 +12369,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -12390,7 +12546,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -12401,7 +12557,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -12572,7 +12728,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -12583,7 +12739,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -12759,7 +12915,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -12770,7 +12926,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -12946,7 +13102,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -12957,7 +13113,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -13128,7 +13284,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -13139,7 +13295,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -13301,7 +13457,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -13312,7 +13468,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -13491,7 +13647,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -13502,7 +13658,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -13664,7 +13820,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -13675,7 +13831,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -13889,7 +14045,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -13900,7 +14056,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -14075,7 +14231,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -14086,7 +14242,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -14284,7 +14440,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -14295,7 +14451,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -14465,7 +14621,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -14476,7 +14632,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -14644,7 +14800,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -14655,7 +14811,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -14827,7 +14983,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -14838,7 +14994,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -15012,7 +15168,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -15023,7 +15179,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -15190,7 +15346,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -15201,7 +15357,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -15373,7 +15529,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -15384,7 +15540,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -15548,7 +15704,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -15559,7 +15715,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -15733,7 +15889,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -15744,7 +15900,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -15933,7 +16089,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -15944,7 +16100,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -16127,7 +16283,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -16138,7 +16294,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -16310,7 +16466,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -16321,7 +16477,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -16495,7 +16651,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -16506,7 +16662,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -16676,7 +16832,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -16687,7 +16843,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -16864,7 +17020,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -16875,7 +17031,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -17052,7 +17208,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -17063,7 +17219,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -17239,7 +17395,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -17250,7 +17406,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -17429,7 +17585,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -17440,7 +17596,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -17614,7 +17770,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -17625,7 +17781,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -17813,7 +17969,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -17824,7 +17980,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -18003,7 +18159,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -18014,7 +18170,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -18192,7 +18348,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -18203,7 +18359,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -18376,7 +18532,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -18387,7 +18543,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -18557,7 +18713,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -18568,7 +18724,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -18744,7 +18900,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -18755,7 +18911,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -18925,7 +19081,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -18936,7 +19092,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -19110,7 +19266,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -19121,7 +19277,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -19288,7 +19444,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -19299,7 +19455,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -19476,7 +19632,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -19487,7 +19643,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -19663,7 +19819,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -19674,7 +19830,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -19855,7 +20011,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -19866,7 +20022,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -20036,7 +20192,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -20047,7 +20203,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -20227,7 +20383,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -20238,7 +20394,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -20419,7 +20575,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -20430,7 +20586,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -20622,7 +20778,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -20633,7 +20789,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -20806,7 +20962,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -20817,7 +20973,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -20981,7 +21137,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed"?: "true";
-                    /** @description A call paid with x402: the settlement receipt (base64 JSON). */
+                    /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
                     /** @description Requests allowed per minute for the account's tier. */
                     "RateLimit-Limit"?: number;
@@ -20992,7 +21148,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
-                    /** @description The same receipt, under its x402 v1 name. */
+                    /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
                     "X-PAYMENT-RESPONSE"?: string;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;

@@ -52,11 +52,15 @@ class Toolset:
         """Reads the catalogue with an ``AsyncToolgate`` and keeps the chosen subset."""
         return cls(client, select_tools(await client.tools.list(), names=names, search=search, limit=limit))
 
+    arguments_are_text = False
+    """Whether a call's arguments come as JSON text (OpenAI's ``arguments``) rather than as the
+    object itself (Anthropic's ``input``, where a string is not an object, as in TypeScript)."""
+
     def _prepare(self, name: str, arguments: Any) -> tuple[Tool | None, dict[str, Any] | None, str | None]:
         tool = self._by_name.get(name)
         if tool is None:
             return None, None, _error_text("tool_not_offered", f"The tool {name!r} is not among the tools offered.")
-        if isinstance(arguments, str):
+        if self.arguments_are_text and isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except ValueError as error:

@@ -69,9 +69,17 @@ def model_schema(tool: Tool) -> dict[str, Any]:
     return schema
 
 
+MAX_DESCRIPTION = 1024
+"""OpenAI's limit on a function's description."""
+
+
 def describe(tool: Tool) -> str:
-    """The description a model sees: what the tool does and what one call costs."""
-    return f"{tool.description} (Costs {tool.price.credits} credit{'s' if tool.price.credits != 1 else ''}, ${tool.price.usd} per call.)"
+    """The description a model sees: what the tool does and what one call costs (the TypeScript
+    library's words too); a long description is shortened so the price always fits."""
+    price = f" (Costs {tool.price.credits} credit{'s' if tool.price.credits != 1 else ''}, ${tool.price.usd} per call.)"
+    room = MAX_DESCRIPTION - len(price)
+    text = tool.description if len(tool.description) <= room else tool.description[: room - 1] + "…"
+    return text + price
 
 
 def field(obj: Any, name: str, default: Any = None) -> Any:

@@ -21,6 +21,10 @@ def anthropic_tool(tool: Tool) -> dict[str, Any]:
     return {"name": tool.name, "description": describe(tool), "input_schema": model_schema(tool)}
 
 
+def _or_empty(value: Any) -> Any:
+    return {} if value is None else value
+
+
 class AnthropicTools(Toolset):
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -28,7 +32,8 @@ class AnthropicTools(Toolset):
 
     @staticmethod
     def _uses(content: Iterable[Any]) -> list[tuple[str, str, Any]]:
-        return [(field(b, "id"), field(b, "name"), field(b, "input", {})) for b in content if field(b, "type") == "tool_use"]
+        # A missing or null input is no arguments (as in TypeScript); anything else must be an object.
+        return [(field(b, "id"), field(b, "name"), _or_empty(field(b, "input"))) for b in content if field(b, "type") == "tool_use"]
 
     @staticmethod
     def _result(use_id: str, text: str, is_error: bool) -> dict[str, Any]:

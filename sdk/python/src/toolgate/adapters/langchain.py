@@ -4,8 +4,11 @@ client: ``invoke`` with a ``Toolgate``, ``ainvoke`` with an ``AsyncToolgate``.
     tools = langchain_tools(client, search="convert units")
     agent = create_agent(model, tools)        # or llm.bind_tools(tools)
 
-Needs ``pip install "toolgate[langchain]"``. A tool's failure raises ``ToolException`` carrying the
-gateway's code and message, which LangChain hands back to the model (``handle_tool_error``).
+Needs ``pip install "toolgate[langchain]"``. The gateway's refusal of a call raises
+``ToolException`` carrying its code and message, which LangChain hands back to the model
+(``handle_tool_error``); a failure on the client's side (status 0: a spending cap, the network, a
+payment) is raised as the ``ToolgateError`` itself, out of the agent to the program, as the OpenAI
+and Anthropic dispatchers do.
 """
 
 from __future__ import annotations
@@ -36,12 +39,16 @@ def langchain_tool(client: Any, tool: Tool) -> StructuredTool:
         try:
             return client.tools.call(tool.name, kwargs)  # type: ignore[no-any-return]
         except ToolgateError as error:
+            if error.status == 0:
+                raise  # a failure on this side (a spending cap the caller set, no network): the program's
             raise _tool_exception(error) from error
 
     async def arun(**kwargs: Any) -> dict[str, Any]:
         try:
             return await client.tools.call(tool.name, kwargs)  # type: ignore[no-any-return]
         except ToolgateError as error:
+            if error.status == 0:
+                raise  # a failure on this side (a spending cap the caller set, no network): the program's
             raise _tool_exception(error) from error
 
     return StructuredTool.from_function(

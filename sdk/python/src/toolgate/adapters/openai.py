@@ -22,6 +22,8 @@ def openai_tool(tool: Tool) -> dict[str, Any]:
 
 
 class OpenAITools(Toolset):
+    arguments_are_text = True
+
     @property
     def tools(self) -> list[dict[str, Any]]:
         return [openai_tool(t) for t in self.catalogue]
