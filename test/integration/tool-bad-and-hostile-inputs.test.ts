@@ -415,3 +415,116 @@ describe("hostile inputs: cut off by the limits, refunded, and the workers keep 
     expect(Date.now() - started).toBeLessThan(10_000);
   }, 30_000);
 });
+
+describe("inputs a library could not take, and work that held the shared event loop", () => {
+  const refused = (param: string, code = "validation_failed") => ({
+    status: 422,
+    code,
+    param,
+    charged: 0,
+  });
+
+  it("an input the tool's library chokes on is the caller's 422 naming the field (or a plain answer), never a 502", async () => {
+    const token = (payload: object) =>
+      [{ alg: "HS256", typ: "JWT" }, payload]
+        .map((part) => Buffer.from(JSON.stringify(part)).toString("base64url"))
+        .join(".")
+        .concat(".sig");
+    const refusals: [string, Record<string, unknown>, string][] = [
+      ["readability-score", { text: "\u0000" }, "text"],
+      ["unit-convert", { value: 1e308, from: "km", to: "nm" }, "value"],
+      [
+        "timezone-convert",
+        { datetime: "+275760-09-13T00:00:00Z", to_zone: "Pacific/Kiritimati" },
+        "datetime",
+      ],
+      ["spreadsheet-write", { sheets: [{ name: "History", rows: [[1]] }] }, "sheets"],
+      ["xml-convert", { xml: `${"<a>".repeat(90_000)}${"</a>".repeat(90_000)}` }, "xml"],
+    ];
+    const seen = [];
+    for (const [tool, input] of refusals) {
+      const { status, param, charged } = await refusal(tool, input);
+      seen.push([tool, { status, param, charged }]);
+    }
+    expect(seen).toEqual(
+      refusals.map(([tool, , param]) => [tool, { status: 422, param, charged: 0 }]),
+    );
+
+    const served = async (tool: string, input: unknown) => {
+      const res = await callTool(gw.url, key, tool, input);
+      expect([tool, res.status]).toEqual([tool, 200]);
+      return res.body;
+    };
+    expect(await served("jsonpath-query", { json: null, path: "$.a" })).toEqual({
+      values: [],
+      paths: [],
+    });
+    expect((await served("readability-extract", { html: "just words, no markup" })).text).toBe(
+      "just words, no markup",
+    );
+    expect((await served("jwt-decode", { token: token({ exp: 1e300 }) })).expires_at).toBeNull();
+    expect((await served("js-sandbox", { code: "2n ** 70n" })).result).toBe(
+      "1180591620717411303424",
+    );
+    expect((await served("js-sandbox", { code: "Symbol('s')" })).result).toBe("Symbol(s)");
+  }, 60_000);
+
+  it("a math expression that asks for a gigantic matrix is refused before it allocates; the workers stay up", async () => {
+    for (const expression of ["zeros(1e9)", "1:1e9", "ones(1e8)", "random([1e9])"]) {
+      expect([expression, await refusal("math-evaluate", { expression })]).toEqual([
+        expression,
+        refused("expression"),
+      ]);
+    }
+    // zeros(1e9) aborted the whole worker process (V8's out-of-memory in a thread): everything 503 until it restarted.
+    expect((await callTool(gw.url, key, "hash", { text: "still up" })).status).toBe(200);
+    expect(
+      (await callTool(gw.url, key, "math-evaluate", { expression: "sum(1:4)" })).body.result,
+    ).toBe("10");
+  }, 60_000);
+
+  it("readability on deeply nested HTML is cut off, and a large PDF, workbook or SQL format runs off the shared loop: light tools answer meanwhile", async () => {
+    const asked = async () => {
+      await new Promise((r) => setTimeout(r, 300));
+      const started = Date.now();
+      const res = await callTool(gw.url, key, "hash", { text: "meanwhile" });
+      return { status: res.status, prompt: Date.now() - started < 2500 };
+    };
+    const nested = callTool(gw.url, key, "readability-extract", { html: "<div>".repeat(199_000) });
+    expect(await asked()).toEqual({ status: 200, prompt: true });
+    const cut = await nested;
+    expect([cut.status, cut.body.error?.param]).toEqual([422, "html"]);
+    const heavy: [string, unknown][] = [
+      [
+        "pdf-generate",
+        {
+          blocks: Array.from({ length: 2000 }, () => ({
+            type: "paragraph",
+            text: "word ".repeat(90),
+          })),
+        },
+      ],
+      [
+        "spreadsheet-write",
+        {
+          sheets: [{ name: "A", rows: Array.from({ length: 40_000 }, (_, i) => [i, "x", i / 3]) }],
+        },
+      ],
+      [
+        "code-format",
+        {
+          language: "sql",
+          code: Array.from(
+            { length: 20_000 },
+            (_, i) => `SELECT a${i}, b FROM t${i} WHERE x = ${i};`,
+          ).join("\n"),
+        },
+      ],
+    ];
+    for (const [tool, input] of heavy) {
+      const running = callTool(gw.url, key, tool, input);
+      expect([tool, await asked()]).toEqual([tool, { status: 200, prompt: true }]);
+      await running; // served or stopped at its deadline in its own thread: either way not the light tools' time
+    }
+  }, 120_000);
+});

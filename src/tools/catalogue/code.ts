@@ -10,7 +10,7 @@ export const codeFormat = defineTool({
   cost: 1,
   category: "code",
   tags: ["prettier", "beautify", "pretty print", "indent", "sql formatter", "lint"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 15_000,
   input: z
     .strictObject({

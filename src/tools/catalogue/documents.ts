@@ -118,7 +118,7 @@ export const pdfGenerate = defineTool({
   cost: 3,
   category: "documents",
   tags: ["pdf", "create", "report", "document", "export"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 15_000,
   input: z
     .strictObject({
@@ -237,7 +237,7 @@ export const spreadsheetWrite = defineTool({
   cost: 3,
   category: "documents",
   tags: ["excel", "xlsx", "workbook", "export", "create", "table"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 15_000,
   input: z
     .strictObject({

@@ -65,7 +65,9 @@ export const jsonpathQuery = implement(jsonpathQueryTool, {
         throw invalid(`Invalid JSONPath: ${(err as Error).message}`, "path");
       }
     });
-    return { values: found.map((r) => r.value), paths: found.map((r) => r.path) };
+    // jsonpath-plus answers undefined, not [], for a document that is null, 0 or "" (it threw, 502).
+    const all = found ?? [];
+    return { values: all.map((r) => r.value), paths: all.map((r) => r.path) };
   },
 });
 

@@ -31,7 +31,7 @@ import { implement } from "./implementation.js";
  */
 const MARKUP_LIMIT_MS = 2000;
 
-function boundedMarkup<T>(what: string, param: string, fn: () => T): T {
+export function boundedMarkup<T>(what: string, param: string, fn: () => T): T {
   return withTimeLimit(MARKUP_LIMIT_MS, what, param, () => {
     try {
       return fn();
@@ -99,16 +99,25 @@ export function plainText(html: string): string {
     .trim();
 }
 
-/** The article Readability finds in a page, or null. */
+/**
+ * The article Readability finds in a page, or null. Text without markup is a page too: linkedom
+ * gives it no document element, which Readability refuses (it threw, answered 502).
+ */
 export function readArticle(html: string) {
-  const { document } = parseHTML(html);
+  let { document } = parseHTML(html);
+  if (!document.documentElement)
+    ({ document } = parseHTML(`<!doctype html><html><body>${html}</body></html>`));
   return new Readability(document as unknown as Document).parse();
 }
 
 export const readabilityExtract = implement(readabilityExtractTool, {
   async run(input) {
-    const article = readArticle(input.html);
-    const text = plainText(article?.content ?? input.html);
+    // Readability walks the whole tree, again per candidate: 199,000 unclosed <div>s held the
+    // shared event loop for minutes (every light tool timed out meanwhile), so it is time-limited.
+    const { article, text } = boundedMarkup("This HTML", "html", () => {
+      const found = readArticle(input.html);
+      return { article: found, text: plainText(found?.content ?? input.html) };
+    });
     return {
       title: article?.title || null,
       byline: article?.byline || null,
@@ -189,7 +198,18 @@ export const spreadsheetWrite = implement(spreadsheetWriteTool, {
           `Two sheets are named ${sheet.name}.`,
           "sheets",
         );
-      const ws = book.addWorksheet(sheet.name);
+      let ws: ExcelJS.Worksheet;
+      try {
+        ws = book.addWorksheet(sheet.name);
+      } catch (err) {
+        // ExcelJS refuses names the schema cannot know of ("History" is reserved): it threw, 502.
+        throw new WorkerError(
+          422,
+          "invalid_input",
+          `The sheet name ${sheet.name} cannot be used: ${(err as Error).message}`,
+          "sheets",
+        );
+      }
       const objects = sheet.rows.filter((r) => !Array.isArray(r)) as Record<string, unknown>[];
       if (objects.length) {
         const columns = [...new Set(objects.flatMap((r) => Object.keys(r)))];
@@ -271,7 +291,17 @@ export const xmlConvert = implement(xmlConvertTool, {
       processEntities: false,
       parseTagValue: true,
     });
-    return { json: parser.parse(input.xml!) as unknown, xml: null };
+    try {
+      return { json: parser.parse(input.xml!) as unknown, xml: null };
+    } catch (err) {
+      // The parser's own limits ("Maximum nested tags exceeded") are the document's: it threw, 502.
+      throw new WorkerError(
+        422,
+        "resource_limit",
+        `The XML could not be converted: ${(err as Error).message}`,
+        "xml",
+      );
+    }
   },
 });
 

@@ -6,7 +6,10 @@ import type { QuickJSHandle } from "quickjs-emscripten";
 import type { Sharp } from "sharp";
 import type { Worker as TesseractWorker } from "tesseract.js";
 import type * as Vega from "vega";
-import { jsSandbox as jsSandboxTool } from "../../tools/catalogue/code.js";
+import {
+  codeFormat as codeFormatTool,
+  jsSandbox as jsSandboxTool,
+} from "../../tools/catalogue/code.js";
 import {
   mathEvaluate as mathEvaluateTool,
   sqlQuery as sqlQueryTool,
@@ -14,7 +17,9 @@ import {
 import {
   docxToText as docxToTextTool,
   pdfExtractText as pdfExtractTextTool,
+  pdfGenerate as pdfGenerateTool,
   spreadsheetRead as spreadsheetReadTool,
+  spreadsheetWrite as spreadsheetWriteTool,
 } from "../../tools/catalogue/documents.js";
 import {
   chartRender as chartRenderTool,
@@ -69,6 +74,9 @@ const lib = {
   vega: lazy(() => import("vega")),
   vegaLite: lazy(() => import("vega-lite")),
   math: lazy(() => import("mathjs").then(limitedMath)),
+  // Modules of tools that live with their category but run here: loaded on their first call.
+  documents: lazy(() => import("./documents.js")),
+  code: lazy(() => import("./code.js")),
 };
 
 const invalid = (message: string, param: string) =>
@@ -494,6 +502,17 @@ const qrDecode = implement(qrDecodeTool, {
  */
 let quickjs: Promise<import("quickjs-emscripten").QuickJSWASMModule> | null = null;
 
+/**
+ * A script's value as JSON: a BigInt as its digits and a symbol as its description (JSON has
+ * neither: `10n` and `Symbol()` as results threw, 502), undefined as null.
+ */
+function asJson(value: unknown): unknown {
+  const text = JSON.stringify(value ?? null, (_key, v: unknown) =>
+    typeof v === "bigint" || typeof v === "symbol" ? v.toString() : v,
+  );
+  return text === undefined ? null : (JSON.parse(text) as unknown);
+}
+
 const jsSandbox = implement(jsSandboxTool, {
   async run(input) {
     const { newQuickJSWASMModule, shouldInterruptAfterDeadline } = await lib.quickjs();
@@ -511,7 +530,7 @@ const jsSandbox = implement(jsSandboxTool, {
             lines.push(
               args
                 .map((a) =>
-                  vm.typeof(a) === "string" ? vm.getString(a) : JSON.stringify(vm.dump(a)),
+                  vm.typeof(a) === "string" ? vm.getString(a) : JSON.stringify(asJson(vm.dump(a))),
                 )
                 .join(" ")
                 .slice(0, 10_000),
@@ -592,7 +611,7 @@ const jsSandbox = implement(jsSandboxTool, {
       const value = vm.dump(state.value) as unknown;
       if (!state.notAPromise) state.value.dispose();
       result.value.dispose();
-      return done(JSON.parse(JSON.stringify(value ?? null)) as unknown, null);
+      return done(asJson(value), null);
     } finally {
       try {
         vm.dispose();
@@ -607,6 +626,7 @@ const jsSandbox = implement(jsSandboxTool, {
 /** math.js with the functions that could reach outside an expression switched off (math.js's own security advice). */
 function limitedMath({ create, all }: typeof import("mathjs")) {
   const math = create(all!);
+  boundMatrixSizes(math); // first: math.import is among what is switched off below
   const evaluate = math.evaluate.bind(math);
   math.import(
     Object.fromEntries(
@@ -632,6 +652,91 @@ function limitedMath({ create, all }: typeof import("mathjs")) {
   return { evaluate, format: math.format.bind(math) };
 }
 
+/** The most elements a matrix an expression builds may have (a 1000 × 1000 matrix). */
+const MAX_MATRIX_ELEMENTS = 1_000_000;
+
+/**
+ * Refuses, before they allocate, the functions whose arguments say how large a matrix to build.
+ * `zeros(1e9)`, `1:1e9` or `ones(1e8)` are a few bytes that ask for gigabytes, and V8 does not
+ * always stop a thread that meets its heap limit: on some allocation paths it aborts the whole
+ * worker process (every call in flight failed, every tool was down until it restarted).
+ */
+function boundMatrixSizes(math: import("mathjs").MathJsInstance): void {
+  type Value = unknown;
+  const num = (v: Value) => Math.abs(Number(typeof v === "object" && v ? String(v) : v));
+  const sizeOf = (v: Value): number[] | null =>
+    Array.isArray(v)
+      ? v.map(num)
+      : v && typeof v === "object" && "toArray" in v
+        ? (v as { toArray(): Value[] }).toArray().map(num)
+        : null;
+  const elementsOf = (v: Value): number =>
+    v && typeof v === "object" && "size" in v && typeof v.size === "function"
+      ? (v.size() as number[]).reduce((a, b) => a * b, 1)
+      : Array.isArray(v)
+        ? v.reduce((n: number, x) => n + elementsOf(x), 0)
+        : 1;
+  const product = (ns: number[]) => ns.reduce((a, b) => a * b, 1);
+  /** zeros(n) is a vector of n, zeros(m, n) and zeros([m, n]) are m × n (a format name may follow). */
+  const bySizeArguments = (args: Value[]) => {
+    const size = sizeOf(args[0]);
+    if (size) return product(size);
+    return product(args.filter((a) => typeof a !== "string").map(num));
+  };
+  const byRange = (args: Value[]) => {
+    const [start, end, step] =
+      typeof args[0] === "string" ? args[0].split(":").map(Number) : args.map(num);
+    const count = Math.abs(Number(end) - Number(start)) / Math.abs(Number(step) || 1);
+    return Number.isFinite(count) ? count : Number.POSITIVE_INFINITY;
+  };
+  const byFirstSize = (args: Value[]) => {
+    const size = sizeOf(args[0]);
+    return size ? product(size) : 1;
+  };
+  const counters: Record<string, (args: Value[]) => number> = {
+    zeros: bySizeArguments,
+    ones: bySizeArguments,
+    identity: (args) => {
+      const size = sizeOf(args[0]) ?? args.filter((a) => typeof a !== "string").map(num);
+      return size.length === 1 ? size[0]! ** 2 : product(size); // identity(n) is n × n
+    },
+    range: byRange,
+    random: byFirstSize,
+    randomInt: byFirstSize,
+    matrixFromFunction: byFirstSize,
+    resize: (args) => product(sizeOf(args[1]) ?? [1]),
+    kron: (args) => elementsOf(args[0]) * elementsOf(args[1]),
+    concat: (args) => args.reduce((n: number, a) => n + elementsOf(a), 0),
+  };
+  const { expression } = math as unknown as {
+    expression: { transform: Record<string, Value>; mathWithTransform: Record<string, Value> };
+  };
+  const bounded = (name: string, fn: (...args: Value[]) => Value) =>
+    math.typed(name, {
+      "...any": (args: Value[]) => {
+        const elements = counters[name]!(args);
+        if (!(elements <= MAX_MATRIX_ELEMENTS))
+          throw new Error(
+            `${name} would build a matrix of more than ${MAX_MATRIX_ELEMENTS} elements`,
+          );
+        return fn(...args);
+      },
+    });
+  const transforms: Record<string, Value> = {};
+  for (const name of Object.keys(counters)) {
+    // The expression parser calls a function's transform when it has one (`1:5` includes its
+    // end, and matrixFromFunction counts from 1, through theirs): both are bounded.
+    const transform = expression.transform[name] as ((...args: Value[]) => Value) | undefined;
+    if (transform) transforms[name] = bounded(name, transform);
+    const original = (math as unknown as Record<string, (...args: Value[]) => Value>)[name]!;
+    math.import({ [name]: bounded(name, original) }, { override: true });
+  }
+  for (const [name, transform] of Object.entries(transforms)) {
+    expression.transform[name] = transform;
+    expression.mathWithTransform[name] = transform;
+  }
+}
+
 const mathEvaluate = implement(mathEvaluateTool, {
   async run(input) {
     const expressions = Array.isArray(input.expression) ? input.expression : [input.expression];
@@ -653,6 +758,23 @@ const mathEvaluate = implement(mathEvaluateTool, {
   },
 });
 
+/**
+ * Tools written with their category (documents.ts, code.ts) that run here all the same: their
+ * work is asynchronous (pdf-lib, ExcelJS, Prettier), so no time limit on the shared event loop
+ * can stop it, and a large input held that loop 15 s or more (every light tool timed out
+ * meanwhile, and the work went on after the gateway had given up). A thread is stopped at the
+ * deadline.
+ */
+const pdfGenerate = implement(pdfGenerateTool, {
+  run: async (input, ctx) => (await lib.documents()).pdfGenerate.run(input, ctx),
+});
+const spreadsheetWrite = implement(spreadsheetWriteTool, {
+  run: async (input, ctx) => (await lib.documents()).spreadsheetWrite.run(input, ctx),
+});
+const codeFormat = implement(codeFormatTool, {
+  run: async (input, ctx) => (await lib.code()).codeFormat.run(input, ctx),
+});
+
 export const HEAVY_IMPLEMENTATIONS = new Map(
   (
     [
@@ -667,6 +789,9 @@ export const HEAVY_IMPLEMENTATIONS = new Map(
       ocr,
       qrDecode,
       jsSandbox,
+      pdfGenerate,
+      spreadsheetWrite,
+      codeFormat,
       ...Object.values(language),
     ] as ToolImplementation[]
   ).map((impl) => [impl.definition.name, impl]),

@@ -21,8 +21,11 @@ const isImplementation = (value: unknown): value is ToolImplementation =>
  * gathered, not written again, and checked against it below.
  */
 const implementations = [
+  // A heavy tool's implementation runs only in the heavy pool's threads (tools/heavy.ts): here it is its proxy.
   ...[ai, web, documents, images, data, code, utilities, security, geo].flatMap((module) =>
-    Object.values(module).filter(isImplementation),
+    Object.values(module).filter(
+      (value) => isImplementation(value) && value.definition.pool !== "heavy",
+    ),
   ),
   webSearch,
   ...HEAVY_PROXIES,

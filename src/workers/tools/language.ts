@@ -10,6 +10,7 @@ import {
   tokenCount as tokenCountTool,
 } from "../../tools/catalogue/language.js";
 import { lazy } from "../../lib/lazy-require.js";
+import { WorkerError } from "../errors.js";
 import { implement } from "./implementation.js";
 
 /**
@@ -140,6 +141,9 @@ export const readabilityScore = implement(readabilityScoreTool, {
       numOfComplexWords: number;
       numOfSentences: number;
     };
+    // With no words there is nothing to score (the library's ease is NaN, which failed the answer: 502).
+    if (stats.numOfWords === 0 || !Number.isFinite(stats.fres))
+      throw new WorkerError(422, "invalid_input", "The text has no words to score.", "text");
     const words = doc
       .tokens()
       .filter((t) => t.out(its.type) === "word")

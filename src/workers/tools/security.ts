@@ -26,7 +26,10 @@ export const jwtDecode = implement(jwtDecodeTool, {
     } catch (err) {
       throw invalid(`Not a JWT: ${(err as Error).message}`, "token");
     }
+    // An exp outside JavaScript's date range (1e300) has no date to show: said as no expiry date
+    // (toISOString threw, 502); `expired` still compares it.
     const exp = typeof payload.exp === "number" ? payload.exp : null;
+    const expiry = exp === null ? null : new Date(exp * 1000);
     let verified: boolean | null = null;
     let error: string | null = null;
     if (input.secret !== undefined || input.public_key !== undefined) {
@@ -50,7 +53,7 @@ export const jwtDecode = implement(jwtDecodeTool, {
       payload,
       verified,
       error,
-      expires_at: exp === null ? null : new Date(exp * 1000).toISOString(),
+      expires_at: expiry && !Number.isNaN(expiry.getTime()) ? expiry.toISOString() : null,
       expired: exp === null ? null : exp * 1000 < Date.now(),
     };
   },

@@ -215,6 +215,14 @@ export const timezoneConvert = implement(timezoneConvertTool, {
         "datetime",
       );
     const converted = parsed.setZone(to);
+    // Luxon reads years past JavaScript's date range (±275760) and then cannot write them (null: 502).
+    if (!converted.isValid || converted.toISO() === null || parsed.toUTC().toISO() === null)
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        "The date-time is outside the range of dates that can be converted.",
+        "datetime",
+      );
     return {
       input: parsed.toISO()!,
       output: converted.toISO()!,
@@ -226,12 +234,23 @@ export const timezoneConvert = implement(timezoneConvertTool, {
   },
 });
 
+class OutOfRange extends Error {}
+
 export const unitConvert = implement(unitConvertTool, {
   async run(input) {
     try {
       const result = unit(input.value, input.from).toNumber(input.to);
+      if (!Number.isFinite(result)) throw new OutOfRange();
       return { value: input.value, from: input.from, to: input.to, result };
     } catch (err) {
+      // 1e308 km in nm is Infinity, which JSON cannot carry (it failed the answer: 502).
+      if (err instanceof OutOfRange)
+        throw new WorkerError(
+          422,
+          "invalid_input",
+          `${input.value} ${input.from} in ${input.to} is beyond the range of a number.`,
+          "value",
+        );
       throw new WorkerError(
         422,
         "invalid_input",

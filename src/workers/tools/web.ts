@@ -11,7 +11,7 @@ import {
 } from "../../tools/catalogue/web.js";
 import { WorkerError } from "../errors.js";
 import { fetchPublic } from "../web/fetch.js";
-import { plainText, readArticle, turndown } from "./documents.js";
+import { boundedMarkup, plainText, readArticle, turndown } from "./documents.js";
 import { implement } from "./implementation.js";
 
 /** The web tools: everything they read goes through fetchPublic (SSRF guard, size and time limits). */
@@ -20,16 +20,23 @@ const robotsParser = ((robotsParserModule as unknown as { default?: unknown }).d
   robotsParserModule) as unknown as typeof robotsParserModule.default;
 const HTML = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5";
 
-/** A page's readable content, as Markdown or text, and its title. */
+/**
+ * A page's readable content, as Markdown or text, and its title. Time-limited as the markup tools
+ * are: a page of deeply nested markup would otherwise hold the shared event loop for minutes.
+ */
 export async function readPage(html: string, format: "markdown" | "text", mainContent: boolean) {
-  const article = mainContent ? readArticle(html) : null;
-  const content = article?.content ?? html;
-  const title =
-    article?.title || parseHTML(html).document.querySelector("title")?.textContent?.trim() || null;
-  return {
-    title,
-    content: format === "markdown" ? turndown.turndown(content) : plainText(content),
-  };
+  return boundedMarkup("The page", "url", () => {
+    const article = mainContent ? readArticle(html) : null;
+    const content = article?.content ?? html;
+    const title =
+      article?.title ||
+      parseHTML(html).document.querySelector("title")?.textContent?.trim() ||
+      null;
+    return {
+      title,
+      content: format === "markdown" ? turndown.turndown(content) : plainText(content),
+    };
+  });
 }
 
 export const webFetch = implement(webFetchTool, {
