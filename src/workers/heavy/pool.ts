@@ -48,7 +48,7 @@ export class HeavyPool {
         throw new WorkerError(
           504,
           "tool_timeout",
-          `The ${tool} tool ran out of time and was stopped.`,
+          "its thread was stopped at the call's deadline.",
         );
       if ((err as { code?: string }).code === "ERR_WORKER_OUT_OF_MEMORY") {
         throw new WorkerError(
