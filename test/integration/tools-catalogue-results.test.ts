@@ -78,7 +78,8 @@ const refused = async (name: string, body: unknown) => {
   const before = await balanceOf(gw.url, key);
   const res = await callTool(gw.url, key, name, body);
   expect(await balanceOf(gw.url, key)).toBe(before);
-  return { status: res.status, code: res.body.error?.code, param: res.body.error?.param };
+  const { code, param, message } = res.body.error ?? {};
+  return { status: res.status, code, param, message };
 };
 const pngSize = (base64: string) => {
   const png = PNG.sync.read(Buffer.from(base64, "base64"));
@@ -319,6 +320,10 @@ describe("language, data, code, security, geo", () => {
       status: 422,
       param: "expression",
     });
+    // The parser's own words, once: it throws strings that begin "Error: ".
+    expect((await refused("cron-explain", { expression: "61 * * * *" })).message).toBe(
+      "Not a valid cron expression: minutes part must be >= 0 and <= 59",
+    );
   });
 
   it("formats code and runs JavaScript in the sandbox", async () => {

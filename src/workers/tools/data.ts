@@ -113,10 +113,9 @@ export const cronExplain = implement(cronExplainTool, {
         strict: false,
       });
     } catch (err) {
-      throw invalid(
-        `Not a valid cron expression: ${String((err as Error).message ?? err)}`,
-        "expression",
-      );
+      // cronstrue throws strings that already begin "Error: ".
+      const reason = String((err as Error).message ?? err).replace(/^(Error: )+/, "");
+      throw invalid(`Not a valid cron expression: ${reason}`, "expression");
     }
     const next_runs: string[] = [];
     for (let i = 0; i < input.count && interval.hasNext(); i++) {
