@@ -102,7 +102,7 @@ export const mathEvaluate = defineTool({
   aliases: ["math", "calculate", "calculator"],
   title: "Evaluate math",
   description:
-    "Evaluate math expressions with variables, functions, units, matrices, complex numbers and big numbers (math.js, in a restricted scope).",
+    "Evaluate math expressions with variables, functions, units, matrices, complex numbers and big numbers (math.js, in a restricted scope; a function that builds a matrix makes at most 1,000,000 elements).",
   cost: 1,
   category: "data",
   tags: ["calculator", "arithmetic", "algebra", "expression", "statistics", "mathjs"],

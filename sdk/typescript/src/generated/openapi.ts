@@ -1721,7 +1721,7 @@ export interface paths {
         put?: never;
         /**
          * Evaluate math
-         * @description Evaluate math expressions with variables, functions, units, matrices, complex numbers and big numbers (math.js, in a restricted scope).
+         * @description Evaluate math expressions with variables, functions, units, matrices, complex numbers and big numbers (math.js, in a restricted scope; a function that builds a matrix makes at most 1,000,000 elements).
          *
          *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: math, calculate, calculator (also callable as POST /v1/tools/math, POST /v1/tools/calculate, POST /v1/tools/calculator).
          */
