@@ -17,11 +17,19 @@ export const WORKERS_READY_TIMEOUT_MS = 30_000;
  * exits (but SIGKILL, which closes their IPC channel instead), it kills them on its way out too.
  */
 export const WORKERS_STOP_GRACE_MS = 3_000;
+/**
+ * How long the workers' event loop may go without a heartbeat (one a second, over IPC) before
+ * they are taken as stuck, killed and restarted. No tool's synchronous work comes near it (the
+ * slow ones run in threads, the markup converters stop at 2 s): a loop silent this long is held
+ * by a call the gateway gave up on at its deadline (refunded), and serves no one until killed.
+ */
+export const WORKERS_STALL_MS = 30_000;
+const STALL_CHECK_MS = 1_000;
 
 export async function startBundledWorkers(
   log: Logger,
-  readyTimeoutMs = WORKERS_READY_TIMEOUT_MS,
-): Promise<{ url: string; stop(): Promise<void> }> {
+  { readyTimeoutMs = WORKERS_READY_TIMEOUT_MS, stallMs = WORKERS_STALL_MS } = {},
+): Promise<{ url: string; stop(): Promise<void>; pid(): number | undefined }> {
   const entry = new URL(
     `../workers/main${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`,
     import.meta.url,
@@ -31,6 +39,8 @@ export async function startBundledWorkers(
   let stopping = false;
   /** The port the workers bound on first start: a restart must come back on it (the gateway knows no other). */
   let boundPort = 0;
+  /** When the running workers' event loop last ran (their heartbeat); 0 until they are ready. */
+  let lastBeat = 0;
 
   const launch = (port: number) =>
     new Promise<number>((resolve, reject) => {
@@ -48,14 +58,17 @@ export async function startBundledWorkers(
         );
       }, readyTimeoutMs);
       child.on("message", (message: { type?: string; port?: number }) => {
+        if (ready && message?.type === "alive") lastBeat = Date.now();
         if (ready || message?.type !== "ready" || typeof message.port !== "number") return;
         ready = true;
         clearTimeout(timer);
         boundPort = message.port;
+        lastBeat = Date.now();
         resolve(boundPort);
       });
       child.once("exit", (code, signal) => {
         clearTimeout(timer);
+        lastBeat = 0;
         if (!ready)
           return reject(new Error(`the bundled workers exited at start (${code ?? signal})`));
         if (stopping) return;
@@ -71,14 +84,27 @@ export async function startBundledWorkers(
     });
 
   const port = await launch(0);
+  const stallCheck = setInterval(() => {
+    const silentMs = Date.now() - lastBeat;
+    if (stopping || lastBeat === 0 || silentMs < stallMs) return;
+    lastBeat = 0; // once: the exit restarts them
+    log.error(
+      { silent_ms: silentMs, pid: child.pid },
+      "the bundled workers' event loop is stuck; killing them to restart them",
+    );
+    child.kill("SIGKILL");
+  }, STALL_CHECK_MS);
+  stallCheck.unref();
   const killOnExit = () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   };
   process.once("exit", killOnExit);
   return {
     url: `http://127.0.0.1:${port}`,
+    pid: () => child.pid,
     async stop() {
       stopping = true;
+      clearInterval(stallCheck);
       process.off("exit", killOnExit);
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once("exit", r));

@@ -42,6 +42,9 @@ export async function startWorkers(
   };
 }
 
+/** How often a bundled worker process tells the gateway its event loop runs (tools/bundled-workers.ts). */
+const HEARTBEAT_MS = 1000;
+
 /** Leaves within 5 s whatever open connections do. */
 const STOP_BOUND_MS = 5000;
 
@@ -55,6 +58,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, leave);
       if (process.send) {
         process.send({ type: "ready", port });
+        // The heartbeat the gateway watches: silent for long, this loop is stuck and gets restarted.
+        setInterval(() => process.send?.({ type: "alive" }), HEARTBEAT_MS).unref();
         // Started by a gateway (bundled): leave with it, however it ended (the channel closes even on SIGKILL).
         process.once("disconnect", leave);
       }

@@ -158,10 +158,33 @@ describe("starting", () => {
   }, 90_000);
 
   it("waits for the bundled workers a bounded time, then says so", async () => {
-    await expect(startBundledWorkers(pino({ level: "silent" }), 1)).rejects.toThrow(
-      "the bundled workers did not report ready within 0.001 s",
-    );
+    await expect(
+      startBundledWorkers(pino({ level: "silent" }), { readyTimeoutMs: 1 }),
+    ).rejects.toThrow("the bundled workers did not report ready within 0.001 s");
   });
+
+  it("kills and restarts bundled workers whose event loop stopped running, on the same port", async () => {
+    const workers = await startBundledWorkers(pino({ level: "silent" }), { stallMs: 1500 });
+    const healthy = () =>
+      fetch(`${workers.url}/healthz`, { signal: AbortSignal.timeout(500) }).then(
+        (r) => r.status === 200,
+        () => false,
+      );
+    try {
+      const stuck = workers.pid()!;
+      expect(await healthy()).toBe(true);
+      process.kill(stuck, "SIGSTOP"); // alive, but its loop never runs: as a call that never ends
+      expect(await healthy()).toBe(false);
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline && !(workers.pid() !== stuck && (await healthy())))
+        await new Promise((r) => setTimeout(r, 200));
+      expect(workers.pid()).not.toBe(stuck);
+      expect(await healthy()).toBe(true);
+      expect(() => process.kill(stuck, 0)).toThrow(); // the stuck process is gone
+    } finally {
+      await workers.stop();
+    }
+  }, 30_000);
 });
 
 describe("npm start with REDIS_URL (development)", () => {
