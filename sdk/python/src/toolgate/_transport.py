@@ -1,13 +1,19 @@
 """Sending one API request: authentication, x402 payment, retries, and error mapping.
 
 One ``Operation`` describes a request and how to read its answer; ``SyncTransport`` and
-``AsyncTransport`` run it with httpx. The retry rule is written once (``_Policy``):
+``AsyncTransport`` run it with httpx. The retry rule is written once (``_Policy``), the
+TypeScript library's too (sdk/typescript/src/transport.ts), at most ``max_retries`` times:
 
-- 429 is retried after ``Retry-After`` (at most 60 s; longer is returned as the error), else after
-  an exponential backoff with jitter, at most ``max_retries`` times;
-- 503 (but ``tool_unavailable``) and network errors are retried when repeating the request cannot
-  do anything twice: reads, tool calls (which always carry an ``Idempotency-Key``, so the gateway
-  runs and charges them once), and any request that never reached the gateway (connection refused);
+- a connection that could not be made (refused, no such host, unreachable, connect timeout) is
+  retried for every request: nothing was sent;
+- a connection lost after sending, or an answer that did not come in time, is retried only when a
+  repeat cannot act twice: reads, and tool calls, which always carry an ``Idempotency-Key`` the
+  gateway runs and charges once;
+- 429 is retried for every request (refused before anything ran), after ``Retry-After`` (at most
+  60 s; longer is returned as the error), else after an exponential backoff with jitter; 503 (but
+  ``tool_unavailable``) as a lost connection. Nothing else: a 409 ``idempotency_conflict`` is
+  another body under the same key (duplicates still running are waited for by the gateway, never
+  answered 409), and a tool's own failure (502, 504) is the caller's to judge;
 - a paid call re-sends the SAME signed payment on a retry, never a new one: the gateway settles one
   authorization once, so a retry can never pay twice.
 """
