@@ -3,6 +3,7 @@ gateway runs and charges it once."""
 
 from __future__ import annotations
 
+import socket
 import time
 
 import httpx
@@ -138,6 +139,22 @@ def test_a_paid_call_whose_paid_attempt_is_refused_resends_the_same_payment_and_
     assert paid.headers["idempotency-key"] == offer.headers["idempotency-key"]
     assert result.output["algorithm"] == "sha256" and client.spent == price
     assert gateway.token_balance(gateway.wallet_address) == payer_before - price
+
+
+def test_a_call_takes_its_own_timeout_and_max_retries_as_in_typescript(gateway, pro_key, dropping_proxy):
+    client = Toolgate(api_key=pro_key, base_url=dropping_proxy.url, max_retries=2, timeout=60)
+    with pytest.raises(ToolgateError) as caught:
+        client.tools.call("hash", {"text": "no retry for this one"}, max_retries=0)
+    assert caught.value.code == "network_error" and dropping_proxy.connections == 1
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts connections (backlog), never answers
+    try:
+        slow = Toolgate(api_key=pro_key, base_url=f"http://127.0.0.1:{silent.getsockname()[1]}", timeout=60)
+        started = time.monotonic()
+        with pytest.raises(ToolgateError) as caught:
+            slow.tools.call("hash", {"text": "x"}, timeout=0.5, max_retries=0)
+        assert caught.value.code == "timeout" and time.monotonic() - started < 5
+    finally:
+        silent.close()
 
 
 def test_retry_after_is_read_as_seconds_or_as_a_date():
