@@ -18,6 +18,17 @@
  */
 import { ToolgateError, retryAfterSeconds } from "./errors.js";
 import type { WalletPayer } from "./payments.js";
+import { VERSION } from "./version.js";
+
+/** Who is calling, as the Python library says it (`toolgate-python/…`), for the gateway's logs. */
+export const USER_AGENT = `toolgate-typescript/${VERSION}`;
+/**
+ * A browser (a page or a web worker) sends its own User-Agent: setting it there would at best be
+ * ignored and at worst add a header the gateway's CORS answer does not allow, failing every request.
+ */
+const inBrowser = () =>
+  typeof (globalThis as { document?: unknown }).document !== "undefined" ||
+  typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerGlobalScope !== "undefined";
 
 export interface TransportOptions {
   apiKey: string | undefined;
@@ -125,6 +136,7 @@ export class Transport {
     const maxRetries = spec.maxRetries ?? this.options.maxRetries;
     const headers: Record<string, string> = {
       accept: "application/json",
+      ...(inBrowser() ? {} : { "user-agent": USER_AGENT }),
       ...this.options.defaultHeaders,
     };
     if (this.options.apiKey) headers["x-api-key"] = this.options.apiKey;
