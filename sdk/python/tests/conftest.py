@@ -282,6 +282,9 @@ class DroppingProxy:
                 client.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+        # A moment for the client's idle keep-alive connection to read as closed, so its next
+        # attempt opens a new connection (refused) rather than writing to the old one.
+        time.sleep(0.1)
 
     def reopen(self) -> None:
         """Listens on the same port again."""

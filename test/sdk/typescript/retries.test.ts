@@ -120,7 +120,10 @@ const fetchThat = (plan) => async (url, init) => {
   attempts.push(attempt);
   const fault = plan(attempt, attempts.length);
   if (fault === "refuse") {
+    // The forwarder has closed this client's idle keep-alive connection too; a moment for fetch to
+    // see that, so the attempt opens a new connection (refused) rather than writing to the old one.
     await control("stop");
+    await new Promise((r) => setTimeout(r, 100));
     try { return await fetch(url, init); } catch (e) { attempt.error = e.cause?.code ?? e.name; throw e; } finally { await control("start"); }
   }
   if (fault === "cut") await control("cut");
