@@ -115,11 +115,20 @@ def test_a_connection_refused_before_anything_was_sent_is_retried_even_for_a_key
 
 
 def test_refused_connections_are_retried_at_most_max_retries_times(gateway, pro_key, dropping_proxy):
-    http, attempts = refusing(dropping_proxy, lambda *_: True)
+    refused_at: list[float] = []
+
+    def refuse_each(*_: object) -> bool:
+        refused_at.append(time.monotonic())
+        return True
+
+    http, attempts = refusing(dropping_proxy, refuse_each)
     with pytest.raises(ToolgateError) as caught:
         Toolgate(api_key=pro_key, base_url=dropping_proxy.url, http_client=http, max_retries=2).webhooks.test()
     assert (caught.value.status, caught.value.code) == (0, "network_error")
     assert len(attempts) == 3 and dropping_proxy.connections == 0
+    # As the TypeScript library: never again at once (a half to all of 0.5 s, then of 1 s).
+    waits = [b - a for a, b in zip(refused_at, refused_at[1:])]
+    assert waits[0] >= 0.25 and waits[1] >= 0.5, waits
 
 
 def test_a_paid_call_whose_paid_attempt_is_refused_resends_the_same_payment_and_pays_once(gateway, wallet, spending, dropping_proxy):

@@ -109,8 +109,13 @@ export function segment(value: string): string {
   return encodeURIComponent(value);
 }
 
-/** Exponential backoff with full jitter: 0.5 s, 1 s, 2 s … capped at 8 s. */
-const backoffMs = (attempt: number) => Math.random() * Math.min(8_000, 500 * 2 ** attempt);
+/**
+ * Exponential backoff, 0.5 s, 1 s, 2 s … capped at 8 s, of which a random half to all is waited
+ * (the Python library's): clients that failed together do not retry together, and a gateway that
+ * is restarting is never asked again at once.
+ */
+const backoffMs = (attempt: number) =>
+  Math.min(8_000, 500 * 2 ** attempt) * (0.5 + Math.random() / 2);
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     const timer = setTimeout(resolve, ms);

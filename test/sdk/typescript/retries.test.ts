@@ -116,7 +116,7 @@ const control = (what) => fetch(process.env.CONTROL + "/" + what, { method: "POS
 const attempts = [];
 const fetchThat = (plan) => async (url, init) => {
   const headers = Object.fromEntries(Object.entries(init.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
-  const attempt = { method: init.method, paid: Boolean(headers["payment-signature"] ?? headers["x-payment"]), payment: headers["payment-signature"] ?? headers["x-payment"] ?? null, idempotencyKey: headers["idempotency-key"] ?? null };
+  const attempt = { at: Date.now(), method: init.method, paid: Boolean(headers["payment-signature"] ?? headers["x-payment"]), payment: headers["payment-signature"] ?? headers["x-payment"] ?? null, idempotencyKey: headers["idempotency-key"] ?? null };
   attempts.push(attempt);
   const fault = plan(attempt, attempts.length);
   if (fault === "refuse") {
@@ -124,7 +124,7 @@ const fetchThat = (plan) => async (url, init) => {
     // see that, so the attempt opens a new connection (refused) rather than writing to the old one.
     await control("stop");
     await new Promise((r) => setTimeout(r, 100));
-    try { return await fetch(url, init); } catch (e) { attempt.error = e.cause?.code ?? e.name; throw e; } finally { await control("start"); }
+    try { return await fetch(url, init); } catch (e) { attempt.error = e.cause?.code ?? e.name; attempt.failedAt = Date.now(); throw e; } finally { await control("start"); }
   }
   if (fault === "cut") await control("cut");
   try { return await fetch(url, init); } catch (e) { attempt.error = e.cause?.code ?? e.name; throw e; }
@@ -150,14 +150,18 @@ out({ created, attempts });`,
     expect((await call(`${gw.url}/api/v1/keys`, { key })).body.data.length).toBe(before + 1);
   });
 
-  it("is retried at most maxRetries times, then is a network_error", async () => {
+  it("is retried at most maxRetries times, after at least half the backoff (0.5 s, 1 s), then is a network_error", async () => {
     const { key } = await fundedAccount(gw.url, 100, "free");
     const result = await project.script(
       `${HEADER}const client = new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL, maxRetries: 2, fetch: fetchThat(() => "refuse") });
-out({ error: await client.webhooks.test().then(() => null, fields), attempts: attempts.length });`,
+out({ error: await client.webhooks.test().then(() => null, fields), waits: attempts.slice(1).map((a, i) => a.at - attempts[i].failedAt) });`,
       { ...env(), KEY: key },
     );
-    expect(result).toEqual({ error: { status: 0, code: "network_error" }, attempts: 3 });
+    expect(result.error).toEqual({ status: 0, code: "network_error" });
+    expect(result.waits).toHaveLength(2); // three attempts
+    // As the Python library: never again at once (a half to all of 0.5 s, then of 1 s).
+    expect(result.waits[0]).toBeGreaterThanOrEqual(250);
+    expect(result.waits[1]).toBeGreaterThanOrEqual(500);
   });
 
   it("a paid call whose paid attempt is refused re-sends the same payment, and pays once", async () => {
