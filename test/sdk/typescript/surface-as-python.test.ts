@@ -64,4 +64,15 @@ out({ account: await client.account.events({ type: "credits.low", limit: 2 }), u
       "GET /api/v1/events",
     ]);
   });
+
+  it("takes an empty baseUrl as unset (TOOLGATE_BASE_URL, else the default), as Python's base_url", async () => {
+    seen.length = 0;
+    const result = await project.script(
+      `${HEADER}const client = new Toolgate({ apiKey: "k", baseUrl: "" });
+out({ baseUrl: client.baseUrl, tools: await client.tools.list() });`,
+      { TOOLGATE_BASE_URL: url },
+    );
+    expect(result).toEqual({ baseUrl: url, tools: [] });
+    expect(seen.map((r) => `${r.method} ${r.url}`)).toEqual(["GET /v1/tools"]);
+  });
 });
