@@ -2,7 +2,7 @@
  * A test gateway for client-library suites written in other languages (the Python one's pytest
  * conftest spawns this script): a real gateway process on a free port with Redis, a local anvil
  * chain standing in for Base Sepolia with the project's EIP-3009 token, x402 enabled, webhook
- * targets on loopback allowed and the test CA trusted, and a funded test wallet.
+ * and custom-tool targets on loopback allowed and the test CA trusted, and a funded test wallet.
  *
  * It prints ONE JSON line on stdout once everything answers:
  *   {base_url, api_key, account_id, admin_key, chain_rpc, chain_id, token_address, pay_to,
@@ -59,6 +59,8 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => st
 try {
   const gateway = await spawnGateway(prefix, {
     WEBHOOK_ALLOW_PRIVATE_TARGETS: "1",
+    // A Business account's custom tool may be the suite's own HTTPS receiver on loopback.
+    UPSTREAM_ALLOW_PRIVATE_TARGETS: "1",
     // Every test signs up its own accounts from one address.
     SIGNUPS_PER_HOUR_PER_IP: "10000",
     X402_NETWORKS: "base-sepolia",

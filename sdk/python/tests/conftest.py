@@ -189,7 +189,8 @@ class DroppingProxy:
     """Forwards connections to the gateway, but loses the answers to the first ``drop`` requests
     (those containing ``match``, when set): it lets the request through, waits for the gateway's
     answer, then resets the client's connection instead of passing the answer on. The call ran
-    (and was charged); the client saw the connection drop."""
+    (and was charged); the client saw the connection drop. ``refuse()`` and ``reopen()`` stop and
+    start it on the same port: meanwhile a connection is refused, before anything is sent."""
 
     def __init__(self, upstream: str, drop: int = 1, match: bytes | None = None) -> None:
         host, port = upstream.removeprefix("http://").split(":")
@@ -201,6 +202,8 @@ class DroppingProxy:
         self.dropped = 0
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
+        self.refused = False
+        self._clients: set[socket.socket] = set()
         self._lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -216,6 +219,7 @@ class DroppingProxy:
                 return
             with self._lock:
                 self.connections += 1
+                self._clients.add(client)
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _should_drop(self, request: bytes) -> bool:
@@ -265,6 +269,28 @@ class DroppingProxy:
         except OSError:
             pass
         close_both()
+
+    def refuse(self) -> None:
+        """Stops listening (and ends the open connections): connecting is refused until ``reopen``."""
+        self.refused = True
+        self.listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
+        self.listener.close()
+        with self._lock:
+            open_connections = list(self._clients)
+        for client in open_connections:
+            try:
+                client.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        # A moment for the client's idle keep-alive connection to read as closed, so its next
+        # attempt opens a new connection (refused) rather than writing to the old one.
+        time.sleep(0.1)
+
+    def reopen(self) -> None:
+        """Listens on the same port again."""
+        self.listener = socket.create_server(("127.0.0.1", self.port))
+        self.refused = False
+        threading.Thread(target=self._accept, daemon=True).start()
 
     def close(self) -> None:
         self.listener.close()

@@ -138,3 +138,19 @@ def test_events_filter_by_type_and_page_with_a_cursor(gateway):
     rest = client.account.events_page(limit=10, cursor=first.next_cursor)
     assert [e.event for e in rest.data] == ["credits.low", "agent.registered"] and rest.next_cursor is None
     assert client.account.events(from_="2999-01-01T00:00:00Z") == []
+
+
+def test_sets_and_removes_the_spend_alert_as_the_typescript_library_does(gateway, pro_key):
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    assert client.account.set_spend_alert(300).spend_alert == {"credits": 300}
+    assert client.account.get().spend_alert == {"credits": 300}
+    assert client.account.remove_spend_alert().spend_alert is None
+    with pytest.raises(ToolgateError) as caught:
+        client.account.set_spend_alert(0)
+    assert (caught.value.status, caught.value.param) == (422, "credits")
+
+
+async def test_the_async_client_sets_the_spend_alert_too(gateway, pro_key):
+    async with AsyncToolgate(api_key=pro_key, base_url=gateway.base_url) as client:
+        assert (await client.account.set_spend_alert(50)).spend_alert == {"credits": 50}
+        assert (await client.account.remove_spend_alert()).spend_alert is None

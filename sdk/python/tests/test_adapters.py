@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 from pydantic import TypeAdapter
 
-from toolgate import AsyncToolgate, Toolgate
+from toolgate import AsyncToolgate, Toolgate, ToolgateError
 from toolgate.adapters import select_tools
 from toolgate.adapters.anthropic import AnthropicTools
 from toolgate.adapters.openai import OpenAITools
@@ -39,8 +39,40 @@ def test_subset_by_names_and_by_search(gateway):
     assert [t.name for t in select_tools(catalogue, names=["hash", "convert-units"])] == ["hash", "unit-convert"]
     assert select_tools(catalogue, search="convert units of measure", limit=1)[0].name == "unit-convert"
     assert "web-search" not in {t.name for t in select_tools(catalogue)}  # unavailable tools are left out
-    with pytest.raises(ValueError, match="No such tool: nope"):
-        select_tools(catalogue, names=["nope"])
+
+
+def test_an_unknown_name_fails_at_set_up_naming_the_likely_tool(gateway):
+    catalogue = Toolgate(base_url=gateway.base_url).tools.list()
+    with pytest.raises(ToolgateError) as caught:
+        select_tools(catalogue, names=["hash", "hsah", "nope-nothing-like-it"])
+    assert (caught.value.status, caught.value.code) == (0, "invalid_argument")
+    assert caught.value.message == 'No such tool: "hsah" (did you mean "hash"?), "nope-nothing-like-it".'
+    with pytest.raises(ToolgateError, match="did you mean"):
+        OpenAITools.load(Toolgate(base_url=gateway.base_url), names=["unit-convrt"])
+    with pytest.raises(ToolgateError, match="names or search, not both"):
+        select_tools(catalogue, names=["hash"], search="hash")
+
+
+def test_a_named_tool_is_kept_even_when_unavailable(gateway):
+    catalogue = Toolgate(base_url=gateway.base_url).tools.list()
+    # No AI provider in the test gateway: ai-summarize is listed unavailable, and kept when named.
+    assert [t.name for t in select_tools(catalogue, names=["summarize", "hash"])] == ["ai-summarize", "hash"]
+    assert "ai-summarize" not in {t.name for t in select_tools(catalogue, search="summarize")}
+    assert [t.name for t in select_tools(catalogue, search="summarize", include_unavailable=True)][0] == "ai-summarize"
+
+
+def test_search_ranks_and_keeps_the_best_five_unless_a_limit_is_given(gateway):
+    catalogue = Toolgate(base_url=gateway.base_url).tools.list()
+    text = select_tools(catalogue, search="text")
+    assert len(text) == 5  # far more tools mention text: the best five
+    assert len(select_tools(catalogue, search="text", limit=8)) == 8
+    # A word in the name outranks one in the description only.
+    markdown = [t.name for t in select_tools(catalogue, search="markdown")]
+    assert set(markdown[:2]) == {"html-to-markdown", "markdown-to-html"}
+    assert [t.name for t in select_tools(catalogue, search="hash", limit=1)] == ["hash"]
+    assert select_tools(catalogue, search="xyzzy plugh") == []
+    with pytest.raises(ToolgateError, match="limit must be a positive integer"):
+        select_tools(catalogue, search="text", limit=0)
 
 
 def test_openai_tools_validate_as_chat_completion_tools(gateway):

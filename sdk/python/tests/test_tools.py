@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import hashlib
 
+import httpx
 import pytest
 
 from toolgate import AsyncToolgate, Tool, Toolgate
+from toolgate.adapters import select_tools
 
 
 def test_lists_the_catalogue_with_prices_and_schemas(gateway):
-    with Toolgate(base_url=gateway.base_url, api_key="unused") as client:
+    with Toolgate(base_url=gateway.base_url) as client:  # the catalogue is public: no key needed
         tools = client.tools.list()
     names = {t.name for t in tools}
     assert {"hash", "unit-convert", "web-search"} <= names
@@ -51,3 +53,22 @@ async def test_async_client_lists_and_calls(gateway, pro_key):
         assert (await client.tools.get("hash")).title == "Hash"
         output = await client.tools.call("hash", {"text": "hello", "algorithm": "md5"})
     assert output["digest"] == hashlib.md5(b"hello").hexdigest()
+
+
+def test_the_catalogue_read_with_a_key_holds_the_accounts_own_tools(gateway, receiver):
+    # A Business account's custom tool: its keys see it in the catalogue (and can call it), as
+    # with the TypeScript library, so it can be looked up and handed to an agent by name.
+    _, key = gateway.new_account("business", 100)
+    registered = httpx.post(
+        f"{gateway.base_url}/api/v1/custom-tools",
+        headers={"x-api-key": key},
+        json={"name": "py-word-count", "description": "Counts words.", "url": receiver.url("/tools/word-count"), "input_schema": {"type": "object"}, "price_credits": 1},
+        timeout=30,
+    )
+    assert registered.status_code == 201, registered.text
+    client = Toolgate(api_key=key, base_url=gateway.base_url)
+    assert "py-word-count" in {t.name for t in client.tools.list()}
+    assert client.tools.get("py-word-count").name == "py-word-count"
+    assert [t.name for t in select_tools(client.tools.list(), names=["py-word-count"])] == ["py-word-count"]
+    # Without the key it stays private.
+    assert "py-word-count" not in {t.name for t in Toolgate(base_url=gateway.base_url).tools.list()}

@@ -41,7 +41,8 @@ export class Toolgate {
   private readonly payer: WalletPayer | undefined;
 
   constructor(options: ToolgateOptions = {}) {
-    this.baseUrl = options.baseUrl ?? env("TOOLGATE_BASE_URL") ?? DEFAULT_BASE_URL;
+    // An empty baseUrl is unset, as in Python (`base_url or …`): not a URL every request would fail on.
+    this.baseUrl = options.baseUrl || env("TOOLGATE_BASE_URL") || DEFAULT_BASE_URL;
     this.payer = options.wallet ? new WalletPayer(options.wallet, options.spending) : undefined;
     const transport = new Transport({
       apiKey: options.apiKey ?? (options.wallet ? undefined : env("TOOLGATE_API_KEY")),

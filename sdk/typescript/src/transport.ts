@@ -1,11 +1,34 @@
 /**
  * One HTTP exchange with the gateway, the way every resource makes it: the key header, a
- * timeout, an automatic Idempotency-Key on tool calls, retries with backoff on 429/503 and
- * network errors (honouring Retry-After), x402 payment on a 402 when a wallet is set, and every
- * failure turned into a ToolgateError. fetch only: it runs in Node 20+, browsers and edge runtimes.
+ * timeout, an automatic Idempotency-Key on tool calls, retries with backoff (honouring
+ * Retry-After), x402 payment on a 402 when a wallet is set, and every failure turned into a
+ * ToolgateError. fetch only: it runs in Node 20+, browsers and edge runtimes.
+ *
+ * The retry rule, the Python library's too (sdk/python/src/toolgate/_transport.py), at most
+ * `maxRetries` times:
+ * - a connection that could not be made (refused, no such host, unreachable, connect timeout)
+ *   is retried for every request: nothing was sent;
+ * - a connection lost after sending, or an answer that did not come in time, is retried only when
+ *   a repeat cannot act twice: reads, and tool calls, which always carry an Idempotency-Key the
+ *   gateway runs and charges once (a paid call re-sends the same signed payment);
+ * - 429 is retried for every request (refused before anything ran); 503, but `tool_unavailable`,
+ *   as a lost connection. Nothing else: a 409 `idempotency_conflict` is another body under the
+ *   same key (duplicates still running are waited for by the gateway, never answered 409), and a
+ *   tool's own failure (502, 504) is the caller's to judge.
  */
 import { ToolgateError, retryAfterSeconds } from "./errors.js";
 import type { WalletPayer } from "./payments.js";
+import { VERSION } from "./version.js";
+
+/** Who is calling, as the Python library says it (`toolgate-python/…`), for the gateway's logs. */
+export const USER_AGENT = `toolgate-typescript/${VERSION}`;
+/**
+ * A browser (a page or a web worker) sends its own User-Agent: setting it there would at best be
+ * ignored and at worst add a header the gateway's CORS answer does not allow, failing every request.
+ */
+const inBrowser = () =>
+  typeof (globalThis as { document?: unknown }).document !== "undefined" ||
+  typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerGlobalScope !== "undefined";
 
 export interface TransportOptions {
   apiKey: string | undefined;
@@ -26,7 +49,7 @@ export interface RequestSpec {
    * Whether a retry can neither repeat an effect nor be answered otherwise: GETs, and calls
    * carrying an Idempotency-Key the gateway honours. Not DELETEs: the gateway answers a repeated
    * one 404, so a delete done with its answer lost would end as an error. Other requests are
-   * retried only on 429 (refused before anything ran).
+   * retried only on 429 (refused before anything ran) and when no connection could be made.
    */
   idempotent?: boolean;
   idempotencyKey?: string;
@@ -46,6 +69,31 @@ export interface RawResult {
 
 const MAX_RETRY_DELAY_MS = 60_000;
 
+/** Error codes of a connection that was never made (Node's and undici's): nothing was sent. */
+const NOT_CONNECTED = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EADDRNOTAVAIL",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+/**
+ * Whether fetch failed before a connection existed. fetch hides the reason in `cause` (an
+ * AggregateError when several addresses were tried); a runtime that says nothing (a browser's
+ * "Failed to fetch") counts as a lost connection, the safe reading.
+ */
+export function neverConnected(error: unknown, depth = 0): boolean {
+  if (!error || typeof error !== "object" || depth > 4) return false;
+  const { code, cause, errors } = error as { code?: unknown; cause?: unknown; errors?: unknown };
+  if (typeof code === "string" && NOT_CONNECTED.has(code)) return true;
+  if (Array.isArray(errors) && errors.length > 0)
+    return errors.every((e) => neverConnected(e, depth + 1));
+  return neverConnected(cause, depth + 1);
+}
+
 /**
  * An id or tool name as one path segment, the one way every path is built: encoded, and never
  * "", "." or "..", which a URL resolves to another path (`keys.rotate("..")` would post to
@@ -61,8 +109,13 @@ export function segment(value: string): string {
   return encodeURIComponent(value);
 }
 
-/** Exponential backoff with full jitter: 0.5 s, 1 s, 2 s … capped at 8 s. */
-const backoffMs = (attempt: number) => Math.random() * Math.min(8_000, 500 * 2 ** attempt);
+/**
+ * Exponential backoff, 0.5 s, 1 s, 2 s … capped at 8 s, of which a random half to all is waited
+ * (the Python library's): clients that failed together do not retry together, and a gateway that
+ * is restarting is never asked again at once.
+ */
+const backoffMs = (attempt: number) =>
+  Math.min(8_000, 500 * 2 ** attempt) * (0.5 + Math.random() / 2);
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     const timer = setTimeout(resolve, ms);
@@ -88,6 +141,7 @@ export class Transport {
     const maxRetries = spec.maxRetries ?? this.options.maxRetries;
     const headers: Record<string, string> = {
       accept: "application/json",
+      ...(inBrowser() ? {} : { "user-agent": USER_AGENT }),
       ...this.options.defaultHeaders,
     };
     if (this.options.apiKey) headers["x-api-key"] = this.options.apiKey;
@@ -111,7 +165,7 @@ export class Transport {
       } catch (error) {
         if (spec.signal?.aborted) throw error;
         const timedOut = (error as Error)?.name === "TimeoutError";
-        if (canRetry && spec.idempotent) {
+        if (canRetry && (spec.idempotent || (!timedOut && neverConnected(error)))) {
           await sleep(backoffMs(attempt), spec.signal);
           continue;
         }

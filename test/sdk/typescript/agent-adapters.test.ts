@@ -10,7 +10,6 @@ import {
   openAITools,
   runAnthropicToolUses,
   runOpenAIToolCalls,
-  selectTools,
   type AnthropicToolUse,
 } from "../../../sdk/typescript/src/agents/index.js";
 import { aiTools } from "../../../sdk/typescript/src/ai/index.js";
@@ -81,7 +80,7 @@ describe("toolgate/ai (Vercel AI SDK)", () => {
         },
       ],
     });
-    const tools = await aiTools(client, { search: "hash" });
+    const tools = await aiTools(client, { names: ["hash"] });
     expect(Object.keys(tools)).toEqual(["hash"]);
     const before = await balanceOf(gw.url, key);
     const result = await generateText({
@@ -111,29 +110,6 @@ describe("toolgate/ai (Vercel AI SDK)", () => {
     expect(schema.jsonSchema).not.toHaveProperty("oneOf");
     // The tool result the model saw on its second turn.
     expect(JSON.stringify(model.doGenerateCalls[1]!.prompt)).toContain(HELLO_SHA256);
-  });
-});
-
-describe("the tool subset option", () => {
-  it("takes names (aliases too) or a search query, and leaves out unavailable tools unless asked", async () => {
-    const catalogue = await client.tools.list();
-    expect(
-      selectTools(catalogue, { names: ["diff", "hash"] })
-        .map((t) => t.name)
-        .sort(),
-    ).toEqual(["hash", "text-diff"]);
-    const markdown = selectTools(catalogue, { search: "markdown" });
-    expect(markdown.map((t) => t.name)).toEqual(
-      expect.arrayContaining(["html-to-markdown", "markdown-to-html"]),
-    );
-    for (const t of markdown)
-      expect(`${t.name} ${t.title} ${t.description}`.toLowerCase()).toMatch(/\bmarkdown\b/);
-    expect(markdown.length).toBeLessThan(catalogue.length / 4); // a subset, not the catalogue
-    expect(selectTools(catalogue, { names: ["summarize"] })).toEqual([]); // no AI provider here: unavailable
-    expect(
-      selectTools(catalogue, { names: ["summarize"], includeUnavailable: true }).map((t) => t.name),
-    ).toEqual(["ai-summarize"]);
-    expect(selectTools(catalogue).length).toBe(catalogue.filter((t) => t.available).length);
   });
 });
 

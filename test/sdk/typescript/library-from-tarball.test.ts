@@ -175,11 +175,11 @@ out({ rotated: { id: rotated.id, replaced: rotated.replaced?.id }, statuses: key
       `${HEADER}const client = new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL });
 for (let i = 0; i < 25; i++) await client.tools.call("hash", { text: String(i) });
 const deadline = Date.now() + 20_000;
-while ((await client.usage.events()).data.length < 3 && Date.now() < deadline)
+while ((await client.account.events()).data.length < 3 && Date.now() < deadline)
   await new Promise((r) => setTimeout(r, 200));
-const depleted = await client.usage.events({ type: "credits.depleted" });
-const first = await client.usage.events({ limit: 1 });
-const rest = await client.usage.events({ limit: 10, cursor: first.next_cursor ?? undefined });
+const depleted = await client.account.events({ type: "credits.depleted" });
+const first = await client.account.events({ limit: 1 });
+const rest = await client.account.events({ limit: 10, cursor: first.next_cursor ?? undefined });
 out({ depleted: depleted.data.map((e) => e.event), first: first.data.map((e) => e.event), rest: rest.data.map((e) => e.event), end: rest.next_cursor });`,
       { KEY: key, URL: gw.url },
     );

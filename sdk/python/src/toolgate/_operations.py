@@ -59,15 +59,19 @@ def _call_result(answer: Answer) -> CallResult:
 # Tools ---------------------------------------------------------------------------------------
 
 
+# The catalogue is public, but read with the key it also holds the account's own (custom) tools,
+# which the key can call: the TypeScript library sends the key here too.
 def list_tools() -> Operation[list[Tool]]:
-    return Operation("GET", "/v1/tools", lambda a: [Tool.from_dict(t) for t in _data(a)], auth=False)
+    return Operation("GET", "/v1/tools", lambda a: [Tool.from_dict(t) for t in _data(a)])
 
 
 def get_tool(name: str) -> Operation[Tool]:
-    return Operation("GET", f"/v1/tools/{_seg(name)}", lambda a: Tool.from_dict(a.body), auth=False)
+    return Operation("GET", f"/v1/tools/{_seg(name)}", lambda a: Tool.from_dict(a.body))
 
 
-def call_tool(name: str, input: dict[str, Any] | None, idempotency_key: str | None) -> Operation[CallResult]:
+def call_tool(
+    name: str, input: dict[str, Any] | None, idempotency_key: str | None, timeout: float | None = None, max_retries: int | None = None
+) -> Operation[CallResult]:
     # Every call carries an Idempotency-Key (made here unless the caller gives one), kept across
     # retries: the gateway runs and charges one key once.
     return Operation(
@@ -77,6 +81,8 @@ def call_tool(name: str, input: dict[str, Any] | None, idempotency_key: str | No
         json=input if input is not None else {},
         idempotency_key=idempotency_key or f"tg-py-{uuid.uuid4()}",
         payable=True,
+        timeout=timeout,
+        max_retries=max_retries,
     )
 
 
@@ -85,6 +91,14 @@ def call_tool(name: str, input: dict[str, Any] | None, idempotency_key: str | No
 
 def get_account() -> Operation[Account]:
     return Operation("GET", "/api/v1/account", lambda a: Account.from_dict(a.body))
+
+
+def set_spend_alert(credits: int) -> Operation[Account]:
+    return Operation("PUT", "/api/v1/account/spend-alert", lambda a: Account.from_dict(a.body), json={"credits": credits})
+
+
+def remove_spend_alert() -> Operation[Account]:
+    return Operation("DELETE", "/api/v1/account/spend-alert", lambda a: Account.from_dict(a.body))
 
 
 def list_events(

@@ -24,13 +24,18 @@ class Tools:
     def get(self, name: str) -> Tool:
         return self._t.run(ops.get_tool(name))
 
-    def call(self, name: str, input: dict[str, Any] | None = None, *, idempotency_key: str | None = None) -> dict[str, Any]:
-        """Runs a tool and returns its output object. Raises ``ToolgateError`` on any failure."""
-        return self.call_with_details(name, input, idempotency_key=idempotency_key).output
+    def call(
+        self, name: str, input: dict[str, Any] | None = None, *, idempotency_key: str | None = None, timeout: float | None = None, max_retries: int | None = None
+    ) -> dict[str, Any]:
+        """Runs a tool and returns its output object. Raises ``ToolgateError`` on any failure.
+        ``timeout`` (seconds per attempt) and ``max_retries`` override the client's for this call."""
+        return self.call_with_details(name, input, idempotency_key=idempotency_key, timeout=timeout, max_retries=max_retries).output
 
-    def call_with_details(self, name: str, input: dict[str, Any] | None = None, *, idempotency_key: str | None = None) -> CallResult:
+    def call_with_details(
+        self, name: str, input: dict[str, Any] | None = None, *, idempotency_key: str | None = None, timeout: float | None = None, max_retries: int | None = None
+    ) -> CallResult:
         """Like ``call``, with what the call cost, its request id and the x402 settlement."""
-        return self._t.run(ops.call_tool(name, input, idempotency_key))
+        return self._t.run(ops.call_tool(name, input, idempotency_key, timeout, max_retries))
 
 
 class AsyncTools:
@@ -43,11 +48,15 @@ class AsyncTools:
     async def get(self, name: str) -> Tool:
         return await self._t.run(ops.get_tool(name))
 
-    async def call(self, name: str, input: dict[str, Any] | None = None, *, idempotency_key: str | None = None) -> dict[str, Any]:
-        return (await self.call_with_details(name, input, idempotency_key=idempotency_key)).output
+    async def call(
+        self, name: str, input: dict[str, Any] | None = None, *, idempotency_key: str | None = None, timeout: float | None = None, max_retries: int | None = None
+    ) -> dict[str, Any]:
+        return (await self.call_with_details(name, input, idempotency_key=idempotency_key, timeout=timeout, max_retries=max_retries)).output
 
-    async def call_with_details(self, name: str, input: dict[str, Any] | None = None, *, idempotency_key: str | None = None) -> CallResult:
-        return await self._t.run(ops.call_tool(name, input, idempotency_key))
+    async def call_with_details(
+        self, name: str, input: dict[str, Any] | None = None, *, idempotency_key: str | None = None, timeout: float | None = None, max_retries: int | None = None
+    ) -> CallResult:
+        return await self._t.run(ops.call_tool(name, input, idempotency_key, timeout, max_retries))
 
 
 class AccountResource:
@@ -56,6 +65,14 @@ class AccountResource:
 
     def get(self) -> Account:
         return self._t.run(ops.get_account())
+
+    def set_spend_alert(self, credits: int) -> Account:
+        """``spend.threshold_reached`` fires once a month when the month's spend reaches ``credits``."""
+        return self._t.run(ops.set_spend_alert(credits))
+
+    def remove_spend_alert(self) -> Account:
+        """Removes the spend alert (not repeated after a lost answer: a second removal is a 404)."""
+        return self._t.run(ops.remove_spend_alert())
 
     def events(
         self, limit: int | None = None, *, type: str | None = None, from_: str | None = None, to: str | None = None
@@ -83,6 +100,12 @@ class AsyncAccountResource:
 
     async def get(self) -> Account:
         return await self._t.run(ops.get_account())
+
+    async def set_spend_alert(self, credits: int) -> Account:
+        return await self._t.run(ops.set_spend_alert(credits))
+
+    async def remove_spend_alert(self) -> Account:
+        return await self._t.run(ops.remove_spend_alert())
 
     async def events(
         self, limit: int | None = None, *, type: str | None = None, from_: str | None = None, to: str | None = None

@@ -1,13 +1,19 @@
 """Sending one API request: authentication, x402 payment, retries, and error mapping.
 
 One ``Operation`` describes a request and how to read its answer; ``SyncTransport`` and
-``AsyncTransport`` run it with httpx. The retry rule is written once (``_Policy``):
+``AsyncTransport`` run it with httpx. The retry rule is written once (``_Policy``), the
+TypeScript library's too (sdk/typescript/src/transport.ts), at most ``max_retries`` times:
 
-- 429 is retried after ``Retry-After`` (at most 60 s; longer is returned as the error), else after
-  an exponential backoff with jitter, at most ``max_retries`` times;
-- 503 (but ``tool_unavailable``) and network errors are retried when repeating the request cannot
-  do anything twice: reads, tool calls (which always carry an ``Idempotency-Key``, so the gateway
-  runs and charges them once), and any request that never reached the gateway (connection refused);
+- a connection that could not be made (refused, no such host, unreachable, connect timeout) is
+  retried for every request: nothing was sent;
+- a connection lost after sending, or an answer that did not come in time, is retried only when a
+  repeat cannot act twice: reads, and tool calls, which always carry an ``Idempotency-Key`` the
+  gateway runs and charges once;
+- 429 is retried for every request (refused before anything ran), after ``Retry-After`` (at most
+  60 s; longer is returned as the error), else after an exponential backoff with jitter; 503 (but
+  ``tool_unavailable``) as a lost connection. Nothing else: a 409 ``idempotency_conflict`` is
+  another body under the same key (duplicates still running are waited for by the gateway, never
+  answered 409), and a tool's own failure (502, 504) is the caller's to judge;
 - a paid call re-sends the SAME signed payment on a retry, never a new one: the gateway settles one
   authorization once, so a retry can never pay twice.
 """
@@ -42,7 +48,10 @@ class Operation(Generic[T]):
     idempotency_key: str | None = None
     payable: bool = False
     """A tool call: without an API key, a 402 is answered by paying with the wallet."""
-    auth: bool = True
+    timeout: float | None = None
+    """Seconds for each attempt of this request, instead of the client's ``timeout``."""
+    max_retries: int | None = None
+    """Retries for this request, instead of the client's ``max_retries``."""
 
 
 @dataclass
@@ -123,7 +132,7 @@ class _Base:
 
     def _headers(self, op: Operation[Any], payment: dict[str, str] | None) -> dict[str, str]:
         headers = {"accept": "application/json", "user-agent": USER_AGENT, **self.settings.headers}
-        if op.auth and self.settings.api_key:
+        if self.settings.api_key:
             headers["x-api-key"] = self.settings.api_key
         if op.idempotency_key:
             headers["idempotency-key"] = op.idempotency_key
@@ -132,13 +141,16 @@ class _Base:
         return headers
 
     def _request(self, op: Operation[Any], payment: dict[str, str] | None) -> dict[str, Any]:
-        return {
+        request: dict[str, Any] = {
             "method": op.method,
             "url": self.settings.base_url + op.path,
             "headers": self._headers(op, payment),
             "json": op.json,
             "params": {k: v for k, v in (op.params or {}).items() if v is not None} or None,
         }
+        if op.timeout is not None:
+            request["timeout"] = op.timeout
+        return request
 
     def _steps(self, op: Operation[T]) -> Generator[tuple[str, Any], Any, T]:
         """The request's whole life, as steps for a driver to perform: ("send", request kwargs)
@@ -146,11 +158,12 @@ class _Base:
         response) with the payment headers, ("sleep", seconds) with nothing."""
         payment: dict[str, str] | None = None
         attempt = 0
+        max_retries = self.policy.max_retries if op.max_retries is None else max(0, op.max_retries)
         while True:
             try:
                 response: httpx.Response = yield ("send", self._request(op, payment))
             except httpx.TransportError as lost:
-                if attempt < self.policy.max_retries and self.policy.retry_network(op, lost):
+                if attempt < max_retries and self.policy.retry_network(op, lost):
                     yield ("sleep", self.policy.delay(attempt, None))
                     attempt += 1
                     continue
@@ -161,7 +174,7 @@ class _Base:
             if response.is_success:
                 return op.parse(Answer(response.status_code, response.headers, _decode(response)))
             error = ToolgateError.from_response(response.status_code, response.headers, response.text)
-            if attempt < self.policy.max_retries and self.policy.retry_status(op, error):
+            if attempt < max_retries and self.policy.retry_status(op, error):
                 yield ("sleep", self.policy.delay(attempt, error.retry_after))
                 attempt += 1
                 continue

@@ -1,4 +1,4 @@
-/** `client.account`, `client.keys`, `client.usage`, `client.events`: the account API under /api/v1. */
+/** `client.account`, `client.keys`, `client.usage`: the account API under /api/v1. */
 import { segment, type Transport } from "../transport.js";
 import type { Account as AccountRecord, BodyOf, QueryOf, ResponseOf } from "../types.js";
 
@@ -10,6 +10,22 @@ export class Account {
     return (
       await this.transport.request({ method: "GET", path: "/api/v1/account", idempotent: true })
     ).data as AccountRecord;
+  }
+
+  /**
+   * `GET /api/v1/events`: the account's events, newest first; pass the answer's `next_cursor` as
+   * `cursor` for the next page. `type` keeps one event type; `from`/`to` are ISO 8601 times.
+   * (Python: `client.account.events()` / `events_page()`.)
+   */
+  async events(query: QueryOf<"getEvents"> = {}): Promise<ResponseOf<"getEvents">> {
+    return (
+      await this.transport.request({
+        method: "GET",
+        path: "/api/v1/events",
+        query,
+        idempotent: true,
+      })
+    ).data as ResponseOf<"getEvents">;
   }
 
   /** `PUT /api/v1/account/spend-alert`: `spend.threshold_reached` fires once a month when the month's spend reaches `credits`. */
@@ -97,7 +113,10 @@ export class Keys {
 }
 
 export class Usage {
-  constructor(private readonly transport: Transport) {}
+  private readonly account: Account;
+  constructor(private readonly transport: Transport) {
+    this.account = new Account(transport);
+  }
 
   /**
    * `GET /api/v1/usage`: ledger entries, newest first; pass the answer's cursor for the next page.
@@ -136,18 +155,8 @@ export class Usage {
     ).data as ResponseOf<"getAnalytics">;
   }
 
-  /**
-   * `GET /api/v1/events`: the account's events, newest first; pass the answer's `next_cursor` as
-   * `cursor` for the next page. `type` keeps one event type; `from`/`to` are ISO 8601 times.
-   */
+  /** @deprecated The account's events are `client.account.events()`, as in the Python library. */
   async events(query: QueryOf<"getEvents"> = {}): Promise<ResponseOf<"getEvents">> {
-    return (
-      await this.transport.request({
-        method: "GET",
-        path: "/api/v1/events",
-        query,
-        idempotent: true,
-      })
-    ).data as ResponseOf<"getEvents">;
+    return this.account.events(query);
   }
 }

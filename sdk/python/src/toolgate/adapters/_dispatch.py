@@ -43,14 +43,14 @@ class Toolset:
         self._by_name = {n: t for t in self.catalogue for n in (t.name, *t.aliases)}
 
     @classmethod
-    def load(cls: type[S], client: Any, *, names: Sequence[str] | None = None, search: str | None = None, limit: int | None = None) -> S:
+    def load(cls: type[S], client: Any, *, names: Sequence[str] | None = None, search: str | None = None, limit: int | None = None, include_unavailable: bool = False) -> S:
         """Reads the catalogue with a synchronous ``Toolgate`` and keeps the chosen subset."""
-        return cls(client, select_tools(client.tools.list(), names=names, search=search, limit=limit))
+        return cls(client, select_tools(client.tools.list(), names=names, search=search, limit=limit, include_unavailable=include_unavailable))
 
     @classmethod
-    async def aload(cls: type[S], client: Any, *, names: Sequence[str] | None = None, search: str | None = None, limit: int | None = None) -> S:
+    async def aload(cls: type[S], client: Any, *, names: Sequence[str] | None = None, search: str | None = None, limit: int | None = None, include_unavailable: bool = False) -> S:
         """Reads the catalogue with an ``AsyncToolgate`` and keeps the chosen subset."""
-        return cls(client, select_tools(await client.tools.list(), names=names, search=search, limit=limit))
+        return cls(client, select_tools(await client.tools.list(), names=names, search=search, limit=limit, include_unavailable=include_unavailable))
 
     arguments_are_text = False
     """Whether a call's arguments come as JSON text (OpenAI's ``arguments``) rather than as the

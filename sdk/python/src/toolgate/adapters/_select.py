@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Sequence
 
+from .._errors import ToolgateError
 from .._types import Tool
 
 DEFAULT_SEARCH_LIMIT = 5
@@ -23,6 +25,32 @@ def _score(tool: Tool, query: set[str]) -> int:
     return sum(3 * (w in names) + 2 * (w in title) + (w in description) for w in query)
 
 
+def _edit_distance(a: str, b: str) -> int:
+    """How many single-character edits (insert, delete, replace, swap two neighbours) turn ``a``
+    into ``b``: a swap counts once, as "hsah" is one slip from "hash"."""
+    d = [[i if j == 0 else j if i == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[len(a)][len(b)]
+
+
+def closest_tool_name(name: str, known: Sequence[str]) -> str | None:
+    """The catalogue name (or alias) a mistyped name most likely meant: a third of it wrong at most."""
+    best: tuple[int, str] | None = None
+    for candidate in known:
+        distance = _edit_distance(name.lower(), candidate)
+        if distance <= max(1, len(name) // 3) and (best is None or distance < best[0]):
+            best = (distance, candidate)
+    return best[1] if best else None
+
+
+def _invalid(message: str) -> ToolgateError:
+    return ToolgateError(status=0, code="invalid_argument", message=message)
+
+
 def select_tools(
     tools: Sequence[Tool],
     *,
@@ -31,32 +59,46 @@ def select_tools(
     limit: int | None = None,
     include_unavailable: bool = False,
 ) -> list[Tool]:
-    """The tools to offer a model.
+    """The tools to offer a model (the TypeScript library's ``selectTools``, word for word).
 
-    :param names: tool names or aliases, in the order to offer them; an unknown one is a ValueError.
-    :param search: words matched against names, titles and descriptions; the best ``limit``
-        matches (default 5) are kept, best first.
-    :param include_unavailable: keep tools the gateway lists as unavailable (no provider).
+    :param names: exactly these tools (names or aliases), in this order, even when the gateway
+        lists one as unavailable (it was asked for by name). A name the catalogue does not have
+        raises ``ToolgateError`` ``invalid_argument`` naming the closest tool: it is almost always
+        a typo.
+    :param search: words matched (whole words) against names and aliases (weight 3), titles (2)
+        and descriptions (1); the best ``limit`` tools are kept, best first.
+    :param limit: at most this many tools; default 5 for a search, all otherwise.
+    :param include_unavailable: keep tools the gateway lists as unavailable (no provider) in a
+        search or the whole catalogue.
     """
-    pool = [t for t in tools if include_unavailable or t.available]
+    if names is not None and search is not None:
+        raise _invalid("Pass names or search, not both.")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0):
+        raise _invalid(f"limit must be a positive integer, not {json.dumps(limit)}.")
     if names is not None:
         by_name: dict[str, Tool] = {}
         for tool in tools:
             for n in (tool.name, *tool.aliases):
                 by_name[n] = tool
-        missing = [n for n in names if n not in by_name]
-        if missing:
-            raise ValueError(f"No such tool: {', '.join(missing)}")
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+
+            def named(n: str) -> str:
+                guess = closest_tool_name(n, list(by_name))
+                return f"{json.dumps(n)} (did you mean {json.dumps(guess)}?)" if guess else json.dumps(n)
+
+            raise _invalid(f"No such tool: {', '.join(named(n) for n in unknown)}.")
         chosen: list[Tool] = []
         for n in names:
             if by_name[n] not in chosen:
                 chosen.append(by_name[n])
-        return chosen[:limit] if limit else chosen
-    if search is not None:
-        query = _words(search)
-        scored = sorted(((s, i, t) for i, t in enumerate(pool) if (s := _score(t, query)) > 0), key=lambda x: (-x[0], x[1]))
-        return [t for _, _, t in scored][: limit or DEFAULT_SEARCH_LIMIT]
-    return pool[:limit] if limit else pool
+        return chosen[:limit]
+    pool = [t for t in tools if include_unavailable or t.available]
+    if search is None:
+        return pool[:limit]
+    query = _words(search)
+    scored = sorted(((s, i, t) for i, t in enumerate(pool) if (s := _score(t, query)) > 0), key=lambda x: (-x[0], x[1]))
+    return [t for _, _, t in scored][: limit or DEFAULT_SEARCH_LIMIT]
 
 
 def model_schema(tool: Tool) -> dict[str, Any]:

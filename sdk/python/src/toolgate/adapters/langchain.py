@@ -61,11 +61,11 @@ def langchain_tool(client: Any, tool: Tool) -> StructuredTool:
     )
 
 
-def langchain_tools(client: Any, tools: Sequence[Tool] | None = None, *, names: Sequence[str] | None = None, search: str | None = None, limit: int | None = None) -> list[StructuredTool]:
+def langchain_tools(client: Any, tools: Sequence[Tool] | None = None, *, names: Sequence[str] | None = None, search: str | None = None, limit: int | None = None, include_unavailable: bool = False) -> list[StructuredTool]:
     """The chosen tools as ``StructuredTool``s. With a synchronous client the catalogue is read
     here; with an ``AsyncToolgate`` pass ``tools=await client.tools.list()``."""
     if tools is None:
         if inspect.iscoroutinefunction(client.tools.list):
             raise TypeError("With an AsyncToolgate, pass the catalogue: langchain_tools(client, tools=await client.tools.list(), ...)")
         tools = client.tools.list()
-    return [langchain_tool(client, t) for t in select_tools(list(tools), names=names, search=search, limit=limit)]
+    return [langchain_tool(client, t) for t in select_tools(list(tools), names=names, search=search, limit=limit, include_unavailable=include_unavailable)]

@@ -1,0 +1,78 @@
+import { readFile } from "node:fs/promises";
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { installPackedSdk, type InstalledProject } from "../../helpers/sdk-package.js";
+
+/**
+ * Where the TypeScript library's surface had drifted from the Python library's, from the npm
+ * pack tarball in a fresh project, against a real HTTP server that records what it is sent.
+ */
+let project: InstalledProject;
+let server: Server;
+let url: string;
+const seen: { method: string; url: string; headers: IncomingHttpHeaders }[] = [];
+beforeAll(async () => {
+  project = await installPackedSdk();
+  server = createServer((req, res) => {
+    seen.push({ method: req.method!, url: req.url!, headers: req.headers });
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ data: [], next_cursor: null }));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+}, 180_000);
+afterAll(async () => {
+  await new Promise((r) => server?.close(r));
+  await project?.remove();
+});
+
+const HEADER = `import { Toolgate } from "toolgate";
+const out = (v) => console.log(JSON.stringify(v));
+`;
+
+describe("the packed library, as the Python library", () => {
+  it("says who it is in the User-Agent (toolgate-typescript/<version>, as toolgate-python/<version>); the caller's headers win", async () => {
+    const version = JSON.parse(
+      await readFile(new URL("../../../sdk/typescript/package.json", import.meta.url), "utf8"),
+    ).version;
+    seen.length = 0;
+    await project.script(
+      `${HEADER}await new Toolgate({ apiKey: "k", baseUrl: process.env.URL }).tools.list();
+await new Toolgate({ apiKey: "k", baseUrl: process.env.URL, headers: { "user-agent": "my-agent/2" } }).tools.list();
+out(null);`,
+      { URL: url },
+    );
+    expect(seen.map((r) => r.headers["user-agent"])).toEqual([
+      `toolgate-typescript/${version}`,
+      "my-agent/2",
+    ]);
+  });
+
+  it("reads the account's events as client.account.events (Python's name); usage.events still answers", async () => {
+    seen.length = 0;
+    const result = await project.script(
+      `${HEADER}const client = new Toolgate({ apiKey: "k", baseUrl: process.env.URL });
+out({ account: await client.account.events({ type: "credits.low", limit: 2 }), usage: await client.usage.events() });`,
+      { URL: url },
+    );
+    expect(result).toEqual({
+      account: { data: [], next_cursor: null },
+      usage: { data: [], next_cursor: null },
+    });
+    expect(seen.map((r) => `${r.method} ${r.url}`)).toEqual([
+      "GET /api/v1/events?type=credits.low&limit=2",
+      "GET /api/v1/events",
+    ]);
+  });
+
+  it("takes an empty baseUrl as unset (TOOLGATE_BASE_URL, else the default), as Python's base_url", async () => {
+    seen.length = 0;
+    const result = await project.script(
+      `${HEADER}const client = new Toolgate({ apiKey: "k", baseUrl: "" });
+out({ baseUrl: client.baseUrl, tools: await client.tools.list() });`,
+      { TOOLGATE_BASE_URL: url },
+    );
+    expect(result).toEqual({ baseUrl: url, tools: [] });
+    expect(seen.map((r) => `${r.method} ${r.url}`)).toEqual(["GET /v1/tools"]);
+  });
+});
