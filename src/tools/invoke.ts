@@ -18,6 +18,7 @@ import { isPrivateTool } from "./custom/registry.js";
 import type { ForwardOutcome, Forwarder } from "./forward.js";
 import { preflight } from "./preflight.js";
 import { PoolBusyError } from "./priority-gate.js";
+import { untilStoreAnswers } from "./until-store-answers.js";
 
 /**
  * The one path every tool call takes, whichever door it came through (decisions.md D6):
@@ -339,13 +340,31 @@ async function serveCharged(
         "X-Credits-Remaining": String(caller.account.balance),
       },
     };
-    if (idempotencyKey)
-      await store.completeIdempotent(
-        accountId,
-        idempotencyKey,
-        result,
-        idempotencyTtlSeconds ?? config.idempotencyTtlSeconds,
-      );
+    if (idempotencyKey) {
+      const complete = () =>
+        store.completeIdempotent(
+          accountId,
+          idempotencyKey,
+          result,
+          idempotencyTtlSeconds ?? config.idempotencyTtlSeconds,
+        );
+      // Served and charged: the caller gets the answer even if the store cannot keep it for
+      // replays right now (a 503 would hide a call that was charged). The answer is stored once
+      // the store is back; until then a retry with the key waits, then reruns it under the same
+      // request id, reusing its debit (one charge either way).
+      await complete().catch((err: unknown) => {
+        services.log.warn(
+          { err, account_id: accountId, request_id: requestId },
+          "could not store a served call's answer for its Idempotency-Key; retrying",
+        );
+        untilStoreAnswers(
+          services,
+          "the stored answer of a served call",
+          { account_id: accountId, request_id: requestId, tool: tool.name },
+          complete,
+        );
+      });
+    }
     services.metrics.countToolCall(metricsName(tool), "ok");
     if (caller.charged) services.metrics.creditsDebited.inc(tool.cost);
     return { ...result, replayed: false };
@@ -422,10 +441,10 @@ export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiErr
 }
 
 /**
- * The refund of an admission whose outcome is unknown, retried in the background every second for
- * up to five minutes (the refund is idempotent: `not_charged` when no debit happened). It lives in
- * this process; if the process dies too, the debit stays recorded in the ledger, and a retry with
- * the same Idempotency-Key takes it over instead of paying again.
+ * The refund of an admission whose outcome is unknown, retried in the background until the store
+ * answers (the refund is idempotent: `not_charged` when no debit happened). If the process dies
+ * too, the debit stays recorded in the ledger, and a retry with the same Idempotency-Key takes it
+ * over instead of paying again.
  */
 function refundWhenBack(
   services: Services,
@@ -437,36 +456,21 @@ function refundWhenBack(
     keyHash: string | null;
   },
 ): void {
-  const deadline = Date.now() + 5 * 60_000;
-  const attempt = () =>
-    services.store
-      .refund(call.accountId, {
+  untilStoreAnswers(
+    services,
+    "the refund of an admission made while the store was failing",
+    { account_id: call.accountId, request_id: call.requestId, tool: call.tool },
+    async () => {
+      const result = await services.store.refund(call.accountId, {
         requestId: call.requestId,
         idempotencyKey: call.idempotencyKey,
         tool: call.tool,
         keyHash: call.keyHash,
         reason: "store unavailable during admission",
-      })
-      .then(
-        (result) => {
-          if (result.status === "refunded") {
-            services.metrics.creditsRefunded.inc(result.amount);
-            services.log.warn(
-              { account_id: call.accountId, request_id: call.requestId, tool: call.tool },
-              "refunded a debit made while the store was failing",
-            );
-          }
-        },
-        () => {
-          if (Date.now() < deadline) setTimeout(attempt, 1000).unref();
-          else
-            services.log.error(
-              { account_id: call.accountId, request_id: call.requestId },
-              "could not settle an admission made while the store was failing",
-            );
-        },
-      );
-  setTimeout(attempt, 1000).unref();
+      });
+      if (result.status === "refunded") services.metrics.creditsRefunded.inc(result.amount);
+    },
+  );
 }
 
 /**
@@ -504,24 +508,32 @@ async function refundOnce(
         }),
       ]
     : [];
-  for (let attempt = 1; ; attempt++) {
+  const refund = async () => {
+    const refunded = await services.store.refund(
+      accountId,
+      { requestId, reason, idempotencyKey, tool, keyHash },
+      events,
+    );
+    if (refunded.status === "refunded") services.metrics.creditsRefunded.inc(refunded.amount);
+  };
+  for (let attempt = 1; attempt <= 3; attempt++) {
     try {
-      const refunded = await services.store.refund(
-        accountId,
-        { requestId, reason, idempotencyKey, tool, keyHash },
-        events,
-      );
-      if (refunded.status === "refunded") services.metrics.creditsRefunded.inc(refunded.amount);
-      return;
+      return await refund();
     } catch (err) {
-      if (attempt >= 3) {
-        services.log.error(
+      if (attempt < 3) await new Promise((r) => setTimeout(r, 100 * attempt));
+      else
+        services.log.warn(
           { err, account_id: accountId, request_id: requestId },
-          "refund failed; the ledger needs reconciling",
+          "refund failed; retrying it until the store answers",
         );
-        return;
-      }
-      await new Promise((r) => setTimeout(r, 100 * attempt));
     }
   }
+  // The caller is told the call was not charged: that must become true once the store is back,
+  // however long it is away (test/integration/store-outage-mid-call.test.ts).
+  untilStoreAnswers(
+    services,
+    "the refund of a failed call",
+    { account_id: accountId, request_id: requestId, tool },
+    refund,
+  );
 }
