@@ -37,6 +37,12 @@ export interface ToolCall {
   requestId: string;
   /** The door counted this call against the rate limit already (MCP counts every message as it arrives). */
   counted?: boolean;
+  /**
+   * When this execution's hold on its Idempotency-Key may run out (no later than the claim's
+   * lease): from then a retry may take the claim over and reuse the debit, so a refund the store
+   * has not taken by then is left to that retry (refundDeadline).
+   */
+  claimHeldUntil?: number;
 }
 
 /**
@@ -80,9 +86,12 @@ export async function invokeTool(
   };
   // The key's claim and the call's admission in one round trip (the store's admitIdempotent),
   // again while another request with this key is executing.
+  let claimedAt = Date.now();
   const admission = await whileInProgress(
     claim.leaseMs,
     async () => {
+      // The claim's lease runs from when Redis runs the script, so from no earlier than this.
+      claimedAt = Date.now();
       try {
         return await services.store.admitIdempotent(
           admitRequest(call, "tool call", tool.cost),
@@ -91,7 +100,11 @@ export async function invokeTool(
         );
       } catch (err) {
         // As in `execute`: the debit may have happened without us hearing of it.
-        if (err instanceof StoreUnavailableError) refundWhenBack(services, refundOf(call));
+        if (err instanceof StoreUnavailableError)
+          refundWhenBack(
+            services,
+            refundOf({ ...call, claimHeldUntil: claimedAt + claim.leaseMs }),
+          );
         throw err;
       }
     },
@@ -101,7 +114,12 @@ export async function invokeTool(
   if (state.state === "started") {
     // Executed under the claim's request id: the debit is idempotent per request id, so a retry
     // that takes over the claim of a process that died mid-call is not charged a second time.
-    const running = { ...call, requestId: state.requestId, idempotencyTtlSeconds: ttlSeconds };
+    const running = {
+      ...call,
+      requestId: state.requestId,
+      idempotencyTtlSeconds: ttlSeconds,
+      claimHeldUntil: claimedAt + claim.leaseMs,
+    };
     if (!admission.admitted) return execute(services, running, input, forward, idempotencyKey);
     return serveAdmitted(
       services,
@@ -224,7 +242,22 @@ const refundOf = (call: ToolCall) => ({
   idempotencyKey: call.idempotencyKey,
   tool: call.tool.name,
   keyHash: call.key.hash,
+  retryUntil: refundDeadline(call),
 });
+
+/** A second's margin for the clocks of this process and of Redis (the lease is Redis's). */
+const CLOCK_MARGIN_MS = 1000;
+
+/**
+ * Until when a refund the store did not take may be retried: five minutes, or, for a call under
+ * an Idempotency-Key, until its claim may be taken over. A retry that takes the claim over runs
+ * under the same request id on the same debit (not charged again); refunding that debit after
+ * would serve the retry for nothing. Left alone, the debit is the retry's charge.
+ */
+const refundDeadline = (call: Pick<ToolCall, "idempotencyKey" | "claimHeldUntil">) =>
+  call.idempotencyKey && call.claimHeldUntil !== undefined
+    ? call.claimHeldUntil - CLOCK_MARGIN_MS
+    : Date.now() + 5 * 60_000;
 
 /** Serves a call once admitted (charged, or free for the caller): kept on 2xx, refunded once otherwise. */
 function serveAdmitted(
@@ -279,7 +312,7 @@ function recordTiming(
 
 async function serveCharged(
   services: Services,
-  { tool, key, requestId, idempotencyTtlSeconds }: ToolCall,
+  { tool, key, requestId, idempotencyTtlSeconds, claimHeldUntil }: ToolCall,
   caller: Admitted,
   input: unknown,
   forward: Forwarder,
@@ -318,6 +351,7 @@ async function serveCharged(
         keyHash: key.hash,
         reason: "worker pool busy",
         errorCode: null,
+        retryUntil: refundDeadline({ idempotencyKey, claimHeldUntil }),
       });
       throw new ApiError("worker_pool_busy", "Every worker for this tool is busy; retry shortly.", {
         headers: { ...caller.headers, "Retry-After": "1" },
@@ -361,6 +395,7 @@ async function serveCharged(
           services,
           "the stored answer of a served call",
           { account_id: accountId, request_id: requestId, tool: tool.name },
+          Date.now() + 5 * 60_000,
           complete,
         );
       });
@@ -381,6 +416,7 @@ async function serveCharged(
     keyHash: key.hash,
     reason: `tool failed: ${failure.code}`,
     errorCode: callerError ? null : failure.code,
+    retryUntil: refundDeadline({ idempotencyKey, claimHeldUntil }),
   });
   throw failure.withHeaders(caller.headers);
 }
@@ -454,12 +490,14 @@ function refundWhenBack(
     idempotencyKey: string | null;
     tool: string;
     keyHash: string | null;
+    retryUntil: number;
   },
 ): void {
   untilStoreAnswers(
     services,
     "the refund of an admission made while the store was failing",
     { account_id: call.accountId, request_id: call.requestId, tool: call.tool },
+    call.retryUntil,
     async () => {
       const result = await services.store.refund(call.accountId, {
         requestId: call.requestId,
@@ -488,6 +526,7 @@ async function refundOnce(
     keyHash,
     reason,
     errorCode,
+    retryUntil,
   }: {
     accountId: string;
     requestId: string;
@@ -496,6 +535,7 @@ async function refundOnce(
     keyHash: string | null;
     reason: string;
     errorCode: string | null;
+    retryUntil: number;
   },
 ): Promise<void> {
   const events = errorCode
@@ -534,6 +574,7 @@ async function refundOnce(
     services,
     "the refund of a failed call",
     { account_id: accountId, request_id: requestId, tool },
+    retryUntil,
     refund,
   );
 }

@@ -1,11 +1,10 @@
 import type { Services } from "../services.js";
 
-/** How long a step that must reach the store is retried in the background, and how often. */
-const RETRY_FOR_MS = 5 * 60_000;
+/** How often a step that must reach the store is retried in the background. */
 const RETRY_EVERY_MS = 1000;
 
 /**
- * Runs `step` in the background once a second until the store takes it, for up to five minutes:
+ * Runs `step` in the background once a second until the store takes it, until `deadline` (ms):
  * for the end of a charged call (its refund, its Idempotency-Key's answer) that the store could
  * not record when the call ended. The caller has been answered already; what it was told must
  * become true in the books once the store is back, so the step is never dropped after a few quick
@@ -16,9 +15,9 @@ export function untilStoreAnswers(
   services: Services,
   what: string,
   context: Record<string, unknown>,
+  deadline: number,
   step: () => Promise<void>,
 ): void {
-  const deadline = Date.now() + RETRY_FOR_MS;
   const attempt = () =>
     step().then(
       () => services.log.warn(context, `${what}: done once the store answered again`),

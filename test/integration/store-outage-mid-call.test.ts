@@ -29,6 +29,9 @@ describe("Redis goes away while a charged call is at its worker", () => {
       REDIS_URL: redis.url,
       AI_BASE_URL: `${llm.url}/v1`,
       AI_MODEL: "m",
+      // Keeps an Idempotency-Key's lease (timeout + queue wait + 5 s) short enough to outlast.
+      TOOL_TIMEOUTS: "ai-generate=2500",
+      POOL_QUEUE_TIMEOUT_MS: "500",
     });
   });
   afterAll(async () => {
@@ -61,10 +64,11 @@ describe("Redis goes away while a charged call is at its worker", () => {
     return inFlight;
   }
 
-  async function redisBack(key: string) {
+  async function redisBack(key: string, { probe = true } = {}) {
     llm.state.delayMs = 0;
     llm.state.status = 200;
     await redis.restart();
+    if (!probe) return;
     // The gateway reconnects by itself.
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline) {
@@ -106,5 +110,30 @@ describe("Redis goes away while a charged call is at its worker", () => {
       (e) => e.tool === "hash" && e.kind === "debit",
     ).length;
     expect(await balanceOf(gw.url, key)).toBe(90 - hashCalls);
+  }, 60_000);
+
+  it("leaves a failed call's debit to a retry that took its Idempotency-Key over after a long outage: served, charged once", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100, "pro");
+    const headers = { "idempotency-key": "failed-in-long-outage" };
+    llm.state.status = 503;
+    const startedAt = Date.now();
+    const failed = await callWhileRedisGoes(key, headers);
+    expect([failed.status, failed.body.error.code]).toEqual([502, "tool_failed"]);
+    // Redis stays away past the key's lease (2.5 s + 0.5 s + 5 s): a retry may then take it over.
+    await new Promise((r) => setTimeout(r, Math.max(0, startedAt + 9_000 - Date.now())));
+    await redisBack(key, { probe: false });
+    let retry = await callTool(gw.url, key, "ai-generate", { prompt: "outage" }, headers);
+    for (let i = 0; i < 50 && retry.status === 503; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      retry = await callTool(gw.url, key, "ai-generate", { prompt: "outage" }, headers);
+    }
+    expect([retry.status, retry.body.text]).toEqual([200, "echo: outage"]);
+    // Time for any refund still pending in the gateway to land.
+    await new Promise((r) => setTimeout(r, 2500));
+    const replay = await callTool(gw.url, key, "ai-generate", { prompt: "outage" }, headers);
+    expect([replay.status, replay.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
+    expect(await balanceOf(gw.url, key)).toBe(90);
+    const aiCall = (await ledger(accountId)).filter((e) => e.tool === "ai-generate");
+    expect(aiCall.map((e) => e.kind)).toEqual(["debit"]);
   }, 60_000);
 });
