@@ -321,6 +321,20 @@ async function serveCharged(
 ): Promise<ToolCallResult> {
   const { store, pools, config } = services;
   const accountId = caller.account.id;
+  const refundUntil = refundDeadline({ idempotencyKey, claimHeldUntil });
+  // Open until kept or refunded: if this process dies first, a survivor refunds it
+  // (credits/open-charges.ts). A free call has nothing to refund.
+  const open = caller.charged
+    ? services.openCharges.track({
+        accountId,
+        requestId,
+        idempotencyKey,
+        tool: tool.name,
+        keyHash: key.hash,
+        refundUntil,
+      })
+    : null;
+  const closeOpen = async () => open?.close();
   let outcome: ForwardOutcome;
   try {
     // A Business account bound to its own pool is sent there and nowhere else (see dedicated-workers.ts).
@@ -351,7 +365,8 @@ async function serveCharged(
         keyHash: key.hash,
         reason: "worker pool busy",
         errorCode: null,
-        retryUntil: refundDeadline({ idempotencyKey, claimHeldUntil }),
+        retryUntil: refundUntil,
+        afterRefund: closeOpen,
       });
       throw new ApiError("worker_pool_busy", "Every worker for this tool is busy; retry shortly.", {
         headers: { ...caller.headers, "Retry-After": "1" },
@@ -365,6 +380,12 @@ async function serveCharged(
   }
 
   if (outcome.kind === "response" && outcome.status >= 200 && outcome.status < 300) {
+    // Kept in Redis before the answer goes out. A survivor took this process for dead (it was
+    // silent too long) and refunded the call: the answer is withheld, as the refund says.
+    if (open && !(await open.keep())) {
+      services.metrics.countToolCall(metricsName(tool), "shutting_down");
+      throw failureOf(tool, { kind: "interrupted" }).withHeaders(caller.headers);
+    }
     const result: StoredResponse = {
       status: 200,
       body: outcome.body.toString("utf8"),
@@ -416,7 +437,8 @@ async function serveCharged(
     keyHash: key.hash,
     reason: `tool failed: ${failure.code}`,
     errorCode: callerError ? null : failure.code,
-    retryUntil: refundDeadline({ idempotencyKey, claimHeldUntil }),
+    retryUntil: refundUntil,
+    afterRefund: closeOpen,
   });
   throw failure.withHeaders(caller.headers);
 }
@@ -527,6 +549,7 @@ async function refundOnce(
     reason,
     errorCode,
     retryUntil,
+    afterRefund,
   }: {
     accountId: string;
     requestId: string;
@@ -536,6 +559,8 @@ async function refundOnce(
     reason: string;
     errorCode: string | null;
     retryUntil: number;
+    /** Once the refund has landed (the call's open record is closed then, not before). */
+    afterRefund: () => Promise<void>;
   },
 ): Promise<void> {
   const events = errorCode
@@ -555,6 +580,7 @@ async function refundOnce(
       events,
     );
     if (refunded.status === "refunded") services.metrics.creditsRefunded.inc(refunded.amount);
+    await afterRefund();
   };
   for (let attempt = 1; attempt <= 3; attempt++) {
     try {
