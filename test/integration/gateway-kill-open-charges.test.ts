@@ -96,3 +96,34 @@ it("refunds the calls a killed gateway left charged and unanswered, once, and th
     await store.close();
   }
 }, 90_000);
+
+it("answers 503, not 200, a call a survivor refunded while its process was frozen past the silence limit", async () => {
+  const frozenPrefix = uniquePrefix("openfrozen");
+  const env = { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "m", TOOL_TIMEOUTS: "ai-generate=30000" };
+  const [frozen, survivor] = await Promise.all([
+    spawnGateway(frozenPrefix, env),
+    spawnGateway(frozenPrefix, env),
+  ]);
+  try {
+    const { key } = await fundedAccount(frozen.url, 100, "business");
+    llm.state.delayMs = 3000;
+    const before = llm.state.received;
+    const stalled = callTool(frozen.url, key, "ai-generate", { prompt: "frozen" });
+    await llm.reached(before + 1);
+    await new Promise((r) => setTimeout(r, 1500)); // recorded as open
+    frozen.child.kill("SIGSTOP"); // a process stalled, not dead: its heartbeat stops
+    const deadline = Date.now() + 30_000;
+    while ((await balanceOf(survivor.url, key)) !== 100 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 250));
+    expect(await balanceOf(survivor.url, key)).toBe(100);
+    frozen.child.kill("SIGCONT");
+    const answer = await stalled;
+    // The provider answered meanwhile, but the call was refunded: it is not served as well.
+    expect([answer.status, answer.body.error?.code]).toEqual([503, "shutting_down"]);
+    expect(await balanceOf(frozen.url, key)).toBe(100);
+  } finally {
+    frozen.child.kill("SIGCONT");
+    await Promise.all([frozen.stop(), survivor.stop()]);
+    await dropPrefix(frozenPrefix);
+  }
+}, 90_000);
