@@ -1,3 +1,4 @@
+import { startOpenCharges } from "./credits/open-charges.js";
 import { createMailer } from "./accounts/mailer.js";
 import { secretValues, type Config } from "./config.js";
 import {
@@ -118,6 +119,8 @@ export async function createServices(
       metrics.queueDepth.set({ queue: `worker-pool-${pool}` }, pools.gate(pool).queued);
     }
   });
+  const openCharges = startOpenCharges({ store, log, metrics });
+  started.push({ name: "open charges", stop: () => openCharges.stop() });
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, log });
   started.push({ name: "mailer", stop: () => mailer.close() });
   // Built in layers, each from what exists before it: the object is never half-made.
@@ -131,6 +134,7 @@ export async function createServices(
     upstream,
     metrics,
     requestGuard: new RequestGuard(log),
+    openCharges,
     mailer,
   };
 

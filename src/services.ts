@@ -1,3 +1,4 @@
+import type { OpenCharges } from "./credits/open-charges.js";
 import type { Logger } from "pino";
 import type { Mailer } from "./accounts/mailer.js";
 import type { Redactor } from "./lib/redact.js";
@@ -43,6 +44,8 @@ export interface Services {
   status: StatusService;
   /** Traces an uncaught exception to the request that raised it and fails only that one. */
   requestGuard: RequestGuard;
+  /** The charged calls this process has open, and the refund of those a dead process left open. */
+  openCharges: OpenCharges;
 }
 
 /**
@@ -62,4 +65,5 @@ export type Foundation = Pick<
   | "upstream"
   | "metrics"
   | "requestGuard"
+  | "openCharges"
 >;

@@ -15,6 +15,7 @@ import { memoryOutbox } from "./outbox/memory.js";
 import { memoryPayments } from "./payments/memory.js";
 import { memoryRateLimits } from "./rate-limits/memory.js";
 import { memorySessions } from "./sessions/memory.js";
+import { memoryOpenCharges } from "./open-charges/memory.js";
 import { memorySingleUse } from "./single-use/memory.js";
 import { memorySso } from "./sso/memory.js";
 import type { Store } from "./types.js";
@@ -36,6 +37,7 @@ export function createMemoryStore(options: MemoryStoreOptions): Store {
     ...memoryWebhooks(),
     ...memoryPayments(state),
     ...memorySingleUse(state),
+    ...memoryOpenCharges(),
     ...memorySso(),
     ...memorySessions(state),
     async ping() {},

@@ -45,6 +45,9 @@ export const redisKey = {
   paymentServed: (id: string) => `{payments}:served:${id}`,
   openPayments: () => "{payments}:open",
   relayerNonce: (name: string) => `{relayers}:nonce:${name}`,
+  // The open charged calls of each gateway process, and their heartbeats: one slot of their own.
+  openCharges: (processId: string) => `{open-charges}:calls:${processId}`,
+  chargeProcesses: () => "{open-charges}:processes",
 };
 
 /** The Lua scripts (src/credits/lua/<name>.lua) and how many of their arguments are keys. */
@@ -73,6 +76,8 @@ const KEY_COUNTS = {
   "key-update": 2,
   "spend-alert": 1,
   "outbox-ack": 2,
+  "open-charge-close": 1,
+  "open-charges-take": 2,
 } as const;
 export type ScriptName = keyof typeof KEY_COUNTS;
 

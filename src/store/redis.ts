@@ -15,6 +15,7 @@ import { redisRateLimits } from "./rate-limits/redis.js";
 import type { RedisConnection } from "./redis-connection.js";
 import { openRedisContext, type RedisStoreOptions } from "./redis-context.js";
 import { redisSessions } from "./sessions/redis.js";
+import { redisOpenCharges } from "./open-charges/redis.js";
 import { redisSingleUse } from "./single-use/redis.js";
 import { redisSso } from "./sso/redis.js";
 import type { Store } from "./types.js";
@@ -41,6 +42,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     ...redisWebhooks(context),
     ...redisPayments(context),
     ...redisSingleUse(context),
+    ...redisOpenCharges(context),
     ...redisSso(context),
     ...redisSessions(context),
     requestsSent,

@@ -10,6 +10,7 @@ import type { IdempotencyStore } from "./idempotency/index.js";
 import type { CustomToolStore } from "./custom-tools/index.js";
 import type { WebhookStore } from "./webhooks/index.js";
 import type { PaymentStore } from "./payments/index.js";
+import type { OpenChargeStore } from "./open-charges/index.js";
 import type { SingleUseStore } from "./single-use/index.js";
 import type { SsoStore } from "./sso/index.js";
 import type { SessionStore } from "./sessions/index.js";
@@ -276,6 +277,7 @@ export interface Store
     WebhookStore,
     PaymentStore,
     SingleUseStore,
+    OpenChargeStore,
     SsoStore,
     SessionStore {
   ping(): Promise<void>;

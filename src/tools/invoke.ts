@@ -18,6 +18,7 @@ import { isPrivateTool } from "./custom/registry.js";
 import type { ForwardOutcome, Forwarder } from "./forward.js";
 import { preflight } from "./preflight.js";
 import { PoolBusyError } from "./priority-gate.js";
+import { untilStoreAnswers } from "./until-store-answers.js";
 
 /**
  * The one path every tool call takes, whichever door it came through (decisions.md D6):
@@ -36,6 +37,12 @@ export interface ToolCall {
   requestId: string;
   /** The door counted this call against the rate limit already (MCP counts every message as it arrives). */
   counted?: boolean;
+  /**
+   * When this execution's hold on its Idempotency-Key may run out (no later than the claim's
+   * lease): from then a retry may take the claim over and reuse the debit, so a refund the store
+   * has not taken by then is left to that retry (refundDeadline).
+   */
+  claimHeldUntil?: number;
 }
 
 /**
@@ -79,9 +86,12 @@ export async function invokeTool(
   };
   // The key's claim and the call's admission in one round trip (the store's admitIdempotent),
   // again while another request with this key is executing.
+  let claimedAt = Date.now();
   const admission = await whileInProgress(
     claim.leaseMs,
     async () => {
+      // The claim's lease runs from when Redis runs the script, so from no earlier than this.
+      claimedAt = Date.now();
       try {
         return await services.store.admitIdempotent(
           admitRequest(call, "tool call", tool.cost),
@@ -90,7 +100,11 @@ export async function invokeTool(
         );
       } catch (err) {
         // As in `execute`: the debit may have happened without us hearing of it.
-        if (err instanceof StoreUnavailableError) refundWhenBack(services, refundOf(call));
+        if (err instanceof StoreUnavailableError)
+          refundWhenBack(
+            services,
+            refundOf({ ...call, claimHeldUntil: claimedAt + claim.leaseMs }),
+          );
         throw err;
       }
     },
@@ -100,7 +114,12 @@ export async function invokeTool(
   if (state.state === "started") {
     // Executed under the claim's request id: the debit is idempotent per request id, so a retry
     // that takes over the claim of a process that died mid-call is not charged a second time.
-    const running = { ...call, requestId: state.requestId, idempotencyTtlSeconds: ttlSeconds };
+    const running = {
+      ...call,
+      requestId: state.requestId,
+      idempotencyTtlSeconds: ttlSeconds,
+      claimHeldUntil: claimedAt + claim.leaseMs,
+    };
     if (!admission.admitted) return execute(services, running, input, forward, idempotencyKey);
     return serveAdmitted(
       services,
@@ -223,7 +242,22 @@ const refundOf = (call: ToolCall) => ({
   idempotencyKey: call.idempotencyKey,
   tool: call.tool.name,
   keyHash: call.key.hash,
+  retryUntil: refundDeadline(call),
 });
+
+/** A second's margin for the clocks of this process and of Redis (the lease is Redis's). */
+const CLOCK_MARGIN_MS = 1000;
+
+/**
+ * Until when a refund the store did not take may be retried: five minutes, or, for a call under
+ * an Idempotency-Key, until its claim may be taken over. A retry that takes the claim over runs
+ * under the same request id on the same debit (not charged again); refunding that debit after
+ * would serve the retry for nothing. Left alone, the debit is the retry's charge.
+ */
+const refundDeadline = (call: Pick<ToolCall, "idempotencyKey" | "claimHeldUntil">) =>
+  call.idempotencyKey && call.claimHeldUntil !== undefined
+    ? call.claimHeldUntil - CLOCK_MARGIN_MS
+    : Date.now() + 5 * 60_000;
 
 /** Serves a call once admitted (charged, or free for the caller): kept on 2xx, refunded once otherwise. */
 function serveAdmitted(
@@ -278,7 +312,7 @@ function recordTiming(
 
 async function serveCharged(
   services: Services,
-  { tool, key, requestId, idempotencyTtlSeconds }: ToolCall,
+  { tool, key, requestId, idempotencyTtlSeconds, claimHeldUntil }: ToolCall,
   caller: Admitted,
   input: unknown,
   forward: Forwarder,
@@ -287,6 +321,20 @@ async function serveCharged(
 ): Promise<ToolCallResult> {
   const { store, pools, config } = services;
   const accountId = caller.account.id;
+  const refundUntil = refundDeadline({ idempotencyKey, claimHeldUntil });
+  // Open until kept or refunded: if this process dies first, a survivor refunds it
+  // (credits/open-charges.ts). A free call has nothing to refund.
+  const open = caller.charged
+    ? services.openCharges.track({
+        accountId,
+        requestId,
+        idempotencyKey,
+        tool: tool.name,
+        keyHash: key.hash,
+        refundUntil,
+      })
+    : null;
+  const closeOpen = async () => open?.close();
   let outcome: ForwardOutcome;
   try {
     // A Business account bound to its own pool is sent there and nowhere else (see dedicated-workers.ts).
@@ -317,6 +365,8 @@ async function serveCharged(
         keyHash: key.hash,
         reason: "worker pool busy",
         errorCode: null,
+        retryUntil: refundUntil,
+        afterRefund: closeOpen,
       });
       throw new ApiError("worker_pool_busy", "Every worker for this tool is busy; retry shortly.", {
         headers: { ...caller.headers, "Retry-After": "1" },
@@ -330,6 +380,12 @@ async function serveCharged(
   }
 
   if (outcome.kind === "response" && outcome.status >= 200 && outcome.status < 300) {
+    // Kept in Redis before the answer goes out. A survivor took this process for dead (it was
+    // silent too long) and refunded the call: the answer is withheld, as the refund says.
+    if (open && !(await open.keep())) {
+      services.metrics.countToolCall(metricsName(tool), "shutting_down");
+      throw failureOf(tool, { kind: "interrupted" }).withHeaders(caller.headers);
+    }
     const result: StoredResponse = {
       status: 200,
       body: outcome.body.toString("utf8"),
@@ -339,13 +395,32 @@ async function serveCharged(
         "X-Credits-Remaining": String(caller.account.balance),
       },
     };
-    if (idempotencyKey)
-      await store.completeIdempotent(
-        accountId,
-        idempotencyKey,
-        result,
-        idempotencyTtlSeconds ?? config.idempotencyTtlSeconds,
-      );
+    if (idempotencyKey) {
+      const complete = () =>
+        store.completeIdempotent(
+          accountId,
+          idempotencyKey,
+          result,
+          idempotencyTtlSeconds ?? config.idempotencyTtlSeconds,
+        );
+      // Served and charged: the caller gets the answer even if the store cannot keep it for
+      // replays right now (a 503 would hide a call that was charged). The answer is stored once
+      // the store is back; until then a retry with the key waits, then reruns it under the same
+      // request id, reusing its debit (one charge either way).
+      await complete().catch((err: unknown) => {
+        services.log.warn(
+          { err, account_id: accountId, request_id: requestId },
+          "could not store a served call's answer for its Idempotency-Key; retrying",
+        );
+        untilStoreAnswers(
+          services,
+          "the stored answer of a served call",
+          { account_id: accountId, request_id: requestId, tool: tool.name },
+          Date.now() + 5 * 60_000,
+          complete,
+        );
+      });
+    }
     services.metrics.countToolCall(metricsName(tool), "ok");
     if (caller.charged) services.metrics.creditsDebited.inc(tool.cost);
     return { ...result, replayed: false };
@@ -362,6 +437,8 @@ async function serveCharged(
     keyHash: key.hash,
     reason: `tool failed: ${failure.code}`,
     errorCode: callerError ? null : failure.code,
+    retryUntil: refundUntil,
+    afterRefund: closeOpen,
   });
   throw failure.withHeaders(caller.headers);
 }
@@ -422,10 +499,10 @@ export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiErr
 }
 
 /**
- * The refund of an admission whose outcome is unknown, retried in the background every second for
- * up to five minutes (the refund is idempotent: `not_charged` when no debit happened). It lives in
- * this process; if the process dies too, the debit stays recorded in the ledger, and a retry with
- * the same Idempotency-Key takes it over instead of paying again.
+ * The refund of an admission whose outcome is unknown, retried in the background until the store
+ * answers (the refund is idempotent: `not_charged` when no debit happened). If the process dies
+ * too, the debit stays recorded in the ledger, and a retry with the same Idempotency-Key takes it
+ * over instead of paying again.
  */
 function refundWhenBack(
   services: Services,
@@ -435,38 +512,25 @@ function refundWhenBack(
     idempotencyKey: string | null;
     tool: string;
     keyHash: string | null;
+    retryUntil: number;
   },
 ): void {
-  const deadline = Date.now() + 5 * 60_000;
-  const attempt = () =>
-    services.store
-      .refund(call.accountId, {
+  untilStoreAnswers(
+    services,
+    "the refund of an admission made while the store was failing",
+    { account_id: call.accountId, request_id: call.requestId, tool: call.tool },
+    call.retryUntil,
+    async () => {
+      const result = await services.store.refund(call.accountId, {
         requestId: call.requestId,
         idempotencyKey: call.idempotencyKey,
         tool: call.tool,
         keyHash: call.keyHash,
         reason: "store unavailable during admission",
-      })
-      .then(
-        (result) => {
-          if (result.status === "refunded") {
-            services.metrics.creditsRefunded.inc(result.amount);
-            services.log.warn(
-              { account_id: call.accountId, request_id: call.requestId, tool: call.tool },
-              "refunded a debit made while the store was failing",
-            );
-          }
-        },
-        () => {
-          if (Date.now() < deadline) setTimeout(attempt, 1000).unref();
-          else
-            services.log.error(
-              { account_id: call.accountId, request_id: call.requestId },
-              "could not settle an admission made while the store was failing",
-            );
-        },
-      );
-  setTimeout(attempt, 1000).unref();
+      });
+      if (result.status === "refunded") services.metrics.creditsRefunded.inc(result.amount);
+    },
+  );
 }
 
 /**
@@ -484,6 +548,8 @@ async function refundOnce(
     keyHash,
     reason,
     errorCode,
+    retryUntil,
+    afterRefund,
   }: {
     accountId: string;
     requestId: string;
@@ -492,6 +558,9 @@ async function refundOnce(
     keyHash: string | null;
     reason: string;
     errorCode: string | null;
+    retryUntil: number;
+    /** Once the refund has landed (the call's open record is closed then, not before). */
+    afterRefund: () => Promise<void>;
   },
 ): Promise<void> {
   const events = errorCode
@@ -504,24 +573,34 @@ async function refundOnce(
         }),
       ]
     : [];
-  for (let attempt = 1; ; attempt++) {
+  const refund = async () => {
+    const refunded = await services.store.refund(
+      accountId,
+      { requestId, reason, idempotencyKey, tool, keyHash },
+      events,
+    );
+    if (refunded.status === "refunded") services.metrics.creditsRefunded.inc(refunded.amount);
+    await afterRefund();
+  };
+  for (let attempt = 1; attempt <= 3; attempt++) {
     try {
-      const refunded = await services.store.refund(
-        accountId,
-        { requestId, reason, idempotencyKey, tool, keyHash },
-        events,
-      );
-      if (refunded.status === "refunded") services.metrics.creditsRefunded.inc(refunded.amount);
-      return;
+      return await refund();
     } catch (err) {
-      if (attempt >= 3) {
-        services.log.error(
+      if (attempt < 3) await new Promise((r) => setTimeout(r, 100 * attempt));
+      else
+        services.log.warn(
           { err, account_id: accountId, request_id: requestId },
-          "refund failed; the ledger needs reconciling",
+          "refund failed; retrying it until the store answers",
         );
-        return;
-      }
-      await new Promise((r) => setTimeout(r, 100 * attempt));
     }
   }
+  // The caller is told the call was not charged: that must become true once the store is back,
+  // however long it is away (test/integration/store-outage-mid-call.test.ts).
+  untilStoreAnswers(
+    services,
+    "the refund of a failed call",
+    { account_id: accountId, request_id: requestId, tool },
+    retryUntil,
+    refund,
+  );
 }

@@ -138,6 +138,12 @@ function openBullQueue(
       // Longer than the 10 s delivery timeout; a job held by a crashed process is taken over after it.
       lockDuration: 20_000,
       stalledInterval: 5_000,
+      // A delivery cut off by its process's death (or a lock lost to a Redis outage) is "stalled"
+      // and taken over; BullMQ's default fails it for good at the second stall, so two crashes in
+      // a row mid-delivery lost the event (test/integration/webhooks-crash-mid-delivery.test.ts).
+      // A stall is our fault, not the receiver's: it uses none of the delivery's attempts, and the
+      // bound is only there so a delivery that somehow killed every process would end.
+      maxStalledCount: 1_000,
       // An idle worker looks for due jobs at least every second (BullMQ's default: 5 s). A wake-up
       // marker handed to a blocking read that BullMQ's watchdog has just abandoned is lost with it,
       // and the job then waits for the worker's next look: a retry due in 1 s went out ~4 s late

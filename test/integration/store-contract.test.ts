@@ -1685,4 +1685,34 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       await follower.close();
     }
   });
+
+  it("hands a silent process's open calls to one survivor, each once; the process then learns which were taken", async () => {
+    const proc = `proc_${newRequestId()}`;
+    const charge = (requestId: string, refundUntil: number) => ({
+      accountId: "acct_x",
+      requestId,
+      idempotencyKey: null,
+      tool: "hash",
+      keyHash: null,
+      refundUntil,
+    });
+    const now = Date.now();
+    await store.heartbeat(proc, now - 60_000);
+    await store.markOpen(proc, [
+      charge("req_a", now + 60_000),
+      charge("req_b", now + 60_000),
+      charge("req_late", now - 1), // past its refund deadline: forgotten, not taken
+    ]);
+    expect(await store.closeOpen(proc, "req_b")).toBe("closed");
+    expect(await store.silentProcesses(now - 10_000)).toContain(proc);
+    const [first, second] = await Promise.all([
+      store.takeOpen(proc, now),
+      store.takeOpen(proc, now),
+    ]);
+    expect([...first, ...second].map((c) => c.requestId)).toEqual(["req_a"]);
+    expect(await store.silentProcesses(now - 10_000)).not.toContain(proc);
+    expect(await store.closeOpen(proc, "req_a")).toBe("taken");
+    expect(await store.closeOpen(proc, "req_late")).toBe("closed");
+    await store.leave(proc);
+  });
 });
