@@ -24,7 +24,10 @@ const INCIDENTS_KEPT = 200;
 const COMMAND_DEADLINE_MS = 2000;
 /** Each failed attempt means another change landed; this many in a row is not contention but a fault. */
 const CHANGE_ATTEMPTS = 50;
-const COMPARE_AND_SET = readFileSync(new URL("./compare-and-set.lua", import.meta.url), "utf8");
+const COMPARE_AND_SET = readFileSync(
+  new URL("../credits/lua/compare-and-set.lua", import.meta.url),
+  "utf8",
+);
 
 export function createRedisStatusStore(options: {
   url: string;

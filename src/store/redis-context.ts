@@ -67,7 +67,7 @@ const KEY_COUNTS = {
   "webhook-rotate": 1,
   "custom-tool-add": 1,
   "release-lock": 1,
-  "email-takeover": 1,
+  "compare-and-set": 1,
   "payment-claim": 2,
   "payment-save": 2,
   "session-touch": 2,

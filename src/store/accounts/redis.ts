@@ -135,13 +135,13 @@ export function redisAccounts({
       if ((await call(() => redis.set(key, claim, "NX"))) === "OK") return true;
       // A claim left behind by a sign-up that died before creating its account may be taken over,
       // once it is old enough not to be a sign-up still under way, and only as it was read: of two
-      // sign-ups taking over the same claim, one wins (email-takeover.lua).
+      // sign-ups taking over the same claim, one wins (compare-and-set.lua).
       const held = await call(() => redis.get(key));
       if (held === null) return false; // released meanwhile: someone else is claiming it now
       const holder = emailClaim.decode(held);
       if (now - holder.claimedAt < EMAIL_CLAIM_SETTLE_MS) return false;
       if ((await call(() => redis.exists(redisKey.account(holder.accountId)))) !== 0) return false;
-      return (await script<number>("email-takeover", [key], [held, claim])) === 1;
+      return (await script<number>("compare-and-set", [key], [held, claim])) === 1;
     },
 
     async accountIdByEmail(email: string): Promise<string | null> {
