@@ -36,7 +36,6 @@ export const redisKey = {
   events: (id: string) => `{${id}}:events`,
   session: (id: string, sessionId: string) => `{${id}}:session:${sessionId}`,
   ssoConnection: (id: string) => `{${id}}:sso`,
-  ssoLock: (id: string) => `{${id}}:sso-lock`,
   ssoDomain: (domain: string) => `sso-domain:${domain}`,
   once: (name: string) => `once:${name}`,
   sessionEpoch: (id: string) => `{${id}}:session-epoch`,

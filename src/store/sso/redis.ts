@@ -2,11 +2,11 @@
  * SSO connections on Redis: the connection is one JSON value per account (`{acct}:sso`); each
  * e-mail domain it lists is a global claim (`sso-domain:<domain>`), like an e-mail's. The claims
  * lie outside the account's slot, so no one script can change them with the connection: one
- * account's saves and deletes take turns under a lock (`{acct}:sso-lock`) instead.
+ * account's saves and deletes take turns under a lease (`lock:sso:<acct>`) instead.
  */
-import { randomId } from "../../lib/ids.js";
 import { StoreUnavailableError } from "../errors.js";
 import { type RedisContext, redisKey } from "../redis-context.js";
+import { redisSingleUse } from "../single-use/redis.js";
 import type { SsoConnectionChange, SsoConnectionRecord } from "../types.js";
 import type { SsoSaveOutcome, SsoStore } from "./index.js";
 
@@ -16,7 +16,10 @@ const LOCK_MS = 10_000;
 const LOCK_WAIT_MS = 3_000;
 const LOCK_POLL_MS = 10;
 
-export function redisSso({ redis, call, script }: RedisContext): SsoStore {
+export function redisSso(context: RedisContext): SsoStore {
+  const { redis, call, script } = context;
+  // The leases of the single-use concern (SET NX PX, released by its holder only).
+  const locks = redisSingleUse(context);
   /** Releases domains this account holds (compare-and-delete: never another account's claim). */
   async function releaseSsoDomains(accountId: string, domains: string[]): Promise<void> {
     for (const domain of domains)
@@ -29,10 +32,10 @@ export function redisSso({ redis, call, script }: RedisContext): SsoStore {
    * connection (a claim left by a lost save, a listed domain released by a racing delete).
    */
   async function holdingLock<T>(accountId: string, step: () => Promise<T>): Promise<T> {
-    const lock = redisKey.ssoLock(accountId);
-    const token = randomId(20);
+    const lock = `sso:${accountId}`;
     const giveUpAt = Date.now() + LOCK_WAIT_MS;
-    while ((await call(() => redis.set(lock, token, "PX", LOCK_MS, "NX"))) !== "OK") {
+    let token: string | null;
+    while (!(token = await locks.acquireLock(lock, LOCK_MS))) {
       if (Date.now() > giveUpAt)
         throw new StoreUnavailableError("the account's SSO connection is being changed");
       await new Promise((r) => setTimeout(r, LOCK_POLL_MS));
@@ -40,7 +43,7 @@ export function redisSso({ redis, call, script }: RedisContext): SsoStore {
     try {
       return await step();
     } finally {
-      await script("release-lock", [lock], [token]);
+      await locks.releaseLock(lock, token);
     }
   }
 
