@@ -4,6 +4,7 @@ import { newEventId } from "../lib/ids.js";
 import { every } from "../lib/periodic.js";
 import type { Foundation } from "../services.js";
 import type { OpenCharge } from "../store/open-charges/index.js";
+import { untilStoreAnswers } from "./until-store-answers.js";
 
 /**
  * The reconciler of charged calls left open by a gateway process that died (SIGKILL, OOM, a lost
@@ -80,15 +81,17 @@ export function startOpenCharges(
     (err) => log.warn({ err }, "could not record the open charged calls"),
   );
 
-  const closeWhenBack = (requestId: string) => {
-    // Past an hour the process's record has expired anyway.
-    const deadline = Date.now() + 3600_000;
-    const attempt = () =>
-      store.closeOpen(processId, requestId).catch(() => {
-        if (Date.now() < deadline) setTimeout(attempt, 1000).unref();
-      });
-    setTimeout(attempt, 1000).unref();
-  };
+  // Past an hour the process's record has expired anyway.
+  const closeWhenBack = (requestId: string) =>
+    untilStoreAnswers(
+      log,
+      "the close of a kept call's open record",
+      { request_id: requestId },
+      Date.now() + 3600_000,
+      async () => {
+        await store.closeOpen(processId, requestId);
+      },
+    );
 
   const reconciling = every(
     RECONCILE_EVERY_MS,

@@ -18,7 +18,7 @@ import { isPrivateTool } from "./custom/registry.js";
 import type { ForwardOutcome, Forwarder } from "./forward.js";
 import { preflight } from "./preflight.js";
 import { PoolBusyError } from "./priority-gate.js";
-import { untilStoreAnswers } from "./until-store-answers.js";
+import { untilStoreAnswers } from "../credits/until-store-answers.js";
 
 /**
  * The one path every tool call takes, whichever door it came through (decisions.md D6):
@@ -413,7 +413,7 @@ async function serveCharged(
           "could not store a served call's answer for its Idempotency-Key; retrying",
         );
         untilStoreAnswers(
-          services,
+          services.log,
           "the stored answer of a served call",
           { account_id: accountId, request_id: requestId, tool: tool.name },
           Date.now() + 5 * 60_000,
@@ -516,7 +516,7 @@ function refundWhenBack(
   },
 ): void {
   untilStoreAnswers(
-    services,
+    services.log,
     "the refund of an admission made while the store was failing",
     { account_id: call.accountId, request_id: call.requestId, tool: call.tool },
     call.retryUntil,
@@ -597,7 +597,7 @@ async function refundOnce(
   // The caller is told the call was not charged: that must become true once the store is back,
   // however long it is away (test/integration/store-outage-mid-call.test.ts).
   untilStoreAnswers(
-    services,
+    services.log,
     "the refund of a failed call",
     { account_id: accountId, request_id: requestId, tool },
     retryUntil,
