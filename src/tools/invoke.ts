@@ -247,6 +247,8 @@ const refundOf = (call: ToolCall) => ({
 
 /** A second's margin for the clocks of this process and of Redis (the lease is Redis's). */
 const CLOCK_MARGIN_MS = 1000;
+/** How long the end of a call (its refund, its stored answer) is retried while the store is away. */
+const STORE_RETRY_MS = 5 * 60_000;
 
 /**
  * Until when a refund the store did not take may be retried: five minutes, or, for a call under
@@ -257,7 +259,7 @@ const CLOCK_MARGIN_MS = 1000;
 const refundDeadline = (call: Pick<ToolCall, "idempotencyKey" | "claimHeldUntil">) =>
   call.idempotencyKey && call.claimHeldUntil !== undefined
     ? call.claimHeldUntil - CLOCK_MARGIN_MS
-    : Date.now() + 5 * 60_000;
+    : Date.now() + STORE_RETRY_MS;
 
 /** Serves a call once admitted (charged, or free for the caller): kept on 2xx, refunded once otherwise. */
 function serveAdmitted(
@@ -416,7 +418,7 @@ async function serveCharged(
           services.log,
           "the stored answer of a served call",
           { account_id: accountId, request_id: requestId, tool: tool.name },
-          Date.now() + 5 * 60_000,
+          Date.now() + STORE_RETRY_MS,
           complete,
         );
       });
