@@ -24,6 +24,8 @@ const schema = z.object({
   WEB_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   /** The most the web tools read of one response. */
   WEB_MAX_BYTES: z.coerce.number().int().min(1024).default(5_000_000),
+  /** The process ends itself when its event loop has not run this long (0: never); lib/loop-watchdog.ts. */
+  EVENT_LOOP_STALL_MS: z.coerce.number().int().min(0).default(30_000),
 });
 
 export interface WorkerConfig {
@@ -44,6 +46,7 @@ export interface WorkerConfig {
     | null;
   heavy: { threads: number; memoryMb: number };
   web: { allowPrivate: boolean; maxBytes: number };
+  eventLoopStallMs: number;
 }
 
 export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
@@ -76,5 +79,6 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
     search,
     heavy: { threads: e.HEAVY_THREADS, memoryMb: e.HEAVY_MEMORY_MB },
     web: { allowPrivate: e.WEB_ALLOW_PRIVATE_TARGETS === "1", maxBytes: e.WEB_MAX_BYTES },
+    eventLoopStallMs: e.EVENT_LOOP_STALL_MS,
   };
 }

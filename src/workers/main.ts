@@ -1,6 +1,7 @@
 import type { Server } from "node:http";
 import { createProcessLogger } from "../lib/logger.js";
 import { loadWorkerConfig, type WorkerConfig } from "./config.js";
+import { watchEventLoop } from "../lib/loop-watchdog.js";
 import { HeavyPool } from "./heavy/pool.js";
 import { createWorkerApp } from "./server.js";
 
@@ -49,7 +50,11 @@ const HEARTBEAT_MS = 1000;
 const STOP_BOUND_MS = 5000;
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  startWorkers(loadWorkerConfig()).then(
+  const config = loadWorkerConfig();
+  // A loop held by one call serves no one: the process ends and its supervisor restarts it.
+  if (config.eventLoopStallMs > 0)
+    watchEventLoop({ stallMs: config.eventLoopStallMs, service: "toolgate-workers" });
+  startWorkers(config).then(
     ({ port, stop }) => {
       const leave = () => {
         setTimeout(() => process.exit(0), STOP_BOUND_MS).unref();

@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import { createServer as createTcpServer, type Server as TcpServer } from "node:net";
 import { pino } from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -9,6 +10,7 @@ import {
   waitUntilNoneMarked,
   type Started,
 } from "../helpers/processes.js";
+import { spawnService } from "../helpers/gateway.js";
 import { REDIS_URL, dropPrefix, uniquePrefix } from "../helpers/redis.js";
 
 /**
@@ -185,6 +187,57 @@ describe("starting", () => {
       await workers.stop();
     }
   }, 30_000);
+});
+
+describe("a workers process run on its own (as docker compose runs it)", () => {
+  it("ends itself when its event loop stops running, so its supervisor restarts it", async () => {
+    const workers = await spawnService(
+      "src/workers/main.ts",
+      "workers listening",
+      { PORT: "0", EVENT_LOOP_STALL_MS: "1500" },
+      ["--import", new URL("../helpers/faults/hold-loop-on-sigusr2.mjs", import.meta.url).pathname],
+    );
+    let stderr = "";
+    workers.child.stderr!.on("data", (d) => (stderr += d));
+    const exited = once(workers.child, "exit");
+    try {
+      expect((await fetch(`${workers.url}/healthz`)).status).toBe(200);
+      const held = Date.now();
+      workers.child.kill("SIGUSR2"); // its loop now spins for good: it answers nothing
+      const [code, signal] = await within(exited, 15_000, "the stuck process to end");
+      // Killed, not exited cleanly: a supervisor (compose `restart: unless-stopped`) starts another.
+      expect({ code, signal }).toEqual({ code: null, signal: "SIGKILL" });
+      expect(Date.now() - held).toBeGreaterThanOrEqual(1500);
+      const line = JSON.parse(stderr.trim().split("\n").at(-1)!) as Record<string, unknown>;
+      expect(line).toMatchObject({ level: 60, service: "toolgate-workers" });
+      expect(line.msg).toMatch(/event loop has not run for \d+ s; ending the process/);
+    } finally {
+      workers.child.kill("SIGKILL");
+    }
+  }, 60_000);
+
+  it("keeps running while its loop runs, a busy one included", async () => {
+    const workers = await spawnService("src/workers/main.ts", "workers listening", {
+      PORT: "0",
+      EVENT_LOOP_STALL_MS: "1500",
+    });
+    try {
+      // Calls for longer than the stall limit: a loop that serves is never taken as stuck.
+      const until = Date.now() + 3000;
+      while (Date.now() < until) {
+        const res = await fetch(`${workers.url}/tools/hash`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ text: "still here" }),
+        });
+        expect(res.status).toBe(200);
+      }
+      expect(workers.child.exitCode).toBeNull();
+      expect(workers.child.signalCode).toBeNull();
+    } finally {
+      await workers.stop();
+    }
+  }, 60_000);
 });
 
 describe("npm start with REDIS_URL (development)", () => {
