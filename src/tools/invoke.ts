@@ -344,6 +344,7 @@ async function serveCharged(
     const release = await route.gate.acquire(
       TIERS[caller.account.tier].priority,
       config.poolQueueTimeoutMs,
+      accountId,
     );
     try {
       outcome = await (route.forward ?? forward)({

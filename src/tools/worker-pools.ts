@@ -55,8 +55,12 @@ export class WorkerPools {
     readonly settings: PoolSettings,
     private readonly log: Logger,
   ) {
-    for (const pool of Object.keys(settings.urls) as WorkerPool[])
-      this.gates.set(pool, new PriorityGate(settings.concurrency[pool]));
+    // One account holds at most half of a shared pool's slots (in this process): the rest stay
+    // for everyone else however many of its calls run to their deadline.
+    for (const pool of Object.keys(settings.urls) as WorkerPool[]) {
+      const limit = settings.concurrency[pool];
+      this.gates.set(pool, new PriorityGate(limit, Math.ceil(limit / 2)));
+    }
     const allowPrivate = settings.dedicatedAllowPrivate ?? false;
     const options = { keepAlive: true, maxSockets: 64, keepAliveMsecs: 10_000 };
     this.dedicatedAgent = guardAgent(new Agent(options), allowPrivate);

@@ -53,4 +53,53 @@ describe("PriorityGate", () => {
     await gate.acquire(0, 100);
     expect(gate.inFlight).toBe(1);
   });
+
+  it("keeps one holder to its share: its further callers wait while another holder is served at once", async () => {
+    const gate = new PriorityGate(4, 2);
+    const a1 = await gate.acquire(0, 1000, "acct_a");
+    await gate.acquire(0, 1000, "acct_a");
+    let thirdServed = false;
+    const third = gate.acquire(0, 1000, "acct_a").then((release) => {
+      thirdServed = true;
+      return release;
+    });
+    await gate.acquire(0, 1000, "acct_b"); // a free slot and b under its share: no wait
+    expect(gate.inFlight).toBe(3);
+    expect(gate.queued).toBe(1);
+    expect(thirdServed).toBe(false);
+    a1(); // a is under its share again: its waiter takes the slot
+    (await third)();
+    expect(thirdServed).toBe(true);
+    expect(gate.inFlight).toBe(2);
+  });
+
+  it("passes a freed slot over waiters whose holder has its share, to the next in line", async () => {
+    const gate = new PriorityGate(2, 1);
+    const a = await gate.acquire(0, 1000, "acct_a");
+    const b = await gate.acquire(0, 1000, "acct_b");
+    const order: string[] = [];
+    const wait = (name: string, holder: string, priority: number) =>
+      gate.acquire(priority, 1000, holder).then((done) => {
+        order.push(name);
+        return done;
+      });
+    const a2 = wait("a2 (pro)", "acct_a", 2); // first in line, but a holds its one slot
+    const c = wait("c (free)", "acct_c", 0);
+    b(); // a still holds its share: the slot goes to c
+    (await c)();
+    expect(order).toEqual(["c (free)"]);
+    a();
+    (await a2)();
+    expect(order).toEqual(["c (free)", "a2 (pro)"]);
+    expect(gate.inFlight).toBe(0);
+    expect(gate.queued).toBe(0);
+  });
+
+  it("times out a caller held back by its share like any other", async () => {
+    const gate = new PriorityGate(2, 1);
+    await gate.acquire(0, 1000, "acct_a");
+    await expect(gate.acquire(0, 20, "acct_a")).rejects.toBeInstanceOf(PoolBusyError);
+    expect(gate.queued).toBe(0);
+    expect(gate.inFlight).toBe(1);
+  });
 });
