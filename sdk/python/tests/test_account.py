@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import re
 import time
 
+import httpx
 import pytest
 
 from toolgate import AsyncToolgate, Toolgate, ToolgateError
@@ -154,3 +157,55 @@ async def test_the_async_client_sets_the_spend_alert_too(gateway, pro_key):
     async with AsyncToolgate(api_key=pro_key, base_url=gateway.base_url) as client:
         assert (await client.account.set_spend_alert(50)).spend_alert == {"credits": 50}
         assert (await client.account.remove_spend_alert()).spend_alert is None
+
+
+def recording(asked: list[str]) -> httpx.Client:
+    """An httpx client that keeps each request's path and query string in ``asked``."""
+    return httpx.Client(event_hooks={"request": [lambda r: asked.append(r.url.raw_path.decode())]})
+
+
+def test_iter_entries_walks_the_ledger_one_page_at_a_time_with_the_same_filters(gateway, pro_key):
+    asked: list[str] = []
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url, http_client=recording(asked))
+    for i in range(5):
+        client.tools.call("hash", {"text": f"page {i}"})
+    client.tools.call("qr-code", {"text": "not a hash"})
+    asked.clear()
+    entries = client.usage.iter_entries(tool="hash", limit=2)
+    assert asked == []  # nothing is asked for before the first entry is wanted
+    assert [(e.tool, e.kind) for e in entries] == [("hash", "debit")] * 5
+    first, *later = asked
+    assert first == "/api/v1/usage?limit=2&tool=hash" and len(later) == 2
+    assert all(re.fullmatch(r"/api/v1/usage\?limit=2&cursor=[^&]+&tool=hash", path) for path in later), later
+    asked.clear()
+    for seen, _ in enumerate(client.usage.iter_entries(limit=2), start=1):
+        if seen == 3:
+            break
+    assert len(asked) == 2  # the third entry is on the second page: no third page was asked for
+
+
+def test_iter_events_walks_every_event_and_the_async_client_too(gateway):
+    _, key = gateway.new_account("pro", 25)
+    asked: list[str] = []
+    client = Toolgate(api_key=key, base_url=gateway.base_url, http_client=recording(asked))
+    for i in range(25):  # sign-up's 25 credits: credits.low below 5, then credits.depleted at 0
+        client.tools.call("hash", {"text": f"i{i}"})
+    deadline = time.monotonic() + 20
+    while len(client.account.events()) < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    asked.clear()
+    assert [e.event for e in client.account.iter_events(limit=1)] == ["credits.depleted", "credits.low", "agent.registered"]
+    assert len(asked) >= 3 and asked[0] == "/api/v1/events?limit=1"
+    asked.clear()
+    assert [e.event for e in client.account.iter_events(type="credits.low", limit=1)] == ["credits.low"]
+    assert asked and all(p.startswith("/api/v1/events?limit=1") and "type=credits.low" in p for p in asked), asked
+
+    async def walk() -> tuple[list[str], list[str]]:
+        async with AsyncToolgate(api_key=key, base_url=gateway.base_url) as aclient:
+            events = [e.event async for e in aclient.account.iter_events(limit=1)]
+            hashes = [e.tool async for e in aclient.usage.iter_entries(kind="debit", limit=10)]
+        return events, hashes
+
+    events, hashes = asyncio.run(walk())
+    assert events == ["credits.depleted", "credits.low", "agent.registered"]
+    assert hashes == ["hash"] * 25

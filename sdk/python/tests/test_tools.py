@@ -7,7 +7,7 @@ import hashlib
 import httpx
 import pytest
 
-from toolgate import AsyncToolgate, Tool, Toolgate
+from toolgate import AsyncToolgate, Tool, ToolCategory, Toolgate, ToolgateError
 from toolgate.adapters import select_tools
 
 
@@ -72,3 +72,33 @@ def test_the_catalogue_read_with_a_key_holds_the_accounts_own_tools(gateway, rec
     assert [t.name for t in select_tools(client.tools.list(), names=["py-word-count"])] == ["py-word-count"]
     # Without the key it stays private.
     assert "py-word-count" not in {t.name for t in Toolgate(base_url=gateway.base_url).tools.list()}
+
+
+def test_searches_the_catalogue_and_lists_its_categories(gateway):
+    asked: list[str] = []
+    client = Toolgate(base_url=gateway.base_url, http_client=httpx.Client(event_hooks={"request": [lambda r: asked.append(r.url.raw_path.decode())]}))
+    categories = client.tools.categories()
+    security = client.tools.list(category="security")
+    assert client.tools.list(q="hash")[0].name == "hash"  # ranked: the best match first
+    assert {t.category for t in security} == {"security"} and "hash" in {t.name for t in security}
+    assert "hash" not in {t.name for t in client.tools.list(q="hash", category="data")}
+    [listed] = [c for c in categories if c.name == "security"]
+    assert isinstance(listed, ToolCategory) and listed.description and listed.tools == len(security)
+    assert sum(c.tools for c in categories) == len(client.tools.list())
+    with pytest.raises(ToolgateError) as caught:
+        client.tools.list(category="weather")
+    assert (caught.value.status, caught.value.code, caught.value.param) == (422, "validation_failed", "category")
+    assert asked == [
+        "/v1/tools/categories",
+        "/v1/tools?category=security",
+        "/v1/tools?q=hash",
+        "/v1/tools?q=hash&category=data",
+        "/v1/tools",
+        "/v1/tools?category=weather",
+    ]
+
+
+async def test_the_async_client_searches_too(gateway):
+    async with AsyncToolgate(base_url=gateway.base_url) as client:
+        assert (await client.tools.list(q="qr code"))[0].name == "qr-code"
+        assert "images" in {c.name for c in await client.tools.categories()}

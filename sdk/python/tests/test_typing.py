@@ -20,6 +20,16 @@ async def digest(client: AsyncToolgate) -> str:
 
 def wrong(client: Toolgate) -> str:
     return client.account.get().credits
+
+
+def walk(client: Toolgate) -> list[str]:
+    events = [e.event for e in client.account.iter_events(type="credits.low")]
+    return events + [e.kind for e in client.usage.iter_entries(tool="hash")] + [c.name for c in client.tools.categories()]
+
+
+async def awalk(client: AsyncToolgate) -> list[str]:
+    found = await client.tools.list(q="hash", category="security")
+    return [e.event async for e in client.account.iter_events()] + [t.name for t in found]
 '''
 
 

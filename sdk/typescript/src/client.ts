@@ -16,7 +16,7 @@ export interface ToolgateOptions {
   spending?: SpendingLimits;
   /** Retries on 429, 503 and network errors (tool calls and reads). Default 2. */
   maxRetries?: number;
-  /** Per-attempt timeout. Default 60 000 ms. */
+  /** Per-attempt timeout, for the attempt as a whole (sending to the answer's last byte). Default 60 000 ms. */
   timeoutMs?: number;
   /** A fetch to use instead of the global one. */
   fetch?: typeof globalThis.fetch;

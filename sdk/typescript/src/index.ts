@@ -12,12 +12,15 @@ export {
   type SpendingLimits,
   type WalletAccount,
 } from "./payments.js";
-export type { CallOptions, CallResult } from "./resources/tools.js";
+export type { CallOptions, CallResult, ToolSearch } from "./resources/tools.js";
+export type { EventsPage, UsagePage } from "./resources/account.js";
+export type { CursorPage, PagePromise } from "./pagination.js";
 export type {
   Account,
   ApiError,
   BodyOf,
   ResponseOf,
+  ToolCategory,
   ToolDescription,
   ToolInput,
   ToolName,

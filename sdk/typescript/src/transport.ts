@@ -153,6 +153,7 @@ export class Transport {
     for (let attempt = 0; ; attempt++) {
       const canRetry = attempt < maxRetries;
       let response: Response;
+      let text: string;
       try {
         const timeout = AbortSignal.timeout(spec.timeoutMs ?? this.options.timeoutMs);
         const signal = spec.signal ? AbortSignal.any([spec.signal, timeout]) : timeout;
@@ -162,6 +163,9 @@ export class Transport {
           body,
           signal,
         });
+        // The body is read under the same timeout: an answer whose headers came in time but whose
+        // body trickles in is the attempt's timeout too, not an error of another kind.
+        text = await response.text();
       } catch (error) {
         if (spec.signal?.aborted) throw error;
         const timedOut = (error as Error)?.name === "TimeoutError";
@@ -178,7 +182,6 @@ export class Transport {
           cause: error,
         });
       }
-      const text = await response.text();
       if (response.ok) {
         let data: unknown = null;
         try {

@@ -46,6 +46,7 @@ export type QueryOf<K extends keyof operations> = operations[K] extends {
 
 export type ToolDescription = ResponseOf<"getName">;
 export type ToolList = ResponseOf<"get">;
+export type ToolCategory = ResponseOf<"getCategories">["data"][number];
 export type Account = ResponseOf<"getAccount">;
 export type Analytics = ResponseOf<"getAnalytics">;
 export type ApiError = import("./generated/openapi.js").components["schemas"]["Error"]["error"];

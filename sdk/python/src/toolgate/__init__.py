@@ -12,7 +12,7 @@
 from ._client import DEFAULT_BASE_URL, AsyncToolgate, Toolgate
 from ._errors import ToolgateError
 from ._payments import DEFAULT_MAX_PER_CALL, DEFAULT_MAX_PER_SESSION, SpendingLimits
-from ._types import Account, Analytics, AnalyticsRow, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, ToolPrice, Webhook
+from ._types import Account, Analytics, AnalyticsRow, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, ToolCategory, ToolPrice, Webhook
 from .webhooks import verify_webhook
 
 __version__ = "0.1.0"
@@ -35,6 +35,7 @@ __all__ = [
     "SentTest",
     "SpendingLimits",
     "Tool",
+    "ToolCategory",
     "ToolPrice",
     "Toolgate",
     "ToolgateError",

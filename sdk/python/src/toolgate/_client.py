@@ -43,7 +43,8 @@ class Toolgate:
         tool call is paid with x402 from it, within ``spending`` (default $0.10 per call, $1 per
         client).
     :param max_retries: retries on 429, 503 and network errors. Default 2.
-    :param timeout: per-attempt timeout in seconds. Default 60.
+    :param timeout: per-attempt timeout in seconds, for the attempt as a whole (sending to the
+        answer's last byte), not per phase as httpx's. Default 60.
     """
 
     def __init__(

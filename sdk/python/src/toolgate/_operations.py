@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from ._errors import ToolgateError
 from ._transport import Answer, Operation, header_int
-from ._types import Account, Analytics, AnalyticsRow, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, Webhook
+from ._types import Account, Analytics, AnalyticsRow, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, ToolCategory, Webhook
 
 
 def _seg(value: str) -> str:
@@ -61,8 +61,12 @@ def _call_result(answer: Answer) -> CallResult:
 
 # The catalogue is public, but read with the key it also holds the account's own (custom) tools,
 # which the key can call: the TypeScript library sends the key here too.
-def list_tools() -> Operation[list[Tool]]:
-    return Operation("GET", "/v1/tools", lambda a: [Tool.from_dict(t) for t in _data(a)])
+def list_tools(q: str | None = None, category: str | None = None) -> Operation[list[Tool]]:
+    return Operation("GET", "/v1/tools", lambda a: [Tool.from_dict(t) for t in _data(a)], params={"q": q, "category": category})
+
+
+def list_categories() -> Operation[list[ToolCategory]]:
+    return Operation("GET", "/v1/tools/categories", lambda a: [ToolCategory.from_dict(c) for c in _data(a)])
 
 
 def get_tool(name: str) -> Operation[Tool]:

@@ -6,20 +6,27 @@ Each method only runs an operation from ``_operations.py``; the pairs differ in 
 from __future__ import annotations
 
 import builtins
-from typing import Any
+from typing import Any, AsyncIterator, Iterator
 
 from . import _operations as ops
+from ._pagination import aiterate, iterate
 from ._transport import AsyncTransport, SyncTransport
-from ._types import Account, Analytics, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, Webhook
+from ._types import Account, Analytics, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, ToolCategory, Webhook
 
 
 class Tools:
     def __init__(self, transport: SyncTransport) -> None:
         self._t = transport
 
-    def list(self) -> builtins.list[Tool]:
-        """The catalogue: every tool with its price, availability and JSON Schemas."""
-        return self._t.run(ops.list_tools())
+    def list(self, *, q: str | None = None, category: str | None = None) -> builtins.list[Tool]:
+        """The catalogue: every tool with its price, availability and JSON Schemas. With ``q``, the
+        gateway's ranked search over names, tags and descriptions (best first); with ``category``
+        (a name from ``categories()``), only that category's tools."""
+        return self._t.run(ops.list_tools(q, category))
+
+    def categories(self) -> builtins.list[ToolCategory]:
+        """The catalogue's categories: name, description and number of tools."""
+        return self._t.run(ops.list_categories())
 
     def get(self, name: str) -> Tool:
         return self._t.run(ops.get_tool(name))
@@ -42,8 +49,11 @@ class AsyncTools:
     def __init__(self, transport: AsyncTransport) -> None:
         self._t = transport
 
-    async def list(self) -> builtins.list[Tool]:
-        return await self._t.run(ops.list_tools())
+    async def list(self, *, q: str | None = None, category: str | None = None) -> builtins.list[Tool]:
+        return await self._t.run(ops.list_tools(q, category))
+
+    async def categories(self) -> builtins.list[ToolCategory]:
+        return await self._t.run(ops.list_categories())
 
     async def get(self, name: str) -> Tool:
         return await self._t.run(ops.get_tool(name))
@@ -93,6 +103,19 @@ class AccountResource:
         """One page of events; pass its ``next_cursor`` as ``cursor`` for the next."""
         return self._t.run(ops.list_events(limit, cursor, type, from_, to))
 
+    def iter_events(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        type: str | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+    ) -> Iterator[Event]:
+        """Every event, newest first, page after page (``limit`` per page) with the same filters;
+        each page is asked for when the loop reaches it."""
+        return iterate(lambda at: self._t.run(ops.list_events(limit, at, type, from_, to)), cursor)
+
 
 class AsyncAccountResource:
     def __init__(self, transport: AsyncTransport) -> None:
@@ -122,6 +145,18 @@ class AsyncAccountResource:
         to: str | None = None,
     ) -> Page[Event]:
         return await self._t.run(ops.list_events(limit, cursor, type, from_, to))
+
+    def iter_events(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        type: str | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+    ) -> AsyncIterator[Event]:
+        """``async for``: every event, page after page, as ``Toolgate``'s ``iter_events``."""
+        return aiterate(lambda at: self._t.run(ops.list_events(limit, at, type, from_, to)), cursor)
 
 
 def _controls(
@@ -213,6 +248,21 @@ class Usage:
         ``to`` are ISO 8601 times."""
         return self._t.run(ops.list_usage(limit, cursor, tool, key, kind, from_, to))
 
+    def iter_entries(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        tool: str | None = None,
+        key: str | None = None,
+        kind: str | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+    ) -> Iterator[LedgerEntry]:
+        """Every ledger entry, newest first, page after page (``limit`` per page) with the same
+        filters as ``list``; each page is asked for when the loop reaches it."""
+        return iterate(lambda at: self._t.run(ops.list_usage(limit, at, tool, key, kind, from_, to)), cursor)
+
     def analytics(
         self,
         *,
@@ -242,6 +292,20 @@ class AsyncUsage:
         to: str | None = None,
     ) -> Page[LedgerEntry]:
         return await self._t.run(ops.list_usage(limit, cursor, tool, key, kind, from_, to))
+
+    def iter_entries(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        tool: str | None = None,
+        key: str | None = None,
+        kind: str | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+    ) -> AsyncIterator[LedgerEntry]:
+        """``async for``: every ledger entry, page after page, as ``Toolgate``'s ``iter_entries``."""
+        return aiterate(lambda at: self._t.run(ops.list_usage(limit, at, tool, key, kind, from_, to)), cursor)
 
     async def analytics(
         self,

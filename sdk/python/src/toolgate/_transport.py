@@ -16,12 +16,20 @@ TypeScript library's too (sdk/typescript/src/transport.ts), at most ``max_retrie
   answered 409), and a tool's own failure (502, 504) is the caller's to judge;
 - a paid call re-sends the SAME signed payment on a retry, never a new one: the gateway settles one
   authorization once, so a retry can never pay twice.
+
+``timeout`` bounds each attempt as a whole, from sending to the last byte of the answer, as the
+TypeScript library's ``timeoutMs`` does. httpx's own timeouts are per phase (connecting, each read,
+each write): an answer that trickles in a byte at a time, each within the read timeout, would hold
+the caller for as long as the server likes. An attempt past its time is a timeout like any other
+(``httpx.ReadTimeout`` into the retry rule, ``timeout`` to the caller).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import random
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Generic, Mapping, TypeVar
@@ -49,7 +57,7 @@ class Operation(Generic[T]):
     payable: bool = False
     """A tool call: without an API key, a 402 is answered by paying with the wallet."""
     timeout: float | None = None
-    """Seconds for each attempt of this request, instead of the client's ``timeout``."""
+    """Seconds for each attempt of this request as a whole, instead of the client's ``timeout``."""
     max_retries: int | None = None
     """Retries for this request, instead of the client's ``max_retries``."""
 
@@ -152,16 +160,20 @@ class _Base:
             request["timeout"] = op.timeout
         return request
 
+    def _attempt_seconds(self, op: Operation[Any]) -> float:
+        return self.settings.timeout if op.timeout is None else op.timeout
+
     def _steps(self, op: Operation[T]) -> Generator[tuple[str, Any], Any, T]:
-        """The request's whole life, as steps for a driver to perform: ("send", request kwargs)
-        is answered with the httpx response (or has the transport error thrown in), ("pay",
-        response) with the payment headers, ("sleep", seconds) with nothing."""
+        """The request's whole life, as steps for a driver to perform: ("send", (request kwargs,
+        seconds)) is answered with the httpx response got within those seconds (or has the
+        transport error thrown in), ("pay", response) with the payment headers, ("sleep",
+        seconds) with nothing."""
         payment: dict[str, str] | None = None
         attempt = 0
         max_retries = self.policy.max_retries if op.max_retries is None else max(0, op.max_retries)
         while True:
             try:
-                response: httpx.Response = yield ("send", self._request(op, payment))
+                response: httpx.Response = yield ("send", (self._request(op, payment), self._attempt_seconds(op)))
             except httpx.TransportError as lost:
                 if attempt < max_retries and self.policy.retry_network(op, lost):
                     yield ("sleep", self.policy.delay(attempt, None))
@@ -181,6 +193,10 @@ class _Base:
             raise error
 
 
+def _too_slow(request: dict[str, Any], seconds: float) -> httpx.ReadTimeout:
+    return httpx.ReadTimeout(f"No whole answer from {request['url']} within {seconds:g} s.")
+
+
 class SyncTransport(_Base):
     def __init__(self, settings: Settings, payer: WalletPayer | None, http: httpx.Client | None = None) -> None:
         super().__init__(settings, paying=payer is not None)
@@ -190,6 +206,31 @@ class SyncTransport(_Base):
     def close(self) -> None:
         self.http.close()
 
+    def _send(self, request: dict[str, Any], seconds: float) -> httpx.Response:
+        """One attempt, given up after ``seconds`` in all. httpx cannot be stopped mid-read from
+        here, so the attempt runs on its own daemon thread (in the caller's context, for hooks
+        that read context variables) while the caller waits at most ``seconds``; an attempt given
+        up ends on its own at the server's pace or httpx's per-phase timeout, and its answer is
+        dropped."""
+        outcome: list[tuple[bool, Any]] = []
+        done = threading.Event()
+        context = contextvars.copy_context()
+
+        def attempt() -> None:
+            try:
+                outcome.append((True, context.run(lambda: self.http.request(**request))))
+            except BaseException as error:  # handed to the caller's thread, raised there
+                outcome.append((False, error))
+            done.set()
+
+        threading.Thread(target=attempt, name="toolgate-attempt", daemon=True).start()
+        if not done.wait(seconds):
+            raise _too_slow(request, seconds)
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value  # type: ignore[no-any-return]
+
     def run(self, op: Operation[T]) -> T:
         steps = self._steps(op)
         step = next(steps)
@@ -198,7 +239,7 @@ class SyncTransport(_Base):
             try:
                 if kind == "send":
                     try:
-                        reply: Any = self.http.request(**arg)
+                        reply: Any = self._send(*arg)
                     except httpx.TransportError as error:
                         step = steps.throw(error)
                         continue
@@ -222,6 +263,13 @@ class AsyncTransport(_Base):
     async def close(self) -> None:
         await self.http.aclose()
 
+    async def _send(self, request: dict[str, Any], seconds: float) -> httpx.Response:
+        """One attempt, cancelled after ``seconds`` in all (httpx closes the connection)."""
+        try:
+            return await asyncio.wait_for(self.http.request(**request), seconds)
+        except asyncio.TimeoutError:
+            raise _too_slow(request, seconds) from None
+
     async def run(self, op: Operation[T]) -> T:
         steps = self._steps(op)
         step = next(steps)
@@ -230,7 +278,7 @@ class AsyncTransport(_Base):
             try:
                 if kind == "send":
                     try:
-                        reply: Any = await self.http.request(**arg)
+                        reply: Any = await self._send(*arg)
                     except httpx.TransportError as error:
                         step = steps.throw(error)
                         continue

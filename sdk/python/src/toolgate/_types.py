@@ -50,6 +50,8 @@ class Tool:
     input_schema: dict[str, Any]
     output_schema: dict[str, Any]
     unavailable_reason: str | None = None
+    category: str | None = None
+    """One of ``tools.categories()``' names (None from a gateway that does not say)."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -66,8 +68,20 @@ class Tool:
             input_schema=d.get("input_schema") or {"type": "object"},
             output_schema=d.get("output_schema") or {"type": "object"},
             unavailable_reason=d.get("unavailable_reason"),
+            category=d.get("category"),
             raw=d,
         )
+
+
+@dataclass(frozen=True)
+class ToolCategory(_Record):
+    """A category of the catalogue (``GET /v1/tools/categories``), for ``tools.list(category=...)``."""
+
+    name: str
+    description: str
+    tools: int
+    """How many public tools it holds."""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,10 @@
 /** `client.account`, `client.keys`, `client.usage`: the account API under /api/v1. */
+import { pagePromise, type PagePromise } from "../pagination.js";
 import { segment, type Transport } from "../transport.js";
 import type { Account as AccountRecord, BodyOf, QueryOf, ResponseOf } from "../types.js";
+
+export type EventsPage = ResponseOf<"getEvents">;
+export type UsagePage = ResponseOf<"getUsage">;
 
 export class Account {
   constructor(private readonly transport: Transport) {}
@@ -13,19 +17,24 @@ export class Account {
   }
 
   /**
-   * `GET /api/v1/events`: the account's events, newest first; pass the answer's `next_cursor` as
-   * `cursor` for the next page. `type` keeps one event type; `from`/`to` are ISO 8601 times.
-   * (Python: `client.account.events()` / `events_page()`.)
+   * `GET /api/v1/events`: the account's events, newest first. Awaited, one page: pass its
+   * `next_cursor` as `cursor` for the next. In `for await`, every event of every page, each page
+   * asked for when the one before is used up, with the same filters. `type` keeps one event type;
+   * `from`/`to` are ISO 8601 times; `limit` is the page size.
+   * (Python: `client.account.events()` / `events_page()` / `iter_events()`.)
    */
-  async events(query: QueryOf<"getEvents"> = {}): Promise<ResponseOf<"getEvents">> {
-    return (
-      await this.transport.request({
-        method: "GET",
-        path: "/api/v1/events",
-        query,
-        idempotent: true,
-      })
-    ).data as ResponseOf<"getEvents">;
+  events(query: QueryOf<"getEvents"> = {}): PagePromise<EventsPage> {
+    return pagePromise(
+      async (cursor) =>
+        (
+          await this.transport.request({
+            method: "GET",
+            path: "/api/v1/events",
+            query: { ...query, cursor: cursor ?? query.cursor },
+            idempotent: true,
+          })
+        ).data as EventsPage,
+    );
   }
 
   /** `PUT /api/v1/account/spend-alert`: `spend.threshold_reached` fires once a month when the month's spend reaches `credits`. */
@@ -119,18 +128,24 @@ export class Usage {
   }
 
   /**
-   * `GET /api/v1/usage`: ledger entries, newest first; pass the answer's cursor for the next page.
-   * `tool`, `key` (a key id) and `kind` keep those entries; `from` (inclusive) and `to` are ISO 8601 times.
+   * `GET /api/v1/usage`: ledger entries, newest first. Awaited, one page: pass its `next_cursor`
+   * as `cursor` for the next. In `for await`, every entry of every page, each page asked for when
+   * the one before is used up, with the same filters. `tool`, `key` (a key id) and `kind` keep
+   * those entries; `from` (inclusive) and `to` are ISO 8601 times; `limit` is the page size.
+   * (Python: `client.usage.list()` / `iter_entries()`.)
    */
-  async list(query: Omit<QueryOf<"getUsage">, "format"> = {}): Promise<ResponseOf<"getUsage">> {
-    return (
-      await this.transport.request({
-        method: "GET",
-        path: "/api/v1/usage",
-        query,
-        idempotent: true,
-      })
-    ).data as ResponseOf<"getUsage">;
+  list(query: Omit<QueryOf<"getUsage">, "format"> = {}): PagePromise<UsagePage> {
+    return pagePromise(
+      async (cursor) =>
+        (
+          await this.transport.request({
+            method: "GET",
+            path: "/api/v1/usage",
+            query: { ...query, cursor: cursor ?? query.cursor },
+            idempotent: true,
+          })
+        ).data as UsagePage,
+    );
   }
 
   /**
@@ -156,7 +171,7 @@ export class Usage {
   }
 
   /** @deprecated The account's events are `client.account.events()`, as in the Python library. */
-  async events(query: QueryOf<"getEvents"> = {}): Promise<ResponseOf<"getEvents">> {
+  events(query: QueryOf<"getEvents"> = {}): PagePromise<EventsPage> {
     return this.account.events(query);
   }
 }

@@ -1,6 +1,19 @@
-/** `client.tools`: the catalogue (`GET /v1/tools`, `GET /v1/tools/{name}`) and calls (`POST /v1/tools/{name}`). */
+/**
+ * `client.tools`: the catalogue (`GET /v1/tools`, its search, `GET /v1/tools/categories`,
+ * `GET /v1/tools/{name}`) and calls (`POST /v1/tools/{name}`).
+ */
 import { segment, type Transport } from "../transport.js";
-import type { ToolDescription, ToolInput, ToolName, ToolOutput } from "../types.js";
+import type {
+  QueryOf,
+  ToolCategory,
+  ToolDescription,
+  ToolInput,
+  ToolName,
+  ToolOutput,
+} from "../types.js";
+
+/** `q`: words to search for, best matches first; `category`: one of `categories()`' names. */
+export type ToolSearch = QueryOf<"get">;
 
 export interface CallOptions {
   /** Sent as `Idempotency-Key`; one is made for every call when omitted, so retries are charged once. */
@@ -33,14 +46,29 @@ const intHeader = (value: string | null) => (value === null ? undefined : Number
 export class Tools {
   constructor(private readonly transport: Transport) {}
 
-  /** Every tool: name, description, input and output JSON Schemas, price, aliases, availability. */
-  async list(): Promise<ToolDescription[]> {
+  /**
+   * Every tool: name, description, input and output JSON Schemas, price, aliases, availability.
+   * With `q`, the gateway's ranked search over names, tags and descriptions (best first); with
+   * `category`, only that category's tools.
+   */
+  async list(search: ToolSearch = {}): Promise<ToolDescription[]> {
     const { data } = await this.transport.request({
       method: "GET",
       path: "/v1/tools",
+      query: search,
       idempotent: true,
     });
     return (data as { data: ToolDescription[] }).data;
+  }
+
+  /** `GET /v1/tools/categories`: each category's name, description and number of tools. */
+  async categories(): Promise<ToolCategory[]> {
+    const { data } = await this.transport.request({
+      method: "GET",
+      path: "/v1/tools/categories",
+      idempotent: true,
+    });
+    return (data as { data: ToolCategory[] }).data;
   }
 
   /** One tool by name or alias (404 `tool_not_found` otherwise). */
