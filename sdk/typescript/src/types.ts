@@ -4,7 +4,14 @@
  */
 import type { operations, paths } from "./generated/openapi.js";
 
-type ToolPath = Extract<keyof paths, `/v1/tools/${string}`>;
+/** The tool paths: those under /v1/tools/ that are called with POST (not `/v1/tools/categories`). */
+type ToolPath = {
+  [P in keyof paths]: P extends `/v1/tools/${string}`
+    ? NonNullable<paths[P]["post"]> extends never
+      ? never
+      : P
+    : never;
+}[keyof paths];
 type NameOf<P> = P extends `/v1/tools/${infer N}` ? (N extends `{${string}}` ? never : N) : never;
 
 /** Every tool of the catalogue, by its canonical name. */

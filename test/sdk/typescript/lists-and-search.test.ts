@@ -93,7 +93,7 @@ out({ all: all.map((e) => e.event), pages, low: low.map((e) => e.event), lowAske
     const user = join(project.dir, "pages.ts");
     await writeFile(
       user,
-      `import { Toolgate, type PagePromise, type EventsPage, type ToolCategory } from "toolgate";
+      `import { Toolgate, type PagePromise, type EventsPage, type ToolCategory, type ToolName } from "toolgate";
 const client = new Toolgate({ apiKey: "tg_live_x" });
 export async function ok(): Promise<string[]> {
   const page = await client.account.events({ type: "credits.low" });
@@ -112,6 +112,9 @@ export async function misuse() {
   for await (const entry of client.usage.list()) entry.amount.toUpperCase();
   // @ts-expect-error no such category
   await client.tools.list({ category: "weather" });
+  // @ts-expect-error the categories route is no tool
+  const notATool: ToolName = "categories";
+  void notATool;
 }
 `,
     );
