@@ -15,11 +15,13 @@ import {
   type Json,
 } from "../helpers/gateway.js";
 import { REDIS_URL } from "../helpers/redis.js";
+import { startRpcProxy } from "../helpers/rpc-proxy.js";
 import {
   PAY_TO,
   balanceOf,
   fundedWallet,
   signAuthorization,
+  relayerKey,
   startChains,
   v1Header,
 } from "../helpers/x402.js";
@@ -33,7 +35,8 @@ import {
  * books (ledger against balance, payments open against settled) agree.
  *
  * Both processes run one configuration: short RPC and receipt timeouts, so a payment left
- * "settling" by the dead one is the survivor's to finish after ~3.5 s (the settling deadline).
+ * "settling" by the dead one is the survivor's to finish after ~8 s (the settling deadline); the
+ * receipt wait (2 s) still leaves the test time to kill a process before it gives up on its own.
  */
 const HASH_PRICE = 2000n; // hash: 1 credit at $0.002
 const AI_PRICE = 20_000n; // ai-generate: 10 credits
@@ -49,8 +52,8 @@ beforeAll(async () => {
   [chains, llm] = await Promise.all([startChains([]), startFakeLlm()]);
   env = {
     ...chains.env,
-    X402_RPC_TIMEOUT_MS: "500",
-    X402_RECEIPT_TIMEOUT_MS: "500",
+    X402_RPC_TIMEOUT_MS: "1000",
+    X402_RECEIPT_TIMEOUT_MS: "2000",
     AI_BASE_URL: `${llm.url}/v1`,
     AI_MODEL: "m",
     TOOL_TIMEOUTS: "ai-generate=40000",
@@ -112,8 +115,13 @@ async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 30
 }
 
 /** A signed payment, as its client sends it again and again. */
-async function payment(wallet: LocalAccount, value: bigint) {
-  const signed = await signAuthorization({ account: wallet, chain: chains.base, value });
+async function payment(wallet: LocalAccount, value: bigint, validBefore?: bigint) {
+  const signed = await signAuthorization({
+    account: wallet,
+    chain: chains.base,
+    value,
+    validBefore,
+  });
   const id =
     `${chains.base.chainId}:${chains.base.usdc}:${wallet.address}:${signed.authorization.nonce}`.toLowerCase();
   return { id, headers: { "x-payment": v1Header("base-sepolia", signed) } };
@@ -153,15 +161,17 @@ const paymentsReceived = async (key: string) =>
   (await eventTypes(key, ["payment.received"])).filter((t) => t === "payment.received").length;
 
 /**
- * How many times a process logged the reconciler crediting this payment (read once every process
- * has written out its batched log lines: they leave at least once a second).
+ * How many times the processes logged `message` about this payment (read once every process has
+ * written out its batched log lines: they leave at least once a second).
  */
-async function reconciledTimes(id: string): Promise<number> {
+async function loggedTimes(id: string, message: string): Promise<number> {
   await new Promise((r) => setTimeout(r, 1500));
   return processes
     .flatMap((p) => p.output)
-    .filter((l) => l.includes("pending payment settled and credited") && l.includes(id)).length;
+    .filter((l) => l.includes(`"msg":"${message}"`) && l.includes(id)).length;
 }
+/** How many times a reconciler credited this payment. */
+const reconciledTimes = (id: string) => loggedTimes(id, "pending payment settled and credited");
 
 /** The operator's books for the payer: ledger against balance, the payment settled and out of the open set. */
 async function expectBooksAgree(accountId: string, paymentId: string) {
@@ -292,6 +302,74 @@ describe("a gateway SIGKILLed between sending a paid call's settlement and readi
   }, 120_000);
 });
 
+describe("a gateway SIGKILLed after claiming a paid call's authorization, before sending it", () => {
+  it("charges the payer nothing: the payer's retry is told the payment is pending, and once the authorization expires unused the survivor releases it", async () => {
+    const wallet = await fundedWallet(chains.base, 64_005);
+    const accountId = walletAccountId(wallet.address);
+    const validBefore = BigInt(Math.floor(Date.now() / 1000) + 30);
+    const paid = await payment(wallet, HASH_PRICE, validBefore);
+    const before = await chainBalances(wallet.address);
+    // This process sends through a proxy that holds its send (never passed on), from a relayer
+    // key of its own: the nonce it took and never used holds up no one else's settlements.
+    const proxy = await startRpcProxy(chains.base.rpcUrl);
+    try {
+      const dying = await spawnGateway(prefix, {
+        ...env,
+        BASE_SEPOLIA_RPC_URL: proxy.url,
+        X402_RELAYER_PRIVATE_KEY: relayerKey(6),
+      });
+      processes.push(dying);
+      const send = proxy.hold((body) => /"eth_sendRawTransaction(Sync)?"/.test(body));
+      const lost = paidCall(dying.url, "hash", { text: "never sent" }, paid.headers).catch(
+        (err: Error) => err,
+      );
+      await send.until((bodies) => bodies.length > 0);
+      expect((await store.getPayment(paid.id))?.state).toBe("settling");
+      await dying.stop("SIGKILL");
+      expect(await lost).toBeInstanceOf(Error);
+    } finally {
+      await proxy.stop();
+    }
+
+    // The payer's retry at once: the payment's fate is not known yet; told so, and not to pay again.
+    const retry = await paidCall(survivor.url, "hash", { text: "never sent" }, paid.headers);
+    expect([retry.status, retry.body.error.code, retry.headers.get("retry-after")]).toEqual([
+      503,
+      "payment_pending",
+      "10",
+    ]);
+    expect(await chainBalances(wallet.address)).toEqual(before);
+
+    // The authorization runs out unused (a block after its validBefore, as any chain moves on).
+    await new Promise((r) => setTimeout(r, Number(validBefore) * 1000 - Date.now() + 1000));
+    await node("evm_mine");
+    expect(
+      await until(
+        () => store.getPayment(paid.id),
+        (r) => r === null,
+      ),
+    ).toBeNull();
+    expect((await store.openPayments()).map((r) => r.id)).not.toContain(paid.id);
+    expect(await loggedTimes(paid.id, "pending payment expired unused: released")).toBe(1);
+
+    // The same payment now: refused as expired (402, with the offer to pay afresh); nothing moved.
+    const late = await paidCall(survivor.url, "hash", { text: "never sent" }, paid.headers);
+    expect([late.status, late.body.error.code]).toEqual([402, "payment_invalid"]);
+    expect(await chainBalances(wallet.address)).toEqual(before);
+    const key = await signIn(wallet);
+    expect(await creditsOf(key)).toBe(0);
+    const types = (await call(`${survivor.url}/api/v1/events?limit=1000`, { key })).body.data.map(
+      (e: { event: string }) => e.event,
+    );
+    expect(types).not.toContain("payment.received");
+    const entries = await ledgerOf(store, accountId);
+    expect(entries.filter((e) => e.kind === "purchase")).toEqual([]);
+    expect(entries.reduce((sum, e) => sum + e.amount, 0)).toBe(
+      (await store.getAccount(accountId))!.balance,
+    );
+  }, 120_000);
+});
+
 describe("a gateway SIGKILLed while the tool of a paid call it credited is still running", () => {
   /** Pays on a fresh process for a slow ai-generate, and kills the process once the call is recorded as open. */
   async function killMidCall(seed: number, prompt: string) {
@@ -308,7 +386,7 @@ describe("a gateway SIGKILLed while the tool of a paid call it credited is still
       async () => llm.state.received,
       (n) => n > reached,
     );
-    await new Promise((r) => setTimeout(r, 1500)); // open for over a second: recorded as open
+    await new Promise((r) => setTimeout(r, 2500)); // open for over a second: recorded as open
     // Settled, credited and charged: the payment paid for this call.
     const accountId = walletAccountId(wallet.address);
     expect((await store.getPayment(paid.id))?.state).toBe("settled");
