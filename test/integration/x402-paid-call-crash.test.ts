@@ -56,7 +56,8 @@ beforeAll(async () => {
     X402_RECEIPT_TIMEOUT_MS: "2000",
     AI_BASE_URL: `${llm.url}/v1`,
     AI_MODEL: "m",
-    TOOL_TIMEOUTS: "ai-generate=40000",
+    // A call's hold on its key (and its refund by a survivor) lasts 15 + 10 (worker queue) + 5 s.
+    TOOL_TIMEOUTS: "ai-generate=15000",
   };
   survivor = await spawnGateway(prefix, env);
   processes.push(survivor);
@@ -105,12 +106,17 @@ async function untilInPool(): Promise<void> {
   }
 }
 
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 30_000): Promise<T> {
+async function until<T>(
+  read: () => Promise<T>,
+  done: (v: T) => boolean,
+  ms = 30_000,
+  everyMs = 200,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = await read();
     if (done(value) || Date.now() > deadline) return value;
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
 
@@ -149,10 +155,11 @@ const creditsOf = async (key: string): Promise<number> =>
 /** The account's event types, once each of `expected` is there (events reach the list through the relay, every 200 ms). */
 const eventTypes = (key: string, expected: string[]): Promise<string[]> =>
   until(
-    async (): Promise<string[]> =>
-      (await call(`${survivor.url}/api/v1/events?limit=1000`, { key })).body.data.map(
-        (e: { event: string }) => e.event,
-      ),
+    async (): Promise<string[]> => {
+      const res = await call(`${survivor.url}/api/v1/events?limit=1000`, { key });
+      if (res.status !== 200) throw new Error(`events: ${res.status} ${JSON.stringify(res.body)}`);
+      return res.body.data.map((e: { event: string }) => e.event);
+    },
     (types) => expected.every((t) => types.includes(t)),
     10_000,
   );
@@ -371,8 +378,11 @@ describe("a gateway SIGKILLed after claiming a paid call's authorization, before
 });
 
 describe("a gateway SIGKILLed while the tool of a paid call it credited is still running", () => {
-  /** Pays on a fresh process for a slow ai-generate, and kills the process once the call is recorded as open. */
-  async function killMidCall(seed: number, prompt: string) {
+  /**
+   * Pays on a fresh process for a slow ai-generate, and kills the process once the call has been
+   * at the provider for `openForMs` (over a second: recorded as open; 0: not yet).
+   */
+  async function killMidCall(seed: number, prompt: string, openForMs: number) {
     const wallet = await fundedWallet(chains.base, seed);
     const paid = await payment(wallet, AI_PRICE);
     const before = await chainBalances(wallet.address);
@@ -385,15 +395,17 @@ describe("a gateway SIGKILLed while the tool of a paid call it credited is still
     await until(
       async () => llm.state.received,
       (n) => n > reached,
+      30_000,
+      5,
     );
-    await new Promise((r) => setTimeout(r, 2500)); // open for over a second: recorded as open
+    await new Promise((r) => setTimeout(r, openForMs));
+    await dying.stop("SIGKILL");
+    expect(await lost).toBeInstanceOf(Error);
+    llm.state.delayMs = 0;
     // Settled, credited and charged: the payment paid for this call.
     const accountId = walletAccountId(wallet.address);
     expect((await store.getPayment(paid.id))?.state).toBe("settled");
     expect((await store.getAccount(accountId))?.balance).toBe(0);
-    await dying.stop("SIGKILL");
-    expect(await lost).toBeInstanceOf(Error);
-    llm.state.delayMs = 0;
     expect(await chainBalances(wallet.address)).toEqual({
       payer: before.payer - AI_PRICE,
       payTo: before.payTo + AI_PRICE,
@@ -402,15 +414,15 @@ describe("a gateway SIGKILLed while the tool of a paid call it credited is still
   }
 
   it("gives the payer the call's credits back in the wallet's account, once, and serves the payer's retry", async () => {
-    const { wallet, paid, before, accountId } = await killMidCall(64_003, "cut off");
+    const { wallet, paid, before, accountId } = await killMidCall(64_003, "cut off", 2500);
+    // The survivor finds the silent process's open call and refunds it (watched in the store: the
+    // payer's own reads count against the wallet account's rate limit).
+    await until(
+      async () => (await store.getAccount(accountId))?.balance,
+      (c) => c === 10,
+    );
     const key = await signIn(wallet);
-    // The survivor finds the silent process's open call and refunds it.
-    expect(
-      await until(
-        () => creditsOf(key),
-        (c) => c === 10,
-      ),
-    ).toBe(10);
+    expect(await creditsOf(key)).toBe(10);
 
     const retry = await paidCall(survivor.url, "ai-generate", { prompt: "cut off" }, paid.headers);
     expect([retry.status, retry.body.text]).toEqual([200, "echo: cut off"]);
@@ -434,7 +446,7 @@ describe("a gateway SIGKILLed while the tool of a paid call it credited is still
   }, 120_000);
 
   it("serves the payer's retry sent to the survivor right after the kill, charged once", async () => {
-    const { wallet, paid, before, accountId } = await killMidCall(64_004, "retried mid-call");
+    const { wallet, paid, before, accountId } = await killMidCall(64_004, "retried mid-call", 2500);
     // At once: the call is still the dead process's; the retry waits until it is refunded, then runs.
     const retry = await paidCall(
       survivor.url,
@@ -453,6 +465,31 @@ describe("a gateway SIGKILLed while the tool of a paid call it credited is still
     expect((await ledgerOf(store, accountId)).map((e) => [e.kind, e.amount])).toEqual([
       ["debit", -10],
       ["refund", 10],
+      ["debit", -10],
+      ["purchase", 10],
+      ["grant", 0],
+    ]);
+    await expectBooksAgree(accountId, paid.id);
+  }, 120_000);
+  it("serves the payer's retry of a call cut off in its first second (not yet recorded as open) under the charge already made", async () => {
+    const { wallet, paid, before, accountId } = await killMidCall(64_006, "first second", 0);
+    // Nothing to refund: the call was never recorded as open. The retry waits for the dead
+    // process's hold on the call (its key's lease, ~30 s), then runs it under that charge.
+    const retry = await paidCall(
+      survivor.url,
+      "ai-generate",
+      { prompt: "first second" },
+      paid.headers,
+    );
+    expect([retry.status, retry.body.text]).toEqual([200, "echo: first second"]);
+    const key = await signIn(wallet);
+    expect(await creditsOf(key)).toBe(0);
+    expect(await chainBalances(wallet.address)).toEqual({
+      payer: before.payer - AI_PRICE,
+      payTo: before.payTo + AI_PRICE,
+    });
+    expect(await paymentsReceived(key)).toBe(1);
+    expect((await ledgerOf(store, accountId)).map((e) => [e.kind, e.amount])).toEqual([
       ["debit", -10],
       ["purchase", 10],
       ["grant", 0],
