@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import { createPublicClient, http, type Address, type LocalAccount } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
@@ -38,6 +39,10 @@ import {
  * "settling" by the dead one is the survivor's to finish after ~8 s (the settling deadline); the
  * receipt wait (2 s) still leaves the test time to kill a process before it gives up on its own.
  */
+const killBeforeSettledSave = new URL(
+  "../helpers/faults/kill-before-settled-save.mjs",
+  import.meta.url,
+).pathname;
 const HASH_PRICE = 2000n; // hash: 1 credit at $0.002
 const AI_PRICE = 20_000n; // ai-generate: 10 credits
 const prefix = uniquePrefix("paidcrash");
@@ -300,6 +305,65 @@ describe("a gateway SIGKILLed between sending a paid call's settlement and readi
     expect(await creditsOf(key)).toBe(0);
     expect(await reconciledTimes(paid.id)).toBe(1);
     expect(await paymentsReceived(key)).toBe(1);
+    expect((await ledgerOf(store, accountId)).map((e) => [e.kind, e.amount])).toEqual([
+      ["debit", -1],
+      ["purchase", 1],
+      ["grant", 0],
+    ]);
+    await expectBooksAgree(accountId, paid.id);
+  }, 120_000);
+});
+
+describe("a gateway SIGKILLed after crediting a paid call's payment, before its record says settled", () => {
+  it("leaves the credit in the wallet's account, once: the survivor's reconciler finishes the record without crediting again, and the payer's retry is served", async () => {
+    const wallet = await fundedWallet(chains.base, 64_007);
+    const accountId = walletAccountId(wallet.address);
+    const paid = await payment(wallet, HASH_PRICE);
+    const before = await chainBalances(wallet.address);
+    // This process kills itself as it writes a payment's record as settled: after the credit.
+    const dying = await spawnGateway(prefix, env, ["--import", killBeforeSettledSave]);
+    processes.push(dying);
+    const lost = await paidCall(
+      dying.url,
+      "hash",
+      { text: "credited, not recorded" },
+      paid.headers,
+    ).catch((err: Error) => err);
+    expect(lost).toBeInstanceOf(Error);
+    if (dying.child.exitCode === null && dying.child.signalCode === null)
+      await once(dying.child, "exit");
+    expect(dying.child.signalCode).toBe("SIGKILL");
+    expect(await chainBalances(wallet.address)).toEqual({
+      payer: before.payer - HASH_PRICE,
+      payTo: before.payTo + HASH_PRICE,
+    });
+    // Credited, not yet recorded as settled, and no call admitted: the payment is still open.
+    expect((await store.getAccount(accountId))?.balance).toBe(1);
+    expect((await store.getPayment(paid.id))?.state).toBe("settling");
+    expect((await store.openPayments()).map((r) => r.id)).toContain(paid.id);
+
+    // The survivor finds it open past its deadline: the chain says it was paid; the credit stands.
+    await until(
+      async () => (await store.getPayment(paid.id))?.state,
+      (s) => s === "settled",
+    );
+    expect(await reconciledTimes(paid.id)).toBe(1);
+    const key = await signIn(wallet);
+    expect(await creditsOf(key)).toBe(1);
+    expect(await paymentsReceived(key)).toBe(1);
+
+    const retry = await paidCall(
+      survivor.url,
+      "hash",
+      { text: "credited, not recorded" },
+      paid.headers,
+    );
+    expect([retry.status, typeof retry.body.digest]).toEqual([200, "string"]);
+    expect(await creditsOf(key)).toBe(0);
+    expect(await chainBalances(wallet.address)).toEqual({
+      payer: before.payer - HASH_PRICE,
+      payTo: before.payTo + HASH_PRICE,
+    });
     expect((await ledgerOf(store, accountId)).map((e) => [e.kind, e.amount])).toEqual([
       ["debit", -1],
       ["purchase", 1],
