@@ -33,7 +33,12 @@ import {
  * Redis that lives on. Whatever instant the first dies at, the payer is charged on chain at most
  * once, and gets the call served or the credits back in the wallet's account, credited once
  * (`payment.received` once); the survivor's reconciler finishes a payment left open once, and the
- * books (ledger against balance, payments open against settled) agree.
+ * books (ledger against balance, payments open against settled) agree. The instants: after the
+ * claim, before the send (the send held at an RPC proxy); after the send, before the receipt
+ * (automine off); after the credit, before the record says settled (a fault that SIGKILLs the
+ * process on that Redis write); in the call's first second; with the call open at its worker.
+ * The payer sees it through the survivor (wallet sign-in, /account, /events, the retried call)
+ * and the chain; the operator through the store, the survivor's metrics and its logs.
  *
  * Both processes run one configuration: short RPC and receipt timeouts, so a payment left
  * "settling" by the dead one is the survivor's to finish after ~8 s (the settling deadline); the
@@ -185,13 +190,23 @@ async function loggedTimes(id: string, message: string): Promise<number> {
 /** How many times a reconciler credited this payment. */
 const reconciledTimes = (id: string) => loggedTimes(id, "pending payment settled and credited");
 
-/** The operator's books for the payer: ledger against balance, the payment settled and out of the open set. */
+/** The reconciler's backlog as the survivor's metrics show it to operators: payments not settled yet. */
+const unsettled = async () =>
+  /toolgate_queue_depth\{queue="payments-unsettled"\} (\d+)/.exec(
+    await (await fetch(`${survivor.url}/metrics`)).text(),
+  )?.[1];
+
+/**
+ * The operator's books for the payer: ledger against balance, the payment settled and out of the
+ * open set, and no payment left unsettled (each test leaves none behind).
+ */
 async function expectBooksAgree(accountId: string, paymentId: string) {
   const entries = await ledgerOf(store, accountId);
   const account = await store.getAccount(accountId);
   expect(entries.reduce((sum, e) => sum + e.amount, 0)).toBe(account!.balance);
   expect((await store.getPayment(paymentId))?.state).toBe("settled");
   expect((await store.openPayments()).map((r) => r.id)).not.toContain(paymentId);
+  expect(await unsettled()).toBe("0");
 }
 
 const chainBalances = async (payer: Address) => ({
@@ -217,6 +232,7 @@ describe("a gateway SIGKILLed between sending a paid call's settlement and readi
     // Sent, not mined: nothing has moved yet, and nothing is credited.
     expect(await chainBalances(wallet.address)).toEqual(before);
     expect((await store.getPayment(paid.id))?.state).toBe("settling");
+    expect(await unsettled()).toBe("1");
     await mine();
     expect(await chainBalances(wallet.address)).toEqual({
       payer: before.payer - HASH_PRICE,
@@ -341,6 +357,7 @@ describe("a gateway SIGKILLed after crediting a paid call's payment, before its 
     expect((await store.getAccount(accountId))?.balance).toBe(1);
     expect((await store.getPayment(paid.id))?.state).toBe("settling");
     expect((await store.openPayments()).map((r) => r.id)).toContain(paid.id);
+    expect(await unsettled()).toBe("1");
 
     // The survivor finds it open past its deadline: the chain says it was paid; the credit stands.
     await until(
@@ -421,6 +438,7 @@ describe("a gateway SIGKILLed after claiming a paid call's authorization, before
       ),
     ).toBeNull();
     expect((await store.openPayments()).map((r) => r.id)).not.toContain(paid.id);
+    expect(await unsettled()).toBe("0");
     expect(await loggedTimes(paid.id, "pending payment expired unused: released")).toBe(1);
 
     // The same payment now: refused as expired (402, with the offer to pay afresh); nothing moved.
