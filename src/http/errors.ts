@@ -198,11 +198,17 @@ export function errorAnswerer(log: Logger, onError?: (code: ErrorCode) => void) 
     const apiError = toApiError(err);
     const requestId = String(res.locals.requestId ?? "");
     onError?.(apiError.code);
-    if (apiError.status >= 500)
-      log.error(
-        { err, request_id: requestId, path: loggedPath(req.originalUrl) },
-        "request failed",
+    const path = loggedPath(req.originalUrl);
+    // A 5xx the gateway chose to answer (a dependency away, a payment still settling, a busy pool)
+    // is a state, told by its code (and counted in metrics): a warning without a stack. Anything
+    // else reaching here is a bug: an error with its stack.
+    if (err instanceof ApiError && apiError.status >= 500)
+      log.warn(
+        { code: apiError.code, status: apiError.status, request_id: requestId, path },
+        apiError.message,
       );
+    else if (apiError.status >= 500)
+      log.error({ err, request_id: requestId, path }, "request failed");
     if (res.headersSent) {
       res.end();
       return;
