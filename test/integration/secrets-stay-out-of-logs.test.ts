@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type GatewayProcess, spawnGateway } from "../helpers/gateway.js";
+import { killMarked, startToolgate, type Started } from "../helpers/processes.js";
 import { REDIS_URL, dropPrefix, uniquePrefix } from "../helpers/redis.js";
 
 /**
@@ -14,9 +15,12 @@ const DB_PASSWORD = "db-passw0rd-xyz";
 const SMTP_PASSWORD = "smtp-passw0rd-xyz";
 const REDIS_PASSWORD = "redis-passw0rd-xyz";
 const RELAYER_KEY = `0x${"ab".repeat(32)}`;
+/** `text` with the hex digits of its percent-escapes in lower case (`%2F` → `%2f`), as some clients write them. */
+const lowerEscapes = (text: string) => text.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase());
 const SECRETS = [
   ADMIN_KEY,
   encodeURIComponent(ADMIN_KEY),
+  lowerEscapes(encodeURIComponent(ADMIN_KEY)),
   new URL(`http://h/${ADMIN_KEY}`).pathname.slice(1), // as fetch writes it in a path
   RPC_KEY,
   WORKERS_PASSWORD,
@@ -76,8 +80,22 @@ describe("secrets in the log and the public answers", () => {
       ["GET", `/v1/tools/${ADMIN_KEY}`, "/v1/tools/[redacted]"],
       ["GET", `/api/v1/${encodeURIComponent(ADMIN_KEY)}`, "/api/v1/[redacted]"],
       ["GET", `/x/${ADMIN_KEY}/y?key=${ADMIN_KEY}`, "/x/[redacted]/y"],
+      // The hex digits of percent-escapes in either case: `%2f`, `%2B`, mixed.
+      ["GET", `/api/v1/${lowerEscapes(encodeURIComponent(ADMIN_KEY))}`, "/api/v1/[redacted]"],
+      [
+        "GET",
+        `/api/v1/${encodeURIComponent(ADMIN_KEY).replace("%2F", "%2f")}`,
+        "/api/v1/[redacted]",
+      ],
+      // The secret itself is case-sensitive text: the key in other letters is no secret.
+      [
+        "GET",
+        `/api/v1/${encodeURIComponent(ADMIN_KEY.toUpperCase())}`,
+        `/api/v1/${encodeURIComponent(ADMIN_KEY.toUpperCase())}`,
+      ],
       // The keyed lane (a plain JSON tool call) writes its own request line.
       ["POST", `/v1/tools/${encodeURIComponent(ADMIN_KEY)}`, "/v1/tools/[redacted]"],
+      ["POST", `/v1/tools/${lowerEscapes(encodeURIComponent(ADMIN_KEY))}`, "/v1/tools/[redacted]"],
     ] as const;
     for (const [method, path, expected] of sent) {
       const res = await fetch(`${gw.url}${path}`, {
@@ -119,4 +137,84 @@ describe("secrets in the log and the public answers", () => {
     expect(gw.output.length).toBeGreaterThan(5);
     expect(gw.output.filter((line) => leakIn(line).length > 0)).toEqual([]);
   });
+});
+
+/**
+ * Short URL passwords are redacted only where they sit in a URL (`:pw@`; alone they would cut
+ * ordinary words): every library's error and log line that names such a URL, whichever way it
+ * writes the password (as given, or percent-encoded as a URL parser does: `^` is `%5E`).
+ */
+describe("short passwords in URL settings", () => {
+  const SHORT = { redis: "r^1", workers: "w^1", books: "d^1", smtp: "s^1" };
+  /** Each password as given and percent-encoded, in either case: not one may be written anywhere. */
+  const forms = Object.values(SHORT).flatMap((pw) => [
+    pw,
+    encodeURIComponent(pw),
+    encodeURIComponent(pw).toLowerCase(),
+  ]);
+  const leaks = (text: string) => text.split("\n").filter((l) => forms.some((f) => l.includes(f)));
+  const started: Started[] = [];
+  const shortPrefix = uniquePrefix("secrets-short");
+  afterAll(async () => {
+    for (const g of started) {
+      g.child.kill("SIGKILL");
+      killMarked(g.marker);
+    }
+    await dropPrefix(shortPrefix);
+  });
+
+  it("never writes them while the gateway serves with Redis, the workers, the books database and SMTP failing them", async () => {
+    const g = startToolgate({
+      NODE_ENV: "test",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "info",
+      ADMIN_API_KEY: ADMIN_KEY,
+      SECRET_KEY: "s".repeat(32),
+      REDIS_KEY_PREFIX: shortPrefix,
+      REDIS_URL: REDIS_URL.replace("redis://", `redis://:${SHORT.redis}@`), // no password on the test Redis: ioredis goes on
+      // Nothing listens on port 9.
+      WORKERS_URL: `http://worker:${SHORT.workers}@127.0.0.1:9/`,
+      DATABASE_URL: `postgres://books:${SHORT.books}@127.0.0.1:9/toolgate`,
+      SMTP_URL: `smtp://mailer:${SHORT.smtp}@127.0.0.1:9`,
+      STATUS_CHECK_INTERVAL_MS: "1000",
+    });
+    started.push(g);
+    const url = `http://127.0.0.1:${(await g.waitFor(/"port":(\d+)[^\n]*"msg":"listening"/))[1]}`;
+    // A sign-up sends its verification e-mail: SMTP fails it.
+    const signup = await fetch(`${url}/api/v1/signup`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: `short-${shortPrefix.replace(/\W/g, "")}@example.com` }),
+    });
+    expect(signup.status).toBe(201);
+    await g.waitFor(/could not send the verification e-mail/, 15_000);
+    await g.waitFor(/the books database cannot be opened yet/, 15_000);
+    const [workers] = await g.waitFor(
+      /[^\n]*could not read the workers' tool availability[^\n]*/,
+      15_000,
+    );
+    expect(workers).toContain('"url":"http://worker[redacted]127.0.0.1:9/"');
+    const status = await (await fetch(`${url}/status.json`)).text();
+    g.child.kill("SIGTERM");
+    await g.exited;
+    expect(leaks(status)).toEqual([]);
+    expect(leaks(g.stdout())).toEqual([]);
+    expect(leaks(g.stderr())).toEqual([]);
+  }, 90_000);
+
+  it("never writes them when the gateway cannot start (a development gateway whose Redis is down)", async () => {
+    const g = startToolgate({
+      NODE_ENV: "development",
+      DEV_CHAIN: "0",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      REDIS_URL: `redis://:${SHORT.redis}@127.0.0.1:9`,
+    });
+    started.push(g);
+    expect((await g.exited).code).toBe(1);
+    expect(g.stderr()).toMatch(/^Toolgate could not start: the store at REDIS_URL cannot be used/);
+    expect(leaks(g.stdout())).toEqual([]);
+    expect(leaks(g.stderr())).toEqual([]);
+  }, 90_000);
 });
