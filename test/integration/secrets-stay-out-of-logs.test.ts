@@ -218,3 +218,49 @@ describe("short passwords in URL settings", () => {
     expect(leaks(g.stderr())).toEqual([]);
   }, 90_000);
 });
+
+describe("a configuration refused before any secret is known", () => {
+  // The x402 settings are checked once the schema passed: apart from the schema's problems.
+  const BAD: [string, Record<string, string>][] = [
+    [
+      "the settings the schema refuses",
+      {
+        ADMIN_API_KEY: "short-Admin-9", // fewer than 24 characters
+        SECRET_KEY: "short-Secret-Key-7",
+        X402_RELAYER_PRIVATE_KEY: "0xnot-a-Relayer-Key-3",
+        X402_RELAYER_PRIVATE_KEYS: `0x${"ab".repeat(32)},0xnot-a-Relayer-Key-4`,
+        WORKERS_URL: `http//worker:${WORKERS_PASSWORD}@127.0.0.1`, // no scheme
+        METRICS_TOKEN: "short-Metric-5",
+      },
+    ],
+    ["an RPC URL not http(s)", { BASE_SEPOLIA_RPC_URL: `wss://rpc.example/v2/${RPC_KEY}` }],
+    [
+      "an RPC URL that does not parse, second of two",
+      { BASE_SEPOLIA_RPC_URL: `http://127.0.0.1:9/v2/${RPC_KEY},http://[::1/v2/${RPC_KEY}` },
+    ],
+  ];
+  for (const [what, bad] of BAD)
+    it(`names each setting without repeating its value: ${what}`, async () => {
+      const g = startToolgate({
+        NODE_ENV: "test",
+        PORT: "0",
+        HOST: "127.0.0.1",
+        X402_NETWORKS: "base-sepolia",
+        X402_PAY_TO: `0x${"11".repeat(20)}`,
+        X402_RELAYER_PRIVATE_KEY: RELAYER_KEY,
+        ...bad,
+      });
+      try {
+        expect((await g.exited).code).toBe(78);
+      } finally {
+        killMarked(g.marker);
+      }
+      for (const name of Object.keys(bad)) expect(g.stderr()).toContain(`  - ${name}`);
+      const values = Object.values(bad).flatMap((value) => [
+        value,
+        ...value.split(/[,/:@]/).filter((part) => part.length >= 6),
+      ]);
+      const output = g.stdout() + g.stderr();
+      expect(values.filter((value) => output.includes(value))).toEqual([]);
+    }, 60_000);
+});

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig, secretValues } from "../../src/config.js";
+import { StartupError } from "../../src/create-services.js";
 import { secretRedactor } from "../../src/lib/redact.js";
+import { startupFailureText } from "../../src/main.js";
 
 /**
  * The one matcher of the configured secrets (src/lib/redact.ts, fed by config.ts `secretValues`).
@@ -66,5 +68,30 @@ describe("secretRedactor", () => {
       expect(redactUrls(url), url).not.toMatch(/p\^1|p%5E1|s%2b1|s\+1/i);
     // Alone, a short password is ordinary text.
     expect(redactUrls("p^1 s+1 keep:s+1 as is")).toBe("p^1 s+1 keep:s+1 as is");
+  });
+});
+
+describe("a failed start written to stderr", () => {
+  const config = loadConfig({
+    NODE_ENV: "test",
+    ADMIN_API_KEY: KEY,
+    REDIS_URL: "redis://:pw1@127.0.0.1:9",
+  });
+  const redact = secretRedactor(secretValues(config));
+
+  it("holds no configured secret, in its one line or in a stack", () => {
+    expect(
+      startupFailureText(
+        new StartupError(`the store at REDIS_URL cannot be used: redis://:pw1@127.0.0.1:9`),
+        redact,
+      ),
+    ).toBe(
+      "Toolgate could not start: the store at REDIS_URL cannot be used: redis://[redacted]127.0.0.1:9\n",
+    );
+    const stack = startupFailureText(
+      new Error(`no account for ${encodeURIComponent(KEY)}`),
+      redact,
+    );
+    expect(stack).toMatch(/^Toolgate failed to start: Error: no account for \[redacted\]\n {4}at /);
   });
 });
