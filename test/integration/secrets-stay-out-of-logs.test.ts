@@ -109,6 +109,34 @@ describe("secrets in the log and the public answers", () => {
     }
   });
 
+  it("repeats an unknown path in its 404 (and a known one in its 405) bounded, and without a secret", async () => {
+    const answer = async (method: string, path: string) => {
+      const res = await fetch(`${gw.url}${path}`, { method });
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      return [res.status, body.error.code, body.error.message];
+    };
+    const long = `/api/v1/${"a".repeat(7000)}`;
+    expect(await answer("GET", long)).toEqual([
+      404,
+      "route_not_found",
+      `No route for GET ${long.slice(0, 200)}….`,
+    ]);
+    expect(await answer("GET", `/nothing/${encodeURIComponent(ADMIN_KEY)}/here?q=1`)).toEqual([
+      404,
+      "route_not_found",
+      "No route for GET /nothing/[redacted]/here.",
+    ]);
+    // A secret across the cut: redacted whole before the path is cut, so not even its head shows.
+    expect(
+      await answer("GET", `/nothing/${"b".repeat(185)}${encodeURIComponent(ADMIN_KEY)}`),
+    ).toEqual([404, "route_not_found", `No route for GET /nothing/${"b".repeat(185)}[redac….`]);
+    expect(await answer("PUT", `/api/v1/keys/${encodeURIComponent(ADMIN_KEY)}`)).toEqual([
+      405,
+      "method_not_allowed",
+      "PUT is not allowed on /api/v1/keys/[redacted]; it serves PATCH, DELETE, OPTIONS.",
+    ]);
+  });
+
   it("cuts the RPC's API key out of viem's errors and the workers' password out of fetch's", async () => {
     const [chain] = await logged((l) => String(l.err).includes("HTTP request failed"));
     expect(String(chain!.err)).toContain("URL: http://127.0.0.1:9[redacted]");
