@@ -55,7 +55,7 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   // The tool door mounts the call too (for 405s on /v1/tools/{name}); the route above answers it first.
   for (const door of DOORS.filter((d) => !d.beforeBody)) mount(door);
 
-  app.use(methodNotAllowed, routeNotFound);
+  app.use(methodNotAllowed(services.redactSecrets), routeNotFound(services.redactSecrets));
   app.use(errorHandler(services.log, (code) => services.metrics.errors.inc({ code })));
 
   const lane = keyedLane(services, parseJson);

@@ -18,6 +18,7 @@ import { MAX_TEXT_CHARS, MIN_BODY_LIMIT_BYTES } from "./tools/catalogue/limits.j
 import { loadToolsFile } from "./tools/custom/tools-file.js";
 import type { UpstreamToolSpec } from "./tools/custom/spec.js";
 import { deepFreeze } from "./lib/deep-freeze.js";
+import type { Secret } from "./lib/redact.js";
 
 /**
  * The one configuration object, read from the environment once at start-up.
@@ -604,18 +605,22 @@ function versionsConfig(json: string | undefined, problems: string[]): ApiVersio
   return parsed.success ? parsed.data : null;
 }
 
-/** A bare secret shorter than this is not redacted on its own: it would cut ordinary words out of log lines. */
+/**
+ * A bare secret shorter than this is not redacted on its own: it would cut ordinary words out of
+ * log lines. A URL's password is redacted whatever its length, where it sits in a URL (`:…@`).
+ */
 const MIN_BARE_SECRET = 8;
 
 /**
  * The values of the settings that are secrets, as they could appear in a log line: the admin
  * key, the secret keys, the relayers' private keys (with and without 0x), and in every URL
- * setting its password (`:password@`, and alone when long enough) and, for the chain RPCs, whose
- * path or query usually holds the provider's API key (`/v2/<key>`), that too. Redacted from every
- * log line (src/lib/logger.ts) and from the request log's paths (src/http/request-context.ts).
+ * setting its password (in its place in a URL, and alone when long enough) and, for the chain
+ * RPCs, whose path or query usually holds the provider's API key (`/v2/<key>`), that too; a URL
+ * setting that does not parse, whole. Redacted from every log line (src/lib/logger.ts), from the
+ * request log's paths (src/http/request-context.ts) and from start-up errors (src/main.ts).
  */
-export function secretValues(config: Config): string[] {
-  const values: string[] = [];
+export function secretValues(config: Config): Secret[] {
+  const values: Secret[] = [];
   const bare = (value: string | undefined) => {
     if (value && value.length >= MIN_BARE_SECRET) values.push(value);
   };
@@ -625,10 +630,11 @@ export function secretValues(config: Config): string[] {
     try {
       url = new URL(setting);
     } catch {
-      return;
+      // Libraries that take it anyway (viem) name it whole in their errors.
+      return bare(setting);
     }
     if (url.password) {
-      values.push(`:${url.password}@`);
+      values.push({ urlPassword: url.password });
       try {
         bare(decodeURIComponent(url.password));
       } catch {

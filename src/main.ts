@@ -5,6 +5,7 @@ import { ConfigError, loadConfig, secretValues, type Config } from "./config.js"
 import { createServices, StartupError, type Part } from "./create-services.js";
 import type { Services } from "./services.js";
 import { createProcessLogger, type ProcessLogger } from "./lib/logger.js";
+import { NOTHING_TO_REDACT, type Redactor, secretRedactor } from "./lib/redact.js";
 import { guardProcess } from "./http/request-guard.js";
 import { answerClientError, recordRefusals, type RecordRefusal } from "./http/client-errors.js";
 import { cutStalledReader } from "./http/stalled-readers.js";
@@ -167,48 +168,65 @@ async function main(): Promise<void> {
   try {
     config = loadConfig();
   } catch (err) {
+    // Its problems name settings, never their values (a secret's is not known yet to redact).
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
       process.exit(78); // EX_CONFIG
     }
     throw err;
   }
-  // WEB_CONCURRENCY > 1: this process only supervises; the forked processes serve.
-  if (config.webConcurrency > 1 && cluster.isPrimary) return runPrimary(config);
-  const logger = createProcessLogger({
-    level: config.logLevel,
-    redact: { paths: REDACT, censor: "[redacted]" },
-  });
-  // Installed before anything starts: a signal during start-up ends the process at once (its
-  // children go with it), rather than by the default action half-way through.
-  let stop: (() => Promise<void>) | null = null;
-  for (const signal of ["SIGTERM", "SIGINT"] as const) {
-    process.once(signal, () => {
-      if (!stop) process.exit(1);
-      // Whatever a part or the log sink does, the process is gone once the grace period and
-      // the bounded clean-up are over. Unref'd: it never keeps a finished process alive.
-      setTimeout(() => process.exit(1), config.shutdownGraceMs + CLEANUP_BOUND_MS * 2).unref();
-      stop().then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
+  // From here on a failure to start is written without the configured secrets: its message
+  // (a library's error) can name a URL setting. The logger's redactor, once there is one, also
+  // knows the secrets start-up learned (a development admin key, the keys kept in the store).
+  let redact: Redactor = secretRedactor(secretValues(config));
+  try {
+    // WEB_CONCURRENCY > 1: this process only supervises; the forked processes serve.
+    if (config.webConcurrency > 1 && cluster.isPrimary) return await runPrimary(config);
+    const logger = createProcessLogger({
+      level: config.logLevel,
+      redact: { paths: REDACT, censor: "[redacted]" },
     });
+    redact = (text) => logger.redact(text);
+    // Installed before anything starts: a signal during start-up ends the process at once (its
+    // children go with it), rather than by the default action half-way through.
+    let stop: (() => Promise<void>) | null = null;
+    for (const signal of ["SIGTERM", "SIGINT"] as const) {
+      process.once(signal, () => {
+        if (!stop) process.exit(1);
+        // Whatever a part or the log sink does, the process is gone once the grace period and
+        // the bounded clean-up are over. Unref'd: it never keeps a finished process alive.
+        setTimeout(() => process.exit(1), config.shutdownGraceMs + CLEANUP_BOUND_MS * 2).unref();
+        stop().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      });
+    }
+    const started = await start(config, logger);
+    guardProcess(process, started.services.requestGuard);
+    stop = started.stop;
+  } catch (err) {
+    failedToStart(err, redact);
   }
-  const started = await start(config, logger);
-  guardProcess(process, started.services.requestGuard);
-  stop = started.stop;
+}
+
+/** What a failed start writes to stderr: one line for a failure the operator can act on, the stack otherwise; `redact`ed. */
+export function startupFailureText(err: unknown, redact: Redactor): string {
+  return redact(
+    err instanceof StartupError
+      ? `Toolgate could not start: ${err.message}\n`
+      : `Toolgate failed to start: ${err instanceof Error ? err.stack : String(err)}\n`,
+  );
+}
+
+function failedToStart(err: unknown, redact: Redactor): never {
+  process.stderr.write(startupFailureText(err, redact));
+  process.exit(1);
 }
 
 /** The process entry: run directly (`node dist/src/main.js`) or by `npm start` (scripts/start.mjs). */
 export function run(): void {
-  main().catch((err) => {
-    process.stderr.write(
-      err instanceof StartupError
-        ? `Toolgate could not start: ${err.message}\n`
-        : `Toolgate failed to start: ${err instanceof Error ? err.stack : String(err)}\n`,
-    );
-    process.exit(1);
-  });
+  main().catch((err) => failedToStart(err, NOTHING_TO_REDACT));
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) run();

@@ -3,7 +3,8 @@ import type { Logger } from "pino";
 import { BooksUnavailableError } from "../books/errors.js";
 import { StoreUnavailableError } from "../store/errors.js";
 import { sendJson, type HttpRequest, type HttpResponse } from "./exchange.js";
-import { loggedPath } from "./logged-path.js";
+import { loggedPath, shownPath } from "./logged-path.js";
+import type { Redactor } from "../lib/redact.js";
 
 /**
  * Every error the API can answer, in one table: the stable `code` a client branches on,
@@ -227,6 +228,13 @@ export function errorHandler(
   return (err, req, res, _next) => answer(err, req, res);
 }
 
-export const routeNotFound: RequestHandler = (req, _res, next) => {
-  next(new ApiError("route_not_found", `No route for ${req.method} ${req.path}.`));
-};
+/** The 404 of every path no route serves; the path it repeats is bounded and redacted (`shownPath`). */
+export function routeNotFound(redactSecrets: Redactor): RequestHandler {
+  return (req, _res, next) =>
+    next(
+      new ApiError(
+        "route_not_found",
+        `No route for ${req.method} ${shownPath(req.originalUrl, redactSecrets)}.`,
+      ),
+    );
+}

@@ -1,3 +1,5 @@
+import type { Redactor } from "../lib/redact.js";
+
 /**
  * The path of a request as the logs write it. Without its query string (it can hold tokens), and
  * with any Toolgate key in it cut to its kind (`tg_live_[redacted]`): a caller can put a key in a
@@ -10,4 +12,18 @@ export function loggedPath(url: string): string {
   const query = url.indexOf("?");
   const path = query === -1 ? url : url.slice(0, query);
   return path.indexOf("tg_") === -1 ? path : path.replace(KEY_SHAPED, "$1[redacted]");
+}
+
+/** How much of a request's path an error message repeats: enough to spot a typo, never kilobytes. */
+const SHOWN_PATH_CHARS = 200;
+
+/**
+ * The path of a request as an error message repeats it to the caller (and so to the logs that
+ * keep the message): as the request log writes it (`loggedPath`, then the configured secrets cut
+ * out by `redactSecrets`), then its first SHOWN_PATH_CHARS characters. Cut after the redaction,
+ * so no secret's head survives the cut.
+ */
+export function shownPath(url: string, redactSecrets: Redactor): string {
+  const path = redactSecrets(loggedPath(url));
+  return path.length > SHOWN_PATH_CHARS ? `${path.slice(0, SHOWN_PATH_CHARS)}…` : path;
 }

@@ -1,5 +1,7 @@
 import type { RequestHandler, Router } from "express";
 import { ApiError } from "./errors.js";
+import { shownPath } from "./logged-path.js";
+import type { Redactor } from "../lib/redact.js";
 
 /**
  * A known path asked with a method it does not serve is answered 405 `method_not_allowed` with
@@ -22,15 +24,18 @@ export function allowOn(router: Router, path: string | string[], methods: Iterab
   });
 }
 
-export const methodNotAllowed: RequestHandler = (req, res, next) => {
-  const allowed = res.locals.allowedMethods as Set<string> | undefined;
-  if (!allowed) return next();
-  const allow = ORDER.filter((m) => allowed.has(m)).join(", ");
-  next(
-    new ApiError(
-      "method_not_allowed",
-      `${req.method} is not allowed on ${req.path}; it serves ${allow}.`,
-      { headers: { Allow: allow } },
-    ),
-  );
-};
+/** The 405 of a known path; the path it repeats is bounded and redacted (`shownPath`). */
+export function methodNotAllowed(redactSecrets: Redactor): RequestHandler {
+  return (req, res, next) => {
+    const allowed = res.locals.allowedMethods as Set<string> | undefined;
+    if (!allowed) return next();
+    const allow = ORDER.filter((m) => allowed.has(m)).join(", ");
+    next(
+      new ApiError(
+        "method_not_allowed",
+        `${req.method} is not allowed on ${shownPath(req.originalUrl, redactSecrets)}; it serves ${allow}.`,
+        { headers: { Allow: allow } },
+      ),
+    );
+  };
+}

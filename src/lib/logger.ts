@@ -1,5 +1,5 @@
 import { pino, type Logger } from "pino";
-import { NOTHING_TO_REDACT, type Redactor, secretRedactor } from "./redact.js";
+import { NOTHING_TO_REDACT, type Redactor, type Secret, secretRedactor } from "./redact.js";
 
 /**
  * The process logger: JSON lines on stdout, batched (one write per 4 KiB, or every second),
@@ -29,7 +29,7 @@ export interface ProcessLogger {
   /** The same sink without the scan for secrets nor pino's redaction paths: for lines whose fields are known (the request log). */
   requestLog: Logger;
   /** Adds secret values to cut out of `log`'s lines (and to `redact`): called at start-up, as they become known. */
-  protect(secrets: Iterable<string>): void;
+  protect(secrets: Iterable<Secret>): void;
   /** Cuts every secret value `protect` was given out of a text. */
   readonly redact: Redactor;
   /** Writes what is batched and waits for it to drain, at most `timeoutMs`; never throws. */
@@ -64,7 +64,7 @@ export function createProcessLogger(
     },
   };
   setInterval(writeBatch, 1000).unref();
-  const secrets = new Set<string>();
+  const secrets = new Set<Secret>();
   let redact = NOTHING_TO_REDACT;
   const redactingSink = {
     write(line: string) {

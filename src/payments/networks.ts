@@ -66,9 +66,14 @@ export function networkFromEnv(
     problems.push(`${prefix}_RPC_URL is required for the x402 network ${name}`);
     return null;
   }
-  for (const url of rpcUrls)
-    if (!/^https?:\/\/[^\s]+$/.test(url))
-      problems.push(`${prefix}_RPC_URL: ${url.slice(0, 80)} is not an http(s) URL`);
+  // The URL is not repeated in the problem: its path or password usually holds an API key, and
+  // the configuration's problems are printed before any secret is known to redact.
+  rpcUrls.forEach((url, i) => {
+    if (!isHttpUrl(url))
+      problems.push(
+        `${prefix}_RPC_URL${rpcUrls.length > 1 ? `: URL ${i + 1} of ${rpcUrls.length}` : ""} is not a valid http(s) URL`,
+      );
+  });
   const address = env[`${prefix}_USDC_ADDRESS`] ?? defaults.usdc;
   if (!/^0x[0-9a-fA-F]{40}$/.test(address))
     problems.push(`${prefix}_USDC_ADDRESS is not an address`);
@@ -83,4 +88,13 @@ export function networkFromEnv(
       version: env[`${prefix}_USDC_VERSION`] ?? defaults.usdcVersion,
     },
   };
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const { protocol } = new URL(text);
+    return protocol === "http:" || protocol === "https:";
+  } catch {
+    return false;
+  }
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type GatewayProcess, spawnGateway } from "../helpers/gateway.js";
+import { killMarked, startToolgate, type Started } from "../helpers/processes.js";
 import { REDIS_URL, dropPrefix, uniquePrefix } from "../helpers/redis.js";
 
 /**
@@ -14,9 +15,12 @@ const DB_PASSWORD = "db-passw0rd-xyz";
 const SMTP_PASSWORD = "smtp-passw0rd-xyz";
 const REDIS_PASSWORD = "redis-passw0rd-xyz";
 const RELAYER_KEY = `0x${"ab".repeat(32)}`;
+/** `text` with the hex digits of its percent-escapes in lower case (`%2F` → `%2f`), as some clients write them. */
+const lowerEscapes = (text: string) => text.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase());
 const SECRETS = [
   ADMIN_KEY,
   encodeURIComponent(ADMIN_KEY),
+  lowerEscapes(encodeURIComponent(ADMIN_KEY)),
   new URL(`http://h/${ADMIN_KEY}`).pathname.slice(1), // as fetch writes it in a path
   RPC_KEY,
   WORKERS_PASSWORD,
@@ -76,8 +80,22 @@ describe("secrets in the log and the public answers", () => {
       ["GET", `/v1/tools/${ADMIN_KEY}`, "/v1/tools/[redacted]"],
       ["GET", `/api/v1/${encodeURIComponent(ADMIN_KEY)}`, "/api/v1/[redacted]"],
       ["GET", `/x/${ADMIN_KEY}/y?key=${ADMIN_KEY}`, "/x/[redacted]/y"],
+      // The hex digits of percent-escapes in either case: `%2f`, `%2B`, mixed.
+      ["GET", `/api/v1/${lowerEscapes(encodeURIComponent(ADMIN_KEY))}`, "/api/v1/[redacted]"],
+      [
+        "GET",
+        `/api/v1/${encodeURIComponent(ADMIN_KEY).replace("%2F", "%2f")}`,
+        "/api/v1/[redacted]",
+      ],
+      // The secret itself is case-sensitive text: the key in other letters is no secret.
+      [
+        "GET",
+        `/api/v1/${encodeURIComponent(ADMIN_KEY.toUpperCase())}`,
+        `/api/v1/${encodeURIComponent(ADMIN_KEY.toUpperCase())}`,
+      ],
       // The keyed lane (a plain JSON tool call) writes its own request line.
       ["POST", `/v1/tools/${encodeURIComponent(ADMIN_KEY)}`, "/v1/tools/[redacted]"],
+      ["POST", `/v1/tools/${lowerEscapes(encodeURIComponent(ADMIN_KEY))}`, "/v1/tools/[redacted]"],
     ] as const;
     for (const [method, path, expected] of sent) {
       const res = await fetch(`${gw.url}${path}`, {
@@ -89,6 +107,34 @@ describe("secrets in the log and the public answers", () => {
       const [line] = await logged((l) => l.msg === "request" && l.request_id === id);
       expect([line!.method, line!.path]).toEqual([method, expected]);
     }
+  });
+
+  it("repeats an unknown path in its 404 (and a known one in its 405) bounded, and without a secret", async () => {
+    const answer = async (method: string, path: string) => {
+      const res = await fetch(`${gw.url}${path}`, { method });
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      return [res.status, body.error.code, body.error.message];
+    };
+    const long = `/api/v1/${"a".repeat(7000)}`;
+    expect(await answer("GET", long)).toEqual([
+      404,
+      "route_not_found",
+      `No route for GET ${long.slice(0, 200)}….`,
+    ]);
+    expect(await answer("GET", `/nothing/${encodeURIComponent(ADMIN_KEY)}/here?q=1`)).toEqual([
+      404,
+      "route_not_found",
+      "No route for GET /nothing/[redacted]/here.",
+    ]);
+    // A secret across the cut: redacted whole before the path is cut, so not even its head shows.
+    expect(
+      await answer("GET", `/nothing/${"b".repeat(185)}${encodeURIComponent(ADMIN_KEY)}`),
+    ).toEqual([404, "route_not_found", `No route for GET /nothing/${"b".repeat(185)}[redac….`]);
+    expect(await answer("PUT", `/api/v1/keys/${encodeURIComponent(ADMIN_KEY)}`)).toEqual([
+      405,
+      "method_not_allowed",
+      "PUT is not allowed on /api/v1/keys/[redacted]; it serves PATCH, DELETE, OPTIONS.",
+    ]);
   });
 
   it("cuts the RPC's API key out of viem's errors and the workers' password out of fetch's", async () => {
@@ -119,4 +165,132 @@ describe("secrets in the log and the public answers", () => {
     expect(gw.output.length).toBeGreaterThan(5);
     expect(gw.output.filter((line) => leakIn(line).length > 0)).toEqual([]);
   });
+});
+
+/**
+ * Short URL passwords are redacted only where they sit in a URL (`:pw@`; alone they would cut
+ * ordinary words): every library's error and log line that names such a URL, whichever way it
+ * writes the password (as given, or percent-encoded as a URL parser does: `^` is `%5E`).
+ */
+describe("short passwords in URL settings", () => {
+  const SHORT = { redis: "r^1", workers: "w^1", books: "d^1", smtp: "s^1" };
+  /** Each password as given and percent-encoded, in either case: not one may be written anywhere. */
+  const forms = Object.values(SHORT).flatMap((pw) => [
+    pw,
+    encodeURIComponent(pw),
+    encodeURIComponent(pw).toLowerCase(),
+  ]);
+  const leaks = (text: string) => text.split("\n").filter((l) => forms.some((f) => l.includes(f)));
+  const started: Started[] = [];
+  const shortPrefix = uniquePrefix("secrets-short");
+  afterAll(async () => {
+    for (const g of started) {
+      g.child.kill("SIGKILL");
+      killMarked(g.marker);
+    }
+    await dropPrefix(shortPrefix);
+  });
+
+  it("never writes them while the gateway serves with Redis, the workers, the books database and SMTP failing them", async () => {
+    const g = startToolgate({
+      NODE_ENV: "test",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "info",
+      ADMIN_API_KEY: ADMIN_KEY,
+      SECRET_KEY: "s".repeat(32),
+      REDIS_KEY_PREFIX: shortPrefix,
+      REDIS_URL: REDIS_URL.replace("redis://", `redis://:${SHORT.redis}@`), // no password on the test Redis: ioredis goes on
+      // Nothing listens on port 9.
+      WORKERS_URL: `http://worker:${SHORT.workers}@127.0.0.1:9/`,
+      DATABASE_URL: `postgres://books:${SHORT.books}@127.0.0.1:9/toolgate`,
+      SMTP_URL: `smtp://mailer:${SHORT.smtp}@127.0.0.1:9`,
+      STATUS_CHECK_INTERVAL_MS: "1000",
+    });
+    started.push(g);
+    const url = `http://127.0.0.1:${(await g.waitFor(/"port":(\d+)[^\n]*"msg":"listening"/))[1]}`;
+    // A sign-up sends its verification e-mail: SMTP fails it.
+    const signup = await fetch(`${url}/api/v1/signup`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: `short-${shortPrefix.replace(/\W/g, "")}@example.com` }),
+    });
+    expect(signup.status).toBe(201);
+    await g.waitFor(/could not send the verification e-mail/, 15_000);
+    await g.waitFor(/the books database cannot be opened yet/, 15_000);
+    const [workers] = await g.waitFor(
+      /[^\n]*could not read the workers' tool availability[^\n]*/,
+      15_000,
+    );
+    expect(workers).toContain('"url":"http://worker[redacted]127.0.0.1:9/"');
+    const status = await (await fetch(`${url}/status.json`)).text();
+    g.child.kill("SIGTERM");
+    await g.exited;
+    expect(leaks(status)).toEqual([]);
+    expect(leaks(g.stdout())).toEqual([]);
+    expect(leaks(g.stderr())).toEqual([]);
+  }, 90_000);
+
+  it("never writes them when the gateway cannot start (a development gateway whose Redis is down)", async () => {
+    const g = startToolgate({
+      NODE_ENV: "development",
+      DEV_CHAIN: "0",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      REDIS_URL: `redis://:${SHORT.redis}@127.0.0.1:9`,
+    });
+    started.push(g);
+    expect((await g.exited).code).toBe(1);
+    expect(g.stderr()).toMatch(/^Toolgate could not start: the store at REDIS_URL cannot be used/);
+    expect(leaks(g.stdout())).toEqual([]);
+    expect(leaks(g.stderr())).toEqual([]);
+  }, 90_000);
+});
+
+describe("a configuration refused before any secret is known", () => {
+  // The x402 settings are checked once the schema passed: apart from the schema's problems.
+  const BAD: [string, Record<string, string>][] = [
+    [
+      "the settings the schema refuses",
+      {
+        ADMIN_API_KEY: "short-Admin-9", // fewer than 24 characters
+        SECRET_KEY: "short-Secret-Key-7",
+        X402_RELAYER_PRIVATE_KEY: "0xnot-a-Relayer-Key-3",
+        X402_RELAYER_PRIVATE_KEYS: `0x${"ab".repeat(32)},0xnot-a-Relayer-Key-4`,
+        WORKERS_URL: `http//worker:${WORKERS_PASSWORD}@127.0.0.1`, // no scheme
+        METRICS_TOKEN: "short-Metric-5",
+      },
+    ],
+    ["an RPC URL not http(s)", { BASE_SEPOLIA_RPC_URL: `wss://rpc.example/v2/${RPC_KEY}` }],
+    [
+      "an RPC URL that does not parse, second of two",
+      { BASE_SEPOLIA_RPC_URL: `http://127.0.0.1:9/v2/${RPC_KEY},http://[::1/v2/${RPC_KEY}` },
+    ],
+  ];
+  for (const [what, bad] of BAD)
+    it(`names each setting without repeating its value: ${what}`, async () => {
+      const g = startToolgate({
+        NODE_ENV: "test",
+        PORT: "0",
+        HOST: "127.0.0.1",
+        X402_NETWORKS: "base-sepolia",
+        X402_PAY_TO: `0x${"11".repeat(20)}`,
+        X402_RELAYER_PRIVATE_KEY: RELAYER_KEY,
+        ...bad,
+      });
+      // Bounded: a gateway that started after all is killed here, not left running.
+      const exited = await Promise.race([
+        g.exited,
+        new Promise<null>((r) => setTimeout(() => r(null), 30_000)),
+      ]);
+      killMarked(g.marker);
+      expect(exited?.code, "exit code (null: it started)").toBe(78);
+      for (const name of Object.keys(bad)) expect(g.stderr()).toContain(`  - ${name}`);
+      const values = Object.values(bad).flatMap((value) => [
+        value,
+        ...value.split(/[,/:@]/).filter((part) => part.length >= 6),
+      ]);
+      const output = g.stdout() + g.stderr();
+      expect(values.filter((value) => output.includes(value))).toEqual([]);
+    }, 60_000);
 });
