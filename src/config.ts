@@ -644,6 +644,7 @@ export function secretValues(config: Config): Secret[] {
     if (pathIsSecret) bare(`${url.pathname === "/" ? "" : url.pathname}${url.search}`);
   };
   bare(config.adminApiKey);
+  bare(config.metricsToken);
   for (const key of config.secretKeys) bare(key);
   for (const key of config.x402?.relayerKeys ?? []) values.push(key, key.slice(2));
   inUrl(config.redisUrl, false);

@@ -69,6 +69,14 @@ describe("secretRedactor", () => {
     // Alone, a short password is ordinary text.
     expect(redactUrls("p^1 s+1 keep:s+1 as is")).toBe("p^1 s+1 keep:s+1 as is");
   });
+
+  it("knows the /metrics bearer token as a secret", () => {
+    const token = "metrics-token-0123456789";
+    const redactToken = secretRedactor(
+      secretValues(loadConfig({ NODE_ENV: "test", METRICS_TOKEN: token })),
+    );
+    expect(redactToken(`authorization: Bearer ${token}`)).toBe("authorization: Bearer [redacted]");
+  });
 });
 
 describe("a failed start written to stderr", () => {
