@@ -376,16 +376,23 @@ export const xmlConvert = defineTool({
   }),
 });
 
+/**
+ * How deeply a YAML document's collections may nest. The yaml package composes nodes
+ * recursively: near 800 levels it overflows the stack, and a second such document then aborted
+ * the whole worker process ("RegExpCompiler Allocation failed", heavy-pool threads included).
+ * No configuration comes near this.
+ */
+export const MAX_YAML_DEPTH = 256;
+
 export const yamlConvert = defineTool({
   name: "yaml-convert",
   aliases: ["yaml-to-json", "json-to-yaml"],
   title: "YAML ⇄ JSON",
-  description:
-    "Parse YAML (1.2, all documents) into JSON, or write JSON as YAML (the yaml package).",
+  description: `Parse YAML (1.2, all documents) into JSON, or write JSON as YAML (the yaml package). Collections nested more than ${MAX_YAML_DEPTH} levels deep are refused.`,
   cost: 1,
   category: "documents",
   tags: ["yaml", "yml", "json", "config", "parse", "convert"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({

@@ -7,7 +7,7 @@ import Papa from "papaparse";
 import { PDFDocument, StandardFonts } from "pdf-lib";
 import sanitizeHtml from "sanitize-html";
 import TurndownService from "turndown";
-import { parseAllDocuments, stringify as stringifyYaml } from "yaml";
+import { stringify as stringifyYaml } from "yaml";
 import {
   csvConvert as csvConvertTool,
   htmlSanitize as htmlSanitizeTool,
@@ -22,6 +22,7 @@ import {
 import { WorkerError } from "../errors.js";
 import { withTimeLimit } from "../time-limit.js";
 import { implement } from "./implementation.js";
+import { readYamlDocuments } from "./yaml-documents.js";
 
 /**
  * The markup converters run on the worker's event loop, which every light tool shares, and their
@@ -309,18 +310,9 @@ export const yamlConvert = implement(yamlConvertTool, {
   async run(input) {
     if (input.json !== undefined)
       return { json: null, documents: 1, yaml: stringifyYaml(input.json) };
-    // maxAliasCount bounds alias expansion (the "billion laughs" document).
-    const documents = parseAllDocuments(input.yaml!);
-    const list = Array.isArray(documents) ? documents : [documents];
-    const failed = list.find((d) => d.errors.length);
-    if (failed)
-      throw new WorkerError(
-        422,
-        "invalid_input",
-        `Not valid YAML: ${failed.errors[0]!.message.split("\n")[0]}`,
-        "yaml",
-      );
+    const list = readYamlDocuments(input.yaml!, "yaml");
     try {
+      // maxAliasCount bounds alias expansion (the "billion laughs" document).
       return {
         json: (list[0]?.toJS({ maxAliasCount: 1000 }) ?? null) as unknown,
         documents: list.length,

@@ -20,6 +20,7 @@ import {
   pdfGenerate as pdfGenerateTool,
   spreadsheetRead as spreadsheetReadTool,
   spreadsheetWrite as spreadsheetWriteTool,
+  yamlConvert as yamlConvertTool,
 } from "../../tools/catalogue/documents.js";
 import {
   chartRender as chartRenderTool,
@@ -771,6 +772,13 @@ const pdfGenerate = implement(pdfGenerateTool, {
 const spreadsheetWrite = implement(spreadsheetWriteTool, {
   run: async (input, ctx) => (await lib.documents()).spreadsheetWrite.run(input, ctx),
 });
+/**
+ * YAML is parsed here too: the yaml package takes about a second for a megabyte of plain keys
+ * on the shared loop, and more for hostile shapes (999,000 unclosed "[" held it 8 s).
+ */
+const yamlConvert = implement(yamlConvertTool, {
+  run: async (input, ctx) => (await lib.documents()).yamlConvert.run(input, ctx),
+});
 const codeFormat = implement(codeFormatTool, {
   run: async (input, ctx) => (await lib.code()).codeFormat.run(input, ctx),
 });
@@ -791,6 +799,7 @@ export const HEAVY_IMPLEMENTATIONS = new Map(
       jsSandbox,
       pdfGenerate,
       spreadsheetWrite,
+      yamlConvert,
       codeFormat,
       ...Object.values(language),
     ] as ToolImplementation[]

@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type GatewayProcess, spawnService } from "../helpers/gateway.js";
+
+/**
+ * No call may hold the tool workers' shared event loop: the cheap tools answer on it, one after
+ * another, so a call that keeps it busy delays every other caller's. Each hostile input is sent
+ * to a real workers process (src/workers/main.ts, as deployed), and a trivial `hash` call made
+ * while it runs must still answer promptly; bounds are generous (a shared, slow machine), each
+ * far below what the input held the loop for before.
+ */
+let workers: GatewayProcess;
+
+beforeAll(async () => {
+  workers = await spawnService("src/workers/main.ts", "workers listening", {
+    PORT: "0",
+    LOG_LEVEL: "info",
+    HEAVY_THREADS: "2",
+  });
+}, 60_000);
+afterAll(async () => {
+  await workers?.stop();
+});
+
+async function tool(name: string, input: unknown) {
+  const started = Date.now();
+  const res = await fetch(`${workers.url}/tools/${name}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(input),
+  });
+  const body = (await res.json()) as Record<string, any>;
+  return { status: res.status, body, ms: Date.now() - started };
+}
+
+/** The call's answer, and how long a trivial `hash` call, made once the call is under way, waited. */
+async function meanwhile(name: string, input: unknown) {
+  const running = tool(name, input);
+  await new Promise((r) => setTimeout(r, 300));
+  const cheap = await tool("hash", { text: "meanwhile" });
+  expect(cheap.status).toBe(200);
+  return { answer: await running, cheapMs: cheap.ms };
+}
+
+describe("yaml-convert", () => {
+  it("collections nested past the limit are refused naming the field, and a second such document does not bring the process down", async () => {
+    const deep = `${"[".repeat(333_000)}${"]".repeat(333_000)}`;
+    for (const attempt of [1, 2]) {
+      // The second of these aborted the whole process ("RegExpCompiler Allocation failed").
+      const { answer, cheapMs } = await meanwhile("yaml-convert", { yaml: deep });
+      expect([attempt, answer.status, answer.body.error]).toEqual([
+        attempt,
+        422,
+        expect.objectContaining({ code: "resource_limit", param: "yaml" }),
+      ]);
+      expect(cheapMs).toBeLessThan(1500);
+    }
+    // At the limit it is served.
+    const nested = await tool("yaml-convert", { yaml: `${"- ".repeat(256)}x` });
+    expect(nested.status).toBe(200);
+  }, 60_000);
+
+  it("a map of 70,000 keys is read within the tool's deadline (its duplicate check was quadratic: 2 minutes), off the shared loop", async () => {
+    const yaml = Array.from({ length: 70_000 }, (_, i) => `k${i}: ${i}`).join("\n");
+    const { answer, cheapMs } = await meanwhile("yaml-convert", { yaml });
+    expect(answer.status).toBe(200);
+    expect(Object.keys(answer.body.json)).toHaveLength(70_000);
+    expect(answer.ms).toBeLessThan(10_000);
+    expect(cheapMs).toBeLessThan(1500);
+    // A repeated key is still the caller's error, at its place.
+    const repeated = await tool("yaml-convert", { yaml: "a: 1\nb: 2\na: 3" });
+    expect([repeated.status, repeated.body.error]).toEqual([
+      422,
+      {
+        code: "invalid_input",
+        message: "Not valid YAML: Map keys must be unique at line 3, column 1",
+        param: "yaml",
+      },
+    ]);
+  }, 60_000);
+});
