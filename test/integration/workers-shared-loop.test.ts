@@ -78,3 +78,20 @@ describe("yaml-convert", () => {
     ]);
   }, 60_000);
 });
+
+describe("token-count", () => {
+  it("one long word is counted within the tool's deadline (js-tiktoken's merge is quadratic in a word's length: 10,000 letters took 11 s)", async () => {
+    const word = await tool("token-count", { text: "a".repeat(1_000_000) });
+    expect([word.status, word.body.tokens]).toEqual([200, 125_000]);
+    expect(word.ms).toBeLessThan(9000);
+    let seed = 1;
+    const letters = Array.from({ length: 300_000 }, () => {
+      seed = (seed * 48_271) % 2_147_483_647;
+      return String.fromCharCode(97 + (seed % 26));
+    }).join("");
+    const random = await tool("token-count", { text: letters, encoding: "cl100k_base" });
+    expect(random.status).toBe(200);
+    expect(random.body.tokens).toBeGreaterThan(50_000);
+    expect(random.ms).toBeLessThan(9000);
+  }, 60_000);
+});
