@@ -95,3 +95,37 @@ describe("token-count", () => {
     expect(random.ms).toBeLessThan(9000);
   }, 60_000);
 });
+
+describe("the parsers, converters and matchers run off the shared loop", () => {
+  it("nested markup and a catastrophic pattern, sent together, are each cut off at their time limit while a cheap call answers at once (they held the loop one after another, ~5 s)", async () => {
+    const hostile = [
+      ["markdown-to-html", { markdown: `${"> ".repeat(100_000)}x` }, "markdown"],
+      ["html-sanitize", { html: "<div>".repeat(199_000) }, "html"],
+      ["regex-test", { pattern: "^(a+)+$", text: `${"a".repeat(40)}!` }, "pattern"],
+    ] as const;
+    const running = hostile.map(([name, input]) => tool(name, input));
+    await new Promise((r) => setTimeout(r, 300));
+    const cheap = await tool("hash", { text: "meanwhile" });
+    expect([cheap.status, cheap.ms < 1500]).toEqual([200, true]);
+    const answers = await Promise.all(running);
+    expect(answers.map((a) => [a.status, a.body.error?.code, a.body.error?.param])).toEqual(
+      hostile.map(([, , param]) => [422, "resource_limit", param]),
+    );
+  }, 60_000);
+
+  it("a large output is checked and written in the tool's thread, and served as before", async () => {
+    const converted = await tool("csv-convert", { csv: "a,b\n1,x\n2,y", header: true });
+    expect([converted.status, converted.body]).toEqual([
+      200,
+      {
+        rows: [
+          { a: 1, b: "x" },
+          { a: 2, b: "y" },
+        ],
+        csv: null,
+        columns: ["a", "b"],
+        errors: [],
+      },
+    ]);
+  }, 30_000);
+});

@@ -13,7 +13,7 @@ export const jsonpathQuery = defineTool({
   cost: 1,
   category: "data",
   tags: ["json", "query", "select", "filter", "jq"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({

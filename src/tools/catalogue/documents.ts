@@ -14,7 +14,7 @@ export const htmlToMarkdown = defineTool({
   cost: 1,
   category: "documents",
   tags: ["convert", "markdown", "html"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 5_000,
   input: z.strictObject({ html: html.describe("The HTML document or fragment.") }).meta({
     examples: [
@@ -35,7 +35,7 @@ export const markdownToHtml = defineTool({
   cost: 1,
   category: "documents",
   tags: ["render", "markdown", "gfm"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 5_000,
   input: z
     .strictObject({ markdown: z.string().max(MAX_TEXT_CHARS).describe("The Markdown source.") })
@@ -52,7 +52,7 @@ export const readabilityExtract = defineTool({
   cost: 2,
   category: "documents",
   tags: ["article", "reader mode", "boilerplate", "main content"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({
@@ -289,7 +289,7 @@ export const csvConvert = defineTool({
   cost: 1,
   category: "documents",
   tags: ["csv", "tsv", "json", "parse", "table", "convert"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({
@@ -352,7 +352,7 @@ export const xmlConvert = defineTool({
   cost: 1,
   category: "documents",
   tags: ["xml", "json", "parse", "convert", "soap"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({
@@ -427,7 +427,7 @@ export const htmlSanitize = defineTool({
   cost: 1,
   category: "documents",
   tags: ["xss", "clean", "security", "html", "untrusted"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({
