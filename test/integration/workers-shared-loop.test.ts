@@ -1,3 +1,4 @@
+import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type GatewayProcess, spawnService } from "../helpers/gateway.js";
 
@@ -9,16 +10,29 @@ import { type GatewayProcess, spawnService } from "../helpers/gateway.js";
  * far below what the input held the loop for before.
  */
 let workers: GatewayProcess;
+/** A web server on loopback (which the workers may read here) serving the pages the web tools read. */
+let site: Server;
+let siteUrl: string;
+const pages = new Map<string, string>();
 
 beforeAll(async () => {
+  site = createServer((req, res) => {
+    const page = pages.get(req.url ?? "");
+    res.writeHead(page === undefined ? 404 : 200, { "content-type": "text/html" });
+    res.end(page ?? "");
+  });
+  await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
+  siteUrl = `http://127.0.0.1:${(site.address() as { port: number }).port}`;
   workers = await spawnService("src/workers/main.ts", "workers listening", {
     PORT: "0",
     LOG_LEVEL: "info",
     HEAVY_THREADS: "2",
+    WEB_ALLOW_PRIVATE_TARGETS: "1",
   });
 }, 60_000);
 afterAll(async () => {
   await workers?.stop();
+  await new Promise((resolve) => site?.close(resolve));
 });
 
 async function tool(name: string, input: unknown) {
@@ -148,5 +162,30 @@ describe("id-generate", () => {
     }
     expect(counts.size).toBe(62);
     for (const n of counts.values()) expect(Math.abs(n / (1_024_000 / 62) - 1)).toBeLessThan(0.2);
+  }, 60_000);
+});
+
+describe("web-metadata", () => {
+  it("a page of deeply nested markup is cut off at the markup time limit (it held the loop 5 minutes, then brought the process down)", async () => {
+    pages.set("/nested", "<div>".repeat(980_000));
+    const { answer, cheapMs } = await meanwhile("web-metadata", { url: `${siteUrl}/nested` });
+    expect([answer.status, answer.body.error?.code, answer.body.error?.param]).toEqual([
+      422,
+      "resource_limit",
+      "url",
+    ]);
+    // The page's reading may take the loop up to its 2 s time limit, no longer.
+    expect(cheapMs).toBeLessThan(6000);
+    pages.set(
+      "/plain",
+      '<html lang="en"><head><title>T</title></head><body><a href="/a">A</a></body></html>',
+    );
+    const plain = await tool("web-metadata", { url: `${siteUrl}/plain` });
+    expect([plain.status, plain.body.title, plain.body.language, plain.body.links]).toEqual([
+      200,
+      "T",
+      "en",
+      [{ url: `${siteUrl}/a`, text: "A", rel: null }],
+    ]);
   }, 60_000);
 });
