@@ -23,9 +23,35 @@ function abbreviate(value: unknown): unknown {
   return value;
 }
 
+/**
+ * Heavy-pool tools whose libraries load in well under a second: they run in a thread only so a
+ * large input cannot hold the shared event loop, and their examples are as cheap as a general
+ * tool's, so they are shown too.
+ */
+const LIGHT_IN_HEAVY_POOL = new Set([
+  "yaml-convert",
+  "csv-convert",
+  "xml-convert",
+  "markdown-to-html",
+  "html-to-markdown",
+  "html-sanitize",
+  "readability-extract",
+  "jsonpath-query",
+  "date-parse",
+  "regex-test",
+  "json-schema-validate",
+  "text-diff",
+  "qr-code",
+  "barcode-generate",
+]);
+
 /** The tools whose worked example is run for the page (found when the page is first built, not at start-up). */
 export const exampleTools = (): ToolDefinition[] =>
-  TOOLS.filter((tool) => tool.pool === "general" && workedExampleOf(tool) !== undefined);
+  TOOLS.filter(
+    (tool) =>
+      (tool.pool === "general" || LIGHT_IN_HEAVY_POOL.has(tool.name)) &&
+      workedExampleOf(tool) !== undefined,
+  );
 
 /** At most this many examples run at once, so building the page never floods the workers. */
 const EXAMPLES_AT_ONCE = 4;

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import type { WorkerConfig } from "./config.js";
 import { WorkerError } from "./errors.js";
 import type { HeavyPool } from "./heavy/pool.js";
+import { SerializedOutput } from "./heavy/serialized-output.js";
 import { IMPLEMENTATIONS } from "./tools/index.js";
 
 /**
@@ -10,7 +11,8 @@ import { IMPLEMENTATIONS } from "./tools/index.js";
  *   POST /tools/{name}  the tool's input → 200 its output, or {error:{code,message,param?}}
  *   GET  /tools         which tools can run here (providers configured)
  *   GET  /healthz
- * Input is validated again here and output is checked against the tool's schema, so a worker
+ * Input is validated again here and output is checked against the tool's schema (a heavy tool's
+ * in its thread, see heavy/serialized-output.ts), so a worker
  * never answers something the catalogue does not promise.
  */
 export function createWorkerApp(
@@ -56,8 +58,9 @@ export function createWorkerApp(
     }
     const timeoutMs = Number(req.get("x-toolgate-deadline-ms")) || impl.definition.timeoutMs;
     try {
-      const output = await impl.run(parsed.data, { config, timeoutMs, heavy });
-      res.json(impl.definition.output.parse(output));
+      const output: unknown = await impl.run(parsed.data, { config, timeoutMs, heavy });
+      if (output instanceof SerializedOutput) res.type("application/json").send(output.json);
+      else res.json(impl.definition.output.parse(output));
     } catch (err) {
       if (err instanceof WorkerError) {
         return res.status(err.status).json({

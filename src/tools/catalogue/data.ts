@@ -13,7 +13,7 @@ export const jsonpathQuery = defineTool({
   cost: 1,
   category: "data",
   tags: ["json", "query", "select", "filter", "jq"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({
@@ -143,7 +143,7 @@ export const dateParse = defineTool({
   cost: 1,
   category: "data",
   tags: ["date", "time", "natural language", "parse", "schedule", "chrono"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({

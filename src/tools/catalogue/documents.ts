@@ -14,7 +14,7 @@ export const htmlToMarkdown = defineTool({
   cost: 1,
   category: "documents",
   tags: ["convert", "markdown", "html"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 5_000,
   input: z.strictObject({ html: html.describe("The HTML document or fragment.") }).meta({
     examples: [
@@ -35,7 +35,7 @@ export const markdownToHtml = defineTool({
   cost: 1,
   category: "documents",
   tags: ["render", "markdown", "gfm"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 5_000,
   input: z
     .strictObject({ markdown: z.string().max(MAX_TEXT_CHARS).describe("The Markdown source.") })
@@ -52,7 +52,7 @@ export const readabilityExtract = defineTool({
   cost: 2,
   category: "documents",
   tags: ["article", "reader mode", "boilerplate", "main content"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({
@@ -289,7 +289,7 @@ export const csvConvert = defineTool({
   cost: 1,
   category: "documents",
   tags: ["csv", "tsv", "json", "parse", "table", "convert"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({
@@ -352,7 +352,7 @@ export const xmlConvert = defineTool({
   cost: 1,
   category: "documents",
   tags: ["xml", "json", "parse", "convert", "soap"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({
@@ -376,16 +376,23 @@ export const xmlConvert = defineTool({
   }),
 });
 
+/**
+ * How deeply a YAML document's collections may nest. The yaml package composes nodes
+ * recursively: near 800 levels it overflows the stack, and a second such document then aborted
+ * the whole worker process ("RegExpCompiler Allocation failed", heavy-pool threads included).
+ * No configuration comes near this.
+ */
+export const MAX_YAML_DEPTH = 256;
+
 export const yamlConvert = defineTool({
   name: "yaml-convert",
   aliases: ["yaml-to-json", "json-to-yaml"],
   title: "YAML ⇄ JSON",
-  description:
-    "Parse YAML (1.2, all documents) into JSON, or write JSON as YAML (the yaml package).",
+  description: `Parse YAML (1.2, all documents) into JSON, or write JSON as YAML (the yaml package). Collections nested more than ${MAX_YAML_DEPTH} levels deep are refused.`,
   cost: 1,
   category: "documents",
   tags: ["yaml", "yml", "json", "config", "parse", "convert"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({
@@ -420,7 +427,7 @@ export const htmlSanitize = defineTool({
   cost: 1,
   category: "documents",
   tags: ["xss", "clean", "security", "html", "untrusted"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({

@@ -43,7 +43,7 @@ export const barcodeGenerate = defineTool({
   cost: 1,
   category: "images",
   tags: ["barcode", "ean", "upc", "code128", "datamatrix", "pdf417", "label"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 10_000,
   input: z
     .strictObject({

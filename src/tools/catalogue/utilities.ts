@@ -10,7 +10,7 @@ export const qrCode = defineTool({
   cost: 1,
   category: "images",
   tags: ["qr", "barcode", "generate", "png", "svg"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 5_000,
   input: z
     .strictObject({
@@ -67,7 +67,7 @@ export const jsonSchemaValidate = defineTool({
   cost: 1,
   category: "data",
   tags: ["validate", "json schema", "ajv"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 5_000,
   input: z
     .strictObject({
@@ -105,7 +105,7 @@ export const textDiff = defineTool({
   cost: 1,
   category: "code",
   tags: ["compare", "patch", "unified diff", "changes"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 5_000,
   input: z
     .strictObject({
@@ -145,7 +145,7 @@ export const regexTest = defineTool({
   cost: 1,
   category: "code",
   tags: ["regular expression", "match", "pattern"],
-  pool: "general",
+  pool: "heavy",
   timeoutMs: 5_000,
   input: z
     .strictObject({

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { Piscina } from "piscina";
 import type { WorkerConfig } from "../config.js";
 import { WorkerError } from "../errors.js";
+import { SerializedOutput } from "./serialized-output.js";
 import type { HeavyTask, HeavyResult } from "./thread.js";
 
 /**
@@ -36,7 +37,7 @@ export class HeavyPool {
     this.piscina.on("error", (err: Error) => log.error({ err }, "a heavy-pool thread failed"));
   }
 
-  async run(tool: string, input: unknown, timeoutMs: number): Promise<unknown> {
+  async run(tool: string, input: unknown, timeoutMs: number): Promise<SerializedOutput> {
     const signal = AbortSignal.timeout(Math.max(100, timeoutMs - 250));
     let result: HeavyResult;
     try {
@@ -66,7 +67,7 @@ export class HeavyPool {
         result.error.message,
         result.error.param,
       );
-    return result.output;
+    return new SerializedOutput(result.json);
   }
 
   get queued(): number {

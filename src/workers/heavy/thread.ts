@@ -10,7 +10,8 @@ export interface HeavyTask {
 }
 
 export type HeavyResult =
-  | { output: unknown }
+  /** The output, checked against the tool's output schema and written as JSON (SerializedOutput). */
+  | { json: string }
   | {
       error: {
         status: WorkerError["status"];
@@ -46,7 +47,8 @@ export default async function runHeavyTask(task: HeavyTask): Promise<HeavyResult
   const impl = (await implementations).get(task.tool);
   if (!impl) throw new Error(`no heavy implementation for ${task.tool}`);
   try {
-    return { output: await impl.run(task.input as never, { config, timeoutMs: task.timeoutMs }) };
+    const output = await impl.run(task.input as never, { config, timeoutMs: task.timeoutMs });
+    return { json: JSON.stringify(impl.definition.output.parse(output)) };
   } catch (err) {
     // Duck-typed: under tsx the implementations have their own copy of the WorkerError class.
     if (isWorkerError(err))

@@ -7,7 +7,7 @@ import Papa from "papaparse";
 import { PDFDocument, StandardFonts } from "pdf-lib";
 import sanitizeHtml from "sanitize-html";
 import TurndownService from "turndown";
-import { parseAllDocuments, stringify as stringifyYaml } from "yaml";
+import { stringify as stringifyYaml } from "yaml";
 import {
   csvConvert as csvConvertTool,
   htmlSanitize as htmlSanitizeTool,
@@ -22,12 +22,13 @@ import {
 import { WorkerError } from "../errors.js";
 import { withTimeLimit } from "../time-limit.js";
 import { implement } from "./implementation.js";
+import { readYamlDocuments } from "./yaml-documents.js";
 
 /**
- * The markup converters run on the worker's event loop, which every light tool shares, and their
- * cost grows faster than their input on hostile nesting (199,000 unclosed <div>s take
- * sanitize-html about 10 s, 100,000 about 2 s): each run is cut off after this long, or when it recurses too
- * deep, and answered 422 naming the field.
+ * The markup converters' cost grows faster than their input on hostile nesting (199,000 unclosed
+ * <div>s take sanitize-html about 10 s, 100,000 about 2 s): each run is cut off after this long,
+ * or when it recurses too deep, and answered 422 naming the field. The tools run in the heavy
+ * pool's threads; the web tools' page reading still runs on the shared event loop.
  */
 const MARKUP_LIMIT_MS = 2000;
 
@@ -309,18 +310,9 @@ export const yamlConvert = implement(yamlConvertTool, {
   async run(input) {
     if (input.json !== undefined)
       return { json: null, documents: 1, yaml: stringifyYaml(input.json) };
-    // maxAliasCount bounds alias expansion (the "billion laughs" document).
-    const documents = parseAllDocuments(input.yaml!);
-    const list = Array.isArray(documents) ? documents : [documents];
-    const failed = list.find((d) => d.errors.length);
-    if (failed)
-      throw new WorkerError(
-        422,
-        "invalid_input",
-        `Not valid YAML: ${failed.errors[0]!.message.split("\n")[0]}`,
-        "yaml",
-      );
+    const list = readYamlDocuments(input.yaml!, "yaml");
     try {
+      // maxAliasCount bounds alias expansion (the "billion laughs" document).
       return {
         json: (list[0]?.toJS({ maxAliasCount: 1000 }) ?? null) as unknown,
         documents: list.length,

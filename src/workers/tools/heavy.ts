@@ -11,23 +11,40 @@ import {
   jsSandbox as jsSandboxTool,
 } from "../../tools/catalogue/code.js";
 import {
+  dateParse as dateParseTool,
+  jsonpathQuery as jsonpathQueryTool,
   mathEvaluate as mathEvaluateTool,
   sqlQuery as sqlQueryTool,
 } from "../../tools/catalogue/data.js";
 import {
+  csvConvert as csvConvertTool,
   docxToText as docxToTextTool,
+  htmlSanitize as htmlSanitizeTool,
+  htmlToMarkdown as htmlToMarkdownTool,
+  markdownToHtml as markdownToHtmlTool,
   pdfExtractText as pdfExtractTextTool,
   pdfGenerate as pdfGenerateTool,
+  readabilityExtract as readabilityExtractTool,
   spreadsheetRead as spreadsheetReadTool,
   spreadsheetWrite as spreadsheetWriteTool,
+  xmlConvert as xmlConvertTool,
+  yamlConvert as yamlConvertTool,
 } from "../../tools/catalogue/documents.js";
 import {
+  barcodeGenerate as barcodeGenerateTool,
   chartRender as chartRenderTool,
   imageTransform as imageTransformTool,
   ocr as ocrTool,
   qrDecode as qrDecodeTool,
   svgToPng as svgToPngTool,
 } from "../../tools/catalogue/images.js";
+import {
+  jsonSchemaValidate as jsonSchemaValidateTool,
+  qrCode as qrCodeTool,
+  regexTest as regexTestTool,
+  textDiff as textDiffTool,
+} from "../../tools/catalogue/utilities.js";
+import type { ToolDefinition } from "../../tools/definition.js";
 import { lazy } from "../../lib/lazy-require.js";
 import { WorkerError } from "../errors.js";
 import { checkZipBudget, decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
@@ -77,6 +94,9 @@ const lib = {
   // Modules of tools that live with their category but run here: loaded on their first call.
   documents: lazy(() => import("./documents.js")),
   code: lazy(() => import("./code.js")),
+  data: lazy(() => import("./data.js")),
+  utilities: lazy(() => import("./utilities.js")),
+  images: lazy(() => import("./images.js")),
 };
 
 const invalid = (message: string, param: string) =>
@@ -759,21 +779,48 @@ const mathEvaluate = implement(mathEvaluateTool, {
 });
 
 /**
- * Tools written with their category (documents.ts, code.ts) that run here all the same: their
- * work is asynchronous (pdf-lib, ExcelJS, Prettier), so no time limit on the shared event loop
- * can stop it, and a large input held that loop 15 s or more (every light tool timed out
- * meanwhile, and the work went on after the gateway had given up). A thread is stopped at the
- * deadline.
+ * Tools written with their category (documents.ts, code.ts…) that run here all the same, their
+ * module loaded on the first call. Some work asynchronously (pdf-lib, ExcelJS, Prettier), so no
+ * time limit on the shared event loop can stop them: a large input held that loop 15 s or more.
+ * The parsers and converters take about a second on a megabyte of ordinary text (CSV, XML, YAML,
+ * Markdown, HTML), and their time limits let hostile input hold the loop 1-2 s (a catastrophic
+ * pattern, nested markup), while every other caller's cheap call waited. A thread is stopped at
+ * the deadline and holds up no one else.
  */
-const pdfGenerate = implement(pdfGenerateTool, {
-  run: async (input, ctx) => (await lib.documents()).pdfGenerate.run(input, ctx),
-});
-const spreadsheetWrite = implement(spreadsheetWriteTool, {
-  run: async (input, ctx) => (await lib.documents()).spreadsheetWrite.run(input, ctx),
-});
-const codeFormat = implement(codeFormatTool, {
-  run: async (input, ctx) => (await lib.code()).codeFormat.run(input, ctx),
-});
+function fromModule<T extends ToolDefinition>(
+  tool: T,
+  load: () => Promise<object>,
+): ToolImplementation<T> {
+  return implement(tool, {
+    async run(input, ctx) {
+      const impl = Object.values(await load()).find(
+        (value) => (value as Partial<ToolImplementation>).definition === tool,
+      ) as ToolImplementation<T>;
+      return impl.run(input, ctx);
+    },
+  });
+}
+
+const fromModules = [
+  fromModule(pdfGenerateTool, lib.documents),
+  fromModule(spreadsheetWriteTool, lib.documents),
+  fromModule(yamlConvertTool, lib.documents),
+  fromModule(csvConvertTool, lib.documents),
+  fromModule(xmlConvertTool, lib.documents),
+  fromModule(markdownToHtmlTool, lib.documents),
+  fromModule(htmlToMarkdownTool, lib.documents),
+  fromModule(htmlSanitizeTool, lib.documents),
+  fromModule(readabilityExtractTool, lib.documents),
+  fromModule(jsonpathQueryTool, lib.data),
+  // chrono reads 100 KB of dates ("from 1 to 2 may", 6,000 times) in ~0.6 s.
+  fromModule(dateParseTool, lib.data),
+  fromModule(regexTestTool, lib.utilities),
+  fromModule(jsonSchemaValidateTool, lib.utilities),
+  fromModule(textDiffTool, lib.utilities),
+  fromModule(qrCodeTool, lib.utilities),
+  fromModule(barcodeGenerateTool, lib.images),
+  fromModule(codeFormatTool, lib.code),
+];
 
 export const HEAVY_IMPLEMENTATIONS = new Map(
   (
@@ -789,9 +836,7 @@ export const HEAVY_IMPLEMENTATIONS = new Map(
       ocr,
       qrDecode,
       jsSandbox,
-      pdfGenerate,
-      spreadsheetWrite,
-      codeFormat,
+      ...fromModules,
       ...Object.values(language),
     ] as ToolImplementation[]
   ).map((impl) => [impl.definition.name, impl]),

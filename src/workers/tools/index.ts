@@ -8,6 +8,7 @@ import { HEAVY_PROXIES } from "./heavy-proxies.js";
 import * as images from "./images.js";
 import type { ToolImplementation } from "./implementation.js";
 import * as security from "./security.js";
+import * as units from "./units.js";
 import * as utilities from "./utilities.js";
 import * as web from "./web.js";
 import webSearch from "./web-search.js";
@@ -22,7 +23,7 @@ const isImplementation = (value: unknown): value is ToolImplementation =>
  */
 const implementations = [
   // A heavy tool's implementation runs only in the heavy pool's threads (tools/heavy.ts): here it is its proxy.
-  ...[ai, web, documents, images, data, code, utilities, security, geo].flatMap((module) =>
+  ...[ai, web, documents, images, data, code, utilities, units, security, geo].flatMap((module) =>
     Object.values(module).filter(
       (value) => isImplementation(value) && value.definition.pool !== "heavy",
     ),

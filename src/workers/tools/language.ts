@@ -12,6 +12,7 @@ import {
 import { lazy } from "../../lib/lazy-require.js";
 import { WorkerError } from "../errors.js";
 import { implement } from "./implementation.js";
+import { encodeTokens } from "./token-encode.js";
 
 /**
  * Local language tools: wink-nlp with its English model, nspell with the US Hunspell dictionary,
@@ -200,7 +201,7 @@ export const tokenCount = implement(tokenCountTool, {
         RANKS[input.encoding]!().then((m) => new Tiktoken(m.default)),
       );
     const encoder = await encoders.get(input.encoding)!;
-    const ids = encoder.encode(input.text, "all");
+    const ids = encodeTokens(encoder, input.text);
     return {
       encoding: input.encoding,
       tokens: ids.length,

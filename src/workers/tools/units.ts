@@ -1,0 +1,36 @@
+import { unit } from "mathjs";
+import { unitConvert as unitConvertTool } from "../../tools/catalogue/utilities.js";
+import { WorkerError } from "../errors.js";
+import { implement } from "./implementation.js";
+
+/**
+ * unit-convert, apart from the other utilities: mathjs takes about 2 s to load, which the
+ * utilities that run in the heavy pool's threads (regex-test, json-schema-validate, text-diff,
+ * qr-code) should not pay in each fresh thread. It is loaded once, when the workers start.
+ */
+export const unitConvert = implement(unitConvertTool, {
+  async run(input) {
+    try {
+      const result = unit(input.value, input.from).toNumber(input.to);
+      if (!Number.isFinite(result)) throw new OutOfRange();
+      return { value: input.value, from: input.from, to: input.to, result };
+    } catch (err) {
+      // 1e308 km in nm is Infinity, which JSON cannot carry (it failed the answer: 502).
+      if (err instanceof OutOfRange)
+        throw new WorkerError(
+          422,
+          "invalid_input",
+          `${input.value} ${input.from} in ${input.to} is beyond the range of a number.`,
+          "value",
+        );
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        `Cannot convert ${input.from} to ${input.to}: ${(err as Error).message}`,
+        "to",
+      );
+    }
+  },
+});
+
+class OutOfRange extends Error {}

@@ -1,0 +1,96 @@
+import {
+  CST,
+  Composer,
+  type Document,
+  isScalar,
+  LineCounter,
+  Parser,
+  visit,
+  type YAMLError,
+} from "yaml";
+import { MAX_YAML_DEPTH } from "../../tools/catalogue/documents.js";
+import { WorkerError } from "../errors.js";
+
+/**
+ * Every document of a YAML stream, composed only after its syntax tree was found shallow enough
+ * (the syntax tree itself is built without recursion). Duplicate keys are found with one set per
+ * map: the yaml package compares each key with every earlier one, and 70,000 keys took 2 minutes.
+ * A document that is not valid YAML is 422 naming `param`.
+ */
+export function readYamlDocuments(source: string, param: string): Document.Parsed[] {
+  const lines = new LineCounter();
+  const at = (offset: number) => {
+    const { line, col } = lines.linePos(offset);
+    return `at line ${line}, column ${col}`;
+  };
+  const tokens = new Parser(lines.addNewLine).parse(source);
+  const documents = [...new Composer({ uniqueKeys: false }).compose(shallow(tokens, param))];
+  for (const document of documents) {
+    const error: YAMLError | undefined = document.errors[0] ?? duplicateKey(document);
+    if (error)
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        `Not valid YAML: ${error.message.split("\n")[0]} ${at(error.pos[0])}`,
+        param,
+      );
+  }
+  return documents;
+}
+
+/** The stream's tokens, each refused before it is composed if its collections nest too deeply. */
+function* shallow(tokens: Iterable<CST.Token>, param: string): Generator<CST.Token> {
+  for (const token of tokens) {
+    if (nestingOf(token) > MAX_YAML_DEPTH)
+      throw new WorkerError(
+        422,
+        "resource_limit",
+        `The YAML nests collections more than ${MAX_YAML_DEPTH} levels deep.`,
+        param,
+      );
+    yield token;
+  }
+}
+
+/** How many collections nest in a syntax-tree token, counted without recursion (stops past the limit). */
+function nestingOf(token: CST.Token): number {
+  let deepest = 0;
+  const stack: [CST.Token | undefined, number][] = [[token, 0]];
+  while (stack.length > 0 && deepest <= MAX_YAML_DEPTH) {
+    const [node, depth] = stack.pop()!;
+    if (!node) continue;
+    if (node.type === "document") stack.push([node.value, depth]);
+    else if (CST.isCollection(node)) {
+      deepest = Math.max(deepest, depth + 1);
+      for (const item of node.items)
+        stack.push([item.key ?? undefined, depth + 1], [item.value, depth + 1]);
+    }
+  }
+  return deepest;
+}
+
+/** The first key a map repeats (the yaml package's rule: scalars of the same value), as its error. */
+function duplicateKey(document: Document.Parsed): YAMLError | undefined {
+  let found: YAMLError | undefined;
+  visit(document, {
+    Map(_, map) {
+      const seen = new Set<unknown>();
+      for (const { key } of map.items) {
+        // NaN is never equal to itself, so two .nan keys are not the same key.
+        if (!isScalar(key) || Number.isNaN(key.value)) continue;
+        if (seen.has(key.value)) {
+          found = {
+            name: "YAMLParseError",
+            code: "DUPLICATE_KEY",
+            message: "Map keys must be unique",
+            pos: [key.range?.[0] ?? 0, key.range?.[1] ?? 0],
+          } as YAMLError;
+          return visit.BREAK;
+        }
+        seen.add(key.value);
+      }
+      return undefined;
+    },
+  });
+  return found;
+}

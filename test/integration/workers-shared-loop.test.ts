@@ -1,0 +1,203 @@
+import { createServer, type Server } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type GatewayProcess, spawnService } from "../helpers/gateway.js";
+
+/**
+ * No call may hold the tool workers' shared event loop: the cheap tools answer on it, one after
+ * another, so a call that keeps it busy delays every other caller's. Each hostile input is sent
+ * to a real workers process (src/workers/main.ts, as deployed), and a trivial `hash` call made
+ * while it runs must still answer promptly; bounds are generous (a shared, slow machine), each
+ * far below what the input held the loop for before.
+ */
+let workers: GatewayProcess;
+/** A web server on loopback (which the workers may read here) serving the pages the web tools read. */
+let site: Server;
+let siteUrl: string;
+const pages = new Map<string, string>();
+
+beforeAll(async () => {
+  site = createServer((req, res) => {
+    const page = pages.get(req.url ?? "");
+    res.writeHead(page === undefined ? 404 : 200, { "content-type": "text/html" });
+    res.end(page ?? "");
+  });
+  await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
+  siteUrl = `http://127.0.0.1:${(site.address() as { port: number }).port}`;
+  workers = await spawnService("src/workers/main.ts", "workers listening", {
+    PORT: "0",
+    LOG_LEVEL: "info",
+    HEAVY_THREADS: "2",
+    WEB_ALLOW_PRIVATE_TARGETS: "1",
+  });
+}, 60_000);
+afterAll(async () => {
+  await workers?.stop();
+  await new Promise((resolve) => site?.close(resolve));
+});
+
+async function tool(name: string, input: unknown) {
+  const started = Date.now();
+  const res = await fetch(`${workers.url}/tools/${name}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(input),
+  });
+  const body = (await res.json()) as Record<string, any>;
+  return { status: res.status, body, ms: Date.now() - started };
+}
+
+/** The call's answer, and how long a trivial `hash` call, made once the call is under way, waited. */
+async function meanwhile(name: string, input: unknown) {
+  const running = tool(name, input);
+  await new Promise((r) => setTimeout(r, 300));
+  const cheap = await tool("hash", { text: "meanwhile" });
+  expect(cheap.status).toBe(200);
+  return { answer: await running, cheapMs: cheap.ms };
+}
+
+describe("yaml-convert", () => {
+  it("collections nested past the limit are refused naming the field, and a second such document does not bring the process down", async () => {
+    const deep = `${"[".repeat(333_000)}${"]".repeat(333_000)}`;
+    for (const attempt of [1, 2]) {
+      // The second of these aborted the whole process ("RegExpCompiler Allocation failed").
+      const { answer, cheapMs } = await meanwhile("yaml-convert", { yaml: deep });
+      expect([attempt, answer.status, answer.body.error]).toEqual([
+        attempt,
+        422,
+        expect.objectContaining({ code: "resource_limit", param: "yaml" }),
+      ]);
+      expect(cheapMs).toBeLessThan(1500);
+    }
+    // At the limit it is served.
+    const nested = await tool("yaml-convert", { yaml: `${"- ".repeat(256)}x` });
+    expect(nested.status).toBe(200);
+  }, 60_000);
+
+  it("a map of 70,000 keys is read within the tool's deadline (its duplicate check was quadratic: 2 minutes), off the shared loop", async () => {
+    const yaml = Array.from({ length: 70_000 }, (_, i) => `k${i}: ${i}`).join("\n");
+    const { answer, cheapMs } = await meanwhile("yaml-convert", { yaml });
+    expect(answer.status).toBe(200);
+    expect(Object.keys(answer.body.json)).toHaveLength(70_000);
+    expect(answer.ms).toBeLessThan(10_000);
+    expect(cheapMs).toBeLessThan(1500);
+    // A repeated key is still the caller's error, at its place.
+    const repeated = await tool("yaml-convert", { yaml: "a: 1\nb: 2\na: 3" });
+    expect([repeated.status, repeated.body.error]).toEqual([
+      422,
+      {
+        code: "invalid_input",
+        message: "Not valid YAML: Map keys must be unique at line 3, column 1",
+        param: "yaml",
+      },
+    ]);
+  }, 60_000);
+});
+
+describe("token-count", () => {
+  it("one long word is counted within the tool's deadline (js-tiktoken's merge is quadratic in a word's length: 10,000 letters took 11 s)", async () => {
+    const word = await tool("token-count", { text: "a".repeat(1_000_000) });
+    expect([word.status, word.body.tokens]).toEqual([200, 125_000]);
+    expect(word.ms).toBeLessThan(9000);
+    let seed = 1;
+    const letters = Array.from({ length: 300_000 }, () => {
+      seed = (seed * 48_271) % 2_147_483_647;
+      return String.fromCharCode(97 + (seed % 26));
+    }).join("");
+    const random = await tool("token-count", { text: letters, encoding: "cl100k_base" });
+    expect(random.status).toBe(200);
+    expect(random.body.tokens).toBeGreaterThan(50_000);
+    expect(random.ms).toBeLessThan(9000);
+  }, 60_000);
+});
+
+describe("the parsers, converters and matchers run off the shared loop", () => {
+  it("nested markup and a catastrophic pattern, sent together, are each cut off at their time limit while a cheap call answers at once (they held the loop one after another, ~5 s)", async () => {
+    const hostile = [
+      ["markdown-to-html", { markdown: `${"> ".repeat(100_000)}x` }, "markdown"],
+      ["html-sanitize", { html: "<div>".repeat(199_000) }, "html"],
+      ["regex-test", { pattern: "^(a+)+$", text: `${"a".repeat(40)}!` }, "pattern"],
+    ] as const;
+    const running = hostile.map(([name, input]) => tool(name, input));
+    await new Promise((r) => setTimeout(r, 300));
+    const cheap = await tool("hash", { text: "meanwhile" });
+    expect([cheap.status, cheap.ms < 1500]).toEqual([200, true]);
+    const answers = await Promise.all(running);
+    expect(answers.map((a) => [a.status, a.body.error?.code, a.body.error?.param])).toEqual(
+      hostile.map(([, , param]) => [422, "resource_limit", param]),
+    );
+  }, 60_000);
+
+  it("a large output is checked and written in the tool's thread, and served as before", async () => {
+    const converted = await tool("csv-convert", { csv: "a,b\n1,x\n2,y", header: true });
+    expect([converted.status, converted.body]).toEqual([
+      200,
+      {
+        rows: [
+          { a: 1, b: "x" },
+          { a: 2, b: "y" },
+        ],
+        csv: null,
+        columns: ["a", "b"],
+        errors: [],
+      },
+    ]);
+  }, 30_000);
+});
+
+describe("id-generate", () => {
+  it("random strings are drawn in bulk: 24 calls of 1,000 × 1,024 characters do not hold up a cheap call behind them (one random draw per character took ~0.5 s each)", async () => {
+    const input = { kind: "random", count: 1000, length: 1024, alphabet: "alphanumeric" };
+    const running = Array.from({ length: 24 }, () => tool("id-generate", input));
+    await new Promise((r) => setTimeout(r, 100));
+    const cheap = await tool("hash", { text: "meanwhile" });
+    // Measured here: ~0.5 s behind the 24 calls; 2.6 s when each character was its own draw.
+    expect([cheap.status, cheap.ms < 1500]).toEqual([200, true]);
+    const answers = await Promise.all(running);
+    expect(answers.map((a) => a.status)).toEqual(Array(24).fill(200));
+    // Uniform over the alphabet: each of the 62 symbols near 1/62 of 1,024,000 (±20% is ~130 σ).
+    const counts = new Map<string, number>();
+    for (const value of answers[0]!.body.values as string[]) {
+      expect(value).toMatch(/^[A-Za-z0-9]{1024}$/);
+      for (const c of value) counts.set(c, (counts.get(c) ?? 0) + 1);
+    }
+    expect(counts.size).toBe(62);
+    for (const n of counts.values()) expect(Math.abs(n / (1_024_000 / 62) - 1)).toBeLessThan(0.2);
+  }, 60_000);
+});
+
+describe("web-metadata", () => {
+  it("a page of deeply nested markup is cut off at the markup time limit (it held the loop 5 minutes, then brought the process down)", async () => {
+    pages.set("/nested", "<div>".repeat(980_000));
+    const { answer, cheapMs } = await meanwhile("web-metadata", { url: `${siteUrl}/nested` });
+    expect([answer.status, answer.body.error?.code, answer.body.error?.param]).toEqual([
+      422,
+      "resource_limit",
+      "url",
+    ]);
+    // The page's reading may take the loop up to its 2 s time limit, no longer.
+    expect(cheapMs).toBeLessThan(6000);
+    pages.set(
+      "/plain",
+      '<html lang="en"><head><title>T</title></head><body><a href="/a">A</a></body></html>',
+    );
+    const plain = await tool("web-metadata", { url: `${siteUrl}/plain` });
+    expect([plain.status, plain.body.title, plain.body.language, plain.body.links]).toEqual([
+      200,
+      "T",
+      "en",
+      [{ url: `${siteUrl}/a`, text: "A", rel: null }],
+    ]);
+  }, 60_000);
+});
+
+describe("date-parse", () => {
+  it("texts full of dates are read off the shared loop: six such calls do not hold up a cheap call (~0.6 s each on it)", async () => {
+    const text = "from 1 to 2 may ".repeat(6000);
+    const running = Array.from({ length: 6 }, () => tool("date-parse", { text }));
+    await new Promise((r) => setTimeout(r, 100));
+    const cheap = await tool("hash", { text: "meanwhile" });
+    expect([cheap.status, cheap.ms < 1500]).toEqual([200, true]);
+    const answers = await Promise.all(running);
+    expect(answers.map((a) => [a.status, a.body.dates.length])).toEqual(Array(6).fill([200, 6000]));
+  }, 60_000);
+});
