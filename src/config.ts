@@ -653,5 +653,6 @@ export function secretValues(config: Config): Secret[] {
   for (const url of Object.values(config.workers)) inUrl(url, false);
   for (const network of config.x402?.networks ?? [])
     for (const url of network.rpcUrls) inUrl(url, true);
+  for (const tool of config.upstream.tools) for (const secret of tool.secrets) bare(secret);
   return values;
 }

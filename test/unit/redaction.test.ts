@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig, secretValues } from "../../src/config.js";
 import { StartupError } from "../../src/create-services.js";
@@ -68,6 +71,30 @@ describe("secretRedactor", () => {
       expect(redactUrls(url), url).not.toMatch(/p\^1|p%5E1|s%2b1|s\+1/i);
     // Alone, a short password is ordinary text.
     expect(redactUrls("p^1 s+1 keep:s+1 as is")).toBe("p^1 s+1 keep:s+1 as is");
+  });
+
+  it("knows the environment's values in an upstream tool's headers (TOOLS_FILE) as secrets", () => {
+    const dir = mkdtempSync(join(tmpdir(), "toolsfile-"));
+    const file = join(dir, "tools.yaml");
+    writeFileSync(
+      file,
+      [
+        "tools:",
+        "  - name: weather",
+        "    description: Current weather.",
+        "    url: https://api.example.com/weather",
+        "    input_schema: { type: object }",
+        "    price_credits: 2",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: TOOLS_FILE's own ${NAME} syntax, not a template
+        "    headers: { Authorization: 'Bearer ${WEATHER_API_KEY}' }",
+      ].join("\n"),
+    );
+    const key = "wx-live-0123456789abcdef";
+    const redactKey = secretRedactor(
+      secretValues(loadConfig({ NODE_ENV: "test", TOOLS_FILE: file, WEATHER_API_KEY: key })),
+    );
+    expect(redactKey(`upstream refused Bearer ${key}`)).toBe("upstream refused Bearer [redacted]");
+    expect(redactKey("Bearer and weather stay")).toBe("Bearer and weather stay");
   });
 
   it("knows the /metrics bearer token as a secret", () => {

@@ -63,6 +63,7 @@ describe("TOOLS_FILE", () => {
         category: "data",
         tags: [],
         headers: { "X-Key": "k-123" },
+        secrets: ["k-123"],
       },
     ]);
     const json = fileWith(JSON.stringify({ tools: [good] }), "json");

@@ -84,6 +84,8 @@ export interface UpstreamToolSpec extends Omit<CustomToolRecord, "accountId" | "
   category: string;
   tags: string[];
   headers: Record<string, string>;
+  /** The environment's values put into `headers` (`${NAME}`): secrets, kept out of logs (config.ts `secretValues`). */
+  secrets: string[];
 }
 
 export const ANY_OBJECT = { type: "object" } as const;
@@ -134,4 +136,5 @@ export const specOfRecord = (record: CustomToolRecord): UpstreamToolSpec => ({
   category: "custom",
   tags: [],
   headers: {},
+  secrets: [],
 });

@@ -98,13 +98,14 @@ function readEntry(
     }
   }
   const headers: Record<string, string> = {};
+  const secrets: string[] = [];
   for (const [name, value] of Object.entries(entry.headers)) {
-    const missing = [...value.matchAll(ENV_REFERENCE)]
-      .map((m) => m[1]!)
-      .filter((v) => context.env[v] === undefined);
+    const referenced = [...value.matchAll(ENV_REFERENCE)].map((m) => m[1]!);
+    const missing = referenced.filter((v) => context.env[v] === undefined);
     if (missing.length)
       return [`headers.${name}: ${missing.join(", ")} not set in the environment`];
     headers[name] = value.replace(ENV_REFERENCE, (_m, v: string) => context.env[v]!);
+    secrets.push(...referenced.map((v) => context.env[v]!));
   }
   return {
     name: entry.name,
@@ -118,6 +119,7 @@ function readEntry(
     category: entry.category,
     tags: entry.tags,
     headers,
+    secrets,
   };
 }
 
