@@ -214,6 +214,20 @@ const chainBalances = async (payer: Address) => ({
   payTo: await balanceOf(chains.base, PAY_TO),
 });
 
+/** The payer paid `price` once on chain, and its wallet account has spent the credit it bought. */
+async function expectSpentAndPaidOnce(
+  key: string,
+  payer: Address,
+  before: Awaited<ReturnType<typeof chainBalances>>,
+  price: bigint,
+) {
+  expect(await creditsOf(key)).toBe(0);
+  expect(await chainBalances(payer)).toEqual({
+    payer: before.payer - price,
+    payTo: before.payTo + price,
+  });
+}
+
 describe("a gateway SIGKILLed between sending a paid call's settlement and reading its receipt", () => {
   it("is finished by the survivor's reconciler once: the payer's credits wait in the wallet's account, and the payer's retry is served", async () => {
     const wallet = await fundedWallet(chains.base, 64_001);
@@ -257,11 +271,7 @@ describe("a gateway SIGKILLed between sending a paid call's settlement and readi
       "true",
       retry.body,
     ]);
-    expect(await creditsOf(key)).toBe(0);
-    expect(await chainBalances(wallet.address)).toEqual({
-      payer: before.payer - HASH_PRICE,
-      payTo: before.payTo + HASH_PRICE,
-    });
+    await expectSpentAndPaidOnce(key, wallet.address, before, HASH_PRICE);
     expect(await reconciledTimes(paid.id)).toBe(1);
     expect(await paymentsReceived(key)).toBe(1);
     expect((await ledgerOf(store, accountId)).map((e) => [e.kind, e.amount])).toEqual([
@@ -376,11 +386,7 @@ describe("a gateway SIGKILLed after crediting a paid call's payment, before its 
       paid.headers,
     );
     expect([retry.status, typeof retry.body.digest]).toEqual([200, "string"]);
-    expect(await creditsOf(key)).toBe(0);
-    expect(await chainBalances(wallet.address)).toEqual({
-      payer: before.payer - HASH_PRICE,
-      payTo: before.payTo + HASH_PRICE,
-    });
+    await expectSpentAndPaidOnce(key, wallet.address, before, HASH_PRICE);
     expect((await ledgerOf(store, accountId)).map((e) => [e.kind, e.amount])).toEqual([
       ["debit", -1],
       ["purchase", 1],
@@ -508,11 +514,7 @@ describe("a gateway SIGKILLed while the tool of a paid call it credited is still
 
     const retry = await paidCall(survivor.url, "ai-generate", { prompt: "cut off" }, paid.headers);
     expect([retry.status, retry.body.text]).toEqual([200, "echo: cut off"]);
-    expect(await creditsOf(key)).toBe(0);
-    expect(await chainBalances(wallet.address)).toEqual({
-      payer: before.payer - AI_PRICE,
-      payTo: before.payTo + AI_PRICE,
-    });
+    await expectSpentAndPaidOnce(key, wallet.address, before, AI_PRICE);
     const types = await eventTypes(key, ["payment.received", "tool.error"]);
     expect(types.filter((t) => t === "payment.received")).toHaveLength(1);
     expect(types.filter((t) => t === "tool.error")).toHaveLength(1);
@@ -538,11 +540,7 @@ describe("a gateway SIGKILLed while the tool of a paid call it credited is still
     );
     expect([retry.status, retry.body.text]).toEqual([200, "echo: retried mid-call"]);
     const key = await signIn(wallet);
-    expect(await creditsOf(key)).toBe(0);
-    expect(await chainBalances(wallet.address)).toEqual({
-      payer: before.payer - AI_PRICE,
-      payTo: before.payTo + AI_PRICE,
-    });
+    await expectSpentAndPaidOnce(key, wallet.address, before, AI_PRICE);
     expect(await paymentsReceived(key)).toBe(1);
     expect((await ledgerOf(store, accountId)).map((e) => [e.kind, e.amount])).toEqual([
       ["debit", -10],
@@ -565,11 +563,7 @@ describe("a gateway SIGKILLed while the tool of a paid call it credited is still
     );
     expect([retry.status, retry.body.text]).toEqual([200, "echo: first second"]);
     const key = await signIn(wallet);
-    expect(await creditsOf(key)).toBe(0);
-    expect(await chainBalances(wallet.address)).toEqual({
-      payer: before.payer - AI_PRICE,
-      payTo: before.payTo + AI_PRICE,
-    });
+    await expectSpentAndPaidOnce(key, wallet.address, before, AI_PRICE);
     expect(await paymentsReceived(key)).toBe(1);
     expect((await ledgerOf(store, accountId)).map((e) => [e.kind, e.amount])).toEqual([
       ["debit", -10],
