@@ -200,12 +200,18 @@ export function errorAnswerer(log: Logger, onError?: (code: ErrorCode) => void) 
     const requestId = String(res.locals.requestId ?? "");
     onError?.(apiError.code);
     const path = loggedPath(req.originalUrl);
-    // A 5xx the gateway chose to answer (a dependency away, a payment still settling, a busy pool)
-    // is a state, told by its code (and counted in metrics): a warning without a stack. Anything
-    // else reaching here is a bug: an error with its stack.
-    if (err instanceof ApiError && apiError.status >= 500)
+    // A 5xx with a code of its own (a dependency away, a payment still settling, a busy pool) is a
+    // state, told by its code (and counted in metrics): a warning without a stack, with the cause's
+    // one line when a library's error was mapped to it. `internal_error` is a bug: its stack.
+    if (apiError.status >= 500 && apiError.code !== "internal_error")
       log.warn(
-        { code: apiError.code, status: apiError.status, request_id: requestId, path },
+        {
+          code: apiError.code,
+          status: apiError.status,
+          request_id: requestId,
+          path,
+          ...(err === apiError ? {} : { cause: String(err) }),
+        },
         apiError.message,
       );
     else if (apiError.status >= 500)
