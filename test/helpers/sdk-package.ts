@@ -15,6 +15,8 @@ const SDK_DIR = fileURLToPath(new URL("../../sdk/typescript", import.meta.url));
 const TSX_LOADER = pathToFileURL(
   fileURLToPath(new URL("../../node_modules/tsx/dist/loader.mjs", import.meta.url)),
 ).href;
+const TSC = fileURLToPath(new URL("../../node_modules/typescript/bin/tsc", import.meta.url));
+const TYPE_ROOTS = fileURLToPath(new URL("../../node_modules/@types", import.meta.url));
 
 export interface InstalledProject {
   dir: string;
@@ -27,6 +29,11 @@ export interface InstalledProject {
     env?: Record<string, string>,
     args?: string[],
   ): Promise<{ stdout: string; stderr: string }>;
+  /**
+   * A user's TypeScript `code` (written to `name` in the project) checked by tsc in strict mode
+   * against the installed library's types: tsc's output, empty when it compiles.
+   */
+  typecheck(name: string, code: string): Promise<string>;
   remove(): Promise<void>;
 }
 
@@ -75,6 +82,17 @@ export async function installPackedSdk(): Promise<InstalledProject> {
         cwd: dir,
         env: { ...baseEnv, ...env },
       });
+    },
+    async typecheck(name, code) {
+      const file = join(dir, name);
+      await writeFile(file, code);
+      const options = ["--noEmit", "--strict", "--skipLibCheck", "--module", "nodenext"];
+      const resolution = ["--moduleResolution", "nodenext", "--target", "es2022"];
+      const types = ["--types", "node", "--typeRoots", TYPE_ROOTS];
+      const result = await run(process.execPath, [TSC, ...options, ...resolution, ...types, file], {
+        cwd: dir,
+      }).catch((e: { stdout: string }) => ({ stdout: e.stdout }));
+      return result.stdout;
     },
     remove: () => rm(dir, { recursive: true, force: true }),
   };
