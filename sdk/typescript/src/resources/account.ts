@@ -1,10 +1,29 @@
 /** `client.account`, `client.keys`, `client.usage`: the account API under /api/v1. */
-import { pagePromise, type PagePromise } from "../pagination.js";
+import { type CursorPage, pagePromise, type PagePromise } from "../pagination.js";
 import { segment, type Transport } from "../transport.js";
 import type { Account as AccountRecord, BodyOf, QueryOf, ResponseOf } from "../types.js";
 
 export type EventsPage = ResponseOf<"getEvents">;
 export type UsagePage = ResponseOf<"getUsage">;
+
+/** A cursor-paged GET: each page asked for with `query`, its cursor the page's own (the first: `query.cursor`). */
+function pagedGet<P extends CursorPage<unknown>>(
+  transport: Transport,
+  path: string,
+  query: { cursor?: string },
+): PagePromise<P> {
+  return pagePromise(
+    async (cursor) =>
+      (
+        await transport.request({
+          method: "GET",
+          path,
+          query: { ...query, cursor: cursor ?? query.cursor },
+          idempotent: true,
+        })
+      ).data as P,
+  );
+}
 
 export class Account {
   constructor(private readonly transport: Transport) {}
@@ -24,17 +43,7 @@ export class Account {
    * (Python: `client.account.events()` / `events_page()` / `iter_events()`.)
    */
   events(query: QueryOf<"getEvents"> = {}): PagePromise<EventsPage> {
-    return pagePromise(
-      async (cursor) =>
-        (
-          await this.transport.request({
-            method: "GET",
-            path: "/api/v1/events",
-            query: { ...query, cursor: cursor ?? query.cursor },
-            idempotent: true,
-          })
-        ).data as EventsPage,
-    );
+    return pagedGet<EventsPage>(this.transport, "/api/v1/events", query);
   }
 
   /** `PUT /api/v1/account/spend-alert`: `spend.threshold_reached` fires once a month when the month's spend reaches `credits`. */
@@ -122,10 +131,7 @@ export class Keys {
 }
 
 export class Usage {
-  private readonly account: Account;
-  constructor(private readonly transport: Transport) {
-    this.account = new Account(transport);
-  }
+  constructor(private readonly transport: Transport) {}
 
   /**
    * `GET /api/v1/usage`: ledger entries, newest first. Awaited, one page: pass its `next_cursor`
@@ -135,17 +141,7 @@ export class Usage {
    * (Python: `client.usage.list()` / `iter_entries()`.)
    */
   list(query: Omit<QueryOf<"getUsage">, "format"> = {}): PagePromise<UsagePage> {
-    return pagePromise(
-      async (cursor) =>
-        (
-          await this.transport.request({
-            method: "GET",
-            path: "/api/v1/usage",
-            query: { ...query, cursor: cursor ?? query.cursor },
-            idempotent: true,
-          })
-        ).data as UsagePage,
-    );
+    return pagedGet<UsagePage>(this.transport, "/api/v1/usage", query);
   }
 
   /**
@@ -172,6 +168,6 @@ export class Usage {
 
   /** @deprecated The account's events are `client.account.events()`, as in the Python library. */
   events(query: QueryOf<"getEvents"> = {}): PagePromise<EventsPage> {
-    return this.account.events(query);
+    return pagedGet<EventsPage>(this.transport, "/api/v1/events", query);
   }
 }
