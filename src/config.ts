@@ -18,7 +18,7 @@ import { MAX_TEXT_CHARS, MIN_BODY_LIMIT_BYTES } from "./tools/catalogue/limits.j
 import { loadToolsFile } from "./tools/custom/tools-file.js";
 import type { UpstreamToolSpec } from "./tools/custom/spec.js";
 import { deepFreeze } from "./lib/deep-freeze.js";
-import type { Secret } from "./lib/redact.js";
+import { percentDecoded, type Secret } from "./lib/redact.js";
 
 /**
  * The one configuration object, read from the environment once at start-up.
@@ -635,11 +635,7 @@ export function secretValues(config: Config): Secret[] {
     }
     if (url.password) {
       values.push({ urlPassword: url.password });
-      try {
-        bare(decodeURIComponent(url.password));
-      } catch {
-        bare(url.password);
-      }
+      bare(percentDecoded(url.password));
     }
     if (pathIsSecret) bare(`${url.pathname === "/" ? "" : url.pathname}${url.search}`);
   };

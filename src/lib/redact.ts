@@ -123,7 +123,8 @@ const userinfoEncoded = (secret: string) =>
     return url.password;
   });
 
-function percentDecoded(encoded: string): string {
+/** A percent-encoded text decoded; as it is when it does not decode (a stray `%`). */
+export function percentDecoded(encoded: string): string {
   try {
     return decodeURIComponent(encoded);
   } catch {
