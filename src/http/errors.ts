@@ -199,23 +199,24 @@ export function errorAnswerer(log: Logger, onError?: (code: ErrorCode) => void) 
     const apiError = toApiError(err);
     const requestId = String(res.locals.requestId ?? "");
     onError?.(apiError.code);
-    const path = loggedPath(req.originalUrl);
     // A 5xx with a code of its own (a dependency away, a payment still settling, a busy pool) is a
     // state, told by its code (and counted in metrics): a warning without a stack, with the cause's
     // one line when a library's error was mapped to it. `internal_error` is a bug: its stack.
-    if (apiError.status >= 500 && apiError.code !== "internal_error")
-      log.warn(
-        {
-          code: apiError.code,
-          status: apiError.status,
-          request_id: requestId,
-          path,
-          ...(err === apiError ? {} : { cause: String(err) }),
-        },
-        apiError.message,
-      );
-    else if (apiError.status >= 500)
-      log.error({ err, request_id: requestId, path }, "request failed");
+    if (apiError.status >= 500) {
+      const path = loggedPath(req.originalUrl);
+      if (apiError.code !== "internal_error")
+        log.warn(
+          {
+            code: apiError.code,
+            status: apiError.status,
+            request_id: requestId,
+            path,
+            ...(err === apiError ? {} : { cause: String(err) }),
+          },
+          apiError.message,
+        );
+      else log.error({ err, request_id: requestId, path }, "request failed");
+    }
     if (res.headersSent) {
       res.end();
       return;
