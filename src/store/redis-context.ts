@@ -5,7 +5,8 @@
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { ChainableCommander, RedisOptions } from "ioredis";
+import type { Socket } from "node:net";
+import type { ChainableCommander, Redis, RedisOptions } from "ioredis";
 import { DEPLETED_MESSAGE } from "../events/types.js";
 import { StoreUnavailableError } from "./errors.js";
 import { connectRedis, type RedisConnection, withinDeadline } from "./redis-connection.js";
@@ -252,6 +253,28 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     return firstConnection;
   }
 
+  /**
+   * Commands started in one turn of the loop (one callback and the promise continuations it runs:
+   * the payments of one settled batch crediting their accounts) leave in one socket write: the
+   * socket is corked at the turn's first command and uncorked on process.nextTick, which runs
+   * before the loop polls again. Nothing waits for a later turn (unlike ioredis's auto-pipelining,
+   * decisions.md), and Redis is woken once, not once per command. A Cluster's commands go to
+   * several sockets: left alone.
+   */
+  let corked: Socket | null = null;
+  const uncork = () => {
+    corked?.uncork();
+    corked = null;
+  };
+  function coalesceWrites(): void {
+    if (cluster || corked) return;
+    const stream = (redis as Redis).stream as Socket | undefined;
+    if (!stream?.writable) return;
+    stream.cork();
+    corked = stream;
+    process.nextTick(uncork);
+  }
+
   let sent = 0;
   async function call<T>(fn: () => Promise<T>): Promise<T> {
     sent++;
@@ -262,6 +285,7 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
       // Disconnected after having been connected: fail at once (a cluster client would queue).
       throw new StoreUnavailableError(`Redis is ${redis.status}`);
     }
+    coalesceWrites();
     try {
       return await withinDeadline(fn(), timeoutMs);
     } catch (err) {
