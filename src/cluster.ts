@@ -1,6 +1,6 @@
 import cluster, { type Worker } from "node:cluster";
-import { pino } from "pino";
 import type { Config } from "./config.js";
+import type { ProcessLogger } from "./lib/logger.js";
 import { envPrefix } from "./payments/networks.js";
 import { startBundledWorkers } from "./tools/bundled-workers.js";
 
@@ -10,10 +10,11 @@ import { startBundledWorkers } from "./tools/bundled-workers.js";
  * gateway processes that share its port (node:cluster hands connections out round robin), restarts
  * one that dies, and on SIGTERM/SIGINT tells each to drain (they run the usual graceful shutdown)
  * before stopping the shared children. The gateway processes share all state through Redis, as
- * separate replicas do.
+ * separate replicas do. It logs through the same redacting sink as a gateway process (`logger`):
+ * the bundled workers' and the local chain's failures it reports can carry configured secrets.
  */
-export async function runPrimary(config: Config): Promise<void> {
-  const log = pino({ level: config.logLevel, base: { pid: process.pid, role: "primary" } });
+export async function runPrimary(config: Config, logger: ProcessLogger): Promise<void> {
+  const log = logger.log.child({ role: "primary" });
   const [devChain, bundled] = await Promise.all([
     config.devChain && !config.x402
       ? import("./payments/dev-chain.js")
@@ -73,7 +74,7 @@ export async function runPrimary(config: Config): Promise<void> {
           await bundled?.stop();
           await devChain?.stop();
           log.info("stopped");
-          log.flush();
+          await logger.flush(1000);
         })
         .then(
           () => process.exit(0),

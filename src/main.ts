@@ -180,13 +180,16 @@ async function main(): Promise<void> {
   // knows the secrets start-up learned (a development admin key, the keys kept in the store).
   let redact: Redactor = secretRedactor(secretValues(config));
   try {
-    // WEB_CONCURRENCY > 1: this process only supervises; the forked processes serve.
-    if (config.webConcurrency > 1 && cluster.isPrimary) return await runPrimary(config);
     const logger = createProcessLogger({
       level: config.logLevel,
       redact: { paths: REDACT, censor: "[redacted]" },
     });
     redact = (text) => logger.redact(text);
+    // WEB_CONCURRENCY > 1: this process only supervises; the forked processes serve.
+    if (config.webConcurrency > 1 && cluster.isPrimary) {
+      logger.protect(secretValues(config));
+      return await runPrimary(config, logger);
+    }
     // Installed before anything starts: a signal during start-up ends the process at once (its
     // children go with it), rather than by the default action half-way through.
     let stop: (() => Promise<void>) | null = null;
