@@ -2,9 +2,10 @@ import { workerData } from "node:worker_threads";
 import type { WorkerConfig } from "../config.js";
 import type { WorkerError } from "../errors.js";
 
-/** One heavy-pool thread: runs a heavy tool's implementation and reports its output or error as data. */
+/** One heavy-pool thread: runs a job (jobs.ts) and reports its output or error as data. */
 export interface HeavyTask {
   tool: string;
+  /** The input as the caller sent it: checked in the thread against the tool's schema. */
   input: unknown;
   timeoutMs: number;
 }
@@ -23,17 +24,12 @@ export type HeavyResult =
 
 const config = (workerData as { config: WorkerConfig }).config;
 // Under tsx (development, tests) a worker thread races tsx's own loader hooks, so the TypeScript
-// implementations are loaded through tsx's API instead; built JavaScript imports them directly.
-const implementations: Promise<typeof import("../tools/heavy.js").HEAVY_IMPLEMENTATIONS> = (
-  import.meta.url.endsWith(".ts")
-    ? import("tsx/esm/api").then(
-        (tsx) =>
-          tsx.tsImport("../tools/heavy.ts", import.meta.url) as Promise<
-            typeof import("../tools/heavy.js")
-          >,
-      )
-    : import("../tools/heavy.js")
-).then((m) => m.HEAVY_IMPLEMENTATIONS);
+// jobs are loaded through tsx's API instead; built JavaScript imports them directly.
+const jobs: Promise<typeof import("./jobs.js")> = import.meta.url.endsWith(".ts")
+  ? import("tsx/esm/api").then(
+      (tsx) => tsx.tsImport("./jobs.ts", import.meta.url) as Promise<typeof import("./jobs.js")>,
+    )
+  : import("./jobs.js");
 
 function isWorkerError(err: unknown): err is WorkerError {
   return (
@@ -44,20 +40,19 @@ function isWorkerError(err: unknown): err is WorkerError {
 }
 
 export default async function runHeavyTask(task: HeavyTask): Promise<HeavyResult> {
-  const impl = (await implementations).get(task.tool);
-  if (!impl) throw new Error(`no heavy implementation for ${task.tool}`);
+  const { runTool } = await jobs;
   try {
-    const output = await impl.run(task.input as never, { config, timeoutMs: task.timeoutMs });
-    return { json: JSON.stringify(impl.definition.output.parse(output)) };
+    return { json: await runTool(task.tool, task.input, { config, timeoutMs: task.timeoutMs }) };
   } catch (err) {
-    // Duck-typed: under tsx the implementations have their own copy of the WorkerError class.
+    // Duck-typed: under tsx the jobs have their own copy of the WorkerError class.
     if (isWorkerError(err))
       return {
         error: {
           status: err.status,
           code: err.code,
           message: err.message,
-          ...(err.param ? { param: err.param } : {}),
+          // "" too: a body refused as a whole names no field, and says so as the main thread does.
+          ...(err.param !== undefined ? { param: err.param } : {}),
         },
       };
     throw err;
