@@ -1,14 +1,14 @@
 import { workerData } from "node:worker_threads";
 import type { WorkerConfig } from "../config.js";
 import type { WorkerError } from "../errors.js";
+import type { Fetched } from "../web/fetch.js";
 
 /** One heavy-pool thread: runs a job (jobs.ts) and reports its output or error as data. */
-export interface HeavyTask {
-  tool: string;
-  /** The input as the caller sent it: checked in the thread against the tool's schema. */
-  input: unknown;
-  timeoutMs: number;
-}
+export type HeavyTask =
+  /** A heavy tool's call; the input as the caller sent it, checked in the thread against the tool's schema. */
+  | { tool: string; input: unknown; timeoutMs: number }
+  /** A web tool's fetched page, read in the thread; the input was checked when the page was fetched. */
+  | { tool: string; input: unknown; page: Fetched; timeoutMs: number };
 
 export type HeavyResult =
   /** The output, checked against the tool's output schema and written as JSON (SerializedOutput). */
@@ -40,8 +40,9 @@ function isWorkerError(err: unknown): err is WorkerError {
 }
 
 export default async function runHeavyTask(task: HeavyTask): Promise<HeavyResult> {
-  const { runTool } = await jobs;
+  const { readFetchedPage, runTool } = await jobs;
   try {
+    if ("page" in task) return { json: await readFetchedPage(task.tool, task.page, task.input) };
     return { json: await runTool(task.tool, task.input, { config, timeoutMs: task.timeoutMs }) };
   } catch (err) {
     // Duck-typed: under tsx the jobs have their own copy of the WorkerError class.
