@@ -334,4 +334,41 @@ describe("the web tools fetch on the shared loop and read the page in a heavy th
         param: "url",
       });
   }, 60_000);
+
+  it("a sitemap nested past its parser's limit is refused as nested markup is, naming url; one it cannot parse is not a sitemap (both answered 500)", async () => {
+    pages.set(
+      "/deep-sitemap.xml",
+      `<urlset>${"<url>".repeat(101)}${"</url>".repeat(101)}</urlset>`,
+    );
+    const deep = await tool("sitemap-read", { url: `${siteUrl}/deep-sitemap.xml` });
+    expect([deep.status, deep.body]).toEqual([
+      422,
+      {
+        error: {
+          code: "resource_limit",
+          message: "The sitemap is nested deeper than 100 elements; it was refused.",
+          param: "url",
+        },
+      },
+    ]);
+    // One the parser cannot read at all is not a sitemap, as a page that is not a feed is for rss-read.
+    pages.set("/broken-sitemap.xml", "<urlset><url><loc>x</loc></url></urlset");
+    const broken = await tool("sitemap-read", { url: `${siteUrl}/broken-sitemap.xml` });
+    expect([broken.status, broken.body]).toEqual([
+      502,
+      {
+        error: {
+          code: "fetch_failed",
+          message: `${siteUrl}/broken-sitemap.xml is not an XML sitemap: Closing Tag is not closed.`,
+        },
+      },
+    ]);
+    // Within the limit it is read.
+    pages.set(
+      "/nested-sitemap.xml",
+      `<urlset>${"<url>".repeat(90)}${"</url>".repeat(90)}</urlset>`,
+    );
+    const nested = await tool("sitemap-read", { url: `${siteUrl}/nested-sitemap.xml` });
+    expect([nested.status, nested.body.kind]).toEqual([200, "urlset"]);
+  }, 30_000);
 });

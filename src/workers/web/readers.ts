@@ -178,16 +178,17 @@ const robotsCheck = reader(robotsCheckTool, async (page, input) => {
   };
 });
 
+/** A sitemap is three levels deep; past this the parser stops (its own default, made explicit). */
+const SITEMAP_MAX_NESTING = 100;
 const sitemapXml = new XMLParser({
   ignoreAttributes: true,
   processEntities: false,
   isArray: (name) => name === "url" || name === "sitemap",
+  maxNestedTags: SITEMAP_MAX_NESTING,
 });
+
 const sitemapRead = reader(sitemapReadTool, async (page, input) => {
-  const doc = sitemapXml.parse(textOf(page)) as {
-    urlset?: { url?: Record<string, unknown>[] };
-    sitemapindex?: { sitemap?: Record<string, unknown>[] };
-  };
+  const doc = sitemapOf(page);
   const kind = doc.sitemapindex
     ? ("sitemapindex" as const)
     : doc.urlset
@@ -213,6 +214,30 @@ const sitemapRead = reader(sitemapReadTool, async (page, input) => {
     total: list.length,
   };
 });
+
+/**
+ * The sitemap's XML. Nested past the parser's limit it is refused as a page of nested markup is
+ * (422 resource_limit, naming url: it answered 500); a parser error otherwise means it is not a
+ * sitemap, as a page that is not a feed is for rss-read (502).
+ */
+function sitemapOf(page: Fetched) {
+  try {
+    return sitemapXml.parse(textOf(page)) as {
+      urlset?: { url?: Record<string, unknown>[] };
+      sitemapindex?: { sitemap?: Record<string, unknown>[] };
+    };
+  } catch (err) {
+    const message = (err as Error).message.split("\n")[0]!;
+    if (/nested tags/i.test(message))
+      throw new WorkerError(
+        422,
+        "resource_limit",
+        `The sitemap is nested deeper than ${SITEMAP_MAX_NESTING} elements; it was refused.`,
+        "url",
+      );
+    throw new WorkerError(502, "fetch_failed", `${page.url} is not an XML sitemap: ${message}`);
+  }
+}
 
 /** Every web tool that reads a fetched page, by name. */
 export const PAGE_READERS = new Map<string, PageReader>(
