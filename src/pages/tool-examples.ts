@@ -26,7 +26,8 @@ function abbreviate(value: unknown): unknown {
 /**
  * Heavy-pool tools whose libraries load in well under a second: they run in a thread only so a
  * large input cannot hold the shared event loop, and their examples are as cheap as a general
- * tool's, so they are shown too.
+ * tool's, so they are shown too. (The web tools are general tools that read their fetched page
+ * in such a thread, src/workers/web/readers.ts: shown as general tools, not listed here.)
  */
 const LIGHT_IN_HEAVY_POOL = new Set([
   "yaml-convert",

@@ -1,3 +1,5 @@
+import type { z } from "zod";
+
 /** A failure a tool reports on purpose; anything else thrown is a 500. */
 export class WorkerError extends Error {
   constructor(
@@ -15,4 +17,14 @@ export class WorkerError extends Error {
   ) {
     super(message);
   }
+}
+
+/**
+ * The answer to input that does not match the tool's schema: its first issue, naming the field
+ * (`param` is "" when the issue is the body as a whole: an unknown key, not an object). Checked
+ * in the workers' main thread for most tools, in the heavy pool's thread for heavy ones.
+ */
+export function invalidInput(error: z.ZodError): WorkerError {
+  const issue = error.issues[0]!;
+  return new WorkerError(422, "invalid_input", issue.message, issue.path.join("."));
 }

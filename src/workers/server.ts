@@ -1,9 +1,10 @@
 import express from "express";
 import type { Logger } from "pino";
 import type { WorkerConfig } from "./config.js";
-import { WorkerError } from "./errors.js";
+import { invalidInput, WorkerError } from "./errors.js";
 import type { HeavyPool } from "./heavy/pool.js";
 import { SerializedOutput } from "./heavy/serialized-output.js";
+import type { ToolImplementation } from "./tools/implementation.js";
 import { IMPLEMENTATIONS } from "./tools/index.js";
 
 /**
@@ -12,8 +13,8 @@ import { IMPLEMENTATIONS } from "./tools/index.js";
  *   GET  /tools         which tools can run here (providers configured)
  *   GET  /healthz
  * Input is validated again here and output is checked against the tool's schema (a heavy tool's
- * in its thread, see heavy/serialized-output.ts), so a worker
- * never answers something the catalogue does not promise.
+ * both in its thread, see heavy/serialized-output.ts), so a worker never acts on input the
+ * catalogue does not accept, nor answers something it does not promise.
  */
 export function createWorkerApp(
   config: WorkerConfig,
@@ -49,16 +50,10 @@ export function createWorkerApp(
       return res.status(503).json({
         error: { code: "tool_unavailable", message: `The tool is unavailable: ${reason}.` },
       });
-    const parsed = impl.definition.input.safeParse(req.body);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      return res.status(422).json({
-        error: { code: "invalid_input", message: issue.message, param: issue.path.join(".") },
-      });
-    }
     const timeoutMs = Number(req.get("x-toolgate-deadline-ms")) || impl.definition.timeoutMs;
     try {
-      const output: unknown = await impl.run(parsed.data, { config, timeoutMs, heavy });
+      const input: unknown = impl.checksInput ? req.body : checkedInput(impl, req.body);
+      const output: unknown = await impl.run(input as never, { config, timeoutMs, heavy });
       if (output instanceof SerializedOutput) res.type("application/json").send(output.json);
       else res.json(impl.definition.output.parse(output));
     } catch (err) {
@@ -67,7 +62,7 @@ export function createWorkerApp(
           error: {
             code: err.code,
             message: err.message,
-            ...(err.param ? { param: err.param } : {}),
+            ...(err.param !== undefined ? { param: err.param } : {}),
           },
         });
       }
@@ -79,4 +74,11 @@ export function createWorkerApp(
     }
   });
   return app;
+}
+
+/** The input as the tool's schema reads it (defaults filled in), or its 422. */
+function checkedInput(impl: ToolImplementation, body: unknown): unknown {
+  const parsed = impl.definition.input.safeParse(body);
+  if (!parsed.success) throw invalidInput(parsed.error);
+  return parsed.data;
 }

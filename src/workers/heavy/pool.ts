@@ -2,14 +2,16 @@ import type { Logger } from "pino";
 import { Piscina } from "piscina";
 import type { WorkerConfig } from "../config.js";
 import { WorkerError } from "../errors.js";
+import type { Fetched } from "../web/fetch.js";
 import { SerializedOutput } from "./serialized-output.js";
 import type { HeavyTask, HeavyResult } from "./thread.js";
 
 /**
- * The heavy pool: OCR, charts, sandboxed code, document and image decoding run in worker threads
- * with a JS heap limit, at most `threads` at a time (more wait in line), each stopped at its
- * deadline by terminating its thread. A runaway call therefore costs one thread for at most its
- * timeout, never the process, and cheap tools keep their own event loop.
+ * The heavy pool: OCR, charts, sandboxed code, document and image decoding, and the reading of
+ * the pages the web tools fetch, run in worker threads with a JS heap limit, at most `threads` at
+ * a time (more wait in line), each stopped at its deadline by terminating its thread. A runaway
+ * call therefore costs one thread for at most its timeout, never the process, and cheap tools keep
+ * their own event loop.
  */
 export class HeavyPool {
   private readonly piscina: Piscina;
@@ -37,13 +39,25 @@ export class HeavyPool {
     this.piscina.on("error", (err: Error) => log.error({ err }, "a heavy-pool thread failed"));
   }
 
-  async run(tool: string, input: unknown, timeoutMs: number): Promise<SerializedOutput> {
+  /** A heavy tool's call, its input as the caller sent it (checked in the thread). */
+  run(tool: string, input: unknown, timeoutMs: number): Promise<SerializedOutput> {
+    return this.submit({ tool, input, timeoutMs });
+  }
+
+  /**
+   * A web tool's page, fetched on the shared event loop, read in a thread by the tool's reader
+   * (web/readers.ts); `input` was checked on the loop (a URL and a few options, cheap to check).
+   */
+  read(tool: string, input: unknown, page: Fetched, timeoutMs: number): Promise<SerializedOutput> {
+    return this.submit({ tool, input, page, timeoutMs });
+  }
+
+  private async submit(task: HeavyTask): Promise<SerializedOutput> {
+    const { tool, timeoutMs } = task;
     const signal = AbortSignal.timeout(Math.max(100, timeoutMs - 250));
     let result: HeavyResult;
     try {
-      result = (await this.piscina.run({ tool, input, timeoutMs } satisfies HeavyTask, {
-        signal,
-      })) as HeavyResult;
+      result = (await this.piscina.run(task, { signal })) as HeavyResult;
     } catch (err) {
       if (signal.aborted)
         throw new WorkerError(

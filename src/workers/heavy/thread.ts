@@ -1,13 +1,14 @@
 import { workerData } from "node:worker_threads";
 import type { WorkerConfig } from "../config.js";
 import type { WorkerError } from "../errors.js";
+import type { Fetched } from "../web/fetch.js";
 
-/** One heavy-pool thread: runs a heavy tool's implementation and reports its output or error as data. */
-export interface HeavyTask {
-  tool: string;
-  input: unknown;
-  timeoutMs: number;
-}
+/** One heavy-pool thread: runs a job (jobs.ts) and reports its output or error as data. */
+export type HeavyTask =
+  /** A heavy tool's call; the input as the caller sent it, checked in the thread against the tool's schema. */
+  | { tool: string; input: unknown; timeoutMs: number }
+  /** A web tool's fetched page, read in the thread; the input was checked when the page was fetched. */
+  | { tool: string; input: unknown; page: Fetched; timeoutMs: number };
 
 export type HeavyResult =
   /** The output, checked against the tool's output schema and written as JSON (SerializedOutput). */
@@ -23,17 +24,12 @@ export type HeavyResult =
 
 const config = (workerData as { config: WorkerConfig }).config;
 // Under tsx (development, tests) a worker thread races tsx's own loader hooks, so the TypeScript
-// implementations are loaded through tsx's API instead; built JavaScript imports them directly.
-const implementations: Promise<typeof import("../tools/heavy.js").HEAVY_IMPLEMENTATIONS> = (
-  import.meta.url.endsWith(".ts")
-    ? import("tsx/esm/api").then(
-        (tsx) =>
-          tsx.tsImport("../tools/heavy.ts", import.meta.url) as Promise<
-            typeof import("../tools/heavy.js")
-          >,
-      )
-    : import("../tools/heavy.js")
-).then((m) => m.HEAVY_IMPLEMENTATIONS);
+// jobs are loaded through tsx's API instead; built JavaScript imports them directly.
+const jobs: Promise<typeof import("./jobs.js")> = import.meta.url.endsWith(".ts")
+  ? import("tsx/esm/api").then(
+      (tsx) => tsx.tsImport("./jobs.ts", import.meta.url) as Promise<typeof import("./jobs.js")>,
+    )
+  : import("./jobs.js");
 
 function isWorkerError(err: unknown): err is WorkerError {
   return (
@@ -44,20 +40,20 @@ function isWorkerError(err: unknown): err is WorkerError {
 }
 
 export default async function runHeavyTask(task: HeavyTask): Promise<HeavyResult> {
-  const impl = (await implementations).get(task.tool);
-  if (!impl) throw new Error(`no heavy implementation for ${task.tool}`);
+  const { readFetchedPage, runTool } = await jobs;
   try {
-    const output = await impl.run(task.input as never, { config, timeoutMs: task.timeoutMs });
-    return { json: JSON.stringify(impl.definition.output.parse(output)) };
+    if ("page" in task) return { json: await readFetchedPage(task.tool, task.page, task.input) };
+    return { json: await runTool(task.tool, task.input, { config, timeoutMs: task.timeoutMs }) };
   } catch (err) {
-    // Duck-typed: under tsx the implementations have their own copy of the WorkerError class.
+    // Duck-typed: under tsx the jobs have their own copy of the WorkerError class.
     if (isWorkerError(err))
       return {
         error: {
           status: err.status,
           code: err.code,
           message: err.message,
-          ...(err.param ? { param: err.param } : {}),
+          // "" too: a body refused as a whole names no field, and says so as the main thread does.
+          ...(err.param !== undefined ? { param: err.param } : {}),
         },
       };
     throw err;

@@ -15,7 +15,7 @@ import {
 } from "../../tools/catalogue/ai.js";
 import { fetchPublic } from "../web/fetch.js";
 import { decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
-import { readPage } from "./web.js";
+import { readPage } from "../web/readers.js";
 import type { WorkerConfig } from "../config.js";
 import { WorkerError } from "../errors.js";
 import {

@@ -28,7 +28,7 @@ import { readYamlDocuments } from "./yaml-documents.js";
  * The markup converters' cost grows faster than their input on hostile nesting (199,000 unclosed
  * <div>s take sanitize-html about 10 s, 100,000 about 2 s): each run is cut off after this long,
  * or when it recurses too deep, and answered 422 naming the field. The tools run in the heavy
- * pool's threads; the web tools' page reading still runs on the shared event loop.
+ * pool's threads, and so does the web tools' page reading (web/readers.ts).
  */
 const MARKUP_LIMIT_MS = 2000;
 

@@ -22,6 +22,11 @@ export interface ToolImplementation<T extends ToolDefinition = ToolDefinition> {
   definition: T;
   /** Why the tool cannot run with this configuration, or null when it can. */
   unavailable?(config: WorkerConfig): string | null;
+  /**
+   * The implementation checks its input against the tool's schema itself, so the server passes
+   * it the body as sent: a heavy tool's proxy, whose thread checks it off the shared event loop.
+   */
+  checksInput?: true;
   run(input: z.output<T["input"]>, ctx: ToolContext): Promise<z.input<T["output"]>>;
 }
 

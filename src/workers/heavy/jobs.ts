@@ -1,0 +1,46 @@
+import { lazy } from "../../lib/lazy-require.js";
+import type { WorkerConfig } from "../config.js";
+import { invalidInput } from "../errors.js";
+import { HEAVY_IMPLEMENTATIONS } from "../tools/heavy.js";
+import type { Fetched } from "../web/fetch.js";
+
+/**
+ * What a heavy-pool thread runs (thread.ts loads this module): each job is checked and written
+ * here, in the thread, so the shared event loop only passes a job's input in and its JSON out.
+ */
+
+/**
+ * A heavy tool's call: its input, as the caller sent it, checked against the tool's schema (100,000
+ * CSV rows took the shared event loop 0.2-0.3 s to check), then run; its output checked against
+ * the tool's output schema and written as JSON (a large output took that loop most of a second).
+ */
+export async function runTool(
+  tool: string,
+  body: unknown,
+  ctx: { config: WorkerConfig; timeoutMs: number },
+): Promise<string> {
+  const impl = HEAVY_IMPLEMENTATIONS.get(tool);
+  if (!impl) throw new Error(`no heavy implementation for ${tool}`);
+  const input = impl.definition.input.safeParse(body);
+  if (!input.success) throw invalidInput(input.error);
+  const output = await impl.run(input.data, ctx);
+  return JSON.stringify(impl.definition.output.parse(output));
+}
+
+/** The web tools' readers and their libraries, loaded on the first page a thread reads. */
+const readers = lazy(() => import("../web/readers.js").then((m) => m.PAGE_READERS));
+
+/**
+ * A web tool's page, fetched on the shared event loop, read by the tool's reader; its output
+ * checked against the tool's output schema and written as JSON, as a heavy tool's is.
+ */
+export async function readFetchedPage(
+  tool: string,
+  page: Fetched,
+  input: unknown,
+): Promise<string> {
+  const reader = (await readers()).get(tool);
+  if (!reader) throw new Error(`no page reader for ${tool}`);
+  const output = await reader.read(page, input as never);
+  return JSON.stringify(reader.definition.output.parse(output));
+}

@@ -1,0 +1,248 @@
+import { XMLParser } from "fast-xml-parser";
+import { parseHTML } from "linkedom";
+import robotsParserModule from "robots-parser";
+import RssParser from "rss-parser";
+import type { z } from "zod";
+import {
+  robotsCheck as robotsCheckTool,
+  rssRead as rssReadTool,
+  sitemapRead as sitemapReadTool,
+  webFetch as webFetchTool,
+  webMetadata as webMetadataTool,
+} from "../../tools/catalogue/web.js";
+import type { ToolDefinition } from "../../tools/definition.js";
+import { WorkerError } from "../errors.js";
+import { boundedMarkup, plainText, readArticle, turndown } from "../tools/documents.js";
+import type { Fetched } from "./fetch.js";
+import { robotsUrlOf } from "./robots-url.js";
+
+/**
+ * What each web tool reads from the page it fetched. The page is fetched on the shared event
+ * loop (fetch.ts) and read here, in a heavy-pool thread (heavy/jobs.ts): a 4.9 MB feed, sitemap
+ * or robots.txt took the loop 0.7-1.4 s to parse, a page of nested markup up to its 2 s markup
+ * limit, while every other caller's cheap call waited.
+ */
+export interface PageReader<T extends ToolDefinition = ToolDefinition> {
+  definition: T;
+  /** The tool's output from its page and its input (already checked against the tool's schema). */
+  read(page: Fetched, input: z.output<T["input"]>): Promise<z.input<T["output"]>>;
+}
+
+const reader = <T extends ToolDefinition>(
+  definition: T,
+  read: PageReader<T>["read"],
+): PageReader<T> => ({ definition, read });
+
+/** The page's bytes as UTF-8 text (sent to a thread, a Buffer arrives as a plain Uint8Array). */
+const textOf = (page: Fetched) =>
+  Buffer.from(page.body.buffer, page.body.byteOffset, page.body.byteLength).toString("utf8");
+
+// robots-parser is CommonJS with an ES-style default in its types: take the function either way.
+const robotsParser = ((robotsParserModule as unknown as { default?: unknown }).default ??
+  robotsParserModule) as unknown as typeof robotsParserModule.default;
+
+/**
+ * A page's readable content, as Markdown or text, and its title. Time-limited as the markup tools
+ * are: a page of deeply nested markup would otherwise hold its thread for minutes.
+ */
+export async function readPage(html: string, format: "markdown" | "text", mainContent: boolean) {
+  return boundedMarkup("The page", "url", () => {
+    const article = mainContent ? readArticle(html) : null;
+    const content = article?.content ?? html;
+    const title =
+      article?.title ||
+      parseHTML(html).document.querySelector("title")?.textContent?.trim() ||
+      null;
+    return {
+      title,
+      content: format === "markdown" ? turndown.turndown(content) : plainText(content),
+    };
+  });
+}
+
+const webFetch = reader(webFetchTool, async (page, input) => {
+  const text = textOf(page);
+  const isHtml = /html|xml/i.test(page.contentType) || /^\s*</.test(text);
+  const read = isHtml
+    ? await readPage(text, input.format, input.main_content)
+    : { title: null, content: text };
+  return {
+    url: page.url,
+    status: page.status,
+    title: read.title,
+    content: read.content,
+    format: input.format,
+    truncated: page.truncated,
+  };
+});
+
+// Time-limited as readPage is: 980,000 unclosed <div>s held the shared event loop 5 minutes
+// (every other caller waited), then brought the process down.
+const webMetadata = reader(webMetadataTool, async (page, input) =>
+  boundedMarkup("The page", "url", () => metadataOf(page, input.max_links)),
+);
+
+/** What web-metadata reads from a page's markup. */
+function metadataOf(page: Fetched, maxLinks: number) {
+  const { document } = parseHTML(textOf(page));
+  const absolute = (href: string | null | undefined) => {
+    if (!href) return null;
+    try {
+      return new URL(href, page.url).toString();
+    } catch {
+      return null;
+    }
+  };
+  const meta = (selector: string) =>
+    document.querySelector(selector)?.getAttribute("content")?.trim() || null;
+  const prefixed = (prefix: string) => {
+    const out: Record<string, string> = {};
+    for (const el of document.querySelectorAll(
+      `meta[property^="${prefix}:"], meta[name^="${prefix}:"]`,
+    )) {
+      const key = (el.getAttribute("property") ?? el.getAttribute("name") ?? "").slice(
+        prefix.length + 1,
+      );
+      const value = el.getAttribute("content");
+      if (key && value && !(key in out)) out[key] = value.trim();
+    }
+    return out;
+  };
+  const links: { url: string; text: string; rel: string | null }[] = [];
+  for (const a of document.querySelectorAll("a[href]")) {
+    if (links.length >= maxLinks) break;
+    const url = absolute(a.getAttribute("href"));
+    if (url && /^https?:/.test(url))
+      links.push({
+        url,
+        text: (a.textContent ?? "").replace(/\s+/g, " ").trim(),
+        rel: a.getAttribute("rel"),
+      });
+  }
+  return {
+    url: page.url,
+    title: document.querySelector("title")?.textContent?.trim() || null,
+    description: meta('meta[name="description"]'),
+    canonical: absolute(document.querySelector('link[rel="canonical"]')?.getAttribute("href")),
+    language: document.documentElement?.getAttribute("lang") || null,
+    favicon: absolute(
+      document.querySelector('link[rel~="icon"]')?.getAttribute("href") ?? "/favicon.ico",
+    ),
+    open_graph: prefixed("og"),
+    twitter: prefixed("twitter"),
+    links,
+  };
+}
+
+const rss = new RssParser();
+const summaryOf = (html: string | undefined) => (html ? plainText(html).slice(0, 2000) : null);
+
+const rssRead = reader(rssReadTool, async (page, input) => {
+  let parsed;
+  try {
+    parsed = await rss.parseString(textOf(page));
+  } catch (err) {
+    throw new WorkerError(
+      502,
+      "fetch_failed",
+      `${page.url} is not an RSS or Atom feed: ${(err as Error).message.split("\n")[0]}`,
+    );
+  }
+  return {
+    url: page.url,
+    title: parsed.title ?? null,
+    link: parsed.link ?? null,
+    description: parsed.description ?? null,
+    items: parsed.items.slice(0, input.max_items).map((item) => ({
+      title: item.title ?? null,
+      link: item.link ?? null,
+      published: item.isoDate ?? null,
+      summary: item.contentSnippet?.slice(0, 2000) ?? summaryOf(item.content ?? item.summary),
+      id: item.guid ?? (item as { id?: string }).id ?? null,
+    })),
+  };
+});
+
+const robotsCheck = reader(robotsCheckTool, async (page, input) => {
+  // A missing robots.txt (4xx) allows everything; a server error was refused when it was fetched.
+  const found = page.status >= 200 && page.status < 300;
+  // The address as asked, before any redirect.
+  const robotsUrl = robotsUrlOf(input.url);
+  const parsed = robotsParser(robotsUrl, found ? textOf(page) : "");
+  return {
+    robots_url: robotsUrl,
+    found,
+    allowed: parsed.isAllowed(input.url, input.user_agent) ?? true,
+    crawl_delay: parsed.getCrawlDelay(input.user_agent) ?? null,
+    sitemaps: parsed.getSitemaps(),
+  };
+});
+
+/** A sitemap is three levels deep; past this the parser stops (its own default, made explicit). */
+const SITEMAP_MAX_NESTING = 100;
+const sitemapXml = new XMLParser({
+  ignoreAttributes: true,
+  processEntities: false,
+  isArray: (name) => name === "url" || name === "sitemap",
+  maxNestedTags: SITEMAP_MAX_NESTING,
+});
+
+const sitemapRead = reader(sitemapReadTool, async (page, input) => {
+  const doc = sitemapOf(page);
+  const kind = doc.sitemapindex
+    ? ("sitemapindex" as const)
+    : doc.urlset
+      ? ("urlset" as const)
+      : null;
+  if (!kind)
+    throw new WorkerError(
+      502,
+      "fetch_failed",
+      `${page.url} is not an XML sitemap (no <urlset> or <sitemapindex>).`,
+    );
+  const list = (kind === "urlset" ? doc.urlset!.url : doc.sitemapindex!.sitemap) ?? [];
+  const str = (v: unknown) => (v === undefined || v === null ? null : String(v));
+  return {
+    url: page.url,
+    kind,
+    entries: list.slice(0, input.max_urls).map((e) => ({
+      loc: String(e.loc ?? ""),
+      lastmod: str(e.lastmod),
+      changefreq: str(e.changefreq),
+      priority: e.priority === undefined ? null : Number(e.priority),
+    })),
+    total: list.length,
+  };
+});
+
+/**
+ * The sitemap's XML. Nested past the parser's limit it is refused as a page of nested markup is
+ * (422 resource_limit, naming url: it answered 500); a parser error otherwise means it is not a
+ * sitemap, as a page that is not a feed is for rss-read (502).
+ */
+function sitemapOf(page: Fetched) {
+  try {
+    return sitemapXml.parse(textOf(page)) as {
+      urlset?: { url?: Record<string, unknown>[] };
+      sitemapindex?: { sitemap?: Record<string, unknown>[] };
+    };
+  } catch (err) {
+    const message = (err as Error).message.split("\n")[0]!;
+    if (/nested tags/i.test(message))
+      throw new WorkerError(
+        422,
+        "resource_limit",
+        `The sitemap is nested deeper than ${SITEMAP_MAX_NESTING} elements; it was refused.`,
+        "url",
+      );
+    throw new WorkerError(502, "fetch_failed", `${page.url} is not an XML sitemap: ${message}`);
+  }
+}
+
+/** Every web tool that reads a fetched page, by name. */
+export const PAGE_READERS = new Map<string, PageReader>(
+  ([webFetch, webMetadata, rssRead, robotsCheck, sitemapRead] as PageReader[]).map((r) => [
+    r.definition.name,
+    r,
+  ]),
+);
