@@ -359,6 +359,55 @@ export class Payments {
     return { ...this.accepted(saved, networkName), recorded };
   }
 
+  /**
+   * Sends a payment whose process died between claiming it and sending it — a "settling" record
+   * past its deadline, its authorization unused on chain — as that process would have, and credits
+   * it once settled; taken over first (`takeOverPayment`), so one process of all does this. Before,
+   * the payer was told "pending, do not pay again" until the authorization expired (minutes). A
+   * second send is safe whatever the dead process did: the token uses an authorization once, so a
+   * transfer of it already on its way makes this one fail on chain, and nothing moves twice. A
+   * payment the chain now refuses (its balance spent, too close to expiry) or that could not be
+   * sent is left open: the reconciler credits it if it was used after all, else releases it at
+   * expiry, as before. Answers whether it settled here.
+   */
+  async settleAbandoned(found: PaymentRecord): Promise<"settled" | "open"> {
+    const clients = this.clients.get(found.network);
+    if (!clients || !found.signature) return "open";
+    const record: PaymentRecord = { ...found, createdAt: Date.now() };
+    if (!(await this.services.store.takeOverPayment(found, record))) return "open";
+    const auth = found.authorization as unknown as Authorization;
+    const signature = found.signature as Hex;
+    const payTo = (found.payTo as Address | undefined) ?? this.config.payTo;
+    const arrival = this.settler(clients).arrive();
+    let outcome: Settlement;
+    try {
+      const seen = await verifyChainState(clients, auth, signature, {
+        payTo,
+        price: BigInt(found.value),
+        // Checked when it was claimed; only the time left matters now.
+        maxTimeoutSeconds: Number.MAX_SAFE_INTEGER,
+      }).catch((err: unknown) => {
+        if (err instanceof ApiError) return null;
+        throw err;
+      });
+      if (!seen) return "open";
+      outcome = await arrival.settle({ auth, signature, payTo, block: seen });
+    } finally {
+      arrival.leave();
+    }
+    this.services.metrics.payments.inc({ outcome: outcome.state, network: clients.network.name });
+    if (outcome.state === "pending")
+      await this.services.store.savePayment({
+        ...record,
+        state: "pending",
+        txHash: outcome.txHash ?? null,
+        relay: outcome.relay ?? null,
+      });
+    if (outcome.state !== "settled") return "open";
+    await this.credit({ ...record, state: "settled", txHash: outcome.txHash });
+    return "settled";
+  }
+
   /** Starts timing one phase of a new payment (metrics: toolgate_payment_phase_seconds); call the answer at its end. */
   private phase(phase: "verify" | "settle" | "credit", network: string): () => void {
     const end = this.services.metrics.paymentPhases.startTimer({ phase, network });

@@ -17,8 +17,9 @@ const AUTHORIZATION_USED = parseAbiItem(
  * Finishes settlements whose outcome was unknown (a receipt that never came, an RPC that went
  * silent after the send) and those whose process died while settling. The chain decides: if the
  * authorization was used, the transfer is found through its AuthorizationUsed log, checked in
- * its receipt and credited (once, as ever); if it expired unused, nothing moved and the claim is
- * released. Runs in every process; the credit is idempotent, so two reconcilers finishing the
+ * its receipt and credited (once, as ever); if it is unused and its process died before recording
+ * a send, it is sent now (Payments.settleAbandoned); if it expired unused, nothing moved and the
+ * claim is released. Runs in every process; the credit is idempotent, so two reconcilers finishing the
  * same payment credit it once.
  */
 export function startReconciler(
@@ -256,6 +257,15 @@ async function reconcile(
   if (!used) {
     const block = await clients.public.getBlock({ blockTag: "latest" });
     const expired = block.timestamp >= BigInt(auth.validBefore!);
+    // Its process died before its send was recorded (perhaps before it sent at all): sent now.
+    if (!expired && record.state === "settling" && !record.relay) {
+      if ((await payments.settleAbandoned(record)) === "open") return "pending";
+      services.log.info(
+        { payment: record.id },
+        "abandoned payment sent by this process, settled and credited",
+      );
+      return "settled";
+    }
     const key = record.relay ? transactionKey(record.relay) : null;
     const latest = key ? pass.latest.get(key) : undefined;
     if (latest && latest.hash !== record.txHash) {

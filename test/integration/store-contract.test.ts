@@ -1393,6 +1393,39 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.getPayment(failed.id)).toBeNull();
     expect(await store.claimPayment(failed)).toBeNull(); // released: it may be tried again
   });
+
+  it("lets one of the processes taking over an abandoned payment have it, as read from the open payments", async () => {
+    const id = `84532:0xtoken:0xpayer:${newRequestId()}`;
+    await store.claimPayment({
+      id,
+      network: "base-sepolia",
+      payer: "0xpayer",
+      value: "2000",
+      state: "settling",
+      accountId: newAccountId(),
+      txHash: null,
+      createdAt: Date.now() - 60_000,
+      authorization: { nonce: "0x02", validBefore: "99999999999" },
+      signature: "0xabcd",
+      grant: {
+        credits: 1,
+        type: "one_time",
+        plan: null,
+        planChange: null,
+        description: "one call",
+      },
+    });
+    const read = (await store.openPayments()).find((p) => p.id === id)!;
+    const takeovers = await Promise.all(
+      [1, 2, 3].map((n) => store.takeOverPayment(read, { ...read, createdAt: Date.now() + n })),
+    );
+    expect(takeovers.filter(Boolean)).toHaveLength(1);
+    const won = (await store.getPayment(id))!;
+    expect(won.createdAt).toBeGreaterThan(read.createdAt);
+    // A read made before the takeover is stale now.
+    expect(await store.takeOverPayment(read, { ...read, createdAt: Date.now() })).toBe(false);
+    expect(await store.takeOverPayment(won, { ...won, state: "pending" })).toBe(true);
+  });
   it("keeps each account's custom tools apart: one per name, at most the cap, atomically", async () => {
     const owner = await account();
     const other = await account();

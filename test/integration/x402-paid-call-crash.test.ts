@@ -1,5 +1,12 @@
 import { once } from "node:events";
-import { createPublicClient, http, type Address, type LocalAccount } from "viem";
+import {
+  createPublicClient,
+  encodeFunctionData,
+  http,
+  type Address,
+  type Hex,
+  type LocalAccount,
+} from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { tierLimits } from "../../src/store/index.js";
@@ -16,6 +23,7 @@ import {
   type Json,
 } from "../helpers/gateway.js";
 import { REDIS_URL } from "../helpers/redis.js";
+import { TOKEN_ABI, anvilAccount } from "../../chain-fixtures/chain.js";
 import { startRpcProxy } from "../helpers/rpc-proxy.js";
 import {
   PAY_TO,
@@ -397,14 +405,13 @@ describe("a gateway SIGKILLed after crediting a paid call's payment, before its 
 });
 
 describe("a gateway SIGKILLed after claiming a paid call's authorization, before sending it", () => {
-  it("charges the payer nothing: the payer's retry is told the payment is pending, and once the authorization expires unused the survivor releases it", async () => {
-    const wallet = await fundedWallet(chains.base, 64_005);
-    const accountId = walletAccountId(wallet.address);
-    const validBefore = BigInt(Math.floor(Date.now() / 1000) + 30);
+  /**
+   * Pays on a fresh process whose send is held at an RPC proxy (never passed on), from a relayer
+   * key of its own (the nonce it took and never used holds up no one else's settlements), and
+   * kills it there: the payment is left "settling", the authorization unused on chain.
+   */
+  async function killedBeforeSend(wallet: LocalAccount, text: string, validBefore?: bigint) {
     const paid = await payment(wallet, HASH_PRICE, validBefore);
-    const before = await chainBalances(wallet.address);
-    // This process sends through a proxy that holds its send (never passed on), from a relayer
-    // key of its own: the nonce it took and never used holds up no one else's settlements.
     const proxy = await startRpcProxy(chains.base.rpcUrl);
     try {
       const dying = await spawnGateway(prefix, {
@@ -414,9 +421,7 @@ describe("a gateway SIGKILLed after claiming a paid call's authorization, before
       });
       processes.push(dying);
       const send = proxy.hold((body) => /"eth_sendRawTransaction(Sync)?"/.test(body));
-      const lost = paidCall(dying.url, "hash", { text: "never sent" }, paid.headers).catch(
-        (err: Error) => err,
-      );
+      const lost = paidCall(dying.url, "hash", { text }, paid.headers).catch((err: Error) => err);
       await send.until((bodies) => bodies.length > 0);
       expect((await store.getPayment(paid.id))?.state).toBe("settling");
       await dying.stop("SIGKILL");
@@ -424,15 +429,81 @@ describe("a gateway SIGKILLed after claiming a paid call's authorization, before
     } finally {
       await proxy.stop();
     }
+    return paid;
+  }
+
+  it("is sent by the survivor once the dead process's settling deadline passes: charged once, credited once, and the payer's retry is served", async () => {
+    const wallet = await fundedWallet(chains.base, 64_005);
+    const before = await chainBalances(wallet.address);
+    const paid = await killedBeforeSend(wallet, "sent by the survivor");
 
     // The payer's retry at once: the payment's fate is not known yet; told so, and not to pay again.
-    const retry = await paidCall(survivor.url, "hash", { text: "never sent" }, paid.headers);
+    const retry = await paidCall(
+      survivor.url,
+      "hash",
+      { text: "sent by the survivor" },
+      paid.headers,
+    );
     expect([retry.status, retry.body.error.code, retry.headers.get("retry-after")]).toEqual([
       503,
       "payment_pending",
       "10",
     ]);
-    expect(await chainBalances(wallet.address)).toEqual(before);
+
+    // Past the dead process's settling deadline (~8 s here), the survivor sends the authorization
+    // itself, long before it expires (300 s).
+    expect(
+      await until(
+        () => store.getPayment(paid.id),
+        (r) => r?.state === "settled",
+        40_000,
+      ),
+    ).toMatchObject({ state: "settled" });
+    expect(
+      await loggedTimes(paid.id, "abandoned payment sent by this process, settled and credited"),
+    ).toBe(1);
+
+    const served = await paidCall(
+      survivor.url,
+      "hash",
+      { text: "sent by the survivor" },
+      paid.headers,
+    );
+    expect([served.status, typeof served.body.digest]).toEqual([200, "string"]);
+    const key = await signIn(wallet);
+    await expectSpentAndPaidOnce(key, wallet.address, before, HASH_PRICE);
+    expect(await paymentsReceived(key)).toBe(1);
+    expect(await unsettled()).toBe("0");
+    await expectBooksAgree(walletAccountId(wallet.address), paid.id);
+  }, 120_000);
+
+  it("charges the payer nothing when the balance was spent meanwhile: left pending, and released once the authorization expires unused", async () => {
+    const wallet = await fundedWallet(chains.base, 64_006);
+    const accountId = walletAccountId(wallet.address);
+    const validBefore = BigInt(Math.floor(Date.now() / 1000) + 30);
+    const paid = await killedBeforeSend(wallet, "never sent", validBefore);
+    // The payer moves its whole balance away before the survivor takes the payment over.
+    const elsewhere = anvilAccount(3).address;
+    await node("anvil_impersonateAccount", [wallet.address]);
+    await node("anvil_setBalance", [wallet.address, "0xde0b6b3a7640000"]);
+    const drained = (await node("eth_sendTransaction", [
+      {
+        from: wallet.address,
+        to: chains.base.usdc,
+        data: encodeFunctionData({
+          abi: TOKEN_ABI,
+          functionName: "transfer",
+          args: [elsewhere, await balanceOf(chains.base, wallet.address)],
+        }),
+      },
+    ])) as Hex;
+    const receipt = await createPublicClient({
+      transport: http(chains.base.rpcUrl),
+      pollingInterval: 50,
+    }).waitForTransactionReceipt({ hash: drained, timeout: 20_000 });
+    expect(receipt.status).toBe("success");
+    const before = await chainBalances(wallet.address);
+    expect(before.payer).toBe(0n);
 
     // The authorization runs out unused (a block after its validBefore, as any chain moves on).
     await new Promise((r) => setTimeout(r, Number(validBefore) * 1000 - Date.now() + 1000));

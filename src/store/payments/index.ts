@@ -9,6 +9,11 @@ export interface PaymentStore {
    */
   claimPayment(record: PaymentRecord): Promise<PaymentRecord | null>;
   savePayment(record: PaymentRecord): Promise<void>;
+  /**
+   * Replaces a payment's record with `next` only if it is still exactly `read` (as read from
+   * `openPayments`): of the processes taking over one abandoned settlement, one wins.
+   */
+  takeOverPayment(read: PaymentRecord, next: PaymentRecord): Promise<boolean>;
   getPayment(id: string): Promise<PaymentRecord | null>;
   /** Forgets a claim whose payment failed before anything moved, so it can be tried again. */
   releasePayment(id: string): Promise<void>;

@@ -20,6 +20,13 @@ export function memoryPayments(state: MemoryState): PaymentStore {
       payments.set(record.id, structuredClone(record));
     },
 
+    async takeOverPayment(read: PaymentRecord, next: PaymentRecord) {
+      const current = payments.get(read.id);
+      if (!current || JSON.stringify(current) !== JSON.stringify(read)) return false;
+      payments.set(read.id, structuredClone(next));
+      return true;
+    },
+
     async getPayment(id: string) {
       const record = payments.get(id);
       if (record?.state === "settled" && record.expiresAt && record.expiresAt <= state.now())

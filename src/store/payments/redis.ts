@@ -28,6 +28,16 @@ export function redisPayments({ redis, call, script }: RedisContext): PaymentSto
       );
     },
 
+    async takeOverPayment(read: PaymentRecord, next: PaymentRecord): Promise<boolean> {
+      // The record as stored is the JSON its writer made, which parsing and writing again gives back.
+      const swapped = await script<number>(
+        "compare-and-set",
+        [redisKey.payment(read.id)],
+        [JSON.stringify(read), JSON.stringify(next)],
+      );
+      return swapped === 1;
+    },
+
     async getPayment(id: string): Promise<PaymentRecord | null> {
       const raw = await call(() => redis.get(redisKey.payment(id)));
       return raw ? (JSON.parse(raw) as PaymentRecord) : null;
