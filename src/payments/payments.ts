@@ -89,6 +89,9 @@ export interface PaymentRequest {
 export const facilitatorFeeRequestId = (paymentId: string, claim?: string) =>
   claim ? `facilitator:${paymentId}:${claim}` : `facilitator:${paymentId}`;
 
+/** The idempotency key of a paid call keyed by its payment alone (no key of the client's). */
+const paymentCallKey = (paymentId: string) => `x402:${paymentId}`;
+
 export class Payments {
   readonly clients: Map<string, NetworkClients>;
   /** Each network's relayer pool: nonce sequences, gas and fee caches. */
@@ -287,7 +290,7 @@ export class Payments {
         signature,
         resource: request.offer.v2.resource.url,
         call: request.call
-          ? { key: request.call.key ?? `x402:${id}`, fingerprint: request.call.fingerprint }
+          ? { key: request.call.key ?? paymentCallKey(id), fingerprint: request.call.fingerprint }
           : null,
         // The transfer cannot be in an earlier block: whoever finishes this settlement reads logs from here.
         sentFromBlock: seen.number.toString(),
@@ -368,11 +371,15 @@ export class Payments {
    * transfer of it already on its way makes this one fail on chain, and nothing moves twice. A
    * payment the chain now refuses (its balance spent, too close to expiry) or that could not be
    * sent is left open: the reconciler credits it if it was used after all, else releases it at
-   * expiry, as before. Answers whether it settled here.
+   * expiry, as before. So is a paid call under a key the client chose (a payment identifier, an
+   * Idempotency-Key): a new authorization under that key is settled once the dead process's hold
+   * on it lapses, and sending this one too would charge that call twice. Answers whether it
+   * settled here.
    */
   async settleAbandoned(found: PaymentRecord): Promise<"settled" | "open"> {
     const clients = this.clients.get(found.network);
     if (!clients || !found.signature) return "open";
+    if (found.call && found.call.key !== paymentCallKey(found.id)) return "open";
     const record: PaymentRecord = { ...found, createdAt: Date.now() };
     if (!(await this.services.store.takeOverPayment(found, record))) return "open";
     const auth = found.authorization as unknown as Authorization;

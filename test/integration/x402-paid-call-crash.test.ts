@@ -410,8 +410,14 @@ describe("a gateway SIGKILLed after claiming a paid call's authorization, before
    * key of its own (the nonce it took and never used holds up no one else's settlements), and
    * kills it there: the payment is left "settling", the authorization unused on chain.
    */
-  async function killedBeforeSend(wallet: LocalAccount, text: string, validBefore?: bigint) {
-    const paid = await payment(wallet, HASH_PRICE, validBefore);
+  async function killedBeforeSend(
+    wallet: LocalAccount,
+    text: string,
+    validBefore?: bigint,
+    more: Record<string, string> = {},
+  ) {
+    const signed = await payment(wallet, HASH_PRICE, validBefore);
+    const paid = { ...signed, headers: { ...signed.headers, ...more } };
     const proxy = await startRpcProxy(chains.base.rpcUrl);
     try {
       const dying = await spawnGateway(prefix, {
@@ -476,6 +482,46 @@ describe("a gateway SIGKILLed after claiming a paid call's authorization, before
     expect(await unsettled()).toBe("0");
     await expectBooksAgree(walletAccountId(wallet.address), paid.id);
   }, 120_000);
+
+  it("leaves a call under the client's own key to that key: the payer's new authorization under it is settled, and the first expires unused", async () => {
+    const wallet = await fundedWallet(chains.base, 64_007);
+    const before = await chainBalances(wallet.address);
+    const key = { "idempotency-key": `crash-${wallet.address}` };
+    const validBefore = BigInt(Math.floor(Date.now() / 1000) + 30);
+    const first = await killedBeforeSend(wallet, "keyed", validBefore, key);
+
+    // The payer pays again under the same key: settled once the dead process's hold on the key
+    // lapses; the first authorization is not sent as well (that would charge this call twice).
+    const second = await payment(wallet, HASH_PRICE);
+    const served = await until(
+      () => paidCall(survivor.url, "hash", { text: "keyed" }, { ...second.headers, ...key }),
+      (r) => r.status === 200,
+      60_000,
+      1_000,
+    );
+    expect([served.status, typeof served.body.digest]).toEqual([200, "string"]);
+    expect(await chainBalances(wallet.address)).toEqual({
+      payer: before.payer - HASH_PRICE,
+      payTo: before.payTo + HASH_PRICE,
+    });
+
+    // The first authorization runs out unused and is released.
+    await new Promise((r) =>
+      setTimeout(r, Math.max(0, Number(validBefore) * 1000 - Date.now() + 1000)),
+    );
+    await node("evm_mine");
+    expect(
+      await until(
+        () => store.getPayment(first.id),
+        (r) => r === null,
+      ),
+    ).toBeNull();
+    expect(await chainBalances(wallet.address)).toEqual({
+      payer: before.payer - HASH_PRICE,
+      payTo: before.payTo + HASH_PRICE,
+    });
+    expect(await paymentsReceived(await signIn(wallet))).toBe(1);
+  }, 150_000);
 
   it("charges the payer nothing when the balance was spent meanwhile: left pending, and released once the authorization expires unused", async () => {
     const wallet = await fundedWallet(chains.base, 64_006);
