@@ -17,15 +17,24 @@ import { implement, type ToolContext } from "./implementation.js";
  * heavy-pool thread (web/readers.ts), since parsing a 5 MB page held that loop for seconds.
  */
 const HTML = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5";
+const FEED = "application/rss+xml,application/atom+xml,application/xml,text/xml;q=0.9,*/*;q=0.5";
+const XML = "application/xml,text/xml;q=0.9,*/*;q=0.5";
 
-/** The page, read in a thread by the tool's reader, within the time the fetch left of the call's. */
-async function readInThread(
+/**
+ * Fetches `url` for `tool`, then has the tool's reader read the page in a thread, within the time
+ * the fetch left of the call's. `refuse` may turn the fetched page down first (on the loop).
+ */
+async function fetchThenRead(
   tool: ToolDefinition,
   input: unknown,
-  page: Fetched,
   ctx: ToolContext,
-  startedAt: number,
+  url: string,
+  fetching: { accept: string; allowErrorStatus?: boolean },
+  refuse?: (page: Fetched) => void,
 ): Promise<never> {
+  const startedAt = Date.now();
+  const page = await fetchPublic(ctx.config, url, { timeoutMs: ctx.timeoutMs, ...fetching });
+  refuse?.(page);
   if (!ctx.heavy)
     throw new WorkerError(503, "tool_unavailable", "The heavy worker pool is not running.");
   const left = ctx.timeoutMs - (Date.now() - startedAt);
@@ -33,61 +42,35 @@ async function readInThread(
 }
 
 export const webFetch = implement(webFetchTool, {
-  async run(input, ctx) {
-    const startedAt = Date.now();
-    const page = await fetchPublic(ctx.config, input.url, {
-      timeoutMs: ctx.timeoutMs,
-      accept: HTML,
-    });
-    return readInThread(webFetchTool, input, page, ctx, startedAt);
-  },
+  run: (input, ctx) => fetchThenRead(webFetchTool, input, ctx, input.url, { accept: HTML }),
 });
 
 export const webMetadata = implement(webMetadataTool, {
-  async run(input, ctx) {
-    const startedAt = Date.now();
-    const page = await fetchPublic(ctx.config, input.url, {
-      timeoutMs: ctx.timeoutMs,
-      accept: HTML,
-    });
-    return readInThread(webMetadataTool, input, page, ctx, startedAt);
-  },
+  run: (input, ctx) => fetchThenRead(webMetadataTool, input, ctx, input.url, { accept: HTML }),
 });
 
 export const rssRead = implement(rssReadTool, {
-  async run(input, ctx) {
-    const startedAt = Date.now();
-    const page = await fetchPublic(ctx.config, input.url, {
-      timeoutMs: ctx.timeoutMs,
-      accept: "application/rss+xml,application/atom+xml,application/xml,text/xml;q=0.9,*/*;q=0.5",
-    });
-    return readInThread(rssReadTool, input, page, ctx, startedAt);
-  },
+  run: (input, ctx) => fetchThenRead(rssReadTool, input, ctx, input.url, { accept: FEED }),
 });
 
 export const robotsCheck = implement(robotsCheckTool, {
-  async run(input, ctx) {
-    const startedAt = Date.now();
+  run(input, ctx) {
     const robotsUrl = robotsUrlOf(input.url);
-    const page = await fetchPublic(ctx.config, robotsUrl, {
-      timeoutMs: ctx.timeoutMs,
-      accept: "text/plain",
-      allowErrorStatus: true,
-    });
-    // A missing robots.txt (4xx) allows everything; a server error is a failure to read it.
-    if (page.status >= 500)
-      throw new WorkerError(502, "fetch_failed", `${robotsUrl} answered HTTP ${page.status}.`);
-    return readInThread(robotsCheckTool, input, page, ctx, startedAt);
+    return fetchThenRead(
+      robotsCheckTool,
+      input,
+      ctx,
+      robotsUrl,
+      { accept: "text/plain", allowErrorStatus: true },
+      // A missing robots.txt (4xx) allows everything; a server error is a failure to read it.
+      (page) => {
+        if (page.status >= 500)
+          throw new WorkerError(502, "fetch_failed", `${robotsUrl} answered HTTP ${page.status}.`);
+      },
+    );
   },
 });
 
 export const sitemapRead = implement(sitemapReadTool, {
-  async run(input, ctx) {
-    const startedAt = Date.now();
-    const page = await fetchPublic(ctx.config, input.url, {
-      timeoutMs: ctx.timeoutMs,
-      accept: "application/xml,text/xml;q=0.9,*/*;q=0.5",
-    });
-    return readInThread(sitemapReadTool, input, page, ctx, startedAt);
-  },
+  run: (input, ctx) => fetchThenRead(sitemapReadTool, input, ctx, input.url, { accept: XML }),
 });
