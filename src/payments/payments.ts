@@ -302,8 +302,18 @@ export class Payments {
             }
           : {}),
       };
-      const existing = await this.services.store.claimPayment(record);
-      if (existing) return this.answerKnown(existing, context);
+      // A call under a key the client chose is paid once: a payment it already has (another
+      // authorization, whose process died before answering) pays for it instead of this one.
+      const keyedByClient = record.call && record.call.key !== paymentCallKey(id);
+      const existing = await this.services.store.claimPayment(
+        record,
+        // As long as the call's idempotency record (claimCallKey), which answers it after that.
+        keyedByClient ? this.config.retentionSeconds * 1000 : undefined,
+      );
+      if (existing)
+        return existing.id === id
+          ? this.answerKnown(existing, context)
+          : this.answerForCall(existing, context);
       if (record.feeRequestId) await this.reserveFee(record);
 
       const settled = this.phase("settle", network.name);
@@ -371,15 +381,13 @@ export class Payments {
    * transfer of it already on its way makes this one fail on chain, and nothing moves twice. A
    * payment the chain now refuses (its balance spent, too close to expiry) or that could not be
    * sent is left open: the reconciler credits it if it was used after all, else releases it at
-   * expiry, as before. So is a paid call under a key the client chose (a payment identifier, an
-   * Idempotency-Key): a new authorization under that key is settled once the dead process's hold
-   * on it lapses, and sending this one too would charge that call twice. Answers whether it
-   * settled here.
+   * expiry, as before. A paid call under a key the client chose is still paid once: a new
+   * authorization under that key finds this payment through the call's index (claimPayment) and
+   * is never settled. Answers whether it settled here.
    */
   async settleAbandoned(found: PaymentRecord): Promise<"settled" | "open"> {
     const clients = this.clients.get(found.network);
     if (!clients || !found.signature) return "open";
-    if (found.call && found.call.key !== paymentCallKey(found.id)) return "open";
     const record: PaymentRecord = { ...found, createdAt: Date.now() };
     if (!(await this.services.store.takeOverPayment(found, record))) return "open";
     const auth = found.authorization as unknown as Authorization;
@@ -484,13 +492,7 @@ export class Payments {
         { param: "payment" },
       );
     }
-    let record: PaymentRecord | null = found;
-    const deadline = Date.now() + this.settlingDeadlineMs;
-    // A duplicate that arrived while the first request settles waits for its outcome.
-    while (record?.state === "settling" && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, SETTLING_POLL_MS));
-      record = await this.services.store.getPayment(found.id);
-    }
+    const record = await this.outcomeOf(found);
     if (!record) throw used(""); // released: the settlement failed and nothing moved; the chain decides on a retry
     if (record.state !== "settled") throw pending();
     if (record.call && request.call) return this.accepted(record, context.network);
@@ -504,6 +506,34 @@ export class Payments {
       return this.accepted(record, context.network);
     }
     throw used("");
+  }
+
+  /** A claimed payment's record once it is no longer settling (waited for up to the settling deadline); null once released. */
+  private async outcomeOf(found: PaymentRecord): Promise<PaymentRecord | null> {
+    let record: PaymentRecord | null = found;
+    const deadline = Date.now() + this.settlingDeadlineMs;
+    // A duplicate that arrived while the first request settles waits for its outcome.
+    while (record?.state === "settling" && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, SETTLING_POLL_MS));
+      record = await this.services.store.getPayment(found.id);
+    }
+    return record;
+  }
+
+  /**
+   * A paid call, under a key the client chose, that already has a payment of another
+   * authorization (its process died before answering, and the client paid again under the same
+   * key): that payment pays for the call, and the authorization presented is never settled.
+   * Settling → wait for it; settled → the call runs (or replays) on its credit; pending, or
+   * released meanwhile → 503, and the retry settles whichever the call still needs.
+   */
+  private async answerForCall(
+    found: PaymentRecord,
+    context: KnownContext,
+  ): Promise<AcceptedPayment> {
+    const record = await this.outcomeOf(found);
+    if (record?.state !== "settled") throw pending();
+    return this.accepted(record, context.network);
   }
 
   /**

@@ -43,6 +43,8 @@ export const redisKey = {
   // Payments are not an account's: they share one slot of their own, so a claim is one script.
   payment: (id: string) => `{payments}:payment:${id}`,
   paymentServed: (id: string) => `{payments}:served:${id}`,
+  paymentCall: (accountId: string, key: string) =>
+    `{payments}:call:${accountId}:${createHash("sha256").update(key).digest("hex")}`,
   openPayments: () => "{payments}:open",
   relayerNonce: (name: string) => `{relayers}:nonce:${name}`,
   // The open charged calls of each gateway process, and their heartbeats: one slot of their own.
@@ -68,7 +70,7 @@ const KEY_COUNTS = {
   "custom-tool-add": 1,
   "release-lock": 1,
   "compare-and-set": 1,
-  "payment-claim": 2,
+  "payment-claim": 3,
   "payment-save": 2,
   "session-touch": 2,
   "set-workers": 1,

@@ -1394,6 +1394,46 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.claimPayment(failed)).toBeNull(); // released: it may be tried again
   });
 
+  it("gives a call the client keyed one payment: another authorization's claim for it gets the first's record, until that one is released", async () => {
+    const accountId = newAccountId();
+    const claim = (nonce: string, key: string) => ({
+      id: `84532:0xtoken:0xpayer:${nonce}:${newRequestId()}`,
+      network: "base-sepolia",
+      payer: "0xpayer",
+      value: "2000",
+      state: "settling" as const,
+      accountId,
+      txHash: null,
+      createdAt: Date.now(),
+      authorization: { nonce },
+      signature: "0x",
+      grant: {
+        credits: 1,
+        type: "one_time" as const,
+        plan: null,
+        planChange: null,
+        description: "one call",
+      },
+      call: { key, fingerprint: "f" },
+    });
+    const first = claim("0x01", "pid:k1");
+    expect(await store.claimPayment(first, 60_000)).toBeNull();
+    // Another authorization for the same call: answered with the call's payment.
+    expect(await store.claimPayment(claim("0x02", "pid:k1"), 60_000)).toEqual(first);
+    // Another call of the same account, and the same key in another account: their own.
+    expect(await store.claimPayment(claim("0x03", "pid:k2"), 60_000)).toBeNull();
+    expect(
+      await store.claimPayment({ ...claim("0x04", "pid:k1"), accountId: newAccountId() }, 60_000),
+    ).toBeNull();
+    // Not indexed (no callKeptMs): a claim of its own.
+    expect(await store.claimPayment(claim("0x05", "pid:k1"))).toBeNull();
+    // Released (nothing moved): the call's next payment is the one claimed next.
+    await store.releasePayment(first.id);
+    const next = claim("0x06", "pid:k1");
+    expect(await store.claimPayment(next, 60_000)).toBeNull();
+    expect(await store.claimPayment(claim("0x07", "pid:k1"), 60_000)).toEqual(next);
+  });
+
   it("lets one of the processes taking over an abandoned payment have it, as read from the open payments", async () => {
     const id = `84532:0xtoken:0xpayer:${newRequestId()}`;
     await store.claimPayment({

@@ -27,6 +27,7 @@ import { TOKEN_ABI, anvilAccount } from "../../chain-fixtures/chain.js";
 import { startRpcProxy } from "../helpers/rpc-proxy.js";
 import {
   PAY_TO,
+  authorizationUsed,
   balanceOf,
   fundedWallet,
   signAuthorization,
@@ -148,7 +149,11 @@ async function payment(wallet: LocalAccount, value: bigint, validBefore?: bigint
   });
   const id =
     `${chains.base.chainId}:${chains.base.usdc}:${wallet.address}:${signed.authorization.nonce}`.toLowerCase();
-  return { id, headers: { "x-payment": v1Header("base-sepolia", signed) } };
+  return {
+    id,
+    nonce: signed.authorization.nonce as string,
+    headers: { "x-payment": v1Header("base-sepolia", signed) },
+  };
 }
 
 const paidCall = (url: string, tool: string, body: unknown, headers: Record<string, string>) =>
@@ -483,15 +488,13 @@ describe("a gateway SIGKILLed after claiming a paid call's authorization, before
     await expectBooksAgree(walletAccountId(wallet.address), paid.id);
   }, 120_000);
 
-  it("leaves a call under the client's own key to that key: the payer's new authorization under it is settled, and the first expires unused", async () => {
-    const wallet = await fundedWallet(chains.base, 64_007);
+  it("pays a call under the client's own key once: the first authorization, sent by the survivor, pays for it, and the payer's new one under the same key is never settled", async () => {
+    const wallet = await fundedWallet(chains.base, 64_008);
     const before = await chainBalances(wallet.address);
     const key = { "idempotency-key": `crash-${wallet.address}` };
-    const validBefore = BigInt(Math.floor(Date.now() / 1000) + 30);
-    const first = await killedBeforeSend(wallet, "keyed", validBefore, key);
+    const first = await killedBeforeSend(wallet, "keyed", undefined, key);
 
-    // The payer pays again under the same key: settled once the dead process's hold on the key
-    // lapses; the first authorization is not sent as well (that would charge this call twice).
+    // The payer pays again under the same key, as a client that lost its answer may.
     const second = await payment(wallet, HASH_PRICE);
     const served = await until(
       () => paidCall(survivor.url, "hash", { text: "keyed" }, { ...second.headers, ...key }),
@@ -500,31 +503,34 @@ describe("a gateway SIGKILLed after claiming a paid call's authorization, before
       1_000,
     );
     expect([served.status, typeof served.body.digest]).toEqual([200, "string"]);
-    expect(await chainBalances(wallet.address)).toEqual({
-      payer: before.payer - HASH_PRICE,
-      payTo: before.payTo + HASH_PRICE,
-    });
+    expect((await store.getPayment(first.id))?.state).toBe("settled");
+    expect(await store.getPayment(second.id)).toBeNull();
+    expect(await authorizationUsed(chains.base, wallet.address, second.nonce)).toBe(false);
+    const apiKey = await signIn(wallet);
+    await expectSpentAndPaidOnce(apiKey, wallet.address, before, HASH_PRICE);
+    expect(await paymentsReceived(apiKey)).toBe(1);
 
-    // The first authorization runs out unused and is released.
-    await new Promise((r) =>
-      setTimeout(r, Math.max(0, Number(validBefore) * 1000 - Date.now() + 1000)),
+    // The same key again, with a third authorization: the stored answer, nothing settled.
+    const third = await payment(wallet, HASH_PRICE);
+    const replay = await paidCall(
+      survivor.url,
+      "hash",
+      { text: "keyed" },
+      { ...third.headers, ...key },
     );
-    await node("evm_mine");
-    expect(
-      await until(
-        () => store.getPayment(first.id),
-        (r) => r === null,
-      ),
-    ).toBeNull();
+    expect([replay.status, replay.headers.get("idempotent-replayed"), replay.body]).toEqual([
+      200,
+      "true",
+      served.body,
+    ]);
     expect(await chainBalances(wallet.address)).toEqual({
       payer: before.payer - HASH_PRICE,
       payTo: before.payTo + HASH_PRICE,
     });
-    expect(await paymentsReceived(await signIn(wallet))).toBe(1);
   }, 150_000);
 
   it("charges the payer nothing when the balance was spent meanwhile: left pending, and released once the authorization expires unused", async () => {
-    const wallet = await fundedWallet(chains.base, 64_006);
+    const wallet = await fundedWallet(chains.base, 64_009);
     const accountId = walletAccountId(wallet.address);
     const validBefore = BigInt(Math.floor(Date.now() / 1000) + 30);
     const paid = await killedBeforeSend(wallet, "never sent", validBefore);

@@ -5,9 +5,12 @@ export interface PaymentStore {
   /**
    * x402 authorizations, one record per (chain, token, payer, nonce): the first caller claims it
    * (null), anyone after gets the record as it stands — so one authorization is settled and
-   * credited at most once, across every process.
+   * credited at most once, across every process. With `callKeptMs`, the payment is also the one
+   * of its call (`record.call.key` in its account) for that long: a claim for the same call under
+   * another authorization gets the record of the payment the call has (another id), while that
+   * record lasts — so one call under a key the client chose is paid once.
    */
-  claimPayment(record: PaymentRecord): Promise<PaymentRecord | null>;
+  claimPayment(record: PaymentRecord, callKeptMs?: number): Promise<PaymentRecord | null>;
   savePayment(record: PaymentRecord): Promise<void>;
   /**
    * Replaces a payment's record with `next` only if it is still exactly `read` (as read from

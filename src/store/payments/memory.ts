@@ -8,10 +8,19 @@ export function memoryPayments(state: MemoryState): PaymentStore {
   /** Payment id → until when its service claim is kept. */
   const served = new Map<string, number>();
   const relayerNonces = new Map<string, number>();
+  /** A paid call (account, client's key) → the payment that pays for it, and until when. */
+  const calls = new Map<string, { id: string; until: number }>();
   return {
-    async claimPayment(record: PaymentRecord) {
+    async claimPayment(record: PaymentRecord, callKeptMs?: number) {
       const existing = payments.get(record.id);
       if (existing) return structuredClone(existing);
+      if (record.call && callKeptMs) {
+        const call = `${record.accountId}\n${record.call.key}`;
+        const other = calls.get(call);
+        const paid = other && other.until > state.now() ? payments.get(other.id) : undefined;
+        if (paid && other!.id !== record.id) return structuredClone(paid);
+        calls.set(call, { id: record.id, until: state.now() + callKeptMs });
+      }
       payments.set(record.id, structuredClone(record));
       return null;
     },

@@ -8,12 +8,17 @@ import type { PaymentStore } from "./index.js";
 
 export function redisPayments({ redis, call, script }: RedisContext): PaymentStore {
   return {
-    async claimPayment(record: PaymentRecord): Promise<PaymentRecord | null> {
+    async claimPayment(record: PaymentRecord, callKeptMs?: number): Promise<PaymentRecord | null> {
+      const indexed = record.call && callKeptMs ? record.call.key : null;
       return (
         (await script<PaymentRecord | null>(
           "payment-claim",
-          [redisKey.payment(record.id), redisKey.openPayments()],
-          [record.id, JSON.stringify(record)],
+          [
+            redisKey.payment(record.id),
+            redisKey.openPayments(),
+            redisKey.paymentCall(record.accountId, indexed ?? ""),
+          ],
+          [record.id, JSON.stringify(record), indexed ? Math.ceil(callKeptMs!) : ""],
         )) ?? null
       );
     },
