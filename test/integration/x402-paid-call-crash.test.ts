@@ -295,6 +295,39 @@ describe("a gateway SIGKILLed between sending a paid call's settlement and readi
     await expectBooksAgree(accountId, paid.id);
   }, 120_000);
 
+  it("charges once a payer who pays again under the same Idempotency-Key with a new authorization: the first payment pays for the call, the new one is never settled", async () => {
+    const wallet = await fundedWallet(chains.base, 64_010);
+    const key = { "idempotency-key": `sent-${wallet.address}` };
+    const signed = await payment(wallet, HASH_PRICE);
+    const first = { ...signed, headers: { ...signed.headers, ...key } };
+    const before = await chainBalances(wallet.address);
+    const dying = await dyingGateway();
+
+    await slowChain();
+    const lost = paidCall(dying.url, "hash", { text: "paid again" }, first.headers).catch(
+      (err: Error) => err,
+    );
+    await untilInPool();
+    await dying.stop("SIGKILL");
+    expect(await lost).toBeInstanceOf(Error); // the payer never had an answer
+    await mine();
+
+    // The payer, without an answer, signs a new authorization and sends it under the same key.
+    const second = await payment(wallet, HASH_PRICE);
+    const served = await until(
+      () => paidCall(survivor.url, "hash", { text: "paid again" }, { ...second.headers, ...key }),
+      (r) => r.status === 200,
+      60_000,
+      1_000,
+    );
+    expect([served.status, typeof served.body.digest]).toEqual([200, "string"]);
+    expect(await authorizationUsed(chains.base, wallet.address, second.nonce)).toBe(false);
+    expect(await store.getPayment(second.id)).toBeNull();
+    const apiKey = await signIn(wallet);
+    await expectSpentAndPaidOnce(apiKey, wallet.address, before, HASH_PRICE);
+    expect(await paymentsReceived(apiKey)).toBe(1);
+  }, 150_000);
+
   it("answers the payer's retry of the same authorization on the survivor, right after the kill, without a second charge or credit", async () => {
     const wallet = await fundedWallet(chains.base, 64_002);
     const accountId = walletAccountId(wallet.address);
