@@ -242,20 +242,23 @@ async function expectSpentAndPaidOnce(
 }
 
 describe("a gateway SIGKILLed between sending a paid call's settlement and reading its receipt", () => {
+  /** Sends a paid call to a fresh process, with automine off, and kills it once its transaction is in the node's pool. */
+  async function killedAfterSend(text: string, headers: Record<string, string>) {
+    const dying = await dyingGateway();
+    await slowChain();
+    const lost = paidCall(dying.url, "hash", { text }, headers).catch((err: Error) => err);
+    await untilInPool();
+    await dying.stop("SIGKILL");
+    expect(await lost).toBeInstanceOf(Error); // the payer never had an answer
+  }
+
   it("is finished by the survivor's reconciler once: the payer's credits wait in the wallet's account, and the payer's retry is served", async () => {
     const wallet = await fundedWallet(chains.base, 64_001);
     const accountId = walletAccountId(wallet.address);
     const paid = await payment(wallet, HASH_PRICE);
     const before = await chainBalances(wallet.address);
-    const dying = await dyingGateway();
 
-    await slowChain();
-    const lost = paidCall(dying.url, "hash", { text: "sent, not mined" }, paid.headers).catch(
-      (err: Error) => err,
-    );
-    await untilInPool();
-    await dying.stop("SIGKILL");
-    expect(await lost).toBeInstanceOf(Error); // the payer never had an answer
+    await killedAfterSend("sent, not mined", paid.headers);
     // Sent, not mined: nothing has moved yet, and nothing is credited.
     expect(await chainBalances(wallet.address)).toEqual(before);
     expect((await store.getPayment(paid.id))?.state).toBe("settling");
@@ -301,15 +304,8 @@ describe("a gateway SIGKILLed between sending a paid call's settlement and readi
     const signed = await payment(wallet, HASH_PRICE);
     const first = { ...signed, headers: { ...signed.headers, ...key } };
     const before = await chainBalances(wallet.address);
-    const dying = await dyingGateway();
 
-    await slowChain();
-    const lost = paidCall(dying.url, "hash", { text: "paid again" }, first.headers).catch(
-      (err: Error) => err,
-    );
-    await untilInPool();
-    await dying.stop("SIGKILL");
-    expect(await lost).toBeInstanceOf(Error); // the payer never had an answer
+    await killedAfterSend("paid again", first.headers);
     await mine();
 
     // The payer, without an answer, signs a new authorization and sends it under the same key.
@@ -333,15 +329,8 @@ describe("a gateway SIGKILLed between sending a paid call's settlement and readi
     const accountId = walletAccountId(wallet.address);
     const paid = await payment(wallet, HASH_PRICE);
     const before = await chainBalances(wallet.address);
-    const dying = await dyingGateway();
 
-    await slowChain();
-    const lost = paidCall(dying.url, "hash", { text: "retried at once" }, paid.headers).catch(
-      (err: Error) => err,
-    );
-    await untilInPool();
-    await dying.stop("SIGKILL");
-    expect(await lost).toBeInstanceOf(Error);
+    await killedAfterSend("retried at once", paid.headers);
     // At once, while the transaction still waits for its block (mined a second later).
     const retried = paidCall(survivor.url, "hash", { text: "retried at once" }, paid.headers);
     await new Promise((r) => setTimeout(r, 1000));
