@@ -159,6 +159,25 @@ async function payment(wallet: LocalAccount, value: bigint, validBefore?: bigint
 const paidCall = (url: string, tool: string, body: unknown, headers: Record<string, string>) =>
   call(`${url}/v1/tools/${tool}`, { method: "POST", body, headers });
 
+/**
+ * The payer, without an answer, pays again under the same key with a new authorization, until
+ * served (by the survivor, once the dead process's hold on the key lapses). That authorization
+ * must never be settled: no record of it, unused on chain. Answers the served call.
+ */
+async function paidAgainUnderKey(wallet: LocalAccount, text: string, key: Record<string, string>) {
+  const again = await payment(wallet, HASH_PRICE);
+  const served = await until(
+    () => paidCall(survivor.url, "hash", { text }, { ...again.headers, ...key }),
+    (r) => r.status === 200,
+    60_000,
+    1_000,
+  );
+  expect([served.status, typeof served.body.digest]).toEqual([200, "string"]);
+  expect(await store.getPayment(again.id)).toBeNull();
+  expect(await authorizationUsed(chains.base, wallet.address, again.nonce)).toBe(false);
+  return served;
+}
+
 /** What the payer sees: an API key for the wallet's account, by Sign-In with Ethereum on the survivor. */
 async function signIn(wallet: LocalAccount): Promise<string> {
   const challenge = await call(`${survivor.url}/api/v1/wallet/challenge`, {
@@ -308,17 +327,7 @@ describe("a gateway SIGKILLed between sending a paid call's settlement and readi
     await killedAfterSend("paid again", first.headers);
     await mine();
 
-    // The payer, without an answer, signs a new authorization and sends it under the same key.
-    const second = await payment(wallet, HASH_PRICE);
-    const served = await until(
-      () => paidCall(survivor.url, "hash", { text: "paid again" }, { ...second.headers, ...key }),
-      (r) => r.status === 200,
-      60_000,
-      1_000,
-    );
-    expect([served.status, typeof served.body.digest]).toEqual([200, "string"]);
-    expect(await authorizationUsed(chains.base, wallet.address, second.nonce)).toBe(false);
-    expect(await store.getPayment(second.id)).toBeNull();
+    await paidAgainUnderKey(wallet, "paid again", key);
     const apiKey = await signIn(wallet);
     await expectSpentAndPaidOnce(apiKey, wallet.address, before, HASH_PRICE);
     expect(await paymentsReceived(apiKey)).toBe(1);
@@ -516,18 +525,8 @@ describe("a gateway SIGKILLed after claiming a paid call's authorization, before
     const key = { "idempotency-key": `crash-${wallet.address}` };
     const first = await killedBeforeSend(wallet, "keyed", undefined, key);
 
-    // The payer pays again under the same key, as a client that lost its answer may.
-    const second = await payment(wallet, HASH_PRICE);
-    const served = await until(
-      () => paidCall(survivor.url, "hash", { text: "keyed" }, { ...second.headers, ...key }),
-      (r) => r.status === 200,
-      60_000,
-      1_000,
-    );
-    expect([served.status, typeof served.body.digest]).toEqual([200, "string"]);
+    const served = await paidAgainUnderKey(wallet, "keyed", key);
     expect((await store.getPayment(first.id))?.state).toBe("settled");
-    expect(await store.getPayment(second.id)).toBeNull();
-    expect(await authorizationUsed(chains.base, wallet.address, second.nonce)).toBe(false);
     const apiKey = await signIn(wallet);
     await expectSpentAndPaidOnce(apiKey, wallet.address, before, HASH_PRICE);
     expect(await paymentsReceived(apiKey)).toBe(1);
