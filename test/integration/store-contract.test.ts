@@ -11,6 +11,7 @@ import {
   KEY_USE_RESOLUTION_MS,
   type ControlWindows,
   type KeyRecord,
+  type PaymentRecord,
   type SessionRecord,
   type Store,
 } from "../../src/store/types.js";
@@ -23,6 +24,22 @@ import { startRedisCluster } from "../helpers/redis-server.js";
  * slot; the memory run keeps `npm start` with embedded defaults honest.
  */
 const PERIOD_MS = 400; // a short "month", so the Free allowance can be observed in a test
+
+/** A payment as a process claims it (settling, one credit, a fresh id), with `changes` over it. */
+const settlingPayment = (changes: Partial<PaymentRecord> = {}): PaymentRecord => ({
+  id: `84532:0xtoken:0xpayer:${newRequestId()}`,
+  network: "base-sepolia",
+  payer: "0xpayer",
+  value: "2000",
+  state: "settling",
+  accountId: newAccountId(),
+  txHash: null,
+  createdAt: Date.now(),
+  authorization: { nonce: "0x01" },
+  signature: "0x",
+  grant: { credits: 1, type: "one_time", plan: null, planChange: null, description: "one call" },
+  ...changes,
+});
 const prefixes: string[] = [];
 let cluster: Awaited<ReturnType<typeof startRedisCluster>> | undefined;
 /** `windows`: the account controls' windows (default: a UTC day and the calendar month). */
@@ -1352,26 +1369,8 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   });
 
   it("claims a payment once, keeps it open until settled, and serves its call once", async () => {
-    const id = `84532:0xtoken:0xpayer:${newRequestId()}`;
-    const record = {
-      id,
-      network: "base-sepolia",
-      payer: "0xpayer",
-      value: "2000",
-      state: "settling" as const,
-      accountId: newAccountId(),
-      txHash: null,
-      createdAt: Date.now(),
-      authorization: { nonce: "0x01" },
-      signature: "0x",
-      grant: {
-        credits: 1,
-        type: "one_time" as const,
-        plan: null,
-        planChange: null,
-        description: "one call",
-      },
-    };
+    const record = settlingPayment();
+    const { id } = record;
     const openIds = async () =>
       (await store.openPayments()).map((p) => p.id).filter((p) => p === id);
     expect(await store.claimPayment(record)).toBeNull();
@@ -1396,26 +1395,13 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
 
   it("gives a call the client keyed one payment: another authorization's claim for it gets the first's record, until that one is released", async () => {
     const accountId = newAccountId();
-    const claim = (nonce: string, key: string) => ({
-      id: `84532:0xtoken:0xpayer:${nonce}:${newRequestId()}`,
-      network: "base-sepolia",
-      payer: "0xpayer",
-      value: "2000",
-      state: "settling" as const,
-      accountId,
-      txHash: null,
-      createdAt: Date.now(),
-      authorization: { nonce },
-      signature: "0x",
-      grant: {
-        credits: 1,
-        type: "one_time" as const,
-        plan: null,
-        planChange: null,
-        description: "one call",
-      },
-      call: { key, fingerprint: "f" },
-    });
+    const claim = (nonce: string, key: string) =>
+      settlingPayment({
+        id: `84532:0xtoken:0xpayer:${nonce}:${newRequestId()}`,
+        accountId,
+        authorization: { nonce },
+        call: { key, fingerprint: "f" },
+      });
     const first = claim("0x01", "pid:k1");
     expect(await store.claimPayment(first, 60_000)).toBeNull();
     // Another authorization for the same call: answered with the call's payment.
@@ -1435,26 +1421,13 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   });
 
   it("lets one of the processes taking over an abandoned payment have it, as read from the open payments", async () => {
-    const id = `84532:0xtoken:0xpayer:${newRequestId()}`;
-    await store.claimPayment({
-      id,
-      network: "base-sepolia",
-      payer: "0xpayer",
-      value: "2000",
-      state: "settling",
-      accountId: newAccountId(),
-      txHash: null,
+    const abandoned = settlingPayment({
       createdAt: Date.now() - 60_000,
       authorization: { nonce: "0x02", validBefore: "99999999999" },
       signature: "0xabcd",
-      grant: {
-        credits: 1,
-        type: "one_time",
-        plan: null,
-        planChange: null,
-        description: "one call",
-      },
     });
+    const { id } = abandoned;
+    await store.claimPayment(abandoned);
     const read = (await store.openPayments()).find((p) => p.id === id)!;
     const takeovers = await Promise.all(
       [1, 2, 3].map((n) => store.takeOverPayment(read, { ...read, createdAt: Date.now() + n })),
