@@ -16,7 +16,8 @@ export function redisPayments({ redis, call, script }: RedisContext): PaymentSto
           [
             redisKey.payment(record.id),
             redisKey.openPayments(),
-            redisKey.paymentCall(record.accountId, indexed ?? ""),
+            // Not indexed: the script leaves its third key alone; any key of the slot will do.
+            indexed ? redisKey.paymentCall(record.accountId, indexed) : redisKey.openPayments(),
           ],
           [record.id, JSON.stringify(record), indexed ? Math.ceil(callKeptMs!) : ""],
         )) ?? null
