@@ -508,13 +508,20 @@ export class Payments {
     throw used("");
   }
 
-  /** A claimed payment's record once it is no longer settling (waited for up to the settling deadline); null once released. */
+  /**
+   * A claimed payment's record once it is no longer settling, or still settling once the settling
+   * process's own deadline has passed; null once released. A duplicate that arrived while the
+   * first request settles waits for its outcome, but no longer than that process's deadline: past
+   * it the process is presumed dead and the payment is the reconciler's, and the duplicate is told
+   * it is pending (retry later) rather than held, by chance, through a takeover.
+   */
   private async outcomeOf(found: PaymentRecord): Promise<PaymentRecord | null> {
     let record: PaymentRecord | null = found;
-    const deadline = Date.now() + this.settlingDeadlineMs;
-    // A duplicate that arrived while the first request settles waits for its outcome.
+    // The last read comes no later than the deadline, so never after a takeover (which waits for it).
+    const deadline = found.createdAt + this.settlingDeadlineMs;
     while (record?.state === "settling" && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, SETTLING_POLL_MS));
+      const wait = Math.min(SETTLING_POLL_MS, deadline - Date.now());
+      await new Promise((r) => setTimeout(r, wait));
       record = await this.services.store.getPayment(found.id);
     }
     return record;

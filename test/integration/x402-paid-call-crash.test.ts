@@ -479,7 +479,10 @@ describe("a gateway SIGKILLed after claiming a paid call's authorization, before
     const before = await chainBalances(wallet.address);
     const paid = await killedBeforeSend(wallet, "sent by the survivor");
 
-    // The payer's retry at once: the payment's fate is not known yet; told so, and not to pay again.
+    // The payer's retry, 2 s on (as long as a loaded machine may take to get there): the payment's
+    // fate is not known yet; told so, and not to pay again, once the dead process's deadline
+    // passes, not held on by chance until the survivor's takeover has settled it.
+    await new Promise((r) => setTimeout(r, 2_000));
     const retry = await paidCall(
       survivor.url,
       "hash",
