@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeLlm } from "../helpers/fake-providers.js";
 import { type GatewayProcess, spawnService } from "../helpers/gateway.js";
 
 /**
@@ -14,6 +15,8 @@ let workers: GatewayProcess;
 let site: Server;
 let siteUrl: string;
 const pages = new Map<string, string>();
+/** The AI provider ai-extract-url asks, as a local server speaking its API. */
+let llm: Awaited<ReturnType<typeof startFakeLlm>>;
 
 beforeAll(async () => {
   site = createServer((req, res) => {
@@ -23,15 +26,19 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
   siteUrl = `http://127.0.0.1:${(site.address() as { port: number }).port}`;
+  llm = await startFakeLlm();
   workers = await spawnService("src/workers/main.ts", "workers listening", {
     PORT: "0",
     LOG_LEVEL: "info",
     HEAVY_THREADS: "2",
     WEB_ALLOW_PRIVATE_TARGETS: "1",
+    AI_BASE_URL: `${llm.url}/v1`,
+    AI_MODEL: "m",
   });
 }, 60_000);
 afterAll(async () => {
   await workers?.stop();
+  await llm?.stop();
   await new Promise((resolve) => site?.close(resolve));
 });
 
@@ -333,6 +340,41 @@ describe("the web tools fetch on the shared loop and read the page in a heavy th
         message: "The page took longer than 2000 ms and was stopped.",
         param: "url",
       });
+  }, 60_000);
+
+  it("ai-extract-url reads its page in a thread too: nested markup is cut off there while cheap calls answer (it held the loop 2 s), and a long page's text reaches the model cut to 100,000 characters", async () => {
+    pages.set("/nested-page", "<div>".repeat(980_000));
+    const schema = { type: "object", properties: { title: { type: "string" } } };
+    const { answers, slowestMs } = await probedWhile([
+      () => tool("ai-extract-url", { url: `${siteUrl}/nested-page`, schema }),
+    ]);
+    expect(slowestMs).toBeLessThan(1500);
+    expect([answers[0]!.status, answers[0]!.body.error]).toEqual([
+      422,
+      {
+        code: "resource_limit",
+        message: "The page took longer than 2000 ms and was stopped.",
+        param: "url",
+      },
+    ]);
+
+    pages.set(
+      "/long-article",
+      `<html><head><title>Long</title></head><body><article><h1>Long read</h1><p>${"word ".repeat(40_000)}</p><p>THE END</p></article></body></html>`,
+    );
+    let prompt = "";
+    llm.state.reply = (req) => {
+      prompt = JSON.stringify(req.messages);
+      return JSON.stringify({ title: "Long read" });
+    };
+    const long = await tool("ai-extract-url", { url: `${siteUrl}/long-article`, schema });
+    expect([long.status, long.body.data, long.body.url]).toEqual([
+      200,
+      { title: "Long read" },
+      `${siteUrl}/long-article`,
+    ]);
+    expect(prompt).toContain("word word");
+    expect(prompt).not.toContain("THE END");
   }, 60_000);
 
   it("a sitemap nested past its parser's limit is refused as nested markup is, naming url; one it cannot parse is not a sitemap (both answered 500)", async () => {

@@ -31,8 +31,8 @@ export async function runTool(
 const readers = lazy(() => import("../web/readers.js").then((m) => m.PAGE_READERS));
 
 /**
- * A web tool's page, fetched on the shared event loop, read by the tool's reader; its output
- * checked against the tool's output schema and written as JSON, as a heavy tool's is.
+ * A page a tool fetched on the shared event loop, read by the tool's reader; the reading checked
+ * against the reader's schema and written as JSON, as a heavy tool's output is.
  */
 export async function readFetchedPage(
   tool: string,
@@ -42,5 +42,5 @@ export async function readFetchedPage(
   const reader = (await readers()).get(tool);
   if (!reader) throw new Error(`no page reader for ${tool}`);
   const output = await reader.read(page, input as never);
-  return JSON.stringify(reader.definition.output.parse(output));
+  return JSON.stringify(reader.output.parse(output));
 }

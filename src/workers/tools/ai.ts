@@ -15,7 +15,6 @@ import {
 } from "../../tools/catalogue/ai.js";
 import { fetchPublic } from "../web/fetch.js";
 import { decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
-import { readPage } from "../web/readers.js";
 import type { WorkerConfig } from "../config.js";
 import { WorkerError } from "../errors.js";
 import {
@@ -26,6 +25,7 @@ import {
   type ChatMessage,
 } from "../providers/openai-compatible.js";
 import { implement } from "./implementation.js";
+import { readInThread } from "./web.js";
 
 const unavailable = (config: { ai: unknown }) => (config.ai ? null : "no AI provider configured");
 
@@ -293,15 +293,26 @@ export const aiCodeReview = implement(aiCodeReviewTool, {
 
 export const aiExtractUrl = implement(aiExtractUrlTool, {
   unavailable,
-  async run(input, { config, timeoutMs }) {
+  async run(input, ctx) {
+    const { config, timeoutMs } = ctx;
+    const startedAt = Date.now();
     const page = await fetchPublic(config, input.url, {
       timeoutMs: Math.min(20_000, timeoutMs / 2),
       accept: "text/html,*/*;q=0.5",
     });
-    const { content } = await readPage(page.body.toString("utf8"), "text", true);
+    // Its readable text is read in a thread (web/readers.ts), as web-fetch's is: nested markup
+    // held the shared event loop up to the 2 s markup limit.
+    const read = await readInThread(
+      ctx,
+      aiExtractUrlTool,
+      input,
+      page,
+      timeoutMs / 2 - (Date.now() - startedAt),
+    );
+    const { text } = JSON.parse(read.json) as { text: string };
     const result = await extractJson(
       config,
-      { text: content.slice(0, 100_000), schema: input.schema, instructions: input.instructions },
+      { text, schema: input.schema, instructions: input.instructions },
       timeoutMs / 2,
     );
     return { ...result, url: page.url };

@@ -7,6 +7,7 @@ import {
 } from "../../tools/catalogue/web.js";
 import type { ToolDefinition } from "../../tools/definition.js";
 import { WorkerError } from "../errors.js";
+import type { SerializedOutput } from "../heavy/serialized-output.js";
 import { type Fetched, fetchPublic } from "../web/fetch.js";
 import { robotsUrlOf } from "../web/robots-url.js";
 import { implement, type ToolContext } from "./implementation.js";
@@ -35,10 +36,21 @@ async function fetchThenRead(
   const startedAt = Date.now();
   const page = await fetchPublic(ctx.config, url, { timeoutMs: ctx.timeoutMs, ...fetching });
   refuse?.(page);
+  const left = ctx.timeoutMs - (Date.now() - startedAt);
+  return readInThread(ctx, tool, input, page, left) as never;
+}
+
+/** `page`, fetched for `tool`, read by the tool's reader (web/readers.ts) in a heavy-pool thread. */
+export function readInThread(
+  ctx: ToolContext,
+  tool: ToolDefinition,
+  input: unknown,
+  page: Fetched,
+  timeoutMs: number,
+): Promise<SerializedOutput> {
   if (!ctx.heavy)
     throw new WorkerError(503, "tool_unavailable", "The heavy worker pool is not running.");
-  const left = ctx.timeoutMs - (Date.now() - startedAt);
-  return ctx.heavy.read(tool.name, input, page, left) as never;
+  return ctx.heavy.read(tool.name, input, page, timeoutMs);
 }
 
 export const webFetch = implement(webFetchTool, {

@@ -2,7 +2,8 @@ import { XMLParser } from "fast-xml-parser";
 import { parseHTML } from "linkedom";
 import robotsParserModule from "robots-parser";
 import RssParser from "rss-parser";
-import type { z } from "zod";
+import { z } from "zod";
+import { aiExtractUrl as aiExtractUrlTool } from "../../tools/catalogue/ai.js";
 import {
   robotsCheck as robotsCheckTool,
   rssRead as rssReadTool,
@@ -17,21 +18,29 @@ import type { Fetched } from "./fetch.js";
 import { robotsUrlOf } from "./robots-url.js";
 
 /**
- * What each web tool reads from the page it fetched. The page is fetched on the shared event
- * loop (fetch.ts) and read here, in a heavy-pool thread (heavy/jobs.ts): a 4.9 MB feed, sitemap
- * or robots.txt took the loop 0.7-1.4 s to parse, a page of nested markup up to its 2 s markup
+ * What each tool that fetches a page reads from it. The page is fetched on the shared event loop
+ * (fetch.ts) and read here, in a heavy-pool thread (heavy/jobs.ts): a 4.9 MB feed, sitemap or
+ * robots.txt took the loop 0.7-1.4 s to parse, a page of nested markup up to its 2 s markup
  * limit, while every other caller's cheap call waited.
  */
-export interface PageReader<T extends ToolDefinition = ToolDefinition> {
-  definition: T;
-  /** The tool's output from its page and its input (already checked against the tool's schema). */
-  read(page: Fetched, input: z.output<T["input"]>): Promise<z.input<T["output"]>>;
+export interface PageReader<T extends ToolDefinition = ToolDefinition, Out = unknown> {
+  /** The tool that fetched the page. */
+  tool: T["name"];
+  /** What the reading is checked against before it is written as JSON: the tool's output, or what the tool goes on with. */
+  output: z.ZodType;
+  /** The reading of the page, given the tool's input (already checked against the tool's schema). */
+  read(page: Fetched, input: z.output<T["input"]>): Promise<Out>;
 }
 
+/** A web tool's reader: what it reads from the page is the tool's output. */
 const reader = <T extends ToolDefinition>(
   definition: T,
-  read: PageReader<T>["read"],
-): PageReader<T> => ({ definition, read });
+  read: PageReader<T, z.input<T["output"]>>["read"],
+): PageReader<T, z.input<T["output"]>> => ({
+  tool: definition.name,
+  output: definition.output,
+  read,
+});
 
 /** The page's bytes as UTF-8 text (sent to a thread, a Buffer arrives as a plain Uint8Array). */
 const textOf = (page: Fetched) =>
@@ -239,10 +248,24 @@ function sitemapOf(page: Fetched) {
   }
 }
 
-/** Every web tool that reads a fetched page, by name. */
+/** How much of a page's readable text ai-extract-url gives the model. */
+export const EXTRACTION_TEXT_CHARS = 100_000;
+
+/**
+ * ai-extract-url's page, read as web-fetch reads one (its main content as text), cut to what the
+ * model is given; the extraction itself then runs on the loop, which only waits for the model.
+ */
+const extractionText: PageReader<typeof aiExtractUrlTool, { text: string }> = {
+  tool: aiExtractUrlTool.name,
+  output: z.strictObject({ text: z.string() }),
+  read: async (page) => ({
+    text: (await readPage(textOf(page), "text", true)).content.slice(0, EXTRACTION_TEXT_CHARS),
+  }),
+};
+
+/** Every tool that reads a fetched page in a thread, by name. */
 export const PAGE_READERS = new Map<string, PageReader>(
-  ([webFetch, webMetadata, rssRead, robotsCheck, sitemapRead] as PageReader[]).map((r) => [
-    r.definition.name,
-    r,
-  ]),
+  ([webFetch, webMetadata, rssRead, robotsCheck, sitemapRead, extractionText] as PageReader[]).map(
+    (r) => [r.tool, r],
+  ),
 );
