@@ -5,6 +5,7 @@
  * move credits the way the Lua scripts do (src/credits/rules.ts).
  */
 import { EventEmitter } from "node:events";
+import { ExpiringMap } from "../lib/expiring-map.js";
 import { type AlertState, applyTopUp } from "../credits/rules.js";
 import type { SpendState } from "../credits/controls.js";
 import type { EventRecord } from "../events/types.js";
@@ -17,6 +18,7 @@ import {
   type KeyRecord,
   type LedgerEntry,
   type LedgerKind,
+  OPERATION_TTL_SECONDS,
   type StoredResponse,
   type TierLimits,
   type TopUpKind,
@@ -30,14 +32,21 @@ export interface MemAccount extends AccountRecord, AlertState, SpendState {
   /** Requests admitted per second (the Redis store's window, src/credits/lua/prelude.lua rate_window). */
   rateWindow: Map<number, number>;
   ledger: LedgerEntry[];
-  /** Request id → the debit's cost while charged, "refunded" after: idempotent debits, single refunds. */
-  debits: Map<string, number | "refunded">;
-  /** Request ids of the grants applied: idempotent top-ups. */
-  operations: Set<string>;
+  /**
+   * Request id → the debit's cost while charged, "refunded" after: idempotent debits, single
+   * refunds. Kept a day and an hour, as the Redis store keeps its debit records (DEBIT_KEPT_MS).
+   */
+  debits: ExpiringMap<string, number | "refunded">;
+  /** Request ids of the grants applied, kept a day as in Redis (OPERATION_KEPT_MS): idempotent top-ups. */
+  operations: ExpiringMap<string, true>;
   outbox: EventRecord[];
   /** Each budgeted key's spend in its current budget window (account controls). */
   keySpend: Map<string, { windowStart: number; credits: number }>;
 }
+
+/** How long a debit's record is kept: a day and an hour, as the Redis store keeps it (credits/redis.ts). */
+export const DEBIT_KEPT_MS = (OPERATION_TTL_SECONDS + 3600) * 1000;
+export const OPERATION_KEPT_MS = OPERATION_TTL_SECONDS * 1000;
 
 export interface IdempotencyRecord {
   fingerprint: string;
@@ -58,8 +67,8 @@ export interface MemoryStoreOptions {
 
 export class MemoryState {
   readonly accounts = new Map<string, MemAccount>();
-  /** By `idempotencyId(account, key)`. */
-  readonly idempotency = new Map<string, IdempotencyRecord>();
+  /** By `idempotencyId(account, key)`, each kept until its `expiresAt`. */
+  readonly idempotency: ExpiringMap<string, IdempotencyRecord>;
   /** Each account's event log, newest first (the outbox's; the ledger backlog looks at it too). */
   readonly eventLogs = new Map<string, EventRecord[]>();
   /** Emits an account id each time its ledger grows, for `followLedger`. */
@@ -75,6 +84,7 @@ export class MemoryState {
     this.periodMs = options.periodMs;
     this.now = options.now ?? Date.now;
     this.windows = options.windows ?? CALENDAR_WINDOWS;
+    this.idempotency = new ExpiringMap(this.now);
   }
 
   /** The account as callers see it: a copy, without the store's own bookkeeping. */

@@ -1,7 +1,13 @@
 /** Accounts in memory: the shared accounts map, and the e-mail claims. */
 import type { TierName } from "../../accounts/tiers.js";
 import type { EventRecord } from "../../events/types.js";
-import type { MemAccount, MemoryState } from "../memory-state.js";
+import { ExpiringMap } from "../../lib/expiring-map.js";
+import {
+  DEBIT_KEPT_MS,
+  type MemAccount,
+  type MemoryState,
+  OPERATION_KEPT_MS,
+} from "../memory-state.js";
 import {
   type AccountRecord,
   type CreditChange,
@@ -39,8 +45,8 @@ export function memoryAccounts(state: MemoryState): AccountStore {
         keysById: new Map(),
         rateWindow: new Map(),
         ledger: [],
-        debits: new Map(),
-        operations: new Set(),
+        debits: new ExpiringMap(state.now, DEBIT_KEPT_MS),
+        operations: new ExpiringMap(state.now, OPERATION_KEPT_MS),
         outbox: [...events],
       };
       state.accounts.set(a.id, a);
@@ -111,7 +117,7 @@ export function memoryAccounts(state: MemoryState): AccountStore {
       a.emailVerified = true;
       a.allowanceAt = state.now() + state.periodMs;
       state.topUpAccount(a, "grant", grant.amount, grant);
-      a.operations.add(grant.requestId);
+      a.operations.set(grant.requestId, true);
       return "verified" as const;
     },
 

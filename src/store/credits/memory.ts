@@ -166,7 +166,7 @@ export function memoryCredits(state: MemoryState): CreditStore {
             : e,
         ),
       );
-      a.operations.add(grant.requestId);
+      a.operations.set(grant.requestId, true);
       return { applied: true, account: state.view(a), ...(planType ? { planType } : {}) };
     },
 

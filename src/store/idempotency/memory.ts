@@ -13,14 +13,19 @@ export function memoryIdempotency(state: MemoryState): IdempotencyStore {
       const id = idempotencyId(accountId, key);
       const record = state.idempotency.get(id);
       const now = state.now();
-      if (!record || record.expiresAt <= now) {
-        state.idempotency.set(id, {
-          fingerprint: claim.fingerprint,
-          requestId: claim.requestId,
-          leaseUntil: now + claim.leaseMs,
-          expiresAt: now + claim.ttlSeconds * 1000,
-          response: null,
-        });
+      if (!record) {
+        const expiresAt = now + claim.ttlSeconds * 1000;
+        state.idempotency.set(
+          id,
+          {
+            fingerprint: claim.fingerprint,
+            requestId: claim.requestId,
+            leaseUntil: now + claim.leaseMs,
+            expiresAt,
+            response: null,
+          },
+          expiresAt,
+        );
         return { state: "started", requestId: claim.requestId };
       }
       if (record.fingerprint !== claim.fingerprint) return { state: "conflict" };
@@ -37,8 +42,11 @@ export function memoryIdempotency(state: MemoryState): IdempotencyStore {
       response: StoredResponse,
       ttlSeconds: number,
     ) {
-      const record = state.idempotency.get(idempotencyId(accountId, key));
-      if (record) Object.assign(record, { response, expiresAt: state.now() + ttlSeconds * 1000 });
+      const id = idempotencyId(accountId, key);
+      const record = state.idempotency.get(id);
+      if (!record) return;
+      Object.assign(record, { response, expiresAt: state.now() + ttlSeconds * 1000 });
+      state.idempotency.set(id, record, record.expiresAt);
     },
 
     async abandonIdempotent(accountId: string, key: string) {

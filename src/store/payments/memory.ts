@@ -1,15 +1,25 @@
-/** Payments and relayers' nonce sequences in memory. */
+/**
+ * Payments and relayers' nonce sequences in memory. A settled payment is kept until its
+ * `expiresAt`, a service claim and a call's index until theirs, as their Redis keys are.
+ */
+import { ExpiringMap } from "../../lib/expiring-map.js";
 import type { MemoryState } from "../memory-state.js";
 import type { PaymentRecord } from "../types.js";
 import type { PaymentStore } from "./index.js";
 
 export function memoryPayments(state: MemoryState): PaymentStore {
-  const payments = new Map<string, PaymentRecord>();
-  /** Payment id → until when its service claim is kept. */
-  const served = new Map<string, number>();
+  const payments = new ExpiringMap<string, PaymentRecord>(state.now);
+  const keep = (record: PaymentRecord) =>
+    payments.set(
+      record.id,
+      structuredClone(record),
+      record.state === "settled" && record.expiresAt ? record.expiresAt : Number.POSITIVE_INFINITY,
+    );
+  /** Payment ids whose service is claimed, until the claim lapses. */
+  const served = new ExpiringMap<string, true>(state.now);
   const relayerNonces = new Map<string, number>();
-  /** A paid call (account, client's key) → the payment that pays for it, and until when. */
-  const calls = new Map<string, { id: string; until: number }>();
+  /** A paid call (account, client's key) → the payment that pays for it, while the call is kept. */
+  const calls = new ExpiringMap<string, string>(state.now);
   return {
     async claimPayment(record: PaymentRecord, callKeptMs?: number) {
       const existing = payments.get(record.id);
@@ -17,30 +27,28 @@ export function memoryPayments(state: MemoryState): PaymentStore {
       if (record.call && callKeptMs) {
         const call = `${record.accountId}\n${record.call.key}`;
         const other = calls.get(call);
-        const paid = other && other.until > state.now() ? payments.get(other.id) : undefined;
-        if (paid && other!.id !== record.id) return structuredClone(paid);
-        calls.set(call, { id: record.id, until: state.now() + callKeptMs });
+        const paid = other === undefined ? undefined : payments.get(other);
+        if (paid && other !== record.id) return structuredClone(paid);
+        calls.set(call, record.id, state.now() + callKeptMs);
       }
-      payments.set(record.id, structuredClone(record));
+      keep(record);
       return null;
     },
 
     async savePayment(record: PaymentRecord) {
-      payments.set(record.id, structuredClone(record));
+      keep(record);
     },
 
     async takeOverPayment(read: PaymentRecord, next: PaymentRecord) {
       const current = payments.get(read.id);
       if (!current || JSON.stringify(current) !== JSON.stringify(read)) return false;
-      payments.set(read.id, structuredClone(next));
+      keep(next);
       return true;
     },
 
     async getPayment(id: string) {
       const record = payments.get(id);
-      if (record?.state === "settled" && record.expiresAt && record.expiresAt <= state.now())
-        payments.delete(id);
-      return record && payments.has(id) ? structuredClone(record) : null;
+      return record ? structuredClone(record) : null;
     },
 
     async releasePayment(id: string) {
@@ -48,8 +56,8 @@ export function memoryPayments(state: MemoryState): PaymentStore {
     },
 
     async claimPaymentService(id: string, expiresAt: number) {
-      if ((served.get(id) ?? 0) > state.now()) return false;
-      served.set(id, expiresAt);
+      if (served.has(id)) return false;
+      served.set(id, true, expiresAt);
       return true;
     },
 

@@ -1,34 +1,32 @@
 /** Dashboard sessions in memory, with each account's session epoch ("sign out everywhere"). */
+import { ExpiringMap } from "../../lib/expiring-map.js";
 import type { MemoryState } from "../memory-state.js";
 import type { SessionRecord } from "../types.js";
 import type { SessionStore } from "./index.js";
 
 export function memorySessions(state: MemoryState): SessionStore {
-  const sessions = new Map<string, { session: SessionRecord; idleUntil: number; epoch: number }>();
+  /** Each kept until it lapses: idle past its idle time, or past its lifetime. */
+  const sessions = new ExpiringMap<string, { session: SessionRecord; epoch: number }>(state.now);
   const sessionEpochs = new Map<string, number>();
   return {
     async createSession(session: SessionRecord, idleMs: number) {
-      sessions.set(`${session.accountId}:${session.id}`, {
-        session,
-        idleUntil: state.now() + idleMs,
-        epoch: sessionEpochs.get(session.accountId) ?? 0,
-      });
+      sessions.set(
+        `${session.accountId}:${session.id}`,
+        { session, epoch: sessionEpochs.get(session.accountId) ?? 0 },
+        Math.min(state.now() + idleMs, session.expiresAt),
+      );
     },
 
     async touchSession(accountId: string, id: string, idleMs: number | null) {
       const key = `${accountId}:${id}`;
       const entry = sessions.get(key);
       if (!entry) return null;
-      const now = state.now();
-      if (
-        entry.idleUntil <= now ||
-        entry.session.expiresAt <= now ||
-        entry.epoch !== (sessionEpochs.get(accountId) ?? 0)
-      ) {
+      if (entry.epoch !== (sessionEpochs.get(accountId) ?? 0)) {
         sessions.delete(key);
         return null;
       }
-      if (idleMs !== null) entry.idleUntil = now + idleMs;
+      if (idleMs !== null)
+        sessions.set(key, entry, Math.min(state.now() + idleMs, entry.session.expiresAt));
       return { ...entry.session };
     },
 

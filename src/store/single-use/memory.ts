@@ -1,32 +1,34 @@
 /** Single-use values, first-writer-wins settings and leases in memory, each with its expiry. */
+import { ExpiringMap } from "../../lib/expiring-map.js";
 import { newEventId } from "../../lib/ids.js";
 import type { MemoryState } from "../memory-state.js";
 import type { SingleUseStore } from "./index.js";
 
 export function memorySingleUse(state: MemoryState): SingleUseStore {
-  const nonces = new Map<string, number>();
-  const onceValues = new Map<string, { value: string; until: number }>();
+  const nonces = new ExpiringMap<string, true>(state.now);
+  const onceValues = new ExpiringMap<string, string>(state.now);
   const settings = new Map<string, string>();
-  const locks = new Map<string, { token: string; until: number }>();
+  /** Lock name → the holder's token. */
+  const locks = new ExpiringMap<string, string>(state.now);
   return {
     async saveNonce(name: string, ttlMs: number) {
-      nonces.set(name, state.now() + ttlMs);
+      nonces.set(name, true, state.now() + ttlMs);
     },
 
     async consumeNonce(name: string) {
-      const until = nonces.get(name);
+      const live = nonces.has(name);
       nonces.delete(name);
-      return until !== undefined && until > state.now();
+      return live;
     },
 
     async saveOnce(name: string, value: string, ttlMs: number) {
-      onceValues.set(name, { value, until: state.now() + ttlMs });
+      onceValues.set(name, value, state.now() + ttlMs);
     },
 
     async takeOnce(name: string) {
-      const kept = onceValues.get(name);
+      const value = onceValues.get(name);
       onceValues.delete(name);
-      return kept && kept.until > state.now() ? kept.value : null;
+      return value ?? null;
     },
 
     async keepFirst(name: string, candidate: string) {
@@ -35,15 +37,14 @@ export function memorySingleUse(state: MemoryState): SingleUseStore {
     },
 
     async acquireLock(name: string, ttlMs: number) {
-      const held = locks.get(name);
-      if (held && held.until > state.now()) return null;
+      if (locks.has(name)) return null;
       const token = newEventId();
-      locks.set(name, { token, until: state.now() + ttlMs });
+      locks.set(name, token, state.now() + ttlMs);
       return token;
     },
 
     async releaseLock(name: string, token: string) {
-      if (locks.get(name)?.token === token) locks.delete(name);
+      if (locks.get(name) === token) locks.delete(name);
     },
   };
 }
