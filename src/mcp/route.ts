@@ -155,6 +155,21 @@ function jsonRpcBodyErrors(err: unknown, _req: Request, res: Response, next: Nex
   });
 }
 
+/** A JSON-RPC 2.0 error answer with no request id, as the door and the MCP SDK send them. */
+const JSON_RPC_ERROR: Json = {
+  type: "object",
+  required: ["jsonrpc", "error", "id"],
+  properties: {
+    jsonrpc: { const: "2.0" },
+    error: {
+      type: "object",
+      required: ["code", "message"],
+      properties: { code: { type: "integer" }, message: { type: "string" } },
+    },
+    id: { type: "null" },
+  },
+};
+
 /** How `/mcp` appears in the OpenAPI document (its messages are JSON-RPC, described by MCP itself). */
 export const mcpDocument = (): Record<string, Json> => ({
   "/mcp": {
@@ -165,7 +180,9 @@ export const mcpDocument = (): Record<string, Json> => ({
         "MCP over streamable HTTP: every tool, on the same call path as REST (Starter tier and up).",
       description:
         "JSON-RPC messages of the Model Context Protocol (2025 and 2026-07-28 revisions). Send Accept: application/json, text/event-stream.",
-      security: [{ ApiKey: [] }],
+      // A key, or none: with x402 on, an agent with a wallet lists the tools and pays per call
+      // (the guard above), as on the REST tool routes.
+      security: [{ ApiKey: [] }, {}],
       requestBody: {
         required: true,
         content: {
@@ -176,17 +193,31 @@ export const mcpDocument = (): Record<string, Json> => ({
       },
       responses: {
         "200": { description: "A JSON-RPC response, as JSON or an event stream." },
-        "406": {
-          description:
-            "The Accept header does not allow both application/json and text/event-stream.",
-        },
+        "202": { description: "A notification or a response was accepted; no body." },
+        // Answered as JSON-RPC, which an MCP client reads (jsonRpcBodyErrors), not the Error shape.
+        ...Object.fromEntries(
+          [
+            ["400", "The body is not JSON (-32700) or cannot be read (-32600)."],
+            [
+              "406",
+              "The Accept header does not allow both application/json and text/event-stream.",
+            ],
+            ["413", "The body is too large or nests too deeply (-32600)."],
+            ["415", "The body is not sent as application/json (-32600)."],
+          ].map(([status, description]) => [
+            status,
+            { description, content: { "application/json": { schema: JSON_RPC_ERROR } } },
+          ]),
+        ),
         ...errorResponses([
           "missing_api_key",
           "invalid_api_key",
           "api_key_revoked",
+          "api_key_expired",
           "feature_not_in_tier",
           "host_not_allowed",
           "rate_limited",
+          "store_unavailable",
         ]),
       },
     },

@@ -3,7 +3,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TOOLS } from "../../src/tools/catalogue/index.js";
-import { admin, call, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { admin, call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
 
 let gw: TestGateway;
 let doc: any;
@@ -68,6 +68,44 @@ describe("GET /openapi.json", () => {
     expect(codes("/api/v1/analytics", "get", "501")).toEqual(["analytics_not_enabled"]);
     // GET has no body: none of its errors.
     expect(doc.paths["/api/v1/keys"].get.responses["415"]).toBeUndefined();
+  });
+
+  it("documents what POST /mcp answers: no key (x402) as the tool routes, 202, and JSON-RPC errors for an unreadable body", async () => {
+    const op = doc.paths["/mcp"].post;
+    expect(op.security).toEqual(doc.paths["/v1/tools/hash"].post.security);
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const mcp = (body: string, headers: Record<string, string> = {}) =>
+      fetch(`${gw.url}/mcp`, {
+        method: "POST",
+        headers: {
+          "x-api-key": key,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          ...headers,
+        },
+        body,
+      });
+    const ajv = documentValidator();
+    for (const [what, answer, withBody] of [
+      [
+        "a notification",
+        await mcp('{"jsonrpc":"2.0","method":"notifications/initialized"}'),
+        false,
+      ],
+      ["JSON that does not parse", await mcp("{bad"), true],
+      ["a body over the limit", await mcp(`{"a":"${"x".repeat(3_000_000)}"}`), true],
+      ["a body that is not JSON", await mcp("x", { "content-type": "text/plain" }), true],
+      ["an Accept without the event stream", await mcp("{}", { accept: "application/json" }), true],
+    ] as const) {
+      const documented = op.responses[String(answer.status)];
+      expect([what, answer.status, documented !== undefined]).toEqual([what, answer.status, true]);
+      const text = await answer.text();
+      if (!withBody) continue;
+      const schema = documented.content?.["application/json"]?.schema;
+      expect(schema, what).toBeDefined();
+      const valid = ajv.validate(schema, JSON.parse(text));
+      expect([what, valid, ajv.errors ?? null]).toEqual([what, true, null]);
+    }
   });
 
   it("covers every account and admin endpoint, with their request schemas", () => {

@@ -102,3 +102,21 @@ def test_an_unreachable_gateway_is_a_network_error_after_retries(gateway):
     with pytest.raises(ToolgateError) as caught:
         client.tools.list()
     assert (caught.value.status, caught.value.code) == (0, "network_error")
+
+
+def test_a_base_url_without_http_is_refused_when_the_client_is_made_naming_it(monkeypatch):
+    # The usual slip, a host without its scheme, was retried as a network error on every request.
+    with pytest.raises(ToolgateError) as made:
+        Toolgate(api_key="k", base_url="localhost:8402")
+    assert (made.value.status, made.value.code, made.value.message) == (
+        0,
+        "invalid_argument",
+        "base_url must be an http(s) URL such as https://toolgate.example (got 'localhost:8402').",
+    )
+    monkeypatch.setenv("TOOLGATE_BASE_URL", "api.toolgate.example")
+    with pytest.raises(ToolgateError) as from_env:
+        AsyncToolgate(api_key="k")
+    assert (from_env.value.code, from_env.value.message) == (
+        "invalid_argument",
+        "TOOLGATE_BASE_URL must be an http(s) URL such as https://toolgate.example (got 'api.toolgate.example').",
+    )

@@ -1,4 +1,5 @@
 /** `new Toolgate({...})`: the client, its options and their defaults from the environment. */
+import { ToolgateError } from "./errors.js";
 import { WalletPayer, type SpendingLimits, type WalletAccount } from "./payments.js";
 import { Account, Keys, Usage } from "./resources/account.js";
 import { Tools } from "./resources/tools.js";
@@ -43,6 +44,18 @@ export class Toolgate {
   constructor(options: ToolgateOptions = {}) {
     // An empty baseUrl is unset, as in Python (`base_url or …`): not a URL every request would fail on.
     this.baseUrl = options.baseUrl || env("TOOLGATE_BASE_URL") || DEFAULT_BASE_URL;
+    // Checked here, once: a URL without its scheme (`api.toolgate.example`, the usual slip in
+    // TOOLGATE_BASE_URL) would otherwise fail every request with a bare TypeError naming nothing.
+    let protocol = "";
+    try {
+      protocol = new URL(this.baseUrl).protocol; // not URL.canParse: older browsers and runtimes lack it
+    } catch {}
+    if (protocol !== "http:" && protocol !== "https:")
+      throw new ToolgateError({
+        status: 0,
+        code: "invalid_argument",
+        message: `${options.baseUrl ? "baseUrl" : "TOOLGATE_BASE_URL"} must be an http(s) URL such as https://toolgate.example (got ${JSON.stringify(this.baseUrl)}).`,
+      });
     this.payer = options.wallet ? new WalletPayer(options.wallet, options.spending) : undefined;
     const transport = new Transport({
       apiKey: options.apiKey ?? (options.wallet ? undefined : env("TOOLGATE_API_KEY")),

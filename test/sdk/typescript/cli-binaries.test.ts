@@ -3,6 +3,8 @@ import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { toHex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -307,6 +309,62 @@ describe("the linux-x64 binary", () => {
         expect.stringMatching(new RegExp(`^toolgate: cannot read ${file}: .*\\n$`)),
       ]);
     } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("sends the stored login's key only to the gateway it logged in to, and says so elsewhere", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100, "pro");
+    const dir = await mkdtemp(join(tmpdir(), "toolgate-scoped-"));
+    // Another gateway (a local one being tried, or a URL someone else chose): records what it is sent.
+    const sent: (string | undefined)[] = [];
+    const other = createServer((req, res) => {
+      sent.push(req.headers["x-api-key"] as string | undefined);
+      res.writeHead(401, { "content-type": "application/json" }).end(
+        JSON.stringify({
+          error: {
+            type: "authentication_error",
+            code: "missing_api_key",
+            message: "Send your API key in the x-api-key header.",
+            request_id: "req_elsewhere",
+          },
+        }),
+      );
+    });
+    await new Promise<void>((r) => other.listen(0, "127.0.0.1", r));
+    const otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    try {
+      const env = { TOOLGATE_CONFIG_DIR: dir };
+      const login = await toolgate(["login", "--base-url", gw.url], env, { input: `${key}\n` });
+      expect(login.code).toBe(0);
+
+      const flag = await toolgate(["account", "--base-url", otherUrl], env);
+      const fromEnv = await toolgate(["account", "--json"], {
+        ...env,
+        TOOLGATE_BASE_URL: otherUrl,
+      });
+      expect(sent).toEqual([undefined, undefined]);
+      expect([flag.code, flag.stderr]).toEqual([
+        3,
+        `toolgate: missing_api_key: Send your API key in the x-api-key header. [req_elsewhere]\ntoolgate: the stored login is for ${gw.url}; its key is sent only there. Run \`toolgate login --base-url URL\` for this gateway, or set TOOLGATE_API_KEY.\n`,
+      ]);
+      expect([fromEnv.code, JSON.parse(fromEnv.stderr).error.hint]).toEqual([
+        3,
+        expect.stringContaining(`the stored login is for ${gw.url}`),
+      ]);
+
+      // The gateway it logged in to, however its URL is written, still gets it.
+      const home = await toolgate(["account", "--json", "--base-url", `${gw.url}/`], env);
+      expect([home.code, JSON.parse(home.stdout).id]).toEqual([0, accountId]);
+      // A key the user gives for this run goes where they point it.
+      await toolgate(["account"], {
+        ...env,
+        TOOLGATE_API_KEY: "tg_live_given",
+        TOOLGATE_BASE_URL: otherUrl,
+      });
+      expect(sent).toEqual([undefined, undefined, "tg_live_given"]);
+    } finally {
+      other.close();
       await rm(dir, { recursive: true, force: true });
     }
   });

@@ -65,6 +65,33 @@ out({ account: await client.account.events({ type: "credits.low", limit: 2 }), u
     ]);
   });
 
+  it("refuses a base URL without http(s) when the client is made, naming it, as Python's: a ToolgateError, not a bare TypeError", async () => {
+    seen.length = 0;
+    const result = await project.script(
+      `${HEADER}const made = async (options) => {
+  try { return await new Toolgate({ apiKey: "k", ...options }).tools.list(); }
+  catch (e) { return [e.name, e.status, e.code, e.message]; }
+};
+out([await made({ baseUrl: "localhost:8402" }), await made({})]);`,
+      { TOOLGATE_BASE_URL: "api.toolgate.example" },
+    );
+    expect(result).toEqual([
+      [
+        "ToolgateError",
+        0,
+        "invalid_argument",
+        'baseUrl must be an http(s) URL such as https://toolgate.example (got "localhost:8402").',
+      ],
+      [
+        "ToolgateError",
+        0,
+        "invalid_argument",
+        'TOOLGATE_BASE_URL must be an http(s) URL such as https://toolgate.example (got "api.toolgate.example").',
+      ],
+    ]);
+    expect(seen).toEqual([]);
+  });
+
   it("takes an empty baseUrl as unset (TOOLGATE_BASE_URL, else the default), as Python's base_url", async () => {
     seen.length = 0;
     const result = await project.script(

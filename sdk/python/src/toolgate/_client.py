@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
+from ._errors import ToolgateError
 from ._payments import AsyncWalletPayer, SpendingLimits, WalletPayer
 from ._resources import (
     AccountResource,
@@ -31,6 +33,12 @@ def _settings(api_key: str | None, base_url: str | None, wallet: Any, max_retrie
     # A wallet client pays per call: it does not pick up a key from the environment.
     key = api_key if api_key is not None else (None if wallet is not None else os.environ.get("TOOLGATE_API_KEY") or None)
     url = base_url or os.environ.get("TOOLGATE_BASE_URL") or DEFAULT_BASE_URL
+    # Checked here, once: a URL without its scheme (``api.toolgate.example``, the usual slip in
+    # TOOLGATE_BASE_URL) would otherwise be retried as a network error on every request.
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        source = "base_url" if base_url else "TOOLGATE_BASE_URL"
+        raise ToolgateError(status=0, code="invalid_argument", message=f"{source} must be an http(s) URL such as https://toolgate.example (got {url!r}).")
     return Settings(api_key=key, base_url=url.rstrip("/"), max_retries=max_retries, timeout=timeout, headers=dict(headers or {}))
 
 

@@ -6,7 +6,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { privateKeyToAccount } from "viem/accounts";
-import { Toolgate } from "../client.js";
+import { DEFAULT_BASE_URL, Toolgate } from "../client.js";
 import { ToolgateError } from "../errors.js";
 import { DEFAULT_MAX_PER_CALL, DEFAULT_MAX_PER_SESSION } from "../payments.js";
 import {
@@ -29,7 +29,7 @@ const GLOBAL_HELP = `Options for every command:
   --json                    print JSON (for scripts) instead of text
   --base-url URL            the gateway (default: TOOLGATE_BASE_URL, the login's, or http://localhost:8402)
   --help                    this help
-The API key comes from TOOLGATE_API_KEY, else from \`toolgate login\`.`;
+The API key comes from TOOLGATE_API_KEY, else from \`toolgate login\` (sent only to the gateway it logged in to).`;
 
 const HELP: Record<string, string> = {
   "": `toolgate — call Toolgate's tools from the command line
@@ -108,12 +108,51 @@ function baseUrlOf(parsed: Parsed, stored: { base_url?: string }): string | unde
   return url;
 }
 
-async function clientFor(parsed: Parsed, options: { wallet?: boolean } = {}): Promise<Toolgate> {
+/** A base URL as one gateway: origin and path, whatever trailing slashes; null when not a URL. */
+const gatewayOf = (url: string): string | null =>
+  URL.canParse(url) ? `${new URL(url).origin}${new URL(url).pathname.replace(/\/+$/, "")}` : null;
+
+/**
+ * What the command learnt while choosing its key, for the error it may end with: the gateway the
+ * stored login belongs to, when its key was kept from another one.
+ */
+interface KeyNotes {
+  withheldFor?: string;
+}
+
+/**
+ * The stored login's key, only for the gateway it was stored for (a login without --base-url is
+ * the default gateway's). Sent anywhere else, `--base-url http://localhost:8402` to try a local
+ * gateway, or a TOOLGATE_BASE_URL a script or a colleague set, would hand the production key to
+ * whatever answers there, in clear over http. npm keeps its tokens per registry for the same
+ * reason; TOOLGATE_API_KEY, set by the user for this run, still goes wherever they point it.
+ */
+function storedKeyFor(
+  stored: { api_key?: string; base_url?: string },
+  baseUrl: string | undefined,
+  notes: KeyNotes,
+): string | undefined {
+  if (stored.api_key === undefined) return undefined;
+  const home = stored.base_url ?? DEFAULT_BASE_URL;
+  const target = gatewayOf(baseUrl ?? DEFAULT_BASE_URL);
+  if (target !== null && gatewayOf(home) === target) return stored.api_key;
+  notes.withheldFor = home;
+  return undefined;
+}
+
+async function clientFor(
+  parsed: Parsed,
+  notes: KeyNotes,
+  options: { wallet?: boolean } = {},
+): Promise<Toolgate> {
   const stored = await readConfig();
   const baseUrl = baseUrlOf(parsed, stored);
   const walletFile = options.wallet ? stringOption(parsed, "wallet-key-file") : undefined;
   if (!walletFile)
-    return new Toolgate({ apiKey: process.env.TOOLGATE_API_KEY ?? stored.api_key, baseUrl });
+    return new Toolgate({
+      apiKey: process.env.TOOLGATE_API_KEY ?? storedKeyFor(stored, baseUrl, notes),
+      baseUrl,
+    });
   const privateKey = (
     await readFile(walletFile, "utf8").catch(() => {
       throw new UsageError(`cannot read the wallet key file ${walletFile}`);
@@ -190,6 +229,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const parsed = parseArgs(argv);
   const [command = "", sub, arg] = parsed.positionals;
   const json = parsed.options.has("json");
+  const notes: KeyNotes = {};
   const print = (human: string, data: unknown) =>
     io.out(json ? JSON.stringify(data, null, 2) : human);
   if (command === "version" || (command === "" && parsed.options.has("version"))) {
@@ -223,7 +263,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         return EXIT.ok;
       }
       case "tools": {
-        const client = await clientFor(parsed);
+        const client = await clientFor(parsed, notes);
         if (sub === "list") {
           const tools = await client.tools.list();
           print(
@@ -273,7 +313,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       }
       case "call": {
         if (!sub) throw new UsageError(HELP.call!);
-        const client = await clientFor(parsed, { wallet: true });
+        const client = await clientFor(parsed, notes, { wallet: true });
         const input = await toolInput(parsed, client, sub);
         const result = await client.tools.callWithDetails(sub, input, {
           idempotencyKey: stringOption(parsed, "idempotency-key"),
@@ -289,7 +329,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         return EXIT.ok;
       }
       case "account": {
-        const a = await (await clientFor(parsed)).account.get();
+        const a = await (await clientFor(parsed, notes)).account.get();
         print(
           table([
             ["Account", a.id],
@@ -303,7 +343,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         return EXIT.ok;
       }
       case "usage": {
-        const page = await (await clientFor(parsed)).usage.list({
+        const page = await (await clientFor(parsed, notes)).usage.list({
           limit: intOption(parsed, "limit"),
           cursor: stringOption(parsed, "cursor"),
         });
@@ -324,7 +364,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         return EXIT.ok;
       }
       case "keys": {
-        const client = await clientFor(parsed);
+        const client = await clientFor(parsed, notes);
         if (sub === "list") {
           const keys = await client.keys.list();
           print(
@@ -352,7 +392,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         return EXIT.ok;
       }
       case "webhooks": {
-        const client = await clientFor(parsed);
+        const client = await clientFor(parsed, notes);
         if (sub === "list") {
           const hooks = await client.webhooks.list();
           print(
@@ -386,6 +426,12 @@ export async function run(argv: string[], io: Io): Promise<number> {
       return EXIT.usage;
     }
     if (error instanceof ToolgateError) {
+      // Refused for want of a key while the stored one was kept for its own gateway: say so, or
+      // "Send your API key" reads as a lost login.
+      const hint =
+        notes.withheldFor !== undefined && (error.status === 401 || error.status === 402)
+          ? `the stored login is for ${notes.withheldFor}; its key is sent only there. Run \`toolgate login --base-url URL\` for this gateway, or set TOOLGATE_API_KEY.`
+          : undefined;
       if (json)
         io.err(
           JSON.stringify({
@@ -395,12 +441,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
               message: error.message,
               param: error.param,
               request_id: error.requestId,
+              ...(hint ? { hint } : {}),
             },
           }),
         );
       else
         io.err(
-          `toolgate: ${error.code}: ${error.message}${error.param ? ` (${error.param})` : ""}${error.requestId ? ` [${error.requestId}]` : ""}`,
+          `toolgate: ${error.code}: ${error.message}${error.param ? ` (${error.param})` : ""}${error.requestId ? ` [${error.requestId}]` : ""}${hint ? `\ntoolgate: ${hint}` : ""}`,
         );
       return error.code === "network_error" || error.code === "timeout" ? EXIT.network : EXIT.api;
     }

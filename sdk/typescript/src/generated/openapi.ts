@@ -8567,7 +8567,31 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description A notification or a response was accepted; no body. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The body is not JSON (-32700) or cannot be read (-32600). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: number;
+                            message: string;
+                        };
+                        id: null;
+                        /** @constant */
+                        jsonrpc: "2.0";
+                    };
+                };
+            };
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8590,10 +8614,63 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        error: {
+                            code: number;
+                            message: string;
+                        };
+                        id: null;
+                        /** @constant */
+                        jsonrpc: "2.0";
+                    };
+                };
+            };
+            /** @description The body is too large or nests too deeply (-32600). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: number;
+                            message: string;
+                        };
+                        id: null;
+                        /** @constant */
+                        jsonrpc: "2.0";
+                    };
+                };
+            };
+            /** @description The body is not sent as application/json (-32600). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: number;
+                            message: string;
+                        };
+                        id: null;
+                        /** @constant */
+                        jsonrpc: "2.0";
+                    };
+                };
             };
             /** @description rate_limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description store_unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
