@@ -375,6 +375,10 @@ describe("the linux-x64 binary", () => {
       (await toolgate(["keys", "create", "--name", "ci", "--json"], keyed(key))).stdout,
     );
     expect(created).toMatchObject({ name: "ci", key: expect.stringMatching(/^tg_live_/) });
+    // The name as the command's argument, as `keys create ci` reads (it was dropped: no name).
+    const named = await toolgate(["keys", "create", "deploy", "--json"], keyed(key));
+    const deploy = JSON.parse(named.stdout);
+    expect(deploy).toMatchObject({ name: "deploy" });
     const rotated = JSON.parse(
       (await toolgate(["keys", "rotate", created.id, "--grace-seconds", "0", "--json"], keyed(key)))
         .stdout,
@@ -387,6 +391,7 @@ describe("the linux-x64 binary", () => {
     expect(list.data.map((k: { id: string; status: string }) => [k.id, k.status]).sort()).toEqual(
       [
         [keyId, "active"],
+        [deploy.id, "active"],
         [created.id, "revoked"],
         [rotated.id, "revoked"],
       ].sort(),

@@ -72,7 +72,7 @@ Paying per call with x402 instead of an API key:
   account: "Usage: toolgate account [--json]",
   usage: "Usage: toolgate usage [--limit N] [--cursor CURSOR] [--json]",
   keys: `Usage: toolgate keys list [--json]
-       toolgate keys create [--name NAME] [--json]
+       toolgate keys create [NAME | --name NAME] [--json]
        toolgate keys rotate ID [--grace-seconds N] [--json]     (0 = revoke the old key at once)
        toolgate keys revoke ID [--force] [--json]   (--force: even the account's last active key)
 A new key is printed once; store it then.`,
@@ -375,7 +375,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
             keys,
           );
         } else if (sub === "create") {
-          const key = await client.keys.create({ name: stringOption(parsed, "name") });
+          // The name as an option or, as `keys create ci` reads, the command's argument.
+          const key = await client.keys.create({ name: stringOption(parsed, "name") ?? arg });
           print(`Created key ${key.id}. Store it now; it is not shown again:\n${key.key}`, key);
         } else if (sub === "rotate" && arg) {
           const key = await client.keys.rotate(arg, {
