@@ -21,7 +21,7 @@ export function renderLlmsTxt(
 
 - With a key: send \`x-api-key: <key>\` and \`content-type: application/json\`; the body is the tool's input. Sign up with \`POST ${base}/api/v1/signup {"email": "…"}\` to get a key and 25 free credits at once.
 - Without a key: the call answers 402 with an x402 offer (the v1 JSON body and the v2 \`PAYMENT-REQUIRED\` header). Sign the EIP-3009 authorization it describes and retry with \`X-PAYMENT\` (v1) or \`PAYMENT-SIGNATURE\` (v2). Every price is exact; a failed call leaves the payment as credits for the paying wallet.
-- Over MCP: \`${base}/mcp\` (streamable HTTP) with the same \`x-api-key\` header exposes every tool (Starter tier and up).
+- Over MCP: \`${base}/mcp\` (streamable HTTP) with the same \`x-api-key\` header exposes every tool (Starter tier and up). Without a key, a \`tools/call\` is answered with an \`isError\` result carrying the x402 offer (\`x402/error\`): retry it with the v2 payment in \`params._meta["x402/payment"]\`.
 - Errors have one shape: \`{"error": {"type", "code", "message", "param"?, "request_id"}}\`; 422 \`validation_failed\` names the failing field in \`param\`. Failed calls are refunded.
 - One credit costs $${priceOf({ cost: 1 }, config.creditPriceAtomic).usd}.
 

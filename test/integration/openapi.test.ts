@@ -210,6 +210,9 @@ describe("the public pages and MCP", () => {
       expect(res.headers.get("content-type"), path).toContain(mediaType);
     }
     expect(doc.paths["/mcp"].post.operationId).toBe("postMcp");
+    // /llms.txt tells a model with a wallet and no key how to pay over MCP, as over REST.
+    const llms = await (await fetch(`${gw.url}/llms.txt`)).text();
+    expect(llms).toContain('retry it with the v2 payment in `params._meta["x402/payment"]`');
     const ids = Object.values<Record<string, { operationId?: string }>>(doc.paths).flatMap((item) =>
       Object.values(item).map((op) => op.operationId),
     );
