@@ -19,6 +19,13 @@ def test_invalid_input_is_a_422_naming_the_field(gateway, pro_key):
     assert gateway.balance(pro_key) == before  # never charged
 
 
+def test_a_non_ascii_idempotency_key_is_the_gateways_422(gateway, pro_key):
+    client = Toolgate(api_key=pro_key, base_url=gateway.base_url)
+    with pytest.raises(ToolgateError) as caught:
+        client.tools.call("hash", {"text": "x"}, idempotency_key="clé")
+    assert (caught.value.status, caught.value.code, caught.value.param) == (422, "validation_failed", "Idempotency-Key")
+
+
 async def test_async_client_raises_the_same_error(gateway, pro_key):
     async with AsyncToolgate(api_key=pro_key, base_url=gateway.base_url) as client:
         with pytest.raises(ToolgateError) as caught:

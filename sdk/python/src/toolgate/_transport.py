@@ -138,12 +138,15 @@ class _Base:
         # A wallet pays only when there is no API key: a keyed caller's 402 (out of credits) is an error.
         self.paying = paying and not settings.api_key
 
-    def _headers(self, op: Operation[Any], payment: dict[str, str] | None) -> dict[str, str]:
-        headers = {"accept": "application/json", "user-agent": USER_AGENT, **self.settings.headers}
+    def _headers(self, op: Operation[Any], payment: dict[str, str] | None) -> dict[str, str | bytes]:
+        headers: dict[str, str | bytes] = {"accept": "application/json", "user-agent": USER_AGENT, **self.settings.headers}
         if self.settings.api_key:
             headers["x-api-key"] = self.settings.api_key
         if op.idempotency_key:
-            headers["idempotency-key"] = op.idempotency_key
+            # As bytes: httpx refuses a non-ASCII str header before sending (a bare
+            # UnicodeEncodeError); the gateway answers such a key with its own 422, as it does
+            # for the TypeScript library.
+            headers["idempotency-key"] = op.idempotency_key.encode()
         if payment:
             headers.update(payment)
         return headers
