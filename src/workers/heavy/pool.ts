@@ -39,9 +39,9 @@ export class HeavyPool {
     this.piscina.on("error", (err: Error) => log.error({ err }, "a heavy-pool thread failed"));
   }
 
-  /** A heavy tool's call, its input as the caller sent it (checked in the thread). */
-  run(tool: string, input: unknown, timeoutMs: number): Promise<SerializedOutput> {
-    return this.submit({ tool, input, timeoutMs });
+  /** A heavy tool's call, its body's bytes as sent (parsed and checked in the thread). */
+  run(tool: string, body: Uint8Array | undefined, timeoutMs: number): Promise<SerializedOutput> {
+    return this.submit({ tool, body, timeoutMs });
   }
 
   /**

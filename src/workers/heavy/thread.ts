@@ -5,8 +5,8 @@ import type { Fetched } from "../web/fetch.js";
 
 /** One heavy-pool thread: runs a job (jobs.ts) and reports its output or error as data. */
 export type HeavyTask =
-  /** A heavy tool's call; the input as the caller sent it, checked in the thread against the tool's schema. */
-  | { tool: string; input: unknown; timeoutMs: number }
+  /** A heavy tool's call; its body's bytes as sent, parsed and checked against the tool's schema in the thread. */
+  | { tool: string; body: Uint8Array | undefined; timeoutMs: number }
   /** A web tool's fetched page, read in the thread; the input was checked when the page was fetched. */
   | { tool: string; input: unknown; page: Fetched; timeoutMs: number };
 
@@ -43,7 +43,7 @@ export default async function runHeavyTask(task: HeavyTask): Promise<HeavyResult
   const { readFetchedPage, runTool } = await jobs;
   try {
     if ("page" in task) return { json: await readFetchedPage(task.tool, task.page, task.input) };
-    return { json: await runTool(task.tool, task.input, { config, timeoutMs: task.timeoutMs }) };
+    return { json: await runTool(task.tool, task.body, { config, timeoutMs: task.timeoutMs }) };
   } catch (err) {
     // Duck-typed: under tsx the jobs have their own copy of the WorkerError class.
     if (isWorkerError(err))

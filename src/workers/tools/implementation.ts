@@ -23,10 +23,11 @@ export interface ToolImplementation<T extends ToolDefinition = ToolDefinition> {
   /** Why the tool cannot run with this configuration, or null when it can. */
   unavailable?(config: WorkerConfig): string | null;
   /**
-   * The implementation checks its input against the tool's schema itself, so the server passes
-   * it the body as sent: a heavy tool's proxy, whose thread checks it off the shared event loop.
+   * The implementation reads its input itself: the server passes it the request's body as sent,
+   * its bytes (a Uint8Array; undefined without a JSON body). A heavy tool's proxy, whose thread
+   * parses and checks them off the shared event loop.
    */
-  checksInput?: true;
+  readsBody?: true;
   run(input: z.output<T["input"]>, ctx: ToolContext): Promise<z.input<T["output"]>>;
 }
 
