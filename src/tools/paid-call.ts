@@ -60,6 +60,10 @@ export async function callPaidTool(
   // A keyed call is counted against the rate limit by its key's check.
   let counted = key !== undefined;
   const checked = key ? await checkKey(services, key, tool, requestId, !call.counted) : null;
+  // The rate limit as the request was counted: by its key's check, or by the wallet account's
+  // slot taken before settling. The call's own admission then counts nothing and knows nothing of
+  // the window, so every answer (served, replayed or failed) states it from here.
+  let rate = checked?.headers ?? {};
   let paid: Paid;
   try {
     paid = await takeDecodedPayment(services, call.read, {
@@ -82,7 +86,7 @@ export async function callPaidTool(
       // keyed call's by its key's check (the call's own admission then counts nothing: `counted`)…
       beforeSettling: async (accountId, keyed) => {
         if (!counted) {
-          await authenticate(services, { accountId, hash: null }, requestId);
+          rate = (await authenticate(services, { accountId, hash: null }, requestId)).headers;
           counted = true;
         }
         // …nor for one already answered: a new authorization under a key the client already used
@@ -97,7 +101,8 @@ export async function callPaidTool(
       },
     });
   } catch (err) {
-    if (err instanceof AnsweredUnpaid) return { ...err.response, replayed: true };
+    if (err instanceof AnsweredUnpaid)
+      return { ...err.response, headers: { ...err.response.headers, ...rate }, replayed: true };
     // Not run: whoever comes next with this key runs the call (or pays for it) instead.
     if (held) await forget(services, held);
     throw err;
@@ -129,9 +134,13 @@ export async function callPaidTool(
     },
     forward,
   );
-  const result = (await Promise.all([answer, recorded]))[0];
-  // A keyed answer states the key's rate limit as its check counted it (the admission counted nothing).
-  return checked ? { ...result, headers: { ...result.headers, ...checked.headers } } : result;
+  let result: ToolCallResult;
+  try {
+    result = (await Promise.all([answer, recorded]))[0];
+  } catch (err) {
+    throw err instanceof ApiError ? err.withHeaders(rate) : err;
+  }
+  return { ...result, headers: { ...result.headers, ...rate } };
 }
 
 /**
