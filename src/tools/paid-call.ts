@@ -16,6 +16,7 @@ import {
   type ToolCallResult,
 } from "./invoke.js";
 import { formatUsd } from "../lib/money.js";
+import { formatCredits } from "./pricing.js";
 
 /**
  * A tool call paid per call with x402, whichever door it came through (REST reads the payment
@@ -138,9 +139,33 @@ export async function callPaidTool(
   try {
     result = (await Promise.all([answer, recorded]))[0];
   } catch (err) {
-    throw err instanceof ApiError ? err.withHeaders(rate) : err;
+    throw err instanceof ApiError
+      ? stillCredited(err, tool, key !== undefined).withHeaders(rate)
+      : err;
   }
   return { ...result, headers: { ...result.headers, ...rate } };
+}
+
+/**
+ * A paid call that failed once its payment was credited: "the call was not charged" alone reads,
+ * to a payer whose USDC has moved, as "nothing happened", and an x402 client retrying would sign
+ * and pay again while the first payment's credits stay unused. The answer says where the money
+ * is and how to use it: the same payment, sent again for the same call, runs on those credits —
+ * except after the tool refused the input (422), which the same call would meet again.
+ */
+function stillCredited(err: ApiError, tool: ToolDefinition, keyed: boolean): ApiError {
+  const where = keyed ? "this API key's account" : "the paying wallet's account";
+  const use =
+    err.code !== "validation_failed"
+      ? `send this call again with the same payment${keyed ? " (or with the key alone)" : ""} to run it on those credits without paying again`
+      : keyed
+        ? "the key's calls spend them"
+        : "an API key for the wallet's account (POST /api/v1/wallet/challenge, then /api/v1/wallet/claim) spends them";
+  return new ApiError(
+    err.code,
+    `${err.message} The payment was credited to ${where} (${formatCredits(tool.cost)}) and stays there: ${use}.`,
+    err.options,
+  );
 }
 
 /**

@@ -209,6 +209,33 @@ describe("a paid call's rate-limit headers", () => {
   }, 30_000);
 });
 
+describe("a paid call the tool refuses after the payment settled", () => {
+  it("says the payment stays as credits on the wallet's account, and how to spend them", async () => {
+    const payer = await fundedWallet(setup.chains.base, 51_202);
+    // web-fetch costs 3 credits; the worker refuses a loopback address only once it resolves it.
+    const payment = await signAuthorization({
+      account: payer,
+      chain: setup.chains.base,
+      value: 3n * PRICE,
+    });
+    const res = await call(`${setup.gw.url}/v1/tools/web-fetch`, {
+      method: "POST",
+      body: { url: "http://127.0.0.1:9/" },
+      headers: { "x-payment": v1Header("base-sepolia", payment) },
+    });
+    expect([res.status, res.body.error.code]).toEqual([422, "validation_failed"]);
+    expect(decode(res.headers.get("x-payment-response"))).toMatchObject({ success: true });
+    expect(res.body.error.message).toMatch(
+      / The payment was credited to the paying wallet's account \(3 credits\) and stays there: an API key for the wallet's account \(POST \/api\/v1\/wallet\/challenge, then \/api\/v1\/wallet\/claim\) spends them\.$/,
+    );
+    expect((await ledgerOf(walletAccountId(payer.address))).slice(0, 3)).toEqual([
+      ["refund", 3],
+      ["debit", -3],
+      ["purchase", 3],
+    ]);
+  }, 30_000);
+});
+
 describe("a paid call with an x402 payment identifier (a new authorization each time)", () => {
   /** A v2 payment of the hash tool signed by `payer`, named `id` with the payment-identifier extension. */
   const payment = async (payer: LocalAccount, id: string) => {
