@@ -27,8 +27,13 @@ export function requireUnrestrictedKey(caller: KeyCaller): void {
     );
 }
 
-/** Rate-limit headers on every keyed answer (IETF draft RateLimit header fields). */
+/**
+ * Rate-limit headers on every keyed answer (IETF draft RateLimit header fields). None for an
+ * admission that counted nothing (its door counted the request, and states the window itself):
+ * its `remaining` is -1, "not read", which a client must never see as "over the limit".
+ */
 export function rateLimitHeaders(rate: RateState): Record<string, string> {
+  if (rate.remaining < 0) return {};
   return {
     "RateLimit-Policy": `${rate.limit};w=60`,
     "RateLimit-Limit": String(rate.limit),

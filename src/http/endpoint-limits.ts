@@ -35,6 +35,9 @@ export const ENDPOINT_LIMITS = {
   },
   // Each start asks the account's identity provider for its metadata: counted per account too.
   "dashboard-sso": { count: 20, windowSeconds: 60, what: "single sign-on attempts" },
+  // A keyless REST call's new payment is checked on chain before anything proves its payer, so
+  // each forged one costs an RPC round trip; only refused ones count (payments/refused-payments.ts).
+  "x402-refused": { count: 60, windowSeconds: 60, what: "refused x402 payments" },
 } as const;
 
 export type EndpointLimitName = keyof typeof ENDPOINT_LIMITS;

@@ -485,6 +485,11 @@ export class Payments {
       throw used(" for another resource");
     if (request.beneficiary && found.accountId !== request.beneficiary)
       throw used(" by another account");
+    // A payment sent with an API key paid for its key's account, and its call was the key's: a
+    // retry without the key would run (or replay) that call on the key's account past the key's
+    // controls (revoked, expired, other tools) and show its balance to whoever holds the payment.
+    if (!request.beneficiary && found.accountId !== walletAccountId(getAddress(found.payer)))
+      throw used(" with an API key: send it again with the same key");
     if (found.call && request.call && found.call.fingerprint !== request.call.fingerprint) {
       throw new ApiError(
         "idempotency_conflict",

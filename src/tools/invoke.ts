@@ -130,8 +130,15 @@ export async function invokeTool(
       idempotencyKey,
     );
   }
-  await checkCaller(services, call);
-  if (state.state === "completed") return { ...state.response, replayed: true };
+  const caller = await checkCaller(services, call);
+  // The stored answer, with the rate limit as it stands now (this replay was counted), not as it
+  // stood when the answer was stored.
+  if (state.state === "completed")
+    return {
+      ...state.response,
+      headers: { ...state.response.headers, ...caller.headers },
+      replayed: true,
+    };
   throw new ApiError(
     "idempotency_conflict",
     "This Idempotency-Key was already used with a different request body.",

@@ -16,6 +16,7 @@ import {
   type ToolCallResult,
 } from "./invoke.js";
 import { formatUsd } from "../lib/money.js";
+import { formatCredits } from "./pricing.js";
 
 /**
  * A tool call paid per call with x402, whichever door it came through (REST reads the payment
@@ -60,6 +61,10 @@ export async function callPaidTool(
   // A keyed call is counted against the rate limit by its key's check.
   let counted = key !== undefined;
   const checked = key ? await checkKey(services, key, tool, requestId, !call.counted) : null;
+  // The rate limit as the request was counted: by its key's check, or by the wallet account's
+  // slot taken before settling. The call's own admission then counts nothing and knows nothing of
+  // the window, so every answer (served, replayed or failed) states it from here.
+  let rate = checked?.headers ?? {};
   let paid: Paid;
   try {
     paid = await takeDecodedPayment(services, call.read, {
@@ -82,7 +87,7 @@ export async function callPaidTool(
       // keyed call's by its key's check (the call's own admission then counts nothing: `counted`)…
       beforeSettling: async (accountId, keyed) => {
         if (!counted) {
-          await authenticate(services, { accountId, hash: null }, requestId);
+          rate = (await authenticate(services, { accountId, hash: null }, requestId)).headers;
           counted = true;
         }
         // …nor for one already answered: a new authorization under a key the client already used
@@ -97,7 +102,8 @@ export async function callPaidTool(
       },
     });
   } catch (err) {
-    if (err instanceof AnsweredUnpaid) return { ...err.response, replayed: true };
+    if (err instanceof AnsweredUnpaid)
+      return { ...err.response, headers: { ...err.response.headers, ...rate }, replayed: true };
     // Not run: whoever comes next with this key runs the call (or pays for it) instead.
     if (held) await forget(services, held);
     throw err;
@@ -129,9 +135,37 @@ export async function callPaidTool(
     },
     forward,
   );
-  const result = (await Promise.all([answer, recorded]))[0];
-  // A keyed answer states the key's rate limit as its check counted it (the admission counted nothing).
-  return checked ? { ...result, headers: { ...result.headers, ...checked.headers } } : result;
+  let result: ToolCallResult;
+  try {
+    result = (await Promise.all([answer, recorded]))[0];
+  } catch (err) {
+    throw err instanceof ApiError
+      ? stillCredited(err, tool, key !== undefined).withHeaders(rate)
+      : err;
+  }
+  return { ...result, headers: { ...result.headers, ...rate } };
+}
+
+/**
+ * A paid call that failed once its payment was credited: "the call was not charged" alone reads,
+ * to a payer whose USDC has moved, as "nothing happened", and an x402 client retrying would sign
+ * and pay again while the first payment's credits stay unused. The answer says where the money
+ * is and how to use it: the same payment, sent again for the same call, runs on those credits —
+ * except after the tool refused the input (422), which the same call would meet again.
+ */
+function stillCredited(err: ApiError, tool: ToolDefinition, keyed: boolean): ApiError {
+  const where = keyed ? "this API key's account" : "the paying wallet's account";
+  const use =
+    err.code !== "validation_failed"
+      ? `send this call again with the same payment${keyed ? " (or with the key alone)" : ""} to run it on those credits without paying again`
+      : keyed
+        ? "the key's calls spend them"
+        : "an API key for the wallet's account (POST /api/v1/wallet/challenge, then /api/v1/wallet/claim) spends them";
+  return new ApiError(
+    err.code,
+    `${err.message} The payment was credited to ${where} (${formatCredits(tool.cost)}) and stays there: ${use}.`,
+    err.options,
+  );
 }
 
 /**

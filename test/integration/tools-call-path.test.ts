@@ -206,12 +206,14 @@ describe("Idempotency-Key", () => {
     const { key } = await fundedAccount(gw.url, 100);
     const other = await fundedAccount(gw.url, 100);
     const headers = { "idempotency-key": "shared-key" };
-    expect(
-      (await callTool(gw.url, key, "hash", { text: "a", algorithm: "md5" }, headers)).status,
-    ).toBe(200);
+    const first = await callTool(gw.url, key, "hash", { text: "a", algorithm: "md5" }, headers);
+    expect(first.status).toBe(200);
     // The same body serialised again with its keys in another order is the same request.
     const reordered = await callTool(gw.url, key, "hash", { algorithm: "md5", text: "a" }, headers);
     expect([reordered.status, reordered.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
+    // The replay was counted: its rate limit is the window's now, not the stored answer's.
+    const remaining = (res: typeof first) => Number(res.headers.get("ratelimit-remaining"));
+    expect(remaining(reordered)).toBe(remaining(first) - 1);
     const conflict = await callTool(gw.url, key, "hash", { text: "b", algorithm: "md5" }, headers);
     expect([conflict.status, conflict.body.error.code]).toEqual([409, "idempotency_conflict"]);
     const theirs = await callTool(gw.url, other.key, "hash", { text: "b" }, headers);

@@ -165,6 +165,38 @@ describe("a keyed call with an x402 payment", () => {
     expect(await ledgerOf(accountId)).toEqual([["debit", -1], ["purchase", 1], ...ledger]);
   }, 30_000);
 
+  it("is the key's: sent again without the key, even once the key is revoked, it runs nothing on the key's account (409)", async () => {
+    const payer = await fundedWallet(setup.chains.base, 53_011);
+    const { key, keyId, accountId } = await emptyAccount();
+    // web-fetch (3 credits): the worker refuses a loopback address once it resolves it, after
+    // the payment settled, so the credits stay on the key's account for a retry of this call.
+    const header = v1Header(
+      "base-sepolia",
+      await signAuthorization({ account: payer, chain: setup.chains.base, value: 3n * PRICE }),
+    );
+    const fetchLoopback = (headers: Record<string, string>, withKey?: string) =>
+      call(`${setup.gw.url}/v1/tools/web-fetch`, {
+        method: "POST",
+        key: withKey,
+        body: { url: "http://127.0.0.1:9/" },
+        headers,
+      });
+    const first = await fetchLoopback({ "x-payment": header }, key);
+    expect([first.status, first.body.error.code]).toEqual([422, "validation_failed"]);
+    const revoked = await call(`${setup.gw.url}/api/v1/keys/${keyId}?force=true`, {
+      method: "DELETE",
+      key,
+    });
+    expect(revoked.status).toBe(200);
+    const ledger = await ledgerOf(accountId);
+
+    const keyless = await fetchLoopback({ "x-payment": header });
+    expect([keyless.status, keyless.body.error.code]).toEqual([409, "payment_already_used"]);
+    expect(keyless.body.error.message).toContain("with the same key");
+    expect(keyless.headers.get("ratelimit-limit")).toBeNull(); // nothing of the account's shown
+    expect(await ledgerOf(accountId)).toEqual(ledger);
+  }, 30_000);
+
   it("a payment that cannot settle is refused 402 payment_invalid with the reason and the offer; nothing moves", async () => {
     const broke = randomWallet(53_101);
     const { key, accountId, ledger } = await emptyAccount();

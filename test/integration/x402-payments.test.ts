@@ -171,6 +171,71 @@ describe("a paid call with an Idempotency-Key", () => {
   }, 30_000);
 });
 
+describe("a paid call's rate-limit headers", () => {
+  /** The wallet account's window as an answer states it: [limit, remaining, reset seconds]. */
+  const rateOf = (res: { headers: Headers }) =>
+    ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"].map((h) =>
+      Number(res.headers.get(h)),
+    );
+
+  it("state the wallet account's window with the paid request counted, served, replayed or under a used key", async () => {
+    const payer = await fundedWallet(setup.chains.base, 51_201);
+    const sign = () =>
+      signAuthorization({ account: payer, chain: setup.chains.base, value: PRICE });
+    const [one, two] = [await sign(), await sign()];
+    const first = await callHash({ "x-payment": v1Header("base-sepolia", one) }, "rate");
+    // The same payment again: a replay, counted as a request of its own.
+    const again = await callHash({ "x-payment": v1Header("base-sepolia", one) }, "rate");
+    expect([first.status, again.status]).toEqual([200, 200]);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    const [limit, remaining, reset] = rateOf(first);
+    // A fresh wallet's first request: one slot of the Free tier's 60 taken, freed within the minute.
+    expect([limit, remaining]).toEqual([60, 59]);
+    expect(reset).toBeGreaterThan(0);
+    expect(rateOf(again).slice(0, 2)).toEqual([60, 58]);
+
+    // A new authorization under a key already answered: not settled, still counted.
+    const keyed = (payload: typeof one) => ({
+      "x-payment": v1Header("base-sepolia", payload),
+      "idempotency-key": "rate-headers",
+    });
+    const three = await sign();
+    const keyedFirst = await callHash(keyed(two), "rate-keyed");
+    const keyedAgain = await callHash(keyed(three), "rate-keyed");
+    expect([keyedFirst.status, keyedAgain.status]).toEqual([200, 200]);
+    expect(keyedAgain.headers.get("x-payment-response")).toBeNull();
+    expect(rateOf(keyedFirst).slice(0, 2)).toEqual([60, 57]);
+    expect(rateOf(keyedAgain).slice(0, 2)).toEqual([60, 56]);
+  }, 30_000);
+});
+
+describe("a paid call the tool refuses after the payment settled", () => {
+  it("says the payment stays as credits on the wallet's account, and how to spend them", async () => {
+    const payer = await fundedWallet(setup.chains.base, 51_202);
+    // web-fetch costs 3 credits; the worker refuses a loopback address only once it resolves it.
+    const payment = await signAuthorization({
+      account: payer,
+      chain: setup.chains.base,
+      value: 3n * PRICE,
+    });
+    const res = await call(`${setup.gw.url}/v1/tools/web-fetch`, {
+      method: "POST",
+      body: { url: "http://127.0.0.1:9/" },
+      headers: { "x-payment": v1Header("base-sepolia", payment) },
+    });
+    expect([res.status, res.body.error.code]).toEqual([422, "validation_failed"]);
+    expect(decode(res.headers.get("x-payment-response"))).toMatchObject({ success: true });
+    expect(res.body.error.message).toMatch(
+      / The payment was credited to the paying wallet's account \(3 credits\) and stays there: an API key for the wallet's account \(POST \/api\/v1\/wallet\/challenge, then \/api\/v1\/wallet\/claim\) spends them\.$/,
+    );
+    expect((await ledgerOf(walletAccountId(payer.address))).slice(0, 3)).toEqual([
+      ["refund", 3],
+      ["debit", -3],
+      ["purchase", 3],
+    ]);
+  }, 30_000);
+});
+
 describe("a paid call with an x402 payment identifier (a new authorization each time)", () => {
   /** A v2 payment of the hash tool signed by `payer`, named `id` with the payment-identifier extension. */
   const payment = async (payer: LocalAccount, id: string) => {

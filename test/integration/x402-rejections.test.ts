@@ -16,6 +16,7 @@ import {
   PAY_TO,
   balanceOf,
   paidGatewayFixture,
+  authorizationUsed,
   signAuthorization,
   v1Header,
   v2Header,
@@ -25,7 +26,11 @@ import {
 const PRICE = 2000n;
 const PAYER = anvilAccount(3);
 const OTHER = anvilAccount(4);
-const setup = paidGatewayFixture({ fund: [PAYER.address, OTHER.address] });
+// Behind a proxy on loopback: a test may name its own client address (X-Forwarded-For).
+const setup = paidGatewayFixture({
+  fund: [PAYER.address, OTHER.address],
+  env: { TRUST_PROXY: "loopback" },
+});
 
 const pay = (header: Record<string, string>) =>
   call(`${setup.gw.url}/v1/tools/hash`, { method: "POST", body: { text: "x" }, headers: header });
@@ -235,5 +240,39 @@ describe("accepted forms", () => {
     expect(res.status).toBe(200);
     expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(before + PRICE);
     expect(await balanceOf(setup.chains.base, walletAddress)).toBe(10_000n - PRICE);
+  });
+});
+
+describe("refused payments from one client address", () => {
+  it("are limited (60 a minute): past it, a keyless payment is 429 before it is checked or settled, and other addresses pay as before", async () => {
+    const from = (client: string, header: string) =>
+      call(`${setup.gw.url}/v1/tools/hash`, {
+        method: "POST",
+        body: { text: "flood" },
+        headers: { "x-payment": header, "x-forwarded-for": client },
+      });
+    const client = `10.61.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
+    const wrong = v1Header(
+      "base-sepolia",
+      await signAuthorization({ account: OTHER, chain: setup.chains.base, value: PRICE - 1n }),
+    );
+    const refusals = await Promise.all(Array.from({ length: 60 }, () => from(client, wrong)));
+    expect(new Set(refusals.map((r) => `${r.status} ${r.body.error.code}`))).toEqual(
+      new Set(["402 payment_invalid"]),
+    );
+    const payment = await signAuthorization({
+      account: PAYER,
+      chain: setup.chains.base,
+      value: PRICE,
+    });
+    const header = v1Header("base-sepolia", payment);
+    const limited = await from(client, header);
+    expect([limited.status, limited.body.error.code]).toEqual([429, "rate_limited"]);
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(
+      await authorizationUsed(setup.chains.base, PAYER.address, payment.authorization.nonce),
+    ).toBe(false);
+    // The limit is the address's: the same payment from another one is served.
+    expect((await from("10.62.0.1", header)).status).toBe(200);
   });
 });
