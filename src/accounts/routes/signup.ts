@@ -59,7 +59,11 @@ export const signup = defineRoute({
       throw err;
     }
     const { account, apiKey, key } = created;
-    await sendVerificationEmail(services, account.id, email).catch((err) =>
+    // Sent beside the answer, not before it: the account and its key exist now, and the key is
+    // shown only in this answer. Waiting for a slow or unreachable mail server (nodemailer waits
+    // 30 s for a greeting, 2 min for a connection) held the answer past clients' timeouts, and a
+    // retry then met 409 email_taken: an account whose key nobody ever saw.
+    void sendVerificationEmail(services, account.id, email).catch((err) =>
       services.log.error({ err, account_id: account.id }, "could not send the verification e-mail"),
     );
     return {
