@@ -22,7 +22,11 @@ export const signup = defineRoute({
     api_key: z.string().describe("The full key: shown in this answer only."),
     key: keyViewSchema,
   }),
-  body: z.strictObject({ email: z.email().max(254) }),
+  body: z.strictObject({
+    // Trimmed before it is judged (an address pasted with a space or a line break around it was
+    // refused as "Invalid email address"); a preprocess keeps the published schema the address's.
+    email: z.preprocess((v) => (typeof v === "string" ? v.trim() : v), z.email().max(254)),
+  }),
   async handler({ services, body, req, requestId }) {
     const email = body.email.trim().toLowerCase();
     const limit = services.config.signupsPerHourPerIp;
