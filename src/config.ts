@@ -25,6 +25,16 @@ import { percentDecoded, type Secret } from "./lib/redact.js";
  * Development gets embedded defaults so `npm start` works on a fresh machine;
  * production refuses to start until every required setting is given.
  */
+/** An SMTP server's URL as nodemailer reads it: smtp: or smtps:, with a host. */
+function isSmtpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === "smtp:" || url.protocol === "smtps:") && url.hostname !== "";
+  } catch {
+    return false;
+  }
+}
+
 const envSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   HOST: z.string().default("0.0.0.0"),
@@ -74,7 +84,16 @@ const envSchema = z.object({
     )
     .optional(),
   /** smtp(s)://user:pass@host:port — unset: e-mails are written to the log (development only). */
-  SMTP_URL: z.string().optional(),
+  SMTP_URL: z
+    .string()
+    // Checked here, not at the first e-mail: nodemailer takes any string and fails only when
+    // sending, so a typo let every sign-up through without its verification e-mail. The message
+    // names the form, never the value (it can hold the SMTP password).
+    .refine(
+      isSmtpUrl,
+      "SMTP_URL must be smtp://host:port or smtps://host:port (with user:password@ if needed)",
+    )
+    .optional(),
   MAIL_FROM: z.string().default("Toolgate <no-reply@toolgate.local>"),
   BODY_LIMIT_BYTES: z.coerce
     .number()
@@ -388,6 +407,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         "DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production",
       );
   }
+  // Node's HTTP server throws (a RangeError, with its stack) when given these the other way round.
+  if (parsed.success && parsed.data.HEADERS_TIMEOUT_MS > parsed.data.REQUEST_TIMEOUT_MS)
+    problems.push(
+      `HEADERS_TIMEOUT_MS (${parsed.data.HEADERS_TIMEOUT_MS}) must not exceed REQUEST_TIMEOUT_MS (${parsed.data.REQUEST_TIMEOUT_MS}): the headers are part of the request`,
+    );
   if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && !parsed.data.REDIS_URL)
     problems.push(
       "WEB_CONCURRENCY above 1 needs REDIS_URL: the gateway processes share their state through Redis",

@@ -70,6 +70,9 @@ async function bindServer(
       );
     if (code === "EADDRNOTAVAIL")
       throw new StartupError(`HOST ${config.host} is not an address of this machine; set HOST`);
+    // A host name that does not resolve fails in the listen's own lookup (getaddrinfo).
+    if (code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "EAI_FAIL")
+      throw new StartupError(`HOST ${config.host} does not resolve to an address; set HOST`);
     throw err;
   }
   return {

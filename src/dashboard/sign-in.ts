@@ -241,7 +241,10 @@ export function signInRoutes(services: Services): Router {
       const accountId = forRecipient ? await services.store.accountIdByEmail(email) : null;
       const account = accountId ? await services.store.getAccount(accountId) : null;
       if (account?.email === email) {
-        await sendSignInLink(services, account.id, email).catch((err: unknown) =>
+        // Not awaited: the answer must not wait on the mail server, or its timing would tell
+        // who has an account (milliseconds for none, the SMTP exchange for one) and a slow
+        // mail server would hold the form.
+        void sendSignInLink(services, account.id, email).catch((err: unknown) =>
           services.log.error({ err, account: account.id }, "dashboard sign-in e-mail not sent"),
         );
       }

@@ -28,6 +28,7 @@ export const ERRORS = {
   invalid_token: { status: 400, type: "invalid_request_error" },
   sso_sign_in_failed: { status: 401, type: "authentication_error" },
   session_required: { status: 401, type: "authentication_error" },
+  metrics_token_required: { status: 401, type: "authentication_error" },
   csrf_failed: { status: 403, type: "permission_error" },
   insufficient_credits: { status: 402, type: "payment_error" },
   key_budget_exceeded: { status: 402, type: "payment_error" },

@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from "node:crypto";
+import { ApiError } from "../http/errors.js";
 import { defineRoute } from "../http/route.js";
 
 /** Compared as digests, in constant time: the token's length is not revealed either. */
@@ -12,11 +13,17 @@ export const metrics = defineRoute({
   summary:
     "Prometheus metrics (text exposition format); a Bearer METRICS_TOKEN when one is configured.",
   auth: "public",
+  errors: ["metrics_token_required"],
   produces: "text/plain",
   async handler({ services, req }) {
     const token = services.config.metricsToken;
     if (token && !safeEqual(req.get("authorization") ?? "", `Bearer ${token}`))
-      return { status: 401, body: { error: "metrics token required" } };
+      // In the one error shape, as every refusal is (it was a bare {"error": "…"} string).
+      throw new ApiError(
+        "metrics_token_required",
+        "GET /metrics needs the METRICS_TOKEN: send Authorization: Bearer <token>.",
+        { headers: { "WWW-Authenticate": 'Bearer realm="metrics"' } },
+      );
     return {
       text: { contentType: "text/plain; version=0.0.4", body: await services.metrics.render() },
     };

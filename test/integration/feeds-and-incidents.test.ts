@@ -25,6 +25,10 @@ async function feed(path: string) {
     "default-src 'none'; frame-ancestors 'none'",
   );
   expect(XMLValidator.validate(xml)).toBe(true);
+  // XML 1.0's Char production, which XMLValidator does not check and feed readers' parsers
+  // (expat, libxml2) enforce: one such character and the whole feed is unreadable.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding them is the point
+  expect(xml).not.toMatch(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/);
   const doc = new XMLParser({ ignoreAttributes: false, isArray: (name) => name === "item" }).parse(
     xml,
   );
@@ -93,9 +97,18 @@ describe("incidents", () => {
     });
     expect(resolved.body.resolved_at).toEqual(expect.any(String));
 
+    // Text pasted from elsewhere can carry control characters XML does not allow.
+    const pasted = await admin(gw.url, "/incidents", {
+      body: { title: "Bell\u0007 in the title", message: "A form\u000cfeed\u0000 here." },
+    });
+    expect(pasted.status).toBe(201);
+
     await new Promise((r) => setTimeout(r, 1100)); // the report is cached for a second
     const status = (await call(`${gw.url}/status.json`)).body;
-    expect(status.incidents.active.map((i: { id: string }) => i.id)).toEqual([opened.body.id]);
+    expect(status.incidents.active.map((i: { id: string }) => i.id)).toEqual([
+      pasted.body.id,
+      opened.body.id,
+    ]);
     expect(status.incidents.recent.map((i: { id: string }) => i.id)).toEqual([second.body.id]);
     expect(status.status).toBe("degraded"); // an open incident
 
@@ -115,6 +128,7 @@ describe("incidents", () => {
         "[Resolved] Webhook delays",
       ]),
     );
+    expect(item("[Investigating] Bell in the title").description).toContain("A formfeed here.");
     expect(item("[Monitoring] Slow AI answers").description).toContain("Provider recovered.");
     expect(item("[Resolved] Webhook delays").description).toContain("All delivered.");
     expect(item("[Monitoring] Slow AI answers").guid["#text"]).not.toBe(

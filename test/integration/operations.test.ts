@@ -31,7 +31,22 @@ const sample = (text: string, name: string, labels: string) => {
 
 describe("GET /metrics", () => {
   it("counts requests by route pattern, tool calls, credits and errors — and needs its token", async () => {
-    expect((await fetch(`${gw.url}/metrics`)).status).toBe(401);
+    for (const authorization of [undefined, "Bearer wrong-token-wrong-token"]) {
+      const refused = await fetch(`${gw.url}/metrics`, {
+        headers: authorization ? { authorization } : {},
+      });
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get("www-authenticate")).toBe('Bearer realm="metrics"');
+      // The one error shape, as every other refusal.
+      expect(await refused.json()).toEqual({
+        error: {
+          type: "authentication_error",
+          code: "metrics_token_required",
+          message: expect.stringContaining("METRICS_TOKEN"),
+          request_id: refused.headers.get("x-request-id"),
+        },
+      });
+    }
     const { key } = await fundedAccount(gw.url, 100, "pro");
     const before = (await metrics()).text;
     for (let i = 0; i < 3; i++) await callTool(gw.url, key, "hash", { text: String(i) });

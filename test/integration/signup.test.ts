@@ -76,6 +76,18 @@ describe("POST /api/v1/signup", () => {
     expect(res.body.error).toMatchObject({ code: "email_taken", param: "email" });
   });
 
+  it("takes an address pasted with spaces or a line break around it as the address itself", async () => {
+    const email = `pasted-${Date.now()}@example.com`;
+    const res = await signup({
+      email: `  Pasted-${email.slice(7).replace("example", "Example")}\n`,
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.account.email).toBe(email);
+    const again = await signup({ email: ` ${email} ` });
+    expect(again.status).toBe(409);
+    expect(again.body.error).toMatchObject({ code: "email_taken", param: "email" });
+  });
+
   it.each([
     ["a malformed address", { email: "not-an-address" }, 422, "validation_failed", "email"],
     ["a wrong type", { email: 42 }, 422, "validation_failed", "email"],

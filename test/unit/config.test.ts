@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
 
@@ -147,6 +147,60 @@ describe("configuration", () => {
     expect(() => loadConfig({ ADMIN_API_KEY: "short" })).toThrow(/ADMIN_API_KEY/);
     expect(() => loadConfig({ REDIS_KEY_PREFIX: "{tg}:" })).toThrow(/REDIS_KEY_PREFIX/);
     expect(() => loadConfig({ REDIS_CLUSTER: "yes" })).toThrow(/REDIS_CLUSTER/);
+  });
+
+  it("refuses an SMTP_URL nodemailer cannot use, without repeating it (it can hold a password)", () => {
+    for (const bad of [
+      "notaurl",
+      "mailer:pw@smtp.example.com:587",
+      "http://smtp.example.com",
+      "smtp://",
+    ])
+      expect(() => loadConfig({ SMTP_URL: bad }), bad).toThrow(
+        /SMTP_URL must be smtp:\/\/host:port or smtps:\/\/host:port/,
+      );
+    try {
+      loadConfig({ SMTP_URL: "mailer:hunter2-smtp@smtp.example.com" });
+    } catch (err) {
+      expect(String(err)).not.toContain("hunter2");
+    }
+    expect(loadConfig({ SMTP_URL: "smtps://mailer:pw@smtp.example.com:465" }).smtpUrl).toBe(
+      "smtps://mailer:pw@smtp.example.com:465",
+    );
+  });
+
+  it("says a start-up mistake in one line, not a stack: timeouts the wrong way round, a HOST that does not resolve", async () => {
+    const start = (env: Record<string, string>) =>
+      new Promise<{ status: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+          cwd: new URL("../..", import.meta.url).pathname,
+          env: {
+            PATH: process.env.PATH,
+            NODE_ENV: "development",
+            DEV_CHAIN: "0",
+            PORT: "0",
+            ...env,
+          },
+          stdio: ["ignore", "ignore", "pipe"],
+          timeout: 20_000,
+        });
+        let stderr = "";
+        child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+        child.on("close", (status) => resolve({ status, stderr }));
+      });
+    // Side by side: each is a process start.
+    const [timeouts, host] = await Promise.all([
+      start({ HEADERS_TIMEOUT_MS: "40000", REQUEST_TIMEOUT_MS: "30000" }),
+      start({ HOST: "no-such-host.invalid" }),
+    ]);
+    expect(timeouts.status).toBe(78);
+    expect(timeouts.stderr).toBe(
+      "Invalid configuration:\n  - HEADERS_TIMEOUT_MS (40000) must not exceed REQUEST_TIMEOUT_MS (30000): the headers are part of the request\n",
+    );
+    expect(host.status).toBe(1);
+    expect(host.stderr).toBe(
+      "Toolgate could not start: HOST no-such-host.invalid does not resolve to an address; set HOST\n",
+    );
   });
 
   it("refuses to start in production without its settings, saying which", () => {

@@ -22,7 +22,11 @@ export const signup = defineRoute({
     api_key: z.string().describe("The full key: shown in this answer only."),
     key: keyViewSchema,
   }),
-  body: z.strictObject({ email: z.email().max(254) }),
+  body: z.strictObject({
+    // Trimmed before it is judged (an address pasted with a space or a line break around it was
+    // refused as "Invalid email address"); a preprocess keeps the published schema the address's.
+    email: z.preprocess((v) => (typeof v === "string" ? v.trim() : v), z.email().max(254)),
+  }),
   async handler({ services, body, req, requestId }) {
     const email = body.email.trim().toLowerCase();
     const limit = services.config.signupsPerHourPerIp;
@@ -59,7 +63,11 @@ export const signup = defineRoute({
       throw err;
     }
     const { account, apiKey, key } = created;
-    await sendVerificationEmail(services, account.id, email).catch((err) =>
+    // Sent beside the answer, not before it: the account and its key exist now, and the key is
+    // shown only in this answer. Waiting for a slow or unreachable mail server (nodemailer waits
+    // 30 s for a greeting, 2 min for a connection) held the answer past clients' timeouts, and a
+    // retry then met 409 email_taken: an account whose key nobody ever saw.
+    void sendVerificationEmail(services, account.id, email).catch((err) =>
       services.log.error({ err, account_id: account.id }, "could not send the verification e-mail"),
     );
     return {

@@ -2450,7 +2450,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "api_key_expired" | "invalid_token" | "sso_sign_in_failed" | "session_required" | "csrf_failed" | "insufficient_credits" | "key_budget_exceeded" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "tool_not_allowed" | "unrestricted_key_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "key_already_rotated" | "plan_not_purchasable" | "sso_domain_taken" | "secret_rotation_in_progress" | "invalid_cursor" | "unknown_tool_name" | "invalid_range" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "analytics_not_enabled" | "store_unavailable" | "books_unavailable" | "sso_provider_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy" | "shutting_down";
+                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "api_key_expired" | "invalid_token" | "sso_sign_in_failed" | "session_required" | "metrics_token_required" | "csrf_failed" | "insufficient_credits" | "key_budget_exceeded" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "tool_not_allowed" | "unrestricted_key_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "key_already_rotated" | "plan_not_purchasable" | "sso_domain_taken" | "secret_rotation_in_progress" | "invalid_cursor" | "unknown_tool_name" | "invalid_range" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "analytics_not_enabled" | "store_unavailable" | "books_unavailable" | "sso_provider_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy" | "shutting_down";
                 message: string;
                 /** @description The input field the error is about, as a dotted path. */
                 param?: string;
@@ -8701,6 +8701,15 @@ export interface operations {
             };
             /** @description invalid_json */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description metrics_token_required */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
