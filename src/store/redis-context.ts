@@ -67,6 +67,7 @@ const KEY_COUNTS = {
   "idempotent-admit": 8,
   "webhook-add": 1,
   "webhook-rotate": 1,
+  "delivery-record": 2,
   "custom-tool-add": 1,
   "release-lock": 1,
   "compare-and-set": 1,

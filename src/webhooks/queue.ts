@@ -8,6 +8,7 @@ import {
   processDelivery,
 } from "./process-delivery.js";
 import { MAX_ATTEMPTS, retryDelayMs, type DeliveryJob } from "./types.js";
+import { ExpiringMap } from "../lib/expiring-map.js";
 
 /**
  * Where deliveries wait and are retried. With Redis: BullMQ, so deliveries survive restarts and
@@ -170,8 +171,13 @@ function openBullQueue(
   };
 }
 
+/** How long the in-process queue remembers a job id: as long as BullMQ keeps a completed job. */
+const SEEN_FOR_MS = 24 * 3600 * 1000;
+
 export function createInProcessQueue(services: Foundation, agent: Agent): DeliveryQueue {
-  const seen = new Set<string>();
+  // Job ids enqueued, each kept a day as BullMQ keeps a completed job (a re-enqueue is a no-op),
+  // then forgotten: a set of every delivery ever made grew for as long as the process ran.
+  const seen = new ExpiringMap<string, true>(Date.now, SEEN_FOR_MS);
   const timers = new Set<NodeJS.Timeout>();
   const later = (delayMs: number, next: () => void) => {
     const timer = setTimeout(() => {
@@ -199,7 +205,7 @@ export function createInProcessQueue(services: Foundation, agent: Agent): Delive
   return {
     async enqueue(jobId, job) {
       if (seen.has(jobId)) return;
-      seen.add(jobId);
+      seen.set(jobId, true);
       run(job, 1);
     },
     async close() {

@@ -1537,9 +1537,26 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
         now,
       }),
     ).toEqual({ status: "not_found" });
+    const attempt = {
+      eventId: "evt_1",
+      event: "tool.error",
+      attempt: 1,
+      at: now,
+      status: 500,
+      durationMs: 12,
+      outcome: "retrying" as const,
+      error: null,
+      nextAttemptAt: now + 1000,
+      body: "{}",
+    };
+    await store.recordDelivery(owner.id, hook.id, attempt, 50);
+    expect(await store.listDeliveries(owner.id, hook.id, 10)).toEqual([attempt]);
     expect(await store.deleteWebhook(owner.id, hook.id)).toBe(true);
     expect(await rotate("sealed-h", 0)).toEqual({ status: "not_found" });
     expect(await store.listWebhooks(owner.id)).toEqual([]);
+    // An attempt that ends after the webhook was deleted logs nothing: the log is not recreated.
+    await store.recordDelivery(owner.id, hook.id, { ...attempt, attempt: 2 }, 50);
+    expect(await store.listDeliveries(owner.id, hook.id, 10)).toEqual([]);
   });
 
   const session = (accountId: string, overrides: Partial<SessionRecord> = {}): SessionRecord => ({

@@ -55,6 +55,8 @@ export function memoryWebhooks(): WebhookStore {
       attempt: DeliveryAttempt,
       keep: number,
     ) {
+      // Logged only while the webhook exists (as in Redis: delivery-record.lua).
+      if (!hooksOf(ownerId).has(webhookId)) return;
       const key = `${ownerId}\0${webhookId}`;
       deliveries.set(key, [attempt, ...(deliveries.get(key) ?? [])].slice(0, keep));
     },

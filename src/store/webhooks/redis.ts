@@ -57,13 +57,10 @@ export function redisWebhooks({ redis, call, script }: RedisContext): WebhookSto
       attempt: DeliveryAttempt,
       keep: number,
     ): Promise<void> {
-      const key = redisKey.deliveries(ownerId, webhookId);
-      await call(() =>
-        redis
-          .multi()
-          .lpush(key, JSON.stringify(attempt))
-          .ltrim(key, 0, keep - 1)
-          .exec(),
+      await script(
+        "delivery-record",
+        [redisKey.webhooks(ownerId), redisKey.deliveries(ownerId, webhookId)],
+        [webhookId, JSON.stringify(attempt), keep],
       );
     },
 
