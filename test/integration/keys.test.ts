@@ -213,6 +213,20 @@ describe("API keys", () => {
     }
     expect((await me(key)).status).toBe(200);
   });
+
+  it("refuses a key name with control characters, naming the field; other Unicode is a name", async () => {
+    const { key } = await signUp(gw.url);
+    for (const name of ["ci\u0000", "deploy\u001b[31m", "a\nb"]) {
+      const res = await call(`${gw.url}/api/v1/keys`, { key, body: { name } });
+      expect([res.status, res.body.error.code, res.body.error.param]).toEqual([
+        422,
+        "validation_failed",
+        "name",
+      ]);
+    }
+    const named = await call(`${gw.url}/api/v1/keys`, { key, body: { name: "déploiement 🚀" } });
+    expect([named.status, named.body.name]).toEqual([201, "déploiement 🚀"]);
+  });
 });
 
 describe("authentication", () => {

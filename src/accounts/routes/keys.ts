@@ -12,7 +12,14 @@ import { issuedKeyViewSchema, keyView, keyViewSchema, listOf } from "../views.js
  * with account controls manages no keys (403 `unrestricted_key_required`): it could otherwise
  * lift its own limits or issue itself a key without them.
  */
-export const keyName = z.string().trim().min(1).max(64);
+export const keyName = z
+  .string()
+  .trim()
+  .min(1)
+  .max(64)
+  // Shown in the dashboard, the CLI's tables and logs: a NUL or an escape sequence in a name was
+  // stored and printed as it came.
+  .regex(/^\P{Cc}*$/u, "A key name cannot contain control characters.");
 
 export const listKeys = defineRoute({
   method: "get",
