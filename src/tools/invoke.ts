@@ -131,14 +131,7 @@ export async function invokeTool(
     );
   }
   const caller = await checkCaller(services, call);
-  // The stored answer, with the rate limit as it stands now (this replay was counted), not as it
-  // stood when the answer was stored.
-  if (state.state === "completed")
-    return {
-      ...state.response,
-      headers: { ...state.response.headers, ...caller.headers },
-      replayed: true,
-    };
+  if (state.state === "completed") return replayOf(state.response, caller);
   throw new ApiError(
     "idempotency_conflict",
     "This Idempotency-Key was already used with a different request body.",
@@ -193,6 +186,25 @@ export async function claimIdempotencyKey(
     () => services.store.beginIdempotent(accountId, key, claim),
     (state) => state,
   ) as Promise<Exclude<IdempotencyState, { state: "in_progress" }>>;
+}
+
+/**
+ * A stored answer replayed: the tool's output as first answered, with what this request did and
+ * sees now — charged nothing (`X-Credits-Charged: 0`: a client adding the header up counted a
+ * replay twice), the balance and the rate limit as they stand (this replay was counted), not as
+ * they stood when the answer was stored.
+ */
+export function replayOf(response: StoredResponse, now: Admitted): ToolCallResult {
+  return {
+    ...response,
+    headers: {
+      ...response.headers,
+      ...now.headers,
+      "X-Credits-Charged": "0",
+      "X-Credits-Remaining": String(now.account.balance),
+    },
+    replayed: true,
+  };
 }
 
 /**

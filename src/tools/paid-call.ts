@@ -13,6 +13,7 @@ import {
   claimIdempotencyKey,
   idempotencyLeaseMs,
   invokeTool,
+  replayOf,
   type ToolCallResult,
 } from "./invoke.js";
 import { formatUsd } from "../lib/money.js";
@@ -61,10 +62,11 @@ export async function callPaidTool(
   // A keyed call is counted against the rate limit by its key's check.
   let counted = key !== undefined;
   const checked = key ? await checkKey(services, key, tool, requestId, !call.counted) : null;
-  // The rate limit as the request was counted: by its key's check, or by the wallet account's
-  // slot taken before settling. The call's own admission then counts nothing and knows nothing of
-  // the window, so every answer (served, replayed or failed) states it from here.
-  let rate = checked?.headers ?? {};
+  // The caller as the request was counted: by its key's check, or by the wallet account's slot
+  // taken before settling. The call's own admission then counts nothing and knows nothing of the
+  // window, so every answer (served, replayed or failed) states the rate limit from here.
+  let counter: Admitted | null = checked;
+  const rate = () => counter?.headers ?? {};
   let paid: Paid;
   try {
     paid = await takeDecodedPayment(services, call.read, {
@@ -87,7 +89,7 @@ export async function callPaidTool(
       // keyed call's by its key's check (the call's own admission then counts nothing: `counted`)…
       beforeSettling: async (accountId, keyed) => {
         if (!counted) {
-          rate = (await authenticate(services, { accountId, hash: null }, requestId)).headers;
+          counter = await authenticate(services, { accountId, hash: null }, requestId);
           counted = true;
         }
         // …nor for one already answered: a new authorization under a key the client already used
@@ -103,7 +105,13 @@ export async function callPaidTool(
     });
   } catch (err) {
     if (err instanceof AnsweredUnpaid)
-      return { ...err.response, headers: { ...err.response.headers, ...rate }, replayed: true };
+      return counter
+        ? replayOf(err.response, counter)
+        : {
+            ...err.response,
+            headers: { ...err.response.headers, "X-Credits-Charged": "0" },
+            replayed: true,
+          };
     // Not run: whoever comes next with this key runs the call (or pays for it) instead.
     if (held) await forget(services, held);
     throw err;
@@ -140,10 +148,10 @@ export async function callPaidTool(
     result = (await Promise.all([answer, recorded]))[0];
   } catch (err) {
     throw err instanceof ApiError
-      ? stillCredited(err, tool, key !== undefined).withHeaders(rate)
+      ? stillCredited(err, tool, key !== undefined).withHeaders(rate())
       : err;
   }
-  return { ...result, headers: { ...result.headers, ...rate } };
+  return { ...result, headers: { ...result.headers, ...rate() } };
 }
 
 /**

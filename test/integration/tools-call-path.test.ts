@@ -193,13 +193,25 @@ describe("Idempotency-Key", () => {
       expect(results.filter((r) => r.headers.get("idempotent-replayed") === "true")).toHaveLength(
         5,
       );
+      // What each answer says it charged adds up to what was charged (10); each says the balance
+      // as it stood when it answered, a replay included.
+      const charged = (r: (typeof results)[number]) => [
+        r.headers.get("idempotent-replayed"),
+        r.headers.get("x-credits-charged"),
+        r.headers.get("x-credits-remaining"),
+      ];
+      expect(results.map(charged).sort()).toEqual([
+        [null, "10", "90"],
+        ...Array(5).fill(["true", "0", "90"]),
+      ]);
+      await call(`${gw.url}/v1/tools/hash`, { key, body: { text: "spend one" } });
       const later = await callTool(gw.url, key, "ai-generate", { prompt: "once" }, headers);
-      expect([later.status, later.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
+      expect(charged(later)).toEqual(["true", "0", "89"]);
     } finally {
       llm.state.delayMs = 0;
     }
     expect(llm.requests.length - before).toBe(1);
-    expect(await balanceOf(gw.url, key)).toBe(90);
+    expect(await balanceOf(gw.url, key)).toBe(89);
   });
 
   it("refuses the same key with another body (409), and keys are per account", async () => {
