@@ -497,7 +497,8 @@ export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiErr
   } catch {
     /* not our worker's JSON */
   }
-  const detail = error.message ? ` ${error.message}` : "";
+  // A sentence of its own, whether or not the worker (or an operator's endpoint) ended it.
+  const detail = error.message ? ` ${error.message.replace(/(?<![.!?])$/, ".")}` : "";
   if (outcome.status === 422)
     return new ApiError(
       "validation_failed",

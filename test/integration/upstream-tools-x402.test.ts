@@ -87,7 +87,9 @@ describe("an operator's upstream tool paid with x402", () => {
     expect(res.status).toBe(502);
     // The payer is told where its money went and how to use it, not only "not charged".
     const { message } = (await res.json()).error;
-    expect(message).toMatch(/^The shout-broken tool failed;.* The call was not charged\. /);
+    expect(message).toMatch(
+      /^The shout-broken tool failed; the endpoint answered HTTP \d+\. The call was not charged\. /,
+    );
     expect(message).toMatch(
       / The payment was credited to the paying wallet's account \(4 credits\) and stays there: send this call again with the same payment to run it on those credits without paying again\.$/,
     );
