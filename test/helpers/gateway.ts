@@ -278,3 +278,15 @@ export const admin = (
 ) => call(`${url}/api/v1/admin${path}`, { ...init, key: ADMIN_KEY });
 
 export { dropPrefix, uniquePrefix };
+
+/** The dashboard's "e-mail me a sign-in link" form, posted as a browser on the page would, from `client` (X-Forwarded-For). */
+export const requestSignInLink = (baseUrl: string, email: string, client: string) =>
+  fetch(`${baseUrl}/dashboard/sign-in/email`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      "sec-fetch-site": "same-origin",
+      "x-forwarded-for": client,
+    },
+    body: new URLSearchParams({ email }).toString(),
+  });

@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomId } from "../../src/lib/ids.js";
-import { call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  call,
+  fundedAccount,
+  requestSignInLink,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 import { startSmtpServer } from "../helpers/smtp.js";
 
 /**
@@ -147,16 +153,7 @@ describe("dashboard sessions", () => {
   });
 
   it("e-mails a sign-in link only to an address with an account, answering both alike, and limits the e-mails without telling who has one", async () => {
-    const post = (email: string, client: string) =>
-      fetch(`${gw.url}/dashboard/sign-in/email`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/x-www-form-urlencoded",
-          "sec-fetch-site": "same-origin",
-          "x-forwarded-for": client,
-        },
-        body: form({ email }),
-      });
+    const post = (email: string, client: string) => requestSignInLink(gw.url, email, client);
     const email = `links-${randomId(8)}@example.com`;
     await call(`${gw.url}/api/v1/signup`, {
       body: { email },

@@ -1,7 +1,7 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomId } from "../../src/lib/ids.js";
-import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { call, requestSignInLink, startGateway, type TestGateway } from "../helpers/gateway.js";
 
 /**
  * A mail server that accepts connections and never says hello (overloaded, or a firewall's
@@ -68,16 +68,7 @@ describe("a mail server that does not answer", () => {
       body: { email },
       headers: { "x-forwarded-for": `198.51.100.${Math.floor(Math.random() * 250)}` },
     });
-    const post = (to: string, client: string) =>
-      fetch(`${gw.url}/dashboard/sign-in/email`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/x-www-form-urlencoded",
-          "sec-fetch-site": "same-origin",
-          "x-forwarded-for": client,
-        },
-        body: new URLSearchParams({ email: to }).toString(),
-      });
+    const post = (to: string, client: string) => requestSignInLink(gw.url, to, client);
     const known = await timed(() => post(email, "203.0.113.1"));
     const unknown = await timed(() => post(`nobody-${randomId(8)}@example.com`, "203.0.113.2"));
     expect([known.result.status, unknown.result.status]).toEqual([200, 200]);
