@@ -20,11 +20,6 @@ import type { UpstreamToolSpec } from "./tools/custom/spec.js";
 import { deepFreeze } from "./lib/deep-freeze.js";
 import { percentDecoded, type Secret } from "./lib/redact.js";
 
-/**
- * The one configuration object, read from the environment once at start-up.
- * Development gets embedded defaults so `npm start` works on a fresh machine;
- * production refuses to start until every required setting is given.
- */
 /** An SMTP server's URL as nodemailer reads it: smtp: or smtps:, with a host. */
 function isSmtpUrl(value: string): boolean {
   try {
@@ -35,6 +30,11 @@ function isSmtpUrl(value: string): boolean {
   }
 }
 
+/**
+ * The one configuration object, read from the environment once at start-up.
+ * Development gets embedded defaults so `npm start` works on a fresh machine;
+ * production refuses to start until every required setting is given.
+ */
 const envSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   HOST: z.string().default("0.0.0.0"),
