@@ -23,6 +23,7 @@ import {
 } from "./verify.js";
 import { createWalletAccount, walletAccountId } from "./wallet-accounts.js";
 import type { Authorization, PaymentHeader, RequirementsV2 } from "./wire.js";
+import { RefusedPayments } from "./refused-payments.js";
 
 /**
  * Accepting an x402 payment, start to end: find the network → verify → claim the authorization
@@ -106,6 +107,9 @@ export class Payments {
    */
   readonly settlingDeadlineMs: number;
 
+  /** Keyless callers' refused payments, per client address (refused-payments.ts). */
+  readonly refused: RefusedPayments;
+
   constructor(
     private readonly services: Foundation & Pick<Services, "books">,
     readonly config: NonNullable<Config["x402"]>,
@@ -115,6 +119,7 @@ export class Payments {
     const urls = Math.max(1, ...config.networks.map((n) => n.rpcUrls.length));
     this.settlingDeadlineMs =
       config.batchWindowMs + 6 * urls * config.rpcTimeoutMs + config.receiptTimeoutMs;
+    this.refused = new RefusedPayments(services);
   }
 
   relayers(clients: NetworkClients): Relayers {

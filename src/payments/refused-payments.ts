@@ -2,6 +2,9 @@ import type { Services } from "../services.js";
 import { ApiError } from "../http/errors.js";
 import { ENDPOINT_LIMITS } from "../http/endpoint-limits.js";
 
+/** Addresses remembered at once per process: past it the oldest are forgotten (each costs one more refusal to relearn). */
+const MAX_BLOCKED = 10_000;
+
 /**
  * Refused payments per client address, for keyless REST tool calls. A new payment is checked on
  * chain (the block and the transfer's simulation) before anything proves who sent it, so without
@@ -14,64 +17,53 @@ import { ENDPOINT_LIMITS } from "../http/endpoint-limits.js";
  * them), so an honest payer's calls cost nothing more: no store round trip is added to a paid
  * call. An address past the limit is refused in this process, without the store, until a slot of
  * the window frees; another process learns it at its next refusal from there (one more RPC
- * round trip at most, per process).
+ * round trip at most, per process). Held by `Payments` (`payments.refused`), one per process.
  */
-const blocked = new WeakMap<Services, Map<string, number>>();
-/** Addresses remembered at once per process: past it the oldest are forgotten (each costs one more refusal to relearn). */
-const MAX_BLOCKED = 10_000;
+export class RefusedPayments {
+  /** Address → until when it is refused in this process. */
+  private readonly blocked = new Map<string, number>();
 
-const blockedOf = (services: Services) => {
-  let map = blocked.get(services);
-  if (!map) {
-    map = new Map();
-    blocked.set(services, map);
+  constructor(private readonly services: Pick<Services, "config" | "store">) {}
+
+  /** 429 `rate_limited` for an address whose refused payments filled the window, before its payment is read. */
+  check(address: string): void {
+    const until = this.blocked.get(address);
+    if (until === undefined) return;
+    const left = until - Date.now();
+    if (left <= 0) {
+      this.blocked.delete(address);
+      return;
+    }
+    throw this.limited(left);
   }
-  return map;
-};
 
-/** 429 `rate_limited` for an address whose refused payments filled the window, before its payment is read. */
-export function checkRefusedPayments(services: Services, address: string): void {
-  const map = blockedOf(services);
-  const until = map.get(address);
-  if (until === undefined) return;
-  const left = until - Date.now();
-  if (left <= 0) {
-    map.delete(address);
-    return;
+  /** Counts one refused payment from `address`; past the limit, the address is refused from now on. */
+  async count(address: string, requestId: string): Promise<void> {
+    const { count, windowSeconds } = this.services.config.endpointLimits["x402-refused"];
+    const hit = await this.services.store.hitRateLimit(
+      `endpoint:x402-refused:ip:${address}`,
+      count,
+      windowSeconds * 1000,
+      requestId,
+    );
+    // The refusal that filled the window is counted; the next one is refused before the chain.
+    if (hit.remaining > 0 && hit.allowed) return;
+    if (this.blocked.size >= MAX_BLOCKED) this.blocked.delete(this.blocked.keys().next().value!);
+    this.blocked.set(address, Date.now() + Math.max(1000, hit.resetMs));
   }
-  throw limited(services, left);
-}
 
-/** Counts one refused payment from `address`; past the limit, the address is refused from now on. */
-export async function countRefusedPayment(
-  services: Services,
-  address: string,
-  requestId: string,
-): Promise<void> {
-  const { count, windowSeconds } = services.config.endpointLimits["x402-refused"];
-  const hit = await services.store.hitRateLimit(
-    `endpoint:x402-refused:ip:${address}`,
-    count,
-    windowSeconds * 1000,
-    requestId,
-  );
-  // The refusal that filled the window is counted; the next one is refused before the chain.
-  if (hit.remaining > 0 && hit.allowed) return;
-  const map = blockedOf(services);
-  if (map.size >= MAX_BLOCKED) map.delete(map.keys().next().value!);
-  map.set(address, Date.now() + Math.max(1000, hit.resetMs));
-}
-
-function limited(services: Services, leftMs: number): ApiError {
-  const { count, windowSeconds } = services.config.endpointLimits["x402-refused"];
-  const setting =
-    services.config.env === "production"
-      ? ""
-      : ` (ENDPOINT_LIMITS x402-refused=${count}/${windowSeconds})`;
-  const retryAfter = String(Math.max(1, Math.ceil(leftMs / 1000)));
-  return new ApiError(
-    "rate_limited",
-    `At most ${count} ${ENDPOINT_LIMITS["x402-refused"].what} per ${windowSeconds} s per client address${setting}; retry after ${retryAfter} s with a valid payment.`,
-    { headers: { "Retry-After": retryAfter } },
-  );
+  private limited(leftMs: number): ApiError {
+    const { config } = this.services;
+    const { count, windowSeconds } = config.endpointLimits["x402-refused"];
+    const setting =
+      config.env === "production"
+        ? ""
+        : ` (ENDPOINT_LIMITS x402-refused=${count}/${windowSeconds})`;
+    const retryAfter = String(Math.max(1, Math.ceil(leftMs / 1000)));
+    return new ApiError(
+      "rate_limited",
+      `At most ${count} ${ENDPOINT_LIMITS["x402-refused"].what} per ${windowSeconds} s per client address${setting}; retry after ${retryAfter} s with a valid payment.`,
+      { headers: { "Retry-After": retryAfter } },
+    );
+  }
 }

@@ -8,7 +8,6 @@ import { paymentChallenge } from "../../payments/offer.js";
 import { toolExtensions } from "../../payments/discovery.js";
 import { offerForResource } from "../../payments/take-payment.js";
 import { readPaymentHeader } from "../../payments/wire.js";
-import { checkRefusedPayments, countRefusedPayment } from "../../payments/refused-payments.js";
 import { callPaidTool } from "../paid-call.js";
 import { toolNotFound } from "../lookup.js";
 import { invokeTool, type ToolCallResult } from "../invoke.js";
@@ -123,7 +122,7 @@ export async function serveToolCall(
     // the keyed lane); its refused payments are limited, as each cost a chain round trip.
     const address = key ? null : ((req as { ip?: string }).ip ?? "unknown");
     const paying = (req.headers["payment-signature"] ?? req.headers["x-payment"]) !== undefined;
-    if (address !== null && paying) checkRefusedPayments(services, address);
+    if (address !== null && paying) services.payments.refused.check(address);
     let settled: Record<string, string> = {};
     try {
       const result = await callPaidTool(
@@ -148,7 +147,7 @@ export async function serveToolCall(
     } catch (err) {
       if (address !== null && err instanceof ApiError && err.code === "payment_invalid")
         // The refusal is the answer: a store that cannot count it does not replace it.
-        await countRefusedPayment(services, address, requestId).catch(() => undefined);
+        await services.payments.refused.count(address, requestId).catch(() => undefined);
       // Once paid, the payment stands (as credits on the paying account): say so on the error too.
       throw err instanceof ApiError ? err.withHeaders(settled) : err;
     }
