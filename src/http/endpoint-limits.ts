@@ -1,5 +1,6 @@
 import type { Request } from "express";
 import type { Services } from "../services.js";
+import type { RateState } from "../store/types.js";
 import { ApiError } from "./errors.js";
 
 /**
@@ -77,14 +78,48 @@ export async function withinEndpointLimit(
   subject: string,
   requestId: string,
 ): Promise<boolean> {
+  return (await countEndpointUse(services, name, subject, requestId)).allowed;
+}
+
+/** Counts one use of `name` for `subject`: the window as the store then has it. */
+export function countEndpointUse(
+  services: Pick<Services, "config" | "store">,
+  name: EndpointLimitName,
+  subject: string,
+  requestId: string,
+): Promise<RateState & { allowed: boolean }> {
   const { count, windowSeconds } = services.config.endpointLimits[name];
-  const hit = await services.store.hitRateLimit(
+  return services.store.hitRateLimit(
     `endpoint:${name}:${subject}`,
     count,
     windowSeconds * 1000,
     requestId,
   );
-  return hit.allowed;
+}
+
+/**
+ * The 429 of a spent endpoint limit: how many per which window, for whom, the setting that
+ * changes it (outside production), and when to come back (`Retry-After`, from `resetMs`).
+ */
+export function endpointLimitRefusal(
+  services: Pick<Services, "config">,
+  name: EndpointLimitName,
+  whose: "account" | "client address",
+  resetMs: number,
+  advice = "",
+): ApiError {
+  const { count, windowSeconds } = services.config.endpointLimits[name];
+  const per =
+    windowSeconds === 60 ? "minute" : windowSeconds === 3600 ? "hour" : `${windowSeconds} s`;
+  const setting =
+    services.config.env === "production"
+      ? ""
+      : ` (ENDPOINT_LIMITS ${name}=${count}/${windowSeconds})`;
+  return new ApiError(
+    "rate_limited",
+    `At most ${count} ${ENDPOINT_LIMITS[name].what} per ${per} per ${whose}${setting}.${advice}`,
+    { headers: { "Retry-After": String(Math.max(1, Math.ceil(resetMs / 1000))) } },
+  );
 }
 
 /** Counts one call against `name` for the client address and the account; throws 429 when either is spent. */
@@ -109,19 +144,7 @@ export async function enforceEndpointLimit(
     }
     // A refused call counts nowhere: give back what it took from the other bucket.
     await Promise.all(counted.map((b) => services.store.releaseRateLimit(b, requestId)));
-    const per =
-      windowSeconds === 60 ? "minute" : windowSeconds === 3600 ? "hour" : `${windowSeconds} s`;
     const whose = bucket.includes(":account:") ? "account" : "client address";
-    const setting =
-      services.config.env === "production"
-        ? ""
-        : ` (ENDPOINT_LIMITS ${name}=${count}/${windowSeconds})`;
-    throw new ApiError(
-      "rate_limited",
-      `At most ${count} ${ENDPOINT_LIMITS[name].what} per ${per} per ${whose}${setting}.`,
-      {
-        headers: { "Retry-After": String(Math.max(1, Math.ceil(hit.resetMs / 1000))) },
-      },
-    );
+    throw endpointLimitRefusal(services, name, whose, hit.resetMs);
   }
 }

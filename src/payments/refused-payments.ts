@@ -1,6 +1,5 @@
 import type { Services } from "../services.js";
-import { ApiError } from "../http/errors.js";
-import { ENDPOINT_LIMITS } from "../http/endpoint-limits.js";
+import { countEndpointUse, endpointLimitRefusal } from "../http/endpoint-limits.js";
 
 /** Addresses remembered at once per process: past it the oldest are forgotten (each costs one more refusal to relearn). */
 const MAX_BLOCKED = 10_000;
@@ -34,36 +33,21 @@ export class RefusedPayments {
       this.blocked.delete(address);
       return;
     }
-    throw this.limited(left);
+    throw endpointLimitRefusal(
+      this.services,
+      "x402-refused",
+      "client address",
+      left,
+      " Retry with a valid payment once Retry-After has passed.",
+    );
   }
 
   /** Counts one refused payment from `address`; past the limit, the address is refused from now on. */
   async count(address: string, requestId: string): Promise<void> {
-    const { count, windowSeconds } = this.services.config.endpointLimits["x402-refused"];
-    const hit = await this.services.store.hitRateLimit(
-      `endpoint:x402-refused:ip:${address}`,
-      count,
-      windowSeconds * 1000,
-      requestId,
-    );
+    const hit = await countEndpointUse(this.services, "x402-refused", `ip:${address}`, requestId);
     // The refusal that filled the window is counted; the next one is refused before the chain.
     if (hit.remaining > 0 && hit.allowed) return;
     if (this.blocked.size >= MAX_BLOCKED) this.blocked.delete(this.blocked.keys().next().value!);
     this.blocked.set(address, Date.now() + Math.max(1000, hit.resetMs));
-  }
-
-  private limited(leftMs: number): ApiError {
-    const { config } = this.services;
-    const { count, windowSeconds } = config.endpointLimits["x402-refused"];
-    const setting =
-      config.env === "production"
-        ? ""
-        : ` (ENDPOINT_LIMITS x402-refused=${count}/${windowSeconds})`;
-    const retryAfter = String(Math.max(1, Math.ceil(leftMs / 1000)));
-    return new ApiError(
-      "rate_limited",
-      `At most ${count} ${ENDPOINT_LIMITS["x402-refused"].what} per ${windowSeconds} s per client address${setting}; retry after ${retryAfter} s with a valid payment.`,
-      { headers: { "Retry-After": retryAfter } },
-    );
   }
 }
