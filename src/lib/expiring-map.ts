@@ -48,11 +48,6 @@ export class ExpiringMap<K, V> {
     for (const entry of this.entries.values()) if (entry.until > now) yield entry.value;
   }
 
-  /** Entries held, the lapsed ones not yet swept included. */
-  get size(): number {
-    return this.entries.size;
-  }
-
   private sweepIfDue(): void {
     const now = this.now();
     if (now < this.nextSweep) return;

@@ -52,7 +52,6 @@ export interface IdempotencyRecord {
   fingerprint: string;
   requestId: string;
   leaseUntil: number;
-  expiresAt: number;
   response: StoredResponse | null;
 }
 
@@ -67,7 +66,7 @@ export interface MemoryStoreOptions {
 
 export class MemoryState {
   readonly accounts = new Map<string, MemAccount>();
-  /** By `idempotencyId(account, key)`, each kept until its `expiresAt`. */
+  /** By `idempotencyId(account, key)`, each kept for its time to live. */
   readonly idempotency: ExpiringMap<string, IdempotencyRecord>;
   /** Each account's event log, newest first (the outbox's; the ledger backlog looks at it too). */
   readonly eventLogs = new Map<string, EventRecord[]>();

@@ -14,17 +14,15 @@ export function memoryIdempotency(state: MemoryState): IdempotencyStore {
       const record = state.idempotency.get(id);
       const now = state.now();
       if (!record) {
-        const expiresAt = now + claim.ttlSeconds * 1000;
         state.idempotency.set(
           id,
           {
             fingerprint: claim.fingerprint,
             requestId: claim.requestId,
             leaseUntil: now + claim.leaseMs,
-            expiresAt,
             response: null,
           },
-          expiresAt,
+          now + claim.ttlSeconds * 1000,
         );
         return { state: "started", requestId: claim.requestId };
       }
@@ -45,8 +43,8 @@ export function memoryIdempotency(state: MemoryState): IdempotencyStore {
       const id = idempotencyId(accountId, key);
       const record = state.idempotency.get(id);
       if (!record) return;
-      Object.assign(record, { response, expiresAt: state.now() + ttlSeconds * 1000 });
-      state.idempotency.set(id, record, record.expiresAt);
+      record.response = response;
+      state.idempotency.set(id, record, state.now() + ttlSeconds * 1000);
     },
 
     async abandonIdempotent(accountId: string, key: string) {
