@@ -59,13 +59,13 @@ export async function callPaidTool(
   const fingerprint = callFingerprint(tool.name, input);
   // The client's own key (its Idempotency-Key or payment identifier), once claimed before settling.
   let held = null as HeldKey | null;
-  // A keyed call is counted against the rate limit by its key's check.
-  let counted = key !== undefined;
-  const checked = key ? await checkKey(services, key, tool, requestId, !call.counted) : null;
-  // The caller as the request was counted: by its key's check, or by the wallet account's slot
-  // taken before settling. The call's own admission then counts nothing and knows nothing of the
-  // window, so every answer (served, replayed or failed) states the rate limit from here.
-  let counter: Admitted | null = checked;
+  // The caller as the request was counted: a keyed call by its key's check, a keyless one by the
+  // wallet account's slot taken before settling (null until then). The call's own admission then
+  // counts nothing and knows nothing of the window, so every answer (served, replayed or failed)
+  // states the rate limit from here.
+  let counter: Admitted | null = key
+    ? await checkKey(services, key, tool, requestId, !call.counted)
+    : null;
   const rate = () => counter?.headers ?? {};
   let paid: Paid;
   try {
@@ -86,12 +86,9 @@ export async function callPaidTool(
       // Never take money for a call that cannot run: input, availability…
       beforeVerifying: () => void preflight(services, tool, input),
       // …nor for one the wallet's account may not make now: its rate-limit slot is taken here, a
-      // keyed call's by its key's check (the call's own admission then counts nothing: `counted`)…
+      // keyed call's by its key's check (the call's own admission then counts nothing: `counter`)…
       beforeSettling: async (accountId, keyed) => {
-        if (!counted) {
-          counter = await authenticate(services, { accountId, hash: null }, requestId);
-          counted = true;
-        }
+        counter ??= await authenticate(services, { accountId, hash: null }, requestId);
         // …nor for one already answered: a new authorization under a key the client already used
         // (a payment identifier, an Idempotency-Key) is answered from that key's record, or waits
         // for the call running (or still settling) under it, and is never settled itself.
@@ -104,14 +101,8 @@ export async function callPaidTool(
       },
     });
   } catch (err) {
-    if (err instanceof AnsweredUnpaid)
-      return counter
-        ? replayOf(err.response, counter)
-        : {
-            ...err.response,
-            headers: { ...err.response.headers, "X-Credits-Charged": "0" },
-            replayed: true,
-          };
+    // Thrown by claimCallKey in beforeSettling, once the caller was counted there or before.
+    if (err instanceof AnsweredUnpaid) return replayOf(err.response, counter!);
     // Not run: whoever comes next with this key runs the call (or pays for it) instead.
     if (held) await forget(services, held);
     throw err;
@@ -139,7 +130,7 @@ export async function callPaidTool(
       idempotencyTtlSeconds: payment.retainSeconds,
       requestId: runAs,
       // Its rate-limit slot was taken before the payment settled (beforeSettling above), if it was settled here.
-      counted,
+      counted: counter !== null,
     },
     forward,
   );

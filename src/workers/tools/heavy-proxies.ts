@@ -1,6 +1,5 @@
 import { TOOLS } from "../../tools/catalogue/index.js";
-import { WorkerError } from "../errors.js";
-import { implement, type ToolImplementation } from "./implementation.js";
+import { heavyPoolOf, implement, type ToolImplementation } from "./implementation.js";
 
 /**
  * In the workers' main thread, a heavy tool is a proxy onto the heavy pool: the implementation
@@ -15,10 +14,8 @@ export const HEAVY_PROXIES: ToolImplementation[] = TOOLS.filter(
     // check, and ~0.2 s to parse and copy to the thread.
     readsBody: true,
     async run(body, ctx) {
-      if (!ctx.heavy)
-        throw new WorkerError(503, "tool_unavailable", "The heavy worker pool is not running.");
       const bytes = body instanceof Uint8Array ? body : undefined;
-      return ctx.heavy.run(tool.name, bytes, ctx.timeoutMs) as never;
+      return heavyPoolOf(ctx).run(tool.name, bytes, ctx.timeoutMs) as never;
     },
   }),
 );

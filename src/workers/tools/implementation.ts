@@ -7,6 +7,7 @@
 import type { z } from "zod";
 import type { ToolDefinition } from "../../tools/definition.js";
 import type { WorkerConfig } from "../config.js";
+import { WorkerError } from "../errors.js";
 import type { HeavyPool } from "../heavy/pool.js";
 
 export interface ToolContext {
@@ -36,4 +37,11 @@ export function implement<T extends ToolDefinition>(
   impl: Omit<ToolImplementation<T>, "definition">,
 ): ToolImplementation<T> {
   return { definition, ...impl };
+}
+
+/** The call's heavy pool, or 503 where there is none (inside the pool's own threads). */
+export function heavyPoolOf(ctx: ToolContext): HeavyPool {
+  if (!ctx.heavy)
+    throw new WorkerError(503, "tool_unavailable", "The heavy worker pool is not running.");
+  return ctx.heavy;
 }

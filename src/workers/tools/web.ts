@@ -10,7 +10,7 @@ import { WorkerError } from "../errors.js";
 import type { SerializedOutput } from "../heavy/serialized-output.js";
 import { type Fetched, fetchPublic } from "../web/fetch.js";
 import { robotsUrlOf } from "../web/robots-url.js";
-import { implement, type ToolContext } from "./implementation.js";
+import { heavyPoolOf, implement, type ToolContext } from "./implementation.js";
 
 /**
  * The web tools: everything they read goes through fetchPublic (SSRF guard, size and time limits),
@@ -48,9 +48,7 @@ export function readInThread(
   page: Fetched,
   timeoutMs: number,
 ): Promise<SerializedOutput> {
-  if (!ctx.heavy)
-    throw new WorkerError(503, "tool_unavailable", "The heavy worker pool is not running.");
-  return ctx.heavy.read(tool.name, input, page, timeoutMs);
+  return heavyPoolOf(ctx).read(tool.name, input, page, timeoutMs);
 }
 
 export const webFetch = implement(webFetchTool, {
