@@ -54,7 +54,7 @@ const robotsParser = ((robotsParserModule as unknown as { default?: unknown }).d
  * A page's readable content, as Markdown or text, and its title. Time-limited as the markup tools
  * are: a page of deeply nested markup would otherwise hold its thread for minutes.
  */
-export async function readPage(html: string, format: "markdown" | "text", mainContent: boolean) {
+async function readPage(html: string, format: "markdown" | "text", mainContent: boolean) {
   return boundedMarkup("The page", "url", () => {
     const article = mainContent ? readArticle(html) : null;
     const content = article?.content ?? html;
@@ -249,7 +249,7 @@ function sitemapOf(page: Fetched) {
 }
 
 /** How much of a page's readable text ai-extract-url gives the model. */
-export const EXTRACTION_TEXT_CHARS = 100_000;
+const EXTRACTION_TEXT_CHARS = 100_000;
 
 /**
  * ai-extract-url's page, read as web-fetch reads one (its main content as text), cut to what the
