@@ -6,6 +6,7 @@ import { authenticateAdmin, authenticateKey, type KeyCaller } from "./auth.js";
 import { ApiError, type ErrorCode } from "./errors.js";
 import { enforceEndpointLimit, type EndpointLimitName } from "./endpoint-limits.js";
 import { sendPage } from "../pages/respond.js";
+import { wantsHtml } from "../pages/notice.js";
 import { allowOn } from "./method-not-allowed.js";
 import { sendJsonText, type HttpResponse } from "./exchange.js";
 
@@ -82,6 +83,11 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
    * tool call is one operation per tool): `{ "/v1/tools/hash": { post: … } }`, full paths.
    */
   document?: (config: DocumentConfig) => Record<string, Record<string, unknown>>;
+  /**
+   * A route a person opens from an e-mailed link: when their browser asks for HTML, any error the
+   * route answers (its query's and its limit's included) is this page instead of the JSON shape.
+   */
+  errorPage?: (err: ApiError) => string;
   handler(ctx: RouteContext<B, Q, A>): Promise<Reply>;
 }
 
@@ -135,7 +141,7 @@ export function routeHandler(
   authenticateCaller: CallerAuthenticator = authenticateKey,
 ) {
   const pattern = route.path === "/" ? "" : route.path;
-  return async (req: Request, res: Response): Promise<void> => {
+  const serve = async (req: Request, res: Response): Promise<void> => {
     const requestId = String(res.locals.requestId);
     res.locals.route = `${mountPath ?? req.baseUrl}${pattern}`; // the pattern, for metrics
     let caller: KeyCaller | null = null;
@@ -157,6 +163,21 @@ export function routeHandler(
       caller,
     });
     sendReply(res, reply);
+  };
+  const { errorPage } = route;
+  if (!errorPage) return serve;
+  return async (req: Request, res: Response): Promise<void> => {
+    try {
+      await serve(req, res);
+    } catch (err) {
+      if (!(err instanceof ApiError) || !wantsHtml(req)) throw err;
+      services.metrics.errors.inc({ code: err.code });
+      sendReply(res, {
+        status: err.status,
+        headers: err.options.headers,
+        html: errorPage(err),
+      });
+    }
   };
 }
 

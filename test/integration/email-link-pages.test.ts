@@ -58,4 +58,15 @@ describe("the e-mail verification link", () => {
     expect(json.status).toBe(400);
     expect((await json.json()).error.code).toBe("invalid_token");
   });
+
+  it("a link cut short or run on (no token, or one too long) also shows the page in a browser", async () => {
+    for (const url of ["/api/v1/verify-email", `/api/v1/verify-email?token=${"a".repeat(300)}`]) {
+      const page = await fetch(`${gw.url}${url}`, { headers: { accept: BROWSER_ACCEPT } });
+      expect(page.status).toBe(422);
+      expect(page.headers.get("content-type")).toContain("text/html");
+      expect(await page.text()).toContain("The verification link is incomplete");
+      const json = await fetch(`${gw.url}${url}`, { headers: { accept: "application/json" } });
+      expect((await json.json()).error.code).toBe("validation_failed");
+    }
+  });
 });

@@ -20,34 +20,29 @@ export const verifyEmail = defineRoute({
     credits: z.number().int().optional(),
   }),
   query: z.object({ token: z.string().min(1).max(200) }),
+  errorPage: (err) =>
+    renderNotice({
+      ok: false,
+      title: "This link does not work",
+      // A link cut short or run together with other text fails the query's own check.
+      message: `${err.code === "validation_failed" ? "The verification link is incomplete; copy all of it from the e-mail." : err.message} Ask for a new one with POST /api/v1/account/verification-email.`,
+      next: { href: "/docs#tag-account", label: "How to send it again" },
+    }),
   async handler(ctx) {
-    if (!wantsHtml(ctx.req)) return verify(ctx);
-    try {
-      const { body } = await verify(ctx);
-      const added =
-        body.credits_added > 0
-          ? `${body.credits_added} credits were added; your balance is ${body.credits}.`
-          : "It was already verified; nothing more to add.";
-      return {
-        html: renderNotice({
-          ok: true,
-          title: "Your e-mail address is verified",
-          message: added,
-          next: { href: "/docs", label: "Read the API reference" },
-        }),
-      };
-    } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
-      return {
-        status: err.status,
-        html: renderNotice({
-          ok: false,
-          title: "This link does not work",
-          message: `${err.message} Ask for a new one with POST /api/v1/account/verification-email.`,
-          next: { href: "/docs#tag-account", label: "How to send it again" },
-        }),
-      };
-    }
+    const reply = await verify(ctx);
+    if (!wantsHtml(ctx.req)) return reply;
+    const { body } = reply;
+    return {
+      html: renderNotice({
+        ok: true,
+        title: "Your e-mail address is verified",
+        message:
+          body.credits_added > 0
+            ? `${body.credits_added} credits were added; your balance is ${body.credits}.`
+            : "It was already verified; nothing more to add.",
+        next: { href: "/docs", label: "Read the API reference" },
+      }),
+    };
   },
 });
 
