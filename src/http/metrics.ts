@@ -64,7 +64,7 @@ export class Metrics {
   });
   readonly webhookDeliveries = new Counter({
     name: "toolgate_webhook_deliveries_total",
-    help: "Webhook delivery attempts by outcome.",
+    help: "Webhook delivery attempts by outcome; dropped: due after its webhook was deleted, so not sent.",
     labelNames: ["outcome"],
     registers: [this.registry],
   });

@@ -45,7 +45,11 @@ export async function processDelivery(
   let opened: StoreAgnosticWebhook;
   try {
     const webhook = await services.store.getWebhook(job.ownerId, job.webhookId);
-    if (!webhook) return "dropped"; // deleted since the event: nothing to deliver to
+    if (!webhook) {
+      // Deleted since the event: nothing to deliver to, and nothing sent.
+      services.metrics.webhookDeliveries.inc({ outcome: "dropped" });
+      return "dropped";
+    }
     opened = {
       id: webhook.id,
       ownerId: webhook.ownerId,

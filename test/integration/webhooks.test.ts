@@ -385,6 +385,26 @@ describe.concurrent("retries", () => {
     expect(log[1].next_attempt_at).not.toBeNull();
   }, 30_000);
 
+  it("a retry due after its webhook was deleted is not sent, and is counted as dropped", async () => {
+    const dropped = async () =>
+      (await gw.services.metrics.webhookDeliveries.get()).values.find(
+        (v) => v.labels.outcome === "dropped",
+      )?.value ?? 0;
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const path = uniquePath("deleted-before-retry");
+    rx.script(path, [500, 200]);
+    const hook = (await register(key, { url: rx.url(path), events: ["tool.error"] })).body;
+    await sendTest(key, hook.id);
+    await rx.waitFor(path, 1);
+    const before = await dropped();
+    await call(`${gw.url}/api/v1/webhooks/${hook.id}`, { key, method: "DELETE" });
+    const deadline = Date.now() + 5000;
+    while ((await dropped()) === before && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    expect((await dropped()) - before).toBe(1);
+    expect(rx.at(path)).toHaveLength(1);
+  }, 10_000);
+
   it("a 400 is not retried", async () => {
     const { key } = await fundedAccount(gw.url, 100, "pro");
     const path = uniquePath("bad-request");
