@@ -165,6 +165,21 @@ export function spawnGateway(
   );
 }
 
+/**
+ * Two gateway processes sharing `prefix`, started together. If one fails to start, the other is
+ * stopped before the error is thrown: the hook that asked for them fails, and nothing else would
+ * ever stop it.
+ */
+export async function spawnGatewayPair(
+  prefix: string,
+  env: Record<string, string | undefined> = {},
+): Promise<[GatewayProcess, GatewayProcess]> {
+  const [a, b] = await Promise.allSettled([spawnGateway(prefix, env), spawnGateway(prefix, env)]);
+  if (a.status === "fulfilled" && b.status === "fulfilled") return [a.value, b.value];
+  await Promise.all([a, b].map((s) => (s.status === "fulfilled" ? s.value.stop() : null)));
+  throw a.status === "rejected" ? a.reason : (b as PromiseRejectedResult).reason;
+}
+
 export interface Json {
   status: number;
   headers: Headers;

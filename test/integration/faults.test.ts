@@ -12,6 +12,7 @@ import {
   eventsOf,
   fundedAccount,
   spawnGateway,
+  spawnGatewayPair,
   uniquePrefix,
   type GatewayProcess,
 } from "../helpers/gateway.js";
@@ -155,7 +156,7 @@ describe("a gateway process is killed under load", () => {
   let a: GatewayProcess;
   let b: GatewayProcess;
   beforeAll(async () => {
-    [a, b] = await Promise.all([spawnGateway(prefix), spawnGateway(prefix)]);
+    [a, b] = await spawnGatewayPair(prefix);
   });
   afterAll(async () => {
     await Promise.all([a?.stop("SIGKILL"), b?.stop()]);
@@ -235,7 +236,7 @@ describe("a call cut off by a gateway crash, retried with its Idempotency-Key", 
       TOOL_TIMEOUTS: "ai-generate=2000",
       POOL_QUEUE_TIMEOUT_MS: "500",
     };
-    [a, b] = await Promise.all([spawnGateway(prefix, env), spawnGateway(prefix, env)]);
+    [a, b] = await spawnGatewayPair(prefix, env);
   });
   afterAll(async () => {
     await Promise.all([a?.stop("SIGKILL"), b?.stop()]);

@@ -11,6 +11,7 @@ import {
   eventsOf,
   fundedAccount,
   spawnGateway,
+  spawnGatewayPair,
   uniquePrefix,
   type GatewayProcess,
 } from "../helpers/gateway.js";
@@ -28,7 +29,7 @@ let b: GatewayProcess;
 beforeAll(async () => {
   llm = await startFakeLlm();
   const env = { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "m", TOOL_TIMEOUTS: "ai-generate=20000" };
-  [a, b] = await Promise.all([spawnGateway(prefix, env), spawnGateway(prefix, env)]);
+  [a, b] = await spawnGatewayPair(prefix, env);
 });
 afterAll(async () => {
   await Promise.all([a?.stop("SIGKILL"), b?.stop()]);

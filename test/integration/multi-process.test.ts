@@ -13,6 +13,7 @@ import {
   eventsOf,
   signUp,
   spawnGateway,
+  spawnGatewayPair,
   uniquePrefix,
   type GatewayProcess,
 } from "../helpers/gateway.js";
@@ -22,7 +23,7 @@ const prefix = uniquePrefix("multi");
 let a: GatewayProcess;
 let b: GatewayProcess;
 beforeAll(async () => {
-  [a, b] = await Promise.all([spawnGateway(prefix), spawnGateway(prefix)]);
+  [a, b] = await spawnGatewayPair(prefix);
 });
 afterAll(async () => {
   await Promise.all([a?.stop(), b?.stop()]);

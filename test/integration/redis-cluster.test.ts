@@ -4,7 +4,7 @@ import {
   callTool,
   fundedAccount,
   signUp,
-  spawnGateway,
+  spawnGatewayPair,
   uniquePrefix,
   type GatewayProcess,
 } from "../helpers/gateway.js";
@@ -23,7 +23,7 @@ beforeAll(async () => {
   [cluster, rx] = await Promise.all([startRedisCluster(), startReceiver()]);
   const env = { REDIS_URL: cluster.url, REDIS_CLUSTER: "1", WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" };
   const prefix = uniquePrefix("cluster");
-  [a, b] = await Promise.all([spawnGateway(prefix, env), spawnGateway(prefix, env)]);
+  [a, b] = await spawnGatewayPair(prefix, env);
 }, 60_000);
 afterAll(async () => {
   await Promise.all([a?.stop(), b?.stop()]);

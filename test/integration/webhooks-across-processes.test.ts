@@ -6,7 +6,7 @@ import {
   dropPrefix,
   fundedAccount,
   signUp,
-  spawnGateway,
+  spawnGatewayPair,
   startGateway,
   uniquePrefix,
   type GatewayProcess,
@@ -35,7 +35,7 @@ describe("two gateway processes without SECRET_KEY on one Redis", () => {
       WEBHOOK_ALLOW_PRIVATE_TARGETS: "1",
       ENDPOINT_LIMITS: "webhook-test=100/60",
     };
-    [a, b] = await Promise.all([spawnGateway(prefix, env), spawnGateway(prefix, env)]);
+    [a, b] = await spawnGatewayPair(prefix, env);
   });
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);

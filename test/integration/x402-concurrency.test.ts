@@ -7,7 +7,7 @@ import { createRedisStore, type RedisStore } from "../../src/store/redis.js";
 import {
   call,
   dropPrefix,
-  spawnGateway,
+  spawnGatewayPair,
   uniquePrefix,
   type GatewayProcess,
 } from "../helpers/gateway.js";
@@ -37,7 +37,7 @@ beforeAll(async () => {
   // Each payment its own transaction: the relayers' nonces are what is under test here (batch
   // settlement has its own tests: x402-batch-settlement, x402-relayer-pool).
   const env = { ...chains.env, X402_BATCH_WINDOW_MS: "0" };
-  [a, b] = await Promise.all([spawnGateway(prefix, env), spawnGateway(prefix, env)]);
+  [a, b] = await spawnGatewayPair(prefix, env);
   store = createRedisStore({
     url: REDIS_URL,
     keyPrefix: prefix,

@@ -18,7 +18,7 @@ import {
   call,
   dropPrefix,
   fundedAccount,
-  spawnGateway,
+  spawnGatewayPair,
   uniquePrefix,
   type GatewayProcess,
 } from "../helpers/gateway.js";
@@ -46,7 +46,7 @@ let pro: { accountId: string; key: string };
 beforeAll(async () => {
   chains = await startChains(PAYERS.map((p) => p.address));
   const env = { ...chains.env, FACILITATOR_FEE_CREDITS: String(FEE) };
-  [a, b] = await Promise.all([spawnGateway(prefix, env), spawnGateway(prefix, env)]);
+  [a, b] = await spawnGatewayPair(prefix, env);
   store = createRedisStore({
     url: REDIS_URL,
     keyPrefix: prefix,

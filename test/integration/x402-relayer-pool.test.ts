@@ -9,7 +9,7 @@ import { createRedisStore, type RedisStore } from "../../src/store/redis.js";
 import {
   call,
   dropPrefix,
-  spawnGateway,
+  spawnGatewayPair,
   uniquePrefix,
   type GatewayProcess,
 } from "../helpers/gateway.js";
@@ -62,7 +62,7 @@ async function twoGateways(env: Record<string, string> = {}): Promise<GatewayPro
     X402_RELAYER_PRIVATE_KEYS: RELAYER_KEYS.join(","),
     ...env,
   };
-  return Promise.all([spawnGateway(prefix, settings), spawnGateway(prefix, settings)]);
+  return spawnGatewayPair(prefix, settings);
 }
 
 /**
