@@ -83,9 +83,29 @@ describe("the README's two commands", () => {
       expect(paid).toContain("HTTP 200");
       expect(paid).toContain('"digest"');
       expect(paid).toMatch(/paid: .*success: true/s);
+      // A supervisor stops `npm start` by signalling npm alone: npm passes it to its script's
+      // shell, and the script execs node, so the gateway itself shuts down, with its chain.
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+      const groupAlive = () => {
+        try {
+          process.kill(-child.pid!, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      const deadline = Date.now() + 15_000;
+      while (groupAlive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(groupAlive()).toBe(false);
     } finally {
-      // npm does not pass signals on to its children: stop the whole process group.
-      process.kill(-child.pid!, "SIGTERM");
+      // Whatever failed above, nothing of this start outlives the test.
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        /* already gone */
+      }
     }
     // A cold start from a clone (tsx, the workers, anvil, PGlite) beside other test files on two cores.
   }, 90_000);
