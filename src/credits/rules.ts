@@ -74,8 +74,28 @@ export function nextAllowanceAt(dueAt: number, now: number, periodMs: number): n
 }
 
 /**
+ * The paid time a plan bought over a lower one carries over, so an upgrade loses none of it: the
+ * unused time's value at the held plan's price, as time at the new plan's price (20 days of
+ * Starter at $19 add 7.75 days to Pro at $49). The credits each plan added are kept either way.
+ * top-up.lua's carried_over_ms is its twin.
+ */
+export function carriedOverMs(
+  account: Pick<AccountRecord, "tier" | "planExpiresAt">,
+  planTier: string,
+  tiers: TierLimits,
+  now: number,
+): number {
+  if (account.tier === "free" || account.planExpiresAt <= now) return 0;
+  const held = tiers[account.tier]?.priceCents ?? 0;
+  const bought = tiers[planTier]?.priceCents ?? 0;
+  if (held <= 0 || bought <= 0) return 0;
+  return Math.floor(((account.planExpiresAt - now) * held) / bought);
+}
+
+/**
  * What buying a plan of `planTier` does to the account (top-up.lua's plan_outcome is its twin): a
- * `renewal` extends the period of the tier it holds, a `subscription` starts the plan now. A plan
+ * `renewal` extends the period of the tier it holds, a `subscription` starts the plan now (with
+ * the time a lower plan had left carried over: `carriedOverMs`). A plan
  * never lowers the tier nor puts an end to one held without an end date (an operator's): then only
  * its credits are added (`one_time`). A period already over counts as Free, as in the admission.
  */

@@ -114,7 +114,7 @@ function buyButtons(services: Services, current: DashboardSession): string {
 <p>Credits never expire. Paid in USDC with x402 from your browser wallet: it asks you to sign a transfer authorization; the gateway sends it on chain.</p>
 <p class="actions">${packs.join("")}</p></section>
 <section id="plans" aria-labelledby="plans-heading"><h2 id="plans-heading">Plans</h2>
-<p>A plan gives its tier and its monthly credits for 30 days; paying again before the end extends it.</p>
+<p>A plan gives its tier and its monthly credits for 30 days; paying again before the end extends it. Upgrading keeps what the lower plan had left: its unused days count toward the new plan at the two plans' prices.</p>
 ${offered.length > 0 ? `<p class="actions">${offered.join("")}</p>` : ""}
 ${notOffered.length > 0 ? `<ul id="plans-not-offered">${notOffered.join("")}</ul>` : ""}</section>
 <div id="purchase-status" class="muted" role="status" aria-live="polite"></div>

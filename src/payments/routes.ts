@@ -95,7 +95,7 @@ export const purchasePlan = defineRoute({
   method: "post",
   path: "/plans/purchase",
   summary:
-    "Buy or renew the Starter or Pro plan with an x402 payment: the tier and its monthly credits for 30 days (a renewal extends the period).",
+    "Buy or renew the Starter or Pro plan with an x402 payment: the tier and its monthly credits for 30 days (a renewal extends the period; an upgrade adds the lower plan's unused time, valued at the two plans' prices).",
   auth: "key",
   errors: [...PURCHASE_ERRORS, "unrestricted_key_required", "plan_not_purchasable"],
   successStatus: 201,

@@ -12,6 +12,7 @@ export function tierLimits(): TierLimits {
         requestsPerMinute: TIERS[name].requestsPerMinute,
         monthlyAllowance: name === "free" ? (TIERS.free.monthlyCredits ?? 0) : 0,
         rank: TIER_NAMES.indexOf(name),
+        priceCents: Math.round(Number(TIERS[name].priceUsdPerMonth ?? 0) * 100),
       },
     ]),
   );

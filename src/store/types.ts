@@ -470,8 +470,16 @@ export interface IdempotentAdmission {
 
 /** The per-tier numbers a store needs; passed in, so the store never imports the tier table. */
 export interface TierLimits {
-  /** `rank`: the tier's place in the tier order (Free 0 upwards): a plan never lowers it. */
-  [tier: string]: { requestsPerMinute: number; monthlyAllowance: number; rank: number };
+  /**
+   * `rank`: the tier's place in the tier order (Free 0 upwards): a plan never lowers it.
+   * `priceCents`: its plan's price per period (0: not sold as a plan), for the time an upgrade carries over.
+   */
+  [tier: string]: {
+    requestsPerMinute: number;
+    monthlyAllowance: number;
+    rank: number;
+    priceCents: number;
+  };
 }
 
 export const RATE_WINDOW_MS = 60_000;

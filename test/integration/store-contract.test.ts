@@ -1261,6 +1261,48 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     });
   });
 
+  it("carries a lower plan's unused time into an upgrade, as time at the two plans' prices", async () => {
+    const a = await account(0, "free");
+    const buy = (tier: string, requestId: string, periodMs: number) =>
+      store.topUp(a.id, "purchase", { amount: 100, requestId, reason: "plan" }, [], {
+        tier,
+        periodMs,
+      });
+    const starterEnd = (await buy("starter", "carry-1", 4_900_000))!.account.planExpiresAt;
+    const before = Date.now();
+    const pro = await buy("pro", "carry-2", 1_000_000);
+    const after = Date.now();
+    expect(pro).toMatchObject({ planType: "subscription", account: { tier: "pro" } });
+    // Pro's period from the purchase, plus Starter's time left then at $19 as time at $49.
+    const endIfBoughtAt = (now: number) => now + 1_000_000 + ((starterEnd - now) * 19) / 49;
+    expect(pro!.account.planExpiresAt).toBeGreaterThanOrEqual(
+      Math.floor(endIfBoughtAt(before)) - 1,
+    );
+    expect(pro!.account.planExpiresAt).toBeLessThanOrEqual(Math.ceil(endIfBoughtAt(after)) + 1);
+    // A plan bought after the held one lapsed carries nothing.
+    const b = await account(0, "free");
+    const shortStarter = await store.topUp(
+      b.id,
+      "purchase",
+      { amount: 100, requestId: "carry-3", reason: "plan" },
+      [],
+      { tier: "starter", periodMs: 50 },
+    );
+    await new Promise((r) => setTimeout(r, shortStarter!.account.planExpiresAt - Date.now() + 20));
+    const start = Date.now();
+    const late = await store.topUp(
+      b.id,
+      "purchase",
+      { amount: 100, requestId: "carry-4", reason: "plan" },
+      [],
+      { tier: "pro", periodMs: 1_000_000 },
+    );
+    expect(late!.account.planExpiresAt - start).toBeLessThanOrEqual(
+      1_000_000 + (Date.now() - start),
+    );
+    expect(late!.account.planExpiresAt - start).toBeGreaterThanOrEqual(1_000_000 - 5);
+  });
+
   it("never lowers the tier nor ends one held without an end date: the plan's credits are added, the tier kept, and its payment.received says one_time", async () => {
     const a = await account(0, "business");
     const buy = (tier: string, requestId: string) => {

@@ -22,11 +22,22 @@ local function plan_outcome(tier, tiers)
   return 'subscription'
 end
 
+-- The paid time a plan bought over a lower one carries over (rules.ts, carriedOverMs): the unused
+-- time's value at the held plan's price, as time at the new plan's price.
+local function carried_over_ms(tier, tiers)
+  if a.tier == 'free' or a.plan_expires_at <= now then return 0 end
+  local held = tiers[a.tier] and tiers[a.tier].priceCents or 0
+  local bought = tiers[tier] and tiers[tier].priceCents or 0
+  if held <= 0 or bought <= 0 then return 0 end
+  return math.floor((a.plan_expires_at - now) * held / bought)
+end
+
 local plan_type = nil
 if ARGV[7] ~= '' then
-  plan_type = plan_outcome(ARGV[7], cjson.decode(ARGV[10]))
+  local tiers = cjson.decode(ARGV[10])
+  plan_type = plan_outcome(ARGV[7], tiers)
   if plan_type ~= 'one_time' then
-    local base = now
+    local base = now + carried_over_ms(ARGV[7], tiers)
     if plan_type == 'renewal' then base = a.plan_expires_at end
     a.tier, a.plan_expires_at = ARGV[7], base + tonumber(ARGV[8])
     redis.call('HSET', KEYS[1], 'tier', a.tier, 'plan_expires_at', a.plan_expires_at)

@@ -6,7 +6,13 @@
  */
 import type { TierName } from "../../accounts/tiers.js";
 import { countSpend, giveBack } from "../../credits/controls.js";
-import { applyDebit, applyRefund, nextAllowanceAt, planOutcome } from "../../credits/rules.js";
+import {
+  applyDebit,
+  applyRefund,
+  carriedOverMs,
+  nextAllowanceAt,
+  planOutcome,
+} from "../../credits/rules.js";
 import { type EventRecord, eventRecord } from "../../events/types.js";
 import { debitedNoLaterThan, newEventId } from "../../lib/ids.js";
 import { idempotencyId, type MemoryState } from "../memory-state.js";
@@ -153,7 +159,11 @@ export function memoryCredits(state: MemoryState): CreditStore {
       if (a.operations.has(grant.requestId)) return { applied: false, account: state.view(a) };
       const planType = plan && planOutcome(a, plan.tier, state.tiers, state.now());
       if (plan && planType !== "one_time") {
-        const base = planType === "renewal" ? a.planExpiresAt : state.now();
+        const now = state.now();
+        const base =
+          planType === "renewal"
+            ? a.planExpiresAt
+            : now + carriedOverMs(a, plan.tier, state.tiers, now);
         a.tier = plan.tier as TierName;
         a.planExpiresAt = base + plan.periodMs;
       }

@@ -497,7 +497,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Buy or renew the Starter or Pro plan with an x402 payment: the tier and its monthly credits for 30 days (a renewal extends the period). */
+        /** Buy or renew the Starter or Pro plan with an x402 payment: the tier and its monthly credits for 30 days (a renewal extends the period; an upgrade adds the lower plan's unused time, valued at the two plans' prices). */
         post: operations["postPlansPurchase"];
         delete?: never;
         options?: never;
