@@ -324,6 +324,32 @@ describe("a Business account's custom tool", () => {
     }
   });
 
+  it("is registered and deleted by an unrestricted key only: a limited key cannot point the account's calls elsewhere (403 unrestricted_key_required)", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "business");
+    expect((await register(key, wordCount(endpoint.url("/word-count")))).status).toBe(201);
+    const limited = (
+      await call(`${gw.url}/api/v1/keys`, { key, body: { allowed_tools: ["word-count"] } })
+    ).body;
+    const attempts = [
+      await call(`${gw.url}/api/v1/custom-tools/word-count`, {
+        key: limited.key,
+        method: "DELETE",
+      }),
+      await register(limited.key, wordCount(plain.url("/echo"), { name: "word-count-2" })),
+    ];
+    expect(attempts.map((r) => [r.status, r.body.error?.code])).toEqual(
+      Array(2).fill([403, "unrestricted_key_required"]),
+    );
+    // It still reads the tools and calls the one it is allowed.
+    expect(
+      (await call(`${gw.url}/api/v1/custom-tools`, { key: limited.key })).body.data.map(
+        (t: { name: string }) => t.name,
+      ),
+    ).toEqual(["word-count"]);
+    const called = await callTool(gw.url, limited.key, "word-count", { text: "still here" });
+    expect([called.status, called.body]).toEqual([200, { words: 2 }]);
+  });
+
   it("stops running when its account leaves Business (403, nothing charged, the endpoint not called) and runs again after an upgrade", async () => {
     const { accountId, key } = await fundedAccount(gw.url, 100, "business");
     expect((await register(key, wordCount(endpoint.url("/word-count")))).status).toBe(201);
