@@ -254,6 +254,13 @@ describe("a Business account's custom tool", () => {
     const forged = `${owner.key.slice(0, -4)}zzzz`;
     expect((await callTool(gw.url, forged, "private-count", { text: "a" })).status).toBe(401);
     expect((await callTool(gw.url, forged, "no-such-tool", { text: "a" })).status).toBe(401);
+    // Not even with a malformed Idempotency-Key, judged only once the key is for the account's own tools.
+    const malformed = { "idempotency-key": "x".repeat(256) };
+    for (const name of ["private-count", "no-such-tool"])
+      expect((await callTool(gw.url, forged, name, { text: "a" }, malformed)).status).toBe(401);
+    expect(
+      (await callTool(gw.url, owner.key, "private-count", { text: "a" }, malformed)).status,
+    ).toBe(422);
     expect(await balanceOf(gw.url, other.key)).toBe(100);
     // The owner still calls it; once deleted it is gone for the owner too.
     expect((await callTool(gw.url, owner.key, "private-count", { text: "a b" })).body).toEqual({

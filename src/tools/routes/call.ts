@@ -97,6 +97,9 @@ export async function serveToolCall(
   const tool = await resolveTool(services, req, name, requestId);
   const idempotencyKey = headerOf(req, "idempotency-key") ?? null;
   if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+    // An account's own tool was found for the account the key names, before the key was checked:
+    // a 422 here would tell a made-up key that the account has a tool of that name.
+    if (isPrivateTool(tool)) await authenticate(services, presentedKey(req), requestId);
     throw new ApiError(
       "validation_failed",
       "Idempotency-Key must be 1 to 255 printable ASCII characters.",
