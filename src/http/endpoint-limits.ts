@@ -23,6 +23,13 @@ export const ENDPOINT_LIMITS = {
   "verify-email": { count: 30, windowSeconds: 60, what: "e-mail verifications" },
   "webhook-test": { count: 20, windowSeconds: 60, what: "webhook test events" },
   "webhook-resend": { count: 30, windowSeconds: 60, what: "webhook resends" },
+  // Sign-ups refused because the address has an account (409 email_taken): each answer says who
+  // has one, so they are limited per client address (src/accounts/routes/signup.ts).
+  "signup-refused": {
+    count: 20,
+    windowSeconds: 3600,
+    what: "sign-ups refused for an address that has an account",
+  },
   "dashboard-sign-in": { count: 20, windowSeconds: 60, what: "dashboard sign-in attempts" },
   "dashboard-sign-in-link": { count: 5, windowSeconds: 3600, what: "dashboard sign-in e-mails" },
   // Per recipient address, whether or not it has an account, and never refused aloud (a 429 would
@@ -81,6 +88,10 @@ export async function withinEndpointLimit(
   return (await countEndpointUse(services, name, subject, requestId)).allowed;
 }
 
+/** The store's rate-limit bucket of `name` for `subject`: what `countEndpointUse` counts in (and a caller may give back). */
+export const endpointBucket = (name: EndpointLimitName, subject: string) =>
+  `endpoint:${name}:${subject}`;
+
 /** Counts one use of `name` for `subject`: the window as the store then has it. */
 export function countEndpointUse(
   services: Pick<Services, "config" | "store">,
@@ -90,7 +101,7 @@ export function countEndpointUse(
 ): Promise<RateState & { allowed: boolean }> {
   const { count, windowSeconds } = services.config.endpointLimits[name];
   return services.store.hitRateLimit(
-    `endpoint:${name}:${subject}`,
+    endpointBucket(name, subject),
     count,
     windowSeconds * 1000,
     requestId,

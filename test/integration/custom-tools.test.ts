@@ -254,6 +254,13 @@ describe("a Business account's custom tool", () => {
     const forged = `${owner.key.slice(0, -4)}zzzz`;
     expect((await callTool(gw.url, forged, "private-count", { text: "a" })).status).toBe(401);
     expect((await callTool(gw.url, forged, "no-such-tool", { text: "a" })).status).toBe(401);
+    // Not even with a malformed Idempotency-Key, judged only once the key is for the account's own tools.
+    const malformed = { "idempotency-key": "x".repeat(256) };
+    for (const name of ["private-count", "no-such-tool"])
+      expect((await callTool(gw.url, forged, name, { text: "a" }, malformed)).status).toBe(401);
+    expect(
+      (await callTool(gw.url, owner.key, "private-count", { text: "a" }, malformed)).status,
+    ).toBe(422);
     expect(await balanceOf(gw.url, other.key)).toBe(100);
     // The owner still calls it; once deleted it is gone for the owner too.
     expect((await callTool(gw.url, owner.key, "private-count", { text: "a b" })).body).toEqual({
@@ -322,6 +329,32 @@ describe("a Business account's custom tool", () => {
       });
       expect((await call(`${gw.url}/api/v1/custom-tools`, { key })).status).toBe(403);
     }
+  });
+
+  it("is registered and deleted by an unrestricted key only: a limited key cannot point the account's calls elsewhere (403 unrestricted_key_required)", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "business");
+    expect((await register(key, wordCount(endpoint.url("/word-count")))).status).toBe(201);
+    const limited = (
+      await call(`${gw.url}/api/v1/keys`, { key, body: { allowed_tools: ["word-count"] } })
+    ).body;
+    const attempts = [
+      await call(`${gw.url}/api/v1/custom-tools/word-count`, {
+        key: limited.key,
+        method: "DELETE",
+      }),
+      await register(limited.key, wordCount(plain.url("/echo"), { name: "word-count-2" })),
+    ];
+    expect(attempts.map((r) => [r.status, r.body.error?.code])).toEqual(
+      Array(2).fill([403, "unrestricted_key_required"]),
+    );
+    // It still reads the tools and calls the one it is allowed.
+    expect(
+      (await call(`${gw.url}/api/v1/custom-tools`, { key: limited.key })).body.data.map(
+        (t: { name: string }) => t.name,
+      ),
+    ).toEqual(["word-count"]);
+    const called = await callTool(gw.url, limited.key, "word-count", { text: "still here" });
+    expect([called.status, called.body]).toEqual([200, { words: 2 }]);
   });
 
   it("stops running when its account leaves Business (403, nothing charged, the endpoint not called) and runs again after an upgrade", async () => {

@@ -42,3 +42,30 @@ describe("a 5xx the gateway answers on purpose", () => {
     expect(JSON.stringify(lines[0])).not.toContain("stack");
   }, 60_000);
 });
+
+describe("the request log's account", () => {
+  /** The request log line of the answer `res`, once written (lines are written in batches). */
+  async function requestLine(res: { headers: Headers }) {
+    const id = res.headers.get("x-request-id");
+    for (let waited = 0; waited < 5000; waited += 100) {
+      const line = gateway.output
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((l) => l.request_id === id && l.msg === "request");
+      if (line) return line;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`no request line for ${id}`);
+  }
+
+  it("is the key's account only when the key is one of its keys: a made-up key naming another account's id is logged as no account's", async () => {
+    const { accountId, key } = await fundedAccount(gateway.url, 100, "pro");
+    const forged = `${key.slice(0, -32)}${"A".repeat(32)}`;
+    const [real, made] = [
+      await callTool(gateway.url, key, "hash", { text: "x" }),
+      await callTool(gateway.url, forged, "hash", { text: "x" }),
+    ];
+    expect(made.body.error.code).toBe("invalid_api_key");
+    expect((await requestLine(real)).account_id).toBe(accountId);
+    expect(await requestLine(made)).not.toHaveProperty("account_id");
+  }, 60_000);
+});

@@ -45,7 +45,9 @@ describe("a gateway with the default TRUST_PROXY (no proxy trusted)", () => {
 describe("a gateway behind a trusted proxy (TRUST_PROXY=loopback)", () => {
   let gw: TestGateway;
   beforeAll(async () => {
-    gw = await startGateway({ env: { SIGNUPS_PER_HOUR_PER_IP: "2" } });
+    gw = await startGateway({
+      env: { SIGNUPS_PER_HOUR_PER_IP: "2", ENDPOINT_LIMITS: "signup-refused=6/3600" },
+    });
   });
   afterAll(() => gw?.stop());
 
@@ -76,5 +78,22 @@ describe("a gateway behind a trusted proxy (TRUST_PROXY=loopback)", () => {
       message: "At most 2 sign-ups per hour from one address (SIGNUPS_PER_HOUR_PER_IP).",
     });
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+
+  it("limits sign-ups refused as email_taken per address: past it every sign-up from there is 429, taken address or not", async () => {
+    const address = "198.51.100.22";
+    const taken = { email: email() };
+    expect((await signup(address, taken)).status).toBe(201);
+    const answers = [];
+    for (let i = 0; i < 7; i++) answers.push((await signup(address, taken)).body.error.code);
+    expect(answers).toEqual([...Array(6).fill("email_taken"), "rate_limited"]);
+    // A free address from there is refused alike: the 429 says nothing of who has an account…
+    const fresh = await signup(address);
+    expect(fresh.status).toBe(429);
+    expect(fresh.body.error.message).toBe(
+      "At most 6 sign-ups refused for an address that has an account per hour per client address (ENDPOINT_LIMITS signup-refused=6/3600).",
+    );
+    // …and the limit is the address's alone: another address is still told 409.
+    expect((await signup("198.51.100.23", taken)).body.error.code).toBe("email_taken");
   });
 });

@@ -1,4 +1,9 @@
 import { z } from "zod";
+import {
+  countEndpointUse,
+  endpointBucket,
+  endpointLimitRefusal,
+} from "../../http/endpoint-limits.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
 import { newAccountId } from "../../lib/ids.js";
@@ -43,6 +48,17 @@ export const signup = defineRoute({
         { headers: { "Retry-After": retryAfter } },
       );
     }
+    // 409 email_taken says an address has an account, which the dashboard's sign-in forms never
+    // say: refused sign-ups are limited per address too. Taken like the slot above and given
+    // back unless the address was taken; once spent, every sign-up from the address is refused
+    // alike, so the 429 tells no more than the 409 did.
+    const subject = `ip:${req.ip}`;
+    const refusedBucket = endpointBucket("signup-refused", subject);
+    const refusedHit = await countEndpointUse(services, "signup-refused", subject, requestId);
+    if (!refusedHit.allowed) {
+      await services.store.releaseRateLimit(bucket, requestId).catch(() => undefined);
+      throw endpointLimitRefusal(services, "signup-refused", "client address", refusedHit.resetMs);
+    }
     let created;
     try {
       const id = newAccountId();
@@ -59,9 +75,15 @@ export const signup = defineRoute({
         requestId,
       });
     } catch (err) {
-      await services.store.releaseRateLimit(bucket, requestId).catch(() => undefined);
+      await Promise.all(
+        [
+          bucket,
+          ...(err instanceof ApiError && err.code === "email_taken" ? [] : [refusedBucket]),
+        ].map((b) => services.store.releaseRateLimit(b, requestId).catch(() => undefined)),
+      );
       throw err;
     }
+    await services.store.releaseRateLimit(refusedBucket, requestId).catch(() => undefined);
     const { account, apiKey, key } = created;
     // Sent beside the answer, not before it: the account and its key exist now, and the key is
     // shown only in this answer. Waiting for a slow or unreachable mail server (nodemailer waits

@@ -59,6 +59,15 @@ async function resolveTool(
 }
 
 /**
+ * The account a key names is the request log's account (set before the call, so every later
+ * refusal and failure names it) until the key turns out to be none of its keys: a made-up key
+ * naming another account's id (`tg_live_<its id>_…`) otherwise put that account on the 401.
+ */
+function forgetUnprovenAccount(res: HttpResponse, err: unknown): void {
+  if (err instanceof ApiError && err.code === "invalid_api_key") delete res.locals.accountId;
+}
+
+/**
  * The REST door onto the invocation service. A caller pays with an API key (credits), or with
  * an x402 payment: a call without either is answered 402 with the offer in both protocol
  * generations, and so is a keyed call short of credits — which may then pay it, key and all.
@@ -88,6 +97,9 @@ export async function serveToolCall(
   const tool = await resolveTool(services, req, name, requestId);
   const idempotencyKey = headerOf(req, "idempotency-key") ?? null;
   if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+    // An account's own tool was found for the account the key names, before the key was checked:
+    // a 422 here would tell a made-up key that the account has a tool of that name.
+    if (isPrivateTool(tool)) await authenticate(services, presentedKey(req), requestId);
     throw new ApiError(
       "validation_failed",
       "Idempotency-Key must be 1 to 255 printable ASCII characters.",
@@ -145,6 +157,7 @@ export async function serveToolCall(
       );
       return reply(result, settled);
     } catch (err) {
+      forgetUnprovenAccount(res, err);
       if (address !== null && err instanceof ApiError && err.code === "payment_invalid")
         // The refusal is the answer: a store that cannot count it does not replace it.
         await services.payments.refused.count(address, requestId).catch(() => undefined);
@@ -164,6 +177,7 @@ export async function serveToolCall(
       ),
     );
   } catch (err) {
+    forgetUnprovenAccount(res, err);
     if (
       services.payments &&
       !isPrivateTool(tool) &&

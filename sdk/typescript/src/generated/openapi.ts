@@ -5727,7 +5727,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description feature_not_in_tier */
+            /** @description feature_not_in_tier, unrestricted_key_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5956,7 +5956,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description feature_not_in_tier */
+            /** @description feature_not_in_tier, unrestricted_key_required */
             403: {
                 headers: {
                     [name: string]: unknown;
