@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
 import httpx
 import pytest
 
@@ -127,3 +130,49 @@ def test_a_base_url_without_http_is_refused_when_the_client_is_made_naming_it(mo
         "invalid_argument",
         "TOOLGATE_BASE_URL must be an http(s) URL such as https://toolgate.example (got 'api.toolgate.example').",
     )
+
+
+def test_a_redirect_is_not_followed_so_the_key_never_reaches_the_address_it_names():
+    seen: list[str | None] = []
+
+    class Elsewhere(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            seen.append(self.headers.get("x-api-key"))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    other = HTTPServer(("127.0.0.1", 0), Elsewhere)
+    target = f"http://127.0.0.1:{other.server_port}/v1/tools/hash"
+
+    class Redirecting(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.send_response(307)
+            self.send_header("location", target)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    proxy = HTTPServer(("127.0.0.1", 0), Redirecting)
+    for server in (other, proxy):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        # Even an httpx client of the caller's that follows redirects does not follow this one.
+        client = Toolgate(
+            api_key="tg_live_secret",
+            base_url=f"http://127.0.0.1:{proxy.server_port}",
+            http_client=httpx.Client(follow_redirects=True),
+        )
+        with pytest.raises(ToolgateError) as caught:
+            client.tools.call("hash", {"text": "a"})
+        assert (caught.value.status, caught.value.code) == (0, "invalid_response")
+        assert f"answered 307 to {target}" in caught.value.message
+        assert seen == []
+        assert "tg_live_secret" not in repr(client._transport.settings)
+    finally:
+        proxy.shutdown()
+        other.shutdown()

@@ -131,6 +131,20 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     );
   });
 
+/**
+ * A redirect is not followed (the gateway never redirects an API call: one comes from a proxy in
+ * front of it, or a base URL that is not the gateway's); it is an error raised in the client.
+ */
+function redirectRefused(response: Response): ToolgateError {
+  const location = response.headers.get("location");
+  return new ToolgateError({
+    status: 0,
+    code: "invalid_response",
+    message: `The gateway answered ${response.status || "a redirect"}${location ? ` to ${location}` : ""}: the client does not follow redirects, which would send your API key to another address. Set baseUrl to the gateway's own address.`,
+    requestId: response.headers.get("x-request-id") ?? undefined,
+  });
+}
+
 export class Transport {
   constructor(readonly options: TransportOptions) {}
 
@@ -162,6 +176,8 @@ export class Transport {
           headers: { ...headers, ...payment },
           body,
           signal,
+          // The key is a header fetch would send on to wherever a redirect points: none is followed.
+          redirect: "manual",
         });
         // The body is read under the same timeout: an answer whose headers came in time but whose
         // body trickles in is the attempt's timeout too, not an error of another kind.
@@ -182,6 +198,8 @@ export class Transport {
           cause: error,
         });
       }
+      if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400))
+        throw redirectRefused(response);
       if (response.ok) {
         let data: unknown = null;
         try {

@@ -1,3 +1,6 @@
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Toolgate, ToolgateError } from "../../../sdk/typescript/src/index.js";
 import { fundedAccount, startGateway, type TestGateway } from "../../helpers/gateway.js";
@@ -74,6 +77,35 @@ describe("an answer that is not JSON", () => {
       message: "The gateway answered 200 with a body that is not JSON.",
       requestId: expect.stringMatching(/^req_/),
     });
+  });
+});
+
+describe("a redirect", () => {
+  it("is not followed, so the key never reaches the address it names: invalid_response, status 0", async () => {
+    const elsewhere: string[] = [];
+    const other = createServer((req, res) => {
+      elsewhere.push(String(req.headers["x-api-key"]));
+      res.end("{}");
+    }).listen(0, "127.0.0.1");
+    await once(other, "listening");
+    const target = `http://127.0.0.1:${(other.address() as AddressInfo).port}/v1/tools/hash`;
+    const proxy = createServer((_req, res) => {
+      res.writeHead(307, { location: target }).end();
+    }).listen(0, "127.0.0.1");
+    await once(proxy, "listening");
+    try {
+      const client = new Toolgate({
+        apiKey: "tg_live_secret",
+        baseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+      });
+      const error = await client.tools.call("hash", { text: "a" }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ status: 0, code: "invalid_response" });
+      expect((error as ToolgateError).message).toContain(`answered 307 to ${target}`);
+      expect(elsewhere).toEqual([]);
+    } finally {
+      proxy.close();
+      other.close();
+    }
   });
 });
 

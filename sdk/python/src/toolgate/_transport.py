@@ -104,7 +104,7 @@ class _Policy:
 
 @dataclass
 class Settings:
-    api_key: str | None
+    api_key: str | None = field(repr=False)
     base_url: str
     max_retries: int
     timeout: float
@@ -131,6 +131,19 @@ def _decode(response: httpx.Response) -> Any:
         ) from None
 
 
+def _redirect_refused(response: httpx.Response) -> ToolgateError:
+    """A redirect is not followed (the gateway never redirects an API call: one comes from a proxy
+    in front of it, or a base URL that is not the gateway's); it is an error raised in the client."""
+    location = response.headers.get("location")
+    return ToolgateError(
+        status=0,
+        code="invalid_response",
+        message=f"The gateway answered {response.status_code}{f' to {location}' if location else ''}: the client does not follow redirects, "
+        "which would send your API key to another address. Set base_url to the gateway's own address.",
+        request_id=response.headers.get("x-request-id"),
+    )
+
+
 class _Base:
     def __init__(self, settings: Settings, paying: bool) -> None:
         self.settings = settings
@@ -153,6 +166,9 @@ class _Base:
 
     def _request(self, op: Operation[Any], payment: dict[str, str] | None) -> dict[str, Any]:
         request: dict[str, Any] = {
+            # The key is a header httpx would send on to wherever a redirect points (it strips
+            # only Authorization), even on a client given with follow_redirects: none is followed.
+            "follow_redirects": False,
             "method": op.method,
             "url": self.settings.base_url + op.path,
             "headers": self._headers(op, payment),
@@ -183,6 +199,8 @@ class _Base:
                     attempt += 1
                     continue
                 raise _network_error(lost) from lost
+            if 300 <= response.status_code < 400:
+                raise _redirect_refused(response)
             if response.status_code == 402 and op.payable and self.paying and payment is None:
                 payment = yield ("pay", response)
                 continue  # the paid attempt is not a retry
