@@ -118,27 +118,30 @@ export async function checkWebhookUrl(
   return reason ? { ok: false, reason } : { ok: true, url };
 }
 
+/**
+ * What a refusal says of a host name: whoever names a URL (a webhook, an issuer, a page to read)
+ * must not learn the gateway's internal DNS from it — what an internal name resolves to, or
+ * whether it resolves at all. An IP literal's refusal names its range: the caller wrote it.
+ */
+const NOT_PUBLIC = "does not resolve to a public address";
+
 /** Why a URL's host may not be reached — it does not resolve, or one of its addresses is blocked — or null when it may. */
 export async function blockedHostReason(url: URL, allowPrivate: boolean): Promise<string | null> {
   const host = url.hostname.replace(/^\[|\]$/g, "");
+  if (isIP(host)) return blockedReason(host, allowPrivate);
   let addresses: string[];
-  if (isIP(host)) addresses = [host];
-  else {
-    try {
-      addresses = (
-        await new Promise<LookupAddress[]>((resolve, reject) =>
-          dnsLookup(host, { all: true }, (err, list) => (err ? reject(err) : resolve(list))),
-        )
-      ).map((a) => a.address);
-    } catch {
-      return `${host} does not resolve`;
-    }
+  try {
+    addresses = (
+      await new Promise<LookupAddress[]>((resolve, reject) =>
+        dnsLookup(host, { all: true }, (err, list) => (err ? reject(err) : resolve(list))),
+      )
+    ).map((a) => a.address);
+  } catch {
+    return `${host} ${NOT_PUBLIC}`;
   }
-  for (const address of addresses) {
-    const reason = blockedReason(address, allowPrivate);
-    if (reason) return reason;
-  }
-  return null;
+  return addresses.some((address) => blockedReason(address, allowPrivate))
+    ? `${host} ${NOT_PUBLIC}`
+    : null;
 }
 
 /** A `lookup` for http(s) agents that refuses blocked addresses at connect time. */
@@ -150,14 +153,11 @@ export function guardedLookup(allowPrivate: boolean) {
   ) => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, "");
-      for (const a of addresses) {
-        const reason = blockedReason(a.address, allowPrivate);
-        if (reason)
-          return callback(
-            new BlockedTargetError(`refused to connect to ${hostname}: ${reason}`),
-            "",
-          );
-      }
+      if (addresses.some((a) => blockedReason(a.address, allowPrivate)))
+        return callback(
+          new BlockedTargetError(`refused to connect to ${hostname}: it ${NOT_PUBLIC}`),
+          "",
+        );
       if ((options as { all?: boolean }).all) return callback(null, addresses);
       callback(null, addresses[0]!.address, addresses[0]!.family);
     });

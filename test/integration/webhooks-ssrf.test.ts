@@ -56,6 +56,28 @@ describe("registration", () => {
     ]);
     expect((await call(`${gw.url}/api/v1/webhooks`, { key })).body.data).toEqual([]);
   });
+
+  it("says of a name only that it does not resolve to a public address: neither what it resolves to nor whether it resolves", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const refusal = async (url: string) =>
+      (
+        await call(`${gw.url}/api/v1/webhooks/register`, {
+          key,
+          body: { url, events: ["tool.error"] },
+        })
+      ).body.error.message;
+    expect(await refusal("https://localhost/hook")).toBe(
+      await refusal("https://no-such-host.invalid/hook").then((m: string) =>
+        m.replace("no-such-host.invalid", "localhost"),
+      ),
+    );
+    expect(await refusal("https://localhost/hook")).toContain(
+      "localhost does not resolve to a public address",
+    );
+    expect(await refusal("https://localhost/hook")).not.toContain("127.0.0.1");
+    // An address the caller wrote is named with its range.
+    expect(await refusal("https://127.0.0.1/hook")).toContain("127.0.0.1 is in the loopback range");
+  });
 });
 
 describe("delivery", () => {
@@ -91,7 +113,7 @@ describe("delivery", () => {
     expect(await deliverTo("wh_rebound", rx.url("/rebound"))).toMatchObject({
       status: null,
       error: expect.stringContaining(
-        "refused to connect to localhost: 127.0.0.1 is in the loopback range",
+        "refused to connect to localhost: it does not resolve to a public address",
       ),
     });
     expect(rx.at("/rebound")).toEqual([]);
