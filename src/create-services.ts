@@ -109,7 +109,12 @@ export async function createServices(
   );
   await pools.start();
   started.push({ name: "worker pools", stop: () => pools.stop() });
-  const upstream = new UpstreamTools(store, config.upstream, config.upstream.tools);
+  const upstream = new UpstreamTools(
+    store,
+    config.upstream,
+    config.upstream.tools,
+    config.secretKeys,
+  );
   started.push({ name: "upstream tools", stop: () => upstream.close() });
   const metrics = new Metrics();
   metrics.watchStore(store);

@@ -301,6 +301,11 @@ export interface CustomToolRecord {
   priceCredits: number;
   timeoutMs: number;
   createdAt: number;
+  /**
+   * The secret calls to the endpoint are signed with (Standard Webhooks headers), sealed as a
+   * webhook's is; shown once, at registration. Absent on tools registered before calls were signed.
+   */
+  sealedSecret?: string;
 }
 
 /** A server-side dashboard session. `id` is the SHA-256 (hex) of the cookie's secret, never the secret. */

@@ -11,12 +11,12 @@ import { join } from "node:path";
 /**
  * A real tool endpoint on loopback — HTTPS with a certificate from the test CA, or plain HTTP —
  * such as a Business account or an operator would register: each path answers from a handler
- * (status and JSON), or hangs; every request is recorded with its headers and JSON body.
+ * (status and JSON), or hangs; every request is recorded with its headers, JSON body and raw body.
  */
 export type EndpointAnswer = { status?: number; json?: unknown; raw?: string } | "hang";
 
 export async function startToolEndpoint(protocol: "https" | "http" = "https") {
-  const received: { path: string; headers: IncomingHttpHeaders; body: unknown }[] = [];
+  const received: { path: string; headers: IncomingHttpHeaders; body: unknown; raw: string }[] = [];
   const handlers = new Map<string, (body: any) => EndpointAnswer>();
   const serve = (req: IncomingMessage, res: ServerResponse) => {
     let raw = "";
@@ -30,7 +30,7 @@ export async function startToolEndpoint(protocol: "https" | "http" = "https") {
       } catch {
         /* recorded as text */
       }
-      received.push({ path, headers: req.headers, body });
+      received.push({ path, headers: req.headers, body, raw });
       const answer = handlers.get(path)?.(body) ?? { status: 404, json: { error: "no such path" } };
       if (answer === "hang") return;
       res.writeHead(answer.status ?? 200, { "content-type": "application/json" });

@@ -1,3 +1,4 @@
+import { createHmac } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -141,7 +142,7 @@ describe("a Business account's custom tool", () => {
 
   it("is called over REST with its validated input, and charged its price", async () => {
     const { key } = await fundedAccount(gw.url, 100, "business");
-    await register(key, wordCount(endpoint.url("/word-count")));
+    const created = await register(key, wordCount(endpoint.url("/word-count")));
     const before = endpoint.at("/word-count").length;
     const res = await callTool(gw.url, key, "word-count", { text: "one two three four" });
     expect(res.status).toBe(200);
@@ -153,6 +154,25 @@ describe("a Business account's custom tool", () => {
     expect(sent[0]!.body).toEqual({ text: "one two three four" });
     expect(sent[0]!.headers["user-agent"]).toBe("Toolgate-Upstream/1.0");
     expect(sent[0]!.headers["x-api-key"]).toBeUndefined(); // the caller's key never reaches the endpoint
+    // Signed as Standard Webhooks: HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed
+    // by the secret's base64 bytes, computed here from the standard's own definition.
+    const secret = String(created.body.signing_secret);
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
+    const {
+      "webhook-id": id,
+      "webhook-timestamp": at,
+      "webhook-signature": signature,
+    } = sent[0]!.headers;
+    expect(id).toBe(res.headers.get("x-request-id"));
+    expect(Math.abs(Number(at) - Date.now() / 1000)).toBeLessThan(30);
+    const expected = createHmac("sha256", Buffer.from(secret.slice("whsec_".length), "base64"))
+      .update(`${id}.${at}.${sent[0]!.raw}`)
+      .digest("base64");
+    expect(signature).toBe(`v1,${expected}`);
+    // Shown once: the tool's own views say it is signed, never with what.
+    const shown = await call(`${gw.url}/api/v1/custom-tools/word-count`, { key });
+    expect(shown.body.signed).toBe(true);
+    expect(JSON.stringify(shown.body)).not.toContain(secret.slice("whsec_".length));
     const usage = await call(`${gw.url}/api/v1/usage?limit=5`, { key });
     expect(usage.body.data[0]).toMatchObject({ kind: "debit", amount: -3, tool: "word-count" });
     // Counted under "custom" in the metrics: accounts' own names never become label values.
@@ -503,7 +523,8 @@ describe("the SSRF guard on custom tools, with private targets not allowed", () 
       const res = await callTool(strict.url, key, name, { text: "a" });
       expect(res.status).toBe(502);
       expect(res.body.error.code).toBe("tool_failed");
-      expect(res.body.error.message).toMatch(/loopback/);
+      // A name is said not to resolve to a public address; the IP the tool names, its range.
+      expect(res.body.error.message).toMatch(/not resolve to a public address|loopback range/);
     }
     expect(endpoint.at("/word-count").length).toBe(before);
     expect(await balanceOf(gw.url, key)).toBe(100);

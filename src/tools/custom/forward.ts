@@ -1,6 +1,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { ValidateFunction } from "ajv";
+import { standardSignature } from "../../webhooks/signing.js";
 import { guardAgent } from "../../webhooks/ssrf.js";
 import { abandoned, type ForwardOutcome, type Forwarder } from "../forward.js";
 import { checkUpstreamForm, literalHostReason } from "./target.js";
@@ -19,6 +20,11 @@ export interface UpstreamTarget {
   url: string;
   /** Extra request headers (an operator's upstream key); none for custom tools. */
   headers: Record<string, string>;
+  /**
+   * A custom tool's signing secret (`whsec_…`): each call then carries the Standard Webhooks
+   * headers, so the endpoint can tell the gateway's calls from anyone else's. Null for operator tools.
+   */
+  signingSecret: string | null;
   validateOutput: ValidateFunction;
 }
 
@@ -88,6 +94,9 @@ export class UpstreamCaller {
               "content-length": body.length,
               "user-agent": UPSTREAM_USER_AGENT,
               "x-request-id": call.requestId,
+              ...(target.signingSecret
+                ? signatureHeaders(target.signingSecret, call.requestId, body)
+                : {}),
             },
           },
           (res) => this.read(res, target, settle),
@@ -149,6 +158,16 @@ export class UpstreamCaller {
     this.https.destroy();
     this.http.destroy();
   }
+}
+
+/** The Standard Webhooks headers of one call: its request id, now, and the signature of both and the body. */
+function signatureHeaders(secret: string, id: string, body: Buffer): Record<string, string> {
+  const now = Math.floor(Date.now() / 1000);
+  return {
+    "webhook-id": id,
+    "webhook-timestamp": String(now),
+    "webhook-signature": standardSignature(secret, id, now, body.toString("utf8")),
+  };
 }
 
 /** What the endpoint's answer means, in the workers' terms. */

@@ -5,6 +5,7 @@ import { findTool } from "../catalogue/index.js";
 import type { ToolDefinition } from "../definition.js";
 import type { Forwarder } from "../forward.js";
 import { UpstreamCaller, type UpstreamSettings, type UpstreamTarget } from "./forward.js";
+import { openSecret } from "../../webhooks/secrets.js";
 import { SchemaCompiler } from "./json-schema.js";
 import { describedTool, RESERVED_TOOL_NAMES, specOfRecord, type UpstreamToolSpec } from "./spec.js";
 
@@ -35,6 +36,8 @@ export class UpstreamTools {
     private readonly store: Store,
     settings: UpstreamSettings,
     operatorTools: readonly UpstreamToolSpec[],
+    /** SECRET_KEY's keyring, which opens custom tools' signing secrets. */
+    private readonly secretKeys: readonly string[],
   ) {
     this.caller = new UpstreamCaller(settings);
     this.public = operatorTools.map((spec) => this.define(spec, null));
@@ -92,6 +95,7 @@ export class UpstreamTools {
       upstream: {
         url: spec.url,
         headers: spec.headers,
+        signingSecret: spec.sealedSecret ? openSecret(this.secretKeys, spec.sealedSecret) : null,
         validateOutput: this.schemas.compile(spec.outputSchema),
         ownerId,
       },

@@ -94,9 +94,11 @@ export function customToolRecord(
   accountId: string,
   input: CustomToolInput,
   url: string,
+  sealedSecret: string,
   now = Date.now(),
 ): CustomToolRecord {
   return {
+    sealedSecret,
     accountId,
     name: input.name,
     title: input.title ?? input.name,

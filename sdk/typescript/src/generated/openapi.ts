@@ -5560,6 +5560,8 @@ export interface operations {
                                 /** @description USDC atomic units (6 decimals). */
                                 usdc_atomic: string;
                             };
+                            /** @description Whether calls to the endpoint are signed (Standard Webhooks headers, with the secret shown at registration). A tool registered before calls were signed is not: register it again to get a secret. */
+                            signed: boolean;
                             timeout_ms: number;
                             title: string;
                             url: string;
@@ -5703,6 +5705,10 @@ export interface operations {
                             /** @description USDC atomic units (6 decimals). */
                             usdc_atomic: string;
                         };
+                        /** @description Whether calls to the endpoint are signed (Standard Webhooks headers, with the secret shown at registration). A tool registered before calls were signed is not: register it again to get a secret. */
+                        signed: boolean;
+                        /** @description Shown once. Every call to the endpoint is signed with it in the Standard Webhooks headers (webhook-id: the call's request id, webhook-timestamp, webhook-signature): verify them to know a call is the gateway's. */
+                        signing_secret: string;
                         timeout_ms: number;
                         title: string;
                         url: string;
@@ -5835,6 +5841,8 @@ export interface operations {
                             /** @description USDC atomic units (6 decimals). */
                             usdc_atomic: string;
                         };
+                        /** @description Whether calls to the endpoint are signed (Standard Webhooks headers, with the secret shown at registration). A tool registered before calls were signed is not: register it again to get a secret. */
+                        signed: boolean;
                         timeout_ms: number;
                         title: string;
                         url: string;

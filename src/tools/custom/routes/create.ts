@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { requireFeature } from "../../../accounts/tiers.js";
 import { requireUnrestrictedKey } from "../../../http/auth.js";
 import { ApiError } from "../../../http/errors.js";
@@ -5,6 +6,7 @@ import { defineRoute } from "../../../http/route.js";
 import { SchemaError } from "../json-schema.js";
 import { customToolBody, customToolRecord } from "../spec.js";
 import { checkUpstreamUrl } from "../target.js";
+import { newWebhookSecret, sealSecret } from "../../../webhooks/secrets.js";
 import { customToolView, customToolViewSchema } from "./view.js";
 
 /**
@@ -22,7 +24,13 @@ export const createCustomTool = defineRoute({
   errors: ["feature_not_in_tier", "unrestricted_key_required"],
   successStatus: 201,
   body: customToolBody,
-  response: customToolViewSchema,
+  response: customToolViewSchema.extend({
+    signing_secret: z
+      .string()
+      .describe(
+        "Shown once. Every call to the endpoint is signed with it in the Standard Webhooks headers (webhook-id: the call's request id, webhook-timestamp, webhook-signature): verify them to know a call is the gateway's.",
+      ),
+  }),
   async handler({ services, caller, body }) {
     requireFeature(caller.account.tier, "custom_endpoints");
     // Where the account's calls (and their inputs) go: a limited key may call tools, not move them.
@@ -57,7 +65,14 @@ export const createCustomTool = defineRoute({
         `The endpoint URL is not allowed: ${target.reason}.`,
         { param: "url" },
       );
-    const record = customToolRecord(caller.account.id, body, target.url.href);
+    // The Standard Webhooks form, as a webhook's secret: any Standard Webhooks library verifies the calls.
+    const signingSecret = newWebhookSecret();
+    const record = customToolRecord(
+      caller.account.id,
+      body,
+      target.url.href,
+      sealSecret(services.config.secretKeys, signingSecret),
+    );
     const added = await services.store.addCustomTool(record, services.config.upstream.perAccount);
     if (added === "exists")
       throw new ApiError(
@@ -70,6 +85,12 @@ export const createCustomTool = defineRoute({
         "validation_failed",
         `At most ${services.config.upstream.perAccount} custom tools per account.`,
       );
-    return { status: 201, body: customToolView(record, services.config.creditPriceAtomic) };
+    return {
+      status: 201,
+      body: {
+        ...customToolView(record, services.config.creditPriceAtomic),
+        signing_secret: signingSecret,
+      },
+    };
   },
 });

@@ -20,6 +20,11 @@ export const customToolViewSchema = z.object({
     .string()
     .describe("Where the account's keys call it: POST, or MCP tools/call by name."),
   created_at: z.string(),
+  signed: z
+    .boolean()
+    .describe(
+      "Whether calls to the endpoint are signed (Standard Webhooks headers, with the secret shown at registration). A tool registered before calls were signed is not: register it again to get a secret.",
+    ),
 });
 
 export function customToolView(
@@ -37,5 +42,6 @@ export function customToolView(
     timeout_ms: record.timeoutMs,
     endpoint: `/v1/tools/${record.name}`,
     created_at: new Date(record.createdAt).toISOString(),
+    signed: record.sealedSecret !== undefined,
   };
 }
