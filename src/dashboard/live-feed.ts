@@ -12,17 +12,37 @@ import { currentSession, stillLive } from "./session.js";
  * shows up within one round trip of its debit. The stream resumes after `Last-Event-ID` (the
  * browser's own reconnection) or `?after=` (the newest entry the page was rendered with).
  *
- * Each stream holds one Redis connection, so a process holds at most DASHBOARD_LIVE_STREAMS, and
- * one account at most LIVE_STREAMS_PER_ACCOUNT of them (a few tabs), so no account can take them
- * all. The session is checked again between reads without counting as use: signing out, or the
+ * Each stream holds one Redis connection, so a process holds at most DASHBOARD_LIVE_STREAMS, one
+ * account at most LIVE_STREAMS_PER_ACCOUNT of them (a few tabs), and one client address at most
+ * LIVE_STREAMS_PER_ADDRESS: accounts cost nothing to make (a wallet signs in to a new one), so
+ * without the last, one address holding forty throwaway accounts took every stream. The session is checked again between reads without counting as use: signing out, or the
  * session's idle time passing with no page used, ends the stream within a wait.
  */
 const WAIT_MS = 2_500;
 export const LIVE_STREAMS_PER_ACCOUNT = 5;
+export const LIVE_STREAMS_PER_ADDRESS = 20;
+
+/** How many streams each key (an account, an address) holds. */
+class OpenStreams {
+  private readonly held = new Map<string, number>();
+  constructor(readonly limit: number) {}
+  full(key: string): boolean {
+    return (this.held.get(key) ?? 0) >= this.limit;
+  }
+  take(key: string): void {
+    this.held.set(key, (this.held.get(key) ?? 0) + 1);
+  }
+  release(key: string): void {
+    const left = (this.held.get(key) ?? 1) - 1;
+    if (left > 0) this.held.set(key, left);
+    else this.held.delete(key);
+  }
+}
 
 export function liveFeed(services: Services) {
   let open = 0;
-  const openPerAccount = new Map<string, number>();
+  const perAccount = new OpenStreams(LIVE_STREAMS_PER_ACCOUNT);
+  const perAddress = new OpenStreams(LIVE_STREAMS_PER_ADDRESS);
   return async (req: Request, res: Response) => {
     const current = await currentSession(services, req);
     if (!current)
@@ -31,28 +51,27 @@ export function liveFeed(services: Services) {
         "Sign in to the dashboard first (/dashboard/sign-in).",
       );
     const accountId = current.account.id;
-    const ofAccount = openPerAccount.get(accountId) ?? 0;
-    if (open >= services.config.dashboard.liveStreams || ofAccount >= LIVE_STREAMS_PER_ACCOUNT) {
-      throw new ApiError(
-        "rate_limited",
-        ofAccount >= LIVE_STREAMS_PER_ACCOUNT
-          ? `At most ${LIVE_STREAMS_PER_ACCOUNT} live dashboards per account are open at once; close a tab, and the page retries shortly.`
-          : "Too many live dashboards are open on this server; the page retries shortly.",
-        { headers: { "Retry-After": "10" } },
-      );
-    }
+    const address = req.ip ?? "";
+    const refusal = perAccount.full(accountId)
+      ? `At most ${LIVE_STREAMS_PER_ACCOUNT} live dashboards per account are open at once; close a tab, and the page retries shortly.`
+      : perAddress.full(address)
+        ? `At most ${LIVE_STREAMS_PER_ADDRESS} live dashboards per client address are open at once; the page retries shortly.`
+        : open >= services.config.dashboard.liveStreams
+          ? "Too many live dashboards are open on this server; the page retries shortly."
+          : null;
+    if (refusal) throw new ApiError("rate_limited", refusal, { headers: { "Retry-After": "10" } });
     // The stream's place is taken before anything is awaited: streams opened at once count each other.
     open += 1;
-    openPerAccount.set(accountId, ofAccount + 1);
+    perAccount.take(accountId);
+    perAddress.take(address);
     const follower = services.store.followLedger(accountId);
     let closed = false;
     const close = () => {
       if (closed) return;
       closed = true;
       open -= 1;
-      const left = (openPerAccount.get(accountId) ?? 1) - 1;
-      if (left > 0) openPerAccount.set(accountId, left);
-      else openPerAccount.delete(accountId);
+      perAccount.release(accountId);
+      perAddress.release(address);
       void follower.close();
     };
     req.on("close", close);

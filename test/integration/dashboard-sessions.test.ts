@@ -266,6 +266,35 @@ describe("dashboard sessions", () => {
     }
   });
 
+  it("holds at most 20 live feeds per client address, so throwaway accounts cannot take them all", async () => {
+    const cookies = await Promise.all(
+      Array.from(
+        { length: 5 },
+        async () => (await signIn(gw.url, (await fundedAccount(gw.url, 40, "free")).key)).cookie,
+      ),
+    );
+    const stop = new AbortController();
+    const open = (cookie: string, from: string) =>
+      fetch(`${gw.url}/dashboard/live`, {
+        headers: { cookie, "x-forwarded-for": from },
+        signal: stop.signal,
+      });
+    try {
+      const twenty = await Promise.all(
+        cookies.slice(0, 4).flatMap((c) => Array.from({ length: 5 }, () => open(c, "10.9.0.1"))),
+      );
+      expect(twenty.every((r) => r.status === 200)).toBe(true);
+      const more = await open(cookies[4]!, "10.9.0.1");
+      expect(more.status).toBe(429);
+      expect(((await more.json()) as { error: { message: string } }).error.message).toContain(
+        "At most 20 live dashboards per client address",
+      );
+      expect((await open(cookies[4]!, "10.9.0.2")).status).toBe(200);
+    } finally {
+      stop.abort();
+    }
+  });
+
   it("streams the ledger to a signed-in page, and ends the stream once the session is signed out", async () => {
     const { key } = await fundedAccount(gw.url, 40, "free");
     const { cookie } = await signIn(gw.url, key);
