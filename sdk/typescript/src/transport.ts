@@ -146,7 +146,14 @@ function redirectRefused(response: Response): ToolgateError {
 }
 
 export class Transport {
-  constructor(readonly options: TransportOptions) {}
+  /** A private field: left out when a client is logged, inspected or turned into JSON. */
+  readonly #apiKey: string | undefined;
+  readonly options: Omit<TransportOptions, "apiKey">;
+
+  constructor({ apiKey, ...options }: TransportOptions) {
+    this.#apiKey = apiKey;
+    this.options = options;
+  }
 
   async request(spec: RequestSpec): Promise<RawResult> {
     const url = new URL(spec.path.replace(/^\//, ""), this.options.baseUrl.replace(/\/?$/, "/"));
@@ -158,7 +165,7 @@ export class Transport {
       ...(inBrowser() ? {} : { "user-agent": USER_AGENT }),
       ...this.options.defaultHeaders,
     };
-    if (this.options.apiKey) headers["x-api-key"] = this.options.apiKey;
+    if (this.#apiKey) headers["x-api-key"] = this.#apiKey;
     if (spec.body !== undefined) headers["content-type"] = "application/json";
     if (spec.idempotencyKey) headers["idempotency-key"] = spec.idempotencyKey;
     const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
@@ -222,7 +229,7 @@ export class Transport {
         response.status === 402 &&
         spec.payable &&
         this.options.payer &&
-        !this.options.apiKey &&
+        !this.#apiKey &&
         !payment
       ) {
         payment = await this.options.payer.paymentHeaders(response, text);

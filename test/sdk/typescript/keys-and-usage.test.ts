@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { inspect } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Toolgate, ToolgateError } from "../../../sdk/typescript/src/index.js";
 import { fundedAccount, startGateway, type TestGateway } from "../../helpers/gateway.js";
@@ -106,6 +107,14 @@ describe("a redirect", () => {
       proxy.close();
       other.close();
     }
+  });
+});
+
+describe("a client logged or serialised", () => {
+  it("does not show its API key", () => {
+    const client = new Toolgate({ apiKey: "tg_live_a_secret_of_its_own", baseUrl: gw.url });
+    expect(inspect(client, { depth: 10 })).not.toContain("a_secret_of_its_own");
+    expect(JSON.stringify(client)).not.toContain("a_secret_of_its_own");
   });
 });
 
