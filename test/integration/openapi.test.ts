@@ -2,6 +2,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EVENT_DATA } from "../../src/events/types.js";
 import { TOOLS } from "../../src/tools/catalogue/index.js";
 import { admin, call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
 
@@ -218,6 +219,41 @@ describe("the public pages and MCP", () => {
     );
     expect(ids.filter((id) => id === undefined)).toEqual([]);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+});
+
+describe("webhook deliveries", () => {
+  it("are documented per event type: the envelope, the event's data fields, the signed headers; /docs lists them", async () => {
+    expect(Object.keys(doc.webhooks).sort()).toEqual(Object.keys(EVENT_DATA).sort());
+    const lowBody = doc.webhooks["credits.low"].post.requestBody.content["application/json"].schema;
+    expect(lowBody.required).toEqual(["id", "event", "timestamp", "data"]);
+    expect(lowBody.properties.event).toEqual({ type: "string", const: "credits.low" });
+    expect(lowBody.properties.data.required).toEqual([
+      "credits_remaining",
+      "tool_name",
+      "threshold",
+    ]);
+    const toolError =
+      doc.webhooks["tool.error"].post.requestBody.content["application/json"].schema;
+    expect(Object.keys(toolError.properties.data.properties)).toEqual(
+      expect.arrayContaining(["tool_name", "credits_charged", "error_code", "request_id"]),
+    );
+    expect(
+      doc.webhooks["webhook.test"].post.parameters.map((p: { name: string }) => p.name),
+    ).toEqual([
+      "X-Webhook-Id",
+      "X-Webhook-Event",
+      "X-Webhook-Timestamp",
+      "X-Webhook-Signature",
+      "webhook-id",
+      "webhook-timestamp",
+      "webhook-signature",
+      "User-Agent",
+    ]);
+    const page = await (await fetch(`${gw.url}/docs`)).text();
+    const section = page.match(/<section id="event-credits\.low"[\s\S]*?<\/section>/)?.[0];
+    expect(section).toContain("<code>credits_remaining</code>");
+    expect(section).toContain("<code>threshold</code>");
   });
 });
 
