@@ -205,7 +205,10 @@ export const mcpDocument = (): Record<string, Json> => ({
         // Answered as JSON-RPC, which an MCP client reads (jsonRpcBodyErrors), not the Error shape.
         ...Object.fromEntries(
           [
-            ["400", "The body is not JSON (-32700) or cannot be read (-32600)."],
+            [
+              "400",
+              "The body is not JSON (-32700), cannot be read, or is not a valid JSON-RPC message or batch (-32600; a batch must not repeat a request id).",
+            ],
             [
               "406",
               "The Accept header does not allow both application/json and text/event-stream.",

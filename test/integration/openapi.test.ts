@@ -96,6 +96,13 @@ describe("GET /openapi.json", () => {
       ["JSON that does not parse", await mcp("{bad"), true],
       ["a body over the limit", await mcp(`{"a":"${"x".repeat(3_000_000)}"}`), true],
       ["a body that is not JSON", await mcp("x", { "content-type": "text/plain" }), true],
+      [
+        "a batch repeating a request id",
+        await mcp(
+          '[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1,"method":"ping"}]',
+        ),
+        true,
+      ],
       ["an Accept without the event stream", await mcp("{}", { accept: "application/json" }), true],
     ] as const) {
       const documented = op.responses[String(answer.status)];

@@ -8694,7 +8694,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The body is not JSON (-32700) or cannot be read (-32600). */
+            /** @description The body is not JSON (-32700), cannot be read, or is not a valid JSON-RPC message or batch (-32600; a batch must not repeat a request id). */
             400: {
                 headers: {
                     [name: string]: unknown;
