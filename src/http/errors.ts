@@ -154,10 +154,17 @@ export function toApiError(err: unknown): ApiError {
     code?: string;
     expose?: boolean;
     message?: string;
+    limit?: number;
   };
   // body-parser's errors, recognised by their documented `type` (ours too: see json-body.ts).
+  // The limit is named: a caller cannot otherwise know how much to cut (raw-body sets `limit`).
   if (e?.type === "entity.too.large")
-    return new ApiError("body_too_large", "The request body is larger than the limit.");
+    return new ApiError(
+      "body_too_large",
+      typeof e.limit === "number"
+        ? `The request body is larger than the limit of ${e.limit} bytes.`
+        : "The request body is larger than the limit.",
+    );
   if (e?.type === "entity.too.deep")
     return new ApiError("body_too_deep", e.message ?? "The request body nests too deeply.");
   if (e?.type === "entity.parse.failed")

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { Door } from "../routes.js";
 import { withoutDialect } from "../tools/views.js";
+import { webhooksDocument } from "../webhooks/document.js";
 import { ERRORS, type ErrorCode } from "./errors.js";
 import { UNREADABLE_BODY } from "./json-body.js";
 import type { AnyRoute, DocumentConfig } from "./route.js";
@@ -318,6 +319,7 @@ export function buildOpenApi(config: DocumentConfig, doors: Door[]): Json {
     tags: TAGS,
     security: [{ ApiKey: [] }],
     paths,
+    webhooks: webhooksDocument(),
     components: {
       securitySchemes: {
         ApiKey: {

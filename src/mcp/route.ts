@@ -14,6 +14,7 @@ import { requireJsonBody } from "../http/request-context.js";
 import { allowOn } from "../http/method-not-allowed.js";
 import { errorResponses, type Json } from "../http/openapi.js";
 import type { Services } from "../services.js";
+import { checkBatch } from "./batches.js";
 import type { McpCaller } from "./server.js";
 
 /**
@@ -126,7 +127,14 @@ export function mcpRouter(services: Services): Router {
       serving = null; // tried again on the next request
       throw err;
     }));
-    void serve(req, res, req.body);
+    const batch = checkBatch(req.body);
+    if ("refused" in batch) {
+      res
+        .status(400)
+        .json({ jsonrpc: "2.0", error: { code: -32600, message: batch.refused }, id: null });
+      return;
+    }
+    void serve(req, res, batch.body);
   };
   // The door reads its own body, so a body that cannot be read is answered as JSON-RPC, which an
   // MCP client can read: -32700 for JSON that does not parse, -32600 for any other unreadable body.
@@ -197,7 +205,10 @@ export const mcpDocument = (): Record<string, Json> => ({
         // Answered as JSON-RPC, which an MCP client reads (jsonRpcBodyErrors), not the Error shape.
         ...Object.fromEntries(
           [
-            ["400", "The body is not JSON (-32700) or cannot be read (-32600)."],
+            [
+              "400",
+              "The body is not JSON (-32700), cannot be read, or is not a valid JSON-RPC message or batch (-32600; a batch must not repeat a request id).",
+            ],
             [
               "406",
               "The Accept header does not allow both application/json and text/event-stream.",

@@ -115,6 +115,16 @@ const authText: Record<string, string> = {
   optional: "<code>x-api-key</code>, or no key and an x402 payment",
 };
 
+/** One webhook event: when it is sent and the fields of its `data`. */
+function eventSection(event: string, op: Json): string {
+  const envelope = op.requestBody?.content?.["application/json"]?.schema as Json;
+  return `<section id="event-${esc(event)}" class="operation">
+<h3>Event <code>${esc(event)}</code></h3>
+<p>${esc(op.summary)} Body: <code>{"id", "event", "timestamp", "data"}</code>.</p>
+${fieldsTable(envelope.properties.data, "data")}
+</section>`;
+}
+
 function operationSection(doc: Json, method: string, path: string, op: Json): string {
   const key = `${method.toUpperCase()} ${path}`;
   const example = OPERATION_EXAMPLES[key];
@@ -225,6 +235,9 @@ export function renderDocsPage(
         );
     }
   }
+  // What each webhook delivery carries (the document's `webhooks`), beside the webhook routes.
+  for (const [event, item] of Object.entries((doc.webhooks ?? {}) as Record<string, Json>))
+    byTag.get("Webhooks")?.push(eventSection(event, item.post as Json));
   const tools = options.tools.map((tool) =>
     toolSection(doc, tool, options.creditPriceAtomic, options.toolAnswers),
   );

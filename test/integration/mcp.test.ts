@@ -367,6 +367,70 @@ describe("the rate limit over MCP", () => {
   });
 });
 
+describe("batches over MCP", () => {
+  /** Posts a batch; answers the HTTP status and the JSON-RPC messages, or "no end" when the answer does not end within 3 s. */
+  const batch = async (key: string, messages: unknown[]) => {
+    const res = await fetch(`${gw.url}/mcp`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "x-api-key": key,
+      },
+      body: JSON.stringify(messages),
+      signal: AbortSignal.timeout(3000),
+    });
+    const text = await res.text().catch(() => "no end");
+    if (text === "no end") return { status: res.status, messages: text };
+    return {
+      status: res.status,
+      messages: text.startsWith("{")
+        ? [JSON.parse(text)]
+        : text
+            .split("\n")
+            .filter((l) => l.startsWith("data: "))
+            .map((l) => JSON.parse(l.slice(6))),
+    };
+  };
+  const hash = (id: number, text: string) => ({
+    jsonrpc: "2.0",
+    id,
+    method: "tools/call",
+    params: { name: "hash", arguments: { text } },
+  });
+
+  it("refuses a batch that repeats a request id, running and charging none of it", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const answer = await batch(key, [hash(1, "a"), hash(1, "b")]);
+    expect(answer).toEqual({
+      status: 400,
+      messages: [
+        {
+          jsonrpc: "2.0",
+          error: { code: -32600, message: "Bad Request: JSON-RPC batch repeats the request id 1" },
+          id: null,
+        },
+      ],
+    });
+    expect(await balanceOf(gw.url, key)).toBe(100);
+    // 1 and "1" are two ids: both calls are answered (and charged).
+    const both = await batch(key, [hash(1, "a"), { ...hash(1, "b"), id: "1" }]);
+    expect(Array.isArray(both.messages) && both.messages.map((m) => m.id)).toEqual([1, "1"]);
+    expect(await balanceOf(gw.url, key)).toBe(98);
+  });
+
+  it("answers a call whose cancellation comes in the same batch, once charged", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const cancel = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 7 } };
+    const answer = await batch(key, [hash(7, "a"), cancel]);
+    expect(answer.status).toBe(200);
+    expect(answer.messages).toMatchObject([
+      { id: 7, result: { structuredContent: { digest: expect.any(String) } } },
+    ]);
+    expect(await balanceOf(gw.url, key)).toBe(99);
+  });
+});
+
 describe("aliases over MCP", () => {
   it.each(Object.keys(ERAS) as (keyof typeof ERAS)[])(
     "calls a tool by its alias with the official client, %s",

@@ -2,6 +2,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EVENT_DATA } from "../../src/events/types.js";
 import { TOOLS } from "../../src/tools/catalogue/index.js";
 import { admin, call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
 
@@ -95,6 +96,13 @@ describe("GET /openapi.json", () => {
       ["JSON that does not parse", await mcp("{bad"), true],
       ["a body over the limit", await mcp(`{"a":"${"x".repeat(3_000_000)}"}`), true],
       ["a body that is not JSON", await mcp("x", { "content-type": "text/plain" }), true],
+      [
+        "a batch repeating a request id",
+        await mcp(
+          '[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1,"method":"ping"}]',
+        ),
+        true,
+      ],
       ["an Accept without the event stream", await mcp("{}", { accept: "application/json" }), true],
     ] as const) {
       const documented = op.responses[String(answer.status)];
@@ -218,6 +226,41 @@ describe("the public pages and MCP", () => {
     );
     expect(ids.filter((id) => id === undefined)).toEqual([]);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+});
+
+describe("webhook deliveries", () => {
+  it("are documented per event type: the envelope, the event's data fields, the signed headers; /docs lists them", async () => {
+    expect(Object.keys(doc.webhooks).sort()).toEqual(Object.keys(EVENT_DATA).sort());
+    const lowBody = doc.webhooks["credits.low"].post.requestBody.content["application/json"].schema;
+    expect(lowBody.required).toEqual(["id", "event", "timestamp", "data"]);
+    expect(lowBody.properties.event).toEqual({ type: "string", const: "credits.low" });
+    expect(lowBody.properties.data.required).toEqual([
+      "credits_remaining",
+      "tool_name",
+      "threshold",
+    ]);
+    const toolError =
+      doc.webhooks["tool.error"].post.requestBody.content["application/json"].schema;
+    expect(Object.keys(toolError.properties.data.properties)).toEqual(
+      expect.arrayContaining(["tool_name", "credits_charged", "error_code", "request_id"]),
+    );
+    expect(
+      doc.webhooks["webhook.test"].post.parameters.map((p: { name: string }) => p.name),
+    ).toEqual([
+      "X-Webhook-Id",
+      "X-Webhook-Event",
+      "X-Webhook-Timestamp",
+      "X-Webhook-Signature",
+      "webhook-id",
+      "webhook-timestamp",
+      "webhook-signature",
+      "User-Agent",
+    ]);
+    const page = await (await fetch(`${gw.url}/docs`)).text();
+    const section = page.match(/<section id="event-credits\.low"[\s\S]*?<\/section>/)?.[0];
+    expect(section).toContain("<code>credits_remaining</code>");
+    expect(section).toContain("<code>threshold</code>");
   });
 });
 

@@ -63,7 +63,11 @@ describe("tool input limits and the body limit", () => {
 
     const limit = loadConfig({ NODE_ENV: "test" }).bodyLimitBytes;
     const huge = await callTool(gw.url, key, "hash", { text: "a".repeat(limit) });
-    expect([huge.status, huge.body.error.code]).toEqual([413, "body_too_large"]);
+    expect([huge.status, huge.body.error.code, huge.body.error.message]).toEqual([
+      413,
+      "body_too_large",
+      `The request body is larger than the limit of ${limit} bytes.`,
+    ]);
     expect(await balanceOf(gw.url, key)).toBe(before);
   });
 

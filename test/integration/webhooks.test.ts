@@ -1,4 +1,6 @@
 import { execFileSync } from "node:child_process";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ADMIN_KEY,
@@ -52,6 +54,28 @@ const opensslHmacBase64 = (hexKey: string, data: string) =>
     ["dgst", "-sha256", "-binary", "-mac", "HMAC", "-macopt", `hexkey:${hexKey}`],
     { input: data },
   ).toString("base64");
+
+/**
+ * What the OpenAPI document's `webhooks` says a delivery of its event is, checked on one received
+ * delivery with an independent validator: its body against the envelope schema, and every
+ * documented header present and matching its schema. Answers the mismatches.
+ */
+async function undocumented(got: { headers: Record<string, unknown>; raw: string }) {
+  const doc = (await call(`${gw.url}/openapi.json`)).body;
+  const body = JSON.parse(got.raw);
+  const delivery = doc.webhooks?.[body.event]?.post;
+  if (!delivery) return [`no webhooks entry for ${body.event}`];
+  const ajv = new Ajv2020({ strict: false });
+  addFormats.default(ajv);
+  const problems: string[] = [];
+  const validBody = ajv.compile(delivery.requestBody.content["application/json"].schema);
+  if (!validBody(body)) problems.push(`body: ${JSON.stringify(validBody.errors)}`);
+  for (const header of delivery.parameters as { name: string; schema: object }[]) {
+    const value = got.headers[header.name.toLowerCase()];
+    if (!ajv.validate(header.schema, value)) problems.push(`${header.name}: ${String(value)}`);
+  }
+  return problems;
+}
 
 describe("registering webhooks", () => {
   it("returns the secret once; listing never shows it", async () => {
@@ -183,6 +207,7 @@ describe("deliveries", () => {
     const keyHex = Buffer.from(hook.secret.slice("whsec_".length), "base64").toString("hex");
     const signed = `${got!.headers["webhook-id"]}.${got!.headers["webhook-timestamp"]}.${got!.raw}`;
     expect(got!.headers["webhook-signature"]).toBe(`v1,${opensslHmacBase64(keyHex, signed)}`);
+    expect(await undocumented(got!)).toEqual([]);
   });
 
   it("deliver only the subscribed events, each to its subscribers", async () => {
@@ -204,6 +229,7 @@ describe("deliveries", () => {
     expect(
       JSON.parse(low.find((r) => r.headers["x-webhook-event"] === "credits.depleted")!.raw).data,
     ).toMatchObject({ credits_remaining: 0, tool_name: "hash" });
+    for (const delivery of low) expect(await undocumented(delivery)).toEqual([]);
     await new Promise((r) => setTimeout(r, 500));
     expect(rx.at(errPath)).toEqual([]);
   });

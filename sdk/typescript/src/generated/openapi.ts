@@ -2444,7 +2444,127 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "agent.registered": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The agent.registered event, POSTed to each webhook subscribed to it. */
+        post: operations["webhookAgentRegistered"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "credits.depleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The credits.depleted event, POSTed to each webhook subscribed to it. */
+        post: operations["webhookCreditsDepleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "credits.low": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The credits.low event, POSTed to each webhook subscribed to it. */
+        post: operations["webhookCreditsLow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment.received": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The payment.received event, POSTed to each webhook subscribed to it. */
+        post: operations["webhookPaymentReceived"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "spend.threshold_reached": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The spend.threshold_reached event, POSTed to each webhook subscribed to it. */
+        post: operations["webhookSpendThresholdReached"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tool.error": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The tool.error event, POSTed to each webhook subscribed to it. */
+        post: operations["webhookToolError"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The webhook.test event, POSTed to each webhook subscribed to it (sent by POST /api/v1/webhooks/test, whatever it subscribed to). */
+        post: operations["webhookWebhookTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         Error: {
@@ -8582,7 +8702,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The body is not JSON (-32700) or cannot be read (-32600). */
+            /** @description The body is not JSON (-32700), cannot be read, or is not a valid JSON-RPC message or batch (-32600; a batch must not repeat a request id). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -21726,6 +21846,368 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
+            };
+        };
+    };
+    webhookAgentRegistered: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Toolgate-Webhook/1.0 */
+                "User-Agent": "Toolgate-Webhook/1.0";
+                /** @description Standard Webhooks: the event's id. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body, keyed by the secret's decoded bytes>`, space-separated, one per secret while a rotation overlaps. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: the attempt's time, in Unix seconds. */
+                "webhook-timestamp": string;
+                /** @description The event type (the body's `event`). */
+                "X-Webhook-Event": string;
+                /** @description The event's id (the body's `id`): drop duplicates by it. */
+                "X-Webhook-Id": string;
+                /** @description `sha256=<lowercase hex HMAC-SHA256 of the raw body, keyed by the whole whsec_… secret>`. */
+                "X-Webhook-Signature": string;
+                /** @description The event's time (the body's `timestamp`), ISO 8601. */
+                "X-Webhook-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        agent_id: string;
+                        email: string | null;
+                        tier: string;
+                    };
+                    /** @constant */
+                    event: "agent.registered";
+                    id: string;
+                    /** Format: date-time */
+                    timestamp: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 10 s: delivered (the body is ignored). Otherwise retried at most 3 times, 1 s, 4 s and 9 s after each failure; a 4xx other than 429 is not retried, nor is a redirect followed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCreditsDepleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Toolgate-Webhook/1.0 */
+                "User-Agent": "Toolgate-Webhook/1.0";
+                /** @description Standard Webhooks: the event's id. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body, keyed by the secret's decoded bytes>`, space-separated, one per secret while a rotation overlaps. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: the attempt's time, in Unix seconds. */
+                "webhook-timestamp": string;
+                /** @description The event type (the body's `event`). */
+                "X-Webhook-Event": string;
+                /** @description The event's id (the body's `id`): drop duplicates by it. */
+                "X-Webhook-Id": string;
+                /** @description `sha256=<lowercase hex HMAC-SHA256 of the raw body, keyed by the whole whsec_… secret>`. */
+                "X-Webhook-Signature": string;
+                /** @description The event's time (the body's `timestamp`), ISO 8601. */
+                "X-Webhook-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** @constant */
+                        credits_remaining: 0;
+                        message: string;
+                        tool_name: string | null;
+                    };
+                    /** @constant */
+                    event: "credits.depleted";
+                    id: string;
+                    /** Format: date-time */
+                    timestamp: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 10 s: delivered (the body is ignored). Otherwise retried at most 3 times, 1 s, 4 s and 9 s after each failure; a 4xx other than 429 is not retried, nor is a redirect followed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCreditsLow: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Toolgate-Webhook/1.0 */
+                "User-Agent": "Toolgate-Webhook/1.0";
+                /** @description Standard Webhooks: the event's id. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body, keyed by the secret's decoded bytes>`, space-separated, one per secret while a rotation overlaps. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: the attempt's time, in Unix seconds. */
+                "webhook-timestamp": string;
+                /** @description The event type (the body's `event`). */
+                "X-Webhook-Event": string;
+                /** @description The event's id (the body's `id`): drop duplicates by it. */
+                "X-Webhook-Id": string;
+                /** @description `sha256=<lowercase hex HMAC-SHA256 of the raw body, keyed by the whole whsec_… secret>`. */
+                "X-Webhook-Signature": string;
+                /** @description The event's time (the body's `timestamp`), ISO 8601. */
+                "X-Webhook-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        credits_remaining: number;
+                        threshold: number;
+                        tool_name: string | null;
+                    };
+                    /** @constant */
+                    event: "credits.low";
+                    id: string;
+                    /** Format: date-time */
+                    timestamp: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 10 s: delivered (the body is ignored). Otherwise retried at most 3 times, 1 s, 4 s and 9 s after each failure; a 4xx other than 429 is not retried, nor is a redirect followed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookPaymentReceived: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Toolgate-Webhook/1.0 */
+                "User-Agent": "Toolgate-Webhook/1.0";
+                /** @description Standard Webhooks: the event's id. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body, keyed by the secret's decoded bytes>`, space-separated, one per secret while a rotation overlaps. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: the attempt's time, in Unix seconds. */
+                "webhook-timestamp": string;
+                /** @description The event type (the body's `event`). */
+                "X-Webhook-Event": string;
+                /** @description The event's id (the body's `id`): drop duplicates by it. */
+                "X-Webhook-Id": string;
+                /** @description `sha256=<lowercase hex HMAC-SHA256 of the raw body, keyed by the whole whsec_… secret>`. */
+                "X-Webhook-Signature": string;
+                /** @description The event's time (the body's `timestamp`), ISO 8601. */
+                "X-Webhook-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        agent_id: string;
+                        amount_usd: string;
+                        amount_usdc_atomic?: string;
+                        credits_added: number;
+                        network?: string;
+                        payment_session_id: string;
+                        plan: string | null;
+                        transaction?: string;
+                        /** @enum {string} */
+                        type: "one_time" | "subscription" | "renewal";
+                    };
+                    /** @constant */
+                    event: "payment.received";
+                    id: string;
+                    /** Format: date-time */
+                    timestamp: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 10 s: delivered (the body is ignored). Otherwise retried at most 3 times, 1 s, 4 s and 9 s after each failure; a 4xx other than 429 is not retried, nor is a redirect followed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookSpendThresholdReached: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Toolgate-Webhook/1.0 */
+                "User-Agent": "Toolgate-Webhook/1.0";
+                /** @description Standard Webhooks: the event's id. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body, keyed by the secret's decoded bytes>`, space-separated, one per secret while a rotation overlaps. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: the attempt's time, in Unix seconds. */
+                "webhook-timestamp": string;
+                /** @description The event type (the body's `event`). */
+                "X-Webhook-Event": string;
+                /** @description The event's id (the body's `id`): drop duplicates by it. */
+                "X-Webhook-Id": string;
+                /** @description `sha256=<lowercase hex HMAC-SHA256 of the raw body, keyed by the whole whsec_… secret>`. */
+                "X-Webhook-Signature": string;
+                /** @description The event's time (the body's `timestamp`), ISO 8601. */
+                "X-Webhook-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** @constant */
+                        period: "month";
+                        /** Format: date-time */
+                        period_start: string;
+                        spent: number;
+                        threshold: number;
+                        tool_name: string | null;
+                    };
+                    /** @constant */
+                    event: "spend.threshold_reached";
+                    id: string;
+                    /** Format: date-time */
+                    timestamp: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 10 s: delivered (the body is ignored). Otherwise retried at most 3 times, 1 s, 4 s and 9 s after each failure; a 4xx other than 429 is not retried, nor is a redirect followed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookToolError: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Toolgate-Webhook/1.0 */
+                "User-Agent": "Toolgate-Webhook/1.0";
+                /** @description Standard Webhooks: the event's id. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body, keyed by the secret's decoded bytes>`, space-separated, one per secret while a rotation overlaps. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: the attempt's time, in Unix seconds. */
+                "webhook-timestamp": string;
+                /** @description The event type (the body's `event`). */
+                "X-Webhook-Event": string;
+                /** @description The event's id (the body's `id`): drop duplicates by it. */
+                "X-Webhook-Id": string;
+                /** @description `sha256=<lowercase hex HMAC-SHA256 of the raw body, keyed by the whole whsec_… secret>`. */
+                "X-Webhook-Signature": string;
+                /** @description The event's time (the body's `timestamp`), ISO 8601. */
+                "X-Webhook-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        credits_charged: number;
+                        error_code?: string;
+                        request_id?: string;
+                        tool_name: string;
+                    };
+                    /** @constant */
+                    event: "tool.error";
+                    id: string;
+                    /** Format: date-time */
+                    timestamp: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 10 s: delivered (the body is ignored). Otherwise retried at most 3 times, 1 s, 4 s and 9 s after each failure; a 4xx other than 429 is not retried, nor is a redirect followed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookWebhookTest: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Toolgate-Webhook/1.0 */
+                "User-Agent": "Toolgate-Webhook/1.0";
+                /** @description Standard Webhooks: the event's id. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body, keyed by the secret's decoded bytes>`, space-separated, one per secret while a rotation overlaps. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: the attempt's time, in Unix seconds. */
+                "webhook-timestamp": string;
+                /** @description The event type (the body's `event`). */
+                "X-Webhook-Event": string;
+                /** @description The event's id (the body's `id`): drop duplicates by it. */
+                "X-Webhook-Id": string;
+                /** @description `sha256=<lowercase hex HMAC-SHA256 of the raw body, keyed by the whole whsec_… secret>`. */
+                "X-Webhook-Signature": string;
+                /** @description The event's time (the body's `timestamp`), ISO 8601. */
+                "X-Webhook-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        message: string;
+                        webhook_id: string;
+                    };
+                    /** @constant */
+                    event: "webhook.test";
+                    id: string;
+                    /** Format: date-time */
+                    timestamp: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 10 s: delivered (the body is ignored). Otherwise retried at most 3 times, 1 s, 4 s and 9 s after each failure; a 4xx other than 429 is not retried, nor is a redirect followed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
