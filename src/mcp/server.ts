@@ -5,7 +5,7 @@ import { type ApiError, errorBody, toApiError } from "../http/errors.js";
 import { newRequestId } from "../lib/ids.js";
 import type { Services } from "../services.js";
 import { TOOLS } from "../tools/catalogue/index.js";
-import { isPrivateTool, publicTools } from "../tools/custom/registry.js";
+import { isPrivateTool, isUpstreamTool, publicTools } from "../tools/custom/registry.js";
 import type { Forwarder } from "../tools/forward.js";
 import { invokeTool } from "../tools/invoke.js";
 import { atomicPrice } from "../lib/money.js";
@@ -37,6 +37,22 @@ export interface McpCaller {
 const PAYMENT_META = "x402/payment";
 const RECEIPT_META = "x402/payment-response";
 
+/**
+ * What MCP's tool annotations say of a catalogue tool: it computes an answer and changes nothing
+ * (read-only); it reaches outside the gateway (open world) when it reads the web or asks a
+ * third-party provider. An endpoint's tool (an operator's or an account's) may do anything, so
+ * it says nothing and clients assume the worst, as the specification's defaults do.
+ */
+function annotationsOf(tool: ToolDefinition) {
+  if (isUpstreamTool(tool)) return {};
+  return {
+    annotations: {
+      readOnlyHint: true,
+      openWorldHint: tool.pool === "provider" || tool.category === "web",
+    },
+  };
+}
+
 /** A tool as MCP lists it. */
 function mcpTool(services: Services, tool: ToolDefinition) {
   const { input, output } = jsonSchemasOf(tool);
@@ -46,6 +62,7 @@ function mcpTool(services: Services, tool: ToolDefinition) {
     description: tool.description,
     inputSchema: withoutDialect(input) as { type: "object"; [k: string]: unknown },
     outputSchema: withoutDialect(output) as { type: "object"; [k: string]: unknown },
+    ...annotationsOf(tool),
     _meta: {
       "toolgate/price": priceOf(tool, services.config.creditPriceAtomic),
       "toolgate/aliases": tool.aliases,
@@ -81,6 +98,20 @@ const SEARCH_TOOLS = {
     type: "object";
     [k: string]: unknown;
   },
+  // Its structured result, for clients that check it against the schema (the official SDK does).
+  outputSchema: {
+    type: "object" as const,
+    properties: {
+      tools: {
+        type: "array",
+        description:
+          "The matching tools as tools/list shows them, each with `available` (whether it can be called now).",
+        items: { type: "object" },
+      },
+    },
+    required: ["tools"],
+  },
+  annotations: { readOnlyHint: true, openWorldHint: false },
 };
 
 function searchResult(

@@ -76,6 +76,21 @@ describe.each(Object.keys(ERAS) as (keyof typeof ERAS)[])("the official MCP clie
         usd: "0.002",
         usdc_atomic: "2000",
       });
+      // Annotations: every catalogue tool changes nothing; those that read the web or ask a
+      // provider reach the open world.
+      expect(hash.annotations).toEqual({ readOnlyHint: true, openWorldHint: false });
+      for (const name of ["web-fetch", "ai-summarize", "web-search"])
+        expect(tools.find((t) => t.name === name)!.annotations).toEqual({
+          readOnlyHint: true,
+          openWorldHint: true,
+        });
+      const search = tools.find((t) => t.name === "search_tools")!;
+      expect(search.outputSchema).toMatchObject({ required: ["tools"] });
+      // The SDK checks a structured result against the tool's output schema.
+      const found = await client.callTool({ name: "search_tools", arguments: { query: "hash" } });
+      expect((found.structuredContent as { tools: { name: string }[] }).tools[0]!.name).toBe(
+        "hash",
+      );
     } finally {
       await client.close();
     }
