@@ -144,7 +144,7 @@ export function memoryCredits(state: MemoryState): CreditStore {
     async topUp(
       accountId: string,
       kind: TopUpKind,
-      grant: CreditChange & { amount: number; rearm?: boolean },
+      grant: CreditChange & { amount: number; rearm?: boolean; keptForGood?: boolean },
       events: EventRecord[] = [],
       plan?: PlanChange,
     ) {
@@ -166,7 +166,11 @@ export function memoryCredits(state: MemoryState): CreditStore {
             : e,
         ),
       );
-      a.operations.set(grant.requestId, true);
+      a.operations.set(
+        grant.requestId,
+        true,
+        grant.keptForGood ? Number.POSITIVE_INFINITY : undefined,
+      );
       return { applied: true, account: state.view(a), ...(planType ? { planType } : {}) };
     },
 
