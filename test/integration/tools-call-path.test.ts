@@ -176,6 +176,55 @@ describe("when the tool cannot run", () => {
   });
 });
 
+describe("a worker's answer larger than WORKER_MAX_RESPONSE_BYTES", () => {
+  it("fails the call, refunded with tool.error, over REST and MCP alike", async () => {
+    const capped = await startGateway({ env: { WORKER_MAX_RESPONSE_BYTES: "4096" } });
+    try {
+      const { key, accountId } = await fundedAccount(capped.url, 100);
+      // Each text ~3 KB: the diff that names both is past 4 KB; a hash is well under it.
+      const texts = { old: "a\n".repeat(1500), new: "b\n".repeat(1500) };
+      expect((await callTool(capped.url, key, "hash", { text: "small" })).status).toBe(200);
+      const rest = await callTool(capped.url, key, "text-diff", texts);
+      expect([rest.status, rest.body.error.code, rest.body.error.message]).toEqual([
+        502,
+        "tool_failed",
+        "The text-diff tool failed; its answer is larger than 4096 bytes. The call was not charged.",
+      ]);
+      const mcp = await fetch(`${capped.url}/mcp`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "x-api-key": key,
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "text-diff", arguments: texts },
+        }),
+      });
+      // One server-sent event carries the JSON-RPC answer.
+      const sent = await mcp.text();
+      const result = JSON.parse(sent.slice(sent.indexOf("data: ") + 6).split("\n")[0]!).result;
+      expect([result.isError, JSON.parse(result.content[0].text).error.code]).toEqual([
+        true,
+        "tool_failed",
+      ]);
+      expect(await balanceOf(capped.url, key)).toBe(99);
+      const errors = (await eventsOf(capped.services.store, accountId, 3)).filter(
+        (e) => e.event === "tool.error",
+      );
+      expect(errors.map((e) => [e.data.tool_name, e.data.error_code])).toEqual([
+        ["text-diff", "tool_failed"],
+        ["text-diff", "tool_failed"],
+      ]);
+    } finally {
+      await capped.stop();
+    }
+  });
+});
+
 describe("Idempotency-Key", () => {
   it("runs concurrent duplicates once, charges once, and replays the answer", async () => {
     const { key } = await fundedAccount(gw.url, 100);
