@@ -497,8 +497,9 @@ export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiErr
   } catch {
     /* not our worker's JSON */
   }
-  // A sentence of its own, whether or not the worker (or an operator's endpoint) ended it.
-  const detail = error.message ? ` ${error.message.replace(/(?<![.!?])$/, ".")}` : "";
+  // After a semicolon, a sentence ended whether or not the worker (or an operator's endpoint)
+  // ended it; with no message, the first sentence ends there ("failed; The call…" read oddly).
+  const detail = error.message ? `; ${error.message.replace(/(?<![.!?])$/, ".")}` : ".";
   if (outcome.status === 422)
     return new ApiError(
       "validation_failed",
@@ -508,16 +509,16 @@ export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiErr
   if (outcome.status === 503 && error.code === "tool_unavailable")
     return new ApiError(
       "tool_unavailable",
-      `The ${tool.name} tool is unavailable;${detail} The call was not charged.`,
+      `The ${tool.name} tool is unavailable${detail} The call was not charged.`,
     );
   if (outcome.status === 504)
     return new ApiError(
       "tool_timeout",
-      `The ${tool.name} tool timed out;${detail} The call was not charged.`,
+      `The ${tool.name} tool timed out${detail} The call was not charged.`,
     );
   return new ApiError(
     "tool_failed",
-    `The ${tool.name} tool failed;${detail} The call was not charged.`,
+    `The ${tool.name} tool failed${detail} The call was not charged.`,
   );
 }
 
