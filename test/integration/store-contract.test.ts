@@ -321,6 +321,30 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       expect(await s.setSpendAlert(id, null)).toMatchObject({ spendAlert: null });
     });
 
+    it("re-arms the spend alert when a refund takes the month's spend back under it, so the next real crossing fires", async () => {
+      const { id } = await account(100);
+      await store.setSpendAlert(id, { credits: 3 });
+      const spent = async (requestId = newRequestId()) => {
+        const admitted = await debit(id, null, 1, requestId);
+        if (admitted.status !== "ok") throw new Error(admitted.status);
+        return admitted.events.map((e) => e.event);
+      };
+      expect([await spent(), await spent()]).toEqual([[], []]);
+      // The third credit reaches the alert, but its call fails: the month's spend is 2 again.
+      const failed = newRequestId();
+      expect(await spent(failed)).toEqual(["spend.threshold_reached"]);
+      await store.refund(id, { requestId: failed, reason: "tool failed" });
+      expect((await store.getAccount(id))!.spend.credits).toBe(2);
+      // The call that really takes the spend to 3 says so; the one after it does not.
+      expect(await spent()).toEqual(["spend.threshold_reached"]);
+      expect(await spent()).toEqual([]);
+      // A refund that leaves the spend at the alert or over it re-arms nothing.
+      const over = newRequestId();
+      expect(await spent(over)).toEqual([]);
+      await store.refund(id, { requestId: over, reason: "tool failed" });
+      expect(await spent()).toEqual([]);
+    });
+
     it("changes a key's controls for its very next admission, and clears them with null", async () => {
       const a = await account();
       const other = await account();

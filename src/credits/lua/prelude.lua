@@ -228,10 +228,17 @@ end
 
 -- A refund gives its credits back to the spend month and the key's budget window it was counted
 -- in: only if that window is still the current one (the debit came after the window began).
+-- Taking the month's spend back under the alert re-arms it, as a refund re-arms credits.low
+-- (controls.ts, giveBackSpend): the refunded call's alert must not stand in for the real one.
 local function unspend(account_key, spend_key, key_id, amount, debit_at)
-  local acct = redis.call('HMGET', account_key, 'spend_window', 'spend')
-  if tonumber(acct[1]) and tonumber(acct[1]) <= debit_at then
-    redis.call('HSET', account_key, 'spend', math.max(0, (tonumber(acct[2]) or 0) - amount))
+  local acct = redis.call('HMGET', account_key, 'spend_window', 'spend', 'spend_alert', 'spend_alerted')
+  local window = tonumber(acct[1])
+  if window and window <= debit_at then
+    local spend = math.max(0, (tonumber(acct[2]) or 0) - amount)
+    redis.call('HSET', account_key, 'spend', spend)
+    if tonumber(acct[4]) == window and spend < (tonumber(acct[3]) or 0) then
+      redis.call('HSET', account_key, 'spend_alerted', 0)
+    end
   end
   if key_id == '' then return end
   local raw = redis.call('HGET', spend_key, key_id)

@@ -5,7 +5,7 @@
  * completion without awaiting, which makes it atomic on Node's single thread.
  */
 import type { TierName } from "../../accounts/tiers.js";
-import { countSpend, giveBack } from "../../credits/controls.js";
+import { countSpend, giveBack, giveBackSpend } from "../../credits/controls.js";
 import { applyDebit, applyRefund, nextAllowanceAt, planOutcome } from "../../credits/rules.js";
 import { type EventRecord, eventRecord } from "../../events/types.js";
 import { debitedNoLaterThan, newEventId } from "../../lib/ids.js";
@@ -187,7 +187,7 @@ export function memoryCredits(state: MemoryState): CreditStore {
       applyRefund(a, cost);
       const keyId = change.keyHash ? (a.keysByHash.get(change.keyHash)?.id ?? null) : null;
       const debitedAt = debitedNoLaterThan(change.requestId);
-      giveBack(a.spend, cost, debitedAt);
+      giveBackSpend(a, cost, debitedAt);
       if (keyId) giveBack(a.keySpend.get(keyId), cost, debitedAt);
       state.addLedger(a, "refund", cost, change, change.tool ?? null, keyId);
       a.outbox.push(...events);
