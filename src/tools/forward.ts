@@ -116,6 +116,11 @@ export function createHttpForwarder(
       const target = new URL(call.path, call.origin);
       const tls = target.protocol === "https:";
       let timedOut = false;
+      let deadline: NodeJS.Timeout | undefined;
+      const settle = (outcome: ForwardOutcome) => {
+        clearTimeout(deadline);
+        resolve(outcome);
+      };
       const req = (tls ? tlsRequest : request)(
         {
           agent: tls ? tlsAgent : agent,
@@ -131,21 +136,25 @@ export function createHttpForwarder(
           },
         },
         (res) => {
-          readAnswer(res, maxResponseBytes, resolve);
+          readAnswer(res, maxResponseBytes, settle);
           res.on("error", (err) =>
-            resolve(timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }),
+            settle(timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }),
           );
         },
       );
-      req.setTimeout(call.timeoutMs, () => {
+      // One deadline for the whole exchange (connect, send, answer), as the REST door's proxy
+      // has: a socket's idle timeout let a worker that sent its answer a little at a time hold
+      // the call (its pool slot, its charge) past the tool's timeout, for as long as it went on.
+      deadline = setTimeout(() => {
         timedOut = true;
+        settle({ kind: "timeout" });
         req.destroy();
-      });
+      }, call.timeoutMs);
       req.on("error", (err) =>
-        resolve(timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }),
+        settle(timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }),
       );
       call.signal?.addEventListener("abort", () => {
-        resolve(abandoned(call.signal!));
+        settle(abandoned(call.signal!));
         req.destroy();
       });
       req.end(body);
