@@ -1075,6 +1075,39 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     });
   });
 
+  it("keeps a claim for its whole lease, even past the record's lifetime (a long call, a short IDEMPOTENCY_TTL_SECONDS)", async () => {
+    const a = await account();
+    // The record would live 0.2 s, the call holding it 1.5 s: a retry meanwhile must wait, not run
+    // (and be charged) a second time.
+    const claim = (requestId: string) => ({
+      fingerprint: "fp",
+      requestId,
+      leaseMs: 1500,
+      ttlSeconds: 0.2,
+    });
+    expect(await store.beginIdempotent(a.id, "long", claim("req_long"))).toEqual({
+      state: "started",
+      requestId: "req_long",
+    });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await store.beginIdempotent(a.id, "long", claim("req_retry"))).toEqual({
+      state: "in_progress",
+    });
+    const admitted = await store.admitIdempotent(
+      {
+        accountId: a.id,
+        keyHash: null,
+        cost: 1,
+        requestId: "req_admit",
+        tool: "hash",
+        reason: "tool call",
+      },
+      "long",
+      claim("req_admit"),
+    );
+    expect(admitted).toEqual({ claim: { state: "in_progress" }, admitted: null });
+  });
+
   it("claims an idempotency key once, replays its response, and refuses another fingerprint", async () => {
     const a = await account();
     const claim = (fingerprint: string, requestId = newRequestId(), leaseMs = 5000) => ({

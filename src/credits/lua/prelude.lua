@@ -355,12 +355,16 @@ local function claim_idempotency(record, fingerprint, lease_ms, request_id, ttl_
   local r = redis.call('HMGET', record, 'state', 'fingerprint', 'response', 'request_id', 'lease_until')
   if not r[1] then
     redis.call('HSET', record, 'state', 'in_progress', 'fingerprint', fingerprint, 'request_id', request_id, 'lease_until', now + tonumber(lease_ms))
-    redis.call('PEXPIRE', record, tonumber(ttl_ms))
+    -- Never gone before its lease ends (a record's lifetime shorter than a long tool's lease let a
+    -- retry meanwhile claim it afresh: run and charged twice).
+    redis.call('PEXPIRE', record, math.max(tonumber(ttl_ms), tonumber(lease_ms)))
     return { state = 'started', requestId = request_id }
   end
   if r[2] ~= fingerprint then return { state = 'conflict' } end
   if r[1] == 'completed' then return { state = 'completed', response = cjson.decode(r[3]) } end
   if r[4] ~= request_id and now < (tonumber(r[5]) or 0) then return { state = 'in_progress' } end
   redis.call('HSET', record, 'lease_until', now + tonumber(lease_ms))
+  local ttl = redis.call('PTTL', record)
+  if ttl >= 0 and ttl < tonumber(lease_ms) then redis.call('PEXPIRE', record, tonumber(lease_ms)) end
   return { state = 'started', requestId = r[4] }
 end
