@@ -1108,6 +1108,24 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(admitted).toEqual({ claim: { state: "in_progress" }, admitted: null });
   });
 
+  it("stores no answer for a key whose claim is gone (a later request with the key runs, not 409)", async () => {
+    const a = await account();
+    const claim = (requestId: string) => ({
+      fingerprint: "fp",
+      requestId,
+      leaseMs: 5000,
+      ttlSeconds: 60,
+    });
+    await store.beginIdempotent(a.id, "gone", claim("req_first"));
+    // Its claim forgotten (refunded by a survivor, abandoned) while the call was still answering.
+    await store.abandonIdempotent(a.id, "gone");
+    await store.completeIdempotent(a.id, "gone", { status: 200, body: "{}", headers: {} }, 60);
+    expect(await store.beginIdempotent(a.id, "gone", claim("req_retry"))).toEqual({
+      state: "started",
+      requestId: "req_retry",
+    });
+  });
+
   it("claims an idempotency key once, replays its response, and refuses another fingerprint", async () => {
     const a = await account();
     const claim = (fingerprint: string, requestId = newRequestId(), leaseMs = 5000) => ({
