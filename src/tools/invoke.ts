@@ -7,11 +7,12 @@ import { ApiError } from "../http/errors.js";
 import { StoreUnavailableError } from "../store/errors.js";
 import { newEventId } from "../lib/ids.js";
 import type { Services } from "../services.js";
-import type {
-  AdmitRequest,
-  IdempotencyClaim,
-  IdempotencyState,
-  StoredResponse,
+import {
+  OPERATION_TTL_SECONDS,
+  type AdmitRequest,
+  type IdempotencyClaim,
+  type IdempotencyState,
+  type StoredResponse,
 } from "../store/types.js";
 import type { ToolDefinition } from "./definition.js";
 import { isPrivateTool } from "./custom/registry.js";
@@ -352,7 +353,10 @@ async function serveCharged(
         idempotencyKey,
         tool: tool.name,
         keyHash: key.hash,
-        refundUntil,
+        // With no Idempotency-Key nothing can take the debit over: a survivor refunds it whenever
+        // it finds it (the process's record of it lasts an hour). Five minutes, the store-retry
+        // bound, left a lone process down longer than that keeping its callers' credits.
+        refundUntil: idempotencyKey ? refundUntil : Date.now() + OPERATION_TTL_SECONDS * 1000,
       })
     : null;
   const closeOpen = async () => open?.close();

@@ -119,6 +119,30 @@ describe("POST /v1/tools/{name}", () => {
     });
   });
 
+  it("leaves a charged call without an Idempotency-Key refundable by a survivor however late it comes (a host down for minutes)", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100);
+    llm.state.delayMs = 2500;
+    try {
+      const before = llm.state.received;
+      const inFlight = callTool(gw.url, key, "ai-generate", { prompt: "open" });
+      await llm.reached(before + 1);
+      // Open past a second (and the half-second sweep after it): written under this process, as a
+      // process that then died would leave it.
+      await new Promise((r) => setTimeout(r, 1700));
+      const { store } = gw.services;
+      const [process] = await store.silentProcesses(Date.now() + 1000);
+      // A survivor that first looks ten minutes later still takes it (and refunds it).
+      const taken = await store.takeOpen(process!, Date.now() + 10 * 60_000);
+      expect(taken.map((c) => [c.accountId, c.tool])).toEqual([[accountId, "ai-generate"]]);
+      await store.refund(accountId, { ...taken[0]!, reason: "gateway process died mid-call" });
+      // The process was not dead after all: told its call was refunded, it does not answer it 200.
+      expect((await inFlight).status).toBe(503);
+      expect(await balanceOf(gw.url, key)).toBe(100);
+    } finally {
+      llm.state.delayMs = 0;
+    }
+  });
+
   it("answers 504 when the tool is too slow, refunded with tool.error", async () => {
     const { key, accountId } = await fundedAccount(gw.url, 100);
     llm.state.delayMs = 1500;
