@@ -205,14 +205,14 @@ describe("a worker's answer larger than WORKER_MAX_RESPONSE_BYTES", () => {
     const capped = await startGateway({ env: { WORKER_MAX_RESPONSE_BYTES: "4096" } });
     try {
       const { key, accountId } = await fundedAccount(capped.url, 100);
-      // Each text ~3 KB: the diff that names both is past 4 KB; a hash is well under it.
-      const texts = { old: "a\n".repeat(1500), new: "b\n".repeat(1500) };
+      // 500 ULIDs are ~15 KB, past the 4 KB limit; a hash is well under it.
+      const many = { kind: "ulid", count: 500 };
       expect((await callTool(capped.url, key, "hash", { text: "small" })).status).toBe(200);
-      const rest = await callTool(capped.url, key, "text-diff", texts);
+      const rest = await callTool(capped.url, key, "id-generate", many);
       expect([rest.status, rest.body.error.code, rest.body.error.message]).toEqual([
         502,
         "tool_failed",
-        "The text-diff tool failed; its answer is larger than 4096 bytes. The call was not charged.",
+        "The id-generate tool failed; its answer is larger than 4096 bytes. The call was not charged.",
       ]);
       const mcp = await fetch(`${capped.url}/mcp`, {
         method: "POST",
@@ -225,7 +225,7 @@ describe("a worker's answer larger than WORKER_MAX_RESPONSE_BYTES", () => {
           jsonrpc: "2.0",
           id: 1,
           method: "tools/call",
-          params: { name: "text-diff", arguments: texts },
+          params: { name: "id-generate", arguments: many },
         }),
       });
       // One server-sent event carries the JSON-RPC answer.
@@ -235,13 +235,13 @@ describe("a worker's answer larger than WORKER_MAX_RESPONSE_BYTES", () => {
         true,
         "tool_failed",
       ]);
-      expect(await balanceOf(capped.url, key)).toBe(99);
+      expect(await balanceOf(capped.url, key)).toBe(99); // the hash alone
       const errors = (await eventsOf(capped.services.store, accountId, 3)).filter(
         (e) => e.event === "tool.error",
       );
       expect(errors.map((e) => [e.data.tool_name, e.data.error_code])).toEqual([
-        ["text-diff", "tool_failed"],
-        ["text-diff", "tool_failed"],
+        ["id-generate", "tool_failed"],
+        ["id-generate", "tool_failed"],
       ]);
     } finally {
       await capped.stop();
