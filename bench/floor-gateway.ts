@@ -46,7 +46,7 @@ async function serve(kind: FloorKind, workerPort: number): Promise<void> {
     });
     res.end(body);
   };
-  const forwarder = createProxyForwarder(agent);
+  const forwarder = createProxyForwarder(agent, 256 * 1024 * 1024);
   const proxied = async (
     req: IncomingMessage,
     res: ServerResponse,

@@ -20,6 +20,9 @@ import type { UpstreamToolSpec } from "./tools/custom/spec.js";
 import { deepFreeze } from "./lib/deep-freeze.js";
 import { percentDecoded, type Secret } from "./lib/redact.js";
 
+/** The most WORKER_MAX_RESPONSE_BYTES may be (and its default): 256 MiB. */
+const WORKER_ANSWER_BYTES_CAP = 256 * 1024 * 1024;
+
 /** An SMTP server's URL as nodemailer reads it: smtp: or smtps:, with a host. */
 function isSmtpUrl(value: string): boolean {
   try {
@@ -141,6 +144,16 @@ const envSchema = z.object({
   POOL_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   /** Heavy calls (OCR, charts, sandboxed code) in flight per gateway process; the workers' own thread pool bounds them again. */
   HEAVY_POOL_CONCURRENCY: z.coerce.number().int().min(1).default(8),
+  /**
+   * The largest answer a tool worker (shared or dedicated) may send; a larger one fails the call,
+   * refunded. At most 256 MiB: the answer is kept as one string, and V8's longest is ~512 MiB.
+   */
+  WORKER_MAX_RESPONSE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(WORKER_ANSWER_BYTES_CAP)
+    .default(WORKER_ANSWER_BYTES_CAP),
   /** Per-tool timeout overrides: `ai-generate=30000,web-search=5000`. */
   TOOL_TIMEOUTS: z
     .string()
@@ -318,6 +331,7 @@ export interface Config {
   workers: { general: string | undefined; provider: string | undefined; heavy: string | undefined };
   poolConcurrency: number;
   heavyPoolConcurrency: number;
+  workerMaxResponseBytes: number;
   poolQueueTimeoutMs: number;
   toolTimeouts: Record<string, number>;
   creditPriceAtomic: bigint;
@@ -472,6 +486,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     poolConcurrency: e.POOL_CONCURRENCY,
     heavyPoolConcurrency: e.HEAVY_POOL_CONCURRENCY,
+    workerMaxResponseBytes: e.WORKER_MAX_RESPONSE_BYTES,
     poolQueueTimeoutMs: e.POOL_QUEUE_TIMEOUT_MS,
     toolTimeouts: Object.fromEntries(
       (e.TOOL_TIMEOUTS?.split(",") ?? [])

@@ -103,6 +103,7 @@ export async function createServices(
         heavy: config.heavyPoolConcurrency,
       },
       queueTimeoutMs: config.poolQueueTimeoutMs,
+      maxResponseBytes: config.workerMaxResponseBytes,
       dedicatedAllowPrivate: config.dedicatedWorkersAllowPrivateTargets,
     },
     log,

@@ -38,6 +38,21 @@ export function countSpend(
   };
 }
 
+/**
+ * A refund's credits go back to the spend month if the debit was made in it; taking the spend
+ * back under the alert re-arms the alert (as a refund re-arms credits.low, rules.ts): the
+ * refunded call's alert must not stand in for the next real crossing.
+ */
+export function giveBackSpend(state: SpendState, amount: number, debitAt: number): void {
+  giveBack(state.spend, amount, debitAt);
+  if (
+    state.spendAlertedWindow === state.spend.windowStart &&
+    state.spend.windowStart <= debitAt &&
+    state.spend.credits < (state.spendAlert?.credits ?? 0)
+  )
+    state.spendAlertedWindow = 0;
+}
+
 /** A refund's credits go back to a window (the spend month, a key's budget) only if the debit was made in it. */
 export function giveBack(
   window: { windowStart: number; credits: number } | undefined,

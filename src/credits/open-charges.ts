@@ -23,6 +23,8 @@ const OPEN_MARK_AFTER_MS = 1000;
 const MARK_EVERY_MS = 500;
 const RECONCILE_EVERY_MS = 2000;
 export const SILENT_AFTER_MS = 10_000;
+/** How long a survivor retries the refund of a call it took while the store does not take it. */
+const STORE_RETRY_MS = 5 * 60_000;
 
 export interface OpenChargeHandle {
   /** Before a served call's answer: false when a survivor took the call for dead and refunded it. */
@@ -155,7 +157,9 @@ async function refundLeftOpen(
     request_id: charge.requestId,
   });
   // Taken from the process's record already: retried here until it lands, or until a retry with
-  // the call's Idempotency-Key may have taken its debit over.
+  // the call's Idempotency-Key may have taken its debit over, for five minutes at most (as any
+  // end of a call is while the store is away; meanwhile this survivor reconciles nothing else).
+  const retryUntil = Math.min(charge.refundUntil, Date.now() + STORE_RETRY_MS);
   let refunded: Awaited<ReturnType<typeof store.refund>>;
   for (;;) {
     try {
@@ -172,7 +176,7 @@ async function refundLeftOpen(
       );
       break;
     } catch (err) {
-      if (Date.now() + 1000 >= charge.refundUntil) {
+      if (Date.now() + 1000 >= retryUntil) {
         log.error(
           { err, account_id: charge.accountId, request_id: charge.requestId },
           "could not refund a charged call left open by a dead process; the ledger needs reconciling",

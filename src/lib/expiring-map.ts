@@ -38,6 +38,12 @@ export class ExpiringMap<K, V> {
     return this;
   }
 
+  /** Keeps the entry under `key` (if live) until `until` at least; never shortens it. */
+  keepUntil(key: K, until: number): void {
+    const entry = this.entries.get(key);
+    if (entry && entry.until > this.now()) entry.until = Math.max(entry.until, until);
+  }
+
   delete(key: K): boolean {
     return this.entries.delete(key);
   }

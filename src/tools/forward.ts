@@ -38,6 +38,8 @@ export type Forwarder = (call: ForwardCall) => Promise<ForwardOutcome>;
 
 interface Pending {
   call: ForwardCall;
+  /** The largest answer read from the worker (tooLarge beyond it). */
+  maxResponseBytes: number;
   /** The input, serialised before the proxy runs: nothing that can throw on the caller's input runs in its listeners. */
   body: Buffer;
   settle: (outcome: ForwardOutcome) => void;
@@ -59,11 +61,53 @@ const FORWARDED_HEADERS = new Set([
 ]);
 
 /**
+ * A worker's answer past `limit` bytes, cut off: the call fails (refunded) rather than the gateway
+ * holding it whole. Without a limit, an answer past V8's longest string (~512 MiB) was served as a
+ * charged 500, and a few large ones could exhaust the process's memory (a dedicated pool is the
+ * customer's own server).
+ */
+const tooLarge = (limit: number): ForwardOutcome => ({
+  kind: "response",
+  status: 502,
+  body: Buffer.from(
+    JSON.stringify({ error: { message: `its answer is larger than ${limit} bytes` } }),
+  ),
+});
+
+/** Reads a worker's answer whole, up to `limit` bytes; `settle` is told once, either way. */
+function readAnswer(
+  res: IncomingMessage,
+  limit: number,
+  settle: (outcome: ForwardOutcome) => void,
+): void {
+  if (Number(res.headers["content-length"] ?? 0) > limit) {
+    res.destroy();
+    settle(tooLarge(limit));
+    return;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  res.on("data", (c: Buffer) => {
+    size += c.length;
+    if (size <= limit) return void chunks.push(c);
+    res.destroy();
+    settle(tooLarge(limit));
+  });
+  res.on("end", () =>
+    settle({ kind: "response", status: res.statusCode ?? 502, body: Buffer.concat(chunks) }),
+  );
+}
+
+/**
  * A forwarder for doors that have no HTTP exchange of their own to proxy (MCP), and for calls to
  * a dedicated pool: the same call, made with node:http (or node:https, over `tlsAgent`, for an
  * https origin) over a keep-alive agent.
  */
-export function createHttpForwarder(agent: Agent, tlsAgent?: TlsAgent): Forwarder {
+export function createHttpForwarder(
+  agent: Agent,
+  maxResponseBytes: number,
+  tlsAgent?: TlsAgent,
+): Forwarder {
   return (call) =>
     new Promise<ForwardOutcome>((resolve) => {
       const body = serialise(call);
@@ -72,6 +116,11 @@ export function createHttpForwarder(agent: Agent, tlsAgent?: TlsAgent): Forwarde
       const target = new URL(call.path, call.origin);
       const tls = target.protocol === "https:";
       let timedOut = false;
+      let deadline: NodeJS.Timeout | undefined;
+      const settle = (outcome: ForwardOutcome) => {
+        clearTimeout(deadline);
+        resolve(outcome);
+      };
       const req = (tls ? tlsRequest : request)(
         {
           agent: tls ? tlsAgent : agent,
@@ -87,29 +136,25 @@ export function createHttpForwarder(agent: Agent, tlsAgent?: TlsAgent): Forwarde
           },
         },
         (res) => {
-          const chunks: Buffer[] = [];
-          res.on("data", (c: Buffer) => chunks.push(c));
-          res.on("end", () =>
-            resolve({
-              kind: "response",
-              status: res.statusCode ?? 502,
-              body: Buffer.concat(chunks),
-            }),
-          );
+          readAnswer(res, maxResponseBytes, settle);
           res.on("error", (err) =>
-            resolve(timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }),
+            settle(timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }),
           );
         },
       );
-      req.setTimeout(call.timeoutMs, () => {
+      // One deadline for the whole exchange (connect, send, answer), as the REST door's proxy
+      // has: a socket's idle timeout let a worker that sent its answer a little at a time hold
+      // the call (its pool slot, its charge) past the tool's timeout, for as long as it went on.
+      deadline = setTimeout(() => {
         timedOut = true;
+        settle({ kind: "timeout" });
         req.destroy();
-      });
+      }, call.timeoutMs);
       req.on("error", (err) =>
-        resolve(timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }),
+        settle(timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }),
       );
       call.signal?.addEventListener("abort", () => {
-        resolve(abandoned(call.signal!));
+        settle(abandoned(call.signal!));
         req.destroy();
       });
       req.end(body);
@@ -145,6 +190,7 @@ export const abandoned = (signal: AbortSignal): ForwardOutcome =>
  */
 export function createProxyForwarder(
   agent: Agent,
+  maxResponseBytes: number,
 ): (req: IncomingMessage, res: ServerResponse) => Forwarder {
   const proxies = new Map<string, RequestHandler>();
   const proxyFor = (origin: string): RequestHandler => {
@@ -175,7 +221,7 @@ export function createProxyForwarder(
         call.signal?.removeEventListener("abort", onAbort);
         resolve(outcome);
       };
-      const p: Pending = { call, body, settle, timedOut: false };
+      const p: Pending = { call, maxResponseBytes, body, settle, timedOut: false };
       (req as unknown as Carrier)[PENDING] = p;
       req.url = call.path; // the worker's path for this tool; the caller's path is kept in req.originalUrl
       proxyFor(call.origin)(req, res, (err?: unknown) =>
@@ -202,15 +248,7 @@ const PROXY_EVENTS: Options["on"] = {
   },
   proxyRes(proxyRes, req) {
     const p = pending(req);
-    const chunks: Buffer[] = [];
-    proxyRes.on("data", (c: Buffer) => chunks.push(c));
-    proxyRes.on("end", () =>
-      p.settle({
-        kind: "response",
-        status: proxyRes.statusCode ?? 502,
-        body: Buffer.concat(chunks),
-      }),
-    );
+    readAnswer(proxyRes, p.maxResponseBytes, p.settle);
     proxyRes.on("error", (err) =>
       p.settle(p.timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }),
     );

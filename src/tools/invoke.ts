@@ -7,11 +7,12 @@ import { ApiError } from "../http/errors.js";
 import { StoreUnavailableError } from "../store/errors.js";
 import { newEventId } from "../lib/ids.js";
 import type { Services } from "../services.js";
-import type {
-  AdmitRequest,
-  IdempotencyClaim,
-  IdempotencyState,
-  StoredResponse,
+import {
+  OPERATION_TTL_SECONDS,
+  type AdmitRequest,
+  type IdempotencyClaim,
+  type IdempotencyState,
+  type StoredResponse,
 } from "../store/types.js";
 import type { ToolDefinition } from "./definition.js";
 import { isPrivateTool } from "./custom/registry.js";
@@ -352,7 +353,10 @@ async function serveCharged(
         idempotencyKey,
         tool: tool.name,
         keyHash: key.hash,
-        refundUntil,
+        // With no Idempotency-Key nothing can take the debit over: a survivor refunds it whenever
+        // it finds it (the process's record of it lasts an hour). Five minutes, the store-retry
+        // bound, left a lone process down longer than that keeping its callers' credits.
+        refundUntil: idempotencyKey ? refundUntil : Date.now() + OPERATION_TTL_SECONDS * 1000,
       })
     : null;
   const closeOpen = async () => open?.close();
@@ -497,8 +501,9 @@ export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiErr
   } catch {
     /* not our worker's JSON */
   }
-  // A sentence of its own, whether or not the worker (or an operator's endpoint) ended it.
-  const detail = error.message ? ` ${error.message.replace(/(?<![.!?])$/, ".")}` : "";
+  // After a semicolon, a sentence ended whether or not the worker (or an operator's endpoint)
+  // ended it; with no message, the first sentence ends there ("failed; The call…" read oddly).
+  const detail = error.message ? `; ${error.message.replace(/(?<![.!?])$/, ".")}` : ".";
   if (outcome.status === 422)
     return new ApiError(
       "validation_failed",
@@ -508,16 +513,16 @@ export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiErr
   if (outcome.status === 503 && error.code === "tool_unavailable")
     return new ApiError(
       "tool_unavailable",
-      `The ${tool.name} tool is unavailable;${detail} The call was not charged.`,
+      `The ${tool.name} tool is unavailable${detail} The call was not charged.`,
     );
   if (outcome.status === 504)
     return new ApiError(
       "tool_timeout",
-      `The ${tool.name} tool timed out;${detail} The call was not charged.`,
+      `The ${tool.name} tool timed out${detail} The call was not charged.`,
     );
   return new ApiError(
     "tool_failed",
-    `The ${tool.name} tool failed;${detail} The call was not charged.`,
+    `The ${tool.name} tool failed${detail} The call was not charged.`,
   );
 }
 

@@ -12,6 +12,8 @@ export interface PoolSettings {
   urls: Record<WorkerPool, string>;
   concurrency: Record<WorkerPool, number>;
   queueTimeoutMs: number;
+  /** The largest answer read from a worker; a larger one fails the call (refunded). */
+  maxResponseBytes: number;
   /** Dedicated pools may be on loopback or private networks (development and tests only). */
   dedicatedAllowPrivate?: boolean;
 }
@@ -34,9 +36,9 @@ const DEDICATED_GATE_SWEEP_AT = 1000;
 export class WorkerPools {
   readonly agent = new Agent({ keepAlive: true, maxSockets: 256, keepAliveMsecs: 10_000 });
   /** The REST door's forwarder: proxies the caller's own HTTP exchange to the worker. */
-  readonly proxy = createProxyForwarder(this.agent);
+  readonly proxy: ReturnType<typeof createProxyForwarder>;
   /** For doors with no HTTP exchange of their own to proxy (MCP). */
-  readonly http = createHttpForwarder(this.agent);
+  readonly http: Forwarder;
   private readonly gates = new Map<WorkerPool, PriorityGate>();
   private readonly unavailable = new Map<string, string>();
   private timer: NodeJS.Timeout | null = null;
@@ -61,11 +63,17 @@ export class WorkerPools {
       const limit = settings.concurrency[pool];
       this.gates.set(pool, new PriorityGate(limit, Math.ceil(limit / 2)));
     }
+    this.proxy = createProxyForwarder(this.agent, settings.maxResponseBytes);
+    this.http = createHttpForwarder(this.agent, settings.maxResponseBytes);
     const allowPrivate = settings.dedicatedAllowPrivate ?? false;
     const options = { keepAlive: true, maxSockets: 64, keepAliveMsecs: 10_000 };
     this.dedicatedAgent = guardAgent(new Agent(options), allowPrivate);
     this.dedicatedTlsAgent = guardAgent(new TlsAgent(options), allowPrivate);
-    this.dedicatedForward = createHttpForwarder(this.dedicatedAgent, this.dedicatedTlsAgent);
+    this.dedicatedForward = createHttpForwarder(
+      this.dedicatedAgent,
+      settings.maxResponseBytes,
+      this.dedicatedTlsAgent,
+    );
   }
 
   /** Where a call of `account` to a tool of `pool` goes: its dedicated pool if it has one, else the shared pool. */

@@ -7,6 +7,8 @@ import {
   startGateway,
   type TestGateway,
 } from "../helpers/gateway.js";
+import { redisKey } from "../../src/store/redis-context.js";
+import type { RedisStore } from "../../src/store/redis.js";
 
 let gw: TestGateway;
 beforeAll(async () => {
@@ -110,6 +112,10 @@ describe("admin API", () => {
       "Idempotency-Key",
     ]);
     expect((await call(`${gw.url}/api/v1/account`, { key })).body.credits).toBe(525);
+    // The grant's record is kept as long as its key's first body is (for good), not a day: a
+    // retry the next week is still "already applied", never a second grant.
+    const grantRecord = redisKey.operation(accountId, `admin-grant:grant-${accountId}`);
+    expect(await (gw.services.store as RedisStore).redis.pttl(grantRecord)).toBe(-1);
   });
 
   it("lists accounts", async () => {

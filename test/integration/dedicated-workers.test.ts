@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { IncomingMessage, RequestListener } from "node:http";
+import { createServer, type IncomingMessage, type RequestListener } from "node:http";
 import { createServer as createTlsServer } from "node:https";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -44,7 +44,12 @@ let gw: TestGateway;
 beforeAll(async () => {
   [shared, dedicated] = await Promise.all([countingWorkers(), countingWorkers()]);
   gw = await startGateway({
-    env: { WORKERS_URL: shared.url, DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS: "1" },
+    env: {
+      WORKERS_URL: shared.url,
+      DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS: "1",
+      // The slow pool's case: a deadline the test can outlast quickly (no other case calls it).
+      TOOL_TIMEOUTS: "id-generate=600",
+    },
   });
 }, 60_000);
 afterAll(async () => {
@@ -288,6 +293,44 @@ describe("a dedicated pool that is down", () => {
     ]);
     expect(await balanceOf(gw.url, key)).toBe(99); // only the call that was served
     expect(since().shared).toEqual([]);
+  });
+});
+
+describe("a dedicated pool that sends its answer a little at a time", () => {
+  it("is cut off at the tool's timeout, over REST and MCP: 504 tool_timeout, refunded", async () => {
+    // Headers at once, then a byte every 100 ms for 3 s: never idle, always late.
+    const slow = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write('{"values":["');
+      const drip = setInterval(() => res.write("x"), 100);
+      setTimeout(() => {
+        clearInterval(drip);
+        res.end('"]}');
+      }, 3000);
+      res.on("close", () => clearInterval(drip));
+    });
+    await new Promise<void>((r) => slow.listen(0, "127.0.0.1", r));
+    try {
+      const { key, accountId } = await fundedAccount(gw.url, 100, "business");
+      const url = `http://127.0.0.1:${(slow.address() as { port: number }).port}`;
+      await admin(gw.url, `/accounts/${accountId}/workers`, { method: "PUT", body: { url } });
+      const started = Date.now();
+      const [rest, mcp] = await Promise.all([
+        callTool(gw.url, key, "id-generate", { kind: "ulid" }),
+        mcpCall(key, "id-generate", { kind: "ulid" }),
+      ]);
+      expect(Date.now() - started).toBeLessThan(2500);
+      expect([rest.status, rest.body.error.code]).toEqual([504, "tool_timeout"]);
+      expect([mcp.isError, mcp.content[0]!.text]).toEqual([
+        true,
+        expect.stringContaining("tool_timeout"),
+      ]);
+      expect(await balanceOf(gw.url, key)).toBe(100);
+    } finally {
+      slow.closeAllConnections();
+      await new Promise((r) => slow.close(r));
+    }
   });
 });
 

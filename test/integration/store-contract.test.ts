@@ -321,6 +321,30 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       expect(await s.setSpendAlert(id, null)).toMatchObject({ spendAlert: null });
     });
 
+    it("re-arms the spend alert when a refund takes the month's spend back under it, so the next real crossing fires", async () => {
+      const { id } = await account(100);
+      await store.setSpendAlert(id, { credits: 3 });
+      const spent = async (requestId = newRequestId()) => {
+        const admitted = await debit(id, null, 1, requestId);
+        if (admitted.status !== "ok") throw new Error(admitted.status);
+        return admitted.events.map((e) => e.event);
+      };
+      expect([await spent(), await spent()]).toEqual([[], []]);
+      // The third credit reaches the alert, but its call fails: the month's spend is 2 again.
+      const failed = newRequestId();
+      expect(await spent(failed)).toEqual(["spend.threshold_reached"]);
+      await store.refund(id, { requestId: failed, reason: "tool failed" });
+      expect((await store.getAccount(id))!.spend.credits).toBe(2);
+      // The call that really takes the spend to 3 says so; the one after it does not.
+      expect(await spent()).toEqual(["spend.threshold_reached"]);
+      expect(await spent()).toEqual([]);
+      // A refund that leaves the spend at the alert or over it re-arms nothing.
+      const over = newRequestId();
+      expect(await spent(over)).toEqual([]);
+      await store.refund(id, { requestId: over, reason: "tool failed" });
+      expect(await spent()).toEqual([]);
+    });
+
     it("changes a key's controls for its very next admission, and clears them with null", async () => {
       const a = await account();
       const other = await account();
@@ -1048,6 +1072,57 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.admitIdempotent(call(taker), "k3", claim(taker, "fp", 50))).toEqual({
       claim: { state: "started", requestId: died },
       admitted: null,
+    });
+  });
+
+  it("keeps a claim for its whole lease, even past the record's lifetime (a long call, a short IDEMPOTENCY_TTL_SECONDS)", async () => {
+    const a = await account();
+    // The record would live 0.2 s, the call holding it 1.5 s: a retry meanwhile must wait, not run
+    // (and be charged) a second time.
+    const claim = (requestId: string) => ({
+      fingerprint: "fp",
+      requestId,
+      leaseMs: 1500,
+      ttlSeconds: 0.2,
+    });
+    expect(await store.beginIdempotent(a.id, "long", claim("req_long"))).toEqual({
+      state: "started",
+      requestId: "req_long",
+    });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await store.beginIdempotent(a.id, "long", claim("req_retry"))).toEqual({
+      state: "in_progress",
+    });
+    const admitted = await store.admitIdempotent(
+      {
+        accountId: a.id,
+        keyHash: null,
+        cost: 1,
+        requestId: "req_admit",
+        tool: "hash",
+        reason: "tool call",
+      },
+      "long",
+      claim("req_admit"),
+    );
+    expect(admitted).toEqual({ claim: { state: "in_progress" }, admitted: null });
+  });
+
+  it("stores no answer for a key whose claim is gone (a later request with the key runs, not 409)", async () => {
+    const a = await account();
+    const claim = (requestId: string) => ({
+      fingerprint: "fp",
+      requestId,
+      leaseMs: 5000,
+      ttlSeconds: 60,
+    });
+    await store.beginIdempotent(a.id, "gone", claim("req_first"));
+    // Its claim forgotten (refunded by a survivor, abandoned) while the call was still answering.
+    await store.abandonIdempotent(a.id, "gone");
+    await store.completeIdempotent(a.id, "gone", { status: 200, body: "{}", headers: {} }, 60);
+    expect(await store.beginIdempotent(a.id, "gone", claim("req_retry"))).toEqual({
+      state: "started",
+      requestId: "req_retry",
     });
   });
 

@@ -119,6 +119,30 @@ describe("POST /v1/tools/{name}", () => {
     });
   });
 
+  it("leaves a charged call without an Idempotency-Key refundable by a survivor however late it comes (a host down for minutes)", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100);
+    llm.state.delayMs = 2500;
+    try {
+      const before = llm.state.received;
+      const inFlight = callTool(gw.url, key, "ai-generate", { prompt: "open" });
+      await llm.reached(before + 1);
+      // Open past a second (and the half-second sweep after it): written under this process, as a
+      // process that then died would leave it.
+      await new Promise((r) => setTimeout(r, 1700));
+      const { store } = gw.services;
+      const [process] = await store.silentProcesses(Date.now() + 1000);
+      // A survivor that first looks ten minutes later still takes it (and refunds it).
+      const taken = await store.takeOpen(process!, Date.now() + 10 * 60_000);
+      expect(taken.map((c) => [c.accountId, c.tool])).toEqual([[accountId, "ai-generate"]]);
+      await store.refund(accountId, { ...taken[0]!, reason: "gateway process died mid-call" });
+      // The process was not dead after all: told its call was refunded, it does not answer it 200.
+      expect((await inFlight).status).toBe(503);
+      expect(await balanceOf(gw.url, key)).toBe(100);
+    } finally {
+      llm.state.delayMs = 0;
+    }
+  });
+
   it("answers 504 when the tool is too slow, refunded with tool.error", async () => {
     const { key, accountId } = await fundedAccount(gw.url, 100);
     llm.state.delayMs = 1500;
@@ -172,6 +196,55 @@ describe("when the tool cannot run", () => {
       ]);
     } finally {
       await down.stop();
+    }
+  });
+});
+
+describe("a worker's answer larger than WORKER_MAX_RESPONSE_BYTES", () => {
+  it("fails the call, refunded with tool.error, over REST and MCP alike", async () => {
+    const capped = await startGateway({ env: { WORKER_MAX_RESPONSE_BYTES: "4096" } });
+    try {
+      const { key, accountId } = await fundedAccount(capped.url, 100);
+      // 500 ULIDs are ~15 KB, past the 4 KB limit; a hash is well under it.
+      const many = { kind: "ulid", count: 500 };
+      expect((await callTool(capped.url, key, "hash", { text: "small" })).status).toBe(200);
+      const rest = await callTool(capped.url, key, "id-generate", many);
+      expect([rest.status, rest.body.error.code, rest.body.error.message]).toEqual([
+        502,
+        "tool_failed",
+        "The id-generate tool failed; its answer is larger than 4096 bytes. The call was not charged.",
+      ]);
+      const mcp = await fetch(`${capped.url}/mcp`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "x-api-key": key,
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "id-generate", arguments: many },
+        }),
+      });
+      // One server-sent event carries the JSON-RPC answer.
+      const sent = await mcp.text();
+      const result = JSON.parse(sent.slice(sent.indexOf("data: ") + 6).split("\n")[0]!).result;
+      expect([result.isError, JSON.parse(result.content[0].text).error.code]).toEqual([
+        true,
+        "tool_failed",
+      ]);
+      expect(await balanceOf(capped.url, key)).toBe(99); // the hash alone
+      const errors = (await eventsOf(capped.services.store, accountId, 3)).filter(
+        (e) => e.event === "tool.error",
+      );
+      expect(errors.map((e) => [e.data.tool_name, e.data.error_code])).toEqual([
+        ["id-generate", "tool_failed"],
+        ["id-generate", "tool_failed"],
+      ]);
+    } finally {
+      await capped.stop();
     }
   });
 });

@@ -124,4 +124,32 @@ describe("the in-memory store", () => {
     expect((await refund(second[0]!)).status).toBe("refunded");
     await store.close();
   }, 120_000);
+
+  it("keeps a top-up's request id for good when told to (an operator's grant retried days later is applied once)", async () => {
+    const clock = { now: Date.UTC(2026, 10, 1) };
+    const store = createMemoryStore({
+      tiers: tierLimits(),
+      periodMs: PERIOD_MS,
+      now: () => clock.now,
+    });
+    const accountId = newAccountId();
+    await store.createAccount(
+      { id: accountId, email: `${accountId}@example.com`, tier: "free" },
+      { amount: 25, requestId: newRequestId(clock.now), reason: "sign-up" },
+      [],
+    );
+    const grant = {
+      amount: 500,
+      reason: "support",
+      requestId: "admin-grant:g1",
+      keptForGood: true,
+    };
+    expect((await store.topUp(accountId, "grant", grant))?.applied).toBe(true);
+    clock.now += 7 * DAY;
+    expect(await store.topUp(accountId, "grant", grant)).toMatchObject({
+      applied: false,
+      account: { balance: 525 },
+    });
+    await store.close();
+  });
 });

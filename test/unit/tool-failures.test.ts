@@ -62,4 +62,19 @@ describe("failureOf", () => {
     expect(err).toMatchObject({ code: "tool_failed", status: 502 });
     expect(err.message).toMatch(/hash tool failed.*not charged/);
   });
+
+  it("ends its first sentence where the worker gave no message of its own", () => {
+    expect(failureOf(tool, answered(500, "{}")).message).toBe(
+      "The hash tool failed. The call was not charged.",
+    );
+    expect(failureOf(tool, answered(504, "")).message).toBe(
+      "The hash tool timed out. The call was not charged.",
+    );
+    expect(failureOf(tool, answered(503, { error: { code: "tool_unavailable" } })).message).toBe(
+      "The hash tool is unavailable. The call was not charged.",
+    );
+    expect(failureOf(tool, answered(502, { error: { message: "upstream said no" } })).message).toBe(
+      "The hash tool failed; upstream said no. The call was not charged.",
+    );
+  });
 });

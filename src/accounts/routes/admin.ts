@@ -85,6 +85,9 @@ export const adminGrantCredits = defineRoute({
       amount: body.amount,
       reason: body.reason,
       requestId: idempotencyKey ? `admin-grant:${idempotencyKey}` : requestId,
+      // As long as the key's first body is kept: a retry however late is still the same grant
+      // (a top-up's request id is otherwise kept a day, and a retry after it granted again).
+      keptForGood: Boolean(idempotencyKey),
     });
     if (!result) throw new ApiError("not_found", "No such account.", { param: "id" });
     return {

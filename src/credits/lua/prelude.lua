@@ -228,10 +228,17 @@ end
 
 -- A refund gives its credits back to the spend month and the key's budget window it was counted
 -- in: only if that window is still the current one (the debit came after the window began).
+-- Taking the month's spend back under the alert re-arms it, as a refund re-arms credits.low
+-- (controls.ts, giveBackSpend): the refunded call's alert must not stand in for the real one.
 local function unspend(account_key, spend_key, key_id, amount, debit_at)
-  local acct = redis.call('HMGET', account_key, 'spend_window', 'spend')
-  if tonumber(acct[1]) and tonumber(acct[1]) <= debit_at then
-    redis.call('HSET', account_key, 'spend', math.max(0, (tonumber(acct[2]) or 0) - amount))
+  local acct = redis.call('HMGET', account_key, 'spend_window', 'spend', 'spend_alert', 'spend_alerted')
+  local window = tonumber(acct[1])
+  if window and window <= debit_at then
+    local spend = math.max(0, (tonumber(acct[2]) or 0) - amount)
+    redis.call('HSET', account_key, 'spend', spend)
+    if tonumber(acct[4]) == window and spend < (tonumber(acct[3]) or 0) then
+      redis.call('HSET', account_key, 'spend_alerted', 0)
+    end
   end
   if key_id == '' then return end
   local raw = redis.call('HGET', spend_key, key_id)
@@ -348,12 +355,16 @@ local function claim_idempotency(record, fingerprint, lease_ms, request_id, ttl_
   local r = redis.call('HMGET', record, 'state', 'fingerprint', 'response', 'request_id', 'lease_until')
   if not r[1] then
     redis.call('HSET', record, 'state', 'in_progress', 'fingerprint', fingerprint, 'request_id', request_id, 'lease_until', now + tonumber(lease_ms))
-    redis.call('PEXPIRE', record, tonumber(ttl_ms))
+    -- Never gone before its lease ends (a record's lifetime shorter than a long tool's lease let a
+    -- retry meanwhile claim it afresh: run and charged twice).
+    redis.call('PEXPIRE', record, math.max(tonumber(ttl_ms), tonumber(lease_ms)))
     return { state = 'started', requestId = request_id }
   end
   if r[2] ~= fingerprint then return { state = 'conflict' } end
   if r[1] == 'completed' then return { state = 'completed', response = cjson.decode(r[3]) } end
   if r[4] ~= request_id and now < (tonumber(r[5]) or 0) then return { state = 'in_progress' } end
   redis.call('HSET', record, 'lease_until', now + tonumber(lease_ms))
+  local ttl = redis.call('PTTL', record)
+  if ttl >= 0 and ttl < tonumber(lease_ms) then redis.call('PEXPIRE', record, tonumber(lease_ms)) end
   return { state = 'started', requestId = r[4] }
 end

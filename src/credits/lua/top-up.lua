@@ -1,6 +1,6 @@
 -- KEYS: account, ledger, operation, outbox
--- ARGV: amount, kind, reason, request id, op ttl, events (JSON), plan tier ('' = none), plan period ms,
---       re-arm the alerts (1/0), tiers (JSON: name -> { rank, ... })
+-- ARGV: amount, kind, reason, request id, op ttl (0: kept for good), events (JSON), plan tier ('' = none), plan period ms,
+--       re-arm the alerts (1/0), tiers (JSON: name -> { rank, priceCents, ... })
 local a = load_account(KEYS[1])
 if not a then return cjson.encode({ status = 'not_found' }) end
 if redis.call('EXISTS', KEYS[3]) == 1 then return cjson.encode({ status = 'duplicate', account = a }) end
@@ -45,7 +45,7 @@ if ARGV[7] ~= '' then
 end
 top_up(a, KEYS[1], KEYS[2], now, ARGV[2], tonumber(ARGV[1]), ARGV[3], ARGV[4], ARGV[9] ~= '0')
 redis.call('HSET', KEYS[3], 'cost', 0, 'state', 'granted')
-redis.call('EXPIRE', KEYS[3], tonumber(ARGV[5]))
+if tonumber(ARGV[5]) > 0 then redis.call('EXPIRE', KEYS[3], tonumber(ARGV[5])) end
 for _, e in ipairs(cjson.decode(ARGV[6])) do
   -- A plan's payment.received says what the plan did: only this step knows.
   if plan_type and e.event == 'payment.received' then e.data.type = plan_type end

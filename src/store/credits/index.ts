@@ -28,13 +28,14 @@ export interface CreditStore {
   ): Promise<IdempotentAdmission>;
   /**
    * Adds credits (a top-up: re-arms the alerts unless `rearm` is false), with its events,
-   * atomically. Idempotent per request id. With a plan, applies it by planOutcome's rule (never
+   * atomically. Idempotent per request id: for a day, or for good with `keptForGood` (a request
+   * id its caller may send again any time later, such as an operator's Idempotency-Key). With a plan, applies it by planOutcome's rule (never
    * lowering the tier) in the same step, and says what it did in `planType`.
    */
   topUp(
     accountId: string,
     kind: TopUpKind,
-    grant: CreditChange & { amount: number; rearm?: boolean },
+    grant: CreditChange & { amount: number; rearm?: boolean; keptForGood?: boolean },
     events?: EventRecord[],
     plan?: PlanChange,
   ): Promise<{ applied: boolean; account: AccountRecord; planType?: PlanType } | null>;

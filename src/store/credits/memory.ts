@@ -5,7 +5,7 @@
  * completion without awaiting, which makes it atomic on Node's single thread.
  */
 import type { TierName } from "../../accounts/tiers.js";
-import { countSpend, giveBack } from "../../credits/controls.js";
+import { countSpend, giveBack, giveBackSpend } from "../../credits/controls.js";
 import {
   applyDebit,
   applyRefund,
@@ -150,7 +150,7 @@ export function memoryCredits(state: MemoryState): CreditStore {
     async topUp(
       accountId: string,
       kind: TopUpKind,
-      grant: CreditChange & { amount: number; rearm?: boolean },
+      grant: CreditChange & { amount: number; rearm?: boolean; keptForGood?: boolean },
       events: EventRecord[] = [],
       plan?: PlanChange,
     ) {
@@ -176,7 +176,11 @@ export function memoryCredits(state: MemoryState): CreditStore {
             : e,
         ),
       );
-      a.operations.set(grant.requestId, true);
+      a.operations.set(
+        grant.requestId,
+        true,
+        grant.keptForGood ? Number.POSITIVE_INFINITY : undefined,
+      );
       return { applied: true, account: state.view(a), ...(planType ? { planType } : {}) };
     },
 
@@ -193,7 +197,7 @@ export function memoryCredits(state: MemoryState): CreditStore {
       applyRefund(a, cost);
       const keyId = change.keyHash ? (a.keysByHash.get(change.keyHash)?.id ?? null) : null;
       const debitedAt = debitedNoLaterThan(change.requestId);
-      giveBack(a.spend, cost, debitedAt);
+      giveBackSpend(a, cost, debitedAt);
       if (keyId) giveBack(a.keySpend.get(keyId), cost, debitedAt);
       state.addLedger(a, "refund", cost, change, change.tool ?? null, keyId);
       a.outbox.push(...events);

@@ -197,7 +197,7 @@ export function redisCredits({
     async topUp(
       accountId: string,
       kind: TopUpKind,
-      grant: CreditChange & { amount: number; rearm?: boolean },
+      grant: CreditChange & { amount: number; rearm?: boolean; keptForGood?: boolean },
       events: EventRecord[] = [],
       plan?: PlanChange,
     ) {
@@ -222,7 +222,7 @@ export function redisCredits({
           kind,
           grant.reason,
           grant.requestId,
-          OPERATION_TTL_SECONDS,
+          grant.keptForGood ? 0 : OPERATION_TTL_SECONDS,
           JSON.stringify(events),
           plan?.tier ?? "",
           plan?.periodMs ?? 0,

@@ -22,7 +22,8 @@ export function memoryIdempotency(state: MemoryState): IdempotencyStore {
             leaseUntil: now + claim.leaseMs,
             response: null,
           },
-          now + claim.ttlSeconds * 1000,
+          // Never gone before its lease ends, as in Lua (claim_idempotency).
+          now + Math.max(claim.ttlSeconds * 1000, claim.leaseMs),
         );
         return { state: "started", requestId: claim.requestId };
       }
@@ -31,6 +32,7 @@ export function memoryIdempotency(state: MemoryState): IdempotencyStore {
       if (record.requestId !== claim.requestId && now < record.leaseUntil)
         return { state: "in_progress" };
       record.leaseUntil = now + claim.leaseMs;
+      state.idempotency.keepUntil(id, record.leaseUntil);
       return { state: "started", requestId: record.requestId };
     },
 
