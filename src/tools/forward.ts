@@ -60,19 +60,27 @@ const FORWARDED_HEADERS = new Set([
   "accept",
 ]);
 
+/** A worker that answered and failed the call: 502, with what went wrong for the caller's message. */
+const failedAnswer = (message: string): ForwardOutcome => ({
+  kind: "response",
+  status: 502,
+  body: Buffer.from(JSON.stringify({ error: { message } })),
+});
+
 /**
  * A worker's answer past `limit` bytes, cut off: the call fails (refunded) rather than the gateway
  * holding it whole. Without a limit, an answer past V8's longest string (~512 MiB) was served as a
  * charged 500, and a few large ones could exhaust the process's memory (a dedicated pool is the
  * customer's own server).
  */
-const tooLarge = (limit: number): ForwardOutcome => ({
-  kind: "response",
-  status: 502,
-  body: Buffer.from(
-    JSON.stringify({ error: { message: `its answer is larger than ${limit} bytes` } }),
-  ),
-});
+const tooLarge = (limit: number) => failedAnswer(`its answer is larger than ${limit} bytes`);
+
+/**
+ * An answer whose headers came and whose body then broke off: the worker was reached and failed
+ * this call (502 `tool_failed`), not "unreachable" (503, as if no worker had answered at all).
+ */
+const brokenOff = (timedOut: boolean, err: Error): ForwardOutcome =>
+  timedOut ? { kind: "timeout" } : failedAnswer(`its answer broke off (${err.message})`);
 
 /** Reads a worker's answer whole, up to `limit` bytes; `settle` is told once, either way. */
 function readAnswer(
@@ -137,9 +145,7 @@ export function createHttpForwarder(
         },
         (res) => {
           readAnswer(res, maxResponseBytes, settle);
-          res.on("error", (err) =>
-            settle(timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }),
-          );
+          res.on("error", (err) => settle(brokenOff(timedOut, err)));
         },
       );
       // One deadline for the whole exchange (connect, send, answer), as the REST door's proxy
@@ -249,9 +255,7 @@ const PROXY_EVENTS: Options["on"] = {
   proxyRes(proxyRes, req) {
     const p = pending(req);
     readAnswer(proxyRes, p.maxResponseBytes, p.settle);
-    proxyRes.on("error", (err) =>
-      p.settle(p.timedOut ? { kind: "timeout" } : { kind: "unreachable", message: err.message }),
-    );
+    proxyRes.on("error", (err) => p.settle(brokenOff(p.timedOut, err)));
   },
   error(err, req) {
     const p = pending(req);

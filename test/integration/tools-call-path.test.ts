@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   admin,
@@ -178,6 +180,32 @@ describe("when the tool cannot run", () => {
       expect(await balanceOf(bare.url, key)).toBe(100);
     } finally {
       await bare.stop();
+    }
+  });
+
+  it("fails a call whose answer breaks off after its headers: 502 tool_failed, refunded with tool.error", async () => {
+    const worker = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json", "content-length": "1000" });
+      res.write('{"digest":"');
+      setTimeout(() => res.socket?.destroy(), 20);
+    });
+    await new Promise<void>((r) => worker.listen(0, "127.0.0.1", r));
+    const breaking = await startGateway({
+      env: { WORKERS_URL: `http://127.0.0.1:${(worker.address() as AddressInfo).port}` },
+    });
+    try {
+      const { key, accountId } = await fundedAccount(breaking.url, 100);
+      const res = await callTool(breaking.url, key, "hash", { text: "a" });
+      expect([res.status, res.body.error.code]).toEqual([502, "tool_failed"]);
+      expect(res.body.error.message).toMatch(/^The hash tool failed; its answer broke off/);
+      expect(await balanceOf(breaking.url, key)).toBe(100);
+      const errors = (await eventsOf(breaking.services.store, accountId, 2)).filter(
+        (e) => e.event === "tool.error",
+      );
+      expect(errors.map((e) => e.data.error_code)).toEqual(["tool_failed"]);
+    } finally {
+      await breaking.stop();
+      worker.close();
     }
   });
 
