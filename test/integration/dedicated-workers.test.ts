@@ -15,6 +15,7 @@ import {
   startGateway,
   type TestGateway,
 } from "../helpers/gateway.js";
+import { callToolOverMcp } from "../helpers/mcp.js";
 import { watchRedisCommands } from "../helpers/redis.js";
 
 /**
@@ -67,29 +68,8 @@ function mark() {
   });
 }
 
-async function mcpCall(key: string, name: string, args: unknown) {
-  const res = await fetch(`${gw.url}/mcp`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "x-api-key": key,
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "tools/call",
-      params: { name, arguments: args },
-    }),
-  });
-  const text = await res.text();
-  const json = JSON.parse(
-    text.startsWith("event:") || text.startsWith("data:")
-      ? text.split("data: ")[1]!.split("\n")[0]!
-      : text,
-  );
-  return json.result as { isError?: boolean; content: { text: string }[] };
-}
+const mcpCall = (key: string, name: string, args: unknown) =>
+  callToolOverMcp(gw.url, key, name, args);
 
 describe("binding an account to its own worker pool", () => {
   it("sends every call of the bound account to its pool only, others' to the shared pool, and unbinding restores the shared pool", async () => {

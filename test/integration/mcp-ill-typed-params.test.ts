@@ -2,6 +2,7 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TOOLS } from "../../src/tools/catalogue/index.js";
 import { fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { postMcp, rpcMessagesOf } from "../helpers/mcp.js";
 
 /**
  * Params of the wrong type are the caller's mistake: JSON-RPC -32602 (invalid params) with one
@@ -17,28 +18,8 @@ afterAll(() => gw.stop());
 
 /** Posts raw JSON-RPC; answers the HTTP status and the JSON-RPC messages (from JSON or an event stream). */
 async function rpc(body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${gw.url}/mcp`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "x-api-key": key,
-      ...headers,
-    },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  const messages = text.startsWith("{")
-    ? [JSON.parse(text)]
-    : text
-        .split("\n")
-        .filter((l) => l.startsWith("data: "))
-        .map((l) => JSON.parse(l.slice(6)));
-  return {
-    status: res.status,
-    text,
-    messages: messages as { id?: unknown; error?: { code: number; message: string } }[],
-  };
+  const { status, text } = await postMcp(gw.url, key, body, { headers });
+  return { status, text: text!, messages: rpcMessagesOf(text!) };
 }
 
 const clientInfo = { name: "raw", version: "1" };

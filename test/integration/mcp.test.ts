@@ -11,6 +11,7 @@ import {
   type TestGateway,
 } from "../helpers/gateway.js";
 import { startFakeLlm } from "../helpers/fake-providers.js";
+import { postMcp, rpcMessagesOf } from "../helpers/mcp.js";
 
 let gw: TestGateway;
 let llm: Awaited<ReturnType<typeof startFakeLlm>>;
@@ -283,20 +284,8 @@ describe("before MCP runs", () => {
 describe("the rate limit over MCP", () => {
   /** Posts raw JSON-RPC; answers the status, what RateLimit-Remaining says, and the body. */
   const post = async (key: string, body: unknown) => {
-    const res = await fetch(`${gw.url}/mcp`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "x-api-key": key,
-      },
-      body: JSON.stringify(body),
-    });
-    return {
-      status: res.status,
-      remaining: Number(res.headers.get("ratelimit-remaining")),
-      text: await res.text(),
-    };
+    const { status, headers, text } = await postMcp(gw.url, key, body);
+    return { status, remaining: Number(headers.get("ratelimit-remaining")), text: text! };
   };
   const ping = (id: number) => ({ jsonrpc: "2.0", id, method: "ping" });
 
@@ -385,27 +374,10 @@ describe("the rate limit over MCP", () => {
 describe("batches over MCP", () => {
   /** Posts a batch; answers the HTTP status and the JSON-RPC messages, or "no end" when the answer does not end within 3 s. */
   const batch = async (key: string, messages: unknown[]) => {
-    const res = await fetch(`${gw.url}/mcp`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "x-api-key": key,
-      },
-      body: JSON.stringify(messages),
+    const { status, text } = await postMcp(gw.url, key, messages, {
       signal: AbortSignal.timeout(3000),
     });
-    const text = await res.text().catch(() => "no end");
-    if (text === "no end") return { status: res.status, messages: text };
-    return {
-      status: res.status,
-      messages: text.startsWith("{")
-        ? [JSON.parse(text)]
-        : text
-            .split("\n")
-            .filter((l) => l.startsWith("data: "))
-            .map((l) => JSON.parse(l.slice(6))),
-    };
+    return { status, messages: text === null ? "no end" : rpcMessagesOf(text) };
   };
   const hash = (id: number, text: string) => ({
     jsonrpc: "2.0",

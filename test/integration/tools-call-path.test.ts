@@ -12,6 +12,7 @@ import {
   type TestGateway,
 } from "../helpers/gateway.js";
 import { startFakeLlm } from "../helpers/fake-providers.js";
+import { callToolOverMcp } from "../helpers/mcp.js";
 
 let llm: Awaited<ReturnType<typeof startFakeLlm>>;
 let gw: TestGateway;
@@ -242,24 +243,8 @@ describe("a worker's answer larger than WORKER_MAX_RESPONSE_BYTES", () => {
         "tool_failed",
         "The id-generate tool failed; its answer is larger than 4096 bytes. The call was not charged.",
       ]);
-      const mcp = await fetch(`${capped.url}/mcp`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "x-api-key": key,
-        },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "tools/call",
-          params: { name: "id-generate", arguments: many },
-        }),
-      });
-      // One server-sent event carries the JSON-RPC answer.
-      const sent = await mcp.text();
-      const result = JSON.parse(sent.slice(sent.indexOf("data: ") + 6).split("\n")[0]!).result;
-      expect([result.isError, JSON.parse(result.content[0].text).error.code]).toEqual([
+      const result = await callToolOverMcp(capped.url, key, "id-generate", many);
+      expect([result.isError, JSON.parse(result.content[0]!.text).error.code]).toEqual([
         true,
         "tool_failed",
       ]);
