@@ -27,20 +27,26 @@ const CALLS = 20_000;
  * expires each of these; the memory store kept them all for as long as the process ran, so memory
  * grew with every call. Now each lapses at its Redis lifetime and the store holds what is live.
  */
+/** A memory store on a clock the test moves, with one account of `tier` holding `credits`. */
+async function storeOnClock(tier: "free" | "business", credits: number) {
+  const clock = { now: Date.UTC(2026, 10, 1) };
+  const store = createMemoryStore({
+    tiers: tierLimits(),
+    periodMs: PERIOD_MS,
+    now: () => clock.now,
+  });
+  const accountId = newAccountId();
+  await store.createAccount(
+    { id: accountId, email: `${accountId}@example.com`, tier },
+    { amount: credits, requestId: newRequestId(clock.now), reason: "test" },
+    [],
+  );
+  return { clock, store, accountId };
+}
+
 describe("the in-memory store", () => {
   it("holds only the records still live: an hour of calls two days after another takes no more memory than the first hour's", async () => {
-    const clock = { now: Date.UTC(2026, 10, 1) };
-    const store = createMemoryStore({
-      tiers: tierLimits(),
-      periodMs: PERIOD_MS,
-      now: () => clock.now,
-    });
-    const accountId = newAccountId();
-    await store.createAccount(
-      { id: accountId, email: `${accountId}@example.com`, tier: "business" },
-      { amount: 10 * CALLS, requestId: newRequestId(clock.now), reason: "test" },
-      [],
-    );
+    const { clock, store, accountId } = await storeOnClock("business", 10 * CALLS);
     const key = generateApiKey(accountId);
     await store.addKey({
       id: newKeyId(),
@@ -126,18 +132,7 @@ describe("the in-memory store", () => {
   }, 120_000);
 
   it("keeps a top-up's request id for good when told to (an operator's grant retried days later is applied once)", async () => {
-    const clock = { now: Date.UTC(2026, 10, 1) };
-    const store = createMemoryStore({
-      tiers: tierLimits(),
-      periodMs: PERIOD_MS,
-      now: () => clock.now,
-    });
-    const accountId = newAccountId();
-    await store.createAccount(
-      { id: accountId, email: `${accountId}@example.com`, tier: "free" },
-      { amount: 25, requestId: newRequestId(clock.now), reason: "sign-up" },
-      [],
-    );
+    const { clock, store, accountId } = await storeOnClock("free", 25);
     const grant = {
       amount: 500,
       reason: "support",
