@@ -95,9 +95,9 @@ export function carriedOverMs(
 /**
  * What buying a plan of `planTier` does to the account (top-up.lua's plan_outcome is its twin): a
  * `renewal` extends the period of the tier it holds, a `subscription` starts the plan now (with
- * the time a lower plan had left carried over: `carriedOverMs`). A plan
- * never lowers the tier nor puts an end to one held without an end date (an operator's): then only
- * its credits are added (`one_time`). A period already over counts as Free, as in the admission.
+ * the time a lower plan had left carried over: `carriedOverMs`). A plan never lowers the tier nor
+ * puts an end to one held without an end date (an operator's): then only its credits are added
+ * (`one_time`). A period already over counts as Free, as in the admission.
  */
 export function planOutcome(
   account: Pick<AccountRecord, "tier" | "planExpiresAt">,

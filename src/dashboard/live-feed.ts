@@ -15,8 +15,9 @@ import { currentSession, stillLive } from "./session.js";
  * Each stream holds one Redis connection, so a process holds at most DASHBOARD_LIVE_STREAMS, one
  * account at most LIVE_STREAMS_PER_ACCOUNT of them (a few tabs), and one client address at most
  * LIVE_STREAMS_PER_ADDRESS: accounts cost nothing to make (a wallet signs in to a new one), so
- * without the last, one address holding forty throwaway accounts took every stream. The session is checked again between reads without counting as use: signing out, or the
- * session's idle time passing with no page used, ends the stream within a wait.
+ * without the last, one address holding forty throwaway accounts took every stream. The session
+ * is checked again between reads without counting as use: signing out, or the session's idle
+ * time passing with no page used, ends the stream within a wait.
  */
 const WAIT_MS = 2_500;
 export const LIVE_STREAMS_PER_ACCOUNT = 5;

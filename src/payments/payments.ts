@@ -384,12 +384,11 @@ export class Payments {
    * the payer told "pending, do not pay again" is served on a retry within seconds, not after the
    * authorization expires (minutes). A second send is safe whatever the dead process did: the
    * token uses an authorization once, so a transfer of it already on its way makes this one fail
-   * on chain, and nothing moves twice. A
-   * payment the chain now refuses (its balance spent, too close to expiry) or that could not be
-   * sent is left open: the reconciler credits it if it was used after all, else releases it at
-   * expiry, as before. A paid call under a key the client chose is still paid once: a new
-   * authorization under that key finds this payment through the call's index (claimPayment) and
-   * is never settled. Answers whether it settled here.
+   * on chain, and nothing moves twice. A payment the chain now refuses (its balance spent, too
+   * close to expiry) or that could not be sent is left open: the reconciler credits it if it was
+   * used after all, else releases it at expiry, as before. A paid call under a key the client
+   * chose is still paid once: a new authorization under that key finds this payment through the
+   * call's index (claimPayment) and is never settled. Answers whether it settled here.
    */
   async settleAbandoned(found: PaymentRecord): Promise<"settled" | "open"> {
     const clients = this.clients.get(found.network);

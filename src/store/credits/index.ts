@@ -29,8 +29,9 @@ export interface CreditStore {
   /**
    * Adds credits (a top-up: re-arms the alerts unless `rearm` is false), with its events,
    * atomically. Idempotent per request id: for a day, or for good with `keptForGood` (a request
-   * id its caller may send again any time later, such as an operator's Idempotency-Key). With a plan, applies it by planOutcome's rule (never
-   * lowering the tier) in the same step, and says what it did in `planType`.
+   * id its caller may send again any time later, such as an operator's Idempotency-Key). With a
+   * plan, applies it by planOutcome's rule (never lowering the tier) in the same step, and says
+   * what it did in `planType`.
    */
   topUp(
     accountId: string,
