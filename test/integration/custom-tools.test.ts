@@ -181,6 +181,27 @@ describe("a Business account's custom tool", () => {
     expect(metrics).not.toContain('tool="word-count"');
   });
 
+  it("whose signing secret no key of SECRET_KEY opens fails its own calls (500, refunded) and nothing else", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "business");
+    await register(key, wordCount(endpoint.url("/word-count"), { name: "sealed-elsewhere" }));
+    const rekeyed = await startGateway({
+      prefix: gw.prefix,
+      env: { UPSTREAM_ALLOW_PRIVATE_TARGETS: "1", SECRET_KEY: "another-secret-key-of-32-chars!!" },
+    });
+    try {
+      const before = endpoint.at("/word-count").length;
+      const res = await callTool(rekeyed.url, key, "sealed-elsewhere", { text: "a b" });
+      expect([res.status, res.body.error.code]).toEqual([500, "internal_error"]);
+      expect(endpoint.at("/word-count").length).toBe(before); // never sent unsigned
+      expect(await balanceOf(rekeyed.url, key)).toBe(100);
+      // The account's other business goes on: its tools are listed, the catalogue is served.
+      expect((await call(`${rekeyed.url}/v1/tools`, { key })).status).toBe(200);
+      expect((await callTool(rekeyed.url, key, "hash", { text: "a" })).status).toBe(200);
+    } finally {
+      await rekeyed.stop();
+    }
+  });
+
   it("refuses input its JSON Schema refuses: 422 naming the field, not charged, the endpoint not called", async () => {
     const { key } = await fundedAccount(gw.url, 100, "business");
     await register(key, wordCount(endpoint.url("/word-count")));

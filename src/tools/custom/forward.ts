@@ -1,6 +1,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { ValidateFunction } from "ajv";
+import { openSecret } from "../../webhooks/secrets.js";
 import { standardSignature } from "../../webhooks/signing.js";
 import { guardAgent } from "../../webhooks/ssrf.js";
 import { abandoned, type ForwardOutcome, type Forwarder } from "../forward.js";
@@ -21,10 +22,12 @@ export interface UpstreamTarget {
   /** Extra request headers (an operator's upstream key); none for custom tools. */
   headers: Record<string, string>;
   /**
-   * A custom tool's signing secret (`whsec_…`): each call then carries the Standard Webhooks
-   * headers, so the endpoint can tell the gateway's calls from anyone else's. Null for operator tools.
+   * A custom tool's signing secret, sealed (`whsec_…` once opened): each call then carries the
+   * Standard Webhooks headers, so the endpoint can tell the gateway's calls from anyone else's.
+   * Opened per call, so a secret no key of SECRET_KEY opens fails that tool's calls alone. Null
+   * for operator tools and custom tools registered before calls were signed.
    */
-  signingSecret: string | null;
+  sealedSecret: string | null;
   validateOutput: ValidateFunction;
 }
 
@@ -44,7 +47,11 @@ export class UpstreamCaller {
   private readonly https: HttpsAgent;
   private readonly http: HttpAgent;
 
-  constructor(private readonly settings: UpstreamSettings) {
+  constructor(
+    private readonly settings: UpstreamSettings,
+    /** SECRET_KEY's keyring, which opens custom tools' signing secrets. */
+    private readonly secretKeys: readonly string[],
+  ) {
     const options = { keepAlive: true, maxSockets: 256 };
     this.https = guardAgent(new HttpsAgent(options), settings.allowPrivate);
     this.http = guardAgent(new HttpAgent(options), settings.allowPrivate);
@@ -71,6 +78,21 @@ export class UpstreamCaller {
           : form.reason;
         if (!form.ok || refused)
           return resolve(failed(502, `the endpoint is not allowed: ${refused}`));
+        let signature: Record<string, string> = {};
+        try {
+          if (target.sealedSecret)
+            signature = signatureHeaders(
+              openSecret(this.secretKeys, target.sealedSecret),
+              call.requestId,
+              body,
+            );
+        } catch (err) {
+          // A fault of this deployment (SECRET_KEY lost the key that sealed it), not the endpoint's.
+          return resolve({
+            kind: "gateway_error",
+            message: `the tool's signing secret cannot be opened: ${(err as Error).message}`,
+          });
+        }
         if (call.signal?.aborted) return resolve(abandoned(call.signal));
 
         let settled = false;
@@ -94,9 +116,7 @@ export class UpstreamCaller {
               "content-length": body.length,
               "user-agent": UPSTREAM_USER_AGENT,
               "x-request-id": call.requestId,
-              ...(target.signingSecret
-                ? signatureHeaders(target.signingSecret, call.requestId, body)
-                : {}),
+              ...signature,
             },
           },
           (res) => this.read(res, target, settle),

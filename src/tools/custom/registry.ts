@@ -5,7 +5,6 @@ import { findTool } from "../catalogue/index.js";
 import type { ToolDefinition } from "../definition.js";
 import type { Forwarder } from "../forward.js";
 import { UpstreamCaller, type UpstreamSettings, type UpstreamTarget } from "./forward.js";
-import { openSecret } from "../../webhooks/secrets.js";
 import { SchemaCompiler } from "./json-schema.js";
 import { describedTool, RESERVED_TOOL_NAMES, specOfRecord, type UpstreamToolSpec } from "./spec.js";
 
@@ -37,9 +36,9 @@ export class UpstreamTools {
     settings: UpstreamSettings,
     operatorTools: readonly UpstreamToolSpec[],
     /** SECRET_KEY's keyring, which opens custom tools' signing secrets. */
-    private readonly secretKeys: readonly string[],
+    secretKeys: readonly string[],
   ) {
-    this.caller = new UpstreamCaller(settings);
+    this.caller = new UpstreamCaller(settings, secretKeys);
     this.public = operatorTools.map((spec) => this.define(spec, null));
     this.byName = new Map(this.public.map((tool) => [tool.name, tool]));
   }
@@ -95,7 +94,7 @@ export class UpstreamTools {
       upstream: {
         url: spec.url,
         headers: spec.headers,
-        signingSecret: spec.sealedSecret ? openSecret(this.secretKeys, spec.sealedSecret) : null,
+        sealedSecret: spec.sealedSecret ?? null,
         validateOutput: this.schemas.compile(spec.outputSchema),
         ownerId,
       },
