@@ -1,6 +1,7 @@
 import Papa from "papaparse";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  admin,
   call,
   callTool,
   everyPage,
@@ -148,6 +149,30 @@ describe.each([
     });
     expect(paged.headers.get("link")).toMatch(
       /^<\/api\/v1\/usage\?format=csv&limit=3&cursor=\d+-\d+>; rel="next"$/,
+    );
+  });
+
+  it("escapes free text that a spreadsheet would run as a formula in the CSV, not in the JSON", async () => {
+    const other = await fundedAccount(gw.url, 25, "business");
+    const reasons = ['=HYPERLINK("https://evil.example","x")', "+1+cmd", "-2+3", "@SUM(A1)"];
+    for (const reason of reasons)
+      expect(
+        (
+          await admin(gw.url, `/accounts/${other.accountId}/credits`, {
+            body: { amount: 1, reason },
+          })
+        ).status,
+      ).toBe(201);
+    const res = await fetch(`${gw.url}/api/v1/usage?format=csv&kind=grant&limit=4`, {
+      headers: { "x-api-key": other.key },
+    });
+    const rows = Papa.parse<Record<string, string>>((await res.text()).trim(), { header: true });
+    expect(rows.data.map((r) => [r.reason, r.amount])).toEqual(
+      [...reasons].reverse().map((reason) => [`'${reason}`, "1"]),
+    );
+    const json = await call(`${gw.url}/api/v1/usage?kind=grant&limit=4`, { key: other.key });
+    expect(json.body.data.map((e: Entry & { reason: string }) => e.reason)).toEqual(
+      [...reasons].reverse(),
     );
   });
 

@@ -111,10 +111,15 @@ export const usage = defineRoute({
     );
     const data = page.items.map(ledgerEntryView);
     if (csv) {
-      const body = papa().unparse({
-        fields: [...CSV_COLUMNS],
-        data: data.map((e) => CSV_COLUMNS.map((column) => e[column] ?? "")),
-      });
+      const body = papa().unparse(
+        {
+          fields: [...CSV_COLUMNS],
+          data: data.map((e) => CSV_COLUMNS.map((column) => e[column] ?? "")),
+        },
+        // A reason is free text (an operator's grant): a cell starting with = + - @ would run as a
+        // formula when the export is opened in a spreadsheet, so such text is prefixed with '.
+        { escapeFormulae: true },
+      );
       const next = page.nextCursor
         ? new URLSearchParams({ ...(req.query as Record<string, string>), cursor: page.nextCursor })
         : null;
