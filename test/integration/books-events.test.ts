@@ -104,6 +104,16 @@ describe.each([
     expect(
       (await call(`${gw.url}/api/v1/events?cursor=not-a-cursor`, { key })).body.error.code,
     ).toBe("invalid_cursor");
+    // `from` and `to` swapped: a 400 saying so, not an empty list.
+    const swapped = await call(
+      `${gw.url}/api/v1/events?from=${from}&to=${encodeURIComponent(listed.at(-1)!.timestamp)}`,
+      { key },
+    );
+    expect([swapped.status, swapped.body.error?.code, swapped.body.error?.param]).toEqual([
+      400,
+      "invalid_range",
+      "from",
+    ]);
   });
 
   it("exports an event the relay logs again (a crash before its acknowledgement) nothing twice", async () => {

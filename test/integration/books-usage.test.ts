@@ -189,6 +189,22 @@ describe.each([
     expect([res.status, res.body.error?.param]).toEqual([422, "limit"]);
   });
 
+  it("answers a range with no instant in it (from at or after to) with 400 invalid_range, not an empty list", async () => {
+    // The same instant on both sides, the later one written in another zone.
+    const later = encodeURIComponent("2026-11-27T18:00:00+02:00");
+    const earlier = encodeURIComponent("2026-11-27T15:00:00Z");
+    for (const query of [`from=${later}&to=${earlier}`, `from=${later}&to=${later}`]) {
+      const res = await call(`${gw.url}/api/v1/usage?${query}`, { key });
+      expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([
+        400,
+        "invalid_range",
+        "from",
+      ]);
+    }
+    const res = await call(`${gw.url}/api/v1/usage?from=${earlier}&to=${later}`, { key });
+    expect(res.status).toBe(200);
+  });
+
   it("records each call's request record (tool, key, status, latency, credits) in the books", async () => {
     await exported();
     const db = await gw.services.books!.ready(1000);
