@@ -150,6 +150,16 @@ describe.each([
     expect(paged.headers.get("link")).toMatch(
       /^<\/api\/v1\/usage\?format=csv&limit=3&cursor=\d+-\d+>; rel="next"$/,
     );
+    // Chosen by Accept: the link still names the CSV and its page size, for a client that
+    // follows it without sending Accept again.
+    const accepted = await fetch(`${gw.url}/api/v1/usage?kind=debit&limit=3`, {
+      headers: { "x-api-key": key, accept: "text/csv" },
+    });
+    const link = /^<(.+)>; rel="next"$/.exec(accepted.headers.get("link") ?? "")?.[1];
+    expect(link).toMatch(/^\/api\/v1\/usage\?kind=debit&limit=3&format=csv&cursor=\d+-\d+$/);
+    const followed = await fetch(`${gw.url}${link}`, { headers: { "x-api-key": key } });
+    expect(followed.headers.get("content-type")).toMatch(/^text\/csv/);
+    expect((await followed.text()).trim().split("\r\n")).toHaveLength(4);
   });
 
   it("escapes free text that a spreadsheet would run as a formula in the CSV, not in the JSON", async () => {

@@ -136,8 +136,15 @@ export const usage = defineRoute({
         // formula when the export is opened in a spreadsheet, so such text is prefixed with '.
         { escapeFormulae: true },
       );
+      // format=csv and the limit in the link itself: a CSV chosen by Accept, followed by a client
+      // that does not send Accept again, would otherwise get JSON pages of 50.
       const next = page.nextCursor
-        ? new URLSearchParams({ ...(req.query as Record<string, string>), cursor: page.nextCursor })
+        ? new URLSearchParams({
+            ...(req.query as Record<string, string>),
+            format: "csv",
+            limit: String(limit),
+            cursor: page.nextCursor,
+          })
         : null;
       return {
         text: { contentType: "text/csv; charset=utf-8", body: `${body}\r\n` },
