@@ -6,9 +6,12 @@ import {
   callTool,
   everyPage,
   fundedAccount,
+  signUp,
   startGateway,
   type TestGateway,
 } from "../helpers/gateway.js";
+import { shardOf } from "../../src/books/exporter.js";
+import { usagePage } from "../../src/books/usage.js";
 import { freshDatabase } from "../helpers/postgres.js";
 
 /**
@@ -213,6 +216,47 @@ describe.each([
     }
     const res = await call(`${gw.url}/api/v1/usage?from=${earlier}&to=${later}`, { key });
     expect(res.status).toBe(200);
+  });
+
+  it("lists the entries the exporter moves while a listing reads them: each is in the store or the books when read", async () => {
+    const store = gw.services.store;
+    const { accountId } = await signUp(gw.url);
+    // Held, the exporter's lease keeps the background export off this account until the listing runs.
+    const lease = `books-export:${shardOf(accountId, gw.services.config.books!.shards)}`;
+    let token: string | null = null;
+    while (!(token = await store.acquireLock(lease, 30_000)))
+      await new Promise((r) => setTimeout(r, 20));
+    const grant = (i: number) =>
+      store.topUp(accountId, "grant", { amount: 1, reason: "r", requestId: `scan-${i}` });
+    for (let i = 0; i < 50; i++) await grant(i);
+    const to = Date.now() + 1;
+    await new Promise((r) => setTimeout(r, 5));
+    // Newer entries outside the range: more than one store page to scan past.
+    for (let i = 50; i < 300; i++) await grant(i);
+    // The exporter catches up just as the listing reads its second page of the store.
+    const reading = new Proxy(store, {
+      get(target, name, receiver) {
+        if (name !== "ledger") return Reflect.get(target, name, receiver);
+        return async (account: string, page: { cursor?: string; limit: number }) => {
+          if (page.cursor && token) {
+            await store.releaseLock(lease, token);
+            token = null;
+            await exported();
+          }
+          return target.ledger(account, page);
+        };
+      },
+    });
+    try {
+      const db = await gw.services.books!.ready(1000);
+      const page = await usagePage(reading, db, accountId, { to }, { limit: 100 });
+      expect(page.items.map((e) => e.requestId)).toEqual([
+        ...Array.from({ length: 50 }, (_, i) => `scan-${49 - i}`),
+        expect.stringMatching(/^req_/), // the sign-up grant
+      ]);
+    } finally {
+      if (token) await store.releaseLock(lease, token);
+    }
   });
 
   it("records each call's request record (tool, key, status, latency, credits) in the books", async () => {
