@@ -123,10 +123,10 @@ export async function eventsPage(
 ): Promise<Page<EventRecord>> {
   const cursor = page.cursor === undefined ? undefined : parseCursor(page.cursor);
   const wanted = page.limit + 1;
-  const [logged, fromBooks] = await Promise.all([
-    store.listEvents(accountId, LOG_READ),
-    db ? booksMatches(db.query, accountId, filter, cursor, wanted) : [],
-  ]);
+  // The log first, the books after, as the usage API reads (books/usage.ts): an event the log
+  // no longer held when read was committed to the books before it was forgotten.
+  const logged = await store.listEvents(accountId, LOG_READ);
+  const fromBooks = db ? await booksMatches(db.query, accountId, filter, cursor, wanted) : [];
   const fromStore = logged.filter((e) => matches(e, filter) && (!cursor || before(e, cursor)));
   const seen = new Set<string>();
   const merged = [...fromStore, ...fromBooks]

@@ -54,10 +54,12 @@ export async function usagePage(
 ): Promise<Page<LedgerEntry>> {
   checkLedgerCursor(page.cursor);
   const wanted = page.limit + 1;
-  const [fromStore, fromBooks] = await Promise.all([
-    storeMatches(store, accountId, filter, page.cursor, wanted),
-    db ? booksMatches(db, accountId, filter, page.cursor, wanted) : [],
-  ]);
+  // The store first, the books after, never both at once: the exporter commits an entry to the
+  // books before the store forgets it, so an entry the store read missed is in the books by the
+  // time they are read. Read side by side, a books read that began before the commit and a store
+  // read after the trim both missed it, and the page skipped it for good (its cursor moved on).
+  const fromStore = await storeMatches(store, accountId, filter, page.cursor, wanted);
+  const fromBooks = db ? await booksMatches(db, accountId, filter, page.cursor, wanted) : [];
   const seen = new Set<string>();
   const merged = [...fromStore, ...fromBooks]
     .filter((e) => !seen.has(e.id) && seen.add(e.id))

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BooksDatabase } from "../../src/books/database.js";
-import { exportEvents } from "../../src/books/events.js";
+import { eventsPage, exportEvents } from "../../src/books/events.js";
+import { shardOf } from "../../src/books/exporter.js";
 import { monthStart, partitionName } from "../../src/books/partitions.js";
 import { insertPayments } from "../../src/books/records.js";
 import { eventRecord, parseEventRecord } from "../../src/events/types.js";
@@ -10,6 +11,7 @@ import {
   callTool,
   everyPage,
   fundedAccount,
+  signUp,
   startGateway,
   type TestGateway,
 } from "../helpers/gateway.js";
@@ -104,6 +106,16 @@ describe.each([
     expect(
       (await call(`${gw.url}/api/v1/events?cursor=not-a-cursor`, { key })).body.error.code,
     ).toBe("invalid_cursor");
+    // `from` and `to` swapped: a 400 saying so, not an empty list.
+    const swapped = await call(
+      `${gw.url}/api/v1/events?from=${from}&to=${encodeURIComponent(listed.at(-1)!.timestamp)}`,
+      { key },
+    );
+    expect([swapped.status, swapped.body.error?.code, swapped.body.error?.param]).toEqual([
+      400,
+      "invalid_range",
+      "from",
+    ]);
   });
 
   it("exports an event the relay logs again (a crash before its acknowledgement) nothing twice", async () => {
@@ -116,6 +128,55 @@ describe.each([
     await exported();
     expect((await sqlEvents()).map((r) => Number(r.n))).toEqual([1, 1, 1]);
     expect(await gw.services.store.listEvents(accountId, 100)).toEqual([]);
+  });
+
+  it("lists the events the exporter moves while a listing reads them: each is in the log or the books when read", async () => {
+    const store = gw.services.store;
+    const account = await signUp(gw.url);
+    // Held, the exporter's lease keeps the background export off this account until the listing runs.
+    const lease = `books-export:${shardOf(account.accountId, gw.services.config.books!.shards)}`;
+    let token: string | null = null;
+    while (!(token = await store.acquireLock(lease, 30_000)))
+      await new Promise((r) => setTimeout(r, 20));
+    const low = Array.from({ length: 3 }, (_, i) =>
+      eventRecord(newEventId(), "credits.low", account.accountId, {
+        credits_remaining: i,
+        tool_name: null,
+        threshold: 5,
+      }),
+    );
+    await store.logEvents(account.accountId, low, null);
+    // The exporter moves them just as the store's log is read (a slow answer from the store).
+    const reading = new Proxy(store, {
+      get(target, name, receiver) {
+        if (name !== "listEvents") return Reflect.get(target, name, receiver);
+        return async (id: string, limit: number) => {
+          if (token) {
+            await store.releaseLock(lease, token);
+            token = null;
+            for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+              await gw.services.books!.exportNow();
+              const held = await target.listEvents(id, 100);
+              if (!held.some((e) => e.event === "credits.low")) break;
+              await new Promise((r) => setTimeout(r, 50));
+            }
+          }
+          return target.listEvents(id, limit);
+        };
+      },
+    });
+    try {
+      const page = await eventsPage(
+        reading,
+        db,
+        account.accountId,
+        { type: "credits.low" },
+        { limit: 10 },
+      );
+      expect(page.items.map((e) => e.id).sort()).toEqual(low.map((e) => e.id).sort());
+    } finally {
+      if (token) await store.releaseLock(lease, token);
+    }
   });
 
   it("another account sees none of them", async () => {

@@ -1,13 +1,17 @@
 import Papa from "papaparse";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  admin,
   call,
   callTool,
   everyPage,
   fundedAccount,
+  signUp,
   startGateway,
   type TestGateway,
 } from "../helpers/gateway.js";
+import { shardOf } from "../../src/books/exporter.js";
+import { usagePage } from "../../src/books/usage.js";
 import { freshDatabase } from "../helpers/postgres.js";
 
 /**
@@ -149,6 +153,40 @@ describe.each([
     expect(paged.headers.get("link")).toMatch(
       /^<\/api\/v1\/usage\?format=csv&limit=3&cursor=\d+-\d+>; rel="next"$/,
     );
+    // Chosen by Accept: the link still names the CSV and its page size, for a client that
+    // follows it without sending Accept again.
+    const accepted = await fetch(`${gw.url}/api/v1/usage?kind=debit&limit=3`, {
+      headers: { "x-api-key": key, accept: "text/csv" },
+    });
+    const link = /^<(.+)>; rel="next"$/.exec(accepted.headers.get("link") ?? "")?.[1];
+    expect(link).toMatch(/^\/api\/v1\/usage\?kind=debit&limit=3&format=csv&cursor=\d+-\d+$/);
+    const followed = await fetch(`${gw.url}${link}`, { headers: { "x-api-key": key } });
+    expect(followed.headers.get("content-type")).toMatch(/^text\/csv/);
+    expect((await followed.text()).trim().split("\r\n")).toHaveLength(4);
+  });
+
+  it("escapes free text that a spreadsheet would run as a formula in the CSV, not in the JSON", async () => {
+    const other = await fundedAccount(gw.url, 25, "business");
+    const reasons = ['=HYPERLINK("https://evil.example","x")', "+1+cmd", "-2+3", "@SUM(A1)"];
+    for (const reason of reasons)
+      expect(
+        (
+          await admin(gw.url, `/accounts/${other.accountId}/credits`, {
+            body: { amount: 1, reason },
+          })
+        ).status,
+      ).toBe(201);
+    const res = await fetch(`${gw.url}/api/v1/usage?format=csv&kind=grant&limit=4`, {
+      headers: { "x-api-key": other.key },
+    });
+    const rows = Papa.parse<Record<string, string>>((await res.text()).trim(), { header: true });
+    expect(rows.data.map((r) => [r.reason, r.amount])).toEqual(
+      [...reasons].reverse().map((reason) => [`'${reason}`, "1"]),
+    );
+    const json = await call(`${gw.url}/api/v1/usage?kind=grant&limit=4`, { key: other.key });
+    expect(json.body.data.map((e: Entry & { reason: string }) => e.reason)).toEqual(
+      [...reasons].reverse(),
+    );
   });
 
   it("keeps the cursor contract: a cursor it never handed out is 400 invalid_cursor", async () => {
@@ -162,6 +200,63 @@ describe.each([
     }
     const res = await call(`${gw.url}/api/v1/usage?limit=101`, { key });
     expect([res.status, res.body.error?.param]).toEqual([422, "limit"]);
+  });
+
+  it("answers a range with no instant in it (from at or after to) with 400 invalid_range, not an empty list", async () => {
+    // The same instant on both sides, the later one written in another zone.
+    const later = encodeURIComponent("2026-11-27T18:00:00+02:00");
+    const earlier = encodeURIComponent("2026-11-27T15:00:00Z");
+    for (const query of [`from=${later}&to=${earlier}`, `from=${later}&to=${later}`]) {
+      const res = await call(`${gw.url}/api/v1/usage?${query}`, { key });
+      expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([
+        400,
+        "invalid_range",
+        "from",
+      ]);
+    }
+    const res = await call(`${gw.url}/api/v1/usage?from=${earlier}&to=${later}`, { key });
+    expect(res.status).toBe(200);
+  });
+
+  it("lists the entries the exporter moves while a listing reads them: each is in the store or the books when read", async () => {
+    const store = gw.services.store;
+    const { accountId } = await signUp(gw.url);
+    // Held, the exporter's lease keeps the background export off this account until the listing runs.
+    const lease = `books-export:${shardOf(accountId, gw.services.config.books!.shards)}`;
+    let token: string | null = null;
+    while (!(token = await store.acquireLock(lease, 30_000)))
+      await new Promise((r) => setTimeout(r, 20));
+    const grant = (i: number) =>
+      store.topUp(accountId, "grant", { amount: 1, reason: "r", requestId: `scan-${i}` });
+    for (let i = 0; i < 50; i++) await grant(i);
+    const to = Date.now() + 1;
+    await new Promise((r) => setTimeout(r, 5));
+    // Newer entries outside the range: more than one store page to scan past.
+    for (let i = 50; i < 300; i++) await grant(i);
+    // The exporter catches up just as the listing reads its second page of the store.
+    const reading = new Proxy(store, {
+      get(target, name, receiver) {
+        if (name !== "ledger") return Reflect.get(target, name, receiver);
+        return async (account: string, page: { cursor?: string; limit: number }) => {
+          if (page.cursor && token) {
+            await store.releaseLock(lease, token);
+            token = null;
+            await exported();
+          }
+          return target.ledger(account, page);
+        };
+      },
+    });
+    try {
+      const db = await gw.services.books!.ready(1000);
+      const page = await usagePage(reading, db, accountId, { to }, { limit: 100 });
+      expect(page.items.map((e) => e.requestId)).toEqual([
+        ...Array.from({ length: 50 }, (_, i) => `scan-${49 - i}`),
+        expect.stringMatching(/^req_/), // the sign-up grant
+      ]);
+    } finally {
+      if (token) await store.releaseLock(lease, token);
+    }
   });
 
   it("records each call's request record (tool, key, status, latency, credits) in the books", async () => {

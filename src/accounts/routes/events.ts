@@ -3,7 +3,7 @@ import { eventsPage } from "../../books/events.js";
 import { EVENT_TYPES, eventRecordSchema, type EventType } from "../../events/types.js";
 import { defineRoute } from "../../http/route.js";
 import { listOf } from "../views.js";
-import { BOOKS_WAIT_MS, pageOf } from "./usage.js";
+import { BOOKS_WAIT_MS, pageOf, timeRangeOf } from "./usage.js";
 
 export const listEvents = defineRoute({
   method: "get",
@@ -11,6 +11,7 @@ export const listEvents = defineRoute({
   summary:
     "The account's events, newest first, paginated (keyset: next_cursor); filter by type and time. Read from the books (PostgreSQL) merged with the events not yet exported; without the books, the last 1,000.",
   auth: "key",
+  errors: ["invalid_range"],
   query: z.strictObject({
     limit: z.coerce.number().int().min(1).max(1000).default(100),
     cursor: z.string().max(80).optional().describe("The next_cursor of the previous page."),
@@ -34,8 +35,7 @@ export const listEvents = defineRoute({
         caller.account.id,
         {
           type: query.type,
-          from: query.from === undefined ? undefined : Date.parse(query.from),
-          to: query.to === undefined ? undefined : Date.parse(query.to),
+          ...timeRangeOf(query),
         },
         { cursor: query.cursor, limit: query.limit },
       ),

@@ -33,6 +33,22 @@ export async function pageOf<T>(load: Promise<Page<T>>): Promise<Page<T>> {
   }
 }
 
+/**
+ * The `from`/`to` of a list's query as epoch ms; a range that holds no instant (`from` at or after
+ * `to`, most often the two swapped) is 400 `invalid_range`, as analytics answers it: an empty
+ * list would read as "nothing happened" to someone reconciling a bill.
+ */
+export function timeRangeOf(query: { from?: string; to?: string }): {
+  from?: number;
+  to?: number;
+} {
+  const from = query.from === undefined ? undefined : Date.parse(query.from);
+  const to = query.to === undefined ? undefined : Date.parse(query.to);
+  if (from !== undefined && to !== undefined && from >= to)
+    throw new ApiError("invalid_range", "`from` must be before `to`.", { param: "from" });
+  return { from, to };
+}
+
 /** JSON pages hold at most this many entries; a CSV export up to CSV_MAX_ROWS. */
 const JSON_MAX_ROWS = 100;
 const CSV_MAX_ROWS = 10_000;
@@ -75,6 +91,7 @@ export const usage = defineRoute({
   summary:
     "The account's ledger: every credit change, newest first, paginated; filter by tool, key, kind and time; CSV with Accept: text/csv or format=csv.",
   auth: "key",
+  errors: ["invalid_range"],
   query: usageQuery,
   response: listOf(ledgerEntryViewSchema),
   alsoProduces: {
@@ -102,8 +119,7 @@ export const usage = defineRoute({
       tool: query.tool,
       keyId: query.key,
       kind: query.kind,
-      from: query.from === undefined ? undefined : Date.parse(query.from),
-      to: query.to === undefined ? undefined : Date.parse(query.to),
+      ...timeRangeOf(query),
     };
     const db = services.books ? await services.books.ready(BOOKS_WAIT_MS) : null;
     const page = await pageOf(
@@ -111,12 +127,24 @@ export const usage = defineRoute({
     );
     const data = page.items.map(ledgerEntryView);
     if (csv) {
-      const body = papa().unparse({
-        fields: [...CSV_COLUMNS],
-        data: data.map((e) => CSV_COLUMNS.map((column) => e[column] ?? "")),
-      });
+      const body = papa().unparse(
+        {
+          fields: [...CSV_COLUMNS],
+          data: data.map((e) => CSV_COLUMNS.map((column) => e[column] ?? "")),
+        },
+        // A reason is free text (an operator's grant): a cell starting with = + - @ would run as a
+        // formula when the export is opened in a spreadsheet, so such text is prefixed with '.
+        { escapeFormulae: true },
+      );
+      // format=csv and the limit in the link itself: a CSV chosen by Accept, followed by a client
+      // that does not send Accept again, would otherwise get JSON pages of 50.
       const next = page.nextCursor
-        ? new URLSearchParams({ ...(req.query as Record<string, string>), cursor: page.nextCursor })
+        ? new URLSearchParams({
+            ...(req.query as Record<string, string>),
+            format: "csv",
+            limit: String(limit),
+            cursor: page.nextCursor,
+          })
         : null;
       return {
         text: { contentType: "text/csv; charset=utf-8", body: `${body}\r\n` },

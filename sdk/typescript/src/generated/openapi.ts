@@ -6177,7 +6177,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_range */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7389,7 +7389,7 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_range */
             400: {
                 headers: {
                     [name: string]: unknown;
