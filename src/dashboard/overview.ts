@@ -54,26 +54,55 @@ interface PeriodUsage {
   complete: boolean;
 }
 
-/** Charged calls and credits spent since `since`: debits less their refunds. */
+/**
+ * Charged calls and credits spent since `since`, read newest first: debits less their refunds. A
+ * refund counts only with its debit (the same request id), so a call charged before the period
+ * and refunded in it is neither period's, rather than a -1 call on a fresh period.
+ */
+export class PeriodTally {
+  calls = 0;
+  credits = 0;
+  /** Refunds read whose debit is not read yet (it is older): request id → credits given back. */
+  private readonly refunds = new Map<string, number>();
+
+  constructor(readonly since: number) {}
+
+  /** Counts one entry; false once the entries are older than the period. */
+  add(entry: LedgerEntry): boolean {
+    if (entry.at < this.since) return false;
+    if (entry.kind === "refund")
+      this.refunds.set(entry.requestId, (this.refunds.get(entry.requestId) ?? 0) + entry.amount);
+    if (entry.kind !== "debit") return true;
+    const refunded = this.refunds.get(entry.requestId);
+    this.refunds.delete(entry.requestId);
+    if (refunded === undefined) {
+      this.calls += 1;
+      this.credits -= entry.amount;
+    } else this.credits -= entry.amount + refunded;
+    return true;
+  }
+}
+
 async function periodUsage(
   services: Services,
   accountId: string,
   since: number,
   newest: LedgerEntry[],
 ): Promise<PeriodUsage> {
-  const usage = { since, calls: 0, credits: 0, complete: true };
+  const tally = new PeriodTally(since);
+  const usage = (complete: boolean) => ({
+    since,
+    calls: tally.calls,
+    credits: tally.credits,
+    complete,
+  });
   let page = { items: newest, nextCursor: newest.length === FEED_SIZE ? newest.at(-1)!.id : null };
   let read = 0;
   for (;;) {
-    for (const entry of page.items) {
-      if (entry.at < since) return usage;
-      if (entry.kind !== "debit" && entry.kind !== "refund") continue;
-      usage.calls += entry.kind === "debit" ? 1 : -1;
-      usage.credits -= entry.amount;
-    }
+    for (const entry of page.items) if (!tally.add(entry)) return usage(true);
     read += page.items.length;
-    if (!page.nextCursor) return usage;
-    if (read >= USAGE_SCAN_LIMIT) return { ...usage, complete: false };
+    if (!page.nextCursor) return usage(true);
+    if (read >= USAGE_SCAN_LIMIT) return usage(false);
     page = await ledgerPage(services, accountId, { cursor: page.nextCursor, limit: 100 });
   }
 }
