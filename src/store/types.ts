@@ -246,10 +246,14 @@ export function isLedgerId(id: string): boolean {
   return match !== null && BigInt(match[1]!) < 2n ** 64n && BigInt(match[2]!) < 2n ** 64n;
 }
 
-/** A ledger page's cursor, if any, is a ledger id: else InvalidCursorError. */
+/**
+ * A ledger page's cursor, if any, is a ledger id with something before it: else
+ * InvalidCursorError. `0-0` is the first id there can be, so nothing is older (Redis refuses
+ * "(0-0" as a range's end; the memory store answers the same).
+ */
 export function checkLedgerCursor(cursor: string | undefined): void {
-  if (cursor !== undefined && !isLedgerId(cursor))
-    throw new InvalidCursorError(`not a ledger id: ${cursor}`);
+  if (cursor !== undefined && (!isLedgerId(cursor) || /^0+-0+$/.test(cursor)))
+    throw new InvalidCursorError(`not a ledger id with entries before it: ${cursor}`);
 }
 
 export interface NewAccount {

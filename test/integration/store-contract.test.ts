@@ -982,6 +982,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       "-1-0",
       "18446744073709551616-0",
       "99999999999999999999999-0",
+      "0-0",
     ]) {
       await expect(store.ledger(a.id, { cursor, limit: 3 }), cursor).rejects.toBeInstanceOf(
         InvalidCursorError,
