@@ -142,6 +142,29 @@ describe("incidents", () => {
     );
   });
 
+  it("keeps an open incident on /status.json, /status and /status.rss however many newer ones came and went", async () => {
+    const long = await admin(gw.url, "/incidents", {
+      body: { title: "Long outage of the search tools", message: "Still on it.", impact: "major" },
+    });
+    // More newer incidents than the page lists, each opened and resolved since.
+    for (let i = 0; i < 55; i++) {
+      const short = await admin(gw.url, "/incidents", {
+        body: { title: `Blip ${i}`, message: "." },
+      });
+      await admin(gw.url, `/incidents/${short.body.id}/resolve`, { body: {} });
+    }
+    await new Promise((r) => setTimeout(r, 1100)); // the report is cached for a second
+    const status = (await call(`${gw.url}/status.json`)).body;
+    expect(status.incidents.active.map((i: { id: string }) => i.id)).toContain(long.body.id);
+    expect(status.status).toBe("degraded");
+    expect(await (await fetch(`${gw.url}/status`)).text()).toContain(
+      "Long outage of the search tools",
+    );
+    const { items } = await feed("/status.rss");
+    expect(items.map((i) => i.title)).toContain("[Investigating] Long outage of the search tools");
+    await admin(gw.url, `/incidents/${long.body.id}/resolve`, { body: {} });
+  });
+
   it("refuses an unknown component, a missing admin key, and updates to a resolved incident", async () => {
     expect(
       (
