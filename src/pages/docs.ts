@@ -88,10 +88,13 @@ function fieldsTable(schema: Json | undefined, caption: string): string {
   return `<h4>${caption}</h4><table><thead><tr><th>Field</th><th>Type</th><th>Notes</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
 }
 
-const pretty = (value: unknown) => `<pre><code>${esc(JSON.stringify(value, null, 2))}</code></pre>`;
+// Every example is a <pre tabindex="0">: a long one scrolls sideways, and only an element that takes
+// the focus can be scrolled from the keyboard.
+const pretty = (value: unknown) =>
+  `<pre tabindex="0"><code>${esc(JSON.stringify(value, null, 2))}</code></pre>`;
 
 function curlBlock(curl: string, error?: { status: number; why: string }): string {
-  return `<pre class="curl" data-expect="${error ? error.status : "2xx"}"><code>${esc(curl)}</code></pre>${error ? `<p class="muted">This example answers <strong>${error.status}</strong> on purpose: ${esc(error.why)}</p>` : ""}`;
+  return `<pre tabindex="0" class="curl" data-expect="${error ? error.status : "2xx"}"><code>${esc(curl)}</code></pre>${error ? `<p class="muted">This example answers <strong>${error.status}</strong> on purpose: ${esc(error.why)}</p>` : ""}`;
 }
 
 function errorList(responses: Json): string {
@@ -175,8 +178,8 @@ ${fieldsTable(input as Json, "Input")}
 <h4>Example</h4>
 ${curlBlock(curlFor({ baseUrl: doc.servers[0].url, method: "post", path: `/v1/tools/${tool.name}`, auth: "key", body: example }))}
 <h4>With the client libraries</h4>
-<pre class="snippet" data-lang="typescript"><code>${esc(typescriptSnippet(tool.name, example))}</code></pre>
-<pre class="snippet" data-lang="python"><code>${esc(pythonSnippet(tool.name, example))}</code></pre>
+<pre tabindex="0" class="snippet" data-lang="typescript"><code>${esc(typescriptSnippet(tool.name, example))}</code></pre>
+<pre tabindex="0" class="snippet" data-lang="python"><code>${esc(pythonSnippet(tool.name, example))}</code></pre>
 ${tryItForm(tool.name, example)}
 ${answer !== undefined ? `<h4>Answer 200 (this gateway's answer to the example)</h4>${pretty(answer)}` : `<p class="muted">The answer comes from the configured ${tool.pool === "provider" ? "AI or search provider" : "workers"}; its shape is below.</p>`}
 ${fieldsTable(output as Json, "Output")}
@@ -191,7 +194,7 @@ function introduction(doc: Json): string {
 <p>Base URL: <code>${esc(base)}</code>. Machine-readable: <a href="/openapi.json">/openapi.json</a> (OpenAPI ${esc(doc.openapi)}); for language models: <a href="/llms.txt">/llms.txt</a>. Changes: <a href="/changelog">changelog</a> (<a href="/changelog.rss">RSS</a>). Health: <a href="/status">status</a>.</p>
 <h2 id="authentication">Authentication</h2>
 <p>Send your API key in the <code>x-api-key</code> header. The examples read it from the environment, so put it there first:</p>
-<pre><code>export TOOLGATE_API_KEY=tg_live_…    # from sign-up, shown once
+<pre tabindex="0"><code>export TOOLGATE_API_KEY=tg_live_…    # from sign-up, shown once
 export TOOLGATE_ADMIN_KEY=…          # operators only: the ADMIN_API_KEY</code></pre>
 ${TRY_IT_KEY_FIELD}
 <p>Without a key, a tool call answers <strong>402</strong> with an x402 offer (USDC on Base or Polygon); an x402 client pays it and retries. The same call, keyless:</p>

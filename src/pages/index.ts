@@ -103,8 +103,13 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
   router.get("/changelog.rss", (_req, res) =>
     sendDocument(res, "application/rss+xml; charset=utf-8", changelogRss(), 300),
   );
-  router.get("/status", async (_req, res) =>
-    sendPage(res, renderStatusPage(await services.status.report())),
+  router.get("/status", async (req, res) =>
+    sendPage(
+      res,
+      renderStatusPage(await services.status.report(), {
+        autoRefresh: req.query.refresh === "auto",
+      }),
+    ),
   );
   router.get("/status.json", async (_req, res) =>
     sendDocument(
