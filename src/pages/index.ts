@@ -69,7 +69,14 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
   const changelogRss = once(() => renderChangelogRss(changelog(), base));
   // Every public tool, as GET /v1/tools lists them: the catalogue's and the operator's.
   const tools = publicTools(services, TOOLS);
-  const llms = once(() => renderLlmsTxt(services.config, tools));
+  const llms = once(() =>
+    renderLlmsTxt(
+      services.config,
+      tools,
+      services.payments?.config.networks.map((network) => `${network.name} (${network.caip2})`) ??
+        null,
+    ),
+  );
 
   // The tools' worked examples are run against the workers once, when the page is first asked
   // for (never at start-up, where they would compete with the first calls for the workers); a
