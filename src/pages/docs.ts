@@ -187,8 +187,10 @@ ${errorList(op.responses)}
 </section>`;
 }
 
-function introduction(doc: Json): string {
+/** `x402Networks`: what the keyless example is answered depends on whether this gateway takes x402. */
+function introduction(doc: Json, x402Networks: readonly string[] | null): string {
   const base = doc.servers[0].url;
+  const keylessCall = `curl -sS -X POST "${base}/v1/tools/hash" \\\n  -H "content-type: application/json" \\\n  -d '{"text":"hello world"}'`;
   return `<h1>${esc(doc.info.title)} reference</h1>
 <p>${esc(doc.info.description)}</p>
 <p>Base URL: <code>${esc(base)}</code>. Machine-readable: <a href="/openapi.json">/openapi.json</a> (OpenAPI ${esc(doc.openapi)}); for language models: <a href="/llms.txt">/llms.txt</a>. Changes: <a href="/changelog">changelog</a> (<a href="/changelog.rss">RSS</a>). Health: <a href="/status">status</a>.</p>
@@ -197,8 +199,13 @@ function introduction(doc: Json): string {
 <pre tabindex="0"><code>export TOOLGATE_API_KEY=tg_live_…    # from sign-up, shown once
 export TOOLGATE_ADMIN_KEY=…          # operators only: the ADMIN_API_KEY</code></pre>
 ${TRY_IT_KEY_FIELD}
-<p>Without a key, a tool call answers <strong>402</strong> with an x402 offer (USDC on Base or Polygon); an x402 client pays it and retries. The same call, keyless:</p>
-${curlBlock(`curl -sS -X POST "${base}/v1/tools/hash" \\\n  -H "content-type: application/json" \\\n  -d '{"text":"hello world"}'`, { status: 402, why: "no key and no payment: the answer carries the x402 offer (v1 body, v2 PAYMENT-REQUIRED header)." })}
+${
+  x402Networks?.length
+    ? `<p>Without a key, a tool call answers <strong>402</strong> with an x402 offer (USDC on ${esc(x402Networks.join(", "))}); an x402 client pays it and retries. The same call, keyless:</p>
+${curlBlock(keylessCall, { status: 402, why: "no key and no payment: the answer carries the x402 offer (v1 body, v2 PAYMENT-REQUIRED header)." })}`
+    : `<p>This gateway takes no x402 payments: a tool call without a key is refused, <strong>401</strong> <code>missing_api_key</code>. The same call, keyless:</p>
+${curlBlock(keylessCall, { status: 401, why: "no key, and this gateway takes no x402 payments." })}`
+}
 <h2 id="errors">Errors</h2>
 <p>Every error has one shape: <code>{"error": {"type", "code", "message", "param"?, "request_id"}}</code>. Branch on <code>code</code>:</p>
 <table><thead><tr><th>Status</th><th>Code</th><th>Type</th></tr></thead><tbody>${Object.entries(
@@ -222,6 +229,8 @@ export function renderDocsPage(
     creditPriceAtomic: bigint;
     toolAnswers: Map<string, unknown>;
     tools: readonly ToolDefinition[];
+    /** The networks this gateway takes x402 payments on; null when it takes none. */
+    x402Networks: readonly string[] | null;
   },
 ): string {
   const byTag = new Map<string, string[]>(TAGS.map((t) => [t.name, []]));
@@ -259,6 +268,6 @@ export function renderDocsPage(
     title: `${doc.info.title} reference`,
     wide: true,
     head: '<script src="/docs/try-it.js" defer></script>',
-    body: `${introduction(doc)}<h2 id="contents">Contents</h2><nav><ul>${nav}</ul></nav>${groups.join("\n")}`,
+    body: `${introduction(doc, options.x402Networks)}<h2 id="contents">Contents</h2><nav><ul>${nav}</ul></nav>${groups.join("\n")}`,
   });
 }

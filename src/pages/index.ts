@@ -69,14 +69,11 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
   const changelogRss = once(() => renderChangelogRss(changelog(), base));
   // Every public tool, as GET /v1/tools lists them: the catalogue's and the operator's.
   const tools = publicTools(services, TOOLS);
-  const llms = once(() =>
-    renderLlmsTxt(
-      services.config,
-      tools,
-      services.payments?.config.networks.map((network) => `${network.name} (${network.caip2})`) ??
-        null,
-    ),
-  );
+  // The networks x402 payments are taken on, as the pages name them; null: no x402 on this gateway.
+  const x402Networks =
+    services.payments?.config.networks.map((network) => `${network.name} (${network.caip2})`) ??
+    null;
+  const llms = once(() => renderLlmsTxt(services.config, tools, x402Networks));
 
   // The tools' worked examples are run against the workers once, when the page is first asked
   // for (never at start-up, where they would compete with the first calls for the workers); a
@@ -90,6 +87,7 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
         creditPriceAtomic: services.config.creditPriceAtomic,
         toolAnswers,
         tools,
+        x402Networks,
       });
     });
     docs = entry;

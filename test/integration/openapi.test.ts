@@ -226,6 +226,17 @@ describe("the public pages and MCP", () => {
     );
     expect(llms).not.toContain("PAYMENT-SIGNATURE");
     expect(llms).not.toContain("x402/payment");
+    // So does /docs: its keyless example is answered 401 here, not 402 with an offer.
+    const docs = await (await fetch(`${gw.url}/docs`)).text();
+    expect(docs).toContain(
+      "This gateway takes no x402 payments: a tool call without a key is refused, <strong>401</strong> <code>missing_api_key</code>.",
+    );
+    const keyless = [
+      ...docs.matchAll(
+        /<pre[^>]* data-expect="(\d+)"><code>curl[^<]*\/v1\/tools\/hash&quot;[^<]*<\/code>/g,
+      ),
+    ].filter((m) => !m[0].includes("x-api-key"));
+    expect(keyless.map((m) => m[1])).toEqual(["401"]);
     const ids = Object.values<Record<string, { operationId?: string }>>(doc.paths).flatMap((item) =>
       Object.values(item).map((op) => op.operationId),
     );
