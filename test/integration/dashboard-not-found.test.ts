@@ -88,4 +88,17 @@ describe("a dashboard page the account has not", () => {
     ]);
     expect((await fetch(`${gw.url}/dashboard/sign-out`, { headers: { cookie } })).status).toBe(405);
   });
+
+  it("tells a browser with JavaScript off that the page's buttons and forms need it (they did nothing, or put the form in the address)", async () => {
+    const { key } = await fundedAccount(gw.url, 30, "pro");
+    const cookie = await signedIn(key);
+    for (const path of ["/dashboard", "/dashboard/keys", "/dashboard/webhooks"]) {
+      const { document } = parseHTML(
+        await (await fetch(`${gw.url}${path}`, { headers: { cookie } })).text(),
+      );
+      expect(document.querySelector("main noscript")?.textContent, path).toBe(
+        "This page's buttons and forms need JavaScript, which is off in this browser; what the page shows needs none.",
+      );
+    }
+  });
 });
