@@ -6,7 +6,12 @@ import { requireJsonBody } from "../http/request-context.js";
 import { type AnyRoute, mountRoutes } from "../http/route.js";
 import { esc, sendDocument } from "../pages/respond.js";
 import type { Services } from "../services.js";
-import { DASHBOARD_SCRIPT_PATH, dashboardPage, sendDashboardPage } from "./layout.js";
+import {
+  DASHBOARD_SCRIPT_PATH,
+  dashboardPage,
+  publicDashboardPage,
+  sendDashboardPage,
+} from "./layout.js";
 import { liveFeed } from "./live-feed.js";
 import { renderKeysPage } from "./keys-page.js";
 import {
@@ -166,5 +171,23 @@ export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): 
     mountRoutes(services, accountRoutes, { authenticateCaller: authenticateSession }),
   );
   for (const [path, methods] of Object.entries(DASHBOARD_PATHS)) allowOn(router, path, methods);
+  // A mistyped page address is answered a page, as a person opened it, not the API's JSON 404; a
+  // known path's other methods still reach their 405, the dashboard's API its JSON.
+  router.get("/dashboard/*rest", async (req, res, next) => {
+    if (res.locals.allowedMethods || req.path.startsWith("/dashboard/api/")) return next();
+    const current = await currentSession(services, req);
+    const message = '<p class="notice error" role="alert">The dashboard has no such page.</p>';
+    const page = current
+      ? dashboardPage(current, {
+          title: "Not found",
+          path: "",
+          body: `${message}<p><a href="/dashboard">Overview</a></p>`,
+        })
+      : publicDashboardPage({
+          title: "Not found",
+          body: `${message}<p><a href="/dashboard/sign-in">Sign in</a></p>`,
+        });
+    sendDashboardPage(res, page, 404);
+  });
   return router;
 }

@@ -68,7 +68,9 @@ export function dashboardPage(
       .map((src) => `<script src="${src}" defer></script>`)
       .join("")}`,
     nav,
-    body: `<h1>${esc(options.title)}</h1><div id="notice" role="status" aria-live="polite"></div>${options.body}`,
+    // Without the script a button does nothing and a form reloads the page with its fields in
+    // the address: the reader is told, where they were left guessing.
+    body: `<h1>${esc(options.title)}</h1><div id="notice" role="status" aria-live="polite"></div><noscript><p class="notice">This page's buttons and forms need JavaScript, which is off in this browser; what the page shows needs none.</p></noscript>${options.body}`,
   });
 }
 

@@ -211,7 +211,10 @@ export function signInRoutes(services: Services): Router {
       await enforceEndpointLimit(services, req, "dashboard-sign-in", null, requestId);
       const key = parseApiKey(field(req, "api_key"));
       if (!key)
-        throw new ApiError("invalid_api_key", "That is not an API key: it starts with tg_.");
+        throw new ApiError(
+          "invalid_api_key",
+          "That is not a whole API key: a key is tg_live_, 16 letters or digits, _ and 32 more. Paste all of it.",
+        );
       // The API's own check: unknown and revoked keys are refused exactly as /api/v1 refuses them.
       const caller = await authenticate(services, key, requestId);
       // A key with account controls opens no session: the dashboard manages keys and controls.

@@ -88,10 +88,13 @@ function fieldsTable(schema: Json | undefined, caption: string): string {
   return `<h4>${caption}</h4><table><thead><tr><th>Field</th><th>Type</th><th>Notes</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
 }
 
-const pretty = (value: unknown) => `<pre><code>${esc(JSON.stringify(value, null, 2))}</code></pre>`;
+// Every example is a <pre tabindex="0">: a long one scrolls sideways, and only an element that takes
+// the focus can be scrolled from the keyboard.
+const pretty = (value: unknown) =>
+  `<pre tabindex="0"><code>${esc(JSON.stringify(value, null, 2))}</code></pre>`;
 
 function curlBlock(curl: string, error?: { status: number; why: string }): string {
-  return `<pre class="curl" data-expect="${error ? error.status : "2xx"}"><code>${esc(curl)}</code></pre>${error ? `<p class="muted">This example answers <strong>${error.status}</strong> on purpose: ${esc(error.why)}</p>` : ""}`;
+  return `<pre tabindex="0" class="curl" data-expect="${error ? error.status : "2xx"}"><code>${esc(curl)}</code></pre>${error ? `<p class="muted">This example answers <strong>${error.status}</strong> on purpose: ${esc(error.why)}</p>` : ""}`;
 }
 
 function errorList(responses: Json): string {
@@ -175,8 +178,8 @@ ${fieldsTable(input as Json, "Input")}
 <h4>Example</h4>
 ${curlBlock(curlFor({ baseUrl: doc.servers[0].url, method: "post", path: `/v1/tools/${tool.name}`, auth: "key", body: example }))}
 <h4>With the client libraries</h4>
-<pre class="snippet" data-lang="typescript"><code>${esc(typescriptSnippet(tool.name, example))}</code></pre>
-<pre class="snippet" data-lang="python"><code>${esc(pythonSnippet(tool.name, example))}</code></pre>
+<pre tabindex="0" class="snippet" data-lang="typescript"><code>${esc(typescriptSnippet(tool.name, example))}</code></pre>
+<pre tabindex="0" class="snippet" data-lang="python"><code>${esc(pythonSnippet(tool.name, example))}</code></pre>
 ${tryItForm(tool.name, example)}
 ${answer !== undefined ? `<h4>Answer 200 (this gateway's answer to the example)</h4>${pretty(answer)}` : `<p class="muted">The answer comes from the configured ${tool.pool === "provider" ? "AI or search provider" : "workers"}; its shape is below.</p>`}
 ${fieldsTable(output as Json, "Output")}
@@ -184,18 +187,25 @@ ${errorList(op.responses)}
 </section>`;
 }
 
-function introduction(doc: Json): string {
+/** `x402Networks`: what the keyless example is answered depends on whether this gateway takes x402. */
+function introduction(doc: Json, x402Networks: readonly string[] | null): string {
   const base = doc.servers[0].url;
+  const keylessCall = `curl -sS -X POST "${base}/v1/tools/hash" \\\n  -H "content-type: application/json" \\\n  -d '{"text":"hello world"}'`;
   return `<h1>${esc(doc.info.title)} reference</h1>
 <p>${esc(doc.info.description)}</p>
 <p>Base URL: <code>${esc(base)}</code>. Machine-readable: <a href="/openapi.json">/openapi.json</a> (OpenAPI ${esc(doc.openapi)}); for language models: <a href="/llms.txt">/llms.txt</a>. Changes: <a href="/changelog">changelog</a> (<a href="/changelog.rss">RSS</a>). Health: <a href="/status">status</a>.</p>
 <h2 id="authentication">Authentication</h2>
 <p>Send your API key in the <code>x-api-key</code> header. The examples read it from the environment, so put it there first:</p>
-<pre><code>export TOOLGATE_API_KEY=tg_live_…    # from sign-up, shown once
+<pre tabindex="0"><code>export TOOLGATE_API_KEY=tg_live_…    # from sign-up, shown once
 export TOOLGATE_ADMIN_KEY=…          # operators only: the ADMIN_API_KEY</code></pre>
 ${TRY_IT_KEY_FIELD}
-<p>Without a key, a tool call answers <strong>402</strong> with an x402 offer (USDC on Base or Polygon); an x402 client pays it and retries. The same call, keyless:</p>
-${curlBlock(`curl -sS -X POST "${base}/v1/tools/hash" \\\n  -H "content-type: application/json" \\\n  -d '{"text":"hello world"}'`, { status: 402, why: "no key and no payment: the answer carries the x402 offer (v1 body, v2 PAYMENT-REQUIRED header)." })}
+${
+  x402Networks?.length
+    ? `<p>Without a key, a tool call answers <strong>402</strong> with an x402 offer (USDC on ${esc(x402Networks.join(", "))}); an x402 client pays it and retries. The same call, keyless:</p>
+${curlBlock(keylessCall, { status: 402, why: "no key and no payment: the answer carries the x402 offer (v1 body, v2 PAYMENT-REQUIRED header)." })}`
+    : `<p>This gateway takes no x402 payments: a tool call without a key is refused, <strong>401</strong> <code>missing_api_key</code>. The same call, keyless:</p>
+${curlBlock(keylessCall, { status: 401, why: "no key, and this gateway takes no x402 payments." })}`
+}
 <h2 id="errors">Errors</h2>
 <p>Every error has one shape: <code>{"error": {"type", "code", "message", "param"?, "request_id"}}</code>. Branch on <code>code</code>:</p>
 <table><thead><tr><th>Status</th><th>Code</th><th>Type</th></tr></thead><tbody>${Object.entries(
@@ -219,6 +229,8 @@ export function renderDocsPage(
     creditPriceAtomic: bigint;
     toolAnswers: Map<string, unknown>;
     tools: readonly ToolDefinition[];
+    /** The networks this gateway takes x402 payments on; null when it takes none. */
+    x402Networks: readonly string[] | null;
   },
 ): string {
   const byTag = new Map<string, string[]>(TAGS.map((t) => [t.name, []]));
@@ -256,6 +268,6 @@ export function renderDocsPage(
     title: `${doc.info.title} reference`,
     wide: true,
     head: '<script src="/docs/try-it.js" defer></script>',
-    body: `${introduction(doc)}<h2 id="contents">Contents</h2><nav><ul>${nav}</ul></nav>${groups.join("\n")}`,
+    body: `${introduction(doc, options.x402Networks)}<h2 id="contents">Contents</h2><nav><ul>${nav}</ul></nav>${groups.join("\n")}`,
   });
 }

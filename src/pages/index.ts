@@ -69,7 +69,11 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
   const changelogRss = once(() => renderChangelogRss(changelog(), base));
   // Every public tool, as GET /v1/tools lists them: the catalogue's and the operator's.
   const tools = publicTools(services, TOOLS);
-  const llms = once(() => renderLlmsTxt(services.config, tools));
+  // The networks x402 payments are taken on, as the pages name them; null: no x402 on this gateway.
+  const x402Networks =
+    services.payments?.config.networks.map((network) => `${network.name} (${network.caip2})`) ??
+    null;
+  const llms = once(() => renderLlmsTxt(services.config, tools, x402Networks));
 
   // The tools' worked examples are run against the workers once, when the page is first asked
   // for (never at start-up, where they would compete with the first calls for the workers); a
@@ -83,6 +87,7 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
         creditPriceAtomic: services.config.creditPriceAtomic,
         toolAnswers,
         tools,
+        x402Networks,
       });
     });
     docs = entry;
@@ -103,8 +108,13 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
   router.get("/changelog.rss", (_req, res) =>
     sendDocument(res, "application/rss+xml; charset=utf-8", changelogRss(), 300),
   );
-  router.get("/status", async (_req, res) =>
-    sendPage(res, renderStatusPage(await services.status.report())),
+  router.get("/status", async (req, res) =>
+    sendPage(
+      res,
+      renderStatusPage(await services.status.report(), {
+        autoRefresh: req.query.refresh === "auto",
+      }),
+    ),
   );
   router.get("/status.json", async (_req, res) =>
     sendDocument(

@@ -4,7 +4,10 @@ import { renderRss } from "./rss.js";
 
 /**
  * /status (HTML) and /status.rss (incidents) from the same report as /status.json. The page
- * refreshes itself with a meta refresh (no script), once per check interval at most every 30 s.
+ * refreshes itself (a meta refresh, no script) only when the reader asks, at /status?refresh=auto:
+ * a page that reloads unasked moves a screen reader's place and a keyboard's focus back to the
+ * top (WCAG 2.2.1), so by default it offers the choice. It refreshes once per check interval, at
+ * most every 30 s.
  */
 const STATE_LABEL: Record<string, string> = {
   operational: "Operational",
@@ -54,7 +57,7 @@ ${incident.components.length ? `<p class="muted">Affects: ${incident.components.
     .join("")}</ul></article>`;
 }
 
-export function renderStatusPage(report: StatusReport): string {
+export function renderStatusPage(report: StatusReport, options: { autoRefresh: boolean }): string {
   const refreshSeconds = Math.max(30, Math.round(report.check_interval_ms / 1000));
   const groups = [...new Set(report.components.map((c) => c.group))];
   const rows = groups
@@ -76,9 +79,9 @@ ${report.components
   const active = report.incidents.active;
   return layout({
     title: "Toolgate status",
-    head: `<meta http-equiv="refresh" content="${refreshSeconds}"><link rel="alternate" type="application/rss+xml" title="Toolgate incidents" href="/status.rss">`,
+    head: `${options.autoRefresh ? `<meta http-equiv="refresh" content="${refreshSeconds}">` : ""}<link rel="alternate" type="application/rss+xml" title="Toolgate incidents" href="/status.rss">`,
     body: `<h1>Status: <span class="pill ${report.status}">${report.status === "operational" ? "All systems operational" : "Some systems degraded"}</span></h1>
-<p class="muted">Checked every ${report.check_interval_ms / 1000} s in the background by each gateway process; uptime is the share of recorded checks that found a component operational. Updated ${esc(report.updated_at)}. Machine-readable: <a href="/status.json">/status.json</a>; incidents as a feed: <a href="/status.rss">/status.rss</a>.</p>
+<p class="muted">Checked every ${report.check_interval_ms / 1000} s in the background by each gateway process; uptime is the share of recorded checks that found a component operational. Updated ${esc(report.updated_at)}; ${options.autoRefresh ? `refreshing every ${refreshSeconds} s: <a href="/status">Stop refreshing</a>` : `<a href="/status?refresh=auto">Refresh every ${refreshSeconds} s</a>`}. Machine-readable: <a href="/status.json">/status.json</a>; incidents as a feed: <a href="/status.rss">/status.rss</a>.</p>
 ${active.length ? `<h2>Active incidents</h2>${active.map(incidentHtml).join("\n")}` : ""}
 ${rows}
 <h2>Past incidents</h2>${report.incidents.recent.length ? report.incidents.recent.map(incidentHtml).join("\n") : '<p class="muted">No incidents reported.</p>'}`,

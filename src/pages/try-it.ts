@@ -37,7 +37,7 @@ export function tryItForm(toolName: string, example: unknown): string {
   return `<details class="try-it"><summary>Try it</summary><form class="try" data-endpoint="/v1/tools/${esc(toolName)}">
 <label>Input (JSON)<br><textarea name="input" rows="6" style="width:100%;font:13px ui-monospace,monospace">${esc(JSON.stringify(example ?? {}, null, 2))}</textarea></label>
 <p><button type="submit">Send</button> <span class="muted">with the key from the top of the page (charged like any call), or none: the 402 offer.</span></p>
-<pre><output aria-live="polite"></output></pre></form></details>`;
+<pre tabindex="0"><output aria-live="polite"></output></pre></form></details>`;
 }
 
 /** The key field the forms share, at the top of the page. */

@@ -51,6 +51,7 @@ export const createIncident = defineRoute({
       updates: [{ status: body.status, message: body.message, at: now }],
     };
     await services.status.store.saveIncident(incident);
+    services.status.incidentsChanged();
     return { status: 201, body: incidentView(incident) };
   },
 });
@@ -70,6 +71,7 @@ export const updateIncident = defineRoute({
       incident.resolvedAt ? null : { ...incident, updates: [...incident.updates, update] },
     );
     if (!outcome) throw new ApiError("not_found", "No such incident.", { param: "id" });
+    services.status.incidentsChanged();
     if (!outcome.changed)
       throw new ApiError("validation_failed", "The incident is resolved; open a new one.", {
         param: "id",
@@ -97,6 +99,7 @@ export const resolveIncident = defineRoute({
           },
     );
     if (!outcome) throw new ApiError("not_found", "No such incident.", { param: "id" });
+    services.status.incidentsChanged();
     return { body: incidentView(outcome.incident) };
   },
 });

@@ -18,6 +18,11 @@ export interface StatusService {
   /** Starts the background checks against this gateway's own address. */
   start(selfUrl: string): void;
   report(): Promise<StatusReport>;
+  /**
+   * Drops the cached report after an incident changed: the operator who posted it sees it on the
+   * next view (opening one reads the report first, so the cached one was from just before it).
+   */
+  incidentsChanged(): void;
   stop(): Promise<void>;
 }
 
@@ -54,6 +59,9 @@ export function createStatusService(services: Omit<Services, "status">): StatusS
         report.catch(() => (cached = null));
       }
       return cached.report;
+    },
+    incidentsChanged() {
+      cached = null;
     },
     async stop() {
       await checker?.stop();

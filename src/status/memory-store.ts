@@ -58,6 +58,9 @@ export function createMemoryStatusStore(): StatusStore {
         .slice(0, limit)
         .map((i) => structuredClone(i));
     },
+    async openIncidents() {
+      return [...incidents.values()].filter((i) => !i.resolvedAt).map((i) => structuredClone(i));
+    },
     async close() {},
   };
 }

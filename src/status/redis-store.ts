@@ -18,9 +18,12 @@ import {
  *   {status}:latest            hash component -> JSON CheckResult
  *   {status}:day:<YYYY-MM-DD>  hash "<component>|ok" / "<component>|total" -> count (kept 91 days)
  *   {status}:incidents         sorted set id by creation time; {status}:incident:<id> -> JSON
+ *   {status}:incidents:open    set of the ids of unresolved incidents (a resolved id left in it by
+ *                              a crash between the two writes is dropped when next read)
  */
 const DAY_TTL_SECONDS = (UPTIME_DAYS + 1) * 86_400;
 const INCIDENTS_KEPT = 200;
+const OPEN_INCIDENTS = "{status}:incidents:open";
 const COMMAND_DEADLINE_MS = 2000;
 /** Each failed attempt means another change landed; this many in a row is not contention but a fault. */
 const CHANGE_ATTEMPTS = 50;
@@ -100,6 +103,7 @@ export function createRedisStatusStore(options: {
           .multi()
           .set(incidentKey(incident.id), JSON.stringify(incident))
           .zadd("{status}:incidents", incident.createdAt, incident.id)
+          .sadd(OPEN_INCIDENTS, incident.id)
           .exec(),
       );
     },
@@ -113,8 +117,11 @@ export function createRedisStatusStore(options: {
         const changed = change(JSON.parse(raw) as Incident);
         if (!changed) return { incident: JSON.parse(raw) as Incident, changed: false };
         const written = JSON.stringify(changed);
-        if ((await timely(compareAndSet(incidentKey(id), raw, written))) === 1)
+        if ((await timely(compareAndSet(incidentKey(id), raw, written))) === 1) {
+          // Best effort: the incident is resolved already, and a stale id is dropped when read.
+          if (changed.resolvedAt) await timely(redis.srem(OPEN_INCIDENTS, id)).catch(() => {});
           return { incident: changed, changed: true };
+        }
       }
       throw new Error(`incident ${id}: changed by others ${CHANGE_ATTEMPTS} times in a row`);
     },
@@ -129,6 +136,20 @@ export function createRedisStatusStore(options: {
       if (ids.length === 0) return [];
       const jsons = await timely(redis.mget(...ids.map(incidentKey)));
       return jsons.filter((j): j is string => j !== null).map((j) => JSON.parse(j) as Incident);
+    },
+    async openIncidents() {
+      const ids = await timely(redis.smembers(OPEN_INCIDENTS));
+      if (ids.length === 0) return [];
+      const jsons = await timely(redis.mget(...ids.map(incidentKey)));
+      const open: Incident[] = [];
+      const stale: string[] = [];
+      jsons.forEach((json, i) => {
+        const incident = json === null ? null : (JSON.parse(json) as Incident);
+        if (incident && !incident.resolvedAt) open.push(incident);
+        else stale.push(ids[i]!);
+      });
+      if (stale.length > 0) await timely(redis.srem(OPEN_INCIDENTS, ...stale)).catch(() => {});
+      return open;
     },
     async close() {
       redis.disconnect();

@@ -87,6 +87,12 @@ function incidentView(incident: Incident): IncidentView {
 
 export { incidentView };
 
+/** One of each incident (the open and the newest lists overlap), newest first. */
+function newestFirst(incidents: Incident[]): Incident[] {
+  const byId = new Map(incidents.map((i) => [i.id, i]));
+  return [...byId.values()].sort((a, b) => b.createdAt - a.createdAt);
+}
+
 export async function buildStatusReport(options: {
   store: StatusStore;
   checker: StatusChecker;
@@ -102,8 +108,9 @@ export async function buildStatusReport(options: {
     options.store.latest(),
     options.store.dayCounts(days),
     options.store.listIncidents(50),
+    options.store.openIncidents(),
   ]).then(
-    ([l, c, i]) => [l, c, i, true] as const,
+    ([l, c, newest, open]) => [l, c, newestFirst([...open, ...newest]), true] as const,
     () =>
       [
         new Map(options.checker.lastRound().map((r) => [r.component, r])),

@@ -64,6 +64,11 @@ export interface StatusStore {
   ): Promise<{ incident: Incident; changed: boolean } | null>;
   /** Newest first. */
   listIncidents(limit: number): Promise<Incident[]>;
+  /**
+   * Every unresolved incident, however old: `listIncidents` alone lost an open incident from the
+   * page (and left the page "operational") once enough newer ones had come and gone.
+   */
+  openIncidents(): Promise<Incident[]>;
   close(): Promise<void>;
 }
 

@@ -1,6 +1,6 @@
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium, watchPage } from "../helpers/browser.js";
+import { accessibilityProblems, launchChromium, watchPage } from "../helpers/browser.js";
 import { balanceOf, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
 
 /**
@@ -59,6 +59,9 @@ describe("public pages in Chromium", () => {
     await expect(page.locator("#tool-hash").textContent()).resolves.toContain(
       "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9",
     );
+    // Its examples scroll sideways: each takes the keyboard's focus, to be scrolled without a mouse
+    // (checked on a tool whose examples are long: the whole page takes axe seconds).
+    expect(await accessibilityProblems(page, "#tool-ai-image-describe")).toEqual([]);
     expect(problems).toEqual([]);
     await page.close();
   });
@@ -86,6 +89,14 @@ describe("public pages in Chromium", () => {
     await expect(page.locator("tr#worker-pool-general").textContent()).resolves.toMatch(
       /\d+(\.\d+)?%/,
     );
+    // No reload the reader did not ask for (WCAG 2.2.1): refreshing is the reader's choice.
+    expect(await accessibilityProblems(page)).toEqual([]);
+    await page.getByRole("link", { name: "Refresh every 30 s" }).click();
+    await expect(page.locator('meta[http-equiv="refresh"]').getAttribute("content")).resolves.toBe(
+      "30",
+    );
+    await page.getByRole("link", { name: "Stop refreshing" }).click();
+    await expect(page.locator('meta[http-equiv="refresh"]').count()).resolves.toBe(0);
     expect(problems).toEqual([]);
     await page.close();
   });

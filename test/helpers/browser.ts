@@ -46,14 +46,18 @@ const AXE_SOURCE = readFileSync(
   "utf8",
 );
 
-/** axe-core's serious and critical violations on the page as it is now (evaluated through the debugger, as CSP allows no injected script). */
-export async function accessibilityProblems(page: Page): Promise<string[]> {
+/**
+ * axe-core's serious and critical violations on the page as it is now (evaluated through the
+ * debugger, as CSP allows no injected script); `within`, a selector, checks only that part of a
+ * page too large to check whole in a test's time (/docs takes axe seconds).
+ */
+export async function accessibilityProblems(page: Page, within?: string): Promise<string[]> {
   await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
+  const violations = await page.evaluate(async (context) => {
     const axe = (
       globalThis as unknown as {
         axe: {
-          run(): Promise<{
+          run(context?: string): Promise<{
             violations: {
               id: string;
               impact: string;
@@ -64,8 +68,8 @@ export async function accessibilityProblems(page: Page): Promise<string[]> {
         };
       }
     ).axe;
-    return (await axe.run()).violations;
-  });
+    return (await (context ? axe.run(context) : axe.run())).violations;
+  }, within);
   return violations
     .filter((v) => v.impact === "serious" || v.impact === "critical")
     .map(

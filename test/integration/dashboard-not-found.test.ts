@@ -61,4 +61,44 @@ describe("a dashboard page the account has not", () => {
     // Still signed in, with the dashboard's navigation to go on from.
     expect(document.querySelector('nav[aria-label="Dashboard"]')).not.toBeNull();
   });
+
+  it("answers a mistyped dashboard address with a 404 page, signed in or not, where it was the API's JSON", async () => {
+    const { key } = await fundedAccount(gw.url, 30, "pro");
+    const cookie = await signedIn(key);
+    for (const headers of [{ cookie }, {} as Record<string, string>]) {
+      const res = await fetch(`${gw.url}/dashboard/setings`, { headers });
+      expect(res.status).toBe(404);
+      expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+      expect(res.headers.get("cache-control")).toBe("no-store");
+      const { document } = parseHTML(await res.text());
+      expect(document.querySelector("h1")?.textContent).toBe("Not found");
+      expect(document.querySelector('[role="alert"]')?.textContent).toBe(
+        "The dashboard has no such page.",
+      );
+      // Signed in: the dashboard's navigation; not: the way to sign in.
+      if (headers.cookie)
+        expect(document.querySelector('nav[aria-label="Dashboard"]')).not.toBeNull();
+      else expect(document.querySelector('main a[href="/dashboard/sign-in"]')).not.toBeNull();
+    }
+    // The dashboard's API keeps its JSON 404, and a page's other methods their 405.
+    const api = await fetch(`${gw.url}/dashboard/api/v1/nope`, { headers: { cookie } });
+    expect([api.status, api.headers.get("content-type")]).toEqual([
+      404,
+      "application/json; charset=utf-8",
+    ]);
+    expect((await fetch(`${gw.url}/dashboard/sign-out`, { headers: { cookie } })).status).toBe(405);
+  });
+
+  it("tells a browser with JavaScript off that the page's buttons and forms need it (they did nothing, or put the form in the address)", async () => {
+    const { key } = await fundedAccount(gw.url, 30, "pro");
+    const cookie = await signedIn(key);
+    for (const path of ["/dashboard", "/dashboard/keys", "/dashboard/webhooks"]) {
+      const { document } = parseHTML(
+        await (await fetch(`${gw.url}${path}`, { headers: { cookie } })).text(),
+      );
+      expect(document.querySelector("main noscript")?.textContent, path).toBe(
+        "This page's buttons and forms need JavaScript, which is off in this browser; what the page shows needs none.",
+      );
+    }
+  });
 });

@@ -78,6 +78,13 @@ describe("dashboard sessions", () => {
     expect(revoked.res.status).toBe(401);
     expect(await revoked.res.text()).toContain("The API key has been revoked.");
     expect(revoked.setCookie).toBe("");
+    // A key cut short when copied: the page says what a whole key looks like (it said "it starts
+    // with tg_" of a key that did).
+    const cut = await signIn(gw.url, key.slice(0, -3));
+    expect(cut.res.status).toBe(401);
+    expect(await cut.res.text()).toContain(
+      "That is not a whole API key: a key is tg_live_, 16 letters or digits, _ and 32 more. Paste all of it.",
+    );
     // Another site, by Sec-Fetch-Site or (a browser without it) by Origin: another host, or
     // "null", what a sandboxed frame or a data: page sends.
     const fromElsewhere: Record<string, string>[] = [

@@ -46,7 +46,9 @@ const unescapeHtml = (s: string) =>
 /** Every `<pre class="curl" data-expect>` block of the page: the command and what it should answer. */
 function curlBlocks(page: string): { command: string; expect: string }[] {
   return [
-    ...page.matchAll(/<pre class="curl" data-expect="([^"]+)"><code>([\s\S]*?)<\/code><\/pre>/g),
+    ...page.matchAll(
+      /<pre[^>]* class="curl" data-expect="([^"]+)"><code>([\s\S]*?)<\/code><\/pre>/g,
+    ),
   ].map((m) => ({ expect: m[1]!, command: unescapeHtml(m[2]!) }));
 }
 
@@ -272,7 +274,7 @@ describe("the curl examples on /docs", () => {
       const section =
         html.match(new RegExp(`<section id="tool-${tool.name}"[\\s\\S]*?</section>`))?.[0] ?? "";
       const answer = section.match(
-        /<h4>Answer 200[^<]*<\/h4><pre><code>([\s\S]*?)<\/code><\/pre>/,
+        /<h4>Answer 200[^<]*<\/h4><pre[^>]*><code>([\s\S]*?)<\/code><\/pre>/,
       )?.[1];
       expect(answer, tool.name).toBeDefined();
       const answered = JSON.parse(unescapeHtml(answer!));

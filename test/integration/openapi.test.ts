@@ -218,9 +218,25 @@ describe("the public pages and MCP", () => {
       expect(res.headers.get("content-type"), path).toContain(mediaType);
     }
     expect(doc.paths["/mcp"].post.operationId).toBe("postMcp");
-    // /llms.txt tells a model with a wallet and no key how to pay over MCP, as over REST.
+    // /llms.txt tells a model what this gateway takes: it has no x402 networks, so a call needs a
+    // key (a model told to pay would be answered 401 missing_api_key, never an offer).
     const llms = await (await fetch(`${gw.url}/llms.txt`)).text();
-    expect(llms).toContain('retry it with the v2 payment in `params._meta["x402/payment"]`');
+    expect(llms).toContain(
+      "- Without a key: refused, 401 `missing_api_key`: this gateway takes no x402 payments.",
+    );
+    expect(llms).not.toContain("PAYMENT-SIGNATURE");
+    expect(llms).not.toContain("x402/payment");
+    // So does /docs: its keyless example is answered 401 here, not 402 with an offer.
+    const docs = await (await fetch(`${gw.url}/docs`)).text();
+    expect(docs).toContain(
+      "This gateway takes no x402 payments: a tool call without a key is refused, <strong>401</strong> <code>missing_api_key</code>.",
+    );
+    const keyless = [
+      ...docs.matchAll(
+        /<pre[^>]* data-expect="(\d+)"><code>curl[^<]*\/v1\/tools\/hash&quot;[^<]*<\/code>/g,
+      ),
+    ].filter((m) => !m[0].includes("x-api-key"));
+    expect(keyless.map((m) => m[1])).toEqual(["401"]);
     const ids = Object.values<Record<string, { operationId?: string }>>(doc.paths).flatMap((item) =>
       Object.values(item).map((op) => op.operationId),
     );

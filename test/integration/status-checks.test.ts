@@ -102,6 +102,16 @@ describe("with x402 payments on", () => {
     const mcp = await componentOf(paid.gw.url, "mcp");
     expect([mcp.state, mcp.detail ?? null]).toEqual(["operational", null]);
   });
+
+  it("has /llms.txt tell a model with a wallet how to pay, on this gateway's networks", async () => {
+    const llms = await (await fetch(`${paid.gw.url}/llms.txt`)).text();
+    const { networks } = (await call(`${paid.gw.url}/.well-known/x402`)).body;
+    expect(networks.length).toBeGreaterThan(0);
+    expect(llms).toContain("Sign the EIP-3009 authorization it describes");
+    expect(llms).toContain('retry it with the v2 payment in `params._meta["x402/payment"]`');
+    expect(llms).toContain("/.well-known/x402");
+    for (const network of networks) expect(llms).toContain(network);
+  });
 });
 
 describe("a failing component", () => {

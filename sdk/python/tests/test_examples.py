@@ -79,7 +79,7 @@ def test_docs_python_snippets_run_as_copied(gateway):
     sections = re.findall(r'<section id="tool-([^"]+)" class="tool">([\s\S]*?)</section>', page)
     assert len(sections) == len(tools)
     runnable = [
-        (name, html.unescape(re.search(r'<pre class="snippet" data-lang="python"><code>([\s\S]*?)</code></pre>', body).group(1)))
+        (name, html.unescape(re.search(r'<pre[^>]* class="snippet" data-lang="python"><code>([\s\S]*?)</code></pre>', body).group(1)))
         for name, body in sections
         if "this gateway's answer to the example" in body
     ]

@@ -591,7 +591,7 @@ describe("examples/", () => {
       .map((s) => ({
         tool: s.tool,
         code: unescapeHtml(
-          /<pre class="snippet" data-lang="typescript"><code>([\s\S]*?)<\/code><\/pre>/.exec(
+          /<pre[^>]* class="snippet" data-lang="typescript"><code>([\s\S]*?)<\/code><\/pre>/.exec(
             s.html,
           )![1]!,
         ),
