@@ -33,21 +33,30 @@ export function connectRedis(
 }
 
 /**
- * `promise`, or a "Command timed out" rejection when it has not settled `ms` after the call. The
- * verdict waits for the event loop's next I/O poll (setImmediate): a process whose loop was held
- * up by CPU work has its timers fire before it reads the replies that arrived meanwhile, and
- * ioredis's own `commandTimeout` then fails commands Redis had answered in time (spurious 503s
- * under load).
+ * `promise`, or a "Command timed out" rejection when it has not settled `ms` after it was sent.
+ * The clock starts on the next tick, when the store's corked socket has written the command
+ * (redis-context.ts, coalesceWrites): a command made just before CPU work leaves only after it,
+ * and a clock started at the call had run out before Redis could answer. The verdict waits for the
+ * event loop's next I/O poll (setImmediate): a process whose loop was held up by CPU work has its
+ * timers fire before it reads the replies that arrived meanwhile, and ioredis's own
+ * `commandTimeout` then fails commands Redis had answered in time (spurious 503s under load).
  */
 export function withinDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => setImmediate(() => reject(new Error("Command timed out"))), ms);
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    process.nextTick(() => {
+      if (settled) return;
+      timer = setTimeout(() => setImmediate(() => reject(new Error("Command timed out"))), ms);
+    });
     promise.then(
       (value) => {
+        settled = true;
         clearTimeout(timer);
         resolve(value);
       },
       (err: unknown) => {
+        settled = true;
         clearTimeout(timer);
         reject(err);
       },
