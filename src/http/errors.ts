@@ -4,6 +4,8 @@ import { BooksUnavailableError } from "../books/errors.js";
 import { StoreUnavailableError } from "../store/errors.js";
 import { sendJson, type HttpRequest, type HttpResponse } from "./exchange.js";
 import { loggedPath, shownPath } from "./logged-path.js";
+import { renderNotice, wantsHtml } from "../pages/notice.js";
+import { sendPage } from "../pages/respond.js";
 import type { Redactor } from "../lib/redact.js";
 
 /**
@@ -245,11 +247,23 @@ export function errorHandler(
 
 /** The 404 of every path no route serves; the path it repeats is bounded and redacted (`shownPath`). */
 export function routeNotFound(redactSecrets: Redactor): RequestHandler {
-  return (req, _res, next) =>
-    next(
-      new ApiError(
-        "route_not_found",
-        `No route for ${req.method} ${shownPath(req.originalUrl, redactSecrets)}.`,
-      ),
-    );
+  return (req, res, next) => {
+    const path = shownPath(req.originalUrl, redactSecrets);
+    // A person who followed a broken link or mistyped an address (/docs/nope) is shown a page; an
+    // API client keeps the one error shape.
+    if ((req.method === "GET" || req.method === "HEAD") && wantsHtml(req)) {
+      res.status(404);
+      sendPage(
+        res,
+        renderNotice({
+          ok: false,
+          title: "No such page",
+          message: `There is nothing at ${path}.`,
+          next: { href: "/docs", label: "Read the API reference" },
+        }),
+      );
+      return;
+    }
+    next(new ApiError("route_not_found", `No route for ${req.method} ${path}.`));
+  };
 }

@@ -81,4 +81,19 @@ describe("a known path with a method it does not serve", () => {
     const res = await call(`${gw.url}/v1/nothing-here`, { method: "PUT" });
     expect([res.status, res.body.error.code]).toEqual([404, "route_not_found"]);
   });
+
+  it("an unknown address opened in a browser is a 404 page (an API client still gets the error shape)", async () => {
+    for (const path of ["/docs/nope", "/status/x"]) {
+      const page = await fetch(`${gw.url}${path}`, {
+        headers: { accept: "text/html,application/xhtml+xml,*/*;q=0.8" },
+      });
+      expect([page.status, page.headers.get("content-type")]).toEqual([
+        404,
+        "text/html; charset=utf-8",
+      ]);
+      expect(await page.text()).toContain(`There is nothing at ${path}.`);
+      const json = await call(`${gw.url}${path}`);
+      expect([json.status, json.body.error.code]).toEqual([404, "route_not_found"]);
+    }
+  });
 });
