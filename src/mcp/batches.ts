@@ -18,16 +18,14 @@ export function checkBatch(body: unknown): BatchCheck {
   const ids = new Set<unknown>();
   for (const message of body) {
     if (!isRequest(message)) continue;
-    // JSON-RPC ids are strings or numbers; 1 and "1" are different ids.
-    const id = typeof message.id === "string" ? `s:${message.id}` : message.id;
+    const id = idKey(message.id);
     if (ids.has(id))
       return {
         refused: `Bad Request: JSON-RPC batch repeats the request id ${JSON.stringify(message.id).slice(0, 40)}`,
       };
     ids.add(id);
   }
-  const ownRequest = (requestId: unknown) =>
-    ids.has(typeof requestId === "string" ? `s:${requestId}` : requestId);
+  const ownRequest = (requestId: unknown) => ids.has(idKey(requestId));
   return {
     body: body.filter(
       (message) =>
@@ -39,6 +37,9 @@ export function checkBatch(body: unknown): BatchCheck {
     ),
   };
 }
+
+/** A request id as a set key: JSON-RPC ids are strings or numbers, and 1 and "1" are different ids. */
+const idKey = (id: unknown) => (typeof id === "string" ? `s:${id}` : id);
 
 type Message = { method?: unknown; id?: unknown; params?: unknown };
 const isMessage = (message: unknown): message is Message =>

@@ -60,11 +60,14 @@ const FORWARDED_HEADERS = new Set([
   "accept",
 ]);
 
-/** A worker that answered and failed the call: 502, with what went wrong for the caller's message. */
-const failedAnswer = (message: string): ForwardOutcome => ({
+/**
+ * A worker-style error answer for a call its worker (or endpoint) failed: the invocation service
+ * reads `error.message` (and `param`) from it, so the caller's error names what went wrong.
+ */
+export const failedAnswer = (status: number, message: string, param?: string): ForwardOutcome => ({
   kind: "response",
-  status: 502,
-  body: Buffer.from(JSON.stringify({ error: { message } })),
+  status,
+  body: Buffer.from(JSON.stringify({ error: { message, ...(param ? { param } : {}) } })),
 });
 
 /**
@@ -73,14 +76,14 @@ const failedAnswer = (message: string): ForwardOutcome => ({
  * charged 500, and a few large ones could exhaust the process's memory (a dedicated pool is the
  * customer's own server).
  */
-const tooLarge = (limit: number) => failedAnswer(`its answer is larger than ${limit} bytes`);
+const tooLarge = (limit: number) => failedAnswer(502, `its answer is larger than ${limit} bytes`);
 
 /**
  * An answer whose headers came and whose body then broke off: the worker was reached and failed
  * this call (502 `tool_failed`), not "unreachable" (503, as if no worker had answered at all).
  */
 const brokenOff = (timedOut: boolean, err: Error): ForwardOutcome =>
-  timedOut ? { kind: "timeout" } : failedAnswer(`its answer broke off (${err.message})`);
+  timedOut ? { kind: "timeout" } : failedAnswer(502, `its answer broke off (${err.message})`);
 
 /** Reads a worker's answer whole, up to `limit` bytes; `settle` is told once, either way. */
 function readAnswer(

@@ -4,7 +4,7 @@ import type { ValidateFunction } from "ajv";
 import { openSecret } from "../../webhooks/secrets.js";
 import { standardSignature } from "../../webhooks/signing.js";
 import { guardAgent } from "../../webhooks/ssrf.js";
-import { abandoned, type ForwardOutcome, type Forwarder } from "../forward.js";
+import { abandoned, failedAnswer, type ForwardOutcome, type Forwarder } from "../forward.js";
 import { checkUpstreamForm, literalHostReason } from "./target.js";
 
 /**
@@ -35,13 +35,6 @@ export interface UpstreamSettings {
   allowPrivate: boolean;
   maxResponseBytes: number;
 }
-
-/** A worker-style error answer: the invocation service reads `error.message` from it. */
-const failed = (status: number, message: string, param?: string): ForwardOutcome => ({
-  kind: "response",
-  status,
-  body: Buffer.from(JSON.stringify({ error: { message, ...(param ? { param } : {}) } })),
-});
 
 export class UpstreamCaller {
   private readonly https: HttpsAgent;
@@ -77,7 +70,7 @@ export class UpstreamCaller {
           ? literalHostReason(form.url, this.settings.allowPrivate)
           : form.reason;
         if (!form.ok || refused)
-          return resolve(failed(502, `the endpoint is not allowed: ${refused}`));
+          return resolve(failedAnswer(502, `the endpoint is not allowed: ${refused}`));
         let signature: Record<string, string> = {};
         try {
           if (target.sealedSecret)
@@ -132,7 +125,7 @@ export class UpstreamCaller {
         };
         call.signal?.addEventListener("abort", onAbort);
         req.on("error", (err) =>
-          settle(failed(502, `the endpoint could not be reached: ${err.message}`)),
+          settle(failedAnswer(502, `the endpoint could not be reached: ${err.message}`)),
         );
         req.end(body);
       });
@@ -147,7 +140,7 @@ export class UpstreamCaller {
     const status = res.statusCode ?? 502;
     const tooLarge = () => {
       res.destroy();
-      settle(failed(502, `the endpoint's answer is larger than ${limit} bytes`));
+      settle(failedAnswer(502, `the endpoint's answer is larger than ${limit} bytes`));
     };
     if (Number(res.headers["content-length"] ?? 0) > limit) {
       tooLarge();
@@ -161,7 +154,7 @@ export class UpstreamCaller {
       else chunks.push(chunk);
     });
     res.on("error", (err) =>
-      settle(failed(502, `the endpoint's answer was cut off: ${err.message}`)),
+      settle(failedAnswer(502, `the endpoint's answer was cut off: ${err.message}`)),
     );
     res.on("end", () => {
       // Whatever the endpoint sent (JSON nested past the stack, a schema keyword that throws),
@@ -169,7 +162,9 @@ export class UpstreamCaller {
       try {
         settle(interpret(status, Buffer.concat(chunks), target));
       } catch (err) {
-        settle(failed(502, `the endpoint's answer could not be read: ${(err as Error).message}`));
+        settle(
+          failedAnswer(502, `the endpoint's answer could not be read: ${(err as Error).message}`),
+        );
       }
     });
   }
@@ -194,9 +189,9 @@ function signatureHeaders(secret: string, id: string, body: Buffer): Record<stri
 function interpret(status: number, body: Buffer, target: UpstreamTarget): ForwardOutcome {
   // The endpoint judged the input: the caller's error (refunded, no tool.error), with its message when it gave one.
   if (status === 422) return { kind: "response", status, body };
-  if (status === 504) return failed(504, "the endpoint timed out");
+  if (status === 504) return failedAnswer(504, "the endpoint timed out");
   if (status < 200 || status >= 300)
-    return failed(
+    return failedAnswer(
       502,
       `the endpoint answered HTTP ${status}${status >= 300 && status < 400 ? " (redirects are not followed)" : ""}`,
     );
@@ -204,13 +199,13 @@ function interpret(status: number, body: Buffer, target: UpstreamTarget): Forwar
   try {
     value = JSON.parse(body.toString("utf8"));
   } catch {
-    return failed(502, "the endpoint's answer is not JSON");
+    return failedAnswer(502, "the endpoint's answer is not JSON");
   }
   if (value === null || typeof value !== "object" || Array.isArray(value))
-    return failed(502, "the endpoint's answer is not a JSON object");
+    return failedAnswer(502, "the endpoint's answer is not a JSON object");
   if (!target.validateOutput(value)) {
     const error = target.validateOutput.errors![0]!;
-    return failed(
+    return failedAnswer(
       502,
       `the endpoint's answer does not match the tool's output schema: ${error.instancePath || "(root)"} ${error.message ?? ""}`.trim(),
     );
