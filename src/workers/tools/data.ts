@@ -1,4 +1,3 @@
-import * as chrono from "chrono-node";
 import { CronExpressionParser } from "cron-parser";
 import cronstrue from "cronstrue";
 import { JSONPath } from "jsonpath-plus";
@@ -11,6 +10,7 @@ import {
 import { WorkerError } from "../errors.js";
 import { withTimeLimit } from "../time-limit.js";
 import { implement } from "./implementation.js";
+import { lazy } from "../../lib/lazy-require.js";
 
 const invalid = (message: string, param: string) =>
   new WorkerError(422, "invalid_input", message, param);
@@ -71,8 +71,12 @@ export const jsonpathQuery = implement(jsonpathQueryTool, {
   },
 });
 
+/** chrono (~0.2 s to load) is for date-parse only, which runs in the heavy pool's threads: the workers' main thread, which imports this module for cron-explain, never loads it. */
+const chronoNode = lazy(() => import("chrono-node"));
+
 export const dateParse = implement(dateParseTool, {
   async run(input) {
+    const chrono = await chronoNode();
     const instant = input.reference ? new Date(input.reference) : new Date();
     const results = chrono.parse(
       input.text,

@@ -1,15 +1,20 @@
-import { unit } from "mathjs";
 import { unitConvert as unitConvertTool } from "../../tools/catalogue/utilities.js";
 import { WorkerError } from "../errors.js";
 import { implement } from "./implementation.js";
+import { lazy } from "../../lib/lazy-require.js";
 
 /**
- * unit-convert, apart from the other utilities: mathjs takes about 2 s to load, which the
+ * unit-convert, apart from the other utilities: mathjs takes about 1-2 s to load, which the
  * utilities that run in the heavy pool's threads (regex-test, json-schema-validate, text-diff,
- * qr-code) should not pay in each fresh thread. It is loaded once, when the workers start.
+ * qr-code) should not pay in each fresh thread. It is loaded on the first unit-convert call, not
+ * when the workers start: it was most of their start-up time (and of every process that imports
+ * them, the tests included), for one tool of the catalogue.
  */
+const mathjs = lazy(() => import("mathjs"));
+
 export const unitConvert = implement(unitConvertTool, {
   async run(input) {
+    const { unit } = await mathjs();
     try {
       const result = unit(input.value, input.from).toNumber(input.to);
       if (!Number.isFinite(result)) throw new OutOfRange();
