@@ -77,6 +77,12 @@ export class MemoryState {
   readonly now: () => number;
   readonly windows: ControlWindows;
   private ledgerSeq = 0;
+  /**
+   * The time part of the newest ledger id: ids never go back in time, as Redis's stream ids do
+   * not. A clock stepped back (NTP) gave an entry an older id than the one before it, and a page
+   * boundary between them skipped the entries in between.
+   */
+  private ledgerMs = 0;
 
   constructor(options: MemoryStoreOptions) {
     this.tiers = options.tiers;
@@ -126,8 +132,9 @@ export class MemoryState {
     tool: string | null = null,
     keyId: string | null = null,
   ) {
+    this.ledgerMs = Math.max(this.ledgerMs, this.now());
     a.ledger.push({
-      id: `${this.now()}-${++this.ledgerSeq}`,
+      id: `${this.ledgerMs}-${++this.ledgerSeq}`,
       at: this.now(),
       kind,
       amount,
