@@ -10,6 +10,11 @@ import type { KeyUpdate } from "../store/types.js";
  * key) and their checks against the catalogue and the clock.
  */
 const MAX_ALLOWED_TOOLS = 64;
+export const MAX_KEY_BUDGET_CREDITS = 1_000_000_000;
+/** One sentence for every way a budget's credits can be wrong (zod's own were "Too big: expected number to be <=1000000000"). */
+const budgetCredits = {
+  error: "a key's budget is a whole number of credits from 1 to 1,000,000,000",
+};
 
 export const keyControlFields = {
   expires_at: z.iso
@@ -28,7 +33,11 @@ export const keyControlFields = {
     ),
   budget: z
     .strictObject({
-      credits: z.number().int().min(1).max(1_000_000_000),
+      credits: z
+        .number(budgetCredits)
+        .int(budgetCredits)
+        .min(1, budgetCredits)
+        .max(MAX_KEY_BUDGET_CREDITS, budgetCredits),
       period: z.enum(["day", "month"]),
     })
     .nullable()

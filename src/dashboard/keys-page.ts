@@ -1,3 +1,4 @@
+import { MAX_KEY_BUDGET_CREDITS } from "../accounts/key-controls.js";
 import { keyView } from "../accounts/views.js";
 import { esc } from "../pages/respond.js";
 import type { Services } from "../services.js";
@@ -47,7 +48,7 @@ export async function renderKeysPage(
 <p class="muted" id="limits-help">A key with limits calls tools within them, and cannot manage keys.</p>
 <label for="key-expires">Expires at (your local time)</label><input id="key-expires" name="expires_at" type="datetime-local" aria-describedby="limits-help">
 <label for="key-tools">Allowed tools (names separated by commas; empty: every tool)</label><input id="key-tools" name="allowed_tools" type="text" autocomplete="off" placeholder="hash, qr-code">
-<label for="key-budget">Budget in credits</label><input id="key-budget" name="budget_credits" type="number" min="1" step="1" inputmode="numeric">
+<label for="key-budget">Budget in credits</label><input id="key-budget" name="budget_credits" type="number" min="1" max="${MAX_KEY_BUDGET_CREDITS}" step="1" inputmode="numeric">
 <label for="key-budget-period">Budget period</label><select id="key-budget-period" name="budget_period"><option value="day">per day (UTC)</option><option value="month">per calendar month (UTC)</option></select>
 </fieldset>
 <p><button type="submit">Create key</button></p></form>
@@ -63,7 +64,7 @@ export async function renderKeysPage(
 <p class="warning session-key-warning" hidden>You signed in with this key: a key with limits opens no dashboard session, so saving limits signs you out here.</p>
 <label for="limits-expires">Expires at (your local time)</label><input id="limits-expires" name="expires_at" type="datetime-local" aria-describedby="limits-edit-help">
 <label for="limits-tools">Allowed tools (names separated by commas; empty: every tool)</label><input id="limits-tools" name="allowed_tools" type="text" autocomplete="off">
-<label for="limits-budget">Budget in credits (empty: no budget)</label><input id="limits-budget" name="budget_credits" type="number" min="1" step="1" inputmode="numeric">
+<label for="limits-budget">Budget in credits (empty: no budget)</label><input id="limits-budget" name="budget_credits" type="number" min="1" max="${MAX_KEY_BUDGET_CREDITS}" step="1" inputmode="numeric">
 <label for="limits-budget-period">Budget period</label><select id="limits-budget-period" name="budget_period"><option value="day">per day (UTC)</option><option value="month">per calendar month (UTC)</option></select>
 <p class="actions"><button type="submit">Save limits</button><button type="button" class="secondary" data-action="clear-limits">Remove all limits</button><button type="button" class="secondary" data-action="close-dialog">Cancel</button></p></form></dialog>
 <dialog id="rotate-dialog" aria-labelledby="rotate-title"><form method="dialog"><h2 id="rotate-title">Rotate key <span class="key-label"></span></h2>

@@ -124,6 +124,21 @@ describe.each(["redis", "memory"] as const)("account controls (%s store)", (stor
     expect((await hash(key)).status).toBe(200);
   });
 
+  it("refuses a budget that is not a whole number of credits from 1 to 1,000,000,000 with a sentence that says so, naming the field", async () => {
+    const { key } = await fundedAccount(gw.url, 10);
+    for (const credits of [1e12, 0, 2.5]) {
+      const refused = await createKey(key, { budget: { credits, period: "day" } });
+      expect([refused.status, refused.body.error.code, refused.body.error.param]).toEqual([
+        422,
+        "validation_failed",
+        "budget.credits",
+      ]);
+      expect(refused.body.error.message).toBe(
+        `Invalid body field "budget.credits": a key's budget is a whole number of credits from 1 to 1,000,000,000.`,
+      );
+    }
+  });
+
   it("fires spend.threshold_reached once when the month's spend reaches the alert, not once per call, and delivers it to the webhooks subscribed", async () => {
     const { key, accountId } = await fundedAccount(gw.url, 1000);
     const path = `/spend-${store}-${Date.now()}`;
