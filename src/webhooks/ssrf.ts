@@ -152,8 +152,12 @@ export function guardedLookup(allowPrivate: boolean) {
     callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void,
   ) => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err, "");
-      if (addresses.some((a) => blockedReason(a.address, allowPrivate)))
+      // A name that does not exist is refused like an internal one: the difference (a failed
+      // read against a refusal) told a prober which names the gateway's network has. A DNS
+      // server that did not answer (EAI_AGAIN) stays a failure worth retrying.
+      const noSuchName = err?.code === "ENOTFOUND" || err?.code === "ENODATA";
+      if (err && !noSuchName) return callback(err, "");
+      if (noSuchName || addresses.some((a) => blockedReason(a.address, allowPrivate)))
         return callback(
           new BlockedTargetError(`refused to connect to ${hostname}: it ${NOT_PUBLIC}`),
           "",

@@ -256,6 +256,32 @@ function zipBombs(entry: string): { honest: string; lying: string } {
   return { honest: build(BOMB_SIZE), lying: build(100) };
 }
 
+describe("web tools and the gateway's own network", () => {
+  it("say of a host name only that it does not resolve to a public address: a name of the gateway's network and a name that does not resolve are refused alike, uncharged", async () => {
+    const refused = async (host: string) => {
+      const before = await balanceOf(gw.url, key);
+      const res = await callTool(gw.url, key, "web-fetch", { url: `http://${host}/admin` });
+      return {
+        status: res.status,
+        code: res.body.error?.code,
+        param: res.body.error?.param,
+        message: String(res.body.error?.message).replaceAll(host, "<host>"),
+        charged: before - (await balanceOf(gw.url, key)),
+      };
+    };
+    const internal = await refused("localhost");
+    expect(internal).toMatchObject({
+      status: 422,
+      code: "validation_failed",
+      param: "url",
+      charged: 0,
+    });
+    expect(internal.message).toContain("<host>: it does not resolve to a public address");
+    // A 502 "Could not read …: ENOTFOUND" for this one told a prober which internal names exist.
+    expect(await refused("no-such-host.invalid")).toEqual(internal);
+  });
+});
+
 describe("hostile inputs: cut off by the limits, refunded, and the workers keep serving", () => {
   const cutOff = (param: string) => ({ status: 422, code: "validation_failed", param, charged: 0 });
 
