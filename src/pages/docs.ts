@@ -3,7 +3,12 @@ import { TAGS } from "../http/openapi.js";
 import type { ToolDefinition } from "../tools/definition.js";
 import { priceOf } from "../tools/pricing.js";
 import { jsonSchemasOf } from "../tools/views.js";
-import { OPERATION_EXAMPLES, PATH_VARIABLES, curlFor } from "./docs-examples.js";
+import {
+  OPERATION_EXAMPLES,
+  PATH_VARIABLES,
+  curlFor,
+  type OperationExample,
+} from "./docs-examples.js";
 import { pythonSnippet, typescriptSnippet } from "./docs-snippets.js";
 import { esc, layout } from "./respond.js";
 import { workedExampleOf } from "./tool-examples.js";
@@ -128,7 +133,25 @@ ${fieldsTable(envelope.properties.data, "data")}
 </section>`;
 }
 
-function operationSection(doc: Json, method: string, path: string, op: Json): string {
+/** An example's error as this gateway answers it: a 402 offer only where it takes x402 payments. */
+function errorShown(
+  example: OperationExample | undefined,
+  x402Networks: readonly string[] | null,
+): OperationExample["error"] {
+  if (example?.error?.status !== 402 || x402Networks?.length) return example?.error;
+  return {
+    status: 501,
+    why: "this gateway takes no x402 payments (payments_not_enabled): its operator grants credits instead.",
+  };
+}
+
+function operationSection(
+  doc: Json,
+  method: string,
+  path: string,
+  op: Json,
+  x402Networks: readonly string[] | null,
+): string {
   const key = `${method.toUpperCase()} ${path}`;
   const example = OPERATION_EXAMPLES[key];
   const auth = authOf(op);
@@ -152,7 +175,7 @@ ${params.length ? `<h4>Parameters</h4><table><tbody>${params.map((p) => `<tr><td
 ${body ? fieldsTable(body, "Request body") : ""}
 <h4>Example</h4>
 ${variables.length ? `<p class="muted">${variables.map(([, v]) => `<code>$${v.variable}</code>: ${esc(v.from)}`).join("; ")}.</p>` : ""}
-${curlBlock(curlFor({ baseUrl: doc.servers[0].url, method, path, auth, example }), example?.error)}
+${curlBlock(curlFor({ baseUrl: doc.servers[0].url, method, path, auth, example }), errorShown(example, x402Networks))}
 ${example?.response ? `<h4>Answer ${esc(okStatus)} (example)</h4>${pretty(example.response)}` : ""}
 ${okSchema ? fieldsTable(okSchema, `Answer ${esc(okStatus)}`) : ""}
 ${errorList(op.responses)}
@@ -239,7 +262,7 @@ export function renderDocsPage(
     if (/^\/v1\/tools\/[a-z0-9-]+$/.test(path)) continue; // each tool has its own section below
     for (const [method, op] of Object.entries(item)) {
       const tag = (op.tags?.[0] as string) ?? "Operations";
-      byTag.get(tag)?.push(operationSection(doc, method, path, op));
+      byTag.get(tag)?.push(operationSection(doc, method, path, op, options.x402Networks));
       toc
         .get(tag)
         ?.push(

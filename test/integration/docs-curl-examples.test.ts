@@ -196,7 +196,9 @@ function sameShape(actual: unknown, example: unknown, path = "$"): string[] {
 /**
  * Tools whose worked example needs what this machine lacks: the public network (the web readers
  * fetch example.com) or a model that follows a structured answer format (the fake provider
- * answers free text). Here their example must fail cleanly: 502 tool_failed, not charged.
+ * answers free text). Here their example must fail cleanly: 502 tool_failed, not charged; or, for
+ * a page on a name this machine's DNS does not resolve, 422 as for any name that resolves to no
+ * public address.
  */
 const NEEDS_OUTSIDE = new Set([
   "web-fetch",
@@ -235,9 +237,10 @@ describe("the curl examples on /docs", () => {
       const failsCleanly =
         tool !== undefined &&
         NEEDS_OUTSIDE.has(tool) &&
-        status === 502 &&
-        stdout.includes('"code":"tool_failed"') &&
-        stdout.includes("not charged");
+        ((status === 502 &&
+          stdout.includes('"code":"tool_failed"') &&
+          stdout.includes("not charged")) ||
+          (status === 422 && stdout.includes("does not resolve to a public address")));
       const ok =
         expected === "2xx"
           ? (status >= 200 && status < 300) || failsCleanly

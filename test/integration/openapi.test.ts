@@ -237,6 +237,17 @@ describe("the public pages and MCP", () => {
       ),
     ].filter((m) => !m[0].includes("x-api-key"));
     expect(keyless.map((m) => m[1])).toEqual(["401"]);
+    // Its purchase examples are answered 501 payments_not_enabled here, as the routes answer them.
+    const { key } = await fundedAccount(gw.url, 10);
+    for (const path of ["/api/v1/credits/purchase", "/api/v1/plans/purchase"]) {
+      const example = new RegExp(
+        `<pre[^>]* data-expect="(\\d+)"><code>curl[^<]*${path}&quot;`,
+      ).exec(docs);
+      expect(example?.[1], path).toBe("501");
+      const body = path.includes("plans") ? { plan: "starter" } : { pack: "1k" };
+      const res = await call(`${gw.url}${path}`, { key, body });
+      expect([res.status, res.body.error.code], path).toEqual([501, "payments_not_enabled"]);
+    }
     const ids = Object.values<Record<string, { operationId?: string }>>(doc.paths).flatMap((item) =>
       Object.values(item).map((op) => op.operationId),
     );
