@@ -13,6 +13,7 @@ export default defineConfig({
       "./test/helpers/redis-setup.ts",
       "./test/helpers/postgres-setup.ts",
       "./test/helpers/tls-setup.ts",
+      "./test/helpers/sdk-package-setup.ts",
     ],
   },
 });

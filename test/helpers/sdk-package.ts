@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -37,8 +37,8 @@ export interface InstalledProject {
   remove(): Promise<void>;
 }
 
-export async function installPackedSdk(): Promise<InstalledProject> {
-  const dir = await mkdtemp(join(tmpdir(), "toolgate-sdk-user-"));
+/** `npm pack` of sdk/typescript into `dir`, installed there into a new project; answers the tarball's path. */
+async function packAndInstall(dir: string): Promise<string> {
   const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", dir], {
     cwd: SDK_DIR,
     maxBuffer: 16 << 20,
@@ -55,6 +55,55 @@ export async function installPackedSdk(): Promise<InstalledProject> {
     cwd: dir,
     maxBuffer: 16 << 20,
   });
+  return tarball;
+}
+
+/**
+ * The library packed and installed once per test run (sdk-package-setup.ts names the directory
+ * every test worker shares): the first worker to take the lock (an atomic mkdir) packs and
+ * installs into `template/`, the others wait for its `.done` (or `.failed`). Seven files used to
+ * pack (tsc) and install (~15 s) each.
+ */
+async function sharedInstall(shared: string): Promise<string> {
+  const template = join(shared, "template");
+  const done = join(shared, ".done");
+  const failed = join(shared, ".failed");
+  const taken = await mkdir(join(shared, "lock")).then(
+    () => true,
+    () => false,
+  );
+  if (taken) {
+    try {
+      await mkdir(template);
+      await writeFile(done, await packAndInstall(template));
+    } catch (err) {
+      await writeFile(failed, String((err as Error).message));
+      throw err;
+    }
+  }
+  for (const deadline = Date.now() + 300_000; Date.now() < deadline; ) {
+    const tarball = await readFile(done, "utf8").catch(() => null);
+    if (tarball) return tarball;
+    const failure = await readFile(failed, "utf8").catch(() => null);
+    if (failure !== null) throw new Error(`packing the library failed: ${failure}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error("the library was not packed and installed within 300 s");
+}
+
+export async function installPackedSdk(): Promise<InstalledProject> {
+  const dir = await mkdtemp(join(tmpdir(), "toolgate-sdk-user-"));
+  const shared = process.env.TOOLGATE_TEST_SDK_DIR;
+  let tarball: string;
+  if (shared) {
+    // A fresh copy of the installed project, its own for this file (symlinks such as
+    // node_modules/.bin/toolgate kept as they are).
+    const packed = await sharedInstall(shared);
+    await cp(join(shared, "template"), dir, { recursive: true, verbatimSymlinks: true });
+    tarball = join(dir, packed.slice(join(shared, "template").length + 1));
+  } else {
+    tarball = await packAndInstall(dir);
+  }
   const baseEnv = {
     PATH: process.env.PATH ?? "",
     HOME: dir,
