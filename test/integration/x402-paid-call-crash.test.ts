@@ -321,7 +321,7 @@ describeScene(
         // The survivor finds the dead process's payment open past its deadline and credits it.
         const state = await until(
           async () => (await s.store.getPayment(paid.id))?.state,
-          (s) => s === "settled",
+          (state) => state === "settled",
         );
         expect(state).toBe("settled");
         const key = await s.signIn(wallet);
@@ -403,7 +403,7 @@ describeScene(
           ]);
           await until(
             async () => (await s.store.getPayment(paid.id))?.state,
-            (s) => s === "settled",
+            (state) => state === "settled",
           );
           served = await paidCall(
             s.survivor.url,
@@ -480,7 +480,7 @@ describeScene(
         // The survivor finds it open past its deadline: the chain says it was paid; the credit stands.
         await until(
           async () => (await s.store.getPayment(paid.id))?.state,
-          (s) => s === "settled",
+          (state) => state === "settled",
         );
         expect(await s.reconciledTimes(paid.id)).toBe(1);
         const key = await s.signIn(wallet);
