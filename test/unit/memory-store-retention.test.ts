@@ -147,4 +147,24 @@ describe("the in-memory store", () => {
     });
     await store.close();
   });
+
+  it("never gives a ledger entry an id older than the one before: after the clock steps back, paging one entry at a time still lists every entry once, newest first", async () => {
+    const { clock, store, accountId } = await storeOnClock("free", 0);
+    const grant = (reason: string) =>
+      store.topUp(accountId, "grant", { amount: 1, requestId: newRequestId(clock.now), reason });
+    clock.now += 1000;
+    await grant("before the step");
+    clock.now -= 60_000; // the machine's clock is stepped back a minute (NTP)
+    await grant("after the step");
+    await grant("later still");
+
+    const reasons: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await store.ledger(accountId, { cursor, limit: 1 });
+      reasons.push(...page.items.map((e) => e.reason));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    expect(reasons).toEqual(["later still", "after the step", "before the step", "test"]);
+  });
 });
