@@ -174,6 +174,21 @@ class Scene {
     };
   }
 
+  /** A paid call to the survivor, as the payer sends it (again). */
+  survivorCall(tool: string, body: unknown, headers: Record<string, string>) {
+    return paidCall(this.survivor.url, tool, body, headers);
+  }
+
+  /** The same hash call again: the answer `served` had, replayed from its record, nothing charged. */
+  async expectReplayed(text: string, headers: Record<string, string>, served: Json) {
+    const replay = await this.survivorCall("hash", { text }, headers);
+    expect([replay.status, replay.headers.get("idempotent-replayed"), replay.body]).toEqual([
+      200,
+      "true",
+      served.body,
+    ]);
+  }
+
   /**
    * The payer, without an answer, pays again under the same key with a new authorization, until
    * served (by the survivor, once the dead process's hold on the key lapses). That authorization
@@ -182,7 +197,7 @@ class Scene {
   async paidAgainUnderKey(wallet: LocalAccount, text: string, key: Record<string, string>) {
     const again = await this.payment(wallet, HASH_PRICE);
     const served = await until(
-      () => paidCall(this.survivor.url, "hash", { text }, { ...again.headers, ...key }),
+      () => this.survivorCall("hash", { text }, { ...again.headers, ...key }),
       (r) => r.status === 200,
       60_000,
       1_000,
@@ -328,24 +343,9 @@ describeScene(
         expect(await s.creditsOf(key)).toBe(1);
 
         // The payer sends the same payment again: served from those credits, not charged again.
-        const retry = await paidCall(
-          s.survivor.url,
-          "hash",
-          { text: "sent, not mined" },
-          paid.headers,
-        );
+        const retry = await s.survivorCall("hash", { text: "sent, not mined" }, paid.headers);
         expect([retry.status, typeof retry.body.digest]).toEqual([200, "string"]);
-        const replay = await paidCall(
-          s.survivor.url,
-          "hash",
-          { text: "sent, not mined" },
-          paid.headers,
-        );
-        expect([replay.status, replay.headers.get("idempotent-replayed"), replay.body]).toEqual([
-          200,
-          "true",
-          retry.body,
-        ]);
+        await s.expectReplayed("sent, not mined", paid.headers, retry);
         await s.expectSpentAndPaidOnce(key, wallet.address, before, HASH_PRICE);
         expect(await s.reconciledTimes(paid.id)).toBe(1);
         expect(await s.paymentsReceived(key)).toBe(1);
@@ -389,7 +389,7 @@ describeScene(
 
         await killedAfterSend("retried at once", paid.headers);
         // At once, while the transaction still waits for its block (mined a second later).
-        const retried = paidCall(s.survivor.url, "hash", { text: "retried at once" }, paid.headers);
+        const retried = s.survivorCall("hash", { text: "retried at once" }, paid.headers);
         await new Promise((r) => setTimeout(r, 1000));
         await s.mine();
         const retry = await retried;
@@ -405,25 +405,10 @@ describeScene(
             async () => (await s.store.getPayment(paid.id))?.state,
             (state) => state === "settled",
           );
-          served = await paidCall(
-            s.survivor.url,
-            "hash",
-            { text: "retried at once" },
-            paid.headers,
-          );
+          served = await s.survivorCall("hash", { text: "retried at once" }, paid.headers);
         }
         expect([served.status, typeof served.body.digest]).toEqual([200, "string"]);
-        const replay = await paidCall(
-          s.survivor.url,
-          "hash",
-          { text: "retried at once" },
-          paid.headers,
-        );
-        expect([replay.status, replay.headers.get("idempotent-replayed"), replay.body]).toEqual([
-          200,
-          "true",
-          served.body,
-        ]);
+        await s.expectReplayed("retried at once", paid.headers, served);
 
         expect(await s.chainBalances(wallet.address)).toEqual({
           payer: before.payer - HASH_PRICE,
@@ -487,8 +472,7 @@ describeScene(
         expect(await s.creditsOf(key)).toBe(1);
         expect(await s.paymentsReceived(key)).toBe(1);
 
-        const retry = await paidCall(
-          s.survivor.url,
+        const retry = await s.survivorCall(
           "hash",
           { text: "credited, not recorded" },
           paid.headers,
@@ -563,12 +547,7 @@ describe("a gateway SIGKILLed after claiming a paid call's authorization, before
         // fate is not known yet; told so, and not to pay again, once the dead process's deadline
         // passes, not held on by chance until the survivor's takeover has settled it.
         await new Promise((r) => setTimeout(r, 2_000));
-        const retry = await paidCall(
-          s.survivor.url,
-          "hash",
-          { text: "sent by the survivor" },
-          paid.headers,
-        );
+        const retry = await s.survivorCall("hash", { text: "sent by the survivor" }, paid.headers);
         expect([retry.status, retry.body.error.code, retry.headers.get("retry-after")]).toEqual([
           503,
           "payment_pending",
@@ -591,12 +570,7 @@ describe("a gateway SIGKILLed after claiming a paid call's authorization, before
           ),
         ).toBe(1);
 
-        const served = await paidCall(
-          s.survivor.url,
-          "hash",
-          { text: "sent by the survivor" },
-          paid.headers,
-        );
+        const served = await s.survivorCall("hash", { text: "sent by the survivor" }, paid.headers);
         expect([served.status, typeof served.body.digest]).toEqual([200, "string"]);
         const key = await s.signIn(wallet);
         await s.expectSpentAndPaidOnce(key, wallet.address, before, HASH_PRICE);
@@ -623,17 +597,7 @@ describe("a gateway SIGKILLed after claiming a paid call's authorization, before
 
         // The same key again, with a third authorization: the stored answer, nothing settled.
         const third = await s.payment(wallet, HASH_PRICE);
-        const replay = await paidCall(
-          s.survivor.url,
-          "hash",
-          { text: "keyed" },
-          { ...third.headers, ...key },
-        );
-        expect([replay.status, replay.headers.get("idempotent-replayed"), replay.body]).toEqual([
-          200,
-          "true",
-          served.body,
-        ]);
+        await s.expectReplayed("keyed", { ...third.headers, ...key }, served);
         expect(await s.chainBalances(wallet.address)).toEqual({
           payer: before.payer - HASH_PRICE,
           payTo: before.payTo + HASH_PRICE,
@@ -688,7 +652,7 @@ describe("a gateway SIGKILLed after claiming a paid call's authorization, before
         expect(await s.loggedTimes(paid.id, "pending payment expired unused: released")).toBe(1);
 
         // The same payment now: refused as expired (402, with the offer to pay afresh); nothing moved.
-        const late = await paidCall(s.survivor.url, "hash", { text: "never sent" }, paid.headers);
+        const late = await s.survivorCall("hash", { text: "never sent" }, paid.headers);
         expect([late.status, late.body.error.code]).toEqual([402, "payment_invalid"]);
         expect(await s.chainBalances(wallet.address)).toEqual(before);
         const key = await s.signIn(wallet);
@@ -760,12 +724,7 @@ describe("a gateway SIGKILLed while the tool of a paid call it credited is still
         const key = await s.signIn(wallet);
         expect(await s.creditsOf(key)).toBe(10);
 
-        const retry = await paidCall(
-          s.survivor.url,
-          "ai-generate",
-          { prompt: "cut off" },
-          paid.headers,
-        );
+        const retry = await s.survivorCall("ai-generate", { prompt: "cut off" }, paid.headers);
         expect([retry.status, retry.body.text]).toEqual([200, "echo: cut off"]);
         await s.expectSpentAndPaidOnce(key, wallet.address, before, AI_PRICE);
         const types = await s.eventTypes(key, ["payment.received", "tool.error"]);
@@ -794,8 +753,7 @@ describe("a gateway SIGKILLed while the tool of a paid call it credited is still
           2500,
         );
         // At once: the call is still the dead process's; the retry waits until it is refunded, then runs.
-        const retry = await paidCall(
-          s.survivor.url,
+        const retry = await s.survivorCall(
           "ai-generate",
           { prompt: "retried mid-call" },
           paid.headers,
@@ -823,12 +781,7 @@ describe("a gateway SIGKILLed while the tool of a paid call it credited is still
         const { wallet, paid, before, accountId } = await killMidCall(s, 64_006, "first second", 0);
         // Nothing to refund: the call was never recorded as open. The retry waits for the dead
         // process's hold on the call (its key's lease, ~30 s), then runs it under that charge.
-        const retry = await paidCall(
-          s.survivor.url,
-          "ai-generate",
-          { prompt: "first second" },
-          paid.headers,
-        );
+        const retry = await s.survivorCall("ai-generate", { prompt: "first second" }, paid.headers);
         expect([retry.status, retry.body.text]).toEqual([200, "echo: first second"]);
         const key = await s.signIn(wallet);
         await s.expectSpentAndPaidOnce(key, wallet.address, before, AI_PRICE);
