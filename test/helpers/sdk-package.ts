@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 
@@ -100,7 +100,7 @@ export async function installPackedSdk(): Promise<InstalledProject> {
     // node_modules/.bin/toolgate kept as they are).
     const packed = await sharedInstall(shared);
     await cp(join(shared, "template"), dir, { recursive: true, verbatimSymlinks: true });
-    tarball = join(dir, packed.slice(join(shared, "template").length + 1));
+    tarball = join(dir, basename(packed));
   } else {
     tarball = await packAndInstall(dir);
   }
