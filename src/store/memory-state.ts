@@ -33,10 +33,11 @@ export interface MemAccount extends AccountRecord, AlertState, SpendState {
   rateWindow: Map<number, number>;
   ledger: LedgerEntry[];
   /**
-   * Request id → the debit's cost while charged, "refunded" after: idempotent debits, single
-   * refunds. Kept a day and an hour, as the Redis store keeps its debit records (DEBIT_KEPT_MS).
+   * Request id → the debit (its cost, and the key charged) while charged, "refunded" after:
+   * idempotent debits, single refunds. Kept a day and an hour, as the Redis store keeps its debit
+   * records (DEBIT_KEPT_MS).
    */
-  debits: ExpiringMap<string, number | "refunded">;
+  debits: ExpiringMap<string, { cost: number; keyId: string | null } | "refunded">;
   /** Request ids of the grants applied, kept a day as in Redis (OPERATION_KEPT_MS): idempotent top-ups. */
   operations: ExpiringMap<string, true>;
   outbox: EventRecord[];

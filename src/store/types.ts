@@ -227,7 +227,11 @@ export interface CreditChange {
 
 export interface RefundChange extends CreditChange {
   idempotencyKey?: string | null;
-  /** The refunded call's tool and the hash of the key that made it: the refund's ledger entry names them. */
+  /**
+   * The refunded call's tool and the hash of the key that made it: the refund's ledger entry names
+   * them, and the key's budget gets the credits back. A debit made under an Idempotency-Key names
+   * its own key (another key of the account may have taken the call over): that one wins.
+   */
   tool?: string | null;
   keyHash?: string | null;
 }

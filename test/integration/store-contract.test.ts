@@ -230,6 +230,73 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       expect((await call(a.id, key.hash, "hash", 1)).status).toBe("key_budget_exceeded");
     });
 
+    it("refunds a call taken over under its Idempotency-Key by another key to the key that was charged", async () => {
+      const a = await account(100);
+      const first = await controlledKey(a.id, { budget: { credits: 10, period: "month" } });
+      const taker = await controlledKey(a.id, { budget: { credits: 10, period: "month" } });
+      expect((await call(a.id, taker.hash, "hash", 3)).status).toBe("ok");
+      const claim = (requestId: string) => ({
+        fingerprint: "fp",
+        requestId,
+        leaseMs: 50,
+        ttlSeconds: 60,
+      });
+      const admitUnder = (keyHash: string, requestId: string) => ({
+        accountId: a.id,
+        keyHash,
+        cost: 2,
+        requestId,
+        tool: "hash",
+        reason: "tool call",
+      });
+      // The first key's call is charged under its claim, and its process dies.
+      const charged = newRequestId();
+      const firstCall = await store.admitIdempotent(
+        admitUnder(first.hash, charged),
+        "shared",
+        claim(charged),
+      );
+      expect(firstCall.admitted).toMatchObject({ status: "ok", charged: true });
+      await new Promise((r) => setTimeout(r, 100));
+      // The account's other key retries with the same Idempotency-Key: it takes the claim over and
+      // runs on the same debit (not charged again), then the tool fails and the call is refunded.
+      const retry = newRequestId();
+      const takeover = await store.admitIdempotent(
+        admitUnder(taker.hash, retry),
+        "shared",
+        claim(retry),
+      );
+      expect(takeover).toEqual({ claim: { state: "started", requestId: charged }, admitted: null });
+      expect(await store.admit(admitUnder(taker.hash, charged))).toMatchObject({
+        status: "ok",
+        charged: false,
+      });
+      const refund = await store.refund(a.id, {
+        requestId: charged,
+        reason: "tool failed",
+        idempotencyKey: "shared",
+        keyHash: taker.hash,
+        tool: "hash",
+      });
+      expect(refund).toMatchObject({ status: "refunded", amount: 2 });
+      // The budget that was spent is the one given back, and the refund names that key.
+      const spent = Object.fromEntries(
+        (await store.listKeys(a.id)).map((k) => [k.id, k.budgetSpent]),
+      );
+      expect(spent[first.id]).toBe(0);
+      expect(spent[taker.id]).toBe(3);
+      const rows = (await store.ledger(a.id, { limit: 10 })).items.filter(
+        (e) => e.requestId === charged,
+      );
+      expect(rows.map((e) => [e.kind, e.keyId])).toEqual(
+        expect.arrayContaining([
+          ["debit", first.id],
+          ["refund", first.id],
+        ]),
+      );
+      expect((await store.getAccount(a.id))!.balance).toBe(97);
+    });
+
     it("checks a key's controls for a cost without debiting (a call about to be paid with x402): the budget holds, the balance does not matter", async () => {
       const a = await account(0);
       const key = await controlledKey(a.id, { budget: { credits: 2, period: "month" } });

@@ -6,6 +6,6 @@
 -- progress, completed, a conflict, or taken over under another request id) is answered alone.
 local claim = claim_idempotency(KEYS[8], ARGV[20], ARGV[21], ARGV[22], ARGV[23])
 if claim.state ~= 'started' or claim.requestId ~= ARGV[4] then return cjson.encode({ claim = claim }) end
-local admitted = admit_call()
+local admitted = admit_call(true)
 if admitted.status ~= 'ok' then redis.call('DEL', KEYS[8]) end
 return cjson.encode({ claim = claim, admit = admitted })

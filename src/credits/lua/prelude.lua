@@ -56,10 +56,14 @@ end
 -- The debit record: one small field (the cost; 'r' once refunded) in the hash of the account's
 -- debits of the request id's 30-second slot, which expires as a whole (src/store/redis.ts,
 -- debitRecord). All a refund and an Idempotency-Key retry need; the entry is in the ledger.
+-- Under an Idempotency-Key it is 'cost:key id' (record.name_key): another key of the account may
+-- take the call over and be refunded it, and the budget to give back is the charged key's.
 local function debit(a, keys, cost, at, request_id, reason, tool, key_id, evt_low, evt_depleted, iso, record)
   a.balance = redis.call('HINCRBY', keys.account, 'balance', -cost)
   ledger_add(keys.ledger, at, 'debit', -cost, a.balance, reason, request_id, tool, key_id)
-  redis.call('HSET', keys.debits, record.field, cost)
+  local value = cost
+  if record.name_key and key_id ~= '' then value = cost .. ':' .. key_id end
+  redis.call('HSET', keys.debits, record.field, value)
   redis.call('EXPIREAT', keys.debits, record.expire_at)
   local events = {}
   local tool_name = cjson.null
@@ -259,7 +263,8 @@ end
 --       last-used resolution ms, the debit record's field,
 --       spend-alert event id, control day ms, control month ms (0: calendar),
 --       check only (1: the key's controls for the cost and the rate limit, whatever the balance; no debit)
-local function admit_call()
+-- name_key: the debit record names the key charged (a call under an Idempotency-Key; see debit).
+local function admit_call(name_key)
   local now = now_ms()
   local key_id = cjson.null
   -- Account controls on the key (expiry, tools, budget): refused here, before anything is counted.
@@ -334,7 +339,7 @@ local function admit_call()
     local key_name = ''
     if key_id ~= cjson.null then key_name = key_id end
     events = debit(a, keys, cost, now, ARGV[4], ARGV[6], ARGV[5], key_name, ARGV[7], ARGV[8], ARGV[9],
-      { field = ARGV[15], expire_at = tonumber(ARGV[12]) })
+      { field = ARGV[15], expire_at = tonumber(ARGV[12]), name_key = name_key })
     if budget then redis.call('HSET', KEYS[7], key_id, string.format('%d:%d', budget_start, spent + cost)) end
     local alert = count_spend(a, keys, cost, now, day_ms, month_ms, ARGV[16], ARGV[9], ARGV[5])
     if alert then events[#events + 1] = alert end

@@ -10,14 +10,16 @@ if ARGV[4] == '1' and redis.call('HGET', KEYS[5], 'request_id') == ARGV[1] then 
 local record = redis.call('HGET', KEYS[3], ARGV[5])
 if record == 'r' then return cjson.encode({ status = 'already_refunded' }) end
 if not record then return cjson.encode({ status = 'not_charged' }) end
-local amount = tonumber(record)
+-- 'cost', or 'cost:key id' under an Idempotency-Key (prelude.lua, debit).
+local cost, charged_key = string.match(record, '^(%d+):?(.*)$')
+local amount = tonumber(cost)
 redis.call('HSET', KEYS[3], ARGV[5], 'r')
 local balance = redis.call('HINCRBY', KEYS[1], 'balance', amount)
 rearm_on_refund(KEYS[1], balance)
--- The refund row names the tool and key of the debit it returns (the caller's: the record keeps
--- only the cost).
-local key_id = ''
-if ARGV[7] == '1' then key_id = redis.call('HGET', KEYS[6], 'id') or '' end
+-- The refund row names the tool and key of the debit it returns: the key the record names, else
+-- the caller's (no other key can have taken a call without an Idempotency-Key over).
+local key_id = charged_key
+if key_id == '' and ARGV[7] == '1' then key_id = redis.call('HGET', KEYS[6], 'id') or '' end
 -- Account controls: the credits go back to the spend month and the key's budget window the
 -- debit counted in, if that window is still the current one.
 unspend(KEYS[1], KEYS[7], key_id, amount, tonumber(ARGV[8]))

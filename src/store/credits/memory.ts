@@ -140,7 +140,7 @@ export function memoryCredits(state: MemoryState): CreditStore {
         if (spendAlert)
           events.push(eventRecord(newEventId(), "spend.threshold_reached", a.id, spendAlert));
         state.addLedger(a, "debit", -request.cost, request, request.tool, keyId);
-        a.debits.set(request.requestId, request.cost);
+        a.debits.set(request.requestId, { cost: request.cost, keyId });
         a.outbox.push(...events);
         charged = true;
       }
@@ -190,12 +190,12 @@ export function memoryCredits(state: MemoryState): CreditStore {
       if (claim && state.idempotency.get(claim)?.requestId === change.requestId)
         state.idempotency.delete(claim);
       const a = state.accounts.get(accountId);
-      const cost = a?.debits.get(change.requestId);
-      if (!a || cost === undefined) return { status: "not_charged" as const };
-      if (cost === "refunded") return { status: "already_refunded" as const };
+      const debit = a?.debits.get(change.requestId);
+      if (!a || debit === undefined) return { status: "not_charged" as const };
+      if (debit === "refunded") return { status: "already_refunded" as const };
       a.debits.set(change.requestId, "refunded");
+      const { cost, keyId } = debit;
       applyRefund(a, cost);
-      const keyId = change.keyHash ? (a.keysByHash.get(change.keyHash)?.id ?? null) : null;
       const debitedAt = debitedNoLaterThan(change.requestId);
       giveBackSpend(a, cost, debitedAt);
       if (keyId) giveBack(a.keySpend.get(keyId), cost, debitedAt);
