@@ -427,6 +427,26 @@ describe("hostile inputs: cut off by the limits, refunded, and the workers keep 
     ]);
   }, 60_000);
 
+  it("SQL whose result or working memory would outgrow the thread: huge BLOBs, a string doubled forty times", async () => {
+    for (const query of [
+      "SELECT zeroblob(30000000) AS b",
+      "SELECT zeroblob(9000000) AS b FROM (SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4)",
+      "WITH RECURSIVE r(s, n) AS (SELECT 'xxxxxxxx', 1 UNION ALL SELECT s || s, n + 1 FROM r WHERE n < 40) SELECT max(length(s)) FROM r",
+    ]) {
+      expect([query, await refusal("sql-query", { query })]).toEqual([query, cutOff("query")]);
+    }
+    // A 30 MB BLOB written as JSON (thirty million keys) aborted the whole workers process.
+    expect((await callTool(gw.url, key, "hash", { text: "still up" })).status).toBe(200);
+    // BLOBs come back as base64 text, not as objects keyed by byte index.
+    expect(
+      (
+        await callTool(gw.url, key, "sql-query", {
+          query: "SELECT x'00ff10' AS h, zeroblob(2) AS z",
+        })
+      ).body.rows,
+    ).toEqual([{ h: "AP8Q", z: "AAA=" }]);
+  }, 60_000);
+
   it("afterwards every pool still serves, promptly", async () => {
     const started = Date.now();
     expect((await callTool(gw.url, key, "js-sandbox", { code: "40 + 2" })).body.result).toBe(42);
@@ -466,6 +486,9 @@ describe("inputs a library could not take, and work that held the shared event l
       ],
       ["spreadsheet-write", { sheets: [{ name: "History", rows: [[1]] }] }, "sheets"],
       ["xml-convert", { xml: `${"<a>".repeat(90_000)}${"</a>".repeat(90_000)}` }, "xml"],
+      // Valid YAML whose alias sits inside its own anchor: a cycle, which JSON cannot express.
+      ["yaml-convert", { yaml: "a: &a [*a]" }, "yaml"],
+      ["yaml-convert", { yaml: "a: &a\n  b: *a\n" }, "yaml"],
     ];
     const seen = [];
     for (const [tool, input] of refusals) {

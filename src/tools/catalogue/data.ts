@@ -92,7 +92,11 @@ export const sqlQuery = defineTool({
     }),
   output: z.object({
     columns: z.array(z.string()).describe("The result's column names."),
-    rows: z.array(z.record(z.string(), z.unknown())).describe("The result rows as objects."),
+    rows: z
+      .array(z.record(z.string(), z.unknown()))
+      .describe(
+        "The result rows as objects (at most 10,000, and 32 MB as JSON); a BLOB value as base64 text.",
+      ),
     row_count: z.number().int().describe("How many rows the result has."),
   }),
 });

@@ -3,6 +3,7 @@ import type { WorkerConfig } from "../config.js";
 import { invalidInput, WorkerError } from "../errors.js";
 import { HEAVY_IMPLEMENTATIONS } from "../tools/heavy.js";
 import type { Fetched } from "../web/fetch.js";
+import { jsonFit } from "./json-fit.js";
 
 /**
  * What a heavy-pool thread runs (thread.ts loads this module): each job is checked and written
@@ -25,7 +26,22 @@ export async function runTool(
   const input = impl.definition.input.safeParse(body && parsedBody(body));
   if (!input.success) throw invalidInput(input.error);
   const output = await impl.run(input.data, ctx);
-  return JSON.stringify(impl.definition.output.parse(output));
+  return written(tool, impl.definition.output.parse(output), ctx.config);
+}
+
+/**
+ * An output as JSON, once weighed: one larger than an eighth of the thread's heap (64 MB by
+ * default) is refused, the caller's 422, before JSON.stringify could exhaust the heap (json-fit.ts).
+ */
+function written(tool: string, output: unknown, config: WorkerConfig): string {
+  const limitMb = Math.floor(config.heavy.memoryMb / 8);
+  if (jsonFit(output, limitMb * 1024 * 1024) === "over")
+    throw new WorkerError(
+      422,
+      "resource_limit",
+      `The ${tool} tool's output on this input is larger than ${limitMb} MB; it was not sent.`,
+    );
+  return JSON.stringify(output);
 }
 
 /** The body's JSON; a body that is not JSON is the caller's 422, as for the body as a whole. */
@@ -48,9 +64,10 @@ export async function readFetchedPage(
   tool: string,
   page: Fetched,
   input: unknown,
+  config: WorkerConfig,
 ): Promise<string> {
   const reader = (await readers()).get(tool);
   if (!reader) throw new Error(`no page reader for ${tool}`);
   const output = await reader.read(page, input as never);
-  return JSON.stringify(reader.output.parse(output));
+  return written(tool, reader.output.parse(output), config);
 }

@@ -42,7 +42,8 @@ function isWorkerError(err: unknown): err is WorkerError {
 export default async function runHeavyTask(task: HeavyTask): Promise<HeavyResult> {
   const { readFetchedPage, runTool } = await jobs;
   try {
-    if ("page" in task) return { json: await readFetchedPage(task.tool, task.page, task.input) };
+    if ("page" in task)
+      return { json: await readFetchedPage(task.tool, task.page, task.input, config) };
     return { json: await runTool(task.tool, task.body, { config, timeoutMs: task.timeoutMs }) };
   } catch (err) {
     // Duck-typed: under tsx the jobs have their own copy of the WorkerError class.

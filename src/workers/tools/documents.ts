@@ -19,6 +19,7 @@ import {
   xmlConvert as xmlConvertTool,
   yamlConvert as yamlConvertTool,
 } from "../../tools/catalogue/documents.js";
+import { jsonFit } from "../heavy/json-fit.js";
 import { WorkerError } from "../errors.js";
 import { withTimeLimit } from "../time-limit.js";
 import { implement } from "./implementation.js";
@@ -311,13 +312,10 @@ export const yamlConvert = implement(yamlConvertTool, {
     if (input.json !== undefined)
       return { json: null, documents: 1, yaml: stringifyYaml(input.json) };
     const list = readYamlDocuments(input.yaml!, "yaml");
+    let json: unknown;
     try {
       // maxAliasCount bounds alias expansion (the "billion laughs" document).
-      return {
-        json: (list[0]?.toJS({ maxAliasCount: 1000 }) ?? null) as unknown,
-        documents: list.length,
-        yaml: null,
-      };
+      json = list[0]?.toJS({ maxAliasCount: 1000 }) ?? null;
     } catch (err) {
       throw new WorkerError(
         422,
@@ -326,6 +324,15 @@ export const yamlConvert = implement(yamlConvertTool, {
         "yaml",
       );
     }
+    // `a: &a [*a]` is valid YAML whose alias sits inside its own anchor: JSON has no cycles.
+    if (jsonFit(json, Number.POSITIVE_INFINITY) === "cycle")
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        "The YAML has an alias inside the node it refers to (a cycle), which JSON cannot express.",
+        "yaml",
+      );
+    return { json, documents: list.length, yaml: null };
   },
 });
 

@@ -230,11 +230,41 @@ const spreadsheetRead = implement(spreadsheetReadTool, {
 });
 
 const MAX_RESULT_ROWS = 10_000;
+/**
+ * The most a query's result may weigh as JSON. Past it the query is the caller's 422: a 30 MB
+ * BLOB written as JSON (an object of thirty million keys) exhausted the thread's heap inside
+ * JSON.stringify, which V8 cannot recover from: the whole workers process aborted.
+ */
+const MAX_RESULT_BYTES = 32 * 1024 * 1024;
+
+/**
+ * A result value as JSON can carry it, and its weight there: a BLOB as base64 text (sql.js gives
+ * a Uint8Array, which JSON writes as an object keyed by index), checked against what is left of
+ * the result's allowance before it is encoded.
+ */
+function sqlValue(value: unknown, allowance: number): { value: unknown; bytes: number } {
+  if (value instanceof Uint8Array) {
+    const bytes = Math.ceil(value.length / 3) * 4 + 2;
+    return { value: bytes > allowance ? null : Buffer.from(value).toString("base64"), bytes };
+  }
+  if (typeof value === "string") return { value, bytes: value.length + 2 };
+  return { value, bytes: 24 };
+}
 
 const sqlQuery = implement(sqlQueryTool, {
-  async run(input) {
+  async run(input, { config }) {
     const Papa = await lib.papaparse();
     const db = new (await lib.sqljs()).Database();
+    // SQLite's own memory (WebAssembly, outside the thread's JS heap limit) is bounded too: a
+    // query that builds huge strings or BLOBs fails with "out of memory", the caller's 422.
+    db.run(`PRAGMA hard_heap_limit = ${Math.floor((config.heavy.memoryMb / 2) * 1024 * 1024)}`);
+    const tooLarge = () =>
+      new WorkerError(
+        422,
+        "resource_limit",
+        `The query's result is larger than ${MAX_RESULT_BYTES / 1024 / 1024} MB as JSON; select fewer rows or smaller values.`,
+        "query",
+      );
     try {
       for (const [name, source] of Object.entries(input.tables)) {
         const rows =
@@ -266,13 +296,31 @@ const sqlQuery = implement(sqlQueryTool, {
           const names = statement.getColumnNames();
           const collected: Record<string, unknown>[] = [];
           let count = 0;
+          let weight = 0;
           while (statement.step()) {
-            if (collected.length < MAX_RESULT_ROWS) collected.push(statement.getAsObject());
+            if (collected.length < MAX_RESULT_ROWS) {
+              const row: Record<string, unknown> = {};
+              statement.get().forEach((raw, i) => {
+                const { value, bytes } = sqlValue(raw, MAX_RESULT_BYTES - weight);
+                weight += bytes + names[i]!.length + 4;
+                if (weight > MAX_RESULT_BYTES) throw tooLarge();
+                row[names[i]!] = value;
+              });
+              collected.push(row);
+            }
             count++;
           }
           if (names.length) [columns, rows, total] = [names, collected, count];
         }
       } catch (err) {
+        if (err instanceof WorkerError) throw err;
+        if (/out of memory/i.test(reason(err)))
+          throw new WorkerError(
+            422,
+            "resource_limit",
+            "The query needed more memory than it may use; build smaller strings or BLOBs.",
+            "query",
+          );
         throw invalid(`SQL error: ${reason(err)}`, "query");
       }
       return { columns, rows, row_count: total };
