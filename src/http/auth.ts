@@ -23,7 +23,7 @@ export function requireUnrestrictedKey(caller: KeyCaller): void {
   if (caller.keyLimited)
     throw new ApiError(
       "unrestricted_key_required",
-      "This API key has account controls (an expiry, allowed tools or a budget): it cannot manage keys or controls, nor buy a plan. Use a key without controls, or the dashboard.",
+      "This API key has account controls (an expiry, allowed tools or a budget): it cannot manage keys or controls, webhooks or custom tools, nor buy a plan or settle as a facilitator. Use a key without controls, or the dashboard.",
     );
 }
 

@@ -1,7 +1,12 @@
 import { z } from "zod";
 import type { Request, Response } from "express";
 import { requireFeature } from "../accounts/tiers.js";
-import { authenticate, presentedKey, type KeyCaller } from "../http/auth.js";
+import {
+  authenticate,
+  presentedKey,
+  requireUnrestrictedKey,
+  type KeyCaller,
+} from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
 import { defineRoute } from "../http/route.js";
 import { sameBytes } from "../lib/hex.js";
@@ -51,6 +56,8 @@ class Verdict extends Error {
 /**
  * The caller's key (x-api-key or Bearer), admitted and rate limited in one round trip, with the
  * feature checked: before the body is read, so a caller without a key hears 401 whatever it sent.
+ * A key with account controls is refused: a settlement's fee is the account's credits, spent
+ * outside any tool (a key held to "hash, 5 credits a day" settled fee after fee past its budget).
  */
 async function facilitatorCaller(
   services: Services,
@@ -62,6 +69,7 @@ async function facilitatorCaller(
   for (const [name, value] of Object.entries(caller.headers)) res.setHeader(name, value);
   res.locals.accountId = caller.account.id;
   requireFeature(caller.account.tier, "facilitator");
+  requireUnrestrictedKey(caller);
   return caller;
 }
 
@@ -212,7 +220,12 @@ export const x402Verify = defineRoute({
   summary:
     "x402 facilitator: verify a payment against one payment requirement (v1 or v2), claiming nothing. Needs the facilitator feature.",
   auth: "key",
-  errors: ["feature_not_in_tier", "payments_not_enabled", "chain_unavailable"],
+  errors: [
+    "feature_not_in_tier",
+    "unrestricted_key_required",
+    "payments_not_enabled",
+    "chain_unavailable",
+  ],
   authenticate: facilitatorCaller,
   body: facilitatorBody,
   response: verifyResponse,
@@ -243,6 +256,7 @@ export const x402Settle = defineRoute({
   auth: "key",
   errors: [
     "feature_not_in_tier",
+    "unrestricted_key_required",
     "insufficient_credits",
     "payments_not_enabled",
     "chain_unavailable",

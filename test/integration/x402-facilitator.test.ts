@@ -211,6 +211,22 @@ describe("the facilitator API", () => {
     expect([none.status, none.body.error.code]).toEqual([401, "missing_api_key"]);
     const notInTier = await facilitate(a, "settle", body, pro.key);
     expect([notInTier.status, notInTier.body.error.code]).toEqual([403, "feature_not_in_tier"]);
+    // A key held to one tool and a budget cannot spend the account's credits on fees instead.
+    const limited = await call(`${a.url}/api/v1/keys`, {
+      body: { name: "hash only", allowed_tools: ["hash"], budget: { credits: 5, period: "day" } },
+      headers: { "x-api-key": business.key },
+    });
+    expect(limited.status).toBe(201);
+    const feesBefore = (await fees(business.accountId)).length;
+    for (const op of ["verify", "settle"] as const) {
+      const res = await facilitate(a, op, body, limited.body.key);
+      expect([op, res.status, res.body.error?.code]).toEqual([
+        op,
+        403,
+        "unrestricted_key_required",
+      ]);
+    }
+    expect(await fees(business.accountId)).toHaveLength(feesBefore);
     // Signed for 1 unit less than the requirement asks.
     const cheap = { ...body, paymentPayload: await paymentV1(payer, { value: PRICE - 1n }) };
     for (const op of ["verify", "settle"] as const) {

@@ -21567,7 +21567,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description feature_not_in_tier */
+            /** @description feature_not_in_tier, unrestricted_key_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -21775,7 +21775,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description feature_not_in_tier */
+            /** @description feature_not_in_tier, unrestricted_key_required */
             403: {
                 headers: {
                     [name: string]: unknown;
