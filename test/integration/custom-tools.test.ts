@@ -462,6 +462,12 @@ describe("a Business account's custom tool", () => {
       "input_schema",
     );
     await bad({ input_schema: { type: "array" } }, "input_schema");
+    // A $ref cycle that never reaches a value: every call would overflow the stack (500).
+    await bad({ input_schema: { type: "object", $ref: "#" } }, "input_schema");
+    await bad(
+      { output_schema: { $ref: "#/$defs/a", $defs: { a: { $ref: "#" } } } },
+      "output_schema",
+    );
     await bad(
       { output_schema: { type: "object", properties: { a: { pattern: "(?<=x)y" } } } },
       "output_schema",
@@ -501,6 +507,28 @@ describe("a Business account's custom tool", () => {
     expect(res.status).toBe(422);
     expect(Date.now() - started).toBeLessThan(1000);
     expect((await callTool(gw.url, key, "redos", { text: "aaaa" })).body).toEqual({ words: 1 });
+  });
+
+  it("answers 422, not 500, to an input its schema recurses on without end (a cycle the registration's samples do not reach)", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "business");
+    const schema = {
+      type: "object",
+      properties: { a: { allOf: [{ $ref: "#/properties/a" }] } },
+    };
+    const tool = wordCount(endpoint.url("/word-count"), {
+      name: "loops-on-a",
+      input_schema: schema,
+    });
+    expect((await register(key, tool)).status).toBe(201);
+    const res = await callTool(gw.url, key, "loops-on-a", { a: 1 });
+    expect([res.status, res.body.error?.code, res.body.error?.message]).toEqual([
+      422,
+      "validation_failed",
+      expect.stringContaining("refers to itself without end"),
+    ]);
+    expect((await callTool(gw.url, key, "loops-on-a", { text: "two words" })).body).toEqual({
+      words: 2,
+    });
   });
 
   it("may be plain http to loopback only while the development setting allows it", async () => {

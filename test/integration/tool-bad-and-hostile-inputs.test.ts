@@ -488,6 +488,8 @@ describe("inputs a library could not take, and work that held the shared event l
       ["xml-convert", { xml: `${"<a>".repeat(90_000)}${"</a>".repeat(90_000)}` }, "xml"],
       // Valid YAML whose alias sits inside its own anchor: a cycle, which JSON cannot express.
       ["yaml-convert", { yaml: "a: &a [*a]" }, "yaml"],
+      // A schema that compiles, then recurses on every value until the stack runs out.
+      ["json-schema-validate", { schema: { $ref: "#" }, data: {} }, "schema"],
       ["yaml-convert", { yaml: "a: &a\n  b: *a\n" }, "yaml"],
     ];
     const seen = [];

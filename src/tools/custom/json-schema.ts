@@ -75,6 +75,14 @@ export class SchemaCompiler {
     } finally {
       this.ajv.removeSchema(own);
     }
+    // A `$ref` cycle that consumes nothing (`{"$ref": "#"}`) compiles, then recurses until the
+    // stack overflows on every value: refused here, as far as plain values show it.
+    for (const sample of [{}, [], null, "", 0]) {
+      if (endless(validate, sample))
+        throw new SchemaError(
+          "refers to itself without end (a $ref cycle that never reaches a value)",
+        );
+    }
     if (this.cache.size >= this.maxCached) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(id, validate);
     return validate;
@@ -88,7 +96,20 @@ export class SchemaCompiler {
   zodOf(schema: unknown): z.ZodType {
     const validate = this.compile(schema);
     return z.unknown().superRefine((value, ctx) => {
-      if (validate(value)) return;
+      let valid: boolean;
+      try {
+        valid = validate(value) as boolean;
+      } catch (err) {
+        if (!(err instanceof RangeError)) throw err;
+        // A cycle only some values reach (compile's samples did not): the schema's fault, told as such.
+        ctx.addIssue({
+          code: "custom",
+          path: [],
+          message: "The tool's input schema refers to itself without end for this input.",
+        });
+        return;
+      }
+      if (valid) return;
       const error = validate.errors![0]!;
       ctx.addIssue({
         code: "custom",
@@ -96,6 +117,17 @@ export class SchemaCompiler {
         message: error.message ?? "does not match the input schema",
       });
     });
+  }
+}
+
+/** Whether validating `value` recursed until the stack ran out. */
+function endless(validate: ValidateFunction, value: unknown): boolean {
+  try {
+    validate(value);
+    return false;
+  } catch (err) {
+    if (err instanceof RangeError) return true;
+    throw err;
   }
 }
 

@@ -92,7 +92,19 @@ export const jsonSchemaValidate = implement(jsonSchemaValidateTool, {
           "schema",
         );
       }
-      const valid = validate(input.data) as boolean;
+      let valid: boolean;
+      try {
+        valid = validate(input.data) as boolean;
+      } catch (err) {
+        // `{"$ref": "#"}` compiles, then recurses until the stack runs out: the schema's fault.
+        if (!(err instanceof RangeError)) throw err;
+        throw new WorkerError(
+          422,
+          "invalid_input",
+          "The schema refers to itself without end (a $ref cycle that never reaches a value).",
+          "schema",
+        );
+      }
       const errors = (validate.errors ?? []).map((e) => ({
         path: e.instancePath || "/",
         keyword: e.keyword,
