@@ -271,6 +271,19 @@ describe.each([
     }
     // Seven days hourly and 366 days daily are the longest ranges accepted.
     expect((await analytics("from=2026-01-01T00:00:00Z&to=2026-01-08T00:00:00Z")).status).toBe(200);
+    // A date alone is its start, 00:00 UTC (ISO 8601 has dates too): the same range as above.
+    const byDates = await analytics("from=2026-01-01&to=2026-01-08");
+    expect([byDates.status, byDates.body.from, byDates.body.to]).toEqual([
+      200,
+      "2026-01-01T00:00:00.000Z",
+      "2026-01-08T00:00:00.000Z",
+    ]);
+    const notATime = await analytics("from=yesterday");
+    expect([notATime.status, notATime.body.error.param, notATime.body.error.message]).toEqual([
+      422,
+      "from",
+      expect.stringContaining("or a date (2026-11-27)"),
+    ]);
     const res = await analytics("granularity=week");
     expect([res.status, res.body.error.code, res.body.error.param]).toEqual([
       422,

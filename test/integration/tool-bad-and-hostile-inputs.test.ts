@@ -276,7 +276,9 @@ describe("web tools and the gateway's own network", () => {
       param: "url",
       charged: 0,
     });
-    expect(internal.message).toContain("<host>: it does not resolve to a public address");
+    expect(internal.message).toBe(
+      "Refused to connect to <host>: it does not resolve to a public address.",
+    );
     // A 502 "Could not read …: ENOTFOUND" for this one told a prober which internal names exist.
     expect(await refused("no-such-host.invalid")).toEqual(internal);
   });

@@ -1,3 +1,4 @@
+import { queryTime } from "../../http/query-time.js";
 import { z } from "zod";
 import {
   accountAnalytics,
@@ -30,16 +31,10 @@ const DEFAULT_RANGE_MS: Record<Granularity, number> = { hour: DAY_MS, day: 30 * 
 const BOOKS_WAIT_MS = 5000;
 
 const analyticsQuery = z.strictObject({
-  from: z.iso
-    .datetime({ offset: true })
-    .optional()
-    .describe(
-      "Calls at or after this time (ISO 8601); default: `to` less a day (hour) or 30 days (day).",
-    ),
-  to: z.iso
-    .datetime({ offset: true })
-    .optional()
-    .describe("Calls before this time (ISO 8601); default: now."),
+  from: queryTime(
+    "Calls at or after this time (ISO 8601); default: `to` less a day (hour) or 30 days (day).",
+  ),
+  to: queryTime("Calls before this time (ISO 8601); default: now."),
   granularity: z
     .enum(GRANULARITIES)
     .default("hour")

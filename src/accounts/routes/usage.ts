@@ -1,3 +1,4 @@
+import { queryTime } from "../../http/query-time.js";
 import { z } from "zod";
 import { usagePage } from "../../books/usage.js";
 import { ApiError } from "../../http/errors.js";
@@ -69,11 +70,8 @@ const usageQuery = z.strictObject({
   tool: z.string().max(64).optional().describe("Only entries of this tool."),
   key: z.string().max(64).optional().describe("Only entries made with this API key (its id)."),
   kind: z.enum(LEDGER_KINDS).optional(),
-  from: z.iso
-    .datetime({ offset: true })
-    .optional()
-    .describe("Entries at or after this time (ISO 8601)."),
-  to: z.iso.datetime({ offset: true }).optional().describe("Entries before this time (ISO 8601)."),
+  from: queryTime("Entries at or after this time (ISO 8601)."),
+  to: queryTime("Entries before this time (ISO 8601)."),
   format: z
     .enum(["json", "csv"])
     .optional()

@@ -95,7 +95,9 @@ function get(
         err instanceof BlockedTargetError ||
         (err as { cause?: unknown }).cause instanceof BlockedTargetError
       ) {
-        return reject(new WorkerError(422, "invalid_input", `Refused: ${err.message}.`, param));
+        // "refused to connect to <host>: …", as the guard says it, made a sentence.
+        const message = `${err.message.charAt(0).toUpperCase()}${err.message.slice(1)}.`;
+        return reject(new WorkerError(422, "invalid_input", message, param));
       }
       if (signal.aborted)
         return reject(new WorkerError(504, "tool_timeout", `${url.host} did not answer in time.`));
