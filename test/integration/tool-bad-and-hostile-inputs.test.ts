@@ -520,6 +520,22 @@ describe("inputs a library could not take, and work that held the shared event l
       "1180591620717411303424",
     );
     expect((await served("js-sandbox", { code: "Symbol('s')" })).result).toBe("Symbol(s)");
+    // Inside an object too (the result read "[object Object]"), and in the console.
+    expect(
+      await served("js-sandbox", { code: "console.log({ n: 2n }); ({ a: 1, big: 1n })" }),
+    ).toMatchObject({ result: { a: 1, big: "1" }, console: ['{"n":"2"}'], error: null });
+    // A value JSON cannot write is said to be one, promptly, even when its toJSON never returns.
+    for (const code of ["const o = {}; o.self = o; o", "({ toJSON() { for (;;) {} } })"]) {
+      const started = Date.now();
+      expect([code, await served("js-sandbox", { code })]).toEqual([
+        code,
+        expect.objectContaining({
+          result: null,
+          error: expect.stringContaining("cannot be written as JSON"),
+        }),
+      ]);
+      expect(Date.now() - started).toBeLessThan(5000);
+    }
   }, 60_000);
 
   it("a math expression that asks for a gigantic matrix is refused before it allocates; the workers stay up", async () => {

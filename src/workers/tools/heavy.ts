@@ -571,15 +571,18 @@ const qrDecode = implement(qrDecodeTool, {
 let quickjs: Promise<import("quickjs-emscripten").QuickJSWASMModule> | null = null;
 
 /**
- * A script's value as JSON: a BigInt as its digits and a symbol as its description (JSON has
- * neither: `10n` and `Symbol()` as results threw, 502), undefined as null.
+ * A script's value as JSON text, written inside the sandbox: a BigInt as its digits and a symbol
+ * as its description (JSON has neither), undefined as null. Reading the value out first
+ * (`vm.dump`) fell back to "[object Object]" for any object holding a BigInt, or a cycle.
  */
-function asJson(value: unknown): unknown {
-  const text = JSON.stringify(value ?? null, (_key, v: unknown) =>
-    typeof v === "bigint" || typeof v === "symbol" ? v.toString() : v,
-  );
-  return text === undefined ? null : (JSON.parse(text) as unknown);
-}
+/** A logged value as the console shows it: its JSON, or why it has none. */
+const consoleText = (json: { text: string | null } | { error: string }) =>
+  "text" in json ? (json.text ?? "null") : `[${json.error}]`;
+
+/** How long writing the script's result as JSON may take (its own `toJSON` methods included). */
+const WRITE_JSON_MS = 250;
+const WRITE_JSON = `(value) => JSON.stringify(value === undefined ? null : value,
+  (_key, v) => typeof v === "bigint" || typeof v === "symbol" ? v.toString() : v)`;
 
 const jsSandbox = implement(jsSandboxTool, {
   async run(input) {
@@ -590,16 +593,28 @@ const jsSandbox = implement(jsSandboxTool, {
     runtime.setMaxStackSize(1024 * 1024);
     const vm = runtime.newContext();
     const lines: string[] = [];
+    let writeJson: QuickJSHandle | undefined;
+    /** A value as JSON text (WRITE_JSON; null when JSON has no text for it), or why it has none. */
+    const jsonOf = (handle: QuickJSHandle): { text: string | null } | { error: string } => {
+      const written = vm.callFunction(writeJson!, vm.undefined, handle);
+      if (written.error) {
+        const error = vm.dump(written.error) as { message?: string } | string;
+        written.error.dispose();
+        return { error: typeof error === "string" ? error : (error.message ?? "not JSON") };
+      }
+      const text = vm.typeof(written.value) === "string" ? vm.getString(written.value) : null;
+      written.value.dispose();
+      return { text };
+    };
     try {
+      writeJson = vm.unwrapResult(vm.evalCode(WRITE_JSON, "write-json.js"));
       const consoleObject = vm.newObject();
       for (const level of ["log", "info", "warn", "error"]) {
         const fn = vm.newFunction(level, (...args: QuickJSHandle[]) => {
           if (lines.length < 1000)
             lines.push(
               args
-                .map((a) =>
-                  vm.typeof(a) === "string" ? vm.getString(a) : JSON.stringify(asJson(vm.dump(a))),
-                )
+                .map((a) => (vm.typeof(a) === "string" ? vm.getString(a) : consoleText(jsonOf(a))))
                 .join(" ")
                 .slice(0, 10_000),
             );
@@ -676,12 +691,18 @@ const jsSandbox = implement(jsSandboxTool, {
         result.value.dispose();
         return done(null, failure(state.error));
       }
-      const value = vm.dump(state.value) as unknown;
+      // Written under a deadline of its own: a `toJSON` of the script's runs here too.
+      runtime.setInterruptHandler(shouldInterruptAfterDeadline(Date.now() + WRITE_JSON_MS));
+      const written = jsonOf(state.value);
+      runtime.removeInterruptHandler();
       if (!state.notAPromise) state.value.dispose();
       result.value.dispose();
-      return done(asJson(value), null);
+      if ("error" in written)
+        return done(null, `The script's result cannot be written as JSON: ${written.error}`);
+      return done(written.text === null ? null : (JSON.parse(written.text) as unknown), null);
     } finally {
       try {
+        writeJson?.dispose();
         vm.dispose();
         runtime.dispose();
       } catch {
