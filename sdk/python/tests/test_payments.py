@@ -61,3 +61,7 @@ def test_an_unlisted_token_is_not_paid(gateway, wallet):
     with pytest.raises(ToolgateError) as caught:
         client.tools.call("hash", {"text": "unknown token"})
     assert (caught.value.status, caught.value.code) == (0, "payment_failed")
+    # Said in this library's terms, naming the token offered (the x402 client's words name its own options).
+    assert "SpendingLimits(allowed_assets=" in caught.value.message
+    assert gateway.token_address.lower() in caught.value.message.lower()
+    assert "spend_controls" not in caught.value.message

@@ -85,18 +85,24 @@ export class WalletPayer {
     } catch {
       body = undefined;
     }
+    let offered: PaymentRequirements[] = [];
     try {
       const required = this.http.getPaymentRequiredResponse(
         (name) => response.headers.get(name),
         body,
       );
+      offered = required.accepts;
       return this.http.encodePaymentSignatureHeader(await this.http.createPaymentPayload(required));
     } catch (error) {
       if (error instanceof ToolgateError) throw error;
+      const message = (error as Error).message;
       throw new ToolgateError({
         status: 0,
         code: "payment_failed",
-        message: `Could not pay with the wallet: ${(error as Error).message}`,
+        // The x402 client's own words name its options (spendControls), not this library's.
+        message: /only default assets/.test(message)
+          ? `The gateway asks to be paid in ${offered.map((r) => `${r.asset} on ${r.network}`).join(" or ")}, not a USDC this client pays with unless told: list the token in \`spending.allowedAssets\` ({ network, asset }) to pay with it. Nothing was signed.`
+          : `Could not pay with the wallet: ${message}`,
         cause: error,
       });
     }

@@ -266,6 +266,22 @@ out({ first: first.digest.length, second, spent: client.spent });`),
     });
     expect(await balanceOf(chains.base, payer.address)).toBe(before - PRICE);
   });
+
+  it("does not pay a token it was not told of, and says so in its own option names; nothing moves", async () => {
+    const payer = PAYERS[1]!;
+    const before = await balanceOf(chains.base, payer.address);
+    const refused = await project.script(
+      `${HEADER}import { privateKeyToAccount } from "viem/accounts";
+const client = new Toolgate({ baseUrl: process.env.URL, wallet: privateKeyToAccount(process.env.PAYER_KEY) });
+out(await client.tools.call("hash", { text: "unlisted" }).then(() => null, fields));`,
+      env(payer, 10_000n, 100_000n),
+    );
+    expect(refused).toMatchObject({ status: 0, code: "payment_failed" });
+    expect(refused.message).toContain("spending.allowedAssets");
+    expect(refused.message.toLowerCase()).toContain(chains.base.usdc.toLowerCase());
+    expect(refused.message).not.toContain("spendControls");
+    expect(await balanceOf(chains.base, payer.address)).toBe(before);
+  });
 });
 
 describe("what the model reads (toolgate/agents), as the Python library writes it", () => {

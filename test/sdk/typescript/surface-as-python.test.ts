@@ -10,11 +10,13 @@ import { installPackedSdk, type InstalledProject } from "../../helpers/sdk-packa
 let project: InstalledProject;
 let server: Server;
 let url: string;
-const seen: { method: string; url: string; headers: IncomingHttpHeaders }[] = [];
+const seen: { method: string; url: string; headers: IncomingHttpHeaders; body: string }[] = [];
 beforeAll(async () => {
   project = await installPackedSdk();
-  server = createServer((req, res) => {
-    seen.push({ method: req.method!, url: req.url!, headers: req.headers });
+  server = createServer(async (req, res) => {
+    let body = "";
+    for await (const chunk of req) body += chunk;
+    seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ data: [], next_cursor: null }));
   });
@@ -101,5 +103,22 @@ out({ baseUrl: client.baseUrl, tools: await client.tools.list() });`,
     );
     expect(result).toEqual({ baseUrl: url, tools: [] });
     expect(seen.map((r) => `${r.method} ${r.url}`)).toEqual(["GET /v1/tools"]);
+  });
+
+  it("tests a webhook named by its id alone (Python's webhooks.test(webhook_id)), by the body's field, or every webhook", async () => {
+    seen.length = 0;
+    await project.script(
+      `${HEADER}const client = new Toolgate({ apiKey: "k", baseUrl: process.env.URL });
+await client.webhooks.test("wh_by_id");
+await client.webhooks.test({ webhook_id: "wh_by_body" });
+await client.webhooks.test();
+out(null);`,
+      { URL: url },
+    );
+    expect(seen.map((r) => [`${r.method} ${r.url}`, JSON.parse(r.body)])).toEqual([
+      ["POST /api/v1/webhooks/test", { webhook_id: "wh_by_id" }],
+      ["POST /api/v1/webhooks/test", { webhook_id: "wh_by_body" }],
+      ["POST /api/v1/webhooks/test", {}],
+    ]);
   });
 });

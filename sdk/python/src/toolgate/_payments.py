@@ -102,10 +102,19 @@ def _parse_body(text: str) -> Any:
         return None
 
 
-def _payment_failed(error: Exception) -> ToolgateError:
+def _payment_failed(error: Exception, required: Any = None) -> ToolgateError:
     cap = error if isinstance(error, _CapAbort) else getattr(error, "__cause__", None) or getattr(error, "__context__", None)
     if isinstance(cap, _CapAbort):
         return cap.error
+    if "only default assets" in str(error):
+        # The x402 client's own words name its options (spend_controls), not this library's.
+        offered = " or ".join(f"{r.asset} on {r.network}" for r in getattr(required, "accepts", None) or [])
+        return ToolgateError(
+            status=0,
+            code="payment_failed",
+            message=f"The gateway asks to be paid in {offered or 'a token'}, not a USDC this client pays with unless told: "
+            'list the token in SpendingLimits(allowed_assets=[{"network": ..., "asset": ...}]) to pay with it. Nothing was signed.',
+        )
     return ToolgateError(status=0, code="payment_failed", message=f"Could not pay with the wallet: {error}")
 
 
@@ -124,13 +133,14 @@ class WalletPayer:
 
     def payment_headers(self, headers: Mapping[str, str], text: str) -> dict[str, str]:
         """The payment headers answering a 402, signed once; the caller re-sends them on retries."""
+        required = None
         try:
             required = self._http.get_payment_required_response(headers.get, _parse_body(text))
             return self._http.encode_payment_signature_header(self._http.create_payment_payload(required))
         except ToolgateError:
             raise
         except Exception as error:  # the x402 client's own errors: no offer we can pay, signing failed
-            raise _payment_failed(error) from error
+            raise _payment_failed(error, required) from error
 
 
 class AsyncWalletPayer:
@@ -147,10 +157,11 @@ class AsyncWalletPayer:
         self.address: str = wallet.address
 
     async def payment_headers(self, headers: Mapping[str, str], text: str) -> dict[str, str]:
+        required = None
         try:
             required = self._http.get_payment_required_response(headers.get, _parse_body(text))
             return self._http.encode_payment_signature_header(await self._http.create_payment_payload(required))
         except ToolgateError:
             raise
         except Exception as error:
-            raise _payment_failed(error) from error
+            raise _payment_failed(error, required) from error

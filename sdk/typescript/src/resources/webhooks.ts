@@ -28,10 +28,14 @@ export class Webhooks {
       .data as ResponseOf<"deleteWebhooksId">;
   }
 
-  /** Sends a `webhook.test` event to one webhook, or to all of the account's when no id is given. */
+  /**
+   * Sends a `webhook.test` event to one webhook (its id, as Python's `webhooks.test(webhook_id)`,
+   * or `{ webhook_id }`), or to all of the account's when none is named.
+   */
   async test(
-    body: BodyOf<"postWebhooksTest"> = {} as BodyOf<"postWebhooksTest">,
+    webhook: string | BodyOf<"postWebhooksTest"> = {} as BodyOf<"postWebhooksTest">,
   ): Promise<ResponseOf<"postWebhooksTest">> {
+    const body = typeof webhook === "string" ? { webhook_id: webhook } : webhook;
     return (await this.transport.request({ method: "POST", path: "/api/v1/webhooks/test", body }))
       .data as ResponseOf<"postWebhooksTest">;
   }
