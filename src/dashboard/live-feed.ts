@@ -98,6 +98,9 @@ export function liveFeed(services: Services) {
     try {
       while (!closed && server?.listening !== false) {
         const entries = await follower.next(after, WAIT_MS);
+        // Checked before anything is written: a session signed out (or its key revoked) during
+        // the wait must not be sent the entry that ended the wait.
+        if (!(await stillLive(services, current.session))) break;
         for (const entry of entries) {
           res.write(
             `id: ${entry.id}\nevent: ledger\ndata: ${JSON.stringify(ledgerEntryView(entry))}\n\n`,
@@ -105,7 +108,6 @@ export function liveFeed(services: Services) {
           after = entry.id;
         }
         if (entries.length === 0) res.write(": still here\n\n");
-        if (!(await stillLive(services, current.session))) break;
       }
     } catch (err) {
       if (!closed)

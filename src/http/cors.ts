@@ -7,7 +7,7 @@ import type { Response } from "express";
  * request by `requestContext` (src/http/request-context.ts).
  */
 const ALLOWED_HEADERS =
-  "content-type, x-api-key, authorization, idempotency-key, x-payment, payment-signature, accept, mcp-protocol-version, mcp-session-id";
+  "content-type, x-api-key, authorization, idempotency-key, x-payment, payment-signature, accept, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name";
 const EXPOSED_HEADERS =
   "x-request-id, payment-required, payment-response, x-payment-response, ratelimit-limit, ratelimit-remaining, ratelimit-reset, ratelimit-policy, retry-after, x-credits-charged, x-credits-remaining, idempotent-replayed";
 

@@ -13,8 +13,17 @@
  */
 export type BatchCheck = { body: unknown } | { refused: string };
 
+/**
+ * The MCP SDK's own cap on a batch (it refuses a larger one whole). Checked here, before the
+ * door counts the batch's messages against the rate limit: a batch nothing of which would run
+ * spent the caller's window.
+ */
+export const MAX_BATCH_MESSAGES = 100;
+
 export function checkBatch(body: unknown): BatchCheck {
   if (!Array.isArray(body)) return { body };
+  if (body.length > MAX_BATCH_MESSAGES)
+    return { refused: `Invalid Request: Batch must not exceed ${MAX_BATCH_MESSAGES} messages` };
   const ids = new Set<unknown>();
   for (const message of body) {
     if (!isRequest(message)) continue;

@@ -127,6 +127,10 @@ export function mcpRouter(services: Services): Router {
       serving = null; // tried again on the next request
       throw err;
     }));
+    void serve(req, res, res.locals.mcpBody);
+  };
+  // A batch the SDK could not answer is refused before the guard counts it (batches.ts).
+  const batchChecked: RequestHandler = (req, res, next) => {
     const batch = checkBatch(req.body);
     if ("refused" in batch) {
       res
@@ -134,7 +138,8 @@ export function mcpRouter(services: Services): Router {
         .json({ jsonrpc: "2.0", error: { code: -32600, message: batch.refused }, id: null });
       return;
     }
-    void serve(req, res, batch.body);
+    res.locals.mcpBody = batch.body;
+    next();
   };
   // The door reads its own body, so a body that cannot be read is answered as JSON-RPC, which an
   // MCP client can read: -32700 for JSON that does not parse, -32600 for any other unreadable body.
@@ -142,7 +147,7 @@ export function mcpRouter(services: Services): Router {
     limitBytes: services.config.bodyLimitBytes,
     maxDepth: services.config.bodyMaxDepth,
   });
-  router.route("/").post(requireJsonBody, json, guard, handle);
+  router.route("/").post(requireJsonBody, json, batchChecked, guard, handle);
   allowOn(router, "/", ["POST"]);
   router.use(jsonRpcBodyErrors);
   return router;

@@ -341,7 +341,14 @@ describe("dashboard sessions", () => {
     });
     expect(out.status).toBe(303);
     expect(out.headers.get("set-cookie")).toMatch(/^tg_session=; Max-Age=0/);
+    // The key still calls; the ended session's feed shows nothing more (it sent the next entry
+    // before noticing the sign-out).
+    const signedOut = text.length;
+    expect(
+      (await call(`${gw.url}/v1/tools/hash`, { body: { text: "after sign-out" }, key })).status,
+    ).toBe(200);
     expect(await readUntil(/$^/, 6000)).toBe("ended");
+    expect(text.slice(signedOut)).not.toContain("event: ledger");
   });
 });
 

@@ -282,6 +282,8 @@ describe("authentication", () => {
       },
     });
     expect(preflight.headers.get("access-control-allow-headers")).toContain("authorization");
+    // MCP's 2026-07-28 revision requires Mcp-Method (and Mcp-Name on tools/call) from browsers too.
+    expect(preflight.headers.get("access-control-allow-headers")).toMatch(/mcp-method, mcp-name/);
   });
 
   it("answers a key whose secret differs by one character with 401", async () => {

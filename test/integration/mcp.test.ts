@@ -345,14 +345,16 @@ describe("the rate limit over MCP", () => {
 
   it("refuses a batch larger than what is left of the window, counting none of it", async () => {
     const { key } = await fundedAccount(gw.url, 100, "starter");
-    expect(
-      (
-        await post(
-          key,
-          Array.from({ length: 250 }, (_, i) => ping(i)),
-        )
-      ).remaining,
-    ).toBe(50);
+    const pings = (n: number) => Array.from({ length: n }, (_, i) => ping(i));
+    expect((await post(key, pings(100))).remaining).toBe(200);
+    // Over the 100 messages a batch may hold: refused whole before anything is counted.
+    const tooLong = await post(key, pings(101));
+    expect([tooLong.status, JSON.parse(tooLong.text).error]).toEqual([
+      400,
+      { code: -32600, message: "Invalid Request: Batch must not exceed 100 messages" },
+    ]);
+    expect((await post(key, pings(100))).remaining).toBe(100);
+    expect((await post(key, pings(50))).remaining).toBe(50);
     const refused = await post(
       key,
       Array.from({ length: 51 }, (_, i) => ping(i)),
