@@ -189,7 +189,7 @@ describe("bad input, for every tool: 422 naming the field, uncharged", () => {
 });
 
 /** A PNG file: signature, then chunks with their CRCs. */
-function png(width: number, height: number, idat: Buffer): Buffer {
+function png(width: number, height: number, idat: Buffer, extra: [string, Buffer][] = []): Buffer {
   const chunk = (type: string, data: Buffer) => {
     const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
     const out = Buffer.alloc(body.length + 8);
@@ -205,6 +205,7 @@ function png(width: number, height: number, idat: Buffer): Buffer {
   return Buffer.concat([
     Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
     chunk("IHDR", header),
+    ...extra.map(([type, data]) => chunk(type, data)),
     chunk("IDAT", idat),
     chunk("IEND", Buffer.alloc(0)),
   ]);
@@ -434,6 +435,9 @@ describe("hostile inputs: cut off by the limits, refunded, and the workers keep 
       "SELECT zeroblob(30000000) AS b",
       "SELECT zeroblob(9000000) AS b FROM (SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4)",
       "WITH RECURSIVE r(s, n) AS (SELECT 'xxxxxxxx', 1 UNION ALL SELECT s || s, n + 1 FROM r WHERE n < 40) SELECT max(length(s)) FROM r",
+      // 17 M characters, but each control character is six in JSON, and the euro sign makes the
+      // whole text two bytes a character: 200 MB of answer, weighed as 17 MB before.
+      "SELECT '€' || replace(hex(zeroblob(8500000)), '0', char(1)) AS n",
     ]) {
       expect([query, await refusal("sql-query", { query })]).toEqual([query, cutOff("query")]);
     }
@@ -447,6 +451,47 @@ describe("hostile inputs: cut off by the limits, refunded, and the workers keep 
         })
       ).body.rows,
     ).toEqual([{ h: "AP8Q", z: "AAA=" }]);
+  }, 60_000);
+
+  it("work that grows faster than its input, on the shared event loop: an image's XMP text, cron runs years apart; other calls are not held", async () => {
+    // 700 KB of unclosed XMP tags: exifr's tag pattern scans to the end for each (27 s per call).
+    const xmp = Buffer.concat([
+      Buffer.from("XML:com.adobe.xmp\0\0\0\0\0", "latin1"),
+      Buffer.from(`<x:xmpmeta>${"<a:b>".repeat(140_000)}</x:xmpmeta>`),
+    ]);
+    const image = png(8, 8, deflateSync(Buffer.alloc(8 * 9)), [["iTXt", xmp]]).toString("base64");
+    const cron = { expression: "0 0 0 * 2 1#5", count: 100, timezone: "America/Santiago" };
+    for (const [tool, input] of [
+      ["image-metadata", { image }],
+      ["cron-explain", cron],
+    ] as const) {
+      const started = Date.now();
+      const [res, light] = await Promise.all([
+        callTool(gw.url, key, tool, input),
+        new Promise((r) => setTimeout(r, 100)).then(async () => {
+          const sent = Date.now();
+          await callTool(gw.url, key, "hash", { text: "meanwhile" });
+          return Date.now() - sent;
+        }),
+      ]);
+      expect([tool, res.status === 200 || res.status === 422]).toEqual([tool, true]);
+      expect(Date.now() - started).toBeLessThan(3000);
+      expect(light).toBeLessThan(1500);
+    }
+    expect((await refusal("cron-explain", cron)).param).toBe("count");
+    expect((await refusal("cron-explain", { ...cron, count: 2 })).status).toBe(200);
+  }, 60_000);
+
+  it("texts nested deeper than a library's recursion (the body's own depth is bounded at the door): 422, not 500", async () => {
+    const payload = Buffer.from(`${"[".repeat(30_000)}${"]".repeat(30_000)}`).toString("base64url");
+    const header = Buffer.from('{"alg":"none"}').toString("base64url");
+    for (const [tool, input] of [
+      ["jwt-decode", { token: `${header}.${payload}.` }],
+      ["yaml-convert", { yaml: `${"[".repeat(50_000)}${"]".repeat(50_000)}` }],
+    ] as const) {
+      const { status, charged } = await refusal(tool, input);
+      expect([tool, status, charged]).toEqual([tool, 422, 0]);
+    }
   }, 60_000);
 
   it("afterwards every pool still serves, promptly", async () => {
@@ -539,7 +584,16 @@ describe("inputs a library could not take, and work that held the shared event l
   }, 60_000);
 
   it("a math expression that asks for a gigantic matrix is refused before it allocates; the workers stay up", async () => {
-    for (const expression of ["zeros(1e9)", "1:1e9", "ones(1e8)", "random([1e9])"]) {
+    for (const expression of [
+      "zeros(1e9)",
+      "1:1e9",
+      "ones(1e8)",
+      "random([1e9])",
+      // An assignment past the end grows the value to reach it, in one allocation.
+      "a = [1]; a[100000000] = 1",
+      "x = sparse([1]); x[100000000] = 1",
+      's = "a"; s[100000000] = "b"',
+    ]) {
       expect([expression, await refusal("math-evaluate", { expression })]).toEqual([
         expression,
         refused("expression"),

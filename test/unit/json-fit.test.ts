@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { jsonFit } from "../../src/workers/heavy/json-fit.js";
+import { jsonFit, jsonStringBytes } from "../../src/workers/heavy/json-fit.js";
 
 /** A heavy tool's output is weighed before JSON.stringify, which a thread cannot survive running out of heap in. */
 describe("weighing an output before it is written as JSON", () => {
@@ -11,6 +11,14 @@ describe("weighing an output before it is written as JSON", () => {
     const written = JSON.stringify(output).length;
     expect(jsonFit(output, written * 1.5)).toBe("ok");
     expect(jsonFit(output, written / 2)).toBe("over");
+  });
+
+  it("counts a string as JSON writes it in the heap: control characters six times, the whole twice once one is beyond Latin-1", () => {
+    const control = "\u0001".repeat(1000);
+    expect(jsonStringBytes(control)).toBe(JSON.stringify(control).length);
+    expect(jsonStringBytes(`€${control}`)).toBe(2 * JSON.stringify(`€${control}`).length);
+    expect(jsonStringBytes('say "hi" \\ bye')).toBe(JSON.stringify('say "hi" \\ bye').length);
+    expect(jsonFit({ text: control }, 2000)).toBe("over");
   });
 
   it("counts a byte array as JSON writes it (a key per byte), without walking its bytes", () => {

@@ -25,8 +25,20 @@ export async function runTool(
   if (!impl) throw new Error(`no heavy implementation for ${tool}`);
   const input = impl.definition.input.safeParse(body && parsedBody(body));
   if (!input.success) throw invalidInput(input.error);
-  const output = await impl.run(input.data, ctx);
-  return written(tool, impl.definition.output.parse(output), ctx.config);
+  try {
+    const output = await impl.run(input.data, ctx);
+    return written(tool, impl.definition.output.parse(output), ctx.config);
+  } catch (err) {
+    // A library that recurses once per level of the input (yaml's and xml's writers, a parser)
+    // ran out of stack: the input's depth, the caller's 422, not a tool failure.
+    if (err instanceof RangeError && /call stack/i.test(err.message))
+      throw new WorkerError(
+        422,
+        "resource_limit",
+        `The input nests too deeply for the ${tool} tool.`,
+      );
+    throw err;
+  }
 }
 
 /**

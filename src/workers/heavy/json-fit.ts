@@ -1,11 +1,29 @@
 /**
  * What writing a value as JSON would meet, found without writing it: "cycle" (an object inside
- * itself: JSON.stringify throws), "over" (more than `limit` bytes, counted roughly: strings and
- * keys by length, other values by a typical width), or "ok". It stops at the first of the two.
+ * itself: JSON.stringify throws), "over" (more than `limit` bytes of heap: strings as written,
+ * escapes included, keys by length, other values at their widest), or "ok". It stops at the
+ * first of the two.
  *
  * Why: a heavy thread that runs out of heap inside JSON.stringify takes the whole workers process
  * down (V8 cannot unwind from there), so an output is weighed before it is written.
  */
+/**
+ * The bytes a string takes in the heap once written as JSON: its quotes, six characters for each
+ * control character (`\u0001`), two for a quote or backslash, and twice the lot when one character
+ * is beyond Latin-1 (V8 then holds the whole text two bytes a character).
+ */
+export function jsonStringBytes(text: string): number {
+  let length = text.length + 2;
+  let wide = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20) length += 5;
+    else if (c === 0x22 || c === 0x5c) length += 1;
+    else if (c > 0xff) wide = true;
+  }
+  return wide ? length * 2 : length;
+}
+
 export function jsonFit(value: unknown, limit: number): "ok" | "cycle" | "over" {
   let weight = 0;
   /** The objects on the path from the root to the one being walked (a cycle returns to one). */
@@ -20,8 +38,8 @@ export function jsonFit(value: unknown, limit: number): "ok" | "cycle" | "over" 
       onPath.delete(item as object);
       continue;
     }
-    if (typeof item === "string") weight += item.length + 2;
-    else if (item === null || typeof item !== "object") weight += 8;
+    if (typeof item === "string") weight += jsonStringBytes(item);
+    else if (item === null || typeof item !== "object") weight += 24;
     else if (ArrayBuffer.isView(item)) weight += item.byteLength * 4;
     else if (item instanceof Date) weight += 26;
     else {

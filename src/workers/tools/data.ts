@@ -97,6 +97,9 @@ export const dateParse = implement(dateParseTool, {
   },
 });
 
+/** How long listing a cron expression's next runs may hold the shared event loop. */
+const CRON_RUNS_MS = 250;
+
 export const cronExplain = implement(cronExplainTool, {
   async run(input) {
     if (!IANAZone.isValidZone(input.timezone))
@@ -122,7 +125,15 @@ export const cronExplain = implement(cronExplainTool, {
       throw invalid(`Not a valid cron expression: ${reason}`, "expression");
     }
     const next_runs: string[] = [];
+    // On the workers' shared event loop: runs years apart (the fifth Monday of a February) took
+    // cron-parser seconds to find, and every other call waited.
+    const deadline = Date.now() + CRON_RUNS_MS;
     for (let i = 0; i < input.count && interval.hasNext(); i++) {
+      if (Date.now() > deadline)
+        throw invalid(
+          `Finding ${input.count} runs of this expression takes too long (its runs are far apart); ask for fewer.`,
+          "count",
+        );
       next_runs.push(
         DateTime.fromJSDate(interval.next().toDate()).setZone(input.timezone).toISO()!,
       );

@@ -47,6 +47,7 @@ import {
 import type { ToolDefinition } from "../../tools/definition.js";
 import { lazy } from "../../lib/lazy-require.js";
 import { WorkerError } from "../errors.js";
+import { jsonStringBytes } from "../heavy/json-fit.js";
 import { checkZipBudget, decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
 import { implement, type ToolImplementation } from "./implementation.js";
 import * as language from "./language.js";
@@ -247,7 +248,7 @@ function sqlValue(value: unknown, allowance: number): { value: unknown; bytes: n
     const bytes = Math.ceil(value.length / 3) * 4 + 2;
     return { value: bytes > allowance ? null : Buffer.from(value).toString("base64"), bytes };
   }
-  if (typeof value === "string") return { value, bytes: value.length + 2 };
+  if (typeof value === "string") return { value, bytes: jsonStringBytes(value) };
   return { value, bytes: 24 };
 }
 
@@ -766,6 +767,23 @@ function boundMatrixSizes(math: import("mathjs").MathJsInstance): void {
         ? v.reduce((n: number, x) => n + elementsOf(x), 0)
         : 1;
   const product = (ns: number[]) => ns.reduce((a, b) => a * b, 1);
+  /** The elements `value` holds once a value is set at `index` (an Index: its max() is the last position per dimension). */
+  const grownBy = (value: Value, index: Value): number => {
+    const max = (index as { max?: () => Value } | undefined)?.max;
+    if (typeof max !== "function") return 1;
+    const reach = sizeOf(max.call(index)) ?? [];
+    const size =
+      typeof value === "string"
+        ? [value.length]
+        : value && typeof value === "object" && "size" in value && typeof value.size === "function"
+          ? (value.size() as number[])
+          : Array.isArray(value)
+            ? [value.length]
+            : [];
+    return product(
+      reach.map((last, d) => Math.max(size[d] ?? 1, last + 1)).concat(size.slice(reach.length)),
+    );
+  };
   /** zeros(n) is a vector of n, zeros(m, n) and zeros([m, n]) are m × n (a format name may follow). */
   const bySizeArguments = (args: Value[]) => {
     const size = sizeOf(args[0]);
@@ -796,6 +814,9 @@ function boundMatrixSizes(math: import("mathjs").MathJsInstance): void {
     resize: (args) => product(sizeOf(args[1]) ?? [1]),
     kron: (args) => elementsOf(args[0]) * elementsOf(args[1]),
     concat: (args) => args.reduce((n: number, a) => n + elementsOf(a), 0),
+    // subset(value, index, replacement): an assignment past the end grows the value (a string
+    // too) to reach the index; reading is never bounded here.
+    subset: (args) => (args.length >= 3 ? grownBy(args[0], args[1]) : 1),
   };
   const { expression } = math as unknown as {
     expression: { transform: Record<string, Value>; mathWithTransform: Record<string, Value> };
@@ -823,6 +844,26 @@ function boundMatrixSizes(math: import("mathjs").MathJsInstance): void {
   for (const [name, transform] of Object.entries(transforms)) {
     expression.transform[name] = transform;
     expression.mathWithTransform[name] = transform;
+  }
+  // An assignment past a matrix's end (`a[100000000] = 1`) resizes it to reach the index: the
+  // expression parser calls the matrix's own subset method, not the `subset` function, and one
+  // allocation past the thread's heap aborts the whole process. Both kinds of matrix are bounded.
+  const classes = math as unknown as Record<
+    "DenseMatrix" | "SparseMatrix",
+    { prototype: { subset(...args: Value[]): Value; size(): number[] } }
+  >;
+  for (const Matrix of [classes.DenseMatrix, classes.SparseMatrix]) {
+    const subset = Matrix.prototype.subset;
+    Matrix.prototype.subset = function (this: { size(): number[] }, ...args: Value[]) {
+      if (args.length >= 2) {
+        const elements = grownBy(this, args[0]);
+        if (!(elements <= MAX_MATRIX_ELEMENTS))
+          throw new Error(
+            `this assignment would grow the matrix to more than ${MAX_MATRIX_ELEMENTS} elements`,
+          );
+      }
+      return subset.apply(this, args);
+    };
   }
 }
 

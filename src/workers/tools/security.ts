@@ -10,14 +10,29 @@ import {
   ipCidr as ipCidrTool,
   jwtDecode as jwtDecodeTool,
 } from "../../tools/catalogue/security.js";
+import { jsonDepthExceeds } from "../../http/json-body.js";
 import { WorkerError } from "../errors.js";
 import { implement } from "./implementation.js";
 
 const invalid = (message: string, param: string) =>
   new WorkerError(422, "invalid_input", message, param);
 
+/**
+ * The most a token's header or payload may nest. A payload 30,000 arrays deep decoded fine, then
+ * overflowed the stack when the answer was written (500); a body sent that deep is refused at
+ * the door, and a token is a body inside a string.
+ */
+const MAX_CLAIMS_DEPTH = 64;
+
 export const jwtDecode = implement(jwtDecodeTool, {
   async run(input) {
+    for (const part of input.token.split(".").slice(0, 2)) {
+      if (jsonDepthExceeds(Buffer.from(part, "base64url"), MAX_CLAIMS_DEPTH))
+        throw invalid(
+          `The token's header or payload nests more than ${MAX_CLAIMS_DEPTH} levels deep.`,
+          "token",
+        );
+    }
     let header: Record<string, unknown>;
     let payload: Record<string, unknown>;
     try {
