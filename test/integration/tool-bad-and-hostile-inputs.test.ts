@@ -319,6 +319,27 @@ describe("hostile inputs: cut off by the limits, refunded, and the workers keep 
     ).toEqual(cutOff("svg"));
   }, 30_000);
 
+  it("native work a thread's termination cannot stop, refused before it starts: a wide dilation filter, a small image turned and filled out to 64 megapixels", async () => {
+    const started = Date.now();
+    const dilated = `<svg xmlns="http://www.w3.org/2000/svg" width="1000" height="1000"><filter id="f" x="0" y="0" width="1" height="1"><feMorphology operator="dilate" radius="300"/></filter><rect width="1000" height="1000" filter="url(#f)"/></svg>`;
+    expect(await refusal("svg-to-png", { svg: dilated })).toEqual(cutOff("svg"));
+    const small = png(64, 64, deflateSync(Buffer.alloc(64 * 65))).toString("base64");
+    const turned = {
+      image: small,
+      width: 8000,
+      height: 8000,
+      fit: "fill",
+      rotate: 45,
+      format: "avif",
+    };
+    expect(await refusal("image-transform", turned)).toEqual(cutOff("width"));
+    expect(Date.now() - started).toBeLessThan(5000);
+    // The same, small enough: served.
+    expect(
+      (await callTool(gw.url, key, "image-transform", { ...turned, width: 100, height: 100 })).body,
+    ).toMatchObject({ format: "avif", width: 100, height: 100 });
+  }, 60_000);
+
   it("a chart that generates fifty million rows", async () => {
     const spec = {
       data: { sequence: { start: 0, stop: 50_000_000 } },

@@ -113,6 +113,7 @@ async function decodeImage<T>(param: string, work: () => Promise<T>): Promise<T>
   try {
     return await work();
   } catch (err) {
+    if (err instanceof WorkerError) throw err; // the work's own refusal, already said
     const message = reason(err);
     if (/pixel limit/i.test(message))
       throw new WorkerError(
@@ -331,11 +332,47 @@ const sqlQuery = implement(sqlQueryTool, {
   },
 });
 
+/** The output's size: the input (oriented) turned (its bounding box), then resized as `fit` says, as sharp does. */
+function transformedSize(
+  from: { width: number; height: number },
+  to: { width?: number; height?: number; fit: string; rotate: number },
+): [number, number] {
+  const turn = (to.rotate * Math.PI) / 180;
+  const [cos, sin] = [Math.abs(Math.cos(turn)), Math.abs(Math.sin(turn))];
+  let [w, h] = [from.width * cos + from.height * sin, from.width * sin + from.height * cos];
+  if (to.width && to.height) {
+    const scale =
+      to.fit === "outside"
+        ? Math.max(to.width / w, to.height / h)
+        : to.fit === "inside"
+          ? Math.min(to.width / w, to.height / h)
+          : 0;
+    [w, h] = scale ? [w * scale, h * scale] : [to.width, to.height];
+  } else if (to.width) [w, h] = [to.width, (h * to.width) / w];
+  else if (to.height) [w, h] = [(w * to.height) / h, to.height];
+  return [w, h];
+}
+
 const imageTransform = implement(imageTransformTool, {
   async run(input) {
     const bytes = decodeBase64(input.image, "image");
     return decodeImage("image", async () => {
       let pipeline = (await image(bytes)).rotate();
+      // libvips works on threads of its own, which terminating this one at the deadline does not
+      // stop: an 8000 × 8000 fill turned 45° (128 megapixels, as AVIF) held a core for minutes
+      // after its 504. The output's size is known before any work: refused past the cap.
+      const meta = await pipeline.metadata();
+      const [width, height] = transformedSize(
+        meta.autoOrient ?? { width: meta.width ?? 0, height: meta.height ?? 0 },
+        input,
+      );
+      if (width * height > MAX_OUTPUT_PIXELS)
+        throw new WorkerError(
+          422,
+          "resource_limit",
+          `The image would be ${Math.round(width)} × ${Math.round(height)}, larger than ${MAX_OUTPUT_PIXELS / 1_000_000} megapixels; it was refused.`,
+          "width",
+        );
       if (input.rotate % 360 !== 0) pipeline = pipeline.rotate(input.rotate);
       if (input.width || input.height)
         pipeline = pipeline.resize({
@@ -366,6 +403,27 @@ const EXTERNAL_REFERENCE =
 const MAX_OUTPUT_PIXELS = 40_000_000;
 
 const ONE_PIXEL_SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>';
+
+/** The most filter work one render may take: pixels × the costliest filter's window (~2 s here). */
+const MAX_FILTER_WORK = 2e9;
+
+/**
+ * The window each pixel of the costliest filter reads: (2r + 1)² for a morphology of radius r,
+ * order² for a convolution (their values scaled to the output; 1 without either).
+ */
+function filterWorkPerPixel(svg: string, scale: number): number {
+  let most = 1;
+  const numbers = (value: string) =>
+    value
+      .split(/[\s,]+/)
+      .map(Number)
+      .filter(Number.isFinite);
+  for (const [, radius] of svg.matchAll(/<feMorphology\b[^>]*\bradius\s*=\s*["']([^"']*)["']/gi))
+    for (const r of numbers(radius!)) most = Math.max(most, (2 * Math.abs(r) * scale + 1) ** 2);
+  for (const [, order] of svg.matchAll(/<feConvolveMatrix\b[^>]*\border\s*=\s*["']([^"']*)["']/gi))
+    for (const n of numbers(order!)) most = Math.max(most, Math.abs(n) ** 2);
+  return most;
+}
 
 async function renderSvg(
   svg: string,
@@ -398,7 +456,8 @@ async function renderSvg(
     throw invalid(`Not a renderable SVG: ${reason(err)}`, param);
   }
   const scale = options.width ? options.width / resvg.width : 1;
-  if (resvg.width * scale * resvg.height * scale > MAX_OUTPUT_PIXELS) {
+  const pixels = resvg.width * scale * resvg.height * scale;
+  if (pixels > MAX_OUTPUT_PIXELS) {
     throw new WorkerError(
       422,
       "resource_limit",
@@ -406,6 +465,16 @@ async function renderSvg(
       param,
     );
   }
+  // render() is one synchronous native call: terminating the thread at the deadline waits for
+  // it, so a filter whose work grows with the square of its size (a dilation of radius 300 over
+  // a million pixels) held a core long after its call was answered 504. Refused before.
+  if (pixels * filterWorkPerPixel(svg, scale) > MAX_FILTER_WORK)
+    throw new WorkerError(
+      422,
+      "resource_limit",
+      "The SVG's filters (feMorphology radius, feConvolveMatrix order) would take too long to render at this size; it was refused.",
+      param,
+    );
   const png = resvg.render();
   return { png: png.asPng(), width: png.width, height: png.height };
 }
