@@ -3,7 +3,7 @@ import type { ErrorObject, ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { RE2JS } from "re2js";
 import { z } from "zod";
-import { withFormats } from "../../workers/json-schema.js";
+import { validated, withFormats } from "../../workers/json-schema.js";
 
 /**
  * JSON Schemas written by someone else — a Business account's custom tool, an operator's
@@ -78,7 +78,7 @@ export class SchemaCompiler {
     // A `$ref` cycle that consumes nothing (`{"$ref": "#"}`) compiles, then recurses until the
     // stack overflows on every value: refused here, as far as plain values show it.
     for (const sample of [{}, [], null, "", 0]) {
-      if (endless(validate, sample))
+      if (validated(validate, sample) === "endless")
         throw new SchemaError(
           "refers to itself without end (a $ref cycle that never reaches a value)",
         );
@@ -96,11 +96,8 @@ export class SchemaCompiler {
   zodOf(schema: unknown): z.ZodType {
     const validate = this.compile(schema);
     return z.unknown().superRefine((value, ctx) => {
-      let valid: boolean;
-      try {
-        valid = validate(value) as boolean;
-      } catch (err) {
-        if (!(err instanceof RangeError)) throw err;
+      const valid = validated(validate, value);
+      if (valid === "endless") {
         // A cycle only some values reach (compile's samples did not): the schema's fault, told as such.
         ctx.addIssue({
           code: "custom",
@@ -117,17 +114,6 @@ export class SchemaCompiler {
         message: error.message ?? "does not match the input schema",
       });
     });
-  }
-}
-
-/** Whether validating `value` recursed until the stack ran out. */
-function endless(validate: ValidateFunction, value: unknown): boolean {
-  try {
-    validate(value);
-    return false;
-  } catch (err) {
-    if (err instanceof RangeError) return true;
-    throw err;
   }
 }
 

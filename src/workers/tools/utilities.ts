@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { Ajv } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { withFormats } from "../json-schema.js";
+import { validated, withFormats } from "../json-schema.js";
 import { createTwoFilesPatch, diffChars, diffLines, diffWords } from "diff";
 import { francAll } from "franc-min";
 import { DateTime, IANAZone } from "luxon";
@@ -92,19 +92,14 @@ export const jsonSchemaValidate = implement(jsonSchemaValidateTool, {
           "schema",
         );
       }
-      let valid: boolean;
-      try {
-        valid = validate(input.data) as boolean;
-      } catch (err) {
-        // `{"$ref": "#"}` compiles, then recurses until the stack runs out: the schema's fault.
-        if (!(err instanceof RangeError)) throw err;
+      const valid = validated(validate, input.data);
+      if (valid === "endless")
         throw new WorkerError(
           422,
           "invalid_input",
           "The schema refers to itself without end (a $ref cycle that never reaches a value).",
           "schema",
         );
-      }
       const errors = (validate.errors ?? []).map((e) => ({
         path: e.instancePath || "/",
         keyword: e.keyword,
