@@ -1,13 +1,4 @@
 /**
- * What writing a value as JSON would meet, found without writing it: "cycle" (an object inside
- * itself: JSON.stringify throws), "over" (more than `limit` bytes of heap: strings as written,
- * escapes included, keys by length, other values at their widest), or "ok". It stops at the
- * first of the two.
- *
- * Why: a heavy thread that runs out of heap inside JSON.stringify takes the whole workers process
- * down (V8 cannot unwind from there), so an output is weighed before it is written.
- */
-/**
  * The bytes a string takes in the heap once written as JSON: its quotes, six characters for each
  * control character (`\u0001`), two for a quote or backslash, and twice the lot when one character
  * is beyond Latin-1 (V8 then holds the whole text two bytes a character).
@@ -24,6 +15,15 @@ export function jsonStringBytes(text: string): number {
   return wide ? length * 2 : length;
 }
 
+/**
+ * What writing a value as JSON would meet, found without writing it: "cycle" (an object inside
+ * itself: JSON.stringify throws), "over" (more than `limit` bytes of heap: strings as written,
+ * escapes included, keys by length, other values at their widest), or "ok". It stops at the
+ * first of the two.
+ *
+ * Why: a heavy thread that runs out of heap inside JSON.stringify takes the whole workers process
+ * down (V8 cannot unwind from there), so an output is weighed before it is written.
+ */
 export function jsonFit(value: unknown, limit: number): "ok" | "cycle" | "over" {
   let weight = 0;
   /** The objects on the path from the root to the one being walked (a cycle returns to one). */

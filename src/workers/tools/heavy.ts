@@ -645,14 +645,15 @@ let quickjs: Promise<import("quickjs-emscripten").QuickJSWASMModule> | null = nu
  * as its description (JSON has neither), undefined as null. Reading the value out first
  * (`vm.dump`) fell back to "[object Object]" for any object holding a BigInt, or a cycle.
  */
-/** A logged value as the console shows it: its JSON, or why it has none. */
-const consoleText = (json: { text: string | null } | { error: string }) =>
-  "text" in json ? (json.text ?? "null") : `[${json.error}]`;
+const WRITE_JSON = `(value) => JSON.stringify(value === undefined ? null : value,
+  (_key, v) => typeof v === "bigint" || typeof v === "symbol" ? v.toString() : v)`;
 
 /** How long writing the script's result as JSON may take (its own `toJSON` methods included). */
 const WRITE_JSON_MS = 250;
-const WRITE_JSON = `(value) => JSON.stringify(value === undefined ? null : value,
-  (_key, v) => typeof v === "bigint" || typeof v === "symbol" ? v.toString() : v)`;
+
+/** A logged value as the console shows it: its JSON, or why it has none. */
+const consoleText = (json: { text: string | null } | { error: string }) =>
+  "text" in json ? (json.text ?? "null") : `[${json.error}]`;
 
 const jsSandbox = implement(jsSandboxTool, {
   async run(input) {
