@@ -214,7 +214,13 @@ export const cronExplain = defineTool({
         .max(200)
         .describe("A cron expression with 5 fields (or 6 with seconds)."),
       timezone: z.string().max(64).default("UTC").describe("IANA time zone the schedule runs in."),
-      count: z.number().int().min(0).max(100).default(5).describe("How many next runs to list."),
+      count: z
+        .number()
+        .int()
+        .min(0)
+        .max(100)
+        .default(5)
+        .describe("How many next runs to list; they must fall within 50 years of `from`."),
       from: z.iso
         .datetime({ offset: true })
         .optional()

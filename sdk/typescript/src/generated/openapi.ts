@@ -11972,7 +11972,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description How many next runs to list.
+                     * @description How many next runs to list; they must fall within 50 years of `from`.
                      * @default 5
                      */
                     count?: number;
