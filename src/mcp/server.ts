@@ -19,6 +19,7 @@ import { toolNotFound } from "../tools/lookup.js";
 import { callPaidTool } from "../tools/paid-call.js";
 import { jsonSchemasOf, withoutDialect } from "../tools/views.js";
 import { searchTools } from "../tools/search.js";
+import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import { GatewayServer, ownHandler } from "./protocol-errors.js";
 
 /**
@@ -214,26 +215,33 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
     // The caller's own custom tools: listed to its keys only (the guard has checked the key).
     const ownTools = async () =>
       caller.key ? await services.upstream.listPrivate(caller.key.accountId) : [];
-    server.setRequestHandler(
-      "tools/list",
-      ownHandler(async () => ({
-        tools: [
-          SEARCH_TOOLS,
-          ...tools,
-          ...(await ownTools()).map((tool) => mcpTool(services, tool)),
-        ].map((t) =>
-          "_meta" in t
-            ? {
-                ...t,
-                _meta: {
-                  ...(t._meta as Record<string, unknown>),
-                  "toolgate/available": services.pools.unavailableReason(t.name) === null,
-                },
-              }
-            : t,
-        ),
-      })),
-    );
+    const listed = ownHandler(async () => ({
+      tools: [
+        SEARCH_TOOLS,
+        ...tools,
+        ...(await ownTools()).map((tool) => mcpTool(services, tool)),
+      ].map((t) =>
+        "_meta" in t
+          ? {
+              ...t,
+              _meta: {
+                ...(t._meta as Record<string, unknown>),
+                "toolgate/available": services.pools.unavailableReason(t.name) === null,
+              },
+            }
+          : t,
+      ),
+    }));
+    server.setRequestHandler("tools/list", (request, ctx) => {
+      // The whole list is one page and no cursor is ever issued, so any cursor is one we did not
+      // give: the caller's -32602 (MCP's pagination rule), not a first page served again.
+      if (request.params?.cursor !== undefined)
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          "Invalid params for tools/list: unknown cursor (the list is one page; it issues none).",
+        );
+      return listed(request, ctx);
+    });
     server.setRequestHandler(
       "tools/call",
       ownHandler(async (request) => {

@@ -74,6 +74,11 @@ describe("ill-typed params over MCP", () => {
       "Invalid params for tools/list: params.cursor: expected string, received array.",
     ],
     [
+      "tools/list with a cursor it never issued",
+      listTools({ cursor: huge }),
+      "Invalid params for tools/list: unknown cursor (the list is one page; it issues none).",
+    ],
+    [
       "tools/call with a number for name",
       { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: 5, arguments: {} } },
       "Invalid params for tools/call: params.name: expected string, received number.",
