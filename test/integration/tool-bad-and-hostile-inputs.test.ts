@@ -349,6 +349,56 @@ describe("hostile inputs: cut off by the limits, refunded, and the workers keep 
     expect(await refusal("chart-render", { spec })).toEqual(cutOff("spec"));
   });
 
+  it("charts whose few bytes exhaust the heap in one allocation (which ended the whole workers process): 422 naming the field, and other calls are served meanwhile", async () => {
+    const values = [{ v: 0 }, { v: 1 }];
+    const specs = [
+      // The scale's bin boundaries: a hundred million of them, in one array.
+      {
+        data: { values },
+        mark: "bar",
+        encoding: {
+          x: { field: "v", bin: { step: 1e-8 }, type: "quantitative" },
+          y: { aggregate: "count" },
+        },
+      },
+      // Vega's expression language builds arrays of any length.
+      {
+        data: { values },
+        transform: [{ calculate: "sequence(0, 1e9)", as: "s" }],
+        mark: "point",
+        encoding: { x: { field: "v", type: "quantitative" } },
+      },
+    ];
+    // Another account's call meanwhile (its charge is not the refusal's).
+    const { key: other } = await fundedAccount(gw.url, 10);
+    for (const spec of specs) {
+      const [outcome, light] = await Promise.all([
+        refusal("chart-render", { spec }),
+        new Promise((r) => setTimeout(r, 500)).then(() =>
+          callTool(gw.url, other, "hash", { text: "meanwhile" }),
+        ),
+      ]);
+      // Its process dies once V8's last-resort collections fail (a few seconds): 422 naming the
+      // field; on a loaded machine the deadline can come first (504). Uncharged either way.
+      expect([outcome, light.status]).toEqual([
+        outcome.status === 504
+          ? { status: 504, code: "tool_timeout", param: undefined, charged: 0 }
+          : cutOff("spec"),
+        200,
+      ]);
+    }
+    // The pool starts another process for the next call.
+    const chart = await callTool(gw.url, key, "chart-render", {
+      spec: {
+        data: { values },
+        mark: "point",
+        encoding: { x: { field: "v", type: "quantitative" } },
+      },
+      format: "svg",
+    });
+    expect(chart.status).toBe(200);
+  }, 120_000);
+
   it("zip bombs for the .docx and .xlsx readers, with honest headers and with lying ones", async () => {
     const docx = zipBombs("word/document.xml");
     const xlsx = zipBombs("xl/workbook.xml");

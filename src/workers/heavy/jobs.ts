@@ -6,8 +6,8 @@ import type { Fetched } from "../web/fetch.js";
 import { jsonFit } from "./json-fit.js";
 
 /**
- * What a heavy-pool thread runs (thread.ts loads this module): each job is checked and written
- * here, in the thread, so the shared event loop only passes a job's input in and its JSON out.
+ * What a heavy-pool process runs (child.ts loads this module): each job is checked and written
+ * here, in the child, so the shared event loop only passes a job's input in and its JSON out.
  */
 
 /**

@@ -21,8 +21,8 @@ export function jsonStringBytes(text: string): number {
  * escapes included, keys by length, other values at their widest), or "ok". It stops at the
  * first of the two.
  *
- * Why: a heavy thread that runs out of heap inside JSON.stringify takes the whole workers process
- * down (V8 cannot unwind from there), so an output is weighed before it is written.
+ * Why: a heavy process that runs out of heap inside JSON.stringify dies (V8 cannot unwind from
+ * there) after seconds of last-resort collections; an output weighed first is refused at once.
  */
 export function jsonFit(value: unknown, limit: number): "ok" | "cycle" | "over" {
   let weight = 0;

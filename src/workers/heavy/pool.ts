@@ -1,51 +1,69 @@
 import type { Logger } from "pino";
-import { Piscina } from "piscina";
+import { Tinypool } from "tinypool";
 import type { WorkerConfig } from "../config.js";
 import { WorkerError } from "../errors.js";
 import type { Fetched } from "../web/fetch.js";
+import { HEAVY_CONFIG_ENV, type HeavyResult, type HeavyTask } from "./child.js";
 import { SerializedOutput } from "./serialized-output.js";
-import type { HeavyTask, HeavyResult } from "./thread.js";
+
+/** What tinypool rejects a call with when its child process died under it. */
+const CHILD_DIED = "Worker exited unexpectedly";
 
 /**
  * The heavy pool: OCR, charts, sandboxed code, document and image decoding, and the reading of
- * the pages the web tools fetch, run in worker threads with a JS heap limit, at most `threads` at
- * a time (more wait in line), each stopped at its deadline by terminating its thread. A runaway
- * call therefore costs one thread for at most its timeout, never the process, and cheap tools keep
- * their own event loop.
+ * the pages the web tools fetch, run in child processes with a JS heap limit, at most `threads`
+ * at a time (more wait in line), each killed at its call's deadline. A runaway call therefore
+ * costs one child for at most its timeout, never the workers process, and cheap tools keep their
+ * own event loop.
+ *
+ * Processes, not threads: V8 cannot unwind every allocation that exhausts a heap. One that is
+ * larger than what is left (a chart's `bin.step: 1e-8`, an array grown in one step) ends the
+ * whole process, which with threads was the workers process and every call in it. Killing a
+ * process also stops native work (an SVG filter, an image encode) that terminating a thread
+ * left running to its end.
  */
 export class HeavyPool {
-  private readonly piscina: Piscina;
+  private readonly pool: Tinypool;
 
   constructor(config: WorkerConfig, log: Logger) {
     const ts = import.meta.url.endsWith(".ts");
-    this.piscina = new Piscina({
-      filename: new URL(`./thread.${ts ? "ts" : "js"}`, import.meta.url).href,
-      // No thread until the first heavy call: most processes (and tests) never make one.
+    this.pool = new Tinypool({
+      runtime: "child_process",
+      filename: new URL(`./child.${ts ? "ts" : "js"}`, import.meta.url).href,
+      // No child until the first heavy call: most processes (and tests) never make one.
       minThreads: 0,
       maxThreads: config.heavy.threads,
-      // One call per thread at a time: a thread that is terminated takes only its own call with it.
+      // One call per child at a time: a child that is killed takes only its own call with it.
       concurrentTasksPerWorker: 1,
       idleTimeout: 60_000,
-      resourceLimits: {
-        maxOldGenerationSizeMb: config.heavy.memoryMb,
-        maxYoungGenerationSizeMb: 64,
-        stackSizeMb: 8,
+      // Bodies and pages cross as bytes (Uint8Array), not as JSON text.
+      serialization: "advanced",
+      // Children load TypeScript sources the way this process does (tsx in development and tests).
+      // Half the 8 MB a main thread's stack has on Linux (and in Docker) by default: libraries that
+      // recurse once per level of the input (yaml, QuickJS under WebAssembly) need more than V8's
+      // ~1 MB, and a limit past the real stack would crash instead of throwing RangeError.
+      execArgv: [
+        ...(ts ? ["--import", "tsx"] : []),
+        `--max-old-space-size=${config.heavy.memoryMb}`,
+        "--stack-size=4000",
+      ],
+      // tinypool gives a child only the environment it is handed.
+      env: {
+        ...(process.env as Record<string, string>),
+        [HEAVY_CONFIG_ENV]: JSON.stringify(config),
       },
-      workerData: { config },
-      // Threads load TypeScript sources the way this process does (tsx in development and tests).
-      execArgv: ts ? ["--import", "tsx"] : [],
     });
-    // A thread that fails to start must not take the process down; its calls fail on their own.
-    this.piscina.on("error", (err: Error) => log.error({ err }, "a heavy-pool thread failed"));
+    // A child that fails with no call on it must not take the process down.
+    this.pool.on("error", (err: Error) => log.error({ err }, "a heavy-pool process failed"));
   }
 
-  /** A heavy tool's call, its body's bytes as sent (parsed and checked in the thread). */
+  /** A heavy tool's call, its body's bytes as sent (parsed and checked in the child). */
   run(tool: string, body: Uint8Array | undefined, timeoutMs: number): Promise<SerializedOutput> {
     return this.submit({ tool, body, timeoutMs });
   }
 
   /**
-   * A web tool's page, fetched on the shared event loop, read in a thread by the tool's reader
+   * A web tool's page, fetched on the shared event loop, read in a child by the tool's reader
    * (web/readers.ts); `input` was checked on the loop (a URL and a few options, cheap to check).
    */
   read(tool: string, input: unknown, page: Fetched, timeoutMs: number): Promise<SerializedOutput> {
@@ -57,21 +75,22 @@ export class HeavyPool {
     const signal = AbortSignal.timeout(Math.max(100, timeoutMs - 250));
     let result: HeavyResult;
     try {
-      result = (await this.piscina.run(task, { signal })) as HeavyResult;
+      result = (await this.pool.run(task, { signal })) as HeavyResult;
     } catch (err) {
       if (signal.aborted)
         throw new WorkerError(
           504,
           "tool_timeout",
-          "its thread was stopped at the call's deadline.",
+          "its process was stopped at the call's deadline.",
         );
-      if ((err as { code?: string }).code === "ERR_WORKER_OUT_OF_MEMORY") {
+      if ((err as Error).message === CHILD_DIED)
+        // Its heap exhausted (V8 aborts the process) or its native code crashed: this input's doing.
         throw new WorkerError(
           422,
           "resource_limit",
           `The ${tool} tool ran out of its memory allowance on this input and was stopped.`,
+          "page" in task ? "url" : largestField(task.body),
         );
-      }
       throw err;
     }
     if ("error" in result)
@@ -85,10 +104,29 @@ export class HeavyPool {
   }
 
   get queued(): number {
-    return this.piscina.queueSize;
+    return this.pool.queueSize;
   }
 
   destroy(): Promise<void> {
-    return this.piscina.destroy();
+    return this.pool.destroy();
+  }
+}
+
+/**
+ * The field a refusal names when the child died and cannot say: the body's top-level field with
+ * the longest JSON text, the likeliest to have made the input too costly. Parsed here, on the
+ * shared loop, only on this rare path.
+ */
+function largestField(body: Uint8Array | undefined): string | undefined {
+  try {
+    const fields = Object.entries(JSON.parse(new TextDecoder().decode(body)) as object);
+    let largest: [string, number] | undefined;
+    for (const [name, value] of fields) {
+      const size = JSON.stringify(value)?.length ?? 0;
+      if (!largest || size > largest[1]) largest = [name, size];
+    }
+    return largest?.[0];
+  } catch {
+    return undefined;
   }
 }

@@ -1,13 +1,13 @@
-import { workerData } from "node:worker_threads";
 import type { WorkerConfig } from "../config.js";
 import type { WorkerError } from "../errors.js";
 import type { Fetched } from "../web/fetch.js";
+import { readFetchedPage, runTool } from "./jobs.js";
 
-/** One heavy-pool thread: runs a job (jobs.ts) and reports its output or error as data. */
+/** One heavy-pool child process: runs a job (jobs.ts) and reports its output or error as data. */
 export type HeavyTask =
-  /** A heavy tool's call; its body's bytes as sent, parsed and checked against the tool's schema in the thread. */
+  /** A heavy tool's call; its body's bytes as sent, parsed and checked against the tool's schema in the child. */
   | { tool: string; body: Uint8Array | undefined; timeoutMs: number }
-  /** A web tool's fetched page, read in the thread; the input was checked when the page was fetched. */
+  /** A web tool's fetched page, read in the child; the input was checked when the page was fetched. */
   | { tool: string; input: unknown; page: Fetched; timeoutMs: number };
 
 export type HeavyResult =
@@ -22,14 +22,12 @@ export type HeavyResult =
       };
     };
 
-const config = (workerData as { config: WorkerConfig }).config;
-// Under tsx (development, tests) a worker thread races tsx's own loader hooks, so the TypeScript
-// jobs are loaded through tsx's API instead; built JavaScript imports them directly.
-const jobs: Promise<typeof import("./jobs.js")> = import.meta.url.endsWith(".ts")
-  ? import("tsx/esm/api").then(
-      (tsx) => tsx.tsImport("./jobs.ts", import.meta.url) as Promise<typeof import("./jobs.js")>,
-    )
-  : import("./jobs.js");
+/** The workers' configuration, handed down by the pool (pool.ts) in the child's environment. */
+export const HEAVY_CONFIG_ENV = "TOOLGATE_HEAVY_CONFIG";
+const config = JSON.parse(process.env[HEAVY_CONFIG_ENV] ?? "null") as WorkerConfig;
+
+// The workers process is gone (killed, crashed): nothing can read this child's answer.
+process.on("disconnect", () => process.exit(0));
 
 function isWorkerError(err: unknown): err is WorkerError {
   return (
@@ -40,13 +38,12 @@ function isWorkerError(err: unknown): err is WorkerError {
 }
 
 export default async function runHeavyTask(task: HeavyTask): Promise<HeavyResult> {
-  const { readFetchedPage, runTool } = await jobs;
   try {
     if ("page" in task)
       return { json: await readFetchedPage(task.tool, task.page, task.input, config) };
     return { json: await runTool(task.tool, task.body, { config, timeoutMs: task.timeoutMs }) };
   } catch (err) {
-    // Duck-typed: under tsx the jobs have their own copy of the WorkerError class.
+    // Duck-typed: the error crosses into a result as plain data, never as a class instance.
     if (isWorkerError(err))
       return {
         error: {
