@@ -294,7 +294,9 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     } catch (err) {
       const message = String((err as Error)?.message ?? err);
       if (
-        /Stream isn't writeable|Connection is closed|Command timed out|ECONNREFUSED|max retries|enableOfflineQueue|ETIMEDOUT|ECONNRESET/i.test(
+        // The Cluster's: a master down (its slots unserved, or redirected until ioredis gives
+        // up), a resharding or failover under way, a node still loading its data.
+        /Stream isn't writeable|Connection is closed|Command timed out|ECONNREFUSED|max retries|enableOfflineQueue|ETIMEDOUT|ECONNRESET|CLUSTERDOWN|Too many Cluster redirections|TRYAGAIN|MASTERDOWN|LOADING|READONLY/i.test(
           message,
         )
       ) {

@@ -3,6 +3,7 @@
  * and the Lua scripts (src/credits/lua), set up once in redis-context.ts, and each concern's
  * operations from its own folder (`<concern>/redis.ts`) composed into one `Store`.
  */
+import { Cluster } from "ioredis";
 import { redisAccounts } from "./accounts/redis.js";
 import { redisCredits } from "./credits/redis.js";
 import { redisCustomTools } from "./custom-tools/redis.js";
@@ -47,10 +48,30 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     ...redisSessions(context),
     requestsSent,
     async ping() {
-      await call(() => redis.ping());
+      // A Cluster is ready when every master answers: one node's PING says nothing of the slots
+      // the others serve, and keyed calls on a dead master's slots fail.
+      await call<unknown>(() => (redis instanceof Cluster ? pingMasters(redis) : redis.ping()));
     },
     async close() {
       await redis.quit().catch(() => redis.disconnect());
     },
   };
+}
+
+/**
+ * Pings the master of every slot range the Cluster reports. ioredis drops a node it lost from its
+ * pool, so a master that is down is found missing by its address, not by a failed PING.
+ */
+async function pingMasters(cluster: Cluster): Promise<void> {
+  const ranges = (await cluster.call("CLUSTER", "SLOTS")) as [number, number, [string, number]][];
+  const connected = new Map(
+    cluster.nodes("master").map((node) => [`${node.options.host}:${node.options.port}`, node]),
+  );
+  await Promise.all(
+    ranges.map(([, , [host, port]]) => {
+      const node = connected.get(`${host}:${port}`);
+      if (!node) throw new Error(`ECONNREFUSED: the master at ${host}:${port} is not connected`);
+      return node.ping();
+    }),
+  );
 }

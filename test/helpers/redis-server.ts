@@ -20,7 +20,12 @@ export async function startPrivateRedis({ durable = true }: { durable?: boolean 
       String(port),
       "--dir",
       dir,
-      ...(durable ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"]),
+      ...(durable
+      ? [
+          ...["--appendonly", "yes", "--appendfsync", "always"],
+          ...["--appenddirname", `appendonly-${ports[i]}`],
+        ]
+      : ["--appendonly", "no"]),
     ]);
   };
   await start();
@@ -51,26 +56,30 @@ export async function startPrivateRedis({ durable = true }: { durable?: boolean 
  * A real Redis Cluster of three masters on free ports, its 16,384 slots split between them
  * (formed with CLUSTER ADDSLOTSRANGE and MEET, so no redis-cli is needed). `url` is one node.
  */
-export async function startRedisCluster() {
+export async function startRedisCluster({ durable = false }: { durable?: boolean } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "toolgate-cluster-"));
   const ports = [await freePort(), await freePort(), await freePort()];
   // The bus ports would default to port + 10,000, which may be taken or above 65,535.
   const busPorts = [await freePort(), await freePort(), await freePort()];
-  const started = await Promise.allSettled(
-    ports.map((port, i) =>
-      spawnRedis([
-        ...["--port", String(port), "--dir", dir, "--appendonly", "no"],
-        ...[
-          "--cluster-enabled",
-          "yes",
-          "--cluster-config-file",
-          `nodes-${port}.conf`,
-          "--cluster-port",
-          String(busPorts[i]),
-        ],
-      ]),
-    ),
-  );
+  const argsOf = (i: number) => [
+    ...["--port", String(ports[i]), "--dir", dir],
+    // Durable: a master killed and restarted comes back with its data, as a real one would.
+    ...(durable
+      ? [
+          ...["--appendonly", "yes", "--appendfsync", "always"],
+          ...["--appenddirname", `appendonly-${ports[i]}`],
+        ]
+      : ["--appendonly", "no"]),
+    ...[
+      "--cluster-enabled",
+      "yes",
+      "--cluster-config-file",
+      `nodes-${ports[i]}.conf`,
+      "--cluster-port",
+      String(busPorts[i]),
+    ],
+  ];
+  const started = await Promise.allSettled(ports.map((_, i) => spawnRedis(argsOf(i))));
   const children = started.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
   const stop = async () => {
     await Promise.all(
@@ -125,7 +134,20 @@ export async function startRedisCluster() {
   } finally {
     for (const node of nodes) node.disconnect();
   }
-  return { url: `redis://127.0.0.1:${ports[0]}`, stop };
+  return {
+    url: `redis://127.0.0.1:${ports[0]}`,
+    /** Kills master `i` (its slots go unserved: there are no replicas). */
+    async kill(i: number) {
+      const exited = once(children[i]!, "exit");
+      children[i]!.kill("SIGKILL");
+      await exited;
+    },
+    /** Starts master `i` again, on its port with its node file: it takes its slots back. */
+    async restart(i: number) {
+      children[i] = await spawnRedis(argsOf(i));
+    },
+    stop,
+  };
 }
 
 /** A loopback port free a moment ago (for a server whose URL must be known before it starts). */
