@@ -20,12 +20,7 @@ export async function startPrivateRedis({ durable = true }: { durable?: boolean 
       String(port),
       "--dir",
       dir,
-      ...(durable
-      ? [
-          ...["--appendonly", "yes", "--appendfsync", "always"],
-          ...["--appenddirname", `appendonly-${ports[i]}`],
-        ]
-      : ["--appendonly", "no"]),
+      ...(durable ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"]),
     ]);
   };
   await start();
