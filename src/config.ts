@@ -23,15 +23,26 @@ import { percentDecoded, type Secret } from "./lib/redact.js";
 /** The most WORKER_MAX_RESPONSE_BYTES may be (and its default): 256 MiB. */
 const WORKER_ANSWER_BYTES_CAP = 256 * 1024 * 1024;
 
-/** An SMTP server's URL as nodemailer reads it: smtp: or smtps:, with a host. */
-function isSmtpUrl(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return (url.protocol === "smtp:" || url.protocol === "smtps:") && url.hostname !== "";
-  } catch {
-    return false;
-  }
-}
+/**
+ * Whether a URL setting parses, with one of `protocols` and a host. Checked with the schema, not
+ * where the URL is first used: ioredis, pg and fetch threw a stack after the workers started.
+ */
+const isUrl =
+  (...protocols: string[]) =>
+  (value: string): boolean => {
+    try {
+      const url = new URL(value);
+      return protocols.includes(url.protocol) && url.hostname !== "";
+    } catch {
+      return false;
+    }
+  };
+
+const isSmtpUrl = isUrl("smtp:", "smtps:");
+
+/** An http(s) URL setting; the message names the form, never the value (it can hold a password). */
+const httpUrl = (name: string) =>
+  z.string().refine(isUrl("http:", "https:"), `${name} must be an http:// or https:// URL`);
 
 /**
  * The one configuration object, read from the environment once at start-up.
@@ -42,10 +53,17 @@ const envSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   HOST: z.string().default("0.0.0.0"),
   PORT: z.coerce.number().int().min(0).max(65535).default(8402),
-  PUBLIC_BASE_URL: z.url().optional(),
+  PUBLIC_BASE_URL: httpUrl("PUBLIC_BASE_URL").optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Unset: in-memory state (development only). */
-  REDIS_URL: z.string().optional(),
+  REDIS_URL: z
+    .string()
+    // The message names the form, never the value (it can hold the Redis password).
+    .refine(
+      isUrl("redis:", "rediss:"),
+      "REDIS_URL must be redis://host:port or rediss://host:port (with user:password@ if needed)",
+    )
+    .optional(),
   /**
    * The books (ledger, request records, payments): `postgres://…` a PostgreSQL server;
    * `pglite://memory` or `pglite:///absolute/dir` PGlite in this process; `none` the books stay
@@ -56,6 +74,12 @@ const envSchema = z.object({
     .regex(
       /^(postgres(ql)?:\/\/.+|pglite:\/\/memory|pglite:\/\/\/.+|none)$/,
       "DATABASE_URL must be postgres://…, pglite://memory, pglite:///absolute/dir or none",
+    )
+    // pg parses a postgres:// URL with `new URL` when it first connects; as it does, an empty host
+    // (`postgres://user@/db?host=/var/run/postgresql`, a Unix socket) is read with a stand-in.
+    .refine(
+      (v) => !v.startsWith("postgres") || URL.canParse(v.replace("@/", "@socket/")),
+      "DATABASE_URL must be postgres://user:password@host:port/database (a URL)",
     )
     .optional(),
   /** `0`: this process does not export (it still serves, and reads the books); another process must. */
@@ -74,7 +98,13 @@ const envSchema = z.object({
     .string()
     .regex(/^[^{}]*$/, "REDIS_KEY_PREFIX must not contain { or }")
     .default("tg:"),
-  ADMIN_API_KEY: z.string().min(24, "ADMIN_API_KEY must be at least 24 characters").optional(),
+  // Trimmed as SECRET_KEY's keys are (a header's value loses its surrounding spaces too): a key of
+  // spaces is no key.
+  ADMIN_API_KEY: z
+    .string()
+    .trim()
+    .min(24, "ADMIN_API_KEY must be at least 24 characters (not counting surrounding spaces)")
+    .optional(),
   /**
    * Seals webhook secrets and signs e-mailed links. A comma-separated list rotates it: the
    * first key seals and signs, every key opens and verifies.
@@ -127,18 +157,12 @@ const envSchema = z.object({
    * also `loopback`, `linklocal`, `uniquelocal`), or a hop count. Unset: none — the client is the
    * peer of the TCP connection. Never "any": a client could then pick its own address.
    */
-  TRUST_PROXY: z
-    .string()
-    .optional()
-    .refine(
-      (v) => v === undefined || trustProxySetting(v) !== "invalid",
-      'TRUST_PROXY must list the proxies\' addresses or subnets (or loopback, linklocal, uniquelocal), or a hop count; "true" (trust anyone) is refused',
-    ),
+  TRUST_PROXY: z.string().optional(), // checked by trustProxySetting
   /** Tool workers for every pool; unset: the gateway starts the bundled workers itself. */
-  WORKERS_URL: z.url().optional(),
-  WORKER_POOL_GENERAL_URL: z.url().optional(),
-  WORKER_POOL_PROVIDER_URL: z.url().optional(),
-  WORKER_POOL_HEAVY_URL: z.url().optional(),
+  WORKERS_URL: httpUrl("WORKERS_URL").optional(),
+  WORKER_POOL_GENERAL_URL: httpUrl("WORKER_POOL_GENERAL_URL").optional(),
+  WORKER_POOL_PROVIDER_URL: httpUrl("WORKER_POOL_PROVIDER_URL").optional(),
+  WORKER_POOL_HEAVY_URL: httpUrl("WORKER_POOL_HEAVY_URL").optional(),
   /** Calls in flight per worker pool and gateway process; more wait in the priority queue. */
   POOL_CONCURRENCY: z.coerce.number().int().min(1).default(64),
   POOL_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
@@ -255,7 +279,11 @@ const envSchema = z.object({
   /** How long an answer may wait on a client that stopped reading it (src/http/stalled-readers.ts). */
   SEND_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   /** If set, GET /metrics requires `Authorization: Bearer <token>`. */
-  METRICS_TOKEN: z.string().min(16).optional(),
+  METRICS_TOKEN: z
+    .string()
+    .trim()
+    .min(16, "METRICS_TOKEN must be at least 16 characters (not counting surrounding spaces)")
+    .optional(),
   /** The API versions as JSON (see src/http/versioning.ts); unset: the table in the code. */
   API_VERSIONS: z.string().optional(),
   /** How often each process checks the status page's components. */
@@ -420,7 +448,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       problems.push(
         "DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production",
       );
+    // The development account's id and key derive from SECRET_KEY, and the banner prints the key.
+    if (parsed.data.DEV_SEED === "1")
+      problems.push("DEV_SEED=1 is refused when NODE_ENV=production");
   }
+  // Whoever learns one key must not hold the other: the admin key opens every account, the
+  // secret key seals webhook secrets and signs links.
+  if (
+    parsed.success &&
+    parsed.data.ADMIN_API_KEY !== undefined &&
+    parsed.data.SECRET_KEY?.split(",").some((key) => key.trim() === parsed.data.ADMIN_API_KEY)
+  )
+    problems.push(
+      "ADMIN_API_KEY must not be one of the SECRET_KEY keys: set each to its own value",
+    );
+  const trustProxy =
+    parsed.success && parsed.data.TRUST_PROXY !== undefined
+      ? trustProxySetting(parsed.data.TRUST_PROXY, problems)
+      : false;
   // Node's HTTP server throws (a RangeError, with its stack) when given these the other way round.
   if (parsed.success && parsed.data.HEADERS_TIMEOUT_MS > parsed.data.REQUEST_TIMEOUT_MS)
     problems.push(
@@ -475,10 +520,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     devSeed: e.DEV_SEED ? e.DEV_SEED === "1" : e.NODE_ENV === "development",
     devChain: e.NODE_ENV === "development" && !e.X402_NETWORKS && e.DEV_CHAIN !== "0",
     webConcurrency: e.WEB_CONCURRENCY,
-    trustProxy:
-      e.TRUST_PROXY === undefined
-        ? false
-        : (trustProxySetting(e.TRUST_PROXY) as false | string | number),
+    trustProxy,
     workers: {
       general: e.WORKER_POOL_GENERAL_URL ?? e.WORKERS_URL,
       provider: e.WORKER_POOL_PROVIDER_URL ?? e.WORKERS_URL,
@@ -551,24 +593,60 @@ function booksConfig(e: z.infer<typeof envSchema>): Config["books"] {
 
 const PROXY_NAMES = new Set(["loopback", "linklocal", "uniquelocal"]);
 
-/** TRUST_PROXY as Express takes it, or "invalid". */
-function trustProxySetting(value: string): false | string | number | "invalid" {
+/**
+ * The widest subnet TRUST_PROXY may name. A proxy fleet lives in one network: the largest private
+ * IPv4 block is a /8 (10.0.0.0/8), and a /32 is a whole ISP's IPv6 allocation. Anything wider is
+ * most of the Internet (0.0.0.0/1 and 128.0.0.0/1 together are all of it): its X-Forwarded-For
+ * would be believed from any client, who then picks its own address past every per-address limit.
+ */
+const WIDEST_PREFIX = { ipv4: 8, ipv6: 32 } as const;
+
+/** Every IPv4 client, as a server listening on `::` sees it: an IPv6 range holding it trusts them all. */
+const IPV4_MAPPED = ipaddr.parse("::ffff:0.0.0.0");
+
+/**
+ * TRUST_PROXY as Express takes it; false with a problem added when refused. Each entry is parsed
+ * here as strictly as proxy-addr (Express's) does, or stricter: an entry it cannot parse threw
+ * only when the app was built, after the workers started.
+ */
+function trustProxySetting(value: string, problems: string[]): false | string | number {
   const v = value.trim();
   if (v === "" || v === "none" || v === "false") return false;
   if (/^\d+$/.test(v)) return Number(v);
   const entries = v.split(",").map((entry) => entry.trim());
-  const valid = (entry: string) =>
-    PROXY_NAMES.has(entry) || ipaddr.isValid(entry) || (entry.includes("/") && isCidr(entry));
-  return entries.every(valid) ? entries.join(",") : "invalid";
+  for (const entry of entries) {
+    if (PROXY_NAMES.has(entry)) continue;
+    const refusal = proxyEntryRefusal(entry);
+    if (refusal) {
+      problems.push(`TRUST_PROXY: ${refusal}`);
+      return false;
+    }
+  }
+  return entries.join(",");
 }
 
-function isCidr(entry: string): boolean {
-  try {
-    ipaddr.parseCIDR(entry);
-    return true;
-  } catch {
-    return false;
-  }
+/** Why one TRUST_PROXY entry (an address or a subnet) is refused; null when it is not. */
+function proxyEntryRefusal(entry: string): string | null {
+  const [address = "", prefix, ...rest] = entry.split("/");
+  // Four decimal parts only: ipaddr.js 2 also takes `127.1` or `0x7f.1`, which proxy-addr refuses.
+  const ip =
+    ipaddr.IPv4.isValidFourPartDecimal(address) || ipaddr.IPv6.isValid(address)
+      ? ipaddr.parse(address)
+      : null;
+  const bits = ip?.kind() === "ipv4" ? 32 : 128;
+  if (!ip || rest.length > 0 || (prefix !== undefined && !/^\d{1,3}$/.test(prefix)))
+    return `TRUST_PROXY must list the proxies' addresses or subnets (or loopback, linklocal, uniquelocal), or a hop count, never "true" (trust anyone): ${JSON.stringify(entry)} is none of those`;
+  const length = prefix === undefined ? bits : Number(prefix);
+  if (length > bits)
+    return `${entry} has no valid prefix length (1 to ${bits} for an IPv${bits === 32 ? 4 : 6} subnet)`;
+  const tooWide = `${entry} is too wide for a proxy's network (at most /${WIDEST_PREFIX.ipv4} for IPv4, /${WIDEST_PREFIX.ipv6} for IPv6): any client could set its own address`;
+  if (ip.kind() === "ipv4") return length < WIDEST_PREFIX.ipv4 ? tooWide : null;
+  const v6 = ip as ipaddr.IPv6;
+  // IPv4-mapped (::ffff:a.b.c.d/n) is an IPv4 subnet; a wider IPv6 range holding all of them trusts every IPv4 client.
+  if (v6.isIPv4MappedAddress() && length >= 96)
+    return length - 96 < WIDEST_PREFIX.ipv4 ? tooWide : null;
+  if (length <= 96 && IPV4_MAPPED.match(v6, length)) return tooWide;
+  return length < WIDEST_PREFIX.ipv6 ? tooWide : null;
 }
 
 function paymentConfig(

@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
+import express from "express";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
 
@@ -105,8 +106,94 @@ describe("configuration", () => {
       "loopback,10.0.0.0/8",
     );
     expect(loadConfig({ TRUST_PROXY: "1" }).trustProxy).toBe(1);
-    for (const bad of ["true", "everyone", "10.0.0.0/99"])
+    for (const bad of ["true", "everyone"])
       expect(() => loadConfig({ TRUST_PROXY: bad })).toThrow(/TRUST_PROXY must list/);
+    expect(() => loadConfig({ TRUST_PROXY: "10.0.0.0/99" })).toThrow(
+      /TRUST_PROXY: 10.0.0.0\/99 has no valid prefix length/,
+    );
+  });
+
+  it("refuses a TRUST_PROXY entry Express cannot parse, and a range wider than a proxy's network", () => {
+    for (const good of [
+      "10.0.0.0/8",
+      "2001:db8::/32",
+      "::ffff:10.0.0.0/104",
+      "loopback, 172.16.0.0/12",
+      "fe80::1",
+    ]) {
+      const { trustProxy } = loadConfig({ TRUST_PROXY: good });
+      // What start-up does with it: Express compiles it at once (proxy-addr), throwing if it cannot.
+      expect(() => express().set("trust proxy", trustProxy), good).not.toThrow();
+    }
+    for (const unparsed of ["127.1", "10.0.0.0/255.0.0.0", "10.0.0.0/8/8", "10.0.0.0/x"])
+      expect(() => loadConfig({ TRUST_PROXY: unparsed }), unparsed).toThrow(
+        /TRUST_PROXY must list/,
+      );
+    // Together, the first two are every IPv4 address; ::ffff:0:0/96 and ::/32 hold every IPv4 client as a dual-stack server sees it.
+    for (const wide of [
+      "0.0.0.0/1,128.0.0.0/1",
+      "0.0.0.0/0",
+      "::/0",
+      "10.0.0.0/7",
+      "2001:db8::/31",
+      "::ffff:0:0/96",
+      "::/32",
+    ])
+      expect(() => loadConfig({ TRUST_PROXY: wide }), wide).toThrow(
+        /TRUST_PROXY: \S+ is too wide for a proxy's network/,
+      );
+    expect(() => loadConfig({ TRUST_PROXY: "1.2.3.4/33" })).toThrow(
+      /TRUST_PROXY: 1.2.3.4\/33 has no valid prefix length/,
+    );
+  });
+
+  it("refuses a URL setting that is not a URL of its kind, naming it without its value (it can hold a password)", () => {
+    const bad = {
+      REDIS_URL: ["notaurl:hunter2secretpw", "http://127.0.0.1:6379", "redis://"],
+      DATABASE_URL: ["postgres://books:hunter2secretpw@[::1/toolgate"],
+      WORKERS_URL: ["notaurl:hunter2secretpw", "ftp://worker:hunter2secretpw@host"],
+      WORKER_POOL_HEAVY_URL: ["notaurl:hunter2secretpw"],
+      PUBLIC_BASE_URL: ["mailto:ops@example.com"],
+    };
+    for (const [name, values] of Object.entries(bad))
+      for (const value of values) {
+        const thrown = (() => {
+          try {
+            loadConfig({ [name]: value });
+          } catch (err) {
+            return err as ConfigError;
+          }
+        })();
+        expect(thrown, `${name}=${value}`).toBeInstanceOf(ConfigError);
+        expect(thrown!.problems).toEqual([
+          expect.stringMatching(new RegExp(`^${name}: ${name} must be`)),
+        ]);
+        expect(thrown!.message).not.toContain("hunter2");
+      }
+    expect(loadConfig({ REDIS_URL: "rediss://:pw@redis.example.com:6380" }).redisUrl).toBe(
+      "rediss://:pw@redis.example.com:6380",
+    );
+    expect(
+      loadConfig({ DATABASE_URL: "postgres://books@/toolgate?host=/var/run/postgresql" }).books
+        ?.url,
+    ).toBe("postgres://books@/toolgate?host=/var/run/postgresql");
+  });
+
+  it("refuses blank secrets, and an ADMIN_API_KEY that is one of the SECRET_KEY keys", () => {
+    expect(() => loadConfig({ ADMIN_API_KEY: " ".repeat(24) })).toThrow(
+      /ADMIN_API_KEY must be at least 24 characters/,
+    );
+    expect(() => loadConfig({ ADMIN_API_KEY: ` ${"a".repeat(20)}   ` })).toThrow(/ADMIN_API_KEY/);
+    expect(() => loadConfig({ METRICS_TOKEN: " ".repeat(16) })).toThrow(/METRICS_TOKEN/);
+    expect(() => loadConfig({ SECRET_KEY: " ".repeat(32) })).toThrow(/SECRET_KEY/);
+    const [secret, older] = ["s".repeat(32), "o".repeat(32)];
+    for (const admin of [secret, older])
+      expect(() => loadConfig({ SECRET_KEY: `${secret}, ${older}`, ADMIN_API_KEY: admin })).toThrow(
+        /ADMIN_API_KEY must not be one of the SECRET_KEY keys/,
+      );
+    expect(loadConfig({ SECRET_KEY: secret, ADMIN_API_KEY: "a".repeat(24) }).adminApiKey).toBe(
+      "a".repeat(24),
+    );
   });
 
   it("reads ENDPOINT_LIMITS over the defaults and names an unknown limit", () => {
@@ -140,6 +227,23 @@ describe("configuration", () => {
       /SSO_ALLOW_PRIVATE_TARGETS=1 is refused/,
     );
     expect(loadConfig({ SSO_ALLOW_PRIVATE_TARGETS: "1" }).ssoAllowPrivateTargets).toBe(true);
+  });
+
+  it("refuses DEV_SEED=1 in production: it would print a live key derived from SECRET_KEY", () => {
+    const production = {
+      NODE_ENV: "production",
+      REDIS_URL: "redis://x",
+      ADMIN_API_KEY: "a".repeat(24),
+      SECRET_KEY: "s".repeat(32),
+      PUBLIC_BASE_URL: "https://api.example.com",
+      SMTP_URL: "smtp://x",
+    };
+    expect(loadConfig(production).devSeed).toBe(false);
+    expect(loadConfig({ ...production, DEV_SEED: "0" }).devSeed).toBe(false);
+    expect(() => loadConfig({ ...production, DEV_SEED: "1" })).toThrow(
+      /DEV_SEED=1 is refused when NODE_ENV=production/,
+    );
+    expect(loadConfig({ NODE_ENV: "test", DEV_SEED: "1" }).devSeed).toBe(true);
   });
 
   it("rejects malformed values by name", () => {
@@ -201,6 +305,41 @@ describe("configuration", () => {
     expect(host.stderr).toBe(
       "Toolgate could not start: HOST no-such-host.invalid does not resolve to an address; set HOST\n",
     );
+  });
+
+  it("refuses a bad REDIS_URL, TRUST_PROXY or DEV_SEED before starting anything: exit 78, one line each, no value repeated", () => {
+    const start = (env: Record<string, string>) =>
+      spawnSync(process.execPath, ["--import", "tsx", "src/main.ts"], {
+        cwd: new URL("../..", import.meta.url).pathname,
+        env: {
+          PATH: process.env.PATH,
+          NODE_ENV: "production",
+          PORT: "0",
+          REDIS_URL: "redis://127.0.0.1:6379",
+          ADMIN_API_KEY: "a".repeat(24),
+          SECRET_KEY: "s".repeat(32),
+          PUBLIC_BASE_URL: "https://api.example.com",
+          SMTP_URL: "smtp://x",
+          ...env,
+        },
+        encoding: "utf8",
+        timeout: 20_000,
+      });
+    // The schema's problems come first, alone: the rules across settings are checked once it passes.
+    const redis = start({ REDIS_URL: "notaurl:hunter2secretpw" });
+    expect([redis.status, redis.stderr, redis.stdout]).toEqual([
+      78,
+      "Invalid configuration:\n  - REDIS_URL: REDIS_URL must be redis://host:port or rediss://host:port (with user:password@ if needed)\n",
+      "",
+    ]);
+    const proxySeed = start({ TRUST_PROXY: "0.0.0.0/0", DEV_SEED: "1" });
+    expect([proxySeed.status, proxySeed.stderr, proxySeed.stdout]).toEqual([
+      78,
+      "Invalid configuration:\n" +
+        "  - DEV_SEED=1 is refused when NODE_ENV=production\n" +
+        "  - TRUST_PROXY: 0.0.0.0/0 is too wide for a proxy's network (at most /8 for IPv4, /32 for IPv6): any client could set its own address\n",
+      "",
+    ]);
   });
 
   it("refuses to start in production without its settings, saying which", () => {
