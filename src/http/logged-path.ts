@@ -1,4 +1,4 @@
-import type { Redactor } from "../lib/redact.js";
+import { percentDecodedLeniently, type Redactor } from "../lib/redact.js";
 
 /**
  * The path of a request as the logs write it. Without its query string (it can hold tokens), and
@@ -11,7 +11,25 @@ const KEY_SHAPED = /(tg_[a-z]+_)[0-9A-Za-z_]+/g; // tg_live_<account>_<secret>, 
 export function loggedPath(url: string): string {
   const query = url.indexOf("?");
   const path = query === -1 ? url : url.slice(0, query);
-  return path.indexOf("tg_") === -1 ? path : path.replace(KEY_SHAPED, "$1[redacted]");
+  return withoutKeys(path);
+}
+
+const withoutKeys = (path: string) =>
+  path.indexOf("tg_") === -1 ? path : path.replace(KEY_SHAPED, "$1[redacted]");
+
+/**
+ * A request's path (as `loggedPath` gives it) with the configured secrets cut out, however a
+ * client percent-encoded them: the redactor knows the forms encoders write, but a client may
+ * escape any character (`adminkey%2DSECRET` for `adminkey-SECRET`, `tg%5Flive%5F…` for a key).
+ * So the path is also decoded and redacted again; when that finds a secret, the decoded form is
+ * what is written (the encoded one would still hold it).
+ */
+export function redactedPath(path: string, redactSecrets: Redactor): string {
+  const redacted = redactSecrets(path);
+  const decoded = percentDecodedLeniently(redacted);
+  if (decoded === redacted) return redacted;
+  const decodedRedacted = redactSecrets(withoutKeys(decoded));
+  return decodedRedacted === decoded ? redacted : decodedRedacted;
 }
 
 /** How much of a request's path an error message repeats: enough to spot a typo, never kilobytes. */
@@ -20,10 +38,10 @@ const SHOWN_PATH_CHARS = 200;
 /**
  * The path of a request as an error message repeats it to the caller (and so to the logs that
  * keep the message): as the request log writes it (`loggedPath`, then the configured secrets cut
- * out by `redactSecrets`), then its first SHOWN_PATH_CHARS characters. Cut after the redaction,
+ * out by `redactedPath`), then its first SHOWN_PATH_CHARS characters. Cut after the redaction,
  * so no secret's head survives the cut.
  */
 export function shownPath(url: string, redactSecrets: Redactor): string {
-  const path = redactSecrets(loggedPath(url));
+  const path = redactedPath(loggedPath(url), redactSecrets);
   return path.length > SHOWN_PATH_CHARS ? `${path.slice(0, SHOWN_PATH_CHARS)}…` : path;
 }

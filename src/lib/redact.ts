@@ -131,3 +131,14 @@ export function percentDecoded(encoded: string): string {
     return encoded;
   }
 }
+
+/**
+ * A text with every run of percent-escapes decoded as UTF-8; never throws: bytes that are not
+ * UTF-8 become U+FFFD, and a stray `%` stays as it is (a path a client sent may hold either).
+ */
+export function percentDecodedLeniently(text: string): string {
+  if (!text.includes("%")) return text;
+  return text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) =>
+    Buffer.from(run.replace(/%/g, ""), "hex").toString("utf8"),
+  );
+}

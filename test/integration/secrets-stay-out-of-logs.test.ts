@@ -17,6 +17,9 @@ const REDIS_PASSWORD = "redis-passw0rd-xyz";
 const RELAYER_KEY = `0x${"ab".repeat(32)}`;
 /** `text` with the hex digits of its percent-escapes in lower case (`%2F` → `%2f`), as some clients write them. */
 const lowerEscapes = (text: string) => text.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase());
+/** `text` with every character percent-escaped (ASCII only). */
+const escapedEach = (text: string) =>
+  [...text].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).join("");
 const SECRETS = [
   ADMIN_KEY,
   encodeURIComponent(ADMIN_KEY),
@@ -93,6 +96,8 @@ describe("secrets in the log and the public answers", () => {
         `/api/v1/${encodeURIComponent(ADMIN_KEY.toUpperCase())}`,
         `/api/v1/${encodeURIComponent(ADMIN_KEY.toUpperCase())}`,
       ],
+      // Every character escaped, as no encoder writes it but a client may: found in the decoded path.
+      ["GET", `/zz/${escapedEach(ADMIN_KEY)}`, "/zz/[redacted]"],
       // The keyed lane (a plain JSON tool call) writes its own request line.
       ["POST", `/v1/tools/${encodeURIComponent(ADMIN_KEY)}`, "/v1/tools/[redacted]"],
       ["POST", `/v1/tools/${lowerEscapes(encodeURIComponent(ADMIN_KEY))}`, "/v1/tools/[redacted]"],

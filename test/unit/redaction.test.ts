@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig, secretValues } from "../../src/config.js";
 import { StartupError } from "../../src/create-services.js";
+import { redactedPath, shownPath } from "../../src/http/logged-path.js";
 import { secretRedactor } from "../../src/lib/redact.js";
 import { startupFailureText } from "../../src/main.js";
 
@@ -103,6 +104,34 @@ describe("secretRedactor", () => {
       secretValues(loadConfig({ NODE_ENV: "test", METRICS_TOKEN: token })),
     );
     expect(redactToken(`authorization: Bearer ${token}`)).toBe("authorization: Bearer [redacted]");
+  });
+});
+
+describe("a request's path in the log", () => {
+  const SECRET = "adminkey-SECRETVALUE-0123456789";
+  const redact = secretRedactor([SECRET]);
+
+  it("holds no configured secret however a client percent-encoded it, nor a key", () => {
+    const escapedAll = [...SECRET]
+      .map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0")}`)
+      .join("");
+    // As a 404 repeats it (the request log writes it alike, redactedPath below).
+    expect(shownPath("/nothing/adminkey%2DSECRETVALUE%2D0123456789?q=1", redact)).toBe(
+      "/nothing/[redacted]",
+    );
+    for (const [path, logged] of [
+      [`/zz/${SECRET}`, "/zz/[redacted]"],
+      // No encoder escapes "-", a client may: the probe's path.
+      ["/zz/adminkey%2DSECRETVALUE%2D0123456789", "/zz/[redacted]"],
+      [`/zz/${escapedAll}/more%20text`, "/zz/[redacted]/more text"],
+      // A stray or malformed escape elsewhere neither throws nor keeps the secret in.
+      ["/zz/100%/%E0%A4/adminkey%2DSECRETVALUE%2D0123456789", "/zz/100%/\uFFFD/[redacted]"],
+      ["/v1/tools/tg%5Flive%5Facct%5Fs3cret", "/v1/tools/tg_live_[redacted]"],
+      // Nothing found: the path as sent.
+      ["/api/v1/a%20b%2D", "/api/v1/a%20b%2D"],
+      ["/api/v1/%zz", "/api/v1/%zz"],
+    ] as const)
+      expect(redactedPath(path, redact), path).toBe(logged);
   });
 });
 
