@@ -150,7 +150,10 @@ export function routeHandler(
     if (route.auth === "admin") authenticateAdmin(services, req);
     if (route.limit)
       await enforceEndpointLimit(services, req, route.limit, caller?.account.id ?? null, requestId);
-    const body = route.body ? parseInput(route.body, req.body ?? {}, "body") : undefined;
+    // No body (the parser left none) is an empty one; a JSON `null` is a body, and not an object.
+    const body = route.body
+      ? parseInput(route.body, req.body === undefined ? {} : req.body, "body")
+      : undefined;
     const query = route.query ? parseInput(route.query, req.query, "query") : undefined;
     const reply = await route.handler({
       req,

@@ -200,6 +200,22 @@ describe("API keys", () => {
     expect((await keys(a.key)).body.data.map((k: { id: string }) => k.id)).toEqual([a.keyId]);
   });
 
+  it("refuses a JSON body that is not an object (null) with 422, as any other body", async () => {
+    const { key } = await signUp(gw.url);
+    for (const rawBody of ["null", "[]", '"x"', "1"]) {
+      const res = await call(`${gw.url}/api/v1/keys`, { key, rawBody });
+      expect([rawBody, res.status, res.body.error.code]).toEqual([
+        rawBody,
+        422,
+        "validation_failed",
+      ]);
+    }
+    // No body at all is still an empty one: a key without a name.
+    const empty = await call(`${gw.url}/api/v1/keys`, { key, method: "POST" });
+    expect([empty.status, empty.body.name]).toEqual([201, null]);
+    expect((await keys(key)).body.data).toHaveLength(2);
+  });
+
   it("refuses a bad grace period and unknown fields", async () => {
     const { key, keyId } = await signUp(gw.url);
     for (const body of [
