@@ -200,6 +200,25 @@ describe("API keys", () => {
     expect((await keys(a.key)).body.data.map((k: { id: string }) => k.id)).toEqual([a.keyId]);
   });
 
+  it("refuses to rotate an expired key (422): its replacement would be born expired", async () => {
+    const { key } = await signUp(gw.url);
+    const soon = await call(`${gw.url}/api/v1/keys`, {
+      key,
+      body: { name: "short-lived", expires_at: new Date(Date.now() + 1000).toISOString() },
+    });
+    expect(soon.status).toBe(201);
+    await new Promise((r) => setTimeout(r, 1200));
+    const res = await call(`${gw.url}/api/v1/keys/${soon.body.id}/rotate`, { key, method: "POST" });
+    expect([res.status, res.body.error.code, res.body.error.param]).toEqual([
+      422,
+      "validation_failed",
+      "id",
+    ]);
+    expect(res.body.error.message).toMatch(/expired key cannot be rotated/);
+    // Nothing was issued: the account still holds its two keys.
+    expect((await keys(key)).body.data).toHaveLength(2);
+  });
+
   it("refuses a JSON body that is not an object (null) with 422, as any other body", async () => {
     const { key } = await signUp(gw.url);
     for (const rawBody of ["null", "[]", '"x"', "1"]) {

@@ -97,6 +97,15 @@ export const rotateKey = defineRoute({
     if (!old) throw new ApiError("not_found", "No such key.", { param: "id" });
     if (isRevoked(old)) throw alreadyRevoked();
     if (old.revokedAt !== null) throw alreadyRotated(old);
+    // The replacement keeps the old key's expiry, so an expired key's would be born expired; a
+    // new expiry would lift the limit the old key had. A new key is created instead, as with a
+    // past expires_at (422).
+    if (old.expiresAt != null && old.expiresAt <= Date.now())
+      throw new ApiError(
+        "validation_failed",
+        `The key expired at ${new Date(old.expiresAt).toISOString()}: an expired key cannot be rotated. Create a new key instead.`,
+        { param: "id" },
+      );
     // The replacement keeps the old key's controls: rotating never lifts a limit.
     const { plaintext, key } = await issueKey(
       services,
