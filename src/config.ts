@@ -196,6 +196,8 @@ const envSchema = z.object({
   /** Development and tests only: let webhooks target loopback and private networks (HTTPS still required). */
   WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   WEBHOOKS_PER_ACCOUNT: z.coerce.number().int().min(1).max(100).default(10),
+  /** How many live (not revoked) API keys one account may hold: the key list is not paginated. */
+  KEYS_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(100),
   /** The operator's upstream tools (YAML or JSON; src/tools/custom/tools-file.ts): public, paid like catalogue tools. */
   TOOLS_FILE: z.string().min(1).optional(),
   /** Development and tests only: let custom and upstream tools target loopback and private networks, and plain http to loopback. */
@@ -378,6 +380,7 @@ export interface Config {
   /** SSO issuers (and every request to them) may be on loopback or private networks: development and tests only. */
   ssoAllowPrivateTargets: boolean;
   webhooksPerAccount: number;
+  keysPerAccount: number;
   /** Custom (per-account) and operator-declared tools at HTTP endpoints (src/tools/custom). */
   upstream: {
     tools: UpstreamToolSpec[];
@@ -557,6 +560,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ],
     webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "1",
     webhooksPerAccount: e.WEBHOOKS_PER_ACCOUNT,
+    keysPerAccount: e.KEYS_PER_ACCOUNT,
     upstream: {
       tools: upstreamTools,
       allowPrivate: e.UPSTREAM_ALLOW_PRIVATE_TARGETS === "1",

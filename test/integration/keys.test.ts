@@ -235,6 +235,35 @@ describe("API keys", () => {
     expect((await keys(key)).body.data).toHaveLength(2);
   });
 
+  it("caps an account's active keys (KEYS_PER_ACCOUNT): one more is 422 naming the cap, until one is revoked", async () => {
+    // A gateway of its own with a small cap (the default, 100, would meet the request limits first).
+    const small = await startGateway({
+      store: "memory",
+      env: { KEYS_PER_ACCOUNT: "3", WORKERS_URL: "http://127.0.0.1:9" },
+    });
+    try {
+      const { key } = await signUp(small.url);
+      const create = () => call(`${small.url}/api/v1/keys`, { key, body: { name: "many" } });
+      const first = await create();
+      expect([first.status, (await create()).status]).toEqual([201, 201]);
+      const refused = await create();
+      expect([refused.status, refused.body.error.code, refused.body.error.message]).toEqual([
+        422,
+        "validation_failed",
+        "At most 3 active API keys per account: revoke one first.",
+      ]);
+      const revoked = await call(`${small.url}/api/v1/keys/${first.body.id}`, {
+        key,
+        method: "DELETE",
+      });
+      expect(revoked.status).toBe(200);
+      expect((await create()).status).toBe(201);
+      expect((await create()).status).toBe(422);
+    } finally {
+      await small.stop();
+    }
+  });
+
   it("refuses a bad grace period and unknown fields", async () => {
     const { key, keyId } = await signUp(gw.url);
     for (const body of [

@@ -12,6 +12,7 @@ describe("configuration", () => {
       redisUrl: undefined,
       devSeed: true,
       publicBaseUrl: "http://localhost:8402",
+      keysPerAccount: 100,
     });
     // No key yet: start-up keeps one in the store, shared by every process of the deployment.
     expect(config.secretKeys).toEqual([]);

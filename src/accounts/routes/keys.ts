@@ -45,6 +45,15 @@ export const createKey = defineRoute({
   response: issuedKeyViewSchema,
   async handler({ services, caller, body }) {
     requireUnrestrictedKey(caller);
+    // Counted, then added: requests racing past the count can add one key each beyond the cap
+    // (webhooks' cap is checked in the store's add, atomically; the key store has no such add yet).
+    const cap = services.config.keysPerAccount;
+    const keys = await services.store.listKeys(caller.account.id);
+    if (keys.filter((k) => !isRevoked(k)).length >= cap)
+      throw new ApiError(
+        "validation_failed",
+        `At most ${cap} active API keys per account: revoke one first.`,
+      );
     const { name, ...controls } = body;
     const { plaintext, key } = await issueKey(
       services,
