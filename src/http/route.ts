@@ -112,7 +112,12 @@ export function defineRoute<B = undefined, Q = undefined, A extends Auth = Auth>
 export function parseInput<T>(schema: z.ZodType<T>, input: unknown, where: "body" | "query"): T {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
+  // z.number().int() reports a number past 2^53 against the safe-integer bound first: the
+  // field's own bound (`.max(1_000_000_000)`), reported after it, is the one to state.
+  const issue =
+    result.error.issues.find(
+      (i) => !(i.code === "too_big" && i.maximum === Number.MAX_SAFE_INTEGER),
+    ) ?? result.error.issues[0]!;
   const path = issue.code === "unrecognized_keys" ? [...issue.path, issue.keys[0]!] : issue.path;
   const param = path.map(String).join(".") || undefined;
   const message =

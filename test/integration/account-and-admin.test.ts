@@ -130,6 +130,25 @@ describe("admin API", () => {
     expect(ids).toContain(accountId);
   });
 
+  it("states a credit grant's real cap (1,000,000,000), even for an amount past 2^53", async () => {
+    const { accountId } = await signUp(gw.url);
+    for (const amount of ["1000000001", "9007199254740993"]) {
+      const res = await call(`${gw.url}/api/v1/admin/accounts/${accountId}/credits`, {
+        headers: { "x-api-key": ADMIN_KEY },
+        rawBody: `{"amount":${amount},"reason":"x"}`,
+      });
+      expect([amount, res.status, res.body.error.code, res.body.error.param]).toEqual([
+        amount,
+        422,
+        "validation_failed",
+        "amount",
+      ]);
+      expect(res.body.error.message).toBe(
+        'Invalid body field "amount": Too big: expected number to be <=1000000000.',
+      );
+    }
+  });
+
   it("refuses bad input and unknown accounts, changing nothing", async () => {
     const { key, accountId } = await signUp(gw.url);
     const cases: [string, string, unknown, number, string][] = [
