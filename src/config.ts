@@ -632,7 +632,7 @@ function trustProxySetting(value: string, problems: string[]): false | string | 
 /** Why one TRUST_PROXY entry (an address or a subnet) is refused; null when it is not. */
 function proxyEntryRefusal(entry: string): string | null {
   const [address = "", prefix, ...rest] = entry.split("/");
-  // Four decimal parts only: ipaddr.js 2 also takes `127.1` or `0x7f.1`, which proxy-addr refuses.
+  // Four decimal parts only: ipaddr.js 2 also takes shorthands such as `127.1`, which proxy-addr refuses.
   const ip =
     ipaddr.IPv4.isValidFourPartDecimal(address) || ipaddr.IPv6.isValid(address)
       ? ipaddr.parse(address)
