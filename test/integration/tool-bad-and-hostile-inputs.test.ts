@@ -211,6 +211,21 @@ function png(width: number, height: number, idat: Buffer, extra: [string, Buffer
   ]);
 }
 
+/** A PDF of the given objects (numbered from 1, the first the catalog), with a correct xref table. */
+function pdfOf(objects: string[]): string {
+  let out = "%PDF-1.4\n";
+  const offsets = objects.map((object, i) => {
+    const at = out.length;
+    out += `${i + 1} 0 obj\n${object}\nendobj\n`;
+    return at;
+  });
+  const xref = out.length;
+  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
+  for (const at of offsets) out += `${String(at).padStart(10, "0")} 00000 n \n`;
+  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(out, "latin1").toString("base64");
+}
+
 /** 150 MB of zeros, deflated once (~150 KB): the zip bombs' one entry. The budget is 100 MB. */
 const BOMB_SIZE = 150_000_000;
 let bombData: { deflated: Buffer; crc: number } | null = null;
@@ -615,6 +630,23 @@ describe("inputs a library could not take, and work that held the shared event l
         "datetime",
       ],
       ["spreadsheet-write", { sheets: [{ name: "History", rows: [[1]] }] }, "sheets"],
+      // Wider than Excel's 16,384 columns: ExcelJS threw deep in the write.
+      [
+        "spreadsheet-write",
+        { sheets: [{ name: "W", rows: [Array.from({ length: 20_000 }, (_, i) => i)] }] },
+        "sheets",
+      ],
+      // A PDF that opens, whose page tree is its own child: reading page 1 threw.
+      [
+        "pdf-extract-text",
+        {
+          pdf: pdfOf([
+            "<< /Type /Catalog /Pages 2 0 R >>",
+            "<< /Type /Pages /Kids [2 0 R] /Count 1 >>",
+          ]),
+        },
+        "pdf",
+      ],
       ["xml-convert", { xml: `${"<a>".repeat(90_000)}${"</a>".repeat(90_000)}` }, "xml"],
       // Valid YAML whose alias sits inside its own anchor: a cycle, which JSON cannot express.
       ["yaml-convert", { yaml: "a: &a [*a]" }, "yaml"],

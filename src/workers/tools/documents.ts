@@ -189,6 +189,26 @@ export const pdfGenerate = implement(pdfGenerateTool, {
   },
 });
 
+/**
+ * Excel's column limit (XFD): ExcelJS throws past it, deep in the write, which answered 502 "The
+ * tool failed"; checked up front to name the sheet. Excel's 1,048,576 rows need no check: the
+ * schema allows 100,000 rows a sheet.
+ */
+const EXCEL_MAX_COLUMNS = 16_384;
+
+function checkColumns(name: string, rows: readonly unknown[], header: readonly string[]): void {
+  // A loop, not Math.max(...rows): a hundred thousand arguments can overflow the stack.
+  let widest = header.length;
+  for (const r of rows) if (Array.isArray(r) && r.length > widest) widest = r.length;
+  if (widest > EXCEL_MAX_COLUMNS)
+    throw new WorkerError(
+      422,
+      "invalid_input",
+      `Sheet ${name} has a row of ${widest} columns; Excel allows at most ${EXCEL_MAX_COLUMNS}.`,
+      "sheets",
+    );
+}
+
 export const spreadsheetWrite = implement(spreadsheetWriteTool, {
   async run(input) {
     const book = new ExcelJS.Workbook();
@@ -213,8 +233,9 @@ export const spreadsheetWrite = implement(spreadsheetWriteTool, {
         );
       }
       const objects = sheet.rows.filter((r) => !Array.isArray(r)) as Record<string, unknown>[];
+      const columns = [...new Set(objects.flatMap((r) => Object.keys(r)))];
+      checkColumns(sheet.name, sheet.rows, columns);
       if (objects.length) {
-        const columns = [...new Set(objects.flatMap((r) => Object.keys(r)))];
         ws.addRow(columns).font = { bold: true };
         for (const row of sheet.rows)
           ws.addRow(Array.isArray(row) ? row : columns.map((c) => row[c] ?? null));

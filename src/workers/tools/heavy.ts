@@ -138,14 +138,20 @@ const pdfExtractText = implement(pdfExtractTextTool, {
       throw invalid(`Not a readable PDF: ${reason(err)}`, "pdf");
     }
     const pages: string[] = [];
-    for (let n = 1; n <= Math.min(pdf.numPages, input.max_pages); n++) {
-      const content = await (await pdf.getPage(n)).getTextContent();
-      pages.push(
-        content.items
-          .map((item) => ("str" in item ? item.str + (item.hasEOL ? "\n" : "") : ""))
-          .join("")
-          .trim(),
-      );
+    // A PDF that opens can still fail page by page (a page tree that cycles, a broken content
+    // stream): the document's fault, not the tool's (it answered 502 "The tool failed").
+    try {
+      for (let n = 1; n <= Math.min(pdf.numPages, input.max_pages); n++) {
+        const content = await (await pdf.getPage(n)).getTextContent();
+        pages.push(
+          content.items
+            .map((item) => ("str" in item ? item.str + (item.hasEOL ? "\n" : "") : ""))
+            .join("")
+            .trim(),
+        );
+      }
+    } catch (err) {
+      throw invalid(`Not a readable PDF: ${reason(err)}`, "pdf");
     }
     const { info } = await pdf.getMetadata().catch(() => ({ info: {} }));
     await pdf.cleanup();
