@@ -1,4 +1,5 @@
 import { createServer, type Server } from "node:http";
+import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -30,6 +31,56 @@ const FEED = `<?xml version="1.0"?><rss version="2.0"><channel><title>Toolgate b
 <item><title>x402</title><link>https://toolgate.example/x402</link><guid>x402</guid></item></channel></rss>`;
 const SITEMAP = `<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://toolgate.example/</loc><lastmod>2026-11-22</lastmod><priority>1.0</priority></url><url><loc>https://toolgate.example/docs</loc></url></urlset>`;
 
+/** Pages served as they are, headers and bytes: other charsets, compressed against the request, not text. */
+const SERVED: Record<string, { headers: Record<string, string>; body: Buffer }> = {
+  "/latin1": {
+    headers: { "content-type": "text/html; charset=iso-8859-1" },
+    body: Buffer.from(
+      "<html><head><title>Café</title></head><body><p>Café crème</p></body></html>",
+      "latin1",
+    ),
+  },
+  "/meta-charset": {
+    headers: { "content-type": "text/html" },
+    body: Buffer.from(
+      '<html><head><meta charset="windows-1252"><title>Crème</title></head><body><p>Café crème</p></body></html>',
+      "latin1",
+    ),
+  },
+  "/http-equiv": {
+    headers: { "content-type": "text/html" },
+    body: Buffer.from(
+      '<html><head><meta http-equiv="Content-Type" content="text/html; charset=ISO-8859-1"></head><body><p>Café crème</p></body></html>',
+      "latin1",
+    ),
+  },
+  "/gzip": {
+    headers: { "content-type": "text/html", "content-encoding": "gzip" },
+    body: gzipSync(PAGE),
+  },
+  "/deflate": {
+    headers: { "content-type": "text/html", "content-encoding": "deflate" },
+    body: deflateSync(PAGE),
+  },
+  "/br": {
+    headers: { "content-type": "text/html", "content-encoding": "br" },
+    body: brotliCompressSync(PAGE),
+  },
+  // 200 MB of text in about 200 KB: read up to the byte limit (1 MB here), no further.
+  "/gzip-bomb": {
+    headers: { "content-type": "text/plain", "content-encoding": "gzip" },
+    body: gzipSync(Buffer.alloc(200_000_000, "a"), { level: 9 }),
+  },
+  "/zstd": {
+    headers: { "content-type": "text/html", "content-encoding": "zstd" },
+    body: Buffer.from("??"),
+  },
+  "/image": {
+    headers: { "content-type": "image/png" },
+    body: Buffer.from("89504e470d0a1a0a0000000d49484452", "hex"),
+  },
+};
+
 beforeAll(async () => {
   llm = await startFakeLlm();
   llm.state.reply = scriptedModel;
@@ -45,6 +96,9 @@ beforeAll(async () => {
       "/big": ["text/html", `<p>${"x".repeat(3_000_000)}</p>`],
     };
     if (req.url === "/moved") return res.writeHead(302, { location: "/news" }).end();
+    if (req.url === "/bad-redirect") return res.writeHead(302, { location: "http://[::1" }).end();
+    const served = SERVED[req.url ?? ""];
+    if (served) return res.writeHead(200, served.headers).end(served.body);
     const route = routes[req.url ?? ""];
     if (!route) return res.writeHead(404).end("not found");
     res.writeHead(200, { "content-type": route[0] }).end(route[1]);
@@ -445,6 +499,48 @@ describe("web tools (a local site, private targets allowed by the development se
     expect(
       await refused("web-fetch", { url: "http://169.254.169.254/latest/meta-data/" }),
     ).toMatchObject({ status: 422, param: "url" });
+  });
+
+  it("a page in another charset is decoded by its declared one (header, meta, http-equiv)", async () => {
+    const text = async (path: string) =>
+      (await run("web-fetch", { url: `${siteUrl}${path}`, format: "text", main_content: false }))
+        .content;
+    expect(await text("/latin1")).toBe("CaféCafé crème"); // the title, then the paragraph
+    expect(await text("/meta-charset")).toBe("CrèmeCafé crème");
+    expect(await text("/http-equiv")).toBe("Café crème");
+    expect((await run("web-metadata", { url: `${siteUrl}/latin1` })).title).toBe("Café");
+  });
+
+  it("a page compressed although identity was asked is decompressed, up to the byte limit; an encoding it cannot undo is a refunded 502", async () => {
+    for (const path of ["/gzip", "/deflate", "/br"]) {
+      const page = await run("web-fetch", { url: `${siteUrl}${path}` });
+      expect([path, page.title, page.content]).toEqual([
+        path,
+        "Toolgate ships 64 tools",
+        expect.stringContaining("sixty-four tools"),
+      ]);
+    }
+    const bomb = await run("web-fetch", { url: `${siteUrl}/gzip-bomb`, format: "text" });
+    expect([bomb.truncated, bomb.content.length]).toEqual([true, 1_000_000]);
+    expect(await refused("web-fetch", { url: `${siteUrl}/zstd` })).toMatchObject({
+      status: 502,
+      code: "tool_failed",
+      message: expect.stringContaining("compressed as zstd"),
+    });
+  }, 30_000);
+
+  it("a page that is not text, or a redirect to an invalid URL, is a refunded 502", async () => {
+    for (const tool of ["web-fetch", "web-metadata"])
+      expect(await refused(tool, { url: `${siteUrl}/image` })).toMatchObject({
+        status: 502,
+        code: "tool_failed",
+        message: expect.stringContaining("image/png, which is not text"),
+      });
+    expect(await refused("web-fetch", { url: `${siteUrl}/bad-redirect` })).toMatchObject({
+      status: 502,
+      code: "tool_failed",
+      message: expect.stringContaining("redirected to an invalid URL"),
+    });
   });
 
   it("ai-extract-url reads the page and extracts with the model", async () => {

@@ -1,6 +1,8 @@
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
+import { pipeline, type Transform } from "node:stream";
+import { createBrotliDecompress, createUnzip } from "node:zlib";
 import { BlockedTargetError, blockedReason, guardedLookup } from "../../webhooks/ssrf.js";
 import type { WorkerConfig } from "../config.js";
 import { WorkerError } from "../errors.js";
@@ -54,7 +56,7 @@ export async function fetchPublic(
     const location = res.headers.location;
     if (res.statusCode && res.statusCode >= 300 && res.statusCode < 400 && location) {
       res.resume();
-      url = new URL(location, url);
+      url = redirectTarget(location, url);
       continue;
     }
     const status = res.statusCode ?? 0;
@@ -62,16 +64,33 @@ export async function fetchPublic(
       res.resume();
       throw new WorkerError(502, "fetch_failed", `${url.host} answered HTTP ${status}.`);
     }
-    const { body, truncated } = await readLimited(res, config.web.maxBytes, deadline);
-    return {
-      url: url.toString(),
-      status,
-      contentType: String(res.headers["content-type"] ?? ""),
-      body,
-      truncated,
-    };
+    const contentType = String(res.headers["content-type"] ?? "");
+    if (status >= 200 && status < 300 && !isText(contentType)) {
+      res.resume();
+      throw new WorkerError(
+        502,
+        "fetch_failed",
+        `${url.host} answered ${contentType.split(";")[0]}, which is not text; only text pages can be read.`,
+      );
+    }
+    const { body, truncated } = await readLimited(
+      res,
+      decoderFor(res, url),
+      config.web.maxBytes,
+      deadline,
+    );
+    return { url: url.toString(), status, contentType, body, truncated };
   }
   throw new WorkerError(502, "fetch_failed", `More than ${MAX_REDIRECTS} redirects.`);
+}
+
+/** Where a redirect leads; a Location that is no URL is the server's fault, as a 404 is (it threw, 500). */
+function redirectTarget(location: string, from: URL): URL {
+  try {
+    return new URL(location, from);
+  } catch {
+    throw new WorkerError(502, "fetch_failed", `${from.host} redirected to an invalid URL.`);
+  }
 }
 
 function get(
@@ -113,18 +132,61 @@ function get(
   });
 }
 
+/**
+ * Every web tool reads the page as text: an image or a PDF came back as raw bytes in `content`,
+ * and was charged for. No Content-Type at all is read as text, as browsers sniff it.
+ */
+function isText(contentType: string): boolean {
+  const mime = contentType.split(";")[0]!.trim().toLowerCase();
+  return (
+    mime === "" ||
+    mime.startsWith("text/") ||
+    /[/+](xml|json)$/.test(mime) ||
+    mime === "application/javascript"
+  );
+}
+
+/**
+ * The decompressor for a body the server compressed although identity was asked for (its
+ * compressed bytes came back as the content), or null. An encoding it cannot undo is refused.
+ */
+function decoderFor(res: IncomingMessage, url: URL): Transform | null {
+  const encoding = String(res.headers["content-encoding"] ?? "identity")
+    .trim()
+    .toLowerCase();
+  // createUnzip takes a gzip or a zlib stream: "deflate" is meant as zlib, and so is usually sent.
+  if (encoding === "gzip" || encoding === "x-gzip" || encoding === "deflate") return createUnzip();
+  if (encoding === "br") return createBrotliDecompress();
+  if (encoding === "identity" || encoding === "") return null;
+  res.resume();
+  throw new WorkerError(
+    502,
+    "fetch_failed",
+    `${url.host} sent the page compressed as ${encoding}, which cannot be read.`,
+  );
+}
+
+/**
+ * The body, decompressed if `decoder` is given, cut at `maxBytes` of what is read: the cap
+ * counts decompressed bytes, and the decompressor is stopped there (it runs only as far as it
+ * is read), so a small compressed bomb never inflates past the cap.
+ */
 async function readLimited(
   res: IncomingMessage,
+  decoder: Transform | null,
   maxBytes: number,
   signal: AbortSignal,
 ): Promise<{ body: Buffer; truncated: boolean }> {
+  // pipeline passes a failure of the response on to the decompressor, whose reading then fails.
+  const source = decoder ? pipeline(res, decoder, () => {}) : res;
   const chunks: Buffer[] = [];
   let size = 0;
   try {
-    for await (const chunk of res) {
+    for await (const chunk of source) {
       const buf = chunk as Buffer;
       if (size + buf.length > maxBytes) {
         chunks.push(buf.subarray(0, maxBytes - size));
+        source.destroy();
         res.destroy();
         return { body: Buffer.concat(chunks), truncated: true };
       }

@@ -42,9 +42,28 @@ const reader = <T extends ToolDefinition>(
   read,
 });
 
-/** The page's bytes as UTF-8 text (sent to a thread, a Buffer arrives as a plain Uint8Array). */
-const textOf = (page: Fetched) =>
-  Buffer.from(page.body.buffer, page.body.byteOffset, page.body.byteLength).toString("utf8");
+/**
+ * The page's bytes as text, in the charset the page declares: its Content-Type's, else a
+ * `<meta charset>` (or http-equiv) or XML declaration in its first 1024 bytes, else UTF-8 (a
+ * Latin-1 "Café" read "Caf\ufffd"). TextDecoder knows the WHATWG labels; an unknown one is UTF-8.
+ * (Node since 20.18.3/22.13.0 decodes windows-1252's 0x80-0x9F, "€" and curly quotes, as
+ * Latin-1's control characters: nodejs/node#60888, its bug to fix, not ours to table.)
+ */
+function textOf(page: Fetched): string {
+  const declared =
+    /;\s*charset\s*=\s*"?([\w.:-]+)/i.exec(page.contentType)?.[1] ??
+    /<meta[^>]+charset\s*=\s*["']?([\w.:-]+)|^<\?xml[^>]+encoding\s*=\s*["']([\w.:-]+)/i
+      .exec(Buffer.from(page.body.subarray(0, 1024)).toString("latin1"))
+      ?.slice(1)
+      .find(Boolean);
+  let decoder: TextDecoder;
+  try {
+    decoder = new TextDecoder(declared ?? "utf-8");
+  } catch {
+    decoder = new TextDecoder("utf-8");
+  }
+  return decoder.decode(page.body);
+}
 
 // robots-parser is CommonJS with an ES-style default in its types: take the function either way.
 const robotsParser = ((robotsParserModule as unknown as { default?: unknown }).default ??
