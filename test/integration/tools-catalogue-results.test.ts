@@ -159,6 +159,23 @@ describe("documents", () => {
     ).toMatchObject({ status: 422, param: "pdf" });
   });
 
+  it("a word wider than the line is broken by characters, and \\r\\n or \\r end lines: every character is read back", async () => {
+    const url = `https://toolgate.example/${"a/".repeat(200)}end`;
+    const blocks = [
+      { type: "paragraph", text: "W".repeat(100_000) },
+      { type: "paragraph", text: `See ${url} now.` },
+      { type: "paragraph", text: "first\r\nsecond\rthird" },
+    ];
+    const pdf = await run("pdf-generate", { blocks });
+    const read = await run("pdf-extract-text", { pdf: pdf.data, max_pages: 2000 });
+    const chars = (text: string) => text.replace(/\s+/g, "");
+    expect(chars(read.text)).toBe(chars(blocks.map((b) => b.text).join("")));
+    // Drawn as lines that fit the page: 46 Ws to a line of A4 at 11 points, not one of 100,000.
+    const ws = read.text.split("\n").filter((l: string) => /^W+$/.test(l));
+    expect(Math.max(...ws.map((l: string) => l.length))).toBe(46);
+    expect(read.text).toContain("first\nsecond\nthird");
+  }, 60_000);
+
   it("a written spreadsheet is read back, and docx becomes Markdown", async () => {
     const book = await run("spreadsheet-write", {
       sheets: [

@@ -149,16 +149,27 @@ export const pdfGenerate = implement(pdfGenerateTool, {
     let y = height - margin;
     const write = (text: string, font: typeof regular, size: number, gapAfter: number) => {
       const lineHeight = size * 1.35;
-      for (const paragraph of winAnsi(text).split("\n")) {
+      const fits = (s: string) => font.widthOfTextAtSize(s, size) <= width - 2 * margin;
+      // \r\n and \r end lines as \n does (each \r was drawn as "?").
+      for (const paragraph of winAnsi(text.replace(/\r\n?/g, "\n")).split("\n")) {
         const lines: string[] = [];
         let line = "";
         for (const word of paragraph.split(/ +/)) {
           const candidate = line ? `${line} ${word}` : word;
-          if (font.widthOfTextAtSize(candidate, size) <= width - 2 * margin || !line)
+          if (fits(candidate)) {
             line = candidate;
-          else {
-            lines.push(line);
-            line = word;
+            continue;
+          }
+          if (line) lines.push(line);
+          line = "";
+          // A word wider than the line (a long URL) is broken by characters: it was drawn whole,
+          // off the page.
+          for (const char of word) {
+            if (line && !fits(line + char)) {
+              lines.push(line);
+              line = "";
+            }
+            line += char;
           }
         }
         lines.push(line);
