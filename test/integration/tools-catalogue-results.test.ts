@@ -236,6 +236,16 @@ describe("documents", () => {
     });
     expect(out.html).toBe("<p>ok<a>x</a></p>");
   });
+
+  it("markdown-to-html keeps images from the web or the site only", async () => {
+    const { html } = await run("markdown-to-html", {
+      markdown:
+        "![js](javascript:alert(2)) ![data](data:image/svg+xml,<svg/onload=alert(3)>) ![web](https://toolgate.example/a.png) ![site](/b.png)",
+    });
+    expect(html).toBe(
+      '<p>js data <img src="https://toolgate.example/a.png" alt="web"> <img src="/b.png" alt="site"></p>\n',
+    );
+  });
 });
 
 describe("images", () => {

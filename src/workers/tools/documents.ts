@@ -76,6 +76,12 @@ const marked = new Marked({
         ? `<a href="${escapeHtml(href)}">${text}</a>`
         : text;
     },
+    // Images from the web or the site only (`![i](javascript:…)` became <img src="javascript:…">);
+    // no data: URLs, as html-sanitize keeps none (an SVG one runs script when opened). Any other
+    // source leaves the alt text. `false` draws the image as marked does, escaping included.
+    image({ href, text }) {
+      return /^(https?:|\/)/i.test(href) ? false : escapeHtml(text);
+    },
   },
 });
 
