@@ -237,6 +237,21 @@ describe("documents", () => {
     expect(out.html).toBe("<p>ok<a>x</a></p>");
   });
 
+  it("html-sanitize refuses to keep tags that run script or load content, whatever allowed_tags lists", async () => {
+    for (const allowed_tags of [["svg", "script"], ["p", "iframe"], ["style"], ["math"]])
+      expect([
+        allowed_tags,
+        await refused("html-sanitize", {
+          html: "<svg><script>alert(1)</script></svg>",
+          allowed_tags,
+        }),
+      ]).toEqual([allowed_tags, expect.objectContaining({ status: 422, param: "allowed_tags" })]);
+    expect(
+      (await run("html-sanitize", { html: "<p><b>ok</b><i>x</i></p>", allowed_tags: ["p", "b"] }))
+        .html,
+    ).toBe("<p><b>ok</b>x</p>");
+  });
+
   it("markdown-to-html keeps images from the web or the site only", async () => {
     const { html } = await run("markdown-to-html", {
       markdown:

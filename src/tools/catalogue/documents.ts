@@ -441,7 +441,9 @@ export const htmlSanitize = defineTool({
         )
         .max(200)
         .optional()
-        .describe("Tags to keep instead of the default safe set."),
+        .describe(
+          "Tags to keep instead of the default safe set. Tags that can run script or load content (script, style, iframe, frame, frameset, object, embed, applet, base, link, meta, noscript, template, svg, math) are refused.",
+        ),
       allow_images: z
         .boolean()
         .default(false)

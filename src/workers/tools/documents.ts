@@ -374,8 +374,42 @@ export const yamlConvert = implement(yamlConvertTool, {
   },
 });
 
+/**
+ * Tags html-sanitize keeps for no caller, whatever `allowed_tags` lists (it kept
+ * `<svg><script>alert(1)</script></svg>` when asked to, though the tool removes scripts): those
+ * that run script or restyle the page (script, style), load other documents or plugins (iframe,
+ * frame, frameset, object, embed, applet), change where URLs lead or load resources (base, link,
+ * meta), and those whose content the browser parses otherwise than the sanitizer, the known
+ * routes to mutation XSS (noscript, template, and svg and math, which switch to foreign content).
+ */
+const UNSAFE_TAGS = new Set([
+  "script",
+  "style",
+  "iframe",
+  "frame",
+  "frameset",
+  "object",
+  "embed",
+  "applet",
+  "base",
+  "link",
+  "meta",
+  "noscript",
+  "template",
+  "svg",
+  "math",
+]);
+
 export const htmlSanitize = implement(htmlSanitizeTool, {
   async run(input) {
+    const unsafe = (input.allowed_tags ?? []).filter((tag) => UNSAFE_TAGS.has(tag));
+    if (unsafe.length)
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        `These tags can run script or load content and are never kept: ${[...new Set(unsafe)].join(", ")}.`,
+        "allowed_tags",
+      );
     const allowedTags = [
       ...(input.allowed_tags ?? sanitizeHtml.defaults.allowedTags),
       ...(input.allow_images ? ["img"] : []),

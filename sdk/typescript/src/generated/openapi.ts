@@ -13486,7 +13486,7 @@ export interface operations {
                      * @default false
                      */
                     allow_images?: boolean;
-                    /** @description Tags to keep instead of the default safe set. */
+                    /** @description Tags to keep instead of the default safe set. Tags that can run script or load content (script, style, iframe, frame, frameset, object, embed, applet, base, link, meta, noscript, template, svg, math) are refused. */
                     allowed_tags?: string[];
                     /** @description The untrusted HTML. */
                     html: string;
