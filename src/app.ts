@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import express from "express";
+import { anonymousLimit } from "./http/anonymous-limit.js";
 import { bearerKeyAsApiKey } from "./http/auth.js";
 import { errorHandler, routeNotFound } from "./http/errors.js";
 import { requestContext, requireJsonBody } from "./http/request-context.js";
@@ -26,6 +27,7 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   app.use(
     services.requestGuard.middleware,
     requestContext(services.requestLog, services.metrics, services.redactSecrets),
+    anonymousLimit(services),
   );
 
   // Every answer under a deprecated API version says so; after its sunset, 410.

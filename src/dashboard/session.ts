@@ -40,7 +40,8 @@ export function readAccountToken(token: string): { accountId: string; secret: st
   return { accountId, secret };
 }
 
-const cookieName = (services: Services) =>
+/** The dashboard session's cookie (`__Host-` in production: HTTPS only, this host only). */
+export const sessionCookieName = (services: Pick<Services, "config">) =>
   services.config.env === "production" ? "__Host-tg_session" : "tg_session";
 const sha256 = (value: string) => createHash("sha256").update(value).digest("hex");
 
@@ -81,7 +82,7 @@ export async function openSession(
 function sessionCookie(services: Services, value: string, maxAgeSeconds: number): string {
   const production = services.config.env === "production";
   return stringifySetCookie({
-    name: cookieName(services),
+    name: sessionCookieName(services),
     value,
     httpOnly: true,
     secure: production,
@@ -96,7 +97,7 @@ function presentedSession(
   services: Services,
   req: Request,
 ): { accountId: string; id: string } | null {
-  const value = parseCookie(req.get("cookie") ?? "")[cookieName(services)];
+  const value = parseCookie(req.get("cookie") ?? "")[sessionCookieName(services)];
   const token = readAccountToken(value ?? "");
   return token ? { accountId: token.accountId, id: sha256(token.secret) } : null;
 }

@@ -16,6 +16,9 @@ import { ApiError } from "./errors.js";
  * them (calls per window in seconds).
  */
 export const ENDPOINT_LIMITS = {
+  // Every request with no credentials at all (http/anonymous-limit.ts): pages, documents, the
+  // catalogue, probes, a keyless call's 402 offer, /mcp without a key.
+  anonymous: { count: 600, windowSeconds: 60, what: "requests without credentials" },
   "wallet-challenge": { count: 30, windowSeconds: 60, what: "wallet sign-in challenges" },
   "wallet-claim": { count: 30, windowSeconds: 60, what: "wallet sign-in claims" },
   "verification-email": { count: 3, windowSeconds: 3600, what: "verification e-mails" },
