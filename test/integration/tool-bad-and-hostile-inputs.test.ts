@@ -414,6 +414,19 @@ describe("hostile inputs: cut off by the limits, refunded, and the workers keep 
     expect(chart.status).toBe(200);
   }, 120_000);
 
+  it("a PDF whose 700 KB content stream inflates to 700 MB: its process is killed past twice the heap limit in resident memory (the heap limit does not count inflated buffers), 422", async () => {
+    const text = Buffer.alloc(700 * 1024 * 1024, " ");
+    text.write("BT /F1 12 Tf 72 720 Td (x) Tj ET");
+    const stream = deflateSync(text, { level: 9 });
+    const pdf = pdfOf([
+      "<< /Type /Catalog /Pages 2 0 R >>",
+      "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+      "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+      `<< /Filter /FlateDecode /Length ${stream.length} >>\nstream\n${stream.toString("latin1")}\nendstream`,
+    ]);
+    expect(await refusal("pdf-extract-text", { pdf })).toEqual(cutOff("pdf"));
+  }, 60_000);
+
   it("zip bombs for the .docx and .xlsx readers, with honest headers and with lying ones", async () => {
     const docx = zipBombs("word/document.xml");
     const xlsx = zipBombs("xl/workbook.xml");

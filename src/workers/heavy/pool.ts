@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import { Tinypool } from "tinypool";
 import type { WorkerConfig } from "../config.js";
@@ -55,6 +56,32 @@ export class HeavyPool {
     });
     // A child that fails with no call on it must not take the process down.
     this.pool.on("error", (err: Error) => log.error({ err }, "a heavy-pool process failed"));
+    this.residentLimitBytes = 2 * config.heavy.memoryMb * 1024 * 1024;
+  }
+
+  /** The resident memory a child may reach (twice its heap limit) before it is killed. */
+  private readonly residentLimitBytes: number;
+  private watch: NodeJS.Timeout | undefined;
+  private running = 0;
+
+  /**
+   * While calls run, each child's resident memory is read every 200 ms, and a child past the
+   * limit is killed (its call answers 422). The heap limit does not count what lives outside the
+   * heap: the buffers a library inflates into (a 700 KB PDF whose stream inflates to 700 MB took a
+   * child to 1.6 GB), WebAssembly memory, libvips' pixels. Linux only (/proc); elsewhere only
+   * the heap limit holds.
+   */
+  private watchResidentMemory(): void {
+    if (this.running++ > 0 || process.platform !== "linux") return;
+    this.watch = setInterval(() => {
+      for (const child of this.pool.threads)
+        if (residentBytes(child.threadId) > this.residentLimitBytes)
+          process.kill(child.threadId, "SIGKILL");
+    }, 200).unref();
+  }
+
+  private unwatch(): void {
+    if (--this.running === 0) clearInterval(this.watch);
   }
 
   /** A heavy tool's call, its body's bytes as sent (parsed and checked in the child). */
@@ -74,6 +101,7 @@ export class HeavyPool {
     const { tool, timeoutMs } = task;
     const signal = AbortSignal.timeout(Math.max(100, timeoutMs - 250));
     let result: HeavyResult;
+    this.watchResidentMemory();
     try {
       result = (await this.pool.run(task, { signal })) as HeavyResult;
     } catch (err) {
@@ -92,6 +120,8 @@ export class HeavyPool {
           "page" in task ? "url" : largestField(task.body),
         );
       throw err;
+    } finally {
+      this.unwatch();
     }
     if ("error" in result)
       throw new WorkerError(
@@ -128,5 +158,15 @@ function largestField(body: Uint8Array | undefined): string | undefined {
     return largest?.[0];
   } catch {
     return undefined;
+  }
+}
+
+/** A process's resident memory in bytes (VmRSS in /proc/<pid>/status); 0 once it is gone. */
+function residentBytes(pid: number): number {
+  try {
+    const kb = /VmRSS:\s*(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "latin1"))?.[1];
+    return Number(kb ?? 0) * 1024;
+  } catch {
+    return 0;
   }
 }
