@@ -1,7 +1,9 @@
+import { closestToolName } from "../agents/select.js";
+
 /**
  * A small argument parser for the CLI: `--name value`, `--name=value`, boolean flags, and
  * positionals. Unknown `--options` are kept, so `toolgate call` can turn them into tool input
- * fields generated from the tool's schema.
+ * fields generated from the tool's schema; every other command refuses them with `expectArgs`.
  */
 export class UsageError extends Error {}
 
@@ -36,6 +38,35 @@ export function parseArgs(argv: string[]): Parsed {
     } else positionals.push(arg);
   }
   return { positionals, options };
+}
+
+/** Options every command takes. */
+const GLOBAL_OPTIONS = ["json", "base-url", "help", "h"];
+
+/**
+ * Refuses what a command would otherwise silently ignore, before any request: a positional past
+ * the `count` it reads (`call hash --text hello world` would hash "hello"), and an option it does
+ * not take (`usage --limt 1` would list the default page), naming the closest known one. With
+ * `options` undefined any option goes (`call`'s are the tool's fields, checked against its schema).
+ */
+export function expectArgs(parsed: Parsed, count: number, options?: string[]): void {
+  const extra = parsed.positionals[count];
+  if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}"`);
+  if (options === undefined) return;
+  const known = [...GLOBAL_OPTIONS, ...options];
+  for (const name of parsed.options.keys()) {
+    if (known.includes(name)) continue;
+    // A key is read from TOOLGATE_API_KEY or the login, never from an argument (shell history).
+    if (name === "api-key")
+      throw new UsageError(
+        "unknown option --api-key: a key is never taken as an argument; set TOOLGATE_API_KEY or run `toolgate login`",
+      );
+    const guess = closestToolName(
+      name,
+      known.filter((k) => k.length > 1),
+    );
+    throw new UsageError(`unknown option --${name}${guess ? ` (did you mean --${guess}?)` : ""}`);
+  }
 }
 
 /** The string value of an option, or a usage error when it was given without one. */

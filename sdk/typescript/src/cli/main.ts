@@ -11,6 +11,7 @@ import { ToolgateError } from "../errors.js";
 import { DEFAULT_MAX_PER_CALL, DEFAULT_MAX_PER_SESSION } from "../payments.js";
 import {
   UsageError,
+  expectArgs,
   inputFromFlags,
   intOption,
   parseArgs,
@@ -232,25 +233,27 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const notes: KeyNotes = {};
   const print = (human: string, data: unknown) =>
     io.out(json ? JSON.stringify(data, null, 2) : human);
-  if (command === "version" || (command === "" && parsed.options.has("version"))) {
-    print(`toolgate ${VERSION}`, { version: VERSION });
-    return EXIT.ok;
-  }
-  if (
-    parsed.options.has("help") ||
-    parsed.options.has("h") ||
-    command === "help" ||
-    command === ""
-  ) {
-    const topic = command === "help" ? (sub ?? "") : command;
-    io.out(`${HELP[topic] ?? HELP[""]}${topic ? `\n\n${GLOBAL_HELP}` : ""}`);
-    // Help asked for is done; no command at all (`toolgate`, `toolgate --json`) is a usage error.
-    const asked = command === "help" || parsed.options.has("help") || parsed.options.has("h");
-    return asked ? EXIT.ok : EXIT.usage;
-  }
   try {
+    if (command === "version" || (command === "" && parsed.options.has("version"))) {
+      expectArgs(parsed, 1, ["version"]);
+      print(`toolgate ${VERSION}`, { version: VERSION });
+      return EXIT.ok;
+    }
+    if (
+      parsed.options.has("help") ||
+      parsed.options.has("h") ||
+      command === "help" ||
+      command === ""
+    ) {
+      const topic = command === "help" ? (sub ?? "") : command;
+      io.out(`${HELP[topic] ?? HELP[""]}${topic ? `\n\n${GLOBAL_HELP}` : ""}`);
+      // Help asked for is done; no command at all (`toolgate`, `toolgate --json`) is a usage error.
+      const asked = command === "help" || parsed.options.has("help") || parsed.options.has("h");
+      return asked ? EXIT.ok : EXIT.usage;
+    }
     switch (command) {
       case "login": {
+        expectArgs(parsed, 1, []);
         const key = await readSecret("API key (not shown): ");
         if (!key) throw new UsageError("no API key on standard input");
         const baseUrl = baseUrlOf(parsed, await readConfig());
@@ -263,6 +266,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
         return EXIT.ok;
       }
       case "tools": {
+        if (sub === "list") expectArgs(parsed, 2, []);
+        else if (sub === "show") expectArgs(parsed, 3, []);
         const client = await clientFor(parsed, notes);
         if (sub === "list") {
           const tools = await client.tools.list();
@@ -313,6 +318,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
       }
       case "call": {
         if (!sub) throw new UsageError(HELP.call!);
+        // Its options are the tool's fields too: toolInput checks them against the tool's schema.
+        expectArgs(parsed, 2);
         const client = await clientFor(parsed, notes, { wallet: true });
         const input = await toolInput(parsed, client, sub);
         const result = await client.tools.callWithDetails(sub, input, {
@@ -329,6 +336,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         return EXIT.ok;
       }
       case "account": {
+        expectArgs(parsed, 1, []);
         const a = await (await clientFor(parsed, notes)).account.get();
         print(
           table([
@@ -343,6 +351,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         return EXIT.ok;
       }
       case "usage": {
+        expectArgs(parsed, 1, ["limit", "cursor"]);
         const page = await (await clientFor(parsed, notes)).usage.list({
           limit: intOption(parsed, "limit"),
           cursor: stringOption(parsed, "cursor"),
@@ -364,6 +373,9 @@ export async function run(argv: string[], io: Io): Promise<number> {
         return EXIT.ok;
       }
       case "keys": {
+        const options = { create: ["name"], rotate: ["grace-seconds"], revoke: ["force"] };
+        if (sub !== undefined && ["list", "create", "rotate", "revoke"].includes(sub))
+          expectArgs(parsed, sub === "list" ? 2 : 3, options[sub as keyof typeof options] ?? []);
         const client = await clientFor(parsed, notes);
         if (sub === "list") {
           const keys = await client.keys.list();
@@ -393,6 +405,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
         return EXIT.ok;
       }
       case "webhooks": {
+        if (sub === "list" || sub === "test")
+          expectArgs(parsed, 2, sub === "test" ? ["webhook-id"] : []);
         const client = await clientFor(parsed, notes);
         if (sub === "list") {
           const hooks = await client.webhooks.list();

@@ -1,0 +1,156 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { run } from "../../../sdk/typescript/src/cli/main.js";
+
+/**
+ * The CLI's own rules, run in-process (`run(argv, io)`) against a stub gateway that records every
+ * request: what it refuses before sending anything, and what it says. The binaries and the npm
+ * bin against a real gateway are in cli-binaries.test.ts.
+ */
+let server: Server;
+let requests: string[];
+let respond: (req: IncomingMessage, res: ServerResponse) => void;
+let configDir: string;
+
+const json = (res: ServerResponse, status: number, body: unknown, headers = {}) => {
+  res.writeHead(status, { "content-type": "application/json", ...headers });
+  res.end(JSON.stringify(body));
+};
+const ACCOUNT = {
+  id: "acct_1",
+  tier: "free",
+  credits: 10,
+  rate_limit_per_minute: 60,
+  features: [],
+};
+const HASH = {
+  name: "hash",
+  title: "Hash",
+  description: "Hashes text.",
+  price: { credits: 1, usd: "0.002" },
+  aliases: [],
+  available: true,
+  input_schema: { type: "object", properties: { text: { type: "string" } } },
+};
+/** The gateway's answers, keyed or not, for the few endpoints the tests use. */
+function gateway(req: IncomingMessage, res: ServerResponse) {
+  const keyed = req.headers["x-api-key"] !== undefined;
+  if (req.url === "/v1/tools/hash" && req.method === "GET") return json(res, 200, HASH);
+  if (req.url === "/v1/tools/hash" && !keyed)
+    return json(res, 402, {
+      error: { code: "payment_required", message: "Pay with x402 or send an API key." },
+    });
+  if (!keyed)
+    return json(res, 401, {
+      error: { code: "missing_api_key", message: "Send your API key in the x-api-key header." },
+    });
+  if (req.url === "/api/v1/account") return json(res, 200, ACCOUNT);
+  if (req.url === "/v1/tools/hash")
+    return json(res, 200, { digest: "d" }, { "x-credits-charged": "1" });
+  json(res, 404, { error: { code: "not_found", message: "no" } });
+}
+
+async function toolgate(argv: string[], env: Record<string, string | undefined> = {}) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const saved = { ...process.env };
+  Object.assign(process.env, {
+    TOOLGATE_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    TOOLGATE_API_KEY: "tg_live_test",
+    TOOLGATE_CONFIG_DIR: configDir,
+  });
+  for (const [k, v] of Object.entries(env))
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  try {
+    const code = await run(argv, { out: (t) => out.push(t), err: (t) => err.push(t) });
+    return { code, stdout: out.join("\n"), stderr: err.join("\n") };
+  } finally {
+    process.env = saved;
+  }
+}
+
+beforeAll(async () => {
+  configDir = await mkdtemp(join(tmpdir(), "toolgate-cli-args-"));
+  server = createServer((req, res) => {
+    requests.push(`${req.method} ${req.url}`);
+    req.resume().on("end", () => respond(req, res));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+});
+afterAll(async () => {
+  server?.close();
+  await rm(configDir, { recursive: true, force: true });
+});
+beforeEach(() => {
+  requests = [];
+  respond = gateway;
+});
+
+describe("arguments a command does not read", () => {
+  it("are a usage error naming them, before any request", async () => {
+    for (const [argv, message] of [
+      [["call", "hash", "--text", "hello", "world", "--json"], 'unexpected argument "world"'],
+      [["call", "hash", "extra1", "extra2", "--text", "hello"], 'unexpected argument "extra1"'],
+      [["tools", "show", "hash", "qr-code"], 'unexpected argument "qr-code"'],
+      [["tools", "list", "all"], 'unexpected argument "all"'],
+      [["account", "extra"], 'unexpected argument "extra"'],
+      [["keys", "list", "mine"], 'unexpected argument "mine"'],
+      [["keys", "revoke", "key_1", "key_2"], 'unexpected argument "key_2"'],
+      [["version", "2"], 'unexpected argument "2"'],
+      [["usage", "--limt", "1"], "unknown option --limt (did you mean --limit?)"],
+      [["account", "--bogus-flag"], "unknown option --bogus-flag"],
+      [["keys", "list", "--force"], "unknown option --force"],
+      [["keys", "create", "ci", "--grace-seconds", "0"], "unknown option --grace-seconds"],
+      [["webhooks", "list", "--webhook-id", "wh_1"], "unknown option --webhook-id"],
+      [
+        ["webhooks", "test", "--webhookid", "wh_1"],
+        "unknown option --webhookid (did you mean --webhook-id?)",
+      ],
+      [["tools", "list", "--jsn"], "unknown option --jsn (did you mean --json?)"],
+      [["login", "--base-ur", "http://x"], "unknown option --base-ur (did you mean --base-url?)"],
+      [
+        ["account", "--api-key", "tg_live_x"],
+        "unknown option --api-key: a key is never taken as an argument; set TOOLGATE_API_KEY or run `toolgate login`",
+      ],
+    ] as const) {
+      const result = await toolgate([...argv]);
+      expect([argv.join(" "), result]).toEqual([
+        argv.join(" "),
+        { code: 2, stdout: "", stderr: `toolgate: ${message}` },
+      ]);
+    }
+    expect(requests).toEqual([]);
+  });
+
+  it("still runs the commands given what they read", async () => {
+    for (const argv of [
+      ["call", "hash", "--text", "hello world", "--json"],
+      [
+        "account",
+        "--json",
+        "--base-url",
+        `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      ],
+      ["version", "--json"],
+      ["--version"],
+    ])
+      expect([argv.join(" "), (await toolgate(argv)).code]).toEqual([argv.join(" "), 0]);
+  });
+
+  it("no command, with or without options, is a usage error", async () => {
+    for (const argv of [[], ["--json"], ["--base-url", "http://x"]]) {
+      const result = await toolgate(argv);
+      expect([argv.join(" "), result.code, result.stdout]).toEqual([
+        argv.join(" "),
+        2,
+        expect.stringContaining("Usage: toolgate <command>"),
+      ]);
+    }
+    expect((await toolgate(["--help"])).code).toBe(0);
+  });
+});
