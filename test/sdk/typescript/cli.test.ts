@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -152,5 +153,41 @@ describe("arguments a command does not read", () => {
       ]);
     }
     expect((await toolgate(["--help"])).code).toBe(0);
+  });
+});
+
+describe("the npm bin (bin.ts under Node)", () => {
+  it("ends quietly when the reader has closed standard output (toolgate tools list | head -1)", async () => {
+    // The answer comes late, so the pipe is closed before anything is written to it.
+    respond = (_req, res) =>
+      setTimeout(() => json(res, 200, { object: "list", data: [HASH] }), 300);
+    const child = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        new URL("../../../sdk/typescript/src/cli/bin.ts", import.meta.url).pathname,
+        "tools",
+        "list",
+        "--json",
+      ],
+      {
+        env: {
+          ...process.env,
+          TOOLGATE_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+          TOOLGATE_API_KEY: "tg_live_test",
+          TOOLGATE_CONFIG_DIR: configDir,
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    child.stdout.destroy();
+    let stderr = "";
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    const code = await new Promise((resolve) => child.on("close", resolve));
+    expect([code, stderr]).toEqual([0, ""]);
+    expect(requests).toEqual(["GET /v1/tools"]);
   });
 });
