@@ -450,7 +450,26 @@ describe("the linux-x64 binary", () => {
       HELLO_SHA256,
       expect.stringContaining("paid on eip155:84532"),
     ]);
-    expect(await balanceOf(chains.base, PAY_TO)).toBe(before + 2000n);
+    // With --json the payment is on standard error too, as one JSON line; the output unchanged.
+    const paidJson = await toolgate(
+      ["call", "hash", "--text", "hello world", "--json", ...wallet],
+      env,
+    );
+    expect([
+      paidJson.code,
+      JSON.parse(paidJson.stdout).digest,
+      JSON.parse(paidJson.stderr),
+    ]).toEqual([
+      0,
+      HELLO_SHA256,
+      {
+        payment: expect.objectContaining({
+          network: "eip155:84532",
+          transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+        }),
+      },
+    ]);
+    expect(await balanceOf(chains.base, PAY_TO)).toBe(before + 4000n);
   });
 });
 

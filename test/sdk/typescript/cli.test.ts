@@ -51,7 +51,12 @@ function gateway(req: IncomingMessage, res: ServerResponse) {
     });
   if (req.url === "/api/v1/account") return json(res, 200, ACCOUNT);
   if (req.url === "/v1/tools/hash")
-    return json(res, 200, { digest: "d" }, { "x-credits-charged": "1" });
+    return json(
+      res,
+      200,
+      { digest: "d" },
+      { "x-credits-charged": "1", "x-credits-remaining": "9" },
+    );
   json(res, 404, { error: { code: "not_found", message: "no" } });
 }
 
@@ -153,6 +158,22 @@ describe("arguments a command does not read", () => {
       ]);
     }
     expect((await toolgate(["--help"])).code).toBe(0);
+  });
+});
+
+describe("what it says", () => {
+  it("a call's cost on standard error, as JSON with --json; standard output is the tool's output", async () => {
+    expect(await toolgate(["call", "hash", "--text", "hi"])).toEqual({
+      code: 0,
+      stdout: JSON.stringify({ digest: "d" }, null, 2),
+      stderr: "(1 credit(s), 9 left)",
+    });
+    const asJson = await toolgate(["call", "hash", "--text", "hi", "--json"]);
+    expect([asJson.code, JSON.parse(asJson.stdout), JSON.parse(asJson.stderr)]).toEqual([
+      0,
+      { digest: "d" },
+      { credits_charged: 1, credits_remaining: 9 },
+    ]);
   });
 });
 

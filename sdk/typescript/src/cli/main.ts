@@ -69,7 +69,11 @@ Paying per call with x402 instead of an API key:
   --wallet-key-file PATH    a file holding the wallet's private key (0x…); never pass a key itself
   --max-per-call N          refuse to sign above N USDC atomic units (default ${DEFAULT_MAX_PER_CALL}, i.e. $0.10)
   --max-per-session N       refuse once this run would spend more (default ${DEFAULT_MAX_PER_SESSION})
-  --allow-asset NETWORK:ADDRESS   also pay with this token (e.g. a test token: eip155:84532:0x…)`,
+  --allow-asset NETWORK:ADDRESS   also pay with this token (e.g. a test token: eip155:84532:0x…)
+
+The output is the tool's JSON on standard output; what the call cost goes to standard error:
+"(1 credit(s), 97 left)" or "(paid on NETWORK, transaction 0x…)", with --json as one JSON line:
+{"credits_charged":1,"credits_remaining":97} or {"payment":{"network":…,"transaction":…,…}}.`,
   account: "Usage: toolgate account [--json]",
   usage: "Usage: toolgate usage [--limit N] [--cursor CURSOR] [--json]",
   keys: `Usage: toolgate keys list [--json]
@@ -325,14 +329,29 @@ export async function run(argv: string[], io: Io): Promise<number> {
         const result = await client.tools.callWithDetails(sub, input, {
           idempotencyKey: stringOption(parsed, "idempotency-key"),
         });
-        if (json) io.out(JSON.stringify(result.output, null, 2));
-        else {
-          io.out(JSON.stringify(result.output, null, 2));
-          const cost = result.payment
-            ? `paid on ${result.payment.network}, transaction ${result.payment.transaction}`
-            : `${result.creditsCharged ?? "?"} credit(s), ${result.creditsRemaining ?? "?"} left`;
-          io.err(`(${cost})`);
-        }
+        // Standard output stays the tool's output, in both modes, for a script to parse as is; the
+        // cost goes to standard error, as JSON with --json (as errors are), so a paid call's
+        // transaction is never lost.
+        io.out(JSON.stringify(result.output, null, 2));
+        if (json)
+          io.err(
+            JSON.stringify(
+              result.payment
+                ? { payment: result.payment }
+                : {
+                    credits_charged: result.creditsCharged ?? null,
+                    credits_remaining: result.creditsRemaining ?? null,
+                  },
+            ),
+          );
+        else
+          io.err(
+            `(${
+              result.payment
+                ? `paid on ${result.payment.network}, transaction ${result.payment.transaction}`
+                : `${result.creditsCharged ?? "?"} credit(s), ${result.creditsRemaining ?? "?"} left`
+            })`,
+          );
         return EXIT.ok;
       }
       case "account": {
