@@ -23,6 +23,9 @@ export interface SpendingLimits {
   allowedAssets?: { network: `${string}:${string}`; asset: string }[];
 }
 
+/** How the library's refusal of an unlisted token says to allow it; the CLI swaps in its flag. */
+export const ALLOW_ASSET_ADVICE = "list the token in `spending.allowedAssets` ({ network, asset })";
+
 export const DEFAULT_MAX_PER_CALL = 100_000n;
 export const DEFAULT_MAX_PER_SESSION = 1_000_000n;
 
@@ -101,7 +104,7 @@ export class WalletPayer {
         code: "payment_failed",
         // The x402 client's own words name its options (spendControls), not this library's.
         message: /only default assets/.test(message)
-          ? `The gateway asks to be paid in ${offered.map((r) => `${r.asset} on ${r.network}`).join(" or ")}, not a USDC this client pays with unless told: list the token in \`spending.allowedAssets\` ({ network, asset }) to pay with it. Nothing was signed.`
+          ? `The gateway asks to be paid in ${offered.map((r) => `${r.asset} on ${r.network}`).join(" or ")}, not a USDC this client pays with unless told: ${ALLOW_ASSET_ADVICE} to pay with it. Nothing was signed.`
           : `Could not pay with the wallet: ${message}`,
         cause: error,
       });

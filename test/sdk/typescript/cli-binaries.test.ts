@@ -470,6 +470,17 @@ describe("the linux-x64 binary", () => {
       },
     ]);
     expect(await balanceOf(chains.base, PAY_TO)).toBe(before + 4000n);
+    // A token it was not told to pay with: the advice names the CLI's flag, not the library's option.
+    const unlisted = await toolgate(
+      ["call", "hash", "--text", "hello world", "--wallet-key-file", walletFile],
+      env,
+    );
+    expect([unlisted.code, unlisted.stderr]).toEqual([
+      3,
+      expect.stringContaining("pass --allow-asset NETWORK:ADDRESS"),
+    ]);
+    expect(unlisted.stderr).not.toContain("spending.allowedAssets");
+    expect(await balanceOf(chains.base, PAY_TO)).toBe(before + 4000n);
   });
 });
 

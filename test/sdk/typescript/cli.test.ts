@@ -162,6 +162,27 @@ describe("arguments a command does not read", () => {
 });
 
 describe("what it says", () => {
+  it("with no key, how to give one to the CLI (and, for a call, how to pay with a wallet)", async () => {
+    const noKey = { TOOLGATE_API_KEY: undefined };
+    expect(await toolgate(["account"], noKey)).toEqual({
+      code: 3,
+      stdout: "",
+      stderr:
+        "toolgate: missing_api_key: Send your API key in the x-api-key header.\n" +
+        "toolgate: no API key was given: run `toolgate login` or set TOOLGATE_API_KEY.",
+    });
+    const call = await toolgate(["call", "hash", "--text", "hi"], noKey);
+    expect([call.code, call.stderr.split("\n")[1]]).toEqual([
+      3,
+      "toolgate: no API key was given: run `toolgate login` or set TOOLGATE_API_KEY, or pay for the call with x402: --wallet-key-file PATH.",
+    ]);
+    const asJson = await toolgate(["account", "--json"], noKey);
+    expect(JSON.parse(asJson.stderr).error).toMatchObject({
+      code: "missing_api_key",
+      hint: "no API key was given: run `toolgate login` or set TOOLGATE_API_KEY.",
+    });
+  });
+
   it("a call's cost on standard error, as JSON with --json; standard output is the tool's output", async () => {
     expect(await toolgate(["call", "hash", "--text", "hi"])).toEqual({
       code: 0,

@@ -8,7 +8,7 @@ import { readFile } from "node:fs/promises";
 import { privateKeyToAccount } from "viem/accounts";
 import { DEFAULT_BASE_URL, Toolgate } from "../client.js";
 import { ToolgateError } from "../errors.js";
-import { DEFAULT_MAX_PER_CALL, DEFAULT_MAX_PER_SESSION } from "../payments.js";
+import { ALLOW_ASSET_ADVICE, DEFAULT_MAX_PER_CALL, DEFAULT_MAX_PER_SESSION } from "../payments.js";
 import {
   UsageError,
   expectArgs,
@@ -228,6 +228,22 @@ async function toolInput(
     flags,
     tool.input_schema as { properties?: Record<string, { type?: string }> },
   );
+}
+
+/**
+ * What to do when the gateway asked for a key and none was sent: the gateway's words name its
+ * header, not how this command takes a key (nor, for a call, that it can be paid per call).
+ */
+function noKey(error: ToolgateError, command: string, parsed: Parsed): string | undefined {
+  const keyless =
+    error.code === "missing_api_key" ||
+    (command === "call" &&
+      error.code === "payment_required" &&
+      !parsed.options.has("wallet-key-file"));
+  if (!keyless) return undefined;
+  return `no API key was given: run \`toolgate login\` or set TOOLGATE_API_KEY${
+    command === "call" ? ", or pay for the call with x402: --wallet-key-file PATH" : ""
+  }.`;
 }
 
 export async function run(argv: string[], io: Io): Promise<number> {
@@ -465,14 +481,19 @@ export async function run(argv: string[], io: Io): Promise<number> {
       const hint =
         notes.withheldFor !== undefined && (error.status === 401 || error.status === 402)
           ? `the stored login is for ${notes.withheldFor}; its key is sent only there. Run \`toolgate login --base-url URL\` for this gateway, or set TOOLGATE_API_KEY.`
-          : undefined;
+          : noKey(error, command, parsed);
+      // The library's advice names its own option; here the token is allowed with a flag.
+      const message = error.message.replace(
+        ALLOW_ASSET_ADVICE,
+        "pass --allow-asset NETWORK:ADDRESS (e.g. --allow-asset eip155:84532:0x…)",
+      );
       if (json)
         io.err(
           JSON.stringify({
             error: {
               status: error.status,
               code: error.code,
-              message: error.message,
+              message,
               param: error.param,
               request_id: error.requestId,
               ...(hint ? { hint } : {}),
@@ -481,7 +502,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         );
       else
         io.err(
-          `toolgate: ${error.code}: ${error.message}${error.param ? ` (${error.param})` : ""}${error.requestId ? ` [${error.requestId}]` : ""}${hint ? `\ntoolgate: ${hint}` : ""}`,
+          `toolgate: ${error.code}: ${message}${error.param ? ` (${error.param})` : ""}${error.requestId ? ` [${error.requestId}]` : ""}${hint ? `\ntoolgate: ${hint}` : ""}`,
         );
       return error.code === "network_error" || error.code === "timeout" ? EXIT.network : EXIT.api;
     }
