@@ -64,6 +64,18 @@ def test_refuses_a_stale_timestamp(delivered):
     assert verify_webhook(delivery.body, delivery.headers, webhook.secret, tolerance_seconds=7200, now=later)
 
 
+def test_says_how_long_ago_or_how_far_ahead_a_refused_delivery_was_signed(delivered):
+    _, webhook, _, delivery = delivered
+    signed_at = int(delivery.headers["webhook-timestamp"])
+    for now, message in [
+        (signed_at + 3604, "The webhook was signed 3604 s ago, beyond the 300 s tolerance (a replay or a clock far off)."),
+        (signed_at - 3596, "The webhook was signed 3596 s in the future, beyond the 300 s tolerance (a clock far off)."),
+    ]:
+        with pytest.raises(ToolgateError) as caught:
+            verify_webhook(delivery.body, delivery.headers, webhook.secret, now=now)
+        assert (caught.value.code, caught.value.message) == ("webhook_timestamp_invalid", message)
+
+
 def test_accepts_a_resent_event_older_than_the_tolerance_and_refuses_it_tampered(delivered, receiver):
     client, webhook, sent, delivery = delivered
     # A resend keeps the event's body (and its original timestamp); only webhook-timestamp is new.

@@ -113,14 +113,17 @@ export async function verifyWebhook(
     throw fail("webhook_signature_invalid", "The webhook's body is not JSON.");
   }
   signedAt ??= Date.parse(event.timestamp);
-  const tolerance = (options.toleranceSeconds ?? 300) * 1000;
-  if (
-    !Number.isFinite(signedAt) ||
-    Math.abs((options.now ?? new Date()).getTime() - signedAt) > tolerance
-  )
+  const tolerance = options.toleranceSeconds ?? 300;
+  const age = ((options.now ?? new Date()).getTime() - signedAt) / 1000;
+  if (!Number.isFinite(age))
+    throw fail("webhook_timestamp_invalid", "The webhook's timestamp is not a date.");
+  // Worded as the Python library's verify_webhook words it.
+  if (Math.abs(age) > tolerance)
     throw fail(
       "webhook_timestamp_invalid",
-      `The webhook's timestamp is outside the ${tolerance / 1000} s tolerance (a replay or a clock far off).`,
+      age >= 0
+        ? `The webhook was signed ${Math.round(age)} s ago, beyond the ${tolerance} s tolerance (a replay or a clock far off).`
+        : `The webhook was signed ${Math.round(-age)} s in the future, beyond the ${tolerance} s tolerance (a clock far off).`,
     );
   return event;
 }

@@ -110,6 +110,25 @@ describe("verifyWebhook", () => {
     ).resolves.toBeTruthy();
   });
 
+  it("says how long ago, or how far in the future, a refused delivery was signed (as Python does)", async () => {
+    const signedAt = Number(delivery.headers["webhook-timestamp"]) * 1000;
+    const message = (now: number) =>
+      verifyWebhook(delivery.raw, delivery.headers as Record<string, string>, secret, {
+        now: new Date(now),
+      }).then(
+        () => null,
+        (e: ToolgateError) => [e.code, e.message],
+      );
+    expect(await message(signedAt + 3_604_000)).toEqual([
+      "webhook_timestamp_invalid",
+      "The webhook was signed 3604 s ago, beyond the 300 s tolerance (a replay or a clock far off).",
+    ]);
+    expect(await message(signedAt - 3_596_000)).toEqual([
+      "webhook_timestamp_invalid",
+      "The webhook was signed 3596 s in the future, beyond the 300 s tolerance (a clock far off).",
+    ]);
+  });
+
   it("accepts a resent event older than the tolerance by its fresh webhook-timestamp, and refuses it tampered", async () => {
     // A resend keeps the event's body (and its original timestamp); only webhook-timestamp is new.
     const sentAt = Date.parse(JSON.parse(delivery.raw).timestamp);

@@ -20,6 +20,7 @@ import binascii
 import hashlib
 import hmac
 import json
+import math
 import time
 from datetime import datetime
 from typing import Any, Mapping
@@ -103,7 +104,12 @@ def verify_webhook(
             signed_at = datetime.fromisoformat(event.timestamp.replace("Z", "+00:00")).timestamp()
         except ValueError:
             raise _fail("webhook_timestamp_invalid", "The webhook's timestamp is not a date.") from None
-    current = time.time() if now is None else now
-    if not abs(current - signed_at) <= tolerance_seconds:
-        raise _fail("webhook_timestamp_invalid", f"The webhook was signed {current - signed_at:.0f} s from now, beyond the {tolerance_seconds:g} s tolerance.")
+    age = (time.time() if now is None else now) - signed_at
+    if math.isnan(age):
+        raise _fail("webhook_timestamp_invalid", "The webhook's timestamp is not a date.")
+    if abs(age) > tolerance_seconds:
+        # Worded as the TypeScript library's verifyWebhook words it.
+        when = f"{age:.0f} s ago" if age >= 0 else f"{-age:.0f} s in the future"
+        cause = "a replay or a clock far off" if age >= 0 else "a clock far off"
+        raise _fail("webhook_timestamp_invalid", f"The webhook was signed {when}, beyond the {tolerance_seconds:g} s tolerance ({cause}).")
     return event
