@@ -196,12 +196,17 @@ export class Transport {
           await sleep(backoffMs(attempt), spec.signal);
           continue;
         }
+        const reason = (error as Error)?.message ?? error;
         throw new ToolgateError({
           status: 0,
           code: timedOut ? "timeout" : "network_error",
           message: timedOut
             ? `No answer from ${url.origin} within ${spec.timeoutMs ?? this.options.timeoutMs} ms.`
-            : `Could not reach ${url.origin}: ${(error as Error)?.message ?? error}`,
+            : neverConnected(error)
+              ? `Could not reach ${url.origin}: ${reason}`
+              : // Sent, or perhaps sent (a runtime that gives no reason): "could not reach" would
+                // invite a retry that creates a second key or sends a second test event.
+                `Lost the connection to ${url.origin} (${reason}): the request may have been received and run; check (e.g. list what exists) before retrying.`,
           cause: error,
         });
       }

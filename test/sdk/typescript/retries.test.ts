@@ -154,10 +154,12 @@ out({ created, attempts });`,
     const { key } = await fundedAccount(gw.url, 100, "free");
     const result = await project.script(
       `${HEADER}const client = new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL, maxRetries: 2, fetch: fetchThat(() => "refuse") });
-out({ error: await client.webhooks.test().then(() => null, fields), waits: attempts.slice(1).map((a, i) => a.at - attempts[i].failedAt) });`,
+out({ error: await client.webhooks.test().then(() => null, fields), message: await client.webhooks.test().then(() => null, (e) => e.message), waits: attempts.slice(1, 3).map((a, i) => a.at - attempts[i].failedAt) });`,
       { ...env(), KEY: key },
     );
     expect(result.error).toEqual({ status: 0, code: "network_error" });
+    // Nothing was sent: the message says the gateway was not reached, and nothing more.
+    expect(result.message).toMatch(/^Could not reach http:\/\/127\.0\.0\.1:\d+: fetch failed$/);
     expect(result.waits).toHaveLength(2); // three attempts
     // As the Python library: never again at once (a half to all of 0.5 s, then of 1 s).
     expect(result.waits[0]).toBeGreaterThanOrEqual(250);
@@ -221,13 +223,20 @@ out({ replayed: r.replayed, spent: client.spent, attempts });`,
     const result = await project.script(
       `${HEADER}const client = new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL, fetch: fetchThat((_, n) => (n === 1 || n === 3 ? "cut" : null)) });
 const called = await client.tools.callWithDetails("hash", { text: "lost once" });
-const created = await client.keys.create({ name: "answer lost" }).then(() => null, fields);
+const created = await client.keys.create({ name: "answer lost" }).then(() => null, (e) => ({ ...fields(e), message: e.message }));
 out({ replayed: called.replayed, created, attempts: attempts.map((a) => a.error ?? "answered") });`,
       { ...env(), KEY: key },
     );
     expect(result.replayed).toBe(true);
     expect(await creditsOf(gw.url, key)).toBe(99);
-    expect(result.created).toEqual({ status: 0, code: "network_error" });
+    // The gateway ran it: the message must not say it was never reached.
+    expect(result.created).toEqual({
+      status: 0,
+      code: "network_error",
+      message: expect.stringMatching(
+        /^Lost the connection to http:\/\/127\.0\.0\.1:\d+ \(fetch failed\): the request may have been received and run; check \(e\.g\. list what exists\) before retrying\.$/,
+      ),
+    });
     expect(result.attempts).toHaveLength(3); // the call twice, the key creation once
     expect((await call(`${gw.url}/api/v1/keys`, { key })).body.data.length).toBe(before + 1);
   });
