@@ -46,8 +46,10 @@ export function createProcessLogger(
 ): ProcessLogger {
   let broken = false;
   let batch = "";
-  // Several loggers may share one stdout (tests start gateways in one process): one listener each, removed never — cheap.
-  out.setMaxListeners(0);
+  // Several loggers may share one stdout (tests start gateways in one process): one listener each,
+  // removed never — cheap. A large bound, not 0 (unlimited): tinypool raises it by one for each
+  // heavy-pool child it starts, which turned "unlimited" into 1 and warned of a leak.
+  out.setMaxListeners(Math.max(out.getMaxListeners(), 1000));
   out.on("error", () => {
     broken = true;
   });
