@@ -69,6 +69,8 @@ describe("a gateway and its children", () => {
       SHUTDOWN_GRACE_SECONDS: "2",
       SECRET_KEY: "k".repeat(32),
       ADMIN_API_KEY: "a".repeat(32),
+      // Thousands of keyless requests from one address, to fill its log pipe: not a limit's test.
+      ENDPOINT_LIMITS: "anonymous=100000/60",
     });
     const port = Number((await g.waitFor(/"port":(\d+)[^\n]*"msg":"listening"/))[1]);
     return { g, url: `http://127.0.0.1:${port}` };
