@@ -3,6 +3,16 @@ import express from "express";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
 
+/** The least a production gateway needs set. */
+const production = {
+  NODE_ENV: "production",
+  REDIS_URL: "redis://x",
+  ADMIN_API_KEY: "a".repeat(24),
+  SECRET_KEY: "s".repeat(32),
+  PUBLIC_BASE_URL: "https://api.example.com",
+  SMTP_URL: "smtp://x",
+};
+
 describe("configuration", () => {
   it("runs with embedded defaults when nothing is set", () => {
     const config = loadConfig({});
@@ -208,14 +218,6 @@ describe("configuration", () => {
   });
 
   it("refuses private webhook targets and SSO issuers in production", () => {
-    const production = {
-      NODE_ENV: "production",
-      REDIS_URL: "redis://x",
-      ADMIN_API_KEY: "a".repeat(24),
-      SECRET_KEY: "s".repeat(32),
-      PUBLIC_BASE_URL: "https://api.example.com",
-      SMTP_URL: "smtp://x",
-    };
     expect(loadConfig(production).webhookAllowPrivateTargets).toBe(false);
     expect(() => loadConfig({ ...production, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" })).toThrow(
       /WEBHOOK_ALLOW_PRIVATE_TARGETS=1 is refused/,
@@ -231,14 +233,6 @@ describe("configuration", () => {
   });
 
   it("refuses DEV_SEED=1 in production: it would print a live key derived from SECRET_KEY", () => {
-    const production = {
-      NODE_ENV: "production",
-      REDIS_URL: "redis://x",
-      ADMIN_API_KEY: "a".repeat(24),
-      SECRET_KEY: "s".repeat(32),
-      PUBLIC_BASE_URL: "https://api.example.com",
-      SMTP_URL: "smtp://x",
-    };
     expect(loadConfig(production).devSeed).toBe(false);
     expect(loadConfig({ ...production, DEV_SEED: "0" }).devSeed).toBe(false);
     expect(() => loadConfig({ ...production, DEV_SEED: "1" })).toThrow(
@@ -314,13 +308,9 @@ describe("configuration", () => {
         cwd: new URL("../..", import.meta.url).pathname,
         env: {
           PATH: process.env.PATH,
-          NODE_ENV: "production",
+          ...production,
           PORT: "0",
           REDIS_URL: "redis://127.0.0.1:6379",
-          ADMIN_API_KEY: "a".repeat(24),
-          SECRET_KEY: "s".repeat(32),
-          PUBLIC_BASE_URL: "https://api.example.com",
-          SMTP_URL: "smtp://x",
           ...env,
         },
         encoding: "utf8",
