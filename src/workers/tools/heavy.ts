@@ -129,18 +129,14 @@ async function decodeImage<T>(param: string, work: () => Promise<T>): Promise<T>
 const pdfExtractText = implement(pdfExtractTextTool, {
   async run(input) {
     const bytes = decodeBase64(input.pdf, "pdf");
+    // Opening, and then each page (a page tree that cycles, a broken content stream), can fail:
+    // the document's fault, not the tool's (a page's failure answered 502 "The tool failed").
     let pdf;
+    const pages: string[] = [];
     try {
       pdf = await (await lib.unpdf()).getDocumentProxy(new Uint8Array(bytes), {
         stopAtErrors: true,
       });
-    } catch (err) {
-      throw invalid(`Not a readable PDF: ${reason(err)}`, "pdf");
-    }
-    const pages: string[] = [];
-    // A PDF that opens can still fail page by page (a page tree that cycles, a broken content
-    // stream): the document's fault, not the tool's (it answered 502 "The tool failed").
-    try {
       for (let n = 1; n <= Math.min(pdf.numPages, input.max_pages); n++) {
         const content = await (await pdf.getPage(n)).getTextContent();
         pages.push(
