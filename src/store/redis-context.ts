@@ -294,11 +294,13 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     } catch (err) {
       const message = String((err as Error)?.message ?? err);
       if (
-        // The Cluster's: a master down (its slots unserved, or redirected until ioredis gives
-        // up), a resharding or failover under way, a node still loading its data.
-        /Stream isn't writeable|Connection is closed|Command timed out|ECONNREFUSED|max retries|enableOfflineQueue|ETIMEDOUT|ECONNRESET|CLUSTERDOWN|Too many Cluster redirections|TRYAGAIN|MASTERDOWN|LOADING|READONLY/i.test(
+        /Stream isn't writeable|Connection is closed|Command timed out|ECONNREFUSED|max retries|enableOfflineQueue|ETIMEDOUT|ECONNRESET|Too many Cluster redirections/i.test(
           message,
-        )
+        ) ||
+        // Redis's own error codes, in capitals as Redis sends them (so a script's "loading" or
+        // "readonly" in prose stays a bug): a Cluster master down, a resharding or failover
+        // under way, a node still loading its data.
+        /\b(CLUSTERDOWN|TRYAGAIN|MASTERDOWN|LOADING|READONLY)\b/.test(message)
       ) {
         throw new StoreUnavailableError(message);
       }

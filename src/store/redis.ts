@@ -67,10 +67,12 @@ async function pingMasters(cluster: Cluster): Promise<void> {
   const connected = new Map(
     cluster.nodes("master").map((node) => [`${node.options.host}:${node.options.port}`, node]),
   );
+  // A master that serves several ranges is pinged once.
+  const masters = new Set(ranges.map(([, , [host, port]]) => `${host}:${port}`));
   await Promise.all(
-    ranges.map(([, , [host, port]]) => {
-      const node = connected.get(`${host}:${port}`);
-      if (!node) throw new Error(`ECONNREFUSED: the master at ${host}:${port} is not connected`);
+    [...masters].map((address) => {
+      const node = connected.get(address);
+      if (!node) throw new Error(`ECONNREFUSED: the master at ${address} is not connected`);
       return node.ping();
     }),
   );
