@@ -105,3 +105,23 @@ export function startToolgate(
     },
   };
 }
+
+/**
+ * Runs `command` with its standard output closed before anything is written to it, as
+ * `command | head -1` leaves it once head has read its line: its exit code and what it wrote to
+ * standard error.
+ */
+export async function runWithClosedStdout(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<[number | null, string]> {
+  const child = spawn(command, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+  child.stdout.destroy();
+  let stderr = "";
+  child.stderr.on("data", (chunk) => {
+    stderr += chunk;
+  });
+  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+  return [code, stderr];
+}

@@ -16,6 +16,7 @@ import {
   startGateway,
   type TestGateway,
 } from "../../helpers/gateway.js";
+import { runWithClosedStdout } from "../../helpers/processes.js";
 import { PAY_TO, balanceOf, startChains } from "../../helpers/x402.js";
 
 /**
@@ -149,18 +150,14 @@ describe("the linux-x64 binary", () => {
 
   it("ends quietly when the reader has closed standard output (toolgate tools list | head -1)", async () => {
     const { key } = await fundedAccount(gw.url, 100, "free");
-    const child = spawn(binaries["toolgate-linux-x64"]!, ["tools", "list", "--json"], {
-      env: { PATH: process.env.PATH ?? "", TOOLGATE_CONFIG_DIR: configDir, ...keyed(key) },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
     // Closed before the catalogue comes back, so every write meets a closed pipe.
-    child.stdout.destroy();
-    let stderr = "";
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    const code = await new Promise((resolve) => child.on("close", resolve));
-    expect([code, stderr]).toEqual([0, ""]);
+    expect(
+      await runWithClosedStdout(binaries["toolgate-linux-x64"]!, ["tools", "list", "--json"], {
+        PATH: process.env.PATH ?? "",
+        TOOLGATE_CONFIG_DIR: configDir,
+        ...keyed(key),
+      }),
+    ).toEqual([0, ""]);
   });
 
   it("prints a human table by default and help for every command", async () => {

@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -6,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { run } from "../../../sdk/typescript/src/cli/main.js";
+import { runWithClosedStdout } from "../../helpers/processes.js";
 
 /**
  * The CLI's own rules, run in-process (`run(argv, io)`) against a stub gateway that records every
@@ -203,33 +203,25 @@ describe("the npm bin (bin.ts under Node)", () => {
     // The answer comes late, so the pipe is closed before anything is written to it.
     respond = (_req, res) =>
       setTimeout(() => json(res, 200, { object: "list", data: [HASH] }), 300);
-    const child = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        new URL("../../../sdk/typescript/src/cli/bin.ts", import.meta.url).pathname,
-        "tools",
-        "list",
-        "--json",
-      ],
-      {
-        env: {
+    expect(
+      await runWithClosedStdout(
+        process.execPath,
+        [
+          "--import",
+          "tsx",
+          new URL("../../../sdk/typescript/src/cli/bin.ts", import.meta.url).pathname,
+          "tools",
+          "list",
+          "--json",
+        ],
+        {
           ...process.env,
           TOOLGATE_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
           TOOLGATE_API_KEY: "tg_live_test",
           TOOLGATE_CONFIG_DIR: configDir,
         },
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    child.stdout.destroy();
-    let stderr = "";
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    const code = await new Promise((resolve) => child.on("close", resolve));
-    expect([code, stderr]).toEqual([0, ""]);
+      ),
+    ).toEqual([0, ""]);
     expect(requests).toEqual(["GET /v1/tools"]);
   });
 });
