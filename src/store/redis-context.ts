@@ -89,11 +89,6 @@ function loadScript(name: string, prelude: string): string {
 }
 
 type ScriptRunner = (keys: string[], args: (string | number)[]) => Promise<unknown>;
-type ScriptQueuer = (
-  pipeline: ChainableCommander,
-  keys: string[],
-  args: (string | number)[],
-) => unknown;
 
 /** The global index writes that go with an account script (`scriptWithIndexes`). */
 export interface IndexWrites {
@@ -116,10 +111,7 @@ const indexWrites = (
 
 /** What `together` hands each command: where to send it, and the scripts to send there. */
 export interface TogetherTarget {
-  /**
-   * The commands: a pipeline's on one Redis node, the connection's own in a Cluster. A command
-   * must return what its method returns (a promise on the connection, the pipeline on a pipeline).
-   */
+  /** The connection's commands: a command returns what its method returns (a promise of its reply). */
   on: ChainableCommander;
   script(name: ScriptName, keys: string[], args: (string | number)[]): unknown;
 }
@@ -135,13 +127,9 @@ const indexCommands = (group: (writes: IndexWrites) => void): TogetherCommand[] 
 };
 
 /** Defines each script once as a command of the connection (EVALSHA, EVAL on a script cache miss). */
-function defineScripts(redis: RedisConnection): {
-  run: Record<ScriptName, ScriptRunner>;
-  queue: Record<ScriptName, ScriptQueuer>;
-} {
+function defineScripts(redis: RedisConnection): Record<ScriptName, ScriptRunner> {
   const prelude = `local DEPLETED_MESSAGE = ${JSON.stringify(DEPLETED_MESSAGE)}\n${readFileSync(new URL("../credits/lua/prelude.lua", import.meta.url), "utf8")}`;
   const run = {} as Record<ScriptName, ScriptRunner>;
-  const queue = {} as Record<ScriptName, ScriptQueuer>;
   for (const name of Object.keys(KEY_COUNTS) as ScriptName[]) {
     const command = `tg_${name.replace("-", "_")}`;
     redis.defineCommand(command, {
@@ -153,13 +141,8 @@ function defineScripts(redis: RedisConnection): {
         ...keys,
         ...args,
       );
-    queue[name] = (pipeline, keys, args) =>
-      (pipeline as unknown as Record<string, (...a: unknown[]) => unknown>)[command]!(
-        ...keys,
-        ...args,
-      );
   }
-  return { run, queue };
+  return run;
 }
 
 export interface RedisStoreOptions {
@@ -203,7 +186,7 @@ export interface RedisContext {
   ): Promise<T>;
   /**
    * Sends groups of commands, each group after the one before, the commands of a group
-   * independent of each other. On one Redis node all go in one pipeline: one write, one round
+   * independent of each other. On one Redis node all are sent in one turn of the loop: one write, one round
    * trip, run by Redis in that order. In a Cluster, where their keys lie in different slots, a
    * group's commands go side by side, one request, and the groups one after another. Answers each
    * group's replies as Redis gave them, in order; any command's error fails the whole.
@@ -232,7 +215,7 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
   redis.on("error", () => {
     /* surfaced per command as StoreUnavailableError; ioredis reconnects by itself */
   });
-  const { run, queue } = defineScripts(redis);
+  const run = defineScripts(redis);
   const cluster = options.cluster ?? false;
   const timeoutMs = options.commandTimeoutMs ?? 2000;
 
@@ -336,32 +319,22 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
   }
 
   async function together(...groups: TogetherCommand[][]): Promise<unknown[][]> {
+    const on = redis as unknown as ChainableCommander;
+    const script: TogetherTarget["script"] = (name, keys, args) => run[name](keys, args);
+    const send = (commands: TogetherCommand[]) =>
+      Promise.all(commands.map((command) => command({ on, script })));
     if (cluster) {
-      const on = redis as unknown as ChainableCommander;
-      const script: TogetherTarget["script"] = (name, keys, args) => run[name](keys, args);
       const answers: unknown[][] = [];
       for (const group of groups)
-        answers.push(
-          group.length === 0
-            ? []
-            : await call(() => Promise.all(group.map((command) => command({ on, script })))),
-        );
+        answers.push(group.length === 0 ? [] : await call(() => send(group)));
       return answers;
     }
+    // On one node the commands are sent one after another in this turn of the loop: the corked
+    // socket (coalesceWrites) writes them at once, and Redis runs them in that order. Cheaper
+    // than ioredis's Pipeline (its own queue, promises and reply bookkeeping), for the same write.
     const commands = groups.flat();
     if (commands.length === 0) return groups.map(() => []);
-    const replies = await call(async () => {
-      const pipeline = redis.pipeline();
-      const script: TogetherTarget["script"] = (name, keys, args) =>
-        queue[name](pipeline, keys, args);
-      for (const command of commands) command({ on: pipeline, script });
-      const answers = (await pipeline.exec()) ?? [];
-      // Thrown inside `call`, so a lost connection is told apart from a command's error as ever.
-      for (const [err] of answers) if (err) throw err;
-      if (answers.length !== commands.length)
-        throw new Error(`${answers.length} replies to ${commands.length} pipelined commands`);
-      return answers.map(([, reply]) => reply);
-    });
+    const replies = await call(() => send(commands));
     let at = 0;
     return groups.map((group) => replies.slice(at, (at += group.length)));
   }

@@ -1,6 +1,8 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
+import { eventRecord } from "../../src/events/types.js";
+import { newEventId } from "../../src/lib/ids.js";
 import { tierLimits } from "../../src/store/index.js";
 import { createRedisStore, type RedisStore } from "../../src/store/redis.js";
 import { startPrivateRedis } from "../helpers/redis-server.js";
@@ -42,5 +44,31 @@ describe("the store's writes to one Redis node", () => {
     expect(answers).toEqual([null, null, null, null, null]);
     // One read for the five commands, one for the observer's second INFO.
     expect(after - before).toBe(2);
+  });
+
+  it("sends a script and the index writes that go with it in one socket write", async () => {
+    const create = (id: string) =>
+      store.createAccount(
+        { id, email: null, tier: "free" },
+        { amount: 0, reason: "signup", requestId: `signup:${id}` },
+        [
+          eventRecord(newEventId(), "agent.registered", id, {
+            agent_id: id,
+            email: null,
+            tier: "free",
+          }),
+        ],
+      );
+    // Once first, so Redis has the script (a first EVALSHA is answered NOSCRIPT, then sent again).
+    await create(`acct_coalesce_first_${Date.now()}`);
+    const id = `acct_coalesce_${Date.now()}`;
+    const before = await readsByRedis();
+    // create-account, then the accounts index (ZADD) and the outbox index (SADD) after it.
+    await create(id);
+    const after = await readsByRedis();
+    expect(after - before).toBe(2);
+    // All three were made: the indexes name the new account.
+    expect(await observer.zscore("coalesce:accounts", id)).not.toBeNull();
+    expect(await observer.sismember("coalesce:outbox:accounts", id)).toBe(1);
   });
 });
