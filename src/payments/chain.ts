@@ -2,6 +2,7 @@ import {
   createPublicClient,
   defineChain,
   fallback,
+  type Hex,
   type LocalAccount,
   type PublicClient,
 } from "viem";
@@ -10,13 +11,15 @@ import type { PaymentNetwork } from "./networks.js";
 import { ReceiptWaiter } from "./receipt-wait.js";
 import { loadNativeSecp256k1, relayerAccount } from "./relayer-account.js";
 import { batchingHttp } from "./rpc-transport.js";
+import { hashWith, loadNativeKeccak } from "./transaction-hash.js";
 
 /**
  * viem clients per enabled network: a public client for reads, simulations and sends, and the
  * relayer accounts (one key, or a pool) that sign `transferWithAuthorization` transactions.
  * Every gateway process shares the relayer keys; each key's nonces come from one sequence in
  * the store, handed out atomically across processes (see relayers.ts). Their transactions are
- * signed natively where libsecp256k1 loads (relayer-account.ts).
+ * signed natively where libsecp256k1 loads (relayer-account.ts), and hashed natively where the
+ * keccak binding loads (transaction-hash.ts).
  */
 export interface NetworkClients {
   network: PaymentNetwork;
@@ -24,11 +27,14 @@ export interface NetworkClients {
   /** Settlement receipts are waited for here: one waiter per network learns how its chain mines. */
   receipts: ReceiptWaiter;
   relayers: LocalAccount[];
+  /** Keccak-256 of a signed transaction: the hash it is known by on chain. */
+  transactionHash: (signed: Hex) => Hex;
 }
 
 export function createChainClients(x402: NonNullable<Config["x402"]>): Map<string, NetworkClients> {
   const native = loadNativeSecp256k1();
-  const relayers = x402.relayerKeys.map((key) => relayerAccount(key, native));
+  const transactionHash = hashWith(loadNativeKeccak());
+  const relayers = x402.relayerKeys.map((key) => relayerAccount(key, native, transactionHash));
   const clients = new Map<string, NetworkClients>();
   for (const network of x402.networks) {
     const chain = defineChain({
@@ -62,6 +68,7 @@ export function createChainClients(x402: NonNullable<Config["x402"]>): Map<strin
       public: client,
       receipts: new ReceiptWaiter(client),
       relayers,
+      transactionHash,
     };
     clients.set(network.name, entry);
     clients.set(network.caip2, entry);

@@ -36,8 +36,15 @@ export function loadNativeSecp256k1(): NativeSecp256k1 | null {
   }
 }
 
-/** A relayer's account; its transactions signed by `native` when given. */
-export function relayerAccount(privateKey: Hex, native: NativeSecp256k1 | null): LocalAccount {
+/**
+ * A relayer's account; its transactions signed by `native` when given, their hash computed by
+ * `hash` (transaction-hash.ts; viem's keccak256 by default).
+ */
+export function relayerAccount(
+  privateKey: Hex,
+  native: NativeSecp256k1 | null,
+  hash: (bytes: Hex) => Hex = keccak256,
+): LocalAccount {
   const account = privateKeyToAccount(privateKey);
   if (!native) return account;
   const key = hexToBytes(privateKey);
@@ -53,8 +60,8 @@ export function relayerAccount(privateKey: Hex, native: NativeSecp256k1 | null):
       // A blob transaction's sidecars are not part of what is signed.
       const signable =
         transaction.type === "eip4844" ? { ...transaction, sidecars: false } : transaction;
-      const hash = keccak256(await serializer(signable as TransactionSerializable));
-      const { signature, recid } = native.ecdsaSign(hexToBytes(hash), key);
+      const digest = hash(await serializer(signable as TransactionSerializable));
+      const { signature, recid } = native.ecdsaSign(hexToBytes(digest), key);
       return (await serializer(transaction, {
         r: bytesToHex(signature.subarray(0, 32)),
         s: bytesToHex(signature.subarray(32, 64)),

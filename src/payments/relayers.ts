@@ -1,7 +1,6 @@
 import {
   BaseError,
   HttpRequestError,
-  keccak256,
   MethodNotFoundRpcError,
   MethodNotSupportedRpcError,
   RpcRequestError,
@@ -342,7 +341,7 @@ export class Relayers {
     block: SeenBlock,
     receiptBy: number,
   ): Promise<Sent | null> {
-    const hash = keccak256(signed);
+    const hash = this.clients.transactionHash(signed);
     const sending = this.clients.public.sendRawTransactionSync({ serializedTransaction: signed });
     sending.catch(() => {}); // answered after `receiptBy`: nobody is waiting for it
     let timer: NodeJS.Timeout | undefined;
@@ -395,7 +394,7 @@ export class Relayers {
     relay: RelayedTransaction,
     reason: string,
   ): Promise<Sent> {
-    const hash = keccak256(signed);
+    const hash = this.clients.transactionHash(signed);
     let known = await this.known(hash);
     if (known === false)
       known = await this.clients.public.sendRawTransaction({ serializedTransaction: signed }).then(

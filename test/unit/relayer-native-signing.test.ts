@@ -2,6 +2,7 @@ import { keccak256, parseTransaction, recoverTransactionAddress, toHex } from "v
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { loadNativeSecp256k1, relayerAccount } from "../../src/payments/relayer-account.js";
+import { hashWith, loadNativeKeccak } from "../../src/payments/transaction-hash.js";
 
 /** The relayer's settlement transactions, signed by libsecp256k1 where it loads, by viem otherwise. */
 const KEY = keccak256(toHex("relayer key for this test"));
@@ -24,8 +25,25 @@ describe("relayer transaction signing", () => {
     },
   );
 
+  it.runIf(process.platform === "linux" && process.arch === "x64")(
+    "loads the native keccak binding on linux x64 (a prebuilt binary in the package)",
+    () => {
+      expect(loadNativeKeccak()).not.toBeNull();
+    },
+  );
+
+  it("hashes natively as viem does, at every length around keccak's 136-byte block", () => {
+    const native = hashWith(loadNativeKeccak());
+    for (const length of [0, 1, 31, 32, 135, 136, 137, 272, 1200, 4000]) {
+      const bytes = toHex(Uint8Array.from({ length }, (_, i) => (i * 37 + length) % 256));
+      expect(native(bytes)).toBe(keccak256(bytes));
+    }
+    // Hex is read as bytes, whatever its case.
+    expect(native("0xABCDEF")).toBe(keccak256("0xabcdef"));
+  });
+
   it("signs natively byte for byte as viem does, and the signature recovers to the relayer", async () => {
-    const native = relayerAccount(KEY, loadNativeSecp256k1());
+    const native = relayerAccount(KEY, loadNativeSecp256k1(), hashWith(loadNativeKeccak()));
     const viemOwn = privateKeyToAccount(KEY);
     expect(native.address).toBe(viemOwn.address);
     for (const tx of transactions) {
