@@ -53,6 +53,33 @@ export async function issueKey(
   secret?: string,
   controls: Omit<KeyUpdate, "name"> = {},
 ): Promise<{ plaintext: string; key: KeyRecord }> {
+  const issued = newKey(accountId, name, secret, controls);
+  await services.store.addKey(issued.key);
+  return issued;
+}
+
+/**
+ * As `issueKey`, unless the account already has `cap` live keys (the store counts and adds in
+ * one step): null then, and nothing is stored.
+ */
+export async function issueKeyWithinCap(
+  services: Services,
+  accountId: string,
+  name: string | null,
+  controls: Omit<KeyUpdate, "name">,
+  cap: number,
+): Promise<{ plaintext: string; key: KeyRecord } | null> {
+  const issued = newKey(accountId, name, undefined, controls);
+  return (await services.store.addKey(issued.key, cap)) ? issued : null;
+}
+
+/** A key's record and its plaintext, not yet stored. */
+function newKey(
+  accountId: string,
+  name: string | null,
+  secret: string | undefined,
+  controls: Omit<KeyUpdate, "name">,
+): { plaintext: string; key: KeyRecord } {
   const generated = generateApiKey(accountId, secret);
   const key: KeyRecord = {
     id: newKeyId(),
@@ -67,6 +94,5 @@ export async function issueKey(
     allowedTools: controls.allowedTools ?? null,
     budget: controls.budget ?? null,
   };
-  await services.store.addKey(key);
   return { plaintext: generated.plaintext, key };
 }

@@ -61,6 +61,7 @@ const KEY_COUNTS = {
   "verify-email": 3,
   "set-tier": 1,
   "revoke-key": 2,
+  "key-add": 2,
   "rate-limit": 1,
   "idempotency-begin": 1,
   "idempotency-complete": 1,

@@ -264,6 +264,37 @@ describe("API keys", () => {
     }
   });
 
+  it.each(["redis", "memory"] as const)(
+    "holds the key cap under concurrent creates (%s store): exactly the cap is reached, the rest are 422",
+    async (store) => {
+      const cap = 5;
+      const small = await startGateway({
+        store,
+        env: { KEYS_PER_ACCOUNT: String(cap), WORKERS_URL: "http://127.0.0.1:9" },
+      });
+      try {
+        const { key } = await signUp(small.url);
+        const create = () => call(`${small.url}/api/v1/keys`, { key, body: { name: "racing" } });
+        // One place left (the sign-up's key and 3 more: 4 of 5), then 40 creates at once (with
+        // the 5 requests before and the listing after, within the Free tier's 60 a minute).
+        for (let i = 0; i < cap - 2; i++) expect((await create()).status).toBe(201);
+        const raced = await Promise.all(Array.from({ length: 40 }, create));
+        const statuses = raced.map((r) => r.status);
+        expect(statuses.filter((s) => s === 201)).toHaveLength(1);
+        expect(statuses.filter((s) => s === 422)).toHaveLength(39);
+        for (const refused of raced.filter((r) => r.status === 422))
+          expect([refused.body.error.code, refused.body.error.message]).toEqual([
+            "validation_failed",
+            `At most ${cap} active API keys per account: revoke one first.`,
+          ]);
+        const listed = await call(`${small.url}/api/v1/keys`, { key });
+        expect(listed.body.data).toHaveLength(cap);
+      } finally {
+        await small.stop();
+      }
+    },
+  );
+
   it("refuses a bad grace period and unknown fields", async () => {
     const { key, keyId } = await signUp(gw.url);
     for (const body of [

@@ -781,6 +781,45 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect((await store.revokeKey(a.id, kept.key.id, 0)).status).toBe("revoked");
   });
 
+  it("adds a key within the account's cap in one step, even when many race; a revoked key does not count, one in its grace or expired does", async () => {
+    const a = await account();
+    const record = (changes: Partial<KeyRecord> = {}): KeyRecord => {
+      const key = generateApiKey(a.id);
+      return {
+        id: newKeyId(),
+        accountId: a.id,
+        hash: key.hash,
+        prefix: key.prefix,
+        last4: key.last4,
+        name: null,
+        createdAt: Date.now(),
+        revokedAt: null,
+        ...changes,
+      };
+    };
+    // Live: the account's first key, one expired (never revoked), one rotating out (grace ahead).
+    expect(await store.addKey(record({ expiresAt: Date.now() - 1000 }), 5)).toBe(true);
+    const rotating = record();
+    expect(await store.addKey(rotating, 5)).toBe(true);
+    expect((await store.revokeKey(a.id, rotating.id, 60_000)).status).toBe("revoked");
+    // Not live: one revoked.
+    const revoked = record();
+    expect(await store.addKey(revoked, 5)).toBe(true);
+    expect((await store.revokeKey(a.id, revoked.id, 0)).status).toBe("revoked");
+    // 3 of 5 live: of 20 racing additions, exactly 2 are made.
+    const added = await Promise.all(Array.from({ length: 20 }, () => store.addKey(record(), 5)));
+    expect(added.filter(Boolean)).toHaveLength(2);
+    const keys = await store.listKeys(a.id);
+    expect(keys).toHaveLength(6);
+    expect(keys.filter((k) => k.revokedAt === null || k.revokedAt > Date.now())).toHaveLength(5);
+    // A key refused is not stored at all: the admission does not know it.
+    const refused = record();
+    expect(await store.addKey(refused, 5)).toBe(false);
+    expect(await debit(a.id, refused.hash, 0)).toEqual({ status: "invalid_key" });
+    // Without a cap (sign-up, rotation, the operator's recovery key), a key is always added.
+    expect(await store.addKey(record())).toBe(true);
+  });
+
   it("records when a key was last used, inside the admission, at most once per resolution window", async () => {
     const a = await account();
     expect((await store.listKeys(a.id))[0]!.lastUsedAt).toBeNull();

@@ -3,7 +3,7 @@ import { requireUnrestrictedKey } from "../../http/auth.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
 import { isRevoked, type KeyRecord } from "../../store/types.js";
-import { issueKey } from "../accounts.js";
+import { issueKey, issueKeyWithinCap } from "../accounts.js";
 import { keyControlFields, keyControlsFrom } from "../key-controls.js";
 import { issuedKeyViewSchema, keyView, keyViewSchema, listOf } from "../views.js";
 
@@ -45,23 +45,23 @@ export const createKey = defineRoute({
   response: issuedKeyViewSchema,
   async handler({ services, caller, body }) {
     requireUnrestrictedKey(caller);
-    // Counted, then added: requests racing past the count can add one key each beyond the cap
-    // (webhooks' cap is checked in the store's add, atomically; the key store has no such add yet).
+    // The store checks the cap in the step that adds the key: a count here and an add after it
+    // let racing requests each pass the count, and the account end beyond its cap.
     const cap = services.config.keysPerAccount;
-    const keys = await services.store.listKeys(caller.account.id);
-    if (keys.filter((k) => !isRevoked(k)).length >= cap)
+    const { name, ...controls } = body;
+    const issued = await issueKeyWithinCap(
+      services,
+      caller.account.id,
+      name ?? null,
+      await keyControlsFrom(services, caller.account.id, controls),
+      cap,
+    );
+    if (!issued)
       throw new ApiError(
         "validation_failed",
         `At most ${cap} active API keys per account: revoke one first.`,
       );
-    const { name, ...controls } = body;
-    const { plaintext, key } = await issueKey(
-      services,
-      caller.account.id,
-      name ?? null,
-      undefined,
-      await keyControlsFrom(services, caller.account.id, controls),
-    );
+    const { plaintext, key } = issued;
     return { status: 201, body: { ...keyView(key), key: plaintext } };
   },
 });

@@ -2,7 +2,13 @@ import type { KeyRecord, KeyUpdate, RevokeOutcome } from "../types.js";
 
 /** API keys: issued, listed, changed and revoked (the secret itself is never stored, only its hash). */
 export interface KeyStore {
-  addKey(key: KeyRecord): Promise<void>;
+  /**
+   * Adds a key unless the account already has `cap` live keys; false when the cap is reached
+   * (without `cap`, always added). Live: not revoked yet, i.e. no revocation, or one still ahead
+   * (a rotated-out key in its grace counts, as does an expired key that was never revoked).
+   * Counted and added in one step: requests racing for the last places cannot each take one.
+   */
+  addKey(key: KeyRecord, cap?: number): Promise<boolean>;
   listKeys(accountId: string): Promise<KeyRecord[]>;
   /** One key as stored (revocation and controls; no use or spend figures); null when the account has no such key. */
   getKey(accountId: string, keyId: string): Promise<KeyRecord | null>;

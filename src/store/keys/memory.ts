@@ -14,13 +14,21 @@ import type { KeyStore } from "./index.js";
 
 export function memoryKeys(state: MemoryState): KeyStore {
   return {
-    async addKey(key: KeyRecord) {
+    async addKey(key: KeyRecord, cap?: number) {
       const a = state.accounts.get(key.accountId);
       if (!a) throw new Error("no such account");
+      // No await between the count and the write: racing additions run one after the other.
+      if (cap !== undefined) {
+        const now = state.now();
+        let live = 0;
+        for (const k of a.keysById.values()) if (!isRevoked(k, now)) live++;
+        if (live >= cap) return false;
+      }
       const { budgetSpent: _spent, ...stored } = key;
       const copy = { ...stored, lastUsedAt: null };
       a.keysByHash.set(key.hash, copy);
       a.keysById.set(key.id, copy);
+      return true;
     },
 
     async listKeys(accountId: string) {

@@ -42,17 +42,20 @@ export function redisKeys({ redis, call, script, windows }: RedisContext): KeySt
   }
 
   const keys: KeyStore = {
-    async addKey(key: KeyRecord): Promise<void> {
-      await call(() =>
-        redis
-          .multi()
-          .hset(redisKey.keyRecord(key.accountId, key.hash), {
-            id: key.id,
-            revoked_at: String(key.revokedAt ?? 0),
-            ...keyControlFields(key),
-          })
-          .hset(redisKey.keyList(key.accountId), key.id, JSON.stringify(storedKey(key)))
-          .exec(),
+    async addKey(key: KeyRecord, cap?: number): Promise<boolean> {
+      // One script: the account's live keys are counted where the key is added (key-add.lua),
+      // and the listing's copy and the record the admission reads are written together.
+      const record = {
+        id: key.id,
+        revoked_at: String(key.revokedAt ?? 0),
+        ...keyControlFields(key),
+      };
+      return (
+        (await script<number>(
+          "key-add",
+          [redisKey.keyList(key.accountId), redisKey.keyRecord(key.accountId, key.hash)],
+          [key.id, JSON.stringify(storedKey(key)), cap ?? "", ...Object.entries(record).flat()],
+        )) === 1
       );
     },
 
