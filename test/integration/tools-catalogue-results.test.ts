@@ -54,6 +54,18 @@ const SERVED: Record<string, { headers: Record<string, string>; body: Buffer }> 
       "latin1",
     ),
   },
+  // windows-1252's 0x80-0x9F: "€" (0x80), curly quotes (0x93, 0x94, 0x92), "…" (0x85), "—" (0x97).
+  "/windows-1252": {
+    headers: { "content-type": "text/html; charset=windows-1252" },
+    body: Buffer.from(
+      "<html><head><title>\x80 5</title></head><body><p>\x93Caf\xe9\x94 \x97 it\x92s \x80 5\x85</p></body></html>",
+      "latin1",
+    ),
+  },
+  "/iso-8859-1": {
+    headers: { "content-type": "text/plain; charset=iso-8859-1" },
+    body: Buffer.from("\x93Caf\xe9\x94 \x97 it\x92s \x80 5\x85", "latin1"),
+  },
   "/gzip": {
     headers: { "content-type": "text/html", "content-encoding": "gzip" },
     body: gzipSync(PAGE),
@@ -551,6 +563,15 @@ describe("web tools (a local site, private targets allowed by the development se
     expect(await text("/meta-charset")).toBe("CrèmeCafé crème");
     expect(await text("/http-equiv")).toBe("Café crème");
     expect((await run("web-metadata", { url: `${siteUrl}/latin1` })).title).toBe("Café");
+  });
+
+  it("a windows-1252 page (or one labelled Latin-1, which WHATWG reads as windows-1252) keeps its €, curly quotes and dashes", async () => {
+    const text = async (path: string) =>
+      (await run("web-fetch", { url: `${siteUrl}${path}`, format: "text", main_content: false }))
+        .content;
+    expect(await text("/windows-1252")).toBe("€ 5“Café” — it’s € 5…"); // the title, then the paragraph
+    expect(await text("/iso-8859-1")).toBe("“Café” — it’s € 5…");
+    expect((await run("web-metadata", { url: `${siteUrl}/windows-1252` })).title).toBe("€ 5");
   });
 
   it("a page compressed although identity was asked is decompressed, up to the byte limit; an encoding it cannot undo is a refunded 502", async () => {

@@ -16,6 +16,7 @@ import { WorkerError } from "../errors.js";
 import { boundedMarkup, plainText, readArticle, turndown } from "../tools/documents.js";
 import type { Fetched } from "./fetch.js";
 import { robotsUrlOf } from "./robots-url.js";
+import { mendWindows1252 } from "./windows-1252.js";
 
 /**
  * What each tool that fetches a page reads from it. The page is fetched on the shared event loop
@@ -46,8 +47,9 @@ const reader = <T extends ToolDefinition>(
  * The page's bytes as text, in the charset the page declares: its Content-Type's, else a
  * `<meta charset>` (or http-equiv) or XML declaration in its first 1024 bytes, else UTF-8 (a
  * Latin-1 "Café" read "Caf\ufffd"). TextDecoder knows the WHATWG labels; an unknown one is UTF-8.
- * (Node since 20.18.3/22.13.0 decodes windows-1252's 0x80-0x9F, "€" and curly quotes, as
- * Latin-1's control characters: nodejs/node#60888, its bug to fix, not ours to table.)
+ * Node since 20.18.3/22.13.0 decodes windows-1252's 0x80-0x9F, "€" and curly quotes, as Latin-1's
+ * control characters (nodejs/node#60888), and WHATWG reads Latin-1, ISO-8859-1 and US-ASCII as
+ * windows-1252: windows-1252.ts mends the text.
  */
 function textOf(page: Fetched): string {
   const declared =
@@ -62,7 +64,8 @@ function textOf(page: Fetched): string {
   } catch {
     decoder = new TextDecoder("utf-8");
   }
-  return decoder.decode(page.body);
+  const text = decoder.decode(page.body);
+  return decoder.encoding === "windows-1252" ? mendWindows1252(text) : text;
 }
 
 // robots-parser is CommonJS with an ES-style default in its types: take the function either way.
