@@ -26,7 +26,11 @@ const PRICE = 2000n;
 const PAYERS = Array.from({ length: 15 }, (_, i) => randomWallet(40_000 + i));
 /** Holds exactly one price: its second authorization passes verification and fails in the batch. */
 const SHORT = randomWallet(40_100);
-const WINDOW_MS = 1000;
+/**
+ * The most the configuration allows (X402_BATCH_WINDOW_MS ≤ 5 s): long beside anything a send
+ * does under load, so a payment sent at once is told from one held for the window by a wide bound.
+ */
+const WINDOW_MS = 5000;
 const setup = paidGatewayFixture({
   fund: PAYERS.map((p) => p.address),
   proxy: true,
@@ -91,12 +95,14 @@ describe("batch settlement through Multicall3", () => {
     expect(res.status).toBe(200);
     const receipt = await rpc().getTransactionReceipt({ hash: transactionOf(res) });
     expect(isAddressEqual(receipt.to!, setup.chains.base.usdc)).toBe(true);
-    // The send followed the verification's read at once: no window of 1 s in between.
+    // The send followed the verification's read at once: nowhere near the window in between (a
+    // send held for the window comes WINDOW_MS after it at the least; under load, a send at once
+    // has come 1.45 s after it).
     const [verified, send] = [
       setup.proxy.timeline.find((t) => t.methods.includes("eth_call"))!,
       setup.proxy.timeline.find((t) => t.methods[0]!.startsWith("eth_sendRawTransaction"))!,
     ];
-    expect(send.at - verified.answeredAt).toBeLessThan(WINDOW_MS);
+    expect(send.at - verified.answeredAt).toBeLessThan(WINDOW_MS / 2);
     expect(await purchases(payer)).toBe(1);
   }, 30_000);
 
@@ -111,7 +117,7 @@ describe("batch settlement through Multicall3", () => {
       await held.until((bodies) => bodies.length > 0);
       const settled = pay(second.headers, "settles first");
       // Its verification answers and it reaches settlement, finding the first still under way; the
-      // first's reads go on while it waits (well within the 1 s window).
+      // first's reads go on while it waits (well within the window).
       await new Promise((r) => setTimeout(r, 300));
       held.release();
       const [a, b] = await Promise.all([stillVerifying, settled]);
