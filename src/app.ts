@@ -58,7 +58,11 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   for (const door of DOORS.filter((d) => !d.beforeBody)) mount(door);
 
   app.use(methodNotAllowed(services.redactSecrets), routeNotFound(services.redactSecrets));
-  app.use(errorHandler(services.log, (code) => services.metrics.errors.inc({ code })));
+  app.use(
+    errorHandler(services.log, services.redactSecrets, (code) =>
+      services.metrics.errors.inc({ code }),
+    ),
+  );
 
   const lane = keyedLane(services, parseJson);
   return (req, res) => {

@@ -139,7 +139,7 @@ export async function createServices(
     pools,
     upstream,
     metrics,
-    requestGuard: new RequestGuard(log),
+    requestGuard: new RequestGuard(log, logger.redact),
     openCharges,
     mailer,
   };

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import { BooksUnavailableError } from "../books/errors.js";
 import { StoreUnavailableError } from "../store/errors.js";
 import { sendJson, type HttpRequest, type HttpResponse } from "./exchange.js";
-import { loggedPath, shownPath } from "./logged-path.js";
+import { pathForLog, shownPath } from "./logged-path.js";
 import { renderNotice, wantsHtml } from "../pages/notice.js";
 import { sendPage } from "../pages/respond.js";
 import type { Redactor } from "../lib/redact.js";
@@ -201,10 +201,16 @@ export function toApiError(err: unknown): ApiError {
 }
 
 /**
- * Answers a failed request in the one error shape (and logs it when it is the gateway's fault).
- * Written on Node's API: express's error middleware and the keyed lane both answer through it.
+ * Answers a failed request in the one error shape (and logs it when it is the gateway's fault,
+ * with its path as the request log writes it: `pathForLog`, with the configured secrets
+ * `redactSecrets` cuts out). Written on Node's API: express's error middleware and the keyed lane
+ * both answer through it.
  */
-export function errorAnswerer(log: Logger, onError?: (code: ErrorCode) => void) {
+export function errorAnswerer(
+  log: Logger,
+  redactSecrets: Redactor,
+  onError?: (code: ErrorCode) => void,
+) {
   return (err: unknown, req: HttpRequest, res: HttpResponse): void => {
     const apiError = toApiError(err);
     const requestId = String(res.locals.requestId ?? "");
@@ -213,7 +219,7 @@ export function errorAnswerer(log: Logger, onError?: (code: ErrorCode) => void) 
     // state, told by its code (and counted in metrics): a warning without a stack, with the cause's
     // one line when a library's error was mapped to it. `internal_error` is a bug: its stack.
     if (apiError.status >= 500) {
-      const path = loggedPath(req.originalUrl);
+      const path = pathForLog(req.originalUrl, redactSecrets);
       if (apiError.code !== "internal_error")
         log.warn(
           {
@@ -239,9 +245,10 @@ export function errorAnswerer(log: Logger, onError?: (code: ErrorCode) => void) 
 
 export function errorHandler(
   log: Logger,
+  redactSecrets: Redactor,
   onError?: (code: ErrorCode) => void,
 ): ErrorRequestHandler {
-  const answer = errorAnswerer(log, onError);
+  const answer = errorAnswerer(log, redactSecrets, onError);
   return (err, req, res, _next) => answer(err, req, res);
 }
 

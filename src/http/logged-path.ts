@@ -32,16 +32,25 @@ export function redactedPath(path: string, redactSecrets: Redactor): string {
   return decodedRedacted === decoded ? redacted : decodedRedacted;
 }
 
+/**
+ * The path of a request (its URL as received) as every log line that names it writes it: the
+ * request log, the 5xx warning, the "request failed" error and the request guard's
+ * uncaught-exception line. Without its query string nor any key (`loggedPath`), and without a
+ * configured secret or key however a client percent-encoded it (`redactedPath`).
+ */
+export function pathForLog(url: string, redactSecrets: Redactor): string {
+  return redactedPath(loggedPath(url), redactSecrets);
+}
+
 /** How much of a request's path an error message repeats: enough to spot a typo, never kilobytes. */
 const SHOWN_PATH_CHARS = 200;
 
 /**
  * The path of a request as an error message repeats it to the caller (and so to the logs that
- * keep the message): as the request log writes it (`loggedPath`, then the configured secrets cut
- * out by `redactedPath`), then its first SHOWN_PATH_CHARS characters. Cut after the redaction,
- * so no secret's head survives the cut.
+ * keep the message): as the logs write it (`pathForLog`), then its first SHOWN_PATH_CHARS
+ * characters. Cut after the redaction, so no secret's head survives the cut.
  */
 export function shownPath(url: string, redactSecrets: Redactor): string {
-  const path = redactedPath(loggedPath(url), redactSecrets);
+  const path = pathForLog(url, redactSecrets);
   return path.length > SHOWN_PATH_CHARS ? `${path.slice(0, SHOWN_PATH_CHARS)}…` : path;
 }

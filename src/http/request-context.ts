@@ -5,7 +5,7 @@ import { ApiError } from "./errors.js";
 import { setCorsHeaders, answerPreflight } from "./cors.js";
 import type { Metrics } from "./metrics.js";
 import type { HttpRequest, HttpResponse } from "./exchange.js";
-import { loggedPath, redactedPath } from "./logged-path.js";
+import { pathForLog } from "./logged-path.js";
 import type { Redactor } from "../lib/redact.js";
 
 /**
@@ -59,7 +59,7 @@ export function beginRequest(
       {
         request_id: res.locals.requestId,
         method: req.method,
-        path: redactedPath(loggedPath(req.originalUrl), redactSecrets),
+        path: pathForLog(req.originalUrl, redactSecrets),
         status: res.statusCode,
         duration_ms: seconds * 1000,
         account_id: res.locals.accountId,

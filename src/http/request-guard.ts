@@ -3,7 +3,8 @@ import type { RequestHandler } from "express";
 import type { Logger } from "pino";
 import { ApiError, errorBody } from "./errors.js";
 import { sendJson, type HttpRequest, type HttpResponse } from "./exchange.js";
-import { loggedPath } from "./logged-path.js";
+import { pathForLog } from "./logged-path.js";
+import type { Redactor } from "../lib/redact.js";
 
 /**
  * One request never takes the process down. Every request runs in its own async scope
@@ -44,7 +45,11 @@ export class RequestGuard {
   private readonly held = new Set<Scope>();
   private onNoneHeld: (() => void) | null = null;
 
-  constructor(private readonly log: Logger) {}
+  /** `redactSecrets` cuts the configured secrets out of the path a crash's line names (`pathForLog`). */
+  constructor(
+    private readonly log: Logger,
+    private readonly redactSecrets: Redactor,
+  ) {}
 
   /** Runs the rest of the request (every middleware and route after it) inside its scope. */
   readonly middleware: RequestHandler = (_req, res, next) => this.run(res, next);
@@ -118,7 +123,10 @@ export class RequestGuard {
       {
         err,
         request_id: requestId,
-        path: loggedPath(res ? (res.req as HttpRequest).originalUrl : scope.url),
+        path: pathForLog(
+          res ? (res.req as HttpRequest).originalUrl : scope.url,
+          this.redactSecrets,
+        ),
       },
       "uncaught exception while serving a request: that request failed, the process goes on",
     );

@@ -35,7 +35,9 @@ const PLAIN_TOOL_PATH = /^\/v1\/tools\/([a-z0-9][a-z0-9-]*)$/;
 const ROUTE = "/v1/tools/:name";
 
 export function keyedLane(services: Services, json: RequestHandler): KeyedLane {
-  const answerError = errorAnswerer(services.log, (code) => services.metrics.errors.inc({ code }));
+  const answerError = errorAnswerer(services.log, services.redactSecrets, (code) =>
+    services.metrics.errors.inc({ code }),
+  );
   // A deprecated version's answers carry its headers (http/versioning.ts): those calls go to express.
   const enabled = !isDeprecatedPath(services.config.apiVersions, "/v1/tools/hash");
   // body-parser reads only Node's request API (headers, pipe, resume), so it runs on Node's objects.

@@ -2,13 +2,14 @@ import express from "express";
 import { pino } from "pino";
 import { RequestGuard, guardProcess } from "../../../src/http/request-guard.js";
 import { requestId } from "../../../src/http/request-context.js";
+import { NOTHING_TO_REDACT } from "../../../src/lib/redact.js";
 
 /**
  * A small server run as a child process by request-guard.test.ts: the gateway's request guard
  * wired to a real process, with routes that throw where no handler can catch (a timer, a
  * forgotten promise) — the guard's own answer, for requests that hold no charged call.
  */
-const guard = new RequestGuard(pino({ level: "silent" }));
+const guard = new RequestGuard(pino({ level: "silent" }), NOTHING_TO_REDACT);
 guardProcess(process, guard);
 
 const app = express();
