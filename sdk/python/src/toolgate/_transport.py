@@ -97,9 +97,15 @@ class _Policy:
         return error.status == 503 and error.code not in NOT_RETRIED and self.repeatable(op)
 
     def retry_network(self, op: Operation[Any], error: httpx.TransportError) -> bool:
-        if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)):
+        if _never_sent(error):
             return True  # the request never left
         return self.repeatable(op)
+
+
+def _never_sent(error: httpx.TransportError) -> bool:
+    """A connection that could not be made (refused, no such host, unreachable, connect timeout),
+    or none free in the pool in time: nothing of the request was sent, so it did not run."""
+    return isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
 
 
 @dataclass
@@ -111,9 +117,28 @@ class Settings:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def _network_error(error: httpx.TransportError) -> ToolgateError:
-    code = "timeout" if isinstance(error, httpx.TimeoutException) else "network_error"
-    return ToolgateError(status=0, code=code, message=f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+MAY_HAVE_RUN = "the request may have been received and run; check (e.g. list what exists) before retrying."
+"""What the message of a network error says once the request may have been sent, in the
+TypeScript library's words (sdk/typescript/src/transport.ts): "could not reach" would invite a
+retry that creates a second key or sends a second test event."""
+
+
+def _network_error(error: httpx.TransportError, url: str) -> ToolgateError:
+    timed_out = isinstance(error, httpx.TimeoutException)
+    code = "timeout" if timed_out else "network_error"
+    reason = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    if _never_sent(error):
+        message = reason
+    elif timed_out:
+        # No answer in time: the request may have been sent whole (or still be on its way).
+        message = f"{reason.rstrip('.')}: {MAY_HAVE_RUN}"
+    else:
+        # Sent, or perhaps sent: the connection was lost (reset, closed) before the whole answer came.
+        # The origin as TypeScript's `url.origin`: no path, and no user:password a base_url may hold.
+        parsed = httpx.URL(url)
+        origin = f"{parsed.scheme}://{parsed.netloc.decode('ascii')}"
+        message = f"Lost the connection to {origin} ({reason}): {MAY_HAVE_RUN}"
+    return ToolgateError(status=0, code=code, message=message)
 
 
 def _decode(response: httpx.Response) -> Any:
@@ -191,14 +216,15 @@ class _Base:
         attempt = 0
         max_retries = self.policy.max_retries if op.max_retries is None else max(0, op.max_retries)
         while True:
+            request = self._request(op, payment)
             try:
-                response: httpx.Response = yield ("send", (self._request(op, payment), self._attempt_seconds(op)))
+                response: httpx.Response = yield ("send", (request, self._attempt_seconds(op)))
             except httpx.TransportError as lost:
                 if attempt < max_retries and self.policy.retry_network(op, lost):
                     yield ("sleep", self.policy.delay(attempt, None))
                     attempt += 1
                     continue
-                raise _network_error(lost) from lost
+                raise _network_error(lost, request["url"]) from lost
             if 300 <= response.status_code < 400:
                 raise _redirect_refused(response)
             if response.status_code == 402 and op.payable and self.paying and payment is None:
