@@ -201,7 +201,8 @@ export class Transport {
           status: 0,
           code: timedOut ? "timeout" : "network_error",
           message: timedOut
-            ? `No answer from ${url.origin} within ${spec.timeoutMs ?? this.options.timeoutMs} ms.`
+            ? // The request may have been sent whole (or still be on its way) when time ran out.
+              `No answer from ${url.origin} within ${spec.timeoutMs ?? this.options.timeoutMs} ms: the request may have been received and run; check (e.g. list what exists) before retrying.`
             : neverConnected(error)
               ? `Could not reach ${url.origin}: ${reason}`
               : // Sent, or perhaps sent (a runtime that gives no reason): "could not reach" would
