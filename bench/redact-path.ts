@@ -1,6 +1,7 @@
 /**
  * What the request log pays per request to cut the configured secrets out of its path
- * (src/http/request-context.ts: `redactSecrets(loggedPath(url))`): the one matcher built at
+ * (src/http/logged-path.ts `pathForLog`: `redactSecrets(loggedPath(url))`, then a second pass only
+ * when the path holds a percent escape): the one matcher built at
  * start-up (src/lib/redact.ts) from a production-like configuration's secrets (config.ts
  * `secretValues`: admin key, two secret keys, a relayer key, passwords in REDIS_URL,
  * DATABASE_URL, SMTP_URL and WORKERS_URL, an RPC URL's API key), run over ordinary request paths
