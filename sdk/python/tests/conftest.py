@@ -185,7 +185,40 @@ def receiver(gateway: Gateway) -> Iterator[Receiver]:
 REQUEST_LINE = re.compile(rb"^[A-Z]+ /")
 
 
-class DroppingProxy:
+class LoopbackServer:
+    """A bare TCP server on 127.0.0.1 handing each connection to ``_serve`` on a thread of its
+    own: the tests' servers that misbehave as no HTTP server library would (dropping, resetting,
+    trickling, never answering). ``_accepted`` sees each connection first."""
+
+    def __init__(self, port: int = 0) -> None:
+        self.listener = socket.create_server(("127.0.0.1", port))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            self._accepted(client)
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _accepted(self, client: socket.socket) -> None:
+        pass
+
+    def _serve(self, client: socket.socket) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+class DroppingProxy(LoopbackServer):
     """Forwards connections to the gateway, but loses the answers to the first ``drop`` requests
     (those containing ``match``, when set): it lets the request through, waits for the gateway's
     answer, then resets the client's connection instead of passing the answer on. The call ran
@@ -200,27 +233,15 @@ class DroppingProxy:
         self.connections = 0
         self.requests = 0
         self.dropped = 0
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
         self.refused = False
         self._clients: set[socket.socket] = set()
         self._lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            with self._lock:
-                self.connections += 1
-                self._clients.add(client)
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+    def _accepted(self, client: socket.socket) -> None:
+        with self._lock:
+            self.connections += 1
+            self._clients.add(client)
 
     def _should_drop(self, request: bytes) -> bool:
         with self._lock:
@@ -288,12 +309,8 @@ class DroppingProxy:
 
     def reopen(self) -> None:
         """Listens on the same port again."""
-        self.listener = socket.create_server(("127.0.0.1", self.port))
         self.refused = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def close(self) -> None:
-        self.listener.close()
+        LoopbackServer.__init__(self, self.port)
 
 
 @pytest.fixture

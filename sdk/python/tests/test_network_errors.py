@@ -8,17 +8,17 @@ from __future__ import annotations
 import re
 import socket
 import struct
-import threading
 from typing import Any, Awaitable, Callable, Iterator
 
 import pytest
 
+from conftest import LoopbackServer
 from toolgate import AsyncToolgate, Toolgate, ToolgateError
 
 MAY_HAVE_RUN = "the request may have been received and run; check (e.g. list what exists) before retrying."
 
 
-class DroppingServer:
+class DroppingServer(LoopbackServer):
     """Reads each request whole (headers and body), then, as ``how`` says: ``reset`` (RST),
     ``close`` (FIN, no answer), or ``silent`` (keeps the connection open, never answers)."""
 
@@ -26,17 +26,7 @@ class DroppingServer:
         self.how = how
         self.requests: list[bytes] = []
         self.held: list[socket.socket] = []
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+        super().__init__()
 
     def _serve(self, client: socket.socket) -> None:
         request = b""
@@ -62,7 +52,7 @@ class DroppingServer:
         client.close()
 
     def close(self) -> None:
-        self.listener.close()
+        super().close()
         for client in self.held:
             client.close()
 

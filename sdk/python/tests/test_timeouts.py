@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from typing import Any, Awaitable, Callable, Iterator
 
 import pytest
 
+from conftest import LoopbackServer
 from toolgate import AsyncToolgate, Toolgate, ToolgateError
 
 BYTE_EVERY = 0.05  # seconds between bytes
@@ -19,25 +19,12 @@ BODY = json.dumps({"id": "acct_slow", "tier": "free", "credits": 1, "padding": "
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(BODY)
 
 
-class TricklingServer:
+class TricklingServer(LoopbackServer):
     """Answers every request 200 with a JSON body, one byte every 50 ms (over 5 s in all). Under
     ``/head/`` the status line and headers trickle too; elsewhere they come at once and the body
     trickles."""
 
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._answer, args=(client,), daemon=True).start()
-
-    def _answer(self, client: socket.socket) -> None:
+    def _serve(self, client: socket.socket) -> None:
         with client:
             request = b""
             while b"\r\n\r\n" not in request:
@@ -54,9 +41,6 @@ class TricklingServer:
                     time.sleep(BYTE_EVERY)
             except OSError:
                 return  # the client gave up
-
-    def close(self) -> None:
-        self.listener.close()
 
 
 @pytest.fixture
