@@ -40,6 +40,23 @@ const settlingPayment = (changes: Partial<PaymentRecord> = {}): PaymentRecord =>
   grant: { credits: 1, type: "one_time", plan: null, planChange: null, description: "one call" },
   ...changes,
 });
+/** A new key's record for an account (not yet stored), and the key it was made from. */
+function newKeyRecord(accountId: string, changes: Partial<KeyRecord> = {}) {
+  const key = generateApiKey(accountId);
+  const record: KeyRecord = {
+    id: newKeyId(),
+    accountId,
+    hash: key.hash,
+    prefix: key.prefix,
+    last4: key.last4,
+    name: null,
+    createdAt: Date.now(),
+    revokedAt: null,
+    ...changes,
+  };
+  return { key, record };
+}
+
 const prefixes: string[] = [];
 let cluster: Awaited<ReturnType<typeof startRedisCluster>> | undefined;
 /** `windows`: the account controls' windows (default: a UTC day and the calendar month). */
@@ -90,19 +107,9 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       { amount: credits, requestId: newRequestId(), reason: "test" },
       [],
     );
-    const key = generateApiKey(id);
-    const keyId = newKeyId();
-    await on.addKey({
-      id: keyId,
-      accountId: id,
-      hash: key.hash,
-      prefix: key.prefix,
-      last4: key.last4,
-      name: null,
-      createdAt: Date.now(),
-      revokedAt: null,
-    });
-    return { id, key, keyId };
+    const { key, record } = newKeyRecord(id);
+    await on.addKey(record);
+    return { id, key, keyId: record.id };
   }
   const debit = (accountId: string, keyHash: string | null, cost = 1, requestId = newRequestId()) =>
     store.admit({ accountId, keyHash, cost, requestId, tool: "hash", reason: "tool call" });
@@ -783,20 +790,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
 
   it("adds a key within the account's cap in one step, even when many race; a revoked key does not count, one in its grace or expired does", async () => {
     const a = await account();
-    const record = (changes: Partial<KeyRecord> = {}): KeyRecord => {
-      const key = generateApiKey(a.id);
-      return {
-        id: newKeyId(),
-        accountId: a.id,
-        hash: key.hash,
-        prefix: key.prefix,
-        last4: key.last4,
-        name: null,
-        createdAt: Date.now(),
-        revokedAt: null,
-        ...changes,
-      };
-    };
+    const record = (changes: Partial<KeyRecord> = {}) => newKeyRecord(a.id, changes).record;
     // Live: the account's first key, one expired (never revoked), one rotating out (grace ahead).
     expect(await store.addKey(record({ expiresAt: Date.now() - 1000 }), 5)).toBe(true);
     const rotating = record();
