@@ -84,7 +84,7 @@ function pytestIds(): string[] {
 
 type Outcome = { state: "passed" | "failed" | "skipped"; detail: string };
 
-/** Outcomes by `test_file.py::test_name`, from pytest's JUnit XML. */
+/** Outcomes by `test_file.py::test_name`, from pytest's JUnit XML (a parametrized test's cases as one). */
 function parseJunit(xml: string): Map<string, Outcome> {
   const outcomes = new Map<string, Outcome>();
   const unescapeXml = (s: string) =>
@@ -106,9 +106,23 @@ function parseJunit(xml: string): Map<string, Outcome> {
         body,
       );
     const state = failure ? "failed" : /<skipped/.test(body) ? "skipped" : "passed";
-    outcomes.set(`${module}.py::${attrs.name}`, {
-      state,
-      detail: failure ? unescapeXml(`${failure[2] ?? ""}\n${failure[3] ?? ""}`) : "",
+    // A parametrized test's cases (`test_x[reset]`, `test_x[close]`) are one test here: failed
+    // when any case failed, passed when any passed and none failed.
+    const name = String(attrs.name);
+    const param = /\[(.*)\]$/.exec(name);
+    const id = `${module}.py::${param ? name.slice(0, param.index) : name}`;
+    const detail = failure
+      ? `${param ? `[${param[1]}] ` : ""}${unescapeXml(`${failure[2] ?? ""}\n${failure[3] ?? ""}`)}`
+      : "";
+    const before = outcomes.get(id);
+    outcomes.set(id, {
+      state:
+        state === "failed" || before?.state === "failed"
+          ? "failed"
+          : state === "passed" || before?.state === "passed"
+            ? "passed"
+            : "skipped",
+      detail: [before?.detail, detail].filter(Boolean).join("\n"),
     });
   }
   return outcomes;
