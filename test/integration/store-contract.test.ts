@@ -1,7 +1,6 @@
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
-import { generateApiKey } from "../../src/accounts/api-keys.js";
 import { eventRecord } from "../../src/events/types.js";
-import { newAccountId, newEventId, newKeyId, newRequestId } from "../../src/lib/ids.js";
+import { newAccountId, newEventId, newRequestId } from "../../src/lib/ids.js";
 import { tierLimits } from "../../src/store/index.js";
 import { EMAIL_CLAIM_SETTLE_MS } from "../../src/store/accounts/index.js";
 import { createMemoryStore } from "../../src/store/memory.js";
@@ -17,6 +16,7 @@ import {
 } from "../../src/store/types.js";
 import { REDIS_URL, dropPrefix, uniquePrefix } from "../helpers/redis.js";
 import { startRedisCluster } from "../helpers/redis-server.js";
+import { newKeyRecord } from "../helpers/key-records.js";
 
 /**
  * One behaviour suite, three stores. The Redis run is the one production relies on; the
@@ -40,23 +40,6 @@ const settlingPayment = (changes: Partial<PaymentRecord> = {}): PaymentRecord =>
   grant: { credits: 1, type: "one_time", plan: null, planChange: null, description: "one call" },
   ...changes,
 });
-/** A new key's record for an account (not yet stored), and the key it was made from. */
-function newKeyRecord(accountId: string, changes: Partial<KeyRecord> = {}) {
-  const key = generateApiKey(accountId);
-  const record: KeyRecord = {
-    id: newKeyId(),
-    accountId,
-    hash: key.hash,
-    prefix: key.prefix,
-    last4: key.last4,
-    name: null,
-    createdAt: Date.now(),
-    revokedAt: null,
-    ...changes,
-  };
-  return { key, record };
-}
-
 const prefixes: string[] = [];
 let cluster: Awaited<ReturnType<typeof startRedisCluster>> | undefined;
 /** `windows`: the account controls' windows (default: a UTC day and the calendar month). */
@@ -120,20 +103,9 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     controls: Pick<KeyRecord, "expiresAt" | "allowedTools" | "budget">,
     on: Store = store,
   ) {
-    const key = generateApiKey(accountId);
-    const id = newKeyId();
-    await on.addKey({
-      id,
-      accountId,
-      hash: key.hash,
-      prefix: key.prefix,
-      last4: key.last4,
-      name: null,
-      createdAt: Date.now(),
-      revokedAt: null,
-      ...controls,
-    });
-    return { id, hash: key.hash };
+    const { record } = newKeyRecord(accountId, controls);
+    await on.addKey(record);
+    return { id: record.id, hash: record.hash };
   }
   const call = (
     accountId: string,
@@ -694,17 +666,8 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
 
   it("refuses a revoked key at once and a rotated-out key after its grace period", async () => {
     const a = await account();
-    const graceKey = generateApiKey(a.id);
-    await store.addKey({
-      id: "key_grace",
-      accountId: a.id,
-      hash: graceKey.hash,
-      prefix: graceKey.prefix,
-      last4: graceKey.last4,
-      name: null,
-      createdAt: Date.now(),
-      revokedAt: null,
-    });
+    const { record: graceKey } = newKeyRecord(a.id, { id: "key_grace" });
+    await store.addKey(graceKey);
     expect(await store.revokeKey(a.id, a.keyId, 0)).toMatchObject({
       status: "revoked",
       key: { id: a.keyId },
@@ -750,17 +713,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
 
   it("keeps the last active key when asked, even when two revocations race", async () => {
     const a = await account();
-    const other = generateApiKey(a.id);
-    await store.addKey({
-      id: "key_other",
-      accountId: a.id,
-      hash: other.hash,
-      prefix: other.prefix,
-      last4: other.last4,
-      name: null,
-      createdAt: Date.now(),
-      revokedAt: null,
-    });
+    await store.addKey(newKeyRecord(a.id, { id: "key_other" }).record);
     const outcomes = await Promise.all(
       [a.keyId, "key_other"].map((id) => store.revokeKey(a.id, id, 0, { keepOneActive: true })),
     );
@@ -770,17 +723,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       (await store.listKeys(a.id)).filter((k) => k.revokedAt === null).map((k) => k.id),
     ).toEqual([kept.key.id]);
     // A key whose revocation is already scheduled does not count as active.
-    const third = generateApiKey(a.id);
-    await store.addKey({
-      id: "key_third",
-      accountId: a.id,
-      hash: third.hash,
-      prefix: third.prefix,
-      last4: third.last4,
-      name: null,
-      createdAt: Date.now(),
-      revokedAt: null,
-    });
+    await store.addKey(newKeyRecord(a.id, { id: "key_third" }).record);
     expect((await store.revokeKey(a.id, "key_third", 60_000)).status).toBe("revoked");
     expect((await store.revokeKey(a.id, kept.key.id, 0, { keepOneActive: true })).status).toBe(
       "last_active_key",

@@ -2,11 +2,11 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
-import { generateApiKey } from "../../src/accounts/api-keys.js";
-import { newAccountId, newKeyId, newRequestId } from "../../src/lib/ids.js";
+import { newAccountId, newRequestId } from "../../src/lib/ids.js";
 import { tierLimits } from "../../src/store/index.js";
 import { createMemoryStore } from "../../src/store/memory.js";
 import type { PaymentRecord } from "../../src/store/types.js";
+import { newKeyRecord } from "../helpers/key-records.js";
 
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc") as () => void;
@@ -47,17 +47,8 @@ async function storeOnClock(tier: "free" | "business", credits: number) {
 describe("the in-memory store", () => {
   it("holds only the records still live: an hour of calls two days after another takes no more memory than the first hour's", async () => {
     const { clock, store, accountId } = await storeOnClock("business", 10 * CALLS);
-    const key = generateApiKey(accountId);
-    await store.addKey({
-      id: newKeyId(),
-      accountId,
-      hash: key.hash,
-      prefix: key.prefix,
-      last4: key.last4,
-      name: null,
-      createdAt: clock.now,
-      revokedAt: null,
-    });
+    const { key, record } = newKeyRecord(accountId, { createdAt: clock.now });
+    await store.addKey(record);
 
     /** An hour of calls, each keyed, debited, answered, paid for with x402; the books take the ledger. */
     async function anHourOfCalls(): Promise<string[]> {
