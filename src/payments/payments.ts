@@ -274,13 +274,13 @@ export class Payments {
         }
         throw this.refusal(err, network.name);
       }
-      const account = request.beneficiary
-        ? Promise.resolve(request.beneficiary)
-        : existingAccount!.then(
-            async (found) => found?.id ?? (await createWalletAccount(this.services, payer)).id,
-          );
-      const accountId = await account;
-      await request.beforeSettling?.(accountId, request.call);
+      // A new wallet's account is opened only now, the payer proven, beside its first rate-limit slot.
+      const accountId = request.beneficiary ?? walletAccountId(payer);
+      const opening =
+        request.beneficiary || (await existingAccount!)
+          ? null
+          : createWalletAccount(this.services, payer);
+      await this.openedAndChecked(opening, () => request.beforeSettling?.(accountId, request.call));
       record = {
         id,
         network: network.name,
@@ -426,6 +426,30 @@ export class Payments {
     if (outcome.state !== "settled") return "open";
     await this.credit({ ...record, state: "settled", txHash: outcome.txHash });
     return "settled";
+  }
+
+  /**
+   * A new wallet's account is opened (`opening`) in the same store round trip as `beforeSettling`
+   * takes its first rate-limit slot: the account's id is known from the address, and the two are
+   * started in one turn of the loop, so on one Redis node they leave in one write and run in that
+   * order. Should the slot be asked first all the same (the account's script re-sent after a
+   * NOSCRIPT, a Cluster node's redirect), it found no account: it is asked again once the account
+   * exists.
+   */
+  private async openedAndChecked(
+    opening: Promise<unknown> | null,
+    beforeSettling: () => Promise<void> | undefined,
+  ): Promise<void> {
+    const [opened, checked] = await Promise.allSettled([opening, beforeSettling()]);
+    if (opened.status === "rejected") throw opened.reason;
+    if (checked.status === "fulfilled") return;
+    if (
+      !opening ||
+      !(checked.reason instanceof ApiError) ||
+      checked.reason.code !== "invalid_api_key"
+    )
+      throw checked.reason;
+    await beforeSettling();
   }
 
   /** Starts timing one phase of a new payment (metrics: toolgate_payment_phase_seconds); call the answer at its end. */
