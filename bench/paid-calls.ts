@@ -18,7 +18,8 @@
  * and Polygon) with 200 payers paying at once, counting the blocks between a payment's arrival and
  * the block that settled it. Prints rate, p50/p99, RPC round trips and calls per paid call,
  * Redis round trips per paid call (the gateway's `toolgate_store_requests_total`, background work
- * such as the webhook relay included), the gateway's CPU per paid call, transactions per settled payment, the ratios to chain only, which of the two wins each case,
+ * such as the webhook relay included), the gateway's CPU per paid call, transactions per settled payment, each phase's mean
+ * time beside the chain's own answer time for the verification's and the send's round trips (at the proxy), the ratios to chain only, which of the two wins each case,
  * and one paid call's RPC round trips in order with their times (RPC 50 ms away).
  * Loopback only; bounded by the counts below and a 60 s limit per call.
  *   BENCH_BATCHING=off|on (one gateway)  BENCH_CONCURRENCY=8,32  BENCH_LOG=/tmp/dir (gateway logs)
@@ -166,6 +167,15 @@ const row = (name: string, r: Run) =>
   `  ${name.padEnd(38)} ${r.rps.toFixed(1).padStart(8)} ${p(r, 50).toFixed(1).padStart(9)} ${p(r, 99).toFixed(1).padStart(9)} ${r.chainCpuMs.toFixed(2).padStart(13)}`;
 const header = () =>
   `  ${"".padEnd(38)} ${"per s".padStart(8)} ${"p50 ms".padStart(9)} ${"p99 ms".padStart(9)} ${"chain CPU ms".padStart(13)}`;
+
+/** The mean time from arrival to answer of the round trips whose methods `pick` takes (NaN: none). */
+function meanAnswerMs(
+  timeline: { methods: string[]; at: number; answeredAt: number }[],
+  pick: (methods: string[]) => boolean,
+): number {
+  const taken = timeline.filter((trip) => pick(trip.methods));
+  return taken.reduce((sum, trip) => sum + trip.answeredAt - trip.at, 0) / taken.length;
+}
 
 async function main() {
   const chain = await startLocalChain({
@@ -414,6 +424,12 @@ async function main() {
       roundTrips: proxy.counts.roundTrips / n,
       calls: proxy.counts.calls / n,
       methods: { ...proxy.counts.methods },
+      // How long the chain took to answer, as the proxy saw it (arrival to answer): the part of
+      // a phase spent at the node, the rest of it being spent in the gateway.
+      answerMs: {
+        verify: meanAnswerMs(proxy.timeline, (m) => m.includes("eth_call")),
+        send: meanAnswerMs(proxy.timeline, (m) => m.includes("eth_sendRawTransactionSync")),
+      },
     };
     const settled = n - failed;
     const txPerPayment = settled ? ((await sentByRelayers()) - txBefore) / settled : NaN;
@@ -427,7 +443,7 @@ async function main() {
       .join(", ");
   const rpcLine = (r: Awaited<ReturnType<typeof throughGateway>>, n: number) => {
     const methods = perMethod(r.rpc.methods, n);
-    return `    per paid call: ${r.rpc.roundTrips.toFixed(2)} RPC round trips, ${r.rpc.calls.toFixed(2)} JSON-RPC calls (${methods}); ${r.txPerPayment.toFixed(2)} transactions per settled payment; ${r.redisRoundTrips.toFixed(1)} Redis round trips (commands, scripts, MULTI blocks; background work included); gateway CPU ${r.cpuMs.toFixed(1)} ms; failed: ${r.failed}\n    a payment's phases (mean ms): ${PHASES.map((p, i) => `${p} ${r.phaseMs[i]!.toFixed(1)}`).join(", ")} (settle: joining a batch, the send and its receipt)`;
+    return `    per paid call: ${r.rpc.roundTrips.toFixed(2)} RPC round trips, ${r.rpc.calls.toFixed(2)} JSON-RPC calls (${methods}); ${r.txPerPayment.toFixed(2)} transactions per settled payment; ${r.redisRoundTrips.toFixed(1)} Redis round trips (commands, scripts, MULTI blocks; background work included); gateway CPU ${r.cpuMs.toFixed(1)} ms; failed: ${r.failed}\n    a payment's phases (mean ms): ${PHASES.map((p, i) => `${p} ${r.phaseMs[i]!.toFixed(1)}`).join(", ")} (settle: joining a batch, the send and its receipt); the chain's answer (mean ms, arrival to answer at the proxy, any delay it adds included) with the verification's eth_call ${r.rpc.answerMs.verify.toFixed(1)}, a sync send ${r.rpc.answerMs.send.toFixed(1)}`;
   };
 
   let failures = 0;
