@@ -243,19 +243,22 @@ async function main() {
     // three neighbours share) moves from one run to the next and comes to all three alike, so
     // each is measured beside the others, and the rounds are pooled.
     const alone = { direct: [] as Run[], through: [] as Run[], floor: [] as Run[] };
-    for (let round = 0; round < LATENCY_ROUNDS; round++) {
-      alone.direct.push(
-        await drive(`${workers.url}/tools/hash`, HASH, LATENCY_CALLS, () => ({}), 1),
-      );
-      alone.through.push(
-        await drive(`${gateway.url}/v1/tools/hash`, HASH, LATENCY_CALLS, keyFor, 1),
-      );
-      alone.floor.push(allServed(await drive(floor.url, HASH, LATENCY_CALLS, floor.keys, 1)));
+    try {
+      for (let round = 0; round < LATENCY_ROUNDS; round++) {
+        alone.direct.push(
+          await drive(`${workers.url}/tools/hash`, HASH, LATENCY_CALLS, () => ({}), 1),
+        );
+        alone.through.push(
+          await drive(`${gateway.url}/v1/tools/hash`, HASH, LATENCY_CALLS, keyFor, 1),
+        );
+        alone.floor.push(allServed(await drive(floor.url, HASH, LATENCY_CALLS, floor.keys, 1)));
+      }
+    } finally {
+      floor.stop();
     }
     const directAlone = pooled(alone.direct);
     const throughAlone = pooled(alone.through);
     const floorAlone = pooled(alone.floor);
-    floor.stop();
     const qrDirect =
       QR_CALLS > 0 ? await drive(`${workers.url}/tools/qr-code`, QR, QR_CALLS, () => ({})) : null;
     const qrThrough =
