@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import express from "express";
 import { anonymousLimit } from "./http/anonymous-limit.js";
 import { bearerKeyAsApiKey } from "./http/auth.js";
-import { errorHandler, routeNotFound } from "./http/errors.js";
+import { errorAnswerer, errorHandler, routeNotFound } from "./http/errors.js";
+import { RefusedKeys } from "./http/refused-keys.js";
 import { requestContext, requireJsonBody } from "./http/request-context.js";
 import { jsonBody } from "./http/json-body.js";
 import { mountRoutes, routeHandler } from "./http/route.js";
@@ -23,11 +24,19 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   app.set("etag", false);
   app.set("trust proxy", services.config.trustProxy);
   app.set("query parser", "simple");
+  const refusedKeys = new RefusedKeys(services, app.get("trust proxy fn"));
+  // Every error answer in the one shape, from express's routes and the keyed lane alike.
+  const answerError = refusedKeys.counting(
+    errorAnswerer(services.log, services.redactSecrets, (code) =>
+      services.metrics.errors.inc({ code }),
+    ),
+  );
   // The guard first: everything after it runs in the request's scope (http/request-guard.ts).
   app.use(
     services.requestGuard.middleware,
     requestContext(services.requestLog, services.metrics, services.redactSecrets),
     anonymousLimit(services),
+    refusedKeys.middleware,
   );
 
   // Every answer under a deprecated API version says so; after its sunset, 410.
@@ -58,13 +67,9 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   for (const door of DOORS.filter((d) => !d.beforeBody)) mount(door);
 
   app.use(methodNotAllowed(services.redactSecrets), routeNotFound(services.redactSecrets));
-  app.use(
-    errorHandler(services.log, services.redactSecrets, (code) =>
-      services.metrics.errors.inc({ code }),
-    ),
-  );
+  app.use(errorHandler(answerError));
 
-  const lane = keyedLane(services, parseJson);
+  const lane = keyedLane(services, { json: parseJson, answerError, refusedKeys });
   return (req, res) => {
     bearerKeyAsApiKey(req);
     return lane.takes(req) ? lane.serve(req, res) : app(req, res);

@@ -47,8 +47,12 @@ export const ENDPOINT_LIMITS = {
   // Each start asks the account's identity provider for its metadata: counted per account too.
   "dashboard-sso": { count: 20, windowSeconds: 60, what: "single sign-on attempts" },
   // A keyless REST call's new payment is checked on chain before anything proves its payer, so
-  // each forged one costs an RPC round trip; only refused ones count (payments/refused-payments.ts).
+  // each forged one costs an RPC round trip; only refused ones count (http/refusal-limit.ts).
   "x402-refused": { count: 60, windowSeconds: 60, what: "refused x402 payments" },
+  // A request whose API key is refused (unknown, wrong, revoked, expired) costs a store round trip
+  // before anything proves who sent it, and no account's tier counts it: only refusals count, and
+  // past the limit that address's keyed requests are 429 before the store (http/refused-keys.ts).
+  "refused-api-key": { count: 60, windowSeconds: 60, what: "requests with a refused API key" },
 } as const;
 
 export type EndpointLimitName = keyof typeof ENDPOINT_LIMITS;

@@ -206,12 +206,14 @@ export function toApiError(err: unknown): ApiError {
  * `redactSecrets` cuts out). Written on Node's API: express's error middleware and the keyed lane
  * both answer through it.
  */
+export type ErrorAnswer = (err: unknown, req: HttpRequest, res: HttpResponse) => void;
+
 export function errorAnswerer(
   log: Logger,
   redactSecrets: Redactor,
   onError?: (code: ErrorCode) => void,
-) {
-  return (err: unknown, req: HttpRequest, res: HttpResponse): void => {
+): ErrorAnswer {
+  return (err, req, res) => {
     const apiError = toApiError(err);
     const requestId = String(res.locals.requestId ?? "");
     onError?.(apiError.code);
@@ -243,12 +245,8 @@ export function errorAnswerer(
   };
 }
 
-export function errorHandler(
-  log: Logger,
-  redactSecrets: Redactor,
-  onError?: (code: ErrorCode) => void,
-): ErrorRequestHandler {
-  const answer = errorAnswerer(log, redactSecrets, onError);
+/** Express's error middleware: answers through `answer` (an `errorAnswerer`, as app.ts wraps it). */
+export function errorHandler(answer: ErrorAnswer): ErrorRequestHandler {
   return (err, req, res, _next) => answer(err, req, res);
 }
 

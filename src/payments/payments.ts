@@ -23,7 +23,7 @@ import {
 } from "./verify.js";
 import { createWalletAccount, walletAccountId } from "./wallet-accounts.js";
 import type { Authorization, PaymentHeader, RequirementsV2 } from "./wire.js";
-import { RefusedPayments } from "./refused-payments.js";
+import { RefusalLimit } from "../http/refusal-limit.js";
 
 /**
  * Accepting an x402 payment, start to end: find the network → verify → claim the authorization
@@ -107,8 +107,11 @@ export class Payments {
    */
   readonly settlingDeadlineMs: number;
 
-  /** Keyless callers' refused payments, per client address (refused-payments.ts). */
-  readonly refused: RefusedPayments;
+  /**
+   * Keyless callers' refused payments, per client address (http/refusal-limit.ts): each new
+   * payment is checked on chain (a paid RPC round trip) before anything proves who sent it.
+   */
+  readonly refused: RefusalLimit;
 
   constructor(
     private readonly services: Foundation & Pick<Services, "books">,
@@ -119,7 +122,11 @@ export class Payments {
     const urls = Math.max(1, ...config.networks.map((n) => n.rpcUrls.length));
     this.settlingDeadlineMs =
       config.batchWindowMs + 6 * urls * config.rpcTimeoutMs + config.receiptTimeoutMs;
-    this.refused = new RefusedPayments(services);
+    this.refused = new RefusalLimit(
+      services,
+      "x402-refused",
+      " Retry with a valid payment once Retry-After has passed.",
+    );
   }
 
   relayers(clients: NetworkClients): Relayers {

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import express from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RefusedKeys } from "../../src/http/refused-keys.js";
 import { keyedLane } from "../../src/tools/routes/keyed-lane.js";
 import {
   balanceOf,
@@ -45,7 +46,11 @@ const send = (headers: Record<string, string>, body: string, tool = "hash") =>
 
 describe("the keyed lane", () => {
   it("takes only the plain keyed call and leaves every other form to express", () => {
-    const lane = keyedLane(gw.services, express.json());
+    const lane = keyedLane(gw.services, {
+      json: express.json(),
+      answerError: () => undefined,
+      refusedKeys: new RefusedKeys(gw.services, () => false),
+    });
     const request = (over: Partial<IncomingMessage> & { headers?: Record<string, string> }) =>
       ({
         method: "POST",

@@ -1,10 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Request, RequestHandler, Response } from "express";
 import type { Services } from "../../services.js";
-import { errorAnswerer } from "../../http/errors.js";
+import type { ErrorAnswer } from "../../http/errors.js";
 import type { HttpRequest, HttpResponse } from "../../http/exchange.js";
 import { beginRequest } from "../../http/request-context.js";
 import { sendRawReply } from "../../http/route.js";
+import type { RefusedKeys } from "../../http/refused-keys.js";
 import { isDeprecatedPath } from "../../http/versioning.js";
 import { serveToolCall } from "./call.js";
 
@@ -18,7 +19,7 @@ import { serveToolCall } from "./call.js";
  * per call on Node's objects and 145–235 µs once the prototypes were switched, with nothing else
  * changed (`npm run bench:http-floor`). Everything else is the same code the express routes run:
  * the request guard's scope, the request context (id, common headers, CORS, log line, metrics),
- * express's own JSON body parser with the size and depth limits, the tool call (`serveToolCall`),
+ * the refused keys' limit, express's own JSON body parser with the size and depth limits, the tool call (`serveToolCall`),
  * and the error answers in the one shape.
  *
  * The lane takes only the plain case: POST /v1/tools/{name} with an x-api-key, a body sent as
@@ -34,10 +35,17 @@ export interface KeyedLane {
 const PLAIN_TOOL_PATH = /^\/v1\/tools\/([a-z0-9][a-z0-9-]*)$/;
 const ROUTE = "/v1/tools/:name";
 
-export function keyedLane(services: Services, json: RequestHandler): KeyedLane {
-  const answerError = errorAnswerer(services.log, services.redactSecrets, (code) =>
-    services.metrics.errors.inc({ code }),
-  );
+/** What the lane shares with express's routes (app.ts): the JSON body parser, the error answer, the refused keys' limit. */
+export interface LaneParts {
+  json: RequestHandler;
+  answerError: ErrorAnswer;
+  refusedKeys: RefusedKeys;
+}
+
+export function keyedLane(
+  services: Services,
+  { json, answerError, refusedKeys }: LaneParts,
+): KeyedLane {
   // A deprecated version's answers carry its headers (http/versioning.ts): those calls go to express.
   const enabled = !isDeprecatedPath(services.config.apiVersions, "/v1/tools/hash");
   // body-parser reads only Node's request API (headers, pipe, resume), so it runs on Node's objects.
@@ -50,6 +58,7 @@ export function keyedLane(services: Services, json: RequestHandler): KeyedLane {
 
   async function serveCall(req: HttpRequest, res: HttpResponse, name: string): Promise<void> {
     try {
+      refusedKeys.check(req);
       await parseBody(req, res);
       sendRawReply(
         res,

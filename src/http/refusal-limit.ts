@@ -1,0 +1,59 @@
+import type { Services } from "../services.js";
+import {
+  countEndpointUse,
+  endpointLimitRefusal,
+  type EndpointLimitName,
+} from "./endpoint-limits.js";
+
+/** Addresses remembered at once per process: past it the oldest are forgotten (each costs one more refusal to relearn). */
+const MAX_BLOCKED = 10_000;
+
+/**
+ * A limit that counts only refusals, per client address: for a door where each failed attempt
+ * costs us a round trip (to the chain, to the store) before anything proves who is asking, so
+ * that without a limit anyone could make the gateway spend one per request, at HTTP speed. Used
+ * for keyless callers' refused x402 payments (`x402-refused`, payments.ts) and for requests whose
+ * API key is refused (`refused-api-key`, http/refused-keys.ts).
+ *
+ * Only refusals count (in the store: every process sees them), so honest callers pay nothing
+ * more: no store round trip is added to a request that succeeds. An address past the limit is
+ * refused in this process, without the store, until a slot of the window frees; another process
+ * learns it at its next refusal from there (one more failed attempt at most, per process).
+ */
+export class RefusalLimit {
+  /** Address → until when it is refused in this process. */
+  private readonly blocked = new Map<string, number>();
+
+  constructor(
+    private readonly services: Pick<Services, "config" | "store">,
+    private readonly name: EndpointLimitName,
+    /** Said after the limit in the 429's message: what to do instead of retrying as before. */
+    private readonly advice: string,
+  ) {}
+
+  /** Whether any address is refused now: when none is, a caller need not even work out the address. */
+  get blocking(): boolean {
+    return this.blocked.size > 0;
+  }
+
+  /** 429 `rate_limited` for an address whose refusals filled the window, before any work for it. */
+  check(address: string): void {
+    const until = this.blocked.get(address);
+    if (until === undefined) return;
+    const left = until - Date.now();
+    if (left <= 0) {
+      this.blocked.delete(address);
+      return;
+    }
+    throw endpointLimitRefusal(this.services, this.name, "client address", left, this.advice);
+  }
+
+  /** Counts one refusal for `address`; past the limit, the address is refused from now on. */
+  async count(address: string, requestId: string): Promise<void> {
+    const hit = await countEndpointUse(this.services, this.name, `ip:${address}`, requestId);
+    // The refusal that filled the window is counted; the next one is refused before any work.
+    if (hit.remaining > 0 && hit.allowed) return;
+    if (this.blocked.size >= MAX_BLOCKED) this.blocked.delete(this.blocked.keys().next().value!);
+    this.blocked.set(address, Date.now() + Math.max(1000, hit.resetMs));
+  }
+}
