@@ -264,6 +264,42 @@ describe("API keys", () => {
     }
   });
 
+  it("counts a rotated key in its grace period against the cap: rotating with grace needs a place, without grace it takes the old key's", async () => {
+    const small = await startGateway({
+      store: "memory",
+      env: { KEYS_PER_ACCOUNT: "2", WORKERS_URL: "http://127.0.0.1:9" },
+    });
+    try {
+      const { key, keyId } = await signUp(small.url);
+      const rotate = (id: string, k: string, grace: number) =>
+        call(`${small.url}/api/v1/keys/${id}/rotate`, { key: k, body: { grace_seconds: grace } });
+      // One place free: the first rotation with grace takes it; its replacement cannot be rotated
+      // with grace in turn (before, each replacement could be, without end).
+      const first = await rotate(keyId, key, 3600);
+      expect(first.status).toBe(201);
+      const chained = await rotate(first.body.id, first.body.key, 3600);
+      expect([chained.status, chained.body.error.code, chained.body.error.message]).toEqual([
+        422,
+        "validation_failed",
+        "At most 2 active API keys per account: a key in its grace period counts until it ends. Rotate with grace_seconds 0, or revoke a key first.",
+      ]);
+      const listed = await call(`${small.url}/api/v1/keys`, { key: first.body.key });
+      expect(listed.body.data.map((k: { status: string }) => k.status).sort()).toEqual([
+        "active",
+        "expiring",
+      ]);
+      // Without a grace period the new key takes the old one's place, at the cap too.
+      const swapped = await rotate(first.body.id, first.body.key, 0);
+      expect(swapped.status).toBe(201);
+      expect((await call(`${small.url}/api/v1/account`, { key: swapped.body.key })).status).toBe(
+        200,
+      );
+      expect((await call(`${small.url}/api/v1/account`, { key: first.body.key })).status).toBe(401);
+    } finally {
+      await small.stop();
+    }
+  });
+
   it.each(["redis", "memory"] as const)(
     "holds the key cap under concurrent creates (%s store): exactly the cap is reached, the rest are 422",
     async (store) => {

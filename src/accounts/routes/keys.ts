@@ -56,15 +56,15 @@ export const createKey = defineRoute({
       await keyControlsFrom(services, caller.account.id, controls),
       cap,
     );
-    if (!issued)
-      throw new ApiError(
-        "validation_failed",
-        `At most ${cap} active API keys per account: revoke one first.`,
-      );
+    if (!issued) throw keyCapReached(cap, "revoke one first.");
     const { plaintext, key } = issued;
     return { status: 201, body: { ...keyView(key), key: plaintext } };
   },
 });
+
+/** 422 for a key past the account's cap (`KEYS_PER_ACCOUNT`): every key that still works counts. */
+const keyCapReached = (cap: number, advice: string) =>
+  new ApiError("validation_failed", `At most ${cap} active API keys per account: ${advice}`);
 
 /** A revoked key is answered alike by every key route: 404, as any resource deleted before. */
 export const alreadyRevoked = () =>
@@ -116,17 +116,26 @@ export const rotateKey = defineRoute({
         { param: "id" },
       );
     // The replacement keeps the old key's controls: rotating never lifts a limit.
-    const { plaintext, key } = await issueKey(
-      services,
-      accountId,
-      body.name ?? old.name,
-      undefined,
-      {
-        expiresAt: old.expiresAt ?? null,
-        allowedTools: old.allowedTools ?? null,
-        budget: old.budget ?? null,
-      },
-    );
+    const name = body.name ?? old.name;
+    const controls = {
+      expiresAt: old.expiresAt ?? null,
+      allowedTools: old.allowedTools ?? null,
+      budget: old.budget ?? null,
+    };
+    // During a grace period the old key works beside the new one, so the new one needs a place
+    // under the cap: else rotating each replacement in turn gave an account any number of working
+    // keys. Without one, the new key takes the old one's place.
+    const cap = services.config.keysPerAccount;
+    const issued =
+      body.grace_seconds > 0
+        ? await issueKeyWithinCap(services, accountId, name, controls, cap)
+        : await issueKey(services, accountId, name, undefined, controls);
+    if (!issued)
+      throw keyCapReached(
+        cap,
+        "a key in its grace period counts until it ends. Rotate with grace_seconds 0, or revoke a key first.",
+      );
+    const { plaintext, key } = issued;
     const rotated = await services.store.revokeKey(accountId, old.id, body.grace_seconds * 1000, {
       replacedBy: key.id,
     });
