@@ -1,5 +1,6 @@
 import cluster from "node:cluster";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import { createApp } from "./app.js";
 import { ConfigError, loadConfig, secretValues, type Config } from "./config.js";
 import { createServices, StartupError, type Part } from "./create-services.js";
@@ -8,7 +9,7 @@ import { createProcessLogger, type ProcessLogger } from "./lib/logger.js";
 import { NOTHING_TO_REDACT, type Redactor, secretRedactor } from "./lib/redact.js";
 import { guardProcess } from "./http/request-guard.js";
 import { answerClientError, recordRefusals, type RecordRefusal } from "./http/client-errors.js";
-import { cutStalledReader } from "./http/stalled-readers.js";
+import { cutStalledReader, recordCuts, type RecordCut } from "./http/stalled-readers.js";
 import { runPrimary } from "./cluster.js";
 
 /** Secrets never reach the log, wherever they appear in a logged object. */
@@ -27,6 +28,8 @@ const CLEANUP_BOUND_MS = 5000;
 const INTERRUPTED_ANSWERS_MS = 1000;
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+/** What is recorded of connections ended below the routes: refused by Node's parser, cut for not reading. */
+type Recorders = { refusal: RecordRefusal; cut: RecordCut };
 
 /**
  * Binds the port before anything else starts, so a busy port fails at once, alone, with one
@@ -35,9 +38,10 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
  */
 async function bindServer(
   config: Config,
-): Promise<{ server: Server; serve(app: Handler, recordRefusal: RecordRefusal): void }> {
+): Promise<{ server: Server; serve(app: Handler, record: Recorders): void }> {
   let app: Handler | null = null;
   let recordRefusal: RecordRefusal | undefined;
+  let recordCut: RecordCut | undefined;
   const waiting: [IncomingMessage, ServerResponse][] = [];
   // A slow client cannot hold a connection by trickling its request: the timeouts are checked
   // every second, not every 30 s (Node's default). Nor by not reading its answer: see stalled-readers.ts.
@@ -51,7 +55,7 @@ async function bindServer(
     (req, res) => (app ? app(req, res) : waiting.push([req, res])),
   )
     .on("clientError", (err, socket) => answerClientError(err, socket, recordRefusal))
-    .on("timeout", cutStalledReader);
+    .on("timeout", (socket: Socket) => cutStalledReader(socket, recordCut));
   server.timeout = config.sendTimeoutMs;
   try {
     await new Promise<void>((resolve, reject) => {
@@ -79,7 +83,8 @@ async function bindServer(
     server,
     serve(handler, record) {
       app = handler;
-      recordRefusal = record;
+      recordRefusal = record.refusal;
+      recordCut = record.cut;
       for (const [req, res] of waiting.splice(0)) handler(req, res);
     },
   };
@@ -122,7 +127,10 @@ export async function start(
     await stopAll();
     throw err;
   }
-  serve(createApp(services), recordRefusals(services.requestLog, services.metrics));
+  serve(createApp(services), {
+    refusal: recordRefusals(services.requestLog, services.metrics),
+    cut: recordCuts(services.requestLog, services.metrics),
+  });
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   // The status checks probe this process's own doors, on the loopback address it listens on.

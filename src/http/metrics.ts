@@ -79,6 +79,11 @@ export class Metrics {
     labelNames: ["code"],
     registers: [this.registry],
   });
+  readonly stalledReadersCut = new Counter({
+    name: "toolgate_stalled_readers_cut_total",
+    help: "Connections cut off because the client stopped reading its answer for SEND_TIMEOUT_MS (http/stalled-readers.ts).",
+    registers: [this.registry],
+  });
   /** Read from the store at each scrape (`watchStore`). */
   private storeRequestsSent: () => number = () => 0;
   readonly storeRequests = new Counter({
