@@ -3,6 +3,7 @@ import {
   Composer,
   type Document,
   isScalar,
+  Lexer,
   LineCounter,
   Parser,
   visit,
@@ -13,7 +14,7 @@ import { WorkerError } from "../errors.js";
 
 /**
  * Every document of a YAML stream, composed only after its syntax tree was found shallow enough
- * (the syntax tree itself is built without recursion). Duplicate keys are found with one set per
+ * (the syntax tree itself is built without recursion, and given up on once far too deep). Duplicate keys are found with one set per
  * map: the yaml package compares each key with every earlier one, and 70,000 keys took 2 minutes.
  * A document that is not valid YAML is 422 naming `param`.
  */
@@ -23,7 +24,7 @@ export function readYamlDocuments(source: string, param: string): Document.Parse
     const { line, col } = lines.linePos(offset);
     return `at line ${line}, column ${col}`;
   };
-  const tokens = new Parser(lines.addNewLine).parse(source);
+  const tokens = syntaxTree(source, lines, param);
   const documents = [...new Composer({ uniqueKeys: false }).compose(shallow(tokens, param))];
   for (const document of documents) {
     const error: YAMLError | undefined = document.errors[0] ?? duplicateKey(document);
@@ -38,16 +39,41 @@ export function readYamlDocuments(source: string, param: string): Document.Parse
   return documents;
 }
 
+const tooDeep = (param: string) =>
+  new WorkerError(
+    422,
+    "resource_limit",
+    `The YAML nests collections more than ${MAX_YAML_DEPTH} levels deep.`,
+    param,
+  );
+
+/**
+ * Tokens the parser holds open besides collections (the document, a scalar or property being
+ * read): the parser is stopped only well past the limit, and `shallow` judges the rest exactly.
+ */
+const OPEN_BESIDES_COLLECTIONS = 8;
+
+/**
+ * The stream's syntax tree, one top-level token at a time, fed lexeme by lexeme (the yaml
+ * package's own pattern for a caller's lexer) so it can be given up on as soon as the parser
+ * holds more open collections than the limit allows. A document is yielded only once complete:
+ * `[[[…` or `- - - …` 333,000 deep built a tree of 190–365 MB before any check could see it,
+ * and under load the heavy pool's process ran out of memory (504) instead of answering 422.
+ */
+function* syntaxTree(source: string, lines: LineCounter, param: string): Generator<CST.Token> {
+  const parser = new Parser(lines.addNewLine);
+  lines.addNewLine(0);
+  for (const lexeme of new Lexer().lex(source)) {
+    yield* parser.next(lexeme);
+    if (parser.stack.length > MAX_YAML_DEPTH + OPEN_BESIDES_COLLECTIONS) throw tooDeep(param);
+  }
+  yield* parser.end();
+}
+
 /** The stream's tokens, each refused before it is composed if its collections nest too deeply. */
 function* shallow(tokens: Iterable<CST.Token>, param: string): Generator<CST.Token> {
   for (const token of tokens) {
-    if (nestingOf(token) > MAX_YAML_DEPTH)
-      throw new WorkerError(
-        422,
-        "resource_limit",
-        `The YAML nests collections more than ${MAX_YAML_DEPTH} levels deep.`,
-        param,
-      );
+    if (nestingOf(token) > MAX_YAML_DEPTH) throw tooDeep(param);
     yield token;
   }
 }
