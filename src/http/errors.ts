@@ -200,14 +200,15 @@ export function toApiError(err: unknown): ApiError {
   return new ApiError("internal_error", "An internal error occurred.");
 }
 
+/** Answers a failed request (what `errorAnswerer` makes). */
+export type ErrorAnswer = (err: unknown, req: HttpRequest, res: HttpResponse) => void;
+
 /**
  * Answers a failed request in the one error shape (and logs it when it is the gateway's fault,
  * with its path as the request log writes it: `pathForLog`, with the configured secrets
  * `redactSecrets` cuts out). Written on Node's API: express's error middleware and the keyed lane
  * both answer through it.
  */
-export type ErrorAnswer = (err: unknown, req: HttpRequest, res: HttpResponse) => void;
-
 export function errorAnswerer(
   log: Logger,
   redactSecrets: Redactor,
