@@ -3,7 +3,7 @@ import express from "express";
 import { anonymousLimit } from "./http/anonymous-limit.js";
 import { bearerKeyAsApiKey } from "./http/auth.js";
 import { errorAnswerer, errorHandler, routeNotFound } from "./http/errors.js";
-import { RefusedKeys } from "./http/refused-keys.js";
+import { RefusedCredentials } from "./http/refused-credentials.js";
 import { requestContext, requireJsonBody } from "./http/request-context.js";
 import { jsonBody } from "./http/json-body.js";
 import { mountRoutes, routeHandler } from "./http/route.js";
@@ -24,9 +24,9 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   app.set("etag", false);
   app.set("trust proxy", services.config.trustProxy);
   app.set("query parser", "simple");
-  const refusedKeys = new RefusedKeys(services, app.get("trust proxy fn"));
+  const refusedCredentials = new RefusedCredentials(services, app.get("trust proxy fn"));
   // Every error answer in the one shape, from express's routes and the keyed lane alike.
-  const answerError = refusedKeys.counting(
+  const answerError = refusedCredentials.counting(
     errorAnswerer(services.log, services.redactSecrets, (code) =>
       services.metrics.errors.inc({ code }),
     ),
@@ -36,7 +36,7 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
     services.requestGuard.middleware,
     requestContext(services.requestLog, services.metrics, services.redactSecrets),
     anonymousLimit(services),
-    refusedKeys.middleware,
+    refusedCredentials.middleware,
   );
 
   // Every answer under a deprecated API version says so; after its sunset, 410.
@@ -69,7 +69,7 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   app.use(methodNotAllowed(services.redactSecrets), routeNotFound(services.redactSecrets));
   app.use(errorHandler(answerError));
 
-  const lane = keyedLane(services, { json: parseJson, answerError, refusedKeys });
+  const lane = keyedLane(services, { json: parseJson, answerError, refusedCredentials });
   return (req, res) => {
     bearerKeyAsApiKey(req);
     return lane.takes(req) ? lane.serve(req, res) : app(req, res);

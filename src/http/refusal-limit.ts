@@ -13,7 +13,7 @@ const MAX_BLOCKED = 10_000;
  * costs us a round trip (to the chain, to the store) before anything proves who is asking, so
  * that without a limit anyone could make the gateway spend one per request, at HTTP speed. Used
  * for keyless callers' refused x402 payments (`x402-refused`, payments.ts) and for requests whose
- * API key is refused (`refused-api-key`, http/refused-keys.ts).
+ * credentials are refused (`refused-credentials`, http/refused-credentials.ts).
  *
  * Only refusals count (in the store: every process sees them), so honest callers pay nothing
  * more: no store round trip is added to a request that succeeds. An address past the limit is

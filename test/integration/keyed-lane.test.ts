@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import express from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RefusedKeys } from "../../src/http/refused-keys.js";
+import { RefusedCredentials } from "../../src/http/refused-credentials.js";
 import { keyedLane } from "../../src/tools/routes/keyed-lane.js";
 import {
   balanceOf,
@@ -49,7 +49,7 @@ describe("the keyed lane", () => {
     const lane = keyedLane(gw.services, {
       json: express.json(),
       answerError: () => undefined,
-      refusedKeys: new RefusedKeys(gw.services, () => false),
+      refusedCredentials: new RefusedCredentials(gw.services, () => false),
     });
     const request = (over: Partial<IncomingMessage> & { headers?: Record<string, string> }) =>
       ({

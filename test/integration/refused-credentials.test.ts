@@ -9,16 +9,19 @@ import {
 } from "../helpers/gateway.js";
 
 /**
- * Requests whose API key is refused (made up, wrong, revoked, expired; the admin key too) are
- * counted per client address (`refused-api-key` in ENDPOINT_LIMITS): past the limit, every request
- * from that address that carries a key is 429 before its key is read, on the keyed lane and on
- * express's routes alike. Good keys cost nothing and count nothing.
+ * Requests whose credentials are refused (an API key made up, wrong, revoked or expired; the admin
+ * key; the metrics token) are counted per client address (`refused-credentials` in
+ * ENDPOINT_LIMITS): past the limit, every request from that address that carries a key or an
+ * Authorization header is 429 before it is read, on the keyed lane and on express's routes alike.
+ * Good credentials cost nothing and count nothing.
  */
 let gw: TestGateway;
 let key: string;
 let accountId: string;
 beforeAll(async () => {
-  gw = await startGateway({ env: { ENDPOINT_LIMITS: "refused-api-key=3/60" } });
+  gw = await startGateway({
+    env: { ENDPOINT_LIMITS: "refused-credentials=3/60", METRICS_TOKEN: "metrics-secret-0123456789" },
+  });
   ({ key, accountId } = await fundedAccount(gw.url, 100));
 });
 afterAll(() => gw?.stop());
@@ -36,7 +39,7 @@ const onExpress = (k: string, address: string) =>
     headers: { ...from(address), "content-type": "application/json; charset=utf-8" },
   });
 
-describe("refused API keys", () => {
+describe("refused credentials", () => {
   it("are limited per client address across doors; past the limit even a good key from there is 429, and is neither read nor charged", async () => {
     const address = "198.51.100.80";
     const refusals = [
@@ -57,7 +60,7 @@ describe("refused API keys", () => {
       const answer = await blocked;
       expect([answer.status, answer.body.error.code]).toEqual([429, "rate_limited"]);
       expect(answer.body.error.message).toMatch(
-        /^At most 3 requests with a refused API key per minute per client address/,
+        /^At most 3 requests with refused credentials per minute per client address/,
       );
       expect(Number(answer.headers.get("retry-after"))).toBeGreaterThan(50);
       // Refused before the key was read: no rate-limit headers of the account's, no charge.
@@ -93,6 +96,22 @@ describe("refused API keys", () => {
     }
     const held = await onLane(created.body.key, address);
     expect([held.status, held.body.error.code]).toEqual([429, "rate_limited"]);
+  });
+
+  it("hold the metrics token's guessing too: past the limit even the right token waits", async () => {
+    const address = "198.51.100.97";
+    const metrics = (token: string) =>
+      call(`${gw.url}/metrics`, {
+        headers: { ...from(address), authorization: `Bearer ${token}` },
+      });
+    for (let i = 0; i < 3; i++)
+      expect((await metrics(`guess-${i}`)).body.error.code).toBe("metrics_token_required");
+    const held = await metrics("metrics-secret-0123456789");
+    expect([held.status, held.body.error.code]).toEqual([429, "rate_limited"]);
+    const elsewhere = await call(`${gw.url}/metrics`, {
+      headers: { ...from("198.51.100.98"), authorization: "Bearer metrics-secret-0123456789" },
+    });
+    expect(elsewhere.status).toBe(200);
   });
 
   it("hold the admin key's guessing too", async () => {

@@ -5,25 +5,31 @@ import type { Services } from "../services.js";
 import { ApiError, type ErrorAnswer, type ErrorCode } from "./errors.js";
 import { RefusalLimit } from "./refusal-limit.js";
 
-/** The answers that refuse a key the request presented: each cost a store lookup, or the admin key's comparison. */
-const REFUSED_KEY: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+/**
+ * The answers that refuse credentials the request presented: an API key (unknown, wrong, revoked,
+ * expired: each cost a store lookup), the admin key or the metrics token (each a secret's
+ * comparison).
+ */
+const REFUSED: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   "invalid_api_key",
   "api_key_revoked",
   "api_key_expired",
+  "metrics_token_required",
 ]);
 
 /**
- * Requests whose API key is refused, per client address (`refused-api-key` in ENDPOINT_LIMITS).
- * A keyed request is counted by its account's tier, and not by the limit on requests without
- * credentials (anonymous-limit.ts): so one whose key is made up, wrong, revoked or expired was
- * counted by nothing, and an address could try keys (the admin key too) or make the gateway read
- * the store at HTTP speed. Only refusals count, after the answer is decided, so a good key costs
- * nothing more; past the limit every request from that address that carries a key (whichever
- * door, good key or not) is 429 before its key is read, until a slot of the window frees
+ * Requests whose credentials are refused, per client address (`refused-credentials` in
+ * ENDPOINT_LIMITS). A request with an API key is counted by its account's tier, and no request
+ * with credentials by the limit on requests without them (anonymous-limit.ts): so one whose key
+ * was made up, wrong, revoked or expired was counted by nothing, and an address could guess keys,
+ * the admin key or the metrics token, or make the gateway read the store, at HTTP speed. Only
+ * refusals count, after the answer is decided, so good credentials cost nothing more; past the
+ * limit every request from that address that carries an API key or an Authorization header
+ * (whichever door, good or not) is 429 before they are read, until a slot of the window frees
  * (http/refusal-limit.ts). One per process, held by the app (app.ts) for both of its ways in:
  * express's routes and the keyed lane.
  */
-export class RefusedKeys {
+export class RefusedCredentials {
   private readonly limit: RefusalLimit;
 
   constructor(
@@ -33,12 +39,12 @@ export class RefusedKeys {
   ) {
     this.limit = new RefusalLimit(
       services,
-      "refused-api-key",
-      " Check the API key you send: a refused key is refused again.",
+      "refused-credentials",
+      " Check the key or token you send: refused credentials are refused again.",
     );
   }
 
-  /** 429 `rate_limited` for a request that carries a key from an address past the limit; costs nothing while no address is. */
+  /** 429 `rate_limited` for a request with credentials from an address past the limit; costs nothing while no address is. */
   check(req: IncomingMessage): void {
     if (!this.limit.blocking) return;
     if (req.headers["x-api-key"] === undefined && req.headers.authorization === undefined) return;
@@ -55,10 +61,10 @@ export class RefusedKeys {
     }
   };
 
-  /** `answer`, counting a refused key against the client address first (a store that cannot count does not hold the answer back). */
+  /** `answer`, counting refused credentials against the client address first (a store that cannot count does not hold the answer back). */
   counting(answer: ErrorAnswer): ErrorAnswer {
     return (err, req, res) => {
-      if (!(err instanceof ApiError && REFUSED_KEY.has(err.code))) return answer(err, req, res);
+      if (!(err instanceof ApiError && REFUSED.has(err.code))) return answer(err, req, res);
       this.limit
         .count(this.addressOf(req), String(res.locals.requestId ?? ""))
         .catch(() => undefined)
