@@ -74,7 +74,8 @@ export function presentedKey(
         : "Send your API key in the x-api-key header.",
     );
   const parsed = parseApiKey(header.trim());
-  if (!parsed) throw new ApiError("invalid_api_key", "The API key is not valid.");
+  if (!parsed)
+    throw new ApiError("invalid_api_key", "The API key is not valid.", { malformedKey: true });
   return parsed;
 }
 

@@ -92,6 +92,11 @@ export class ApiError extends Error {
       details?: Record<string, unknown>;
       /** Extra top-level fields beside `error` (the x402 challenge: `x402Version`, `accepts`). */
       top?: Record<string, unknown>;
+      /**
+       * The refusal of a key that is not even well-formed: made before any store work, and a
+       * guess of nothing, so not counted against the client address (http/refused-credentials.ts).
+       */
+      malformedKey?: true;
     } = {},
   ) {
     super(message);

@@ -6,9 +6,10 @@ import { ApiError, type ErrorAnswer, type ErrorCode } from "./errors.js";
 import { RefusalLimit } from "./refusal-limit.js";
 
 /**
- * The answers that refuse credentials the request presented: an API key (unknown, wrong, revoked,
- * expired: each cost a store lookup), the admin key or the metrics token (each a secret's
- * comparison).
+ * The answers that refuse credentials the request presented: a well-formed API key (unknown,
+ * wrong, revoked, expired: each cost a store lookup), the admin key or the metrics token (each a
+ * secret's comparison). A key that is not even well-formed is refused before any store work and
+ * is a guess of nothing: not counted (`malformedKey`), so a flood of them costs no store write.
  */
 const REFUSED: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   "invalid_api_key",
@@ -21,7 +22,7 @@ const REFUSED: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
  * Requests whose credentials are refused, per client address (`refused-credentials` in
  * ENDPOINT_LIMITS). A request with an API key is counted by its account's tier, and no request
  * with credentials by the limit on requests without them (anonymous-limit.ts): so one whose key
- * was made up, wrong, revoked or expired was counted by nothing, and an address could guess keys,
+ * named an account but was made up, wrong, revoked or expired was counted by nothing, and an address could guess keys,
  * the admin key or the metrics token, or make the gateway read the store, at HTTP speed. Only
  * refusals count, after the answer is decided, so good credentials cost nothing more; past the
  * limit every request from that address that carries an API key or an Authorization header
@@ -64,7 +65,8 @@ export class RefusedCredentials {
   /** `answer`, counting refused credentials against the client address first (a store that cannot count does not hold the answer back). */
   counting(answer: ErrorAnswer): ErrorAnswer {
     return (err, req, res) => {
-      if (!(err instanceof ApiError && REFUSED.has(err.code))) return answer(err, req, res);
+      if (!(err instanceof ApiError && REFUSED.has(err.code)) || err.options.malformedKey)
+        return answer(err, req, res);
       this.limit
         .count(this.addressOf(req), String(res.locals.requestId ?? ""))
         .catch(() => undefined)

@@ -20,7 +20,10 @@ let key: string;
 let accountId: string;
 beforeAll(async () => {
   gw = await startGateway({
-    env: { ENDPOINT_LIMITS: "refused-credentials=3/60", METRICS_TOKEN: "metrics-secret-0123456789" },
+    env: {
+      ENDPOINT_LIMITS: "refused-credentials=3/60",
+      METRICS_TOKEN: "metrics-secret-0123456789",
+    },
   });
   ({ key, accountId } = await fundedAccount(gw.url, 100));
 });
@@ -29,6 +32,8 @@ afterAll(() => gw?.stop());
 const from = (address: string) => ({ "x-forwarded-for": address });
 /** A well-formed key naming the real account, with a secret that is none of its keys'. */
 const wrongKeyFor = (k: string) => k.replace(/_[^_]+$/, `_${"A".repeat(32)}`);
+/** A well-formed key of an account that does not exist. */
+const unknownAccountKey = `tg_live_${"0".repeat(16)}_${"A".repeat(32)}`;
 /** The keyed lane takes `application/json` exactly; express takes the rest (tools/routes/keyed-lane.ts). */
 const onLane = (k: string, address: string) =>
   call(`${gw.url}/v1/tools/hash`, { key: k, body: { text: "a" }, headers: from(address) });
@@ -44,7 +49,7 @@ describe("refused credentials", () => {
     const address = "198.51.100.80";
     const refusals = [
       () => onLane(wrongKeyFor(key), address),
-      () => call(`${gw.url}/api/v1/account`, { key: "tg_live_nope", headers: from(address) }),
+      () => call(`${gw.url}/api/v1/account`, { key: unknownAccountKey, headers: from(address) }),
       () =>
         call(`${gw.url}/api/v1/admin/accounts/${accountId}/workers`, {
           key: "not-the-admin-key",
@@ -78,9 +83,13 @@ describe("refused credentials", () => {
     expect((await call(`${gw.url}/v1/tools`, { headers: from(address) })).status).toBe(200);
   });
 
-  it("count revoked keys; good keys count nothing however many they send", async () => {
+  it("count revoked keys; good keys, and keys not even well-formed (refused before any store work), count nothing", async () => {
     const good = "198.51.100.90";
     for (let i = 0; i < 8; i++) expect((await onExpress(key, good)).status).toBe(200);
+    for (let i = 0; i < 8; i++) {
+      const answer = await onLane(`garbage-${i}`, good);
+      expect([answer.status, answer.body.error.code]).toEqual([401, "invalid_api_key"]);
+    }
     expect((await onLane(key, good)).status).toBe(200);
 
     const { key: revoked, keyId } = await fundedAccount(gw.url, 100);
