@@ -6,8 +6,10 @@
  * each sent and confirmed both ways the gateway can: one eth_sendRawTransactionSync (EIP-7966,
  * answered with the receipt), and a sendRawTransaction with its receipt read at once, then in
  * quick looks (src/payments/receipt-wait.ts). The faster of the two is the floor the ratios and
- * budgets are taken against. On automine, half of the floor's payments go before the gateways' runs
- * and half after: anvil costs more per transaction as its chain grows. The gateway runs send paid `hash` calls
+ * budgets are taken against. anvil costs more per transaction as its chain grows, so every
+ * measured run (each half of the floor, each gateway's run) starts from the same chain: reverted
+ * to a snapshot taken after the warm-up, the gateways' relayer nonce sequences dropped so they
+ * read the chain's count again (`freshChain`). The gateway runs send paid `hash` calls
  * (verify → claim → settle → credit → debit → forward → answer). Both go through the same
  * loopback JSON-RPC proxy, which counts round trips (a JSON-RPC batch is one) and can add a delay
  * to every request, as a distant RPC would.
@@ -28,8 +30,7 @@
  *   production, else src/main.ts under tsx)
  *   BENCH_BASELINE_ENTRY=… (another build, e.g. main's dist/src/main.js, measured beside it on the
  *   same chain: automine and timeline runs alternate the two BENCH_ROUNDS times, default 3, and
- *   print each figure's medians and this build / baseline; with rounds, the floor's later half
- *   meets a longer, slower chain, so the ratios to chain only come out flattered)
+ *   print each figure's medians and this build / baseline)
  *
  *   npm run bench:paid   (Redis at 127.0.0.1:6379)
  *   BENCH_PAID_CALLS=200 (per automine run)  BENCH_PAID_WARMUP=200 (per gateway, before any run)  BENCH_DELAYED_CALLS=64  BENCH_INTERVAL_PAYERS=200
@@ -149,16 +150,6 @@ async function timed<T>(
     rps: items.length / ((performance.now() - started) / 1000),
     chainCpuMs: (cpuMsOf(chainPid) - chainBefore) / items.length,
     latencies: latencies.sort((a, b) => a - b),
-  };
-}
-
-/** Two runs of the same kind as one: their items, time and chain CPU added up. */
-function joined(a: Run, b: Run): Run {
-  const [na, nb] = [a.latencies.length, b.latencies.length];
-  return {
-    rps: (na + nb) / (na / a.rps + nb / b.rps),
-    chainCpuMs: (a.chainCpuMs * na + b.chainCpuMs * nb) / (na + nb),
-    latencies: [...a.latencies, ...b.latencies].sort((x, y) => x - y),
   };
 }
 
@@ -288,7 +279,9 @@ async function main() {
     runs.sync.rps >= runs.plain.rps ? runs.sync : runs.plain;
   /** The chain alone, sending both ways (rows to print); the faster is the floor. */
   const chainFloor = async (n: number, concurrency: number) => {
+    await freshChain();
     const sync = await chainOnly(n, concurrency, true);
+    await freshChain();
     const plain = await chainOnly(n, concurrency, false);
     return { sync, plain, floor: fasterOf({ sync, plain }) };
   };
@@ -312,6 +305,23 @@ async function main() {
     LOG_LEVEL: "info",
   });
   workers.child.stdout!.resume();
+  /**
+   * anvil spends more per transaction the longer its chain grows (1.7, 2.9, 3.8 ms of CPU per
+   * transfer over three runs of 600; the same again after an evm_revert), so a run measured late
+   * met a slower chain than one measured early, and the ratios to chain only moved from run to
+   * run (0.44 in one, 1.46 in the next). Each measured run starts from the chain as it was after
+   * the warm-up: reverted to its snapshot (which a revert uses up: taken again). The gateways'
+   * relayer nonce sequences in Redis ran ahead of the reverted chain: dropped, so each reads the
+   * chain's count at its next send (relayers.ts `takeNonce`). Only between runs: nothing is in
+   * flight then.
+   */
+  let snapshot: unknown = null;
+  const freshChain = async () => {
+    if (snapshot === null) return;
+    await direct.request({ method: "evm_revert" as never, params: [snapshot] as never });
+    snapshot = await direct.request({ method: "evm_snapshot" as never });
+    await dropPrefix(`${prefix}{relayers}:nonce:`);
+  };
   /** A gateway on the proxy; `windowMs` > 0 settles in Multicall3 batches. Both share the relayer keys and their nonce sequences. */
   const startPaidGateway = async (windowMs: number, entry = GATEWAY_ENTRY) => {
     const gw = await spawnGateway(
@@ -464,36 +474,31 @@ async function main() {
   try {
     // Warm up once (connections, the first gas estimate, JIT) so no run pays for starting.
     for (const { gw } of gateways) await throughGateway(gw, WARMUP_CALLS, 8);
+    snapshot = await direct.request({ method: "evm_snapshot" as never });
     console.log(
       `\nToolgate bench — x402 paid calls on anvil, gateway ${GATEWAY_ENTRY}${BASELINE_ENTRY ? ` and baseline ${BASELINE_ENTRY} (${ROUNDS} alternating rounds)` : ""} with ${relayers.length} relayer key(s), batching off and with a ${BATCH_WINDOW_MS} ms window`,
     );
 
     if (!ONLY || ONLY === "automine")
       for (const concurrency of CONCURRENCIES) {
-        // anvil spends more per transaction the longer its chain grows (0.9 → 2.4 ms of CPU over
-        // 6,000 transfers here): half the chain-only payments go before the gateways' runs and
-        // half after, so the floor meets the chain the gateways met.
-        const early = await chainFloor(Math.ceil(CALLS / 2), concurrency);
+        const chain = await chainFloor(CALLS, concurrency);
         const runs: {
           name: string;
           of: string;
           paid: Awaited<ReturnType<typeof throughGateway>>;
         }[] = [];
         for (let round = 0; round < ROUNDS; round++)
-          for (const { name, gw } of inRound(round))
+          for (const { name, gw } of inRound(round)) {
+            await freshChain();
             runs.push({
               name: ROUNDS > 1 ? `${name} (${round + 1})` : name,
               of: name,
               paid: await throughGateway(gw, CALLS, concurrency),
             });
-        const late = await chainFloor(Math.floor(CALLS / 2), concurrency);
-        const chain = {
-          sync: joined(early.sync, late.sync),
-          plain: joined(early.plain, late.plain),
-        };
-        const base = fasterOf(chain);
+          }
+        const base = chain.floor;
         console.log(
-          `\nautomine, ${CALLS} payments per run, ${concurrency} at a time (chain only: half before the gateways' runs, half after)`,
+          `\nautomine, ${CALLS} payments per run, ${concurrency} at a time (each run from the same chain)`,
         );
         console.log(header());
         floorRows(chain);
@@ -607,6 +612,7 @@ async function main() {
         // The chain's confirmation: the quicker of its two ways, as near as the RPC can be.
         const budget = Math.min(p(direct.sync, 50), p(direct.plain, 50)) + 3 * RPC_DELAY_MS;
         for (const { name, gw } of gateways) {
+          await freshChain();
           const slow = await throughGateway(gw, DELAYED_CALLS, concurrency);
           failures += slow.failed;
           console.log(row(`paid call, ${name}`, slow.run));
@@ -624,6 +630,7 @@ async function main() {
     if (!ONLY || ONLY === "interval")
       for (const { name, gw: gateway } of gateways) {
         await direct.request({ method: "evm_setAutomine" as never, params: [true] as never });
+        await freshChain();
         const payers = await funded(INTERVAL_PAYERS);
         await direct.request({
           method: "evm_setIntervalMining" as never,
