@@ -3,7 +3,6 @@ import express from "express";
 import { anonymousLimit } from "./http/anonymous-limit.js";
 import { bearerKeyAsApiKey } from "./http/auth.js";
 import { errorAnswerer, errorHandler, routeNotFound } from "./http/errors.js";
-import { RefusedCredentials } from "./http/refused-credentials.js";
 import { requestContext, requireJsonBody } from "./http/request-context.js";
 import { jsonBody } from "./http/json-body.js";
 import { mountRoutes, routeHandler } from "./http/route.js";
@@ -22,9 +21,10 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
-  app.set("trust proxy", services.config.trustProxy);
+  const { refusedCredentials } = services;
+  // TRUST_PROXY compiled once: the keyed lane and the limits name the client as req.ip does.
+  app.set("trust proxy", refusedCredentials.trust);
   app.set("query parser", "simple");
-  const refusedCredentials = new RefusedCredentials(services, app.get("trust proxy fn"));
   // Every error answer in the one shape, from express's routes and the keyed lane alike.
   const answerError = refusedCredentials.counting(
     errorAnswerer(services.log, services.redactSecrets, (code) =>

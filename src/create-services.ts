@@ -8,6 +8,7 @@ import {
   resolveSecretKeys,
 } from "./development.js";
 import { Metrics } from "./http/metrics.js";
+import { RefusedCredentials } from "./http/refused-credentials.js";
 import { RequestGuard } from "./http/request-guard.js";
 import { deepFreeze } from "./lib/deep-freeze.js";
 import type { ProcessLogger } from "./lib/logger.js";
@@ -142,6 +143,7 @@ export async function createServices(
     requestGuard: new RequestGuard(log, logger.redact),
     openCharges,
     mailer,
+    refusedCredentials: new RefusedCredentials({ config, store }),
   };
 
   // The database drivers (pg, PGlite) are loaded only when there are books to keep.

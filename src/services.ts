@@ -10,6 +10,7 @@ import type { Payments } from "./payments/payments.js";
 import type { Metrics } from "./http/metrics.js";
 import type { StatusService } from "./status/index.js";
 import type { RequestGuard } from "./http/request-guard.js";
+import type { RefusedCredentials } from "./http/refused-credentials.js";
 import type { Books } from "./books/index.js";
 import type { UpstreamTools } from "./tools/custom/registry.js";
 
@@ -46,6 +47,8 @@ export interface Services {
   requestGuard: RequestGuard;
   /** The charged calls this process has open, and the refund of those a dead process left open. */
   openCharges: OpenCharges;
+  /** Refused credentials per client address, and the addresses held for them (http/refused-credentials.ts). */
+  refusedCredentials: RefusedCredentials;
 }
 
 /**
@@ -66,4 +69,5 @@ export type Foundation = Pick<
   | "metrics"
   | "requestGuard"
   | "openCharges"
+  | "refusedCredentials"
 >;

@@ -88,7 +88,7 @@ function signedInPage(
   notFound?: { message: string; back: { href: string; label: string } },
 ) {
   return async (req: Request, res: Response) => {
-    const current = await currentSession(services, req);
+    const current = await currentSession(services, req, res);
     if (!current) return res.redirect(303, "/dashboard/sign-in");
     const html = await render(current, req);
     if (html !== null) return sendDashboardPage(res, html);
@@ -175,7 +175,7 @@ export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): 
   // known path's other methods still reach their 405, the dashboard's API its JSON.
   router.get("/dashboard/*rest", async (req, res, next) => {
     if (res.locals.allowedMethods || req.path.startsWith("/dashboard/api/")) return next();
-    const current = await currentSession(services, req);
+    const current = await currentSession(services, req, res);
     const message = '<p class="notice error" role="alert">The dashboard has no such page.</p>';
     const page = current
       ? dashboardPage(current, {

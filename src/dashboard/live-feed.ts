@@ -45,7 +45,7 @@ export function liveFeed(services: Services) {
   const perAccount = new OpenStreams(LIVE_STREAMS_PER_ACCOUNT);
   const perAddress = new OpenStreams(LIVE_STREAMS_PER_ADDRESS);
   return async (req: Request, res: Response) => {
-    const current = await currentSession(services, req);
+    const current = await currentSession(services, req, res);
     if (!current)
       throw new ApiError(
         "session_required",

@@ -102,14 +102,24 @@ function presentedSession(
   return token ? { accountId: token.accountId, id: sha256(token.secret) } : null;
 }
 
-/** The live session this request presents (its idle expiry pushed back), or null. */
+/**
+ * The live session this request presents (its idle expiry pushed back), or null. A cookie that
+ * names no live session (ended, expired, made up) is cleared, so a browser sends it no more, and
+ * counted as refused credentials against the client address (http/refused-credentials.ts): each
+ * cost a store read, and a script that keeps sending made-up ones is held like one guessing keys.
+ */
 export async function currentSession(
   services: Services,
   req: Request,
+  res: Response,
 ): Promise<DashboardSession | null> {
   const presented = presentedSession(services, req);
   if (!presented) return null;
-  return liveSession(services, presented, services.config.dashboard.sessionIdleMs);
+  const live = await liveSession(services, presented, services.config.dashboard.sessionIdleMs);
+  if (live) return live;
+  res.append("Set-Cookie", sessionCookie(services, "", 0));
+  await services.refusedCredentials.count(req, String(res.locals.requestId ?? ""));
+  return null;
 }
 
 /**
@@ -175,7 +185,7 @@ export async function authenticateSession(
   req: Request,
   res: Response,
 ): Promise<KeyCaller> {
-  const current = await currentSession(services, req);
+  const current = await currentSession(services, req, res);
   if (!current)
     throw new ApiError("session_required", "Sign in to the dashboard first (/dashboard/sign-in).");
   if (!["GET", "HEAD", "OPTIONS"].includes(req.method)) requireCsrf(req, current.session);

@@ -197,7 +197,7 @@ export function signInRoutes(services: Services): Router {
   const router = Router();
 
   router.get("/dashboard/sign-in", async (req, res) => {
-    if (await currentSession(services, req)) return res.redirect(303, "/dashboard");
+    if (await currentSession(services, req, res)) return res.redirect(303, "/dashboard");
     const notice =
       typeof req.query.notice === "string" && Object.hasOwn(NOTICES, req.query.notice)
         ? NOTICES[req.query.notice]
@@ -289,7 +289,7 @@ export function signInRoutes(services: Services): Router {
   router.post(
     "/dashboard/sign-out",
     signOutRoute(async (req, res) => {
-      const current = await currentSession(services, req);
+      const current = await currentSession(services, req, res);
       if (current) requireCsrf(req, current.session);
       await endSession(services, req, res);
       res.redirect(303, "/dashboard/sign-in?notice=signed_out");
@@ -299,7 +299,7 @@ export function signInRoutes(services: Services): Router {
   router.post(
     "/dashboard/sign-out-everywhere",
     signOutRoute(async (req, res) => {
-      const current = await currentSession(services, req);
+      const current = await currentSession(services, req, res);
       if (!current) return res.redirect(303, "/dashboard/sign-in?notice=expired");
       requireCsrf(req, current.session);
       await services.store.endAccountSessions(current.account.id);

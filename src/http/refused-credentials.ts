@@ -1,7 +1,8 @@
 import type { IncomingMessage } from "node:http";
 import type { RequestHandler } from "express";
-import proxyAddr from "proxy-addr";
+import { sessionCookieName } from "../dashboard/session.js";
 import type { Services } from "../services.js";
+import { clientAddress, trustProxy, type TrustProxy } from "./client-address.js";
 import { ApiError, type ErrorAnswer, type ErrorCode } from "./errors.js";
 import { RefusalLimit } from "./refusal-limit.js";
 
@@ -22,34 +23,42 @@ const REFUSED: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
  * Requests whose credentials are refused, per client address (`refused-credentials` in
  * ENDPOINT_LIMITS). A request with an API key is counted by its account's tier, and no request
  * with credentials by the limit on requests without them (anonymous-limit.ts): so one whose key
- * named an account but was made up, wrong, revoked or expired was counted by nothing, and an address could guess keys,
- * the admin key or the metrics token, or make the gateway read the store, at HTTP speed. Only
- * refusals count, after the answer is decided, so good credentials cost nothing more; past the
- * limit every request from that address that carries an API key or an Authorization header
+ * named an account but was made up, wrong, revoked or expired, or whose dashboard session cookie
+ * named no live session, was counted by nothing, and an address could guess keys, the admin key
+ * or the metrics token, or make the gateway read the store, at HTTP speed. Only refusals count,
+ * after the answer is decided, so good credentials cost nothing more; past the limit every
+ * request from that address that carries an API key, an Authorization header or a session cookie
  * (whichever door, good or not) is 429 before they are read, until a slot of the window frees
- * (http/refusal-limit.ts). One per process, held by the app (app.ts) for both of its ways in:
- * express's routes and the keyed lane.
+ * (http/refusal-limit.ts). One per process (Services), for express's routes and the keyed lane
+ * (app.ts) and the dashboard's sessions (dashboard/session.ts).
  */
 export class RefusedCredentials {
   private readonly limit: RefusalLimit;
+  /** TRUST_PROXY, compiled: express is given this very function (app.ts). */
+  readonly trust: TrustProxy;
+  private readonly sessionCookie: string;
 
-  constructor(
-    services: Pick<Services, "config" | "store">,
-    /** Express's compiled TRUST_PROXY (`app.get("trust proxy fn")`): the lane's address is express's `req.ip`. */
-    private readonly trust: (address: string, hop: number) => boolean,
-  ) {
+  constructor(services: Pick<Services, "config" | "store">) {
     this.limit = new RefusalLimit(
       services,
       "refused-credentials",
       " Check the key or token you send: refused credentials are refused again.",
     );
+    this.trust = trustProxy(services.config.trustProxy);
+    this.sessionCookie = `${sessionCookieName(services)}=`;
   }
 
   /** 429 `rate_limited` for a request with credentials from an address past the limit; costs nothing while no address is. */
   check(req: IncomingMessage): void {
     if (!this.limit.blocking) return;
-    if (req.headers["x-api-key"] === undefined && req.headers.authorization === undefined) return;
-    this.limit.check(this.addressOf(req));
+    const h = req.headers;
+    if (
+      h["x-api-key"] === undefined &&
+      h.authorization === undefined &&
+      !h.cookie?.includes(this.sessionCookie)
+    )
+      return;
+    this.limit.check(clientAddress(req, this.trust));
   }
 
   /** `check` as express middleware. */
@@ -62,19 +71,17 @@ export class RefusedCredentials {
     }
   };
 
-  /** `answer`, counting refused credentials against the client address first (a store that cannot count does not hold the answer back). */
+  /** Counts one refusal of `req`'s credentials against its client address (a store that cannot count is let be). */
+  count(req: IncomingMessage, requestId: string): Promise<void> {
+    return this.limit.count(clientAddress(req, this.trust), requestId).catch(() => undefined);
+  }
+
+  /** `answer`, counting refused credentials against the client address first. */
   counting(answer: ErrorAnswer): ErrorAnswer {
     return (err, req, res) => {
       if (!(err instanceof ApiError && REFUSED.has(err.code)) || err.options.malformedKey)
         return answer(err, req, res);
-      this.limit
-        .count(this.addressOf(req), String(res.locals.requestId ?? ""))
-        .catch(() => undefined)
-        .finally(() => answer(err, req, res));
+      void this.count(req, String(res.locals.requestId ?? "")).then(() => answer(err, req, res));
     };
-  }
-
-  private addressOf(req: IncomingMessage): string {
-    return (req as { ip?: string }).ip ?? proxyAddr(req, this.trust);
   }
 }

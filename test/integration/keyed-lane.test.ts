@@ -1,7 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import express from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RefusedCredentials } from "../../src/http/refused-credentials.js";
 import { keyedLane } from "../../src/tools/routes/keyed-lane.js";
 import {
   balanceOf,
@@ -49,7 +48,7 @@ describe("the keyed lane", () => {
     const lane = keyedLane(gw.services, {
       json: express.json(),
       answerError: () => undefined,
-      refusedCredentials: new RefusedCredentials(gw.services, () => false),
+      refusedCredentials: gw.services.refusedCredentials,
     });
     const request = (over: Partial<IncomingMessage> & { headers?: Record<string, string> }) =>
       ({

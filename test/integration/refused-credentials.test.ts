@@ -10,7 +10,7 @@ import {
 
 /**
  * Requests whose credentials are refused (an API key made up, wrong, revoked or expired; the admin
- * key; the metrics token) are counted per client address (`refused-credentials` in
+ * key; the metrics token; a dashboard session cookie naming no live session) are counted per client address (`refused-credentials` in
  * ENDPOINT_LIMITS): past the limit, every request from that address that carries a key or an
  * Authorization header is 429 before it is read, on the keyed lane and on express's routes alike.
  * Good credentials cost nothing and count nothing.
@@ -121,6 +121,36 @@ describe("refused credentials", () => {
       headers: { ...from("198.51.100.98"), authorization: "Bearer metrics-secret-0123456789" },
     });
     expect(elsewhere.status).toBe(200);
+  });
+
+  it("count a session cookie that names no live session, once per browser: it is cleared", async () => {
+    const address = "198.51.100.99";
+    // Well-formed (an account id and a 43-character secret), naming no session.
+    const cookie = `tg_session=${accountId}.${"s".repeat(43)}`;
+    const page = await fetch(`${gw.url}/dashboard`, {
+      headers: { ...from(address), cookie },
+      redirect: "manual",
+    });
+    expect(page.status).toBe(303);
+    // Cleared, so a browser sends it no more and is counted once.
+    expect(page.headers.get("set-cookie")).toMatch(/^tg_session=;.*Max-Age=0/);
+    // A script that keeps sending it is counted each time, then held.
+    for (let i = 0; i < 2; i++) {
+      const answer = await call(`${gw.url}/dashboard/api/v1/account`, {
+        headers: { ...from(address), cookie },
+      });
+      expect([answer.status, answer.body.error.code]).toEqual([401, "session_required"]);
+    }
+    const held = await fetch(`${gw.url}/dashboard`, {
+      headers: { ...from(address), cookie },
+      redirect: "manual",
+    });
+    expect(held.status).toBe(429);
+    expect((await onLane(key, address)).status).toBe(429);
+    // Without credentials that address is served: the sign-in page, the catalogue.
+    expect((await fetch(`${gw.url}/dashboard/sign-in`, { headers: from(address) })).status).toBe(
+      200,
+    );
   });
 
   it("hold the admin key's guessing too", async () => {
