@@ -69,7 +69,7 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   app.use(methodNotAllowed(services.redactSecrets), routeNotFound(services.redactSecrets));
   app.use(errorHandler(answerError));
 
-  const lane = keyedLane(services, { json: parseJson, answerError, refusedCredentials });
+  const lane = keyedLane(services, { json: parseJson, answerError });
   return (req, res) => {
     bearerKeyAsApiKey(req);
     return lane.takes(req) ? lane.serve(req, res) : app(req, res);

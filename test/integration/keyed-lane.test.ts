@@ -48,7 +48,6 @@ describe("the keyed lane", () => {
     const lane = keyedLane(gw.services, {
       json: express.json(),
       answerError: () => undefined,
-      refusedCredentials: gw.services.refusedCredentials,
     });
     const request = (over: Partial<IncomingMessage> & { headers?: Record<string, string> }) =>
       ({

@@ -5,7 +5,6 @@ import type { ErrorAnswer } from "../../http/errors.js";
 import type { HttpRequest, HttpResponse } from "../../http/exchange.js";
 import { beginRequest } from "../../http/request-context.js";
 import { sendRawReply } from "../../http/route.js";
-import type { RefusedCredentials } from "../../http/refused-credentials.js";
 import { isDeprecatedPath } from "../../http/versioning.js";
 import { serveToolCall } from "./call.js";
 
@@ -19,8 +18,8 @@ import { serveToolCall } from "./call.js";
  * per call on Node's objects and 145–235 µs once the prototypes were switched, with nothing else
  * changed (`npm run bench:http-floor`). Everything else is the same code the express routes run:
  * the request guard's scope, the request context (id, common headers, CORS, log line, metrics),
- * the refused credentials' limit, express's own JSON body parser with the size and depth limits, the tool call (`serveToolCall`),
- * and the error answers in the one shape.
+ * the refused credentials' limit, express's own JSON body parser with the size and depth limits,
+ * the tool call (`serveToolCall`), and the error answers in the one shape.
  *
  * The lane takes only the plain case: POST /v1/tools/{name} with an x-api-key, a body sent as
  * exactly `application/json`, no Content-Encoding, no query string, a lower-case name without
@@ -35,17 +34,13 @@ export interface KeyedLane {
 const PLAIN_TOOL_PATH = /^\/v1\/tools\/([a-z0-9][a-z0-9-]*)$/;
 const ROUTE = "/v1/tools/:name";
 
-/** What the lane shares with express's routes (app.ts): the JSON body parser, the error answer, the refused credentials' limit. */
+/** What the lane shares with express's routes (app.ts): the JSON body parser and the error answer. */
 export interface LaneParts {
   json: RequestHandler;
   answerError: ErrorAnswer;
-  refusedCredentials: RefusedCredentials;
 }
 
-export function keyedLane(
-  services: Services,
-  { json, answerError, refusedCredentials }: LaneParts,
-): KeyedLane {
+export function keyedLane(services: Services, { json, answerError }: LaneParts): KeyedLane {
   // A deprecated version's answers carry its headers (http/versioning.ts): those calls go to express.
   const enabled = !isDeprecatedPath(services.config.apiVersions, "/v1/tools/hash");
   // body-parser reads only Node's request API (headers, pipe, resume), so it runs on Node's objects.
@@ -58,7 +53,7 @@ export function keyedLane(
 
   async function serveCall(req: HttpRequest, res: HttpResponse, name: string): Promise<void> {
     try {
-      refusedCredentials.check(req);
+      services.refusedCredentials.check(req);
       await parseBody(req, res);
       sendRawReply(
         res,
