@@ -1,6 +1,5 @@
 import type { Request, RequestHandler } from "express";
 import type { Services } from "../services.js";
-import { sessionCookieName } from "../dashboard/session.js";
 import { countEndpointUse, endpointLimitRefusal } from "./endpoint-limits.js";
 
 /**
@@ -9,13 +8,13 @@ import { countEndpointUse, endpointLimitRefusal } from "./endpoint-limits.js";
  * catalogue, the pages and documents, the probes, a keyless call's 402 offer and /mcp without a
  * key are each cheap, but no account's tier limit counts them, so one address could send them
  * without end (`/readyz` pings the store each time). A keyed request is counted by its tier, a
- * payment by `x402-refused`; this adds nothing to their way. When the store cannot count, the
- * request goes through: `/healthz` and the status page must answer in a store outage.
+ * payment by `x402-refused`, refused credentials by `refused-credentials`; this adds nothing to
+ * their way. When the store cannot count, the request goes through: `/healthz` and the status
+ * page must answer in a store outage.
  */
 export function anonymousLimit(services: Services): RequestHandler {
-  const sessionCookie = sessionCookieName(services);
   return (req, res, next) => {
-    if (carriesCredentials(req, sessionCookie)) return next();
+    if (services.refusedCredentials.presentsCredentials(req) || carriesPayment(req)) return next();
     countEndpointUse(services, "anonymous", `ip:${req.ip ?? "unknown"}`, res.locals.requestId).then(
       (hit) =>
         next(
@@ -28,13 +27,6 @@ export function anonymousLimit(services: Services): RequestHandler {
   };
 }
 
-function carriesCredentials(req: Request, sessionCookie: string): boolean {
-  const h = req.headers;
-  return Boolean(
-    h["x-api-key"] ||
-      h.authorization ||
-      h["x-payment"] ||
-      h["payment-signature"] ||
-      h.cookie?.includes(`${sessionCookie}=`),
-  );
+function carriesPayment(req: Request): boolean {
+  return Boolean(req.headers["x-payment"] || req.headers["payment-signature"]);
 }

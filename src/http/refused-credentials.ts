@@ -48,17 +48,16 @@ export class RefusedCredentials {
     this.sessionCookie = `${sessionCookieName(services)}=`;
   }
 
+  /** Whether the request presents credentials: an API key, an Authorization header or a dashboard session cookie. */
+  presentsCredentials(req: IncomingMessage): boolean {
+    const h = req.headers;
+    return Boolean(h["x-api-key"] || h.authorization || h.cookie?.includes(this.sessionCookie));
+  }
+
   /** 429 `rate_limited` for a request with credentials from an address past the limit; costs nothing while no address is. */
   check(req: IncomingMessage): void {
-    if (!this.limit.blocking) return;
-    const h = req.headers;
-    if (
-      h["x-api-key"] === undefined &&
-      h.authorization === undefined &&
-      !h.cookie?.includes(this.sessionCookie)
-    )
-      return;
-    this.limit.check(clientAddress(req, this.trust));
+    if (this.limit.blocking && this.presentsCredentials(req))
+      this.limit.check(clientAddress(req, this.trust));
   }
 
   /** `check` as express middleware. */
