@@ -23,6 +23,8 @@ const MAX_BLOCKED = 10_000;
 export class RefusalLimit {
   /** Address → until when it is refused in this process. */
   private readonly blocked = new Map<string, number>();
+  /** When the last of those ends: past it, every entry is stale and all are let go at once. */
+  private lastUntil = 0;
 
   constructor(
     private readonly services: Pick<Services, "config" | "store">,
@@ -33,7 +35,12 @@ export class RefusalLimit {
 
   /** Whether any address is refused now: when none is, a caller need not even work out the address. */
   get blocking(): boolean {
-    return this.blocked.size > 0;
+    if (this.blocked.size === 0) return false;
+    if (Date.now() < this.lastUntil) return true;
+    // An address is otherwise let go only when it comes back: without this, one block ever made
+    // the callers work out every request's address for the life of the process.
+    this.blocked.clear();
+    return false;
   }
 
   /** 429 `rate_limited` for an address whose refusals filled the window, before any work for it. */
@@ -54,6 +61,8 @@ export class RefusalLimit {
     // The refusal that filled the window is counted; the next one is refused before any work.
     if (hit.remaining > 0 && hit.allowed) return;
     if (this.blocked.size >= MAX_BLOCKED) this.blocked.delete(this.blocked.keys().next().value!);
-    this.blocked.set(address, Date.now() + Math.max(1000, hit.resetMs));
+    const until = Date.now() + Math.max(1000, hit.resetMs);
+    this.blocked.set(address, until);
+    this.lastUntil = Math.max(this.lastUntil, until);
   }
 }
