@@ -7,9 +7,9 @@
  * answered with the receipt), and a sendRawTransaction with its receipt read at once, then in
  * quick looks (src/payments/receipt-wait.ts). The faster of the two is the floor the ratios and
  * budgets are taken against. anvil costs more per transaction as its chain grows, so every
- * measured run (the floor's two, sync and plain, and each gateway's) starts from the same chain: reverted
- * to a snapshot taken after the warm-up, the gateways' relayer nonce sequences dropped so they
- * read the chain's count again (`freshChain`). The gateway runs send paid `hash` calls
+ * measured run (the floor's two, sync and plain, and each gateway's) starts from the same chain:
+ * reverted to a snapshot taken after the warm-up, the gateways' relayer nonce sequences dropped
+ * so they read the chain's count again (`freshChain`). The gateway runs send paid `hash` calls
  * (verify → claim → settle → credit → debit → forward → answer). Both go through the same
  * loopback JSON-RPC proxy, which counts round trips (a JSON-RPC batch is one) and can add a delay
  * to every request, as a distant RPC would.

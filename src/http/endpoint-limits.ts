@@ -49,10 +49,10 @@ export const ENDPOINT_LIMITS = {
   // A keyless REST call's new payment is checked on chain before anything proves its payer, so
   // each forged one costs an RPC round trip; only refused ones count (http/refusal-limit.ts).
   "x402-refused": { count: 60, windowSeconds: 60, what: "refused x402 payments" },
-  // A request whose API key (or admin key, or metrics token) is refused costs a store round trip
-  // or a secret's comparison before anything proves who sent it, and no account's tier counts it:
-  // only refusals count, and past the limit that address's requests with credentials are 429
-  // before they are read (http/refused-credentials.ts).
+  // A request whose API key (or admin key, metrics token, dashboard session cookie) is refused
+  // costs a store round trip or a secret's comparison before anything proves who sent it, and no
+  // account's tier counts it: only refusals count, and past the limit that address's requests
+  // with credentials are 429 before they are read (http/refused-credentials.ts).
   "refused-credentials": {
     count: 60,
     windowSeconds: 60,

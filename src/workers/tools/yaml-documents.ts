@@ -14,9 +14,10 @@ import { WorkerError } from "../errors.js";
 
 /**
  * Every document of a YAML stream, composed only after its syntax tree was found shallow enough
- * (the syntax tree itself is built without recursion, and given up on once far too deep). Duplicate keys are found with one set per
- * map: the yaml package compares each key with every earlier one, and 70,000 keys took 2 minutes.
- * A document that is not valid YAML is 422 naming `param`.
+ * (the syntax tree itself is built without recursion, and given up on once far too deep).
+ * Duplicate keys are found with one set per map: the yaml package compares each key with every
+ * earlier one, and 70,000 keys took 2 minutes. A document that is not valid YAML is 422 naming
+ * `param`.
  */
 export function readYamlDocuments(source: string, param: string): Document.Parsed[] {
   const lines = new LineCounter();
