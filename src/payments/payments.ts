@@ -281,13 +281,13 @@ export class Payments {
         }
         throw this.refusal(err, network.name);
       }
-      // A new wallet's account is opened only now, the payer proven, beside its first rate-limit slot.
+      // A new wallet's account is opened only now, the payer proven, beside its first rate-limit
+      // slot and the payment's claim (checkedBesideClaim).
       const accountId = request.beneficiary ?? walletAccountId(payer);
       const opening =
         request.beneficiary || (await existingAccount!)
           ? null
           : createWalletAccount(this.services, payer);
-      await this.openedAndChecked(opening, () => request.beforeSettling?.(accountId, request.call));
       record = {
         id,
         network: network.name,
@@ -316,12 +316,18 @@ export class Payments {
       };
       // A call under a key the client chose is paid once: a payment it already has (another
       // authorization, whose process died before answering) pays for it instead of this one.
-      const keyedByClient = record.call && record.call.key !== paymentCallKey(id);
-      const existing = await this.services.store.claimPayment(
-        record,
-        // As long as the call's idempotency record (claimCallKey), which answers it after that.
-        keyedByClient ? this.config.retentionSeconds * 1000 : undefined,
-      );
+      const keyedByClient = !!record.call && record.call.key !== paymentCallKey(id);
+      const claim = () =>
+        this.services.store.claimPayment(
+          record,
+          // As long as the call's idempotency record (claimCallKey), which answers it after that.
+          keyedByClient ? this.config.retentionSeconds * 1000 : undefined,
+        );
+      const check = () =>
+        this.openedAndChecked(opening, () => request.beforeSettling?.(accountId, request.call));
+      const existing = keyedByClient
+        ? await check().then(claim)
+        : await this.checkedBesideClaim(check, claim, id);
       if (existing)
         return existing.id === id
           ? this.answerKnown(existing, context)
@@ -457,6 +463,36 @@ export class Payments {
     )
       throw checked.reason;
     await beforeSettling();
+  }
+
+  /**
+   * The caller's check (a new wallet's account opened, the rate-limit slot taken) and the
+   * payment's claim, started in one turn of the loop: on one Redis node they leave in one write
+   * and run in that order, a round trip off every paid call's way. A claim made for a caller the
+   * check then refuses is released (nothing was sent) and the refusal answers, as if it had never
+   * been made. Should the process die in between, the reconciler settles the claimed payment and
+   * credits the account (settleAbandoned): the money is the payer's credits, never lost. Not for a
+   * call under a key the client chose, whose check claims that key and may answer the call from it.
+   */
+  private async checkedBesideClaim(
+    check: () => Promise<void>,
+    claim: () => Promise<PaymentRecord | null>,
+    id: string,
+  ): Promise<PaymentRecord | null> {
+    const [checked, claimed] = await Promise.allSettled([check(), claim()]);
+    if (checked.status === "fulfilled") {
+      if (claimed.status === "rejected") throw claimed.reason;
+      return claimed.value;
+    }
+    if (claimed.status === "fulfilled" && claimed.value === null)
+      await this.services.store.releasePayment(id).catch((err: unknown) =>
+        // Left "settling": past its deadline the reconciler takes it over as a dead process's.
+        this.services.log.warn(
+          { err: String(err), payment: id },
+          "could not release a claimed payment",
+        ),
+      );
+    throw checked.reason;
   }
 
   /** Starts timing one phase of a new payment (metrics: toolgate_payment_phase_seconds); call the answer at its end. */

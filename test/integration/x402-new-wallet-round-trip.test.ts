@@ -7,10 +7,11 @@ import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
 import { signAuthorization, startChains, v1Header } from "../helpers/x402.js";
 
 /**
- * A new wallet's first paid call opens the wallet's account and takes the account's first
- * rate-limit slot in one Redis round trip: both are started in one turn of the loop, so they leave
- * the store's socket in one write, the account's script first. Observed on the gateway's own
- * connection to Redis, write by write.
+ * A new wallet's first paid call opens the wallet's account, takes the account's first
+ * rate-limit slot and claims the payment in one Redis round trip: all are started in one turn of
+ * the loop, so they leave the store's socket in one write, the account's script first; a
+ * returning wallet's slot and claim, likewise. Observed on the gateway's own connection to Redis,
+ * write by write.
  */
 const PRICE = 2000n;
 const payers = Array.from({ length: 4 }, () => privateKeyToAccount(generatePrivateKey()));
@@ -53,7 +54,11 @@ const pay = async (payer: (typeof payers)[number]) =>
     },
   });
 
-describe("a new wallet's first paid call", () => {
+/** The start of the key of a payment record of `payer`'s (its id: chain, token, payer, nonce). */
+const claimOf = (payer: (typeof payers)[number]) =>
+  `{payments}:payment:${chains.base.chainId}:${chains.base.usdc}:${payer.address}`.toLowerCase();
+
+describe("a wallet's paid call", () => {
   it("opens the wallet's account and takes its first rate-limit slot in one write to Redis, the account first", async () => {
     // The first payment loads the store's scripts into Redis (a first EVALSHA is answered NOSCRIPT).
     expect((await pay(payers[0]!)).status).toBe(200);
@@ -70,7 +75,22 @@ describe("a new wallet's first paid call", () => {
       expect(first).toBeGreaterThanOrEqual(0);
       expect(writes.findIndex((w) => w.includes(counted))).toBe(first);
       expect(writes[first]!.indexOf(opened)).toBeLessThan(writes[first]!.indexOf(counted));
+      // …and the payment's claim goes in that same write, after them.
+      expect(writes[first]!.indexOf(claimOf(payer))).toBeGreaterThan(
+        writes[first]!.indexOf(counted),
+      );
     }
+  }, 60_000);
+
+  it("a returning wallet's rate-limit slot and its payment's claim leave in one write", async () => {
+    const payer = payers[1]!;
+    writes.length = 0;
+    const res = await pay(payer);
+    expect([res.status, res.headers.get("ratelimit-remaining")]).toEqual([200, "58"]);
+    const counted = `{${walletAccountId(payer.address)}}:rl`;
+    const write = writes.find((w) => w.includes(counted));
+    expect(write).toBeDefined();
+    expect(write!.indexOf(claimOf(payer))).toBeGreaterThan(write!.indexOf(counted));
   }, 60_000);
 
   it("is served, and counted once, when its rate-limit slot was asked before the account existed", async () => {

@@ -272,6 +272,13 @@ describe("everything that can refuse a paid call refuses it before money moves",
     const warnings = gw.output.filter((l) => /"level":(40|50)/.test(l)).slice(-20);
     expect(outcomes, warnings.join("\n")).toEqual({ "200": 60, "429 rate_limited": 10 });
     for (const r of refused) expect(await authorizationUsed(payer.address, r.nonce)).toBe(false);
+    // Each refused payment was claimed beside its rate-limit check, then let go: none is left
+    // "settling" for the reconciler to settle (and take the money for a call refused).
+    const ids = refused.map((r) =>
+      `${chains.base.chainId}:${chains.base.usdc}:${payer.address}:${r.nonce}`.toLowerCase(),
+    );
+    expect(await Promise.all(ids.map((id) => store.getPayment(id)))).toEqual(ids.map(() => null));
+    expect((await store.openPayments()).filter((p) => ids.includes(p.id))).toEqual([]);
     expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore - 60n * PRICE);
     expect(await balanceOf(chains.base, PAY_TO)).toBe(payToBefore + 60n * PRICE);
     const kinds = (await ledgerOf(walletAccountId(payer.address))).map(([kind]) => kind);
