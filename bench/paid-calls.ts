@@ -35,6 +35,7 @@
  *   npm run bench:paid   (Redis at 127.0.0.1:6379)
  *   BENCH_PAID_CALLS=200 (per automine run)  BENCH_PAID_WARMUP=200 (per gateway, before any run)  BENCH_DELAYED_CALLS=64  BENCH_INTERVAL_PAYERS=200
  *   BENCH_RELAYERS=3 (relayer keys the gateway gets: a pool by default)  BENCH_RPC_DELAY_MS=50
+ *   BENCH_REDIS_DELAY_MS=1 (the gateways' Redis that far each way: its round trips show in the times)
  *   BENCH_TIMELINE_CALLS=15  BENCH_BATCH_WINDOW_MS=5  BENCH_ONLY=automine|timeline|delayed|interval  BENCH_PROFILE=/tmp/prof
  *   BENCH_NODE_ARGS="…" (more flags for the gateways' node, e.g. --perf-basic-prof for `perf`)
  */
@@ -55,7 +56,7 @@ import {
   randomWallet,
   startLocalChain,
 } from "../chain-fixtures/chain.js";
-import { dropPrefix, uniquePrefix } from "../test/helpers/redis.js";
+import { REDIS_URL, dropPrefix, uniquePrefix } from "../test/helpers/redis.js";
 import { spawnGateway, spawnService } from "../test/helpers/gateway.js";
 import { startRpcProxy } from "../test/helpers/rpc-proxy.js";
 import { PAY_TO, signAuthorization, v1Header } from "../test/helpers/x402.js";
@@ -63,6 +64,7 @@ import { ReceiptWaiter } from "../src/payments/receipt-wait.js";
 import { batchingHttp } from "../src/payments/rpc-transport.js";
 import { authorizationMessage, transferArgs } from "../src/payments/verify.js";
 import type { Authorization } from "../src/payments/wire.js";
+import { startDelayedTcp } from "./delayed-tcp.js";
 import { BENCH_NODE_ARGS } from "./node-args.js";
 import { cpuMicros } from "./process-cpu.js";
 import { median, percentile } from "./stats.js";
@@ -104,6 +106,12 @@ const GATEWAY_ENTRY =
 const BASELINE_ENTRY = process.env.BENCH_BASELINE_ENTRY ?? null;
 /** BENCH_ROUNDS: automine and timeline runs per gateway (alternating builds); 3 with a baseline. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (BASELINE_ENTRY ? 3 : 1));
+/**
+ * BENCH_REDIS_DELAY_MS: the gateways reach Redis through a relay that holds every chunk this long
+ * each way (bench/delayed-tcp.ts), as a Redis in another zone: each Redis round trip a paid call
+ * waits for shows in its time as twice this (the timeline's "own time" above all). 0: direct.
+ */
+const REDIS_DELAY_MS = Number(process.env.BENCH_REDIS_DELAY_MS ?? 0);
 /** BENCH_LOG=/tmp/gw: each gateway's log lines are written there when the bench ends. */
 const LOG_DIR = process.env.BENCH_LOG;
 /** A paid call not answered in this long counts as failed (the bench stays bounded). */
@@ -175,6 +183,13 @@ async function main() {
     usdcVersion: "2",
   });
   const proxy = await startRpcProxy(chain.rpcUrl);
+  const redisRelay =
+    REDIS_DELAY_MS > 0
+      ? await startDelayedTcp(
+          { host: new URL(REDIS_URL).hostname, port: Number(new URL(REDIS_URL).port || 6379) },
+          REDIS_DELAY_MS,
+        )
+      : null;
   // anvil itself, for its CPU: it runs under a watchdog (src/lib/tied-child.ts), its parent.
   const watchdog = chain.process.pid!;
   const chainPid = Number(
@@ -336,6 +351,7 @@ async function main() {
           ? { X402_RELAYER_PRIVATE_KEY: relayers[0] }
           : { X402_RELAYER_PRIVATE_KEYS: relayers.join(",") }),
         X402_BATCH_WINDOW_MS: String(windowMs),
+        ...(redisRelay ? { REDIS_URL: `redis://127.0.0.1:${redisRelay.port}` } : {}),
         ...GATEWAY_ENV,
       },
       BENCH_NODE_ARGS,
@@ -476,7 +492,7 @@ async function main() {
     for (const { gw } of gateways) await throughGateway(gw, WARMUP_CALLS, 8);
     snapshot = await direct.request({ method: "evm_snapshot" as never });
     console.log(
-      `\nToolgate bench — x402 paid calls on anvil, gateway ${GATEWAY_ENTRY}${BASELINE_ENTRY ? ` and baseline ${BASELINE_ENTRY} (${ROUNDS} alternating rounds)` : ""} with ${relayers.length} relayer key(s), batching off and with a ${BATCH_WINDOW_MS} ms window`,
+      `\nToolgate bench — x402 paid calls on anvil, gateway ${GATEWAY_ENTRY}${BASELINE_ENTRY ? ` and baseline ${BASELINE_ENTRY} (${ROUNDS} alternating rounds)` : ""} with ${relayers.length} relayer key(s), batching off and with a ${BATCH_WINDOW_MS} ms window${redisRelay ? `, Redis +${REDIS_DELAY_MS} ms each way` : ""}`,
     );
 
     if (!ONLY || ONLY === "automine")
@@ -703,6 +719,7 @@ async function main() {
         writeFileSync(`${LOG_DIR}/gateway-${i}.log`, `${gw.output.join("\n")}\n`);
     await workers.stop();
     await proxy.stop();
+    await redisRelay?.stop();
     await chain.stop();
     await dropPrefix(prefix);
   }
