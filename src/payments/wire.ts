@@ -33,7 +33,7 @@ const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0
  * inside the chain client; any other length is a smart wallet's, judged by the wallet itself.
  */
 const HEX_BYTES = /^0x([0-9a-fA-F]{2})+$/;
-function wellFormedSignature(sig: string): boolean {
+export function wellFormedSignature(sig: string): boolean {
   if (!HEX_BYTES.test(sig)) return false;
   if (sig.length !== 132) return true;
   const r = BigInt(`0x${sig.slice(2, 66)}`);
