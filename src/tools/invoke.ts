@@ -429,11 +429,14 @@ async function serveCharged(
           result,
           idempotencyTtlSeconds ?? config.idempotencyTtlSeconds,
         );
-      // Served and charged: the caller gets the answer even if the store cannot keep it for
-      // replays right now (a 503 would hide a call that was charged). The answer is stored once
-      // the store is back; until then a retry with the key waits, then reruns it under the same
-      // request id, reusing its debit (one charge either way).
-      await complete().catch((err: unknown) => {
+      // Stored beside the answer, not before it: the write leaves in the same turn of the loop as
+      // the answer (one Redis round trip off the call's way), and on this process's one
+      // connection it runs before any later command, a replay's included. Served and charged, the
+      // caller gets the answer even if the store cannot keep it for replays right now (a 503
+      // would hide a call that was charged): it is stored once the store is back; until then a
+      // retry with the key waits, then reruns it under the same request id, reusing its debit
+      // (one charge either way), as after a crash between the answer and its copy.
+      void complete().catch((err: unknown) => {
         services.log.warn(
           { err, account_id: accountId, request_id: requestId },
           "could not store a served call's answer for its Idempotency-Key; retrying",

@@ -319,6 +319,35 @@ describe("Idempotency-Key", () => {
     expect(await balanceOf(gw.url, key)).toBe(99);
   });
 
+  it("answers without waiting for its stored copy, and a replay right after is answered from that copy", async () => {
+    const { key } = await fundedAccount(gw.url, 100);
+    const headers = { "idempotency-key": `unwaited-${Date.now()}` };
+    const { store } = gw.services;
+    const complete = store.completeIdempotent;
+    let stored = false;
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // The answer's copy is held back until the answer has come (or 5 s have passed, the old way).
+    store.completeIdempotent = async (...args) => {
+      await held;
+      stored = true;
+      return complete.apply(store, args);
+    };
+    const letGo = setTimeout(release, 5_000);
+    try {
+      const first = await callTool(gw.url, key, "hash", { text: "once" }, headers);
+      expect([first.status, stored]).toEqual([200, false]);
+      release();
+      const replay = await callTool(gw.url, key, "hash", { text: "once" }, headers);
+      expect([replay.status, replay.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
+      expect(replay.body).toEqual(first.body);
+    } finally {
+      clearTimeout(letGo);
+      store.completeIdempotent = complete;
+    }
+    expect(await balanceOf(gw.url, key)).toBe(99);
+  });
+
   it("lets a failed call be retried with the same key", async () => {
     const { key } = await fundedAccount(gw.url, 100);
     const headers = { "idempotency-key": `retry-${Date.now()}` };
