@@ -183,10 +183,11 @@ async function main() {
     usdcVersion: "2",
   });
   const proxy = await startRpcProxy(chain.rpcUrl);
+  const redisAt = new URL(REDIS_URL);
   const redisRelay =
     REDIS_DELAY_MS > 0
       ? await startDelayedTcp(
-          { host: new URL(REDIS_URL).hostname, port: Number(new URL(REDIS_URL).port || 6379) },
+          { host: redisAt.hostname, port: Number(redisAt.port || 6379) },
           REDIS_DELAY_MS,
         )
       : null;

@@ -47,8 +47,9 @@ export const invalidPayment = (reason: string, x402Reason: X402Reason = "invalid
  */
 export function normaliseSignature(signature: Hex): Hex {
   if (signature.length !== 132) return signature;
-  // By hand rather than viem's parseSignature and serializeSignature, which build secp256k1 curve
-  // objects for it: the same checks and answer for a small part of the CPU (test/unit/normalise-signature.test.ts).
+  // By hand rather than viem's parseSignature and serializeSignature, which build secp256k1
+  // curve objects for it: the same checks and answer for a small part of the CPU
+  // (test/unit/normalise-signature.test.ts).
   if (!wellFormedSignature(signature))
     throw invalidPayment(
       "the signature is not a valid ECDSA signature",
