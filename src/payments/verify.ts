@@ -12,12 +12,12 @@ import TOKEN_ABI from "../../contracts-abi/eip3009-token.json" with { type: "jso
 import { ApiError } from "../http/errors.js";
 import type { NetworkClients } from "./chain.js";
 import type { SeenBlock } from "./relayers.js";
-import { wellFormedSignature, type Authorization } from "./wire.js";
+import { SECP256K1_N, wellFormedSignature, type Authorization } from "./wire.js";
 
 export const tokenAbi = TOKEN_ABI as typeof TOKEN_ABI;
 
 /** secp256k1 order / 2: a signature with a larger s is the malleable twin of a valid one. */
-const HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
+const HALF_N = SECP256K1_N / 2n;
 /** Seconds an authorization must stay valid beyond the current block, for the settlement to land. */
 const VALIDITY_MARGIN_S = 6n;
 /** Leeway for a client clock ahead of ours when judging an authorization's remaining validity. */

@@ -26,7 +26,7 @@ const uint = z
 /** Whole seconds: a fraction has no meaning on chain (block times are whole seconds). */
 const seconds = z.number().int().nonnegative();
 /** secp256k1's group order: r and s of a real signature lie in [1, N). */
-const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+export const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 /**
  * Bytes in hex. A 65-byte one is an EOA signature and must be well formed (r and s in [1, N),
  * v one of 0, 1, 27, 28) — checked here so a malformed one is refused as such, never thrown
