@@ -117,7 +117,7 @@ export async function currentSession(
   if (!presented) return null;
   const live = await liveSession(services, presented, services.config.dashboard.sessionIdleMs);
   if (live) return live;
-  res.append("Set-Cookie", sessionCookie(services, "", 0));
+  clearSessionCookie(services, res);
   await services.refusedCredentials.count(req, String(res.locals.requestId ?? ""));
   return null;
 }
@@ -173,7 +173,15 @@ export function requireCsrf(req: Request, session: SessionRecord): void {
 export async function endSession(services: Services, req: Request, res: Response): Promise<void> {
   const presented = presentedSession(services, req);
   if (presented) await services.store.endSession(presented.accountId, presented.id);
-  res.append("Set-Cookie", sessionCookie(services, "", 0));
+  clearSessionCookie(services, res);
+}
+
+/** Tells the browser to forget its session cookie, once per answer however many steps find it dead. */
+function clearSessionCookie(services: Services, res: Response): void {
+  const cleared = sessionCookie(services, "", 0);
+  const set = res.getHeader("Set-Cookie");
+  if (set === cleared || (Array.isArray(set) && set.includes(cleared))) return;
+  res.append("Set-Cookie", cleared);
 }
 
 /**

@@ -142,6 +142,28 @@ describe("dashboard sessions", () => {
     expect((await account(gw.url, untouched.cookie)).status).toBe(401);
   });
 
+  it("signs out a session that has already ended with one cookie-clearing header, not two", async () => {
+    const { key } = await fundedAccount(gw.url, 30, "free");
+    const { cookie } = await signIn(gw.url, key);
+    const page = await (await fetch(`${gw.url}/dashboard`, { headers: { cookie } })).text();
+    const csrf = /name="csrf-token" content="([^"]+)"/.exec(page)![1]!;
+    const signOut = () =>
+      fetch(`${gw.url}/dashboard/sign-out`, {
+        method: "POST",
+        redirect: "manual",
+        headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+        body: form({ _csrf: csrf }),
+      });
+    // Live, then ended (a second tab, a double click): each answer clears the cookie once.
+    for (const answer of [await signOut(), await signOut()]) {
+      expect(answer.status).toBe(303);
+      expect(answer.headers.get("location")).toBe("/dashboard/sign-in?notice=signed_out");
+      expect(answer.headers.getSetCookie()).toEqual([
+        "tg_session=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax",
+      ]);
+    }
+  });
+
   it("answers 405 with Allow for another method on the sign-in and sign-out paths", async () => {
     const put = await fetch(`${gw.url}/dashboard/sign-in`, { method: "PUT" });
     expect(put.status).toBe(405);
