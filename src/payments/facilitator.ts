@@ -88,6 +88,7 @@ export const MAX_TIMEOUT_SECONDS = 6 * 3600;
  */
 function paymentRequest(
   services: Services,
+  req: Request,
   body: FacilitatorBody,
   caller: KeyCaller,
 ): { header: PaymentHeader; request: PaymentRequest } {
@@ -179,7 +180,11 @@ function paymentRequest(
       payTo: requirement.payTo,
       maxTimeoutSeconds: requirement.maxTimeoutSeconds,
       // Debited once the payment is claimed, before any money moves (Payments.reserveFee).
-      facilitator: { feeCredits: services.config.facilitatorFeeCredits },
+      facilitator: {
+        feeCredits: services.config.facilitatorFeeCredits,
+        // The fee's ledger rows name the key that asked (usage by key), as a tool call's do.
+        keyHash: presentedKey(req, { bearer: true }).hash,
+      },
     },
   };
 }
@@ -229,9 +234,9 @@ export const x402Verify = defineRoute({
   authenticate: facilitatorCaller,
   body: facilitatorBody,
   response: verifyResponse,
-  async handler({ services, body, caller }) {
+  async handler({ services, req, body, caller }) {
     try {
-      const { header, request } = paymentRequest(services, body, caller);
+      const { header, request } = paymentRequest(services, req, body, caller);
       const { payer } = await services.payments!.verify(header, request);
       return { body: { isValid: true, payer } };
     } catch (err) {
@@ -264,7 +269,7 @@ export const x402Settle = defineRoute({
   authenticate: facilitatorCaller,
   body: facilitatorBody,
   response: settleResponse,
-  async handler({ services, body, caller }) {
+  async handler({ services, req, body, caller }) {
     const network = (body.paymentRequirements as { network?: unknown } | null)?.network;
     const failed = (reason: X402Reason, message: string) => ({
       body: {
@@ -277,7 +282,7 @@ export const x402Settle = defineRoute({
       },
     });
     try {
-      const { header, request } = paymentRequest(services, body, caller);
+      const { header, request } = paymentRequest(services, req, body, caller);
       const paid = await services.payments!.accept(header, request);
       return {
         body: { success: true, transaction: paid.txHash, network: paid.network, payer: paid.payer },

@@ -1,6 +1,7 @@
 import { getAddress, type Address, type Hex } from "viem";
 import type { Config } from "../config.js";
 import { eventRecord } from "../events/types.js";
+import { admitted } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
 import { sameBytes } from "../lib/hex.js";
 import { newEventId, randomId } from "../lib/ids.js";
@@ -76,8 +77,11 @@ export interface PaymentRequest {
    * own address (the facilitator never receives the funds).
    */
   payTo?: Address;
-  /** A settlement made as a facilitator: charged its fee on settlement instead of crediting the payer. */
-  facilitator?: { feeCredits: number };
+  /**
+   * A settlement made as a facilitator: charged its fee instead of crediting the payer, to the
+   * account under the key (its hash) that asked for it.
+   */
+  facilitator?: { feeCredits: number; keyHash: string };
   /** The longest an authorization may stay valid from now: the requirement's, as a facilitator; default X402_MAX_TIMEOUT_SECONDS. */
   maxTimeoutSeconds?: number;
 }
@@ -311,6 +315,7 @@ export class Payments {
           ? {
               facilitatorFee: request.facilitator.feeCredits,
               feeRequestId: facilitatorFeeRequestId(id, randomId(12)),
+              feeKeyHash: request.facilitator.keyHash,
             }
           : {}),
       };
@@ -699,7 +704,7 @@ export class Payments {
     try {
       outcome = await this.services.store.admit({
         accountId: record.accountId,
-        keyHash: null,
+        keyHash: record.feeKeyHash ?? null,
         cost: fee,
         requestId: record.feeRequestId!,
         tool: null,
@@ -713,6 +718,8 @@ export class Payments {
     }
     if (outcome.status === "ok") return;
     await this.release(record);
+    // The key revoked or expired since the request was admitted: that refusal, as at the door.
+    if (outcome.status !== "insufficient_credits") admitted(outcome);
     const balance = "account" in outcome ? outcome.account.balance : 0;
     throw new ApiError(
       "insufficient_credits",
@@ -731,6 +738,7 @@ export class Payments {
       const refunded = await this.services.store.refund(record.accountId, {
         requestId: record.feeRequestId,
         reason: "facilitator settlement not made",
+        keyHash: record.feeKeyHash ?? null,
       });
       if (refunded.status === "refunded")
         this.services.metrics.creditsRefunded.inc(refunded.amount);

@@ -426,6 +426,12 @@ export interface PaymentRecord {
    * versions, which charged the fee on settlement.
    */
   feeRequestId?: string;
+  /**
+   * The hash of the API key that asked for the facilitator settlement: the fee's debit, and a
+   * refund of it, name that key in the ledger (and so in usage by key). Absent in records of older
+   * versions.
+   */
+  feeKeyHash?: string;
 }
 
 export interface RelayedTransaction {

@@ -18,7 +18,7 @@ const setup = paidGatewayFixture({
 
 /** A Business account and one signed payment to the app, settled through the facilitator API. */
 async function facilitation() {
-  const { accountId, key } = await fundedAccount(setup.gw.url, 1000, "business");
+  const { accountId, key, keyId } = await fundedAccount(setup.gw.url, 1000, "business");
   const requirements = {
     scheme: "exact",
     network: "base-sepolia",
@@ -41,12 +41,13 @@ async function facilitation() {
     paymentRequirements: requirements,
   };
   const settle = () => call(`${setup.gw.url}/x402/settle`, { key, body });
+  // Each fee row names the key that asked for the settlement, as a tool call's rows do.
   const fees = async () =>
     (await setup.gw.services.store.ledger(accountId, { limit: 100 })).items
       .filter((e) => e.reason.startsWith("facilitator"))
-      .map((e) => [e.kind, e.amount]);
+      .map((e) => [e.kind, e.amount, e.keyId === keyId ? "the key" : e.keyId]);
   const credits = async () => (await setup.gw.services.store.getAccount(accountId))!.balance;
-  return { settle, fees, credits };
+  return { settle, fees, credits, key, keyId, body };
 }
 
 describe("a facilitator settlement whose outcome is unknown", () => {
@@ -63,7 +64,7 @@ describe("a facilitator settlement whose outcome is unknown", () => {
     ]);
     expect(first.body.errorMessage).toMatch(/^payment_pending/);
     // The fee was taken when the payment was claimed, before the money moved.
-    expect(await fees()).toEqual([["debit", -5]]);
+    expect(await fees()).toEqual([["debit", -5, "the key"]]);
 
     // Once the reconciler has settled it, the same settle answers success.
     setup.proxy.resume();
@@ -86,7 +87,7 @@ describe("a facilitator settlement whose outcome is unknown", () => {
       "invalid_transaction_state",
     ]);
     expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before + PRICE);
-    expect(await fees()).toEqual([["debit", -5]]);
+    expect(await fees()).toEqual([["debit", -5, "the key"]]);
   }, 40_000);
 });
 
@@ -102,8 +103,8 @@ describe("a facilitator settlement the node refuses", () => {
       "invalid_transaction_state",
     ]);
     expect(await fees()).toEqual([
-      ["refund", 5],
-      ["debit", -5],
+      ["refund", 5, "the key"],
+      ["debit", -5, "the key"],
     ]);
     expect(await credits()).toBe(1000);
     expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before);
@@ -112,5 +113,33 @@ describe("a facilitator settlement the node refuses", () => {
     expect([again.status, again.body.success]).toEqual([200, true]);
     expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before + PRICE);
     expect(await credits()).toBe(995);
+  }, 40_000);
+});
+
+describe("a facilitator settlement whose key is revoked while it is verified", () => {
+  it("answers the key's 401, charges no fee and leaves the payment unused: another key then settles it", async () => {
+    const { settle, fees, credits, key, keyId, body } = await facilitation();
+    const spare = await call(`${setup.gw.url}/api/v1/keys`, { key, body: { name: "spare" } });
+    expect(spare.status).toBe(201);
+    const before = await balanceOf(setup.chains.base, APP_PAY_TO);
+    // The door admitted the key; the verification's simulation is held while the key is revoked.
+    const held = setup.proxy.hold((b) => b.includes('"eth_call"'));
+    const answer = settle();
+    await held.until((bodies) => bodies.length > 0);
+    expect(
+      (await call(`${setup.gw.url}/api/v1/keys/${keyId}?force=true`, { method: "DELETE", key }))
+        .status,
+    ).toBe(200);
+    held.release();
+    const refused = await answer;
+    expect([refused.status, refused.body.error?.code]).toEqual([401, "api_key_revoked"]);
+    expect(await fees()).toEqual([]);
+    expect(await credits()).toBe(1000);
+    expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before);
+
+    const settled = await call(`${setup.gw.url}/x402/settle`, { key: spare.body.key, body });
+    expect([settled.status, settled.body.success]).toEqual([200, true]);
+    expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before + PRICE);
+    expect(await fees()).toEqual([["debit", -5, spare.body.id]]);
   }, 40_000);
 });
