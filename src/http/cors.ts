@@ -9,7 +9,7 @@ import type { Response } from "express";
 const ALLOWED_HEADERS =
   "content-type, x-api-key, authorization, idempotency-key, x-payment, payment-signature, accept, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name";
 const EXPOSED_HEADERS =
-  "x-request-id, payment-required, payment-response, x-payment-response, ratelimit-limit, ratelimit-remaining, ratelimit-reset, ratelimit-policy, retry-after, x-credits-charged, x-credits-remaining, idempotent-replayed";
+  "x-request-id, payment-required, payment-response, x-payment-response, ratelimit-limit, ratelimit-remaining, ratelimit-reset, ratelimit-policy, retry-after, x-credits-charged, x-credits-remaining, idempotent-replayed, server-timing";
 
 /** The CORS headers of every answer. */
 export function setCorsHeaders(res: ServerResponse): void {

@@ -51,6 +51,8 @@ export function beginRequest(
   redactSecrets: Redactor,
 ): void {
   const started = process.hrtime.bigint();
+  // A tool call's Server-Timing counts from here (tools/timing.ts).
+  res.locals.startedAt = started;
   stamp(res);
   setCorsHeaders(res);
   res.once("finish", () => {

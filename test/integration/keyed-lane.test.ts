@@ -37,7 +37,14 @@ function steadyHeaders(headers: Headers): Record<string, string> {
     "ratelimit-remaining",
     "ratelimit-reset",
   ]);
-  return Object.fromEntries([...headers].filter(([name]) => !varying.has(name)));
+  return Object.fromEntries(
+    [...headers]
+      .filter(([name]) => !varying.has(name))
+      // Server-Timing's names stay; its durations are the call's own.
+      .map(([name, value]) =>
+        name === "server-timing" ? [name, value.replace(/;dur=[\d.]+/g, "")] : [name, value],
+      ),
+  );
 }
 
 const send = (headers: Record<string, string>, body: string, tool = "hash") =>

@@ -54,6 +54,56 @@ describe("POST /v1/tools/{name}", () => {
     });
   });
 
+  it("says where a call's time went in Server-Timing: the tool's worker apart from the gateway, a replay the gateway alone", async () => {
+    const { key } = await fundedAccount(gw.url, 100);
+    const timings = (header: string | null) =>
+      Object.fromEntries(
+        (header ?? "").split(", ").map((metric) => {
+          const [name, dur] = metric.split(";dur=");
+          return [name, Number(dur)];
+        }),
+      );
+    llm.state.delayMs = 300;
+    try {
+      const headers = { "idempotency-key": `timed-${Date.now()}` };
+      const sent = performance.now();
+      const res = await callTool(gw.url, key, "ai-generate", { prompt: "timed" }, headers);
+      const seen = performance.now() - sent;
+      expect(res.status).toBe(200);
+      const first = timings(res.headers.get("server-timing"));
+      expect(Object.keys(first)).toEqual(["tool", "gateway"]);
+      // The provider's 300 ms are the tool's; what the gateway took is the rest of what the client saw.
+      expect(first.tool).toBeGreaterThanOrEqual(300);
+      expect(first.gateway).toBeGreaterThan(0);
+      expect(first.tool! + first.gateway!).toBeLessThanOrEqual(seen);
+      expect(first.gateway).toBeLessThan(300);
+
+      const replay = await callTool(gw.url, key, "ai-generate", { prompt: "timed" }, headers);
+      expect(replay.headers.get("idempotent-replayed")).toBe("true");
+      const again = timings(replay.headers.get("server-timing"));
+      expect(Object.keys(again)).toEqual(["gateway"]);
+      expect(again.gateway).toBeLessThan(300);
+    } finally {
+      llm.state.delayMs = 0;
+    }
+    // Browsers may read it cross-origin, as the other answer headers.
+    const plain = await callTool(gw.url, key, "hash", { text: "a" });
+    expect(plain.headers.get("access-control-expose-headers")).toContain("server-timing");
+    expect(plain.headers.get("server-timing")).toMatch(
+      /^tool;dur=\d+\.\d\d, gateway;dur=\d+\.\d\d$/,
+    );
+    // The same through express's route (a body with a charset does not take the keyed lane).
+    const viaExpress = await fetch(`${gw.url}/v1/tools/hash`, {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json; charset=utf-8" },
+      body: JSON.stringify({ text: "a" }),
+    });
+    expect(viaExpress.status).toBe(200);
+    expect(viaExpress.headers.get("server-timing")).toMatch(
+      /^tool;dur=[\d.]+, gateway;dur=[\d.]+$/,
+    );
+  });
+
   it("answers an unknown tool 404, and needs a key", async () => {
     const { key } = await fundedAccount(gw.url, 100);
     expect((await callTool(gw.url, key, "teleport", {})).body.error.code).toBe("tool_not_found");

@@ -262,6 +262,8 @@ describe("a paid call with an x402 payment identifier (a new authorization each 
       success: true,
       network: "eip155:84532",
     });
+    // The tool's time apart; the payment's verification and settlement are the gateway's.
+    expect(first.headers.get("server-timing")).toMatch(/^tool;dur=[\d.]+, gateway;dur=[\d.]+$/);
 
     const retry = await payment(payer, id);
     const again = await callHash(retry.headers, "named");
@@ -271,6 +273,7 @@ describe("a paid call with an x402 payment identifier (a new authorization each 
       first.body,
     ]);
     expect(again.headers.get("payment-response")).toBeNull();
+    expect(again.headers.get("server-timing")).toMatch(/^gateway;dur=[\d.]+$/);
 
     const otherBody = await payment(payer, id);
     const conflict = await callHash(otherBody.headers, "another body");

@@ -49,6 +49,11 @@ export function callToolDocument(config: DocumentConfig): Record<string, Json> {
                 "X-Credits-Charged": { schema: { type: "integer" } },
                 "X-Credits-Remaining": { schema: { type: "integer" } },
                 "Idempotent-Replayed": { schema: { type: "string", enum: ["true"] } },
+                "Server-Timing": {
+                  schema: { type: "string" },
+                  description:
+                    "Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone.",
+                },
                 ...paymentReceiptHeaders("A call paid with x402"),
               },
               content: { "application/json": { schema: outputSchema } },

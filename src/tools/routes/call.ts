@@ -15,19 +15,19 @@ import { atomicPrice } from "../../lib/money.js";
 import { formatCredits } from "../pricing.js";
 import { callToolDocument } from "./call-document.js";
 import { headerOf, type HttpRequest, type HttpResponse } from "../../http/exchange.js";
+import { type CallTiming, newCallTiming, serverTiming, timedForwarder } from "../timing.js";
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
-/** The answer of a call, however it was paid for (its headers copied only when some are added). */
-function reply(result: ToolCallResult, extraHeaders?: Record<string, string>) {
-  const headers =
-    result.replayed || extraHeaders
-      ? {
-          ...result.headers,
-          ...(result.replayed ? { "Idempotent-Replayed": "true" } : {}),
-          ...extraHeaders,
-        }
-      : result.headers;
+/** The answer of a call, however it was paid for, with where its time went. */
+function reply(result: ToolCallResult, timing: CallTiming, extraHeaders?: Record<string, string>) {
+  const timed = serverTiming(timing);
+  const headers = {
+    ...result.headers,
+    ...(result.replayed ? { "Idempotent-Replayed": "true" } : {}),
+    ...extraHeaders,
+    ...(timed ? { "Server-Timing": timed } : {}),
+  };
   return { status: result.status, raw: result.body, headers };
 }
 
@@ -106,7 +106,11 @@ export async function serveToolCall(
       { param: "Idempotency-Key" },
     );
   }
-  const forward = services.upstream.forwarderFor(tool, services.pools.proxy(req, res));
+  const timing = newCallTiming(res.locals.startedAt as bigint | undefined);
+  const forward = timedForwarder(
+    services.upstream.forwarderFor(tool, services.pools.proxy(req, res)),
+    timing,
+  );
   // The price and the x402 offer are worked out only when needed: keyed calls that can pay never see them.
   const price = () => atomicPrice(tool.cost, services.config.creditPriceAtomic);
   const offer = () =>
@@ -155,7 +159,7 @@ export async function serveToolCall(
         },
         forward,
       );
-      return reply(result, settled);
+      return reply(result, timing, settled);
     } catch (err) {
       forgetUnprovenAccount(res, err);
       if (address !== null && err instanceof ApiError && err.code === "payment_invalid")
@@ -175,6 +179,7 @@ export async function serveToolCall(
         { tool, input: req.body, key, idempotencyKey, requestId },
         forward,
       ),
+      timing,
     );
   } catch (err) {
     forgetUnprovenAccount(res, err);

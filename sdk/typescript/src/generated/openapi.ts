@@ -9421,6 +9421,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -9609,6 +9611,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -9807,6 +9811,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -9995,6 +10001,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -10186,6 +10194,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -10380,6 +10390,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -10571,6 +10583,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -10759,6 +10773,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -10943,6 +10959,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -11129,6 +11147,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -11334,6 +11354,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -11609,6 +11631,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -11817,6 +11841,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -12005,6 +12031,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -12194,6 +12222,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -12393,6 +12423,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -12581,6 +12613,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -12769,6 +12803,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -12951,6 +12987,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -13138,6 +13176,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -13325,6 +13365,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -13507,6 +13549,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -13680,6 +13724,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -13870,6 +13916,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -14043,6 +14091,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -14268,6 +14318,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -14454,6 +14506,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -14663,6 +14717,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -14844,6 +14900,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -15023,6 +15081,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -15206,6 +15266,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -15391,6 +15453,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -15569,6 +15633,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -15752,6 +15818,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -15927,6 +15995,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -16112,6 +16182,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -16312,6 +16384,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -16506,6 +16580,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -16689,6 +16765,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -16874,6 +16952,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -17055,6 +17135,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -17243,6 +17325,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -17431,6 +17515,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -17618,6 +17704,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -17808,6 +17896,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -17993,6 +18083,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -18192,6 +18284,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -18382,6 +18476,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -18571,6 +18667,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -18755,6 +18853,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -18936,6 +19036,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -19123,6 +19225,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -19304,6 +19408,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -19489,6 +19595,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -19667,6 +19775,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -19855,6 +19965,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -20042,6 +20154,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -20234,6 +20348,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -20415,6 +20531,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -20606,6 +20724,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -20798,6 +20918,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -21001,6 +21123,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -21185,6 +21309,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
@@ -21360,6 +21486,8 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
                     /** @description The same receipt under its x402 v1 name, sent beside PAYMENT-RESPONSE whichever version paid. */
