@@ -22,6 +22,7 @@ def test_a_retried_call_after_a_dropped_connection_is_charged_once(gateway, pro_
     result = client.tools.call_with_details("hash", {"text": "charged once"})
     assert dropping_proxy.dropped == 1 and dropping_proxy.connections == 2  # the answer was lost once
     assert result.replayed is True  # the retry got the first attempt's stored answer
+    assert result.tool_ms is None and result.gateway_ms is not None  # Server-Timing: no tool ran
     assert gateway.balance(pro_key) == before - 1
     assert len(debits(Toolgate(api_key=pro_key, base_url=gateway.base_url))) == 1
 

@@ -38,6 +38,9 @@ def test_calls_a_tool_with_a_key_and_is_charged_its_price(gateway, pro_key):
     assert details.credits_charged == 1 and details.credits_remaining == before - 2
     assert details.request_id and details.request_id.startswith("req_")
     assert details.replayed is False
+    # Server-Timing: the tool's worker and the gateway's own time, each in milliseconds.
+    assert details.tool_ms is not None and details.tool_ms > 0
+    assert details.gateway_ms is not None and details.gateway_ms > 0
 
 
 def test_reads_key_and_base_url_from_the_environment(gateway, pro_key, monkeypatch):

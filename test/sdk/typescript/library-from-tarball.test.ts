@@ -224,7 +224,7 @@ ${body}`;
     ];
     const result = await project.script(
       walletScript(`const r = await client.tools.callWithDetails("hash", { text: "hello world" });
-out({ output: r.output, payment: r.payment, spent: client.spent });`),
+out({ output: r.output, payment: r.payment, spent: client.spent, toolMs: r.toolMs, gatewayMs: r.gatewayMs });`),
       env(payer, 10_000n, 100_000n),
     );
     expect(result.output.digest).toBe(
@@ -236,6 +236,9 @@ out({ output: r.output, payment: r.payment, spent: client.spent });`),
       payer: payer.address,
     });
     expect(result.spent).toBe("2000");
+    // Where the call's time went (Server-Timing): the tool's worker, and the gateway's settlement.
+    expect(result.toolMs).toBeGreaterThan(0);
+    expect(result.gatewayMs).toBeGreaterThan(0);
     expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore - PRICE);
     expect(await balanceOf(chains.base, PAY_TO)).toBe(payToBefore + PRICE);
   });
@@ -427,10 +430,16 @@ describe("retries", () => {
       const result = await project.script(
         `${HEADER}const client = new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL, maxRetries: 2 });
 const r = await client.tools.callWithDetails("hash", { text: "once" });
-out({ digest: r.output.digest, replayed: r.replayed });`,
+out({ digest: r.output.digest, replayed: r.replayed, ran: r.toolMs !== undefined, gatewayMs: r.gatewayMs });`,
         { KEY: key, URL: proxy.url },
       );
-      expect(result).toEqual({ digest: expect.stringMatching(/^[0-9a-f]{64}$/), replayed: true });
+      // The replay did not run the tool: Server-Timing has the gateway's time alone.
+      expect(result).toEqual({
+        digest: expect.stringMatching(/^[0-9a-f]{64}$/),
+        replayed: true,
+        ran: false,
+        gatewayMs: expect.any(Number),
+      });
       expect(proxy.seen).toHaveLength(2);
       expect(proxy.seen[0]!.headers["idempotency-key"]).toMatch(/^[0-9a-f-]{36}$/);
       expect(proxy.seen[1]!.headers["idempotency-key"]).toBe(

@@ -45,6 +45,22 @@ def _payment_response(answer: Answer) -> dict[str, Any] | None:
         return None
 
 
+def _timing_ms(header: str | None, name: str) -> float | None:
+    """The duration of the metric ``name`` in a ``Server-Timing`` header (``name;dur=<ms>, …``), if it has one."""
+    for metric in (header or "").split(","):
+        metric_name, *params = (part.strip() for part in metric.split(";"))
+        if metric_name != name:
+            continue
+        for param in params:
+            if param.startswith("dur="):
+                try:
+                    return float(param[4:])
+                except ValueError:
+                    return None
+        return None
+    return None
+
+
 def _call_result(answer: Answer) -> CallResult:
     return CallResult(
         output=answer.body if isinstance(answer.body, dict) else {"value": answer.body},
@@ -53,6 +69,8 @@ def _call_result(answer: Answer) -> CallResult:
         credits_remaining=header_int(answer.headers, "x-credits-remaining"),
         replayed=answer.headers.get("idempotent-replayed") == "true",
         payment=_payment_response(answer),
+        tool_ms=_timing_ms(answer.headers.get("server-timing"), "tool"),
+        gateway_ms=_timing_ms(answer.headers.get("server-timing"), "gateway"),
     )
 
 

@@ -264,3 +264,7 @@ class CallResult:
     """``Idempotent-Replayed``: the answer was stored by an earlier attempt with the same key."""
     payment: dict[str, Any] | None = None
     """The settlement (``PAYMENT-RESPONSE``: transaction, network, payer) when the call was paid with x402."""
+    tool_ms: float | None = None
+    """Milliseconds the tool's worker took (``Server-Timing: tool``); None for a replayed answer."""
+    gateway_ms: float | None = None
+    """Milliseconds the gateway took besides the tool, a payment's settlement included (``Server-Timing: gateway``)."""

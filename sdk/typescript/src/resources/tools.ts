@@ -34,6 +34,10 @@ export interface CallResult<O> {
   replayed: boolean;
   /** The x402 settlement receipt (decoded `PAYMENT-RESPONSE`), when the call was paid with the wallet. */
   payment: { success: boolean; transaction: string; network: string; payer: string } | undefined;
+  /** Milliseconds the tool's worker took (`Server-Timing: tool`); undefined for a replayed answer. */
+  toolMs: number | undefined;
+  /** Milliseconds the gateway took besides the tool, a payment's settlement included (`Server-Timing: gateway`). */
+  gatewayMs: number | undefined;
 }
 
 /** Any other name (an alias, a tool newer than these types); a catalogue name must use its own types. */
@@ -42,6 +46,18 @@ type OtherName<S extends string> = S & (S extends ToolName ? never : unknown);
 const decodeBase64Json = (value: string) =>
   JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(value), (c) => c.charCodeAt(0))));
 const intHeader = (value: string | null) => (value === null ? undefined : Number(value));
+
+/** The duration of the metric `name` in a `Server-Timing` header (`name;dur=<ms>, …`), if it has one. */
+function timingMs(header: string | null, name: string): number | undefined {
+  for (const metric of (header ?? "").split(",")) {
+    const [metricName, ...params] = metric.split(";").map((part) => part.trim());
+    if (metricName !== name) continue;
+    const dur = params.find((param) => param.startsWith("dur="));
+    const ms = dur === undefined ? Number.NaN : Number(dur.slice(4));
+    return Number.isFinite(ms) ? ms : undefined;
+  }
+  return undefined;
+}
 
 export class Tools {
   constructor(private readonly transport: Transport) {}
@@ -125,6 +141,7 @@ export class Tools {
     });
     const receipt =
       response.headers.get("payment-response") ?? response.headers.get("x-payment-response");
+    const timing = response.headers.get("server-timing");
     return {
       output: data,
       creditsCharged: intHeader(response.headers.get("x-credits-charged")),
@@ -132,6 +149,8 @@ export class Tools {
       requestId: response.headers.get("x-request-id") ?? undefined,
       replayed: response.headers.get("idempotent-replayed") === "true",
       payment: receipt ? decodeBase64Json(receipt) : undefined,
+      toolMs: timingMs(timing, "tool"),
+      gatewayMs: timingMs(timing, "gateway"),
     };
   }
 }
