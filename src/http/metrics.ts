@@ -33,6 +33,30 @@ export class Metrics {
     labelNames: ["tool", "outcome"],
     registers: [this.registry],
   });
+  /**
+   * A call's time split as its `Server-Timing` answer header splits it (tools/timing.ts): the
+   * tool's worker, by tool (every forwarded call, failed or not, REST and MCP alike), and the
+   * gateway's own time besides the tool (successful REST calls: the key check and debit, the
+   * body, a paid call's settlement). Together they tell an operator whether a slow call was the
+   * tool or the gateway.
+   */
+  readonly toolTime = new Histogram({
+    name: "toolgate_tool_duration_seconds",
+    help: "Time a tool's worker took per call (the call forwarded to its answer read whole), by tool.",
+    labelNames: ["tool"],
+    buckets: [
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+    ],
+    registers: [this.registry],
+  });
+  readonly gatewayTime = new Histogram({
+    name: "toolgate_gateway_duration_seconds",
+    help: "Time a successful REST tool call spent in the gateway besides its tool (Server-Timing's gateway), a paid call's settlement included.",
+    buckets: [
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+    ],
+    registers: [this.registry],
+  });
   readonly creditsDebited = new Counter({
     name: "toolgate_credits_debited_total",
     help: "Credits debited for tool calls.",
@@ -166,6 +190,14 @@ export class Metrics {
     { count: Counter.Internal; seconds: Histogram.Internal<"route" | "method"> }
   >();
   private readonly toolCallSeries = new Map<string, Counter.Internal>();
+  private readonly toolTimeSeries = new Map<string, Histogram.Internal<"tool">>();
+
+  /** Times one forwarded call of `tool` (a catalogue name, or "custom"). */
+  observeToolTime(tool: string, seconds: number): void {
+    let series = this.toolTimeSeries.get(tool);
+    if (!series) this.toolTimeSeries.set(tool, (series = this.toolTime.labels({ tool })));
+    series.observe(seconds);
+  }
 
   /** Counts one tool call by tool and outcome (`ok`, or the error code). */
   countToolCall(tool: string, outcome: string): void {

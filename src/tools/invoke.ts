@@ -57,6 +57,8 @@ export const callFingerprint = (toolName: string, input: unknown) =>
 
 export interface ToolCallResult extends StoredResponse {
   replayed: boolean;
+  /** Milliseconds the tool's worker took, when this request ran it (not kept with a stored answer). */
+  toolMs?: number;
 }
 
 const IDEMPOTENCY_POLL_MS = 25;
@@ -361,6 +363,7 @@ async function serveCharged(
     : null;
   const closeOpen = async () => open?.close();
   let outcome: ForwardOutcome;
+  let toolMs: number | undefined;
   try {
     // A Business account bound to its own pool is sent there and nowhere else (see dedicated-workers.ts).
     const route = pools.route(tool.pool, caller.account);
@@ -369,6 +372,7 @@ async function serveCharged(
       config.poolQueueTimeoutMs,
       accountId,
     );
+    const forwarded = performance.now();
     try {
       outcome = await (route.forward ?? forward)({
         origin: route.origin,
@@ -380,6 +384,8 @@ async function serveCharged(
       });
     } finally {
       release();
+      toolMs = performance.now() - forwarded;
+      services.metrics.observeToolTime(metricsName(tool), toolMs / 1000);
     }
   } catch (err) {
     if (err instanceof PoolBusyError) {
@@ -452,7 +458,7 @@ async function serveCharged(
     }
     services.metrics.countToolCall(metricsName(tool), "ok");
     if (caller.charged) services.metrics.creditsDebited.inc(tool.cost);
-    return { ...result, replayed: false };
+    return { ...result, replayed: false, toolMs };
   }
 
   const failure = failureOf(tool, outcome);

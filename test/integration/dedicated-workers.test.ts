@@ -90,7 +90,10 @@ describe("binding an account to its own worker pool", () => {
     });
 
     let since = mark();
-    expect((await callTool(gw.url, bound.key, "hash", { text: "dedicated" })).status).toBe(200);
+    const onItsPool = await callTool(gw.url, bound.key, "hash", { text: "dedicated" });
+    expect(onItsPool.status).toBe(200);
+    // Its own pool's time is the tool's in Server-Timing, as the shared pools' is.
+    expect(onItsPool.headers.get("server-timing")).toMatch(/^tool;dur=[\d.]+, gateway;dur=[\d.]+$/);
     expect((await callTool(gw.url, bound.key, "js-sandbox", { code: "6 * 7" })).body.result).toBe(
       42,
     ); // the heavy pool too

@@ -63,6 +63,12 @@ describe("GET /metrics", () => {
       delta("toolgate_http_requests_total", 'route="/v1/tools/:name",method="POST",status="422"'),
     ).toBe(1);
     expect(delta("toolgate_tool_calls_total", 'tool="hash",outcome="ok"')).toBe(3);
+    // Each served call's time, split as its Server-Timing splits it: the tool's (by tool) and the
+    // gateway's own. The refused calls reached no worker and are in neither.
+    expect(delta("toolgate_tool_duration_seconds_count", 'tool="hash"')).toBe(3);
+    const gatewayCalls = (t: string) =>
+      Number(/^toolgate_gateway_duration_seconds_count (\d+)$/m.exec(t)?.[1] ?? 0);
+    expect(gatewayCalls(text) - gatewayCalls(before)).toBe(3);
     expect(delta("toolgate_errors_total", 'code="invalid_api_key"')).toBe(1);
     expect(text).toMatch(/toolgate_credits_debited_total \d+/);
     expect(text).toContain("toolgate_http_request_duration_seconds_bucket");

@@ -15,18 +15,25 @@ import { atomicPrice } from "../../lib/money.js";
 import { formatCredits } from "../pricing.js";
 import { callToolDocument } from "./call-document.js";
 import { headerOf, type HttpRequest, type HttpResponse } from "../../http/exchange.js";
-import { type CallTiming, newCallTiming, serverTiming, timedForwarder } from "../timing.js";
+import { callTiming } from "../timing.js";
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
-/** The answer of a call, however it was paid for, with where its time went. */
-function reply(result: ToolCallResult, timing: CallTiming, extraHeaders?: Record<string, string>) {
-  const timed = serverTiming(timing);
+/** The answer of a call, however it was paid for, with where its time went (tools/timing.ts). */
+function reply(
+  services: Services,
+  res: HttpResponse,
+  result: ToolCallResult,
+  extraHeaders?: Record<string, string>,
+) {
+  const startedAt = res.locals.startedAt as bigint | undefined;
+  const timing = startedAt === undefined ? null : callTiming(startedAt, result.toolMs);
+  if (timing) services.metrics.gatewayTime.observe(timing.gatewayMs / 1000);
   const headers = {
     ...result.headers,
     ...(result.replayed ? { "Idempotent-Replayed": "true" } : {}),
     ...extraHeaders,
-    ...(timed ? { "Server-Timing": timed } : {}),
+    ...(timing ? { "Server-Timing": timing.header } : {}),
   };
   return { status: result.status, raw: result.body, headers };
 }
@@ -106,11 +113,7 @@ export async function serveToolCall(
       { param: "Idempotency-Key" },
     );
   }
-  const timing = newCallTiming(res.locals.startedAt as bigint | undefined);
-  const forward = timedForwarder(
-    services.upstream.forwarderFor(tool, services.pools.proxy(req, res)),
-    timing,
-  );
+  const forward = services.upstream.forwarderFor(tool, services.pools.proxy(req, res));
   // The price and the x402 offer are worked out only when needed: keyed calls that can pay never see them.
   const price = () => atomicPrice(tool.cost, services.config.creditPriceAtomic);
   const offer = () =>
@@ -159,7 +162,7 @@ export async function serveToolCall(
         },
         forward,
       );
-      return reply(result, timing, settled);
+      return reply(services, res, result, settled);
     } catch (err) {
       forgetUnprovenAccount(res, err);
       if (address !== null && err instanceof ApiError && err.code === "payment_invalid")
@@ -174,12 +177,13 @@ export async function serveToolCall(
   res.locals.accountId = key.accountId;
   try {
     return reply(
+      services,
+      res,
       await invokeTool(
         services,
         { tool, input: req.body, key, idempotencyKey, requestId },
         forward,
       ),
-      timing,
     );
   } catch (err) {
     forgetUnprovenAccount(res, err);
