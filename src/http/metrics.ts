@@ -36,9 +36,9 @@ export class Metrics {
   /**
    * A call's time split as its `Server-Timing` answer header splits it (tools/timing.ts): the
    * tool's worker, by tool (every forwarded call, failed or not, REST and MCP alike), and the
-   * gateway's own time besides the tool (successful REST calls: the key check and debit, the
-   * body, a paid call's settlement). Together they tell an operator whether a slow call was the
-   * tool or the gateway.
+   * gateway's own time besides the tool and a payment (successful REST calls: the key check and
+   * debit, the body); a payment's own phases are `paymentPhases`. Together they tell an operator
+   * whether a slow call was the tool, the chain or the gateway.
    */
   readonly toolTime = new Histogram({
     name: "toolgate_tool_duration_seconds",
@@ -51,7 +51,7 @@ export class Metrics {
   });
   readonly gatewayTime = new Histogram({
     name: "toolgate_gateway_duration_seconds",
-    help: "Time a successful REST tool call spent in the gateway besides its tool (Server-Timing's gateway), a paid call's settlement included.",
+    help: "Time a successful REST tool call spent in the gateway besides its tool and its x402 payment (Server-Timing's gateway).",
     buckets: [
       0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
     ],

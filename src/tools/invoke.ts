@@ -59,6 +59,8 @@ export interface ToolCallResult extends StoredResponse {
   replayed: boolean;
   /** Milliseconds the tool's worker took, when this request ran it (not kept with a stored answer). */
   toolMs?: number;
+  /** Milliseconds this request's x402 payment took to be taken (checked, verified, settled, credited), when it paid. */
+  paymentMs?: number;
 }
 
 const IDEMPOTENCY_POLL_MS = 25;

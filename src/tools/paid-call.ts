@@ -56,6 +56,7 @@ export async function callPaidTool(
   forward: Forwarder,
 ): Promise<ToolCallResult> {
   const { tool, input, requestId, key } = call;
+  const started = performance.now();
   const fingerprint = callFingerprint(tool.name, input);
   // The client's own key (its Idempotency-Key or payment identifier), once claimed before settling.
   let held = null as HeldKey | null;
@@ -108,6 +109,7 @@ export async function callPaidTool(
     throw err;
   }
   call.onPaid(paid);
+  const paymentMs = performance.now() - started;
   const { payment } = paid;
   // The payment may already have been claimed under another key (the same authorization sent with another identifier).
   if (held && held.key !== payment.callKey) await forget(services, held);
@@ -142,7 +144,7 @@ export async function callPaidTool(
       ? stillCredited(err, tool, key !== undefined).withHeaders(rate())
       : err;
   }
-  return { ...result, headers: { ...result.headers, ...rate() } };
+  return { ...result, headers: { ...result.headers, ...rate() }, paymentMs };
 }
 
 /**

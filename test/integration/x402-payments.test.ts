@@ -262,8 +262,10 @@ describe("a paid call with an x402 payment identifier (a new authorization each 
       success: true,
       network: "eip155:84532",
     });
-    // The tool's time apart; the payment's verification and settlement are the gateway's.
-    expect(first.headers.get("server-timing")).toMatch(/^tool;dur=[\d.]+, gateway;dur=[\d.]+$/);
+    // The tool's time, the payment's (verified and settled on chain) and the gateway's, apart.
+    expect(first.headers.get("server-timing")).toMatch(
+      /^tool;dur=[\d.]+, payment;dur=[\d.]+, gateway;dur=[\d.]+$/,
+    );
 
     const retry = await payment(payer, id);
     const again = await callHash(retry.headers, "named");

@@ -19,6 +19,9 @@ def test_a_wallet_pays_a_call_and_the_token_moves_by_exactly_the_price(gateway, 
     assert gateway.token_balance(gateway.wallet_address) == payer_before - price
     assert gateway.token_balance(gateway.pay_to) == payee_before + price
     assert client.spent == price
+    # Server-Timing: the payment's own time (verified and settled on chain) apart from the tool's and the gateway's.
+    assert result.payment_ms is not None and result.payment_ms > 0
+    assert result.tool_ms is not None and result.gateway_ms is not None
 
 
 async def test_the_async_client_pays_too(gateway, wallet, spending):

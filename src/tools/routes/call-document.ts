@@ -52,7 +52,7 @@ export function callToolDocument(config: DocumentConfig): Record<string, Json> {
                 "Server-Timing": {
                   schema: { type: "string" },
                   description:
-                    "Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone.",
+                    "Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone.",
                 },
                 ...paymentReceiptHeaders("A call paid with x402"),
               },

@@ -27,7 +27,7 @@ function reply(
   extraHeaders?: Record<string, string>,
 ) {
   const startedAt = res.locals.startedAt as bigint | undefined;
-  const timing = startedAt === undefined ? null : callTiming(startedAt, result.toolMs);
+  const timing = startedAt === undefined ? null : callTiming(startedAt, result);
   if (timing) services.metrics.gatewayTime.observe(timing.gatewayMs / 1000);
   const headers = {
     ...result.headers,

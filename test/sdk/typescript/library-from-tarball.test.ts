@@ -224,7 +224,7 @@ ${body}`;
     ];
     const result = await project.script(
       walletScript(`const r = await client.tools.callWithDetails("hash", { text: "hello world" });
-out({ output: r.output, payment: r.payment, spent: client.spent, toolMs: r.toolMs, gatewayMs: r.gatewayMs });`),
+out({ output: r.output, payment: r.payment, spent: client.spent, toolMs: r.toolMs, paymentMs: r.paymentMs, gatewayMs: r.gatewayMs });`),
       env(payer, 10_000n, 100_000n),
     );
     expect(result.output.digest).toBe(
@@ -236,8 +236,9 @@ out({ output: r.output, payment: r.payment, spent: client.spent, toolMs: r.toolM
       payer: payer.address,
     });
     expect(result.spent).toBe("2000");
-    // Where the call's time went (Server-Timing): the tool's worker, and the gateway's settlement.
+    // Where the call's time went (Server-Timing): the tool's worker, the payment on chain, the gateway.
     expect(result.toolMs).toBeGreaterThan(0);
+    expect(result.paymentMs).toBeGreaterThan(0);
     expect(result.gatewayMs).toBeGreaterThan(0);
     expect(await balanceOf(chains.base, payer.address)).toBe(payerBefore - PRICE);
     expect(await balanceOf(chains.base, PAY_TO)).toBe(payToBefore + PRICE);

@@ -70,6 +70,7 @@ def _call_result(answer: Answer) -> CallResult:
         replayed=answer.headers.get("idempotent-replayed") == "true",
         payment=_payment_response(answer),
         tool_ms=_timing_ms(answer.headers.get("server-timing"), "tool"),
+        payment_ms=_timing_ms(answer.headers.get("server-timing"), "payment"),
         gateway_ms=_timing_ms(answer.headers.get("server-timing"), "gateway"),
     )
 

@@ -266,5 +266,7 @@ class CallResult:
     """The settlement (``PAYMENT-RESPONSE``: transaction, network, payer) when the call was paid with x402."""
     tool_ms: float | None = None
     """Milliseconds the tool's worker took (``Server-Timing: tool``); None for a replayed answer."""
+    payment_ms: float | None = None
+    """Milliseconds the call's x402 payment took: verified, settled on chain, credited (``Server-Timing: payment``)."""
     gateway_ms: float | None = None
-    """Milliseconds the gateway took besides the tool, a payment's settlement included (``Server-Timing: gateway``)."""
+    """Milliseconds the gateway took besides the tool and the payment (``Server-Timing: gateway``)."""

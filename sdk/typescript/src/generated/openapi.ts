@@ -9421,7 +9421,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -9611,7 +9611,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -9811,7 +9811,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -10001,7 +10001,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -10194,7 +10194,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -10390,7 +10390,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -10583,7 +10583,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -10773,7 +10773,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -10959,7 +10959,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -11147,7 +11147,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -11354,7 +11354,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -11631,7 +11631,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -11841,7 +11841,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -12031,7 +12031,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -12222,7 +12222,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -12423,7 +12423,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -12613,7 +12613,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -12803,7 +12803,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -12987,7 +12987,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -13176,7 +13176,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -13365,7 +13365,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -13549,7 +13549,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -13724,7 +13724,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -13916,7 +13916,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -14091,7 +14091,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -14318,7 +14318,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -14506,7 +14506,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -14717,7 +14717,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -14900,7 +14900,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -15081,7 +15081,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -15266,7 +15266,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -15453,7 +15453,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -15633,7 +15633,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -15818,7 +15818,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -15995,7 +15995,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -16182,7 +16182,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -16384,7 +16384,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -16580,7 +16580,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -16765,7 +16765,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -16952,7 +16952,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -17135,7 +17135,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -17325,7 +17325,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -17515,7 +17515,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -17704,7 +17704,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -17896,7 +17896,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -18083,7 +18083,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -18284,7 +18284,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -18476,7 +18476,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -18667,7 +18667,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -18853,7 +18853,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -19036,7 +19036,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -19225,7 +19225,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -19408,7 +19408,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -19595,7 +19595,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -19775,7 +19775,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -19965,7 +19965,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -20154,7 +20154,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -20348,7 +20348,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -20531,7 +20531,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -20724,7 +20724,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -20918,7 +20918,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -21123,7 +21123,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -21309,7 +21309,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;
@@ -21486,7 +21486,7 @@ export interface operations {
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
                     "RateLimit-Reset"?: number;
-                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker) and `gateway` (the rest); a replay has `gateway` alone. */
+                    /** @description Where the call's time went, in milliseconds: `tool` (the tool's worker), `payment` (an x402 payment verified, settled on chain and credited) and `gateway` (the rest); a replay has `gateway` alone. */
                     "Server-Timing"?: string;
                     "X-Credits-Charged"?: number;
                     "X-Credits-Remaining"?: number;

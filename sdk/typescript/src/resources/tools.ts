@@ -36,7 +36,9 @@ export interface CallResult<O> {
   payment: { success: boolean; transaction: string; network: string; payer: string } | undefined;
   /** Milliseconds the tool's worker took (`Server-Timing: tool`); undefined for a replayed answer. */
   toolMs: number | undefined;
-  /** Milliseconds the gateway took besides the tool, a payment's settlement included (`Server-Timing: gateway`). */
+  /** Milliseconds the call's x402 payment took: verified, settled on chain, credited (`Server-Timing: payment`). */
+  paymentMs: number | undefined;
+  /** Milliseconds the gateway took besides the tool and the payment (`Server-Timing: gateway`). */
   gatewayMs: number | undefined;
 }
 
@@ -150,6 +152,7 @@ export class Tools {
       replayed: response.headers.get("idempotent-replayed") === "true",
       payment: receipt ? decodeBase64Json(receipt) : undefined,
       toolMs: timingMs(timing, "tool"),
+      paymentMs: timingMs(timing, "payment"),
       gatewayMs: timingMs(timing, "gateway"),
     };
   }
