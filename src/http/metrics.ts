@@ -6,6 +6,11 @@ export const STATUS_PROBE_HEADER = "x-toolgate-status-probe";
 const isLoopback = (address: string | undefined) =>
   address === "127.0.0.1" || address === "::1" || address === "::ffff:127.0.0.1";
 
+/** Buckets for a request's or a tool's time, in seconds: half a millisecond to a minute. */
+const CALL_SECONDS = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+];
+
 /**
  * The process's Prometheus metrics, in one registry owned by Services (no global registry, so
  * tests and several gateways in one process never mix their numbers).
@@ -22,9 +27,7 @@ export class Metrics {
     name: "toolgate_http_request_duration_seconds",
     help: "HTTP request latency by route.",
     labelNames: ["route", "method"],
-    buckets: [
-      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
-    ],
+    buckets: CALL_SECONDS,
     registers: [this.registry],
   });
   readonly toolCalls = new Counter({
@@ -44,9 +47,7 @@ export class Metrics {
     name: "toolgate_tool_duration_seconds",
     help: "Time a tool's worker took per call (the call forwarded to its answer read whole), by tool.",
     labelNames: ["tool"],
-    buckets: [
-      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
-    ],
+    buckets: CALL_SECONDS,
     registers: [this.registry],
   });
   readonly gatewayTime = new Histogram({
