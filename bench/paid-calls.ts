@@ -428,13 +428,19 @@ async function main() {
     const cpuBefore = gatewayCpuMs(gateway);
     let failed = 0;
     const receipts: string[] = [];
+    // Each served call's Server-Timing: the payment (verified, settled, credited), the tool, the rest.
+    const timings = { payment: [] as number[], tool: [] as number[], gateway: [] as number[] };
     const run = await timed(
       headers,
       concurrency,
       async (h) => {
         const res = await paidCall(gateway, h).catch(() => null);
-        if (res?.status !== 200) failed++;
-        else receipts.push(res.headers.get("x-payment-response")!);
+        if (res?.status !== 200) return void failed++;
+        receipts.push(res.headers.get("x-payment-response")!);
+        for (const metric of (res.headers.get("server-timing") ?? "").split(", ")) {
+          const [name, dur] = metric.split(";dur=");
+          if (name! in timings) timings[name as keyof typeof timings].push(Number(dur));
+        }
       },
       chainPid,
     );
@@ -460,7 +466,7 @@ async function main() {
     };
     const settled = n - failed;
     const txPerPayment = settled ? ((await sentByRelayers()) - txBefore) / settled : NaN;
-    return { run, failed, rpc, txPerPayment, receipts, cpuMs, redisRoundTrips, phaseMs };
+    return { run, failed, rpc, txPerPayment, receipts, cpuMs, redisRoundTrips, phaseMs, timings };
   };
   /** JSON-RPC calls per paid call by method, most first. */
   const perMethod = (methods: Record<string, number>, n: number) =>
@@ -468,9 +474,14 @@ async function main() {
       .sort((a, b) => b[1] - a[1])
       .map(([m, c]) => `${m} ${(c / n).toFixed(2)}`)
       .join(", ");
+  /** The medians of the answers' Server-Timing metrics; `gateway` is its own time besides the payment and the tool. */
+  const serverTimings = (timings: Record<string, number[]>) =>
+    `${Object.entries(timings)
+      .map(([name, ms]) => `${name} ${ms.length ? median(ms).toFixed(1) : "none"}`)
+      .join(", ")} (gateway: its own time besides the payment and the tool)`;
   const rpcLine = (r: Awaited<ReturnType<typeof throughGateway>>, n: number) => {
     const methods = perMethod(r.rpc.methods, n);
-    return `    per paid call: ${r.rpc.roundTrips.toFixed(2)} RPC round trips, ${r.rpc.calls.toFixed(2)} JSON-RPC calls (${methods}); ${r.txPerPayment.toFixed(2)} transactions per settled payment; ${r.redisRoundTrips.toFixed(1)} Redis round trips (commands, scripts, MULTI blocks; background work included); gateway CPU ${r.cpuMs.toFixed(1)} ms; failed: ${r.failed}\n    a payment's phases (mean ms): ${PHASES.map((p, i) => `${p} ${r.phaseMs[i]!.toFixed(1)}`).join(", ")} (settle: joining a batch, the send and its receipt); the chain's answer (mean ms, arrival to answer at the proxy, any delay it adds included) with the verification's eth_call ${r.rpc.answerMs.verify.toFixed(1)}, a sync send ${r.rpc.answerMs.send.toFixed(1)}`;
+    return `    per paid call: ${r.rpc.roundTrips.toFixed(2)} RPC round trips, ${r.rpc.calls.toFixed(2)} JSON-RPC calls (${methods}); ${r.txPerPayment.toFixed(2)} transactions per settled payment; ${r.redisRoundTrips.toFixed(1)} Redis round trips (commands, scripts, MULTI blocks; background work included); gateway CPU ${r.cpuMs.toFixed(1)} ms; failed: ${r.failed}\n    a payment's phases (mean ms): ${PHASES.map((p, i) => `${p} ${r.phaseMs[i]!.toFixed(1)}`).join(", ")} (settle: joining a batch, the send and its receipt); the chain's answer (mean ms, arrival to answer at the proxy, any delay it adds included) with the verification's eth_call ${r.rpc.answerMs.verify.toFixed(1)}, a sync send ${r.rpc.answerMs.send.toFixed(1)}\n    its answers' Server-Timing (p50 ms): ${serverTimings(r.timings)}`;
   };
 
   let failures = 0;

@@ -68,7 +68,11 @@ interface Run {
   rps: number;
   latencies: number[];
   errors: number;
+  /** The gateway's own time per call, as its answers' Server-Timing says (`gateway;dur`), sorted; empty off the gateway. */
+  gatewayMs: number[];
 }
+
+const GATEWAY_TIMING = /(?:^|,\s*)gateway;dur=([\d.]+)/;
 
 /** Sends `count` POSTs over `CONCURRENCY` keep-alive connections; `headers(i)` varies per call. */
 async function drive(
@@ -81,6 +85,7 @@ async function drive(
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const target = new URL(url);
   const latencies: number[] = [];
+  const gatewayMs: number[] = [];
   let next = 0;
   let errors = 0;
   const one = (i: number) =>
@@ -104,6 +109,8 @@ async function drive(
           res.on("end", () => {
             if (res.statusCode !== 200) errors++;
             latencies.push(Number(process.hrtime.bigint() - started) / 1e6);
+            const own = GATEWAY_TIMING.exec(String(res.headers["server-timing"] ?? ""));
+            if (own) gatewayMs.push(Number(own[1]));
             resolve();
           });
         },
@@ -122,7 +129,12 @@ async function drive(
   );
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   agent.destroy();
-  return { rps: count / seconds, latencies: latencies.sort((a, b) => a - b), errors };
+  return {
+    rps: count / seconds,
+    latencies: latencies.sort((a, b) => a - b),
+    errors,
+    gatewayMs: gatewayMs.sort((a, b) => a - b),
+  };
 }
 
 /** Process start → first /readyz 200 of a compiled build with production settings (no dev chain, workers elsewhere), and the CPU used by then. */
@@ -339,7 +351,8 @@ async function main() {
       directAlone,
       throughAlone,
       `latency the gateway adds: ${added(throughAlone, directAlone)} (goals: p50 ≤ 0.4 ms, p99 ≤ 1.5 ms); the minimal proxy adds ${added(floorAlone, directAlone)}\n` +
-        `each round (${LATENCY_ROUNDS}, the three in turn), the gateway adds ${alone.through.map((r, i) => added(r, alone.direct[i]!)).join(" / ")}; the minimal proxy ${alone.floor.map((r, i) => added(r, alone.direct[i]!)).join(" / ")}`,
+        `each round (${LATENCY_ROUNDS}, the three in turn), the gateway adds ${alone.through.map((r, i) => added(r, alone.direct[i]!)).join(" / ")}; the minimal proxy ${alone.floor.map((r, i) => added(r, alone.direct[i]!)).join(" / ")}\n` +
+        ownTime(throughAlone),
       floorAlone,
     );
     if (qrDirect && qrThrough)
@@ -427,7 +440,18 @@ function pooled(runs: Run[]): Run {
     rps: runs.reduce((sum, r) => sum + r.rps, 0) / runs.length,
     latencies: runs.flatMap((r) => r.latencies).sort((a, b) => a - b),
     errors: runs.reduce((sum, r) => sum + r.errors, 0),
+    gatewayMs: runs.flatMap((r) => r.gatewayMs).sort((a, b) => a - b),
   };
+}
+
+/**
+ * The gateway's own time per call, from its Server-Timing (request in → answer's headers, less the
+ * tool's; its Redis round trip included): what it adds beyond that is the extra hop (client →
+ * gateway → worker and back), each a wait for another process to run.
+ */
+function ownTime(run: Run): string {
+  if (run.gatewayMs.length === 0) return "the gateway's own time: no Server-Timing in its answers";
+  return `the gateway's own time per call (its Server-Timing, request in → answer out less the tool): p50 ${percentile(run.gatewayMs, 50).toFixed(2)} ms, p99 ${percentile(run.gatewayMs, 99).toFixed(2)} ms; the rest of what it adds is the extra hop (client → gateway → worker and back)`;
 }
 
 /**
