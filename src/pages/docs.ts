@@ -241,6 +241,7 @@ ${curlBlock(keylessCall, { status: 401, why: "no key, and this gateway takes no 
     )
     .join("")}</tbody></table>
 <p>Rate limits are per account and tier (Free 60/min, Starter and Pro 300/min, Business 1,000/min); a keyed answer carries <code>RateLimit-Limit</code>, <code>RateLimit-Remaining</code> and <code>RateLimit-Reset</code>, and a 429 carries <code>Retry-After</code>.</p>
+<p>A successful tool call's answer also says what it cost (<code>X-Credits-Charged</code>, <code>X-Credits-Remaining</code>) and where its time went, in milliseconds: <code>Server-Timing: tool;dur=…, gateway;dur=…</code> (the tool's worker, and everything else this gateway did), with <code>payment;dur=…</code> for a call paid with x402 (verified, settled on chain, credited); a replay under an <code>Idempotency-Key</code> says <code>Idempotent-Replayed: true</code> and has <code>gateway</code> alone.</p>
 <h2 id="versioning">Versioning</h2>
 <p>The version is in the path (<code>/v1/</code>, <code>/api/v1/</code>). Within a version fields are only added. A deprecated version answers with <code>Deprecation</code>, <code>Sunset</code> (six months after its successor shipped) and <code>Link: &lt;…/changelog&gt;; rel="deprecation"</code>; after the sunset it answers 410 <code>version_retired</code> naming the successor.</p>`;
 }
