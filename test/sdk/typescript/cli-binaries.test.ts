@@ -100,7 +100,7 @@ describe("the linux-x64 binary", () => {
       keyed(key),
     );
     expect(JSON.parse(flags.stdout).digest).toBe("2aae6c35c94fcfb415dbe95f408b9ce91ee846ed");
-    expect(flags.stderr).toMatch(/1 credit\(s\), 97 left/);
+    expect(flags.stderr).toMatch(/1 credit\(s\), 97 left; tool [\d.]+ ms, gateway [\d.]+ ms\)/);
   });
 
   it("refuses a field flag given no value (nothing is charged), unless the field is a boolean", async () => {
@@ -445,7 +445,9 @@ describe("the linux-x64 binary", () => {
     expect([paid.code, JSON.parse(paid.stdout).digest, paid.stderr]).toEqual([
       0,
       HELLO_SHA256,
-      expect.stringContaining("paid on eip155:84532"),
+      expect.stringMatching(
+        /paid on eip155:84532, transaction 0x[0-9a-f]{64}; tool [\d.]+ ms, payment [\d.]+ ms, gateway [\d.]+ ms\)/,
+      ),
     ]);
     // With --json the payment is on standard error too, as one JSON line; the output unchanged.
     const paidJson = await toolgate(
@@ -464,6 +466,10 @@ describe("the linux-x64 binary", () => {
           network: "eip155:84532",
           transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
         }),
+        // Where its time went (the gateway's Server-Timing): the tool, the payment, the rest.
+        tool_ms: expect.any(Number),
+        payment_ms: expect.any(Number),
+        gateway_ms: expect.any(Number),
       },
     ]);
     expect(await balanceOf(chains.base, PAY_TO)).toBe(before + 4000n);

@@ -55,7 +55,11 @@ function gateway(req: IncomingMessage, res: ServerResponse) {
       res,
       200,
       { digest: "d" },
-      { "x-credits-charged": "1", "x-credits-remaining": "9" },
+      {
+        "x-credits-charged": "1",
+        "x-credits-remaining": "9",
+        "server-timing": "tool;dur=1.25, gateway;dur=0.40",
+      },
     );
   json(res, 404, { error: { code: "not_found", message: "no" } });
 }
@@ -187,13 +191,13 @@ describe("what it says", () => {
     expect(await toolgate(["call", "hash", "--text", "hi"])).toEqual({
       code: 0,
       stdout: JSON.stringify({ digest: "d" }, null, 2),
-      stderr: "(1 credit(s), 9 left)",
+      stderr: "(1 credit(s), 9 left; tool 1.25 ms, gateway 0.4 ms)",
     });
     const asJson = await toolgate(["call", "hash", "--text", "hi", "--json"]);
     expect([asJson.code, JSON.parse(asJson.stdout), JSON.parse(asJson.stderr)]).toEqual([
       0,
       { digest: "d" },
-      { credits_charged: 1, credits_remaining: 9 },
+      { credits_charged: 1, credits_remaining: 9, tool_ms: 1.25, gateway_ms: 0.4 },
     ]);
   });
 });

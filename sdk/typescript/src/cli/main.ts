@@ -71,9 +71,11 @@ Paying per call with x402 instead of an API key:
   --max-per-session N       refuse once this run would spend more (default ${DEFAULT_MAX_PER_SESSION})
   --allow-asset NETWORK:ADDRESS   also pay with this token (e.g. a test token: eip155:84532:0x…)
 
-The output is the tool's JSON on standard output; what the call cost goes to standard error:
-"(1 credit(s), 97 left)" or "(paid on NETWORK, transaction 0x…)", with --json as one JSON line:
-{"credits_charged":1,"credits_remaining":97} or {"payment":{"network":…,"transaction":…,…}}.`,
+The output is the tool's JSON on standard output; what the call cost, and where its time went,
+go to standard error: "(1 credit(s), 97 left; tool 1.2 ms, gateway 0.4 ms)" or "(paid on NETWORK,
+transaction 0x…; tool 1.2 ms, payment 40.1 ms, gateway 0.4 ms)", with --json as one JSON line:
+{"credits_charged":1,"credits_remaining":97,"tool_ms":1.2,"gateway_ms":0.4} or
+{"payment":{"network":…,"transaction":…,…},"tool_ms":…,"payment_ms":…,"gateway_ms":…}.`,
   account: "Usage: toolgate account [--json]",
   usage: "Usage: toolgate usage [--limit N] [--cursor CURSOR] [--json]",
   keys: `Usage: toolgate keys list [--json]
@@ -349,16 +351,27 @@ export async function run(argv: string[], io: Io): Promise<number> {
         // cost goes to standard error, as JSON with --json (as errors are), so a paid call's
         // transaction is never lost.
         io.out(JSON.stringify(result.output, null, 2));
+        // Where the call's time went, as the gateway's Server-Timing says (absent parts left out).
+        const timing = {
+          tool_ms: result.toolMs,
+          payment_ms: result.paymentMs,
+          gateway_ms: result.gatewayMs,
+        };
+        const took = Object.entries(timing)
+          .filter(([, ms]) => ms !== undefined)
+          .map(([part, ms]) => `${part.replace("_ms", "")} ${ms} ms`)
+          .join(", ");
         if (json)
           io.err(
-            JSON.stringify(
-              result.payment
+            JSON.stringify({
+              ...(result.payment
                 ? { payment: result.payment }
                 : {
                     credits_charged: result.creditsCharged ?? null,
                     credits_remaining: result.creditsRemaining ?? null,
-                  },
-            ),
+                  }),
+              ...timing,
+            }),
           );
         else
           io.err(
@@ -366,7 +379,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
               result.payment
                 ? `paid on ${result.payment.network}, transaction ${result.payment.transaction}`
                 : `${result.creditsCharged ?? "?"} credit(s), ${result.creditsRemaining ?? "?"} left`
-            })`,
+            }${took ? `; ${took}` : ""})`,
           );
         return EXIT.ok;
       }
