@@ -59,6 +59,7 @@ import {
 import { REDIS_URL, dropPrefix, uniquePrefix } from "../test/helpers/redis.js";
 import { spawnGateway, spawnService } from "../test/helpers/gateway.js";
 import { startRpcProxy } from "../test/helpers/rpc-proxy.js";
+import { readServerTiming } from "../test/helpers/server-timing.js";
 import { PAY_TO, signAuthorization, v1Header } from "../test/helpers/x402.js";
 import { ReceiptWaiter } from "../src/payments/receipt-wait.js";
 import { batchingHttp } from "../src/payments/rpc-transport.js";
@@ -437,10 +438,9 @@ async function main() {
         const res = await paidCall(gateway, h).catch(() => null);
         if (res?.status !== 200) return void failed++;
         receipts.push(res.headers.get("x-payment-response")!);
-        for (const metric of (res.headers.get("server-timing") ?? "").split(", ")) {
-          const [name, dur] = metric.split(";dur=");
-          if (name! in timings) timings[name as keyof typeof timings].push(Number(dur));
-        }
+        const timing = readServerTiming(res.headers.get("server-timing"));
+        for (const [name, ms] of Object.entries(timings))
+          if (timing[name] !== undefined) ms.push(timing[name]);
       },
       chainPid,
     );

@@ -44,6 +44,7 @@ import {
 } from "../test/helpers/postgres.js";
 import { REDIS_URL, dropPrefix, uniquePrefix, watchRedisCommands } from "../test/helpers/redis.js";
 import { measureRetainedBytes } from "../test/helpers/redis-bytes.js";
+import { readServerTiming } from "../test/helpers/server-timing.js";
 import { startFloor } from "./floor-gateway.js";
 import { BENCH_NODE_ARGS } from "./node-args.js";
 import { cpuMicros } from "./process-cpu.js";
@@ -71,8 +72,6 @@ interface Run {
   /** The gateway's own time per call, as its answers' Server-Timing says (`gateway;dur`), sorted; empty off the gateway. */
   gatewayMs: number[];
 }
-
-const GATEWAY_TIMING = /(?:^|,\s*)gateway;dur=([\d.]+)/;
 
 /** Sends `count` POSTs over `CONCURRENCY` keep-alive connections; `headers(i)` varies per call. */
 async function drive(
@@ -109,8 +108,8 @@ async function drive(
           res.on("end", () => {
             if (res.statusCode !== 200) errors++;
             latencies.push(Number(process.hrtime.bigint() - started) / 1e6);
-            const own = GATEWAY_TIMING.exec(String(res.headers["server-timing"] ?? ""));
-            if (own) gatewayMs.push(Number(own[1]));
+            const own = readServerTiming(String(res.headers["server-timing"] ?? "")).gateway;
+            if (own !== undefined) gatewayMs.push(own);
             resolve();
           });
         },

@@ -13,6 +13,7 @@ import {
 } from "../helpers/gateway.js";
 import { startFakeLlm } from "../helpers/fake-providers.js";
 import { callToolOverMcp } from "../helpers/mcp.js";
+import { readServerTiming } from "../helpers/server-timing.js";
 
 let llm: Awaited<ReturnType<typeof startFakeLlm>>;
 let gw: TestGateway;
@@ -56,13 +57,6 @@ describe("POST /v1/tools/{name}", () => {
 
   it("says where a call's time went in Server-Timing: the tool's worker apart from the gateway, a replay the gateway alone", async () => {
     const { key } = await fundedAccount(gw.url, 100);
-    const timings = (header: string | null) =>
-      Object.fromEntries(
-        (header ?? "").split(", ").map((metric) => {
-          const [name, dur] = metric.split(";dur=");
-          return [name, Number(dur)];
-        }),
-      );
     llm.state.delayMs = 300;
     try {
       const headers = { "idempotency-key": `timed-${Date.now()}` };
@@ -70,7 +64,7 @@ describe("POST /v1/tools/{name}", () => {
       const res = await callTool(gw.url, key, "ai-generate", { prompt: "timed" }, headers);
       const seen = performance.now() - sent;
       expect(res.status).toBe(200);
-      const first = timings(res.headers.get("server-timing"));
+      const first = readServerTiming(res.headers.get("server-timing"));
       expect(Object.keys(first)).toEqual(["tool", "gateway"]);
       // The provider's 300 ms are the tool's; what the gateway took is the rest of what the client saw.
       expect(first.tool).toBeGreaterThanOrEqual(300);
@@ -80,7 +74,7 @@ describe("POST /v1/tools/{name}", () => {
 
       const replay = await callTool(gw.url, key, "ai-generate", { prompt: "timed" }, headers);
       expect(replay.headers.get("idempotent-replayed")).toBe("true");
-      const again = timings(replay.headers.get("server-timing"));
+      const again = readServerTiming(replay.headers.get("server-timing"));
       expect(Object.keys(again)).toEqual(["gateway"]);
       expect(again.gateway).toBeLessThan(300);
     } finally {

@@ -45,23 +45,22 @@ def _payment_response(answer: Answer) -> dict[str, Any] | None:
         return None
 
 
-def _timing_ms(header: str | None, name: str) -> float | None:
-    """The duration of the metric ``name`` in a ``Server-Timing`` header (``name;dur=<ms>, …``), if it has one."""
+def _server_timing(header: str | None) -> dict[str, float]:
+    """A ``Server-Timing`` header (``name;dur=<ms>, …``): each metric's duration by name; one without a duration is left out."""
+    durations: dict[str, float] = {}
     for metric in (header or "").split(","):
-        metric_name, *params = (part.strip() for part in metric.split(";"))
-        if metric_name != name:
-            continue
-        for param in params:
-            if param.startswith("dur="):
-                try:
-                    return float(param[4:])
-                except ValueError:
-                    return None
-        return None
-    return None
+        name, *params = (part.strip() for part in metric.split(";"))
+        dur = next((param[4:] for param in params if param.startswith("dur=")), None)
+        try:
+            if name and dur is not None:
+                durations[name] = float(dur)
+        except ValueError:
+            pass
+    return durations
 
 
 def _call_result(answer: Answer) -> CallResult:
+    timing = _server_timing(answer.headers.get("server-timing"))
     return CallResult(
         output=answer.body if isinstance(answer.body, dict) else {"value": answer.body},
         request_id=answer.headers.get("x-request-id"),
@@ -69,9 +68,9 @@ def _call_result(answer: Answer) -> CallResult:
         credits_remaining=header_int(answer.headers, "x-credits-remaining"),
         replayed=answer.headers.get("idempotent-replayed") == "true",
         payment=_payment_response(answer),
-        tool_ms=_timing_ms(answer.headers.get("server-timing"), "tool"),
-        payment_ms=_timing_ms(answer.headers.get("server-timing"), "payment"),
-        gateway_ms=_timing_ms(answer.headers.get("server-timing"), "gateway"),
+        tool_ms=timing.get("tool"),
+        payment_ms=timing.get("payment"),
+        gateway_ms=timing.get("gateway"),
     )
 
 

@@ -49,16 +49,16 @@ const decodeBase64Json = (value: string) =>
   JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(value), (c) => c.charCodeAt(0))));
 const intHeader = (value: string | null) => (value === null ? undefined : Number(value));
 
-/** The duration of the metric `name` in a `Server-Timing` header (`name;dur=<ms>, …`), if it has one. */
-function timingMs(header: string | null, name: string): number | undefined {
+/** A `Server-Timing` header (`name;dur=<ms>, …`): each metric's duration by name; one without a duration is left out. */
+function serverTiming(header: string | null): Partial<Record<string, number>> {
+  const durations: Partial<Record<string, number>> = {};
   for (const metric of (header ?? "").split(",")) {
-    const [metricName, ...params] = metric.split(";").map((part) => part.trim());
-    if (metricName !== name) continue;
+    const [name, ...params] = metric.split(";").map((part) => part.trim());
     const dur = params.find((param) => param.startsWith("dur="));
     const ms = dur === undefined ? Number.NaN : Number(dur.slice(4));
-    return Number.isFinite(ms) ? ms : undefined;
+    if (name && Number.isFinite(ms)) durations[name] = ms;
   }
-  return undefined;
+  return durations;
 }
 
 export class Tools {
@@ -143,7 +143,7 @@ export class Tools {
     });
     const receipt =
       response.headers.get("payment-response") ?? response.headers.get("x-payment-response");
-    const timing = response.headers.get("server-timing");
+    const timing = serverTiming(response.headers.get("server-timing"));
     return {
       output: data,
       creditsCharged: intHeader(response.headers.get("x-credits-charged")),
@@ -151,9 +151,9 @@ export class Tools {
       requestId: response.headers.get("x-request-id") ?? undefined,
       replayed: response.headers.get("idempotent-replayed") === "true",
       payment: receipt ? decodeBase64Json(receipt) : undefined,
-      toolMs: timingMs(timing, "tool"),
-      paymentMs: timingMs(timing, "payment"),
-      gatewayMs: timingMs(timing, "gateway"),
+      toolMs: timing.tool,
+      paymentMs: timing.payment,
+      gatewayMs: timing.gateway,
     };
   }
 }
