@@ -233,6 +233,10 @@ export function createProxyForwarder(
       const p: Pending = { call, maxResponseBytes, body, settle, timedOut: false };
       (req as unknown as Carrier)[PENDING] = p;
       req.url = call.path; // the worker's path for this tool; the caller's path is kept in req.originalUrl
+      // Node has already answered the caller's `Expect: 100-continue`. Copied onto the call to the
+      // worker, it makes Node send that request's headers at once, before the handler below can
+      // set them, and the call then hangs until its deadline.
+      delete req.headers.expect;
       proxyFor(call.origin)(req, res, (err?: unknown) =>
         settle({ kind: "unreachable", message: String(err ?? "proxy did not forward") }),
       ).catch((err: unknown) =>
@@ -246,14 +250,21 @@ const PROXY_EVENTS: Options["on"] = {
   proxyReq(proxyReq, req) {
     const p = pending(req);
     p.proxyReq = proxyReq;
-    for (const name of proxyReq.getHeaderNames())
-      if (!FORWARDED_HEADERS.has(name)) proxyReq.removeHeader(name);
-    // The body was parsed and validated by the gateway: send the validated input.
-    proxyReq.setHeader("content-type", "application/json");
-    proxyReq.setHeader("content-length", p.body.length);
-    proxyReq.setHeader("x-request-id", p.call.requestId);
-    proxyReq.setHeader("x-toolgate-deadline-ms", p.call.timeoutMs);
-    proxyReq.write(p.body);
+    try {
+      for (const name of proxyReq.getHeaderNames())
+        if (!FORWARDED_HEADERS.has(name)) proxyReq.removeHeader(name);
+      // The body was parsed and validated by the gateway: send the validated input.
+      proxyReq.setHeader("content-type", "application/json");
+      proxyReq.setHeader("content-length", p.body.length);
+      proxyReq.setHeader("x-request-id", p.call.requestId);
+      proxyReq.setHeader("x-toolgate-deadline-ms", p.call.timeoutMs);
+      proxyReq.write(p.body);
+    } catch (err) {
+      // A request that cannot be written as the worker must see it is not sent at all: the call
+      // fails now (and is refunded) instead of waiting for its deadline.
+      proxyReq.destroy();
+      p.settle({ kind: "gateway_error", message: (err as Error).message });
+    }
   },
   proxyRes(proxyRes, req) {
     const p = pending(req);

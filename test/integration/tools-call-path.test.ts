@@ -1,4 +1,4 @@
-import { createServer } from "node:http";
+import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -53,6 +53,41 @@ describe("POST /v1/tools/{name}", () => {
       tool: "hash",
       reason: "tool call",
     });
+  });
+
+  it("serves a call sent with Expect: 100-continue, on the keyed lane and through express alike", async () => {
+    const { key } = await fundedAccount(gw.url, 100);
+    // fetch never sends Expect; curl does for large bodies, and some HTTP clients always do.
+    const send = (path: string) =>
+      new Promise<{ status: number; body: string; continued: boolean }>((resolve, reject) => {
+        let continued = false;
+        const req = request(`${gw.url}${path}`, {
+          method: "POST",
+          headers: { "x-api-key": key, "content-type": "application/json", expect: "100-continue" },
+          timeout: 4_000,
+        });
+        req.on("continue", () => {
+          continued = true;
+          req.end(JSON.stringify({ text: "a" }));
+        });
+        req.on("timeout", () => req.destroy(new Error("no answer within 4 s")));
+        req.on("error", reject);
+        req.on("response", (res) => {
+          let body = "";
+          res.setEncoding("utf8");
+          res.on("data", (chunk) => (body += chunk));
+          res.on("end", () => resolve({ status: res.statusCode!, body, continued }));
+        });
+      });
+    for (const path of ["/v1/tools/hash", "/v1/tools/hash?via=express"]) {
+      const res = await send(path);
+      expect(res.continued).toBe(true);
+      expect(res.status).toBe(200);
+      expect(JSON.parse(res.body).digest).toBe(
+        "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb",
+      );
+    }
+    expect(await balanceOf(gw.url, key)).toBe(98);
   });
 
   it("says where a call's time went in Server-Timing: the tool's worker apart from the gateway, a replay the gateway alone", async () => {
