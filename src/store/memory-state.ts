@@ -43,6 +43,8 @@ export interface MemAccount extends AccountRecord, AlertState, SpendState {
   outbox: EventRecord[];
   /** Each budgeted key's spend in its current budget window (account controls). */
   keySpend: Map<string, { windowStart: number; credits: number }>;
+  /** Credits held in a key's budget by keyed x402 calls checked but not yet debited, by hold id (AdmitRequest.budgetHold). */
+  budgetHolds: Map<string, { keyId: string; credits: number; until: number }>;
 }
 
 /** How long a debit's record is kept: a day and an hour, as the Redis store keeps it (credits/redis.ts). */
@@ -159,6 +161,16 @@ export class MemoryState {
   }
 
   /** The key's spend in its current budget window (0 without a budget). */
+  /** What keyed x402 calls hold in `keyId`'s budget (holds past their time are dropped). */
+  budgetHeld(a: MemAccount, keyId: string): number {
+    let held = 0;
+    for (const [id, hold] of a.budgetHolds) {
+      if (hold.until <= this.now()) a.budgetHolds.delete(id);
+      else if (hold.keyId === keyId) held += hold.credits;
+    }
+    return held;
+  }
+
   budgetSpent(a: MemAccount, key: KeyRecord): number {
     if (!key.budget) return 0;
     const spend = a.keySpend.get(key.id);

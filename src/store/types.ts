@@ -191,7 +191,17 @@ export interface AdmitRequest {
    * payment), refused before the payment is taken. Answers "ok" uncharged.
    */
   checkOnly?: boolean;
+  /**
+   * A keyed x402 call's hold on its key's budget, named by the request id of its check: the check
+   * (`checkOnly`) holds `cost` in the key's budget under it, for BUDGET_HOLD_MS at the most, and
+   * the call's debit takes the hold's place, so calls checked side by side cannot all pass and
+   * then be refused after paying. Ignored for a key without a budget.
+   */
+  budgetHold?: string;
 }
+
+/** How long a keyed x402 call's budget hold outlives its check at the most (a process that died mid-payment). */
+export const BUDGET_HOLD_MS = 5 * 60_000;
 
 export type AdmitOutcome =
   | {
@@ -203,6 +213,8 @@ export type AdmitOutcome =
       rate: RateState;
       charged: boolean;
       events: EventRecord[];
+      /** A check held the call's cost in the key's budget (AdmitRequest.budgetHold). */
+      budgetHeld?: boolean;
     }
   | { status: "invalid_key" }
   | { status: "revoked" }

@@ -44,6 +44,8 @@ export interface ToolCall {
    * has not taken by then is left to that retry (refundDeadline).
    */
   claimHeldUntil?: number;
+  /** A keyed x402 call: the hold its key's check put on the key's budget, which its debit takes over (AdmitRequest.budgetHold). */
+  budgetHold?: string;
 }
 
 /**
@@ -257,6 +259,7 @@ const admitRequest = (call: ToolCall, reason: string, cost: number): AdmitReques
   tool: call.tool.name,
   reason,
   countRequest: !call.counted,
+  ...(call.budgetHold ? { budgetHold: call.budgetHold } : {}),
 });
 
 /** What refunds `call`'s debit, if it was made. */

@@ -64,10 +64,19 @@ export async function callPaidTool(
   // wallet account's slot taken before settling (null until then). The call's own admission then
   // counts nothing and knows nothing of the window, so every answer (served, replayed or failed)
   // states the rate limit from here.
-  let counter: Admitted | null = key
-    ? await checkKey(services, key, tool, requestId, !call.counted)
-    : null;
+  const checked = key ? await checkKey(services, key, tool, requestId, !call.counted) : null;
+  let counter: Admitted | null = checked;
   const rate = () => counter?.headers ?? {};
+  // The cost the key's check held in its budget, given back if the call is not debited.
+  const budgetHold = checked?.budgetHeld ? requestId : undefined;
+  const releaseHold = async () => {
+    if (budgetHold)
+      await services.store
+        .releaseBudgetHold(key!.accountId, budgetHold)
+        .catch((err: unknown) =>
+          services.log.warn({ err }, "a budget hold could not be given back; it ends by itself"),
+        );
+  };
   let paid: Paid;
   try {
     paid = await takeDecodedPayment(services, call.read, {
@@ -102,6 +111,7 @@ export async function callPaidTool(
       },
     });
   } catch (err) {
+    await releaseHold();
     // Thrown by claimCallKey in beforeSettling, once the caller was counted there or before.
     if (err instanceof AnsweredUnpaid) return replayOf(err.response, counter!);
     // Not run: whoever comes next with this key runs the call (or pays for it) instead.
@@ -133,6 +143,7 @@ export async function callPaidTool(
       requestId: runAs,
       // Its rate-limit slot was taken before the payment settled (beforeSettling above), if it was settled here.
       counted: counter !== null,
+      ...(budgetHold ? { budgetHold } : {}),
     },
     forward,
   );
@@ -143,6 +154,9 @@ export async function callPaidTool(
     throw err instanceof ApiError
       ? stillCredited(err, tool, key !== undefined).withHeaders(rate())
       : err;
+  } finally {
+    // Its debit took the hold over; a call answered without one (a replay) gives it back here.
+    await releaseHold();
   }
   return { ...result, headers: { ...result.headers, ...rate() }, paymentMs };
 }
@@ -172,7 +186,9 @@ function stillCredited(err: ApiError, tool: ToolDefinition, keyed: boolean): Api
 /**
  * Checks the API key sent with a payment: the key and its controls for the call's cost (budget
  * included), the request counted against its rate limit, whatever the balance — refused as any
- * keyed call is (401, 403, 402 `key_budget_exceeded`, 429) before the payment is read. Debits nothing.
+ * keyed call is (401, 403, 402 `key_budget_exceeded`, 429) before the payment is read. Debits
+ * nothing, but holds the cost in a budgeted key's budget under `requestId` until the call's debit
+ * (so calls checked side by side cannot all pass, pay, and then be refused by the budget).
  */
 async function checkKey(
   services: Services,
@@ -180,19 +196,22 @@ async function checkKey(
   tool: ToolDefinition,
   requestId: string,
   countRequest: boolean,
-): Promise<Admitted> {
-  return admitted(
-    await services.store.admit({
-      accountId: key.accountId,
-      keyHash: key.hash,
-      cost: tool.cost,
-      requestId,
-      tool: tool.name,
-      reason: "",
-      countRequest,
-      checkOnly: true,
-    }),
-  );
+): Promise<Admitted & { budgetHeld: boolean }> {
+  const outcome = await services.store.admit({
+    accountId: key.accountId,
+    keyHash: key.hash,
+    cost: tool.cost,
+    requestId,
+    tool: tool.name,
+    reason: "",
+    countRequest,
+    checkOnly: true,
+    budgetHold: requestId,
+  });
+  return {
+    ...admitted(outcome),
+    budgetHeld: outcome.status === "ok" && outcome.budgetHeld === true,
+  };
 }
 
 /** The client's key for a paid call, claimed before its payment settled, and the request id its execution runs under. */

@@ -299,6 +299,52 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       expect((await store.ledger(a.id, { limit: 10 })).items.map((e) => e.kind)).toEqual(["grant"]);
     });
 
+    it("holds a checked call's cost in its key's budget until that call's debit takes it over, or the hold is given back", async () => {
+      const a = await account(10);
+      const key = await controlledKey(a.id, { budget: { credits: 2, period: "month" } });
+      const admit = (requestId: string, checkOnly: boolean) =>
+        store.admit({
+          accountId: a.id,
+          keyHash: key.hash,
+          cost: 1,
+          requestId,
+          tool: "hash",
+          reason: checkOnly ? "" : "tool call",
+          countRequest: false,
+          ...(checkOnly ? { checkOnly } : {}),
+          budgetHold: requestId,
+        });
+      const [first, second, third] = [newRequestId(), newRequestId(), newRequestId()];
+      expect(await admit(first, true)).toMatchObject({ status: "ok", budgetHeld: true });
+      expect(await admit(second, true)).toMatchObject({ status: "ok", budgetHeld: true });
+      // Two held: a third check finds the budget taken, what is held counted as spent.
+      expect(await admit(third, true)).toMatchObject({
+        status: "key_budget_exceeded",
+        budget: { credits: 2, spent: 2 },
+      });
+      // The first call's debit takes its own hold's place (it is not refused by it).
+      expect(await admit(first, false)).toMatchObject({ status: "ok", charged: true });
+      // The second call is not debited (its payment failed): its hold given back frees the budget.
+      await store.releaseBudgetHold(a.id, second);
+      expect(await admit(third, true)).toMatchObject({ status: "ok", budgetHeld: true });
+      expect(await admit(third, false)).toMatchObject({ status: "ok", charged: true });
+      expect((await store.listKeys(a.id)).find((k) => k.id === key.id)!.budgetSpent).toBe(2);
+      expect((await store.getAccount(a.id))!.balance).toBe(8);
+      // A key without a budget holds nothing.
+      expect(
+        await store.admit({
+          accountId: a.id,
+          keyHash: a.key.hash,
+          cost: 1,
+          requestId: newRequestId(),
+          tool: "hash",
+          reason: "",
+          checkOnly: true,
+          budgetHold: "unbudgeted",
+        }),
+      ).not.toHaveProperty("budgetHeld");
+    });
+
     it("starts a key's budget afresh in its next window", async () => {
       const windows = { dayMs: 600, monthMs: 0 };
       const s = await storeWith(windows);

@@ -240,4 +240,42 @@ describe("a keyed call with an x402 payment", () => {
     expect(await authorizationUsed(setup.chains.base, payer.address, nonceOf(header))).toBe(false);
     expect(await ledgerOf(accountId)).toEqual(ledger);
   }, 30_000);
+
+  it("calls racing a key's budget with their own payments: those the budget holds are paid and served, the others refused before any money moves", async () => {
+    const payer = await fundedWallet(setup.chains.base, 53_006);
+    const { key, accountId, ledger } = await emptyAccount();
+    // A budget of two credits a day, and six calls at once, each with its own authorization.
+    const budgeted = (await createKey(key, { budget: { credits: 2, period: "day" } })).body.key;
+    const headers = await Promise.all(Array.from({ length: 6 }, () => payment(payer)));
+    const before = await balanceOf(setup.chains.base, payer.address);
+    const answers = await Promise.all(
+      headers.map((header, i) => callHash(budgeted, { "x-payment": header }, `race ${i}`)),
+    );
+    const served = answers.filter((res) => res.status === 200);
+    const refused = answers.filter((res) => res.status !== 200);
+    expect(served).toHaveLength(2);
+    expect(refused.map((res) => [res.status, res.body.error.code])).toEqual(
+      Array.from({ length: 4 }, () => [402, "key_budget_exceeded"]),
+    );
+    // Refused before the payment was read: no receipt, the authorization unused.
+    for (const res of refused) expect(res.headers.get("x-payment-response")).toBeNull();
+    const refusedNonces = headers.filter((_, i) => answers[i]!.status !== 200).map(nonceOf);
+    for (const nonce of refusedNonces)
+      expect(await authorizationUsed(setup.chains.base, payer.address, nonce)).toBe(false);
+    // The payer paid for the two calls served, and the account holds no credit it cannot use.
+    expect(before - (await balanceOf(setup.chains.base, payer.address))).toBe(2n * PRICE);
+    const after = await ledgerOf(accountId);
+    expect(after.slice(4)).toEqual(ledger);
+    expect(after.slice(0, 4).map(String).sort()).toEqual([
+      "debit,-1",
+      "debit,-1",
+      "purchase,1",
+      "purchase,1",
+    ]);
+    // The budget is spent: a further call is refused, and none is held for calls that were not made.
+    const keys = (await call(`${setup.gw.url}/api/v1/keys`, { key })).body.data as {
+      budget: { spent: number } | null;
+    }[];
+    expect(keys.map((k) => k.budget?.spent ?? null)).toContain(2);
+  }, 60_000);
 });

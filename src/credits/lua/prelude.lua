@@ -212,6 +212,21 @@ local function key_spend(spend_key, key_id, window_start)
   return tonumber(spent)
 end
 
+-- The credits held in a key's budget by calls checked but not yet debited (x402 calls whose
+-- payment is being taken): fields "hold:<request id>" of the key-spend hash, each
+-- "<credits>:<until ms>:<key id>"; a hold past its time (a process that died) is dropped here.
+local function budget_held(spend_key, key_id, now)
+  local held, all = 0, redis.call('HGETALL', spend_key)
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 5) == 'hold:' then
+      local credits, till, owner = string.match(all[i + 1], '^(%d+):(%d+):(.+)$')
+      if tonumber(till) <= now then redis.call('HDEL', spend_key, all[i])
+      elseif owner == key_id then held = held + tonumber(credits) end
+    end
+  end
+  return held
+end
+
 -- Counts a debit in the account's spend month; returns the spend alert's event when this debit
 -- takes the month's spend to the alert's threshold, once per month (it re-arms when set again).
 local function count_spend(a, keys, cost, now, day_ms, month_ms, evt_id, iso, tool)
@@ -262,7 +277,9 @@ end
 --       requests to count (0 = none: the key is checked and the debit made, nothing counted),
 --       last-used resolution ms, the debit record's field,
 --       spend-alert event id, control day ms, control month ms (0: calendar),
---       check only (1: the key's controls for the cost and the rate limit, whatever the balance; no debit)
+--       check only (1: the key's controls for the cost and the rate limit, whatever the balance; no debit),
+--       budget hold id ('' none: a check holds the cost in the key's budget under it, the debit releases it),
+--       budget hold ms
 -- name_key: the debit record names the key charged (a call under an Idempotency-Key; see debit).
 local function admit_call(name_key)
   local now = now_ms()
@@ -322,18 +339,29 @@ local function admit_call(name_key)
     local day_ms, month_ms = tonumber(ARGV[17]), tonumber(ARGV[18])
     -- The key's own budget first: a call that would take it past its budget is refused, uncharged.
     local budget_start, spent
+    local hold = ''
+    if ARGV[20] ~= '' then hold = 'hold:' .. ARGV[20] end
     if budget then
       local next_start
       budget_start, next_start = control_window(now, budget.period, day_ms, month_ms)
       spent = key_spend(KEYS[7], key_id, budget_start)
-      if spent + cost > budget.credits then
+      -- The debit of a call its check held budget for takes the hold's place.
+      if hold ~= '' and ARGV[19] ~= '1' then redis.call('HDEL', KEYS[7], hold) end
+      local held = budget_held(KEYS[7], key_id, now)
+      if spent + held + cost > budget.credits then
         return { status = 'key_budget_exceeded', account = a, rate = rate, budget = {
-          credits = budget.credits, period = budget.period, spent = spent, window_start = budget_start, resets_at = next_start } }
+          credits = budget.credits, period = budget.period, spent = spent + held, window_start = budget_start, resets_at = next_start } }
       end
     end
-    -- A call about to be paid for with its own credits (x402) is checked up to here, before the payment is taken.
+    -- A call about to be paid for with its own credits (x402) is checked up to here, before the
+    -- payment is taken; its cost is held in the key's budget until its debit (or the hold's end),
+    -- so calls checked side by side cannot all pass and then be refused after paying.
     if ARGV[19] == '1' then
-      return { status = 'ok', account = a, key_id = key_id, key_limited = key_limited, rate = rate, charged = false, events = {} }
+      local budget_hold = budget ~= nil and hold ~= ''
+      if budget_hold then
+        redis.call('HSET', KEYS[7], hold, string.format('%d:%d:%s', cost, now + tonumber(ARGV[21]), key_id))
+      end
+      return { status = 'ok', account = a, key_id = key_id, key_limited = key_limited, rate = rate, charged = false, events = {}, budget_held = budget_hold }
     end
     if a.balance < cost then return { status = 'insufficient_credits', account = a, rate = rate } end
     local key_name = ''

@@ -39,6 +39,7 @@ export function memoryAccounts(state: MemoryState): AccountStore {
         spend: { windowStart: 0, credits: 0 },
         spendAlertedWindow: 0,
         keySpend: new Map(),
+        budgetHolds: new Map(),
         lowArmed: false,
         depletedArmed: false,
         keysByHash: new Map(),

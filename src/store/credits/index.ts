@@ -26,6 +26,8 @@ export interface CreditStore {
     key: string,
     claim: IdempotencyClaim,
   ): Promise<IdempotentAdmission>;
+  /** Gives back a budget hold whose call will not be debited (its payment was not taken); a no-op once debited. */
+  releaseBudgetHold(accountId: string, holdId: string): Promise<void>;
   /**
    * Adds credits (a top-up: re-arms the alerts unless `rearm` is false), with its events,
    * atomically. Idempotent per request id: for a day, or for good with `keptForGood` (a request

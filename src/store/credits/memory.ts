@@ -19,6 +19,7 @@ import { idempotencyId, type MemoryState } from "../memory-state.js";
 import {
   type AdmitOutcome,
   type AdmitRequest,
+  BUDGET_HOLD_MS,
   type CreditChange,
   controlWindow,
   type IdempotencyClaim,
@@ -119,16 +120,42 @@ export function memoryCredits(state: MemoryState): CreditStore {
         const budget = key?.budget ?? null;
         const window = budget ? controlWindow(now, budget.period, state.windows) : null;
         const spent = budget ? state.budgetSpent(a, key!) : 0;
-        if (budget && window && spent + request.cost > budget.credits)
+        // The debit of a call its check held budget for takes the hold's place.
+        if (request.budgetHold && !request.checkOnly) a.budgetHolds.delete(request.budgetHold);
+        const held = budget ? state.budgetHeld(a, key!.id) : 0;
+        if (budget && window && spent + held + request.cost > budget.credits)
           return {
             status: "key_budget_exceeded",
             account: state.view(a),
             rate,
-            budget: { ...budget, spent, windowStart: window.start, resetsAt: window.next },
+            budget: {
+              ...budget,
+              spent: spent + held,
+              windowStart: window.start,
+              resetsAt: window.next,
+            },
           };
-        // A call about to be paid for with its own credits (x402) is checked up to here.
-        if (request.checkOnly)
-          return { status: "ok", account: state.view(a), keyId, keyLimited, rate, charged, events };
+        // A call about to be paid for with its own credits (x402) is checked up to here, its cost
+        // held in the key's budget until its debit (prelude.lua, admit_call).
+        if (request.checkOnly) {
+          const budgetHeld = budget !== null && request.budgetHold !== undefined;
+          if (budgetHeld)
+            a.budgetHolds.set(request.budgetHold!, {
+              keyId: key!.id,
+              credits: request.cost,
+              until: now + BUDGET_HOLD_MS,
+            });
+          return {
+            status: "ok",
+            account: state.view(a),
+            keyId,
+            keyLimited,
+            rate,
+            charged,
+            events,
+            ...(budgetHeld ? { budgetHeld } : {}),
+          };
+        }
         if (a.balance < request.cost)
           return { status: "insufficient_credits", account: state.view(a), rate };
         for (const alert of applyDebit(a, request.cost, request.tool)) {
@@ -145,6 +172,10 @@ export function memoryCredits(state: MemoryState): CreditStore {
         charged = true;
       }
       return { status: "ok", account: state.view(a), keyId, keyLimited, rate, charged, events };
+    },
+
+    async releaseBudgetHold(accountId: string, holdId: string): Promise<void> {
+      state.accounts.get(accountId)?.budgetHolds.delete(holdId);
     },
 
     async topUp(

@@ -11,6 +11,7 @@ import { type RedisContext, redisKey } from "../redis-context.js";
 import {
   type AdmitOutcome,
   type AdmitRequest,
+  BUDGET_HOLD_MS,
   type CreditChange,
   type IdempotencyClaim,
   type IdempotencyState,
@@ -71,6 +72,7 @@ type RawAdmit = {
   rate?: RateState;
   charged?: boolean;
   events?: unknown;
+  budget_held?: boolean;
 };
 
 /** cjson encodes an empty Lua table as `{}`; the events list is the one place that matters. */
@@ -79,6 +81,8 @@ function eventsFrom(raw: unknown): EventRecord[] {
 }
 
 export function redisCredits({
+  redis,
+  call,
   script,
   scriptWithIndexes,
   markOutbox,
@@ -120,6 +124,8 @@ export function redisCredits({
         windows.dayMs,
         windows.monthMs,
         request.checkOnly ? 1 : 0,
+        request.budgetHold ?? "",
+        BUDGET_HOLD_MS,
       ] as (string | number)[],
     };
   };
@@ -166,6 +172,7 @@ export function redisCredits({
           rate: result.rate!,
           charged: result.charged === true,
           events,
+          ...(result.budget_held === true ? { budgetHeld: true } : {}),
         };
       }
     }
@@ -175,6 +182,10 @@ export function redisCredits({
     async admit(request: AdmitRequest): Promise<AdmitOutcome> {
       const { keys, args } = admitInput(request);
       return admitOutcome(request.accountId, await script<RawAdmit>("admit", keys, args));
+    },
+
+    async releaseBudgetHold(accountId: string, holdId: string): Promise<void> {
+      await call(() => redis.hdel(redisKey.keySpend(accountId), `hold:${holdId}`));
     },
 
     async admitIdempotent(
