@@ -39,7 +39,7 @@
  *   BENCH_TIMELINE_CALLS=15  BENCH_BATCH_WINDOW_MS=5  BENCH_ONLY=automine|timeline|delayed|interval  BENCH_PROFILE=/tmp/prof
  *   BENCH_NODE_ARGS="…" (more flags for the gateways' node, e.g. --perf-basic-prof for `perf`)
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import {
   createPublicClient,
   encodeFunctionData,
@@ -726,9 +726,12 @@ async function main() {
     if (failures) process.exitCode = 1;
   } finally {
     for (const { gw } of gateways) await gw.stop();
-    if (LOG_DIR)
+    if (LOG_DIR) {
+      // Made here if missing: a write that threw would skip the stops below and leave processes behind.
+      mkdirSync(LOG_DIR, { recursive: true });
       for (const [i, { gw }] of gateways.entries())
         writeFileSync(`${LOG_DIR}/gateway-${i}.log`, `${gw.output.join("\n")}\n`);
+    }
     await workers.stop();
     await proxy.stop();
     await redisRelay?.stop();
