@@ -42,8 +42,12 @@ export interface AcceptedPayment {
   network: string;
   /** For a paid call: the idempotency key the call runs under (the same for every retry of this payment). */
   callKey: string | null;
+  /** That key is one the client chose (Idempotency-Key, payment identifier), not the payment's own. */
+  clientKeyed: boolean;
   /** What the payment bought, as its `payment.received` says: for a plan, what the credit did with it. */
   type: PaymentGrant["type"];
+  /** The credits the payment added to its account. */
+  credits: number;
   /** How long the call's answer is kept for retries of this payment (seconds). */
   retainSeconds: number;
   /**
@@ -63,8 +67,10 @@ export interface PaymentRequest {
   /**
    * A paid tool call: the call's fingerprint (tool + body) and the idempotency key the client
    * chose (its Idempotency-Key or x402 payment-identifier), null for "the payment itself".
+   * `conflict` answers a new authorization under that key when the key's payment was made for
+   * another call (another tool or body): 409, and the authorization is never settled.
    */
-  call?: { fingerprint: string; key: string | null };
+  call?: { fingerprint: string; key: string | null; conflict?: () => ApiError };
   /**
    * Runs once the payer is proven (signature checked) and before any money moves: what could
    * still refuse the request (the account's rate limit), or answer it without this payment (a
@@ -538,7 +544,9 @@ export class Payments {
       txHash: record.txHash as Hex,
       network,
       callKey: record.call?.key ?? null,
+      clientKeyed: !!record.call && record.call.key !== paymentCallKey(record.id),
       type: record.grant.type,
+      credits: record.grant.credits,
       retainSeconds: Math.max(1, Math.ceil(((record.expiresAt ?? Date.now()) - Date.now()) / 1000)),
     };
   }
@@ -611,8 +619,11 @@ export class Payments {
 
   /**
    * A paid call, under a key the client chose, that already has a payment of another
-   * authorization (its process died before answering, and the client paid again under the same
-   * key): that payment pays for the call, and the authorization presented is never settled.
+   * authorization (its process died before answering, or its call failed and was refunded, and
+   * the client paid again under the same key): that payment pays for the call, and the
+   * authorization presented is never settled. Only for the same call (tool and body) the payment
+   * was made for: under the key, another call is the client's conflict (409, as the key's own
+   * idempotency record answers while it lives), never a call run on another call's payment.
    * Settling → wait for it; settled → the call runs (or replays) on its credit; pending, or
    * released meanwhile → 503, and the retry settles whichever the call still needs.
    */
@@ -620,6 +631,16 @@ export class Payments {
     found: PaymentRecord,
     context: KnownContext,
   ): Promise<AcceptedPayment> {
+    const { call } = context.request;
+    if (!found.call || !call || found.call.fingerprint !== call.fingerprint)
+      throw (
+        call?.conflict?.() ??
+        new ApiError(
+          "idempotency_conflict",
+          "This key was already used for a call with a different body or tool; nothing was charged.",
+          { param: "payment" },
+        )
+      );
     const record = await this.outcomeOf(found);
     if (record?.state !== "settled") throw pending();
     return this.accepted(record, context.network);

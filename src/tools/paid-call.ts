@@ -1,6 +1,7 @@
 import { admitted, authenticate, type Admitted } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
 import type { Offer } from "../payments/offer.js";
+import type { AcceptedPayment } from "../payments/payments.js";
 import { takeDecodedPayment, type Paid } from "../payments/take-payment.js";
 import type { PaymentHeader } from "../payments/wire.js";
 import type { Services } from "../services.js";
@@ -90,7 +91,7 @@ export async function callPaidTool(
         description: tool.name,
       },
       // The call is idempotent on its payment: every retry of it runs (or replays) under one key.
-      call: { fingerprint, key: call.idempotencyKey },
+      call: { fingerprint, key: call.idempotencyKey, conflict: () => keyConflict(call) },
       beneficiary: key?.accountId,
       requiredMessage: `Send an API key, or pay $${formatUsd(call.priceAtomic)} in USDC for this call with x402.`,
       // Never take money for a call that cannot run: input, availability…
@@ -152,7 +153,7 @@ export async function callPaidTool(
     result = (await Promise.all([answer, recorded]))[0];
   } catch (err) {
     throw err instanceof ApiError
-      ? stillCredited(err, tool, key !== undefined).withHeaders(rate())
+      ? stillCredited(err, tool, payment, key !== undefined).withHeaders(rate())
       : err;
   } finally {
     // Its debit took the hold over; a call answered without one (a replay) gives it back here.
@@ -167,9 +168,28 @@ export async function callPaidTool(
  * and pay again while the first payment's credits stay unused. The answer says where the money
  * is and how to use it: the same payment, sent again for the same call, runs on those credits —
  * except after the tool refused the input (422), which the same call would meet again.
+ * Said only of a payment that credited this call's price, and never when the call found the
+ * account short (402): then that payment's credits were spent since (the call ran on a payment
+ * made earlier for it, under the same key), and sending it again would meet the same 402.
  */
-function stillCredited(err: ApiError, tool: ToolDefinition, keyed: boolean): ApiError {
+function stillCredited(
+  err: ApiError,
+  tool: ToolDefinition,
+  payment: AcceptedPayment,
+  keyed: boolean,
+): ApiError {
   const where = keyed ? "this API key's account" : "the paying wallet's account";
+  if (err.code === "insufficient_credits") {
+    const anew = payment.clientKeyed
+      ? "with a new authorization under another Idempotency-Key or payment identifier (one key's call has one payment)"
+      : "with a new authorization";
+    return new ApiError(
+      err.code,
+      `${err.message} The payment for this call was credited to ${where} (${formatCredits(payment.credits)}) when it was made, and those credits have been spent since: it pays for nothing more. Pay for this call ${anew}.`,
+      err.options,
+    );
+  }
+  if (payment.credits < tool.cost) return err;
   const use =
     err.code !== "validation_failed"
       ? `send this call again with the same payment${keyed ? " (or with the key alone)" : ""} to run it on those credits without paying again`
@@ -178,7 +198,7 @@ function stillCredited(err: ApiError, tool: ToolDefinition, keyed: boolean): Api
         : "an API key for the wallet's account (POST /api/v1/wallet/challenge, then /api/v1/wallet/claim) spends them";
   return new ApiError(
     err.code,
-    `${err.message} The payment was credited to ${where} (${formatCredits(tool.cost)}) and stays there: ${use}.`,
+    `${err.message} The payment was credited to ${where} (${formatCredits(payment.credits)}) and stays there: ${use}.`,
     err.options,
   );
 }
@@ -247,13 +267,20 @@ async function claimCallKey(
   });
   if (claim.state === "started") return claim.requestId;
   if (claim.state === "completed") throw new AnsweredUnpaid(claim.response);
+  throw keyConflict(call);
+}
+
+/**
+ * Another call (tool or body) under the client's key than the one it was first used for: whether
+ * the key's idempotency record says so, or the payment the key's call already has (its call
+ * failed and was refunded, its record dropped). Nothing was settled for this request.
+ */
+function keyConflict(call: PaidToolCall): ApiError {
   const named = call.idempotencyKey ? "Idempotency-Key" : "payment identifier";
-  throw new ApiError(
+  return new ApiError(
     "idempotency_conflict",
     `This ${named} was already used for a call with a different body or tool; nothing was charged.`,
-    {
-      param: call.idempotencyKey ? "Idempotency-Key" : "payment",
-    },
+    { param: call.idempotencyKey ? "Idempotency-Key" : "payment" },
   );
 }
 

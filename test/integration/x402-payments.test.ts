@@ -236,6 +236,98 @@ describe("a paid call the tool refuses after the payment settled", () => {
   }, 30_000);
 });
 
+describe("a new authorization under the Idempotency-Key of a paid call that failed", () => {
+  it("pays for the same call from the first payment, and for another call is 409, unsettled and without a receipt", async () => {
+    const payer = await fundedWallet(setup.chains.base, 51_203);
+    const accountId = walletAccountId(payer.address);
+    const sign = (credits: bigint) =>
+      signAuthorization({ account: payer, chain: setup.chains.base, value: credits * PRICE });
+    type Payload = Awaited<ReturnType<typeof sign>>;
+    const paidCall = (tool: string, body: unknown, payload: Payload) =>
+      call(`${setup.gw.url}/v1/tools/${tool}`, {
+        method: "POST",
+        body,
+        headers: { "x-payment": v1Header("base-sepolia", payload), "idempotency-key": "ik-failed" },
+      });
+    const unused = (payload: Payload) =>
+      authorizationUsed(setup.chains.base, payer.address, payload.authorization.nonce).then(
+        (used) => !used,
+      );
+    // web-fetch (3 credits) refuses a loopback address once its worker resolves it: paid,
+    // refunded as credits, the key's idempotency record dropped so the call may be retried.
+    const failing = { url: "http://127.0.0.1:9/" };
+    const first = await paidCall("web-fetch", failing, await sign(3n));
+    expect([first.status, first.body.error.code]).toEqual([422, "validation_failed"]);
+    const firstReceipt = decode(first.headers.get("x-payment-response"));
+    expect(firstReceipt).toMatchObject({ success: true });
+
+    // Another tool (hash, 1 credit) under the key, with a new authorization of its price: the
+    // key's call has a payment, made for another call. Before, the new authorization was bound to
+    // that payment and never settled, and hash ran on the failed call's credits (with that
+    // payment's receipt); a dearer tool found the account short (402, saying its own price had
+    // been credited and stayed there).
+    const otherTool = await sign(1n);
+    const elsewhere = await paidCall("hash", { text: "other" }, otherTool);
+    expect([elsewhere.status, elsewhere.body.error?.code, elsewhere.body.error?.param]).toEqual([
+      409,
+      "idempotency_conflict",
+      "Idempotency-Key",
+    ]);
+    expect(elsewhere.body.error.message).toMatch(/nothing was charged/);
+    expect(elsewhere.headers.get("x-payment-response")).toBeNull();
+    expect(elsewhere.headers.get("payment-response")).toBeNull();
+    // The same tool with another body: 409 too, not run on the first call's credits.
+    const otherBody = await sign(3n);
+    const conflict = await paidCall("web-fetch", { url: "http://127.0.0.1:10/" }, otherBody);
+    expect([conflict.status, conflict.body.error.code]).toEqual([409, "idempotency_conflict"]);
+    expect(conflict.headers.get("x-payment-response")).toBeNull();
+
+    // The same call, paid again under the key: the first payment pays for it (never twice).
+    const same = await sign(3n);
+    const retried = await paidCall("web-fetch", failing, same);
+    expect([retried.status, retried.body.error.code]).toEqual([422, "validation_failed"]);
+    expect(decode(retried.headers.get("x-payment-response")).transaction).toBe(
+      firstReceipt.transaction,
+    );
+    expect(retried.body.error.message).toMatch(
+      /The payment was credited to the paying wallet's account \(3 credits\) and stays there/,
+    );
+
+    // Its credits spent elsewhere, the same call again finds the account short: the answer does
+    // not say the payment stays there, and the authorization sent is not settled.
+    const spent = await setup.gw.services.store.admit({
+      accountId,
+      keyHash: null,
+      cost: 3,
+      requestId: "test-spend-the-failed-call-credits",
+      tool: null,
+      reason: "test: spend the credits elsewhere",
+      countRequest: false,
+    });
+    expect(spent.status).toBe("ok");
+    const short = await sign(3n);
+    const broke = await paidCall("web-fetch", failing, short);
+    expect([broke.status, broke.body.error.code]).toEqual([402, "insufficient_credits"]);
+    expect(broke.body.error.message).not.toMatch(/stays there/);
+    expect(broke.body.error.message).toMatch(
+      /have been spent since: it pays for nothing more\. Pay for this call with a new authorization under another Idempotency-Key/,
+    );
+
+    for (const payload of [otherTool, otherBody, same, short])
+      expect(await unused(payload)).toBe(true);
+    expect(await balanceOf(setup.chains.base, payer.address)).toBe(1_000_000n - 3n * PRICE);
+    expect(await ledgerOf(accountId)).toEqual([
+      ["debit", -3],
+      ["refund", 3],
+      ["debit", -3],
+      ["refund", 3],
+      ["debit", -3],
+      ["purchase", 3],
+      ["grant", 0],
+    ]);
+  }, 30_000);
+});
+
 describe("a paid call with an x402 payment identifier (a new authorization each time)", () => {
   /** A v2 payment of the hash tool signed by `payer`, named `id` with the payment-identifier extension. */
   const payment = async (payer: LocalAccount, id: string) => {
