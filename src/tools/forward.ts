@@ -110,9 +110,35 @@ function readAnswer(
 }
 
 /**
+ * A tool's answer is a JSON object, whichever door asked: a worker's 2xx answer that is not one
+ * (a dedicated pool is the customer's own server: a 204, an HTML page, a bare array) is a failed
+ * call — 502 `tool_failed`, refunded, `tool.error` — not a charged one. Before, MCP's door parsed
+ * it after the charge was kept (charged, answered `internal_error`) and REST's served it raw.
+ */
+function jsonObjectOnly(outcome: ForwardOutcome): ForwardOutcome {
+  if (outcome.kind !== "response" || outcome.status < 200 || outcome.status >= 300) return outcome;
+  let value: unknown;
+  try {
+    value = JSON.parse(outcome.body.toString("utf8"));
+  } catch {
+    return failedAnswer(
+      502,
+      `its answer is not JSON (HTTP ${outcome.status}, ${outcome.body.length} bytes)`,
+    );
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    return failedAnswer(502, "its answer is not a JSON object");
+  return outcome;
+}
+
+/**
  * A forwarder for doors that have no HTTP exchange of their own to proxy (MCP), and for calls to
  * a dedicated pool: the same call, made with node:http (or node:https, over `tlsAgent`, for an
- * https origin) over a keep-alive agent.
+ * https origin) over a keep-alive agent. Its answers are checked to be JSON objects
+ * (`jsonObjectOnly`): MCP's door answers with the parsed object, and a dedicated pool is a server
+ * the gateway does not run. The REST door's proxy to the shared workers (ours, which answer JSON
+ * by construction) passes their bytes on unparsed: an answer may be up to
+ * WORKER_MAX_RESPONSE_BYTES, and parsing each would hold the event loop for it.
  */
 export function createHttpForwarder(
   agent: Agent,
@@ -147,7 +173,7 @@ export function createHttpForwarder(
           },
         },
         (res) => {
-          readAnswer(res, maxResponseBytes, settle);
+          readAnswer(res, maxResponseBytes, (outcome) => settle(jsonObjectOnly(outcome)));
           res.on("error", (err) => settle(brokenOff(timedOut, err)));
         },
       );

@@ -10,6 +10,7 @@ import {
   balanceOf,
   call,
   callTool,
+  eventsOf,
   fundedAccount,
   signUp,
   startGateway,
@@ -313,6 +314,60 @@ describe("a dedicated pool that sends its answer a little at a time", () => {
     } finally {
       slow.closeAllConnections();
       await new Promise((r) => slow.close(r));
+    }
+  });
+});
+
+describe("a dedicated pool whose answer is not a JSON object", () => {
+  it("fails the call over REST and MCP alike: 502 tool_failed, refunded, tool.error", async () => {
+    // The customer's own server: 200 with text, an empty 204, a bare array, JSON null.
+    const answers: Record<string, [number, string]> = {
+      text: [200, "all good"],
+      empty: [204, ""],
+      array: [200, "[1,2]"],
+      null: [200, "null"],
+    };
+    const odd = createServer((req, res) => {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        const [status, text] = answers[JSON.parse(body).text as string]!;
+        res.writeHead(status, { "content-type": "application/json" });
+        res.end(text);
+      });
+    });
+    await new Promise<void>((r) => odd.listen(0, "127.0.0.1", r));
+    try {
+      const { key, accountId } = await fundedAccount(gw.url, 100, "business");
+      const url = `http://127.0.0.1:${(odd.address() as { port: number }).port}`;
+      await admin(gw.url, `/accounts/${accountId}/workers`, { method: "PUT", body: { url } });
+      for (const text of Object.keys(answers)) {
+        const rest = await callTool(gw.url, key, "hash", { text });
+        expect([text, rest.status, rest.body.error?.code]).toEqual([text, 502, "tool_failed"]);
+        expect(rest.body.error.message).toMatch(
+          /^The hash tool failed; its answer is not (JSON|a JSON object)/,
+        );
+        // Before: MCP kept the charge, then failed to parse the answer (internal_error).
+        const mcp = await mcpCall(key, "hash", { text });
+        expect([text, mcp.isError, mcp.content[0]!.text]).toEqual([
+          text,
+          true,
+          expect.stringContaining("tool_failed"),
+        ]);
+      }
+      expect(await balanceOf(gw.url, key)).toBe(100);
+      let errors: Awaited<ReturnType<typeof eventsOf>> = [];
+      for (let waited = 0; errors.length < 8 && waited < 5000; waited += 50) {
+        errors = (await eventsOf(gw.services.store, accountId, 0)).filter(
+          (e) => e.event === "tool.error",
+        );
+        if (errors.length < 8) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(errors).toHaveLength(8);
+      expect(errors.every((e) => e.data.credits_charged === 0)).toBe(true);
+    } finally {
+      odd.closeAllConnections();
+      await new Promise((r) => odd.close(r));
     }
   });
 });
