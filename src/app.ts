@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import express from "express";
-import { anonymousLimit } from "./http/anonymous-limit.js";
+import { anonymousLimit, countingAnonymously, countingErrors } from "./http/anonymous-limit.js";
 import { bearerKeyAsApiKey } from "./http/auth.js";
 import { errorAnswerer, errorHandler, routeNotFound } from "./http/errors.js";
 import { requestContext, requireJsonBody } from "./http/request-context.js";
@@ -25,8 +25,10 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   // TRUST_PROXY compiled once: the keyed lane and the limits name the client as req.ip does.
   app.set("trust proxy", refusedCredentials.trust);
   app.set("query parser", "simple");
-  // Every error answer in the one shape, from express's routes and the keyed lane alike.
-  const answerError = refusedCredentials.counting(
+  // Every error answer in the one shape, from express's routes and the keyed lane alike, counted
+  // first by the limiter it falls to when none counted it yet (http/anonymous-limit.ts).
+  const answerError = countingErrors(
+    services,
     errorAnswerer(services.log, services.redactSecrets, (code) =>
       services.metrics.errors.inc({ code }),
     ),
@@ -55,11 +57,20 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
 
   // Built on first request, not at start-up (it is the whole catalogue's JSON Schemas).
   const openApi = () => openApiFor(services.config);
-  const mount = (door: Door) =>
+  const mount = (door: Door) => {
+    // A door of its own that admits no caller counts every request it serves per client address,
+    // credentials or not, before serving it (http/anonymous-limit.ts); route doors count per
+    // route (http/route.ts).
+    if ("router" in door && !door.countsItself)
+      app.all(
+        Object.keys(door.serves).map((path) => `${door.prefix}${path}`),
+        countingAnonymously(services),
+      );
     app.use(
       door.prefix || "/",
       "routes" in door ? mountRoutes(services, door.routes) : door.router(services, openApi),
     );
+  };
   // Doors that take no JSON body first (probes, pages); then API versioning and the JSON body.
   for (const door of DOORS.filter((d) => d.beforeBody)) mount(door);
   app.use(apiVersioning, json);

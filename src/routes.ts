@@ -63,6 +63,12 @@ export type Door =
       serves: Record<string, string[]>;
       document?: (config: DocumentConfig) => Record<string, Json>;
       beforeBody?: boolean;
+      /**
+       * The door counts each request against a limiter itself (MCP: a key's admission, or the
+       * anonymous limit for a keyless agent); otherwise each request to a path it serves is
+       * counted per client address before it is served (app.ts).
+       */
+      countsItself?: boolean;
     };
 
 /**
@@ -139,6 +145,7 @@ export const DOORS: Door[] = [
     router: mcpRouter,
     serves: { "/": ["POST"] },
     document: mcpDocument,
+    countsItself: true,
     // It reads its own body: one that cannot be read is answered as JSON-RPC (mcp/route.ts).
     beforeBody: true,
   },

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { Router, type Request, type Response } from "express";
 import { jsonBody } from "../http/json-body.js";
+import { countAnonymously } from "../http/anonymous-limit.js";
 import { allowOn } from "../http/method-not-allowed.js";
 import { requireJsonBody } from "../http/request-context.js";
 import { type AnyRoute, mountRoutes } from "../http/route.js";
@@ -175,6 +176,8 @@ export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): 
   // known path's other methods still reach their 405, the dashboard's API its JSON.
   router.get("/dashboard/*rest", async (req, res, next) => {
     if (res.locals.allowedMethods || req.path.startsWith("/dashboard/api/")) return next();
+    // Counted per client address, as every dashboard page is (app.ts counts the paths it lists).
+    await countAnonymously(services, req, res);
     const current = await currentSession(services, req, res);
     const message = '<p class="notice error" role="alert">The dashboard has no such page.</p>';
     const page = current

@@ -118,7 +118,7 @@ export async function currentSession(
   const live = await liveSession(services, presented, services.config.dashboard.sessionIdleMs);
   if (live) return live;
   clearSessionCookie(services, res);
-  await services.refusedCredentials.count(req, String(res.locals.requestId ?? ""));
+  await services.refusedCredentials.count(req, String(res.locals.requestId ?? ""), res);
   return null;
 }
 

@@ -1,5 +1,6 @@
 import type { Request } from "express";
 import type { Services } from "../services.js";
+import type { HttpResponse } from "./exchange.js";
 import type { RateState } from "../store/types.js";
 import { ApiError } from "./errors.js";
 
@@ -16,8 +17,9 @@ import { ApiError } from "./errors.js";
  * them (calls per window in seconds).
  */
 export const ENDPOINT_LIMITS = {
-  // Every request with no credentials at all (http/anonymous-limit.ts): pages, documents, the
-  // catalogue, probes, a keyless call's 402 offer, /mcp without a key.
+  // Every request no account's tier counts, whatever headers it carries (http/anonymous-limit.ts):
+  // pages, documents, the catalogue, probes, a keyless call's 402 offer, /mcp without a key, a key
+  // sent to a route that never reads it, junk credentials. The message keeps its old wording.
   anonymous: { count: 600, windowSeconds: 60, what: "requests without credentials" },
   "wallet-challenge": { count: 30, windowSeconds: 60, what: "wallet sign-in challenges" },
   "wallet-claim": { count: 30, windowSeconds: 60, what: "wallet sign-in claims" },
@@ -141,7 +143,52 @@ export function endpointLimitRefusal(
   return new ApiError(
     "rate_limited",
     `At most ${count} ${ENDPOINT_LIMITS[name].what} per ${per} per ${whose}${setting}.${advice}`,
-    { headers: { "Retry-After": String(Math.max(1, Math.ceil(resetMs / 1000))) } },
+    {
+      headers: {
+        ...windowHeaders({ limit: count, remaining: 0, resetMs }, windowSeconds),
+        "Retry-After": String(Math.max(1, Math.ceil(resetMs / 1000))),
+      },
+    },
+  );
+}
+
+/**
+ * The RateLimit-* headers of one limiter's window (IETF draft RateLimit header fields): its limit
+ * and window (`RateLimit-Policy`), what is left of it, and the seconds until a slot frees. Every
+ * answer to a request a limiter counted carries them (D12); a 429 adds `Retry-After`.
+ */
+export function windowHeaders(rate: RateState, windowSeconds: number): Record<string, string> {
+  return {
+    "RateLimit-Policy": `${rate.limit};w=${windowSeconds}`,
+    "RateLimit-Limit": String(rate.limit),
+    "RateLimit-Remaining": String(Math.max(0, rate.remaining)),
+    "RateLimit-Reset": String(Math.max(0, Math.ceil(rate.resetMs / 1000))),
+  };
+}
+
+/** The headers of an endpoint limit's window as `countEndpointUse` left it. */
+export const endpointWindowHeaders = (
+  services: Pick<Services, "config">,
+  name: EndpointLimitName,
+  rate: RateState,
+) => windowHeaders(rate, services.config.endpointLimits[name].windowSeconds);
+
+/**
+ * Puts a limiter's window on the answer, unless the answer already shows one with fewer requests
+ * left: a request counted by two limiters (the anonymous one and sign-up's, say) shows the one
+ * nearer to refusing it, as the draft asks.
+ */
+export function showWindow(res: HttpResponse, headers: Record<string, string>): void {
+  const shown = res.getHeader("RateLimit-Remaining");
+  if (shown !== undefined && Number(shown) <= Number(headers["RateLimit-Remaining"])) return;
+  for (const name in headers) res.setHeader(name, headers[name]!);
+}
+
+/** Whether a limiter counted this request: its answer, or the error about to be answered, shows a window. */
+export function countedByALimiter(res: HttpResponse, err?: unknown): boolean {
+  return (
+    res.hasHeader("RateLimit-Limit") ||
+    (err instanceof ApiError && err.options.headers?.["RateLimit-Limit"] !== undefined)
   );
 }
 
@@ -159,10 +206,12 @@ export async function enforceEndpointLimit(
     `endpoint:${name}:ip:${req.ip ?? "unknown"}`,
   ];
   const counted: string[] = [];
+  const shown: RateState[] = [];
   for (const bucket of buckets) {
     const hit = await services.store.hitRateLimit(bucket, count, windowSeconds * 1000, requestId);
     if (hit.allowed) {
       counted.push(bucket);
+      shown.push(hit);
       continue;
     }
     // A refused call counts nowhere: give back what it took from the other bucket.
@@ -170,4 +219,6 @@ export async function enforceEndpointLimit(
     const whose = bucket.includes(":account:") ? "account" : "client address";
     throw endpointLimitRefusal(services, name, whose, hit.resetMs);
   }
+  if (req.res)
+    for (const hit of shown) showWindow(req.res as HttpResponse, windowHeaders(hit, windowSeconds));
 }

@@ -1,7 +1,9 @@
 import type { Services } from "../services.js";
+import type { RateState } from "../store/types.js";
 import {
   countEndpointUse,
   endpointLimitRefusal,
+  endpointWindowHeaders,
   type EndpointLimitName,
 } from "./endpoint-limits.js";
 
@@ -55,14 +57,19 @@ export class RefusalLimit {
     throw endpointLimitRefusal(this.services, this.name, "client address", left, this.advice);
   }
 
-  /** Counts one refusal for `address`; past the limit, the address is refused from now on. */
-  async count(address: string, requestId: string): Promise<void> {
+  /**
+   * Counts one refusal for `address`; past the limit, the address is refused from now on. Answers
+   * the window's RateLimit-* headers, for the refusal's answer.
+   */
+  async count(address: string, requestId: string): Promise<Record<string, string>> {
     const hit = await countEndpointUse(this.services, this.name, `ip:${address}`, requestId);
+    const headers = endpointWindowHeaders(this.services, this.name, hit as RateState);
     // The refusal that filled the window is counted; the next one is refused before any work.
-    if (hit.remaining > 0 && hit.allowed) return;
+    if (hit.remaining > 0 && hit.allowed) return headers;
     if (this.blocked.size >= MAX_BLOCKED) this.blocked.delete(this.blocked.keys().next().value!);
     const until = Date.now() + Math.max(1000, hit.resetMs);
     this.blocked.set(address, until);
     this.lastUntil = Math.max(this.lastUntil, until);
+    return headers;
   }
 }

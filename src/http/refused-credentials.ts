@@ -3,7 +3,9 @@ import type { RequestHandler } from "express";
 import { sessionCookieName } from "../dashboard/session.js";
 import type { Services } from "../services.js";
 import { clientAddress, trustProxy, type TrustProxy } from "./client-address.js";
-import { ApiError, type ErrorAnswer, type ErrorCode } from "./errors.js";
+import { ApiError, type ErrorCode } from "./errors.js";
+import { showWindow } from "./endpoint-limits.js";
+import type { HttpResponse } from "./exchange.js";
 import { RefusalLimit } from "./refusal-limit.js";
 
 /**
@@ -21,16 +23,17 @@ const REFUSED: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
 
 /**
  * Requests whose credentials are refused, per client address (`refused-credentials` in
- * ENDPOINT_LIMITS). A request with an API key is counted by its account's tier, and no request
- * with credentials by the limit on requests without them (anonymous-limit.ts): so one whose key
- * named an account but was made up, wrong, revoked or expired, or whose dashboard session cookie
- * named no live session, was counted by nothing, and an address could guess keys, the admin key
- * or the metrics token, or make the gateway read the store, at HTTP speed. Only refusals count,
+ * ENDPOINT_LIMITS). A request a route admits with a key is counted by its account's tier; one
+ * whose key named an account but was made up, wrong, revoked or expired, or whose dashboard
+ * session cookie named no live session, is counted here (the anonymous limit leaves a request
+ * counted here alone: anonymous-limit.ts), so an address cannot guess keys, the admin key or the
+ * metrics token, or make the gateway read the store, at HTTP speed. Only refusals count,
  * after the answer is decided, so good credentials cost nothing more; past the limit every
  * request from that address that carries an API key, an Authorization header or a session cookie
  * (whichever door, good or not) is 429 before they are read, until a slot of the window frees
  * (http/refusal-limit.ts). One per process (Services), for express's routes and the keyed lane
- * (app.ts) and the dashboard's sessions (dashboard/session.ts).
+ * (their error answers: `countingErrors`, anonymous-limit.ts) and the dashboard's sessions
+ * (dashboard/session.ts).
  */
 export class RefusedCredentials {
   private readonly limit: RefusalLimit;
@@ -70,17 +73,21 @@ export class RefusedCredentials {
     }
   };
 
-  /** Counts one refusal of `req`'s credentials against its client address (a store that cannot count is let be). */
-  count(req: IncomingMessage, requestId: string): Promise<void> {
-    return this.limit.count(clientAddress(req, this.trust), requestId).catch(() => undefined);
+  /**
+   * Counts one refusal of `req`'s credentials against its client address, and shows the window on
+   * `res`, the refusal's answer (a store that cannot count is let be).
+   */
+  count(req: IncomingMessage, requestId: string, res?: HttpResponse): Promise<void> {
+    return this.limit
+      .count(clientAddress(req, this.trust), requestId)
+      .then((headers) => {
+        if (res && !res.headersSent) showWindow(res, headers);
+      })
+      .catch(() => undefined);
   }
 
-  /** `answer`, counting refused credentials against the client address first. */
-  counting(answer: ErrorAnswer): ErrorAnswer {
-    return (err, req, res) => {
-      if (!(err instanceof ApiError && REFUSED.has(err.code)) || err.options.malformedKey)
-        return answer(err, req, res);
-      void this.count(req, String(res.locals.requestId ?? "")).then(() => answer(err, req, res));
-    };
+  /** Whether `err` refuses credentials the request presented (not a key that is not even well-formed). */
+  refuses(err: unknown): boolean {
+    return err instanceof ApiError && REFUSED.has(err.code) && !err.options.malformedKey;
   }
 }

@@ -5,6 +5,7 @@ import type { Services } from "../services.js";
 import { authenticateAdmin, authenticateKey, type KeyCaller } from "./auth.js";
 import { ApiError, type ErrorCode } from "./errors.js";
 import { enforceEndpointLimit, type EndpointLimitName } from "./endpoint-limits.js";
+import { countAnonymously } from "./anonymous-limit.js";
 import { sendPage } from "../pages/respond.js";
 import { wantsHtml } from "../pages/notice.js";
 import { allowOn } from "./method-not-allowed.js";
@@ -78,6 +79,13 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
   successHeaders?: Record<string, Record<string, unknown>>;
   /** A per-address and per-account limit counted before the handler runs (src/http/endpoint-limits.ts). */
   limit?: EndpointLimitName;
+  /**
+   * The route counts each request itself (the tool call: a key's admission, a payment's wallet
+   * account, and any refusal on the error's way out). Otherwise a request that its authentication
+   * did not count against an account's tier (a public or admin route, a dashboard session) is
+   * counted by the anonymous limit before the handler runs (http/anonymous-limit.ts).
+   */
+  countsItself?: boolean;
   /**
    * The route's OpenAPI paths, when the description derived from its schemas does not fit (the
    * tool call is one operation per tool): `{ "/v1/tools/hash": { post: … } }`, full paths.
@@ -153,6 +161,7 @@ export function routeHandler(
     if (route.auth === "key")
       caller = await (route.authenticate ?? authenticateCaller)(services, req, res, requestId);
     if (route.auth === "admin") authenticateAdmin(services, req);
+    if (!route.countsItself) await countAnonymously(services, req, res);
     if (route.limit)
       await enforceEndpointLimit(services, req, route.limit, caller?.account.id ?? null, requestId);
     // No body (the parser left none) is an empty one; a JSON `null` is a body, and not an object.

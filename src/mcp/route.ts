@@ -9,6 +9,8 @@ import {
 import { TIERS, requireFeature } from "../accounts/tiers.js";
 import { admitted, presentedKey, rateLimitHeaders } from "../http/auth.js";
 import { ApiError, toApiError } from "../http/errors.js";
+import { countAnonymously } from "../http/anonymous-limit.js";
+import { showWindow } from "../http/endpoint-limits.js";
 import { UNREADABLE_BODY, jsonBody } from "../http/json-body.js";
 import { requireJsonBody } from "../http/request-context.js";
 import { allowOn } from "../http/method-not-allowed.js";
@@ -62,6 +64,8 @@ export function mcpRouter(services: Services): Router {
       // each message of a batch once (as for keyed callers below): the whole batch is admitted or
       // refused in one step (one round trip), and a refused batch counts nothing.
       if (!req.get("x-api-key") && services.payments) {
+        // Without a key, it is counted per client address too, whatever else it carries.
+        await countAnonymously(services, req, res);
         const limit = TIERS.free.requestsPerMinute;
         const messages = Array.isArray(req.body) ? Math.max(1, req.body.length) : 1;
         const hit = await services.store.hitRateLimit(
@@ -82,7 +86,7 @@ export function mcpRouter(services: Services): Router {
           if (!refusedAsToolResult(req, res, limited)) throw limited;
           return pass(req, next, "", { key: null, refused: limited });
         }
-        for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+        showWindow(res, headers);
         return pass(req, next, "", { key: null });
       }
       const key = presentedKey(req);
@@ -109,8 +113,8 @@ export function mcpRouter(services: Services): Router {
         res.locals.accountId = key.accountId;
         return pass(req, next, key.accountId, { key, refused: err as ApiError });
       }
-      requireFeature(caller.account.tier, "mcp");
       for (const [name, value] of Object.entries(caller.headers)) res.setHeader(name, value);
+      requireFeature(caller.account.tier, "mcp");
       res.locals.accountId = caller.account.id;
       pass(req, next, caller.account.id, { key });
     } catch (err) {

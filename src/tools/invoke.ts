@@ -78,8 +78,9 @@ export async function invokeTool(
     input = preflight(services, tool, call.input);
   } catch (err) {
     // Authenticate (and count the request) before saying anything about the call; charge nothing.
-    await checkCaller(services, call);
-    throw err;
+    // The answer shows the window it was counted in, as every counted answer does.
+    const caller = await checkCaller(services, call);
+    throw err instanceof ApiError ? err.withHeaders(caller.headers) : err;
   }
   if (!call.idempotencyKey) return execute(services, call, input, forward, null);
 
@@ -142,7 +143,7 @@ export async function invokeTool(
   throw new ApiError(
     "idempotency_conflict",
     "This Idempotency-Key was already used with a different request body.",
-    { param: "Idempotency-Key" },
+    { param: "Idempotency-Key", headers: caller.headers },
   );
 }
 

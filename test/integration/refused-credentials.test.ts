@@ -68,8 +68,10 @@ describe("refused credentials", () => {
         /^At most 3 requests with refused credentials per minute per client address/,
       );
       expect(Number(answer.headers.get("retry-after"))).toBeGreaterThan(50);
-      // Refused before the key was read: no rate-limit headers of the account's, no charge.
-      expect(answer.headers.get("ratelimit-remaining")).toBeNull();
+      // Refused before the key was read: the window shown is the refused credentials' (3 a
+      // minute, spent), not the account's, and nothing is charged.
+      expect(answer.headers.get("ratelimit-policy")).toBe("3;w=60");
+      expect(answer.headers.get("ratelimit-remaining")).toBe("0");
     }
     const mcp = await call(`${gw.url}/mcp`, {
       key,

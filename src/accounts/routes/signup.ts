@@ -3,6 +3,8 @@ import {
   countEndpointUse,
   endpointBucket,
   endpointLimitRefusal,
+  showWindow,
+  windowHeaders,
 } from "../../http/endpoint-limits.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
@@ -32,22 +34,24 @@ export const signup = defineRoute({
     // refused as "Invalid email address"); a preprocess keeps the published schema the address's.
     email: z.preprocess((v) => (typeof v === "string" ? v.trim() : v), z.email().max(254)),
   }),
-  async handler({ services, body, req, requestId }) {
+  async handler({ services, body, req, res, requestId }) {
     const email = body.email.trim().toLowerCase();
     const limit = services.config.signupsPerHourPerIp;
     // Only sign-ups that create an account count: the slot is taken first (so concurrent
     // attempts cannot overshoot the limit) and given back when no account comes of it.
     const bucket = `signup:${req.ip}`;
     const hit = await services.store.hitRateLimit(bucket, limit, HOUR_MS, requestId);
+    const window = windowHeaders(hit, HOUR_MS / 1000);
     if (!hit.allowed) {
       const retryAfter = String(Math.max(1, Math.ceil(hit.resetMs / 1000)));
       const setting = services.config.env === "production" ? "" : " (SIGNUPS_PER_HOUR_PER_IP)";
       throw new ApiError(
         "rate_limited",
         `At most ${limit} sign-ups per hour from one address${setting}.`,
-        { headers: { "Retry-After": retryAfter } },
+        { headers: { ...window, "RateLimit-Remaining": "0", "Retry-After": retryAfter } },
       );
     }
+    showWindow(res, window);
     // 409 email_taken says an address has an account, which the dashboard's sign-in forms never
     // say: refused sign-ups are limited per address too. Taken like the slot above and given
     // back unless the address was taken; once spent, every sign-up from the address is refused

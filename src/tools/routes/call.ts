@@ -54,13 +54,15 @@ async function resolveTool(
   if (known) return known;
   if (req.headers["x-api-key"]) {
     const key = presentedKey(req);
-    // Whatever the lookup finds or refuses, only the account's own key hears of it.
+    // Whatever the lookup finds or refuses, only the account's own key hears of it (counted, with
+    // the tier's window on the answer).
     const own = await services.upstream.find(name, key.accountId).catch(async (err: unknown) => {
-      await authenticate(services, key, requestId);
-      throw err;
+      const caller = await authenticate(services, key, requestId);
+      throw err instanceof ApiError ? err.withHeaders(caller.headers) : err;
     });
     if (own) return own;
-    await authenticate(services, key, requestId);
+    const caller = await authenticate(services, key, requestId);
+    throw toolNotFound(name).withHeaders(caller.headers);
   }
   throw toolNotFound(name);
 }
@@ -85,6 +87,7 @@ export const callTool = defineRoute({
   summary:
     "Call a tool with its JSON input, paid with x-api-key credits or an x402 payment; charged only when the tool succeeds.",
   auth: "public",
+  countsItself: true,
   document: callToolDocument,
   handler: ({ services, req, res, params, requestId }) =>
     serveToolCall(services, req, res, params.name!, requestId),
@@ -104,14 +107,17 @@ export async function serveToolCall(
   const tool = await resolveTool(services, req, name, requestId);
   const idempotencyKey = headerOf(req, "idempotency-key") ?? null;
   if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
-    // An account's own tool was found for the account the key names, before the key was checked:
-    // a 422 here would tell a made-up key that the account has a tool of that name.
-    if (isPrivateTool(tool)) await authenticate(services, presentedKey(req), requestId);
-    throw new ApiError(
+    const invalid = new ApiError(
       "validation_failed",
       "Idempotency-Key must be 1 to 255 printable ASCII characters.",
       { param: "Idempotency-Key" },
     );
+    // A keyed call is counted against its account, as every keyed call is (and an account's own
+    // tool was found for the account the key names, before the key was checked: a 422 here
+    // would tell a made-up key that the account has a tool of that name).
+    if (!req.headers["x-api-key"]) throw invalid;
+    const caller = await authenticate(services, presentedKey(req), requestId);
+    throw invalid.withHeaders(caller.headers);
   }
   const forward = services.upstream.forwarderFor(tool, services.pools.proxy(req, res));
   // The price and the x402 offer are worked out only when needed: keyed calls that can pay never see them.
@@ -166,8 +172,12 @@ export async function serveToolCall(
     } catch (err) {
       forgetUnprovenAccount(res, err);
       if (address !== null && err instanceof ApiError && err.code === "payment_invalid")
-        // The refusal is the answer: a store that cannot count it does not replace it.
-        await services.payments.refused.count(address, requestId).catch(() => undefined);
+        // The refusal is the answer: a store that cannot count it does not replace it. Counted
+        // there, it shows that limiter's window.
+        settled = {
+          ...settled,
+          ...(await services.payments.refused.count(address, requestId).catch(() => ({}))),
+        };
       // Once paid, the payment stands (as credits on the paying account): say so on the error too.
       throw err instanceof ApiError ? err.withHeaders(settled) : err;
     }
