@@ -88,14 +88,21 @@ const paymentRequiredHeader = {
   },
 };
 
+/**
+ * The window of the limiter that counted the request (an account's tier for a keyed request, the
+ * per-address limit of requests without one, an endpoint's own limit): on every answer, errors
+ * included (D12).
+ */
 export const rateLimitHeaders = {
   "RateLimit-Policy": {
     schema: { type: "string" },
-    description: "The tier's limit and window, as <limit>;w=60.",
+    description:
+      "The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60).",
   },
   "RateLimit-Limit": {
     schema: { type: "integer" },
-    description: "Requests allowed per minute for the account's tier.",
+    description:
+      "Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing.",
   },
   "RateLimit-Remaining": { schema: { type: "integer" } },
   "RateLimit-Reset": {
@@ -103,6 +110,15 @@ export const rateLimitHeaders = {
     description: "Seconds until a request slot frees.",
   },
   "X-Request-Id": { schema: { type: "string" } },
+};
+
+/** A 429's headers: when to come back, and the window that refused the request. */
+export const rateLimitedHeaders = {
+  "Retry-After": {
+    schema: { type: "integer" },
+    description: "Seconds to wait before retrying.",
+  },
+  ...rateLimitHeaders,
 };
 
 export function errorResponses(codes: ErrorCode[]): Json {
@@ -117,6 +133,7 @@ export function errorResponses(codes: ErrorCode[]): Json {
         {
           description: list.join(", "),
           ...(offer ? { headers: paymentRequiredHeader } : {}),
+          ...(status === 429 ? { headers: rateLimitedHeaders } : {}),
           content: {
             "application/json": {
               schema: { $ref: `#/components/schemas/${offer ? "PaymentRequired" : "Error"}` },
@@ -153,6 +170,7 @@ const AUTH_ERRORS: Record<string, ErrorCode[]> = {
     "admin_required",
     "validation_failed",
     "not_found",
+    "rate_limited",
     "store_unavailable",
   ],
 };
@@ -252,9 +270,7 @@ function operation(route: AnyRoute, tag: string): Json {
       [String(route.successStatus ?? 200)]: {
         description: "Success",
         headers: {
-          ...(route.auth === "key"
-            ? rateLimitHeaders
-            : { "X-Request-Id": rateLimitHeaders["X-Request-Id"] }),
+          ...rateLimitHeaders,
           ...Object.fromEntries(
             Object.entries(route.alsoProduces?.headers ?? {}).map(([name, header]) => [
               name,

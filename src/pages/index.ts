@@ -1,6 +1,6 @@
 import { Router } from "express";
 import { allowOn } from "../http/method-not-allowed.js";
-import { schemaOf, type Json } from "../http/openapi.js";
+import { errorResponses, rateLimitHeaders, schemaOf, type Json } from "../http/openapi.js";
 import type { Services } from "../services.js";
 import { statusReportSchema } from "../status/report-schema.js";
 import { readChangelog, renderChangelogPage, renderChangelogRss } from "./changelog.js";
@@ -41,7 +41,14 @@ export function pagesDocument(): Record<string, Json> {
       summary,
       operationId: `get${summary.replace(/[^A-Za-z0-9]/g, "")}`,
       security: [],
-      responses: { "200": { description: "Success", content: { [mediaType]: { schema } } } },
+      responses: {
+        "200": {
+          description: "Success",
+          headers: rateLimitHeaders,
+          content: { [mediaType]: { schema } },
+        },
+        ...errorResponses(["rate_limited"]),
+      },
     },
   });
   return {

@@ -2619,6 +2619,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -2683,6 +2690,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2712,9 +2729,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -2796,6 +2813,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2832,9 +2859,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -2943,6 +2970,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2972,9 +3009,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -3065,6 +3102,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3094,9 +3141,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -3169,6 +3216,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3208,9 +3265,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -3301,6 +3358,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3330,9 +3397,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -3395,6 +3462,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3424,9 +3501,9 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -3479,6 +3556,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3511,6 +3598,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -3590,6 +3684,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description store_unavailable */
             503: {
                 headers: {
@@ -3622,6 +3735,13 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -3736,6 +3856,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description store_unavailable */
             503: {
                 headers: {
@@ -3767,6 +3906,13 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -3867,6 +4013,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description store_unavailable */
             503: {
                 headers: {
@@ -3899,6 +4064,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -4000,6 +4172,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description store_unavailable */
             503: {
                 headers: {
@@ -4025,6 +4216,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -4074,6 +4272,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description store_unavailable */
             503: {
                 headers: {
@@ -4106,6 +4323,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -4182,6 +4406,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description store_unavailable */
             503: {
                 headers: {
@@ -4207,6 +4450,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -4250,6 +4500,25 @@ export interface operations {
             /** @description validation_failed */
             422: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4301,6 +4570,13 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -4394,6 +4670,25 @@ export interface operations {
             /** @description validation_failed */
             422: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4432,6 +4727,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -4525,6 +4827,25 @@ export interface operations {
             /** @description validation_failed */
             422: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4564,6 +4885,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -4663,6 +4991,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description store_unavailable */
             503: {
                 headers: {
@@ -4686,6 +5033,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -4740,6 +5094,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description store_unavailable */
             503: {
                 headers: {
@@ -4765,6 +5138,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -4812,6 +5192,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description store_unavailable */
             503: {
                 headers: {
@@ -4839,6 +5238,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -4897,6 +5303,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description store_unavailable */
             503: {
                 headers: {
@@ -4923,6 +5348,13 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -4969,6 +5401,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description store_unavailable */
             503: {
                 headers: {
@@ -5001,6 +5452,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -5089,6 +5547,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description store_unavailable */
             503: {
                 headers: {
@@ -5119,6 +5596,13 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -5198,6 +5682,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description store_unavailable */
             503: {
                 headers: {
@@ -5227,6 +5730,13 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -5302,6 +5812,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description store_unavailable */
             503: {
                 headers: {
@@ -5333,9 +5862,9 @@ export interface operations {
                 headers: {
                     /** @description With text/csv: attachment; filename="analytics.csv". */
                     "Content-Disposition"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -5431,6 +5960,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5483,9 +6022,9 @@ export interface operations {
                 headers: {
                     /** @description The pack's payment: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -5612,6 +6151,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5650,9 +6199,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -5739,6 +6288,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5796,9 +6355,9 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -5901,6 +6460,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5932,9 +6501,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -6017,6 +6586,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6048,9 +6627,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -6114,6 +6693,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6149,9 +6738,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -6216,6 +6805,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6245,9 +6844,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -6331,6 +6930,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6376,9 +6985,9 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -6486,6 +7095,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6519,9 +7138,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -6618,6 +7237,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6665,9 +7294,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -6773,6 +7402,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6812,9 +7451,9 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -6960,6 +7599,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7003,9 +7652,9 @@ export interface operations {
                 headers: {
                     /** @description The plan's payment: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -7149,6 +7798,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7194,6 +7853,13 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -7313,6 +7979,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7355,9 +8031,9 @@ export interface operations {
                     "Content-Disposition"?: string;
                     /** @description With text/csv, when there are more entries: the next page, as <url>; rel="next" (the JSON answer has next_cursor instead). */
                     Link?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -7428,6 +8104,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7459,6 +8145,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -7502,6 +8195,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7539,6 +8242,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -7588,6 +8298,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7624,6 +8344,13 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -7702,6 +8429,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7731,9 +8468,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -7804,6 +8541,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7835,9 +8582,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -7901,6 +8648,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7934,9 +8691,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -8011,6 +8768,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8043,9 +8810,9 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -8108,6 +8875,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8146,9 +8923,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -8244,6 +9021,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8280,9 +9067,9 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -8369,6 +9156,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8404,9 +9201,9 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -8489,6 +9286,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8518,10 +9325,37 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "text/html": string;
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -8538,10 +9372,37 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/rss+xml": string;
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -8558,10 +9419,37 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "text/html": string;
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -8578,10 +9466,37 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "text/javascript": string;
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -8598,6 +9513,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -8638,6 +9560,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8667,10 +9599,37 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -8791,6 +9750,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8820,6 +9789,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -8866,6 +9842,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8895,6 +9881,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -8932,6 +9925,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8961,6 +9964,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -9002,6 +10012,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9031,10 +10051,37 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "text/html": string;
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -9051,6 +10098,14 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9161,6 +10216,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getStatusRSS: {
@@ -9175,10 +10249,37 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/rss+xml": string;
+                };
+            };
+            /** @description rate_limited */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -9198,6 +10299,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -9263,6 +10371,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9294,6 +10412,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -9364,6 +10489,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9414,9 +10549,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -9536,6 +10671,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9604,9 +10749,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -9738,6 +10883,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9804,9 +10959,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -9924,6 +11079,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9994,9 +11159,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -10114,6 +11279,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10187,9 +11362,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -10309,6 +11484,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10383,9 +11568,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -10505,6 +11690,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10576,9 +11771,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -10696,6 +11891,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10766,9 +11971,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -10883,6 +12088,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10952,9 +12167,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -11072,6 +12287,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11140,9 +12365,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -11262,6 +12487,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11347,9 +12582,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -11468,6 +12703,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11515,6 +12760,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -11560,6 +12812,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11624,9 +12886,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -11749,6 +13011,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11834,9 +13106,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -11945,6 +13217,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12024,9 +13306,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -12135,6 +13417,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12215,9 +13507,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -12337,6 +13629,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12416,9 +13718,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -12536,6 +13838,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12606,9 +13918,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -12722,6 +14034,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12796,9 +14118,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -12905,6 +14227,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12980,9 +14312,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -13098,6 +14430,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13169,9 +14511,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -13282,6 +14624,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13358,9 +14710,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -13471,6 +14823,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13542,9 +14904,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -13653,6 +15015,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13717,9 +15089,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -13826,6 +15198,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13909,9 +15291,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -14020,6 +15402,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14084,9 +15476,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -14216,6 +15608,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14311,9 +15713,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -14430,6 +15832,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14499,9 +15911,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -14634,6 +16046,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14710,9 +16132,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -14825,6 +16247,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14893,9 +16325,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -15008,6 +16440,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -15074,9 +16516,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -15185,6 +16627,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -15259,9 +16711,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -15382,6 +16834,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -15446,9 +16908,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -15562,6 +17024,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -15626,9 +17098,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -15735,6 +17207,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -15811,9 +17293,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -15924,6 +17406,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -15988,9 +17480,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -16106,6 +17598,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -16175,9 +17677,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -16292,6 +17794,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -16377,9 +17889,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -16492,6 +18004,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -16573,9 +18095,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -16694,6 +18216,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -16758,9 +18290,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -16876,6 +18408,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -16945,9 +18487,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -17064,6 +18606,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17128,9 +18680,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -17247,6 +18799,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17318,9 +18880,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -17436,6 +18998,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17508,9 +19080,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -17625,6 +19197,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17697,9 +19279,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -17825,6 +19407,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17889,9 +19481,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -18004,6 +19596,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18076,9 +19678,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -18203,6 +19805,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18277,9 +19889,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -18395,6 +20007,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18469,9 +20091,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -18589,6 +20211,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18660,9 +20292,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -18773,6 +20405,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18846,9 +20488,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -18961,6 +20603,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -19029,9 +20681,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -19146,6 +20798,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -19218,9 +20880,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -19337,6 +20999,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -19401,9 +21073,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -19519,6 +21191,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -19588,9 +21270,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -19704,6 +21386,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -19768,9 +21460,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -19889,6 +21581,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -19958,9 +21660,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -20076,6 +21778,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -20147,9 +21859,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -20266,6 +21978,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -20341,9 +22063,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -20456,6 +22178,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -20524,9 +22256,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -20639,6 +22371,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -20717,9 +22459,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -20839,6 +22581,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -20911,9 +22663,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -21047,6 +22799,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -21116,9 +22878,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -21231,6 +22993,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -21302,9 +23074,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -21413,6 +23185,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -21479,9 +23261,9 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description A call paid with x402: the settlement receipt (x402 v2's name; base64 JSON). */
                     "PAYMENT-RESPONSE"?: string;
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -21592,6 +23374,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -21647,9 +23439,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -21743,6 +23535,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -21781,6 +23583,13 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
@@ -21829,6 +23638,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -21866,9 +23685,9 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description Requests allowed per minute for the account's tier. */
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
-                    /** @description The tier's limit and window, as <limit>;w=60. */
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
                     "RateLimit-Policy"?: string;
                     "RateLimit-Remaining"?: number;
                     /** @description Seconds until a request slot frees. */
@@ -21951,6 +23770,16 @@ export interface operations {
             /** @description rate_limited */
             429: {
                 headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
