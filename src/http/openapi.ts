@@ -244,6 +244,29 @@ function operation(route: AnyRoute, tag: string): Json {
       schema,
     }),
   );
+  const success = {
+    description: "Success",
+    headers: {
+      ...rateLimitHeaders,
+      ...Object.fromEntries(
+        Object.entries(route.alsoProduces?.headers ?? {}).map(([name, header]) => [
+          name,
+          { schema: { type: "string" }, ...header },
+        ]),
+      ),
+      ...route.successHeaders,
+    },
+    content: route.produces
+      ? { [route.produces]: { schema: { type: "string" } } }
+      : {
+          "application/json": {
+            schema: route.response ? schemaOf(route.response, "output") : { type: "object" },
+          },
+          ...(route.alsoProduces
+            ? { [route.alsoProduces.mediaType]: { schema: { type: "string" } } }
+            : {}),
+        },
+  };
   return {
     tags: [tag],
     summary: route.summary,
@@ -267,29 +290,15 @@ function operation(route: AnyRoute, tag: string): Json {
         }
       : {}),
     responses: {
-      [String(route.successStatus ?? 200)]: {
-        description: "Success",
-        headers: {
-          ...rateLimitHeaders,
-          ...Object.fromEntries(
-            Object.entries(route.alsoProduces?.headers ?? {}).map(([name, header]) => [
-              name,
-              { schema: { type: "string" }, ...header },
-            ]),
-          ),
-          ...route.successHeaders,
-        },
-        content: route.produces
-          ? { [route.produces]: { schema: { type: "string" } } }
-          : {
-              "application/json": {
-                schema: route.response ? schemaOf(route.response, "output") : { type: "object" },
-              },
-              ...(route.alsoProduces
-                ? { [route.alsoProduces.mediaType]: { schema: { type: "string" } } }
-                : {}),
+      [String(route.successStatus ?? 200)]: success,
+      ...(route.alsoSucceeds
+        ? {
+            [String(route.alsoSucceeds.status)]: {
+              ...success,
+              description: route.alsoSucceeds.description,
             },
-      },
+          }
+        : {}),
       ...errorResponses([
         ...new Set([
           ...AUTH_ERRORS[route.auth]!,

@@ -70,6 +70,8 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
   alsoProduces?: { mediaType: string; headers: Record<string, { description: string }> };
   /** Status of the success answer (default 200). */
   successStatus?: number;
+  /** Another status the same success answer may have, and when (an Idempotency-Key replayed: 200 beside 201). */
+  alsoSucceeds?: { status: number; description: string };
   /**
    * For the API description: request headers the route reads beyond the key (an x402 payment), as
    * OpenAPI parameter objects, and headers of the success answer beyond the rate-limit ones (the

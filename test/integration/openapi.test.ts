@@ -142,6 +142,28 @@ describe("GET /openapi.json", () => {
     ).toEqual(["email"]);
     expect(doc.paths["/api/v1/admin/accounts/{id}/tier"].put.security).toEqual([{ AdminKey: [] }]);
   });
+
+  it("documents the statuses these endpoints really answer: a replayed grant's 200, an unreadable cursor's 400", async () => {
+    const { accountId } = await fundedAccount(gw.url, 0);
+    const grant = () =>
+      admin(gw.url, `/accounts/${accountId}/credits`, {
+        body: { amount: 5, reason: "openapi test" },
+        headers: { "idempotency-key": `grant-${accountId}` },
+      });
+    const [first, again] = [await grant(), await grant()];
+    expect([first.status, again.status, again.body.applied]).toEqual([201, 200, false]);
+    const grantOp = doc.paths["/api/v1/admin/accounts/{id}/credits"].post;
+    expect(Object.keys(grantOp.responses)).toEqual(expect.arrayContaining(["200", "201"]));
+    expect(grantOp.responses["200"].content).toEqual(grantOp.responses["201"].content);
+
+    for (const path of ["/api/v1/admin/accounts", "/api/v1/usage", "/api/v1/events"]) {
+      const res = path.includes("admin")
+        ? await admin(gw.url, "/accounts?cursor=zzz")
+        : await call(`${gw.url}${path}?cursor=zzz`, { key: (await fundedAccount(gw.url, 0)).key });
+      expect([path, res.status, res.body.error.code]).toEqual([path, 400, "invalid_cursor"]);
+      expect(doc.paths[path].get.responses["400"].description, path).toContain("invalid_cursor");
+    }
+  });
 });
 
 describe("the CSV exports", () => {

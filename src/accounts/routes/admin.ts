@@ -21,6 +21,7 @@ export const adminListAccounts = defineRoute({
   summary: "Every account, oldest first, paginated.",
   auth: "admin",
   query: pageQuery,
+  errors: ["invalid_cursor"],
   response: listOf(accountViewSchema),
   async handler({ services, query }) {
     const page = await pageOf(services.store.listAccounts(query));
@@ -52,6 +53,11 @@ export const adminGrantCredits = defineRoute({
   auth: "admin",
   errors: ["idempotency_conflict"],
   successStatus: 201,
+  alsoSucceeds: {
+    status: 200,
+    description:
+      "This Idempotency-Key was applied already: nothing granted again (`applied: false`).",
+  },
   response: z.object({
     applied: z
       .boolean()

@@ -3648,6 +3648,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description missing_api_key, invalid_api_key */
             401: {
                 headers: {
@@ -3732,6 +3741,58 @@ export interface operations {
             };
         };
         responses: {
+            /** @description This Idempotency-Key was applied already: nothing granted again (`applied: false`). */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        account: {
+                            created_at: string | null;
+                            credits: number;
+                            /** @description credits.low fires when a call leaves the balance below this. */
+                            credits_low_threshold: number;
+                            email: string | null;
+                            email_verified: boolean;
+                            /** @description What the tier includes that is built and running. */
+                            features: ("tools" | "x402" | "mcp" | "webhooks" | "priority_queue" | "facilitator" | "custom_endpoints" | "dedicated_workers" | "analytics" | "sso")[];
+                            /** @description What the tier will include, not built yet (announced, not served). */
+                            features_coming: string[];
+                            id: string;
+                            /** @description Free tier: when the balance is next topped up to 500. */
+                            next_allowance_at: string | null;
+                            /** @description A paid plan: when its period ends (renew before, or the tier falls back to Free). */
+                            plan_expires_at: string | null;
+                            rate_limit_per_minute: number;
+                            /** @description Credits kept by calls this calendar month (UTC), net of refunds. */
+                            spend: {
+                                credits: number;
+                                /** @constant */
+                                period: "month";
+                                /** Format: date-time */
+                                period_start: string;
+                            };
+                            /** @description spend.threshold_reached fires once a month when the month's spend reaches this (null: no alert). */
+                            spend_alert: {
+                                credits: number;
+                            } | null;
+                            /** @enum {string} */
+                            tier: "free" | "starter" | "pro" | "business";
+                        };
+                        /** @description false when this Idempotency-Key was already applied (status 200). */
+                        applied: boolean;
+                    };
+                };
+            };
             /** @description Success */
             201: {
                 headers: {
@@ -6766,7 +6827,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json, invalid_range */
+            /** @description invalid_json, invalid_range, invalid_cursor */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8065,7 +8126,7 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            /** @description invalid_json, invalid_range */
+            /** @description invalid_json, invalid_range, invalid_cursor */
             400: {
                 headers: {
                     [name: string]: unknown;
