@@ -125,8 +125,19 @@ export async function checkWebhookUrl(
  */
 const NOT_PUBLIC = "does not resolve to a public address";
 
-/** Why a URL's host may not be reached — it does not resolve, or one of its addresses is blocked — or null when it may. */
+/**
+ * Why a URL's port cannot be the target's, or null. Port 0 is no port a server listens on: an
+ * HTTP client connecting to it goes to the scheme's default port instead (Node's does), so the
+ * URL accepted would not be the one reached.
+ */
+export function portReason(url: URL): string | null {
+  return url.port === "0" ? "port 0 is not a port a server can listen on" : null;
+}
+
+/** Why a URL's host may not be reached — its port is 0, it does not resolve, or one of its addresses is blocked — or null when it may. */
 export async function blockedHostReason(url: URL, allowPrivate: boolean): Promise<string | null> {
+  const port = portReason(url);
+  if (port) return port;
   const host = url.hostname.replace(/^\[|\]$/g, "");
   if (isIP(host)) return blockedReason(host, allowPrivate);
   let addresses: string[];

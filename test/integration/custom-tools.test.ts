@@ -481,6 +481,7 @@ describe("a Business account's custom tool", () => {
     );
     await bad({ url: "ftp://localhost/tool" }, "url");
     await bad({ url: "https://user:pass@localhost/tool" }, "url");
+    await bad({ url: "https://1.1.1.1:0/tool" }, "url"); // port 0: the call would go to 443
     await bad({ url: "https://169.254.169.254/latest/meta-data" }, "url"); // link-local metadata: never, even in development
     await bad({ price_credits: 0 }, "price_credits");
     await bad({ timeout_ms: 60_000 }, "timeout_ms");

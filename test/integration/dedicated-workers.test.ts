@@ -174,6 +174,7 @@ describe("binding an account to its own worker pool", () => {
       "http://169.254.169.254",
       "ftp://127.0.0.1",
       "http://user:pw@127.0.0.1:1",
+      "http://127.0.0.1:0", // port 0: the calls would go to port 80
       `${dedicated.url}/tools`,
       "not a url",
     ]) {

@@ -42,6 +42,9 @@ describe("registration", () => {
     "https://[2001:db8::1]/hook",
     "http://93.184.216.34/hook",
     "https://user:pass@93.184.216.34/hook",
+    // Port 0 is no server's port: a client connecting to it goes to 443 instead.
+    "https://1.1.1.1:0/hook",
+    "https://1.1.1.1:00/hook",
     "https://no-such-host.invalid/hook",
   ])("refuses %s", async (url) => {
     const { key } = await fundedAccount(gw.url, 100, "pro");

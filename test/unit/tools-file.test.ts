@@ -86,6 +86,7 @@ describe("TOOLS_FILE", () => {
           { ...good, name: "no-price", price_credits: undefined },
           // biome-ignore lint/suspicious/noTemplateCurlyInString: TOOLS_FILE's own ${NAME} syntax, not a template
           { ...good, name: "secret", headers: { Authorization: "Bearer ${NOT_SET_ANYWHERE}" } },
+          { ...good, name: "port-zero", url: "https://api.example.com:0/x" },
         ],
       }),
       "json",
@@ -103,6 +104,9 @@ describe("TOOLS_FILE", () => {
       expect.stringMatching(/tools\[5\] \(no-price\): price_credits: /),
       expect.stringMatching(
         /tools\[6\] \(secret\): headers.Authorization: NOT_SET_ANYWHERE not set in the environment$/,
+      ),
+      expect.stringMatching(
+        /tools\[7\] \(port-zero\): url: port 0 is not a port a server can listen on$/,
       ),
     ]);
   });

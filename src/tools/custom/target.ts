@@ -1,5 +1,5 @@
 import { isIP } from "node:net";
-import { blockedReason, checkWebhookUrl } from "../../webhooks/ssrf.js";
+import { blockedReason, checkWebhookUrl, portReason } from "../../webhooks/ssrf.js";
 
 /**
  * Where an upstream tool may point: the webhook SSRF guard's rule (public addresses only, checked
@@ -21,6 +21,8 @@ export function checkUpstreamForm(raw: string, allowPrivate: boolean): TargetChe
   }
   if (url.username || url.password)
     return { ok: false, reason: "credentials in the URL are not allowed" };
+  const port = portReason(url);
+  if (port) return { ok: false, reason: port };
   if (url.protocol === "https:") return { ok: true, url };
   if (url.protocol !== "http:") return { ok: false, reason: "endpoint URLs must use https" };
   if (!allowPrivate) return { ok: false, reason: "endpoint URLs must use https" };
