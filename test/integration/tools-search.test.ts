@@ -41,6 +41,19 @@ describe("GET /v1/tools?q=", () => {
     expect([bad.status, bad.body.error.param]).toEqual([422, "category"]);
   });
 
+  it("refuses an unknown parameter (422 naming it), as every listing does, rather than list everything", async () => {
+    for (const query of ["categry=ai", "q=pdf&limit=5"]) {
+      const res = await call(`${gw.url}/v1/tools?${query}`);
+      const param = query.split("&").at(-1)!.split("=")[0];
+      expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([
+        422,
+        "validation_failed",
+        param,
+      ]);
+      expect(res.body.error.message).toBe(`Unknown field "${param}" in the query.`);
+    }
+  });
+
   it("lists the categories with their tool counts, 64 in all", async () => {
     const { body } = await call(`${gw.url}/v1/tools/categories`);
     expect(body.data.map((c: any) => c.name)).toContain("documents");
