@@ -13,7 +13,7 @@ import type { ErrorCode } from "./errors.js";
  * stops at the first level too deep (a megabyte of "[" is refused after 65 bytes, unparsed), and
  * skips strings with a native search (~0.03 ms for a 1 MB string). JSON is UTF-8 (RFC 8259
  * §8.1), where the bytes of `[ ] { } " \` never occur inside a multi-byte character, so the scan
- * is exact; other charsets are refused (415) rather than scanned differently.
+ * is exact; other charsets are refused (415) rather than scanned differently ("utf8" is UTF-8).
  */
 /** What a body that cannot be read is answered (http/errors.ts maps the parser's errors to these). */
 export const UNREADABLE_BODY: readonly ErrorCode[] = [
@@ -25,13 +25,13 @@ export const UNREADABLE_BODY: readonly ErrorCode[] = [
 ];
 
 export function jsonBody(options: { limitBytes: number; maxDepth: number }): RequestHandler {
-  return express.json({
+  const parse = express.json({
     limit: options.limitBytes,
     strict: false,
     verify(_req, _res, body, charset) {
       // Declared UTF-8 and really UTF-8: bytes that are not would be read as U+FFFD and the
       // call served on text the caller never sent (a native check, ~GB/s).
-      if ((charset !== "utf-8" && charset !== "utf8") || !isUtf8(body))
+      if (charset !== "utf-8" || !isUtf8(body))
         throw Object.assign(new Error("JSON bodies must be UTF-8."), {
           status: 415,
           type: "charset.unsupported",
@@ -46,7 +46,21 @@ export function jsonBody(options: { limitBytes: number; maxDepth: number }): Req
       }
     },
   });
+  return (req, res, next) => {
+    // body-parser refuses, before `verify`, every charset that does not begin "utf-" (415): the
+    // common spelling "utf8" is UTF-8 too, and is read as such (the header is put back after).
+    const type = req.headers["content-type"];
+    const undashed = type !== undefined && type !== "application/json" && UTF8_UNDASHED.test(type);
+    if (undashed) req.headers["content-type"] = type.replace(UTF8_UNDASHED, "$1utf-8$2");
+    parse(req, res, (err?: unknown) => {
+      if (undashed) req.headers["content-type"] = type;
+      next(err);
+    });
+  };
 }
+
+/** `charset=utf8` in any case, unquoted or quoted, as the last parameter or not. */
+const UTF8_UNDASHED = /(;\s*charset\s*=\s*"?)utf8("?\s*(?:;|$))/i;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
