@@ -176,6 +176,8 @@ export function toApiError(err: unknown): ApiError {
     return new ApiError("body_too_deep", e.message ?? "The request body nests too deeply.");
   if (e?.type === "entity.parse.failed")
     return new ApiError("invalid_json", "The request body is not valid JSON.");
+  if (e?.type === "entity.not.unicode")
+    return new ApiError("invalid_json", e.message ?? "The request body is not valid JSON.");
   if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported") {
     return new ApiError(
       "unsupported_media_type",

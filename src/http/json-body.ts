@@ -14,6 +14,8 @@ import type { ErrorCode } from "./errors.js";
  * skips strings with a native search (~0.03 ms for a 1 MB string). JSON is UTF-8 (RFC 8259
  * §8.1), where the bytes of `[ ] { } " \` never occur inside a multi-byte character, so the scan
  * is exact; other charsets are refused (415) rather than scanned differently ("utf8" is UTF-8).
+ * A string the body escapes into a lone surrogate (`"\ud800"`) is refused too (400
+ * `invalid_json`): valid UTF-8 bytes, but no Unicode text (`loneSurrogateIn`).
  */
 /** What a body that cannot be read is answered (http/errors.ts maps the parser's errors to these). */
 export const UNREADABLE_BODY: readonly ErrorCode[] = [
@@ -28,7 +30,7 @@ export function jsonBody(options: { limitBytes: number; maxDepth: number }): Req
   const parse = express.json({
     limit: options.limitBytes,
     strict: false,
-    verify(_req, _res, body, charset) {
+    verify(req, _res, body, charset) {
       // Declared UTF-8 and really UTF-8: bytes that are not would be read as U+FFFD and the
       // call served on text the caller never sent (a native check, ~GB/s).
       if (charset !== "utf-8" || !isUtf8(body))
@@ -44,6 +46,9 @@ export function jsonBody(options: { limitBytes: number; maxDepth: number }): Req
           { status: 413, type: "entity.too.deep" },
         );
       }
+      // Only a `\u` escape can make a string that is not Unicode out of UTF-8 bytes: the parsed
+      // value is checked for one only then (a native search; most bodies have none).
+      if (body.includes(ESCAPE)) (req as Escaped)[HAS_ESCAPES] = true;
     },
   });
   return (req, res, next) => {
@@ -54,13 +59,65 @@ export function jsonBody(options: { limitBytes: number; maxDepth: number }): Req
     if (undashed) req.headers["content-type"] = type.replace(UTF8_UNDASHED, "$1utf-8$2");
     parse(req, res, (err?: unknown) => {
       if (undashed) req.headers["content-type"] = type;
-      next(err);
+      if (err || !(req as Escaped)[HAS_ESCAPES]) return next(err);
+      const lone = loneSurrogateIn(req.body, options.maxDepth);
+      if (lone === null) return next();
+      next(
+        Object.assign(
+          new Error(
+            `The request body is not valid JSON text: it escapes a lone surrogate (\\u${lone.toString(16)}), which is no Unicode character; escape a character outside the BMP as a surrogate pair.`,
+          ),
+          { status: 400, type: "entity.not.unicode" },
+        ),
+      );
     });
   };
 }
 
 /** `charset=utf8` in any case, unquoted or quoted, as the last parameter or not. */
 const UTF8_UNDASHED = /(;\s*charset\s*=\s*"?)utf8("?\s*(?:;|$))/i;
+const ESCAPE = "\\u";
+const HAS_ESCAPES = Symbol("json body has \\u escapes");
+type Escaped = { [HAS_ESCAPES]?: true };
+
+const isWellFormed = (text: string) =>
+  (text as string & { isWellFormed(): boolean }).isWellFormed();
+
+/**
+ * The first lone surrogate (U+D800–U+DFFF outside a valid pair) in a parsed JSON value's strings
+ * and keys, or null. JSON.parse turns the escape `\ud800` into that code unit as it stands
+ * (RFC 8259 §8.2 leaves such strings' meaning undefined; I-JSON, RFC 7493 §2.1, forbids them),
+ * and anything reading it as text later sees U+FFFD, which the caller never sent. `depth`
+ * bounds the walk as the body's nesting was bounded.
+ */
+export function loneSurrogateIn(value: unknown, depth: number): number | null {
+  if (typeof value === "string") {
+    if (isWellFormed(value)) return null;
+    for (let i = 0; i < value.length; i++) {
+      const unit = value.charCodeAt(i);
+      if (unit < 0xd800 || unit > 0xdfff) continue;
+      const next = value.charCodeAt(i + 1);
+      if (unit <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) i++;
+      else return unit;
+    }
+    return null;
+  }
+  if (typeof value !== "object" || value === null || depth < 0) return null;
+  if (Array.isArray(value)) {
+    for (const item of value) {
+      const lone = loneSurrogateIn(item, depth - 1);
+      if (lone !== null) return lone;
+    }
+    return null;
+  }
+  for (const key in value) {
+    const lone =
+      loneSurrogateIn(key, depth) ??
+      loneSurrogateIn((value as Record<string, unknown>)[key], depth - 1);
+    if (lone !== null) return lone;
+  }
+  return null;
+}
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;

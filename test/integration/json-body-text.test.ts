@@ -1,9 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  balanceOf,
+  call,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 
 /**
  * What the JSON body parser every route shares (http/json-body.ts) takes as text: UTF-8, however
- * the charset is spelt ("utf-8" or "utf8").
+ * the charset is spelt ("utf-8" or "utf8"), and strings that are Unicode — a `\u` escape of a lone
+ * surrogate is refused, as bytes that are not UTF-8 are, rather than read as U+FFFD.
  */
 let gw: TestGateway;
 let key: string;
@@ -14,6 +21,7 @@ beforeAll(async () => {
 afterAll(() => gw?.stop());
 
 const LANE = "application/json"; // the keyed lane takes this one (tools/routes/keyed-lane.ts)
+const EXPRESS = "application/json; charset=utf-8"; // express's route takes this one
 
 const hash = (contentType: string, rawBody: string) =>
   call(`${gw.url}/v1/tools/hash`, { key, rawBody, headers: { "content-type": contentType } });
@@ -50,5 +58,60 @@ describe("the charset of a JSON body", () => {
       ]);
       expect(res.body.error.request_id).toBe(res.headers.get("x-request-id"));
     }
+  });
+});
+
+describe("a string escaped into a lone surrogate", () => {
+  it("is refused 400 invalid_json on the keyed lane and through express, uncharged", async () => {
+    const before = await balanceOf(gw.url, key);
+    for (const body of [
+      String.raw`{"text":"\ud800"}`,
+      String.raw`{"text":"a\uDFFFb"}`,
+      String.raw`{"text":"\udc00\ud800"}`, // a pair in the wrong order
+      String.raw`{"text":"ok","\ud83d":1}`, // in a key
+      String.raw`{"text":"\\\ud800"}`, // an escaped backslash, then the escape
+    ]) {
+      for (const contentType of [LANE, EXPRESS]) {
+        const res = await hash(contentType, body);
+        expect([body, contentType, res.status, res.body.error?.code]).toEqual([
+          body,
+          contentType,
+          400,
+          "invalid_json",
+        ]);
+        expect(res.body.error.message).toMatch(/lone surrogate \(\\u[0-9a-f]{4}\)/);
+        expect(res.body.error.request_id).toBe(res.headers.get("x-request-id"));
+      }
+    }
+    expect(await balanceOf(gw.url, key)).toBe(before);
+  });
+
+  it("leaves valid escapes alone: a surrogate pair, an escaped backslash before 'u'", async () => {
+    for (const [body, text] of [
+      [String.raw`{"text":"\ud83d\ude00"}`, "😀"],
+      [String.raw`{"text":"\\ud800"}`, "\\ud800"],
+      [String.raw`{"text":"\u00e9"}`, "é"],
+    ] as const) {
+      const direct = await hash(LANE, JSON.stringify({ text }));
+      for (const contentType of [LANE, EXPRESS]) {
+        const res = await hash(contentType, body);
+        expect([body, res.status, res.body.digest]).toEqual([body, 200, direct.body.digest]);
+      }
+    }
+  });
+
+  it("is refused on the MCP door too, as a JSON-RPC parse error", async () => {
+    const res = await fetch(`${gw.url}/mcp`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "x-api-key": key,
+      },
+      body: String.raw`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hash","arguments":{"text":"\ud800"}}}`,
+    });
+    const body = (await res.json()) as { error?: { code: number; message: string } };
+    expect([res.status, body.error?.code]).toEqual([400, -32700]);
+    expect(body.error?.message).toMatch(/lone surrogate/);
   });
 });

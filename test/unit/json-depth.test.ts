@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { jsonDepthExceeds } from "../../src/http/json-body.js";
+import { jsonDepthExceeds, loneSurrogateIn } from "../../src/http/json-body.js";
 
 const exceeds = (text: string, max: number) => jsonDepthExceeds(Buffer.from(text, "utf8"), max);
 
@@ -21,5 +21,20 @@ describe("the JSON depth scan at the door", () => {
 
   it("stops at the first level past the limit (a megabyte of [ is not read to its end)", () => {
     expect(exceeds("[".repeat(1_000_000), 64)).toBe(true);
+  });
+});
+
+describe("lone surrogates in a parsed body", () => {
+  const lone = (text: string) => loneSurrogateIn(JSON.parse(text), 32);
+  it("finds one in a string or a key, at any depth, alone or out of order", () => {
+    expect(lone(String.raw`"\ud800"`)).toBe(0xd800);
+    expect(lone(String.raw`{"a":[1,{"b":"x\udfff"}]}`)).toBe(0xdfff);
+    expect(lone(String.raw`{"\udbff":1}`)).toBe(0xdbff);
+    expect(lone(String.raw`["\udc00\ud800"]`)).toBe(0xdc00);
+    expect(lone(String.raw`["\ud83d\ude00x\ud83d"]`)).toBe(0xd83d);
+  });
+
+  it("passes pairs, other escapes and values that are not strings", () => {
+    expect(lone(String.raw`{"a":["\ud83d\ude00","\u00e9\\ud800",1,true,null]}`)).toBeNull();
   });
 });
