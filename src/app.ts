@@ -21,6 +21,9 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
+  // One spelling per path: /V1/tools is 404, not /v1/tools answered without the rules that read
+  // the path (API versioning first). Every router is case-sensitive too (http/router.ts).
+  app.set("case sensitive routing", true);
   const { refusedCredentials } = services;
   // TRUST_PROXY compiled once: the keyed lane and the limits name the client as req.ip does.
   app.set("trust proxy", refusedCredentials.trust);

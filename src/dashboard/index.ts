@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { Router, type Request, type Response } from "express";
+import type { Router, Request, Response } from "express";
 import { jsonBody } from "../http/json-body.js";
 import { countAnonymously } from "../http/anonymous-limit.js";
 import { allowOn } from "../http/method-not-allowed.js";
@@ -34,6 +34,7 @@ import {
   walletSignInRoutes,
 } from "./wallet-sign-in.js";
 import { renderDeliveriesPage, renderWebhooksPage } from "./webhooks-page.js";
+import { caseSensitiveRouter } from "../http/router.js";
 
 /**
  * The dashboard at /dashboard: server-rendered pages, one local script, a live feed, and the
@@ -109,7 +110,7 @@ function signedInPage(
  * packs and plans), served again with the session as the caller.
  */
 export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): Router {
-  const router = Router();
+  const router = caseSensitiveRouter();
   router.use(signInRoutes(services));
   router.use(ssoSignInRoutes(services));
   router.use(walletSignInRoutes(services));

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import express, { Router, type Request, type Response } from "express";
+import express, { type Router, type Request, type Response } from "express";
 import { parseApiKey } from "../accounts/api-keys.js";
 import { authenticate, requireUnrestrictedKey } from "../http/auth.js";
 import { ApiError, toApiError } from "../http/errors.js";
@@ -21,6 +21,7 @@ import {
   requireSameOrigin,
 } from "./session.js";
 import { walletSignInSection } from "./wallet-sign-in.js";
+import { caseSensitiveRouter } from "../http/router.js";
 
 /**
  * Signing in to the dashboard, and out. Four ways in, all ending in the same server-side session:
@@ -194,7 +195,7 @@ async function sendSignInLink(services: Services, accountId: string, email: stri
 }
 
 export function signInRoutes(services: Services): Router {
-  const router = Router();
+  const router = caseSensitiveRouter();
 
   router.get("/dashboard/sign-in", async (req, res) => {
     if (await currentSession(services, req, res)) return res.redirect(303, "/dashboard");

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { parseCookie, stringifySetCookie } from "cookie";
-import { Router, type Request } from "express";
+import type { Router, Request } from "express";
 import { SSO_CALLBACK_PATH, emailDomainOf, emailDomainSchema } from "../accounts/sso/connection.js";
 import {
   type AttemptChecks,
@@ -22,6 +22,7 @@ import { esc } from "../pages/respond.js";
 import { publicDashboardPage, sendDashboardPage } from "./layout.js";
 import { openSession } from "./session.js";
 import { field, formRoute, sendSignInRefusal } from "./sign-in.js";
+import { caseSensitiveRouter } from "../http/router.js";
 
 /**
  * Signing in to the dashboard with single sign-on (Business): OpenID Connect's authorization code
@@ -153,7 +154,7 @@ function continuePage(target: URL): string {
 }
 
 export function ssoSignInRoutes(services: Services): Router {
-  const router = Router();
+  const router = caseSensitiveRouter();
   const redirectUri = () => `${services.config.publicBaseUrl}${SSO_CALLBACK_PATH}`;
 
   router.post(

@@ -1,4 +1,4 @@
-import { Router, type RequestHandler } from "express";
+import type { Router, RequestHandler } from "express";
 import type { Hex } from "viem";
 import { z } from "zod";
 import { ApiError } from "../http/errors.js";
@@ -10,6 +10,7 @@ import { ensureWalletAccount } from "../payments/wallet-accounts.js";
 import { esc } from "../pages/respond.js";
 import type { Services } from "../services.js";
 import { openSession, requireSameOrigin } from "./session.js";
+import { caseSensitiveRouter } from "../http/router.js";
 
 /**
  * Signing in to the dashboard with a wallet (EIP-4361, Sign-In with Ethereum), into the account
@@ -96,7 +97,7 @@ const ROUTES: AnyRoute[] = [challenge, signIn];
 
 /** The two endpoints; what else they answer (405) is declared with the dashboard's paths. */
 export function walletSignInRoutes(services: Services): Router {
-  const router = Router();
+  const router = caseSensitiveRouter();
   const sameOrigin: RequestHandler = (req, _res, next) => {
     requireSameOrigin(req);
     next();

@@ -1,4 +1,4 @@
-import { Router, type Request, type Response } from "express";
+import type { Router, Request, Response } from "express";
 import type { z } from "zod";
 import type { Config } from "../config.js";
 import type { Services } from "../services.js";
@@ -10,6 +10,7 @@ import { sendPage } from "../pages/respond.js";
 import { wantsHtml } from "../pages/notice.js";
 import { allowOn } from "./method-not-allowed.js";
 import { sendJsonText, type HttpResponse } from "./exchange.js";
+import { caseSensitiveRouter } from "./router.js";
 
 /**
  * A route is data: method, path, who may call it, the zod schemas of its input, and a
@@ -225,7 +226,7 @@ export function mountRoutes(
   routes: AnyRoute[],
   options: { authenticateCaller?: CallerAuthenticator } = {},
 ): Router {
-  const router = Router();
+  const router = caseSensitiveRouter();
   for (const route of routes)
     router[route.method](
       route.path,

@@ -70,7 +70,10 @@ export function lifecycles(versions: ApiVersion[]): VersionLifecycle[] {
   });
 }
 
-/** The version a path is under, and the matching prefix. */
+/**
+ * The version a path is under, and the matching prefix. Compared as written: routing is
+ * case-sensitive too (http/router.ts), so `/V1/tools` is under no version and reaches no route.
+ */
 function versionOf(
   table: VersionLifecycle[],
   path: string,

@@ -1,11 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import {
-  Router,
-  type NextFunction,
-  type Request,
-  type RequestHandler,
-  type Response,
-} from "express";
+import type { Router, NextFunction, Request, RequestHandler, Response } from "express";
 import { TIERS, requireFeature } from "../accounts/tiers.js";
 import { admitted, presentedKey, rateLimitHeaders } from "../http/auth.js";
 import { ApiError, toApiError } from "../http/errors.js";
@@ -18,6 +12,7 @@ import { errorResponses, type Json } from "../http/openapi.js";
 import type { Services } from "../services.js";
 import { checkBatch } from "./batches.js";
 import type { McpCaller } from "./server.js";
+import { caseSensitiveRouter } from "../http/router.js";
 
 /**
  * `/mcp` over streamable HTTP (MCP SDK v2), serving 2026-07-28 clients and, statelessly,
@@ -122,7 +117,7 @@ export function mcpRouter(services: Services): Router {
     }
   };
 
-  const router = Router();
+  const router = caseSensitiveRouter();
   // Streamable HTTP sends messages with POST. The gateway is stateless: it opens no stream for GET
   // and keeps no session for DELETE to end, so those are 405 like any other method (the
   // transport's own rule: a server without the stream answers GET 405), with one Allow header.

@@ -1,4 +1,4 @@
-import { Router } from "express";
+import type { Router } from "express";
 import { allowOn } from "../http/method-not-allowed.js";
 import { errorResponses, rateLimitHeaders, schemaOf, type Json } from "../http/openapi.js";
 import type { Services } from "../services.js";
@@ -12,6 +12,7 @@ import { sendDocument, sendPage } from "./respond.js";
 import { renderStatusPage, renderStatusRss } from "./status.js";
 import { collectToolExamples, exampleTools } from "./tool-examples.js";
 import { TRY_IT_SCRIPT } from "./try-it.js";
+import { caseSensitiveRouter } from "../http/router.js";
 
 /**
  * The public pages, one file each beside this one. Everything but the status pages is built
@@ -64,7 +65,7 @@ export function pagesDocument(): Record<string, Json> {
 }
 
 export function pagesRouter(services: Services, openApi: () => Record<string, unknown>): Router {
-  const router = Router();
+  const router = caseSensitiveRouter();
   const base = services.config.publicBaseUrl;
   // Each page is rendered when first asked for, then kept: none of this is start-up work.
   const once = <T>(make: () => T): (() => T) => {

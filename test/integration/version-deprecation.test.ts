@@ -1,6 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
-import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  balanceOf,
+  call,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 
 /**
  * A version marked deprecated in configuration: every answer under it carries Deprecation
@@ -66,6 +72,43 @@ describe("a deprecated version after its sunset", () => {
     const signup = await call(`${gw.url}/api/v1/signup`, { body: { email: "late@example.com" } });
     expect(signup.status).toBe(410);
     expect(signup.body.error.successor).toBe("/api/v2/signup");
+  });
+});
+
+describe("a version's paths in other letters", () => {
+  /** Paths are case-sensitive (http/router.ts): no spelling of a version's prefix escapes its lifecycle. */
+  const OTHER_SPELLINGS = ["/V1/tools", "/API/V1/account", "/Api/v1/usage", "/api/V1/keys"];
+
+  it("are no route: 404 in the one shape, before and after the sunset, and a call in them is not charged", async () => {
+    const { key } = await fundedAccount(gw.url, 100);
+    const before = await balanceOf(gw.url, key);
+    for (const now of ["2027-05-21T23:59:59Z", "2027-05-22T00:00:01Z"]) {
+      vi.useFakeTimers({ toFake: ["Date"], now: new Date(now) });
+      for (const path of OTHER_SPELLINGS) {
+        const res = await call(`${gw.url}${path}`, { key });
+        expect([now, path, res.status, res.body.error?.code]).toEqual([
+          now,
+          path,
+          404,
+          "route_not_found",
+        ]);
+        expect(res.body.error.request_id).toBe(res.headers.get("x-request-id"));
+      }
+      for (const path of ["/V1/tools/hash", "/API/V1/tools/hash"]) {
+        const res = await call(`${gw.url}${path}`, { key, body: { text: "x" } });
+        expect([now, path, res.status]).toEqual([now, path, 404]);
+      }
+      vi.useRealTimers();
+    }
+    expect(await balanceOf(gw.url, key)).toBe(before);
+  });
+
+  it("are no route elsewhere either: one spelling per path", async () => {
+    for (const path of ["/Healthz", "/DOCS", "/Dashboard", "/Mcp", "/X402/supported"]) {
+      const res = await call(`${gw.url}${path}`);
+      expect([path, res.status]).toEqual([path, 404]);
+    }
+    expect((await call(`${gw.url}/healthz`)).status).toBe(200);
   });
 });
 
