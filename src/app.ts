@@ -3,6 +3,7 @@ import express from "express";
 import { anonymousLimit, countingAnonymously, countingErrors } from "./http/anonymous-limit.js";
 import { bearerKeyAsApiKey } from "./http/auth.js";
 import { errorAnswerer, errorHandler, routeNotFound } from "./http/errors.js";
+import { isUnservable, refuseUnservable } from "./http/client-errors.js";
 import { requestContext, requireJsonBody } from "./http/request-context.js";
 import { jsonBody } from "./http/json-body.js";
 import { mountRoutes, routeHandler } from "./http/route.js";
@@ -40,6 +41,7 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   app.use(
     services.requestGuard.middleware,
     requestContext(services.requestLog, services.metrics, services.redactSecrets),
+    refuseUnservable,
     anonymousLimit(services),
     refusedCredentials.middleware,
   );
@@ -86,6 +88,6 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   const lane = keyedLane(services, { json: parseJson, answerError });
   return (req, res) => {
     bearerKeyAsApiKey(req);
-    return lane.takes(req) ? lane.serve(req, res) : app(req, res);
+    return lane.takes(req) && !isUnservable(req) ? lane.serve(req, res) : app(req, res);
   };
 }

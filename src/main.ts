@@ -8,7 +8,13 @@ import type { Services } from "./services.js";
 import { createProcessLogger, type ProcessLogger } from "./lib/logger.js";
 import { NOTHING_TO_REDACT, type Redactor, secretRedactor } from "./lib/redact.js";
 import { guardProcess } from "./http/request-guard.js";
-import { answerClientError, recordRefusals, type RecordRefusal } from "./http/client-errors.js";
+import {
+  answerClientError,
+  answerConnect,
+  markUnmetExpectation,
+  recordRefusals,
+  type RecordRefusal,
+} from "./http/client-errors.js";
 import { cutStalledReader, recordCuts, type RecordCut } from "./http/stalled-readers.js";
 import { runPrimary } from "./cluster.js";
 
@@ -45,15 +51,21 @@ async function bindServer(
   const waiting: [IncomingMessage, ServerResponse][] = [];
   // A slow client cannot hold a connection by trickling its request: the timeouts are checked
   // every second, not every 30 s (Node's default). Nor by not reading its answer: see stalled-readers.ts.
+  const handle: Handler = (req, res) => (app ? app(req, res) : waiting.push([req, res]));
   const server = createServer(
     {
       headersTimeout: config.headersTimeoutMs,
       requestTimeout: config.requestTimeoutMs,
       connectionsCheckingInterval: 1000,
       keepAliveTimeout: 65_000,
+      // Node's own answers to these are bare (no body, no request id): the routes answer them in
+      // the one shape instead (http/client-errors.ts `refuseUnservable`), CONNECT below.
+      requireHostHeader: false,
     },
-    (req, res) => (app ? app(req, res) : waiting.push([req, res])),
+    handle,
   )
+    .on("checkExpectation", (req, res) => handle(markUnmetExpectation(req), res))
+    .on("connect", (_req, socket) => answerConnect(socket, recordRefusal))
     .on("clientError", (err, socket) => answerClientError(err, socket, recordRefusal))
     .on("timeout", (socket: Socket) => cutStalledReader(socket, recordCut));
   server.timeout = config.sendTimeoutMs;

@@ -1,5 +1,6 @@
 import type { Duplex } from "node:stream";
-import { STATUS_CODES } from "node:http";
+import { type IncomingMessage, STATUS_CODES } from "node:http";
+import type { RequestHandler } from "express";
 import type { Logger } from "pino";
 import { newRequestId } from "../lib/ids.js";
 import { ApiError, errorBody, type ErrorCode } from "./errors.js";
@@ -61,24 +62,92 @@ export function answerClientError(
 ): void {
   if (err.code !== "ECONNRESET" && socket.writable && !answered(socket)) {
     const answer = ANSWERS[err.code ?? ""] ?? MALFORMED;
-    const error = new ApiError(answer.code, answer.message);
-    const requestId = newRequestId();
-    const body = JSON.stringify(errorBody(error, requestId));
-    socket.write(
-      `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n` +
-        "Content-Type: application/json; charset=utf-8\r\n" +
-        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-        `X-Request-Id: ${requestId}\r\n` +
-        "Cache-Control: no-store\r\n" +
-        "X-Content-Type-Options: nosniff\r\n" +
-        "Access-Control-Allow-Origin: *\r\n" +
-        "Connection: close\r\n\r\n" +
-        body,
-    );
-    record?.({ requestId, status: error.status, code: error.code, reason: err.code ?? "unknown" });
+    writeRefusal(socket, new ApiError(answer.code, answer.message), err.code ?? "unknown", record);
   }
   socket.destroy();
 }
+
+/**
+ * A CONNECT request (Node's server hands it to a `connect` listener, and closes the connection
+ * without a word when there is none): the gateway is no proxy, so 405 in the one shape, with an
+ * empty `Allow` (RFC 9110 §10.2.1: the target, a host and port, allows no method here).
+ */
+export function answerConnect(socket: Duplex, record?: RecordRefusal): void {
+  if (socket.writable) {
+    const error = new ApiError(
+      "method_not_allowed",
+      "CONNECT is not served here: the gateway is not a proxy.",
+      { headers: { Allow: "" } },
+    );
+    writeRefusal(socket, error, "CONNECT", record);
+  }
+  socket.destroy();
+}
+
+/** An answer in the one shape written on the connection itself, recorded, before it is closed. */
+function writeRefusal(socket: Duplex, error: ApiError, reason: string, record?: RecordRefusal) {
+  const requestId = newRequestId();
+  const body = JSON.stringify(errorBody(error, requestId));
+  const extra = Object.entries(error.options.headers ?? {})
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join("");
+  socket.write(
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n` +
+      "Content-Type: application/json; charset=utf-8\r\n" +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Request-Id: ${requestId}\r\n` +
+      "Cache-Control: no-store\r\n" +
+      "X-Content-Type-Options: nosniff\r\n" +
+      "Access-Control-Allow-Origin: *\r\n" +
+      extra +
+      "Connection: close\r\n\r\n" +
+      body,
+  );
+  record?.({ requestId, status: error.status, code: error.code, reason });
+}
+
+/**
+ * Requests Node's server would answer bare itself, brought to the routes instead (main.ts sets
+ * `requireHostHeader: false` and listens for `checkExpectation`), so they are answered in the one
+ * shape with a request id, logged and counted like any request: an HTTP/1.1 request without a
+ * Host header (RFC 9112 §3.2: 400), and an `Expect` other than 100-continue (RFC 9110 §10.1.1:
+ * 417; 100-continue itself is Node's, and the proxy's: tools/forward.ts).
+ */
+const UNMET_EXPECTATION = Symbol("unmet expectation");
+type Marked = IncomingMessage & { [UNMET_EXPECTATION]?: true };
+
+/** Marks a request whose `Expect` the server cannot meet (the `checkExpectation` listener). */
+export function markUnmetExpectation(req: IncomingMessage): IncomingMessage {
+  (req as Marked)[UNMET_EXPECTATION] = true;
+  return req;
+}
+
+const missingHost = (req: IncomingMessage) =>
+  req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1;
+
+/** Whether `refuseUnservable` refuses the request (the keyed lane leaves those to express). */
+export function isUnservable(req: IncomingMessage): boolean {
+  return (req as Marked)[UNMET_EXPECTATION] === true || missingHost(req);
+}
+
+/** Refuses the requests `isUnservable` names; the connection is closed after, as Node does. */
+export const refuseUnservable: RequestHandler = (req, _res, next) => {
+  if ((req as Marked)[UNMET_EXPECTATION])
+    return next(
+      new ApiError(
+        "expectation_failed",
+        "The request's Expect header asks for what this server does not do: only 100-continue is met.",
+        { headers: { Connection: "close" } },
+      ),
+    );
+  if (missingHost(req))
+    return next(
+      new ApiError("bad_request", "An HTTP/1.1 request must name its host in a Host header.", {
+        headers: { Connection: "close" },
+      }),
+    );
+  next();
+};
 
 /**
  * Counts a refusal (by status and code: never anything the client sent) and writes one line to

@@ -22,6 +22,7 @@ export const ERRORS = {
   request_timeout: { status: 408, type: "invalid_request_error" },
   headers_too_large: { status: 431, type: "invalid_request_error" },
   unsupported_media_type: { status: 415, type: "invalid_request_error" },
+  expectation_failed: { status: 417, type: "invalid_request_error" },
   validation_failed: { status: 422, type: "invalid_request_error" },
   missing_api_key: { status: 401, type: "authentication_error" },
   invalid_api_key: { status: 401, type: "authentication_error" },
