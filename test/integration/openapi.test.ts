@@ -163,6 +163,10 @@ describe("GET /openapi.json", () => {
       expect([path, res.status, res.body.error.code]).toEqual([path, 400, "invalid_cursor"]);
       expect(doc.paths[path].get.responses["400"].description, path).toContain("invalid_cursor");
     }
+    // The catalogue is public, but a key sent with it is checked.
+    const unknownKey = await call(`${gw.url}/v1/tools`, { key: `tg_live_${"x".repeat(40)}` });
+    expect([unknownKey.status, unknownKey.body.error.code]).toEqual([401, "invalid_api_key"]);
+    expect(doc.paths["/v1/tools"].get.responses["401"].description).toContain("invalid_api_key");
   });
 });
 

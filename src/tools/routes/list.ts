@@ -14,6 +14,8 @@ export const listTools = defineRoute({
   summary:
     "The tool catalogue: every tool with its price, availability and input/output JSON Schemas; `q` ranks by a text search over names, tags and descriptions, `category` filters. Public; with an x-api-key, the account's own custom tools are listed too (`private: true`).",
   auth: "public",
+  // A key is optional, but one sent is checked: it lists the account's own tools too.
+  errors: ["invalid_api_key", "api_key_revoked"],
   // Unknown parameters are refused (422), as on every listing: a misspelt filter is not the whole catalogue.
   query: z.strictObject({
     q: z.string().max(200).optional().describe("Words to search for; the best matches come first."),
