@@ -14,6 +14,8 @@ import { runWithClosedStdout } from "../../helpers/processes.js";
  */
 let server: Server;
 let requests: string[];
+/** The JSON body of the last request that had one. */
+let lastBody: unknown;
 let respond: (req: IncomingMessage, res: ServerResponse) => void;
 let configDir: string;
 
@@ -88,7 +90,12 @@ beforeAll(async () => {
   configDir = await mkdtemp(join(tmpdir(), "toolgate-cli-args-"));
   server = createServer((req, res) => {
     requests.push(`${req.method} ${req.url}`);
-    req.resume().on("end", () => respond(req, res));
+    let text = "";
+    req.on("data", (chunk) => (text += chunk));
+    req.on("end", () => {
+      if (text) lastBody = JSON.parse(text);
+      respond(req, res);
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
 });
@@ -98,6 +105,7 @@ afterAll(async () => {
 });
 beforeEach(() => {
   requests = [];
+  lastBody = undefined;
   respond = gateway;
 });
 
@@ -227,5 +235,88 @@ describe("the npm bin (bin.ts under Node)", () => {
       ),
     ).toEqual([0, ""]);
     expect(requests).toEqual(["GET /v1/tools"]);
+  });
+});
+
+/** A tool whose fields have no `type`, or an `anyOf`, as the gateway's json-schema-validate, js-sandbox, math-evaluate, jwt-decode have. */
+const UNTYPED = {
+  ...HASH,
+  name: "untyped",
+  input_schema: {
+    type: "object",
+    properties: {
+      schema: { anyOf: [{ type: "object" }, { type: "boolean" }] },
+      data: { description: "Any JSON value." },
+      expression: { anyOf: [{ type: "string" }, { type: "array", items: { type: "string" } }] },
+      public_key: { anyOf: [{ type: "string" }, { type: "object" }] },
+      code: { type: "string" },
+      precision: { type: "integer" },
+    },
+  },
+};
+
+describe("field flags typed from schemas without a type", () => {
+  beforeEach(() => {
+    respond = (req, res) => {
+      if (req.url === "/v1/tools/untyped" && req.method === "GET") return json(res, 200, UNTYPED);
+      if (req.url === "/v1/tools/untyped") return json(res, 200, { ok: true });
+      gateway(req, res);
+    };
+  });
+  /** The input a call sent, after the previous one's is forgotten. */
+  const sent = async (argv: string[]) => {
+    lastBody = undefined;
+    const result = await toolgate(["call", "untyped", ...argv]);
+    return { code: result.code, body: lastBody, stderr: result.code ? result.stderr : "" };
+  };
+
+  it("parse JSON where the field takes it, and keep text where the field takes text", async () => {
+    expect(
+      await sent(["--schema", '{"type":"object","required":["a"]}', "--data", '{"a":1}']),
+    ).toEqual({
+      code: 0,
+      body: { schema: { type: "object", required: ["a"] }, data: { a: 1 } },
+      stderr: "",
+    });
+    expect(await sent(["--schema", "true", "--data", "hello"])).toMatchObject({
+      body: { schema: true, data: "hello" },
+    });
+    expect(await sent(["--data", "5", "--expression", "1+2"])).toMatchObject({
+      body: { data: 5, expression: "1+2" },
+    });
+    // "2" parses to a number, which the field does not take: it is the text "2".
+    expect(await sent(["--expression", "2"])).toMatchObject({ body: { expression: "2" } });
+    expect(await sent(["--expression", '["x = 2","x * 3"]'])).toMatchObject({
+      body: { expression: ["x = 2", "x * 3"] },
+    });
+    const pem = "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----";
+    // A value that starts with "--" (a PEM) is given with "=": spaced, it would read as a flag.
+    expect(await sent([`--public_key=${pem}`])).toMatchObject({ body: { public_key: pem } });
+    expect(await sent(["--public_key", '{"kty":"OKP"}'])).toMatchObject({
+      body: { public_key: { kty: "OKP" } },
+    });
+    // A string field takes the text as is, JSON or not.
+    expect(await sent(["--code", '{"a":1}'])).toMatchObject({ body: { code: '{"a":1}' } });
+  });
+
+  it("a value the field cannot take is a usage error, before the call", async () => {
+    expect(await sent(["--schema", "not json"])).toEqual({
+      code: 2,
+      body: undefined,
+      stderr: "toolgate: --schema must be a JSON object or true or false",
+    });
+    expect(await sent(["--precision", "high"])).toEqual({
+      code: 2,
+      body: undefined,
+      stderr: "toolgate: --precision must be an integer",
+    });
+    expect(requests).not.toContain("POST /v1/tools/untyped");
+  });
+
+  it("tools show names each field's types, json for a field that takes any value", async () => {
+    const shown = await toolgate(["tools", "show", "untyped"]);
+    expect(shown.stdout).toContain("--schema (object|boolean)");
+    expect(shown.stdout).toContain("--data (json)  Any JSON value.");
+    expect(shown.stdout).toContain("--expression (string|array)");
   });
 });

@@ -86,13 +86,71 @@ export function intOption(parsed: Parsed, name: string): number | undefined {
 /** A decimal number as JSON writes one, or with a leading "+", "." or trailing ".": 1e3, .5, +2, 5. */
 const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
 
+/** A field's JSON Schema, as far as the CLI reads it. */
+export interface FieldSchema {
+  type?: string | string[];
+  anyOf?: FieldSchema[];
+  oneOf?: FieldSchema[];
+  enum?: unknown[];
+  const?: unknown;
+  description?: string;
+}
+
+const jsonTypeOf = (value: unknown): string =>
+  value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
+
+/**
+ * The JSON types a field takes, from its `type`, or the union of its `anyOf`/`oneOf` branches, or
+ * its `enum`/`const` values; undefined when the schema does not say (any JSON value).
+ */
+export function fieldTypes(spec: FieldSchema): Set<string> | undefined {
+  if (spec.type !== undefined) return new Set(([] as string[]).concat(spec.type));
+  const branches = spec.anyOf ?? spec.oneOf;
+  if (branches) {
+    const types = new Set<string>();
+    for (const branch of branches) {
+      const some = fieldTypes(branch);
+      if (some === undefined) return undefined;
+      for (const t of some) types.add(t);
+    }
+    return types;
+  }
+  if (Array.isArray(spec.enum)) return new Set(spec.enum.map(jsonTypeOf));
+  if ("const" in spec) return new Set([jsonTypeOf(spec.const)]);
+  return undefined;
+}
+
+/** How `tools show` names a field's type: "json" for a field that takes any JSON value. */
+export const fieldTypeLabel = (spec: FieldSchema): string => {
+  const types = fieldTypes(spec);
+  return types === undefined ? "json" : [...types].join("|");
+};
+
+const allows = (types: Set<string>, value: unknown): boolean => {
+  const t = jsonTypeOf(value);
+  return types.has(t) || (t === "number" && types.has("integer") && Number.isInteger(value));
+};
+
+const TYPE_WORDS: Record<string, string> = {
+  object: "a JSON object",
+  array: "a JSON array",
+  integer: "an integer",
+  number: "a number",
+  boolean: "true or false",
+  null: "null",
+};
+
 /**
  * Turns `--field value` options into a tool input, typed by the tool's input JSON Schema; a
  * field flag without a value is `true` for a boolean field and a usage error for any other.
+ * A field that takes only strings gets the value as given. Any other field gets the value parsed
+ * as JSON when it parses to a type the field takes (`--data '{"a":1}'`, `--expression '["x=2","x*3"]'`);
+ * otherwise the value as a string when the field takes strings (`--expression 1+2`, a PEM
+ * `--public_key`, any text for a field whose schema has no type), else a usage error.
  */
 export function inputFromFlags(
   flags: Map<string, string | true>,
-  schema: { properties?: Record<string, { type?: string | string[] }> },
+  schema: { properties?: Record<string, FieldSchema> },
 ): Record<string, unknown> {
   const input: Record<string, unknown> = {};
   const properties = schema.properties ?? {};
@@ -107,25 +165,32 @@ export function inputFromFlags(
             .join(", ") || "no fields"
         }`,
       );
-    const types = ([] as string[]).concat(spec.type ?? []);
+    const types = fieldTypes(spec);
     // A bare flag (no value, or another flag next) means true, for a boolean field only.
-    if (raw === true && !types.includes("boolean")) throw new UsageError(`--${flag} needs a value`);
+    if (raw === true && !types?.has("boolean")) throw new UsageError(`--${flag} needs a value`);
     const value = raw === true ? "true" : raw;
-    if (types.includes("boolean") && (value === "true" || value === "false"))
+    if (types?.has("boolean") && (value === "true" || value === "false"))
       input[field] = value === "true";
     else if (
-      (types.includes("integer") || types.includes("number")) &&
+      (types?.has("integer") || types?.has("number")) &&
       DECIMAL.test(value) &&
       Number.isFinite(Number(value))
     )
       input[field] = Number(value);
-    else if (types.includes("object") || types.includes("array")) {
+    else if (types !== undefined && [...types].every((t) => t === "string")) input[field] = value;
+    else {
+      let parsed: { value: unknown } | undefined;
       try {
-        input[field] = JSON.parse(value);
-      } catch {
-        throw new UsageError(`--${flag} must be JSON`);
-      }
-    } else input[field] = value;
+        parsed = { value: JSON.parse(value) };
+      } catch {}
+      if (parsed && (types === undefined || allows(types, parsed.value)))
+        input[field] = parsed.value;
+      else if (types === undefined || types.has("string")) input[field] = value;
+      else
+        throw new UsageError(
+          `--${flag} must be ${[...types].map((t) => TYPE_WORDS[t] ?? t).join(" or ")}`,
+        );
+    }
   }
   return input;
 }

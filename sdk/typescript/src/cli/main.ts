@@ -10,8 +10,10 @@ import { DEFAULT_BASE_URL, Toolgate } from "../client.js";
 import { ToolgateError } from "../errors.js";
 import { ALLOW_ASSET_ADVICE, DEFAULT_MAX_PER_CALL, DEFAULT_MAX_PER_SESSION } from "../payments.js";
 import {
+  type FieldSchema,
   UsageError,
   expectArgs,
+  fieldTypeLabel,
   inputFromFlags,
   intOption,
   parseArgs,
@@ -62,8 +64,10 @@ A key is never taken as an argument, so it stays out of shell history and proces
   call: `Usage: toolgate call NAME [--input JSON | --input @file.json] [--FIELD value ...] [--idempotency-key KEY]
 
 The tool's input is the JSON given with --input, or built from --FIELD flags named after the tool's
-input fields (see \`toolgate tools show NAME\`); numbers, booleans and JSON objects are typed from the schema,
-and a flag given alone (--FIELD) means true for a boolean field.
+input fields (see \`toolgate tools show NAME\`), typed from the schema: a number or boolean field takes
+its value as written, a flag given alone (--FIELD) means true for a boolean field, a string field takes
+the text as is, and any other field (object, array, or "json": any value) takes JSON, parsed when the
+field takes what it parses to, else sent as text where the field takes text (--expression 1+2).
 
 Paying per call with x402 instead of an API key:
   --wallet-key-file PATH    a file holding the wallet's private key (0x…); never pass a key itself
@@ -226,10 +230,7 @@ async function toolInput(
   }
   if (!flags.size) return {};
   const tool = await client.tools.get(name);
-  return inputFromFlags(
-    flags,
-    tool.input_schema as { properties?: Record<string, { type?: string }> },
-  );
+  return inputFromFlags(flags, tool.input_schema as { properties?: Record<string, FieldSchema> });
 }
 
 /**
@@ -311,11 +312,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         if (sub === "show" && arg) {
           const t = await client.tools.get(arg);
           const fields = Object.entries(
-            (
-              t.input_schema as {
-                properties?: Record<string, { type?: string; description?: string }>;
-              }
-            ).properties ?? {},
+            (t.input_schema as { properties?: Record<string, FieldSchema> }).properties ?? {},
           );
           print(
             [
@@ -327,7 +324,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
               "Input:",
               ...fields.map(
                 ([k, v]) =>
-                  `  --${k} (${v.type ?? "json"})${v.description ? `  ${v.description}` : ""}`,
+                  `  --${k} (${fieldTypeLabel(v)})${v.description ? `  ${v.description}` : ""}`,
               ),
             ]
               .filter(Boolean)
