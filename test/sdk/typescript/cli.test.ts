@@ -320,3 +320,77 @@ describe("field flags typed from schemas without a type", () => {
     expect(shown.stdout).toContain("--expression (string|array)");
   });
 });
+
+describe("tool fields named like the CLI's options", () => {
+  /** A tool with fields named json, input and force, as yaml-convert and js-sandbox have. */
+  const CLASHING = {
+    ...HASH,
+    name: "clashing",
+    input_schema: {
+      type: "object",
+      properties: {
+        code: { type: "string" },
+        json: { description: "A JSON value." },
+        input: { description: "A JSON value." },
+        force: { type: "boolean" },
+      },
+    },
+  };
+  beforeEach(() => {
+    respond = (req, res) => {
+      if (req.url === "/v1/tools/clashing" && req.method === "GET") return json(res, 200, CLASHING);
+      if (req.url === "/v1/tools/clashing") return json(res, 200, { ok: true });
+      gateway(req, res);
+    };
+  });
+
+  it("are given as --field.NAME, which always means the tool's field", async () => {
+    const result = await toolgate([
+      "call",
+      "clashing",
+      "--code",
+      "input.a + 1",
+      "--field.input",
+      '{"a":1}',
+      '--field.json={"b":2}',
+      "--field.force",
+      "--json",
+    ]);
+    expect([result.code, lastBody]).toEqual([
+      0,
+      { code: "input.a + 1", input: { a: 1 }, json: { b: 2 }, force: true },
+    ]);
+    // Any field can be given so, and a field given twice is a usage error.
+    expect((await toolgate(["call", "clashing", "--field.code", "1"])).code).toBe(0);
+    expect(lastBody).toEqual({ code: "1" });
+    expect(await toolgate(["call", "clashing", "--code", "1", "--field.code", "2"])).toMatchObject({
+      code: 2,
+      stderr: "toolgate: --field.code gives the field code a second time",
+    });
+  });
+
+  it("tools show offers --field.NAME for them", async () => {
+    const shown = (await toolgate(["tools", "show", "clashing"])).stdout;
+    expect(shown).toContain("\n  --code (string)");
+    expect(shown).toContain("\n  --field.json (json)  A JSON value.");
+    expect(shown).toContain("\n  --field.input (json)");
+    expect(shown).toContain("\n  --field.force (boolean)");
+  });
+
+  it("--json=VALUE is a usage error, not a value dropped; --input with field flags says how", async () => {
+    expect(await toolgate(["call", "clashing", '--json={"a":1}'])).toEqual({
+      code: 2,
+      stdout: "",
+      stderr:
+        "toolgate: --json takes no value (a tool's field named json is given as --field.json VALUE)",
+    });
+    expect(
+      await toolgate(["call", "clashing", "--code", "input.a", "--input", '{"a":1}']),
+    ).toMatchObject({
+      code: 2,
+      stderr:
+        "toolgate: give the input either with --input or with field flags, not both (a tool's field named input is --field.input)",
+    });
+    expect(requests).not.toContain("POST /v1/tools/clashing");
+  });
+});

@@ -14,6 +14,29 @@ export interface Parsed {
 
 const BOOLEAN_FLAGS = new Set(["json", "help", "h", "force"]);
 
+/** `toolgate call`'s own options: a tool field of one of these names is given as `--field.NAME`. */
+export const CALL_OPTIONS = [
+  "input",
+  "json",
+  "base-url",
+  "wallet-key-file",
+  "max-per-call",
+  "max-per-session",
+  "allow-asset",
+  "idempotency-key",
+  "help",
+  "h",
+];
+
+/** The prefix that makes an option a tool field whatever its name: `--field.json '{"a":1}'`. */
+export const FIELD_PREFIX = "field.";
+
+/** The flag that gives a tool's field: `--NAME`, or `--field.NAME` when NAME is an option of the CLI. */
+export const fieldFlag = (name: string): string =>
+  CALL_OPTIONS.includes(name) || BOOLEAN_FLAGS.has(name) || name.startsWith(FIELD_PREFIX)
+    ? `--${FIELD_PREFIX}${name}`
+    : `--${name}`;
+
 export function parseArgs(argv: string[]): Parsed {
   const positionals: string[] = [];
   const options = new Map<string, string | true>();
@@ -27,6 +50,11 @@ export function parseArgs(argv: string[]): Parsed {
     const short = /^-([a-zA-Z])$/.exec(arg);
     if (long || short) {
       const name = long ? long[1]! : short![1]!;
+      // `--json=…` would otherwise be read as --json and its value lost.
+      if (long?.[2] !== undefined && BOOLEAN_FLAGS.has(name))
+        throw new UsageError(
+          `--${name} takes no value (a tool's field named ${name} is given as --${FIELD_PREFIX}${name} VALUE)`,
+        );
       if (long?.[2] !== undefined) options.set(name, long[2]);
       else if (
         BOOLEAN_FLAGS.has(name) ||
@@ -141,7 +169,7 @@ const TYPE_WORDS: Record<string, string> = {
 };
 
 /**
- * Turns `--field value` options into a tool input, typed by the tool's input JSON Schema; a
+ * Turns `--FIELD value` (or `--field.FIELD value`) options into a tool input, typed by the tool's input JSON Schema; a
  * field flag without a value is `true` for a boolean field and a usage error for any other.
  * A field that takes only strings gets the value as given. Any other field gets the value parsed
  * as JSON when it parses to a type the field takes (`--data '{"a":1}'`, `--expression '["x=2","x*3"]'`);
@@ -155,16 +183,16 @@ export function inputFromFlags(
   const input: Record<string, unknown> = {};
   const properties = schema.properties ?? {};
   for (const [flag, raw] of flags) {
-    const field = flag in properties ? flag : flag.replace(/-/g, "_");
+    const name = flag.startsWith(FIELD_PREFIX) ? flag.slice(FIELD_PREFIX.length) : flag;
+    const field = name in properties ? name : name.replace(/-/g, "_");
     const spec = properties[field];
     if (!spec)
       throw new UsageError(
         `unknown option --${flag}; this tool takes ${
-          Object.keys(properties)
-            .map((p) => `--${p}`)
-            .join(", ") || "no fields"
+          Object.keys(properties).map(fieldFlag).join(", ") || "no fields"
         }`,
       );
+    if (field in input) throw new UsageError(`--${flag} gives the field ${field} a second time`);
     const types = fieldTypes(spec);
     // A bare flag (no value, or another flag next) means true, for a boolean field only.
     if (raw === true && !types?.has("boolean")) throw new UsageError(`--${flag} needs a value`);

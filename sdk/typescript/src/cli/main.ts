@@ -11,8 +11,11 @@ import { ToolgateError } from "../errors.js";
 import { ALLOW_ASSET_ADVICE, DEFAULT_MAX_PER_CALL, DEFAULT_MAX_PER_SESSION } from "../payments.js";
 import {
   type FieldSchema,
+  CALL_OPTIONS,
+  FIELD_PREFIX,
   UsageError,
   expectArgs,
+  fieldFlag,
   fieldTypeLabel,
   inputFromFlags,
   intOption,
@@ -43,7 +46,7 @@ Commands:
   login                     store an API key (read from standard input) in your config directory
   tools list                list the catalogue with prices
   tools show NAME           one tool: description, price, input and output schemas
-  call NAME                 call a tool (--input JSON, --input @file.json, or --FIELD value)
+  call NAME                 call a tool (--input JSON, --input @file.json, --FIELD value, --field.FIELD value)
   account                   your account: tier, credits, limits
   usage                     ledger entries, newest first
   keys list|create|rotate|revoke   manage API keys
@@ -62,6 +65,10 @@ A key is never taken as an argument, so it stays out of shell history and proces
   tools: `Usage: toolgate tools list [--json]
        toolgate tools show NAME [--json]`,
   call: `Usage: toolgate call NAME [--input JSON | --input @file.json] [--FIELD value ...] [--idempotency-key KEY]
+
+A field named like one of this command's options (input, json, base-url, help…) is given as
+--field.FIELD value, which always means a tool's field (any field can be given so). A value that
+starts with "--" is given as --FIELD=value.
 
 The tool's input is the JSON given with --input, or built from --FIELD flags named after the tool's
 input fields (see \`toolgate tools show NAME\`), typed from the schema: a number or boolean field takes
@@ -199,22 +206,13 @@ async function toolInput(
   name: string,
 ): Promise<Record<string, unknown>> {
   const given = stringOption(parsed, "input");
-  const reserved = new Set([
-    "input",
-    "json",
-    "base-url",
-    "wallet-key-file",
-    "max-per-call",
-    "max-per-session",
-    "allow-asset",
-    "idempotency-key",
-    "help",
-    "h",
-  ]);
+  const reserved = new Set(CALL_OPTIONS);
   const flags = new Map([...parsed.options].filter(([k]) => !reserved.has(k)));
   if (given !== undefined) {
     if (flags.size)
-      throw new UsageError("give the input either with --input or with field flags, not both");
+      throw new UsageError(
+        `give the input either with --input or with field flags, not both (a tool's field named input is --${FIELD_PREFIX}input)`,
+      );
     const text = given.startsWith("@")
       ? await readFile(given.slice(1), "utf8").catch(() => {
           throw new UsageError(`cannot read ${given.slice(1)}`);
@@ -249,8 +247,20 @@ function noKey(error: ToolgateError, command: string, parsed: Parsed): string | 
   }.`;
 }
 
+/** A usage error on standard error. */
+function usageError(error: UsageError, io: Io): number {
+  io.err(error.message.startsWith("Usage:") ? error.message : `toolgate: ${error.message}`);
+  return EXIT.usage;
+}
+
 export async function run(argv: string[], io: Io): Promise<number> {
-  const parsed = parseArgs(argv);
+  let parsed: Parsed;
+  try {
+    parsed = parseArgs(argv);
+  } catch (error) {
+    if (error instanceof UsageError) return usageError(error, io);
+    throw error;
+  }
   const [command = "", sub, arg] = parsed.positionals;
   const json = parsed.options.has("json");
   const notes: KeyNotes = {};
@@ -324,7 +334,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
               "Input:",
               ...fields.map(
                 ([k, v]) =>
-                  `  --${k} (${fieldTypeLabel(v)})${v.description ? `  ${v.description}` : ""}`,
+                  `  ${fieldFlag(k)} (${fieldTypeLabel(v)})${v.description ? `  ${v.description}` : ""}`,
               ),
             ]
               .filter(Boolean)
@@ -481,10 +491,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         throw new UsageError(`unknown command "${command}"\n\n${HELP[""]}`);
     }
   } catch (error) {
-    if (error instanceof UsageError) {
-      io.err(error.message.startsWith("Usage:") ? error.message : `toolgate: ${error.message}`);
-      return EXIT.usage;
-    }
+    if (error instanceof UsageError) return usageError(error, io);
     if (error instanceof ToolgateError) {
       // Refused for want of a key while the stored one was kept for its own gateway: say so, or
       // "Send your API key" reads as a lost login.
