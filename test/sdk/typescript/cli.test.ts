@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -392,5 +392,22 @@ describe("tool fields named like the CLI's options", () => {
         "toolgate: give the input either with --input or with field flags, not both (a tool's field named input is --field.input)",
     });
     expect(requests).not.toContain("POST /v1/tools/clashing");
+  });
+});
+
+describe("empty environment variables", () => {
+  it("are unset, as in the library: the stored login's key and gateway are used", async () => {
+    const port = (server.address() as AddressInfo).port;
+    await writeFile(
+      join(configDir, "config.json"),
+      JSON.stringify({ api_key: "tg_live_stored", base_url: `http://127.0.0.1:${port}` }),
+    );
+    try {
+      expect(
+        await toolgate(["account", "--json"], { TOOLGATE_BASE_URL: "", TOOLGATE_API_KEY: "" }),
+      ).toMatchObject({ code: 0, stdout: JSON.stringify(ACCOUNT, null, 2) });
+    } finally {
+      await rm(join(configDir, "config.json"), { force: true });
+    }
   });
 });

@@ -114,7 +114,8 @@ const table = (rows: string[][]): string => {
 function baseUrlOf(parsed: Parsed, stored: { base_url?: string }): string | undefined {
   const [from, url] = parsed.options.has("base-url")
     ? ["--base-url", stringOption(parsed, "base-url")]
-    : process.env.TOOLGATE_BASE_URL !== undefined
+    : // Empty is unset, as the library reads it.
+      process.env.TOOLGATE_BASE_URL
       ? ["TOOLGATE_BASE_URL", process.env.TOOLGATE_BASE_URL]
       : ["the stored login", stored.base_url];
   if (url === undefined) return undefined;
@@ -168,7 +169,8 @@ async function clientFor(
   const walletFile = options.wallet ? stringOption(parsed, "wallet-key-file") : undefined;
   if (!walletFile)
     return new Toolgate({
-      apiKey: process.env.TOOLGATE_API_KEY ?? storedKeyFor(stored, baseUrl, notes),
+      // Empty is unset, as the library reads it: not a key that hides the stored login's.
+      apiKey: process.env.TOOLGATE_API_KEY || storedKeyFor(stored, baseUrl, notes),
       baseUrl,
     });
   const privateKey = (
