@@ -112,7 +112,7 @@ beforeEach(() => {
 describe("arguments a command does not read", () => {
   it("are a usage error naming them, before any request", async () => {
     for (const [argv, message] of [
-      [["call", "hash", "--text", "hello", "world", "--json"], 'unexpected argument "world"'],
+      [["call", "hash", "--text", "hello", "world"], 'unexpected argument "world"'],
       [["call", "hash", "extra1", "extra2", "--text", "hello"], 'unexpected argument "extra1"'],
       [["tools", "show", "hash", "qr-code"], 'unexpected argument "qr-code"'],
       [["tools", "list", "all"], 'unexpected argument "all"'],
@@ -409,5 +409,34 @@ describe("empty environment variables", () => {
     } finally {
       await rm(join(configDir, "config.json"), { force: true });
     }
+  });
+});
+
+describe("usage errors", () => {
+  it("are JSON on standard error with --json, as API errors are", async () => {
+    for (const argv of [
+      ["account", "--bogus", "--json"],
+      ["--json", "call", "hash", "--json=1"],
+    ]) {
+      const result = await toolgate(argv);
+      expect([result.code, result.stdout, JSON.parse(result.stderr)]).toEqual([
+        2,
+        "",
+        { error: { status: 0, code: "usage_error", message: expect.any(String) } },
+      ]);
+    }
+    expect(
+      JSON.parse((await toolgate(["account", "--bogus", "--json"])).stderr).error.message,
+    ).toBe("unknown option --bogus");
+  });
+
+  it("a wallet's limits without --wallet-key-file are refused, not ignored", async () => {
+    for (const name of ["--max-per-call", "--max-per-session"])
+      expect(await toolgate(["call", "hash", "--text", "hi", name, "5"])).toEqual({
+        code: 2,
+        stdout: "",
+        stderr: `toolgate: ${name} needs --wallet-key-file: it limits what a wallet pays, and without one the call is paid with the API key`,
+      });
+    expect(requests).toEqual([]);
   });
 });

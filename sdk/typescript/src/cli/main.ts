@@ -167,6 +167,13 @@ async function clientFor(
   const stored = await readConfig();
   const baseUrl = baseUrlOf(parsed, stored);
   const walletFile = options.wallet ? stringOption(parsed, "wallet-key-file") : undefined;
+  // A wallet's limits given without a wallet would be ignored, and the call paid with the key.
+  if (options.wallet && !walletFile)
+    for (const name of ["max-per-call", "max-per-session", "allow-asset"])
+      if (parsed.options.has(name))
+        throw new UsageError(
+          `--${name} needs --wallet-key-file: it limits what a wallet pays, and without one the call is paid with the API key`,
+        );
   if (!walletFile)
     return new Toolgate({
       // Empty is unset, as the library reads it: not a key that hides the stored login's.
@@ -249,9 +256,11 @@ function noKey(error: ToolgateError, command: string, parsed: Parsed): string | 
   }.`;
 }
 
-/** A usage error on standard error. */
-function usageError(error: UsageError, io: Io): number {
-  io.err(error.message.startsWith("Usage:") ? error.message : `toolgate: ${error.message}`);
+/** A usage error on standard error: with --json, as JSON like an API error (status 0, code usage_error). */
+function usageError(error: UsageError, io: Io, json: boolean): number {
+  if (json)
+    io.err(JSON.stringify({ error: { status: 0, code: "usage_error", message: error.message } }));
+  else io.err(error.message.startsWith("Usage:") ? error.message : `toolgate: ${error.message}`);
   return EXIT.usage;
 }
 
@@ -260,7 +269,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
   try {
     parsed = parseArgs(argv);
   } catch (error) {
-    if (error instanceof UsageError) return usageError(error, io);
+    // Arguments that did not parse: --json as written before any "--".
+    const end = argv.indexOf("--");
+    const json = (end === -1 ? argv : argv.slice(0, end)).includes("--json");
+    if (error instanceof UsageError) return usageError(error, io, json);
     throw error;
   }
   const [command = "", sub, arg] = parsed.positionals;
@@ -493,7 +505,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         throw new UsageError(`unknown command "${command}"\n\n${HELP[""]}`);
     }
   } catch (error) {
-    if (error instanceof UsageError) return usageError(error, io);
+    if (error instanceof UsageError) return usageError(error, io, json);
     if (error instanceof ToolgateError) {
       // Refused for want of a key while the stored one was kept for its own gateway: say so, or
       // "Send your API key" reads as a lost login.
