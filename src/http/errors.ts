@@ -163,6 +163,7 @@ export function toApiError(err: unknown): ApiError {
     expose?: boolean;
     message?: string;
     limit?: number;
+    param?: string;
   };
   // body-parser's errors, recognised by their documented `type` (ours too: see json-body.ts).
   // The limit is named: a caller cannot otherwise know how much to cut (raw-body sets `limit`).
@@ -177,8 +178,11 @@ export function toApiError(err: unknown): ApiError {
     return new ApiError("body_too_deep", e.message ?? "The request body nests too deeply.");
   if (e?.type === "entity.parse.failed")
     return new ApiError("invalid_json", "The request body is not valid JSON.");
+  // A lone surrogate escaped in a string (json-body.ts): the JSON parses, its text is no Unicode.
   if (e?.type === "entity.not.unicode")
-    return new ApiError("invalid_json", e.message ?? "The request body is not valid JSON.");
+    return new ApiError("validation_failed", e.message ?? "The request body is not Unicode text.", {
+      ...(e.param ? { param: e.param } : {}),
+    });
   if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported") {
     return new ApiError(
       "unsupported_media_type",

@@ -14,8 +14,8 @@ import type { ErrorCode } from "./errors.js";
  * skips strings with a native search (~0.03 ms for a 1 MB string). JSON is UTF-8 (RFC 8259
  * §8.1), where the bytes of `[ ] { } " \` never occur inside a multi-byte character, so the scan
  * is exact; other charsets are refused (415) rather than scanned differently ("utf8" is UTF-8).
- * A string the body escapes into a lone surrogate (`"\ud800"`) is refused too (400
- * `invalid_json`): valid UTF-8 bytes, but no Unicode text (`loneSurrogateIn`).
+ * A string the body escapes into a lone surrogate (`"\ud800"`) is refused too (422
+ * `validation_failed` naming the field): valid UTF-8 bytes, but no Unicode text (`loneSurrogateIn`).
  */
 /** What a body that cannot be read is answered (http/errors.ts maps the parser's errors to these). */
 export const UNREADABLE_BODY: readonly ErrorCode[] = [
@@ -62,17 +62,21 @@ export function jsonBody(options: { limitBytes: number; maxDepth: number }): Req
       if (err || !(req as Escaped)[HAS_ESCAPES]) return next(err);
       const lone = loneSurrogateIn(req.body, options.maxDepth);
       if (lone === null) return next();
+      const hex = lone.unit.toString(16);
       next(
         Object.assign(
           new Error(
-            `The request body is not valid JSON text: it escapes a lone surrogate (\\u${lone.toString(16)}), which is no Unicode character; escape a character outside the BMP as a surrogate pair.`,
+            `Invalid body${lone.param ? ` field "${lone.param}"` : ""}: not Unicode text, it escapes a lone surrogate (\\u${hex}); escape a character outside the BMP as a surrogate pair.`,
           ),
-          { status: 400, type: "entity.not.unicode" },
+          { status: 422, type: NOT_UNICODE, param: lone.param },
         ),
       );
     });
   };
 }
+
+/** The `type` of the error a lone surrogate is refused with (http/errors.ts: 422 `validation_failed`). */
+export const NOT_UNICODE = "entity.not.unicode";
 
 /** `charset=utf8` in any case, unquoted or quoted, as the last parameter or not. */
 const UTF8_UNDASHED = /(;\s*charset\s*=\s*"?)utf8("?\s*(?:;|$))/i;
@@ -85,36 +89,47 @@ const isWellFormed = (text: string) =>
 
 /**
  * The first lone surrogate (U+D800–U+DFFF outside a valid pair) in a parsed JSON value's strings
- * and keys, or null. JSON.parse turns the escape `\ud800` into that code unit as it stands
- * (RFC 8259 §8.2 leaves such strings' meaning undefined; I-JSON, RFC 7493 §2.1, forbids them),
- * and anything reading it as text later sees U+FFFD, which the caller never sent. `depth`
- * bounds the walk as the body's nesting was bounded.
+ * and keys, with where it is (`param`, a dotted path as validation errors name fields), or null.
+ * JSON.parse turns the escape `\ud800` into that code unit as it stands (RFC 8259 §8.2 leaves
+ * such strings' meaning undefined; I-JSON, RFC 7493 §2.1, forbids them), and anything reading it
+ * as text later sees U+FFFD, which the caller never sent. `depth` bounds the walk as the body's
+ * nesting was bounded.
  */
-export function loneSurrogateIn(value: unknown, depth: number): number | null {
+export function loneSurrogateIn(
+  value: unknown,
+  depth: number,
+  path = "",
+): { unit: number; param: string } | null {
+  const at = (key: string | number) => (path ? `${path}.${key}` : String(key));
   if (typeof value === "string") {
-    if (isWellFormed(value)) return null;
-    for (let i = 0; i < value.length; i++) {
-      const unit = value.charCodeAt(i);
-      if (unit < 0xd800 || unit > 0xdfff) continue;
-      const next = value.charCodeAt(i + 1);
-      if (unit <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) i++;
-      else return unit;
-    }
-    return null;
+    const unit = loneSurrogateUnit(value);
+    return unit === null ? null : { unit, param: path };
   }
   if (typeof value !== "object" || value === null || depth < 0) return null;
   if (Array.isArray(value)) {
-    for (const item of value) {
-      const lone = loneSurrogateIn(item, depth - 1);
+    for (let i = 0; i < value.length; i++) {
+      const lone = loneSurrogateIn(value[i], depth - 1, at(i));
       if (lone !== null) return lone;
     }
     return null;
   }
   for (const key in value) {
-    const lone =
-      loneSurrogateIn(key, depth) ??
-      loneSurrogateIn((value as Record<string, unknown>)[key], depth - 1);
+    const unit = loneSurrogateUnit(key);
+    if (unit !== null) return { unit, param: at(key) };
+    const lone = loneSurrogateIn((value as Record<string, unknown>)[key], depth - 1, at(key));
     if (lone !== null) return lone;
+  }
+  return null;
+}
+
+function loneSurrogateUnit(text: string): number | null {
+  if (isWellFormed(text)) return null;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0xd800 || unit > 0xdfff) continue;
+    const next = text.charCodeAt(i + 1);
+    if (unit <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) i++;
+    else return unit;
   }
   return null;
 }

@@ -5,7 +5,7 @@ import { admitted, presentedKey, rateLimitHeaders } from "../http/auth.js";
 import { ApiError, toApiError } from "../http/errors.js";
 import { countAnonymously } from "../http/anonymous-limit.js";
 import { showWindow } from "../http/endpoint-limits.js";
-import { UNREADABLE_BODY, jsonBody } from "../http/json-body.js";
+import { NOT_UNICODE, UNREADABLE_BODY, jsonBody } from "../http/json-body.js";
 import { requireJsonBody } from "../http/request-context.js";
 import { allowOn } from "../http/method-not-allowed.js";
 import { errorResponses, type Json } from "../http/openapi.js";
@@ -156,7 +156,9 @@ export function mcpRouter(services: Services): Router {
 const UNREADABLE = new Set<string>(UNREADABLE_BODY);
 function jsonRpcBodyErrors(err: unknown, _req: Request, res: Response, next: NextFunction): void {
   const api = toApiError(err);
-  if (!UNREADABLE.has(api.code)) {
+  // A string that is not Unicode (json-body.ts) is the body's too: no JSON-RPC request to answer.
+  const notUnicode = (err as { type?: string } | null)?.type === NOT_UNICODE;
+  if (!UNREADABLE.has(api.code) && !notUnicode) {
     next(err);
     return;
   }

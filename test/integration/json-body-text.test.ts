@@ -62,25 +62,28 @@ describe("the charset of a JSON body", () => {
 });
 
 describe("a string escaped into a lone surrogate", () => {
-  it("is refused 400 invalid_json on the keyed lane and through express, uncharged", async () => {
+  it("is refused 422 validation_failed naming the field, on the keyed lane and through express, uncharged", async () => {
     const before = await balanceOf(gw.url, key);
-    for (const body of [
-      String.raw`{"text":"\ud800"}`,
-      String.raw`{"text":"a\uDFFFb"}`,
-      String.raw`{"text":"\udc00\ud800"}`, // a pair in the wrong order
-      String.raw`{"text":"ok","\ud83d":1}`, // in a key
-      String.raw`{"text":"\\\ud800"}`, // an escaped backslash, then the escape
-    ]) {
+    for (const [body, param] of [
+      [String.raw`{"text":"\ud800"}`, "text"],
+      [String.raw`{"text":"a\uDFFFb"}`, "text"],
+      [String.raw`{"text":"\udc00\ud800"}`, "text"], // a pair in the wrong order
+      [String.raw`{"text":"ok","\ud83d":1}`, "\ud83d"], // in a key
+      [String.raw`{"text":"\\\ud800"}`, "text"], // an escaped backslash, then the escape
+      [String.raw`{"text":"x","options":[1,{"a":"\ud800"}]}`, "options.1.a"],
+    ] as const) {
       for (const contentType of [LANE, EXPRESS]) {
         const res = await hash(contentType, body);
-        expect([body, contentType, res.status, res.body.error?.code]).toEqual([
+        const error = res.body.error;
+        expect([body, contentType, res.status, error?.code, error?.param]).toEqual([
           body,
           contentType,
-          400,
-          "invalid_json",
+          422,
+          "validation_failed",
+          param,
         ]);
-        expect(res.body.error.message).toMatch(/lone surrogate \(\\u[0-9a-f]{4}\)/);
-        expect(res.body.error.request_id).toBe(res.headers.get("x-request-id"));
+        expect(error.message).toMatch(/lone surrogate \(\\u[0-9a-f]{4}\)/);
+        expect(error.request_id).toBe(res.headers.get("x-request-id"));
       }
     }
     expect(await balanceOf(gw.url, key)).toBe(before);
@@ -100,7 +103,7 @@ describe("a string escaped into a lone surrogate", () => {
     }
   });
 
-  it("is refused on the MCP door too, as a JSON-RPC parse error", async () => {
+  it("is refused on the MCP door too, as a JSON-RPC invalid request", async () => {
     const res = await fetch(`${gw.url}/mcp`, {
       method: "POST",
       headers: {
@@ -111,7 +114,7 @@ describe("a string escaped into a lone surrogate", () => {
       body: String.raw`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hash","arguments":{"text":"\ud800"}}}`,
     });
     const body = (await res.json()) as { error?: { code: number; message: string } };
-    expect([res.status, body.error?.code]).toEqual([400, -32700]);
+    expect([res.status, body.error?.code]).toEqual([422, -32600]);
     expect(body.error?.message).toMatch(/lone surrogate/);
   });
 });
