@@ -105,16 +105,22 @@ describe("the linux-x64 binary", () => {
 
   it("refuses a field flag given no value (nothing is charged), unless the field is a boolean", async () => {
     const { key } = await fundedAccount(gw.url, 100, "free");
-    for (const argv of [
-      ["call", "hash", "--text", "--json"],
-      ["call", "hash", "--text"],
-    ]) {
-      const run = await toolgate(argv, keyed(key));
+    // With --json, a usage error is JSON on standard error too, as an API error is.
+    for (const [argv, stderr] of [
+      [
+        ["call", "hash", "--text", "--json"],
+        JSON.stringify({
+          error: { status: 0, code: "usage_error", message: "--text needs a value" },
+        }),
+      ],
+      [["call", "hash", "--text"], "toolgate: --text needs a value"],
+    ] as const) {
+      const run = await toolgate([...argv], keyed(key));
       expect([argv.join(" "), run.code, run.stdout, run.stderr.trim()]).toEqual([
         argv.join(" "),
         2,
         "",
-        "toolgate: --text needs a value",
+        stderr,
       ]);
     }
     expect(await creditsOf(gw.url, key)).toBe(100);
@@ -143,9 +149,14 @@ describe("the linux-x64 binary", () => {
       ["7", 7],
     ] as const)
       expect(await convert(value)).toEqual([value, 0, number]);
-    // Not a decimal number (or not a finite one): sent as the string given, which the tool refuses.
+    // Not a decimal number (or not a finite one): refused before anything is sent.
     for (const value of ["0x10", "1e999", "1,5"])
-      expect(await convert(value)).toEqual([value, 3, expect.stringContaining("value")]);
+      expect(await convert(value)).toEqual([
+        value,
+        2,
+        expect.stringContaining("--value must be a number"),
+      ]);
+    expect(await creditsOf(gw.url, key)).toBe(94);
   });
 
   it("ends quietly when the reader has closed standard output (toolgate tools list | head -1)", async () => {

@@ -211,6 +211,8 @@ export function inputFromFlags(
       try {
         parsed = { value: JSON.parse(value) };
       } catch {}
+      // 1e999 parses to Infinity, which JSON would send as null: not a number a field takes.
+      if (typeof parsed?.value === "number" && !Number.isFinite(parsed.value)) parsed = undefined;
       if (parsed && (types === undefined || allows(types, parsed.value)))
         input[field] = parsed.value;
       else if (types === undefined || types.has("string")) input[field] = value;
