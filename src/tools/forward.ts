@@ -276,21 +276,14 @@ const PROXY_EVENTS: Options["on"] = {
   proxyReq(proxyReq, req) {
     const p = pending(req);
     p.proxyReq = proxyReq;
-    try {
-      for (const name of proxyReq.getHeaderNames())
-        if (!FORWARDED_HEADERS.has(name)) proxyReq.removeHeader(name);
-      // The body was parsed and validated by the gateway: send the validated input.
-      proxyReq.setHeader("content-type", "application/json");
-      proxyReq.setHeader("content-length", p.body.length);
-      proxyReq.setHeader("x-request-id", p.call.requestId);
-      proxyReq.setHeader("x-toolgate-deadline-ms", p.call.timeoutMs);
-      proxyReq.write(p.body);
-    } catch (err) {
-      // A request that cannot be written as the worker must see it is not sent at all: the call
-      // fails now (and is refunded) instead of waiting for its deadline.
-      proxyReq.destroy();
-      p.settle({ kind: "gateway_error", message: (err as Error).message });
-    }
+    for (const name of proxyReq.getHeaderNames())
+      if (!FORWARDED_HEADERS.has(name)) proxyReq.removeHeader(name);
+    // The body was parsed and validated by the gateway: send the validated input.
+    proxyReq.setHeader("content-type", "application/json");
+    proxyReq.setHeader("content-length", p.body.length);
+    proxyReq.setHeader("x-request-id", p.call.requestId);
+    proxyReq.setHeader("x-toolgate-deadline-ms", p.call.timeoutMs);
+    proxyReq.write(p.body);
   },
   proxyRes(proxyRes, req) {
     const p = pending(req);
