@@ -6,6 +6,7 @@ import { parseApiKey } from "../accounts/api-keys.js";
 import type { Services } from "../services.js";
 import type { AccountRecord, AdmitOutcome, RateState } from "../store/types.js";
 import { ApiError } from "./errors.js";
+import { windowHeaders } from "./endpoint-limits.js";
 
 export interface KeyCaller {
   account: AccountRecord;
@@ -34,12 +35,7 @@ export function requireUnrestrictedKey(caller: KeyCaller): void {
  */
 export function rateLimitHeaders(rate: RateState): Record<string, string> {
   if (rate.remaining < 0) return {};
-  return {
-    "RateLimit-Policy": `${rate.limit};w=60`,
-    "RateLimit-Limit": String(rate.limit),
-    "RateLimit-Remaining": String(rate.remaining),
-    "RateLimit-Reset": String(Math.max(0, Math.ceil(rate.resetMs / 1000))),
-  };
+  return windowHeaders(rate, 60);
 }
 
 /**

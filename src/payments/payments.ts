@@ -70,7 +70,7 @@ export interface PaymentRequest {
    * `conflict` answers a new authorization under that key when the key's payment was made for
    * another call (another tool or body): 409, and the authorization is never settled.
    */
-  call?: { fingerprint: string; key: string | null; conflict?: () => ApiError };
+  call?: { fingerprint: string; key: string | null; conflict: () => ApiError };
   /**
    * Runs once the payer is proven (signature checked) and before any money moves: what could
    * still refuse the request (the account's rate limit), or answer it without this payment (a
@@ -327,7 +327,7 @@ export class Payments {
       };
       // A call under a key the client chose is paid once: a payment it already has (another
       // authorization, whose process died before answering) pays for it instead of this one.
-      const keyedByClient = !!record.call && record.call.key !== paymentCallKey(id);
+      const keyedByClient = isKeyedByClient(record);
       const claim = () =>
         this.services.store.claimPayment(
           record,
@@ -544,7 +544,7 @@ export class Payments {
       txHash: record.txHash as Hex,
       network,
       callKey: record.call?.key ?? null,
-      clientKeyed: !!record.call && record.call.key !== paymentCallKey(record.id),
+      clientKeyed: isKeyedByClient(record),
       type: record.grant.type,
       credits: record.grant.credits,
       retainSeconds: Math.max(1, Math.ceil(((record.expiresAt ?? Date.now()) - Date.now()) / 1000)),
@@ -631,16 +631,9 @@ export class Payments {
     found: PaymentRecord,
     context: KnownContext,
   ): Promise<AcceptedPayment> {
-    const { call } = context.request;
-    if (!found.call || !call || found.call.fingerprint !== call.fingerprint)
-      throw (
-        call?.conflict?.() ??
-        new ApiError(
-          "idempotency_conflict",
-          "This key was already used for a call with a different body or tool; nothing was charged.",
-          { param: "payment" },
-        )
-      );
+    // Only a call under a key its client chose comes here, so the request has its call.
+    const call = context.request.call!;
+    if (found.call?.fingerprint !== call.fingerprint) throw call.conflict();
     const record = await this.outcomeOf(found);
     if (record?.state !== "settled") throw pending();
     return this.accepted(record, context.network);
@@ -856,3 +849,7 @@ const pending = () =>
       headers: { "Retry-After": "10" },
     },
   );
+
+/** A payment's call runs under a key its client chose (Idempotency-Key, payment identifier), not the payment's own. */
+const isKeyedByClient = (record: PaymentRecord): boolean =>
+  !!record.call && record.call.key !== paymentCallKey(record.id);
