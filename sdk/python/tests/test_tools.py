@@ -105,3 +105,10 @@ async def test_the_async_client_searches_too(gateway):
     async with AsyncToolgate(base_url=gateway.base_url) as client:
         assert (await client.tools.list(q="qr code"))[0].name == "qr-code"
         assert "images" in {c.name for c in await client.tools.categories()}
+
+
+def test_a_tool_keeps_its_tags(gateway):
+    """The gateway's search keywords, as TypeScript's Tool has them."""
+    assert "sha256" in Toolgate(base_url=gateway.base_url).tools.get("hash").tags
+    assert Tool.from_dict({"name": "t", "tags": ["a", "b"]}).tags == ["a", "b"]
+    assert Tool.from_dict({"name": "t"}).tags == []

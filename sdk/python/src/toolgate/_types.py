@@ -52,6 +52,8 @@ class Tool:
     unavailable_reason: str | None = None
     category: str | None = None
     """One of ``tools.categories()``' names (None from a gateway that does not say)."""
+    tags: list[str] = field(default_factory=list)
+    """Search keywords (``tools.list(q=...)`` ranks on them); empty from a gateway that sends none."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -69,6 +71,7 @@ class Tool:
             output_schema=d.get("output_schema") or {"type": "object"},
             unavailable_reason=d.get("unavailable_reason"),
             category=d.get("category"),
+            tags=list(d.get("tags") or []),
             raw=d,
         )
 
