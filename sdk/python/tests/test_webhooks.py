@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import time
 from datetime import datetime
@@ -133,3 +135,23 @@ def test_a_free_account_is_told_webhooks_need_pro(gateway):
     with pytest.raises(ToolgateError) as caught:
         Toolgate(api_key=key, base_url=gateway.base_url).webhooks.list()
     assert (caught.value.status, caught.value.code) == (403, "feature_not_in_tier")
+
+
+def _signed(body: bytes, secret: str, upper: bool) -> dict[str, str]:
+    digest = hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+    return {"X-Webhook-Signature": "sha256=" + (digest.upper() if upper else digest)}
+
+
+def test_accepts_the_specified_signature_in_either_case_of_hex():
+    """The hex is compared as the bytes it spells, as TypeScript's verifyWebhook does."""
+    secret = "whsec_" + "a" * 32
+    event = {"id": "evt_1", "object": "event", "event": "webhook.test", "timestamp": datetime.now().astimezone().isoformat(), "data": {}}
+    body = json.dumps(event).encode()
+    for upper in (False, True):
+        assert verify_webhook(body, _signed(body, secret, upper), secret).id == "evt_1"
+    with pytest.raises(ToolgateError) as caught:
+        verify_webhook(body + b" ", _signed(body, secret, True), secret)
+    assert caught.value.code == "webhook_signature_invalid"
+    for bad in ("sha256=zz", "sha256=" + "a" * 63, "sha1=" + "a" * 64, "sha256=ab cd"):
+        with pytest.raises(ToolgateError):
+            verify_webhook(body, {"X-Webhook-Signature": bad}, secret)

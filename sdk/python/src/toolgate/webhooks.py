@@ -3,7 +3,7 @@
 The gateway signs every delivery twice, and either signature is accepted:
 
 - ``X-Webhook-Signature: sha256=<hex>``: HMAC-SHA256 of the raw body, keyed by the whole secret
-  string (``whsec_...``); the whole header value is compared with the expected one;
+  string (``whsec_...``); the hex is compared as the bytes it spells (either case), as in TypeScript;
 - the Standard Webhooks headers ``webhook-id``, ``webhook-timestamp``, ``webhook-signature``
   (``v1,<base64>`` HMAC-SHA256 of ``"<id>.<timestamp>.<body>"`` keyed by the secret's decoded
   bytes; several entries while a secret rotation overlaps).
@@ -20,6 +20,7 @@ import binascii
 import hashlib
 import hmac
 import json
+import re
 import math
 import time
 from datetime import datetime
@@ -50,8 +51,15 @@ def _fail(code: str, message: str) -> ToolgateError:
 def _spec_signature_matches(body: bytes, given: str | None, secret: str) -> bool:
     if not given:
         return False
-    expected = "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(given.strip().encode("utf-8"), expected.encode("utf-8"))
+    # The hex compared as the bytes it spells, as TypeScript's verifyWebhook does: upper-case hex
+    # is the same signature.
+    value = given.strip()
+    hex_digits = value[len("sha256="):]
+    if not value.startswith("sha256=") or not re.fullmatch(r"(?:[0-9a-fA-F]{2})+", hex_digits):
+        return False
+    given_bytes = bytes.fromhex(hex_digits)
+    expected = hmac.new(secret.encode("utf-8"), body, hashlib.sha256).digest()
+    return hmac.compare_digest(given_bytes, expected)
 
 
 def _standard_signature_matches(body: bytes, headers: Any, secret: str) -> bool:
