@@ -1,11 +1,12 @@
 /**
  * The one error class of the library. API errors carry the gateway's error object
- * ({type, code, message, param?, request_id}); errors raised on this side (network, timeout,
- * spending cap, webhook verification) carry status 0 and a code of their own.
+ * ({type, code, message, param?, request_id}); errors raised on this side (network, timeout, the
+ * caller's own abort, spending cap, webhook verification) carry status 0 and a code of their own.
  */
 export type ClientErrorCode =
   | "network_error"
   | "timeout"
+  | "aborted"
   | "spend_cap_exceeded"
   | "payment_failed"
   | "invalid_response"

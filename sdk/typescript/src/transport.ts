@@ -116,20 +116,35 @@ export function segment(value: string): string {
  */
 const backoffMs = (attempt: number) =>
   Math.min(8_000, 500 * 2 ** attempt) * (0.5 + Math.random() / 2);
+/** Waits before a retry; the caller's signal ends the wait (and the request) at once. */
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(abortedByCaller(signal));
     const timer = setTimeout(resolve, ms);
     signal?.addEventListener(
       "abort",
       () => {
         clearTimeout(timer);
-        reject(signal.reason);
+        reject(abortedByCaller(signal));
       },
-      {
-        once: true,
-      },
+      { once: true },
     );
   });
+
+/**
+ * The caller's own signal ended the request. It is a ToolgateError like every other failure (the
+ * signal's reason kept as `cause`), not the runtime's bare AbortError: the README promises one
+ * error class, and a caller's handler need not know which runtime it runs on.
+ */
+function abortedByCaller(signal: AbortSignal): ToolgateError {
+  const reason = signal.reason as Error | undefined;
+  return new ToolgateError({
+    status: 0,
+    code: "aborted",
+    message: `The request was aborted by the caller's signal${reason?.message ? ` (${reason.message})` : ""}: if it had been sent, it may have been received and run; check (e.g. list what exists) before retrying.`,
+    cause: signal.reason,
+  });
+}
 
 /**
  * A redirect is not followed (the gateway never redirects an API call: one comes from a proxy in
@@ -190,7 +205,7 @@ export class Transport {
         // body trickles in is the attempt's timeout too, not an error of another kind.
         text = await response.text();
       } catch (error) {
-        if (spec.signal?.aborted) throw error;
+        if (spec.signal?.aborted) throw abortedByCaller(spec.signal);
         const timedOut = (error as Error)?.name === "TimeoutError";
         if (canRetry && (spec.idempotent || (!timedOut && neverConnected(error)))) {
           await sleep(backoffMs(attempt), spec.signal);

@@ -1,3 +1,4 @@
+import { createServer as createHttpServer } from "node:http";
 import { createServer, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { installPackedSdk, type InstalledProject } from "../../helpers/sdk-package.js";
@@ -88,6 +89,59 @@ console.log(JSON.stringify({
       }
     } finally {
       await slow.close();
+    }
+  });
+
+  it("a caller's own signal ends the request with a ToolgateError (code aborted, the reason as its cause), mid-answer or while waiting to retry", async () => {
+    const slow = await tricklingServer();
+    // A real server that answers every request 429 with Retry-After: 5, so the client waits to retry.
+    const busy = createHttpServer((_request, response) => {
+      response.writeHead(429, { "content-type": "application/json", "retry-after": "5" });
+      response.end(
+        JSON.stringify({
+          error: { type: "rate_limit_error", code: "rate_limited", message: "slow down" },
+        }),
+      );
+    });
+    await new Promise<void>((r) => busy.listen(0, "127.0.0.1", r));
+    try {
+      const result = await project.script(
+        `import { Toolgate, ToolgateError } from "toolgate";
+const aborted = async (baseUrl, reason) => {
+  const started = Date.now();
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(reason), 400);
+  const client = new Toolgate({ apiKey: "k", baseUrl, maxRetries: 2 });
+  const error = await client.tools.call("hash", { text: "x" }, { signal: controller.signal }).then(() => null, (e) => e);
+  return {
+    isToolgateError: error instanceof ToolgateError,
+    name: error?.name, code: error?.code, status: error?.status, message: error?.message,
+    causeIsReason: reason === undefined ? error?.cause?.name === "AbortError" : error?.cause === reason,
+    ms: Date.now() - started,
+  };
+};
+console.log(JSON.stringify({
+  midAnswer: await aborted(process.env.SLOW + "/body/", undefined),
+  waitingToRetry: await aborted(process.env.BUSY, new Error("user pressed stop")),
+}));`,
+        { SLOW: slow.url, BUSY: `http://127.0.0.1:${(busy.address() as { port: number }).port}` },
+      );
+      for (const run of [result.midAnswer, result.waitingToRetry]) {
+        expect(run).toMatchObject({
+          isToolgateError: true,
+          name: "ToolgateError",
+          code: "aborted",
+          status: 0,
+          causeIsReason: true,
+        });
+        expect(run.message).toMatch(/aborted by the caller's signal/);
+        // At the abort, not after the trickled answer (5 s) or the retry's wait (5 s).
+        expect(run.ms).toBeLessThan(2500);
+      }
+      expect(result.waitingToRetry.message).toContain("user pressed stop");
+    } finally {
+      await slow.close();
+      await new Promise<void>((r) => busy.close(() => r()));
     }
   });
 });
