@@ -111,7 +111,9 @@ export function mcpRouter(services: Services): Router {
       for (const [name, value] of Object.entries(caller.headers)) res.setHeader(name, value);
       requireFeature(caller.account.tier, "mcp");
       res.locals.accountId = caller.account.id;
-      pass(req, next, caller.account.id, { key });
+      pass(req, next, caller.account.id, {
+        key: { ...key, id: caller.keyId, limited: caller.keyLimited },
+      });
     } catch (err) {
       next(err);
     }

@@ -28,8 +28,12 @@ import { GatewayServer, ownHandler } from "./protocol-errors.js";
  * door's, because they are the same code.
  */
 export interface McpCaller {
-  /** null: no key — an agent paying per call with x402 (only when x402 is on). */
-  key: { accountId: string; hash: string } | null;
+  /**
+   * null: no key — an agent paying per call with x402 (only when x402 is on). `id` and `limited`
+   * come from the key's admission (absent when it was refused before MCP ran): a key with
+   * controls may be limited to some tools, and is shown only those.
+   */
+  key: { accountId: string; hash: string; id?: string | null; limited?: boolean } | null;
   /** Set when the request was refused before MCP ran (a lone tools/call over the rate limit): the call answers this error. */
   refused?: ApiError;
 }
@@ -118,6 +122,7 @@ const SEARCH_TOOLS = {
 function searchResult(
   services: Services,
   own: readonly ToolDefinition[],
+  allowed: (name: string) => boolean,
   args: Record<string, unknown>,
   requestId: string,
 ) {
@@ -128,7 +133,7 @@ function searchResult(
     return errorResult(err as ApiError, requestId);
   }
   const found = searchTools(
-    [...publicTools(services, TOOLS), ...own],
+    [...publicTools(services, TOOLS), ...own].filter((tool) => allowed(tool.name)),
     input.query,
     input.category,
   ).slice(0, input.limit);
@@ -215,23 +220,36 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
     // The caller's own custom tools: listed to its keys only (the guard has checked the key).
     const ownTools = async () =>
       caller.key ? await services.upstream.listPrivate(caller.key.accountId) : [];
-    const listed = ownHandler(async () => ({
-      tools: [
-        SEARCH_TOOLS,
-        ...tools,
-        ...(await ownTools()).map((tool) => mcpTool(services, tool)),
-      ].map((t) =>
-        "_meta" in t
-          ? {
-              ...t,
-              _meta: {
-                ...(t._meta as Record<string, unknown>),
-                "toolgate/available": services.pools.unavailableReason(t.name) === null,
-              },
-            }
-          : t,
-      ),
-    }));
+    // A key limited to some tools (`allowed_tools`) is shown only those: an agent picks from what
+    // it lists, and every other tool would be refused `tool_not_allowed`. One read, and only for
+    // a key with controls; search_tools (free, and no tool of the catalogue) stays.
+    const mayCall = async (): Promise<(name: string) => boolean> => {
+      const key = caller.key;
+      if (!key?.limited || !key.id) return () => true;
+      const allowed = (await services.store.getKey(key.accountId, key.id))?.allowedTools ?? null;
+      return allowed === null ? () => true : (name) => allowed.includes(name);
+    };
+    const listed = ownHandler(async () => {
+      const [own, allowed] = await Promise.all([ownTools(), mayCall()]);
+      return {
+        tools: [
+          SEARCH_TOOLS,
+          ...[...tools, ...own.map((tool) => mcpTool(services, tool))].filter((t) =>
+            allowed(t.name),
+          ),
+        ].map((t) =>
+          "_meta" in t
+            ? {
+                ...t,
+                _meta: {
+                  ...(t._meta as Record<string, unknown>),
+                  "toolgate/available": services.pools.unavailableReason(t.name) === null,
+                },
+              }
+            : t,
+        ),
+      };
+    });
     server.setRequestHandler("tools/list", (request, ctx) => {
       // The whole list is one page and no cursor is ever issued, so any cursor is one we did not
       // give: the caller's -32602 (MCP's pagination rule), not a first page served again.
@@ -247,13 +265,10 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
       ownHandler(async (request) => {
         const requestId = newRequestId();
         if (caller.refused) return errorResult(caller.refused, requestId);
-        if (request.params.name === SEARCH_TOOLS.name)
-          return searchResult(
-            services,
-            await ownTools(),
-            request.params.arguments ?? {},
-            requestId,
-          );
+        if (request.params.name === SEARCH_TOOLS.name) {
+          const [own, allowed] = await Promise.all([ownTools(), mayCall()]);
+          return searchResult(services, own, allowed, request.params.arguments ?? {}, requestId);
+        }
         let tool: ToolDefinition | null;
         try {
           tool = await services.upstream.find(request.params.name, caller.key?.accountId ?? null);

@@ -97,6 +97,47 @@ describe.each(Object.keys(ERAS) as (keyof typeof ERAS)[])("the official MCP clie
     }
   });
 
+  it("lists to a key limited to some tools only those (and search_tools), finds only those, and refuses the others", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const created = await call(`${gw.url}/api/v1/keys`, {
+      key,
+      body: { allowed_tools: ["hash", "uuid"] },
+    });
+    expect(created.status).toBe(201);
+    const limited = await connect(created.body.key, era);
+    const everyTool = await connect(key, era);
+    try {
+      const { tools } = await limited.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual(["hash", "id-generate", "search_tools"]);
+      const search = async (client: Client, query: string) =>
+        (
+          (await client.callTool({ name: "search_tools", arguments: { query } }))
+            .structuredContent as { tools: { name: string }[] }
+        ).tools.map((t) => t.name);
+      expect(await search(limited, "hash")).toEqual(["hash"]);
+      expect(await search(limited, "markdown")).toEqual([]);
+      expect(await search(everyTool, "markdown")).toContain("markdown-to-html");
+      const refused = await limited.callTool({
+        name: "markdown-to-html",
+        arguments: { markdown: "# hi" },
+      });
+      expect(refused.isError).toBe(true);
+      expect(errorOf(refused).error.code).toBe("tool_not_allowed");
+      // A change to the key's controls shows in its very next list; its other controls (an
+      // expiry) leave the list whole.
+      await call(`${gw.url}/api/v1/keys/${created.body.id}`, {
+        key,
+        method: "PATCH",
+        body: { allowed_tools: null, expires_at: new Date(Date.now() + 3_600_000).toISOString() },
+      });
+      expect((await limited.listTools()).tools.length).toBe(TOOLS.length + 1);
+      expect((await everyTool.listTools()).tools.length).toBe(TOOLS.length + 1);
+    } finally {
+      await limited.close();
+      await everyTool.close();
+    }
+  });
+
   it("calls a tool: structured result, and the balance moves exactly as for REST", async () => {
     const { key } = await fundedAccount(gw.url, 100, "starter");
     const client = await connect(key, era);
