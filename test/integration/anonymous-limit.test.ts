@@ -73,7 +73,7 @@ describe("requests with credentials that no route admits", () => {
     (h: Record<string, string>) => call(`${gw.url}/openapi.json`, { headers: h }),
     (h: Record<string, string>) => call(`${gw.url}/docs`, { headers: h }),
     (h: Record<string, string>) => call(`${gw.url}/v1/tools/categories`, { headers: h }),
-    (h: Record<string, string>) => call(`${gw.url}/v1/tools/hash`, { headers: h }),
+    (h: Record<string, string>) => call(`${gw.url}/llms.txt`, { headers: h }),
   ];
   const cases: [string, string, Record<string, string>][] = [
     ["a junk Authorization header", "198.51.100.80", { authorization: "Basic x" }],

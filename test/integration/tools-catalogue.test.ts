@@ -60,6 +60,28 @@ describe("GET /v1/tools", () => {
     expect((await call(`${gw.url}/v1/tools/search-web`)).body.name).toBe("web-search");
     expect((await call(`${gw.url}/v1/tools/nothing`)).body.error.code).toBe("tool_not_found");
   });
+
+  it("checks a key sent with it, as the list does: a bad or revoked key is 401, a good one is counted as its account's", async () => {
+    for (const path of ["/v1/tools", "/v1/tools/hash"]) {
+      const bogus = await call(`${gw.url}${path}`, { key: "tg_live_bogus" });
+      expect([path, bogus.status, bogus.body.error.code]).toEqual([path, 401, "invalid_api_key"]);
+    }
+    const { key: own } = await fundedAccount(gw.url, 10);
+    const spare = await call(`${gw.url}/api/v1/keys`, { key: own, body: { name: "spare" } });
+    await call(`${gw.url}/api/v1/keys/${spare.body.id}`, { key: own, method: "DELETE" });
+    const revoked = await call(`${gw.url}/v1/tools/hash`, { key: spare.body.key });
+    expect([revoked.status, revoked.body.error.code]).toEqual([401, "api_key_revoked"]);
+    const remaining = async () =>
+      Number(
+        (await call(`${gw.url}/api/v1/account`, { key: own })).headers.get("ratelimit-remaining"),
+      );
+    const before = await remaining();
+    const shown = await call(`${gw.url}/v1/tools/hash`, { key: own });
+    expect([shown.status, shown.body.name]).toEqual([200, "hash"]);
+    // Counted in the account's window, not the per-address one.
+    expect(Number(shown.headers.get("ratelimit-remaining"))).toBe(before - 1);
+    expect(await remaining()).toBe(before - 2);
+  });
 });
 
 describe("every tool", () => {

@@ -9,14 +9,18 @@ export const getTool = defineRoute({
   summary:
     "One tool, by name or alias. Public; with an x-api-key, also one of the account's own custom tools.",
   auth: "public",
-  errors: ["tool_not_found"],
+  // A key is optional, but one sent is checked, as by GET /v1/tools: a revoked or mistyped key
+  // is 401 here too, not silently ignored for a public tool (and then 401 on the call).
+  errors: ["tool_not_found", "invalid_api_key", "api_key_revoked"],
   response: toolViewSchema,
   async handler({ services, params, req, res, requestId }) {
+    const accountId = req.get("x-api-key")
+      ? (await authenticateKey(services, req, res, requestId)).account.id
+      : null;
     let tool = services.upstream.findPublic(params.name!) ?? null;
     let own = false;
-    if (!tool && req.get("x-api-key")) {
-      const caller = await authenticateKey(services, req, res, requestId);
-      tool = await services.upstream.find(params.name!, caller.account.id);
+    if (!tool && accountId) {
+      tool = await services.upstream.find(params.name!, accountId);
       own = tool !== null;
     }
     if (!tool) throw toolNotFound(params.name!);
