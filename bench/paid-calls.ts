@@ -24,6 +24,7 @@
  * time beside the chain's own answer time for the verification's and the send's round trips (at the proxy), the ratios to chain only, which of the two wins each case,
  * and one paid call's RPC round trips in order with their times (RPC 50 ms away).
  * Loopback only; bounded by the counts below and a 60 s limit per call.
+ *   BENCH_PAYERS=returning|new (who pays: wallets paying call after call, the default, or a new one each time)
  *   BENCH_BATCHING=off|on (one gateway)  BENCH_CONCURRENCY=8,32  BENCH_LOG=/tmp/dir (gateway logs)
  *   BENCH_GATEWAY_ENV="NAME=value,…" (more gateway settings)
  *   BENCH_GATEWAY_ENTRY=… (the gateway to measure; default dist/src/main.js once built, as in
@@ -86,6 +87,16 @@ const RPC_DELAY_MS = Number(process.env.BENCH_RPC_DELAY_MS ?? 50);
 const TIMELINE_CALLS = Number(process.env.BENCH_TIMELINE_CALLS ?? 15);
 /** The batching gateway's X402_BATCH_WINDOW_MS (the other gateway settles each payment alone). */
 const BATCH_WINDOW_MS = Number(process.env.BENCH_BATCH_WINDOW_MS ?? 5);
+/**
+ * BENCH_PAYERS=returning|new: who pays in the automine and delayed runs (and in the chain-only
+ * floor, the same way). returning (default): max(concurrency, ⌈n / 50⌉) wallets in turn, as agents
+ * paying for call after call; each pays at most 50 times, under the 60 requests a minute of its
+ * account's tier (a verified payment counts against the paying wallet's account). new: a new wallet
+ * for every payment, each also creating the wallet's account (a first payment's extra cost).
+ */
+const PAYERS = process.env.BENCH_PAYERS === "new" ? "new" : "returning";
+/** Payments a returning payer makes in one run: under the Free tier's 60 requests a minute. */
+const CALLS_PER_PAYER = 50;
 /** BENCH_ONLY=automine|timeline|delayed|interval: run that case alone (delayed includes the timeline). */
 const ONLY = process.env.BENCH_ONLY;
 /** BENCH_BATCHING=off|on: only that gateway (default both). */
@@ -201,11 +212,18 @@ async function main() {
   let seed = 50_000;
   const funded = async (n: number) => {
     const wallets = Array.from({ length: n }, () => randomWallet(seed++));
-    for (const w of wallets) await chain.fund(w.address, 100_000n);
+    for (const w of wallets) await chain.fund(w.address, BigInt(CALLS_PER_PAYER) * PRICE);
     return wallets;
   };
   const sign = (w: ReturnType<typeof randomWallet>) =>
     signAuthorization({ account: w, chain, value: PRICE });
+  /** n signed payments, from the payers BENCH_PAYERS says (each its own authorization and nonce). */
+  const payments = async (n: number, concurrency: number) => {
+    const wallets = await funded(
+      PAYERS === "new" ? n : Math.min(n, Math.max(concurrency, Math.ceil(n / CALLS_PER_PAYER))),
+    );
+    return Promise.all(Array.from({ length: n }, (_, i) => sign(wallets[i % wallets.length]!)));
+  };
 
   // The floor: pre-signed transfers from bare relayers, as many as the gateway's pool has (up to
   // three: anvil accounts 7, 1, 2), each taking every n-th transfer in nonce order, sent and
@@ -222,7 +240,7 @@ async function main() {
   });
   const receipts = new ReceiptWaiter(viaProxy as PublicClient);
   const chainOnly = async (n: number, concurrency: number, sync: boolean): Promise<Run> => {
-    const payloads = await Promise.all((await funded(n)).map(sign));
+    const payloads = await payments(n, concurrency);
     // The same calldata the gateway's settlement sends (src/payments/verify.ts transferArgs).
     const data = payloads.map(({ authorization, signature }) =>
       encodeFunctionData({
@@ -420,9 +438,7 @@ async function main() {
 
   /** Paid calls through a gateway, with the RPC work they caused. */
   const throughGateway = async (gateway: Gateway, n: number, concurrency: number) => {
-    const headers = await Promise.all(
-      (await funded(n)).map(async (w) => v1Header("base-sepolia", await sign(w))),
-    );
+    const headers = (await payments(n, concurrency)).map((p) => v1Header("base-sepolia", p));
     const txBefore = await sentByRelayers();
     proxy.resetCounts();
     const metricsBefore = await gatewayMetrics(gateway);
@@ -526,7 +542,7 @@ async function main() {
           }
         const base = chain.floor;
         console.log(
-          `\nautomine, ${CALLS} payments per run, ${concurrency} at a time (each run from the same chain)`,
+          `\nautomine, ${CALLS} payments per run, ${concurrency} at a time (each run from the same chain), ${PAYERS === "new" ? "a new wallet for each" : `from ${Math.min(CALLS, Math.max(concurrency, Math.ceil(CALLS / CALLS_PER_PAYER)))} returning payers`}`,
         );
         console.log(header());
         floorRows(chain);
