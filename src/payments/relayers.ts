@@ -63,6 +63,12 @@ export interface Fees {
   maxPriorityFeePerGas: bigint;
 }
 
+/**
+ * The reason a sync send's receipt look is stopped with: one value made once. `abort()` without a
+ * reason builds a DOMException (and its stack) on every paid call, only for the look to drop it.
+ */
+const SEND_ANSWERED = new Error("the sync send answered");
+
 /** A send the node did not take: nothing was broadcast (the nonce it had is filled or refilled). */
 export class SendRefused extends Error {
   constructor(readonly reason: string) {
@@ -373,7 +379,7 @@ export class Relayers {
       if (inPool) return { hash, relay };
       throw err;
     } finally {
-      answered.abort();
+      answered.abort(SEND_ANSWERED);
       this.syncing--;
       clearTimeout(timer);
     }
