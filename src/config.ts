@@ -63,6 +63,11 @@ const envSchema = z.object({
       isUrl("redis:", "rediss:"),
       "REDIS_URL must be redis://host:port or rediss://host:port (with user:password@ if needed)",
     )
+    // A database is a number (redis://host:port/2); anything else there would be read as 0.
+    .refine(
+      (url) => !isUrl("redis:", "rediss:")(url) || /^\/?(\d+)?$/.test(new URL(url).pathname),
+      "REDIS_URL's path must be a database number (redis://host:port/2) or nothing",
+    )
     .optional(),
   /**
    * The books (ledger, request records, payments): `postgres://…` a PostgreSQL server;
@@ -473,6 +478,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (parsed.success && parsed.data.HEADERS_TIMEOUT_MS > parsed.data.REQUEST_TIMEOUT_MS)
     problems.push(
       `HEADERS_TIMEOUT_MS (${parsed.data.HEADERS_TIMEOUT_MS}) must not exceed REQUEST_TIMEOUT_MS (${parsed.data.REQUEST_TIMEOUT_MS}): the headers are part of the request`,
+    );
+  if (
+    parsed.success &&
+    parsed.data.REDIS_CLUSTER === "1" &&
+    parsed.data.REDIS_URL &&
+    Number(new URL(parsed.data.REDIS_URL).pathname.slice(1) || 0) !== 0
+  )
+    problems.push(
+      "REDIS_URL names a database other than 0, and a Redis Cluster has only database 0 (REDIS_CLUSTER=1)",
     );
   if (parsed.success && parsed.data.WEB_CONCURRENCY > 1 && !parsed.data.REDIS_URL)
     problems.push(

@@ -12,7 +12,7 @@ export function connectRedis(
   cluster: boolean,
   options: RedisOptions,
 ): RedisConnection {
-  if (!cluster) return new Redis(url, options);
+  if (!cluster) return closedOnRefusedDatabase(new Redis(url, options));
   const seed = new URL(url);
   const { keyPrefix, enableOfflineQueue: _, retryStrategy, ...nodeOptions } = options;
   return new Cluster([{ host: seed.hostname, port: Number(seed.port || 6379) }], {
@@ -30,6 +30,32 @@ export function connectRedis(
       ...(seed.protocol === "rediss:" ? { tls: {} } : {}),
     },
   });
+}
+
+/** Why a connection was closed for good: the database REDIS_URL names could not be selected. */
+const refusedDatabases = new WeakMap<RedisConnection, string>();
+
+/** The reason `connection` was closed for its database (see closedOnRefusedDatabase), or null. */
+export const refusedDatabase = (connection: RedisConnection): string | null =>
+  refusedDatabases.get(connection) ?? null;
+
+/**
+ * When SELECT fails (a database number the server does not have, or a Cluster node), ioredis
+ * reports the error and goes on, ready, on database 0: every command would then read and write
+ * another database, perhaps someone else's. Such a connection is closed for good instead, before
+ * it is ready (no command is sent), and says why (`refusedDatabase`): the store answers 503
+ * with that reason, `/readyz` is 503, and a development start stops with it.
+ */
+function closedOnRefusedDatabase(redis: Redis): Redis {
+  redis.on("error", (err: Error) => {
+    if (!/^ERR (DB index is out of range|SELECT is not allowed)/.test(err.message)) return;
+    refusedDatabases.set(
+      redis,
+      `REDIS_URL names database ${redis.options.db}, which this Redis cannot select (${err.message})`,
+    );
+    redis.disconnect();
+  });
+  return redis;
 }
 
 /**

@@ -9,7 +9,12 @@ import type { Socket } from "node:net";
 import type { ChainableCommander, Redis, RedisOptions } from "ioredis";
 import { DEPLETED_MESSAGE } from "../events/types.js";
 import { StoreUnavailableError } from "./errors.js";
-import { connectRedis, type RedisConnection, withinDeadline } from "./redis-connection.js";
+import {
+  connectRedis,
+  type RedisConnection,
+  refusedDatabase,
+  withinDeadline,
+} from "./redis-connection.js";
 import { CALENDAR_WINDOWS, type ControlWindows, type TierLimits } from "./types.js";
 
 /** Every key of one account carries the hash tag `{acct_…}`, so each script touches one cluster slot. */
@@ -236,6 +241,13 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
         clearTimeout(timer);
         resolve();
       });
+      // Closed for good because its database could not be selected: no "ready" will come.
+      redis.once("end", () => {
+        const refused = refusedDatabase(redis);
+        if (!refused) return;
+        clearTimeout(timer);
+        reject(new StoreUnavailableError(refused));
+      });
     });
     return firstConnection;
   }
@@ -265,6 +277,8 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
   let sent = 0;
   async function call<T>(fn: () => Promise<T>): Promise<T> {
     sent++;
+    const refused = refusedDatabase(redis);
+    if (refused) throw new StoreUnavailableError(refused);
     if (!everReady) {
       if (redis.status !== "ready") await waitForFirstConnection();
       everReady = true;

@@ -1,5 +1,6 @@
 import { once } from "node:events";
 import { createServer as createTcpServer, type Server as TcpServer } from "node:net";
+import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { startBundledWorkers } from "../../src/tools/bundled-workers.js";
@@ -143,6 +144,53 @@ describe("starting", () => {
     );
     expect(await waitUntilNoneMarked(g.marker, 5000)).toEqual([]);
   }, 90_000);
+
+  it("refuses a REDIS_URL database the Redis does not have, writing nothing to database 0 (development: stops; production: not ready, 503)", async () => {
+    const prefix = uniquePrefix("nodb");
+    const db0 = new Redis(REDIS_URL);
+    try {
+      const dev = run({
+        NODE_ENV: "development",
+        PORT: "0",
+        HOST: "127.0.0.1",
+        DEV_CHAIN: "0",
+        REDIS_URL: `${REDIS_URL}/99`,
+        REDIS_KEY_PREFIX: prefix,
+      });
+      const { code } = await within(dev.exited, 60_000, "exit");
+      expect(code).toBe(1);
+      expect(dev.stderr()).toMatch(
+        /^Toolgate could not start: the store at REDIS_URL cannot be used: REDIS_URL names database 99, which this Redis cannot select \(ERR DB index is out of range\)\n$/,
+      );
+
+      const port = await freePort();
+      const prod = run({
+        NODE_ENV: "production",
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        REDIS_URL: `${REDIS_URL}/99`,
+        REDIS_KEY_PREFIX: prefix,
+        ADMIN_API_KEY: "a".repeat(24),
+        SECRET_KEY: "s".repeat(32),
+        PUBLIC_BASE_URL: "https://api.example.com",
+        SMTP_URL: "smtp://127.0.0.1:1",
+        WORKERS_URL: "http://127.0.0.1:1",
+      });
+      await prod.waitFor(/"msg":"listening"/);
+      const url = `http://127.0.0.1:${port}`;
+      expect((await fetch(`${url}/readyz`)).status).toBe(503);
+      const signup = await fetch(`${url}/api/v1/signup`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ email: "nodb@example.com" }),
+      });
+      expect(signup.status).toBe(503);
+      expect(await db0.keys(`${prefix}*`)).toEqual([]);
+    } finally {
+      await dropPrefix(prefix);
+      db0.disconnect();
+    }
+  }, 120_000);
 
   it("with LOG_LEVEL=warn prints its development key and serves (readiness never waits for a log line)", async () => {
     const port = await freePort();

@@ -56,6 +56,32 @@ describe("configuration", () => {
     });
   });
 
+  it("takes a database number as REDIS_URL's path, and nothing else there; a Cluster only database 0", () => {
+    for (const url of [
+      "redis://h:6379",
+      "redis://h:6379/",
+      "redis://h:6379/2",
+      "rediss://u:p@h/15",
+    ])
+      expect(loadConfig({ REDIS_URL: url }).redisUrl).toBe(url);
+    const refused = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+      } catch (err) {
+        return (err as ConfigError).message;
+      }
+      return "accepted";
+    };
+    for (const url of ["redis://h:6379/db2", "redis://h:6379/2/x", "redis://h/-1"])
+      expect(refused({ REDIS_URL: url })).toContain(
+        "REDIS_URL's path must be a database number (redis://host:port/2) or nothing",
+      );
+    expect(refused({ REDIS_URL: "redis://h:7000/3", REDIS_CLUSTER: "1" })).toContain(
+      "a Redis Cluster has only database 0",
+    );
+    expect(refused({ REDIS_URL: "redis://h:7000/0", REDIS_CLUSTER: "1" })).toBe("accepted");
+  });
+
   it("names every missing required setting in production", () => {
     try {
       loadConfig({ NODE_ENV: "production" });
