@@ -1,5 +1,7 @@
 import cluster, { type Worker } from "node:cluster";
+import { createServer } from "node:net";
 import type { Config } from "./config.js";
+import { listen } from "./http/listen.js";
 import type { ProcessLogger } from "./lib/logger.js";
 import { envPrefix } from "./payments/networks.js";
 import { startBundledWorkers } from "./tools/bundled-workers.js";
@@ -13,8 +15,16 @@ import { startBundledWorkers } from "./tools/bundled-workers.js";
  * separate replicas do. It logs through the same redacting sink as a gateway process (`logger`):
  * the bundled workers' and the local chain's failures it reports can carry configured secrets.
  */
+/** What a gateway process sends its primary once it has started (main.ts). */
+export const STARTED = "toolgate:started";
+
 export async function runPrimary(config: Config, logger: ProcessLogger): Promise<void> {
   const log = logger.log.child({ role: "primary" });
+  // The port is tried before anything starts, as a single process does: a busy port is one line
+  // and exit 1, not N processes failing and a bundled worker left behind.
+  const probe = createServer();
+  await listen(probe, config.port, config.host);
+  await new Promise((resolve) => probe.close(resolve));
   const [devChain, bundled] = await Promise.all([
     config.devChain && !config.x402
       ? import("./payments/dev-chain.js")
@@ -34,15 +44,52 @@ export async function runPrimary(config: Config, logger: ProcessLogger): Promise
   };
 
   let stopping = false;
-  /** A process that dies within this long of its start is restarted after a pause, so a crash at start-up cannot spin. */
+  /** Drains every gateway process, stops the shared children, and exits with `code`; once. */
+  const shutdown = (code: number) => {
+    if (stopping) return; // a repeated signal (one sent to the whole group) changes nothing
+    stopping = true;
+    const workers = Object.values(cluster.workers ?? {}).filter(
+      (w): w is Worker => !!w && !w.isDead(),
+    );
+    log.info({ processes: workers.length }, "shutting down: draining the gateway processes");
+    const exited = workers.map(
+      (w) =>
+        new Promise<void>((resolve) => (w.isDead() ? resolve() : w.once("exit", () => resolve()))),
+    );
+    for (const w of workers) w.process.kill("SIGTERM");
+    void Promise.all(exited)
+      .then(async () => {
+        await bundled?.stop();
+        await devChain?.stop();
+        log.info("stopped");
+        await logger.flush(1000);
+      })
+      .then(
+        () => process.exit(code),
+        () => process.exit(1),
+      );
+  };
+  /** A process that dies within this long of its start is restarted after a pause, so a crash cannot spin. */
   const QUICK_DEATH_MS = 5_000;
   let forked = 0;
   const fork = (): Worker => {
     const started = Date.now();
+    let serving = false;
     // The development banner (account, keys) is printed by the first process only.
     const worker = cluster.fork(forked++ === 0 ? shared : { ...shared, DEV_SEED: "0" });
+    worker.on("message", (message) => {
+      if (message === STARTED) serving = true;
+    });
     worker.once("exit", (code, signal) => {
       if (stopping) return;
+      if (!serving) {
+        // It never served: a failed start (it wrote why), which every other one would repeat.
+        log.error(
+          { worker: worker.process.pid, code, signal },
+          "a gateway process could not start: stopping",
+        );
+        return shutdown(code || 1);
+      }
       const quick = Date.now() - started < QUICK_DEATH_MS;
       log.error(
         { worker: worker.process.pid, code, signal },
@@ -54,34 +101,7 @@ export async function runPrimary(config: Config, logger: ProcessLogger): Promise
   };
   for (let i = 0; i < config.webConcurrency; i++) fork();
   log.info({ processes: config.webConcurrency, port: config.port }, "primary started");
-
-  for (const signal of ["SIGTERM", "SIGINT"] as const) {
-    process.once(signal, () => {
-      stopping = true;
-      const workers = Object.values(cluster.workers ?? {}).filter(
-        (w): w is Worker => !!w && !w.isDead(),
-      );
-      log.info({ processes: workers.length }, "shutting down: draining the gateway processes");
-      const exited = workers.map(
-        (w) =>
-          new Promise<void>((resolve) =>
-            w.isDead() ? resolve() : w.once("exit", () => resolve()),
-          ),
-      );
-      for (const w of workers) w.process.kill("SIGTERM");
-      void Promise.all(exited)
-        .then(async () => {
-          await bundled?.stop();
-          await devChain?.stop();
-          log.info("stopped");
-          await logger.flush(1000);
-        })
-        .then(
-          () => process.exit(0),
-          () => process.exit(1),
-        );
-    });
-  }
+  for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => shutdown(0));
 }
 
 /**

@@ -16,7 +16,8 @@ import {
   type RecordRefusal,
 } from "./http/client-errors.js";
 import { cutStalledReader, recordCuts, type RecordCut } from "./http/stalled-readers.js";
-import { runPrimary } from "./cluster.js";
+import { runPrimary, STARTED } from "./cluster.js";
+import { listen } from "./http/listen.js";
 
 /** Secrets never reach the log, wherever they appear in a logged object. */
 const REDACT = [
@@ -69,28 +70,7 @@ async function bindServer(
     .on("clientError", (err, socket) => answerClientError(err, socket, recordRefusal))
     .on("timeout", (socket: Socket) => cutStalledReader(socket, recordCut));
   server.timeout = config.sendTimeoutMs;
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(config.port, config.host, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "EADDRINUSE") throw new StartupError(`port ${config.port} is in use; set PORT`);
-    if (code === "EACCES")
-      throw new StartupError(
-        `port ${config.port} needs privileges this process does not have; set PORT`,
-      );
-    if (code === "EADDRNOTAVAIL")
-      throw new StartupError(`HOST ${config.host} is not an address of this machine; set HOST`);
-    // A host name that does not resolve fails in the listen's own lookup (getaddrinfo).
-    if (code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "EAI_FAIL")
-      throw new StartupError(`HOST ${config.host} does not resolve to an address; set HOST`);
-    throw err;
-  }
+  await listen(server, config.port, config.host);
   return {
     server,
     serve(handler, record) {
@@ -215,9 +195,16 @@ async function main(): Promise<void> {
     }
     // Installed before anything starts: a signal during start-up ends the process at once (its
     // children go with it), rather than by the default action half-way through.
+    // A signal repeated during the drain is ignored: a SIGTERM sent to the whole process group
+    // (systemd's default, `timeout`, `kill -- -PGID`) reaches this process twice when npm forwards
+    // it too, and Node's default action would cut every call the drain is finishing. The grace
+    // period's timer already bounds the shutdown.
     let stop: (() => Promise<void>) | null = null;
+    let stopping = false;
     for (const signal of ["SIGTERM", "SIGINT"] as const) {
-      process.once(signal, () => {
+      process.on(signal, () => {
+        if (stopping) return;
+        stopping = true;
         if (!stop) process.exit(1);
         // Whatever a part or the log sink does, the process is gone once the grace period and
         // the bounded clean-up are over. Unref'd: it never keeps a finished process alive.
@@ -231,6 +218,9 @@ async function main(): Promise<void> {
     const started = await start(config, logger);
     guardProcess(process, started.services.requestGuard);
     stop = started.stop;
+    // A forked gateway process tells its primary it started (cluster.ts): one that ends before
+    // saying so failed to start, and the primary stops rather than fork it again and again.
+    if (cluster.isWorker) process.send?.(STARTED);
   } catch (err) {
     failedToStart(err, redact);
   }

@@ -155,6 +155,27 @@ describe("process lifecycle", () => {
     }
   });
 
+  it("a SIGTERM repeated during the drain (one sent to the whole process group) changes nothing: the call finishes", async () => {
+    const llm = await startFakeLlm();
+    llm.state.delayMs = 1500;
+    const c = await spawnGateway(prefix, { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "m" });
+    try {
+      const { key, accountId } = await signUp(c.url);
+      await admin(c.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "pro" } });
+      const inFlight = callTool(c.url, key, "ai-generate", { prompt: "slow" });
+      await llm.reached(1);
+      const exited = c.stop("SIGTERM");
+      await new Promise((r) => setTimeout(r, 100));
+      c.child.kill("SIGTERM");
+      const res = await inFlight;
+      expect([res.status, res.body.text]).toEqual([200, "echo: slow"]);
+      expect(await exited).toBe(0);
+      expect(c.output.join("\n")).toContain('"msg":"stopped"');
+    } finally {
+      await llm.stop();
+    }
+  });
+
   it("SIGTERM past the grace period answers a call still running 503 shutting_down and refunds it", async () => {
     const llm = await startFakeLlm();
     llm.state.delayMs = 20_000;

@@ -130,6 +130,38 @@ describe("starting", () => {
     expect(await waitUntilNoneMarked(g.marker, 5000)).toEqual([]);
   }, 60_000);
 
+  it("with WEB_CONCURRENCY=2, fails at once on a busy port, and stops (leaving no child) when its gateway processes cannot start", async () => {
+    busy ??= createTcpServer().listen(0, "127.0.0.1");
+    if (!busy.listening) await new Promise((r) => busy!.once("listening", r));
+    const port = (busy.address() as { port: number }).port;
+    const onBusyPort = run({
+      NODE_ENV: "development",
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      WEB_CONCURRENCY: "2",
+      REDIS_URL,
+    });
+    expect((await within(onBusyPort.exited, 30_000, "exit")).code).toBe(1);
+    expect(onBusyPort.stderr()).toBe(
+      `Toolgate could not start: port ${port} is in use; set PORT\n`,
+    );
+    expect(await waitUntilNoneMarked(onBusyPort.marker, 5000)).toEqual([]);
+
+    // Each forked process fails its start (its store is unreachable): the primary stops, once.
+    const unstartable = run({
+      NODE_ENV: "development",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      DEV_CHAIN: "0",
+      WEB_CONCURRENCY: "2",
+      REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+    });
+    expect((await within(unstartable.exited, 60_000, "exit")).code).toBe(1);
+    expect(unstartable.stdout()).toContain("a gateway process could not start: stopping");
+    expect(unstartable.stdout()).not.toContain("starting another");
+    expect(await waitUntilNoneMarked(unstartable.marker, 5000)).toEqual([]);
+  }, 120_000);
+
   it("stops every child it had started when a later step fails (an unreachable Redis)", async () => {
     const g = run({
       NODE_ENV: "development",
