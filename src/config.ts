@@ -15,6 +15,7 @@ import {
 } from "./http/endpoint-limits.js";
 import { API_VERSIONS, apiVersionsSchema, type ApiVersion } from "./http/versioning.js";
 import { MAX_TEXT_CHARS, MIN_BODY_LIMIT_BYTES } from "./tools/catalogue/limits.js";
+import { findTool } from "./tools/catalogue/index.js";
 import { loadToolsFile } from "./tools/custom/tools-file.js";
 import type { UpstreamToolSpec } from "./tools/custom/spec.js";
 import { deepFreeze } from "./lib/deep-freeze.js";
@@ -22,6 +23,12 @@ import { percentDecoded, type Secret } from "./lib/redact.js";
 
 /** The most WORKER_MAX_RESPONSE_BYTES may be (and its default): 256 MiB. */
 const WORKER_ANSWER_BYTES_CAP = 256 * 1024 * 1024;
+/**
+ * The longest delay a Node timer takes (2^31 − 1 ms, about 24.8 days): a longer one warns
+ * (TimeoutOverflowWarning) and fires after 1 ms instead, so a duration setting past it is refused.
+ */
+const TIMER_MAX_MS = 2 ** 31 - 1;
+const TIMER_MAX_SECONDS = Math.floor(TIMER_MAX_MS / 1000);
 
 /**
  * Whether a URL setting parses, with one of `protocols` and a host. Checked with the schema, not
@@ -89,13 +96,17 @@ const envSchema = z.object({
     .optional(),
   /** `0`: this process does not export (it still serves, and reads the books); another process must. */
   BOOKS_EXPORT: z.enum(["0", "1"]).default("1"),
-  BOOKS_EXPORT_INTERVAL_MS: z.coerce.number().int().min(10).default(1000),
+  BOOKS_EXPORT_INTERVAL_MS: z.coerce.number().int().min(10).max(TIMER_MAX_MS).default(1000),
   BOOKS_EXPORT_BATCH: z.coerce.number().int().min(1).max(5000).default(500),
   /** A shard's export lease: how long a process that died holding it delays that shard's export. */
-  BOOKS_EXPORT_LEASE_MS: z.coerce.number().int().min(100).default(30_000),
+  BOOKS_EXPORT_LEASE_MS: z.coerce.number().int().min(100).max(TIMER_MAX_MS).default(30_000),
   BOOKS_EXPORT_SHARDS: z.coerce.number().int().min(1).max(1024).default(16),
   /** The status page shows the books export degraded once its lag passes this. */
-  BOOKS_EXPORT_DEGRADED_AFTER_SECONDS: z.coerce.number().min(0.1).default(60),
+  BOOKS_EXPORT_DEGRADED_AFTER_SECONDS: z.coerce
+    .number()
+    .min(0.1)
+    .max(TIMER_MAX_SECONDS)
+    .default(60),
   /** `1`: REDIS_URL is one node of a Redis Cluster. */
   REDIS_CLUSTER: z.enum(["0", "1"]).default("0"),
   /** Namespace for every Redis key, so several deployments (or test runs) can share one Redis. No braces: they would break the keys' hash tags. */
@@ -150,7 +161,7 @@ const envSchema = z.object({
     .regex(ENDPOINT_LIMITS_PATTERN, "name=calls/seconds pairs separated by commas")
     .optional(),
   /** Seconds to wait for in-flight requests on SIGTERM before closing anyway. */
-  SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).default(10),
+  SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).max(TIMER_MAX_SECONDS).default(10),
   /** Seed (or, with Redis, reuse) a development account and print its key (default: on in development). */
   DEV_SEED: z.enum(["0", "1"]).optional(),
   /** Development with no X402_NETWORKS: start a local anvil chain standing in for base-sepolia (default on). */
@@ -170,7 +181,7 @@ const envSchema = z.object({
   WORKER_POOL_HEAVY_URL: httpUrl("WORKER_POOL_HEAVY_URL").optional(),
   /** Calls in flight per worker pool and gateway process; more wait in the priority queue. */
   POOL_CONCURRENCY: z.coerce.number().int().min(1).default(64),
-  POOL_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
+  POOL_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(1).max(TIMER_MAX_MS).default(10_000),
   /** Heavy calls (OCR, charts, sandboxed code) in flight per gateway process; the workers' own thread pool bounds them again. */
   HEAVY_POOL_CONCURRENCY: z.coerce.number().int().min(1).default(8),
   /**
@@ -247,11 +258,11 @@ const envSchema = z.object({
   X402_SEND_SYNC: z.coerce.number().int().min(0).max(1000).default(8),
   /** How long a payment authorization may stay valid (and the receipt wait bound). */
   X402_MAX_TIMEOUT_SECONDS: z.coerce.number().int().min(10).max(3600).default(300),
-  X402_RECEIPT_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  X402_RECEIPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(TIMER_MAX_MS).default(30_000),
   /** One chain RPC request's time limit: a silent RPC must surface quickly. */
-  X402_RPC_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  X402_RPC_TIMEOUT_MS: z.coerce.number().int().min(100).max(TIMER_MAX_MS).default(10_000),
   /** How often to poll the chain for new blocks while waiting for a receipt. */
-  X402_POLL_MS: z.coerce.number().int().min(10).default(100),
+  X402_POLL_MS: z.coerce.number().int().min(10).max(TIMER_MAX_MS).default(100),
   /**
    * Batch settlement (group commit): a payment that reaches settlement while no other is being
    * verified is sent at once; one that finds others being verified waits for them, this many ms
@@ -262,7 +273,7 @@ const envSchema = z.object({
   /** The most transfers one batch transaction carries (a full batch is sent at once). */
   X402_BATCH_MAX: z.coerce.number().int().min(1).max(500).default(50),
   /** A settlement transaction not mined after this long is replaced with higher fees (same nonce). */
-  X402_STUCK_AFTER_MS: z.coerce.number().int().min(100).default(60_000),
+  X402_STUCK_AFTER_MS: z.coerce.number().int().min(100).max(TIMER_MAX_MS).default(60_000),
   /**
    * How long a settled payment's record (and its paid call's answer) is kept for retries of the
    * same payment: this long, or until the authorization expires, whichever is later.
@@ -281,10 +292,10 @@ const envSchema = z.object({
     .min(1)
     .default(30 * 24 * 3600),
   /** How long a client may take to send its headers, and its whole request. */
-  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
-  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(TIMER_MAX_MS).default(10_000),
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(TIMER_MAX_MS).default(30_000),
   /** How long an answer may wait on a client that stopped reading it (src/http/stalled-readers.ts). */
-  SEND_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  SEND_TIMEOUT_MS: z.coerce.number().int().min(100).max(TIMER_MAX_MS).default(30_000),
   /** If set, GET /metrics requires `Authorization: Bearer <token>`. */
   METRICS_TOKEN: z
     .string()
@@ -294,7 +305,7 @@ const envSchema = z.object({
   /** The API versions as JSON (see src/http/versioning.ts); unset: the table in the code. */
   API_VERSIONS: z.string().optional(),
   /** How often each process checks the status page's components. */
-  STATUS_CHECK_INTERVAL_MS: z.coerce.number().int().min(50).default(30_000),
+  STATUS_CHECK_INTERVAL_MS: z.coerce.number().int().min(50).max(TIMER_MAX_MS).default(30_000),
   /** A dashboard session ends after this long unused… */
   DASHBOARD_SESSION_IDLE_MINUTES: z.coerce
     .number()
@@ -512,6 +523,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           problems,
         )
       : [];
+  const toolTimeouts = toolTimeoutsSetting(
+    parsed.success ? parsed.data.TOOL_TIMEOUTS : undefined,
+    upstreamTools,
+    problems,
+  );
   if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
   const e = parsed.data;
   // Frozen: settings are read everywhere; start-up derives a new configuration rather than editing this one.
@@ -547,11 +563,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     heavyPoolConcurrency: e.HEAVY_POOL_CONCURRENCY,
     workerMaxResponseBytes: e.WORKER_MAX_RESPONSE_BYTES,
     poolQueueTimeoutMs: e.POOL_QUEUE_TIMEOUT_MS,
-    toolTimeouts: Object.fromEntries(
-      (e.TOOL_TIMEOUTS?.split(",") ?? [])
-        .map((pair) => pair.split("="))
-        .map(([name, ms]) => [name!, Number(ms)]),
-    ),
+    toolTimeouts,
     creditPriceAtomic: parseUsd(e.CREDIT_PRICE_USD),
     facilitatorFeeCredits: e.FACILITATOR_FEE_CREDITS,
     idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
@@ -595,6 +607,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 /** The books' database: as DATABASE_URL says; unset, PGlite in memory for the embedded (in-memory) store and none beside Redis. */
+/**
+ * TOOL_TIMEOUTS by tool: each name a catalogue tool (an alias stands for its tool) or one of
+ * TOOLS_FILE's, each timeout 1 ms to a Node timer's longest. A misspelt name would be ignored,
+ * and 0 or a timer's overflow would time every call of the tool out at once (504).
+ */
+function toolTimeoutsSetting(
+  value: string | undefined,
+  upstream: readonly UpstreamToolSpec[],
+  problems: string[],
+): Record<string, number> {
+  const timeouts: Record<string, number> = {};
+  for (const pair of value?.split(",") ?? []) {
+    const [given, ms] = pair.split("=") as [string, string];
+    const name = findTool(given)?.name ?? upstream.find((tool) => tool.name === given)?.name;
+    const timeout = Number(ms);
+    if (!name) problems.push(`TOOL_TIMEOUTS: no tool is named ${given}`);
+    else if (timeout < 1 || timeout > TIMER_MAX_MS)
+      problems.push(`TOOL_TIMEOUTS: ${given}'s timeout must be 1 to ${TIMER_MAX_MS} ms`);
+    else timeouts[name] = timeout;
+  }
+  return timeouts;
+}
+
 function booksConfig(e: z.infer<typeof envSchema>): Config["books"] {
   const url = e.DATABASE_URL ?? (e.REDIS_URL ? "none" : "pglite://memory");
   if (url === "none") return null;

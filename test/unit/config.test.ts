@@ -56,6 +56,39 @@ describe("configuration", () => {
     });
   });
 
+  it("reads TOOL_TIMEOUTS by tool (an alias stands for its tool), refusing unknown names and timeouts a timer cannot keep", () => {
+    expect(loadConfig({ TOOL_TIMEOUTS: "hash=3000,uuid=250" }).toolTimeouts).toEqual({
+      hash: 3000,
+      "id-generate": 250,
+    });
+    const problems = (value: string) => {
+      try {
+        loadConfig({ TOOL_TIMEOUTS: value });
+      } catch (err) {
+        return (err as ConfigError).message;
+      }
+      return "accepted";
+    };
+    expect(problems("hsh=3000,hash=0,qr-code=3000000000,uuid=5")).toBe(
+      "Invalid configuration:\n" +
+        "  - TOOL_TIMEOUTS: no tool is named hsh\n" +
+        "  - TOOL_TIMEOUTS: hash's timeout must be 1 to 2147483647 ms\n" +
+        "  - TOOL_TIMEOUTS: qr-code's timeout must be 1 to 2147483647 ms",
+    );
+    // Every duration is one a Node timer keeps (a longer one fires after 1 ms).
+    expect(problems("hash=5")).toBe("accepted");
+    for (const [name, value] of [
+      ["SHUTDOWN_GRACE_SECONDS", "3000000"],
+      ["POOL_QUEUE_TIMEOUT_MS", "2147483648"],
+    ])
+      try {
+        loadConfig({ [name!]: value! });
+        expect.unreachable(`${name} accepted`);
+      } catch (err) {
+        expect((err as ConfigError).message).toContain(name!);
+      }
+  });
+
   it("takes a database number as REDIS_URL's path, and nothing else there; a Cluster only database 0", () => {
     for (const url of [
       "redis://h:6379",
