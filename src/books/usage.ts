@@ -29,11 +29,13 @@ const INT8_MAX = 2n ** 63n - 1n;
 const STORE_PAGE = 200;
 
 const idParts = (id: string) => id.split("-").map(BigInt) as [bigint, bigint];
-const newerFirst = (a: LedgerEntry, b: LedgerEntry) => {
-  const [am, as] = idParts(a.id);
-  const [bm, bs] = idParts(b.id);
-  return am !== bm ? (bm > am ? 1 : -1) : bs === as ? 0 : bs > as ? 1 : -1;
+/** Ledger ids in order (stream ids: milliseconds, then a sequence): negative when `a` is older. */
+export const compareLedgerIds = (a: string, b: string): number => {
+  const [am, as] = idParts(a);
+  const [bm, bs] = idParts(b);
+  return am !== bm ? (am > bm ? 1 : -1) : as === bs ? 0 : as > bs ? 1 : -1;
 };
+const newerFirst = (a: LedgerEntry, b: LedgerEntry) => compareLedgerIds(b.id, a.id);
 
 export function matches(entry: LedgerEntry, filter: UsageFilter): boolean {
   return (

@@ -36,7 +36,10 @@ export async function renderKeysPage(
         k.status === "revoked"
           ? ""
           : `<div class="actions"><button type="button" class="secondary" data-action="edit-limits" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}" data-expires-at="${esc(k.expires_at ?? "")}" data-allowed-tools="${esc(k.allowed_tools?.join(", ") ?? "")}" data-budget-credits="${k.budget?.credits ?? ""}" data-budget-period="${k.budget?.period ?? "day"}"${ours}>Change limits</button>` +
-            `<button type="button" class="secondary" data-action="rotate-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}"${ours}>Rotate</button>` +
+            // Only an active key rotates: one rotating already, or expired, is refused (409, 422).
+            (k.status === "active"
+              ? `<button type="button" class="secondary" data-action="rotate-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}"${ours}>Rotate</button>`
+              : "") +
             `<button type="button" class="danger" data-action="revoke-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}" data-last-active="${k.status === "active" && active === 1}"${ours}>Revoke</button></div>`;
       return `<tr data-key-id="${esc(k.id)}"><td>${esc(k.name ?? "—")}${ours ? ` <span class="muted">(you signed in with it)</span>` : ""}</td><td><code>${esc(k.prefix)}</code></td><td><code>${esc(k.last4)}</code></td><td>${date(k.created_at)}</td><td>${date(k.last_used_at)}</td><td class="status">${k.status}${k.status === "expiring" ? ` (until ${date(k.revoked_at)})` : ""}</td><td class="expires">${date(k.expires_at)}</td><td class="tools">${k.allowed_tools ? k.allowed_tools.map((t) => `<code>${esc(t)}</code>`).join(" ") : "all"}</td><td class="budget">${k.budget ? `${k.budget.spent} of ${k.budget.credits} credits per ${k.budget.period}` : "—"}</td><td>${actions}</td></tr>`;
     })

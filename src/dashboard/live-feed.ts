@@ -2,7 +2,9 @@ import type { Request, Response } from "express";
 import { ledgerEntryView } from "../accounts/views.js";
 import { ApiError } from "../http/errors.js";
 import type { Services } from "../services.js";
-import { isLedgerId } from "../store/types.js";
+import { isLedgerId, type LedgerEntry } from "../store/types.js";
+import { compareLedgerIds } from "../books/usage.js";
+import { ledgerPage } from "./overview.js";
 import { currentSession, stillLive } from "./session.js";
 
 /**
@@ -10,7 +12,8 @@ import { currentSession, stillLive } from "./session.js";
  * entry id, `data:` the entry as /api/v1/usage shows it). It follows the ledger in the store —
  * a blocking read on the account's Redis stream — so a call made through any gateway process
  * shows up within one round trip of its debit. The stream resumes after `Last-Event-ID` (the
- * browser's own reconnection) or `?after=` (the newest entry the page was rendered with).
+ * browser's own reconnection) or `?after=` (the newest entry the page was rendered with), first
+ * sending what came since from the books and the store (`entriesSince`).
  *
  * Each stream holds one Redis connection, so a process holds at most DASHBOARD_LIVE_STREAMS, one
  * account at most LIVE_STREAMS_PER_ACCOUNT of them (a few tabs), and one client address at most
@@ -20,6 +23,35 @@ import { currentSession, stillLive } from "./session.js";
  * time passing with no page used, ends the stream within a wait.
  */
 const WAIT_MS = 2_500;
+/** The most entries a resumed stream catches up on; past that the page is told to reload. */
+const CATCH_UP_LIMIT = 500;
+
+/**
+ * The entries after `after`, oldest first, read as the page was (the books merged with the store),
+ * or null when there are more than CATCH_UP_LIMIT. The store's stream alone cannot resume: the
+ * books' export trims it every BOOKS_EXPORT_INTERVAL_MS, so entries made while no stream was open
+ * (between the page and its stream, or during a reconnection's wait) may be in the books only.
+ */
+async function entriesSince(
+  services: Services,
+  accountId: string,
+  after: string,
+): Promise<LedgerEntry[] | null> {
+  const missed: LedgerEntry[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await ledgerPage(services, accountId, { cursor, limit: 100 });
+    for (const entry of page.items) {
+      if (compareLedgerIds(entry.id, after) <= 0) return missed.reverse();
+      if (missed.push(entry) > CATCH_UP_LIMIT) return null;
+    }
+    if (!page.nextCursor) return missed.reverse();
+    cursor = page.nextCursor;
+  }
+}
+
+const ledgerEvent = (entry: LedgerEntry) =>
+  `id: ${entry.id}\nevent: ledger\ndata: ${JSON.stringify(ledgerEntryView(entry))}\n\n`;
 export const LIVE_STREAMS_PER_ACCOUNT = 5;
 export const LIVE_STREAMS_PER_ADDRESS = 20;
 
@@ -81,9 +113,11 @@ export function liveFeed(services: Services) {
       typeof req.query.after === "string" ? req.query.after : undefined,
     ].find((id) => id !== undefined && isLedgerId(id));
     let after: string;
+    let missed: LedgerEntry[] | null = [];
     try {
       after =
         resumeFrom ?? (await services.store.ledger(accountId, { limit: 1 })).items[0]?.id ?? "0-0";
+      if (resumeFrom) missed = await entriesSince(services, accountId, resumeFrom);
     } catch (err) {
       close();
       throw err;
@@ -94,6 +128,15 @@ export function liveFeed(services: Services) {
     res.setHeader("X-Accel-Buffering", "no"); // a buffering proxy would hold the events back
     res.flushHeaders();
     res.write("retry: 2000\n\n");
+    if (missed === null) {
+      // Too much happened while the page was away: it reloads rather than count it all again.
+      res.end("event: reload\ndata: {}\n\n");
+      return close();
+    }
+    for (const entry of missed) {
+      res.write(ledgerEvent(entry));
+      after = entry.id;
+    }
     const server = (req.socket as { server?: { listening: boolean } }).server;
     try {
       while (!closed && server?.listening !== false) {
@@ -102,9 +145,7 @@ export function liveFeed(services: Services) {
         // the wait must not be sent the entry that ended the wait.
         if (!(await stillLive(services, current.session))) break;
         for (const entry of entries) {
-          res.write(
-            `id: ${entry.id}\nevent: ledger\ndata: ${JSON.stringify(ledgerEntryView(entry))}\n\n`,
-          );
+          res.write(ledgerEvent(entry));
           after = entry.id;
         }
         if (entries.length === 0) res.write(": still here\n\n");

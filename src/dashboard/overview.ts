@@ -26,7 +26,7 @@ const BOOKS_WAIT_MS = 5000;
  * entries the store has not exported yet (the export trims them from the store). The store's
  * alone when there are no books, or they cannot be reached in time.
  */
-async function ledgerPage(
+export async function ledgerPage(
   services: Services,
   accountId: string,
   page: { cursor?: string; limit: number },

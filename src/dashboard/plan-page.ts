@@ -55,7 +55,7 @@ function tiersTable(current: DashboardSession): string {
     return `<tr${isCurrent ? ' aria-current="true"' : ""} data-tier="${name}"><th scope="row">${esc(tier.label)}${isCurrent ? ' <span class="muted">(your tier)</span>' : ""}</th><td>${price}</td><td>${credits}</td><td>${number(tier.requestsPerMinute)} / min</td><td>${esc(features.join(", "))}</td></tr>`;
   }).join("");
   // Scrolls sideways on a phone: focusable, so the keyboard can scroll it too.
-  return `<div class="table-wrap" tabindex="0" role="region" aria-labelledby="tiers-heading"><table id="tiers-table" class="wide-last"><caption class="muted">Tiers and their prices</caption>
+  return `<div class="table-wrap" tabindex="0" role="region" aria-label="Tiers and their prices, scrollable"><table id="tiers-table" class="wide-last"><caption class="muted">Tiers and their prices</caption>
 <thead><tr><th scope="col">Tier</th><th scope="col">Price</th><th scope="col">Credits</th><th scope="col">Rate limit</th><th scope="col">Includes</th></tr></thead>
 <tbody>${rows}</tbody></table></div>`;
 }

@@ -215,6 +215,8 @@ describe("the wallet in Chromium", () => {
       page.locator("#tiers-table tr[data-tier=starter]").textContent(),
     ).resolves.toContain("$19.00 / month");
     await checkPage(page, "plan");
+    // One landmark per name: the section and its scrolling table are two regions, named apart.
+    await expect(page.getByRole("region", { name: "Tiers", exact: true }).count()).resolves.toBe(1);
 
     const payerBefore = await balanceOf(setup.chains.base, buyer.address);
     const payToBefore = await balanceOf(setup.chains.base, PAY_TO);

@@ -7,6 +7,7 @@ import {
   startGateway,
   type TestGateway,
 } from "../helpers/gateway.js";
+import { freshDatabase } from "../helpers/postgres.js";
 import { startSmtpServer } from "../helpers/smtp.js";
 
 /**
@@ -376,6 +377,71 @@ describe("dashboard sessions", () => {
     expect(await readUntil(/$^/, 6000)).toBe("ended");
     expect(text.slice(signedOut)).not.toContain("event: ledger");
   });
+});
+
+describe("the keys page", () => {
+  it("offers Rotate only on an active key: not on one rotating already (its grace running), which would be 409", async () => {
+    const { key } = await fundedAccount(gw.url, 40, "free");
+    const { cookie } = await signIn(gw.url, key);
+    const spare = await call(`${gw.url}/api/v1/keys`, { key, body: { name: "spare" } });
+    const rotated = await call(`${gw.url}/api/v1/keys/${spare.body.id}/rotate`, {
+      key,
+      body: { grace_seconds: 3600 },
+    });
+    expect(rotated.status).toBe(201);
+    const html = await (await fetch(`${gw.url}/dashboard/keys`, { headers: { cookie } })).text();
+    const row = (id: string) =>
+      new RegExp(`<tr data-key-id="${id}">.*?</tr>`).exec(html)?.[0] ?? "";
+    expect(row(spare.body.id)).toContain("expiring");
+    expect(row(spare.body.id)).not.toContain('data-action="rotate-key"');
+    expect(row(spare.body.id)).toContain('data-action="revoke-key"');
+    expect(row(rotated.body.id)).toContain('data-action="rotate-key"');
+  });
+});
+
+describe("the live feed with the books exporting", () => {
+  it("resumes after an id with what came since, though the export has trimmed it from the store", async () => {
+    const books = await startGateway({
+      env: { DATABASE_URL: await freshDatabase(), BOOKS_EXPORT_INTERVAL_MS: "100" },
+    });
+    try {
+      const { key } = await fundedAccount(books.url, 40, "free");
+      const { cookie } = await signIn(books.url, key);
+      const newest = async () =>
+        (await call(`${books.url}/api/v1/usage?limit=1`, { key })).body.data[0].id as string;
+      const seen = await newest();
+      // Two calls while no stream is open (a page between its render and its stream, or a
+      // reconnection's wait), then long enough for the export to trim them from the store.
+      for (const text of ["gap 1", "gap 2"])
+        expect((await call(`${books.url}/v1/tools/hash`, { body: { text }, key })).status).toBe(
+          200,
+        );
+      const made = (await call(`${books.url}/api/v1/usage?limit=2`, { key })).body.data
+        .map((e: { id: string }) => e.id)
+        .reverse();
+      await new Promise((r) => setTimeout(r, 1500));
+      const res = await fetch(`${books.url}/dashboard/live`, {
+        headers: { cookie, "last-event-id": seen },
+      });
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = "";
+      const deadline = Date.now() + 4000;
+      while ((text.match(/event: ledger/g) ?? []).length < 2 && Date.now() < deadline) {
+        const chunk = await Promise.race([
+          reader.read(),
+          new Promise<null>((r) => setTimeout(() => r(null), 500)),
+        ]);
+        if (chunk?.done) break;
+        if (chunk) text += decoder.decode(chunk.value);
+      }
+      await reader.cancel();
+      expect([...text.matchAll(/^id: (\S+)$/gm)].map((m) => m[1])).toEqual(made);
+      expect(await newest()).toBe(made[1]);
+    } finally {
+      await books.stop();
+    }
+  }, 90_000);
 });
 
 describe("dashboard sessions in production", () => {

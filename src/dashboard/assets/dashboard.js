@@ -415,6 +415,11 @@
       if (balance) balance.textContent = String(entry.balance);
       countUsage(entry);
     });
+    // More happened while the page was away than the stream catches up on: the page is read again.
+    source.addEventListener("reload", () => {
+      source.close();
+      window.location.reload();
+    });
     source.addEventListener("open", () => {
       if (state)
         state.textContent =
