@@ -167,6 +167,20 @@ export async function authenticate(
   );
 }
 
+/**
+ * A public route's optional key (the tool catalogue's): the account of one that was sent, checked
+ * as any key is (a bad or revoked one is 401, a good one counts against its account), else null.
+ */
+export async function optionalKeyAccount(
+  services: Services,
+  req: Request,
+  res: Response,
+  requestId: string,
+): Promise<string | null> {
+  if (!req.get("x-api-key")) return null;
+  return (await authenticateKey(services, req, res, requestId)).account.id;
+}
+
 /** The route-level form: authenticates the request's key and puts the rate-limit headers on the answer. */
 export async function authenticateKey(
   services: Services,

@@ -232,6 +232,8 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
   let everReady = false;
   let firstConnection: Promise<void> | null = null;
   function waitForFirstConnection(): Promise<void> {
+    const refused = refusedDatabase(redis);
+    if (refused) return Promise.reject(new StoreUnavailableError(refused));
     firstConnection ??= new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         firstConnection = null;
@@ -277,8 +279,6 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
   let sent = 0;
   async function call<T>(fn: () => Promise<T>): Promise<T> {
     sent++;
-    const refused = refusedDatabase(redis);
-    if (refused) throw new StoreUnavailableError(refused);
     if (!everReady) {
       if (redis.status !== "ready") await waitForFirstConnection();
       everReady = true;

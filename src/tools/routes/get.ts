@@ -1,4 +1,5 @@
-import { authenticateKey } from "../../http/auth.js";
+import { optionalKeyAccount } from "../../http/auth.js";
+import { isPrivateTool } from "../custom/registry.js";
 import { defineRoute } from "../../http/route.js";
 import { toolNotFound } from "../lookup.js";
 import { toolView, toolViewSchema } from "../views.js";
@@ -14,15 +15,8 @@ export const getTool = defineRoute({
   errors: ["tool_not_found", "invalid_api_key", "api_key_revoked"],
   response: toolViewSchema,
   async handler({ services, params, req, res, requestId }) {
-    const accountId = req.get("x-api-key")
-      ? (await authenticateKey(services, req, res, requestId)).account.id
-      : null;
-    let tool = services.upstream.findPublic(params.name!) ?? null;
-    let own = false;
-    if (!tool && accountId) {
-      tool = await services.upstream.find(params.name!, accountId);
-      own = tool !== null;
-    }
+    const accountId = await optionalKeyAccount(services, req, res, requestId);
+    const tool = await services.upstream.find(params.name!, accountId);
     if (!tool) throw toolNotFound(params.name!);
     return {
       body: {
@@ -31,7 +25,7 @@ export const getTool = defineRoute({
           services.config.creditPriceAtomic,
           services.pools.unavailableReason(tool.name),
         ),
-        ...(own ? { private: true } : {}),
+        ...(isPrivateTool(tool) ? { private: true } : {}),
       },
     };
   },

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { authenticateKey } from "../../http/auth.js";
+import { optionalKeyAccount } from "../../http/auth.js";
 import { defineRoute } from "../../http/route.js";
 import { TOOLS } from "../catalogue/index.js";
 import { publicTools } from "../custom/registry.js";
@@ -27,11 +27,8 @@ export const listTools = defineRoute({
   response: z.object({ object: z.literal("list"), data: z.array(toolViewSchema) }),
   async handler({ services, query, req, res, requestId }) {
     // Only a valid key of the account shows its own tools (and counts as a request of that account).
-    const own: ToolDefinition[] = req.get("x-api-key")
-      ? await services.upstream.listPrivate(
-          (await authenticateKey(services, req, res, requestId)).account.id,
-        )
-      : [];
+    const accountId = await optionalKeyAccount(services, req, res, requestId);
+    const own: ToolDefinition[] = accountId ? await services.upstream.listPrivate(accountId) : [];
     const all = [...publicTools(services, TOOLS), ...own];
     const tools = query.q || query.category ? searchTools(all, query.q ?? "", query.category) : all;
     const data = tools.map((tool) => ({
