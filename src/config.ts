@@ -29,6 +29,8 @@ const WORKER_ANSWER_BYTES_CAP = 256 * 1024 * 1024;
  */
 const TIMER_MAX_MS = 2 ** 31 - 1;
 const TIMER_MAX_SECONDS = Math.floor(TIMER_MAX_MS / 1000);
+/** A duration setting in whole milliseconds: at least `min`, at most a timer's longest. */
+const durationMs = (min: number) => z.coerce.number().int().min(min).max(TIMER_MAX_MS);
 
 /**
  * Whether a URL setting parses, with one of `protocols` and a host. Checked with the schema, not
@@ -96,10 +98,10 @@ const envSchema = z.object({
     .optional(),
   /** `0`: this process does not export (it still serves, and reads the books); another process must. */
   BOOKS_EXPORT: z.enum(["0", "1"]).default("1"),
-  BOOKS_EXPORT_INTERVAL_MS: z.coerce.number().int().min(10).max(TIMER_MAX_MS).default(1000),
+  BOOKS_EXPORT_INTERVAL_MS: durationMs(10).default(1000),
   BOOKS_EXPORT_BATCH: z.coerce.number().int().min(1).max(5000).default(500),
   /** A shard's export lease: how long a process that died holding it delays that shard's export. */
-  BOOKS_EXPORT_LEASE_MS: z.coerce.number().int().min(100).max(TIMER_MAX_MS).default(30_000),
+  BOOKS_EXPORT_LEASE_MS: durationMs(100).default(30_000),
   BOOKS_EXPORT_SHARDS: z.coerce.number().int().min(1).max(1024).default(16),
   /** The status page shows the books export degraded once its lag passes this. */
   BOOKS_EXPORT_DEGRADED_AFTER_SECONDS: z.coerce
@@ -181,7 +183,7 @@ const envSchema = z.object({
   WORKER_POOL_HEAVY_URL: httpUrl("WORKER_POOL_HEAVY_URL").optional(),
   /** Calls in flight per worker pool and gateway process; more wait in the priority queue. */
   POOL_CONCURRENCY: z.coerce.number().int().min(1).default(64),
-  POOL_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(1).max(TIMER_MAX_MS).default(10_000),
+  POOL_QUEUE_TIMEOUT_MS: durationMs(1).default(10_000),
   /** Heavy calls (OCR, charts, sandboxed code) in flight per gateway process; the workers' own thread pool bounds them again. */
   HEAVY_POOL_CONCURRENCY: z.coerce.number().int().min(1).default(8),
   /**
@@ -258,11 +260,11 @@ const envSchema = z.object({
   X402_SEND_SYNC: z.coerce.number().int().min(0).max(1000).default(8),
   /** How long a payment authorization may stay valid (and the receipt wait bound). */
   X402_MAX_TIMEOUT_SECONDS: z.coerce.number().int().min(10).max(3600).default(300),
-  X402_RECEIPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(TIMER_MAX_MS).default(30_000),
+  X402_RECEIPT_TIMEOUT_MS: durationMs(100).default(30_000),
   /** One chain RPC request's time limit: a silent RPC must surface quickly. */
-  X402_RPC_TIMEOUT_MS: z.coerce.number().int().min(100).max(TIMER_MAX_MS).default(10_000),
+  X402_RPC_TIMEOUT_MS: durationMs(100).default(10_000),
   /** How often to poll the chain for new blocks while waiting for a receipt. */
-  X402_POLL_MS: z.coerce.number().int().min(10).max(TIMER_MAX_MS).default(100),
+  X402_POLL_MS: durationMs(10).default(100),
   /**
    * Batch settlement (group commit): a payment that reaches settlement while no other is being
    * verified is sent at once; one that finds others being verified waits for them, this many ms
@@ -273,7 +275,7 @@ const envSchema = z.object({
   /** The most transfers one batch transaction carries (a full batch is sent at once). */
   X402_BATCH_MAX: z.coerce.number().int().min(1).max(500).default(50),
   /** A settlement transaction not mined after this long is replaced with higher fees (same nonce). */
-  X402_STUCK_AFTER_MS: z.coerce.number().int().min(100).max(TIMER_MAX_MS).default(60_000),
+  X402_STUCK_AFTER_MS: durationMs(100).default(60_000),
   /**
    * How long a settled payment's record (and its paid call's answer) is kept for retries of the
    * same payment: this long, or until the authorization expires, whichever is later.
@@ -292,10 +294,10 @@ const envSchema = z.object({
     .min(1)
     .default(30 * 24 * 3600),
   /** How long a client may take to send its headers, and its whole request. */
-  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(TIMER_MAX_MS).default(10_000),
-  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(TIMER_MAX_MS).default(30_000),
+  HEADERS_TIMEOUT_MS: durationMs(100).default(10_000),
+  REQUEST_TIMEOUT_MS: durationMs(100).default(30_000),
   /** How long an answer may wait on a client that stopped reading it (src/http/stalled-readers.ts). */
-  SEND_TIMEOUT_MS: z.coerce.number().int().min(100).max(TIMER_MAX_MS).default(30_000),
+  SEND_TIMEOUT_MS: durationMs(100).default(30_000),
   /** If set, GET /metrics requires `Authorization: Bearer <token>`. */
   METRICS_TOKEN: z
     .string()
@@ -305,7 +307,7 @@ const envSchema = z.object({
   /** The API versions as JSON (see src/http/versioning.ts); unset: the table in the code. */
   API_VERSIONS: z.string().optional(),
   /** How often each process checks the status page's components. */
-  STATUS_CHECK_INTERVAL_MS: z.coerce.number().int().min(50).max(TIMER_MAX_MS).default(30_000),
+  STATUS_CHECK_INTERVAL_MS: durationMs(50).default(30_000),
   /** A dashboard session ends after this long unused… */
   DASHBOARD_SESSION_IDLE_MINUTES: z.coerce
     .number()
