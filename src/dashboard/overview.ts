@@ -123,7 +123,7 @@ function spendAlertSection(account: AccountRecord): string {
     ? `<p>Alert at <strong data-testid="spend-alert">${alert.credits}</strong> credits this month: a <code>spend.threshold_reached</code> event (and webhook) when the month's spend reaches it.</p><p><button type="button" class="secondary" data-action="remove-spend-alert">Remove the spend alert</button></p>`
     : `<p data-testid="spend-alert">No spend alert set.</p>`;
   return `<section aria-labelledby="spend-heading"><h2 id="spend-heading">Spend this month</h2>
-<div id="spend-alert-state" data-refresh><p>Spent since ${spend.period_start.slice(0, 10)} (UTC): <strong data-testid="month-spend">${spend.credits}</strong> credits.</p>${state}</div>
+<div id="spend-alert-state" data-refresh><p>Spent since ${spend.period_start.slice(0, 10)} (UTC): <strong data-testid="month-spend" data-since="${spend.period_start}">${spend.credits}</strong> credits.</p>${state}</div>
 <form id="spend-alert"><label for="spend-alert-credits">Alert when this month's spend reaches (credits)</label><input id="spend-alert-credits" name="credits" type="number" min="1" step="1" inputmode="numeric" required value="${alert?.credits ?? ""}">
 <p><button type="submit">Set spend alert</button></p></form>
 </section>`;

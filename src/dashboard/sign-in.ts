@@ -105,9 +105,24 @@ export function sendSignInRefusal(services: Services, res: Response, err: unknow
  */
 function readForm(req: Request, res: Response): Promise<void> {
   return new Promise((resolve, reject) =>
-    parseForm(req, res, (err?: unknown) => (err ? reject(formRefusal(err)) : resolve())),
+    parseForm(req, res, (err?: unknown) => {
+      if (err) reject(formRefusal(err));
+      // The parser leaves a body of another type (JSON from a script) unread: refused as such,
+      // not read as an empty form (which would say "no API key" to a key that was sent).
+      else if (req.body === undefined && hasBody(req))
+        reject(
+          new ApiError(
+            "unsupported_media_type",
+            "The form must be sent as application/x-www-form-urlencoded, as this page sends it: reload the page and send it again.",
+          ),
+        );
+      else resolve();
+    }),
   );
 }
+
+const hasBody = (req: Request) =>
+  req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"]) > 0;
 
 function formRefusal(err: unknown): unknown {
   const tooMany = (err as { type?: string }).type === "parameters.too.many";

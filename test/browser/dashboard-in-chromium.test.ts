@@ -108,6 +108,7 @@ describe("the dashboard in Chromium", () => {
     await expect(page.getByTestId("period-usage").textContent()).resolves.toBe(
       "0 calls · 0 credits",
     );
+    await expect(page.getByTestId("month-spend").textContent()).resolves.toBe("0");
     await page.locator("#live-state", { hasText: "Live:" }).waitFor({ timeout: 5000 });
 
     const cookie = (await sessionCookie(context))!;
@@ -135,6 +136,8 @@ describe("the dashboard in Chromium", () => {
     await expect(page.getByTestId("period-usage").textContent()).resolves.toBe(
       "1 calls · 1 credits",
     );
+    // This month's spend moves with it, as a reload would show it.
+    await expect(page.getByTestId("month-spend").textContent()).resolves.toBe("1");
     await expect(
       page.getByTestId("usage-feed").locator("li").first().textContent(),
     ).resolves.toContain("-1");

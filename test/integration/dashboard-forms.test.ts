@@ -101,6 +101,28 @@ describe("dashboard forms that cannot be read", () => {
     });
   });
 
+  it("answers a sign-in form sent as JSON or plain text 415 on the page, not as a form without a key", async () => {
+    const { key } = await fundedAccount(gw.url, 30, "free");
+    for (const type of ["application/json", "text/plain"]) {
+      const answer = await post("/dashboard/sign-in", JSON.stringify({ api_key: key }), {
+        headers: { "content-type": type },
+      });
+      expect(answer, type).toMatchObject({
+        status: 415,
+        type: "text/html; charset=utf-8",
+        title: "Sign in to the dashboard",
+        alert: expect.stringContaining("must be sent as application/x-www-form-urlencoded"),
+      });
+    }
+    // An empty post (no body at all) is still a form without a key.
+    const empty = await fetch(`${gw.url}/dashboard/sign-in`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { "sec-fetch-site": "same-origin", "x-forwarded-for": newClient() },
+    });
+    expect(empty.status).toBe(401);
+  });
+
   it("answers the e-mail and SSO forms oversized with the sign-in page too", async () => {
     const email = await post(
       "/dashboard/sign-in/email",

@@ -393,13 +393,20 @@
     return item;
   }
 
-  // This period's usage: a debit is a charged call, a refund gives one back.
+  // This period's usage and this month's spend: a debit is a charged call, a refund gives one back.
   function countUsage(entry) {
+    if (entry.kind !== "debit" && entry.kind !== "refund") return;
     const calls = document.querySelector('[data-count="calls"]');
     const credits = document.querySelector('[data-count="credits"]');
-    if (!calls || !credits || (entry.kind !== "debit" && entry.kind !== "refund")) return;
-    calls.textContent = String(Number(calls.textContent) + (entry.kind === "debit" ? 1 : -1));
-    credits.textContent = String(Number(credits.textContent) - entry.amount);
+    if (calls && credits) {
+      calls.textContent = String(Number(calls.textContent) + (entry.kind === "debit" ? 1 : -1));
+      credits.textContent = String(Number(credits.textContent) - entry.amount);
+    }
+    // The month began at data-since (an ISO time, compared as text as the entry's own); a page
+    // left open into the next month shows the old month's figure until it is read again.
+    const spend = document.querySelector('[data-testid="month-spend"]');
+    if (spend && entry.at >= spend.getAttribute("data-since"))
+      spend.textContent = String(Math.max(0, Number(spend.textContent) - entry.amount));
   }
 
   function followFeed(feed) {
