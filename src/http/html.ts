@@ -10,6 +10,18 @@ import type { Response } from "express";
 export const DEFAULT_PAGE_CSP =
   "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'self'";
 
+/**
+ * What a document that is not a page carries (plain text, RSS, JSON such as /openapi.json, a
+ * script): nothing may run or load if a browser opens it, and no site may frame it.
+ */
+export const DOCUMENTS_CSP = "default-src 'none'; frame-ancestors 'none'";
+
+/** The headers of a public JSON document of the API (/openapi.json, /.well-known/x402). */
+export const PUBLIC_DOCUMENT_HEADERS = {
+  "Cache-Control": "public, max-age=300",
+  "Content-Security-Policy": DOCUMENTS_CSP,
+};
+
 /** A page's policy, always with framing refused. */
 export const pageCsp = (policy: string) => `${policy}; frame-ancestors 'none'`;
 

@@ -1,3 +1,4 @@
+import { PUBLIC_DOCUMENT_HEADERS } from "../http/html.js";
 import { defineRoute, type DocumentConfig } from "../http/route.js";
 
 /** The OpenAPI document, built once per configuration by whoever holds the route registry. */
@@ -9,7 +10,7 @@ export const openApiDocument = (documentFor: (config: DocumentConfig) => Record<
     auth: "public",
     async handler({ services }) {
       return {
-        headers: { "Cache-Control": "public, max-age=300" },
+        headers: PUBLIC_DOCUMENT_HEADERS,
         body: documentFor(services.config),
       };
     },

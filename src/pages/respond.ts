@@ -1,5 +1,5 @@
 import type { Response } from "express";
-import { sendHtml } from "../http/html.js";
+import { DOCUMENTS_CSP, sendHtml } from "../http/html.js";
 
 /**
  * How every public page is sent, and their shared layout. The security headers (nosniff, a CSP
@@ -19,12 +19,7 @@ export function sendPage(res: Response, html: string, cacheSeconds = 0): void {
   sendHtml(res, html, { csp: PAGES_CSP });
 }
 
-/**
- * Plain text, RSS, JSON or the Try it script (every answer carries nosniff already), with a policy
- * that lets nothing run or load if a browser opens one, and no site frame it: what every page has.
- */
-export const DOCUMENTS_CSP = "default-src 'none'; frame-ancestors 'none'";
-
+/** Plain text, RSS, JSON or the Try it script (every answer carries nosniff already), with DOCUMENTS_CSP. */
 export function sendDocument(res: Response, type: string, body: string, cacheSeconds = 0): void {
   res.setHeader("Cache-Control", cacheControl(cacheSeconds));
   res.setHeader("Content-Security-Policy", DOCUMENTS_CSP);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { PUBLIC_DOCUMENT_HEADERS } from "../http/html.js";
 import { defineRoute } from "../http/route.js";
 import type { Services } from "../services.js";
 import { TOOLS } from "../tools/catalogue/index.js";
@@ -101,7 +102,10 @@ export const wellKnownX402 = defineRoute({
   async handler({ services }) {
     const x402 = services.payments?.config;
     if (!x402)
-      return { body: { x402Version: 2 as const, payTo: null, networks: [], resources: [] } };
+      return {
+        headers: PUBLIC_DOCUMENT_HEADERS,
+        body: { x402Version: 2 as const, payTo: null, networks: [], resources: [] },
+      };
     const entry = (
       path: string,
       priceAtomic: bigint,
@@ -153,7 +157,7 @@ export const wellKnownX402 = defineRoute({
       ),
     ];
     return {
-      headers: { "Cache-Control": "public, max-age=300" },
+      headers: PUBLIC_DOCUMENT_HEADERS,
       body: {
         x402Version: 2 as const,
         payTo: x402.payTo,

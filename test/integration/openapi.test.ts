@@ -427,6 +427,17 @@ describe("GET /docs", () => {
     expect(csp).toContain("default-src 'none'");
   });
 
+  it("its JSON documents (this one, /.well-known/x402) let nothing run or frame them if a browser opens one", async () => {
+    for (const path of ["/openapi.json", "/.well-known/x402"]) {
+      const res = await fetch(`${gw.url}${path}`);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get("content-security-policy"), path).toBe(
+        "default-src 'none'; frame-ancestors 'none'",
+      );
+      expect(res.headers.get("cache-control"), path).toBe("public, max-age=300");
+    }
+  });
+
   it("every other answer is marked nosniff too, errors included", async () => {
     for (const path of ["/openapi.json", "/v1/tools", "/healthz", "/no-such-page"]) {
       expect((await fetch(`${gw.url}${path}`)).headers.get("x-content-type-options"), path).toBe(
