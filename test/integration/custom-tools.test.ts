@@ -59,7 +59,6 @@ beforeAll(async () => {
       "    headers: { Authorization: 'Bearer ${SHOUT_API_KEY}' }",
     ].join("\n"),
   );
-  process.env.SHOUT_API_KEY = "upstream-secret";
   gw = await startGateway({
     env: {
       UPSTREAM_ALLOW_PRIVATE_TARGETS: "1",
