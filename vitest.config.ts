@@ -19,6 +19,7 @@ export default defineConfig({
       "./test/helpers/postgres-setup.ts",
       "./test/helpers/tls-setup.ts",
       "./test/helpers/sdk-package-setup.ts",
+      "./test/helpers/compiled-setup.ts",
     ],
   },
 });

@@ -10,6 +10,7 @@ import type { Store } from "../../src/store/types.js";
 import { loadWorkerConfig } from "../../src/workers/config.js";
 import { startWorkers } from "../../src/workers/main.js";
 import { REDIS_URL, dropPrefix, uniquePrefix } from "./redis.js";
+import { gatewayEntry } from "./compiled.js";
 
 export const ADMIN_KEY = `tg_admin_${"x".repeat(32)}`;
 
@@ -134,14 +135,16 @@ export async function spawnService(
 }
 
 /**
- * A real gateway process (`src/main.ts`, or another `entry` such as the compiled build) on a free
- * port, sharing Redis through `prefix`; an `env` value of undefined leaves that default unset.
+ * A real gateway process (under vitest, the sources as compiled for this run by
+ * compiled-setup.ts; else, or with another `entry`, `src/main.ts` under tsx or the production
+ * build) on a free port, sharing Redis through `prefix`; an `env` value of undefined leaves that
+ * default unset.
  */
 export function spawnGateway(
   prefix: string,
   env: Record<string, string | undefined> = {},
   nodeArgs: string[] = [],
-  entry = "src/main.ts",
+  entry = gatewayEntry(),
 ): Promise<GatewayProcess> {
   const settings = {
     NODE_ENV: "test",

@@ -1,6 +1,7 @@
 /**
- * The Python library as a user gets it: its wheel is built (`python -m build` in a build venv),
- * installed with its dependencies from PyPI into a fresh venv under the OS temp directory, and
+ * The Python library as a user gets it: its wheel is built (`uv build`, which runs the package's
+ * own build backend in an isolated environment), installed with its dependencies from PyPI into
+ * a fresh venv under the OS temp directory, and
  * its pytest suite (sdk/python/tests) runs from that venv against the installed package — the
  * suite refuses to run against the source tree — and against a real gateway process and anvil
  * chain (test/sdk/serve-gateway.ts, spawned by the suite's conftest).
@@ -157,51 +158,63 @@ describe("Python library (sdk/python), installed from its wheel into a fresh ven
     const started = Date.now();
     served = serveGateway();
     try {
-      const buildVenv = join(workDir, "build-venv");
       const testVenv = join(workDir, "venv");
+      const testPython = join(testVenv, "bin/python");
       const dist = join(workDir, "dist");
-      // pip's own flags: no byte-compiling of every installed module (Python compiles what it imports).
-      const pip = [
+      // uv (from PyPI, into a venv of its own) does what pip and build do, in seconds rather than
+      // a minute: resolving and unpacking the agent frameworks' packages was most of this suite.
+      const toolsVenv = join(workDir, "uv-venv");
+      await mustRun("python3 -m venv (uv)", PYTHON, ["-m", "venv", toolsVenv]);
+      await mustRun("pip install uv", join(toolsVenv, "bin/python"), [
         "-m",
         "pip",
         "install",
         "--quiet",
-        "--no-compile",
         "--disable-pip-version-check",
-      ];
-      // The wheel is built while the test venv gets the suite's own requirements, on the two cores.
+        "uv",
+      ]);
+      const uv = join(toolsVenv, "bin/uv");
+      // The machine's Python, never one uv would download; no colours or spinners in the output kept.
+      const uvEnv = { env: { UV_PYTHON_DOWNLOADS: "never", UV_PYTHON: PYTHON, NO_COLOR: "1" } };
       const [wheel] = await Promise.all([
         (async () => {
-          await mustRun("python3 -m venv (build)", PYTHON, ["-m", "venv", buildVenv]);
-          await mustRun("pip install build", join(buildVenv, "bin/python"), [...pip, "build"]);
-          await mustRun("python -m build", join(buildVenv, "bin/python"), [
-            "-m",
-            "build",
-            "--wheel",
-            "--outdir",
-            dist,
-            PACKAGE,
-          ]);
+          await mustRun(
+            "uv build",
+            uv,
+            ["build", "--quiet", "--wheel", "--out-dir", dist, PACKAGE],
+            uvEnv,
+          );
           const built = readdirSync(dist).find((f) => f.endsWith(".whl"));
           if (!built) throw new Error(`no wheel in ${dist}`);
           return join(dist, built);
         })(),
         (async () => {
-          await mustRun("python3 -m venv (tests)", PYTHON, ["-m", "venv", testVenv]);
-          await mustRun("pip install the test requirements", join(testVenv, "bin/python"), [
-            ...pip,
-            ...TEST_REQUIREMENTS,
-          ]);
+          await mustRun("uv venv (tests)", uv, ["venv", "--quiet", testVenv], uvEnv);
+          await mustRun(
+            "uv pip install the test requirements",
+            uv,
+            ["pip", "install", "--quiet", "--python", testPython, ...TEST_REQUIREMENTS],
+            uvEnv,
+          );
         })(),
       ]);
-      await mustRun("pip install the wheel", join(testVenv, "bin/python"), [
-        ...pip,
-        `toolgate[langchain] @ file://${wheel}`,
-      ]);
+      await mustRun(
+        "uv pip install the wheel",
+        uv,
+        [
+          "pip",
+          "install",
+          "--quiet",
+          "--python",
+          testPython,
+          `toolgate[langchain] @ file://${wheel}`,
+        ],
+        uvEnv,
+      );
       const installed = Date.now();
       const junit = join(workDir, "junit.xml");
       pytest = await run(
-        join(testVenv, "bin/python"),
+        testPython,
         ["-m", "pytest", TESTS, "-p", "no:cacheprovider", "-q", "-rfE", `--junitxml=${junit}`],
         {
           cwd: PACKAGE,

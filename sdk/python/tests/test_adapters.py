@@ -165,8 +165,8 @@ async def test_anthropic_dispatcher_runs_tool_use_blocks_with_the_async_client(g
         results = await toolset.arun(message.content)
     for result in results:
         jsonschema.validate(result, shape(ToolResultBlockParam))
-    assert results[0]["tool_use_id"] == "toolu_1" and json.loads(results[0]["content"])["result"] == 2000
-    assert "is_error" not in results[0]
+    assert results[0]["tool_use_id"] == "toolu_1" and "is_error" not in results[0], results[0]
+    assert json.loads(results[0]["content"])["result"] == 2000
     assert results[1]["is_error"] is True and json.loads(results[1]["content"])["error"]["param"] == "text"
 
 
