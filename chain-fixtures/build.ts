@@ -7,6 +7,7 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import solc from "solc";
+import { isMainModule } from "../src/lib/main-module.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -46,7 +47,7 @@ export function buildJson(name: string, c: { abi: unknown[]; bytecode: string })
   return `${JSON.stringify({ contractName: name, compiler: `solc ${solc.version()}`, abi: c.abi, bytecode: c.bytecode }, null, 2)}\n`;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const built = compileContracts();
   for (const [name, c] of Object.entries(built))
     writeFileSync(`${root}chain-fixtures/build/${name}.json`, buildJson(name, c));

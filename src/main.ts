@@ -18,6 +18,7 @@ import {
 import { cutStalledReader, recordCuts, type RecordCut } from "./http/stalled-readers.js";
 import { runPrimary, STARTED } from "./cluster.js";
 import { listen } from "./http/listen.js";
+import { isMainModule } from "./lib/main-module.js";
 
 /** Secrets never reach the log, wherever they appear in a logged object. */
 const REDACT = [
@@ -245,4 +246,4 @@ export function run(): void {
   main().catch((err) => failedToStart(err, NOTHING_TO_REDACT));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) run();
+if (isMainModule(import.meta.url)) run();

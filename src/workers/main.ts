@@ -4,6 +4,7 @@ import { loadWorkerConfig, type WorkerConfig } from "./config.js";
 import { watchEventLoop } from "../lib/loop-watchdog.js";
 import { HeavyPool } from "./heavy/pool.js";
 import { createWorkerApp } from "./server.js";
+import { isMainModule } from "../lib/main-module.js";
 
 /**
  * The tool workers as a process of their own. Logs `{"msg":"workers listening","port":…}` when
@@ -49,7 +50,7 @@ const HEARTBEAT_MS = 1000;
 /** Leaves within 5 s whatever open connections do. */
 const STOP_BOUND_MS = 5000;
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const config = loadWorkerConfig();
   // A loop held by one call serves no one: the process ends and its supervisor restarts it.
   if (config.eventLoopStallMs > 0)
