@@ -1,4 +1,4 @@
-import { cpSync, readdirSync, rmSync } from "node:fs";
+import { cpSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { build } from "esbuild";
 import { COMPILED_DIR, ENTRY_VARIABLE, REPO_ROOT } from "./compiled.js";
@@ -6,7 +6,8 @@ import { COMPILED_DIR, ENTRY_VARIABLE, REPO_ROOT } from "./compiled.js";
 /**
  * vitest global setup: the sources compiled once for the gateway processes the tests start
  * (`spawnGateway`), laid out as `npm run build` lays out `dist/` (src/, chain-fixtures/,
- * contracts-abi/, the CHANGELOG beside them), and under the repository's node_modules so that its packages resolve.
+ * contracts-abi/, the CHANGELOG beside them), under the repository's node_modules so that its
+ * packages resolve.
  *
  * A process started with `--import tsx` resolves and loads each of its modules through tsx's
  * hooks: about 1.3 s more CPU per start than the same code compiled, and the suite starts
@@ -37,7 +38,7 @@ export default async function setup(): Promise<void> {
 }
 
 function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => join(entry.parentPath, entry.name));
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .map((name) => join(dir, name))
+    .filter((path) => statSync(path).isFile());
 }
