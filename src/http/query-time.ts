@@ -1,6 +1,22 @@
 import { z } from "zod";
 
 /**
+ * The instants a query may name: years 1 to 9999 (UTC), what an ISO 8601 date-time of four
+ * digits holds once its offset is applied, and what PostgreSQL's timestamptz reads. Year 0000,
+ * or 0001-01-01 with a positive offset, parses but is before year 1: the books' queries failed
+ * on it (500) where the caller had asked for something no ledger holds.
+ */
+const EARLIEST = Date.parse("0001-01-01T00:00:00Z");
+const LATEST = Date.parse("9999-12-31T23:59:59.999Z");
+const withinCalendar = (value: string) => {
+  const at = Date.parse(value);
+  return at >= EARLIEST && at <= LATEST;
+};
+const OUTSIDE_CALENDAR = {
+  error: "must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z once its offset is applied",
+};
+
+/**
  * A time in a query string: an ISO 8601 date-time with its offset, or a date alone, meaning its
  * start (00:00 UTC). `Date.parse` reads both, as UTC for the date.
  */
@@ -10,5 +26,14 @@ export const queryTime = (description: string) =>
       error:
         "must be an ISO 8601 date-time with its offset (2026-11-27T09:00:00Z) or a date (2026-11-27)",
     })
+    .refine(withinCalendar, OUTSIDE_CALENDAR)
     .optional()
     .describe(`${description} A date alone is its start, 00:00 UTC.`);
+
+/** A time in a query string that must be a whole ISO 8601 date-time with its offset. */
+export const queryDateTime = (description: string) =>
+  z.iso
+    .datetime({ offset: true })
+    .refine(withinCalendar, OUTSIDE_CALENDAR)
+    .optional()
+    .describe(description);

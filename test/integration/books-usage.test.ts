@@ -218,6 +218,27 @@ describe.each([
     expect(res.status).toBe(200);
   });
 
+  it("answers a time before year 1 (year 0000, or year 1 less its offset) 422 naming it, where the books' query failed 500", async () => {
+    const offset = encodeURIComponent("0001-01-01T00:00:00+14:00");
+    for (const [path, param] of [
+      ["/api/v1/usage?from=0000-01-01", "from"],
+      [`/api/v1/usage?to=${offset}`, "to"],
+      ["/api/v1/events?to=0000-06-01T00:00:00Z", "to"],
+      [`/api/v1/events?from=${offset}`, "from"],
+      ["/api/v1/analytics?from=0000-01-01&to=0000-01-02&granularity=day", "from"],
+    ] as const) {
+      const res = await call(`${gw.url}${path}`, { key });
+      expect([res.status, res.body.error?.code, res.body.error?.param], path).toEqual([
+        422,
+        "validation_failed",
+        param,
+      ]);
+      expect(res.body.error.message, path).toContain("0001-01-01T00:00:00Z");
+    }
+    const first = await call(`${gw.url}/api/v1/usage?from=0001-01-01`, { key });
+    expect(first.status).toBe(200);
+  });
+
   it("lists the entries the exporter moves while a listing reads them: each is in the store or the books when read", async () => {
     const store = gw.services.store;
     const { accountId } = await signUp(gw.url);

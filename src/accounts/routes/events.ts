@@ -4,6 +4,7 @@ import { EVENT_TYPES, eventRecordSchema, type EventType } from "../../events/typ
 import { defineRoute } from "../../http/route.js";
 import { listOf } from "../views.js";
 import { BOOKS_WAIT_MS, pageOf, timeRangeOf } from "./usage.js";
+import { queryDateTime } from "../../http/query-time.js";
 
 export const listEvents = defineRoute({
   method: "get",
@@ -19,11 +20,8 @@ export const listEvents = defineRoute({
       .enum(EVENT_TYPES as [EventType, ...EventType[]])
       .optional()
       .describe("Only events of this type."),
-    from: z.iso
-      .datetime({ offset: true })
-      .optional()
-      .describe("Events at or after this time (ISO 8601)."),
-    to: z.iso.datetime({ offset: true }).optional().describe("Events before this time (ISO 8601)."),
+    from: queryDateTime("Events at or after this time (ISO 8601)."),
+    to: queryDateTime("Events before this time (ISO 8601)."),
   }),
   response: listOf(eventRecordSchema.omit({ account_id: true })),
   async handler({ services, caller, query }) {
