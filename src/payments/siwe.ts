@@ -1,5 +1,6 @@
 import type { Address, Hex } from "viem";
 import { ApiError } from "../http/errors.js";
+import { randomId } from "../lib/ids.js";
 import type { Services } from "../services.js";
 
 /**
@@ -58,9 +59,11 @@ export async function issueSiweChallenge(
   chainId: number,
 ): Promise<{ message: string; expiresAt: Date }> {
   requireChain(purpose, chainId);
-  const [{ getAddress }, { createSiweMessage, generateSiweNonce }] = await loadViem();
+  const [{ getAddress }, { createSiweMessage }] = await loadViem();
   const base = new URL(services.config.publicBaseUrl);
-  const nonce = generateSiweNonce();
+  // From the CSPRNG: viem's generateSiweNonce slides a window along one Math.random buffer, so
+  // each nonce it gives is the previous one shifted by a character (EIP-4361 asks for randomness).
+  const nonce = randomId(32);
   const issuedAt = new Date();
   const expiresAt = new Date(issuedAt.getTime() + CHALLENGE_TTL_MS);
   const message = createSiweMessage({

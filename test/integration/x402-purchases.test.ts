@@ -292,6 +292,21 @@ describe("sign-in with wallet", () => {
     expect([again.status, again.body.error.code]).toEqual([400, "invalid_token"]);
   });
 
+  it("gives each challenge a nonce nobody can guess from the ones before it", async () => {
+    const nonces: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      const { message } = (await challenge(anvilAccount(5).address)).body;
+      nonces.push(/^Nonce: (\w+)$/m.exec(message)![1]!);
+    }
+    expect(new Set(nonces).size).toBe(nonces.length);
+    // No two share a run of 12 characters: viem's generateSiweNonce slid one window along one
+    // Math.random buffer, so each nonce was the one before it shifted by a character.
+    for (let a = 0; a < nonces.length; a++)
+      for (let b = 0; b < nonces.length; b++)
+        if (a !== b) expect(nonces[b]).not.toContain(nonces[a]!.slice(1, 13));
+    for (const nonce of nonces) expect(nonce).toMatch(/^[0-9a-z]{32}$/);
+  });
+
   it("refuses another signer and a tampered message", async () => {
     const wallet = anvilAccount(3);
     const { message } = (await challenge(wallet.address)).body;
