@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { RequestHandler } from "express";
+import { carriesPayment } from "../payments/wire.js";
 import type { Services } from "../services.js";
 import { clientAddress } from "./client-address.js";
 import type { ApiError, ErrorAnswer } from "./errors.js";
@@ -33,7 +34,7 @@ import {
  */
 export function anonymousLimit(services: Services): RequestHandler {
   return (req, res, next) => {
-    if (!(services.refusedCredentials.presentsCredentials(req) || carriesPayment(req))) {
+    if (!(services.refusedCredentials.presentsCredentials(req) || carriesPayment(req.headers))) {
       countAnonymously(services, req, res).then(() => next(), next);
       return;
     }
@@ -115,9 +116,4 @@ export function countingErrors(services: Services, answer: ErrorAnswer): ErrorAn
       answer(refusal ?? err, req as HttpRequest, res),
     );
   };
-}
-
-/** Whether the request carries an x402 payment (either generation's header). */
-function carriesPayment(req: IncomingMessage): boolean {
-  return Boolean(req.headers["x-payment"] || req.headers["payment-signature"]);
 }

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from "node:http";
 import { z } from "zod";
 import { normaliseHex, type Hex } from "../lib/hex.js";
 
@@ -101,9 +102,17 @@ export type PaymentHeader =
 export const encodeHeader = (value: unknown) =>
   Buffer.from(JSON.stringify(value), "utf8").toString("base64");
 
+/**
+ * Whether a request carries an x402 payment: either generation's header, not empty. An empty
+ * header is no payment (a client that sends every header its description lists, blank): a keyed
+ * call with one is an ordinary keyed call, not an unpaid x402 one.
+ */
+export const carriesPayment = (headers: IncomingHttpHeaders): boolean =>
+  Boolean(headers["payment-signature"] || headers["x-payment"]);
+
 /** The payment a request carries, null when it carries none; throws on a malformed header. */
 export function readPaymentHeader(get: (name: string) => string | undefined): PaymentHeader | null {
-  const v2 = get("payment-signature");
+  const v2 = get("payment-signature") || undefined;
   const v1 = get("x-payment");
   const raw = v2 ?? v1;
   if (!raw) return null;

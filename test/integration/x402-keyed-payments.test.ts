@@ -73,6 +73,18 @@ async function expectNothingTaken(
 const nonceOf = (header: string) => decode(header).payload.authorization.nonce as string;
 
 describe("a keyed call with an x402 payment", () => {
+  it("a blank payment header is no payment: the keyed call is served and charged to the key, as without it", async () => {
+    const { key, accountId } = await fundedAccount(setup.gw.url, 10);
+    for (const header of ["payment-signature", "x-payment"]) {
+      const res = await callHash(key, { [header]: "" });
+      expect([res.status, res.body.error?.code], header).toEqual([200, undefined]);
+    }
+    expect((await ledgerOf(accountId)).filter(([kind]) => kind === "debit")).toEqual([
+      ["debit", -1],
+      ["debit", -1],
+    ]);
+  });
+
   it("x402-fetch (v1) with the key in its headers: the 402 offer is paid once, credited to the key's account and the call charged from it", async () => {
     const payer = await fundedWallet(setup.chains.base, 53_001);
     const { key, accountId, ledger } = await emptyAccount();

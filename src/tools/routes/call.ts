@@ -7,7 +7,7 @@ import { defineRoute } from "../../http/route.js";
 import { paymentChallenge } from "../../payments/offer.js";
 import { toolExtensions } from "../../payments/discovery.js";
 import { offerForResource } from "../../payments/take-payment.js";
-import { readPaymentHeader } from "../../payments/wire.js";
+import { carriesPayment, readPaymentHeader } from "../../payments/wire.js";
 import { callPaidTool } from "../paid-call.js";
 import { toolNotFound } from "../lookup.js";
 import { invokeTool, type ToolCallResult } from "../invoke.js";
@@ -135,19 +135,13 @@ export async function serveToolCall(
   // do after a 402 insufficient_credits, keeping the key) — credited to the key's account then.
   // A keyed call without one costs only the two header reads here.
   const keyed = Boolean(req.headers["x-api-key"]);
-  if (
-    services.payments &&
-    (!keyed ||
-      ((req.headers["payment-signature"] ?? req.headers["x-payment"]) !== undefined &&
-        !isPrivateTool(tool)))
-  ) {
+  if (services.payments && (!keyed || (carriesPayment(req.headers) && !isPrivateTool(tool)))) {
     const key = keyed ? presentedKey(req) : undefined;
     if (key) res.locals.accountId = key.accountId;
     // A keyless caller is known by its address only (express's req.ip: keyless calls never take
     // the keyed lane); its refused payments are limited, as each cost a chain round trip.
     const address = key ? null : ((req as { ip?: string }).ip ?? "unknown");
-    const paying = (req.headers["payment-signature"] ?? req.headers["x-payment"]) !== undefined;
-    if (address !== null && paying) services.payments.refused.check(address);
+    if (address !== null && carriesPayment(req.headers)) services.payments.refused.check(address);
     let settled: Record<string, string> = {};
     try {
       const result = await callPaidTool(
