@@ -99,6 +99,21 @@ describe("POST /api/v1/signup", () => {
       "admin",
     ],
     ["no body", undefined, 422, "validation_failed", "email"],
+    // Longer than SMTP carries (RFC 5321: 64 before the @, 63 to a domain label): no mail arrives.
+    [
+      "a local part over 64 characters",
+      { email: `${"a".repeat(65)}@example.com` },
+      422,
+      "validation_failed",
+      "email",
+    ],
+    [
+      "a domain label over 63 characters",
+      { email: `a@${"b".repeat(64)}.example.com` },
+      422,
+      "validation_failed",
+      "email",
+    ],
   ])("answers %s with the one error shape", async (_name, body, status, code, param) => {
     const res = await signup(body);
     expect(res.status).toBe(status);

@@ -16,6 +16,18 @@ import { SIGNUP_CREDITS } from "../tiers.js";
 
 const HOUR_MS = 3_600_000;
 
+/** What SMTP carries (RFC 5321 4.5.3.1): a local part of at most 64 octets, domain labels of 63. */
+const deliverable = (email: string) => {
+  const at = email.lastIndexOf("@");
+  return (
+    at <= 64 &&
+    email
+      .slice(at + 1)
+      .split(".")
+      .every((label) => label.length <= 63)
+  );
+};
+
 export const signup = defineRoute({
   method: "post",
   path: "/signup",
@@ -32,7 +44,13 @@ export const signup = defineRoute({
   body: z.strictObject({
     // Trimmed before it is judged (an address pasted with a space or a line break around it was
     // refused as "Invalid email address"); a preprocess keeps the published schema the address's.
-    email: z.preprocess((v) => (typeof v === "string" ? v.trim() : v), z.email().max(254)),
+    email: z.preprocess(
+      (v) => (typeof v === "string" ? v.trim() : v),
+      z.email().max(254).refine(deliverable, {
+        error:
+          "An e-mail address has at most 64 characters before the @ and 63 in each part of its domain: no mail reaches a longer one.",
+      }),
+    ),
   }),
   async handler({ services, body, req, res, requestId }) {
     const email = body.email.trim().toLowerCase();
