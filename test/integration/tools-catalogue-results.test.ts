@@ -487,6 +487,22 @@ describe("language, data, code, security, geo", () => {
     expect(
       (await run("geo-timezone", { lat: 35.68, lon: 139.69, at: "2026-11-22T00:00:00Z" })).timezone,
     ).toBe("Asia/Tokyo");
+    // A local-mean-time era (Paris +00:09:21 before 1911, New York -04:56:02 before 1883):
+    // offset_minutes rounded to the minute, local_time with the exact offset.
+    expect(
+      await run("geo-timezone", { lat: 48.85, lon: 2.35, at: "1900-01-01T00:00:00Z" }),
+    ).toEqual({
+      timezone: "Europe/Paris",
+      offset_minutes: 9,
+      local_time: "1900-01-01T00:09:21.000+00:09:21",
+    });
+    expect(
+      await run("geo-timezone", { lat: 40.7128, lon: -74.006, at: "1800-01-01T00:00:00Z" }),
+    ).toEqual({
+      timezone: "America/New_York",
+      offset_minutes: -296,
+      local_time: "1799-12-31T19:03:58.000-04:56:02",
+    });
   });
 });
 

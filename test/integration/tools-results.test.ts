@@ -214,6 +214,43 @@ describe("offline tools", () => {
     ).toBe("to_zone");
   });
 
+  it("timezone-convert: a zone's local-mean-time era (offset with seconds) converts, offset exact in every string", async () => {
+    // Paris kept +00:09:21 until 1911, New York -04:56:02 until 1883: offset_minutes rounds to a
+    // whole minute (it is an integer), the strings keep the seconds so local time and offset agree.
+    expect(
+      (
+        await run("timezone-convert", {
+          datetime: "1800-01-01T00:00:00Z",
+          from_zone: "UTC",
+          to_zone: "Europe/Paris",
+        })
+      ).body,
+    ).toEqual({
+      input: "1800-01-01T00:00:00.000Z",
+      output: "1800-01-01T00:09:21.000+00:09:21",
+      from_zone: "UTC",
+      to_zone: "Europe/Paris",
+      offset_minutes: 9,
+      utc: "1800-01-01T00:00:00.000Z",
+    });
+    expect(
+      (
+        await run("timezone-convert", {
+          datetime: "1800-01-01T00:00:00",
+          from_zone: "Europe/Paris",
+          to_zone: "America/New_York",
+        })
+      ).body,
+    ).toEqual({
+      input: "1800-01-01T00:00:00.000+00:09:21",
+      output: "1799-12-31T18:54:37.000-04:56:02",
+      from_zone: "Europe/Paris",
+      to_zone: "America/New_York",
+      offset_minutes: -296,
+      utc: "1799-12-31T23:50:39.000Z",
+    });
+  });
+
   it("unit-convert: a marathon in kilometres, and Fahrenheit in Celsius", async () => {
     expect(
       (await run("unit-convert", { value: 26.2, from: "mi", to: "km" })).body.result,

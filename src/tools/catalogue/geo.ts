@@ -85,7 +85,16 @@ export const geoTimezone = defineTool({
     .meta({ examples: [{ lat: 40.7128, lon: -74.006, at: "2026-11-22T12:00:00Z" }] }),
   output: z.object({
     timezone: z.string().describe("The IANA time zone."),
-    offset_minutes: z.number().int().describe("Its UTC offset at that instant, in minutes."),
-    local_time: z.string().describe("The local time at that instant, ISO 8601."),
+    offset_minutes: z
+      .number()
+      .int()
+      .describe(
+        "Its UTC offset at that instant, in minutes, rounded to the nearest minute (a local-mean-time offset before standard time, e.g. Paris +00:09:21 before 1911, has seconds; local_time's offset is exact).",
+      ),
+    local_time: z
+      .string()
+      .describe(
+        "The local time at that instant, ISO 8601 with its exact offset (±HH:MM, or ±HH:MM:SS when the offset has seconds).",
+      ),
   }),
 });

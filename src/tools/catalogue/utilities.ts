@@ -213,11 +213,20 @@ export const timezoneConvert = defineTool({
       ],
     }),
   output: z.object({
-    input: z.string().describe("The input as read, ISO 8601 with offset."),
-    output: z.string().describe("The same instant in to_zone."),
+    input: z
+      .string()
+      .describe(
+        "The input as read, ISO 8601 with its exact offset (±HH:MM, or ±HH:MM:SS when the offset has seconds, as in a local-mean-time era: Paris +00:09:21 before 1911).",
+      ),
+    output: z.string().describe("The same instant in to_zone, written as input is."),
     from_zone: z.string().describe("The source time zone."),
     to_zone: z.string().describe("The target time zone."),
-    offset_minutes: z.number().int().describe("to_zone's UTC offset at that instant."),
+    offset_minutes: z
+      .number()
+      .int()
+      .describe(
+        "to_zone's UTC offset at that instant, in minutes, rounded to the nearest minute (output's offset is exact).",
+      ),
     utc: z.string().describe("The instant in UTC."),
   }),
 });

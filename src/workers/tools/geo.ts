@@ -6,6 +6,7 @@ import {
   geoDistance as geoDistanceTool,
   geoTimezone as geoTimezoneTool,
 } from "../../tools/catalogue/geo.js";
+import { isoWithExactOffset, offsetMinutes } from "./exact-offset.js";
 import { implement } from "./implementation.js";
 
 const round = (n: number) => Math.round(n * 1e6) / 1e6;
@@ -29,6 +30,10 @@ export const geoTimezone = implement(geoTimezoneTool, {
   async run(input) {
     const timezone = tzlookup(input.lat, input.lon);
     const local = (input.at ? DateTime.fromISO(input.at) : DateTime.now()).setZone(timezone);
-    return { timezone, offset_minutes: local.offset, local_time: local.toISO()! };
+    return {
+      timezone,
+      offset_minutes: offsetMinutes(local),
+      local_time: isoWithExactOffset(local),
+    };
   },
 });

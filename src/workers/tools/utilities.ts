@@ -17,6 +17,7 @@ import {
 } from "../../tools/catalogue/utilities.js";
 import { WorkerError } from "../errors.js";
 import { withTimeLimit } from "../time-limit.js";
+import { isoWithExactOffset, offsetMinutes } from "./exact-offset.js";
 import { implement } from "./implementation.js";
 
 /** CPU budget for work whose cost the caller controls (patterns, schemas). */
@@ -229,11 +230,11 @@ export const timezoneConvert = implement(timezoneConvertTool, {
         "datetime",
       );
     return {
-      input: parsed.toISO()!,
-      output: converted.toISO()!,
+      input: isoWithExactOffset(parsed),
+      output: isoWithExactOffset(converted),
       from_zone: from,
       to_zone: to,
-      offset_minutes: converted.offset,
+      offset_minutes: offsetMinutes(converted),
       utc: parsed.toUTC().toISO()!,
     };
   },

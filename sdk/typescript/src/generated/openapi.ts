@@ -14608,9 +14608,9 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description The local time at that instant, ISO 8601. */
+                        /** @description The local time at that instant, ISO 8601 with its exact offset (±HH:MM, or ±HH:MM:SS when the offset has seconds). */
                         local_time: string;
-                        /** @description Its UTC offset at that instant, in minutes. */
+                        /** @description Its UTC offset at that instant, in minutes, rounded to the nearest minute (a local-mean-time offset before standard time, e.g. Paris +00:09:21 before 1911, has seconds; local_time's offset is exact). */
                         offset_minutes: number;
                         /** @description The IANA time zone. */
                         timezone: string;
@@ -21958,11 +21958,11 @@ export interface operations {
                     "application/json": {
                         /** @description The source time zone. */
                         from_zone: string;
-                        /** @description The input as read, ISO 8601 with offset. */
+                        /** @description The input as read, ISO 8601 with its exact offset (±HH:MM, or ±HH:MM:SS when the offset has seconds, as in a local-mean-time era: Paris +00:09:21 before 1911). */
                         input: string;
-                        /** @description to_zone's UTC offset at that instant. */
+                        /** @description to_zone's UTC offset at that instant, in minutes, rounded to the nearest minute (output's offset is exact). */
                         offset_minutes: number;
-                        /** @description The same instant in to_zone. */
+                        /** @description The same instant in to_zone, written as input is. */
                         output: string;
                         /** @description The target time zone. */
                         to_zone: string;
