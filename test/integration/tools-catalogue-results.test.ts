@@ -242,6 +242,48 @@ describe("documents", () => {
     });
   });
 
+  it("xml-convert refuses JSON it cannot write as well-formed XML, naming the field", async () => {
+    const element = "not a valid XML element name";
+    const cases: [unknown, string, string][] = [
+      [null, "json", "must be an object"],
+      ["x", "json", "must be an object"],
+      [5, "json", "must be an object"],
+      [true, "json", "must be an object"],
+      [[], "json", "must be an object"],
+      [[{ a: 1 }], "json", "must be an object"],
+      [{}, "json", "no element to write"],
+      [{ a: [] }, "json", "no element to write"],
+      [{ "1a": 1 }, "json.1a", element],
+      [{ ok: 1, "a b": 2 }, "json.a b", element],
+      [{ "": 3 }, "json.", element],
+      [{ a: { b: [{ c: 1 }, { "c d": 1 }] } }, "json.a.b.1.c d", element],
+      [{ a: { "@_1x": 1 } }, "json.a.@_1x", "not a valid XML attribute name"],
+      [{ a: { "@_x": { y: 1 } } }, "json.a.@_x", "must be a string, a number or a boolean"],
+      [{ "@_x": 1, a: 1 }, "json.@_x", "needs an element"],
+      [{ "#text": "x" }, "json.#text", "needs an element"],
+      [{ a: [[1]] }, "json.a.0", "A list inside a list"],
+    ];
+    const seen = [];
+    for (const [json, , message] of cases) {
+      const r = await refused("xml-convert", { json });
+      seen.push([
+        json,
+        r.status,
+        r.code,
+        r.param,
+        r.message?.includes(message) ? message : r.message,
+      ]);
+    }
+    expect(seen).toEqual(
+      cases.map(([json, param, message]) => [json, 422, "validation_failed", param, message]),
+    );
+    // Names XML allows still write: non-ASCII letters, a prefix, "-", "." and "_".
+    expect(
+      (await run("xml-convert", { json: { "é-x": { "p:q": 1, _a: { "b.c": 2 } } }, pretty: false }))
+        .xml,
+    ).toBe("<é-x><p:q>1</p:q><_a><b.c>2</b.c></_a></é-x>");
+  });
+
   it("html-sanitize drops scripts and javascript: links", async () => {
     const out = await run("html-sanitize", {
       html: '<p>ok<script>alert(1)</script><a href="javascript:x()">x</a><img src=x onerror=alert(1)></p>',

@@ -357,7 +357,14 @@ export const xmlConvert = defineTool({
   input: z
     .strictObject({
       xml: z.string().max(MAX_TEXT_CHARS).optional().describe("XML to parse (send xml or json)."),
-      json: z.unknown().optional().describe("A JSON value to write as XML (send xml or json)."),
+      json: z
+        .record(z.string(), z.unknown(), {
+          error: "json must be an object: its keys are the element names.",
+        })
+        .optional()
+        .describe(
+          "A JSON object to write as XML (send xml or json): keys are element names, @_-prefixed keys attributes, #text an element's text.",
+        ),
       pretty: z.boolean().default(true).describe("Writing: indent the XML."),
     })
     .refine((v) => (v.xml === undefined) !== (v.json === undefined), {

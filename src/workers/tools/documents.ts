@@ -305,16 +305,88 @@ export const csvConvert = implement(csvConvertTool, {
   },
 });
 
+/** XML 1.0's NameStartChar and NameChar, less ":" (an NCName: a name in a namespace-well-formed document). */
+const NC_START =
+  "A-Z_a-z\\u00C0-\\u00D6\\u00D8-\\u00F6\\u00F8-\\u02FF\\u0370-\\u037D\\u037F-\\u1FFF\\u200C\\u200D\\u2070-\\u218F\\u2C00-\\u2FEF\\u3001-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFFD\\u{10000}-\\u{EFFFF}";
+const NC_NAME = `[${NC_START}][${NC_START}\\-.0-9\\u00B7\\u0300-\\u036F\\u203F\\u2040]*`;
+/** An element or attribute name: an NCName, or prefix:local. */
+const XML_NAME = new RegExp(`^${NC_NAME}(?::${NC_NAME})?$`, "u");
+const XML_ATTRIBUTE = "@_";
+const XML_TEXT = "#text";
+
+const isPrimitive = (v: unknown) =>
+  typeof v === "string" || typeof v === "number" || typeof v === "boolean";
+
+/**
+ * Refuse, naming the key (`json.a.item.1.b`), what the builder would write as XML that is not
+ * well-formed: a key that is not an element name (`<1a>`, `<a b>`, `<>`), an attribute (`@_x`)
+ * or text (`#text`) that is not a scalar, a list inside a list (its items have no name), and
+ * attributes or text beside the root element (they have no element to go in).
+ */
+function checkXmlKeys(node: Record<string, unknown>, path: string, root: boolean): void {
+  for (const [key, value] of Object.entries(node)) {
+    const at = `${path}.${key}`;
+    const refuse = (message: string): never => {
+      throw new WorkerError(422, "invalid_input", message, at);
+    };
+    if (key === XML_TEXT || key.startsWith(XML_ATTRIBUTE)) {
+      const what = key === XML_TEXT ? "Text (#text)" : `An attribute (${XML_ATTRIBUTE}name)`;
+      if (root) refuse(`${what} needs an element: put it inside one of json's keys.`);
+      if (key !== XML_TEXT && !XML_NAME.test(key.slice(XML_ATTRIBUTE.length)))
+        refuse(`"${key.slice(XML_ATTRIBUTE.length)}" is not a valid XML attribute name.`);
+      if (!isPrimitive(value) && !(key !== XML_TEXT && value === null))
+        refuse(`${what} must be a string, a number or a boolean.`);
+      continue;
+    }
+    // "?xml" and other processing instructions: their attributes are checked as an element's.
+    const name = key.startsWith("?") ? key.slice(1) : key;
+    if (!XML_NAME.test(name))
+      refuse(
+        `"${key}" is not a valid XML element name (a letter or "_" first, then letters, digits, "-", "_" or ".").`,
+      );
+    const items = Array.isArray(value) ? value : [value];
+    items.forEach((item, i) => {
+      const itemAt = Array.isArray(value) ? `${at}.${i}` : at;
+      if (Array.isArray(item))
+        throw new WorkerError(
+          422,
+          "invalid_input",
+          "A list inside a list cannot be written as XML: its items have no element name.",
+          itemAt,
+        );
+      if (item !== null && typeof item === "object")
+        checkXmlKeys(item as Record<string, unknown>, itemAt, false);
+    });
+  }
+}
+
 export const xmlConvert = implement(xmlConvertTool, {
   async run(input) {
     if (input.json !== undefined) {
+      const json: unknown = input.json;
+      if (json === null || typeof json !== "object" || Array.isArray(json))
+        throw new WorkerError(
+          422,
+          "invalid_input",
+          "json must be an object: its keys are the element names.",
+          "json",
+        );
+      checkXmlKeys(json as Record<string, unknown>, "json", true);
       const builder = new XMLBuilder({
         ignoreAttributes: false,
-        attributeNamePrefix: "@_",
+        attributeNamePrefix: XML_ATTRIBUTE,
         format: input.pretty,
         suppressEmptyNode: true,
       });
-      return { json: null, xml: String(builder.build(input.json)) };
+      const xml = String(builder.build(json));
+      if (!/<[^?!]/.test(xml))
+        throw new WorkerError(
+          422,
+          "invalid_input",
+          "json has no element to write: give it a key, the root element's name.",
+          "json",
+        );
+      return { json: null, xml };
     }
     const valid = XMLValidator.validate(input.xml!);
     if (valid !== true)

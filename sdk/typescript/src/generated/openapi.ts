@@ -23134,8 +23134,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description A JSON value to write as XML (send xml or json). */
-                    json?: unknown;
+                    /** @description A JSON object to write as XML (send xml or json): keys are element names, @_-prefixed keys attributes, #text an element's text. */
+                    json?: {
+                        [key: string]: unknown;
+                    };
                     /**
                      * @description Writing: indent the XML.
                      * @default true
