@@ -118,6 +118,39 @@ describe("admin API", () => {
     expect(await (gw.services.store as RedisStore).redis.pttl(grantRecord)).toBe(-1);
   });
 
+  it("grants under two Idempotency-Keys that share their first 128 characters, and refuses a bad key", async () => {
+    const { key, accountId } = await signUp(gw.url);
+    const stem = `grant-${accountId}-`.padEnd(128, "x");
+    const grant = (idempotencyKey: string) =>
+      admin(gw.url, `/accounts/${accountId}/credits`, {
+        body: { amount: 100, reason: "support" },
+        headers: { "idempotency-key": idempotencyKey },
+      });
+    expect((await grant(`${stem}-one`)).status).toBe(201);
+    const second = await grant(`${stem}-two`);
+    expect([second.status, second.body.applied, second.body.account.credits]).toEqual([
+      201,
+      true,
+      225,
+    ]);
+    for (const bad of ["x".repeat(256), "has space"]) {
+      const res = await grant(bad);
+      expect([
+        res.status,
+        res.body.error.code,
+        res.body.error.param,
+        res.body.error.message,
+      ]).toEqual([
+        422,
+        "validation_failed",
+        "Idempotency-Key",
+        "Idempotency-Key must be 1 to 255 printable ASCII characters.",
+      ]);
+    }
+    expect((await grant("x".repeat(255))).status).toBe(201);
+    expect((await call(`${gw.url}/api/v1/account`, { key })).body.credits).toBe(325);
+  });
+
   it("lists accounts", async () => {
     const { accountId } = await signUp(gw.url);
     const ids: string[] = [];

@@ -155,6 +155,15 @@ describe("GET /openapi.json", () => {
     const grantOp = doc.paths["/api/v1/admin/accounts/{id}/credits"].post;
     expect(Object.keys(grantOp.responses)).toEqual(expect.arrayContaining(["200", "201"]));
     expect(grantOp.responses["200"].content).toEqual(grantOp.responses["201"].content);
+    // The Idempotency-Key the grant honours is a documented header, bounded as the tool call's is.
+    expect(
+      grantOp.parameters.map((p: { name: string; in: string }) => `${p.in} ${p.name}`),
+    ).toEqual(["path id", "header Idempotency-Key"]);
+    expect(grantOp.parameters[1].schema).toEqual(
+      doc.paths["/v1/tools/hash"].post.parameters.find(
+        (p: { name: string }) => p.name === "Idempotency-Key",
+      ).schema,
+    );
 
     for (const path of ["/api/v1/admin/accounts", "/api/v1/usage", "/api/v1/events"]) {
       const res = path.includes("admin")

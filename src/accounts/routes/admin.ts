@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
+import { idempotencyKeyOf, idempotencyKeyParameter } from "../../http/idempotency-key.js";
 import { ACCOUNT_ID_PATTERN } from "../../lib/ids.js";
 import { issueKey } from "../accounts.js";
 import { accountView, accountViewSchema, issuedKeyViewSchema, keyView, listOf } from "../views.js";
@@ -52,6 +53,11 @@ export const adminGrantCredits = defineRoute({
     "Grant credits to an account. With an Idempotency-Key header, a retry is applied once; the same key with another body is 409.",
   auth: "admin",
   errors: ["idempotency_conflict"],
+  requestHeaders: [
+    idempotencyKeyParameter(
+      "Same key and body: applied once, a repeat answers 200 `applied: false`; the same key with another body is 409.",
+    ),
+  ],
   successStatus: 201,
   alsoSucceeds: {
     status: 200,
@@ -70,7 +76,7 @@ export const adminGrantCredits = defineRoute({
   }),
   async handler({ services, params, body, req, requestId }) {
     const accountId = accountIdParam(params.id);
-    const idempotencyKey = req.get("idempotency-key")?.slice(0, 128);
+    const idempotencyKey = idempotencyKeyOf(req);
     if (idempotencyKey) {
       // The first body sent under the key is the grant's: another body under it is a mistake to
       // say out loud (a 200 "already applied" hid that its credits were never granted). Kept for

@@ -5,6 +5,7 @@ import { TOOLS } from "../catalogue/index.js";
 import { formatCredits, priceOf } from "../pricing.js";
 import { jsonSchemasOf, withoutDialect } from "../views.js";
 import { describedTool } from "../custom/spec.js";
+import { idempotencyKeyParameter } from "../../http/idempotency-key.js";
 import {
   paymentHeaderParameters,
   paymentReceiptHeaders,
@@ -31,13 +32,9 @@ export function callToolDocument(config: DocumentConfig): Record<string, Json> {
           ...(tool.aliases.length ? { "x-aliases": [...tool.aliases] } : {}),
           security: [{ ApiKey: [] }, {}],
           parameters: [
-            {
-              name: "Idempotency-Key",
-              in: "header",
-              required: false,
-              schema: { type: "string", maxLength: 255 },
-              description: "Same key and body: the stored answer is replayed, charged once.",
-            },
+            idempotencyKeyParameter(
+              "Same key and body: the stored answer is replayed, charged once.",
+            ),
             ...paymentHeaderParameters("instead of an API key"),
           ],
           requestBody: { required: true, content: { "application/json": { schema: inputSchema } } },

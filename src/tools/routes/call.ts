@@ -15,9 +15,8 @@ import { atomicPrice } from "../../lib/money.js";
 import { formatCredits } from "../pricing.js";
 import { callToolDocument } from "./call-document.js";
 import { headerOf, type HttpRequest, type HttpResponse } from "../../http/exchange.js";
+import { idempotencyKeyOf } from "../../http/idempotency-key.js";
 import { callTiming } from "../timing.js";
-
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /** The answer of a call, however it was paid for, with where its time went (tools/timing.ts). */
 function reply(
@@ -105,17 +104,14 @@ export async function serveToolCall(
   requestId: string,
 ): Promise<{ status: number; raw: string; headers: Record<string, string> }> {
   const tool = await resolveTool(services, req, name, requestId);
-  const idempotencyKey = headerOf(req, "idempotency-key") ?? null;
-  if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
-    const invalid = new ApiError(
-      "validation_failed",
-      "Idempotency-Key must be 1 to 255 printable ASCII characters.",
-      { param: "Idempotency-Key" },
-    );
+  let idempotencyKey: string | null;
+  try {
+    idempotencyKey = idempotencyKeyOf(req);
+  } catch (invalid) {
     // A keyed call is counted against its account, as every keyed call is (and an account's own
     // tool was found for the account the key names, before the key was checked: a 422 here
     // would tell a made-up key that the account has a tool of that name).
-    if (!req.headers["x-api-key"]) throw invalid;
+    if (!req.headers["x-api-key"] || !(invalid instanceof ApiError)) throw invalid;
     const caller = await authenticate(services, presentedKey(req), requestId);
     throw invalid.withHeaders(caller.headers);
   }

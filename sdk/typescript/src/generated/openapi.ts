@@ -3726,7 +3726,10 @@ export interface operations {
     postAdminAccountsIdCredits: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Same key and body: applied once, a repeat answers 200 `applied: false`; the same key with another body is 409. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
