@@ -113,6 +113,11 @@ describe("binding an account to its own worker pool", () => {
       200,
       { account_id: bound.accountId, url: null, active: false },
     ]);
+    // Deleting twice: the repeat is 404, as it is for an account that was never bound.
+    for (const accountId of [bound.accountId, other.accountId]) {
+      const again = await admin(gw.url, `/accounts/${accountId}/workers`, { method: "DELETE" });
+      expect([again.status, again.body.error?.code]).toEqual([404, "not_found"]);
+    }
     since = mark();
     expect((await callTool(gw.url, bound.key, "hash", { text: "back to shared" })).status).toBe(
       200,

@@ -84,11 +84,19 @@ export const adminUnbindWorkers = defineRoute({
   method: "delete",
   path: "/admin/accounts/:id/workers",
   summary:
-    "Unbind the account's dedicated worker pool: its calls go to the shared pools again, from its next call.",
+    "Unbind the account's dedicated worker pool: its calls go to the shared pools again, from its next call. 404 when no pool is bound (already unbound, or never bound).",
   auth: "admin",
   response: bindingView,
   async handler(ctx) {
     const id = accountIdOf(ctx);
+    // One rule for every DELETE (README, "Deleting twice"): a binding already removed, or never
+    // made, is gone for writes, as a revoked key is.
+    const account = await ctx.services.store.getAccount(id);
+    if (!account) throw noSuchAccount();
+    if (account.dedicatedWorkersUrl === null)
+      throw new ApiError("not_found", "This account has no dedicated worker pool bound.", {
+        param: "id",
+      });
     const unbound = await ctx.services.store.setDedicatedWorkers(id, null);
     if (!unbound) throw noSuchAccount();
     ctx.services.log.info({ account_id: id }, "dedicated workers unbound");

@@ -171,7 +171,7 @@ export interface paths {
         /** Bind a Business account to its own worker pool: all its tool calls go there and nowhere else, from its next call. */
         put: operations["putAdminAccountsIdWorkers"];
         post?: never;
-        /** Unbind the account's dedicated worker pool: its calls go to the shared pools again, from its next call. */
+        /** Unbind the account's dedicated worker pool: its calls go to the shared pools again, from its next call. 404 when no pool is bound (already unbound, or never bound). */
         delete: operations["deleteAdminAccountsIdWorkers"];
         options?: never;
         head?: never;
