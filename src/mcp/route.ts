@@ -223,6 +223,7 @@ export const mcpDocument = (): Record<string, Json> => ({
             ],
             ["413", "The body is too large or nests too deeply (-32600)."],
             ["415", "The body is not sent as application/json (-32600)."],
+            ["422", "The body is not Unicode text: a string escapes a lone surrogate (-32600)."],
           ].map(([status, description]) => [
             status,
             { description, content: { "application/json": { schema: JSON_RPC_ERROR } } },

@@ -104,6 +104,11 @@ describe("GET /openapi.json", () => {
         true,
       ],
       ["an Accept without the event stream", await mcp("{}", { accept: "application/json" }), true],
+      [
+        "a string escaping a lone surrogate",
+        await mcp('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"s":"\\ud800"}}'),
+        true,
+      ],
     ] as const) {
       const documented = op.responses[String(answer.status)];
       expect([what, answer.status, documented !== undefined]).toEqual([what, answer.status, true]);

@@ -9811,6 +9811,23 @@ export interface operations {
                     };
                 };
             };
+            /** @description The body is not Unicode text: a string escapes a lone surrogate (-32600). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: number;
+                            message: string;
+                        };
+                        id: null;
+                        /** @constant */
+                        jsonrpc: "2.0";
+                    };
+                };
+            };
             /** @description rate_limited */
             429: {
                 headers: {
