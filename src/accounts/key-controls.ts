@@ -21,7 +21,9 @@ export const keyControlFields = {
     .datetime({ offset: true })
     .nullable()
     .optional()
-    .describe("When the key stops working (ISO 8601, in the future); null: never."),
+    .describe(
+      "When the key stops working (ISO 8601, in the future, no later than 9999-12-31T23:59:59.999Z); null: never.",
+    ),
   allowed_tools: z
     .array(z.string().trim().min(1).max(100))
     .min(1)
@@ -47,6 +49,9 @@ export const keyControlFields = {
     ),
 };
 
+/** The latest instant a four-digit ISO 8601 year in Z can write. */
+const LATEST_EXPIRY = Date.parse("9999-12-31T23:59:59.999Z");
+
 export type KeyControlInput = {
   expires_at?: string | null;
   allowed_tools?: string[] | null;
@@ -71,6 +76,14 @@ export async function keyControlsFrom(
       throw new ApiError("validation_failed", "expires_at must lie in the future.", {
         param: "expires_at",
       });
+    // An offset can carry 9999-12-31 past the year 9999, which an ISO string in Z (what the key
+    // answers with) cannot write in four digits: `+010000-01-01T…`.
+    if (at !== null && at > LATEST_EXPIRY)
+      throw new ApiError(
+        "validation_failed",
+        "expires_at must be no later than 9999-12-31T23:59:59.999Z.",
+        { param: "expires_at" },
+      );
     update.expiresAt = at;
   }
   if (input.allowed_tools !== undefined)

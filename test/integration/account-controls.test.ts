@@ -64,6 +64,26 @@ describe.each(["redis", "memory"] as const)("account controls (%s store)", (stor
       "validation_failed",
       "expires_at",
     ]);
+    // An offset carrying the instant past the year 9999 (answered as `+010000-…Z`) is refused,
+    // on creation and on update; the last instant of 9999 is still taken.
+    const far = await createKey(key, { name: "far", expires_at: "9999-12-31T23:59:59-23:59" });
+    expect([
+      far.status,
+      far.body.error?.code,
+      far.body.error?.param,
+      far.body.error?.message,
+    ]).toEqual([
+      422,
+      "validation_failed",
+      "expires_at",
+      "expires_at must be no later than 9999-12-31T23:59:59.999Z.",
+    ]);
+    const latest = await createKey(key, { name: "latest", expires_at: "9999-12-31T23:59:59.999Z" });
+    expect([latest.status, latest.body.expires_at]).toEqual([201, "9999-12-31T23:59:59.999Z"]);
+    const farUpdate = await updateKey(key, latest.body.id, {
+      expires_at: "9999-12-31T23:59:59-00:01",
+    });
+    expect([farUpdate.status, farUpdate.body.error?.param]).toEqual([422, "expires_at"]);
   });
 
   it("lets a key call only its allowed tools (aliases resolved): another tool is 403 tool_not_allowed, uncharged; an unknown name is 400 at creation", async () => {

@@ -7039,7 +7039,7 @@ export interface operations {
                         /** @enum {string} */
                         period: "day" | "month";
                     } | null;
-                    /** @description When the key stops working (ISO 8601, in the future); null: never. */
+                    /** @description When the key stops working (ISO 8601, in the future, no later than 9999-12-31T23:59:59.999Z); null: never. */
                     expires_at?: string | null;
                     name?: string;
                 };
@@ -7348,7 +7348,7 @@ export interface operations {
                         /** @enum {string} */
                         period: "day" | "month";
                     } | null;
-                    /** @description When the key stops working (ISO 8601, in the future); null: never. */
+                    /** @description When the key stops working (ISO 8601, in the future, no later than 9999-12-31T23:59:59.999Z); null: never. */
                     expires_at?: string | null;
                     name?: string | null;
                 };
