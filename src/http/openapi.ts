@@ -284,7 +284,8 @@ function operation(route: AnyRoute, tag: string): Json {
     ...(route.body
       ? {
           requestBody: {
-            required: true,
+            // No body is taken as `{}` (route.ts): required only when `{}` is refused.
+            required: !route.body.safeParse({}).success,
             content: { "application/json": { schema: schemaOf(route.body, "input") } },
           },
         }

@@ -148,6 +148,25 @@ describe("GET /openapi.json", () => {
     expect(doc.paths["/api/v1/admin/accounts/{id}/tier"].put.security).toEqual([{ AdminKey: [] }]);
   });
 
+  it("marks a request body required only where a request without one is refused", async () => {
+    const { key } = await fundedAccount(gw.url, 0);
+    // No body is an empty one: a new key, or a rotated one, with nothing to set.
+    const created = await call(`${gw.url}/api/v1/keys`, { key, method: "POST" });
+    expect(created.status).toBe(201);
+    const rotated = await call(`${gw.url}/api/v1/keys/${created.body.id}/rotate`, {
+      key,
+      method: "POST",
+    });
+    expect(rotated.status).toBe(201);
+    expect(doc.paths["/api/v1/keys"].post.requestBody.required).toBe(false);
+    expect(doc.paths["/api/v1/keys/{id}/rotate"].post.requestBody.required).toBe(false);
+    expect(doc.paths["/api/v1/keys/{id}"].patch.requestBody.required).toBe(false);
+    // A body whose fields are required stays required: none is refused.
+    const noBody = await call(`${gw.url}/api/v1/signup`, { method: "POST" });
+    expect([noBody.status, noBody.body.error.code]).toEqual([422, "validation_failed"]);
+    expect(doc.paths["/api/v1/signup"].post.requestBody.required).toBe(true);
+  });
+
   it("documents the statuses these endpoints really answer: a replayed grant's 200, an unreadable cursor's 400", async () => {
     const { accountId } = await fundedAccount(gw.url, 0);
     const grant = () =>
