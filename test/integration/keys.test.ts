@@ -347,16 +347,44 @@ describe("API keys", () => {
 
   it("refuses a key name with control characters, naming the field; other Unicode is a name", async () => {
     const { key } = await signUp(gw.url);
-    for (const name of ["ci\u0000", "deploy\u001b[31m", "a\nb"]) {
+    for (const name of [
+      "ci\u0000",
+      "deploy\u001b[31m",
+      "a\nb",
+      "del\u007f",
+      "c1\u0080",
+      "c1\u009f",
+    ]) {
       const res = await call(`${gw.url}/api/v1/keys`, { key, body: { name } });
-      expect([res.status, res.body.error.code, res.body.error.param]).toEqual([
+      expect([
+        res.status,
+        res.body.error.code,
+        res.body.error.param,
+        res.body.error.message,
+      ]).toEqual([
         422,
         "validation_failed",
         "name",
+        'Invalid body field "name": A key name cannot contain control characters.',
       ]);
     }
     const named = await call(`${gw.url}/api/v1/keys`, { key, body: { name: "déploiement 🚀" } });
     expect([named.status, named.body.name]).toEqual([201, "déploiement 🚀"]);
+    const nbsp = await call(`${gw.url}/api/v1/keys`, { key, body: { name: "a\u00a0b~" } });
+    expect(nbsp.status).toBe(201);
+    // The documented pattern reads the same without Unicode mode (Python's re, most generators).
+    const doc = (await call(`${gw.url}/openapi.json`)).body;
+    const pattern: string =
+      doc.paths["/api/v1/keys"].post.requestBody.content["application/json"].schema.properties.name
+        .pattern;
+    expect(pattern).not.toMatch(/\\[pP]\{/);
+    const plain = new RegExp(pattern);
+    expect(["déploiement 🚀", "a\u00a0b~"].map((n) => plain.test(n))).toEqual([true, true]);
+    expect(["ci\u0000", "del\u007f", "c1\u009f"].map((n) => plain.test(n))).toEqual([
+      false,
+      false,
+      false,
+    ]);
   });
 });
 
