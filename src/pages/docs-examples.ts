@@ -141,6 +141,12 @@ export const OPERATION_EXAMPLES: Record<string, OperationExample> = {
       why: "The URL must be the origin of a running workers deployment, at a public HTTPS address the gateway can resolve; workers.acme.example is a placeholder that resolves nowhere, so the example is refused naming url. The account must be Business (else 403 feature_not_in_tier).",
     },
   },
+  "DELETE /api/v1/admin/accounts/{id}/workers": {
+    error: {
+      status: 404,
+      why: "Until a pool is bound with PUT /api/v1/admin/accounts/{id}/workers (refused above, its URL a placeholder), there is none to unbind.",
+    },
+  },
   "PUT /api/v1/account/sso": {
     body: {
       issuer: "https://login.acme.example",
