@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ApiError } from "../http/errors.js";
 import type { Services } from "../services.js";
 import type { KeyUpdate } from "../store/types.js";
+import { LATEST_ISO_INSTANT } from "../lib/iso-years.js";
 
 /**
  * Account controls on a key (docs/decisions.md, "Account controls"): an expiry time, the tools it
@@ -49,9 +50,6 @@ export const keyControlFields = {
     ),
 };
 
-/** The latest instant a four-digit ISO 8601 year in Z can write. */
-const LATEST_EXPIRY = Date.parse("9999-12-31T23:59:59.999Z");
-
 export type KeyControlInput = {
   expires_at?: string | null;
   allowed_tools?: string[] | null;
@@ -78,7 +76,7 @@ export async function keyControlsFrom(
       });
     // An offset can carry 9999-12-31 past the year 9999, which an ISO string in Z (what the key
     // answers with) cannot write in four digits: `+010000-01-01T…`.
-    if (at !== null && at > LATEST_EXPIRY)
+    if (at !== null && at > LATEST_ISO_INSTANT)
       throw new ApiError(
         "validation_failed",
         "expires_at must be no later than 9999-12-31T23:59:59.999Z.",

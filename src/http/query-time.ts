@@ -1,16 +1,14 @@
 import { z } from "zod";
+import { EARLIEST_ISO_INSTANT, LATEST_ISO_INSTANT } from "../lib/iso-years.js";
 
 /**
- * The instants a query may name: years 1 to 9999 (UTC), what an ISO 8601 date-time of four
- * digits holds once its offset is applied, and what PostgreSQL's timestamptz reads. Year 0000,
- * or 0001-01-01 with a positive offset, parses but is before year 1: the books' queries failed
- * on it (500) where the caller had asked for something no ledger holds.
+ * A query names an instant of years 1 to 9999 once its offset is applied. Year 0000, or
+ * 0001-01-01 with a positive offset, parses but is before year 1: the books' queries failed on it
+ * (500) where the caller had asked for something no ledger holds.
  */
-const EARLIEST = Date.parse("0001-01-01T00:00:00Z");
-const LATEST = Date.parse("9999-12-31T23:59:59.999Z");
 const withinCalendar = (value: string) => {
   const at = Date.parse(value);
-  return at >= EARLIEST && at <= LATEST;
+  return at >= EARLIEST_ISO_INSTANT && at <= LATEST_ISO_INSTANT;
 };
 const OUTSIDE_CALENDAR = {
   error: "must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z once its offset is applied",
