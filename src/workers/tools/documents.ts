@@ -316,6 +316,9 @@ const XML_TEXT = "#text";
 
 const isPrimitive = (v: unknown) =>
   typeof v === "string" || typeof v === "number" || typeof v === "boolean";
+const refuse = (message: string, param: string): never => {
+  throw new WorkerError(422, "invalid_input", message, param);
+};
 
 /**
  * Refuse, naming the key (`json.a.item.1.b`), what the builder would write as XML that is not
@@ -326,16 +329,13 @@ const isPrimitive = (v: unknown) =>
 function checkXmlKeys(node: Record<string, unknown>, path: string, root: boolean): void {
   for (const [key, value] of Object.entries(node)) {
     const at = `${path}.${key}`;
-    const refuse = (message: string): never => {
-      throw new WorkerError(422, "invalid_input", message, at);
-    };
     if (key === XML_TEXT || key.startsWith(XML_ATTRIBUTE)) {
       const what = key === XML_TEXT ? "Text (#text)" : `An attribute (${XML_ATTRIBUTE}name)`;
-      if (root) refuse(`${what} needs an element: put it inside one of json's keys.`);
+      if (root) refuse(`${what} needs an element: put it inside one of json's keys.`, at);
       if (key !== XML_TEXT && !XML_NAME.test(key.slice(XML_ATTRIBUTE.length)))
-        refuse(`"${key.slice(XML_ATTRIBUTE.length)}" is not a valid XML attribute name.`);
+        refuse(`"${key.slice(XML_ATTRIBUTE.length)}" is not a valid XML attribute name.`, at);
       if (!isPrimitive(value) && !(key !== XML_TEXT && value === null))
-        refuse(`${what} must be a string, a number or a boolean.`);
+        refuse(`${what} must be a string, a number or a boolean.`, at);
       continue;
     }
     // "?xml" and other processing instructions: their attributes are checked as an element's.
@@ -343,14 +343,13 @@ function checkXmlKeys(node: Record<string, unknown>, path: string, root: boolean
     if (!XML_NAME.test(name))
       refuse(
         `"${key}" is not a valid XML element name (a letter or "_" first, then letters, digits, "-", "_" or ".").`,
+        at,
       );
     const items = Array.isArray(value) ? value : [value];
     items.forEach((item, i) => {
       const itemAt = Array.isArray(value) ? `${at}.${i}` : at;
       if (Array.isArray(item))
-        throw new WorkerError(
-          422,
-          "invalid_input",
+        refuse(
           "A list inside a list cannot be written as XML: its items have no element name.",
           itemAt,
         );
@@ -363,15 +362,9 @@ function checkXmlKeys(node: Record<string, unknown>, path: string, root: boolean
 export const xmlConvert = implement(xmlConvertTool, {
   async run(input) {
     if (input.json !== undefined) {
-      const json: unknown = input.json;
-      if (json === null || typeof json !== "object" || Array.isArray(json))
-        throw new WorkerError(
-          422,
-          "invalid_input",
-          "json must be an object: its keys are the element names.",
-          "json",
-        );
-      checkXmlKeys(json as Record<string, unknown>, "json", true);
+      // An object, as the tool's schema (checked before run) says; its keys are checked here.
+      const json = input.json;
+      checkXmlKeys(json, "json", true);
       const builder = new XMLBuilder({
         ignoreAttributes: false,
         attributeNamePrefix: XML_ATTRIBUTE,
@@ -380,12 +373,7 @@ export const xmlConvert = implement(xmlConvertTool, {
       });
       const xml = String(builder.build(json));
       if (!/<[^?!]/.test(xml))
-        throw new WorkerError(
-          422,
-          "invalid_input",
-          "json has no element to write: give it a key, the root element's name.",
-          "json",
-        );
+        refuse("json has no element to write: give it a key, the root element's name.", "json");
       return { json: null, xml };
     }
     const valid = XMLValidator.validate(input.xml!);
