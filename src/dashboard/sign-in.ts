@@ -22,6 +22,7 @@ import {
 } from "./session.js";
 import { walletSignInSection } from "./wallet-sign-in.js";
 import { caseSensitiveRouter } from "../http/router.js";
+import { hasBody } from "../http/request-context.js";
 
 /**
  * Signing in to the dashboard, and out. Four ways in, all ending in the same server-side session:
@@ -120,9 +121,6 @@ function readForm(req: Request, res: Response): Promise<void> {
     }),
   );
 }
-
-const hasBody = (req: Request) =>
-  req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"]) > 0;
 
 function formRefusal(err: unknown): unknown {
   const tooMany = (err as { type?: string }).type === "parameters.too.many";

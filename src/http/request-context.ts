@@ -1,3 +1,4 @@
+import type { IncomingMessage } from "node:http";
 import type { RequestHandler } from "express";
 import type { Logger } from "pino";
 import { newRequestId } from "../lib/ids.js";
@@ -85,14 +86,15 @@ export function requestContext(
   };
 }
 
+/** Whether a request sends a body (a length above 0, or a chunked one). */
+export const hasBody = (req: IncomingMessage): boolean =>
+  Number(req.headers["content-length"] ?? 0) > 0 || req.headers["transfer-encoding"] !== undefined;
+
 /** A body that is not JSON is refused up front rather than silently ignored. */
 export const requireJsonBody: RequestHandler = (req, _res, next) => {
-  const hasBody =
-    Number(req.headers["content-length"] ?? 0) > 0 ||
-    req.headers["transfer-encoding"] !== undefined;
   // The common case is read as is; anything else (parameters, other casing, +json types) goes through type-is.
   if (
-    hasBody &&
+    hasBody(req) &&
     req.headers["content-type"] !== "application/json" &&
     !req.is("application/json")
   ) {
