@@ -4,6 +4,7 @@ import { EVENT_TYPES, eventRecordSchema, type EventType } from "../../events/typ
 import { defineRoute } from "../../http/route.js";
 import { listOf } from "../views.js";
 import { BOOKS_WAIT_MS, pageOf, timeRangeOf } from "./usage.js";
+import { queryInteger } from "../../http/query-integer.js";
 import { queryDateTime } from "../../http/query-time.js";
 
 export const listEvents = defineRoute({
@@ -14,7 +15,7 @@ export const listEvents = defineRoute({
   auth: "key",
   errors: ["invalid_range", "invalid_cursor"],
   query: z.strictObject({
-    limit: z.coerce.number().int().min(1).max(1000).default(100),
+    limit: queryInteger({ min: 1, max: 1000, default: 100 }),
     cursor: z.string().max(80).optional().describe("The next_cursor of the previous page."),
     type: z
       .enum(EVENT_TYPES as [EventType, ...EventType[]])

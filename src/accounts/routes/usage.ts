@@ -1,3 +1,4 @@
+import { queryInteger } from "../../http/query-integer.js";
 import { queryTime } from "../../http/query-time.js";
 import { z } from "zod";
 import { usagePage } from "../../books/usage.js";
@@ -11,7 +12,7 @@ import { ledgerEntryView, ledgerEntryViewSchema, listOf } from "../views.js";
 const papa = lazyRequire<typeof import("papaparse")>("papaparse");
 
 export const pageQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(100).default(50),
+  limit: queryInteger({ min: 1, max: 100, default: 50 }),
   cursor: z.string().max(64).optional(),
 });
 
@@ -57,15 +58,9 @@ const CSV_MAX_ROWS = 10_000;
 export const BOOKS_WAIT_MS = 5000;
 
 const usageQuery = z.strictObject({
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(CSV_MAX_ROWS)
-    .optional()
-    .describe(
-      `Entries per page: default 50, at most ${JSON_MAX_ROWS} (CSV: default and at most ${CSV_MAX_ROWS}).`,
-    ),
+  limit: queryInteger({ min: 1, max: CSV_MAX_ROWS }).describe(
+    `Entries per page: default 50, at most ${JSON_MAX_ROWS} (CSV: default and at most ${CSV_MAX_ROWS}).`,
+  ),
   cursor: z.string().max(64).optional(),
   tool: z.string().max(64).optional().describe("Only entries of this tool."),
   key: z.string().max(64).optional().describe("Only entries made with this API key (its id)."),

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { queryInteger } from "../../http/query-integer.js";
 import { defineRoute } from "../../http/route.js";
 import { findWebhook, iso, type WebhookOwner } from "./owner.js";
 
@@ -23,7 +24,7 @@ export const listDeliveries = (owner: WebhookOwner) =>
       "The webhook's delivery log: every attempt with its status, duration, error and next attempt, newest first.",
     auth: owner.auth,
     errors: owner.auth === "key" ? ["feature_not_in_tier"] : [],
-    query: z.strictObject({ limit: z.coerce.number().int().min(1).max(500).default(100) }),
+    query: z.strictObject({ limit: queryInteger({ min: 1, max: 500, default: 100 }) }),
     response: z.object({ object: z.literal("list"), data: z.array(deliveryViewSchema) }),
     async handler({ services, caller, params, query }) {
       const webhook = await findWebhook(services, owner.idOf(caller), params.id);
