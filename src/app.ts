@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import express from "express";
+import express, { type RequestHandler } from "express";
 import { anonymousLimit, countingAnonymously, countingErrors } from "./http/anonymous-limit.js";
 import { bearerKeyAsApiKey } from "./http/auth.js";
 import { errorAnswerer, errorHandler, routeNotFound } from "./http/errors.js";
@@ -9,6 +9,7 @@ import { jsonBody } from "./http/json-body.js";
 import { mountRoutes, routeHandler } from "./http/route.js";
 import type { Services } from "./services.js";
 import { callTool } from "./tools/routes/call.js";
+import { RESERVED_TOOL_NAMES } from "./tools/custom/spec.js";
 import { keyedLane } from "./tools/routes/keyed-lane.js";
 import { versioning } from "./http/versioning.js";
 import { methodNotAllowed } from "./http/method-not-allowed.js";
@@ -58,7 +59,17 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   const json = [requireJsonBody, parseJson];
   // The tool call is the gateway's hot path: it is matched first, so no other route is tried for
   // it, and it runs only what it needs (the plain keyed call does not even come here: see below).
-  app.post("/v1/tools/:name", apiVersioning, json, routeHandler(services, callTool, "/v1/tools"));
+  // A reserved name (`/v1/tools/categories`) is a path of the tool door's own, never a tool: the
+  // door answers it (405, http/route.ts `mountRoutes`).
+  const toolName: RequestHandler = (req, _res, next) =>
+    RESERVED_TOOL_NAMES.has(String(req.params.name)) ? next("route") : next();
+  app.post(
+    "/v1/tools/:name",
+    toolName,
+    apiVersioning,
+    json,
+    routeHandler(services, callTool, "/v1/tools"),
+  );
 
   // Built on first request, not at start-up (it is the whole catalogue's JSON Schemas).
   const openApi = () => openApiFor(services.config);

@@ -1,4 +1,4 @@
-import type { RequestHandler, Router } from "express";
+import type { Request, RequestHandler, Router } from "express";
 import { ApiError } from "./errors.js";
 import { shownPath } from "./logged-path.js";
 import type { Redactor } from "../lib/redact.js";
@@ -12,10 +12,19 @@ import type { Redactor } from "../lib/redact.js";
  */
 const ORDER = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
-/** Records, for requests on `path`, that it serves `methods`. */
-export function allowOn(router: Router, path: string | string[], methods: Iterable<string>): void {
+/**
+ * Records, for requests on `path`, that it serves `methods`; except a request `unless` says is on
+ * another route's path (a pattern's match that a fixed path of the same table owns).
+ */
+export function allowOn(
+  router: Router,
+  path: string | string[],
+  methods: Iterable<string>,
+  unless?: (req: Request) => boolean,
+): void {
   const upper = [...methods].map((m) => m.toUpperCase());
-  router.all(path, (_req, res, next) => {
+  router.all(path, (req, res, next) => {
+    if (unless?.(req)) return next();
     const allow: Set<string> = (res.locals.allowedMethods ??= new Set<string>());
     for (const method of upper) allow.add(method);
     if (allow.has("GET")) allow.add("HEAD");

@@ -227,15 +227,44 @@ export function mountRoutes(
   options: { authenticateCaller?: CallerAuthenticator } = {},
 ): Router {
   const router = caseSensitiveRouter();
-  for (const route of routes)
-    router[route.method](
-      route.path,
-      routeHandler(services, route, undefined, options.authenticateCaller),
-    );
+  const onFixedPath = fixedPathsOf(routes);
+  for (const route of routes) {
+    const handler = routeHandler(services, route, undefined, options.authenticateCaller);
+    const owned = onFixedPath(route.path);
+    if (owned) router[route.method](route.path, skipRouteWhen(owned), handler);
+    else router[route.method](route.path, handler);
+  }
   // The other methods on these paths are 405, not 404 (answered by `methodNotAllowed`).
   const methodsByPath = new Map<string, Set<string>>();
   for (const route of routes)
     methodsByPath.set(route.path, (methodsByPath.get(route.path) ?? new Set()).add(route.method));
-  for (const [path, methods] of methodsByPath) allowOn(router, path, methods);
+  for (const [path, methods] of methodsByPath)
+    allowOn(router, path, methods, onFixedPath(path) ?? undefined);
   return router;
 }
+
+/**
+ * A fixed path of a table (`/categories`, `/webhooks/register`) is served by its own routes only:
+ * a pattern beside it that matches it too (`/:name`, `/webhooks/:id`) neither serves it nor adds
+ * to its `Allow`. Such a value is never a name or id (tool names reserve them, ids are generated),
+ * so `POST /v1/tools/categories` is 405 `Allow: GET, HEAD, OPTIONS`, not the call of a tool that
+ * cannot exist. For a pattern, the test of whether a request's parameters spell such a path; null
+ * when none can.
+ */
+function fixedPathsOf(routes: AnyRoute[]): (pattern: string) => ((req: Request) => boolean) | null {
+  const fixed = [...new Set(routes.map((r) => r.path).filter((p) => !p.includes(":")))];
+  return (pattern) => {
+    if (!pattern.includes(":")) return null;
+    const matcher = new RegExp(`^${pattern.replace(/:\w+/g, "[^/]+")}$`);
+    const owned = new Set(fixed.filter((path) => matcher.test(path)));
+    if (owned.size === 0) return null;
+    return (req) =>
+      owned.has(pattern.replace(/:(\w+)/g, (_, name: string) => String(req.params[name])));
+  };
+}
+
+/** Passes a request its route does not serve on to the next route (express's `next("route")`). */
+const skipRouteWhen =
+  (skip: (req: Request) => boolean) =>
+  (req: Request, _res: Response, next: (to?: "route") => void) =>
+    skip(req) ? next("route") : next();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DOORS } from "../../src/routes.js";
-import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
 
 /**
  * A known path asked with the wrong method is 405 `method_not_allowed` with an `Allow` header,
@@ -40,11 +40,38 @@ describe("a known path with a method it does not serve", () => {
     });
   });
 
+  it("POST /v1/tools/categories is 405 with Allow GET, not the call of a tool that cannot exist", async () => {
+    // "categories" is a reserved tool name (tools/custom/spec.ts): no tool can be called so.
+    for (const key of [undefined, (await fundedAccount(gw.url, 100)).key]) {
+      for (const method of ["POST", "PUT"]) {
+        const res = await call(`${gw.url}/v1/tools/categories`, { method, key, body: {} });
+        expect(
+          [res.status, res.headers.get("allow"), res.body.error.code],
+          `${method} ${key ? "with" : "without"} a key`,
+        ).toEqual([405, "GET, HEAD, OPTIONS", "method_not_allowed"]);
+      }
+    }
+    expect((await call(`${gw.url}/v1/tools/categories`)).status).toBe(200);
+  });
+
+  it("a fixed path beside a pattern (/webhooks/register beside /webhooks/{id}) lists its own methods only", async () => {
+    const res = await call(`${gw.url}/api/v1/webhooks/register`, { method: "DELETE" });
+    expect([res.status, res.headers.get("allow"), res.body.error.code]).toEqual([
+      405,
+      "POST, OPTIONS",
+      "method_not_allowed",
+    ]);
+  });
+
   it("is 405 on every route, with Allow naming exactly the methods served there", async () => {
     const failures: string[] = [];
     for (const [, pattern] of ROUTES) {
       const path = concrete(pattern);
-      const served = new Set(ROUTES.filter(([, p]) => matches(p, path)).map(([m]) => m));
+      // A fixed path is served by its own routes only, not by a pattern that matches it too.
+      const own = ROUTES.filter(([, p]) => p === path);
+      const served = new Set(
+        (own.length ? own : ROUTES.filter(([, p]) => matches(p, path))).map(([m]) => m),
+      );
       if (served.has("GET")) served.add("HEAD");
       served.add("OPTIONS");
       const wrong = ["PATCH", "PUT", "DELETE", "POST"].find((m) => !served.has(m))!;

@@ -7,6 +7,7 @@ import { beginRequest } from "../../http/request-context.js";
 import { sendRawReply } from "../../http/route.js";
 import { isDeprecatedPath } from "../../http/versioning.js";
 import { serveToolCall } from "./call.js";
+import { RESERVED_TOOL_NAMES } from "../custom/spec.js";
 
 /**
  * The keyed tool call, the gateway's hot path, served on Node's own request and response objects
@@ -23,8 +24,8 @@ import { serveToolCall } from "./call.js";
  *
  * The lane takes only the plain case: POST /v1/tools/{name} with an x-api-key, a body sent as
  * exactly `application/json`, no Content-Encoding, no query string, a lower-case name without
- * escapes, under an API version that is not deprecated. Express answers everything else as
- * before, so the two can differ only in speed.
+ * escapes that is not reserved, under an API version that is not deprecated. Express answers
+ * everything else as before, so the two can differ only in speed.
  */
 export interface KeyedLane {
   takes(req: IncomingMessage): boolean;
@@ -32,6 +33,9 @@ export interface KeyedLane {
 }
 
 const PLAIN_TOOL_PATH = /^\/v1\/tools\/([a-z0-9][a-z0-9-]*)$/;
+/** A reserved name (`categories`) is a path of the tool door's own: express answers it (405). */
+const isToolName = (name: string | undefined) =>
+  name !== undefined && !RESERVED_TOOL_NAMES.has(name);
 const ROUTE = "/v1/tools/:name";
 
 /** What the lane shares with express's routes (app.ts): the JSON body parser and the error answer. */
@@ -72,7 +76,7 @@ export function keyedLane(services: Services, { json, answerError }: LaneParts):
         req.headers["content-type"] === "application/json" &&
         req.headers["content-encoding"] === undefined &&
         Boolean(req.headers["x-api-key"]) &&
-        PLAIN_TOOL_PATH.test(req.url ?? "")
+        isToolName(PLAIN_TOOL_PATH.exec(req.url ?? "")?.[1])
       );
     },
     serve(incoming, response) {
