@@ -12,13 +12,28 @@ describe.each(["redis", "memory"] as const)("paging with a cursor, %s store", (s
   });
   afterAll(() => gw.stop());
 
-  it.each(["garbage", "1-2-3", "0x10-1", "99999999999999999999-99999999999999999999"])(
+  // An empty cursor is a cursor like any other, as an empty limit, kind or time is a value like
+  // any other (422): only leaving the parameter out starts from the top.
+  it.each(["", "garbage", "1-2-3", "0x10-1", "99999999999999999999-99999999999999999999"])(
     "answers the usage cursor %j with 400 invalid_cursor",
     async (cursor) => {
       const { key } = await fundedAccount(gw.url, 100);
       const res = await call(`${gw.url}/api/v1/usage?cursor=${encodeURIComponent(cursor)}`, {
         key,
       });
+      expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([
+        400,
+        "invalid_cursor",
+        "cursor",
+      ]);
+    },
+  );
+
+  it.each(["/api/v1/events?cursor=", "/api/v1/events?cursor=garbage"])(
+    "answers %s with 400 invalid_cursor",
+    async (path) => {
+      const { key } = await fundedAccount(gw.url, 100);
+      const res = await call(`${gw.url}${path}`, { key });
       expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([
         400,
         "invalid_cursor",
@@ -37,12 +52,15 @@ describe.each(["redis", "memory"] as const)("paging with a cursor, %s store", (s
     expect(next.body.data.map((e: { reason: string }) => e.reason)).toEqual(["sign-up grant"]);
   });
 
-  it("answers an accounts cursor that names no account with 400 invalid_cursor", async () => {
-    const res = await admin(gw.url, "/accounts?cursor=acct_doesnotexist0000");
-    expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([
-      400,
-      "invalid_cursor",
-      "cursor",
-    ]);
-  });
+  it.each(["acct_doesnotexist0000", ""])(
+    "answers the accounts cursor %j with 400 invalid_cursor",
+    async (cursor) => {
+      const res = await admin(gw.url, `/accounts?cursor=${cursor}`);
+      expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([
+        400,
+        "invalid_cursor",
+        "cursor",
+      ]);
+    },
+  );
 });

@@ -113,9 +113,10 @@ export function redisAccounts({
     getAccounts,
 
     async listAccounts(page: { cursor?: string; limit: number }): Promise<Page<AccountRecord>> {
-      // Cursor = the last id seen; order = creation time, then id (ZSET order).
+      // Cursor = the last id seen; order = creation time, then id (ZSET order). An empty cursor
+      // names no account, as in the memory store: only no cursor starts from the top.
       let start = 0;
-      if (page.cursor) {
+      if (page.cursor !== undefined) {
         const rank = await call(() => redis.zrank(redisKey.accounts(), page.cursor!));
         if (rank === null) throw new InvalidCursorError(`no account ${page.cursor}`);
         start = rank + 1;
