@@ -127,6 +127,21 @@ describe("binding an account to its own worker pool", () => {
     expect(await balanceOf(gw.url, bound.key)).toBe(1000 - 4 - sandboxPrice + 1); // charged as usual, wherever served
   });
 
+  it("answers two DELETEs at once as it answers two in turn: one 200, one 404", async () => {
+    const { accountId } = await fundedAccount(gw.url, 100, "business");
+    for (let round = 0; round < 5; round++) {
+      const put = await admin(gw.url, `/accounts/${accountId}/workers`, {
+        method: "PUT",
+        body: { url: dedicated.url },
+      });
+      expect(put.status).toBe(200);
+      const answers = await Promise.all(
+        [0, 1].map(() => admin(gw.url, `/accounts/${accountId}/workers`, { method: "DELETE" })),
+      );
+      expect(answers.map((a) => a.status).sort(), `round ${round}`).toEqual([200, 404]);
+    }
+  });
+
   it("follows the tier: a bound account moved off Business uses the shared pools until it is Business again", async () => {
     const { key, accountId } = await fundedAccount(gw.url, 100, "business");
     await admin(gw.url, `/accounts/${accountId}/workers`, {

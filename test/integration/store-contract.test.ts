@@ -1531,8 +1531,9 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       tier: "pro",
       dedicatedWorkersUrl: "https://workers.acme.example",
     });
-    expect(await store.setDedicatedWorkers(a.id, null)).toMatchObject({
-      dedicatedWorkersUrl: null,
+    expect(await store.unbindDedicatedWorkers(a.id)).toMatchObject({
+      status: "unbound",
+      account: { dedicatedWorkersUrl: null },
     });
     expect(await debit(a.id, a.key.hash)).toMatchObject({
       status: "ok",
@@ -1541,6 +1542,26 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(
       await store.setDedicatedWorkers(newAccountId(), "https://workers.acme.example"),
     ).toBeNull();
+    expect(await store.unbindDedicatedWorkers(newAccountId())).toEqual({ status: "not_found" });
+  });
+
+  it("unbinds dedicated workers once: of several unbinds at once, one unbinds and the others find nothing bound", async () => {
+    const a = await account();
+    for (let round = 0; round < 3; round++) {
+      await store.setDedicatedWorkers(a.id, "https://workers.acme.example");
+      const outcomes = await Promise.all(
+        Array.from({ length: 5 }, () => store.unbindDedicatedWorkers(a.id)),
+      );
+      expect(outcomes.map((o) => o.status).sort()).toEqual([
+        "not_bound",
+        "not_bound",
+        "not_bound",
+        "not_bound",
+        "unbound",
+      ]);
+      expect((await store.getAccount(a.id))!.dedicatedWorkersUrl).toBeNull();
+    }
+    expect(await store.unbindDedicatedWorkers(a.id)).toEqual({ status: "not_bound" });
   });
 
   it("counts several hits in a generic bucket all or none: a refused batch counts nothing", async () => {

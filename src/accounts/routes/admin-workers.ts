@@ -90,16 +90,19 @@ export const adminUnbindWorkers = defineRoute({
   async handler(ctx) {
     const id = accountIdOf(ctx);
     // One rule for every DELETE (README, "Deleting twice"): a binding already removed, or never
-    // made, is gone for writes, as a revoked key is.
-    const account = await ctx.services.store.getAccount(id);
-    if (!account) throw noSuchAccount();
-    if (account.dedicatedWorkersUrl === null)
-      throw new ApiError("not_found", "This account has no dedicated worker pool bound.", {
-        param: "id",
-      });
-    const unbound = await ctx.services.store.setDedicatedWorkers(id, null);
-    if (!unbound) throw noSuchAccount();
-    ctx.services.log.info({ account_id: id }, "dedicated workers unbound");
-    return { body: view(unbound) };
+    // made, is gone for writes, as a revoked key is. The store decides it in the unbind itself:
+    // of two DELETEs at once, one unbinds and the other is 404, as a DELETE after it is.
+    const outcome = await ctx.services.store.unbindDedicatedWorkers(id);
+    switch (outcome.status) {
+      case "not_found":
+        throw noSuchAccount();
+      case "not_bound":
+        throw new ApiError("not_found", "This account has no dedicated worker pool bound.", {
+          param: "id",
+        });
+      case "unbound":
+        ctx.services.log.info({ account_id: id }, "dedicated workers unbound");
+        return { body: view(outcome.account) };
+    }
   },
 });

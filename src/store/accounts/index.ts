@@ -25,8 +25,15 @@ export interface AccountStore {
   /** The account holding an e-mail address (as claimed by `claimEmail`), or null. */
   accountIdByEmail(email: string): Promise<string | null>;
   setTier(accountId: string, tier: TierName): Promise<AccountRecord | null>;
-  /** Binds the account to its own worker pool (`url`), or unbinds it (null); null when there is no such account. */
-  setDedicatedWorkers(accountId: string, url: string | null): Promise<AccountRecord | null>;
+  /** Binds the account to its own worker pool (`url`); null when there is no such account. */
+  setDedicatedWorkers(accountId: string, url: string): Promise<AccountRecord | null>;
+  /**
+   * Unbinds the account's worker pool, if one is bound, in one step: of two unbinds at once, one
+   * removes the binding and the other finds none (`not_bound`), as an unbind after it would.
+   */
+  unbindDedicatedWorkers(
+    accountId: string,
+  ): Promise<{ status: "unbound"; account: AccountRecord } | { status: "not_bound" | "not_found" }>;
   /** Marks the e-mail verified and grants `amount` once; starts the Free monthly allowance clock. */
   verifyEmail(
     accountId: string,

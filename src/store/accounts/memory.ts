@@ -104,11 +104,19 @@ export function memoryAccounts(state: MemoryState): AccountStore {
       return state.view(a);
     },
 
-    async setDedicatedWorkers(accountId: string, url: string | null) {
+    async setDedicatedWorkers(accountId: string, url: string) {
       const a = state.accounts.get(accountId);
       if (!a) return null;
       a.dedicatedWorkersUrl = url;
       return state.view(a);
+    },
+
+    async unbindDedicatedWorkers(accountId: string) {
+      const a = state.accounts.get(accountId);
+      if (!a) return { status: "not_found" as const };
+      if (a.dedicatedWorkersUrl === null) return { status: "not_bound" as const };
+      a.dedicatedWorkersUrl = null;
+      return { status: "unbound" as const, account: state.view(a) };
     },
 
     async verifyEmail(accountId: string, grant: CreditChange & { amount: number }) {

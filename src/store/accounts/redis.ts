@@ -159,16 +159,24 @@ export function redisAccounts({
       return raw ? toAccount(raw) : null;
     },
 
-    async setDedicatedWorkers(
-      accountId: string,
-      url: string | null,
-    ): Promise<AccountRecord | null> {
+    async setDedicatedWorkers(accountId: string, url: string): Promise<AccountRecord | null> {
       const raw = await script<RawAccount | null>(
         "set-workers",
         [redisKey.account(accountId)],
-        [url ?? ""],
+        [url],
       );
       return raw ? toAccount(raw) : null;
+    },
+
+    async unbindDedicatedWorkers(accountId: string) {
+      const raw = await script<RawAccount | "not_bound" | null>(
+        "set-workers",
+        [redisKey.account(accountId)],
+        [""],
+      );
+      if (raw === null) return { status: "not_found" as const };
+      if (raw === "not_bound") return { status: "not_bound" as const };
+      return { status: "unbound" as const, account: toAccount(raw) };
     },
 
     async verifyEmail(accountId: string, grant: CreditChange & { amount: number }) {
