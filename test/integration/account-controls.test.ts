@@ -200,6 +200,18 @@ describe.each(["redis", "memory"] as const)("account controls (%s store)", (stor
     expect([removed.status, removed.body.spend_alert]).toEqual([200, null]);
     const again = await call(`${gw.url}/api/v1/account/spend-alert`, { key, method: "DELETE" });
     expect([again.status, again.body.error.code]).toEqual([404, "not_found"]);
+    // Two DELETEs at once: one removes the alert, the other finds none, as in turn.
+    for (let round = 0; round < 3; round++) {
+      await call(`${gw.url}/api/v1/account/spend-alert`, {
+        key,
+        method: "PUT",
+        body: { credits: 3 },
+      });
+      const both = await Promise.all(
+        [1, 2].map(() => call(`${gw.url}/api/v1/account/spend-alert`, { key, method: "DELETE" })),
+      );
+      expect(both.map((r) => r.status).sort()).toEqual([200, 404]);
+    }
     const bad = await call(`${gw.url}/api/v1/account/spend-alert`, {
       key,
       method: "PUT",

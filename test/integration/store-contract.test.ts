@@ -410,7 +410,12 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
         "spend.threshold_reached",
       ]);
       // Removed, it fires no more.
-      expect(await s.setSpendAlert(id, null)).toMatchObject({ spendAlert: null });
+      expect(await s.removeSpendAlert(id)).toMatchObject({
+        status: "removed",
+        account: { spendAlert: null },
+      });
+      expect(await s.removeSpendAlert(id)).toEqual({ status: "not_set" });
+      expect(await s.removeSpendAlert(newAccountId())).toEqual({ status: "not_found" });
     });
 
     it("re-arms the spend alert when a refund takes the month's spend back under it, so the next real crossing fires", async () => {
@@ -1562,6 +1567,24 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       expect((await store.getAccount(a.id))!.dedicatedWorkersUrl).toBeNull();
     }
     expect(await store.unbindDedicatedWorkers(a.id)).toEqual({ status: "not_bound" });
+  });
+
+  it("removes a spend alert once: of several removals at once, one removes it and the others find none set", async () => {
+    const a = await account();
+    for (let round = 0; round < 3; round++) {
+      await store.setSpendAlert(a.id, { credits: 10 });
+      const outcomes = await Promise.all(
+        Array.from({ length: 5 }, () => store.removeSpendAlert(a.id)),
+      );
+      expect(outcomes.map((o) => o.status).sort()).toEqual([
+        "not_set",
+        "not_set",
+        "not_set",
+        "not_set",
+        "removed",
+      ]);
+      expect((await store.getAccount(a.id))!.spendAlert).toBeNull();
+    }
   });
 
   it("counts several hits in a generic bucket all or none: a refused batch counts nothing", async () => {

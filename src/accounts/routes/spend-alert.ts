@@ -44,10 +44,16 @@ export const removeSpendAlert = defineRoute({
   response: accountViewSchema,
   async handler({ services, caller }) {
     requireUnrestrictedKey(caller);
-    if (!caller.account.spendAlert)
-      throw new ApiError("not_found", "The account has no spend alert.");
-    const account = await services.store.setSpendAlert(caller.account.id, null);
-    if (!account) throw new ApiError("not_found", "No such account.");
-    return { body: accountView(account) };
+    // Decided in the store's one step, not from the account as the call found it: of two DELETEs
+    // at once, one removes the alert and the other is 404, as a DELETE after it is.
+    const outcome = await services.store.removeSpendAlert(caller.account.id);
+    switch (outcome.status) {
+      case "not_found":
+        throw new ApiError("not_found", "No such account.");
+      case "not_set":
+        throw new ApiError("not_found", "The account has no spend alert.");
+      case "removed":
+        return { body: accountView(outcome.account) };
+    }
   },
 });

@@ -39,11 +39,15 @@ export interface AccountStore {
     accountId: string,
     grant: CreditChange & { amount: number },
   ): Promise<"verified" | "already_verified" | "not_found">;
-  /** Sets (or, with null, removes) the account's spend alert, re-arming it for this month; null when there is no such account. */
-  setSpendAlert(
+  /** Sets the account's spend alert, re-arming it for this month; null when there is no such account. */
+  setSpendAlert(accountId: string, alert: { credits: number }): Promise<AccountRecord | null>;
+  /**
+   * Removes the account's spend alert, if one is set, in one step: of two removals at once, one
+   * removes it and the other finds none (`not_set`), as a removal after it would.
+   */
+  removeSpendAlert(
     accountId: string,
-    alert: { credits: number } | null,
-  ): Promise<AccountRecord | null>;
+  ): Promise<{ status: "removed"; account: AccountRecord } | { status: "not_set" | "not_found" }>;
 }
 
 /**

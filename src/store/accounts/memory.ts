@@ -130,12 +130,21 @@ export function memoryAccounts(state: MemoryState): AccountStore {
       return "verified" as const;
     },
 
-    async setSpendAlert(accountId: string, alert: { credits: number } | null) {
+    async setSpendAlert(accountId: string, alert: { credits: number }) {
       const a = state.accounts.get(accountId);
       if (!a) return null;
-      a.spendAlert = alert ? { ...alert } : null;
+      a.spendAlert = { ...alert };
       a.spendAlertedWindow = 0;
       return state.view(a);
+    },
+
+    async removeSpendAlert(accountId: string) {
+      const a = state.accounts.get(accountId);
+      if (!a) return { status: "not_found" as const };
+      if (a.spendAlert === null) return { status: "not_set" as const };
+      a.spendAlert = null;
+      a.spendAlertedWindow = 0;
+      return { status: "removed" as const, account: state.view(a) };
     },
   };
 }

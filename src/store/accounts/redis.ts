@@ -193,14 +193,25 @@ export function redisAccounts({
 
     async setSpendAlert(
       accountId: string,
-      alert: { credits: number } | null,
+      alert: { credits: number },
     ): Promise<AccountRecord | null> {
       const raw = await script<RawAccount | null>(
         "spend-alert",
         [redisKey.account(accountId)],
-        [alert?.credits ?? 0],
+        [alert.credits],
       );
       return raw ? toAccount(raw) : null;
+    },
+
+    async removeSpendAlert(accountId: string) {
+      const raw = await script<RawAccount | "not_set" | null>(
+        "spend-alert",
+        [redisKey.account(accountId)],
+        [0],
+      );
+      if (raw === null) return { status: "not_found" as const };
+      if (raw === "not_set") return { status: "not_set" as const };
+      return { status: "removed" as const, account: toAccount(raw) };
     },
   };
 }
