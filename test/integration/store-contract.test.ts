@@ -1550,42 +1550,37 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.unbindDedicatedWorkers(newAccountId())).toEqual({ status: "not_found" });
   });
 
-  it("unbinds dedicated workers once: of several unbinds at once, one unbinds and the others find nothing bound", async () => {
-    const a = await account();
-    for (let round = 0; round < 3; round++) {
-      await store.setDedicatedWorkers(a.id, "https://workers.acme.example");
-      const outcomes = await Promise.all(
-        Array.from({ length: 5 }, () => store.unbindDedicatedWorkers(a.id)),
-      );
-      expect(outcomes.map((o) => o.status).sort()).toEqual([
-        "not_bound",
-        "not_bound",
-        "not_bound",
-        "not_bound",
-        "unbound",
-      ]);
-      expect((await store.getAccount(a.id))!.dedicatedWorkersUrl).toBeNull();
-    }
-    expect(await store.unbindDedicatedWorkers(a.id)).toEqual({ status: "not_bound" });
-  });
-
-  it("removes a spend alert once: of several removals at once, one removes it and the others find none set", async () => {
-    const a = await account();
-    for (let round = 0; round < 3; round++) {
-      await store.setSpendAlert(a.id, { credits: 10 });
-      const outcomes = await Promise.all(
-        Array.from({ length: 5 }, () => store.removeSpendAlert(a.id)),
-      );
-      expect(outcomes.map((o) => o.status).sort()).toEqual([
-        "not_set",
-        "not_set",
-        "not_set",
-        "not_set",
-        "removed",
-      ]);
-      expect((await store.getAccount(a.id))!.spendAlert).toBeNull();
-    }
-  });
+  // A DELETE decided in the store's one step: of several at once, one removes and the others find nothing.
+  it.each([
+    {
+      thing: "dedicated workers' binding",
+      add: (id: string) => store.setDedicatedWorkers(id, "https://workers.acme.example"),
+      remove: (id: string) => store.unbindDedicatedWorkers(id),
+      removed: "unbound",
+      none: "not_bound",
+      left: async (id: string) => (await store.getAccount(id))!.dedicatedWorkersUrl,
+    },
+    {
+      thing: "spend alert",
+      add: (id: string) => store.setSpendAlert(id, { credits: 10 }),
+      remove: (id: string) => store.removeSpendAlert(id),
+      removed: "removed",
+      none: "not_set",
+      left: async (id: string) => (await store.getAccount(id))!.spendAlert,
+    },
+  ])(
+    "removes the $thing once: of several removals at once, one removes it and the others find none",
+    async ({ add, remove, removed, none, left }) => {
+      const a = await account();
+      for (let round = 0; round < 3; round++) {
+        await add(a.id);
+        const outcomes = await Promise.all(Array.from({ length: 5 }, () => remove(a.id)));
+        expect(outcomes.map((o) => o.status).sort()).toEqual([none, none, none, none, removed]);
+        expect(await left(a.id)).toBeNull();
+      }
+      expect(await remove(a.id)).toEqual({ status: none });
+    },
+  );
 
   it("counts several hits in a generic bucket all or none: a refused batch counts nothing", async () => {
     const bucket = `mcp:${newAccountId()}`;
