@@ -498,6 +498,9 @@ export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiErr
     return new ApiError(
       "worker_unavailable",
       `The ${tool.name} tool's workers are unreachable; the call was not charged.`,
+      // The bundled workers are restarted after a crash in 1.5–3 s: a client retrying at once (the
+      // libraries back off from 0.5 s without it) would spend its retries on the outage.
+      { headers: { "Retry-After": "2" } },
     );
   if (outcome.kind === "interrupted")
     return new ApiError(

@@ -121,6 +121,7 @@ describe("a tool worker crashes mid-call", () => {
     process.kill(Number(workerPid), "SIGKILL");
     const res = await inFlight;
     expect([res.status, res.body.error.code]).toEqual([503, "worker_unavailable"]);
+    expect(res.headers.get("retry-after")).toBe("2");
     expect((await call(`${gw.url}/api/v1/account`, { key })).body.credits).toBe(100);
     llm.state.delayMs = 0;
     // The workers are restarted: on a loaded machine their start-up alone can take many seconds.

@@ -295,6 +295,7 @@ describe("when the tool cannot run", () => {
       const { key, accountId } = await fundedAccount(down.url, 100);
       const res = await callTool(down.url, key, "hash", { text: "a" });
       expect([res.status, res.body.error.code]).toEqual([503, "worker_unavailable"]);
+      expect(res.headers.get("retry-after")).toBe("2");
       expect(await balanceOf(down.url, key)).toBe(100);
       const errors = (await eventsOf(down.services.store, accountId, 2)).filter(
         (e) => e.event === "tool.error",
