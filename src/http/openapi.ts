@@ -121,6 +121,15 @@ export const rateLimitedHeaders = {
   ...rateLimitHeaders,
 };
 
+/** A 503's header: every code but `tool_unavailable` (no provider: retrying does not help) says when to retry. */
+const unavailableHeaders = {
+  "Retry-After": {
+    schema: { type: "integer" },
+    description:
+      "Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend.",
+  },
+};
+
 export function errorResponses(codes: ErrorCode[]): Json {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes)
@@ -134,6 +143,7 @@ export function errorResponses(codes: ErrorCode[]): Json {
           description: list.join(", "),
           ...(offer ? { headers: paymentRequiredHeader } : {}),
           ...(status === 429 ? { headers: rateLimitedHeaders } : {}),
+          ...(status === 503 ? { headers: unavailableHeaders } : {}),
           content: {
             "application/json": {
               schema: { $ref: `#/components/schemas/${offer ? "PaymentRequired" : "Error"}` },

@@ -42,6 +42,19 @@ describe("GET /openapi.json", () => {
     }
   });
 
+  it("says when to retry on every 503 and 429 (Retry-After), as the answers do", () => {
+    const answers = Object.values(doc.paths).flatMap((ops: any) =>
+      Object.values(ops).flatMap((op: any) =>
+        ["429", "503"].flatMap((status) => (op.responses?.[status] ? [op.responses[status]] : [])),
+      ),
+    );
+    expect(answers.length).toBeGreaterThan(50);
+    for (const answer of answers)
+      expect(answer.headers?.["Retry-After"], answer.description).toMatchObject({
+        schema: { type: "integer" },
+      });
+  });
+
   it("lists the errors each operation answers: the body's own, a tier's feature, a limited key, a purchase's 402", () => {
     const codes = (path: string, method: string, status: string) =>
       (doc.paths[path][method].responses[status]?.description ?? "").split(", ");

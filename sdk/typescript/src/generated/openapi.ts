@@ -2709,6 +2709,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2832,6 +2834,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2989,6 +2993,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3121,6 +3127,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3235,6 +3243,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3377,6 +3387,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3481,6 +3493,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3575,6 +3589,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3715,6 +3731,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3942,6 +3960,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4099,6 +4119,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4258,6 +4280,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4358,6 +4382,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4492,6 +4518,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4592,6 +4620,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4762,6 +4792,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4919,6 +4951,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5077,6 +5111,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5180,6 +5216,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5278,6 +5316,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5389,6 +5429,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5487,6 +5529,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5633,6 +5677,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5768,6 +5814,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5898,6 +5946,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6052,6 +6102,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6243,6 +6295,8 @@ export interface operations {
             /** @description store_unavailable, payment_pending, chain_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6371,6 +6425,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6543,6 +6599,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6669,6 +6727,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6776,6 +6836,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6888,6 +6950,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7013,6 +7077,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7178,6 +7244,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7320,6 +7388,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7485,6 +7555,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7682,6 +7754,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7890,6 +7964,8 @@ export interface operations {
             /** @description store_unavailable, payment_pending, chain_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8062,6 +8138,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8187,6 +8265,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8278,6 +8358,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8381,6 +8463,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8512,6 +8596,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8624,6 +8710,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8731,6 +8819,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8851,6 +8941,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8958,6 +9050,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9104,6 +9198,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9239,6 +9335,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9369,6 +9467,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9643,6 +9743,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9850,6 +9952,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9942,6 +10046,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10025,6 +10131,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10112,6 +10220,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10480,6 +10590,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10607,6 +10719,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10798,6 +10912,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11010,6 +11126,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11206,6 +11324,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11406,6 +11526,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11611,6 +11733,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11817,6 +11941,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12018,6 +12144,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12215,6 +12343,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12414,6 +12544,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12614,6 +12746,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12830,6 +12964,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12930,6 +13066,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13138,6 +13276,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13344,6 +13484,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13544,6 +13686,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13756,6 +13900,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13965,6 +14111,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14161,6 +14309,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14354,6 +14504,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14557,6 +14709,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14751,6 +14905,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14950,6 +15106,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -15142,6 +15300,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -15325,6 +15485,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -15529,6 +15691,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -15735,6 +15899,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -15959,6 +16125,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -16173,6 +16341,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -16374,6 +16544,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -16567,6 +16739,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -16754,6 +16928,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -16961,6 +17137,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17151,6 +17329,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17334,6 +17514,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17533,6 +17715,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17725,6 +17909,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -17921,6 +18107,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18131,6 +18319,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18343,6 +18533,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18535,6 +18727,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18733,6 +18927,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -18926,6 +19122,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -19125,6 +19323,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -19324,6 +19524,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -19534,6 +19736,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -19723,6 +19927,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -19932,6 +20138,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -20134,6 +20342,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -20338,6 +20548,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -20532,6 +20744,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -20730,6 +20944,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -20925,6 +21141,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -21126,6 +21344,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -21318,6 +21538,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -21513,6 +21735,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -21708,6 +21932,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -21905,6 +22131,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -22105,6 +22333,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -22305,6 +22535,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -22498,6 +22730,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -22708,6 +22942,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -22926,6 +23162,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -23120,6 +23358,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -23314,6 +23554,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -23503,6 +23745,8 @@ export interface operations {
             /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -23664,6 +23908,8 @@ export interface operations {
             /** @description store_unavailable, chain_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -23758,6 +24004,8 @@ export interface operations {
             /** @description store_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -23899,6 +24147,8 @@ export interface operations {
             /** @description store_unavailable, chain_unavailable */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
