@@ -363,15 +363,14 @@ export const xmlConvert = implement(xmlConvertTool, {
   async run(input) {
     if (input.json !== undefined) {
       // An object, as the tool's schema (checked before run) says; its keys are checked here.
-      const json = input.json;
-      checkXmlKeys(json, "json", true);
+      checkXmlKeys(input.json, "json", true);
       const builder = new XMLBuilder({
         ignoreAttributes: false,
         attributeNamePrefix: XML_ATTRIBUTE,
         format: input.pretty,
         suppressEmptyNode: true,
       });
-      const xml = String(builder.build(json));
+      const xml = String(builder.build(input.json));
       if (!/<[^?!]/.test(xml))
         refuse("json has no element to write: give it a key, the root element's name.", "json");
       return { json: null, xml };
@@ -387,7 +386,7 @@ export const xmlConvert = implement(xmlConvertTool, {
     // Entities stay as written: no DOCTYPE expansion, so no entity-expansion bomb.
     const parser = new XMLParser({
       ignoreAttributes: false,
-      attributeNamePrefix: "@_",
+      attributeNamePrefix: XML_ATTRIBUTE,
       processEntities: false,
       parseTagValue: true,
     });
