@@ -227,19 +227,23 @@ export function mountRoutes(
   options: { authenticateCaller?: CallerAuthenticator } = {},
 ): Router {
   const router = caseSensitiveRouter();
+  const methodsByPath = new Map<string, Set<string>>();
+  for (const route of routes)
+    methodsByPath.set(route.path, (methodsByPath.get(route.path) ?? new Set()).add(route.method));
+  // For each pattern, whether a request on it is on a fixed path of the table instead.
   const onFixedPath = fixedPathsOf(routes);
+  const ownedElsewhere = new Map(
+    [...methodsByPath.keys()].map((path) => [path, onFixedPath(path)]),
+  );
   for (const route of routes) {
     const handler = routeHandler(services, route, undefined, options.authenticateCaller);
-    const owned = onFixedPath(route.path);
+    const owned = ownedElsewhere.get(route.path);
     if (owned) router[route.method](route.path, skipRouteWhen(owned), handler);
     else router[route.method](route.path, handler);
   }
   // The other methods on these paths are 405, not 404 (answered by `methodNotAllowed`).
-  const methodsByPath = new Map<string, Set<string>>();
-  for (const route of routes)
-    methodsByPath.set(route.path, (methodsByPath.get(route.path) ?? new Set()).add(route.method));
   for (const [path, methods] of methodsByPath)
-    allowOn(router, path, methods, onFixedPath(path) ?? undefined);
+    allowOn(router, path, methods, ownedElsewhere.get(path) ?? undefined);
   return router;
 }
 
