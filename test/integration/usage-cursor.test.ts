@@ -29,6 +29,20 @@ describe.each(["redis", "memory"] as const)("paging with a cursor, %s store", (s
     },
   );
 
+  // An empty filter matches nothing: an empty page would read as "no usage of that tool".
+  it.each(["tool", "key"])(
+    "answers an empty usage filter %s= with 422 naming it",
+    async (param) => {
+      const { key } = await fundedAccount(gw.url, 100);
+      const res = await call(`${gw.url}/api/v1/usage?${param}=`, { key });
+      expect([res.status, res.body.error?.code, res.body.error?.param]).toEqual([
+        422,
+        "validation_failed",
+        param,
+      ]);
+    },
+  );
+
   it.each(["/api/v1/events?cursor=", "/api/v1/events?cursor=garbage"])(
     "answers %s with 400 invalid_cursor",
     async (path) => {

@@ -62,8 +62,14 @@ const usageQuery = z.strictObject({
     `Entries per page: default 50, at most ${JSON_MAX_ROWS} (CSV: default and at most ${CSV_MAX_ROWS}).`,
   ),
   cursor: z.string().max(64).optional(),
-  tool: z.string().max(64).optional().describe("Only entries of this tool."),
-  key: z.string().max(64).optional().describe("Only entries made with this API key (its id)."),
+  // Not empty: `tool=` matches no entry, and an empty page would read as "no usage" (422 instead).
+  tool: z.string().min(1).max(64).optional().describe("Only entries of this tool."),
+  key: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe("Only entries made with this API key (its id)."),
   kind: z.enum(LEDGER_KINDS).optional(),
   from: queryTime("Entries at or after this time (ISO 8601)."),
   to: queryTime("Entries before this time (ISO 8601)."),
