@@ -348,7 +348,7 @@ export const xmlConvert = defineTool({
   aliases: ["xml-to-json", "json-to-xml"],
   title: "XML ⇄ JSON",
   description:
-    "Parse XML into JSON (attributes prefixed with @_), or build XML from JSON (fast-xml-parser). Entities are not expanded.",
+    "Parse XML into JSON (attributes prefixed with @_; a text that is exactly a number or true/false becomes one), or build well-formed XML from JSON (fast-xml-parser). Entities are not expanded.",
   cost: 1,
   category: "documents",
   tags: ["xml", "json", "parse", "convert", "soap"],

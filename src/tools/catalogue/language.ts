@@ -127,6 +127,10 @@ export const sentenceSplit = defineTool({
     sentence_count: z.number().int().describe("How many sentences."),
     word_count: z.number().int().describe("How many words (tokens that are words or numbers)."),
     token_count: z.number().int().describe("How many tokens, punctuation included."),
+    paragraph_count: z
+      .number()
+      .int()
+      .describe("How many paragraphs: blocks of text between blank lines."),
   }),
 });
 

@@ -269,6 +269,9 @@ export const spreadsheetWrite = implement(spreadsheetWriteTool, {
   },
 });
 
+/** Where papaparse puts a row's fields beyond the header's. */
+const PAPA_SURPLUS = "__parsed_extra";
+
 export const csvConvert = implement(csvConvertTool, {
   async run(input) {
     if (input.rows !== undefined) {
@@ -293,6 +296,11 @@ export const csvConvert = implement(csvConvertTool, {
       skipEmptyLines: true,
       delimiter: input.delimiter ?? "",
     });
+    // A row longer than the header: papaparse keeps the surplus in an array under
+    // `__parsed_extra`, a column no one sent (and not a cell: the answer failed its schema, 502).
+    // The surplus is dropped and the row named in `errors` ("Too many fields"), as a short row is.
+    if (input.header)
+      for (const row of parsed.data as Record<string, unknown>[]) delete row[PAPA_SURPLUS];
     return {
       rows: parsed.data as (
         | Record<string, string | number | boolean | null>
@@ -326,9 +334,22 @@ const refuse = (message: string, param: string): never => {
  * or text (`#text`) that is not a scalar, a list inside a list (its items have no name), and
  * attributes or text beside the root element (they have no element to go in).
  */
+/** A character outside XML 1.0's Char production (most C0 controls, U+FFFE, U+FFFF): no escape writes it. */
+const NOT_XML_CHAR = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
+
+function checkXmlChars(text: string, at: string): void {
+  const bad = NOT_XML_CHAR.exec(text);
+  if (bad)
+    refuse(
+      `XML cannot hold the character U+${bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}, not even escaped.`,
+      at,
+    );
+}
+
 function checkXmlKeys(node: Record<string, unknown>, path: string, root: boolean): void {
   for (const [key, value] of Object.entries(node)) {
     const at = `${path}.${key}`;
+    if (typeof value === "string") checkXmlChars(value, at);
     if (key === XML_TEXT || key.startsWith(XML_ATTRIBUTE)) {
       const what = key === XML_TEXT ? "Text (#text)" : `An attribute (${XML_ATTRIBUTE}name)`;
       if (root) refuse(`${what} needs an element: put it inside one of json's keys.`, at);
@@ -339,7 +360,10 @@ function checkXmlKeys(node: Record<string, unknown>, path: string, root: boolean
       continue;
     }
     // "?xml" and other processing instructions: their attributes are checked as an element's.
+    // The declaration is the document's first thing or nothing (a parser refuses it elsewhere).
     const name = key.startsWith("?") ? key.slice(1) : key;
+    if (key.startsWith("?") && /^xml$/i.test(name) && !(root && key === Object.keys(node)[0]))
+      refuse(`The XML declaration (${key}) can only be json's first key.`, at);
     if (!XML_NAME.test(name))
       refuse(
         `"${key}" is not a valid XML element name (a letter or "_" first, then letters, digits, "-", "_" or ".").`,
@@ -353,6 +377,7 @@ function checkXmlKeys(node: Record<string, unknown>, path: string, root: boolean
           "A list inside a list cannot be written as XML: its items have no element name.",
           itemAt,
         );
+      if (typeof item === "string" && Array.isArray(value)) checkXmlChars(item, itemAt);
       if (item !== null && typeof item === "object")
         checkXmlKeys(item as Record<string, unknown>, itemAt, false);
     });
@@ -388,7 +413,10 @@ export const xmlConvert = implement(xmlConvertTool, {
       ignoreAttributes: false,
       attributeNamePrefix: XML_ATTRIBUTE,
       processEntities: false,
-      parseTagValue: true,
+      // A text is a number (or a boolean) only when it writes back the same: "01234", "0x1F",
+      // "1.10" and integers past 2^53 stay strings (the parser's own reading changed them).
+      parseTagValue: false,
+      tagValueProcessor: (_name: string, text: string) => scalarOf(text),
     });
     try {
       return { json: parser.parse(input.xml!) as unknown, xml: null };
@@ -403,6 +431,13 @@ export const xmlConvert = implement(xmlConvertTool, {
     }
   },
 });
+
+/** `text` as the number or boolean it spells exactly, or null (kept as written). */
+function scalarOf(text: string): number | boolean | null {
+  if (text === "true" || text === "false") return text === "true";
+  const n = Number(text);
+  return Number.isFinite(n) && String(n) === text ? n : null;
+}
 
 export const yamlConvert = implement(yamlConvertTool, {
   async run(input) {
@@ -429,9 +464,22 @@ export const yamlConvert = implement(yamlConvertTool, {
         "The YAML has an alias inside the node it refers to (a cycle), which JSON cannot express.",
         "yaml",
       );
+    // !!binary is bytes (a Buffer), which JSON would write as {"type":"Buffer","data":[…]}.
+    if (BINARY_TAG.test(input.yaml!)) json = binaryAsBase64(json);
     return { json, documents: list.length, yaml: null };
   },
 });
+
+const BINARY_TAG = /!!binary|tag:yaml\.org,2002:binary/;
+
+/** `value` with every byte string (YAML's !!binary) as base64 text. */
+function binaryAsBase64(value: unknown): unknown {
+  if (value instanceof Uint8Array) return Buffer.from(value).toString("base64");
+  if (Array.isArray(value)) return value.map(binaryAsBase64);
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, binaryAsBase64(v)]));
+  return value;
+}
 
 /**
  * Tags html-sanitize keeps for no caller, whatever `allowed_tags` lists (it kept

@@ -186,13 +186,18 @@ const docxToText = implement(docxToTextTool, {
 
 type Cell = string | number | boolean | null;
 /** An ExcelJS cell value as plain JSON: formulas give their result, rich text its text, dates ISO 8601. */
-function plainCell(value: ExcelJS.CellValue): Cell {
+function plainCell(value: ExcelJS.CellValue, where: () => string): Cell {
   if (value === null || value === undefined) return null;
   if (typeof value === "string" || typeof value === "number" || typeof value === "boolean")
     return value;
-  if (value instanceof Date) return value.toISOString();
+  if (value instanceof Date) {
+    // A date-formatted number beyond any calendar (Excel shows #####): toISOString threw, 502.
+    if (Number.isNaN(value.getTime()))
+      throw invalid(`${where()} holds a date outside the range of dates.`, "xlsx");
+    return value.toISOString();
+  }
   if (typeof value === "object") {
-    if ("result" in value) return plainCell(value.result as ExcelJS.CellValue);
+    if ("result" in value) return plainCell(value.result as ExcelJS.CellValue, where);
     if ("richText" in value) return value.richText.map((r) => r.text).join("");
     if ("text" in value) return String(value.text);
     if ("error" in value) return String(value.error);
@@ -215,7 +220,14 @@ const spreadsheetRead = implement(spreadsheetReadTool, {
         const grid: Cell[][] = [];
         sheet.eachRow({ includeEmpty: false }, (row) => {
           const values = (row.values as ExcelJS.CellValue[]).slice(1); // ExcelJS rows are 1-based
-          grid.push(Array.from({ length: values.length }, (_, i) => plainCell(values[i])));
+          grid.push(
+            Array.from({ length: values.length }, (_, i) =>
+              plainCell(
+                values[i],
+                () => `Cell ${row.getCell(i + 1).address} of sheet "${sheet.name}"`,
+              ),
+            ),
+          );
         });
         const columns =
           input.header && grid.length
@@ -255,6 +267,31 @@ function sqlValue(value: unknown, allowance: number): { value: unknown; bytes: n
   return { value, bytes: 24 };
 }
 
+/**
+ * A table sent as CSV text, its header naming the columns. A row with more fields than the header
+ * or a quote left open is refused (422 naming the table): papaparse keeps the surplus in a
+ * `__parsed_extra` array (bound by SQLite as a BLOB of garbage) and lets an open quote swallow
+ * the rest of the text into one cell. A row with fewer fields has NULL in the missing columns.
+ */
+function csvTable(
+  Papa: typeof import("papaparse"),
+  text: string,
+  name: string,
+): Record<string, Cell>[] {
+  const parsed = Papa.parse<Record<string, Cell>>(text, {
+    header: true,
+    dynamicTyping: true,
+    skipEmptyLines: true,
+  });
+  const broken = parsed.errors.find((e) => e.code !== "TooFewFields" && e.type !== "Delimiter");
+  if (broken)
+    throw invalid(
+      `Table ${name} is not CSV this tool can read: ${broken.message}${broken.row === undefined ? "" : ` (data row ${broken.row + 1})`}.`,
+      `tables.${name}`,
+    );
+  return parsed.data;
+}
+
 const sqlQuery = implement(sqlQueryTool, {
   async run(input, { config }) {
     const Papa = await lib.papaparse();
@@ -271,26 +308,33 @@ const sqlQuery = implement(sqlQueryTool, {
       );
     try {
       for (const [name, source] of Object.entries(input.tables)) {
-        const rows =
-          typeof source === "string"
-            ? (Papa.parse<Record<string, Cell>>(source, {
-                header: true,
-                dynamicTyping: true,
-                skipEmptyLines: true,
-              }).data as Record<string, Cell>[])
-            : source;
+        const param = `tables.${name}`;
+        const rows = typeof source === "string" ? csvTable(Papa, source, name) : source;
         const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
-        if (columns.length === 0) throw invalid(`Table ${name} has no columns.`, `tables.${name}`);
+        if (columns.length === 0) throw invalid(`Table ${name} has no columns.`, param);
         const quoted = columns.map((c) => `"${c.replace(/"/g, '""')}"`);
-        db.run(`CREATE TABLE "${name}" (${quoted.join(", ")})`);
-        const insert = db.prepare(
-          `INSERT INTO "${name}" VALUES (${columns.map(() => "?").join(", ")})`,
-        );
-        for (const row of rows)
-          insert.run(
-            columns.map((c) => (typeof row[c] === "boolean" ? Number(row[c]) : (row[c] ?? null))),
+        // What SQLite refuses here is the caller's table, not a fault of the tool: two names
+        // equal but for case, a name it reserves (sqlite_…), a column name it cannot read.
+        try {
+          db.run(`CREATE TABLE "${name}" (${quoted.join(", ")})`);
+          const insert = db.prepare(
+            `INSERT INTO "${name}" VALUES (${columns.map(() => "?").join(", ")})`,
           );
-        insert.free();
+          for (const row of rows)
+            insert.run(
+              columns.map((c) => (typeof row[c] === "boolean" ? Number(row[c]) : (row[c] ?? null))),
+            );
+          insert.free();
+        } catch (err) {
+          if (/out of memory/i.test(reason(err)))
+            throw new WorkerError(
+              422,
+              "resource_limit",
+              `Table ${name} needs more memory than the query may use; send fewer or smaller rows.`,
+              param,
+            );
+          throw invalid(`Table ${name} cannot be made: ${reason(err)}`, param);
+        }
       }
       let columns: string[] = [];
       let rows: Record<string, unknown>[] = [];
@@ -785,7 +829,12 @@ const jsSandbox = implement(jsSandboxTool, {
   },
 });
 
-/** math.js with the functions that could reach outside an expression switched off (math.js's own security advice). */
+/**
+ * math.js with the functions that could reach outside an expression switched off (math.js's own
+ * security advice), and `config`: one instance serves every call of a heavy child, so an
+ * expression's `config({number: "BigNumber", precision: 4})` or `randomSeed` changed the results of
+ * every later caller's expressions, any account's.
+ */
 function limitedMath({ create, all }: typeof import("mathjs")) {
   const math = create(all!);
   boundMatrixSizes(math); // first: math.import is among what is switched off below
@@ -802,6 +851,7 @@ function limitedMath({ create, all }: typeof import("mathjs")) {
         "resolve",
         "reviver",
         "compile",
+        "config",
       ].map((name) => [
         name,
         () => {

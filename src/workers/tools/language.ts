@@ -115,9 +115,13 @@ export const sentenceSplit = implement(sentenceSplitTool, {
       sentence_count: list.length,
       word_count: words,
       token_count: doc.tokens().length(),
+      paragraph_count: input.text.split(BLANK_LINE).filter((p) => p.trim() !== "").length,
     };
   },
 });
+
+/** A line break, then only spaces or tabs up to the next: what separates two paragraphs. */
+const BLANK_LINE = /(?:\r\n?|\n)[ \t]*(?:\r\n?|\n)/;
 
 /** Syllables for Flesch-Kincaid, by vowel groups (the usual approximation), at least one a word. */
 const syllables = (word: string) =>

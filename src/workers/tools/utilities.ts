@@ -155,6 +155,17 @@ export const textDiff = implement(textDiffTool, {
 
 const MAX_MATCHES = 1000;
 
+/**
+ * Where to look after an empty match: one character on, and with the u or v flag one code point
+ * on (as String.prototype.matchAll does). One unit on lands inside a surrogate pair, which the
+ * next exec moves back to its start: the same empty match again, up to MAX_MATCHES of them.
+ */
+function pastEmptyMatch(text: string, re: RegExp): number {
+  const at = re.lastIndex;
+  const byCodePoint = /[uv]/.test(re.flags) && (text.codePointAt(at) ?? 0) > 0xffff;
+  return at + (byCodePoint ? 2 : 1);
+}
+
 export const regexTest = implement(regexTestTool, {
   async run(input) {
     let re: RegExp;
@@ -180,7 +191,7 @@ export const regexTest = implement(regexTestTool, {
       let m: RegExpExecArray | null;
       while (list.length < MAX_MATCHES && (m = re.exec(input.text)) !== null) {
         list.push(m);
-        if (m[0] === "") re.lastIndex++;
+        if (m[0] === "") re.lastIndex = pastEmptyMatch(input.text, re);
         if (!re.global) break;
       }
       return list;

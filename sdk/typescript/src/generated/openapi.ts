@@ -2359,7 +2359,7 @@ export interface paths {
         put?: never;
         /**
          * XML ⇄ JSON
-         * @description Parse XML into JSON (attributes prefixed with @_), or build XML from JSON (fast-xml-parser). Entities are not expanded.
+         * @description Parse XML into JSON (attributes prefixed with @_; a text that is exactly a number or true/false becomes one), or build well-formed XML from JSON (fast-xml-parser). Entities are not expanded.
          *
          *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: xml-to-json, json-to-xml (also callable as POST /v1/tools/xml-to-json, POST /v1/tools/json-to-xml).
          */
@@ -19802,6 +19802,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description How many paragraphs: blocks of text between blank lines. */
+                        paragraph_count: number;
                         /** @description How many sentences. */
                         sentence_count: number;
                         /** @description The sentences, in order. */
