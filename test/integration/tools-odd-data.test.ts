@@ -97,7 +97,7 @@ describe("sql-query", () => {
     for (const [csv, words] of [
       ["name,city\nAda,London,UK\nBob,Paris\n", "Too many fields"],
       ['name,city\nAda,"London\nBob,Paris\n', "Quoted field unterminated"],
-    ])
+    ] as const)
       expect(
         await refused("sql-query", { query: "SELECT * FROM t", tables: { t: csv } }, words),
       ).toEqual({ status: 422, code: "validation_failed", param: "tables.t", said: true });
