@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import express, { type RequestHandler } from "express";
+import { probeLimit } from "./http/probe-limit.js";
 import { anonymousLimit, countingAnonymously, countingErrors } from "./http/anonymous-limit.js";
 import { bearerKeyAsApiKey } from "./http/auth.js";
 import { errorAnswerer, errorHandler, routeNotFound } from "./http/errors.js";
@@ -43,6 +44,7 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
     services.requestGuard.middleware,
     requestContext(services.requestLog, services.metrics, services.redactSecrets),
     refuseUnservable,
+    probeLimit(services),
     anonymousLimit(services),
     refusedCredentials.middleware,
   );

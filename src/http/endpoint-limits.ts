@@ -18,9 +18,13 @@ import { ApiError } from "./errors.js";
  */
 export const ENDPOINT_LIMITS = {
   // Every request no account's tier counts, whatever headers it carries (http/anonymous-limit.ts):
-  // pages, documents, the catalogue, probes, a keyless call's 402 offer, /mcp without a key, a key
+  // pages, documents, the catalogue, a keyless call's 402 offer, /mcp without a key, a key
   // sent to a route that never reads it, junk credentials. The message keeps its old wording.
   anonymous: { count: 600, windowSeconds: 60, what: "requests without credentials" },
+  // /healthz, /readyz and /metrics, per address, counted in each process's memory rather than the
+  // store (http/probe-limit.ts): an orchestrator's probes must not wait on Redis, nor share an
+  // address's budget with its page views.
+  probes: { count: 600, windowSeconds: 60, what: "health and metrics probes" },
   "wallet-challenge": { count: 30, windowSeconds: 60, what: "wallet sign-in challenges" },
   "wallet-claim": { count: 30, windowSeconds: 60, what: "wallet sign-in claims" },
   "verification-email": { count: 3, windowSeconds: 3600, what: "verification e-mails" },

@@ -6,6 +6,9 @@ export const STATUS_PROBE_HEADER = "x-toolgate-status-probe";
 const isLoopback = (address: string | undefined) =>
   address === "127.0.0.1" || address === "::1" || address === "::ffff:127.0.0.1";
 
+/** How long a scrape waits for each collector (`onScrape`): well inside Prometheus's 10 s scrape timeout. */
+const COLLECT_DEADLINE_MS = 1000;
+
 /** Buckets for a request's or a tool's time, in seconds: half a millisecond to a minute. */
 const CALL_SECONDS = [
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
@@ -154,6 +157,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly collectorsLate = new Gauge({
+    name: "toolgate_scrape_collectors_late",
+    help: "Collectors (gauges read from the store at each scrape) that did not answer within 1 s at this scrape: their gauges show an earlier scrape's values.",
+    registers: [this.registry],
+  });
+
   /** Called just before each scrape, for gauges that are read rather than counted. */
   private collectors: (() => Promise<void> | void)[] = [];
 
@@ -176,8 +185,28 @@ export class Metrics {
     this.collectors.push(collect);
   }
 
+  /**
+   * The scrape's text. A collector that reads the store and has not answered within
+   * COLLECT_DEADLINE_MS is left behind (its gauges keep their last values, and
+   * `toolgate_scrape_collectors_late` says how many were): with Redis paused or gone, the scrape
+   * waited on commands that never came back, and the metrics that say so were never read.
+   */
   async render(): Promise<string> {
-    await Promise.all(this.collectors.map((c) => Promise.resolve(c()).catch(() => undefined)));
+    const timedOut = Symbol("late");
+    const outcomes = await Promise.all(
+      this.collectors.map((collect) => {
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<typeof timedOut>((resolve) => {
+          timer = setTimeout(resolve, COLLECT_DEADLINE_MS, timedOut);
+        });
+        const done = Promise.resolve()
+          .then(collect)
+          .catch(() => undefined)
+          .finally(() => clearTimeout(timer));
+        return Promise.race([done, late]);
+      }),
+    );
+    this.collectorsLate.set(outcomes.filter((o) => o === timedOut).length);
     return this.registry.metrics();
   }
 

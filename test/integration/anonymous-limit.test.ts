@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
 
 /**
- * Requests without credentials (pages, documents, the catalogue, probes, keyless calls and MCP)
- * are counted per client address (`anonymous` in ENDPOINT_LIMITS); keyed ones are not.
+ * Requests without credentials (pages, documents, the catalogue, keyless calls and MCP) are
+ * counted per client address (`anonymous` in ENDPOINT_LIMITS); keyed ones are not. The operator's
+ * probes have a limit of their own (operator-probes.test.ts).
  */
 let gw: TestGateway;
 beforeAll(async () => {
@@ -19,7 +20,7 @@ describe("requests without credentials", () => {
     const anonymous = [
       () => call(`${gw.url}/v1/tools`, { headers: from("198.51.100.70") }),
       () => call(`${gw.url}/status.json`, { headers: from("198.51.100.70") }),
-      () => call(`${gw.url}/readyz`, { headers: from("198.51.100.70") }),
+      () => call(`${gw.url}/llms.txt`, { headers: from("198.51.100.70") }),
       () =>
         call(`${gw.url}/v1/tools/hash`, { body: { text: "a" }, headers: from("198.51.100.70") }),
       () =>
@@ -35,7 +36,9 @@ describe("requests without credentials", () => {
       const keyed = await call(`${gw.url}/api/v1/account`, { key, headers: from("198.51.100.70") });
       expect(keyed.status).toBe(200);
     }
-    const refused = await call(`${gw.url}/healthz`, { headers: from("198.51.100.70") });
+    const refused = await call(`${gw.url}/v1/tools/categories`, {
+      headers: from("198.51.100.70"),
+    });
     expect([refused.status, refused.body.error?.code]).toEqual([429, "rate_limited"]);
     expect(refused.body.error.message).toMatch(
       /^At most 6 requests without credentials per minute per client address/,
@@ -68,7 +71,7 @@ function expectAnonymous429(res: { status: number; headers: Headers; body: any }
 describe("requests with credentials that no route admits", () => {
   // Public doors that never read a key: each answered, none of them counts a key or a payment.
   const doors = [
-    (h: Record<string, string>) => call(`${gw.url}/readyz`, { headers: h }),
+    (h: Record<string, string>) => call(`${gw.url}/changelog.rss`, { headers: h }),
     (h: Record<string, string>) => call(`${gw.url}/status.json`, { headers: h }),
     (h: Record<string, string>) => call(`${gw.url}/openapi.json`, { headers: h }),
     (h: Record<string, string>) => call(`${gw.url}/docs`, { headers: h }),
@@ -89,10 +92,10 @@ describe("requests with credentials that no route admits", () => {
         expectAnonymousWindow(res, 5 - i);
       }
       expectAnonymous429(
-        await call(`${gw.url}/readyz`, { headers: { ...from(address), ...headers } }),
+        await call(`${gw.url}/changelog.rss`, { headers: { ...from(address), ...headers } }),
       );
       // …and the same with nothing at all: one window per address, whatever was sent.
-      expectAnonymous429(await call(`${gw.url}/healthz`, { headers: from(address) }));
+      expectAnonymous429(await call(`${gw.url}/llms.txt`, { headers: from(address) }));
     });
 
   it("count a keyless call's 402 offer with a junk Authorization, and a malformed key's 401 on the keyed lane", async () => {
@@ -160,13 +163,13 @@ describe("the probe's repro, at the default limit", () => {
   });
   afterAll(() => defaults?.stop());
 
-  it("holds 1,000 GET /readyz with Authorization: Basic x from one address to 600", async () => {
+  it("holds 1,000 GET /v1/tools/categories with Authorization: Basic x from one address to 600", async () => {
     const statuses: number[] = [];
     for (let batch = 0; batch < 20; batch++)
       statuses.push(
         ...(await Promise.all(
           Array.from({ length: 50 }, () =>
-            fetch(`${defaults.url}/readyz`, {
+            fetch(`${defaults.url}/v1/tools/categories`, {
               headers: { ...from("198.51.100.90"), authorization: "Basic x" },
             }).then(async (r) => {
               await r.arrayBuffer();

@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  spawnGateway,
+  startGateway,
+  uniquePrefix,
+  type GatewayProcess,
+  type TestGateway,
+} from "../helpers/gateway.js";
+import { startPrivateRedis } from "../helpers/redis-server.js";
+
+/**
+ * What an orchestrator and a scraper poll (/healthz, /readyz, /metrics) answers them in time and
+ * under a limit of its own: never 429 because the address's page views spent the anonymous
+ * limit, never waiting on a Redis that does not answer. The 3 s is the Dockerfile's
+ * HEALTHCHECK timeout.
+ */
+const PROBE_TIMEOUT_MS = 3000;
+const probe = (url: string, headers: Record<string, string> = {}) =>
+  fetch(url, { headers, signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+
+describe("with Redis paused", () => {
+  let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
+  let gw: GatewayProcess;
+  beforeAll(async () => {
+    redis = await startPrivateRedis({ durable: false });
+    gw = await spawnGateway(uniquePrefix("probes"), { REDIS_URL: redis.url });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await redis?.stop();
+  });
+
+  it("/healthz answers, and /metrics answers without the store's gauges, saying how many were late", async () => {
+    expect(await (await probe(`${gw.url}/metrics`)).text()).toMatch(
+      /^toolgate_scrape_collectors_late 0$/m,
+    );
+    redis.pause();
+    try {
+      const health = await probe(`${gw.url}/healthz`);
+      expect([health.status, await health.json()]).toEqual([200, { status: "ok" }]);
+      const scrape = await probe(`${gw.url}/metrics`);
+      const text = await scrape.text();
+      expect(scrape.status).toBe(200);
+      expect(text).toMatch(/^toolgate_scrape_collectors_late [1-9]\d*$/m);
+      expect(text).toMatch(/^toolgate_process_resident_memory_bytes \d+/m);
+    } finally {
+      redis.resume();
+    }
+  }, 30_000);
+});
+
+describe("probes are counted by a limit of their own", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway({
+      store: "memory",
+      env: { ENDPOINT_LIMITS: "anonymous=3/60,probes=4/60" },
+    });
+  });
+  afterAll(() => gw.stop());
+
+  it("an address that spent its anonymous limit is still answered on /healthz, /readyz and /metrics, up to the probes' limit", async () => {
+    const from = { "x-forwarded-for": "203.0.113.7" };
+    const pages = [];
+    for (let i = 0; i < 4; i++) pages.push((await probe(`${gw.url}/v1/tools`, from)).status);
+    expect(pages).toEqual([200, 200, 200, 429]);
+
+    const probes = [];
+    for (const path of ["/healthz", "/readyz", "/metrics", "/healthz"]) {
+      const res = await probe(`${gw.url}${path}`, from);
+      probes.push([path, res.status, res.headers.get("ratelimit-policy")]);
+    }
+    expect(probes).toEqual([
+      ["/healthz", 200, "4;w=60"],
+      ["/readyz", 200, "4;w=60"],
+      ["/metrics", 200, "4;w=60"],
+      ["/healthz", 200, "4;w=60"],
+    ]);
+    const refused = await probe(`${gw.url}/healthz`, from);
+    expect([refused.status, Number(refused.headers.get("retry-after")) > 0]).toEqual([429, true]);
+    expect((await refused.json()).error).toMatchObject({
+      code: "rate_limited",
+      message: expect.stringContaining("health and metrics probes per minute per client address"),
+    });
+    // Another address has its own count.
+    expect((await probe(`${gw.url}/healthz`, { "x-forwarded-for": "203.0.113.8" })).status).toBe(
+      200,
+    );
+  });
+});
