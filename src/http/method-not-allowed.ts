@@ -29,6 +29,11 @@ export function allowOn(
     for (const method of upper) allow.add(method);
     if (allow.has("GET")) allow.add("HEAD");
     allow.add("OPTIONS");
+    // The pattern, mount prefix included, for the metrics' label of the 405 (by the time the
+    // error handler answers it, express has taken the prefix off req.baseUrl): of a list of
+    // fixed paths, the one asked.
+    const own = Array.isArray(path) ? (path.includes(req.path) ? req.path : null) : path;
+    if (own !== null) res.locals.route ??= `${req.baseUrl}${own === "/" ? "" : own}` || "/";
     next();
   });
 }

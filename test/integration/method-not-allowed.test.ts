@@ -65,6 +65,7 @@ describe("a known path with a method it does not serve", () => {
 
   it("is 405 on every route, with Allow naming exactly the methods served there", async () => {
     const failures: string[] = [];
+    const labels: string[] = [];
     for (const [, pattern] of ROUTES) {
       const path = concrete(pattern);
       // A fixed path is served by its own routes only, not by a pattern that matches it too.
@@ -76,6 +77,7 @@ describe("a known path with a method it does not serve", () => {
       served.add("OPTIONS");
       const wrong = ["PATCH", "PUT", "DELETE", "POST"].find((m) => !served.has(m))!;
       const res = await call(`${gw.url}${path}`, { method: wrong });
+      labels.push(`{route="${own.length ? path : pattern}",method="${wrong}",status="405"}`);
       const expected = ORDER.filter((m) => served.has(m)).join(", ");
       if (
         res.status !== 405 ||
@@ -88,6 +90,10 @@ describe("a known path with a method it does not serve", () => {
       }
     }
     expect(failures).toEqual([]);
+    // Each 405 is counted under its route's whole pattern, mount prefix included (it was
+    // `/keys/:id` for /api/v1/keys/:id).
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    expect(labels.filter((l) => !metrics.includes(`toolgate_http_requests_total${l}`))).toEqual([]);
   });
 
   it("/mcp serves POST only (stateless: no stream for GET, no session for DELETE), and says so the same way for every other method", async () => {
