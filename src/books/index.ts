@@ -148,6 +148,10 @@ export async function startBooks(
       : { exported: 0, events: 0, lagMs: 0 };
     metrics.booksExported.inc(result.exported);
     await buffer.flush(db);
+    // A quiet pass (nothing to export) asks the database nothing else, so a database gone while
+    // no calls came in went unnoticed: /readyz and the status page said the books were fine while
+    // usage answered 503. One trivial query says whether it still answers.
+    if (result.exported === 0 && result.events === 0) await db.query("SELECT 1");
     lastSuccessAt = now();
     if (result.exported === 0 && result.events === 0 && result.lagMs === 0) lagMs = 0;
   };

@@ -154,3 +154,21 @@ it("serves and charges calls while PostgreSQL is down, then exports every entry 
     await cluster.start().catch(() => undefined);
   }
 }, 180_000);
+
+it("says the books are degraded when PostgreSQL goes while no calls come in, and recovers", async () => {
+  await until("operational first", booksState, (c) => c?.state === "operational");
+  await cluster.stop();
+  try {
+    // Nothing to export: only the pass's own check of the database can notice.
+    const degraded = await until("status page", booksState, (c) => c?.state === "degraded");
+    expect(degraded!.detail).toMatch(/books export failing/);
+    expect((await call(`${gw.url}/readyz`)).body).toEqual({
+      status: "ready",
+      warnings: [expect.stringMatching(/^books export degraded: /)],
+    });
+  } finally {
+    await cluster.start();
+  }
+  await until("status page recovers", booksState, (c) => c?.state === "operational");
+  expect((await call(`${gw.url}/readyz`)).body).toEqual({ status: "ready" });
+}, 120_000);
