@@ -165,6 +165,7 @@ export class Metrics {
 
   /** Called just before each scrape, for gauges that are read rather than counted. */
   private collectors: (() => Promise<void> | void)[] = [];
+  private readonly pendingCollects = new Map<() => Promise<void> | void, Promise<void>>();
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "toolgate_" });
@@ -199,11 +200,17 @@ export class Metrics {
         const late = new Promise<typeof timedOut>((resolve) => {
           timer = setTimeout(resolve, COLLECT_DEADLINE_MS, timedOut);
         });
-        const done = Promise.resolve()
-          .then(collect)
-          .catch(() => undefined)
-          .finally(() => clearTimeout(timer));
-        return Promise.race([done, late]);
+        // A read still pending from an earlier scrape is waited for again, not sent once more:
+        // scrapes during an outage do not pile reads up.
+        let done = this.pendingCollects.get(collect);
+        if (!done) {
+          done = Promise.resolve()
+            .then(collect)
+            .catch(() => undefined)
+            .finally(() => this.pendingCollects.delete(collect));
+          this.pendingCollects.set(collect, done);
+        }
+        return Promise.race([done, late]).finally(() => clearTimeout(timer));
       }),
     );
     this.collectorsLate.set(outcomes.filter((o) => o === timedOut).length);
