@@ -1,4 +1,11 @@
 /** `new Toolgate({...})`: the client, its options and their defaults from the environment. */
+import {
+  checkNoUserinfo,
+  checkTimeoutMs,
+  normaliseApiKey,
+  normaliseHeaders,
+  redactUrl,
+} from "./checks.js";
 import { ToolgateError } from "./errors.js";
 import { WalletPayer, type SpendingLimits, type WalletAccount } from "./payments.js";
 import { Account, Keys, Usage } from "./resources/account.js";
@@ -46,25 +53,36 @@ export class Toolgate {
     this.baseUrl = options.baseUrl || env("TOOLGATE_BASE_URL") || DEFAULT_BASE_URL;
     // Checked here, once: a URL without its scheme (`api.toolgate.example`, the usual slip in
     // TOOLGATE_BASE_URL) would otherwise fail every request with a bare TypeError naming nothing.
-    let protocol = "";
+    const from = options.baseUrl ? "baseUrl" : "TOOLGATE_BASE_URL";
+    let url: URL | undefined;
     try {
-      protocol = new URL(this.baseUrl).protocol; // not URL.canParse: older browsers and runtimes lack it
+      url = new URL(this.baseUrl); // not URL.canParse: older browsers and runtimes lack it
     } catch {}
-    if (protocol !== "http:" && protocol !== "https:")
+    if (url?.protocol !== "http:" && url?.protocol !== "https:")
       throw new ToolgateError({
         status: 0,
         code: "invalid_argument",
-        message: `${options.baseUrl ? "baseUrl" : "TOOLGATE_BASE_URL"} must be an http(s) URL such as https://toolgate.example (got ${JSON.stringify(this.baseUrl)}).`,
+        message: `${from} must be an http(s) URL such as https://toolgate.example (got ${JSON.stringify(redactUrl(this.baseUrl))}).`,
       });
+    // user:password@ would be refused by fetch on every request, as a "lost connection" quoting it.
+    checkNoUserinfo(url, from);
+    checkTimeoutMs(options.timeoutMs);
+    const apiKey =
+      options.apiKey !== undefined
+        ? normaliseApiKey(options.apiKey, "apiKey")
+        : options.wallet
+          ? undefined
+          : normaliseApiKey(env("TOOLGATE_API_KEY"), "TOOLGATE_API_KEY");
+    const defaultHeaders = normaliseHeaders(options.headers);
     this.payer = options.wallet ? new WalletPayer(options.wallet, options.spending) : undefined;
     const transport = new Transport({
-      apiKey: options.apiKey ?? (options.wallet ? undefined : env("TOOLGATE_API_KEY")),
+      apiKey,
       baseUrl: this.baseUrl,
       payer: this.payer,
       maxRetries: options.maxRetries ?? 2,
       timeoutMs: options.timeoutMs ?? 60_000,
       fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
-      defaultHeaders: options.headers ?? {},
+      defaultHeaders,
     });
     this.tools = new Tools(transport);
     this.account = new Account(transport);

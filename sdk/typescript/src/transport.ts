@@ -16,6 +16,7 @@
  *   same key (duplicates still running are waited for by the gateway, never answered 409), and a
  *   tool's own failure (502, 504) is the caller's to judge.
  */
+import { checkTimeoutMs, redactUrl } from "./checks.js";
 import { ToolgateError, retryAfterSeconds } from "./errors.js";
 import type { WalletPayer } from "./payments.js";
 import { VERSION } from "./version.js";
@@ -155,7 +156,7 @@ function redirectRefused(response: Response): ToolgateError {
   return new ToolgateError({
     status: 0,
     code: "invalid_response",
-    message: `The gateway answered ${response.status || "a redirect"}${location ? ` to ${location}` : ""}: the client does not follow redirects, which would send your API key to another address. Set baseUrl to the gateway's own address.`,
+    message: `The gateway answered ${response.status || "a redirect"}${location ? ` to ${redactUrl(location)}` : ""}: the client does not follow redirects, which would send your API key to another address. Set baseUrl to the gateway's own address.`,
     requestId: response.headers.get("x-request-id") ?? undefined,
   });
 }
@@ -175,6 +176,9 @@ export class Transport {
     for (const [k, v] of Object.entries(spec.query ?? {}))
       if (v !== undefined) url.searchParams.set(k, String(v));
     const maxRetries = spec.maxRetries ?? this.options.maxRetries;
+    checkTimeoutMs(spec.timeoutMs);
+    // defaultHeaders' names are lower-case (checks.ts): one of them replaces a default, whatever
+    // case the caller wrote it in, instead of both being sent.
     const headers: Record<string, string> = {
       accept: "application/json",
       ...(inBrowser() ? {} : { "user-agent": USER_AGENT }),
@@ -182,7 +186,7 @@ export class Transport {
     };
     if (this.#apiKey) headers["x-api-key"] = this.#apiKey;
     if (spec.body !== undefined) headers["content-type"] = "application/json";
-    if (spec.idempotencyKey) headers["idempotency-key"] = spec.idempotencyKey;
+    if (spec.idempotencyKey !== undefined) headers["idempotency-key"] = spec.idempotencyKey;
     const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
     let payment: Record<string, string> | undefined;
 

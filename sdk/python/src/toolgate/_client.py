@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from ._checks import check_no_userinfo, check_timeout, normalise_api_key, normalise_headers, redact_url
 from ._errors import ToolgateError
 from ._payments import AsyncWalletPayer, SpendingLimits, WalletPayer
 from ._resources import (
@@ -31,15 +32,20 @@ DEFAULT_TIMEOUT = 60.0
 
 def _settings(api_key: str | None, base_url: str | None, wallet: Any, max_retries: int, timeout: float, headers: dict[str, str] | None) -> Settings:
     # A wallet client pays per call: it does not pick up a key from the environment.
-    key = api_key if api_key is not None else (None if wallet is not None else os.environ.get("TOOLGATE_API_KEY") or None)
+    if api_key is not None:
+        key = normalise_api_key(api_key, "api_key")
+    else:
+        key = None if wallet is not None else normalise_api_key(os.environ.get("TOOLGATE_API_KEY") or None, "TOOLGATE_API_KEY")
     url = base_url or os.environ.get("TOOLGATE_BASE_URL") or DEFAULT_BASE_URL
     # Checked here, once: a URL without its scheme (``api.toolgate.example``, the usual slip in
     # TOOLGATE_BASE_URL) would otherwise be retried as a network error on every request.
+    source = "base_url" if base_url else "TOOLGATE_BASE_URL"
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        source = "base_url" if base_url else "TOOLGATE_BASE_URL"
-        raise ToolgateError(status=0, code="invalid_argument", message=f"{source} must be an http(s) URL such as https://toolgate.example (got {url!r}).")
-    return Settings(api_key=key, base_url=url.rstrip("/"), max_retries=max_retries, timeout=timeout, headers=dict(headers or {}))
+        raise ToolgateError(status=0, code="invalid_argument", message=f"{source} must be an http(s) URL such as https://toolgate.example (got {redact_url(url)!r}).")
+    check_no_userinfo(parts, url, source)
+    check_timeout(timeout)
+    return Settings(api_key=key, base_url=url.rstrip("/"), max_retries=max_retries, timeout=timeout, headers=normalise_headers(headers))
 
 
 class Toolgate:

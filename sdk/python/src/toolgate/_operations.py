@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 from urllib.parse import quote
 
+from ._checks import check_idempotency_key, check_timeout
 from ._errors import ToolgateError
 from ._transport import Answer, Operation, header_int
 from ._types import Account, Analytics, AnalyticsRow, ApiKey, CallResult, CreatedKey, Delivery, Event, LedgerEntry, Page, SentTest, Tool, ToolCategory, Webhook
@@ -95,13 +96,16 @@ def call_tool(
     name: str, input: dict[str, Any] | None, idempotency_key: str | None, timeout: float | None = None, max_retries: int | None = None
 ) -> Operation[CallResult]:
     # Every call carries an Idempotency-Key (made here unless the caller gives one), kept across
-    # retries: the gateway runs and charges one key once.
+    # retries: the gateway runs and charges one key once. A key given is checked, never replaced:
+    # an empty one is refused, as in TypeScript and the CLI.
+    check_idempotency_key(idempotency_key)
+    check_timeout(timeout)
     return Operation(
         "POST",
         f"/v1/tools/{_seg(name)}",
         _call_result,
         json=input if input is not None else {},
-        idempotency_key=idempotency_key or f"tg-py-{uuid.uuid4()}",
+        idempotency_key=idempotency_key if idempotency_key is not None else f"tg-py-{uuid.uuid4()}",
         payable=True,
         timeout=timeout,
         max_retries=max_retries,

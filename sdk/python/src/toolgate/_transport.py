@@ -36,6 +36,7 @@ from typing import Any, Callable, Generator, Generic, Mapping, TypeVar
 
 import httpx
 
+from ._checks import redact_url
 from ._errors import ToolgateError
 from ._payments import AsyncWalletPayer, WalletPayer
 
@@ -135,10 +136,25 @@ def _network_error(error: httpx.TransportError, url: str) -> ToolgateError:
     else:
         # Sent, or perhaps sent: the connection was lost (reset, closed) before the whole answer came.
         # The origin as TypeScript's `url.origin`: no path, and no user:password a base_url may hold.
-        parsed = httpx.URL(url)
-        origin = f"{parsed.scheme}://{parsed.netloc.decode('ascii')}"
-        message = f"Lost the connection to {origin} ({reason}): {MAY_HAVE_RUN}"
+        message = f"Lost the connection to {_origin(url)} ({reason}): {MAY_HAVE_RUN}"
     return ToolgateError(status=0, code=code, message=message)
+
+
+def _origin(url: str) -> str:
+    """The origin as TypeScript's ``url.origin``: no path, and no user:password a URL may hold."""
+    parsed = httpx.URL(url)
+    return f"{parsed.scheme}://{parsed.netloc.decode('ascii')}"
+
+
+def _unsendable(op: "Operation[Any]") -> ToolgateError:
+    """h11 refused to write the request (a header value HTTP does not allow): nothing was sent,
+    so it is neither retried nor a lost connection, and h11's message, which quotes the value (an
+    API key, say), is not repeated."""
+    return ToolgateError(
+        status=0,
+        code="invalid_argument",
+        message=f"{op.method} {op.path} could not be sent: a header holds a character HTTP does not allow (its value is not shown here).",
+    )
 
 
 def _decode(response: httpx.Response) -> Any:
@@ -163,7 +179,7 @@ def _redirect_refused(response: httpx.Response) -> ToolgateError:
     return ToolgateError(
         status=0,
         code="invalid_response",
-        message=f"The gateway answered {response.status_code}{f' to {location}' if location else ''}: the client does not follow redirects, "
+        message=f"The gateway answered {response.status_code}{f' to {redact_url(location)}' if location else ''}: the client does not follow redirects, "
         "which would send your API key to another address. Set base_url to the gateway's own address.",
         request_id=response.headers.get("x-request-id"),
     )
@@ -180,7 +196,7 @@ class _Base:
         headers: dict[str, str | bytes] = {"accept": "application/json", "user-agent": USER_AGENT, **self.settings.headers}
         if self.settings.api_key:
             headers["x-api-key"] = self.settings.api_key
-        if op.idempotency_key:
+        if op.idempotency_key is not None:
             # As bytes: httpx refuses a non-ASCII str header before sending (a bare
             # UnicodeEncodeError); the gateway answers such a key with its own 422, as it does
             # for the TypeScript library.
@@ -219,6 +235,8 @@ class _Base:
             request = self._request(op, payment)
             try:
                 response: httpx.Response = yield ("send", (request, self._attempt_seconds(op)))
+            except httpx.LocalProtocolError:
+                raise _unsendable(op) from None
             except httpx.TransportError as lost:
                 if attempt < max_retries and self.policy.retry_network(op, lost):
                     yield ("sleep", self.policy.delay(attempt, None))
@@ -241,7 +259,8 @@ class _Base:
 
 
 def _too_slow(request: dict[str, Any], seconds: float) -> httpx.ReadTimeout:
-    return httpx.ReadTimeout(f"No whole answer from {request['url']} within {seconds:g} s.")
+    # The origin, as every other message: no path, and never a user:password the URL may hold.
+    return httpx.ReadTimeout(f"No whole answer from {_origin(request['url'])} within {seconds:g} s.")
 
 
 class SyncTransport(_Base):

@@ -6,6 +6,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { privateKeyToAccount } from "viem/accounts";
+import { checkIdempotencyKey, redactUrl } from "../checks.js";
 import { DEFAULT_BASE_URL, Toolgate } from "../client.js";
 import { ToolgateError } from "../errors.js";
 import { ALLOW_ASSET_ADVICE, DEFAULT_MAX_PER_CALL, DEFAULT_MAX_PER_SESSION } from "../payments.js";
@@ -122,7 +123,11 @@ function baseUrlOf(parsed: Parsed, stored: { base_url?: string }): string | unde
   const parsedUrl = URL.canParse(url) ? new URL(url) : null;
   if (!parsedUrl || !["http:", "https:"].includes(parsedUrl.protocol))
     throw new UsageError(
-      `${from} must be an http(s) URL such as https://toolgate.example (got "${url}")`,
+      `${from} must be an http(s) URL such as https://toolgate.example (got "${redactUrl(url)}")`,
+    );
+  if (parsedUrl.username || parsedUrl.password)
+    throw new UsageError(
+      `${from} must not hold a user name or password (got "${redactUrl(url)}"): the gateway takes an API key`,
     );
   return url;
 }
@@ -189,6 +194,15 @@ async function clientFor(
     throw new UsageError(
       `${walletFile} does not hold a private key (0x followed by 64 hex digits)`,
     );
+  let wallet: ReturnType<typeof privateKeyToAccount>;
+  try {
+    wallet = privateKeyToAccount(privateKey as `0x${string}`);
+  } catch {
+    // Out of the curve's range (0, or at least its order): viem's message would print the key.
+    throw new UsageError(
+      `${walletFile} does not hold a valid private key (it must be above 0 and below the secp256k1 curve order)`,
+    );
+  }
   const allowed = stringOption(parsed, "allow-asset");
   const asset = allowed ? /^(eip155:\d+):(0x[0-9a-fA-F]{40})$/.exec(allowed) : null;
   if (allowed && !asset) throw new UsageError("--allow-asset must look like eip155:84532:0x…");
@@ -198,7 +212,7 @@ async function clientFor(
   };
   return new Toolgate({
     baseUrl,
-    wallet: privateKeyToAccount(privateKey as `0x${string}`),
+    wallet,
     spending: {
       maxPerCall: big("max-per-call"),
       maxPerSession: big("max-per-session"),
@@ -363,11 +377,17 @@ export async function run(argv: string[], io: Io): Promise<number> {
         if (!sub) throw new UsageError(HELP.call!);
         // Its options are the tool's fields too: toolInput checks them against the tool's schema.
         expectArgs(parsed, 2);
+        // Checked before any request (toolInput may read the tool's schema): an empty key is
+        // refused, never dropped, as the library does.
+        const idempotencyKey = stringOption(parsed, "idempotency-key");
+        try {
+          checkIdempotencyKey(idempotencyKey, "--idempotency-key");
+        } catch (error) {
+          throw new UsageError((error as Error).message);
+        }
         const client = await clientFor(parsed, notes, { wallet: true });
         const input = await toolInput(parsed, client, sub);
-        const result = await client.tools.callWithDetails(sub, input, {
-          idempotencyKey: stringOption(parsed, "idempotency-key"),
-        });
+        const result = await client.tools.callWithDetails(sub, input, { idempotencyKey });
         // Standard output stays the tool's output, in both modes, for a script to parse as is; the
         // cost goes to standard error, as JSON with --json (as errors are), so a paid call's
         // transaction is never lost.
@@ -511,7 +531,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       // "Send your API key" reads as a lost login.
       const hint =
         notes.withheldFor !== undefined && (error.status === 401 || error.status === 402)
-          ? `the stored login is for ${notes.withheldFor}; its key is sent only there. Run \`toolgate login --base-url URL\` for this gateway, or set TOOLGATE_API_KEY.`
+          ? `the stored login is for ${redactUrl(notes.withheldFor)}; its key is sent only there. Run \`toolgate login --base-url URL\` for this gateway, or set TOOLGATE_API_KEY.`
           : noKey(error, command, parsed);
       // The library's advice names its own option; here the token is allowed with a flag.
       const message = error.message.replace(
@@ -535,6 +555,9 @@ export async function run(argv: string[], io: Io): Promise<number> {
         io.err(
           `toolgate: ${error.code}: ${message}${error.param ? ` (${error.param})` : ""}${error.requestId ? ` [${error.requestId}]` : ""}${hint ? `\ntoolgate: ${hint}` : ""}`,
         );
+      // Refused on this side before any request (an id "..", a key that cannot be a header): a
+      // usage error, not the API's.
+      if (error.status === 0 && error.code === "invalid_argument") return EXIT.usage;
       return error.code === "network_error" || error.code === "timeout" ? EXIT.network : EXIT.api;
     }
     io.err(`toolgate: ${(error as Error)?.stack ?? error}`);

@@ -2,6 +2,7 @@
  * `client.tools`: the catalogue (`GET /v1/tools`, its search, `GET /v1/tools/categories`,
  * `GET /v1/tools/{name}`) and calls (`POST /v1/tools/{name}`).
  */
+import { checkIdempotencyKey } from "../checks.js";
 import { segment, type Transport } from "../transport.js";
 import type {
   QueryOf,
@@ -130,6 +131,9 @@ export class Tools {
     input: unknown,
     options: CallOptions = {},
   ): Promise<CallResult<unknown>> {
+    // A key given is checked, never dropped: the call is retried, and a retry without its key
+    // would be run and charged again.
+    checkIdempotencyKey(options.idempotencyKey);
     const { data, response } = await this.transport.request({
       method: "POST",
       path: `/v1/tools/${segment(name)}`,

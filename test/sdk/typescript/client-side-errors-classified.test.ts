@@ -1,0 +1,94 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { run } from "../../../sdk/typescript/src/cli/main.js";
+import { Toolgate, ToolgateError } from "../../../sdk/typescript/src/index.js";
+import { scriptedServer } from "./scripted-server.js";
+
+/**
+ * A mistake in what the caller gives is `invalid_argument` before any request, never a network
+ * error that is retried and says the request "may have been received and run": a timeout no
+ * timer can keep (Infinity, 0, negative, above setTimeout's 2^31 - 1 ms, which Node turns into
+ * 1 ms), and in the CLI an id or tool name that names another path (`call ..`), exit 2 as every
+ * usage error. The Python library: sdk/python/tests/test_client_checks.py.
+ */
+let server: Awaited<ReturnType<typeof scriptedServer>> | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+describe("a timeout no timer can keep", () => {
+  it.each([Number.POSITIVE_INFINITY, Number.NaN, 0, -1, 3_000_000_000])(
+    "timeoutMs %s is refused when the client is made",
+    (timeoutMs) => {
+      let error: unknown;
+      try {
+        new Toolgate({ apiKey: "tg_test_key", baseUrl: "http://127.0.0.1:9", timeoutMs });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ToolgateError);
+      expect(error).toMatchObject({ status: 0, code: "invalid_argument", param: "timeoutMs" });
+    },
+  );
+
+  it.each([Number.POSITIVE_INFINITY, 3_000_000_000])(
+    "a call's own timeoutMs %s is refused before any request",
+    async (timeoutMs) => {
+      server = await scriptedServer(() => ({ status: 200, body: { digest: "abc" } }));
+      const client = new Toolgate({ apiKey: "tg_test_key", baseUrl: server.url });
+      const error = await client.tools
+        .call("hash", { text: "x" }, { timeoutMs })
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({ status: 0, code: "invalid_argument", param: "timeoutMs" });
+      expect(server.received).toHaveLength(0);
+    },
+  );
+
+  it("the largest one a timer keeps (2^31 - 1 ms) is taken and the call answered", async () => {
+    server = await scriptedServer(() => ({ status: 200, body: { digest: "abc" } }));
+    const client = new Toolgate({
+      apiKey: "tg_test_key",
+      baseUrl: server.url,
+      timeoutMs: 2_147_483_647,
+    });
+    expect(await client.tools.call("hash", { text: "x" })).toEqual({ digest: "abc" });
+  });
+});
+
+describe("the CLI", () => {
+  it.each([
+    [["call", ".."]],
+    [["call", ".", "--input", "{}"]],
+    [["tools", "show", "."]],
+    [["keys", "revoke", ".."]],
+  ])("%j is a usage error, exit 2, with no request sent", async (argv) => {
+    server = await scriptedServer(() => ({ status: 200, body: {} }));
+    process.env.TOOLGATE_API_KEY = "tg_test_key";
+    try {
+      const code = await run([...argv, "--base-url", server.url], {
+        out: () => undefined,
+        err: () => undefined,
+      });
+      expect(code).toBe(2);
+    } finally {
+      delete process.env.TOOLGATE_API_KEY;
+    }
+    expect(server.received).toHaveLength(0);
+  });
+
+  it("an API key that cannot be a header is a usage error, exit 2, not printed", async () => {
+    const key = "tg_live_abc\u200bdef0123456789";
+    const err: string[] = [];
+    process.env.TOOLGATE_API_KEY = key;
+    try {
+      const code = await run(["account", "--base-url", "http://127.0.0.1:9"], {
+        out: () => undefined,
+        err: (t) => err.push(t),
+      });
+      expect(code).toBe(2);
+    } finally {
+      delete process.env.TOOLGATE_API_KEY;
+    }
+    expect(err.join("\n")).not.toContain("def0123456789");
+  });
+});
