@@ -73,10 +73,52 @@ export class ToolgateError extends Error {
   }
 }
 
-/** `Retry-After` as seconds: either delta-seconds or an HTTP date. */
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const DAY = "(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)";
+const LONG_DAY = "(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)";
+const MONTH = `(${MONTHS.join("|")})`;
+const TIME = "(\\d{2}):(\\d{2}):(\\d{2})";
+/** RFC 9110's three HTTP-date forms, exactly (the Python library's `_HTTP_DATES`). */
+const IMF_FIXDATE = new RegExp(`^${DAY}, (\\d{2}) ${MONTH} (\\d{4}) ${TIME} GMT$`);
+const RFC_850 = new RegExp(`^${LONG_DAY}, (\\d{2})-${MONTH}-(\\d{2}) ${TIME} GMT$`);
+const ASCTIME = new RegExp(`^${DAY} ${MONTH} ([ \\d]\\d) ${TIME} (\\d{4})$`);
+
+/** An HTTP-date as epoch milliseconds, or undefined when it is not one (or names no real time). */
+function httpDate(value: string): number | undefined {
+  let parts: [string, string, string, string, string, string] | undefined;
+  let m = IMF_FIXDATE.exec(value);
+  if (m) parts = [m[3]!, m[2]!, m[1]!, m[4]!, m[5]!, m[6]!];
+  else if ((m = RFC_850.exec(value))) {
+    // A two-digit year more than 50 years ahead is the last such year in the past (RFC 9110).
+    const now = new Date().getUTCFullYear();
+    let year = now - (now % 100) + Number(m[3]);
+    if (year > now + 50) year -= 100;
+    parts = [String(year), m[2]!, m[1]!, m[4]!, m[5]!, m[6]!];
+  } else if ((m = ASCTIME.exec(value))) parts = [m[6]!, m[1]!, m[2]!.trim(), m[3]!, m[4]!, m[5]!];
+  if (!parts) return undefined;
+  const [year, month, day, hour, minute, second] = [
+    Number(parts[0]),
+    MONTHS.indexOf(parts[1]),
+    Number(parts[2]),
+    Number(parts[3]),
+    Number(parts[4]),
+    Number(parts[5]),
+  ];
+  if (hour > 23 || minute > 59 || second > 60) return undefined;
+  const at = Date.UTC(year, month, day, hour, minute, Math.min(second, 59));
+  // Date.UTC rolls over (31 Feb is 3 Mar): such a date is not one.
+  return new Date(at).getUTCDate() === day ? at : undefined;
+}
+
+/**
+ * `Retry-After` as seconds (RFC 9110): delta-seconds, digits only, or an HTTP-date (the seconds
+ * until then, 0 when past). Anything else (`-5`, `+5`, `1e3`, `1.5`, `nan`, text) is as if there
+ * were no header: the backoff applies. The Python library's `retry_after_seconds` reads it alike.
+ */
 export function retryAfterSeconds(header: string | null): number | undefined {
   if (!header) return undefined;
-  if (/^\d+(\.\d+)?$/.test(header.trim())) return Number(header);
-  const at = Date.parse(header);
-  return Number.isNaN(at) ? undefined : Math.max(0, (at - Date.now()) / 1000);
+  const value = header.replace(/^[ \t]+|[ \t]+$/g, "");
+  if (/^\d+$/.test(value)) return Number(value);
+  const at = httpDate(value);
+  return at === undefined ? undefined : Math.max(0, (at - Date.now()) / 1000);
 }

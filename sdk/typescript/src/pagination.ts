@@ -4,7 +4,10 @@
  * `for await (const event of client.account.events({ type }))` walks every item. The pages after
  * the first are asked for one at a time, only when the loop has used up the one before, with the
  * same filters and the previous page's `next_cursor`; the walk ends at a `next_cursor` of null.
+ * A cursor the walk has already used (a caching proxy, a gateway bug) would repeat the same pages
+ * for ever: it ends the walk with `invalid_response`, as in Python.
  */
+import { ToolgateError } from "./errors.js";
 
 /** One page of a cursor-paged list, as the gateway answers it. */
 export interface CursorPage<I> {
@@ -23,15 +26,29 @@ export type PagePromise<P extends CursorPage<I>, I = P["data"][number]> = Promis
  */
 export function pagePromise<P extends CursorPage<I>, I = P["data"][number]>(
   fetchPage: (cursor: string | undefined) => Promise<P>,
+  startCursor?: string,
 ): PagePromise<P, I> {
   const first = fetchPage(undefined);
   async function* items(): AsyncGenerator<I, void, undefined> {
+    const seen = new Set(startCursor ? [startCursor] : []);
     let page = await first;
     for (;;) {
       yield* page.data;
-      if (!page.next_cursor) return;
-      page = await fetchPage(page.next_cursor);
+      const next = page.next_cursor;
+      if (!next) return;
+      if (seen.has(next)) throw repeatedCursor(next);
+      seen.add(next);
+      page = await fetchPage(next);
     }
   }
   return Object.assign(first, { [Symbol.asyncIterator]: items });
+}
+
+/** The error that ends a walk handed back a cursor it has already used. */
+function repeatedCursor(cursor: string): ToolgateError {
+  return new ToolgateError({
+    status: 0,
+    code: "invalid_response",
+    message: `The gateway answered the cursor ${JSON.stringify(cursor)} a second time: the walk would repeat the same pages for ever, so it stopped.`,
+  });
 }

@@ -23,10 +23,14 @@ const json = (res: ServerResponse, status: number, body: unknown, headers = {}) 
   res.writeHead(status, { "content-type": "application/json", ...headers });
   res.end(JSON.stringify(body));
 };
+/** The gateway's account answer: every field the libraries require (shape.ts, Python's Account). */
 const ACCOUNT = {
   id: "acct_1",
+  email: null,
+  email_verified: false,
   tier: "free",
   credits: 10,
+  credits_low_threshold: 2,
   rate_limit_per_minute: 60,
   features: [],
 };

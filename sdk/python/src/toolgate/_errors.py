@@ -7,9 +7,10 @@ and a code of their own, the same codes as the TypeScript library.
 
 from __future__ import annotations
 
-import email.utils
 import json
+import re
 import time
+from datetime import datetime, timezone
 from typing import Any, Mapping
 
 CLIENT_ERROR_CODES = (
@@ -95,17 +96,50 @@ class ToolgateError(Exception):
         )
 
 
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_DAY = "(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+_LONG_DAY = "(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)"
+_MONTH = f"({'|'.join(_MONTHS)})"
+_TIME = r"(\d{2}):(\d{2}):(\d{2})"
+# RFC 9110's three HTTP-date forms, exactly (the TypeScript library's, sdk/typescript/src/errors.ts).
+_IMF_FIXDATE = re.compile(rf"{_DAY}, (\d{{2}}) {_MONTH} (\d{{4}}) {_TIME} GMT", re.ASCII)
+_RFC_850 = re.compile(rf"{_LONG_DAY}, (\d{{2}})-{_MONTH}-(\d{{2}}) {_TIME} GMT", re.ASCII)
+_ASCTIME = re.compile(rf"{_DAY} {_MONTH} ([ \d]\d) {_TIME} (\d{{4}})", re.ASCII)
+_DELTA_SECONDS = re.compile(r"\d+", re.ASCII)
+
+
+def _http_date(value: str) -> float | None:
+    """An HTTP-date as a POSIX timestamp, or None when it is not one (or names no real time)."""
+    if m := _IMF_FIXDATE.fullmatch(value):
+        year, month, day, hms = m[3], m[2], m[1], m.groups()[3:6]
+    elif m := _RFC_850.fullmatch(value):
+        # A two-digit year more than 50 years ahead is the last such year in the past (RFC 9110).
+        now = datetime.now(timezone.utc).year
+        y = now - now % 100 + int(m[3])
+        year, month, day, hms = str(y - 100 if y > now + 50 else y), m[2], m[1], m.groups()[3:6]
+    elif m := _ASCTIME.fullmatch(value):
+        year, month, day, hms = m[6], m[1], m[2].strip(), m.groups()[2:5]
+    else:
+        return None
+    hour, minute, second = (int(part) for part in hms)
+    if hour > 23 or minute > 59 or second > 60:
+        return None
+    try:
+        at = datetime(int(year), _MONTHS.index(month) + 1, int(day), hour, minute, min(second, 59), tzinfo=timezone.utc)
+    except ValueError:  # 31 Feb
+        return None
+    return at.timestamp()
+
+
 def retry_after_seconds(header: str | None) -> float | None:
-    """``Retry-After`` as seconds: either delta-seconds or an HTTP date."""
+    """``Retry-After`` as seconds (RFC 9110): delta-seconds, digits only, or an HTTP-date (the
+    seconds until then, 0 when past). Anything else (``-5``, ``+5``, ``1e3``, ``1.5``, ``nan``,
+    ``inf``, text) is as if there were no header: the backoff applies. The TypeScript library's
+    ``retryAfterSeconds`` reads it alike."""
     if not header:
         return None
-    value = header.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        at = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, at.timestamp() - time.time())
+    value = header.strip(" \t")
+    if _DELTA_SECONDS.fullmatch(value):
+        return float(int(value))
+    at = _http_date(value)
+    return None if at is None else max(0.0, at - time.time())

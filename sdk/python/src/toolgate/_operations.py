@@ -31,8 +31,12 @@ def _seg(value: str) -> str:
     return quote(value, safe="")
 
 
-def _data(answer: Answer) -> list[dict[str, Any]]:
-    return list((answer.body or {}).get("data") or [])
+def _data(answer: Answer, key: str = "data") -> list[Any]:
+    """A list answer's ``data``: a TypeError (``invalid_response``) unless it is a list, as in TypeScript."""
+    data = answer.body.get(key) if isinstance(answer.body, dict) else None
+    if not isinstance(data, list):
+        raise TypeError(key)
+    return data
 
 
 def _payment_response(answer: Answer) -> dict[str, Any] | None:
@@ -185,7 +189,7 @@ def get_analytics(
 ) -> Operation[Analytics]:
     def parse(a: Answer) -> Analytics:
         body = dict(a.body or {})
-        rows = [AnalyticsRow.from_dict(r) for r in body.get("data") or []]
+        rows = [AnalyticsRow.from_dict(r) for r in _data(a)]
         return Analytics(
             data=rows,
             granularity=body.get("granularity", ""),
@@ -222,7 +226,7 @@ def test_webhook(webhook_id: str | None) -> Operation[list[SentTest]]:
     return Operation(
         "POST",
         "/api/v1/webhooks/test",
-        lambda a: [SentTest(s["webhook_id"], s["event_id"]) for s in (a.body or {}).get("sent", [])],
+        lambda a: [SentTest(s["webhook_id"], s["event_id"]) for s in _data(a, "sent")],
         json={"webhook_id": webhook_id} if webhook_id else {},
     )
 

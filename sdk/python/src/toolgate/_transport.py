@@ -146,6 +146,18 @@ def _origin(url: str) -> str:
     return f"{parsed.scheme}://{parsed.netloc.decode('ascii')}"
 
 
+def _wrong_shape(response: httpx.Response, error: Exception) -> ToolgateError:
+    """A 2xx answer that is not what the request answers (a proxy's page, another server at the
+    base URL): ``invalid_response``, as the TypeScript library's ``shape.ts``, not a bare KeyError."""
+    detail = f'no "{error.args[0]}"' if isinstance(error, KeyError) and error.args else "not the objects this request answers"
+    return ToolgateError(
+        status=0,
+        code="invalid_response",
+        message=f"The gateway answered {response.status_code} with JSON of the wrong shape ({detail}): is the base URL a Toolgate gateway's?",
+        request_id=response.headers.get("x-request-id"),
+    )
+
+
 def _unsendable(op: "Operation[Any]") -> ToolgateError:
     """h11 refused to write the request (a header value HTTP does not allow): nothing was sent,
     so it is neither retried nor a lost connection, and h11's message, which quotes the value (an
@@ -249,7 +261,11 @@ class _Base:
                 payment = yield ("pay", response)
                 continue  # the paid attempt is not a retry
             if response.is_success:
-                return op.parse(Answer(response.status_code, response.headers, _decode(response)))
+                answer = Answer(response.status_code, response.headers, _decode(response))
+                try:
+                    return op.parse(answer)
+                except (KeyError, TypeError, AttributeError, ValueError) as wrong:
+                    raise _wrong_shape(response, wrong) from None
             error = ToolgateError.from_response(response.status_code, response.headers, response.text)
             if attempt < max_retries and self.policy.retry_status(op, error):
                 yield ("sleep", self.policy.delay(attempt, error.retry_after))

@@ -19,6 +19,8 @@ class _Record:
 
     @classmethod
     def from_dict(cls: type[R], d: dict[str, Any]) -> R:
+        if not isinstance(d, dict):
+            raise TypeError(cls.__name__)
         values: dict[str, Any] = {}
         for f in fields(cls):  # type: ignore[arg-type]
             if f.name == "raw":

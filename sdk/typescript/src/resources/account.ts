@@ -1,5 +1,6 @@
 /** `client.account`, `client.keys`, `client.usage`: the account API under /api/v1. */
 import { type CursorPage, pagePromise, type PagePromise } from "../pagination.js";
+import { FIELDS, listOf, record } from "../shape.js";
 import { segment, type Transport } from "../transport.js";
 import type { Account as AccountRecord, BodyOf, QueryOf, ResponseOf } from "../types.js";
 
@@ -11,17 +12,20 @@ function pagedGet<P extends CursorPage<unknown>>(
   transport: Transport,
   path: string,
   query: { cursor?: string },
+  fields: readonly string[],
 ): PagePromise<P> {
   return pagePromise(
     async (cursor) =>
-      (
+      listOf<P>(
         await transport.request({
           method: "GET",
           path,
           query: { ...query, cursor: cursor ?? query.cursor },
           idempotent: true,
-        })
-      ).data as P,
+        }),
+        fields,
+      ),
+    query.cursor,
   );
 }
 
@@ -30,9 +34,10 @@ export class Account {
 
   /** `GET /api/v1/account`: tier, credits, limits and features of the key's account. */
   async get(): Promise<AccountRecord> {
-    return (
-      await this.transport.request({ method: "GET", path: "/api/v1/account", idempotent: true })
-    ).data as AccountRecord;
+    return record<AccountRecord>(
+      await this.transport.request({ method: "GET", path: "/api/v1/account", idempotent: true }),
+      FIELDS.account,
+    );
   }
 
   /**
@@ -43,29 +48,31 @@ export class Account {
    * (Python: `client.account.events()` / `events_page()` / `iter_events()`.)
    */
   events(query: QueryOf<"getEvents"> = {}): PagePromise<EventsPage> {
-    return pagedGet<EventsPage>(this.transport, "/api/v1/events", query);
+    return pagedGet<EventsPage>(this.transport, "/api/v1/events", query, FIELDS.event);
   }
 
   /** `PUT /api/v1/account/spend-alert`: `spend.threshold_reached` fires once a month when the month's spend reaches `credits`. */
   async setSpendAlert(credits: number): Promise<AccountRecord> {
-    return (
+    return record<AccountRecord>(
       await this.transport.request({
         method: "PUT",
         path: "/api/v1/account/spend-alert",
         body: { credits },
-      })
-    ).data as AccountRecord;
+      }),
+      FIELDS.account,
+    );
   }
 
   /** `DELETE /api/v1/account/spend-alert`: removes the spend alert. */
   async removeSpendAlert(): Promise<AccountRecord> {
-    return (
+    return record<AccountRecord>(
       await this.transport.request({
         method: "DELETE",
         path: "/api/v1/account/spend-alert",
         // Not repeated after a lost answer: the gateway answers a second removal 404.
-      })
-    ).data as AccountRecord;
+      }),
+      FIELDS.account,
+    );
   }
 }
 
@@ -74,16 +81,20 @@ export class Keys {
 
   /** `GET /api/v1/keys`: every key of the account (prefix and last four characters only). */
   async list(): Promise<ResponseOf<"getKeys">> {
-    return (await this.transport.request({ method: "GET", path: "/api/v1/keys", idempotent: true }))
-      .data as ResponseOf<"getKeys">;
+    return listOf<ResponseOf<"getKeys">>(
+      await this.transport.request({ method: "GET", path: "/api/v1/keys", idempotent: true }),
+      FIELDS.apiKey,
+    );
   }
 
   /** `POST /api/v1/keys`: another key; the answer is the only time its secret is shown. */
   async create(
     body: BodyOf<"postKeys"> = {} as BodyOf<"postKeys">,
   ): Promise<ResponseOf<"postKeys">> {
-    return (await this.transport.request({ method: "POST", path: "/api/v1/keys", body }))
-      .data as ResponseOf<"postKeys">;
+    return record<ResponseOf<"postKeys">>(
+      await this.transport.request({ method: "POST", path: "/api/v1/keys", body }),
+      FIELDS.createdKey,
+    );
   }
 
   /** `POST /api/v1/keys/{id}/rotate`: a new key now; the old one is revoked after `grace_seconds` (0 = at once). */
@@ -91,13 +102,14 @@ export class Keys {
     id: string,
     body: BodyOf<"postKeysIdRotate"> = {} as BodyOf<"postKeysIdRotate">,
   ): Promise<ResponseOf<"postKeysIdRotate">> {
-    return (
+    return record<ResponseOf<"postKeysIdRotate">>(
       await this.transport.request({
         method: "POST",
         path: `/api/v1/keys/${segment(id)}/rotate`,
         body,
-      })
-    ).data as ResponseOf<"postKeysIdRotate">;
+      }),
+      FIELDS.createdKey,
+    );
   }
 
   /**
@@ -105,13 +117,14 @@ export class Keys {
    * `allowed_tools`, `budget`); a field set to null removes that control.
    */
   async update(id: string, body: BodyOf<"patchKeysId">): Promise<ResponseOf<"patchKeysId">> {
-    return (
+    return record<ResponseOf<"patchKeysId">>(
       await this.transport.request({
         method: "PATCH",
         path: `/api/v1/keys/${segment(id)}`,
         body,
-      })
-    ).data as ResponseOf<"patchKeysId">;
+      }),
+      FIELDS.apiKey,
+    );
   }
 
   /**
@@ -119,14 +132,15 @@ export class Keys {
    * (409 `last_active_key`) unless `force` is true.
    */
   async revoke(id: string, options: { force?: boolean } = {}): Promise<ResponseOf<"deleteKeysId">> {
-    return (
+    return record<ResponseOf<"deleteKeysId">>(
       await this.transport.request({
         method: "DELETE",
         path: `/api/v1/keys/${segment(id)}`,
         query: { force: options.force ? "true" : undefined },
         // Not repeated after a lost answer: the gateway answers a second revoke 404.
-      })
-    ).data as ResponseOf<"deleteKeysId">;
+      }),
+      FIELDS.apiKey,
+    );
   }
 }
 
@@ -141,7 +155,7 @@ export class Usage {
    * (Python: `client.usage.list()` / `iter_entries()`.)
    */
   list(query: Omit<QueryOf<"getUsage">, "format"> = {}): PagePromise<UsagePage> {
-    return pagedGet<UsagePage>(this.transport, "/api/v1/usage", query);
+    return pagedGet<UsagePage>(this.transport, "/api/v1/usage", query, FIELDS.ledgerEntry);
   }
 
   /**
@@ -156,18 +170,19 @@ export class Usage {
       group_by?: "tool" | "key" | "status";
     } = {},
   ): Promise<ResponseOf<"getAnalytics">> {
-    return (
+    return listOf<ResponseOf<"getAnalytics">>(
       await this.transport.request({
         method: "GET",
         path: "/api/v1/analytics",
         query,
         idempotent: true,
-      })
-    ).data as ResponseOf<"getAnalytics">;
+      }),
+      FIELDS.analyticsRow,
+    );
   }
 
   /** @deprecated The account's events are `client.account.events()`, as in the Python library. */
   events(query: QueryOf<"getEvents"> = {}): PagePromise<EventsPage> {
-    return pagedGet<EventsPage>(this.transport, "/api/v1/events", query);
+    return pagedGet<EventsPage>(this.transport, "/api/v1/events", query, FIELDS.event);
   }
 }

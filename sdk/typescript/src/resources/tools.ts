@@ -3,6 +3,7 @@
  * `GET /v1/tools/{name}`) and calls (`POST /v1/tools/{name}`).
  */
 import { checkIdempotencyKey } from "../checks.js";
+import { FIELDS, listOf, record } from "../shape.js";
 import { segment, type Transport } from "../transport.js";
 import type {
   QueryOf,
@@ -46,8 +47,25 @@ export interface CallResult<O> {
 /** Any other name (an alias, a tool newer than these types); a catalogue name must use its own types. */
 type OtherName<S extends string> = S & (S extends ToolName ? never : unknown);
 
-const decodeBase64Json = (value: string) =>
-  JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(value), (c) => c.charCodeAt(0))));
+/**
+ * The decoded `PAYMENT-RESPONSE`, or undefined when it is not base64 of a JSON object: the call
+ * has run and been charged by then, so a receipt that cannot be read never costs the output (as in
+ * Python).
+ */
+function decodeReceipt(value: string): CallResult<unknown>["payment"] {
+  try {
+    const decoded: unknown = JSON.parse(
+      new TextDecoder("utf-8", { fatal: true }).decode(
+        Uint8Array.from(atob(value.trim()), (c) => c.charCodeAt(0)),
+      ),
+    );
+    return decoded && typeof decoded === "object" && !Array.isArray(decoded)
+      ? (decoded as CallResult<unknown>["payment"])
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
 const intHeader = (value: string | null) => (value === null ? undefined : Number(value));
 
 /** A `Server-Timing` header (`name;dur=<ms>, …`): each metric's duration by name; one without a duration is left out. */
@@ -71,33 +89,33 @@ export class Tools {
    * `category`, only that category's tools.
    */
   async list(search: ToolSearch = {}): Promise<ToolDescription[]> {
-    const { data } = await this.transport.request({
+    const result = await this.transport.request({
       method: "GET",
       path: "/v1/tools",
       query: search,
       idempotent: true,
     });
-    return (data as { data: ToolDescription[] }).data;
+    return listOf<{ data: ToolDescription[] }>(result, FIELDS.tool).data;
   }
 
   /** `GET /v1/tools/categories`: each category's name, description and number of tools. */
   async categories(): Promise<ToolCategory[]> {
-    const { data } = await this.transport.request({
+    const result = await this.transport.request({
       method: "GET",
       path: "/v1/tools/categories",
       idempotent: true,
     });
-    return (data as { data: ToolCategory[] }).data;
+    return listOf<{ data: ToolCategory[] }>(result, FIELDS.category).data;
   }
 
   /** One tool by name or alias (404 `tool_not_found` otherwise). */
   async get(name: string): Promise<ToolDescription> {
-    const { data } = await this.transport.request({
+    const result = await this.transport.request({
       method: "GET",
       path: `/v1/tools/${segment(name)}`,
       idempotent: true,
     });
-    return data as ToolDescription;
+    return record<ToolDescription>(result, FIELDS.tool);
   }
 
   /** Calls a tool and returns its output object. */
@@ -154,7 +172,7 @@ export class Tools {
       creditsRemaining: intHeader(response.headers.get("x-credits-remaining")),
       requestId: response.headers.get("x-request-id") ?? undefined,
       replayed: response.headers.get("idempotent-replayed") === "true",
-      payment: receipt ? decodeBase64Json(receipt) : undefined,
+      payment: receipt ? decodeReceipt(receipt) : undefined,
       toolMs: timing.tool,
       paymentMs: timing.payment,
       gatewayMs: timing.gateway,

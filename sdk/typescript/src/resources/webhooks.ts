@@ -1,4 +1,5 @@
 /** `client.webhooks`: webhook management under /api/v1/webhooks (a Pro feature). */
+import { FIELDS, listOf, record } from "../shape.js";
 import { segment, type Transport } from "../transport.js";
 import type { BodyOf, ResponseOf } from "../types.js";
 
@@ -11,21 +12,25 @@ export class Webhooks {
   async register(
     body: BodyOf<"postWebhooksRegister">,
   ): Promise<ResponseOf<"postWebhooksRegister">> {
-    return (
-      await this.transport.request({ method: "POST", path: "/api/v1/webhooks/register", body })
-    ).data as ResponseOf<"postWebhooksRegister">;
+    return record<ResponseOf<"postWebhooksRegister">>(
+      await this.transport.request({ method: "POST", path: "/api/v1/webhooks/register", body }),
+      FIELDS.webhook,
+    );
   }
 
   async list(): Promise<ResponseOf<"getWebhooks">> {
-    return (
-      await this.transport.request({ method: "GET", path: "/api/v1/webhooks", idempotent: true })
-    ).data as ResponseOf<"getWebhooks">;
+    return listOf<ResponseOf<"getWebhooks">>(
+      await this.transport.request({ method: "GET", path: "/api/v1/webhooks", idempotent: true }),
+      FIELDS.webhook,
+    );
   }
 
   async delete(id: string): Promise<ResponseOf<"deleteWebhooksId">> {
     // Not repeated after a lost answer: the gateway answers a second delete 404.
-    return (await this.transport.request({ method: "DELETE", path: at(id) }))
-      .data as ResponseOf<"deleteWebhooksId">;
+    return record<ResponseOf<"deleteWebhooksId">>(
+      await this.transport.request({ method: "DELETE", path: at(id) }),
+      FIELDS.none,
+    );
   }
 
   /**
@@ -36,8 +41,11 @@ export class Webhooks {
     webhook: string | BodyOf<"postWebhooksTest"> = {} as BodyOf<"postWebhooksTest">,
   ): Promise<ResponseOf<"postWebhooksTest">> {
     const body = typeof webhook === "string" ? { webhook_id: webhook } : webhook;
-    return (await this.transport.request({ method: "POST", path: "/api/v1/webhooks/test", body }))
-      .data as ResponseOf<"postWebhooksTest">;
+    return listOf<ResponseOf<"postWebhooksTest">>(
+      await this.transport.request({ method: "POST", path: "/api/v1/webhooks/test", body }),
+      FIELDS.sentTest,
+      "sent",
+    );
   }
 
   /** A new secret; the old one keeps signing `webhook-signature` for `overlap_seconds`. */
@@ -45,19 +53,22 @@ export class Webhooks {
     id: string,
     body: BodyOf<"postWebhooksIdRotatesecret"> = {} as BodyOf<"postWebhooksIdRotatesecret">,
   ): Promise<ResponseOf<"postWebhooksIdRotatesecret">> {
-    return (await this.transport.request({ method: "POST", path: `${at(id)}/rotate-secret`, body }))
-      .data as ResponseOf<"postWebhooksIdRotatesecret">;
+    return record<ResponseOf<"postWebhooksIdRotatesecret">>(
+      await this.transport.request({ method: "POST", path: `${at(id)}/rotate-secret`, body }),
+      FIELDS.webhook,
+    );
   }
 
   /** The webhook's recent delivery attempts. */
   async deliveries(id: string): Promise<ResponseOf<"getWebhooksIdDeliveries">> {
-    return (
+    return listOf<ResponseOf<"getWebhooksIdDeliveries">>(
       await this.transport.request({
         method: "GET",
         path: `${at(id)}/deliveries`,
         idempotent: true,
-      })
-    ).data as ResponseOf<"getWebhooksIdDeliveries">;
+      }),
+      FIELDS.delivery,
+    );
   }
 
   /** Queues one logged event for delivery again. */
@@ -65,11 +76,12 @@ export class Webhooks {
     id: string,
     eventId: string,
   ): Promise<ResponseOf<"postWebhooksIdDeliveriesEventidResend">> {
-    return (
+    return record<ResponseOf<"postWebhooksIdDeliveriesEventidResend">>(
       await this.transport.request({
         method: "POST",
         path: `${at(id)}/deliveries/${segment(eventId)}/resend`,
-      })
-    ).data as ResponseOf<"postWebhooksIdDeliveriesEventidResend">;
+      }),
+      FIELDS.sentTest,
+    );
   }
 }

@@ -1,0 +1,133 @@
+"""What the library reads from an answer, read as the TypeScript library reads it
+(test/sdk/typescript/answers-read-strictly.test.ts): a charged call's receipt that cannot be
+decoded never costs its output; ``Retry-After`` is delta-seconds (digits only) or an HTTP-date,
+anything else as if absent; a paged walk handed back a cursor it has used stops with
+``invalid_response``; a 2xx answer of the wrong shape is ``invalid_response``, not a bare KeyError.
+Real local servers on loopback."""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import time
+from typing import Any, Callable
+
+import pytest
+
+from scripted import CALLED, ScriptedServer
+from toolgate import AsyncToolgate, Toolgate, ToolgateError
+from toolgate._errors import retry_after_seconds
+
+KEY = "tg_test_key"
+
+
+def serving(script: Callable[..., Any]) -> ScriptedServer:
+    return ScriptedServer(script)
+
+
+@pytest.mark.parametrize(
+    "header", ["%%not-base64%%", base64.b64encode(b"not json").decode(), base64.b64encode(b"[1,2]").decode()], ids=["not_base64", "not_json", "not_object"]
+)
+def test_a_receipt_that_cannot_be_decoded_leaves_the_output_with_no_receipt(header):
+    status, headers, body = CALLED
+    server = serving(lambda r, n: (status, {**headers, "payment-response": header}, body))
+    try:
+        result = Toolgate(api_key=KEY, base_url=server.url).tools.call_with_details("hash", {"text": "x"})
+    finally:
+        server.close()
+    assert result.output == {"digest": "abc"} and result.payment is None and result.credits_charged == 1
+
+
+@pytest.mark.parametrize("value", ["0", "5", "120", " 7 "])
+def test_retry_after_in_digits_is_delta_seconds(value):
+    assert retry_after_seconds(value) == float(value.strip())
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["-5", "+5", "1e3", "1.5", "nan", "NaN", "inf", "Infinity", "abc 2030", "soon 3", "1_000", "0x10", "", "٣", "Sun, 31 Feb 2099 08:49:37 GMT", "Sun, 06 Nov 1994 25:49:37 GMT"],
+)
+def test_any_other_retry_after_is_as_if_absent(value):
+    assert retry_after_seconds(value) is None
+
+
+def test_an_http_date_in_each_of_the_three_forms_is_the_seconds_until_then():
+    ahead = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 28 < retry_after_seconds(ahead) <= 30
+    for past in ("Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"):
+        assert retry_after_seconds(past) == 0.0
+
+
+@pytest.mark.parametrize("value", ["abc 2030", "1e3", "-5", "inf", "nan"])
+def test_a_429_with_an_invalid_retry_after_is_retried_after_the_backoff(value):
+    server = serving(lambda r, n: (429, {"retry-after": value}, {"error": {"code": "rate_limited"}}) if n == 0 else (200, {}, {"data": []}))
+    try:
+        started = time.monotonic()
+        Toolgate(api_key=KEY, base_url=server.url).keys.list()
+        waited = time.monotonic() - started
+    finally:
+        server.close()
+    assert len(server.received) == 2
+    assert waited >= 0.2  # the first backoff: 0.25-0.5 s, neither at once nor refused
+
+
+def test_a_retry_after_over_60_s_is_still_returned_as_the_error():
+    server = serving(lambda r, n: (429, {"retry-after": "1000"}, {"error": {"code": "rate_limited", "message": "slow down"}}))
+    try:
+        with pytest.raises(ToolgateError) as caught:
+            Toolgate(api_key=KEY, base_url=server.url).keys.list()
+    finally:
+        server.close()
+    assert (caught.value.status, caught.value.retry_after) == (429, 1000.0)
+    assert len(server.received) == 1
+
+
+EVENT = {"id": "evt_1", "event": "x", "timestamp": "t", "data": {}}
+
+
+def test_a_walk_handed_back_the_cursor_that_fetched_the_page_stops_with_invalid_response():
+    server = serving(lambda r, n: (200, {}, {"data": [EVENT], "next_cursor": "same"}))
+    seen: list[Any] = []
+    try:
+        with pytest.raises(ToolgateError) as caught:
+            for event in Toolgate(api_key=KEY, base_url=server.url).account.iter_events():
+                seen.append(event)
+    finally:
+        server.close()
+    assert (caught.value.status, caught.value.code) == (0, "invalid_response")
+    assert len(server.received) == 2 and len(seen) == 2
+
+
+async def test_the_async_walk_stops_too_and_the_callers_start_cursor_counts():
+    cursors = {"start": "b", "b": "c", "c": "start"}
+    server = serving(lambda r, n: (200, {}, {"data": [], "next_cursor": cursors.get(r.query("cursor") or "")}))
+    try:
+        async with AsyncToolgate(api_key=KEY, base_url=server.url) as client:
+            with pytest.raises(ToolgateError) as caught:
+                async for _ in client.usage.iter_entries(cursor="start"):
+                    pass
+    finally:
+        server.close()
+    assert caught.value.code == "invalid_response"
+    assert [r.query("cursor") for r in server.received] == ["start", "b", "c"]
+
+
+WRONG_SHAPES = [
+    ("account.get", lambda c: c.account.get(), {"id": "acct_1", "tier": "free"}),
+    ("keys.create", lambda c: c.keys.create(), {"id": "key_1"}),
+    ("keys.list", lambda c: c.keys.list(), {"data": "nope"}),
+    ("tools.list", lambda c: c.tools.list(), [1, 2]),
+    ("usage.list", lambda c: c.usage.list(), {"data": [{"id": "x"}]}),
+    ("webhooks.test", lambda c: c.webhooks.test(), {"ok": True}),
+]
+
+
+@pytest.mark.parametrize("call,body", [(c, b) for _, c, b in WRONG_SHAPES], ids=[n for n, _, _ in WRONG_SHAPES])
+def test_a_2xx_answer_of_the_wrong_shape_is_invalid_response(call, body):
+    server = serving(lambda r, n: (200, {}, body))
+    try:
+        with pytest.raises(ToolgateError) as caught:
+            call(Toolgate(api_key=KEY, base_url=server.url))
+    finally:
+        server.close()
+    assert (caught.value.status, caught.value.code) == (0, "invalid_response")

@@ -1,0 +1,193 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { run } from "../../../sdk/typescript/src/cli/main.js";
+import { retryAfterSeconds } from "../../../sdk/typescript/src/errors.js";
+import { Toolgate, ToolgateError } from "../../../sdk/typescript/src/index.js";
+import { CALLED, scriptedServer } from "./scripted-server.js";
+
+/**
+ * What the library reads from an answer, read as the Python library reads it
+ * (sdk/python/tests/test_answers_read_strictly.py): a charged call's receipt that cannot be
+ * decoded never costs its output; `Retry-After` is delta-seconds (digits only) or an HTTP-date,
+ * anything else as if absent; a paged walk handed back a cursor it has used stops with
+ * `invalid_response`; a 2xx answer of the wrong shape is `invalid_response`, in the CLI too.
+ */
+let server: Awaited<ReturnType<typeof scriptedServer>> | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+describe("a charged call's PAYMENT-RESPONSE that cannot be decoded", () => {
+  it.each([
+    ["not base64", "%%not-base64%%"],
+    ["base64 of text that is not JSON", btoa("not json")],
+    ["base64 of JSON that is not an object", btoa("[1,2]")],
+  ])("(%s) leaves the output, with no receipt", async (_, header) => {
+    server = await scriptedServer(() => ({
+      ...CALLED,
+      headers: { ...CALLED.headers, "payment-response": header },
+    }));
+    const client = new Toolgate({ apiKey: "tg_test_key", baseUrl: server.url });
+    const result = await client.tools.callWithDetails("hash", { text: "x" });
+    expect(result.output).toEqual({ digest: "abc" });
+    expect(result.payment).toBeUndefined();
+    expect(result.creditsCharged).toBe(1);
+  });
+
+  it("the CLI prints the output and exits 0", async () => {
+    server = await scriptedServer(() => ({
+      ...CALLED,
+      headers: { ...CALLED.headers, "payment-response": "%%not-base64%%" },
+    }));
+    const out: string[] = [];
+    process.env.TOOLGATE_API_KEY = "tg_test_key";
+    try {
+      const code = await run(
+        ["call", "hash", "--input", '{"text":"x"}', "--base-url", server.url],
+        { out: (t) => out.push(t), err: () => undefined },
+      );
+      expect(code).toBe(0);
+    } finally {
+      delete process.env.TOOLGATE_API_KEY;
+    }
+    expect(JSON.parse(out.join("\n"))).toEqual({ digest: "abc" });
+  });
+});
+
+describe("Retry-After", () => {
+  it.each(["0", "5", "120", " 7 "])("%j is delta-seconds", (value) => {
+    expect(retryAfterSeconds(value)).toBe(Number(value.trim()));
+  });
+
+  it.each([
+    "-5",
+    "+5",
+    "1e3",
+    "1.5",
+    "nan",
+    "NaN",
+    "inf",
+    "Infinity",
+    "abc 2030",
+    "soon 3",
+    "1_000",
+    "0x10",
+    "",
+    "Sun, 31 Feb 2099 08:49:37 GMT",
+    "Sun, 06 Nov 1994 25:49:37 GMT",
+  ])("%j is as if absent", (value) => {
+    expect(retryAfterSeconds(value)).toBeUndefined();
+  });
+
+  it("an HTTP-date in each of RFC 9110's three forms is the seconds until then, 0 when past", () => {
+    const ahead = new Date(Date.now() + 30_000);
+    expect(retryAfterSeconds(ahead.toUTCString())).toBeGreaterThan(28);
+    expect(retryAfterSeconds(ahead.toUTCString())).toBeLessThanOrEqual(30);
+    expect(retryAfterSeconds("Sun, 06 Nov 1994 08:49:37 GMT")).toBe(0);
+    expect(retryAfterSeconds("Sunday, 06-Nov-94 08:49:37 GMT")).toBe(0);
+    expect(retryAfterSeconds("Sun Nov  6 08:49:37 1994")).toBe(0);
+  });
+
+  it.each(["abc 2030", "1e3", "-5"])(
+    "a 429 with %j is retried after the backoff, not at once nor refused",
+    async (value) => {
+      server = await scriptedServer((_, n) =>
+        n === 0
+          ? {
+              status: 429,
+              headers: { "retry-after": value },
+              body: { error: { code: "rate_limited" } },
+            }
+          : { status: 200, body: { data: [] } },
+      );
+      const client = new Toolgate({ apiKey: "tg_test_key", baseUrl: server.url });
+      const started = Date.now();
+      await client.keys.list();
+      const waited = Date.now() - started;
+      expect(server.received).toHaveLength(2);
+      expect(waited).toBeGreaterThanOrEqual(200); // the first backoff: 250–500 ms
+    },
+  );
+
+  it("one over 60 s is still returned as the error, with retryAfter", async () => {
+    server = await scriptedServer(() => ({
+      status: 429,
+      headers: { "retry-after": "1000" },
+      body: { error: { code: "rate_limited", message: "slow down" } },
+    }));
+    const error = await new Toolgate({ apiKey: "tg_test_key", baseUrl: server.url }).keys
+      .list()
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 429, retryAfter: 1000 });
+    expect(server.received).toHaveLength(1);
+  });
+});
+
+describe("a paged walk", () => {
+  it("handed back the cursor that fetched the page stops with invalid_response", async () => {
+    server = await scriptedServer(() => ({
+      status: 200,
+      body: { data: [{ id: "evt_1", event: "x", timestamp: "t", data: {} }], next_cursor: "same" },
+    }));
+    const client = new Toolgate({ apiKey: "tg_test_key", baseUrl: server.url });
+    const seen: unknown[] = [];
+    const error = await (async () => {
+      for await (const event of client.account.events()) seen.push(event);
+    })().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ToolgateError);
+    expect(error).toMatchObject({ status: 0, code: "invalid_response" });
+    expect(server.received).toHaveLength(2);
+    expect(seen).toHaveLength(2);
+  });
+
+  it("handed back a cursor seen pages before stops too; the caller's own start cursor counts", async () => {
+    const cursors: Record<string, string> = { start: "b", b: "c", c: "start" };
+    server = await scriptedServer((request) => {
+      const at = new URL(request.url, "http://x").searchParams.get("cursor") ?? "";
+      return { status: 200, body: { data: [], next_cursor: cursors[at] ?? null } };
+    });
+    const client = new Toolgate({ apiKey: "tg_test_key", baseUrl: server.url });
+    const error = await (async () => {
+      for await (const _ of client.usage.list({ cursor: "start" }));
+    })().catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "invalid_response" });
+    expect(
+      server.received.map((r) => new URL(r.url, "http://x").searchParams.get("cursor")),
+    ).toEqual(["start", "b", "c"]);
+  });
+});
+
+describe("a 2xx answer of the wrong shape", () => {
+  it.each([
+    ["account.get", (c: Toolgate) => c.account.get(), { id: "acct_1", tier: "free" }],
+    ["keys.create", (c: Toolgate) => c.keys.create(), { id: "key_1" }],
+    ["keys.list", (c: Toolgate) => c.keys.list(), { data: "nope" }],
+    ["tools.list", (c: Toolgate) => c.tools.list(), [1, 2]],
+    ["usage.list", (c: Toolgate) => c.usage.list(), { data: [{ id: "x" }] }],
+    ["webhooks.test", (c: Toolgate) => c.webhooks.test(), { ok: true }],
+  ])("%s is invalid_response", async (_, call, body) => {
+    server = await scriptedServer(() => ({ status: 200, body }));
+    const error = await call(new Toolgate({ apiKey: "tg_test_key", baseUrl: server.url })).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ToolgateError);
+    expect(error).toMatchObject({ status: 0, code: "invalid_response" });
+  });
+
+  it("is a clean one-line error in the CLI, exit 3 as the API's other errors", async () => {
+    server = await scriptedServer(() => ({ status: 200, body: { id: "acct_1", tier: "free" } }));
+    const err: string[] = [];
+    process.env.TOOLGATE_API_KEY = "tg_test_key";
+    try {
+      const code = await run(["account", "--base-url", server.url], {
+        out: () => undefined,
+        err: (t) => err.push(t),
+      });
+      expect(code).toBe(3);
+    } finally {
+      delete process.env.TOOLGATE_API_KEY;
+    }
+    expect(err.join("\n")).toMatch(/^toolgate: invalid_response: .*wrong shape/);
+    expect(err.join("\n")).not.toMatch(/TypeError|\bat \S+:\d+/);
+  });
+});
