@@ -56,9 +56,11 @@ const httpUrl = (name: string) =>
 /**
  * The one configuration object, read from the environment once at start-up.
  * Development gets embedded defaults so `npm start` works on a fresh machine;
- * production refuses to start until every required setting is given.
+ * production refuses to start until every required setting is given. It parses the environment
+ * without its blank values (withoutBlankValues): an empty setting is an unset one. Exported for
+ * the tests, which derive their tables of settings from it.
  */
-const envSchema = z.object({
+export const envSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   HOST: z.string().default("0.0.0.0"),
   PORT: z.coerce.number().int().min(0).max(65535).default(8402),
@@ -448,7 +450,31 @@ export class ConfigError extends Error {
   }
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+/**
+ * Settings whose empty value means something of its own, unlike every other's: REDIS_KEY_PREFIX=
+ * is no prefix (one deployment alone on its Redis); read as its default, `tg:`, it would move
+ * every key that deployment kept.
+ */
+const EMPTY_IS_A_VALUE = new Set(["REDIS_KEY_PREFIX"]);
+
+/**
+ * The environment as every setting is read from it: a variable that is empty or only white space
+ * is unset, whatever reads it (the schema, a network's settings, TOOLS_FILE's `${NAME}`). An
+ * optional setting then takes its default, and a required one is missing, named. docker compose
+ * passes `${VAR:-}` as an empty string for each optional setting .env leaves out, and an env file's
+ * `VAR=` does the same: refused (a string) or read as 0 (a number), they stopped the shipped
+ * topology or changed what it did.
+ */
+function withoutBlankValues(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(
+    Object.entries(env).filter(
+      ([name, value]) => value !== undefined && (value.trim() !== "" || EMPTY_IS_A_VALUE.has(name)),
+    ),
+  );
+}
+
+export function loadConfig(given: NodeJS.ProcessEnv = process.env): Config {
+  const env = withoutBlankValues(given);
   const parsed = envSchema.safeParse(env);
   const problems: string[] = [];
   if (!parsed.success) {

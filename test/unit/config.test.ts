@@ -1,7 +1,8 @@
 import { spawn, spawnSync } from "node:child_process";
 import express from "express";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config.js";
+import { z } from "zod";
+import { ConfigError, envSchema, loadConfig } from "../../src/config.js";
 
 /** The least a production gateway needs set. */
 const production = {
@@ -12,6 +13,80 @@ const production = {
   PUBLIC_BASE_URL: "https://api.example.com",
   SMTP_URL: "smtp://x",
 };
+
+/** Every setting the schema reads, as its JSON Schema (output side) describes it: type, default, bounds. */
+const settings = z.toJSONSchema(envSchema, { io: "output", unrepresentable: "any" })
+  .properties as Record<string, { type?: string; default?: unknown }>;
+
+/** The problems loadConfig refuses `env` with; [] when it accepts it. */
+const problemsOf = (env: Record<string, string>): string[] => {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  return [];
+};
+
+describe("an empty or blank setting", () => {
+  // REDIS_KEY_PREFIX= is a value of its own: no prefix (a Redis kept for one deployment).
+  const names = Object.keys(settings).filter((name) => name !== "REDIS_KEY_PREFIX");
+
+  it("is unset, for every setting: compose passes an empty value for each one left out of .env", () => {
+    expect(names.length).toBeGreaterThan(60);
+    const unset = loadConfig({});
+    for (const name of names)
+      for (const blank of ["", " ", "\t \n"])
+        expect(loadConfig({ [name]: blank }), `${name}=${JSON.stringify(blank)}`).toEqual(unset);
+  });
+
+  it("in production, is a required setting missing, named; any other is its default", () => {
+    const required = Object.keys(production).filter((name) => name !== "NODE_ENV");
+    const defaults = loadConfig(production);
+    for (const name of names.filter((name) => name !== "NODE_ENV"))
+      for (const blank of ["", "  "]) {
+        const env = { ...production, [name]: blank };
+        if (required.includes(name))
+          expect(problemsOf(env), name).toEqual([`${name} is required when NODE_ENV=production`]);
+        else expect(loadConfig(env), name).toEqual(defaults);
+      }
+  });
+
+  it("is unset for a network's settings too: its USDC token's address, name and version are the defaults", () => {
+    const x402 = {
+      X402_NETWORKS: "base-sepolia",
+      X402_PAY_TO: `0x${"1".repeat(40)}`,
+      X402_RELAYER_PRIVATE_KEY: `0x${"3".repeat(64)}`,
+      BASE_SEPOLIA_RPC_URL: "http://127.0.0.1:8545",
+    };
+    const defaults = loadConfig(x402).x402?.networks;
+    expect(defaults?.[0]?.usdc).toEqual({
+      address: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+      name: "USDC",
+      version: "2",
+    });
+    expect(
+      loadConfig({
+        ...x402,
+        BASE_SEPOLIA_USDC_ADDRESS: "",
+        BASE_SEPOLIA_USDC_NAME: " ",
+        BASE_SEPOLIA_USDC_VERSION: "",
+      }).x402?.networks,
+    ).toEqual(defaults);
+    expect(problemsOf({ ...x402, BASE_SEPOLIA_RPC_URL: " " })).toEqual([
+      "BASE_SEPOLIA_RPC_URL is required for the x402 network base-sepolia",
+    ]);
+    expect(problemsOf({ ...x402, X402_PAY_TO: "" })).toEqual([
+      "X402_PAY_TO is required when X402_NETWORKS is set",
+    ]);
+  });
+
+  it("keeps REDIS_KEY_PREFIX= as no prefix, its one meaning before", () => {
+    expect(loadConfig({ REDIS_KEY_PREFIX: "" }).redisKeyPrefix).toBe("");
+    expect(loadConfig({}).redisKeyPrefix).toBe("tg:");
+  });
+});
 
 describe("configuration", () => {
   it("runs with embedded defaults when nothing is set", () => {
@@ -249,13 +324,28 @@ describe("configuration", () => {
     ).toBe("postgres://books@/toolgate?host=/var/run/postgresql");
   });
 
-  it("refuses blank secrets, and an ADMIN_API_KEY that is one of the SECRET_KEY keys", () => {
-    expect(() => loadConfig({ ADMIN_API_KEY: " ".repeat(24) })).toThrow(
-      /ADMIN_API_KEY must be at least 24 characters/,
-    );
+  it("never takes blanks for a secret, and refuses an ADMIN_API_KEY that is one of the SECRET_KEY keys", () => {
+    // A secret of spaces is none (unset, as every blank setting): production names it missing.
+    const blank = loadConfig({
+      ADMIN_API_KEY: " ".repeat(24),
+      METRICS_TOKEN: " ".repeat(16),
+      SECRET_KEY: " ".repeat(32),
+    });
+    expect([blank.adminApiKey, blank.metricsToken, blank.secretKeys]).toEqual([
+      undefined,
+      undefined,
+      [],
+    ]);
+    for (const name of ["ADMIN_API_KEY", "SECRET_KEY"])
+      expect(() => loadConfig({ ...production, [name]: " ".repeat(40) })).toThrow(
+        `${name} is required when NODE_ENV=production`,
+      );
+    // Spaces around a key do not count towards its length.
     expect(() => loadConfig({ ADMIN_API_KEY: ` ${"a".repeat(20)}   ` })).toThrow(/ADMIN_API_KEY/);
-    expect(() => loadConfig({ METRICS_TOKEN: " ".repeat(16) })).toThrow(/METRICS_TOKEN/);
-    expect(() => loadConfig({ SECRET_KEY: " ".repeat(32) })).toThrow(/SECRET_KEY/);
+    expect(() => loadConfig({ METRICS_TOKEN: ` ${"m".repeat(12)}     ` })).toThrow(/METRICS_TOKEN/);
+    expect(() => loadConfig({ SECRET_KEY: `${"s".repeat(32)}, ${" ".repeat(32)}` })).toThrow(
+      /SECRET_KEY/,
+    );
     const [secret, older] = ["s".repeat(32), "o".repeat(32)];
     for (const admin of [secret, older])
       expect(() => loadConfig({ SECRET_KEY: `${secret}, ${older}`, ADMIN_API_KEY: admin })).toThrow(

@@ -4,6 +4,7 @@ import { Ajv2019 } from "ajv/dist/2019.js";
 import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { loadConfig } from "../../src/config.js";
 
 /**
  * No Docker engine runs on the development machines, so the compose file is checked here against
@@ -130,5 +131,107 @@ describe("Dockerfile", () => {
     expect(Object.keys(pkg.dependencies)).not.toContain("typescript");
     for (const service of ["workers", "anvil"])
       expect(compose.services[service].command.join(" ")).not.toContain("tsx");
+  });
+});
+
+/**
+ * Compose's interpolation of one value from .env: `${VAR}` and `$VAR` (empty when unset),
+ * `${VAR:-default}` / `${VAR-default}` (the default when unset or empty / when unset),
+ * `${VAR:?message}` / `${VAR?message}` (compose stops: thrown here), and `$$` (a literal `$`).
+ */
+function interpolate(value: string, dotenv: Record<string, string>): string {
+  return value.replace(
+    /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)([-?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+    (match, braced?: string, colon?: string, operator?: string, word?: string, bare?: string) => {
+      if (match === "$$") return "$";
+      const name = (braced ?? bare)!;
+      const given = dotenv[name];
+      const missing = colon ? !given : given === undefined;
+      if (operator === "?" && missing) throw new Error(`compose stops: ${word || name}`);
+      if (operator === "-" && missing) return word!;
+      return given ?? "";
+    },
+  );
+}
+
+/** A service's `environment` (map form) as compose hands it to the container with this .env. */
+function containerEnv(service: any, dotenv: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(service.environment as Record<string, unknown>)
+      // `NAME:` with no value passes NAME from compose's own environment: none here.
+      .filter(([, value]) => value !== null)
+      .map(([name, value]) => [name, interpolate(String(value), dotenv)]),
+  );
+}
+
+describe("the gateway replicas' environment, as compose expands it from .env", () => {
+  const gateways = Object.entries(compose.services).filter(
+    ([, s]: [string, any]) => s.environment?.WORKERS_URL,
+  ) as [string, any][];
+  /** Only what the compose file requires (`${…:?…}`): every optional setting left out of .env. */
+  const requiredOnly = {
+    POSTGRES_PASSWORD: "postgres-password",
+    PUBLIC_BASE_URL: "https://toolgate.example.com",
+    ADMIN_API_KEY: "a".repeat(24),
+    SECRET_KEY: "s".repeat(32),
+    SMTP_URL: "smtp://mail.example.com:587",
+  };
+
+  it("requires exactly the settings production cannot do without", () => {
+    for (const [, gateway] of gateways)
+      for (const name of Object.keys(requiredOnly)) {
+        const { [name]: _left, ...rest } = requiredOnly as Record<string, string>;
+        expect(() => containerEnv(gateway, rest), name).toThrow(/compose stops/);
+      }
+  });
+
+  it("starts with only the required values in .env: an optional setting passed empty is unset", () => {
+    expect(gateways.length).toBeGreaterThanOrEqual(2);
+    for (const [name, gateway] of gateways) {
+      const env = containerEnv(gateway, requiredOnly);
+      // What the probe saw: `${METRICS_TOKEN:-}` and the x402 settings arrive as empty strings.
+      expect(env.METRICS_TOKEN, name).toBe("");
+      const config = loadConfig(env);
+      expect(config, name).toMatchObject({
+        env: "production",
+        port: 8402,
+        publicBaseUrl: "https://toolgate.example.com",
+        redisUrl: "redis://redis:6379",
+        trustProxy: "172.28.0.2",
+        metricsToken: undefined,
+        x402: null,
+        workers: {
+          general: "http://workers:8500",
+          provider: "http://workers:8500",
+          heavy: "http://workers:8500",
+        },
+      });
+      expect(config.books?.url).toBe(
+        "postgres://toolgate:postgres-password@postgres:5432/toolgate",
+      );
+    }
+  });
+
+  it("passes on the optional values .env sets, and a network's USDC address left empty is its default", () => {
+    const dotenv = {
+      ...requiredOnly,
+      METRICS_TOKEN: "m".repeat(16),
+      X402_NETWORKS: "base-sepolia",
+      X402_PAY_TO: `0x${"1".repeat(40)}`,
+      X402_RELAYER_PRIVATE_KEY: `0x${"3".repeat(64)}`,
+      BASE_SEPOLIA_RPC_URL: "https://sepolia.base.example/v2/rpc-key",
+    };
+    for (const [name, gateway] of gateways) {
+      const config = loadConfig(containerEnv(gateway, dotenv));
+      expect(config.metricsToken, name).toBe("m".repeat(16));
+      expect(config.x402?.payTo).toBe(`0x${"1".repeat(40)}`);
+      expect(config.x402?.networks.map((n) => [n.name, n.rpcUrls, n.usdc.address])).toEqual([
+        [
+          "base-sepolia",
+          ["https://sepolia.base.example/v2/rpc-key"],
+          "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+        ],
+      ]);
+    }
   });
 });

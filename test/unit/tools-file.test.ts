@@ -111,6 +111,25 @@ describe("TOOLS_FILE", () => {
     ]);
   });
 
+  it("takes a header reference that is empty or blank as not set, as every setting is", () => {
+    const file = fileWith(
+      [
+        "tools:",
+        "  - name: weather",
+        "    description: Current weather.",
+        "    url: https://api.example.com/weather",
+        "    input_schema: { type: object }",
+        "    price_credits: 2",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: TOOLS_FILE's own ${NAME} syntax, not a template
+        "    headers: { X-Key: '${WEATHER_KEY}' }",
+      ].join("\n"),
+    );
+    for (const blank of ["", "  "])
+      expect(problemsOf({ TOOLS_FILE: file, WEATHER_KEY: blank })).toEqual([
+        expect.stringMatching(/headers.X-Key: WEATHER_KEY not set in the environment$/),
+      ]);
+  });
+
   it("says so when the file is missing, unreadable as YAML, or has no tools list", () => {
     expect(problemsOf({ TOOLS_FILE: join(dir, "nope.yaml") })).toEqual([
       expect.stringMatching(/nope\.yaml: no such file$/),
