@@ -29,8 +29,40 @@ const WORKER_ANSWER_BYTES_CAP = 256 * 1024 * 1024;
  */
 const TIMER_MAX_MS = 2 ** 31 - 1;
 const TIMER_MAX_SECONDS = Math.floor(TIMER_MAX_MS / 1000);
+/**
+ * The text of a numeric setting: decimal digits, with a sign only to say the number is negative
+ * (its bounds then refuse it), and for a setting that takes fractions, one after a point.
+ * `z.coerce.number()` read it with `Number()`, which also takes `0x50` (80), `1e3`, ` 5 `, and an
+ * empty value as 0 (PORT= listened on a random port); an empty value is unset now, dropped before
+ * parsing (withoutBlankValues). The query integers are read the same way (http/query-integer.ts).
+ */
+const DECIMAL_INTEGER = /^-?[0-9]+$/;
+const DECIMAL_NUMBER = /^-?[0-9]+(\.[0-9]+)?$/;
+
+/** A number setting whose text is `form`; any other text is refused, saying `expected` (never the value). */
+const numberIn = (form: RegExp, expected: string, bounds: (number: z.ZodNumber) => z.ZodNumber) =>
+  z.preprocess(
+    // Anything else stays a string, which the number schema refuses, naming the setting.
+    (value) => (typeof value === "string" && form.test(value) ? Number(value) : value),
+    // Only the type's message is ours: the bounds keep zod's, which state them.
+    bounds(z.number({ error: (issue) => (issue.code === "invalid_type" ? expected : undefined) })),
+  );
+
+/** An integer setting, in decimal digits: at least `min` (`tooSmall` says why, if given), at most `max`. */
+const integer = (min: number, max?: number, tooSmall?: string) =>
+  numberIn(DECIMAL_INTEGER, "must be an integer in decimal digits", (number) => {
+    const bounded = number.int().min(min, tooSmall);
+    return max === undefined ? bounded : bounded.max(max);
+  });
+
+/** A setting that takes fractions (minutes, hours), in decimal digits with an optional `.fraction`. */
+const decimal = (min: number, max: number) =>
+  numberIn(DECIMAL_NUMBER, "must be a number in decimal digits (such as 2 or 0.5)", (number) =>
+    number.min(min).max(max),
+  );
+
 /** A duration setting in whole milliseconds: at least `min`, at most a timer's longest. */
-const durationMs = (min: number) => z.coerce.number().int().min(min).max(TIMER_MAX_MS);
+const durationMs = (min: number) => integer(min, TIMER_MAX_MS);
 
 /**
  * Whether a URL setting parses, with one of `protocols` and a host. Checked with the schema, not
@@ -63,7 +95,7 @@ const httpUrl = (name: string) =>
 export const envSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   HOST: z.string().default("0.0.0.0"),
-  PORT: z.coerce.number().int().min(0).max(65535).default(8402),
+  PORT: integer(0, 65535).default(8402),
   PUBLIC_BASE_URL: httpUrl("PUBLIC_BASE_URL").optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Unset: in-memory state (development only). */
@@ -101,16 +133,12 @@ export const envSchema = z.object({
   /** `0`: this process does not export (it still serves, and reads the books); another process must. */
   BOOKS_EXPORT: z.enum(["0", "1"]).default("1"),
   BOOKS_EXPORT_INTERVAL_MS: durationMs(10).default(1000),
-  BOOKS_EXPORT_BATCH: z.coerce.number().int().min(1).max(5000).default(500),
+  BOOKS_EXPORT_BATCH: integer(1, 5000).default(500),
   /** A shard's export lease: how long a process that died holding it delays that shard's export. */
   BOOKS_EXPORT_LEASE_MS: durationMs(100).default(30_000),
-  BOOKS_EXPORT_SHARDS: z.coerce.number().int().min(1).max(1024).default(16),
+  BOOKS_EXPORT_SHARDS: integer(1, 1024).default(16),
   /** The status page shows the books export degraded once its lag passes this. */
-  BOOKS_EXPORT_DEGRADED_AFTER_SECONDS: z.coerce
-    .number()
-    .min(0.1)
-    .max(TIMER_MAX_SECONDS)
-    .default(60),
+  BOOKS_EXPORT_DEGRADED_AFTER_SECONDS: decimal(0.1, TIMER_MAX_SECONDS).default(60),
   /** `1`: REDIS_URL is one node of a Redis Cluster. */
   REDIS_CLUSTER: z.enum(["0", "1"]).default("0"),
   /** Namespace for every Redis key, so several deployments (or test runs) can share one Redis. No braces: they would break the keys' hash tags. */
@@ -148,30 +176,27 @@ export const envSchema = z.object({
     )
     .optional(),
   MAIL_FROM: z.string().default("Toolgate <no-reply@toolgate.local>"),
-  BODY_LIMIT_BYTES: z.coerce
-    .number()
-    .int()
-    .min(
-      MIN_BODY_LIMIT_BYTES,
-      `BODY_LIMIT_BYTES must be at least ${MIN_BODY_LIMIT_BYTES}: tools take texts of up to ${MAX_TEXT_CHARS} characters`,
-    )
-    .default(MIN_BODY_LIMIT_BYTES),
+  BODY_LIMIT_BYTES: integer(
+    MIN_BODY_LIMIT_BYTES,
+    undefined,
+    `BODY_LIMIT_BYTES must be at least ${MIN_BODY_LIMIT_BYTES}: tools take texts of up to ${MAX_TEXT_CHARS} characters`,
+  ).default(MIN_BODY_LIMIT_BYTES),
   /** How deeply arrays and objects may nest in a JSON body (413 body_too_deep beyond). */
-  BODY_MAX_DEPTH: z.coerce.number().int().min(2).max(1000).default(64),
-  SIGNUPS_PER_HOUR_PER_IP: z.coerce.number().int().min(1).default(5),
+  BODY_MAX_DEPTH: integer(2, 1000).default(64),
+  SIGNUPS_PER_HOUR_PER_IP: integer(1).default(5),
   /** Overrides of the per-address and per-account endpoint limits (src/http/endpoint-limits.ts): `name=calls/seconds,…`. */
   ENDPOINT_LIMITS: z
     .string()
     .regex(ENDPOINT_LIMITS_PATTERN, "name=calls/seconds pairs separated by commas")
     .optional(),
   /** Seconds to wait for in-flight requests on SIGTERM before closing anyway. */
-  SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).max(TIMER_MAX_SECONDS).default(10),
+  SHUTDOWN_GRACE_SECONDS: integer(0, TIMER_MAX_SECONDS).default(10),
   /** Seed (or, with Redis, reuse) a development account and print its key (default: on in development). */
   DEV_SEED: z.enum(["0", "1"]).optional(),
   /** Development with no X402_NETWORKS: start a local anvil chain standing in for base-sepolia (default on). */
   DEV_CHAIN: z.enum(["0", "1"]).optional(),
   /** Gateway processes serving one port (node:cluster); above 1 needs REDIS_URL, the state they share. */
-  WEB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
+  WEB_CONCURRENCY: integer(1, 64).default(1),
   /**
    * The proxies whose X-Forwarded-For is believed: their addresses or subnets (comma-separated;
    * also `loopback`, `linklocal`, `uniquelocal`), or a hop count. Unset: none — the client is the
@@ -184,20 +209,17 @@ export const envSchema = z.object({
   WORKER_POOL_PROVIDER_URL: httpUrl("WORKER_POOL_PROVIDER_URL").optional(),
   WORKER_POOL_HEAVY_URL: httpUrl("WORKER_POOL_HEAVY_URL").optional(),
   /** Calls in flight per worker pool and gateway process; more wait in the priority queue. */
-  POOL_CONCURRENCY: z.coerce.number().int().min(1).default(64),
+  POOL_CONCURRENCY: integer(1).default(64),
   POOL_QUEUE_TIMEOUT_MS: durationMs(1).default(10_000),
   /** Heavy calls (OCR, charts, sandboxed code) in flight per gateway process; the workers' own thread pool bounds them again. */
-  HEAVY_POOL_CONCURRENCY: z.coerce.number().int().min(1).default(8),
+  HEAVY_POOL_CONCURRENCY: integer(1).default(8),
   /**
    * The largest answer a tool worker (shared or dedicated) may send; a larger one fails the call,
    * refunded. At most 256 MiB: the answer is kept as one string, and V8's longest is ~512 MiB.
    */
-  WORKER_MAX_RESPONSE_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .max(WORKER_ANSWER_BYTES_CAP)
-    .default(WORKER_ANSWER_BYTES_CAP),
+  WORKER_MAX_RESPONSE_BYTES: integer(1024, WORKER_ANSWER_BYTES_CAP).default(
+    WORKER_ANSWER_BYTES_CAP,
+  ),
   /** Per-tool timeout overrides: `ai-generate=30000,web-search=5000`. */
   TOOL_TIMEOUTS: z
     .string()
@@ -209,27 +231,23 @@ export const envSchema = z.object({
     .regex(/^\d+(\.\d{1,6})?$/, "a USD amount with at most 6 decimals")
     .default("0.002"),
   /** Credits charged per x402 facilitator settlement (covers the relayer's gas): 5 credits = $0.01 at the default price. */
-  FACILITATOR_FEE_CREDITS: z.coerce.number().int().min(0).default(5),
-  IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().min(60).default(86_400),
+  FACILITATOR_FEE_CREDITS: integer(0).default(5),
+  IDEMPOTENCY_TTL_SECONDS: integer(60).default(86_400),
   /** Host names /mcp answers to (DNS-rebinding protection); default: PUBLIC_BASE_URL's host and loopback. */
   MCP_ALLOWED_HOSTS: z.string().optional(),
   /** Development and tests only: let webhooks target loopback and private networks (HTTPS still required). */
   WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
-  WEBHOOKS_PER_ACCOUNT: z.coerce.number().int().min(1).max(100).default(10),
+  WEBHOOKS_PER_ACCOUNT: integer(1, 100).default(10),
   /** How many live (not revoked) API keys one account may hold: the key list is not paginated. */
-  KEYS_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(100),
+  KEYS_PER_ACCOUNT: integer(1, 1000).default(100),
   /** The operator's upstream tools (YAML or JSON; src/tools/custom/tools-file.ts): public, paid like catalogue tools. */
   TOOLS_FILE: z.string().min(1).optional(),
   /** Development and tests only: let custom and upstream tools target loopback and private networks, and plain http to loopback. */
   UPSTREAM_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   /** The largest answer a custom or upstream tool's endpoint may send. */
-  UPSTREAM_MAX_RESPONSE_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .default(1024 * 1024),
+  UPSTREAM_MAX_RESPONSE_BYTES: integer(1024).default(1024 * 1024),
   /** How many custom tools one Business account may register. */
-  CUSTOM_TOOLS_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(50),
+  CUSTOM_TOOLS_PER_ACCOUNT: integer(1, 1000).default(50),
   /** Development and tests only: let an SSO issuer (a Business account's identity provider) be on loopback or a private network (HTTPS still required). */
   SSO_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   /** Development and tests only: let a Business account's dedicated workers be on loopback or a private network, over plain HTTP. */
@@ -253,15 +271,15 @@ export const envSchema = z.object({
     )
     .optional(),
   /** Chain reads made together go to the RPC as one JSON-RPC batch of at most this many calls; 0 sends each alone. */
-  X402_RPC_BATCH_SIZE: z.coerce.number().int().min(0).max(1000).default(100),
+  X402_RPC_BATCH_SIZE: integer(0, 1000).default(100),
   /**
    * At most this many settlement sends wait for their receipt in the send at once (EIP-7966
    * eth_sendRawTransactionSync, where the RPC has it); more are sent, then their receipts read
    * together. 0: never.
    */
-  X402_SEND_SYNC: z.coerce.number().int().min(0).max(1000).default(8),
+  X402_SEND_SYNC: integer(0, 1000).default(8),
   /** How long a payment authorization may stay valid (and the receipt wait bound). */
-  X402_MAX_TIMEOUT_SECONDS: z.coerce.number().int().min(10).max(3600).default(300),
+  X402_MAX_TIMEOUT_SECONDS: integer(10, 3600).default(300),
   X402_RECEIPT_TIMEOUT_MS: durationMs(100).default(30_000),
   /** One chain RPC request's time limit: a silent RPC must surface quickly. */
   X402_RPC_TIMEOUT_MS: durationMs(100).default(10_000),
@@ -273,28 +291,20 @@ export const envSchema = z.object({
    * at the most, and those gathered are settled in one Multicall3 transaction (aggregate3, each
    * transfer allowed to fail alone); 0 sends each alone.
    */
-  X402_BATCH_WINDOW_MS: z.coerce.number().int().min(0).max(5_000).default(5),
+  X402_BATCH_WINDOW_MS: integer(0, 5_000).default(5),
   /** The most transfers one batch transaction carries (a full batch is sent at once). */
-  X402_BATCH_MAX: z.coerce.number().int().min(1).max(500).default(50),
+  X402_BATCH_MAX: integer(1, 500).default(50),
   /** A settlement transaction not mined after this long is replaced with higher fees (same nonce). */
   X402_STUCK_AFTER_MS: durationMs(100).default(60_000),
   /**
    * How long a settled payment's record (and its paid call's answer) is kept for retries of the
    * same payment: this long, or until the authorization expires, whichever is later.
    */
-  X402_PAYMENT_RETENTION_SECONDS: z.coerce
-    .number()
-    .int()
-    .min(60)
-    .default(24 * 3600),
+  X402_PAYMENT_RETENTION_SECONDS: integer(60).default(24 * 3600),
   /** The widest block range one eth_getLogs request may ask for (hosted RPCs cap it). */
-  X402_LOG_RANGE_BLOCKS: z.coerce.number().int().min(1).default(1_000),
+  X402_LOG_RANGE_BLOCKS: integer(1).default(1_000),
   /** Length of a paid plan's period (30 days). */
-  PLAN_PERIOD_SECONDS: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .default(30 * 24 * 3600),
+  PLAN_PERIOD_SECONDS: integer(1).default(30 * 24 * 3600),
   /** How long a client may take to send its headers, and its whole request. */
   HEADERS_TIMEOUT_MS: durationMs(100).default(10_000),
   REQUEST_TIMEOUT_MS: durationMs(100).default(30_000),
@@ -311,25 +321,13 @@ export const envSchema = z.object({
   /** How often each process checks the status page's components. */
   STATUS_CHECK_INTERVAL_MS: durationMs(50).default(30_000),
   /** A dashboard session ends after this long unused… */
-  DASHBOARD_SESSION_IDLE_MINUTES: z.coerce
-    .number()
-    .min(0.01)
-    .max(7 * 24 * 60)
-    .default(30),
+  DASHBOARD_SESSION_IDLE_MINUTES: decimal(0.01, 7 * 24 * 60).default(30),
   /** …and after this long in any case (absolute expiry). */
-  DASHBOARD_SESSION_MAX_HOURS: z.coerce
-    .number()
-    .min(0.0001)
-    .max(30 * 24)
-    .default(12),
+  DASHBOARD_SESSION_MAX_HOURS: decimal(0.0001, 30 * 24).default(12),
   /** How long an e-mailed dashboard sign-in link works (single use). */
-  DASHBOARD_SIGN_IN_LINK_MINUTES: z.coerce
-    .number()
-    .min(1)
-    .max(24 * 60)
-    .default(15),
+  DASHBOARD_SIGN_IN_LINK_MINUTES: decimal(1, 24 * 60).default(15),
   /** Live feed streams (Server-Sent Events) held open per gateway process; each holds one Redis connection. */
-  DASHBOARD_LIVE_STREAMS: z.coerce.number().int().min(1).max(10_000).default(200),
+  DASHBOARD_LIVE_STREAMS: integer(1, 10_000).default(200),
 });
 
 /** Settings production must be given explicitly: no embedded default is safe there. */

@@ -88,6 +88,70 @@ describe("an empty or blank setting", () => {
   });
 });
 
+describe("a numeric setting", () => {
+  // From the schema: a setting added later is in the table without editing it.
+  const numeric = Object.entries(settings).filter(
+    ([, s]) => s.type === "integer" || s.type === "number",
+  );
+  const integers = numeric.filter(([, s]) => s.type === "integer").map(([name]) => name);
+  const decimals = numeric.filter(([, s]) => s.type === "number").map(([name]) => name);
+
+  it("is found in the schema, each with its default", () => {
+    expect(integers).toEqual(
+      expect.arrayContaining(["PORT", "SHUTDOWN_GRACE_SECONDS", "FACILITATOR_FEE_CREDITS"]),
+    );
+    expect(integers.length).toBeGreaterThan(30);
+    expect(decimals).toEqual([
+      "BOOKS_EXPORT_DEGRADED_AFTER_SECONDS",
+      "DASHBOARD_SESSION_IDLE_MINUTES",
+      "DASHBOARD_SESSION_MAX_HOURS",
+      "DASHBOARD_SIGN_IN_LINK_MINUTES",
+    ]);
+    for (const [name, s] of numeric) expect(typeof s.default, name).toBe("number");
+  });
+
+  it("takes decimal digits, and an empty or blank value as unset (PORT= was port 0, SHUTDOWN_GRACE_SECONDS= no drain)", () => {
+    const unset = loadConfig({});
+    for (const [name, s] of numeric) {
+      const given = [String(s.default), `00${s.default}`, "", "   "];
+      if (s.type === "number") given.push(`${s.default}.0`);
+      for (const value of given)
+        expect(loadConfig({ [name]: value }), `${name}=${JSON.stringify(value)}`).toEqual(unset);
+    }
+    expect(loadConfig({ PORT: "8080" }).port).toBe(8080);
+    expect(loadConfig({ DASHBOARD_SESSION_IDLE_MINUTES: "0.5" }).dashboard.sessionIdleMs).toBe(
+      30_000,
+    );
+  });
+
+  it("refuses any other form, naming the setting (PORT=0x50 was port 80, PORT=1e3 port 1000)", () => {
+    const refused = [
+      "0x50",
+      "0o17",
+      "0b11",
+      "1e3",
+      "+5",
+      "-1",
+      " 5",
+      "5 ",
+      "1_000",
+      "5,5",
+      "Infinity",
+      "NaN",
+      "five",
+      "\u0665",
+    ];
+    for (const [name, s] of numeric)
+      for (const value of [
+        ...refused,
+        ...(s.type === "integer" ? ["5.0", "5.5"] : [".5", "5.", "1.2.3"]),
+      ])
+        expect(problemsOf({ [name]: value }), `${name}=${JSON.stringify(value)}`).toEqual([
+          expect.stringMatching(new RegExp(`^${name}: `)),
+        ]);
+  });
+});
+
 describe("configuration", () => {
   it("runs with embedded defaults when nothing is set", () => {
     const config = loadConfig({});
