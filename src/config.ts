@@ -81,9 +81,61 @@ const isUrl =
 
 const isSmtpUrl = isUrl("smtp:", "smtps:");
 
-/** An http(s) URL setting; the message names the form, never the value (it can hold a password). */
-const httpUrl = (name: string) =>
-  z.string().refine(isUrl("http:", "https:"), `${name} must be an http:// or https:// URL`);
+const isHttpUrl = isUrl("http:", "https:");
+
+/**
+ * Whether a URL is written with user:password@ (even an empty one), a query or a fragment. `?`
+ * and `#` are looked for in the text: `https://host/?` parses with an empty query.
+ */
+const hasUserinfoQueryOrFragment = (value: string): boolean => {
+  const url = new URL(value);
+  const authority = value
+    .slice(url.protocol.length)
+    .replace(/^[/\\]*/, "")
+    .split(/[/\\?#]/)[0];
+  return authority?.includes("@") || value.includes("?") || value.includes("#");
+};
+
+/**
+ * An http(s) URL setting that other URLs are built from; the messages name the form, never the
+ * value (it can hold a password). `base`: links are built on it (PUBLIC_BASE_URL + a path), so it
+ * may have a path, and nothing after one: a query or fragment would end up inside every link, and
+ * user:password@ be published in them. `origin`: only its origin is used (a worker pool's calls
+ * go to the origin; its health check appended a path to the whole text), so nothing else is taken.
+ */
+const httpUrl = (name: string, part: "base" | "origin") =>
+  z
+    .string()
+    .refine(isHttpUrl, `${name} must be an http:// or https:// URL`)
+    .refine(
+      (value) =>
+        !isHttpUrl(value) ||
+        (!hasUserinfoQueryOrFragment(value) &&
+          (part === "base" || new URL(value).pathname === "/")),
+      part === "base"
+        ? `${name} must not hold user:password@, a query (?) or a fragment (#): every link and document URL is built on it`
+        : `${name} must be the workers' origin only (http://host:port): no user:password@, path, query or fragment`,
+    );
+
+/**
+ * A comma-separated list setting: its empty entries (`a.example, ,b.example,`) are ignored, as the
+ * RPC URL lists' are, and a list of nothing else is refused: read as no entries, MCP_ALLOWED_HOSTS
+ * refused every host without a word. (A value of only white space is unset: withoutBlankValues.)
+ */
+const listOf = (name: string, entries: string) =>
+  z
+    .string()
+    .refine(
+      (value) => listEntries(value).length > 0,
+      `${name} must name at least one ${entries} (comma-separated)`,
+    );
+
+/** A list setting's entries, trimmed, without the empty ones. */
+const listEntries = (value: string): string[] =>
+  value
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter(Boolean);
 
 /**
  * The one configuration object, read from the environment once at start-up.
@@ -96,7 +148,7 @@ export const envSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   HOST: z.string().default("0.0.0.0"),
   PORT: integer(0, 65535).default(8402),
-  PUBLIC_BASE_URL: httpUrl("PUBLIC_BASE_URL").optional(),
+  PUBLIC_BASE_URL: httpUrl("PUBLIC_BASE_URL", "base").optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Unset: in-memory state (development only). */
   REDIS_URL: z
@@ -204,10 +256,10 @@ export const envSchema = z.object({
    */
   TRUST_PROXY: z.string().optional(), // checked by trustProxySetting
   /** Tool workers for every pool; unset: the gateway starts the bundled workers itself. */
-  WORKERS_URL: httpUrl("WORKERS_URL").optional(),
-  WORKER_POOL_GENERAL_URL: httpUrl("WORKER_POOL_GENERAL_URL").optional(),
-  WORKER_POOL_PROVIDER_URL: httpUrl("WORKER_POOL_PROVIDER_URL").optional(),
-  WORKER_POOL_HEAVY_URL: httpUrl("WORKER_POOL_HEAVY_URL").optional(),
+  WORKERS_URL: httpUrl("WORKERS_URL", "origin").optional(),
+  WORKER_POOL_GENERAL_URL: httpUrl("WORKER_POOL_GENERAL_URL", "origin").optional(),
+  WORKER_POOL_PROVIDER_URL: httpUrl("WORKER_POOL_PROVIDER_URL", "origin").optional(),
+  WORKER_POOL_HEAVY_URL: httpUrl("WORKER_POOL_HEAVY_URL", "origin").optional(),
   /** Calls in flight per worker pool and gateway process; more wait in the priority queue. */
   POOL_CONCURRENCY: integer(1).default(64),
   POOL_QUEUE_TIMEOUT_MS: durationMs(1).default(10_000),
@@ -234,7 +286,7 @@ export const envSchema = z.object({
   FACILITATOR_FEE_CREDITS: integer(0).default(5),
   IDEMPOTENCY_TTL_SECONDS: integer(60).default(86_400),
   /** Host names /mcp answers to (DNS-rebinding protection); default: PUBLIC_BASE_URL's host and loopback. */
-  MCP_ALLOWED_HOSTS: z.string().optional(),
+  MCP_ALLOWED_HOSTS: listOf("MCP_ALLOWED_HOSTS", "host name").optional(),
   /** Development and tests only: let webhooks target loopback and private networks (HTTPS still required). */
   WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   WEBHOOKS_PER_ACCOUNT: integer(1, 100).default(10),
@@ -253,7 +305,7 @@ export const envSchema = z.object({
   /** Development and tests only: let a Business account's dedicated workers be on loopback or a private network, over plain HTTP. */
   DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   /** x402: comma-separated networks (base, base-sepolia, polygon, polygon-amoy); unset: no x402. */
-  X402_NETWORKS: z.string().optional(),
+  X402_NETWORKS: listOf("X402_NETWORKS", "network").optional(),
   X402_PAY_TO: z
     .string()
     .regex(/^0x[0-9a-fA-F]{40}$/, "an EVM address")
@@ -601,7 +653,7 @@ export function loadConfig(given: NodeJS.ProcessEnv = process.env): Config {
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     sendTimeoutMs: e.SEND_TIMEOUT_MS,
     mcpAllowedHosts: e.MCP_ALLOWED_HOSTS
-      ? e.MCP_ALLOWED_HOSTS.split(",").map((h) => h.trim().toLowerCase())
+      ? listEntries(e.MCP_ALLOWED_HOSTS).map((host) => host.toLowerCase())
       : [
           ...new Set([
             new URL(e.PUBLIC_BASE_URL ?? "http://localhost").hostname,
@@ -734,9 +786,7 @@ function paymentConfig(
   problems: string[],
 ): Config["x402"] {
   if (!e.X402_NETWORKS) return null;
-  const names = e.X402_NETWORKS.split(",")
-    .map((n) => n.trim())
-    .filter(Boolean);
+  const names = listEntries(e.X402_NETWORKS);
   const networks: PaymentNetwork[] = [];
   for (const name of names) {
     if (!(NETWORK_NAMES as string[]).includes(name))

@@ -152,6 +152,81 @@ describe("a numeric setting", () => {
   });
 });
 
+describe("a URL or list setting other URLs are built from", () => {
+  it("refuses user:password@, a query or a fragment in PUBLIC_BASE_URL, without repeating it: every link and document URL is built on it", () => {
+    for (const value of [
+      "https://user:hunter2@gw.example.com",
+      "https://:hunter2@gw.example.com",
+      "https://hunter2@gw.example.com",
+      "https://@gw.example.com",
+      "https://gw.example.com?x=1#frag",
+      "https://gw.example.com/?token=hunter2",
+      "https://gw.example.com/?",
+      "https://gw.example.com#hunter2",
+      "https://gw.example.com/base#",
+    ]) {
+      const problems = problemsOf({ PUBLIC_BASE_URL: value });
+      expect(problems, value).toEqual([
+        "PUBLIC_BASE_URL: PUBLIC_BASE_URL must not hold user:password@, a query (?) or a fragment (#): every link and document URL is built on it",
+      ]);
+      expect(problems.join(), value).not.toContain("hunter2");
+    }
+    expect(loadConfig({ PUBLIC_BASE_URL: "https://gw.example.com/" }).publicBaseUrl).toBe(
+      "https://gw.example.com",
+    );
+    expect(
+      loadConfig({ PUBLIC_BASE_URL: "https://gw.example.com:8443/toolgate" }).publicBaseUrl,
+    ).toBe("https://gw.example.com:8443/toolgate");
+  });
+
+  it("refuses anything but an origin in a worker pool's URL: calls go to its origin, whatever else it holds", () => {
+    for (const name of [
+      "WORKERS_URL",
+      "WORKER_POOL_GENERAL_URL",
+      "WORKER_POOL_PROVIDER_URL",
+      "WORKER_POOL_HEAVY_URL",
+    ]) {
+      for (const value of [
+        "http://user:hunter2@workers:8500",
+        "http://workers:8500/pool",
+        "http://workers:8500?key=hunter2",
+        "http://workers:8500/#hunter2",
+      ]) {
+        const problems = problemsOf({ [name]: value });
+        expect(problems, `${name}=${value}`).toEqual([
+          `${name}: ${name} must be the workers' origin only (http://host:port): no user:password@, path, query or fragment`,
+        ]);
+        expect(problems.join()).not.toContain("hunter2");
+      }
+      for (const value of ["http://workers:8500", "https://workers.example.com/"])
+        expect(problemsOf({ [name]: value }), `${name}=${value}`).toEqual([]);
+    }
+  });
+
+  it("ignores the empty entries of MCP_ALLOWED_HOSTS and X402_NETWORKS, and refuses a list of nothing else (MCP refused every host)", () => {
+    expect(
+      loadConfig({ MCP_ALLOWED_HOSTS: "gw.example.com, ,API.example.com," }).mcpAllowedHosts,
+    ).toEqual(["gw.example.com", "api.example.com"]);
+    for (const value of [",", " , ", ",,"]) {
+      expect(problemsOf({ MCP_ALLOWED_HOSTS: value }), value).toEqual([
+        "MCP_ALLOWED_HOSTS: MCP_ALLOWED_HOSTS must name at least one host name (comma-separated)",
+      ]);
+      expect(problemsOf({ X402_NETWORKS: value }), value).toEqual([
+        "X402_NETWORKS: X402_NETWORKS must name at least one network (comma-separated)",
+      ]);
+    }
+    const x402 = {
+      X402_NETWORKS: "base-sepolia, ,",
+      X402_PAY_TO: `0x${"1".repeat(40)}`,
+      X402_RELAYER_PRIVATE_KEY: `0x${"3".repeat(64)}`,
+      BASE_SEPOLIA_RPC_URL: "http://127.0.0.1:8545, ,http://127.0.0.1:8546",
+    };
+    expect(loadConfig(x402).x402?.networks.map((n) => [n.name, n.rpcUrls])).toEqual([
+      ["base-sepolia", ["http://127.0.0.1:8545", "http://127.0.0.1:8546"]],
+    ]);
+  });
+});
+
 describe("configuration", () => {
   it("runs with embedded defaults when nothing is set", () => {
     const config = loadConfig({});
