@@ -17,8 +17,10 @@ beforeAll(async () => {
     let body = "";
     for await (const chunk of req) body += chunk;
     seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
-    res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ data: [], next_cursor: null }));
+    // Each answer in the shape the gateway gives it (the library checks the fields it reads).
+    const sendTest = req.url === "/api/v1/webhooks/test";
+    res.writeHead(sendTest ? 202 : 200, { "content-type": "application/json" });
+    res.end(JSON.stringify(sendTest ? { sent: [] } : { data: [], next_cursor: null }));
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
