@@ -57,17 +57,25 @@ if (isMainModule(import.meta.url)) {
     watchEventLoop({ stallMs: config.eventLoopStallMs, service: "toolgate-workers" });
   startWorkers(config).then(
     ({ port, stop }) => {
+      let leaving = false;
       const leave = () => {
+        if (leaving) return;
+        leaving = true;
         setTimeout(() => process.exit(0), STOP_BOUND_MS).unref();
         void stop().then(() => process.exit(0));
       };
       for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, leave);
       if (process.send) {
-        process.send({ type: "ready", port });
-        // The heartbeat the gateway watches: silent for long, this loop is stuck and gets restarted.
-        setInterval(() => process.send?.({ type: "alive" }), HEARTBEAT_MS).unref();
         // Started by a gateway (bundled): leave with it, however it ended (the channel closes even on SIGKILL).
         process.once("disconnect", leave);
+        // The gateway may be gone already (stopped during start-up): then nothing is told, and
+        // this process leaves quietly. A send that fails (the channel closed meanwhile) does too.
+        if (!process.connected) return leave();
+        process.send({ type: "ready", port }, (err: Error | null) => err && leave());
+        // The heartbeat the gateway watches: silent for long, this loop is stuck and gets restarted.
+        setInterval(() => {
+          if (process.connected) process.send!({ type: "alive" }, () => {});
+        }, HEARTBEAT_MS).unref();
       }
     },
     (err: Error) => {
