@@ -20,6 +20,13 @@ export const STARTED = "toolgate:started";
 
 export async function runPrimary(config: Config, logger: ProcessLogger): Promise<void> {
   const log = logger.log.child({ role: "primary" });
+  // Installed before anything starts, as in a single process (main.ts): a signal during start-up
+  // ends this process at once (its children go with it: their IPC channel or watchdog pipe
+  // closes); once started, it drains (`shutdown`). The bundled workers' supervisor reads these
+  // handlers as "this process shuts down on a signal" (tools/bundled-workers.ts).
+  let started = false;
+  for (const signal of ["SIGTERM", "SIGINT"] as const)
+    process.on(signal, () => (started ? shutdown(0) : process.exit(1)));
   // The port is tried before anything starts, as a single process does: a busy port is one line
   // and exit 1, not N processes failing and a bundled worker left behind.
   const probe = createServer();
@@ -100,8 +107,8 @@ export async function runPrimary(config: Config, logger: ProcessLogger): Promise
     return worker;
   };
   for (let i = 0; i < config.webConcurrency; i++) fork();
+  started = true;
   log.info({ processes: config.webConcurrency, port: config.port }, "primary started");
-  for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => shutdown(0));
 }
 
 /**

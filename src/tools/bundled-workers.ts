@@ -7,14 +7,17 @@ import type { Logger } from "pino";
  *
  * Readiness travels over the IPC channel (`{type: "ready", port}`), never through log output,
  * so any LOG_LEVEL works; the wait is bounded. The same channel ties the workers to this
- * process: when it closes — this process ended, SIGKILL included — they exit.
+ * process: when it closes — this process stops them, or ended, SIGKILL included — they exit.
+ * They ignore SIGTERM and SIGINT: one sent to the whole process group (systemd, `timeout`,
+ * Ctrl-C) must not take them away from the drain of the calls this process is finishing.
  */
 export const WORKERS_READY_TIMEOUT_MS = 30_000;
 /**
- * How long the workers get to finish after SIGTERM before SIGKILL (within the gateway's 5 s bound
- * on each part's stop, main.ts): their handlers are JavaScript, which cannot run while a call
- * keeps their event loop busy, and they must not outlive the gateway. Whatever way this process
- * exits (but SIGKILL, which closes their IPC channel instead), it kills them on its way out too.
+ * How long the workers get to finish after being told to stop (their IPC channel closed) before
+ * SIGKILL (within the gateway's 5 s bound on each part's stop, main.ts): their handlers are
+ * JavaScript, which cannot run while a call keeps their event loop busy, and they must not
+ * outlive the gateway. Whatever way this process exits (but SIGKILL, which closes their IPC
+ * channel instead), it kills them on its way out too.
  */
 export const WORKERS_STOP_GRACE_MS = 3_000;
 /**
@@ -25,6 +28,13 @@ export const WORKERS_STOP_GRACE_MS = 3_000;
  */
 export const WORKERS_STALL_MS = 30_000;
 const STALL_CHECK_MS = 1_000;
+
+/**
+ * The signals on which a gateway process (main.ts) and a WEB_CONCURRENCY primary (cluster.ts)
+ * begin to shut down. Received by a process that handles them so, workers that exit from then on
+ * are not restarted: the shutdown stops them anyway.
+ */
+const SHUTDOWN_SIGNALS = ["SIGTERM", "SIGINT"] as const;
 
 export async function startBundledWorkers(
   log: Logger,
@@ -73,17 +83,24 @@ export async function startBundledWorkers(
           return reject(new Error(`the bundled workers exited at start (${code ?? signal})`));
         if (stopping) return;
         log.error({ code, signal }, "the bundled workers exited; restarting them");
-        setTimeout(
-          () =>
-            launch(boundPort).catch((err: Error) =>
-              log.error({ err: err.message }, "could not restart the bundled workers"),
-            ),
-          200,
-        );
+        setTimeout(() => {
+          if (stopping) return; // the shutdown began meanwhile
+          launch(boundPort).catch((err: Error) =>
+            log.error({ err: err.message }, "could not restart the bundled workers"),
+          );
+        }, 200);
       });
     });
 
   const port = await launch(0);
+  // Only in a process that shuts down on these signals (its handlers are installed before
+  // anything starts): elsewhere (a test starting workers in its own process) nothing is added
+  // that would keep a signal from ending the process.
+  const shuttingDown = () => {
+    stopping = true;
+  };
+  const watched = SHUTDOWN_SIGNALS.filter((signal) => process.listenerCount(signal) > 0);
+  for (const signal of watched) process.once(signal, shuttingDown);
   const stallCheck = setInterval(() => {
     const silentMs = Date.now() - lastBeat;
     if (stopping || lastBeat === 0 || silentMs < stallMs) return;
@@ -106,11 +123,13 @@ export async function startBundledWorkers(
       stopping = true;
       clearInterval(stallCheck);
       process.off("exit", killOnExit);
+      for (const signal of watched) process.off(signal, shuttingDown);
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
+      // Closing the channel is what tells them to leave (they ignore SIGTERM, see above).
+      if (child.connected) child.disconnect();
       const killer = setTimeout(() => {
-        log.warn("the bundled workers did not stop on SIGTERM; killing them");
+        log.warn("the bundled workers did not stop when told to; killing them");
         child.kill("SIGKILL");
       }, WORKERS_STOP_GRACE_MS);
       await exited.finally(() => clearTimeout(killer));

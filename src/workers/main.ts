@@ -55,28 +55,37 @@ if (isMainModule(import.meta.url)) {
   // A loop held by one call serves no one: the process ends and its supervisor restarts it.
   if (config.eventLoopStallMs > 0)
     watchEventLoop({ stallMs: config.eventLoopStallMs, service: "toolgate-workers" });
+  // Started by a gateway (bundled), there is an IPC channel to it: the gateway alone decides when
+  // these workers leave, by closing that channel (tools/bundled-workers.ts), or by ending, which
+  // closes it too (SIGKILL included), so they never outlive it. A SIGTERM or SIGINT sent to the
+  // whole process group (systemd, `timeout`, Ctrl-C) reaches them as well as the gateway: they stay
+  // for its drain, which may still need them, and are stopped after it. Run on their own, they
+  // leave on those signals.
+  const bundled = typeof process.send === "function";
+  let stopWorkers: (() => Promise<void>) | null = null;
+  let leaving = false;
+  const leave = () => {
+    if (leaving) return;
+    leaving = true;
+    setTimeout(() => process.exit(0), STOP_BOUND_MS).unref();
+    void (stopWorkers?.() ?? Promise.resolve()).then(() => process.exit(0));
+  };
+  for (const signal of ["SIGTERM", "SIGINT"] as const)
+    if (bundled) process.on(signal, () => {});
+    else process.once(signal, leave);
+  if (bundled) process.once("disconnect", leave);
   startWorkers(config).then(
     ({ port, stop }) => {
-      let leaving = false;
-      const leave = () => {
-        if (leaving) return;
-        leaving = true;
-        setTimeout(() => process.exit(0), STOP_BOUND_MS).unref();
-        void stop().then(() => process.exit(0));
-      };
-      for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, leave);
-      if (process.send) {
-        // Started by a gateway (bundled): leave with it, however it ended (the channel closes even on SIGKILL).
-        process.once("disconnect", leave);
-        // The gateway may be gone already (stopped during start-up): then nothing is told, and
-        // this process leaves quietly. A send that fails (the channel closed meanwhile) does too.
-        if (!process.connected) return leave();
-        process.send({ type: "ready", port }, (err: Error | null) => err && leave());
-        // The heartbeat the gateway watches: silent for long, this loop is stuck and gets restarted.
-        setInterval(() => {
-          if (process.connected) process.send!({ type: "alive" }, () => {});
-        }, HEARTBEAT_MS).unref();
-      }
+      stopWorkers = stop;
+      if (!bundled) return;
+      // The gateway may be gone already (stopped during start-up): then nothing is told, and
+      // this process leaves quietly. A send that fails (the channel closed meanwhile) does too.
+      if (!process.connected) return leave();
+      process.send!({ type: "ready", port }, (err: Error | null) => err && leave());
+      // The heartbeat the gateway watches: silent for long, this loop is stuck and gets restarted.
+      setInterval(() => {
+        if (process.connected) process.send!({ type: "alive" }, () => {});
+      }, HEARTBEAT_MS).unref();
     },
     (err: Error) => {
       process.stderr.write(`the tool workers could not start: ${err.message}\n`);

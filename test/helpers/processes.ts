@@ -66,16 +66,22 @@ export interface Started {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
 }
 
-/** `node --import tsx src/main.ts` (what `npm start` runs) with exactly `env` and a marker. */
+/**
+ * `node --import tsx src/main.ts` (what `npm start` runs) with exactly `env` and a marker;
+ * `detached`: in a process group of its own (as systemd or a shell runs it), which a test can
+ * signal as a whole with `process.kill(-child.pid, signal)`.
+ */
 export function startToolgate(
   env: Record<string, string>,
   command: string[] = [process.execPath, "--import", "tsx", "src/main.ts"],
+  { detached = false }: { detached?: boolean } = {},
 ): Started {
   const marker = newMarker();
   const child = spawn(command[0]!, command.slice(1), {
     cwd: new URL("../..", import.meta.url).pathname,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, TOOLGATE_TEST_MARKER: marker, ...env },
     stdio: ["ignore", "pipe", "pipe"],
+    detached,
   });
   let out = "";
   let err = "";

@@ -1,12 +1,42 @@
 import { fork } from "node:child_process";
 import { once } from "node:events";
-import { describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startFakeLlm } from "../helpers/fake-providers.js";
+import { callTool } from "../helpers/gateway.js";
+import {
+  killMarked,
+  processesMarked,
+  startToolgate,
+  waitUntilNoneMarked,
+  type Started,
+} from "../helpers/processes.js";
 
 /**
  * A gateway and the children it supervises (bundled tool workers, the local chain) under the
  * signals a process group gets as a whole — systemd's KillMode=control-group, `timeout`, Ctrl-C
- * in a terminal — and at the edges of their lives. Real processes throughout.
+ * in a terminal: the gateway alone decides when its children stop, after its drain; it restarts
+ * none once its shutdown has begun; and none is ever left behind. Real processes throughout.
  */
+const started: Started[] = [];
+/** A gateway (`npm start`'s sources under tsx) in a process group of its own. */
+const run = (env: Record<string, string>) => {
+  const g = startToolgate(env, undefined, { detached: true });
+  started.push(g);
+  return g;
+};
+afterEach(() => {
+  for (const g of started.splice(0)) {
+    g.child.kill("SIGKILL");
+    killMarked(g.marker);
+  }
+});
+
+let llm: Awaited<ReturnType<typeof startFakeLlm>>;
+beforeAll(async () => {
+  llm = await startFakeLlm();
+});
+afterAll(() => llm?.stop());
+
 const within = <T>(promise: Promise<T>, ms: number, what: string) =>
   Promise.race([
     promise,
@@ -14,6 +44,79 @@ const within = <T>(promise: Promise<T>, ms: number, what: string) =>
       setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms),
     ),
   ]);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const workersOf = (g: Started) =>
+  processesMarked(g.marker).filter((p) => p.command.includes("workers/main"));
+
+/** A development gateway (it prints its key) whose ai-generate calls reach the fake provider. */
+async function developmentGateway(env: Record<string, string> = {}) {
+  const g = run({
+    NODE_ENV: "development",
+    PORT: "0",
+    HOST: "127.0.0.1",
+    SHUTDOWN_GRACE_SECONDS: "15",
+    AI_BASE_URL: `${llm.url}/v1`,
+    AI_MODEL: "m",
+    DATABASE_URL: "none", // no PGlite books: seconds of start-up this test does not need
+    ...env,
+  });
+  const key = (await g.waitFor(/x-api-key: (tg_live_\S+)/))[1]!;
+  const port = Number((await g.waitFor(/"port":(\d+)[^\n]*"msg":"listening"/))[1]);
+  return { g, key, url: `http://127.0.0.1:${port}` };
+}
+
+describe("a signal to the gateway's whole process group", () => {
+  it("drains a call in flight to its answer (the bundled workers and the local chain stay for it), restarts nothing, and leaves nothing", async () => {
+    const { g, key, url } = await developmentGateway();
+    const rpc = (await g.waitFor(/CHAIN_RPC_URL=(\S+)/))[1]!;
+    llm.state.delayMs = 4000;
+    const before = llm.state.received;
+    const call = callTool(url, key, "ai-generate", { prompt: "slow" });
+    await llm.reached(before + 1);
+
+    const signalledAt = Date.now();
+    process.kill(-g.child.pid!, "SIGTERM"); // as systemd, `timeout` or `kill -- -PGID`
+    await sleep(1000);
+    // Mid-drain, the local chain still answers: a paid call in flight could still settle.
+    const chainId = await fetch(rpc, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+    }).then((r) => r.json() as Promise<{ result?: string }>);
+    expect(chainId.result).toBe("0x14a34"); // 84532
+    expect(workersOf(g)).toHaveLength(1);
+
+    const answer = await call;
+    expect([answer.status, answer.body.text]).toEqual([200, "echo: slow"]);
+    const { code, at } = await within(g.exited, 30_000, "exit after the group's SIGTERM");
+    expect(code).toBe(0);
+    expect(at - signalledAt).toBeLessThan(15_000);
+    expect(g.stdout()).not.toContain("restarting them");
+    expect(await waitUntilNoneMarked(g.marker, 8000)).toEqual([]);
+  }, 120_000);
+});
+
+describe("a gateway that has begun shutting down", () => {
+  it("does not restart bundled workers that exit during its drain", async () => {
+    const { g, key, url } = await developmentGateway({ DEV_CHAIN: "0" });
+    llm.state.delayMs = 3000;
+    const before = llm.state.received;
+    const call = callTool(url, key, "ai-generate", { prompt: "cut" });
+    await llm.reached(before + 1);
+    const [workers] = workersOf(g);
+    expect(workers).toBeDefined();
+
+    g.child.kill("SIGTERM"); // the gateway alone: it drains
+    await sleep(300);
+    process.kill(workers!.pid, "SIGKILL"); // the workers die during the drain
+    expect((await call).status).toBe(503); // that call is lost (and not charged)
+    await sleep(1500); // a restart comes 200 ms after an exit
+    expect(workersOf(g)).toEqual([]);
+    expect(g.stdout()).not.toContain("restarting them");
+    expect((await within(g.exited, 30_000, "exit after SIGTERM")).code).toBe(0);
+    expect(await waitUntilNoneMarked(g.marker, 8000)).toEqual([]);
+  }, 120_000);
+});
 
 describe("bundled workers whose gateway is gone before they are ready", () => {
   it("leave quietly: no unhandled 'error' (EPIPE, ERR_IPC_CHANNEL_CLOSED) from telling it they are ready", async () => {
