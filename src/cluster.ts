@@ -4,7 +4,7 @@ import type { Config } from "./config.js";
 import { listen } from "./http/listen.js";
 import type { ProcessLogger } from "./lib/logger.js";
 import { envPrefix } from "./payments/networks.js";
-import { startBundledWorkers } from "./tools/bundled-workers.js";
+import { needsBundledWorkers, startBundledWorkers } from "./tools/bundled-workers.js";
 
 /**
  * `WEB_CONCURRENCY=N` (N > 1): this primary process serves nothing itself. It starts what must exist
@@ -41,7 +41,8 @@ export async function runPrimary(config: Config, logger: ProcessLogger): Promise
             return null;
           })
       : null,
-    config.workers.general && config.workers.provider ? null : startBundledWorkers(log),
+    // Once for all the gateway processes, which are handed its URL for the pools it serves.
+    needsBundledWorkers(config.workers) ? startBundledWorkers(log) : null,
   ]);
   // What every gateway process must share is started here once and handed down as settings. (The
   // development secret and admin key need nothing: they are kept in Redis, which they share.)

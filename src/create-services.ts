@@ -16,7 +16,7 @@ import type { Payments } from "./payments/payments.js";
 import type { Foundation, Services } from "./services.js";
 import { createStatusService } from "./status/index.js";
 import { createStore } from "./store/index.js";
-import { startBundledWorkers } from "./tools/bundled-workers.js";
+import { needsBundledWorkers, startBundledWorkers } from "./tools/bundled-workers.js";
 import { UpstreamTools } from "./tools/custom/registry.js";
 import { WorkerPools } from "./tools/worker-pools.js";
 import { createDeliveryAgent } from "./webhooks/deliver.js";
@@ -55,9 +55,7 @@ export async function createServices(
           startDevChain(loaded.x402Tuning),
         )
       : null,
-    loaded.workers.general && loaded.workers.provider && loaded.workers.heavy
-      ? null
-      : startBundledWorkers(log),
+    needsBundledWorkers(loaded.workers) ? startBundledWorkers(log) : null,
   ]);
   const devChain = chainResult.status === "fulfilled" ? chainResult.value : null;
   if (devChain) started.push({ name: "dev chain", stop: devChain.stop });

@@ -29,6 +29,17 @@ export const WORKERS_STOP_GRACE_MS = 3_000;
 export const WORKERS_STALL_MS = 30_000;
 const STALL_CHECK_MS = 1_000;
 
+/** Where a gateway's tool pools are served, when a setting names a URL for them (config.ts `workers`). */
+export type PoolUrls = Record<"general" | "provider" | "heavy", string | undefined>;
+
+/**
+ * Whether any pool is left to the bundled workers (no URL names its workers): the one question
+ * both a single gateway process (create-services.ts) and a WEB_CONCURRENCY primary (cluster.ts,
+ * which starts them once for all its processes) ask before starting them.
+ */
+export const needsBundledWorkers = (urls: PoolUrls): boolean =>
+  !urls.general || !urls.provider || !urls.heavy;
+
 /**
  * The signals on which a gateway process (main.ts) and a WEB_CONCURRENCY primary (cluster.ts)
  * begin to shut down. Received by a process that handles them so, workers that exit from then on

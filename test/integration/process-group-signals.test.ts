@@ -1,6 +1,8 @@
 import { fork } from "node:child_process";
 import { once } from "node:events";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { loadWorkerConfig } from "../../src/workers/config.js";
+import { startWorkers } from "../../src/workers/main.js";
 import { startFakeLlm } from "../helpers/fake-providers.js";
 import { callTool } from "../helpers/gateway.js";
 import {
@@ -10,6 +12,7 @@ import {
   waitUntilNoneMarked,
   type Started,
 } from "../helpers/processes.js";
+import { REDIS_URL, dropPrefix, uniquePrefix } from "../helpers/redis.js";
 
 /**
  * A gateway and the children it supervises (bundled tool workers, the local chain) under the
@@ -93,6 +96,47 @@ describe("a signal to the gateway's whole process group", () => {
     expect(at - signalledAt).toBeLessThan(15_000);
     expect(g.stdout()).not.toContain("restarting them");
     expect(await waitUntilNoneMarked(g.marker, 8000)).toEqual([]);
+  }, 120_000);
+
+  it("with WEB_CONCURRENCY=2 and only the heavy pool left to them, the bundled workers run once, and the whole group stops on one SIGINT (Ctrl-C) leaving nothing", async () => {
+    const prefix = uniquePrefix("groupsig");
+    const standalone = await startWorkers(loadWorkerConfig({ PORT: "0", LOG_LEVEL: "silent" }));
+    let g: Started | undefined;
+    try {
+      const elsewhere = `http://127.0.0.1:${standalone.port}`;
+      g = run({
+        NODE_ENV: "test",
+        PORT: "0",
+        HOST: "127.0.0.1",
+        WEB_CONCURRENCY: "2",
+        REDIS_URL,
+        REDIS_KEY_PREFIX: prefix,
+        SECRET_KEY: "s".repeat(32),
+        ADMIN_API_KEY: "a".repeat(32),
+        WORKER_POOL_GENERAL_URL: elsewhere,
+        WORKER_POOL_PROVIDER_URL: elsewhere,
+      });
+      await g.waitFor(/"msg":"primary started"/);
+      // Both gateway processes are serving.
+      const listening = () => (g!.stdout().match(/"msg":"listening"/g) ?? []).length;
+      const deadline = Date.now() + 60_000;
+      while (listening() < 2 && Date.now() < deadline) await sleep(100);
+      expect(listening()).toBe(2);
+      expect(workersOf(g)).toHaveLength(1);
+      expect(g.stdout().match(/"msg":"workers listening"/g) ?? []).toHaveLength(1);
+
+      process.kill(-g.child.pid!, "SIGINT"); // Ctrl-C in the terminal that runs it
+      expect((await within(g.exited, 30_000, "exit after the group's SIGINT")).code).toBe(0);
+      expect(g.stdout()).not.toContain("restarting them");
+      expect(await waitUntilNoneMarked(g.marker, 8000)).toEqual([]);
+    } finally {
+      // Its processes first: their open connections would keep the standalone workers' stop waiting.
+      g?.child.kill("SIGKILL");
+      if (g) killMarked(g.marker);
+      standalone.server.closeAllConnections();
+      await standalone.stop();
+      await dropPrefix(prefix);
+    }
   }, 120_000);
 });
 
