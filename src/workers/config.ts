@@ -1,8 +1,9 @@
 import { z } from "zod";
+import { integer, withoutBlankValues } from "../lib/settings.js";
 
 /** The worker's own configuration: which providers its tools may use. */
 const schema = z.object({
-  PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  PORT: integer(0, 65535).default(0),
   HOST: z.string().default("127.0.0.1"),
   LOG_LEVEL: z.string().default("info"),
   /** Any OpenAI-compatible chat-completions endpoint: OpenAI, vLLM, Ollama, llama.cpp server. */
@@ -18,14 +19,14 @@ const schema = z.object({
   AI_IMAGE_MODEL: z.string().optional(),
   AI_VISION_MODEL: z.string().optional(),
   /** Threads (and so concurrent calls) of the heavy pool, and each thread's JS heap limit. */
-  HEAVY_THREADS: z.coerce.number().int().min(1).max(64).default(2),
-  HEAVY_MEMORY_MB: z.coerce.number().int().min(32).max(8192).default(512),
+  HEAVY_THREADS: integer(1, 64).default(2),
+  HEAVY_MEMORY_MB: integer(32, 8192).default(512),
   /** Development only: let the web tools read loopback and private addresses (never metadata ranges). */
   WEB_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   /** The most the web tools read of one response. */
-  WEB_MAX_BYTES: z.coerce.number().int().min(1024).default(5_000_000),
+  WEB_MAX_BYTES: integer(1024).default(5_000_000),
   /** The process ends itself when its event loop has not run this long (0: never); lib/loop-watchdog.ts. */
-  EVENT_LOOP_STALL_MS: z.coerce.number().int().min(0).default(30_000),
+  EVENT_LOOP_STALL_MS: integer(0).default(30_000),
 });
 
 export interface WorkerConfig {
@@ -50,7 +51,8 @@ export interface WorkerConfig {
 }
 
 export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
-  const e = schema.parse(env);
+  // As the gateway reads its own (config.ts): an empty setting is unset, a number decimal digits.
+  const e = schema.parse(withoutBlankValues(env));
   const searxng = e.SEARXNG_URL ? ({ provider: "searxng", url: e.SEARXNG_URL } as const) : null;
   const brave = e.BRAVE_SEARCH_API_KEY
     ? ({ provider: "brave", url: e.BRAVE_SEARCH_URL, apiKey: e.BRAVE_SEARCH_API_KEY } as const)

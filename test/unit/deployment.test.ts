@@ -5,6 +5,7 @@ import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { loadConfig } from "../../src/config.js";
+import { loadWorkerConfig } from "../../src/workers/config.js";
 
 /**
  * No Docker engine runs on the development machines, so the compose file is checked here against
@@ -210,6 +211,12 @@ describe("the gateway replicas' environment, as compose expands it from .env", (
         "postgres://toolgate:postgres-password@postgres:5432/toolgate",
       );
     }
+  });
+
+  it("starts the workers with only the required values in .env: their provider settings passed empty are unset", () => {
+    const env = containerEnv(compose.services.workers, requiredOnly);
+    expect(env.AI_BASE_URL).toBe("");
+    expect(loadWorkerConfig(env)).toMatchObject({ port: 8500, ai: null, search: null });
   });
 
   it("passes on the optional values .env sets, and a network's USDC address left empty is its default", () => {
