@@ -99,6 +99,10 @@ const listOf = (name: string, entries: string) =>
       `${name} must name at least one ${entries} (comma-separated)`,
     );
 
+/** A DNS name (an optional final dot) or a bracketed IPv6 literal, as a Host header names a host. */
+const HOST_NAME =
+  /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.?)$/;
+
 /** A list setting's entries, trimmed, without the empty ones. */
 const listEntries = (value: string): string[] =>
   value
@@ -255,7 +259,14 @@ export const envSchema = z.object({
   FACILITATOR_FEE_CREDITS: integer(0).default(5),
   IDEMPOTENCY_TTL_SECONDS: integer(60).default(86_400),
   /** Host names /mcp answers to (DNS-rebinding protection); default: PUBLIC_BASE_URL's host and loopback. */
-  MCP_ALLOWED_HOSTS: listOf("MCP_ALLOWED_HOSTS", "host name").optional(),
+  // Host names as the Host header carries them, less its port (mcp/route.ts): an entry with a
+  // scheme, a port or a path could never match, and MCP refused that host without a word.
+  MCP_ALLOWED_HOSTS: listOf("MCP_ALLOWED_HOSTS", "host name")
+    .refine(
+      (value) => listEntries(value).every((entry) => HOST_NAME.test(entry)),
+      "MCP_ALLOWED_HOSTS takes host names only (gw.example.com, [::1]): no scheme, port or path",
+    )
+    .optional(),
   /** Development and tests only: let webhooks target loopback and private networks (HTTPS still required). */
   WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
   WEBHOOKS_PER_ACCOUNT: integer(1, 100).default(10),

@@ -207,6 +207,19 @@ describe("a URL or list setting other URLs are built from", () => {
     expect(
       loadConfig({ MCP_ALLOWED_HOSTS: "gw.example.com, ,API.example.com," }).mcpAllowedHosts,
     ).toEqual(["gw.example.com", "api.example.com"]);
+    // An entry the Host header (less its port) can never equal is refused, naming the form.
+    for (const value of [
+      "https://gw.example.com",
+      "gw.example.com:443",
+      "gw.example.com/mcp",
+      "a b",
+    ])
+      expect(problemsOf({ MCP_ALLOWED_HOSTS: `localhost,${value}` }), value).toEqual([
+        "MCP_ALLOWED_HOSTS: MCP_ALLOWED_HOSTS takes host names only (gw.example.com, [::1]): no scheme, port or path",
+      ]);
+    expect(problemsOf({ MCP_ALLOWED_HOSTS: "gw.example.com.,[::1],127.0.0.1,my-host" })).toEqual(
+      [],
+    );
     for (const value of [",", " , ", ",,"]) {
       expect(problemsOf({ MCP_ALLOWED_HOSTS: value }), value).toEqual([
         "MCP_ALLOWED_HOSTS: MCP_ALLOWED_HOSTS must name at least one host name (comma-separated)",
