@@ -92,6 +92,26 @@ export function carriedOverMs(
   return Math.floor(((account.planExpiresAt - now) * held) / bought);
 }
 
+/** Whether the account's paid plan period has ended unpaid at `now` (it then counts as Free). */
+export const planLapsed = (
+  account: Pick<AccountRecord, "tier" | "planExpiresAt">,
+  now: number,
+): boolean => account.tier !== "free" && account.planExpiresAt > 0 && now >= account.planExpiresAt;
+
+/**
+ * The account as its plan stands at `now`: a paid period that ended unpaid reads as Free. The
+ * admission writes the fall back on the account's next keyed or paid request (prelude.lua and the
+ * memory store); until then every read the stores give (a dashboard session, the webhook relay,
+ * the account and admin APIs) sees what that request would, not the plan that ended: an account
+ * used only from the dashboard kept Pro's analytics and webhooks.
+ */
+export function planInForce<T extends Pick<AccountRecord, "tier" | "planExpiresAt">>(
+  account: T,
+  now: number,
+): T {
+  return planLapsed(account, now) ? { ...account, tier: "free", planExpiresAt: 0 } : account;
+}
+
 /**
  * What buying a plan of `planTier` does to the account (top-up.lua's plan_outcome is its twin): a
  * `renewal` extends the period of the tier it holds, a `subscription` starts the plan now (with
@@ -105,9 +125,7 @@ export function planOutcome(
   tiers: TierLimits,
   now: number,
 ): PlanType {
-  const lapsed =
-    account.tier !== "free" && account.planExpiresAt > 0 && now >= account.planExpiresAt;
-  const held = lapsed ? "free" : account.tier;
+  const held = planLapsed(account, now) ? "free" : account.tier;
   if (held === planTier) return account.planExpiresAt === 0 ? "one_time" : "renewal";
   return (tiers[held]?.rank ?? 0) > (tiers[planTier]?.rank ?? 0) ? "one_time" : "subscription";
 }

@@ -6,7 +6,7 @@
  */
 import { EventEmitter } from "node:events";
 import { ExpiringMap } from "../lib/expiring-map.js";
-import { type AlertState, applyTopUp } from "../credits/rules.js";
+import { type AlertState, applyTopUp, planInForce } from "../credits/rules.js";
 import type { SpendState } from "../credits/controls.js";
 import type { EventRecord } from "../events/types.js";
 import {
@@ -96,7 +96,12 @@ export class MemoryState {
   }
 
   /** The account as callers see it: a copy, without the store's own bookkeeping. */
+  /** What the store answers of an account: a copy, its plan as it stands now (`planInForce`). */
   view(a: MemAccount): AccountRecord {
+    return planInForce(this.storedView(a), this.now());
+  }
+
+  private storedView(a: MemAccount): AccountRecord {
     const {
       id,
       email,

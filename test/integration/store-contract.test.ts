@@ -1426,6 +1426,10 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       rate: { limit: 300 },
     });
     await new Promise((r) => setTimeout(r, renewed!.account.planExpiresAt - Date.now() + 50));
+    // Read before any request admits the account again (a dashboard session, the webhook relay):
+    // the plan that ended is not in force there either.
+    expect(await store.getAccount(a.id)).toMatchObject({ tier: "free", planExpiresAt: 0 });
+    expect((await store.getAccounts([a.id]))[0]).toMatchObject({ tier: "free" });
     expect(await debit(a.id, a.key.hash, 0)).toMatchObject({
       status: "ok",
       account: { tier: "free", planExpiresAt: 0, balance: 200 },

@@ -4,6 +4,7 @@
  * are global indexes outside the account's slot, written beside its scripts.
  */
 import type { TierName } from "../../accounts/tiers.js";
+import { planInForce } from "../../credits/rules.js";
 import type { EventRecord } from "../../events/types.js";
 import { type RedisContext, redisKey } from "../redis-context.js";
 import {
@@ -33,7 +34,12 @@ export interface RawAccount {
   spend_alert?: number;
 }
 
+/** An account as stored, its plan as it stands now (credits/rules.ts `planInForce`). */
 export function toAccount(raw: RawAccount): AccountRecord {
+  return planInForce(storedAccount(raw), Date.now());
+}
+
+function storedAccount(raw: RawAccount): AccountRecord {
   return {
     id: raw.id,
     email: raw.email === "" ? null : raw.email,
