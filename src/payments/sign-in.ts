@@ -1,6 +1,7 @@
 import type { Hex } from "viem";
 import { z } from "zod";
-import { issueKey } from "../accounts/accounts.js";
+import { issueKeyWithinCap } from "../accounts/accounts.js";
+import { keyCapReached } from "../accounts/routes/keys.js";
 import { keyView, keyViewSchema } from "../accounts/views.js";
 import { defineRoute } from "../http/route.js";
 import { issueSiweChallenge, verifySiweChallenge, type SiwePurpose } from "./siwe.js";
@@ -62,7 +63,11 @@ export const walletClaim = defineRoute({
       body.signature as Hex,
     );
     const account = await ensureWalletAccount(services, address);
-    const { plaintext, key } = await issueKey(services, account.id, "wallet sign-in");
+    // Within the account's cap, as every other key a caller asks for: each claim adds a key.
+    const cap = services.config.keysPerAccount;
+    const issued = await issueKeyWithinCap(services, account.id, "wallet sign-in", {}, cap);
+    if (!issued) throw keyCapReached(cap, "revoke one first (DELETE /api/v1/keys/{id}).");
+    const { plaintext, key } = issued;
     return { status: 201, body: { account_id: account.id, api_key: plaintext, key: keyView(key) } };
   },
 });

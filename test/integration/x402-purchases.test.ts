@@ -17,7 +17,8 @@ const PAYER = anvilAccount(2);
 const PERIOD_S = 3;
 const setup = paidGatewayFixture({
   fund: [PAYER.address],
-  env: { PLAN_PERIOD_SECONDS: String(PERIOD_S) },
+  // A small key cap, so a wallet's claims reach it (every key a caller asks for is within it).
+  env: { PLAN_PERIOD_SECONDS: String(PERIOD_S), KEYS_PER_ACCOUNT: "2" },
 });
 
 /** Asks, reads the price from the 402, pays it, and asks again. */
@@ -305,6 +306,30 @@ describe("sign-in with wallet", () => {
       for (let b = 0; b < nonces.length; b++)
         if (a !== b) expect(nonces[b]).not.toContain(nonces[a]!.slice(1, 13));
     for (const nonce of nonces) expect(nonce).toMatch(/^[0-9a-z]{32}$/);
+  });
+
+  it("issues a wallet's claimed keys within the account's key cap, as POST /api/v1/keys does", async () => {
+    const wallet = anvilAccount(5);
+    const claim = async () => {
+      const { message } = (await challenge(wallet.address)).body;
+      return call(`${setup.gw.url}/api/v1/wallet/claim`, {
+        body: { message, signature: await wallet.signMessage({ message }) },
+      });
+    };
+    const [first, second] = [await claim(), await claim()];
+    expect([first.status, second.status]).toEqual([201, 201]);
+    const third = await claim();
+    expect([third.status, third.body.error.code, third.body.error.message]).toEqual([
+      422,
+      "validation_failed",
+      expect.stringContaining("At most 2 active API keys per account"),
+    ]);
+    const revoked = await call(`${setup.gw.url}/api/v1/keys/${first.body.key.id}`, {
+      method: "DELETE",
+      key: second.body.api_key,
+    });
+    expect(revoked.status).toBe(200);
+    expect((await claim()).status).toBe(201);
   });
 
   it("refuses another signer and a tampered message", async () => {

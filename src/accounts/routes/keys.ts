@@ -66,7 +66,7 @@ export const createKey = defineRoute({
 });
 
 /** 422 for a key past the account's cap (`KEYS_PER_ACCOUNT`): every key that still works counts. */
-const keyCapReached = (cap: number, advice: string) =>
+export const keyCapReached = (cap: number, advice: string) =>
   new ApiError("validation_failed", `At most ${cap} active API keys per account: ${advice}`);
 
 /** A revoked key is answered alike by every key route: 404, as any resource deleted before. */
