@@ -92,24 +92,25 @@ export function mcpRouter(services: Services): Router {
       const requests = Array.isArray(req.body) ? Math.max(1, req.body.length) : 1;
       let caller;
       try {
-        caller = admitted(
-          await services.store.admit({
-            accountId: key.accountId,
-            keyHash: key.hash,
-            cost: 0,
-            requestId: String(res.locals.requestId),
-            tool: null,
-            reason: "",
-            requests,
-          }),
-        );
+        const outcome = await services.store.admit({
+          accountId: key.accountId,
+          keyHash: key.hash,
+          cost: 0,
+          requestId: String(res.locals.requestId),
+          tool: null,
+          reason: "",
+          requests,
+        });
+        // A tier without MCP is refused it (403) before anything else the admission says, a
+        // rate limit included: retrying later would not help. Its batch counted one request.
+        if ("account" in outcome && outcome.account) requireFeature(outcome.account.tier, "mcp");
+        caller = admitted(outcome);
       } catch (err) {
         if (!refusedAsToolResult(req, res, err)) throw err;
         res.locals.accountId = key.accountId;
         return pass(req, next, key.accountId, { key, refused: err as ApiError });
       }
       for (const [name, value] of Object.entries(caller.headers)) res.setHeader(name, value);
-      requireFeature(caller.account.tier, "mcp");
       res.locals.accountId = caller.account.id;
       pass(req, next, caller.account.id, {
         key: { ...key, id: caller.keyId, limited: caller.keyLimited },

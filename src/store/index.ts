@@ -13,6 +13,7 @@ export function tierLimits(): TierLimits {
         monthlyAllowance: name === "free" ? (TIERS.free.monthlyCredits ?? 0) : 0,
         rank: TIER_NAMES.indexOf(name),
         priceCents: Math.round(Number(TIERS[name].priceUsdPerMonth ?? 0) * 100),
+        countsMessages: TIERS[name].features.includes("mcp"),
       },
     ]),
   );

@@ -504,12 +504,16 @@ export interface TierLimits {
   /**
    * `rank`: the tier's place in the tier order (Free 0 upwards): a plan never lowers it.
    * `priceCents`: its plan's price per period (0: not sold as a plan), for the time an upgrade carries over.
+   * `countsMessages`: whether an admission of several messages (`requests`: an MCP batch) counts
+   * each. Only a tier that may use MCP: one that may not is refused the batch (403), which is one
+   * request, not the batch's whole count against its limit.
    */
   [tier: string]: {
     requestsPerMinute: number;
     monthlyAllowance: number;
     rank: number;
     priceCents: number;
+    countsMessages: boolean;
   };
 }
 

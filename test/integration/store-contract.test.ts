@@ -826,20 +826,27 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   });
 
   it("counts a batch of requests all or none, and debits without counting when the door counted already", async () => {
-    const a = await account(100, "free");
-    const batch = (requests: number) =>
+    const a = await account(100, "starter");
+    const batchOf = (who: typeof a) => (requests: number) =>
       store.admit({
-        accountId: a.id,
-        keyHash: a.key.hash,
+        accountId: who.id,
+        keyHash: who.key.hash,
         cost: 0,
         requestId: newRequestId(),
         tool: null,
         reason: "",
         requests,
       });
-    expect(await batch(50)).toMatchObject({ status: "ok", rate: { limit: 60, remaining: 10 } });
-    expect(await batch(11)).toMatchObject({ status: "rate_limited", rate: { remaining: 10 } });
-    expect(await batch(10)).toMatchObject({ status: "ok", rate: { remaining: 0 } });
+    const batch = batchOf(a);
+    expect(await batch(250)).toMatchObject({ status: "ok", rate: { limit: 300, remaining: 50 } });
+    expect(await batch(51)).toMatchObject({ status: "rate_limited", rate: { remaining: 50 } });
+    expect(await batch(50)).toMatchObject({ status: "ok", rate: { remaining: 0 } });
+    // A tier that may not send batches (no MCP) has one counted as one request: it is refused.
+    const free = await account(100, "free");
+    expect(await batchOf(free)(59)).toMatchObject({
+      status: "ok",
+      rate: { limit: 60, remaining: 59 },
+    });
     const uncounted = await store.admit({
       accountId: a.id,
       keyHash: a.key.hash,

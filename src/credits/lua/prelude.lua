@@ -326,6 +326,8 @@ local function admit_call(name_key)
   end
 
   local requests = tonumber(ARGV[13])
+  -- Several messages count each only for a tier that may send them (TierLimits `countsMessages`).
+  if requests > 1 and not tier.countsMessages then requests = 1 end
   local rate = { limit = tier.requestsPerMinute, remaining = -1, resetMs = 0 }
   if requests > 0 then
     local allowed, remaining, reset = rate_window(KEYS[3], tier.requestsPerMinute, tonumber(ARGV[10]), now, requests)

@@ -100,7 +100,9 @@ export function memoryCredits(state: MemoryState): CreditStore {
         a.allowanceAt = nextAllowanceAt(a.allowanceAt, now, state.periodMs);
       }
 
-      const requests = request.countRequest === false ? 0 : (request.requests ?? 1);
+      const asked = request.countRequest === false ? 0 : (request.requests ?? 1);
+      // Several messages count each only for a tier that may send them (TierLimits `countsMessages`).
+      const requests = asked > 1 && !tier.countsMessages ? 1 : asked;
       let rate = { limit: tier.requestsPerMinute, remaining: -1, resetMs: 0 };
       if (requests > 0) {
         const window = rateWindow(a.rateWindow, tier.requestsPerMinute, requests);
