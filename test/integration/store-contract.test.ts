@@ -826,7 +826,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   });
 
   it("counts a batch of requests all or none, and debits without counting when the door counted already", async () => {
-    const a = await account(100, "starter");
+    const a = await account(100, "business");
     const batchOf = (who: typeof a) => (requests: number) =>
       store.admit({
         accountId: who.id,
@@ -838,7 +838,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
         requests,
       });
     const batch = batchOf(a);
-    expect(await batch(250)).toMatchObject({ status: "ok", rate: { limit: 300, remaining: 50 } });
+    expect(await batch(950)).toMatchObject({ status: "ok", rate: { limit: 1000, remaining: 50 } });
     expect(await batch(51)).toMatchObject({ status: "rate_limited", rate: { remaining: 50 } });
     expect(await batch(50)).toMatchObject({ status: "ok", rate: { remaining: 0 } });
     // A tier that may not send batches (no MCP) has one counted as one request: it is refused.
