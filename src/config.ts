@@ -19,7 +19,8 @@ import { findTool } from "./tools/catalogue/index.js";
 import { loadToolsFile } from "./tools/custom/tools-file.js";
 import type { UpstreamToolSpec } from "./tools/custom/spec.js";
 import { deepFreeze } from "./lib/deep-freeze.js";
-import { decimal, integer, withoutBlankValues } from "./lib/settings.js";
+import { decimal, integer } from "./lib/decimal-text.js";
+import { withoutBlankValues } from "./lib/settings.js";
 import { percentDecoded, type Secret } from "./lib/redact.js";
 
 /** The most WORKER_MAX_RESPONSE_BYTES may be (and its default): 256 MiB. */

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { integer, withoutBlankValues } from "../lib/settings.js";
+import { integer } from "../lib/decimal-text.js";
+import { withoutBlankValues } from "../lib/settings.js";
 
 /** The worker's own configuration: which providers its tools may use. */
 const schema = z.object({
