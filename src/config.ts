@@ -20,7 +20,7 @@ import { loadToolsFile } from "./tools/custom/tools-file.js";
 import type { UpstreamToolSpec } from "./tools/custom/spec.js";
 import { deepFreeze } from "./lib/deep-freeze.js";
 import { decimal, integer } from "./lib/decimal-text.js";
-import { withoutBlankValues } from "./lib/settings.js";
+import { listEntries, withoutBlankValues } from "./lib/settings.js";
 import { percentDecoded, type Secret } from "./lib/redact.js";
 
 /** The most WORKER_MAX_RESPONSE_BYTES may be (and its default): 256 MiB. */
@@ -103,13 +103,6 @@ const listOf = (name: string, entries: string) =>
 /** A DNS name (an optional final dot) or a bracketed IPv6 literal, as a Host header names a host. */
 const HOST_NAME =
   /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.?)$/;
-
-/** A list setting's entries, trimmed, without the empty ones. */
-const listEntries = (value: string): string[] =>
-  value
-    .split(",")
-    .map((entry) => entry.trim())
-    .filter(Boolean);
 
 /**
  * The one configuration object, read from the environment once at start-up.

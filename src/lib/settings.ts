@@ -18,3 +18,10 @@ export function withoutBlankValues(
     ),
   );
 }
+
+/** A comma-separated list setting's entries, trimmed, without the empty ones (`a, ,b,`: a and b). */
+export const listEntries = (value: string): string[] =>
+  value
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter(Boolean);

@@ -1,4 +1,5 @@
 import type { Address } from "viem";
+import { listEntries } from "../lib/settings.js";
 
 /**
  * The networks x402 payments can use, by their x402 v1 name. The chain id (and the v2 CAIP-2 id)
@@ -58,10 +59,7 @@ export function networkFromEnv(
 ): PaymentNetwork | null {
   const prefix = envPrefix(name);
   const defaults = NETWORK_DEFAULTS[name];
-  const rpcUrls = (env[`${prefix}_RPC_URL`] ?? "")
-    .split(",")
-    .map((u) => u.trim())
-    .filter(Boolean);
+  const rpcUrls = listEntries(env[`${prefix}_RPC_URL`] ?? "");
   if (rpcUrls.length === 0) {
     problems.push(`${prefix}_RPC_URL is required for the x402 network ${name}`);
     return null;
