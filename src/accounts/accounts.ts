@@ -1,3 +1,4 @@
+import { ApiError } from "../http/errors.js";
 import type { Services } from "../services.js";
 import { eventRecord } from "../events/types.js";
 import { newAccountId, newEventId, newKeyId, newRequestId } from "../lib/ids.js";
@@ -72,6 +73,10 @@ export async function issueKeyWithinCap(
   const issued = newKey(accountId, name, undefined, controls);
   return (await services.store.addKey(issued.key, cap)) ? issued : null;
 }
+
+/** 422 for a key past the account's cap (`KEYS_PER_ACCOUNT`): every key that still works counts. */
+export const keyCapReached = (cap: number, advice: string) =>
+  new ApiError("validation_failed", `At most ${cap} active API keys per account: ${advice}`);
 
 /** A key's record and its plaintext, not yet stored. */
 function newKey(

@@ -1,7 +1,6 @@
 import type { Hex } from "viem";
 import { z } from "zod";
-import { issueKeyWithinCap } from "../accounts/accounts.js";
-import { keyCapReached } from "../accounts/routes/keys.js";
+import { issueKeyWithinCap, keyCapReached } from "../accounts/accounts.js";
 import { keyView, keyViewSchema } from "../accounts/views.js";
 import { defineRoute } from "../http/route.js";
 import { issueSiweChallenge, verifySiweChallenge, type SiwePurpose } from "./siwe.js";

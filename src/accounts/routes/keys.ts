@@ -3,7 +3,7 @@ import { requireUnrestrictedKey } from "../../http/auth.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
 import { isRevoked, type KeyRecord } from "../../store/types.js";
-import { issueKey, issueKeyWithinCap } from "../accounts.js";
+import { issueKey, issueKeyWithinCap, keyCapReached } from "../accounts.js";
 import { keyControlFields, keyControlsFrom } from "../key-controls.js";
 import { issuedKeyViewSchema, keyView, keyViewSchema, listOf } from "../views.js";
 
@@ -64,10 +64,6 @@ export const createKey = defineRoute({
     return { status: 201, body: { ...keyView(key), key: plaintext } };
   },
 });
-
-/** 422 for a key past the account's cap (`KEYS_PER_ACCOUNT`): every key that still works counts. */
-export const keyCapReached = (cap: number, advice: string) =>
-  new ApiError("validation_failed", `At most ${cap} active API keys per account: ${advice}`);
 
 /** A revoked key is answered alike by every key route: 404, as any resource deleted before. */
 export const alreadyRevoked = () =>
