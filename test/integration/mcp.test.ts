@@ -264,37 +264,25 @@ describe("before MCP runs", () => {
 
   it("counts a Free key's refused batch as one request, and answers it 403 even past its rate limit", async () => {
     const { key } = await fundedAccount(gw.url, 100, "free");
-    const send = (body: unknown) =>
-      fetch(`${gw.url}/mcp`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "x-api-key": key,
-        },
-        body: JSON.stringify(body),
-      });
+    const send = async (body: unknown) => {
+      const { status, text } = await postMcp(gw.url, key, body);
+      return [status, JSON.parse(text!).error.code];
+    };
     const pings = Array.from({ length: 59 }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "ping" }));
-    const batch = await send(pings);
-    expect([batch.status, ((await batch.json()) as any).error.code]).toEqual([
-      403,
-      "feature_not_in_tier",
-    ]);
+    expect(await send(pings)).toEqual([403, "feature_not_in_tier"]);
     // One request of the Free tier's 60 a minute, not 59: the account's REST calls go on.
     const account = await call(`${gw.url}/api/v1/account`, { key });
     expect([account.status, account.headers.get("ratelimit-remaining")]).toEqual([200, "58"]);
     // Past its limit, the refusal is still the tier's, not a rate limit a retry would wait out.
     for (let i = 0; i < 58; i++) await call(`${gw.url}/api/v1/account`, { key });
-    const call1 = await send({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "tools/call",
-      params: { name: "hash", arguments: { text: "x" } },
-    });
-    expect([call1.status, ((await call1.json()) as any).error.code]).toEqual([
-      403,
-      "feature_not_in_tier",
-    ]);
+    expect(
+      await send({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "hash", arguments: { text: "x" } },
+      }),
+    ).toEqual([403, "feature_not_in_tier"]);
   });
 
   it("rejects a foreign Host header (DNS rebinding)", async () => {
