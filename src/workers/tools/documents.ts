@@ -328,12 +328,6 @@ const refuse = (message: string, param: string): never => {
   throw new WorkerError(422, "invalid_input", message, param);
 };
 
-/**
- * Refuse, naming the key (`json.a.item.1.b`), what the builder would write as XML that is not
- * well-formed: a key that is not an element name (`<1a>`, `<a b>`, `<>`), an attribute (`@_x`)
- * or text (`#text`) that is not a scalar, a list inside a list (its items have no name), and
- * attributes or text beside the root element (they have no element to go in).
- */
 /** A character outside XML 1.0's Char production (most C0 controls, U+FFFE, U+FFFF): no escape writes it. */
 const NOT_XML_CHAR = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
 
@@ -346,12 +340,19 @@ function checkXmlChars(text: string, at: string): void {
     );
 }
 
+/**
+ * Refuse, naming the key (`json.a.item.1.b`), what the builder would write as XML that is not
+ * well-formed: a key that is not an element name (`<1a>`, `<a b>`, `<>`), an attribute (`@_x`)
+ * or text (`#text`) that is not a scalar, a list inside a list (its items have no name),
+ * attributes or text beside the root element (they have no element to go in), a declaration
+ * (`?xml`) anywhere but first, and text holding a character XML cannot (checkXmlChars).
+ */
 function checkXmlKeys(node: Record<string, unknown>, path: string, root: boolean): void {
   for (const [key, value] of Object.entries(node)) {
     const at = `${path}.${key}`;
-    if (typeof value === "string") checkXmlChars(value, at);
     if (key === XML_TEXT || key.startsWith(XML_ATTRIBUTE)) {
       const what = key === XML_TEXT ? "Text (#text)" : `An attribute (${XML_ATTRIBUTE}name)`;
+      if (typeof value === "string") checkXmlChars(value, at);
       if (root) refuse(`${what} needs an element: put it inside one of json's keys.`, at);
       if (key !== XML_TEXT && !XML_NAME.test(key.slice(XML_ATTRIBUTE.length)))
         refuse(`"${key.slice(XML_ATTRIBUTE.length)}" is not a valid XML attribute name.`, at);
@@ -377,7 +378,7 @@ function checkXmlKeys(node: Record<string, unknown>, path: string, root: boolean
           "A list inside a list cannot be written as XML: its items have no element name.",
           itemAt,
         );
-      if (typeof item === "string" && Array.isArray(value)) checkXmlChars(item, itemAt);
+      if (typeof item === "string") checkXmlChars(item, itemAt);
       if (item !== null && typeof item === "object")
         checkXmlKeys(item as Record<string, unknown>, itemAt, false);
     });
