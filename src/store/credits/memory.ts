@@ -11,6 +11,7 @@ import {
   applyRefund,
   carriedOverMs,
   nextAllowanceAt,
+  planLapsed,
   planOutcome,
 } from "../../credits/rules.js";
 import { type EventRecord, eventRecord } from "../../events/types.js";
@@ -84,7 +85,7 @@ export function memoryCredits(state: MemoryState): CreditStore {
       }
       if (!a) return { status: "invalid_key" };
       const now = state.now();
-      if (a.tier !== "free" && a.planExpiresAt > 0 && now >= a.planExpiresAt) {
+      if (planLapsed(a, now)) {
         a.tier = "free";
         a.planExpiresAt = 0;
       }
