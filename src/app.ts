@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import express, { type RequestHandler } from "express";
+import express from "express";
 import { probeLimit } from "./http/probe-limit.js";
 import { anonymousLimit, countingAnonymously, countingErrors } from "./http/anonymous-limit.js";
 import { bearerKeyAsApiKey } from "./http/auth.js";
@@ -7,7 +7,7 @@ import { errorAnswerer, errorHandler, routeNotFound } from "./http/errors.js";
 import { isUnservable, refuseUnservable } from "./http/client-errors.js";
 import { requestContext, requireJsonBody } from "./http/request-context.js";
 import { jsonBody } from "./http/json-body.js";
-import { mountRoutes, routeHandler } from "./http/route.js";
+import { mountRoutes, routeHandler, skipRouteWhen } from "./http/route.js";
 import type { Services } from "./services.js";
 import { callTool } from "./tools/routes/call.js";
 import { RESERVED_TOOL_NAMES } from "./tools/custom/spec.js";
@@ -63,11 +63,10 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   // it, and it runs only what it needs (the plain keyed call does not even come here: see below).
   // A reserved name (`/v1/tools/categories`) is a path of the tool door's own, never a tool: the
   // door answers it (405, http/route.ts `mountRoutes`).
-  const toolName: RequestHandler = (req, _res, next) =>
-    RESERVED_TOOL_NAMES.has(String(req.params.name)) ? next("route") : next();
+  const reservedName = skipRouteWhen((req) => RESERVED_TOOL_NAMES.has(String(req.params.name)));
   app.post(
     "/v1/tools/:name",
-    toolName,
+    reservedName,
     apiVersioning,
     json,
     routeHandler(services, callTool, "/v1/tools"),

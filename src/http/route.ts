@@ -268,7 +268,7 @@ function fixedPathsOf(routes: AnyRoute[]): (pattern: string) => ((req: Request) 
 }
 
 /** Passes a request its route does not serve on to the next route (express's `next("route")`). */
-const skipRouteWhen =
+export const skipRouteWhen =
   (skip: (req: Request) => boolean) =>
   (req: Request, _res: Response, next: (to?: "route") => void) =>
     skip(req) ? next("route") : next();
