@@ -113,6 +113,32 @@ describe("sql-query", () => {
       ],
     ]);
   });
+
+  it("an integer beyond 2^53 comes back exact, as decimal text; smaller ones and reals stay numbers", async () => {
+    const result = await run("sql-query", {
+      query:
+        "SELECT 9007199254740993 AS big, CAST(n AS INTEGER) + 1 AS next, -9223372036854775808 AS least, 9007199254740991 AS safe, 42 AS small, 1.5 AS real FROM t",
+      tables: { t: [{ n: "9007199254740993" }, { n: "41" }] },
+    });
+    expect(result.rows).toEqual([
+      {
+        big: "9007199254740993",
+        next: "9007199254740994",
+        least: "-9223372036854775808",
+        safe: 9007199254740991,
+        small: 42,
+        real: 1.5,
+      },
+      {
+        big: "9007199254740993",
+        next: 42,
+        least: "-9223372036854775808",
+        safe: 9007199254740991,
+        small: 42,
+        real: 1.5,
+      },
+    ]);
+  });
 });
 
 describe("csv-convert", () => {

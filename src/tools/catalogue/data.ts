@@ -95,7 +95,7 @@ export const sqlQuery = defineTool({
     rows: z
       .array(z.record(z.string(), z.unknown()))
       .describe(
-        "The result rows as objects (at most 10,000, and 32 MB as JSON); a BLOB value as base64 text.",
+        "The result rows as objects (at most 10,000, and 32 MB as JSON); a BLOB value as base64 text, an integer beyond ±2^53 as decimal text.",
       ),
     row_count: z.number().int().describe("How many rows the result has."),
   }),

@@ -256,15 +256,27 @@ const MAX_RESULT_BYTES = 32 * 1024 * 1024;
 /**
  * A result value as JSON can carry it, and its weight there: a BLOB as base64 text (sql.js gives
  * a Uint8Array, which JSON writes as an object keyed by index), checked against what is left of
- * the result's allowance before it is encoded.
+ * the result's allowance before it is encoded. Integers are read as bigints: one past 2^53 as a
+ * double came out rounded (9007199254740993 read …992), so it is decimal text, as xml-convert
+ * keeps such a number, and a smaller one a JSON number.
  */
 function sqlValue(value: unknown, allowance: number): { value: unknown; bytes: number } {
+  if (typeof value === "bigint")
+    return Number.isSafeInteger(Number(value))
+      ? { value: Number(value), bytes: 24 }
+      : { value: value.toString(), bytes: 24 };
   if (value instanceof Uint8Array) {
     const bytes = Math.ceil(value.length / 3) * 4 + 2;
     return { value: bytes > allowance ? null : Buffer.from(value).toString("base64"), bytes };
   }
   if (typeof value === "string") return { value, bytes: jsonStringBytes(value) };
   return { value, bytes: 24 };
+}
+
+/** A result row with its integers as bigints: sql.js's `get(params, {useBigInt})`, which its types leave out. */
+function rowWithBigInts(statement: { get(params?: undefined): unknown[] }): unknown[] {
+  const get = statement.get as (params: undefined, config: { useBigInt: boolean }) => unknown[];
+  return get.call(statement, undefined, { useBigInt: true });
 }
 
 /**
@@ -348,7 +360,7 @@ const sqlQuery = implement(sqlQueryTool, {
           while (statement.step()) {
             if (collected.length < MAX_RESULT_ROWS) {
               const row: Record<string, unknown> = {};
-              statement.get().forEach((raw, i) => {
+              rowWithBigInts(statement).forEach((raw, i) => {
                 const { value, bytes } = sqlValue(raw, MAX_RESULT_BYTES - weight);
                 weight += bytes + names[i]!.length + 4;
                 if (weight > MAX_RESULT_BYTES) throw tooLarge();

@@ -20825,7 +20825,7 @@ export interface operations {
                         columns: string[];
                         /** @description How many rows the result has. */
                         row_count: number;
-                        /** @description The result rows as objects (at most 10,000, and 32 MB as JSON); a BLOB value as base64 text. */
+                        /** @description The result rows as objects (at most 10,000, and 32 MB as JSON); a BLOB value as base64 text, an integer beyond ±2^53 as decimal text. */
                         rows: {
                             [key: string]: unknown;
                         }[];
