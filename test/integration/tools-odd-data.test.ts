@@ -207,6 +207,21 @@ describe("yaml-convert", () => {
       h: [1],
     });
   });
+
+  it("keeps what JSON has no number for: integers beyond 2^53 exact as text, infinities and NaN as YAML spells them", async () => {
+    const yaml =
+      "id: 12345678901234567891\nhex: 0x20000000000001\nsmall: -42\nratio: 0.5\nup: .inf\ndown: -.Inf\nnone: .nan\nlist: [9007199254740993, 7]\n";
+    expect((await run("yaml-convert", { yaml })).json).toEqual({
+      id: "12345678901234567891",
+      hex: "9007199254740993",
+      small: -42,
+      ratio: 0.5,
+      up: ".inf",
+      down: "-.inf",
+      none: ".nan",
+      list: ["9007199254740993", 7],
+    });
+  });
 });
 
 describe("spreadsheet-read", () => {

@@ -419,7 +419,11 @@ export const yamlConvert = defineTool({
       oneOf: [{ required: ["yaml"] }, { required: ["json"] }],
     }),
   output: z.object({
-    json: z.unknown().describe("The first document, parsed (when yaml was sent), else null."),
+    json: z
+      .unknown()
+      .describe(
+        "The first document, parsed (when yaml was sent), else null. What JSON has no value for is text: !!binary as base64, an integer beyond ±2^53 in decimal, .inf, -.inf and .nan as spelled here.",
+      ),
     documents: z.number().int().describe("How many YAML documents the input had."),
     yaml: z.string().nullable().describe("The YAML written (when json was sent)."),
   }),

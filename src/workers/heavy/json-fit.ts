@@ -58,3 +58,13 @@ export function jsonFit(value: unknown, limit: number): "ok" | "cycle" | "over" 
   }
   return "ok";
 }
+
+/**
+ * An integer read exactly (a bigint) as JSON can carry it: a number when a double holds it
+ * exactly, else its decimal text. Most JSON readers, JavaScript's among them, would round a longer
+ * number silently; text is visibly not a number.
+ */
+export function jsonInteger(value: bigint): number | string {
+  const double = Number(value);
+  return Number.isSafeInteger(double) ? double : value.toString();
+}

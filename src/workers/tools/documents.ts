@@ -19,7 +19,7 @@ import {
   xmlConvert as xmlConvertTool,
   yamlConvert as yamlConvertTool,
 } from "../../tools/catalogue/documents.js";
-import { jsonFit } from "../heavy/json-fit.js";
+import { jsonFit, jsonInteger } from "../heavy/json-fit.js";
 import { WorkerError } from "../errors.js";
 import { withTimeLimit } from "../time-limit.js";
 import { implement } from "./implementation.js";
@@ -449,7 +449,17 @@ export const yamlConvert = implement(yamlConvertTool, {
     try {
       // maxAliasCount bounds alias expansion (the "billion laughs" document).
       json = list[0]?.toJS({ maxAliasCount: 1000 }) ?? null;
+      // `a: &a [*a]` is valid YAML whose alias sits inside its own anchor: JSON has no cycles.
+      if (jsonFit(json, Number.POSITIVE_INFINITY) === "cycle")
+        throw new WorkerError(
+          422,
+          "invalid_input",
+          "The YAML has an alias inside the node it refers to (a cycle), which JSON cannot express.",
+          "yaml",
+        );
+      json = asJsonValue(json);
     } catch (err) {
+      if (err instanceof WorkerError) throw err;
       throw new WorkerError(
         422,
         "invalid_input",
@@ -457,28 +467,25 @@ export const yamlConvert = implement(yamlConvertTool, {
         "yaml",
       );
     }
-    // `a: &a [*a]` is valid YAML whose alias sits inside its own anchor: JSON has no cycles.
-    if (jsonFit(json, Number.POSITIVE_INFINITY) === "cycle")
-      throw new WorkerError(
-        422,
-        "invalid_input",
-        "The YAML has an alias inside the node it refers to (a cycle), which JSON cannot express.",
-        "yaml",
-      );
-    // !!binary is bytes (a Buffer), which JSON would write as {"type":"Buffer","data":[…]}.
-    if (BINARY_TAG.test(input.yaml!)) json = binaryAsBase64(json);
     return { json, documents: list.length, yaml: null };
   },
 });
 
-const BINARY_TAG = /!!binary|tag:yaml\.org,2002:binary/;
-
-/** `value` with every byte string (YAML's !!binary) as base64 text. */
-function binaryAsBase64(value: unknown): unknown {
+/**
+ * A YAML value as JSON can hold it, where JSON.stringify would change it unseen: bytes (!!binary, a
+ * Buffer written as {"type":"Buffer","data":[…]}) as base64 text; an integer, read exactly as a
+ * bigint, by `jsonInteger` (one past 2^53 came out rounded); .inf, -.inf and .nan, which JSON has
+ * no number for (written as null), as that YAML text. Recursive: the document's depth is bounded
+ * (MAX_YAML_DEPTH), and a stack overflow through aliases is the caller's 422, as in toJS.
+ */
+function asJsonValue(value: unknown): unknown {
+  if (typeof value === "bigint") return jsonInteger(value);
+  if (typeof value === "number" && !Number.isFinite(value))
+    return Number.isNaN(value) ? ".nan" : value > 0 ? ".inf" : "-.inf";
   if (value instanceof Uint8Array) return Buffer.from(value).toString("base64");
-  if (Array.isArray(value)) return value.map(binaryAsBase64);
-  if (value !== null && typeof value === "object")
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, binaryAsBase64(v)]));
+  if (Array.isArray(value)) return value.map(asJsonValue);
+  if (value !== null && typeof value === "object" && !(value instanceof Date))
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, asJsonValue(v)]));
   return value;
 }
 

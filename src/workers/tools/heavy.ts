@@ -47,7 +47,7 @@ import {
 import type { ToolDefinition } from "../../tools/definition.js";
 import { lazy } from "../../lib/lazy-require.js";
 import { WorkerError } from "../errors.js";
-import { jsonStringBytes } from "../heavy/json-fit.js";
+import { jsonInteger, jsonStringBytes } from "../heavy/json-fit.js";
 import { checkZipBudget, decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
 import { implement, type ToolImplementation } from "./implementation.js";
 import * as language from "./language.js";
@@ -256,15 +256,11 @@ const MAX_RESULT_BYTES = 32 * 1024 * 1024;
 /**
  * A result value as JSON can carry it, and its weight there: a BLOB as base64 text (sql.js gives
  * a Uint8Array, which JSON writes as an object keyed by index), checked against what is left of
- * the result's allowance before it is encoded. Integers are read as bigints: one past 2^53 as a
- * double came out rounded (9007199254740993 read …992), so it is decimal text, as xml-convert
- * keeps such a number, and a smaller one a JSON number.
+ * the result's allowance before it is encoded. Integers are read as bigints (`jsonInteger`): one
+ * past 2^53 read as a double came out rounded (9007199254740993 read …992).
  */
 function sqlValue(value: unknown, allowance: number): { value: unknown; bytes: number } {
-  if (typeof value === "bigint")
-    return Number.isSafeInteger(Number(value))
-      ? { value: Number(value), bytes: 24 }
-      : { value: value.toString(), bytes: 24 };
+  if (typeof value === "bigint") return { value: jsonInteger(value), bytes: 24 };
   if (value instanceof Uint8Array) {
     const bytes = Math.ceil(value.length / 3) * 4 + 2;
     return { value: bytes > allowance ? null : Buffer.from(value).toString("base64"), bytes };

@@ -17,7 +17,7 @@ import { WorkerError } from "../errors.js";
  * (the syntax tree itself is built without recursion, and given up on once far too deep).
  * Duplicate keys are found with one set per map: the yaml package compares each key with every
  * earlier one, and 70,000 keys took 2 minutes. A document that is not valid YAML is 422 naming
- * `param`.
+ * `param`. Integers are read as bigints, exactly (yaml-convert decides how JSON carries them).
  */
 export function readYamlDocuments(source: string, param: string): Document.Parsed[] {
   const lines = new LineCounter();
@@ -26,7 +26,9 @@ export function readYamlDocuments(source: string, param: string): Document.Parse
     return `at line ${line}, column ${col}`;
   };
   const tokens = syntaxTree(source, lines, param);
-  const documents = [...new Composer({ uniqueKeys: false }).compose(shallow(tokens, param))];
+  const documents = [
+    ...new Composer({ uniqueKeys: false, intAsBigInt: true }).compose(shallow(tokens, param)),
+  ];
   for (const document of documents) {
     const error: YAMLError | undefined = document.errors[0] ?? duplicateKey(document);
     if (error)

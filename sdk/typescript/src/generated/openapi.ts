@@ -23626,7 +23626,7 @@ export interface operations {
                     "application/json": {
                         /** @description How many YAML documents the input had. */
                         documents: number;
-                        /** @description The first document, parsed (when yaml was sent), else null. */
+                        /** @description The first document, parsed (when yaml was sent), else null. What JSON has no value for is text: !!binary as base64, an integer beyond ±2^53 in decimal, .inf, -.inf and .nan as spelled here. */
                         json: unknown;
                         /** @description The YAML written (when json was sent). */
                         yaml: string | null;
