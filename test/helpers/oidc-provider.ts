@@ -75,7 +75,13 @@ export async function startOidcProvider(options: {
       return {
         accountId: sub,
         async claims() {
-          return { sub, email: sub, email_verified: !sub.startsWith("unverified@") };
+          // "unverified@…" is marked false; "text-…" gets the flag as text, as Amazon Cognito sends it.
+          const verified = !/^(text-)?unverified@/.test(sub);
+          return {
+            sub,
+            email: sub,
+            email_verified: sub.startsWith("text-") ? String(verified) : verified,
+          };
         },
       };
     },

@@ -210,11 +210,12 @@ describe("single sign-on with OpenID Connect", () => {
     expect(replayed.session).toBeUndefined();
   });
 
-  it("refuses an address outside the account's domains and one the provider marks unverified", async () => {
+  it("refuses an address outside the account's domains and one the provider marks unverified, as a boolean or as text", async () => {
     const { domain } = await businessWithSso();
     for (const [login, reason] of [
       ["mallory@other.example", "single sign-on is open to addresses at"],
       [`unverified@${domain}`, "is not verified"],
+      [`text-unverified@${domain}`, "is not verified"],
     ] as const) {
       const attempt = await start(`ana@${domain}`);
       const refused = await callback(
@@ -225,6 +226,13 @@ describe("single sign-on with OpenID Connect", () => {
       expect(refused.page).toContain(reason);
       expect(refused.session).toBeUndefined();
     }
+    // The flag as the text "true" is a verified address.
+    const attempt = await start(`ana@${domain}`);
+    const done = await callback(
+      await idp.completeSignIn(attempt.location, `text-verified@${domain}`),
+      attempt.cookie,
+    );
+    expect([done.res.status, done.session]).toEqual([303, expect.stringMatching(/^tg_session=/)]);
   });
 
   it("refuses an ID token whose signature does not verify against the provider's published keys, though it came over TLS", async () => {

@@ -137,8 +137,19 @@ export async function redeemCallback(
   return {
     subject: idToken.sub,
     email: typeof claims.email === "string" ? claims.email : null,
-    emailVerified: typeof claims.email_verified === "boolean" ? claims.email_verified : null,
+    emailVerified: emailVerifiedClaim(claims.email_verified),
   };
+}
+
+/**
+ * The provider's `email_verified`: a boolean as OpenID Connect defines it, or the text "true" /
+ * "false" some providers send (Amazon Cognito); absent is null (the provider does not say). Any
+ * other value is false: "false" read as "does not say" let an unverified address sign in.
+ */
+function emailVerifiedClaim(claim: unknown): boolean | null {
+  if (claim === undefined || claim === null) return null;
+  if (typeof claim === "boolean") return claim;
+  return typeof claim === "string" && claim.toLowerCase() === "true";
 }
 
 /**
