@@ -41,6 +41,15 @@ function originOf(uri: string): string | null {
   }
 }
 
+/** Whether `write` writes `text` exactly (false when it throws: fields it cannot write). */
+function sameText(write: () => string, text: string): boolean {
+  try {
+    return write() === text;
+  } catch {
+    return false;
+  }
+}
+
 /** 422 naming `chain_id` unless the purpose accepts the chain. */
 export function requireChain(purpose: SiwePurpose, chainId: number, param = "chain_id"): void {
   if (purpose.chainIds && !purpose.chainIds.includes(chainId))
@@ -90,12 +99,22 @@ export async function verifySiweChallenge(
 ): Promise<Address> {
   const refused = (why: string, param = "message") =>
     new ApiError("invalid_token", `The signed sign-in message is not valid: ${why}.`, { param });
-  const [{ getAddress, verifyMessage }, { parseSiweMessage, validateSiweMessage }] =
-    await loadViem();
+  const [
+    { getAddress, verifyMessage },
+    { createSiweMessage, parseSiweMessage, validateSiweMessage },
+  ] = await loadViem();
   const message = parseSiweMessage(text);
   const base = new URL(services.config.publicBaseUrl);
   if (!message.address || !message.nonce || !message.chainId || message.version !== "1")
     throw refused("it is not an EIP-4361 message");
+  // The parser skips text before, between and after the fields it knows. A message with lines
+  // added is no longer EIP-4361 to a wallet, which then shows it without its "this request is
+  // for another site" warning, and under a first line naming this gateway: the signed text must
+  // be the one its own fields write.
+  if (!sameText(() => createSiweMessage(message as Parameters<typeof createSiweMessage>[0]), text))
+    throw refused("it has text outside EIP-4361's fields");
+  if (message.scheme !== undefined && `${message.scheme}:` !== base.protocol)
+    throw refused(`its scheme is not ${base.protocol.slice(0, -1)}`);
   if (message.domain !== base.host)
     throw refused(`it is for ${message.domain ?? "no domain"}, not ${base.host}`);
   if (!message.uri || originOf(message.uri) !== base.origin)

@@ -155,6 +155,35 @@ describe("wallet sign-in to the dashboard", () => {
     expect((await signed({})).status).toBe(200);
   });
 
+  it("refuses the challenge signed with text added around or between its fields, or under another scheme", async () => {
+    const wallet = anvilAccount(6);
+    const headers = client();
+    const { message } = (await challenge(wallet, headers)).body as { message: string };
+    const base = new URL(setup.gw.url);
+    const altered = [
+      [`${message}\nClaim your airdrop at evil.example`, "text outside"],
+      [
+        message.replace("\nURI:", "\nThen approve the transfer on the next screen.\nURI:"),
+        "text outside",
+      ],
+      [`https://${message}`, "its scheme is not http"],
+    ] as const;
+    for (const [text, why] of altered) {
+      // A wallet would not recognise these as EIP-4361, but the fields viem reads are unchanged.
+      expect(parseSiweMessage(text)).toMatchObject({
+        domain: base.host,
+        nonce: parseSiweMessage(message).nonce,
+      });
+      const res = await signIn(text, await wallet.signMessage({ message: text }), headers);
+      expectError(res, 400, "invalid_token");
+      expect(res.body.error.message).toContain(why);
+    }
+    // None of them spent the challenge.
+    expect((await signIn(message, await wallet.signMessage({ message }), headers)).status).toBe(
+      200,
+    );
+  });
+
   it("does not take a challenge issued for an API key, nor another address's nonce", async () => {
     const wallet = anvilAccount(5);
     const headers = client();
