@@ -202,8 +202,11 @@ export async function authenticateSession(
   return { account: current.account, keyId: null, keyLimited: false };
 }
 
-/** Refuses a form posted from another site (login CSRF): the browser says where the request comes from. */
-export function requireSameOrigin(req: Request): void {
+/**
+ * Refuses a form posted from another site (login or logout CSRF): the browser says where the
+ * request comes from. `forms` names them in the refusal.
+ */
+export function requireSameOrigin(req: Request, forms = "Sign-in forms"): void {
   const site = req.get("sec-fetch-site");
   const origin = req.get("origin");
   // Without Sec-Fetch-Site (an older browser), the Origin decides; "null" is what a sandboxed
@@ -212,8 +215,5 @@ export function requireSameOrigin(req: Request): void {
     ? site !== "same-origin"
     : origin !== undefined && URL.parse(origin)?.host !== req.get("host");
   if (crossSite)
-    throw new ApiError(
-      "csrf_failed",
-      "Sign-in forms are accepted from this site's own pages only.",
-    );
+    throw new ApiError("csrf_failed", `${forms} are accepted from this site's own pages only.`);
 }

@@ -303,6 +303,9 @@ export function signInRoutes(services: Services): Router {
   router.post(
     "/dashboard/sign-out",
     signOutRoute(async (req, res) => {
+      // Without a session cookie there is no CSRF token to check, and a cross-site form arrives
+      // without one (SameSite=Lax): its answer's cleared cookie still signed the browser out.
+      requireSameOrigin(req, "Sign-out forms");
       const current = await currentSession(services, req, res);
       if (current) requireCsrf(req, current.session);
       await endSession(services, req, res);

@@ -463,12 +463,13 @@ describe("the dashboard in Chromium", () => {
     const attacker: Server = createServer((_req, res) => {
       res.setHeader("content-type", "text/html");
       res.end(
-        `<form id="f" method="post" action="${gw.url}/dashboard/sign-out-everywhere"><input name="x" value="1"></form><form id="g" method="post" action="${gw.url}/dashboard/api/v1/keys" enctype="text/plain"><input name='{"name":"evil","x":"' value='"}'></form>`,
+        `<form id="f" method="post" action="${gw.url}/dashboard/sign-out-everywhere"><input name="x" value="1"></form><form id="g" method="post" action="${gw.url}/dashboard/api/v1/keys" enctype="text/plain"><input name='{"name":"evil","x":"' value='"}'></form><form id="h" method="post" action="${gw.url}/dashboard/sign-out"></form>`,
       );
     });
     await new Promise<void>((resolve) => attacker.listen(0, "127.0.0.1", resolve));
     const attackerUrl = `http://localhost:${(attacker.address() as { port: number }).port}/`;
-    for (const form of ["f", "g"]) {
+    // h: a sign-out arrives without the cookie (SameSite=Lax); its answer must not clear it either.
+    for (const form of ["f", "g", "h"]) {
       // A page each: the first form's redirect is still navigating when the next would start.
       const evil = await context.newPage();
       await evil.goto(attackerUrl);
@@ -481,6 +482,7 @@ describe("the dashboard in Chromium", () => {
     }
     attacker.close();
     await page.reload();
+    expect(new URL(page.url()).pathname).toBe("/dashboard"); // not sent to sign in
     await expect(page.getByTestId("credits-balance").textContent()).resolves.toBe("100"); // still signed in
     expect((await call(`${gw.url}/api/v1/keys`, { key: mine.key })).body.data.length).toBe(
       keysBefore,
