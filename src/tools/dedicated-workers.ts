@@ -4,8 +4,10 @@ import type { AccountRecord } from "../store/types.js";
 
 /**
  * Dedicated workers (Business): an operator binds an account to its own worker pool, and every
- * call of that account — REST, MCP, paid, whatever the tool's pool — goes to that pool and
- * nowhere else; when it is down the call fails (refunded), never falls back to the shared pools.
+ * call of that account to a catalogue tool — REST, MCP, paid, whatever the tool's pool — goes to
+ * that pool and nowhere else; when it is down the call fails (refunded), never falls back to the
+ * shared pools. The pool is a workers deployment, which serves the catalogue's tools only: a
+ * custom or operator tool's call goes to its own endpoint, bound or not.
  *
  * The binding is a field of the account record, so the admission that already reads the account
  * (one store round trip) brings it back: routing costs no extra round trip and needs no cache.

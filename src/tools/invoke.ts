@@ -15,7 +15,7 @@ import {
   type StoredResponse,
 } from "../store/types.js";
 import type { ToolDefinition } from "./definition.js";
-import { isPrivateTool } from "./custom/registry.js";
+import { isPrivateTool, isUpstreamTool } from "./custom/registry.js";
 import type { ForwardOutcome, Forwarder } from "./forward.js";
 import { preflight } from "./preflight.js";
 import { PoolBusyError } from "./priority-gate.js";
@@ -371,8 +371,11 @@ async function serveCharged(
   let outcome: ForwardOutcome;
   let toolMs: number | undefined;
   try {
-    // A Business account bound to its own pool is sent there and nowhere else (see dedicated-workers.ts).
-    const route = pools.route(tool.pool, caller.account);
+    // A Business account bound to its own pool sends the catalogue's calls there and nowhere else
+    // (see dedicated-workers.ts). A custom or operator tool goes to its own endpoint whoever calls
+    // it: the pool is a workers deployment serving the catalogue's tools only, and a custom tool's
+    // input is for its endpoint alone.
+    const route = pools.route(tool.pool, isUpstreamTool(tool) ? null : caller.account);
     const release = await route.gate.acquire(
       TIERS[caller.account.tier].priority,
       config.poolQueueTimeoutMs,

@@ -76,9 +76,13 @@ export class WorkerPools {
     );
   }
 
-  /** Where a call of `account` to a tool of `pool` goes: its dedicated pool if it has one, else the shared pool. */
-  route(pool: WorkerPool, account: AccountRecord): PoolRoute {
-    const origin = dedicatedOrigin(account);
+  /**
+   * Where a call of `account` to a tool of `pool` goes: its dedicated pool if it has one, else the
+   * shared pool. `account` is null for a call that no dedicated pool serves (a custom or operator
+   * tool's, which goes to its own endpoint through the shared pool's gate).
+   */
+  route(pool: WorkerPool, account: AccountRecord | null): PoolRoute {
+    const origin = account && dedicatedOrigin(account);
     if (!origin) return { origin: this.url(pool), gate: this.gate(pool), forward: null };
     const name = `${pool} ${origin}`;
     let gate = this.dedicatedGates.get(name);

@@ -1,6 +1,7 @@
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type RequestListener } from "node:http";
 import { createServer as createTlsServer } from "node:https";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadWorkerConfig } from "../../src/workers/config.js";
@@ -18,6 +19,7 @@ import {
 } from "../helpers/gateway.js";
 import { callToolOverMcp } from "../helpers/mcp.js";
 import { watchRedisCommands } from "../helpers/redis.js";
+import { startToolEndpoint } from "../helpers/tool-endpoint.js";
 
 /**
  * Dedicated workers (Business): two real worker servers — the shared pools and one account's own
@@ -42,13 +44,35 @@ async function countingWorkers(): Promise<Workers> {
 
 let shared: Workers;
 let dedicated: Workers;
+/** The endpoint of an account's custom tool and of an operator's tool (TOOLS_FILE), plain HTTP on loopback. */
+let endpoint: Awaited<ReturnType<typeof startToolEndpoint>>;
 let gw: TestGateway;
 beforeAll(async () => {
-  [shared, dedicated] = await Promise.all([countingWorkers(), countingWorkers()]);
+  [shared, dedicated, endpoint] = await Promise.all([
+    countingWorkers(),
+    countingWorkers(),
+    startToolEndpoint("http"),
+  ]);
+  endpoint.handle("/echo", (body) => ({ json: { echo: body.text } }));
+  const file = join(mkdtempSync(join(tmpdir(), "toolgate-tools-file-")), "tools.yaml");
+  writeFileSync(
+    file,
+    [
+      "tools:",
+      "  - name: operator-echo",
+      "    description: Echoes a text, at the operator's upstream API.",
+      `    url: ${endpoint.url("/echo")}`,
+      "    input_schema: { type: object, properties: { text: { type: string } }, required: [text] }",
+      "    output_schema: { type: object, properties: { echo: { type: string } }, required: [echo] }",
+      "    price_credits: 2",
+    ].join("\n"),
+  );
   gw = await startGateway({
     env: {
       WORKERS_URL: shared.url,
       DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS: "1",
+      UPSTREAM_ALLOW_PRIVATE_TARGETS: "1",
+      TOOLS_FILE: file,
       // The slow pool's case: a deadline the test can outlast quickly (no other case calls it).
       TOOL_TIMEOUTS: "id-generate=600",
     },
@@ -58,6 +82,7 @@ afterAll(async () => {
   await gw?.stop();
   await shared?.stop();
   await dedicated?.stop();
+  await endpoint?.stop();
 });
 
 /** Calls made since `mark()`, at each pool. */
@@ -215,6 +240,52 @@ describe("binding an account to its own worker pool", () => {
       ).status,
     ).toBe(404);
     expect((await call401(`/accounts/${accountId}/workers`)).status).toBe(401);
+  });
+});
+
+describe("an account bound to its own pool, calling a custom or operator tool", () => {
+  it("calls the tool's own endpoint over REST and MCP, never the pool: the pool serves the catalogue's tools only", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100, "business");
+    await admin(gw.url, `/accounts/${accountId}/workers`, {
+      method: "PUT",
+      body: { url: dedicated.url },
+    });
+    const registered = await call(`${gw.url}/api/v1/custom-tools`, {
+      key,
+      body: {
+        name: "own-echo",
+        description: "Echoes a text, at the account's own endpoint.",
+        url: endpoint.url("/echo"),
+        input_schema: { type: "object", properties: { text: { type: "string" } } },
+        output_schema: { type: "object", properties: { echo: { type: "string" } } },
+        price_credits: 3,
+      },
+    });
+    expect(registered.status).toBe(201);
+    const since = mark();
+    const received = endpoint.at("/echo").length;
+    for (const name of ["own-echo", "operator-echo"]) {
+      const rest = await callTool(gw.url, key, name, { text: `${name} rest` });
+      expect([name, rest.status, rest.body]).toEqual([name, 200, { echo: `${name} rest` }]);
+      const mcp = await mcpCall(key, name, { text: `${name} mcp` });
+      expect([name, mcp.isError, JSON.parse(mcp.content[0]!.text)]).toEqual([
+        name,
+        undefined,
+        { echo: `${name} mcp` },
+      ]);
+    }
+    // The custom tool's input went to its endpoint only, not to the pool's host.
+    expect(since()).toEqual({ shared: [], dedicated: [] });
+    expect(
+      endpoint
+        .at("/echo")
+        .slice(received)
+        .map((r) => (r.body as { text: string }).text),
+    ).toEqual(["own-echo rest", "own-echo mcp", "operator-echo rest", "operator-echo mcp"]);
+    expect(await balanceOf(gw.url, key)).toBe(100 - 2 * 3 - 2 * 2);
+    // The catalogue's tools still go to the pool.
+    expect((await callTool(gw.url, key, "hash", { text: "pool" })).status).toBe(200);
+    expect(since().dedicated).toEqual(["hash"]);
   });
 });
 
