@@ -130,6 +130,48 @@ describe("TOOLS_FILE", () => {
       ]);
   });
 
+  it("refuses a header whose value Node would refuse to send (a secret with a trailing newline), naming the entry and header, never the value", () => {
+    const file = fileWith(
+      [
+        "tools:",
+        "  - name: weather",
+        "    description: Current weather.",
+        "    url: https://api.example.com/weather",
+        "    input_schema: { type: object }",
+        "    price_credits: 2",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: TOOLS_FILE's own ${NAME} syntax, not a template
+        "    headers: { Authorization: 'Bearer ${WEATHER_KEY}' }",
+        "  - name: forecast",
+        "    description: Tomorrow's weather.",
+        "    url: https://api.example.com/forecast",
+        "    input_schema: { type: object }",
+        "    price_credits: 2",
+        '    headers: { X-Literal: "a\\rb" }',
+      ].join("\n"),
+    );
+    for (const secret of ["s3cret-value\n", "s3cret-value\r\n", "s3cret\rvalue", "s3cret\u0000"]) {
+      const problems = problemsOf({ TOOLS_FILE: file, WEATHER_KEY: secret });
+      expect(problems).toEqual([
+        expect.stringMatching(
+          /tools\[0\] \(weather\): headers\.Authorization: not a valid HTTP header value once WEATHER_KEY is put in \(/,
+        ),
+        expect.stringMatching(
+          /tools\[1\] \(forecast\): headers\.X-Literal: not a valid HTTP header value \(/,
+        ),
+      ]);
+      expect(problems.join("\n")).not.toContain("s3cret");
+    }
+    // A value Node sends as is (tabs and Latin-1 included) still loads.
+    expect(
+      problemsOf({
+        TOOLS_FILE: fileWith(
+          JSON.stringify({ tools: [{ ...good, headers: { "X-Key": "a\tb caf\u00e9" } }] }),
+          "json",
+        ),
+      }),
+    ).toEqual([]);
+  });
+
   it("says so when the file is missing, unreadable as YAML, or has no tools list", () => {
     expect(problemsOf({ TOOLS_FILE: join(dir, "nope.yaml") })).toEqual([
       expect.stringMatching(/nope\.yaml: no such file$/),

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { validateHeaderName, validateHeaderValue } from "node:http";
 import { lazyRequire } from "../../lib/lazy-require.js";
 import { findTool } from "../catalogue/index.js";
 import { SchemaCompiler, SchemaError } from "./json-schema.js";
@@ -104,7 +105,20 @@ function readEntry(
     const missing = referenced.filter((v) => context.env[v] === undefined);
     if (missing.length)
       return [`headers.${name}: ${missing.join(", ")} not set in the environment`];
-    headers[name] = value.replace(ENV_REFERENCE, (_m, v: string) => context.env[v]!);
+    const filled = value.replace(ENV_REFERENCE, (_m, v: string) => context.env[v]!);
+    // Checked by Node's own rules, as the request will be: a value it refuses (a secret read from a
+    // file with its trailing newline) failed every call of the tool inside the gateway (500). The
+    // value is never printed: it holds a secret.
+    try {
+      validateHeaderName(name);
+      validateHeaderValue(name, filled);
+    } catch {
+      const from = referenced.length ? ` once ${referenced.join(", ")} is put in` : "";
+      return [
+        `headers.${name}: not a valid HTTP header value${from} (a header cannot hold a line break or other control character; a value read from a file may end in a newline)`,
+      ];
+    }
+    headers[name] = filled;
     secrets.push(...referenced.map((v) => context.env[v]!));
   }
   return {
