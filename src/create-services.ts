@@ -104,6 +104,7 @@ export async function createServices(
       queueTimeoutMs: config.poolQueueTimeoutMs,
       maxResponseBytes: config.workerMaxResponseBytes,
       dedicatedAllowPrivate: config.dedicatedWorkersAllowPrivateTargets,
+      dedicatedMaxDepth: config.bodyMaxDepth,
     },
     log,
   );
@@ -111,7 +112,7 @@ export async function createServices(
   started.push({ name: "worker pools", stop: () => pools.stop() });
   const upstream = new UpstreamTools(
     store,
-    config.upstream,
+    { ...config.upstream, maxDepth: config.bodyMaxDepth },
     config.upstream.tools,
     config.secretKeys,
   );

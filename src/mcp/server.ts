@@ -21,6 +21,7 @@ import { jsonSchemasOf, withoutDialect } from "../tools/views.js";
 import { searchTools } from "../tools/search.js";
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import { GatewayServer, ownHandler } from "./protocol-errors.js";
+import { jsonDepthExceeds } from "../http/json-body.js";
 
 /**
  * The MCP door: a thin adapter from `tools/list` and `tools/call` onto the catalogue and the
@@ -209,8 +210,30 @@ function paidCall(
   };
 }
 
+/**
+ * Why an answer cannot be written as a tool result (its `structuredContent`), or null. The SDK
+ * writes the result with JSON.stringify after the handler returns, where a stack overflow (an
+ * answer nested thousands of levels deep) was lost: the caller got an empty 200 and the charge
+ * was kept. Asked before the charge is kept (ToolCall.unwritable), so such a call fails refunded.
+ * An answer no deeper than a request body may be is written without doubt and costs one scan of
+ * its bytes; a deeper one (a catalogue tool's, which REST serves as is) is tried.
+ */
+function unwritableAnswer(maxDepth: number) {
+  return (body: Buffer): string | null => {
+    if (!jsonDepthExceeds(body, maxDepth)) return null;
+    try {
+      // Inside a few levels more than the SDK's message adds around the result.
+      JSON.stringify([[[[[[[[{ structuredContent: JSON.parse(body.toString("utf8")) }]]]]]]]]);
+      return null;
+    } catch (err) {
+      return `the answer cannot be written as an MCP tool result: ${(err as Error).message}`;
+    }
+  };
+}
+
 export function createMcpServerFactory(services: Services, door: Forwarder) {
   const tools = toolList(services);
+  const unwritable = unwritableAnswer(services.config.bodyMaxDepth);
   return (caller: McpCaller) => {
     const server = new GatewayServer(
       { name: "toolgate", version: "1.0.0" },
@@ -294,12 +317,21 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
                     key: caller.key ?? undefined,
                     counted: true,
                     onPaid: (paid) => void (receipt = paid.receipt),
+                    unwritable,
                   },
                   forward,
                 )
               : await invokeTool(
                   services,
-                  { tool, input, key: caller.key!, idempotencyKey: null, requestId, counted: true },
+                  {
+                    tool,
+                    input,
+                    key: caller.key!,
+                    idempotencyKey: null,
+                    requestId,
+                    counted: true,
+                    unwritable,
+                  },
                   forward,
                 );
           return {

@@ -8,6 +8,7 @@ import {
   type RequestHandler,
 } from "http-proxy-middleware";
 import type { Agent } from "node:http";
+import { jsonDepthExceeds } from "../http/json-body.js";
 import { ShutdownInterruption } from "../http/request-guard.js";
 
 /**
@@ -115,8 +116,12 @@ function readAnswer(
  * call — 502 `tool_failed`, refunded, `tool.error` — not a charged one. Before, MCP's door parsed
  * it after the charge was kept (charged, answered `internal_error`) and REST's served it raw.
  */
-function jsonObjectOnly(outcome: ForwardOutcome): ForwardOutcome {
+function jsonObjectOnly(outcome: ForwardOutcome, maxDepth?: number): ForwardOutcome {
   if (outcome.kind !== "response" || outcome.status < 200 || outcome.status >= 300) return outcome;
+  // Nested deeper than the gateway takes a request body: what walks it later (MCP's JSON.stringify)
+  // overflows the stack, and MCP answered an empty 200 with the charge kept. Counted on the bytes.
+  if (maxDepth !== undefined && jsonDepthExceeds(outcome.body, maxDepth))
+    return failedAnswer(502, `its answer nests deeper than ${maxDepth} levels`);
   let value: unknown;
   try {
     value = JSON.parse(outcome.body.toString("utf8"));
@@ -139,11 +144,14 @@ function jsonObjectOnly(outcome: ForwardOutcome): ForwardOutcome {
  * the gateway does not run. The REST door's proxy to the shared workers (ours, which answer JSON
  * by construction) passes their bytes on unparsed: an answer may be up to
  * WORKER_MAX_RESPONSE_BYTES, and parsing each would hold the event loop for it.
+ * With `maxDepth` (a dedicated pool's), an answer nested deeper fails the call too, as a request
+ * body that deep is refused; the shared workers' answers are ours, and served as REST serves them.
  */
 export function createHttpForwarder(
   agent: Agent,
   maxResponseBytes: number,
   tlsAgent?: TlsAgent,
+  maxDepth?: number,
 ): Forwarder {
   return (call) =>
     new Promise<ForwardOutcome>((resolve) => {
@@ -173,7 +181,7 @@ export function createHttpForwarder(
           },
         },
         (res) => {
-          readAnswer(res, maxResponseBytes, (outcome) => settle(jsonObjectOnly(outcome)));
+          readAnswer(res, maxResponseBytes, (outcome) => settle(jsonObjectOnly(outcome, maxDepth)));
           res.on("error", (err) => settle(brokenOff(timedOut, err)));
         },
       );

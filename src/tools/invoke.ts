@@ -46,6 +46,12 @@ export interface ToolCall {
   claimHeldUntil?: number;
   /** A keyed x402 call: the hold its key's check put on the key's budget, which its debit takes over (AdmitRequest.budgetHold). */
   budgetHold?: string;
+  /**
+   * Why the door could not write this answer (a tool's 2xx body), or null: asked before the charge
+   * is kept, so an answer the door cannot deliver fails the call inside the gateway (500
+   * internal_error, refunded) rather than being charged and lost (MCP's door: `unwritable`).
+   */
+  unwritable?: (body: Buffer) => string | null;
 }
 
 /**
@@ -342,7 +348,7 @@ function recordTiming(
 
 async function serveCharged(
   services: Services,
-  { tool, key, requestId, idempotencyTtlSeconds, claimHeldUntil }: ToolCall,
+  { tool, key, requestId, idempotencyTtlSeconds, claimHeldUntil, unwritable }: ToolCall,
   caller: Admitted,
   input: unknown,
   forward: Forwarder,
@@ -418,6 +424,18 @@ async function serveCharged(
       "a charged call failed inside the gateway",
     );
     outcome = { kind: "gateway_error", message: (err as Error)?.message ?? String(err) };
+  }
+
+  const notWritten =
+    unwritable && outcome.kind === "response" && outcome.status >= 200 && outcome.status < 300
+      ? unwritable(outcome.body)
+      : null;
+  if (notWritten) {
+    services.log.error(
+      { request_id: requestId, tool: tool.name, reason: notWritten },
+      "a charged call's answer could not be written; refunding it",
+    );
+    outcome = { kind: "gateway_error", message: notWritten };
   }
 
   if (outcome.kind === "response" && outcome.status >= 200 && outcome.status < 300) {

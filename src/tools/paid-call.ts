@@ -49,6 +49,8 @@ export interface PaidToolCall {
   requestId: string;
   /** Told once the payment is settled and credited, before the tool runs: a failed call still has a receipt. */
   onPaid: (paid: Paid) => void;
+  /** Why the door could not write the tool's answer (ToolCall.unwritable). */
+  unwritable?: (body: Buffer) => string | null;
 }
 
 export async function callPaidTool(
@@ -145,6 +147,7 @@ export async function callPaidTool(
       // Its rate-limit slot was taken before the payment settled (beforeSettling above), if it was settled here.
       counted: counter !== null,
       ...(budgetHold ? { budgetHold } : {}),
+      ...(call.unwritable ? { unwritable: call.unwritable } : {}),
     },
     forward,
   );

@@ -16,6 +16,8 @@ export interface PoolSettings {
   maxResponseBytes: number;
   /** Dedicated pools may be on loopback or private networks (development and tests only). */
   dedicatedAllowPrivate?: boolean;
+  /** How deep a dedicated pool's answer may nest (BODY_MAX_DEPTH, as a request body); deeper fails the call. */
+  dedicatedMaxDepth?: number;
 }
 
 /** Where one call goes: the pool's origin and gate, and the forwarder to use (null: the door's own). */
@@ -73,6 +75,7 @@ export class WorkerPools {
       this.dedicatedAgent,
       settings.maxResponseBytes,
       this.dedicatedTlsAgent,
+      settings.dedicatedMaxDepth,
     );
   }
 

@@ -28,6 +28,8 @@ let endpoint: Awaited<ReturnType<typeof startToolEndpoint>>;
 let plain: Awaited<ReturnType<typeof startToolEndpoint>>;
 
 const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
+/** A valid JSON object nested 5,000 levels deep (10 KB): MCP's JSON.stringify overflowed the stack on it. */
+const DEEP = `{"words":1,"a":${"[".repeat(5000)}${"]".repeat(5000)}}`;
 
 beforeAll(async () => {
   [endpoint, plain] = await Promise.all([startToolEndpoint("https"), startToolEndpoint("http")]);
@@ -37,7 +39,10 @@ beforeAll(async () => {
   endpoint.handle("/wrong-shape", () => ({ json: { words: "many" } }));
   endpoint.handle("/not-json", () => ({ raw: "<html>oops</html>" }));
   endpoint.handle("/huge", () => ({ json: { words: 1, padding: "x".repeat(2 * 1024 * 1024) } }));
-  endpoint.handle("/upper", (body) => ({ json: { upper: String(body.text).toUpperCase() } }));
+  endpoint.handle("/upper", (body) =>
+    body.text === "deep" ? { raw: DEEP } : { json: { upper: String(body.text).toUpperCase() } },
+  );
+  endpoint.handle("/deep", () => ({ raw: DEEP }));
   plain.handle("/echo", (body) => ({ json: { echo: body } }));
 
   const dir = mkdtempSync(join(tmpdir(), "toolgate-tools-file-"));
@@ -246,6 +251,39 @@ describe("a Business account's custom tool", () => {
     expect(errors.every((e) => e.data.credits_charged === 0)).toBe(true);
     const usage = await call(`${gw.url}/api/v1/usage?limit=20`, { key });
     expect(usage.body.data.filter((e: { kind: string }) => e.kind === "refund")).toHaveLength(4);
+  });
+
+  it("fails an answer nested deeper than a request body may be, over REST and MCP alike: 502 tool_failed, refunded", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100, "business");
+    expect((await register(key, wordCount(endpoint.url("/deep"), { name: "deep" }))).status).toBe(
+      201,
+    );
+    const rest = await callTool(gw.url, key, "deep", { text: "a" });
+    expect([rest.status, rest.body.error.code, rest.body.error.message]).toEqual([
+      502,
+      "tool_failed",
+      "The deep tool failed; the endpoint's answer nests deeper than 64 levels. The call was not charged.",
+    ]);
+    // Before: MCP answered HTTP 200 with an empty body, and kept the charge.
+    const client = await mcpClient(key);
+    try {
+      const mcp = await client.callTool({ name: "deep", arguments: { text: "a" } });
+      expect(mcp.isError).toBe(true);
+      expect(JSON.parse((mcp.content as { text: string }[])[0]!.text).error.code).toBe(
+        "tool_failed",
+      );
+    } finally {
+      await client.close();
+    }
+    expect(await balanceOf(gw.url, key)).toBe(100);
+    let errors: Awaited<ReturnType<typeof eventsOf>> = [];
+    for (let waited = 0; errors.length < 2 && waited < 5000; waited += 50) {
+      errors = (await eventsOf(gw.services.store, accountId, 0)).filter(
+        (e) => e.event === "tool.error",
+      );
+      if (errors.length < 2) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(errors.map((e) => e.data.error_code)).toEqual(["tool_failed", "tool_failed"]);
   });
 
   it("is refunded when its endpoint does not answer within its timeout: 504 tool_timeout", async () => {
@@ -629,5 +667,23 @@ describe("an operator's upstream tool (TOOLS_FILE)", () => {
       (await callTool(gw.url, key, "shout", { text: "x".repeat(101) })).body.error,
     ).toMatchObject({ code: "validation_failed", param: "text" });
     expect(await balanceOf(gw.url, key)).toBe(96);
+  });
+
+  it("fails an answer nested deeper than a request body may be, over REST and MCP alike: 502 tool_failed, refunded", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const rest = await callTool(gw.url, key, "shout", { text: "deep" });
+    expect([rest.status, rest.body.error.code]).toEqual([502, "tool_failed"]);
+    expect(rest.body.error.message).toMatch(/nests deeper than 64 levels/);
+    const client = await mcpClient(key);
+    try {
+      const mcp = await client.callTool({ name: "shout", arguments: { text: "deep" } });
+      expect(mcp.isError).toBe(true);
+      expect(JSON.parse((mcp.content as { text: string }[])[0]!.text).error.code).toBe(
+        "tool_failed",
+      );
+    } finally {
+      await client.close();
+    }
+    expect(await balanceOf(gw.url, key)).toBe(100);
   });
 });

@@ -410,7 +410,7 @@ describe("a dedicated pool that sends its answer a little at a time", () => {
   });
 });
 
-describe("a dedicated pool whose answer is not a JSON object", () => {
+describe("a dedicated pool whose answer is not a JSON object, or nests too deep", () => {
   it("fails the call over REST and MCP alike: 502 tool_failed, refunded, tool.error", async () => {
     // The customer's own server: 200 with text, an empty 204, a bare array, JSON null.
     const answers: Record<string, [number, string]> = {
@@ -418,6 +418,8 @@ describe("a dedicated pool whose answer is not a JSON object", () => {
       empty: [204, ""],
       array: [200, "[1,2]"],
       null: [200, "null"],
+      // A JSON object 5,000 levels deep: MCP answered it an empty 200, charged.
+      deep: [200, `{"digest":${"[".repeat(5000)}${"]".repeat(5000)}}`],
     };
     const odd = createServer((req, res) => {
       let body = "";
@@ -437,7 +439,7 @@ describe("a dedicated pool whose answer is not a JSON object", () => {
         const rest = await callTool(gw.url, key, "hash", { text });
         expect([text, rest.status, rest.body.error?.code]).toEqual([text, 502, "tool_failed"]);
         expect(rest.body.error.message).toMatch(
-          /^The hash tool failed; its answer is not (JSON|a JSON object)/,
+          /^The hash tool failed; its answer (is not (JSON|a JSON object)|nests deeper than 64 levels)/,
         );
         // Before: MCP kept the charge, then failed to parse the answer (internal_error).
         const mcp = await mcpCall(key, "hash", { text });
@@ -449,13 +451,13 @@ describe("a dedicated pool whose answer is not a JSON object", () => {
       }
       expect(await balanceOf(gw.url, key)).toBe(100);
       let errors: Awaited<ReturnType<typeof eventsOf>> = [];
-      for (let waited = 0; errors.length < 8 && waited < 5000; waited += 50) {
+      for (let waited = 0; errors.length < 10 && waited < 5000; waited += 50) {
         errors = (await eventsOf(gw.services.store, accountId, 0)).filter(
           (e) => e.event === "tool.error",
         );
-        if (errors.length < 8) await new Promise((r) => setTimeout(r, 50));
+        if (errors.length < 10) await new Promise((r) => setTimeout(r, 50));
       }
-      expect(errors).toHaveLength(8);
+      expect(errors).toHaveLength(10);
       expect(errors.every((e) => e.data.credits_charged === 0)).toBe(true);
     } finally {
       odd.closeAllConnections();

@@ -289,6 +289,40 @@ describe("when the tool cannot run", () => {
     }
   });
 
+  it("answers MCP a tool error, refunded, when the answer cannot be written as its result (REST serves it)", async () => {
+    // A valid JSON object 10,000 levels deep: MCP's SDK overflowed the stack writing it, and the
+    // caller got an empty 200 with the charge kept.
+    const deep = `{"digest":${"[".repeat(10_000)}${"]".repeat(10_000)}}`;
+    const worker = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(deep);
+    });
+    await new Promise<void>((r) => worker.listen(0, "127.0.0.1", r));
+    const deepWorkers = await startGateway({
+      env: { WORKERS_URL: `http://127.0.0.1:${(worker.address() as AddressInfo).port}` },
+    });
+    try {
+      const { key, accountId } = await fundedAccount(deepWorkers.url, 100);
+      const rest = await call(`${deepWorkers.url}/v1/tools/hash`, { key, body: { text: "a" } });
+      expect(rest.status).toBe(200);
+      expect(await balanceOf(deepWorkers.url, key)).toBe(99);
+      const mcp = await callToolOverMcp(deepWorkers.url, key, "hash", { text: "a" });
+      expect([mcp.isError, JSON.parse(mcp.content[0]!.text).error.code]).toEqual([
+        true,
+        "internal_error",
+      ]);
+      expect(await balanceOf(deepWorkers.url, key)).toBe(99);
+      const errors = (await eventsOf(deepWorkers.services.store, accountId, 2)).filter(
+        (e) => e.event === "tool.error",
+      );
+      expect(errors.map((e) => e.data.error_code)).toEqual(["internal_error"]);
+    } finally {
+      await deepWorkers.stop();
+      worker.close();
+    }
+  });
+
   it("refunds with tool.error when the workers are down", async () => {
     const down = await startGateway({ env: { WORKERS_URL: "http://127.0.0.1:1" } });
     try {

@@ -1,6 +1,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { ValidateFunction } from "ajv";
+import { jsonDepthExceeds } from "../../http/json-body.js";
 import { openSecret } from "../../webhooks/secrets.js";
 import { standardSignature } from "../../webhooks/signing.js";
 import { guardAgent } from "../../webhooks/ssrf.js";
@@ -34,6 +35,8 @@ export interface UpstreamTarget {
 export interface UpstreamSettings {
   allowPrivate: boolean;
   maxResponseBytes: number;
+  /** How deep an answer may nest: BODY_MAX_DEPTH, what the gateway takes in a request body. */
+  maxDepth: number;
 }
 
 export class UpstreamCaller {
@@ -160,7 +163,7 @@ export class UpstreamCaller {
       // Whatever the endpoint sent (JSON nested past the stack, a schema keyword that throws),
       // judging it fails this call alone: 502, refunded — never an exception in a listener.
       try {
-        settle(interpret(status, Buffer.concat(chunks), target));
+        settle(interpret(status, Buffer.concat(chunks), target, this.settings.maxDepth));
       } catch (err) {
         settle(
           failedAnswer(502, `the endpoint's answer could not be read: ${(err as Error).message}`),
@@ -186,7 +189,12 @@ function signatureHeaders(secret: string, id: string, body: Buffer): Record<stri
 }
 
 /** What the endpoint's answer means, in the workers' terms. */
-function interpret(status: number, body: Buffer, target: UpstreamTarget): ForwardOutcome {
+function interpret(
+  status: number,
+  body: Buffer,
+  target: UpstreamTarget,
+  maxDepth: number,
+): ForwardOutcome {
   // The endpoint judged the input: the caller's error (refunded, no tool.error), with its message when it gave one.
   if (status === 422) return { kind: "response", status, body };
   if (status === 504) return failedAnswer(504, "the endpoint timed out");
@@ -195,6 +203,10 @@ function interpret(status: number, body: Buffer, target: UpstreamTarget): Forwar
       502,
       `the endpoint answered HTTP ${status}${status >= 300 && status < 400 ? " (redirects are not followed)" : ""}`,
     );
+  // Nested deeper than a request body may be: the schema check and MCP's JSON.stringify recurse on
+  // it (MCP answered an empty 200, the charge kept). Counted on the bytes, before parsing.
+  if (jsonDepthExceeds(body, maxDepth))
+    return failedAnswer(502, `the endpoint's answer nests deeper than ${maxDepth} levels`);
   let value: unknown;
   try {
     value = JSON.parse(body.toString("utf8"));
