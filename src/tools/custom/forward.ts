@@ -6,6 +6,7 @@ import { openSecret } from "../../webhooks/secrets.js";
 import { standardSignature } from "../../webhooks/signing.js";
 import { guardAgent } from "../../webhooks/ssrf.js";
 import { abandoned, failedAnswer, type ForwardOutcome, type Forwarder } from "../forward.js";
+import { affordable } from "./json-schema.js";
 import { checkUpstreamForm, literalHostReason } from "./target.js";
 
 /**
@@ -215,6 +216,11 @@ function interpret(
   }
   if (value === null || typeof value !== "object" || Array.isArray(value))
     return failedAnswer(502, "the endpoint's answer is not a JSON object");
+  if (!affordable(target.validateOutput, value))
+    return failedAnswer(
+      502,
+      "the endpoint's answer has too many values to check against the tool's output schema",
+    );
   if (!target.validateOutput(value)) {
     const error = target.validateOutput.errors![0]!;
     return failedAnswer(

@@ -4,6 +4,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { RE2JS } from "re2js";
 import { z } from "zod";
 import { validated, withFormats } from "../../workers/json-schema.js";
+import { checkSchemaCost, SchemaCostError } from "./schema-cost.js";
 
 /**
  * JSON Schemas written by someone else — a Business account's custom tool, an operator's
@@ -43,6 +44,36 @@ function depthOf(value: unknown): number {
   return max;
 }
 
+/**
+ * What validating one call may cost, in the keyword entries schema-cost.ts counts: each value of
+ * the input (or of an endpoint's answer) times the most its schema checks at one value. About 0.1 µs
+ * each measured (anyOf branches that fail, the dearest), so at most a few tenths of a second.
+ */
+export const MAX_CHECKS_PER_CALL = 2_000_000;
+const costs = new WeakMap<ValidateFunction, number>();
+
+/**
+ * Whether `value` is small enough for `validate` (a compiled validator): its values (and the
+ * kilobytes of its strings) times the schema's checks per value stay within MAX_CHECKS_PER_CALL.
+ * Counted without recursion, stopping as soon as the budget is spent.
+ */
+export function affordable(validate: ValidateFunction, value: unknown): boolean {
+  const perValue = costs.get(validate) ?? 1;
+  let left = Math.floor(MAX_CHECKS_PER_CALL / perValue);
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const node = stack.pop();
+    left -= typeof node === "string" ? 1 + (node.length >> 10) : 1;
+    if (left < 0) return false;
+    if (node !== null && typeof node === "object") {
+      // A key is a value too (propertyNames, patternProperties check it).
+      if (!Array.isArray(node)) left -= Object.keys(node).length;
+      for (const child of Object.values(node)) stack.push(child);
+    }
+  }
+  return true;
+}
+
 /** Compiles schemas once per content (a registered tool is called many times; its schema rarely changes). */
 export class SchemaCompiler {
   private readonly ajv = withFormats(
@@ -75,6 +106,16 @@ export class SchemaCompiler {
     } finally {
       this.ajv.removeSchema(own);
     }
+    // Ajv validates in the event loop, without a time limit: what one input may cost is bounded
+    // here, once, rather than found out on a call (schema-cost.ts).
+    let cost: number;
+    try {
+      cost = checkSchemaCost(own);
+    } catch (err) {
+      if (err instanceof SchemaCostError)
+        throw new SchemaError(`costs too much to check: ${err.message}`);
+      throw err;
+    }
     // A `$ref` cycle that consumes nothing (`{"$ref": "#"}`) compiles, then recurses until the
     // stack overflows on every value: refused here, as far as plain values show it.
     for (const sample of [{}, [], null, "", 0]) {
@@ -83,6 +124,7 @@ export class SchemaCompiler {
           "refers to itself without end (a $ref cycle that never reaches a value)",
         );
     }
+    costs.set(validate, cost);
     if (this.cache.size >= this.maxCached) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(id, validate);
     return validate;
@@ -96,6 +138,14 @@ export class SchemaCompiler {
   zodOf(schema: unknown): z.ZodType {
     const validate = this.compile(schema);
     return z.unknown().superRefine((value, ctx) => {
+      if (!affordable(validate, value)) {
+        ctx.addIssue({
+          code: "custom",
+          path: [],
+          message: `The input has too many values for this tool's input schema (at most ${MAX_CHECKS_PER_CALL} schema checks per call).`,
+        });
+        return;
+      }
       const valid = validated(validate, value);
       if (valid === "endless") {
         // A cycle only some values reach (compile's samples did not): the schema's fault, told as such.
