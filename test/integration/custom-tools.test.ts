@@ -547,26 +547,133 @@ describe("a Business account's custom tool", () => {
     expect((await callTool(gw.url, key, "redos", { text: "aaaa" })).body).toEqual({ words: 1 });
   });
 
-  it("answers 422, not 500, to an input its schema recurses on without end (a cycle the registration's samples do not reach)", async () => {
+  it("refuses at registration a schema whose checks of one value could stall the gateway", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "business");
+    const refused = async (
+      schema: Record<string, unknown>,
+      reason: RegExp,
+      param = "input_schema",
+    ) => {
+      const res = await register(
+        key,
+        wordCount(endpoint.url("/word-count"), { name: "costly", [param]: schema }),
+      );
+      expect(res.status, JSON.stringify(res.body)).toBe(422);
+      expect(res.body.error).toMatchObject({ code: "validation_failed", param });
+      expect(res.body.error.message).toMatch(reason);
+    };
+    // Each $defs entry an anyOf of two refs to the next: 2^22 checks of {"a":1} (the probe's schema).
+    const defs: Record<string, unknown> = { d22: { type: "string" } };
+    for (let i = 0; i < 22; i++)
+      defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
+    await refused(
+      { type: "object", $defs: defs, properties: { a: { not: { $ref: "#/$defs/d0" } } } },
+      /more than 2000 schema keywords/,
+    );
+    // A cycle that comes back at the same place in the input: Ajv recurses until the stack runs out.
+    await refused(
+      { type: "object", properties: { a: { allOf: [{ $ref: "#/properties/a" }] } } },
+      /at the same place in the input/,
+    );
+    // A recursion that applies itself twice to one member: doubles per level of nesting.
+    await refused(
+      {
+        type: "object",
+        $defs: {
+          t: { anyOf: [{ $ref: "#/$defs/p" }, { $ref: "#/$defs/p" }] },
+          p: { properties: { c: { $ref: "#/$defs/t" } } },
+        },
+        properties: { a: { $ref: "#/$defs/t" } },
+      },
+      /multiply with each level/,
+    );
+    // uniqueItems compares items pairwise (quadratic) unless they are typed as scalars.
+    await refused(
+      { type: "object", properties: { a: { type: "array", uniqueItems: true } } },
+      /uniqueItems.*maxItems/,
+      "output_schema",
+    );
+    await refused(
+      { type: "object", properties: { a: { type: "array", uniqueItems: true, maxItems: 10_000 } } },
+      /uniqueItems.*maxItems/,
+    );
+    expect((await call(`${gw.url}/api/v1/custom-tools`, { key })).body.data).toEqual([]);
+  });
+
+  it("accepts a realistic complex schema (a recursive tree, nested objects, anyOf of shapes) and validates calls with it", async () => {
     const { key } = await fundedAccount(gw.url, 100, "business");
     const schema = {
       type: "object",
-      properties: { a: { allOf: [{ $ref: "#/properties/a" }] } },
+      $defs: {
+        node: {
+          type: "object",
+          properties: {
+            name: { type: "string", maxLength: 100 },
+            tags: { type: "array", items: { type: "string" }, uniqueItems: true },
+            children: { type: "array", items: { $ref: "#/$defs/node" } },
+            shape: { $ref: "#/$defs/shape" },
+          },
+          required: ["name"],
+          additionalProperties: false,
+        },
+        shape: {
+          anyOf: [
+            {
+              type: "object",
+              properties: { kind: { const: "circle" }, r: { type: "number", minimum: 0 } },
+              required: ["kind", "r"],
+            },
+            {
+              type: "object",
+              properties: { kind: { const: "rect" }, w: { type: "number" }, h: { type: "number" } },
+              required: ["kind", "w", "h"],
+            },
+            {
+              type: "object",
+              properties: {
+                kind: { const: "group" },
+                items: {
+                  type: "array",
+                  maxItems: 10,
+                  uniqueItems: true,
+                  items: { $ref: "#/$defs/shape" },
+                },
+              },
+              required: ["kind", "items"],
+            },
+          ],
+        },
+      },
+      properties: { text: { type: "string" }, tree: { $ref: "#/$defs/node" } },
+      required: ["text"],
     };
-    const tool = wordCount(endpoint.url("/word-count"), {
-      name: "loops-on-a",
-      input_schema: schema,
-    });
+    const tool = wordCount(endpoint.url("/word-count"), { name: "tree", input_schema: schema });
     expect((await register(key, tool)).status).toBe(201);
-    const res = await callTool(gw.url, key, "loops-on-a", { a: 1 });
-    expect([res.status, res.body.error?.code, res.body.error?.message]).toEqual([
-      422,
-      "validation_failed",
-      expect.stringContaining("refers to itself without end"),
-    ]);
-    expect((await callTool(gw.url, key, "loops-on-a", { text: "two words" })).body).toEqual({
+    const tree = {
+      name: "root",
+      tags: ["a", "b"],
+      shape: {
+        kind: "group",
+        items: [
+          { kind: "circle", r: 1 },
+          { kind: "rect", w: 1, h: 2 },
+        ],
+      },
+      children: [{ name: "leaf", children: [{ name: "deeper", shape: { kind: "circle", r: 2 } }] }],
+    };
+    expect((await callTool(gw.url, key, "tree", { text: "two words", tree })).body).toEqual({
       words: 2,
     });
+    const bad = await callTool(gw.url, key, "tree", {
+      text: "x",
+      tree: { ...tree, children: [{ name: "leaf", children: [{ name: 3 }] }] },
+    });
+    expect([bad.status, bad.body.error?.param]).toEqual([422, "tree.children.0.children.0.name"]);
+    const twice = await callTool(gw.url, key, "tree", {
+      text: "x",
+      tree: { name: "r", tags: ["a", "a"] },
+    });
+    expect(twice.status).toBe(422);
   });
 
   it("may be plain http to loopback only while the development setting allows it", async () => {

@@ -172,6 +172,53 @@ describe("TOOLS_FILE", () => {
     ).toEqual([]);
   });
 
+  it("refuses a schema whose checks of one value could stall the gateway, naming the entry and field", () => {
+    const defs: Record<string, unknown> = { d22: { type: "string" } };
+    for (let i = 0; i < 22; i++)
+      defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
+    const file = fileWith(
+      JSON.stringify({
+        tools: [
+          {
+            ...good,
+            name: "exp",
+            input_schema: {
+              type: "object",
+              $defs: defs,
+              properties: { a: { not: { $ref: "#/$defs/d0" } } },
+            },
+          },
+          {
+            ...good,
+            name: "uniq",
+            output_schema: {
+              type: "object",
+              properties: { a: { type: "array", uniqueItems: true } },
+            },
+          },
+          {
+            ...good,
+            name: "ok",
+            input_schema: {
+              type: "object",
+              properties: { a: { type: "array", items: { type: "string" }, uniqueItems: true } },
+            },
+          },
+        ],
+      }),
+      "json",
+    );
+    const problems = problemsOf({ TOOLS_FILE: file });
+    expect(problems).toEqual([
+      expect.stringMatching(
+        /tools\[0\] \(exp\): input_schema: costs too much to check: .*more than 2000/,
+      ),
+      expect.stringMatching(
+        /tools\[1\] \(uniq\): output_schema: costs too much to check: .*uniqueItems/,
+      ),
+    ]);
+  });
+
   it("says so when the file is missing, unreadable as YAML, or has no tools list", () => {
     expect(problemsOf({ TOOLS_FILE: join(dir, "nope.yaml") })).toEqual([
       expect.stringMatching(/nope\.yaml: no such file$/),
