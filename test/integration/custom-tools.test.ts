@@ -600,6 +600,49 @@ describe("a Business account's custom tool", () => {
     expect((await call(`${gw.url}/api/v1/custom-tools`, { key })).body.data).toEqual([]);
   });
 
+  it("keeps a tool stored before its schema's rule in the account's lists, refusing its calls until it is registered again", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100, "business");
+    const defs: Record<string, unknown> = { d22: { type: "string" } };
+    for (let i = 0; i < 22; i++)
+      defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
+    const tool = wordCount(endpoint.url("/word-count"), { name: "stored-costly" });
+    expect(
+      await gw.services.store.addCustomTool(
+        {
+          accountId,
+          name: tool.name,
+          title: tool.name,
+          description: tool.description,
+          url: tool.url,
+          inputSchema: {
+            type: "object",
+            $defs: defs,
+            properties: { a: { not: { $ref: "#/$defs/d0" } } },
+          },
+          outputSchema: tool.output_schema,
+          priceCredits: tool.price_credits,
+          timeoutMs: tool.timeout_ms,
+          createdAt: Date.now(),
+        },
+        100,
+      ),
+    ).toBe("added");
+    const listed = await call(`${gw.url}/api/v1/custom-tools`, { key });
+    expect([listed.status, listed.body.data.map((t: { name: string }) => t.name)]).toEqual([
+      200,
+      ["stored-costly"],
+    ]);
+    expect((await call(`${gw.url}/v1/tools/stored-costly`, { key })).status).toBe(200);
+    const before = await balanceOf(gw.url, key);
+    const res = await callTool(gw.url, key, "stored-costly", { a: 1 });
+    expect(res.status).toBe(422);
+    expect(res.body.error.message).toContain("This tool's schemas are no longer accepted");
+    expect(await balanceOf(gw.url, key)).toBe(before);
+    expect(
+      (await call(`${gw.url}/api/v1/custom-tools/stored-costly`, { key, method: "DELETE" })).status,
+    ).toBeLessThan(300);
+  });
+
   it("accepts a realistic complex schema (a recursive tree, nested objects, anyOf of shapes) and validates calls with it", async () => {
     const { key } = await fundedAccount(gw.url, 100, "business");
     const schema = {

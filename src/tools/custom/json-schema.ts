@@ -167,6 +167,25 @@ export class SchemaCompiler {
   }
 }
 
+/**
+ * The schemas of a stored tool whose own no longer compile under the rules registration applies
+ * (a rule added since it was stored): every input and every answer refused with `message`, so the
+ * tool stays listed and deletable while no call runs the schema.
+ */
+export function refusingSchemas(message: string): {
+  input: z.ZodType;
+  output: z.ZodType;
+  validateOutput: ValidateFunction;
+} {
+  const refuse = z.unknown().superRefine((_value, ctx) => {
+    ctx.addIssue({ code: "custom", path: [], message });
+  });
+  const validateOutput = Object.assign(() => false, {
+    errors: [{ instancePath: "", message }],
+  }) as unknown as ValidateFunction;
+  return { input: refuse, output: refuse, validateOutput };
+}
+
 /** Ajv's `/a/0/b` instance path (plus the missing property, for `required`) as zod's path. */
 function pathOf(error: ErrorObject): (string | number)[] {
   const path = error.instancePath

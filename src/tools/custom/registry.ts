@@ -5,7 +5,7 @@ import { findTool } from "../catalogue/index.js";
 import type { ToolDefinition } from "../definition.js";
 import type { Forwarder } from "../forward.js";
 import { UpstreamCaller, type UpstreamSettings, type UpstreamTarget } from "./forward.js";
-import { SchemaCompiler } from "./json-schema.js";
+import { refusingSchemas, SchemaCompiler, SchemaError } from "./json-schema.js";
 import { describedTool, RESERVED_TOOL_NAMES, specOfRecord, type UpstreamToolSpec } from "./spec.js";
 
 /**
@@ -86,19 +86,40 @@ export class UpstreamTools {
   }
 
   private define(spec: UpstreamToolSpec, ownerId: string | null): UpstreamTool {
+    const { input, output, validateOutput } = this.enforced(spec);
     return {
       ...describedTool(spec),
-      // The published schemas, enforced: input through zod (Ajv inside), output by the caller.
-      input: this.schemas.zodOf(spec.inputSchema),
-      output: this.schemas.zodOf(spec.outputSchema),
+      input,
+      output,
       upstream: {
         url: spec.url,
         headers: spec.headers,
         sealedSecret: spec.sealedSecret ?? null,
-        validateOutput: this.schemas.compile(spec.outputSchema),
+        validateOutput,
         ownerId,
       },
     };
+  }
+
+  /**
+   * The published schemas, enforced: input through zod (Ajv inside), output by the caller. A tool
+   * stored before a rule its schemas break (registration applies the same rules) keeps its place in
+   * the account's lists, its calls refused (422) until it is registered again: the error thrown
+   * here failed the account's every list and call of its tools (500).
+   */
+  private enforced(spec: UpstreamToolSpec) {
+    try {
+      return {
+        input: this.schemas.zodOf(spec.inputSchema),
+        output: this.schemas.zodOf(spec.outputSchema),
+        validateOutput: this.schemas.compile(spec.outputSchema),
+      };
+    } catch (err) {
+      if (!(err instanceof SchemaError)) throw err;
+      return refusingSchemas(
+        `This tool's schemas are no longer accepted (${err.message}); delete it and register it again with schemas that are.`,
+      );
+    }
   }
 }
 
