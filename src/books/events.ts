@@ -2,6 +2,7 @@ import { EVENT_DATA, parseEventRecord, type EventRecord, type EventType } from "
 import { InvalidCursorError, type Page, type Store } from "../store/types.js";
 import { insertRows, type BooksDatabase } from "./database.js";
 import { insertPayments, type PaymentRow } from "./records.js";
+import { LATEST_ISO_INSTANT } from "../lib/iso-years.js";
 
 /**
  * Account events in the books. The webhook relay logs each event it hands on in the store's event
@@ -86,7 +87,9 @@ export const cursorOf = (e: EventRecord) => `${Date.parse(e.timestamp)}-${e.id}`
 function parseCursor(cursor: string): Position {
   const match = CURSOR.exec(cursor);
   if (!match) throw new InvalidCursorError(`not an events cursor: ${cursor}`);
-  return { ms: Number(match[1]), id: match[2]! };
+  // A time past year 9999 is a position after every event (as a usage cursor's is): PostgreSQL
+  // refused the ISO text of one (+010000-…), a 500.
+  return { ms: Math.min(Number(match[1]), LATEST_ISO_INSTANT), id: match[2]! };
 }
 const positionOf = (e: EventRecord): Position => ({
   ms: Date.parse(e.timestamp),

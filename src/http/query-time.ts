@@ -27,11 +27,3 @@ export const queryTime = (description: string) =>
     .refine(withinCalendar, OUTSIDE_CALENDAR)
     .optional()
     .describe(`${description} A date alone is its start, 00:00 UTC.`);
-
-/** A time in a query string that must be a whole ISO 8601 date-time with its offset. */
-export const queryDateTime = (description: string) =>
-  z.iso
-    .datetime({ offset: true })
-    .refine(withinCalendar, OUTSIDE_CALENDAR)
-    .optional()
-    .describe(description);

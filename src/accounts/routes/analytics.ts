@@ -1,4 +1,5 @@
 import { queryTime } from "../../http/query-time.js";
+import { EARLIEST_ISO_INSTANT } from "../../lib/iso-years.js";
 import { z } from "zod";
 import {
   accountAnalytics,
@@ -9,11 +10,10 @@ import {
 } from "../../books/analytics.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
-import { lazyRequire } from "../../lib/lazy-require.js";
+import { csvText } from "../../http/csv.js";
 import { requireFeature } from "../tiers.js";
 
 /** The CSV writer, loaded on the first CSV export. */
-const papa = lazyRequire<typeof import("papaparse")>("papaparse");
 
 /**
  * GET /api/v1/analytics (Pro and Business): the account's calls per UTC hour or day — and per
@@ -94,8 +94,12 @@ const CSV_COLUMNS = Object.keys(bucketSchema.shape) as (keyof z.infer<typeof buc
 /** The range asked for, or a 400 `invalid_range` saying what is wrong with it. */
 function rangeOf(query: z.infer<typeof analyticsQuery>, now: number) {
   const to = query.to === undefined ? now : Date.parse(query.to);
+  // The default start is not before year 1, which the books cannot query (a 500 for a `to` in
+  // the first day or month of year 1).
   const from =
-    query.from === undefined ? to - DEFAULT_RANGE_MS[query.granularity] : Date.parse(query.from);
+    query.from === undefined
+      ? Math.max(to - DEFAULT_RANGE_MS[query.granularity], EARLIEST_ISO_INSTANT)
+      : Date.parse(query.from);
   if (from >= to)
     throw new ApiError("invalid_range", "`from` must be before `to`.", { param: "from" });
   const longest = MAX_RANGE_MS[query.granularity];
@@ -152,10 +156,10 @@ export const analytics = defineRoute({
       return {
         text: {
           contentType: "text/csv; charset=utf-8",
-          body: `${papa().unparse({
-            fields: [...CSV_COLUMNS],
-            data: data.map((row) => CSV_COLUMNS.map((column) => row[column] ?? "")),
-          })}\r\n`,
+          body: csvText(
+            CSV_COLUMNS,
+            data.map((row) => CSV_COLUMNS.map((column) => row[column] ?? "")),
+          ),
         },
         headers: { "Content-Disposition": 'attachment; filename="analytics.csv"' },
       };

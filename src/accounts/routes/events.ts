@@ -5,7 +5,7 @@ import { defineRoute } from "../../http/route.js";
 import { listOf } from "../views.js";
 import { BOOKS_WAIT_MS, pageOf, timeRangeOf } from "./usage.js";
 import { queryInteger } from "../../http/query-integer.js";
-import { queryDateTime } from "../../http/query-time.js";
+import { queryTime } from "../../http/query-time.js";
 
 export const listEvents = defineRoute({
   method: "get",
@@ -21,8 +21,8 @@ export const listEvents = defineRoute({
       .enum(EVENT_TYPES as [EventType, ...EventType[]])
       .optional()
       .describe("Only events of this type."),
-    from: queryDateTime("Events at or after this time (ISO 8601)."),
-    to: queryDateTime("Events before this time (ISO 8601)."),
+    from: queryTime("Events at or after this time (ISO 8601)."),
+    to: queryTime("Events before this time (ISO 8601)."),
   }),
   response: listOf(eventRecordSchema.omit({ account_id: true })),
   async handler({ services, caller, query }) {

@@ -4,12 +4,11 @@ import { z } from "zod";
 import { usagePage } from "../../books/usage.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
-import { lazyRequire } from "../../lib/lazy-require.js";
+import { csvText } from "../../http/csv.js";
 import { InvalidCursorError, LEDGER_KINDS, type Page } from "../../store/types.js";
 import { ledgerEntryView, ledgerEntryViewSchema, listOf } from "../views.js";
 
 /** The CSV writer, loaded on the first CSV export. */
-const papa = lazyRequire<typeof import("papaparse")>("papaparse");
 
 export const pageQuery = z.strictObject({
   limit: queryInteger({ min: 1, max: 100, default: 50 }),
@@ -126,14 +125,10 @@ export const usage = defineRoute({
     );
     const data = page.items.map(ledgerEntryView);
     if (csv) {
-      const body = papa().unparse(
-        {
-          fields: [...CSV_COLUMNS],
-          data: data.map((e) => CSV_COLUMNS.map((column) => e[column] ?? "")),
-        },
-        // A reason is free text (an operator's grant): a cell starting with = + - @ would run as a
-        // formula when the export is opened in a spreadsheet, so such text is prefixed with '.
-        { escapeFormulae: true },
+      // A reason is free text (an operator's grant): csvText keeps a formula in it from running.
+      const body = csvText(
+        CSV_COLUMNS,
+        data.map((e) => CSV_COLUMNS.map((column) => e[column] ?? "")),
       );
       // format=csv and the limit in the link itself: a CSV chosen by Accept, followed by a client
       // that does not send Accept again, would otherwise get JSON pages of 50.
@@ -146,7 +141,7 @@ export const usage = defineRoute({
           })
         : null;
       return {
-        text: { contentType: "text/csv; charset=utf-8", body: `${body}\r\n` },
+        text: { contentType: "text/csv; charset=utf-8", body },
         headers: {
           "Content-Disposition": 'attachment; filename="usage.csv"',
           ...(next ? { Link: `<${req.baseUrl}${req.path}?${next}>; rel="next"` } : {}),
