@@ -32,6 +32,9 @@ export const ENDPOINT_LIMITS = {
   "verify-email": { count: 30, windowSeconds: 60, what: "e-mail verifications" },
   "webhook-test": { count: 20, windowSeconds: 60, what: "webhook test events" },
   "webhook-resend": { count: 30, windowSeconds: 60, what: "webhook resends" },
+  // Compiling a custom tool's two schemas can take Ajv a few hundred milliseconds of the event
+  // loop for a 32 KB schema it accepts (schema-cost.ts bounds the calls, not the compile).
+  "custom-tool-register": { count: 20, windowSeconds: 60, what: "custom tool registrations" },
   // Sign-ups refused because the address has an account (409 email_taken): each answer says who
   // has one, so they are limited per client address (src/accounts/routes/signup.ts).
   "signup-refused": {

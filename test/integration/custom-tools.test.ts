@@ -69,9 +69,14 @@ beforeAll(async () => {
       UPSTREAM_ALLOW_PRIVATE_TARGETS: "1",
       TOOLS_FILE: file,
       SHOUT_API_KEY: "upstream-secret",
+      // Every registration of this file comes from one address (endpoint-limits.test.ts has the limit).
+      ENDPOINT_LIMITS: "custom-tool-register=1000/60",
     },
   });
-  strict = await startGateway({ prefix: gw.prefix });
+  strict = await startGateway({
+    prefix: gw.prefix,
+    env: { ENDPOINT_LIMITS: "custom-tool-register=1000/60" },
+  });
 });
 afterAll(async () => {
   await strict?.stop();

@@ -15,7 +15,7 @@ beforeAll(async () => {
     env: {
       WEBHOOK_ALLOW_PRIVATE_TARGETS: "1",
       ENDPOINT_LIMITS:
-        "wallet-challenge=3/60,verification-email=2/3600,verify-email=3/60,webhook-test=2/60,webhook-resend=1/60",
+        "wallet-challenge=3/60,verification-email=2/3600,verify-email=3/60,webhook-test=2/60,webhook-resend=1/60,custom-tool-register=2/60",
     },
   });
 });
@@ -121,5 +121,17 @@ describe("endpoint limits", () => {
       });
     expect((await resend()).status).toBe(202);
     expectRateLimited(await resend(), /^At most 1 webhook resends per minute per account/);
+  });
+
+  it("limit custom tool registrations per account, refused ones too (each compiles two schemas)", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "business");
+    const register = (address: string) =>
+      call(`${gw.url}/api/v1/custom-tools`, { key, body: {}, headers: from(address) });
+    for (const address of ["198.51.100.60", "198.51.100.61"])
+      expect((await register(address)).status).toBe(422);
+    expectRateLimited(
+      await register("198.51.100.62"),
+      /^At most 2 custom tool registrations per minute per account/,
+    );
   });
 });

@@ -99,15 +99,9 @@ export class SchemaCompiler {
     // `$id`s would be registered in the shared Ajv instance and collide across accounts: compiled
     // without them, and dropped from Ajv's own cache at once (this cache holds the validator).
     const own = withoutIds(schema as Record<string, unknown>);
-    try {
-      validate = this.ajv.compile(own);
-    } catch (err) {
-      throw new SchemaError(`is not a valid JSON Schema: ${(err as Error).message}`);
-    } finally {
-      this.ajv.removeSchema(own);
-    }
     // Ajv validates in the event loop, without a time limit: what one input may cost is bounded
-    // here, once, rather than found out on a call (schema-cost.ts).
+    // here, once, rather than found out on a call (schema-cost.ts). Before compiling, which can
+    // itself take hundreds of milliseconds on a schema the walk refuses.
     let cost: number;
     try {
       cost = checkSchemaCost(own);
@@ -115,6 +109,13 @@ export class SchemaCompiler {
       if (err instanceof SchemaCostError)
         throw new SchemaError(`costs too much to check: ${err.message}`);
       throw err;
+    }
+    try {
+      validate = this.ajv.compile(own);
+    } catch (err) {
+      throw new SchemaError(`is not a valid JSON Schema: ${(err as Error).message}`);
+    } finally {
+      this.ajv.removeSchema(own);
     }
     // A `$ref` cycle that consumes nothing (`{"$ref": "#"}`) compiles, then recurses until the
     // stack overflows on every value: refused here, as far as plain values show it.

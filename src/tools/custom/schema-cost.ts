@@ -24,6 +24,12 @@ import { RE2JS } from "re2js";
 export const MAX_CHECKS_PER_VALUE = 2_000;
 export const MAX_UNIQUE_ITEMS = 64;
 const MAX_ROUNDS = 100;
+/**
+ * The most member counts the walk may add up, over all its rounds: it runs in the event loop when
+ * a schema is registered, and a 32 KB schema of 600 `$ref`s to one node of 1,500 properties took
+ * 500 ms before this bound (each `$ref` copies what its target's members cost).
+ */
+export const MAX_WALK_STEPS = 50_000;
 
 const IN_PLACE_ONE = ["not", "if", "then", "else"] as const;
 const IN_PLACE_MANY = ["allOf", "anyOf", "oneOf"] as const;
@@ -220,13 +226,23 @@ export function checkSchemaCost(root: Schema, limit = MAX_CHECKS_PER_VALUE): num
   // approached from below; if it still grows after MAX_ROUNDS, or past the bound, the recursion
   // multiplies the checks with the input's depth.
   for (const node of all) node.most = node.here;
+  let steps = 0;
   for (let round = 0; ; round++) {
     const members = new Map<Node, Members>();
     const membersOf = (node: Node): Members => {
       const known = members.get(node);
       if (known) return known;
       let sum = ownMembers(node);
-      for (const child of node.inPlace) sum = merge(sum, membersOf(child));
+      for (const child of node.inPlace) {
+        const other = membersOf(child);
+        steps +=
+          sum.byName.size + other.byName.size + sum.byIndex.length + other.byIndex.length + 1;
+        if (steps > MAX_WALK_STEPS)
+          throw new SchemaCostError(
+            `${top.where}: it is too intricate to bound what one input costs (its $refs bring in too many properties, over and over); simplify it`,
+          );
+        sum = merge(sum, other);
+      }
       members.set(node, sum);
       return sum;
     };

@@ -21,6 +21,7 @@ export const createCustomTool = defineRoute({
   summary:
     "Register the account's own HTTPS endpoint as a private tool: name, description, input/output JSON Schema, price in credits, timeout (Business tier).",
   auth: "key",
+  limit: "custom-tool-register",
   errors: ["feature_not_in_tier", "unrestricted_key_required"],
   successStatus: 201,
   body: customToolBody,
