@@ -602,6 +602,15 @@ describe("a Business account's custom tool", () => {
       { type: "object", properties: { a: { type: "array", uniqueItems: true, maxItems: 10_000 } } },
       /uniqueItems.*maxItems/,
     );
+    // Cheap to check, dear to bound: 500 $refs to one node of 1,000 properties (the walk's own work).
+    const names = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`p${i}`, {}]));
+    const refs = Object.fromEntries(
+      Array.from({ length: 500 }, (_, i) => [`r${i}`, { $ref: "#/$defs/big" }]),
+    );
+    await refused(
+      { type: "object", $defs: { big: { properties: names } }, properties: refs },
+      /too intricate to bound/,
+    );
     expect((await call(`${gw.url}/api/v1/custom-tools`, { key })).body.data).toEqual([]);
   });
 
