@@ -197,7 +197,7 @@ function paidCall(
     priceAtomic,
     `mcp://tool/${tool.name}`,
     `${tool.title}: one call (${formatCredits(tool.cost)})`,
-    mcpToolExtensions(),
+    [mcpToolExtensions()],
   );
   return {
     tool,

@@ -47,6 +47,82 @@ const paymentIdentifierExtension = () => {
 
 /** Built once per tool and process: they depend only on the catalogue. */
 const built = new Map<string, Record<string, unknown>>();
+const offered = new Map<string, readonly Record<string, unknown>[]>();
+
+/**
+ * The extensions a paid call's 402 offers, fullest first: the `PAYMENT-REQUIRED` header carries
+ * the first that fits its budget (`paymentChallenge`), where a whole description of a tool that
+ * takes a file (its example is that file, base64) would not fit behind a reverse proxy, nor in
+ * Node's 16 KiB of response headers. Each is a valid bazaar extension (its `info` validates
+ * against its `schema`, which names nothing outside itself); what goes, in order: what the
+ * schemas repeat (the input schema's `examples`, which `info.input.body` is, and their dialect
+ * lines); then the output schema (a
+ * caller needs the input first); then, if the example alone is too large (a file, base64), the
+ * example and with it the input schema it must validate against (bazaar requires a body example
+ * and allows no external `$ref`), for a pointer to the tool's document `GET /v1/tools/{name}`,
+ * first with the output schema back, then without; then bazaar itself. `/.well-known/x402` (a
+ * body) keeps the fullest.
+ */
+export function toolOfferExtensions(tool: ToolDefinition): readonly Record<string, unknown>[] {
+  let levels = offered.get(tool.name);
+  if (!levels) offered.set(tool.name, (levels = buildOfferLevels(tool)));
+  return levels;
+}
+
+function buildOfferLevels(tool: ToolDefinition): Record<string, unknown>[] {
+  const full = toolExtensions(tool);
+  const paymentIdentifier = paymentIdentifierExtension();
+  const smaller = (
+    change: (bazaar: Discovery & { schema: { properties: BazaarProps } }) => void,
+  ) => {
+    const bazaar = structuredClone(full.bazaar) as Discovery & {
+      schema: { properties: BazaarProps };
+    };
+    change(bazaar);
+    return { bazaar, ...paymentIdentifier };
+  };
+  const pointer = `The input schema and an example: GET /v1/tools/${tool.name}`;
+  // What repeats: the example (it is `info.input.body`) and the dialect line (the extension's
+  // schema states it) inside the input and output schemas.
+  const withoutSchemaExamples = (b: Discovery & { schema: { properties: BazaarProps } }) => {
+    const body = b.schema.properties.input.properties.body as Record<string, unknown>;
+    delete body.examples;
+    delete body.$schema;
+    const output = b.schema.properties.output as
+      | { properties?: { example?: Record<string, unknown> } }
+      | undefined;
+    delete output?.properties?.example?.$schema;
+  };
+  const withoutExample = (b: Discovery & { schema: { properties: BazaarProps } }) => {
+    (b.info.input as Record<string, unknown>).body = {};
+    b.schema.properties.input.properties.body = { type: "object", description: pointer };
+  };
+  const withoutOutputSchema = (b: Discovery & { schema: { properties: BazaarProps } }) => {
+    b.schema.properties.output = {
+      type: "object",
+      properties: { type: { type: "string" } },
+      required: ["type"],
+    };
+  };
+  return [
+    full,
+    smaller(withoutSchemaExamples),
+    smaller((b) => {
+      withoutSchemaExamples(b);
+      withoutOutputSchema(b);
+    }),
+    smaller(withoutExample),
+    smaller((b) => {
+      withoutExample(b);
+      withoutOutputSchema(b);
+    }),
+    paymentIdentifier,
+  ];
+}
+
+type BazaarProps = Record<string, unknown> & {
+  input: { properties: Record<string, unknown> };
+};
 
 function buildToolExtensions(tool: ToolDefinition): Record<string, unknown> {
   const { input, output } = jsonSchemasOf(tool);

@@ -17,16 +17,31 @@ export interface Offer {
     accepts: RequirementsV2[];
     extensions?: Record<string, unknown>;
   };
+  /** Smaller versions of `v2.extensions`, fullest first, for a 402 header over its budget. */
+  smallerExtensions?: readonly Record<string, unknown>[];
 }
 
-/** `extensions`: the v2 extensions the resource declares (bazaar discovery, payment-identifier). */
+/**
+ * The budget of a 402's `PAYMENT-REQUIRED` header, encoded: a reverse proxy reads an answer's
+ * headers into one buffer, 4 KiB by default where memory pages are (nginx's `proxy_buffer_size`
+ * on x86-64 Linux), or refuses the answer (502); the 402's other headers take some 700 bytes.
+ * The v2 client echoes the offer's extensions in `PAYMENT-SIGNATURE`, which stays well under the
+ * gateway's own 16 KiB for request headers.
+ */
+export const PAYMENT_REQUIRED_BUDGET = 3072;
+
+/**
+ * `extensions`: the v2 extensions the resource declares (bazaar discovery, payment-identifier),
+ * fullest first: the 402's header carries the first that fits `PAYMENT_REQUIRED_BUDGET`.
+ */
 export function offerFor(
   x402: X402Config,
   priceAtomic: bigint,
   resource: string,
   description: string,
-  extensions?: Record<string, unknown>,
+  extensions?: readonly Record<string, unknown>[],
 ): Offer {
+  const [fullest, ...smaller] = extensions ?? [];
   return {
     v1: x402.networks.map((n) => ({
       scheme: "exact",
@@ -52,8 +67,9 @@ export function offerFor(
         maxTimeoutSeconds: x402.maxTimeoutSeconds,
         extra: { name: n.usdc.name, version: n.usdc.version },
       })),
-      ...(extensions ? { extensions } : {}),
+      ...(fullest ? { extensions: fullest } : {}),
     },
+    ...(smaller.length > 0 ? { smallerExtensions: smaller } : {}),
   };
 }
 
@@ -70,6 +86,16 @@ export function paymentChallenge(
   return new ApiError(code, message, {
     ...(details ? { details } : {}),
     top: { x402Version: 1, accepts: offer.v1 },
-    headers: { "PAYMENT-REQUIRED": encodeHeader({ ...offer.v2, error: message }) },
+    headers: { "PAYMENT-REQUIRED": paymentRequiredHeader(offer, message) },
   });
+}
+
+/** The offer with the fullest of its extensions that keeps the header within its budget. */
+function paymentRequiredHeader(offer: Offer, message: string): string {
+  let encoded = encodeHeader({ ...offer.v2, error: message });
+  for (const extensions of offer.smallerExtensions ?? []) {
+    if (encoded.length <= PAYMENT_REQUIRED_BUDGET) break;
+    encoded = encodeHeader({ ...offer.v2, extensions, error: message });
+  }
+  return encoded;
 }

@@ -26,7 +26,7 @@ export function offerForResource(
   price: bigint,
   path: string,
   description: string,
-  extensions?: Record<string, unknown>,
+  extensions?: readonly Record<string, unknown>[],
 ): Offer {
   return offerFor(
     services.payments!.config,

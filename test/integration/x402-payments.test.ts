@@ -1,3 +1,5 @@
+import { request as httpRequest } from "node:http";
+import { validateDiscoveryExtension } from "@x402/extensions/bazaar";
 import { wrapFetchWithPaymentFromConfig } from "@x402/fetch";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import {
@@ -11,6 +13,9 @@ import {
 import { wrapFetchWithPayment as wrapV1 } from "x402-fetch";
 import { describe, expect, it } from "vitest";
 import { anvilAccount } from "../../chain-fixtures/chain.js";
+import { toolOfferExtensions } from "../../src/payments/discovery.js";
+import { PAYMENT_REQUIRED_BUDGET, offerFor, paymentChallenge } from "../../src/payments/offer.js";
+import { TOOLS } from "../../src/tools/catalogue/index.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import { call, eventsOf } from "../helpers/gateway.js";
 import {
@@ -554,4 +559,161 @@ describe("official clients", () => {
       ["grant", 0],
     ]);
   }, 30_000);
+});
+
+/**
+ * A 402's headers behind a reverse proxy (nginx buffers 4 or 8 KiB of them) and in Node's fetch
+ * (16 KiB): spreadsheet-read's offer, with its example (a workbook, base64) and input schema in
+ * the bazaar extension, was 27 KB, and no official client could read it.
+ */
+describe("the 402 of a tool whose whole description is large", () => {
+  /** A keyless call read without a limit on its headers' size. */
+  const raw = (tool: string, body: unknown) =>
+    new Promise<{
+      status: number;
+      headers: Record<string, string | string[] | undefined>;
+      size: number;
+    }>((resolve, reject) => {
+      const url = new URL(`${setup.gw.url}/v1/tools/${tool}`);
+      const req = httpRequest(
+        url,
+        {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          maxHeaderSize: 1 << 20,
+        },
+        (res) => {
+          res.resume();
+          // The status line, each header as "name: value\r\n", and the blank line.
+          const size =
+            `HTTP/1.1 ${res.statusCode} ${res.statusMessage}\r\n`.length +
+            res.rawHeaders.reduce((n, h) => n + h.length + 2, 0) +
+            2;
+          resolve({ status: res.statusCode!, headers: res.headers, size });
+        },
+      );
+      req.on("error", reject);
+      req.end(JSON.stringify(body));
+    });
+  const exampleOf = async (tool: string) =>
+    (await call(`${setup.gw.url}/v1/tools/${tool}`)).body.input_schema.examples[0];
+
+  it("every catalogue tool's PAYMENT-REQUIRED fits its budget, with a valid bazaar extension", async () => {
+    const tools = (await call(`${setup.gw.url}/v1/tools`)).body.data as {
+      name: string;
+      available: boolean;
+      input_schema: { examples?: unknown[] };
+    }[];
+    expect(tools.length).toBeGreaterThan(50);
+    const over: string[] = [];
+    // Over HTTP, every tool this gateway can serve (the AI tools have no provider here: 503)...
+    for (const tool of tools.filter((t) => t.available)) {
+      const res = await raw(tool.name, tool.input_schema.examples?.[0] ?? {});
+      expect([tool.name, res.status]).toEqual([tool.name, 402]);
+      const header = res.headers["payment-required"] as string;
+      // ...with the 402's other headers, within a reverse proxy's 4 KiB.
+      if (header.length > PAYMENT_REQUIRED_BUDGET || res.size > 4096)
+        over.push(`${tool.name}: ${header.length} (${res.size} in all)`);
+      const { bazaar } = decode(header).extensions;
+      if (bazaar)
+        expect([tool.name, validateDiscoveryExtension(bazaar)]).toEqual([
+          tool.name,
+          { valid: true },
+        ]);
+    }
+    // ...and the whole catalogue's offers, as a gateway taking all four networks makes them.
+    const x402 = setup.gw.services.payments!.config;
+    const fourNetworks = { ...x402, networks: [...x402.networks, ...x402.networks] };
+    for (const tool of TOOLS) {
+      const offer = offerFor(
+        fourNetworks,
+        10n ** 12n,
+        `https://toolgate.example.com/v1/tools/${tool.name}`,
+        `${tool.title}: one call (${tool.cost} credits)`,
+        toolOfferExtensions(tool),
+      );
+      const header = paymentChallenge("payment_required", "Payment required.", offer).options
+        .headers!["PAYMENT-REQUIRED"]!;
+      if (header.length > PAYMENT_REQUIRED_BUDGET) over.push(`${tool.name}: ${header.length}`);
+      const { bazaar } = decode(header).extensions;
+      if (bazaar)
+        expect([tool.name, validateDiscoveryExtension(bazaar)]).toEqual([
+          tool.name,
+          { valid: true },
+        ]);
+    }
+    expect(over).toEqual([]);
+  }, 60_000);
+
+  it("keeps the example and schemas where they fit, and points to the tool's document where they do not", async () => {
+    const hash = decode((await raw("hash", { text: "x" })).headers["payment-required"] as string);
+    expect(hash.extensions.bazaar.info.input.body).toEqual(await exampleOf("hash"));
+    const sheet = (await raw("spreadsheet-read", await exampleOf("spreadsheet-read"))).headers;
+    const { bazaar } = decode(sheet["payment-required"] as string).extensions;
+    expect(bazaar.info.input).toEqual({ type: "http", method: "POST", bodyType: "json", body: {} });
+    expect(bazaar.schema.properties.input.properties.body).toEqual({
+      type: "object",
+      description: "The input schema and an example: GET /v1/tools/spreadsheet-read",
+    });
+    // Its full description stays in /.well-known/x402, a body.
+    const doc = (await call(`${setup.gw.url}/.well-known/x402`)).body;
+    const entry = doc.resources.find((r: { resource: string }) =>
+      r.resource.endsWith("/v1/tools/spreadsheet-read"),
+    );
+    expect(entry.extensions.bazaar.info.input.body).toEqual(await exampleOf("spreadsheet-read"));
+  });
+
+  it("official clients pay for spreadsheet-read: @x402/fetch (v2) and x402-fetch (v1)", async () => {
+    const body = JSON.stringify(await exampleOf("spreadsheet-read"));
+    const payer = PAYERS[3]!;
+    const v2 = wrapFetchWithPaymentFromConfig(fetch, {
+      schemes: [{ network: "eip155:84532", client: new ExactEvmScheme(payer) }],
+      spendControls: {
+        allowedAssets: [{ network: "eip155:84532", asset: setup.chains.base.usdc }],
+      },
+    });
+    const chain = defineChain({
+      id: 84532,
+      name: "base-sepolia",
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: { default: { http: [setup.chains.base.rpcUrl] } },
+    });
+    const wallet = createWalletClient({
+      account: payer,
+      chain,
+      transport: http(setup.chains.base.rpcUrl),
+    }).extend(publicActions);
+    const v1 = wrapV1(fetch, wallet as never);
+    for (const paidFetch of [v2, v1]) {
+      const before = await balanceOf(setup.chains.base, payer.address);
+      const res = await paidFetch(`${setup.gw.url}/v1/tools/spreadsheet-read`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
+      expect(res.status).toBe(200);
+      expect((await res.json()).sheets).toBeDefined();
+      expect(await balanceOf(setup.chains.base, payer.address)).toBe(before - 3n * PRICE);
+    }
+  }, 60_000);
+
+  it("a keyed caller short of credits reads spreadsheet-read's 402 with plain fetch", async () => {
+    const { signUp } = await import("../helpers/gateway.js");
+    const { key } = await signUp(setup.gw.url);
+    // 25 credits: 23 hash calls leave 2, short of spreadsheet-read's 3.
+    for (let i = 0; i < 23; i++)
+      expect(
+        (await call(`${setup.gw.url}/v1/tools/hash`, { key, body: { text: String(i) } })).status,
+      ).toBe(200);
+    const res = await fetch(`${setup.gw.url}/v1/tools/spreadsheet-read`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": key },
+      body: JSON.stringify(await exampleOf("spreadsheet-read")),
+    });
+    expect([res.status, ((await res.json()) as { error: { code: string } }).error.code]).toEqual([
+      402,
+      "insufficient_credits",
+    ]);
+    expect(decode(res.headers.get("payment-required")).accepts).toHaveLength(2);
+  });
 });

@@ -5,7 +5,7 @@ import { isPrivateTool } from "../custom/registry.js";
 import type { ToolDefinition } from "../definition.js";
 import { defineRoute } from "../../http/route.js";
 import { paymentChallenge } from "../../payments/offer.js";
-import { toolExtensions } from "../../payments/discovery.js";
+import { toolOfferExtensions } from "../../payments/discovery.js";
 import { offerForResource } from "../../payments/take-payment.js";
 import { carriesPayment, readPaymentHeader } from "../../payments/wire.js";
 import { callPaidTool } from "../paid-call.js";
@@ -124,7 +124,7 @@ export async function serveToolCall(
       price(),
       `/v1/tools/${tool.name}`,
       `${tool.title}: one call (${formatCredits(tool.cost)})`,
-      toolExtensions(tool),
+      toolOfferExtensions(tool),
     );
 
   // Paid with x402: without a key, or by a keyed caller that sends a payment (what x402 clients
