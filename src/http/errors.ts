@@ -98,6 +98,12 @@ export class ApiError extends Error {
        * guess of nothing, so not counted against the client address (http/refused-credentials.ts).
        */
       malformedKey?: true;
+      /**
+       * A payment refused on what the chain answered (payments/verify.ts): it cost RPC calls, so a
+       * keyless caller's is counted against its address's refused payments (`x402-refused`)
+       * whatever its code, as every `payment_invalid` is.
+       */
+      askedChain?: true;
     } = {},
   ) {
     super(message);

@@ -37,6 +37,15 @@ export function offerForResource(
   );
 }
 
+/**
+ * Whether a keyless caller's refused payment counts against its address (`x402-refused`): every
+ * `payment_invalid`, and any other refusal the chain was asked for (an authorization used on
+ * chain with no record here: 409). A payment this gateway settled, answered again from its own
+ * records (a retry, or a 409 for another resource or call), costs no chain call and is not counted.
+ */
+export const countsAsRefused = (err: unknown): boolean =>
+  err instanceof ApiError && (err.code === "payment_invalid" || err.options.askedChain === true);
+
 /** The REST door: the payment is read from the `PAYMENT-SIGNATURE` / `X-PAYMENT` header. */
 export async function takePayment(
   services: Services,

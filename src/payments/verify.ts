@@ -227,6 +227,7 @@ async function namedRefusal(
     return new ApiError(
       "payment_already_used",
       "This payment authorization has already been used.",
+      { askedChain: true },
     );
   if (balance < message.value)
     return invalidPayment("the payer's balance is too low", "insufficient_funds");

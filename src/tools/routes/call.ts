@@ -6,7 +6,7 @@ import type { ToolDefinition } from "../definition.js";
 import { defineRoute } from "../../http/route.js";
 import { paymentChallenge } from "../../payments/offer.js";
 import { toolOfferExtensions } from "../../payments/discovery.js";
-import { offerForResource } from "../../payments/take-payment.js";
+import { countsAsRefused, offerForResource } from "../../payments/take-payment.js";
 import { carriesPayment, readPaymentHeader } from "../../payments/wire.js";
 import { callPaidTool } from "../paid-call.js";
 import { toolNotFound } from "../lookup.js";
@@ -161,7 +161,7 @@ export async function serveToolCall(
       return reply(services, res, result, settled);
     } catch (err) {
       forgetUnprovenAccount(res, err);
-      if (address !== null && err instanceof ApiError && err.code === "payment_invalid")
+      if (address !== null && countsAsRefused(err))
         // The refusal is the answer: a store that cannot count it does not replace it. Counted
         // there, it shows that limiter's window.
         settled = {

@@ -1,0 +1,80 @@
+import { createWalletClient, http, type Hex } from "viem";
+import { describe, expect, it } from "vitest";
+import { TOKEN_ABI, anvilAccount } from "../../chain-fixtures/chain.js";
+import { authorizationMessage, transferArgs } from "../../src/payments/verify.js";
+import type { Authorization } from "../../src/payments/wire.js";
+import { call } from "../helpers/gateway.js";
+import { paidGatewayFixture, signAuthorization, v1Header } from "../helpers/x402.js";
+
+/**
+ * An authorization already used on chain that the gateway has no record of (used directly on
+ * chain, or settled longer ago than X402_PAYMENT_RETENTION_SECONDS) is answered 409
+ * payment_already_used only once the chain has been asked (the simulation, then whether it is
+ * used and the payer's balance): a refusal that costs RPC calls, so it is counted against the
+ * keyless caller's address (`x402-refused`, 60 a minute) like a 402 payment_invalid.
+ */
+const PRICE = 2000n;
+const PAYER = anvilAccount(3);
+const setup = paidGatewayFixture({
+  fund: [PAYER.address],
+  proxy: true,
+  // Behind a proxy on loopback: the test names its own client address (X-Forwarded-For). Status
+  // checks would ask the chain too: they are left for later than this test.
+  env: { TRUST_PROXY: "loopback", STATUS_CHECK_INTERVAL_MS: "600000" },
+});
+
+describe("an authorization used on chain, sent again and again from one address", () => {
+  it("is refused 409 up to the limit; past it, 429 without asking the chain", async () => {
+    const payload = await signAuthorization({
+      account: PAYER,
+      chain: setup.chains.base,
+      value: PRICE,
+    });
+    // Used directly on chain, not through the gateway (and not through the counting proxy).
+    const outsider = createWalletClient({
+      account: anvilAccount(6),
+      transport: http(setup.chains.base.rpcUrl),
+    });
+    await outsider.writeContract({
+      address: setup.chains.base.usdc,
+      abi: TOKEN_ABI,
+      functionName: "transferWithAuthorization",
+      args: transferArgs(
+        authorizationMessage(payload.authorization as Authorization),
+        payload.signature as Hex,
+      ),
+      chain: null,
+    } as never);
+    await new Promise((r) => setTimeout(r, 200));
+    const client = `10.63.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
+    const send = (from = client) =>
+      call(`${setup.gw.url}/v1/tools/hash`, {
+        method: "POST",
+        body: { text: "used" },
+        headers: { "x-payment": v1Header("base-sepolia", payload), "x-forwarded-for": from },
+      });
+    setup.proxy.resetCounts();
+    const refusals = [];
+    for (let i = 0; i < 60; i += 10)
+      refusals.push(...(await Promise.all(Array.from({ length: 10 }, () => send()))));
+    expect(new Set(refusals.map((r) => `${r.status} ${r.body.error.code}`))).toEqual(
+      new Set(["409 payment_already_used"]),
+    );
+    expect(setup.proxy.counts.methods.eth_call ?? 0).toBeGreaterThanOrEqual(60);
+    // Each counted by the limit on refused payments, which the answer shows.
+    const last = refusals.at(-1)!.headers;
+    expect([last.get("ratelimit-policy"), last.get("ratelimit-remaining")]).toEqual([
+      "60;w=60",
+      "0",
+    ]);
+
+    setup.proxy.resetCounts();
+    const limited = await send();
+    expect([limited.status, limited.body.error.code]).toEqual([429, "rate_limited"]);
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(setup.proxy.counts.methods).toEqual({});
+    // The limit is the address's: another one is still told why.
+    const other = await send("10.64.0.1");
+    expect([other.status, other.body.error.code]).toEqual([409, "payment_already_used"]);
+  }, 60_000);
+});
