@@ -185,9 +185,13 @@ const paymentIdentifierSchema = z
   })
   .loose();
 
-/** The payment's client-chosen identifier, null when it sends none; throws on a malformed one. */
+/**
+ * The payment's client-chosen identifier, null when it sends none; throws on a malformed one. As
+ * in the x402 reference (`extractAndValidatePaymentIdentifier`), an extension that is absent or
+ * falsy (`null`, as some clients write "none") names no identifier.
+ */
 export function paymentIdentifier(header: PaymentHeader): string | null {
-  if (header.version !== 2 || header.extensions[PAYMENT_IDENTIFIER] === undefined) return null;
+  if (header.version !== 2 || !header.extensions[PAYMENT_IDENTIFIER]) return null;
   return paymentIdentifierSchema.parse(header.extensions[PAYMENT_IDENTIFIER]).info.id ?? null;
 }
 

@@ -135,6 +135,29 @@ describe("paymentIdentifier", () => {
     ).toBeNull();
   });
 
+  it("is null for an extension sent as null (or another falsy value), as in the x402 reference", () => {
+    for (const none of [null, false, 0, ""])
+      expect(
+        paymentIdentifier(
+          readPaymentHeader(
+            headers({
+              "payment-signature": encodeHeader(v2({ extensions: { "payment-identifier": none } })),
+            }),
+          )!,
+        ),
+      ).toBeNull();
+    // Present but malformed is still refused, as the reference's validation does.
+    expect(() =>
+      paymentIdentifier(
+        readPaymentHeader(
+          headers({
+            "payment-signature": encodeHeader(v2({ extensions: { "payment-identifier": {} } })),
+          }),
+        )!,
+      ),
+    ).toThrow();
+  });
+
   it("refuses an id that is too short or has characters outside [A-Za-z0-9_-]", () => {
     expect(() => paymentIdentifier(withId({ id: "short" }))).toThrow();
     expect(() => paymentIdentifier(withId({ id: "pay 0123456789abcdef" }))).toThrow();
