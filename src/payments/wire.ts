@@ -85,7 +85,8 @@ const paymentV2 = z.object({
   accepted: requirementsV2Schema,
   payload: exactPayload,
   resource: z.unknown().optional(),
-  extensions: z.record(z.string(), z.unknown()).optional(),
+  // null is "none", as the x402 reference reads a falsy `extensions`.
+  extensions: z.record(z.string(), z.unknown()).nullish(),
 });
 
 export type Authorization = z.infer<typeof authorizationSchema>;

@@ -146,6 +146,14 @@ describe("paymentIdentifier", () => {
           )!,
         ),
       ).toBeNull();
+    // And the extensions themselves sent as null: none at all.
+    expect(
+      paymentIdentifier(
+        readPaymentHeader(
+          headers({ "payment-signature": encodeHeader(v2({ extensions: null })) }),
+        )!,
+      ),
+    ).toBeNull();
     // Present but malformed is still refused, as the reference's validation does.
     expect(() =>
       paymentIdentifier(
