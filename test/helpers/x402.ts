@@ -1,5 +1,17 @@
 import { randomBytes } from "node:crypto";
-import { createPublicClient, http, toHex, type Address, type Hex, type LocalAccount } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  http,
+  publicActions,
+  toHex,
+  type Address,
+  type Hex,
+  type LocalAccount,
+} from "viem";
+import { authorizationMessage, transferArgs } from "../../src/payments/verify.js";
+import type { Authorization } from "../../src/payments/wire.js";
 import {
   ANVIL_MNEMONIC,
   TOKEN_ABI,
@@ -63,6 +75,46 @@ export async function authorizationUsed(
     functionName: "authorizationState",
     args: [from, nonce as Hex],
   })) as boolean;
+}
+
+/**
+ * Uses a signed authorization directly on `chain`, from another account (not through the
+ * gateway, nor any RPC proxy of the test): a payment the gateway has no record of, already spent.
+ */
+export async function useOnChain(
+  chain: LocalChain,
+  payload: { authorization: unknown; signature: unknown },
+): Promise<void> {
+  const outsider = createWalletClient({ account: anvilAccount(6), transport: http(chain.rpcUrl) });
+  await outsider.writeContract({
+    address: chain.usdc,
+    abi: TOKEN_ABI,
+    functionName: "transferWithAuthorization",
+    args: transferArgs(
+      authorizationMessage(payload.authorization as Authorization),
+      payload.signature as Hex,
+    ),
+    chain: null,
+  } as never);
+  await new Promise((r) => setTimeout(r, 200));
+}
+
+/**
+ * A wallet on the Base Sepolia stand-in as `x402-fetch` (v1) wants one: a viem wallet client with
+ * the public actions, its chain named as the v1 network is.
+ */
+export function v1ClientWallet(chain: LocalChain, payer: LocalAccount) {
+  const baseSepolia = defineChain({
+    id: 84532,
+    name: "base-sepolia",
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [chain.rpcUrl] } },
+  });
+  return createWalletClient({
+    account: payer,
+    chain: baseSepolia,
+    transport: http(chain.rpcUrl),
+  }).extend(publicActions);
 }
 
 export async function balanceOf(chain: LocalChain, who: Address): Promise<bigint> {

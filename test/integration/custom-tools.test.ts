@@ -117,6 +117,18 @@ async function mcpClient(key: string): Promise<Client> {
   return client;
 }
 
+/** The error code of a tool call made over MCP with `key` (a client of its own), or null if it succeeded. */
+async function mcpErrorCode(key: string, name: string, args: Record<string, unknown>) {
+  const client = await mcpClient(key);
+  try {
+    const result = await client.callTool({ name, arguments: args });
+    if (!result.isError) return null;
+    return JSON.parse((result.content as { text: string }[])[0]!.text).error.code as string;
+  } finally {
+    await client.close();
+  }
+}
+
 describe("a Business account's custom tool", () => {
   it("is registered, listed and shown to its account", async () => {
     const { key } = await fundedAccount(gw.url, 100, "business");
@@ -270,16 +282,7 @@ describe("a Business account's custom tool", () => {
       "The deep tool failed; the endpoint's answer nests deeper than 64 levels. The call was not charged.",
     ]);
     // Before: MCP answered HTTP 200 with an empty body, and kept the charge.
-    const client = await mcpClient(key);
-    try {
-      const mcp = await client.callTool({ name: "deep", arguments: { text: "a" } });
-      expect(mcp.isError).toBe(true);
-      expect(JSON.parse((mcp.content as { text: string }[])[0]!.text).error.code).toBe(
-        "tool_failed",
-      );
-    } finally {
-      await client.close();
-    }
+    expect(await mcpErrorCode(key, "deep", { text: "a" })).toBe("tool_failed");
     expect(await balanceOf(gw.url, key)).toBe(100);
     let errors: Awaited<ReturnType<typeof eventsOf>> = [];
     for (let waited = 0; errors.length < 2 && waited < 5000; waited += 50) {
@@ -451,16 +454,7 @@ describe("a Business account's custom tool", () => {
       code: "feature_not_in_tier",
       required_tier: "business",
     });
-    const client = await mcpClient(key);
-    try {
-      const result = await client.callTool({ name: "word-count", arguments: { text: "one two" } });
-      expect(result.isError).toBe(true);
-      expect(JSON.parse((result.content as { text: string }[])[0]!.text).error.code).toBe(
-        "feature_not_in_tier",
-      );
-    } finally {
-      await client.close();
-    }
+    expect(await mcpErrorCode(key, "word-count", { text: "one two" })).toBe("feature_not_in_tier");
     expect(endpoint.at("/word-count").length).toBe(before);
     expect(await balanceOf(gw.url, key)).toBe(100);
     // Another key of the same account id but a forged secret hears nothing about the tool.
@@ -838,16 +832,7 @@ describe("an operator's upstream tool (TOOLS_FILE)", () => {
     const rest = await callTool(gw.url, key, "shout", { text: "deep" });
     expect([rest.status, rest.body.error.code]).toEqual([502, "tool_failed"]);
     expect(rest.body.error.message).toMatch(/nests deeper than 64 levels/);
-    const client = await mcpClient(key);
-    try {
-      const mcp = await client.callTool({ name: "shout", arguments: { text: "deep" } });
-      expect(mcp.isError).toBe(true);
-      expect(JSON.parse((mcp.content as { text: string }[])[0]!.text).error.code).toBe(
-        "tool_failed",
-      );
-    } finally {
-      await client.close();
-    }
+    expect(await mcpErrorCode(key, "shout", { text: "deep" })).toBe("tool_failed");
     expect(await balanceOf(gw.url, key)).toBe(100);
   });
 });

@@ -5,7 +5,6 @@ import { ExactEvmScheme as ExactEvmServer } from "@x402/evm/exact/server";
 import { paymentMiddleware as paymentMiddlewareV2 } from "@x402/express";
 import { wrapFetchWithPaymentFromConfig } from "@x402/fetch";
 import express from "express";
-import { createWalletClient, defineChain, http, publicActions } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { paymentMiddleware as paymentMiddlewareV1 } from "x402-express";
 import { wrapFetchWithPayment as wrapV1 } from "x402-fetch";
@@ -23,7 +22,13 @@ import {
   type GatewayProcess,
 } from "../helpers/gateway.js";
 import { REDIS_URL } from "../helpers/redis.js";
-import { PAY_TO, balanceOf, signAuthorization, startChains } from "../helpers/x402.js";
+import {
+  PAY_TO,
+  balanceOf,
+  signAuthorization,
+  startChains,
+  v1ClientWallet,
+} from "../helpers/x402.js";
 
 /**
  * Toolgate as the facilitator of someone else's express app, protected by the official x402
@@ -379,17 +384,7 @@ describe("official middlewares with Toolgate as their facilitator", () => {
     app.get("/paid", (_req, res) => void res.json({ paid: true }));
     const server = await listen(app);
     try {
-      const chain = defineChain({
-        id: 84532,
-        name: "base-sepolia",
-        nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-        rpcUrls: { default: { http: [chains.base.rpcUrl] } },
-      });
-      const wallet = createWalletClient({
-        account: payer,
-        chain,
-        transport: http(chains.base.rpcUrl),
-      }).extend(publicActions);
+      const wallet = v1ClientWallet(chains.base, payer);
       await expectPaidOnce(payer.address, () =>
         wrapV1(fetch, wallet as never)(`${server.url}/paid`),
       );

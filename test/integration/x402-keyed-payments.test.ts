@@ -1,6 +1,6 @@
 import { wrapFetchWithPaymentFromConfig } from "@x402/fetch";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
-import { createWalletClient, defineChain, http, publicActions, type LocalAccount } from "viem";
+import type { LocalAccount } from "viem";
 import { wrapFetchWithPayment as wrapV1 } from "x402-fetch";
 import { describe, expect, it } from "vitest";
 import { randomWallet } from "../../chain-fixtures/chain.js";
@@ -14,6 +14,7 @@ import {
   paidGatewayFixture,
   signAuthorization,
   v1Header,
+  v1ClientWallet,
 } from "../helpers/x402.js";
 
 /**
@@ -91,17 +92,7 @@ describe("a keyed call with an x402 payment", () => {
     const unpaid = await callHash(key);
     expect([unpaid.status, unpaid.body.error.code]).toEqual([402, "insufficient_credits"]);
 
-    const chain = defineChain({
-      id: 84532,
-      name: "base-sepolia",
-      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-      rpcUrls: { default: { http: [setup.chains.base.rpcUrl] } },
-    });
-    const wallet = createWalletClient({
-      account: payer,
-      chain,
-      transport: http(setup.chains.base.rpcUrl),
-    }).extend(publicActions);
+    const wallet = v1ClientWallet(setup.chains.base, payer);
     const [payerBefore, payToBefore] = [
       await balanceOf(setup.chains.base, payer.address),
       await balanceOf(setup.chains.base, PAY_TO),

@@ -2,14 +2,7 @@ import { request as httpRequest } from "node:http";
 import { validateDiscoveryExtension } from "@x402/extensions/bazaar";
 import { wrapFetchWithPaymentFromConfig } from "@x402/fetch";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
-import {
-  createPublicClient,
-  createWalletClient,
-  defineChain,
-  http,
-  publicActions,
-  type LocalAccount,
-} from "viem";
+import { createPublicClient, http, type LocalAccount } from "viem";
 import { wrapFetchWithPayment as wrapV1 } from "x402-fetch";
 import { describe, expect, it } from "vitest";
 import { anvilAccount } from "../../chain-fixtures/chain.js";
@@ -27,6 +20,7 @@ import {
   signAuthorization,
   v1Header,
   v2Header,
+  v1ClientWallet,
 } from "../helpers/x402.js";
 
 /**
@@ -474,17 +468,7 @@ describe("the payment phases operators see in /metrics", () => {
 describe("official clients", () => {
   it("x402-fetch (v1) pays on the Base chain: the tool answers and exactly the price moves", async () => {
     const payer = PAYERS[1]!;
-    const chain = defineChain({
-      id: 84532,
-      name: "base-sepolia",
-      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-      rpcUrls: { default: { http: [setup.chains.base.rpcUrl] } },
-    });
-    const wallet = createWalletClient({
-      account: payer,
-      chain,
-      transport: http(setup.chains.base.rpcUrl),
-    }).extend(publicActions);
+    const wallet = v1ClientWallet(setup.chains.base, payer);
     const [payerBefore, payToBefore] = [
       await balanceOf(setup.chains.base, payer.address),
       await balanceOf(setup.chains.base, PAY_TO),
@@ -672,17 +656,7 @@ describe("the 402 of a tool whose whole description is large", () => {
         allowedAssets: [{ network: "eip155:84532", asset: setup.chains.base.usdc }],
       },
     });
-    const chain = defineChain({
-      id: 84532,
-      name: "base-sepolia",
-      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-      rpcUrls: { default: { http: [setup.chains.base.rpcUrl] } },
-    });
-    const wallet = createWalletClient({
-      account: payer,
-      chain,
-      transport: http(setup.chains.base.rpcUrl),
-    }).extend(publicActions);
+    const wallet = v1ClientWallet(setup.chains.base, payer);
     const v1 = wrapV1(fetch, wallet as never);
     for (const paidFetch of [v2, v1]) {
       const before = await balanceOf(setup.chains.base, payer.address);

@@ -1,10 +1,7 @@
-import { createWalletClient, http, type Hex } from "viem";
 import { describe, expect, it } from "vitest";
-import { TOKEN_ABI, anvilAccount } from "../../chain-fixtures/chain.js";
-import { authorizationMessage, transferArgs } from "../../src/payments/verify.js";
-import type { Authorization } from "../../src/payments/wire.js";
+import { anvilAccount } from "../../chain-fixtures/chain.js";
 import { call } from "../helpers/gateway.js";
-import { paidGatewayFixture, signAuthorization, v1Header } from "../helpers/x402.js";
+import { paidGatewayFixture, signAuthorization, useOnChain, v1Header } from "../helpers/x402.js";
 
 /**
  * An authorization already used on chain that the gateway has no record of (used directly on
@@ -30,22 +27,7 @@ describe("an authorization used on chain, sent again and again from one address"
       chain: setup.chains.base,
       value: PRICE,
     });
-    // Used directly on chain, not through the gateway (and not through the counting proxy).
-    const outsider = createWalletClient({
-      account: anvilAccount(6),
-      transport: http(setup.chains.base.rpcUrl),
-    });
-    await outsider.writeContract({
-      address: setup.chains.base.usdc,
-      abi: TOKEN_ABI,
-      functionName: "transferWithAuthorization",
-      args: transferArgs(
-        authorizationMessage(payload.authorization as Authorization),
-        payload.signature as Hex,
-      ),
-      chain: null,
-    } as never);
-    await new Promise((r) => setTimeout(r, 200));
+    await useOnChain(setup.chains.base, payload);
     const client = `10.63.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
     const send = (from = client) =>
       call(`${setup.gw.url}/v1/tools/hash`, {

@@ -1,16 +1,7 @@
-import {
-  createWalletClient,
-  http,
-  parseSignature,
-  serializeSignature,
-  toHex,
-  type Hex,
-} from "viem";
+import { parseSignature, serializeSignature, toHex, type Hex } from "viem";
 import { describe, expect, it } from "vitest";
-import { TOKEN_ABI, anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
-import { authorizationMessage, transferArgs } from "../../src/payments/verify.js";
+import { anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
-import type { Authorization } from "../../src/payments/wire.js";
 import { call } from "../helpers/gateway.js";
 import {
   PAY_TO,
@@ -18,6 +9,7 @@ import {
   paidGatewayFixture,
   authorizationUsed,
   signAuthorization,
+  useOnChain,
   v1Header,
   v2Header,
 } from "../helpers/x402.js";
@@ -185,21 +177,7 @@ describe("refused payments", () => {
       chain: setup.chains.base,
       value: PRICE,
     });
-    const outsider = createWalletClient({
-      account: anvilAccount(6),
-      transport: http(setup.chains.base.rpcUrl),
-    });
-    await outsider.writeContract({
-      address: setup.chains.base.usdc,
-      abi: TOKEN_ABI,
-      functionName: "transferWithAuthorization",
-      args: transferArgs(
-        authorizationMessage(payload.authorization as Authorization),
-        payload.signature as Hex,
-      ),
-      chain: null,
-    } as never);
-    await new Promise((r) => setTimeout(r, 200));
+    await useOnChain(setup.chains.base, payload);
     const before = await balanceOf(setup.chains.base, PAY_TO);
     const res = await pay({ "x-payment": v1Header("base-sepolia", payload) });
     expect([res.status, res.body.error.code]).toEqual([409, "payment_already_used"]);
