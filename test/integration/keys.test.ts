@@ -94,6 +94,40 @@ describe("API keys", () => {
     ]);
   });
 
+  it("rotates a key once when rotations without a grace period race it: one replacement works, the others are refused", async () => {
+    const { key } = await signUp(gw.url);
+    for (const graces of [
+      [0, 0],
+      [0, 3600],
+      [3600, 0],
+      [0, 0, 0],
+    ]) {
+      const svc = (await call(`${gw.url}/api/v1/keys`, { key, body: { name: "svc" } })).body;
+      const race = await Promise.all(
+        graces.map((grace) =>
+          call(`${gw.url}/api/v1/keys/${svc.id}/rotate`, { key, body: { grace_seconds: grace } }),
+        ),
+      );
+      expect(
+        race.filter((r) => r.status === 201),
+        JSON.stringify(graces),
+      ).toHaveLength(1);
+      for (const refused of race.filter((r) => r.status !== 201))
+        expect(refused.body.error.code).toBe("key_already_rotated");
+      const working = await Promise.all(
+        race.filter((r) => r.status === 201).map((r) => me(r.body.key)),
+      );
+      expect(working.map((r) => r.status)).toEqual([200]);
+      const listed = (await keys(key)).body.data as { name: string; status: string }[];
+      expect(listed.filter((k) => k.name === "svc" && k.status === "active")).toHaveLength(1);
+      // Each round's surviving key goes, so the next round starts from one "svc".
+      const survivor = race.find((r) => r.status === 201)!.body;
+      await call(`${gw.url}/api/v1/keys/${survivor.id}`, { key, method: "DELETE" });
+      if (graces.includes(3600))
+        await call(`${gw.url}/api/v1/keys/${svc.id}`, { key, method: "DELETE" });
+    }
+  });
+
   it("answers a change to a revoked key as revoking or rotating it does: already revoked", async () => {
     const { key } = await signUp(gw.url);
     const second = (await call(`${gw.url}/api/v1/keys`, { key, body: {} })).body;

@@ -103,6 +103,8 @@ export const rotateKey = defineRoute({
     const accountId = caller.account.id;
     const old = await services.store.getKey(accountId, params.id!);
     if (!old) throw new ApiError("not_found", "No such key.", { param: "id" });
+    // A key rotated once is answered so, whether its grace still runs or it has none.
+    if (old.replacedBy) throw alreadyRotated(old);
     if (isRevoked(old)) throw alreadyRevoked();
     if (old.revokedAt !== null) throw alreadyRotated(old);
     // The replacement keeps the old key's expiry, so an expired key's would be born expired; a
@@ -138,10 +140,12 @@ export const rotateKey = defineRoute({
     const rotated = await services.store.revokeKey(accountId, old.id, body.grace_seconds * 1000, {
       replacedBy: key.id,
     });
-    if (rotated.status === "already_rotated") {
-      // Another rotation got there first: the key issued here was never shown, and goes.
+    if (rotated.status === "already_rotated" || rotated.status === "already_revoked") {
+      // Another rotation (or a revocation) got there first: the key issued here was never shown,
+      // and goes. A rotation without a grace period revokes at once, so a rotation racing it
+      // finds the key revoked, not rotating: it answered 201 and left two replacements working.
       await services.store.revokeKey(accountId, key.id, 0);
-      throw alreadyRotated(rotated.key);
+      throw rotated.key.replacedBy ? alreadyRotated(rotated.key) : alreadyRevoked();
     }
     return {
       status: 201,
