@@ -234,6 +234,27 @@ describe("API keys", () => {
     expect((await keys(a.key)).body.data.map((k: { id: string }) => k.id)).toEqual([a.keyId]);
   });
 
+  it("keeps an expired key expired: changing its controls is refused (422), its name is not", async () => {
+    const { key } = await signUp(gw.url);
+    const soon = await call(`${gw.url}/api/v1/keys`, {
+      key,
+      body: { name: "short-lived", expires_at: new Date(Date.now() + 1000).toISOString() },
+    });
+    await new Promise((r) => setTimeout(r, 1200));
+    const patch = (body: unknown) =>
+      call(`${gw.url}/api/v1/keys/${soon.body.id}`, { key, method: "PATCH", body });
+    for (const body of [{ expires_at: null }, { budget: null }, { allowed_tools: null }]) {
+      const res = await patch(body);
+      expect([res.status, res.body.error.code, res.body.error.param]).toEqual([
+        422,
+        "validation_failed",
+        "id",
+      ]);
+    }
+    expect((await me(soon.body.key)).body.error.code).toBe("api_key_expired");
+    expect((await patch({ name: "was short-lived" })).body.name).toBe("was short-lived");
+  });
+
   it("refuses to rotate an expired key (422): its replacement would be born expired", async () => {
     const { key } = await signUp(gw.url);
     const soon = await call(`${gw.url}/api/v1/keys`, {

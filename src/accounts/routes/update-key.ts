@@ -29,6 +29,18 @@ export const updateKey = defineRoute({
     if (!current) throw new ApiError("not_found", "No such key.", { param: "id" });
     if (isRevoked(current)) throw alreadyRevoked();
     const { name, ...controls } = body;
+    // An expired key stays expired: a new expiry (or none) would lift the limit its expiry set, as
+    // rotating it would (refused there too). Its name may still change.
+    if (
+      current.expiresAt != null &&
+      current.expiresAt <= Date.now() &&
+      Object.values(controls).some((value) => value !== undefined)
+    )
+      throw new ApiError(
+        "validation_failed",
+        `The key expired at ${new Date(current.expiresAt).toISOString()}: an expired key's controls cannot be changed. Create a new key instead.`,
+        { param: "id" },
+      );
     const update = await keyControlsFrom(services, accountId, controls);
     if (name !== undefined) update.name = name;
     const updated = await services.store.updateKey(accountId, current.id, update);
