@@ -315,6 +315,7 @@ function operation(route: AnyRoute, tag: string): Json {
           ...AUTH_ERRORS[route.auth]!,
           ...(route.body ? BODY_ERRORS : []),
           ...(route.errors ?? []),
+          ...(route.unrestrictedKey ? (["unrestricted_key_required"] as const) : []),
         ]),
       ]),
     },

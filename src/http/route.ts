@@ -2,7 +2,12 @@ import type { Router, Request, Response } from "express";
 import type { z } from "zod";
 import type { Config } from "../config.js";
 import type { Services } from "../services.js";
-import { authenticateAdmin, authenticateKey, type KeyCaller } from "./auth.js";
+import {
+  authenticateAdmin,
+  authenticateKey,
+  requireUnrestrictedKey,
+  type KeyCaller,
+} from "./auth.js";
 import { ApiError, type ErrorCode } from "./errors.js";
 import { enforceEndpointLimit, type EndpointLimitName } from "./endpoint-limits.js";
 import { countAnonymously } from "./anonymous-limit.js";
@@ -82,6 +87,12 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
   successHeaders?: Record<string, Record<string, unknown>>;
   /** A per-address and per-account limit counted before the handler runs (src/http/endpoint-limits.ts). */
   limit?: EndpointLimitName;
+  /**
+   * Only a key without account controls may use the route (403 `unrestricted_key_required`,
+   * http/auth.ts): checked once the caller is known, before the limit and the body are, so a
+   * limited key is told what it may not do rather than what is wrong with what it sent.
+   */
+  unrestrictedKey?: boolean;
   /**
    * The route counts each request itself (the tool call: a key's admission, a payment's wallet
    * account, and any refusal on the error's way out). Otherwise a request that its authentication
@@ -163,6 +174,7 @@ export function routeHandler(
     let caller: KeyCaller | null = null;
     if (route.auth === "key")
       caller = await (route.authenticate ?? authenticateCaller)(services, req, res, requestId);
+    if (route.unrestrictedKey && caller) requireUnrestrictedKey(caller);
     if (route.auth === "admin") authenticateAdmin(services, req);
     if (!route.countsItself) await countAnonymously(services, req, res);
     if (route.limit)

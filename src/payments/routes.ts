@@ -1,6 +1,5 @@
 import { z } from "zod";
 import { accountView, accountViewSchema } from "../accounts/views.js";
-import { requireUnrestrictedKey } from "../http/auth.js";
 import { ApiError, type ErrorCode } from "../http/errors.js";
 import { defineRoute, type AnyRoute } from "../http/route.js";
 import type { Services } from "../services.js";
@@ -97,7 +96,10 @@ export const purchasePlan = defineRoute({
   summary:
     "Buy or renew the Starter or Pro plan with an x402 payment: the tier and its monthly credits for 30 days (a renewal extends the period; an upgrade adds the lower plan's unused time, valued at the two plans' prices).",
   auth: "key",
-  errors: [...PURCHASE_ERRORS, "unrestricted_key_required", "plan_not_purchasable"],
+  // A plan changes the account's tier (and can be refused for it): the account's owner decides,
+  // not a key handed out with limits. Credits only add, so a limited key may still buy them.
+  unrestrictedKey: true,
+  errors: [...PURCHASE_ERRORS, "plan_not_purchasable"],
   successStatus: 201,
   requestHeaders: paymentHeaderParameters(PAYING_THE_OFFER),
   successHeaders: paymentReceiptHeaders("The plan's payment"),
@@ -112,9 +114,6 @@ export const purchasePlan = defineRoute({
     plan_expires_at: accountViewSchema.shape.plan_expires_at,
   }),
   async handler({ services, req, caller, body }) {
-    // A plan changes the account's tier (and can be refused for it): the account's owner decides,
-    // not a key handed out with limits. Credits only add, so a limited key may still buy them.
-    requireUnrestrictedKey(caller);
     requirePayments(services);
     const plan = PLANS[body.plan];
     const current = caller.account;

@@ -300,6 +300,26 @@ describe.each(["redis", "memory"] as const)("account controls (%s store)", (stor
     expect(attempts.map((r) => [r.status, r.body.error?.code])).toEqual(
       Array(10).fill([403, "unrestricted_key_required"]),
     );
+    // Told what it may not do before what is wrong with what it sent: the same with bodies refused.
+    const malformed = await Promise.all(
+      [
+        "/keys",
+        "/account/sso",
+        "/account/spend-alert",
+        "/custom-tools",
+        "/webhooks/register",
+        `/keys/${limited.id}/rotate`,
+      ].map((path) =>
+        call(`${gw.url}/api/v1${path}`, {
+          key: limited.key,
+          method: path.startsWith("/account") ? "PUT" : "POST",
+          body: { nonsense: true },
+        }),
+      ),
+    );
+    expect(malformed.map((r) => [r.status, r.body.error?.code])).toEqual(
+      Array(6).fill([403, "unrestricted_key_required"]),
+    );
     expect((await call(`${gw.url}/api/v1/keys`, { key: limited.key })).status).toBe(200);
     expect((await call(`${gw.url}/api/v1/webhooks`, { key: limited.key })).body.data).toHaveLength(
       1,

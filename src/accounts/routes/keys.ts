@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { requireUnrestrictedKey } from "../../http/auth.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
 import { isRevoked, type KeyRecord } from "../../store/types.js";
@@ -42,12 +41,12 @@ export const createKey = defineRoute({
   summary:
     "Create another API key, optionally with account controls (expiry, allowed tools, budget); the full key is in this response only.",
   auth: "key",
-  errors: ["unrestricted_key_required", "unknown_tool_name"],
+  unrestrictedKey: true,
+  errors: ["unknown_tool_name"],
   body: z.strictObject({ name: keyName.optional(), ...keyControlFields }),
   successStatus: 201,
   response: issuedKeyViewSchema,
   async handler({ services, caller, body }) {
-    requireUnrestrictedKey(caller);
     // The store checks the cap in the step that adds the key: a count here and an add after it
     // let racing requests each pass the count, and the account end beyond its cap.
     const cap = services.config.keysPerAccount;
@@ -88,7 +87,8 @@ export const rotateKey = defineRoute({
   summary:
     "Replace a key: a new key now, with the old one's account controls; the old one stops at once (grace_seconds 0: regenerate) or after the grace period.",
   auth: "key",
-  errors: ["unrestricted_key_required", "key_already_rotated"],
+  unrestrictedKey: true,
+  errors: ["key_already_rotated"],
   successStatus: 201,
   response: keyViewSchema.extend({
     key: z.string().describe("The new key: shown in this answer only."),
@@ -99,7 +99,6 @@ export const rotateKey = defineRoute({
     name: keyName.optional(),
   }),
   async handler({ services, caller, body, params }) {
-    requireUnrestrictedKey(caller);
     const accountId = caller.account.id;
     const old = await services.store.getKey(accountId, params.id!);
     if (!old) throw new ApiError("not_found", "No such key.", { param: "id" });
@@ -164,7 +163,8 @@ export const revokeKey = defineRoute({
   summary:
     "Revoke a key, effective on the very next request on every gateway process. The account's last active key is kept (409 last_active_key) unless force=true; a key already revoked is not found (404), like any resource deleted before.",
   auth: "key",
-  errors: ["unrestricted_key_required", "last_active_key"],
+  unrestrictedKey: true,
+  errors: ["last_active_key"],
   query: z.strictObject({
     force: z
       .enum(["true", "false"])
@@ -173,7 +173,6 @@ export const revokeKey = defineRoute({
   }),
   response: keyViewSchema,
   async handler({ services, caller, params, query }) {
-    requireUnrestrictedKey(caller);
     const outcome = await services.store.revokeKey(caller.account.id, params.id!, 0, {
       keepOneActive: query.force !== "true",
     });

@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { requireUnrestrictedKey } from "../../http/auth.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
 import { accountView, accountViewSchema } from "../views.js";
@@ -15,7 +14,7 @@ export const setSpendAlert = defineRoute({
   summary:
     "Set the account's spend alert: spend.threshold_reached fires once a month when the month's spend reaches `credits`.",
   auth: "key",
-  errors: ["unrestricted_key_required"],
+  unrestrictedKey: true,
   body: z.strictObject({
     credits: z
       .number()
@@ -26,7 +25,6 @@ export const setSpendAlert = defineRoute({
   }),
   response: accountViewSchema,
   async handler({ services, caller, body }) {
-    requireUnrestrictedKey(caller);
     const account = await services.store.setSpendAlert(caller.account.id, {
       credits: body.credits,
     });
@@ -40,10 +38,9 @@ export const removeSpendAlert = defineRoute({
   path: "/account/spend-alert",
   summary: "Remove the account's spend alert.",
   auth: "key",
-  errors: ["unrestricted_key_required"],
+  unrestrictedKey: true,
   response: accountViewSchema,
   async handler({ services, caller }) {
-    requireUnrestrictedKey(caller);
     // Decided in the store's one step, not from the account as the call found it: of two DELETEs
     // at once, one removes the alert and the other is 404, as a DELETE after it is.
     const outcome = await services.store.removeSpendAlert(caller.account.id);

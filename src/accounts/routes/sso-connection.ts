@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { requireUnrestrictedKey } from "../../http/auth.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
 import { openSecret, sealSecret } from "../../webhooks/secrets.js";
@@ -46,7 +45,9 @@ export const putSsoConnection = defineRoute({
   summary:
     "Set up or change single sign-on with the account's OpenID Connect provider: issuer, client, and the e-mail domains that may sign in (Business tier).",
   auth: "key",
-  errors: ["feature_not_in_tier", "unrestricted_key_required"],
+  // Single sign-on opens dashboard sessions, which manage keys: a limited key would lift its own limits.
+  unrestrictedKey: true,
+  errors: ["feature_not_in_tier"],
   body: z.strictObject({
     issuer: z.string().trim().min(1).max(2048),
     client_id: z.string().trim().min(1).max(255),
@@ -65,8 +66,6 @@ export const putSsoConnection = defineRoute({
   response: ssoConnectionViewSchema,
   async handler({ services, caller, body }) {
     requireFeature(caller.account.tier, "sso");
-    // Single sign-on opens dashboard sessions, which manage keys: a limited key would lift its own limits.
-    requireUnrestrictedKey(caller);
     const accountId = caller.account.id;
     const allowPrivate = services.config.ssoAllowPrivateTargets;
     const issuer = await checkIssuerUrl(body.issuer, allowPrivate);
@@ -125,12 +124,12 @@ export const deleteSsoConnection = defineRoute({
   summary:
     "Turn single sign-on off: the connection and its client secret are deleted, its e-mail domains released (Business tier).",
   auth: "key",
-  errors: ["feature_not_in_tier", "unrestricted_key_required"],
+  // Single sign-on opens dashboard sessions, which manage keys: a limited key would lift its own limits.
+  unrestrictedKey: true,
+  errors: ["feature_not_in_tier"],
   response: z.object({ deleted: z.literal(true) }),
   async handler({ services, caller }) {
     requireFeature(caller.account.tier, "sso");
-    // Single sign-on opens dashboard sessions, which manage keys: a limited key would lift its own limits.
-    requireUnrestrictedKey(caller);
     if (!(await services.store.deleteSsoConnection(caller.account.id)))
       throw new ApiError("not_found", NOT_SET_UP);
     return { body: { deleted: true as const } };

@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { requireUnrestrictedKey } from "../../http/auth.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
 import { isRevoked } from "../../store/types.js";
@@ -19,11 +18,11 @@ export const updateKey = defineRoute({
   summary:
     "Change a key's name and account controls (expires_at, allowed_tools, budget; null removes one), effective on its next call.",
   auth: "key",
-  errors: ["unrestricted_key_required", "unknown_tool_name"],
+  unrestrictedKey: true,
+  errors: ["unknown_tool_name"],
   body: z.strictObject({ name: keyName.nullable().optional(), ...keyControlFields }),
   response: keyViewSchema,
   async handler({ services, caller, params, body }) {
-    requireUnrestrictedKey(caller);
     const accountId = caller.account.id;
     const current = await services.store.getKey(accountId, params.id!);
     if (!current) throw new ApiError("not_found", "No such key.", { param: "id" });

@@ -10,10 +10,11 @@ export const deleteWebhook = (owner: WebhookOwner) =>
     path: `${owner.base}/:id`,
     summary: `Remove one of ${owner.who} webhooks; nothing more is delivered to it.`,
     auth: owner.auth,
-    errors: owner.auth === "key" ? ["feature_not_in_tier", "unrestricted_key_required"] : [],
+    unrestrictedKey: owner.changesNeedUnrestrictedKey,
+    errors: owner.auth === "key" ? ["feature_not_in_tier"] : [],
     response: z.object({ id: z.string(), deleted: z.literal(true) }),
     async handler({ services, caller, params }) {
-      const ownerId = owner.managerIdOf(caller);
+      const ownerId = owner.idOf(caller);
       if (!(await services.store.deleteWebhook(ownerId, params.id!)))
         throw new ApiError("not_found", "No such webhook.", { param: "id" });
       return { body: { id: params.id, deleted: true } };

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { requireFeature } from "../../accounts/tiers.js";
-import { requireUnrestrictedKey, type KeyCaller } from "../../http/auth.js";
+import type { KeyCaller } from "../../http/auth.js";
 import { ApiError } from "../../http/errors.js";
 import { ACCOUNT_EVENTS, SUBSCRIBABLE_EVENTS } from "../../events/types.js";
 import type { Services } from "../../services.js";
@@ -25,11 +25,11 @@ export interface WebhookOwner {
   /** The owner's id, after the tier check for accounts. */
   idOf(caller: KeyCaller | null): string;
   /**
-   * The owner's id for a change of where its events go or how they are signed (register, delete,
-   * rotate a secret): for an account, also not with a limited key, which may only call tools and
-   * read (http/auth.ts, requireUnrestrictedKey).
+   * Whether a change of where its events go or how they are signed (register, delete, rotate a
+   * secret) needs a key without account controls: for an account, as a limited key may only call
+   * tools and read (RouteDef.unrestrictedKey).
    */
-  managerIdOf(caller: KeyCaller | null): string;
+  changesNeedUnrestrictedKey: boolean;
 }
 
 export const ACCOUNT_WEBHOOKS: WebhookOwner = {
@@ -41,11 +41,7 @@ export const ACCOUNT_WEBHOOKS: WebhookOwner = {
     requireFeature(caller!.account.tier, "webhooks");
     return caller!.account.id;
   },
-  managerIdOf(caller) {
-    const id = this.idOf(caller);
-    requireUnrestrictedKey(caller!);
-    return id;
-  },
+  changesNeedUnrestrictedKey: true,
 };
 
 export const PLATFORM_WEBHOOKS: WebhookOwner = {
@@ -54,7 +50,7 @@ export const PLATFORM_WEBHOOKS: WebhookOwner = {
   who: "the platform's",
   events: SUBSCRIBABLE_EVENTS,
   idOf: () => PLATFORM_OWNER,
-  managerIdOf: () => PLATFORM_OWNER,
+  changesNeedUnrestrictedKey: false,
 };
 
 /** The owner's webhook with this id, or 404 (another owner's included). */

@@ -14,7 +14,8 @@ export const registerWebhook = (owner: WebhookOwner) =>
     path: `${owner.base}/register`,
     summary: `Register one of ${owner.who} webhooks: an HTTPS URL and the events it receives. The signing secret is in this answer only.`,
     auth: owner.auth,
-    errors: owner.auth === "key" ? ["feature_not_in_tier", "unrestricted_key_required"] : [],
+    unrestrictedKey: owner.changesNeedUnrestrictedKey,
+    errors: owner.auth === "key" ? ["feature_not_in_tier"] : [],
     successStatus: 201,
     body: z.strictObject({
       url: z.string().max(2048),
@@ -27,7 +28,7 @@ export const registerWebhook = (owner: WebhookOwner) =>
       secret: z.string().describe("whsec_… — shown once, never again."),
     }),
     async handler({ services, body, caller }) {
-      const ownerId = owner.managerIdOf(caller);
+      const ownerId = owner.idOf(caller);
       const check = await checkWebhookUrl(body.url, services.config.webhookAllowPrivateTargets);
       if (!check.ok)
         throw new ApiError(

@@ -21,9 +21,10 @@ export const rotateWebhookSecret = (owner: WebhookOwner) =>
     summary:
       "Replace the signing secret. During the overlap, webhook-signature carries signatures of both secrets; X-Webhook-Signature uses the new one.",
     auth: owner.auth,
+    unrestrictedKey: owner.changesNeedUnrestrictedKey,
     errors:
       owner.auth === "key"
-        ? ["feature_not_in_tier", "unrestricted_key_required", "secret_rotation_in_progress"]
+        ? ["feature_not_in_tier", "secret_rotation_in_progress"]
         : ["secret_rotation_in_progress"],
     body: z.strictObject({
       overlap_seconds: z.number().int().min(0).max(MAX_OVERLAP_SECONDS).default(86_400),
@@ -32,7 +33,7 @@ export const rotateWebhookSecret = (owner: WebhookOwner) =>
       secret: z.string().describe("The new secret — shown once."),
     }),
     async handler({ services, body, caller, params }) {
-      const ownerId = owner.managerIdOf(caller);
+      const ownerId = owner.idOf(caller);
       const secret = newWebhookSecret();
       // The store checks the overlap rule and writes in one step (store/webhooks): racing
       // rotations are decided one after the other, and a webhook deleted meanwhile stays deleted.

@@ -1,6 +1,5 @@
 import { z } from "zod";
 import { requireFeature } from "../../../accounts/tiers.js";
-import { requireUnrestrictedKey } from "../../../http/auth.js";
 import { ApiError } from "../../../http/errors.js";
 import { defineRoute } from "../../../http/route.js";
 import { SchemaError } from "../json-schema.js";
@@ -22,7 +21,9 @@ export const createCustomTool = defineRoute({
     "Register the account's own HTTPS endpoint as a private tool: name, description, input/output JSON Schema, price in credits, timeout (Business tier).",
   auth: "key",
   limit: "custom-tool-register",
-  errors: ["feature_not_in_tier", "unrestricted_key_required"],
+  // Where the account's calls (and their inputs) go: a limited key may call tools, not move them.
+  unrestrictedKey: true,
+  errors: ["feature_not_in_tier"],
   successStatus: 201,
   body: customToolBody,
   response: customToolViewSchema.extend({
@@ -34,8 +35,6 @@ export const createCustomTool = defineRoute({
   }),
   async handler({ services, caller, body }) {
     requireFeature(caller.account.tier, "custom_endpoints");
-    // Where the account's calls (and their inputs) go: a limited key may call tools, not move them.
-    requireUnrestrictedKey(caller);
     if (services.upstream.isTaken(body.name))
       throw new ApiError(
         "tool_name_taken",

@@ -1,6 +1,5 @@
 import { z } from "zod";
 import { requireFeature } from "../../../accounts/tiers.js";
-import { requireUnrestrictedKey } from "../../../http/auth.js";
 import { ApiError } from "../../../http/errors.js";
 import { defineRoute } from "../../../http/route.js";
 
@@ -11,12 +10,12 @@ export const deleteCustomTool = defineRoute({
   summary:
     "Remove one of the account's custom tools; later calls to it are 404 tool_not_found (Business tier).",
   auth: "key",
-  errors: ["feature_not_in_tier", "unrestricted_key_required"],
+  // Deleting a tool and registering its name again re-points the account's calls: see create.ts.
+  unrestrictedKey: true,
+  errors: ["feature_not_in_tier"],
   response: z.object({ name: z.string(), deleted: z.literal(true) }),
   async handler({ services, caller, params }) {
     requireFeature(caller.account.tier, "custom_endpoints");
-    // Deleting a tool and registering its name again re-points the account's calls: see create.ts.
-    requireUnrestrictedKey(caller);
     if (!(await services.store.deleteCustomTool(caller.account.id, params.name!))) {
       throw new ApiError("not_found", `The account has no custom tool named ${params.name}.`, {
         param: "name",
