@@ -1,5 +1,6 @@
 import type { Request, Response } from "express";
 import { ledgerEntryView } from "../accounts/views.js";
+import { countedAddress } from "../http/client-address.js";
 import { ApiError } from "../http/errors.js";
 import type { Services } from "../services.js";
 import { isLedgerId, type LedgerEntry } from "../store/types.js";
@@ -84,7 +85,7 @@ export function liveFeed(services: Services) {
         "Sign in to the dashboard first (/dashboard/sign-in).",
       );
     const accountId = current.account.id;
-    const address = req.ip ?? "";
+    const address = countedAddress(req.ip);
     const refusal = perAccount.full(accountId)
       ? `At most ${LIVE_STREAMS_PER_ACCOUNT} live dashboards per account are open at once; close a tab, and the page retries shortly.`
       : perAddress.full(address)

@@ -2,7 +2,7 @@ import type { IncomingMessage } from "node:http";
 import type { RequestHandler } from "express";
 import { carriesPayment } from "../payments/wire.js";
 import type { Services } from "../services.js";
-import { clientAddress } from "./client-address.js";
+import { countedClientAddress } from "./client-address.js";
 import type { ApiError, ErrorAnswer } from "./errors.js";
 import type { HttpRequest, HttpResponse } from "./exchange.js";
 import {
@@ -74,7 +74,7 @@ async function anonymousRefusal(
   res: HttpResponse,
 ): Promise<ApiError | null> {
   if (countedByALimiter(res) || res.headersSent) return null;
-  const address = clientAddress(req, services.refusedCredentials.trust);
+  const address = countedClientAddress(req, services.refusedCredentials.trust);
   let hit;
   try {
     hit = await countEndpointUse(

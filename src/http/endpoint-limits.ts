@@ -2,6 +2,7 @@ import type { Request } from "express";
 import type { Services } from "../services.js";
 import type { HttpResponse } from "./exchange.js";
 import type { RateState } from "../store/types.js";
+import { countedAddress } from "./client-address.js";
 import { ApiError } from "./errors.js";
 
 /**
@@ -210,7 +211,7 @@ export async function enforceEndpointLimit(
   const { count, windowSeconds } = services.config.endpointLimits[name];
   const buckets = [
     ...(accountId ? [`endpoint:${name}:account:${accountId}`] : []),
-    `endpoint:${name}:ip:${req.ip ?? "unknown"}`,
+    `endpoint:${name}:ip:${countedAddress(req.ip)}`,
   ];
   const counted: string[] = [];
   const shown: RateState[] = [];

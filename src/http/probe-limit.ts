@@ -3,7 +3,7 @@ import type { Services } from "../services.js";
 import { healthz } from "../operations/healthz.js";
 import { metrics } from "../operations/metrics.js";
 import { readyz } from "../operations/readyz.js";
-import { clientAddress } from "./client-address.js";
+import { countedClientAddress } from "./client-address.js";
 import { endpointLimitRefusal, endpointWindowHeaders, showWindow } from "./endpoint-limits.js";
 
 /** The paths an orchestrator and a scraper poll: counted by `probes`, never by `anonymous`. */
@@ -33,7 +33,7 @@ export function probeLimit(services: Services): RequestHandler {
       counts.clear();
       windowEnds = (Math.floor(now / (windowSeconds * 1000)) + 1) * windowSeconds * 1000;
     }
-    let address = clientAddress(req, services.refusedCredentials.trust);
+    let address = countedClientAddress(req, services.refusedCredentials.trust);
     if (!counts.has(address) && counts.size >= MAX_ADDRESSES) address = OTHERS;
     const used = (counts.get(address) ?? 0) + 1;
     const resetMs = windowEnds - now;

@@ -2,7 +2,7 @@ import type { IncomingMessage } from "node:http";
 import type { RequestHandler } from "express";
 import { sessionCookieName } from "../dashboard/session.js";
 import type { Services } from "../services.js";
-import { clientAddress, trustProxy, type TrustProxy } from "./client-address.js";
+import { countedClientAddress, trustProxy, type TrustProxy } from "./client-address.js";
 import { ApiError, type ErrorCode } from "./errors.js";
 import { showWindow } from "./endpoint-limits.js";
 import type { HttpResponse } from "./exchange.js";
@@ -60,7 +60,7 @@ export class RefusedCredentials {
   /** 429 `rate_limited` for a request with credentials from an address past the limit; costs nothing while no address is. */
   check(req: IncomingMessage): void {
     if (this.limit.blocking && this.presentsCredentials(req))
-      this.limit.check(clientAddress(req, this.trust));
+      this.limit.check(countedClientAddress(req, this.trust));
   }
 
   /** `check` as express middleware. */
@@ -79,7 +79,7 @@ export class RefusedCredentials {
    */
   count(req: IncomingMessage, requestId: string, res?: HttpResponse): Promise<void> {
     return this.limit
-      .count(clientAddress(req, this.trust), requestId)
+      .count(countedClientAddress(req, this.trust), requestId)
       .then((headers) => {
         if (res && !res.headersSent) showWindow(res, headers);
       })

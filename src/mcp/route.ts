@@ -4,6 +4,7 @@ import { TIERS, requireFeature } from "../accounts/tiers.js";
 import { admitted, presentedKey, rateLimitHeaders } from "../http/auth.js";
 import { ApiError, toApiError } from "../http/errors.js";
 import { countAnonymously } from "../http/anonymous-limit.js";
+import { countedAddress } from "../http/client-address.js";
 import { showWindow } from "../http/endpoint-limits.js";
 import { NOT_UNICODE, UNREADABLE_BODY, jsonBody } from "../http/json-body.js";
 import { requireJsonBody } from "../http/request-context.js";
@@ -64,7 +65,7 @@ export function mcpRouter(services: Services): Router {
         const limit = TIERS.free.requestsPerMinute;
         const messages = Array.isArray(req.body) ? Math.max(1, req.body.length) : 1;
         const hit = await services.store.hitRateLimit(
-          `mcp:${req.ip}`,
+          `mcp:${countedAddress(req.ip)}`,
           limit,
           60_000,
           String(res.locals.requestId),

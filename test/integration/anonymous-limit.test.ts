@@ -49,6 +49,31 @@ describe("requests without credentials", () => {
   });
 });
 
+describe("requests without credentials from IPv6 addresses", () => {
+  it("count one /64 as one client, on express's routes and the keyed lane alike; another /64 is not held", async () => {
+    const statuses = [];
+    for (let i = 1; i <= 6; i++)
+      statuses.push(
+        (await call(`${gw.url}/v1/tools`, { headers: from(`2001:db8:70:1::${i}`) })).status,
+      );
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
+    const refused = await call(`${gw.url}/v1/tools/categories`, {
+      headers: from("2001:db8:70:1::7"),
+    });
+    expect([refused.status, refused.body.error?.code]).toEqual([429, "rate_limited"]);
+    // A made-up key's refusal is answered on the keyed lane, and counted there as anonymous too.
+    const keyed = await call(`${gw.url}/v1/tools/hash`, {
+      body: { text: "a" },
+      key: "not-a-key",
+      headers: from("2001:db8:70:1::8"),
+    });
+    expect(keyed.status).toBe(429);
+    expect((await call(`${gw.url}/v1/tools`, { headers: from("2001:db8:70:2::1") })).status).toBe(
+      200,
+    );
+  });
+});
+
 /** The anonymous window (6 a minute here) on an answer, as `remaining` says. */
 function expectAnonymousWindow(res: { headers: Headers }, remaining: number) {
   expect({

@@ -54,6 +54,20 @@ describe("endpoint limits", () => {
     expect((await challenge("198.51.100.31")).status).toBe(200);
   });
 
+  it("count an IPv6 client by its /64: its addresses share one limit, another /64 has its own", async () => {
+    const challenge = (address: string) =>
+      call(`${gw.url}/api/v1/wallet/challenge`, {
+        body: { address: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" },
+        headers: from(address),
+      });
+    for (let i = 1; i <= 3; i++) expect((await challenge(`2001:db8:30:1::${i}`)).status).toBe(200);
+    expectRateLimited(
+      await challenge("2001:db8:30:1:ffff::4"),
+      /^At most 3 wallet sign-in challenges per minute per client address/,
+    );
+    expect((await challenge("2001:db8:30:2::1")).status).toBe(200);
+  });
+
   it("limit e-mail verification links opened per client address, valid or not", async () => {
     const open = (address: string) =>
       call(`${gw.url}/api/v1/verify-email?token=acct_x.1.guess`, { headers: from(address) });

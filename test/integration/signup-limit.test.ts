@@ -97,3 +97,41 @@ describe("a gateway behind a trusted proxy (TRUST_PROXY=loopback)", () => {
     expect((await signup("198.51.100.23", taken)).body.error.code).toBe("email_taken");
   });
 });
+
+describe("an IPv6 client, behind a trusted proxy", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway({
+      env: { SIGNUPS_PER_HOUR_PER_IP: "5", ENDPOINT_LIMITS: "signup-refused=6/3600" },
+    });
+  });
+  afterAll(() => gw?.stop());
+
+  const signup = (address: string, body = { email: email() }) =>
+    call(`${gw.url}/api/v1/signup`, { body, headers: { "x-forwarded-for": address } });
+
+  it("is counted by its /64: its addresses share one limit, another /64 has its own", async () => {
+    const statuses = [];
+    for (let i = 1; i <= 6; i++) statuses.push((await signup(`2001:db8:a:1::${i}`)).status);
+    expect(statuses).toEqual([201, 201, 201, 201, 201, 429]);
+    expect((await signup("2001:db8:a:1:ffff:ffff:ffff:ffff")).status).toBe(429);
+    expect((await signup("2001:db8:a:2::1")).status).toBe(201);
+  });
+
+  it("is counted by its /64 for sign-ups refused as email_taken too", async () => {
+    const taken = { email: email() };
+    expect((await signup("2001:db8:b:1::1", taken)).status).toBe(201);
+    const answers = [];
+    for (let i = 2; i <= 8; i++)
+      answers.push((await signup(`2001:db8:b:1::${i}`, taken)).body.error.code);
+    expect(answers).toEqual([...Array(6).fill("email_taken"), "rate_limited"]);
+    expect((await signup("2001:db8:b:2::1", taken)).body.error.code).toBe("email_taken");
+  });
+
+  it("is the IPv4 client it maps, when its address is IPv4-mapped", async () => {
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await signup("198.51.100.25")).status);
+    for (let i = 0; i < 3; i++) statuses.push((await signup("::ffff:198.51.100.25")).status);
+    expect(statuses).toEqual([201, 201, 201, 201, 201, 429]);
+  });
+});

@@ -6,6 +6,7 @@ import {
   showWindow,
   windowHeaders,
 } from "../../http/endpoint-limits.js";
+import { countedAddress } from "../../http/client-address.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
 import { newAccountId } from "../../lib/ids.js";
@@ -57,7 +58,9 @@ export const signup = defineRoute({
     const limit = services.config.signupsPerHourPerIp;
     // Only sign-ups that create an account count: the slot is taken first (so concurrent
     // attempts cannot overshoot the limit) and given back when no account comes of it.
-    const bucket = `signup:${req.ip}`;
+    // Per address as every per-address limit counts it: an IPv6 client by its /64.
+    const address = countedAddress(req.ip);
+    const bucket = `signup:${address}`;
     const hit = await services.store.hitRateLimit(bucket, limit, HOUR_MS, requestId);
     const window = windowHeaders(hit, HOUR_MS / 1000);
     if (!hit.allowed) {
@@ -74,7 +77,7 @@ export const signup = defineRoute({
     // say: refused sign-ups are limited per address too. Taken like the slot above and given
     // back unless the address was taken; once spent, every sign-up from the address is refused
     // alike, so the 429 tells no more than the 409 did.
-    const subject = `ip:${req.ip}`;
+    const subject = `ip:${address}`;
     const refusedBucket = endpointBucket("signup-refused", subject);
     const refusedHit = await countEndpointUse(services, "signup-refused", subject, requestId);
     if (!refusedHit.allowed) {

@@ -1,3 +1,4 @@
+import { countedAddress } from "../../http/client-address.js";
 import { ApiError } from "../../http/errors.js";
 import { authenticate, presentedKey } from "../../http/auth.js";
 import type { Services } from "../../services.js";
@@ -134,9 +135,10 @@ export async function serveToolCall(
   if (services.payments && (!keyed || (carriesPayment(req.headers) && !isPrivateTool(tool)))) {
     const key = keyed ? presentedKey(req) : undefined;
     if (key) res.locals.accountId = key.accountId;
-    // A keyless caller is known by its address only (express's req.ip: keyless calls never take
-    // the keyed lane); its refused payments are limited, as each cost a chain round trip.
-    const address = key ? null : ((req as { ip?: string }).ip ?? "unknown");
+    // A keyless caller is known by its address only (express's req.ip, as limits count it: keyless
+    // calls never take the keyed lane); its refused payments are limited, as each cost a chain
+    // round trip.
+    const address = key ? null : countedAddress((req as { ip?: string }).ip);
     if (address !== null && carriesPayment(req.headers)) services.payments.refused.check(address);
     let settled: Record<string, string> = {};
     try {
