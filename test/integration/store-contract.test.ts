@@ -1531,6 +1531,40 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(hits.map((h) => h.remaining)).toEqual([2, 1, 0, 0]);
   });
 
+  it("changes nothing when set to the tier the account has: a paid plan's period still ends; another tier has no end", async () => {
+    const a = await account(0, "free");
+    const plan = (requestId: string, periodMs: number) =>
+      store.topUp(a.id, "purchase", { amount: 100, requestId, reason: "plan" }, [], {
+        tier: "starter",
+        periodMs,
+      });
+    const end = (await plan("same-tier-1", 60_000))!.account.planExpiresAt;
+    expect(end).toBeGreaterThan(Date.now());
+    expect(await store.setTier(a.id, "starter")).toMatchObject({
+      tier: "starter",
+      planExpiresAt: end,
+    });
+    expect(await store.getAccount(a.id)).toMatchObject({ tier: "starter", planExpiresAt: end });
+    // Another tier is an operator's: open-ended, and so is setting it again.
+    expect(await store.setTier(a.id, "pro")).toMatchObject({ tier: "pro", planExpiresAt: 0 });
+    expect(await store.setTier(a.id, "pro")).toMatchObject({ tier: "pro", planExpiresAt: 0 });
+    // A plan whose period is over is Free already: its tier set again is the operator's, open-ended.
+    const b = await account(0, "free");
+    const short = await store.topUp(
+      b.id,
+      "purchase",
+      { amount: 100, requestId: "same-tier-2", reason: "plan" },
+      [],
+      { tier: "starter", periodMs: 200 },
+    );
+    await new Promise((r) => setTimeout(r, short!.account.planExpiresAt - Date.now() + 50));
+    expect(await store.setTier(b.id, "starter")).toMatchObject({
+      tier: "starter",
+      planExpiresAt: 0,
+    });
+    expect(await store.getAccount(b.id)).toMatchObject({ tier: "starter", planExpiresAt: 0 });
+  });
+
   it("binds an account to its dedicated workers, and the admission brings the binding back with the account", async () => {
     const a = await account();
     expect((await store.getAccount(a.id))!.dedicatedWorkersUrl).toBeNull();

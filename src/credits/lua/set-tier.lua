@@ -1,5 +1,12 @@
 -- KEYS: account   ARGV: tier
-if redis.call('EXISTS', KEYS[1]) == 0 then return nil end
--- An operator's tier change has no end date.
-redis.call('HSET', KEYS[1], 'tier', ARGV[1], 'plan_expires_at', 0)
-return cjson.encode(load_account(KEYS[1]))
+local a = load_account(KEYS[1])
+if not a then return nil end
+-- The tier the account has (a plan whose period has not ended) changes nothing: a paid plan's
+-- period still ends, and it falls back to Free then (re-applying a tier list made it last for
+-- good). Another tier, or a plan already over, is an operator's tier change: it has no end date.
+local lapsed = a.tier ~= 'free' and a.plan_expires_at > 0 and now_ms() >= a.plan_expires_at
+if a.tier ~= ARGV[1] or lapsed then
+  redis.call('HSET', KEYS[1], 'tier', ARGV[1], 'plan_expires_at', 0)
+  a = load_account(KEYS[1])
+end
+return cjson.encode(a)

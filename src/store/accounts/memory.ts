@@ -1,6 +1,7 @@
 /** Accounts in memory: the shared accounts map, and the e-mail claims. */
 import type { TierName } from "../../accounts/tiers.js";
 import type { EventRecord } from "../../events/types.js";
+import { planLapsed } from "../../credits/rules.js";
 import { ExpiringMap } from "../../lib/expiring-map.js";
 import {
   DEBIT_KEPT_MS,
@@ -99,8 +100,11 @@ export function memoryAccounts(state: MemoryState): AccountStore {
     async setTier(accountId: string, tier: TierName) {
       const a = state.accounts.get(accountId);
       if (!a) return null;
-      a.tier = tier;
-      a.planExpiresAt = 0;
+      // The tier it has changes nothing: a paid plan's period still ends (set-tier.lua's twin).
+      if (a.tier !== tier || planLapsed(a, state.now())) {
+        a.tier = tier;
+        a.planExpiresAt = 0;
+      }
       return state.view(a);
     },
 
