@@ -2,6 +2,11 @@ import { z } from "zod";
 import { ApiError } from "../http/errors.js";
 import { defineRoute } from "../http/route.js";
 import { randomId } from "../lib/ids.js";
+import {
+  NO_CONTROL_CHARACTERS,
+  NO_CONTROL_CHARACTERS_BUT_LINES,
+  hasNoncharacter,
+} from "../lib/readable-text.js";
 import { incidentView } from "./report.js";
 import { incidentViewSchema } from "./report-schema.js";
 import type { Incident } from "./store.js";
@@ -11,7 +16,26 @@ import type { Incident } from "./store.js";
  * /status, /status.json and /status.rss.
  */
 const status = z.enum(["investigating", "identified", "monitoring"]);
-const message = z.string().trim().min(1).max(2000);
+// Shown on /status, /status.json and /status.rss as written: an ESC, a BEL or a U+FFFE went out
+// raw (lib/readable-text.ts). A message keeps its line feeds and tabs (the page shows each message
+// on one line, where they read as spaces; /status.json keeps them); a title is one line.
+const message = z
+  .string()
+  .trim()
+  .min(1)
+  .max(2000)
+  .regex(
+    NO_CONTROL_CHARACTERS_BUT_LINES,
+    "A message cannot contain control characters other than line feeds and tabs",
+  )
+  .refine((m) => !hasNoncharacter(m), "A message cannot contain noncharacters");
+const title = z
+  .string()
+  .trim()
+  .min(1)
+  .max(200)
+  .regex(NO_CONTROL_CHARACTERS, "A title cannot contain control characters")
+  .refine((t) => !hasNoncharacter(t), "A title cannot contain noncharacters");
 
 export const createIncident = defineRoute({
   method: "post",
@@ -20,7 +44,7 @@ export const createIncident = defineRoute({
   auth: "admin",
   successStatus: 201,
   body: z.strictObject({
-    title: z.string().trim().min(1).max(200),
+    title,
     message,
     impact: z.enum(["minor", "major"]).default("minor"),
     status: status.default("investigating"),

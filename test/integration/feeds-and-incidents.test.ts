@@ -97,11 +97,23 @@ describe("incidents", () => {
     });
     expect(resolved.body.resolved_at).toEqual(expect.any(String));
 
-    // Text pasted from elsewhere can carry control characters XML does not allow.
-    const pasted = await admin(gw.url, "/incidents", {
-      body: { title: "Bell\u0007 in the title", message: "A form\u000cfeed\u0000 here." },
+    // Text pasted from elsewhere can carry control characters XML does not allow: refused now
+    // (below), but an incident stored before then still has them.
+    const pasted = {
+      body: { id: `inc_pasted${Date.now()}` },
+    };
+    await gw.services.status.store.saveIncident({
+      id: pasted.body.id,
+      title: "Bell\u0007 in the title",
+      impact: "minor",
+      components: [],
+      createdAt: Date.now(),
+      resolvedAt: null,
+      updates: [
+        { status: "investigating", message: "A form\u000cfeed\u0000 here.", at: Date.now() },
+      ],
     });
-    expect(pasted.status).toBe(201);
+    gw.services.status.incidentsChanged();
 
     // At once: the operator sees the change on the next view (the report, cached for a second,
     // was the one from before it).
@@ -163,6 +175,66 @@ describe("incidents", () => {
     const { items } = await feed("/status.rss");
     expect(items.map((i) => i.title)).toContain("[Investigating] Long outage of the search tools");
     await admin(gw.url, `/incidents/${long.body.id}/resolve`, { body: {} });
+  });
+
+  it("refuses control characters and noncharacters in titles and messages, naming the field; a message keeps its line feeds and tabs", async () => {
+    const refusals = async (path: string, body: Record<string, unknown>) => {
+      const res = await admin(gw.url, path, { body });
+      return [res.status, res.body.error?.code, res.body.error?.param];
+    };
+    for (const bad of [
+      "\u0001",
+      "\u001b[31m",
+      "\u0007",
+      "\u007f",
+      "\u0085",
+      "\ufffe",
+      "\ufdd0",
+      "\u{1fffe}",
+      "\r",
+    ]) {
+      expect([
+        bad,
+        ...(await refusals("/incidents", { title: `t ${bad} t`, message: "m" })),
+      ]).toEqual([bad, 422, "validation_failed", "title"]);
+      expect([
+        bad,
+        ...(await refusals("/incidents", { title: "t", message: `m ${bad} m` })),
+      ]).toEqual([bad, 422, "validation_failed", "message"]);
+    }
+    for (const bad of ["a\nb", "a\tb"])
+      expect(await refusals("/incidents", { title: bad, message: "m" })).toEqual([
+        422,
+        "validation_failed",
+        "title",
+      ]);
+    expect(
+      (await admin(gw.url, "/incidents", { body: { title: "\u001b[31mred", message: "m" } })).body
+        .error.message,
+    ).toBe('Invalid body field "title": A title cannot contain control characters.');
+    expect(
+      (await admin(gw.url, "/incidents", { body: { title: "t", message: "\ufffe" } })).body.error
+        .message,
+    ).toBe('Invalid body field "message": A message cannot contain noncharacters.');
+    const opened = await admin(gw.url, "/incidents", {
+      body: { title: "Queue backlog — déjà vu 🚧", message: "Line one.\n\tLine two." },
+    });
+    expect(opened.status).toBe(201);
+    expect(opened.body.updates[0].message).toBe("Line one.\n\tLine two.");
+    expect(
+      await refusals(`/incidents/${opened.body.id}/updates`, {
+        status: "monitoring",
+        message: "bell \u0007",
+      }),
+    ).toEqual([422, "validation_failed", "message"]);
+    expect(
+      await refusals(`/incidents/${opened.body.id}/resolve`, { message: "esc \u001b[0m" }),
+    ).toEqual([422, "validation_failed", "message"]);
+    const resolved = await admin(gw.url, `/incidents/${opened.body.id}/resolve`, { body: {} });
+    expect(resolved.body.updates.map((u: { status: string }) => u.status)).toEqual([
+      "investigating",
+      "resolved",
+    ]);
   });
 
   it("refuses an unknown component, a missing admin key, and updates to a resolved incident", async () => {

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ApiError } from "../../http/errors.js";
+import { NO_CONTROL_CHARACTERS } from "../../lib/readable-text.js";
 import { defineRoute } from "../../http/route.js";
 import { isRevoked, type KeyRecord } from "../../store/types.js";
 import { issueKey, issueKeyWithinCap, keyCapReached } from "../accounts.js";
@@ -17,11 +18,9 @@ export const keyName = z
   .min(1)
   .max(64)
   // Shown in the dashboard, the CLI's tables and logs: a NUL or an escape sequence in a name was
-  // stored and printed as it came. Control characters (Unicode's Cc: C0, DEL, C1) written as a
-  // class with no \p{…}, so the document's pattern reads the same in any regex dialect (Python's
-  // re has no \p); the message gets its full stop from parseInput.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing them is the point
-  .regex(/^[^\x00-\x1F\x7F-\x9F]*$/, "A key name cannot contain control characters");
+  // stored and printed as it came (lib/readable-text.ts). The message gets its full stop from
+  // parseInput.
+  .regex(NO_CONTROL_CHARACTERS, "A key name cannot contain control characters");
 
 export const listKeys = defineRoute({
   method: "get",

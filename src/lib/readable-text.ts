@@ -1,0 +1,29 @@
+/**
+ * The rules for short text a person writes once and others read, shown in pages, feeds, tables,
+ * terminals and logs (key names, incident titles and messages): no control characters, no
+ * noncharacters. A NUL, an ESC starting a terminal escape sequence or a BEL was stored and shown as
+ * it came.
+ *
+ * Control characters (Unicode's Cc: C0, DEL, C1) are written as a class with no \p{…}, so the
+ * OpenAPI document's pattern reads the same in any regex dialect (Python's re has no \p).
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing them is the point
+export const NO_CONTROL_CHARACTERS = /^[^\x00-\x1F\x7F-\x9F]*$/;
+
+/** `NO_CONTROL_CHARACTERS` but for tab and line feed: for text of several lines or columns. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing them is the point
+export const NO_CONTROL_CHARACTERS_BUT_LINES = /^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*$/;
+
+/**
+ * Whether `text` holds a noncharacter (U+FDD0-U+FDEF, and the last two code points of every
+ * plane: U+FFFE, U+FFFF, U+1FFFE…): code points Unicode keeps out of interchange, which XML (the
+ * RSS feeds) does not allow. Checked in code: the planes past the first have no pattern that reads
+ * the same in every regex dialect.
+ */
+export function hasNoncharacter(text: string): boolean {
+  for (const c of text) {
+    const code = c.codePointAt(0)!;
+    if ((code >= 0xfdd0 && code <= 0xfdef) || (code & 0xfffe) === 0xfffe) return true;
+  }
+  return false;
+}
