@@ -60,10 +60,18 @@ async function until<T>(
 ): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const value = await probe();
-    if (ok(value)) return value;
+    // A probe that fails is not there yet either: on a loaded machine the gateway may not have made
+    // the books' tables when the first look comes ("relation … does not exist").
+    let seen: unknown;
+    try {
+      const value = await probe();
+      if (ok(value)) return value;
+      seen = value;
+    } catch (err) {
+      seen = (err as Error).message;
+    }
     if (Date.now() > deadline)
-      throw new Error(`${what}: still ${JSON.stringify(value)} after ${ms} ms`);
+      throw new Error(`${what}: still ${JSON.stringify(seen)} after ${ms} ms`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
