@@ -4,13 +4,19 @@ import type { ToolDefinition } from "./definition.js";
  * Ranked text search over the catalogue, for `GET /v1/tools?q=` and MCP `search_tools`: each
  * query word scores by where it is found (name > tags > title > description), and every word
  * must be found somewhere. Small enough (64 tools) to scan per query.
+ *
+ * Words are runs of Unicode letters, marks and digits (NFKC, lower-cased), so `é` or `翻訳` is a
+ * word like any other and, found nowhere, leaves nothing. A query with no words at all is no search
+ * (everything, in catalogue order) only when it is blank (`q=`); one of only other characters
+ * (`*`, an emoji, a zero-width space) finds nothing, as a word found nowhere would.
  */
 const WEIGHTS = { name: 10, alias: 8, tag: 6, title: 4, description: 1 } as const;
 
 const words = (text: string) =>
   text
+    .normalize("NFKC")
     .toLowerCase()
-    .split(/[^a-z0-9]+/)
+    .split(/[^\p{L}\p{M}\p{N}]+/u)
     .filter(Boolean);
 
 export function searchTools(
@@ -42,7 +48,7 @@ export function searchTools(
       }
       return { tool, score };
     });
-  if (terms.length === 0) return scored.map((s) => s.tool);
+  if (terms.length === 0) return query.trim() === "" ? scored.map((s) => s.tool) : [];
   return scored
     .filter((s) => s.score > 0)
     .sort((a, b) => b.score - a.score)

@@ -41,6 +41,32 @@ describe("GET /v1/tools?q=", () => {
     expect([bad.status, bad.body.error.param]).toEqual([422, "category"]);
   });
 
+  it("holds every query word to being found, whatever its script: a word of no ASCII letter, or a query of no word, finds nothing", async () => {
+    // 翻訳, é, an emoji, "*", a zero-width space: each once read as "no words", the whole catalogue.
+    for (const q of [
+      "%E7%BF%BB%E8%A8%B3",
+      "%C3%A9",
+      "%F0%9F%98%80",
+      "*",
+      "%E2%80%8B",
+      "pdf+%C3%A9",
+    ]) {
+      const res = await call(`${gw.url}/v1/tools?q=${q}`);
+      expect([res.status, res.body.data], q).toEqual([200, []]);
+    }
+    // A word next to non-ASCII letters is still a word; a blank query is still no search.
+    const pdf = await call(`${gw.url}/v1/tools?q=%E2%80%94pdf%E2%80%94`);
+    expect(
+      pdf.body.data
+        .slice(0, 2)
+        .map((t: any) => t.name)
+        .sort(),
+    ).toEqual(["pdf-extract-text", "pdf-generate"]);
+    for (const q of ["", "%20%20"]) {
+      expect((await call(`${gw.url}/v1/tools?q=${q}`)).body.data.length, q).toBe(64);
+    }
+  });
+
   it("refuses an unknown parameter (422 naming it), as every listing does, rather than list everything", async () => {
     for (const query of ["categry=ai", "q=pdf&limit=5"]) {
       const res = await call(`${gw.url}/v1/tools?${query}`);
@@ -80,6 +106,27 @@ describe("MCP search_tools", () => {
       expect(tools[0].inputSchema).toMatchObject({ type: "object" });
       expect(tools[0].outputSchema).toMatchObject({ type: "object" });
       expect(await balanceOf(gw.url, key)).toBe(100);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("finds nothing for a query of no ASCII word or of no word at all, as the REST search", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const client = new Client({ name: "toolgate-test", version: "1.0.0" });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
+        requestInit: { headers: { "x-api-key": key } },
+      }),
+    );
+    try {
+      for (const query of ["翻訳", "é", "😀", "*", "\u200b"]) {
+        const result = await client.callTool({
+          name: "search_tools",
+          arguments: { query, limit: 64 },
+        });
+        expect((result.structuredContent as { tools: any[] }).tools, query).toEqual([]);
+      }
     } finally {
       await client.close();
     }
