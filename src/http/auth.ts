@@ -176,9 +176,9 @@ export async function optionalKeyAccount(
   req: Request,
   res: Response,
   requestId: string,
-): Promise<string | null> {
+): Promise<AccountRecord | null> {
   if (!req.get("x-api-key")) return null;
-  return (await authenticateKey(services, req, res, requestId)).account.id;
+  return (await authenticateKey(services, req, res, requestId)).account;
 }
 
 /** The route-level form: authenticates the request's key and puts the rate-limit headers on the answer. */

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { parseInput } from "../http/route.js";
-import { CATEGORIES } from "../tools/definition.js";
+import { FILTER_CATEGORIES } from "../tools/definition.js";
 import { type ApiError, errorBody, toApiError } from "../http/errors.js";
 import { newRequestId } from "../lib/ids.js";
 import type { Services } from "../services.js";
@@ -90,9 +90,9 @@ function toolList(services: Services) {
 const searchToolsInput = z.strictObject({
   query: z.string().max(200).describe("Words describing the task, e.g. 'extract text from pdf'."),
   category: z
-    .enum(Object.keys(CATEGORIES) as [keyof typeof CATEGORIES])
+    .enum(FILTER_CATEGORIES)
     .optional()
-    .describe("Only tools of this category."),
+    .describe("Only tools of this category; `custom`: the account's own tools."),
   limit: z.number().int().min(1).max(64).default(5).describe("How many tools to return."),
 });
 const SEARCH_TOOLS = {

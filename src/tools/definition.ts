@@ -24,7 +24,20 @@ export const CATEGORIES = {
   security: "Hashes, tokens, encodings, identifiers and IP networks.",
   geo: "Distances and time zones of coordinates.",
 } as const;
-export type Category = keyof typeof CATEGORIES;
+/**
+ * An account's own tools (src/tools/custom) are of this category: not one of CATEGORIES (an
+ * operator's tool cannot take it), yet a `category=` filter and a line of `GET /v1/tools/categories`
+ * for the account that has such tools, as it is the category they are listed with.
+ */
+export const CUSTOM_CATEGORY = "custom" as const;
+export const CUSTOM_CATEGORY_DESCRIPTION =
+  "Your account's own tools at your endpoints (Business tier): listed with your key only.";
+/** What a `category` filter accepts: the catalogue's categories and `custom`. */
+export type Category = keyof typeof CATEGORIES | typeof CUSTOM_CATEGORY;
+export const FILTER_CATEGORIES = [...Object.keys(CATEGORIES), CUSTOM_CATEGORY] as unknown as [
+  Category,
+  ...Category[],
+];
 
 export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
   name: string;

@@ -469,6 +469,105 @@ describe("a Business account's custom tool", () => {
     });
   });
 
+  it("is listed only while its account's tier has custom endpoints: not by GET /v1/tools, category=custom, the categories, MCP tools/list nor search_tools after a move off Business", async () => {
+    const { accountId, key } = await fundedAccount(gw.url, 100, "business");
+    expect(
+      (await register(key, wordCount(endpoint.url("/word-count"), { name: "zebra-count" }))).status,
+    ).toBe(201);
+    const names = (res: { body: any }) => res.body.data.map((t: { name: string }) => t.name);
+    const customLine = async () =>
+      (await call(`${gw.url}/v1/tools/categories`, { key })).body.data.find(
+        (c: { name: string }) => c.name === "custom",
+      );
+    const mcpListed = async () => {
+      const client = await mcpClient(key);
+      try {
+        const listed = (await client.listTools()).tools.map((t) => t.name);
+        const found = await client.callTool({
+          name: "search_tools",
+          arguments: { query: "zebra", limit: 64 },
+        });
+        return {
+          listed: listed.includes("zebra-count"),
+          found: (found.structuredContent as { tools: { name: string }[] }).tools.map(
+            (t) => t.name,
+          ),
+        };
+      } finally {
+        await client.close();
+      }
+    };
+    expect(names(await call(`${gw.url}/v1/tools?q=zebra`, { key }))).toEqual(["zebra-count"]);
+    expect(names(await call(`${gw.url}/v1/tools?category=custom`, { key }))).toEqual([
+      "zebra-count",
+    ]);
+    expect(await customLine()).toMatchObject({ name: "custom", tools: 1 });
+    expect(await mcpListed()).toEqual({ listed: true, found: ["zebra-count"] });
+
+    // Free has no MCP at all; Starter and Pro have MCP but no custom endpoints.
+    for (const tier of ["free", "starter", "pro"]) {
+      await admin(gw.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier } });
+      expect(names(await call(`${gw.url}/v1/tools`, { key })), tier).not.toContain("zebra-count");
+      expect(names(await call(`${gw.url}/v1/tools?q=zebra`, { key })), tier).toEqual([]);
+      expect(names(await call(`${gw.url}/v1/tools?category=custom`, { key })), tier).toEqual([]);
+      expect(await customLine(), tier).toBeUndefined();
+      // Shown by name as it is called: 403, as the OpenAPI document declares.
+      expect((await call(`${gw.url}/v1/tools/zebra-count`, { key })).status, tier).toBe(403);
+      if (tier !== "free") expect(await mcpListed(), tier).toEqual({ listed: false, found: [] });
+    }
+    // Kept, and listed again once the account is back on Business.
+    await admin(gw.url, `/accounts/${accountId}/tier`, {
+      method: "PUT",
+      body: { tier: "business" },
+    });
+    expect(names(await call(`${gw.url}/v1/tools?q=zebra`, { key }))).toEqual(["zebra-count"]);
+    expect(await mcpListed()).toEqual({ listed: true, found: ["zebra-count"] });
+  });
+
+  it("is of category custom: a filter of GET /v1/tools and MCP search_tools, and a line of the categories with its count, for its account only", async () => {
+    const owner = await fundedAccount(gw.url, 100, "business");
+    for (const name of ["custom-one", "custom-two"])
+      expect(
+        (await register(owner.key, wordCount(endpoint.url("/word-count"), { name }))).status,
+      ).toBe(201);
+    const mine = await call(`${gw.url}/v1/tools?category=custom`, { key: owner.key });
+    expect(mine.status).toBe(200);
+    expect(mine.body.data.map((t: any) => [t.name, t.category, t.private])).toEqual([
+      ["custom-one", "custom", true],
+      ["custom-two", "custom", true],
+    ]);
+    const searched = await call(`${gw.url}/v1/tools?category=custom&q=words`, { key: owner.key });
+    expect(searched.body.data.map((t: any) => t.name).sort()).toEqual(["custom-one", "custom-two"]);
+    const categories = (await call(`${gw.url}/v1/tools/categories`, { key: owner.key })).body.data;
+    expect(categories.at(-1)).toMatchObject({ name: "custom", tools: 2 });
+    expect(categories.filter((c: any) => c.name === "custom")).toHaveLength(1);
+    const client = await mcpClient(owner.key);
+    try {
+      const found = await client.callTool({
+        name: "search_tools",
+        arguments: { query: "count", category: "custom", limit: 64 },
+      });
+      expect(found.isError).toBeFalsy();
+      expect(
+        (found.structuredContent as { tools: { name: string }[] }).tools.map((t) => t.name).sort(),
+      ).toEqual(["custom-one", "custom-two"]);
+    } finally {
+      await client.close();
+    }
+    // Without a key, or for an account with no tools of its own: an empty list, and no such line.
+    const other = await fundedAccount(gw.url, 100, "business");
+    for (const key of [undefined, other.key]) {
+      const res = await call(`${gw.url}/v1/tools?category=custom`, { key });
+      expect([res.status, res.body.data], String(key)).toEqual([200, []]);
+      const lines = (await call(`${gw.url}/v1/tools/categories`, { key })).body.data;
+      expect(lines.map((c: any) => c.name)).not.toContain("custom");
+      expect(lines.reduce((n: number, c: any) => n + c.tools, 0)).toBe(65); // 64 and the operator's
+    }
+    // A key sent is checked, as GET /v1/tools checks it.
+    const forged = `${owner.key.slice(0, -4)}zzzz`;
+    expect((await call(`${gw.url}/v1/tools/categories`, { key: forged })).status).toBe(401);
+  });
+
   it("must not take a public tool's name, nor one the account already uses", async () => {
     const { key } = await fundedAccount(gw.url, 100, "business");
     for (const name of ["hash", "qr", "shout"]) {

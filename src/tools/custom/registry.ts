@@ -1,4 +1,4 @@
-import { requireFeature } from "../../accounts/tiers.js";
+import { requireFeature, TIERS, type TierName } from "../../accounts/tiers.js";
 import type { Services } from "../../services.js";
 import type { Store } from "../../store/types.js";
 import { findTool } from "../catalogue/index.js";
@@ -69,9 +69,20 @@ export class UpstreamTools {
     return this.define(specOfRecord(found.tool), accountId);
   }
 
-  async listPrivate(accountId: string): Promise<UpstreamTool[]> {
+  /**
+   * The account's own tools, as its lists show them (REST, MCP tools/list and search_tools): none
+   * while its tier has no custom endpoints, since each would be refused 403 `feature_not_in_tier`
+   * (find); kept in the store all the same. `tier` when the caller has just read the account; else
+   * it is read here, beside the tools.
+   */
+  async listPrivate(accountId: string, tier?: TierName): Promise<UpstreamTool[]> {
+    const [records, ownerTier] = await Promise.all([
+      this.store.listCustomTools(accountId),
+      tier ?? this.store.getAccount(accountId).then((account) => account?.tier ?? null),
+    ]);
+    if (!ownerTier || !TIERS[ownerTier].features.includes("custom_endpoints")) return [];
     // A tool shadowed by a later public one of the same name is not callable: not listed either.
-    return (await this.store.listCustomTools(accountId))
+    return records
       .filter((r) => !this.isTaken(r.name))
       .map((r) => this.define(specOfRecord(r), accountId));
   }

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { CustomToolRecord } from "../../store/types.js";
-import { CATEGORIES, type Category, type ToolDefinition } from "../definition.js";
+import { CATEGORIES, CUSTOM_CATEGORY, type Category, type ToolDefinition } from "../definition.js";
 
 /**
  * What defines a tool that lives at someone else's HTTP endpoint — a Business account's custom
@@ -135,7 +135,7 @@ export const describedTool = (spec: UpstreamToolSpec): ToolDefinition => ({
 
 export const specOfRecord = (record: CustomToolRecord): UpstreamToolSpec => ({
   ...record,
-  category: "custom",
+  category: CUSTOM_CATEGORY,
   tags: [],
   headers: {},
   secrets: [],

@@ -12,11 +12,12 @@ export const getTool = defineRoute({
   auth: "public",
   // A key is optional, but one sent is checked, as by GET /v1/tools: a revoked or mistyped key
   // is 401 here too, not silently ignored for a public tool (and then 401 on the call).
-  errors: ["tool_not_found", "invalid_api_key", "api_key_revoked"],
+  // An account's own tool while its tier has no custom endpoints is 403, as its call is.
+  errors: ["tool_not_found", "invalid_api_key", "api_key_revoked", "feature_not_in_tier"],
   response: toolViewSchema,
   async handler({ services, params, req, res, requestId }) {
-    const accountId = await optionalKeyAccount(services, req, res, requestId);
-    const tool = await services.upstream.find(params.name!, accountId);
+    const account = await optionalKeyAccount(services, req, res, requestId);
+    const tool = await services.upstream.find(params.name!, account?.id ?? null);
     if (!tool) throw toolNotFound(params.name!);
     return {
       body: {

@@ -940,7 +940,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tool catalogue: every tool with its price, availability and input/output JSON Schemas; `q` ranks by a text search over names, tags and descriptions, `category` filters. Public; with an x-api-key, the account's own custom tools are listed too (`private: true`). */
+        /** The tool catalogue: every tool with its price, availability and input/output JSON Schemas; `q` ranks by a text search over names, tags and descriptions, `category` filters. Public; with an x-api-key, the account's own custom tools are listed too (`private: true`, category `custom`) while its tier has custom endpoints. */
         get: operations["get"];
         put?: never;
         post?: never;
@@ -1216,7 +1216,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The catalogue's categories, each with its description and number of tools. Public. */
+        /** The catalogue's categories, each with its description and number of tools. Public; with an x-api-key whose account has its own custom tools (and a tier with custom endpoints), `custom` too, with their number. */
         get: operations["getCategories"];
         put?: never;
         post?: never;
@@ -10478,7 +10478,7 @@ export interface operations {
     get: {
         parameters: {
             query?: {
-                category?: "ai" | "web" | "documents" | "images" | "language" | "data" | "code" | "security" | "geo";
+                category?: "ai" | "web" | "documents" | "images" | "language" | "data" | "code" | "security" | "geo" | "custom";
                 q?: string;
             };
             header?: never;
@@ -10663,6 +10663,15 @@ export interface operations {
             };
             /** @description invalid_api_key, api_key_revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description feature_not_in_tier */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13009,6 +13018,7 @@ export interface operations {
                     "application/json": {
                         data: {
                             description: string;
+                            /** @description A value of `category` on GET /v1/tools; `custom` (the account's own tools) is listed only to an account that has some. */
                             name: string;
                             tools: number;
                         }[];
@@ -13019,6 +13029,15 @@ export interface operations {
             };
             /** @description invalid_json */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid_api_key, api_key_revoked */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
