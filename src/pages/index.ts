@@ -10,6 +10,7 @@ import { renderDocsPage } from "./docs.js";
 import { renderLlmsTxt } from "./llms.js";
 import { sendDocument, sendPage } from "./respond.js";
 import { renderStatusPage, renderStatusRss } from "./status.js";
+import { docsBuilder } from "./docs-builder.js";
 import { collectToolExamples, exampleTools } from "./tool-examples.js";
 import { TRY_IT_SCRIPT } from "./try-it.js";
 import { caseSensitiveRouter } from "../http/router.js";
@@ -18,9 +19,9 @@ import { caseSensitiveRouter } from "../http/router.js";
  * The public pages, one file each beside this one. Everything but the status pages is built
  * once per process, on first request (from configuration, code and CHANGELOG.md); the status pages read the
  * status service's report, itself cached for a second, so no page view costs more than a few
- * store reads.
+ * store reads. /docs alone runs again, in the background, the worked examples that failed
+ * (docs-builder.ts), never making a request wait once it has a page.
  */
-const DOCS_REBUILD_AFTER_MS = 10_000;
 
 /** Every path this router serves (GET only; other methods answer 405). */
 export const PAGE_PATHS = [
@@ -83,28 +84,26 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
     null;
   const llms = once(() => renderLlmsTxt(services.config, tools, x402Networks));
 
-  // The tools' worked examples are run against the workers once, when the page is first asked
-  // for (never at start-up, where they would compete with the first calls for the workers); a
-  // page built while some were missing is rebuilt on a request 10 s later.
-  let docs: { at: number; complete: boolean; html: Promise<string> } | null = null;
-  const buildDocs = () => {
-    const entry = { at: Date.now(), complete: false, html: Promise.resolve("") };
-    entry.html = collectToolExamples(services).then((toolAnswers) => {
-      entry.complete = toolAnswers.size === exampleTools().length;
-      return renderDocsPage(openApi(), {
+  // The tools' worked examples are run against the workers when the page is first asked for
+  // (never at start-up, where they would compete with the first calls for the workers); those
+  // that failed are run again in the background, each less often at every failure, while
+  // requests are served the last page (docs-builder.ts).
+  const docs = docsBuilder({
+    examples: exampleTools,
+    run: (examples) => collectToolExamples(services, examples),
+    render: (toolAnswers) =>
+      renderDocsPage(openApi(), {
         creditPriceAtomic: services.config.creditPriceAtomic,
         toolAnswers,
         tools,
         x402Networks,
-      });
-    });
-    docs = entry;
-  };
+      }),
+    onError: (err) => services.log.error({ err }, "Rebuilding /docs failed; the last page stays"),
+  });
 
   // Express 5 hands a rejected handler's error to the error handler.
   router.get("/docs", async (_req, res) => {
-    if (!docs || (!docs.complete && Date.now() - docs.at > DOCS_REBUILD_AFTER_MS)) buildDocs();
-    sendPage(res, await docs!.html, 300);
+    sendPage(res, await docs(), 300);
   });
   router.get("/docs/try-it.js", (_req, res) =>
     sendDocument(res, "text/javascript; charset=utf-8", TRY_IT_SCRIPT, 300),

@@ -5,8 +5,8 @@ import { jsonSchemasOf } from "../tools/views.js";
 
 /**
  * The answers shown under each tool on /docs are real: the catalogue's worked example, run once
- * per process against this gateway's own workers (not charged, never on a page view after the
- * first). Tools of the provider pool are left out: their answers cost the operator money at
+ * per process against this gateway's own workers (not charged, never awaited by a page view after
+ * the first; one that failed is run again in the background, less often each time: docs-builder.ts). Tools of the provider pool are left out: their answers cost the operator money at
  * the AI or search provider; so are the heavy pool's (OCR, charts, sandbox…): loading their
  * libraries takes seconds of the workers' CPU that callers' first calls should not wait behind.
  * Their sections show the output schema only.
@@ -72,13 +72,17 @@ async function answerOf(
   return abbreviate(await res.json());
 }
 
-/** Each example is tried twice (a worker still warming up on a busy machine), then left out. */
+/**
+ * Each example of `tools` is tried twice (a worker still warming up on a busy machine), then left
+ * out; the page runs those left out again later, on their own (docs-builder.ts).
+ */
 export async function collectToolExamples(
   services: Pick<Services, "pools">,
+  tools: readonly ToolDefinition[] = exampleTools(),
   timeoutMs = 10_000,
 ): Promise<Map<string, unknown>> {
   const answers = new Map<string, unknown>();
-  const queue = exampleTools();
+  const queue = [...tools];
   const runOne = async (tool: ToolDefinition) => {
     for (let attempt = 1; attempt <= 2; attempt++) {
       try {
