@@ -11,6 +11,7 @@ import {
 } from "./docs-examples.js";
 import { pythonSnippet, typescriptSnippet } from "./docs-snippets.js";
 import { esc, layout } from "./respond.js";
+import { schemaExampleOf } from "./schema-example.js";
 import { workedExampleOf } from "./tool-examples.js";
 import { TRY_IT_KEY_FIELD, tryItForm } from "./try-it.js";
 
@@ -182,6 +183,14 @@ ${errorList(op.responses)}
 </section>`;
 }
 
+/** Where a tool's answer comes from, for a section that shows none. */
+const answerSource = (tool: ToolDefinition) =>
+  tool.jsonSchemas
+    ? "this gateway's operator's endpoint for the tool"
+    : tool.pool === "provider"
+      ? "the configured AI or search provider"
+      : "the workers";
+
 function toolSection(
   doc: Json,
   tool: ToolDefinition,
@@ -191,20 +200,32 @@ function toolSection(
   const op = doc.paths[`/v1/tools/${tool.name}`].post as Json;
   const { input, output } = jsonSchemasOf(tool);
   const price = priceOf(tool, creditPriceAtomic);
-  const example = workedExampleOf(tool);
+  // A catalogue tool shows its worked example; a tool defined by JSON Schema (an operator's) one
+  // from its schema, promised to answer 2xx only when the schema accepts it.
+  const worked = workedExampleOf(tool);
+  const { body: example, accepted } =
+    worked === undefined && tool.jsonSchemas
+      ? schemaExampleOf(input)
+      : { body: worked, accepted: worked !== undefined };
   const answer = answers.get(tool.name);
+  const refused = accepted
+    ? undefined
+    : {
+        status: 422,
+        why: "this tool's input schema gives no example the page could build; fill in the input fields above.",
+      };
   return `<section id="tool-${esc(tool.name)}" class="tool">
 <h3>${esc(tool.title)} <code>POST /v1/tools/${esc(tool.name)}</code></h3>
 <p>${esc(tool.description)}</p>
 <p><strong>Price:</strong> ${price.credits} credit${price.credits === 1 ? "" : "s"} ($${esc(price.usd)}, ${esc(price.usdc_atomic)} USDC atomic units) per successful call; a failed call is refunded.${tool.aliases.length ? ` <strong>Aliases:</strong> ${tool.aliases.map((a) => `<code>${esc(a)}</code>`).join(", ")}.` : ""}</p>
 ${fieldsTable(input as Json, "Input")}
 <h4>Example</h4>
-${curlBlock(curlFor({ baseUrl: doc.servers[0].url, method: "post", path: `/v1/tools/${tool.name}`, auth: "key", body: example }))}
+${curlBlock(curlFor({ baseUrl: doc.servers[0].url, method: "post", path: `/v1/tools/${tool.name}`, auth: "key", body: example }), refused)}
 <h4>With the client libraries</h4>
 <pre tabindex="0" class="snippet" data-lang="typescript"><code>${esc(typescriptSnippet(tool.name, example))}</code></pre>
 <pre tabindex="0" class="snippet" data-lang="python"><code>${esc(pythonSnippet(tool.name, example))}</code></pre>
 ${tryItForm(tool.name, example)}
-${answer !== undefined ? `<h4>Answer 200 (this gateway's answer to the example)</h4>${pretty(answer)}` : `<p class="muted">The answer comes from the configured ${tool.pool === "provider" ? "AI or search provider" : "workers"}; its shape is below.</p>`}
+${answer !== undefined ? `<h4>Answer 200 (this gateway's answer to the example)</h4>${pretty(answer)}` : `<p class="muted">The answer comes from ${esc(answerSource(tool))}; its shape is below.</p>`}
 ${fieldsTable(output as Json, "Output")}
 ${errorList(op.responses)}
 </section>`;

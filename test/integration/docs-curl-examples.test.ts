@@ -1,4 +1,7 @@
 import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Ajv2020 } from "ajv/dist/2020.js";
@@ -17,6 +20,7 @@ import {
   type TestGateway,
 } from "../helpers/gateway.js";
 import { startReceiver } from "../helpers/receiver.js";
+import { startToolEndpoint } from "../helpers/tool-endpoint.js";
 import { startChains } from "../helpers/x402.js";
 
 /**
@@ -33,6 +37,7 @@ let chains: Awaited<ReturnType<typeof startChains>>;
 let llm: Awaited<ReturnType<typeof startFakeLlm>>;
 let searxng: Awaited<ReturnType<typeof startFakeSearxng>>;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
+let upstream: Awaited<ReturnType<typeof startToolEndpoint>>;
 let html = "";
 
 const unescapeHtml = (s: string) =>
@@ -65,6 +70,59 @@ beforeAll(async () => {
     ]),
     startReceiver(),
   ]);
+  // The operator's tools (TOOLS_FILE), at an endpoint that echoes what it was sent: one whose
+  // schema has an example, one whose schema a body can be built from, one whose cannot.
+  upstream = await startToolEndpoint("http");
+  upstream.handle("/echo", (body) => ({ json: { echo: body } }));
+  const toolsFile = join(mkdtempSync(join(tmpdir(), "toolgate-docs-tools-")), "tools.yaml");
+  writeFileSync(
+    toolsFile,
+    JSON.stringify({
+      tools: [
+        {
+          name: "weather-now",
+          description: "The weather in a city, from the operator's upstream API.",
+          url: upstream.url("/echo"),
+          input_schema: {
+            type: "object",
+            example: { city: "Lisbon" },
+            properties: { city: { type: "string", minLength: 2 } },
+            required: ["city"],
+            additionalProperties: false,
+          },
+          price_credits: 2,
+        },
+        {
+          name: "forecast-days",
+          description: "A forecast, from the operator's upstream API.",
+          url: upstream.url("/echo"),
+          input_schema: {
+            type: "object",
+            properties: {
+              city: { type: "string", minLength: 2, maxLength: 5 },
+              days: { type: "integer", minimum: 1, maximum: 7 },
+              units: { enum: ["metric", "imperial"] },
+              note: { type: "string" },
+            },
+            required: ["city", "days", "units"],
+            additionalProperties: false,
+          },
+          price_credits: 2,
+        },
+        {
+          name: "airport-code",
+          description: "An airport, from the operator's upstream API.",
+          url: upstream.url("/echo"),
+          input_schema: {
+            type: "object",
+            properties: { code: { type: "string", pattern: "^[A-Z]{3}$" } },
+            required: ["code"],
+          },
+          price_credits: 2,
+        },
+      ],
+    }),
+  );
   // ai-extract asks for JSON (response_format); the others get text.
   llm.state.reply = (req) =>
     req.response_format
@@ -84,6 +142,7 @@ beforeAll(async () => {
       UPSTREAM_ALLOW_PRIVATE_TARGETS: "1",
       SIGNUPS_PER_HOUR_PER_IP: "10000",
       STATUS_CHECK_INTERVAL_MS: "60000",
+      TOOLS_FILE: toolsFile,
     },
     workerEnv: {
       AI_BASE_URL: `${llm.url}/v1`,
@@ -98,7 +157,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gw?.stop();
-  await Promise.all([chains?.stop(), llm?.stop(), searxng?.stop()]);
+  await Promise.all([chains?.stop(), llm?.stop(), searxng?.stop(), upstream?.stop()]);
 });
 
 /** A fresh Business account (Free to buy a plan) with a second key, a webhook (its own or the platform's), an incident: what the examples' variables name. */
@@ -268,6 +327,48 @@ describe("the curl examples on /docs", () => {
     }
     expect(failures).toEqual([]);
   }, 300_000);
+
+  it("show an operator's tool (TOOLS_FILE) called with an example from its input schema, promised 2xx only when the schema accepts it", async () => {
+    const sectionOf = (name: string) =>
+      html.match(new RegExp(`<section id="tool-${name}"[\\s\\S]*?</section>`))?.[0] ?? "";
+    const shown = (name: string) => {
+      const section = sectionOf(name);
+      const [block] = curlBlocks(section);
+      return {
+        expect: block?.expect,
+        body: /-d '(.*)'$/.exec(block?.command ?? "")?.[1],
+        typescript: /await client\.tools\.call\("[^"]+", ([\s\S]*?)\);/.exec(
+          unescapeHtml(section),
+        )?.[1],
+        python: /result = client\.tools\.call\("[^"]+", ([\s\S]*?)\)\n/.exec(
+          unescapeHtml(section),
+        )?.[1],
+        provider: section.includes("AI or search provider"),
+        operator: section.includes("operator&#39;s endpoint"),
+      };
+    };
+    expect(shown("weather-now")).toEqual({
+      expect: "2xx",
+      body: '{"city":"Lisbon"}',
+      typescript: '{\n  "city": "Lisbon"\n}',
+      python: '{\n    "city": "Lisbon",\n}',
+      provider: false,
+      operator: true,
+    });
+    expect(shown("forecast-days")).toMatchObject({
+      expect: "2xx",
+      body: '{"city":"examp","days":1,"units":"metric"}',
+      provider: false,
+    });
+    expect(shown("airport-code")).toMatchObject({ expect: "422", body: "{}", provider: false });
+    // The catalogue's provider tools still say where their answer comes from.
+    expect(sectionOf("ai-summarize")).toContain("the configured AI or search provider");
+    // And each is run by the test above: the endpoint got the bodies the page shows.
+    const sent = upstream.at("/echo").map((r) => JSON.stringify(r.body));
+    expect(sent).toEqual(
+      expect.arrayContaining(['{"city":"Lisbon"}', '{"city":"examp","days":1,"units":"metric"}']),
+    );
+  });
 
   it("show each tool's real answer to its worked example, valid against the tool's output schema", async () => {
     const ajv = new Ajv2020({ strict: false });
