@@ -469,6 +469,22 @@ describe("a Business account's custom tool", () => {
     });
   });
 
+  it("may be deleted by an account moved off Business, which keeps its tools until then", async () => {
+    const { accountId, key } = await fundedAccount(gw.url, 100, "business");
+    expect((await register(key, wordCount(endpoint.url("/word-count")))).status).toBe(201);
+    await admin(gw.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "free" } });
+    const removed = await call(`${gw.url}/api/v1/custom-tools/word-count`, {
+      key,
+      method: "DELETE",
+    });
+    expect([removed.status, removed.body]).toEqual([200, { name: "word-count", deleted: true }]);
+    await admin(gw.url, `/accounts/${accountId}/tier`, {
+      method: "PUT",
+      body: { tier: "business" },
+    });
+    expect((await callTool(gw.url, key, "word-count", { text: "one two" })).status).toBe(404);
+  });
+
   it("is listed only while its account's tier has custom endpoints: not by GET /v1/tools, category=custom, the categories, MCP tools/list nor search_tools after a move off Business", async () => {
     const { accountId, key } = await fundedAccount(gw.url, 100, "business");
     expect(

@@ -411,7 +411,7 @@ export interface paths {
         get: operations["getCustomtoolsName"];
         put?: never;
         post?: never;
-        /** Remove one of the account's custom tools; later calls to it are 404 tool_not_found (Business tier). */
+        /** Remove one of the account's custom tools; later calls to it are 404 tool_not_found (any tier: an account moved off Business may remove the tools it kept). */
         delete: operations["deleteCustomtoolsName"];
         options?: never;
         head?: never;
@@ -6787,7 +6787,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description feature_not_in_tier, unrestricted_key_required */
+            /** @description unrestricted_key_required */
             403: {
                 headers: {
                     [name: string]: unknown;
