@@ -87,15 +87,21 @@ describe("GET /v1/tools?q=", () => {
   });
 });
 
+/** An MCP client of the official SDK, connected with `key`. */
+async function mcpClient(key: string): Promise<Client> {
+  const client = new Client({ name: "toolgate-test", version: "1.0.0" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
+      requestInit: { headers: { "x-api-key": key } },
+    }),
+  );
+  return client;
+}
+
 describe("MCP search_tools", () => {
   it("returns the matching tools with their schemas, free of charge", async () => {
     const { key } = await fundedAccount(gw.url, 100, "starter");
-    const client = new Client({ name: "toolgate-test", version: "1.0.0" });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
-        requestInit: { headers: { "x-api-key": key } },
-      }),
-    );
+    const client = await mcpClient(key);
     try {
       const result = await client.callTool({
         name: "search_tools",
@@ -113,12 +119,7 @@ describe("MCP search_tools", () => {
 
   it("finds nothing for a query of no ASCII word or of no word at all, as the REST search", async () => {
     const { key } = await fundedAccount(gw.url, 100, "starter");
-    const client = new Client({ name: "toolgate-test", version: "1.0.0" });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
-        requestInit: { headers: { "x-api-key": key } },
-      }),
-    );
+    const client = await mcpClient(key);
     try {
       for (const query of ["翻訳", "é", "😀", "*", "\u200b"]) {
         const result = await client.callTool({
@@ -134,12 +135,7 @@ describe("MCP search_tools", () => {
 
   it("holds its arguments to the schema it lists: a missing query, a wrong type, an unknown category or field is an error naming it", async () => {
     const { key } = await fundedAccount(gw.url, 100, "starter");
-    const client = new Client({ name: "toolgate-test", version: "1.0.0" });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
-        requestInit: { headers: { "x-api-key": key } },
-      }),
-    );
+    const client = await mcpClient(key);
     try {
       const listed = (await client.listTools()).tools.find((t) => t.name === "search_tools")!;
       expect(listed.inputSchema).toMatchObject({
