@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { verificationToken } from "../../src/accounts/email-verification.js";
+import { EXAMPLE_RETRY } from "../../src/pages/docs-builder.js";
 import { OPERATION_EXAMPLES } from "../../src/pages/docs-examples.js";
 import { freshDatabase } from "../helpers/postgres.js";
 import { exampleTools } from "../../src/pages/tool-examples.js";
@@ -374,12 +375,25 @@ describe("the curl examples on /docs", () => {
     const ajv = new Ajv2020({ strict: false });
     const shown = exampleTools().filter((t) => !NEEDS_OUTSIDE.has(t.name));
     expect(shown.length).toBeGreaterThan(20);
+    const sectionIn = (page: string, name: string) =>
+      page.match(new RegExp(`<section id="tool-${name}"[\\s\\S]*?</section>`))?.[0] ?? "";
+    const answerIn = (section: string) =>
+      section.match(/<h4>Answer 200[^<]*<\/h4><pre[^>]*><code>([\s\S]*?)<\/code><\/pre>/)?.[1];
+    // An example the first build missed (a worker slow on a loaded machine) is run again in the
+    // background once its delay has passed and a view finds it due (pages/docs-builder.ts): the page
+    // a later view gets has it.
+    let page = html;
+    for (
+      let tries = 0;
+      tries < 20 && shown.some((t) => !answerIn(sectionIn(page, t.name)));
+      tries++
+    ) {
+      await new Promise((r) => setTimeout(r, tries === 0 ? EXAMPLE_RETRY.firstMs + 500 : 1000));
+      page = await (await fetch(`${gw.url}/docs`)).text();
+    }
     for (const tool of shown) {
-      const section =
-        html.match(new RegExp(`<section id="tool-${tool.name}"[\\s\\S]*?</section>`))?.[0] ?? "";
-      const answer = section.match(
-        /<h4>Answer 200[^<]*<\/h4><pre[^>]*><code>([\s\S]*?)<\/code><\/pre>/,
-      )?.[1];
+      const section = sectionIn(page, tool.name);
+      const answer = answerIn(section);
       expect(answer, tool.name).toBeDefined();
       const answered = JSON.parse(unescapeHtml(answer!));
       // Long strings are cut on the page; the rest is what the tool answered.
@@ -388,5 +402,5 @@ describe("the curl examples on /docs", () => {
         expect(validate(answered), `${tool.name}: ${JSON.stringify(validate.errors)}`).toBe(true);
       expect(section).toContain(`${tool.cost} credit`);
     }
-  });
+  }, 60_000);
 });
