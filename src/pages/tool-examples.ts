@@ -6,7 +6,8 @@ import { jsonSchemasOf } from "../tools/views.js";
 /**
  * The answers shown under each tool on /docs are real: the catalogue's worked example, run once
  * per process against this gateway's own workers (not charged, never awaited by a page view after
- * the first; one that failed is run again in the background, less often each time: docs-builder.ts). Tools of the provider pool are left out: their answers cost the operator money at
+ * the first; one that failed is run again in the background, less often each time:
+ * docs-builder.ts). Tools of the provider pool are left out: their answers cost the operator money at
  * the AI or search provider; so are the heavy pool's (OCR, charts, sandbox…): loading their
  * libraries takes seconds of the workers' CPU that callers' first calls should not wait behind.
  * Their sections show the output schema only.

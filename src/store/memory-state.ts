@@ -95,12 +95,12 @@ export class MemoryState {
     this.idempotency = new ExpiringMap(this.now);
   }
 
-  /** The account as callers see it: a copy, without the store's own bookkeeping. */
   /** What the store answers of an account: a copy, its plan as it stands now (`planInForce`). */
   view(a: MemAccount): AccountRecord {
     return planInForce(this.storedView(a), this.now());
   }
 
+  /** The account as stored: a copy, without the store's own bookkeeping. */
   private storedView(a: MemAccount): AccountRecord {
     const {
       id,

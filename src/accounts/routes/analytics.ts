@@ -13,8 +13,6 @@ import { defineRoute } from "../../http/route.js";
 import { csvText } from "../../http/csv.js";
 import { requireFeature } from "../tiers.js";
 
-/** The CSV writer, loaded on the first CSV export. */
-
 /**
  * GET /api/v1/analytics (Pro and Business): the account's calls per UTC hour or day — and per
  * tool, key or status — with credits, errors and latency percentiles, computed in SQL from the

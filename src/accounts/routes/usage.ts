@@ -8,8 +8,6 @@ import { csvText } from "../../http/csv.js";
 import { InvalidCursorError, LEDGER_KINDS, type Page } from "../../store/types.js";
 import { ledgerEntryView, ledgerEntryViewSchema, listOf } from "../views.js";
 
-/** The CSV writer, loaded on the first CSV export. */
-
 export const pageQuery = z.strictObject({
   limit: queryInteger({ min: 1, max: 100, default: 50 }),
   cursor: z.string().max(64).optional(),
