@@ -19,6 +19,12 @@ local function load_account(key)
   return a
 end
 
+-- Whether the account's paid plan period has ended unpaid at `now`: it then counts as Free
+-- (rules.ts planLapsed is its twin).
+local function plan_lapsed(a, now)
+  return a.tier ~= 'free' and a.plan_expires_at > 0 and now >= a.plan_expires_at
+end
+
 -- The entry's fields are what the books exporter copies to PostgreSQL (src/books/exporter.ts).
 local function ledger_add(key, at, kind, amount, balance, reason, request_id, tool, key_id)
   redis.call('XADD', key, '*', 'at', at, 'kind', kind, 'amount', amount, 'balance', balance,
@@ -308,7 +314,7 @@ local function admit_call(name_key)
   if not a then return { status = 'invalid_key' } end
   local keys = { account = KEYS[1], ledger = KEYS[4], debits = KEYS[5], outbox = KEYS[6] }
   -- A paid plan whose period ended unpaid falls back to Free, on this very request.
-  if a.tier ~= 'free' and a.plan_expires_at > 0 and now >= a.plan_expires_at then
+  if plan_lapsed(a, now) then
     a.tier, a.plan_expires_at = 'free', 0
     redis.call('HSET', KEYS[1], 'tier', 'free', 'plan_expires_at', 0)
   end

@@ -4,8 +4,7 @@ if not a then return nil end
 -- The tier the account has (a plan whose period has not ended) changes nothing: a paid plan's
 -- period still ends, and it falls back to Free then (re-applying a tier list made it last for
 -- good). Another tier, or a plan already over, is an operator's tier change: it has no end date.
-local lapsed = a.tier ~= 'free' and a.plan_expires_at > 0 and now_ms() >= a.plan_expires_at
-if a.tier ~= ARGV[1] or lapsed then
+if a.tier ~= ARGV[1] or plan_lapsed(a, now_ms()) then
   redis.call('HSET', KEYS[1], 'tier', ARGV[1], 'plan_expires_at', 0)
   a = load_account(KEYS[1])
 end

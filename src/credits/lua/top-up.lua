@@ -12,7 +12,7 @@ local now = now_ms()
 -- the account may have changed since the purchase was offered.
 local function plan_outcome(tier, tiers)
   local held = a.tier
-  if held ~= 'free' and a.plan_expires_at > 0 and now >= a.plan_expires_at then held = 'free' end
+  if plan_lapsed(a, now) then held = 'free' end
   if held == tier then
     if a.plan_expires_at == 0 then return 'one_time' end
     return 'renewal'
