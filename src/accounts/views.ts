@@ -3,6 +3,7 @@ import {
   CALENDAR_WINDOWS,
   controlWindow,
   type AccountRecord,
+  isExpired,
   isRevoked,
   type KeyRecord,
   type LedgerEntry,
@@ -108,10 +109,9 @@ export const listOf = <T extends z.ZodType>(item: T) =>
 const iso = (ms: number | null) => (ms === null || ms === 0 ? null : new Date(ms).toISOString());
 
 export function keyView(key: KeyRecord, now = Date.now()): z.infer<typeof keyViewSchema> {
-  const expired = key.expiresAt != null && key.expiresAt <= now;
   const status = isRevoked(key, now)
     ? "revoked"
-    : expired
+    : isExpired(key, now)
       ? "expired"
       : key.revokedAt === null
         ? "active"

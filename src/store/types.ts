@@ -120,6 +120,12 @@ export const withControls = <K extends KeyRecord>(key: K): K => ({
 export const isRevoked = (key: Pick<KeyRecord, "revokedAt">, now = Date.now()) =>
   key.revokedAt !== null && key.revokedAt <= now;
 
+/** A key has expired once its expiry (an account control) has come: it works no more. */
+export const isExpired = <K extends Pick<KeyRecord, "expiresAt">>(
+  key: K,
+  now = Date.now(),
+): key is K & { expiresAt: number } => key.expiresAt != null && key.expiresAt <= now;
+
 /** A key is limited when any control is set: it calls tools within them and manages nothing. */
 export const isLimitedKey = (key: Pick<KeyRecord, "expiresAt" | "allowedTools" | "budget">) =>
   (key.expiresAt ?? null) !== null ||

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ApiError } from "../../http/errors.js";
 import { NO_CONTROL_CHARACTERS } from "../../lib/readable-text.js";
 import { defineRoute } from "../../http/route.js";
-import { isRevoked, type KeyRecord } from "../../store/types.js";
+import { isExpired, isRevoked, type KeyRecord } from "../../store/types.js";
 import { issueKey, issueKeyWithinCap, keyCapReached } from "../accounts.js";
 import { keyControlFields, keyControlsFrom } from "../key-controls.js";
 import { issuedKeyViewSchema, keyView, keyViewSchema, listOf } from "../views.js";
@@ -108,7 +108,7 @@ export const rotateKey = defineRoute({
     // The replacement keeps the old key's expiry, so an expired key's would be born expired; a
     // new expiry would lift the limit the old key had. A new key is created instead, as with a
     // past expires_at (422).
-    if (old.expiresAt != null && old.expiresAt <= Date.now())
+    if (isExpired(old))
       throw new ApiError(
         "validation_failed",
         `The key expired at ${new Date(old.expiresAt).toISOString()}: an expired key cannot be rotated. Create a new key instead.`,

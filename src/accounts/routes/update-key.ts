@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
-import { isRevoked } from "../../store/types.js";
+import { isExpired, isRevoked } from "../../store/types.js";
 import { keyControlFields, keyControlsFrom } from "../key-controls.js";
 import { keyView, keyViewSchema } from "../views.js";
 import { alreadyRevoked, keyName } from "./keys.js";
@@ -30,11 +30,7 @@ export const updateKey = defineRoute({
     const { name, ...controls } = body;
     // An expired key stays expired: a new expiry (or none) would lift the limit its expiry set, as
     // rotating it would (refused there too). Its name may still change.
-    if (
-      current.expiresAt != null &&
-      current.expiresAt <= Date.now() &&
-      Object.values(controls).some((value) => value !== undefined)
-    )
+    if (isExpired(current) && Object.values(controls).some((value) => value !== undefined))
       throw new ApiError(
         "validation_failed",
         `The key expired at ${new Date(current.expiresAt).toISOString()}: an expired key's controls cannot be changed. Create a new key instead.`,
