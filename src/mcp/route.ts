@@ -114,7 +114,7 @@ export function mcpRouter(services: Services): Router {
       for (const [name, value] of Object.entries(caller.headers)) res.setHeader(name, value);
       res.locals.accountId = caller.account.id;
       pass(req, next, caller.account.id, {
-        key: { ...key, id: caller.keyId, limited: caller.keyLimited },
+        key: { ...key, id: caller.keyId, limited: caller.keyLimited, tier: caller.account.tier },
       });
     } catch (err) {
       next(err);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { TierName } from "../accounts/tiers.js";
 import { parseInput } from "../http/route.js";
 import { FILTER_CATEGORIES } from "../tools/definition.js";
 import { type ApiError, errorBody, toApiError } from "../http/errors.js";
@@ -34,7 +35,14 @@ export interface McpCaller {
    * come from the key's admission (absent when it was refused before MCP ran): a key with
    * controls may be limited to some tools, and is shown only those.
    */
-  key: { accountId: string; hash: string; id?: string | null; limited?: boolean } | null;
+  key: {
+    accountId: string;
+    hash: string;
+    id?: string | null;
+    limited?: boolean;
+    /** The account's tier as its admission read it (absent when refused before): what it lists. */
+    tier?: TierName;
+  } | null;
   /** Set when the request was refused before MCP ran (a lone tools/call over the rate limit): the call answers this error. */
   refused?: ApiError;
 }
@@ -242,7 +250,7 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
     );
     // The caller's own custom tools: listed to its keys only (the guard has checked the key).
     const ownTools = async () =>
-      caller.key ? await services.upstream.listPrivate(caller.key.accountId) : [];
+      caller.key ? await services.upstream.listPrivate(caller.key.accountId, caller.key.tier) : [];
     // A key limited to some tools (`allowed_tools`) is shown only those: an agent picks from what
     // it lists, and every other tool would be refused `tool_not_allowed`. One read, and only for
     // a key with controls; search_tools (free, and no tool of the catalogue) stays.
