@@ -205,7 +205,7 @@ function toolSection(
   const worked = workedExampleOf(tool);
   const { body: example, accepted } =
     worked === undefined && tool.jsonSchemas
-      ? schemaExampleOf(input)
+      ? schemaExampleOf(input, (value) => tool.input.safeParse(value).success)
       : { body: worked, accepted: worked !== undefined };
   const answer = answers.get(tool.name);
   const refused = accepted

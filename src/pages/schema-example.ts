@@ -1,23 +1,18 @@
-import { SchemaCompiler } from "../tools/custom/json-schema.js";
-
 /**
  * The example input /docs shows for a tool defined by JSON Schema (an operator's, TOOLS_FILE),
  * which has no worked example of the catalogue's: the first of the schema's own `examples`,
  * `example` or `default` that the schema accepts; else the smallest body built from the schema
  * (its required fields, each from its own example, default, const or first enum value, else the
- * least value of its type within its bounds) when that is accepted; else `{}`. `accepted` says
- * whether the gateway's own validation (the one a call goes through) takes it: only then does the
- * page promise that the curl answers 2xx.
+ * least value of its type within its bounds) when that is accepted; else `{}`. `accepts` is the
+ * gateway's own validation of the tool's input (the one a call goes through, compiled once with
+ * the tool): `accepted` says whether it takes the body, and only then does the page promise that
+ * the curl answers 2xx.
  */
-export function schemaExampleOf(schema: unknown): { body: unknown; accepted: boolean } {
-  let validate: (value: unknown) => boolean;
-  try {
-    const compiled = new SchemaCompiler().compile(schema);
-    validate = (value) => compiled(value) === true;
-  } catch {
-    return { body: {}, accepted: false };
-  }
-  const s = schema as Record<string, unknown>;
+export function schemaExampleOf(
+  schema: unknown,
+  accepts: (value: unknown) => boolean,
+): { body: unknown; accepted: boolean } {
+  const s = (schema ?? {}) as Record<string, unknown>;
   const candidates = [
     ...(Array.isArray(s.examples) ? s.examples.slice(0, 1) : []),
     s.example,
@@ -25,8 +20,8 @@ export function schemaExampleOf(schema: unknown): { body: unknown; accepted: boo
   ].filter((value) => value !== undefined);
   const built = minimalValue(schema, 0);
   if (built) candidates.push(built.value);
-  for (const body of candidates) if (validate(body)) return { body, accepted: true };
-  return { body: {}, accepted: validate({}) };
+  for (const body of candidates) if (accepts(body)) return { body, accepted: true };
+  return { body: {}, accepted: accepts({}) };
 }
 
 const MAX_DEPTH = 8;
