@@ -1,3 +1,5 @@
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+
 /** A JSON-RPC message as the gateway's MCP door answers it. */
 export interface RpcMessage {
   jsonrpc: "2.0";
@@ -58,4 +60,22 @@ export async function callToolOverMcp(
     params: { name, arguments: args },
   });
   return rpcMessagesOf(text!)[0]!.result;
+}
+
+/**
+ * The official MCP client, connected to the gateway's `/mcp` with `key` (`options` as the SDK's
+ * Client takes them: a pinned protocol revision, say).
+ */
+export async function connectMcp(
+  baseUrl: string,
+  key: string,
+  options?: ConstructorParameters<typeof Client>[1],
+): Promise<Client> {
+  const client = new Client({ name: "toolgate-test", version: "1.0.0" }, options);
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), {
+      requestInit: { headers: { "x-api-key": key } },
+    }),
+  );
+  return client;
 }

@@ -2,7 +2,7 @@ import { createHmac } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { connectMcp } from "../helpers/mcp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   admin,
@@ -107,15 +107,8 @@ const wordCount = (url: string, extra: Record<string, unknown> = {}) => ({
 const register = (key: string, body: unknown, base = gw.url) =>
   call(`${base}/api/v1/custom-tools`, { key, body });
 
-async function mcpClient(key: string): Promise<Client> {
-  const client = new Client({ name: "toolgate-test", version: "1.0.0" });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
-      requestInit: { headers: { "x-api-key": key } },
-    }),
-  );
-  return client;
-}
+/** The official MCP client, connected with `key`. */
+const mcpClient = (key: string) => connectMcp(gw.url, key);
 
 /** The error code of a tool call made over MCP with `key` (a client of its own), or null if it succeeded. */
 async function mcpErrorCode(key: string, name: string, args: Record<string, unknown>) {

@@ -1,8 +1,7 @@
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TOOLS } from "../../src/tools/catalogue/index.js";
 import { fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
-import { postMcp, rpcMessagesOf } from "../helpers/mcp.js";
+import { connectMcp, postMcp, rpcMessagesOf } from "../helpers/mcp.js";
 
 /**
  * Params of the wrong type are the caller's mistake: JSON-RPC -32602 (invalid params) with one
@@ -142,12 +141,7 @@ describe("ill-typed params over MCP", () => {
   ] as const)(
     "still serves the official client, %s: it connects, lists and calls",
     async (_, options) => {
-      const client = new Client({ name: "toolgate-test", version: "1.0.0" }, options);
-      await client.connect(
-        new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
-          requestInit: { headers: { "x-api-key": key } },
-        }),
-      );
+      const client = await connectMcp(gw.url, key, options);
       try {
         expect((await client.listTools()).tools.length).toBe(TOOLS.length + 1); // and search_tools
         const result = await client.callTool({ name: "hash", arguments: { text: "abc" } });

@@ -1,4 +1,4 @@
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import type { Client } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TOOLS } from "../../src/tools/catalogue/index.js";
 import {
@@ -11,7 +11,7 @@ import {
   type TestGateway,
 } from "../helpers/gateway.js";
 import { startFakeLlm } from "../helpers/fake-providers.js";
-import { postMcp, rpcMessagesOf } from "../helpers/mcp.js";
+import { connectMcp, postMcp, rpcMessagesOf } from "../helpers/mcp.js";
 
 let gw: TestGateway;
 let llm: Awaited<ReturnType<typeof startFakeLlm>>;
@@ -26,18 +26,8 @@ afterAll(async () => {
 
 const ERAS = { "2025 (legacy)": undefined, "2026-07-28": { mode: { pin: "2026-07-28" } } } as const;
 
-async function connect(key: string, era: keyof typeof ERAS): Promise<Client> {
-  const client = new Client(
-    { name: "toolgate-test", version: "1.0.0" },
-    ERAS[era] ? { versionNegotiation: ERAS[era] } : {},
-  );
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
-      requestInit: { headers: { "x-api-key": key } },
-    }),
-  );
-  return client;
-}
+const connect = (key: string, era: keyof typeof ERAS): Promise<Client> =>
+  connectMcp(gw.url, key, ERAS[era] ? { versionNegotiation: ERAS[era] } : {});
 
 /** An error result's REST error body, carried as JSON in its first text content. */
 const errorOf = (result: { content?: unknown }) =>

@@ -1,4 +1,4 @@
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { connectMcp } from "../helpers/mcp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   balanceOf,
@@ -87,16 +87,8 @@ describe("GET /v1/tools?q=", () => {
   });
 });
 
-/** An MCP client of the official SDK, connected with `key`. */
-async function mcpClient(key: string): Promise<Client> {
-  const client = new Client({ name: "toolgate-test", version: "1.0.0" });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
-      requestInit: { headers: { "x-api-key": key } },
-    }),
-  );
-  return client;
-}
+/** The official MCP client, connected with `key`. */
+const mcpClient = (key: string) => connectMcp(gw.url, key);
 
 describe("MCP search_tools", () => {
   it("returns the matching tools with their schemas, free of charge", async () => {
