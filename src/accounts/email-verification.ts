@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { reclaimLink } from "../dashboard/reclaim.js";
 import type { Services } from "../services.js";
 
 /**
@@ -43,9 +44,12 @@ export async function sendVerificationEmail(
   email: string,
 ): Promise<void> {
   const link = `${services.config.publicBaseUrl}/api/v1/verify-email?token=${encodeURIComponent(verificationToken(services.config.secretKeys[0]!, accountId))}`;
+  // Sign-up gives a key before the address is proven: whoever did not sign up is told how to
+  // take the account back from whoever did (dashboard/reclaim.ts).
+  const reclaim = await reclaimLink(services, accountId);
   await services.mailer.send({
     to: email,
     subject: "Verify your e-mail address for Toolgate",
-    text: `Welcome to Toolgate.\n\nOpen this link to verify your e-mail address and receive 75 more free credits:\n\n${link}\n\nThe link is valid for 7 days. If you did not sign up, ignore this message.\n`,
+    text: `Welcome to Toolgate.\n\nOpen this link to verify your e-mail address and receive 75 more free credits:\n\n${link}\n\nThe link is valid for 7 days.\n\nDid not sign up? Someone else gave your address, and holds a key to an account in your name. This link stops their keys and gives the account to you (it works once, within 7 days):\n\n${reclaim}\n`,
   });
 }

@@ -24,6 +24,7 @@ import {
 import { renderOverview } from "./overview.js";
 import { renderPlanPage } from "./plan-page.js";
 import { authenticateSession, currentSession, type DashboardSession } from "./session.js";
+import { reclaimRoutes } from "./reclaim.js";
 import { signInRoutes } from "./sign-in.js";
 import { renderSsoPage } from "./sso-page.js";
 import { ssoSignInRoutes } from "./sso-sign-in.js";
@@ -114,6 +115,7 @@ export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): 
   router.use(signInRoutes(services));
   router.use(ssoSignInRoutes(services));
   router.use(walletSignInRoutes(services));
+  router.use(reclaimRoutes(services));
   const uplot = uplotAssets();
   for (const [path, script] of [
     [DASHBOARD_SCRIPT_PATH, SCRIPT],

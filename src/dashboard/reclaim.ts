@@ -1,0 +1,98 @@
+import { createHash } from "node:crypto";
+import type { Router } from "express";
+import { EMAIL_VERIFIED_CREDITS } from "../accounts/tiers.js";
+import { ApiError } from "../http/errors.js";
+import { enforceEndpointLimit } from "../http/endpoint-limits.js";
+import { caseSensitiveRouter } from "../http/router.js";
+import { esc } from "../pages/respond.js";
+import type { Services } from "../services.js";
+import { isRevoked } from "../store/types.js";
+import { publicDashboardPage, sendDashboardPage } from "./layout.js";
+import { newSecret, openSession, readAccountToken } from "./session.js";
+import { field, formRoute } from "./sign-in.js";
+
+/**
+ * Taking back an account someone else signed up with your address. Sign-up gives a key before the
+ * address is proven (the specification asks for that), so anyone can open an account in another
+ * person's name; that person can always sign in by e-mailed link, and their verification e-mail
+ * tells them what to do if they never signed up. Its second link, used once within
+ * RECLAIM_LINK_MS, revokes every key of the account, ends every dashboard session, removes its
+ * webhooks, custom tools and single sign-on (which would otherwise keep sending its events, or its
+ * calls' inputs, somewhere, or let someone in), marks the address verified, and signs the owner in
+ * to the dashboard to make a key of their own. The balance, plan and books stay: they are the
+ * account's, now the owner's. As with the sign-in link, the GET shows a button and the POST spends
+ * the token, so a mail scanner fetching links changes nothing.
+ */
+export const RECLAIM_PATH = "/dashboard/reclaim";
+const RECLAIM_LINK_MS = 7 * 24 * 3600 * 1000;
+
+const sha256 = (value: string) => createHash("sha256").update(value).digest("hex");
+const reclaimNonce = (accountId: string, secret: string) =>
+  `account-reclaim:${accountId}:${sha256(secret)}`;
+
+/** A new single-use link that takes the account back, for its verification e-mail. */
+export async function reclaimLink(services: Services, accountId: string): Promise<string> {
+  const secret = newSecret();
+  await services.store.saveNonce(reclaimNonce(accountId, secret), RECLAIM_LINK_MS);
+  return `${services.config.publicBaseUrl}${RECLAIM_PATH}?token=${accountId}.${secret}`;
+}
+
+/** Everything someone other than the address's owner could have left on the account, removed. */
+async function reclaimAccount(services: Services, accountId: string): Promise<void> {
+  const { store } = services;
+  // Webhooks first: revoking the keys must not tell anyone else's receiver about it.
+  for (const hook of await store.listWebhooks(accountId))
+    await store.deleteWebhook(accountId, hook.id);
+  await store.deleteSsoConnection(accountId);
+  for (const tool of await store.listCustomTools(accountId))
+    await store.deleteCustomTool(accountId, tool.name);
+  for (const key of await store.listKeys(accountId))
+    if (!isRevoked(key)) await store.revokeKey(accountId, key.id, 0);
+  await store.endAccountSessions(accountId);
+  await store.verifyEmail(accountId, {
+    amount: EMAIL_VERIFIED_CREDITS,
+    requestId: `verify-email:${accountId}`,
+    reason: "e-mail verified",
+  });
+}
+
+export function reclaimRoutes(services: Services): Router {
+  const router = caseSensitiveRouter();
+
+  router.get(RECLAIM_PATH, (req, res) => {
+    const token = typeof req.query.token === "string" ? req.query.token.slice(0, 200) : "";
+    sendDashboardPage(
+      res,
+      publicDashboardPage({
+        title: "Take back your account",
+        body: `<p>If you did not sign up for Toolgate, someone else gave your e-mail address. Taking the account back:</p>
+<ul><li>stops every API key of the account at once, and ends every dashboard session;</li>
+<li>removes its webhooks, custom tools and single sign-on;</li>
+<li>marks your address verified, and signs you in to the dashboard, where you can make a key of your own.</li></ul>
+<p>Its credits and usage stay with the account. The link works once.</p>
+<form method="post" action="${RECLAIM_PATH}"><input type="hidden" name="token" value="${esc(token)}"><button type="submit">Take back the account</button></form>`,
+      }),
+    );
+  });
+
+  router.post(
+    RECLAIM_PATH,
+    formRoute(services, "dashboard-sign-in", async (req, res, requestId) => {
+      await enforceEndpointLimit(services, req, "dashboard-sign-in", null, requestId);
+      const token = readAccountToken(field(req, "token"));
+      const valid =
+        token && (await services.store.consumeNonce(reclaimNonce(token.accountId, token.secret)));
+      if (!token || !valid || !(await services.store.getAccount(token.accountId)))
+        throw new ApiError(
+          "invalid_token",
+          "This link does not work: it was used already, has expired, or was copied incompletely. Sign in with a link by e-mail instead; the Keys page revokes keys.",
+          { param: "token" },
+        );
+      await reclaimAccount(services, token.accountId);
+      await openSession(services, res, token.accountId, "email_link");
+      res.redirect(303, "/dashboard/keys");
+    }),
+  );
+
+  return router;
+}

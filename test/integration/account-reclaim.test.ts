@@ -1,0 +1,148 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomId } from "../../src/lib/ids.js";
+import { admin, call, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { startReceiver } from "../helpers/receiver.js";
+import { startSmtpServer } from "../helpers/smtp.js";
+
+/**
+ * Someone signs up with another person's address: sign-up gives them a key before the address is
+ * proven. The owner's verification e-mail carries a second link that takes the account back
+ * (src/dashboard/reclaim.ts).
+ */
+let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+let rx: Awaited<ReturnType<typeof startReceiver>>;
+let gw: TestGateway;
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  rx = await startReceiver();
+  gw = await startGateway({ env: { SMTP_URL: smtp.url, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" } });
+}, 60_000);
+afterAll(async () => {
+  await gw?.stop();
+  await rx?.stop();
+  await smtp?.stop();
+});
+
+const client = () => `10.9.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
+const asBrowser = {
+  "content-type": "application/x-www-form-urlencoded",
+  "sec-fetch-site": "same-origin",
+};
+
+/** The take-back link in a received message (quoted-printable soft breaks undone). */
+function reclaimLink(raw: string): URL {
+  const body = raw.replace(/=\r?\n/g, "").replace(/=3D/g, "=");
+  const match = /https?:\/\/\S+\/dashboard\/reclaim\?token=\S+/.exec(body);
+  if (!match) throw new Error(`no take-back link in:\n${raw}`);
+  return new URL(match[0]);
+}
+
+const pressButton = (token: string) =>
+  fetch(`${gw.url}/dashboard/reclaim`, {
+    method: "POST",
+    redirect: "manual",
+    headers: { ...asBrowser, "x-forwarded-for": client() },
+    body: new URLSearchParams({ token }).toString(),
+  });
+
+const keyWorks = async (key: string) =>
+  (await call(`${gw.url}/api/v1/account`, { key })).status === 200;
+
+describe("taking back an account someone signed up with your address", () => {
+  it("the verification e-mail's second link, used once, stops every key, session and webhook of the account and signs the owner in", async () => {
+    const email = `owner-${randomId(8)}@example.com`;
+    const signup = await call(`${gw.url}/api/v1/signup`, {
+      body: { email },
+      headers: { "x-forwarded-for": client() },
+    });
+    expect(signup.status).toBe(201);
+    const accountId: string = signup.body.account.id;
+    const squatterKey: string = signup.body.api_key;
+
+    // The squatter settles in: Pro, a second key rotated with a grace period, a webhook, a session.
+    await admin(gw.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "pro" } });
+    const second = await call(`${gw.url}/api/v1/keys`, { key: squatterKey, body: { name: "2" } });
+    const rotated = await call(`${gw.url}/api/v1/keys/${second.body.id}/rotate`, {
+      key: squatterKey,
+      body: { grace_seconds: 3600 },
+    });
+    expect(rotated.status).toBe(201);
+    const hook = await call(`${gw.url}/api/v1/webhooks/register`, {
+      key: squatterKey,
+      body: { url: rx.url("/squatter"), events: ["tool.error"] },
+    });
+    expect(hook.status).toBe(201);
+    const signIn = await fetch(`${gw.url}/dashboard/sign-in`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { ...asBrowser, "x-forwarded-for": client() },
+      body: new URLSearchParams({ api_key: squatterKey }).toString(),
+    });
+    const squatterCookie = (signIn.headers.get("set-cookie") ?? "").split(";")[0]!;
+    expect(squatterCookie).toMatch(/^tg_session=/);
+    const squatterKeys = [squatterKey, second.body.key, rotated.body.key];
+
+    const mail = await smtp.next();
+    expect(mail.to).toEqual([email]);
+    expect(mail.raw).toContain("Did not sign up?");
+    const link = reclaimLink(mail.raw);
+
+    // A mail scanner fetching the link changes nothing: the page only shows the button.
+    const page = await fetch(`${gw.url}${link.pathname}${link.search}`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("Take back the account");
+    for (const key of squatterKeys) expect(await keyWorks(key)).toBe(true);
+
+    const taken = await pressButton(link.searchParams.get("token")!);
+    expect(taken.status).toBe(303);
+    expect(taken.headers.get("location")).toBe("/dashboard/keys");
+    const ownerCookie = (taken.headers.get("set-cookie") ?? "").split(";")[0]!;
+    expect(ownerCookie).toMatch(/^tg_session=/);
+
+    for (const key of squatterKeys) expect(await keyWorks(key)).toBe(false);
+    const squatterSession = await call(`${gw.url}/dashboard/api/v1/account`, {
+      headers: { cookie: squatterCookie },
+    });
+    expect(squatterSession.status).toBe(401);
+
+    const owner = (path: string) =>
+      call(`${gw.url}/dashboard/api/v1${path}`, { headers: { cookie: ownerCookie } });
+    expect((await owner("/account")).body).toMatchObject({
+      id: accountId,
+      email,
+      email_verified: true,
+      tier: "pro",
+      credits: 100,
+    });
+    expect((await owner("/webhooks")).body.data).toEqual([]);
+    const keys = (await owner("/keys")).body.data as { status: string }[];
+    expect(keys.length).toBe(3);
+    expect(keys.every((k) => k.status === "revoked")).toBe(true);
+
+    // Once only: a second press (the owner's own later key must not be revoked by the old e-mail).
+    const again = await pressButton(link.searchParams.get("token")!);
+    expect(again.status).toBe(400);
+    expect(await again.text()).toContain("This link does not work");
+  });
+
+  it("refuses a made-up token and one posted from another site, and revokes nothing", async () => {
+    const email = `owner-${randomId(8)}@example.com`;
+    const signup = await call(`${gw.url}/api/v1/signup`, {
+      body: { email },
+      headers: { "x-forwarded-for": client() },
+    });
+    const link = reclaimLink((await smtp.next()).raw);
+    const token = link.searchParams.get("token")!;
+    const madeUp = `${token.split(".")[0]}.${"A".repeat(43)}`;
+    expect((await pressButton(madeUp)).status).toBe(400);
+    const crossSite = await fetch(`${gw.url}/dashboard/reclaim`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { ...asBrowser, "sec-fetch-site": "cross-site", "x-forwarded-for": client() },
+      body: new URLSearchParams({ token }).toString(),
+    });
+    expect(crossSite.status).toBe(403);
+    expect(await keyWorks(signup.body.api_key)).toBe(true);
+  });
+});
