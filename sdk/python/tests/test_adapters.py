@@ -4,6 +4,7 @@ parsed from tool-calling answers, and langchain-core's StructuredTool."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -59,6 +60,23 @@ def test_a_named_tool_is_kept_even_when_unavailable(gateway):
     assert [t.name for t in select_tools(catalogue, names=["summarize", "hash"])] == ["ai-summarize", "hash"]
     assert "ai-summarize" not in {t.name for t in select_tools(catalogue, search="summarize")}
     assert [t.name for t in select_tools(catalogue, search="summarize", include_unavailable=True)][0] == "ai-summarize"
+
+
+def test_search_reads_words_as_the_gateway_does_unicode_letters_and_digits_never_part_of_a_word(gateway):
+    hash_tool = next(t for t in Toolgate(base_url=gateway.base_url).tools.list() if t.name == "hash")
+    tool = dataclasses.replace(
+        hash_tool,
+        name="uebersetzen",
+        aliases=[],
+        title="Übersetzer",
+        description="Übersetzt Text ins Japanische (翻訳) und zurück.",
+    )
+
+    def found(search: str) -> list[str]:
+        return [t.name for t in select_tools([tool], search=search)]
+
+    assert found("übersetzt") == found("ÜBERSETZT") == found("翻訳") == ["uebersetzen"]
+    assert found("bersetzt") == found("zur") == []
 
 
 def test_search_ranks_and_keeps_the_best_five_unless_a_limit_is_given(gateway):

@@ -88,4 +88,18 @@ describe("selectTools (toolgate/agents)", () => {
     expect(result.none).toEqual([]);
     expect(result.badLimit).toMatchObject({ code: "invalid_argument" });
   });
+
+  it("a search reads words as the gateway does: Unicode letters and digits, never part of a word", async () => {
+    const result =
+      await withCatalogue(`const tool = { ...catalogue.find((t) => t.name === "hash"), name: "uebersetzen", aliases: [], title: "Übersetzer", description: "Übersetzt Text ins Japanische (翻訳) und zurück." };
+const found = (search) => selectTools([tool], { search }).map((t) => t.name);
+out({ word: found("übersetzt"), upper: found("ÜBERSETZT"), cjk: found("翻訳"), part: found("bersetzt"), cut: found("zur") });`);
+    expect(result).toEqual({
+      word: ["uebersetzen"],
+      upper: ["uebersetzen"],
+      cjk: ["uebersetzen"],
+      part: [],
+      cut: [],
+    });
+  });
 });

@@ -27,7 +27,14 @@ export interface ToolSubset {
 
 export const DEFAULT_SEARCH_LIMIT = 5;
 
-const words = (text: string) => new Set(text.toLowerCase().match(/[a-z0-9]+/g) ?? []);
+/** Runs of Unicode letters, marks and digits (NFKC, lower-cased), as the gateway's own search reads words. */
+const words = (text: string) =>
+  new Set(
+    text
+      .normalize("NFKC")
+      .toLowerCase()
+      .match(/[\p{L}\p{M}\p{N}]+/gu) ?? [],
+  );
 
 function score(tool: ToolDescription, query: Set<string>): number {
   const names = words([tool.name, ...tool.aliases].join(" "));

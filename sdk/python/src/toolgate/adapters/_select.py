@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import re
+import unicodedata
 from typing import Any, Sequence
 
 from .._errors import ToolgateError
@@ -11,11 +11,18 @@ from .._types import Tool
 
 DEFAULT_SEARCH_LIMIT = 5
 
-_WORD = re.compile(r"[a-z0-9]+")
-
-
 def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower()))
+    """Runs of Unicode letters, marks and digits (NFKC, lower-cased), as the gateway's own search
+    reads words (``re`` has no Unicode property classes, hence the categories)."""
+    found: set[str] = set()
+    word: list[str] = []
+    for ch in unicodedata.normalize("NFKC", text).lower() + " ":
+        if unicodedata.category(ch)[0] in "LMN":
+            word.append(ch)
+        elif word:
+            found.add("".join(word))
+            word = []
+    return found
 
 
 def _score(tool: Tool, query: set[str]) -> int:
