@@ -8,8 +8,9 @@ import type { Response } from "express";
  */
 const ALLOWED_HEADERS =
   "content-type, x-api-key, authorization, idempotency-key, x-payment, payment-signature, accept, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name";
+/** What a browser client may read: the x402 and rate-limit headers, and a version's deprecation notice (http/versioning.ts). */
 const EXPOSED_HEADERS =
-  "x-request-id, payment-required, payment-response, x-payment-response, ratelimit-limit, ratelimit-remaining, ratelimit-reset, ratelimit-policy, retry-after, x-credits-charged, x-credits-remaining, idempotent-replayed, server-timing";
+  "x-request-id, payment-required, payment-response, x-payment-response, ratelimit-limit, ratelimit-remaining, ratelimit-reset, ratelimit-policy, retry-after, x-credits-charged, x-credits-remaining, idempotent-replayed, server-timing, deprecation, sunset, link";
 
 /** The CORS headers of every answer. */
 export function setCorsHeaders(res: ServerResponse): void {

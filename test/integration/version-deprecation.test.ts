@@ -44,6 +44,9 @@ describe("a deprecated version before its sunset", () => {
       expect(res.headers.get("link")).toContain(
         '<https://api.toolgate.example/changelog>; rel="deprecation"',
       );
+      // A browser client calling from another origin can read the notice.
+      const exposed = res.headers.get("access-control-expose-headers")!.split(/,\s*/);
+      expect(exposed).toEqual(expect.arrayContaining(["deprecation", "sunset", "link"]));
     }
     expect((await call(`${gw.url}/v1/tools`)).headers.get("link")).toContain(
       '</v2/tools>; rel="successor-version"',
