@@ -39,8 +39,12 @@ export type RecordRefusal = (refusal: {
 }) => void;
 
 type HttpSocket = Duplex & {
-  /** The response in flight on this connection (Node's own field). */
-  _httpMessage?: { headersSent?: boolean } | null;
+  /** The response in flight on this connection (Node's own fields). */
+  _httpMessage?: {
+    headersSent?: boolean;
+    req?: { complete: boolean };
+    once(event: "finish", listener: () => void): unknown;
+  } | null;
   /** The request being received on this connection, once its headers are in (Node's own field). */
   parser?: { incoming?: { complete: boolean } | null } | null;
 };
@@ -55,11 +59,39 @@ function answered(socket: HttpSocket): boolean {
   return receiving != null && !receiving.complete;
 }
 
+/**
+ * Whether the request refused is a later one than the request whose answer is still to come on
+ * this connection (pipelined): a refusal written now would be read as that earlier request's
+ * answer (HTTP/1.1 answers in order), though it was served and charged.
+ */
+function earlierAnswerPending(socket: HttpSocket): boolean {
+  const inFlight = socket._httpMessage;
+  // Its request was received whole, so what failed to parse came after it (a request line, a
+  // header); a request still arriving is the one refused (its chunked body, say).
+  return !!inFlight && !inFlight.headersSent && inFlight.req?.complete === true;
+}
+
+/** Closes the connection once every answer still owed on it (Node sends them in order) is sent. */
+function closeAfterAnswers(socket: HttpSocket): void {
+  const inFlight = socket._httpMessage;
+  if (!inFlight) return void socket.end();
+  // Node hands the connection to the next queued answer in its own "finish" listener, which runs first.
+  inFlight.once("finish", () => setImmediate(() => closeAfterAnswers(socket)));
+}
+
 export function answerClientError(
   err: Error & { code?: string },
   socket: Duplex,
   record?: RecordRefusal,
 ): void {
+  if (err.code !== "ECONNRESET" && earlierAnswerPending(socket)) {
+    // The earlier answers go out first, then the connection closes: the refused request gets no
+    // answer, which is all a client reading answers in order can be told. Nothing more is read
+    // from a byte stream that can no longer be trusted.
+    socket.pause();
+    closeAfterAnswers(socket);
+    return;
+  }
   if (err.code !== "ECONNRESET" && socket.writable && !answered(socket)) {
     const answer = ANSWERS[err.code ?? ""] ?? MALFORMED;
     writeRefusal(socket, new ApiError(answer.code, answer.message), err.code ?? "unknown", record);

@@ -52,14 +52,11 @@ const PENDING = Symbol("toolgate.forward");
 type Carrier = IncomingMessage & { [PENDING]?: Pending };
 const pending = (req: IncomingMessage) => (req as Carrier)[PENDING]!;
 
-/** Only these headers reach a worker: never the caller's key, cookies or anything else. */
-const FORWARDED_HEADERS = new Set([
-  "host",
-  "connection",
-  "content-type",
-  "content-length",
-  "accept",
-]);
+/**
+ * Only these headers reach a worker: never the caller's key, cookies or anything else, nor its
+ * Connection header (hop-by-hop: `close` made the gateway open a connection to the workers per call).
+ */
+const FORWARDED_HEADERS = new Set(["host", "content-type", "content-length", "accept"]);
 
 /**
  * A worker-style error answer for a call its worker (or endpoint) failed: the invocation service

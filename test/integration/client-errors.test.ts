@@ -316,6 +316,31 @@ describe("below the routes: seen in the log and metrics, and bounded", () => {
     }
   });
 
+  it("answers a pipelined call before closing, without a word for the malformed request after it", async () => {
+    const signup = await call(`${raw.url}/api/v1/signup`, {
+      body: { email: `pipelined-${Date.now()}@example.com` },
+    });
+    const key: string = signup.body.api_key;
+    const body = JSON.stringify({ text: "pipelined" });
+    const answers = await Promise.all(
+      [
+        "GARBAGE / HTTP/1.1\r\nHost: x\r\n\r\n",
+        `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`,
+      ].map((next) =>
+        exchange([
+          `POST /v1/tools/hash HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}${next}`,
+        ]),
+      ),
+    );
+    for (const answer of answers) {
+      // The call's own answer, not the refusal of the request after it; then the connection closes.
+      expect(answer.statusLines).toEqual(["HTTP/1.1 200 OK"]);
+      expect(answer.text).toContain('"algorithm":"sha256"');
+      expect(answer.lastedMs).not.toBeNull();
+    }
+    expect((await call(`${raw.url}/api/v1/account`, { key })).body.credits).toBe(23);
+  });
+
   it("closes, without a second answer, a connection whose request was answered before its body had all arrived", async () => {
     const trickled = await exchange(
       ["GET /healthz HTTP/1.1\r\nHost: x\r\ncontent-length: 100\r\n\r\n", ...Array(40).fill("a")],
