@@ -45,7 +45,8 @@ export function rateLimitHeaders(rate: RateState): Record<string, string> {
  * every request first (app.ts); a bearer token that is not a Toolgate key is left alone.
  */
 export function bearerKeyAsApiKey(req: IncomingMessage): void {
-  if (req.headers["x-api-key"] !== undefined) return;
+  // An empty x-api-key (a client whose variable is unset) is no key, and does not hide the bearer.
+  if (req.headers["x-api-key"]) return;
   const authorization = req.headers.authorization;
   if (authorization === undefined || !/^bearer\s+tg_/i.test(authorization)) return;
   req.headers["x-api-key"] = authorization.replace(/^bearer\s+/i, "").trim();

@@ -459,6 +459,11 @@ describe("authentication", () => {
     const { key, accountId } = await signUp(gw.url);
     const bearer = { authorization: `Bearer ${key}` };
     expect((await call(`${gw.url}/api/v1/account`, { headers: bearer })).body.id).toBe(accountId);
+    // An empty x-api-key (a client whose variable is unset) is no key: the bearer is read.
+    const besideEmpty = await call(`${gw.url}/api/v1/account`, {
+      headers: { ...bearer, "x-api-key": "" },
+    });
+    expect(besideEmpty.body.id).toBe(accountId);
     // A tool call, on the plain JSON body the fast lane takes and with a charset express serves.
     for (const contentType of ["application/json", "application/json; charset=utf-8"]) {
       const res = await call(`${gw.url}/v1/tools/hash`, {
