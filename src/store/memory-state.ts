@@ -15,6 +15,7 @@ import {
   type ControlWindows,
   type CreditChange,
   controlWindow,
+  type FailedAnswer,
   type KeyRecord,
   type LedgerEntry,
   type LedgerKind,
@@ -56,6 +57,8 @@ export interface IdempotencyRecord {
   requestId: string;
   leaseUntil: number;
   response: StoredResponse | null;
+  /** Its execution failed (refunded): the answer, for the requests that waited on it. */
+  failure?: FailedAnswer;
 }
 
 export interface MemoryStoreOptions {

@@ -252,6 +252,8 @@ export interface RefundChange extends CreditChange {
    */
   tool?: string | null;
   keyHash?: string | null;
+  /** The failed call's answer, for the requests waiting on its Idempotency-Key (FAILED_ANSWER_MS). */
+  failure?: FailedAnswer;
 }
 
 export interface Page<T> {
@@ -487,13 +489,32 @@ export interface IdempotencyClaim {
   requestId: string;
   leaseMs: number;
   ttlSeconds: number;
+  /**
+   * The request id this request has been waiting on (the holder an `in_progress` answer named):
+   * if that execution failed, this request is told its failure rather than running the call again.
+   */
+  awaiting?: string;
 }
+
+/** A failed execution's answer, kept briefly for the requests that waited on it (`FAILED_ANSWER_MS`). */
+export interface FailedAnswer {
+  code: string;
+  message: string;
+  retryAfter?: string;
+}
+
+/**
+ * How long a failed execution's answer is kept for the requests waiting on it, which look every
+ * 25 ms: a request arriving afterwards (a retry) runs the call again, as the refund freed the key.
+ */
+export const FAILED_ANSWER_MS = 10_000;
 
 export type IdempotencyState =
   | { state: "started"; requestId: string }
-  | { state: "in_progress" }
+  | { state: "in_progress"; requestId: string }
   | { state: "conflict" }
-  | { state: "completed"; response: StoredResponse };
+  | { state: "completed"; response: StoredResponse }
+  | { state: "failed"; failure: FailedAnswer };
 
 /**
  * A call's admission under its Idempotency-Key: the claim, and — when this request now holds the

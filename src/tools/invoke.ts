@@ -3,13 +3,14 @@ import stableStringify from "safe-stable-stringify";
 import { TIERS } from "../accounts/tiers.js";
 import { eventRecord } from "../events/types.js";
 import { admitted, type Admitted } from "../http/auth.js";
-import { ApiError } from "../http/errors.js";
+import { ApiError, type ErrorCode } from "../http/errors.js";
 import { StoreUnavailableError } from "../store/errors.js";
 import { newEventId } from "../lib/ids.js";
 import type { Services } from "../services.js";
 import {
   OPERATION_TTL_SECONDS,
   type AdmitRequest,
+  type FailedAnswer,
   type IdempotencyClaim,
   type IdempotencyState,
   type StoredResponse,
@@ -103,14 +104,14 @@ export async function invokeTool(
   let claimedAt = Date.now();
   const admission = await whileInProgress(
     claim.leaseMs,
-    async () => {
+    async (awaiting) => {
       // The claim's lease runs from when Redis runs the script, so from no earlier than this.
       claimedAt = Date.now();
       try {
         return await services.store.admitIdempotent(
           admitRequest(call, "tool call", tool.cost),
           idempotencyKey,
-          claim,
+          { ...claim, awaiting },
         );
       } catch (err) {
         // As in `execute`: the debit may have happened without us hearing of it.
@@ -146,6 +147,7 @@ export async function invokeTool(
   }
   const caller = await checkCaller(services, call);
   if (state.state === "completed") return replayOf(state.response, caller);
+  if (state.state === "failed") throw failureReplayed(state.failure).withHeaders(caller.headers);
   throw new ApiError(
     "idempotency_conflict",
     "This Idempotency-Key was already used with a different request body.",
@@ -156,20 +158,39 @@ export async function invokeTool(
 /**
  * Repeats `attempt` while its claim is another request's, in progress (it waits for that answer,
  * to replay it), for up to the claim's lease; then refuses the request as still in progress.
+ * Each attempt names the request it is waiting on: if that one fails, this one is told so
+ * ("failed") rather than running the call a second time.
  */
 async function whileInProgress<T>(
   leaseMs: number,
-  attempt: () => Promise<T>,
+  attempt: (awaiting: string | undefined) => Promise<T>,
   claimOf: (result: T) => IdempotencyState,
 ): Promise<T> {
   const deadline = Date.now() + leaseMs;
+  let awaiting: string | undefined;
   for (;;) {
-    const result = await attempt();
-    if (claimOf(result).state !== "in_progress") return result;
+    const result = await attempt(awaiting);
+    const claim = claimOf(result);
+    if (claim.state !== "in_progress") return result;
+    awaiting = claim.requestId;
     if (Date.now() > deadline) throw stillInProgress();
     await new Promise((r) => setTimeout(r, IDEMPOTENCY_POLL_MS));
   }
 }
+
+/** The answer of the execution a request waited on, which failed (and was refunded): the same refusal. */
+export const failureReplayed = ({ code, message, retryAfter }: FailedAnswer) =>
+  new ApiError(
+    code as ErrorCode,
+    message,
+    retryAfter ? { headers: { "Retry-After": retryAfter } } : {},
+  );
+
+/** What a failed call leaves for the requests waiting on its Idempotency-Key. */
+const failedAnswer = (failure: ApiError): FailedAnswer => {
+  const retryAfter = failure.options.headers?.["Retry-After"];
+  return { code: failure.code, message: failure.message, ...(retryAfter ? { retryAfter } : {}) };
+};
 
 const stillInProgress = () =>
   new ApiError(
@@ -187,7 +208,8 @@ export const idempotencyLeaseMs = (services: Services, tool: ToolDefinition) =>
 /**
  * Claims an idempotency key for one execution, waiting (for up to the claim's lease) while another
  * request holds it: "started" (run it, under the request id given), "completed" (the stored
- * answer), or "conflict" (the key was used for another request).
+ * answer), "failed" (the execution it waited on failed), or "conflict" (the key was used for
+ * another request).
  */
 export async function claimIdempotencyKey(
   services: Services,
@@ -197,7 +219,7 @@ export async function claimIdempotencyKey(
 ): Promise<Exclude<IdempotencyState, { state: "in_progress" }>> {
   return whileInProgress(
     claim.leaseMs,
-    () => services.store.beginIdempotent(accountId, key, claim),
+    (awaiting) => services.store.beginIdempotent(accountId, key, { ...claim, awaiting }),
     (state) => state,
   ) as Promise<Exclude<IdempotencyState, { state: "in_progress" }>>;
 }
@@ -404,6 +426,11 @@ async function serveCharged(
     }
   } catch (err) {
     if (err instanceof PoolBusyError) {
+      const busy = new ApiError(
+        "worker_pool_busy",
+        "Every worker for this tool is busy; retry shortly.",
+        { headers: { "Retry-After": "1" } },
+      );
       await refundOnce(services, {
         accountId,
         requestId,
@@ -412,12 +439,11 @@ async function serveCharged(
         keyHash: key.hash,
         reason: "worker pool busy",
         errorCode: null,
+        failure: busy,
         retryUntil: refundUntil,
         afterRefund: closeOpen,
       });
-      throw new ApiError("worker_pool_busy", "Every worker for this tool is busy; retry shortly.", {
-        headers: { ...caller.headers, "Retry-After": "1" },
-      });
+      throw busy.withHeaders(caller.headers);
     }
     services.log.error(
       { err, request_id: requestId, tool: tool.name },
@@ -499,6 +525,7 @@ async function serveCharged(
     keyHash: key.hash,
     reason: `tool failed: ${failure.code}`,
     errorCode: callerError ? null : failure.code,
+    failure,
     retryUntil: refundUntil,
     afterRefund: closeOpen,
   });
@@ -615,6 +642,7 @@ async function refundOnce(
     keyHash,
     reason,
     errorCode,
+    failure,
     retryUntil,
     afterRefund,
   }: {
@@ -625,6 +653,8 @@ async function refundOnce(
     keyHash: string | null;
     reason: string;
     errorCode: string | null;
+    /** The answer the caller gets, also told to the requests waiting on the call's Idempotency-Key. */
+    failure: ApiError;
     retryUntil: number;
     /** Once the refund has landed (the call's open record is closed then, not before). */
     afterRefund: () => Promise<void>;
@@ -643,7 +673,14 @@ async function refundOnce(
   const refund = async () => {
     const refunded = await services.store.refund(
       accountId,
-      { requestId, reason, idempotencyKey, tool, keyHash },
+      {
+        requestId,
+        reason,
+        idempotencyKey,
+        tool,
+        keyHash,
+        ...(idempotencyKey ? { failure: failedAnswer(failure) } : {}),
+      },
       events,
     );
     if (refunded.status === "refunded") services.metrics.creditsRefunded.inc(refunded.amount);

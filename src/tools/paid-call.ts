@@ -12,6 +12,7 @@ import { preflight } from "./preflight.js";
 import {
   callFingerprint,
   claimIdempotencyKey,
+  failureReplayed,
   idempotencyLeaseMs,
   invokeTool,
   replayOf,
@@ -270,6 +271,8 @@ async function claimCallKey(
   });
   if (claim.state === "started") return claim.requestId;
   if (claim.state === "completed") throw new AnsweredUnpaid(claim.response);
+  // The call it waited on failed: the same answer, and nothing settled for this one.
+  if (claim.state === "failed") throw failureReplayed(claim.failure);
   throw keyConflict(call);
 }
 

@@ -1196,6 +1196,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     await new Promise((r) => setTimeout(r, 400));
     expect(await store.beginIdempotent(a.id, "long", claim("req_retry"))).toEqual({
       state: "in_progress",
+      requestId: "req_long",
     });
     const admitted = await store.admitIdempotent(
       {
@@ -1209,7 +1210,51 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       "long",
       claim("req_admit"),
     );
-    expect(admitted).toEqual({ claim: { state: "in_progress" }, admitted: null });
+    expect(admitted).toEqual({
+      claim: { state: "in_progress", requestId: "req_long" },
+      admitted: null,
+    });
+  });
+
+  it("tells a failed call's answer to the requests that waited on it, and frees the key for any other", async () => {
+    const a = await account();
+    const claim = (requestId: string, awaiting?: string) => ({
+      fingerprint: "fp",
+      requestId,
+      leaseMs: 5000,
+      ttlSeconds: 60,
+      ...(awaiting ? { awaiting } : {}),
+    });
+    expect(await debit(a.id, null, 2, "req_fails")).toMatchObject({ status: "ok" });
+    await store.beginIdempotent(a.id, "fails", claim("req_fails"));
+    expect(await store.beginIdempotent(a.id, "fails", claim("req_waiter"))).toEqual({
+      state: "in_progress",
+      requestId: "req_fails",
+    });
+    const failure = { code: "tool_timeout", message: "The tool did not answer in time." };
+    const refunded = await store.refund(a.id, {
+      requestId: "req_fails",
+      reason: "tool failed",
+      idempotencyKey: "fails",
+      failure,
+    });
+    expect(refunded.status).toBe("refunded");
+    // The waiter is told, as often as it asks; it never runs the call.
+    for (let i = 0; i < 2; i++)
+      expect(await store.beginIdempotent(a.id, "fails", claim("req_waiter", "req_fails"))).toEqual({
+        state: "failed",
+        failure,
+      });
+    // A request that waited on nothing (a retry after the answer) runs the call again.
+    expect(await store.beginIdempotent(a.id, "fails", claim("req_retry"))).toEqual({
+      state: "started",
+      requestId: "req_retry",
+    });
+    // And one that waited on that retry waits again.
+    expect(await store.beginIdempotent(a.id, "fails", claim("req_late", "req_fails"))).toEqual({
+      state: "in_progress",
+      requestId: "req_retry",
+    });
   });
 
   it("stores no answer for a key whose claim is gone (a later request with the key runs, not 409)", async () => {
@@ -1272,6 +1317,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     });
     expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_retry", 100))).toEqual({
       state: "in_progress",
+      requestId: "req_died",
     });
     await new Promise((r) => setTimeout(r, 150));
     expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_retry", 100))).toEqual({
@@ -1280,6 +1326,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     });
     expect(await store.beginIdempotent(b.id, "idem-2", claim("fp", "req_other", 100))).toEqual({
       state: "in_progress",
+      requestId: "req_died",
     });
     // The request holding a claim may begin again (a paid call claims before settling, then runs): it continues, others still wait.
     expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_holder"))).toEqual({
@@ -1292,6 +1339,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     });
     expect(await store.beginIdempotent(b.id, "idem-4", claim("fp", "req_waiter"))).toEqual({
       state: "in_progress",
+      requestId: "req_holder",
     });
     expect(await store.beginIdempotent(b.id, "idem-4", claim("fp-other", "req_holder"))).toEqual({
       state: "conflict",
@@ -1327,6 +1375,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     ).toBe("not_charged");
     expect(await store.beginIdempotent(b.id, "idem-3", claim("fp", "req_after"))).toEqual({
       state: "in_progress",
+      requestId: "req_new",
     });
   });
 

@@ -385,15 +385,22 @@ local function admit_call(name_key)
 end
 
 -- idempotency-begin.lua's work, as a table (idempotent-admit.lua runs it too).
--- record: the idempotency record; the claim's fingerprint, lease ms, request id and record ttl ms.
+-- record: the idempotency record; the claim's fingerprint, lease ms, request id, record ttl ms,
+-- and the request id this request has waited on ('' for none).
 -- Claims the key for one execution, or reports what became of the claim already made.
 -- The record outlives its lease: a claim whose holder died (lease over, no answer) is taken
 -- over with the request id it was charged under, so the retry reuses that debit. The request
 -- that holds the claim may begin again (a paid call claims its key before settling its payment,
--- then runs under that claim).
-local function claim_idempotency(record, fingerprint, lease_ms, request_id, ttl_ms)
+-- then runs under that claim). A failed execution (refund.lua) leaves its answer for a short
+-- while, for the requests that waited on it; to any other request the key is free.
+local function claim_idempotency(record, fingerprint, lease_ms, request_id, ttl_ms, awaiting)
   local now = now_ms()
-  local r = redis.call('HMGET', record, 'state', 'fingerprint', 'response', 'request_id', 'lease_until')
+  local r = redis.call('HMGET', record, 'state', 'fingerprint', 'response', 'request_id', 'lease_until', 'failure')
+  if r[1] == 'failed' then
+    if awaiting ~= '' and awaiting == r[4] then return { state = 'failed', failure = cjson.decode(r[6]) } end
+    redis.call('DEL', record)
+    r[1] = false
+  end
   if not r[1] then
     redis.call('HSET', record, 'state', 'in_progress', 'fingerprint', fingerprint, 'request_id', request_id, 'lease_until', now + tonumber(lease_ms))
     -- Never gone before its lease ends (a record's lifetime shorter than a long tool's lease let a
@@ -403,7 +410,7 @@ local function claim_idempotency(record, fingerprint, lease_ms, request_id, ttl_
   end
   if r[2] ~= fingerprint then return { state = 'conflict' } end
   if r[1] == 'completed' then return { state = 'completed', response = cjson.decode(r[3]) } end
-  if r[4] ~= request_id and now < (tonumber(r[5]) or 0) then return { state = 'in_progress' } end
+  if r[4] ~= request_id and now < (tonumber(r[5]) or 0) then return { state = 'in_progress', requestId = r[4] } end
   redis.call('HSET', record, 'lease_until', now + tonumber(lease_ms))
   local ttl = redis.call('PTTL', record)
   if ttl >= 0 and ttl < tonumber(lease_ms) then redis.call('PEXPIRE', record, tonumber(lease_ms)) end

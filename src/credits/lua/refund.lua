@@ -1,12 +1,22 @@
 -- KEYS: account, ledger, debit records, outbox, idempotency record, key record, key spend
 -- ARGV: request id, reason, events (JSON, emitted only if the refund applies), forget the
 --       idempotency record (1/0), the debit record's field, tool, read the key id (1/0),
---       when the debit was made (ms; the start of its record's slot)
--- The failed call's Idempotency-Key is forgotten in the same step as the refund: a retry then
--- runs (and is charged) anew, and no crash between the two can hand it a refunded debit. Only a
--- claim this request holds: a refund made without knowing whether its request held the key (the
--- store went away mid-admission) must never free another request's claim.
-if ARGV[4] == '1' and redis.call('HGET', KEYS[5], 'request_id') == ARGV[1] then redis.call('DEL', KEYS[5]) end
+--       when the debit was made (ms; the start of its record's slot), the call's failed answer
+--       (JSON, or '' for none), how long to keep it (ms)
+-- The failed call's Idempotency-Key is freed in the same step as the refund: a retry then runs
+-- (and is charged) anew, and no crash between the two can hand it a refunded debit. Only a claim
+-- this request holds: a refund made without knowing whether its request held the key (the store
+-- went away mid-admission) must never free another request's claim. The failed answer stays
+-- briefly for the requests that waited on this one (prelude.lua claim_idempotency), so a
+-- failing call sent several times at once runs once.
+if ARGV[4] == '1' and redis.call('HGET', KEYS[5], 'request_id') == ARGV[1] then
+  if ARGV[9] ~= '' then
+    redis.call('HSET', KEYS[5], 'state', 'failed', 'failure', ARGV[9])
+    redis.call('PEXPIRE', KEYS[5], tonumber(ARGV[10]))
+  else
+    redis.call('DEL', KEYS[5])
+  end
+end
 local record = redis.call('HGET', KEYS[3], ARGV[5])
 if record == 'r' then return cjson.encode({ status = 'already_refunded' }) end
 if not record then return cjson.encode({ status = 'not_charged' }) end

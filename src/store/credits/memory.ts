@@ -23,6 +23,7 @@ import {
   BUDGET_HOLD_MS,
   type CreditChange,
   controlWindow,
+  FAILED_ANSWER_MS,
   type IdempotencyClaim,
   isLimitedKey,
   isRevoked,
@@ -221,8 +222,13 @@ export function memoryCredits(state: MemoryState): CreditStore {
     async refund(accountId: string, change: RefundChange, events: EventRecord[] = []) {
       // Only a claim this request holds (refund.lua says why).
       const claim = change.idempotencyKey && idempotencyId(accountId, change.idempotencyKey);
-      if (claim && state.idempotency.get(claim)?.requestId === change.requestId)
-        state.idempotency.delete(claim);
+      const held = claim ? state.idempotency.get(claim) : undefined;
+      if (claim && held?.requestId === change.requestId) {
+        if (change.failure) {
+          held.failure = change.failure;
+          state.idempotency.set(claim, held, state.now() + FAILED_ANSWER_MS);
+        } else state.idempotency.delete(claim);
+      }
       const a = state.accounts.get(accountId);
       const debit = a?.debits.get(change.requestId);
       if (!a || debit === undefined) return { status: "not_charged" as const };

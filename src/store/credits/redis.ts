@@ -13,6 +13,7 @@ import {
   type AdmitRequest,
   BUDGET_HOLD_MS,
   type CreditChange,
+  FAILED_ANSWER_MS,
   type IdempotencyClaim,
   type IdempotencyState,
   type IdempotentAdmission,
@@ -197,7 +198,14 @@ export function redisCredits({
       const result = await script<{ claim: IdempotencyState; admit?: RawAdmit }>(
         "idempotent-admit",
         [...keys, redisKey.idempotency(request.accountId, key)],
-        [...args, claim.fingerprint, claim.leaseMs, claim.requestId, claim.ttlSeconds * 1000],
+        [
+          ...args,
+          claim.fingerprint,
+          claim.leaseMs,
+          claim.requestId,
+          claim.ttlSeconds * 1000,
+          claim.awaiting ?? "",
+        ],
       );
       return {
         claim: result.claim,
@@ -277,6 +285,8 @@ export function redisCredits({
           change.tool ?? "",
           keyHash ? 1 : 0,
           debitedNoLaterThan(change.requestId),
+          change.failure ? JSON.stringify(change.failure) : "",
+          FAILED_ANSWER_MS,
         ],
       );
       if (result.status === "refunded") await markOutbox(accountId, events);

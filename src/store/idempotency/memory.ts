@@ -11,8 +11,14 @@ export function memoryIdempotency(state: MemoryState): IdempotencyStore {
       claim: IdempotencyClaim,
     ): Promise<IdempotencyState> {
       const id = idempotencyId(accountId, key);
-      const record = state.idempotency.get(id);
+      let record = state.idempotency.get(id);
       const now = state.now();
+      // As in Lua (claim_idempotency): a failed execution's answer is for those that waited on it.
+      if (record?.failure) {
+        if (claim.awaiting === record.requestId)
+          return { state: "failed", failure: record.failure };
+        record = undefined;
+      }
       if (!record) {
         state.idempotency.set(
           id,
@@ -30,7 +36,7 @@ export function memoryIdempotency(state: MemoryState): IdempotencyStore {
       if (record.fingerprint !== claim.fingerprint) return { state: "conflict" };
       if (record.response) return { state: "completed", response: record.response };
       if (record.requestId !== claim.requestId && now < record.leaseUntil)
-        return { state: "in_progress" };
+        return { state: "in_progress", requestId: record.requestId };
       record.leaseUntil = now + claim.leaseMs;
       state.idempotency.keepUntil(id, record.leaseUntil);
       return { state: "started", requestId: record.requestId };

@@ -13,7 +13,13 @@ export function redisIdempotency({ redis, call, script }: RedisContext): Idempot
       return script<IdempotencyState>(
         "idempotency-begin",
         [redisKey.idempotency(accountId, key)],
-        [claim.fingerprint, claim.leaseMs, claim.requestId, claim.ttlSeconds * 1000],
+        [
+          claim.fingerprint,
+          claim.leaseMs,
+          claim.requestId,
+          claim.ttlSeconds * 1000,
+          claim.awaiting ?? "",
+        ],
       );
     },
 
