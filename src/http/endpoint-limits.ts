@@ -73,7 +73,7 @@ export const ENDPOINT_LIMITS = {
 export type EndpointLimitName = keyof typeof ENDPOINT_LIMITS;
 export type EndpointLimits = Record<EndpointLimitName, { count: number; windowSeconds: number }>;
 
-export const ENDPOINT_LIMITS_PATTERN = /^([a-z-]+=\d+\/\d+)(,[a-z-]+=\d+\/\d+)*$/;
+export const ENDPOINT_LIMITS_PATTERN = /^([a-z0-9-]+=\d+\/\d+)(,[a-z0-9-]+=\d+\/\d+)*$/;
 
 /** The defaults with ENDPOINT_LIMITS applied; unknown names are reported in `problems`. */
 export function endpointLimits(setting: string | undefined, problems: string[]): EndpointLimits {

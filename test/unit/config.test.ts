@@ -3,6 +3,7 @@ import express from "express";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ConfigError, envSchema, loadConfig } from "../../src/config.js";
+import { ENDPOINT_LIMITS } from "../../src/http/endpoint-limits.js";
 
 /** The least a production gateway needs set. */
 const production = {
@@ -516,6 +517,14 @@ describe("configuration", () => {
     expect(() => loadConfig({ ENDPOINT_LIMITS: "signin=5/10" })).toThrow(
       /ENDPOINT_LIMITS: unknown limit signin/,
     );
+    // Every limit can be named, digits and all (x402-refused), each at a value of its own.
+    const every = Object.keys(ENDPOINT_LIMITS).map((name, i) => `${name}=${i + 1}/${i + 2}`);
+    const read = loadConfig({ ENDPOINT_LIMITS: every.join(",") }).endpointLimits;
+    for (const [i, name] of Object.keys(ENDPOINT_LIMITS).entries())
+      expect(read[name as keyof typeof read], name).toMatchObject({
+        count: i + 1,
+        windowSeconds: i + 2,
+      });
   });
 
   it("refuses private webhook targets and SSO issuers in production", () => {
