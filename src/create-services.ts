@@ -1,4 +1,5 @@
 import { startOpenCharges } from "./credits/open-charges.js";
+import { StartupError } from "./lib/startup-error.js";
 import { createMailer } from "./accounts/mailer.js";
 import { secretValues, type Config } from "./config.js";
 import {
@@ -29,9 +30,6 @@ import { startRelay } from "./webhooks/relay.js";
  * status checks. Nothing is cast or filled in later. Each part is entered in `started` as soon as
  * it runs, so a failed start stops exactly what had started.
  */
-
-/** A start-up failure the operator can act on: printed as one line, without a stack. */
-export class StartupError extends Error {}
 
 /** A part of the running gateway, and how to stop it. */
 export interface Part {

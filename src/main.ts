@@ -3,7 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from "node:net";
 import { createApp } from "./app.js";
 import { ConfigError, loadConfig, secretValues, type Config } from "./config.js";
-import { createServices, StartupError, type Part } from "./create-services.js";
+import { createServices, type Part } from "./create-services.js";
+import { StartupError } from "./lib/startup-error.js";
 import type { Services } from "./services.js";
 import { createProcessLogger, type ProcessLogger } from "./lib/logger.js";
 import { NOTHING_TO_REDACT, type Redactor, secretRedactor } from "./lib/redact.js";

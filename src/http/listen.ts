@@ -1,5 +1,5 @@
 import type { Server } from "node:net";
-import { StartupError } from "../create-services.js";
+import { StartupError } from "../lib/startup-error.js";
 
 /**
  * Listens on `port` and `host`, or fails with the one line an operator can act on (a busy port,

@@ -1,4 +1,5 @@
-import type { Server } from "node:http";
+import { createServer, type Server } from "node:http";
+import { listen } from "../http/listen.js";
 import { createProcessLogger } from "../lib/logger.js";
 import { loadWorkerConfig, type WorkerConfig } from "./config.js";
 import { watchEventLoop } from "../lib/loop-watchdog.js";
@@ -20,10 +21,15 @@ export async function startWorkers(
   });
   const heavy = new HeavyPool(config, log);
   const app = createWorkerApp(config, log, heavy);
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
-    s.once("error", reject);
-  });
+  // The gateway's own listen: a busy port is one line an operator can act on, where express's
+  // listen called back with its error as if it had bound, and the port was read off no address.
+  const server = createServer(app);
+  try {
+    await listen(server, config.port, config.host);
+  } catch (err) {
+    await heavy.destroy();
+    throw err;
+  }
   server.keepAliveTimeout = 65_000;
   const port = (server.address() as { port: number }).port;
   log.info(

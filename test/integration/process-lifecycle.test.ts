@@ -4,6 +4,8 @@ import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { startBundledWorkers } from "../../src/tools/bundled-workers.js";
+import { loadWorkerConfig } from "../../src/workers/config.js";
+import { startWorkers } from "../../src/workers/main.js";
 import {
   killMarked,
   processesMarked,
@@ -129,6 +131,14 @@ describe("starting", () => {
     expect(g.stdout()).not.toContain("x-api-key");
     expect(await waitUntilNoneMarked(g.marker, 5000)).toEqual([]);
   }, 60_000);
+
+  it("tool workers started on their own on a busy port fail with the same one line", async () => {
+    busy ??= createTcpServer().listen(0, "127.0.0.1");
+    if (!busy.listening) await new Promise((r) => busy!.once("listening", r));
+    const port = (busy.address() as { port: number }).port;
+    const config = loadWorkerConfig({ PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "silent" });
+    await expect(startWorkers(config)).rejects.toThrow(`port ${port} is in use; set PORT`);
+  });
 
   it("with WEB_CONCURRENCY=2, fails at once on a busy port, and stops (leaving no child) when its gateway processes cannot start", async () => {
     busy ??= createTcpServer().listen(0, "127.0.0.1");

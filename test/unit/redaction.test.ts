@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig, secretValues } from "../../src/config.js";
-import { StartupError } from "../../src/create-services.js";
+import { StartupError } from "../../src/lib/startup-error.js";
 import { redactedPath, shownPath } from "../../src/http/logged-path.js";
 import { secretRedactor } from "../../src/lib/redact.js";
 import { startupFailureText } from "../../src/main.js";
