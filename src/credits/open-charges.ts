@@ -12,7 +12,7 @@ import { untilStoreAnswers } from "./until-store-answers.js";
  * admitted it is gone (decisions.md, "Calls cut off by a SIGKILL").
  *
  * Each process beats a heartbeat every second. A call still open after OPEN_MARK_AFTER_MS is
- * written under the process's id (the fast calls, nearly all of them, end first: the hot path
+ * written under the process's id by the next sweep (every MARK_EVERY_MS: so 1 to 1.5 s in) (the fast calls, nearly all of them, end first: the hot path
  * stays one Redis round trip); such a call is closed in Redis before its answer is sent. Every
  * process looks every two seconds for processes silent for SILENT_AFTER_MS and refunds their open
  * calls: the caller never had an answer. Close and take are atomic and exclusive, so a process
