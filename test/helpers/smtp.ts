@@ -42,10 +42,18 @@ export async function startSmtpServer(): Promise<{
   };
 }
 
-/** The verification link in a received message (quoted-printable soft breaks undone). */
-export function verificationLink(raw: string): string {
+/** The first link in a received message that `pattern` matches (quoted-printable soft breaks undone). */
+function linkIn(raw: string, pattern: RegExp, what: string): string {
   const body = raw.replace(/=\r?\n/g, "").replace(/=3D/g, "=");
-  const match = /https?:\/\/\S+verify-email\?token=[^\s]+/.exec(body);
-  if (!match) throw new Error(`no verification link in:\n${raw}`);
+  const match = pattern.exec(body);
+  if (!match) throw new Error(`no ${what} link in:\n${raw}`);
   return match[0];
 }
+
+/** The verification link in a received message. */
+export const verificationLink = (raw: string): string =>
+  linkIn(raw, /https?:\/\/\S+verify-email\?token=[^\s]+/, "verification");
+
+/** The verification e-mail's link that takes the account back (dashboard/reclaim.ts). */
+export const reclaimLink = (raw: string): string =>
+  linkIn(raw, /https?:\/\/\S+\/dashboard\/reclaim\?token=\S+/, "take-back");

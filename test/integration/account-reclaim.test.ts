@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomId } from "../../src/lib/ids.js";
 import { admin, call, startGateway, type TestGateway } from "../helpers/gateway.js";
 import { startReceiver } from "../helpers/receiver.js";
-import { startSmtpServer } from "../helpers/smtp.js";
+import { reclaimLink, startSmtpServer } from "../helpers/smtp.js";
 
 /**
  * Someone signs up with another person's address: sign-up gives them a key before the address is
@@ -29,14 +29,6 @@ const asBrowser = {
   "content-type": "application/x-www-form-urlencoded",
   "sec-fetch-site": "same-origin",
 };
-
-/** The take-back link in a received message (quoted-printable soft breaks undone). */
-function reclaimLink(raw: string): URL {
-  const body = raw.replace(/=\r?\n/g, "").replace(/=3D/g, "=");
-  const match = /https?:\/\/\S+\/dashboard\/reclaim\?token=\S+/.exec(body);
-  if (!match) throw new Error(`no take-back link in:\n${raw}`);
-  return new URL(match[0]);
-}
 
 const pressButton = (token: string) =>
   fetch(`${gw.url}/dashboard/reclaim`, {
@@ -86,7 +78,7 @@ describe("taking back an account someone signed up with your address", () => {
     const mail = await smtp.next();
     expect(mail.to).toEqual([email]);
     expect(mail.raw).toContain("Did not sign up?");
-    const link = reclaimLink(mail.raw);
+    const link = new URL(reclaimLink(mail.raw));
 
     // A mail scanner fetching the link changes nothing: the page only shows the button.
     const page = await fetch(`${gw.url}${link.pathname}${link.search}`);
@@ -132,7 +124,7 @@ describe("taking back an account someone signed up with your address", () => {
       body: { email },
       headers: { "x-forwarded-for": client() },
     });
-    const link = reclaimLink((await smtp.next()).raw);
+    const link = new URL(reclaimLink((await smtp.next()).raw));
     const token = link.searchParams.get("token")!;
     const madeUp = `${token.split(".")[0]}.${"A".repeat(43)}`;
     expect((await pressButton(madeUp)).status).toBe(400);
