@@ -77,6 +77,12 @@ const paymentRequiredSchema = {
   },
 };
 
+/**
+ * A keyed operation's security: the key in `x-api-key`, or the same key as `Authorization: Bearer
+ * tg_live_…` (read as x-api-key on every door, http/auth.ts `bearerKeyAsApiKey`). Alternatives.
+ */
+export const KEY_SECURITY: Json[] = [{ ApiKey: [] }, { BearerKey: [] }];
+
 /** The codes whose 402 carries the x402 offer (`paymentChallenge`). */
 const OFFER_CODES = new Set<ErrorCode>(["payment_required", "payment_invalid"]);
 
@@ -283,11 +289,9 @@ function operation(route: AnyRoute, tag: string): Json {
     operationId:
       `${route.method}${route.path.replace(/[/:]+(\w)/g, (_m, c: string) => c.toUpperCase()).replace(/[^A-Za-z0-9]/g, "")}` ||
       route.method,
-    ...(route.auth === "key"
-      ? { security: [{ ApiKey: [] }] }
-      : route.auth === "admin"
-        ? { security: [{ AdminKey: [] }] }
-        : { security: [] }),
+    security:
+      route.security ??
+      (route.auth === "key" ? KEY_SECURITY : route.auth === "admin" ? [{ AdminKey: [] }] : []),
     ...(pathParams.length + queryParams.length + (route.requestHeaders?.length ?? 0)
       ? { parameters: [...pathParams, ...queryParams, ...(route.requestHeaders ?? [])] }
       : {}),
@@ -318,6 +322,16 @@ function operation(route: AnyRoute, tag: string): Json {
           ...(route.unrestrictedKey ? (["unrestricted_key_required"] as const) : []),
         ]),
       ]),
+      ...Object.fromEntries(
+        Object.entries(route.otherAnswers ?? {}).map(([status, answer]) => [
+          status,
+          {
+            description: answer.description,
+            headers: rateLimitHeaders,
+            content: { "application/json": { schema: schemaOf(answer.body, "output") } },
+          },
+        ]),
+      ),
     },
   };
 }
@@ -354,7 +368,7 @@ export function buildOpenApi(config: DocumentConfig, doors: Door[]): Json {
     },
     servers: [{ url: config.publicBaseUrl }],
     tags: TAGS,
-    security: [{ ApiKey: [] }],
+    security: KEY_SECURITY,
     paths,
     webhooks: webhooksDocument(),
     components: {
@@ -365,11 +379,23 @@ export function buildOpenApi(config: DocumentConfig, doors: Door[]): Json {
           name: "x-api-key",
           description: "Your API key, tg_live_…",
         },
+        BearerKey: {
+          type: "http",
+          scheme: "bearer",
+          description:
+            "Your API key sent as Authorization: Bearer tg_live_…, wherever x-api-key takes it (an x-api-key header, when present, is used instead).",
+        },
         AdminKey: {
           type: "apiKey",
           in: "header",
           name: "x-api-key",
           description: "The operator's ADMIN_API_KEY.",
+        },
+        MetricsToken: {
+          type: "http",
+          scheme: "bearer",
+          description:
+            "GET /metrics only: the operator's METRICS_TOKEN as Authorization: Bearer <token>, required when the gateway sets METRICS_TOKEN (401 metrics_token_required without it); when it is not set, /metrics takes no credentials.",
         },
       },
       schemas: { Error: errorSchema, PaymentRequired: paymentRequiredSchema },

@@ -74,6 +74,16 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
    * query or the Accept header), with the headers it then adds, for the API description.
    */
   alsoProduces?: { mediaType: string; headers: Record<string, { description: string }> };
+  /**
+   * The operation's security in the API description when its `auth` does not say it (metrics'
+   * optional bearer token): OpenAPI security requirements, alternatives.
+   */
+  security?: Record<string, string[]>[];
+  /**
+   * Statuses the handler answers with a body of its own rather than the one error shape (the
+   * readiness probe's 503), for the API description: each replaces the error entry of its status.
+   */
+  otherAnswers?: Record<number, { description: string; body: z.ZodType }>;
   /** Status of the success answer (default 200). */
   successStatus?: number;
   /** Another status the same success answer may have, and when (an Idempotency-Key replayed: 200 beside 201). */

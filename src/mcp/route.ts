@@ -9,9 +9,9 @@ import { showWindow } from "../http/endpoint-limits.js";
 import { NOT_UNICODE, UNREADABLE_BODY, jsonBody } from "../http/json-body.js";
 import { requireJsonBody } from "../http/request-context.js";
 import { allowOn } from "../http/method-not-allowed.js";
-import { errorResponses, type Json } from "../http/openapi.js";
+import { KEY_SECURITY, errorResponses, type Json } from "../http/openapi.js";
 import type { Services } from "../services.js";
-import { checkBatch } from "./batches.js";
+import { MAX_BATCH_MESSAGES, checkBatch } from "./batches.js";
 import type { McpCaller } from "./server.js";
 import { caseSensitiveRouter } from "../http/router.js";
 
@@ -173,18 +173,36 @@ function jsonRpcBodyErrors(err: unknown, _req: Request, res: Response, next: Nex
   });
 }
 
+/** A JSON-RPC 2.0 error object. */
+const JSON_RPC_ERROR_OBJECT: Json = {
+  type: "object",
+  required: ["code", "message"],
+  properties: { code: { type: "integer" }, message: { type: "string" } },
+};
+
 /** A JSON-RPC 2.0 error answer with no request id, as the door and the MCP SDK send them. */
 const JSON_RPC_ERROR: Json = {
   type: "object",
   required: ["jsonrpc", "error", "id"],
+  properties: { jsonrpc: { const: "2.0" }, error: JSON_RPC_ERROR_OBJECT, id: { type: "null" } },
+};
+
+/**
+ * One JSON-RPC 2.0 message a client sends: a request (`method` and `id`), a notification
+ * (`method`, no `id`) or its response to a server's request (`id`, with `result` or `error`).
+ */
+const JSON_RPC_MESSAGE: Json = {
+  type: "object",
+  required: ["jsonrpc"],
+  description:
+    "A JSON-RPC 2.0 message: a request (method and id), a notification (method, no id), or a response to a server's request (id, with result or error).",
   properties: {
     jsonrpc: { const: "2.0" },
-    error: {
-      type: "object",
-      required: ["code", "message"],
-      properties: { code: { type: "integer" }, message: { type: "string" } },
-    },
-    id: { type: "null" },
+    id: { type: ["string", "integer"] },
+    method: { type: "string" },
+    params: { type: "object", additionalProperties: true },
+    result: { type: "object", additionalProperties: true },
+    error: JSON_RPC_ERROR_OBJECT,
   },
 };
 
@@ -200,12 +218,24 @@ export const mcpDocument = (): Record<string, Json> => ({
         "JSON-RPC messages of the Model Context Protocol (2025 and 2026-07-28 revisions). Send Accept: application/json, text/event-stream.",
       // A key, or none: with x402 on, an agent with a wallet lists the tools and pays per call
       // (the guard above), as on the REST tool routes.
-      security: [{ ApiKey: [] }, {}],
+      security: [...KEY_SECURITY, {}],
       requestBody: {
         required: true,
         content: {
           "application/json": {
-            schema: { type: "object", description: "A JSON-RPC 2.0 message." },
+            // A batch is served too (batches.ts), up to the SDK's own cap.
+            schema: {
+              oneOf: [
+                JSON_RPC_MESSAGE,
+                {
+                  type: "array",
+                  description: "A JSON-RPC batch: several messages in one POST.",
+                  items: JSON_RPC_MESSAGE,
+                  minItems: 1,
+                  maxItems: MAX_BATCH_MESSAGES,
+                },
+              ],
+            },
           },
         },
       },

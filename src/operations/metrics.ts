@@ -14,6 +14,9 @@ export const metrics = defineRoute({
     "Prometheus metrics (text exposition format); a Bearer METRICS_TOKEN when one is configured.",
   auth: "public",
   errors: ["metrics_token_required"],
+  // Open when no METRICS_TOKEN is set, that token as a Bearer one when it is: the document cannot
+  // know which, so it offers both (the MetricsToken scheme says when it applies).
+  security: [{}, { MetricsToken: [] }],
   produces: "text/plain",
   async handler({ services, req }) {
     const token = services.config.metricsToken;

@@ -111,17 +111,21 @@ function errorList(responses: Json): string {
 
 const anchor = (method: string, path: string) =>
   `${method}-${path}`.replace(/[^a-zA-Z0-9]+/g, "-").replace(/-$/, "");
-const authOf = (op: Json): "key" | "admin" | "none" | "optional" => {
+const authOf = (op: Json): "key" | "admin" | "none" | "optional" | "metrics" => {
   const schemes = (op.security ?? []) as Json[];
   if (schemes.length === 0) return "none";
+  if (schemes.some((s) => s.MetricsToken)) return "metrics";
   if (schemes.some((s) => Object.keys(s).length === 0)) return "optional";
   return schemes[0]!.AdminKey ? "admin" : "key";
 };
 const authText: Record<string, string> = {
   none: "none (public)",
-  key: "<code>x-api-key</code>: your API key",
+  key: "<code>x-api-key</code> (or <code>Authorization: Bearer</code>): your API key",
   admin: "<code>x-api-key</code>: the operator's <code>ADMIN_API_KEY</code>",
-  optional: "<code>x-api-key</code>, or no key and an x402 payment",
+  optional:
+    "<code>x-api-key</code> (or <code>Authorization: Bearer</code>), or no key and an x402 payment",
+  metrics:
+    "none, unless the gateway sets <code>METRICS_TOKEN</code>: then <code>Authorization: Bearer</code> that token",
 };
 
 /** One webhook event: when it is sent and the fields of its `data`. */
@@ -176,7 +180,7 @@ ${params.length ? `<h4>Parameters</h4><table><tbody>${params.map((p) => `<tr><td
 ${body ? fieldsTable(body, "Request body") : ""}
 <h4>Example</h4>
 ${variables.length ? `<p class="muted">${variables.map(([, v]) => `<code>$${v.variable}</code>: ${esc(v.from)}`).join("; ")}.</p>` : ""}
-${curlBlock(curlFor({ baseUrl: doc.servers[0].url, method, path, auth, example }), errorShown(example, x402Networks))}
+${curlBlock(curlFor({ baseUrl: doc.servers[0].url, method, path, auth: auth === "metrics" ? "none" : auth, example }), errorShown(example, x402Networks))}
 ${example?.response ? `<h4>Answer ${esc(okStatus)} (example)</h4>${pretty(example.response)}` : ""}
 ${okSchema ? fieldsTable(okSchema, `Answer ${esc(okStatus)}`) : ""}
 ${errorList(op.responses)}

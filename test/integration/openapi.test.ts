@@ -3,6 +3,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EVENT_DATA } from "../../src/events/types.js";
+import { MAX_BATCH_MESSAGES } from "../../src/mcp/batches.js";
 import { TOOLS } from "../../src/tools/catalogue/index.js";
 import { admin, call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
 
@@ -32,7 +33,8 @@ describe("GET /openapi.json", () => {
     for (const tool of TOOLS) {
       const op = doc.paths[`/v1/tools/${tool.name}`]?.post;
       expect(op, tool.name).toBeDefined();
-      expect(op.security).toEqual([{ ApiKey: [] }, {}]); // a key, or no key and an x402 payment
+      // A key (x-api-key, or the same key as a Bearer token), or no key and an x402 payment.
+      expect(op.security).toEqual([{ ApiKey: [] }, { BearerKey: [] }, {}]);
       expect(op.requestBody.content["application/json"].schema.examples.length).toBeGreaterThan(0);
       expect(op.responses["200"].content["application/json"].schema.type).toBe("object");
       expect(op["x-price"].credits).toBe(tool.cost);
@@ -43,9 +45,14 @@ describe("GET /openapi.json", () => {
   });
 
   it("says when to retry on every 503 and 429 (Retry-After), as the answers do", () => {
-    const answers = Object.values(doc.paths).flatMap((ops: any) =>
+    // All but /readyz's 503: the probe's own answer, which has none (tested below).
+    const answers = Object.entries(doc.paths).flatMap(([path, ops]: [string, any]) =>
       Object.values(ops).flatMap((op: any) =>
-        ["429", "503"].flatMap((status) => (op.responses?.[status] ? [op.responses[status]] : [])),
+        ["429", "503"].flatMap((status) =>
+          op.responses?.[status] && !(path === "/readyz" && status === "503")
+            ? [op.responses[status]]
+            : [],
+        ),
       ),
     );
     expect(answers.length).toBeGreaterThan(50);
@@ -131,6 +138,50 @@ describe("GET /openapi.json", () => {
       expect(schema, what).toBeDefined();
       const valid = ajv.validate(schema, JSON.parse(text));
       expect([what, valid, ajv.errors ?? null]).toEqual([what, true, null]);
+    }
+  });
+
+  it("documents POST /mcp's body as what it serves: a JSON-RPC message, or a non-empty batch of them", async () => {
+    const body = doc.paths["/mcp"].post.requestBody;
+    expect(body.required).toBe(true);
+    const schema = body.content["application/json"].schema;
+    const validate = documentValidator().compile(schema);
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    const post = (json: unknown) =>
+      fetch(`${gw.url}/mcp`, {
+        method: "POST",
+        headers: {
+          "x-api-key": key,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify(json),
+      });
+    const ping = (id: number | string) => ({ jsonrpc: "2.0", id, method: "ping" });
+    const notification = { jsonrpc: "2.0", method: "notifications/initialized" };
+    // What the gateway serves, the document takes.
+    for (const [what, json, status] of [
+      ["a request", ping(1), 200],
+      ["a notification", notification, 202],
+      ["a batch of requests", [ping(1), ping("two")], 200],
+      ["a batch with a notification", [notification, ping(3)], 200],
+    ] as const) {
+      const res = await post(json);
+      await res.text();
+      expect([what, res.status]).toEqual([what, status]);
+      expect([what, validate(json), validate.errors ?? null]).toEqual([what, true, null]);
+    }
+    // What it refuses, the document does not take.
+    for (const [what, json] of [
+      ["an empty batch", []],
+      ["a batch over the cap", Array.from({ length: MAX_BATCH_MESSAGES + 1 }, (_, i) => ping(i))],
+      ["not JSON-RPC", { method: "ping", id: 1 }],
+      ["a bare number", 1],
+    ] as const) {
+      const res = await post(json);
+      await res.text();
+      expect([what, res.status]).toEqual([what, 400]);
+      expect([what, validate(json)]).toEqual([what, false]);
     }
   });
 
@@ -360,6 +411,119 @@ describe("webhook deliveries", () => {
     const section = page.match(/<section id="event-credits\.low"[\s\S]*?<\/section>/)?.[0];
     expect(section).toContain("<code>credits_remaining</code>");
     expect(section).toContain("<code>threshold</code>");
+  });
+});
+
+describe("security schemes", () => {
+  it("offer the key as a Bearer token wherever x-api-key takes it, as every keyed door reads it", async () => {
+    expect(doc.components.securitySchemes.BearerKey).toEqual({
+      type: "http",
+      scheme: "bearer",
+      description: expect.stringContaining("Authorization: Bearer tg_live_"),
+    });
+    expect(doc.security).toEqual([{ ApiKey: [] }, { BearerKey: [] }]);
+    // Each operation that takes the key offers the bearer as a separate alternative (OR), never
+    // both together (AND); the admin key is not a tg_ key, so not read from a Bearer.
+    let keyed = 0;
+    for (const [path, item] of Object.entries<Record<string, { security?: object[] }>>(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        const schemes: object[] = op.security ?? doc.security;
+        const names = schemes.map((s) => Object.keys(s).join("+"));
+        expect(names, `${method} ${path}`).not.toContain("ApiKey+BearerKey");
+        if (names.includes("ApiKey")) {
+          keyed++;
+          expect(names, `${method} ${path}`).toContain("BearerKey");
+        }
+        if (names.includes("AdminKey")) expect(names, `${method} ${path}`).toEqual(["AdminKey"]);
+      }
+    }
+    expect(keyed).toBeGreaterThan(20);
+    expect(doc.paths["/api/v1/account"].get.security).toEqual([{ ApiKey: [] }, { BearerKey: [] }]);
+    expect(doc.paths["/mcp"].post.security).toEqual([{ ApiKey: [] }, { BearerKey: [] }, {}]);
+    // And the gateway does take it so, on an account route and a tool call.
+    const { key, accountId } = await fundedAccount(gw.url, 10);
+    const bearer = { authorization: `Bearer ${key}` };
+    const account = await call(`${gw.url}/api/v1/account`, { headers: bearer });
+    expect([account.status, account.body.id]).toEqual([200, accountId]);
+    const hashed = await call(`${gw.url}/v1/tools/hash`, {
+      headers: bearer,
+      body: { text: "a" },
+    });
+    expect(hashed.status).toBe(200);
+  });
+});
+
+describe("an operator's gateway: METRICS_TOKEN set, its store unreachable", () => {
+  let down: TestGateway;
+  beforeAll(async () => {
+    down = await startGateway({
+      env: {
+        REDIS_URL: "redis://127.0.0.1:1",
+        SECRET_KEY: "s".repeat(40),
+        METRICS_TOKEN: "m".repeat(24),
+      },
+    });
+  });
+  afterAll(() => down?.stop());
+
+  it("GET /readyz: the document describes the 503 it answers, the probe's own body, not the error shape", async () => {
+    const op = doc.paths["/readyz"].get;
+    const notReady = op.responses["503"];
+    expect(notReady.content["application/json"].schema).toEqual({
+      type: "object",
+      properties: {
+        status: { type: "string", const: "unavailable" },
+        store: { type: "string", const: "unreachable" },
+      },
+      required: ["status", "store"],
+      additionalProperties: false,
+    });
+    expect(notReady.headers["Retry-After"]).toBeUndefined();
+    expect(op.responses["200"].content["application/json"].schema.properties.status).toEqual({
+      type: "string",
+      const: "ready",
+    });
+    const res = await fetch(`${down.url}/readyz`);
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBeNull();
+    const ajv = documentValidator();
+    const body = await res.json();
+    expect([ajv.validate(notReady.content["application/json"].schema, body), ajv.errors]).toEqual([
+      true,
+      null,
+    ]);
+    // The document served by that gateway says the same.
+    const itsDoc = (await call(`${down.url}/openapi.json`)).body;
+    expect(itsDoc.paths["/readyz"].get.responses["503"]).toEqual(notReady);
+  });
+
+  it("GET /metrics: open, or a Bearer METRICS_TOKEN when the gateway sets one, as the document says", async () => {
+    const op = doc.paths["/metrics"].get;
+    expect(op.security).toEqual([{}, { MetricsToken: [] }]);
+    expect(doc.components.securitySchemes.MetricsToken).toEqual({
+      type: "http",
+      scheme: "bearer",
+      description: expect.stringContaining("METRICS_TOKEN"),
+    });
+    expect(op.responses["401"].description).toBe("metrics_token_required");
+    // No token set: open (the empty alternative).
+    expect((await fetch(`${gw.url}/metrics`)).status).toBe(200);
+    // A token set: 401 without it, 200 with it as a Bearer.
+    const refused = await fetch(`${down.url}/metrics`);
+    expect([refused.status, refused.headers.get("www-authenticate")]).toEqual([
+      401,
+      'Bearer realm="metrics"',
+    ]);
+    const served = await fetch(`${down.url}/metrics`, {
+      headers: { authorization: `Bearer ${"m".repeat(24)}` },
+    });
+    expect(served.status).toBe(200);
+    // /docs says so too, and shows no API key or x402 payment for it.
+    const page = await (await fetch(`${gw.url}/docs`)).text();
+    const section = page.match(/<section id="get-metrics"[\s\S]*?<\/section>/)?.[0];
+    expect(section).toContain("unless the gateway sets <code>METRICS_TOKEN</code>");
+    expect(section).not.toContain("x402");
+    expect(section).not.toContain("x-api-key");
   });
 });
 

@@ -1,5 +1,5 @@
 import type { Json } from "../../http/openapi.js";
-import { BODY_ERRORS, errorResponses, rateLimitHeaders } from "../../http/openapi.js";
+import { BODY_ERRORS, KEY_SECURITY, errorResponses, rateLimitHeaders } from "../../http/openapi.js";
 import type { DocumentConfig } from "../../http/route.js";
 import { TOOLS } from "../catalogue/index.js";
 import { formatCredits, priceOf } from "../pricing.js";
@@ -30,7 +30,7 @@ export function callToolDocument(config: DocumentConfig): Record<string, Json> {
           description: `${tool.description}\n\nPrice: ${formatCredits(price.credits)} ($${price.usd}) per successful call; failed calls are refunded.${tool.aliases.length ? ` Aliases: ${tool.aliases.join(", ")} (also callable as ${tool.aliases.map((alias) => `POST /v1/tools/${alias}`).join(", ")}).` : ""}`,
           "x-price": price,
           ...(tool.aliases.length ? { "x-aliases": [...tool.aliases] } : {}),
-          security: [{ ApiKey: [] }, {}],
+          security: [...KEY_SECURITY, {}],
           parameters: [
             idempotencyKeyParameter(
               "Same key and body: the stored answer is replayed, charged once.",

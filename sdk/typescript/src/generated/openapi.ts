@@ -9809,7 +9809,37 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": {
+                    error?: {
+                        code: number;
+                        message: string;
+                    };
+                    id?: string | number;
+                    /** @constant */
+                    jsonrpc: "2.0";
+                    method?: string;
+                    params?: {
+                        [key: string]: unknown;
+                    };
+                    result?: {
+                        [key: string]: unknown;
+                    };
+                } | {
+                    error?: {
+                        code: number;
+                        message: string;
+                    };
+                    id?: string | number;
+                    /** @constant */
+                    jsonrpc: "2.0";
+                    method?: string;
+                    params?: {
+                        [key: string]: unknown;
+                    };
+                    result?: {
+                        [key: string]: unknown;
+                    };
+                }[];
             };
         };
         responses: {
@@ -10217,15 +10247,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description store_unavailable */
+            /** @description Not ready: the store cannot be reached. The readiness answer, not the error shape. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
-                    "Retry-After"?: number;
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": {
+                        /** @constant */
+                        status: "unavailable";
+                        /** @constant */
+                        store: "unreachable";
+                    };
                 };
             };
         };
