@@ -37,18 +37,36 @@ export async function reclaimLink(services: Services, accountId: string): Promis
   return `${services.config.publicBaseUrl}${RECLAIM_PATH}?token=${accountId}.${secret}`;
 }
 
-/** Everything someone other than the address's owner could have left on the account, removed. */
+/** How many rounds the take-back makes at the most, each one after something was still found. */
+const MAX_ROUNDS = 20;
+
+/**
+ * Everything someone other than the address's owner could have left on the account, removed. A
+ * round ends every session, revokes every key, then removes webhooks, single sign-on and custom
+ * tools; rounds go on until one finds nothing left. Someone holding a key or a session meanwhile
+ * may make another key, or set one of these up, until that credential is ended: a later round
+ * finds what landed before it, and every such write checks its credential again once written and
+ * undoes itself if it has ended (http/auth.ts keepIfCredentialHolds; the SSO sign-in likewise).
+ */
 async function reclaimAccount(services: Services, accountId: string): Promise<void> {
   const { store } = services;
-  // Webhooks first: revoking the keys must not tell anyone else's receiver about it.
-  for (const hook of await store.listWebhooks(accountId))
-    await store.deleteWebhook(accountId, hook.id);
-  await store.deleteSsoConnection(accountId);
-  for (const tool of await store.listCustomTools(accountId))
-    await store.deleteCustomTool(accountId, tool.name);
-  for (const key of await store.listKeys(accountId))
-    if (!isRevoked(key)) await store.revokeKey(accountId, key.id, 0);
-  await store.endAccountSessions(accountId);
+  for (let round = 1; round <= MAX_ROUNDS; round++) {
+    await store.endAccountSessions(accountId);
+    let found = 0;
+    // Every key still working when listed counts, whoever ends it: a key its own rotation
+    // revoked meanwhile has a replacement the next round finds.
+    for (const key of await store.listKeys(accountId))
+      if (!isRevoked(key)) {
+        await store.revokeKey(accountId, key.id, 0);
+        found++;
+      }
+    for (const hook of await store.listWebhooks(accountId))
+      if (await store.deleteWebhook(accountId, hook.id)) found++;
+    if (await store.deleteSsoConnection(accountId)) found++;
+    for (const tool of await store.listCustomTools(accountId))
+      if (await store.deleteCustomTool(accountId, tool.name)) found++;
+    if (found === 0) break;
+  }
   await store.verifyEmail(accountId, {
     amount: EMAIL_VERIFIED_CREDITS,
     requestId: `verify-email:${accountId}`,

@@ -50,20 +50,27 @@ export interface DashboardSession {
   account: AccountRecord;
 }
 
-/** Opens a session for the account and sets its cookie on the answer; `keyId`: the key it was opened with. */
+/**
+ * Opens a session for the account and sets its cookie on the answer; `keyId`: the key it was
+ * opened with. `confirm`, run once the session exists, may still refuse it (then it is ended, and
+ * no cookie is set): what allowed it may have been withdrawn meanwhile, with nothing left to end
+ * the session after (a single sign-on connection removed when the account was taken back).
+ */
 export async function openSession(
   services: Services,
   res: Response,
   accountId: string,
   via: SessionRecord["via"],
   keyId?: string,
+  confirm?: () => Promise<unknown>,
 ): Promise<void> {
   const secret = newSecret();
   const now = Date.now();
   const { sessionIdleMs, sessionMaxMs } = services.config.dashboard;
+  const id = sha256(secret);
   await services.store.createSession(
     {
-      id: sha256(secret),
+      id,
       accountId,
       csrfToken: newSecret(),
       createdAt: now,
@@ -73,6 +80,12 @@ export async function openSession(
     },
     sessionIdleMs,
   );
+  try {
+    await confirm?.();
+  } catch (err) {
+    await services.store.endSession(accountId, id);
+    throw err;
+  }
   res.append(
     "Set-Cookie",
     sessionCookie(services, `${accountId}.${secret}`, Math.floor(sessionMaxMs / 1000)),
@@ -199,7 +212,12 @@ export async function authenticateSession(
   if (!["GET", "HEAD", "OPTIONS"].includes(req.method)) requireCsrf(req, current.session);
   res.locals.accountId = current.account.id;
   // A session is opened only with a key without controls, or an e-mailed link: it manages everything.
-  return { account: current.account, keyId: null, keyLimited: false };
+  return {
+    account: current.account,
+    keyId: null,
+    sessionId: current.session.id,
+    keyLimited: false,
+  };
 }
 
 /**

@@ -208,15 +208,18 @@ export function ssoSignInRoutes(services: Services): Router {
       if (!saved)
         throw refused(`This sign-in attempt has expired or was used already. ${START_AGAIN}`);
       const attempt = JSON.parse(saved) as Attempt;
-      const connection = await usableConnection(services, attempt.accountId);
-      if (
-        !connection ||
-        connection.issuer !== attempt.issuer ||
-        connection.clientId !== attempt.clientId
-      )
-        throw refused(
-          `Single sign-on for this account was changed or turned off during the sign-in. ${START_AGAIN}`,
-        );
+      // Checked before the provider is asked, and again once the session exists: the provider's
+      // answer can take as long as the provider likes, and an account taken back meanwhile
+      // (dashboard/reclaim.ts) has its connection removed and its sessions ended before that.
+      const stillSetUp = async () => {
+        const now = await usableConnection(services, attempt.accountId);
+        if (!now || now.issuer !== attempt.issuer || now.clientId !== attempt.clientId)
+          throw refused(
+            `Single sign-on for this account was changed or turned off during the sign-in. ${START_AGAIN}`,
+          );
+        return now;
+      };
+      const connection = await stillSetUp();
       // The redirect URI as registered (PUBLIC_BASE_URL), with the provider's answer as received.
       const callbackUrl = new URL(redirectUri());
       callbackUrl.search = new URL(req.originalUrl, callbackUrl).search;
@@ -234,7 +237,7 @@ export function ssoSignInRoutes(services: Services): Router {
         throw refused(
           `${user.email} may not sign in to this account: single sign-on is open to addresses at ${connection.emailDomains.join(", ")} only.`,
         );
-      await openSession(services, res, attempt.accountId, "sso");
+      await openSession(services, res, attempt.accountId, "sso", undefined, stillSetUp);
       res.redirect(303, "/dashboard");
     } catch (err) {
       sendSignInRefusal(services, res, err);

@@ -4,13 +4,20 @@ import type { IncomingMessage } from "node:http";
 import { headerOf } from "./exchange.js";
 import { parseApiKey } from "../accounts/api-keys.js";
 import type { Services } from "../services.js";
-import type { AccountRecord, AdmitOutcome, RateState } from "../store/types.js";
+import {
+  type AccountRecord,
+  type AdmitOutcome,
+  isRevoked,
+  type RateState,
+} from "../store/types.js";
 import { ApiError } from "./errors.js";
 import { windowHeaders } from "./endpoint-limits.js";
 
 export interface KeyCaller {
   account: AccountRecord;
   keyId: string | null;
+  /** The dashboard session the request came with (its caller has no key of its own). */
+  sessionId?: string;
   /**
    * The request came with a key that has account controls (expiry, tools, budget): it may call
    * tools within them and read the account, but not manage keys or controls — else it could lift
@@ -26,6 +33,39 @@ export function requireUnrestrictedKey(caller: KeyCaller): void {
       "unrestricted_key_required",
       "This API key has account controls (an expiry, allowed tools or a budget): it cannot manage keys or controls, webhooks or custom tools, nor buy a plan or settle as a facilitator. Use a key without controls, or the dashboard.",
     );
+}
+
+/**
+ * Keeps what a request wrote only if the credential it came with still holds once written; else
+ * undoes it and refuses. Taking an account back (dashboard/reclaim.ts) revokes every key and ends
+ * every session, while a write authenticated before may still be on its way, held up by a step
+ * its sender controls (an SSO provider's discovery, a DNS lookup): it must not land after and
+ * keep a way in. One read after the write: the take-back, which removes what it finds after
+ * ending the credentials, finds what landed before; this finds the rest.
+ */
+export async function keepIfCredentialHolds(
+  services: Services,
+  caller: KeyCaller,
+  undo: () => Promise<unknown>,
+): Promise<void> {
+  const { store } = services;
+  const accountId = caller.account.id;
+  if (caller.sessionId) {
+    if (await store.touchSession(accountId, caller.sessionId, null)) return;
+    await undo();
+    throw new ApiError(
+      "session_required",
+      "The dashboard session ended while the request ran; nothing was changed.",
+    );
+  }
+  if (!caller.keyId) return;
+  const key = await store.getKey(accountId, caller.keyId);
+  if (key && !isRevoked(key)) return;
+  await undo();
+  throw new ApiError(
+    "api_key_revoked",
+    "The API key was revoked while the request ran; nothing was changed.",
+  );
 }
 
 /**

@@ -500,6 +500,7 @@ export interface IdempotencyClaim {
 export interface FailedAnswer {
   code: string;
   message: string;
+  param?: string;
   retryAfter?: string;
 }
 

@@ -179,17 +179,22 @@ async function whileInProgress<T>(
 }
 
 /** The answer of the execution a request waited on, which failed (and was refunded): the same refusal. */
-export const failureReplayed = ({ code, message, retryAfter }: FailedAnswer) =>
-  new ApiError(
-    code as ErrorCode,
-    message,
-    retryAfter ? { headers: { "Retry-After": retryAfter } } : {},
-  );
+export const failureReplayed = ({ code, message, param, retryAfter }: FailedAnswer) =>
+  new ApiError(code as ErrorCode, message, {
+    ...(param ? { param } : {}),
+    ...(retryAfter ? { headers: { "Retry-After": retryAfter } } : {}),
+  });
 
 /** What a failed call leaves for the requests waiting on its Idempotency-Key. */
 const failedAnswer = (failure: ApiError): FailedAnswer => {
   const retryAfter = failure.options.headers?.["Retry-After"];
-  return { code: failure.code, message: failure.message, ...(retryAfter ? { retryAfter } : {}) };
+  const { param } = failure.options;
+  return {
+    code: failure.code,
+    message: failure.message,
+    ...(param ? { param } : {}),
+    ...(retryAfter ? { retryAfter } : {}),
+  };
 };
 
 const stillInProgress = () =>

@@ -22,6 +22,8 @@ export interface TestOidcProvider {
   clientId: string;
   clientSecret: string;
   publishForeignKeys(on: boolean): void;
+  /** Holds each discovery request (`/.well-known/openid-configuration`) this long before answering. */
+  delayDiscovery(ms: number): void;
   /** The body of `PUT /api/v1/account/sso` for this provider's client and these domains. */
   settings(emailDomains: string[]): Record<string, unknown>;
   /** Follows an authorization URL through login and consent as `login`; returns the URL the provider redirects to (the gateway's callback, not followed). */
@@ -43,6 +45,7 @@ export async function startOidcProvider(options: {
   if (!dir) throw new Error("TEST_TLS_DIR is not set: the TLS global setup did not run");
   let provider: Provider | undefined;
   let foreign: string | null = null;
+  let discoveryDelayMs = 0;
   const server: Server = createServer(
     { key: readFileSync(join(dir, "server.key")), cert: readFileSync(join(dir, "server.pem")) },
     (req, res) => {
@@ -50,6 +53,8 @@ export async function startOidcProvider(options: {
         res.writeHead(200, { "content-type": "application/jwk-set+json" });
         return res.end(foreign);
       }
+      if (discoveryDelayMs > 0 && req.url?.startsWith("/.well-known/openid-configuration"))
+        return void setTimeout(() => provider!.callback()(req, res), discoveryDelayMs);
       provider!.callback()(req, res);
     },
   );
@@ -99,6 +104,9 @@ export async function startOidcProvider(options: {
       client_secret: clientSecret,
       email_domains: emailDomains,
     }),
+    delayDiscovery(ms) {
+      discoveryDelayMs = ms;
+    },
     publishForeignKeys(on) {
       foreign = on ? JSON.stringify({ keys: [foreignPublic] }) : null;
     },

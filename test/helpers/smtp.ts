@@ -10,6 +10,8 @@ export async function startSmtpServer(): Promise<{
   url: string;
   mails: ReceivedMail[];
   next(): Promise<ReceivedMail>;
+  /** The first message sent to `address`, once it has arrived (tests whose mails may cross). */
+  mailTo(address: string): Promise<ReceivedMail>;
   stop(): Promise<void>;
 }> {
   const mails: ReceivedMail[] = [];
@@ -38,6 +40,15 @@ export async function startSmtpServer(): Promise<{
       new Promise((resolve) =>
         mails.length > waiters.length ? resolve(mails[waiters.length]!) : waiters.push(resolve),
       ),
+    async mailTo(address) {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const mail = mails.find((m) => m.to.includes(address));
+        if (mail) return mail;
+        if (Date.now() > deadline) throw new Error(`no mail to ${address} within 10 s`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
     stop: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomId } from "../../src/lib/ids.js";
 import { admin, call, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { putSso, startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.js";
+import { freePort } from "../helpers/ports.js";
 import { startReceiver } from "../helpers/receiver.js";
 import { reclaimLink, startSmtpServer } from "../helpers/smtp.js";
 
@@ -11,18 +13,45 @@ import { reclaimLink, startSmtpServer } from "../helpers/smtp.js";
  */
 let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
 let rx: Awaited<ReturnType<typeof startReceiver>>;
+let idp: TestOidcProvider;
 let gw: TestGateway;
 
 beforeAll(async () => {
-  smtp = await startSmtpServer();
-  rx = await startReceiver();
-  gw = await startGateway({ env: { SMTP_URL: smtp.url, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" } });
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  [smtp, rx, idp] = await Promise.all([
+    startSmtpServer(),
+    startReceiver(),
+    startOidcProvider({ redirectUri: `${base}/dashboard/sso/callback` }),
+  ]);
+  gw = await startGateway({
+    env: {
+      SMTP_URL: smtp.url,
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: "1",
+      SSO_ALLOW_PRIVATE_TARGETS: "1",
+      PORT: String(port),
+      PUBLIC_BASE_URL: base,
+    },
+  });
 }, 60_000);
 afterAll(async () => {
   await gw?.stop();
-  await rx?.stop();
-  await smtp?.stop();
+  await Promise.all([rx?.stop(), smtp?.stop(), idp?.stop()]);
 });
+
+/** A squatter's account: signed up with `email`, moved to `tier`; its key and the owner's take-back token. */
+async function squatted(email: string, tier: string) {
+  const signup = await call(`${gw.url}/api/v1/signup`, {
+    body: { email },
+    headers: { "x-forwarded-for": client() },
+  });
+  expect(signup.status).toBe(201);
+  const accountId: string = signup.body.account.id;
+  await admin(gw.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier } });
+  const mail = await smtp.mailTo(email);
+  const token = new URL(reclaimLink(mail.raw)).searchParams.get("token")!;
+  return { accountId, key: signup.body.api_key as string, token };
+}
 
 const client = () => `10.9.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
 const asBrowser = {
@@ -75,8 +104,7 @@ describe("taking back an account someone signed up with your address", () => {
     expect(squatterCookie).toMatch(/^tg_session=/);
     const squatterKeys = [squatterKey, second.body.key, rotated.body.key];
 
-    const mail = await smtp.next();
-    expect(mail.to).toEqual([email]);
+    const mail = await smtp.mailTo(email);
     expect(mail.raw).toContain("Did not sign up?");
     const link = new URL(reclaimLink(mail.raw));
 
@@ -124,7 +152,7 @@ describe("taking back an account someone signed up with your address", () => {
       body: { email },
       headers: { "x-forwarded-for": client() },
     });
-    const link = new URL(reclaimLink((await smtp.next()).raw));
+    const link = new URL(reclaimLink((await smtp.mailTo(email)).raw));
     const token = link.searchParams.get("token")!;
     const madeUp = `${token.split(".")[0]}.${"A".repeat(43)}`;
     expect((await pressButton(madeUp)).status).toBe(400);
@@ -136,5 +164,53 @@ describe("taking back an account someone signed up with your address", () => {
     });
     expect(crossSite.status).toBe(403);
     expect(await keyWorks(signup.body.api_key)).toBe(true);
+  });
+
+  it("leaves no single sign-on set up by a request that was on its way when the account was taken back", async () => {
+    const { key, token } = await squatted(`owner-${randomId(8)}@example.com`, "business");
+    const domain = `squat-${randomId(6)}.example`;
+    idp.delayDiscovery(1500); // the squatter's own provider answers slowly
+    try {
+      const put = putSso(gw.url, key, idp.settings([domain]));
+      await new Promise((r) => setTimeout(r, 300));
+      const taken = await pressButton(token);
+      expect(taken.status).toBe(303);
+      const answer = await put;
+      expect([answer.status, answer.body.error?.code]).toEqual([401, "api_key_revoked"]);
+      const ownerCookie = (taken.headers.get("set-cookie") ?? "").split(";")[0]!;
+      const sso = await call(`${gw.url}/dashboard/api/v1/account/sso`, {
+        headers: { cookie: ownerCookie },
+      });
+      expect(sso.status).toBe(404);
+      // The domain is free again: nobody signs in to the owner's account through it.
+      expect(await gw.services.store.accountIdBySsoDomain(domain)).toBeNull();
+    } finally {
+      idp.delayDiscovery(0);
+    }
+  });
+
+  it("leaves no working key made while the account is taken back, with a key it had not revoked yet", async () => {
+    const { accountId, key, token } = await squatted(`owner-${randomId(8)}@example.com`, "pro");
+    const keys = [key];
+    // The squatter makes a key just after the take-back has listed the account's keys, with a
+    // key still working then: the moment a slower take-back, or a busier gateway, leaves open.
+    const store = gw.services.store;
+    const listKeys = store.listKeys;
+    store.listKeys = async (id) => {
+      const listed = await listKeys.call(store, id);
+      if (id === accountId && keys.length === 1) {
+        const made = await call(`${gw.url}/api/v1/keys`, { key, body: {} });
+        expect(made.status).toBe(201);
+        keys.push(made.body.key);
+      }
+      return listed;
+    };
+    try {
+      expect((await pressButton(token)).status).toBe(303);
+    } finally {
+      store.listKeys = listKeys;
+    }
+    expect(keys).toHaveLength(2);
+    for (const k of keys) expect(await keyWorks(k)).toBe(false);
   });
 });

@@ -1231,7 +1231,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       state: "in_progress",
       requestId: "req_fails",
     });
-    const failure = { code: "tool_timeout", message: "The tool did not answer in time." };
+    const failure = { code: "validation_failed", message: "bad x", param: "x" };
     const refunded = await store.refund(a.id, {
       requestId: "req_fails",
       reason: "tool failed",

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ApiError } from "../../http/errors.js";
 import { NO_CONTROL_CHARACTERS } from "../../lib/readable-text.js";
+import { keepIfCredentialHolds } from "../../http/auth.js";
 import { defineRoute } from "../../http/route.js";
 import { isExpired, isRevoked, type KeyRecord } from "../../store/types.js";
 import { issueKey, issueKeyWithinCap, keyCapReached } from "../accounts.js";
@@ -59,6 +60,10 @@ export const createKey = defineRoute({
     );
     if (!issued) throw keyCapReached(cap, "revoke one first.");
     const { plaintext, key } = issued;
+    // A take-back of the account (dashboard/reclaim.ts) while this ran must not leave it a way in.
+    await keepIfCredentialHolds(services, caller, () =>
+      services.store.revokeKey(caller.account.id, key.id, 0),
+    );
     return { status: 201, body: { ...keyView(key), key: plaintext } };
   },
 });
@@ -145,6 +150,13 @@ export const rotateKey = defineRoute({
       await services.store.revokeKey(accountId, key.id, 0);
       throw rotated.key.replacedBy ? alreadyRotated(rotated.key) : alreadyRevoked();
     }
+    // A take-back of the account (dashboard/reclaim.ts) while this ran must not leave it a way
+    // in. Rotating the very key the request came with, at once, ends that credential here, not
+    // the take-back: had the take-back revoked it first, this rotation was refused just above.
+    if (!(caller.keyId === old.id && body.grace_seconds === 0))
+      await keepIfCredentialHolds(services, caller, () =>
+        services.store.revokeKey(accountId, key.id, 0),
+      );
     return {
       status: 201,
       body: {

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ApiError } from "../../http/errors.js";
+import { keepIfCredentialHolds } from "../../http/auth.js";
 import { defineRoute } from "../../http/route.js";
 import { openSecret, sealSecret } from "../../webhooks/secrets.js";
 import {
@@ -114,6 +115,11 @@ export const putSsoConnection = defineRoute({
         `${saved.domain} is already used for single sign-on by another account.`,
         { param: "email_domains" },
       );
+    // A take-back of the account (dashboard/reclaim.ts) during the provider's discovery, which
+    // the caller's provider can make last, must not leave the caller a way back in.
+    await keepIfCredentialHolds(services, caller, () =>
+      services.store.deleteSsoConnection(accountId),
+    );
     return { body: ssoConnectionView(services, saved.connection) };
   },
 });

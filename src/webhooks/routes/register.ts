@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ApiError } from "../../http/errors.js";
+import { keepIfCredentialHolds } from "../../http/auth.js";
 import { defineRoute } from "../../http/route.js";
 import { randomId } from "../../lib/ids.js";
 import type { WebhookRecord } from "../../store/types.js";
@@ -53,6 +54,11 @@ export const registerWebhook = (owner: WebhookOwner) =>
           `At most ${services.config.webhooksPerAccount} webhooks per account.`,
         );
       }
+      // A take-back of the account (dashboard/reclaim.ts) while this ran must not leave it a way in.
+      if (caller)
+        await keepIfCredentialHolds(services, caller, () =>
+          services.store.deleteWebhook(ownerId, webhook.id),
+        );
       return { status: 201, body: { ...webhookView(webhook), secret } };
     },
   });

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { requireFeature } from "../../../accounts/tiers.js";
 import { ApiError } from "../../../http/errors.js";
+import { keepIfCredentialHolds } from "../../../http/auth.js";
 import { defineRoute } from "../../../http/route.js";
 import { SchemaError } from "../json-schema.js";
 import { customToolBody, customToolRecord } from "../spec.js";
@@ -85,6 +86,10 @@ export const createCustomTool = defineRoute({
         "validation_failed",
         `At most ${services.config.upstream.perAccount} custom tools per account.`,
       );
+    // A take-back of the account (dashboard/reclaim.ts) while this ran must not leave it a way in.
+    await keepIfCredentialHolds(services, caller, () =>
+      services.store.deleteCustomTool(caller.account.id, record.name),
+    );
     return {
       status: 201,
       body: {
