@@ -256,7 +256,7 @@ ${curlBlock(keylessCall, { status: 401, why: "no key, and this gateway takes no 
 }
 <h2 id="errors">Errors</h2>
 <p>Every error has one shape: <code>{"error": {"type", "code", "message", "param"?, "request_id"}}</code>. Branch on <code>code</code>:</p>
-<table><thead><tr><th>Status</th><th>Code</th><th>Type</th></tr></thead><tbody>${Object.entries(
+<div class="table-scroll" tabindex="0" role="region" aria-label="Error codes, scrollable"><table><thead><tr><th>Status</th><th>Code</th><th>Type</th></tr></thead><tbody>${Object.entries(
     ERRORS,
   )
     .sort((a, b) => a[1].status - b[1].status)
@@ -264,7 +264,7 @@ ${curlBlock(keylessCall, { status: 401, why: "no key, and this gateway takes no 
       ([code, e]) =>
         `<tr><td>${e.status}</td><td><code>${esc(code)}</code></td><td>${esc(e.type)}</td></tr>`,
     )
-    .join("")}</tbody></table>
+    .join("")}</tbody></table></div>
 <p>Rate limits are per account and tier (Free 60/min, Starter and Pro 300/min, Business 1,000/min); a keyed answer carries <code>RateLimit-Limit</code>, <code>RateLimit-Remaining</code> and <code>RateLimit-Reset</code>, and a 429 carries <code>Retry-After</code>.</p>
 <p>A successful tool call's answer also says what it cost (<code>X-Credits-Charged</code>, <code>X-Credits-Remaining</code>) and where its time went, in milliseconds: <code>Server-Timing: tool;dur=…, gateway;dur=…</code> (the tool's worker, and everything else this gateway did), with <code>payment;dur=…</code> for a call paid with x402 (verified, settled on chain, credited); a replay under an <code>Idempotency-Key</code> says <code>Idempotent-Replayed: true</code> and has <code>gateway</code> alone.</p>
 <h2 id="versioning">Versioning</h2>

@@ -35,16 +35,17 @@ export const esc = (s: unknown): string =>
     .replace(/'/g, "&#39;");
 
 const STYLE = `
-:root{--fg:#1d2330;--muted:#5b6475;--line:#e2e6ee;--bg:#fff;--code:#f4f6fa;--accent:#2456c7;--ok:#1a7f37;--warn:#b76e00;--bad:#c62828}
+:root{--fg:#1d2330;--muted:#5b6475;--line:#e2e6ee;--bg:#fff;--code:#f4f6fa;--accent:#2456c7;--ok:#1a7f37;--warn:#9a5c00;--bad:#c62828}
 *{box-sizing:border-box}body{font:15px/1.55 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:var(--bg);margin:0}
 header.site{border-bottom:1px solid var(--line);padding:.6rem 1.25rem;display:flex;gap:1.25rem;align-items:center;flex-wrap:wrap}
-header.site a{color:var(--fg);text-decoration:none}header.site a.brand{font-weight:700}header.site nav{display:flex;gap:1rem}
+header.site a{color:var(--fg);text-decoration:none}header.site a.brand{font-weight:700}header.site nav{display:flex;flex-wrap:wrap;gap:.25rem 1rem}
 main{max-width:64rem;margin:0 auto;padding:1.25rem}
 a{color:var(--accent)}h1{font-size:1.7rem;margin:.5rem 0}h2{margin-top:2.2rem;border-bottom:1px solid var(--line);padding-bottom:.3rem}
 h3{margin:1.6rem 0 .4rem}h4{margin:1rem 0 .3rem;font-size:.95rem;color:var(--muted)}
 pre{background:var(--code);padding:.7rem .9rem;overflow:auto;font-size:13px;border-radius:6px;line-height:1.45}
-code{font:13px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}p code,li code,td code{background:var(--code);padding:.05rem .3rem;border-radius:4px}
-table{border-collapse:collapse;width:100%;margin:.5rem 0}th,td{border-bottom:1px solid var(--line);padding:.35rem .5rem;text-align:left;vertical-align:top}
+code{font:13px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}p code,li code,td code{background:var(--code);padding:.05rem .3rem;border-radius:4px}
+input{max-width:100%}.table-scroll{overflow-x:auto;margin:.5rem 0}.table-scroll>table{margin:0}.table-scroll:focus-visible{outline:3px solid var(--fg);outline-offset:2px}
+table{border-collapse:collapse;width:100%;margin:.5rem 0}td{overflow-wrap:anywhere}th,td{border-bottom:1px solid var(--line);padding:.35rem .5rem;text-align:left;vertical-align:top}
 .muted{color:var(--muted)}.pill{display:inline-block;padding:0 .5rem;border-radius:1rem;font-size:.8rem;font-weight:600;border:1px solid currentColor}
 .operational{color:var(--ok)}.degraded{color:var(--warn)}.down,.major{color:var(--bad)}.unknown,.not_configured{color:var(--muted)}
 .method{font-weight:700;text-transform:uppercase}.get{color:#1a7f37}.post{color:#2456c7}.put{color:#8250df}.delete{color:#c62828}

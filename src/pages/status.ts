@@ -64,7 +64,7 @@ export function renderStatusPage(report: StatusReport, options: { autoRefresh: b
     .map(
       (
         group,
-      ) => `<h2>${esc(group)}</h2><table><thead><tr><th>Component</th><th>State</th><th>Uptime (90 days)</th><th>Latency p50 / p95 / p99</th></tr></thead><tbody>
+      ) => `<h2>${esc(group)}</h2><div class="table-scroll" tabindex="0" role="region" aria-label="${esc(group)}: components, scrollable"><table><thead><tr><th>Component</th><th>State</th><th>Uptime (90 days)</th><th>Latency p50 / p95 / p99</th></tr></thead><tbody>
 ${report.components
   .filter((c) => c.group === group)
   .map(
@@ -73,7 +73,7 @@ ${report.components
 <td>${percent(c.uptime_90d)}${uptimeBar(c.days)}</td>
 <td>${ms(c.latency_ms.p50)} / ${ms(c.latency_ms.p95)} / ${ms(c.latency_ms.p99)}<br><span class="muted">${c.latency_ms.source === "http" ? `${c.latency_ms.samples} requests` : `${c.latency_ms.samples} checks`}</span></td></tr>`,
   )
-  .join("\n")}</tbody></table>`,
+  .join("\n")}</tbody></table></div>`,
     )
     .join("\n");
   const active = report.incidents.active;

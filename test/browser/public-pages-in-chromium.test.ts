@@ -1,6 +1,11 @@
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { accessibilityProblems, launchChromium, watchPage } from "../helpers/browser.js";
+import {
+  accessibilityProblems,
+  contrastRatio,
+  launchChromium,
+  watchPage,
+} from "../helpers/browser.js";
 import { balanceOf, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
 
 /**
@@ -112,6 +117,52 @@ describe("public pages in Chromium", () => {
       "/changelog.rss",
     );
     expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it("/status, /changelog and /docs reflow at 320 px: nothing scrolls the page sideways (WCAG 1.4.10)", async () => {
+    const page = await browser.newPage({ viewport: { width: 320, height: 640 } });
+    const problems = watchPage(page, new URL(gw.url).origin);
+    const sideways: Record<string, number> = {};
+    for (const path of ["/status", "/changelog", "/docs"]) {
+      await page.goto(`${gw.url}${path}`);
+      sideways[path] = await page.evaluate(
+        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      );
+    }
+    expect(sideways).toEqual({ "/status": 0, "/changelog": 0, "/docs": 0 });
+    // What still scrolls (a wide table) does so in a region the keyboard can reach.
+    await page.goto(`${gw.url}/status`);
+    expect(await accessibilityProblems(page)).toEqual([]);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it("/status's state colours read at 4.5:1 on white, degraded and down included", async () => {
+    const { page } = await visit("/status");
+    const colours = await page.evaluate(() => {
+      const out: Record<string, string> = {};
+      for (const state of [
+        "operational",
+        "degraded",
+        "down",
+        "major",
+        "unknown",
+        "not_configured",
+      ]) {
+        const pill = document.createElement("span");
+        pill.className = `pill ${state}`;
+        pill.textContent = state;
+        document.querySelector("main")!.append(pill);
+        out[state] = getComputedStyle(pill).color;
+      }
+      return { states: out, background: getComputedStyle(document.body).backgroundColor };
+    });
+    const ratios = Object.entries(colours.states).map(
+      ([state, colour]) => [state, contrastRatio(colour, colours.background)] as const,
+    );
+    for (const [state, ratio] of ratios)
+      expect(ratio, `${state}: ${ratio.toFixed(2)}:1`).toBeGreaterThanOrEqual(4.5);
     await page.close();
   });
 });
