@@ -49,7 +49,7 @@ export async function renderKeysPage(
 <form id="create-key"><label for="key-name">Name (optional)</label><input id="key-name" name="name" type="text" maxlength="64" autocomplete="off">
 <fieldset class="stacked"><legend>Limits (optional)</legend>
 <p class="muted" id="limits-help">A key with limits calls tools within them, and cannot manage keys.</p>
-<label for="key-expires">Expires at (your local time)</label><input id="key-expires" name="expires_at" type="datetime-local" aria-describedby="limits-help">
+<label for="key-expires">Expires at (your local time)</label><input id="key-expires" name="expires_at" type="datetime-local" max="9999-12-31T23:59" aria-describedby="limits-help">
 <label for="key-tools">Allowed tools (names separated by commas; empty: every tool)</label><input id="key-tools" name="allowed_tools" type="text" autocomplete="off" placeholder="hash, qr-code">
 <label for="key-budget">Budget in credits</label><input id="key-budget" name="budget_credits" type="number" min="1" max="${MAX_KEY_BUDGET_CREDITS}" step="1" inputmode="numeric">
 <label for="key-budget-period">Budget period</label><select id="key-budget-period" name="budget_period"><option value="day">per day (UTC)</option><option value="month">per calendar month (UTC)</option></select>
@@ -58,14 +58,14 @@ export async function renderKeysPage(
 <div id="new-key" hidden><p class="warning" id="new-key-label">Copy this key now: it is shown only once.</p><code class="secret" id="new-key-secret"></code><button type="button" class="secondary" data-copy="new-key-secret">Copy</button></div>
 </section>
 <section aria-labelledby="keys-heading"><h2 id="keys-heading">Your keys</h2>
-<div class="table-wrap"><table id="keys-table" data-refresh><caption class="muted">${active} active key${active === 1 ? "" : "s"}</caption>
+<div class="table-wrap" tabindex="0" role="region" aria-labelledby="keys-heading"><table id="keys-table" data-refresh><caption class="muted">${active} active key${active === 1 ? "" : "s"}</caption>
 <thead><tr><th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">Last four</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col">Expires</th><th scope="col">Tools</th><th scope="col">Budget</th><th scope="col">Actions</th></tr></thead>
 <tbody>${rows}</tbody></table></div></section>
 <dialog id="limits-dialog" aria-labelledby="limits-title"><form id="limits-form"><h2 id="limits-title">Limits of key <span class="key-label"></span></h2>
 <p class="muted" id="limits-edit-help">Empty a field to remove that limit. Changes apply from the key's next call, on every server.</p>
 <p class="notice error" id="limits-error" role="alert" hidden></p>
 <p class="warning session-key-warning" hidden>You signed in with this key: a key with limits opens no dashboard session, so saving limits signs you out here.</p>
-<label for="limits-expires">Expires at (your local time)</label><input id="limits-expires" name="expires_at" type="datetime-local" aria-describedby="limits-edit-help">
+<label for="limits-expires">Expires at (your local time)</label><input id="limits-expires" name="expires_at" type="datetime-local" max="9999-12-31T23:59" aria-describedby="limits-edit-help">
 <label for="limits-tools">Allowed tools (names separated by commas; empty: every tool)</label><input id="limits-tools" name="allowed_tools" type="text" autocomplete="off">
 <label for="limits-budget">Budget in credits (empty: no budget)</label><input id="limits-budget" name="budget_credits" type="number" min="1" max="${MAX_KEY_BUDGET_CREDITS}" step="1" inputmode="numeric">
 <label for="limits-budget-period">Budget period</label><select id="limits-budget-period" name="budget_period"><option value="day">per day (UTC)</option><option value="month">per calendar month (UTC)</option></select>

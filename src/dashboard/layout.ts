@@ -17,7 +17,8 @@ const DASHBOARD_STYLE = `<style>
 .card{border:1px solid var(--line);border-radius:8px;padding:.75rem 1rem}.card dt{color:var(--muted);font-size:.85rem}.card dd{margin:0;font-size:1.4rem;font-weight:600}
 button,.button{font:inherit;padding:.4rem .8rem;border-radius:6px;border:1px solid var(--accent);background:var(--accent);color:#fff;cursor:pointer}
 button.secondary{background:#fff;color:var(--accent)}button.danger{background:var(--bad);border-color:var(--bad)}
-button:focus-visible,a:focus-visible,input:focus-visible,select:focus-visible{outline:3px solid #ffbf47;outline-offset:2px}
+button:focus-visible,a:focus-visible,input:focus-visible,select:focus-visible,[tabindex]:focus-visible{outline:3px solid var(--fg);outline-offset:2px;box-shadow:0 0 0 2px #fff}
+button[aria-disabled=true]{opacity:.65;cursor:progress}.visually-hidden{position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;border:0}
 label{display:block;font-weight:600;margin:.6rem 0 .2rem}input[type=text],input[type=password],input[type=email],input[type=url],select{font:inherit;padding:.4rem .5rem;width:100%;max-width:32rem;border:1px solid #8a93a6;border-radius:6px}
 fieldset{border:1px solid var(--line);border-radius:6px;margin:.6rem 0;max-width:32rem}fieldset label{display:inline;font-weight:400;margin:0 .8rem 0 .2rem}
 fieldset.stacked label{display:block;font-weight:600;margin:.6rem 0 .2rem}input[type=number],input[type=datetime-local]{font:inherit;padding:.4rem .5rem;width:100%;max-width:32rem;border:1px solid #8a93a6;border-radius:6px;box-sizing:border-box}
@@ -25,7 +26,7 @@ fieldset.stacked label{display:block;font-weight:600;margin:.6rem 0 .2rem}input[
 .secret{word-break:break-all;background:var(--code);padding:.5rem;border-radius:6px;display:block;margin:.4rem 0}
 .feed{list-style:none;padding:0;margin:0}.feed li{border-bottom:1px solid var(--line);padding:.35rem 0;display:flex;gap:.75rem;flex-wrap:wrap}
 .feed .amount{font-weight:600;min-width:4rem}.feed .debit{color:var(--bad)}.feed .credit{color:var(--ok)}
-dialog{max-width:32rem;border:1px solid var(--line);border-radius:8px}dialog::backdrop{background:rgba(0,0,0,.35)}
+dialog{max-width:min(32rem,calc(100% - 2em));border:1px solid var(--line);border-radius:8px}dialog h2,dialog .target{overflow-wrap:anywhere}dialog::backdrop{background:rgba(0,0,0,.35)}
 .warning{color:var(--bad);font-weight:600}.actions{display:flex;gap:.4rem;flex-wrap:wrap}
 .table-wrap table.wide-last td:last-child{min-width:14rem}
 </style>`;

@@ -110,10 +110,13 @@ async function periodUsage(
 const amount = (n: number) => (n > 0 ? `+${n}` : String(n));
 const when = (ms: number) => `${new Date(ms).toISOString().replace("T", " ").slice(0, 19)} UTC`;
 
-/** One feed line; the dashboard script builds the same markup for live entries. */
+/**
+ * One feed line; the dashboard script builds the same markup for live entries. The parts are
+ * apart (a space between them: the flex layout shows none, a screen reader reads the words apart).
+ */
 export function feedItem(entry: LedgerEntry): string {
   const view = ledgerEntryView(entry);
-  return `<li data-entry-id="${esc(view.id)}"><time datetime="${view.at}">${when(entry.at)}</time><span class="amount ${entry.amount < 0 ? "debit" : "credit"}">${amount(entry.amount)}</span><span>${esc(entry.tool ?? entry.kind)}</span><span class="muted">${esc(entry.reason)} · balance ${entry.balance}</span></li>`;
+  return `<li data-entry-id="${esc(view.id)}"><time datetime="${view.at}">${when(entry.at)}</time> <span class="amount ${entry.amount < 0 ? "debit" : "credit"}">${amount(entry.amount)}</span> <span>${esc(entry.tool ?? entry.kind)}</span> <span class="muted">${esc(entry.reason)} · balance ${entry.balance}</span></li>`;
 }
 
 /** This month's spend beside the spend alert, and the form that sets it (the state is refreshed after a change). */
@@ -152,7 +155,8 @@ export async function renderOverview(
 ${account.email && !account.emailVerified ? `<p class="notice">Your e-mail address ${esc(account.email)} is not verified yet: open the link we sent to receive 75 more credits.</p>` : ""}
 <section aria-labelledby="live-heading"><h2 id="live-heading">Live usage</h2>
 <p class="muted" id="live-state">Calls and credit changes appear here as they happen, from every gateway process.</p>
-<ol class="feed" data-testid="usage-feed" aria-live="polite" aria-relevant="additions" data-after="${esc(newest[0]?.id ?? "0-0")}">${newest.map(feedItem).join("")}</ol>
+<p id="live-summary" class="visually-hidden" role="status" aria-live="polite"></p>
+<ol class="feed" data-testid="usage-feed" data-after="${esc(newest[0]?.id ?? "0-0")}">${newest.map(feedItem).join("")}</ol>
 </section>
 ${spendAlertSection(account)}
 <section aria-labelledby="sessions-heading"><h2 id="sessions-heading">Sessions</h2>

@@ -27,7 +27,7 @@ export async function renderSsoPage(
   const view = record ? ssoConnectionView(services, record) : null;
   const redirectUri = `${services.config.publicBaseUrl}${SSO_CALLBACK_PATH}`;
   const status = view
-    ? `<div class="table-wrap"><table><tbody>
+    ? `<div class="table-wrap" tabindex="0" role="region" aria-labelledby="status-heading"><table><tbody>
 <tr><th scope="row">Status</th><td>On</td></tr>
 <tr><th scope="row">Issuer</th><td><code>${esc(view.issuer)}</code></td></tr>
 <tr><th scope="row">Client ID</th><td><code>${esc(view.client_id)}</code></td></tr>

@@ -45,7 +45,7 @@ export async function renderWebhooksPage(
 <div id="new-secret" hidden><p class="warning">Copy the signing secret now: it is shown only once.</p><code class="secret" id="new-secret-value"></code><button type="button" class="secondary" data-copy="new-secret-value">Copy</button></div>
 </section>
 <section aria-labelledby="webhooks-heading"><h2 id="webhooks-heading">Your webhooks</h2>
-<div class="table-wrap"><table id="webhooks-table" data-refresh><caption class="muted">${hooks.length} of ${services.config.webhooksPerAccount}</caption>
+<div class="table-wrap" tabindex="0" role="region" aria-labelledby="webhooks-heading"><table id="webhooks-table" data-refresh><caption class="muted">${hooks.length} of ${services.config.webhooksPerAccount}</caption>
 <thead><tr><th scope="col">URL</th><th scope="col">Events</th><th scope="col">Registered</th><th scope="col">Actions</th></tr></thead>
 <tbody>${rows}</tbody></table></div></section>
 <dialog id="delete-dialog" aria-labelledby="delete-title"><form method="dialog"><h2 id="delete-title">Delete this webhook?</h2><p class="target"></p><p>Nothing more is delivered to it.</p>
@@ -70,7 +70,7 @@ export async function renderDeliveriesPage(
     )
     .join("");
   const body = `<p><code>${esc(webhook.url)}</code> · <a href="/dashboard/webhooks">All webhooks</a></p>
-<div class="table-wrap"><table id="deliveries-table"><caption class="muted">The latest ${attempts.length} attempts, newest first</caption>
+<div class="table-wrap" tabindex="0" role="region" aria-label="Delivery attempts, scrollable"><table id="deliveries-table"><caption class="muted">The latest ${attempts.length} attempts, newest first</caption>
 <thead><tr><th scope="col">At</th><th scope="col">Event</th><th scope="col">Event id</th><th scope="col">Attempt</th><th scope="col">Status</th><th scope="col">Time</th><th scope="col">Outcome</th></tr></thead>
 <tbody>${rows || `<tr><td colspan="7">Nothing delivered yet: send a test from the webhooks list.</td></tr>`}</tbody></table></div>`;
   return dashboardPage(current, { title: "Delivery log", path: "/dashboard/webhooks", body });
