@@ -317,13 +317,17 @@ describe("the wallet in Chromium", () => {
     await starter.waitFor();
     // Meanwhile the operator moves the account to Business: Starter would now lower its tier.
     await setup.gw.services.store.setTier(walletAccountId(buyer.address), "business");
-    await starter.click();
+    // From the keyboard: focus stays on the page (never dropped to <body>) through the refusal.
+    await starter.focus();
+    await page.keyboard.press("Enter");
     await expect(page.getByRole("alert").textContent()).resolves.toBe(
       "The starter plan cannot be bought: the account has the Business tier, higher than the plan's; the plan would lower it.",
     );
     // The offer is brought up to date: no plan button, the reason instead.
     await page.locator("#plans li[data-plan=starter]").waitFor();
     await expect(page.locator("#plans button").count()).resolves.toBe(0);
+    // The button went with the old section: its heading has the focus now.
+    await expect(page.evaluate(() => document.activeElement?.id)).resolves.toBe("plans-heading");
     await expect(page.locator("#plans li[data-plan=starter]").textContent()).resolves.toContain(
       "Your Business tier includes this.",
     );
@@ -331,6 +335,25 @@ describe("the wallet in Chromium", () => {
     expect(wallet.requests.map((r) => r.method)).not.toContain("eth_signTypedData_v4");
     expect(problems.filter((p) => !p.includes("status of 409 (Conflict)"))).toEqual([]);
     await checkPage(page, "plan-refused");
+    await context.close();
+  });
+
+  it("says how else to buy when there is no browser wallet, keeping the keyboard's focus on the button", async () => {
+    const { context, page, problems } = await walletPage(anvilAccount(8));
+    await signInWithWallet(page);
+    await page.goto(`${setup.gw.url}/dashboard/plan`);
+    await page.evaluate(() => {
+      (window as unknown as { ethereum: unknown }).ethereum = undefined;
+    });
+    const pack = page.locator("button[data-buy=credits]").first();
+    await pack.focus();
+    await page.keyboard.press("Enter");
+    const said = (await page.getByRole("alert").textContent())!;
+    expect(said).toContain("No browser wallet was found");
+    expect(said).toContain("buy through the API");
+    expect(said).not.toContain("sign in");
+    await expect(pack.evaluate((b) => b === document.activeElement)).resolves.toBe(true);
+    expect(problems.filter((p) => !p.includes("status of 402"))).toEqual([]);
     await context.close();
   });
 

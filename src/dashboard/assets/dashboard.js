@@ -38,10 +38,31 @@
     return data;
   }
 
+  // The attributes that name a button's action and its row: its twin in a refreshed table has them too.
+  const TWIN_ATTRIBUTES = ["data-action", "data-key-id", "data-webhook-id", "data-copy"];
+
+  // Where focus goes when the element holding it is swapped out: the same button in the new markup
+  // (the key's "Change limits" after saving its limits), else the section's heading, so the next
+  // Tab continues from there instead of from the top of the page.
+  function refocus(lost, swapped) {
+    if (lost.tagName === "BUTTON") {
+      const selector = TWIN_ATTRIBUTES.filter((name) => lost.hasAttribute(name))
+        .map((name) => `[${name}="${CSS.escape(lost.getAttribute(name))}"]`)
+        .join("");
+      const twin = selector ? swapped.querySelector(`button${selector}`) : null;
+      if (twin) return twin.focus();
+    }
+    const heading = swapped.closest("section")?.querySelector("h2") ?? document.querySelector("h1");
+    if (!heading) return;
+    if (!heading.hasAttribute("tabindex")) heading.setAttribute("tabindex", "-1");
+    heading.focus();
+  }
+
   // Re-reads this page and swaps in the tables marked data-refresh: the server renders them. The
   // notice of a change is shown after this, so what it announces is already on the page. A change
   // to the key this session was opened with (revoked, given limits) ended the session: then the
-  // sign-in page says why, unless `keepPage` (a new key is shown that must be copied first).
+  // sign-in page says why, unless `keepPage` (a new key is shown that must be copied first). Focus
+  // inside a swapped table is moved to its replacement (see refocus), never left on <body>.
   async function refreshTables({ keepPage = false } = {}) {
     const res = await fetch(window.location.pathname, { credentials: "same-origin" });
     if (new URL(res.url).pathname === "/dashboard/sign-in") {
@@ -51,7 +72,12 @@
     const fresh = new DOMParser().parseFromString(await res.text(), "text/html");
     for (const old of document.querySelectorAll("[data-refresh]")) {
       const replacement = old.id ? fresh.getElementById(old.id) : null;
-      if (replacement) old.replaceWith(document.importNode(replacement, true));
+      if (!replacement) continue;
+      const active = document.activeElement;
+      const hadFocus = active && active !== old && old.contains(active);
+      const swapped = document.importNode(replacement, true);
+      old.replaceWith(swapped);
+      if (hadFocus) refocus(active, swapped);
     }
     return true;
   }
@@ -60,6 +86,9 @@
     const box = byId(boxId);
     byId(valueId).textContent = secret;
     box.hidden = false;
+    // A new secret has not been copied yet, whatever the button said of the last one.
+    const copyButton = box.querySelector("button[data-copy]");
+    if (copyButton) copyButton.textContent = "Copy";
     box.querySelector("button[data-copy]")?.focus();
   }
 
@@ -80,15 +109,25 @@
     });
   }
 
-  // Runs an action with its button disabled; a refusal is shown, never thrown away.
+  // A button at work is marked aria-disabled, not disabled: a disabled button loses the keyboard's
+  // focus (to <body>, and the next Tab starts from the top of the page). Clicks on it are ignored.
+  const isBusy = (button) => button?.getAttribute("aria-disabled") === "true";
+  function markBusy(button, on) {
+    if (!button) return;
+    if (on) button.setAttribute("aria-disabled", "true");
+    else button.removeAttribute("aria-disabled");
+  }
+
+  // Runs an action with its button marked busy (once at a time); a refusal is shown, never thrown away.
   async function busy(button, action) {
-    if (button) button.disabled = true;
+    if (isBusy(button)) return;
+    markBusy(button, true);
     try {
       await action();
     } catch (err) {
       notice(err.message, true);
     } finally {
-      if (button?.isConnected) button.disabled = false;
+      markBusy(button, false);
     }
   }
 
@@ -150,6 +189,15 @@
     });
   }
 
+  // A datetime-local field's value (the browser's local time) as the instant the API takes. The
+  // field takes years up to 275760, which no ISO 8601 instant of four-digit years can name.
+  function instant(value) {
+    const at = new Date(value);
+    if (Number.isNaN(at.getTime()) || at.getFullYear() > 9999)
+      throw new Error("Enter an expiry date before the year 10000.");
+    return at.toISOString();
+  }
+
   // An instant (ISO 8601) as a datetime-local field's value: the browser's local time, to the minute.
   function localInputValue(iso) {
     if (!iso) return "";
@@ -201,12 +249,13 @@
     for (const field of Object.keys(after))
       if (JSON.stringify(after[field]) !== JSON.stringify(editing.limits[field]))
         body[field] = after[field];
-    if (body.expires_at) body.expires_at = new Date(body.expires_at).toISOString();
     const label = editing.button.getAttribute("data-key-label");
     const id = encodeURIComponent(editing.button.getAttribute("data-key-id"));
-    if (submitter) submitter.disabled = true;
+    if (isBusy(submitter)) return;
+    markBusy(submitter, true);
     error.hidden = true;
     try {
+      if (body.expires_at) body.expires_at = instant(body.expires_at);
       if (Object.keys(body).length > 0) await api("PATCH", `/keys/${id}`, body);
       byId("limits-dialog").close();
       await refreshTables();
@@ -220,7 +269,7 @@
       error.textContent = err.message;
       error.hidden = false;
     } finally {
-      if (submitter) submitter.disabled = false;
+      markBusy(submitter, false);
     }
   }
 
@@ -287,7 +336,7 @@
       event.target instanceof Element
         ? event.target.closest("button[data-copy], button[data-action]")
         : null;
-    if (!button) return;
+    if (!button || isBusy(button)) return;
     if (button.hasAttribute("data-copy")) copy(button);
     else ACTIONS[button.getAttribute("data-action")]?.(button);
   });
@@ -298,7 +347,7 @@
     const name = fields.name.value.trim();
     if (name) body.name = name;
     // datetime-local is the browser's local time; the API takes an instant.
-    if (fields.expires_at.value) body.expires_at = new Date(fields.expires_at.value).toISOString();
+    if (fields.expires_at.value) body.expires_at = instant(fields.expires_at.value);
     const tools = toolList(fields.allowed_tools.value);
     if (tools.length > 0) body.allowed_tools = tools;
     if (fields.budget_credits.value)
@@ -345,6 +394,12 @@
     const checked = registerForm.querySelectorAll('input[name="events"]:checked');
     const events = Array.from(checked, (box) => box.value);
     const url = registerForm.elements.url.value.trim();
+    // Said here in words; the API's own refusal of an empty list stays as it is.
+    if (events.length === 0) {
+      notice("Choose at least one event.", true);
+      registerForm.querySelector('input[name="events"]')?.focus();
+      return;
+    }
     busy(registerForm.querySelector('button[type="submit"]'), async () => {
       const hook = await api("POST", "/webhooks/register", { url, events });
       showSecret("new-secret", "new-secret-value", hook.secret);
@@ -389,7 +444,8 @@
     const detail = document.createElement("span");
     detail.className = "muted";
     detail.textContent = `${entry.reason} · balance ${entry.balance}`;
-    item.append(time, amount, what, detail);
+    // Spaces between the parts, as in the server's markup: read out, they are words apart.
+    item.append(time, " ", amount, " ", what, " ", detail);
     return item;
   }
 
@@ -409,7 +465,28 @@
       spend.textContent = String(Math.max(0, Number(spend.textContent) - entry.amount));
   }
 
+  // The feed list is not a live region (a burst of calls would be read out entry by entry): a
+  // polite status region says what came, at most once per SUMMARY_MS, as one sentence.
+  const SUMMARY_MS = 3000;
+  function summarizer(region) {
+    let count = 0;
+    let balance = null;
+    let timer = null;
+    const say = () => {
+      timer = null;
+      if (!region || count === 0) return;
+      region.textContent = `${count} new ${count === 1 ? "entry" : "entries"}; balance ${balance} credits.`;
+      count = 0;
+    };
+    return (entry) => {
+      count += 1;
+      balance = entry.balance;
+      if (timer === null) timer = setTimeout(say, SUMMARY_MS);
+    };
+  }
+
   function followFeed(feed) {
+    const summarize = summarizer(byId("live-summary"));
     const balance = document.querySelector('[data-testid="credits-balance"]');
     const state = byId("live-state");
     const after = encodeURIComponent(feed.getAttribute("data-after") || "0-0");
@@ -421,6 +498,7 @@
       while (feed.children.length > 50) feed.lastElementChild.remove();
       if (balance) balance.textContent = String(entry.balance);
       countUsage(entry);
+      summarize(entry);
     });
     // More happened while the page was away than the stream catches up on: the page is read again.
     source.addEventListener("reload", () => {

@@ -16,17 +16,23 @@
     box.textContent = text;
   }
 
-  function wallet() {
+  // What to do without a wallet depends on what the wallet was for.
+  const NO_WALLET = {
+    "sign-in": "Install one, or sign in another way.",
+    buy: "Install one to pay from this page, or buy through the API with an x402 client (see the API reference).",
+  };
+
+  function wallet(purpose) {
     if (!window.ethereum?.request)
       throw new Error(
-        "No browser wallet was found (an EIP-1193 wallet such as a wallet extension). Install one, or sign in another way.",
+        `No browser wallet was found (an EIP-1193 wallet such as a wallet extension). ${NO_WALLET[purpose]}`,
       );
     return window.ethereum;
   }
 
   // The wallet's first account (asking the user to connect) and its current chain id.
-  async function connect() {
-    const provider = wallet();
+  async function connect(purpose) {
+    const provider = wallet(purpose);
     const accounts = await provider.request({ method: "eth_requestAccounts" });
     if (!accounts?.length) throw new Error("The wallet shared no account.");
     const chainId = Number.parseInt(await provider.request({ method: "eth_chainId" }), 16);
@@ -96,7 +102,7 @@
     const chainIds = section.getAttribute("data-chain-ids").split(",").map(Number);
     button.disabled = true;
     try {
-      const session = await onChain(await connect(), chainIds);
+      const session = await onChain(await connect("sign-in"), chainIds);
       say(status, "Sign the message in your wallet…");
       const challenge = await postJson("/dashboard/sign-in/wallet/challenge", {
         address: session.address,
@@ -242,7 +248,16 @@
       const html = await res.text();
       const fresh = new DOMParser().parseFromString(html, "text/html").getElementById("plans");
       const shown = byId("plans");
-      if (fresh && shown) shown.replaceWith(fresh);
+      if (!fresh || !shown) return;
+      const hadFocus = shown.contains(document.activeElement);
+      shown.replaceWith(fresh);
+      // Focus was on a button swapped out with the section: the section's heading takes it, so the
+      // next Tab goes on from there rather than from the top of the page.
+      const heading = hadFocus ? fresh.querySelector("h2") : null;
+      if (heading) {
+        heading.setAttribute("tabindex", "-1");
+        heading.focus();
+      }
     } catch {
       // Nothing to do: the purchase's own outcome is already on the page.
     }
@@ -256,8 +271,10 @@
     const what = button.getAttribute("data-what");
     const path = `/dashboard/api/v1/${kind}/purchase`;
     const body = kind === "credits" ? { pack: item } : { plan: item };
+    // Marked aria-disabled, not disabled: a disabled button drops the keyboard's focus to <body>.
     const buttons = document.querySelectorAll("button[data-buy]");
-    for (const b of buttons) b.disabled = true;
+    if (button.getAttribute("aria-disabled") === "true") return;
+    for (const b of buttons) b.setAttribute("aria-disabled", "true");
     try {
       const asked = await postJson(path, body, { "x-csrf-token": csrf });
       if (asked.res.status === 401) window.location.assign("/dashboard/sign-in?notice=expired");
@@ -265,7 +282,7 @@
       if (asked.res.status !== 402 || !required) throw failure(asked.data, asked.res);
       const offer = fromBase64Json(required);
       const chainIds = offer.accepts.map((r) => Number(r.network.split(":")[1]));
-      const session = await onChain(await connect(), chainIds);
+      const session = await onChain(await connect("buy"), chainIds);
       const requirement = offer.accepts.find((r) => r.network === `eip155:${session.chainId}`);
       say(status, `Confirm the payment for ${what} in your wallet…`);
       const payment = await pay(session, offer, requirement);
@@ -281,7 +298,7 @@
       // was rendered): the API's message stays shown, and the offer is brought up to date.
       if (err.code === "plan_not_purchasable") await refreshPlans();
     } finally {
-      for (const b of buttons) b.disabled = false;
+      for (const b of buttons) b.removeAttribute("aria-disabled");
     }
   }
 
