@@ -88,8 +88,9 @@
     box.hidden = false;
     // A new secret has not been copied yet, whatever the button said of the last one.
     const copyButton = box.querySelector("button[data-copy]");
-    if (copyButton) copyButton.textContent = "Copy";
-    box.querySelector("button[data-copy]")?.focus();
+    if (!copyButton) return;
+    copyButton.textContent = "Copy";
+    copyButton.focus();
   }
 
   // Shows a key dialog's warning about this session only for the key the session was opened with.
