@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { checkPage, launchChromium, watchPage } from "../helpers/browser.js";
+import { checkPage, launchChromium, signedInWithKey } from "../helpers/browser.js";
 import { freshDatabase } from "../helpers/postgres.js";
 import {
   call,
@@ -48,16 +48,8 @@ afterAll(async () => {
   await gw?.stop();
 });
 
-async function signedIn(key: string, viewport = { width: 1280, height: 900 }) {
-  const context = await browser.newContext({ viewport, acceptDownloads: true });
-  const page = await context.newPage();
-  const problems = watchPage(page, new URL(gw.url).origin);
-  await page.goto(`${gw.url}/dashboard/sign-in`);
-  await page.getByLabel("API key", { exact: true }).fill(key);
-  await page.getByRole("button", { name: "Sign in", exact: true }).click();
-  await page.waitForURL(`${gw.url}/dashboard`);
-  return { context, page, problems };
-}
+const signedIn = (key: string, viewport = { width: 1280, height: 900 }) =>
+  signedInWithKey(browser, gw.url, key, { viewport, acceptDownloads: true });
 
 /** Presses Tab until the element with `id` has the focus (at most 30 times). */
 async function tabTo(page: Page, id: string): Promise<void> {

@@ -4,7 +4,7 @@ import {
   accessibilityProblems,
   contrastRatio,
   launchChromium,
-  watchPage,
+  signedInWithKey,
 } from "../helpers/browser.js";
 import { callTool, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
 
@@ -29,16 +29,8 @@ afterAll(async () => {
   await gw?.stop();
 });
 
-async function signedIn(key: string, viewport = { width: 1280, height: 800 }) {
-  const context = await browser.newContext({ viewport });
-  const page = await context.newPage();
-  const problems = watchPage(page, new URL(gw.url).origin);
-  await page.goto(`${gw.url}/dashboard/sign-in`);
-  await page.getByLabel("API key", { exact: true }).fill(key);
-  await page.getByRole("button", { name: "Sign in", exact: true }).click();
-  await page.waitForURL(`${gw.url}/dashboard`);
-  return { context, page, problems };
-}
+const signedIn = (key: string, viewport = { width: 1280, height: 800 }) =>
+  signedInWithKey(browser, gw.url, key, { viewport });
 
 /** The focused element as a short description; "BODY" when focus fell to the document. */
 const focused = (page: Page) =>

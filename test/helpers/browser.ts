@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContextOptions, type Page } from "playwright-core";
 import { expect } from "vitest";
 
 /**
@@ -22,6 +22,26 @@ export function launchChromium(): Promise<Browser> {
     throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)`);
   }
   return chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
+}
+
+/**
+ * A new browser context signed in to the dashboard at `baseUrl` with `key` on the sign-in form,
+ * on the Overview, with the page's problems watched (`watchPage`).
+ */
+export async function signedInWithKey(
+  browser: Browser,
+  baseUrl: string,
+  key: string,
+  options: BrowserContextOptions = {},
+) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, ...options });
+  const page = await context.newPage();
+  const problems = watchPage(page, new URL(baseUrl).origin);
+  await page.goto(`${baseUrl}/dashboard/sign-in`);
+  await page.getByLabel("API key", { exact: true }).fill(key);
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await page.waitForURL(`${baseUrl}/dashboard`);
+  return { context, page, problems };
 }
 
 /** Collects the page's console errors (CSP refusals among them), uncaught errors, and requests to any origin but `origin`. */
