@@ -51,18 +51,21 @@ export interface DashboardSession {
 }
 
 /**
- * Opens a session for the account and sets its cookie on the answer; `keyId`: the key it was
- * opened with. `confirm`, run once the session exists, may still refuse it (then it is ended, and
- * no cookie is set): what allowed it may have been withdrawn meanwhile, with nothing left to end
- * the session after (a single sign-on connection removed when the account was taken back).
+ * Opens a session for the account and sets its cookie on the answer. `keyId`: the key it was
+ * opened with; `ssoConnectionAt`: the single sign-on connection it was opened under (each ends
+ * the session when it no longer holds). `confirm`, run once the session exists, may still refuse
+ * it (then it is ended, and no cookie is set): what allowed it may have been withdrawn meanwhile.
  */
 export async function openSession(
   services: Services,
   res: Response,
   accountId: string,
   via: SessionRecord["via"],
-  keyId?: string,
-  confirm?: () => Promise<unknown>,
+  {
+    keyId,
+    ssoConnectionAt,
+    confirm,
+  }: { keyId?: string; ssoConnectionAt?: number; confirm?: () => Promise<unknown> } = {},
 ): Promise<void> {
   const secret = newSecret();
   const now = Date.now();
@@ -77,6 +80,7 @@ export async function openSession(
       expiresAt: now + sessionMaxMs,
       via,
       ...(keyId ? { keyId } : {}),
+      ...(ssoConnectionAt ? { ssoConnectionAt } : {}),
     },
     sessionIdleMs,
   );
@@ -153,11 +157,18 @@ async function liveSession(
 ): Promise<DashboardSession | null> {
   const session = await services.store.touchSession(accountId, id, idleMs);
   if (!session) return null;
-  const [account, key] = await Promise.all([
+  const [account, key, sso] = await Promise.all([
     services.store.getAccount(session.accountId),
     session.keyId ? services.store.getKey(session.accountId, session.keyId) : null,
+    session.via === "sso" ? services.store.getSsoConnection(session.accountId) : null,
   ]);
-  if (session.keyId && !(key && couldOpenSession(key))) {
+  // A session opened with a key lasts while that key could open it; one opened by single sign-on
+  // while the connection it came through is the account's: not removed (as when the account is
+  // taken back) nor set up anew, though its settings may change.
+  const withdrawn =
+    (session.keyId && !(key && couldOpenSession(key))) ||
+    (session.via === "sso" && sso?.createdAt !== session.ssoConnectionAt);
+  if (withdrawn) {
     await services.store.endSession(session.accountId, session.id);
     return null;
   }

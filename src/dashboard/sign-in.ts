@@ -44,7 +44,7 @@ const NOTICES: Record<string, string> = {
   signed_out_everywhere: "You are signed out on every device.",
   expired: "Your session has ended; sign in again.",
   session_key_changed:
-    "The key you signed in with was revoked or given limits, which ends the sessions it opened: sign in again.",
+    "What you signed in with no longer opens this session (the key was revoked or given limits, or single sign-on was turned off): sign in again.",
 };
 const LINK_SENT =
   "If an account uses this address, a sign-in link is on its way to it. It works once.";
@@ -233,7 +233,9 @@ export function signInRoutes(services: Services): Router {
       const caller = await authenticate(services, key, requestId);
       // A key with account controls opens no session: the dashboard manages keys and controls.
       requireUnrestrictedKey(caller);
-      await openSession(services, res, caller.account.id, "api_key", caller.keyId ?? undefined);
+      await openSession(services, res, caller.account.id, "api_key", {
+        ...(caller.keyId ? { keyId: caller.keyId } : {}),
+      });
       res.redirect(303, "/dashboard");
     }),
   );

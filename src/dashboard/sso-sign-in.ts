@@ -211,7 +211,9 @@ export function ssoSignInRoutes(services: Services): Router {
       // Checked before the provider is asked, and again once the session exists: the provider's
       // answer can take as long as the provider likes, and an account taken back meanwhile
       // (dashboard/reclaim.ts) has its connection removed and its sessions ended before that.
-      const stillSetUp = async () => {
+      // The session then lasts only while this very connection is the account's (session.ts): one
+      // removed and set up anew meanwhile (even for a moment, by a request undoing itself) is not it.
+      const current = async () => {
         const now = await usableConnection(services, attempt.accountId);
         if (!now || now.issuer !== attempt.issuer || now.clientId !== attempt.clientId)
           throw refused(
@@ -219,7 +221,13 @@ export function ssoSignInRoutes(services: Services): Router {
           );
         return now;
       };
-      const connection = await stillSetUp();
+      const connection = await current();
+      const stillSetUp = async () => {
+        if ((await current()).createdAt !== connection.createdAt)
+          throw refused(
+            `Single sign-on for this account was changed or turned off during the sign-in. ${START_AGAIN}`,
+          );
+      };
       // The redirect URI as registered (PUBLIC_BASE_URL), with the provider's answer as received.
       const callbackUrl = new URL(redirectUri());
       callbackUrl.search = new URL(req.originalUrl, callbackUrl).search;
@@ -237,7 +245,10 @@ export function ssoSignInRoutes(services: Services): Router {
         throw refused(
           `${user.email} may not sign in to this account: single sign-on is open to addresses at ${connection.emailDomains.join(", ")} only.`,
         );
-      await openSession(services, res, attempt.accountId, "sso", undefined, stillSetUp);
+      await openSession(services, res, attempt.accountId, "sso", {
+        ssoConnectionAt: connection.createdAt,
+        confirm: stillSetUp,
+      });
       res.redirect(303, "/dashboard");
     } catch (err) {
       sendSignInRefusal(services, res, err);

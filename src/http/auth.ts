@@ -36,36 +36,52 @@ export function requireUnrestrictedKey(caller: KeyCaller): void {
 }
 
 /**
- * Keeps what a request wrote only if the credential it came with still holds once written; else
- * undoes it and refuses. Taking an account back (dashboard/reclaim.ts) revokes every key and ends
- * every session, while a write authenticated before may still be on its way, held up by a step
- * its sender controls (an SSO provider's discovery, a DNS lookup): it must not land after and
- * keep a way in. One read after the write: the take-back, which removes what it finds after
- * ending the credentials, finds what landed before; this finds the rest.
+ * The refusal for a request whose credential has ended since it was admitted (its key revoked,
+ * its dashboard session ended), or null while it holds. Taking an account back
+ * (dashboard/reclaim.ts) revokes every key and ends every session, while a write authenticated
+ * before may still be on its way, held up by a step its sender controls (an SSO provider's
+ * discovery, a DNS lookup): it must not land after and keep a way in.
+ */
+async function endedCredential(services: Services, caller: KeyCaller): Promise<ApiError | null> {
+  const { store } = services;
+  const accountId = caller.account.id;
+  if (caller.sessionId)
+    return (await store.touchSession(accountId, caller.sessionId, null))
+      ? null
+      : new ApiError(
+          "session_required",
+          "The dashboard session ended while the request ran; nothing was changed.",
+        );
+  if (!caller.keyId) return null;
+  const key = await store.getKey(accountId, caller.keyId);
+  return key && !isRevoked(key)
+    ? null
+    : new ApiError(
+        "api_key_revoked",
+        "The API key was revoked while the request ran; nothing was changed.",
+      );
+}
+
+/** Before a write that followed a slow step: refuses if the request's credential has ended meanwhile. */
+export async function requireCredentialHolds(services: Services, caller: KeyCaller): Promise<void> {
+  const ended = await endedCredential(services, caller);
+  if (ended) throw ended;
+}
+
+/**
+ * After a write that could leave a way in: keeps it only if the request's credential still holds,
+ * else undoes it and refuses. The take-back, which removes what it finds after ending the
+ * credentials, finds what landed before; this finds the rest.
  */
 export async function keepIfCredentialHolds(
   services: Services,
   caller: KeyCaller,
   undo: () => Promise<unknown>,
 ): Promise<void> {
-  const { store } = services;
-  const accountId = caller.account.id;
-  if (caller.sessionId) {
-    if (await store.touchSession(accountId, caller.sessionId, null)) return;
-    await undo();
-    throw new ApiError(
-      "session_required",
-      "The dashboard session ended while the request ran; nothing was changed.",
-    );
-  }
-  if (!caller.keyId) return;
-  const key = await store.getKey(accountId, caller.keyId);
-  if (key && !isRevoked(key)) return;
+  const ended = await endedCredential(services, caller);
+  if (!ended) return;
   await undo();
-  throw new ApiError(
-    "api_key_revoked",
-    "The API key was revoked while the request ran; nothing was changed.",
-  );
+  throw ended;
 }
 
 /**

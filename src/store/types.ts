@@ -352,6 +352,12 @@ export interface SessionRecord {
    * could open it (not revoked, no controls; session.ts checks it at every use).
    */
   keyId?: string;
+  /**
+   * When the single sign-on connection a session `via` "sso" was opened under was set up (its
+   * `createdAt`, kept through changes to it): the session lasts only while that connection is the
+   * account's, not removed nor set up anew (session.ts checks it at every use).
+   */
+  ssoConnectionAt?: number;
 }
 
 /** A Business account's OpenID Connect provider, as stored (see src/accounts/sso/connection.ts). */

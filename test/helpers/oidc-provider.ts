@@ -24,6 +24,8 @@ export interface TestOidcProvider {
   publishForeignKeys(on: boolean): void;
   /** Holds each discovery request (`/.well-known/openid-configuration`) this long before answering. */
   delayDiscovery(ms: number): void;
+  /** Holds each token request (the code's redemption) this long before answering. */
+  delayToken(ms: number): void;
   /** The body of `PUT /api/v1/account/sso` for this provider's client and these domains. */
   settings(emailDomains: string[]): Record<string, unknown>;
   /** Follows an authorization URL through login and consent as `login`; returns the URL the provider redirects to (the gateway's callback, not followed). */
@@ -46,6 +48,7 @@ export async function startOidcProvider(options: {
   let provider: Provider | undefined;
   let foreign: string | null = null;
   let discoveryDelayMs = 0;
+  let tokenDelayMs = 0;
   const server: Server = createServer(
     { key: readFileSync(join(dir, "server.key")), cert: readFileSync(join(dir, "server.pem")) },
     (req, res) => {
@@ -53,8 +56,12 @@ export async function startOidcProvider(options: {
         res.writeHead(200, { "content-type": "application/jwk-set+json" });
         return res.end(foreign);
       }
-      if (discoveryDelayMs > 0 && req.url?.startsWith("/.well-known/openid-configuration"))
-        return void setTimeout(() => provider!.callback()(req, res), discoveryDelayMs);
+      const delay = req.url?.startsWith("/.well-known/openid-configuration")
+        ? discoveryDelayMs
+        : req.method === "POST" && req.url?.startsWith("/token")
+          ? tokenDelayMs
+          : 0;
+      if (delay > 0) return void setTimeout(() => provider!.callback()(req, res), delay);
       provider!.callback()(req, res);
     },
   );
@@ -106,6 +113,9 @@ export async function startOidcProvider(options: {
     }),
     delayDiscovery(ms) {
       discoveryDelayMs = ms;
+    },
+    delayToken(ms) {
+      tokenDelayMs = ms;
     },
     publishForeignKeys(on) {
       foreign = on ? JSON.stringify({ keys: [foreignPublic] }) : null;

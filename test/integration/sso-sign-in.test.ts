@@ -185,6 +185,60 @@ describe("single sign-on with OpenID Connect", () => {
     expect(now.status).toBe(200);
   });
 
+  it("ends a session opened by single sign-on once the connection it came through is removed or set up anew, not when its settings change", async () => {
+    const { key, domain } = await businessWithSso();
+    const signIn = async () => {
+      const attempt = await start(`ana@${domain}`);
+      const done = await callback(
+        await idp.completeSignIn(attempt.location, `ana@${domain}`),
+        attempt.cookie,
+      );
+      expect(done.res.status).toBe(303);
+      return done.session!;
+    };
+    const works = async (session: string) =>
+      (await call(`${gw.url}/dashboard/api/v1/account`, { headers: { cookie: session } })).status;
+    const before = await signIn();
+    expect(await works(before)).toBe(200);
+    // Its settings changed: the session goes on.
+    expect((await putSso(gw.url, key, idp.settings([domain]))).status).toBe(200);
+    expect(await works(before)).toBe(200);
+    // Removed and set up anew (as a take-back's race could leave it for a moment): it ends.
+    expect((await call(`${gw.url}/api/v1/account/sso`, { method: "DELETE", key })).status).toBe(
+      200,
+    );
+    expect((await putSso(gw.url, key, idp.settings([domain]))).status).toBe(200);
+    expect(await works(before)).toBe(401);
+    const after = await signIn();
+    expect(await works(after)).toBe(200);
+    expect((await call(`${gw.url}/api/v1/account/sso`, { method: "DELETE", key })).status).toBe(
+      200,
+    );
+    expect(await works(after)).toBe(401);
+  });
+
+  it("refuses a sign-in whose connection was removed and set up anew while the provider redeemed its code", async () => {
+    const { key, domain } = await businessWithSso();
+    const attempt = await start(`ana@${domain}`);
+    const back = await idp.completeSignIn(attempt.location, `ana@${domain}`);
+    idp.delayToken(800);
+    try {
+      const pending = callback(back, attempt.cookie);
+      await new Promise((r) => setTimeout(r, 300));
+      // Another connection with the same issuer and client: not the one the sign-in started under.
+      expect((await call(`${gw.url}/api/v1/account/sso`, { method: "DELETE", key })).status).toBe(
+        200,
+      );
+      expect((await putSso(gw.url, key, idp.settings([domain]))).status).toBe(200);
+      const done = await pending;
+      expect(done.res.status).toBe(401);
+      expect(done.page).toContain("changed or turned off during the sign-in");
+      expect(done.session).toBeUndefined();
+    } finally {
+      idp.delayToken(0);
+    }
+  });
+
   it("refuses a callback with a state it did not hand out, one opened in another browser, and a replayed one; none opens a session", async () => {
     const { domain } = await businessWithSso();
     const first = await start(`ana@${domain}`);

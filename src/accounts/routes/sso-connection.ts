@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ApiError } from "../../http/errors.js";
-import { keepIfCredentialHolds } from "../../http/auth.js";
+import { keepIfCredentialHolds, requireCredentialHolds } from "../../http/auth.js";
 import { defineRoute } from "../../http/route.js";
 import { openSecret, sealSecret } from "../../webhooks/secrets.js";
 import {
@@ -93,6 +93,8 @@ export const putSsoConnection = defineRoute({
         { param: "issuer" },
       );
     }
+    // The discovery above takes as long as the caller's provider likes.
+    await requireCredentialHolds(services, caller);
     const now = Date.now();
     // Without a new secret the store keeps the one it holds as it saves, not the one read above:
     // a connection deleted meanwhile is not brought back with it (and the save is refused, as

@@ -60,8 +60,8 @@
 
   // Re-reads this page and swaps in the tables marked data-refresh: the server renders them. The
   // notice of a change is shown after this, so what it announces is already on the page. A change
-  // to the key this session was opened with (revoked, given limits) ended the session: then the
-  // sign-in page says why, unless `keepPage` (a new key is shown that must be copied first). Focus
+  // to what this session was opened with (its key revoked or given limits, single sign-on turned
+  // off) ended the session: then the sign-in page says why, unless `keepPage` (a new key is shown that must be copied first). Focus
   // inside a swapped table is moved to its replacement (see refocus), never left on <body>.
   async function refreshTables({ keepPage = false } = {}) {
     const res = await fetch(window.location.pathname, { credentials: "same-origin" });

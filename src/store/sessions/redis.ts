@@ -24,6 +24,7 @@ export function redisSessions({ redis, call, script }: RedisContext): SessionSto
             expires_at: session.expiresAt,
             via: session.via,
             ...(session.keyId ? { key_id: session.keyId } : {}),
+            ...(session.ssoConnectionAt ? { sso_at: session.ssoConnectionAt } : {}),
             epoch,
           })
           .pexpire(key, lifetime)
@@ -50,6 +51,7 @@ export function redisSessions({ redis, call, script }: RedisContext): SessionSto
         expiresAt: Number(raw.expires_at),
         via: raw.via as SessionRecord["via"],
         ...(raw.key_id ? { keyId: raw.key_id } : {}),
+        ...(raw.sso_at ? { ssoConnectionAt: Number(raw.sso_at) } : {}),
       };
     },
 

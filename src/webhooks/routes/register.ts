@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ApiError } from "../../http/errors.js";
-import { keepIfCredentialHolds } from "../../http/auth.js";
+import { keepIfCredentialHolds, requireCredentialHolds } from "../../http/auth.js";
 import { defineRoute } from "../../http/route.js";
 import { randomId } from "../../lib/ids.js";
 import type { WebhookRecord } from "../../store/types.js";
@@ -48,6 +48,8 @@ export const registerWebhook = (owner: WebhookOwner) =>
         previousSealedSecret: null,
         previousSecretExpiresAt: null,
       };
+      // The URL's check above waits on DNS, which the URL's owner may answer slowly.
+      if (caller) await requireCredentialHolds(services, caller);
       if (!(await services.store.addWebhook(webhook, services.config.webhooksPerAccount))) {
         throw new ApiError(
           "validation_failed",

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { requireFeature } from "../../../accounts/tiers.js";
 import { ApiError } from "../../../http/errors.js";
-import { keepIfCredentialHolds } from "../../../http/auth.js";
+import { keepIfCredentialHolds, requireCredentialHolds } from "../../../http/auth.js";
 import { defineRoute } from "../../../http/route.js";
 import { SchemaError } from "../json-schema.js";
 import { customToolBody, customToolRecord } from "../spec.js";
@@ -74,6 +74,8 @@ export const createCustomTool = defineRoute({
       target.url.href,
       sealSecret(services.config.secretKeys, signingSecret),
     );
+    // The endpoint's check above waits on DNS, which the endpoint's owner may answer slowly.
+    await requireCredentialHolds(services, caller);
     const added = await services.store.addCustomTool(record, services.config.upstream.perAccount);
     if (added === "exists")
       throw new ApiError(
