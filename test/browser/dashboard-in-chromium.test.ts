@@ -271,7 +271,7 @@ describe("the dashboard in Chromium", () => {
     await page.locator("#revoke-dialog").getByRole("button", { name: "Revoke" }).click();
     // Revoked, it ends the session it opened: the sign-in page says why.
     await page.waitForURL(`${gw.url}/dashboard/sign-in?notice=session_key_changed`);
-    await page.getByText("The key you signed in with was revoked").waitFor();
+    await page.getByText("What you signed in with no longer opens this session").waitFor();
     expect((await callTool(gw.url, first, "hash", { text: "f" })).status).toBe(401);
     expect(problems).toEqual([]);
     await context.close();
