@@ -6,6 +6,7 @@ import { EVENT_DATA } from "../../src/events/types.js";
 import { MAX_BATCH_MESSAGES } from "../../src/mcp/batches.js";
 import { TOOLS } from "../../src/tools/catalogue/index.js";
 import { admin, call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { postMcp } from "../helpers/mcp.js";
 
 let gw: TestGateway;
 let doc: any;
@@ -147,16 +148,7 @@ describe("GET /openapi.json", () => {
     const schema = body.content["application/json"].schema;
     const validate = documentValidator().compile(schema);
     const { key } = await fundedAccount(gw.url, 100, "pro");
-    const post = (json: unknown) =>
-      fetch(`${gw.url}/mcp`, {
-        method: "POST",
-        headers: {
-          "x-api-key": key,
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-        },
-        body: JSON.stringify(json),
-      });
+    const post = (json: unknown) => postMcp(gw.url, key, json);
     const ping = (id: number | string) => ({ jsonrpc: "2.0", id, method: "ping" });
     const notification = { jsonrpc: "2.0", method: "notifications/initialized" };
     // What the gateway serves, the document takes.
@@ -167,7 +159,6 @@ describe("GET /openapi.json", () => {
       ["a batch with a notification", [notification, ping(3)], 200],
     ] as const) {
       const res = await post(json);
-      await res.text();
       expect([what, res.status]).toEqual([what, status]);
       expect([what, validate(json), validate.errors ?? null]).toEqual([what, true, null]);
     }
@@ -179,7 +170,6 @@ describe("GET /openapi.json", () => {
       ["a bare number", 1],
     ] as const) {
       const res = await post(json);
-      await res.text();
       expect([what, res.status]).toEqual([what, 400]);
       expect([what, validate(json)]).toEqual([what, false]);
     }
