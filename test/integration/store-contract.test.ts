@@ -96,6 +96,15 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
   }
   const debit = (accountId: string, keyHash: string | null, cost = 1, requestId = newRequestId()) =>
     store.admit({ accountId, keyHash, cost, requestId, tool: "hash", reason: "tool call" });
+  /** A plan bought: `tier` for `periodMs`, with its 100 credits, under `requestId`. */
+  const buyPlan = (
+    accountId: string,
+    tier: string,
+    periodMs: number,
+    requestId: string,
+    reason = "plan",
+  ) =>
+    store.topUp(accountId, "purchase", { amount: 100, requestId, reason }, [], { tier, periodMs });
 
   /** Another key of the account, with account controls. */
   async function controlledKey(
@@ -1445,37 +1454,18 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
 
   it("applies a plan for a period, extends it on renewal, and falls back to Free when it ends unpaid", async () => {
     const a = await account(0, "free");
-    const plan = { tier: "starter", periodMs: 400 };
-    const first = await store.topUp(
-      a.id,
-      "purchase",
-      { amount: 100, requestId: "plan-1", reason: "plan" },
-      [],
-      plan,
-    );
+    const first = await buyPlan(a.id, "starter", 400, "plan-1");
     expect(first).toMatchObject({
       planType: "subscription",
       account: { tier: "starter", balance: 100 },
     });
     const firstEnd = first!.account.planExpiresAt;
-    const renewed = await store.topUp(
-      a.id,
-      "purchase",
-      { amount: 100, requestId: "plan-2", reason: "renewal" },
-      [],
-      plan,
-    );
+    const renewed = await buyPlan(a.id, "starter", 400, "plan-2", "renewal");
     expect(renewed!.account.planExpiresAt).toBe(firstEnd + 400);
     expect(renewed!.planType).toBe("renewal");
-    expect(
-      (await store.topUp(
-        a.id,
-        "purchase",
-        { amount: 100, requestId: "plan-2", reason: "renewal" },
-        [],
-        plan,
-      ))!.account.planExpiresAt,
-    ).toBe(firstEnd + 400);
+    expect((await buyPlan(a.id, "starter", 400, "plan-2", "renewal"))!.account.planExpiresAt).toBe(
+      firstEnd + 400,
+    );
     expect(await debit(a.id, a.key.hash, 0)).toMatchObject({
       status: "ok",
       account: { tier: "starter" },
@@ -1495,14 +1485,10 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
 
   it("carries a lower plan's unused time into an upgrade, as time at the two plans' prices", async () => {
     const a = await account(0, "free");
-    const buy = (tier: string, requestId: string, periodMs: number) =>
-      store.topUp(a.id, "purchase", { amount: 100, requestId, reason: "plan" }, [], {
-        tier,
-        periodMs,
-      });
-    const starterEnd = (await buy("starter", "carry-1", 4_900_000))!.account.planExpiresAt;
+    const starterEnd = (await buyPlan(a.id, "starter", 4_900_000, "carry-1"))!.account
+      .planExpiresAt;
     const before = Date.now();
-    const pro = await buy("pro", "carry-2", 1_000_000);
+    const pro = await buyPlan(a.id, "pro", 1_000_000, "carry-2");
     const after = Date.now();
     expect(pro).toMatchObject({ planType: "subscription", account: { tier: "pro" } });
     // Pro's period from the purchase, plus Starter's time left then at $19 as time at $49.
@@ -1513,22 +1499,10 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(pro!.account.planExpiresAt).toBeLessThanOrEqual(Math.ceil(endIfBoughtAt(after)) + 1);
     // A plan bought after the held one lapsed carries nothing.
     const b = await account(0, "free");
-    const shortStarter = await store.topUp(
-      b.id,
-      "purchase",
-      { amount: 100, requestId: "carry-3", reason: "plan" },
-      [],
-      { tier: "starter", periodMs: 50 },
-    );
+    const shortStarter = await buyPlan(b.id, "starter", 50, "carry-3");
     await new Promise((r) => setTimeout(r, shortStarter!.account.planExpiresAt - Date.now() + 20));
     const start = Date.now();
-    const late = await store.topUp(
-      b.id,
-      "purchase",
-      { amount: 100, requestId: "carry-4", reason: "plan" },
-      [],
-      { tier: "pro", periodMs: 1_000_000 },
-    );
+    const late = await buyPlan(b.id, "pro", 1_000_000, "carry-4");
     expect(late!.account.planExpiresAt - start).toBeLessThanOrEqual(
       1_000_000 + (Date.now() - start),
     );
@@ -1582,12 +1556,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
 
   it("changes nothing when set to the tier the account has: a paid plan's period still ends; another tier has no end", async () => {
     const a = await account(0, "free");
-    const plan = (requestId: string, periodMs: number) =>
-      store.topUp(a.id, "purchase", { amount: 100, requestId, reason: "plan" }, [], {
-        tier: "starter",
-        periodMs,
-      });
-    const end = (await plan("same-tier-1", 60_000))!.account.planExpiresAt;
+    const end = (await buyPlan(a.id, "starter", 60_000, "same-tier-1"))!.account.planExpiresAt;
     expect(end).toBeGreaterThan(Date.now());
     expect(await store.setTier(a.id, "starter")).toMatchObject({
       tier: "starter",
@@ -1599,13 +1568,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.setTier(a.id, "pro")).toMatchObject({ tier: "pro", planExpiresAt: 0 });
     // A plan whose period is over is Free already: its tier set again is the operator's, open-ended.
     const b = await account(0, "free");
-    const short = await store.topUp(
-      b.id,
-      "purchase",
-      { amount: 100, requestId: "same-tier-2", reason: "plan" },
-      [],
-      { tier: "starter", periodMs: 200 },
-    );
+    const short = await buyPlan(b.id, "starter", 200, "same-tier-2");
     await new Promise((r) => setTimeout(r, short!.account.planExpiresAt - Date.now() + 50));
     expect(await store.setTier(b.id, "starter")).toMatchObject({
       tier: "starter",
