@@ -47,7 +47,7 @@ export async function renderSsoPage(
 <label for="sso-client-secret">Client secret</label><input id="sso-client-secret" name="client_secret" type="password" autocomplete="off" ${view ? 'placeholder="Stored: leave empty to keep it"' : "required"}>
 <label for="sso-domains">E-mail domains (separated by commas)</label><input id="sso-domains" name="email_domains" type="text" required spellcheck="false" placeholder="example.com" value="${esc(view?.email_domains.join(", ") ?? "")}">
 <p><button type="submit">Save</button></p></form></section>
-<dialog id="delete-sso-dialog" aria-labelledby="delete-sso-title"><form method="dialog"><h2 id="delete-sso-title">Turn single sign-on off?</h2><p>Nobody can sign in through your identity provider any more; sessions already open stay open until they end or you sign out everywhere.</p>
-<p class="actions"><button value="confirm" class="danger">Turn off</button><button value="cancel" class="secondary">Cancel</button></p></form></dialog>`;
+<dialog id="delete-sso-dialog" aria-labelledby="delete-sso-title"><form method="dialog"><h2 id="delete-sso-title">Turn single sign-on off?</h2><p>Nobody can sign in through your identity provider any more, and the sessions opened through it end now.</p>${current.session.via === "sso" ? '\n<p class="warning">You signed in through it: this session ends too.</p>' : ""}
+<p class="actions"><button value="confirm" class="danger">Turn off</button><button value="cancel" class="secondary" autofocus>Cancel</button></p></form></dialog>`;
   return dashboardPage(current, { title, path: PATH, body });
 }

@@ -49,7 +49,7 @@ export async function renderWebhooksPage(
 <thead><tr><th scope="col">URL</th><th scope="col">Events</th><th scope="col">Registered</th><th scope="col">Actions</th></tr></thead>
 <tbody>${rows}</tbody></table></div></section>
 <dialog id="delete-dialog" aria-labelledby="delete-title"><form method="dialog"><h2 id="delete-title">Delete this webhook?</h2><p class="target"></p><p>Nothing more is delivered to it.</p>
-<p class="actions"><button value="confirm" class="danger">Delete</button><button value="cancel" class="secondary">Cancel</button></p></form></dialog>`;
+<p class="actions"><button value="confirm" class="danger">Delete</button><button value="cancel" class="secondary" autofocus>Cancel</button></p></form></dialog>`;
   return dashboardPage(current, { title: "Webhooks", path: "/dashboard/webhooks", body });
 }
 

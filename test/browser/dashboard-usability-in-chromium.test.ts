@@ -81,7 +81,7 @@ describe("the dashboard's usability in Chromium", () => {
     await context.close();
   });
 
-  it("keeps keyboard focus on the page after each action, and shows a focus ring that can be seen on white", async () => {
+  it("keeps keyboard focus on the page after each action, opens a destructive dialog on Cancel, and shows a focus ring that can be seen on white", async () => {
     const { key } = await fundedAccount(gw.url, 100, "pro");
     const { context, page, problems } = await signedIn(key);
     const csrf = await page.locator('meta[name="csrf-token"]').getAttribute("content");
@@ -111,6 +111,8 @@ describe("the dashboard's usability in Chromium", () => {
     expect(ring.style).not.toBe("none");
     expect(contrastRatio(ring.color, "rgb(255, 255, 255)")).toBeGreaterThanOrEqual(3);
 
+    // A dialog that destroys something opens on its Cancel: an Enter pressed twice keeps the key.
+    const openedOn: Record<string, string> = {};
     const steps: [string, () => Promise<void>][] = [
       [
         "create key refused",
@@ -136,6 +138,8 @@ describe("the dashboard's usability in Chromium", () => {
         async () => {
           await page.focus('tr:has(td:text-is("focus-b")) [data-action=revoke-key]');
           await page.keyboard.press("Enter");
+          openedOn.revoke = await focused(page);
+          await page.keyboard.press("Shift+Tab");
           await page.keyboard.press("Enter");
         },
       ],
@@ -160,6 +164,8 @@ describe("the dashboard's usability in Chromium", () => {
     await run("delete confirmed", async () => {
       await page.focus("[data-action=delete-webhook]");
       await page.keyboard.press("Enter");
+      openedOn.delete = await focused(page);
+      await page.keyboard.press("Shift+Tab");
       await page.keyboard.press("Enter");
     });
     await page.goto(`${gw.url}/dashboard`);
@@ -172,6 +178,7 @@ describe("the dashboard's usability in Chromium", () => {
       await page.focus("[data-action=remove-spend-alert]");
       await page.keyboard.press("Enter");
     });
+    expect(openedOn).toEqual({ revoke: "button Cancel", delete: "button Cancel" });
     // On the button pressed, on its twin in the refreshed table, or on the section's heading.
     expect(where).toEqual({
       "create key refused": "button Create key",

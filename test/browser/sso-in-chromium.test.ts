@@ -112,6 +112,9 @@ describe("single sign-on in Chromium", () => {
 
     // Turned off, it ends the sessions it opened, this one included: the sign-in page says why.
     await page.getByRole("button", { name: "Turn single sign-on off" }).click();
+    const asked = (await page.getByRole("dialog").textContent())!;
+    expect(asked).toContain("the sessions opened through it end now");
+    expect(asked).toContain("You signed in through it: this session ends too.");
     await page.getByRole("dialog").getByRole("button", { name: "Turn off" }).click();
     await page.waitForURL(`${gw.url}/dashboard/sign-in?notice=session_key_changed`);
     await expect(page.getByRole("status").textContent()).resolves.toContain(

@@ -357,7 +357,7 @@ describe("the wallet in Chromium", () => {
     await context.close();
   });
 
-  it("says so on the page when the wallet declines to sign", async () => {
+  it("says so on the page when the wallet declines to sign, keeping the keyboard's focus on the button", async () => {
     const { context, page } = await walletPage(anvilAccount(5));
     await page.goto(`${setup.gw.url}/dashboard/sign-in`);
     await page.evaluate(() => {
@@ -368,8 +368,11 @@ describe("the wallet in Chromium", () => {
         },
       };
     });
-    await page.getByRole("button", { name: "Sign in with a wallet", exact: true }).click();
+    const button = page.getByRole("button", { name: "Sign in with a wallet", exact: true });
+    await button.focus();
+    await page.keyboard.press("Enter");
     await expect(page.getByRole("alert").textContent()).resolves.toContain("User rejected");
+    await expect(button.evaluate((b) => b === document.activeElement)).resolves.toBe(true);
     expect(page.url()).toBe(`${setup.gw.url}/dashboard/sign-in`);
     await context.close();
   });

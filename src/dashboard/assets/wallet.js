@@ -100,7 +100,9 @@
     const section = byId("wallet-sign-in");
     const status = byId("wallet-status");
     const chainIds = section.getAttribute("data-chain-ids").split(",").map(Number);
-    button.disabled = true;
+    // Marked aria-disabled, not disabled, like the buttons below: the keyboard's focus stays on it.
+    if (button.getAttribute("aria-disabled") === "true") return;
+    button.setAttribute("aria-disabled", "true");
     try {
       const session = await onChain(await connect("sign-in"), chainIds);
       say(status, "Sign the message in your wallet…");
@@ -123,7 +125,7 @@
     } catch (err) {
       say(status, err.message, true);
     } finally {
-      button.disabled = false;
+      button.removeAttribute("aria-disabled");
     }
   }
 
