@@ -19,6 +19,7 @@ import {
 import { cutStalledReader, recordCuts, type RecordCut } from "./http/stalled-readers.js";
 import { runPrimary, STARTED } from "./cluster.js";
 import { listen } from "./http/listen.js";
+import { markAwaitsContinue } from "./http/expect-continue.js";
 import { isMainModule } from "./lib/main-module.js";
 
 /** Secrets never reach the log, wherever they appear in a logged object. */
@@ -68,6 +69,7 @@ async function bindServer(
     handle,
   )
     .on("checkExpectation", (req, res) => handle(markUnmetExpectation(req), res))
+    .on("checkContinue", (req, res) => handle(markAwaitsContinue(req), res))
     .on("connect", (_req, socket) => answerConnect(socket, recordRefusal))
     .on("clientError", (err, socket) => answerClientError(err, socket, recordRefusal))
     .on("timeout", (socket: Socket) => cutStalledReader(socket, recordCut));

@@ -3,6 +3,7 @@ import express, { type Router, type Request, type Response } from "express";
 import { parseApiKey } from "../accounts/api-keys.js";
 import { authenticate, requireUnrestrictedKey } from "../http/auth.js";
 import { ApiError, toApiError } from "../http/errors.js";
+import { continueOrRefuse } from "../http/expect-continue.js";
 import {
   type EndpointLimitName,
   enforceEndpointLimit,
@@ -105,6 +106,8 @@ export function sendSignInRefusal(services: Services, res: Response, err: unknow
  * person who sent it is shown the page, not the API's JSON.
  */
 function readForm(req: Request, res: Response): Promise<void> {
+  const unasked = continueOrRefuse(req, res, FORM_LIMIT.bytes);
+  if (unasked) return Promise.reject(formRefusal(unasked));
   return new Promise((resolve, reject) =>
     parseForm(req, res, (err?: unknown) => {
       if (err) reject(formRefusal(err));

@@ -1,6 +1,7 @@
 import { isUtf8 } from "node:buffer";
 import express, { type RequestHandler } from "express";
 import type { ErrorCode } from "./errors.js";
+import { continueOrRefuse } from "./expect-continue.js";
 
 /**
  * The JSON body parser every route shares, with the two bounds a body must respect before it is
@@ -52,6 +53,8 @@ export function jsonBody(options: { limitBytes: number; maxDepth: number }): Req
     },
   });
   return (req, res, next) => {
+    const unasked = continueOrRefuse(req, res, options.limitBytes);
+    if (unasked) return next(unasked);
     // body-parser refuses, before `verify`, every charset that does not begin "utf-" (415): the
     // common spelling "utf8" is UTF-8 too, and is read as such (the header is put back after).
     const type = req.headers["content-type"];

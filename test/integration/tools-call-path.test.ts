@@ -39,6 +39,40 @@ const usage = async (key: string) =>
 const events = (accountId: string, more: number) =>
   eventsOf(gw.services.store, accountId, 1 + more);
 
+/**
+ * POSTs with `Expect: 100-continue`, sending the body only once the gateway says "100 Continue"
+ * (as curl does for large bodies, and some HTTP clients always); `continued`: whether it did.
+ * A body declared by `headers` is never sent (status 0 when it was asked for).
+ */
+const sendExpectingContinue = (path: string, headers: Record<string, string>) =>
+  new Promise<{ status: number; body: string; continued: boolean }>((resolve, reject) => {
+    let continued = false;
+    const req = request(`${gw.url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", expect: "100-continue", ...headers },
+      timeout: 4_000,
+    });
+    req.on("continue", () => {
+      continued = true;
+      // A body declared larger than the one sent here is not sent: asking for it is the failure.
+      if (headers["content-length"]) {
+        resolve({ status: 0, body: "", continued });
+        req.destroy();
+      } else req.end(JSON.stringify({ text: "a" }));
+    });
+    req.on("timeout", () => req.destroy(new Error("no answer within 4 s")));
+    req.on("error", reject);
+    req.on("response", (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk) => (body += chunk));
+      res.on("end", () => {
+        resolve({ status: res.statusCode!, body, continued });
+        req.destroy();
+      });
+    });
+  });
+
 describe("POST /v1/tools/{name}", () => {
   it("charges the tool's price on success, with the balance in the headers", async () => {
     const { key } = await fundedAccount(gw.url, 100);
@@ -57,30 +91,8 @@ describe("POST /v1/tools/{name}", () => {
 
   it("serves a call sent with Expect: 100-continue, on the keyed lane and through express alike", async () => {
     const { key } = await fundedAccount(gw.url, 100);
-    // fetch never sends Expect; curl does for large bodies, and some HTTP clients always do.
-    const send = (path: string) =>
-      new Promise<{ status: number; body: string; continued: boolean }>((resolve, reject) => {
-        let continued = false;
-        const req = request(`${gw.url}${path}`, {
-          method: "POST",
-          headers: { "x-api-key": key, "content-type": "application/json", expect: "100-continue" },
-          timeout: 4_000,
-        });
-        req.on("continue", () => {
-          continued = true;
-          req.end(JSON.stringify({ text: "a" }));
-        });
-        req.on("timeout", () => req.destroy(new Error("no answer within 4 s")));
-        req.on("error", reject);
-        req.on("response", (res) => {
-          let body = "";
-          res.setEncoding("utf8");
-          res.on("data", (chunk) => (body += chunk));
-          res.on("end", () => resolve({ status: res.statusCode!, body, continued }));
-        });
-      });
     for (const path of ["/v1/tools/hash", "/v1/tools/hash?via=express"]) {
-      const res = await send(path);
+      const res = await sendExpectingContinue(path, { "x-api-key": key });
       expect(res.continued).toBe(true);
       expect(res.status).toBe(200);
       expect(JSON.parse(res.body).digest).toBe(
@@ -88,6 +100,38 @@ describe("POST /v1/tools/{name}", () => {
       );
     }
     expect(await balanceOf(gw.url, key)).toBe(98);
+  });
+
+  it("refuses a body it would not read without asking for it: no 100 Continue before the refusal", async () => {
+    const { key } = await fundedAccount(gw.url, 100);
+    const cases = [
+      // Declared over the body limit (1 MB here): 413, on the keyed lane and through express.
+      ["/v1/tools/hash", { "x-api-key": key, "content-length": "5000000" }, 413, "body_too_large"],
+      [
+        "/v1/tools/hash?via=express",
+        { "x-api-key": key, "content-length": "5000000" },
+        413,
+        "body_too_large",
+      ],
+      [
+        "/v1/tools/hash",
+        { "x-api-key": key, "content-type": "text/plain" },
+        415,
+        "unsupported_media_type",
+      ],
+      [
+        "/dashboard/sign-in",
+        { "content-type": "application/x-www-form-urlencoded", "content-length": "5000000" },
+        413,
+        null,
+      ],
+    ] as const;
+    for (const [path, headers, status, code] of cases) {
+      const res = await sendExpectingContinue(path, headers);
+      expect([path, res.continued, res.status]).toEqual([path, false, status]);
+      if (code) expect(JSON.parse(res.body).error.code).toBe(code);
+    }
+    expect(await balanceOf(gw.url, key)).toBe(100);
   });
 
   it("says where a call's time went in Server-Timing: the tool's worker apart from the gateway, a replay the gateway alone", async () => {
