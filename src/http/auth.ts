@@ -97,15 +97,25 @@ export function rateLimitHeaders(rate: RateState): Record<string, string> {
 /**
  * A Toolgate key sent as `Authorization: Bearer tg_…` (what many HTTP clients send by default) is
  * read as the `x-api-key` header, for every door: without this, a keyed caller using it on a tool
- * call was served as keyless, and offered (and, with an x402 client, made) a payment. Applied to
- * every request first (app.ts); a bearer token that is not a Toolgate key is left alone.
+ * call was served as keyless, and offered (and, with an x402 client, made) a payment. So is one
+ * sent in `Authorization` without the scheme (`Authorization: tg_…`): plainly meant as the key, and
+ * never to be answered with a payment offer. Applied to every request first (app.ts); a token
+ * that is not a Toolgate key is left alone.
  */
 export function bearerKeyAsApiKey(req: IncomingMessage): void {
   // An empty x-api-key (a client whose variable is unset) is no key, and does not hide the bearer.
   if (req.headers["x-api-key"]) return;
   const authorization = req.headers.authorization;
-  if (authorization === undefined || !/^bearer\s+tg_/i.test(authorization)) return;
+  if (authorization === undefined || !TOOLGATE_AUTHORIZATION.test(authorization)) return;
   req.headers["x-api-key"] = authorization.replace(/^bearer\s+/i, "").trim();
+}
+const TOOLGATE_AUTHORIZATION = /^(?:bearer\s+)?tg_/i;
+
+/** Why a key is not even well-formed, in words that say what to send instead. */
+function malformedKeyMessage(header: string): string {
+  if (/^bearer\s/i.test(header))
+    return 'The API key is not valid: send the key alone in x-api-key, without "Bearer " (or send it as Authorization: Bearer <key>).';
+  return "The API key is not valid: a Toolgate API key looks like tg_live_… (sign up with POST /api/v1/signup, or create one on the dashboard's Keys page).";
 }
 
 /** The key in `x-api-key`, well-formed, or a 401 before any store work. */
@@ -128,7 +138,9 @@ export function presentedKey(
     );
   const parsed = parseApiKey(header.trim());
   if (!parsed)
-    throw new ApiError("invalid_api_key", "The API key is not valid.", { malformedKey: true });
+    throw new ApiError("invalid_api_key", malformedKeyMessage(header.trim()), {
+      malformedKey: true,
+    });
   return parsed;
 }
 

@@ -113,6 +113,7 @@ describe("the keyed lane", () => {
       ["hash", "[".repeat(gw.services.config.bodyMaxDepth + 1), 413, "body_too_deep"],
       ["hash", JSON.stringify({ algorithm: "sha256" }), 422, "validation_failed"],
       ["no-such-tool", "{}", 404, "tool_not_found"],
+      ["hsah", "{}", 404, "tool_not_found"],
     ];
     for (const [tool, body, status, code] of cases) {
       const onLane = await send(LANE, body, tool);
@@ -126,6 +127,9 @@ describe("the keyed lane", () => {
         request_id: "",
       });
     }
+    // A near miss of a catalogue name says which was likely meant; a name near none does not guess.
+    expect((await send(LANE, "{}", "hsah")).body.error.message).toContain("(did you mean hash?)");
+    expect((await send(LANE, "{}", "no-such-tool")).body.error.message).not.toContain("mean");
     // Bytes that are not UTF-8 (they would be read as U+FFFD and hashed): 415, on both paths.
     for (const headers of [LANE, EXPRESS]) {
       const res = await fetch(`${gw.url}/v1/tools/hash`, {

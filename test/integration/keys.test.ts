@@ -455,7 +455,7 @@ describe("authentication", () => {
     expect(res.body.error).toMatchObject({ type: "authentication_error", code });
   });
 
-  it("takes a key sent as Authorization: Bearer wherever x-api-key is taken, and lets browsers send it", async () => {
+  it("takes a key sent as Authorization: Bearer (or bare) wherever x-api-key is taken, and lets browsers send it", async () => {
     const { key, accountId } = await signUp(gw.url);
     const bearer = { authorization: `Bearer ${key}` };
     expect((await call(`${gw.url}/api/v1/account`, { headers: bearer })).body.id).toBe(accountId);
@@ -492,6 +492,23 @@ describe("authentication", () => {
       (await call(`${gw.url}/api/v1/account`, { headers: { authorization: "Bearer abc" } })).body
         .error.code,
     ).toBe("missing_api_key");
+    // The key in Authorization without its scheme is the key too: a tool call is served and
+    // charged, never answered with a payment offer an x402 client would pay.
+    const unschemed = await call(`${gw.url}/v1/tools/hash`, {
+      body: { text: "unschemed" },
+      headers: { authorization: key },
+    });
+    expect([unschemed.status, unschemed.headers.get("x-credits-charged")]).toEqual([200, "1"]);
+    // "Bearer " put into x-api-key is refused in words that say what to send instead.
+    const inKeyHeader = await call(`${gw.url}/api/v1/account`, {
+      headers: { "x-api-key": `Bearer ${key}` },
+    });
+    expect(inKeyHeader.body.error).toMatchObject({ code: "invalid_api_key" });
+    expect(inKeyHeader.body.error.message).toContain(
+      'send the key alone in x-api-key, without "Bearer "',
+    );
+    const notAKey = await call(`${gw.url}/api/v1/account`, { headers: { "x-api-key": "admin" } });
+    expect(notAKey.body.error.message).toContain("a Toolgate API key looks like tg_live_");
     const preflight = await fetch(`${gw.url}/v1/tools/hash`, {
       method: "OPTIONS",
       headers: {
