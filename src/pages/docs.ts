@@ -54,6 +54,15 @@ function constraintsOf(schema: Json): string[] {
   return out;
 }
 
+/** A field's description, then its constraints apart (a description ends in its own full stop). */
+function notesOf(description: string | undefined, schema: Json): string {
+  const constraints = constraintsOf(schema).join("; ");
+  if (!description) return constraints;
+  return constraints
+    ? `${esc(description)} <span class="muted">(${constraints})</span>`
+    : esc(description);
+}
+
 function typeOf(schema: Json): string {
   if (schema.type === "array") return `array of ${schema.items ? typeOf(schema.items) : "any"}`;
   if (Array.isArray(schema.type)) return schema.type.join(" | ");
@@ -76,9 +85,7 @@ function fieldRows(schema: Json, prefix = "", depth = 0): string[] {
   const arrayMark = schema.type === "array" ? "[]" : "";
   return Object.entries(properties).flatMap(([name, field]) => {
     const path = `${prefix}${arrayMark}${prefix || arrayMark ? "." : ""}${name}`.replace(/^\./, "");
-    const notes = [field.description ? esc(field.description) : "", ...constraintsOf(field)]
-      .filter(Boolean)
-      .join("; ");
+    const notes = notesOf(field.description, field);
     return [
       `<tr><td><code>${esc(path)}</code>${required.has(name) ? ' <span class="muted">required</span>' : ""}</td><td>${esc(typeOf(field))}</td><td>${notes}</td></tr>`,
       ...fieldRows(field, path, depth + 1),
@@ -176,7 +183,7 @@ function operationSection(
 <h3><span class="method ${method}">${method}</span> <code>${esc(path)}</code></h3>
 <p>${esc(op.summary)}</p>${op.description ? `<p>${esc(op.description)}</p>` : ""}
 <p>Authentication: ${authText[auth]}</p>
-${params.length ? `<h4>Parameters</h4><table><tbody>${params.map((p) => `<tr><td><code>${esc(p.name)}</code> <span class="muted">${esc(p.in)}${p.required ? ", required" : ""}</span></td><td>${esc(typeOf(p.schema ?? {}))}</td><td>${[p.description ? esc(p.description) : "", ...constraintsOf(p.schema ?? {})].filter(Boolean).join("; ")}</td></tr>`).join("")}</tbody></table>` : ""}
+${params.length ? `<h4>Parameters</h4><table><tbody>${params.map((p) => `<tr><td><code>${esc(p.name)}</code> <span class="muted">${esc(p.in)}${p.required ? ", required" : ""}</span></td><td>${esc(typeOf(p.schema ?? {}))}</td><td>${notesOf(p.description, p.schema ?? {})}</td></tr>`).join("")}</tbody></table>` : ""}
 ${body ? fieldsTable(body, "Request body") : ""}
 <h4>Example</h4>
 ${variables.length ? `<p class="muted">${variables.map(([, v]) => `<code>$${v.variable}</code>: ${esc(v.from)}`).join("; ")}.</p>` : ""}

@@ -540,6 +540,35 @@ async function serveCharged(
 /** Accounts name their own tools: counted together as "custom", so they cannot grow the metrics' label set without bound. */
 const metricsName = (tool: ToolDefinition) => (isPrivateTool(tool) ? "custom" : tool.name);
 
+/**
+ * The `error` of a worker's (or an account's endpoint's, or a dedicated pool's) answer, as far as
+ * it can be passed on: strings only, and bounded. The answer is not ours: a number for a message
+ * threw here, past the refund (500, charged), and a megabyte of message was relayed whole.
+ */
+function workerErrorOf(body: Buffer): { code?: string; message?: string; param?: string } {
+  let error: unknown;
+  try {
+    error = (JSON.parse(body.toString("utf8")) as { error?: unknown } | null)?.error;
+  } catch {
+    return {}; // not a worker's JSON
+  }
+  if (typeof error !== "object" || error === null) return {};
+  const { code, message, param } = error as Record<string, unknown>;
+  const text = (value: unknown, max: number) =>
+    typeof value === "string" && value !== ""
+      ? value.length > max
+        ? `${value.slice(0, max)}…`
+        : value
+      : undefined;
+  return {
+    code: text(code, MAX_WORKER_PARAM),
+    message: text(message, MAX_WORKER_MESSAGE),
+    param: text(param, MAX_WORKER_PARAM),
+  };
+}
+const MAX_WORKER_MESSAGE = 1000;
+const MAX_WORKER_PARAM = 200;
+
 /** What a worker's answer means for the caller; the worker's own message is passed on. */
 export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiError {
   if (outcome.kind === "timeout")
@@ -566,15 +595,13 @@ export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiErr
       "internal_error",
       `The ${tool.name} call failed inside the gateway; it was not charged.`,
     );
-  let error: { code?: string; message?: string; param?: string } = {};
-  try {
-    error = (JSON.parse(outcome.body.toString("utf8")) as { error?: typeof error }).error ?? {};
-  } catch {
-    /* not our worker's JSON */
-  }
+  const error = workerErrorOf(outcome.body);
   // After a semicolon, a sentence ended whether or not the worker (or an operator's endpoint)
-  // ended it; with no message, the first sentence ends there ("failed; The call…" read oddly).
-  const detail = error.message ? `; ${error.message.replace(/(?<![.!?])$/, ".")}` : ".";
+  // ended it, and begun in lower case unless it begins with a name ("failed; Could not…" read
+  // oddly); with no message, the first sentence ends there ("failed; The call…" read oddly too).
+  const detail = error.message
+    ? `; ${error.message.replace(/^[A-Z](?=[a-z])/, (c) => c.toLowerCase()).replace(/(?<![.!?])$/, ".")}`
+    : ".";
   if (outcome.status === 422)
     return new ApiError(
       "validation_failed",

@@ -64,6 +64,8 @@ describe("public pages in Chromium", () => {
     await expect(page.locator("#tool-hash").textContent()).resolves.toContain(
       "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9",
     );
+    // A field's description and its constraints read apart ("Which URLs are refused. (format uri)").
+    expect(await page.locator("body").textContent()).not.toMatch(/[.!?];/);
     // Its examples scroll sideways: each takes the keyboard's focus, to be scrolled without a mouse
     // (checked on a tool whose examples are long: the whole page takes axe seconds).
     expect(await accessibilityProblems(page, "#tool-ai-image-describe")).toEqual([]);

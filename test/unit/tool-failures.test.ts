@@ -76,5 +76,14 @@ describe("failureOf", () => {
     expect(failureOf(tool, answered(502, { error: { message: "upstream said no" } })).message).toBe(
       "The hash tool failed; upstream said no. The call was not charged.",
     );
+    // The worker's sentence goes on after the semicolon, in lower case unless it begins with a name.
+    const read = (message: string) =>
+      failureOf(tool, answered(502, { error: { message } })).message;
+    expect(read("Could not read 1.1.1.1: ERR_TLS_CERT_ALTNAME_INVALID")).toBe(
+      "The hash tool failed; could not read 1.1.1.1: ERR_TLS_CERT_ALTNAME_INVALID. The call was not charged.",
+    );
+    expect(read("DNS lookup failed")).toBe(
+      "The hash tool failed; DNS lookup failed. The call was not charged.",
+    );
   });
 });

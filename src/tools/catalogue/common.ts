@@ -29,7 +29,7 @@ export const fileOutput = (what: string) => ({
 
 /** A public web address for the web tools (http or https; private addresses are refused). */
 export const webUrl = z
-  .url({ protocol: /^https?$/ })
+  .url({ protocol: /^https?$/, error: "Expected an absolute http:// or https:// URL" })
   .max(2048)
   .describe(
     "An http(s) address on the public internet; private and loopback addresses are refused.",
