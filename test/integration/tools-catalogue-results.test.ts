@@ -4,6 +4,7 @@ import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   balanceOf,
+  call,
   callTool,
   fundedAccount,
   startGateway,
@@ -417,6 +418,12 @@ describe("language, data, code, security, geo", () => {
       sentences: 1,
     });
     expect(summary.sentences).toHaveLength(1);
+    // Its worked example (shown on /docs) picks by importance, not merely the first sentences.
+    const example = (await call(`${gw.url}/v1/tools/text-summarize-extractive`)).body.input_schema
+      .examples[0];
+    const picked = await run("text-summarize-extractive", example);
+    expect(picked.sentences.map((s: { index: number }) => s.index)).not.toEqual([0, 1]);
+    expect(picked.sentences.every((s: { importance: number }) => s.importance > 0)).toBe(true);
   });
 
   it("queries, computes and converts data", async () => {

@@ -239,6 +239,10 @@ export const tokenCount = defineTool({
   }),
 });
 
+/** A text whose sentences share words: importance is read from that, and `story`'s all score 0. */
+const solarPanels =
+  "Solar panels turn sunlight into electricity. Most home solar panels last twenty-five years or more. The price of solar panels fell sharply over the last decade. Many households now pair solar panels with a battery to store electricity for the evening. Installers say the weather matters less than people think.";
+
 export const textSummarizeExtractive = defineTool({
   name: "text-summarize-extractive",
   aliases: ["extractive-summary"],
@@ -255,7 +259,7 @@ export const textSummarizeExtractive = defineTool({
       text: englishText(1_000_000),
       sentences: z.number().int().min(1).max(50).default(3).describe("How many sentences to keep."),
     })
-    .meta({ examples: [{ text: story, sentences: 2 }] }),
+    .meta({ examples: [{ text: solarPanels, sentences: 2 }] }),
   output: z.object({
     summary: z.string().describe("The chosen sentences, joined."),
     sentences: z
