@@ -66,6 +66,36 @@ export function createBullQueue(
   };
 }
 
+/** Deliveries one process has in flight at once (each mostly waits on its receiver). */
+const CONCURRENCY = 32;
+/**
+ * At most this many of them for one owner (an account, or the platform): a receiver that never
+ * answers holds its slot for the 10 s timeout, on each of four attempts, and one account with a
+ * few such webhooks and a stream of events (`tool.error` is free to cause) held every slot, so
+ * every other account's deliveries waited behind its backlog (58 s in a probe, and growing).
+ */
+const OWNER_SHARE = 8;
+/** How long a delivery put back for its owner's share waits: 0.25 s, doubling to 4 s, jittered. */
+const shareWaitMs = (putBack: number) =>
+  Math.min(4000, 250 * 2 ** Math.max(0, Math.min(putBack, 4))) + Math.floor(Math.random() * 250);
+
+/** Each owner's deliveries in flight in this process, up to `share` at once. */
+class OwnerShares {
+  private readonly held = new Map<string, number>();
+  constructor(private readonly share: number) {}
+  take(owner: string): boolean {
+    const held = this.held.get(owner) ?? 0;
+    if (held >= this.share) return false;
+    this.held.set(owner, held + 1);
+    return true;
+  }
+  give(owner: string): void {
+    const held = (this.held.get(owner) ?? 1) - 1;
+    if (held > 0) this.held.set(owner, held);
+    else this.held.delete(owner);
+  }
+}
+
 /** The BullMQ queue once loaded: deliveries, and its job counts for the metrics. */
 interface BullDeliveryQueue extends DeliveryQueue {
   jobCounts(): Promise<Record<string, number>>;
@@ -109,11 +139,19 @@ function openBullQueue(
     timer.unref();
     nudges.add(timer);
   };
+  const shares = new OwnerShares(OWNER_SHARE);
   const worker = new Worker<DeliveryJob>(
     QUEUE_NAME,
     async (job, token) => {
-      // Runs that were put back without counting (a fault of ours) are the starts beyond the counted attempts.
-      const internalFailures = Math.max(0, job.attemptsStarted - job.attemptsMade - 1);
+      const internalFailures = job.data.internalFailures ?? 0;
+      if (!shares.take(job.data.ownerId)) {
+        // Its owner has its share of this process's deliveries in flight: back to the delayed
+        // set, counting no attempt, later each time it finds the share taken (the starts beyond
+        // the counted attempts and our own failures are those put-backs, and crashes).
+        const putBack = job.attemptsStarted - job.attemptsMade - 1 - internalFailures;
+        await job.moveToDelayed(Date.now() + shareWaitMs(putBack), token);
+        throw new DelayedError();
+      }
       const attempt = job.attemptsMade + 1;
       let outcome;
       try {
@@ -121,8 +159,11 @@ function openBullQueue(
       } catch (err) {
         if (!(err instanceof InternalDeliveryError)) throw err;
         // Back to the delayed set without counting an attempt: the receiver's retries stay whole.
+        await job.updateData({ ...job.data, internalFailures: internalFailures + 1 });
         await job.moveToDelayed(Date.now() + internalRetryDelayMs(internalFailures + 1), token);
         throw new DelayedError();
+      } finally {
+        shares.give(job.data.ownerId);
       }
       if (outcome === "retry") {
         // Due when the backoff below says, as the delivery log's next_attempt_at does.
@@ -134,7 +175,7 @@ function openBullQueue(
     {
       connection,
       prefix,
-      concurrency: 32,
+      concurrency: CONCURRENCY,
       settings: { backoffStrategy: (attemptsMade: number) => retryDelayMs(attemptsMade) },
       // Longer than the 10 s delivery timeout; a job held by a crashed process is taken over after it.
       lockDuration: 20_000,

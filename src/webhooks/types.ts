@@ -15,6 +15,8 @@ export interface DeliveryJob {
   event: string;
   timestamp: string;
   body: string;
+  /** Tries that could not be sent for a fault of ours (queue.ts): they use none of the receiver's attempts. */
+  internalFailures?: number;
 }
 
 /** The retry rule of the specification: at most 3 retries, 1 s, 4 s and 9 s after the failures. */

@@ -246,6 +246,11 @@ describe("deliveries", () => {
     expect((await sendTest(key)).body.sent).toHaveLength(2);
     await rx.waitFor(p2, 1);
     expect([rx.at(p1).length, rx.at(p2).length]).toEqual([2, 1]);
+    // An empty id (a client's unset variable) names no webhook: refused, not sent to every one.
+    const empty = await call(`${gw.url}/api/v1/webhooks/test`, { key, body: { webhook_id: "" } });
+    expect([empty.status, empty.body.error.param]).toEqual([422, "webhook_id"]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect([rx.at(p1).length, rx.at(p2).length]).toEqual([2, 1]);
   });
 
   it("sign with both secrets while a rotation overlaps; X-Webhook-Signature uses the new one", async () => {

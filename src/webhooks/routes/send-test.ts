@@ -16,15 +16,16 @@ export const sendTestEvent = (owner: WebhookOwner) =>
     errors: owner.auth === "key" ? ["feature_not_in_tier"] : [],
     limit: "webhook-test",
     successStatus: 202,
-    body: z.strictObject({ webhook_id: z.string().max(64).optional() }),
+    body: z.strictObject({ webhook_id: z.string().min(1).max(64).optional() }),
     response: z.object({
       sent: z.array(z.object({ webhook_id: z.string(), event_id: z.string() })),
     }),
     async handler({ services, body, caller }) {
       const ownerId = owner.idOf(caller);
-      const targets = body.webhook_id
-        ? [await findWebhook(services, ownerId, body.webhook_id)]
-        : await services.store.listWebhooks(ownerId);
+      const targets =
+        body.webhook_id !== undefined
+          ? [await findWebhook(services, ownerId, body.webhook_id)]
+          : await services.store.listWebhooks(ownerId);
       const sent = [];
       for (const webhook of targets) {
         const event = eventRecord(newEventId(), "webhook.test", ownerId, {

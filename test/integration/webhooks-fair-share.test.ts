@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { startReceiver } from "../helpers/receiver.js";
+
+/**
+ * A gateway process delivers 32 webhooks at once, and a receiver that never answers holds its
+ * delivery for the 10 s timeout. One account whose webhooks never answer must not hold every
+ * delivery of the process: each owner has at most 8 in flight, and another account's delivery
+ * goes out at once.
+ */
+let gw: TestGateway;
+let rx: Awaited<ReturnType<typeof startReceiver>>;
+beforeAll(async () => {
+  rx = await startReceiver();
+  gw = await startGateway({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" } });
+});
+afterAll(async () => {
+  await gw?.stop();
+  await rx?.stop();
+});
+
+const register = (key: string, path: string) =>
+  call(`${gw.url}/api/v1/webhooks/register`, {
+    key,
+    body: { url: rx.url(path), events: ["tool.error"] },
+  });
+const sendTest = (key: string) => call(`${gw.url}/api/v1/webhooks/test`, { key, body: {} });
+
+describe("webhook deliveries shared between accounts", () => {
+  it("one account's 40 unanswered deliveries do not hold up another account's: it is delivered at once", async () => {
+    const noisy = await fundedAccount(gw.url, 100, "pro");
+    for (let i = 0; i < 10; i++) {
+      rx.script(`/silent-${i}`, ["hang"]);
+      expect((await register(noisy.key, `/silent-${i}`)).status).toBe(201);
+    }
+    for (let i = 0; i < 4; i++) expect((await sendTest(noisy.key)).status).toBe(202);
+    // More of its deliveries than the process delivers at once have reached the receiver or wait.
+    await rx.waitFor("/silent-0", 1, 5000);
+    await new Promise((r) => setTimeout(r, 300));
+
+    const quiet = await fundedAccount(gw.url, 100, "pro");
+    expect((await register(quiet.key, "/quiet")).status).toBe(201);
+    const sent = Date.now();
+    expect((await sendTest(quiet.key)).status).toBe(202);
+    const [delivered] = await rx.waitFor("/quiet", 1, 15_000);
+    // Before each owner had a share, it waited for the noisy account's 10 s timeouts.
+    expect(delivered!.at - sent).toBeLessThan(3000);
+    // The noisy account's deliveries still went out, up to its share at once.
+    const silent = rx.received.filter((r) => r.path.startsWith("/silent-"));
+    expect(silent.length).toBeGreaterThanOrEqual(8);
+    expect(silent.length).toBeLessThanOrEqual(8 + 2);
+  }, 30_000);
+});
