@@ -963,26 +963,6 @@ describe("an operator's upstream tool (TOOLS_FILE)", () => {
     expect(await balanceOf(gw.url, key)).toBe(96);
   });
 
-  it("passes on its endpoint's input refusal only as text, bounded: never a 500 that keeps the charge", async () => {
-    const { key } = await fundedAccount(gw.url, 100, "business");
-    await register(key, wordCount(endpoint.url("/refuses-oddly"), { name: "odd-refusal" }));
-    await register(key, wordCount(endpoint.url("/refuses-at-length"), { name: "long-refusal" }));
-    // A number for the message and for the field: the refusal without them.
-    const odd = await callTool(gw.url, key, "odd-refusal", { text: "a" });
-    expect([odd.status, odd.body.error.code, odd.body.error.param]).toEqual([
-      422,
-      "validation_failed",
-      undefined,
-    ]);
-    expect(odd.body.error.message).toBe("The tool refused its input.");
-    expect(await mcpErrorCode(key, "odd-refusal", { text: "a" })).toBe("validation_failed");
-    // 900 KB of message: passed on cut to a thousand characters.
-    const long = await callTool(gw.url, key, "long-refusal", { text: "a" });
-    expect([long.status, long.body.error.param]).toEqual([422, "text"]);
-    expect(long.body.error.message).toBe(`${"x".repeat(1000)}…`);
-    expect(await balanceOf(gw.url, key)).toBe(100);
-  });
-
   it("fails an answer nested deeper than a request body may be, over REST and MCP alike: 502 tool_failed, refunded", async () => {
     const { key } = await fundedAccount(gw.url, 100, "starter");
     const rest = await callTool(gw.url, key, "shout", { text: "deep" });
