@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
@@ -155,3 +156,70 @@ def test_accepts_the_specified_signature_in_either_case_of_hex():
     for bad in ("sha256=zz", "sha256=" + "a" * 63, "sha1=" + "a" * 64, "sha256=ab cd"):
         with pytest.raises(ToolgateError):
             verify_webhook(body, {"X-Webhook-Signature": bad}, secret)
+
+
+# The rules below are TypeScript's verifyWebhook's too (test/sdk/typescript/verify-webhook-rules.test.ts),
+# on deliveries signed here as the gateway signs them (src/webhooks/signing.ts).
+_SECRET = "whsec_" + base64.b64encode(b"twenty-four random bytes").decode()
+_NOW = 1_795_961_271
+_EVENT = {"id": "evt_1", "event": "webhook.test", "timestamp": "2026-11-29T14:07:51.000Z", "data": {}}
+_BODY = json.dumps(_EVENT).encode()
+
+
+def _standard(body: bytes, secret: str = _SECRET, stamp: str = str(_NOW), key: bytes | None = None) -> dict[str, str]:
+    key = base64.b64decode(secret.removeprefix("whsec_")) if key is None else key
+    signature = base64.b64encode(hmac.new(key, f"evt_1.{stamp}.".encode() + body, hashlib.sha256).digest()).decode()
+    return {"webhook-id": "evt_1", "webhook-timestamp": stamp, "webhook-signature": "v1," + signature}
+
+
+def _spec(body: bytes, secret: str = _SECRET) -> dict[str, str]:
+    return {"x-webhook-signature": "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()}
+
+
+def _outcome(body: bytes, headers: dict[str, str], secret: str = _SECRET) -> str:
+    try:
+        return "ok " + verify_webhook(body, headers, secret, now=_NOW).id
+    except ToolgateError as error:
+        return error.code + (f" ({error.param})" if error.param else "")
+
+
+def test_refuses_an_empty_secret_anybody_could_sign_with():
+    # Deliveries forged by anyone: an HMAC keyed by nothing needs no secret to make.
+    for secret in ("", "whsec_", " \n"):
+        assert _outcome(_BODY, _spec(_BODY, ""), secret) == "invalid_argument (secret)"
+        assert _outcome(_BODY, _standard(_BODY, key=b""), secret) == "invalid_argument (secret)"
+    with pytest.raises(ToolgateError) as caught:
+        verify_webhook(_BODY, _standard(_BODY, key=b""), "whsec_", now=_NOW)
+    assert caught.value.message.startswith('secret is "whsec_" with nothing after it')
+
+
+def test_refuses_a_signed_webhook_timestamp_that_is_not_unix_seconds():
+    for stamp in ("abc", "0x6b0c31b7", "1795961271.0", "+1795961271", "1e9", ""):
+        assert _outcome(_BODY, _standard(_BODY, stamp=stamp)) == "webhook_timestamp_invalid", stamp
+    assert _outcome(_BODY, _standard(_BODY)) == "ok evt_1"
+
+
+def test_refuses_a_body_timestamp_that_is_not_a_string_under_the_specified_signature():
+    body = json.dumps({**_EVENT, "timestamp": _NOW * 1000}).encode()
+    assert _outcome(body, _spec(body)) == "webhook_timestamp_invalid"
+
+
+def test_reads_header_values_without_surrounding_whitespace():
+    assert _outcome(_BODY, {"X-Webhook-Signature": " " + _spec(_BODY)["x-webhook-signature"] + " "}) == "ok evt_1"
+    assert _outcome(_BODY, {k: v + "\t" for k, v in _standard(_BODY).items()}) == "ok evt_1"
+
+
+def test_uses_a_secret_with_a_trailing_newline_as_the_secret():
+    assert _outcome(_BODY, _standard(_BODY), _SECRET + "\n") == "ok evt_1"
+    assert _outcome(_BODY, _spec(_BODY), _SECRET + "\n") == "ok evt_1"
+
+
+def test_takes_a_standard_signature_only_as_padded_base64():
+    headers = _standard(_BODY)
+    headers["webhook-signature"] = headers["webhook-signature"].rstrip("=")
+    assert _outcome(_BODY, headers) == "webhook_signature_invalid"
+
+
+def test_refuses_a_signed_body_that_is_not_an_event():
+    for body in (b'{"hello":1}', b"[1]", b"null", json.dumps({**_EVENT, "data": []}).encode()):
+        assert _outcome(body, {**_standard(body), **_spec(body)}) == "webhook_signature_invalid", body

@@ -7,6 +7,12 @@
  * constant time. The Standard Webhooks signature is checked first, as in the Python library: the
  * timestamp checked for freshness is always a signed one, `webhook-timestamp` when that signature
  * matches (fresh on a resend), else the body's own `timestamp` under `X-Webhook-Signature`.
+ * The same rules as Python's verify_webhook: header values and the secret are read without
+ * surrounding whitespace; an empty secret is refused (`invalid_argument`: anybody can sign with
+ * it); a signature is read only as the gateway writes it (padded base64, or hex); a signed
+ * `webhook-timestamp` that is not decimal Unix seconds, or a body `timestamp` that is not a
+ * string, is `webhook_timestamp_invalid`; a signed body that is not an event object is
+ * `webhook_signature_invalid`.
  */
 import { ToolgateError } from "./errors.js";
 
@@ -27,23 +33,31 @@ export interface VerifyWebhookOptions {
 type HeaderBag = Headers | Record<string, string | string[] | undefined>;
 
 const encoder = new TextEncoder();
+/** A header's value, surrounding whitespace removed (HTTP drops it; a plain object may keep it). */
 const header = (headers: HeaderBag, name: string): string | undefined => {
-  if (typeof (headers as Headers).get === "function")
-    return (headers as Headers).get(name) ?? undefined;
-  const entry = Object.entries(headers).find(([k]) => k.toLowerCase() === name);
-  const value = entry?.[1];
-  return Array.isArray(value) ? value.join(" ") : value;
+  let value: string | string[] | null | undefined;
+  if (typeof (headers as Headers).get === "function") value = (headers as Headers).get(name);
+  else value = Object.entries(headers).find(([k]) => k.toLowerCase() === name)?.[1];
+  if (Array.isArray(value)) value = value.join(" ");
+  return typeof value === "string" ? value.replace(SURROUNDING_WHITESPACE, "") : undefined;
 };
+const SURROUNDING_WHITESPACE = /^[ \t\r\n]+|[ \t\r\n]+$/g;
 const fromHex = (hex: string): Uint8Array | null =>
   /^(?:[0-9a-f]{2})+$/i.test(hex)
     ? Uint8Array.from(hex.match(/../g)!, (b) => parseInt(b, 16))
     : null;
-const fromBase64 = (b64: string): Uint8Array | null => {
-  try {
-    return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-  } catch {
-    return null;
-  }
+/**
+ * Standard base64, padded, and nothing else (no whitespace, no URL-safe alphabet): the form the
+ * gateway writes, and the only one Python's verify_webhook reads (atob alone would also take
+ * unpadded text and spaces).
+ */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const fromBase64 = (b64: string): Uint8Array | null =>
+  BASE64.test(b64) ? Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)) : null;
+/** A signature as the gateway writes it: canonical padded base64, so both libraries read the same strings. */
+const signatureBytes = (b64: string): Uint8Array | null => {
+  const bytes = fromBase64(b64);
+  return bytes && btoa(String.fromCharCode(...bytes)) === b64 ? bytes : null;
 };
 const hmacKey = (secret: Uint8Array) =>
   crypto.subtle.importKey("raw", secret as BufferSource, { name: "HMAC", hash: "SHA-256" }, false, [
@@ -51,6 +65,36 @@ const hmacKey = (secret: Uint8Array) =>
   ]);
 const fail = (code: "webhook_signature_invalid" | "webhook_timestamp_invalid", message: string) =>
   new ToolgateError({ status: 0, code, message });
+/** Unix seconds as Standard Webhooks writes them: decimal digits only (no sign, point, hex). */
+const UNIX_SECONDS = /^[0-9]+$/;
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * The secret as used: surrounding whitespace removed (as an API key's: one read from a file or an
+ * environment file ends with a newline; a gateway secret never holds whitespace). An empty one,
+ * or `whsec_` with nothing after it, is refused: an HMAC keyed by nothing is one anybody can
+ * compute, so every forged delivery would verify.
+ */
+function usableSecret(secret: unknown): string {
+  if (typeof secret !== "string")
+    throw new ToolgateError({
+      status: 0,
+      code: "invalid_argument",
+      message:
+        "secret must be a string: the webhook's whsec_… secret, from registration or rotation.",
+      param: "secret",
+    });
+  const trimmed = secret.replace(SURROUNDING_WHITESPACE, "");
+  if (trimmed === "" || trimmed === "whsec_")
+    throw new ToolgateError({
+      status: 0,
+      code: "invalid_argument",
+      message: `secret is ${trimmed === "" ? "empty" : '"whsec_" with nothing after it'}: a signature keyed by an empty secret is one anybody can make, so no delivery can be verified with it. Pass the webhook's whsec_… secret, from registration or rotation (is the variable it is read from set?).`,
+      param: "secret",
+    });
+  return trimmed;
+}
 
 /** Verifies a delivery and returns its parsed event; throws ToolgateError otherwise. */
 export async function verifyWebhook(
@@ -59,6 +103,7 @@ export async function verifyWebhook(
   secret: string,
   options: VerifyWebhookOptions = {},
 ): Promise<WebhookEvent> {
+  secret = usableSecret(secret);
   const body = typeof rawBody === "string" ? encoder.encode(rawBody) : rawBody;
   const bodyText = typeof rawBody === "string" ? rawBody : new TextDecoder().decode(rawBody);
   let signedAt: number | undefined;
@@ -70,17 +115,24 @@ export async function verifyWebhook(
   const timestamp = header(headers, "webhook-timestamp");
   const signatures = header(headers, "webhook-signature");
   const keyBytes = fromBase64(secret.startsWith("whsec_") ? secret.slice(6) : secret);
-  if (id && timestamp && signatures && keyBytes) {
+  if (id !== undefined && timestamp !== undefined && signatures && keyBytes?.length) {
     const key = await hmacKey(keyBytes);
     const content = encoder.encode(`${id}.${timestamp}.${bodyText}`);
     for (const entry of signatures.split(" ")) {
       const [version, sig] = entry.split(",");
-      const sigBytes = version === "v1" && sig ? fromBase64(sig) : null;
+      const sigBytes = version === "v1" && sig ? signatureBytes(sig) : null;
       if (
         sigBytes &&
         (await crypto.subtle.verify("HMAC", key, sigBytes as BufferSource, content as BufferSource))
       ) {
         verified = true;
+        // Signed, yet not a time: refused as one, never read as something else (Number() reads
+        // "0x6b0c31b7" as hex, "" as 0).
+        if (!UNIX_SECONDS.test(timestamp))
+          throw fail(
+            "webhook_timestamp_invalid",
+            "The webhook's webhook-timestamp is not a time in Unix seconds.",
+          );
         signedAt = Number(timestamp) * 1000;
         break;
       }
@@ -106,12 +158,24 @@ export async function verifyWebhook(
       "The webhook's signature does not match the body and secret.",
     );
 
-  let event: WebhookEvent;
+  let event: unknown;
   try {
-    event = JSON.parse(bodyText) as WebhookEvent;
+    event = JSON.parse(bodyText);
   } catch {
-    throw fail("webhook_signature_invalid", "The webhook's body is not JSON.");
+    throw fail("webhook_signature_invalid", "The webhook's body is not a Toolgate event.");
   }
+  // Signed, but not an event (as Python refuses it): handing it back typed as one would let a
+  // handler read `event.data.x` off something else.
+  if (
+    !isObject(event) ||
+    typeof event.id !== "string" ||
+    typeof event.event !== "string" ||
+    !("timestamp" in event) ||
+    !isObject(event.data)
+  )
+    throw fail("webhook_signature_invalid", "The webhook's body is not a Toolgate event.");
+  if (typeof event.timestamp !== "string")
+    throw fail("webhook_timestamp_invalid", "The webhook's timestamp is not a date.");
   signedAt ??= Date.parse(event.timestamp);
   const tolerance = options.toleranceSeconds ?? 300;
   const age = ((options.now ?? new Date()).getTime() - signedAt) / 1000;
@@ -125,5 +189,5 @@ export async function verifyWebhook(
         ? `The webhook was signed ${Math.round(age)} s ago, beyond the ${tolerance} s tolerance (a replay or a clock far off).`
         : `The webhook was signed ${Math.round(-age)} s in the future, beyond the ${tolerance} s tolerance (a clock far off).`,
     );
-  return event;
+  return event as unknown as WebhookEvent;
 }

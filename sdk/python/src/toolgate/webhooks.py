@@ -11,12 +11,18 @@ The gateway signs every delivery twice, and either signature is accepted:
 Every comparison is constant-time (``hmac.compare_digest``). Freshness is judged on a signed
 time: ``webhook-timestamp`` when the Standard Webhooks signature matched, else the body's own
 ``timestamp`` (inside the bytes ``X-Webhook-Signature`` covers).
+
+The same rules as TypeScript's ``verifyWebhook``: header values and the secret are read without
+surrounding whitespace; an empty secret is refused (``invalid_argument``: anybody can sign with
+it); a signature is read only as the gateway writes it (padded base64, or hex); a signed
+``webhook-timestamp`` that is not decimal Unix seconds, or a body ``timestamp`` that is not a
+string, is ``webhook_timestamp_invalid``; a signed body that is not an event object is
+``webhook_signature_invalid``.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
 import json
@@ -26,13 +32,23 @@ import time
 from datetime import datetime
 from typing import Any, Mapping
 
+from ._checks import _invalid
 from ._errors import ToolgateError
 from ._types import Event
 
 DEFAULT_TOLERANCE_SECONDS = 300
 
 
+_WHITESPACE = " \t\r\n"
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+"""Standard base64, padded, and nothing else: the form the gateway writes, and the only one
+TypeScript's verifyWebhook reads."""
+_UNIX_SECONDS = re.compile(r"[0-9]+")
+"""Unix seconds as Standard Webhooks writes them: decimal digits only (no sign, point, hex)."""
+
+
 def _header(headers: Any, name: str) -> str | None:
+    """A header's value, surrounding whitespace removed (HTTP drops it; a plain dict may keep it)."""
     getter = getattr(headers, "get", None)
     value = getter(name) if getter else None
     if value is None and isinstance(headers, Mapping):
@@ -41,11 +57,29 @@ def _header(headers: Any, name: str) -> str | None:
         value = " ".join(value)
     if isinstance(value, bytes):
         value = value.decode("latin-1")
-    return value if isinstance(value, str) else None
+    return value.strip(_WHITESPACE) if isinstance(value, str) else None
 
 
 def _fail(code: str, message: str) -> ToolgateError:
     return ToolgateError(status=0, code=code, message=message)
+
+
+def _usable_secret(secret: Any) -> str:
+    """The secret as used: surrounding whitespace removed (as an API key's: one read from a file or
+    an environment file ends with a newline; a gateway secret never holds whitespace). An empty
+    one, or ``whsec_`` with nothing after it, is refused: an HMAC keyed by nothing is one anybody
+    can compute, so every forged delivery would verify."""
+    if not isinstance(secret, str):
+        raise _invalid("secret must be a string: the webhook's whsec_… secret, from registration or rotation.", "secret")
+    trimmed = secret.strip(_WHITESPACE)
+    if trimmed in ("", "whsec_"):
+        what = "empty" if trimmed == "" else '"whsec_" with nothing after it'
+        raise _invalid(
+            f"secret is {what}: a signature keyed by an empty secret is one anybody can make, so no delivery can be verified with it. "
+            "Pass the webhook's whsec_… secret, from registration or rotation (is the variable it is read from set?).",
+            "secret",
+        )
+    return trimmed
 
 
 def _spec_signature_matches(body: bytes, given: str | None, secret: str) -> bool:
@@ -53,9 +87,8 @@ def _spec_signature_matches(body: bytes, given: str | None, secret: str) -> bool
         return False
     # The hex compared as the bytes it spells, as TypeScript's verifyWebhook does: upper-case hex
     # is the same signature.
-    value = given.strip()
-    hex_digits = value[len("sha256="):]
-    if not value.startswith("sha256=") or not re.fullmatch(r"(?:[0-9a-fA-F]{2})+", hex_digits):
+    hex_digits = given[len("sha256="):]
+    if not given.startswith("sha256=") or not re.fullmatch(r"(?:[0-9a-fA-F]{2})+", hex_digits):
         return False
     given_bytes = bytes.fromhex(hex_digits)
     expected = hmac.new(secret.encode("utf-8"), body, hashlib.sha256).digest()
@@ -64,11 +97,13 @@ def _spec_signature_matches(body: bytes, given: str | None, secret: str) -> bool
 
 def _standard_signature_matches(body: bytes, headers: Any, secret: str) -> bool:
     msg_id, stamp, signatures = (_header(headers, n) for n in ("webhook-id", "webhook-timestamp", "webhook-signature"))
-    if not (msg_id and stamp and signatures):
+    if msg_id is None or stamp is None or not signatures:
         return False
-    try:
-        key = base64.b64decode(secret.removeprefix("whsec_"), validate=True)
-    except (binascii.Error, ValueError):
+    encoded = secret.removeprefix("whsec_")
+    if not _BASE64.fullmatch(encoded):
+        return False
+    key = base64.b64decode(encoded)
+    if not key:
         return False
     expected = base64.b64encode(hmac.new(key, f"{msg_id}.{stamp}.".encode("utf-8") + body, hashlib.sha256).digest())
     for entry in signatures.split(" "):
@@ -94,18 +129,34 @@ def verify_webhook(
     :param tolerance_seconds: how old (or how far in the future) a delivery may be.
     :param now: the time to judge freshness against (Unix seconds); default now.
     """
+    secret = _usable_secret(secret)
     body = raw_body.encode("utf-8") if isinstance(raw_body, str) else bytes(raw_body)
     signed_at: float | None = None
     if _standard_signature_matches(body, headers, secret):
-        signed_at = float(_header(headers, "webhook-timestamp") or "nan")
+        stamp = _header(headers, "webhook-timestamp") or ""
+        # Signed, yet not a time: refused as one, never read as something else.
+        if not _UNIX_SECONDS.fullmatch(stamp):
+            raise _fail("webhook_timestamp_invalid", "The webhook's webhook-timestamp is not a time in Unix seconds.")
+        signed_at = float(stamp)
     elif not _spec_signature_matches(body, _header(headers, "x-webhook-signature"), secret):
         raise _fail("webhook_signature_invalid", "The webhook's signature does not match the body and secret.")
 
     try:
         parsed = json.loads(body)
-        event = Event.from_dict(parsed)
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except ValueError:
         raise _fail("webhook_signature_invalid", "The webhook's body is not a Toolgate event.") from None
+    # Signed, but not an event (as TypeScript refuses it).
+    if not (
+        isinstance(parsed, dict)
+        and isinstance(parsed.get("id"), str)
+        and isinstance(parsed.get("event"), str)
+        and "timestamp" in parsed
+        and isinstance(parsed.get("data"), dict)
+    ):
+        raise _fail("webhook_signature_invalid", "The webhook's body is not a Toolgate event.")
+    if not isinstance(parsed["timestamp"], str):
+        raise _fail("webhook_timestamp_invalid", "The webhook's timestamp is not a date.")
+    event = Event.from_dict(parsed)
 
     if signed_at is None:
         try:
