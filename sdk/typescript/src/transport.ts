@@ -117,19 +117,23 @@ export function segment(value: string): string {
  */
 const backoffMs = (attempt: number) =>
   Math.min(8_000, 500 * 2 ** attempt) * (0.5 + Math.random() / 2);
-/** Waits before a retry; the caller's signal ends the wait (and the request) at once. */
+/**
+ * Waits before a retry; the caller's signal ends the wait (and the request) at once. Its listener
+ * is removed when the wait ends: a signal shared by many calls would otherwise gather one per
+ * retry (Node warns past 10).
+ */
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     if (signal?.aborted) return reject(abortedByCaller(signal));
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        reject(abortedByCaller(signal));
-      },
-      { once: true },
-    );
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortedByCaller(signal!));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
   });
 
 /**

@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { afterEach, describe, expect, it } from "vitest";
 import { run } from "../../../sdk/typescript/src/cli/main.js";
 import { retryAfterSeconds } from "../../../sdk/typescript/src/errors.js";
@@ -120,6 +121,35 @@ describe("Retry-After", () => {
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ status: 429, retryAfter: 1000 });
     expect(server.received).toHaveLength(1);
+  });
+});
+
+describe("a caller's signal shared by many retried calls", () => {
+  it("keeps no listener from the retries' waits: none left, no MaxListenersExceededWarning", async () => {
+    server = await scriptedServer((_, n) =>
+      n % 2 === 0
+        ? {
+            status: 429,
+            headers: { "retry-after": "0" },
+            body: { error: { code: "rate_limited" } },
+          }
+        : CALLED,
+    );
+    const client = new Toolgate({ apiKey: "tg_test_key", baseUrl: server.url });
+    const controller = new AbortController();
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on("warning", onWarning);
+    try {
+      for (let i = 0; i < 15; i++)
+        await client.tools.call("hash", { text: "a" }, { signal: controller.signal });
+      await new Promise((resolve) => setImmediate(resolve)); // a warning is emitted on the next tick
+    } finally {
+      process.off("warning", onWarning);
+    }
+    expect(server.received).toHaveLength(30);
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
+    expect(warnings).not.toContain("MaxListenersExceededWarning");
   });
 });
 
