@@ -126,7 +126,7 @@ export class Tools {
   ): Promise<ToolOutput<N>>;
   call<S extends string>(
     name: OtherName<S>,
-    input: Record<string, unknown>,
+    input?: Record<string, unknown>,
     options?: CallOptions,
   ): Promise<Record<string, unknown>>;
   async call(name: string, input: unknown, options: CallOptions = {}): Promise<unknown> {
@@ -141,7 +141,7 @@ export class Tools {
   ): Promise<CallResult<ToolOutput<N>>>;
   callWithDetails<S extends string>(
     name: OtherName<S>,
-    input: Record<string, unknown>,
+    input?: Record<string, unknown>,
     options?: CallOptions,
   ): Promise<CallResult<Record<string, unknown>>>;
   async callWithDetails(
@@ -155,7 +155,8 @@ export class Tools {
     const { data, response } = await this.transport.request({
       method: "POST",
       path: `/v1/tools/${segment(name)}`,
-      body: input,
+      // No input is an empty object, as Python sends it: the gateway refuses a call without a body.
+      body: input ?? {},
       idempotencyKey: options.idempotencyKey ?? crypto.randomUUID(),
       idempotent: true,
       payable: true,
