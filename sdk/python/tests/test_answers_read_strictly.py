@@ -112,6 +112,38 @@ async def test_the_async_walk_stops_too_and_the_callers_start_cursor_counts():
     assert [r.query("cursor") for r in server.received] == ["start", "b", "c"]
 
 
+def test_a_walk_of_empty_pages_each_naming_a_new_next_page_stops_after_10():
+    server = serving(lambda r, n: (200, {}, {"data": [], "next_cursor": f"c{n}"}))
+    try:
+        with pytest.raises(ToolgateError) as caught:
+            for _ in Toolgate(api_key=KEY, base_url=server.url).account.iter_events():
+                pass
+    finally:
+        server.close()
+    assert (caught.value.status, caught.value.code) == (0, "invalid_response")
+    assert "10 pages in a row with no items" in caught.value.message
+    assert len(server.received) == 10
+
+
+async def test_an_async_walk_of_empty_pages_walks_on_when_a_page_with_items_comes_before_the_tenth():
+    server = serving(lambda r, n: (200, {}, {"data": [EVENT] if n == 9 else [], "next_cursor": f"c{n}" if n < 18 else None}))
+    try:
+        async with AsyncToolgate(api_key=KEY, base_url=server.url) as client:
+            seen = [event async for event in client.account.iter_events()]
+    finally:
+        server.close()
+    assert len(seen) == 1 and len(server.received) == 19
+    server = serving(lambda r, n: (200, {}, {"data": [], "next_cursor": f"c{n}"}))
+    try:
+        async with AsyncToolgate(api_key=KEY, base_url=server.url) as client:
+            with pytest.raises(ToolgateError) as caught:
+                async for _ in client.usage.iter_entries():
+                    pass
+    finally:
+        server.close()
+    assert caught.value.code == "invalid_response" and len(server.received) == 10
+
+
 WRONG_SHAPES = [
     ("account.get", lambda c: c.account.get(), {"id": "acct_1", "tier": "free"}),
     ("keys.create", lambda c: c.keys.create(), {"id": "key_1"}),

@@ -187,6 +187,40 @@ describe("a paged walk", () => {
   });
 });
 
+describe("a paged walk of empty pages that each name a new next page", () => {
+  const cursorOf = (url: string) => new URL(url, "http://x").searchParams.get("cursor");
+
+  it("stops with invalid_response after 10 in a row, not asking for ever", async () => {
+    server = await scriptedServer((_, n) => ({
+      status: 200,
+      body: { data: [], next_cursor: `c${n}` },
+    }));
+    const client = new Toolgate({ apiKey: "tg_test_key", baseUrl: server.url });
+    const error = await (async () => {
+      for await (const _ of client.account.events());
+    })().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ToolgateError);
+    expect(error).toMatchObject({ status: 0, code: "invalid_response" });
+    expect((error as ToolgateError).message).toMatch(/10 pages in a row with no items/);
+    expect(server.received).toHaveLength(10);
+  });
+
+  it("walks on when a page with items comes before the tenth: the count starts again", async () => {
+    server = await scriptedServer((_, n) => ({
+      status: 200,
+      body: {
+        data: n === 9 ? [{ id: "evt_1", event: "x", timestamp: "t", data: {} }] : [],
+        next_cursor: n < 18 ? `c${n}` : null,
+      },
+    }));
+    const client = new Toolgate({ apiKey: "tg_test_key", baseUrl: server.url });
+    const seen: unknown[] = [];
+    for await (const event of client.account.events()) seen.push(event);
+    expect(seen).toHaveLength(1);
+    expect(server.received.map((r) => cursorOf(r.url))).toHaveLength(19);
+  });
+});
+
 describe("a 2xx answer of the wrong shape", () => {
   it.each([
     ["account.get", (c: Toolgate) => c.account.get(), { id: "acct_1", tier: "free" }],
