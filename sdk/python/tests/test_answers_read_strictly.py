@@ -10,8 +10,9 @@ from __future__ import annotations
 import base64
 import email.utils
 import time
-from typing import Any, Callable
+from typing import Any, AsyncIterator, Callable, Iterator
 
+import httpx
 import pytest
 
 from scripted import CALLED, ScriptedServer
@@ -142,6 +143,62 @@ async def test_an_async_walk_of_empty_pages_walks_on_when_a_page_with_items_come
     finally:
         server.close()
     assert caught.value.code == "invalid_response" and len(server.received) == 10
+
+
+class _Spaces(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A body of ``mib`` MiB of spaces, the same 1 MiB chunk again and again (cheap to make)."""
+
+    CHUNK = b" " * (1024 * 1024)
+
+    def __init__(self, mib: int) -> None:
+        self.mib = mib
+
+    def __iter__(self) -> Iterator[bytes]:
+        for _ in range(self.mib):
+            yield self.CHUNK
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for _ in range(self.mib):
+            yield self.CHUNK
+
+
+def _answering(calls: list[str], mib: int | None = None, declared: int | None = None) -> Callable[[httpx.Request], httpx.Response]:
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        if declared is not None:
+            return httpx.Response(200, headers={"content-length": str(declared)}, content=b"{}")
+        return httpx.Response(200, headers={"content-type": "application/json"}, stream=_Spaces(mib or 0))
+
+    return handler
+
+
+def test_an_answer_body_over_384_mib_is_invalid_response_and_not_retried():
+    for answering in ({"mib": 385}, {"declared": 384 * 1024 * 1024 + 1}):
+        calls: list[str] = []
+        http = httpx.Client(transport=httpx.MockTransport(_answering(calls, **answering)))
+        client = Toolgate(api_key=KEY, base_url="http://127.0.0.1:9", max_retries=2, http_client=http)
+        for call in (client.keys.list, lambda client=client: client.tools.call("hash", {"text": "a"})):
+            calls.clear()
+            with pytest.raises(ToolgateError) as caught:
+                call()
+            assert (caught.value.status, caught.value.code) == (0, "invalid_response"), answering
+            assert "with a body over 384 MiB" in caught.value.message
+            assert len(calls) == 1
+    # Under the limit the body is read whole (spaces: not JSON, refused for its shape).
+    http = httpx.Client(transport=httpx.MockTransport(_answering([], mib=3)))
+    with pytest.raises(ToolgateError) as caught:
+        Toolgate(api_key=KEY, base_url="http://127.0.0.1:9", http_client=http).keys.list()
+    assert caught.value.code == "invalid_response" and "384 MiB" not in caught.value.message
+
+
+async def test_an_answer_body_over_384_mib_is_invalid_response_for_the_async_client_too():
+    calls: list[str] = []
+    http = httpx.AsyncClient(transport=httpx.MockTransport(_answering(calls, mib=385)))
+    async with AsyncToolgate(api_key=KEY, base_url="http://127.0.0.1:9", max_retries=2, http_client=http) as client:
+        with pytest.raises(ToolgateError) as caught:
+            await client.keys.list()
+    assert caught.value.code == "invalid_response" and "with a body over 384 MiB" in caught.value.message
+    assert len(calls) == 1
 
 
 WRONG_SHAPES = [

@@ -70,6 +70,57 @@ export interface RawResult {
 
 const MAX_RETRY_DELAY_MS = 60_000;
 
+/**
+ * The largest answer body read (as Python's): 384 MiB. Above the largest answer the gateway sends
+ * (a tool's output is at most 256 MiB, WORKER_MAX_RESPONSE_BYTES, with room for its JSON
+ * around it), below what one JavaScript string can hold (~512 MiB), which `response.text()` would
+ * fail on as if the connection were lost. A larger answer is `invalid_response`, not retried.
+ */
+export const MAX_RESPONSE_BYTES = 384 * 1024 * 1024;
+
+/** The answer's body, read whole unless it is over MAX_RESPONSE_BYTES (then the read is cancelled). */
+async function readBody(response: Response, requestId: string | undefined): Promise<string> {
+  const declared = response.headers.get("content-length");
+  if (declared && /^[0-9]+$/.test(declared.trim()) && Number(declared) > MAX_RESPONSE_BYTES) {
+    await response.body?.cancel().catch(() => undefined);
+    throw tooLarge(response, requestId);
+  }
+  if (!response.body) return "";
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_RESPONSE_BYTES) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(response, requestId);
+    }
+    chunks.push(value);
+  }
+  const whole = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    whole.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return new TextDecoder().decode(whole);
+}
+
+/** The errors readBody throws: told apart from a lost connection in the request's catch. */
+const tooLargeErrors = new WeakSet<object>();
+function tooLarge(response: Response, requestId: string | undefined): ToolgateError {
+  const error = new ToolgateError({
+    status: 0,
+    code: "invalid_response",
+    message: `The gateway answered ${response.status} with a body over ${MAX_RESPONSE_BYTES / 1024 / 1024} MiB, more than the client reads: not the gateway's answer (a proxy, or a base URL that is not the gateway's?).`,
+    requestId,
+  });
+  tooLargeErrors.add(error);
+  return error;
+}
+
 /** Error codes of a connection that was never made (Node's and undici's): nothing was sent. */
 const NOT_CONNECTED = new Set([
   "ECONNREFUSED",
@@ -211,8 +262,9 @@ export class Transport {
         });
         // The body is read under the same timeout: an answer whose headers came in time but whose
         // body trickles in is the attempt's timeout too, not an error of another kind.
-        text = await response.text();
+        text = await readBody(response, response.headers.get("x-request-id") ?? undefined);
       } catch (error) {
+        if (error instanceof ToolgateError && tooLargeErrors.has(error)) throw error;
         if (spec.signal?.aborted) throw abortedByCaller(spec.signal);
         const timedOut = (error as Error)?.name === "TimeoutError";
         if (canRetry && (spec.idempotent || (!timedOut && neverConnected(error)))) {

@@ -221,6 +221,66 @@ describe("a paged walk of empty pages that each name a new next page", () => {
   });
 });
 
+describe("an answer body over 384 MiB", () => {
+  /** A fetch answering a body of `mib` MiB, the same 1 MiB chunk again and again (cheap to make). */
+  const hugeAnswer = (mib: number, calls: string[]) => {
+    const chunk = new Uint8Array(1024 * 1024).fill(0x20);
+    return (async (input: string | URL | Request) => {
+      calls.push(String(input));
+      let sent = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (sent++ < mib) controller.enqueue(chunk);
+          else controller.close();
+        },
+      });
+      return new Response(body, { status: 200, headers: { "content-type": "application/json" } });
+    }) as typeof fetch;
+  };
+
+  it("is invalid_response, not a lost connection, and is not retried", async () => {
+    const calls: string[] = [];
+    const client = new Toolgate({
+      apiKey: "tg_test_key",
+      baseUrl: "http://127.0.0.1:9",
+      fetch: hugeAnswer(385, calls),
+      maxRetries: 2,
+    });
+    for (const call of [() => client.keys.list(), () => client.tools.call("hash", { text: "a" })]) {
+      calls.length = 0;
+      const error = await call().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ToolgateError);
+      expect(error).toMatchObject({ status: 0, code: "invalid_response" });
+      expect((error as ToolgateError).message).toMatch(/with a body over 384 MiB/);
+      expect(calls).toHaveLength(1);
+    }
+  });
+
+  it("is refused at once when its Content-Length says so", async () => {
+    server = await scriptedServer(() => ({
+      status: 200,
+      headers: { "content-length": String(384 * 1024 * 1024 + 1) },
+      body: "{}",
+    }));
+    const client = new Toolgate({ apiKey: "tg_test_key", baseUrl: server.url, maxRetries: 2 });
+    const error = await client.keys.list().catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 0, code: "invalid_response" });
+    expect(server.received).toHaveLength(1);
+  });
+
+  it("up to 384 MiB is read whole", async () => {
+    const calls: string[] = [];
+    const client = new Toolgate({
+      apiKey: "tg_test_key",
+      baseUrl: "http://127.0.0.1:9",
+      fetch: hugeAnswer(3, calls),
+    });
+    // Spaces only: not JSON, so invalid_response for the shape, after the whole body was read.
+    const error = await client.keys.list().catch((e: unknown) => e);
+    expect((error as ToolgateError).message).toMatch(/not JSON/);
+  });
+});
+
 describe("a 2xx answer of the wrong shape", () => {
   it.each([
     ["account.get", (c: Toolgate) => c.account.get(), { id: "acct_1", tier: "free" }],

@@ -274,6 +274,74 @@ class _Base:
             raise error
 
 
+MAX_RESPONSE_BYTES = 384 * 1024 * 1024
+"""The largest answer body read (as TypeScript's): 384 MiB. Above the largest answer the gateway
+sends (a tool's output is at most 256 MiB, WORKER_MAX_RESPONSE_BYTES, with room for its JSON
+around it), below what one JavaScript string can hold (~512 MiB), TypeScript's limit. A larger
+answer is ``invalid_response``, not retried."""
+
+
+def _too_large(response: httpx.Response) -> ToolgateError:
+    return ToolgateError(
+        status=0,
+        code="invalid_response",
+        message=f"The gateway answered {response.status_code} with a body over {MAX_RESPONSE_BYTES // 1024 // 1024} MiB, more than the client reads: "
+        "not the gateway's answer (a proxy, or a base URL that is not the gateway's?).",
+        request_id=response.headers.get("x-request-id"),
+    )
+
+
+def _declared_too_large(response: httpx.Response) -> bool:
+    declared = (response.headers.get("content-length") or "").strip()
+    return declared.isdigit() and declared.isascii() and int(declared) > MAX_RESPONSE_BYTES
+
+
+def _whole(response: httpx.Response, chunks: list[bytes]) -> httpx.Response:
+    """The streamed answer as a read one, its (decoded) body ``chunks``."""
+    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+    return httpx.Response(response.status_code, headers=headers, content=b"".join(chunks), request=response.request, extensions=response.extensions)
+
+
+def _request_capped(http: httpx.Client, request: dict[str, Any]) -> httpx.Response:
+    """``http.request(**request)``, its body read only up to ``MAX_RESPONSE_BYTES``."""
+    kwargs = dict(request)  # httpx.Client.request's arguments: follow_redirects is send's
+    follow_redirects = bool(kwargs.pop("follow_redirects", False))
+    response = http.send(http.build_request(**kwargs), stream=True, follow_redirects=follow_redirects)
+    try:
+        if _declared_too_large(response):
+            raise _too_large(response)
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise _too_large(response)
+            chunks.append(chunk)
+    finally:
+        response.close()
+    return _whole(response, chunks)
+
+
+async def _arequest_capped(http: httpx.AsyncClient, request: dict[str, Any]) -> httpx.Response:
+    """``_request_capped`` for the asynchronous client."""
+    kwargs = dict(request)  # httpx.AsyncClient.request's arguments: follow_redirects is send's
+    follow_redirects = bool(kwargs.pop("follow_redirects", False))
+    response = await http.send(http.build_request(**kwargs), stream=True, follow_redirects=follow_redirects)
+    try:
+        if _declared_too_large(response):
+            raise _too_large(response)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise _too_large(response)
+            chunks.append(chunk)
+    finally:
+        await response.aclose()
+    return _whole(response, chunks)
+
+
 def _too_slow(request: dict[str, Any], seconds: float) -> httpx.ReadTimeout:
     # The origin, as every other message: no path, and never a user:password the URL may hold.
     return httpx.ReadTimeout(f"No whole answer from {_origin(request['url'])} within {seconds:g} s.")
@@ -300,7 +368,7 @@ class SyncTransport(_Base):
 
         def attempt() -> None:
             try:
-                outcome.append((True, context.run(lambda: self.http.request(**request))))
+                outcome.append((True, context.run(lambda: _request_capped(self.http, request))))
             except BaseException as error:  # handed to the caller's thread, raised there
                 outcome.append((False, error))
             done.set()
@@ -348,7 +416,7 @@ class AsyncTransport(_Base):
     async def _send(self, request: dict[str, Any], seconds: float) -> httpx.Response:
         """One attempt, cancelled after ``seconds`` in all (httpx closes the connection)."""
         try:
-            return await asyncio.wait_for(self.http.request(**request), seconds)
+            return await asyncio.wait_for(_arequest_capped(self.http, request), seconds)
         except asyncio.TimeoutError:
             raise _too_slow(request, seconds) from None
 
