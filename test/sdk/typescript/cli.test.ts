@@ -164,16 +164,29 @@ describe("arguments a command does not read", () => {
       expect([argv.join(" "), (await toolgate(argv)).code]).toEqual([argv.join(" "), 0]);
   });
 
-  it("no command, with or without options, is a usage error", async () => {
-    for (const argv of [[], ["--json"], ["--base-url", "http://x"]]) {
+  it("no command, with or without options, is a usage error: help on standard error, JSON with --json", async () => {
+    for (const argv of [[], ["--base-url", "http://x"]]) {
       const result = await toolgate(argv);
-      expect([argv.join(" "), result.code, result.stdout]).toEqual([
+      expect([argv.join(" "), result.code, result.stdout, result.stderr]).toEqual([
         argv.join(" "),
         2,
+        "",
         expect.stringContaining("Usage: toolgate <command>"),
       ]);
     }
-    expect((await toolgate(["--help"])).code).toBe(0);
+    const json = await toolgate(["--json"]);
+    expect([json.code, json.stdout, JSON.parse(json.stderr)]).toEqual([
+      2,
+      "",
+      {
+        error: {
+          status: 0,
+          code: "usage_error",
+          message: "no command given; run `toolgate --help` for the commands",
+        },
+      },
+    ]);
+    expect(await toolgate(["--help"])).toMatchObject({ code: 0, stderr: "" });
   });
 });
 
@@ -442,5 +455,213 @@ describe("usage errors", () => {
         stderr: `toolgate: ${name} needs --wallet-key-file: it limits what a wallet pays, and without one the call is paid with the API key`,
       });
     expect(requests).toEqual([]);
+  });
+});
+
+describe("a base URL with a query or fragment", () => {
+  it("is a usage error before any request: the path before it would be dropped, and the login's key sent outside the gateway", async () => {
+    const port = (server.address() as AddressInfo).port;
+    for (const url of [`http://127.0.0.1:${port}/gw?x=1`, `http://127.0.0.1:${port}/gw#f`])
+      expect(await toolgate(["account", "--base-url", url])).toEqual({
+        code: 2,
+        stdout: "",
+        stderr: `toolgate: --base-url must not hold a query (?…) or fragment (#…) (got "${url}"): give the gateway's address alone, such as https://toolgate.example/gw`,
+      });
+    expect(
+      (await toolgate(["account"], { TOOLGATE_BASE_URL: `http://127.0.0.1:${port}/?` })).stderr,
+    ).toContain("TOOLGATE_BASE_URL must not hold a query");
+    expect(requests).toEqual([]);
+  });
+});
+
+describe("--input text", () => {
+  const file = () => join(configDir, "input.json");
+  it("from a file: UTF-8, a byte-order mark left out; other bytes refused before the call", async () => {
+    await writeFile(file(), Buffer.from([0xef, 0xbb, 0xbf, ...Buffer.from('{"text":"café"}')]));
+    expect((await toolgate(["call", "hash", "--input", `@${file()}`])).code).toBe(0);
+    expect(lastBody).toEqual({ text: "café" });
+    requests = [];
+    // "café" in Latin-1: é is the byte 0xe9, not UTF-8.
+    await writeFile(file(), Buffer.from('{"text":"caf\xe9"}', "latin1"));
+    expect(await toolgate(["call", "hash", "--input", `@${file()}`])).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `toolgate: ${file()} is not UTF-8 text: save it as UTF-8 (its bytes would otherwise reach the tool as U+FFFD)`,
+    });
+    expect(requests).toEqual([]);
+  });
+
+  it("that is not JSON says what the parser found; JSON that is not an object says what it is", async () => {
+    const comma = await toolgate(["call", "hash", "--input", '{"text":"x",}']);
+    expect([comma.code, comma.stderr]).toEqual([
+      2,
+      expect.stringMatching(/^toolgate: --input is not valid JSON: .+/),
+    ]);
+    expect(comma.stderr).not.toBe("toolgate: --input is not valid JSON: ");
+    expect((await toolgate(["call", "hash", "--input", "[1]"])).stderr).toBe(
+      "toolgate: --input must be a JSON object (got an array)",
+    );
+    expect(requests).toEqual([]);
+  });
+
+  it("an argument holding U+FFFD (bytes that were not UTF-8, as the runtime decoded them) is refused", async () => {
+    expect(await toolgate(["call", "hash", "--text", "caf\uFFFD"])).toEqual({
+      code: 2,
+      stdout: "",
+      stderr:
+        'toolgate: the argument "caf\uFFFD" holds U+FFFD (\uFFFD): it was probably not UTF-8 text (check the terminal\'s encoding, e.g. LANG=C.UTF-8); to send U+FFFD itself, write it as \\ufffd in --input JSON',
+    });
+    expect((await toolgate(["call", "hash", "--input", '{"text":"\\ufffd"}'])).code).toBe(0);
+    expect(lastBody).toEqual({ text: "\uFFFD" });
+  });
+});
+
+describe("text from the gateway", () => {
+  it("cannot drive the terminal in human output (controls shown escaped); --json is the same JSON value", async () => {
+    const title = "Hash\u001b]0;pwned\u0007\u009b2J\u202e";
+    respond = (req, res) => {
+      if (req.url === "/v1/tools")
+        return json(res, 200, { object: "list", data: [{ ...HASH, title }] });
+      if (req.url === "/api/v1/account")
+        return json(res, 400, {
+          error: { code: "bad\u001b[31m", message: "m\u001b[2J cleared\r\nforged" },
+        });
+      gateway(req, res);
+    };
+    const list = await toolgate(["tools", "list"]);
+    expect(list.stdout).toContain("Hash\\x1b]0;pwned\\x07\\x9b2J\\u202e");
+    const raw = (text: string) =>
+      ["\u001b", "\u0007", "\u009b", "\u202e"].filter((c) => text.includes(c));
+    expect(raw(list.stdout)).toEqual([]);
+    const listed = await toolgate(["tools", "list", "--json"]);
+    expect(raw(listed.stdout)).toEqual([]);
+    expect(JSON.parse(listed.stdout)[0].title).toBe(title);
+    expect((await toolgate(["account"])).stderr).toBe(
+      "toolgate: bad\\x1b[31m: m\\x1b[2J cleared\\x0d\nforged",
+    );
+    const asJson = JSON.parse((await toolgate(["account", "--json"])).stderr);
+    expect(asJson.error.message).toBe("m\u001b[2J cleared\r\nforged");
+  });
+
+  it("--json errors keep Retry-After and the gateway's other fields", async () => {
+    respond = (_req, res) =>
+      json(
+        res,
+        402,
+        {
+          error: {
+            type: "payment_error",
+            code: "insufficient_credits",
+            message: "Not enough credits.",
+            credits_remaining: 0,
+            request_id: "req_1",
+          },
+        },
+        { "retry-after": "30" },
+      );
+    const result = await toolgate(["account", "--json"]);
+    expect([result.code, JSON.parse(result.stderr)]).toEqual([
+      3,
+      {
+        error: {
+          status: 402,
+          code: "insufficient_credits",
+          message: "Not enough credits.",
+          request_id: "req_1",
+          retry_after: 30,
+          details: { credits_remaining: 0 },
+        },
+      },
+    ]);
+  });
+});
+
+describe("a call whose answer is lost", () => {
+  it("says which Idempotency-Key it was sent with, and to re-run with it (human and --json)", async () => {
+    const keys: string[] = [];
+    respond = (req, res) => {
+      if (req.method === "POST") {
+        keys.push(req.headers["idempotency-key"] as string);
+        return req.socket.destroy();
+      }
+      gateway(req, res);
+    };
+    const human = await toolgate(["call", "hash", "--input", '{"text":"hi"}']);
+    const key = keys[0]!;
+    expect(new Set(keys)).toEqual(new Set([key]));
+    expect([human.code, human.stderr.split("\n")]).toEqual([
+      4,
+      [
+        expect.stringMatching(
+          /^toolgate: network_error: .*the request may have been received and run\.$/,
+        ),
+        `toolgate: re-run the call within 24 h with the same input and --idempotency-key ${key}: if it ran, the gateway answers with its result and does not charge it again.`,
+      ],
+    ]);
+    expect(human.stderr).not.toContain("list what exists");
+    expect(human.stderr).not.toContain("verbose: true");
+    const given = await toolgate([
+      "call",
+      "hash",
+      "--input",
+      '{"text":"hi"}',
+      "--idempotency-key",
+      "k-1",
+      "--json",
+    ]);
+    expect([given.code, JSON.parse(given.stderr).error]).toEqual([
+      4,
+      expect.objectContaining({
+        code: "network_error",
+        idempotency_key: "k-1",
+        hint: expect.stringContaining("--idempotency-key k-1"),
+      }),
+    ]);
+    expect(keys.at(-1)).toBe("k-1");
+  });
+
+  it("--timeout SECONDS bounds each attempt", async () => {
+    respond = (req, res) => {
+      if (req.method !== "POST") gateway(req, res);
+    };
+    const started = Date.now();
+    const result = await toolgate(["call", "hash", "--input", '{"text":"hi"}', "--timeout", "0.2"]);
+    expect([result.code, result.stderr]).toEqual([
+      4,
+      expect.stringContaining("toolgate: timeout: No answer from"),
+    ]);
+    expect(result.stderr).toContain("within 200 ms");
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect((await toolgate(["account", "--timeout", "0"])).stderr).toBe(
+      'toolgate: --timeout must be a number of seconds above 0 and at most 2147483 (got "0")',
+    );
+    expect((await toolgate(["--help"])).stdout).toContain("--timeout SECONDS");
+  });
+});
+
+describe("arguments that do not add up", () => {
+  it("are usage errors before any request", async () => {
+    for (const [argv, message] of [
+      [
+        ["keys", "create", "a", "--name", "b"],
+        "give the key's name once: `keys create a` or `keys create --name b`, not both",
+      ],
+      [
+        ["call", "hash", "--text", "hi", "--api-key", "tg_live_x"],
+        "unknown option --api-key: a key is never taken as an argument; set TOOLGATE_API_KEY or run `toolgate login`",
+      ],
+      [["usage", "--limit", "9007199254740993"], "--limit must be at most 9007199254740991"],
+    ] as const)
+      expect([argv.join(" "), await toolgate([...argv])]).toEqual([
+        argv.join(" "),
+        { code: 2, stdout: "", stderr: `toolgate: ${message}` },
+      ]);
+    expect(requests).toEqual([]);
+  });
+
+  it("help says what tools show shows", async () => {
+    const help = (await toolgate(["--help"])).stdout;
+    expect(help).toMatch(/tools show NAME +one tool: description, price, input fields/);
+    expect(help).not.toContain("input and output schemas");
   });
 });

@@ -19,6 +19,7 @@ export const CALL_OPTIONS = [
   "input",
   "json",
   "base-url",
+  "timeout",
   "wallet-key-file",
   "max-per-call",
   "max-per-session",
@@ -33,7 +34,10 @@ export const FIELD_PREFIX = "field.";
 
 /** The flag that gives a tool's field: `--NAME`, or `--field.NAME` when NAME is an option of the CLI. */
 export const fieldFlag = (name: string): string =>
-  CALL_OPTIONS.includes(name) || BOOLEAN_FLAGS.has(name) || name.startsWith(FIELD_PREFIX)
+  CALL_OPTIONS.includes(name) ||
+  BOOLEAN_FLAGS.has(name) ||
+  name === API_KEY ||
+  name.startsWith(FIELD_PREFIX)
     ? `--${FIELD_PREFIX}${name}`
     : `--${name}`;
 
@@ -69,7 +73,10 @@ export function parseArgs(argv: string[]): Parsed {
 }
 
 /** Options every command takes. */
-const GLOBAL_OPTIONS = ["json", "base-url", "help", "h"];
+const GLOBAL_OPTIONS = ["json", "base-url", "timeout", "help", "h"];
+
+/** Never an option: a key is read from TOOLGATE_API_KEY or the login, not an argument (shell history). */
+const API_KEY = "api-key";
 
 /**
  * Refuses what a command would otherwise silently ignore, before any request: a positional past
@@ -80,15 +87,16 @@ const GLOBAL_OPTIONS = ["json", "base-url", "help", "h"];
 export function expectArgs(parsed: Parsed, count: number, options?: string[]): void {
   const extra = parsed.positionals[count];
   if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}"`);
+  // Every command, `call` too (whose other options are the tool's fields): a tool's field of
+  // that name is --field.api-key.
+  if (parsed.options.has(API_KEY))
+    throw new UsageError(
+      "unknown option --api-key: a key is never taken as an argument; set TOOLGATE_API_KEY or run `toolgate login`",
+    );
   if (options === undefined) return;
   const known = [...GLOBAL_OPTIONS, ...options];
   for (const name of parsed.options.keys()) {
     if (known.includes(name)) continue;
-    // A key is read from TOOLGATE_API_KEY or the login, never from an argument (shell history).
-    if (name === "api-key")
-      throw new UsageError(
-        "unknown option --api-key: a key is never taken as an argument; set TOOLGATE_API_KEY or run `toolgate login`",
-      );
     const guess = closestToolName(
       name,
       known.filter((k) => k.length > 1),
@@ -108,7 +116,18 @@ export function intOption(parsed: Parsed, name: string): number | undefined {
   const value = stringOption(parsed, name);
   if (value === undefined) return undefined;
   if (!/^\d+$/.test(value)) throw new UsageError(`--${name} must be a whole number`);
+  // Beyond 2^53 a Number is rounded: a value other than the one given.
+  if (!Number.isSafeInteger(Number(value)))
+    throw new UsageError(`--${name} must be at most ${Number.MAX_SAFE_INTEGER}`);
   return Number(value);
+}
+
+/** A whole number option read exactly, at any size (USDC atomic units). */
+export function bigintOption(parsed: Parsed, name: string): bigint | undefined {
+  const value = stringOption(parsed, name);
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value)) throw new UsageError(`--${name} must be a whole number`);
+  return BigInt(value);
 }
 
 /** A decimal number as JSON writes one, or with a leading "+", "." or trailing ".": 1e3, .5, +2, 5. */

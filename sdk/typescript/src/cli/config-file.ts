@@ -3,7 +3,7 @@
  * Windows, `$XDG_CONFIG_HOME/toolgate` or `~/.config/toolgate` elsewhere; `config.json` written
  * with 0600 permissions in a 0700 directory.
  */
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { UsageError } from "./args.js";
@@ -50,15 +50,28 @@ export async function readConfig(): Promise<StoredConfig> {
   return config as StoredConfig;
 }
 
-/** Stores the login; a usage error naming the file when it cannot be written. */
-export async function writeConfig(config: StoredConfig): Promise<string> {
+/**
+ * Stores the login; a usage error naming the file when it cannot be written. `tightened` names
+ * the config directory when it already existed open to other users (mkdir's mode applies only to
+ * a directory it creates) and was set to 0700.
+ */
+export async function writeConfig(
+  config: StoredConfig,
+): Promise<{ path: string; tightened?: string }> {
   const path = configPath();
+  const dir = configDir();
+  let tightened: string | undefined;
   try {
-    await mkdir(configDir(), { recursive: true, mode: 0o700 });
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    // Windows has no such modes (and %APPDATA% is the user's own).
+    if (process.platform !== "win32" && ((await stat(dir)).mode & 0o077) !== 0) {
+      await chmod(dir, 0o700);
+      tightened = dir;
+    }
     await writeFile(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
     await chmod(path, 0o600); // an existing file keeps its old mode on write
   } catch (error) {
     throw new UsageError(`cannot write ${path}: ${(error as Error).message}`);
   }
-  return path;
+  return { path, tightened };
 }

@@ -2,7 +2,8 @@
  * The `toolgate` command line, built on the client library: human output by default, `--json`
  * for scripts, `--help` everywhere, and exit codes that tell failures apart:
  * 0 done · 2 usage error · 3 the API refused (an HTTP error, or the wallet's spending cap) ·
- * 4 the gateway could not be reached (network, timeout) · 1 anything else.
+ * 4 the gateway could not be reached (network, timeout) · 5 the output could not be written
+ * (bin.ts: a full disk; the command itself may have run, and a call been charged) · 1 anything else.
  */
 import { readFile } from "node:fs/promises";
 import { privateKeyToAccount } from "viem/accounts";
@@ -15,6 +16,7 @@ import {
   CALL_OPTIONS,
   FIELD_PREFIX,
   UsageError,
+  bigintOption,
   expectArgs,
   fieldFlag,
   fieldTypeLabel,
@@ -27,7 +29,7 @@ import {
 import { readConfig, writeConfig } from "./config-file.js";
 import { readSecret } from "./read-secret.js";
 
-export const EXIT = { ok: 0, failure: 1, usage: 2, api: 3, network: 4 } as const;
+export const EXIT = { ok: 0, failure: 1, usage: 2, api: 3, network: 4, output: 5 } as const;
 
 /** sdk/typescript/package.json's "version" (test/sdk/typescript/cli-binaries.test.ts keeps them equal). */
 export const VERSION = "0.1.0";
@@ -35,6 +37,8 @@ export const VERSION = "0.1.0";
 const GLOBAL_HELP = `Options for every command:
   --json                    print JSON (for scripts) instead of text
   --base-url URL            the gateway (default: TOOLGATE_BASE_URL, the login's, or http://localhost:8402)
+  --timeout SECONDS         wait at most this long for each attempt's answer (default 60; a read or a
+                            call is tried up to 3 times before giving up)
   --help                    this help
 The API key comes from TOOLGATE_API_KEY, else from \`toolgate login\` (sent only to the gateway it logged in to).`;
 
@@ -46,7 +50,7 @@ Usage: toolgate <command> [options]
 Commands:
   login                     store an API key (read from standard input) in your config directory
   tools list                list the catalogue with prices
-  tools show NAME           one tool: description, price, input and output schemas
+  tools show NAME           one tool: description, price, input fields (--json: the whole tool, schemas included)
   call NAME                 call a tool (--input JSON, --input @file.json, --FIELD value, --field.FIELD value)
   account                   your account: tier, credits, limits
   usage                     ledger entries, newest first
@@ -54,7 +58,8 @@ Commands:
   webhooks list|test        list webhooks, send a test event
   version                   the CLI's version (also: toolgate --version)
 
-Exit codes: 0 done, 2 usage error, 3 API error, 4 network error, 1 other.
+Exit codes: 0 done, 2 usage error, 3 API error, 4 network error, 5 the output could not be
+written (the command may have run: a call may have been charged), 1 other.
 
 ${GLOBAL_HELP}`,
   login: `Usage: toolgate login [--base-url URL]
@@ -129,6 +134,13 @@ function baseUrlOf(parsed: Parsed, stored: { base_url?: string }): string | unde
     throw new UsageError(
       `${from} must not hold a user name or password (got "${redactUrl(url)}"): the gateway takes an API key`,
     );
+  // The client joins each request's path onto the base URL, which drops a query or fragment and
+  // the path before it: `http://h/gw?x=1` would send to http://h/v1/…, outside the gateway at
+  // /gw, and would count as that gateway for the stored login's key.
+  if (parsedUrl.search || parsedUrl.hash || /[?#]/.test(url))
+    throw new UsageError(
+      `${from} must not hold a query (?…) or fragment (#…) (got "${redactUrl(url)}"): give the gateway's address alone, such as https://toolgate.example/gw`,
+    );
   return url;
 }
 
@@ -142,6 +154,8 @@ const gatewayOf = (url: string): string | null =>
  */
 interface KeyNotes {
   withheldFor?: string;
+  /** The Idempotency-Key a tool call was sent with. */
+  idempotencyKey?: string;
 }
 
 /**
@@ -179,11 +193,13 @@ async function clientFor(
         throw new UsageError(
           `--${name} needs --wallet-key-file: it limits what a wallet pays, and without one the call is paid with the API key`,
         );
+  const timeoutMs = timeoutOf(parsed);
   if (!walletFile)
     return new Toolgate({
       // Empty is unset, as the library reads it: not a key that hides the stored login's.
       apiKey: process.env.TOOLGATE_API_KEY || storedKeyFor(stored, baseUrl, notes),
       baseUrl,
+      timeoutMs,
     });
   const privateKey = (
     await readFile(walletFile, "utf8").catch(() => {
@@ -206,21 +222,50 @@ async function clientFor(
   const allowed = stringOption(parsed, "allow-asset");
   const asset = allowed ? /^(eip155:\d+):(0x[0-9a-fA-F]{40})$/.exec(allowed) : null;
   if (allowed && !asset) throw new UsageError("--allow-asset must look like eip155:84532:0x…");
-  const big = (name: string) => {
-    const n = intOption(parsed, name);
-    return n === undefined ? undefined : BigInt(n);
-  };
   return new Toolgate({
     baseUrl,
+    timeoutMs,
     wallet,
     spending: {
-      maxPerCall: big("max-per-call"),
-      maxPerSession: big("max-per-session"),
+      maxPerCall: bigintOption(parsed, "max-per-call"),
+      maxPerSession: bigintOption(parsed, "max-per-session"),
       allowedAssets: asset
         ? [{ network: asset[1] as `eip155:${string}`, asset: asset[2]! }]
         : undefined,
     },
   });
+}
+
+/** The library's bound on a timeout (setTimeout's), in seconds. */
+const MAX_TIMEOUT_SECONDS = 2_147_483;
+
+/** --timeout SECONDS as the client's per-attempt timeout in milliseconds; unset, the library's 60 s. */
+function timeoutOf(parsed: Parsed): number | undefined {
+  const value = stringOption(parsed, "timeout");
+  if (value === undefined) return undefined;
+  const seconds = /^(\d+\.?\d*|\.\d+)$/.test(value) ? Number(value) : Number.NaN;
+  if (!(seconds > 0 && seconds <= MAX_TIMEOUT_SECONDS))
+    throw new UsageError(
+      `--timeout must be a number of seconds above 0 and at most ${MAX_TIMEOUT_SECONDS} (got "${value}")`,
+    );
+  return Math.max(1, Math.round(seconds * 1000));
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/** An --input @file's text: UTF-8 (a byte-order mark, as Windows Notepad writes, left out), else a usage error. */
+async function inputFile(path: string): Promise<string> {
+  const bytes = await readFile(path).catch(() => {
+    throw new UsageError(`cannot read ${path}`);
+  });
+  try {
+    return UTF8.decode(bytes).replace(/^\uFEFF/, "");
+  } catch {
+    // Decoded leniently, each bad byte would be sent (and charged) as U+FFFD.
+    throw new UsageError(
+      `${path} is not UTF-8 text: save it as UTF-8 (its bytes would otherwise reach the tool as U+FFFD)`,
+    );
+  }
 }
 
 async function toolInput(
@@ -236,18 +281,22 @@ async function toolInput(
       throw new UsageError(
         `give the input either with --input or with field flags, not both (a tool's field named input is --${FIELD_PREFIX}input)`,
       );
-    const text = given.startsWith("@")
-      ? await readFile(given.slice(1), "utf8").catch(() => {
-          throw new UsageError(`cannot read ${given.slice(1)}`);
-        })
-      : given;
+    const file = given.startsWith("@") ? given.slice(1) : undefined;
+    const text = file !== undefined ? await inputFile(file) : given;
+    let input: unknown;
     try {
-      const input = JSON.parse(text) as unknown;
-      if (!input || typeof input !== "object" || Array.isArray(input)) throw new Error();
-      return input as Record<string, unknown>;
-    } catch {
-      throw new UsageError("--input must be a JSON object");
+      input = JSON.parse(text) as unknown;
+    } catch (error) {
+      // The parser's words say where (a trailing comma, a quote missing).
+      throw new UsageError(
+        `--input${file !== undefined ? ` (${file})` : ""} is not valid JSON: ${(error as Error).message}`,
+      );
     }
+    if (!input || typeof input !== "object" || Array.isArray(input))
+      throw new UsageError(
+        `--input must be a JSON object (got ${input === null ? "null" : Array.isArray(input) ? "an array" : `a ${typeof input}`})`,
+      );
+    return input as Record<string, unknown>;
   }
   if (!flags.size) return {};
   const tool = await client.tools.get(name);
@@ -270,30 +319,69 @@ function noKey(error: ToolgateError, command: string, parsed: Parsed): string | 
   }.`;
 }
 
+/**
+ * Characters a terminal acts on rather than shows: C0 controls but line feed and tab, DEL, C1
+ * controls (ESC [ and CSI move the cursor, clear the screen, set the window title…), and the
+ * bidirectional overrides and isolates, which reorder what is shown.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: escaping them is the point
+const UNSHOWN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+const escaped = (c: string) => {
+  const code = c.charCodeAt(0);
+  return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16)}`;
+};
+
+/** Human output as a terminal shows it: what the gateway sent (a tool's title, an error message) cannot drive the terminal. */
+export const visible = (text: string): string => text.replace(UNSHOWN, escaped);
+
+/** JSON's own escapes for what JSON.stringify leaves raw (DEL, C1, bidi controls, U+2028/9): the same JSON value. */
+const JSON_UNSHOWN = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+export const jsonText = (data: unknown, indent?: number): string =>
+  (JSON.stringify(data, null, indent) ?? "null").replace(
+    JSON_UNSHOWN,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+
 /** A usage error on standard error: with --json, as JSON like an API error (status 0, code usage_error). */
 function usageError(error: UsageError, io: Io, json: boolean): number {
-  if (json)
-    io.err(JSON.stringify({ error: { status: 0, code: "usage_error", message: error.message } }));
-  else io.err(error.message.startsWith("Usage:") ? error.message : `toolgate: ${error.message}`);
+  if (json) io.err(jsonText({ error: { status: 0, code: "usage_error", message: error.message } }));
+  else
+    io.err(
+      visible(error.message.startsWith("Usage:") ? error.message : `toolgate: ${error.message}`),
+    );
   return EXIT.usage;
 }
+
+/** --json given as an option: before any "--", as written (for arguments that did not parse). */
+export const jsonAsked = (argv: string[]): boolean => {
+  const end = argv.indexOf("--");
+  return (end === -1 ? argv : argv.slice(0, end)).includes("--json");
+};
+
+/** Bun's fetch adds this to its network errors: advice for a program's author, not for the CLI's user. */
+const RUNTIME_HINT =
+  /\s*For more information, pass `verbose: true` in the second argument to fetch\(\)\.?/g;
 
 export async function run(argv: string[], io: Io): Promise<number> {
   let parsed: Parsed;
   try {
+    // Bytes that are not UTF-8 (a Latin-1 terminal's "café") reach the program already decoded,
+    // each as U+FFFD: sent on, the tool would get (and charge for) text other than the one typed.
+    const garbled = argv.find((a) => a.includes("\uFFFD"));
+    if (garbled !== undefined)
+      throw new UsageError(
+        `the argument "${garbled}" holds U+FFFD (\uFFFD): it was probably not UTF-8 text (check the terminal's encoding, e.g. LANG=C.UTF-8); to send U+FFFD itself, write it as \\ufffd in --input JSON`,
+      );
     parsed = parseArgs(argv);
   } catch (error) {
     // Arguments that did not parse: --json as written before any "--".
-    const end = argv.indexOf("--");
-    const json = (end === -1 ? argv : argv.slice(0, end)).includes("--json");
-    if (error instanceof UsageError) return usageError(error, io, json);
+    if (error instanceof UsageError) return usageError(error, io, jsonAsked(argv));
     throw error;
   }
   const [command = "", sub, arg] = parsed.positionals;
   const json = parsed.options.has("json");
   const notes: KeyNotes = {};
-  const print = (human: string, data: unknown) =>
-    io.out(json ? JSON.stringify(data, null, 2) : human);
+  const print = (human: string, data: unknown) => io.out(json ? jsonText(data, 2) : visible(human));
   try {
     if (command === "version" || (command === "" && parsed.options.has("version"))) {
       expectArgs(parsed, 1, ["version"]);
@@ -307,9 +395,14 @@ export async function run(argv: string[], io: Io): Promise<number> {
       command === ""
     ) {
       const topic = command === "help" ? (sub ?? "") : command;
-      io.out(`${HELP[topic] ?? HELP[""]}${topic ? `\n\n${GLOBAL_HELP}` : ""}`);
-      // Help asked for is done; no command at all (`toolgate`, `toolgate --json`) is a usage error.
+      const help = `${HELP[topic] ?? HELP[""]}${topic ? `\n\n${GLOBAL_HELP}` : ""}`;
+      // Help asked for is done; no command at all (`toolgate`, `toolgate --json`) is a usage error,
+      // and like every error goes to standard error (JSON with --json), leaving standard output empty.
       const asked = command === "help" || parsed.options.has("help") || parsed.options.has("h");
+      if (asked) io.out(help);
+      else if (json)
+        throw new UsageError("no command given; run `toolgate --help` for the commands");
+      else io.err(help);
       return asked ? EXIT.ok : EXIT.usage;
     }
     switch (command) {
@@ -318,8 +411,19 @@ export async function run(argv: string[], io: Io): Promise<number> {
         const key = await readSecret("API key (not shown): ");
         if (!key) throw new UsageError("no API key on standard input");
         const baseUrl = baseUrlOf(parsed, await readConfig());
-        const account = await new Toolgate({ apiKey: key, baseUrl }).account.get();
-        const path = await writeConfig({ api_key: key, ...(baseUrl ? { base_url: baseUrl } : {}) });
+        const account = await new Toolgate({
+          apiKey: key,
+          baseUrl,
+          timeoutMs: timeoutOf(parsed),
+        }).account.get();
+        const { path, tightened } = await writeConfig({
+          api_key: key,
+          ...(baseUrl ? { base_url: baseUrl } : {}),
+        });
+        if (tightened)
+          io.err(
+            `toolgate: ${tightened} was open to other users; its permissions are now 0700 (yours alone)`,
+          );
         print(`Logged in to account ${account.id} (${account.tier}); key stored in ${path}`, {
           account_id: account.id,
           config: path,
@@ -379,19 +483,23 @@ export async function run(argv: string[], io: Io): Promise<number> {
         expectArgs(parsed, 2);
         // Checked before any request (toolInput may read the tool's schema): an empty key is
         // refused, never dropped, as the library does.
-        const idempotencyKey = stringOption(parsed, "idempotency-key");
+        const given = stringOption(parsed, "idempotency-key");
         try {
-          checkIdempotencyKey(idempotencyKey, "--idempotency-key");
+          checkIdempotencyKey(given, "--idempotency-key");
         } catch (error) {
           throw new UsageError((error as Error).message);
         }
         const client = await clientFor(parsed, notes, { wallet: true });
         const input = await toolInput(parsed, client, sub);
+        // Made here (as the library would) so that a call whose answer is lost can say which key
+        // it was sent with: re-run with it, the gateway replays the call instead of charging again.
+        const idempotencyKey = given ?? crypto.randomUUID();
+        notes.idempotencyKey = idempotencyKey;
         const result = await client.tools.callWithDetails(sub, input, { idempotencyKey });
         // Standard output stays the tool's output, in both modes, for a script to parse as is; the
         // cost goes to standard error, as JSON with --json (as errors are), so a paid call's
         // transaction is never lost.
-        io.out(JSON.stringify(result.output, null, 2));
+        io.out(jsonText(result.output, 2));
         // Where the call's time went, as the gateway's Server-Timing says (absent parts left out).
         const timing = {
           tool_ms: result.toolMs,
@@ -404,7 +512,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
           .join(", ");
         if (json)
           io.err(
-            JSON.stringify({
+            jsonText({
               ...(result.payment
                 ? { payment: result.payment }
                 : {
@@ -416,11 +524,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
           );
         else
           io.err(
-            `(${
-              result.payment
-                ? `paid on ${result.payment.network}, transaction ${result.payment.transaction}`
-                : `${result.creditsCharged ?? "?"} credit(s), ${result.creditsRemaining ?? "?"} left`
-            }${took ? `; ${took}` : ""})`,
+            visible(
+              `(${
+                result.payment
+                  ? `paid on ${result.payment.network}, transaction ${result.payment.transaction}`
+                  : `${result.creditsCharged ?? "?"} credit(s), ${result.creditsRemaining ?? "?"} left`
+              }${took ? `; ${took}` : ""})`,
+            ),
           );
         return EXIT.ok;
       }
@@ -477,6 +587,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
           );
         } else if (sub === "create") {
           // The name as an option or, as `keys create ci` reads, the command's argument.
+          if (arg !== undefined && parsed.options.has("name"))
+            throw new UsageError(
+              `give the key's name once: \`keys create ${arg}\` or \`keys create --name ${stringOption(parsed, "name")}\`, not both`,
+            );
           const key = await client.keys.create({ name: stringOption(parsed, "name") ?? arg });
           print(`Created key ${key.id}. Store it now; it is not shown again:\n${key.key}`, key);
         } else if (sub === "rotate" && arg) {
@@ -533,34 +647,59 @@ export async function run(argv: string[], io: Io): Promise<number> {
         notes.withheldFor !== undefined && (error.status === 401 || error.status === 402)
           ? `the stored login is for ${redactUrl(notes.withheldFor)}; its key is sent only there. Run \`toolgate login --base-url URL\` for this gateway, or set TOOLGATE_API_KEY.`
           : noKey(error, command, parsed);
+      // A call whose answer was lost may have run and been charged: the way to find out without
+      // paying twice is its Idempotency-Key, not "list what exists" (advice for creates).
+      const unanswered =
+        (error.code === "network_error" || error.code === "timeout") &&
+        notes.idempotencyKey !== undefined;
+      const retry = unanswered
+        ? `re-run the call within 24 h with the same input and --idempotency-key ${notes.idempotencyKey}: if it ran, the gateway answers with its result and does not charge it again.`
+        : undefined;
       // The library's advice names its own option; here the token is allowed with a flag.
-      const message = error.message.replace(
-        ALLOW_ASSET_ADVICE,
-        "pass --allow-asset NETWORK:ADDRESS (e.g. --allow-asset eip155:84532:0x…)",
+      let message = error.message
+        .replace(
+          ALLOW_ASSET_ADVICE,
+          "pass --allow-asset NETWORK:ADDRESS (e.g. --allow-asset eip155:84532:0x…)",
+        )
+        .replace(RUNTIME_HINT, "");
+      if (unanswered)
+        message = message.replace(/; check \(e\.g\. list what exists\) before retrying\.?$/, ".");
+      const hints = [hint, retry].filter((h) => h !== undefined);
+      // What the gateway added to its error (e.g. credits_remaining, required_tier).
+      const fields = (error.body?.error ?? {}) as Record<string, unknown>;
+      const details = Object.fromEntries(
+        Object.entries(fields).filter(
+          ([k]) => !["type", "code", "message", "param", "request_id"].includes(k),
+        ),
       );
       if (json)
         io.err(
-          JSON.stringify({
+          jsonText({
             error: {
               status: error.status,
               code: error.code,
               message,
               param: error.param,
               request_id: error.requestId,
-              ...(hint ? { hint } : {}),
+              ...(error.retryAfter !== undefined ? { retry_after: error.retryAfter } : {}),
+              ...(Object.keys(details).length ? { details } : {}),
+              ...(unanswered ? { idempotency_key: notes.idempotencyKey } : {}),
+              ...(hints.length ? { hint: hints.join(" ") } : {}),
             },
           }),
         );
       else
         io.err(
-          `toolgate: ${error.code}: ${message}${error.param ? ` (${error.param})` : ""}${error.requestId ? ` [${error.requestId}]` : ""}${hint ? `\ntoolgate: ${hint}` : ""}`,
+          visible(
+            `toolgate: ${error.code}: ${message}${error.param ? ` (${error.param})` : ""}${error.requestId ? ` [${error.requestId}]` : ""}${hints.map((h) => `\ntoolgate: ${h}`).join("")}`,
+          ),
         );
       // Refused on this side before any request (an id "..", a key that cannot be a header): a
       // usage error, not the API's.
       if (error.status === 0 && error.code === "invalid_argument") return EXIT.usage;
       return error.code === "network_error" || error.code === "timeout" ? EXIT.network : EXIT.api;
     }
-    io.err(`toolgate: ${(error as Error)?.stack ?? error}`);
+    io.err(visible(`toolgate: ${(error as Error)?.stack ?? error}`));
     return EXIT.failure;
   }
 }
