@@ -84,13 +84,13 @@ function runWith(
     env: { ...env(), ...extraEnv },
     stdio: ["pipe", typeof out === "number" ? out : "pipe", "pipe"],
   });
-  child.stdin.end(input ?? "");
+  child.stdin!.end(input ?? "");
   let stdout = "";
   let stderr = "";
   if (out === "closed") child.stdout!.destroy();
   else child.stdout?.on("data", (c) => (stdout += c));
-  if (err === "closed") child.stderr.destroy();
-  else child.stderr.on("data", (c) => (stderr += c));
+  if (err === "closed") child.stderr!.destroy();
+  else child.stderr!.on("data", (c) => (stderr += c));
   return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
 }
 
