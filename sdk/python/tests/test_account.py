@@ -46,7 +46,9 @@ async def test_creates_and_revokes_keys_with_the_async_client(gateway, pro_key):
     async with AsyncToolgate(api_key=pro_key, base_url=gateway.base_url) as client:
         created = await client.keys.create("ci")
         assert created.info.name == "ci" and created.key.endswith(created.info.last4)
-        revoked = await client.keys.revoke(created.info.id)
+        # Its fields at the top too, as TypeScript's result has them.
+        assert (created.id, created.name, created.last4, created.status) == (created.info.id, "ci", created.info.last4, "active")
+        revoked = await client.keys.revoke(created.id)
         assert revoked.status == "revoked"
         statuses = {k.id: k.status for k in await client.keys.list()}
     assert statuses[created.info.id] == "revoked"

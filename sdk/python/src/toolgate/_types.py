@@ -145,6 +145,27 @@ class CreatedKey:
     replaced: ApiKey | None = None
     """On a rotation: the old key, now ``expiring`` or ``revoked``."""
 
+    # The key's fields at the top too, as the gateway's answer and TypeScript's result have them.
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    @property
+    def name(self) -> str | None:
+        return self.info.name
+
+    @property
+    def prefix(self) -> str:
+        return self.info.prefix
+
+    @property
+    def last4(self) -> str:
+        return self.info.last4
+
+    @property
+    def status(self) -> str:
+        return self.info.status
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CreatedKey":
         replaced = d.get("replaced")
