@@ -106,22 +106,19 @@ export function sendSignInRefusal(services: Services, res: Response, err: unknow
  * person who sent it is shown the page, not the API's JSON.
  */
 function readForm(req: Request, res: Response): Promise<void> {
+  // A body of another type (JSON from a script) is refused as such, unread (and not asked for
+  // with a 100 Continue), not read as an empty form (which would say "no API key" to a key sent).
+  if (hasBody(req) && !req.is("application/x-www-form-urlencoded"))
+    return Promise.reject(
+      new ApiError(
+        "unsupported_media_type",
+        "The form must be sent as application/x-www-form-urlencoded, as this page sends it: reload the page and send it again.",
+      ),
+    );
   const unasked = continueOrRefuse(req, res, FORM_LIMIT.bytes);
   if (unasked) return Promise.reject(formRefusal(unasked));
   return new Promise((resolve, reject) =>
-    parseForm(req, res, (err?: unknown) => {
-      if (err) reject(formRefusal(err));
-      // The parser leaves a body of another type (JSON from a script) unread: refused as such,
-      // not read as an empty form (which would say "no API key" to a key that was sent).
-      else if (req.body === undefined && hasBody(req))
-        reject(
-          new ApiError(
-            "unsupported_media_type",
-            "The form must be sent as application/x-www-form-urlencoded, as this page sends it: reload the page and send it again.",
-          ),
-        );
-      else resolve();
-    }),
+    parseForm(req, res, (err?: unknown) => (err ? reject(formRefusal(err)) : resolve())),
   );
 }
 

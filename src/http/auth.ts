@@ -115,6 +115,8 @@ const TOOLGATE_AUTHORIZATION = /^(?:bearer\s+)?tg_/i;
 function malformedKeyMessage(header: string): string {
   if (/^bearer\s/i.test(header))
     return 'The API key is not valid: send the key alone in x-api-key, without "Bearer " (or send it as Authorization: Bearer <key>).';
+  if (header.startsWith("tg_"))
+    return "The API key is not valid: it is cut short or altered (a key is tg_live_, 16 letters and digits, _, then 32 more); copy it again whole.";
   return "The API key is not valid: a Toolgate API key looks like tg_live_… (sign up with POST /api/v1/signup, or create one on the dashboard's Keys page).";
 }
 

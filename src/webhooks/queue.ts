@@ -69,12 +69,18 @@ export function createBullQueue(
 /** Deliveries one process has in flight at once (each mostly waits on its receiver). */
 const CONCURRENCY = 32;
 /**
- * At most this many of them for one owner (an account, or the platform): a receiver that never
- * answers holds its slot for the 10 s timeout, on each of four attempts, and one account with a
- * few such webhooks and a stream of events (`tool.error` is free to cause) held every slot, so
- * every other account's deliveries waited behind its backlog (58 s in a probe, and growing).
+ * At most this many of them for one owner (an account, or the platform), twice over: once for
+ * its webhooks whose last delivery here went through (or that have had none), once for those
+ * whose last one failed. A receiver that never answers holds its slot for the 10 s timeout, on
+ * each of four attempts, and one account with a few such webhooks and a stream of events
+ * (`tool.error` is free to cause) held every slot, so every other account's deliveries waited
+ * behind its backlog (58 s in a probe, and growing). Kept apart, an owner's failing receivers
+ * do not hold up its working ones either: with one share for both, the failing ones' retries
+ * (due at once) took the slots back first, and working ones waited 20–40 s.
  */
 const OWNER_SHARE = 8;
+/** How long a webhook whose delivery failed counts as failing, unless one goes through first. */
+const FAILING_FOR_MS = 10 * 60_000;
 /** How long a delivery put back for its owner's share waits: 0.25 s, doubling to 4 s, jittered. */
 const shareWaitMs = (putBack: number) =>
   Math.min(4000, 250 * 2 ** Math.max(0, Math.min(putBack, 4))) + Math.floor(Math.random() * 250);
@@ -140,11 +146,15 @@ function openBullQueue(
     nudges.add(timer);
   };
   const shares = new OwnerShares(OWNER_SHARE);
+  const failing = new ExpiringMap<string, true>(Date.now, FAILING_FOR_MS);
+  const shareOf = ({ ownerId, webhookId }: DeliveryJob) =>
+    `${ownerId} ${failing.has(webhookId) ? "failing" : "working"}`;
   const worker = new Worker<DeliveryJob>(
     QUEUE_NAME,
     async (job, token) => {
       const internalFailures = job.data.internalFailures ?? 0;
-      if (!shares.take(job.data.ownerId)) {
+      const share = shareOf(job.data);
+      if (!shares.take(share)) {
         // Its owner has its share of this process's deliveries in flight: back to the delayed
         // set, counting no attempt, later each time it finds the share taken (the starts beyond
         // the counted attempts and our own failures are those put-backs, and crashes).
@@ -163,8 +173,10 @@ function openBullQueue(
         await job.moveToDelayed(Date.now() + internalRetryDelayMs(internalFailures + 1), token);
         throw new DelayedError();
       } finally {
-        shares.give(job.data.ownerId);
+        shares.give(share);
       }
+      if (outcome === "delivered") failing.delete(job.data.webhookId);
+      else if (outcome !== "dropped") failing.set(job.data.webhookId, true);
       if (outcome === "retry") {
         // Due when the backoff below says, as the delivery log's next_attempt_at does.
         promoteWhenDue(job, retryDelayMs(attempt));

@@ -507,6 +507,11 @@ describe("authentication", () => {
     expect(inKeyHeader.body.error.message).toContain(
       'send the key alone in x-api-key, without "Bearer "',
     );
+    const cut = await call(`${gw.url}/api/v1/account`, {
+      headers: { "x-api-key": key.slice(0, -3) },
+    });
+    expect(cut.body.error.message).toContain("it is cut short or altered");
+    expect(cut.body.error.message).not.toContain(key.slice(0, -3));
     const notAKey = await call(`${gw.url}/api/v1/account`, { headers: { "x-api-key": "admin" } });
     expect(notAKey.body.error.message).toContain("a Toolgate API key looks like tg_live_");
     const preflight = await fetch(`${gw.url}/v1/tools/hash`, {

@@ -125,6 +125,7 @@ describe("POST /v1/tools/{name}", () => {
         413,
         null,
       ],
+      ["/dashboard/sign-in", { "content-type": "application/json" }, 415, null],
     ] as const;
     for (const [path, headers, status, code] of cases) {
       const res = await sendExpectingContinue(path, headers);

@@ -49,5 +49,35 @@ describe("webhook deliveries shared between accounts", () => {
     const silent = rx.received.filter((r) => r.path.startsWith("/silent-"));
     expect(silent.length).toBeGreaterThanOrEqual(8);
     expect(silent.length).toBeLessThanOrEqual(8 + 2);
+    // Deleted, its deliveries still queued are dropped (and those in flight end at their timeout).
+    for (const hook of (await call(`${gw.url}/api/v1/webhooks`, { key: noisy.key })).body.data)
+      await call(`${gw.url}/api/v1/webhooks/${hook.id}`, { key: noisy.key, method: "DELETE" });
   }, 30_000);
+
+  it("an account's failing receivers do not hold up its working ones: each has a share of its own", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "pro");
+    for (let i = 0; i < 8; i++) {
+      rx.script(`/failing-${i}`, ["hang"]);
+      expect((await register(key, `/failing-${i}`)).status).toBe(201);
+    }
+    expect((await sendTest(key)).status).toBe(202);
+    // Past the 10 s timeout, the eight failed; their retries (1 s later) are out, and hang again.
+    for (let i = 0; i < 8; i++) await rx.waitFor(`/failing-${i}`, 2, 20_000);
+    const working: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const hook = await register(key, `/working-${i}`);
+      expect(hook.status).toBe(201);
+      working.push(hook.body.id);
+    }
+    const sent = Date.now();
+    for (const id of working)
+      expect(
+        (await call(`${gw.url}/api/v1/webhooks/test`, { key, body: { webhook_id: id } })).status,
+      ).toBe(202);
+    const arrived = await Promise.all(
+      working.map((_, i) => rx.waitFor(`/working-${i}`, 1, 20_000).then((r) => r[0]!.at - sent)),
+    );
+    // With one share for both, they waited behind the failing receivers' retries (20–40 s in a probe).
+    expect(Math.max(...arrived)).toBeLessThan(3000);
+  }, 45_000);
 });
