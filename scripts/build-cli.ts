@@ -13,10 +13,10 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  renameSync,
   rmSync,
   statSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -55,13 +55,17 @@ const bunVersion = (
   }
 ).version;
 
-/** The runtime binary of one target, from the cache or unpacked from its npm package. */
+/**
+ * The runtime binary of one target, from the cache or unpacked from its npm package. Unpacked
+ * beside its place and renamed into it, whole and executable: two builds at once (test files run
+ * in parallel) must never find, and run, a binary the other is still writing.
+ */
 function runtime(pkg: string, exe: string): string {
   const dir = join(CACHE, bunVersion, pkg.replace("/", "+"));
   const path = join(dir, "package/bin", exe);
   if (existsSync(path)) return path;
-  mkdirSync(dir, { recursive: true });
-  const tmp = mkdtempSync(join(tmpdir(), "toolgate-bun-"));
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = mkdtempSync(join(dir, ".unpacking-"));
   try {
     const [packed] = JSON.parse(
       execFileSync("npm", ["pack", `${pkg}@${bunVersion}`, "--json", "--pack-destination", tmp], {
@@ -70,11 +74,13 @@ function runtime(pkg: string, exe: string): string {
         stdio: ["ignore", "pipe", "inherit"],
       }),
     ) as { filename: string }[];
-    execFileSync("tar", ["-xzf", join(tmp, packed!.filename), "-C", dir, `package/bin/${exe}`]);
+    execFileSync("tar", ["-xzf", join(tmp, packed!.filename), "-C", tmp, `package/bin/${exe}`]);
+    const unpacked = join(tmp, "package/bin", exe);
+    chmodSync(unpacked, 0o755);
+    renameSync(unpacked, path);
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
-  chmodSync(path, 0o755);
   return path;
 }
 
