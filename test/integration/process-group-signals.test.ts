@@ -69,13 +69,19 @@ async function developmentGateway(env: Record<string, string> = {}) {
 }
 
 describe("a signal to the gateway's whole process group", () => {
-  it("drains a call in flight to its answer (the bundled workers and the local chain stay for it), restarts nothing, and leaves nothing", async () => {
+  it("drains calls in flight to their answers (the bundled workers, their heavy pool and the local chain stay for them), restarts nothing, and leaves nothing", async () => {
     const { g, key, url } = await developmentGateway();
     const rpc = (await g.waitFor(/CHAIN_RPC_URL=(\S+)/))[1]!;
     llm.state.delayMs = 4000;
     const before = llm.state.received;
+    // A heavy call too: its pool's child processes are in the group as well.
+    const heavy = callTool(url, key, "js-sandbox", {
+      code: "let t = Date.now(); while (Date.now() - t < 2500) {}; 42",
+      time_limit_ms: 5000,
+    });
     const call = callTool(url, key, "ai-generate", { prompt: "slow" });
     await llm.reached(before + 1);
+    await sleep(1000); // the heavy call's child is started and running it
 
     const signalledAt = Date.now();
     process.kill(-g.child.pid!, "SIGTERM"); // as systemd, `timeout` or `kill -- -PGID`
@@ -91,6 +97,8 @@ describe("a signal to the gateway's whole process group", () => {
 
     const answer = await call;
     expect([answer.status, answer.body.text]).toEqual([200, "echo: slow"]);
+    const computed = await heavy;
+    expect([computed.status, computed.body.result]).toEqual([200, 42]);
     const { code, at } = await within(g.exited, 30_000, "exit after the group's SIGTERM");
     expect(code).toBe(0);
     expect(at - signalledAt).toBeLessThan(15_000);

@@ -44,6 +44,8 @@ export class HeavyPool {
       // recurse once per level of the input (yaml, QuickJS under WebAssembly) need more than V8's
       // ~1 MB, and a limit past the real stack would crash instead of throwing RangeError.
       execArgv: [
+        "--import",
+        new URL("./ignore-group-signals.mjs", import.meta.url).href,
         ...(ts ? ["--import", "tsx"] : []),
         `--max-old-space-size=${config.heavy.memoryMb}`,
         "--stack-size=4000",
