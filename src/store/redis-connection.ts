@@ -67,13 +67,16 @@ function closedOnRefusedDatabase(redis: Redis): Redis {
  * timers fire before it reads the replies that arrived meanwhile, and ioredis's own
  * `commandTimeout` then fails commands Redis had answered in time (spurious 503s under load).
  */
+/** The message of a command that `withinDeadline` gave up on. */
+export const DEADLINE_PASSED = "Command timed out";
+
 export function withinDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false;
     let timer: NodeJS.Timeout | undefined;
     process.nextTick(() => {
       if (settled) return;
-      timer = setTimeout(() => setImmediate(() => reject(new Error("Command timed out"))), ms);
+      timer = setTimeout(() => setImmediate(() => reject(new Error(DEADLINE_PASSED))), ms);
     });
     promise.then(
       (value) => {

@@ -11,6 +11,7 @@ import { DEPLETED_MESSAGE } from "../events/types.js";
 import { StoreUnavailableError } from "./errors.js";
 import {
   connectRedis,
+  DEADLINE_PASSED,
   type RedisConnection,
   refusedDatabase,
   withinDeadline,
@@ -276,6 +277,33 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     process.nextTick(uncork);
   }
 
+  /**
+   * A Redis that holds its connection open but answers nothing (stopped, swapping, stuck in a long
+   * script) fails each command only at its deadline, and a request making two or three commands
+   * one after another took 4–6 s to be refused. Once a command's deadline passes with no answer
+   * from Redis to any command since it was sent, Redis is "not answering": commands fail at once,
+   * as while disconnected, and a PING is sent (one at a time, each with the same deadline) until
+   * Redis answers one, or any command still out. Slow answers among others (a busy process) trip
+   * nothing.
+   */
+  let answers = 0;
+  let notAnswering = false;
+  const answered = () => {
+    answers++;
+    notAnswering = false;
+  };
+  function stopAnswering(): void {
+    if (notAnswering) return;
+    notAnswering = true;
+    const ask = (): void => {
+      if (!notAnswering || redis.status === "end") return; // answered, or the store closed
+      withinDeadline(redis.ping(), timeoutMs).then(answered, () => {
+        if (notAnswering) setTimeout(ask, 100).unref();
+      });
+    };
+    ask();
+  }
+
   let sent = 0;
   async function call<T>(fn: () => Promise<T>): Promise<T> {
     sent++;
@@ -286,11 +314,18 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
       // Disconnected after having been connected: fail at once (a cluster client would queue).
       throw new StoreUnavailableError(`Redis is ${redis.status}`);
     }
+    if (notAnswering) throw new StoreUnavailableError("Redis is not answering");
+    const answersBefore = answers;
     coalesceWrites();
     try {
-      return await withinDeadline(fn(), timeoutMs);
+      const reply = await withinDeadline(fn(), timeoutMs);
+      answered();
+      return reply;
     } catch (err) {
       const message = String((err as Error)?.message ?? err);
+      if (message !== DEADLINE_PASSED)
+        answers++; // an error reply is an answer too
+      else if (answers === answersBefore) stopAnswering();
       if (
         /Stream isn't writeable|Connection is closed|Command timed out|ECONNREFUSED|max retries|enableOfflineQueue|ETIMEDOUT|ECONNRESET|Too many Cluster redirections/i.test(
           message,

@@ -31,6 +31,16 @@ function busyFor(ms: number) {
   while (Date.now() < until);
 }
 
+/** How long, from now, until a command is answered again (polled; 3 s at most). */
+async function msUntilAnswered(): Promise<number> {
+  const from = Date.now();
+  while (Date.now() - from < 3000) {
+    if ((await store.getAccount("acct_missing").catch((e: unknown) => e)) === null) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return Date.now() - from;
+}
+
 describe("a store command's deadline", () => {
   it("does not fail a command that Redis answered while the process was busy past the deadline", async () => {
     const pending = Promise.all([store.getAccount("acct_missing"), store.ping()]);
@@ -59,6 +69,26 @@ describe("a store command's deadline", () => {
     } finally {
       redis.resume();
     }
-    await expect(store.getAccount("acct_missing")).resolves.toBeNull();
+    expect(await msUntilAnswered()).toBeLessThan(DEADLINE_MS + 500);
+  });
+
+  it("once one is unanswered past its deadline, fails the next at once (not each at its own deadline) until Redis answers again", async () => {
+    redis.pause();
+    try {
+      const first = await store.getAccount("acct_missing").catch((e: unknown) => e);
+      expect(first).toBeInstanceOf(StoreUnavailableError);
+      // A request's second and third commands: refused at once, as while disconnected.
+      const started = Date.now();
+      for (const _ of [1, 2]) {
+        const next = await store.getAccount("acct_missing").catch((e: unknown) => e);
+        expect(next).toBeInstanceOf(StoreUnavailableError);
+        expect((next as Error).message).toBe("Redis is not answering");
+      }
+      expect(Date.now() - started).toBeLessThan(DEADLINE_MS / 3);
+    } finally {
+      redis.resume();
+    }
+    // Its PINGs find it answering again, and commands go through.
+    expect(await msUntilAnswered()).toBeLessThan(DEADLINE_MS + 500);
   });
 });
