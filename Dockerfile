@@ -2,7 +2,8 @@
 # with another command (see docker-compose.yml). Built in two stages: the first compiles the
 # TypeScript (`npm run build` → dist/), the image itself holds only the compiled JavaScript and the
 # runtime dependencies — no TypeScript toolchain (`npm ci --omit=dev`). Runs as the unprivileged
-# "node" user.
+# "node" user. `docker compose exec gateway1 npm run books:check` reconciles the books
+# (node dist/src/books/check-command.js underneath).
 FROM node:24-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -20,6 +21,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# The launchers of `npm start` and `npm run books:check`: with NODE_ENV=production both run dist/.
+COPY scripts/start.mjs scripts/books-check.mjs ./scripts/
 USER node
 EXPOSE 8402
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \

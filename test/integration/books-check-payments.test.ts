@@ -49,7 +49,7 @@ async function buyPack(key: string, network: "base-sepolia" | "polygon-amoy") {
 }
 
 function booksCheck() {
-  return spawnSync(process.execPath, ["--import", "tsx", "scripts/books-check.ts"], {
+  return spawnSync(process.execPath, ["scripts/books-check.mjs"], {
     cwd: new URL("../..", import.meta.url).pathname,
     env: {
       PATH: process.env.PATH,

@@ -133,6 +133,18 @@ describe("Dockerfile", () => {
     for (const service of ["workers", "anvil"])
       expect(compose.services[service].command.join(" ")).not.toContain("tsx");
   });
+
+  it("ships what `npm run books:check` runs: its launcher, which runs dist/ in production", () => {
+    const [, runtime] = dockerfile.split(/^FROM /m).slice(1) as [string, string];
+    const pkg = JSON.parse(readFileSync(new URL("package.json", root), "utf8"));
+    expect(pkg.scripts["books:check"]).toBe("node scripts/books-check.mjs");
+    expect(runtime).toMatch(/^COPY scripts\/start\.mjs scripts\/books-check\.mjs \.\/scripts\/$/m);
+    const launcher = readFileSync(new URL("scripts/books-check.mjs", root), "utf8");
+    expect(launcher).toContain('"../dist/src/books/check-command.js"');
+    // tsconfig.build.json compiles it into dist/.
+    const build = JSON.parse(readFileSync(new URL("tsconfig.build.json", root), "utf8"));
+    expect(build.include).toContain("src");
+  });
 });
 
 /**
