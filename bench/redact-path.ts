@@ -23,6 +23,7 @@ const config = loadConfig({
   REDIS_URL: "redis://:redis-passw0rd-xyz@redis.internal:6379",
   DATABASE_URL: "postgres://books:db%2Bpass@db.internal:5432/toolgate",
   SMTP_URL: "smtp://mailer:pw1@smtp.internal:587",
+  MAIL_FROM: "Toolgate <no-reply@api.example.com>",
   WORKERS_URL: "http://worker:wrk-passw0rd-123@workers.internal:8080/",
   X402_NETWORKS: "base-sepolia",
   BASE_SEPOLIA_RPC_URL: "https://base-sepolia.g.alchemy.com/v2/rpc-provider-key-abc123",

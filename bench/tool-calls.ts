@@ -156,6 +156,7 @@ async function coldStart(
       ADMIN_API_KEY: ADMIN_KEY,
       SECRET_KEY: "s".repeat(32),
       SMTP_URL: "smtp://127.0.0.1:1",
+      MAIL_FROM: "no-reply@localhost.example",
       PUBLIC_BASE_URL: "http://localhost:8402",
       LOG_LEVEL: "info",
     },

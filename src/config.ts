@@ -51,6 +51,15 @@ const isUrl =
 
 const isSmtpUrl = isUrl("smtp:", "smtps:");
 
+const USD_AMOUNT = /^\d+(\.\d{1,6})?$/;
+/** An e-mail address as a From carries it: a local part, @, a domain with a dot. */
+const ADDRESS = String.raw`[^\s@<>()",;:\\\[\]]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+`;
+/** `a@b.c`, `<a@b.c>`, `Name <a@b.c>` or `"Name, Inc." <a@b.c>` (an unquoted comma would make two addresses). */
+const MAIL_FROM_FORM = new RegExp(
+  String.raw`^(?:${ADDRESS}|(?:(?:"[^"\r\n]*"|[^<>",;@\r\n]+)\s*)?<${ADDRESS}>)$`,
+);
+const isMailFrom = (value: string): boolean => MAIL_FROM_FORM.test(value.trim());
+
 const isHttpUrl = isUrl("http:", "https:");
 
 /**
@@ -194,7 +203,13 @@ export const envSchema = z.object({
       "SMTP_URL must be smtp://host:port or smtps://host:port (with user:password@ if needed)",
     )
     .optional(),
-  MAIL_FROM: z.string().default("Toolgate <no-reply@toolgate.local>"),
+  /** The From of every e-mail: an address, or a name and an address (required in production). */
+  MAIL_FROM: z
+    .string()
+    // nodemailer sends whatever it is given, and a From without an address is refused or
+    // filed as spam by the receiving servers: every sign-up's verification e-mail lost.
+    .refine(isMailFrom, "MAIL_FROM must be an address: a@example.com or Name <a@example.com>")
+    .default("Toolgate <no-reply@toolgate.local>"),
   BODY_LIMIT_BYTES: integer(
     MIN_BODY_LIMIT_BYTES,
     undefined,
@@ -247,7 +262,16 @@ export const envSchema = z.object({
   /** USD price of one credit (decisions.md D2). */
   CREDIT_PRICE_USD: z
     .string()
-    .regex(/^\d+(\.\d{1,6})?$/, "a USD amount with at most 6 decimals")
+    .regex(
+      USD_AMOUNT,
+      "CREDIT_PRICE_USD must be a USD amount above 0 with at most 6 decimals, e.g. 0.002",
+    )
+    // At 0 every price is 0: keyless x402 calls and credit packs free. Anything above 0 is at
+    // least 0.000001, one USDC atomic unit, so no price in credits rounds to nothing.
+    .refine(
+      (v) => !USD_AMOUNT.test(v) || parseUsd(v) > 0n,
+      "CREDIT_PRICE_USD must be more than 0 (at least 0.000001, one USDC atomic unit): at 0 every x402 price and credit pack is free",
+    )
     .default("0.002"),
   /** Credits charged per x402 facilitator settlement (covers the relayer's gas): 5 credits = $0.01 at the default price. */
   FACILITATOR_FEE_CREDITS: integer(0).default(5),
@@ -363,6 +387,7 @@ const REQUIRED_IN_PRODUCTION = [
   "SECRET_KEY",
   "PUBLIC_BASE_URL",
   "SMTP_URL",
+  "MAIL_FROM",
 ] as const;
 
 export interface Config {

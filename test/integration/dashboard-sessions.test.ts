@@ -452,6 +452,7 @@ describe("dashboard sessions in production", () => {
         SECRET_KEY: "p".repeat(32),
         PUBLIC_BASE_URL: "https://toolgate.example",
         SMTP_URL: smtp.url,
+        MAIL_FROM: "Toolgate <no-reply@toolgate.example>",
       },
     });
     try {

@@ -216,6 +216,7 @@ describe("starting", () => {
         SECRET_KEY: "s".repeat(32),
         PUBLIC_BASE_URL: "https://api.example.com",
         SMTP_URL: "smtp://127.0.0.1:1",
+        MAIL_FROM: "no-reply@api.example.com",
         WORKERS_URL: "http://127.0.0.1:1",
       });
       await prod.waitFor(/"msg":"listening"/);

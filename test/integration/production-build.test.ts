@@ -37,7 +37,12 @@ beforeAll(async () => {
   const started = performance.now();
   gw = await spawnGateway(
     prefix,
-    { NODE_ENV: "production", SMTP_URL: smtp.url, PUBLIC_BASE_URL: "http://localhost:8402" },
+    {
+      NODE_ENV: "production",
+      SMTP_URL: smtp.url,
+      MAIL_FROM: "Toolgate <no-reply@localhost.example>",
+      PUBLIC_BASE_URL: "http://localhost:8402",
+    },
     [],
     "dist/src/main.js",
   );

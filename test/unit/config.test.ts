@@ -13,6 +13,7 @@ const production = {
   SECRET_KEY: "s".repeat(32),
   PUBLIC_BASE_URL: "https://api.example.com",
   SMTP_URL: "smtp://x",
+  MAIL_FROM: "Toolgate <no-reply@api.example.com>",
 };
 
 /** Every setting the schema reads, as its JSON Schema (output side) describes it: type, default, bounds. */
@@ -356,6 +357,7 @@ describe("configuration", () => {
         "SECRET_KEY",
         "PUBLIC_BASE_URL",
         "SMTP_URL",
+        "MAIL_FROM",
       ]) {
         expect(problems.some((p) => p.startsWith(name))).toBe(true);
       }
@@ -612,6 +614,62 @@ describe("configuration", () => {
     );
   });
 
+  it("takes MAIL_FROM as an address or a name and an address, and refuses anything else", () => {
+    for (const good of [
+      "no-reply@example.com",
+      "Toolgate <no-reply@example.com>",
+      '"Toolgate, Inc." <no-reply@mail.example.com>',
+      "<no-reply@example.com>",
+    ])
+      expect(problemsOf({ ...production, MAIL_FROM: good }), good).toEqual([]);
+    for (const bad of [
+      "garbage",
+      "no-reply@localhost",
+      "Toolgate <garbage>",
+      "Toolgate, Inc. <no-reply@example.com>", // an unquoted comma: two addresses
+      "a@example.com\r\nBcc: b@example.com",
+    ])
+      expect(problemsOf({ ...production, MAIL_FROM: bad }), bad).toEqual([
+        "MAIL_FROM: MAIL_FROM must be an address: a@example.com or Name <a@example.com>",
+      ]);
+    // Development and tests keep a default From (e-mails go to the log there without SMTP_URL).
+    expect(loadConfig({}).mailFrom).toBe("Toolgate <no-reply@toolgate.local>");
+  });
+
+  it("refuses a CREDIT_PRICE_USD of 0 or below: every price would be 0", () => {
+    for (const zero of ["0", "0.0", "0.000000"])
+      expect(problemsOf({ CREDIT_PRICE_USD: zero }), zero).toEqual([
+        "CREDIT_PRICE_USD: CREDIT_PRICE_USD must be more than 0 (at least 0.000001, one USDC atomic unit): at 0 every x402 price and credit pack is free",
+      ]);
+    for (const bad of ["-1", "-0.002", "abc", "0.0000001"])
+      expect(problemsOf({ CREDIT_PRICE_USD: bad }), bad).toEqual([
+        "CREDIT_PRICE_USD: CREDIT_PRICE_USD must be a USD amount above 0 with at most 6 decimals, e.g. 0.002",
+      ]);
+    // The least price there is: one atomic unit, so a one-credit call still costs something.
+    expect(loadConfig({ CREDIT_PRICE_USD: "0.000001" }).creditPriceAtomic).toBe(1n);
+  });
+
+  it("refuses to start in production without MAIL_FROM, with a From that is no address, or with a free credit: exit 78, one line each", () => {
+    const start = (env: Record<string, string | undefined>) =>
+      spawnSync(process.execPath, ["--import", "tsx", "src/main.ts"], {
+        cwd: new URL("../..", import.meta.url).pathname,
+        env: { PATH: process.env.PATH, ...production, PORT: "0", ...env },
+        encoding: "utf8",
+        timeout: 20_000,
+      });
+    expect(start({ MAIL_FROM: undefined }).stderr).toBe(
+      "Invalid configuration:\n  - MAIL_FROM is required when NODE_ENV=production\n",
+    );
+    const bad = start({ MAIL_FROM: "garbage", CREDIT_PRICE_USD: "0" });
+    expect([bad.status, bad.stderr, bad.stdout]).toEqual([
+      78,
+      "Invalid configuration:\n" +
+        "  - MAIL_FROM: MAIL_FROM must be an address: a@example.com or Name <a@example.com>\n" +
+        "  - CREDIT_PRICE_USD: CREDIT_PRICE_USD must be more than 0 (at least 0.000001, one USDC atomic unit): at 0 every x402 price and credit pack is free\n",
+      "",
+    ]);
+  });
+
   it("refuses a bad REDIS_URL, TRUST_PROXY or DEV_SEED before starting anything: exit 78, one line each, no value repeated", () => {
     const start = (env: Record<string, string>) =>
       spawnSync(process.execPath, ["--import", "tsx", "src/main.ts"], {
@@ -653,6 +711,7 @@ describe("configuration", () => {
     expect(run.status).toBe(78);
     expect(run.stderr).toContain("ADMIN_API_KEY is required when NODE_ENV=production");
     expect(run.stderr).toContain("SMTP_URL is required when NODE_ENV=production");
+    expect(run.stderr).toContain("MAIL_FROM is required when NODE_ENV=production");
     expect(run.stderr).not.toContain("REDIS_URL is required");
   });
 });

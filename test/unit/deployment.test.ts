@@ -66,7 +66,13 @@ describe("docker-compose.yml", () => {
       );
       expect(gateway.depends_on.postgres).toEqual({ condition: "service_healthy" });
       // Configuration only through the environment: secrets come from ${…}, never literals.
-      for (const name of ["ADMIN_API_KEY", "SECRET_KEY", "SMTP_URL", "PUBLIC_BASE_URL"])
+      for (const name of [
+        "ADMIN_API_KEY",
+        "SECRET_KEY",
+        "SMTP_URL",
+        "MAIL_FROM",
+        "PUBLIC_BASE_URL",
+      ])
         expect(gateway.environment[name]).toMatch(/^\$\{/);
     }
     const haproxy = readFileSync(new URL("deploy/haproxy.cfg", root), "utf8");
@@ -188,6 +194,7 @@ describe("the gateway replicas' environment, as compose expands it from .env", (
     ADMIN_API_KEY: "a".repeat(24),
     SECRET_KEY: "s".repeat(32),
     SMTP_URL: "smtp://mail.example.com:587",
+    MAIL_FROM: "Toolgate <no-reply@toolgate.example.com>",
   };
 
   it("requires exactly the settings production cannot do without", () => {
@@ -209,6 +216,7 @@ describe("the gateway replicas' environment, as compose expands it from .env", (
         env: "production",
         port: 8402,
         publicBaseUrl: "https://toolgate.example.com",
+        mailFrom: "Toolgate <no-reply@toolgate.example.com>",
         redisUrl: "redis://redis:6379",
         trustProxy: "172.28.0.2",
         metricsToken: undefined,
