@@ -11,7 +11,10 @@ import type { BooksDatabase } from "./database.js";
  * every month found in the default partition (after migration 003, all existing rows).
  *
  * Idempotent and safe across processes: a partition that exists is left alone, and creating one
- * runs in a transaction under an advisory lock, re-checking under it. Retention is the operator's:
+ * runs in a transaction under an advisory lock, re-checking under it — in pg_class itself, read
+ * afresh: `to_regclass` answers from the session's catalog cache, brought up to date when the
+ * transaction began, so a process that had waited on the lock did not see the partition the
+ * other had just made, and failed with `relation "…" already exists` (two first starts at once). Retention is the operator's:
  * a month is dropped with `DROP TABLE ledger_entries_y2026m01` (see README).
  */
 type Query = BooksDatabase["query"];
@@ -84,6 +87,16 @@ export function partitionName(table: string, ms: number): string {
   return `${table}_y${date.getUTCFullYear()}m${String(date.getUTCMonth() + 1).padStart(2, "0")}`;
 }
 
+/** Whether the committed catalog holds `name` now (read with this statement's snapshot, not the session's catalog cache). */
+async function existsNow(query: Query, name: string): Promise<boolean> {
+  const rows = await query<{ found: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                     WHERE c.relname = $1 AND n.nspname = current_schema()) AS found`,
+    [name],
+  );
+  return rows[0]?.found === true;
+}
+
 async function exists(query: Query, name: string): Promise<boolean> {
   const rows = await query<{ found: string | null }>("SELECT to_regclass($1)::text AS found", [
     name,
@@ -101,7 +114,7 @@ async function createMonth(
   if (await exists(db.query, name)) return false;
   return db.transaction(async (query) => {
     await query("SELECT pg_advisory_xact_lock($1)", [PARTITION_LOCK]);
-    if (await exists(query, name)) return false; // another process made it meanwhile
+    if (await existsNow(query, name)) return false; // another process made it meanwhile
     const from = table.bound(ms);
     const to = table.bound(monthStart(ms, 1));
     const range = `${table.key} >= ${from} AND ${table.key} < ${to}`;
@@ -110,7 +123,8 @@ async function createMonth(
     await query(`WITH moved AS (DELETE FROM ${table.name}_default WHERE ${range} RETURNING ${table.columns})
                  INSERT INTO books_moving SELECT * FROM moved`);
     await query(
-      `CREATE TABLE ${name} PARTITION OF ${table.name} FOR VALUES FROM (${from}) TO (${to})`,
+      // IF NOT EXISTS as well: creating a partition twice is never an error.
+      `CREATE TABLE IF NOT EXISTS ${name} PARTITION OF ${table.name} FOR VALUES FROM (${from}) TO (${to})`,
     );
     await query(
       `INSERT INTO ${table.name} (${table.columns}) SELECT ${table.columns} FROM books_moving`,
