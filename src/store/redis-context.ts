@@ -236,21 +236,31 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
     const refused = refusedDatabase(redis);
     if (refused) return Promise.reject(new StoreUnavailableError(refused));
     firstConnection ??= new Promise<void>((resolve, reject) => {
+      // Each wait takes its listeners off when it ends: a Redis never reached left two more on the
+      // client every 2 s of traffic (Node's MaxListenersExceededWarning, and a slow leak).
+      const done = () => {
+        clearTimeout(timer);
+        redis.off("ready", ready);
+        redis.off("end", ended);
+      };
       const timer = setTimeout(() => {
+        done();
         firstConnection = null;
         reject(new StoreUnavailableError("Redis is not reachable"));
       }, timeoutMs);
-      redis.once("ready", () => {
-        clearTimeout(timer);
+      const ready = () => {
+        done();
         resolve();
-      });
+      };
       // Closed for good because its database could not be selected: no "ready" will come.
-      redis.once("end", () => {
+      const ended = () => {
         const refused = refusedDatabase(redis);
         if (!refused) return;
-        clearTimeout(timer);
+        done();
         reject(new StoreUnavailableError(refused));
-      });
+      };
+      redis.once("ready", ready);
+      redis.on("end", ended);
     });
     return firstConnection;
   }

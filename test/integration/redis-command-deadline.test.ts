@@ -3,7 +3,7 @@ import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { StoreUnavailableError } from "../../src/store/errors.js";
 import { tierLimits } from "../../src/store/index.js";
 import { createRedisStore, type RedisStore } from "../../src/store/redis.js";
-import { startPrivateRedis } from "../helpers/redis-server.js";
+import { freePort, startPrivateRedis } from "../helpers/redis-server.js";
 
 /** Each store command has a deadline (503 store_unavailable past it); a busy process is not a slow Redis. */
 const DEADLINE_MS = 300;
@@ -90,5 +90,29 @@ describe("a store command's deadline", () => {
     }
     // Its PINGs find it answering again, and commands go through.
     expect(await msUntilAnswered()).toBeLessThan(DEADLINE_MS + 500);
+  });
+});
+
+describe("a Redis never reached since start-up", () => {
+  it("refuses each command at its deadline without gathering listeners on the client (no MaxListenersExceededWarning)", async () => {
+    const nowhere = createRedisStore({
+      url: `redis://127.0.0.1:${await freePort()}`,
+      keyPrefix: "never:",
+      tiers: tierLimits(),
+      periodMs: PERIOD_MS,
+      commandTimeoutMs: 50,
+    });
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on("warning", onWarning);
+    try {
+      for (let i = 0; i < 15; i++)
+        await expect(nowhere.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
+      await new Promise((r) => setImmediate(r)); // warnings are emitted on the next tick
+      expect(warnings.filter((w) => w.startsWith("MaxListenersExceededWarning"))).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+      await nowhere.close();
+    }
   });
 });
