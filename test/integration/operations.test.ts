@@ -156,6 +156,9 @@ describe("abuse", () => {
     const real = await callTool(gw.url, key, "hash", { text: "real" });
     const answers = await flood;
     expect(real.status).toBe(200);
+    expect([...new Set(answers.map((r) => `${r.status} ${r.body?.error?.code}`))]).toEqual([
+      "401 invalid_api_key",
+    ]);
     expect(answers.every((r) => r.status === 401 && r.body.error.code === "invalid_api_key")).toBe(
       true,
     );
