@@ -22,7 +22,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 # The launchers of `npm start` and `npm run books:check`: with NODE_ENV=production both run dist/.
-COPY scripts/start.mjs scripts/books-check.mjs ./scripts/
+COPY scripts/launch.mjs scripts/start.mjs scripts/books-check.mjs ./scripts/
 USER node
 EXPOSE 8402
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \

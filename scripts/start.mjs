@@ -4,16 +4,7 @@
  * checkout with no build step. Both run in this process (no extra child to forward signals to);
  * `WEB_CONCURRENCY` forks re-run this same file, so they take the same branch.
  */
-const production = process.env.NODE_ENV === "production";
-if (!production) (await import("tsx/esm/api")).register();
-const entry = production ? "../dist/src/main.js" : "../src/main.ts";
-const { run } = await import(new URL(entry, import.meta.url).href).catch((err) => {
-  if (production && err?.code === "ERR_MODULE_NOT_FOUND") {
-    process.stderr.write(
-      "NODE_ENV=production runs the compiled build: run `npm run build` first (dist/ is missing).\n",
-    );
-    process.exit(1);
-  }
-  throw err;
-});
+import { launch } from "./launch.mjs";
+
+const { run } = await launch("../src/main.ts", "../dist/src/main.js");
 run();

@@ -10,7 +10,8 @@ import { REDIS_URL, uniquePrefix } from "../helpers/redis.js";
 /**
  * `npm run books:check` where the production image runs it: NODE_ENV=production, the compiled
  * build under dist/, and no tsx to be found (a dev dependency, left out by `npm ci --omit=dev`).
- * The launcher is run from a directory laid out as the image is — scripts/books-check.mjs beside
+ * The launcher is run from a directory laid out as the image is — scripts/books-check.mjs (and the
+ * launch.mjs it uses) beside
  * dist/ (this run's compiled sources) — outside the repository, so that nothing there can
  * resolve tsx.
  */
@@ -19,7 +20,8 @@ let database: string;
 beforeAll(async () => {
   image = mkdtempSync(join(tmpdir(), "toolgate-image-"));
   mkdirSync(join(image, "scripts"));
-  copyFileSync(join(REPO_ROOT, "scripts/books-check.mjs"), join(image, "scripts/books-check.mjs"));
+  for (const file of ["launch.mjs", "books-check.mjs"])
+    copyFileSync(join(REPO_ROOT, "scripts", file), join(image, "scripts", file));
   symlinkSync(COMPILED_DIR, join(image, "dist"));
   database = await freshDatabase();
 });

@@ -144,7 +144,9 @@ describe("Dockerfile", () => {
     const [, runtime] = dockerfile.split(/^FROM /m).slice(1) as [string, string];
     const pkg = JSON.parse(readFileSync(new URL("package.json", root), "utf8"));
     expect(pkg.scripts["books:check"]).toBe("node scripts/books-check.mjs");
-    expect(runtime).toMatch(/^COPY scripts\/start\.mjs scripts\/books-check\.mjs \.\/scripts\/$/m);
+    expect(runtime).toMatch(
+      /^COPY scripts\/launch\.mjs scripts\/start\.mjs scripts\/books-check\.mjs \.\/scripts\/$/m,
+    );
     const launcher = readFileSync(new URL("scripts/books-check.mjs", root), "utf8");
     expect(launcher).toContain('"../dist/src/books/check-command.js"');
     // tsconfig.build.json compiles it into dist/.
