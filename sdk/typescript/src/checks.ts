@@ -6,7 +6,7 @@
  */
 import { ToolgateError } from "./errors.js";
 
-const invalid = (message: string, param?: string) =>
+export const invalid = (message: string, param?: string) =>
   new ToolgateError({ status: 0, code: "invalid_argument", message, param });
 
 /**
@@ -27,7 +27,7 @@ export function checkIdempotencyKey(key: string | undefined, name = "idempotency
 
 /** Whitespace a header value may carry around it (a key read from a file ends with a newline). */
 const SURROUNDING_WHITESPACE = /^[ \t\r\n]+|[ \t\r\n]+$/g;
-const trimHeaderValue = (value: string) => value.replace(SURROUNDING_WHITESPACE, "");
+export const trimHeaderValue = (value: string) => value.replace(SURROUNDING_WHITESPACE, "");
 
 /**
  * The API key as sent: surrounding spaces, tabs and line breaks removed (fetch would drop them

@@ -14,6 +14,7 @@
  * string, is `webhook_timestamp_invalid`; a signed body that is not an event object is
  * `webhook_signature_invalid`.
  */
+import { invalid, trimHeaderValue } from "./checks.js";
 import { ToolgateError } from "./errors.js";
 
 export interface WebhookEvent {
@@ -39,9 +40,8 @@ const header = (headers: HeaderBag, name: string): string | undefined => {
   if (typeof (headers as Headers).get === "function") value = (headers as Headers).get(name);
   else value = Object.entries(headers).find(([k]) => k.toLowerCase() === name)?.[1];
   if (Array.isArray(value)) value = value.join(" ");
-  return typeof value === "string" ? value.replace(SURROUNDING_WHITESPACE, "") : undefined;
+  return typeof value === "string" ? trimHeaderValue(value) : undefined;
 };
-const SURROUNDING_WHITESPACE = /^[ \t\r\n]+|[ \t\r\n]+$/g;
 const fromHex = (hex: string): Uint8Array | null =>
   /^(?:[0-9a-f]{2})+$/i.test(hex)
     ? Uint8Array.from(hex.match(/../g)!, (b) => parseInt(b, 16))
@@ -78,21 +78,16 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
  */
 function usableSecret(secret: unknown): string {
   if (typeof secret !== "string")
-    throw new ToolgateError({
-      status: 0,
-      code: "invalid_argument",
-      message:
-        "secret must be a string: the webhook's whsec_… secret, from registration or rotation.",
-      param: "secret",
-    });
-  const trimmed = secret.replace(SURROUNDING_WHITESPACE, "");
+    throw invalid(
+      "secret must be a string: the webhook's whsec_… secret, from registration or rotation.",
+      "secret",
+    );
+  const trimmed = trimHeaderValue(secret);
   if (trimmed === "" || trimmed === "whsec_")
-    throw new ToolgateError({
-      status: 0,
-      code: "invalid_argument",
-      message: `secret is ${trimmed === "" ? "empty" : '"whsec_" with nothing after it'}: a signature keyed by an empty secret is one anybody can make, so no delivery can be verified with it. Pass the webhook's whsec_… secret, from registration or rotation (is the variable it is read from set?).`,
-      param: "secret",
-    });
+    throw invalid(
+      `secret is ${trimmed === "" ? "empty" : '"whsec_" with nothing after it'}: a signature keyed by an empty secret is one anybody can make, so no delivery can be verified with it. Pass the webhook's whsec_… secret, from registration or rotation (is the variable it is read from set?).`,
+      "secret",
+    );
   return trimmed;
 }
 

@@ -32,14 +32,13 @@ import time
 from datetime import datetime
 from typing import Any, Mapping
 
-from ._checks import _invalid
+from ._checks import _WHITESPACE, _invalid
 from ._errors import ToolgateError
 from ._types import Event
 
 DEFAULT_TOLERANCE_SECONDS = 300
 
 
-_WHITESPACE = " \t\r\n"
 _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 """Standard base64, padded, and nothing else: the form the gateway writes, and the only one
 TypeScript's verifyWebhook reads."""
