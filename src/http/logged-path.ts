@@ -1,3 +1,4 @@
+import { clip } from "../lib/readable-text.js";
 import { percentDecodedLeniently, type Redactor } from "../lib/redact.js";
 
 /**
@@ -52,5 +53,5 @@ const SHOWN_PATH_CHARS = 200;
  */
 export function shownPath(url: string, redactSecrets: Redactor): string {
   const path = pathForLog(url, redactSecrets);
-  return path.length > SHOWN_PATH_CHARS ? `${path.slice(0, SHOWN_PATH_CHARS)}…` : path;
+  return clip(path, SHOWN_PATH_CHARS);
 }

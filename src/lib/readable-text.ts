@@ -27,3 +27,7 @@ export function hasNoncharacter(text: string): boolean {
   }
   return false;
 }
+
+/** `text`, or its first `max` characters and "…" when it is longer: shown, never kilobytes of it. */
+export const clip = (text: string, max: number): string =>
+  text.length > max ? `${text.slice(0, max)}…` : text;

@@ -1,3 +1,4 @@
+import { clip } from "../lib/readable-text.js";
 import type { Services } from "../services.js";
 import { TOOLS } from "../tools/catalogue/index.js";
 import type { ToolDefinition } from "../tools/definition.js";
@@ -17,7 +18,7 @@ export const workedExampleOf = (tool: ToolDefinition): unknown =>
 
 /** Long strings (a QR code's base64) are cut for the page. */
 function abbreviate(value: unknown): unknown {
-  if (typeof value === "string") return value.length > 240 ? `${value.slice(0, 240)}…` : value;
+  if (typeof value === "string") return clip(value, 240);
   if (Array.isArray(value)) return value.map(abbreviate);
   if (value && typeof value === "object")
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, abbreviate(v)]));

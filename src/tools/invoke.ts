@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import stableStringify from "safe-stable-stringify";
+import { clip } from "../lib/readable-text.js";
 import { TIERS } from "../accounts/tiers.js";
 import { eventRecord } from "../events/types.js";
 import { admitted, type Admitted } from "../http/auth.js";
@@ -555,11 +556,7 @@ function workerErrorOf(body: Buffer): { code?: string; message?: string; param?:
   if (typeof error !== "object" || error === null) return {};
   const { code, message, param } = error as Record<string, unknown>;
   const text = (value: unknown, max: number) =>
-    typeof value === "string" && value !== ""
-      ? value.length > max
-        ? `${value.slice(0, max)}…`
-        : value
-      : undefined;
+    typeof value === "string" && value !== "" ? clip(value, max) : undefined;
   return {
     code: text(code, MAX_WORKER_PARAM),
     message: text(message, MAX_WORKER_MESSAGE),
