@@ -7,7 +7,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { privateKeyToAccount } from "viem/accounts";
-import { checkIdempotencyKey, redactUrl } from "../checks.js";
+import { MAX_TIMEOUT_MS, checkIdempotencyKey, redactUrl } from "../checks.js";
 import { DEFAULT_BASE_URL, Toolgate } from "../client.js";
 import { ToolgateError } from "../errors.js";
 import { ALLOW_ASSET_ADVICE, DEFAULT_MAX_PER_CALL, DEFAULT_MAX_PER_SESSION } from "../payments.js";
@@ -236,8 +236,8 @@ async function clientFor(
   });
 }
 
-/** The library's bound on a timeout (setTimeout's), in seconds. */
-const MAX_TIMEOUT_SECONDS = 2_147_483;
+/** The library's bound on a timeout (setTimeout's), in whole seconds. */
+const MAX_TIMEOUT_SECONDS = Math.floor(MAX_TIMEOUT_MS / 1000);
 
 /** --timeout SECONDS as the client's per-attempt timeout in milliseconds; unset, the library's 60 s. */
 function timeoutOf(parsed: Parsed): number | undefined {
