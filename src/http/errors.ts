@@ -75,6 +75,12 @@ export const ERRORS = {
   worker_unavailable: { status: 503, type: "api_error" },
   worker_pool_busy: { status: 503, type: "api_error" },
   shutting_down: { status: 503, type: "api_error" },
+  // The load balancer's own answers (deploy/haproxy.cfg), never the gateway's: a replica that
+  // closed the connection or answered something not HTTP (crashed, killed mid-request), or none
+  // within the load balancer's server timeout. The request may have run, as after a lost
+  // connection.
+  replica_failed: { status: 502, type: "api_error" },
+  replica_timeout: { status: 504, type: "api_error" },
 } as const satisfies Record<string, { status: number; type: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -1,11 +1,17 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { ERRORS } from "../../src/http/errors.js";
-import { freePort } from "../helpers/ports.js";
+import {
+  SHIPPED_HAPROXY_CFG as shipped,
+  haproxyInstalled as haproxy,
+  runHaproxy,
+  withOneReplica,
+} from "../helpers/haproxy.js";
 
 /**
  * The shipped load balancer's configuration (deploy/haproxy.cfg), run by a real HAProxy where one
@@ -14,38 +20,21 @@ import { freePort } from "../helpers/ports.js";
  * /metrics, the 503 with no replica ready — in the API's one JSON error shape.
  */
 const root = new URL("../..", import.meta.url).pathname;
-const shipped = readFileSync(join(root, "deploy/haproxy.cfg"), "utf8");
-const haproxy = spawnSync("haproxy", ["-v"], { stdio: "ignore" }).status === 0;
+
+/** The error a load balancer's answer carries, checked against the API's table of errors. */
+function errorOf(status: number, body: string) {
+  const { error } = JSON.parse(body) as { error: { type: string; code: keyof typeof ERRORS } };
+  expect(ERRORS[error.code]).toEqual({ status, type: error.type });
+  return error.code;
+}
 
 describe.skipIf(!haproxy)("deploy/haproxy.cfg run by HAProxy", () => {
-  let dir: string;
-  let port: number;
-  let child: ChildProcess;
+  let url: string;
+  let stop: () => void;
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "toolgate-haproxy-"));
-    port = await freePort();
-    // As in the container, less what only the container has: its port, Docker's DNS server, and
-    // the open files its maxconn needs (compose's ulimits; this machine's limit may be lower).
-    const local = shipped
-      .replace(/^(\s*bind )\S+$/m, `$1127.0.0.1:${port}`)
-      .replace(/^(\s*maxconn )\d+$/m, "$11000")
-      .replace("127.0.0.11:53", "127.0.0.1:9");
-    writeFileSync(join(dir, "haproxy.cfg"), local);
-    child = spawn("haproxy", ["-db", "-f", join(dir, "haproxy.cfg")], { stdio: "ignore" });
-    for (let i = 0; ; i++) {
-      const up = await fetch(`http://127.0.0.1:${port}/healthz`).then(
-        () => true,
-        () => false,
-      );
-      if (up) break;
-      if (i > 100) throw new Error("HAProxy did not start");
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    ({ url, stop } = await runHaproxy());
   });
-  afterAll(() => {
-    child?.kill("SIGTERM");
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => stop?.());
 
   it("is valid while the replicas' names do not resolve: their servers start down", () => {
     const check = spawnSync("haproxy", ["-c", "-f", join(root, "deploy/haproxy.cfg")], {
@@ -56,7 +45,7 @@ describe.skipIf(!haproxy)("deploy/haproxy.cfg run by HAProxy", () => {
   });
 
   it("answers /metrics 404 in the API's error shape", async () => {
-    const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+    const res = await fetch(`${url}/metrics`);
     expect([res.status, res.headers.get("content-type")]).toEqual([404, "application/json"]);
     const { error } = (await res.json()) as { error: { type: string; code: string } };
     expect(error).toEqual({
@@ -68,7 +57,7 @@ describe.skipIf(!haproxy)("deploy/haproxy.cfg run by HAProxy", () => {
   });
 
   it("answers 503 in the API's error shape, with Retry-After, when no replica is ready", async () => {
-    const res = await fetch(`http://127.0.0.1:${port}/v1/tools`);
+    const res = await fetch(`${url}/v1/tools`);
     expect([res.status, res.headers.get("content-type"), res.headers.get("retry-after")]).toEqual([
       503,
       "application/json",
@@ -77,6 +66,42 @@ describe.skipIf(!haproxy)("deploy/haproxy.cfg run by HAProxy", () => {
     const { error } = (await res.json()) as { error: { type: string; code: string } };
     expect(error.code).toBe("shutting_down");
     expect(ERRORS.shutting_down).toEqual({ status: 503, type: error.type });
+  });
+});
+
+describe.skipIf(!haproxy)("deploy/haproxy.cfg in front of a replica that fails", () => {
+  let url: string;
+  let stop: () => void;
+  let replica: Server;
+  beforeAll(async () => {
+    // A replica that is ready, crashes on /crash (its connection closed with no answer) and
+    // never answers /hang; the timeouts shortened so the test waits a second, not a minute.
+    replica = createServer((req, res) => {
+      if (req.url === "/readyz") res.end("{}");
+      else if (req.url === "/crash") req.socket.destroy();
+    });
+    await new Promise<void>((resolve) => replica.listen(0, "127.0.0.1", resolve));
+    const { port: replicaPort } = replica.address() as AddressInfo;
+    ({ url, stop } = await runHaproxy((cfg) =>
+      withOneReplica(cfg, `127.0.0.1:${replicaPort}`).replace(/^(\s*timeout server ).*$/m, "$11s"),
+    ));
+  });
+  afterAll(() => {
+    stop?.();
+    replica?.closeAllConnections();
+    replica?.close();
+  });
+
+  it("answers a replica that closed the connection 502 replica_failed, in the API's shape", async () => {
+    const res = await fetch(`${url}/crash`);
+    expect([res.status, res.headers.get("content-type")]).toEqual([502, "application/json"]);
+    expect(errorOf(502, await res.text())).toBe("replica_failed");
+  });
+
+  it("answers a replica that never answers 504 replica_timeout, in the API's shape", async () => {
+    const res = await fetch(`${url}/hang`);
+    expect([res.status, res.headers.get("content-type")]).toEqual([504, "application/json"]);
+    expect(errorOf(504, await res.text())).toBe("replica_timeout");
   });
 });
 

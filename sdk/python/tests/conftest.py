@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import ssl
 import struct
@@ -318,3 +319,49 @@ def dropping_proxy(gateway: Gateway) -> Iterator[DroppingProxy]:
     proxy = DroppingProxy(gateway.base_url)
     yield proxy
     proxy.close()
+
+
+# The shipped load balancer in front of the proxy ------------------------------------------------
+
+
+@dataclass
+class LoadBalancer:
+    url: str
+
+
+@pytest.fixture
+def load_balancer(dropping_proxy: DroppingProxy, tmp_path: Path) -> Iterator[LoadBalancer]:
+    """deploy/haproxy.cfg run by a real HAProxy with the dropping proxy as its one replica: an
+    answer the proxy loses is a replica failing mid-request, which HAProxy answers 502
+    ``replica_failed``. Skipped where HAProxy is not installed (CI installs it)."""
+    if shutil.which("haproxy") is None:
+        pytest.skip("HAProxy is not installed")
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    shipped = (REPO / "deploy/haproxy.cfg").read_text()
+    config = re.sub(r"(?m)^(\s*bind )\S+$", rf"\g<1>127.0.0.1:{port}", shipped)
+    config = re.sub(r"(?m)^(\s*maxconn )\d+$", r"\g<1>1000", config)
+    config = re.sub(r"(?m)^\s*server gateway2 .*\n", "", config)
+    config = re.sub(r"(?m)^(\s*server gateway1 )\S+", rf"\g<1>127.0.0.1:{dropping_proxy.port}", config)
+    config = config.replace("127.0.0.11:53", "127.0.0.1:9")
+    (tmp_path / "haproxy.cfg").write_text(config)
+    dropping_proxy.match = b"/v1/tools/"  # its health checks (GET /readyz) go through
+    child = subprocess.Popen(["haproxy", "-db", "-f", str(tmp_path / "haproxy.cfg")], stdout=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 10
+        while not _ready(url):
+            if time.monotonic() > deadline:
+                raise RuntimeError("HAProxy did not start serving the gateway")
+            time.sleep(0.05)
+        yield LoadBalancer(url)
+    finally:
+        child.terminate()
+        child.wait(5)
+
+
+def _ready(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/readyz").status_code == 200
+    except httpx.TransportError:
+        return False

@@ -35,6 +35,23 @@ async def test_the_async_client_retries_the_same_way(gateway, pro_key, dropping_
     assert gateway.balance(pro_key) == before - 1
 
 
+def test_a_call_whose_replica_failed_behind_the_load_balancer_is_retried_and_charged_once(
+    gateway, pro_key, dropping_proxy, load_balancer
+):
+    before = gateway.balance(pro_key)
+    first = httpx.post(
+        f"{load_balancer.url}/v1/tools/hash", headers={"x-api-key": pro_key}, json={"text": "seen by hand"}
+    )
+    # What the client sees when its replica fails mid-request: the load balancer's 502, which may have run.
+    assert (first.status_code, first.json()["error"]["code"]) == (502, "replica_failed")
+    assert gateway.balance(pro_key) == before - 1
+    dropping_proxy.to_drop = 2
+    result = Toolgate(api_key=pro_key, base_url=load_balancer.url).tools.call_with_details("hash", {"text": "lost once"})
+    assert result.output["algorithm"] == "sha256" and result.replayed is True
+    assert dropping_proxy.dropped == 2
+    assert gateway.balance(pro_key) == before - 2  # one charge for each call, none for the retry
+
+
 def test_a_paid_call_retried_after_a_dropped_connection_pays_once(gateway, wallet, spending, dropping_proxy):
     price = 2000
     payer_before = gateway.token_balance(gateway.wallet_address)

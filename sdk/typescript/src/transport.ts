@@ -12,14 +12,21 @@
  *   a repeat cannot act twice: reads, and tool calls, which always carry an Idempotency-Key the
  *   gateway runs and charges once (a paid call re-sends the same signed payment);
  * - 429 is retried for every request (refused before anything ran); 503, but `tool_unavailable`,
- *   as a lost connection. Nothing else: a 409 `idempotency_conflict` is another body under the
+ *   and a load balancer's 502 `replica_failed` and 504 `replica_timeout` (the replica failed
+ *   mid-request), as a lost connection. Nothing else: a 409 `idempotency_conflict` is another body under the
  *   same key (duplicates still running are waited for by the gateway, never answered 409), and a
  *   tool's own failure (502, 504) is the caller's to judge.
  */
 import { checkTimeoutMs, redactUrl } from "./checks.js";
-import { ToolgateError, retryAfterSeconds } from "./errors.js";
+import { ToolgateError } from "./errors.js";
 import type { WalletPayer } from "./payments.js";
 import { VERSION } from "./version.js";
+
+/**
+ * A load balancer's answer for a replica that failed or went silent mid-request (the gateway's
+ * shipped HAProxy): the request may have run, as after a lost connection.
+ */
+const LOST_ON_THE_WAY = new Set(["replica_failed", "replica_timeout"]);
 
 /** Who is calling, as the Python library says it (`toolgate-python/…`), for the gateway's logs. */
 export const USER_AGENT = `toolgate-typescript/${VERSION}`;
@@ -317,20 +324,22 @@ export class Transport {
         attempt--;
         continue;
       }
+      const error = ToolgateError.fromResponse(response, text);
       // 429: refused before anything ran. 503: a dependency is briefly down (or a payment is still
       // settling) — except a tool with no provider configured, which a retry cannot change.
       const retryable =
-        response.status === 429 ||
-        (response.status === 503 && spec.idempotent && !text.includes('"tool_unavailable"'));
+        error.status === 429 ||
+        (spec.idempotent &&
+          (LOST_ON_THE_WAY.has(error.code) ||
+            (error.status === 503 && error.code !== "tool_unavailable")));
       if (retryable && canRetry) {
-        const after = retryAfterSeconds(response.headers.get("retry-after"));
-        const delay = after === undefined ? backoffMs(attempt) : after * 1000;
+        const delay = error.retryAfter === undefined ? backoffMs(attempt) : error.retryAfter * 1000;
         if (delay <= MAX_RETRY_DELAY_MS) {
           await sleep(delay, spec.signal);
           continue;
         }
       }
-      throw ToolgateError.fromResponse(response, text);
+      throw error;
     }
   }
 }

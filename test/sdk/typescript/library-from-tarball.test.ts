@@ -17,6 +17,7 @@ import {
   startGateway,
   type TestGateway,
 } from "../../helpers/gateway.js";
+import { haproxyInstalled, runHaproxy, withOneReplica } from "../../helpers/haproxy.js";
 import { installPackedSdk, type InstalledProject } from "../../helpers/sdk-package.js";
 import { PAY_TO, balanceOf, startChains } from "../../helpers/x402.js";
 
@@ -387,6 +388,7 @@ describe("retries", () => {
   ) {
     const seen: { headers: IncomingHttpHeaders; at: number }[] = [];
     const server: Server = createServer(async (req, res) => {
+      if (req.url === "/readyz") return res.end("{}"); // a load balancer's health checks, not counted
       const chunks: Buffer[] = [];
       for await (const c of req) chunks.push(c as Buffer);
       seen.push({ headers: req.headers, at: Date.now() });
@@ -451,6 +453,32 @@ out({ digest: r.output.digest, replayed: r.replayed, ran: r.toolMs !== undefined
       await proxy.stop();
     }
   });
+
+  it.skipIf(!haproxyInstalled)(
+    "a call whose replica failed behind the shipped load balancer (502 replica_failed) is retried with the same Idempotency-Key and charged once",
+    async () => {
+      const { key } = await fundedAccount(gw.url, 100, "free");
+      const proxy = await proxyTo(gw.url, "drop");
+      const lb = await runHaproxy((cfg) => withOneReplica(cfg, proxy.url.slice("http://".length)));
+      try {
+        const result = await project.script(
+          `${HEADER}const client = new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL, maxRetries: 2 });
+const r = await client.tools.callWithDetails("hash", { text: "once" });
+out({ replayed: r.replayed });`,
+          { KEY: key, URL: lb.url },
+        );
+        expect(result).toEqual({ replayed: true });
+        expect(proxy.seen).toHaveLength(2);
+        expect(proxy.seen[1]!.headers["idempotency-key"]).toBe(
+          proxy.seen[0]!.headers["idempotency-key"],
+        );
+        expect(await creditsOf(gw.url, key)).toBe(99);
+      } finally {
+        lb.stop();
+        await proxy.stop();
+      }
+    },
+  );
 
   it("a revoke whose connection dropped is not repeated into a 404: the caller hears the network error, and the key is revoked", async () => {
     const { key } = await fundedAccount(gw.url, 100, "free");

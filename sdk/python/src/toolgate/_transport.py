@@ -11,7 +11,8 @@ TypeScript library's too (sdk/typescript/src/transport.ts), at most ``max_retrie
   gateway runs and charges once;
 - 429 is retried for every request (refused before anything ran), after ``Retry-After`` (at most
   60 s; longer is returned as the error), else after an exponential backoff with jitter; 503 (but
-  ``tool_unavailable``) as a lost connection. Nothing else: a 409 ``idempotency_conflict`` is
+  ``tool_unavailable``), and a load balancer's 502 ``replica_failed`` and 504 ``replica_timeout``
+  (the replica failed mid-request), as a lost connection. Nothing else: a 409 ``idempotency_conflict`` is
   another body under the same key (duplicates still running are waited for by the gateway, never
   answered 409), and a tool's own failure (502, 504) is the caller's to judge;
 - a paid call re-sends the SAME signed payment on a retry, never a new one: the gateway settles one
@@ -44,6 +45,9 @@ T = TypeVar("T")
 
 USER_AGENT = "toolgate-python/0.1.0"
 NOT_RETRIED = frozenset({"tool_unavailable"})
+# A load balancer's answer for a replica that failed or went silent mid-request (the gateway's
+# shipped HAProxy): the request may have run, as after a lost connection.
+LOST_ON_THE_WAY = frozenset({"replica_failed", "replica_timeout"})
 MAX_RETRY_AFTER = 60.0
 
 
@@ -94,6 +98,8 @@ class _Policy:
             return False  # not worth blocking for: the caller gets the error and its retry_after
         if error.status == 429:
             return True  # refused before anything was done
+        if error.code in LOST_ON_THE_WAY:
+            return self.repeatable(op)
         # A tool without a provider stays unavailable: asking again cannot help.
         return error.status == 503 and error.code not in NOT_RETRIED and self.repeatable(op)
 
