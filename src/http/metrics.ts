@@ -255,11 +255,13 @@ export class Metrics {
 
   /**
    * Counts and times a finished request by its route pattern (never the raw path: ids would
-   * explode the label set); called by the request context's one `finish` listener.
+   * explode the label set); called by the request context's one `close` listener, with 499 for a
+   * client that hung up before its answer.
    */
   observeRequest(
     req: HttpRequest & { route?: { path: string }; baseUrl?: string },
     res: HttpResponse,
+    status: number,
     seconds: number,
   ): void {
     // The status page's own probes (loopback, marked) would otherwise be most of a quiet
@@ -268,11 +270,11 @@ export class Metrics {
     const route =
       (res.locals.route as string | undefined) ??
       (req.route?.path ? `${req.baseUrl}${req.route.path}` : "unmatched");
-    const key = `${route} ${req.method} ${res.statusCode}`;
+    const key = `${route} ${req.method} ${status}`;
     let series = this.requestSeries.get(key);
     if (!series) {
       series = {
-        count: this.requests.labels({ route, method: req.method, status: String(res.statusCode) }),
+        count: this.requests.labels({ route, method: req.method, status: String(status) }),
         seconds: this.latency.labels({ route, method: req.method }),
       };
       this.requestSeries.set(key, series);

@@ -12,10 +12,13 @@ import type { Redactor } from "../lib/redact.js";
 /**
  * What every request gets before any route runs, in one middleware (each middleware is a hop
  * through express's router, and this runs for every request, the keyed tool call included):
- * a server-made request id, the headers every answer carries, CORS, and on finish one log line
- * and the request metrics, from one `finish` listener. Written on Node's own API: the keyed tool
+ * a server-made request id, the headers every answer carries, CORS, and when it ends one log line
+ * and the request metrics, from one `close` listener. Written on Node's own API: the keyed tool
  * call runs it outside express (tools/routes/keyed-lane.ts).
  */
+
+/** The status logged for a request whose client hung up before its answer was sent. */
+export const CLIENT_CLOSED_REQUEST = 499;
 
 /** Sets the request id and the headers every answer carries. */
 function stamp(res: HttpResponse): void {
@@ -37,8 +40,8 @@ export const requestId: RequestHandler = (_req, res, next) => {
 };
 
 /**
- * What every request gets first: its request id and common headers, CORS, and on finish one log
- * line and the request metrics. `requestLog` writes one structured line per request: no query
+ * What every request gets first: its request id and common headers, CORS, and when it ends one
+ * log line and the request metrics. `requestLog` writes one structured line per request: no query
  * string and no key in the path (logged-path.ts, and the configured secrets' values by
  * `redactSecrets`, one matcher built at start-up run over the path alone), no headers, no bodies —
  * so it is given a logger without redaction paths nor the scan of whole lines for secrets
@@ -56,20 +59,24 @@ export function beginRequest(
   res.locals.startedAt = started;
   stamp(res);
   setCorsHeaders(res);
-  res.once("finish", () => {
+  // "close", not "finish": a client that hangs up before its answer never gets a "finish", yet
+  // its call may run and be charged, so it is logged and counted too, as 499 (nginx's "client
+  // closed request"), when it hung up.
+  res.once("close", () => {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const status = res.writableFinished ? res.statusCode : CLIENT_CLOSED_REQUEST;
     requestLog.info(
       {
         request_id: res.locals.requestId,
         method: req.method,
         path: pathForLog(req.originalUrl, redactSecrets),
-        status: res.statusCode,
+        status,
         duration_ms: seconds * 1000,
         account_id: res.locals.accountId,
       },
       "request",
     );
-    metrics.observeRequest(req, res, seconds);
+    metrics.observeRequest(req, res, status, seconds);
   });
 }
 
