@@ -95,7 +95,9 @@ export async function renderAnalyticsPage(
   const keyLabels: Record<string, string> = Object.fromEntries(
     keys
       .map((key) => keyView(key))
-      .map((k) => [k.id, `${k.name ? `${k.name} ` : ""}${k.prefix}…${k.last4}`]),
+      // The name isolated (U+2068…U+2069): one stored before names were checked could still
+      // reverse the prefix after it.
+      .map((k) => [k.id, `${k.name ? `\u2068${k.name}\u2069 ` : ""}${k.prefix}…${k.last4}`]),
   );
   const groupLabel = (group: string | null) =>
     groupBy === "key" ? (group ? (keyLabels[group] ?? group) : "x402 (no key)") : (group ?? "");

@@ -1,18 +1,24 @@
 /**
  * The rules for short text a person writes once and others read, shown in pages, feeds, tables,
  * terminals and logs (key names, incident titles and messages): no control characters, no
- * noncharacters. A NUL, an ESC starting a terminal escape sequence or a BEL was stored and shown as
- * it came.
+ * invisible reordering, no noncharacters. A NUL, an ESC starting a terminal escape sequence or a
+ * BEL was stored and shown as it came; a right-to-left override (U+202E) showed "gnp.exe" as
+ * "exe.png", and the key's prefix after it reversed too.
  *
- * Control characters (Unicode's Cc: C0, DEL, C1) are written as a class with no \p{…}, so the
- * OpenAPI document's pattern reads the same in any regex dialect (Python's re has no \p).
+ * Refused: control characters (Unicode's Cc: C0, DEL, C1); the bidirectional embeddings,
+ * overrides and isolates (U+202A–U+202E, U+2066–U+2069, the "Trojan Source" set); and the
+ * invisible ones that make a name look empty or like another (zero width space U+200B, word joiner
+ * and invisible operators U+2060–U+2064, U+FEFF). Not the zero width joiner and non-joiner or the
+ * direction marks (U+200C–U+200F): emoji sequences and several scripts need them, and they reorder
+ * nothing. Written as a class with no \p{…}, so the OpenAPI document's pattern reads the same in
+ * JavaScript and Python (whose re has no \p).
  */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing them is the point
-export const NO_CONTROL_CHARACTERS = /^[^\x00-\x1F\x7F-\x9F]*$/;
+export const NO_CONTROL_CHARACTERS =
+  /^[^\x00-\x1F\x7F-\x9F\u200B\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]*$/;
 
 /** `NO_CONTROL_CHARACTERS` but for tab and line feed: for text of several lines or columns. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing them is the point
-export const NO_CONTROL_CHARACTERS_BUT_LINES = /^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*$/;
+export const NO_CONTROL_CHARACTERS_BUT_LINES =
+  /^[^\x00-\x08\x0B-\x1F\x7F-\x9F\u200B\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]*$/;
 
 /**
  * Whether `text` holds a noncharacter (U+FDD0-U+FDEF, and the last two code points of every

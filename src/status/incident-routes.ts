@@ -26,7 +26,7 @@ const message = z
   .max(2000)
   .regex(
     NO_CONTROL_CHARACTERS_BUT_LINES,
-    "A message cannot contain control characters other than line feeds and tabs",
+    "A message cannot contain control characters other than line feeds and tabs, nor invisible formatting characters (such as a right-to-left override)",
   )
   .refine((m) => !hasNoncharacter(m), "A message cannot contain noncharacters");
 const title = z
@@ -34,7 +34,10 @@ const title = z
   .trim()
   .min(1)
   .max(200)
-  .regex(NO_CONTROL_CHARACTERS, "A title cannot contain control characters")
+  .regex(
+    NO_CONTROL_CHARACTERS,
+    "A title cannot contain control or invisible formatting characters (such as a right-to-left override)",
+  )
   .refine((t) => !hasNoncharacter(t), "A title cannot contain noncharacters");
 
 export const createIncident = defineRoute({
@@ -69,7 +72,8 @@ export const createIncident = defineRoute({
       id: `inc_${randomId(16)}`,
       title: body.title,
       impact: body.impact,
-      components: body.components,
+      // Each once: the page and the feed would name a component twice.
+      components: [...new Set(body.components)],
       createdAt: now,
       resolvedAt: null,
       updates: [{ status: body.status, message: body.message, at: now }],

@@ -201,6 +201,14 @@ describe("admin API", () => {
         "validation_failed",
       ],
       ["POST", `/accounts/${accountId}/credits`, { amount: 5 }, 422, "validation_failed"],
+      // Shown in the account's usage and its CSV export: an escape sequence would reach a terminal.
+      [
+        "POST",
+        `/accounts/${accountId}/credits`,
+        { amount: 5, reason: "a\u001b[31mred" },
+        422,
+        "validation_failed",
+      ],
       ["PUT", `/accounts/acct_${"0".repeat(16)}/tier`, { tier: "pro" }, 404, "not_found"],
       ["POST", `/accounts/nonsense/credits`, { amount: 5, reason: "x" }, 404, "not_found"],
     ];

@@ -202,7 +202,7 @@ describe("incidents", () => {
         ...(await refusals("/incidents", { title: "t", message: `m ${bad} m` })),
       ]).toEqual([bad, 422, "validation_failed", "message"]);
     }
-    for (const bad of ["a\nb", "a\tb"])
+    for (const bad of ["a\nb", "a\tb", "\u202eklat", "\u200b"])
       expect(await refusals("/incidents", { title: bad, message: "m" })).toEqual([
         422,
         "validation_failed",
@@ -211,7 +211,9 @@ describe("incidents", () => {
     expect(
       (await admin(gw.url, "/incidents", { body: { title: "\u001b[31mred", message: "m" } })).body
         .error.message,
-    ).toBe('Invalid body field "title": A title cannot contain control characters.');
+    ).toBe(
+      'Invalid body field "title": A title cannot contain control or invisible formatting characters (such as a right-to-left override).',
+    );
     expect(
       (await admin(gw.url, "/incidents", { body: { title: "t", message: "\ufffe" } })).body.error
         .message,
@@ -235,6 +237,14 @@ describe("incidents", () => {
       "investigating",
       "resolved",
     ]);
+  });
+
+  it("names a component listed twice once", async () => {
+    const opened = await admin(gw.url, "/incidents", {
+      body: { title: "Twice", message: "m", components: ["rest-api", "rest-api"] },
+    });
+    expect([opened.status, opened.body.components]).toEqual([201, ["rest-api"]]);
+    await admin(gw.url, `/incidents/${opened.body.id}/resolve`, { body: {} });
   });
 
   it("refuses an unknown component, a missing admin key, and updates to a resolved incident", async () => {

@@ -400,7 +400,7 @@ describe("API keys", () => {
     expect((await me(key)).status).toBe(200);
   });
 
-  it("refuses a key name with control characters, naming the field; other Unicode is a name", async () => {
+  it("refuses a key name with control or invisible reordering characters, naming the field; other Unicode is a name", async () => {
     const { key } = await signUp(gw.url);
     for (const name of [
       "ci\u0000",
@@ -409,6 +409,11 @@ describe("API keys", () => {
       "del\u007f",
       "c1\u0080",
       "c1\u009f",
+      // Shown reversed from the override on ("gnp.exe" reads "exe.png"), the key's prefix too.
+      "\u202egnp.exe",
+      "isolate\u2067x",
+      "\u200b", // looks empty
+      "b\ufeffom",
     ]) {
       const res = await call(`${gw.url}/api/v1/keys`, { key, body: { name } });
       expect([
@@ -420,11 +425,16 @@ describe("API keys", () => {
         422,
         "validation_failed",
         "name",
-        'Invalid body field "name": A key name cannot contain control characters.',
+        'Invalid body field "name": A key name cannot contain control or invisible formatting characters (such as a right-to-left override).',
       ]);
     }
     const named = await call(`${gw.url}/api/v1/keys`, { key, body: { name: "déploiement 🚀" } });
     expect([named.status, named.body.name]).toEqual([201, "déploiement 🚀"]);
+    // Joiners and direction marks reorder nothing; emoji sequences and several scripts need them.
+    for (const name of ["👩\u200d💻 laptop", "می\u200cخواهم", "שלום\u200f ci"]) {
+      const joined = await call(`${gw.url}/api/v1/keys`, { key, body: { name } });
+      expect([joined.status, joined.body.name]).toEqual([201, name]);
+    }
     const nbsp = await call(`${gw.url}/api/v1/keys`, { key, body: { name: "a\u00a0b~" } });
     expect(nbsp.status).toBe(201);
     // The documented pattern reads the same without Unicode mode (Python's re, most generators).
@@ -435,11 +445,9 @@ describe("API keys", () => {
     expect(pattern).not.toMatch(/\\[pP]\{/);
     const plain = new RegExp(pattern);
     expect(["déploiement 🚀", "a\u00a0b~"].map((n) => plain.test(n))).toEqual([true, true]);
-    expect(["ci\u0000", "del\u007f", "c1\u009f"].map((n) => plain.test(n))).toEqual([
-      false,
-      false,
-      false,
-    ]);
+    expect(
+      ["ci\u0000", "del\u007f", "c1\u009f", "\u202egnp.exe"].map((n) => plain.test(n)),
+    ).toEqual([false, false, false, false]);
   });
 });
 

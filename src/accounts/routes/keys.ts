@@ -18,10 +18,13 @@ export const keyName = z
   .trim()
   .min(1)
   .max(64)
-  // Shown in the dashboard, the CLI's tables and logs: a NUL or an escape sequence in a name was
-  // stored and printed as it came (lib/readable-text.ts). The message gets its full stop from
+  // Shown in the dashboard, the CLI's tables and logs: a NUL, an escape sequence or a
+  // right-to-left override in a name was stored and printed as it came (lib/readable-text.ts). The message gets its full stop from
   // parseInput.
-  .regex(NO_CONTROL_CHARACTERS, "A key name cannot contain control characters");
+  .regex(
+    NO_CONTROL_CHARACTERS,
+    "A key name cannot contain control or invisible formatting characters (such as a right-to-left override)",
+  );
 
 export const listKeys = defineRoute({
   method: "get",
