@@ -87,4 +87,28 @@ describe("probes are counted by a limit of their own", () => {
       200,
     );
   });
+
+  it("past 10,000 addresses in a window, an orchestrator on a private or loopback address still has a count of its own", async () => {
+    // 10,000 public addresses, one probe each (documentation ranges), then 4 more to spend the
+    // count new public addresses share past the cap.
+    const addresses = Array.from(
+      { length: 10_004 },
+      (_, i) => `2001:db8:${(i >> 8).toString(16)}:${(i & 0xff).toString(16)}::1`,
+    );
+    for (let next = 0; next < addresses.length; ) {
+      const batch = addresses.slice(next, (next += 32));
+      await Promise.all(
+        batch.map((address) =>
+          fetch(`${gw.url}/healthz`, { headers: { "x-forwarded-for": address } }).then((r) =>
+            r.arrayBuffer(),
+          ),
+        ),
+      );
+    }
+    const from = (address: string) =>
+      probe(`${gw.url}/healthz`, { "x-forwarded-for": address }).then((r) => r.status);
+    expect(await from("2001:db8:ffff::1")).toBe(429); // a new public address: the shared count
+    expect(await from("10.1.2.3")).toBe(200); // a kubelet, a load balancer on the private network
+    expect(await from("127.0.0.1")).toBe(200); // the container's own HEALTHCHECK
+  }, 60_000);
 });
