@@ -1,18 +1,20 @@
 import { distance } from "fastest-levenshtein";
 import { ApiError } from "../http/errors.js";
+import { clip } from "../lib/readable-text.js";
 import { findTool, TOOLS } from "./catalogue/index.js";
 import type { ToolDefinition } from "./definition.js";
 
 /**
  * 404 `tool_not_found`: every door says it alike, for a name that does not exist and for one the
  * caller may not see. A near miss of a catalogue name is named ("did you mean hash?"); only the
- * public catalogue is searched, so the answer tells nothing of any account's custom tools.
+ * public catalogue is searched, so the answer tells nothing of any account's custom tools. The
+ * name is repeated clipped: over MCP it may be as long as the body.
  */
 export const toolNotFound = (name: string) => {
   const guess = closestCatalogueName(name);
   return new ApiError(
     "tool_not_found",
-    `No tool named ${name}${guess ? ` (did you mean ${guess}?)` : ""}. GET /v1/tools lists them (or search_tools over MCP).`,
+    `No tool named ${clip(name, 100)}${guess ? ` (did you mean ${guess}?)` : ""}. GET /v1/tools lists them (or search_tools over MCP).`,
   );
 };
 

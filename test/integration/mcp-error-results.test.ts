@@ -93,6 +93,10 @@ describe.each(Object.keys(CLIENTS))("the %s", (name) => {
         await client.callTool({ name: "teleport", arguments: {} }),
         "tool_not_found",
       );
+      // A name of any length is repeated clipped, never whole (a 100,000-character one was).
+      const long = await client.callTool({ name: "x".repeat(100_000), arguments: {} });
+      expectErrorResult(long, "tool_not_found");
+      expect((long.content as { text: string }[])[0]!.text.length).toBeLessThan(1000);
       expectErrorResult(
         await client.callTool({ name: "web-search", arguments: { query: "x402" } }),
         "tool_unavailable",
