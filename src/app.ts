@@ -45,7 +45,9 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
     requestContext(services.requestLog, services.metrics, services.redactSecrets),
     refuseUnservable,
     probeLimit(services),
-    anonymousLimit(services),
+    // The MCP door counts its keyless messages itself (mcp/route.ts), where a lone tools/call
+    // over the limit can be answered as a tool result rather than a 429 its clients throw on.
+    anonymousLimit(services, (req) => req.method === "POST" && req.path === "/mcp"),
     refusedCredentials.middleware,
   );
 

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import type { RequestHandler } from "express";
+import type { Request, RequestHandler } from "express";
 import { carriesPayment } from "../payments/wire.js";
 import type { Services } from "../services.js";
 import { countedClientAddress } from "./client-address.js";
@@ -22,7 +22,7 @@ import {
  * is counted by one limit per client address (`anonymous` in ENDPOINT_LIMITS).
  *
  * When: a request with no credentials and no payment cannot be admitted by anything, so it is
- * counted here, first. A request with them is counted where its fate is known, without a store
+ * counted here, first (but where `countedByItsDoor` says its door counts it, as MCP does). A request with them is counted where its fate is known, without a store
  * round trip of its own when it is admitted (the keyed tool call keeps its one round trip):
  * before the handler of a route that does not admit callers (`countAnonymously`: public, admin and
  * dashboard-session routes, the pages, the dashboard), or on the way out of an error that no
@@ -32,9 +32,15 @@ import {
  * When the store cannot count, the request goes through: `/healthz` and the status page must
  * answer in a store outage.
  */
-export function anonymousLimit(services: Services): RequestHandler {
+export function anonymousLimit(
+  services: Services,
+  countedByItsDoor: (req: Request) => boolean = () => false,
+): RequestHandler {
   return (req, res, next) => {
-    if (!(services.refusedCredentials.presentsCredentials(req) || carriesPayment(req.headers))) {
+    if (
+      !(services.refusedCredentials.presentsCredentials(req) || carriesPayment(req.headers)) &&
+      !countedByItsDoor(req)
+    ) {
       countAnonymously(services, req, res).then(() => next(), next);
       return;
     }

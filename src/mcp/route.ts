@@ -60,8 +60,14 @@ export function mcpRouter(services: Services): Router {
       // each message of a batch once (as for keyed callers below): the whole batch is admitted or
       // refused in one step (one round trip), and a refused batch counts nothing.
       if (!req.get("x-api-key") && services.payments) {
-        // Without a key, it is counted per client address too, whatever else it carries.
-        await countAnonymously(services, req, res);
+        // Without a key, it is counted per client address too, whatever else it carries (here,
+        // not before the router: http/anonymous-limit.ts is told so in app.ts).
+        try {
+          await countAnonymously(services, req, res);
+        } catch (err) {
+          if (!refusedAsToolResult(req, res, err)) throw err;
+          return pass(req, next, "", { key: null, refused: err as ApiError });
+        }
         const limit = TIERS.free.requestsPerMinute;
         const messages = Array.isArray(req.body) ? Math.max(1, req.body.length) : 1;
         const hit = await services.store.hitRateLimit(

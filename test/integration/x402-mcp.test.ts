@@ -406,4 +406,36 @@ describe("refusals before money moves", () => {
       limited.text.includes("rate_limited"),
     ]).toEqual([200, true, "0", true, true]);
   }, 30_000);
+
+  it("answers a lone keyless tools/call over the address's anonymous limit as a readable rate_limited result too", async () => {
+    const from = { "x-forwarded-for": "203.0.113.78" }; // an address of its own
+    // The general limit without credentials (600 a minute), spent on the public catalogue.
+    for (let n = 0; n < 600; n++) {
+      const page = await fetch(`${setup.gw.url}/v1/tools/hash`, { headers: from });
+      await page.arrayBuffer();
+      if (page.status === 429) break;
+    }
+    const res = await fetch(`${setup.gw.url}/mcp`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-06-18",
+        ...from,
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "hash", arguments: { text: "x" } },
+      }),
+    });
+    const text = await res.text();
+    expect([
+      res.status,
+      Number(res.headers.get("retry-after")) > 0,
+      text.includes('"isError":true'),
+      text.includes("rate_limited"),
+    ]).toEqual([200, true, true, true]);
+  }, 30_000);
 });
