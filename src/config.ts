@@ -23,7 +23,7 @@ import { decimal, integer } from "./lib/decimal-text.js";
 import { listEntries, withoutBlankValues } from "./lib/settings.js";
 import { percentDecoded, type Secret } from "./lib/redact.js";
 
-/** The most WORKER_MAX_RESPONSE_BYTES may be (and its default): 256 MiB. */
+/** The most WORKER_MAX_RESPONSE_BYTES (and its default) and UPSTREAM_MAX_RESPONSE_BYTES may be: 256 MiB. */
 const WORKER_ANSWER_BYTES_CAP = 256 * 1024 * 1024;
 /**
  * The longest delay a Node timer takes (2^31 − 1 ms, about 24.8 days): a longer one warns
@@ -294,8 +294,12 @@ export const envSchema = z.object({
   TOOLS_FILE: z.string().min(1).optional(),
   /** Development and tests only: let custom and upstream tools target loopback and private networks, and plain http to loopback. */
   UPSTREAM_ALLOW_PRIVATE_TARGETS: z.enum(["0", "1"]).default("0"),
-  /** The largest answer a custom or upstream tool's endpoint may send. */
-  UPSTREAM_MAX_RESPONSE_BYTES: integer(1024).default(1024 * 1024),
+  /**
+   * The largest answer a custom or upstream tool's endpoint may send. At most 256 MiB, as for the
+   * workers: the answer is read whole and parsed as one string (V8's longest is ~512 MiB), so a
+   * larger limit let one answer fail the call with a 500 or exhaust the process's memory.
+   */
+  UPSTREAM_MAX_RESPONSE_BYTES: integer(1024, WORKER_ANSWER_BYTES_CAP).default(1024 * 1024),
   /** How many custom tools one Business account may register. */
   CUSTOM_TOOLS_PER_ACCOUNT: integer(1, 1000).default(50),
   /** Development and tests only: let an SSO issuer (a Business account's identity provider) be on loopback or a private network (HTTPS still required). */

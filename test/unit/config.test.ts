@@ -529,6 +529,20 @@ describe("configuration", () => {
       });
   });
 
+  it("bounds an endpoint's and a worker's largest answer alike, at 256 MiB: each is read whole as one string", () => {
+    const cap = 256 * 1024 * 1024;
+    for (const name of ["WORKER_MAX_RESPONSE_BYTES", "UPSTREAM_MAX_RESPONSE_BYTES"]) {
+      expect(problemsOf({ [name]: String(cap) }), name).toEqual([]);
+      for (const value of [String(cap + 1), "999999999999"])
+        expect(problemsOf({ [name]: value }), `${name}=${value}`).toEqual([
+          expect.stringMatching(new RegExp(`^${name}: .*${cap}`)),
+        ]);
+    }
+    expect(loadConfig({ UPSTREAM_MAX_RESPONSE_BYTES: String(cap) }).upstream.maxResponseBytes).toBe(
+      cap,
+    );
+  });
+
   it("refuses private webhook targets and SSO issuers in production", () => {
     expect(loadConfig(production).webhookAllowPrivateTargets).toBe(false);
     expect(() => loadConfig({ ...production, WEBHOOK_ALLOW_PRIVATE_TARGETS: "1" })).toThrow(
