@@ -123,7 +123,7 @@ export async function checkWebhookUrl(
  * must not learn the gateway's internal DNS from it — what an internal name resolves to, or
  * whether it resolves at all. An IP literal's refusal names its range: the caller wrote it.
  */
-const NOT_PUBLIC = "does not resolve to a public address";
+export const NOT_PUBLIC = "does not resolve to a public address";
 
 /**
  * Why a URL's port cannot be the target's, or null. Port 0 is no port a server listens on: an

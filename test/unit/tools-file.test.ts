@@ -247,6 +247,52 @@ describe("TOOLS_FILE", () => {
     );
   });
 
+  it("refuses an endpoint whose host every call would refuse (an address that is not public, localhost), naming the entry; a name is judged on each call", () => {
+    const hosts = [
+      ["loopback", "https://127.0.0.1/x", /127\.0\.0\.1 is in the loopback range/],
+      [
+        "metadata",
+        "https://169.254.169.254/latest",
+        /169\.254\.169\.254 is in the linkLocal range/,
+      ],
+      ["private", "https://10.0.0.1/x", /10\.0\.0\.1 is in the private range/],
+      ["mapped", "https://[::ffff:127.0.0.1]/x", /is in the loopback range/],
+      ["hex-host", "https://0x7f000001/x", /127\.0\.0\.1 is in the loopback range/],
+      [
+        "named-loopback",
+        "https://localhost:8443/x",
+        /localhost does not resolve to a public address/,
+      ],
+      ["root-dot", "https://LOCALHOST./x", /localhost\. does not resolve to a public address/],
+    ] as const;
+    const file = fileWith(
+      JSON.stringify({
+        tools: [
+          ...hosts.map(([name, url]) => ({ ...good, name, url })),
+          // Judged when called, by what they resolve to then: not at start-up.
+          { ...good, name: "public-ip", url: "https://93.184.216.34/x" },
+          { ...good, name: "internal-name", url: "https://billing-api.corp-internal.invalid/x" },
+        ],
+      }),
+      "json",
+    );
+    expect(problemsOf({ TOOLS_FILE: file })).toEqual(
+      hosts.map(([name], i) =>
+        expect.stringMatching(
+          new RegExp(`tools\\[${i}\\] \\(${name}\\): url: .*: every call to it would be refused$`),
+        ),
+      ),
+    );
+    for (const [i, [, , reason]] of hosts.entries())
+      expect(problemsOf({ TOOLS_FILE: file })[i]).toMatch(reason);
+    // The development setting opens loopback and private networks, never the metadata range.
+    expect(problemsOf({ TOOLS_FILE: file, UPSTREAM_ALLOW_PRIVATE_TARGETS: "1" })).toEqual([
+      expect.stringMatching(
+        /tools\[1\] \(metadata\): url: 169\.254\.169\.254 is in the linkLocal range/,
+      ),
+    ]);
+  });
+
   it("stops the gateway process at start-up with the bad entry named (exit 78)", () => {
     const file = fileWith(JSON.stringify({ tools: [{ ...good, name: "Bad Name!" }] }), "json");
     const run = spawnSync(process.execPath, ["--import", "tsx", "src/main.ts"], {

@@ -1,5 +1,5 @@
 import { lazyRequire } from "../../lib/lazy-require.js";
-import { literalHostReason } from "../../tools/custom/target.js";
+import { hostReasonWithoutDns } from "../../tools/custom/target.js";
 import { guardedLookup } from "../../webhooks/ssrf.js";
 
 /**
@@ -36,7 +36,7 @@ export function providerFetch(allowPrivate: boolean): ProviderFetch {
       const target = new URL(url);
       if (target.protocol !== "https:")
         throw new ProviderUnreachableError(`${target.origin} is not HTTPS`);
-      const refused = literalHostReason(target, allowPrivate);
+      const refused = hostReasonWithoutDns(target, allowPrivate);
       if (refused) throw new ProviderUnreachableError(`${target.host} is not allowed: ${refused}`);
       let response: Awaited<ReturnType<typeof undiciFetch>>;
       try {

@@ -7,7 +7,7 @@ import { standardSignature } from "../../webhooks/signing.js";
 import { guardAgent } from "../../webhooks/ssrf.js";
 import { abandoned, failedAnswer, type ForwardOutcome, type Forwarder } from "../forward.js";
 import { affordable } from "./json-schema.js";
-import { checkUpstreamForm, literalHostReason } from "./target.js";
+import { checkUpstreamForm, hostReasonWithoutDns } from "./target.js";
 
 /**
  * Calls a tool's own HTTP endpoint (a custom or operator-declared tool) on the invocation
@@ -71,7 +71,7 @@ export class UpstreamCaller {
         // host never passes through the guarded DNS lookup.
         const form = checkUpstreamForm(target.url, this.settings.allowPrivate);
         const refused = form.ok
-          ? literalHostReason(form.url, this.settings.allowPrivate)
+          ? hostReasonWithoutDns(form.url, this.settings.allowPrivate)
           : form.reason;
         if (!form.ok || refused)
           return resolve(failedAnswer(502, `the endpoint is not allowed: ${refused}`));

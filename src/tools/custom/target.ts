@@ -1,5 +1,5 @@
 import { isIP } from "node:net";
-import { blockedReason, checkWebhookUrl, portReason } from "../../webhooks/ssrf.js";
+import { blockedReason, checkWebhookUrl, NOT_PUBLIC, portReason } from "../../webhooks/ssrf.js";
 
 /**
  * Where an upstream tool may point: the webhook SSRF guard's rule (public addresses only, checked
@@ -9,7 +9,8 @@ import { blockedReason, checkWebhookUrl, portReason } from "../../webhooks/ssrf.
  */
 export type TargetCheck = { ok: true; url: URL } | { ok: false; reason: string };
 
-const LOOPBACK_NAMES = new Set(["localhost"]);
+/** Names that mean this machine whatever DNS says (RFC 6761 `localhost`, with or without its root dot). */
+const isLoopbackName = (host: string) => /^(?:.+\.)?localhost\.?$/.test(host);
 
 /** The URL's form: https, or http to a loopback host when private targets are allowed. Synchronous (no DNS). */
 export function checkUpstreamForm(raw: string, allowPrivate: boolean): TargetCheck {
@@ -28,7 +29,7 @@ export function checkUpstreamForm(raw: string, allowPrivate: boolean): TargetChe
   if (!allowPrivate) return { ok: false, reason: "endpoint URLs must use https" };
   const host = url.hostname.replace(/^\[|\]$/g, "");
   const loopback =
-    LOOPBACK_NAMES.has(host) ||
+    isLoopbackName(host) ||
     (isIP(host) !== 0 && blockedReason(host, false)?.includes("loopback") === true);
   return loopback
     ? { ok: true, url }
@@ -49,8 +50,16 @@ export async function checkUpstreamUrl(raw: string, allowPrivate: boolean): Prom
   return addresses.ok ? form : addresses;
 }
 
-/** Connect-time check for an IP-literal host, which no DNS lookup (and so no guarded lookup) ever sees. */
-export function literalHostReason(url: URL, allowPrivate: boolean): string | null {
+/**
+ * Why the URL's host is refused on its face, without asking DNS, or null: an IP literal outside the
+ * allowed ranges (no DNS lookup, and so no guarded lookup, ever sees it), or `localhost`, which is
+ * this machine whatever it resolves to. Asked at start-up (TOOLS_FILE: an entry refused here would
+ * fail every call) and again at connect time. Any other name can be judged only by what it
+ * resolves to, which changes: that stays the guarded lookup's check, on every call.
+ */
+export function hostReasonWithoutDns(url: URL, allowPrivate: boolean): string | null {
   const host = url.hostname.replace(/^\[|\]$/g, "");
-  return isIP(host) ? blockedReason(host, allowPrivate) : null;
+  if (isIP(host)) return blockedReason(host, allowPrivate);
+  // Said as the guarded lookup says it of a name (it resolves to loopback only).
+  return !allowPrivate && isLoopbackName(host) ? `${host} ${NOT_PUBLIC}` : null;
 }

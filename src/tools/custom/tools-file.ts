@@ -9,7 +9,7 @@ import {
   RESERVED_TOOL_NAMES,
   type UpstreamToolSpec,
 } from "./spec.js";
-import { checkUpstreamForm } from "./target.js";
+import { checkUpstreamForm, hostReasonWithoutDns } from "./target.js";
 
 /**
  * TOOLS_FILE: the operator's upstream tools, in YAML or JSON (YAML's parser reads both):
@@ -86,6 +86,10 @@ function readEntry(
   context.seen.add(entry.name);
   const form = checkUpstreamForm(entry.url, context.allowPrivate);
   if (!form.ok) return [`url: ${form.reason}`];
+  // A host refused on its face (127.0.0.1, 169.254.169.254, localhost) would fail every call, the
+  // tool listed all the while: refused here. A name is judged by what it resolves to, on each call.
+  const refused = hostReasonWithoutDns(form.url, context.allowPrivate);
+  if (refused) return [`url: ${refused}: every call to it would be refused`];
   const outputSchema = entry.output_schema ?? { ...ANY_OBJECT };
   for (const [field, schema] of [
     ["input_schema", entry.input_schema],
