@@ -651,6 +651,24 @@ describe("a Business account's custom tool", () => {
       { input_schema: { type: "object", description: "x".repeat(40_000) } },
       "input_schema",
     );
+    // A format with no check: Ajv skipped it (a line on stderr), and the field was never checked.
+    const unknownFormat = await register(
+      key,
+      wordCount(endpoint.url("/word-count"), {
+        input_schema: {
+          type: "object",
+          properties: { at: { type: "string", format: "datetime" } },
+        },
+      }),
+    );
+    expect(unknownFormat.status).toBe(422);
+    expect(unknownFormat.body.error).toMatchObject({
+      code: "validation_failed",
+      param: "input_schema",
+    });
+    expect(unknownFormat.body.error.message).toMatch(
+      /unknown format "datetime" at "#\/properties\/at"/,
+    );
     await bad({ url: "ftp://localhost/tool" }, "url");
     await bad({ url: "https://user:pass@localhost/tool" }, "url");
     await bad({ url: "https://1.1.1.1:0/tool" }, "url"); // port 0: the call would go to 443

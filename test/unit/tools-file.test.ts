@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
 
 /**
@@ -217,6 +217,38 @@ describe("TOOLS_FILE", () => {
         /tools\[1\] \(uniq\): output_schema: costs too much to check: .*uniqueItems/,
       ),
     ]);
+  });
+
+  it("refuses a format it has no check for, naming the entry, field and format, and Ajv writes nothing to the console", () => {
+    const console = [vi.spyOn(globalThis.console, "warn"), vi.spyOn(globalThis.console, "log")];
+    const schema = (format: string) => ({
+      type: "object",
+      properties: { e: { type: "string", format } },
+    });
+    const file = fileWith(
+      JSON.stringify({
+        tools: [
+          { ...good, name: "known", input_schema: schema("email") },
+          { ...good, name: "typo", input_schema: schema("emial") },
+          { ...good, name: "out", output_schema: schema("foo\nbar") },
+        ],
+      }),
+      "json",
+    );
+    try {
+      expect(problemsOf({ TOOLS_FILE: file })).toEqual([
+        expect.stringMatching(
+          /tools\[1\] \(typo\): input_schema: uses the unknown format "emial" at "#\/properties\/e"; known formats: .*\bemail\b/,
+        ),
+        // Quoted: a format's name cannot break the problem's one line.
+        expect.stringMatching(
+          /tools\[2\] \(out\): output_schema: uses the unknown format "foo\\nbar"/,
+        ),
+      ]);
+      for (const spy of console) expect(spy).not.toHaveBeenCalled();
+    } finally {
+      for (const spy of console) spy.mockRestore();
+    }
   });
 
   it("says so when the file is missing, unreadable as YAML, or has no tools list", () => {

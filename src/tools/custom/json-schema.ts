@@ -74,10 +74,28 @@ export function affordable(validate: ValidateFunction, value: unknown): boolean 
   return true;
 }
 
+/** Ajv's warning for a `format` it has no check for (ajv/dist/vocabularies/format/format.js). */
+const UNKNOWN_FORMAT = /^unknown format "(.*)" ignored in schema at path "(.*)"$/s;
+
 /** Compiles schemas once per content (a registered tool is called many times; its schema rarely changes). */
 export class SchemaCompiler {
+  /**
+   * What Ajv warned of while compiling the current schema. Its logger writes to the console by
+   * default: lines of someone else's text (a format's name, compiled code) on the gateway's stderr,
+   * outside its log. They are kept here instead, and an unknown format refuses the schema.
+   */
+  private warnings: string[] = [];
   private readonly ajv = withFormats(
-    new Ajv2020({ strict: false, allErrors: false, code: { regExp: re2 } }),
+    new Ajv2020({
+      strict: false,
+      allErrors: false,
+      code: { regExp: re2 },
+      logger: {
+        log: () => {},
+        warn: (...args) => this.warnings.push(args.join(" ")),
+        error: () => {},
+      },
+    }),
   );
   private readonly cache = new Map<string, ValidateFunction>();
 
@@ -110,6 +128,7 @@ export class SchemaCompiler {
         throw new SchemaError(`costs too much to check: ${err.message}`);
       throw err;
     }
+    this.warnings = [];
     try {
       validate = this.ajv.compile(own);
     } catch (err) {
@@ -117,6 +136,13 @@ export class SchemaCompiler {
     } finally {
       this.ajv.removeSchema(own);
     }
+    // Ajv (strict: false, which lets `x-…`, `example` and the like through) skips a `format` it does
+    // not know with a warning: a schema's author expects the format checked, and it never would be.
+    const unknownFormat = this.warnings.map((w) => UNKNOWN_FORMAT.exec(w)).find(Boolean);
+    if (unknownFormat)
+      throw new SchemaError(
+        `uses the unknown format ${JSON.stringify(unknownFormat[1]!.slice(0, 100))} at ${JSON.stringify(unknownFormat[2]!.slice(0, 200))}; known formats: ${Object.keys(this.ajv.formats).join(", ")}`,
+      );
     // A `$ref` cycle that consumes nothing (`{"$ref": "#"}`) compiles, then recurses until the
     // stack overflows on every value: refused here, as far as plain values show it.
     for (const sample of [{}, [], null, "", 0]) {

@@ -93,7 +93,8 @@ async function extractJson(
   input: { text: string; schema: Record<string, unknown>; instructions?: string },
   timeoutMs: number,
 ) {
-  const ajv = withFormats(new Ajv2020({ strict: false, allErrors: true }));
+  // logger: false, as for json-schema-validate: the caller's schema is not the workers' log.
+  const ajv = withFormats(new Ajv2020({ strict: false, allErrors: true, logger: false }));
   let validate;
   try {
     validate = ajv.compile(input.schema);

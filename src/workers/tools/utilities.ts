@@ -72,14 +72,19 @@ export const hash = implement(hashTool, {
   },
 });
 
+/**
+ * Ajv with logger: false: its default logger wrote a line to the workers' stderr for each format it
+ * skips (any caller's text, line breaks and all), outside the JSON log. An unknown format is still
+ * skipped here, as it was: the tool answers what the schema checks.
+ */
 export const jsonSchemaValidate = implement(jsonSchemaValidateTool, {
   async run(input) {
     const draft07 =
       typeof input.schema === "object" && String(input.schema.$schema ?? "").includes("draft-07");
     const ajv = withFormats(
       draft07
-        ? new Ajv({ strict: false, allErrors: true })
-        : new Ajv2020({ strict: false, allErrors: true }),
+        ? new Ajv({ strict: false, allErrors: true, logger: false })
+        : new Ajv2020({ strict: false, allErrors: true, logger: false }),
     );
     return withTimeLimit(CPU_LIMIT_MS, "Validating against this schema", "schema", () => {
       let validate;
