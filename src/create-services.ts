@@ -113,6 +113,7 @@ export async function createServices(
     { ...config.upstream, maxDepth: config.bodyMaxDepth },
     config.upstream.tools,
     config.secretKeys,
+    log,
   );
   started.push({ name: "upstream tools", stop: () => upstream.close() });
   const metrics = new Metrics();

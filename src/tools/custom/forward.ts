@@ -1,13 +1,15 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { ValidateFunction } from "ajv";
+import type { Logger } from "pino";
 import { jsonDepthExceeds } from "../../http/json-body.js";
 import { openSecret } from "../../webhooks/secrets.js";
 import { standardSignature } from "../../webhooks/signing.js";
-import { guardAgent } from "../../webhooks/ssrf.js";
+import { BlockedTargetError, guardAgent } from "../../webhooks/ssrf.js";
 import { abandoned, failedAnswer, type ForwardOutcome, type Forwarder } from "../forward.js";
 import { affordable } from "./json-schema.js";
 import { checkUpstreamForm, hostReasonWithoutDns } from "./target.js";
+import { unreachableReason } from "./unreachable.js";
 
 /**
  * Calls a tool's own HTTP endpoint (a custom or operator-declared tool) on the invocation
@@ -31,6 +33,12 @@ export interface UpstreamTarget {
    */
   sealedSecret: string | null;
   validateOutput: ValidateFunction;
+  /**
+   * The account whose own endpoint this is, or null for an operator's tool. An operator's tool is
+   * called by the public, who are told why its endpoint failed in a few words only (never its host:
+   * the operator's internal API); an account may be told its own endpoint's host.
+   */
+  ownerId: string | null;
 }
 
 export interface UpstreamSettings {
@@ -48,6 +56,8 @@ export class UpstreamCaller {
     private readonly settings: UpstreamSettings,
     /** SECRET_KEY's keyring, which opens custom tools' signing secrets. */
     private readonly secretKeys: readonly string[],
+    /** Where an endpoint's failure is told whole (the caller gets a few words: unreachable.ts). */
+    private readonly log: Logger,
   ) {
     const options = { keepAlive: true, maxSockets: 256 };
     this.https = guardAgent(new HttpsAgent(options), settings.allowPrivate);
@@ -73,8 +83,19 @@ export class UpstreamCaller {
         const refused = form.ok
           ? hostReasonWithoutDns(form.url, this.settings.allowPrivate)
           : form.reason;
-        if (!form.ok || refused)
-          return resolve(failedAnswer(502, `the endpoint is not allowed: ${refused}`));
+        if (!form.ok || refused) {
+          // The form's reasons name no host; a refused host is the endpoint's owner's to hear of.
+          const reason = refused!;
+          this.logFailure(target, call.requestId, "is not allowed", reason);
+          return resolve(
+            failedAnswer(
+              502,
+              form.ok && target.ownerId === null
+                ? "the endpoint is not allowed (its address is not public)"
+                : `the endpoint is not allowed: ${reason}`,
+            ),
+          );
+        }
         let signature: Record<string, string> = {};
         try {
           if (target.sealedSecret)
@@ -93,12 +114,14 @@ export class UpstreamCaller {
         if (call.signal?.aborted) return resolve(abandoned(call.signal));
 
         let settled = false;
-        const settle = (outcome: ForwardOutcome) => {
-          if (settled) return;
+        /** Tells the call's outcome once; false when it was already told (a timeout, then the error it causes). */
+        const settle = (outcome: ForwardOutcome): boolean => {
+          if (settled) return false;
           settled = true;
           clearTimeout(timer);
           call.signal?.removeEventListener("abort", onAbort);
           resolve(outcome);
+          return true;
         };
         const secure = form.url.protocol === "https:";
         const req = (secure ? httpsRequest : httpRequest)(
@@ -116,7 +139,7 @@ export class UpstreamCaller {
               ...signature,
             },
           },
-          (res) => this.read(res, target, settle),
+          (res) => this.read(res, target, call.requestId, settle),
         );
         // One deadline for the whole exchange (connect, send, answer), not an idle timeout.
         const timer = setTimeout(() => {
@@ -128,9 +151,19 @@ export class UpstreamCaller {
           req.destroy();
         };
         call.signal?.addEventListener("abort", onAbort);
-        req.on("error", (err) =>
-          settle(failedAnswer(502, `the endpoint could not be reached: ${err.message}`)),
-        );
+        req.on("error", (err) => {
+          // The guard's refusal is the gateway's own one-line text: its owner may read it.
+          const own = target.ownerId !== null && err instanceof BlockedTargetError;
+          const told = settle(
+            failedAnswer(
+              502,
+              own
+                ? `the endpoint could not be reached: ${err.message}`
+                : `the endpoint could not be reached (${unreachableReason(err)})`,
+            ),
+          );
+          if (told) this.logFailure(target, call.requestId, "could not be reached", err);
+        });
         req.end(body);
       });
   }
@@ -138,7 +171,8 @@ export class UpstreamCaller {
   private read(
     res: IncomingMessage,
     target: UpstreamTarget,
-    settle: (outcome: ForwardOutcome) => void,
+    requestId: string,
+    settle: (outcome: ForwardOutcome) => boolean,
   ): void {
     const limit = this.settings.maxResponseBytes;
     const status = res.statusCode ?? 502;
@@ -157,20 +191,51 @@ export class UpstreamCaller {
       if (size > limit) tooLarge();
       else chunks.push(chunk);
     });
-    res.on("error", (err) =>
-      settle(failedAnswer(502, `the endpoint's answer was cut off: ${err.message}`)),
-    );
+    res.on("error", (err) => {
+      const reason = `the endpoint's answer was cut off (${unreachableReason(err)})`;
+      if (settle(failedAnswer(502, reason)))
+        this.logFailure(target, requestId, "broke off its answer", err);
+    });
     res.on("end", () => {
       // Whatever the endpoint sent (JSON nested past the stack, a schema keyword that throws),
       // judging it fails this call alone: 502, refunded — never an exception in a listener.
       try {
         settle(interpret(status, Buffer.concat(chunks), target, this.settings.maxDepth));
       } catch (err) {
-        settle(
-          failedAnswer(502, `the endpoint's answer could not be read: ${(err as Error).message}`),
-        );
+        this.logFailure(target, requestId, "sent an answer that could not be read", err as Error);
+        settle(failedAnswer(502, "the endpoint's answer could not be read"));
       }
     });
+  }
+
+  /**
+   * An endpoint's failure, whole, for the operator: its host (never the path or query, which may
+   * hold a key) and the error's own text. At warn for the operator's tools; at info for an
+   * account's own endpoint, which is that account's to mend.
+   */
+  private logFailure(
+    target: UpstreamTarget,
+    requestId: string,
+    what: string,
+    err: Error | string,
+  ): void {
+    let endpoint: string;
+    try {
+      endpoint = new URL(target.url).host;
+    } catch {
+      endpoint = "(not a URL)";
+    }
+    this.log[target.ownerId === null ? "warn" : "info"](
+      {
+        request_id: requestId,
+        ...(target.ownerId === null ? {} : { account_id: target.ownerId }),
+        endpoint,
+        ...(typeof err === "string"
+          ? { reason: err }
+          : { code: (err as NodeJS.ErrnoException).code, reason: err.message }),
+      },
+      `a tool's endpoint ${what}`,
+    );
   }
 
   close(): void {

@@ -1,3 +1,4 @@
+import type { Logger } from "pino";
 import { requireFeature, TIERS, type TierName } from "../../accounts/tiers.js";
 import type { Services } from "../../services.js";
 import type { Store } from "../../store/types.js";
@@ -16,7 +17,7 @@ import { describedTool, RESERVED_TOOL_NAMES, specOfRecord, type UpstreamToolSpec
  * the forwarder differs (the endpoint instead of a worker pool).
  */
 export interface UpstreamTool extends ToolDefinition {
-  upstream: UpstreamTarget & { ownerId: string | null };
+  upstream: UpstreamTarget;
 }
 
 export const isUpstreamTool = (tool: ToolDefinition): tool is UpstreamTool => "upstream" in tool;
@@ -37,8 +38,9 @@ export class UpstreamTools {
     operatorTools: readonly UpstreamToolSpec[],
     /** SECRET_KEY's keyring, which opens custom tools' signing secrets. */
     secretKeys: readonly string[],
+    log: Logger,
   ) {
-    this.caller = new UpstreamCaller(settings, secretKeys);
+    this.caller = new UpstreamCaller(settings, secretKeys, log);
     this.public = operatorTools.map((spec) => this.define(spec, null));
     this.byName = new Map(this.public.map((tool) => [tool.name, tool]));
   }
