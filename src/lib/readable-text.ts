@@ -14,10 +14,12 @@
  * JavaScript and Python (whose re has no \p).
  */
 export const NO_CONTROL_CHARACTERS =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing them is the point
   /^[^\x00-\x1F\x7F-\x9F\u200B\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]*$/;
 
 /** `NO_CONTROL_CHARACTERS` but for tab and line feed: for text of several lines or columns. */
 export const NO_CONTROL_CHARACTERS_BUT_LINES =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing them is the point
   /^[^\x00-\x08\x0B-\x1F\x7F-\x9F\u200B\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]*$/;
 
 /**

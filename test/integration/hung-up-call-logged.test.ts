@@ -1,10 +1,5 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
-import {
-  balanceOf,
-  fundedAccount,
-  spawnGateway,
-  type GatewayProcess,
-} from "../helpers/gateway.js";
+import { balanceOf, fundedAccount, spawnGateway, type GatewayProcess } from "../helpers/gateway.js";
 
 /**
  * A caller that hangs up before its answer: the call still runs and is charged (its answer kept
