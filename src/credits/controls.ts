@@ -1,5 +1,5 @@
 import type { EventData } from "../events/types.js";
-import { controlWindow, type ControlWindows } from "../store/types.js";
+import { type ControlPeriod, controlWindow, type ControlWindows } from "../store/types.js";
 
 /**
  * The account-control rules of the spend month, for the in-memory store (docs/decisions.md,
@@ -54,11 +54,57 @@ export function giveBackSpend(state: SpendState, amount: number, debitAt: number
 }
 
 /** A refund's credits go back to a window (the spend month, a key's budget) only if the debit was made in it. */
-export function giveBack(
-  window: { windowStart: number; credits: number } | undefined,
-  amount: number,
-  debitAt: number,
-): void {
+export function giveBack(window: WindowSpend | undefined, amount: number, debitAt: number): void {
   if (window && window.windowStart <= debitAt)
     window.credits = Math.max(0, window.credits - amount);
+}
+
+/** Credits counted in one control window: the window's start (epoch ms) and the credits. */
+export interface WindowSpend {
+  windowStart: number;
+  credits: number;
+}
+
+/**
+ * A budgeted key's spend today and this month, both kept whatever its budget's period: a budget
+ * whose period changes (day to month, or back) counts what the key already spent in the new
+ * period's window. The Redis store keeps it as "<day start>:<credits>:<month start>:<credits>"
+ * (prelude.lua, key_spend).
+ */
+export interface KeySpend {
+  day: WindowSpend;
+  month: WindowSpend;
+}
+
+/** What a key spent in the current window of `period`: credits counted in a window that began before it are gone. */
+export function spentIn(
+  spend: KeySpend | undefined,
+  period: ControlPeriod,
+  now: number,
+  windows: ControlWindows,
+): number {
+  const counted = spend?.[period];
+  return counted && counted.windowStart >= controlWindow(now, period, windows).start
+    ? counted.credits
+    : 0;
+}
+
+/** The key's spend with a debit of `cost` counted in today's window and this month's. */
+export function withKeyDebit(
+  spend: KeySpend | undefined,
+  cost: number,
+  now: number,
+  windows: ControlWindows,
+): KeySpend {
+  const counted = (period: ControlPeriod) => ({
+    windowStart: controlWindow(now, period, windows).start,
+    credits: spentIn(spend, period, now, windows) + cost,
+  });
+  return { day: counted("day"), month: counted("month") };
+}
+
+/** A refund's credits go back to the key's day and month, each only if the debit was made in it. */
+export function giveBackKeySpend(spend: KeySpend | undefined, amount: number, debitAt: number) {
+  giveBack(spend?.day, amount, debitAt);
+  giveBack(spend?.month, amount, debitAt);
 }

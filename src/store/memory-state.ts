@@ -7,14 +7,13 @@
 import { EventEmitter } from "node:events";
 import { ExpiringMap } from "../lib/expiring-map.js";
 import { type AlertState, applyTopUp, planInForce } from "../credits/rules.js";
-import type { SpendState } from "../credits/controls.js";
+import { type KeySpend, type SpendState, spentIn } from "../credits/controls.js";
 import type { EventRecord } from "../events/types.js";
 import {
   type AccountRecord,
   CALENDAR_WINDOWS,
   type ControlWindows,
   type CreditChange,
-  controlWindow,
   type FailedAnswer,
   type KeyRecord,
   type LedgerEntry,
@@ -42,8 +41,8 @@ export interface MemAccount extends AccountRecord, AlertState, SpendState {
   /** Request ids of the grants applied, kept a day as in Redis (OPERATION_KEPT_MS): idempotent top-ups. */
   operations: ExpiringMap<string, true>;
   outbox: EventRecord[];
-  /** Each budgeted key's spend in its current budget window (account controls). */
-  keySpend: Map<string, { windowStart: number; credits: number }>;
+  /** Each budgeted key's spend today and this month (account controls). */
+  keySpend: Map<string, KeySpend>;
   /** Credits held in a key's budget by keyed x402 calls checked but not yet debited, by hold id (AdmitRequest.budgetHold). */
   budgetHolds: Map<string, { keyId: string; credits: number; until: number }>;
 }
@@ -181,9 +180,7 @@ export class MemoryState {
 
   budgetSpent(a: MemAccount, key: KeyRecord): number {
     if (!key.budget) return 0;
-    const spend = a.keySpend.get(key.id);
-    const { start } = controlWindow(this.now(), key.budget.period, this.windows);
-    return spend?.windowStart === start ? spend.credits : 0;
+    return spentIn(a.keySpend.get(key.id), key.budget.period, this.now(), this.windows);
   }
 }
 

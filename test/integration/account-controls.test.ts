@@ -144,6 +144,22 @@ describe.each(["redis", "memory"] as const)("account controls (%s store)", (stor
     expect((await hash(key)).status).toBe(200);
   });
 
+  it("keeps what a key spent when its budget's period changes: 3 spent under 3 a day leave nothing under 3 a month", async () => {
+    const { key } = await fundedAccount(gw.url, 100);
+    const created = await createKey(key, { budget: { credits: 3, period: "day" } });
+    for (let i = 0; i < 3; i++) expect((await hash(created.body.key)).status).toBe(200);
+    const monthly = await updateKey(key, created.body.id, {
+      budget: { credits: 3, period: "month" },
+    });
+    expect(monthly.body.budget).toMatchObject({ credits: 3, period: "month", spent: 3 });
+    const refused = await hash(created.body.key);
+    expect([refused.status, refused.body.error.code]).toEqual([402, "key_budget_exceeded"]);
+    const daily = await updateKey(key, created.body.id, { budget: { credits: 4, period: "day" } });
+    expect(daily.body.budget).toMatchObject({ credits: 4, period: "day", spent: 3 });
+    expect((await hash(created.body.key)).status).toBe(200);
+    expect((await hash(created.body.key)).status).toBe(402);
+  });
+
   it("refuses a budget that is not a whole number of credits from 1 to 1,000,000,000 with a sentence that says so, naming the field", async () => {
     const { key } = await fundedAccount(gw.url, 10);
     for (const credits of [1e12, 0, 2.5]) {

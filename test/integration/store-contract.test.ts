@@ -1,3 +1,4 @@
+import { Redis } from "ioredis";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { eventRecord } from "../../src/events/types.js";
 import { newAccountId, newEventId, newRequestId } from "../../src/lib/ids.js";
@@ -370,6 +371,81 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       expect((await call(id, key.hash, "hash", 1, s)).status).toBe("ok");
       expect((await s.getAccount(id))!.balance).toBe(96);
     });
+
+    it("keeps what a key spent when its budget's period changes: a month budget counts the month's spend, a day budget the day's, on any date", async () => {
+      // Epoch-aligned windows: a "day" of 2 s in a "month" of 2 minutes, so the test never depends
+      // on today's date (a day and a calendar month start together on the 1st).
+      const windows = { dayMs: 2000, monthMs: 120_000 };
+      const s = await storeWith(windows);
+      const { id } = await account(100, "business", s);
+      const key = await controlledKey(id, { budget: { credits: 3, period: "day" } }, s);
+      const spent = async () => (await s.listKeys(id)).find((k) => k.id === key.id)!.budgetSpent;
+      const budget = (credits: number, period: "day" | "month") =>
+        s.updateKey(id, key.id, { budget: { credits, period } });
+      const status = async () => (await call(id, key.hash, "hash", 1, s)).status;
+      // Into a day that is not its month's first, with two more days left in the month.
+      for (;;) {
+        await alignTo(windows.dayMs);
+        const intoMonth = Date.now() % windows.monthMs;
+        if (intoMonth >= windows.dayMs && intoMonth < windows.monthMs - 3 * windows.dayMs) break;
+      }
+      for (let i = 0; i < 3; i++) expect(await status()).toBe("ok");
+      expect(await status()).toBe("key_budget_exceeded");
+      // 3 a day becomes 3 a month: the 3 spent today were spent this month.
+      expect(await budget(3, "month")).toMatchObject({ budgetSpent: 3 });
+      const refused = await call(id, key.hash, "hash", 1, s);
+      if (refused.status !== "key_budget_exceeded") throw new Error(refused.status);
+      const monthStart = Math.floor(Date.now() / windows.monthMs) * windows.monthMs;
+      expect(refused.budget).toMatchObject({ period: "month", spent: 3, windowStart: monthStart });
+      // And back: still 3 today.
+      expect(await budget(3, "day")).toMatchObject({ budgetSpent: 3 });
+      expect(await status()).toBe("key_budget_exceeded");
+      // The next day the day budget starts afresh, the month's keeps counting.
+      await alignTo(windows.dayMs);
+      expect(await spent()).toBe(0);
+      expect(await budget(5, "month")).toMatchObject({ budgetSpent: 3 });
+      expect([await status(), await status(), await status()]).toEqual([
+        "ok",
+        "ok",
+        "key_budget_exceeded",
+      ]);
+      expect(await budget(3, "day")).toMatchObject({ budgetSpent: 2 });
+      expect([await status(), await status()]).toEqual(["ok", "key_budget_exceeded"]);
+      expect(await budget(6, "month")).toMatchObject({ budgetSpent: 6 });
+      expect((await s.getAccount(id))!.balance).toBe(94);
+    });
+
+    it.runIf(kind === "redis")(
+      "reads a key's spend stored in the older one-window form in each current window it began in",
+      async () => {
+        const { id } = await account();
+        const key = await controlledKey(id, { budget: { credits: 3, period: "month" } });
+        const now = Date.now();
+        const today = now - (now % 86_400_000);
+        const lastMonth = Date.UTC(
+          new Date(now).getUTCFullYear(),
+          new Date(now).getUTCMonth() - 1,
+          1,
+        );
+        const raw = new Redis(REDIS_URL, { keyPrefix: prefixes.at(-1)! });
+        const spend = `{${id}}:key-spend`;
+        try {
+          // Spent under a day budget today: spent this month too.
+          await raw.hset(spend, key.id, `${today}:2`);
+          expect((await store.listKeys(id)).find((k) => k.id === key.id)!.budgetSpent).toBe(2);
+          expect((await call(id, key.hash, "hash")).status).toBe("ok");
+          expect((await call(id, key.hash, "hash")).status).toBe("key_budget_exceeded");
+          // Spent in a month gone by: nothing this month, nor today.
+          await raw.hset(spend, key.id, `${lastMonth}:3`);
+          expect((await store.listKeys(id)).find((k) => k.id === key.id)!.budgetSpent).toBe(0);
+          await store.updateKey(id, key.id, { budget: { credits: 3, period: "day" } });
+          expect((await store.listKeys(id)).find((k) => k.id === key.id)!.budgetSpent).toBe(0);
+          expect((await call(id, key.hash, "hash")).status).toBe("ok");
+        } finally {
+          raw.disconnect();
+        }
+      },
+    );
 
     it("fires spend.threshold_reached once when concurrent calls take the month's spend to the alert, and again after re-arming or in the next month", async () => {
       const windows = { dayMs: 86_400_000, monthMs: 900 };

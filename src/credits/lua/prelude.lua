@@ -209,13 +209,40 @@ local function iso_ms(ms)
     math.floor(rest / 60000) % 60, math.floor(rest / 1000) % 60, rest % 1000)
 end
 
--- A key's spend lives in the account's key-spend hash: key id -> "<window start>:<credits>".
-local function key_spend(spend_key, key_id, window_start)
-  local raw = redis.call('HGET', spend_key, key_id)
-  if not raw then return 0 end
-  local start, spent = string.match(raw, '^(%d+):(%d+)$')
-  if tonumber(start) ~= window_start then return 0 end
-  return tonumber(spent)
+-- A budgeted key's spend lives in the account's key-spend hash: key id ->
+-- "<day start>:<credits>:<month start>:<credits>", what it spent today and this month whatever its
+-- budget's period, so a budget whose period changes counts what the key already spent in the new
+-- period's window (controls.ts, KeySpend). A record of the older "<window start>:<credits>" (the
+-- window of the period the budget had then, not known now) counts in each current window it began in.
+local function parse_key_spend(raw)
+  if not raw then return nil end
+  local day_start, day, month_start, month = string.match(raw, '^(%d+):(%d+):(%d+):(%d+)$')
+  if not day_start then
+    day_start, day = string.match(raw, '^(%d+):(%d+)$')
+    month_start, month = day_start, day
+  end
+  if not day_start then return nil end
+  return { day = { start = tonumber(day_start), credits = tonumber(day) },
+    month = { start = tonumber(month_start), credits = tonumber(month) } }
+end
+
+-- The key's spend in today's window and this month's (controls.ts, spentIn): credits counted in a
+-- window that began before the current one are gone.
+local function key_spend(spend_key, key_id, now, day_ms, month_ms)
+  local stored = parse_key_spend(redis.call('HGET', spend_key, key_id))
+  local spend = {}
+  for _, period in ipairs({ 'day', 'month' }) do
+    local start = control_window(now, period, day_ms, month_ms)
+    local credits = 0
+    if stored and stored[period].start >= start then credits = stored[period].credits end
+    spend[period] = { start = start, credits = credits }
+  end
+  return spend
+end
+
+local function save_key_spend(spend_key, key_id, spend)
+  redis.call('HSET', spend_key, key_id, string.format('%d:%d:%d:%d', spend.day.start, spend.day.credits,
+    spend.month.start, spend.month.credits))
 end
 
 -- The credits held in a key's budget by calls checked but not yet debited (x402 calls whose
@@ -266,12 +293,12 @@ local function unspend(account_key, spend_key, key_id, amount, debit_at)
     end
   end
   if key_id == '' then return end
-  local raw = redis.call('HGET', spend_key, key_id)
-  if not raw then return end
-  local start, spent = string.match(raw, '^(%d+):(%d+)$')
-  if tonumber(start) <= debit_at then
-    redis.call('HSET', spend_key, key_id, string.format('%d:%d', tonumber(start), math.max(0, tonumber(spent) - amount)))
+  local spend = parse_key_spend(redis.call('HGET', spend_key, key_id))
+  if not spend then return end
+  for _, window in pairs(spend) do
+    if window.start <= debit_at then window.credits = math.max(0, window.credits - amount) end
   end
+  save_key_spend(spend_key, key_id, spend)
 end
 
 -- admit.lua's work, as a table (idempotent-admit.lua runs it too): the hot path in one round
@@ -346,13 +373,13 @@ local function admit_call(name_key)
   if cost > 0 and redis.call('HEXISTS', KEYS[5], ARGV[15]) == 0 then
     local day_ms, month_ms = tonumber(ARGV[17]), tonumber(ARGV[18])
     -- The key's own budget first: a call that would take it past its budget is refused, uncharged.
-    local budget_start, spent
+    local key_spent
     local hold = ''
     if ARGV[20] ~= '' then hold = 'hold:' .. ARGV[20] end
     if budget then
-      local next_start
-      budget_start, next_start = control_window(now, budget.period, day_ms, month_ms)
-      spent = key_spend(KEYS[7], key_id, budget_start)
+      local budget_start, next_start = control_window(now, budget.period, day_ms, month_ms)
+      key_spent = key_spend(KEYS[7], key_id, now, day_ms, month_ms)
+      local spent = key_spent[budget.period].credits
       -- The debit of a call its check held budget for takes the hold's place.
       if hold ~= '' and ARGV[19] ~= '1' then redis.call('HDEL', KEYS[7], hold) end
       local held = budget_held(KEYS[7], key_id, now)
@@ -376,7 +403,11 @@ local function admit_call(name_key)
     if key_id ~= cjson.null then key_name = key_id end
     events = debit(a, keys, cost, now, ARGV[4], ARGV[6], ARGV[5], key_name, ARGV[7], ARGV[8], ARGV[9],
       { field = ARGV[15], expire_at = tonumber(ARGV[12]), name_key = name_key })
-    if budget then redis.call('HSET', KEYS[7], key_id, string.format('%d:%d', budget_start, spent + cost)) end
+    if budget then
+      key_spent.day.credits = key_spent.day.credits + cost
+      key_spent.month.credits = key_spent.month.credits + cost
+      save_key_spend(KEYS[7], key_id, key_spent)
+    end
     local alert = count_spend(a, keys, cost, now, day_ms, month_ms, ARGV[16], ARGV[9], ARGV[5])
     if alert then events[#events + 1] = alert end
     charged = true

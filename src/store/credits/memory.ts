@@ -5,7 +5,12 @@
  * completion without awaiting, which makes it atomic on Node's single thread.
  */
 import type { TierName } from "../../accounts/tiers.js";
-import { countSpend, giveBack, giveBackSpend } from "../../credits/controls.js";
+import {
+  countSpend,
+  giveBackKeySpend,
+  giveBackSpend,
+  withKeyDebit,
+} from "../../credits/controls.js";
 import {
   applyDebit,
   applyRefund,
@@ -165,8 +170,11 @@ export function memoryCredits(state: MemoryState): CreditStore {
         for (const alert of applyDebit(a, request.cost, request.tool)) {
           events.push(eventRecord(newEventId(), alert.event, a.id, alert.data));
         }
-        if (window && keyId)
-          a.keySpend.set(keyId, { windowStart: window.start, credits: spent + request.cost });
+        if (budget && keyId)
+          a.keySpend.set(
+            keyId,
+            withKeyDebit(a.keySpend.get(keyId), request.cost, now, state.windows),
+          );
         const spendAlert = countSpend(a, request.cost, now, state.windows, request.tool);
         if (spendAlert)
           events.push(eventRecord(newEventId(), "spend.threshold_reached", a.id, spendAlert));
@@ -238,7 +246,7 @@ export function memoryCredits(state: MemoryState): CreditStore {
       applyRefund(a, cost);
       const debitedAt = debitedNoLaterThan(change.requestId);
       giveBackSpend(a, cost, debitedAt);
-      if (keyId) giveBack(a.keySpend.get(keyId), cost, debitedAt);
+      if (keyId) giveBackKeySpend(a.keySpend.get(keyId), cost, debitedAt);
       state.addLedger(a, "refund", cost, change, change.tool ?? null, keyId);
       a.outbox.push(...events);
       return { status: "refunded" as const, amount: cost, balance: a.balance };

@@ -3,14 +3,9 @@
  * the account's listing (`{acct}:keys`, one JSON copy per key id) change together; the
  * admission keeps each key's last use on its record and budgeted keys' spend in `{acct}:key-spend`.
  */
+import { type KeySpend, spentIn } from "../../credits/controls.js";
 import { type RedisContext, redisKey } from "../redis-context.js";
-import {
-  type KeyRecord,
-  type KeyUpdate,
-  type RevokeOutcome,
-  controlWindow,
-  withControls,
-} from "../types.js";
+import { type KeyRecord, type KeyUpdate, type RevokeOutcome, withControls } from "../types.js";
 import type { KeyStore } from "./index.js";
 
 /**
@@ -32,13 +27,26 @@ function storedKey(key: KeyRecord): KeyRecord {
   return stored;
 }
 
+/**
+ * A key's spend as the key-spend hash holds it: "<day start>:<credits>:<month start>:<credits>".
+ * A record of the older "<window start>:<credits>" (the window of the period the budget had then,
+ * which is not known now) counts in each current window it began in (prelude.lua, key_spend).
+ */
+function parseKeySpend(raw: string | undefined): KeySpend | undefined {
+  const parts = raw?.split(":").map(Number) ?? [];
+  if (parts.length !== 2 && parts.length !== 4) return undefined;
+  const [dayStart, dayCredits, monthStart = dayStart, monthCredits = dayCredits] =
+    parts as number[];
+  return {
+    day: { windowStart: dayStart!, credits: dayCredits! },
+    month: { windowStart: monthStart!, credits: monthCredits! },
+  };
+}
+
 export function redisKeys({ redis, call, script, windows }: RedisContext): KeyStore {
-  /** A key's spend as the key-spend hash holds it ("<window start>:<credits>"), if that window is the current one. */
+  /** A key's spend in its budget's current window (0 without a budget). */
   function spentInWindow(key: KeyRecord, raw: string | undefined, now: number): number {
-    if (!key.budget || !raw) return 0;
-    const [start, spent] = raw.split(":").map(Number);
-    const window = controlWindow(now, key.budget.period, windows);
-    return start === window.start ? (spent ?? 0) : 0;
+    return key.budget ? spentIn(parseKeySpend(raw), key.budget.period, now, windows) : 0;
   }
 
   const keys: KeyStore = {
