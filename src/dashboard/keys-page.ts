@@ -2,6 +2,7 @@ import { MAX_KEY_BUDGET_CREDITS } from "../accounts/key-controls.js";
 import { keyView } from "../accounts/views.js";
 import { esc } from "../pages/respond.js";
 import type { Services } from "../services.js";
+import { isLastActiveKey } from "../store/types.js";
 import { dashboardPage } from "./layout.js";
 import type { DashboardSession } from "./session.js";
 
@@ -24,7 +25,10 @@ export async function renderKeysPage(
   services: Services,
   current: DashboardSession,
 ): Promise<string> {
-  const keys = (await services.store.listKeys(current.account.id))
+  const records = await services.store.listKeys(current.account.id);
+  // The key the API keeps unless forced (409 last_active_key): the revoke dialog warns, then forces.
+  const lastActive = records.find((key) => isLastActiveKey(records, key))?.id;
+  const keys = records
     .map((key) => keyView(key))
     .sort((a, b) => (b.created_at ?? "").localeCompare(a.created_at ?? ""));
   const active = keys.filter((k) => k.status === "active").length;
@@ -40,7 +44,7 @@ export async function renderKeysPage(
             (k.status === "active"
               ? `<button type="button" class="secondary" data-action="rotate-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}"${ours}>Rotate</button>`
               : "") +
-            `<button type="button" class="danger" data-action="revoke-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}" data-last-active="${k.status === "active" && active === 1}"${ours}>Revoke</button></div>`;
+            `<button type="button" class="danger" data-action="revoke-key" data-key-id="${esc(k.id)}" data-key-label="${esc(label)}" data-last-active="${k.id === lastActive}"${ours}>Revoke</button></div>`;
       return `<tr data-key-id="${esc(k.id)}"><td><bdi>${esc(k.name ?? "—")}</bdi>${ours ? ` <span class="muted">(you signed in with it)</span>` : ""}</td><td><code>${esc(k.prefix)}</code></td><td><code>${esc(k.last4)}</code></td><td>${date(k.created_at)}</td><td>${date(k.last_used_at)}</td><td class="status">${k.status}${k.status === "expiring" ? ` (until ${date(k.revoked_at)})` : ""}</td><td class="expires">${date(k.expires_at)}</td><td class="tools">${k.allowed_tools ? k.allowed_tools.map((t) => `<code>${esc(t)}</code>`).join(" ") : "all"}</td><td class="budget">${k.budget ? `${k.budget.spent} of ${k.budget.credits} credits per ${k.budget.period}` : "—"}</td><td>${actions}</td></tr>`;
     })
     .join("");

@@ -133,7 +133,32 @@ export const isLimitedKey = (key: Pick<KeyRecord, "expiresAt" | "allowedTools" |
   (key.budget ?? null) !== null;
 
 /**
- * What revoking a key did. `last_active_key`: refused, the account would have no working key left.
+ * An active key, in the sense of the `last_active_key` guard: one that keeps its account
+ * manageable — no revocation scheduled (a key in its rotation grace stops working soon) and no
+ * account controls (a limited key manages no keys; an expiry is a control, so an active key never
+ * lapses either). The Redis store's scripts mirror it (prelude.lua, `active_key`).
+ */
+export const isActiveKey = (key: KeyRecord) => key.revokedAt === null && !isLimitedKey(key);
+
+/**
+ * Whether `key` is the account's last active key (`keys`: all the account's keys): revoking it,
+ * or setting a control on it, would leave no key that can manage the account's keys.
+ */
+export const isLastActiveKey = (keys: Iterable<KeyRecord>, key: KeyRecord) =>
+  isActiveKey(key) && ![...keys].some((other) => other.id !== key.id && isActiveKey(other));
+
+/**
+ * What changing a key did. `last_active_key`: refused, the change would limit the account's last
+ * active key (isLastActiveKey).
+ */
+export type UpdateKeyOutcome =
+  | { status: "updated"; key: KeyRecord }
+  | { status: "last_active_key"; key: KeyRecord }
+  | { status: "not_found" };
+
+/**
+ * What revoking a key did. `last_active_key`: refused, the account would have no active key left
+ * (isLastActiveKey).
  * `already_rotated`: a rotation refused, the key's revocation being scheduled already (by another).
  */
 export type RevokeOutcome =

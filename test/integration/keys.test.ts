@@ -190,6 +190,57 @@ describe("API keys", () => {
     expect((await me(key)).body.error.code).toBe("api_key_revoked");
   });
 
+  it("counts as active only a key that can manage keys: one that expires, even much later, or is limited to tools does not keep the account", async () => {
+    for (const controls of [
+      { expires_at: new Date(Date.now() + 3000).toISOString() },
+      { expires_at: new Date(Date.now() + 30 * 86_400_000).toISOString() },
+      { allowed_tools: ["hash"] },
+      { budget: { credits: 10, period: "month" } },
+    ]) {
+      const { key, keyId } = await signUp(gw.url);
+      const other = await call(`${gw.url}/api/v1/keys`, { key, body: controls });
+      expect(other.status).toBe(201);
+      const refused = await call(`${gw.url}/api/v1/keys/${keyId}`, { key, method: "DELETE" });
+      expect([refused.status, refused.body.error.code]).toEqual([409, "last_active_key"]);
+      expect(refused.body.error.message).toContain("force=true");
+      expect((await me(key)).status).toBe(200);
+    }
+    // Beside another key without controls, it goes.
+    const { key, keyId } = await signUp(gw.url);
+    const spare = (await call(`${gw.url}/api/v1/keys`, { key, body: {} })).body;
+    const revoked = await call(`${gw.url}/api/v1/keys/${keyId}`, { key, method: "DELETE" });
+    expect([revoked.status, revoked.body.status]).toEqual([200, "revoked"]);
+    expect((await call(`${gw.url}/api/v1/keys`, { key: spare.key, body: {} })).status).toBe(201);
+  });
+
+  it("refuses to set an expiry or other control on the last active key (409 last_active_key); its name still changes", async () => {
+    const { key, keyId } = await signUp(gw.url);
+    const patch = (body: Record<string, unknown>) =>
+      call(`${gw.url}/api/v1/keys/${keyId}`, { key, method: "PATCH", body });
+    for (const body of [
+      { expires_at: new Date(Date.now() + 2000).toISOString() },
+      { allowed_tools: ["hash"] },
+      { budget: { credits: 10, period: "day" } },
+    ]) {
+      const refused = await patch(body);
+      expect([refused.status, refused.body.error.code, refused.body.error.param]).toEqual([
+        409,
+        "last_active_key",
+        "id",
+      ]);
+    }
+    expect((await keys(key)).body.data[0]).toMatchObject({
+      expires_at: null,
+      allowed_tools: null,
+      budget: null,
+    });
+    expect((await patch({ name: "main" })).body).toMatchObject({ name: "main", expires_at: null });
+    // With another key without controls, this one may be limited.
+    await call(`${gw.url}/api/v1/keys`, { key, body: {} });
+    const limited = await patch({ allowed_tools: ["hash"] });
+    expect([limited.status, limited.body.allowed_tools]).toEqual([200, ["hash"]]);
+  });
+
   it("lets the operator issue a key to an account that revoked its last one; the key is shown once", async () => {
     const { key, keyId, accountId } = await signUp(gw.url);
     await call(`${gw.url}/api/v1/keys/${keyId}?force=true`, { key, method: "DELETE" });

@@ -8,6 +8,7 @@ import { createMemoryStore } from "../../src/store/memory.js";
 import { createRedisStore } from "../../src/store/redis.js";
 import {
   InvalidCursorError,
+  isActiveKey,
   KEY_USE_RESOLUTION_MS,
   type ControlWindows,
   type KeyRecord,
@@ -381,7 +382,10 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       const key = await controlledKey(id, { budget: { credits: 3, period: "day" } }, s);
       const spent = async () => (await s.listKeys(id)).find((k) => k.id === key.id)!.budgetSpent;
       const budget = (credits: number, period: "day" | "month") =>
-        s.updateKey(id, key.id, { budget: { credits, period } });
+        s.updateKey(id, key.id, { budget: { credits, period } }).then((outcome) => {
+          if (outcome.status !== "updated") throw new Error(outcome.status);
+          return outcome.key;
+        });
       const status = async () => (await call(id, key.hash, "hash", 1, s)).status;
       // Into a day that is not its month's first, with two more days left in the month.
       for (;;) {
@@ -530,14 +534,19 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     it("changes a key's controls for its very next admission, and clears them with null", async () => {
       const a = await account();
       const other = await account();
-      expect(await store.updateKey(a.id, "key_missing", { budget: null })).toBeNull();
-      expect(await store.updateKey(other.id, a.keyId, { budget: null })).toBeNull();
+      expect(await store.updateKey(a.id, "key_missing", { budget: null })).toEqual({
+        status: "not_found",
+      });
+      expect(await store.updateKey(other.id, a.keyId, { budget: null })).toEqual({
+        status: "not_found",
+      });
       const updated = await store.updateKey(a.id, a.keyId, {
         name: "limited",
         allowedTools: ["uuid"],
         budget: { credits: 1, period: "day" },
       });
-      expect(updated).toMatchObject({
+      expect(updated).toMatchObject({ status: "updated" });
+      expect(updated.status === "updated" && updated.key).toMatchObject({
         id: a.keyId,
         name: "limited",
         allowedTools: ["uuid"],
@@ -865,6 +874,82 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       "last_active_key",
     );
     expect((await store.revokeKey(a.id, kept.key.id, 0)).status).toBe("revoked");
+  });
+
+  it("counts as active only a key that can manage keys: not one with an expiry (however far off), allowed tools or a budget", async () => {
+    const a = await account();
+    const limited = [
+      await controlledKey(a.id, { expiresAt: Date.now() + 365 * 86_400_000 }),
+      await controlledKey(a.id, { allowedTools: ["hash"] }),
+      await controlledKey(a.id, { budget: { credits: 5, period: "month" } }),
+    ];
+    expect((await store.revokeKey(a.id, a.keyId, 0, { keepOneActive: true })).status).toBe(
+      "last_active_key",
+    );
+    // A limited key goes freely: the account keeps its active key.
+    expect((await store.revokeKey(a.id, limited[0]!.id, 0, { keepOneActive: true })).status).toBe(
+      "revoked",
+    );
+    // With another key without controls, either may go.
+    await store.addKey(newKeyRecord(a.id, { id: "key_spare" }).record);
+    expect((await store.revokeKey(a.id, a.keyId, 0, { keepOneActive: true })).status).toBe(
+      "revoked",
+    );
+    expect((await store.revokeKey(a.id, "key_spare", 0, { keepOneActive: true })).status).toBe(
+      "last_active_key",
+    );
+  });
+
+  it("refuses, when asked, a control on the last active key, even when changes and revocations race", async () => {
+    const a = await account();
+    const unchanged = { expiresAt: null, allowedTools: null, budget: null };
+    for (const controls of [
+      { expiresAt: Date.now() + 60_000 },
+      { allowedTools: ["hash"] },
+      { budget: { credits: 5, period: "day" as const } },
+    ]) {
+      expect(await store.updateKey(a.id, a.keyId, controls, { keepOneActive: true })).toMatchObject(
+        { status: "last_active_key", key: { id: a.keyId, ...unchanged } },
+      );
+    }
+    expect(await store.getKey(a.id, a.keyId)).toMatchObject(unchanged);
+    expect((await debit(a.id, a.key.hash)).status).toBe("ok");
+    // Its name may change, and a change that leaves it without controls.
+    expect(
+      (
+        await store.updateKey(
+          a.id,
+          a.keyId,
+          { name: "main", budget: null },
+          { keepOneActive: true },
+        )
+      ).status,
+    ).toBe("updated");
+    const activeKeys = async () =>
+      (await store.listKeys(a.id)).filter((k) => isActiveKey(k)).map((k) => k.id);
+    // Two active keys limited at the same moment: one change is refused.
+    await store.addKey(newKeyRecord(a.id, { id: "key_other" }).record);
+    const limiting = await Promise.all(
+      [a.keyId, "key_other"].map((id) =>
+        store.updateKey(a.id, id, { allowedTools: ["hash"] }, { keepOneActive: true }),
+      ),
+    );
+    expect(limiting.map((o) => o.status).sort()).toEqual(["last_active_key", "updated"]);
+    expect(await activeKeys()).toHaveLength(1);
+    // One limited while the other is revoked: one of the two is refused.
+    const [kept] = await activeKeys();
+    await store.addKey(newKeyRecord(a.id, { id: "key_third" }).record);
+    const racing = await Promise.all([
+      store.revokeKey(a.id, kept!, 0, { keepOneActive: true }),
+      store.updateKey(
+        a.id,
+        "key_third",
+        { expiresAt: Date.now() + 60_000 },
+        { keepOneActive: true },
+      ),
+    ]);
+    expect(racing.map((o) => o.status).sort()).toEqual(["last_active_key", expect.any(String)]);
+    expect(await activeKeys()).toHaveLength(1);
   });
 
   it("adds a key within the account's cap in one step, even when many race; a revoked key does not count, one in its grace or expired does", async () => {

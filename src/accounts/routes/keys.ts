@@ -175,7 +175,7 @@ export const revokeKey = defineRoute({
   method: "delete",
   path: "/keys/:id",
   summary:
-    "Revoke a key, effective on the very next request on every gateway process. The account's last active key is kept (409 last_active_key) unless force=true; a key already revoked is not found (404), like any resource deleted before.",
+    "Revoke a key, effective on the very next request on every gateway process. The account's last active key (the last one with no revocation scheduled and no controls, i.e. that can manage keys) is kept (409 last_active_key) unless force=true; a key already revoked is not found (404), like any resource deleted before.",
   auth: "key",
   unrestrictedKey: true,
   errors: ["last_active_key"],
@@ -198,7 +198,7 @@ export const revokeKey = defineRoute({
       case "last_active_key":
         throw new ApiError(
           "last_active_key",
-          "This is the account's last active key: revoking it would lock the account out. Create another key first, or send force=true.",
+          "This is the account's last active key (no revocation scheduled, no expiry, allowed_tools or budget): revoking it would leave no key that can manage keys, locking the account out. Create another key without controls first, or send force=true.",
           {
             param: "id",
           },

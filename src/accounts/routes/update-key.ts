@@ -16,10 +16,10 @@ export const updateKey = defineRoute({
   method: "patch",
   path: "/keys/:id",
   summary:
-    "Change a key's name and account controls (expires_at, allowed_tools, budget; null removes one), effective on its next call.",
+    "Change a key's name and account controls (expires_at, allowed_tools, budget; null removes one), effective on its next call. A control on the account's last active key (the last that can manage keys) is refused (409 last_active_key).",
   auth: "key",
   unrestrictedKey: true,
-  errors: ["unknown_tool_name"],
+  errors: ["unknown_tool_name", "last_active_key"],
   body: z.strictObject({ name: keyName.nullable().optional(), ...keyControlFields }),
   response: keyViewSchema,
   async handler({ services, caller, params, body }) {
@@ -38,8 +38,22 @@ export const updateKey = defineRoute({
       );
     const update = await keyControlsFrom(services, accountId, controls);
     if (name !== undefined) update.name = name;
-    const updated = await services.store.updateKey(accountId, current.id, update);
-    if (!updated) throw new ApiError("not_found", "No such key.", { param: "id" });
-    return { body: keyView(updated) };
+    // No force here: a control set on the last active key would leave no key that can manage
+    // keys, and DELETE ?force=true is the one deliberate way to give that up.
+    const outcome = await services.store.updateKey(accountId, current.id, update, {
+      keepOneActive: true,
+    });
+    switch (outcome.status) {
+      case "not_found":
+        throw new ApiError("not_found", "No such key.", { param: "id" });
+      case "last_active_key":
+        throw new ApiError(
+          "last_active_key",
+          "This is the account's last active key (no revocation scheduled, no expiry, allowed_tools or budget): with a control it could no longer manage keys, locking the account out. Create another key without controls first.",
+          { param: "id" },
+        );
+      case "updated":
+        return { body: keyView(outcome.key) };
+    }
   },
 });

@@ -157,6 +157,26 @@ local function rate_window(key, limit, window, now, count)
   return true, limit - used - count, math.min((oldest + 1) * 1000 + window - now, window)
 end
 
+-- An active key, in the sense of the last_active_key guard (types.ts, isActiveKey; `k` is the
+-- listing's JSON copy): no revocation scheduled (a key in its rotation grace stops working soon)
+-- and no account controls (a limited key manages no keys; an expiry is a control, so an active key
+-- never lapses either).
+local function active_key(k)
+  local function set(v) return v ~= nil and v ~= cjson.null end
+  return not set(k.revokedAt) and not set(k.expiresAt) and not set(k.allowedTools) and not set(k.budget)
+end
+
+-- Whether `key` is its account's last active key (types.ts, isLastActiveKey; KEYS `list`: the
+-- account's key listing): revoking it, or setting a control on it, would leave none.
+local function last_active_key(list, key)
+  if not active_key(key) then return false end
+  for _, raw in ipairs(redis.call('HVALS', list)) do
+    local other = cjson.decode(raw)
+    if other.id ~= key.id and active_key(other) then return false end
+  end
+  return true
+end
+
 -- Account controls (docs/decisions.md, "Account controls"): the windows of key budgets and of the
 -- spend alert, each key's spend in its budget window, the account's spend in its month. Mirrored
 -- for the in-memory store in src/credits/controls.ts.

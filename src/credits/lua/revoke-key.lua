@@ -1,8 +1,9 @@
 -- KEYS: key list (key id -> JSON), the key's record
 -- ARGV: key id, grace ms, keep one active (1/0), the replacing key's id ('' = not a rotation)
 -- A key already revoked stays as it is. With "keep one active", the account's last active key
--- (one with no revocation scheduled, not expired) is not revoked: decided here, so two concurrent revocations
--- cannot both pass the check and leave the account without a working key.
+-- (prelude.lua, last_active_key: no revocation scheduled, no controls) is not revoked: decided here,
+-- so two concurrent revocations cannot both pass the check and leave the account without a key
+-- that can manage its keys.
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return cjson.encode({ status = 'not_found' }) end
 local key = cjson.decode(raw)
@@ -14,18 +15,8 @@ if scheduled and key.revokedAt <= now then return cjson.encode({ status = 'alrea
 -- replacement working (and a budgeted key's budget twice over).
 local rotation = ARGV[4] ~= ''
 if rotation and scheduled then return cjson.encode({ status = 'already_rotated', key = key }) end
--- Active: no revocation scheduled, and not expired (account controls: an expired key works no more).
-local function active(k)
-  local unexpired = k.expiresAt == cjson.null or k.expiresAt == nil or k.expiresAt > now
-  return (k.revokedAt == cjson.null or k.revokedAt == nil) and unexpired
-end
-if ARGV[3] == '1' and active(key) then
-  local others = 0
-  for _, other_raw in ipairs(redis.call('HVALS', KEYS[1])) do
-    local other = cjson.decode(other_raw)
-    if other.id ~= key.id and active(other) then others = others + 1 end
-  end
-  if others == 0 then return cjson.encode({ status = 'last_active_key', key = key }) end
+if ARGV[3] == '1' and last_active_key(KEYS[1], key) then
+  return cjson.encode({ status = 'last_active_key', key = key })
 end
 local at = now + tonumber(ARGV[2])
 if scheduled and key.revokedAt < at then at = key.revokedAt end

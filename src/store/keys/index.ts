@@ -1,4 +1,4 @@
-import type { KeyRecord, KeyUpdate, RevokeOutcome } from "../types.js";
+import type { KeyRecord, KeyUpdate, RevokeOutcome, UpdateKeyOutcome } from "../types.js";
 
 /** API keys: issued, listed, changed and revoked (the secret itself is never stored, only its hash). */
 export interface KeyStore {
@@ -12,12 +12,20 @@ export interface KeyStore {
   listKeys(accountId: string): Promise<KeyRecord[]>;
   /** One key as stored (revocation and controls; no use or spend figures); null when the account has no such key. */
   getKey(accountId: string, keyId: string): Promise<KeyRecord | null>;
-  /** Changes a key's name and controls; null when the account has no such key. */
-  updateKey(accountId: string, keyId: string, update: KeyUpdate): Promise<KeyRecord | null>;
+  /**
+   * Changes a key's name and controls. With `keepOneActive`, refuses (atomically) to set a control
+   * on the account's last active key (isLastActiveKey in types.ts).
+   */
+  updateKey(
+    accountId: string,
+    keyId: string,
+    update: KeyUpdate,
+    options?: { keepOneActive?: boolean },
+  ): Promise<UpdateKeyOutcome>;
   /**
    * Revokes after `graceMs` of store time (0 = now); never postpones an earlier revocation. A key
    * already revoked is left as it is. With `keepOneActive`, refuses (atomically) to revoke the
-   * account's last active key — one with no revocation scheduled. With `replacedBy` (a rotation:
+   * account's last active key (isLastActiveKey in types.ts: unrevoked, no controls). With `replacedBy` (a rotation:
    * the new key's id, kept on the old key), refuses (atomically) a key whose revocation is already
    * scheduled: a key is replaced once, or two replacements would both work.
    */

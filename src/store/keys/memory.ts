@@ -4,10 +4,13 @@
  */
 import type { MemoryState } from "../memory-state.js";
 import {
+  isActiveKey,
+  isLastActiveKey,
   isRevoked,
   type KeyRecord,
   type KeyUpdate,
   type RevokeOutcome,
+  type UpdateKeyOutcome,
   withControls,
 } from "../types.js";
 import type { KeyStore } from "./index.js";
@@ -45,14 +48,31 @@ export function memoryKeys(state: MemoryState): KeyStore {
       return key ? withControls({ ...key }) : null;
     },
 
-    async updateKey(accountId: string, keyId: string, update: KeyUpdate) {
+    async updateKey(
+      accountId: string,
+      keyId: string,
+      update: KeyUpdate,
+      options: { keepOneActive?: boolean } = {},
+    ): Promise<UpdateKeyOutcome> {
       const a = state.accounts.get(accountId);
       const key = a?.keysById.get(keyId);
-      if (!a || !key) return null;
+      if (!a || !key) return { status: "not_found" };
+      const changes = Object.fromEntries(
+        Object.entries(update).filter(([, value]) => value !== undefined),
+      );
+      // No await between the check and the write: racing changes run one after the other.
+      if (
+        options.keepOneActive &&
+        isLastActiveKey(a.keysById.values(), key) &&
+        !isActiveKey({ ...key, ...changes })
+      )
+        return { status: "last_active_key", key: withControls({ ...key }) };
       // keysByHash and keysById hold the same object: the admission sees the change at once.
-      for (const [field, value] of Object.entries(update))
-        if (value !== undefined) Object.assign(key, { [field]: value });
-      return { ...withControls(key), budgetSpent: state.budgetSpent(a, key) };
+      Object.assign(key, changes);
+      return {
+        status: "updated",
+        key: { ...withControls(key), budgetSpent: state.budgetSpent(a, key) },
+      };
     },
 
     async revokeKey(
@@ -68,16 +88,8 @@ export function memoryKeys(state: MemoryState): KeyStore {
       if (isRevoked(key, now)) return { status: "already_revoked", key: { ...key } };
       if (options.replacedBy && key.revokedAt !== null)
         return { status: "already_rotated", key: { ...key } };
-      // Active: no revocation scheduled, and not expired (account controls).
-      const active = (k: KeyRecord) =>
-        k.revokedAt === null && (k.expiresAt == null || k.expiresAt > now);
-      if (
-        options.keepOneActive &&
-        active(key) &&
-        ![...keys.values()].some((other) => other.id !== key.id && active(other))
-      ) {
+      if (options.keepOneActive && isLastActiveKey(keys.values(), key))
         return { status: "last_active_key", key: { ...key } };
-      }
       const at = now + graceMs;
       key.revokedAt = key.revokedAt !== null && key.revokedAt < at ? key.revokedAt : at;
       if (options.replacedBy) key.replacedBy = options.replacedBy;

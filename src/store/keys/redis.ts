@@ -5,7 +5,13 @@
  */
 import { type KeySpend, spentIn } from "../../credits/controls.js";
 import { type RedisContext, redisKey } from "../redis-context.js";
-import { type KeyRecord, type KeyUpdate, type RevokeOutcome, withControls } from "../types.js";
+import {
+  type KeyRecord,
+  type KeyUpdate,
+  type RevokeOutcome,
+  type UpdateKeyOutcome,
+  withControls,
+} from "../types.js";
 import type { KeyStore } from "./index.js";
 
 /**
@@ -95,23 +101,27 @@ export function redisKeys({ redis, call, script, windows }: RedisContext): KeySt
       accountId: string,
       keyId: string,
       update: KeyUpdate,
-    ): Promise<KeyRecord | null> {
+      options: { keepOneActive?: boolean } = {},
+    ): Promise<UpdateKeyOutcome> {
       // The hash names the record; it never changes, so reading it first races with nothing.
       const raw = await call(() => redis.hget(redisKey.keyList(accountId), keyId));
-      if (!raw) return null;
+      if (!raw) return { status: "not_found" };
       const { hash } = JSON.parse(raw) as KeyRecord;
       const changes = Object.fromEntries(
         Object.entries(update).filter(([, value]) => value !== undefined),
       );
       // One script: the listing's copy and the record the admission reads change together, the
-      // record's controls computed from the copy as the script changed it (key-update.lua).
-      const stored = await script<string | null>(
+      // record's controls computed from the copy as the script changed it (key-update.lua), which
+      // also keeps the account's last active key (isLastActiveKey) when asked.
+      const outcome = await script<UpdateKeyOutcome>(
         "key-update",
         [redisKey.keyList(accountId), redisKey.keyRecord(accountId, hash)],
-        [keyId, JSON.stringify(changes)],
+        [keyId, JSON.stringify(changes), options.keepOneActive ? 1 : 0],
       );
-      if (stored === null) return null;
-      return (await keys.listKeys(accountId)).find((key) => key.id === keyId) ?? null;
+      if (outcome.status === "last_active_key")
+        return { status: "last_active_key", key: withControls(outcome.key) };
+      const key = (await keys.listKeys(accountId)).find((k) => k.id === keyId);
+      return key ? { status: "updated", key } : { status: "not_found" };
     },
 
     async getKey(accountId: string, keyId: string): Promise<KeyRecord | null> {

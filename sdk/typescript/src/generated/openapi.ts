@@ -463,11 +463,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a key, effective on the very next request on every gateway process. The account's last active key is kept (409 last_active_key) unless force=true; a key already revoked is not found (404), like any resource deleted before. */
+        /** Revoke a key, effective on the very next request on every gateway process. The account's last active key (the last one with no revocation scheduled and no controls, i.e. that can manage keys) is kept (409 last_active_key) unless force=true; a key already revoked is not found (404), like any resource deleted before. */
         delete: operations["deleteKeysId"];
         options?: never;
         head?: never;
-        /** Change a key's name and account controls (expires_at, allowed_tools, budget; null removes one), effective on its next call. */
+        /** Change a key's name and account controls (expires_at, allowed_tools, budget; null removes one), effective on its next call. A control on the account's last active key (the last that can manage keys) is refused (409 last_active_key). */
         patch: operations["patchKeysId"];
         trace?: never;
     };
@@ -7499,6 +7499,15 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description last_active_key */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
