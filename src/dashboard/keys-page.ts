@@ -82,7 +82,7 @@ export async function renderKeysPage(
 <dialog id="revoke-dialog" aria-labelledby="revoke-title"><form method="dialog"><h2 id="revoke-title">Revoke key <span class="key-label"></span>?</h2>
 <p>Every call with this key fails from now on, on every server. This cannot be undone.</p>
 <p class="warning session-key-warning" hidden>You signed in with this key: revoking it signs you out here too.</p>
-<p class="warning" id="last-key-warning" hidden>This is your last active key. Without it, no program can call the API until you create another key here (you can still sign in to the dashboard with a link e-mailed to your account's address).</p>
+<p class="warning" id="last-key-warning" hidden>This is your last key without limits, the only one that can manage keys through the API. Without it, no program can create, change or revoke keys (nor, if it is your only key, call the API) until you create another key here (you can still sign in to the dashboard with a link e-mailed to your account's address).</p>
 <p class="actions"><button value="confirm" class="danger">Revoke</button><button value="cancel" class="secondary" autofocus>Cancel</button></p></form></dialog>`;
   return dashboardPage(current, { title: "API keys", path: "/dashboard/keys", body });
 }
