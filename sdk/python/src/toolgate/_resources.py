@@ -187,7 +187,9 @@ class Keys:
         return self._t.run(ops.create_key(name, _controls(expires_at, allowed_tools, budget)))
 
     def update(self, id: str, **changes: Any) -> ApiKey:
-        """Changes ``name``, ``expires_at``, ``allowed_tools`` or ``budget``; None removes a control."""
+        """Changes ``name``, ``expires_at``, ``allowed_tools`` or ``budget``; None removes a control.
+        A control on the account's last active key (the last one without controls) is refused,
+        409 ``last_active_key``."""
         return self._t.run(ops.update_key(id, changes))
 
     def rotate(self, id: str, *, grace_seconds: int = 0, name: str | None = None) -> CreatedKey:

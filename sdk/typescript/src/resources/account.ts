@@ -114,7 +114,8 @@ export class Keys {
 
   /**
    * `PATCH /api/v1/keys/{id}`: changes the key's name and account controls (`expires_at`,
-   * `allowed_tools`, `budget`); a field set to null removes that control.
+   * `allowed_tools`, `budget`); a field set to null removes that control. A control on the
+   * account's last active key (the last one without controls) is refused, 409 `last_active_key`.
    */
   async update(id: string, body: BodyOf<"patchKeysId">): Promise<ResponseOf<"patchKeysId">> {
     return record<ResponseOf<"patchKeysId">>(
@@ -128,7 +129,8 @@ export class Keys {
   }
 
   /**
-   * `DELETE /api/v1/keys/{id}`: revokes the key at once. The account's last active key is kept
+   * `DELETE /api/v1/keys/{id}`: revokes the key at once. The account's last active key (the last
+   * one without controls, which alone can manage keys) is kept
    * (409 `last_active_key`) unless `force` is true.
    */
   async revoke(id: string, options: { force?: boolean } = {}): Promise<ResponseOf<"deleteKeysId">> {
