@@ -1,7 +1,10 @@
+import { createHash } from "node:crypto";
 import { z } from "zod";
 import { ApiError } from "../http/errors.js";
+import { idempotencyKeyOf, idempotencyKeyParameter } from "../http/idempotency-key.js";
 import { defineRoute } from "../http/route.js";
 import { randomId } from "../lib/ids.js";
+import { StoreUnavailableError } from "../store/errors.js";
 import {
   NO_CONTROL_CHARACTERS,
   NO_CONTROL_CHARACTERS_BUT_LINES,
@@ -40,12 +43,42 @@ const title = z
   )
   .refine((t) => !hasNoncharacter(t), "A title cannot contain noncharacters");
 
+/**
+ * The incident an Idempotency-Key opens: its id is derived from the key, so a retry (after a 503
+ * whose write still landed, or a lost answer) is the same incident, kept by the store once.
+ */
+const incidentIdOf = (idempotencyKey: string | null) =>
+  idempotencyKey
+    ? `inc_${createHash("sha256").update(idempotencyKey).digest("hex").slice(0, 16)}`
+    : `inc_${randomId(16)}`;
+
+/** What the operator sent to open an incident, to tell a retry from another opening under the same key. */
+const openingOf = (incident: Incident) =>
+  JSON.stringify([
+    incident.title,
+    incident.impact,
+    incident.components,
+    incident.updates[0]?.status,
+    incident.updates[0]?.message,
+  ]);
+
 export const createIncident = defineRoute({
   method: "post",
   path: "/admin/incidents",
-  summary: "Open an incident on the status page, with its first message.",
+  summary:
+    "Open an incident on the status page, with its first message. With an Idempotency-Key header, a retry opens it once; the same key with another body is 409.",
   auth: "admin",
+  errors: ["idempotency_conflict"],
+  requestHeaders: [
+    idempotencyKeyParameter(
+      "Same key and body: opened once, a repeat answers 200 with the incident as kept; the same key with another body is 409.",
+    ),
+  ],
   successStatus: 201,
+  alsoSucceeds: {
+    status: 200,
+    description: "This Idempotency-Key opened the incident already: nothing opened again.",
+  },
   body: z.strictObject({
     title,
     message,
@@ -58,7 +91,8 @@ export const createIncident = defineRoute({
       .describe("Ids of the affected components, as in /status.json."),
   }),
   response: incidentViewSchema,
-  async handler({ services, body }) {
+  async handler({ services, body, req }) {
+    const idempotencyKey = idempotencyKeyOf(req);
     const known = new Set((await services.status.report()).components.map((c) => c.id));
     const unknown = body.components.find((c) => !known.has(c));
     if (unknown)
@@ -69,7 +103,7 @@ export const createIncident = defineRoute({
       );
     const now = Date.now();
     const incident: Incident = {
-      id: `inc_${randomId(16)}`,
+      id: incidentIdOf(idempotencyKey),
       title: body.title,
       impact: body.impact,
       // Each once: the page and the feed would name a component twice.
@@ -78,9 +112,24 @@ export const createIncident = defineRoute({
       resolvedAt: null,
       updates: [{ status: body.status, message: body.message, at: now }],
     };
-    await services.status.store.saveIncident(incident);
+    const kept = await services.status.store.saveIncident(incident).catch((err: unknown) => {
+      if (!(err instanceof StoreUnavailableError)) throw err;
+      // A command that met its deadline unanswered may still run once Redis answers again.
+      throw new ApiError(
+        "store_unavailable",
+        "The status store did not answer: the incident may still be opened once it does. Retry with the same Idempotency-Key header to open it only once.",
+        { headers: { "Retry-After": "1" } },
+      );
+    });
     services.status.incidentsChanged();
-    return { status: 201, body: incidentView(incident) };
+    if (!kept) return { status: 201, body: incidentView(incident) };
+    if (openingOf(kept) !== openingOf(incident))
+      throw new ApiError(
+        "idempotency_conflict",
+        "This Idempotency-Key opened another incident (another title, impact, components, status or message).",
+        { param: "Idempotency-Key" },
+      );
+    return { status: 200, body: incidentView(kept) };
   },
 });
 

@@ -38,7 +38,10 @@ export function createMemoryStatusStore(): StatusStore {
       return out;
     },
     async saveIncident(incident) {
+      const kept = incidents.get(incident.id);
+      if (kept) return structuredClone(kept);
       incidents.set(incident.id, structuredClone(incident));
+      return null;
     },
     async changeIncident(id, change) {
       // No await between the read and the write: racing changes run one after the other.

@@ -1,5 +1,4 @@
-import { readFileSync } from "node:fs";
-import { connectRedis, type RedisConnection, withinDeadline } from "../store/redis-connection.js";
+import { openRedisClient } from "../store/redis-context.js";
 import {
   UPTIME_DAYS,
   countsTowardUptime,
@@ -24,38 +23,21 @@ import {
 const DAY_TTL_SECONDS = (UPTIME_DAYS + 1) * 86_400;
 const INCIDENTS_KEPT = 200;
 const OPEN_INCIDENTS = "{status}:incidents:open";
-const COMMAND_DEADLINE_MS = 2000;
 /** Each failed attempt means another change landed; this many in a row is not contention but a fault. */
 const CHANGE_ATTEMPTS = 50;
-const COMPARE_AND_SET = readFileSync(
-  new URL("../credits/lua/compare-and-set.lua", import.meta.url),
-  "utf8",
-);
-
 export function createRedisStatusStore(options: {
   url: string;
   keyPrefix: string;
   cluster: boolean;
 }): StatusStore {
-  const redis: RedisConnection = connectRedis(options.url, options.cluster, {
-    keyPrefix: options.keyPrefix,
-    maxRetriesPerRequest: 1,
-    lazyConnect: false,
-  });
-  // The same deadline as the account store's (see withinDeadline): a busy process must not report
-  // Redis as down because its timers fired before it read replies that came in time.
-  const timely = <T>(command: Promise<T>) => withinDeadline(command, COMMAND_DEADLINE_MS);
-  // A status check must never take the process down: errors surface as rejected commands.
-  redis.on("error", () => {});
+  // A connection of its own, sent on as the store's is (redis-context.ts): each command has the
+  // same deadline, and a lost, refused or unanswering Redis is StoreUnavailableError, so the
+  // incident routes answer 503 store_unavailable, not 500, and fail fast while Redis is away.
+  const { redis, call, script } = openRedisClient(options);
   const dayKey = (day: string) => `{status}:day:${day}`;
   const incidentKey = (id: string) => `{status}:incident:${id}`;
-  redis.defineCommand("statusCompareAndSet", { numberOfKeys: 1, lua: COMPARE_AND_SET });
   const compareAndSet = (key: string, read: string, write: string): Promise<number> =>
-    (
-      redis as unknown as {
-        statusCompareAndSet(key: string, read: string, write: string): Promise<number>;
-      }
-    ).statusCompareAndSet(key, read, write);
+    script<number>("compare-and-set", [key], [read, write]);
   return {
     async record(results) {
       const batch = redis.multi();
@@ -67,10 +49,10 @@ export function createRedisStatusStore(options: {
         if (result.state === "operational") batch.hincrby(key, `${result.component}|ok`, 1);
         batch.expire(key, DAY_TTL_SECONDS);
       }
-      await timely(batch.exec());
+      await call(() => batch.exec());
     },
     async latest() {
-      const all = await timely(redis.hgetall("{status}:latest"));
+      const all = await call(() => redis.hgetall("{status}:latest"));
       return new Map(
         Object.entries(all).map(([component, json]) => [
           component,
@@ -81,7 +63,7 @@ export function createRedisStatusStore(options: {
     async dayCounts(days) {
       const batch = redis.multi();
       for (const day of days) batch.hgetall(dayKey(day));
-      const replies = (await timely(batch.exec())) ?? [];
+      const replies = (await call(() => batch.exec())) ?? [];
       const out = new Map<string, DayCount[]>();
       replies.forEach(([err, fields], i) => {
         if (err) throw err;
@@ -98,13 +80,10 @@ export function createRedisStatusStore(options: {
       return out;
     },
     async saveIncident(incident) {
-      await timely(
-        redis
-          .multi()
-          .set(incidentKey(incident.id), JSON.stringify(incident))
-          .zadd("{status}:incidents", incident.createdAt, incident.id)
-          .sadd(OPEN_INCIDENTS, incident.id)
-          .exec(),
+      return script<Incident | null>(
+        "incident-open",
+        [incidentKey(incident.id), "{status}:incidents", OPEN_INCIDENTS],
+        [JSON.stringify(incident), incident.createdAt, incident.id],
       );
     },
     async changeIncident(id, change) {
@@ -112,35 +91,35 @@ export function createRedisStatusStore(options: {
       // (compare-and-set.lua), else again from a fresh read. WATCH would not do: the connection is
       // shared by every request of the process, and a WATCH holds for the whole connection.
       for (let attempt = 0; attempt < CHANGE_ATTEMPTS; attempt++) {
-        const raw = await timely(redis.get(incidentKey(id)));
+        const raw = await call(() => redis.get(incidentKey(id)));
         if (raw === null) return null;
         const changed = change(JSON.parse(raw) as Incident);
         if (!changed) return { incident: JSON.parse(raw) as Incident, changed: false };
         const written = JSON.stringify(changed);
-        if ((await timely(compareAndSet(incidentKey(id), raw, written))) === 1) {
+        if ((await compareAndSet(incidentKey(id), raw, written)) === 1) {
           // Best effort: the incident is resolved already, and a stale id is dropped when read.
-          if (changed.resolvedAt) await timely(redis.srem(OPEN_INCIDENTS, id)).catch(() => {});
+          if (changed.resolvedAt) await call(() => redis.srem(OPEN_INCIDENTS, id)).catch(() => {});
           return { incident: changed, changed: true };
         }
       }
       throw new Error(`incident ${id}: changed by others ${CHANGE_ATTEMPTS} times in a row`);
     },
     async getIncident(id) {
-      const json = await timely(redis.get(incidentKey(id)));
+      const json = await call(() => redis.get(incidentKey(id)));
       return json ? (JSON.parse(json) as Incident) : null;
     },
     async listIncidents(limit) {
-      const ids = await timely(
+      const ids = await call(() =>
         redis.zrevrange("{status}:incidents", 0, Math.min(limit, INCIDENTS_KEPT) - 1),
       );
       if (ids.length === 0) return [];
-      const jsons = await timely(redis.mget(...ids.map(incidentKey)));
+      const jsons = await call(() => redis.mget(...ids.map(incidentKey)));
       return jsons.filter((j): j is string => j !== null).map((j) => JSON.parse(j) as Incident);
     },
     async openIncidents() {
-      const ids = await timely(redis.smembers(OPEN_INCIDENTS));
+      const ids = await call(() => redis.smembers(OPEN_INCIDENTS));
       if (ids.length === 0) return [];
-      const jsons = await timely(redis.mget(...ids.map(incidentKey)));
+      const jsons = await call(() => redis.mget(...ids.map(incidentKey)));
       const open: Incident[] = [];
       const stale: string[] = [];
       jsons.forEach((json, i) => {
@@ -148,7 +127,7 @@ export function createRedisStatusStore(options: {
         if (incident && !incident.resolvedAt) open.push(incident);
         else stale.push(ids[i]!);
       });
-      if (stale.length > 0) await timely(redis.srem(OPEN_INCIDENTS, ...stale)).catch(() => {});
+      if (stale.length > 0) await call(() => redis.srem(OPEN_INCIDENTS, ...stale)).catch(() => {});
       return open;
     },
     async close() {

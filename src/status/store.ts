@@ -48,8 +48,12 @@ export interface StatusStore {
   latest(): Promise<Map<string, CheckResult>>;
   /** Per component, the counts of the given days (missing days are absent). */
   dayCounts(days: string[]): Promise<Map<string, DayCount[]>>;
-  /** Keeps a new incident. */
-  saveIncident(incident: Incident): Promise<void>;
+  /**
+   * Keeps a new incident, in one step, unless one is kept under its id already (an opening retried
+   * under the same Idempotency-Key): that one is then left as it is and answered; null when this
+   * one was kept.
+   */
+  saveIncident(incident: Incident): Promise<Incident | null>;
   getIncident(id: string): Promise<Incident | null>;
   /**
    * Changes an incident in one step: `change` gets the incident as kept and returns it changed, or

@@ -78,6 +78,7 @@ const KEY_COUNTS = {
   "custom-tool-add": 1,
   "release-lock": 1,
   "compare-and-set": 1,
+  "incident-open": 3,
   "payment-claim": 3,
   "payment-save": 2,
   "session-touch": 2,
@@ -152,25 +153,36 @@ function defineScripts(redis: RedisConnection): Record<ScriptName, ScriptRunner>
   return run;
 }
 
-export interface RedisStoreOptions {
+/** Where a connection goes and how long its commands may take. */
+export interface RedisConnectionOptions {
   url: string;
   keyPrefix: string;
-  tiers: TierLimits;
-  periodMs: number;
   /** How long a command may wait for a connection before failing with 503, instead of hanging. */
   commandTimeoutMs?: number;
   /** `url` is a node of a Redis Cluster. */
   cluster?: boolean;
+}
+
+export interface RedisStoreOptions extends RedisConnectionOptions {
+  tiers: TierLimits;
+  periodMs: number;
   /** The windows of key budgets and the spend alert (default: UTC day, calendar month). */
   controlWindows?: ControlWindows;
 }
 
-/** What each concern's Redis part is built from. */
-export interface RedisContext {
-  readonly redis: RedisConnection;
+/** What each concern's Redis part is built from: a client, and the store's settings. */
+export interface RedisContext extends RedisClient {
   readonly options: RedisStoreOptions;
   /** The windows of key budgets and the spend alert. */
   readonly windows: ControlWindows;
+}
+
+/**
+ * One connection and the way to send commands on it. The status store (src/status/redis-store.ts)
+ * opens one of its own: its failures then answer 503 as the store's do, not 500.
+ */
+export interface RedisClient {
+  readonly redis: RedisConnection;
   /** Runs commands: connection-level failures become StoreUnavailableError (503); script errors stay bugs (500). */
   call<T>(fn: () => Promise<T>): Promise<T>;
   /** Runs one Lua script (through `call`); a JSON reply comes back parsed. */
@@ -205,6 +217,15 @@ export interface RedisContext {
 
 /** Connects (one connection for the whole store) and defines the scripts. */
 export function openRedisContext(options: RedisStoreOptions): RedisContext {
+  return {
+    ...openRedisClient(options),
+    options,
+    windows: options.controlWindows ?? CALENDAR_WINDOWS,
+  };
+}
+
+/** Connects and defines the scripts. */
+export function openRedisClient(options: RedisConnectionOptions): RedisClient {
   const redisOptions: RedisOptions = {
     keyPrefix: options.keyPrefix,
     // Fail fast while disconnected: callers get 503 store_unavailable instead of waiting.
@@ -405,8 +426,6 @@ export function openRedisContext(options: RedisStoreOptions): RedisContext {
 
   return {
     redis,
-    options,
-    windows: options.controlWindows ?? CALENDAR_WINDOWS,
     call,
     script,
     markOutbox,

@@ -270,4 +270,30 @@ describe("incidents", () => {
     ).toBe(422);
     expect((await admin(gw.url, "/incidents/inc_unknown/resolve", { body: {} })).status).toBe(404);
   });
+
+  it("opens an incident once per Idempotency-Key: a retry answers 200 with it, another body under the key is 409", async () => {
+    const headers = { "idempotency-key": `open-${Date.now()}` };
+    const body = { title: "Retried opening", message: "Looking.", impact: "major" };
+    const first = await admin(gw.url, "/incidents", { body, headers });
+    expect(first.status).toBe(201);
+    const retry = await admin(gw.url, "/incidents", { body, headers });
+    expect(retry.status).toBe(200);
+    expect(retry.body).toEqual(first.body);
+    const other = await admin(gw.url, "/incidents", {
+      body: { ...body, message: "Something else." },
+      headers,
+    });
+    expect(other.status).toBe(409);
+    expect(other.body.error).toMatchObject({
+      code: "idempotency_conflict",
+      param: "Idempotency-Key",
+    });
+    const active = (await call(`${gw.url}/status.json`)).body.incidents.active;
+    expect(active.filter((i: { title: string }) => i.title === body.title)).toHaveLength(1);
+    // Without a key, each opening is a new incident.
+    const a = await admin(gw.url, "/incidents", { body });
+    const b = await admin(gw.url, "/incidents", { body });
+    expect([a.status, b.status]).toEqual([201, 201]);
+    expect(a.body.id).not.toBe(b.body.id);
+  });
 });
