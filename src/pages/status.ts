@@ -18,6 +18,7 @@ const STATE_LABEL: Record<string, string> = {
 
 const percent = (n: number | null) => (n === null ? "—" : `${n.toFixed(n === 100 ? 0 : 2)}%`);
 const ms = (n: number | null) => (n === null ? "—" : `${n} ms`);
+const utcMinute = (iso: string) => `${iso.replace("T", " ").slice(0, 16)} UTC`;
 
 function uptimeBar(days: { day: string; ok: number; total: number }[]): string {
   const byDay = new Map(days.map((d) => [d.day, d]));
@@ -52,9 +53,19 @@ ${incident.components.length ? `<p class="muted">Affects: ${incident.components.
     .reverse()
     .map(
       (u) =>
-        `<li><strong>${esc(u.status)}</strong> <time datetime="${esc(u.at)}" class="muted">${esc(u.at.replace("T", " ").slice(0, 16))} UTC</time> — ${esc(u.message)}</li>`,
+        `<li><strong>${esc(u.status)}</strong> <time datetime="${esc(u.at)}" class="muted">${esc(utcMinute(u.at))}</time> — ${esc(u.message)}</li>`,
     )
     .join("")}</ul></article>`;
+}
+
+/** While the shared store cannot be read: what the page shows instead, and since when. */
+function storeUnreadableNotice(report: StatusReport): string {
+  if (report.history_available) return "";
+  const asOf = report.incidents.as_of;
+  const incidents = asOf
+    ? `incidents are shown as last read, at <time datetime="${esc(asOf)}">${esc(utcMinute(asOf))}</time>, and may be out of date`
+    : "incidents cannot be shown";
+  return `<p class="degraded"><strong>The status store cannot be read right now:</strong> states are this gateway process's own latest checks, without uptime history; ${incidents}.</p>`;
 }
 
 export function renderStatusPage(report: StatusReport, options: { autoRefresh: boolean }): string {
@@ -82,9 +93,10 @@ ${report.components
     head: `${options.autoRefresh ? `<meta http-equiv="refresh" content="${refreshSeconds}">` : ""}<link rel="alternate" type="application/rss+xml" title="Toolgate incidents" href="/status.rss">`,
     body: `<h1>Status: <span class="pill ${report.status}">${report.status === "operational" ? "All systems operational" : "Some systems degraded"}</span></h1>
 <p class="muted">Checked every ${report.check_interval_ms / 1000} s in the background by each gateway process; uptime is the share of recorded checks that found a component operational. Updated ${esc(report.updated_at)}; ${options.autoRefresh ? `refreshing every ${refreshSeconds} s: <a href="/status">Stop refreshing</a>` : `<a href="/status?refresh=auto">Refresh every ${refreshSeconds} s</a>`}. Machine-readable: <a href="/status.json">/status.json</a>; incidents as a feed: <a href="/status.rss">/status.rss</a>.</p>
+${storeUnreadableNotice(report)}
 ${active.length ? `<h2>Active incidents</h2>${active.map(incidentHtml).join("\n")}` : ""}
 ${rows}
-<h2>Past incidents</h2>${report.incidents.recent.length ? report.incidents.recent.map(incidentHtml).join("\n") : '<p class="muted">No incidents reported.</p>'}`,
+<h2>Past incidents</h2>${report.incidents.recent.length ? report.incidents.recent.map(incidentHtml).join("\n") : `<p class="muted">${report.incidents.as_of ? "No incidents reported." : "Incidents cannot be read right now."}</p>`}`,
   });
 }
 

@@ -37,6 +37,14 @@ export function createStatusService(services: Omit<Services, "status">): StatusS
     : createMemoryStatusStore();
   let checker: StatusChecker | null = null;
   let cached: { at: number; report: Promise<StatusReport> } | null = null;
+  // Kept from the reports themselves (no read of its own): what the page shows while the store
+  // cannot be read, in this process's memory.
+  let incidentsLastRead: StatusReport["incidents"] | null = null;
+  const keepIncidents = (report: StatusReport) => {
+    // The newest read wins: two reports built at once may settle in either order.
+    if (report.history_available && report.updated_at >= (incidentsLastRead?.as_of ?? ""))
+      incidentsLastRead = report.incidents;
+  };
   return {
     store,
     start(selfUrl) {
@@ -54,9 +62,10 @@ export function createStatusService(services: Omit<Services, "status">): StatusS
           checker,
           metrics: services.metrics,
           intervalMs: config.statusCheckIntervalMs,
+          incidentsLastRead,
         });
         cached = { at: Date.now(), report };
-        report.catch(() => (cached = null));
+        report.then(keepIncidents, () => (cached = null));
       }
       return cached.report;
     },

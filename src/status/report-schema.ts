@@ -66,7 +66,7 @@ export const statusReportSchema = z.strictObject({
   history_available: z
     .boolean()
     .describe(
-      "false when the shared store could not be read: states are this process's own, with no history.",
+      "false when the shared store could not be read: states are this process's own, with no history, and the incidents are as this process last read them (incidents.as_of).",
     ),
   updated_at: timestamp,
   check_interval_ms: z.number().int(),
@@ -74,6 +74,11 @@ export const statusReportSchema = z.strictObject({
   incidents: z.strictObject({
     active: z.array(incidentViewSchema),
     recent: z.array(incidentViewSchema).describe("Resolved incidents, newest first, at most 20."),
+    as_of: timestamp
+      .nullable()
+      .describe(
+        "When these incidents were read from the shared store: updated_at, or while it cannot be read (history_available false) this process's last read, so they may be out of date; null when this process has not read them yet (none shown).",
+      ),
   }),
 });
 

@@ -98,12 +98,15 @@ export async function buildStatusReport(options: {
   checker: StatusChecker;
   metrics: Metrics;
   intervalMs: number;
+  /** The incidents of this process's last report that read the store, shown while it cannot be read. */
+  incidentsLastRead: StatusReport["incidents"] | null;
   now?: number;
 }): Promise<StatusReport> {
   const now = options.now ?? Date.now();
   const days = lastDays(now, UPTIME_DAYS);
   // The status page must still answer when the shared store does not: then it shows this
-  // process's own latest checks, without history.
+  // process's own latest checks, without history, and the incidents as last read (an outage of
+  // the store is when the operator's notice of an incident matters most).
   const [latest, counts, incidents, storeReadable] = await Promise.all([
     options.store.latest(),
     options.store.dayCounts(days),
@@ -158,18 +161,23 @@ export async function buildStatusReport(options: {
     });
   }
   const views = incidents.map(incidentView);
+  const updatedAt = new Date(now).toISOString();
+  const shown: StatusReport["incidents"] = storeReadable
+    ? {
+        active: views.filter((i) => !i.resolved_at),
+        recent: views.filter((i) => i.resolved_at).slice(0, 20),
+        as_of: updatedAt,
+      }
+    : (options.incidentsLastRead ?? { active: [], recent: [], as_of: null });
   return {
     status:
-      components.some((c) => c.state === "degraded") || views.some((i) => !i.resolved_at)
+      components.some((c) => c.state === "degraded") || shown.active.length > 0
         ? "degraded"
         : "operational",
     history_available: storeReadable,
-    updated_at: new Date(now).toISOString(),
+    updated_at: updatedAt,
     check_interval_ms: options.intervalMs,
     components,
-    incidents: {
-      active: views.filter((i) => !i.resolved_at),
-      recent: views.filter((i) => i.resolved_at).slice(0, 20),
-    },
+    incidents: shown,
   };
 }

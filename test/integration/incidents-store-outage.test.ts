@@ -4,7 +4,8 @@ import { startPrivateRedis } from "../helpers/redis-server.js";
 
 /**
  * The operator's incidents while the status store's Redis is away (stopped, or frozen with
- * SIGSTOP): the admin routes answer 503 store_unavailable with Retry-After, as the store's other
+ * SIGSTOP): /status, /status.json and /status.rss still show the open ones, as last read, saying
+ * since when (they showed none: the store's outage is when the notice matters); the admin routes answer 503 store_unavailable with Retry-After, as the store's other
  * routes do (they answered 500), and an opening retried under its Idempotency-Key after a 503
  * whose write landed later is the same incident, not a second one.
  */
@@ -102,5 +103,41 @@ describe("incident admin routes while Redis is away", () => {
     const active = (await call(`${gw.url}/status.json`)).body.incidents.active;
     expect(active.filter((i: { title: string }) => i.title === title)).toHaveLength(1);
     expect(active.find((i: { title: string }) => i.title === title).id).toBe(retry.body.id);
+  });
+
+  it("/status, /status.json and /status.rss keep showing the open incidents as last read while Redis is frozen, saying since when", async () => {
+    const title = `Store trouble ${Date.now()}`;
+    const opened = await admin(gw.url, "/incidents", {
+      body: { title, message: "We are investigating.", impact: "major" },
+    });
+    expect(opened.status).toBe(201);
+    const before = (await call(`${gw.url}/status.json`)).body;
+    expect(before.history_available).toBe(true);
+    const itemsBefore = (await (await fetch(`${gw.url}/status.rss`)).text()).split("<item>").length;
+    redis.pause();
+    try {
+      let during = before;
+      const started = Date.now();
+      while (during.history_available) {
+        if (Date.now() - started > 15_000) throw new Error("the store was still read");
+        await new Promise((r) => setTimeout(r, 100));
+        during = (await call(`${gw.url}/status.json`)).body;
+      }
+      expect(during.incidents.active.map((i: { id: string }) => i.id)).toContain(opened.body.id);
+      expect(during.status).toBe("degraded");
+      const page = await (await fetch(`${gw.url}/status`)).text();
+      expect(page).toContain(title);
+      const rss = await (await fetch(`${gw.url}/status.rss`)).text();
+      expect(rss).toContain(title);
+      expect(rss.split("<item>").length).toBe(itemsBefore);
+      // Since when: the last read before Redis froze (the RSS view may have read after `before`).
+      expect(before.incidents.as_of).toBe(before.updated_at);
+      expect(during.incidents.as_of >= before.incidents.as_of).toBe(true);
+      expect(during.incidents.as_of < during.updated_at).toBe(true);
+      expect(page).toContain("may be out of date");
+      expect(page).toContain(`datetime="${during.incidents.as_of}"`);
+    } finally {
+      redis.resume();
+    }
   });
 });
