@@ -187,7 +187,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Open an incident on the status page, with its first message. */
+        /** Open an incident on the status page, with its first message. With an Idempotency-Key header, a retry opens it once; the same key with another body is 409. */
         post: operations["postAdminIncidents"];
         delete?: never;
         options?: never;
@@ -4633,7 +4633,10 @@ export interface operations {
     postAdminIncidents: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Same key and body: opened once, a repeat answers 200 with the incident as kept; the same key with another body is 409. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4661,6 +4664,52 @@ export interface operations {
             };
         };
         responses: {
+            /** @description This Idempotency-Key opened the incident already: nothing opened again. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
+                    "RateLimit-Limit"?: number;
+                    /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
+                    "RateLimit-Policy"?: string;
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until a request slot frees. */
+                    "RateLimit-Reset"?: number;
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Ids of the affected components. */
+                        components: string[];
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC.
+                         */
+                        created_at: string;
+                        id: string;
+                        /** @enum {string} */
+                        impact: "minor" | "major";
+                        resolved_at: string | null;
+                        /**
+                         * @description The latest update's status.
+                         * @enum {string}
+                         */
+                        status: "investigating" | "identified" | "monitoring" | "resolved";
+                        title: string;
+                        /** @description Oldest first; the first is the opening message. */
+                        updates: {
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC.
+                             */
+                            at: string;
+                            message: string;
+                            /** @enum {string} */
+                            status: "investigating" | "identified" | "monitoring" | "resolved";
+                        }[];
+                    };
+                };
+            };
             /** @description Success */
             201: {
                 headers: {
@@ -4736,6 +4785,15 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10382,7 +10440,7 @@ export interface operations {
                             /** @description Percentage of recorded checks that found it operational over the last 90 days; null before any. */
                             uptime_90d: number | null;
                         }[];
-                        /** @description false when the shared store could not be read: states are this process's own, with no history. */
+                        /** @description false when the shared store could not be read: states are this process's own, with no history, and the incidents are as this process last read them (incidents.as_of). */
                         history_available: boolean;
                         incidents: {
                             active: {
@@ -10415,6 +10473,8 @@ export interface operations {
                                     status: "investigating" | "identified" | "monitoring" | "resolved";
                                 }[];
                             }[];
+                            /** @description When these incidents were read from the shared store: updated_at, or while it cannot be read (history_available false) this process's last read, so they may be out of date; null when this process has not read them yet (none shown). */
+                            as_of: string | null;
                             /** @description Resolved incidents, newest first, at most 20. */
                             recent: {
                                 /** @description Ids of the affected components. */
