@@ -7,7 +7,8 @@
  * with x402 configured (X402_NETWORKS and their RPC URLs, X402_PAY_TO), that the chain's
  * authorized transfers to pay-to and the books' payments are the same (from block
  * BOOKS_CHECK_FROM_BLOCK, default 0, read BOOKS_CHECK_BLOCK_RANGE blocks at a time, default 10,000).
- * Prints one line per mismatch and a summary; exits 1 when anything does not reconcile.
+ * Prints one line per mismatch and a summary; exits 1 when anything does not reconcile, 3 (one
+ * line, no stack) when the books or the store cannot be reached: nothing was checked.
  */
 import { checkBooks, checkEvents } from "./check.js";
 import { openBooksDatabase } from "./database.js";
@@ -17,9 +18,33 @@ import { createChainClients } from "../payments/chain.js";
 import { loadConfig } from "../config.js";
 import { isMainModule } from "../lib/main-module.js";
 import { createStore } from "../store/index.js";
+import { StoreUnavailableError } from "../store/errors.js";
+import { BooksUnavailableError } from "./errors.js";
 
-/** Runs the check; its outcome is the process's exit code (0 reconciled, 1 a mismatch, 2 not configured). */
+/**
+ * Runs the check; its outcome is the process's exit code (0 reconciled, 1 a mismatch, 2 not
+ * configured, 3 the books or the store unreachable).
+ */
 export async function run(): Promise<void> {
+  try {
+    await check();
+  } catch (err) {
+    // Not a mismatch (1): nothing was compared. One line, as the other outcomes; no stack.
+    const unreachable =
+      err instanceof BooksUnavailableError
+        ? "the books (DATABASE_URL)"
+        : err instanceof StoreUnavailableError
+          ? "the store (REDIS_URL)"
+          : null;
+    if (!unreachable) throw err;
+    process.stderr.write(
+      `books:check: could not reach ${unreachable}: ${(err as Error).message}\n`,
+    );
+    process.exitCode = 3;
+  }
+}
+
+async function check(): Promise<void> {
   // Only the store and books settings are read: production's other required settings (SMTP, keys) are not this command's business.
   const config = loadConfig({
     ...process.env,

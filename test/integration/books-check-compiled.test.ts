@@ -47,6 +47,25 @@ it("runs from the compiled build with NODE_ENV=production and no tsx", () => {
   ]);
 });
 
+it("says in one line, exiting 3, that the books could not be reached: not a mismatch (1), nothing was checked", () => {
+  const check = spawnSync(process.execPath, ["scripts/books-check.mjs"], {
+    cwd: image,
+    env: {
+      PATH: process.env.PATH,
+      NODE_ENV: "production",
+      REDIS_URL,
+      REDIS_KEY_PREFIX: uniquePrefix("books-check-compiled"),
+      DATABASE_URL: "postgres://toolgate@127.0.0.1:1/books", // nothing listens on port 1
+    },
+    encoding: "utf8",
+  });
+  expect([check.status, check.stdout, check.stderr]).toEqual([
+    3,
+    "",
+    "books:check: could not reach the books (DATABASE_URL): connect ECONNREFUSED 127.0.0.1:1\n",
+  ]);
+});
+
 it("says to build first when dist/ is missing, in one line", () => {
   rmSync(join(image, "dist"));
   const check = spawnSync(process.execPath, ["scripts/books-check.mjs"], {
