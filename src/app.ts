@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import express from "express";
 import { probeLimit } from "./http/probe-limit.js";
+import { preflights } from "./http/cors.js";
 import { anonymousLimit, countingAnonymously, countingErrors } from "./http/anonymous-limit.js";
 import { bearerKeyAsApiKey } from "./http/auth.js";
 import { errorAnswerer, errorHandler, routeNotFound } from "./http/errors.js";
@@ -45,6 +46,7 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
     requestContext(services.requestLog, services.metrics, services.redactSecrets),
     refuseUnservable,
     probeLimit(services),
+    preflights(services),
     // The MCP door counts its keyless messages itself (mcp/route.ts), where a lone tools/call
     // over the limit can be answered as a tool result rather than a 429 its clients throw on.
     anonymousLimit(services, (req) => req.method === "POST" && req.path === "/mcp"),

@@ -1,5 +1,7 @@
 import type { ServerResponse } from "node:http";
-import type { Response } from "express";
+import type { RequestHandler, Response } from "express";
+import type { Services } from "../services.js";
+import { memoryLimit } from "./memory-limit.js";
 
 /**
  * The API is called with a header credential (x-api-key, or Authorization: Bearer) or a payment, never cookies, so any
@@ -18,8 +20,22 @@ export function setCorsHeaders(res: ServerResponse): void {
   res.setHeader("Access-Control-Expose-Headers", EXPOSED_HEADERS);
 }
 
-/** The answer to a preflight (OPTIONS) request, on any path. */
-export function answerPreflight(res: Response): void {
+/**
+ * Answers a preflight (OPTIONS) request, on any path, counted by its own limit (`preflights` in
+ * ENDPOINT_LIMITS) in this process's memory: no store work for a request that costs none.
+ */
+export function preflights(services: Services): RequestHandler {
+  const count = memoryLimit(services, "preflights");
+  return (req, res, next) => {
+    if (req.method !== "OPTIONS") return next();
+    const refused = count(req, res);
+    if (refused) return next(refused);
+    answerPreflight(res);
+  };
+}
+
+/** The answer to a preflight (OPTIONS) request. */
+function answerPreflight(res: Response): void {
   res.setHeader("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS");
   res.setHeader("Access-Control-Allow-Headers", ALLOWED_HEADERS);
   res.setHeader("Access-Control-Max-Age", "600");

@@ -26,6 +26,9 @@ export const ENDPOINT_LIMITS = {
   // store (http/probe-limit.ts): an orchestrator's probes must not wait on Redis, nor share an
   // address's budget with its page views.
   probes: { count: 600, windowSeconds: 60, what: "health and metrics probes" },
+  // CORS preflights (OPTIONS, any path), per address, in memory too (http/cors.ts): answered from
+  // memory with no store work, but an unauthenticated door like any other.
+  preflights: { count: 600, windowSeconds: 60, what: "CORS preflight requests" },
   "wallet-challenge": { count: 30, windowSeconds: 60, what: "wallet sign-in challenges" },
   "wallet-claim": { count: 30, windowSeconds: 60, what: "wallet sign-in claims" },
   "verification-email": { count: 3, windowSeconds: 3600, what: "verification e-mails" },

@@ -3,7 +3,7 @@ import type { RequestHandler } from "express";
 import type { Logger } from "pino";
 import { newRequestId } from "../lib/ids.js";
 import { ApiError } from "./errors.js";
-import { setCorsHeaders, answerPreflight } from "./cors.js";
+import { setCorsHeaders } from "./cors.js";
 import type { Metrics } from "./metrics.js";
 import type { HttpRequest, HttpResponse } from "./exchange.js";
 import { pathForLog } from "./logged-path.js";
@@ -88,7 +88,6 @@ export function requestContext(
 ): RequestHandler {
   return (req, res, next) => {
     beginRequest(req, res, requestLog, metrics, redactSecrets);
-    if (req.method === "OPTIONS") return answerPreflight(res);
     next();
   };
 }

@@ -112,3 +112,48 @@ describe("probes are counted by a limit of their own", () => {
     expect(await from("127.0.0.1")).toBe(200); // the container's own HEALTHCHECK
   }, 60_000);
 });
+
+describe("CORS preflights are counted by a limit of their own", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway({
+      store: "memory",
+      env: { ENDPOINT_LIMITS: "anonymous=2/60,preflights=3/60" },
+    });
+  });
+  afterAll(() => gw.stop());
+
+  it("answers preflights up to `preflights` per address, then 429 in the error shape; they spend nothing of `anonymous`", async () => {
+    const preflight = (address: string) =>
+      fetch(`${gw.url}/v1/tools/hash`, {
+        method: "OPTIONS",
+        headers: {
+          origin: "https://app.example",
+          "access-control-request-method": "POST",
+          "x-forwarded-for": address,
+        },
+      });
+    const answered = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await preflight("203.0.113.9");
+      answered.push([res.status, res.headers.get("access-control-allow-methods") !== null]);
+    }
+    expect(answered).toEqual([
+      [204, true],
+      [204, true],
+      [204, true],
+    ]);
+    const refused = await preflight("203.0.113.9");
+    expect([refused.status, Number(refused.headers.get("retry-after")) > 0]).toEqual([429, true]);
+    expect((await refused.json()).error).toMatchObject({
+      code: "rate_limited",
+      message: expect.stringContaining("CORS preflight requests"),
+    });
+    // Another address has its own count, and the first still has its anonymous budget.
+    expect((await preflight("203.0.113.10")).status).toBe(204);
+    const page = await fetch(`${gw.url}/v1/tools`, {
+      headers: { "x-forwarded-for": "203.0.113.9" },
+    });
+    expect(page.status).toBe(200);
+  });
+});
