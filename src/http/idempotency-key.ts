@@ -10,12 +10,17 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
  * is not 1 to 255 printable ASCII characters (never cut short: two keys are one only when equal).
  */
 export function idempotencyKeyOf(req: Pick<IncomingMessage, "headers">): string | null {
-  const key = headerOf(req, "idempotency-key") ?? null;
-  if (key !== null && !IDEMPOTENCY_KEY.test(key))
+  return checkedIdempotencyKey(headerOf(req, "idempotency-key") ?? null, "Idempotency-Key");
+}
+
+/** `key` when it is an Idempotency-Key (or null when none was sent); else 422 naming `param`. */
+export function checkedIdempotencyKey(key: unknown, param: string): string | null {
+  if (key === null || key === undefined) return null;
+  if (typeof key !== "string" || !IDEMPOTENCY_KEY.test(key))
     throw new ApiError(
       "validation_failed",
-      "Idempotency-Key must be 1 to 255 printable ASCII characters.",
-      { param: "Idempotency-Key" },
+      `${param} must be 1 to 255 printable ASCII characters.`,
+      { param },
     );
   return key;
 }

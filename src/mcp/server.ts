@@ -22,6 +22,7 @@ import { jsonSchemasOf, withoutDialect } from "../tools/views.js";
 import { searchTools } from "../tools/search.js";
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import { GatewayServer, ownHandler } from "./protocol-errors.js";
+import { checkedIdempotencyKey } from "../http/idempotency-key.js";
 import { jsonDepthExceeds } from "../http/json-body.js";
 
 /**
@@ -49,6 +50,12 @@ export interface McpCaller {
 
 /** The x402 MCP transport's `_meta` keys (x402 `specs/transports-v2/mcp.md`). */
 const PAYMENT_META = "x402/payment";
+/**
+ * A keyed `tools/call`'s Idempotency-Key, as REST's header: a repeat with the same key and
+ * arguments is answered the first call's stored answer, uncharged. MCP has no header of a call's
+ * own (a batch shares one HTTP request), so it travels in the call's `_meta`.
+ */
+const IDEMPOTENCY_META = "toolgate/idempotency-key";
 const RECEIPT_META = "x402/payment-response";
 
 /**
@@ -310,9 +317,8 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
         const forward = services.upstream.forwarderFor(tool, door);
         const payable = services.payments !== null && !isPrivateTool(tool);
         const input = request.params.arguments ?? {};
-        const payment = (request.params._meta as Record<string, unknown> | undefined)?.[
-          PAYMENT_META
-        ];
+        const meta = request.params._meta as Record<string, unknown> | undefined;
+        const payment = meta?.[PAYMENT_META];
         let receipt: Paid["receipt"] | null = null;
         try {
           const result =
@@ -335,7 +341,10 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
                     tool,
                     input,
                     key: caller.key!,
-                    idempotencyKey: null,
+                    idempotencyKey: checkedIdempotencyKey(
+                      meta?.[IDEMPOTENCY_META],
+                      `_meta["${IDEMPOTENCY_META}"]`,
+                    ),
                     requestId,
                     counted: true,
                     unwritable,

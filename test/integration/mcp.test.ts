@@ -152,6 +152,56 @@ describe.each(Object.keys(ERAS) as (keyof typeof ERAS)[])("the official MCP clie
     }
   });
 
+  it("replays a call repeated with the same _meta Idempotency-Key, charged once, as REST's header does", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const client = await connect(key, era);
+    try {
+      const generate = (idempotencyKey?: string) =>
+        client.callTool({
+          name: "id-generate",
+          arguments: { kind: "uuid-v4" },
+          ...(idempotencyKey ? { _meta: { "toolgate/idempotency-key": idempotencyKey } } : {}),
+        });
+      const first = await generate("retry-after-lost-answer");
+      const again = await generate("retry-after-lost-answer");
+      expect(again.structuredContent).toEqual(first.structuredContent); // the stored answer
+      expect(await balanceOf(gw.url, key)).toBe(99);
+      // The same key over REST is the same call: replayed, uncharged.
+      const rest = await callTool(
+        gw.url,
+        key,
+        "id-generate",
+        { kind: "uuid-v4" },
+        { "idempotency-key": "retry-after-lost-answer" },
+      );
+      expect(rest.body).toEqual(first.structuredContent);
+      // Without a key, a new call; another input under the key, a conflict; a bad key, refused.
+      expect((await generate()).structuredContent).not.toEqual(first.structuredContent);
+      const conflict = await client.callTool({
+        name: "id-generate",
+        arguments: { kind: "ulid" },
+        _meta: { "toolgate/idempotency-key": "retry-after-lost-answer" },
+      });
+      expect([conflict.isError, errorOf(conflict).error.code]).toEqual([
+        true,
+        "idempotency_conflict",
+      ]);
+      const bad = await client.callTool({
+        name: "id-generate",
+        arguments: { kind: "uuid-v4" },
+        _meta: { "toolgate/idempotency-key": "no spaces allowed" },
+      });
+      expect([bad.isError, errorOf(bad).error.code, errorOf(bad).error.param]).toEqual([
+        true,
+        "validation_failed",
+        '_meta["toolgate/idempotency-key"]',
+      ]);
+      expect(await balanceOf(gw.url, key)).toBe(98);
+    } finally {
+      await client.close();
+    }
+  });
+
   it("answers insufficient credits, invalid input and a failing worker as isError with the REST codes, uncharged", async () => {
     const { key } = await fundedAccount(gw.url, 25, "starter");
     const client = await connect(key, era);
