@@ -896,8 +896,9 @@ describe("a Business account's custom tool", () => {
 });
 
 describe("the SSRF guard on custom tools, with private targets not allowed", () => {
-  it("refuses a loopback endpoint at registration", async () => {
+  it("refuses a loopback endpoint at registration, keeping no compiled schema of it", async () => {
     const { key } = await fundedAccount(strict.url, 100, "business");
+    const kept = strict.services.upstream.schemas.keptBytes;
     for (const url of [
       endpoint.url("/word-count"),
       `https://127.0.0.1:${endpoint.port}/word-count`,
@@ -908,6 +909,8 @@ describe("the SSRF guard on custom tools, with private targets not allowed", () 
       expect(res.status, url).toBe(422);
       expect(res.body.error.param).toBe("url");
     }
+    // Refused registrations fill no cache: a validator takes ~32 times its schema in heap.
+    expect(strict.services.upstream.schemas.keptBytes).toBe(kept);
   });
 
   it("refuses to call one registered while they were allowed: 502, refunded", async () => {

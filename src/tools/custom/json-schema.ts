@@ -77,7 +77,19 @@ export function affordable(validate: ValidateFunction, value: unknown): boolean 
 /** Ajv's warning for a `format` it has no check for (ajv/dist/vocabularies/format/format.js). */
 const UNKNOWN_FORMAT = /^unknown format "(.*)" ignored in schema at path "(.*)"$/s;
 
-/** Compiles schemas once per content (a registered tool is called many times; its schema rarely changes). */
+/**
+ * How much schema text the compiler keeps validators for: a validator takes ~32 times its
+ * schema's JSON in heap (a 27 KB schema of 400 patterned properties: ~864 KB), so 4 MiB of
+ * schemas is ~128 MB at most. Counted in entries alone (5,000), up to 4 GB could be kept, the
+ * whole heap, and a Business account could get there by registering schemas.
+ */
+const CACHED_SCHEMA_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Compiles schemas once per content (a registered tool is called many times; its schema rarely
+ * changes), keeping the validators of the schemas used most recently, up to `maxCachedBytes` of
+ * their JSON.
+ */
 export class SchemaCompiler {
   /**
    * What Ajv warned of while compiling the current schema. Its logger writes to the console by
@@ -97,12 +109,27 @@ export class SchemaCompiler {
       },
     }),
   );
-  private readonly cache = new Map<string, ValidateFunction>();
+  /** Validators by their schema's hash, least recently used first, with their schema's size. */
+  private readonly cache = new Map<string, { validate: ValidateFunction; bytes: number }>();
+  private cachedBytes = 0;
 
-  constructor(private readonly maxCached = 5_000) {}
+  constructor(private readonly maxCachedBytes = CACHED_SCHEMA_BYTES) {}
+
+  /** The bytes of schema JSON whose validators are kept (at most `maxCachedBytes`). */
+  get keptBytes(): number {
+    return this.cachedBytes;
+  }
+
+  /**
+   * Whether `schema` compiles, as `compile` says (SchemaError), without keeping its validator: a
+   * registration that may yet be refused (its URL, its name) must not fill the cache.
+   */
+  check(schema: unknown): void {
+    this.compile(schema, false);
+  }
 
   /** The validator of `schema`, or SchemaError saying why it cannot be one. */
-  compile(schema: unknown): ValidateFunction {
+  compile(schema: unknown, keep = true): ValidateFunction {
     if (schema === null || typeof schema !== "object" || Array.isArray(schema))
       throw new SchemaError("must be a JSON Schema object");
     const text = JSON.stringify(schema);
@@ -112,7 +139,12 @@ export class SchemaCompiler {
       throw new SchemaError(`must nest at most ${MAX_SCHEMA_DEPTH} levels deep`);
     const id = createHash("sha256").update(text).digest("hex");
     const cached = this.cache.get(id);
-    if (cached) return cached;
+    if (cached) {
+      // Used again: the most recent now, the last to go.
+      this.cache.delete(id);
+      this.cache.set(id, cached);
+      return cached.validate;
+    }
     let validate: ValidateFunction;
     // `$id`s would be registered in the shared Ajv instance and collide across accounts: compiled
     // without them, and dropped from Ajv's own cache at once (this cache holds the validator).
@@ -152,9 +184,18 @@ export class SchemaCompiler {
         );
     }
     costs.set(validate, cost);
-    if (this.cache.size >= this.maxCached) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(id, validate);
+    if (keep) this.keep(id, validate, text.length);
     return validate;
+  }
+
+  private keep(id: string, validate: ValidateFunction, bytes: number): void {
+    this.cache.set(id, { validate, bytes });
+    this.cachedBytes += bytes;
+    for (const [oldest, { bytes: size }] of this.cache) {
+      if (this.cachedBytes <= this.maxCachedBytes) break;
+      this.cache.delete(oldest);
+      this.cachedBytes -= size;
+    }
   }
 
   /**

@@ -48,7 +48,7 @@ export const createCustomTool = defineRoute({
     ] as const) {
       if (schema === undefined) continue;
       try {
-        services.upstream.schemas.compile(schema);
+        services.upstream.schemas.check(schema);
       } catch (err) {
         if (err instanceof SchemaError)
           throw new ApiError(
