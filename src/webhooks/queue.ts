@@ -127,7 +127,10 @@ function openBullQueue(
       backoff: { type: "custom" },
       // Completed jobs are kept a day, so a re-enqueue of the same event (after a crash) is a no-op.
       removeOnComplete: { age: 24 * 3600, count: 100_000 },
-      removeOnFail: { age: 7 * 24 * 3600 },
+      // Failed ones a week, and as many at most: an account whose receivers always fail makes one
+      // per event and webhook (a custom tool that always fails, up to 1,000 tool.error events a
+      // minute), which a week's age alone did not bound.
+      removeOnFail: { age: 7 * 24 * 3600, count: 100_000 },
     },
   });
   /**
