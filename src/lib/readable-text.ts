@@ -1,3 +1,5 @@
+import { z } from "zod";
+
 /**
  * The rules for short text a person writes once and others read, shown in pages, feeds, tables,
  * terminals and logs (key names, incident titles and messages): no control characters, no
@@ -39,3 +41,19 @@ export function hasNoncharacter(text: string): boolean {
 /** `text`, or its first `max` characters and "…" when it is longer: shown, never kilobytes of it. */
 export const clip = (text: string, max: number): string =>
   text.length > max ? `${text.slice(0, max)}…` : text;
+
+/**
+ * One line of readable text, trimmed, 1 to `max` characters, under `NO_CONTROL_CHARACTERS`: what
+ * a person names or explains once and others read (a key's name, an incident's title, a grant's
+ * reason). `what` starts the refusal ("A key name"); parseInput adds its full stop.
+ */
+export const readableLine = (what: string, max: number) =>
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(max)
+    .regex(
+      NO_CONTROL_CHARACTERS,
+      `${what} cannot contain control or invisible formatting characters (such as a right-to-left override)`,
+    );

@@ -6,7 +6,7 @@ import { defineRoute } from "../http/route.js";
 import { randomId } from "../lib/ids.js";
 import { StoreUnavailableError } from "../store/errors.js";
 import {
-  NO_CONTROL_CHARACTERS,
+  readableLine,
   NO_CONTROL_CHARACTERS_BUT_LINES,
   hasNoncharacter,
 } from "../lib/readable-text.js";
@@ -32,16 +32,10 @@ const message = z
     "A message cannot contain control characters other than line feeds and tabs, nor invisible formatting characters (such as a right-to-left override)",
   )
   .refine((m) => !hasNoncharacter(m), "A message cannot contain noncharacters");
-const title = z
-  .string()
-  .trim()
-  .min(1)
-  .max(200)
-  .regex(
-    NO_CONTROL_CHARACTERS,
-    "A title cannot contain control or invisible formatting characters (such as a right-to-left override)",
-  )
-  .refine((t) => !hasNoncharacter(t), "A title cannot contain noncharacters");
+const title = readableLine("A title", 200).refine(
+  (t) => !hasNoncharacter(t),
+  "A title cannot contain noncharacters",
+);
 
 /**
  * The incident an Idempotency-Key opens: its id is derived from the key, so a retry (after a 503

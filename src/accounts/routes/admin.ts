@@ -3,7 +3,7 @@ import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
 import { idempotencyKeyOf, idempotencyKeyParameter } from "../../http/idempotency-key.js";
 import { ACCOUNT_ID_PATTERN } from "../../lib/ids.js";
-import { NO_CONTROL_CHARACTERS } from "../../lib/readable-text.js";
+import { readableLine } from "../../lib/readable-text.js";
 import { issueKey } from "../accounts.js";
 import { accountView, accountViewSchema, issuedKeyViewSchema, keyView, listOf } from "../views.js";
 import { keyName } from "./keys.js";
@@ -74,15 +74,7 @@ export const adminGrantCredits = defineRoute({
   body: z.strictObject({
     amount: z.number().int().min(1).max(1_000_000_000),
     // Shown in the account's usage (JSON and CSV) and the dashboard: readable text only.
-    reason: z
-      .string()
-      .trim()
-      .min(1)
-      .max(200)
-      .regex(
-        NO_CONTROL_CHARACTERS,
-        "A reason cannot contain control or invisible formatting characters (such as a right-to-left override)",
-      ),
+    reason: readableLine("A reason", 200),
   }),
   async handler({ services, params, body, req, requestId }) {
     const accountId = accountIdParam(params.id);

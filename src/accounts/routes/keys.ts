@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ApiError } from "../../http/errors.js";
-import { NO_CONTROL_CHARACTERS } from "../../lib/readable-text.js";
+import { readableLine } from "../../lib/readable-text.js";
 import { keepIfCredentialHolds } from "../../http/auth.js";
 import { defineRoute } from "../../http/route.js";
 import { isExpired, isRevoked, type KeyRecord } from "../../store/types.js";
@@ -13,18 +13,9 @@ import { issuedKeyViewSchema, keyView, keyViewSchema, listOf } from "../views.js
  * with account controls manages no keys (403 `unrestricted_key_required`): it could otherwise
  * lift its own limits or issue itself a key without them.
  */
-export const keyName = z
-  .string()
-  .trim()
-  .min(1)
-  .max(64)
-  // Shown in the dashboard, the CLI's tables and logs: a NUL, an escape sequence or a
-  // right-to-left override in a name was stored and printed as it came (lib/readable-text.ts). The message gets its full stop from
-  // parseInput.
-  .regex(
-    NO_CONTROL_CHARACTERS,
-    "A key name cannot contain control or invisible formatting characters (such as a right-to-left override)",
-  );
+// Shown in the dashboard, the CLI's tables and logs: a NUL, an escape sequence or a right-to-left
+// override in a name was stored and printed as it came (lib/readable-text.ts).
+export const keyName = readableLine("A key name", 64);
 
 export const listKeys = defineRoute({
   method: "get",
